@@ -1,0 +1,531 @@
+"""Specs: hardware profiles, workloads, strategies and experiments as frozen dataclasses.
+
+A spec is data. It is read from TOML (``specs/``), checked once here, and never changed afterwards.
+Every number that the model uses comes from a field of a spec; units are part of the field name
+(``_ns``, ``_gbps``, ``_tflops``).  Every field carries its help text in ``metadata["help"]`` so that
+documentation and command-line help are generated from one place (``docs/spec-format.md``).
+
+A bad spec raises :class:`SpecError`, which names the file, the field and the problem.
+
+Left out: anything that is not needed to time a chain of GEMM layers (memory capacity, power, clocks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+__all__ = [
+    "SpecError",
+    "KernelConfig",
+    "Hardware",
+    "Layer",
+    "Workload",
+    "Strategy",
+    "Experiment",
+    "STRATEGY_KINDS",
+    "RASTER_ORDERS",
+    "EPILOGUE_OPS",
+    "ROWWISE_OPS",
+    "DTYPE_BYTES",
+    "SPECS_DIR",
+    "load_hardware",
+    "load_workload",
+    "load_experiment",
+    "find_spec",
+    "list_specs",
+]
+
+SPECS_DIR = Path(__file__).resolve().parent.parent / "specs"
+"""Specs shipped with the project (``specs/hardware``, ``specs/workloads``, ``specs/experiments``)."""
+
+STRATEGY_KINDS = ("sequential", "microbatch", "tp", "ctapipe", "hybrid")
+RASTER_ORDERS = ("row", "column")
+TOPOLOGIES = ("direct", "switch")
+EPILOGUE_OPS = ("gelu", "relu", "silu", "residual")
+ROWWISE_OPS = ("layernorm", "rmsnorm")
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
+TILE_SOURCES = ("queue", "static")
+
+
+class SpecError(ValueError):
+    """A spec that cannot be used. The message names the file, the field and the problem."""
+
+    def __init__(self, where: str, field_name: str, problem: str):
+        self.where, self.field_name, self.problem = where, field_name, problem
+        super().__init__(f"{where}: {field_name}: {problem}")
+
+
+def _f(help: str, default: Any = dataclasses.MISSING, **kw) -> Any:
+    """A dataclass field with its help text."""
+    if default is dataclasses.MISSING:
+        return field(metadata={"help": help}, **kw)
+    return field(default=default, metadata={"help": help}, **kw)
+
+
+# --------------------------------------------------------------------------------------------------
+# Hardware
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """One GEMM kernel configuration (tile shape) and how fast a tile of it runs on one SM.
+
+    Tile time model: ``t = tile_fixed_ns + 2*tile_m*tile_n*K / (sm_tflops * 1e3)`` ns, for a tile with
+    reduction depth K.  ``sm_tflops`` is the rate one CTA slot sustains in the mainloop of this config
+    (measured, not the datasheet peak); with ``cta_slots_per_sm = 2`` (e.g. a pingpong kernel whose two
+    consumer warp groups each own a tile) it is half the SM's rate.  ``tile_fixed_ns`` covers the
+    prologue and the local epilogue.
+    """
+
+    tile_m: int = _f("tile rows (CTA tile M)")
+    tile_n: int = _f("tile columns (CTA tile N)")
+    tile_k: int = _f("mainloop K step")
+    cta_slots_per_sm: int = _f("CTAs of this config resident per SM at once")
+    sm_tflops: float = _f("sustained dense tensor throughput of one CTA slot for this config, TFLOP/s")
+    tile_fixed_ns: float = _f("per-tile fixed time: prologue, pipeline fill, local epilogue, ns", 0.0)
+    cta_launch_ns: float = _f("extra time to start a CTA in a non-persistent grid, ns", 0.0)
+    source: str = _f("where the figures come from (measurement with date and machine, or datasheet)", "")
+
+    def key(self) -> str:
+        return f"{self.tile_m}x{self.tile_n}"
+
+    def tile_ns(self, k: int) -> float:
+        return self.tile_fixed_ns + 2.0 * self.tile_m * self.tile_n * k / (self.sm_tflops * 1e3)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """A node of GPUs: compute, links, protocol costs and collectives.
+
+    Link model: every ordered GPU pair ``(src, dst)`` has its own channel of ``link_gbps`` for
+    ``topology = "direct"``; for ``topology = "switch"`` each GPU has one egress port and one ingress
+    port of ``link_gbps`` (NVSwitch), and a transfer holds both.  Transfers on a channel or port are
+    served first-come-first-served (see :mod:`ctasim.machine`).
+    """
+
+    name: str = _f("profile name")
+    gpu: str = _f("GPU model")
+    gpus: int = _f("GPUs in the node")
+    sm_count: int = _f("streaming multiprocessors per GPU")
+    hbm_gbps: float = _f("HBM bandwidth per GPU (bytes read + written), GB/s")
+    topology: str = _f("'direct' (point-to-point NVLink between each pair) or 'switch' (NVSwitch)")
+    link_gbps: float = _f("bandwidth of kernel stores to a peer GPU, per direction, GB/s")
+    copy_engine_gbps: float = _f("bandwidth of a copy-engine peer copy, per direction, GB/s")
+    link_latency_ns: float = _f("one-way latency of a store or flag write to a peer GPU, ns")
+    remote_atomic_ns: float = _f("time for an atomic on peer memory to take effect, ns")
+    fence_sys_ns: float = _f("cost of a system-scope release fence after the stores complete, ns")
+    poll_ns: float = _f("interval between a consumer CTA's polls of the work-queue, ns")
+    launch_ns: float = _f("host launch to first CTA of a kernel on an idle stream, ns")
+    kernel_gap_ns: float = _f("gap between back-to-back kernels on one stream, ns")
+    event_wait_ns: float = _f("latency of a cross-GPU event dependency between streams, ns")
+    allreduce_bus_gbps: float = _f("NCCL all-reduce bus bandwidth at large sizes, GB/s")
+    allreduce_latency_ns: float = _f("NCCL all-reduce latency per ring step, ns")
+    epilogue_store_overlap: float = _f(
+        "fraction of a tile's remote-store time hidden behind the next tile's mainloop (0..1)"
+    )
+    kernel_configs: tuple[KernelConfig, ...] = _f("GEMM kernel configurations and their tile rates")
+    measured: bool = _f("true if the figures were measured on this machine; false for datasheet profiles")
+    source: str = _f("provenance of the profile as a whole", "")
+    date: str = _f("date of the measurement or of the datasheet reading", "")
+
+    def config(self, tile_m: int, tile_n: int, where: str = "hardware") -> KernelConfig:
+        for c in self.kernel_configs:
+            if c.tile_m == tile_m and c.tile_n == tile_n:
+                return c
+        have = ", ".join(c.key() for c in self.kernel_configs)
+        raise SpecError(where, "tile", f"profile {self.name!r} has no kernel config {tile_m}x{tile_n} (has {have})")
+
+    @property
+    def slots_per_gpu_max(self) -> int:
+        return self.sm_count * max(c.cta_slots_per_sm for c in self.kernel_configs)
+
+
+# --------------------------------------------------------------------------------------------------
+# Workload
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One GEMM layer ``Y[M,N] = X[M,K] @ W[K,N]`` with its tiling and fused/row-wise ops.
+
+    ``epilogue`` ops are applied per output tile inside the GEMM's epilogue (activation, residual add);
+    ``rowwise`` is an op over whole output rows (LayerNorm), run once a row-block of the output is
+    complete, before anything reads it.
+    """
+
+    m: int = _f("rows (tokens)")
+    k: int = _f("reduction dimension (input features)")
+    n: int = _f("output features")
+    tile_m: int = _f("CTA tile rows", 128)
+    tile_n: int = _f("CTA tile columns", 256)
+    raster: str = _f("order in which a producer walks its tiles: 'row' (row-major) or 'column'", "row")
+    epilogue: tuple[str, ...] = _f("ops fused into the epilogue: gelu, relu, silu, residual", ())
+    rowwise: str = _f("row-wise op over the layer's output: '', 'layernorm' or 'rmsnorm'", "")
+
+    @property
+    def tiles_m(self) -> int:
+        return self.m // self.tile_m
+
+    @property
+    def tiles_n(self) -> int:
+        return self.n // self.tile_n
+
+    @property
+    def tiles(self) -> int:
+        return self.tiles_m * self.tiles_n
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A chain of GEMM layers; layer i+1 reads layer i's output."""
+
+    name: str = _f("workload name")
+    dtype: str = _f("element type: bf16, fp16, fp8, fp32", "bf16")
+    layers: tuple[Layer, ...] = _f("the layers, in order", ())
+    source: str = _f("what the workload represents", "")
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def flops(self) -> float:
+        return sum(l.flops for l in self.layers)
+
+
+# --------------------------------------------------------------------------------------------------
+# Strategy and experiment
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How a workload is placed on GPUs and ordered in time.
+
+    kinds: ``sequential`` (all layers on GPU 0); ``microbatch`` (layer i on GPU i, M cut into chunks,
+    each chunk handed to the next GPU by a copy-engine transfer); ``tp`` (Megatron column- then
+    row-parallel pairs over ``tp_degree`` GPUs, all-reduce after each pair); ``ctapipe`` (layer i on
+    GPU i, all layers run at once, tiles flow through scoreboards and work-queues); ``hybrid``
+    (``tp_degree``-way tensor parallel stages, CTA-pipelined between stages).
+    """
+
+    kind: str = _f("one of sequential, microbatch, tp, ctapipe, hybrid")
+    name: str = _f("label in tables; defaults to the kind", "")
+    chunks: tuple[int, ...] = _f("microbatch: chunk counts to sweep; the best is reported", (2, 4, 8, 16))
+    tp_degree: int = _f("tp / hybrid: GPUs per tensor-parallel group (0: all GPUs for tp)", 0)
+    tile_source: str = _f("ctapipe: 'queue' (work-queue pops) or 'static' (fixed order, wait per tile)", "queue")
+    persistent: bool = _f("ctapipe: persistent CTAs looping over tiles (else one CTA per tile)", True)
+    raster: str = _f("override every layer's producer raster order ('' keeps the workload's)", "")
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kind
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A set of cases (workload x strategies) on one hardware profile, optionally swept over an axis."""
+
+    name: str = _f("experiment name")
+    hardware: Hardware = _f("hardware profile")
+    workload: Workload = _f("base workload")
+    strategies: tuple[Strategy, ...] = _f("strategies to compare")
+    sweep: tuple[tuple[str, tuple[int, ...]], ...] = _f(
+        "axes to sweep: 'm' (rows of every layer) or 'layers' (chain length = GPUs)", ()
+    )
+    gpus: int = _f("GPUs used (0: as many as the strategy needs, at most the node's)", 0)
+    description: str = _f("what the experiment reproduces", "")
+
+
+# --------------------------------------------------------------------------------------------------
+# Loading and validation
+
+
+def _require(cond: bool, where: str, fld: str, problem: str) -> None:
+    if not cond:
+        raise SpecError(where, fld, problem)
+
+
+def _build(cls, data: Mapping[str, Any], where: str, prefix: str, **extra) -> Any:
+    """Build dataclass ``cls`` from ``data``: unknown fields, missing fields and wrong types are errors."""
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    for key in data:
+        if key not in names or key in extra:
+            close = [n for n in names if n not in extra and (n.startswith(key[:3]) or key.startswith(n[:3]))]
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise SpecError(where, prefix + key, f"unknown field{hint}")
+    kwargs: dict[str, Any] = dict(extra)
+    for name, f in names.items():
+        if name in extra:
+            continue
+        if name not in data:
+            if f.default is dataclasses.MISSING:
+                raise SpecError(where, prefix + name, "missing (" + f.metadata.get("help", "") + ")")
+            continue
+        value = data[name]
+        want = f.default if f.default is not dataclasses.MISSING else None
+        kwargs[name] = _coerce(value, f.type, want, where, prefix + name)
+    return cls(**kwargs)
+
+
+def _coerce(value: Any, typ: Any, default: Any, where: str, fld: str) -> Any:
+    t = typ if isinstance(typ, str) else getattr(typ, "__name__", str(typ))
+    if t == "bool":
+        _require(isinstance(value, bool), where, fld, f"expected true/false, got {value!r}")
+        return value
+    if t == "int":
+        _require(isinstance(value, int) and not isinstance(value, bool), where, fld, f"expected an integer, got {value!r}")
+        return value
+    if t == "float":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        _require(ok, where, fld, f"expected a number, got {value!r}")
+        return float(value)
+    if t == "str":
+        _require(isinstance(value, str), where, fld, f"expected a string, got {value!r}")
+        return value
+    if t.startswith("tuple[str"):
+        _require(isinstance(value, list) and all(isinstance(v, str) for v in value), where, fld,
+                 f"expected a list of strings, got {value!r}")
+        return tuple(value)
+    if t.startswith("tuple[int"):
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = [value]
+        _require(isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value),
+                 where, fld, f"expected a list of integers, got {value!r}")
+        return tuple(value)
+    raise SpecError(where, fld, f"cannot read a value of type {t}")  # pragma: no cover - programming error
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise SpecError(str(path), "(file)", "no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(str(path), "(file)", f"not valid TOML: {e}") from None
+
+
+def _table(data: Mapping, key: str, where: str) -> dict:
+    _require(key in data, where, key, f"missing [{key}] table")
+    _require(isinstance(data[key], dict), where, key, "expected a table")
+    return data[key]
+
+
+def hardware_from_dict(data: Mapping[str, Any], where: str = "<hardware>") -> Hardware:
+    """Build and validate a :class:`Hardware` from the ``[hardware]`` table's contents."""
+    data = dict(data)
+    raw_configs = data.pop("kernel_config", None)
+    _require(isinstance(raw_configs, list) and raw_configs, where, "hardware.kernel_config",
+             "at least one [[hardware.kernel_config]] table is required")
+    configs = tuple(_build(KernelConfig, c, where, f"hardware.kernel_config[{i}].") for i, c in enumerate(raw_configs))
+    hw = _build(Hardware, data, where, "hardware.", kernel_configs=configs)
+    _validate_hardware(hw, where)
+    return hw
+
+
+def _validate_hardware(hw: Hardware, where: str) -> None:
+    p = "hardware."
+    _require(hw.gpus >= 1, where, p + "gpus", f"must be >= 1, got {hw.gpus}")
+    _require(hw.sm_count >= 1, where, p + "sm_count", f"must be >= 1, got {hw.sm_count}")
+    _require(hw.topology in TOPOLOGIES, where, p + "topology", f"must be one of {TOPOLOGIES}, got {hw.topology!r}")
+    for name in ("hbm_gbps", "link_gbps", "copy_engine_gbps", "allreduce_bus_gbps"):
+        v = getattr(hw, name)
+        _require(v > 0, where, p + name, f"must be positive, got {v}")
+    for name in ("link_latency_ns", "remote_atomic_ns", "fence_sys_ns", "poll_ns", "launch_ns",
+                 "kernel_gap_ns", "event_wait_ns", "allreduce_latency_ns"):
+        v = getattr(hw, name)
+        _require(v >= 0, where, p + name, f"must be >= 0, got {v}")
+    _require(0.0 <= hw.epilogue_store_overlap <= 1.0, where, p + "epilogue_store_overlap",
+             f"must be within [0, 1], got {hw.epilogue_store_overlap}")
+    seen = set()
+    for i, c in enumerate(hw.kernel_configs):
+        q = f"{p}kernel_config[{i}]."
+        for name in ("tile_m", "tile_n", "tile_k", "cta_slots_per_sm"):
+            _require(getattr(c, name) >= 1, where, q + name, f"must be >= 1, got {getattr(c, name)}")
+        _require(c.sm_tflops > 0, where, q + "sm_tflops", f"must be positive, got {c.sm_tflops}")
+        _require(c.tile_fixed_ns >= 0, where, q + "tile_fixed_ns", f"must be >= 0, got {c.tile_fixed_ns}")
+        _require(c.cta_launch_ns >= 0, where, q + "cta_launch_ns", f"must be >= 0, got {c.cta_launch_ns}")
+        _require(c.key() not in seen, where, q + "tile_m", f"duplicate kernel config {c.key()}")
+        seen.add(c.key())
+
+
+def layer_from_dict(data: Mapping[str, Any], where: str, prefix: str) -> Layer:
+    data = dict(data)
+    tile = data.pop("tile", None)
+    if tile is not None:
+        _require(isinstance(tile, list) and len(tile) == 2 and all(isinstance(t, int) for t in tile), where,
+                 prefix + "tile", f"expected [tile_m, tile_n], got {tile!r}")
+        data.setdefault("tile_m", tile[0])
+        data.setdefault("tile_n", tile[1])
+    layer = _build(Layer, data, where, prefix)
+    validate_layer(layer, where, prefix)
+    return layer
+
+
+def validate_layer(layer: Layer, where: str, prefix: str) -> None:
+    for name in ("m", "k", "n", "tile_m", "tile_n"):
+        v = getattr(layer, name)
+        _require(v >= 1, where, prefix + name, f"must be >= 1, got {v}")
+    _require(layer.m % layer.tile_m == 0, where, prefix + "m",
+             f"M={layer.m} is not divisible by tile_m={layer.tile_m}")
+    _require(layer.n % layer.tile_n == 0, where, prefix + "n",
+             f"N={layer.n} is not divisible by tile_n={layer.tile_n}")
+    _require(layer.raster in RASTER_ORDERS, where, prefix + "raster",
+             f"must be one of {RASTER_ORDERS}, got {layer.raster!r}")
+    for op in layer.epilogue:
+        _require(op in EPILOGUE_OPS, where, prefix + "epilogue", f"unknown op {op!r} (known: {EPILOGUE_OPS})")
+    _require(layer.rowwise in ("",) + ROWWISE_OPS, where, prefix + "rowwise",
+             f"unknown row-wise op {layer.rowwise!r} (known: {ROWWISE_OPS})")
+
+
+def workload_from_dict(data: Mapping[str, Any], where: str = "<workload>") -> Workload:
+    """Build a workload from a ``[workload]`` table.
+
+    Either explicit ``[[workload.layer]]`` tables, or the chain shorthand ``layers = L`` with ``m``,
+    ``k``, ``n`` (and tile/raster/epilogue/rowwise) shared by every layer.
+    """
+    data = dict(data)
+    explicit = data.pop("layer", None)
+    shared_keys = ("m", "k", "n", "tile", "tile_m", "tile_n", "raster", "epilogue", "rowwise")
+    shared = {k: data.pop(k) for k in shared_keys if k in data}
+    count = data.pop("layers", None)
+    if explicit is not None:
+        _require(count is None and not shared, where, "workload.layers",
+                 "give either [[workload.layer]] tables or the chain shorthand (layers, m, k, n), not both")
+        _require(isinstance(explicit, list) and explicit, where, "workload.layer", "expected a list of tables")
+        layers = tuple(layer_from_dict(l, where, f"workload.layer[{i}].") for i, l in enumerate(explicit))
+    else:
+        _require(isinstance(count, int) and not isinstance(count, bool) and count >= 1, where, "workload.layers",
+                 f"expected the number of layers (>= 1), got {count!r}")
+        base = layer_from_dict(shared, where, "workload.")
+        layers = (base,) * count
+    wl = _build(Workload, data, where, "workload.", layers=layers)
+    _require(wl.dtype in DTYPE_BYTES, where, "workload.dtype", f"must be one of {tuple(DTYPE_BYTES)}, got {wl.dtype!r}")
+    validate_chain(wl, where)
+    return wl
+
+
+def validate_chain(wl: Workload, where: str) -> None:
+    for i in range(1, len(wl.layers)):
+        a, b = wl.layers[i - 1], wl.layers[i]
+        _require(a.m == b.m, where, f"workload.layer[{i}].m", f"M={b.m} differs from the previous layer's M={a.m}")
+        _require(a.n == b.k, where, f"workload.layer[{i}].k",
+                 f"K={b.k} must equal the previous layer's N={a.n} (layer {i} reads layer {i-1}'s output)")
+
+
+def strategy_from_dict(data: Mapping[str, Any], where: str, prefix: str) -> Strategy:
+    s = _build(Strategy, data, where, prefix)
+    _require(s.kind in STRATEGY_KINDS, where, prefix + "kind", f"unknown strategy {s.kind!r} (known: {STRATEGY_KINDS})")
+    _require(s.chunks and all(c >= 1 for c in s.chunks), where, prefix + "chunks", f"chunk counts must be >= 1, got {s.chunks}")
+    _require(s.tp_degree >= 0, where, prefix + "tp_degree", f"must be >= 0, got {s.tp_degree}")
+    _require(s.tile_source in TILE_SOURCES, where, prefix + "tile_source",
+             f"must be one of {TILE_SOURCES}, got {s.tile_source!r}")
+    _require(s.raster in ("",) + RASTER_ORDERS, where, prefix + "raster", f"must be one of {RASTER_ORDERS}, got {s.raster!r}")
+    if s.kind == "hybrid":
+        _require(s.tp_degree >= 1, where, prefix + "tp_degree", "hybrid needs tp_degree >= 1")
+    return s
+
+
+def _resolve(ref: str, kind: str, base: Path | None) -> Path:
+    """A spec reference: a path (absolute or relative to the referring file) or a name in specs/<kind>/."""
+    p = Path(ref)
+    candidates = [p] if p.is_absolute() else ([base / p] if base else []) + [Path.cwd() / p]
+    candidates += [SPECS_DIR / kind / f"{ref}.toml", SPECS_DIR / kind / ref]
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise SpecError(str(base or "<spec>"), kind, f"no {kind} spec named {ref!r} (see `ctasim list`)")
+
+
+def load_hardware(ref: str | Path, base: Path | None = None) -> Hardware:
+    path = _resolve(str(ref), "hardware", base)
+    data = _read_toml(path)
+    return hardware_from_dict(_table(data, "hardware", str(path)), str(path))
+
+
+def load_workload(ref: str | Path, base: Path | None = None) -> Workload:
+    path = _resolve(str(ref), "workloads", base)
+    data = _read_toml(path)
+    return workload_from_dict(_table(data, "workload", str(path)), str(path))
+
+
+def experiment_from_dict(data: Mapping[str, Any], where: str, base: Path | None = None) -> Experiment:
+    data = dict(data)
+    hw_ref = data.pop("hardware", None)
+    if isinstance(hw_ref, dict):
+        hw = hardware_from_dict(hw_ref, where)
+    else:
+        _require(isinstance(hw_ref, str), where, "experiment.hardware", "expected a profile name or an inline table")
+        hw = load_hardware(hw_ref, base)
+    wl_ref = data.pop("workload", None)
+    if isinstance(wl_ref, dict):
+        wl_data = dict(wl_ref)
+        wl_data.setdefault("name", data.get("name", "workload"))
+        wl = workload_from_dict(wl_data, where)
+    else:
+        _require(isinstance(wl_ref, str), where, "experiment.workload", "expected a workload name or an inline table")
+        wl = load_workload(wl_ref, base)
+    raw_strats = data.pop("strategy", None)
+    _require(isinstance(raw_strats, list) and raw_strats, where, "experiment.strategy",
+             "at least one [[experiment.strategy]] table is required")
+    strats = tuple(strategy_from_dict(s, where, f"experiment.strategy[{i}].") for i, s in enumerate(raw_strats))
+    labels = [s.label for s in strats]
+    _require(len(set(labels)) == len(labels), where, "experiment.strategy", f"duplicate strategy labels {labels}")
+    raw_sweep = data.pop("sweep", {})
+    _require(isinstance(raw_sweep, dict), where, "experiment.sweep", "expected a table of axis = [values]")
+    sweep = []
+    for axis, values in raw_sweep.items():
+        _require(axis in ("m", "layers"), where, f"experiment.sweep.{axis}", "unknown axis (known: m, layers)")
+        vals = _coerce(values, "tuple[int, ...]", None, where, f"experiment.sweep.{axis}")
+        _require(len(vals) >= 1 and all(v >= 1 for v in vals), where, f"experiment.sweep.{axis}", "values must be >= 1")
+        sweep.append((axis, vals))
+    exp = _build(Experiment, data, where, "experiment.", hardware=hw, workload=wl, strategies=strats, sweep=tuple(sweep))
+    _require(0 <= exp.gpus <= hw.gpus, where, "experiment.gpus",
+             f"asks for {exp.gpus} GPUs but profile {hw.name!r} has {hw.gpus}")
+    # Every case must tile and fit: check now, so that nothing runs half-way.
+    from ctasim.cases import expand  # local import: cases builds on spec
+
+    for case in expand(exp):
+        for i, layer in enumerate(case.workload.layers):
+            validate_layer(layer, where, f"case {case.label}: workload.layer[{i}].")
+            hw.config(layer.tile_m, layer.tile_n, where)
+        from ctasim.strategies import check_placement
+
+        for s in strats:
+            problem = check_placement(s, case.workload, hw, case.gpus)
+            _require(problem is None, where, f"experiment.strategy ({s.label})", f"case {case.label}: {problem}")
+    return exp
+
+
+def load_experiment(ref: str | Path) -> Experiment:
+    path = _resolve(str(ref), "experiments", None)
+    data = _read_toml(path)
+    return experiment_from_dict(_table(data, "experiment", str(path)), str(path), path.parent)
+
+
+def find_spec(ref: str) -> tuple[str, Path]:
+    """Classify a reference as an experiment, workload or hardware spec by its top-level table."""
+    for kind in ("experiments", "workloads", "hardware"):
+        try:
+            path = _resolve(ref, kind, None)
+        except SpecError:
+            continue
+        data = _read_toml(path)
+        for table, k in (("experiment", "experiments"), ("workload", "workloads"), ("hardware", "hardware")):
+            if table in data:
+                return k, path
+        raise SpecError(str(path), "(file)", "has none of the tables [experiment], [workload], [hardware]")
+    raise SpecError(ref, "(file)", "no such spec file or name (see `ctasim list`)")
+
+
+def list_specs() -> dict[str, list[str]]:
+    return {kind: sorted(p.stem for p in (SPECS_DIR / kind).glob("*.toml")) for kind in ("hardware", "workloads", "experiments")}
