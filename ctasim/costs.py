@@ -1,0 +1,67 @@
+"""Costs: how long one tile, one transfer, one collective or one row-wise pass takes on a profile.
+
+Every function here turns spec fields into nanoseconds; no number appears that is not a spec field or a
+count of bytes/FLOPs.  Sharing of a link between transfers is not decided here but in
+:mod:`ctasim.machine`; these are the times of an operation running alone.
+
+Left out: clock and power variation, L2 hit rates, tile-to-tile variation (the engine can add seeded
+jitter), the cost of fused activations (arithmetic on a tile already in registers; negligible next to
+the mainloop).
+"""
+
+from __future__ import annotations
+
+from ctasim.spec import Hardware, KernelConfig, Layer
+
+__all__ = [
+    "tile_ns",
+    "tile_bytes",
+    "transfer_ns",
+    "allreduce_ns",
+    "rowwise_ns",
+    "slot_hbm_gbps",
+]
+
+
+def slot_hbm_gbps(hw: Hardware, cfg: KernelConfig) -> float:
+    """HBM bandwidth one CTA slot gets when every slot of the GPU streams memory at once."""
+    return hw.hbm_gbps / (hw.sm_count * cfg.cta_slots_per_sm)
+
+
+def tile_bytes(layer: Layer, elem_bytes: int) -> int:
+    """Bytes of one output tile."""
+    return layer.tile_m * layer.tile_n * elem_bytes
+
+
+def tile_ns(layer: Layer, k: int, hw: Hardware, elem_bytes: int) -> float:
+    """Time one CTA slot holds for one output tile of ``layer`` with reduction depth ``k`` (local output).
+
+    Mainloop + fixed part from the kernel config; a ``residual`` epilogue reads one more tile from HBM at
+    the slot's share of HBM bandwidth.
+    """
+    cfg = hw.config(layer.tile_m, layer.tile_n)
+    t = cfg.tile_ns(k)
+    if "residual" in layer.epilogue:
+        t += tile_bytes(layer, elem_bytes) / slot_hbm_gbps(hw, cfg)  # bytes / (GB/s) = ns
+    return t
+
+
+def transfer_ns(nbytes: float, gbps: float, latency_ns: float) -> float:
+    """A transfer alone on its link: latency plus bytes over bandwidth (GB/s = bytes/ns)."""
+    return latency_ns + nbytes / gbps
+
+
+def allreduce_ns(nbytes: float, gpus: int, hw: Hardware) -> float:
+    """Ring all-reduce of ``nbytes`` per GPU over ``gpus`` GPUs (NCCL's bus-bandwidth definition).
+
+    ``t = 2(p-1)/p * bytes / bus_bw + 2(p-1) * step_latency``; zero for one GPU.
+    """
+    if gpus <= 1:
+        return 0.0
+    steps = 2 * (gpus - 1)
+    return steps / gpus * nbytes / hw.allreduce_bus_gbps + steps * hw.allreduce_latency_ns
+
+
+def rowwise_ns(rows: int, cols: int, elem_bytes: int, hw: Hardware) -> float:
+    """A row-wise op (LayerNorm/RMSNorm) over ``rows x cols``: one read and one write at HBM bandwidth."""
+    return 2.0 * rows * cols * elem_bytes / hw.hbm_gbps

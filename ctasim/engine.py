@@ -1,0 +1,260 @@
+"""The discrete-event engine: runs a :class:`~ctasim.plan.Plan` on SimPy and returns a trace.
+
+What is simulated
+    * Operations start when everything they wait on has finished, plus the launch delay of each wait.
+    * A kernel's CTAs occupy CTA slots (``sm_count * cta_slots_per_sm``).  A persistent kernel runs one
+      CTA per slot, each looping over tiles; a non-persistent grid starts a new CTA (paying
+      ``cta_launch_ns``) in a slot as soon as the slot frees, in blockIdx order.
+    * A tile holds its slot for the tile time.  A producer tile whose output lives on another GPU
+      reserves the link (:class:`~ctasim.machine.Fabric`) for its store; the slot is held for the part
+      of the store that the next tile's mainloop does not hide (``1 - epilogue_store_overlap``).
+    * After the store has arrived: system-scope fence, remote atomic on the scoreboard counter.  The
+      signal that completes a counter pushes its consumer tiles into the work-queue: atomic result back
+      to the producer, slot reservation round trip, slot write and release-publish.
+    * A consumer CTA claims the next head index and waits for that slot to be published; it sees the
+      slot half a poll interval after it became visible (the mean delay of a polling loop).
+    * Copy-engine transfers use the fabric at copy-engine rate; collectives and memory passes take the
+      time their cost function gives.
+
+Simultaneous events
+    SimPy orders events by (time, priority, insertion).  Within one nanosecond, everything is processed
+    in the order it was scheduled; scoreboard completion is decided when the last contributing tile
+    *starts* its store (its signal time is known then), so the order in which two tiles finishing at
+    the same instant are processed cannot change whether or when a counter completes.
+
+Left out
+    SM contention between two kernels on one GPU (plans keep one kernel per GPU at a time), L2 and HBM
+    contention beyond the per-tile costs, clock variation (see ``jitter``), host-side launch
+    throughput, and the protocol's memory-ordering details (modelled separately in
+    :mod:`ctasim.protocol`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import numpy as np
+import simpy
+
+from ctasim.machine import Fabric, ProtocolError, Scoreboard, WorkQueue
+from ctasim.plan import Collective, Kernel, MemoryPass, Plan, Transfer
+from ctasim.spec import Hardware
+from ctasim.trace import Trace
+
+__all__ = ["simulate", "SimulationError"]
+
+
+class SimulationError(RuntimeError):
+    """The plan could not run to completion (a deadlock: operations left waiting)."""
+
+
+def push_ns(hw: Hardware) -> float:
+    """Counter-complete to queue-slot-visible: atomic result back, slot reservation round trip, publish."""
+    return hw.remote_atomic_ns + 2.0 * hw.remote_atomic_ns + hw.fence_sys_ns + hw.link_latency_ns
+
+
+class _Run:
+    """State of one simulation (one plan on one machine)."""
+
+    def __init__(self, plan: Plan, hw: Hardware, seed: int, jitter: float):
+        self.plan, self.hw = plan, hw
+        self.env = simpy.Environment()
+        self.fabric = Fabric(hw)
+        self.rng = np.random.default_rng(seed)
+        self.jitter = jitter
+        self.done = [self.env.event() for _ in plan.ops]
+        self.t_done = [math.nan] * len(plan.ops)
+        self.t_begin = [math.nan] * len(plan.ops)
+        self.rows: list[tuple] = []
+        self.events: list[tuple] = []
+        self.boards = {p.id: Scoreboard(p.threshold) for p in plan.pipes}
+        self.queues = {p.id: WorkQueue(p.capacity) for p in plan.pipes}
+        self.dep_visible = {p.id: [math.inf] * p.deps for p in plan.pipes}
+        self.dep_waiters = {p.id: {} for p in plan.pipes}
+        self.push_ns = push_ns(hw)
+        self.half_poll = 0.5 * hw.poll_ns
+        self.claimed = {}
+
+    # ---------------------------------------------------------------- operations
+    def op_process(self, op):
+        env = self.env
+        start = op.start_ns
+        for dep, delay in op.deps:
+            yield self.done[dep]
+            start = max(start, self.t_done[dep] + delay)
+        if start > env.now:
+            yield env.timeout(start - env.now)
+        self.t_begin[op.id] = env.now
+        if isinstance(op, Kernel):
+            yield from self.kernel(op)
+        elif isinstance(op, Transfer):
+            _, arrival = self.fabric.reserve(env.now, op.src, op.dst, op.nbytes, self.hw.copy_engine_gbps)
+            yield env.timeout(arrival - env.now)
+        elif isinstance(op, (Collective, MemoryPass)):
+            yield env.timeout(op.ns)
+        else:  # pragma: no cover - programming error
+            raise TypeError(f"unknown op {op!r}")
+        self.t_done[op.id] = env.now
+        self.done[op.id].succeed()
+
+    def kernel(self, k: Kernel):
+        n_workers = min(k.tiles, k.slots)
+        durations = np.full(k.tiles, k.tile_ns + (0.0 if k.persistent else k.cta_launch_ns))
+        if self.jitter > 0:
+            durations *= np.clip(1.0 + self.jitter * self.rng.standard_normal(k.tiles), 0.5, 1.5)
+        state = {"next": 0, "live": n_workers, "durations": durations.tolist()}
+        finished = self.env.event()
+        for w in range(n_workers):
+            self.env.process(self.worker(k, w, n_workers, state, finished))
+        yield finished
+
+    # ---------------------------------------------------------------- one CTA slot
+    def worker(self, k: Kernel, w: int, n_workers: int, state: dict, finished):
+        env, hw = self.env, self.hw
+        sm = w % hw.sm_count
+        order = k.order
+        durations = state["durations"]
+        inbound = self.plan.pipes[k.inbound] if k.inbound >= 0 else None
+        outbound = self.plan.pipes[k.outbound] if k.outbound >= 0 else None
+        queue = self.queues[inbound.id] if inbound is not None else None
+        j = 0  # iteration of a persistent CTA
+        cta = w
+        while True:
+            t_start = env.now
+            slot = -1
+            # ---- acquire a tile
+            if k.source == "queue":
+                slot = queue.claim()
+                if slot < 0:
+                    break
+                vis = queue.visible_ns[slot]
+                if vis > env.now:
+                    ev = env.event()
+                    self.dep_waiters[inbound.id][("slot", slot)] = ev
+                    yield ev
+                    vis = queue.visible_ns[slot]
+                    yield env.timeout(self.half_poll)
+                tile = queue.tile[slot]
+                t_ready = vis
+                i = tile
+                self.events.append(("pop", inbound.id, k.gpu, int(inbound.consumer_dep[tile]), slot, tile, env.now))
+            else:
+                if k.persistent:
+                    i = w + j * n_workers
+                else:
+                    i = state["next"]
+                    state["next"] = i + 1
+                if i >= k.tiles:
+                    break
+                tile = int(order[i])
+                t_ready = env.now
+                if k.source == "wait":
+                    dep = int(inbound.consumer_dep[tile])
+                    vis = self.dep_visible[inbound.id][dep]
+                    if vis > env.now:
+                        ev = env.event()
+                        self.dep_waiters[inbound.id].setdefault(("dep", dep), []).append(ev)
+                        yield ev
+                        vis = self.dep_visible[inbound.id][dep]
+                        yield env.timeout(self.half_poll)
+                    t_ready = vis
+            t_acquire = env.now
+            if not k.persistent:
+                cta = i if k.source != "queue" else slot
+            # ---- compute and store
+            dur = durations[i]
+            t_ce = t_acquire + dur
+            if outbound is not None:
+                _, arrival = self.fabric.reserve(t_ce, k.gpu, outbound.dst_gpu, outbound.store_bytes, hw.link_gbps)
+                hold = (arrival - t_ce) * (1.0 - hw.epilogue_store_overlap)
+                t_store = arrival
+                t_sig = arrival + hw.fence_sys_ns + hw.remote_atomic_ns
+                self.signal(outbound, tile, t_sig)
+                yield env.timeout(dur + hold)
+            else:
+                t_store = t_sig = t_ce
+                yield env.timeout(dur)
+            self.rows.append((k.gpu, k.id, k.layer, cta, sm, tile // k.tiles_n + k.row_offset, tile % k.tiles_n,
+                              t_start, t_acquire, t_ready, t_ce, t_store, t_sig, slot))
+            j += 1
+        state["live"] -= 1
+        if state["live"] == 0:
+            finished.succeed()
+
+    # ---------------------------------------------------------------- protocol
+    def signal(self, pipe, tile: int, t_sig: float) -> None:
+        """A producer tile's signals, decided when its store is issued (see 'Simultaneous events')."""
+        board = self.boards[pipe.id]
+        for d in range(pipe.prod_dep_ptr[tile], pipe.prod_dep_ptr[tile + 1]):
+            dep = int(pipe.prod_dep_idx[d])
+            if board.signal(dep, t_sig):
+                t_zero = board.last_signal_ns[dep]
+                self.events.append(("zero", pipe.id, pipe.dst_gpu, dep, -1, -1, t_zero))
+                consumer = self.plan.ops[pipe.consumer]
+                if consumer.source == "queue":
+                    t_vis = t_zero + pipe.ready_delay_ns + self.push_ns
+                    queue = self.queues[pipe.id]
+                    slots = []
+                    for q in range(pipe.dep_tile_ptr[dep], pipe.dep_tile_ptr[dep + 1]):
+                        ctile = int(pipe.dep_tile_idx[q])
+                        s = queue.reserve(ctile, t_vis)
+                        slots.append(s)
+                        self.events.append(("push", pipe.id, pipe.dst_gpu, dep, s, ctile, t_vis))
+                    self.at(t_vis, self.publish_slots, pipe.id, slots)
+                else:
+                    t_vis = t_zero + pipe.ready_delay_ns
+                    self.dep_visible[pipe.id][dep] = t_vis
+                    self.at(t_vis, self.publish_dep, pipe.id, dep)
+
+    def at(self, t: float, fn, *args) -> None:
+        ev = self.env.timeout(max(0.0, t - self.env.now))
+        ev.callbacks.append(lambda _ev: fn(*args))
+
+    def publish_slots(self, pipe_id: int, slots: list[int]) -> None:
+        waiters = self.dep_waiters[pipe_id]
+        for s in slots:
+            ev = waiters.pop(("slot", s), None)
+            if ev is not None:
+                ev.succeed()
+
+    def publish_dep(self, pipe_id: int, dep: int) -> None:
+        for ev in self.dep_waiters[pipe_id].pop(("dep", dep), []):
+            ev.succeed()
+
+    # ---------------------------------------------------------------- run
+    def run(self) -> Trace:
+        for op in self.plan.ops:
+            self.env.process(self.op_process(op))
+        self.env.run()
+        stuck = [op for op in self.plan.ops if math.isnan(self.t_done[op.id])]
+        if stuck:
+            names = ", ".join(op.name for op in stuck[:5])
+            waits = {p.id: (self.queues[p.id].head, self.queues[p.id].tail) for p in self.plan.pipes}
+            raise SimulationError(
+                f"deadlock in plan {self.plan.strategy}/{self.plan.case}: {len(stuck)} operation(s) never finished "
+                f"({names}); work-queue (head, tail) per pipe: {waits}"
+            )
+        return self.trace()
+
+    def trace(self) -> Trace:
+        ops = []
+        for op in self.plan.ops:
+            kind = type(op).__name__.lower()
+            gpu = getattr(op, "gpu", getattr(op, "src", -1))
+            dst = getattr(op, "dst", -1)
+            if isinstance(op, Collective):
+                kind, gpu = op.kind, op.gpus[0]
+            ops.append((op.id, op.name, kind, gpu, dst, float(getattr(op, "nbytes", 0.0)),
+                        getattr(op, "layer", -1), self.t_begin[op.id], self.t_done[op.id]))
+        return Trace.from_records(self.rows, self.events, ops, source="sim",
+                                  meta={"strategy": self.plan.strategy, "case": self.plan.case,
+                                        "gpus": self.plan.gpus, **self.plan.params})
+
+
+def simulate(plan: Plan, hw: Hardware, seed: int = 0, jitter: float = 0.0) -> Trace:
+    """Run ``plan`` on ``hw``; deterministic for a given ``seed`` (``jitter`` = relative tile-time noise)."""
+    if not 0.0 <= jitter < 0.5:
+        raise ValueError(f"jitter must be within [0, 0.5), got {jitter}")
+    return _Run(plan, hw, seed, jitter).run()
+

@@ -1,0 +1,224 @@
+"""Plans: what runs where, in which order, waiting on what.
+
+A :class:`Plan` is the executable description shared by the simulator and the hardware runner: a list of
+operations (GEMM kernels, copy-engine transfers, collectives, memory-bound row-wise kernels), each with
+the operations it waits for and the launch delay that follows each wait, plus :class:`Pipe` objects that
+connect a producer kernel to a consumer kernel on another GPU through a scoreboard and a work-queue.
+
+Dependency arrays are numpy arrays in CSR form, so that ``ctahw`` can upload exactly the arrays the
+simulator used:
+
+* ``prod_dep_ptr / prod_dep_idx``: producer tile -> scoreboard counters (dependency ids) it decrements;
+* ``threshold[dep]``: how many producer tiles a counter waits for;
+* ``dep_tile_ptr / dep_tile_idx``: counter -> consumer tiles that become ready when it reaches zero,
+  in the order they are pushed into the work-queue;
+* ``consumer_dep[tile]``: the counter a consumer tile waits on.
+
+Tiles are numbered row-major inside a kernel: ``tile = row_block * tiles_n + col``.
+
+Left out: anything about time (that is the engine's job) and any GPU object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ctasim.spec import Layer
+
+__all__ = ["Op", "Kernel", "Transfer", "Collective", "MemoryPass", "Pipe", "Plan", "raster_order", "row_block_pipe"]
+
+
+@dataclass
+class Op:
+    """Base of every operation: an id (index into ``Plan.ops``), a name, and what it waits for.
+
+    ``deps`` holds ``(op_id, delay_ns)`` pairs: the op may start ``delay_ns`` after ``op_id`` finished;
+    it starts at the latest of these times, or at ``start_ns`` if it has no deps.
+    """
+
+    id: int
+    name: str
+    deps: tuple[tuple[int, float], ...] = ()
+    start_ns: float = 0.0
+
+
+@dataclass
+class Kernel(Op):
+    """A grid of GEMM tiles on one GPU.
+
+    ``order`` is the static tile order (producer raster order, or the order a ``static`` consumer waits
+    in).  ``source`` says how a CTA obtains its next tile: ``"static"`` (from ``order``, no waiting),
+    ``"queue"`` (pop a ready tile id from the inbound work-queue) or ``"wait"`` (take the next tile of
+    ``order`` and wait until its scoreboard counter is complete).
+    """
+
+    gpu: int = 0
+    layer: int = 0
+    tiles_m: int = 0
+    tiles_n: int = 0
+    row_offset: int = 0
+    tile_ns: float = 0.0
+    slots: int = 1
+    slots_per_sm: int = 1
+    persistent: bool = True
+    cta_launch_ns: float = 0.0
+    order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    source: str = "static"
+    inbound: int = -1  # Pipe id this kernel consumes from, or -1
+    outbound: int = -1  # Pipe id this kernel produces into, or -1
+
+    @property
+    def tiles(self) -> int:
+        return self.tiles_m * self.tiles_n
+
+
+@dataclass
+class Transfer(Op):
+    """A copy-engine transfer of ``nbytes`` from GPU ``src`` to GPU ``dst`` (no SMs used)."""
+
+    src: int = 0
+    dst: int = 0
+    nbytes: float = 0.0
+
+
+@dataclass
+class Collective(Op):
+    """A collective (``kind`` = allreduce or allgather) of ``nbytes`` per GPU over ``gpus``, taking ``ns``."""
+
+    kind: str = "allreduce"
+    gpus: tuple[int, ...] = ()
+    nbytes: float = 0.0
+    ns: float = 0.0
+
+
+@dataclass
+class MemoryPass(Op):
+    """A memory-bound kernel (a row-wise op such as LayerNorm) on one GPU, taking ``ns``."""
+
+    gpu: int = 0
+    ns: float = 0.0
+
+
+@dataclass
+class Pipe:
+    """The CTA-pipelining link from ``producer`` (kernel id, on ``src_gpu``) to ``consumer`` (on ``dst_gpu``).
+
+    Scoreboard counters and the work-queue live in the consumer GPU's memory.  Each producer tile,
+    after its remote store is complete and fenced, decrements every counter in its ``prod_dep`` row;
+    the update that brings a counter to zero pushes that counter's consumer tiles into the queue.
+    ``store_bytes`` is what one producer tile writes across the link; ``ready_delay_ns`` is work done
+    between a counter reaching zero and the push (a row-wise op over the completed row-block).
+    """
+
+    id: int
+    producer: int
+    consumer: int
+    src_gpu: int
+    dst_gpu: int
+    store_bytes: float
+    prod_dep_ptr: np.ndarray
+    prod_dep_idx: np.ndarray
+    threshold: np.ndarray
+    dep_tile_ptr: np.ndarray
+    dep_tile_idx: np.ndarray
+    consumer_dep: np.ndarray
+    ready_delay_ns: float = 0.0
+
+    @property
+    def deps(self) -> int:
+        return len(self.threshold)
+
+    @property
+    def capacity(self) -> int:
+        """Work-queue slots per epoch: every consumer tile is pushed exactly once."""
+        return len(self.consumer_dep)
+
+
+@dataclass
+class Plan:
+    """Everything one strategy runs for one case."""
+
+    strategy: str
+    case: str
+    gpus: int
+    ops: list[Op] = field(default_factory=list)
+    pipes: list[Pipe] = field(default_factory=list)
+    params: dict = field(default_factory=dict)
+
+    def add(self, op_cls, **kw) -> Op:
+        op = op_cls(id=len(self.ops), **kw)
+        self.ops.append(op)
+        return op
+
+    def kernels(self) -> list[Kernel]:
+        return [op for op in self.ops if isinstance(op, Kernel)]
+
+    @property
+    def total_tiles(self) -> int:
+        return sum(k.tiles for k in self.kernels())
+
+
+def raster_order(tiles_m: int, tiles_n: int, raster: str) -> np.ndarray:
+    """Tile ids (row-major numbering) in the order a producer walks them.
+
+    ``row``: a row-block's tiles one after another (row-blocks complete early);
+    ``column``: down the M dimension first (CUTLASS's raster along M; a row-block completes only near the end).
+    """
+    ids = np.arange(tiles_m * tiles_n, dtype=np.int64).reshape(tiles_m, tiles_n)
+    if raster == "row":
+        return ids.ravel()
+    if raster == "column":
+        return ids.T.ravel()
+    raise ValueError(f"unknown raster order {raster!r}")
+
+
+def row_block_pipe(
+    pipe_id: int,
+    producer: "Kernel",
+    consumer: "Kernel",
+    prod_layer: Layer,
+    cons_layer: Layer,
+    store_bytes: float,
+    ready_delay_ns: float = 0.0,
+) -> Pipe:
+    """The dependency arrays of a GEMM chain: a consumer tile needs every producer tile of its rows.
+
+    Consumer row-block ``r`` covers rows ``[r*tm_c, (r+1)*tm_c)``; its counter waits for every producer
+    tile (any column) whose rows overlap that range.  Consumer tiles of a row-block are pushed in
+    column order.  Works for different producer and consumer tile heights.
+    """
+    tm_p, tm_c = prod_layer.tile_m, cons_layer.tile_m
+    pm, pn = producer.tiles_m, producer.tiles_n
+    cm, cn = consumer.tiles_m, consumer.tiles_n
+    if pm * tm_p != cm * tm_c:
+        raise ValueError(f"producer rows {pm * tm_p} != consumer rows {cm * tm_c}")
+    # Row-block ranges a producer row-block overlaps.
+    first = (np.arange(pm) * tm_p) // tm_c
+    last = ((np.arange(pm) + 1) * tm_p - 1) // tm_c
+    counts_per_prow = last - first + 1
+    # CSR producer tile -> deps (every column of a producer row-block shares its row's deps).
+    per_tile = np.repeat(counts_per_prow, pn)
+    ptr = np.zeros(pm * pn + 1, dtype=np.int64)
+    np.cumsum(per_tile, out=ptr[1:])
+    idx = np.concatenate([np.arange(first[r], last[r] + 1) for r in range(pm) for _ in range(pn)]).astype(np.int64)
+    threshold = np.bincount(idx, minlength=cm).astype(np.int64)
+    dep_tile_ptr = np.arange(cm + 1, dtype=np.int64) * cn
+    dep_tile_idx = np.arange(cm * cn, dtype=np.int64)
+    consumer_dep = np.repeat(np.arange(cm, dtype=np.int64), cn)
+    return Pipe(
+        id=pipe_id,
+        producer=producer.id,
+        consumer=consumer.id,
+        src_gpu=producer.gpu,
+        dst_gpu=consumer.gpu,
+        store_bytes=store_bytes,
+        prod_dep_ptr=ptr,
+        prod_dep_idx=idx,
+        threshold=threshold,
+        dep_tile_ptr=dep_tile_ptr,
+        dep_tile_idx=dep_tile_idx,
+        consumer_dep=consumer_dep,
+        ready_delay_ns=ready_delay_ns,
+    )

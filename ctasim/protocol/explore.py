@@ -1,0 +1,225 @@
+"""Hypothesis strategies and state machines that search the protocol's schedules for invariant violations.
+
+The rules of :func:`make_machine`'s state machine *are* the scheduler's choices: which runnable CTA executes its
+next operation (and, for a load, how stale a value it reads), which memory event happens (a pending write lands
+in its home memory, or a bulk store is acknowledged to its issuer), and which GPU puts its next CTA into a freed
+resident slot.  After the rules, ``teardown`` finishes the run with a fixed fair policy
+(:meth:`~ctasim.protocol.system.System.drain`), which also decides progress (invariant 5).  Invariants are checked
+on every event as it happens and as state invariants after every step; every rule ``note()``s what it did, so a
+shrunk failure reads as a schedule.
+
+This module imports Hypothesis (a test dependency); nothing else in :mod:`ctasim.protocol` does.
+
+Leaves out: fairness inside the rule-driven prefix (the drain supplies it), and schedules longer than
+``stateful_step_count`` rule steps before the drain.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, Verbosity, note, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
+
+from .grid import Chain
+from .harness import Run, Setup
+from .invariants import ProtocolViolation
+from .programs import CORRECT, Variant
+from .system import DrainPolicy
+
+__all__ = [
+    "chains",
+    "setups",
+    "make_machine",
+    "Stats",
+    "Counterexample",
+    "find_violation",
+    "profile_settings",
+    "PROFILES",
+]
+
+
+# ------------------------------------------------------------------------------------------------ strategies
+@st.composite
+def chains(draw, min_gpus: int = 2, max_gpus: int = 8, max_m: int = 2, max_n: int = 3, max_elems: int = 2):
+    """Chains of ``min_gpus..max_gpus`` layers with small tile grids (shrinking towards 2 GPUs, 1x1 tiles)."""
+    gpus = draw(st.integers(min_gpus, max_gpus))
+    m = draw(st.integers(1, max_m))
+    n = tuple(draw(st.lists(st.integers(1, max_n), min_size=gpus, max_size=gpus)))
+    elems = draw(st.integers(1, max_elems))
+    return Chain(m, n, elems)
+
+
+@st.composite
+def setups(draw, chain_strategy=None, max_epochs: int = 3, proxies=("generic", "async")):
+    """Setups over a chain: epochs, resident slots per GPU (fewer than the grid where the grid allows) and the
+    store / load proxies."""
+    chain = draw(chain_strategy if chain_strategy is not None else chains())
+    epochs = draw(st.integers(1, max_epochs))
+    slots = tuple(draw(st.integers(1, max(1, len(chain.tiles(g)) - 1))) for g in range(chain.gpus))
+    store = draw(st.sampled_from(proxies))
+    load = draw(st.sampled_from(proxies))
+    return Setup(chain, epochs, slots, store, load)
+
+
+# ------------------------------------------------------------------------------------------------ machine
+@dataclass
+class Stats:
+    """What the machines of one test did: schedules run to the end without violation, violations seen."""
+
+    passed: int = 0
+    violations: int = 0
+    steps: int = 0
+
+
+@dataclass
+class Counterexample:
+    """A failing schedule: the setup, the scheduler's choices (rule steps), the drain's last steps, the error."""
+
+    variant: str
+    setup: str
+    steps: list[str]
+    drain_tail: list[str]
+    error: ProtocolViolation
+
+    @property
+    def n_choices(self) -> int:
+        return len(self.steps)
+
+    def render(self) -> str:
+        lines = [f"setup: {self.setup}"]
+        lines += [f"  {i + 1:2d}. {s}" for i, s in enumerate(self.steps)]
+        if self.drain_tail:
+            lines.append("  then the fair drain; its last steps:")
+            lines += [f"      {s}" for s in self.drain_tail]
+        lines.append(f"  => {self.error}")
+        return "\n".join(lines)
+
+
+def make_machine(variant: Variant = CORRECT, setup_strategy=None, *, policy: DrainPolicy = DrainPolicy(),
+                 stats: Stats | None = None, sink: list | None = None, max_index: int = 15,
+                 max_pick: int = 3) -> type:
+    """A :class:`RuleBasedStateMachine` class running ``variant`` on setups from ``setup_strategy``.
+
+    ``stats`` counts passed schedules; each violation is appended to ``sink`` as a :class:`Counterexample`
+    (the last one after a Hypothesis run is the shrunk one)."""
+    setup_strategy = setup_strategy if setup_strategy is not None else setups()
+    stats = stats if stats is not None else Stats()
+    index = st.integers(0, max_index)
+
+    class ProtocolMachine(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.run: Run | None = None
+            self.steps: list[str] = []
+            self.broken = False
+
+        def _record(self, err: ProtocolViolation, drain_tail=()) -> None:
+            self.broken = True
+            stats.violations += 1
+            if sink is not None:
+                sink.append(Counterexample(variant.name, self.run.setup.describe(), list(self.steps),
+                                           list(drain_tail), err))
+
+        def _do(self, desc_fn):
+            try:
+                desc = desc_fn()
+            except ProtocolViolation as err:
+                self.steps.append("<violation in this step>")
+                self._record(err)
+                raise
+            self.steps.append(desc)
+            note(desc)
+
+        @initialize(setup=setup_strategy)
+        def start(self, setup: Setup) -> None:
+            note(f"setup: {setup.describe()}; variant {variant.name}")
+            self.run = Run(setup, variant)
+
+        @rule(i=index, pick=st.integers(0, max_pick))
+        def step_cta(self, i: int, pick: int) -> None:
+            """The scheduler lets one runnable CTA execute its next operation (loads read ``pick`` back)."""
+            cands = self.run.system.runnable()
+            if not cands:
+                note("step_cta: no CTA can run")
+                return
+            c = cands[i % len(cands)]
+            self._do(lambda: self.run.system.step(c, pick) + (f" [pick {pick}]" if pick else ""))
+
+        @rule(i=index)
+        def deliver(self, i: int) -> None:
+            """The scheduler makes one pending write land (become visible) or acknowledges a bulk store."""
+            events = self.run.system.memory_events()
+            if not events:
+                note("deliver: nothing in flight")
+                return
+            ev = events[i % len(events)]
+            self._do(lambda: self.run.system.deliver(ev))
+
+        @rule(i=index)
+        def launch(self, i: int) -> None:
+            """A freed resident slot takes the next CTA of some GPU's grid."""
+            gpus = self.run.system.launchable()
+            if not gpus:
+                note("launch: no free slot / kernel not startable")
+                return
+            g = gpus[i % len(gpus)]
+            self._do(lambda: self.run.system.launch(g))
+
+        @invariant()
+        def queue_bounds_hold(self) -> None:
+            if self.run is not None and not self.broken:
+                self.run.checker.queue_bounds()
+
+        def teardown(self) -> None:
+            if self.run is None or self.broken:
+                return
+            tail: deque = deque(maxlen=12)
+            try:
+                self.run.finish(policy, log=tail.append)
+            except ProtocolViolation as err:
+                for line in tail:
+                    note(f"drain: {line}")
+                self._record(err, tail)
+                raise
+            stats.passed += 1
+            stats.steps += len(self.steps)
+
+    ProtocolMachine.__name__ = ProtocolMachine.__qualname__ = f"Protocol_{variant.name.replace('-', '_')}"
+    return ProtocolMachine
+
+
+# ------------------------------------------------------------------------------------------------ settings
+PROFILES = {
+    "ci": dict(max_examples=2_500, derandomize=True, stateful_step_count=60),
+    "nightly": dict(max_examples=25_000, derandomize=False, stateful_step_count=120),
+    "dev": dict(max_examples=2_500, derandomize=False, stateful_step_count=60),
+}
+"""Hypothesis profiles: ``max_examples`` is the budget of *one* test (the correct protocol runs four such tests
+per profile, so CI explores 10,000 schedules of it)."""
+
+_COMMON = dict(deadline=None, database=None, print_blob=True,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                      HealthCheck.filter_too_much])
+
+
+def profile_settings(name: str, **overrides) -> settings:
+    """The :class:`hypothesis.settings` of profile ``name`` (``ci``, ``nightly`` or ``dev``)."""
+    return settings(**{**_COMMON, **PROFILES[name], **overrides})
+
+
+def find_violation(variant: Variant, setup_strategy=None, *, settings_: settings | None = None,
+                   policy: DrainPolicy = DrainPolicy(), stats: Stats | None = None) -> Counterexample | None:
+    """Search for a schedule violating an invariant; returns the shrunk counterexample or None."""
+    sink: list[Counterexample] = []
+    machine = make_machine(variant, setup_strategy, policy=policy, stats=stats, sink=sink)
+    s = settings_ if settings_ is not None else profile_settings("ci")
+    try:
+        run_state_machine_as_test(machine, settings=settings(s, verbosity=Verbosity.quiet))
+    except ProtocolViolation as err:
+        if sink and sink[-1].error is err:
+            return sink[-1]
+        return Counterexample(variant.name, "?", [], [], err)
+    return None

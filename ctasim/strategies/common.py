@@ -1,0 +1,57 @@
+"""Pieces shared by the strategies: a GEMM kernel op from a layer, stream-order launch delays."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ctasim import costs
+from ctasim.plan import Kernel, MemoryPass, Plan, raster_order
+from ctasim.spec import Hardware, Layer, Workload
+
+__all__ = ["add_gemm", "add_rowwise", "split_layer", "divides"]
+
+
+def divides(n: int, parts: int, tile: int) -> bool:
+    return parts >= 1 and n % parts == 0 and (n // parts) % tile == 0
+
+
+def split_layer(layer: Layer, m: int | None = None, k: int | None = None, n: int | None = None) -> Layer:
+    """The same layer with a different M, K or N (a chunk of rows, a tensor-parallel slice)."""
+    return dataclasses.replace(layer, m=m or layer.m, k=k or layer.k, n=n or layer.n)
+
+
+def add_gemm(plan: Plan, hw: Hardware, wl: Workload, layer_idx: int, layer: Layer, gpu: int, *,
+             deps=(), start_ns: float = 0.0, row_offset: int = 0, source: str = "static",
+             persistent: bool = True, raster: str = "", name: str = "") -> Kernel:
+    """A GEMM kernel for ``layer`` (already sliced/chunked) on ``gpu``."""
+    cfg = hw.config(layer.tile_m, layer.tile_n)
+    order = raster_order(layer.tiles_m, layer.tiles_n, raster or layer.raster)
+    return plan.add(
+        Kernel,
+        name=name or f"gemm L{layer_idx} gpu{gpu}",
+        deps=tuple(deps),
+        start_ns=start_ns,
+        gpu=gpu,
+        layer=layer_idx,
+        tiles_m=layer.tiles_m,
+        tiles_n=layer.tiles_n,
+        row_offset=row_offset,
+        tile_ns=costs.tile_ns(layer, layer.k, hw, wl.elem_bytes),
+        slots=hw.sm_count * cfg.cta_slots_per_sm,
+        slots_per_sm=cfg.cta_slots_per_sm,
+        persistent=persistent,
+        cta_launch_ns=cfg.cta_launch_ns,
+        order=order,
+        source=source,
+    )
+
+
+def add_rowwise(plan: Plan, hw: Hardware, wl: Workload, layer_idx: int, layer: Layer, gpu: int, after: int) -> MemoryPass:
+    """A separate row-wise kernel (LayerNorm/RMSNorm) over a layer's output, stream-ordered after ``after``."""
+    return plan.add(
+        MemoryPass,
+        name=f"{layer.rowwise} L{layer_idx} gpu{gpu}",
+        deps=((after, hw.kernel_gap_ns),),
+        gpu=gpu,
+        ns=costs.rowwise_ns(layer.m, layer.n, wl.elem_bytes, hw),
+    )

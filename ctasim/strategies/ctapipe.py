@@ -1,0 +1,57 @@
+"""CTA-pipelining: layer i on GPU i, every layer's kernel running at once.
+
+Producer CTAs of GPU i store each output tile straight into GPU i+1's memory and signal the scoreboard
+there; consumer CTAs on GPU i+1 pop ready tile ids from the work-queue (``tile_source = "queue"``) or
+walk a fixed row-major order and wait on each tile's counter (``"wait"``, the no-queue variant).  A middle
+GPU's kernel is consumer and producer at once.  A row-wise op on a layer's output is done once per
+completed row-block before its tiles are pushed (``Pipe.ready_delay_ns``); after the last layer it is a
+separate kernel.
+"""
+
+from __future__ import annotations
+
+from ctasim import costs
+from ctasim.plan import Plan, row_block_pipe
+from ctasim.spec import Hardware, Strategy, Workload
+from ctasim.strategies.common import add_gemm, add_rowwise
+
+
+def gpus_needed(strategy: Strategy, wl: Workload, gpus: int) -> int:
+    return len(wl.layers)
+
+
+def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | None:
+    return None
+
+
+def consumer_source(strategy: Strategy) -> str:
+    return "queue" if strategy.tile_source == "queue" else "wait"
+
+
+def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) -> list[Plan]:
+    plan = Plan(strategy.label, case, len(wl.layers),
+                params={"tile_source": strategy.tile_source, "persistent": strategy.persistent})
+    kernels = []
+    for i, layer in enumerate(wl.layers):
+        src = "static" if i == 0 else consumer_source(strategy)
+        raster = strategy.raster or layer.raster
+        kernels.append(add_gemm(plan, hw, wl, i, layer, i, start_ns=hw.launch_ns, source=src,
+                                persistent=strategy.persistent, raster=raster if src == "static" else "row",
+                                name=f"ctapipe L{i} gpu{i}"))
+    link_pipes(plan, hw, wl, list(wl.layers), kernels)
+    last = wl.layers[-1]
+    if last.rowwise:
+        add_rowwise(plan, hw, wl, len(wl.layers) - 1, last, kernels[-1].gpu, kernels[-1].id)
+    return [plan]
+
+
+def link_pipes(plan: Plan, hw: Hardware, wl: Workload, layers, kernels) -> None:
+    """Connect consecutive kernels ``kernels[i] -> kernels[i+1]`` with row-block scoreboards and queues."""
+    for i in range(len(kernels) - 1):
+        prod, cons = kernels[i], kernels[i + 1]
+        pl, cl = layers[i], layers[i + 1]
+        ready = costs.rowwise_ns(cl.tile_m, pl.n, wl.elem_bytes, hw) if pl.rowwise else 0.0
+        pipe = row_block_pipe(len(plan.pipes), prod, cons, pl, cl, costs.tile_bytes(pl, wl.elem_bytes), ready)
+        plan.pipes.append(pipe)
+        prod.outbound = pipe.id
+        cons.inbound = pipe.id

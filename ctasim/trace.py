@@ -1,0 +1,165 @@
+"""The trace: one schema for simulated and measured runs.
+
+A :class:`Trace` holds three tables (pandas DataFrames, columnar) and a ``meta`` dict.
+
+``tiles`` — one row per CTA tile execution (``TILE_COLUMNS``):
+    ``source`` (sim|hw), ``gpu``, ``kernel`` (op id in the plan), ``layer``, ``cta`` (persistent CTA
+    index, or blockIdx for a non-persistent grid), ``sm``, ``tile_m`` (row-block, global over chunks),
+    ``tile_n`` (column block), then times in ns on one timeline (GPU 0's clock; other GPUs shifted by
+    their measured offset): ``t_start`` (CTA began this tile's iteration), ``t_acquire`` (tile id
+    obtained), ``t_ready`` (its inputs became visible), ``t_compute_end``, ``t_store_end`` (output
+    visible where it is read), ``t_signal`` (scoreboard updated), and ``slot`` (work-queue slot it was
+    popped from, -1 if none).
+
+``events`` — scoreboard and work-queue events (``EVENT_COLUMNS``): ``kind`` is ``zero`` (counter
+    ``dep`` of pipe ``pipe`` completed at ``t_ns``), ``push`` (``tile`` published in ``slot`` at
+    ``t_ns``) or ``pop`` (``slot`` read by a consumer CTA at ``t_ns``).
+
+``ops`` — one row per plan operation (``OP_COLUMNS``): kernels, transfers, collectives, memory passes
+    with their begin and end times.
+
+Exports: Parquet (with pyarrow) or CSV files, and Chrome/Perfetto trace-event JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Trace", "TILE_COLUMNS", "EVENT_COLUMNS", "OP_COLUMNS", "TIME_COLUMNS"]
+
+TIME_COLUMNS = ("t_start", "t_acquire", "t_ready", "t_compute_end", "t_store_end", "t_signal")
+TILE_COLUMNS = ("source", "gpu", "kernel", "layer", "cta", "sm", "tile_m", "tile_n") + TIME_COLUMNS + ("slot",)
+EVENT_COLUMNS = ("kind", "pipe", "gpu", "dep", "slot", "tile", "t_ns")
+OP_COLUMNS = ("op", "name", "kind", "gpu", "dst", "nbytes", "layer", "t_begin", "t_end")
+
+_INT_TILE = ("gpu", "kernel", "layer", "cta", "sm", "tile_m", "tile_n", "slot")
+
+
+@dataclass
+class Trace:
+    tiles: pd.DataFrame
+    events: pd.DataFrame
+    ops: pd.DataFrame
+    meta: dict = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_records(cls, rows, events, ops, source: str, meta: dict | None = None) -> "Trace":
+        """Build from engine records: ``rows`` are tuples of TILE_COLUMNS without ``source``."""
+        arr = np.array(rows, dtype=np.float64).reshape(-1, len(TILE_COLUMNS) - 1)
+        tiles = pd.DataFrame(arr, columns=list(TILE_COLUMNS[1:]))
+        for c in _INT_TILE:
+            tiles[c] = tiles[c].astype(np.int64)
+        tiles.insert(0, "source", source)
+        ev = pd.DataFrame(list(events), columns=list(EVENT_COLUMNS))
+        for c in ("pipe", "gpu", "dep", "slot", "tile"):
+            ev[c] = ev[c].astype(np.int64)
+        ev["t_ns"] = ev["t_ns"].astype(np.float64)
+        opdf = pd.DataFrame(list(ops), columns=list(OP_COLUMNS))
+        return cls(tiles, ev, opdf, dict(meta or {}))
+
+    # ------------------------------------------------------------------ derived figures
+    @property
+    def makespan_ns(self) -> float:
+        """First operation begin (or 0) to the last end of any tile or operation."""
+        ends = [self.ops["t_end"].max() if len(self.ops) else 0.0]
+        if len(self.tiles):
+            ends.append(self.tiles["t_store_end"].max())
+        return float(max(ends))
+
+    def busy_fraction(self, slots_per_gpu: dict[int, int]) -> dict[int, float]:
+        """Per GPU: slot-time spent in tiles (acquire to compute end) / (slots x makespan)."""
+        span = self.makespan_ns
+        t = self.tiles
+        busy = (t["t_compute_end"] - t["t_acquire"]).groupby(t["gpu"]).sum()
+        return {g: float(busy.get(g, 0.0)) / (n * span) if span > 0 else 0.0 for g, n in slots_per_gpu.items()}
+
+    # ------------------------------------------------------------------ files
+    def save(self, path: str | Path, fmt: str = "auto") -> list[Path]:
+        """Write ``<path>.tiles.<ext>``, ``.events.<ext>``, ``.ops.<ext>`` and ``.meta.json``; return the paths.
+
+        ``fmt``: ``parquet`` (needs pyarrow), ``csv``, or ``auto`` (parquet if pyarrow imports, else csv).
+        """
+        path = Path(path)
+        if fmt == "auto":
+            try:
+                import pyarrow  # noqa: F401
+
+                fmt = "parquet"
+            except ImportError:
+                fmt = "csv"
+        if fmt not in ("parquet", "csv"):
+            raise ValueError(f"unknown trace format {fmt!r} (parquet or csv)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        out = []
+        for name in ("tiles", "events", "ops"):
+            df = getattr(self, name)
+            p = path.with_name(f"{path.name}.{name}.{fmt}")
+            if fmt == "parquet":
+                df.to_parquet(p, index=False)
+            else:
+                df.to_csv(p, index=False)
+            out.append(p)
+        p = path.with_name(f"{path.name}.meta.json")
+        p.write_text(json.dumps(self.meta, indent=1, sort_keys=True, default=str))
+        out.append(p)
+        return out
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Trace":
+        path = Path(path)
+        tables = {}
+        for name in ("tiles", "events", "ops"):
+            for ext, reader in (("parquet", pd.read_parquet), ("csv", pd.read_csv)):
+                p = path.with_name(f"{path.name}.{name}.{ext}")
+                if p.exists():
+                    tables[name] = reader(p)
+                    break
+            else:
+                raise FileNotFoundError(f"no {name} table for trace {path} (.{name}.parquet or .{name}.csv)")
+        meta_p = path.with_name(f"{path.name}.meta.json")
+        meta = json.loads(meta_p.read_text()) if meta_p.exists() else {}
+        return cls(tables["tiles"], tables["events"], tables["ops"], meta)
+
+    # ------------------------------------------------------------------ Chrome / Perfetto
+    def to_chrome(self) -> dict:
+        """Chrome trace-event JSON (open in ui.perfetto.dev or chrome://tracing).
+
+        One process per GPU, one thread per SM slot (CTA); each tile is a complete event ('X') from
+        acquire to compute end, with its store as a second event; non-kernel operations get a thread of
+        their own; scoreboard completions and queue pushes are instant events.
+        """
+        ev = []
+        us = 1e-3
+        for g in sorted(set(self.tiles["gpu"].tolist()) | set(self.ops["gpu"].tolist())):
+            ev.append({"ph": "M", "name": "process_name", "pid": int(g), "args": {"name": f"GPU {g}"}})
+        t = self.tiles
+        cols = [t[c].to_numpy() for c in ("gpu", "sm", "cta", "layer", "tile_m", "tile_n", "t_acquire",
+                                          "t_compute_end", "t_store_end", "kernel")]
+        for g, sm, cta, layer, tm, tn, ta, tc, ts, k in zip(*cols):
+            ev.append({"ph": "X", "name": f"L{layer} ({tm},{tn})", "cat": "tile", "pid": int(g), "tid": int(sm),
+                       "ts": ta * us, "dur": (tc - ta) * us, "args": {"kernel": int(k), "cta": int(cta)}})
+            if ts > tc:
+                ev.append({"ph": "X", "name": "store", "cat": "store", "pid": int(g), "tid": int(sm),
+                           "ts": tc * us, "dur": (ts - tc) * us})
+        for row in self.ops.itertuples(index=False):
+            if row.kind == "kernel":
+                continue
+            ev.append({"ph": "X", "name": row.name, "cat": row.kind, "pid": int(row.gpu), "tid": 100000,
+                       "ts": row.t_begin * us, "dur": (row.t_end - row.t_begin) * us})
+        for row in self.events.itertuples(index=False):
+            if row.kind in ("zero", "push"):
+                ev.append({"ph": "i", "s": "t", "name": f"{row.kind} dep {row.dep}", "cat": row.kind,
+                           "pid": int(row.gpu), "tid": 100001, "ts": row.t_ns * us})
+        return {"traceEvents": ev, "displayTimeUnit": "ns", "otherData": {k: str(v) for k, v in self.meta.items()}}
+
+    def write_chrome(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_chrome()))
+        return path
