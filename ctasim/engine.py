@@ -40,9 +40,11 @@ import simpy
 from ctasim.machine import Fabric, ProtocolError, Scoreboard, WorkQueue
 from ctasim.plan import Collective, Kernel, MemoryPass, Plan, Transfer
 from ctasim.spec import Hardware
-from ctasim.trace import Trace
+from ctasim.trace import EVENT_KINDS, Trace
 
-__all__ = ["simulate", "SimulationError"]
+__all__ = ["simulate", "SimulationError", "push_ns"]
+
+ZERO, PUSH, POP = (EVENT_KINDS.index(k) for k in ("zero", "push", "pop"))
 
 
 class SimulationError(RuntimeError):
@@ -74,7 +76,11 @@ class _Run:
         self.dep_waiters = {p.id: {} for p in plan.pipes}
         self.push_ns = push_ns(hw)
         self.half_poll = 0.5 * hw.poll_ns
-        self.claimed = {}
+        # Plain lists of the plan's arrays: indexing them is several times cheaper than numpy scalars.
+        self.orders = {k.id: k.order.tolist() for k in plan.kernels()}
+        self.lists = {p.id: (p.prod_dep_ptr.tolist(), p.prod_dep_idx.tolist(),
+                             (p.dep_tile_ptr.tolist(), p.dep_tile_idx.tolist()), p.consumer_dep.tolist())
+                      for p in plan.pipes}
 
     # ---------------------------------------------------------------- operations
     def op_process(self, op):
@@ -111,72 +117,86 @@ class _Run:
 
     # ---------------------------------------------------------------- one CTA slot
     def worker(self, k: Kernel, w: int, n_workers: int, state: dict, finished):
+        """One CTA slot of kernel ``k``: acquire a tile, compute, store, signal; repeat until no tile is left."""
         env, hw = self.env, self.hw
+        timeout, event = env.timeout, env.event
+        rows_append, events_append = self.rows.append, self.events.append
         sm = w % hw.sm_count
-        order = k.order
+        order = self.orders[k.id]
         durations = state["durations"]
+        tiles, tiles_n, row_offset, gpu, kid, layer = k.tiles, k.tiles_n, k.row_offset, k.gpu, k.id, k.layer
+        source, persistent = k.source, k.persistent
         inbound = self.plan.pipes[k.inbound] if k.inbound >= 0 else None
         outbound = self.plan.pipes[k.outbound] if k.outbound >= 0 else None
-        queue = self.queues[inbound.id] if inbound is not None else None
+        if inbound is not None:
+            queue = self.queues[inbound.id]
+            waiters = self.dep_waiters[inbound.id]
+            dep_visible = self.dep_visible[inbound.id]
+            consumer_dep = self.lists[inbound.id][3]
+        if outbound is not None:
+            ports = self.fabric.channel(gpu, outbound.dst_gpu)
+            reserve_on, store_bytes, link_gbps = self.fabric.reserve_on, outbound.store_bytes, hw.link_gbps
+            exposed = 1.0 - hw.epilogue_store_overlap
+            sig_delay = hw.fence_sys_ns + hw.remote_atomic_ns
+            signal = self.signal
+        half_poll = self.half_poll
         j = 0  # iteration of a persistent CTA
         cta = w
         while True:
             t_start = env.now
             slot = -1
             # ---- acquire a tile
-            if k.source == "queue":
+            if source == "queue":
                 slot = queue.claim()
                 if slot < 0:
                     break
                 vis = queue.visible_ns[slot]
-                if vis > env.now:
-                    ev = env.event()
-                    self.dep_waiters[inbound.id][("slot", slot)] = ev
+                if vis > t_start:
+                    ev = event()
+                    waiters[slot] = ev
                     yield ev
                     vis = queue.visible_ns[slot]
-                    yield env.timeout(self.half_poll)
-                tile = queue.tile[slot]
+                    yield timeout(half_poll)
+                tile = i = queue.tile[slot]
                 t_ready = vis
-                i = tile
-                self.events.append(("pop", inbound.id, k.gpu, int(inbound.consumer_dep[tile]), slot, tile, env.now))
+                events_append((POP, inbound.id, gpu, consumer_dep[tile], slot, tile, env.now))
             else:
-                if k.persistent:
+                if persistent:
                     i = w + j * n_workers
                 else:
                     i = state["next"]
                     state["next"] = i + 1
-                if i >= k.tiles:
+                if i >= tiles:
                     break
-                tile = int(order[i])
-                t_ready = env.now
-                if k.source == "wait":
-                    dep = int(inbound.consumer_dep[tile])
-                    vis = self.dep_visible[inbound.id][dep]
-                    if vis > env.now:
-                        ev = env.event()
-                        self.dep_waiters[inbound.id].setdefault(("dep", dep), []).append(ev)
+                tile = order[i]
+                t_ready = t_start
+                if source == "wait":
+                    dep = consumer_dep[tile]
+                    vis = dep_visible[dep]
+                    if vis > t_start:
+                        ev = event()
+                        waiters.setdefault(dep, []).append(ev)
                         yield ev
-                        vis = self.dep_visible[inbound.id][dep]
-                        yield env.timeout(self.half_poll)
+                        vis = dep_visible[dep]
+                        yield timeout(half_poll)
                     t_ready = vis
             t_acquire = env.now
-            if not k.persistent:
-                cta = i if k.source != "queue" else slot
+            if not persistent:
+                cta = i if source != "queue" else slot
             # ---- compute and store
             dur = durations[i]
             t_ce = t_acquire + dur
             if outbound is not None:
-                _, arrival = self.fabric.reserve(t_ce, k.gpu, outbound.dst_gpu, outbound.store_bytes, hw.link_gbps)
-                hold = (arrival - t_ce) * (1.0 - hw.epilogue_store_overlap)
+                arrival = reserve_on(ports, t_ce, store_bytes, link_gbps)[1]
                 t_store = arrival
-                t_sig = arrival + hw.fence_sys_ns + hw.remote_atomic_ns
-                self.signal(outbound, tile, t_sig)
-                yield env.timeout(dur + hold)
+                t_sig = arrival + sig_delay
+                signal(outbound, tile, t_sig)
+                yield timeout(dur + (arrival - t_ce) * exposed)
             else:
                 t_store = t_sig = t_ce
-                yield env.timeout(dur)
-            self.rows.append((k.gpu, k.id, k.layer, cta, sm, tile // k.tiles_n + k.row_offset, tile % k.tiles_n,
-                              t_start, t_acquire, t_ready, t_ce, t_store, t_sig, slot))
+                yield timeout(dur)
+            rows_append((gpu, kid, layer, cta, sm, tile // tiles_n + row_offset, tile % tiles_n,
+                         t_start, t_acquire, t_ready, t_ce, t_store, t_sig, slot))
             j += 1
         state["live"] -= 1
         if state["live"] == 0:
@@ -186,26 +206,31 @@ class _Run:
     def signal(self, pipe, tile: int, t_sig: float) -> None:
         """A producer tile's signals, decided when its store is issued (see 'Simultaneous events')."""
         board = self.boards[pipe.id]
-        for d in range(pipe.prod_dep_ptr[tile], pipe.prod_dep_ptr[tile + 1]):
-            dep = int(pipe.prod_dep_idx[d])
+        ptr, idx, _, _ = self.lists[pipe.id]
+        for d in range(ptr[tile], ptr[tile + 1]):
+            dep = idx[d]
             if board.signal(dep, t_sig):
-                t_zero = board.last_signal_ns[dep]
-                self.events.append(("zero", pipe.id, pipe.dst_gpu, dep, -1, -1, t_zero))
-                consumer = self.plan.ops[pipe.consumer]
-                if consumer.source == "queue":
-                    t_vis = t_zero + pipe.ready_delay_ns + self.push_ns
-                    queue = self.queues[pipe.id]
-                    slots = []
-                    for q in range(pipe.dep_tile_ptr[dep], pipe.dep_tile_ptr[dep + 1]):
-                        ctile = int(pipe.dep_tile_idx[q])
-                        s = queue.reserve(ctile, t_vis)
-                        slots.append(s)
-                        self.events.append(("push", pipe.id, pipe.dst_gpu, dep, s, ctile, t_vis))
-                    self.at(t_vis, self.publish_slots, pipe.id, slots)
-                else:
-                    t_vis = t_zero + pipe.ready_delay_ns
-                    self.dep_visible[pipe.id][dep] = t_vis
-                    self.at(t_vis, self.publish_dep, pipe.id, dep)
+                self.complete(pipe, dep, board.last_signal_ns[dep])
+
+    def complete(self, pipe, dep: int, t_zero: float) -> None:
+        """Counter ``dep`` reached zero at ``t_zero``: push its consumer tiles (or raise its flag)."""
+        self.events.append((ZERO, pipe.id, pipe.dst_gpu, dep, -1, -1, t_zero))
+        consumer = self.plan.ops[pipe.consumer]
+        if consumer.source == "queue":
+            t_vis = t_zero + pipe.ready_delay_ns + self.push_ns
+            queue = self.queues[pipe.id]
+            dep_tile_ptr, dep_tile_idx = self.lists[pipe.id][2]
+            slots = []
+            for q in range(dep_tile_ptr[dep], dep_tile_ptr[dep + 1]):
+                ctile = dep_tile_idx[q]
+                s = queue.reserve(ctile, t_vis)
+                slots.append(s)
+                self.events.append((PUSH, pipe.id, pipe.dst_gpu, dep, s, ctile, t_vis))
+            self.at(t_vis, self.publish_slots, pipe.id, slots)
+        else:
+            t_vis = t_zero + pipe.ready_delay_ns
+            self.dep_visible[pipe.id][dep] = t_vis
+            self.at(t_vis, self.publish_dep, pipe.id, dep)
 
     def at(self, t: float, fn, *args) -> None:
         ev = self.env.timeout(max(0.0, t - self.env.now))
@@ -214,12 +239,12 @@ class _Run:
     def publish_slots(self, pipe_id: int, slots: list[int]) -> None:
         waiters = self.dep_waiters[pipe_id]
         for s in slots:
-            ev = waiters.pop(("slot", s), None)
+            ev = waiters.pop(s, None)
             if ev is not None:
                 ev.succeed()
 
     def publish_dep(self, pipe_id: int, dep: int) -> None:
-        for ev in self.dep_waiters[pipe_id].pop(("dep", dep), []):
+        for ev in self.dep_waiters[pipe_id].pop(dep, []):
             ev.succeed()
 
     # ---------------------------------------------------------------- run

@@ -44,20 +44,30 @@ class Fabric:
         self._free: dict = {}
         self.bytes_moved = 0.0
 
+    def channel(self, src: int, dst: int) -> tuple[list, ...]:
+        """The port(s) a transfer from ``src`` to ``dst`` holds: one per ordered pair, or egress + ingress."""
+        if self.switch:
+            return (self._port(("out", src)), self._port(("in", dst)))
+        return (self._port((src, dst)),)
+
+    def _port(self, key) -> list:
+        return self._free.setdefault(key, [0.0])
+
     def reserve(self, t_issue: float, src: int, dst: int, nbytes: float, gbps: float) -> tuple[float, float]:
         """Reserve the channel(s) for a transfer issued at ``t_issue``; return (first byte, arrival) in ns."""
-        dur = nbytes / gbps
-        free = self._free
-        if self.switch:
-            out_key, in_key = ("out", src), ("in", dst)
-            begin = max(t_issue, free.get(out_key, 0.0), free.get(in_key, 0.0))
-            free[out_key] = free[in_key] = begin + dur
-        else:
-            key = (src, dst)
-            begin = max(t_issue, free.get(key, 0.0))
-            free[key] = begin + dur
+        return self.reserve_on(self.channel(src, dst), t_issue, nbytes, gbps)
+
+    def reserve_on(self, ports: tuple[list, ...], t_issue: float, nbytes: float, gbps: float) -> tuple[float, float]:
+        """As :meth:`reserve`, on ports from :meth:`channel` (the engine looks them up once per kernel)."""
+        begin = t_issue
+        for p in ports:
+            if p[0] > begin:
+                begin = p[0]
+        end = begin + nbytes / gbps
+        for p in ports:
+            p[0] = end
         self.bytes_moved += nbytes
-        return begin, begin + dur + self.hw.link_latency_ns
+        return begin, end + self.hw.link_latency_ns
 
 
 class Scoreboard:

@@ -202,7 +202,7 @@ def row_block_pipe(
     per_tile = np.repeat(counts_per_prow, pn)
     ptr = np.zeros(pm * pn + 1, dtype=np.int64)
     np.cumsum(per_tile, out=ptr[1:])
-    idx = np.concatenate([np.arange(first[r], last[r] + 1) for r in range(pm) for _ in range(pn)]).astype(np.int64)
+    idx = np.concatenate([np.tile(np.arange(first[r], last[r] + 1, dtype=np.int64), pn) for r in range(pm)])
     threshold = np.bincount(idx, minlength=cm).astype(np.int64)
     dep_tile_ptr = np.arange(cm + 1, dtype=np.int64) * cn
     dep_tile_idx = np.arange(cm * cn, dtype=np.int64)

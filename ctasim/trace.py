@@ -23,6 +23,7 @@ Exports: Parquet (with pyarrow) or CSV files, and Chrome/Perfetto trace-event JS
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,11 +31,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["Trace", "TILE_COLUMNS", "EVENT_COLUMNS", "OP_COLUMNS", "TIME_COLUMNS"]
+__all__ = ["Trace", "TILE_COLUMNS", "EVENT_COLUMNS", "EVENT_KINDS", "OP_COLUMNS", "TIME_COLUMNS"]
 
 TIME_COLUMNS = ("t_start", "t_acquire", "t_ready", "t_compute_end", "t_store_end", "t_signal")
 TILE_COLUMNS = ("source", "gpu", "kernel", "layer", "cta", "sm", "tile_m", "tile_n") + TIME_COLUMNS + ("slot",)
 EVENT_COLUMNS = ("kind", "pipe", "gpu", "dep", "slot", "tile", "t_ns")
+EVENT_KINDS = ("zero", "push", "pop")
+"""Event kinds; the engine records them by their index here."""
 OP_COLUMNS = ("op", "name", "kind", "gpu", "dst", "nbytes", "layer", "t_begin", "t_end")
 
 _INT_TILE = ("gpu", "kernel", "layer", "cta", "sm", "tile_m", "tile_n", "slot")
@@ -51,17 +54,28 @@ class Trace:
     @classmethod
     def from_records(cls, rows, events, ops, source: str, meta: dict | None = None) -> "Trace":
         """Build from engine records: ``rows`` are tuples of TILE_COLUMNS without ``source``."""
-        arr = np.array(rows, dtype=np.float64).reshape(-1, len(TILE_COLUMNS) - 1)
-        tiles = pd.DataFrame(arr, columns=list(TILE_COLUMNS[1:]))
-        for c in _INT_TILE:
-            tiles[c] = tiles[c].astype(np.int64)
-        tiles.insert(0, "source", source)
-        ev = pd.DataFrame(list(events), columns=list(EVENT_COLUMNS))
-        for c in ("pipe", "gpu", "dep", "slot", "tile"):
-            ev[c] = ev[c].astype(np.int64)
-        ev["t_ns"] = ev["t_ns"].astype(np.float64)
+        width = len(TILE_COLUMNS) - 1
+        flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.float64, count=len(rows) * width)
+        arr = flat.reshape(-1, width)
+        cols = {"source": np.full(len(rows), source, dtype=object)}
+        for j, c in enumerate(TILE_COLUMNS[1:]):
+            cols[c] = arr[:, j].astype(np.int64) if c in _INT_TILE else arr[:, j].copy()
+        tiles = pd.DataFrame(cols)
+        ev = cls._events_frame(events)
         opdf = pd.DataFrame(list(ops), columns=list(OP_COLUMNS))
         return cls(tiles, ev, opdf, dict(meta or {}))
+
+    @staticmethod
+    def _events_frame(events) -> pd.DataFrame:
+        """Events as tuples ``(kind code, pipe, gpu, dep, slot, tile, t_ns)``; codes index ``EVENT_KINDS``."""
+        width = len(EVENT_COLUMNS)
+        flat = np.fromiter(itertools.chain.from_iterable(events), dtype=np.float64, count=len(events) * width)
+        arr = flat.reshape(-1, width)
+        cols = {"kind": np.asarray(EVENT_KINDS, dtype=object)[arr[:, 0].astype(np.int64)]}
+        for j, c in enumerate(EVENT_COLUMNS[1:-1], start=1):
+            cols[c] = arr[:, j].astype(np.int64)
+        cols["t_ns"] = arr[:, -1].copy()
+        return pd.DataFrame(cols)
 
     # ------------------------------------------------------------------ derived figures
     @property
