@@ -227,7 +227,7 @@ def check_queue(trace: Trace, plan: Plan, tol: float) -> list[Violation]:
         if (np.diff(vis) < -tol).any():
             s = int(np.flatnonzero(np.diff(vis) < -tol)[0])
             out.append(Violation("queue", f"pipe {pipe.id}: slot {s + 1} published before slot {s} (tail not monotonic)"))
-        zeros = ev[(ev["kind"] == "zero") & (ev["pipe"] == pipe.id)].set_index("dep")["t_ns"]
+        zeros = ev[(ev["kind"] == "zero") & (ev["pipe"] == pipe.id)].groupby("dep")["t_ns"].min()
         ztime = zeros.reindex(pushes["dep"].to_numpy()).to_numpy()
         early = vis + tol < ztime
         if early.any():

@@ -71,11 +71,15 @@ class Trace:
         width = len(EVENT_COLUMNS)
         flat = np.fromiter(itertools.chain.from_iterable(events), dtype=np.float64, count=len(events) * width)
         arr = flat.reshape(-1, width)
-        cols = {"kind": np.asarray(EVENT_KINDS, dtype=object)[arr[:, 0].astype(np.int64)]}
+        cols = {"kind": pd.Categorical.from_codes(arr[:, 0].astype(np.int64), categories=list(EVENT_KINDS))}
         for j, c in enumerate(EVENT_COLUMNS[1:-1], start=1):
             cols[c] = arr[:, j].astype(np.int64)
         cols["t_ns"] = arr[:, -1].copy()
         return pd.DataFrame(cols)
+
+    def copy(self) -> "Trace":
+        """An independent copy (tables copied deeply)."""
+        return Trace(self.tiles.copy(deep=True), self.events.copy(deep=True), self.ops.copy(deep=True), dict(self.meta))
 
     # ------------------------------------------------------------------ derived figures
     @property

@@ -1,0 +1,134 @@
+"""The engine: schedules that can be computed by hand on a 4-SM toy GPU (1000 ns per tile)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from ctasim import costs
+from ctasim.engine import SimulationError, push_ns, simulate
+from ctasim.plan import Plan
+from ctasim.spec import Strategy
+from ctasim.strategies import build_plans
+from tests.helpers import chain, tiny_hw
+
+TILE = 1000.0
+
+
+def run(kind, wl, hw=None, gpus=2, **kw):
+    hw = hw or tiny_hw()
+    plans = build_plans(Strategy(kind, **kw), wl, hw, gpus, "t")
+    return [(p, simulate(p, hw)) for p in plans]
+
+
+def test_wave_quantization_of_a_persistent_grid():
+    # 5 tiles on 4 slots: two rounds.
+    ((plan, tr),) = run("sequential", chain(1, m=640, n=128))
+    assert tr.makespan_ns == pytest.approx(100 + 2 * TILE)
+    assert sorted(tr.tiles.groupby("cta").size().tolist()) == [1, 1, 1, 2]
+
+
+def test_sequential_layers_follow_stream_order():
+    ((plan, tr),) = run("sequential", chain(2, m=512, n=128))
+    assert tr.makespan_ns == pytest.approx(100 + TILE + 10 + TILE)
+    l1 = tr.tiles[tr.tiles.layer == 1]
+    assert l1.t_acquire.min() == pytest.approx(100 + TILE + 10)
+
+
+def test_ctapipe_schedule_by_hand():
+    hw = tiny_hw()
+    ((plan, tr),) = run("ctapipe", chain(2, m=512, k=128, n=128), hw)
+    store = 128 * 128 * 2 / hw.link_gbps  # 327.68 ns per tile on the link, FIFO
+    arrivals = [100 + TILE + (i + 1) * store + hw.link_latency_ns for i in range(4)]
+    signals = [a + hw.fence_sys_ns + hw.remote_atomic_ns for a in arrivals]
+    prod = tr.tiles[tr.tiles.gpu == 0].sort_values("tile_m")
+    assert prod.t_store_end.tolist() == pytest.approx(arrivals)
+    assert prod.t_signal.tolist() == pytest.approx(signals)
+    zeros = tr.events[tr.events.kind == "zero"].sort_values("dep")
+    assert zeros.t_ns.tolist() == pytest.approx(signals)
+    cons = tr.tiles[tr.tiles.gpu == 1].sort_values("tile_m")
+    visible = [s + push_ns(hw) for s in signals]
+    assert cons.t_ready.tolist() == pytest.approx(visible)
+    assert cons.t_acquire.tolist() == pytest.approx([v + hw.poll_ns / 2 for v in visible])
+    assert tr.makespan_ns == pytest.approx(visible[-1] + hw.poll_ns / 2 + TILE)
+    # No overlap: the producer CTA holds its slot until its store has arrived.
+    assert tr.ops.loc[plan.pipes[0].producer, "t_end"] == pytest.approx(arrivals[-1])
+
+
+def test_epilogue_overlap_frees_the_slot_earlier():
+    wl = chain(2, m=1024, k=128, n=128)
+    ((_, slow),) = run("ctapipe", wl, tiny_hw(epilogue_store_overlap=0.0))
+    ((_, fast),) = run("ctapipe", wl, tiny_hw(epilogue_store_overlap=1.0))
+    p_slow = slow.tiles[slow.tiles.gpu == 0].t_compute_end.max()
+    p_fast = fast.tiles[fast.tiles.gpu == 0].t_compute_end.max()
+    assert p_fast < p_slow  # second-round producer tiles start earlier when the store is hidden
+
+
+def test_column_raster_delays_the_consumer():
+    wl = chain(2, m=1024, k=128, n=512)
+    ((_, row),) = run("ctapipe", wl, raster="row")
+    ((_, col),) = run("ctapipe", wl, raster="column")
+    first = lambda tr: tr.tiles[tr.tiles.gpu == 1].t_acquire.min()
+    assert first(col) > first(row)
+    assert col.makespan_ns > row.makespan_ns
+
+
+def test_queue_and_wait_variants_run_every_tile_once():
+    wl = chain(3, m=1024, k=128, n=256)
+    for source in ("queue", "static"):
+        for persistent in (True, False):
+            ((plan, tr),) = run("ctapipe", wl, gpus=3, tile_source=source, persistent=persistent)
+            assert len(tr.tiles) == plan.total_tiles
+            assert not tr.tiles.duplicated(["kernel", "tile_m", "tile_n"]).any()
+
+
+def test_microbatch_handoff_is_a_copy_between_chunks():
+    hw = tiny_hw()
+    plans = run("microbatch", chain(2, m=512, k=128, n=128), hw, chunks=(2,))
+    ((plan, tr),) = plans
+    copies = tr.ops[tr.ops.kind == "transfer"].sort_values("t_begin")
+    assert len(copies) == 2
+    # chunk 0: layer 0 on 2 slots (2 tiles) ends at 1100; copy of 256x128 bf16 at 100 B/ns + 10 ns latency.
+    assert copies.iloc[0].t_end == pytest.approx(1100 + 256 * 128 * 2 / 100 + 10)
+    l1c0 = tr.tiles[(tr.tiles.layer == 1) & (tr.tiles.tile_m < 2)]
+    assert l1c0.t_acquire.min() == pytest.approx(copies.iloc[0].t_end + hw.event_wait_ns)
+
+
+def test_tp_allreduce_is_a_blocking_collective():
+    hw = tiny_hw()
+    ((plan, tr),) = run("tp", chain(2, m=512, k=128, n=256), hw, gpus=2, tp_degree=2)
+    (coll,) = tr.ops[tr.ops.kind == "allreduce"].itertuples()
+    nbytes = 512 * 256 * 2
+    assert coll.t_end - coll.t_begin == pytest.approx(costs.allreduce_ns(nbytes, 2, hw))
+    assert costs.allreduce_ns(nbytes, 2, hw) == pytest.approx(nbytes / 50.0 + 2 * 7.0)
+    assert tr.makespan_ns == pytest.approx(coll.t_end)
+
+
+def test_deterministic_for_a_seed():
+    hw = tiny_hw()
+    plan = build_plans(Strategy("ctapipe"), chain(2, m=1024, n=256), hw, 2, "t")[0]
+    a = simulate(plan, hw, seed=3, jitter=0.1).tiles
+    b = simulate(plan, hw, seed=3, jitter=0.1).tiles
+    c = simulate(plan, hw, seed=4, jitter=0.1).tiles
+    assert a.equals(b)
+    assert not a.equals(c)
+
+
+def test_a_consumer_without_producer_is_reported_as_deadlock():
+    hw = tiny_hw()
+    plan = build_plans(Strategy("ctapipe"), chain(2), hw, 2, "t")[0]
+    plan.ops[plan.pipes[0].producer].outbound = -1  # the producer never signals
+    with pytest.raises(SimulationError, match="deadlock"):
+        simulate(plan, hw)
+
+
+def test_switch_topology_shares_the_ingress_port():
+    # Two producers storing into one consumer GPU: on a switch they share GPU 2's ingress port.
+    from ctasim.machine import Fabric
+
+    direct, switch = Fabric(tiny_hw()), Fabric(tiny_hw(topology="switch"))
+    for f in (direct, switch):
+        f.reserve(0.0, 0, 2, 1000.0, 100.0)
+    assert direct.reserve(0.0, 1, 2, 1000.0, 100.0)[0] == 0.0
+    assert switch.reserve(0.0, 1, 2, 1000.0, 100.0)[0] == pytest.approx(10.0)
