@@ -1,0 +1,524 @@
+"""Baselines for chains of bf16 GEMM layers ``Y_{l+1} = Y_l @ W_l^T`` (K = N = H) on 1..G GPUs.
+
+Each baseline is tuned honestly and timed the same way (:class:`Timed`):
+
+* ``gemm``: one GEMM, the project's CUTLASS kernel vs cuBLAS, interleaved; ratios to cuBLAS.
+* ``remote_d``: the CUTLASS GEMM with its output D on the next GPU (the epilogue stores over NVLink) vs
+  local D, interleaved: the cost CTA-pipelining must hide.
+* ``sequential``: all layers on GPU 0, one after the other (per backend).
+* ``microbatch``: layer i on GPU i; M cut into ``c`` chunks; chunk j of layer i runs on GPU i's compute
+  stream, is handed to GPU i+1 by a copy-engine peer copy on GPU i's copy stream, and GPU i+1's compute
+  stream waits on that copy's event. Swept over chunk counts (equal chunks of at least 128 rows); the best
+  per M is marked ``best = True``.
+* ``tp``: Megatron-style tensor parallelism over G GPUs for pairs of layers: layer 2p column-parallel
+  (each GPU holds H/G output features of W), layer 2p+1 row-parallel (H/G input features), then a NCCL
+  sum-all-reduce of the [M, H] partial result. Compute and all-reduce are timed separately per GPU.
+
+Timing of a run: all devices idle; GPU 0's stream first runs a sleep probe (a few ms) so that the host
+enqueues the whole run behind it; the start event is recorded after the sleep and every other stream waits
+on it; at the end GPU 0's stream waits on each final stream's event and records the end event. The makespan
+is start -> end on GPU 0 (it includes one cross-GPU event hand-back at the end, a few microseconds).
+Breakdown: ``compute_ms`` (mean over GPUs of the summed GEMM event times), ``comm_ms`` (summed copy or
+all-reduce event times, mean over GPUs), ``idle_ms`` = makespan - compute - comm (mean over GPUs; negative
+means compute and copies overlapped on that GPU). Per-GPU figures are in ``detail`` (JSON).
+
+Correctness: each variant runs once more on fresh random inputs with poisoned outputs and is compared with
+an fp32 chain on GPU 0 (activations rounded to bf16 between layers, as the GPUs do).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from ctahw import probes
+from ctahw.device import (REL_TOL_BF16, bf16_bits_to_f32, enable_peer_access, f32_to_bf16_bits, poison,
+                          random_bf16, rel_error, require_cupy, require_gpus, rotation_sets, summarize)
+from ctahw.gemm import make_backend
+
+__all__ = ["SweepConfig", "chunk_counts", "chain_flops", "mark_best", "run_sweep", "plan_sweep", "Timed"]
+
+ROW_TILE = 128
+"""Rows of the CUTLASS CTA tile: chunks are kept to whole row tiles so no chunk runs a partial wave of rows."""
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """What ``ctahw run baselines`` runs. Defaults: the sweep of issue 4."""
+
+    ms: tuple[int, ...] = field(default=(1024, 2048, 4096, 8192, 16384), metadata={"help": "rows M to sweep"})
+    h: int = field(default=8192, metadata={"help": "K = N of every layer"})
+    gpus: int = field(default=2, metadata={"help": "GPUs (= layers for microbatch; TP degree)"})
+    chunks: tuple[int, ...] = field(default=(1, 2, 4, 8, 16), metadata={"help": "microbatch chunk counts"})
+    backends: tuple[str, ...] = field(default=("cublas", "cutlass"), metadata={"help": "GEMM backends"})
+    experiments: tuple[str, ...] = field(default=("gemm", "remote_d", "sequential", "microbatch", "tp"),
+                                         metadata={"help": "which baselines"})
+    reps: int = field(default=15, metadata={"help": "timed repetitions per variant (median reported)"})
+    warmup: int = field(default=3, metadata={"help": "untimed repetitions first"})
+    gate_ms: float = field(default=3.0, metadata={"help": "sleep on GPU 0 before each timed run (host enqueues)"})
+    seed: int = field(default=20261129, metadata={"help": "random seed for inputs"})
+
+
+def chunk_counts(m: int, candidates: Sequence[int], row_tile: int = ROW_TILE) -> list[int]:
+    """Chunk counts that cut M into equal chunks of whole row tiles."""
+    return [c for c in candidates if c >= 1 and m % c == 0 and (m // c) % row_tile == 0]
+
+
+def chain_flops(m: int, h: int, layers: int) -> float:
+    return 2.0 * m * h * h * layers
+
+
+def mark_best(rows: list[dict], key=("experiment", "backend", "m"), metric="median_ms") -> None:
+    """Set ``best`` on the row with the smallest ``metric`` in each group (rows with an error never win)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r.get(k) for k in key), []).append(r)
+    for g in groups.values():
+        ok = [r for r in g if not r.get("error") and r.get(metric) is not None and math.isfinite(r[metric])]
+        for r in g:
+            r["best"] = False
+        if ok:
+            min(ok, key=lambda r: r[metric])["best"] = True
+
+
+def plan_sweep(cfg: SweepConfig) -> list[dict]:
+    """Every (experiment, backend, m, chunks) case the sweep would time: the dry run prints this."""
+    cases = []
+    for m in cfg.ms:
+        if "gemm" in cfg.experiments:
+            cases += [dict(experiment="gemm", backend=b, m=m, gpus=1, layers=1) for b in cfg.backends]
+        if "remote_d" in cfg.experiments and cfg.gpus >= 2 and "cutlass" in cfg.backends:
+            cases += [dict(experiment="remote_d", backend=f"cutlass_{w}_d", m=m, gpus=2, layers=1)
+                      for w in ("local", "remote")]
+        if "sequential" in cfg.experiments:
+            cases += [dict(experiment="sequential", backend=b, m=m, gpus=1, layers=cfg.gpus) for b in cfg.backends]
+        if "microbatch" in cfg.experiments and cfg.gpus >= 2:
+            for b in cfg.backends:
+                cases += [dict(experiment="microbatch", backend=b, m=m, gpus=cfg.gpus, layers=cfg.gpus, chunks=c)
+                          for c in chunk_counts(m, cfg.chunks)]
+        if "tp" in cfg.experiments and cfg.gpus >= 2:
+            cases += [dict(experiment="tp", backend=b, m=m, gpus=cfg.gpus, layers=2) for b in cfg.backends]
+    return cases
+
+
+# --------------------------------------------------------------------------------------------------
+# Timing of multi-stream runs
+
+
+class Timed:
+    """Makespan timing of work enqueued on several GPUs' streams (see the module docstring)."""
+
+    def __init__(self, devices: Sequence[int], gate_ms: float):
+        self.cp = require_cupy()
+        self.devices = list(devices)
+        self.gate_ns = int(gate_ms * 1e6)
+        cp = self.cp
+        self.compute, self.copy = {}, {}
+        for d in self.devices:
+            with cp.cuda.Device(d):
+                self.compute[d] = cp.cuda.Stream(non_blocking=True)
+                self.copy[d] = cp.cuda.Stream(non_blocking=True)
+
+    def event(self, device: int):
+        with self.cp.cuda.Device(device):
+            return self.cp.cuda.Event()
+
+    def sync(self) -> None:
+        for d in self.devices:
+            with self.cp.cuda.Device(d):
+                self.cp.cuda.runtime.deviceSynchronize()
+
+    def run(self, enqueue: Callable[["Timed"], Sequence]) -> tuple[float, list[tuple[str, int, float]]]:
+        """Time ``enqueue(self)``, which returns the streams that finish the run and records its parts with
+        :meth:`part`. Returns (makespan ms, [(kind, device, ms), ...])."""
+        d0 = self.devices[0]
+        s0 = self.compute[d0]
+        self.sync()
+        self._parts: list[tuple[str, int, object, object]] = []
+        probes.call("sleep", self.gate_ns, stream=s0, device=d0)
+        start, end = self.event(d0), self.event(d0)
+        start.record(s0)
+        for d in self.devices:
+            for s in (self.compute[d], self.copy[d]):
+                if s is not s0:
+                    s.wait_event(start)
+        finals = enqueue(self)
+        for s, dev in finals:
+            if s is s0:
+                continue
+            ev = self.event(dev)
+            ev.record(s)
+            s0.wait_event(ev)
+        end.record(s0)
+        end.synchronize()
+        self.sync()
+        cp = self.cp
+        parts = [(kind, dev, cp.cuda.get_elapsed_time(a, b)) for kind, dev, a, b in self._parts]
+        return cp.cuda.get_elapsed_time(start, end), parts
+
+    def part(self, kind: str, device: int, stream, fn: Callable[[], None]) -> None:
+        """Run ``fn`` (which enqueues on ``stream`` of ``device``) between two events, as a part of ``kind``."""
+        a, b = self.event(device), self.event(device)
+        a.record(stream)
+        fn()
+        b.record(stream)
+        self._parts.append((kind, device, a, b))
+
+
+def breakdown(makespan_ms: float, parts: list[tuple[str, int, float]], devices: Sequence[int]) -> dict:
+    per = {d: {"compute_ms": 0.0, "comm_ms": 0.0} for d in devices}
+    for kind, dev, ms in parts:
+        per[dev][f"{kind}_ms"] = per[dev].get(f"{kind}_ms", 0.0) + ms
+    for d in devices:
+        per[d]["idle_ms"] = makespan_ms - per[d]["compute_ms"] - per[d]["comm_ms"]
+    n = len(devices)
+    return {
+        "compute_ms": sum(p["compute_ms"] for p in per.values()) / n,
+        "comm_ms": sum(p["comm_ms"] for p in per.values()) / n,
+        "idle_ms": sum(p["idle_ms"] for p in per.values()) / n,
+        "per_gpu": {str(d): {k: round(v, 4) for k, v in p.items()} for d, p in per.items()},
+    }
+
+
+def _median_breakdown(bds: list[dict]) -> dict:
+    """Component-wise median of breakdowns of the timed repetitions."""
+    out = {k: summarize([b[k] for b in bds]).median_ms for k in ("compute_ms", "comm_ms", "idle_ms")}
+    per = {}
+    for d in bds[0]["per_gpu"]:
+        per[d] = {k: round(summarize([b["per_gpu"][d][k] for b in bds]).median_ms, 4) for k in bds[0]["per_gpu"][d]}
+    out["detail"] = json.dumps({"per_gpu": per})
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Data on the GPUs
+
+
+class Chain:
+    """Input sets and weights of an L-layer chain, placed by the caller; bf16 as uint16 CuPy arrays."""
+
+    def __init__(self, cp, rng_seed: int):
+        self.cp = cp
+        self.seed = rng_seed
+
+    def rand(self, device: int, shape, scale: float = 1.0, salt: int = 0):
+        cp = self.cp
+        with cp.cuda.Device(device):
+            rng = cp.random.default_rng(self.seed + salt)
+            return random_bf16(shape, cp, rng, scale)
+
+
+def _ref_chain(cp, x_bits, weights_bits: Sequence, device: int = 0):
+    """fp32 reference of the chain on ``device``; activations rounded to bf16 between layers."""
+    with cp.cuda.Device(device):
+        act = bf16_bits_to_f32(cp.asarray(x_bits), cp)
+        for i, w in enumerate(weights_bits):
+            w32 = bf16_bits_to_f32(cp.asarray(w), cp)
+            out = act @ w32.T
+            if i + 1 < len(weights_bits):
+                act = bf16_bits_to_f32(f32_to_bf16_bits(out, cp), cp)
+            del w32
+        return out
+
+
+def _check(cp, out_bits, ref, device: int = 0) -> float:
+    with cp.cuda.Device(device):
+        return rel_error(cp.asarray(out_bits), ref, cp)
+
+
+# --------------------------------------------------------------------------------------------------
+# The baselines
+
+
+class Sweep:
+    def __init__(self, cfg: SweepConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)):
+        self.cfg, self.log = cfg, log
+        self.cp = require_cupy()
+        self.devices = list(range(cfg.gpus))
+        require_gpus(cfg.gpus)
+        if cfg.gpus > 1:
+            enable_peer_access(self.devices)
+        self.timed = Timed(self.devices, cfg.gate_ms)
+        self.backends = {(b, d): make_backend(b, d) for b in cfg.backends for d in self.devices}
+        self.l2 = self.cp.cuda.runtime.getDeviceProperties(0)["l2CacheSize"]
+        self.data = Chain(self.cp, cfg.seed)
+        self._allreduce = None
+
+    # -- helpers
+    def free(self) -> None:
+        cp = self.cp
+        for d in self.devices:
+            with cp.cuda.Device(d):
+                cp.get_default_memory_pool().free_all_blocks()
+
+    def _interleave(self, variants: dict[str, Callable[[int], Callable]]) -> dict[str, tuple]:
+        """variants: name -> (rep index -> enqueue fn). Returns name -> (Timing, median breakdown)."""
+        cfg = self.cfg
+        names = list(variants)
+        for i in range(cfg.warmup):
+            for n in names:
+                self.timed.run(variants[n](i))
+        samples = {n: [] for n in names}
+        bds = {n: [] for n in names}
+        for i in range(cfg.reps):
+            for n in (names if i % 2 == 0 else names[::-1]):
+                ms, parts = self.timed.run(variants[n](cfg.warmup + i))
+                samples[n].append(ms)
+                bds[n].append(breakdown(ms, parts, self._devs_of(parts)))
+        return {n: (summarize(samples[n]), _median_breakdown(bds[n])) for n in names}
+
+    @staticmethod
+    def _devs_of(parts) -> list[int]:
+        return sorted({d for _, d, _ in parts}) or [0]
+
+    def _row(self, base: dict, timing, bd: dict, flops: float, rel: float) -> dict:
+        row = dict(base)
+        row.update(timing.as_dict())
+        row["tflops"] = flops / (timing.median_ms * 1e9)
+        row.update(bd)
+        row["rel_err"] = rel
+        row["ok"] = bool(rel <= REL_TOL_BF16)
+        row["error"] = ""
+        return row
+
+    # -- gemm: CUTLASS vs cuBLAS, one GEMM on GPU 0
+    def gemm(self, m: int) -> list[dict]:
+        cp, h = self.cp, self.cfg.h
+        nsets = rotation_sets((m * h + h * h + m * h) * 2, self.l2)
+        a = [self.data.rand(0, (m, h), salt=10 * s + 1) for s in range(nsets)]
+        w = [self.data.rand(0, (h, h), 1 / math.sqrt(h), salt=10 * s + 2) for s in range(nsets)]
+        with cp.cuda.Device(0):
+            d = [cp.empty((m, h), dtype=cp.uint16) for _ in range(nsets)]
+        s0 = self.timed.compute[0]
+        rels = {}
+        for b in self.cfg.backends:
+            poison(d[0])
+            self.backends[(b, 0)](a[0], w[0], d[0], m, h, h, s0)
+            s0.synchronize()
+            rels[b] = _check(cp, d[0], _ref_chain(cp, a[0], [w[0]]))
+
+        def variant(b):
+            def at(i):
+                k = i % nsets
+                return lambda t: (t.part("compute", 0, s0, lambda: self.backends[(b, 0)](a[k], w[k], d[k], m, h, h, s0)),
+                                  [(s0, 0)])[1]
+            return at
+
+        res = self._interleave({b: variant(b) for b in self.cfg.backends})
+        rows = [self._row(dict(experiment="gemm", backend=b, m=m, k=h, n=h, gpus=1, layers=1, chunks=0, sets=nsets),
+                          *res[b], chain_flops(m, h, 1), rels[b]) for b in self.cfg.backends]
+        if "cublas" in res:
+            for r in rows:
+                r["ratio_to_cublas"] = r["median_ms"] / res["cublas"][0].median_ms
+        return rows
+
+    # -- remote_d: CUTLASS with D local vs D on GPU 1
+    def remote_d(self, m: int) -> list[dict]:
+        cp, h = self.cp, self.cfg.h
+        nsets = rotation_sets((m * h + h * h + m * h) * 2, self.l2)
+        a = [self.data.rand(0, (m, h), salt=10 * s + 3) for s in range(nsets)]
+        w = [self.data.rand(0, (h, h), 1 / math.sqrt(h), salt=10 * s + 4) for s in range(nsets)]
+        with cp.cuda.Device(0):
+            dl = [cp.empty((m, h), dtype=cp.uint16) for _ in range(nsets)]
+        with cp.cuda.Device(1):
+            dr = [cp.empty((m, h), dtype=cp.uint16) for _ in range(nsets)]
+        s0 = self.timed.compute[0]
+        CutlassOn0 = self.backends[("cutlass", 0)]
+        ref = _ref_chain(cp, a[0], [w[0]])
+        rels = {}
+        for name, dd in (("cutlass_local_d", dl), ("cutlass_remote_d", dr)):
+            poison(dd[0])
+            CutlassOn0(a[0], w[0], dd[0], m, h, h, s0)
+            s0.synchronize()
+            rels[name] = _check(cp, dd[0], ref)
+        del ref
+
+        def variant(dd):
+            def at(i):
+                k = i % nsets
+                return lambda t: (t.part("compute", 0, s0, lambda: CutlassOn0(a[k], w[k], dd[k], m, h, h, s0)),
+                                  [(s0, 0)])[1]
+            return at
+
+        res = self._interleave({"cutlass_local_d": variant(dl), "cutlass_remote_d": variant(dr)})
+        rows = [self._row(dict(experiment="remote_d", backend=n, m=m, k=h, n=h, gpus=2, layers=1, chunks=0, sets=nsets),
+                          *res[n], chain_flops(m, h, 1), rels[n]) for n in res]
+        for r in rows:
+            r["ratio_to_local"] = r["median_ms"] / res["cutlass_local_d"][0].median_ms
+        return rows
+
+    # -- sequential: L layers on GPU 0
+    def sequential(self, m: int) -> list[dict]:
+        cp, h, L = self.cp, self.cfg.h, self.cfg.gpus
+        nsets = rotation_sets((m * h + L * h * h) * 2, self.l2)
+        x = [self.data.rand(0, (m, h), salt=100 * s + 5) for s in range(nsets)]
+        ws = [[self.data.rand(0, (h, h), 1 / math.sqrt(h), salt=100 * s + 6 + l) for l in range(L)] for s in range(nsets)]
+        with cp.cuda.Device(0):
+            ys = [cp.empty((m, h), dtype=cp.uint16) for _ in range(L)]
+        s0 = self.timed.compute[0]
+
+        def enqueue(b, k):
+            g = self.backends[(b, 0)]
+
+            def f(t):
+                inp = x[k]
+                for l in range(L):
+                    t.part("compute", 0, s0, lambda inp=inp, l=l: g(inp, ws[k][l], ys[l], m, h, h, s0))
+                    inp = ys[l]
+                return [(s0, 0)]
+            return f
+
+        ref = _ref_chain(cp, x[0], ws[0])
+        rels = {}
+        for b in self.cfg.backends:
+            for y in ys:
+                poison(y)
+            self.timed.run(enqueue(b, 0))
+            rels[b] = _check(cp, ys[-1], ref)
+        del ref
+        res = self._interleave({b: (lambda b: lambda i: enqueue(b, i % nsets))(b) for b in self.cfg.backends})
+        return [self._row(dict(experiment="sequential", backend=b, m=m, k=h, n=h, gpus=1, layers=L, chunks=0, sets=nsets),
+                          *res[b], chain_flops(m, h, L), rels[b]) for b in self.cfg.backends]
+
+    # -- microbatch: layer i on GPU i, chunks handed over by peer copies
+    def microbatch(self, m: int) -> list[dict]:
+        cp, h, G = self.cp, self.cfg.h, self.cfg.gpus
+        nsets = rotation_sets((m * h + h * h) * 2, self.l2)
+        x = [self.data.rand(0, (m, h), salt=100 * s + 7) for s in range(nsets)]
+        ws = [[self.data.rand(g, (h, h), 1 / math.sqrt(h), salt=100 * s + 8 + g) for g in range(G)] for s in range(nsets)]
+        inp, out = {}, {}
+        for g in range(G):
+            with cp.cuda.Device(g):
+                out[g] = cp.empty((m, h), dtype=cp.uint16)
+                if g > 0:
+                    inp[g] = cp.empty((m, h), dtype=cp.uint16)
+        T = self.timed
+
+        def enqueue(b, c, k):
+            rows = m // c
+            nbytes = rows * h * 2
+
+            def f(t):
+                copied = {}
+                for j in range(c):
+                    for g in range(G):
+                        cs = t.compute[g]
+                        if g > 0:
+                            cs.wait_event(copied[(g - 1, j)])
+                        src = x[k] if g == 0 else inp[g]
+                        a_j, d_j = src[j * rows:(j + 1) * rows], out[g][j * rows:(j + 1) * rows]
+                        t.part("compute", g, cs, lambda g=g, a_j=a_j, d_j=d_j, cs=cs:
+                               self.backends[(b, g)](a_j, ws[k][g], d_j, rows, h, h, cs))
+                        if g + 1 < G:
+                            done = t.event(g)
+                            done.record(cs)
+                            xs = t.copy[g]
+                            xs.wait_event(done)
+                            dst = inp[g + 1][j * rows:(j + 1) * rows]
+                            t.part("comm", g, xs, lambda dst=dst, d_j=d_j, xs=xs, g=g:
+                                   cp.cuda.runtime.memcpyPeerAsync(dst.data.ptr, g + 1, d_j.data.ptr, g, nbytes, xs.ptr))
+                            ev = t.event(g)
+                            ev.record(xs)
+                            copied[(g, j)] = ev
+                return [(t.compute[G - 1], G - 1)]
+            return f
+
+        cases = [(b, c) for b in self.cfg.backends for c in chunk_counts(m, self.cfg.chunks)]
+        # correctness on the inputs of set 0, against the fp32 chain (weights of every GPU brought to GPU 0)
+        ref = _ref_chain(cp, x[0], [ws[0][g] for g in range(G)])
+        rels = {}
+        for b, c in cases:
+            for g in range(G):
+                poison(out[g])
+                if g > 0:
+                    poison(inp[g])
+            T.run(enqueue(b, c, 0))
+            rels[(b, c)] = _check(cp, out[G - 1], ref)
+        del ref
+        res = self._interleave({f"{b}/{c}": (lambda b, c: lambda i: enqueue(b, c, i % nsets))(b, c) for b, c in cases})
+        rows = [self._row(dict(experiment="microbatch", backend=b, m=m, k=h, n=h, gpus=G, layers=G, chunks=c, sets=nsets),
+                          *res[f"{b}/{c}"], chain_flops(m, h, G), rels[(b, c)]) for b, c in cases]
+        mark_best(rows)
+        return rows
+
+    # -- tp: column- then row-parallel pair, NCCL all-reduce
+    def tp(self, m: int) -> list[dict]:
+        from ctahw.comm import AllReduce  # noqa: PLC0415
+
+        cp, h, G = self.cp, self.cfg.h, self.cfg.gpus
+        if self._allreduce is None:
+            self._allreduce = AllReduce(self.devices)
+        ar = self._allreduce
+        hs = h // G
+        nsets = rotation_sets((m * h + 2 * h * hs) * 2, self.l2)
+        x_full = [self.data.rand(0, (m, h), salt=100 * s + 11) for s in range(nsets)]
+        w1_full = [self.data.rand(0, (h, h), 1 / math.sqrt(h), salt=100 * s + 12) for s in range(nsets)]
+        w2_full = [self.data.rand(0, (h, h), 1 / math.sqrt(h), salt=100 * s + 13) for s in range(nsets)]
+        x, w1, w2, y1, z = {}, {}, {}, {}, {}
+        for g in range(G):
+            with cp.cuda.Device(g):
+                x[g] = [cp.asarray(xs) for xs in x_full]  # replicated input (as in Megatron)
+                w1[g] = [cp.ascontiguousarray(cp.asarray(w[g * hs:(g + 1) * hs, :])) for w in w1_full]  # [hs, h]
+                w2[g] = [cp.ascontiguousarray(cp.asarray(w[:, g * hs:(g + 1) * hs])) for w in w2_full]  # [h, hs]
+                y1[g] = cp.empty((m, hs), dtype=cp.uint16)
+                z[g] = cp.empty((m, h), dtype=cp.uint16)
+
+        def enqueue(b, k):
+            def f(t):
+                for g in range(G):
+                    cs, gb = t.compute[g], self.backends[(b, g)]
+                    t.part("compute", g, cs, lambda g=g, cs=cs, gb=gb: gb(x[g][k], w1[g][k], y1[g], m, hs, h, cs))
+                    t.part("compute", g, cs, lambda g=g, cs=cs, gb=gb: gb(y1[g], w2[g][k], z[g], m, h, hs, cs))
+                a = {g: t.event(g) for g in range(G)}
+                e = {g: t.event(g) for g in range(G)}
+                for g in range(G):
+                    a[g].record(t.compute[g])
+                ar([z[g] for g in range(G)], m * h, [t.compute[g] for g in range(G)])
+                for g in range(G):
+                    e[g].record(t.compute[g])
+                    t._parts.append(("comm", g, a[g], e[g]))
+                return [(t.compute[g], g) for g in range(G)]
+            return f
+
+        ref = _ref_chain(cp, x_full[0], [w1_full[0], w2_full[0]])
+        rels = {}
+        for b in self.cfg.backends:
+            for g in range(G):
+                poison(z[g])
+                poison(y1[g])
+            self.timed.run(enqueue(b, 0))
+            rels[b] = max(_check(cp, z[g], ref) for g in range(G))
+        del ref
+        res = self._interleave({b: (lambda b: lambda i: enqueue(b, i % nsets))(b) for b in self.cfg.backends})
+        rows = [self._row(dict(experiment="tp", backend=b, m=m, k=h, n=h, gpus=G, layers=2, chunks=0, sets=nsets,
+                               allreduce_bytes=m * h * 2, nccl_binding=ar.binding),
+                          *res[b], chain_flops(m, h, 2), rels[b]) for b in self.cfg.backends]
+        return rows
+
+
+def run_sweep(cfg: SweepConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> list[dict]:
+    """Run every case of ``cfg``; an experiment that fails at one M leaves an error row and the rest runs."""
+    sw = Sweep(cfg, log)
+    rows: list[dict] = []
+    t0 = time.monotonic()
+    todo = [(e, m) for m in cfg.ms for e in cfg.experiments
+            if not (e in ("microbatch", "tp", "remote_d") and cfg.gpus < 2)]
+    for i, (exp, m) in enumerate(todo, 1):
+        log(f"[{i}/{len(todo)} {time.monotonic() - t0:6.1f}s] {exp} M={m}")
+        try:
+            got = getattr(sw, exp)(m)
+            for r in got:
+                log(f"    {r['backend']:>18} chunks={r.get('chunks', 0):>2} {r['median_ms']:8.3f} ms "
+                    f"{r['tflops']:6.1f} TFLOP/s rel_err={r['rel_err']:.2e}{'  BEST' if r.get('best') else ''}")
+            rows += got
+        except Exception as e:  # keep the sweep going: the error is a row of the results
+            log(f"    FAILED: {type(e).__name__}: {e}\n{traceback.format_exc()}")
+            rows.append(dict(experiment=exp, m=m, k=cfg.h, n=cfg.h, error=f"{type(e).__name__}: {e}", ok=False))
+        finally:
+            sw.free()
+    return rows

@@ -1,0 +1,523 @@
+"""Measure a machine into a hardware profile that ctasim reads (``specs/hardware/*.toml``).
+
+What is measured (all on GPUs 0 and 1, medians of repeated runs, CUDA events unless said otherwise):
+
+==========================  ===================================================================================
+field                       measurement
+==========================  ===================================================================================
+sm_count                    device properties
+hbm_gbps                    local device-to-device copy of 1 GiB, bytes read + written
+link_gbps                   16-byte kernel stores from GPU 0 into GPU 1's memory, 1 GiB
+copy_engine_gbps            cudaMemcpyPeerAsync GPU 0 -> GPU 1, 1 GiB
+link_latency_ns             half the median flag round trip GPU0 -> GPU1 -> GPU0 (volatile store + sys fence)
+remote_atomic_ns            half the median round trip of the same ping-pong signalled with atomicAdd_system
+fence_sys_ns                per-iteration time of (peer store + __threadfence_system) minus (peer store alone)
+launch_ns                   host clock before cudaLaunchKernel -> %globaltimer stamp of the kernel, if
+                            %globaltimer runs on the host's clock (checked); else copied from the base profile
+kernel_gap_ns               start-to-start of back-to-back stamp kernels queued behind a sleep on one stream
+event_wait_ns               stamp on GPU 0 -> event -> stamp on GPU 1 (cudaStreamWaitEvent), minus the clock offset
+allreduce_bus_gbps,         NCCL all-reduce of 1..256 MiB bf16: fit t = a + bytes / algbw; bus bandwidth =
+allreduce_latency_ns        algbw * 2(G-1)/G (NCCL's definition); latency per ring step = a / (2(G-1))
+epilogue_store_overlap      CUTLASS GEMM with D on GPU 1 vs local D at M=16384:
+                            1 - (t_remote - t_local) / (bytes of D / link_gbps), clipped to [0, 1]
+kernel_config 128x256       CUTLASS GEMM at M=16384, N=8192, K in {2048, 4096, 8192}: the per-round time
+                            t / ceil(tiles / (sm_count * slots)) fitted as tile_fixed_ns + 2*128*256*K/(sm_tflops*1e3)
+==========================  ===================================================================================
+
+Also measured and recorded (comments in the profile, all figures in calibration.json): the %globaltimer tick
+and the GPU1 - GPU0 %globaltimer offset (NTP-style, from the minimum-round-trip ping-pong samples).
+
+Not measured (copied from the base profile, saying so): topology, poll_ns (a kernel design value), and kernel
+configs that ctahw has no kernel for.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+import sys
+import time
+from dataclasses import fields
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from ctasim.spec import Hardware, KernelConfig, find_spec, load_hardware
+
+__all__ = [
+    "fit_tile_rate",
+    "fit_allreduce",
+    "epilogue_overlap",
+    "pingpong_stats",
+    "timer_tick_ns",
+    "base_comments",
+    "profile_toml",
+    "measure",
+]
+
+
+# --------------------------------------------------------------------------------------------------
+# Pure fits (tested on the CPU)
+
+
+def _linfit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """Least squares y = a + b x; returns (a, b)."""
+    n = len(xs)
+    if n < 2 or len(set(xs)) < 2:
+        raise ValueError("need at least two distinct x values")
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    return my - b * mx, b
+
+
+def fit_tile_rate(samples: Sequence[tuple[int, int, int, float]], tile_m: int, tile_n: int, sm_count: int,
+                  slots: int = 1) -> dict:
+    """Fit KernelConfig's tile-time model to measured GEMM times.
+
+    samples: (M, N, K, ms). rounds = ceil(tiles / (sm_count * slots)) with tiles = ceil(M/tile_m)*ceil(N/tile_n);
+    per-round time r = t / rounds = tile_fixed_ns + 2*tile_m*tile_n*K / (sm_tflops*1e3). With one K only, or a
+    negative fitted intercept, the fixed time is 0 and sm_tflops comes from the largest K alone.
+    """
+    pts = []
+    for m, n, k, ms in samples:
+        tiles = math.ceil(m / tile_m) * math.ceil(n / tile_n)
+        rounds = math.ceil(tiles / (sm_count * slots))
+        pts.append((k, ms * 1e6 / rounds))
+    flop_tile = 2.0 * tile_m * tile_n
+    ks = sorted({k for k, _ in pts})
+    fixed, note = 0.0, "one K: tile_fixed_ns = 0"
+    if len(ks) >= 2:
+        a, b = _linfit([k for k, _ in pts], [r for _, r in pts])
+        if a >= 0 and b > 0:
+            fixed, note = a, f"fit over K = {ks}"
+        else:
+            note = f"fit over K = {ks} gave intercept {a:.0f} ns < 0: tile_fixed_ns = 0, rate from the largest K"
+    if fixed > 0:
+        sm_tflops = flop_tile / (b * 1e3)
+    else:
+        kmax = ks[-1]
+        r = statistics.median([r for k, r in pts if k == kmax])
+        sm_tflops = flop_tile * kmax / (r * 1e3)
+    resid = [r - (fixed + flop_tile * k / (sm_tflops * 1e3)) for k, r in pts]
+    return {"sm_tflops": sm_tflops, "tile_fixed_ns": fixed, "note": note,
+            "points": [{"k": k, "round_ns": r} for k, r in pts], "max_abs_residual_ns": max(abs(x) for x in resid)}
+
+
+def fit_allreduce(sizes_bytes: Sequence[int], ms: Sequence[float], gpus: int) -> dict:
+    """NCCL all-reduce model t = a + bytes/algbw; busbw = algbw * 2(G-1)/G; latency per ring step a/(2(G-1))."""
+    if gpus < 2:
+        raise ValueError("an all-reduce needs at least 2 GPUs")
+    a_ms, b = _linfit([float(s) for s in sizes_bytes], list(ms))
+    if b <= 0:
+        raise ValueError("all-reduce time does not grow with size: cannot fit a bandwidth")
+    algbw_gbps = 1.0 / (b * 1e6)  # b: ms per byte -> bytes per ns = GB/s
+    bus = algbw_gbps * 2 * (gpus - 1) / gpus
+    steps = 2 * (gpus - 1)
+    return {"allreduce_bus_gbps": bus, "allreduce_latency_ns": max(0.0, a_ms * 1e6 / steps),
+            "intercept_ms": a_ms, "algbw_gbps": algbw_gbps}
+
+
+def epilogue_overlap(t_local_ms: float, t_remote_ms: float, d_bytes: int, link_gbps: float) -> float:
+    """Fraction of the remote-store time of D hidden behind compute: 1 - extra / (bytes / link), in [0, 1]."""
+    store_ms = d_bytes / (link_gbps * 1e6)
+    return min(1.0, max(0.0, 1.0 - (t_remote_ms - t_local_ms) / store_ms))
+
+
+def pingpong_stats(init_stamps: Sequence[int], resp_stamps: Sequence[int], best_fraction: float = 0.1) -> dict:
+    """Round trips and the responder-minus-initiator clock offset from a ping-pong.
+
+    init_stamps: [send_0, recv_0, send_1, recv_1, ...] on the initiator's %globaltimer; resp_stamps[i]: when
+    round i arrived at the responder, on its clock. Offset (NTP-style): resp - (send + recv)/2, the median over
+    the ``best_fraction`` of rounds with the smallest round trip (queuing makes the others asymmetric).
+    """
+    n = len(resp_stamps)
+    if len(init_stamps) != 2 * n or n == 0:
+        raise ValueError("need 2 initiator stamps per responder stamp")
+    rtt = [init_stamps[2 * i + 1] - init_stamps[2 * i] for i in range(n)]
+    off = [resp_stamps[i] - (init_stamps[2 * i] + init_stamps[2 * i + 1]) / 2 for i in range(n)]
+    order = sorted(range(n), key=lambda i: rtt[i])
+    best = order[: max(1, int(n * best_fraction))]
+    offs = [off[i] for i in best]
+    return {"rtt_min_ns": min(rtt), "rtt_median_ns": statistics.median(rtt), "offset_ns": statistics.median(offs),
+            "offset_spread_ns": max(offs) - min(offs), "rounds": n}
+
+
+def timer_tick_ns(stamps: Sequence[int]) -> int:
+    """The %globaltimer resolution: the smallest positive difference of back-to-back reads."""
+    diffs = [b - a for a, b in zip(stamps, stamps[1:]) if b > a]
+    if not diffs:
+        raise ValueError("the timer never advanced")
+    return min(diffs)
+
+
+# --------------------------------------------------------------------------------------------------
+# The profile file
+
+
+def _split_comment(line: str) -> tuple[str, str]:
+    """(code, comment) of a TOML line; a '#' inside a basic string is not a comment."""
+    in_str = False
+    for i, ch in enumerate(line):
+        if ch == '"' and (i == 0 or line[i - 1] != "\\"):
+            in_str = not in_str
+        elif ch == "#" and not in_str:
+            return line[:i], line[i + 1:].strip()
+    return line, ""
+
+
+def base_comments(text: str) -> dict[str, str]:
+    """Trailing comments of the [hardware] table's fields in a profile's text (kernel configs excluded)."""
+    out, section = {}, ""
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("["):
+            section = s
+            continue
+        if section != "[hardware]":
+            continue
+        code, comment = _split_comment(line)
+        m = re.match(r"\s*(\w+)\s*=", code)
+        if m and comment:
+            out[m.group(1)] = comment
+    return out
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(round(v, 4))
+    if isinstance(v, str):
+        return json.dumps(v)
+    raise TypeError(f"cannot write {v!r} to TOML")
+
+
+MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_engine_gbps", "link_latency_ns",
+                   "remote_atomic_ns", "fence_sys_ns", "launch_ns", "kernel_gap_ns", "event_wait_ns",
+                   "allreduce_bus_gbps", "allreduce_latency_ns", "epilogue_store_overlap")
+
+
+def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, measured: Mapping[str, tuple],
+                 configs: Mapping[str, tuple], provenance: Mapping[str, str], header: Sequence[str] = ()) -> str:
+    """A profile in ctasim's format: measured fields with their method, the rest copied from ``base``.
+
+    measured: field -> (value, how); configs: "MxN" -> (dict of KernelConfig fields, how).
+    """
+    comments = base_comments(base_text)
+    lines = [f"# Calibrated by `ctahw calibrate` on {provenance.get('date', '?')}: {provenance.get('machine', '?')}.",
+             f"# Provenance: {json.dumps(dict(provenance), sort_keys=True)}"]
+    lines += [f"# {h}" for h in header]
+    lines += [f"# Fields marked 'copied' are not measured by ctahw calibrate; they are taken from {base_name}.", "",
+              "[hardware]"]
+    for f in fields(Hardware):
+        if f.name == "kernel_configs":
+            continue
+        if f.name == "name":
+            lines.append(f"name = {_toml_value(name)}")
+        elif f.name == "measured":
+            lines.append("measured = true")
+        elif f.name == "source":
+            lines.append(f"source = {_toml_value('ctahw calibrate, ' + provenance.get('machine', '') + '; ' + provenance.get('commit', ''))}")
+        elif f.name == "date":
+            lines.append(f"date = {_toml_value(provenance.get('date', ''))}")
+        elif f.name in measured:
+            v, how = measured[f.name]
+            if f.type in ("float",) or isinstance(getattr(base, f.name), float):
+                v = float(v)
+            lines.append(f"{f.name} = {_toml_value(v)}  # measured: {how}")
+        else:
+            why = comments.get(f.name, "")
+            lines.append(f"{f.name} = {_toml_value(getattr(base, f.name))}  # copied from {base_name}"
+                         + (f" ({why})" if why else ""))
+    for c in base.kernel_configs:
+        lines += ["", "[[hardware.kernel_config]]"]
+        got = configs.get(c.key())
+        values = {x.name: getattr(c, x.name) for x in fields(KernelConfig)}
+        if got:
+            vals, how = got
+            values.update(vals)
+            lines.append(f"# measured: {how}")
+        else:
+            lines.append(f"# copied from {base_name}: ctahw has no kernel of this config to measure")
+        for x in fields(KernelConfig):
+            lines.append(f"{x.name} = {_toml_value(values[x.name])}")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# Measurements on the device
+
+
+def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), quick: bool = False,
+            reps: int = 10) -> dict:
+    """Run every calibration measurement on GPUs 0 and 1 (0 only for the single-GPU parts); returns a dict."""
+    from ctahw import probes  # noqa: PLC0415
+    from ctahw.baselines import Timed  # noqa: PLC0415
+    from ctahw.device import enable_peer_access, random_bf16, require_cupy, require_gpus, summarize  # noqa: PLC0415
+    from ctahw.gemm import CutlassGemm  # noqa: PLC0415
+
+    cp = require_cupy()
+    rt = cp.cuda.runtime
+    found = require_gpus(1)
+    ngpu = min(2, rt.getDeviceCount())
+    devs = list(range(ngpu))
+    if ngpu > 1:
+        require_gpus(2)
+        enable_peer_access(devs)
+    T = Timed(devs, gate_ms=2.0)
+    s = {d: T.compute[d] for d in devs}
+    res: dict = {"gpu_name": found[0].name, "sm_count": found[0].sm_count, "gpus": ngpu,
+                 "l2_bytes": found[0].l2_bytes}
+    big = (256 if quick else 1024) << 20
+
+    def med(fn, n=reps) -> float:
+        return summarize([T.run(fn)[0] for _ in range(n)]).median_ms
+
+    # HBM: local D2D copy
+    log("calibrate: local copy")
+    with cp.cuda.Device(0):
+        src = cp.random.default_rng(1).integers(0, 255, big, dtype=cp.uint8)
+        dst = cp.empty(big, dtype=cp.uint8)
+    t = med(lambda T: (rt.memcpyAsync(dst.data.ptr, src.data.ptr, big, 3, s[0].ptr), [(s[0], 0)])[1])
+    res["hbm_gbps"] = 2 * big / (t * 1e6)
+    res["hbm_copy_ms"] = t
+
+    if ngpu > 1:
+        with cp.cuda.Device(1):
+            peer = cp.empty(big, dtype=cp.uint8)
+        log("calibrate: peer copy and peer stores")
+        t = med(lambda T: (rt.memcpyPeerAsync(peer.data.ptr, 1, src.data.ptr, 0, big, s[0].ptr), [(s[0], 0)])[1])
+        res["copy_engine_gbps"] = big / (t * 1e6)
+        t = med(lambda T: (rt.memcpyPeerAsync(src.data.ptr, 0, peer.data.ptr, 1, big, s[1].ptr), [(s[1], 1)])[1])
+        res["copy_engine_gbps_1to0"] = big / (t * 1e6)
+        blocks = found[0].sm_count * 4
+        t = med(lambda T: (probes.call("store", peer.data.ptr, big, blocks, 512, 7, stream=s[0], device=0),
+                           [(s[0], 0)])[1])
+        res["link_gbps"] = big / (t * 1e6)
+        t = med(lambda T: (probes.call("store", dst.data.ptr, big, blocks, 512, 7, stream=s[0], device=0),
+                           [(s[0], 0)])[1])
+        res["local_store_gbps"] = big / (t * 1e6)
+        del peer
+
+        # Flag ping-pong (store, then atomic), both kernels resident at once on their own GPUs
+        iters = 500 if quick else 2000
+        for mode, atomic in (("store", 0), ("atomic", 1)):
+            log(f"calibrate: ping-pong ({mode})")
+            flags, stamps, errs = {}, {}, {}
+            for d in devs:
+                with cp.cuda.Device(d):
+                    flags[d] = cp.zeros(1, dtype=cp.uint32)
+                    stamps[d] = cp.zeros(2 * iters, dtype=cp.uint64)
+                    errs[d] = cp.zeros(1, dtype=cp.int32)
+            T.sync()
+            probes.call("pingpong", flags[1].data.ptr, flags[0].data.ptr, iters, 1, atomic, stamps[1].data.ptr,
+                        int(5e9), errs[1].data.ptr, stream=s[1], device=1)
+            probes.call("pingpong", flags[0].data.ptr, flags[1].data.ptr, iters, 0, atomic, stamps[0].data.ptr,
+                        int(5e9), errs[0].data.ptr, stream=s[0], device=0)
+            T.sync()
+            e = (int(errs[0].get()[0]), int(errs[1].get()[0]))
+            if any(e):
+                raise RuntimeError(f"ping-pong ({mode}) timed out: error flags {e}")
+            st = pingpong_stats([int(v) for v in stamps[0].get()], [int(v) for v in stamps[1].get()[:iters]])
+            res[f"pingpong_{mode}"] = st
+        res["link_latency_ns"] = res["pingpong_store"]["rtt_median_ns"] / 2
+        res["remote_atomic_ns"] = res["pingpong_atomic"]["rtt_median_ns"] / 2
+        res["clock_offset_ns"] = res["pingpong_store"]["offset_ns"]
+
+        # Fence cost after a peer store
+        log("calibrate: fence and atomics")
+        with cp.cuda.Device(0):
+            out = cp.zeros(1, dtype=cp.uint64)
+            sink = cp.zeros(1, dtype=cp.uint32)
+        with cp.cuda.Device(1):
+            target = cp.zeros(1, dtype=cp.uint32)
+        per = {}
+        for f in (0, 1):
+            vals = []
+            for _ in range(5):
+                probes.call("fence", target.data.ptr, 2000, f, out.data.ptr, stream=s[0], device=0)
+                s[0].synchronize()
+                vals.append(int(out.get()[0]) / 2000)
+            per[f] = statistics.median(vals)
+        res["store_only_ns"], res["store_fence_ns"] = per[0], per[1]
+        res["fence_sys_ns"] = max(0.0, per[1] - per[0])
+        for where, tgt in (("peer", target), ("local", sink)):
+            vals = []
+            for _ in range(5):
+                probes.call("atomic_latency", tgt.data.ptr, 1000, out.data.ptr, sink.data.ptr, stream=s[0], device=0)
+                s[0].synchronize()
+                vals.append(int(out.get()[0]) / 1000)
+            res[f"atomic_return_{where}_ns"] = statistics.median(vals)
+
+    # %globaltimer tick
+    with cp.cuda.Device(0):
+        ts = cp.zeros(4096, dtype=cp.uint64)
+        slots = cp.zeros(65, dtype=cp.uint64)
+    probes.call("timer", ts.data.ptr, 4096, stream=s[0], device=0)
+    s[0].synchronize()
+    res["globaltimer_tick_ns"] = timer_tick_ns([int(v) for v in ts.get()])
+
+    # Launch latency: host clock vs the kernel's %globaltimer stamp
+    log("calibrate: launch latency and kernel gaps")
+    diffs, trips = [], []
+    for _ in range(50):
+        s[0].synchronize()
+        h0 = time.time_ns()
+        probes.call("stamp", slots.data.ptr, stream=s[0], device=0)
+        s[0].synchronize()
+        trips.append(time.time_ns() - h0)
+        diffs.append(int(slots.get()[0]) - h0)
+    res["launch_roundtrip_ns"] = statistics.median(trips)
+    res["launch_host_to_stamp_ns"] = statistics.median(diffs)
+    res["globaltimer_on_host_clock"] = bool(0 < res["launch_host_to_stamp_ns"] < res["launch_roundtrip_ns"])
+
+    # Back-to-back kernels queued behind a sleep
+    probes.call("sleep", int(2e6), stream=s[0], device=0)
+    for i in range(64):
+        probes.call("stamp", slots.data.ptr + 8 * i, stream=s[0], device=0)
+    s[0].synchronize()
+    st = [int(v) for v in slots.get()[:64]]
+    res["kernel_gap_ns"] = statistics.median([b - a for a, b in zip(st, st[1:])])
+
+    if ngpu > 1:
+        log("calibrate: cross-GPU event wait")
+        with cp.cuda.Device(1):
+            slot1 = cp.zeros(1, dtype=cp.uint64)
+        lat = []
+        for _ in range(20):
+            T.sync()
+            probes.call("sleep", int(1e6), stream=s[0], device=0)
+            probes.call("stamp", slots.data.ptr, stream=s[0], device=0)
+            ev = T.event(0)
+            ev.record(s[0])
+            s[1].wait_event(ev)
+            probes.call("stamp", slot1.data.ptr, stream=s[1], device=1)
+            T.sync()
+            lat.append(int(slot1.get()[0]) - int(slots.get()[0]) - res["clock_offset_ns"])
+        res["event_wait_ns"] = statistics.median(lat)
+
+        # All-reduce vs size
+        log("calibrate: NCCL all-reduce sweep")
+        from ctahw.comm import AllReduce  # noqa: PLC0415
+
+        ar = AllReduce(devs)
+        res["nccl_binding"] = ar.binding
+        sizes = [1 << p for p in range(20, 29)]
+        bufs = {}
+        for d in devs:
+            with cp.cuda.Device(d):
+                bufs[d] = random_bf16((sizes[-1] // 2,), cp, cp.random.default_rng(3 + d), 1.0)
+        ar_ms = []
+        for size in sizes:
+            cnt = size // 2
+            views = [bufs[d][:cnt] for d in devs]
+            ar_ms.append(med(lambda T: (ar(views, cnt, [s[d] for d in devs]), [(s[d], d) for d in devs])[1]))
+        res["allreduce_sweep"] = [{"bytes": b, "ms": t} for b, t in zip(sizes, ar_ms)]
+        res.update({k: v for k, v in fit_allreduce(sizes, ar_ms, ngpu).items()})
+        del bufs
+    del src, dst
+
+    # Tile rate of the CUTLASS config (and the remote-D epilogue cost)
+    log("calibrate: CUTLASS tile rate")
+    g = CutlassGemm(0)
+    res["cutlass_kernel"] = g.describe()
+    m, n = 16384, 8192
+    ks = (2048, 4096, 8192)
+    rng = cp.random.default_rng(5)
+    with cp.cuda.Device(0):
+        a = [random_bf16((m, max(ks)), cp, rng) for _ in range(2)]
+        w = [random_bf16((n, max(ks)), cp, rng, 1 / 64) for _ in range(2)]
+        d = [cp.empty((m, n), dtype=cp.uint16) for _ in range(2)]
+    samples = []
+    for k in ks:
+        # A[:, :k] is not contiguous; use the first m*k elements as a fresh [m, k] matrix (random either way)
+        ak = [x.reshape(-1)[: m * k].reshape(m, k) for x in a]
+        wk = [x.reshape(-1)[: n * k].reshape(n, k) for x in w]
+        times = [T.run(lambda T, i=i: (g(ak[i % 2], wk[i % 2], d[i % 2], m, n, k, s[0]), [(s[0], 0)])[1])[0]
+                 for i in range(reps + 2)][2:]
+        samples.append((m, n, k, summarize(times).median_ms))
+    res["tile_samples"] = [{"m": a_, "n": b_, "k": c_, "ms": t_} for a_, b_, c_, t_ in samples]
+    res["tile_fit_128x256"] = fit_tile_rate(samples, 128, 256, found[0].sm_count, 1)
+    if ngpu > 1:
+        with cp.cuda.Device(1):
+            dr = [cp.empty((m, n), dtype=cp.uint16) for _ in range(2)]
+        k = max(ks)
+        loc, rem = [], []
+        for i in range(reps + 2):
+            tl = T.run(lambda T: (g(a[i % 2], w[i % 2], d[i % 2], m, n, k, s[0]), [(s[0], 0)])[1])[0]
+            tr = T.run(lambda T: (g(a[i % 2], w[i % 2], dr[i % 2], m, n, k, s[0]), [(s[0], 0)])[1])[0]
+            if i >= 2:
+                loc.append(tl)
+                rem.append(tr)
+        res["remote_d_local_ms"] = summarize(loc).median_ms
+        res["remote_d_remote_ms"] = summarize(rem).median_ms
+        res["epilogue_store_overlap"] = epilogue_overlap(res["remote_d_local_ms"], res["remote_d_remote_ms"],
+                                                         m * n * 2, res["link_gbps"])
+    return res
+
+
+def measured_fields(res: Mapping) -> dict[str, tuple]:
+    """Map a :func:`measure` result to profile fields with the method of each (see the module table)."""
+    out: dict[str, tuple] = {}
+    gpu = res["gpu_name"].replace("NVIDIA ", "")
+    out["gpu"] = (gpu, "device name")
+    out["gpus"] = (res["gpus"], "GPUs visible to the calibration run")
+    out["sm_count"] = (res["sm_count"], "device properties")
+    out["hbm_gbps"] = (res["hbm_gbps"], f"local D2D copy, bytes read + written ({res['hbm_copy_ms']:.3f} ms)")
+    if "link_gbps" in res:
+        out["link_gbps"] = (res["link_gbps"], "16-byte kernel stores GPU0 -> GPU1")
+        out["copy_engine_gbps"] = (res["copy_engine_gbps"], "cudaMemcpyPeerAsync GPU0 -> GPU1 "
+                                   f"(GPU1 -> GPU0: {res['copy_engine_gbps_1to0']:.0f})")
+        ps, pa = res["pingpong_store"], res["pingpong_atomic"]
+        out["link_latency_ns"] = (res["link_latency_ns"], f"half the median flag round trip (min {ps['rtt_min_ns']} ns, "
+                                  f"median {ps['rtt_median_ns']:.0f} ns)")
+        out["remote_atomic_ns"] = (res["remote_atomic_ns"], "half the median round trip signalled with atomicAdd_system "
+                                   f"(min {pa['rtt_min_ns']} ns); returning peer atomic {res['atomic_return_peer_ns']:.0f} ns")
+        out["fence_sys_ns"] = (res["fence_sys_ns"], f"(peer store + fence) {res['store_fence_ns']:.0f} ns - "
+                               f"(peer store) {res['store_only_ns']:.0f} ns per iteration")
+        out["event_wait_ns"] = (res["event_wait_ns"], "stamp GPU0 -> cudaStreamWaitEvent -> stamp GPU1, clock offset removed")
+        out["allreduce_bus_gbps"] = (res["allreduce_bus_gbps"], "NCCL all-reduce 1-256 MiB bf16, fit t = a + bytes/algbw")
+        out["allreduce_latency_ns"] = (res["allreduce_latency_ns"], f"fit intercept {res['intercept_ms'] * 1e3:.1f} us "
+                                       "over 2(G-1) ring steps")
+        out["epilogue_store_overlap"] = (res["epilogue_store_overlap"],
+                                         f"CUTLASS 16384x8192x8192 local D {res['remote_d_local_ms']:.3f} ms vs D on GPU1 "
+                                         f"{res['remote_d_remote_ms']:.3f} ms")
+    if res.get("globaltimer_on_host_clock"):
+        out["launch_ns"] = (res["launch_host_to_stamp_ns"], "host clock before launch -> kernel's %globaltimer stamp "
+                            f"(launch + sync round trip {res['launch_roundtrip_ns']:.0f} ns)")
+    out["kernel_gap_ns"] = (res["kernel_gap_ns"], "start-to-start of queued back-to-back stamp kernels")
+    return out
+
+
+def measured_configs(res: Mapping) -> dict[str, tuple]:
+    fit = res.get("tile_fit_128x256")
+    if not fit:
+        return {}
+    pts = ", ".join(f"K={p['k']} {p['round_ns'] / 1e3:.1f} us/round" for p in fit["points"])
+    how = (f"{res['cutlass_kernel']}; M=16384 N=8192: {pts}; {fit['note']}; "
+           f"max |residual| {fit['max_abs_residual_ns']:.0f} ns")
+    return {"128x256": ({"sm_tflops": round(fit["sm_tflops"], 4), "tile_fixed_ns": round(fit["tile_fixed_ns"], 1),
+                         "source": "measured by ctahw calibrate: " + how}, how)}
+
+
+def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance: Mapping[str, str]) -> str:
+    """Write the profile for measurement ``res`` next to base profile ``base_ref``; returns the text."""
+    kind, base_path = find_spec(base_ref)
+    if kind != "hardware":
+        raise ValueError(f"{base_ref} is a {kind} spec, not a hardware profile")
+    base = load_hardware(base_path)
+    header = [f"%globaltimer tick {res.get('globaltimer_tick_ns')} ns; GPU1 - GPU0 %globaltimer offset "
+              f"{res.get('clock_offset_ns', float('nan')):.0f} ns (spread over the best round trips "
+              f"{res.get('pingpong_store', {}).get('offset_spread_ns', float('nan')):.0f} ns)"]
+    if not res.get("globaltimer_on_host_clock"):
+        header.append("launch_ns is copied: %globaltimer is not on the host clock here, so the launch latency "
+                      f"could not be split from the sync (launch + sync round trip {res.get('launch_roundtrip_ns')} ns)")
+    text = profile_toml(base, base_path.read_text(), base.name, name, measured_fields(res), measured_configs(res),
+                        provenance, header)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    return text

@@ -1,0 +1,223 @@
+"""``ctahw``: the hardware backend's command line.
+
+    ctahw info                      toolchain, kernel cache and GPUs ("no GPU: ..." and exit 2 without one)
+    ctahw build                     compile every kernel source into the cache (nvcc + nvidia-cutlass; no GPU)
+    ctahw calibrate [--base NAME]   measure this machine into specs/hardware/<base>-calibrated.toml
+    ctahw run EXPERIMENT            baselines: all | gemm | remote_d | sequential | microbatch | tp
+
+Every command that needs a GPU takes ``--dry-run``: it prints what it would run and exits 0 without one.
+Expected failures (no GPU, no CuPy, no nvcc, a compile error) print one line and exit non-zero; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["main", "parser"]
+
+EXIT_NO_GPU = 2
+EXIT_BUILD = 3
+EXIT_FAILED = 4
+EXPERIMENTS = ("all", "gemm", "remote_d", "sequential", "microbatch", "tp")
+
+
+def _ints(s: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in s.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {s!r}") from None
+
+
+def _strs(s: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in s.split(",") if x.strip())
+
+
+def parser() -> argparse.ArgumentParser:
+    from ctahw.baselines import SweepConfig  # noqa: PLC0415 - pure module (no cupy at import)
+
+    p = argparse.ArgumentParser(prog="ctahw", description="CUTLASS kernels, baselines and calibration on real GPUs")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("info", help="toolchain, kernel cache and GPUs")
+    b = sub.add_parser("build", help="compile every kernel source into the cache (no GPU needed)")
+    b.add_argument("--only", type=_strs, default=(), help="library names (default: all)")
+
+    c = sub.add_parser("calibrate", help="measure this machine into a hardware profile")
+    c.add_argument("--base", default="h200-x2", help="profile to copy unmeasured fields from (default h200-x2)")
+    c.add_argument("--out", type=Path, default=None, help="profile path (default specs/hardware/<base>-calibrated.toml)")
+    c.add_argument("--name", default=None, help="profile name (default <base>-calibrated)")
+    c.add_argument("--json", type=Path, default=None, help="also write every measured figure here")
+    c.add_argument("--reps", type=int, default=10, help="repetitions per measurement (median)")
+    c.add_argument("--quick", action="store_true", help="smaller transfers and fewer ping-pong rounds")
+    c.add_argument("--dry-run", action="store_true", help="print what would be measured; needs no GPU")
+
+    r = sub.add_parser("run", help="run an experiment (baselines now)")
+    r.add_argument("experiment", choices=EXPERIMENTS)
+    defaults = SweepConfig()
+    for f in dataclasses.fields(SweepConfig):
+        if f.name == "experiments":
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        d = getattr(defaults, f.name)
+        if isinstance(d, tuple):
+            conv = _ints if all(isinstance(x, int) for x in d) else _strs
+            r.add_argument(flag, type=conv, default=d, help=f"{f.metadata['help']} (default {','.join(map(str, d))})")
+        else:
+            r.add_argument(flag, type=type(d), default=d, help=f"{f.metadata['help']} (default {d})")
+    r.add_argument("--out", type=Path, default=None, help="folder for baselines.csv (+ .parquet with pyarrow)")
+    r.add_argument("--dry-run", action="store_true", help="print the cases; needs no GPU")
+    return p
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+def _err(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def cmd_info(args) -> int:
+    from ctahw import build  # noqa: PLC0415
+    from ctahw.device import NoCupyError, NoGpuError, gpus  # noqa: PLC0415
+
+    tc = build.Toolchain.detect()
+    print(f"nvcc:     {tc.nvcc or 'not found'}{f' ({tc.nvcc_version})' if tc.nvcc_version else ''}")
+    print(f"cutlass:  {tc.cutlass_version or 'headers not found (pip install --no-deps nvidia-cutlass==4.2.0.0)'}")
+    print(f"cache:    {', '.join(str(d) for d in build.cache_dirs())}")
+    for name, lib in build.LIBRARIES.items():
+        art = lib.find_artifact(tc)
+        print(f"  {name:16} {'built: ' + str(art) if art else 'not built (key ' + lib.key(tc) + ')'}")
+    try:
+        found = gpus()
+    except (NoGpuError, NoCupyError) as e:
+        _err(f"no GPU: {e}")
+        return EXIT_NO_GPU
+    for g in found:
+        print(f"GPU {g.index}: {g.name} sm_{g.cc[0]}{g.cc[1]} {g.sm_count} SMs, L2 {g.l2_bytes >> 20} MiB, "
+              f"{g.mem_bytes / 2**30:.0f} GiB{'' if g.is_sm90 else '  (not sm_90: the SM90 kernels cannot run)'}")
+    if len(found) > 1:
+        import cupy as cp  # noqa: PLC0415
+
+        for a in range(len(found)):
+            for b in range(len(found)):
+                if a != b:
+                    print(f"peer access {a} -> {b}: {'yes' if cp.cuda.runtime.deviceCanAccessPeer(a, b) else 'NO'}")
+    return 0
+
+
+def cmd_build(args) -> int:
+    from ctahw import build  # noqa: PLC0415
+
+    tc = build.Toolchain.detect()
+    names = args.only or tuple(build.LIBRARIES)
+    for n in names:
+        if n not in build.LIBRARIES:
+            _err(f"unknown library {n!r} (known: {', '.join(build.LIBRARIES)})")
+            return EXIT_BUILD
+        print(f"{n}: {build.LIBRARIES[n].build(tc, quiet=False)}")
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from ctahw import calibrate, provenance  # noqa: PLC0415
+    from ctasim.spec import SPECS_DIR  # noqa: PLC0415
+
+    name = args.name or f"{args.base}-calibrated"
+    out = args.out or SPECS_DIR / "hardware" / f"{name}.toml"
+    if args.dry_run:
+        print(f"would measure (see ctahw.calibrate): {', '.join(calibrate.MEASURED_FIELDS)}, kernel_config 128x256")
+        print(f"would write {out} (base {args.base}) and {args.json or 'no json'}")
+        return 0
+    res = calibrate.measure(quick=args.quick, reps=args.reps)
+    prov = provenance.collect()
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"provenance": prov, "measured": res}, indent=1, default=str))
+    text = calibrate.write_profile(res, args.base, out, name, prov)
+    print(text)
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+TABLE_COLS = ("experiment", "backend", "m", "chunks", "median_ms", "tflops", "compute_ms", "comm_ms", "idle_ms",
+              "rel_err", "best", "error")
+
+
+def format_table(rows: Sequence[dict], cols: Sequence[str] = TABLE_COLS) -> str:
+    def cell(v) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return ""
+        if isinstance(v, bool):
+            return "*" if v else ""
+        if isinstance(v, float):
+            return f"{v:.3g}" if abs(v) < 1e-2 else f"{v:.3f}" if abs(v) < 100 else f"{v:.1f}"
+        return str(v)
+
+    body = [[cell(r.get(c)) for c in cols] for r in rows]
+    w = [max(len(c), *(len(b[i]) for b in body)) if body else len(c) for i, c in enumerate(cols)]
+    lines = ["  ".join(c.rjust(w[i]) for i, c in enumerate(cols))]
+    lines += ["  ".join(b[i].rjust(w[i]) for i in range(len(cols))) for b in body]
+    return "\n".join(lines)
+
+
+def cmd_run(args) -> int:
+    from ctahw.baselines import SweepConfig, plan_sweep, run_sweep  # noqa: PLC0415
+
+    exps = SweepConfig().experiments if args.experiment == "all" else (args.experiment,)
+    kw = {f.name: getattr(args, f.name) for f in dataclasses.fields(SweepConfig) if f.name != "experiments"}
+    cfg = SweepConfig(experiments=exps, **kw)
+    if args.dry_run:
+        cases = plan_sweep(cfg)
+        print(format_table(cases, ("experiment", "backend", "m", "gpus", "layers", "chunks")))
+        print(f"{len(cases)} cases, {cfg.reps} timed + {cfg.warmup} warm-up repetitions each", file=sys.stderr)
+        return 0
+    from ctahw import provenance  # noqa: PLC0415
+
+    rows = run_sweep(cfg)
+    prov = provenance.collect()
+    if args.out:
+        import pandas as pd  # noqa: PLC0415
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        df = pd.DataFrame(rows)
+        for k, v in prov.items():
+            df[f"prov_{k}"] = v
+        df.to_csv(args.out / "baselines.csv", index=False)
+        try:
+            df.to_parquet(args.out / "baselines.parquet", index=False)
+        except (ImportError, ValueError):
+            pass
+        (args.out / "baselines_config.json").write_text(json.dumps({"config": dataclasses.asdict(cfg),
+                                                                     "provenance": prov}, indent=1))
+    print(format_table(rows))
+    return 0 if all(r.get("ok") for r in rows) else EXIT_FAILED
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from ctahw.build import BuildError  # noqa: PLC0415
+    from ctahw.device import DeviceError, NoCupyError, NoGpuError, UnsupportedGpuError  # noqa: PLC0415
+
+    args = parser().parse_args(argv)
+    handlers = {"info": cmd_info, "build": cmd_build, "calibrate": cmd_calibrate, "run": cmd_run}
+    try:
+        return handlers[args.cmd](args)
+    except (NoGpuError, NoCupyError) as e:
+        _err(f"no GPU: {e}")
+        return EXIT_NO_GPU
+    except UnsupportedGpuError as e:
+        _err(f"ctahw: {e}")
+        return EXIT_NO_GPU
+    except DeviceError as e:
+        _err(f"ctahw: {type(e).__name__}: {e}")
+        return EXIT_FAILED
+    except BuildError as e:
+        _err(f"ctahw: {type(e).__name__}: {e}")
+        return EXIT_BUILD
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""ctahw.baselines: the parts that decide what runs and how results are read (CPU only)."""
+
+from __future__ import annotations
+
+from ctahw.baselines import SweepConfig, breakdown, chain_flops, chunk_counts, mark_best, plan_sweep
+
+
+def test_chunk_counts_keep_whole_row_tiles():
+    assert chunk_counts(1024, (1, 2, 4, 8, 16)) == [1, 2, 4, 8]
+    assert chunk_counts(16384, (1, 2, 4, 8, 16)) == [1, 2, 4, 8, 16]
+    assert chunk_counts(384, (1, 2, 3, 4)) == [1, 3]
+
+
+def test_mark_best_per_backend_and_m_ignoring_errors():
+    rows = [dict(experiment="microbatch", backend="cublas", m=1024, chunks=c, median_ms=t, error="")
+            for c, t in ((1, 2.0), (2, 1.5), (4, 1.7))]
+    rows.append(dict(experiment="microbatch", backend="cublas", m=1024, chunks=8, median_ms=0.1, error="boom"))
+    rows.append(dict(experiment="microbatch", backend="cutlass", m=1024, chunks=1, median_ms=9.0, error=""))
+    mark_best(rows)
+    assert [r["chunks"] for r in rows if r["best"]] == [2, 1]
+
+
+def test_plan_covers_the_issue_sweep():
+    cases = plan_sweep(SweepConfig())
+    ms = {c["m"] for c in cases}
+    assert ms == {1024, 2048, 4096, 8192, 16384}
+    kinds = {c["experiment"] for c in cases}
+    assert kinds == {"gemm", "remote_d", "sequential", "microbatch", "tp"}
+    mb = [c for c in cases if c["experiment"] == "microbatch" and c["m"] == 1024 and c["backend"] == "cublas"]
+    assert [c["chunks"] for c in mb] == [1, 2, 4, 8]
+    one = plan_sweep(SweepConfig(gpus=1))
+    assert {c["experiment"] for c in one} == {"gemm", "sequential"}
+
+
+def test_breakdown_of_a_two_gpu_run():
+    parts = [("compute", 0, 1.0), ("compute", 0, 1.0), ("comm", 0, 0.5), ("compute", 1, 2.0)]
+    bd = breakdown(3.0, parts, [0, 1])
+    assert bd["per_gpu"]["0"] == {"compute_ms": 2.0, "comm_ms": 0.5, "idle_ms": 0.5}
+    assert bd["per_gpu"]["1"] == {"compute_ms": 2.0, "comm_ms": 0.0, "idle_ms": 1.0}
+    assert (bd["compute_ms"], bd["comm_ms"], bd["idle_ms"]) == (2.0, 0.25, 0.75)
+
+
+def test_chain_flops():
+    assert chain_flops(16384, 8192, 2) == 2 * 2 * 16384 * 8192 * 8192

@@ -1,0 +1,188 @@
+"""ctahw.build: cache keys, command lines, the lock and re-check, and error paths (CPU only, fake nvcc)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ctahw import build
+from ctahw.build import (CompileError, CutlassHeadersNotFoundError, KernelLibrary, LoadError, NvccNotFoundError,
+                         Toolchain)
+
+FAKE_NVCC = textwrap.dedent('''\
+    #!{python}
+    import os, sys, time
+    args = sys.argv[1:]
+    if "--version" in args:
+        print("nvcc: NVIDIA (R) Cuda compiler driver\\nCuda compilation tools, release 13.0, V13.0.88")
+        sys.exit(0)
+    src = [a for a in args if a.endswith(".cu")][0]
+    if "BROKEN" in open(src).read():
+        print(src + "(3): error: identifier \\"BROKEN\\" is undefined", file=sys.stderr)
+        sys.exit(2)
+    time.sleep(float(os.environ.get("FAKE_NVCC_SLEEP", "0")))
+    with open(os.environ["FAKE_NVCC_COUNT"], "a") as f:
+        f.write("x")
+    open(args[args.index("-o") + 1], "wb").write(b"not a shared library")
+''')
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text(FAKE_NVCC.format(python=sys.executable))
+    nvcc.chmod(0o755)
+    count = tmp_path / "count"
+    count.write_text("")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("CTAHW_CACHE", str(cache))
+    monkeypatch.setenv("FAKE_NVCC_COUNT", str(count))
+    src = tmp_path / "k.cu"
+    src.write_text('extern "C" int k_abi() { return 1; }\n')
+    lib = KernelLibrary(name="k", source=src, needs_cutlass=False, signatures={}, abi_symbol="k_abi", abi_version=1)
+    tc = Toolchain(nvcc, "13.0.88", (), None)
+    return dict(nvcc=nvcc, count=count, cache=cache, src=src, lib=lib, tc=tc)
+
+
+def test_parse_nvcc_version():
+    out = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\nBuild cuda_13.0"
+    assert build.parse_nvcc_version(out) == "13.0.88"
+    with pytest.raises(build.BuildError):
+        build.parse_nvcc_version("command not found")
+
+
+def test_parse_cutlass_version():
+    text = "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 2\n#define CUTLASS_PATCH 0\n"
+    assert build.parse_cutlass_version(text) == "4.2.0"
+    with pytest.raises(CutlassHeadersNotFoundError):
+        build.parse_cutlass_version("#define CUTLASS_MAJOR 4\n")
+
+
+def test_key_is_readable_and_covers_every_input(fake):
+    lib, tc = fake["lib"], fake["tc"]
+    key = lib.key(tc)
+    name, arch, nvcc, digest = key.split("-")
+    assert (name, arch, nvcc) == ("k", "sm90a", "nvcc13.0.88")
+    assert len(digest) == 32 and int(digest, 16) >= 0
+    other_nvcc = Toolchain(tc.nvcc, "13.0.48", (), None)
+    other_flags = KernelLibrary(**{**lib.__dict__, "flags": lib.flags + ("-lineinfo",)})
+    other_arch = KernelLibrary(**{**lib.__dict__, "arch": "sm_100a"})
+    keys = {key, lib.key(other_nvcc), other_flags.key(tc), other_arch.key(tc)}
+    fake["src"].write_text(fake["src"].read_text() + "// changed\n")
+    keys.add(lib.key(tc))
+    assert len(keys) == 5
+
+
+def test_cutlass_version_is_in_the_key_of_cutlass_kernels():
+    g = build.LIBRARIES["gemm_sm90_bf16"]
+    a = g.key(Toolchain(Path("nvcc"), "13.0.88", (), "4.2.0"))
+    b = g.key(Toolchain(Path("nvcc"), "13.0.88", (), "4.3.0"))
+    assert "cutlass4.2.0" in a and a != b
+
+
+def test_nvcc_command_is_a_list_with_the_project_flags():
+    cmd = build.nvcc_command(Path("/x/nvcc"), Path("a b.cu"), Path("o.so"), [Path("/inc one")])
+    assert cmd[0] == "/x/nvcc" and cmd[-3:] == ["a b.cu", "-o", "o.so"]
+    for flag in ("-std=c++17", "-O3", "-DNDEBUG", "-gencode=arch=compute_90a,code=sm_90a", "--expt-relaxed-constexpr",
+                 "-shared", "-cudart=static"):
+        assert flag in cmd
+    assert "-I/inc one" in cmd
+
+
+def test_every_kernel_source_is_registered():
+    sources = {p.name for p in build.KERNELS_DIR.glob("*.cu")}
+    assert sources == {lib.source.name for lib in build.LIBRARIES.values()}
+
+
+def test_signatures_use_argtypes_after_open():
+    # ctypes reads `argtypes`; a typo (`argtype`) would silently disable checking.
+    src = Path(build.__file__).read_text()
+    assert ".argtype " not in src and ".argtype=" not in src
+
+
+def test_build_without_nvcc_says_so(fake):
+    with pytest.raises(NvccNotFoundError, match="nvcc"):
+        fake["lib"].build(Toolchain(None, None, (), None))
+
+
+def test_build_without_cutlass_headers_says_so(fake, monkeypatch):
+    monkeypatch.setattr(build.importlib.util, "find_spec", lambda name: None)
+    g = KernelLibrary(**{**fake["lib"].__dict__, "needs_cutlass": True})
+    with pytest.raises(CutlassHeadersNotFoundError, match="nvidia-cutlass"):
+        g.build(fake["tc"])
+
+
+def test_compile_error_carries_the_log(fake):
+    fake["src"].write_text("BROKEN\n")
+    with pytest.raises(CompileError) as ei:
+        fake["lib"].build(fake["tc"])
+    e = ei.value
+    assert 'identifier "BROKEN" is undefined' in e.log and e.source == fake["src"] and e.returncode == 2
+    assert str(fake["nvcc"]) == e.command[0]
+    assert not list(fake["cache"].rglob("*.so"))  # nothing half-built is left to be found
+
+
+def test_build_is_idempotent_and_writes_a_manifest(fake):
+    lib, tc = fake["lib"], fake["tc"]
+    p1 = lib.build(tc)
+    p2 = lib.build(tc)
+    assert p1 == p2 and fake["count"].read_text() == "x"
+    man = json.loads((p1.parent / "manifest.json").read_text())
+    assert man["source_sha256"] == lib.source_sha256() and man["nvcc_version"] == "13.0.88"
+    assert p1.parent.name == lib.key(tc)
+
+
+def test_stale_artifact_is_not_found_and_try_load_never_raises(fake):
+    lib, tc = fake["lib"], fake["tc"]
+    lib.build(tc)
+    assert lib.find_artifact(tc) is not None
+    assert lib.try_load(tc) is None  # the fake output is no ELF: try_load says None, load raises
+    with pytest.raises(LoadError):
+        lib.load(tc)
+    fake["src"].write_text(fake["src"].read_text() + "// edited\n")
+    assert lib.find_artifact(tc) is None
+    with pytest.raises(build.BuildError, match="no built library"):
+        lib.load(tc)
+
+
+def test_prebuilt_artifact_is_found_where_there_is_no_nvcc(fake):
+    lib, tc = fake["lib"], fake["tc"]
+    built = lib.build(tc)
+    assert lib.find_artifact(Toolchain(None, None, (), None)) == built
+    # but an artifact of other flags is not taken
+    other = KernelLibrary(**{**lib.__dict__, "flags": lib.flags + ("-G",)})
+    assert other.find_artifact(Toolchain(None, None, (), None)) is None
+
+
+def test_cache_dirs_order(monkeypatch, tmp_path):
+    monkeypatch.setenv("CTAHW_CACHE", str(tmp_path / "x"))
+    dirs = build.cache_dirs()
+    assert dirs[0] == tmp_path / "x"
+    assert dirs[1] == build.PROJECT_ROOT / ".cache" / "ctahw"
+    assert dirs[-1] == Path.home() / ".cache" / "ctahw"
+
+
+_RACE = textwrap.dedent('''
+    import sys
+    from pathlib import Path
+    from ctahw.build import KernelLibrary, Toolchain
+    lib = KernelLibrary(name="k", source=Path(sys.argv[1]), needs_cutlass=False, signatures={}, abi_symbol="k_abi",
+                        abi_version=1)
+    print(lib.build(Toolchain(Path(sys.argv[2]), "13.0.88", (), None)))
+''')
+
+
+def test_two_processes_building_at_once_compile_once(fake):
+    env = dict(os.environ, FAKE_NVCC_SLEEP="1.0", PYTHONPATH=str(build.PROJECT_ROOT))
+    procs = [subprocess.Popen([sys.executable, "-c", _RACE, str(fake["src"]), str(fake["nvcc"])], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert outs[0][0] == outs[1][0]
+    assert fake["count"].read_text() == "x"  # the second process found the first one's artifact after the lock

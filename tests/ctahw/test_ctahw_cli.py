@@ -1,0 +1,71 @@
+"""ctahw's command line on a machine without a GPU: clean messages, exit codes, dry runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from ctahw import cli
+from ctahw.baselines import SweepConfig
+
+
+def _gpu_present() -> bool:
+    try:
+        from ctahw.device import gpus
+
+        return bool(gpus())
+    except Exception:
+        return False
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "ctahw.cli", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(_gpu_present(), reason="this machine has a GPU: the no-GPU path cannot be seen here")
+def test_info_without_gpu_says_so_without_traceback():
+    p = run("info")
+    assert p.returncode == cli.EXIT_NO_GPU
+    assert p.stderr.startswith("no GPU: ")
+    assert "Traceback" not in p.stderr + p.stdout
+    assert "nvcc:" in p.stdout and "cache:" in p.stdout
+
+
+@pytest.mark.skipif(_gpu_present(), reason="this machine has a GPU")
+def test_run_without_gpu_fails_cleanly():
+    p = run("run", "gemm", "--ms", "1024", "--gpus", "1")
+    assert p.returncode == cli.EXIT_NO_GPU and "Traceback" not in p.stderr and p.stderr.startswith("no GPU: ")
+
+
+def test_run_dry_run_lists_the_cases():
+    p = run("run", "microbatch", "--ms", "1024,2048", "--chunks", "1,2,16", "--backends", "cublas", "--dry-run")
+    assert p.returncode == 0, p.stderr
+    lines = [l.split() for l in p.stdout.splitlines()[1:]]
+    assert [(l[2], l[5]) for l in lines] == [("1024", "1"), ("1024", "2"), ("2048", "1"), ("2048", "2"), ("2048", "16")]
+
+
+def test_calibrate_dry_run():
+    p = run("calibrate", "--dry-run")
+    assert p.returncode == 0 and "h200-x2-calibrated.toml" in p.stdout
+
+
+def test_run_options_come_from_the_sweep_config():
+    args = cli.parser().parse_args(["run", "all", "--ms", "1024", "--reps", "3", "--backends", "cutlass"])
+    assert args.ms == (1024,) and args.reps == 3 and args.backends == ("cutlass",)
+    assert args.h == SweepConfig().h and args.chunks == SweepConfig().chunks
+
+
+def test_bad_integer_list_is_an_argparse_error(capsys):
+    with pytest.raises(SystemExit) as ei:
+        cli.parser().parse_args(["run", "all", "--ms", "1k"])
+    assert ei.value.code == 2 and "comma-separated integers" in capsys.readouterr().err
+
+
+def test_format_table():
+    t = cli.format_table([dict(experiment="gemm", backend="cublas", m=1024, median_ms=1.23456, best=True)],
+                         ("experiment", "backend", "m", "median_ms", "best"))
+    head, row = t.splitlines()
+    assert head.split() == ["experiment", "backend", "m", "median_ms", "best"]
+    assert row.split() == ["gemm", "cublas", "1024", "1.235", "*"]
