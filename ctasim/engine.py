@@ -6,8 +6,10 @@ What is simulated
       CTA per slot, each looping over tiles; a non-persistent grid starts a new CTA (paying
       ``cta_launch_ns``) in a slot as soon as the slot frees, in blockIdx order.
     * A tile holds its slot for the tile time.  A producer tile whose output lives on another GPU
-      reserves the link (:class:`~ctasim.machine.Fabric`) for its store; the slot is held for the part
-      of the store that the next tile's mainloop does not hide (``1 - epilogue_store_overlap``).
+      reserves the link (:class:`~ctasim.machine.Fabric`) for its store; the store lasts until the
+      link delivers it, and at least ``bytes / sm_remote_store_gbps`` plus the link latency (one SM
+      cannot keep more stores in flight); the slot is held for the part of the store that the next
+      tile's mainloop does not hide (``1 - epilogue_store_overlap``).
     * After the store has arrived: system-scope fence, remote atomic on the scoreboard counter.  The
       signal that completes a counter pushes its consumer tiles into the work-queue: atomic result back
       to the producer, slot reservation round trip, slot write and release-publish.
@@ -137,6 +139,8 @@ class _Run:
             ports = self.fabric.channel(gpu, outbound.dst_gpu)
             reserve_on, store_bytes, link_gbps = self.fabric.reserve_on, outbound.store_bytes, hw.link_gbps
             exposed = 1.0 - hw.epilogue_store_overlap
+            # The per-SM limit is shared by the SM's resident CTAs (e.g. a pingpong kernel's two tiles).
+            sm_store_ns = store_bytes / (hw.sm_remote_store_gbps / k.slots_per_sm) + hw.link_latency_ns
             sig_delay = hw.fence_sys_ns + hw.remote_atomic_ns
             signal = self.signal
         half_poll = self.half_poll
@@ -188,6 +192,8 @@ class _Run:
             t_ce = t_acquire + dur
             if outbound is not None:
                 arrival = reserve_on(ports, t_ce, store_bytes, link_gbps)[1]
+                if arrival < t_ce + sm_store_ns:
+                    arrival = t_ce + sm_store_ns
                 t_store = arrival
                 t_sig = arrival + sig_delay
                 signal(outbound, tile, t_sig)

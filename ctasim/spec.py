@@ -105,7 +105,9 @@ class Hardware:
     Link model: every ordered GPU pair ``(src, dst)`` has its own channel of ``link_gbps`` for
     ``topology = "direct"``; for ``topology = "switch"`` each GPU has one egress port and one ingress
     port of ``link_gbps`` (NVSwitch), and a transfer holds both.  Transfers on a channel or port are
-    served first-come-first-served (see :mod:`ctasim.machine`).
+    served first-come-first-served (see :mod:`ctasim.machine`).  A CTA's remote store of its output
+    tile is also limited by ``sm_remote_store_gbps`` (what one SM's epilogue can keep in flight to a
+    peer), and holds the CTA's slot for ``1 - epilogue_store_overlap`` of its duration.
     """
 
     name: str = _f("profile name")
@@ -127,6 +129,9 @@ class Hardware:
     allreduce_latency_ns: float = _f("NCCL all-reduce latency per ring step, ns")
     epilogue_store_overlap: float = _f(
         "fraction of a tile's remote-store time hidden behind the next tile's mainloop (0..1)"
+    )
+    sm_remote_store_gbps: float = _f(
+        "rate at which one CTA's epilogue pushes its output tile into peer memory, GB/s (a per-SM limit)"
     )
     kernel_configs: tuple[KernelConfig, ...] = _f("GEMM kernel configurations and their tile rates")
     measured: bool = _f("true if the figures were measured on this machine; false for datasheet profiles")
@@ -337,7 +342,7 @@ def _validate_hardware(hw: Hardware, where: str) -> None:
     _require(hw.gpus >= 1, where, p + "gpus", f"must be >= 1, got {hw.gpus}")
     _require(hw.sm_count >= 1, where, p + "sm_count", f"must be >= 1, got {hw.sm_count}")
     _require(hw.topology in TOPOLOGIES, where, p + "topology", f"must be one of {TOPOLOGIES}, got {hw.topology!r}")
-    for name in ("hbm_gbps", "link_gbps", "copy_engine_gbps", "allreduce_bus_gbps"):
+    for name in ("hbm_gbps", "link_gbps", "copy_engine_gbps", "allreduce_bus_gbps", "sm_remote_store_gbps"):
         v = getattr(hw, name)
         _require(v > 0, where, p + name, f"must be positive, got {v}")
     for name in ("link_latency_ns", "remote_atomic_ns", "fence_sys_ns", "poll_ns", "launch_ns",

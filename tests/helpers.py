@@ -10,7 +10,7 @@ TINY = {
     "name": "tiny", "gpu": "toy", "gpus": 8, "sm_count": 4, "hbm_gbps": 1000.0, "topology": "direct",
     "link_gbps": 100.0, "copy_engine_gbps": 100.0, "link_latency_ns": 10.0, "remote_atomic_ns": 5.0,
     "fence_sys_ns": 20.0, "poll_ns": 8.0, "launch_ns": 100.0, "kernel_gap_ns": 10.0, "event_wait_ns": 30.0,
-    "allreduce_bus_gbps": 50.0, "allreduce_latency_ns": 7.0, "epilogue_store_overlap": 0.0,
+    "allreduce_bus_gbps": 50.0, "allreduce_latency_ns": 7.0, "epilogue_store_overlap": 0.0, "sm_remote_store_gbps": 1000.0,
     "measured": False, "source": "test",
     # 1000 ns per 128x128 tile at K=128: 2*128*128*128 / (tflops*1e3) = 1000  ->  tflops = 4.194304
     "kernel_config": [{"tile_m": 128, "tile_n": 128, "tile_k": 64, "cta_slots_per_sm": 1,
