@@ -121,8 +121,9 @@ class Timed:
         self.compute, self.copy = {}, {}
         for d in self.devices:
             with cp.cuda.Device(d):
-                self.compute[d] = cp.cuda.Stream(non_blocking=True)
-                self.copy[d] = cp.cuda.Stream(non_blocking=True)
+                # Blocking streams: they order with CuPy's default stream, where inputs are made and poisoned.
+                self.compute[d] = cp.cuda.Stream()
+                self.copy[d] = cp.cuda.Stream()
 
     def event(self, device: int):
         with self.cp.cuda.Device(device):
@@ -144,15 +145,17 @@ class Timed:
         start, end = self.event(d0), self.event(d0)
         start.record(s0)
         for d in self.devices:
-            for s in (self.compute[d], self.copy[d]):
-                if s is not s0:
-                    s.wait_event(start)
+            with self.cp.cuda.Device(d):
+                for s in (self.compute[d], self.copy[d]):
+                    if s is not s0:
+                        s.wait_event(start)
         finals = enqueue(self)
         for s, dev in finals:
             if s is s0:
                 continue
             ev = self.event(dev)
-            ev.record(s)
+            with self.cp.cuda.Device(dev):
+                ev.record(s)
             s0.wait_event(ev)
         end.record(s0)
         end.synchronize()
@@ -164,30 +167,36 @@ class Timed:
     def part(self, kind: str, device: int, stream, fn: Callable[[], None]) -> None:
         """Run ``fn`` (which enqueues on ``stream`` of ``device``) between two events, as a part of ``kind``."""
         a, b = self.event(device), self.event(device)
-        a.record(stream)
-        fn()
-        b.record(stream)
+        with self.cp.cuda.Device(device):
+            a.record(stream)
+            fn()
+            b.record(stream)
         self._parts.append((kind, device, a, b))
 
 
+PART_KINDS = ("compute", "comm", "copy")
+"""compute: GEMMs; comm: collectives on the compute stream (NCCL kernels hold SMs); copy: copy-engine
+transfers on a separate stream (they overlap compute and hold no SMs)."""
+
+
 def breakdown(makespan_ms: float, parts: list[tuple[str, int, float]], devices: Sequence[int]) -> dict:
-    per = {d: {"compute_ms": 0.0, "comm_ms": 0.0} for d in devices}
+    """Per GPU: summed time of each part kind, and idle = makespan - compute - comm (copies overlap)."""
+    per = {d: {f"{k}_ms": 0.0 for k in PART_KINDS} for d in devices}
     for kind, dev, ms in parts:
-        per[dev][f"{kind}_ms"] = per[dev].get(f"{kind}_ms", 0.0) + ms
+        if kind not in PART_KINDS:
+            raise ValueError(f"unknown part kind {kind!r}")
+        per[dev][f"{kind}_ms"] += ms
     for d in devices:
         per[d]["idle_ms"] = makespan_ms - per[d]["compute_ms"] - per[d]["comm_ms"]
     n = len(devices)
-    return {
-        "compute_ms": sum(p["compute_ms"] for p in per.values()) / n,
-        "comm_ms": sum(p["comm_ms"] for p in per.values()) / n,
-        "idle_ms": sum(p["idle_ms"] for p in per.values()) / n,
-        "per_gpu": {str(d): {k: round(v, 4) for k, v in p.items()} for d, p in per.items()},
-    }
+    out = {f"{k}_ms": sum(p[f"{k}_ms"] for p in per.values()) / n for k in PART_KINDS + ("idle",)}
+    out["per_gpu"] = {str(d): {k: round(v, 4) for k, v in p.items()} for d, p in per.items()}
+    return out
 
 
 def _median_breakdown(bds: list[dict]) -> dict:
     """Component-wise median of breakdowns of the timed repetitions."""
-    out = {k: summarize([b[k] for b in bds]).median_ms for k in ("compute_ms", "comm_ms", "idle_ms")}
+    out = {k: summarize([b[k] for b in bds]).median_ms for k in ("compute_ms", "comm_ms", "copy_ms", "idle_ms")}
     per = {}
     for d in bds[0]["per_gpu"]:
         per[d] = {k: round(summarize([b["per_gpu"][d][k] for b in bds]).median_ms, 4) for k in bds[0]["per_gpu"][d]}
@@ -213,12 +222,27 @@ class Chain:
             return random_bf16(shape, cp, rng, scale)
 
 
+def to_device(cp, arr, device: int):
+    """CuPy array ``arr`` on ``device``, C-contiguous (a peer copy; ``arr`` itself if it is there and contiguous)."""
+    if arr.data.device_id == device:
+        with cp.cuda.Device(device):
+            return cp.ascontiguousarray(arr)
+    src = arr
+    if not arr.flags.c_contiguous:
+        with cp.cuda.Device(arr.data.device_id):
+            src = cp.ascontiguousarray(arr)
+    with cp.cuda.Device(device):
+        out = cp.empty(src.shape, dtype=src.dtype)
+    cp.cuda.runtime.memcpyPeer(out.data.ptr, device, src.data.ptr, src.data.device_id, src.nbytes)
+    return out
+
+
 def _ref_chain(cp, x_bits, weights_bits: Sequence, device: int = 0):
     """fp32 reference of the chain on ``device``; activations rounded to bf16 between layers."""
     with cp.cuda.Device(device):
-        act = bf16_bits_to_f32(cp.asarray(x_bits), cp)
+        act = bf16_bits_to_f32(to_device(cp, x_bits, device), cp)
         for i, w in enumerate(weights_bits):
-            w32 = bf16_bits_to_f32(cp.asarray(w), cp)
+            w32 = bf16_bits_to_f32(to_device(cp, w, device), cp)
             out = act @ w32.T
             if i + 1 < len(weights_bits):
                 act = bf16_bits_to_f32(f32_to_bf16_bits(out, cp), cp)
@@ -228,7 +252,7 @@ def _ref_chain(cp, x_bits, weights_bits: Sequence, device: int = 0):
 
 def _check(cp, out_bits, ref, device: int = 0) -> float:
     with cp.cuda.Device(device):
-        return rel_error(cp.asarray(out_bits), ref, cp)
+        return rel_error(to_device(cp, out_bits, device), ref, cp)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -244,12 +268,31 @@ class Sweep:
         if cfg.gpus > 1:
             enable_peer_access(self.devices)
         self.timed = Timed(self.devices, cfg.gate_ms)
-        self.backends = {(b, d): make_backend(b, d) for b in cfg.backends for d in self.devices}
+        self.backends = {(b, d): self._backend(b, d) for b in cfg.backends for d in self.devices}
         self.l2 = self.cp.cuda.runtime.getDeviceProperties(0)["l2CacheSize"]
         self.data = Chain(self.cp, cfg.seed)
         self._allreduce = None
 
     # -- helpers
+    def _backend(self, name: str, device: int):
+        """The backend ``name`` on ``device``, smoke-tested on a small GEMM; cuBLAS through CuPy falls back to
+        torch's cuBLAS if CuPy's binding fails (the ``impl`` column of the results says which ran)."""
+        cp = self.cp
+        g = make_backend(name, device)
+        with cp.cuda.Device(device):
+            a = cp.full((128, 256), 0x3F80, dtype=cp.uint16)  # bf16 1.0
+            d = cp.empty((128, 128), dtype=cp.uint16)
+            s = cp.cuda.Stream()
+        try:
+            g(a, a[:128], d, 128, 128, 256, s)
+            s.synchronize()
+        except Exception as e:
+            if name != "cublas":
+                raise
+            self.log(f"cublas through CuPy failed ({type(e).__name__}: {e}); using torch.matmul (cuBLAS)")
+            g = make_backend("torch", device)
+        return g
+
     def free(self) -> None:
         cp = self.cp
         for d in self.devices:
@@ -284,6 +327,8 @@ class Sweep:
         row["rel_err"] = rel
         row["ok"] = bool(rel <= REL_TOL_BF16)
         row["error"] = ""
+        if row.get("backend") in self.cfg.backends:
+            row["impl"] = self.backends[(row["backend"], 0)].name
         return row
 
     # -- gemm: CUTLASS vs cuBLAS, one GEMM on GPU 0
@@ -295,12 +340,14 @@ class Sweep:
         with cp.cuda.Device(0):
             d = [cp.empty((m, h), dtype=cp.uint16) for _ in range(nsets)]
         s0 = self.timed.compute[0]
+        ref = _ref_chain(cp, a[0], [w[0]])
         rels = {}
         for b in self.cfg.backends:
             poison(d[0])
             self.backends[(b, 0)](a[0], w[0], d[0], m, h, h, s0)
             s0.synchronize()
-            rels[b] = _check(cp, d[0], _ref_chain(cp, a[0], [w[0]]))
+            rels[b] = _check(cp, d[0], ref)
+        del ref
 
         def variant(b):
             def at(i):
@@ -409,21 +456,24 @@ class Sweep:
                     for g in range(G):
                         cs = t.compute[g]
                         if g > 0:
-                            cs.wait_event(copied[(g - 1, j)])
+                            with cp.cuda.Device(g):
+                                cs.wait_event(copied[(g - 1, j)])
                         src = x[k] if g == 0 else inp[g]
                         a_j, d_j = src[j * rows:(j + 1) * rows], out[g][j * rows:(j + 1) * rows]
                         t.part("compute", g, cs, lambda g=g, a_j=a_j, d_j=d_j, cs=cs:
                                self.backends[(b, g)](a_j, ws[k][g], d_j, rows, h, h, cs))
                         if g + 1 < G:
                             done = t.event(g)
-                            done.record(cs)
                             xs = t.copy[g]
-                            xs.wait_event(done)
+                            with cp.cuda.Device(g):
+                                done.record(cs)
+                                xs.wait_event(done)
                             dst = inp[g + 1][j * rows:(j + 1) * rows]
-                            t.part("comm", g, xs, lambda dst=dst, d_j=d_j, xs=xs, g=g:
+                            t.part("copy", g, xs, lambda dst=dst, d_j=d_j, xs=xs, g=g:
                                    cp.cuda.runtime.memcpyPeerAsync(dst.data.ptr, g + 1, d_j.data.ptr, g, nbytes, xs.ptr))
                             ev = t.event(g)
-                            ev.record(xs)
+                            with cp.cuda.Device(g):
+                                ev.record(xs)
                             copied[(g, j)] = ev
                 return [(t.compute[G - 1], G - 1)]
             return f
@@ -462,11 +512,11 @@ class Sweep:
         x, w1, w2, y1, z = {}, {}, {}, {}, {}
         for g in range(G):
             with cp.cuda.Device(g):
-                x[g] = [cp.asarray(xs) for xs in x_full]  # replicated input (as in Megatron)
-                w1[g] = [cp.ascontiguousarray(cp.asarray(w[g * hs:(g + 1) * hs, :])) for w in w1_full]  # [hs, h]
-                w2[g] = [cp.ascontiguousarray(cp.asarray(w[:, g * hs:(g + 1) * hs])) for w in w2_full]  # [h, hs]
                 y1[g] = cp.empty((m, hs), dtype=cp.uint16)
                 z[g] = cp.empty((m, h), dtype=cp.uint16)
+            x[g] = [to_device(cp, xs, g) for xs in x_full]  # replicated input (as in Megatron)
+            w1[g] = [to_device(cp, w[g * hs:(g + 1) * hs, :], g) for w in w1_full]  # [hs, h]: output features
+            w2[g] = [to_device(cp, w[:, g * hs:(g + 1) * hs], g) for w in w2_full]  # [h, hs]: input features
 
         def enqueue(b, k):
             def f(t):
@@ -477,10 +527,12 @@ class Sweep:
                 a = {g: t.event(g) for g in range(G)}
                 e = {g: t.event(g) for g in range(G)}
                 for g in range(G):
-                    a[g].record(t.compute[g])
+                    with cp.cuda.Device(g):
+                        a[g].record(t.compute[g])
                 ar([z[g] for g in range(G)], m * h, [t.compute[g] for g in range(G)])
                 for g in range(G):
-                    e[g].record(t.compute[g])
+                    with cp.cuda.Device(g):
+                        e[g].record(t.compute[g])
                     t._parts.append(("comm", g, a[g], e[g]))
                 return [(t.compute[g], g) for g in range(G)]
             return f

@@ -144,7 +144,7 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
-TABLE_COLS = ("experiment", "backend", "m", "chunks", "median_ms", "tflops", "compute_ms", "comm_ms", "idle_ms",
+TABLE_COLS = ("experiment", "backend", "m", "chunks", "median_ms", "tflops", "compute_ms", "comm_ms", "copy_ms", "idle_ms",
               "rel_err", "best", "error")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ctahw.baselines import SweepConfig, breakdown, chain_flops, chunk_counts, mark_best, plan_sweep
 
 
@@ -33,11 +35,14 @@ def test_plan_covers_the_issue_sweep():
 
 
 def test_breakdown_of_a_two_gpu_run():
-    parts = [("compute", 0, 1.0), ("compute", 0, 1.0), ("comm", 0, 0.5), ("compute", 1, 2.0)]
+    # GPU 0: two GEMMs, a collective on its compute stream, a copy-engine transfer beside them; GPU 1: one GEMM
+    parts = [("compute", 0, 1.0), ("compute", 0, 1.0), ("comm", 0, 0.5), ("copy", 0, 0.75), ("compute", 1, 2.0)]
     bd = breakdown(3.0, parts, [0, 1])
-    assert bd["per_gpu"]["0"] == {"compute_ms": 2.0, "comm_ms": 0.5, "idle_ms": 0.5}
-    assert bd["per_gpu"]["1"] == {"compute_ms": 2.0, "comm_ms": 0.0, "idle_ms": 1.0}
-    assert (bd["compute_ms"], bd["comm_ms"], bd["idle_ms"]) == (2.0, 0.25, 0.75)
+    assert bd["per_gpu"]["0"] == {"compute_ms": 2.0, "comm_ms": 0.5, "copy_ms": 0.75, "idle_ms": 0.5}
+    assert bd["per_gpu"]["1"] == {"compute_ms": 2.0, "comm_ms": 0.0, "copy_ms": 0.0, "idle_ms": 1.0}
+    assert (bd["compute_ms"], bd["comm_ms"], bd["copy_ms"], bd["idle_ms"]) == (2.0, 0.25, 0.375, 0.75)
+    with pytest.raises(ValueError):
+        breakdown(1.0, [("launch", 0, 1.0)], [0])
 
 
 def test_chain_flops():

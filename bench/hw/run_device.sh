@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# One device run: install the carried wheels, check correctness, calibrate, run the baseline sweep.
+#
+# On the 2xH200 machine, from the repo root, with .whl and .cache/ctahw carried along:
+#   CTAHW_COMMIT=$(git rev-parse HEAD) bash bench/hw/run_device.sh
+# Writes under $OUT (default out/hw): env.txt, log.txt, calibration.json, h200-x2-calibrated.toml,
+# baselines.csv, baselines.parquet, baselines_config.json (7 files: the device tool returns at most 8).
+# CTAHW_QUICK=1 runs a small version of everything (a smoke test of this script).
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+OUT=${OUT:-out/hw}
+mkdir -p "$OUT"
+LOG="$OUT/log.txt"
+say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site:$PWD || { echo "wheel install failed" | tee -a "$LOG"; exit 1; }
+else
+  export PYTHONPATH=$PWD
+fi
+
+{
+  date -u; echo "commit: ${CTAHW_COMMIT:-unknown}"
+  nvidia-smi; nvidia-smi topo -m
+  nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
+  nvcc --version; python3 -c "import cupy, numpy; print('cupy', cupy.__version__, 'numpy', numpy.__version__)"
+} > "$OUT/env.txt" 2>&1
+
+QUICK=${CTAHW_QUICK:-0}
+if [ "$QUICK" = 1 ]; then
+  CAL_ARGS="--quick --reps 3"; RUN_ARGS="--ms 1024,4096 --chunks 1,2,4 --reps 3 --warmup 1"
+else
+  CAL_ARGS="--reps 10"; RUN_ARGS=""
+fi
+
+say "ctahw info"
+python3 -m ctahw.cli info 2>&1 | tee -a "$LOG"
+say "GPU tests (correctness: fresh random inputs, poisoned outputs, fp32 reference)"
+timeout 120 python3 -m pytest tests/hw -q -rs -p no:cacheprovider 2>&1 | tee -a "$LOG"
+say "calibrate"
+timeout 150 python3 -m ctahw.cli calibrate $CAL_ARGS --json "$OUT/calibration.json" \
+  --out "$OUT/h200-x2-calibrated.toml" 2>&1 | tee -a "$LOG"
+say "baselines"
+timeout 280 python3 -m ctahw.cli run all $RUN_ARGS --out "$OUT" 2>&1 | tee -a "$LOG"
+say "done"
