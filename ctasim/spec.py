@@ -40,7 +40,13 @@ __all__ = [
     "list_specs",
 ]
 
-SPECS_DIR = Path(__file__).resolve().parent.parent / "specs"
+def _specs_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    checkout = here.parent / "specs"  # a source checkout (or an editable install)
+    return checkout if (checkout / "hardware").is_dir() else here / "_specs"  # an installed wheel
+
+
+SPECS_DIR = _specs_dir()
 """Specs shipped with the project (``specs/hardware``, ``specs/workloads``, ``specs/experiments``)."""
 
 STRATEGY_KINDS = ("sequential", "microbatch", "tp", "ctapipe", "hybrid")
