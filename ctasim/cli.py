@@ -61,7 +61,7 @@ def cmd_run(args) -> int:
     wall = time.perf_counter() - t0
     print(f"{exp.name}: {exp.description}" if exp.description else exp.name)
     print(f"hardware {exp.hardware.name} ({'measured' if exp.hardware.measured else 'datasheet, not measured'}), "
-          f"{len(df)} runs, {int(df['ctas'].sum()):,} CTAs simulated in {wall:.2f} s"
+          f"{len(df)} runs, {int(df['ctas_simulated'].sum()):,} CTAs simulated in {wall:.2f} s"
           + ("" if args.no_check else ", invariants checked on every trace"))
     print(_table(df))
     if args.out:
@@ -237,6 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as e:
         print(f"ctasim: error: {e}", file=sys.stderr)
         return EXIT_SPEC
+    except BrokenPipeError:  # output piped into `head` and closed: not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

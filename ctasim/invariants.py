@@ -130,11 +130,11 @@ def check_slot_capacity(trace: Trace, plan: Plan, tol: float) -> list[Violation]
         sms = np.concatenate([sm, sm])
         order = np.lexsort((delta, times, sms))  # by SM, then time, ends before starts at equal times
         sms_o, delta_o = sms[order], delta[order]
-        running = np.zeros(len(order), dtype=np.int64)
-        # cumulative count per SM
-        boundaries = np.flatnonzero(np.diff(sms_o)) + 1
-        for seg in np.split(np.arange(len(order)), boundaries):
-            running[seg] = np.cumsum(delta_o[seg])
+        # Running count of CTAs per SM: a global cumulative sum minus its value where each SM's run begins.
+        cs = np.cumsum(delta_o)
+        first = np.r_[True, sms_o[1:] != sms_o[:-1]]
+        seg_start = np.maximum.accumulate(np.where(first, np.arange(len(cs)), 0))
+        running = cs - (cs[seg_start] - delta_o[seg_start])
         worst = int(running.max())
         if worst > k.slots_per_sm:
             at = sms_o[int(np.argmax(running))]

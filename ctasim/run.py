@@ -3,7 +3,8 @@
 Summary columns per (case, strategy): ``latency_us`` (makespan), the variant that achieved it (e.g. the
 best micro-batching chunk count), ``speedup_vs_<baseline>`` for every other strategy of the case, the
 latency breakdown (``compute_us``: mean per-GPU slot-busy time divided by slots, ``comm_us``: blocking
-collectives, ``idle_us``: the rest), per-GPU busy fractions, and the number of simulated CTAs.
+collectives, ``idle_us``: the rest), the mean busy fraction, the CTAs of the reported plan (``ctas``) and
+of every variant simulated for it (``ctas_simulated``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class StrategyResult:
     plan: Plan
     trace: Trace
     variants: list[tuple[dict, float]]
+    ctas_simulated: int = 0
 
     @property
     def latency_ns(self) -> float:
@@ -52,14 +54,16 @@ def run_strategy(strategy: Strategy, case: Case, hw: Hardware, seed: int = 0, ji
     """Simulate every plan the strategy builds for the case; keep the fastest."""
     best = None
     variants = []
+    ctas = 0
     for plan in build_plans(strategy, case.workload, hw, case.gpus, case.label):
         trace = simulate(plan, hw, seed=seed, jitter=jitter)
         if check:
             check_trace(trace, plan)
         variants.append((dict(plan.params), trace.makespan_ns))
+        ctas += len(trace.tiles)
         if best is None or trace.makespan_ns < best[1].makespan_ns:
             best = (plan, trace)
-    return StrategyResult(case, strategy, best[0], best[1], variants)
+    return StrategyResult(case, strategy, best[0], best[1], variants, ctas)
 
 
 def summarize(results: list[StrategyResult], experiment: str = "") -> pd.DataFrame:
@@ -86,6 +90,7 @@ def summarize(results: list[StrategyResult], experiment: str = "") -> pd.DataFra
             "idle_us": max(0.0, span - compute_ns - comm_ns) / 1e3,
             "busy_mean": float(np.mean(list(busy.values()))) if busy else 0.0,
             "ctas": int(len(t.tiles)),
+            "ctas_simulated": r.ctas_simulated,
         }
         rows.append(row)
     df = pd.DataFrame(rows)

@@ -540,3 +540,30 @@ def find_spec(ref: str) -> tuple[str, Path]:
 
 def list_specs() -> dict[str, list[str]]:
     return {kind: sorted(p.stem for p in (SPECS_DIR / kind).glob("*.toml")) for kind in ("hardware", "workloads", "experiments")}
+
+
+def reference_markdown() -> str:
+    """The field reference of every spec table, generated from the dataclasses' help text."""
+    tables = [
+        ("[hardware]", Hardware, {"kernel_configs"}),
+        ("[[hardware.kernel_config]]", KernelConfig, set()),
+        ("[workload]", Workload, {"layers"}),
+        ("[[workload.layer]] (or the chain shorthand in [workload])", Layer, set()),
+        ("[[experiment.strategy]]", Strategy, set()),
+        ("[experiment]", Experiment, {"hardware", "workload", "strategies", "sweep"}),
+    ]
+    out = []
+    for title, cls, skip in tables:
+        out.append(f"### {title}\n\n| field | type | default | meaning |\n| --- | --- | --- | --- |")
+        for f in dataclasses.fields(cls):
+            if f.name in skip:
+                continue
+            default = "required" if f.default is dataclasses.MISSING else repr(f.default)
+            typ = f.type if isinstance(f.type, str) else f.type.__name__
+            out.append(f"| `{f.name}` | {typ} | {default} | {f.metadata.get('help', '')} |")
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":  # python -m ctasim.spec: print the field reference (docs/spec-format.md)
+    print(reference_markdown())
