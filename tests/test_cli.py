@@ -1,0 +1,68 @@
+"""The ctasim command line."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from ctasim.cli import main
+from ctasim.spec import SPECS_DIR, reference_markdown
+
+
+def test_run_default_prints_every_strategy(capsys):
+    assert main(["run", "-q"]) == 0
+    out = capsys.readouterr().out
+    for label in ("sequential", "microbatch", "tp2", "tp8", "ctapipe", "hybrid-tp4"):
+        assert f" {label} " in out
+    assert "datasheet, not measured" in out and "invariants checked" in out
+
+
+def test_run_writes_table_and_plots(tmp_path, capsys):
+    assert main(["run", "raster", "-q", "--out", str(tmp_path), "--plots"]) == 0
+    df = pd.read_csv(tmp_path / "raster.csv")
+    assert set(df.strategy) == {"row-major", "column-major", "sequential"}
+    row = df[(df.strategy == "row-major") & (df.m == 16384)].latency_us.item()
+    col = df[(df.strategy == "column-major") & (df.m == 16384)].latency_us.item()
+    assert row < col
+    assert (tmp_path / "raster-latency.png").stat().st_size > 1000
+
+
+def test_sweep_over_a_hardware_field(tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    assert main(["sweep", "raster", "-q", "--set", "hardware.link_gbps=50,400", "--set", "m=4096",
+                 "--out", str(out)]) == 0
+    df = pd.read_csv(out)
+    assert sorted(df["hardware.link_gbps"].unique()) == [50, 400] and set(df.m) == {4096}
+    pipe = df[df.strategy == "row-major"].set_index("hardware.link_gbps").latency_us
+    assert pipe[50] > pipe[400]  # a slower link delays the consumer
+
+
+def test_sweep_rejects_an_unknown_field_before_running(tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    assert main(["sweep", "raster", "-q", "--set", "hardware.warp_speed=1", "--out", str(out)]) == 2
+    assert "hardware.warp_speed" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_sweep_rejects_a_bad_value(tmp_path, capsys):
+    assert main(["sweep", "raster", "-q", "--set", "hardware.link_gbps=-1", "--out", str(tmp_path / "s.csv")]) == 2
+    assert "must be positive" in capsys.readouterr().err
+
+
+def test_trace_exports_files(tmp_path, capsys):
+    assert main(["trace", "raster", "--case", "m=4096", "--strategy", "row-major", "--out", str(tmp_path),
+                 "--format", "csv", "-q"]) == 0
+    names = {p.name for p in tmp_path.iterdir()}
+    stem = "raster-row-major-m4096"
+    assert {f"{stem}.tiles.csv", f"{stem}.chrome.json", f"{stem}-gantt.png"} <= names
+
+
+def test_trace_names_an_unknown_case(tmp_path, capsys):
+    assert main(["trace", "raster", "--case", "m=7", "--out", str(tmp_path)]) == 2
+    assert "no case 'm=7'" in capsys.readouterr().err
+
+
+def test_spec_reference_in_docs_is_current():
+    doc = (SPECS_DIR.parent / "docs" / "spec-format.md").read_text()
+    block = doc.split("<!-- BEGIN GENERATED -->\n", 1)[1].split("<!-- END GENERATED -->", 1)[0]
+    assert block.strip() == reference_markdown().strip(), "run: python -m ctasim.spec, paste into docs/spec-format.md"
