@@ -52,12 +52,13 @@ class Trace:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_records(cls, rows, events, ops, source: str, meta: dict | None = None) -> "Trace":
-        """Build from engine records: ``rows`` are tuples of TILE_COLUMNS without ``source``."""
+    def from_records(cls, rows, events, ops, source: str, meta: dict | None = None, blocks=()) -> "Trace":
+        """Build from engine records: ``rows`` are tuples of TILE_COLUMNS without ``source``; ``blocks`` are
+        arrays of such rows (one per kernel timed in closed form)."""
         width = len(TILE_COLUMNS) - 1
         flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.float64, count=len(rows) * width)
-        arr = flat.reshape(-1, width)
-        cols = {"source": np.full(len(rows), source, dtype=object)}
+        arr = np.concatenate([flat.reshape(-1, width), *blocks]) if len(blocks) else flat.reshape(-1, width)
+        cols = {"source": np.full(len(arr), source, dtype=object)}
         for j, c in enumerate(TILE_COLUMNS[1:]):
             cols[c] = arr[:, j].astype(np.int64) if c in _INT_TILE else arr[:, j].copy()
         tiles = pd.DataFrame(cols)

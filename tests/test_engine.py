@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pandas as pd
 import pytest
 
 from ctasim import costs
@@ -153,3 +154,25 @@ def test_remote_store_model_reproduces_its_fit_and_a_held_out_config():
     assert _remote_d_slowdown(hw, 16384, (128, 256)) == pytest.approx(3.34 / 2.93, rel=0.01)
     # Held out: pingpong 128x128 (two CTAs share an SM's store rate), 3.09 -> 3.52 ms (+13.9%).
     assert _remote_d_slowdown(hw, 16384, (128, 128)) == pytest.approx(3.52 / 3.09, rel=0.02)
+
+
+@pytest.mark.parametrize("kind, kw, gpus", [
+    ("sequential", {}, 1), ("microbatch", {"chunks": (2, 4)}, 2), ("tp", {"tp_degree": 2}, 2),
+])
+@pytest.mark.parametrize("jitter", [0.0, 0.1])
+def test_closed_form_kernels_equal_the_event_path(kind, kw, gpus, jitter):
+    hw = tiny_hw()
+    wl = chain(2, m=1280, k=128, n=512)  # 40 tiles on 4 slots: 10 rounds
+    for persistent in (True, False):
+        for plan in build_plans(Strategy(kind, **kw), wl, hw, gpus, "t"):
+            for k in plan.kernels():
+                k.persistent = persistent
+                k.cta_launch_ns = 0.0 if persistent else 3.0
+            fast = simulate(plan, hw, seed=5, jitter=jitter, closed_form=True)
+            slow = simulate(plan, hw, seed=5, jitter=jitter, closed_form=False)
+            key = ["kernel", "tile_m", "tile_n"]
+            a = fast.tiles.sort_values(key).reset_index(drop=True)
+            b = slow.tiles.sort_values(key).reset_index(drop=True)
+            cols = ["gpu", "layer", "cta", "sm", "t_start", "t_acquire", "t_compute_end", "t_signal"]
+            pd.testing.assert_frame_equal(a[key + cols], b[key + cols], check_exact=False, rtol=1e-12)
+            assert fast.makespan_ns == pytest.approx(slow.makespan_ns)

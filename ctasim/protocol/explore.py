@@ -80,6 +80,7 @@ class Counterexample:
 
     variant: str
     setup: str
+    policy: DrainPolicy
     steps: list[str]
     drain_tail: list[str]
     error: ProtocolViolation
@@ -89,7 +90,8 @@ class Counterexample:
         return len(self.steps)
 
     def render(self) -> str:
-        lines = [f"setup: {self.setup}"]
+        lines = [f"setup: {self.setup}; drain: land {self.policy.land} first"
+                 + (", stale plain loads" if self.policy.stale_loads else "")]
         lines += [f"  {i + 1:2d}. {s}" for i, s in enumerate(self.steps)]
         if self.drain_tail:
             lines.append("  then the fair drain; its last steps:")
@@ -98,14 +100,21 @@ class Counterexample:
         return "\n".join(lines)
 
 
-def make_machine(variant: Variant = CORRECT, setup_strategy=None, *, policy: DrainPolicy = DrainPolicy(),
+def drain_policies():
+    """The drain's policy is the scheduler's last choice: benign first, so shrinking prefers it."""
+    return st.builds(DrainPolicy, land=st.sampled_from(["oldest", "newest"]), stale_loads=st.booleans())
+
+
+def make_machine(variant: Variant = CORRECT, setup_strategy=None, *, policy: DrainPolicy | None = None,
                  stats: Stats | None = None, sink: list | None = None, max_index: int = 15,
                  max_pick: int = 3) -> type:
     """A :class:`RuleBasedStateMachine` class running ``variant`` on setups from ``setup_strategy``.
 
     ``stats`` counts passed schedules; each violation is appended to ``sink`` as a :class:`Counterexample`
-    (the last one after a Hypothesis run is the shrunk one)."""
+    (the last one after a Hypothesis run is the shrunk one).  ``policy=None`` lets Hypothesis choose the drain
+    policy too."""
     setup_strategy = setup_strategy if setup_strategy is not None else setups()
+    policy_strategy = drain_policies() if policy is None else st.just(policy)
     stats = stats if stats is not None else Stats()
     index = st.integers(0, max_index)
 
@@ -115,12 +124,13 @@ def make_machine(variant: Variant = CORRECT, setup_strategy=None, *, policy: Dra
             self.run: Run | None = None
             self.steps: list[str] = []
             self.broken = False
+            self.policy = DrainPolicy()
 
         def _record(self, err: ProtocolViolation, drain_tail=()) -> None:
             self.broken = True
             stats.violations += 1
             if sink is not None:
-                sink.append(Counterexample(variant.name, self.run.setup.describe(), list(self.steps),
+                sink.append(Counterexample(variant.name, self.run.setup.describe(), self.policy, list(self.steps),
                                            list(drain_tail), err))
 
         def _do(self, desc_fn):
@@ -133,10 +143,11 @@ def make_machine(variant: Variant = CORRECT, setup_strategy=None, *, policy: Dra
             self.steps.append(desc)
             note(desc)
 
-        @initialize(setup=setup_strategy)
-        def start(self, setup: Setup) -> None:
-            note(f"setup: {setup.describe()}; variant {variant.name}")
+        @initialize(setup=setup_strategy, drain=policy_strategy)
+        def start(self, setup: Setup, drain: DrainPolicy) -> None:
+            note(f"setup: {setup.describe()}; variant {variant.name}; drain {drain}")
             self.run = Run(setup, variant)
+            self.policy = drain
 
         @rule(i=index, pick=st.integers(0, max_pick))
         def step_cta(self, i: int, pick: int) -> None:
@@ -178,7 +189,7 @@ def make_machine(variant: Variant = CORRECT, setup_strategy=None, *, policy: Dra
                 return
             tail: deque = deque(maxlen=12)
             try:
-                self.run.finish(policy, log=tail.append)
+                self.run.finish(self.policy, log=tail.append)
             except ProtocolViolation as err:
                 for line in tail:
                     note(f"drain: {line}")
@@ -211,7 +222,7 @@ def profile_settings(name: str, **overrides) -> settings:
 
 
 def find_violation(variant: Variant, setup_strategy=None, *, settings_: settings | None = None,
-                   policy: DrainPolicy = DrainPolicy(), stats: Stats | None = None) -> Counterexample | None:
+                   policy: DrainPolicy | None = None, stats: Stats | None = None) -> Counterexample | None:
     """Search for a schedule violating an invariant; returns the shrunk counterexample or None."""
     sink: list[Counterexample] = []
     machine = make_machine(variant, setup_strategy, policy=policy, stats=stats, sink=sink)
@@ -221,5 +232,5 @@ def find_violation(variant: Variant, setup_strategy=None, *, settings_: settings
     except ProtocolViolation as err:
         if sink and sink[-1].error is err:
             return sink[-1]
-        return Counterexample(variant.name, "?", [], [], err)
+        return Counterexample(variant.name, "?", DrainPolicy(), [], [], err)
     return None

@@ -136,6 +136,7 @@ class Thread:
     writes: list = field(default_factory=list)  # own writes, program order
     fences: dict = field(default_factory=dict)  # scope -> latest FenceRecord covering that scope
     unsynced: list = field(default_factory=list)  # writes read by relaxed loads since the last fence
+    outstanding: int = 0  # own writes not yet landed, plus bulk stores not yet acknowledged
 
 
 def _join(into: dict, other: dict) -> None:
@@ -216,8 +217,10 @@ class Memory:
                   rmw=rmw, acked=(proxy == "generic"), generic_ok=(proxy == "generic"))
         t.writes.append(w)
         self.pending.append(w)
+        t.outstanding += 1
         if not w.acked:
             self.unacked.append(w)
+            t.outstanding += 1
         return w
 
     def can_land(self, w: Write) -> bool:
@@ -246,6 +249,7 @@ class Memory:
         self._ts_list[w.loc].append(w.ts)
         self.pending.remove(w)
         t = w.thread
+        t.outstanding -= 1
         if w.ts > t.view.get(w.loc, 0):
             t.view[w.loc] = w.ts  # a thread never reads older than its own write
         for scope, rec in w.fences.items():
@@ -266,6 +270,7 @@ class Memory:
             raise ModelError(f"{w!r} was already acknowledged")
         w.acked = True
         self.unacked.remove(w)
+        w.thread.outstanding -= 1
 
     # ---------------------------------------------------------------- reads
     def readable(self, t: Thread, loc: tuple, proxy: str = "generic") -> list[Write]:

@@ -65,6 +65,7 @@ class Cta:
     wait: object = None
     spins: int = 0
     emit: object = None
+    poll_cache: tuple | None = None
 
     @property
     def gpu(self) -> int:
@@ -113,18 +114,22 @@ class System:
         for ks in self._queue.values():
             ks.sort(key=lambda k: k.epoch)
         self.live: list[Cta] = []
+        self._live_on = {g: 0 for g in self._queue}
         self._next_cid = 0
         self._rr = 0
+        self._open = sorted(kernels, key=lambda k: (k.epoch, k.gpu))  # kernels not yet known complete
 
     # ---------------------------------------------------------------- state
     def _kernel_complete(self, k: Kernel) -> bool:
         if not k.complete and k.started and k.returned == k.n_ctas:
-            if all(w.ts is not None and w.acked for c in k.ctas for w in c.thread.writes):
+            if all(c.thread.outstanding == 0 for c in k.ctas):
                 k.complete = True
         return k.complete
 
     def finished(self) -> bool:
-        return all(self._kernel_complete(k) for k in self.kernels)
+        while self._open and self._kernel_complete(self._open[0]):
+            self._open.pop(0)
+        return not self._open
 
     def _current_kernel(self, gpu: int) -> Kernel | None:
         for k in self._queue.get(gpu, ()):
@@ -140,7 +145,7 @@ class System:
             k = self._current_kernel(gpu)
             if k is None:
                 continue
-            if sum(1 for c in self.live if c.gpu == gpu) >= self.slots[gpu]:
+            if self._live_on[gpu] >= self.slots[gpu]:
                 continue
             if not k.started:
                 prev = [p for p in ks if p.epoch < k.epoch]
@@ -163,6 +168,7 @@ class System:
         k.ctas.append(c)
         c.gen = k.program(c)
         self.live.append(c)
+        self._live_on[gpu] += 1
         self._advance(c, None, first=True)
         return f"launch {c}"
 
@@ -173,7 +179,9 @@ class System:
             c.op = None
             c.kernel.returned += 1
             self.live.remove(c)
+            self._live_on[c.gpu] -= 1
         c.spins = 0
+        c.poll_cache = None
 
     # ---------------------------------------------------------------- CTA steps
     def can_step(self, c: Cta) -> bool:
@@ -196,7 +204,10 @@ class System:
             return False
         op = c.op
         if isinstance(op, Poll) and c.wait is None:
-            return self.mem.readable(c.thread, op.loc)[0].value == op.expect
+            clock = self.mem.clock
+            if c.poll_cache is None or c.poll_cache[0] != clock:  # only a landing can change the answer
+                c.poll_cache = (clock, self.mem.readable(c.thread, op.loc)[0].value == op.expect)
+            return c.poll_cache[1]
         return True
 
     def step(self, c: Cta, pick: int = 0) -> str:
