@@ -14,13 +14,18 @@ Each baseline is tuned honestly and timed the same way (:class:`Timed`):
   (each GPU holds H/G output features of W), layer 2p+1 row-parallel (H/G input features), then a NCCL
   sum-all-reduce of the [M, H] partial result. Compute and all-reduce are timed separately per GPU.
 
+The CUTLASS kernel's tile order (raster along M or N, swizzle 1-8: runtime arguments of its persistent
+scheduler) is tuned per problem shape before timing (:func:`tune_schedule`, interleaved medians); the
+``gemm`` experiment also times CUTLASS's default order as ``cutlass_default``. cuBLAS picks its own algorithm.
+
 Timing of a run: all devices idle; GPU 0's stream first runs a sleep probe (a few ms) so that the host
 enqueues the whole run behind it; the start event is recorded after the sleep and every other stream waits
 on it; at the end GPU 0's stream waits on each final stream's event and records the end event. The makespan
 is start -> end on GPU 0 (it includes one cross-GPU event hand-back at the end, a few microseconds).
-Breakdown: ``compute_ms`` (mean over GPUs of the summed GEMM event times), ``comm_ms`` (summed copy or
-all-reduce event times, mean over GPUs), ``idle_ms`` = makespan - compute - comm (mean over GPUs; negative
-means compute and copies overlapped on that GPU). Per-GPU figures are in ``detail`` (JSON).
+Breakdown: ``compute_ms`` (summed GEMM event times, mean over GPUs), ``comm_ms`` (collectives on the
+compute stream, i.e. the NCCL all-reduce, mean over GPUs), ``copy_ms`` (copy-engine transfers on the copy
+streams, summed over GPUs: they hold no SMs and overlap compute), ``idle_ms`` = makespan - compute - comm
+(mean over GPUs: the time a GPU's SMs wait). Per-GPU figures are in ``detail`` (JSON).
 
 Correctness: each variant runs once more on fresh random inputs with poisoned outputs and is compared with
 an fp32 chain on GPU 0 (activations rounded to bf16 between layers, as the GPUs do).
@@ -39,9 +44,10 @@ from typing import Callable, Sequence
 from ctahw import probes
 from ctahw.device import (REL_TOL_BF16, bf16_bits_to_f32, enable_peer_access, f32_to_bf16_bits, poison,
                           random_bf16, rel_error, require_cupy, require_gpus, rotation_sets, summarize)
-from ctahw.gemm import make_backend
+from ctahw.gemm import SCHEDULES, CutlassGemm, make_backend, schedule_name
 
-__all__ = ["SweepConfig", "chunk_counts", "chain_flops", "mark_best", "run_sweep", "plan_sweep", "Timed"]
+__all__ = ["SweepConfig", "chunk_counts", "chain_flops", "mark_best", "run_sweep", "plan_sweep", "Timed",
+           "tune_schedule", "pick_schedule"]
 
 ROW_TILE = 128
 """Rows of the CUTLASS CTA tile: chunks are kept to whole row tiles so no chunk runs a partial wave of rows."""
@@ -59,6 +65,7 @@ class SweepConfig:
     experiments: tuple[str, ...] = field(default=("gemm", "remote_d", "sequential", "microbatch", "tp"),
                                          metadata={"help": "which baselines"})
     reps: int = field(default=15, metadata={"help": "timed repetitions per variant (median reported)"})
+    tune_rounds: int = field(default=4, metadata={"help": "timed rounds per CUTLASS tile order when tuning (0: no tuning)"})
     warmup: int = field(default=3, metadata={"help": "untimed repetitions first"})
     gate_ms: float = field(default=3.0, metadata={"help": "sleep on GPU 0 before each timed run (host enqueues)"})
     seed: int = field(default=20261129, metadata={"help": "random seed for inputs"})
@@ -91,7 +98,8 @@ def plan_sweep(cfg: SweepConfig) -> list[dict]:
     cases = []
     for m in cfg.ms:
         if "gemm" in cfg.experiments:
-            cases += [dict(experiment="gemm", backend=b, m=m, gpus=1, layers=1) for b in cfg.backends]
+            extra = ("cutlass_default",) if "cutlass" in cfg.backends and cfg.tune_rounds > 0 else ()
+            cases += [dict(experiment="gemm", backend=b, m=m, gpus=1, layers=1) for b in cfg.backends + extra]
         if "remote_d" in cfg.experiments and cfg.gpus >= 2 and "cutlass" in cfg.backends:
             cases += [dict(experiment="remote_d", backend=f"cutlass_{w}_d", m=m, gpus=2, layers=1)
                       for w in ("local", "remote")]
@@ -174,13 +182,35 @@ class Timed:
         self._parts.append((kind, device, a, b))
 
 
+def pick_schedule(medians: dict) -> tuple:
+    """The fastest schedule by median; ties go to the earlier entry (CUTLASS's default comes first)."""
+    return min(medians, key=lambda c: (medians[c], list(medians).index(c)))
+
+
+def tune_schedule(g: CutlassGemm, timed: Timed, a, w, d, m: int, n: int, k: int, stream, rounds: int,
+                  device: int = 0) -> tuple[tuple[int, int], dict]:
+    """Time every (raster, swizzle) order of ``g`` on this shape, interleaved (one untimed round first);
+    returns the best and the medians. Does not change ``g.schedule``."""
+    times: dict[tuple[int, int], list[float]] = {c: [] for c in SCHEDULES}
+    for r in range(rounds + 1):
+        for c in (SCHEDULES if r % 2 == 0 else SCHEDULES[::-1]):
+            g.schedule[(m, n, k)] = c
+            ms, _ = timed.run(lambda t: (g(a, w, d, m, n, k, stream), [(stream, device)])[1])
+            if r:
+                times[c].append(ms)
+    g.schedule.pop((m, n, k), None)
+    med = {c: summarize(v).median_ms for c, v in times.items()}
+    return pick_schedule(med), med
+
+
 PART_KINDS = ("compute", "comm", "copy")
 """compute: GEMMs; comm: collectives on the compute stream (NCCL kernels hold SMs); copy: copy-engine
 transfers on a separate stream (they overlap compute and hold no SMs)."""
 
 
 def breakdown(makespan_ms: float, parts: list[tuple[str, int, float]], devices: Sequence[int]) -> dict:
-    """Per GPU: summed time of each part kind, and idle = makespan - compute - comm (copies overlap)."""
+    """Per GPU: summed time of each part kind, and idle = makespan - compute - comm (copies overlap).
+    Totals: compute, comm and idle are means over GPUs; copy is the sum over GPUs."""
     per = {d: {f"{k}_ms": 0.0 for k in PART_KINDS} for d in devices}
     for kind, dev, ms in parts:
         if kind not in PART_KINDS:
@@ -189,7 +219,8 @@ def breakdown(makespan_ms: float, parts: list[tuple[str, int, float]], devices: 
     for d in devices:
         per[d]["idle_ms"] = makespan_ms - per[d]["compute_ms"] - per[d]["comm_ms"]
     n = len(devices)
-    out = {f"{k}_ms": sum(p[f"{k}_ms"] for p in per.values()) / n for k in PART_KINDS + ("idle",)}
+    out = {f"{k}_ms": sum(p[f"{k}_ms"] for p in per.values()) / n for k in ("compute", "comm", "idle")}
+    out["copy_ms"] = sum(p["copy_ms"] for p in per.values())
     out["per_gpu"] = {str(d): {k: round(v, 4) for k, v in p.items()} for d, p in per.items()}
     return out
 
@@ -272,6 +303,7 @@ class Sweep:
         self.l2 = self.cp.cuda.runtime.getDeviceProperties(0)["l2CacheSize"]
         self.data = Chain(self.cp, cfg.seed)
         self._allreduce = None
+        self.tuning: list[dict] = []
 
     # -- helpers
     def _backend(self, name: str, device: int):
@@ -292,6 +324,29 @@ class Sweep:
             self.log(f"cublas through CuPy failed ({type(e).__name__}: {e}); using torch.matmul (cuBLAS)")
             g = make_backend("torch", device)
         return g
+
+    def tune(self, m: int, n: int, k: int) -> None:
+        """Choose the CUTLASS tile order for shape (m, n, k) on GPU 0 and use it on every GPU (same model)."""
+        if "cutlass" not in self.cfg.backends or self.cfg.tune_rounds <= 0:
+            return
+        g0 = self.backends[("cutlass", 0)]
+        if (m, n, k) in g0.schedule:
+            return
+        a = self.data.rand(0, (m, k), salt=7001)
+        w = self.data.rand(0, (n, k), 1 / math.sqrt(k), salt=7002)
+        with self.cp.cuda.Device(0):
+            d = self.cp.empty((m, n), dtype=self.cp.uint16)
+        best, med = tune_schedule(g0, self.timed, a, w, d, m, n, k, self.timed.compute[0], self.cfg.tune_rounds)
+        for dev in self.devices:
+            self.backends[("cutlass", dev)].schedule[(m, n, k)] = best
+        default = med[SCHEDULES[0]]
+        self.tuning.append(dict(m=m, n=n, k=k, best=schedule_name(best), best_ms=med[best], default_ms=default,
+                                medians={schedule_name(c): round(v, 5) for c, v in med.items()}))
+        self.log(f"    tuned cutlass {m}x{n}x{k}: {schedule_name(best)} {med[best]:.3f} ms (default {default:.3f} ms)")
+
+    def _sched(self, m: int, n: int, k: int) -> str:
+        g = self.backends.get(("cutlass", 0))
+        return schedule_name(g.schedule.get((m, n, k), SCHEDULES[0])) if g is not None else ""
 
     def free(self) -> None:
         cp = self.cp
@@ -340,25 +395,30 @@ class Sweep:
         with cp.cuda.Device(0):
             d = [cp.empty((m, h), dtype=cp.uint16) for _ in range(nsets)]
         s0 = self.timed.compute[0]
+        self.tune(m, h, h)
+        impls = {b: self.backends[(b, 0)] for b in self.cfg.backends}
+        if "cutlass" in impls and self.cfg.tune_rounds > 0:
+            impls["cutlass_default"] = CutlassGemm(0)  # CUTLASS's own tile order, for comparison
         ref = _ref_chain(cp, a[0], [w[0]])
         rels = {}
-        for b in self.cfg.backends:
+        for b, g in impls.items():
             poison(d[0])
-            self.backends[(b, 0)](a[0], w[0], d[0], m, h, h, s0)
+            g(a[0], w[0], d[0], m, h, h, s0)
             s0.synchronize()
             rels[b] = _check(cp, d[0], ref)
         del ref
 
-        def variant(b):
+        def variant(g):
             def at(i):
                 k = i % nsets
-                return lambda t: (t.part("compute", 0, s0, lambda: self.backends[(b, 0)](a[k], w[k], d[k], m, h, h, s0)),
-                                  [(s0, 0)])[1]
+                return lambda t: (t.part("compute", 0, s0, lambda: g(a[k], w[k], d[k], m, h, h, s0)), [(s0, 0)])[1]
             return at
 
-        res = self._interleave({b: variant(b) for b in self.cfg.backends})
-        rows = [self._row(dict(experiment="gemm", backend=b, m=m, k=h, n=h, gpus=1, layers=1, chunks=0, sets=nsets),
-                          *res[b], chain_flops(m, h, 1), rels[b]) for b in self.cfg.backends]
+        res = self._interleave({b: variant(g) for b, g in impls.items()})
+        rows = [self._row(dict(experiment="gemm", backend=b, m=m, k=h, n=h, gpus=1, layers=1, chunks=0, sets=nsets,
+                               cutlass_schedule=(self._sched(m, h, h) if b == "cutlass" else
+                                                 schedule_name(SCHEDULES[0]) if b == "cutlass_default" else "")),
+                          *res[b], chain_flops(m, h, 1), rels[b]) for b in impls]
         if "cublas" in res:
             for r in rows:
                 r["ratio_to_cublas"] = r["median_ms"] / res["cublas"][0].median_ms
@@ -375,6 +435,7 @@ class Sweep:
         with cp.cuda.Device(1):
             dr = [cp.empty((m, h), dtype=cp.uint16) for _ in range(nsets)]
         s0 = self.timed.compute[0]
+        self.tune(m, h, h)
         CutlassOn0 = self.backends[("cutlass", 0)]
         ref = _ref_chain(cp, a[0], [w[0]])
         rels = {}
@@ -393,7 +454,8 @@ class Sweep:
             return at
 
         res = self._interleave({"cutlass_local_d": variant(dl), "cutlass_remote_d": variant(dr)})
-        rows = [self._row(dict(experiment="remote_d", backend=n, m=m, k=h, n=h, gpus=2, layers=1, chunks=0, sets=nsets),
+        rows = [self._row(dict(experiment="remote_d", backend=n, m=m, k=h, n=h, gpus=2, layers=1, chunks=0, sets=nsets,
+                               cutlass_schedule=self._sched(m, h, h)),
                           *res[n], chain_flops(m, h, 1), rels[n]) for n in res]
         for r in rows:
             r["ratio_to_local"] = r["median_ms"] / res["cutlass_local_d"][0].median_ms
@@ -408,6 +470,7 @@ class Sweep:
         with cp.cuda.Device(0):
             ys = [cp.empty((m, h), dtype=cp.uint16) for _ in range(L)]
         s0 = self.timed.compute[0]
+        self.tune(m, h, h)
 
         def enqueue(b, k):
             g = self.backends[(b, 0)]
@@ -479,6 +542,8 @@ class Sweep:
             return f
 
         cases = [(b, c) for b in self.cfg.backends for c in chunk_counts(m, self.cfg.chunks)]
+        for c in chunk_counts(m, self.cfg.chunks):
+            self.tune(m // c, h, h)
         # correctness on the inputs of set 0, against the fp32 chain (weights of every GPU brought to GPU 0)
         ref = _ref_chain(cp, x[0], [ws[0][g] for g in range(G)])
         rels = {}
@@ -491,7 +556,8 @@ class Sweep:
             rels[(b, c)] = _check(cp, out[G - 1], ref)
         del ref
         res = self._interleave({f"{b}/{c}": (lambda b, c: lambda i: enqueue(b, c, i % nsets))(b, c) for b, c in cases})
-        rows = [self._row(dict(experiment="microbatch", backend=b, m=m, k=h, n=h, gpus=G, layers=G, chunks=c, sets=nsets),
+        rows = [self._row(dict(experiment="microbatch", backend=b, m=m, k=h, n=h, gpus=G, layers=G, chunks=c, sets=nsets,
+                               cutlass_schedule=self._sched(m // c, h, h) if b == "cutlass" else ""),
                           *res[f"{b}/{c}"], chain_flops(m, h, G), rels[(b, c)]) for b, c in cases]
         mark_best(rows)
         return rows
@@ -537,6 +603,8 @@ class Sweep:
                 return [(t.compute[g], g) for g in range(G)]
             return f
 
+        self.tune(m, hs, h)
+        self.tune(m, h, hs)
         ref = _ref_chain(cp, x_full[0], [w1_full[0], w2_full[0]])
         rels = {}
         for b in self.cfg.backends:
@@ -548,14 +616,19 @@ class Sweep:
         del ref
         res = self._interleave({b: (lambda b: lambda i: enqueue(b, i % nsets))(b) for b in self.cfg.backends})
         rows = [self._row(dict(experiment="tp", backend=b, m=m, k=h, n=h, gpus=G, layers=2, chunks=0, sets=nsets,
-                               allreduce_bytes=m * h * 2, nccl_binding=ar.binding),
+                               allreduce_bytes=m * h * 2, nccl_binding=ar.binding,
+                               cutlass_schedule=(f"{self._sched(m, hs, h)}; {self._sched(m, h, hs)}" if b == "cutlass" else "")),
                           *res[b], chain_flops(m, h, 2), rels[b]) for b in self.cfg.backends]
         return rows
 
 
-def run_sweep(cfg: SweepConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> list[dict]:
-    """Run every case of ``cfg``; an experiment that fails at one M leaves an error row and the rest runs."""
+def run_sweep(cfg: SweepConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
+              tuning: list | None = None) -> list[dict]:
+    """Run every case of ``cfg``; an experiment that fails at one M leaves an error row and the rest runs.
+    The CUTLASS tile-order tuning of every shape is appended to ``tuning`` if given."""
     sw = Sweep(cfg, log)
+    if tuning is not None:
+        sw.tuning = tuning
     rows: list[dict] = []
     t0 = time.monotonic()
     todo = [(e, m) for m in cfg.ms for e in cfg.experiments

@@ -18,9 +18,13 @@ kernel_gap_ns               start-to-start of back-to-back stamp kernels queued 
 event_wait_ns               stamp on GPU 0 -> event -> stamp on GPU 1 (cudaStreamWaitEvent), minus the clock offset
 allreduce_bus_gbps,         NCCL all-reduce of 1..256 MiB bf16: fit t = a + bytes / algbw; bus bandwidth =
 allreduce_latency_ns        algbw * 2(G-1)/G (NCCL's definition); latency per ring step = a / (2(G-1))
-epilogue_store_overlap      CUTLASS GEMM with D on GPU 1 vs local D at M=16384:
-                            1 - (t_remote - t_local) / (bytes of D / link_gbps), clipped to [0, 1]
-kernel_config 128x256       CUTLASS GEMM at M=16384, N=8192, K in {2048, 4096, 8192}: the per-round time
+epilogue_store_overlap,     CUTLASS GEMM with D on GPU 1 vs local D at M=16384, K=N=8192: the slowdown is fitted
+sm_remote_store_gbps        with ctasim's own engine (the producer GEMM of a 2-GPU ctapipe plan vs a sequential
+                            one, as the base profile was fitted): overlap 0 and the per-SM store rate that
+                            reproduces the measured ratio (bisection, :func:`fit_sm_remote_store`). The simpler
+                            figure 1 - extra / (bytes of D / link_gbps) is kept in calibration.json.
+kernel_config 128x256       CUTLASS GEMM at M=16384, N=8192, K in {2048, 4096, 8192} (tile order tuned at
+                            K=8192, see ctahw.baselines.tune_schedule): the per-round time
                             t / ceil(tiles / (sm_count * slots)) fitted as tile_fixed_ns + 2*128*256*K/(sm_tflops*1e3)
 ==========================  ===================================================================================
 
@@ -43,7 +47,9 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from ctasim.spec import Hardware, KernelConfig, find_spec, load_hardware
+import tomllib
+
+from ctasim.spec import Hardware, KernelConfig, find_spec, hardware_from_dict, load_hardware
 
 __all__ = [
     "fit_tile_rate",
@@ -125,6 +131,49 @@ def epilogue_overlap(t_local_ms: float, t_remote_ms: float, d_bytes: int, link_g
     return min(1.0, max(0.0, 1.0 - (t_remote_ms - t_local_ms) / store_ms))
 
 
+def remote_d_slowdown(hw: Hardware, m: int = 16384, k: int = 8192, tile: tuple[int, int] = (128, 256)) -> float:
+    """Simulated time of a GEMM whose output D lives on the peer GPU over the same GEMM with local D."""
+    from ctasim.engine import simulate  # noqa: PLC0415 - ctasim's engine needs simpy; only this fit uses it
+    from ctasim.spec import Layer, Strategy, Workload  # noqa: PLC0415
+    from ctasim.strategies import build_plans  # noqa: PLC0415
+
+    layer = Layer(m, k, k, *tile)
+    remote = simulate(build_plans(Strategy("ctapipe"), Workload("w", "bf16", (layer, layer)), hw, 2, "r")[0], hw)
+    local = simulate(build_plans(Strategy("sequential"), Workload("w", "bf16", (layer,)), hw, 1, "l")[0], hw)
+
+    def span(tr):
+        return tr.ops.iloc[0].t_end - tr.ops.iloc[0].t_begin
+
+    return span(remote) / span(local)
+
+
+def fit_sm_remote_store(hw: Hardware, ratio: float, slowdown=remote_d_slowdown, lo: float = 0.5, hi: float = 1e4,
+                        iters: int = 40) -> tuple[float, str]:
+    """The ``sm_remote_store_gbps`` (with ``epilogue_store_overlap = 0``) whose simulated remote-D slowdown
+    equals the measured ``ratio``; bisection on a log scale (the slowdown falls as the rate grows).
+    Outside the model's range the nearest end is returned, and the note says so."""
+    import dataclasses  # noqa: PLC0415
+    import math as _m  # noqa: PLC0415
+
+    def f(rate: float) -> float:
+        return slowdown(dataclasses.replace(hw, sm_remote_store_gbps=rate, epilogue_store_overlap=0.0))
+
+    s_lo, s_hi = f(lo), f(hi)
+    if ratio >= s_lo:
+        return lo, f"measured slowdown {ratio:.4f} >= the model's {s_lo:.4f} at {lo} GB/s: clipped"
+    if ratio <= s_hi:
+        return hi, f"measured slowdown {ratio:.4f} <= the model's {s_hi:.4f} at {hi:g} GB/s (link-bound): clipped"
+    a, b = _m.log(lo), _m.log(hi)
+    for _ in range(iters):
+        mid = (a + b) / 2
+        if f(_m.exp(mid)) > ratio:
+            a = mid
+        else:
+            b = mid
+    rate = _m.exp((a + b) / 2)
+    return rate, f"simulated slowdown {f(rate):.4f} vs measured {ratio:.4f}"
+
+
 def pingpong_stats(init_stamps: Sequence[int], resp_stamps: Sequence[int], best_fraction: float = 0.1) -> dict:
     """Round trips and the responder-minus-initiator clock offset from a ping-pong.
 
@@ -198,7 +247,7 @@ def _toml_value(v) -> str:
 
 MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_engine_gbps", "link_latency_ns",
                    "remote_atomic_ns", "fence_sys_ns", "launch_ns", "kernel_gap_ns", "event_wait_ns",
-                   "allreduce_bus_gbps", "allreduce_latency_ns", "epilogue_store_overlap")
+                   "allreduce_bus_gbps", "allreduce_latency_ns", "epilogue_store_overlap", "sm_remote_store_gbps")
 
 
 def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, measured: Mapping[str, tuple],
@@ -256,9 +305,9 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
             reps: int = 10) -> dict:
     """Run every calibration measurement on GPUs 0 and 1 (0 only for the single-GPU parts); returns a dict."""
     from ctahw import probes  # noqa: PLC0415
-    from ctahw.baselines import Timed  # noqa: PLC0415
+    from ctahw.baselines import Timed, tune_schedule  # noqa: PLC0415
     from ctahw.device import enable_peer_access, random_bf16, require_cupy, require_gpus, summarize  # noqa: PLC0415
-    from ctahw.gemm import CutlassGemm  # noqa: PLC0415
+    from ctahw.gemm import CutlassGemm, schedule_name  # noqa: PLC0415
 
     cp = require_cupy()
     rt = cp.cuda.runtime
@@ -432,8 +481,13 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
         a = [random_bf16((m, max(ks)), cp, rng) for _ in range(2)]
         w = [random_bf16((n, max(ks)), cp, rng, 1 / 64) for _ in range(2)]
         d = [cp.empty((m, n), dtype=cp.uint16) for _ in range(2)]
+    # The tile order of the persistent scheduler, tuned at the largest K (as the baselines do per shape)
+    best, med = tune_schedule(g, T, a[0], w[0], d[0], m, n, max(ks), s[0], max(2, reps // 2))
+    res["cutlass_schedule"] = schedule_name(best)
+    res["cutlass_schedule_medians"] = {schedule_name(c): v for c, v in med.items()}
     samples = []
     for k in ks:
+        g.schedule[(m, n, k)] = best
         # A[:, :k] is not contiguous; use the first m*k elements as a fresh [m, k] matrix (random either way)
         ak = [x.reshape(-1)[: m * k].reshape(m, k) for x in a]
         wk = [x.reshape(-1)[: n * k].reshape(n, k) for x in w]
@@ -455,7 +509,7 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
                 rem.append(tr)
         res["remote_d_local_ms"] = summarize(loc).median_ms
         res["remote_d_remote_ms"] = summarize(rem).median_ms
-        res["epilogue_store_overlap"] = epilogue_overlap(res["remote_d_local_ms"], res["remote_d_remote_ms"],
+        res["epilogue_overlap_simple"] = epilogue_overlap(res["remote_d_local_ms"], res["remote_d_remote_ms"],
                                                          m * n * 2, res["link_gbps"])
     return res
 
@@ -483,9 +537,11 @@ def measured_fields(res: Mapping) -> dict[str, tuple]:
         out["allreduce_bus_gbps"] = (res["allreduce_bus_gbps"], "NCCL all-reduce 1-256 MiB bf16, fit t = a + bytes/algbw")
         out["allreduce_latency_ns"] = (res["allreduce_latency_ns"], f"fit intercept {res['intercept_ms'] * 1e3:.1f} us "
                                        "over 2(G-1) ring steps")
-        out["epilogue_store_overlap"] = (res["epilogue_store_overlap"],
-                                         f"CUTLASS 16384x8192x8192 local D {res['remote_d_local_ms']:.3f} ms vs D on GPU1 "
-                                         f"{res['remote_d_remote_ms']:.3f} ms")
+        if "sm_remote_store_gbps" in res:
+            how = (f"CUTLASS 16384x8192x8192 local D {res['remote_d_local_ms']:.3f} ms vs D on GPU1 "
+                   f"{res['remote_d_remote_ms']:.3f} ms, fitted with ctasim's engine: {res['sm_remote_store_note']}")
+            out["epilogue_store_overlap"] = (0.0, "fitted together with sm_remote_store_gbps (remote-D cost not hidden)")
+            out["sm_remote_store_gbps"] = (res["sm_remote_store_gbps"], how)
     if res.get("globaltimer_on_host_clock"):
         out["launch_ns"] = (res["launch_host_to_stamp_ns"], "host clock before launch -> kernel's %globaltimer stamp "
                             f"(launch + sync round trip {res['launch_roundtrip_ns']:.0f} ns)")
@@ -498,7 +554,7 @@ def measured_configs(res: Mapping) -> dict[str, tuple]:
     if not fit:
         return {}
     pts = ", ".join(f"K={p['k']} {p['round_ns'] / 1e3:.1f} us/round" for p in fit["points"])
-    how = (f"{res['cutlass_kernel']}; M=16384 N=8192: {pts}; {fit['note']}; "
+    how = (f"{res['cutlass_kernel']}; tile order {res.get('cutlass_schedule', 'default')}; M=16384 N=8192: {pts}; {fit['note']}; "
            f"max |residual| {fit['max_abs_residual_ns']:.0f} ns")
     return {"128x256": ({"sm_tflops": round(fit["sm_tflops"], 4), "tile_fixed_ns": round(fit["tile_fixed_ns"], 1),
                          "source": "measured by ctahw calibrate: " + how}, how)}
@@ -518,6 +574,17 @@ def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance:
                       f"could not be split from the sync (launch + sync round trip {res.get('launch_roundtrip_ns')} ns)")
     text = profile_toml(base, base_path.read_text(), base.name, name, measured_fields(res), measured_configs(res),
                         provenance, header)
+    if "remote_d_remote_ms" in res and "sm_remote_store_gbps" not in res:
+        # Fit the remote-store fields with ctasim's engine on the profile measured so far.
+        res = dict(res)
+        try:
+            hw = hardware_from_dict(tomllib.loads(text)["hardware"], str(out))
+            ratio = res["remote_d_remote_ms"] / res["remote_d_local_ms"]
+            res["sm_remote_store_gbps"], res["sm_remote_store_note"] = fit_sm_remote_store(hw, ratio)
+        except Exception as e:  # the fit needs ctasim's engine (simpy); without it the fields stay copied
+            header = list(header) + [f"sm_remote_store_gbps and epilogue_store_overlap copied: fit failed ({type(e).__name__}: {e})"]
+        text = profile_toml(base, base_path.read_text(), base.name, name, measured_fields(res),
+                            measured_configs(res), provenance, header)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     return text

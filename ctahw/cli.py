@@ -178,7 +178,8 @@ def cmd_run(args) -> int:
         return 0
     from ctahw import provenance  # noqa: PLC0415
 
-    rows = run_sweep(cfg)
+    tuning: list[dict] = []
+    rows = run_sweep(cfg, tuning=tuning)
     prov = provenance.collect()
     if args.out:
         import pandas as pd  # noqa: PLC0415
@@ -192,8 +193,8 @@ def cmd_run(args) -> int:
             df.to_parquet(args.out / "baselines.parquet", index=False)
         except (ImportError, ValueError):
             pass
-        (args.out / "baselines_config.json").write_text(json.dumps({"config": dataclasses.asdict(cfg),
-                                                                     "provenance": prov}, indent=1))
+        (args.out / "baselines_config.json").write_text(json.dumps(
+            {"config": dataclasses.asdict(cfg), "provenance": prov, "cutlass_tuning": tuning}, indent=1))
     print(format_table(rows))
     return 0 if all(r.get("ok") for r in rows) else EXIT_FAILED
 

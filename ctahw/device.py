@@ -176,8 +176,14 @@ def random_bf16(shape, xp, rng, scale: float = 1.0):
 
 
 def poison(bits) -> None:
-    """Fill a bf16 buffer with NaN bits, so that every element a kernel leaves unwritten fails the check."""
-    bits.fill(BF16_NAN_BITS)
+    """Fill a bf16 buffer with NaN bits, so that every element a kernel leaves unwritten fails the check.
+    A CuPy array is filled by its own GPU (on that GPU's default stream)."""
+    dev = getattr(bits, "device", None)
+    if hasattr(dev, "__enter__"):  # cupy.cuda.Device
+        with dev:
+            bits.fill(BF16_NAN_BITS)
+    else:
+        bits.fill(BF16_NAN_BITS)
 
 
 def rel_error(out_bits, ref_f32, xp) -> float:

@@ -21,7 +21,8 @@ from typing import Protocol
 from ctahw import build
 from ctahw.device import DeviceError, require_cupy
 
-__all__ = ["GemmError", "GemmBackend", "CutlassGemm", "CublasGemm", "TorchGemm", "BACKENDS", "make_backend"]
+__all__ = ["GemmError", "GemmBackend", "CutlassGemm", "CublasGemm", "TorchGemm", "BACKENDS", "make_backend",
+           "SCHEDULES", "RASTER_NAMES", "schedule_name"]
 
 # cuBLAS / CUDA constants (library_types.h: CUDA_R_16BF = 14; cublas_api.h: CUBLAS_COMPUTE_32F = 68,
 # CUBLAS_GEMM_DEFAULT = -1, CUBLAS_OP_N = 0, CUBLAS_OP_T = 1).
@@ -45,13 +46,24 @@ def _ptr(x) -> int:
     return int(x.data.ptr)
 
 
+RASTER_NAMES = {0: "heuristic", 1: "along_m", 2: "along_n"}
+SWIZZLES = (1, 2, 4, 8)
+SCHEDULES: tuple[tuple[int, int], ...] = tuple((r, s) for r in RASTER_NAMES for s in SWIZZLES)
+"""Every (raster, swizzle) tile order of the persistent scheduler; (0, 1) is CUTLASS's default."""
+
+
 class CutlassGemm:
-    """The project's CUTLASS SM90 kernel on ``device``; ``sm_count`` > 0 limits the persistent grid."""
+    """The project's CUTLASS SM90 kernel on ``device``; ``sm_count`` > 0 limits the persistent grid.
+
+    ``schedule`` maps a problem shape (m, n, k) to its (raster, swizzle) tile order, as chosen by
+    :func:`ctahw.baselines.tune_schedule`; shapes not in it run CUTLASS's default order (0, 1).
+    """
 
     name = "cutlass"
 
     def __init__(self, device: int, sm_count: int = 0):
         self.device, self.sm_count = device, sm_count
+        self.schedule: dict[tuple[int, int, int], tuple[int, int]] = {}
         self.lib = build.library("gemm_sm90_bf16")
         self._ws = None
         self._ws_bytes = 0
@@ -69,9 +81,11 @@ class CutlassGemm:
                 self._ws = cp.empty(max(need, 1), dtype=cp.uint8)
             self._ws_bytes = need
         ws_ptr = _ptr(self._ws) if self._ws is not None else None
+        raster, swizzle = self.schedule.get((m, n, k), (0, 1))
         with cp.cuda.Device(self.device):
             rc = self.lib.ctahw_gemm_bf16_128x256x64_coop(_ptr(a), _ptr(w), _ptr(d), m, n, k, 1.0, ws_ptr,
-                                                         self._ws_bytes, self.device, self.sm_count, stream.ptr)
+                                                         self._ws_bytes, self.device, self.sm_count, raster, swizzle,
+                                                         stream.ptr)
         if rc != 0:
             msg = self.lib.ctahw_gemm_status_string(rc).decode()
             raise GemmError(f"cutlass GEMM {m}x{n}x{k} on GPU {self.device}: {msg} (code {rc})")
@@ -124,6 +138,10 @@ class TorchGemm:
         torch = self.torch
         with torch.cuda.device(self.device), torch.cuda.stream(torch.cuda.ExternalStream(stream.ptr)):
             torch.matmul(self._t(a, m, k), self._t(w, n, k).t(), out=self._t(d, m, n))
+
+
+def schedule_name(sched: tuple[int, int]) -> str:
+    return f"{RASTER_NAMES[sched[0]]}/swizzle{sched[1]}"
 
 
 BACKENDS = {"cutlass": CutlassGemm, "cublas": CublasGemm, "torch": TorchGemm}

@@ -25,6 +25,15 @@ fi
   nvidia-smi; nvidia-smi topo -m
   nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
   nvcc --version; python3 -c "import cupy, numpy; print('cupy', cupy.__version__, 'numpy', numpy.__version__)"
+  # Which cuBLAS kernel torch runs for the largest GEMM of the sweep (its tile shape is in the name)
+  timeout 60 python3 -c "
+import torch
+a = torch.randn(16384, 8192, device='cuda', dtype=torch.bfloat16); w = torch.randn(8192, 8192, device='cuda', dtype=torch.bfloat16)
+a @ w.t(); torch.cuda.synchronize()
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as p:
+    a @ w.t(); torch.cuda.synchronize()
+print('cuBLAS kernel (torch, 16384x8192x8192 bf16 TN):', [e.name for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA][:3])
+"
 } > "$OUT/env.txt" 2>&1
 
 QUICK=${CTAHW_QUICK:-0}

@@ -67,8 +67,10 @@ using StrideD = typename Gemm::GemmKernel::StrideD;
 int cuda_code(cudaError_t e) { return e == cudaSuccess ? 0 : -static_cast<int>(e); }
 int cutlass_code(cutlass::Status s) { return s == cutlass::Status::kSuccess ? 0 : -1000 - static_cast<int>(s); }
 
+// raster: 0 heuristic, 1 along M, 2 along N (cutlass::gemm::kernel::detail::RasterOrderOptions);
+// swizzle: the persistent scheduler's max_swizzle_size (1, 2, 4 or 8): tiles grouped for L2 reuse.
 typename Gemm::Arguments make_args(const void* a, const void* b, void* d, int m, int n, int k, float alpha,
-                                   int device, int sm_count) {
+                                   int device, int sm_count, int raster = 0, int swizzle = 1) {
   cutlass::KernelHardwareInfo hw;
   hw.device_id = device;
   hw.sm_count = sm_count > 0 ? sm_count : cutlass::KernelHardwareInfo::query_device_multiprocessor_count(device);
@@ -81,6 +83,9 @@ typename Gemm::Arguments make_args(const void* a, const void* b, void* d, int m,
                                 {static_cast<const ElementA*>(a), sa, static_cast<const ElementB*>(b), sb},
                                 {{alpha, 0.0f}, nullptr, sc, static_cast<ElementD*>(d), sd},
                                 hw};
+  using Raster = cutlass::gemm::kernel::detail::RasterOrderOptions;
+  args.scheduler.raster_order = raster == 1 ? Raster::AlongM : raster == 2 ? Raster::AlongN : Raster::Heuristic;
+  args.scheduler.max_swizzle_size = swizzle;
   return args;
 }
 
@@ -89,7 +94,7 @@ typename Gemm::Arguments make_args(const void* a, const void* b, void* d, int m,
 extern "C" {
 
 // Version of this C ABI; the Python side checks it after loading.
-int ctahw_gemm_abi_version() { return 1; }
+int ctahw_gemm_abi_version() { return 2; }
 
 // One line describing the compiled kernel (tile, cluster, stages, threads, shared memory).
 int ctahw_gemm_describe(char* buf, int len) {
@@ -118,11 +123,13 @@ int ctahw_gemm_can_implement(int m, int n, int k, int device, int sm_count) {
 
 // D = alpha * A @ B on `stream` of the current device `device` (the caller sets it). sm_count <= 0: all SMs;
 // a smaller sm_count makes the persistent grid use fewer SMs (leaving the rest free). D may live on a peer
-// GPU with peer access enabled: the TMA-store epilogue then writes over NVLink.
+// GPU with peer access enabled: the TMA-store epilogue then writes over NVLink. raster and swizzle: the tile
+// order of the persistent scheduler (see make_args); they change the order, never the result.
 int ctahw_gemm_bf16_128x256x64_coop(const void* a, const void* b, void* d, int m, int n, int k, float alpha,
                                     void* workspace, long long workspace_bytes, int device, int sm_count,
-                                    cudaStream_t stream) {
-  auto args = make_args(a, b, d, m, n, k, alpha, device, sm_count);
+                                    int raster, int swizzle, cudaStream_t stream) {
+  if (raster < 0 || raster > 2 || (swizzle != 1 && swizzle != 2 && swizzle != 4 && swizzle != 8)) return -2001;
+  auto args = make_args(a, b, d, m, n, k, alpha, device, sm_count, raster, swizzle);
   size_t need = Gemm::get_workspace_size(args);
   if (static_cast<long long>(need) > workspace_bytes) return -2000;
   Gemm gemm;
@@ -144,6 +151,7 @@ const char* ctahw_gemm_status_string(int code) {
   static char buf[256];
   if (code == 0) return "success";
   if (code == -2000) return "workspace too small";
+  if (code == -2001) return "bad raster (0..2) or swizzle (1, 2, 4, 8)";
   if (code <= -1000) {
     snprintf(buf, sizeof buf, "cutlass: %s",
              cutlassGetStatusString(static_cast<cutlass::Status>(-(code + 1000))));

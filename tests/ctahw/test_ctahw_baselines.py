@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ctahw.baselines import SweepConfig, breakdown, chain_flops, chunk_counts, mark_best, plan_sweep
+from ctahw.baselines import (SweepConfig, breakdown, chain_flops, chunk_counts, mark_best, pick_schedule,
+                             plan_sweep)
+from ctahw.gemm import SCHEDULES, schedule_name
 
 
 def test_chunk_counts_keep_whole_row_tiles():
@@ -40,10 +42,27 @@ def test_breakdown_of_a_two_gpu_run():
     bd = breakdown(3.0, parts, [0, 1])
     assert bd["per_gpu"]["0"] == {"compute_ms": 2.0, "comm_ms": 0.5, "copy_ms": 0.75, "idle_ms": 0.5}
     assert bd["per_gpu"]["1"] == {"compute_ms": 2.0, "comm_ms": 0.0, "copy_ms": 0.0, "idle_ms": 1.0}
-    assert (bd["compute_ms"], bd["comm_ms"], bd["copy_ms"], bd["idle_ms"]) == (2.0, 0.25, 0.375, 0.75)
+    # compute, comm, idle: means over GPUs; copy: the copy engines' total
+    assert (bd["compute_ms"], bd["comm_ms"], bd["copy_ms"], bd["idle_ms"]) == (2.0, 0.25, 0.75, 0.75)
     with pytest.raises(ValueError):
         breakdown(1.0, [("launch", 0, 1.0)], [0])
 
 
 def test_chain_flops():
     assert chain_flops(16384, 8192, 2) == 2 * 2 * 16384 * 8192 * 8192
+
+
+def test_pick_schedule_takes_the_fastest_and_ties_go_to_the_default():
+    med = {c: 3.0 for c in SCHEDULES}
+    assert pick_schedule(med) == SCHEDULES[0] == (0, 1)
+    med[(2, 8)] = 2.9
+    assert pick_schedule(med) == (2, 8)
+    assert schedule_name((2, 8)) == "along_n/swizzle8"
+    assert len(SCHEDULES) == 12
+
+
+def test_plan_times_cutlass_default_order_beside_the_tuned_one():
+    gemm = [c["backend"] for c in plan_sweep(SweepConfig(ms=(1024,))) if c["experiment"] == "gemm"]
+    assert gemm == ["cublas", "cutlass", "cutlass_default"]
+    untuned = plan_sweep(SweepConfig(ms=(1024,), tune_rounds=0))
+    assert [c["backend"] for c in untuned if c["experiment"] == "gemm"] == ["cublas", "cutlass"]

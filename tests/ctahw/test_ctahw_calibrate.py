@@ -74,6 +74,21 @@ def test_pingpong_stats_recovers_offset():
         cal.pingpong_stats([1, 2, 3], [1, 2])
 
 
+def test_fit_sm_remote_store_inverts_a_monotone_slowdown(tmp_path):
+    hw = load_hardware("h200-x2")
+
+    def slowdown(h):  # a stand-in model: 1 + 10 / rate, so ratio 1.1 <=> 100 GB/s
+        assert h.epilogue_store_overlap == 0.0
+        return 1.0 + 10.0 / h.sm_remote_store_gbps
+
+    rate, note = cal.fit_sm_remote_store(hw, 1.1, slowdown)
+    assert rate == pytest.approx(100.0, rel=1e-6) and "vs measured 1.1000" in note
+    rate, note = cal.fit_sm_remote_store(hw, 1.0001, slowdown)
+    assert rate == 1e4 and "clipped" in note
+    rate, note = cal.fit_sm_remote_store(hw, 50.0, slowdown)
+    assert rate == 0.5 and "clipped" in note
+
+
 def test_timer_tick():
     assert cal.timer_tick_ns([0, 0, 32, 32, 64, 96, 96]) == 32
     with pytest.raises(ValueError):
@@ -93,7 +108,7 @@ FAKE_RESULT = {
     "link_latency_ns": 650.0, "remote_atomic_ns": 750.0, "atomic_return_peer_ns": 1400.0, "clock_offset_ns": -4700.0,
     "store_only_ns": 20.0, "store_fence_ns": 1200.0, "fence_sys_ns": 1180.0, "event_wait_ns": 3500.0,
     "allreduce_bus_gbps": 270.0, "allreduce_latency_ns": 9000.0, "intercept_ms": 0.018,
-    "remote_d_local_ms": 2.9, "remote_d_remote_ms": 3.3, "epilogue_store_overlap": 0.45,
+    "remote_d_local_ms": 2.9, "remote_d_remote_ms": 3.3, "epilogue_overlap_simple": 0.45,
     "globaltimer_tick_ns": 32, "globaltimer_on_host_clock": False, "launch_roundtrip_ns": 12000,
     "kernel_gap_ns": 1100, "cutlass_kernel": "cutlass=4.2.0 tile=128x256x64",
     "tile_fit_128x256": {"sm_tflops": 6.01, "tile_fixed_ns": 1234.5, "note": "fit over K = [2048, 4096, 8192]",
@@ -109,7 +124,10 @@ def test_written_profile_loads_in_ctasim_with_measured_and_copied_fields(tmp_pat
     base = load_hardware("h200-x2")
     assert hw.name == "h200-x2-calibrated" and hw.measured and hw.date == "2026-11-29"
     assert (hw.link_gbps, hw.copy_engine_gbps, hw.hbm_gbps) == (371.0, 395.0, 3800.0)
-    assert hw.link_latency_ns == 650.0 and hw.fence_sys_ns == 1180.0 and hw.epilogue_store_overlap == 0.45
+    assert hw.link_latency_ns == 650.0 and hw.fence_sys_ns == 1180.0
+    # remote-D cost fitted with ctasim's engine: the written profile reproduces the measured slowdown
+    assert hw.epilogue_store_overlap == 0.0 and hw.sm_remote_store_gbps != base.sm_remote_store_gbps
+    assert cal.remote_d_slowdown(hw) == pytest.approx(3.3 / 2.9, rel=2e-3)
     assert hw.kernel_gap_ns == 1100.0 and isinstance(hw.kernel_gap_ns, float)
     c = hw.config(128, 256)
     assert (c.sm_tflops, c.tile_fixed_ns) == (6.01, 1234.5) and c.source.startswith("measured by ctahw calibrate")
@@ -132,7 +150,8 @@ def test_launch_is_measured_when_globaltimer_is_on_the_host_clock(tmp_path):
 
 
 def test_measured_fields_cover_every_field_calibrate_claims():
-    got = cal.measured_fields(dict(FAKE_RESULT, globaltimer_on_host_clock=True, launch_host_to_stamp_ns=1))
+    got = cal.measured_fields(dict(FAKE_RESULT, globaltimer_on_host_clock=True, launch_host_to_stamp_ns=1,
+                                   sm_remote_store_gbps=7.0, sm_remote_store_note="fit"))
     assert set(got) == set(cal.MEASURED_FIELDS)
 
 
