@@ -188,7 +188,6 @@ class _Run:
             sm_store_ns = store_bytes / (hw.sm_remote_store_gbps / k.slots_per_sm) + hw.link_latency_ns
             sig_delay = hw.fence_sys_ns + hw.remote_atomic_ns
             signal = self.signal
-        half_poll = self.half_poll
         j = 0  # iteration of a persistent CTA
         cta = w
         while True:
@@ -200,12 +199,11 @@ class _Run:
                 if slot < 0:
                     break
                 vis = queue.visible_ns[slot]
-                if vis > t_start:
+                if vis > t_start:  # woken half a poll interval after the slot is published
                     ev = event()
                     waiters[slot] = ev
                     yield ev
                     vis = queue.visible_ns[slot]
-                    yield timeout(half_poll)
                 tile = i = queue.tile[slot]
                 t_ready = vis
                 events_append((POP, inbound.id, gpu, consumer_dep[tile], slot, tile, env.now))
@@ -222,12 +220,11 @@ class _Run:
                 if source == "wait":
                     dep = consumer_dep[tile]
                     vis = dep_visible[dep]
-                    if vis > t_start:
+                    if vis > t_start:  # woken half a poll interval after the counter completes
                         ev = event()
                         waiters.setdefault(dep, []).append(ev)
                         yield ev
                         vis = dep_visible[dep]
-                        yield timeout(half_poll)
                     t_ready = vis
             t_acquire = env.now
             if not persistent:
@@ -277,11 +274,11 @@ class _Run:
                 s = queue.reserve(ctile, t_vis)
                 slots.append(s)
                 self.events.append((PUSH, pipe.id, pipe.dst_gpu, dep, s, ctile, t_vis))
-            self.at(t_vis, self.publish_slots, pipe.id, slots)
+            self.at(t_vis + self.half_poll, self.publish_slots, pipe.id, slots)
         else:
             t_vis = t_zero + pipe.ready_delay_ns
             self.dep_visible[pipe.id][dep] = t_vis
-            self.at(t_vis, self.publish_dep, pipe.id, dep)
+            self.at(t_vis + self.half_poll, self.publish_dep, pipe.id, dep)
 
     def at(self, t: float, fn, *args) -> None:
         ev = self.env.timeout(max(0.0, t - self.env.now))
