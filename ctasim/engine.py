@@ -46,7 +46,7 @@ from ctasim.trace import EVENT_KINDS, Trace
 
 __all__ = ["simulate", "SimulationError", "push_ns"]
 
-ZERO, PUSH, POP = (EVENT_KINDS.index(k) for k in ("zero", "push", "pop"))
+ZERO, PUSH = (EVENT_KINDS.index(k) for k in ("zero", "push"))
 
 
 class SimulationError(RuntimeError):
@@ -206,7 +206,6 @@ class _Run:
                     vis = queue.visible_ns[slot]
                 tile = i = queue.tile[slot]
                 t_ready = vis
-                events_append((POP, inbound.id, gpu, consumer_dep[tile], slot, tile, env.now))
             else:
                 if persistent:
                     i = w + j * n_workers
@@ -254,11 +253,18 @@ class _Run:
     def signal(self, pipe, tile: int, t_sig: float) -> None:
         """A producer tile's signals, decided when its store is issued (see 'Simultaneous events')."""
         board = self.boards[pipe.id]
+        remaining, last = board.remaining, board.last_signal_ns
         ptr, idx, _, _ = self.lists[pipe.id]
         for d in range(ptr[tile], ptr[tile + 1]):
-            dep = idx[d]
-            if board.signal(dep, t_sig):
-                self.complete(pipe, dep, board.last_signal_ns[dep])
+            dep = idx[d]  # Scoreboard.signal, inlined: this runs once per producer tile
+            left = remaining[dep] - 1
+            if left < 0:
+                raise ProtocolError(f"scoreboard counter {dep} of pipe {pipe.id} signalled after it reached zero")
+            remaining[dep] = left
+            if t_sig > last[dep]:
+                last[dep] = t_sig
+            if left == 0:
+                self.complete(pipe, dep, last[dep])
 
     def complete(self, pipe, dep: int, t_zero: float) -> None:
         """Counter ``dep`` reached zero at ``t_zero``: push its consumer tiles (or raise its flag)."""

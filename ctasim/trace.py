@@ -12,8 +12,8 @@ A :class:`Trace` holds three tables (pandas DataFrames, columnar) and a ``meta``
     popped from, -1 if none).
 
 ``events`` — scoreboard and work-queue events (``EVENT_COLUMNS``): ``kind`` is ``zero`` (counter
-    ``dep`` of pipe ``pipe`` completed at ``t_ns``), ``push`` (``tile`` published in ``slot`` at
-    ``t_ns``) or ``pop`` (``slot`` read by a consumer CTA at ``t_ns``).
+    ``dep`` of pipe ``pipe`` completed at ``t_ns``) or ``push`` (``tile`` published in ``slot``, visible
+    at ``t_ns``).  Pops are in ``tiles``: the ``slot`` a tile came from, read at ``t_acquire``.
 
 ``ops`` — one row per plan operation (``OP_COLUMNS``): kernels, transfers, collectives, memory passes
     with their begin and end times.
@@ -36,7 +36,7 @@ __all__ = ["Trace", "TILE_COLUMNS", "EVENT_COLUMNS", "EVENT_KINDS", "OP_COLUMNS"
 TIME_COLUMNS = ("t_start", "t_acquire", "t_ready", "t_compute_end", "t_store_end", "t_signal")
 TILE_COLUMNS = ("source", "gpu", "kernel", "layer", "cta", "sm", "tile_m", "tile_n") + TIME_COLUMNS + ("slot",)
 EVENT_COLUMNS = ("kind", "pipe", "gpu", "dep", "slot", "tile", "t_ns")
-EVENT_KINDS = ("zero", "push", "pop")
+EVENT_KINDS = ("zero", "push")
 """Event kinds; the engine records them by their index here."""
 OP_COLUMNS = ("op", "name", "kind", "gpu", "dst", "nbytes", "layer", "t_begin", "t_end")
 

@@ -26,7 +26,7 @@ def test_schema(trace):
     assert tuple(trace.events.columns) == EVENT_COLUMNS
     assert tuple(trace.ops.columns) == OP_COLUMNS
     assert (trace.tiles.source == "sim").all()
-    assert set(trace.events["kind"]) == {"zero", "push", "pop"}
+    assert set(trace.events["kind"]) == {"zero", "push"}
 
 
 @pytest.mark.parametrize("fmt", ["csv"])
