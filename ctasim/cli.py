@@ -142,13 +142,15 @@ def cmd_sweep(args) -> int:
     variants = []
     for point in points:  # build and validate every point before running any
         e = exp
-        for (name, _), v in zip(grid, points and point):
+        for (name, _), v in zip(grid, point):
             e = _override(e, name, v)
         variants.append((point, e))
     frames = []
     for point, e in tqdm(variants, desc=f"sweep {exp.name}", unit="point", disable=args.quiet):
         df, _ = run_experiment(e, seed=args.seed, jitter=args.jitter, check=not args.no_check)
         for (name, _), v in zip(grid, point):
+            if name in df.columns:  # a sweep axis of the experiment (m, layers) already has its column
+                df = df.drop(columns=name)
             df.insert(0, name, v)
         frames.append(df)
     out = pd.concat(frames, ignore_index=True)

@@ -66,3 +66,11 @@ def test_spec_reference_in_docs_is_current():
     doc = (SPECS_DIR.parent / "docs" / "spec-format.md").read_text()
     block = doc.split("<!-- BEGIN GENERATED -->\n", 1)[1].split("<!-- END GENERATED -->", 1)[0]
     assert block.strip() == reference_markdown().strip(), "run: python -m ctasim.spec, paste into docs/spec-format.md"
+
+
+def test_sweep_over_a_sweep_axis(tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    assert main(["sweep", "fig4", "-q", "--set", "layers=2,3", "--set", "hardware.link_gbps=400",
+                 "--out", str(out)]) == 0
+    df = pd.read_csv(out)
+    assert sorted(df.layers.unique()) == [2, 3] and set(df.gpus) == {2, 3}
