@@ -179,7 +179,11 @@ class Timed:
             a.record(stream)
             fn()
             b.record(stream)
-        self._parts.append((kind, device, a, b))
+        self.add_part(kind, device, a, b)
+
+    def add_part(self, kind: str, device: int, start, end) -> None:
+        """Count the time between two events of ``device`` (recorded by the caller) as a part of ``kind``."""
+        self._parts.append((kind, device, start, end))
 
 
 def pick_schedule(medians: dict) -> tuple:
@@ -599,7 +603,7 @@ class Sweep:
                 for g in range(G):
                     with cp.cuda.Device(g):
                         e[g].record(t.compute[g])
-                    t._parts.append(("comm", g, a[g], e[g]))
+                    t.add_part("comm", g, a[g], e[g])
                 return [(t.compute[g], g) for g in range(G)]
             return f
 
