@@ -390,35 +390,45 @@ class Sweep:
             row["impl"] = self.backends[(row["backend"], 0)].name
         return row
 
-    # -- gemm: CUTLASS vs cuBLAS, one GEMM on GPU 0
-    def gemm(self, m: int) -> list[dict]:
+    # -- one GEMM on GPU 0, variants interleaved (shared by gemm and remote_d)
+    def _one_gemm(self, m: int, salt: int, variants: dict[str, tuple[object, int]]) -> tuple[int, dict, dict]:
+        """Time ``m x h x h`` GEMMs on GPU 0; variants: name -> (backend, GPU that holds D).
+        Returns (input sets, name -> (Timing, breakdown), name -> relative error)."""
         cp, h = self.cp, self.cfg.h
         nsets = rotation_sets((m * h + h * h + m * h) * 2, self.l2)
-        a = [self.data.rand(0, (m, h), salt=10 * s + 1) for s in range(nsets)]
-        w = [self.data.rand(0, (h, h), 1 / math.sqrt(h), salt=10 * s + 2) for s in range(nsets)]
-        with cp.cuda.Device(0):
-            d = [cp.empty((m, h), dtype=cp.uint16) for _ in range(nsets)]
+        a = [self.data.rand(0, (m, h), salt=10 * s + salt) for s in range(nsets)]
+        w = [self.data.rand(0, (h, h), 1 / math.sqrt(h), salt=10 * s + salt + 1) for s in range(nsets)]
+        d = {}
+        for dev in sorted({dev for _, dev in variants.values()}):
+            with cp.cuda.Device(dev):
+                d[dev] = [cp.empty((m, h), dtype=cp.uint16) for _ in range(nsets)]
         s0 = self.timed.compute[0]
+        ref = _ref_chain(cp, a[0], [w[0]])
+        rels = {}
+        for name, (g, dev) in variants.items():
+            poison(d[dev][0])
+            g(a[0], w[0], d[dev][0], m, h, h, s0)
+            s0.synchronize()
+            rels[name] = _check(cp, d[dev][0], ref)
+        del ref
+
+        def variant(g, dd):
+            def at(i):
+                k = i % nsets
+                return lambda t: (t.part("compute", 0, s0, lambda: g(a[k], w[k], dd[k], m, h, h, s0)), [(s0, 0)])[1]
+            return at
+
+        res = self._interleave({name: variant(g, d[dev]) for name, (g, dev) in variants.items()})
+        return nsets, res, rels
+
+    # -- gemm: CUTLASS vs cuBLAS, one GEMM on GPU 0
+    def gemm(self, m: int) -> list[dict]:
+        h = self.cfg.h
         self.tune(m, h, h)
         impls = {b: self.backends[(b, 0)] for b in self.cfg.backends}
         if "cutlass" in impls and self.cfg.tune_rounds > 0:
             impls["cutlass_default"] = CutlassGemm(0)  # CUTLASS's own tile order, for comparison
-        ref = _ref_chain(cp, a[0], [w[0]])
-        rels = {}
-        for b, g in impls.items():
-            poison(d[0])
-            g(a[0], w[0], d[0], m, h, h, s0)
-            s0.synchronize()
-            rels[b] = _check(cp, d[0], ref)
-        del ref
-
-        def variant(g):
-            def at(i):
-                k = i % nsets
-                return lambda t: (t.part("compute", 0, s0, lambda: g(a[k], w[k], d[k], m, h, h, s0)), [(s0, 0)])[1]
-            return at
-
-        res = self._interleave({b: variant(g) for b, g in impls.items()})
+        nsets, res, rels = self._one_gemm(m, 1, {b: (g, 0) for b, g in impls.items()})
         rows = [self._row(dict(experiment="gemm", backend=b, m=m, k=h, n=h, gpus=1, layers=1, chunks=0, sets=nsets,
                                cutlass_schedule=(self._sched(m, h, h) if b == "cutlass" else
                                                  schedule_name(SCHEDULES[0]) if b == "cutlass_default" else "")),
@@ -430,34 +440,10 @@ class Sweep:
 
     # -- remote_d: CUTLASS with D local vs D on GPU 1
     def remote_d(self, m: int) -> list[dict]:
-        cp, h = self.cp, self.cfg.h
-        nsets = rotation_sets((m * h + h * h + m * h) * 2, self.l2)
-        a = [self.data.rand(0, (m, h), salt=10 * s + 3) for s in range(nsets)]
-        w = [self.data.rand(0, (h, h), 1 / math.sqrt(h), salt=10 * s + 4) for s in range(nsets)]
-        with cp.cuda.Device(0):
-            dl = [cp.empty((m, h), dtype=cp.uint16) for _ in range(nsets)]
-        with cp.cuda.Device(1):
-            dr = [cp.empty((m, h), dtype=cp.uint16) for _ in range(nsets)]
-        s0 = self.timed.compute[0]
+        h = self.cfg.h
         self.tune(m, h, h)
-        CutlassOn0 = self.backends[("cutlass", 0)]
-        ref = _ref_chain(cp, a[0], [w[0]])
-        rels = {}
-        for name, dd in (("cutlass_local_d", dl), ("cutlass_remote_d", dr)):
-            poison(dd[0])
-            CutlassOn0(a[0], w[0], dd[0], m, h, h, s0)
-            s0.synchronize()
-            rels[name] = _check(cp, dd[0], ref)
-        del ref
-
-        def variant(dd):
-            def at(i):
-                k = i % nsets
-                return lambda t: (t.part("compute", 0, s0, lambda: CutlassOn0(a[k], w[k], dd[k], m, h, h, s0)),
-                                  [(s0, 0)])[1]
-            return at
-
-        res = self._interleave({"cutlass_local_d": variant(dl), "cutlass_remote_d": variant(dr)})
+        g = self.backends[("cutlass", 0)]
+        nsets, res, rels = self._one_gemm(m, 3, {"cutlass_local_d": (g, 0), "cutlass_remote_d": (g, 1)})
         rows = [self._row(dict(experiment="remote_d", backend=n, m=m, k=h, n=h, gpus=2, layers=1, chunks=0, sets=nsets,
                                cutlass_schedule=self._sched(m, h, h)),
                           *res[n], chain_flops(m, h, 1), rels[n]) for n in res]
