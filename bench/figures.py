@@ -25,6 +25,71 @@ from ctasim.spec import load_experiment  # noqa: E402
 EXPERIMENTS = ("default", "fig4", "fig5", "fig7", "h200x2-sweep", "raster", "mlp-block")
 
 
+PAPER = {  # arXiv 2607.07862, abstract: 8xH200/B200, 2-layer 16384x8192x8192 bf16 GEMMs
+    "vs micro-batching": 31.8,
+    "vs tensor parallelism": 29.6,
+}
+
+
+def markdown(df) -> str:
+    """A pandas table as a Markdown table (no extra dependency)."""
+    def cell(v):
+        return f"{v:,.1f}" if isinstance(v, float) else str(v)
+
+    lines = ["| " + " | ".join(map(str, df.columns)) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def _reduction(df, case_col, a, b):
+    """Per case: latency reduction of strategy ``a`` vs ``b`` in percent (positive: ``a`` is faster)."""
+    piv = df.pivot_table(index=case_col, columns="strategy", values="latency_us", sort=False)
+    return (1.0 - piv[a] / piv[b]) * 100.0
+
+
+def headline_table(out: Path):
+    """The paper's headline claims next to what the model predicts for the same comparisons."""
+    import pandas as pd
+
+    fig4 = pd.read_csv(out / "fig4.csv")
+    fig5 = pd.read_csv(out / "fig5.csv")
+    fig7 = pd.read_csv(out / "fig7.csv")
+    r4 = _reduction(fig4, "case", "ctapipe", "microbatch")
+    r5m = _reduction(fig5, "case", "ctapipe", "microbatch")
+    r5t = _reduction(fig5, "case", "ctapipe", "tp")
+    r7 = _reduction(fig7, "case", "hybrid-tp4x2", "tp8")
+    r7b = _reduction(fig7, "case", "hybrid-tp4x2", "tp4")
+    rows = [
+        ("Fig. 4 CTA-pipelining vs best micro-batching (max over L = 2..8)", PAPER["vs micro-batching"],
+         r4.max(), r4.idxmax()),
+        ("Fig. 5 CTA-pipelining vs best micro-batching (max over M)", PAPER["vs micro-batching"], r5m.max(), r5m.idxmax()),
+        ("Fig. 5 CTA-pipelining vs TP on 2 GPUs (max over M)", PAPER["vs tensor parallelism"], r5t.max(), r5t.idxmax()),
+        ("Fig. 7 hybrid TP4 x 2 stages vs TP8 (8 GPUs)", None, r7.iloc[0], r7.index[0]),
+        ("Fig. 7 hybrid TP4 x 2 stages vs TP4 (reduced world size)", None, r7b.iloc[0], r7b.index[0]),
+    ]
+    return pd.DataFrame(rows, columns=["comparison", "paper_reduction_pct", "model_reduction_pct", "at"]).round(1)
+
+
+def write_results_doc(out: Path, headline) -> None:
+    """Refresh the generated block of docs/results.md with the headline table and the figure tables."""
+    import pandas as pd
+
+    doc = Path(__file__).resolve().parent.parent / "docs" / "results.md"
+    if not doc.exists():
+        return
+    parts = ["### Headline comparison (latency reduction, %; positive = faster)", "",
+             markdown(headline.astype(object).fillna("—")), ""]
+    for name in ("fig4", "fig5", "fig7", "mlp-block", "h200x2-sweep"):
+        df = pd.read_csv(out / f"{name}.csv")
+        cols = [c for c in ("case", "strategy", "gpus", "variant", "latency_us", "compute_us", "comm_us", "idle_us")
+                if c in df.columns]
+        parts += [f"### {name}", "", markdown(df[cols].round(1).astype(object).fillna("")), ""]
+    text = doc.read_text()
+    head, rest = text.split("<!-- BEGIN GENERATED -->\n", 1)
+    _, tail = rest.split("<!-- END GENERATED -->", 1)
+    doc.write_text(head + "<!-- BEGIN GENERATED -->\n" + "\n".join(parts) + "<!-- END GENERATED -->" + tail)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "sim"))
@@ -40,6 +105,9 @@ def main() -> int:
         df.round(4).to_csv(out / f"{name}.csv", index=False)
         _figures(exp, df, results, out)
         print(f"{name}: {len(df)} runs, {int(df['ctas_simulated'].sum()):,} CTAs, {timings[name]} s")
+    headline = headline_table(out)
+    headline.to_csv(out / "headline.csv", index=False)
+    write_results_doc(out, headline)
     prov = provenance("python bench/figures.py")
     prov["wall_s"] = timings
     (out / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
