@@ -152,7 +152,8 @@ def _signal_max_per_dep(pipe, prod_rows: pd.DataFrame, k: Kernel):
         if len(ids) else np.zeros(0, dtype=np.int64)
     sig_rep = np.repeat(sig, counts)
     latest = np.full(pipe.deps, -np.inf)
-    np.maximum.at(latest, deps, sig_rep)
+    with np.errstate(invalid="ignore"):  # an unfinished tile (NaN) is reported by all_done
+        np.maximum.at(latest, deps, sig_rep)
     n = np.bincount(deps, minlength=pipe.deps)
     return latest, n
 
