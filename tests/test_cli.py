@@ -74,3 +74,14 @@ def test_sweep_over_a_sweep_axis(tmp_path, capsys):
                  "--out", str(out)]) == 0
     df = pd.read_csv(out)
     assert sorted(df.layers.unique()) == [2, 3] and set(df.gpus) == {2, 3}
+
+
+@pytest.mark.parametrize("name", sorted(__import__("ctasim.spec", fromlist=["list_specs"]).list_specs()["experiments"]))
+def test_every_shipped_experiment_runs_and_passes_its_invariants(name):
+    from ctasim.run import run_experiment
+    from ctasim.spec import load_experiment
+
+    exp = load_experiment(name)
+    df, results = run_experiment(exp, check=True)
+    assert len(df) == len(results) > 0
+    assert (df.latency_us > 0).all() and df.latency_us.notna().all()
