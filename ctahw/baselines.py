@@ -111,6 +111,9 @@ def plan_sweep(cfg: SweepConfig) -> list[dict]:
                           for c in chunk_counts(m, cfg.chunks)]
         if "tp" in cfg.experiments and cfg.gpus >= 2:
             cases += [dict(experiment="tp", backend=b, m=m, gpus=cfg.gpus, layers=2) for b in cfg.backends]
+        if "ctapipe" in cfg.experiments and cfg.gpus >= 2:
+            cases += [dict(experiment="ctapipe", backend=b, m=m, gpus=cfg.gpus, layers=cfg.gpus)
+                      for b in ("cutlass_ctapipe", "cutlass_ctapipe_trace")]
     return cases
 
 
@@ -308,6 +311,7 @@ class Sweep:
         self.data = Chain(self.cp, cfg.seed)
         self._allreduce = None
         self.tuning: list[dict] = []
+        self.traces: list[dict] = []  # raw CTA-pipelining trace buffers (ctahw.pipelined.save_traces)
 
     # -- helpers
     def _backend(self, name: str, device: int):
@@ -552,6 +556,12 @@ class Sweep:
         mark_best(rows)
         return rows
 
+    # -- ctapipe: the CTA-pipelined chain (ctahw.pipelined), layer i on GPU i, all kernels at once
+    def ctapipe(self, m: int) -> list[dict]:
+        from ctahw.pipelined import ctapipe_rows  # noqa: PLC0415
+
+        return ctapipe_rows(self, m)
+
     # -- tp: column- then row-parallel pair, NCCL all-reduce
     def tp(self, m: int) -> list[dict]:
         from ctahw.comm import AllReduce  # noqa: PLC0415
@@ -613,16 +623,18 @@ class Sweep:
 
 
 def run_sweep(cfg: SweepConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
-              tuning: list | None = None) -> list[dict]:
+              tuning: list | None = None, traces: list | None = None) -> list[dict]:
     """Run every case of ``cfg``; an experiment that fails at one M leaves an error row and the rest runs.
     The CUTLASS tile-order tuning of every shape is appended to ``tuning`` if given."""
     sw = Sweep(cfg, log)
     if tuning is not None:
         sw.tuning = tuning
+    if traces is not None:
+        sw.traces = traces
     rows: list[dict] = []
     t0 = time.monotonic()
     todo = [(e, m) for m in cfg.ms for e in cfg.experiments
-            if not (e in ("microbatch", "tp", "remote_d") and cfg.gpus < 2)]
+            if not (e in ("microbatch", "tp", "remote_d", "ctapipe") and cfg.gpus < 2)]
     for i, (exp, m) in enumerate(todo, 1):
         log(f"[{i}/{len(todo)} {time.monotonic() - t0:6.1f}s] {exp} M={m}")
         try:

@@ -476,6 +476,22 @@ LIBRARIES: dict[str, KernelLibrary] = {
             "ctahw_probe_sleep": (_i, (_ull, _p)),
         },
     ),
+    "ctapipe_sm90_bf16": KernelLibrary(
+        name="ctapipe_sm90_bf16",
+        source=KERNELS_DIR / "ctapipe_sm90_bf16.cu",
+        needs_cutlass=True,
+        abi_symbol="ctahw_ctapipe_abi_version",
+        abi_version=1,
+        headers=(KERNELS_DIR / "ctapipe.cuh",),
+        signatures={
+            "ctahw_ctapipe_abi_version": (_i, ()),
+            "ctahw_ctapipe_desc_fields": (_i, ()),
+            "ctahw_ctapipe_tile_stamp_words": (_i, ()),
+            "ctahw_ctapipe_describe": (_i, (ctypes.c_char_p, _i)),
+            "ctahw_ctapipe_gemm": (_i, (_p, _p, _p, _i, _i, _i, _f, _p, _i, _i, _i, _p)),
+            "ctahw_ctapipe_status_string": (ctypes.c_char_p, (_i,)),
+        },
+    ),
 }
 """Every kernel source of the project, by name. tests/ctahw checks that this covers ``kernels/*.cu``."""
 

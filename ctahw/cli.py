@@ -24,7 +24,7 @@ __all__ = ["main", "parser"]
 EXIT_NO_GPU = 2
 EXIT_BUILD = 3
 EXIT_FAILED = 4
-EXPERIMENTS = ("all", "gemm", "remote_d", "sequential", "microbatch", "tp")
+EXPERIMENTS = ("all", "gemm", "remote_d", "sequential", "microbatch", "tp", "ctapipe")
 
 
 def _ints(s: str) -> tuple[int, ...]:
@@ -36,6 +36,14 @@ def _ints(s: str) -> tuple[int, ...]:
 
 def _strs(s: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in s.split(",") if x.strip())
+
+
+def _experiments(s: str) -> tuple[str, ...]:
+    names = _strs(s)
+    bad = [n for n in names if n not in EXPERIMENTS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown experiment(s) {bad or s!r}: choose from {', '.join(EXPERIMENTS)}")
+    return names
 
 
 def parser() -> argparse.ArgumentParser:
@@ -56,8 +64,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--quick", action="store_true", help="smaller transfers and fewer ping-pong rounds")
     c.add_argument("--dry-run", action="store_true", help="print what would be measured; needs no GPU")
 
-    r = sub.add_parser("run", help="run an experiment (baselines now)")
-    r.add_argument("experiment", choices=EXPERIMENTS)
+    r = sub.add_parser("run", help="run experiments: baselines and CTA-pipelining")
+    r.add_argument("experiment", type=_experiments,
+                   help=f"one of {', '.join(EXPERIMENTS)}, or several joined by commas (run in one process)")
     defaults = SweepConfig()
     for f in dataclasses.fields(SweepConfig):
         if f.name == "experiments":
@@ -168,7 +177,7 @@ def format_table(rows: Sequence[dict], cols: Sequence[str] = TABLE_COLS) -> str:
 def cmd_run(args) -> int:
     from ctahw.baselines import SweepConfig, plan_sweep, run_sweep  # noqa: PLC0415
 
-    exps = SweepConfig().experiments if args.experiment == "all" else (args.experiment,)
+    exps = SweepConfig().experiments if "all" in args.experiment else args.experiment
     kw = {f.name: getattr(args, f.name) for f in dataclasses.fields(SweepConfig) if f.name != "experiments"}
     cfg = SweepConfig(experiments=exps, **kw)
     if args.dry_run:
@@ -179,7 +188,8 @@ def cmd_run(args) -> int:
     from ctahw import provenance  # noqa: PLC0415
 
     tuning: list[dict] = []
-    rows = run_sweep(cfg, tuning=tuning)
+    traces: list[dict] = []
+    rows = run_sweep(cfg, tuning=tuning, traces=traces)
     prov = provenance.collect()
     if args.out:
         import pandas as pd  # noqa: PLC0415
@@ -193,6 +203,10 @@ def cmd_run(args) -> int:
             df.to_parquet(args.out / "baselines.parquet", index=False)
         except (ImportError, ValueError):
             pass
+        if traces:
+            from ctahw.pipelined import save_traces  # noqa: PLC0415
+
+            save_traces(traces, args.out / "ctapipe_traces.npz")
         (args.out / "baselines_config.json").write_text(json.dumps(
             {"config": dataclasses.asdict(cfg), "provenance": prov, "cutlass_tuning": tuning}, indent=1))
     print(format_table(rows))

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One device run of CTA-pipelining: GPU tests (correctness, 1,000 back-to-back runs, stall -> timeout, trace
+# checked), then the ctapipe experiment beside the baselines it is compared with, in one process.
+#
+# On the 2xH200 machine, from the repo root, with .whl and .cache/ctahw carried along:
+#   CTAHW_COMMIT=$(git rev-parse HEAD) bash bench/hw/run_ctapipe.sh
+# Writes under $OUT: env.txt, log.txt, baselines.csv (every row, ctapipe included), baselines_config.json,
+# ctapipe_traces.npz (raw stamp buffers; ctahw.pipelined.load_traces), pytest.txt.
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+OUT=${OUT:-out/hw}
+mkdir -p "$OUT"
+LOG="$OUT/log.txt"
+say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site:$PWD || { echo "wheel install failed" | tee -a "$LOG"; exit 1; }
+else
+  export PYTHONPATH=$PWD
+fi
+{
+  date -u; echo "commit: ${CTAHW_COMMIT:-unknown}"
+  nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
+  nvidia-smi topo -m
+} > "$OUT/env.txt" 2>&1
+
+MS=${CTAHW_MS:-1024,2048,4096,8192,16384}
+EXPS=${CTAHW_EXPS:-gemm,microbatch,tp,ctapipe}
+say "GPU tests of CTA-pipelining"
+timeout ${CTAHW_TEST_TIMEOUT:-200} python3 -m pytest tests/hw/test_hw_ctapipe.py -q -rs -x -p no:cacheprovider \
+  > "$OUT/pytest.txt" 2>&1
+echo "pytest rc=$?" | tee -a "$LOG"; tail -5 "$OUT/pytest.txt" | tee -a "$LOG"
+say "experiments $EXPS at M=$MS"
+timeout ${CTAHW_RUN_TIMEOUT:-300} python3 -m ctahw.cli run "$EXPS" --ms "$MS" --backends cublas \
+  --chunks 1,2,4,8,16 ${CTAHW_RUN_ARGS:-} --out "$OUT" 2>&1 | tee -a "$LOG" | grep -v "^\s*$" | tail -40
+say "done"

@@ -1,0 +1,236 @@
+// ctapipe.cuh: the CTA-pipelining protocol's device functions, shared by every kernel variant.
+//
+// Objects (all in the consumer GPU's memory, one set per ctasim Pipe):
+//   counters[dep]  u32, monotonic. A producer tile adds 1 to each counter of its prod_dep row. In epoch e
+//                  (1, 2, ...) counter dep is complete when it reaches e * threshold[dep]; the update that
+//                  makes it so (old + 1 == e * threshold) pushes the counter's consumer tiles.
+//   tail           u32, monotonic: slots reserved so far over all epochs. Epoch e owns the reservations
+//                  [(e-1) * capacity, e * capacity); slot = reservation - (e-1) * capacity.
+//   slots[capacity] u64 words (epoch << 32) | tile: a slot is published in epoch e when its word carries e.
+//   head           u32, monotonic: consumer CTAs claim reservations in the same way.
+// Nothing is reset between runs: the host passes the epoch (1 for fresh zeroed objects, then 2, 3, ...).
+//
+// Ordering (docs/protocol.md; ctasim/protocol):
+//   producer: TMA stores of the tile -> cp.async.bulk.wait_group 0 (complete, not .read) by every storing
+//   thread -> CTA barrier among them -> one thread: fence.proxy.async.global; atom.acq_rel.sys.add on each
+//   counter (release of the tile's data; acquire of the other producers' releases when it completes);
+//   the completing update reserves slots (atom.relaxed.sys.add on tail), fence.acq_rel.sys, then relaxed
+//   sys-scope stores of the slot words (release pattern: one fence, n stores).
+//   consumer: local atomic on head -> ld.acquire.sys spin on its slot (bounded, __nanosleep back-off) ->
+//   fence.proxy.async.global before the CTA's TMA loads read the producer's data.
+//
+// Every spin is bounded by timeout_ns of %globaltimer: on timeout the CTA writes an error record and
+// gives up its tile (the kernel then exits without computing it); the host raises. Error buffer (int32):
+//   [0] number of errors, [1] code of the first, [2] its CTA, [3] its counter/slot, [4..5] the value seen
+//   (lo, hi), [6] the epoch expected.
+#pragma once
+
+#include <cstdint>
+
+namespace ctapipe {
+
+enum ErrorCode : int {
+  kOk = 0,
+  kPopTimeout = 1,      // a consumer CTA waited timeout_ns for its slot: index = slot, seen = slot word
+  kHeadOverflow = 2,    // more pops than capacity in this epoch: index = head reservation
+  kSlotFromFuture = 3,  // a slot word carried a later epoch than expected (missing host ordering)
+  kCounterOverrun = 4,  // a counter went past epoch * threshold: index = dep, seen = counter value
+  kTailOverflow = 5,    // more pushes than capacity in this epoch: index = tail reservation
+  kTooManyDeps = 6,     // one producer tile completed more counters than signal() can hold: index = dep
+};
+
+// Per-tile stamp record (u64 words) written when tracing is compiled in.
+enum TileStamp : int {
+  kStampStart = 0,        // CTA began (before the pop / static lookup)
+  kStampAcquire = 1,      // tile id known (slot read with acquire), inputs visible
+  kStampMainloopEnd = 2,  // mainloop (wgmma) done, before the epilogue
+  kStampEpilogue = 3,     // epilogue math done, TMA stores issued
+  kStampStoreEnd = 4,     // the tile's stores complete (wait_group 0 + CTA barrier)
+  kStampSignal = 5,       // counter updates (and pushes they completed) issued
+  kStampWhere = 6,        // (smid << 32) | blockIdx.x
+  kStampSlot = 7,         // work-queue slot popped, or ~0 for a static tile
+  kTileStampWords = 8,
+};
+
+// Everything one kernel needs to take part in the protocol. The host fills it from a ctasim Plan
+// (ctahw/runner.py); field order matches ctahw.runner.DESC_FIELDS.
+struct Params {
+  int mode = 0;                 // 0: static (tile = order[blockIdx.x]); 1: pop from the inbound queue
+  const int* order = nullptr;   // static tile order (mode 0)
+  int num_tiles = 0;
+  int tiles_n = 1;
+  // inbound (this kernel consumes): on this GPU
+  unsigned long long* in_slots = nullptr;
+  unsigned* in_head = nullptr;
+  int in_capacity = 0;
+  // outbound (this kernel produces): on the consumer GPU
+  unsigned* out_counters = nullptr;
+  unsigned long long* out_slots = nullptr;
+  unsigned* out_tail = nullptr;
+  int out_capacity = 0;
+  const int* prod_dep_ptr = nullptr;
+  const int* prod_dep_idx = nullptr;
+  const int* threshold = nullptr;
+  const int* dep_tile_ptr = nullptr;
+  const int* dep_tile_idx = nullptr;
+  unsigned epoch = 1;
+  long long timeout_ns = 2000000000LL;
+  int* error = nullptr;                        // on this GPU
+  unsigned long long* stamps = nullptr;        // [num_tiles][kTileStampWords], on this GPU
+  unsigned long long* push_stamps = nullptr;   // [consumer tiles][2]: t_push, slot (outbound), on this GPU
+  unsigned long long* zero_stamps = nullptr;   // [deps]: counter completed (outbound), on this GPU
+  int stall_row = -1;                          // debug: producer tiles of this row-block never signal
+};
+
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ unsigned smid() {
+  unsigned s;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+  return s;
+}
+
+__device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void st_relaxed_sys(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ unsigned atom_add_acq_rel_sys(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.acq_rel.sys.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
+__device__ __forceinline__ unsigned atom_add_relaxed_sys(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.relaxed.sys.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
+__device__ __forceinline__ void fence_acq_rel_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+
+// Generic-proxy <-> async-proxy (TMA) ordering for global memory.
+__device__ __forceinline__ void fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;" ::: "memory");
+}
+
+// Wait until every bulk async-group (TMA store) this thread committed has completed its writes.
+__device__ __forceinline__ void bulk_wait_all_complete() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+
+__device__ __forceinline__ void record_error(const Params& p, int code, int index, unsigned long long seen) {
+  if (p.error == nullptr) return;
+  int n = atomicAdd(p.error, 1);
+  if (n == 0) {
+    p.error[1] = code;
+    p.error[2] = static_cast<int>(blockIdx.x);
+    p.error[3] = index;
+    p.error[4] = static_cast<int>(seen & 0xffffffffULL);
+    p.error[5] = static_cast<int>(seen >> 32);
+    p.error[6] = static_cast<int>(p.epoch);
+    __threadfence_system();
+  }
+}
+
+// Consumer prologue (one thread): claim the next head reservation, wait until its slot is published in
+// this epoch, return the tile id (or -1 after recording an error). *slot_out gets the slot.
+__device__ __forceinline__ int pop(const Params& p, int* slot_out) {
+  unsigned h = atomicAdd(p.in_head, 1u);
+  long long slot = static_cast<long long>(h) - static_cast<long long>(p.epoch - 1) * p.in_capacity;
+  *slot_out = -1;
+  if (slot < 0 || slot >= p.in_capacity) {
+    record_error(p, kHeadOverflow, static_cast<int>(h), h);
+    return -1;
+  }
+  const unsigned long long deadline = now_ns() + static_cast<unsigned long long>(p.timeout_ns);
+  unsigned sleep_ns = 32;
+  unsigned long long w;
+  for (;;) {
+    w = ld_acquire_sys(p.in_slots + slot);
+    unsigned e = static_cast<unsigned>(w >> 32);
+    if (e == p.epoch) break;
+    if (e > p.epoch) {
+      record_error(p, kSlotFromFuture, static_cast<int>(slot), w);
+      return -1;
+    }
+    if (now_ns() > deadline) {
+      record_error(p, kPopTimeout, static_cast<int>(slot), w);
+      return -1;
+    }
+    __nanosleep(sleep_ns);
+    if (sleep_ns < 256) sleep_ns *= 2;
+  }
+  fence_proxy_async_global();  // the CTA's TMA loads (async proxy) read what the acquire made visible
+  *slot_out = static_cast<int>(slot);
+  return static_cast<int>(w & 0xffffffffULL);
+}
+
+// Push counter dep's consumer tiles into the outbound queue (one thread, after the completing update).
+template <bool Trace>
+__device__ __forceinline__ void push(const Params& p, int dep) {
+  const int b = p.dep_tile_ptr[dep], n = p.dep_tile_ptr[dep + 1] - b;
+  if (n <= 0) return;
+  unsigned t = atom_add_relaxed_sys(p.out_tail, static_cast<unsigned>(n));
+  long long base = static_cast<long long>(t) - static_cast<long long>(p.epoch - 1) * p.out_capacity;
+  if (base < 0 || base + n > p.out_capacity) {
+    record_error(p, kTailOverflow, static_cast<int>(t), t);
+    return;
+  }
+  fence_acq_rel_sys();  // release: everything acquired by the completing update, before the slot words
+  const unsigned long long tag = static_cast<unsigned long long>(p.epoch) << 32;
+  for (int i = 0; i < n; ++i) {
+    int tile = p.dep_tile_idx[b + i];
+    st_relaxed_sys(p.out_slots + base + i, tag | static_cast<unsigned>(tile));
+  }
+  if constexpr (Trace) {
+    unsigned long long tp = now_ns();
+    for (int i = 0; i < n; ++i) {
+      int tile = p.dep_tile_idx[b + i];
+      p.push_stamps[2 * tile] = tp;
+      p.push_stamps[2 * tile + 1] = static_cast<unsigned long long>(base + i);
+    }
+  }
+}
+
+// Producer epilogue (one thread, after the tile's stores completed and the storing threads met): fence the
+// async-proxy writes, count the tile on each of its counters, then push what became complete. Returns the
+// time the counter updates took effect (the tile's t_signal; also the completion time of the counters it
+// completed), 0 when not tracing.
+template <bool Trace>
+__device__ __forceinline__ unsigned long long signal(const Params& p, int tile) {
+  constexpr int kMaxDeps = 8;  // counters one tile may complete (a producer row-block spans few consumer ones)
+  int done[kMaxDeps];
+  int ndone = 0;
+  fence_proxy_async_global();
+  for (int j = p.prod_dep_ptr[tile]; j < p.prod_dep_ptr[tile + 1]; ++j) {
+    const int dep = p.prod_dep_idx[j];
+    const unsigned target = p.epoch * static_cast<unsigned>(p.threshold[dep]);
+    unsigned old = atom_add_acq_rel_sys(p.out_counters + dep, 1u);
+    if (old + 1 == target) {
+      if (ndone < kMaxDeps) {
+        done[ndone++] = dep;
+      } else {
+        record_error(p, kTooManyDeps, dep, ndone);
+      }
+    } else if (old + 1 > target) {
+      record_error(p, kCounterOverrun, dep, old + 1);
+    }
+  }
+  unsigned long long t = 0;
+  if constexpr (Trace) {
+    t = now_ns();
+    for (int i = 0; i < ndone; ++i) p.zero_stamps[done[i]] = t;
+  }
+  for (int i = 0; i < ndone; ++i) push<Trace>(p, done[i]);
+  return t;
+}
+
+}  // namespace ctapipe

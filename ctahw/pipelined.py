@@ -1,0 +1,278 @@
+"""The CTA-pipelining experiment on GPUs: correctness, traces, timing beside the baselines.
+
+``ctapipe_rows(sweep, m)`` is what ``ctahw run ctapipe`` runs for one M (``Sweep.ctapipe`` calls it): the
+plan ctasim builds for a 2-layer chain (``Strategy(kind="ctapipe", persistent=False)``: variant (a), one CTA
+per tile, consumers pop from the work-queue), run by :class:`ctahw.runner.CtaPipeRunner` with and without
+tracing, checked against the fp32 chain on fresh inputs with poisoned buffers, one traced run checked by
+``ctasim.invariants.check_trace``, then both timed interleaved with the same :class:`~ctahw.baselines.Timed`
+harness as the baselines. Raw stamp buffers are kept on ``sweep.traces`` (``ctahw run`` saves them in one
+compressed ``.npz``; :func:`load_traces` turns them back into ctasim traces).
+
+``back_to_back`` (many runs, epochs, no resets) and ``stall`` (a producer row-block that never signals: the
+consumer's bounded wait must report a timeout) are the protocol's GPU checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ctahw import runner as rn
+
+__all__ = ["chain_plan", "measure_offsets", "ctapipe_rows", "back_to_back", "stall", "save_traces", "load_traces",
+           "TRACE_TOL_NS"]
+
+TRACE_TOL_NS = 1000.0
+"""Tolerance of the invariant checker on hardware traces: stamps are taken by one thread a few instructions
+away from the event they mark (an atomic's completion, a store's visibility), and GPUs' clocks are aligned
+by a ping-pong estimate (spread ~50-100 ns); 1 us is well under a tile (~40-180 us)."""
+
+
+def chain_plan(m: int, h: int = 8192, layers: int = 2, hardware: str = "h200-x2"):
+    """ctasim's CTA-pipelining plan (one CTA per tile, queue consumers) for an ``layers``-layer m x h x h chain."""
+    from ctasim.spec import Strategy, load_hardware, load_workload
+    from ctasim.strategies import build_plans
+
+    hw = load_hardware(hardware)
+    wl = load_workload("chain2-16384")
+    layer = dataclasses.replace(wl.layers[0], m=m, k=h, n=h)
+    wl = dataclasses.replace(wl, layers=(layer,) * layers)
+    return build_plans(Strategy(kind="ctapipe", persistent=False, tile_source="queue"), wl, hw, layers,
+                       f"m={m}")[0]
+
+
+def measure_offsets(devices: Sequence[int], iters: int = 300) -> dict[int, dict]:
+    """Each GPU's %globaltimer minus GPU 0's, from a flag ping-pong GPU 0 <-> g (store + fence, spin)."""
+    from ctahw import probes
+    from ctahw.device import require_cupy
+
+    cp = require_cupy()
+    pairs = {}
+    for g in devices:
+        if g == devices[0]:
+            continue
+        d0 = devices[0]
+        flags, stamps, errs, streams = {}, {}, {}, {}
+        for d in (d0, g):
+            with cp.cuda.Device(d):
+                flags[d] = cp.zeros(1, dtype=cp.uint32)
+                stamps[d] = cp.zeros(2 * iters, dtype=cp.uint64)
+                errs[d] = cp.zeros(1, dtype=cp.int32)
+                streams[d] = cp.cuda.Stream(non_blocking=True)
+                cp.cuda.runtime.deviceSynchronize()
+        probes.call("pingpong", flags[g].data.ptr, flags[d0].data.ptr, iters, 1, 0, stamps[g].data.ptr, int(2e9),
+                    errs[g].data.ptr, stream=streams[g], device=g)
+        probes.call("pingpong", flags[d0].data.ptr, flags[g].data.ptr, iters, 0, 0, stamps[d0].data.ptr, int(2e9),
+                    errs[d0].data.ptr, stream=streams[d0], device=d0)
+        for d in (d0, g):
+            streams[d].synchronize()
+        if int(errs[d0].get()[0]) or int(errs[g].get()[0]):
+            raise RuntimeError(f"clock ping-pong GPU {d0} <-> {g} timed out")
+        pairs[g] = (stamps[d0].get().tolist(), stamps[g].get()[:iters].tolist())
+    return rn.clock_offsets(pairs)
+
+
+def _weights(sweep, plan, h: int, salt: int):
+    return [sweep.data.rand(k.gpu, (h, h), 1 / math.sqrt(h), salt=salt + k.layer)
+            for k in sorted(plan.kernels(), key=lambda k: k.layer)]
+
+
+def _run_once(r: rn.CtaPipeRunner, stall_row: int = -1) -> None:
+    r.launch(stall_row=stall_row)
+    r.sync()
+
+
+def _enqueue(r: rn.CtaPipeRunner, xs: Sequence, first_op: int):
+    """Timed.run enqueue functions for runner ``r``: rep i uses input set i % len(xs)."""
+    def at(i):
+        def f(t):
+            r.inputs[first_op] = xs[i % len(xs)]
+            a, e = {}, {}
+            for g in r.streams:
+                a[g], e[g] = t.event(g), t.event(g)
+                with t.cp.cuda.Device(g):
+                    a[g].record(t.compute[g])
+            r.launch(streams=t.compute)
+            for g in r.streams:
+                with t.cp.cuda.Device(g):
+                    e[g].record(t.compute[g])
+                t.add_part("compute", g, a[g], e[g])
+            return [(t.compute[g], g) for g in sorted(r.streams, reverse=True)]
+        return f
+    return at
+
+
+def ctapipe_rows(sweep, m: int) -> list[dict]:
+    """Correctness, one checked trace, and interleaved timing of the CTA-pipelined chain at ``m`` rows."""
+    from ctahw.baselines import _check, _ref_chain, chain_flops
+    from ctahw.device import poison, rotation_sets
+    from ctasim.invariants import find_violations
+
+    cp, h, G = sweep.cp, sweep.cfg.h, sweep.cfg.gpus
+    plan = chain_plan(m, h, G)
+    first = min(plan.kernels(), key=lambda k: k.layer)
+    nsets = rotation_sets((m * h + h * h) * 2, sweep.l2)
+    xs = [sweep.data.rand(first.gpu, (m, h), salt=100 * s + 21) for s in range(nsets)]
+    ws = _weights(sweep, plan, h, 31)
+    runners = {"cutlass_ctapipe": rn.CtaPipeRunner(plan, m, [h] * (G + 1), xs[0], ws, trace=False),
+               "cutlass_ctapipe_trace": rn.CtaPipeRunner(plan, m, [h] * (G + 1), xs[0], ws, trace=True)}
+    ref = _ref_chain(cp, xs[0], ws)
+    rels = {}
+    for name, r in runners.items():
+        for op, buf in list(r.inputs.items()):
+            if op != first.id:
+                poison(buf)
+        poison(r.out)
+        _run_once(r)
+        r.check_errors()
+        rels[name] = _check(cp, r.out, ref)
+    del ref
+    # one traced run, clocks aligned by a ping-pong just before, checked against the plan
+    offs = measure_offsets(sweep.devices)
+    tr_runner = runners["cutlass_ctapipe_trace"]
+    sweep.timed.run(_enqueue(tr_runner, xs, first.id)(0))
+    tr_runner.check_errors()
+    offsets = {g: float(v["offset_ns"]) for g, v in offs.items()}
+    buffers = _buffers(tr_runner)
+    trace = tr_runner.read_trace(offsets, {"m": m, "h": h})
+    viol = find_violations(trace, plan, TRACE_TOL_NS)
+    sweep.traces.append(dict(m=m, h=h, gpus=G, offsets=offs, violations=[str(v) for v in viol], **buffers))
+    res = sweep._interleave({name: _enqueue(r, xs, first.id) for name, r in runners.items()})
+    for r in runners.values():
+        r.check_errors()
+    first_zero = float(trace.events.loc[trace.events["kind"] == "zero", "t_ns"].min())
+    prod_start = float(trace.tiles.loc[trace.tiles["kernel"] == first.id, "t_start"].min())
+    rows = []
+    for name in runners:
+        row = sweep._row(dict(experiment="ctapipe", backend=name, m=m, k=h, n=h, gpus=G, layers=G, chunks=0,
+                              sets=nsets, variant="classical-queue"),
+                         *res[name], chain_flops(m, h, G), rels[name])
+        row.update(trace_violations=len(viol), trace_tol_ns=TRACE_TOL_NS,
+                   first_rowblock_ms=(first_zero - prod_start) * 1e-6,
+                   clock_offset_ns=offsets.get(1, 0.0), clock_offset_spread_ns=offs.get(1, {}).get("offset_spread_ns", 0),
+                   trace_makespan_ms=trace.makespan_ns * 1e-6, epochs=runners[name].epoch - 1)
+        rows.append(row)
+    rows[0]["trace_overhead"] = res["cutlass_ctapipe_trace"][0].median_ms / res["cutlass_ctapipe"][0].median_ms - 1
+    return rows
+
+
+def _buffers(r: rn.CtaPipeRunner) -> dict:
+    out = {}
+    for k in r.kernels:
+        out[f"stamps_{k.op}"] = r.obj[k.op].arrays["stamps"].get()
+    for p in r.pipes:
+        out[f"push_{p.id}"] = r.pobj[p.id].arrays["push_stamps"].get()
+        out[f"zero_{p.id}"] = r.pobj[p.id].arrays["zero_stamps"].get()
+    return out
+
+
+def save_traces(traces: Sequence[Mapping], path: Path) -> Path:
+    """All raw trace buffers of a run in one compressed .npz (keys ``m<M>/<name>``), offsets as JSON text."""
+    import json
+
+    arrays = {}
+    for t in traces:
+        pre = f"m{t['m']}/"
+        for k, v in t.items():
+            if isinstance(v, np.ndarray):
+                arrays[pre + k] = v
+        arrays[pre + "info"] = np.array(json.dumps({k: v for k, v in t.items() if not isinstance(v, np.ndarray)},
+                                                   default=str))
+    np.savez_compressed(path, **arrays)
+    return path
+
+
+def load_traces(path: Path, hardware: str = "h200-x2") -> dict[int, tuple]:
+    """{m: (Trace, plan, info)} from a file written by :func:`save_traces` (no GPU needed)."""
+    import json
+
+    z = np.load(path)
+    ms = sorted({int(k.split("/")[0][1:]) for k in z.files})
+    out = {}
+    for m in ms:
+        info = json.loads(str(z[f"m{m}/info"]))
+        plan = chain_plan(m, info["h"], info["gpus"], hardware)
+        kernels, pipes = rn.plan_arrays(plan)
+        stamps = {k.op: z[f"m{m}/stamps_{k.op}"] for k in kernels}
+        push = {p.id: z[f"m{m}/push_{p.id}"] for p in pipes}
+        zero = {p.id: z[f"m{m}/zero_{p.id}"] for p in pipes}
+        offsets = {int(g): float(v["offset_ns"]) for g, v in info["offsets"].items()}
+        tr = rn.parse_trace(plan, kernels, pipes, stamps, push, zero, offsets, {"m": m, "h": info["h"]})
+        out[m] = (tr, plan, info)
+    return out
+
+
+def back_to_back(sweep, m: int, iters: int) -> dict:
+    """``iters`` runs with no counter reset (epochs 1..iters), each producer run ordered after the previous
+    consumer run (its output buffer is the consumer's input); the last output checked, counters and tails
+    checked to be exactly iters x their per-epoch totals."""
+    from ctahw.baselines import _check, _ref_chain
+    from ctahw.device import poison
+
+    cp, h, G = sweep.cp, sweep.cfg.h, sweep.cfg.gpus
+    plan = chain_plan(m, h, G)
+    first = min(plan.kernels(), key=lambda k: k.layer)
+    x = sweep.data.rand(first.gpu, (m, h), salt=901)
+    ws = _weights(sweep, plan, h, 911)
+    r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=False)
+    poison(r.out)
+    for op, buf in r.inputs.items():
+        if op != first.id:
+            poison(buf)
+    r.sync()
+    t0 = time.perf_counter()
+    last = sorted(r.kernels, key=lambda k: k.layer)
+    for _ in range(iters):
+        prev_done = {}
+        r.launch()
+        # the next run's producers wait for this run's consumers (their input buffers are overwritten)
+        for k in last[1:]:
+            ev = cp.cuda.Event(disable_timing=True)
+            with cp.cuda.Device(k.gpu):
+                ev.record(r.streams[k.gpu])
+            prev_done[k.gpu] = ev
+        for k in last[:-1]:
+            cons_gpu = plan.ops[r.pipes[k.outbound].consumer].gpu
+            with cp.cuda.Device(k.gpu):
+                r.streams[k.gpu].wait_event(prev_done[cons_gpu])
+    r.sync()
+    wall = time.perf_counter() - t0
+    r.check_errors()
+    ref = _ref_chain(cp, x, ws)
+    rel = _check(cp, r.out, ref)
+    counts_ok = True
+    for p in r.pipes:
+        o = r.pobj[p.id].arrays
+        counts_ok &= bool((o["counters"].get() == iters * p.threshold).all())
+        counts_ok &= int(o["tail"].get()[0]) == iters * p.capacity and int(o["head"].get()[0]) == iters * p.capacity
+    return dict(m=m, iters=iters, rel_err=rel, counters_exact=counts_ok, wall_s=wall, ms_per_iter=wall * 1e3 / iters)
+
+
+def stall(sweep, m: int = 1024, row: int = 3, timeout_ms: float = 100.0) -> dict:
+    """A producer whose row-block ``row`` never signals: the consumer CTAs waiting for it must give up after
+    ``timeout_ms`` and report :class:`~ctahw.runner.ProtocolError` (code 1, pop timeout); the GPU stays usable."""
+    h, G = sweep.cfg.h, sweep.cfg.gpus
+    plan = chain_plan(m, h, G)
+    first = min(plan.kernels(), key=lambda k: k.layer)
+    x = sweep.data.rand(first.gpu, (m, h), salt=951)
+    ws = _weights(sweep, plan, h, 961)
+    r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=False, timeout_ns=int(timeout_ms * 1e6))
+    t0 = time.perf_counter()
+    r.launch(stall_row=row)
+    r.sync()
+    wall = time.perf_counter() - t0
+    err = None
+    try:
+        r.check_errors()
+    except rn.ProtocolError as e:
+        err = e
+    r.reset()
+    _run_once(r)  # after a reset the same objects work again
+    r.check_errors()
+    return dict(m=m, row=row, timeout_ms=timeout_ms, wall_s=wall, error_code=err.code if err else 0,
+                error_count=err.count if err else 0, message=str(err) if err else "", recovered=True)

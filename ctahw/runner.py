@@ -1,0 +1,444 @@
+"""Run a ctasim CTA-pipelining plan on GPUs: the plan's arrays uploaded as they are, per-CTA traces back.
+
+CPU side (no GPU needed, tested in tests/ctahw):
+
+* :func:`plan_arrays` turns a :class:`~ctasim.plan.Plan` into per-kernel and per-pipe int32 arrays -- exactly
+  the plan's ``order`` and the pipes' CSR arrays (``prod_dep_ptr/idx``, ``threshold``, ``dep_tile_ptr/idx``),
+  checked for what the kernel supports.
+* :func:`descriptor` builds the int64 descriptor the launcher reads (field order :data:`DESC_FIELDS`, the same
+  as ``from_desc`` in ``kernels/ctapipe_sm90_bf16.cu``).
+* :func:`parse_error` turns a kernel's error buffer into a :class:`ProtocolError` (or None).
+* :func:`parse_trace` turns stamp buffers into a :class:`ctasim.trace.Trace` on GPU 0's timeline.
+* :func:`clock_offsets` estimates each GPU's ``%globaltimer`` offset from ping-pong stamps.
+
+GPU side: :class:`CtaPipeRunner` allocates inputs, weights, the scoreboards and work-queues in the consumer
+GPUs' memory, launches every layer's kernel on its own GPU and stream, and reads errors and traces back.
+Epochs: counters, tails and heads are never reset between runs; run ``e`` (1, 2, ...) passes epoch ``e``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ctasim.plan import Kernel, Plan
+from ctasim.trace import EVENT_COLUMNS, EVENT_KINDS, OP_COLUMNS, TILE_COLUMNS, Trace
+
+__all__ = [
+    "DESC_FIELDS",
+    "TILE_STAMP_WORDS",
+    "ERROR_WORDS",
+    "ERROR_CODES",
+    "KERNEL_TILE",
+    "ProtocolError",
+    "KernelArrays",
+    "PipeArrays",
+    "plan_arrays",
+    "descriptor",
+    "parse_error",
+    "parse_trace",
+    "clock_offsets",
+    "CtaPipeRunner",
+]
+
+DESC_FIELDS = (
+    "mode", "order", "num_tiles", "tiles_n",
+    "in_slots", "in_head", "in_capacity",
+    "out_counters", "out_slots", "out_tail", "out_capacity",
+    "prod_dep_ptr", "prod_dep_idx", "threshold", "dep_tile_ptr", "dep_tile_idx",
+    "epoch", "timeout_ns", "error", "stamps", "push_stamps", "zero_stamps", "stall_row",
+)
+"""Fields of the launcher's int64 descriptor, in order (pointers as integers, 0 for none)."""
+
+TILE_STAMP_WORDS = 8
+"""u64 words per tile in a stamp buffer: start, acquire, mainloop end, epilogue issued, store end, signal,
+(smid << 32 | blockIdx.x), slot (as int64; -1 for a static tile)."""
+
+ERROR_WORDS = 8
+"""int32 words of a kernel's error buffer: count, code, cta, index, seen lo, seen hi, epoch, spare."""
+
+ERROR_CODES = {
+    1: "pop timeout: the consumer CTA's work-queue slot was never published",
+    2: "head overflow: more pops than queue capacity in this epoch",
+    3: "slot from a later epoch (runs not ordered on the host)",
+    4: "counter overrun: more signals than the threshold in this epoch",
+    5: "tail overflow: more pushes than queue capacity in this epoch",
+    6: "a producer tile completed more counters than the kernel can push at once (8)",
+}
+
+KERNEL_TILE = (128, 256)
+"""Output tile (rows, columns) of the ctapipe kernel (kernels/ctapipe_sm90_bf16.cu)."""
+
+MODE_STATIC, MODE_QUEUE = 0, 1
+
+
+class ProtocolError(RuntimeError):
+    """A kernel recorded a protocol error (a bounded wait timed out, a counter or queue overran)."""
+
+    def __init__(self, kernel: str, code: int, cta: int, index: int, seen: int, epoch: int, count: int):
+        self.kernel, self.code, self.cta, self.index, self.seen, self.epoch, self.count = (
+            kernel, code, cta, index, seen, epoch, count)
+        what = ERROR_CODES.get(code, f"unknown error code {code}")
+        seen_epoch, seen_low = seen >> 32, seen & 0xFFFFFFFF
+        super().__init__(f"{kernel}: {what} (CTA {cta}, counter/slot {index}, saw {seen:#x} = epoch {seen_epoch} "
+                         f"value {seen_low}, expected epoch {epoch}; {count} error(s) in all)")
+
+
+@dataclass(frozen=True)
+class PipeArrays:
+    """A plan pipe's arrays as the kernels read them (int32), and where they live."""
+
+    id: int
+    producer: int
+    consumer: int
+    src_gpu: int
+    dst_gpu: int
+    prod_dep_ptr: np.ndarray
+    prod_dep_idx: np.ndarray
+    threshold: np.ndarray
+    dep_tile_ptr: np.ndarray
+    dep_tile_idx: np.ndarray
+    consumer_dep: np.ndarray
+
+    @property
+    def deps(self) -> int:
+        return len(self.threshold)
+
+    @property
+    def capacity(self) -> int:
+        return len(self.consumer_dep)
+
+
+@dataclass(frozen=True)
+class KernelArrays:
+    """One plan kernel as the launcher runs it."""
+
+    op: int
+    name: str
+    gpu: int
+    layer: int
+    tiles_m: int
+    tiles_n: int
+    mode: int
+    order: np.ndarray
+    inbound: int
+    outbound: int
+
+    @property
+    def tiles(self) -> int:
+        return self.tiles_m * self.tiles_n
+
+
+def _i32(a, what: str) -> np.ndarray:
+    a = np.asarray(a)
+    if a.size and (a.min() < 0 or a.max() > np.iinfo(np.int32).max):
+        raise ValueError(f"{what}: values outside int32 range")
+    return np.ascontiguousarray(a, dtype=np.int32)
+
+
+def plan_arrays(plan: Plan) -> tuple[list[KernelArrays], list[PipeArrays]]:
+    """The plan's kernels and pipes as device-ready arrays; raises ValueError for what the kernel cannot run.
+
+    Supported: kernels whose tiles come from a static order (``source="static"``) or from the inbound
+    work-queue (``"queue"``); one kernel per GPU; every other op kind is refused (a ctapipe plan of a chain
+    without row-wise ops has only kernels).
+    """
+    kernels, pipes = [], []
+    gpus_seen = set()
+    for op in plan.ops:
+        if not isinstance(op, Kernel):
+            raise ValueError(f"op {op.name!r} ({type(op).__name__}): the hardware runner runs GEMM kernels only")
+        if op.source not in ("static", "queue"):
+            raise ValueError(f"kernel {op.name!r}: tile source {op.source!r} is not built (static or queue)")
+        if op.source == "queue" and op.inbound < 0:
+            raise ValueError(f"kernel {op.name!r} pops from a queue but has no inbound pipe")
+        if op.gpu in gpus_seen:
+            raise ValueError(f"two kernels on GPU {op.gpu}: the runner places one kernel per GPU")
+        gpus_seen.add(op.gpu)
+        order = _i32(op.order, f"{op.name} order")
+        if op.source == "static" and sorted(order.tolist()) != list(range(op.tiles)):
+            raise ValueError(f"kernel {op.name!r}: static order is not a permutation of its {op.tiles} tiles")
+        kernels.append(KernelArrays(op.id, op.name, op.gpu, op.layer, op.tiles_m, op.tiles_n,
+                                    MODE_STATIC if op.source == "static" else MODE_QUEUE, order,
+                                    op.inbound, op.outbound))
+    for p in plan.pipes:
+        prod, cons = plan.ops[p.producer], plan.ops[p.consumer]
+        pa = PipeArrays(p.id, p.producer, p.consumer, p.src_gpu, p.dst_gpu,
+                        _i32(p.prod_dep_ptr, "prod_dep_ptr"), _i32(p.prod_dep_idx, "prod_dep_idx"),
+                        _i32(p.threshold, "threshold"), _i32(p.dep_tile_ptr, "dep_tile_ptr"),
+                        _i32(p.dep_tile_idx, "dep_tile_idx"), _i32(p.consumer_dep, "consumer_dep"))
+        if len(pa.prod_dep_ptr) != prod.tiles + 1:
+            raise ValueError(f"pipe {p.id}: prod_dep_ptr has {len(pa.prod_dep_ptr)} entries for {prod.tiles} tiles")
+        if len(pa.dep_tile_ptr) != pa.deps + 1 or pa.capacity != cons.tiles:
+            raise ValueError(f"pipe {p.id}: dependency arrays do not match the consumer's {cons.tiles} tiles")
+        if sorted(pa.dep_tile_idx.tolist()) != list(range(cons.tiles)):
+            raise ValueError(f"pipe {p.id}: consumer tiles are not each pushed exactly once")
+        if (np.bincount(pa.prod_dep_idx, minlength=pa.deps) != pa.threshold).any():
+            raise ValueError(f"pipe {p.id}: thresholds differ from the number of producer tiles per counter")
+        per_tile = np.diff(pa.prod_dep_ptr)
+        if per_tile.size and per_tile.max() > 8:
+            raise ValueError(f"pipe {p.id}: a producer tile feeds {per_tile.max()} counters (the kernel pushes <= 8)")
+        pipes.append(pa)
+    return kernels, pipes
+
+
+def descriptor(k: KernelArrays, pipes: Sequence[PipeArrays], ptrs: Mapping[str, int], *, epoch: int,
+               timeout_ns: int, stall_row: int = -1) -> np.ndarray:
+    """The launcher's int64 descriptor for kernel ``k``. ``ptrs`` maps DESC_FIELDS pointer names to device
+    addresses (missing: 0). Sizes come from the arrays; pointers are not checked here."""
+    if epoch < 1:
+        raise ValueError("epochs start at 1")
+    vals = {name: int(ptrs.get(name, 0)) for name in DESC_FIELDS}
+    vals.update(mode=k.mode, num_tiles=k.tiles, tiles_n=k.tiles_n, epoch=epoch, timeout_ns=int(timeout_ns),
+                stall_row=stall_row, in_capacity=0, out_capacity=0)
+    if k.inbound >= 0:
+        vals["in_capacity"] = pipes[k.inbound].capacity
+    if k.outbound >= 0:
+        vals["out_capacity"] = pipes[k.outbound].capacity
+    if k.mode == MODE_QUEUE and not (vals["in_slots"] and vals["in_head"]):
+        raise ValueError(f"{k.name}: a queue kernel needs in_slots and in_head")
+    if k.outbound >= 0 and not all(vals[n] for n in ("out_counters", "out_slots", "out_tail", "prod_dep_ptr",
+                                                       "prod_dep_idx", "threshold", "dep_tile_ptr", "dep_tile_idx")):
+        raise ValueError(f"{k.name}: a producer kernel needs its outbound pipe's objects and arrays")
+    return np.array([vals[n] for n in DESC_FIELDS], dtype=np.int64)
+
+
+def parse_error(err: np.ndarray, kernel: str) -> ProtocolError | None:
+    """The first error a kernel recorded (see kernels/ctapipe.cuh), or None."""
+    e = np.asarray(err).astype(np.int64)
+    if e[0] == 0:
+        return None
+    seen = (int(e[4]) & 0xFFFFFFFF) | ((int(e[5]) & 0xFFFFFFFF) << 32)
+    return ProtocolError(kernel, int(e[1]), int(e[2]), int(e[3]), seen, int(e[6]), int(e[0]))
+
+
+def clock_offsets(pingpongs: Mapping[int, tuple[Sequence[int], Sequence[int]]]) -> dict[int, dict]:
+    """Per GPU g: ``%globaltimer`` of g minus that of GPU 0, from a ping-pong GPU 0 <-> g.
+
+    ``pingpongs[g] = (initiator stamps on GPU 0, responder stamps on g)`` as the ping-pong probe writes them;
+    GPU 0 gets offset 0. Uses the NTP-style estimate of :func:`ctahw.calibrate.pingpong_stats`.
+    """
+    from ctahw.calibrate import pingpong_stats
+
+    out = {0: {"offset_ns": 0.0, "rtt_min_ns": 0.0, "offset_spread_ns": 0.0, "rounds": 0}}
+    for g, (init, resp) in pingpongs.items():
+        if g == 0:
+            continue
+        out[g] = pingpong_stats([int(v) for v in init], [int(v) for v in resp])
+    return out
+
+
+def parse_trace(plan: Plan, kernels: Sequence[KernelArrays], pipes: Sequence[PipeArrays],
+                stamps: Mapping[int, np.ndarray], push_stamps: Mapping[int, np.ndarray],
+                zero_stamps: Mapping[int, np.ndarray], offsets_ns: Mapping[int, float],
+                meta: Mapping | None = None) -> Trace:
+    """A measured :class:`Trace` from the kernels' stamp buffers.
+
+    ``stamps[op]``: u64 [tiles, TILE_STAMP_WORDS] of kernel op ``op`` (GPU clock of that kernel);
+    ``push_stamps[pipe]``: u64 [capacity, 2] (push time, slot) per consumer tile, on the producer GPU's clock;
+    ``zero_stamps[pipe]``: u64 [deps], counter completion times on the producer GPU's clock;
+    ``offsets_ns[g]``: GPU g's clock minus GPU 0's. Times are shifted onto GPU 0's clock and then made relative
+    to the earliest tile start (so they read as ns since the run began). ``t_ready`` of a popped tile is the
+    push time of that tile; of a static tile, its start. ``t_compute_end`` is the end of the epilogue's math
+    (TMA stores issued); the mainloop end goes to ``meta['mainloop_end']`` columns as ``t_mainloop_end``.
+    """
+    rows = []
+    for k in kernels:
+        s = np.asarray(stamps[k.op], dtype=np.uint64).reshape(k.tiles, TILE_STAMP_WORDS)
+        off = float(offsets_ns.get(k.gpu, 0.0))
+        t = s[:, :6].astype(np.float64) - off
+        tile = np.arange(k.tiles)
+        slot = s[:, 7].astype(np.int64)  # ~0 (static) reads as -1
+        if k.mode == MODE_QUEUE:
+            p = pipes[k.inbound]
+            ps = np.asarray(push_stamps[p.id], dtype=np.uint64).reshape(p.capacity, 2)
+            ready = ps[:, 0].astype(np.float64) - float(offsets_ns.get(p.src_gpu, 0.0))
+        else:
+            ready = t[:, 0]
+            slot = np.full(k.tiles, -1, dtype=np.int64)
+        rows.append(pd.DataFrame({
+            "source": "hw", "gpu": k.gpu, "kernel": k.op, "layer": k.layer,
+            "cta": (s[:, 6] & np.uint64(0xFFFFFFFF)).astype(np.int64),
+            "sm": (s[:, 6] >> np.uint64(32)).astype(np.int64),
+            "tile_m": tile // k.tiles_n, "tile_n": tile % k.tiles_n,
+            "t_start": t[:, 0], "t_acquire": t[:, 1], "t_ready": ready, "t_compute_end": t[:, 3],
+            "t_store_end": t[:, 4], "t_signal": t[:, 5], "slot": slot, "t_mainloop_end": t[:, 2],
+        }))
+    tiles = pd.concat(rows, ignore_index=True)
+    ev = []
+    for p in pipes:
+        off = float(offsets_ns.get(p.src_gpu, 0.0))
+        z = np.asarray(zero_stamps[p.id], dtype=np.uint64).astype(np.float64) - off
+        for d in range(p.deps):
+            ev.append((0, p.id, p.dst_gpu, d, -1, -1, z[d]))
+        ps = np.asarray(push_stamps[p.id], dtype=np.uint64).reshape(p.capacity, 2)
+        dep_of = p.consumer_dep
+        for tile in range(p.capacity):
+            ev.append((1, p.id, p.dst_gpu, int(dep_of[tile]), int(ps[tile, 1]), tile, float(ps[tile, 0]) - off))
+    origin = float(tiles["t_start"].min())
+    for c in ("t_start", "t_acquire", "t_ready", "t_compute_end", "t_store_end", "t_signal", "t_mainloop_end"):
+        tiles[c] = tiles[c] - origin
+    events = pd.DataFrame(ev, columns=list(EVENT_COLUMNS)) if ev else pd.DataFrame(columns=list(EVENT_COLUMNS))
+    events["kind"] = pd.Categorical.from_codes(events["kind"].astype(np.int64), categories=list(EVENT_KINDS))
+    for c in ("pipe", "gpu", "dep", "slot", "tile"):
+        events[c] = events[c].astype(np.int64)
+    events["t_ns"] = events["t_ns"].astype(np.float64) - origin
+    ops = []
+    for k in kernels:
+        r = tiles[tiles["kernel"] == k.op]
+        ops.append((k.op, k.name, "kernel", k.gpu, k.gpu, 0.0, k.layer, float(r["t_start"].min()),
+                    float(r[["t_store_end", "t_signal"]].max().max())))
+    opdf = pd.DataFrame(ops, columns=list(OP_COLUMNS))
+    tiles = tiles[list(TILE_COLUMNS) + ["t_mainloop_end"]]
+    m = {"source": "hw", "origin_ns_gpu0": origin, "offsets_ns": {str(g): v for g, v in offsets_ns.items()}}
+    m.update(meta or {})
+    return Trace(tiles, events, opdf, m)
+
+
+# --------------------------------------------------------------------------------------------------
+# GPU side
+
+
+@dataclass
+class _Objects:
+    arrays: dict = field(default_factory=dict)
+
+    def ptr(self, name: str) -> int:
+        a = self.arrays.get(name)
+        return 0 if a is None else int(a.data.ptr)
+
+
+class CtaPipeRunner:
+    """A plan's kernels on their GPUs, with inputs and weights, run again and again (epochs).
+
+    ``x`` (layer 0's input, on the first kernel's GPU) and ``weights[i]`` (layer i, on layer i's GPU) are bf16
+    bit arrays (uint16 CuPy). Each producer writes its output straight into its consumer's input buffer on
+    the consumer GPU; the last kernel writes ``self.out``. ``trace`` selects the kernel compiled with stamps.
+    """
+
+    def __init__(self, plan: Plan, m: int, dims: Sequence[int], x, weights: Sequence, *, trace: bool = False,
+                 timeout_ns: int = 2_000_000_000):
+        from ctahw import build
+        from ctahw.device import require_cupy
+
+        self.cp = cp = require_cupy()
+        self.lib = build.library("ctapipe_sm90_bf16")
+        if self.lib.ctahw_ctapipe_desc_fields() != len(DESC_FIELDS):
+            raise RuntimeError("ctapipe descriptor layout differs between Python and the built library")
+        self.plan, self.m, self.dims = plan, m, list(dims)
+        self.kernels, self.pipes = plan_arrays(plan)
+        self.trace, self.timeout_ns = trace, int(timeout_ns)
+        self.epoch = 1
+        if len(self.kernels) != len(weights):
+            raise ValueError(f"{len(self.kernels)} kernels but {len(weights)} weight matrices")
+        self.x, self.weights = x, list(weights)
+        self.obj: dict[int, _Objects] = {}
+        self.pobj: dict[int, _Objects] = {}
+        self.inputs: dict[int, object] = {}
+        self.streams: dict[int, object] = {}
+        for k in self.kernels:
+            i = k.layer
+            if k.tiles_m * KERNEL_TILE[0] != m or k.tiles_n * KERNEL_TILE[1] != self.dims[i + 1]:
+                raise ValueError(f"{k.name}: plan tiles {k.tiles_m}x{k.tiles_n} do not cover {m}x{self.dims[i + 1]} "
+                                 f"with the kernel's {KERNEL_TILE} tile")
+        for p in self.pipes:
+            o = _Objects()
+            with cp.cuda.Device(p.dst_gpu):
+                o.arrays["counters"] = cp.zeros(p.deps, dtype=cp.uint32)
+                o.arrays["slots"] = cp.zeros(p.capacity, dtype=cp.uint64)
+                o.arrays["tail"] = cp.zeros(1, dtype=cp.uint32)
+                o.arrays["head"] = cp.zeros(1, dtype=cp.uint32)
+            with cp.cuda.Device(p.src_gpu):
+                for name in ("prod_dep_ptr", "prod_dep_idx", "threshold", "dep_tile_ptr", "dep_tile_idx"):
+                    o.arrays[name] = cp.asarray(getattr(p, name))
+                o.arrays["push_stamps"] = cp.zeros(2 * p.capacity, dtype=cp.uint64)
+                o.arrays["zero_stamps"] = cp.zeros(p.deps, dtype=cp.uint64)
+            self.pobj[p.id] = o
+        for k in self.kernels:
+            o = _Objects()
+            with cp.cuda.Device(k.gpu):
+                o.arrays["order"] = cp.asarray(k.order)
+                o.arrays["error"] = cp.zeros(ERROR_WORDS, dtype=cp.int32)
+                o.arrays["stamps"] = cp.zeros(k.tiles * TILE_STAMP_WORDS, dtype=cp.uint64)
+                self.streams[k.gpu] = cp.cuda.Stream()
+                if k.inbound >= 0:
+                    self.inputs[k.op] = cp.empty((m, self.dims[k.layer]), dtype=cp.uint16)
+            self.obj[k.op] = o
+        by_layer = sorted(self.kernels, key=lambda k: k.layer)
+        self.inputs[by_layer[0].op] = x
+        last = by_layer[-1]
+        with cp.cuda.Device(last.gpu):
+            self.out = cp.empty((m, self.dims[-1]), dtype=cp.uint16)
+        self.outputs = {}
+        for k in self.kernels:
+            self.outputs[k.op] = self.inputs[self.pipes[k.outbound].consumer] if k.outbound >= 0 else self.out
+
+    def reset(self) -> None:
+        """Zero every counter, queue and error buffer, and start again at epoch 1 (after a failed run)."""
+        for o in list(self.pobj.values()) + list(self.obj.values()):
+            for name in ("counters", "slots", "tail", "head", "error"):
+                if name in o.arrays:
+                    with self.cp.cuda.Device(o.arrays[name].data.device_id):
+                        o.arrays[name].fill(0)
+        self.sync()
+        self.epoch = 1
+
+    def sync(self) -> None:
+        for g in self.streams:
+            with self.cp.cuda.Device(g):
+                self.cp.cuda.runtime.deviceSynchronize()
+
+    def descriptor(self, k: KernelArrays, stall_row: int = -1) -> np.ndarray:
+        o = self.obj[k.op]
+        ptrs = {"order": o.ptr("order"), "error": o.ptr("error"), "stamps": o.ptr("stamps") if self.trace else 0}
+        if k.inbound >= 0:
+            pi = self.pobj[k.inbound]
+            ptrs.update(in_slots=pi.ptr("slots"), in_head=pi.ptr("head"))
+        if k.outbound >= 0:
+            po = self.pobj[k.outbound]
+            ptrs.update(out_counters=po.ptr("counters"), out_slots=po.ptr("slots"), out_tail=po.ptr("tail"),
+                        **{n: po.ptr(n) for n in ("prod_dep_ptr", "prod_dep_idx", "threshold", "dep_tile_ptr",
+                                                  "dep_tile_idx")})
+            if self.trace:
+                ptrs.update(push_stamps=po.ptr("push_stamps"), zero_stamps=po.ptr("zero_stamps"))
+        return descriptor(k, self.pipes, ptrs, epoch=self.epoch, timeout_ns=self.timeout_ns, stall_row=stall_row)
+
+    def launch(self, streams: Mapping[int, object] | None = None, stall_row: int = -1) -> None:
+        """Enqueue one run (this epoch) of every kernel on its GPU's stream; the epoch then advances.
+        The caller orders runs: a producer must not start run e+1 before its consumer finished run e."""
+        import ctypes
+
+        streams = streams or self.streams
+        self._descs = []
+        for k in sorted(self.kernels, key=lambda k: -k.layer):  # consumers first: they wait, producers do not
+            desc = self.descriptor(k, stall_row=stall_row if k.outbound >= 0 else -1)
+            self._descs.append(desc)
+            a = self.inputs[k.op]
+            w = self.weights[k.layer]
+            d = self.outputs[k.op]
+            kk, n = self.dims[k.layer], self.dims[k.layer + 1]
+            with self.cp.cuda.Device(k.gpu):
+                rc = self.lib.ctahw_ctapipe_gemm(a.data.ptr, w.data.ptr, d.data.ptr, self.m, n, kk, 1.0,
+                                                 desc.ctypes.data_as(ctypes.c_void_p), len(DESC_FIELDS),
+                                                 1 if self.trace else 0, k.gpu, streams[k.gpu].ptr)
+            if rc != 0:
+                raise RuntimeError(f"{k.name}: launch failed: {self.lib.ctahw_ctapipe_status_string(rc).decode()}")
+        self.epoch += 1
+
+    def check_errors(self) -> None:
+        """Raise the first ProtocolError any kernel recorded (call after the GPUs finished)."""
+        for k in self.kernels:
+            e = parse_error(self.obj[k.op].arrays["error"].get(), k.name)
+            if e is not None:
+                raise e
+
+    def read_trace(self, offsets_ns: Mapping[int, float], meta: Mapping | None = None) -> Trace:
+        if not self.trace:
+            raise RuntimeError("the runner was built without tracing")
+        stamps = {k.op: self.obj[k.op].arrays["stamps"].get() for k in self.kernels}
+        push = {p.id: self.pobj[p.id].arrays["push_stamps"].get() for p in self.pipes}
+        zero = {p.id: self.pobj[p.id].arrays["zero_stamps"].get() for p in self.pipes}
+        return parse_trace(self.plan, self.kernels, self.pipes, stamps, push, zero, offsets_ns, meta)

@@ -1,0 +1,180 @@
+"""ctahw.runner on the CPU: plans -> device arrays, descriptors, error records, stamp buffers -> traces."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ctahw import runner
+from ctasim.invariants import InvariantError, check_trace
+from ctasim.spec import Strategy, load_hardware, load_workload
+from ctasim.strategies import build_plans
+
+
+def chain_plan(m: int = 1024, source: str = "queue"):
+    hw = load_hardware("h200-x2")
+    wl = load_workload("chain2-16384")
+    wl = dataclasses.replace(wl, layers=tuple(dataclasses.replace(l, m=m) for l in wl.layers))
+    return build_plans(Strategy(kind="ctapipe", persistent=False, tile_source=source), wl, hw, 2, f"m={m}")[0]
+
+
+def test_plan_arrays_are_the_plans_arrays():
+    plan = chain_plan()
+    kernels, pipes = runner.plan_arrays(plan)
+    assert [k.mode for k in kernels] == [runner.MODE_STATIC, runner.MODE_QUEUE]
+    assert kernels[0].outbound == 0 and kernels[1].inbound == 0
+    p, src = pipes[0], plan.pipes[0]
+    for name in ("prod_dep_ptr", "prod_dep_idx", "threshold", "dep_tile_ptr", "dep_tile_idx", "consumer_dep"):
+        got = getattr(p, name)
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, getattr(src, name))
+    np.testing.assert_array_equal(kernels[0].order, plan.ops[0].order)
+    assert p.capacity == 8 * 32 and p.deps == 8 and (p.threshold == 32).all()
+
+
+def test_plan_arrays_refuses_the_wait_variant():
+    with pytest.raises(ValueError, match="tile source 'wait'"):
+        runner.plan_arrays(chain_plan(source="static"))
+
+
+def test_descriptor_layout():
+    plan = chain_plan()
+    kernels, pipes = runner.plan_arrays(plan)
+    prod_ptrs = {n: 1000 + i for i, n in enumerate(runner.DESC_FIELDS)}
+    d = runner.descriptor(kernels[0], pipes, prod_ptrs, epoch=3, timeout_ns=5, stall_row=2)
+    f = dict(zip(runner.DESC_FIELDS, d.tolist()))
+    assert d.dtype == np.int64 and len(d) == len(runner.DESC_FIELDS) == 23
+    assert f["mode"] == 0 and f["num_tiles"] == 256 and f["tiles_n"] == 32
+    assert f["epoch"] == 3 and f["timeout_ns"] == 5 and f["stall_row"] == 2
+    assert f["out_capacity"] == 256 and f["in_capacity"] == 0
+    assert f["out_counters"] == prod_ptrs["out_counters"] and f["error"] == prod_ptrs["error"]
+    with pytest.raises(ValueError, match="queue kernel needs"):
+        runner.descriptor(kernels[1], pipes, {}, epoch=1, timeout_ns=1)
+    with pytest.raises(ValueError, match="producer kernel needs"):
+        runner.descriptor(kernels[0], pipes, {"order": 1}, epoch=1, timeout_ns=1)
+    with pytest.raises(ValueError, match="epochs start at 1"):
+        runner.descriptor(kernels[0], pipes, prod_ptrs, epoch=0, timeout_ns=1)
+
+
+def test_parse_error():
+    assert runner.parse_error(np.zeros(runner.ERROR_WORDS, np.int32), "k") is None
+    seen = (4 << 32) | 7
+    err = np.array([32, 1, 17, 5, seen & 0xFFFFFFFF, seen >> 32, 5, 0], dtype=np.int64).astype(np.int32)
+    e = runner.parse_error(err, "ctapipe L1")
+    assert isinstance(e, runner.ProtocolError)
+    assert (e.code, e.cta, e.index, e.seen, e.epoch, e.count) == (1, 17, 5, seen, 5, 32)
+    assert "pop timeout" in str(e) and "CTA 17" in str(e) and "epoch 4" in str(e)
+
+
+def test_clock_offsets_from_pingpong():
+    # GPU 1's clock runs 4700 ns behind GPU 0's; one-way latency 600 ns; some rounds queue longer.
+    rng = np.random.default_rng(0)
+    init, resp = [], []
+    t = 1_000_000
+    for i in range(200):
+        extra = int(rng.integers(0, 2000)) if i % 3 else 0
+        send = t
+        arrive = send + 600 + extra
+        back = arrive + 600
+        init += [send, back]
+        resp.append(arrive - 4700)
+        t = back + 100
+    off = runner.clock_offsets({1: (init, resp)})
+    assert off[0]["offset_ns"] == 0.0
+    assert off[1]["offset_ns"] == pytest.approx(-4700, abs=1)
+
+
+def synthetic_buffers(plan, offset1: float = -4700.0, shuffle_seed: int = 1):
+    """Stamp buffers of a plausible run: producer tiles row by row on 132 SMs, pushes, consumer pops."""
+    kernels, pipes = runner.plan_arrays(plan)
+    prod, cons = kernels
+    pipe = pipes[0]
+    w = runner.TILE_STAMP_WORDS
+    base0, base1 = 10_000_000, 10_000_000 + offset1  # GPU 0 and GPU 1 clocks at the same instant
+    tile_ns = 40_000
+    ps = np.zeros((prod.tiles, w), np.uint64)
+    sig = np.zeros(prod.tiles)
+    for i, tile in enumerate(prod.order):
+        wave, sm = divmod(i, 132)
+        t0 = base0 + wave * (tile_ns + 1000)
+        stamps = [t0, t0 + 200, t0 + tile_ns - 3000, t0 + tile_ns, t0 + tile_ns + 800, t0 + tile_ns + 1400]
+        ps[tile, :6] = stamps
+        ps[tile, 6] = (sm << 32) | i
+        ps[tile, 7] = np.uint64(2**64 - 1)
+        sig[tile] = stamps[5]
+    zero = np.zeros(pipe.deps, np.uint64)
+    push = np.zeros((pipe.capacity, 2), np.uint64)
+    slot = 0
+    # counter d completes at the latest signal of its producer tiles
+    latest = np.zeros(pipe.deps)
+    for tile in range(prod.tiles):
+        for j in range(pipe.prod_dep_ptr[tile], pipe.prod_dep_ptr[tile + 1]):
+            latest[pipe.prod_dep_idx[j]] = max(latest[pipe.prod_dep_idx[j]], sig[tile])
+    for d in np.argsort(latest, kind="stable"):
+        zero[d] = int(latest[d])
+        for j in range(pipe.dep_tile_ptr[d], pipe.dep_tile_ptr[d + 1]):
+            tile = pipe.dep_tile_idx[j]
+            push[tile] = (int(latest[d]) + 300 + 10 * slot, slot)
+            slot += 1
+    cs = np.zeros((cons.tiles, w), np.uint64)
+    slot_tile = {int(push[t, 1]): t for t in range(cons.tiles)}
+    for s in range(cons.tiles):
+        tile = slot_tile[s]
+        vis_gpu1 = int(push[tile, 0]) + offset1 + 700  # a one-way hop later, on GPU 1's clock
+        wave, sm = divmod(s, 132)
+        t0 = min(vis_gpu1 - 100, base1 + wave * tile_ns)
+        stamps = [t0, vis_gpu1 + 50, vis_gpu1 + tile_ns - 3000, vis_gpu1 + tile_ns, vis_gpu1 + tile_ns + 700,
+                  vis_gpu1 + tile_ns + 700]
+        cs[tile, :6] = [max(0, int(v)) for v in stamps]
+        cs[tile, 6] = (sm << 32) | s
+        cs[tile, 7] = s
+    return kernels, pipes, {prod.op: ps.ravel(), cons.op: cs.ravel()}, {0: push.ravel()}, {0: zero}
+
+
+def test_parse_trace_passes_the_invariant_checker():
+    plan = chain_plan()
+    kernels, pipes, stamps, push, zero = synthetic_buffers(plan)
+    tr = runner.parse_trace(plan, kernels, pipes, stamps, push, zero, {0: 0.0, 1: -4700.0}, {"m": 1024})
+    assert len(tr.tiles) == 512 and set(tr.tiles["source"]) == {"hw"}
+    assert tr.tiles["t_start"].min() == 0.0
+    assert (tr.events["kind"] == "zero").sum() == 8 and (tr.events["kind"] == "push").sum() == 256
+    assert tr.meta["m"] == 1024
+    check_trace(tr, plan, tol_ns=64.0)
+    cons = tr.tiles[tr.tiles["kernel"] == 1]
+    assert (cons["slot"] >= 0).all() and (tr.tiles[tr.tiles["kernel"] == 0]["slot"] == -1).all()
+
+
+def test_parse_trace_with_a_wrong_clock_offset_is_caught():
+    plan = chain_plan()
+    kernels, pipes, stamps, push, zero = synthetic_buffers(plan)
+    # Pretend GPU 1 runs 5 us ahead instead of behind: consumers then seem to start before their inputs.
+    tr = runner.parse_trace(plan, kernels, pipes, stamps, push, zero, {0: 0.0, 1: 5000.0})
+    with pytest.raises(InvariantError):
+        check_trace(tr, plan, tol_ns=64.0)
+
+
+def test_trace_round_trips_through_files(tmp_path):
+    plan = chain_plan()
+    kernels, pipes, stamps, push, zero = synthetic_buffers(plan)
+    tr = runner.parse_trace(plan, kernels, pipes, stamps, push, zero, {0: 0.0, 1: -4700.0})
+    tr.save(tmp_path / "t", fmt="csv")
+    from ctasim.trace import Trace
+
+    back = Trace.load(tmp_path / "t")
+    check_trace(back, plan, tol_ns=64.0)
+
+
+def test_saved_raw_buffers_load_back_as_checked_traces(tmp_path):
+    from ctahw import pipelined
+
+    plan = pipelined.chain_plan(1024)
+    kernels, pipes, stamps, push, zero = synthetic_buffers(plan)
+    entry = dict(m=1024, h=8192, gpus=2, offsets={0: {"offset_ns": 0.0}, 1: {"offset_ns": -4700.0}}, violations=[])
+    entry.update({f"stamps_{op}": v for op, v in stamps.items()})
+    entry.update({f"push_{p}": v for p, v in push.items()}, **{f"zero_{p}": v for p, v in zero.items()})
+    path = pipelined.save_traces([entry], tmp_path / "traces.npz")
+    (tr, plan2, info), = pipelined.load_traces(path).values()
+    assert info["m"] == 1024 and len(tr.tiles) == 512
+    check_trace(tr, plan2, tol_ns=64.0)
