@@ -49,7 +49,7 @@ DESC_FIELDS = (
     "in_slots", "in_head", "in_capacity",
     "out_counters", "out_slots", "out_tail", "out_capacity",
     "prod_dep_ptr", "prod_dep_idx", "threshold", "dep_tile_ptr", "dep_tile_idx",
-    "epoch", "timeout_ns", "error", "stamps", "push_stamps", "zero_stamps", "stall_row",
+    "epoch", "timeout_ns", "error", "stamps", "push_stamps", "zero_stamps", "stall_row", "cta_tile",
 )
 """Fields of the launcher's int64 descriptor, in order (pointers as integers, 0 for none)."""
 
@@ -362,6 +362,7 @@ class CtaPipeRunner:
             with cp.cuda.Device(k.gpu):
                 o.arrays["order"] = cp.asarray(k.order)
                 o.arrays["error"] = cp.zeros(ERROR_WORDS, dtype=cp.int32)
+                o.arrays["cta_tile"] = cp.zeros(k.tiles, dtype=cp.int32)
                 o.arrays["stamps"] = cp.zeros(k.tiles * TILE_STAMP_WORDS, dtype=cp.uint64)
                 self.streams[k.gpu] = cp.cuda.Stream()
                 if k.inbound >= 0:
@@ -393,7 +394,8 @@ class CtaPipeRunner:
 
     def descriptor(self, k: KernelArrays, stall_row: int = -1) -> np.ndarray:
         o = self.obj[k.op]
-        ptrs = {"order": o.ptr("order"), "error": o.ptr("error"), "stamps": o.ptr("stamps") if self.trace else 0}
+        ptrs = {"order": o.ptr("order"), "error": o.ptr("error"), "stamps": o.ptr("stamps") if self.trace else 0,
+                "cta_tile": o.ptr("cta_tile")}
         if k.inbound >= 0:
             pi = self.pobj[k.inbound]
             ptrs.update(in_slots=pi.ptr("slots"), in_head=pi.ptr("head"))

@@ -80,6 +80,7 @@ struct Params {
   unsigned long long* push_stamps = nullptr;   // [consumer tiles][2]: t_push, slot (outbound), on this GPU
   unsigned long long* zero_stamps = nullptr;   // [deps]: counter completed (outbound), on this GPU
   int stall_row = -1;                          // debug: producer tiles of this row-block never signal
+  int* cta_tile = nullptr;                     // [num_tiles] scratch: each CTA's tile id, broadcast to its threads
 };
 
 __device__ __forceinline__ unsigned long long now_ns() {

@@ -84,7 +84,10 @@ class CtaPipeScheduler : public cutlass::gemm::kernel::detail::PersistentTileSch
 
   CUTLASS_DEVICE explicit CtaPipeScheduler(Params const& params) : Base(params), pipe_(params.pipe) {
 #if defined(__CUDA_ARCH__)
-    __shared__ int s_tile;
+    // The tile id is broadcast through global memory (cta_tile[blockIdx.x]), not a static __shared__
+    // variable: static shared memory would shift CUTLASS's dynamic shared storage off the 1024-byte
+    // alignment its swizzled TMA buffers need (misaligned address).
+    volatile int* s_tile = pipe_.cta_tile + blockIdx.x;
     if (threadIdx.x == 0) {
       unsigned long long t0 = 0;
       if constexpr (Trace) t0 = ctapipe::now_ns();
@@ -94,7 +97,7 @@ class CtaPipeScheduler : public cutlass::gemm::kernel::detail::PersistentTileSch
       } else {
         tile = ctapipe::pop(pipe_, &slot);
       }
-      s_tile = tile;
+      *s_tile = tile;
       if constexpr (Trace) {
         if (tile >= 0) {
           unsigned long long* s = pipe_.stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
@@ -106,7 +109,7 @@ class CtaPipeScheduler : public cutlass::gemm::kernel::detail::PersistentTileSch
       }
     }
     __syncthreads();
-    tile_ = s_tile;
+    tile_ = *s_tile;
 #endif
   }
 
@@ -220,7 +223,7 @@ int cuda_code(cudaError_t e) { return e == cudaSuccess ? 0 : -static_cast<int>(e
 int cutlass_code(cutlass::Status s) { return s == cutlass::Status::kSuccess ? 0 : -1000 - static_cast<int>(s); }
 
 // The descriptor: int64 fields in this order (ctahw.runner.DESC_FIELDS).
-constexpr int kDescFields = 23;
+constexpr int kDescFields = 24;
 
 ctapipe::Params from_desc(const long long* f) {
   ctapipe::Params p;
@@ -248,6 +251,7 @@ ctapipe::Params from_desc(const long long* f) {
   p.push_stamps = static_cast<unsigned long long*>(ptr(20));
   p.zero_stamps = static_cast<unsigned long long*>(ptr(21));
   p.stall_row = static_cast<int>(f[22]);
+  p.cta_tile = static_cast<int*>(ptr(23));
   return p;
 }
 
@@ -307,7 +311,7 @@ int ctahw_ctapipe_gemm(const void* a, const void* b, void* d, int m, int n, int 
                        int ndesc, int trace, int device, cudaStream_t stream) {
   if (ndesc != kDescFields) return -2002;
   ctapipe::Params p = from_desc(desc);
-  if (p.num_tiles <= 0 || p.tiles_n <= 0 || (p.mode == 0 && p.order == nullptr) ||
+  if (p.num_tiles <= 0 || p.tiles_n <= 0 || p.cta_tile == nullptr || (p.mode == 0 && p.order == nullptr) ||
       (p.mode == 1 && (p.in_slots == nullptr || p.in_head == nullptr)) || (trace && p.stamps == nullptr) ||
       (trace && p.out_counters != nullptr && (p.push_stamps == nullptr || p.zero_stamps == nullptr)) ||
       p.epoch == 0)

@@ -45,7 +45,7 @@ def test_descriptor_layout():
     prod_ptrs = {n: 1000 + i for i, n in enumerate(runner.DESC_FIELDS)}
     d = runner.descriptor(kernels[0], pipes, prod_ptrs, epoch=3, timeout_ns=5, stall_row=2)
     f = dict(zip(runner.DESC_FIELDS, d.tolist()))
-    assert d.dtype == np.int64 and len(d) == len(runner.DESC_FIELDS) == 23
+    assert d.dtype == np.int64 and len(d) == len(runner.DESC_FIELDS) == 24
     assert f["mode"] == 0 and f["num_tiles"] == 256 and f["tiles_n"] == 32
     assert f["epoch"] == 3 and f["timeout_ns"] == 5 and f["stall_row"] == 2
     assert f["out_capacity"] == 256 and f["in_capacity"] == 0
