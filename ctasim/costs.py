@@ -20,6 +20,8 @@ __all__ = [
     "allreduce_ns",
     "rowwise_ns",
     "slot_hbm_gbps",
+    "clock_boost",
+    "gemm_tile_ns",
 ]
 
 
@@ -44,6 +46,25 @@ def tile_ns(layer: Layer, k: int, hw: Hardware, elem_bytes: int) -> float:
     if "residual" in layer.epilogue:
         t += tile_bytes(layer, elem_bytes) / slot_hbm_gbps(hw, cfg)  # bytes / (GB/s) = ns
     return t
+
+
+def clock_boost(hw: Hardware, active: int, slots: int) -> float:
+    """Tile-rate multiplier of a kernel that keeps ``active`` of the GPU's ``slots`` CTA slots busy.
+
+    ``min(max_clock_boost, (slots / active) ** (1/3))``: under a power cap, dynamic power ~ clock^3 per busy
+    SM, so the clock may rise as the cube root of the idle share, up to the boost ceiling.  1 when every
+    slot is busy or when the profile sets ``max_clock_boost = 1``.
+    """
+    if active <= 0 or active >= slots or hw.max_clock_boost <= 1.0:
+        return 1.0
+    return min(hw.max_clock_boost, (slots / active) ** (1.0 / 3.0))
+
+
+def gemm_tile_ns(layer: Layer, hw: Hardware, elem_bytes: int) -> float:
+    """:func:`tile_ns` of ``layer`` as one kernel runs it: scaled by :func:`clock_boost` of its grid's occupancy."""
+    cfg = hw.config(layer.tile_m, layer.tile_n)
+    slots = hw.sm_count * cfg.cta_slots_per_sm
+    return tile_ns(layer, layer.k, hw, elem_bytes) / clock_boost(hw, min(layer.tiles, slots), slots)
 
 
 def transfer_ns(nbytes: float, gbps: float, latency_ns: float) -> float:

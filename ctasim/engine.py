@@ -2,7 +2,7 @@
 
 What is simulated
     * Operations start when everything they wait on has finished, plus the launch delay of each wait.
-    * A kernel's CTAs occupy CTA slots (``sm_count * cta_slots_per_sm``).  A persistent kernel runs one
+    * A kernel's CTAs start ``Kernel.fixed_ns`` after it begins (per-launch fill and drain), then occupy CTA slots (``sm_count * cta_slots_per_sm``).  A persistent kernel runs one
       CTA per slot, each looping over tiles; a non-persistent grid starts a new CTA (paying
       ``cta_launch_ns``) in a slot as soon as the slot frees, in blockIdx order.
     * A tile holds its slot for the tile time.  A producer tile whose output lives on another GPU
@@ -109,6 +109,8 @@ class _Run:
         self.done[op.id].succeed()
 
     def kernel(self, k: Kernel):
+        if k.fixed_ns > 0:  # grid start and first-wave fill: no CTA holds a tile yet
+            yield self.env.timeout(k.fixed_ns)
         n_workers = min(k.tiles, k.slots)
         durations = np.full(k.tiles, k.tile_ns + (0.0 if k.persistent else k.cta_launch_ns))
         if self.jitter > 0:

@@ -49,7 +49,8 @@ class Kernel(Op):
     """A grid of GEMM tiles on one GPU.
 
     ``order`` is the static tile order (producer raster order, or the order a ``static`` consumer waits
-    in).  ``source`` says how a CTA obtains its next tile: ``"static"`` (from ``order``, no waiting),
+    in).  ``fixed_ns`` is the per-launch fixed time (``KernelConfig.kernel_fixed_ns``): CTAs start that
+    long after the kernel begins.  ``source`` says how a CTA obtains its next tile: ``"static"`` (from ``order``, no waiting),
     ``"queue"`` (pop a ready tile id from the inbound work-queue) or ``"wait"`` (take the next tile of
     ``order`` and wait until its scoreboard counter is complete).
     """
@@ -60,6 +61,7 @@ class Kernel(Op):
     tiles_n: int = 0
     row_offset: int = 0
     tile_ns: float = 0.0
+    fixed_ns: float = 0.0
     slots: int = 1
     slots_per_sm: int = 1
     persistent: bool = True

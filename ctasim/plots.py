@@ -12,7 +12,7 @@ import pandas as pd
 
 from ctasim.trace import Trace
 
-__all__ = ["gantt", "chunk_sweep", "latency_bars", "breakdown_bars"]
+__all__ = ["gantt", "gantt_pair", "chunk_sweep", "latency_bars", "breakdown_bars", "error_vs_m"]
 
 
 def _plt():
@@ -27,11 +27,42 @@ def _plt():
 def gantt(trace: Trace, path: str | Path, title: str = "") -> Path:
     """One panel per GPU: each tile a bar on its SM's row, coloured by layer; stores in grey."""
     plt = _plt()
-    t = trace.tiles
-    gpus = sorted(t["gpu"].unique()) or [0]
+    gpus = sorted(trace.tiles["gpu"].unique()) or [0]
     fig, axes = plt.subplots(len(gpus), 1, figsize=(12, 1.6 + 1.4 * len(gpus)), sharex=True, squeeze=False)
+    _gantt_panels(plt, trace, axes[:, 0], gpus)
+    axes[-1, 0].set_xlabel("time (µs)")
+    fig.suptitle(title or f"{trace.meta.get('strategy', '')} {trace.meta.get('case', '')}")
+    return _save(fig, plt, path)
+
+
+def gantt_pair(measured: Trace, simulated: Trace, path: str | Path, title: str = "",
+               labels: tuple[str, str] = ("measured", "simulated")) -> Path:
+    """Two Gantt charts side by side (one column per trace, one row per GPU) on a shared time axis."""
+    plt = _plt()
+    gpus = sorted(set(measured.tiles["gpu"].unique()) | set(simulated.tiles["gpu"].unique())) or [0]
+    fig, axes = plt.subplots(len(gpus), 2, figsize=(16, 1.6 + 1.4 * len(gpus)), sharex=True, sharey="row",
+                             squeeze=False)
+    for col, (tr, label) in enumerate(zip((measured, simulated), labels)):
+        _gantt_panels(plt, tr, axes[:, col], gpus)
+        axes[0, col].set_title(label)
+        axes[-1, col].set_xlabel("time (µs)")
+    fig.suptitle(title or f"{simulated.meta.get('strategy', '')} {simulated.meta.get('case', '')}")
+    return _save(fig, plt, path)
+
+
+def _save(fig, plt, path) -> Path:
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _gantt_panels(plt, trace: Trace, axes, gpus) -> None:
+    t = trace.tiles
     cmap = plt.get_cmap("tab10")
-    for ax, g in zip(axes[:, 0], gpus):
+    for ax, g in zip(axes, gpus):
         rows = t[t["gpu"] == g]
         y = rows["sm"].to_numpy()
         t0 = rows["t_acquire"].to_numpy() / 1e3
@@ -48,14 +79,6 @@ def gantt(trace: Trace, path: str | Path, title: str = "") -> Path:
                        alpha=0.25, linewidth=0)
         ax.set_ylabel(f"GPU {g}\nSM")
         ax.set_ylim(-1, max(1, int(y.max()) + 1) if len(y) else 1)
-    axes[-1, 0].set_xlabel("time (µs)")
-    fig.suptitle(title or f"{trace.meta.get('strategy', '')} {trace.meta.get('case', '')}")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def chunk_sweep(variants: dict[str, list[tuple[int, float]]], path: str | Path, title: str = "") -> Path:
@@ -119,3 +142,29 @@ def breakdown_bars(df: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def error_vs_m(df: pd.DataFrame, path: str | Path, title: str = "", series: str = "series") -> Path:
+    """Signed makespan error (%) vs M, one line per ``series`` value; held-out points filled, fitted hollow.
+
+    ``df`` has columns ``m``, ``error`` (fraction), ``role`` (``fitted`` / ``held_out``) and ``series``.
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    cmap = plt.get_cmap("tab20")
+    for i, (name, g) in enumerate(df.groupby(series, sort=False)):
+        g = g.sort_values("m")
+        color = cmap(i % 20)
+        ax.plot(g["m"], 100 * g["error"], color=color, linewidth=1, label=name)
+        for role, face in (("held_out", color), ("fitted", "none")):
+            r = g[g["role"] == role]
+            ax.scatter(r["m"], 100 * r["error"], edgecolors=color, facecolors=face, zorder=3, s=30)
+    ax.axhline(0, color="0.3", linewidth=0.8)
+    for b in (-6, 6):
+        ax.axhline(b, color="tab:red", linewidth=0.6, linestyle="--")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("M (rows)")
+    ax.set_ylabel("makespan error, simulated vs measured (%)")
+    ax.set_title(title or "error vs M (filled: held out; hollow: M used for fitting)")
+    ax.legend(fontsize=7, ncol=2)
+    return _save(fig, plt, path)

@@ -85,7 +85,8 @@ class KernelConfig:
     reduction depth K.  ``sm_tflops`` is the rate one CTA slot sustains in the mainloop of this config
     (measured, not the datasheet peak); with ``cta_slots_per_sm = 2`` (e.g. a pingpong kernel whose two
     consumer warp groups each own a tile) it is half the SM's rate.  ``tile_fixed_ns`` covers the
-    prologue and the local epilogue.
+    prologue and the local epilogue; ``kernel_fixed_ns`` is paid once per kernel launch (cold L2 and
+    pipeline fill of the first wave, drain of the last), before the first tile.
     """
 
     tile_m: int = _f("tile rows (CTA tile M)")
@@ -94,6 +95,9 @@ class KernelConfig:
     cta_slots_per_sm: int = _f("CTAs of this config resident per SM at once")
     sm_tflops: float = _f("sustained dense tensor throughput of one CTA slot for this config, TFLOP/s")
     tile_fixed_ns: float = _f("per-tile fixed time: prologue, pipeline fill, local epilogue, ns", 0.0)
+    kernel_fixed_ns: float = _f(
+        "per-kernel fixed time: grid start and first-wave pipeline fill plus the last wave's drain; the "
+        "kernel's CTAs start this long after the kernel begins, ns", 0.0)
     cta_launch_ns: float = _f("extra time to start a CTA in a non-persistent grid, ns", 0.0)
     source: str = _f("where the figures come from (measurement with date and machine, or datasheet)", "")
 
@@ -114,6 +118,11 @@ class Hardware:
     served first-come-first-served (see :mod:`ctasim.machine`).  A CTA's remote store of its output
     tile is also limited by ``sm_remote_store_gbps`` (what one SM's epilogue can keep in flight to a
     peer), and holds the CTA's slot for ``1 - epilogue_store_overlap`` of its duration.
+
+    Clock model: ``sm_tflops`` is the rate with every slot busy.  A kernel whose grid keeps only
+    ``active < slots`` CTA slots busy runs its tiles ``min(max_clock_boost, (slots/active)^(1/3))`` times
+    faster: dynamic power grows about as the cube of the clock, so fewer busy SMs under the same power
+    cap allow a higher clock, up to the boost ceiling (see docs/model.md).
     """
 
     name: str = _f("profile name")
@@ -143,6 +152,9 @@ class Hardware:
     measured: bool = _f("true if the figures were measured on this machine; false for datasheet profiles")
     source: str = _f("provenance of the profile as a whole", "")
     date: str = _f("date of the measurement or of the datasheet reading", "")
+    max_clock_boost: float = _f(
+        "ceiling of the tile-rate gain of a kernel that occupies few CTA slots (power-capped clock): tiles "
+        "run min(max_clock_boost, (slots / active)^(1/3)) times faster; 1 = off", 1.0)
 
     def config(self, tile_m: int, tile_n: int, where: str = "hardware") -> KernelConfig:
         for c in self.kernel_configs:
@@ -355,6 +367,7 @@ def _validate_hardware(hw: Hardware, where: str) -> None:
                  "kernel_gap_ns", "event_wait_ns", "allreduce_latency_ns"):
         v = getattr(hw, name)
         _require(v >= 0, where, p + name, f"must be >= 0, got {v}")
+    _require(hw.max_clock_boost >= 1.0, where, p + "max_clock_boost", f"must be >= 1, got {hw.max_clock_boost}")
     _require(0.0 <= hw.epilogue_store_overlap <= 1.0, where, p + "epilogue_store_overlap",
              f"must be within [0, 1], got {hw.epilogue_store_overlap}")
     seen = set()
@@ -365,6 +378,7 @@ def _validate_hardware(hw: Hardware, where: str) -> None:
         _require(c.sm_tflops > 0, where, q + "sm_tflops", f"must be positive, got {c.sm_tflops}")
         _require(c.tile_fixed_ns >= 0, where, q + "tile_fixed_ns", f"must be >= 0, got {c.tile_fixed_ns}")
         _require(c.cta_launch_ns >= 0, where, q + "cta_launch_ns", f"must be >= 0, got {c.cta_launch_ns}")
+        _require(c.kernel_fixed_ns >= 0, where, q + "kernel_fixed_ns", f"must be >= 0, got {c.kernel_fixed_ns}")
         _require(c.key() not in seen, where, q + "tile_m", f"duplicate kernel config {c.key()}")
         seen.add(c.key())
 

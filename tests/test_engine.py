@@ -176,3 +176,48 @@ def test_closed_form_kernels_equal_the_event_path(kind, kw, gpus, jitter):
             cols = ["gpu", "layer", "cta", "sm", "t_start", "t_acquire", "t_compute_end", "t_signal"]
             pd.testing.assert_frame_equal(a[key + cols], b[key + cols], check_exact=False, rtol=1e-12)
             assert fast.makespan_ns == pytest.approx(slow.makespan_ns)
+
+
+def _with_kernel_fixed(hw, ns):
+    return dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, kernel_fixed_ns=ns) for c in hw.kernel_configs))
+
+
+def test_kernel_fixed_time_delays_every_kernels_first_tile():
+    hw = _with_kernel_fixed(tiny_hw(), 50.0)
+    ((plan, tr),) = run("sequential", chain(2, m=512, n=128), hw=hw)
+    # launch 100, fixed 50, one round; gap 10, fixed 50, one round.
+    assert tr.makespan_ns == pytest.approx(100 + 50 + TILE + 10 + 50 + TILE)
+    l0, l1 = tr.tiles[tr.tiles.layer == 0], tr.tiles[tr.tiles.layer == 1]
+    assert l0.t_acquire.min() == pytest.approx(150)
+    assert l1.t_acquire.min() == pytest.approx(100 + 50 + TILE + 10 + 50)
+    fast = simulate(plan, hw, closed_form=True)
+    slow = simulate(plan, hw, closed_form=False)
+    assert fast.makespan_ns == pytest.approx(slow.makespan_ns)
+
+
+def test_kernel_fixed_time_applies_to_ctapipelined_kernels():
+    hw = _with_kernel_fixed(tiny_hw(), 50.0)
+    base = run("ctapipe", chain(2, m=512, n=256))[0][1]
+    fixed = run("ctapipe", chain(2, m=512, n=256), hw=hw)[0][1]
+    assert fixed.tiles[fixed.tiles.layer == 0].t_acquire.min() == pytest.approx(100 + 50)
+    assert fixed.makespan_ns > base.makespan_ns
+
+
+@pytest.mark.parametrize("tiles_m, boost, want", [
+    (1, 1.2, 1.2),            # 1 of 4 slots busy: cube root of 4 = 1.587, capped at 1.2
+    (1, 2.0, 4 ** (1 / 3)),   # below the cap: the cube-root law
+    (4, 2.0, 1.0),            # every slot busy: no boost
+    (1, 1.0, 1.0),            # boost off
+])
+def test_partial_grid_runs_tiles_faster_up_to_the_boost_ceiling(tiles_m, boost, want):
+    hw = tiny_hw(max_clock_boost=boost)
+    ((plan, tr),) = run("sequential", chain(1, m=128 * tiles_m, n=128), hw=hw)
+    assert plan.kernels()[0].tile_ns == pytest.approx(TILE / want)
+    assert tr.makespan_ns == pytest.approx(100 + TILE / want)
+
+
+def test_clock_boost_law():
+    hw = tiny_hw(max_clock_boost=1.5)
+    assert costs.clock_boost(hw, 132, 132) == 1.0
+    assert costs.clock_boost(hw, 128, 132) == pytest.approx((132 / 128) ** (1 / 3))
+    assert costs.clock_boost(hw, 8, 132) == 1.5
