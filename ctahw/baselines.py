@@ -69,6 +69,10 @@ class SweepConfig:
     warmup: int = field(default=3, metadata={"help": "untimed repetitions first"})
     gate_ms: float = field(default=3.0, metadata={"help": "sleep on GPU 0 before each timed run (host enqueues)"})
     seed: int = field(default=20261129, metadata={"help": "random seed for inputs"})
+    ctapipe_variants: tuple[str, ...] = field(
+        default=("cutlass_ctapipe", "cutlass_ctapipe_trace", "cutlass_ctapipe_c12", "cutlass_ctapipe_c12_trace",
+                 "cutlass_ctapipe_c21", "cutlass_ctapipe_c21_trace"),
+        metadata={"help": "CTA-pipelining variants (ctahw.pipelined.VARIANTS)"})
 
 
 def chunk_counts(m: int, candidates: Sequence[int], row_tile: int = ROW_TILE) -> list[int]:
@@ -113,7 +117,7 @@ def plan_sweep(cfg: SweepConfig) -> list[dict]:
             cases += [dict(experiment="tp", backend=b, m=m, gpus=cfg.gpus, layers=2) for b in cfg.backends]
         if "ctapipe" in cfg.experiments and cfg.gpus >= 2:
             cases += [dict(experiment="ctapipe", backend=b, m=m, gpus=cfg.gpus, layers=cfg.gpus)
-                      for b in ("cutlass_ctapipe", "cutlass_ctapipe_trace")]
+                      for b in cfg.ctapipe_variants]
     return cases
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from ctahw import runner as rn
 
 __all__ = ["chain_plan", "measure_offsets", "ctapipe_rows", "back_to_back", "stall", "save_traces", "load_traces",
-           "TRACE_TOL_NS"]
+           "TRACE_TOL_NS", "VARIANTS", "Variant", "variant_plan"]
 
 TRACE_TOL_NS = 1000.0
 """Tolerance of the invariant checker on hardware traces: stamps are taken by one thread a few instructions
@@ -107,20 +107,58 @@ def _enqueue(r: rn.CtaPipeRunner, xs: Sequence, first_op: int):
     return at
 
 
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """A way to run the plan: cluster shape per layer (producer first) and the producer's tile order."""
+
+    clusters: tuple[str, ...]
+    order: str = "plan"  # "plan": the order ctasim's plan holds (row order); "pair_rows": rn.pair_rows_order
+    trace: bool = False
+    help: str = ""
+
+
+VARIANTS = {
+    "cutlass_ctapipe": Variant(("1x1", "1x1"), help="cluster 1x1, the plan's row order, queue pops"),
+    "cutlass_ctapipe_trace": Variant(("1x1", "1x1"), trace=True, help="the same with %globaltimer stamps"),
+    "cutlass_ctapipe_c12": Variant(("1x2", "1x2"), help="clusters 1x2 (A multicast), plan order, pair pops"),
+    "cutlass_ctapipe_c12_trace": Variant(("1x2", "1x2"), trace=True, help="the same with stamps"),
+    "cutlass_ctapipe_c21": Variant(("2x1", "1x2"), order="pair_rows",
+                                   help="producer clusters 2x1 (W multicast) over row-block pairs; consumer 1x2"),
+    "cutlass_ctapipe_c21_trace": Variant(("2x1", "1x2"), order="pair_rows", trace=True, help="the same with stamps"),
+}
+"""Variants ``ctahw run ctapipe`` times (``--ctapipe-variants`` picks some)."""
+
+
+def variant_plan(plan, v: Variant):
+    """The plan a variant runs: ctasim's plan, or a copy whose producer walks row-block pairs."""
+    if v.order == "plan":
+        return plan
+    first = min(plan.kernels(), key=lambda k: k.layer)
+    return rn.with_order(plan, first.id, rn.pair_rows_order(first.tiles_m, first.tiles_n))
+
+
+def _clusters(plan, v: Variant) -> dict[int, str]:
+    ks = sorted(plan.kernels(), key=lambda k: k.layer)
+    cl = list(v.clusters) + [v.clusters[-1]] * (len(ks) - len(v.clusters))  # middle layers: as the last
+    return {k.id: cl[i] for i, k in enumerate(ks)}
+
+
 def ctapipe_rows(sweep, m: int) -> list[dict]:
-    """Correctness, one checked trace, and interleaved timing of the CTA-pipelined chain at ``m`` rows."""
+    """Correctness, one checked trace per traced variant, and interleaved timing of the CTA-pipelined chain."""
     from ctahw.baselines import _check, _ref_chain, chain_flops
     from ctahw.device import poison, rotation_sets
     from ctasim.invariants import find_violations
 
     cp, h, G = sweep.cp, sweep.cfg.h, sweep.cfg.gpus
-    plan = chain_plan(m, h, G)
-    first = min(plan.kernels(), key=lambda k: k.layer)
+    base = chain_plan(m, h, G)
+    first = min(base.kernels(), key=lambda k: k.layer)
     nsets = rotation_sets((m * h + h * h) * 2, sweep.l2)
     xs = [sweep.data.rand(first.gpu, (m, h), salt=100 * s + 21) for s in range(nsets)]
-    ws = _weights(sweep, plan, h, 31)
-    runners = {"cutlass_ctapipe": rn.CtaPipeRunner(plan, m, [h] * (G + 1), xs[0], ws, trace=False),
-               "cutlass_ctapipe_trace": rn.CtaPipeRunner(plan, m, [h] * (G + 1), xs[0], ws, trace=True)}
+    ws = _weights(sweep, base, h, 31)
+    names = [n for n in getattr(sweep.cfg, "ctapipe_variants", tuple(VARIANTS)) if n in VARIANTS]
+    plans = {n: variant_plan(base, VARIANTS[n]) for n in names}
+    runners = {n: rn.CtaPipeRunner(plans[n], m, [h] * (G + 1), xs[0], ws, trace=VARIANTS[n].trace,
+                                   clusters=_clusters(plans[n], VARIANTS[n])) for n in names}
     ref = _ref_chain(cp, xs[0], ws)
     rels = {}
     for name, r in runners.items():
@@ -132,32 +170,40 @@ def ctapipe_rows(sweep, m: int) -> list[dict]:
         r.check_errors()
         rels[name] = _check(cp, r.out, ref)
     del ref
-    # one traced run, clocks aligned by a ping-pong just before, checked against the plan
     offs = measure_offsets(sweep.devices)
-    tr_runner = runners["cutlass_ctapipe_trace"]
-    sweep.timed.run(_enqueue(tr_runner, xs, first.id)(0))
-    tr_runner.check_errors()
     offsets = {g: float(v["offset_ns"]) for g, v in offs.items()}
-    buffers = _buffers(tr_runner)
-    trace = tr_runner.read_trace(offsets, {"m": m, "h": h})
-    viol = find_violations(trace, plan, TRACE_TOL_NS)
-    sweep.traces.append(dict(m=m, h=h, gpus=G, offsets=offs, violations=[str(v) for v in viol], **buffers))
+    info = {}
+    for name, r in runners.items():
+        if not VARIANTS[name].trace:
+            continue
+        sweep.timed.run(_enqueue(r, xs, first.id)(0))
+        r.check_errors()
+        trace = r.read_trace(offsets, {"m": m, "h": h, "variant": name})
+        viol = find_violations(trace, plans[name], TRACE_TOL_NS)
+        sweep.traces.append(dict(m=m, h=h, gpus=G, variant=name, offsets=offs, violations=[str(v) for v in viol],
+                                 **{f"order_{first.id}": np.asarray(plans[name].ops[first.id].order)}, **_buffers(r)))
+        ev = trace.events
+        first_zero = float(ev.loc[ev["kind"] == "zero", "t_ns"].min())
+        prod_start = float(trace.tiles.loc[trace.tiles["kernel"] == first.id, "t_start"].min())
+        info[name.removesuffix("_trace")] = dict(
+            trace_violations=len(viol), first_rowblock_ms=(first_zero - prod_start) * 1e-6,
+            trace_makespan_ms=trace.makespan_ns * 1e-6)
     res = sweep._interleave({name: _enqueue(r, xs, first.id) for name, r in runners.items()})
     for r in runners.values():
         r.check_errors()
-    first_zero = float(trace.events.loc[trace.events["kind"] == "zero", "t_ns"].min())
-    prod_start = float(trace.tiles.loc[trace.tiles["kernel"] == first.id, "t_start"].min())
     rows = []
-    for name in runners:
+    for name in names:
+        v = VARIANTS[name]
         row = sweep._row(dict(experiment="ctapipe", backend=name, m=m, k=h, n=h, gpus=G, layers=G, chunks=0,
-                              sets=nsets, variant="classical-queue"),
+                              sets=nsets, variant=f"classical-queue clusters={'/'.join(v.clusters)} order={v.order}"),
                          *res[name], chain_flops(m, h, G), rels[name])
-        row.update(trace_violations=len(viol), trace_tol_ns=TRACE_TOL_NS,
-                   first_rowblock_ms=(first_zero - prod_start) * 1e-6,
+        row.update(info.get(name.removesuffix("_trace"), {}), trace_tol_ns=TRACE_TOL_NS,
                    clock_offset_ns=offsets.get(1, 0.0), clock_offset_spread_ns=offs.get(1, {}).get("offset_spread_ns", 0),
-                   trace_makespan_ms=trace.makespan_ns * 1e-6, epochs=runners[name].epoch - 1)
+                   epochs=runners[name].epoch - 1)
+        plain = name.removesuffix("_trace")
+        if v.trace and plain in res:
+            row["trace_overhead"] = res[name][0].median_ms / res[plain][0].median_ms - 1
         rows.append(row)
-    rows[0]["trace_overhead"] = res["cutlass_ctapipe_trace"][0].median_ms / res["cutlass_ctapipe"][0].median_ms - 1
     return rows
 
 
@@ -177,7 +223,7 @@ def save_traces(traces: Sequence[Mapping], path: Path) -> Path:
 
     arrays = {}
     for t in traces:
-        pre = f"m{t['m']}/"
+        pre = f"m{t['m']}_{t.get('variant', 'cutlass_ctapipe_trace')}/"
         for k, v in t.items():
             if isinstance(v, np.ndarray):
                 arrays[pre + k] = v
@@ -187,27 +233,34 @@ def save_traces(traces: Sequence[Mapping], path: Path) -> Path:
     return path
 
 
-def load_traces(path: Path, hardware: str = "h200-x2") -> dict[int, tuple]:
-    """{m: (Trace, plan, info)} from a file written by :func:`save_traces` (no GPU needed)."""
+def load_traces(path: Path, hardware: str = "h200-x2") -> dict[tuple[int, str], tuple]:
+    """{(m, variant): (Trace, plan, info)} from a file written by :func:`save_traces` (no GPU needed)."""
     import json
 
     z = np.load(path)
-    ms = sorted({int(k.split("/")[0][1:]) for k in z.files})
+    keys = sorted({k.split("/")[0] for k in z.files})
     out = {}
-    for m in ms:
-        info = json.loads(str(z[f"m{m}/info"]))
+    for key in keys:
+        info = json.loads(str(z[f"{key}/info"]))
+        m = int(info["m"])
         plan = chain_plan(m, info["h"], info["gpus"], hardware)
+        first = min(plan.kernels(), key=lambda k: k.layer)
+        if f"{key}/order_{first.id}" in z.files:
+            order = z[f"{key}/order_{first.id}"]
+            if not np.array_equal(order, plan.ops[first.id].order):
+                plan = rn.with_order(plan, first.id, order)
         kernels, pipes = rn.plan_arrays(plan)
-        stamps = {k.op: z[f"m{m}/stamps_{k.op}"] for k in kernels}
-        push = {p.id: z[f"m{m}/push_{p.id}"] for p in pipes}
-        zero = {p.id: z[f"m{m}/zero_{p.id}"] for p in pipes}
+        stamps = {k.op: z[f"{key}/stamps_{k.op}"] for k in kernels}
+        push = {p.id: z[f"{key}/push_{p.id}"] for p in pipes}
+        zero = {p.id: z[f"{key}/zero_{p.id}"] for p in pipes}
         offsets = {int(g): float(v["offset_ns"]) for g, v in info["offsets"].items()}
-        tr = rn.parse_trace(plan, kernels, pipes, stamps, push, zero, offsets, {"m": m, "h": info["h"]})
-        out[m] = (tr, plan, info)
+        tr = rn.parse_trace(plan, kernels, pipes, stamps, push, zero, offsets,
+                            {"m": m, "h": info["h"], "variant": info.get("variant", "")})
+        out[(m, info.get("variant", "cutlass_ctapipe_trace"))] = (tr, plan, info)
     return out
 
 
-def back_to_back(sweep, m: int, iters: int) -> dict:
+def back_to_back(sweep, m: int, iters: int, variant: str = "cutlass_ctapipe") -> dict:
     """``iters`` runs with no counter reset (epochs 1..iters), each producer run ordered after the previous
     consumer run (its output buffer is the consumer's input); the last output checked, counters and tails
     checked to be exactly iters x their per-epoch totals."""
@@ -215,11 +268,12 @@ def back_to_back(sweep, m: int, iters: int) -> dict:
     from ctahw.device import poison
 
     cp, h, G = sweep.cp, sweep.cfg.h, sweep.cfg.gpus
-    plan = chain_plan(m, h, G)
+    v = VARIANTS[variant]
+    plan = variant_plan(chain_plan(m, h, G), v)
     first = min(plan.kernels(), key=lambda k: k.layer)
     x = sweep.data.rand(first.gpu, (m, h), salt=901)
     ws = _weights(sweep, plan, h, 911)
-    r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=False)
+    r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=v.trace, clusters=_clusters(plan, v))
     poison(r.out)
     for op, buf in r.inputs.items():
         if op != first.id:
@@ -250,18 +304,21 @@ def back_to_back(sweep, m: int, iters: int) -> dict:
         o = r.pobj[p.id].arrays
         counts_ok &= bool((o["counters"].get() == iters * p.threshold).all())
         counts_ok &= int(o["tail"].get()[0]) == iters * p.capacity and int(o["head"].get()[0]) == iters * p.capacity
-    return dict(m=m, iters=iters, rel_err=rel, counters_exact=counts_ok, wall_s=wall, ms_per_iter=wall * 1e3 / iters)
+    return dict(m=m, iters=iters, variant=variant, rel_err=rel, counters_exact=counts_ok, wall_s=wall,
+                ms_per_iter=wall * 1e3 / iters)
 
 
-def stall(sweep, m: int = 1024, row: int = 3, timeout_ms: float = 100.0) -> dict:
+def stall(sweep, m: int = 1024, row: int = 3, timeout_ms: float = 100.0, variant: str = "cutlass_ctapipe") -> dict:
     """A producer whose row-block ``row`` never signals: the consumer CTAs waiting for it must give up after
     ``timeout_ms`` and report :class:`~ctahw.runner.ProtocolError` (code 1, pop timeout); the GPU stays usable."""
     h, G = sweep.cfg.h, sweep.cfg.gpus
-    plan = chain_plan(m, h, G)
+    v = VARIANTS[variant]
+    plan = variant_plan(chain_plan(m, h, G), v)
     first = min(plan.kernels(), key=lambda k: k.layer)
     x = sweep.data.rand(first.gpu, (m, h), salt=951)
     ws = _weights(sweep, plan, h, 961)
-    r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=False, timeout_ns=int(timeout_ms * 1e6))
+    r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=v.trace, timeout_ns=int(timeout_ms * 1e6),
+                         clusters=_clusters(plan, v))
     t0 = time.perf_counter()
     r.launch(stall_row=row)
     r.sync()
@@ -276,3 +333,43 @@ def stall(sweep, m: int = 1024, row: int = 3, timeout_ms: float = 100.0) -> dict
     r.check_errors()
     return dict(m=m, row=row, timeout_ms=timeout_ms, wall_s=wall, error_code=err.code if err else 0,
                 error_count=err.count if err else 0, message=str(err) if err else "", recovered=True)
+
+
+def smoke(variants: Sequence[str], m: int = 1024, h: int = 8192) -> dict[str, str]:
+    """Run each variant once on fresh inputs and check it: {variant: "ok" | error}. A device script runs this
+    in a process of its own under a time limit before the timed run, which then takes only the variants that
+    passed."""
+    from ctahw.baselines import Sweep, SweepConfig, _check, _ref_chain
+    from ctahw.device import REL_TOL_BF16, poison
+
+    sweep = Sweep(SweepConfig(h=h, gpus=2, backends=("cublas",), reps=1, warmup=0), log=lambda s: None)
+    base = chain_plan(m, h, 2)
+    first = min(base.kernels(), key=lambda k: k.layer)
+    x = sweep.data.rand(first.gpu, (m, h), salt=971)
+    ws = _weights(sweep, base, h, 981)
+    ref = _ref_chain(sweep.cp, x, ws)
+    out = {}
+    for name in variants:
+        try:
+            v = VARIANTS[name]
+            plan = variant_plan(base, v)
+            r = rn.CtaPipeRunner(plan, m, [h, h, h], x, ws, trace=v.trace, clusters=_clusters(plan, v),
+                                 timeout_ns=int(2e9))
+            poison(r.out)
+            _run_once(r)
+            r.check_errors()
+            rel = _check(sweep.cp, r.out, ref)
+            out[name] = "ok" if rel <= REL_TOL_BF16 else f"rel_err {rel:.3g}"
+        except Exception as e:  # noqa: BLE001 - reported, the variant is left out
+            out[name] = f"{type(e).__name__}: {e}"
+    return out
+
+
+if __name__ == "__main__":
+    import sys
+
+    names = sys.argv[1].split(",") if len(sys.argv) > 1 else list(VARIANTS)
+    res = smoke(names)
+    for n, r in res.items():
+        print(f"{n}: {r}", file=sys.stderr)
+    print(",".join(n for n, r in res.items() if r == "ok"))

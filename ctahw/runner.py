@@ -33,7 +33,11 @@ __all__ = [
     "ERROR_WORDS",
     "ERROR_CODES",
     "KERNEL_TILE",
+    "CLUSTERS",
     "ProtocolError",
+    "check_cluster",
+    "pair_rows_order",
+    "with_order",
     "KernelArrays",
     "PipeArrays",
     "plan_arrays",
@@ -67,7 +71,14 @@ ERROR_CODES = {
     4: "counter overrun: more signals than the threshold in this epoch",
     5: "tail overflow: more pushes than queue capacity in this epoch",
     6: "a producer tile completed more counters than the kernel can push at once (8)",
+    7: "a cluster popped two tiles that cannot share its multicast operand",
 }
+
+CLUSTERS = {"1x1": 0, "2x1": 1, "1x2": 2}
+"""Cluster shapes of the ctapipe kernel and their launcher codes: 1x1 (ctapipe_sm90_bf16), 2x1 (two CTAs of one
+column share W by multicast) and 1x2 (two CTAs of one row share A) (ctapipe_sm90_bf16_cluster)."""
+
+LIBRARY_OF_CLUSTER = {0: "ctapipe_sm90_bf16", 1: "ctapipe_sm90_bf16_cluster", 2: "ctapipe_sm90_bf16_cluster"}
 
 KERNEL_TILE = (128, 256)
 """Output tile (rows, columns) of the ctapipe kernel (kernels/ctapipe_sm90_bf16.cu)."""
@@ -183,6 +194,64 @@ def plan_arrays(plan: Plan) -> tuple[list[KernelArrays], list[PipeArrays]]:
             raise ValueError(f"pipe {p.id}: a producer tile feeds {per_tile.max()} counters (the kernel pushes <= 8)")
         pipes.append(pa)
     return kernels, pipes
+
+
+def check_cluster(k: KernelArrays, pipes: Sequence[PipeArrays], cluster: str) -> None:
+    """Raise ValueError unless kernel ``k`` can run with clusters of ``cluster`` (1x1, 2x1, 1x2).
+
+    A cluster's two CTAs must share the multicast operand: the same tile column (2x1) or row (1x2). A static
+    kernel gets its tiles from ``order`` in pairs (CTAs 2i, 2i+1); a queue kernel pops two consecutive slots,
+    so every counter must push an even number of tiles (reservations stay pair-aligned) whose consecutive
+    pairs share the operand; with row-block counters only 1x2 can do that.
+    """
+    if cluster not in CLUSTERS:
+        raise ValueError(f"unknown cluster {cluster!r} (one of {', '.join(CLUSTERS)})")
+    if cluster == "1x1":
+        return
+    if k.tiles % 2:
+        raise ValueError(f"{k.name}: {k.tiles} tiles cannot be paired for clusters of 2")
+    key = (lambda t: t % k.tiles_n) if cluster == "2x1" else (lambda t: t // k.tiles_n)
+    what = "column" if cluster == "2x1" else "row"
+    if k.mode == MODE_STATIC:
+        o = k.order
+        bad = np.flatnonzero(key(o[0::2]) != key(o[1::2]))
+        if len(bad):
+            raise ValueError(f"{k.name}: static order pairs tiles {o[2 * bad[0]]} and {o[2 * bad[0] + 1]}, "
+                             f"not in one {what} (cluster {cluster})")
+        return
+    p = pipes[k.inbound]
+    for d in range(p.deps):
+        tiles = p.dep_tile_idx[p.dep_tile_ptr[d]:p.dep_tile_ptr[d + 1]]
+        if len(tiles) % 2 or (key(tiles[0::2]) != key(tiles[1::2])).any():
+            raise ValueError(f"{k.name}: counter {d} pushes tiles that consecutive pops cannot pair in one "
+                             f"{what} (cluster {cluster})")
+
+
+def pair_rows_order(tiles_m: int, tiles_n: int) -> np.ndarray:
+    """Producer order for 2x1 clusters: row-blocks in pairs, a pair's two tiles of one column together
+    ((0,0),(1,0),(0,1),(1,1),...,(2,0),(3,0),...): two row-blocks complete at once, as early as in row order
+    for a grid wider than 2 x tiles_n CTAs."""
+    if tiles_m % 2:
+        raise ValueError("pair_rows_order needs an even number of row-blocks")
+    ids = np.arange(tiles_m * tiles_n, dtype=np.int64).reshape(tiles_m // 2, 2, tiles_n)
+    return ids.transpose(0, 2, 1).ravel()
+
+
+def with_order(plan: Plan, op: int, order: np.ndarray) -> Plan:
+    """A copy of ``plan`` whose kernel ``op`` walks ``order`` (a permutation of its tiles); everything else
+    shared. The simulator, the runner and the checker then all see the same plan."""
+    import copy
+
+    new = copy.copy(plan)
+    new.ops = list(plan.ops)
+    k = copy.copy(plan.ops[op])
+    order = np.asarray(order, dtype=np.int64)
+    if sorted(order.tolist()) != list(range(k.tiles)):
+        raise ValueError(f"order for {k.name!r} is not a permutation of its {k.tiles} tiles")
+    k.order = order
+    new.ops[op] = k
+    new.params = dict(plan.params, **{f"order_op{op}": "custom"})
+    return new
 
 
 def descriptor(k: KernelArrays, pipes: Sequence[PipeArrays], ptrs: Mapping[str, int], *, epoch: int,
@@ -320,16 +389,21 @@ class CtaPipeRunner:
     """
 
     def __init__(self, plan: Plan, m: int, dims: Sequence[int], x, weights: Sequence, *, trace: bool = False,
-                 timeout_ns: int = 2_000_000_000):
+                 timeout_ns: int = 2_000_000_000, clusters: Mapping[int, str] | None = None):
         from ctahw import build
         from ctahw.device import require_cupy
 
         self.cp = cp = require_cupy()
-        self.lib = build.library("ctapipe_sm90_bf16")
-        if self.lib.ctahw_ctapipe_desc_fields() != len(DESC_FIELDS):
-            raise RuntimeError("ctapipe descriptor layout differs between Python and the built library")
         self.plan, self.m, self.dims = plan, m, list(dims)
         self.kernels, self.pipes = plan_arrays(plan)
+        self.clusters = {k.op: (clusters or {}).get(k.op, "1x1") for k in self.kernels}
+        self.libs = {}
+        for k in self.kernels:
+            check_cluster(k, self.pipes, self.clusters[k.op])
+            lib = build.library(LIBRARY_OF_CLUSTER[CLUSTERS[self.clusters[k.op]]])
+            if lib.ctahw_ctapipe_desc_fields() != len(DESC_FIELDS):
+                raise RuntimeError("ctapipe descriptor layout differs between Python and the built library")
+            self.libs[k.op] = lib
         self.trace, self.timeout_ns = trace, int(timeout_ns)
         self.epoch = 1
         if len(self.kernels) != len(weights):
@@ -362,7 +436,7 @@ class CtaPipeRunner:
             with cp.cuda.Device(k.gpu):
                 o.arrays["order"] = cp.asarray(k.order)
                 o.arrays["error"] = cp.zeros(ERROR_WORDS, dtype=cp.int32)
-                o.arrays["cta_tile"] = cp.zeros(k.tiles, dtype=cp.int32)
+                o.arrays["cta_tile"] = cp.zeros(2 * k.tiles, dtype=cp.int32)
                 o.arrays["stamps"] = cp.zeros(k.tiles * TILE_STAMP_WORDS, dtype=cp.uint64)
                 self.streams[k.gpu] = cp.cuda.Stream()
                 if k.inbound >= 0:
@@ -422,12 +496,14 @@ class CtaPipeRunner:
             w = self.weights[k.layer]
             d = self.outputs[k.op]
             kk, n = self.dims[k.layer], self.dims[k.layer + 1]
+            lib = self.libs[k.op]
             with self.cp.cuda.Device(k.gpu):
-                rc = self.lib.ctahw_ctapipe_gemm(a.data.ptr, w.data.ptr, d.data.ptr, self.m, n, kk, 1.0,
-                                                 desc.ctypes.data_as(ctypes.c_void_p), len(DESC_FIELDS),
-                                                 1 if self.trace else 0, k.gpu, streams[k.gpu].ptr)
+                rc = lib.ctahw_ctapipe_gemm(a.data.ptr, w.data.ptr, d.data.ptr, self.m, n, kk, 1.0,
+                                            desc.ctypes.data_as(ctypes.c_void_p), len(DESC_FIELDS),
+                                            1 if self.trace else 0, CLUSTERS[self.clusters[k.op]], k.gpu,
+                                            streams[k.gpu].ptr)
             if rc != 0:
-                raise RuntimeError(f"{k.name}: launch failed: {self.lib.ctahw_ctapipe_status_string(rc).decode()}")
+                raise RuntimeError(f"{k.name}: launch failed: {lib.ctahw_ctapipe_status_string(rc).decode()}")
         self.epoch += 1
 
     def check_errors(self) -> None:

@@ -27,11 +27,16 @@ fi
 
 MS=${CTAHW_MS:-1024,2048,4096,8192,16384}
 EXPS=${CTAHW_EXPS:-gemm,microbatch,tp,ctapipe}
+say "smoke: each CTA-pipelining variant once (its own process, 90 s limit)"
+VARIANTS=$(timeout 90 python3 -m ctahw.pipelined 2>>"$LOG" | tail -1)
+[ -n "$VARIANTS" ] || VARIANTS=cutlass_ctapipe,cutlass_ctapipe_trace
+echo "variants that passed: $VARIANTS" | tee -a "$LOG"
 say "GPU tests of CTA-pipelining"
-timeout ${CTAHW_TEST_TIMEOUT:-200} python3 -m pytest tests/hw/test_hw_ctapipe.py -q -rs -x -p no:cacheprovider \
+CTAHW_CTAPIPE_VARIANTS=$VARIANTS timeout ${CTAHW_TEST_TIMEOUT:-200} python3 -m pytest tests/hw/test_hw_ctapipe.py -q -rs \
+  -p no:cacheprovider \
   > "$OUT/pytest.txt" 2>&1
 echo "pytest rc=$?" | tee -a "$LOG"; tail -5 "$OUT/pytest.txt" | tee -a "$LOG"
 say "experiments $EXPS at M=$MS"
 timeout ${CTAHW_RUN_TIMEOUT:-300} python3 -m ctahw.cli run "$EXPS" --ms "$MS" --backends cublas \
-  --chunks 1,2,4,8,16 ${CTAHW_RUN_ARGS:-} --out "$OUT" 2>&1 | tee -a "$LOG" | grep -v "^\s*$" | tail -40
+  --chunks 1,2,4,8,16 --ctapipe-variants "$VARIANTS" ${CTAHW_RUN_ARGS:-} --out "$OUT" 2>&1 | tee -a "$LOG" | grep -v "^\s*$" | tail -40
 say "done"

@@ -23,6 +23,8 @@
 // gives up its tile (the kernel then exits without computing it); the host raises. Error buffer (int32):
 //   [0] number of errors, [1] code of the first, [2] its CTA, [3] its counter/slot, [4..5] the value seen
 //   (lo, hi), [6] the epoch expected.
+// Clusters: a cluster of n CTAs whose tiles come from the queue claims n consecutive slots at once (pop_n);
+// its leader pops and the cluster's CTAs meet at a cluster barrier (kernels/ctapipe_gemm.cuh).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,7 @@ enum ErrorCode : int {
   kCounterOverrun = 4,  // a counter went past epoch * threshold: index = dep, seen = counter value
   kTailOverflow = 5,    // more pushes than capacity in this epoch: index = tail reservation
   kTooManyDeps = 6,     // one producer tile completed more counters than signal() can hold: index = dep
+  kClusterMismatch = 7, // a cluster's popped tiles cannot share a multicast operand: index = slot, seen = tiles
 };
 
 // Per-tile stamp record (u64 words) written when tracing is compiled in.
@@ -47,7 +50,7 @@ enum TileStamp : int {
   kStampEpilogue = 3,     // epilogue math done, TMA stores issued
   kStampStoreEnd = 4,     // the tile's stores complete (wait_group 0 + CTA barrier)
   kStampSignal = 5,       // counter updates (and pushes they completed) issued
-  kStampWhere = 6,        // (smid << 32) | blockIdx.x
+  kStampWhere = 6,        // (smid << 32) | cta_linear()
   kStampSlot = 7,         // work-queue slot popped, or ~0 for a static tile
   kTileStampWords = 8,
 };
@@ -55,7 +58,7 @@ enum TileStamp : int {
 // Everything one kernel needs to take part in the protocol. The host fills it from a ctasim Plan
 // (ctahw/runner.py); field order matches ctahw.runner.DESC_FIELDS.
 struct Params {
-  int mode = 0;                 // 0: static (tile = order[blockIdx.x]); 1: pop from the inbound queue
+  int mode = 0;                 // 0: static (tile = order[cta_linear()]); 1: pop from the inbound queue
   const int* order = nullptr;   // static tile order (mode 0)
   int num_tiles = 0;
   int tiles_n = 1;
@@ -80,7 +83,7 @@ struct Params {
   unsigned long long* push_stamps = nullptr;   // [consumer tiles][2]: t_push, slot (outbound), on this GPU
   unsigned long long* zero_stamps = nullptr;   // [deps]: counter completed (outbound), on this GPU
   int stall_row = -1;                          // debug: producer tiles of this row-block never signal
-  int* cta_tile = nullptr;                     // [num_tiles] scratch: each CTA's tile id, broadcast to its threads
+  int* cta_tile = nullptr;                     // [2 * num_tiles] scratch: each CTA's tile id and slot, broadcast
 };
 
 __device__ __forceinline__ unsigned long long now_ns() {
@@ -127,12 +130,18 @@ __device__ __forceinline__ void fence_proxy_async_global() {
 // Wait until every bulk async-group (TMA store) this thread committed has completed its writes.
 __device__ __forceinline__ void bulk_wait_all_complete() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 
+// The CTA's index in tile order: blockIdx.x for a 1-D grid, blockIdx.x * gridDim.y + blockIdx.y for a
+// grid whose y dimension holds the CTAs of a 1xN cluster.
+__device__ __forceinline__ int cta_linear() {
+  return static_cast<int>(blockIdx.x * gridDim.y + blockIdx.y);
+}
+
 __device__ __forceinline__ void record_error(const Params& p, int code, int index, unsigned long long seen) {
   if (p.error == nullptr) return;
   int n = atomicAdd(p.error, 1);
   if (n == 0) {
     p.error[1] = code;
-    p.error[2] = static_cast<int>(blockIdx.x);
+    p.error[2] = cta_linear();
     p.error[3] = index;
     p.error[4] = static_cast<int>(seen & 0xffffffffULL);
     p.error[5] = static_cast<int>(seen >> 32);
@@ -141,37 +150,52 @@ __device__ __forceinline__ void record_error(const Params& p, int code, int inde
   }
 }
 
-// Consumer prologue (one thread): claim the next head reservation, wait until its slot is published in
-// this epoch, return the tile id (or -1 after recording an error). *slot_out gets the slot.
-__device__ __forceinline__ int pop(const Params& p, int* slot_out) {
-  unsigned h = atomicAdd(p.in_head, 1u);
-  long long slot = static_cast<long long>(h) - static_cast<long long>(p.epoch - 1) * p.in_capacity;
-  *slot_out = -1;
-  if (slot < 0 || slot >= p.in_capacity) {
+// Consumer prologue (one thread): claim the next n head reservations at once (n = CTAs of a cluster that
+// run popped tiles together), wait until each of their slots is published in this epoch, and return the
+// tile ids in tiles[0..n) and the slots in slots[0..n). On error (recorded) returns false.
+__device__ __forceinline__ bool pop_n(const Params& p, int n, int* tiles, int* slots) {
+  unsigned h = atomicAdd(p.in_head, static_cast<unsigned>(n));
+  long long slot0 = static_cast<long long>(h) - static_cast<long long>(p.epoch - 1) * p.in_capacity;
+  for (int i = 0; i < n; ++i) {
+    tiles[i] = -1;
+    slots[i] = -1;
+  }
+  if (slot0 < 0 || slot0 + n > p.in_capacity) {
     record_error(p, kHeadOverflow, static_cast<int>(h), h);
-    return -1;
+    return false;
   }
   const unsigned long long deadline = now_ns() + static_cast<unsigned long long>(p.timeout_ns);
-  unsigned sleep_ns = 32;
-  unsigned long long w;
-  for (;;) {
-    w = ld_acquire_sys(p.in_slots + slot);
-    unsigned e = static_cast<unsigned>(w >> 32);
-    if (e == p.epoch) break;
-    if (e > p.epoch) {
-      record_error(p, kSlotFromFuture, static_cast<int>(slot), w);
-      return -1;
+  for (int i = 0; i < n; ++i) {
+    const long long slot = slot0 + i;
+    unsigned sleep_ns = 32;
+    unsigned long long w;
+    for (;;) {
+      w = ld_acquire_sys(p.in_slots + slot);
+      unsigned e = static_cast<unsigned>(w >> 32);
+      if (e == p.epoch) break;
+      if (e > p.epoch) {
+        record_error(p, kSlotFromFuture, static_cast<int>(slot), w);
+        return false;
+      }
+      if (now_ns() > deadline) {
+        record_error(p, kPopTimeout, static_cast<int>(slot), w);
+        return false;
+      }
+      __nanosleep(sleep_ns);
+      if (sleep_ns < 256) sleep_ns *= 2;
     }
-    if (now_ns() > deadline) {
-      record_error(p, kPopTimeout, static_cast<int>(slot), w);
-      return -1;
-    }
-    __nanosleep(sleep_ns);
-    if (sleep_ns < 256) sleep_ns *= 2;
+    tiles[i] = static_cast<int>(w & 0xffffffffULL);
+    slots[i] = static_cast<int>(slot);
   }
-  fence_proxy_async_global();  // the CTA's TMA loads (async proxy) read what the acquire made visible
-  *slot_out = static_cast<int>(slot);
-  return static_cast<int>(w & 0xffffffffULL);
+  fence_proxy_async_global();  // the CTAs' TMA loads (async proxy) read what the acquires made visible
+  return true;
+}
+
+// One CTA's pop: the tile id, or -1 after recording an error. *slot_out gets the slot.
+__device__ __forceinline__ int pop(const Params& p, int* slot_out) {
+  int tile;
+  pop_n(p, 1, &tile, slot_out);
+  return tile;
 }
 
 // Push counter dep's consumer tiles into the outbound queue (one thread, after the completing update).
@@ -186,13 +210,15 @@ __device__ __forceinline__ void push(const Params& p, int dep) {
     return;
   }
   fence_acq_rel_sys();  // release: everything acquired by the completing update, before the slot words
+  // Stamp before the stores: a slot can be seen (and popped) as soon as its store lands, before the loop ends.
+  unsigned long long tp = 0;
+  if constexpr (Trace) tp = now_ns();
   const unsigned long long tag = static_cast<unsigned long long>(p.epoch) << 32;
   for (int i = 0; i < n; ++i) {
     int tile = p.dep_tile_idx[b + i];
     st_relaxed_sys(p.out_slots + base + i, tag | static_cast<unsigned>(tile));
   }
   if constexpr (Trace) {
-    unsigned long long tp = now_ns();
     for (int i = 0; i < n; ++i) {
       int tile = p.dep_tile_idx[b + i];
       p.push_stamps[2 * tile] = tp;

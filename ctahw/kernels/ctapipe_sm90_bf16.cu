@@ -1,336 +1,37 @@
-// ctahw: CTA-pipelined CUTLASS 4.2 SM90 bf16 GEMM, variant (a) "classical": one tile per CTA,
-// non-persistent grid (one CTA per output tile), the CTA's tile chosen by a project-defined tile scheduler.
+// ctahw: CTA-pipelined CUTLASS 4.2 SM90 bf16 GEMM, variant (a) "classical" (one CTA per tile, tiles from a
+// static order or popped from the work-queue), cluster 1x1: a CTA needs no partner, so any plan runs.
+// The kernel and its scheduler are in ctapipe_gemm.cuh; the protocol in ctapipe.cuh.
 //
-// Same GEMM as gemm_sm90_bf16.cu (D[M,N] = alpha * A[M,K] @ W[N,K]^T, bf16, fp32 accumulation, cooperative
-// warp-specialized mainloop, TMA-store epilogue, tile 128x256x64) but cluster 1x1x1 (a popped tile has no
-// cluster partner) and CUTLASS's kernel, mainloop and epilogue untouched: everything CTA-pipelining needs
-// happens in the scheduler that GemmUniversal's fourth template argument selects (TileSchedulerSelector):
-//
-//   constructor (every thread, before any role split): thread 0 takes the CTA's tile -- order[blockIdx.x]
-//     for a static (producer-only) kernel, or a pop from the inbound work-queue -- and the CTA meets at a
-//     __syncthreads; a failed pop gives an invalid tile, so the CTA skips all work and exits.
-//   initial_work_tile_info: that tile; fetch_next_work: none (one tile per CTA).
-//   fixup (called between mainloop and epilogue): the mainloop-end stamp.
-//   fetch_next_work in the consumer warp groups (called right after the epilogue issued its TMA stores):
-//     every epilogue thread waits for its bulk groups to complete, the 256 threads meet at a named barrier,
-//     and one thread signals the scoreboard / pushes ready tiles (ctapipe.cuh).
-//
-// Tracing (%globaltimer stamps) is a template parameter: both kernels are compiled; trace=0 runs the one
-// with no stamp code at all.
+// extern "C" launchers for ctypes; codes: 0, -cudaError, -1000 - cutlass::Status, -2000 (workspace needed),
+// -2002 (bad descriptor), -2003 (cluster not in this library).
 
-#include <cstdio>
-#include <cuda_runtime.h>
+#include "ctapipe_gemm.cuh"
 
-#include "cutlass/cutlass.h"
-#include "cutlass/version.h"
-#include "cute/tensor.hpp"
-#include "cutlass/gemm/dispatch_policy.hpp"
-#include "cutlass/gemm/collective/collective_builder.hpp"
-#include "cutlass/epilogue/collective/collective_builder.hpp"
-#include "cutlass/gemm/device/gemm_universal_adapter.h"
-#include "cutlass/gemm/kernel/gemm_universal.hpp"
-#include "cutlass/gemm/kernel/tile_scheduler.hpp"
-#include "cutlass/util/packed_stride.hpp"
-
-#include "ctapipe.cuh"
-
-using namespace cute;
-
-namespace ctahw {
-
-// Named barrier id for the epilogue threads' meeting after their stores completed (CUTLASS reserves 1..7).
-constexpr int kSignalBarrier = 13;
-constexpr int kThreadsPerWarpGroup = 128;
-constexpr int kEpilogueThreads = 256;  // the two consumer (MMA + epilogue) warp groups
-
-template <bool Trace>
-struct CtaPipeSchedulerTag {};
-
-template <bool Trace>
-class CtaPipeScheduler : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90 {
-  using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90;
-
- public:
-  using WorkTileInfo = typename Base::WorkTileInfo;
-  struct Arguments : Base::Arguments {
-    ctapipe::Params pipe{};
-  };
-  struct Params : Base::Params {
-    ctapipe::Params pipe{};
-  };
-
-  template <class ProblemShapeMNKL, class TileShape, class ClusterShape>
-  static Params to_underlying_arguments(ProblemShapeMNKL problem_shape_mnkl, TileShape tile_shape,
-                                        ClusterShape cluster_shape, cutlass::KernelHardwareInfo const& hw_info,
-                                        Arguments const& args, void* workspace = nullptr,
-                                        const uint32_t epilogue_subtile = 1, uint32_t ktile_align = 1u) {
-    Params p;
-    static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(
-        problem_shape_mnkl, tile_shape, cluster_shape, hw_info,
-        static_cast<typename Base::Arguments const&>(args), workspace, epilogue_subtile, ktile_align);
-    p.pipe = args.pipe;
-    return p;
-  }
-
-  CUTLASS_HOST_DEVICE static bool can_implement(Arguments const& args) { return args.pipe.num_tiles > 0; }
-
-  // One CTA per tile.
-  template <class ProblemShapeMNKL, class BlockShape, class ClusterShape>
-  CUTLASS_HOST_DEVICE static dim3 get_grid_shape(Params const& params, ProblemShapeMNKL, BlockShape, ClusterShape,
-                                                 cutlass::KernelHardwareInfo, Arguments = Arguments{},
-                                                 bool = true) {
-    return dim3(static_cast<unsigned>(params.pipe.num_tiles), 1, 1);
-  }
-
-  CUTLASS_DEVICE explicit CtaPipeScheduler(Params const& params) : Base(params), pipe_(params.pipe) {
-#if defined(__CUDA_ARCH__)
-    // The tile id is broadcast through global memory (cta_tile[blockIdx.x]), not a static __shared__
-    // variable: static shared memory would shift CUTLASS's dynamic shared storage off the 1024-byte
-    // alignment its swizzled TMA buffers need (misaligned address).
-    volatile int* s_tile = pipe_.cta_tile + blockIdx.x;
-    if (threadIdx.x == 0) {
-      unsigned long long t0 = 0;
-      if constexpr (Trace) t0 = ctapipe::now_ns();
-      int tile = -1, slot = -1;
-      if (pipe_.mode == 0) {
-        tile = static_cast<int>(blockIdx.x) < pipe_.num_tiles ? pipe_.order[blockIdx.x] : -1;
-      } else {
-        tile = ctapipe::pop(pipe_, &slot);
-      }
-      *s_tile = tile;
-      if constexpr (Trace) {
-        if (tile >= 0) {
-          unsigned long long* s = pipe_.stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
-          s[ctapipe::kStampStart] = t0;
-          s[ctapipe::kStampAcquire] = ctapipe::now_ns();
-          s[ctapipe::kStampWhere] = (static_cast<unsigned long long>(ctapipe::smid()) << 32) | blockIdx.x;
-          s[ctapipe::kStampSlot] = static_cast<unsigned long long>(static_cast<long long>(slot));
-        }
-      }
-    }
-    __syncthreads();
-    tile_ = *s_tile;
-#endif
-  }
-
-  template <class ClusterShape>
-  CUTLASS_DEVICE WorkTileInfo initial_work_tile_info(ClusterShape) {
-    if (tile_ < 0) return WorkTileInfo::invalid_work_tile();
-    return {tile_ / pipe_.tiles_n, tile_ % pipe_.tiles_n, 0, true};
-  }
-
-  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo work) {
-#if defined(__CUDA_ARCH__)
-    if (work.is_valid() && threadIdx.x >= kThreadsPerWarpGroup) finish_tile(work);
-#endif
-    return cute::make_tuple(WorkTileInfo::invalid_work_tile(), true);
-  }
-
-  template <class Pipeline, class PipelineState>
-  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo work, Pipeline&, PipelineState) {
-    return fetch_next_work(work);
-  }
-
-  CUTLASS_DEVICE bool is_last_tile(WorkTileInfo&, uint32_t = 1) const { return true; }
-
-  template <class FrgTensorC>
-  CUTLASS_DEVICE static void fixup(Params const& params, WorkTileInfo const& work, FrgTensorC&, uint32_t, uint32_t) {
-#if defined(__CUDA_ARCH__)
-    if constexpr (Trace) {
-      if (threadIdx.x == kThreadsPerWarpGroup && work.is_valid()) {
-        int tile = work.M_idx * params.pipe.tiles_n + work.N_idx;
-        params.pipe.stamps[static_cast<size_t>(tile) * ctapipe::kTileStampWords + ctapipe::kStampMainloopEnd] =
-            ctapipe::now_ns();
-      }
-    }
-#endif
-  }
-
- private:
-  // Consumer warp groups, right after the epilogue issued the tile's TMA stores.
-  CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) {
-    const int tile = work.M_idx * pipe_.tiles_n + work.N_idx;
-    const bool leader = threadIdx.x == kThreadsPerWarpGroup;
-    unsigned long long* s = nullptr;
-    if constexpr (Trace) {
-      s = pipe_.stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
-      if (leader) s[ctapipe::kStampEpilogue] = ctapipe::now_ns();
-    }
-    ctapipe::bulk_wait_all_complete();  // no-op for threads that issued no stores
-    asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");
-    if (leader) {
-      unsigned long long t_store = 0, t_signal = 0;
-      if constexpr (Trace) t_store = ctapipe::now_ns();
-      if (pipe_.out_counters != nullptr && work.M_idx != pipe_.stall_row) {
-        t_signal = ctapipe::signal<Trace>(pipe_, tile);
-      } else if constexpr (Trace) {
-        t_signal = t_store;  // nothing to signal (last layer): the output is visible where it is read
-      }
-      if constexpr (Trace) {
-        s[ctapipe::kStampStoreEnd] = t_store;
-        s[ctapipe::kStampSignal] = t_signal;
-      }
-    }
-  }
-
-  ctapipe::Params pipe_;
-  int tile_ = -1;
-};
-
-}  // namespace ctahw
-
-namespace cutlass::gemm::kernel::detail {
-template <bool Trace, class ArchTag, class TileShape, class ClusterShape, uint32_t Stages, class ProblemShapeType>
-struct TileSchedulerSelector<ctahw::CtaPipeSchedulerTag<Trace>, ArchTag, TileShape, ClusterShape, Stages,
-                             ProblemShapeType> {
-  using Scheduler = ctahw::CtaPipeScheduler<Trace>;
-};
-}  // namespace cutlass::gemm::kernel::detail
-
-namespace {
-
-using ElementA = cutlass::bfloat16_t;
-using LayoutA = cutlass::layout::RowMajor;
-using ElementB = cutlass::bfloat16_t;
-using LayoutB = cutlass::layout::ColumnMajor;
-using ElementD = cutlass::bfloat16_t;
-using LayoutD = cutlass::layout::RowMajor;
-using ElementAccumulator = float;
-constexpr int kAlign = 8;
-
-using TileShape = Shape<_128, _256, _64>;
-using ClusterShape = Shape<_1, _1, _1>;
-
-using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-    cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator, void, LayoutD, kAlign,
-    ElementD, LayoutD, kAlign, cutlass::epilogue::TmaWarpSpecializedCooperative>::CollectiveOp;
-
-using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA, kAlign, ElementB, LayoutB, kAlign,
-    ElementAccumulator, TileShape, ClusterShape,
-    cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
-        sizeof(typename CollectiveEpilogue::SharedStorage))>,
-    cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
-
-template <bool Trace>
-using GemmKernelT = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop,
-                                                         CollectiveEpilogue, ctahw::CtaPipeSchedulerTag<Trace>>;
-template <bool Trace>
-using GemmT = cutlass::gemm::device::GemmUniversalAdapter<GemmKernelT<Trace>>;
-
-int cuda_code(cudaError_t e) { return e == cudaSuccess ? 0 : -static_cast<int>(e); }
-int cutlass_code(cutlass::Status s) { return s == cutlass::Status::kSuccess ? 0 : -1000 - static_cast<int>(s); }
-
-// The descriptor: int64 fields in this order (ctahw.runner.DESC_FIELDS).
-constexpr int kDescFields = 24;
-
-ctapipe::Params from_desc(const long long* f) {
-  ctapipe::Params p;
-  auto ptr = [&](int i) { return reinterpret_cast<void*>(static_cast<uintptr_t>(f[i])); };
-  p.mode = static_cast<int>(f[0]);
-  p.order = static_cast<const int*>(ptr(1));
-  p.num_tiles = static_cast<int>(f[2]);
-  p.tiles_n = static_cast<int>(f[3]);
-  p.in_slots = static_cast<unsigned long long*>(ptr(4));
-  p.in_head = static_cast<unsigned*>(ptr(5));
-  p.in_capacity = static_cast<int>(f[6]);
-  p.out_counters = static_cast<unsigned*>(ptr(7));
-  p.out_slots = static_cast<unsigned long long*>(ptr(8));
-  p.out_tail = static_cast<unsigned*>(ptr(9));
-  p.out_capacity = static_cast<int>(f[10]);
-  p.prod_dep_ptr = static_cast<const int*>(ptr(11));
-  p.prod_dep_idx = static_cast<const int*>(ptr(12));
-  p.threshold = static_cast<const int*>(ptr(13));
-  p.dep_tile_ptr = static_cast<const int*>(ptr(14));
-  p.dep_tile_idx = static_cast<const int*>(ptr(15));
-  p.epoch = static_cast<unsigned>(f[16]);
-  p.timeout_ns = f[17];
-  p.error = static_cast<int*>(ptr(18));
-  p.stamps = static_cast<unsigned long long*>(ptr(19));
-  p.push_stamps = static_cast<unsigned long long*>(ptr(20));
-  p.zero_stamps = static_cast<unsigned long long*>(ptr(21));
-  p.stall_row = static_cast<int>(f[22]);
-  p.cta_tile = static_cast<int*>(ptr(23));
-  return p;
-}
-
-template <bool Trace>
-int run(const void* a, const void* b, void* d, int m, int n, int k, float alpha, const ctapipe::Params& pipe,
-        int device, cudaStream_t stream) {
-  using Gemm = GemmT<Trace>;
-  using K = typename Gemm::GemmKernel;
-  cutlass::KernelHardwareInfo hw;
-  hw.device_id = device;
-  hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(device);
-  auto sa = cutlass::make_cute_packed_stride(typename K::StrideA{}, make_shape(m, k, 1));
-  auto sb = cutlass::make_cute_packed_stride(typename K::StrideB{}, make_shape(n, k, 1));
-  auto sc = cutlass::make_cute_packed_stride(typename K::StrideC{}, make_shape(m, n, 1));
-  auto sd = cutlass::make_cute_packed_stride(typename K::StrideD{}, make_shape(m, n, 1));
-  typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
-                                {m, n, k, 1},
-                                {static_cast<const ElementA*>(a), sa, static_cast<const ElementB*>(b), sb},
-                                {{alpha, 0.0f}, nullptr, sc, static_cast<ElementD*>(d), sd},
-                                hw};
-  args.scheduler.pipe = pipe;
-  if (Gemm::get_workspace_size(args) != 0) return -2000;
-  Gemm gemm;
-  cutlass::Status s = gemm.can_implement(args);
-  if (s != cutlass::Status::kSuccess) return cutlass_code(s);
-  s = gemm.initialize(args, nullptr, stream);
-  if (s != cutlass::Status::kSuccess) {
-    int c = cuda_code(cudaGetLastError());
-    return c ? c : cutlass_code(s);
-  }
-  s = gemm.run(stream);
-  int c = cuda_code(cudaGetLastError());
-  if (c) return c;
-  return cutlass_code(s);
-}
-
-}  // namespace
+namespace cg = ctahw::ctapipe_gemm;
 
 extern "C" {
 
-int ctahw_ctapipe_abi_version() { return 1; }
-int ctahw_ctapipe_desc_fields() { return kDescFields; }
+int ctahw_ctapipe_abi_version() { return 2; }
+int ctahw_ctapipe_desc_fields() { return cg::kDescFields; }
 int ctahw_ctapipe_tile_stamp_words() { return ctapipe::kTileStampWords; }
 
-int ctahw_ctapipe_describe(char* buf, int len) {
-  return snprintf(buf, static_cast<size_t>(len),
-                  "cutlass=%d.%d.%d kernel=sm90_tma_ws_cooperative_ctapipe_classical dtype=bf16 layout=TN "
-                  "tile=%dx%dx%d cluster=1x1x1 stages=%d threads=%d smem_bytes=%d",
-                  CUTLASS_MAJOR, CUTLASS_MINOR, CUTLASS_PATCH, int(size<0>(TileShape{})), int(size<1>(TileShape{})),
-                  int(size<2>(TileShape{})), int(CollectiveMainloop::DispatchPolicy::Stages),
-                  int(GemmKernelT<false>::MaxThreadsPerBlock), int(GemmKernelT<false>::SharedStorageSize));
+// cluster: 0 = 1x1 (the only one in this library).
+int ctahw_ctapipe_describe(int cluster, char* buf, int len) {
+  if (cluster != 0) return -2003;
+  return cg::describe<1, 1>(buf, len);
 }
 
 // D = alpha * A @ W^T with the CTA-pipelining protocol described by `desc` (kDescFields int64 values).
-// Returns 0, -cudaError, -1000 - cutlass::Status, -2000 (workspace needed), -2002 (bad descriptor).
 int ctahw_ctapipe_gemm(const void* a, const void* b, void* d, int m, int n, int k, float alpha, const long long* desc,
-                       int ndesc, int trace, int device, cudaStream_t stream) {
-  if (ndesc != kDescFields) return -2002;
-  ctapipe::Params p = from_desc(desc);
-  if (p.num_tiles <= 0 || p.tiles_n <= 0 || p.cta_tile == nullptr || (p.mode == 0 && p.order == nullptr) ||
-      (p.mode == 1 && (p.in_slots == nullptr || p.in_head == nullptr)) || (trace && p.stamps == nullptr) ||
-      (trace && p.out_counters != nullptr && (p.push_stamps == nullptr || p.zero_stamps == nullptr)) ||
-      p.epoch == 0)
-    return -2002;
-  return trace ? run<true>(a, b, d, m, n, k, alpha, p, device, stream)
-               : run<false>(a, b, d, m, n, k, alpha, p, device, stream);
+                       int ndesc, int trace, int cluster, int device, cudaStream_t stream) {
+  if (ndesc != cg::kDescFields) return -2002;
+  if (cluster != 0) return -2003;
+  ctapipe::Params p = cg::from_desc(desc);
+  if (int c = cg::check_desc(p, trace, 1)) return c;
+  return trace ? cg::run<1, 1, true>(a, b, d, m, n, k, alpha, p, device, stream)
+               : cg::run<1, 1, false>(a, b, d, m, n, k, alpha, p, device, stream);
 }
 
-const char* ctahw_ctapipe_status_string(int code) {
-  static char buf[256];
-  if (code == 0) return "success";
-  if (code == -2000) return "the kernel asked for a workspace";
-  if (code == -2002) return "bad ctapipe descriptor";
-  if (code <= -1000) {
-    snprintf(buf, sizeof buf, "cutlass: %s", cutlassGetStatusString(static_cast<cutlass::Status>(-(code + 1000))));
-    return buf;
-  }
-  snprintf(buf, sizeof buf, "cuda: %s", cudaGetErrorString(static_cast<cudaError_t>(-code)));
-  return buf;
-}
+const char* ctahw_ctapipe_status_string(int code) { return cg::status_string(code); }
 
 }  // extern "C"

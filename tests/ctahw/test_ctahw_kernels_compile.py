@@ -40,3 +40,16 @@ def test_kernel_source_compiles_and_exports_its_launchers(name):
         assert "tile=128x256x64" in text and "cluster=2x1x1" in text and "cutlass=4.2.0" in text
         man = (path.parent / "manifest.json").read_text()
         assert "C7510" not in man  # ptxas: wgmma serialized (a slow kernel)
+    if name.startswith("ctapipe_sm90_bf16"):
+        from ctahw.runner import CLUSTERS, DESC_FIELDS, LIBRARY_OF_CLUSTER, TILE_STAMP_WORDS
+
+        assert cdll.ctahw_ctapipe_desc_fields() == len(DESC_FIELDS)
+        assert cdll.ctahw_ctapipe_tile_stamp_words() == TILE_STAMP_WORDS
+        buf = ctypes.create_string_buffer(512)
+        for shape, code in CLUSTERS.items():
+            rc = cdll.ctahw_ctapipe_describe(code, buf, 512)
+            if LIBRARY_OF_CLUSTER[code] == name:
+                assert rc > 0 and f"cluster={shape}x1" in buf.value.decode()
+            else:
+                assert rc == -2003
+        assert "C7510" not in (path.parent / "manifest.json").read_text()

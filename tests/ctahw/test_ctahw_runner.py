@@ -178,3 +178,41 @@ def test_saved_raw_buffers_load_back_as_checked_traces(tmp_path):
     (tr, plan2, info), = pipelined.load_traces(path).values()
     assert info["m"] == 1024 and len(tr.tiles) == 512
     check_trace(tr, plan2, tol_ns=64.0)
+
+
+def test_pair_rows_order_pairs_one_column_and_completes_rows_in_pairs():
+    o = runner.pair_rows_order(4, 3)
+    assert o.tolist() == [0, 3, 1, 4, 2, 5, 6, 9, 7, 10, 8, 11]
+    with pytest.raises(ValueError):
+        runner.pair_rows_order(3, 2)
+
+
+def test_check_cluster_accepts_what_the_kernels_can_pair():
+    plan = chain_plan()
+    kernels, pipes = runner.plan_arrays(plan)
+    prod, cons = kernels
+    runner.check_cluster(prod, pipes, "1x2")  # row order: consecutive tiles share a row
+    with pytest.raises(ValueError, match="not in one column"):
+        runner.check_cluster(prod, pipes, "2x1")
+    runner.check_cluster(cons, pipes, "1x2")  # row-block pushes in column order pair up in one row
+    with pytest.raises(ValueError, match="cannot pair in one column"):
+        runner.check_cluster(cons, pipes, "2x1")
+    with pytest.raises(ValueError, match="unknown cluster"):
+        runner.check_cluster(cons, pipes, "2x2")
+    plan2 = runner.with_order(plan, prod.op, runner.pair_rows_order(prod.tiles_m, prod.tiles_n))
+    k2, p2 = runner.plan_arrays(plan2)
+    runner.check_cluster(k2[0], p2, "2x1")
+    assert plan.ops[0].order.tolist() == list(range(256))  # the original plan is untouched
+    np.testing.assert_array_equal(p2[0].prod_dep_idx, pipes[0].prod_dep_idx)
+    with pytest.raises(ValueError, match="not a permutation"):
+        runner.with_order(plan, prod.op, np.zeros(256, dtype=np.int64))
+
+
+def test_pair_order_plan_simulates_and_passes_the_checker():
+    from ctasim.engine import simulate
+
+    plan = chain_plan(2048)
+    plan2 = runner.with_order(plan, 0, runner.pair_rows_order(plan.ops[0].tiles_m, plan.ops[0].tiles_n))
+    hw = load_hardware("h200-x2")
+    tr = simulate(plan2, hw)
+    check_trace(tr, plan2)

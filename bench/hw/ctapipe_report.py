@@ -1,0 +1,108 @@
+"""Tables of a CTA-pipelining device run: latency against the baselines, the issue's targets, traces.
+
+    python bench/hw/ctapipe_report.py bench/results/hw/<date>-ctapipe [--markdown]
+
+Reads ``baselines.csv`` (every row of ``ctahw run gemm,microbatch,tp,ctapipe``) and ``ctapipe_traces.npz``
+(raw stamp buffers) from the folder; re-checks every trace with ctasim's invariant checker on this machine and
+prints, per M: each CTA-pipelining variant, the best micro-batching, TP, the lower bound (one layer on one GPU,
+cuBLAS, plus the first row-block's completion time from the variant's trace) and the ratios the issue targets
+(<= 0.75 x best micro-batching, <= 0.78 x TP, <= 1.06 x the lower bound at M = 16384), then the simulator's
+prediction for the same plan (``h200-x2-calibrated`` profile) beside the measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+TARGETS = {"vs_microbatch": 0.75, "vs_tp": 0.78, "vs_lower_bound": 1.06}
+
+
+def tables(folder: Path, simulate: bool = True) -> dict[str, pd.DataFrame]:
+    from ctahw.pipelined import TRACE_TOL_NS, load_traces
+    from ctasim.invariants import find_violations
+
+    df = pd.read_csv(folder / "baselines.csv")
+    ok = df[df.get("error", "").fillna("") == ""] if "error" in df else df
+    traces = load_traces(folder / "ctapipe_traces.npz") if (folder / "ctapipe_traces.npz").exists() else {}
+    checks, first_rb, makespan_tr = [], {}, {}
+    for (m, variant), (tr, plan, info) in sorted(traces.items()):
+        viol = find_violations(tr, plan, TRACE_TOL_NS)
+        ev = tr.events
+        t0 = tr.tiles.loc[tr.tiles["kernel"] == plan.kernels()[0].id, "t_start"].min()
+        first_rb[(m, variant.removesuffix("_trace"))] = (ev.loc[ev["kind"] == "zero", "t_ns"].min() - t0) * 1e-6
+        makespan_tr[(m, variant)] = tr.makespan_ns * 1e-6
+        checks.append(dict(m=m, variant=variant, tiles=len(tr.tiles), violations=len(viol),
+                           first=str(viol[0])[:120] if viol else "", tol_ns=TRACE_TOL_NS,
+                           clock_offset_ns=info["offsets"]["1"]["offset_ns"],
+                           offset_spread_ns=info["offsets"]["1"]["offset_spread_ns"]))
+    rows = []
+    for m, g in ok.groupby("m"):
+        gemm = g[(g.experiment == "gemm") & (g.backend == "cublas")].median_ms
+        mb = g[g.experiment == "microbatch"]
+        tp = g[g.experiment == "tp"].median_ms
+        best_mb = mb.loc[mb.median_ms.idxmin()] if len(mb) else None
+        for _, r in g[g.experiment == "ctapipe"].iterrows():
+            plain = r.backend.removesuffix("_trace")
+            fr = first_rb.get((m, plain))
+            lb = float(gemm.iloc[0]) + fr if len(gemm) and fr is not None else float("nan")
+            rows.append(dict(
+                m=m, variant=r.backend, ctapipe_ms=r.median_ms, rel_err=r.rel_err,
+                best_microbatch_ms=best_mb.median_ms if best_mb is not None else float("nan"),
+                microbatch_chunks=int(best_mb.chunks) if best_mb is not None else 0,
+                tp_ms=float(tp.iloc[0]) if len(tp) else float("nan"),
+                gemm_ms=float(gemm.iloc[0]) if len(gemm) else float("nan"), first_rowblock_ms=fr, lower_bound_ms=lb,
+                vs_microbatch=r.median_ms / best_mb.median_ms if best_mb is not None else float("nan"),
+                vs_tp=r.median_ms / float(tp.iloc[0]) if len(tp) else float("nan"),
+                vs_lower_bound=r.median_ms / lb, trace_overhead=r.get("trace_overhead", float("nan"))))
+    out = {"latency": pd.DataFrame(rows), "trace_checks": pd.DataFrame(checks)}
+    if simulate and rows:
+        out["prediction"] = predictions(sorted({r["m"] for r in rows}), out["latency"])
+    return out
+
+
+def predictions(ms, lat: pd.DataFrame) -> pd.DataFrame:
+    """ctasim's makespan for the plan each variant ran (the simulator knows tile order, not cluster shape)."""
+    from ctahw.pipelined import VARIANTS, chain_plan, variant_plan
+    from ctasim.engine import simulate
+    from ctasim.spec import load_hardware
+
+    hw = load_hardware("h200-x2-calibrated")
+    rows = []
+    for m in ms:
+        base = chain_plan(m, hardware="h200-x2-calibrated")
+        for _, r in lat[lat.m == m].iterrows():
+            v = VARIANTS.get(r.variant)
+            if v is None:
+                continue
+            sim = simulate(variant_plan(base, v), hw).makespan_ns * 1e-6
+            rows.append(dict(m=m, variant=r.variant, predicted_ms=sim, measured_ms=r.ctapipe_ms,
+                             measured_over_predicted=r.ctapipe_ms / sim))
+    return pd.DataFrame(rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folder", type=Path)
+    ap.add_argument("--markdown", action="store_true", help="Markdown tables")
+    ap.add_argument("--no-sim", action="store_true", help="skip the simulator's predictions")
+    args = ap.parse_args(argv)
+    t = tables(args.folder, simulate=not args.no_sim)
+    for name, df in t.items():
+        print(f"\n## {name}\n")
+        print(df.to_markdown(index=False, floatfmt=".3f") if args.markdown else df.to_string(index=False))
+    lat = t["latency"]
+    at = lat[lat.m == lat.m.max()] if len(lat) else lat
+    if len(at):
+        best = at.loc[at.ctapipe_ms.idxmin()]
+        print(f"\ntargets at M={int(best.m)} (best variant {best.variant}):")
+        for k, lim in TARGETS.items():
+            print(f"  {k}: {best[k]:.3f} (target <= {lim}) {'met' if best[k] <= lim else 'MISSED by %.1f%%' % (100 * (best[k] / lim - 1))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

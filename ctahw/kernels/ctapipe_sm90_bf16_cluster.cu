@@ -1,0 +1,39 @@
+// ctahw: CTA-pipelined CUTLASS 4.2 SM90 bf16 GEMM, variant (a) "classical", clusters of two CTAs that share
+// a multicast operand: 2x1 (same column: W is multicast) and 1x2 (same row: A is multicast). A static
+// kernel's order must pair such tiles; a queue kernel pops two consecutive slots per cluster, which holds
+// for row-block dependencies whose tiles are pushed in column order (1x2). See ctapipe_gemm.cuh.
+//
+// Same C ABI as ctapipe_sm90_bf16.cu; cluster: 1 = 2x1, 2 = 1x2.
+
+#include "ctapipe_gemm.cuh"
+
+namespace cg = ctahw::ctapipe_gemm;
+
+extern "C" {
+
+int ctahw_ctapipe_abi_version() { return 2; }
+int ctahw_ctapipe_desc_fields() { return cg::kDescFields; }
+int ctahw_ctapipe_tile_stamp_words() { return ctapipe::kTileStampWords; }
+
+int ctahw_ctapipe_describe(int cluster, char* buf, int len) {
+  if (cluster == 1) return cg::describe<2, 1>(buf, len);
+  if (cluster == 2) return cg::describe<1, 2>(buf, len);
+  return -2003;
+}
+
+int ctahw_ctapipe_gemm(const void* a, const void* b, void* d, int m, int n, int k, float alpha, const long long* desc,
+                       int ndesc, int trace, int cluster, int device, cudaStream_t stream) {
+  if (ndesc != cg::kDescFields) return -2002;
+  if (cluster != 1 && cluster != 2) return -2003;
+  ctapipe::Params p = cg::from_desc(desc);
+  if (int c = cg::check_desc(p, trace, 2)) return c;
+  if (cluster == 1)
+    return trace ? cg::run<2, 1, true>(a, b, d, m, n, k, alpha, p, device, stream)
+                 : cg::run<2, 1, false>(a, b, d, m, n, k, alpha, p, device, stream);
+  return trace ? cg::run<1, 2, true>(a, b, d, m, n, k, alpha, p, device, stream)
+               : cg::run<1, 2, false>(a, b, d, m, n, k, alpha, p, device, stream);
+}
+
+const char* ctahw_ctapipe_status_string(int code) { return cg::status_string(code); }
+
+}  // extern "C"
