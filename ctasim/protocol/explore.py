@@ -38,6 +38,11 @@ __all__ = [
     "find_violation",
     "profile_settings",
     "PROFILES",
+    "MUTANT_SEARCH",
+    "CORRECT_SEARCHES",
+    "SearchResult",
+    "run_correct_search",
+    "run_correct_searches",
 ]
 
 
@@ -143,6 +148,11 @@ def make_machine(variant: Variant = CORRECT, setup_strategy=None, *, policy: Dra
             self.steps.append(desc)
             note(desc)
 
+        def _fallback(self, why: str) -> None:
+            """A rule with nothing of its kind to do takes one step of the drain's fair policy instead."""
+            sys_ = self.run.system
+            self._do(lambda: f"({why}) fair step: " + (sys_.fair_step(self.policy) or "nothing can change"))
+
         @initialize(setup=setup_strategy, drain=policy_strategy)
         def start(self, setup: Setup, drain: DrainPolicy) -> None:
             note(f"setup: {setup.describe()}; variant {variant.name}; drain {drain}")
@@ -154,8 +164,7 @@ def make_machine(variant: Variant = CORRECT, setup_strategy=None, *, policy: Dra
             """The scheduler lets one runnable CTA execute its next operation (loads read ``pick`` back)."""
             cands = self.run.system.runnable()
             if not cands:
-                note("step_cta: no CTA can run")
-                return
+                return self._fallback("no CTA can run")
             c = cands[i % len(cands)]
             self._do(lambda: self.run.system.step(c, pick) + (f" [pick {pick}]" if pick else ""))
 
@@ -164,8 +173,7 @@ def make_machine(variant: Variant = CORRECT, setup_strategy=None, *, policy: Dra
             """The scheduler makes one pending write land (become visible) or acknowledges a bulk store."""
             events = self.run.system.memory_events()
             if not events:
-                note("deliver: nothing in flight")
-                return
+                return self._fallback("nothing in flight")
             ev = events[i % len(events)]
             self._do(lambda: self.run.system.deliver(ev))
 
@@ -174,8 +182,7 @@ def make_machine(variant: Variant = CORRECT, setup_strategy=None, *, policy: Dra
             """A freed resident slot takes the next CTA of some GPU's grid."""
             gpus = self.run.system.launchable()
             if not gpus:
-                note("launch: no free slot / kernel not startable")
-                return
+                return self._fallback("no slot free / no kernel startable")
             g = gpus[i % len(gpus)]
             self._do(lambda: self.run.system.launch(g))
 
@@ -204,12 +211,13 @@ def make_machine(variant: Variant = CORRECT, setup_strategy=None, *, policy: Dra
 
 # ------------------------------------------------------------------------------------------------ settings
 PROFILES = {
-    "ci": dict(max_examples=2_500, derandomize=True, stateful_step_count=60),
-    "nightly": dict(max_examples=25_000, derandomize=False, stateful_step_count=120),
-    "dev": dict(max_examples=2_500, derandomize=False, stateful_step_count=60),
+    "ci": dict(max_examples=1_250, derandomize=True, stateful_step_count=20),
+    "nightly": dict(max_examples=12_500, derandomize=False, stateful_step_count=40),
+    "dev": dict(max_examples=1_250, derandomize=False, stateful_step_count=20),
 }
-"""Hypothesis profiles: ``max_examples`` is the budget of *one* test (the correct protocol runs four such tests
-per profile, so CI explores 10,000 schedules of it)."""
+"""Hypothesis profiles: ``max_examples`` is the budget of *one* search (the correct protocol runs the eight
+searches of :data:`CORRECT_SEARCHES`, so CI explores 10,000 schedules of it; a mutant search stops at its first
+violation)."""
 
 _COMMON = dict(deadline=None, database=None, print_blob=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -234,3 +242,58 @@ def find_violation(variant: Variant, setup_strategy=None, *, settings_: settings
             return sink[-1]
         return Counterexample(variant.name, "?", DrainPolicy(), [], [], err)
     return None
+
+
+# ------------------------------------------------------------------------------------------------ searches
+MUTANT_SEARCH = setups(chains(max_gpus=3, max_n=2), max_epochs=2)
+"""Where the mutant searches look: 2-3 GPUs, up to 2x2 tiles per layer, 1-2 epochs, both proxies."""
+
+CORRECT_SEARCHES = {
+    "generic-2gpu": setups(chains(max_gpus=2, max_n=2), max_epochs=2, proxies=("generic",)),
+    "generic-3gpu": setups(chains(min_gpus=3, max_gpus=3, max_n=2), max_epochs=2, proxies=("generic",)),
+    "tma-2gpu": setups(chains(max_gpus=2, max_n=2), max_epochs=2, proxies=("async",)),
+    "tma-3gpu": setups(chains(min_gpus=3, max_gpus=3, max_n=2), max_epochs=2, proxies=("async",)),
+    "mixed-2-3gpu": setups(chains(max_gpus=3, max_n=3), max_epochs=2),
+    "wide-tiles": setups(chains(max_gpus=2, max_m=2, max_n=3, max_elems=2), max_epochs=1),
+    "epochs-3": setups(chains(max_gpus=3, max_m=1, max_n=2, max_elems=1), max_epochs=3),
+    "chains-2-8gpu": setups(chains(max_gpus=8, max_m=1, max_n=2, max_elems=1), max_epochs=2),
+}
+"""The correct protocol's searches; each runs one profile budget of schedules."""
+
+
+@dataclass
+class SearchResult:
+    name: str
+    passed: int
+    violations: int
+    choices: int
+    seconds: float
+    error: str = ""
+
+
+def run_correct_search(name: str, profile: str = "ci") -> SearchResult:
+    """Run search ``name`` of :data:`CORRECT_SEARCHES` on the correct protocol (picklable for process pools)."""
+    import time
+
+    stats = Stats()
+    machine = make_machine(CORRECT, CORRECT_SEARCHES[name], stats=stats)
+    t0 = time.perf_counter()
+    error = ""
+    try:
+        run_state_machine_as_test(machine, settings=settings(profile_settings(profile), verbosity=Verbosity.quiet))
+    except Exception as err:  # reported, not swallowed: the caller asserts on ``error``
+        error = f"{type(err).__name__}: {err}"
+    return SearchResult(name, stats.passed, stats.violations, stats.steps, time.perf_counter() - t0, error)
+
+
+def run_correct_searches(profile: str = "ci", processes: int | None = None) -> list[SearchResult]:
+    """All of :data:`CORRECT_SEARCHES`, spread over ``processes`` worker processes (default: CPU count)."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    names = list(CORRECT_SEARCHES)
+    processes = processes or min(len(names), os.cpu_count() or 1)
+    if processes <= 1:
+        return [run_correct_search(n, profile) for n in names]
+    with ProcessPoolExecutor(processes) as pool:
+        return list(pool.map(run_correct_search, names, [profile] * len(names)))

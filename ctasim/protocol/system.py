@@ -276,37 +276,42 @@ class System:
         return f"ack bulk store {fmt_loc(w.loc)} to {who}"
 
     # ---------------------------------------------------------------- drain
+    def fair_step(self, policy: DrainPolicy = DrainPolicy()) -> str | None:
+        """One step of the drain's fixed policy: launch into a free slot if possible, else step a CTA that makes
+        progress (round-robin), else deliver a memory event.  Returns its description, or None when nothing can
+        change (finished, or deadlocked)."""
+        gpus = self.launchable()
+        if gpus:
+            return self.launch(gpus[0])
+        movers = [c for c in self.live if self.would_progress(c)]
+        if movers:
+            self._rr = (self._rr + 1) % len(movers)
+            c = movers[self._rr]
+            pick = 0
+            if policy.stale_loads and isinstance(c.op, Ld) and c.wait is None:
+                pick = 1 << 30
+            return self.step(c, pick)
+        events = self.memory_events()
+        if not events:
+            return None
+        lands = [e for e in events if e[0] == "land"]
+        acks = [e for e in events if e[0] == "ack"]
+        if policy.land == "oldest":
+            ev = lands[0] if lands else acks[0]
+        else:  # acknowledge bulk stores before they land; land the newest write first
+            ev = acks[0] if acks else lands[-1]
+        return self.deliver(ev)
+
     def drain(self, policy: DrainPolicy = DrainPolicy(), max_steps: int = 200_000, log=None) -> DrainResult:
-        """Run to completion under a fixed fair policy: launch whenever a slot is free, step CTAs that make
-        progress round-robin, and land/ack writes only when no CTA can move.  Returns ``finished=False`` with the
-        stuck CTAs when no action can change the state (a deadlock) or ``max_steps`` pass (a livelock)."""
+        """Run to completion with :meth:`fair_step`.  Returns ``finished=False`` with the stuck CTAs when no
+        action can change the state (a deadlock) or ``max_steps`` pass (a livelock)."""
         for n in range(max_steps):
             if self.finished():
                 return DrainResult(True, n)
-            gpus = self.launchable()
-            if gpus:
-                desc = self.launch(gpus[0])
-            else:
-                movers = [c for c in self.live if self.would_progress(c)]
-                if movers:
-                    self._rr = (self._rr + 1) % len(movers)
-                    c = movers[self._rr]
-                    pick = 0
-                    if policy.stale_loads and isinstance(c.op, Ld) and c.wait is None:
-                        pick = 1 << 30
-                    desc = self.step(c, pick)
-                else:
-                    events = self.memory_events()
-                    if not events:
-                        stuck = ", ".join(f"{c} at {c.op.ptx()}" for c in self.live) or "no resident CTA"
-                        return DrainResult(False, n, f"deadlock: nothing can change; {stuck}")
-                    lands = [e for e in events if e[0] == "land"]
-                    acks = [e for e in events if e[0] == "ack"]
-                    if policy.land == "oldest":
-                        ev = lands[0] if lands else acks[0]
-                    else:  # acknowledge bulk stores before they land; land the newest write first
-                        ev = acks[0] if acks else lands[-1]
-                    desc = self.deliver(ev)
+            desc = self.fair_step(policy)
+            if desc is None:
+                stuck = ", ".join(f"{c} at {c.op.ptx()}" for c in self.live) or "no resident CTA"
+                return DrainResult(False, n, f"deadlock: nothing can change; {stuck}")
             if log is not None:
                 log(desc)
         return DrainResult(False, max_steps, "livelock: step limit reached")

@@ -1,0 +1,38 @@
+"""A weak-memory model of CTA-pipelining's scoreboard and work-queue protocol, for property-based tests.
+
+Modules, each answering one question:
+
+* :mod:`.memory` -- what may a load return, and in which orders may writes become visible (the PTX-level rules);
+* :mod:`.ops` -- the instructions a program may execute (``st``, ``cp.async.bulk``, fences, ``ld``, polls, atomics);
+* :mod:`.system` -- CTAs, kernels, resident slots and epochs on several GPUs; the scheduler's possible choices;
+* :mod:`.grid` -- tile grids of a GEMM chain and which producer tiles each consumer tile reads;
+* :mod:`.programs` -- the correct protocol as producer / consumer programs, and its seeded-bug mutants;
+* :mod:`.invariants` -- invariants (1)-(6), checked event by event against an independent oracle;
+* :mod:`.harness` -- one run: setup + variant + system + trace + checker;
+* :mod:`.litmus` -- litmus tests and an exhaustive explorer of their outcomes;
+* :mod:`.explore` -- Hypothesis strategies and state machines (imports Hypothesis; not imported here);
+* :mod:`.report` -- ``python -m ctasim.protocol.report``: the mutant table of docs/protocol.md.
+
+This package does not import the rest of :mod:`ctasim`; importing it has no side effects.
+"""
+
+from .grid import Chain
+from .harness import Run, Setup
+from .invariants import ProtocolViolation, check_trace
+from .memory import Memory
+from .programs import CORRECT, MUTANTS, Variant
+from .system import DrainPolicy, System
+
+__all__ = [
+    "Chain",
+    "Setup",
+    "Run",
+    "Variant",
+    "CORRECT",
+    "MUTANTS",
+    "ProtocolViolation",
+    "check_trace",
+    "Memory",
+    "System",
+    "DrainPolicy",
+]

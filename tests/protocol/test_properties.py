@@ -1,0 +1,48 @@
+"""The correct protocol passes every generated schedule; every seeded-bug variant is caught.
+
+The correct protocol runs the eight searches of ``CORRECT_SEARCHES`` with one profile budget each (CI: 8 x 1,250
+= 10,000 schedules), spread over the machine's cores.
+"""
+
+import pytest
+
+from ctasim.protocol.explore import (CORRECT_SEARCHES, MUTANT_SEARCH, PROFILES, Stats, find_violation,
+                                     run_correct_searches)
+from ctasim.protocol.programs import CORRECT, MUTANTS
+
+CORRECT_SCHEDULES_CI = 10_000
+
+
+def test_ci_budget_covers_ten_thousand_schedules():
+    assert len(CORRECT_SEARCHES) * PROFILES["ci"]["max_examples"] >= CORRECT_SCHEDULES_CI
+
+
+def test_correct_protocol_passes_every_schedule(protocol_profile, protocol_settings):
+    results = run_correct_searches(protocol_profile)
+    for r in results:
+        print(f"{r.name}: {r.passed} schedules passed, {r.choices} scheduler choices, {r.seconds:.1f} s")
+    assert not [r.error for r in results if r.error]
+    assert all(r.violations == 0 for r in results)
+    assert all(r.passed >= protocol_settings.max_examples for r in results)
+    total = sum(r.passed for r in results)
+    print(f"correct protocol: {total} schedules, no violation")
+    if protocol_profile == "ci":
+        assert total >= CORRECT_SCHEDULES_CI
+
+
+@pytest.mark.parametrize("name", list(MUTANTS))
+def test_mutant_is_caught(name, protocol_settings):
+    stats = Stats()
+    cx = find_violation(MUTANTS[name], MUTANT_SEARCH, settings_=protocol_settings, stats=stats)
+    assert cx is not None, f"mutant {name} ({MUTANTS[name].bug}) survived {stats.passed} schedules"
+    print(f"\n{name}: caught; shortest counterexample ({cx.n_choices} scheduler choices):\n{cx.render()}")
+    assert 1 <= cx.error.invariant <= 6
+
+
+def test_mutants_differ_from_correct_in_one_knob():
+    from dataclasses import fields
+
+    knobs = [f.name for f in fields(CORRECT) if f.name not in ("name", "bug")]
+    for v in MUTANTS.values():
+        changed = [k for k in knobs if getattr(v, k) != getattr(CORRECT, k)]
+        assert len(changed) == 1, (v.name, changed)
