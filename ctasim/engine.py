@@ -42,11 +42,13 @@ import simpy
 from ctasim.machine import Fabric, ProtocolError, Scoreboard, WorkQueue
 from ctasim.plan import Collective, Kernel, MemoryPass, Plan, Transfer
 from ctasim.spec import Hardware
-from ctasim.trace import EVENT_KINDS, Trace
+from ctasim.trace import EVENT_COLUMNS, EVENT_KINDS, TILE_COLUMNS, Trace, records_array
 
 __all__ = ["simulate", "SimulationError", "push_ns"]
 
 ZERO, PUSH = (EVENT_KINDS.index(k) for k in ("zero", "push"))
+FLUSH_RECORDS = 1 << 16
+"""Tile or event tuples kept as Python objects before they are packed into a numpy block."""
 
 
 class SimulationError(RuntimeError):
@@ -71,7 +73,10 @@ class _Run:
         self.t_done = [math.nan] * len(plan.ops)
         self.t_begin = [math.nan] * len(plan.ops)
         self.rows: list[tuple] = []
-        self.blocks: list[np.ndarray] = []  # tile records of closed-form kernels, one array per kernel
+        # Records already packed into arrays: closed-form kernels, and tuples flushed every FLUSH_RECORDS
+        # so that a million-CTA run does not hold a million Python tuples.
+        self.blocks: list[np.ndarray] = []
+        self.event_blocks: list[np.ndarray] = []
         self.closed_form = closed_form
         self.events: list[tuple] = []
         self.boards = {p.id: Scoreboard(p.threshold) for p in plan.pipes}
@@ -169,7 +174,8 @@ class _Run:
         """One CTA slot of kernel ``k``: acquire a tile, compute, store, signal; repeat until no tile is left."""
         env, hw = self.env, self.hw
         timeout, event = env.timeout, env.event
-        rows_append, events_append = self.rows.append, self.events.append
+        rows = self.rows
+        rows_append = rows.append
         sm = w % hw.sm_count
         order = self.orders[k.id]
         durations = state["durations"]
@@ -182,9 +188,12 @@ class _Run:
             waiters = self.dep_waiters[inbound.id]
             dep_visible = self.dep_visible[inbound.id]
             consumer_dep = self.lists[inbound.id][3]
+            capacity = queue.capacity
         if outbound is not None:
             ports = self.fabric.channel(gpu, outbound.dst_gpu)
             reserve_on, store_bytes, link_gbps = self.fabric.reserve_on, outbound.store_bytes, hw.link_gbps
+            port = ports[0] if len(ports) == 1 else None  # a direct link: reservation inlined below
+            link_ns, link_latency = store_bytes / link_gbps, hw.link_latency_ns
             exposed = 1.0 - hw.epilogue_store_overlap
             # The per-SM limit is shared by the SM's resident CTAs (e.g. a pingpong kernel's two tiles).
             sm_store_ns = store_bytes / (hw.sm_remote_store_gbps / k.slots_per_sm) + hw.link_latency_ns
@@ -197,9 +206,10 @@ class _Run:
             slot = -1
             # ---- acquire a tile
             if source == "queue":
-                slot = queue.claim()
-                if slot < 0:
+                slot = queue.head  # WorkQueue.claim, inlined
+                if slot >= capacity:
                     break
+                queue.head = slot + 1
                 vis = queue.visible_ns[slot]
                 if vis > t_start:  # woken half a poll interval after the slot is published
                     ev = event()
@@ -234,7 +244,12 @@ class _Run:
             dur = durations[i]
             t_ce = t_acquire + dur
             if outbound is not None:
-                arrival = reserve_on(ports, t_ce, store_bytes, link_gbps)[1]
+                if port is not None:  # Fabric.reserve_on for one port, inlined
+                    begin = port[0] if port[0] > t_ce else t_ce
+                    port[0] = begin + link_ns
+                    arrival = port[0] + link_latency
+                else:
+                    arrival = reserve_on(ports, t_ce, store_bytes, link_gbps)[1]
                 if arrival < t_ce + sm_store_ns:
                     arrival = t_ce + sm_store_ns
                 t_store = arrival
@@ -246,10 +261,21 @@ class _Run:
                 yield timeout(dur)
             rows_append((gpu, kid, layer, cta, sm, tile // tiles_n + row_offset, tile % tiles_n,
                          t_start, t_acquire, t_ready, t_ce, t_store, t_sig, slot))
+            if len(rows) >= FLUSH_RECORDS:
+                self.flush_records()
             j += 1
         state["live"] -= 1
         if state["live"] == 0:
             finished.succeed()
+
+    def flush_records(self) -> None:
+        """Pack the tile and event tuples gathered so far into numpy blocks (lists cleared in place)."""
+        if self.rows:
+            self.blocks.append(records_array(self.rows, len(TILE_COLUMNS) - 1))
+            self.rows.clear()
+        if self.events:
+            self.event_blocks.append(records_array(self.events, len(EVENT_COLUMNS)))
+            self.events.clear()
 
     # ---------------------------------------------------------------- protocol
     def signal(self, pipe, tile: int, t_sig: float) -> None:
@@ -329,6 +355,7 @@ class _Run:
             ops.append((op.id, op.name, kind, gpu, dst, float(getattr(op, "nbytes", 0.0)),
                         getattr(op, "layer", -1), self.t_begin[op.id], self.t_done[op.id]))
         return Trace.from_records(self.rows, self.events, ops, source="sim", blocks=self.blocks,
+                                  event_blocks=self.event_blocks,
                                   meta={"strategy": self.plan.strategy, "case": self.plan.case,
                                         "gpus": self.plan.gpus, **self.plan.params})
 

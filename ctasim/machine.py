@@ -42,7 +42,6 @@ class Fabric:
         self.hw = hw
         self.switch = hw.topology == "switch"
         self._free: dict = {}
-        self.bytes_moved = 0.0
 
     def channel(self, src: int, dst: int) -> tuple[list, ...]:
         """The port(s) a transfer from ``src`` to ``dst`` holds: one per ordered pair, or egress + ingress."""
@@ -66,7 +65,6 @@ class Fabric:
         end = begin + nbytes / gbps
         for p in ports:
             p[0] = end
-        self.bytes_moved += nbytes
         return begin, end + self.hw.link_latency_ns
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["Trace", "TILE_COLUMNS", "EVENT_COLUMNS", "EVENT_KINDS", "OP_COLUMNS", "TIME_COLUMNS"]
+__all__ = ["Trace", "records_array", "TILE_COLUMNS", "EVENT_COLUMNS", "EVENT_KINDS", "OP_COLUMNS", "TIME_COLUMNS"]
 
 TIME_COLUMNS = ("t_start", "t_acquire", "t_ready", "t_compute_end", "t_store_end", "t_signal")
 TILE_COLUMNS = ("source", "gpu", "kernel", "layer", "cta", "sm", "tile_m", "tile_n") + TIME_COLUMNS + ("slot",)
@@ -43,6 +43,12 @@ OP_COLUMNS = ("op", "name", "kind", "gpu", "dst", "nbytes", "layer", "t_begin", 
 _INT_TILE = ("gpu", "kernel", "layer", "cta", "sm", "tile_m", "tile_n", "slot")
 
 
+def records_array(records, width: int) -> np.ndarray:
+    """A list of equal-length numeric tuples as a float64 array of shape (len, width)."""
+    flat = np.fromiter(itertools.chain.from_iterable(records), dtype=np.float64, count=len(records) * width)
+    return flat.reshape(-1, width)
+
+
 @dataclass
 class Trace:
     tiles: pd.DataFrame
@@ -52,26 +58,24 @@ class Trace:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_records(cls, rows, events, ops, source: str, meta: dict | None = None, blocks=()) -> "Trace":
-        """Build from engine records: ``rows`` are tuples of TILE_COLUMNS without ``source``; ``blocks`` are
-        arrays of such rows (one per kernel timed in closed form)."""
+    def from_records(cls, rows, events, ops, source: str, meta: dict | None = None, blocks=(),
+                     event_blocks=()) -> "Trace":
+        """Build from engine records: ``rows`` are tuples of TILE_COLUMNS without ``source``, ``events``
+        tuples of EVENT_COLUMNS (kind as its index in EVENT_KINDS); ``blocks`` / ``event_blocks`` are
+        arrays of such records made earlier (see :func:`records_array`)."""
         width = len(TILE_COLUMNS) - 1
-        flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.float64, count=len(rows) * width)
-        arr = np.concatenate([flat.reshape(-1, width), *blocks]) if len(blocks) else flat.reshape(-1, width)
+        arr = np.concatenate([*blocks, records_array(rows, width)])
         cols = {"source": np.full(len(arr), source, dtype=object)}
         for j, c in enumerate(TILE_COLUMNS[1:]):
             cols[c] = arr[:, j].astype(np.int64) if c in _INT_TILE else arr[:, j].copy()
         tiles = pd.DataFrame(cols)
-        ev = cls._events_frame(events)
+        ev = cls._events_frame(np.concatenate([*event_blocks, records_array(events, len(EVENT_COLUMNS))]))
         opdf = pd.DataFrame(list(ops), columns=list(OP_COLUMNS))
         return cls(tiles, ev, opdf, dict(meta or {}))
 
     @staticmethod
-    def _events_frame(events) -> pd.DataFrame:
-        """Events as tuples ``(kind code, pipe, gpu, dep, slot, tile, t_ns)``; codes index ``EVENT_KINDS``."""
-        width = len(EVENT_COLUMNS)
-        flat = np.fromiter(itertools.chain.from_iterable(events), dtype=np.float64, count=len(events) * width)
-        arr = flat.reshape(-1, width)
+    def _events_frame(arr: np.ndarray) -> pd.DataFrame:
+        """Events as rows ``(kind code, pipe, gpu, dep, slot, tile, t_ns)``; codes index ``EVENT_KINDS``."""
         cols = {"kind": pd.Categorical.from_codes(arr[:, 0].astype(np.int64), categories=list(EVENT_KINDS))}
         for j, c in enumerate(EVENT_COLUMNS[1:-1], start=1):
             cols[c] = arr[:, j].astype(np.int64)

@@ -221,3 +221,20 @@ def test_clock_boost_law():
     assert costs.clock_boost(hw, 132, 132) == 1.0
     assert costs.clock_boost(hw, 128, 132) == pytest.approx((132 / 128) ** (1 / 3))
     assert costs.clock_boost(hw, 8, 132) == 1.5
+
+
+def test_records_packed_in_blocks_give_the_same_trace(monkeypatch):
+    import ctasim.engine as engine
+
+    hw = tiny_hw()
+    plan = build_plans(Strategy("ctapipe"), chain(3, m=1024, k=128, n=256), hw, 3, "t")[0]
+    whole = simulate(plan, hw, seed=2, jitter=0.05)
+    monkeypatch.setattr(engine, "FLUSH_RECORDS", 7)  # pack every 7 records
+    packed = simulate(plan, hw, seed=2, jitter=0.05)
+    key = ["kernel", "tile_m", "tile_n"]
+    pd.testing.assert_frame_equal(whole.tiles.sort_values(key).reset_index(drop=True),
+                                  packed.tiles.sort_values(key).reset_index(drop=True))
+    ekey = ["kind", "pipe", "dep", "slot"]
+    pd.testing.assert_frame_equal(whole.events.sort_values(ekey).reset_index(drop=True),
+                                  packed.events.sort_values(ekey).reset_index(drop=True))
+    assert len(packed.tiles) == plan.total_tiles
