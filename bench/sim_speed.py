@@ -7,6 +7,9 @@ memory (``ru_maxrss``, the whole process) belongs to that point alone.  Times: `
 SimPy event loop plus building the trace tables), median of ``--reps`` runs; CPU time and wall time are
 both recorded.  Invariant checks are timed separately (``check_s``); they are not part of the engine.
 Cases are CTA-pipelined chains (every tile goes through per-tile SimPy events; no closed-form shortcut).
+Each point also measures, in the same process, the rate of bare SimPy timeouts (``simpy_floor``): the
+cost of one CTA in units of that floor (``bare_timeouts_per_cta``) is a figure that a busy or slower
+machine does not change.
 """
 
 from __future__ import annotations
@@ -53,9 +56,19 @@ for _ in range(reps):
     if _ < reps - 1:
         del tr
 c0 = time.process_time(); check_trace(tr, plan); check = time.process_time() - c0
+import simpy
+def floor():  # bare SimPy: 8 processes x 4096 timeouts, the cheapest a per-tile event can be here and now
+    env = simpy.Environment()
+    def p(env):
+        for _ in range(4096):
+            yield env.timeout(1.0)
+    for _ in range(8):
+        env.process(p(env))
+    c = time.process_time(); env.run(); return 32768 / (time.process_time() - c)
+simpy_floor = statistics.median(floor() for _ in range(5))
 print(json.dumps({"ctas": n, "wall_s": statistics.median(wall), "cpu_s": statistics.median(cpu),
                   "check_s": check, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "rss_before_mib": rss0 / 1024, "makespan_us": span / 1e3}))
+                  "rss_before_mib": rss0 / 1024, "makespan_us": span / 1e3, "simpy_floor_events_per_cpu_s": simpy_floor}))
 """
 
 
@@ -80,13 +93,15 @@ def main() -> int:
         r = json.loads(res.stdout.strip().splitlines()[-1])
         r.update(label=label, layers=layers, m=m, reps=reps, ctas_per_cpu_s=r["ctas"] / r["cpu_s"],
                  ctas_per_wall_s=r["ctas"] / r["wall_s"])
+        r["bare_timeouts_per_cta"] = r["simpy_floor_events_per_cpu_s"] / r["ctas_per_cpu_s"]
         rows.append(r)
         print(f"{label:>26}: {r['ctas']:>9,} CTAs  cpu {r['cpu_s']:.3f} s  wall {r['wall_s']:.3f} s  "
-              f"{r['ctas_per_cpu_s']:>9,.0f} CTAs/cpu-s  peak {r['peak_rss_mib']:.0f} MiB  check {r['check_s']:.3f} s",
+              f"{r['ctas_per_cpu_s']:>9,.0f} CTAs/cpu-s ({r['bare_timeouts_per_cta']:.1f} bare SimPy timeouts/CTA)  peak {r['peak_rss_mib']:.0f} MiB  check {r['check_s']:.3f} s",
               flush=True)
     df = pd.DataFrame(rows)
     cols = ["label", "layers", "m", "ctas", "reps", "cpu_s", "wall_s", "ctas_per_cpu_s", "ctas_per_wall_s",
-            "check_s", "peak_rss_mib", "rss_before_mib", "makespan_us"]
+            "check_s", "peak_rss_mib", "rss_before_mib", "makespan_us", "simpy_floor_events_per_cpu_s",
+            "bare_timeouts_per_cta"]
     out = Path(args.out)
     df[cols].round(4).to_csv(out, index=False)
     prov = provenance("python bench/sim_speed.py")
