@@ -93,12 +93,7 @@ def chunk_sweep(variants: dict[str, list[tuple[int, float]]], path: str | Path, 
     ax.set_ylabel("latency (µs)")
     ax.set_title(title or "micro-batching: latency vs chunk count")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, plt, path)
 
 
 def latency_bars(df: pd.DataFrame, path: str | Path, title: str = "") -> Path:
@@ -114,12 +109,7 @@ def latency_bars(df: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     ax.set_ylabel("latency (ms)")
     ax.set_title(title)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, plt, path)
 
 
 def breakdown_bars(df: pd.DataFrame, path: str | Path, title: str = "") -> Path:
@@ -136,12 +126,7 @@ def breakdown_bars(df: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     ax.set_title(title)
     ax.legend(fontsize=7)
     ax.tick_params(axis="x", labelsize=7)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, plt, path)
 
 
 def error_vs_m(df: pd.DataFrame, path: str | Path, title: str = "", series: str = "series") -> Path:
