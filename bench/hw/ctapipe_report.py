@@ -22,11 +22,11 @@ TARGETS = {"vs_microbatch": 0.75, "vs_tp": 0.78, "vs_lower_bound": 1.06}
 
 
 def tables(folder: Path, simulate: bool = True) -> dict[str, pd.DataFrame]:
-    from ctahw.pipelined import TRACE_TOL_NS, load_traces
+    from ctahw.pipelined import TRACE_TOL_NS, load_traces, other_violations, publish_inversion_ns
     from ctasim.invariants import find_violations
 
     df = pd.read_csv(folder / "baselines.csv")
-    ok = df[df.get("error", "").fillna("") == ""] if "error" in df else df
+    ok = df[df["error"].isna() | (df["error"].astype(str) == "")] if "error" in df else df
     traces = load_traces(folder / "ctapipe_traces.npz") if (folder / "ctapipe_traces.npz").exists() else {}
     checks, first_rb, makespan_tr = [], {}, {}
     for (m, variant), (tr, plan, info) in sorted(traces.items()):
@@ -36,7 +36,9 @@ def tables(folder: Path, simulate: bool = True) -> dict[str, pd.DataFrame]:
         first_rb[(m, variant.removesuffix("_trace"))] = (ev.loc[ev["kind"] == "zero", "t_ns"].min() - t0) * 1e-6
         makespan_tr[(m, variant)] = tr.makespan_ns * 1e-6
         checks.append(dict(m=m, variant=variant, tiles=len(tr.tiles), violations=len(viol),
-                           first=str(viol[0])[:120] if viol else "", tol_ns=TRACE_TOL_NS,
+                           other_than_publish_order=len(other_violations(viol)),
+                           publish_inversion_us=publish_inversion_ns(tr) * 1e-3,
+                           first=str(viol[0])[:100] if viol else "", tol_ns=TRACE_TOL_NS,
                            clock_offset_ns=info["offsets"]["1"]["offset_ns"],
                            offset_spread_ns=info["offsets"]["1"]["offset_spread_ns"]))
     rows = []
@@ -84,6 +86,16 @@ def predictions(ms, lat: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def markdown(df: pd.DataFrame) -> str:
+    """A Markdown table (no tabulate needed); floats with 3 decimals."""
+    def cell(v) -> str:
+        return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", type=Path)
@@ -93,7 +105,7 @@ def main(argv=None) -> int:
     t = tables(args.folder, simulate=not args.no_sim)
     for name, df in t.items():
         print(f"\n## {name}\n")
-        print(df.to_markdown(index=False, floatfmt=".3f") if args.markdown else df.to_string(index=False))
+        print(markdown(df) if args.markdown else df.to_string(index=False))
     lat = t["latency"]
     at = lat[lat.m == lat.m.max()] if len(lat) else lat
     if len(at):

@@ -49,7 +49,10 @@ def test_ctapipe_matches_reference_and_its_trace_passes_the_checker(sweep, m):
     assert {r["backend"] for r in rows} == set(_variants())
     for r in rows:
         assert 1e-5 < r["rel_err"] <= REL_TOL_BF16, r
-        assert r["trace_violations"] == 0, [t["violations"] for t in sweep.traces]
+        # slots published out of index order by concurrent pushers (pipelined.PUBLISH_ORDER) are allowed,
+        # up to a few us; nothing else
+        assert r["trace_violations_other"] == 0, [t["violations"] for t in sweep.traces]
+        assert r["publish_inversion_us"] < 5.0, r
         assert 0 < r["first_rowblock_ms"] < r["trace_makespan_ms"]
     assert abs(sweep.traces[-1]["offsets"][1]["offset_spread_ns"]) < 1000
 
