@@ -108,11 +108,11 @@ def _enqueue(r: rn.CtaPipeRunner, xs: Sequence, first_op: int):
 
 
 PUBLISH_ORDER = "published before slot"
-"""ctasim's queue check wants slots visible in index order. On the GPUs two producer CTAs that complete
-counters at about the same time reserve slot ranges in one order (the tail atomic) and finish publishing in
-either order (each waits for its own release fence): a later range can become visible up to ~1 us before an
-earlier one. Consumers wait on their own slot, so this is harmless; it is reported apart (see
-:func:`publish_inversion_ns`) and the simulator's invariant should allow it (noted for ctasim)."""
+"""Two producer CTAs that complete counters at about the same time reserve slot ranges in one order (the
+tail atomic) and finish publishing in either order (each waits for its own release fence): a later range
+can become visible up to ~1 us before an earlier one. Consumers wait on their own slot, so this is
+harmless; ctasim's queue invariant allows it (it once reported it with this message, which traces checked
+by older code may still carry); :func:`publish_inversion_ns` measures it."""
 
 
 def publish_inversion_ns(trace) -> float:

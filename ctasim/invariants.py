@@ -12,9 +12,9 @@ arrays, never the engine, so a measured trace is checked exactly as a simulated 
                      signalled (a dependency counter's inputs all visible).
 * ``counters``       each scoreboard counter receives exactly its threshold of signals, completes exactly
                      once, and completes at its last signal.
-* ``queue``          work-queue slots are published exactly once each, in index order (monotonic, within
-                     capacity), after their counter completed; each is popped exactly once, after it was
-                     published, by the tile it names.
+* ``queue``          work-queue slots 0..capacity-1 are published exactly once each, after their counter
+                     completed (slots of different producers may become visible out of index order); each
+                     is popped exactly once, after it was published, by the tile it names.
 
 Times are compared with a tolerance of ``TOL_NS`` (measured traces are quantized to the timer tick).
 """
@@ -224,10 +224,10 @@ def check_queue(trace: Trace, plan: Plan, tol: float) -> list[Violation]:
             out.append(Violation("queue", f"pipe {pipe.id}: published slots are not exactly 0..{pipe.capacity - 1} "
                                           f"once each ({len(slots)} pushes, max slot {slots.max() if len(slots) else -1})"))
             continue
+        # Slots may become visible out of index order: two producers that complete counters at once reserve
+        # slot ranges in one order and finish publishing in either (measured on 2xH200: up to ~1 us).
+        # Each consumer waits on its own slot, so only publication-before-pop matters (checked below).
         vis = pushes["t_ns"].to_numpy()
-        if (np.diff(vis) < -tol).any():
-            s = int(np.flatnonzero(np.diff(vis) < -tol)[0])
-            out.append(Violation("queue", f"pipe {pipe.id}: slot {s + 1} published before slot {s} (tail not monotonic)"))
         zeros = ev[(ev["kind"] == "zero") & (ev["pipe"] == pipe.id)].groupby("dep")["t_ns"].min()
         ztime = zeros.reindex(pushes["dep"].to_numpy()).to_numpy()
         early = vis + tol < ztime

@@ -137,14 +137,38 @@ def test_counter_completing_early_fires_counters(pipelined):
     assert "counters" in fires(plan, broken(tr, early))
 
 
-def test_queue_published_out_of_order_fires_queue(pipelined):
+def test_queue_slots_visible_out_of_index_order_are_allowed(pipelined):
+    # Two producers publishing at once can make a later slot visible first (seen on 2xH200); consumers
+    # wait on their own slot, so only each pop's own publication matters.
     plan, tr = pipelined
 
-    def reorder(t):
+    def swap(t):
         pushes = t.events.index[((t.events.kind == "push") & (t.events["pipe"] == 0)).to_numpy()]
-        t.events.loc[pushes[-1], "t_ns"] = 0.0  # the last slot published first
+        a, b = pushes[4], pushes[5]
+        t.events.loc[b, "t_ns"] = t.events.loc[a, "t_ns"] - 1.0  # slot 5 visible just before slot 4
 
-    assert "queue" in fires(plan, broken(tr, reorder))
+    bad = broken(tr, swap)
+    assert "queue" not in fires(plan, bad)
+
+
+def test_queue_slot_published_before_its_counter_fires_queue(pipelined):
+    plan, tr = pipelined
+
+    def early(t):
+        pushes = t.events.index[((t.events.kind == "push") & (t.events["pipe"] == 0)).to_numpy()]
+        t.events.loc[pushes[-1], "t_ns"] = 0.0  # the last slot published at time 0
+
+    assert "queue" in fires(plan, broken(tr, early))
+
+
+def test_queue_slot_published_twice_fires_queue(pipelined):
+    plan, tr = pipelined
+
+    def twice(t):
+        pushes = t.events.index[((t.events.kind == "push") & (t.events["pipe"] == 0)).to_numpy()]
+        t.events.loc[pushes[1], "slot"] = t.events.loc[pushes[0], "slot"]
+
+    assert "queue" in fires(plan, broken(tr, twice))
 
 
 def test_queue_slot_popped_twice_fires_queue(pipelined):
