@@ -24,7 +24,8 @@ import numpy as np
 
 from ctahw import runner as rn
 
-__all__ = ["chain_plan", "measure_offsets", "ctapipe_rows", "back_to_back", "stall", "save_traces", "load_traces",
+__all__ = ["chain_plan", "measure_offsets", "ctapipe_rows", "back_to_back", "stall", "remote_store_cost", "save_traces",
+           "load_traces",
            "TRACE_TOL_NS", "VARIANTS", "Variant", "variant_plan", "publish_inversion_ns", "other_violations"]
 
 TRACE_TOL_NS = 1000.0
@@ -362,6 +363,56 @@ def stall(sweep, m: int = 1024, row: int = 3, timeout_ms: float = 100.0, variant
     r.check_errors()
     return dict(m=m, row=row, timeout_ms=timeout_ms, wall_s=wall, error_code=err.code if err else 0,
                 error_count=err.count if err else 0, message=str(err) if err else "", recovered=True)
+
+
+def remote_store_cost(sweep, m: int, variant: str = "cutlass_ctapipe", reps: int = 20) -> dict:
+    """The pipelined producer kernel with its D tiles stored into the consumer GPU (as it runs) against the same
+    kernel storing D into a buffer on its own GPU, everything else alike (counters, pushes and the consumer
+    still run over NVLink; the consumer computes on the last remote run's input). Alternated ABBA, each run
+    synchronized; the producer's span from events on its stream around its launch. Both outputs are checked
+    against layer 1's fp32 reference."""
+    from ctahw.baselines import _check, _ref_chain
+    from ctahw.device import poison
+
+    cp, h, G = sweep.cp, sweep.cfg.h, sweep.cfg.gpus
+    v = VARIANTS[variant]
+    plan = variant_plan(chain_plan(m, h, G), v)
+    first = min(plan.kernels(), key=lambda k: k.layer)
+    x = sweep.data.rand(first.gpu, (m, h), salt=1201)
+    ws = _weights(sweep, plan, h, 1211)
+    r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=v.trace, clusters=_clusters(plan, v))
+    remote = r.outputs[first.op]
+    with cp.cuda.Device(first.gpu):
+        local = cp.empty_like(remote)
+    poison(remote)
+    poison(local)
+    r.sync()
+    times = {"remote": [], "local": []}
+    try:
+        for i in range(2 * reps + 1):  # run 0: remote, untimed (fills the consumer's input); then ABBA
+            mode = "remote" if i == 0 or (i - 1) % 4 in (0, 3) else "local"
+            r.outputs[first.op] = remote if mode == "remote" else local
+            with cp.cuda.Device(first.gpu):
+                a, e = cp.cuda.Event(), cp.cuda.Event()
+                a.record(r.streams[first.gpu])
+            r.launch()
+            with cp.cuda.Device(first.gpu):
+                e.record(r.streams[first.gpu])
+            r.sync()
+            r.check_errors()
+            if i:
+                with cp.cuda.Device(first.gpu):
+                    times[mode].append(cp.cuda.get_elapsed_time(a, e))
+    finally:
+        r.outputs[first.op] = remote
+        r.sync()
+    ref = _ref_chain(cp, x, ws[:1])
+    rel = {mode: _check(cp, buf, ref) for mode, buf in (("remote", remote), ("local", local))}
+    med = {mode: float(np.median(t)) for mode, t in times.items()}
+    return dict(m=m, variant=variant, reps=reps, producer_remote_ms=med["remote"], producer_local_ms=med["local"],
+                remote_over_local=med["remote"] / med["local"] - 1,
+                spread_remote_ms=float(np.ptp(times["remote"])), spread_local_ms=float(np.ptp(times["local"])),
+                rel_err_remote=rel["remote"], rel_err_local=rel["local"])
 
 
 def smoke(variants: Sequence[str], m: int = 1024, h: int = 8192) -> dict[str, str]:

@@ -1,0 +1,52 @@
+"""Remote-store cost of the CTA-pipelined producer (issue 5): its kernel storing D into the consumer GPU, as it
+runs, against the same kernel storing D on its own GPU (``ctahw.pipelined.remote_store_cost``).
+
+    python bench/hw/ctapipe_checks.py OUT.json [--ms 4096,16384] [--variants cutlass_ctapipe,...] [--reps 20]
+
+Needs 2 sm_90 GPUs with peer access; prints one line per point and writes them all to OUT.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--ms", default="4096,16384")
+    ap.add_argument("--variants", default="cutlass_ctapipe,cutlass_ctapipe_c12,cutlass_ctapipe_c21")
+    ap.add_argument("--reps", type=int, default=20)
+    a = ap.parse_args(argv)
+
+    from ctahw.baselines import Sweep, SweepConfig
+    from ctahw.pipelined import remote_store_cost
+
+    seed = int.from_bytes(os.urandom(4), "little")
+    sweep = Sweep(SweepConfig(h=8192, gpus=2, backends=("cublas",), reps=1, warmup=0, seed=seed), log=lambda s: None)
+    rows = []
+    for m in (int(x) for x in a.ms.split(",")):
+        for v in a.variants.split(","):
+            try:
+                r = remote_store_cost(sweep, m, v, a.reps)
+            except Exception as e:  # noqa: BLE001 - reported, the next point still runs
+                r = dict(m=m, variant=v, error=f"{type(e).__name__}: {e}")
+            rows.append(r)
+            print(json.dumps(r), flush=True)
+            with open(a.out, "w") as f:
+                json.dump(dict(seed=seed, reps=a.reps, points=rows), f, indent=1)
+    print(f"{'M':>6} {'variant':>22} {'remote ms':>10} {'local ms':>9} {'cost':>7}")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['m']:>6} {r['variant']:>22} {r['error']}")
+        else:
+            print(f"{r['m']:>6} {r['variant']:>22} {r['producer_remote_ms']:10.3f} {r['producer_local_ms']:9.3f} "
+                  f"{100 * r['remote_over_local']:+6.2f}%")
+    return 0 if all("error" not in r for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

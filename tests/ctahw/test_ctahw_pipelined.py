@@ -1,0 +1,54 @@
+"""ctahw.pipelined on the CPU: what the GPU tests of tests/hw/test_hw_ctapipe.py expect of the plans."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+from ctahw import pipelined, runner
+
+HW_TESTS = Path(__file__).resolve().parents[1] / "hw" / "test_hw_ctapipe.py"
+
+
+def _hw_module():
+    spec = importlib.util.spec_from_file_location("_test_hw_ctapipe", HW_TESTS)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_gpu_tests_cover_every_variant():
+    assert set(_hw_module().ALL_VARIANTS) == set(pipelined.VARIANTS)
+
+
+def test_every_variant_plan_passes_its_cluster_check():
+    base = pipelined.chain_plan(1024)
+    for name, v in pipelined.VARIANTS.items():
+        plan = pipelined.variant_plan(base, v)
+        kernels, pipes = runner.plan_arrays(plan)
+        cl = pipelined._clusters(plan, v)
+        for k in kernels:
+            runner.check_cluster(k, pipes, cl[k.op])
+
+
+def test_a_stalled_row_block_leaves_one_row_of_consumer_tiles_unpushed():
+    """The stall test's expected waiter count: producer row-block 3 at M=1024 completes one counter's worth of
+    consumer tiles (a row of 32 tiles), whose slots are never published: 32 CTAs (1x1) or 16 clusters (1x2)."""
+    plan = pipelined.chain_plan(1024)
+    kernels, pipes = runner.plan_arrays(plan)
+    prod, cons = sorted(kernels, key=lambda k: k.layer)
+    p = pipes[prod.outbound]
+    assert p.capacity == cons.tiles == 8 * 32
+    row3 = [t for t in range(prod.tiles) if t // prod.tiles_n == 3]
+    deps = set()
+    for t in row3:
+        deps |= set(p.prod_dep_idx[p.prod_dep_ptr[t]:p.prod_dep_ptr[t + 1]].tolist())
+    unpushed = set()
+    for d in deps:
+        unpushed |= set(p.dep_tile_idx[p.dep_tile_ptr[d]:p.dep_tile_ptr[d + 1]].tolist())
+    assert len(unpushed) == cons.tiles_n == 32
+    # every other consumer tile depends on no counter of row-block 3
+    others = np.setdiff1d(np.arange(cons.tiles), sorted(unpushed))
+    assert len(others) == cons.tiles - 32
