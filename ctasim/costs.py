@@ -35,13 +35,13 @@ def tile_bytes(layer: Layer, elem_bytes: int) -> int:
     return layer.tile_m * layer.tile_n * elem_bytes
 
 
-def tile_ns(layer: Layer, k: int, hw: Hardware, elem_bytes: int) -> float:
+def tile_ns(layer: Layer, k: int, hw: Hardware, elem_bytes: int, kernel: str = "") -> float:
     """Time one CTA slot holds for one output tile of ``layer`` with reduction depth ``k`` (local output).
 
     Mainloop + fixed part from the kernel config; a ``residual`` epilogue reads one more tile from HBM at
-    the slot's share of HBM bandwidth.
+    the slot's share of HBM bandwidth.  ``kernel`` picks a kernel variant's config ('' = the default).
     """
-    cfg = hw.config(layer.tile_m, layer.tile_n)
+    cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
     t = cfg.tile_ns(k)
     if "residual" in layer.epilogue:
         t += tile_bytes(layer, elem_bytes) / slot_hbm_gbps(hw, cfg)  # bytes / (GB/s) = ns
@@ -60,11 +60,11 @@ def clock_boost(hw: Hardware, active: int, slots: int) -> float:
     return min(hw.max_clock_boost, (slots / active) ** (1.0 / 3.0))
 
 
-def gemm_tile_ns(layer: Layer, hw: Hardware, elem_bytes: int) -> float:
+def gemm_tile_ns(layer: Layer, hw: Hardware, elem_bytes: int, kernel: str = "") -> float:
     """:func:`tile_ns` of ``layer`` as one kernel runs it: scaled by :func:`clock_boost` of its grid's occupancy."""
-    cfg = hw.config(layer.tile_m, layer.tile_n)
+    cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
     slots = hw.sm_count * cfg.cta_slots_per_sm
-    return tile_ns(layer, layer.k, hw, elem_bytes) / clock_boost(hw, min(layer.tiles, slots), slots)
+    return tile_ns(layer, layer.k, hw, elem_bytes, kernel) / clock_boost(hw, min(layer.tiles, slots), slots)
 
 
 def transfer_ns(nbytes: float, gbps: float, latency_ns: float) -> float:

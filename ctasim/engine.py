@@ -9,7 +9,10 @@ What is simulated
       reserves the link (:class:`~ctasim.machine.Fabric`) for its store; the store lasts until the
       link delivers it, and at least ``bytes / sm_remote_store_gbps`` plus the link latency (one SM
       cannot keep more stores in flight); the slot is held for the part of the store that the next
-      tile's mainloop does not hide (``1 - epilogue_store_overlap``).
+      tile's mainloop does not hide (``1 - epilogue_store_overlap``), plus ``signal_hold_ns`` of the
+      kernel's config (a CTA that stays resident for its fence and counter atomic).
+    * Wave slowdown (``KernelConfig.wave_slowdown``): the tile at grid position i (a queue kernel: its slot)
+      takes ``1 + s * min(1, (i // slots) / wave_slowdown_waves)`` times the tile time.
     * After the store has arrived: system-scope fence, remote atomic on the scoreboard counter.  The
       signal that completes a counter pushes its consumer tiles into the work-queue: atomic result back
       to the producer, slot reservation round trip, slot write and release-publish.
@@ -118,13 +121,21 @@ class _Run:
             yield self.env.timeout(k.fixed_ns)
         n_workers = min(k.tiles, k.slots)
         durations = np.full(k.tiles, k.tile_ns + (0.0 if k.persistent else k.cta_launch_ns))
+        extra = None  # per grid position: tile time added by the wave slowdown (KernelConfig.wave_slowdown)
+        if k.wave_slowdown > 0:
+            wave = np.arange(k.tiles) // n_workers
+            extra = k.tile_ns * k.wave_slowdown * np.minimum(1.0, wave / k.wave_slowdown_waves)
+            if k.source != "queue":  # durations are indexed by grid position; a queue kernel's by tile id
+                durations += extra
+                extra = None
         if self.jitter > 0:
             durations *= np.clip(1.0 + self.jitter * self.rng.standard_normal(k.tiles), 0.5, 1.5)
         if self.closed_form and k.source == "static" and k.outbound < 0:
             end = self.closed_form_kernel(k, n_workers, durations)
             yield self.env.timeout(end - self.env.now)
             return
-        state = {"next": 0, "live": n_workers, "durations": durations.tolist()}
+        state = {"next": 0, "live": n_workers, "durations": durations.tolist(),
+                 "extra": extra.tolist() if extra is not None else None}
         finished = self.env.event()
         for w in range(n_workers):
             self.env.process(self.worker(k, w, n_workers, state, finished))
@@ -179,6 +190,7 @@ class _Run:
         sm = w % hw.sm_count
         order = self.orders[k.id]
         durations = state["durations"]
+        extra = state["extra"]  # a queue kernel's wave slowdown, by slot (its grid position)
         tiles, tiles_n, row_offset, gpu, kid, layer = k.tiles, k.tiles_n, k.row_offset, k.gpu, k.id, k.layer
         source, persistent = k.source, k.persistent
         inbound = self.plan.pipes[k.inbound] if k.inbound >= 0 else None
@@ -198,6 +210,7 @@ class _Run:
             # The per-SM limit is shared by the SM's resident CTAs (e.g. a pingpong kernel's two tiles).
             sm_store_ns = store_bytes / (hw.sm_remote_store_gbps / k.slots_per_sm) + hw.link_latency_ns
             sig_delay = hw.fence_sys_ns + hw.remote_atomic_ns
+            signal_hold = k.signal_hold_ns
             signal = self.signal
         j = 0  # iteration of a persistent CTA
         cta = w
@@ -242,6 +255,8 @@ class _Run:
                 cta = i if source != "queue" else slot
             # ---- compute and store
             dur = durations[i]
+            if extra is not None:
+                dur += extra[slot]
             t_ce = t_acquire + dur
             if outbound is not None:
                 if port is not None:  # Fabric.reserve_on for one port, inlined
@@ -255,7 +270,7 @@ class _Run:
                 t_store = arrival
                 t_sig = arrival + sig_delay
                 signal(outbound, tile, t_sig)
-                yield timeout(dur + (arrival - t_ce) * exposed)
+                yield timeout(dur + (arrival - t_ce) * exposed + signal_hold)
             else:
                 t_store = t_sig = t_ce
                 yield timeout(dur)

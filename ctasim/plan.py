@@ -66,6 +66,10 @@ class Kernel(Op):
     slots_per_sm: int = 1
     persistent: bool = True
     cta_launch_ns: float = 0.0
+    wave_slowdown: float = 0.0  # KernelConfig.wave_slowdown: tile time x (1 + s * min(1, wave / waves))
+    wave_slowdown_waves: float = 1.0
+    signal_hold_ns: float = 0.0  # a producer CTA keeps its slot this long after its store arrived
+    kernel: str = ""  # the kernel variant (KernelConfig.kernel) whose figures these are
     order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     source: str = "static"
     inbound: int = -1  # Pipe id this kernel consumes from, or -1

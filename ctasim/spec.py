@@ -99,10 +99,29 @@ class KernelConfig:
         "per-kernel fixed time: grid start and first-wave pipeline fill plus the last wave's drain; the "
         "kernel's CTAs start this long after the kernel begins, ns", 0.0)
     cta_launch_ns: float = _f("extra time to start a CTA in a non-persistent grid, ns", 0.0)
+    kernel: str = _f(
+        "kernel variant this config describes ('' = the default kernel of the tile shape; e.g. 'ctapipe-1x1', "
+        "a strategy's `kernels` picks it); the config is keyed by tile shape and variant", "")
+    wave_slowdown: float = _f(
+        "fractional slowdown of the tile time reached in later waves of a grid: the tile at grid position i "
+        "(i // slots = its wave w) takes 1 + wave_slowdown * min(1, w / wave_slowdown_waves) times the tile "
+        "time (L2 reuse lost as waves drift apart)", 0.0)
+    wave_slowdown_waves: float = _f("waves over which wave_slowdown ramps up linearly (> 0)", 1.0)
+    signal_hold_ns: float = _f(
+        "a producer CTA of this kernel keeps its slot this long after its remote store arrived (fence, counter "
+        "atomic, pushes), ns", 0.0)
     source: str = _f("where the figures come from (measurement with date and machine, or datasheet)", "")
 
     def key(self) -> str:
-        return f"{self.tile_m}x{self.tile_n}"
+        return f"{self.tile_m}x{self.tile_n}" + (f"/{self.kernel}" if self.kernel else "")
+
+    def wave_factor(self, wave):
+        """Tile-time multiplier of wave ``wave`` (scalar or numpy array) of a grid."""
+        import numpy as np
+
+        if self.wave_slowdown == 0.0:
+            return np.ones_like(np.asarray(wave, dtype=float)) if np.ndim(wave) else 1.0
+        return 1.0 + self.wave_slowdown * np.minimum(1.0, np.asarray(wave, dtype=float) / self.wave_slowdown_waves)
 
     def tile_ns(self, k: int) -> float:
         return self.tile_fixed_ns + 2.0 * self.tile_m * self.tile_n * k / (self.sm_tflops * 1e3)
@@ -156,12 +175,14 @@ class Hardware:
         "ceiling of the tile-rate gain of a kernel that occupies few CTA slots (power-capped clock): tiles "
         "run min(max_clock_boost, (slots / active)^(1/3)) times faster; 1 = off", 1.0)
 
-    def config(self, tile_m: int, tile_n: int, where: str = "hardware") -> KernelConfig:
+    def config(self, tile_m: int, tile_n: int, where: str = "hardware", kernel: str = "") -> KernelConfig:
+        """The config of tile shape ``tile_m x tile_n`` and kernel variant ``kernel`` ('' = default kernel)."""
         for c in self.kernel_configs:
-            if c.tile_m == tile_m and c.tile_n == tile_n:
+            if c.tile_m == tile_m and c.tile_n == tile_n and c.kernel == kernel:
                 return c
         have = ", ".join(c.key() for c in self.kernel_configs)
-        raise SpecError(where, "tile", f"profile {self.name!r} has no kernel config {tile_m}x{tile_n} (has {have})")
+        want = f"{tile_m}x{tile_n}" + (f"/{kernel}" if kernel else "")
+        raise SpecError(where, "tile", f"profile {self.name!r} has no kernel config {want} (has {have})")
 
     @property
     def slots_per_gpu_max(self) -> int:
@@ -247,6 +268,9 @@ class Strategy:
     tile_source: str = _f("ctapipe: 'queue' (work-queue pops) or 'static' (fixed order, wait per tile)", "queue")
     persistent: bool = _f("ctapipe: persistent CTAs looping over tiles (else one CTA per tile)", True)
     raster: str = _f("override every layer's producer raster order ('' keeps the workload's)", "")
+    kernels: tuple[str, ...] = _f(
+        "ctapipe: kernel variant per layer (a `kernel` of the profile's kernel configs, e.g. 'ctapipe-2x1'); "
+        "layers past the list take its last entry; empty: the default kernel", ())
 
     @property
     def label(self) -> str:
@@ -379,6 +403,10 @@ def _validate_hardware(hw: Hardware, where: str) -> None:
         _require(c.tile_fixed_ns >= 0, where, q + "tile_fixed_ns", f"must be >= 0, got {c.tile_fixed_ns}")
         _require(c.cta_launch_ns >= 0, where, q + "cta_launch_ns", f"must be >= 0, got {c.cta_launch_ns}")
         _require(c.kernel_fixed_ns >= 0, where, q + "kernel_fixed_ns", f"must be >= 0, got {c.kernel_fixed_ns}")
+        _require(c.wave_slowdown >= 0, where, q + "wave_slowdown", f"must be >= 0, got {c.wave_slowdown}")
+        _require(c.wave_slowdown_waves > 0, where, q + "wave_slowdown_waves",
+                 f"must be > 0, got {c.wave_slowdown_waves}")
+        _require(c.signal_hold_ns >= 0, where, q + "signal_hold_ns", f"must be >= 0, got {c.signal_hold_ns}")
         _require(c.key() not in seen, where, q + "tile_m", f"duplicate kernel config {c.key()}")
         seen.add(c.key())
 

@@ -22,9 +22,10 @@ def split_layer(layer: Layer, m: int | None = None, k: int | None = None, n: int
 
 def add_gemm(plan: Plan, hw: Hardware, wl: Workload, layer_idx: int, layer: Layer, gpu: int, *,
              deps=(), start_ns: float = 0.0, row_offset: int = 0, source: str = "static",
-             persistent: bool = True, raster: str = "", name: str = "") -> Kernel:
-    """A GEMM kernel for ``layer`` (already sliced/chunked) on ``gpu``."""
-    cfg = hw.config(layer.tile_m, layer.tile_n)
+             persistent: bool = True, raster: str = "", name: str = "", kernel: str = "") -> Kernel:
+    """A GEMM kernel for ``layer`` (already sliced/chunked) on ``gpu``; ``kernel`` picks a kernel variant's
+    config of the profile ('' = the default kernel of the tile shape)."""
+    cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
     order = raster_order(layer.tiles_m, layer.tiles_n, raster or layer.raster)
     return plan.add(
         Kernel,
@@ -36,12 +37,16 @@ def add_gemm(plan: Plan, hw: Hardware, wl: Workload, layer_idx: int, layer: Laye
         tiles_m=layer.tiles_m,
         tiles_n=layer.tiles_n,
         row_offset=row_offset,
-        tile_ns=costs.gemm_tile_ns(layer, hw, wl.elem_bytes),
+        tile_ns=costs.gemm_tile_ns(layer, hw, wl.elem_bytes, kernel),
         fixed_ns=cfg.kernel_fixed_ns,
         slots=hw.sm_count * cfg.cta_slots_per_sm,
         slots_per_sm=cfg.cta_slots_per_sm,
         persistent=persistent,
         cta_launch_ns=cfg.cta_launch_ns,
+        wave_slowdown=cfg.wave_slowdown,
+        wave_slowdown_waves=cfg.wave_slowdown_waves,
+        signal_hold_ns=cfg.signal_hold_ns,
+        kernel=kernel,
         order=order,
         source=source,
     )

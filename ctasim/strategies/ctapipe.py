@@ -28,6 +28,12 @@ def consumer_source(strategy: Strategy) -> str:
     return "queue" if strategy.tile_source == "queue" else "wait"
 
 
+def kernel_of(strategy: Strategy, layer: int) -> str:
+    """The kernel variant of layer ``layer``: ``strategy.kernels[layer]``, the last entry past the list."""
+    ks = strategy.kernels
+    return ks[min(layer, len(ks) - 1)] if ks else ""
+
+
 def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) -> list[Plan]:
     plan = Plan(strategy.label, case, len(wl.layers),
                 params={"tile_source": strategy.tile_source, "persistent": strategy.persistent})
@@ -37,7 +43,7 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
         raster = strategy.raster or layer.raster
         kernels.append(add_gemm(plan, hw, wl, i, layer, i, start_ns=hw.launch_ns, source=src,
                                 persistent=strategy.persistent, raster=raster if src == "static" else "row",
-                                name=f"ctapipe L{i} gpu{i}"))
+                                name=f"ctapipe L{i} gpu{i}", kernel=kernel_of(strategy, i)))
     link_pipes(plan, hw, wl, list(wl.layers), kernels)
     last = wl.layers[-1]
     if last.rowwise:

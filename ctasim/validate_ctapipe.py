@@ -1,0 +1,265 @@
+"""Validation of CTA-pipelining: the simulator against per-CTA ``%globaltimer`` traces of the ctapipe kernels.
+
+Inputs: a ``ctahw run ... ctapipe`` results folder (``ctapipe_traces.npz``: raw stamp buffers that
+``ctahw.pipelined.load_traces`` rebuilds into ctasim traces), or the reduced tile tables this module writes
+(:func:`save_tiles`, one CSV per trace; what the CI gates read, no ctahw needed).
+
+Each measured trace is variant (a) of the kernel: one CTA per tile (``persistent=False``), consumers pop the
+work-queue (``tile_source="queue"``), clusters per layer as :data:`VARIANT_KERNELS` says. The same plan is
+built by :mod:`ctasim.strategies` (``Strategy.kernels`` picks the profile's kernel config of each layer's
+cluster shape), with the producer's tile order read from the trace (CTA ``blockIdx`` order: the plan's row
+order, or row-block pairs for the 2x1 producer), simulated with ``launch_ns = 0`` (a trace's clock starts at
+its first CTA) and compared with :func:`ctasim.compare.compare`.
+
+Calibration split (:func:`fit`): the per-kernel-variant fields are fitted on the traces at :data:`FIT_MS`
+only; accuracy is reported on the other M values (and on an earlier run, nothing fitted on it):
+
+* ``sm_tflops`` from the median mainloop (``t_mainloop_end - t_acquire``) of the first two waves;
+* ``tile_fixed_ns``: median epilogue (``t_compute_end - t_mainloop_end``) from the third wave on;
+* ``wave_slowdown``, ``wave_slowdown_waves``: least squares of the per-wave median mainloop over the first
+  waves' (a linear ramp to a plateau);
+* ``cta_launch_ns``: median turnover of a static (producer) grid: a CTA's ``t_acquire`` after the previous
+  CTA on the same SM left (its store end or signal);
+* ``signal_hold_ns``: median (producer CTA exit - compute end) from the third wave on, minus what the model
+  already holds the slot for (the remote store: ``bytes / sm_remote_store_gbps + link_latency_ns``), >= 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ctasim.compare import compare
+from ctasim.engine import simulate
+from ctasim.plan import Plan
+from ctasim.spec import Hardware, KernelConfig, Layer, Strategy, Workload
+from ctasim.strategies import build_plans
+from ctasim.trace import OP_COLUMNS, EVENT_COLUMNS, Trace
+
+__all__ = ["VARIANT_KERNELS", "FIT_MS", "MeasuredTrace", "load_npz", "load_tiles", "save_tiles", "plan_for",
+           "simulate_for", "fit", "apply_fit", "judge", "summary", "TILE_CSV_COLUMNS"]
+
+FIT_MS = (2048, 8192)
+"""M values whose traces are fitted on (the same split as the baselines'); every other M is judged."""
+
+VARIANT_KERNELS = {
+    "cutlass_ctapipe": ("ctapipe-1x1",),
+    "cutlass_ctapipe_c12": ("ctapipe-1x2",),
+    "cutlass_ctapipe_c21": ("ctapipe-2x1", "ctapipe-1x2"),
+}
+"""Kernel config (``KernelConfig.kernel``) of each layer per ctahw variant (``ctahw.pipelined.VARIANTS``:
+clusters 1x1/1x1, 1x2/1x2, producer 2x1 + consumer 1x2); layers past the tuple take its last entry."""
+
+H = 8192
+TILE = (128, 256)
+TILE_CSV_COLUMNS = ["kernel", "layer", "gpu", "cta", "sm", "tile_m", "tile_n", "slot", "t_start", "t_acquire",
+                    "t_ready", "t_mainloop_end", "t_compute_end", "t_store_end", "t_signal"]
+
+
+@dataclass
+class MeasuredTrace:
+    m: int
+    variant: str  # without the "_trace" suffix
+    trace: Trace
+    order: np.ndarray  # the producer's tile order (CTA blockIdx order)
+    run: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.variant} M={self.m}"
+
+
+def _order(trace: Trace) -> np.ndarray:
+    t = trace.tiles
+    first = t[t["layer"] == t["layer"].min()].sort_values("cta")
+    return (first["tile_m"] * (H // TILE[1]) + first["tile_n"]).to_numpy(np.int64)
+
+
+def load_npz(folder: str | Path) -> list[MeasuredTrace]:
+    """The traces of a ctapipe results folder (needs ``ctahw.pipelined.load_traces``, CPU only)."""
+    from ctahw.pipelined import load_traces
+
+    folder = Path(folder)
+    out = []
+    for (m, variant), (tr, _plan, _info) in sorted(load_traces(folder / "ctapipe_traces.npz").items()):
+        v = variant.removesuffix("_trace")
+        if v in VARIANT_KERNELS:
+            out.append(MeasuredTrace(int(m), v, tr, _order(tr), folder.name))
+    return out
+
+
+def save_tiles(mt: MeasuredTrace, path: str | Path) -> Path:
+    """The trace's tile table as integer ns (stamps are 32 ns ticks), the columns the comparison needs."""
+    t = mt.trace.tiles.copy()
+    for c in TILE_CSV_COLUMNS:
+        t[c] = np.round(t[c]).astype(np.int64)
+    t[TILE_CSV_COLUMNS].to_csv(path, index=False)
+    return Path(path)
+
+
+def load_tiles(path: str | Path, m: int, variant: str, run: str = "") -> MeasuredTrace:
+    """A :class:`MeasuredTrace` from a tile table written by :func:`save_tiles` (no events, no ops)."""
+    t = pd.read_csv(path)
+    t.insert(0, "source", "hw")
+    for c in TILE_CSV_COLUMNS[8:]:
+        t[c] = t[c].astype(np.float64)
+    tr = Trace(t, pd.DataFrame(columns=list(EVENT_COLUMNS)), pd.DataFrame(columns=list(OP_COLUMNS)),
+               {"source": "hw", "m": m, "variant": variant})
+    return MeasuredTrace(m, variant, tr, _order(tr), run)
+
+
+def plan_for(m: int, variant: str, hw: Hardware, order=None) -> Plan:
+    """ctasim's plan of what the trace ran: 2-layer m x 8192 x 8192 chain, one CTA per tile, queue pops,
+    each layer on its variant's kernel config, the producer walking ``order``; ``launch_ns = 0``."""
+    layer = Layer(m, H, H, *TILE)
+    wl = Workload(f"chain2-{m}", "bf16", (layer, layer))
+    st = Strategy("ctapipe", persistent=False, tile_source="queue", kernels=VARIANT_KERNELS[variant])
+    plan = build_plans(st, wl, dataclasses.replace(hw, launch_ns=0.0), 2, f"{variant} m={m}")[0]
+    if order is not None:
+        first = min(plan.kernels(), key=lambda k: k.layer)
+        order = np.asarray(order, dtype=np.int64)
+        if sorted(order.tolist()) != list(range(first.tiles)):
+            raise ValueError("order is not a permutation of the producer's tiles")
+        first.order = order
+    return plan
+
+
+def simulate_for(mt: MeasuredTrace, hw: Hardware) -> tuple[Plan, Trace]:
+    plan = plan_for(mt.m, mt.variant, hw, mt.order)
+    return plan, simulate(plan, hw)
+
+
+# ------------------------------------------------------------------------------------------------ fitting
+def _kernel_of(variant: str, layer: int) -> str:
+    ks = VARIANT_KERNELS[variant]
+    return ks[min(layer, len(ks) - 1)]
+
+
+def _tiles_by_config(traces: list[MeasuredTrace], slots: int) -> pd.DataFrame:
+    rows = []
+    for mt in traces:
+        t = mt.trace.tiles.copy()
+        t["config"] = [_kernel_of(mt.variant, int(l)) for l in t["layer"]]
+        t["static"] = t["slot"] < 0
+        t["wave"] = np.where(t["static"], t["cta"], t["slot"]) // slots
+        t["mainloop"] = t["t_mainloop_end"] - t["t_acquire"]
+        t["epilogue"] = t["t_compute_end"] - t["t_mainloop_end"]
+        t["exit"] = t[["t_store_end", "t_signal"]].max(axis=1)
+        t["case"] = mt.label
+        last = t.groupby("layer")["wave"].transform("max")
+        t["full_wave"] = t["wave"] < last
+        rows.append(t)
+    return pd.concat(rows, ignore_index=True)
+
+
+def _turnover(t: pd.DataFrame) -> np.ndarray:
+    """Static tiles: t_acquire of a CTA minus the exit of the previous CTA on the same SM (same kernel)."""
+    out = []
+    for (_case, _k, _sm), g in t[t["static"]].groupby(["case", "kernel", "sm"]):
+        g = g.sort_values("t_start")
+        out.append(g["t_acquire"].to_numpy()[1:] - g["exit"].to_numpy()[:-1])
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def _ramp_fit(r: pd.DataFrame) -> tuple[float, float]:
+    """Least squares of per-wave relative slowdown ``r.rel`` ~ s * min(1, wave / W) over s and W."""
+    w, y = r["wave"].to_numpy(float), r["rel"].to_numpy(float)
+    best = (np.inf, 0.0, 1.0)
+    for W in np.arange(1.0, 41.0):
+        x = np.minimum(1.0, w / W)
+        s = max(0.0, float((x @ y) / (x @ x))) if (x @ x) > 0 else 0.0
+        loss = float(((y - s * x) ** 2).sum())
+        if loss < best[0]:
+            best = (loss, s, W)
+    return round(best[1], 4), best[2]
+
+
+def fit(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict[str, dict], pd.DataFrame]:
+    """Per kernel variant: the fitted KernelConfig fields, and one evidence row per (variant, field)."""
+    train = [mt for mt in traces if mt.m in fit_ms]
+    if not train:
+        raise ValueError(f"no ctapipe trace at the fitting M values {fit_ms}")
+    base_cfg = hw.config(*TILE)
+    slots = hw.sm_count * base_cfg.cta_slots_per_sm
+    t = _tiles_by_config(train, slots)
+    store_bytes = TILE[0] * TILE[1] * 2
+    model_store = store_bytes / (hw.sm_remote_store_gbps / base_cfg.cta_slots_per_sm) + hw.link_latency_ns
+    flops = 2.0 * TILE[0] * TILE[1] * H
+    ms = ", ".join(map(str, fit_ms))
+    fields, ev = {}, []
+    for cfg in sorted(t["config"].unique()):
+        c = t[t["config"] == cfg]
+        base = float(c.loc[c["wave"] <= 1, "mainloop"].median())
+        later = c[c["wave"] >= 2]
+        fixed = float(later["epilogue"].median())
+        per_wave = (c[c["full_wave"]].groupby(["case", "layer", "wave"])["mainloop"].median() / base - 1.0)
+        s, W = _ramp_fit(per_wave.rename("rel").reset_index())
+        turn = _turnover(c)
+        launch = float(np.median(turn)) if len(turn) else 0.0
+        prod = later[later["static"]]
+        held = float((prod["exit"] - prod["t_compute_end"]).median()) if len(prod) else 0.0
+        hold = max(0.0, held - model_store)
+        f = {"sm_tflops": round(flops / base / 1e3, 4), "tile_fixed_ns": round(fixed, 1),
+             "wave_slowdown": s, "wave_slowdown_waves": W, "cta_launch_ns": round(launch, 1),
+             "signal_hold_ns": round(hold, 1)}
+        fields[cfg] = f
+        n = len(c)
+        cases = sorted(c["case"].unique())
+        ev += [
+            {"kernel": cfg, "field": "sm_tflops", "value": f["sm_tflops"],
+             "fitted to": f"median mainloop of waves 0-1 = {base:.0f} ns over {int((c['wave'] <= 1).sum())} tiles"},
+            {"kernel": cfg, "field": "tile_fixed_ns", "value": f["tile_fixed_ns"],
+             "fitted to": f"median epilogue (compute end - mainloop end), waves >= 2, {len(later)} tiles"},
+            {"kernel": cfg, "field": "wave_slowdown", "value": s,
+             "fitted to": f"least squares, per-wave median mainloop / waves-0-1 median - 1, {len(per_wave)} full waves"},
+            {"kernel": cfg, "field": "wave_slowdown_waves", "value": W, "fitted to": "same fit (W in 1..40)"},
+            {"kernel": cfg, "field": "cta_launch_ns", "value": f["cta_launch_ns"],
+             "fitted to": f"median static-grid turnover (acquire - previous CTA's exit, same SM), {len(turn)} pairs"},
+            {"kernel": cfg, "field": "signal_hold_ns", "value": f["signal_hold_ns"],
+             "fitted to": (f"median producer exit - compute end = {held:.0f} ns ({len(prod)} tiles, waves >= 2) "
+                           f"minus the modelled store {model_store:.0f} ns, >= 0") if len(prod) else "no producer tiles"},
+        ]
+        for e in ev[-6:]:
+            e["traces"] = "; ".join(cases)
+            e["tiles"] = n
+            e["fit_ms"] = ms
+    return fields, pd.DataFrame(ev)
+
+
+def apply_fit(hw: Hardware, fields: dict[str, dict]) -> Hardware:
+    """The profile with one kernel config per fitted variant (replacing any of the same key)."""
+    base = hw.config(*TILE)
+    keep = [c for c in hw.kernel_configs if not (c.kernel in fields and (c.tile_m, c.tile_n) == TILE)]
+    new = [dataclasses.replace(base, kernel=k, kernel_fixed_ns=0.0, source=f"fitted: ctapipe traces ({k})", **f)
+           for k, f in sorted(fields.items())]
+    return dataclasses.replace(hw, kernel_configs=tuple(keep + new))
+
+
+# ------------------------------------------------------------------------------------------------ judging
+def judge(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS) -> tuple[pd.DataFrame, dict]:
+    """One row of :meth:`Comparison.summary` per trace (plus m, variant, run, role); the simulated traces."""
+    rows, sims = [], {}
+    for mt in traces:
+        plan, sim = simulate_for(mt, hw)
+        c = compare(mt.trace, sim, plan)
+        sims[(mt.run, mt.m, mt.variant)] = (plan, sim)
+        rows.append({"run": mt.run, "m": mt.m, "variant": mt.variant,
+                     "role": "fitted" if mt.m in fit_ms else "held_out", **c.summary()})
+    return pd.DataFrame(rows), sims
+
+
+def summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per M over the held-out rows: MAPE of the makespan, worst, median per-CTA start error (fraction)."""
+    held = df[df["role"] == "held_out"]
+    out = []
+    for key, g in list(held.groupby("m")) + [("all", held)]:
+        worst = g.loc[g["makespan_error"].abs().idxmax()]
+        out.append({"m": key, "traces": len(g), "makespan_mape_pct": 100 * g["makespan_error"].abs().mean(),
+                    "worst_pct": 100 * worst["makespan_error"], "worst": worst["variant"],
+                    "start_median_pct_max": 100 * g["start_median_frac"].max(),
+                    "start_p95_pct_max": 100 * g["start_p95_frac"].max()})
+    return pd.DataFrame(out)
