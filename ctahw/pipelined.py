@@ -381,9 +381,9 @@ def remote_store_cost(sweep, m: int, variant: str = "cutlass_ctapipe", reps: int
     x = sweep.data.rand(first.gpu, (m, h), salt=1201)
     ws = _weights(sweep, plan, h, 1211)
     r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=v.trace, clusters=_clusters(plan, v))
-    remote = r.outputs[first.op]
+    remote = r.outputs[first.id]
     with cp.cuda.Device(first.gpu):
-        local = cp.empty_like(remote)
+        local = cp.empty(remote.shape, dtype=remote.dtype)
     poison(remote)
     poison(local)
     r.sync()
@@ -391,7 +391,7 @@ def remote_store_cost(sweep, m: int, variant: str = "cutlass_ctapipe", reps: int
     try:
         for i in range(2 * reps + 1):  # run 0: remote, untimed (fills the consumer's input); then ABBA
             mode = "remote" if i == 0 or (i - 1) % 4 in (0, 3) else "local"
-            r.outputs[first.op] = remote if mode == "remote" else local
+            r.outputs[first.id] = remote if mode == "remote" else local
             with cp.cuda.Device(first.gpu):
                 a, e = cp.cuda.Event(), cp.cuda.Event()
                 a.record(r.streams[first.gpu])
@@ -404,7 +404,7 @@ def remote_store_cost(sweep, m: int, variant: str = "cutlass_ctapipe", reps: int
                 with cp.cuda.Device(first.gpu):
                     times[mode].append(cp.cuda.get_elapsed_time(a, e))
     finally:
-        r.outputs[first.op] = remote
+        r.outputs[first.id] = remote
         r.sync()
     ref = _ref_chain(cp, x, ws[:1])
     rel = {mode: _check(cp, buf, ref) for mode, buf in (("remote", remote), ("local", local))}
