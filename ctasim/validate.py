@@ -323,6 +323,66 @@ def _per_cta_demo(hw: Hardware, out: Path, ms=(1024, 4096, 16384)) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
+CTAPIPE_TILE_TABLES = ((1024, "cutlass_ctapipe"), (4096, "cutlass_ctapipe_c21"))
+"""Measured traces committed as reduced tile tables (``ctapipe-tiles-m<M>-<variant>.csv.gz``) for the CI
+gates: held-out M, the 1x1 kernel and the best variant."""
+
+
+def ctapipe_section(hw0: Hardware, hw: Hardware, folder: Path, also: list[Path], out: Path) -> list[str]:
+    """Fit the ctapipe kernel variants on FIT_MS traces, judge every trace, write CSVs, plots, tile tables."""
+    from ctasim import plots
+    from ctasim import validate_ctapipe as VC
+
+    traces = VC.load_npz(folder)
+    fields, evidence = VC.fit(traces, hw0)
+    hw_c = VC.apply_fit(hw, fields)
+    df, sims = VC.judge(traces, hw_c)
+    base = hw0.config(128, 256)
+    before = {k: dict(sm_tflops=base.sm_tflops, tile_fixed_ns=base.tile_fixed_ns, wave_slowdown=0.0,
+                      wave_slowdown_waves=1.0, cta_launch_ns=0.0, signal_hold_ns=0.0) for k in fields}
+    df_before, _ = VC.judge(traces, VC.apply_fit(hw, before))
+    others = [VC.judge(VC.load_npz(p), hw_c, fit_ms=())[0] for p in also if (p / "ctapipe_traces.npz").exists()]
+    cols = ["run", "m", "variant", "role", "makespan_meas_us", "makespan_sim_us", "makespan_error",
+            "start_median_frac", "start_p95_frac", "end_median_frac", "end_p95_frac", "dequeue_spearman",
+            "first_tile_delay_L1_meas_ns", "first_tile_delay_L1_sim_ns", "busy_gpu0_meas", "busy_gpu0_sim",
+            "busy_gpu1_meas", "busy_gpu1_sim", "overlap_L0-L1_meas", "overlap_L0-L1_sim"]
+    allrows = pd.concat([df] + others, ignore_index=True)
+    allrows[cols].round(5).to_csv(out / "ctapipe.csv", index=False)
+    summ = VC.summary(df)
+    summ.round(3).to_csv(out / "ctapipe-summary.csv", index=False)
+    evidence.to_csv(out / "ctapipe-fit.csv", index=False)
+    plots.error_vs_m(df.assign(error=df["makespan_error"], series=df["variant"]), out / "ctapipe-error-vs-m.png",
+                     title=f"{folder.name}: CTA-pipelining makespan, simulated vs measured traces")
+    for m, v in ((16384, "cutlass_ctapipe_c21"), (1024, "cutlass_ctapipe")):
+        mt = next((t for t in traces if t.m == m and t.variant == v), None)
+        if mt is not None:
+            plots.gantt_pair(mt.trace, sims[(mt.run, m, v)][1], out / f"gantt-ctapipe-hw-m{m}-{v}.png",
+                             title=f"{v} M={m}: measured trace (2xH200) vs simulated ({hw_c.name} + ctapipe fit)",
+                             labels=("measured (%globaltimer)", "simulated"))
+    for m, v in CTAPIPE_TILE_TABLES:
+        mt = next((t for t in traces if t.m == m and t.variant == v), None)
+        if mt is not None:
+            VC.save_tiles(mt, out / f"ctapipe-tiles-m{m}-{v}.csv.gz")
+    show = ["m", "variant", "role", "makespan_meas_us", "makespan_sim_us", "makespan_error", "start_median_frac",
+            "start_p95_frac", "end_median_frac", "dequeue_spearman", "first_tile_delay_L1_meas_ns",
+            "first_tile_delay_L1_sim_ns"]
+    lines = ["## CTA-pipelining: measured per-CTA traces (" + folder.name + ")", "",
+             "Kernel variants fitted on the traces at M in " + str(VC.FIT_MS) + "; judged on the others. Makespan = "
+             "first CTA start to last tile end in the trace (no harness); per-CTA errors as fractions of it.", "",
+             "### Fitted kernel-config fields", "", _md(evidence[["kernel", "field", "value", "fitted to"]], ".4f"), "",
+             "### Accuracy on held-out M", "", _md(summ), "",
+             "### Every trace", "", _md(df[show], ".4f"), "",
+             "### Without the fitted variant configs (the default 128x256 config for every layer)", "",
+             _md(VC.summary(df_before)), "", _md(df_before[show], ".4f"), ""]
+    for o in others:
+        lines += [f"### Other run, judged in full: {o['run'].iloc[0]}", "", _md(o[show], ".4f"), ""]
+    lines += ["Plots: `ctapipe-error-vs-m.png`, `gantt-ctapipe-hw-m16384-cutlass_ctapipe_c21.png`, "
+              "`gantt-ctapipe-hw-m1024-cutlass_ctapipe.png`. Tile tables for the CI gates: "
+              + ", ".join(f"`ctapipe-tiles-m{m}-{v}.csv.gz`" for m, v in CTAPIPE_TILE_TABLES) + ".", ""]
+    print(_md(summ))
+    return lines
+
+
 def main(argv=None) -> int:
     import argparse
     import json
@@ -338,6 +398,10 @@ def main(argv=None) -> int:
     ap.add_argument("--also", nargs="*", default=[str(here / "bench/results/hw/2026-11-29-run1")],
                     help="other runs judged in full with the same fit (nothing fitted on them)")
     ap.add_argument("--out", default=str(here / "bench/results/validation"))
+    ap.add_argument("--ctapipe", default=str(here / "bench/results/hw/2026-11-29-ctapipe"),
+                    help="ctapipe results folder with per-CTA traces (ctapipe_traces.npz); '' skips")
+    ap.add_argument("--ctapipe-also", nargs="*", default=[str(here / "bench/results/hw/2026-11-29-ctapipe-run1")],
+                    help="other ctapipe runs judged in full with the same fit")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -388,6 +452,8 @@ def main(argv=None) -> int:
               _md(demo[["m", "makespan_error", "start_median_frac", "start_p95_frac", "end_median_frac",
                         "dequeue_spearman", "tiles_matched"]], ".4f"), "",
               "Plots: `error-vs-m.png`, `gantt-ctapipe-m1024.png`.", ""]
+    if args.ctapipe:
+        lines += ctapipe_section(hw0, hw, Path(args.ctapipe), [Path(p) for p in args.ctapipe_also], out)
     (out / "report.md").write_text("\n".join(lines))
     prov = {"command": "python -m ctasim.validate " + " ".join(argv or []), "results": str(args.results),
             "profile": args.profile, "fit_ms": FIT_MS, "harness": dataclasses.asdict(harness), "fitted": fields}
