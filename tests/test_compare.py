@@ -1,7 +1,8 @@
 """Comparison of measured and simulated traces, and the validation gates on the committed 2xH200 results.
 
 Per-CTA figures are checked on simulated traces with a known perturbation (no per-CTA hardware traces
-exist yet); makespan gates run the committed measured baselines through the committed profile.
+exist yet); makespan gates run the committed measured baselines through the committed profile; measured
+CTA-pipelined traces (tile tables under bench/results/validation) are gated per CTA.
 """
 
 from __future__ import annotations
@@ -172,3 +173,120 @@ def test_a_wrong_profile_fails_the_makespan_gates(measured, name):
         "half all-reduce bandwidth": dataclasses.replace(hw, allreduce_bus_gbps=hw.allreduce_bus_gbps / 2),
     }[name]
     assert _gate_failures(V.validate(cases, bad, harness)) != []
+
+
+# ------------------------------------------------------------------------ CTA-pipelining: measured per-CTA traces
+# Two measured 2xH200 traces (held-out M), committed as tile tables by `python -m ctasim.validate`, simulated
+# with the committed profile (its fitted ctapipe-1x1/1x2/2x1 configs; fitted on M = 2048, 8192 only).
+# Absolute bounds = today's held-out figures plus a margin so that a regression fails; they are NOT the
+# issue's targets (median start error <= 2% of the makespan is not met: 4.7% at M=1024, 2.9% at M=4096;
+# docs/validation.md).  The model under-predicts both traces (-3.6%, -5.5%), so a profile that is wrong in
+# the slow direction (half link bandwidth, -5% tile rate) moves the figures *towards* the measurement and
+# would pass absolute bounds; `BIAS_BAND` pins the signed makespan error to +-1% around today's value
+# (the simulation is deterministic; any change of model or profile that moves it must update this with
+# its reason).  Doubling poll_ns (200 -> 400 ns) moves the makespan by < 0.01%: nothing here resolves it.
+from ctasim import validate_ctapipe as VC  # noqa: E402
+
+VALIDATION = Path(__file__).resolve().parent.parent / "bench" / "results" / "validation"
+CTAPIPE_NPZ = Path(__file__).resolve().parent.parent / "bench" / "results" / "hw" / "2026-11-29-ctapipe" / "ctapipe_traces.npz"
+# (m, variant): (max |makespan error|, max median start error / makespan, min dequeue rank correlation,
+#                signed makespan error today)
+CTAPIPE_GATES = {
+    (1024, "cutlass_ctapipe"): (0.05, 0.055, 0.75, -0.0363),
+    (4096, "cutlass_ctapipe_c21"): (0.065, 0.035, 0.98, -0.0546),
+}
+BIAS_BAND = 0.01
+
+
+def _ctapipe_failures(hw) -> list[str]:
+    bad = []
+    for (m, v), (mk, st, sp, today) in CTAPIPE_GATES.items():
+        mt = VC.load_tiles(VALIDATION / f"ctapipe-tiles-m{m}-{v}.csv.gz", m, v)
+        plan, sim = VC.simulate_for(mt, hw)
+        c = compare(mt.trace, sim, plan)
+        g = gates(c, {"makespan_abs_error": mk, "start_median_frac": st, "end_median_frac": 1.0,
+                      "dequeue_spearman_min": sp})
+        bad += [f"M={m} {v} {k}: {val:.4f} vs {b}" for k, (ok, val, b) in g.items() if not ok]
+        if abs(c.makespan_error - today) > BIAS_BAND:
+            bad.append(f"M={m} {v} makespan error {c.makespan_error:+.4f} left {today:+.4f} +- {BIAS_BAND}")
+    return bad
+
+
+def test_measured_ctapipe_traces_pass_the_per_cta_gates_with_the_committed_profile():
+    hw = load_hardware("h200-x2-calibrated")
+    assert _ctapipe_failures(hw) == []
+
+
+def _with_variants(hw, **kw):
+    return dataclasses.replace(hw, kernel_configs=tuple(
+        dataclasses.replace(c, **{k: v(c) for k, v in kw.items()}) if c.kernel else c for c in hw.kernel_configs))
+
+
+@pytest.mark.parametrize("name", ["half link bandwidth", "tile rate +5%", "tile rate -5%", "no wave slowdown",
+                                  "no CTA turnover or epilogue", "half remote-store rate", "double fence and atomic",
+                                  "default kernel config for every layer"])
+def test_a_wrong_profile_fails_the_measured_ctapipe_gates(name):
+    hw = load_hardware("h200-x2-calibrated")
+    base = hw.config(128, 256)
+    bad = {
+        "half link bandwidth": dataclasses.replace(hw, link_gbps=hw.link_gbps / 2),
+        "tile rate +5%": _with_variants(hw, sm_tflops=lambda c: c.sm_tflops * 1.05),
+        "tile rate -5%": _with_variants(hw, sm_tflops=lambda c: c.sm_tflops * 0.95),
+        "no wave slowdown": _with_variants(hw, wave_slowdown=lambda c: 0.0),
+        "no CTA turnover or epilogue": _with_variants(hw, cta_launch_ns=lambda c: 0.0, tile_fixed_ns=lambda c: 0.0),
+        "half remote-store rate": dataclasses.replace(hw, sm_remote_store_gbps=hw.sm_remote_store_gbps / 2),
+        "double fence and atomic": dataclasses.replace(hw, fence_sys_ns=2 * hw.fence_sys_ns,
+                                                       remote_atomic_ns=2 * hw.remote_atomic_ns),
+        "default kernel config for every layer": _with_variants(
+            hw, sm_tflops=lambda c: base.sm_tflops, tile_fixed_ns=lambda c: base.tile_fixed_ns,
+            wave_slowdown=lambda c: 0.0, cta_launch_ns=lambda c: 0.0, signal_hold_ns=lambda c: 0.0),
+    }[name]
+    assert _ctapipe_failures(bad) != []
+
+
+@pytest.fixture(scope="module")
+def ctapipe_traces():
+    pytest.importorskip("ctahw.pipelined")
+    return VC.load_npz(CTAPIPE_NPZ.parent)
+
+
+def test_committed_profile_holds_the_ctapipe_fit_of_the_committed_traces(ctapipe_traces):
+    hw = load_hardware("h200-x2-calibrated")
+    fields, _ = VC.fit(ctapipe_traces, hw)
+    assert set(fields) == {"ctapipe-1x1", "ctapipe-1x2", "ctapipe-2x1"}
+    for kernel, f in fields.items():
+        cfg = hw.config(128, 256, kernel=kernel)
+        for k, v in f.items():
+            assert getattr(cfg, k) == pytest.approx(v, rel=1e-4, abs=0.05), (kernel, k)
+
+
+def test_ctapipe_fit_uses_only_the_fitting_m_values(ctapipe_traces):
+    hw = load_hardware("h200-x2-calibrated")
+    train = [t for t in ctapipe_traces if t.m in VC.FIT_MS]
+    assert len(train) < len(ctapipe_traces)
+    assert VC.fit(ctapipe_traces, hw)[0] == VC.fit(train, hw)[0]
+    held = [t for t in ctapipe_traces if t.m not in VC.FIT_MS]
+    assert VC.fit(held, hw, fit_ms=(1024, 4096, 16384))[0] != VC.fit(train, hw)[0]
+
+
+def test_wave_slowdown_and_signal_hold_in_the_engine():
+    """The closed form and the event path agree with a wave slowdown; the slowdown and the signal hold lengthen
+    the kernels they belong to by what the model says."""
+    hw = load_hardware("h200-x2-calibrated")
+    slow = _with_variants(hw, wave_slowdown=lambda c: 0.5, wave_slowdown_waves=lambda c: 1.0)
+    layer = Layer(132 * 128 * 3, 8192, 8192, 128, 256)  # 12672 tiles: 96 full waves of 132 CTAs
+    wl = Workload("one", "bf16", (layer,))
+    st = Strategy("sequential")
+    plan = build_plans(st, wl, hw, 1, "t")[0]
+    k = plan.kernels()[0]
+    k.persistent, k.wave_slowdown, k.wave_slowdown_waves = False, 0.5, 2.0
+    fast, ev = simulate(plan, hw, closed_form=True), simulate(plan, hw, closed_form=False)
+    assert np.allclose(np.sort(fast.tiles["t_compute_end"]), np.sort(ev.tiles["t_compute_end"]))
+    w = np.arange(k.tiles) // k.slots
+    assert fast.makespan_ns == pytest.approx(k.fixed_ns + k.start_ns + k.tile_ns * (1 + 0.5 * np.minimum(1, np.unique(w) / 2)).sum(), rel=1e-9)
+    mt = VC.load_tiles(VALIDATION / "ctapipe-tiles-m1024-cutlass_ctapipe.csv.gz", 1024, "cutlass_ctapipe")
+    a = VC.simulate_for(mt, hw)[1]
+    b = VC.simulate_for(mt, _with_variants(hw, signal_hold_ns=lambda c: 10_000.0))[1]
+    prod = lambda t: t.tiles[t.tiles["layer"] == 0]["t_acquire"].max()
+    assert prod(b) - prod(a) == pytest.approx(10_000.0 - hw.config(128, 256, kernel="ctapipe-1x1").signal_hold_ns, rel=1e-6)
+    assert slow.config(128, 256, kernel="ctapipe-1x1").wave_factor(np.array([0, 1, 5])).tolist() == [1.0, 1.5, 1.5]
