@@ -203,8 +203,11 @@ class _Run:
             capacity = queue.capacity
         if outbound is not None:
             ports = self.fabric.channel(gpu, outbound.dst_gpu)
-            reserve_on, store_bytes, link_gbps = self.fabric.reserve_on, outbound.store_bytes, hw.link_gbps
-            port = ports[0] if len(ports) == 1 else None  # a direct link: reservation inlined below
+            store_bytes, link_gbps = outbound.store_bytes, hw.link_gbps
+            # Fabric.reserve_on is inlined below for the one port of a direct link or the two of a switch.
+            port, port2 = ports[0], (ports[1] if len(ports) == 2 else None)
+            if len(ports) > 2:  # pragma: no cover - Fabric.channel gives one or two ports
+                raise ValueError(f"unexpected channel with {len(ports)} ports")
             link_ns, link_latency = store_bytes / link_gbps, hw.link_latency_ns
             exposed = 1.0 - hw.epilogue_store_overlap
             # The per-SM limit is shared by the SM's resident CTAs (e.g. a pingpong kernel's two tiles).
@@ -259,12 +262,14 @@ class _Run:
                 dur += extra[slot]
             t_ce = t_acquire + dur
             if outbound is not None:
-                if port is not None:  # Fabric.reserve_on for one port, inlined
-                    begin = port[0] if port[0] > t_ce else t_ce
+                begin = port[0] if port[0] > t_ce else t_ce
+                if port2 is None:
                     port[0] = begin + link_ns
-                    arrival = port[0] + link_latency
                 else:
-                    arrival = reserve_on(ports, t_ce, store_bytes, link_gbps)[1]
+                    if port2[0] > begin:
+                        begin = port2[0]
+                    port[0] = port2[0] = begin + link_ns
+                arrival = begin + link_ns + link_latency
                 if arrival < t_ce + sm_store_ns:
                     arrival = t_ce + sm_store_ns
                 t_store = arrival

@@ -238,3 +238,18 @@ def test_records_packed_in_blocks_give_the_same_trace(monkeypatch):
     pd.testing.assert_frame_equal(whole.events.sort_values(ekey).reset_index(drop=True),
                                   packed.events.sort_values(ekey).reset_index(drop=True))
     assert len(packed.tiles) == plan.total_tiles
+
+
+def test_inlined_switch_reservation_matches_the_fabric():
+    # Two producers (hybrid, t=2) store through a switch: the engine's inlined port bookkeeping must give
+    # the arrivals that Fabric.reserve gives for the same stores in the same order.
+    from ctasim.machine import Fabric
+
+    hw = tiny_hw(topology="switch", sm_remote_store_gbps=1e9)
+    plan = build_plans(Strategy("hybrid", tp_degree=2), chain(2, m=512, k=128, n=512), hw, 4, "t")[0]
+    tr = simulate(plan, hw)
+    prod = tr.tiles[tr.tiles.layer == 0].sort_values(["t_compute_end", "gpu"], kind="stable")
+    fabric = Fabric(hw)
+    expect = [fabric.reserve(r.t_compute_end, r.gpu, r.gpu + 2, 128 * 128 * 2, hw.link_gbps)[1]
+              for r in prod.itertuples()]
+    assert prod.t_store_end.tolist() == pytest.approx(expect)
