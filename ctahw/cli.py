@@ -177,7 +177,8 @@ def format_table(rows: Sequence[dict], cols: Sequence[str] = TABLE_COLS) -> str:
 def cmd_run(args) -> int:
     from ctahw.baselines import SweepConfig, plan_sweep, run_sweep  # noqa: PLC0415
 
-    exps = SweepConfig().experiments if "all" in args.experiment else args.experiment
+    # "all" stands for every baseline; it can be joined with others (all,ctapipe)
+    exps = tuple(dict.fromkeys(x for e in args.experiment for x in (SweepConfig().experiments if e == "all" else (e,))))
     kw = {f.name: getattr(args, f.name) for f in dataclasses.fields(SweepConfig) if f.name != "experiments"}
     cfg = SweepConfig(experiments=exps, **kw)
     if args.dry_run:

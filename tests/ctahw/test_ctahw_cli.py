@@ -69,3 +69,10 @@ def test_format_table():
     head, row = t.splitlines()
     assert head.split() == ["experiment", "backend", "m", "median_ms", "best"]
     assert row.split() == ["gemm", "cublas", "1024", "1.235", "*"]
+
+
+def test_all_joined_with_ctapipe_keeps_both():
+    p = run("run", "all,ctapipe", "--ms", "1024", "--backends", "cublas", "--dry-run")
+    assert p.returncode == 0, p.stderr
+    kinds = {l.split()[0] for l in p.stdout.splitlines()[1:]}
+    assert set(SweepConfig().experiments) | {"ctapipe"} <= kinds
