@@ -72,7 +72,7 @@ def test_format_table():
 
 
 def test_all_joined_with_ctapipe_keeps_both():
-    p = run("run", "all,ctapipe", "--ms", "1024", "--backends", "cublas", "--dry-run")
+    p = run("run", "all,ctapipe", "--ms", "1024", "--dry-run")
     assert p.returncode == 0, p.stderr
     kinds = {l.split()[0] for l in p.stdout.splitlines()[1:]}
     assert set(SweepConfig().experiments) | {"ctapipe"} <= kinds
