@@ -508,6 +508,22 @@ LIBRARIES: dict[str, KernelLibrary] = {
             "ctahw_ctapipe_status_string": (ctypes.c_char_p, (_i,)),
         },
     ),
+    "ctapipe_sm90_bf16_persistent": KernelLibrary(
+        name="ctapipe_sm90_bf16_persistent",
+        source=KERNELS_DIR / "ctapipe_sm90_bf16_persistent.cu",
+        needs_cutlass=True,
+        abi_symbol="ctahw_ctapipe_abi_version",
+        abi_version=2,
+        headers=(KERNELS_DIR / "ctapipe.cuh", KERNELS_DIR / "ctapipe_gemm.cuh"),
+        signatures={
+            "ctahw_ctapipe_abi_version": (_i, ()),
+            "ctahw_ctapipe_desc_fields": (_i, ()),
+            "ctahw_ctapipe_tile_stamp_words": (_i, ()),
+            "ctahw_ctapipe_describe": (_i, (_i, ctypes.c_char_p, _i)),
+            "ctahw_ctapipe_gemm": (_i, (_p, _p, _p, _i, _i, _i, _f, _p, _i, _i, _i, _i, _p)),
+            "ctahw_ctapipe_status_string": (ctypes.c_char_p, (_i,)),
+        },
+    ),
 }
 """Every kernel source of the project, by name. tests/ctahw checks that this covers ``kernels/*.cu``."""
 

@@ -139,6 +139,7 @@ class Variant:
     clusters: tuple[str, ...]
     order: str = "plan"  # "plan": the order ctasim's plan holds (row order); "pair_rows": rn.pair_rows_order
     trace: bool = False
+    persistent: bool = False  # variant (b): the persistent kernel (kernels/ctapipe_sm90_bf16_persistent.cu)
     help: str = ""
 
 
@@ -150,6 +151,14 @@ VARIANTS = {
     "cutlass_ctapipe_c21": Variant(("2x1", "1x2"), order="pair_rows",
                                    help="producer clusters 2x1 (W multicast) over row-block pairs; consumer 1x2"),
     "cutlass_ctapipe_c21_trace": Variant(("2x1", "1x2"), order="pair_rows", trace=True, help="the same with stamps"),
+    "cutlass_ctapipe_p": Variant(("1x1", "1x1"), persistent=True,
+                                 help="variant (b): persistent kernels, cluster 1x1, plan order, queue pops"),
+    "cutlass_ctapipe_p_trace": Variant(("1x1", "1x1"), persistent=True, trace=True, help="the same with stamps"),
+    "cutlass_ctapipe_p21": Variant(("2x1", "1x1"), order="pair_rows", persistent=True,
+                                   help="variant (b): persistent producer in clusters 2x1 over row-block pairs; "
+                                        "persistent consumer 1x1 popping"),
+    "cutlass_ctapipe_p21_trace": Variant(("2x1", "1x1"), order="pair_rows", persistent=True, trace=True,
+                                         help="the same with stamps"),
 }
 """Variants ``ctahw run ctapipe`` times (``--ctapipe-variants`` picks some)."""
 
@@ -183,7 +192,8 @@ def ctapipe_rows(sweep, m: int) -> list[dict]:
     names = [n for n in getattr(sweep.cfg, "ctapipe_variants", tuple(VARIANTS)) if n in VARIANTS]
     plans = {n: variant_plan(base, VARIANTS[n]) for n in names}
     runners = {n: rn.CtaPipeRunner(plans[n], m, [h] * (G + 1), xs[0], ws, trace=VARIANTS[n].trace,
-                                   clusters=_clusters(plans[n], VARIANTS[n])) for n in names}
+                                   clusters=_clusters(plans[n], VARIANTS[n]), persistent=VARIANTS[n].persistent)
+               for n in names}
     ref = _ref_chain(cp, xs[0], ws)
     rels = {}
     for name, r in runners.items():
@@ -220,8 +230,9 @@ def ctapipe_rows(sweep, m: int) -> list[dict]:
     rows = []
     for name in names:
         v = VARIANTS[name]
+        kind = "persistent" if v.persistent else "classical"
         row = sweep._row(dict(experiment="ctapipe", backend=name, m=m, k=h, n=h, gpus=G, layers=G, chunks=0,
-                              sets=nsets, variant=f"classical-queue clusters={'/'.join(v.clusters)} order={v.order}"),
+                              sets=nsets, variant=f"{kind}-queue clusters={'/'.join(v.clusters)} order={v.order}"),
                          *res[name], chain_flops(m, h, G), rels[name])
         row.update(info.get(name.removesuffix("_trace"), {}), trace_tol_ns=TRACE_TOL_NS,
                    clock_offset_ns=offsets.get(1, 0.0), clock_offset_spread_ns=offs.get(1, {}).get("offset_spread_ns", 0),
@@ -299,7 +310,8 @@ def back_to_back(sweep, m: int, iters: int, variant: str = "cutlass_ctapipe") ->
     first = min(plan.kernels(), key=lambda k: k.layer)
     x = sweep.data.rand(first.gpu, (m, h), salt=901)
     ws = _weights(sweep, plan, h, 911)
-    r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=v.trace, clusters=_clusters(plan, v))
+    r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=v.trace, clusters=_clusters(plan, v),
+                         persistent=v.persistent)
     poison(r.out)
     for op, buf in r.inputs.items():
         if op != first.id:
@@ -346,7 +358,7 @@ def stall(sweep, m: int = 1024, row: int = 3, timeout_ms: float = 100.0, variant
     x = sweep.data.rand(first.gpu, (m, h), salt=951)
     ws = _weights(sweep, plan, h, 961)
     r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=v.trace, timeout_ns=int(timeout_ms * 1e6),
-                         clusters=_clusters(plan, v))
+                         clusters=_clusters(plan, v), persistent=v.persistent)
     t0 = time.perf_counter()
     try:
         r.launch(stall_row=row)
@@ -380,7 +392,8 @@ def remote_store_cost(sweep, m: int, variant: str = "cutlass_ctapipe", reps: int
     first = min(plan.kernels(), key=lambda k: k.layer)
     x = sweep.data.rand(first.gpu, (m, h), salt=1201)
     ws = _weights(sweep, plan, h, 1211)
-    r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=v.trace, clusters=_clusters(plan, v))
+    r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=v.trace, clusters=_clusters(plan, v),
+                         persistent=v.persistent)
     remote = r.outputs[first.id]
     with cp.cuda.Device(first.gpu):
         local = cp.empty(remote.shape, dtype=remote.dtype)
@@ -434,7 +447,7 @@ def smoke(variants: Sequence[str], m: int = 1024, h: int = 8192) -> dict[str, st
             v = VARIANTS[name]
             plan = variant_plan(base, v)
             r = rn.CtaPipeRunner(plan, m, [h, h, h], x, ws, trace=v.trace, clusters=_clusters(plan, v),
-                                 timeout_ns=int(2e9))
+                                 timeout_ns=int(2e9), persistent=v.persistent)
             poison(r.out)
             _run_once(r)
             r.check_errors()

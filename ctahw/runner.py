@@ -34,6 +34,9 @@ __all__ = [
     "ERROR_CODES",
     "KERNEL_TILE",
     "CLUSTERS",
+    "PERSISTENT_LIBRARY",
+    "library_of",
+    "check_persistent",
     "ProtocolError",
     "check_cluster",
     "pair_rows_order",
@@ -79,6 +82,31 @@ CLUSTERS = {"1x1": 0, "2x1": 1, "1x2": 2}
 column share W by multicast) and 1x2 (two CTAs of one row share A) (ctapipe_sm90_bf16_cluster)."""
 
 LIBRARY_OF_CLUSTER = {0: "ctapipe_sm90_bf16", 1: "ctapipe_sm90_bf16_cluster", 2: "ctapipe_sm90_bf16_cluster"}
+
+PERSISTENT_LIBRARY = "ctapipe_sm90_bf16_persistent"
+"""Variant (b): the persistent warp-specialized kernel (at most one CTA per SM, next tile's pop and loads
+overlapping the current tile's MMA and epilogue). Clusters 1x1 (static or queue) and 2x1 (static only)."""
+
+PERSISTENT_CLUSTERS = {"1x1": 0, "2x1": 1}
+
+
+def library_of(cluster: str, persistent: bool = False) -> str:
+    """The kernel library that runs a kernel with ``cluster`` (variant (a), or (b) when ``persistent``)."""
+    if persistent:
+        if cluster not in PERSISTENT_CLUSTERS:
+            raise ValueError(f"the persistent kernel has no cluster {cluster!r} (one of "
+                             f"{', '.join(PERSISTENT_CLUSTERS)})")
+        return PERSISTENT_LIBRARY
+    return LIBRARY_OF_CLUSTER[CLUSTERS[cluster]]
+
+
+def check_persistent(k: "KernelArrays", cluster: str) -> None:
+    """Raise ValueError unless the persistent kernel can run ``k`` with ``cluster``: a queue needs 1x1 (a
+    cluster would have to pop pairs and broadcast them to its partner CTA: not built)."""
+    library_of(cluster, True)
+    if cluster != "1x1" and k.mode != MODE_STATIC:
+        raise ValueError(f"{k.name}: the persistent kernel pops the work-queue with clusters 1x1 only "
+                         f"(asked {cluster})")
 
 KERNEL_TILE = (128, 256)
 """Output tile (rows, columns) of the ctapipe kernel (kernels/ctapipe_sm90_bf16.cu)."""
@@ -389,7 +417,8 @@ class CtaPipeRunner:
     """
 
     def __init__(self, plan: Plan, m: int, dims: Sequence[int], x, weights: Sequence, *, trace: bool = False,
-                 timeout_ns: int = 2_000_000_000, clusters: Mapping[int, str] | None = None):
+                 timeout_ns: int = 2_000_000_000, clusters: Mapping[int, str] | None = None,
+                 persistent: bool = False):
         from ctahw import build
         from ctahw.device import require_cupy
 
@@ -398,9 +427,12 @@ class CtaPipeRunner:
         self.kernels, self.pipes = plan_arrays(plan)
         self.clusters = {k.op: (clusters or {}).get(k.op, "1x1") for k in self.kernels}
         self.libs = {}
+        self.persistent = bool(persistent)
         for k in self.kernels:
             check_cluster(k, self.pipes, self.clusters[k.op])
-            lib = build.library(LIBRARY_OF_CLUSTER[CLUSTERS[self.clusters[k.op]]])
+            if self.persistent:
+                check_persistent(k, self.clusters[k.op])
+            lib = build.library(library_of(self.clusters[k.op], self.persistent))
             if lib.ctahw_ctapipe_desc_fields() != len(DESC_FIELDS):
                 raise RuntimeError("ctapipe descriptor layout differs between Python and the built library")
             self.libs[k.op] = lib

@@ -46,9 +46,18 @@ def test_kernel_source_compiles_and_exports_its_launchers(name):
         assert cdll.ctahw_ctapipe_desc_fields() == len(DESC_FIELDS)
         assert cdll.ctahw_ctapipe_tile_stamp_words() == TILE_STAMP_WORDS
         buf = ctypes.create_string_buffer(512)
+        from ctahw.runner import PERSISTENT_CLUSTERS, PERSISTENT_LIBRARY
+
         for shape, code in CLUSTERS.items():
             rc = cdll.ctahw_ctapipe_describe(code, buf, 512)
-            if LIBRARY_OF_CLUSTER[code] == name:
+            if name == PERSISTENT_LIBRARY:
+                if shape in PERSISTENT_CLUSTERS:
+                    assert PERSISTENT_CLUSTERS[shape] == code
+                    text = buf.value.decode()
+                    assert rc > 0 and f"cluster={shape}x1" in text and "ctapipe_persistent" in text
+                else:
+                    assert rc == -2003
+            elif LIBRARY_OF_CLUSTER[code] == name:
                 assert rc > 0 and f"cluster={shape}x1" in buf.value.decode()
             else:
                 assert rc == -2003

@@ -52,3 +52,27 @@ def test_a_stalled_row_block_leaves_one_row_of_consumer_tiles_unpushed():
     # every other consumer tile depends on no counter of row-block 3
     others = np.setdiff1d(np.arange(cons.tiles), sorted(unpushed))
     assert len(others) == cons.tiles - 32
+
+
+def test_persistent_variants_use_the_persistent_library_and_pop_only_with_clusters_1x1():
+    base = pipelined.chain_plan(1024)
+    names = [n for n, v in pipelined.VARIANTS.items() if v.persistent]
+    assert {"cutlass_ctapipe_p", "cutlass_ctapipe_p21"} <= set(names)
+    for name in names:
+        v = pipelined.VARIANTS[name]
+        plan = pipelined.variant_plan(base, v)
+        kernels, _ = runner.plan_arrays(plan)
+        cl = pipelined._clusters(plan, v)
+        for k in kernels:
+            runner.check_persistent(k, cl[k.op])
+            assert runner.library_of(cl[k.op], True) == runner.PERSISTENT_LIBRARY
+    kernels, _ = runner.plan_arrays(base)
+    cons = max(kernels, key=lambda k: k.layer)
+    assert cons.mode == runner.MODE_QUEUE
+    import pytest
+
+    with pytest.raises(ValueError, match="clusters 1x1 only"):
+        runner.check_persistent(cons, "2x1")
+    with pytest.raises(ValueError, match="no cluster"):
+        runner.library_of("1x2", True)
+    assert runner.library_of("1x2") == "ctapipe_sm90_bf16_cluster"

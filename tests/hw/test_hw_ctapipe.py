@@ -15,7 +15,8 @@ import pytest
 pytestmark = pytest.mark.hw
 
 ALL_VARIANTS = ("cutlass_ctapipe", "cutlass_ctapipe_trace", "cutlass_ctapipe_c12", "cutlass_ctapipe_c12_trace",
-                "cutlass_ctapipe_c21", "cutlass_ctapipe_c21_trace")
+                "cutlass_ctapipe_c21", "cutlass_ctapipe_c21_trace", "cutlass_ctapipe_p", "cutlass_ctapipe_p_trace",
+                "cutlass_ctapipe_p21", "cutlass_ctapipe_p21_trace")
 """Every variant of ctahw.pipelined.VARIANTS (spelled out so that collection needs no import of ctahw)."""
 
 B2B_MS = tuple(int(m) for m in os.environ.get("CTAHW_B2B_MS", "2048").split(",") if m)
@@ -96,7 +97,8 @@ def test_a_producer_that_never_signals_gives_a_timeout_not_a_hang(sweep, variant
     _need(variant)
     # M=1024, 8 x 32 consumer tiles; producer row-block 3 never signals, so its 32 tiles are never pushed and
     # the consumers that pop the last 32 slots wait: one record per CTA (consumer cluster 1x1) or per cluster
-    # leader (1x2: 16)
+    # leader (1x2: 16); in the persistent kernel (1x1) each unpublished slot is claimed by one pop of a
+    # different CTA (a CTA whose pop timed out takes no more tiles): 32 as well
     waiters = 32 if VARIANTS[variant].clusters[-1] == "1x1" else 16
     res = stall(sweep, m=1024, row=3, timeout_ms=100.0, variant=variant)
     _record("stall", dict(res, variant=variant, waiters_expected=waiters))

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# One device run of CTA-pipelining variant (b), the persistent kernel (kernels/ctapipe_sm90_bf16_persistent.cu),
+# beside the best variant (a) and the cuBLAS baselines, in one run: smoke of each variant, the GPU tests
+# (correctness + trace checked at M=1024/2048, 1,000 back-to-back runs without counter resets at every M of
+# CTAHW_B2B_MS, stall -> timeout), then `ctahw run gemm,microbatch,tp,ctapipe` at every M (correctness on fresh
+# inputs with poisoned outputs, one trace per traced variant checked by ctasim's invariant checker, interleaved
+# timing).
+#
+# On the 2xH200 machine, from the repo root, with .whl and .cache/ctahw carried along:
+#   CTAHW_COMMIT=$(git rev-parse HEAD) bash bench/hw/run_ctapipe_persistent.sh
+# Writes under $OUT: env.txt, log.txt, pytest.txt, hw_results.jsonl, baselines.csv, baselines_config.json,
+# ctapipe_traces.npz.
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+OUT=${OUT:-out/hw}
+mkdir -p "$OUT"
+LOG="$OUT/log.txt"
+say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site:$PWD || { echo "wheel install failed" | tee -a "$LOG"; exit 1; }
+else
+  export PYTHONPATH=$PWD
+fi
+{
+  date -u; echo "commit: ${CTAHW_COMMIT:-unknown}"
+  nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
+  nvidia-smi topo -m
+  python3 -c "import cupy, numpy; print('cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion(), 'numpy', numpy.__version__)"
+} > "$OUT/env.txt" 2>&1
+
+WANT=${CTAHW_CTAPIPE_VARIANTS:-cutlass_ctapipe_p,cutlass_ctapipe_p_trace,cutlass_ctapipe_p21,cutlass_ctapipe_p21_trace,cutlass_ctapipe_c21,cutlass_ctapipe_c21_trace}
+say "smoke: $WANT (own process, 60 s limit)"
+VARIANTS=$(timeout 60 python3 -m ctahw.pipelined "$WANT" 2>>"$LOG" | tail -1)
+[ -n "$VARIANTS" ] || { echo "no variant passed the smoke run" | tee -a "$LOG"; VARIANTS=cutlass_ctapipe_c21; }
+echo "variants that passed: $VARIANTS" | tee -a "$LOG"
+say "GPU tests (back-to-back at M=${CTAHW_B2B_MS:=1024,2048,4096,8192,16384})"
+export CTAHW_B2B_MS
+CTAHW_HW_RESULTS="$OUT/hw_results.jsonl" CTAHW_CTAPIPE_VARIANTS=$VARIANTS \
+  timeout ${CTAHW_TEST_TIMEOUT:-170} python3 -m pytest tests/hw/test_hw_ctapipe.py -v -rfEs --durations=0 \
+  -p no:cacheprovider > "$OUT/pytest.txt" 2>&1
+echo "pytest rc=$?" | tee -a "$LOG"; grep -E "PASSED|FAILED|ERROR|passed|failed" "$OUT/pytest.txt" | tail -60 | tee -a "$LOG"
+MS=${CTAHW_MS:-1024,2048,4096,8192,16384}
+say "experiments gemm,microbatch,tp,ctapipe at M=$MS"
+timeout ${CTAHW_RUN_TIMEOUT:-200} python3 -m ctahw.cli run gemm,microbatch,tp,ctapipe --ms "$MS" --backends cublas \
+  --chunks 1,2,4,8,16 --ctapipe-variants "$VARIANTS" ${CTAHW_RUN_ARGS:-} --out "$OUT" 2>&1 | tee -a "$LOG" \
+  | grep -v "^\s*$" | tail -45
+echo "run rc=${PIPESTATUS[0]}" | tee -a "$LOG"
+nvidia-smi --query-gpu=index,clocks.sm,power.draw,temperature.gpu,memory.used --format=csv >> "$OUT/env.txt" 2>&1
+say "done"

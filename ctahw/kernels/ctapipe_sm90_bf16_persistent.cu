@@ -1,0 +1,433 @@
+// ctahw: CTA-pipelined CUTLASS 4.2 SM90 bf16 GEMM, variant (b) "persistent": CUTLASS's warp-specialized
+// cooperative kernel on a persistent grid (at most one CTA per SM), its dynamic-persistent path driven by a
+// project tile scheduler. Mainloop and epilogue are CUTLASS's, untouched; kernel tile 128x256x64 as variant (a).
+//
+// How the tiles reach the warp roles (sm90_gemm_tma_warpspecialized_cooperative.hpp, IsSchedDynamicPersistent):
+//   * the CTA's first tile: the scheduler's constructor (every thread) -- thread 0 takes it (static order or a
+//     pop), writes it to a global scratch word, __syncthreads, every thread reads it (as variant (a));
+//   * every further tile: the kernel's scheduler warp (producer warp 1) calls advance_to_next_work once the
+//     mainloop load warp has started the current tile (the kernel's throttle pipeline): lane 0 takes the next
+//     tile -- order[cta + k * grid] (static) or a pop from the inbound work-queue -- and publishes it into a
+//     2-stage shared-memory pipeline (PipelineAsync: one producer arrival, 320 consumer arrivals); the load
+//     warp, the scheduler warp and the 256 MMA/epilogue threads read it in fetch_next_work. So the next tile's
+//     pop (which may wait on the other GPU) and its TMA loads overlap the current tile's MMA and epilogue.
+//   * queue exhaustion: the pop claims a head reservation with a bounded compare-and-swap (never past
+//     epoch * capacity, so the head stays exactly epoch * capacity for the next run); a CTA that finds the
+//     queue exhausted publishes an invalid tile and every role leaves its loop.
+//   * producer side: fetch_next_work in the MMA/epilogue threads runs right after the tile's TMA stores were
+//     issued: each thread waits for its bulk-async groups to complete (cp.async.bulk.wait_group 0), the 256
+//     meet at a named barrier, and one thread signals / pushes exactly as variant (a) (ctapipe::signal).
+//   * clusters: static order for any cluster (1x1, 2x1: the CTAs of a cluster take order[2j], order[2j+1] at
+//     each step, a column pair; the grid is even); queue only for 1x1 (the launcher refuses the rest).
+// Every wait outside the CTA is bounded (ctapipe.cuh); a timed-out pop records an error and ends the CTA's work.
+
+#include "ctapipe_gemm.cuh"
+
+namespace ctahw {
+
+constexpr int kSchedStages = 2;
+
+// The kernel's scheduler pipeline: PipelineAsync with the Params fields the cooperative kernel sets.
+template <int S>
+struct SchedPipeline : cutlass::PipelineAsync<S> {
+  using Base = cutlass::PipelineAsync<S>;
+  struct Params : Base::Params {
+    uint32_t producer_blockid = 0;
+    uint32_t transaction_bytes = 0;
+  };
+  CUTLASS_DEVICE SchedPipeline(typename Base::SharedStorage& s, Params const& p)
+      : Base(s, static_cast<typename Base::Params const&>(p)) {}
+};
+
+// Claim the next head reservation of this epoch, never past epoch * capacity. 1: claimed (tile, slot out);
+// 0: the queue is exhausted for this epoch; -1: error recorded.
+__device__ __forceinline__ int pop_persistent(const ctapipe::Params& p, int* tile, int* slot) {
+  *tile = -1;
+  *slot = -1;
+  const unsigned lo = (p.epoch - 1) * static_cast<unsigned>(p.in_capacity);
+  const unsigned hi = p.epoch * static_cast<unsigned>(p.in_capacity);
+  unsigned h = *reinterpret_cast<volatile unsigned*>(p.in_head);
+  for (int tries = 0;; ++tries) {
+    if (h >= hi) return 0;
+    if (h < lo) {  // the previous epoch's pops are not all done: runs not ordered on the host
+      ctapipe::record_error(p, ctapipe::kHeadOverflow, static_cast<int>(h), h);
+      return -1;
+    }
+    unsigned prev = atomicCAS(p.in_head, h, h + 1);
+    if (prev == h) break;
+    h = prev;
+    if (tries > (1 << 20)) {
+      ctapipe::record_error(p, ctapipe::kHeadOverflow, static_cast<int>(h), h);
+      return -1;
+    }
+  }
+  const int s = static_cast<int>(h - lo);
+  const unsigned long long deadline = ctapipe::now_ns() + static_cast<unsigned long long>(p.timeout_ns);
+  unsigned sleep_ns = 32;
+  unsigned long long w;
+  for (;;) {
+    w = ctapipe::ld_acquire_sys(p.in_slots + s);
+    unsigned e = static_cast<unsigned>(w >> 32);
+    if (e == p.epoch) break;
+    if (e > p.epoch) {
+      ctapipe::record_error(p, ctapipe::kSlotFromFuture, s, w);
+      return -1;
+    }
+    if (ctapipe::now_ns() > deadline) {
+      ctapipe::record_error(p, ctapipe::kPopTimeout, s, w);
+      return -1;
+    }
+    __nanosleep(sleep_ns);
+    if (sleep_ns < 256) sleep_ns *= 2;
+  }
+  ctapipe::fence_proxy_async_global();  // the CTA's TMA loads (async proxy) read what the acquire made visible
+  *tile = static_cast<int>(w & 0xffffffffULL);
+  *slot = s;
+  return 1;
+}
+
+template <bool Trace, int CM, int CN>
+struct CtaPipePersistentTag {};
+
+template <bool Trace, int CM, int CN>
+class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90 {
+  using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90;
+  static constexpr int kClusterSize = CM * CN;
+  static_assert((CM == 1 && CN == 1) || (CM == 2 && CN == 1), "clusters 1x1, 2x1");
+
+ public:
+  static constexpr bool IsDynamicPersistent = true;
+  using WorkTileInfo = typename Base::WorkTileInfo;
+  struct CLCResponse {
+    int data[4] = {-1, -1, 0, 0};  // tile, slot
+  };
+  using Pipeline = SchedPipeline<kSchedStages>;
+  using PipelineStorage = typename Pipeline::SharedStorage;
+  using ThrottlePipeline = cutlass::PipelineAsync<kSchedStages>;
+  using ThrottlePipelineStorage = typename ThrottlePipeline::SharedStorage;
+  class SharedStorage {
+   public:
+    CUTLASS_DEVICE PipelineStorage& pipeline() { return pipeline_; }
+    CUTLASS_DEVICE ThrottlePipelineStorage& throttle_pipeline() { return throttle_pipeline_; }
+    CUTLASS_DEVICE CLCResponse* data() { return data_; }
+
+   private:
+    alignas(16) PipelineStorage pipeline_;
+    alignas(16) ThrottlePipelineStorage throttle_pipeline_;
+    alignas(16) CLCResponse data_[kSchedStages];
+  };
+
+  struct Arguments : Base::Arguments {
+    ctapipe::Params pipe{};
+  };
+  struct Params : Base::Params {
+    ctapipe::Params pipe{};
+    int grid = 0;
+  };
+
+  template <class ProblemShapeMNKL, class TileShape, class ClusterShape>
+  static Params to_underlying_arguments(ProblemShapeMNKL problem_shape_mnkl, TileShape tile_shape,
+                                        ClusterShape cluster_shape, cutlass::KernelHardwareInfo const& hw_info,
+                                        Arguments const& args, void* workspace = nullptr,
+                                        const uint32_t epilogue_subtile = 1, uint32_t ktile_align = 1u) {
+    Params p;
+    static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(
+        problem_shape_mnkl, tile_shape, cluster_shape, hw_info,
+        static_cast<typename Base::Arguments const&>(args), workspace, epilogue_subtile, ktile_align);
+    p.pipe = args.pipe;
+    int sms = hw_info.sm_count > 0 ? hw_info.sm_count : 132;
+    int g = args.pipe.num_tiles < sms ? args.pipe.num_tiles : sms;
+    p.grid = (g / kClusterSize) * kClusterSize;
+    return p;
+  }
+
+  CUTLASS_HOST_DEVICE static bool can_implement(Arguments const& args) {
+    return args.pipe.num_tiles > 0 && args.pipe.num_tiles % kClusterSize == 0;
+  }
+
+  template <class ProblemShapeMNKL, class BlockShape, class ClusterShape>
+  CUTLASS_HOST_DEVICE static dim3 get_grid_shape(Params const& params, ProblemShapeMNKL, BlockShape, ClusterShape,
+                                                 cutlass::KernelHardwareInfo, Arguments = Arguments{},
+                                                 bool = true) {
+    return dim3(static_cast<unsigned>(params.grid), 1, 1);
+  }
+
+  CUTLASS_DEVICE explicit CtaPipePersistentScheduler(Params const& params)
+      : Base(params), pipe_(params.pipe), grid_(params.grid) {
+#if defined(__CUDA_ARCH__)
+    cta_ = ctapipe::cta_linear();
+    if (pipe_.mode == 0) {
+      next_ = cta_;
+      int tile = -1, slot = -1;
+      unsigned long long t0 = 0;
+      if constexpr (Trace) t0 = ctapipe::now_ns();
+      take_static(&tile);
+      tile_ = tile;
+      if constexpr (Trace) {
+        if (threadIdx.x == 0) stamp_acquired(tile, slot, t0);
+      }
+    } else if constexpr (kClusterSize == 1) {
+      volatile int* s_tile = pipe_.cta_tile + cta_;
+      if (threadIdx.x == 0) {
+        unsigned long long t0 = 0;
+        if constexpr (Trace) t0 = ctapipe::now_ns();
+        int tile = -1, slot = -1;
+        pop_persistent(pipe_, &tile, &slot);
+        *s_tile = tile;
+        if constexpr (Trace) stamp_acquired(tile, slot, t0);
+      }
+      __syncthreads();
+      tile_ = *s_tile;
+    } else {
+      tile_ = -1;  // the launcher refuses a queue with clusters; nothing runs
+    }
+#endif
+  }
+
+  CUTLASS_DEVICE void set_data_ptr(CLCResponse* p) { data_ = p; }
+
+  template <class ClusterShape>
+  CUTLASS_DEVICE WorkTileInfo initial_work_tile_info(ClusterShape) {
+    if constexpr (Trace) stamp_compute_start(tile_);
+    return to_work(tile_);
+  }
+
+  // Scheduler warp: take the next tile and publish it to every role.
+  template <class PipelineState>
+  CUTLASS_DEVICE PipelineState advance_to_next_work(Pipeline& pipeline, PipelineState state) {
+#if defined(__CUDA_ARCH__)
+    pipeline.producer_acquire(state);
+    int tile = -1, slot = -1;
+    if (pipe_.mode == 0) take_static(&tile);  // every lane: each keeps its own position in the order
+    if (cute::elect_one_sync()) {
+      unsigned long long t0 = 0;
+      if constexpr (Trace) t0 = ctapipe::now_ns();
+      if constexpr (kClusterSize == 1) {
+        if (pipe_.mode != 0) pop_persistent(pipe_, &tile, &slot);
+      }
+      if constexpr (Trace) stamp_acquired(tile, slot, t0);
+      volatile int* d = data_[state.index()].data;
+      d[0] = tile;
+      d[1] = slot;
+      pipeline.producer_commit(state);
+    }
+    __syncwarp();
+#endif
+    ++state;
+    return state;
+  }
+
+  // Every role, after the current tile (the MMA/epilogue threads: after its TMA stores were issued).
+  template <class TileSchedulerPipeline, class TileSchedulerPipelineState>
+  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo work, TileSchedulerPipeline& pipeline,
+                                      TileSchedulerPipelineState state) {
+    int tile = -1;
+#if defined(__CUDA_ARCH__)
+    if (work.is_valid() && threadIdx.x >= kThreadsPerWarpGroup) finish_tile(work);
+    pipeline.consumer_wait(state);
+    tile = reinterpret_cast<volatile int*>(data_[state.index()].data)[0];
+    pipeline.consumer_release(state);
+    if constexpr (Trace) stamp_compute_start(tile);
+#endif
+    return cute::make_tuple(to_work(tile), true);
+  }
+
+  // Only for warp groups without work in a tile (never here).
+  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo) {
+    return cute::make_tuple(WorkTileInfo::invalid_work_tile(), true);
+  }
+
+  CUTLASS_DEVICE bool is_last_tile(WorkTileInfo&, uint32_t = 1) const { return false; }
+
+  template <class FrgTensorC>
+  CUTLASS_DEVICE static void fixup(Params const& params, WorkTileInfo const& work, FrgTensorC&, uint32_t, uint32_t) {
+#if defined(__CUDA_ARCH__)
+    if constexpr (Trace) {
+      if (threadIdx.x == kThreadsPerWarpGroup && work.is_valid()) {
+        int tile = work.M_idx * params.pipe.tiles_n + work.N_idx;
+        params.pipe.stamps[static_cast<size_t>(tile) * ctapipe::kTileStampWords + ctapipe::kStampMainloopEnd] =
+            ctapipe::now_ns();
+      }
+    }
+#endif
+  }
+
+ private:
+  CUTLASS_DEVICE WorkTileInfo to_work(int tile) const {
+    if (tile < 0) return WorkTileInfo::invalid_work_tile();
+    return {tile / pipe_.tiles_n, tile % pipe_.tiles_n, 0, true};
+  }
+
+  // Static order: the CTA's k-th tile is order[cta + k * grid] (a cluster's CTAs take a pair at each step).
+  CUTLASS_DEVICE void take_static(int* tile) {
+    *tile = (next_ >= 0 && next_ < pipe_.num_tiles) ? pipe_.order[next_] : -1;
+    next_ += grid_;
+  }
+
+  // The scheduler thread that took the tile: kStampStart = the tile id known and its inputs visible (the pop
+  // returned; t0, when the pop began, is not kept). kStampAcquire is the time the MMA warp groups begin it.
+  CUTLASS_DEVICE void stamp_acquired(int tile, int slot, unsigned long long) {
+    if (tile < 0) return;
+    unsigned long long* s = pipe_.stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
+    s[ctapipe::kStampStart] = ctapipe::now_ns();
+    s[ctapipe::kStampWhere] =
+        (static_cast<unsigned long long>(ctapipe::smid()) << 32) | static_cast<unsigned>(cta_);
+    s[ctapipe::kStampSlot] = static_cast<unsigned long long>(static_cast<long long>(slot));
+  }
+
+  // The first MMA thread, when the MMA warp groups take the tile (after the previous tile's signal).
+  CUTLASS_DEVICE void stamp_compute_start(int tile) {
+    if (tile >= 0 && threadIdx.x == kThreadsPerWarpGroup)
+      pipe_.stamps[static_cast<size_t>(tile) * ctapipe::kTileStampWords + ctapipe::kStampAcquire] = ctapipe::now_ns();
+  }
+
+  // MMA/epilogue threads, right after the epilogue issued the tile's TMA stores (as variant (a)).
+  CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) {
+    const int tile = work.M_idx * pipe_.tiles_n + work.N_idx;
+    const bool leader = threadIdx.x == kThreadsPerWarpGroup;
+    unsigned long long* s = nullptr;
+    if constexpr (Trace) {
+      s = pipe_.stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
+      if (leader) s[ctapipe::kStampEpilogue] = ctapipe::now_ns();
+    }
+    ctapipe::bulk_wait_all_complete();  // no-op for threads that issued no stores
+    asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");
+    if (leader) {
+      unsigned long long t_store = 0, t_signal = 0;
+      if constexpr (Trace) t_store = ctapipe::now_ns();
+      if (pipe_.out_counters != nullptr && work.M_idx != pipe_.stall_row) {
+        t_signal = ctapipe::signal<Trace>(pipe_, tile);
+      } else if constexpr (Trace) {
+        t_signal = t_store;
+      }
+      if constexpr (Trace) {
+        s[ctapipe::kStampStoreEnd] = t_store;
+        s[ctapipe::kStampSignal] = t_signal;
+      }
+    }
+  }
+
+  ctapipe::Params pipe_;
+  int grid_ = 0;
+  int cta_ = 0;
+  int next_ = 0;
+  int tile_ = -1;
+  CLCResponse* data_ = nullptr;
+};
+
+}  // namespace ctahw
+
+namespace cutlass::gemm::kernel::detail {
+template <bool Trace, int CM, int CN, class ArchTag, class TileShape, class ClusterShape, uint32_t Stages,
+          class ProblemShapeType>
+struct TileSchedulerSelector<ctahw::CtaPipePersistentTag<Trace, CM, CN>, ArchTag, TileShape, ClusterShape, Stages,
+                             ProblemShapeType> {
+  using Scheduler = ctahw::CtaPipePersistentScheduler<Trace, CM, CN>;
+};
+}  // namespace cutlass::gemm::kernel::detail
+
+namespace ctahw::ctapipe_persistent {
+
+using namespace cute;
+namespace cg = ctahw::ctapipe_gemm;
+
+template <int CM, int CN>
+struct Config {
+  using ClusterShape = Shape<Int<CM>, Int<CN>, _1>;
+  using CollectiveEpilogue = typename cg::Config<CM, CN>::CollectiveEpilogue;
+  using SchedStorage = typename CtaPipePersistentScheduler<false, CM, CN>::SharedStorage;
+  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cg::ElementA, cg::LayoutA, cg::kAlign, cg::ElementB,
+      cg::LayoutB, cg::kAlign, cg::ElementAccumulator, cg::TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename CollectiveEpilogue::SharedStorage) + sizeof(SchedStorage))>,
+      cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+  template <bool Trace>
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop,
+                                                      CollectiveEpilogue, CtaPipePersistentTag<Trace, CM, CN>>;
+  template <bool Trace>
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel<Trace>>;
+};
+
+template <int CM, int CN, bool Trace>
+int run(const void* a, const void* b, void* d, int m, int n, int k, float alpha, const ctapipe::Params& pipe,
+        int device, cudaStream_t stream) {
+  using Gemm = typename Config<CM, CN>::template Gemm<Trace>;
+  using K = typename Gemm::GemmKernel;
+  cutlass::KernelHardwareInfo hw;
+  hw.device_id = device;
+  hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(device);
+  auto sa = cutlass::make_cute_packed_stride(typename K::StrideA{}, make_shape(m, k, 1));
+  auto sb = cutlass::make_cute_packed_stride(typename K::StrideB{}, make_shape(n, k, 1));
+  auto sc = cutlass::make_cute_packed_stride(typename K::StrideC{}, make_shape(m, n, 1));
+  auto sd = cutlass::make_cute_packed_stride(typename K::StrideD{}, make_shape(m, n, 1));
+  typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
+                                {m, n, k, 1},
+                                {static_cast<const cg::ElementA*>(a), sa, static_cast<const cg::ElementB*>(b), sb},
+                                {{alpha, 0.0f}, nullptr, sc, static_cast<cg::ElementD*>(d), sd},
+                                hw};
+  args.scheduler.pipe = pipe;
+  if (Gemm::get_workspace_size(args) != 0) return -2000;
+  Gemm gemm;
+  cutlass::Status s = gemm.can_implement(args);
+  if (s != cutlass::Status::kSuccess) return cg::cutlass_code(s);
+  s = gemm.initialize(args, nullptr, stream);
+  if (s != cutlass::Status::kSuccess) {
+    int c = cg::cuda_code(cudaGetLastError());
+    return c ? c : cg::cutlass_code(s);
+  }
+  s = gemm.run(stream);
+  int c = cg::cuda_code(cudaGetLastError());
+  if (c) return c;
+  return cg::cutlass_code(s);
+}
+
+template <int CM, int CN>
+int describe(char* buf, int len) {
+  using C = Config<CM, CN>;
+  return snprintf(buf, static_cast<size_t>(len),
+                  "cutlass=%d.%d.%d kernel=sm90_tma_ws_cooperative_ctapipe_persistent dtype=bf16 layout=TN "
+                  "tile=%dx%dx%d cluster=%dx%dx1 stages=%d sched_stages=%d threads=%d smem_bytes=%d",
+                  CUTLASS_MAJOR, CUTLASS_MINOR, CUTLASS_PATCH, int(size<0>(cg::TileShape{})),
+                  int(size<1>(cg::TileShape{})), int(size<2>(cg::TileShape{})), CM, CN,
+                  int(C::CollectiveMainloop::DispatchPolicy::Stages), kSchedStages,
+                  int(C::template Kernel<false>::MaxThreadsPerBlock),
+                  int(C::template Kernel<false>::SharedStorageSize));
+}
+
+}  // namespace ctahw::ctapipe_persistent
+
+namespace cg = ctahw::ctapipe_gemm;
+namespace cp = ctahw::ctapipe_persistent;
+
+extern "C" {
+
+int ctahw_ctapipe_abi_version() { return 2; }
+int ctahw_ctapipe_desc_fields() { return cg::kDescFields; }
+int ctahw_ctapipe_tile_stamp_words() { return ctapipe::kTileStampWords; }
+
+// cluster: 0 = 1x1, 1 = 2x1 (static order only); 2 (1x2) is not in this library.
+int ctahw_ctapipe_describe(int cluster, char* buf, int len) {
+  if (cluster == 0) return cp::describe<1, 1>(buf, len);
+  if (cluster == 1) return cp::describe<2, 1>(buf, len);
+  return -2003;
+}
+
+int ctahw_ctapipe_gemm(const void* a, const void* b, void* d, int m, int n, int k, float alpha, const long long* desc,
+                       int ndesc, int trace, int cluster, int device, cudaStream_t stream) {
+  if (ndesc != cg::kDescFields) return -2002;
+  if (cluster != 0 && cluster != 1) return -2003;
+  ctapipe::Params p = cg::from_desc(desc);
+  const int cs = cluster == 1 ? 2 : 1;
+  if (int c = cg::check_desc(p, trace, cs)) return c;
+  if (cluster == 1 && p.mode != 0) return -2003;  // a queue needs cluster 1x1 in the persistent kernel
+  if (cluster == 1)
+    return trace ? cp::run<2, 1, true>(a, b, d, m, n, k, alpha, p, device, stream)
+                 : cp::run<2, 1, false>(a, b, d, m, n, k, alpha, p, device, stream);
+  return trace ? cp::run<1, 1, true>(a, b, d, m, n, k, alpha, p, device, stream)
+               : cp::run<1, 1, false>(a, b, d, m, n, k, alpha, p, device, stream);
+}
+
+const char* ctahw_ctapipe_status_string(int code) { return cg::status_string(code); }
+
+}  // extern "C"
