@@ -13,7 +13,9 @@ Modules, each answering one question:
 * :mod:`.explore` -- Hypothesis strategies and state machines (imports Hypothesis; not imported here);
 * :mod:`.report` -- ``python -m ctasim.protocol.report``: the mutant table of docs/protocol.md.
 
-This package does not import the rest of :mod:`ctasim`; importing it has no side effects.
+This package does not import the rest of :mod:`ctasim` (``ctasim.plan`` builds the same dependency arrays as
+:mod:`.grid`); importing it has no side effects.  What the model leaves out is listed in each module and in
+docs/protocol.md: timing, caches as such, warps inside a CTA, mbarriers, multicast, non-multi-copy atomicity.
 """
 
 from .grid import Chain

@@ -25,7 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from .grid import Chain
 from .harness import Run, Setup
-from .invariants import ProtocolViolation
+from .invariants import End, ProtocolViolation
 from .programs import CORRECT, Variant
 from .system import DrainPolicy
 
@@ -142,7 +142,7 @@ def make_machine(variant: Variant = CORRECT, setup_strategy=None, *, policy: Dra
             try:
                 desc = desc_fn()
             except ProtocolViolation as err:
-                self.steps.append("<violation in this step>")
+                self.steps.append(f"{self.run.system.attempt}  <- this step broke the invariant")
                 self._record(err)
                 raise
             self.steps.append(desc)
@@ -194,10 +194,12 @@ def make_machine(variant: Variant = CORRECT, setup_strategy=None, *, policy: Dra
         def teardown(self) -> None:
             if self.run is None or self.broken:
                 return
-            tail: deque = deque(maxlen=12)
+            tail: deque = deque(maxlen=24)
             try:
                 self.run.finish(self.policy, log=tail.append)
             except ProtocolViolation as err:
+                if self.run.trace and not isinstance(self.run.trace[-1], End):
+                    tail.append(f"{self.run.system.attempt}  <- this step broke the invariant")
                 for line in tail:
                     note(f"drain: {line}")
                 self._record(err, tail)

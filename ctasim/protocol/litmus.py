@@ -1,10 +1,10 @@
 """Litmus tests of the memory model, and an exhaustive explorer of their outcomes.
 
 A litmus test is a few threads (each a CTA on a given GPU) running a few operations, and the question which
-final register values the model allows.  :func:`outcomes` enumerates *every* schedule (launch order, which thread
-steps, which pending write lands or bulk store is acknowledged, how stale each load reads) by stateless replay
-(with a partial-order reduction, see :func:`_actions`) and returns the set of outcomes.  The tests in ``tests/protocol/test_litmus.py`` assert the allowed and forbidden
-outcomes written in docs/protocol.md.
+final register values the model allows.  :func:`outcomes` enumerates *every* schedule (which thread
+steps -- all threads are resident from the start --, which pending write lands or bulk store is acknowledged, how stale each load reads) by stateless replay
+(with a partial-order reduction, see :func:`_actions`) and returns the set of outcomes.  The tests in
+``tests/protocol/test_protocol_litmus.py`` assert the allowed and forbidden outcomes written in docs/protocol.md.
 
 Leaves out: loops (litmus programs are straight-line, so the enumeration is finite) and the protocol itself.
 """

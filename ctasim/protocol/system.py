@@ -117,6 +117,7 @@ class System:
         self._live_on = {g: 0 for g in self._queue}
         self._next_cid = 0
         self._rr = 0
+        self.attempt = ""  # the action being executed (names the step that raised, if one does)
         self._open = sorted(kernels, key=lambda k: (k.epoch, k.gpu))  # kernels not yet known complete
 
     # ---------------------------------------------------------------- state
@@ -213,6 +214,7 @@ class System:
     def step(self, c: Cta, pick: int = 0) -> str:
         """Execute ``c``'s next operation; returns a one-line description."""
         m, t, op = self.mem, c.thread, c.op
+        self.attempt = f"{c}: {op.ptx()}" + (" (returns)" if c.wait is not None else "")
         if c.wait is not None:
             w, c.wait = c.wait, None
             old = m.complete_rmw(t, w, op.acquire)
@@ -268,6 +270,7 @@ class System:
     def deliver(self, event: tuple[str, object]) -> str:
         kind, w = event
         who = f"gpu{w.thread.gpu}.cta{w.thread.tid}"
+        self.attempt = f"{kind} {fmt_loc(w.loc)} (from {who})"
         if kind == "land":
             self.mem.land(w)
             what = f"{w.old!r}+ -> {w.value!r}" if w.rmw else repr(w.value)
