@@ -17,6 +17,10 @@ arrays, never the engine, so a measured trace is checked exactly as a simulated 
                      is popped exactly once, after it was published, by the tile it names.
 
 Times are compared with a tolerance of ``TOL_NS`` (measured traces are quantized to the timer tick).
+
+These are the schedule-level checks over whole tiles. The memory-level half (which value each load may
+return, fences and scopes, epochs) is :mod:`ctasim.protocol.invariants`, checked event by event on the
+weak-memory model's runs; simulated and measured traces carry no per-element events for it to read.
 """
 
 from __future__ import annotations
