@@ -139,7 +139,7 @@ class Variant:
     clusters: tuple[str, ...]
     order: str = "plan"  # "plan": the order ctasim's plan holds (row order); "pair_rows": rn.pair_rows_order
     trace: bool = False
-    persistent: bool = False  # variant (b): the persistent kernel (kernels/ctapipe_sm90_bf16_persistent.cu)
+    persistent: str = ""  # variant (b), kernels/ctapipe_sm90_bf16_persistent.cu: "smem" or "ring" (runner)
     help: str = ""
 
 
@@ -151,14 +151,23 @@ VARIANTS = {
     "cutlass_ctapipe_c21": Variant(("2x1", "1x2"), order="pair_rows",
                                    help="producer clusters 2x1 (W multicast) over row-block pairs; consumer 1x2"),
     "cutlass_ctapipe_c21_trace": Variant(("2x1", "1x2"), order="pair_rows", trace=True, help="the same with stamps"),
-    "cutlass_ctapipe_p": Variant(("1x1", "1x1"), persistent=True,
-                                 help="variant (b): persistent kernels, cluster 1x1, plan order, queue pops"),
-    "cutlass_ctapipe_p_trace": Variant(("1x1", "1x1"), persistent=True, trace=True, help="the same with stamps"),
-    "cutlass_ctapipe_p21": Variant(("2x1", "1x1"), order="pair_rows", persistent=True,
+    "cutlass_ctapipe_p": Variant(("1x1", "1x1"), persistent="smem",
+                                 help="variant (b): persistent kernels (scheduler warp + shared-memory pipeline), "
+                                      "cluster 1x1, plan order, queue pops"),
+    "cutlass_ctapipe_p_trace": Variant(("1x1", "1x1"), persistent="smem", trace=True, help="the same with stamps"),
+    "cutlass_ctapipe_p21": Variant(("2x1", "1x1"), order="pair_rows", persistent="smem",
                                    help="variant (b): persistent producer in clusters 2x1 over row-block pairs; "
                                         "persistent consumer 1x1 popping"),
-    "cutlass_ctapipe_p21_trace": Variant(("2x1", "1x1"), order="pair_rows", persistent=True, trace=True,
+    "cutlass_ctapipe_p21_trace": Variant(("2x1", "1x1"), order="pair_rows", persistent="smem", trace=True,
                                          help="the same with stamps"),
+    "cutlass_ctapipe_pr": Variant(("1x1", "1x1"), persistent="ring",
+                                  help="variant (b), ring design (CUTLASS's static-persistent path, the load warp "
+                                       "pops), cluster 1x1"),
+    "cutlass_ctapipe_pr_trace": Variant(("1x1", "1x1"), persistent="ring", trace=True, help="the same with stamps"),
+    "cutlass_ctapipe_pr21": Variant(("2x1", "1x1"), order="pair_rows", persistent="ring",
+                                    help="variant (b), ring design: producer 2x1 over row-block pairs, consumer 1x1"),
+    "cutlass_ctapipe_pr21_trace": Variant(("2x1", "1x1"), order="pair_rows", persistent="ring", trace=True,
+                                          help="the same with stamps"),
 }
 """Variants ``ctahw run ctapipe`` times (``--ctapipe-variants`` picks some)."""
 
@@ -230,7 +239,7 @@ def ctapipe_rows(sweep, m: int) -> list[dict]:
     rows = []
     for name in names:
         v = VARIANTS[name]
-        kind = "persistent" if v.persistent else "classical"
+        kind = f"persistent-{v.persistent}" if v.persistent else "classical"
         row = sweep._row(dict(experiment="ctapipe", backend=name, m=m, k=h, n=h, gpus=G, layers=G, chunks=0,
                               sets=nsets, variant=f"{kind}-queue clusters={'/'.join(v.clusters)} order={v.order}"),
                          *res[name], chain_flops(m, h, G), rels[name])

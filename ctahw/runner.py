@@ -89,6 +89,23 @@ overlapping the current tile's MMA and epilogue). Clusters 1x1 (static or queue)
 
 PERSISTENT_CLUSTERS = {"1x1": 0, "2x1": 1}
 
+PERSISTENT_DESIGNS = {"smem": 0, "ring": 4}
+"""Two tile broadcasts in the persistent kernel, added to the cluster code: "smem" -- CUTLASS's
+dynamic-persistent path, a scheduler warp takes each next tile and publishes it through a shared-memory
+pipeline; "ring" -- CUTLASS's static-persistent path, the mainloop load warp pops and publishes through a
+per-CTA ring of u64 words in global memory (after cta_tile's 2 * tiles words: RING_WORDS more)."""
+
+RING_WORDS = 4 * 1024
+"""int32 words reserved after cta_tile for the ring design (2 u64 entries per CTA, up to 1024 CTAs)."""
+
+
+def persistent_code(cluster: str, design: str) -> int:
+    """The launcher's cluster code for the persistent kernel: cluster shape + design."""
+    if design not in PERSISTENT_DESIGNS:
+        raise ValueError(f"unknown persistent design {design!r} (one of {', '.join(PERSISTENT_DESIGNS)})")
+    library_of(cluster, True)
+    return PERSISTENT_CLUSTERS[cluster] + PERSISTENT_DESIGNS[design]
+
 
 def library_of(cluster: str, persistent: bool = False) -> str:
     """The kernel library that runs a kernel with ``cluster`` (variant (a), or (b) when ``persistent``)."""
@@ -418,7 +435,7 @@ class CtaPipeRunner:
 
     def __init__(self, plan: Plan, m: int, dims: Sequence[int], x, weights: Sequence, *, trace: bool = False,
                  timeout_ns: int = 2_000_000_000, clusters: Mapping[int, str] | None = None,
-                 persistent: bool = False):
+                 persistent: bool | str = False):
         from ctahw import build
         from ctahw.device import require_cupy
 
@@ -427,7 +444,7 @@ class CtaPipeRunner:
         self.kernels, self.pipes = plan_arrays(plan)
         self.clusters = {k.op: (clusters or {}).get(k.op, "1x1") for k in self.kernels}
         self.libs = {}
-        self.persistent = bool(persistent)
+        self.persistent = ("smem" if persistent is True else persistent) or ""
         for k in self.kernels:
             check_cluster(k, self.pipes, self.clusters[k.op])
             if self.persistent:
@@ -468,7 +485,7 @@ class CtaPipeRunner:
             with cp.cuda.Device(k.gpu):
                 o.arrays["order"] = cp.asarray(k.order)
                 o.arrays["error"] = cp.zeros(ERROR_WORDS, dtype=cp.int32)
-                o.arrays["cta_tile"] = cp.zeros(2 * k.tiles, dtype=cp.int32)
+                o.arrays["cta_tile"] = cp.zeros(2 * k.tiles + RING_WORDS, dtype=cp.int32)
                 o.arrays["stamps"] = cp.zeros(k.tiles * TILE_STAMP_WORDS, dtype=cp.uint64)
                 self.streams[k.gpu] = cp.cuda.Stream()
                 if k.inbound >= 0:
@@ -529,10 +546,12 @@ class CtaPipeRunner:
             d = self.outputs[k.op]
             kk, n = self.dims[k.layer], self.dims[k.layer + 1]
             lib = self.libs[k.op]
+            code = (persistent_code(self.clusters[k.op], self.persistent) if self.persistent
+                    else CLUSTERS[self.clusters[k.op]])
             with self.cp.cuda.Device(k.gpu):
                 rc = lib.ctahw_ctapipe_gemm(a.data.ptr, w.data.ptr, d.data.ptr, self.m, n, kk, 1.0,
                                             desc.ctypes.data_as(ctypes.c_void_p), len(DESC_FIELDS),
-                                            1 if self.trace else 0, CLUSTERS[self.clusters[k.op]], k.gpu,
+                                            1 if self.trace else 0, code, k.gpu,
                                             streams[k.gpu].ptr)
             if rc != 0:
                 raise RuntimeError(f"{k.name}: launch failed: {lib.ctahw_ctapipe_status_string(rc).decode()}")

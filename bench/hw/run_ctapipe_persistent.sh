@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device run of CTA-pipelining variant (b), the persistent kernel (kernels/ctapipe_sm90_bf16_persistent.cu),
-# beside the best variant (a) and the cuBLAS baselines, in one run: smoke of each variant, the GPU tests
+# beside the best variant (a) and the cuBLAS baselines, in one run: a watched run of each persistent design
+# (bench/hw/ctapipe_persistent_diag.py; only those that finish correctly go on), smoke, the GPU tests
 # (correctness + trace checked at M=1024/2048, 1,000 back-to-back runs without counter resets at every M of
 # CTAHW_B2B_MS, stall -> timeout), then `ctahw run gemm,microbatch,tp,ctapipe` at every M (correctness on fresh
 # inputs with poisoned outputs, one trace per traced variant checked by ctasim's invariant checker, interleaved
@@ -8,7 +9,7 @@
 #
 # On the 2xH200 machine, from the repo root, with .whl and .cache/ctahw carried along:
 #   CTAHW_COMMIT=$(git rev-parse HEAD) bash bench/hw/run_ctapipe_persistent.sh
-# Writes under $OUT: env.txt, log.txt, pytest.txt, hw_results.jsonl, baselines.csv, baselines_config.json,
+# Writes under $OUT: env.txt, log.txt, diag.jsonl, pytest.txt, hw_results.jsonl, baselines.csv, baselines_config.json,
 # ctapipe_traces.npz.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -30,7 +31,14 @@ fi
   python3 -c "import cupy, numpy; print('cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion(), 'numpy', numpy.__version__)"
 } > "$OUT/env.txt" 2>&1
 
-WANT=${CTAHW_CTAPIPE_VARIANTS:-cutlass_ctapipe_p,cutlass_ctapipe_p_trace,cutlass_ctapipe_p21,cutlass_ctapipe_p21_trace,cutlass_ctapipe_c21,cutlass_ctapipe_c21_trace}
+say "watched single runs of each persistent design (own process each; a stuck kernel is reported, then ended)"
+WANT=cutlass_ctapipe_c21,cutlass_ctapipe_c21_trace
+for v in ${CTAHW_DIAG_VARIANTS:-cutlass_ctapipe_p_trace cutlass_ctapipe_pr_trace cutlass_ctapipe_p21_trace cutlass_ctapipe_pr21_trace}; do
+  timeout -k 5 40 python3 bench/hw/ctapipe_persistent_diag.py "$v" --m 1024 --wait-s 8 2>>"$LOG" | tee -a "$OUT/diag.jsonl"
+  rc=${PIPESTATUS[0]}; echo "diag $v rc=$rc" | tee -a "$LOG"
+  [ "$rc" = 0 ] && WANT="${v%_trace},$v,$WANT"
+done
+WANT=${CTAHW_CTAPIPE_VARIANTS:-$WANT}
 say "smoke: $WANT (own process, 60 s limit)"
 VARIANTS=$(timeout 60 python3 -m ctahw.pipelined "$WANT" 2>>"$LOG" | tail -1)
 [ -n "$VARIANTS" ] || { echo "no variant passed the smoke run" | tee -a "$LOG"; VARIANTS=cutlass_ctapipe_c21; }

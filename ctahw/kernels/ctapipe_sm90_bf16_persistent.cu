@@ -153,10 +153,10 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
   }
 
   CUTLASS_DEVICE explicit CtaPipePersistentScheduler(Params const& params)
-      : Base(params), pipe_(params.pipe), grid_(params.grid) {
+      : Base(params), pp_(&params.pipe), grid_(params.grid) {
 #if defined(__CUDA_ARCH__)
     cta_ = ctapipe::cta_linear();
-    if (pipe_.mode == 0) {
+    if (pipe().mode == 0) {
       next_ = cta_;
       int tile = -1, slot = -1;
       unsigned long long t0 = 0;
@@ -167,12 +167,12 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
         if (threadIdx.x == 0) stamp_acquired(tile, slot, t0);
       }
     } else if constexpr (kClusterSize == 1) {
-      volatile int* s_tile = pipe_.cta_tile + cta_;
+      volatile int* s_tile = pipe().cta_tile + cta_;
       if (threadIdx.x == 0) {
         unsigned long long t0 = 0;
         if constexpr (Trace) t0 = ctapipe::now_ns();
         int tile = -1, slot = -1;
-        pop_persistent(pipe_, &tile, &slot);
+        pop_persistent(pipe(), &tile, &slot);
         *s_tile = tile;
         if constexpr (Trace) stamp_acquired(tile, slot, t0);
       }
@@ -198,12 +198,13 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
 #if defined(__CUDA_ARCH__)
     pipeline.producer_acquire(state);
     int tile = -1, slot = -1;
-    if (pipe_.mode == 0) take_static(&tile);  // every lane: each keeps its own position in the order
+    if (pipe().mode == 0) take_static(&tile);  // every lane: each keeps its own position in the order
+    __syncwarp();
     if (cute::elect_one_sync()) {
       unsigned long long t0 = 0;
       if constexpr (Trace) t0 = ctapipe::now_ns();
       if constexpr (kClusterSize == 1) {
-        if (pipe_.mode != 0) pop_persistent(pipe_, &tile, &slot);
+        if (pipe().mode != 0) pop_persistent(pipe(), &tile, &slot);
       }
       if constexpr (Trace) stamp_acquired(tile, slot, t0);
       volatile int* d = data_[state.index()].data;
@@ -255,12 +256,12 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
  private:
   CUTLASS_DEVICE WorkTileInfo to_work(int tile) const {
     if (tile < 0) return WorkTileInfo::invalid_work_tile();
-    return {tile / pipe_.tiles_n, tile % pipe_.tiles_n, 0, true};
+    return {tile / pipe().tiles_n, tile % pipe().tiles_n, 0, true};
   }
 
   // Static order: the CTA's k-th tile is order[cta + k * grid] (a cluster's CTAs take a pair at each step).
   CUTLASS_DEVICE void take_static(int* tile) {
-    *tile = (next_ >= 0 && next_ < pipe_.num_tiles) ? pipe_.order[next_] : -1;
+    *tile = (next_ >= 0 && next_ < pipe().num_tiles) ? pipe().order[next_] : -1;
     next_ += grid_;
   }
 
@@ -268,7 +269,7 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
   // returned; t0, when the pop began, is not kept). kStampAcquire is the time the MMA warp groups begin it.
   CUTLASS_DEVICE void stamp_acquired(int tile, int slot, unsigned long long) {
     if (tile < 0) return;
-    unsigned long long* s = pipe_.stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
+    unsigned long long* s = pipe().stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
     s[ctapipe::kStampStart] = ctapipe::now_ns();
     s[ctapipe::kStampWhere] =
         (static_cast<unsigned long long>(ctapipe::smid()) << 32) | static_cast<unsigned>(cta_);
@@ -278,16 +279,16 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
   // The first MMA thread, when the MMA warp groups take the tile (after the previous tile's signal).
   CUTLASS_DEVICE void stamp_compute_start(int tile) {
     if (tile >= 0 && threadIdx.x == kThreadsPerWarpGroup)
-      pipe_.stamps[static_cast<size_t>(tile) * ctapipe::kTileStampWords + ctapipe::kStampAcquire] = ctapipe::now_ns();
+      pipe().stamps[static_cast<size_t>(tile) * ctapipe::kTileStampWords + ctapipe::kStampAcquire] = ctapipe::now_ns();
   }
 
   // MMA/epilogue threads, right after the epilogue issued the tile's TMA stores (as variant (a)).
   CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) {
-    const int tile = work.M_idx * pipe_.tiles_n + work.N_idx;
+    const int tile = work.M_idx * pipe().tiles_n + work.N_idx;
     const bool leader = threadIdx.x == kThreadsPerWarpGroup;
     unsigned long long* s = nullptr;
     if constexpr (Trace) {
-      s = pipe_.stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
+      s = pipe().stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
       if (leader) s[ctapipe::kStampEpilogue] = ctapipe::now_ns();
     }
     ctapipe::bulk_wait_all_complete();  // no-op for threads that issued no stores
@@ -295,8 +296,8 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
     if (leader) {
       unsigned long long t_store = 0, t_signal = 0;
       if constexpr (Trace) t_store = ctapipe::now_ns();
-      if (pipe_.out_counters != nullptr && work.M_idx != pipe_.stall_row) {
-        t_signal = ctapipe::signal<Trace>(pipe_, tile);
+      if (pipe().out_counters != nullptr && work.M_idx != pipe().stall_row) {
+        t_signal = ctapipe::signal<Trace>(pipe(), tile);
       } else if constexpr (Trace) {
         t_signal = t_store;
       }
@@ -307,7 +308,10 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
     }
   }
 
-  ctapipe::Params pipe_;
+  // The kernel's parameters are __grid_constant__: a pointer to them costs two registers where a copy of the
+  // descriptor would cost ~40, and the producer warp group runs on 40 registers (setmaxnreg).
+  ctapipe::Params const* pp_ = nullptr;
+  CUTLASS_DEVICE ctapipe::Params const& pipe() const { return *pp_; }
   int grid_ = 0;
   int cta_ = 0;
   int next_ = 0;
@@ -315,9 +319,204 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
   CLCResponse* data_ = nullptr;
 };
 
+
+// Second design, for comparison and as a fallback: CUTLASS's static-persistent code path (no scheduler warp, no
+// shared-memory pipeline: IsDynamicPersistent = false). Every role calls fetch_next_work once per tile. A static
+// order needs no broadcast (each thread computes order[cta + k * grid]); a queue pop is done by lane 0 of the
+// mainloop load warp when it has issued the current tile's loads, published in a per-CTA ring of two u64 words
+// in global memory ((epoch << 44 | k << 32) | tile, one store), which the MMA/epilogue threads poll (bounded).
+// The ring lives after the 2 * num_tiles words of cta_tile (the runner allocates kRingWords more).
+constexpr int kRingWordsPerCta = 2;
+
+template <bool Trace, int CM, int CN>
+struct CtaPipeRingTag {};
+
+template <bool Trace, int CM, int CN>
+class CtaPipeRingScheduler : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90 {
+  using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90;
+  static constexpr int kClusterSize = CM * CN;
+
+ public:
+  using WorkTileInfo = typename Base::WorkTileInfo;
+  using Arguments = typename CtaPipePersistentScheduler<Trace, CM, CN>::Arguments;
+  using Params = typename CtaPipePersistentScheduler<Trace, CM, CN>::Params;
+
+  template <class ProblemShapeMNKL, class TileShape, class ClusterShape>
+  static Params to_underlying_arguments(ProblemShapeMNKL problem_shape_mnkl, TileShape tile_shape,
+                                        ClusterShape cluster_shape, cutlass::KernelHardwareInfo const& hw_info,
+                                        Arguments const& args, void* workspace = nullptr,
+                                        const uint32_t epilogue_subtile = 1, uint32_t ktile_align = 1u) {
+    return CtaPipePersistentScheduler<Trace, CM, CN>::to_underlying_arguments(
+        problem_shape_mnkl, tile_shape, cluster_shape, hw_info, args, workspace, epilogue_subtile, ktile_align);
+  }
+  CUTLASS_HOST_DEVICE static bool can_implement(Arguments const& args) {
+    return CtaPipePersistentScheduler<Trace, CM, CN>::can_implement(args);
+  }
+  template <class ProblemShapeMNKL, class BlockShape, class ClusterShape>
+  CUTLASS_HOST_DEVICE static dim3 get_grid_shape(Params const& params, ProblemShapeMNKL, BlockShape, ClusterShape,
+                                                 cutlass::KernelHardwareInfo, Arguments = Arguments{},
+                                                 bool = true) {
+    return dim3(static_cast<unsigned>(params.grid), 1, 1);
+  }
+
+  CUTLASS_DEVICE explicit CtaPipeRingScheduler(Params const& params)
+      : Base(params), pp_(&params.pipe), grid_(params.grid) {
+#if defined(__CUDA_ARCH__)
+    cta_ = ctapipe::cta_linear();
+    next_ = cta_;
+    if (pipe().mode == 0) {
+      take_static(&tile_);
+      if constexpr (Trace) {
+        if (threadIdx.x == 0) stamp_taken(tile_, -1);
+      }
+    } else if constexpr (kClusterSize == 1) {
+      volatile int* s_tile = pipe().cta_tile + cta_;
+      if (threadIdx.x == 0) {
+        int tile = -1, slot = -1;
+        pop_persistent(pipe(), &tile, &slot);
+        *s_tile = tile;
+        if constexpr (Trace) stamp_taken(tile, slot);
+      }
+      __syncthreads();
+      tile_ = *s_tile;
+    } else {
+      tile_ = -1;
+    }
+#endif
+  }
+
+  template <class ClusterShape>
+  CUTLASS_DEVICE WorkTileInfo initial_work_tile_info(ClusterShape) {
+    if constexpr (Trace) stamp_compute_start(tile_);
+    return to_work(tile_);
+  }
+
+  template <class TileSchedulerPipeline, class TileSchedulerPipelineState>
+  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo work, TileSchedulerPipeline&, TileSchedulerPipelineState) {
+    int tile = -1;
+#if defined(__CUDA_ARCH__)
+    if (work.is_valid()) {
+      ++k_;
+      if (threadIdx.x >= kThreadsPerWarpGroup) finish_tile(work);
+      if (pipe().mode == 0) {
+        take_static(&tile);
+        if constexpr (Trace) {
+          if (threadIdx.x == 0) stamp_taken(tile, -1);
+        }
+      } else if constexpr (kClusterSize == 1) {
+        unsigned long long* ring = reinterpret_cast<unsigned long long*>(pipe().cta_tile + 2 * pipe().num_tiles) +
+                                   static_cast<size_t>(cta_) * kRingWordsPerCta + (k_ & 1);
+        const unsigned long long tag = (static_cast<unsigned long long>(pipe().epoch) << 44) |
+                                       (static_cast<unsigned long long>(k_ & 0xfff) << 32);
+        if (threadIdx.x < 32) {  // the mainloop load warp
+          if (threadIdx.x == 0) {
+            int slot = -1;
+            pop_persistent(pipe(), &tile, &slot);
+            if constexpr (Trace) stamp_taken(tile, slot);
+            *reinterpret_cast<volatile unsigned long long*>(ring) = tag | static_cast<unsigned>(tile);
+          }
+          tile = __shfl_sync(0xffffffffu, tile, 0);
+        } else {  // MMA/epilogue threads: bounded poll (the load warp always publishes, its pop is bounded)
+          const unsigned long long deadline =
+              ctapipe::now_ns() + 2ull * static_cast<unsigned long long>(pipe().timeout_ns) + 1000000000ull;
+          unsigned long long w;
+          for (;;) {
+            w = *reinterpret_cast<volatile unsigned long long*>(ring);
+            if ((w & ~0xffffffffull) == tag) break;
+            if (ctapipe::now_ns() > deadline) {
+              if (threadIdx.x == kThreadsPerWarpGroup)
+                ctapipe::record_error(pipe(), ctapipe::kPopTimeout, -1 - cta_, w);
+              w = tag | 0xffffffffull;
+              break;
+            }
+            __nanosleep(64);
+          }
+          tile = static_cast<int>(static_cast<unsigned>(w & 0xffffffffull));
+        }
+      }
+      if constexpr (Trace) stamp_compute_start(tile);
+    }
+#endif
+    return cute::make_tuple(to_work(tile), true);
+  }
+
+  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo) {
+    return cute::make_tuple(WorkTileInfo::invalid_work_tile(), true);
+  }
+
+  CUTLASS_DEVICE bool is_last_tile(WorkTileInfo&, uint32_t = 1) const { return false; }
+
+  template <class FrgTensorC>
+  CUTLASS_DEVICE static void fixup(Params const& params, WorkTileInfo const& work, FrgTensorC& a, uint32_t x,
+                                   uint32_t y) {
+    CtaPipePersistentScheduler<Trace, CM, CN>::fixup(params, work, a, x, y);
+  }
+
+ private:
+  CUTLASS_DEVICE ctapipe::Params const& pipe() const { return *pp_; }
+  CUTLASS_DEVICE WorkTileInfo to_work(int tile) const {
+    if (tile < 0) return WorkTileInfo::invalid_work_tile();
+    return {tile / pipe().tiles_n, tile % pipe().tiles_n, 0, true};
+  }
+  CUTLASS_DEVICE void take_static(int* tile) {
+    *tile = (next_ >= 0 && next_ < pipe().num_tiles) ? pipe().order[next_] : -1;
+    next_ += grid_;
+  }
+  CUTLASS_DEVICE void stamp_taken(int tile, int slot) {
+    if (tile < 0) return;
+    unsigned long long* s = pipe().stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
+    s[ctapipe::kStampStart] = ctapipe::now_ns();
+    s[ctapipe::kStampWhere] =
+        (static_cast<unsigned long long>(ctapipe::smid()) << 32) | static_cast<unsigned>(cta_);
+    s[ctapipe::kStampSlot] = static_cast<unsigned long long>(static_cast<long long>(slot));
+  }
+  CUTLASS_DEVICE void stamp_compute_start(int tile) {
+    if (tile >= 0 && threadIdx.x == kThreadsPerWarpGroup)
+      pipe().stamps[static_cast<size_t>(tile) * ctapipe::kTileStampWords + ctapipe::kStampAcquire] = ctapipe::now_ns();
+  }
+  CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) {
+    const int tile = work.M_idx * pipe().tiles_n + work.N_idx;
+    const bool leader = threadIdx.x == kThreadsPerWarpGroup;
+    unsigned long long* s = nullptr;
+    if constexpr (Trace) {
+      s = pipe().stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
+      if (leader) s[ctapipe::kStampEpilogue] = ctapipe::now_ns();
+    }
+    ctapipe::bulk_wait_all_complete();
+    asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");
+    if (leader) {
+      unsigned long long t_store = 0, t_signal = 0;
+      if constexpr (Trace) t_store = ctapipe::now_ns();
+      if (pipe().out_counters != nullptr && work.M_idx != pipe().stall_row) {
+        t_signal = ctapipe::signal<Trace>(pipe(), tile);
+      } else if constexpr (Trace) {
+        t_signal = t_store;
+      }
+      if constexpr (Trace) {
+        s[ctapipe::kStampStoreEnd] = t_store;
+        s[ctapipe::kStampSignal] = t_signal;
+      }
+    }
+  }
+
+  ctapipe::Params const* pp_ = nullptr;
+  int grid_ = 0;
+  int cta_ = 0;
+  int next_ = 0;
+  int k_ = 0;
+  int tile_ = -1;
+};
+
 }  // namespace ctahw
 
 namespace cutlass::gemm::kernel::detail {
+template <bool Trace, int CM, int CN, class ArchTag, class TileShape, class ClusterShape, uint32_t Stages,
+          class ProblemShapeType>
+struct TileSchedulerSelector<ctahw::CtaPipeRingTag<Trace, CM, CN>, ArchTag, TileShape, ClusterShape, Stages,
+                             ProblemShapeType> {
+  using Scheduler = ctahw::CtaPipeRingScheduler<Trace, CM, CN>;
+};
+
 template <bool Trace, int CM, int CN, class ArchTag, class TileShape, class ClusterShape, uint32_t Stages,
           class ProblemShapeType>
 struct TileSchedulerSelector<ctahw::CtaPipePersistentTag<Trace, CM, CN>, ArchTag, TileShape, ClusterShape, Stages,
@@ -331,7 +530,7 @@ namespace ctahw::ctapipe_persistent {
 using namespace cute;
 namespace cg = ctahw::ctapipe_gemm;
 
-template <int CM, int CN>
+template <int CM, int CN, bool Ring = false>
 struct Config {
   using ClusterShape = Shape<Int<CM>, Int<CN>, _1>;
   using CollectiveEpilogue = typename cg::Config<CM, CN>::CollectiveEpilogue;
@@ -344,15 +543,17 @@ struct Config {
       cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
   template <bool Trace>
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop,
-                                                      CollectiveEpilogue, CtaPipePersistentTag<Trace, CM, CN>>;
+                                                      CollectiveEpilogue,
+                                                      cute::conditional_t<Ring, CtaPipeRingTag<Trace, CM, CN>,
+                                                                          CtaPipePersistentTag<Trace, CM, CN>>>;
   template <bool Trace>
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel<Trace>>;
 };
 
-template <int CM, int CN, bool Trace>
+template <int CM, int CN, bool Trace, bool Ring>
 int run(const void* a, const void* b, void* d, int m, int n, int k, float alpha, const ctapipe::Params& pipe,
         int device, cudaStream_t stream) {
-  using Gemm = typename Config<CM, CN>::template Gemm<Trace>;
+  using Gemm = typename Config<CM, CN, Ring>::template Gemm<Trace>;
   using K = typename Gemm::GemmKernel;
   cutlass::KernelHardwareInfo hw;
   hw.device_id = device;
@@ -382,15 +583,16 @@ int run(const void* a, const void* b, void* d, int m, int n, int k, float alpha,
   return cg::cutlass_code(s);
 }
 
-template <int CM, int CN>
+template <int CM, int CN, bool Ring>
 int describe(char* buf, int len) {
-  using C = Config<CM, CN>;
+  using C = Config<CM, CN, Ring>;
   return snprintf(buf, static_cast<size_t>(len),
-                  "cutlass=%d.%d.%d kernel=sm90_tma_ws_cooperative_ctapipe_persistent dtype=bf16 layout=TN "
+                  "cutlass=%d.%d.%d kernel=sm90_tma_ws_cooperative_ctapipe_persistent_%s dtype=bf16 layout=TN "
                   "tile=%dx%dx%d cluster=%dx%dx1 stages=%d sched_stages=%d threads=%d smem_bytes=%d",
-                  CUTLASS_MAJOR, CUTLASS_MINOR, CUTLASS_PATCH, int(size<0>(cg::TileShape{})),
+                  CUTLASS_MAJOR, CUTLASS_MINOR, CUTLASS_PATCH, Ring ? "ring" : "smem",
+                  int(size<0>(cg::TileShape{})),
                   int(size<1>(cg::TileShape{})), int(size<2>(cg::TileShape{})), CM, CN,
-                  int(C::CollectiveMainloop::DispatchPolicy::Stages), kSchedStages,
+                  int(C::CollectiveMainloop::DispatchPolicy::Stages), Ring ? 0 : kSchedStages,
                   int(C::template Kernel<false>::MaxThreadsPerBlock),
                   int(C::template Kernel<false>::SharedStorageSize));
 }
@@ -406,26 +608,43 @@ int ctahw_ctapipe_abi_version() { return 2; }
 int ctahw_ctapipe_desc_fields() { return cg::kDescFields; }
 int ctahw_ctapipe_tile_stamp_words() { return ctapipe::kTileStampWords; }
 
-// cluster: 0 = 1x1, 1 = 2x1 (static order only); 2 (1x2) is not in this library.
+// cluster: 0 = 1x1, 1 = 2x1 (static order only); 2 (1x2) is not in this library. Adding kRingCode (4) selects
+// the ring design (CUTLASS's static-persistent path) instead of the scheduler warp + shared-memory pipeline.
+constexpr int kRingCode = 4;
 int ctahw_ctapipe_describe(int cluster, char* buf, int len) {
-  if (cluster == 0) return cp::describe<1, 1>(buf, len);
-  if (cluster == 1) return cp::describe<2, 1>(buf, len);
-  return -2003;
+  switch (cluster) {
+    case 0: return cp::describe<1, 1, false>(buf, len);
+    case 1: return cp::describe<2, 1, false>(buf, len);
+    case kRingCode + 0: return cp::describe<1, 1, true>(buf, len);
+    case kRingCode + 1: return cp::describe<2, 1, true>(buf, len);
+    default: return -2003;
+  }
 }
+
+int ctahw_ctapipe_ring_words(int grid) { return grid * ctahw::kRingWordsPerCta * 2; }
 
 int ctahw_ctapipe_gemm(const void* a, const void* b, void* d, int m, int n, int k, float alpha, const long long* desc,
                        int ndesc, int trace, int cluster, int device, cudaStream_t stream) {
   if (ndesc != cg::kDescFields) return -2002;
-  if (cluster != 0 && cluster != 1) return -2003;
+  const bool ring = cluster >= kRingCode;
+  const int shape = ring ? cluster - kRingCode : cluster;
+  if (shape != 0 && shape != 1) return -2003;
   ctapipe::Params p = cg::from_desc(desc);
-  const int cs = cluster == 1 ? 2 : 1;
+  const int cs = shape == 1 ? 2 : 1;
   if (int c = cg::check_desc(p, trace, cs)) return c;
-  if (cluster == 1 && p.mode != 0) return -2003;  // a queue needs cluster 1x1 in the persistent kernel
-  if (cluster == 1)
-    return trace ? cp::run<2, 1, true>(a, b, d, m, n, k, alpha, p, device, stream)
-                 : cp::run<2, 1, false>(a, b, d, m, n, k, alpha, p, device, stream);
-  return trace ? cp::run<1, 1, true>(a, b, d, m, n, k, alpha, p, device, stream)
-               : cp::run<1, 1, false>(a, b, d, m, n, k, alpha, p, device, stream);
+  if (shape == 1 && p.mode != 0) return -2003;  // a queue needs cluster 1x1 in the persistent kernel
+  if (ring) {
+    if (shape == 1)
+      return trace ? cp::run<2, 1, true, true>(a, b, d, m, n, k, alpha, p, device, stream)
+                   : cp::run<2, 1, false, true>(a, b, d, m, n, k, alpha, p, device, stream);
+    return trace ? cp::run<1, 1, true, true>(a, b, d, m, n, k, alpha, p, device, stream)
+                 : cp::run<1, 1, false, true>(a, b, d, m, n, k, alpha, p, device, stream);
+  }
+  if (shape == 1)
+    return trace ? cp::run<2, 1, true, false>(a, b, d, m, n, k, alpha, p, device, stream)
+                 : cp::run<2, 1, false, false>(a, b, d, m, n, k, alpha, p, device, stream);
+  return trace ? cp::run<1, 1, true, false>(a, b, d, m, n, k, alpha, p, device, stream)
+               : cp::run<1, 1, false, false>(a, b, d, m, n, k, alpha, p, device, stream);
 }
 
 const char* ctahw_ctapipe_status_string(int code) { return cg::status_string(code); }

@@ -51,10 +51,13 @@ def test_kernel_source_compiles_and_exports_its_launchers(name):
         for shape, code in CLUSTERS.items():
             rc = cdll.ctahw_ctapipe_describe(code, buf, 512)
             if name == PERSISTENT_LIBRARY:
+                from ctahw.runner import persistent_code
+
                 if shape in PERSISTENT_CLUSTERS:
-                    assert PERSISTENT_CLUSTERS[shape] == code
-                    text = buf.value.decode()
-                    assert rc > 0 and f"cluster={shape}x1" in text and "ctapipe_persistent" in text
+                    for design in ("smem", "ring"):
+                        rc = cdll.ctahw_ctapipe_describe(persistent_code(shape, design), buf, 512)
+                        text = buf.value.decode()
+                        assert rc > 0 and f"cluster={shape}x1" in text and f"ctapipe_persistent_{design}" in text
                 else:
                     assert rc == -2003
             elif LIBRARY_OF_CLUSTER[code] == name:

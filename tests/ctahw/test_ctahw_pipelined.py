@@ -57,7 +57,7 @@ def test_a_stalled_row_block_leaves_one_row_of_consumer_tiles_unpushed():
 def test_persistent_variants_use_the_persistent_library_and_pop_only_with_clusters_1x1():
     base = pipelined.chain_plan(1024)
     names = [n for n, v in pipelined.VARIANTS.items() if v.persistent]
-    assert {"cutlass_ctapipe_p", "cutlass_ctapipe_p21"} <= set(names)
+    assert {"cutlass_ctapipe_p", "cutlass_ctapipe_p21", "cutlass_ctapipe_pr", "cutlass_ctapipe_pr21"} <= set(names)
     for name in names:
         v = pipelined.VARIANTS[name]
         plan = pipelined.variant_plan(base, v)
@@ -66,6 +66,8 @@ def test_persistent_variants_use_the_persistent_library_and_pop_only_with_cluste
         for k in kernels:
             runner.check_persistent(k, cl[k.op])
             assert runner.library_of(cl[k.op], True) == runner.PERSISTENT_LIBRARY
+            code = runner.persistent_code(cl[k.op], v.persistent)
+            assert code == runner.PERSISTENT_CLUSTERS[cl[k.op]] + runner.PERSISTENT_DESIGNS[v.persistent]
     kernels, _ = runner.plan_arrays(base)
     cons = max(kernels, key=lambda k: k.layer)
     assert cons.mode == runner.MODE_QUEUE

@@ -1,0 +1,98 @@
+"""One CTA-pipelined chain run of one variant, watched: if a kernel has not finished after --wait-s seconds,
+print how far every kernel got (per-tile stamps of a traced variant, error buffers, counters, queue head and
+tail, copied on a separate stream while the kernels still run) and exit 3 (the process's exit tears the CUDA
+contexts down, which ends the kernels). Prints one JSON line: {"variant", "m", "status": "ok"|"stuck"|error,
+...}. Used by bench/hw/run_ctapipe_persistent.sh before anything else touches a new kernel.
+
+    python bench/hw/ctapipe_persistent_diag.py cutlass_ctapipe_p_trace --m 1024 --wait-s 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("variant")
+    ap.add_argument("--m", type=int, default=1024)
+    ap.add_argument("--wait-s", type=float, default=8.0)
+    a = ap.parse_args(argv)
+    import numpy as np
+
+    from ctahw import pipelined as pl
+    from ctahw import runner as rn
+    from ctahw.baselines import Sweep, SweepConfig, _check, _ref_chain
+    from ctahw.device import poison
+
+    h = 8192
+    sweep = Sweep(SweepConfig(h=h, gpus=2, backends=("cublas",), reps=1, warmup=0), log=lambda s: None)
+    cp = sweep.cp
+    v = pl.VARIANTS[a.variant]
+    base = pl.chain_plan(a.m, h, 2)
+    plan = pl.variant_plan(base, v)
+    first = min(plan.kernels(), key=lambda k: k.layer)
+    x = sweep.data.rand(first.gpu, (a.m, h), salt=977)
+    ws = pl._weights(sweep, plan, h, 987)
+    r = rn.CtaPipeRunner(plan, a.m, [h, h, h], x, ws, trace=v.trace, clusters=pl._clusters(plan, v),
+                         timeout_ns=int(2e9), persistent=v.persistent)
+    poison(r.out)
+    r.sync()
+    out = {"variant": a.variant, "m": a.m}
+    t0 = time.perf_counter()
+    r.launch()
+    done = {}
+    while time.perf_counter() - t0 < a.wait_s:
+        done = {g: bool(s.done) for g, s in r.streams.items()}
+        if all(done.values()):
+            break
+        time.sleep(0.01)
+    out["wait_s"] = round(time.perf_counter() - t0, 3)
+    if not all(done.values()):
+        out["status"] = "stuck"
+        out["streams_done"] = {str(g): d for g, d in done.items()}
+        for k in r.kernels:
+            with cp.cuda.Device(k.gpu):
+                s = cp.cuda.Stream(non_blocking=True)
+                o = r.obj[k.op].arrays
+                info = {"error": o["error"].get(stream=s).tolist()}
+                if v.trace:
+                    st = o["stamps"].get(stream=s).reshape(k.tiles, rn.TILE_STAMP_WORDS)
+                    names = ["start", "acquire", "mainloop_end", "epilogue", "store_end", "signal"]
+                    info["tiles_with"] = {n: int((st[:, i] != 0).sum()) for i, n in enumerate(names)}
+                    info["tiles"] = k.tiles
+                out[k.name] = info
+        for p in r.pipes:
+            with cp.cuda.Device(p.dst_gpu):
+                s = cp.cuda.Stream(non_blocking=True)
+                o = r.pobj[p.id].arrays
+                out[f"pipe{p.id}"] = {"head": int(o["head"].get(stream=s)[0]), "tail": int(o["tail"].get(stream=s)[0]),
+                                      "counters_sum": int(o["counters"].get(stream=s).sum()),
+                                      "threshold_sum": int(p.threshold.sum()), "capacity": p.capacity}
+        print(json.dumps(out), flush=True)
+        os._exit(3)
+    try:
+        r.sync()
+        r.check_errors()
+        ref = _ref_chain(cp, x, ws)
+        out["rel_err"] = float(_check(cp, r.out, ref))
+        out["status"] = "ok" if out["rel_err"] <= 1e-2 else "wrong"
+        if v.trace:
+            from ctasim.invariants import find_violations
+
+            offs = pl.measure_offsets(sweep.devices, iters=50)
+            tr = r.read_trace({g: float(o["offset_ns"]) for g, o in offs.items()}, {"m": a.m})
+            out["violations"] = [str(x) for x in find_violations(tr, plan, pl.TRACE_TOL_NS)][:5]
+            out["trace_makespan_ms"] = tr.makespan_ns * 1e-6
+    except Exception as e:  # noqa: BLE001 - reported
+        out["status"] = f"{type(e).__name__}: {e}"[:400]
+    print(json.dumps(out), flush=True)
+    return 0 if out["status"] == "ok" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
