@@ -36,8 +36,20 @@ POINTS = [
     ("1M", 2, 2097152),
 ]
 
-CHILD = r"""
-import json, os, resource, statistics, sys, time
+FLOOR = r"""
+import time, simpy
+def floor():  # bare SimPy: 8 processes x 4096 timeouts, the cheapest a per-tile event can be here and now
+    env = simpy.Environment()
+    def p(env):
+        for _ in range(4096):
+            yield env.timeout(1.0)
+    for _ in range(8):
+        env.process(p(env))
+    c = time.process_time(); env.run(); return 32768 / (time.process_time() - c)
+"""
+
+CHILD = FLOOR + r"""
+import json, os, resource, statistics, sys
 os.sched_setaffinity(0, {int(sys.argv[4])})
 from ctasim.engine import simulate
 from ctasim.invariants import check_trace
@@ -57,15 +69,6 @@ for _ in range(reps):
     if _ < reps - 1:
         del tr
 c0 = time.process_time(); check_trace(tr, plan); check = time.process_time() - c0
-import simpy
-def floor():  # bare SimPy: 8 processes x 4096 timeouts, the cheapest a per-tile event can be here and now
-    env = simpy.Environment()
-    def p(env):
-        for _ in range(4096):
-            yield env.timeout(1.0)
-    for _ in range(8):
-        env.process(p(env))
-    c = time.process_time(); env.run(); return 32768 / (time.process_time() - c)
 simpy_floor = statistics.median(floor() for _ in range(5))
 print(json.dumps({"ctas": n, "wall_s": statistics.median(wall), "cpu_s": statistics.median(cpu),
                   "check_s": check, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -73,19 +76,10 @@ print(json.dumps({"ctas": n, "wall_s": statistics.median(wall), "cpu_s": statist
 """
 
 
-PROBE = r"""
-import os, sys, time, simpy
+PROBE = FLOOR + r"""
+import os, sys
 os.sched_setaffinity(0, {int(sys.argv[1])})
-best = 0.0
-for _ in range(3):
-    env = simpy.Environment()
-    def p(env):
-        for _ in range(4096):
-            yield env.timeout(1.0)
-    for _ in range(8):
-        env.process(p(env))
-    c = time.process_time(); env.run(); best = max(best, 32768 / (time.process_time() - c))
-print(best)
+print(max(floor() for _ in range(3)))
 """
 
 
