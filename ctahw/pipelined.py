@@ -155,11 +155,6 @@ VARIANTS = {
                                  help="variant (b): persistent kernels (scheduler warp + shared-memory pipeline), "
                                       "cluster 1x1, plan order, queue pops"),
     "cutlass_ctapipe_p_trace": Variant(("1x1", "1x1"), persistent="smem", trace=True, help="the same with stamps"),
-    "cutlass_ctapipe_p21": Variant(("2x1", "1x1"), order="pair_rows", persistent="smem",
-                                   help="variant (b): persistent producer in clusters 2x1 over row-block pairs; "
-                                        "persistent consumer 1x1 popping"),
-    "cutlass_ctapipe_p21_trace": Variant(("2x1", "1x1"), order="pair_rows", persistent="smem", trace=True,
-                                         help="the same with stamps"),
     "cutlass_ctapipe_pr": Variant(("1x1", "1x1"), persistent="ring",
                                   help="variant (b), ring design (CUTLASS's static-persistent path, the load warp "
                                        "pops), cluster 1x1"),

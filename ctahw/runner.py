@@ -104,6 +104,9 @@ def persistent_code(cluster: str, design: str) -> int:
     if design not in PERSISTENT_DESIGNS:
         raise ValueError(f"unknown persistent design {design!r} (one of {', '.join(PERSISTENT_DESIGNS)})")
     library_of(cluster, True)
+    if design == "smem" and cluster != "1x1":
+        raise ValueError("the persistent kernel's smem design runs clusters 1x1 only (2x1 hung: the cooperative "
+                         "kernel's throttle pipeline releases the leader CTA's barrier from both CTAs)")
     return PERSISTENT_CLUSTERS[cluster] + PERSISTENT_DESIGNS[design]
 
 

@@ -33,7 +33,7 @@ fi
 
 say "watched single runs of each persistent design (own process each; a stuck kernel is reported, then ended)"
 WANT=cutlass_ctapipe_c21,cutlass_ctapipe_c21_trace
-for v in ${CTAHW_DIAG_VARIANTS:-cutlass_ctapipe_p_trace cutlass_ctapipe_pr_trace cutlass_ctapipe_p21_trace cutlass_ctapipe_pr21_trace}; do
+for v in ${CTAHW_DIAG_VARIANTS:-cutlass_ctapipe_p_trace cutlass_ctapipe_pr_trace cutlass_ctapipe_pr21_trace}; do
   timeout -k 5 40 python3 bench/hw/ctapipe_persistent_diag.py "$v" --m 1024 --wait-s 8 2>>"$LOG" | tee -a "$OUT/diag.jsonl"
   rc=${PIPESTATUS[0]}; echo "diag $v rc=$rc" | tee -a "$LOG"
   [ "$rc" = 0 ] && WANT="${v%_trace},$v,$WANT"

@@ -17,8 +17,15 @@
 //   * producer side: fetch_next_work in the MMA/epilogue threads runs right after the tile's TMA stores were
 //     issued: each thread waits for its bulk-async groups to complete (cp.async.bulk.wait_group 0), the 256
 //     meet at a named barrier, and one thread signals / pushes exactly as variant (a) (ctapipe::signal).
-//   * clusters: static order for any cluster (1x1, 2x1: the CTAs of a cluster take order[2j], order[2j+1] at
-//     each step, a column pair; the grid is even); queue only for 1x1 (the launcher refuses the rest).
+//   * clusters: 1x1 only. With 2x1 this design hung on the GPU (2026-11-29: 254 of 256 producer tiles done):
+//     the cooperative kernel sets the throttle pipeline's dst_blockid = 0, so both CTAs' scheduler warps release
+//     the leader CTA's throttle and the partner's is never released -- the SM100 CLC design has only the leader
+//     query and multicast the response. A cluster version would need that (leader pops both tiles, writes them
+//     to both CTAs' shared memory, remote mbarrier arrives): not built; the launcher refuses it (-2003).
+//   * an earlier build of this design (descriptor copied into the scheduler object, no __syncwarp before
+//     elect.sync) hung with cluster 1x1 too; with the descriptor read through the __grid_constant__ parameters
+//     (the producer warp group runs on 40 registers after setmaxnreg) and the __syncwarp it runs correctly.
+// The ring design below (CUTLASS's static-persistent path) runs clusters 1x1 and 2x1 (static order).
 // Every wait outside the CTA is bounded (ctapipe.cuh); a timed-out pop records an error and ends the CTA's work.
 
 #include "ctapipe_gemm.cuh"
@@ -608,13 +615,12 @@ int ctahw_ctapipe_abi_version() { return 2; }
 int ctahw_ctapipe_desc_fields() { return cg::kDescFields; }
 int ctahw_ctapipe_tile_stamp_words() { return ctapipe::kTileStampWords; }
 
-// cluster: 0 = 1x1, 1 = 2x1 (static order only); 2 (1x2) is not in this library. Adding kRingCode (4) selects
-// the ring design (CUTLASS's static-persistent path) instead of the scheduler warp + shared-memory pipeline.
+// cluster: 0 = 1x1 (scheduler warp + shared-memory pipeline); kRingCode (4) + 0 / 1 = 1x1 / 2x1 (static order
+// only) with the ring design (CUTLASS's static-persistent path). Others (1x2; 2x1 with the smem design): -2003.
 constexpr int kRingCode = 4;
 int ctahw_ctapipe_describe(int cluster, char* buf, int len) {
   switch (cluster) {
     case 0: return cp::describe<1, 1, false>(buf, len);
-    case 1: return cp::describe<2, 1, false>(buf, len);
     case kRingCode + 0: return cp::describe<1, 1, true>(buf, len);
     case kRingCode + 1: return cp::describe<2, 1, true>(buf, len);
     default: return -2003;
@@ -640,9 +646,7 @@ int ctahw_ctapipe_gemm(const void* a, const void* b, void* d, int m, int n, int 
     return trace ? cp::run<1, 1, true, true>(a, b, d, m, n, k, alpha, p, device, stream)
                  : cp::run<1, 1, false, true>(a, b, d, m, n, k, alpha, p, device, stream);
   }
-  if (shape == 1)
-    return trace ? cp::run<2, 1, true, false>(a, b, d, m, n, k, alpha, p, device, stream)
-                 : cp::run<2, 1, false, false>(a, b, d, m, n, k, alpha, p, device, stream);
+  if (shape == 1) return -2003;  // smem design with clusters: see the note at the top (it hung on the GPU)
   return trace ? cp::run<1, 1, true, false>(a, b, d, m, n, k, alpha, p, device, stream)
                : cp::run<1, 1, false, false>(a, b, d, m, n, k, alpha, p, device, stream);
 }

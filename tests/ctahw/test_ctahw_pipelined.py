@@ -57,7 +57,7 @@ def test_a_stalled_row_block_leaves_one_row_of_consumer_tiles_unpushed():
 def test_persistent_variants_use_the_persistent_library_and_pop_only_with_clusters_1x1():
     base = pipelined.chain_plan(1024)
     names = [n for n, v in pipelined.VARIANTS.items() if v.persistent]
-    assert {"cutlass_ctapipe_p", "cutlass_ctapipe_p21", "cutlass_ctapipe_pr", "cutlass_ctapipe_pr21"} <= set(names)
+    assert {"cutlass_ctapipe_p", "cutlass_ctapipe_pr", "cutlass_ctapipe_pr21"} <= set(names)
     for name in names:
         v = pipelined.VARIANTS[name]
         plan = pipelined.variant_plan(base, v)
@@ -75,6 +75,9 @@ def test_persistent_variants_use_the_persistent_library_and_pop_only_with_cluste
 
     with pytest.raises(ValueError, match="clusters 1x1 only"):
         runner.check_persistent(cons, "2x1")
+    with pytest.raises(ValueError, match="clusters 1x1 only"):
+        runner.persistent_code("2x1", "smem")
+    assert runner.persistent_code("2x1", "ring") == 5
     with pytest.raises(ValueError, match="no cluster"):
         runner.library_of("1x2", True)
     assert runner.library_of("1x2") == "ctapipe_sm90_bf16_cluster"

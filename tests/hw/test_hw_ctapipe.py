@@ -16,7 +16,7 @@ pytestmark = pytest.mark.hw
 
 ALL_VARIANTS = ("cutlass_ctapipe", "cutlass_ctapipe_trace", "cutlass_ctapipe_c12", "cutlass_ctapipe_c12_trace",
                 "cutlass_ctapipe_c21", "cutlass_ctapipe_c21_trace", "cutlass_ctapipe_p", "cutlass_ctapipe_p_trace",
-                "cutlass_ctapipe_p21", "cutlass_ctapipe_p21_trace", "cutlass_ctapipe_pr", "cutlass_ctapipe_pr_trace",
+                "cutlass_ctapipe_pr", "cutlass_ctapipe_pr_trace",
                 "cutlass_ctapipe_pr21", "cutlass_ctapipe_pr21_trace")
 """Every variant of ctahw.pipelined.VARIANTS (spelled out so that collection needs no import of ctahw)."""
 
