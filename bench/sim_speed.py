@@ -83,6 +83,11 @@ print(max(floor() for _ in range(3)))
 """
 
 
+CHECKOUT_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    [str(Path(__file__).resolve().parent.parent)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+"""The children import this checkout's ctasim, not an installed copy."""
+
+
 def fastest_core() -> int:
     """The CPU on which bare SimPy runs fastest now: on a shared VM one vCPU can be much slower than another."""
     rates = {}
@@ -111,7 +116,7 @@ def main() -> int:
             continue
         reps = args.reps if ctas <= 300_000 else 1
         res = subprocess.run([sys.executable, "-c", CHILD, str(layers), str(m), str(reps), str(core)],
-                             capture_output=True, text=True, check=True)
+                             capture_output=True, text=True, check=True, env=CHECKOUT_ENV)
         r = json.loads(res.stdout.strip().splitlines()[-1])
         r.update(label=label, layers=layers, m=m, reps=reps, cpu=core, ctas_per_cpu_s=r["ctas"] / r["cpu_s"],
                  ctas_per_wall_s=r["ctas"] / r["wall_s"])

@@ -5,6 +5,7 @@ matplotlib with the Agg backend (files only, no screen).  Each function writes o
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,7 @@ def gantt(trace: Trace, path: str | Path, title: str = "") -> Path:
     fig, axes = plt.subplots(len(gpus), 1, figsize=(12, 1.6 + 1.4 * len(gpus)), sharex=True, squeeze=False)
     _gantt_panels(plt, trace, axes[:, 0], gpus)
     axes[-1, 0].set_xlabel("time (µs)")
-    fig.suptitle(title or f"{trace.meta.get('strategy', '')} {trace.meta.get('case', '')}")
+    fig.suptitle(_wrap(title or f"{trace.meta.get('strategy', '')} {trace.meta.get('case', '')}", 100))
     return _save(fig, plt, path)
 
 
@@ -48,6 +49,11 @@ def gantt_pair(measured: Trace, simulated: Trace, path: str | Path, title: str =
         axes[-1, col].set_xlabel("time (µs)")
     fig.suptitle(title or f"{simulated.meta.get('strategy', '')} {simulated.meta.get('case', '')}")
     return _save(fig, plt, path)
+
+
+def _wrap(title: str, width: int = 64) -> str:
+    """A title broken into lines that fit a small figure."""
+    return "\n".join(textwrap.wrap(title, width)) if title else title
 
 
 def _save(fig, plt, path) -> Path:
@@ -91,7 +97,7 @@ def chunk_sweep(variants: dict[str, list[tuple[int, float]]], path: str | Path, 
     ax.set_xscale("log", base=2)
     ax.set_xlabel("chunks")
     ax.set_ylabel("latency (µs)")
-    ax.set_title(title or "micro-batching: latency vs chunk count")
+    ax.set_title(_wrap(title or "micro-batching: latency vs chunk count"), fontsize=10)
     ax.legend(fontsize=7)
     return _save(fig, plt, path)
 
@@ -107,7 +113,7 @@ def latency_bars(df: pd.DataFrame, path: str | Path, title: str = "") -> Path:
         ax.bar(x + i * width, piv[s].to_numpy() / 1e3, width, label=s)
     ax.set_xticks(x + 0.4 - width / 2, piv.index, rotation=20, fontsize=8)
     ax.set_ylabel("latency (ms)")
-    ax.set_title(title)
+    ax.set_title(_wrap(title), fontsize=10)
     ax.legend(fontsize=7)
     return _save(fig, plt, path)
 
@@ -123,7 +129,7 @@ def breakdown_bars(df: pd.DataFrame, path: str | Path, title: str = "") -> Path:
         ax.bar(labels, vals, bottom=bottom, color=color, label=col.replace("_us", ""))
         bottom += vals
     ax.set_ylabel("latency (ms)")
-    ax.set_title(title)
+    ax.set_title(_wrap(title), fontsize=10)
     ax.legend(fontsize=7)
     ax.tick_params(axis="x", labelsize=7)
     return _save(fig, plt, path)
