@@ -185,7 +185,9 @@ def pingpong_stats(init_stamps: Sequence[int], resp_stamps: Sequence[int], best_
     if len(init_stamps) != 2 * n or n == 0:
         raise ValueError("need 2 initiator stamps per responder stamp")
     rtt = [init_stamps[2 * i + 1] - init_stamps[2 * i] for i in range(n)]
-    off = [resp_stamps[i] - (init_stamps[2 * i] + init_stamps[2 * i + 1]) / 2 for i in range(n)]
+    # Differences first: the stamps are ~1.8e18 ns, whose sum as a float is on a 256-512 ns grid.
+    off = [(int(resp_stamps[i]) - int(init_stamps[2 * i])) - (int(init_stamps[2 * i + 1]) - int(init_stamps[2 * i])) / 2
+           for i in range(n)]
     order = sorted(range(n), key=lambda i: rtt[i])
     best = order[: max(1, int(n * best_fraction))]
     offs = [off[i] for i in best]

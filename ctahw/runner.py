@@ -362,17 +362,25 @@ def parse_trace(plan: Plan, kernels: Sequence[KernelArrays], pipes: Sequence[Pip
     push time of that tile; of a static tile, its start. ``t_compute_end`` is the end of the epilogue's math
     (TMA stores issued); the mainloop end goes to ``meta['mainloop_end']`` columns as ``t_mainloop_end``.
     """
+    # %globaltimer reads ~1.8e18 ns: as float64 that is a 256 ns grid. Subtract an integer origin (the earliest
+    # raw tile start) before any conversion to float, so that every stamp keeps its 32 ns tick.
+    base = min(int(np.asarray(stamps[k.op], dtype=np.uint64).reshape(k.tiles, TILE_STAMP_WORDS)[:, 0].min())
+               for k in kernels)
+
+    def since(raw) -> np.ndarray:
+        return (np.asarray(raw, dtype=np.uint64).astype(np.int64) - base).astype(np.float64)
+
     rows = []
     for k in kernels:
         s = np.asarray(stamps[k.op], dtype=np.uint64).reshape(k.tiles, TILE_STAMP_WORDS)
         off = float(offsets_ns.get(k.gpu, 0.0))
-        t = s[:, :6].astype(np.float64) - off
+        t = since(s[:, :6]) - off
         tile = np.arange(k.tiles)
         slot = s[:, 7].astype(np.int64)  # ~0 (static) reads as -1
         if k.mode == MODE_QUEUE:
             p = pipes[k.inbound]
             ps = np.asarray(push_stamps[p.id], dtype=np.uint64).reshape(p.capacity, 2)
-            ready = ps[:, 0].astype(np.float64) - float(offsets_ns.get(p.src_gpu, 0.0))
+            ready = since(ps[:, 0]) - float(offsets_ns.get(p.src_gpu, 0.0))
         else:
             ready = t[:, 0]
             slot = np.full(k.tiles, -1, dtype=np.int64)
@@ -388,13 +396,14 @@ def parse_trace(plan: Plan, kernels: Sequence[KernelArrays], pipes: Sequence[Pip
     ev = []
     for p in pipes:
         off = float(offsets_ns.get(p.src_gpu, 0.0))
-        z = np.asarray(zero_stamps[p.id], dtype=np.uint64).astype(np.float64) - off
+        z = since(zero_stamps[p.id]) - off
         for d in range(p.deps):
             ev.append((0, p.id, p.dst_gpu, d, -1, -1, z[d]))
         ps = np.asarray(push_stamps[p.id], dtype=np.uint64).reshape(p.capacity, 2)
+        pt = since(ps[:, 0]) - off
         dep_of = p.consumer_dep
         for tile in range(p.capacity):
-            ev.append((1, p.id, p.dst_gpu, int(dep_of[tile]), int(ps[tile, 1]), tile, float(ps[tile, 0]) - off))
+            ev.append((1, p.id, p.dst_gpu, int(dep_of[tile]), int(ps[tile, 1]), tile, float(pt[tile])))
     origin = float(tiles["t_start"].min())
     for c in ("t_start", "t_acquire", "t_ready", "t_compute_end", "t_store_end", "t_signal", "t_mainloop_end"):
         tiles[c] = tiles[c] - origin
@@ -504,9 +513,11 @@ class CtaPipeRunner:
             self.outputs[k.op] = self.inputs[self.pipes[k.outbound].consumer] if k.outbound >= 0 else self.out
 
     def reset(self) -> None:
-        """Zero every counter, queue and error buffer, and start again at epoch 1 (after a failed run)."""
+        """Zero every counter, queue, error buffer and per-CTA tile word, and start again at epoch 1 (after a
+        failed run). ``cta_tile`` holds the ring design's entries, tagged (epoch, k): left as they were, a rerun
+        at epoch 1 could take a stale entry of the failed run and wait forever in CUTLASS's pipeline."""
         for o in list(self.pobj.values()) + list(self.obj.values()):
-            for name in ("counters", "slots", "tail", "head", "error"):
+            for name in ("counters", "slots", "tail", "head", "error", "cta_tile"):
                 if name in o.arrays:
                     with self.cp.cuda.Device(o.arrays[name].data.device_id):
                         o.arrays[name].fill(0)

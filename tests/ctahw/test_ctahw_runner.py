@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from ctahw import runner
@@ -216,3 +217,36 @@ def test_pair_order_plan_simulates_and_passes_the_checker():
     hw = load_hardware("h200-x2")
     tr = simulate(plan2, hw)
     check_trace(tr, plan2)
+
+
+def test_parse_trace_keeps_the_timer_tick_at_real_globaltimer_values():
+    # %globaltimer reads ~1.8e18 ns, where float64 has a 256 ns grid; parsing must not round stamps to it.
+    plan = chain_plan()
+    kernels, pipes, stamps, push, zero = synthetic_buffers(plan)
+    epoch = np.uint64(1_796_000_000_000_000_032)
+    w = runner.TILE_STAMP_WORDS
+    big = {}
+    for op, buf in stamps.items():
+        b = buf.reshape(-1, w).copy()
+        b[:, :6] += epoch
+        big[op] = b.ravel()
+    bpush = {}
+    for p, v in push.items():
+        b = v.reshape(-1, 2).copy()
+        b[:, 0] += epoch
+        bpush[p] = b.ravel()
+    bzero = {p: v + epoch for p, v in zero.items()}
+    offsets = {0: 0.0, 1: -4700.0}
+    small = runner.parse_trace(plan, kernels, pipes, stamps, push, zero, offsets)
+    large = runner.parse_trace(plan, kernels, pipes, big, bpush, bzero, offsets)
+    pd.testing.assert_frame_equal(small.tiles, large.tiles)
+    pd.testing.assert_frame_equal(small.events, large.events)
+
+
+def test_clock_offset_keeps_the_timer_tick():
+    from ctahw.calibrate import pingpong_stats
+
+    t0 = 1_796_000_000_000_000_000
+    init = [t0, t0 + 1344, t0 + 10_000, t0 + 11_344]
+    resp = [t0 + 672 + 32 - 179_712, t0 + 10_672 + 32 - 179_712]  # responder 179,712 ns behind, +32 ns skew
+    assert pingpong_stats(init, resp, best_fraction=1.0)["offset_ns"] == 32 - 179_712
