@@ -224,6 +224,10 @@ def cache_dirs() -> list[Path]:
         dirs.append(Path(env).expanduser())
     if (PROJECT_ROOT / "pyproject.toml").is_file():
         dirs.append(PROJECT_ROOT / ".cache" / "ctahw")
+    # An installed (non-editable) ctahw run from a checkout: its carried .cache/ctahw is in the working directory.
+    here = Path.cwd() / ".cache" / "ctahw"
+    if (Path.cwd() / "pyproject.toml").is_file() and here not in dirs:
+        dirs.append(here)
     dirs.append(Path.home() / ".cache" / "ctahw")
     return dirs
 

@@ -186,3 +186,16 @@ def test_two_processes_building_at_once_compile_once(fake):
     assert all(p.returncode == 0 for p in procs), outs
     assert outs[0][0] == outs[1][0]
     assert fake["count"].read_text() == "x"  # the second process found the first one's artifact after the lock
+
+
+def test_cache_dirs_include_the_working_checkouts_cache(monkeypatch, tmp_path):
+    # ctahw installed into site-packages, run from a checkout that carries .cache/ctahw
+    monkeypatch.delenv("CTAHW_CACHE", raising=False)
+    monkeypatch.setattr(build, "PROJECT_ROOT", tmp_path / "site-packages")
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "pyproject.toml").write_text("")
+    monkeypatch.chdir(checkout)
+    assert checkout / ".cache" / "ctahw" in build.cache_dirs()
+    monkeypatch.chdir(tmp_path)  # not a checkout: not searched
+    assert tmp_path / ".cache" / "ctahw" not in build.cache_dirs()
