@@ -11,8 +11,9 @@
 // Nothing is reset between runs: the host passes the epoch (1 for fresh zeroed objects, then 2, 3, ...).
 //
 // Ordering (docs/protocol.md; ctasim/protocol):
-//   producer: TMA stores of the tile -> cp.async.bulk.wait_group 0 (complete, not .read) by every storing
-//   thread -> CTA barrier among them -> one thread: fence.proxy.async.global; atom.acq_rel.sys.add on each
+//   producer: TMA stores of the tile -> cp.async.bulk.wait_group 0 (complete, not .read) and
+//   fence.proxy.async.global by every storing thread (complete_stores) -> CTA barrier among them -> one
+//   thread: fence.proxy.async.global (again, for its own); atom.acq_rel.sys.add on each
 //   counter (release of the tile's data; acquire of the other producers' releases when it completes);
 //   the completing update reserves slots (atom.relaxed.sys.add on tail), fence.acq_rel.sys, then relaxed
 //   sys-scope stores of the slot words (release pattern: one fence, n stores).
@@ -129,6 +130,14 @@ __device__ __forceinline__ void fence_proxy_async_global() {
 
 // Wait until every bulk async-group (TMA store) this thread committed has completed its writes.
 __device__ __forceinline__ void bulk_wait_all_complete() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+
+// Every thread that issued a tile's TMA stores, before it meets the signalling thread: wait until its stores are
+// complete, then fence the async proxy itself (docs/protocol.md: the thread that issued the bulk stores runs the
+// proxy fence; a no-op pair for threads that issued none).
+__device__ __forceinline__ void complete_stores() {
+  bulk_wait_all_complete();
+  fence_proxy_async_global();
+}
 
 // The CTA's index in tile order: blockIdx.x for a 1-D grid, blockIdx.x * gridDim.y + blockIdx.y for a
 // grid whose y dimension holds the CTAs of a 1xN cluster.

@@ -213,7 +213,7 @@ class CtaPipeScheduler : public cutlass::gemm::kernel::detail::PersistentTileSch
       s = pipe_.stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
       if (leader) s[ctapipe::kStampEpilogue] = ctapipe::now_ns();
     }
-    ctapipe::bulk_wait_all_complete();  // no-op for threads that issued no stores
+    ctapipe::complete_stores();  // no-op for threads that issued no stores
     asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");
     if (leader) {
       unsigned long long t_store = 0, t_signal = 0;

@@ -298,7 +298,7 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
       s = pipe().stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
       if (leader) s[ctapipe::kStampEpilogue] = ctapipe::now_ns();
     }
-    ctapipe::bulk_wait_all_complete();  // no-op for threads that issued no stores
+    ctapipe::complete_stores();  // no-op for threads that issued no stores
     asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");
     if (leader) {
       unsigned long long t_store = 0, t_signal = 0;
@@ -489,7 +489,7 @@ class CtaPipeRingScheduler : public cutlass::gemm::kernel::detail::PersistentTil
       s = pipe().stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
       if (leader) s[ctapipe::kStampEpilogue] = ctapipe::now_ns();
     }
-    ctapipe::bulk_wait_all_complete();
+    ctapipe::complete_stores();
     asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");
     if (leader) {
       unsigned long long t_store = 0, t_signal = 0;
