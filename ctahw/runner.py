@@ -308,6 +308,10 @@ def descriptor(k: KernelArrays, pipes: Sequence[PipeArrays], ptrs: Mapping[str, 
     addresses (missing: 0). Sizes come from the arrays; pointers are not checked here."""
     if epoch < 1:
         raise ValueError("epochs start at 1")
+    if int(timeout_ns) <= 0:
+        raise ValueError(f"timeout_ns must be positive (every spin-wait is bounded by it), got {timeout_ns}")
+    if not ptrs.get("error"):
+        raise ValueError("an error buffer is required: a CTA that times out reports through it")
     vals = {name: int(ptrs.get(name, 0)) for name in DESC_FIELDS}
     vals.update(mode=k.mode, num_tiles=k.tiles, tiles_n=k.tiles_n, epoch=epoch, timeout_ns=int(timeout_ns),
                 stall_row=stall_row, in_capacity=0, out_capacity=0)

@@ -23,9 +23,12 @@ What is simulated
 
 Simultaneous events
     SimPy orders events by (time, priority, insertion).  Within one nanosecond, everything is processed
-    in the order it was scheduled; scoreboard completion is decided when the last contributing tile
-    *starts* its store (its signal time is known then), so the order in which two tiles finishing at
-    the same instant are processed cannot change whether or when a counter completes.
+    in the order it was scheduled.  A producer tile's store time and signal time are decided when the tile
+    *acquires its slot* (its compute time is known then): the link is reserved in acquire order, which is
+    the order stores are issued when tile times are equal (with ``jitter`` a tile that started later but
+    finished earlier queues behind the earlier one -- a model decision), and a counter's completion is
+    the latest of its signals, so the order in which two tiles finishing at the same instant are
+    processed cannot change whether or when a counter completes.
 
 Left out
     SM contention between two kernels on one GPU (plans keep one kernel per GPU at a time), L2 and HBM

@@ -52,11 +52,15 @@ def test_descriptor_layout():
     assert f["out_capacity"] == 256 and f["in_capacity"] == 0
     assert f["out_counters"] == prod_ptrs["out_counters"] and f["error"] == prod_ptrs["error"]
     with pytest.raises(ValueError, match="queue kernel needs"):
-        runner.descriptor(kernels[1], pipes, {}, epoch=1, timeout_ns=1)
+        runner.descriptor(kernels[1], pipes, {"error": 1}, epoch=1, timeout_ns=1)
     with pytest.raises(ValueError, match="producer kernel needs"):
-        runner.descriptor(kernels[0], pipes, {"order": 1}, epoch=1, timeout_ns=1)
+        runner.descriptor(kernels[0], pipes, {"order": 1, "error": 1}, epoch=1, timeout_ns=1)
     with pytest.raises(ValueError, match="epochs start at 1"):
         runner.descriptor(kernels[0], pipes, prod_ptrs, epoch=0, timeout_ns=1)
+    with pytest.raises(ValueError, match="timeout_ns must be positive"):
+        runner.descriptor(kernels[0], pipes, prod_ptrs, epoch=1, timeout_ns=0)
+    with pytest.raises(ValueError, match="error buffer is required"):
+        runner.descriptor(kernels[0], pipes, dict(prod_ptrs, error=0), epoch=1, timeout_ns=1)
 
 
 def test_parse_error():
