@@ -447,6 +447,26 @@ def _write_atomic(path: Path, text: str) -> None:
 _p, _i, _u, _f, _ll, _ull = (ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_float, ctypes.c_longlong,
                              ctypes.c_ulonglong)
 
+def _ctapipe_library(name: str) -> KernelLibrary:
+    """A CTA-pipelining kernel library: every variant exports the same launcher ABI (ctapipe_gemm.cuh)."""
+    return KernelLibrary(
+        name=name,
+        source=KERNELS_DIR / f"{name}.cu",
+        needs_cutlass=True,
+        abi_symbol="ctahw_ctapipe_abi_version",
+        abi_version=2,
+        headers=(KERNELS_DIR / "ctapipe.cuh", KERNELS_DIR / "ctapipe_gemm.cuh"),
+        signatures={
+            "ctahw_ctapipe_abi_version": (_i, ()),
+            "ctahw_ctapipe_desc_fields": (_i, ()),
+            "ctahw_ctapipe_tile_stamp_words": (_i, ()),
+            "ctahw_ctapipe_describe": (_i, (_i, ctypes.c_char_p, _i)),
+            "ctahw_ctapipe_gemm": (_i, (_p, _p, _p, _i, _i, _i, _f, _p, _i, _i, _i, _i, _p)),
+            "ctahw_ctapipe_status_string": (ctypes.c_char_p, (_i,)),
+        },
+    )
+
+
 LIBRARIES: dict[str, KernelLibrary] = {
     "gemm_sm90_bf16": KernelLibrary(
         name="gemm_sm90_bf16",
@@ -480,54 +500,8 @@ LIBRARIES: dict[str, KernelLibrary] = {
             "ctahw_probe_sleep": (_i, (_ull, _p)),
         },
     ),
-    "ctapipe_sm90_bf16": KernelLibrary(
-        name="ctapipe_sm90_bf16",
-        source=KERNELS_DIR / "ctapipe_sm90_bf16.cu",
-        needs_cutlass=True,
-        abi_symbol="ctahw_ctapipe_abi_version",
-        abi_version=2,
-        headers=(KERNELS_DIR / "ctapipe.cuh", KERNELS_DIR / "ctapipe_gemm.cuh"),
-        signatures={
-            "ctahw_ctapipe_abi_version": (_i, ()),
-            "ctahw_ctapipe_desc_fields": (_i, ()),
-            "ctahw_ctapipe_tile_stamp_words": (_i, ()),
-            "ctahw_ctapipe_describe": (_i, (_i, ctypes.c_char_p, _i)),
-            "ctahw_ctapipe_gemm": (_i, (_p, _p, _p, _i, _i, _i, _f, _p, _i, _i, _i, _i, _p)),
-            "ctahw_ctapipe_status_string": (ctypes.c_char_p, (_i,)),
-        },
-    ),
-    "ctapipe_sm90_bf16_cluster": KernelLibrary(
-        name="ctapipe_sm90_bf16_cluster",
-        source=KERNELS_DIR / "ctapipe_sm90_bf16_cluster.cu",
-        needs_cutlass=True,
-        abi_symbol="ctahw_ctapipe_abi_version",
-        abi_version=2,
-        headers=(KERNELS_DIR / "ctapipe.cuh", KERNELS_DIR / "ctapipe_gemm.cuh"),
-        signatures={
-            "ctahw_ctapipe_abi_version": (_i, ()),
-            "ctahw_ctapipe_desc_fields": (_i, ()),
-            "ctahw_ctapipe_tile_stamp_words": (_i, ()),
-            "ctahw_ctapipe_describe": (_i, (_i, ctypes.c_char_p, _i)),
-            "ctahw_ctapipe_gemm": (_i, (_p, _p, _p, _i, _i, _i, _f, _p, _i, _i, _i, _i, _p)),
-            "ctahw_ctapipe_status_string": (ctypes.c_char_p, (_i,)),
-        },
-    ),
-    "ctapipe_sm90_bf16_persistent": KernelLibrary(
-        name="ctapipe_sm90_bf16_persistent",
-        source=KERNELS_DIR / "ctapipe_sm90_bf16_persistent.cu",
-        needs_cutlass=True,
-        abi_symbol="ctahw_ctapipe_abi_version",
-        abi_version=2,
-        headers=(KERNELS_DIR / "ctapipe.cuh", KERNELS_DIR / "ctapipe_gemm.cuh"),
-        signatures={
-            "ctahw_ctapipe_abi_version": (_i, ()),
-            "ctahw_ctapipe_desc_fields": (_i, ()),
-            "ctahw_ctapipe_tile_stamp_words": (_i, ()),
-            "ctahw_ctapipe_describe": (_i, (_i, ctypes.c_char_p, _i)),
-            "ctahw_ctapipe_gemm": (_i, (_p, _p, _p, _i, _i, _i, _f, _p, _i, _i, _i, _i, _p)),
-            "ctahw_ctapipe_status_string": (ctypes.c_char_p, (_i,)),
-        },
-    ),
+    **{name: _ctapipe_library(name)
+       for name in ("ctapipe_sm90_bf16", "ctapipe_sm90_bf16_cluster", "ctapipe_sm90_bf16_persistent")},
 }
 """Every kernel source of the project, by name. tests/ctahw checks that this covers ``kernels/*.cu``."""
 
