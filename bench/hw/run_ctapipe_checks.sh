@@ -9,18 +9,8 @@
 # Writes under $OUT: env.txt, log.txt, pytest.txt, hw_results.jsonl (one line per test measurement),
 # remote_store.json.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-OUT=${OUT:-out/hw}
-mkdir -p "$OUT"
-LOG="$OUT/log.txt"
-say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+source "$(dirname "$0")/device_env.sh"
 
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site:$PWD || { echo "wheel install failed" | tee -a "$LOG"; exit 1; }
-else
-  export PYTHONPATH=$PWD
-fi
 {
   date -u; echo "commit: ${CTAHW_COMMIT:-unknown}"
   nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv

@@ -7,17 +7,9 @@
 #   CTAHW_COMMIT=$(git rev-parse HEAD) bash bench/hw/run_ctapipe_recheck.sh
 # Writes under $OUT: correct.txt (pytest output of the correctness tests), and what run_ctapipe_stall.sh writes.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+source "$(dirname "$0")/device_env.sh"
 export CTAHW_NVCC=${CTAHW_NVCC:-/nonexistent}
-OUT=${OUT:-out/hw}
-mkdir -p "$OUT"
 ALL=cutlass_ctapipe,cutlass_ctapipe_trace,cutlass_ctapipe_c12,cutlass_ctapipe_c12_trace,cutlass_ctapipe_c21,cutlass_ctapipe_c21_trace,cutlass_ctapipe_p,cutlass_ctapipe_p_trace,cutlass_ctapipe_pr,cutlass_ctapipe_pr_trace,cutlass_ctapipe_pr21,cutlass_ctapipe_pr21_trace
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site:$PWD || { echo "wheel install failed"; exit 1; }
-else
-  export PYTHONPATH=$PWD
-fi
 echo "== correctness + trace checks, every variant, M = 1024, 2048"
 CTAHW_CTAPIPE_VARIANTS=${CTAHW_CTAPIPE_VARIANTS:-$ALL} timeout -k 5 "${CTAHW_CORRECT_LIMIT:-150}" \
   python3 -m pytest tests/hw/test_hw_ctapipe.py -k matches_reference -v -rfEs -p no:cacheprovider > "$OUT/correct.txt" 2>&1

@@ -1,0 +1,16 @@
+# Sourced by the device scripts (bench/hw/run_*.sh): what every command on the GPU machine needs.
+# NVLink multicast stays off (KINDS.md); $OUT, $LOG and say() for the script's output; the carried wheels
+# (.whl/, from ../shared/device/wheels.sh) installed once per process tree, the checkout on PYTHONPATH.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+OUT=${OUT:-out/hw}
+mkdir -p "$OUT"
+LOG="$OUT/log.txt"
+say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+if [ -n "${CTAHW_WHEELS_INSTALLED:-}" ]; then
+  :  # a calling script installed them already
+elif ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site:$PWD CTAHW_WHEELS_INSTALLED=1 || { echo "wheel install failed" | tee -a "$LOG"; exit 1; }
+else
+  export PYTHONPATH=$PWD
+fi
