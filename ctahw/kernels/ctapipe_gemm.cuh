@@ -53,6 +53,35 @@ constexpr int kSignalBarrier = 13;
 constexpr int kThreadsPerWarpGroup = 128;
 constexpr int kEpilogueThreads = 256;  // the two consumer (MMA + epilogue) warp groups
 
+// Consumer warp groups, right after the epilogue issued a tile's TMA stores (every variant): every storing thread
+// completes and fences its own stores (ctapipe::complete_stores), the epilogue threads meet, and one thread signals
+// the tile's counters and stamps it when tracing.
+template <bool Trace>
+CUTLASS_DEVICE void finish_tile_and_signal(ctapipe::Params const& p, int m_idx, int n_idx) {
+  const int tile = m_idx * p.tiles_n + n_idx;
+  const bool leader = threadIdx.x == kThreadsPerWarpGroup;
+  unsigned long long* s = nullptr;
+  if constexpr (Trace) {
+    s = p.stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
+    if (leader) s[ctapipe::kStampEpilogue] = ctapipe::now_ns();
+  }
+  ctapipe::complete_stores();  // no-op for threads that issued no stores
+  asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");
+  if (leader) {
+    unsigned long long t_store = 0, t_signal = 0;
+    if constexpr (Trace) t_store = ctapipe::now_ns();
+    if (p.out_counters != nullptr && m_idx != p.stall_row) {
+      t_signal = ctapipe::signal<Trace>(p, tile);
+    } else if constexpr (Trace) {
+      t_signal = t_store;  // nothing to signal (last layer): the output is visible where it is read
+    }
+    if constexpr (Trace) {
+      s[ctapipe::kStampStoreEnd] = t_store;
+      s[ctapipe::kStampSignal] = t_signal;
+    }
+  }
+}
+
 template <bool Trace, int CM, int CN>
 struct CtaPipeSchedulerTag {};
 
@@ -205,30 +234,7 @@ class CtaPipeScheduler : public cutlass::gemm::kernel::detail::PersistentTileSch
   }
 
   // Consumer warp groups, right after the epilogue issued the tile's TMA stores.
-  CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) {
-    const int tile = work.M_idx * pipe_.tiles_n + work.N_idx;
-    const bool leader = threadIdx.x == kThreadsPerWarpGroup;
-    unsigned long long* s = nullptr;
-    if constexpr (Trace) {
-      s = pipe_.stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
-      if (leader) s[ctapipe::kStampEpilogue] = ctapipe::now_ns();
-    }
-    ctapipe::complete_stores();  // no-op for threads that issued no stores
-    asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");
-    if (leader) {
-      unsigned long long t_store = 0, t_signal = 0;
-      if constexpr (Trace) t_store = ctapipe::now_ns();
-      if (pipe_.out_counters != nullptr && work.M_idx != pipe_.stall_row) {
-        t_signal = ctapipe::signal<Trace>(pipe_, tile);
-      } else if constexpr (Trace) {
-        t_signal = t_store;  // nothing to signal (last layer): the output is visible where it is read
-      }
-      if constexpr (Trace) {
-        s[ctapipe::kStampStoreEnd] = t_store;
-        s[ctapipe::kStampSignal] = t_signal;
-      }
-    }
-  }
+  CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) { finish_tile_and_signal<Trace>(pipe_, work.M_idx, work.N_idx); }
 
   ctapipe::Params pipe_;
   int tile_ = -1;

@@ -290,30 +290,7 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
   }
 
   // MMA/epilogue threads, right after the epilogue issued the tile's TMA stores (as variant (a)).
-  CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) {
-    const int tile = work.M_idx * pipe().tiles_n + work.N_idx;
-    const bool leader = threadIdx.x == kThreadsPerWarpGroup;
-    unsigned long long* s = nullptr;
-    if constexpr (Trace) {
-      s = pipe().stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
-      if (leader) s[ctapipe::kStampEpilogue] = ctapipe::now_ns();
-    }
-    ctapipe::complete_stores();  // no-op for threads that issued no stores
-    asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");
-    if (leader) {
-      unsigned long long t_store = 0, t_signal = 0;
-      if constexpr (Trace) t_store = ctapipe::now_ns();
-      if (pipe().out_counters != nullptr && work.M_idx != pipe().stall_row) {
-        t_signal = ctapipe::signal<Trace>(pipe(), tile);
-      } else if constexpr (Trace) {
-        t_signal = t_store;
-      }
-      if constexpr (Trace) {
-        s[ctapipe::kStampStoreEnd] = t_store;
-        s[ctapipe::kStampSignal] = t_signal;
-      }
-    }
-  }
+  CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) { ctahw::finish_tile_and_signal<Trace>(pipe(), work.M_idx, work.N_idx); }
 
   // The kernel's parameters are __grid_constant__: a pointer to them costs two registers where a copy of the
   // descriptor would cost ~40, and the producer warp group runs on 40 registers (setmaxnreg).
@@ -481,30 +458,7 @@ class CtaPipeRingScheduler : public cutlass::gemm::kernel::detail::PersistentTil
     if (tile >= 0 && threadIdx.x == kThreadsPerWarpGroup)
       pipe().stamps[static_cast<size_t>(tile) * ctapipe::kTileStampWords + ctapipe::kStampAcquire] = ctapipe::now_ns();
   }
-  CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) {
-    const int tile = work.M_idx * pipe().tiles_n + work.N_idx;
-    const bool leader = threadIdx.x == kThreadsPerWarpGroup;
-    unsigned long long* s = nullptr;
-    if constexpr (Trace) {
-      s = pipe().stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
-      if (leader) s[ctapipe::kStampEpilogue] = ctapipe::now_ns();
-    }
-    ctapipe::complete_stores();
-    asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");
-    if (leader) {
-      unsigned long long t_store = 0, t_signal = 0;
-      if constexpr (Trace) t_store = ctapipe::now_ns();
-      if (pipe().out_counters != nullptr && work.M_idx != pipe().stall_row) {
-        t_signal = ctapipe::signal<Trace>(pipe(), tile);
-      } else if constexpr (Trace) {
-        t_signal = t_store;
-      }
-      if constexpr (Trace) {
-        s[ctapipe::kStampStoreEnd] = t_store;
-        s[ctapipe::kStampSignal] = t_signal;
-      }
-    }
-  }
+  CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) { ctahw::finish_tile_and_signal<Trace>(pipe(), work.M_idx, work.N_idx); }
 
   ctapipe::Params const* pp_ = nullptr;
   int grid_ = 0;
