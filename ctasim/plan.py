@@ -188,18 +188,28 @@ def row_block_pipe(
     cons_layer: Layer,
     store_bytes: float,
     ready_delay_ns: float = 0.0,
+    counter_rows: int = 0,
 ) -> Pipe:
     """The dependency arrays of a GEMM chain: a consumer tile needs every producer tile of its rows.
 
-    Consumer row-block ``r`` covers rows ``[r*tm_c, (r+1)*tm_c)``; its counter waits for every producer
-    tile (any column) whose rows overlap that range.  Consumer tiles of a row-block are pushed in
-    column order.  Works for different producer and consumer tile heights.
+    One counter covers ``counter_rows`` rows of the consumer (0: one consumer row-block, ``tm_c`` rows), i.e.
+    ``g = counter_rows / tm_c`` consumer row-blocks; it waits for every producer tile (any column) whose
+    rows overlap that range.  A counter's consumer tiles are pushed column by column, the ``g`` row-blocks'
+    tiles of one column together: ``(r0, 0), (r1, 0), (r0, 1), (r1, 1), ...`` (with ``g = 1``: column
+    order).  Works for different producer and consumer tile heights.
     """
     tm_p, tm_c = prod_layer.tile_m, cons_layer.tile_m
     pm, pn = producer.tiles_m, producer.tiles_n
     cm, cn = consumer.tiles_m, consumer.tiles_n
     if pm * tm_p != cm * tm_c:
         raise ValueError(f"producer rows {pm * tm_p} != consumer rows {cm * tm_c}")
+    g = 1 if counter_rows == 0 else counter_rows // tm_c
+    if counter_rows and (counter_rows % tm_c or cm % g):
+        raise ValueError(f"counter_rows={counter_rows} must be a multiple of the consumer's tile_m={tm_c} "
+                         f"that divides its {cm * tm_c} rows")
+    if g > 1:
+        tm_c = tm_c * g
+        cm = cm // g
     # Row-block ranges a producer row-block overlaps.
     first = (np.arange(pm) * tm_p) // tm_c
     last = ((np.arange(pm) + 1) * tm_p - 1) // tm_c
@@ -210,9 +220,11 @@ def row_block_pipe(
     np.cumsum(per_tile, out=ptr[1:])
     idx = np.concatenate([np.tile(np.arange(first[r], last[r] + 1, dtype=np.int64), pn) for r in range(pm)])
     threshold = np.bincount(idx, minlength=cm).astype(np.int64)
-    dep_tile_ptr = np.arange(cm + 1, dtype=np.int64) * cn
-    dep_tile_idx = np.arange(cm * cn, dtype=np.int64)
-    consumer_dep = np.repeat(np.arange(cm, dtype=np.int64), cn)
+    dep_tile_ptr = np.arange(cm + 1, dtype=np.int64) * (cn * g)
+    # Counter d's tiles: consumer row-blocks d*g .. d*g+g-1, column by column.
+    ids = np.arange(cm * g * cn, dtype=np.int64).reshape(cm, g, cn)
+    dep_tile_idx = ids.transpose(0, 2, 1).ravel()
+    consumer_dep = np.repeat(np.arange(cm, dtype=np.int64), g * cn)
     return Pipe(
         id=pipe_id,
         producer=producer.id,

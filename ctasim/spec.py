@@ -271,6 +271,10 @@ class Strategy:
     kernels: tuple[str, ...] = _f(
         "ctapipe: kernel variant per layer (a `kernel` of the profile's kernel configs, e.g. 'ctapipe-2x1'); "
         "layers past the list take its last entry; empty: the default kernel", ())
+    counter_rows: int = _f(
+        "ctapipe: rows of a layer's output one scoreboard counter covers (0: one consumer row-block); a multiple "
+        "of the consumer's tile_m; a counter's tiles are pushed column by column, so consecutive pops share a "
+        "column (what a consumer with 2x1 clusters needs)", 0)
 
     @property
     def label(self) -> str:
@@ -482,6 +486,7 @@ def strategy_from_dict(data: Mapping[str, Any], where: str, prefix: str) -> Stra
     _require(s.tp_degree >= 0, where, prefix + "tp_degree", f"must be >= 0, got {s.tp_degree}")
     _require(s.tile_source in TILE_SOURCES, where, prefix + "tile_source",
              f"must be one of {TILE_SOURCES}, got {s.tile_source!r}")
+    _require(s.counter_rows >= 0, where, prefix + "counter_rows", f"must be >= 0, got {s.counter_rows}")
     _require(s.raster in ("",) + RASTER_ORDERS, where, prefix + "raster", f"must be one of {RASTER_ORDERS}, got {s.raster!r}")
     if s.kind == "hybrid":
         _require(s.tp_degree >= 1, where, prefix + "tp_degree", "hybrid needs tp_degree >= 1")

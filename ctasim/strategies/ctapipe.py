@@ -21,6 +21,11 @@ def gpus_needed(strategy: Strategy, wl: Workload, gpus: int) -> int:
 
 
 def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | None:
+    if strategy.counter_rows:
+        for i, layer in enumerate(wl.layers[1:], start=1):
+            if strategy.counter_rows % layer.tile_m or layer.m % strategy.counter_rows:
+                return (f"counter_rows={strategy.counter_rows} must be a multiple of layer {i}'s tile_m="
+                        f"{layer.tile_m} and divide its M={layer.m}")
     return None
 
 
@@ -36,7 +41,8 @@ def kernel_of(strategy: Strategy, layer: int) -> str:
 
 def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) -> list[Plan]:
     plan = Plan(strategy.label, case, len(wl.layers),
-                params={"tile_source": strategy.tile_source, "persistent": strategy.persistent})
+                params={"tile_source": strategy.tile_source, "persistent": strategy.persistent,
+                        "counter_rows": strategy.counter_rows})
     kernels = []
     for i, layer in enumerate(wl.layers):
         src = "static" if i == 0 else consumer_source(strategy)
@@ -44,20 +50,22 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
         kernels.append(add_gemm(plan, hw, wl, i, layer, i, start_ns=hw.launch_ns, source=src,
                                 persistent=strategy.persistent, raster=raster if src == "static" else "row",
                                 name=f"ctapipe L{i} gpu{i}", kernel=kernel_of(strategy, i)))
-    link_pipes(plan, hw, wl, list(wl.layers), kernels)
+    link_pipes(plan, hw, wl, list(wl.layers), kernels, strategy.counter_rows)
     last = wl.layers[-1]
     if last.rowwise:
         add_rowwise(plan, hw, wl, len(wl.layers) - 1, last, kernels[-1].gpu, kernels[-1].id)
     return [plan]
 
 
-def link_pipes(plan: Plan, hw: Hardware, wl: Workload, layers, kernels) -> None:
-    """Connect consecutive kernels ``kernels[i] -> kernels[i+1]`` with row-block scoreboards and queues."""
+def link_pipes(plan: Plan, hw: Hardware, wl: Workload, layers, kernels, counter_rows: int = 0) -> None:
+    """Connect consecutive kernels ``kernels[i] -> kernels[i+1]`` with row-block scoreboards and queues
+    (one counter per ``counter_rows`` rows; 0: per consumer row-block)."""
     for i in range(len(kernels) - 1):
         prod, cons = kernels[i], kernels[i + 1]
         pl, cl = layers[i], layers[i + 1]
         ready = costs.rowwise_ns(cl.tile_m, pl.n, wl.elem_bytes, hw) if pl.rowwise else 0.0
-        pipe = row_block_pipe(len(plan.pipes), prod, cons, pl, cl, costs.tile_bytes(pl, wl.elem_bytes), ready)
+        pipe = row_block_pipe(len(plan.pipes), prod, cons, pl, cl, costs.tile_bytes(pl, wl.elem_bytes), ready,
+                              counter_rows=counter_rows)
         plan.pipes.append(pipe)
         prod.outbound = pipe.id
         cons.inbound = pipe.id
