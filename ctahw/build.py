@@ -454,7 +454,7 @@ def _ctapipe_library(name: str) -> KernelLibrary:
         source=KERNELS_DIR / f"{name}.cu",
         needs_cutlass=True,
         abi_symbol="ctahw_ctapipe_abi_version",
-        abi_version=2,
+        abi_version=3,
         headers=(KERNELS_DIR / "ctapipe.cuh", KERNELS_DIR / "ctapipe_gemm.cuh"),
         signatures={
             "ctahw_ctapipe_abi_version": (_i, ()),

@@ -34,8 +34,11 @@ away from the event they mark (an atomic's completion, a store's visibility), an
 by a ping-pong estimate (spread ~50-100 ns); 1 us is well under a tile (~40-180 us)."""
 
 
-def chain_plan(m: int, h: int = 8192, layers: int = 2, hardware: str = "h200-x2"):
-    """ctasim's CTA-pipelining plan (one CTA per tile, queue consumers) for an ``layers``-layer m x h x h chain."""
+def chain_plan(m: int, h: int = 8192, layers: int = 2, hardware: str = "h200-x2", *, counter_rows: int = 0,
+               tile_source: str = "queue"):
+    """ctasim's CTA-pipelining plan (one CTA per tile; queue consumers, or ``tile_source="static"``: consumers
+    that walk a fixed order and wait on each tile's counter) for an ``layers``-layer m x h x h chain, one
+    scoreboard counter per ``counter_rows`` rows (0: per consumer row-block)."""
     from ctasim.spec import Strategy, load_hardware, load_workload
     from ctasim.strategies import build_plans
 
@@ -43,8 +46,8 @@ def chain_plan(m: int, h: int = 8192, layers: int = 2, hardware: str = "h200-x2"
     wl = load_workload("chain2-16384")
     layer = dataclasses.replace(wl.layers[0], m=m, k=h, n=h)
     wl = dataclasses.replace(wl, layers=(layer,) * layers)
-    return build_plans(Strategy(kind="ctapipe", persistent=False, tile_source="queue"), wl, hw, layers,
-                       f"m={m}")[0]
+    st = Strategy(kind="ctapipe", persistent=False, tile_source=tile_source, counter_rows=counter_rows)
+    return build_plans(st, wl, hw, layers, f"m={m}")[0]
 
 
 def measure_offsets(devices: Sequence[int], iters: int = 300) -> dict[int, dict]:
@@ -141,6 +144,8 @@ class Variant:
     trace: bool = False
     persistent: str = ""  # variant (b), kernels/ctapipe_sm90_bf16_persistent.cu: "smem" or "ring" (runner)
     help: str = ""
+    counter_rows: int = 0  # rows per scoreboard counter (ctasim Strategy.counter_rows; 0: one row-block)
+    consumer: str = "queue"  # "queue": pops; "wait": a fixed order (pair_rows with 2x1 clusters), counter waits
 
 
 VARIANTS = {
@@ -163,16 +168,42 @@ VARIANTS = {
                                     help="variant (b), ring design: producer 2x1 over row-block pairs, consumer 1x1"),
     "cutlass_ctapipe_pr21_trace": Variant(("2x1", "1x1"), order="pair_rows", persistent="ring", trace=True,
                                           help="the same with stamps"),
+    "cutlass_ctapipe_g21": Variant(("2x1", "2x1"), order="pair_rows", counter_rows=256,
+                                   help="clusters 2x1 on both sides (W multicast): producer over row-block pairs, "
+                                        "one counter per 256 rows whose tiles are pushed column by column, so "
+                                        "the consumer's cluster pops two tiles of one column"),
+    "cutlass_ctapipe_g21_trace": Variant(("2x1", "2x1"), order="pair_rows", counter_rows=256, trace=True,
+                                         help="the same with stamps"),
+    "cutlass_ctapipe_w21": Variant(("2x1", "2x1"), order="pair_rows", consumer="wait",
+                                   help="no work-queue: clusters 2x1 on both sides, the consumer walks row-block "
+                                        "pairs and waits on each tile's counter; the producer counts with a "
+                                        "release reduction (no returned value, no push)"),
+    "cutlass_ctapipe_w21_trace": Variant(("2x1", "2x1"), order="pair_rows", consumer="wait", trace=True,
+                                         help="the same with stamps"),
 }
 """Variants ``ctahw run ctapipe`` times (``--ctapipe-variants`` picks some)."""
 
 
-def variant_plan(plan, v: Variant):
-    """The plan a variant runs: ctasim's plan, or a copy whose producer walks row-block pairs."""
+def variant_plan(plan, v: Variant, hardware: str = "h200-x2"):
+    """The plan a variant runs: ``plan`` (ctasim's :func:`chain_plan`), rebuilt on ``hardware`` when the variant
+    counts other rows per counter or waits instead of popping, with its producer (and a waiting consumer of
+    2x1 clusters) walking row-block pairs when ``v.order`` says so."""
+    if v.consumer not in ("queue", "wait"):
+        raise ValueError(f"variant consumer {v.consumer!r}: queue or wait")
+    ks = sorted(plan.kernels(), key=lambda k: k.layer)
+    if v.counter_rows or v.consumer == "wait":
+        m, h = ks[0].tiles_m * rn.KERNEL_TILE[0], ks[0].tiles_n * rn.KERNEL_TILE[1]
+        plan = chain_plan(m, h, len(ks), hardware, counter_rows=v.counter_rows,
+                          tile_source="static" if v.consumer == "wait" else "queue")
+        ks = sorted(plan.kernels(), key=lambda k: k.layer)
     if v.order == "plan":
         return plan
-    first = min(plan.kernels(), key=lambda k: k.layer)
-    return rn.with_order(plan, first.id, rn.pair_rows_order(first.tiles_m, first.tiles_n))
+    plan = rn.with_order(plan, ks[0].id, rn.pair_rows_order(ks[0].tiles_m, ks[0].tiles_n))
+    if v.consumer == "wait":
+        for i, k in enumerate(ks[1:], start=1):
+            if _clusters(plan, v)[k.id] == "2x1":
+                plan = rn.with_order(plan, k.id, rn.pair_rows_order(k.tiles_m, k.tiles_n))
+    return plan
 
 
 def _clusters(plan, v: Variant) -> dict[int, str]:
@@ -285,6 +316,9 @@ def load_traces(path: Path, hardware: str = "h200-x2") -> dict[tuple[int, str], 
         info = json.loads(str(z[f"{key}/info"]))
         m = int(info["m"])
         plan = chain_plan(m, info["h"], info["gpus"], hardware)
+        v = VARIANTS.get(info.get("variant", ""))
+        if v is not None:  # counters per 256 rows, wait consumers: the variant's own plan
+            plan = variant_plan(plan, v, hardware)
         first = min(plan.kernels(), key=lambda k: k.layer)
         if f"{key}/order_{first.id}" in z.files:
             order = z[f"{key}/order_{first.id}"]
@@ -347,14 +381,16 @@ def back_to_back(sweep, m: int, iters: int, variant: str = "cutlass_ctapipe") ->
     for p in r.pipes:
         o = r.pobj[p.id].arrays
         counts_ok &= bool((o["counters"].get() == iters * p.threshold).all())
-        counts_ok &= int(o["tail"].get()[0]) == iters * p.capacity and int(o["head"].get()[0]) == iters * p.capacity
+        pushed = 0 if r._consumer_waits(p) else iters * p.capacity  # a wait consumer's queue is never used
+        counts_ok &= int(o["tail"].get()[0]) == pushed and int(o["head"].get()[0]) == pushed
     return dict(m=m, iters=iters, variant=variant, rel_err=rel, counters_exact=counts_ok, wall_s=wall,
                 ms_per_iter=wall * 1e3 / iters)
 
 
 def stall(sweep, m: int = 1024, row: int = 3, timeout_ms: float = 100.0, variant: str = "cutlass_ctapipe") -> dict:
     """A producer whose row-block ``row`` never signals: the consumer CTAs waiting for it must give up after
-    ``timeout_ms`` and report :class:`~ctahw.runner.ProtocolError` (code 1, pop timeout); the GPU stays usable."""
+    ``timeout_ms`` and report :class:`~ctahw.runner.ProtocolError` (code 1, pop timeout; code 8, wait timeout,
+    for a wait consumer); the GPU stays usable."""
     h, G = sweep.cfg.h, sweep.cfg.gpus
     v = VARIANTS[variant]
     plan = variant_plan(chain_plan(m, h, G), v)

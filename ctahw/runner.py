@@ -57,6 +57,7 @@ DESC_FIELDS = (
     "out_counters", "out_slots", "out_tail", "out_capacity",
     "prod_dep_ptr", "prod_dep_idx", "threshold", "dep_tile_ptr", "dep_tile_idx",
     "epoch", "timeout_ns", "error", "stamps", "push_stamps", "zero_stamps", "stall_row", "cta_tile",
+    "in_counters", "in_threshold", "in_consumer_dep",
 )
 """Fields of the launcher's int64 descriptor, in order (pointers as integers, 0 for none)."""
 
@@ -75,6 +76,7 @@ ERROR_CODES = {
     5: "tail overflow: more pushes than queue capacity in this epoch",
     6: "a producer tile completed more counters than the kernel can push at once (8)",
     7: "a cluster popped two tiles that cannot share its multicast operand",
+    8: "wait timeout: the consumer CTA's inbound counter never completed",
 }
 
 CLUSTERS = {"1x1": 0, "2x1": 1, "1x2": 2}
@@ -124,6 +126,8 @@ def check_persistent(k: "KernelArrays", cluster: str) -> None:
     """Raise ValueError unless the persistent kernel can run ``k`` with ``cluster``: a queue needs 1x1 (a
     cluster would have to pop pairs and broadcast them to its partner CTA: not built)."""
     library_of(cluster, True)
+    if k.mode == MODE_WAIT:
+        raise ValueError(f"{k.name}: the persistent kernel has no wait consumer (variant (a) only)")
     if cluster != "1x1" and k.mode != MODE_STATIC:
         raise ValueError(f"{k.name}: the persistent kernel pops the work-queue with clusters 1x1 only "
                          f"(asked {cluster})")
@@ -131,7 +135,11 @@ def check_persistent(k: "KernelArrays", cluster: str) -> None:
 KERNEL_TILE = (128, 256)
 """Output tile (rows, columns) of the ctapipe kernel (kernels/ctapipe_sm90_bf16.cu)."""
 
-MODE_STATIC, MODE_QUEUE = 0, 1
+MODE_STATIC, MODE_QUEUE, MODE_WAIT = 0, 1, 2
+"""How a kernel's CTAs get their tiles (ctapipe.cuh ``Params::mode``): a static order (producer), pops from the
+inbound work-queue (ctasim source ``queue``), or a static order waiting on each tile's inbound counter
+(ctasim source ``wait``: the no-queue consumer; its producer then updates the counters without pushing)."""
+MODE_OF_SOURCE = {"static": MODE_STATIC, "queue": MODE_QUEUE, "wait": MODE_WAIT}
 
 
 class ProtocolError(RuntimeError):
@@ -201,28 +209,28 @@ def _i32(a, what: str) -> np.ndarray:
 def plan_arrays(plan: Plan) -> tuple[list[KernelArrays], list[PipeArrays]]:
     """The plan's kernels and pipes as device-ready arrays; raises ValueError for what the kernel cannot run.
 
-    Supported: kernels whose tiles come from a static order (``source="static"``) or from the inbound
-    work-queue (``"queue"``); one kernel per GPU; every other op kind is refused (a ctapipe plan of a chain
-    without row-wise ops has only kernels).
+    Supported: kernels whose tiles come from a static order (``source="static"``), from the inbound
+    work-queue (``"queue"``) or from a static order waiting on inbound counters (``"wait"``); one kernel per
+    GPU; every other op kind is refused (a ctapipe plan of a chain without row-wise ops has only kernels).
     """
     kernels, pipes = [], []
     gpus_seen = set()
     for op in plan.ops:
         if not isinstance(op, Kernel):
             raise ValueError(f"op {op.name!r} ({type(op).__name__}): the hardware runner runs GEMM kernels only")
-        if op.source not in ("static", "queue"):
-            raise ValueError(f"kernel {op.name!r}: tile source {op.source!r} is not built (static or queue)")
-        if op.source == "queue" and op.inbound < 0:
-            raise ValueError(f"kernel {op.name!r} pops from a queue but has no inbound pipe")
+        if op.source not in MODE_OF_SOURCE:
+            raise ValueError(f"kernel {op.name!r}: tile source {op.source!r} is not built "
+                             f"({', '.join(MODE_OF_SOURCE)})")
+        if op.source != "static" and op.inbound < 0:
+            raise ValueError(f"kernel {op.name!r} takes tiles from its inbound pipe ({op.source}) but has none")
         if op.gpu in gpus_seen:
             raise ValueError(f"two kernels on GPU {op.gpu}: the runner places one kernel per GPU")
         gpus_seen.add(op.gpu)
         order = _i32(op.order, f"{op.name} order")
-        if op.source == "static" and sorted(order.tolist()) != list(range(op.tiles)):
+        if op.source != "queue" and sorted(order.tolist()) != list(range(op.tiles)):
             raise ValueError(f"kernel {op.name!r}: static order is not a permutation of its {op.tiles} tiles")
         kernels.append(KernelArrays(op.id, op.name, op.gpu, op.layer, op.tiles_m, op.tiles_n,
-                                    MODE_STATIC if op.source == "static" else MODE_QUEUE, order,
-                                    op.inbound, op.outbound))
+                                    MODE_OF_SOURCE[op.source], order, op.inbound, op.outbound))
     for p in plan.pipes:
         prod, cons = plan.ops[p.producer], plan.ops[p.consumer]
         pa = PipeArrays(p.id, p.producer, p.consumer, p.src_gpu, p.dst_gpu,
@@ -248,7 +256,7 @@ def check_cluster(k: KernelArrays, pipes: Sequence[PipeArrays], cluster: str) ->
     """Raise ValueError unless kernel ``k`` can run with clusters of ``cluster`` (1x1, 2x1, 1x2).
 
     A cluster's two CTAs must share the multicast operand: the same tile column (2x1) or row (1x2). A static
-    kernel gets its tiles from ``order`` in pairs (CTAs 2i, 2i+1); a queue kernel pops two consecutive slots,
+    or wait kernel gets its tiles from ``order`` in pairs (CTAs 2i, 2i+1); a queue kernel pops two consecutive slots,
     so every counter must push an even number of tiles (reservations stay pair-aligned) whose consecutive
     pairs share the operand; with row-block counters only 1x2 can do that.
     """
@@ -260,7 +268,7 @@ def check_cluster(k: KernelArrays, pipes: Sequence[PipeArrays], cluster: str) ->
         raise ValueError(f"{k.name}: {k.tiles} tiles cannot be paired for clusters of 2")
     key = (lambda t: t % k.tiles_n) if cluster == "2x1" else (lambda t: t // k.tiles_n)
     what = "column" if cluster == "2x1" else "row"
-    if k.mode == MODE_STATIC:
+    if k.mode in (MODE_STATIC, MODE_WAIT):
         o = k.order
         bad = np.flatnonzero(key(o[0::2]) != key(o[1::2]))
         if len(bad):
@@ -321,9 +329,14 @@ def descriptor(k: KernelArrays, pipes: Sequence[PipeArrays], ptrs: Mapping[str, 
         vals["out_capacity"] = pipes[k.outbound].capacity
     if k.mode == MODE_QUEUE and not (vals["in_slots"] and vals["in_head"]):
         raise ValueError(f"{k.name}: a queue kernel needs in_slots and in_head")
-    if k.outbound >= 0 and not all(vals[n] for n in ("out_counters", "out_slots", "out_tail", "prod_dep_ptr",
-                                                       "prod_dep_idx", "threshold", "dep_tile_ptr", "dep_tile_idx")):
-        raise ValueError(f"{k.name}: a producer kernel needs its outbound pipe's objects and arrays")
+    if k.mode == MODE_WAIT and not all(vals[n] for n in ("in_counters", "in_threshold", "in_consumer_dep")):
+        raise ValueError(f"{k.name}: a wait kernel needs in_counters, in_threshold and in_consumer_dep")
+    if k.outbound >= 0 and not all(vals[n] for n in ("out_counters", "prod_dep_ptr", "prod_dep_idx", "threshold")):
+        raise ValueError(f"{k.name}: a producer kernel needs its outbound pipe's counters and arrays")
+    if k.outbound >= 0 and bool(vals["out_slots"]) != bool(vals["out_tail"] and vals["dep_tile_ptr"]
+                                                           and vals["dep_tile_idx"]):
+        raise ValueError(f"{k.name}: a producer that pushes needs out_slots, out_tail, dep_tile_ptr and "
+                         "dep_tile_idx (all or, for a wait consumer, none)")
     return np.array([vals[n] for n in DESC_FIELDS], dtype=np.int64)
 
 
@@ -363,7 +376,9 @@ def parse_trace(plan: Plan, kernels: Sequence[KernelArrays], pipes: Sequence[Pip
     ``zero_stamps[pipe]``: u64 [deps], counter completion times on the producer GPU's clock;
     ``offsets_ns[g]``: GPU g's clock minus GPU 0's. Times are shifted onto GPU 0's clock and then made relative
     to the earliest tile start (so they read as ns since the run began). ``t_ready`` of a popped tile is the
-    push time of that tile; of a static tile, its start. ``t_compute_end`` is the end of the epilogue's math
+    push time of that tile; of a static tile, its start; of a waiting tile (``MODE_WAIT``), its counter's
+    completion. A wait consumer's producer counts with a reduction that returns nothing, so a counter's
+    completion is taken as the last signal stamp of its producer tiles (``zero_stamps`` are not written). ``t_compute_end`` is the end of the epilogue's math
     (TMA stores issued); the mainloop end goes to ``meta['mainloop_end']`` columns as ``t_mainloop_end``.
     """
     # %globaltimer reads ~1.8e18 ns: as float64 that is a 256 ns grid. Subtract an integer origin (the earliest
@@ -374,6 +389,18 @@ def parse_trace(plan: Plan, kernels: Sequence[KernelArrays], pipes: Sequence[Pip
     def since(raw) -> np.ndarray:
         return (np.asarray(raw, dtype=np.uint64).astype(np.int64) - base).astype(np.float64)
 
+    by_op = {k.op: k for k in kernels}
+    zero = {}  # pipe -> counter completion times, GPU 0's clock
+    for p in pipes:
+        if by_op[p.consumer].mode == MODE_WAIT:
+            pk = by_op[p.producer]
+            sig = since(np.asarray(stamps[pk.op], dtype=np.uint64).reshape(pk.tiles, TILE_STAMP_WORDS)[:, 5])
+            sig = sig - float(offsets_ns.get(pk.gpu, 0.0))
+            z = np.full(p.deps, -np.inf)
+            np.maximum.at(z, p.prod_dep_idx.astype(np.int64), np.repeat(sig, np.diff(p.prod_dep_ptr)))
+            zero[p.id] = z
+        else:
+            zero[p.id] = since(zero_stamps[p.id]) - float(offsets_ns.get(p.src_gpu, 0.0))
     rows = []
     for k in kernels:
         s = np.asarray(stamps[k.op], dtype=np.uint64).reshape(k.tiles, TILE_STAMP_WORDS)
@@ -385,6 +412,10 @@ def parse_trace(plan: Plan, kernels: Sequence[KernelArrays], pipes: Sequence[Pip
             p = pipes[k.inbound]
             ps = np.asarray(push_stamps[p.id], dtype=np.uint64).reshape(p.capacity, 2)
             ready = since(ps[:, 0]) - float(offsets_ns.get(p.src_gpu, 0.0))
+        elif k.mode == MODE_WAIT:
+            p = pipes[k.inbound]
+            ready = zero[p.id][p.consumer_dep.astype(np.int64)]
+            slot = np.full(k.tiles, -1, dtype=np.int64)
         else:
             ready = t[:, 0]
             slot = np.full(k.tiles, -1, dtype=np.int64)
@@ -400,9 +431,11 @@ def parse_trace(plan: Plan, kernels: Sequence[KernelArrays], pipes: Sequence[Pip
     ev = []
     for p in pipes:
         off = float(offsets_ns.get(p.src_gpu, 0.0))
-        z = since(zero_stamps[p.id]) - off
+        z = zero[p.id]
         for d in range(p.deps):
             ev.append((0, p.id, p.dst_gpu, d, -1, -1, z[d]))
+        if by_op[p.consumer].mode == MODE_WAIT:
+            continue  # nothing pushed
         ps = np.asarray(push_stamps[p.id], dtype=np.uint64).reshape(p.capacity, 2)
         pt = since(ps[:, 0]) - off
         dep_of = p.consumer_dep
@@ -490,6 +523,9 @@ class CtaPipeRunner:
                 o.arrays["slots"] = cp.zeros(p.capacity, dtype=cp.uint64)
                 o.arrays["tail"] = cp.zeros(1, dtype=cp.uint32)
                 o.arrays["head"] = cp.zeros(1, dtype=cp.uint32)
+                if self._consumer_waits(p):  # read by the waiting consumer, on its GPU
+                    o.arrays["in_threshold"] = cp.asarray(p.threshold)
+                    o.arrays["in_consumer_dep"] = cp.asarray(p.consumer_dep)
             with cp.cuda.Device(p.src_gpu):
                 for name in ("prod_dep_ptr", "prod_dep_idx", "threshold", "dep_tile_ptr", "dep_tile_idx"):
                     o.arrays[name] = cp.asarray(getattr(p, name))
@@ -516,6 +552,9 @@ class CtaPipeRunner:
         for k in self.kernels:
             self.outputs[k.op] = self.inputs[self.pipes[k.outbound].consumer] if k.outbound >= 0 else self.out
 
+    def _consumer_waits(self, p: PipeArrays) -> bool:
+        return next(k for k in self.kernels if k.op == p.consumer).mode == MODE_WAIT
+
     def reset(self) -> None:
         """Zero every counter, queue, error buffer and per-CTA tile word, and start again at epoch 1 (after a
         failed run). ``cta_tile`` holds the ring design's entries, tagged (epoch, k): left as they were, a rerun
@@ -539,12 +578,18 @@ class CtaPipeRunner:
                 "cta_tile": o.ptr("cta_tile")}
         if k.inbound >= 0:
             pi = self.pobj[k.inbound]
-            ptrs.update(in_slots=pi.ptr("slots"), in_head=pi.ptr("head"))
+            if k.mode == MODE_WAIT:
+                ptrs.update(in_counters=pi.ptr("counters"), in_threshold=pi.ptr("in_threshold"),
+                            in_consumer_dep=pi.ptr("in_consumer_dep"))
+            else:
+                ptrs.update(in_slots=pi.ptr("slots"), in_head=pi.ptr("head"))
         if k.outbound >= 0:
             po = self.pobj[k.outbound]
-            ptrs.update(out_counters=po.ptr("counters"), out_slots=po.ptr("slots"), out_tail=po.ptr("tail"),
-                        **{n: po.ptr(n) for n in ("prod_dep_ptr", "prod_dep_idx", "threshold", "dep_tile_ptr",
-                                                  "dep_tile_idx")})
+            ptrs.update(out_counters=po.ptr("counters"),
+                        **{n: po.ptr(n) for n in ("prod_dep_ptr", "prod_dep_idx", "threshold")})
+            if not self._consumer_waits(self.pipes[k.outbound]):  # no slots: the kernel counts without pushing
+                ptrs.update(out_slots=po.ptr("slots"), out_tail=po.ptr("tail"),
+                            **{n: po.ptr(n) for n in ("dep_tile_ptr", "dep_tile_idx")})
             if self.trace:
                 ptrs.update(push_stamps=po.ptr("push_stamps"), zero_stamps=po.ptr("zero_stamps"))
         return descriptor(k, self.pipes, ptrs, epoch=self.epoch, timeout_ns=self.timeout_ns, stall_row=stall_row)

@@ -10,7 +10,9 @@ What is simulated
       link delivers it, and at least ``bytes / sm_remote_store_gbps`` plus the link latency (one SM
       cannot keep more stores in flight); the slot is held for the part of the store that the next
       tile's mainloop does not hide (``1 - epilogue_store_overlap``), plus ``signal_hold_ns`` of the
-      kernel's config (a CTA that stays resident for its fence and counter atomic).
+      kernel's config (a CTA that stays resident for its fence and counter atomic).  With
+      ``link_sharing = "fair"`` the store enters the link's :class:`~ctasim.machine.FairLink` at compute
+      end, capped at the per-SM rate, and the tile's signal is decided when its last byte has left.
     * Wave slowdown (``KernelConfig.wave_slowdown``): the tile at grid position i (a queue kernel: its slot)
       takes ``1 + s * min(1, (i // slots) / wave_slowdown_waves)`` times the tile time.
     * After the store has arrived: system-scope fence, remote atomic on the scoreboard counter.  The
@@ -28,7 +30,9 @@ Simultaneous events
     the order stores are issued when tile times are equal (with ``jitter`` a tile that started later but
     finished earlier queues behind the earlier one -- a model decision), and a counter's completion is
     the latest of its signals, so the order in which two tiles finishing at the same instant are
-    processed cannot change whether or when a counter completes.
+    processed cannot change whether or when a counter completes.  Under ``link_sharing = "fair"`` a
+    store's end depends on the stores issued after it, so it is decided when the store ends (stores join
+    the link in compute-end order), and so is its signal.
 
 Left out
     SM contention between two kernels on one GPU (plans keep one kernel per GPU at a time), L2 and HBM
@@ -72,7 +76,9 @@ class _Run:
     def __init__(self, plan: Plan, hw: Hardware, seed: int, jitter: float, closed_form: bool = True):
         self.plan, self.hw = plan, hw
         self.env = simpy.Environment()
-        self.fabric = Fabric(hw)
+        self.fabric = Fabric(hw, self.env)
+        if self.fabric.fair and hw.epilogue_store_overlap != 0.0:
+            raise ValueError("link_sharing = 'fair' needs epilogue_store_overlap = 0 (see Hardware.link_sharing)")
         self.rng = np.random.default_rng(seed)
         self.jitter = jitter
         self.done = [self.env.event() for _ in plan.ops]
@@ -110,8 +116,12 @@ class _Run:
         if isinstance(op, Kernel):
             yield from self.kernel(op)
         elif isinstance(op, Transfer):
-            _, arrival = self.fabric.reserve(env.now, op.src, op.dst, op.nbytes, self.hw.copy_engine_gbps)
-            yield env.timeout(arrival - env.now)
+            if self.fabric.fair:
+                yield self.fabric.link(op.src, op.dst).submit(op.nbytes / self.hw.copy_engine_gbps)
+                yield env.timeout(self.hw.link_latency_ns)
+            else:
+                _, arrival = self.fabric.reserve(env.now, op.src, op.dst, op.nbytes, self.hw.copy_engine_gbps)
+                yield env.timeout(arrival - env.now)
         elif isinstance(op, (Collective, MemoryPass)):
             yield env.timeout(op.ns)
         else:  # pragma: no cover - programming error
@@ -218,6 +228,10 @@ class _Run:
             sig_delay = hw.fence_sys_ns + hw.remote_atomic_ns
             signal_hold = k.signal_hold_ns
             signal = self.signal
+            fair = self.fabric.fair
+            if fair:  # the store's rate cap, as a fraction of the channel (see machine.FairLink)
+                submit = self.fabric.link(gpu, outbound.dst_gpu).submit
+                cap = min(1.0, hw.sm_remote_store_gbps / k.slots_per_sm / link_gbps)
         j = 0  # iteration of a persistent CTA
         cta = w
         while True:
@@ -264,7 +278,14 @@ class _Run:
             if extra is not None:
                 dur += extra[slot]
             t_ce = t_acquire + dur
-            if outbound is not None:
+            if outbound is not None and fair:
+                yield timeout(dur)
+                yield submit(link_ns, cap)
+                arrival = t_store = env.now + link_latency
+                t_sig = arrival + sig_delay
+                signal(outbound, tile, t_sig)
+                yield timeout(link_latency + signal_hold)  # exposed = 1 (Hardware validation)
+            elif outbound is not None:
                 begin = port[0] if port[0] > t_ce else t_ce
                 if port2 is None:
                     port[0] = begin + link_ns

@@ -2,15 +2,24 @@
 
 What these things *are* lives here; how tiles are scheduled onto them lives in :mod:`ctasim.engine`.
 
-Fabric (sharing model)
-    A transfer of ``b`` bytes at rate ``r`` GB/s occupies its channel for ``b / r`` ns; transfers on a
-    channel are served first-come-first-served in the order they are reserved, and arrive
-    ``link_latency_ns`` after their last byte leaves.  ``direct`` topology: one channel per ordered GPU
-    pair.  ``switch`` topology (NVSwitch): each GPU has one egress and one ingress port; a transfer
-    holds the source's egress and the destination's ingress port for the same interval, starting when
-    both are free.  FCFS gives the same aggregate throughput as fair (processor) sharing; it differs in
-    which transfer finishes first, not in when the last one does.  Kernel stores and copy-engine copies
+Fabric (sharing model, ``Hardware.link_sharing``)
+    A transfer of ``b`` bytes at rate ``r`` GB/s needs its channel for ``b / r`` ns (its *work*) and
+    arrives ``link_latency_ns`` after its last byte leaves.  ``direct`` topology: one channel per ordered
+    GPU pair.  ``switch`` topology (NVSwitch): each GPU has one egress and one ingress port; a transfer
+    holds the source's egress and the destination's ingress port.  Kernel stores and copy-engine copies
     share the same channels, each at its own rate.
+
+    ``fcfs``: transfers on a channel are served one after another in the order they are reserved, each
+    for its whole work; a switch transfer holds both ports for the same interval, starting when both are
+    free.  ``fair`` (:class:`FairLink`): processor sharing of the channel's time: each of the n active
+    transfers gets 1/n of it, except that a transfer never runs faster than its cap (a CTA's store: the
+    per-SM rate ``sm_remote_store_gbps / cta_slots_per_sm``); what a capped transfer leaves unused is
+    shared by the others (max-min fair; with equal caps every transfer runs at ``min(cap, 1/n)``).  Both
+    give the same aggregate throughput and the same end for the last of a batch of transfers started
+    together; they differ in when the others end: FCFS ends the first of 132 simultaneous stores after
+    1/132 of the batch, fair sharing ends them all together.  ``fair`` on a ``switch`` shares each
+    ordered pair's (egress, ingress) ports as one channel; two pairs using one port at the same time
+    (two sources into one GPU) would need sharing across ports, which is not modelled and raises.
 
 Scoreboard
     One counter per dependency, in the consumer GPU's memory, starting at its threshold.  A producer
@@ -26,9 +35,11 @@ WorkQueue
 
 from __future__ import annotations
 
+import heapq
+
 from ctasim.spec import Hardware
 
-__all__ = ["Fabric", "Scoreboard", "WorkQueue", "ProtocolError"]
+__all__ = ["Fabric", "FairLink", "Scoreboard", "WorkQueue", "ProtocolError"]
 
 
 class ProtocolError(RuntimeError):
@@ -36,12 +47,31 @@ class ProtocolError(RuntimeError):
 
 
 class Fabric:
-    """NVLink channels with first-come-first-served sharing (see the module docstring)."""
+    """NVLink channels, shared first-come-first-served or fairly (see the module docstring).
 
-    def __init__(self, hw: Hardware):
+    ``fcfs``: :meth:`reserve` decides a transfer's timing when it is issued.  ``fair``: :meth:`link` gives
+    the channel's :class:`FairLink` (``env``, the SimPy environment, is needed), whose
+    :meth:`FairLink.submit` returns an event that fires when the last byte has left.
+    """
+
+    def __init__(self, hw: Hardware, env=None):
         self.hw = hw
         self.switch = hw.topology == "switch"
+        self.fair = hw.link_sharing == "fair"
+        self.env = env
         self._free: dict = {}
+        self._links: dict = {}
+        self._owner: dict = {}  # fair + switch: port -> the FairLink using it now
+
+    def link(self, src: int, dst: int) -> "FairLink":
+        """The fair-shared channel from ``src`` to ``dst`` (one per ordered pair; see the module docstring)."""
+        fl = self._links.get((src, dst))
+        if fl is None:
+            if self.env is None:
+                raise ValueError("Fabric.link needs the SimPy environment (Fabric(hw, env))")
+            ports = (("out", src), ("in", dst)) if self.switch else ()
+            fl = self._links[(src, dst)] = FairLink(self.env, ports, self._owner, f"{src}->{dst}")
+        return fl
 
     def channel(self, src: int, dst: int) -> tuple[list, ...]:
         """The port(s) a transfer from ``src`` to ``dst`` holds: one per ordered pair, or egress + ingress."""
@@ -66,6 +96,141 @@ class Fabric:
         for p in ports:
             p[0] = end
         return begin, end + self.hw.link_latency_ns
+
+
+class _Class:
+    """The transfers of one cap on a :class:`FairLink`: they all run at the same rate, so one virtual clock
+    (the work each has received since the class was last empty) orders their ends."""
+
+    __slots__ = ("cap", "n", "v", "rate", "heap")
+
+    def __init__(self, cap: float):
+        self.cap, self.n, self.v, self.rate, self.heap = cap, 0, 0.0, 0.0, []
+
+
+class FairLink:
+    """One channel under processor sharing with per-transfer rate caps (max-min fair).
+
+    Rates are in units of the channel's time: a transfer of work ``w`` ns (its bytes over its own full
+    rate) that gets rate x ends after ``w / x`` ns; the n active transfers' rates add up to at most 1.
+    Transfers of equal cap share one virtual clock ``v`` (work received by each since the class was last
+    empty), so a transfer submitted with work w ends when its class's clock reaches ``v + w``; a heap per
+    class holds those finish points.  On every arrival and departure the clocks are advanced, the rates
+    recomputed (water-filling over the classes: a handful at most) and the next end re-planned; one SimPy
+    wake-up is pending per link, a stale one is ignored by its generation number, one that comes too
+    early (the end moved later since) re-plans.  Cost: O(log n) per transfer.
+    """
+
+    EPS = 1e-6
+    """Work (ns of channel time) within which a transfer counts as finished (floating-point slack)."""
+
+    def __init__(self, env, ports=(), owner=None, name: str = ""):
+        self.env = env
+        self.name = name
+        self.classes: dict[float, _Class] = {}
+        self.active: list[_Class] = []
+        self.n = 0
+        self.t_last = 0.0
+        self.gen = 0
+        self.wake_at = float("inf")
+        self.seq = 0
+        self.ports, self.owner = ports, owner
+
+    def submit(self, work_ns: float, cap: float = 1.0):
+        """Start a transfer of ``work_ns`` of channel time, at most ``cap`` (0 < cap <= 1) of the channel;
+        return a SimPy event that succeeds when its last byte has left."""
+        env = self.env
+        now = env.now
+        self._advance(now)
+        c = self.classes.get(cap)
+        if c is None:
+            if not 0.0 < cap <= 1.0:
+                raise ValueError(f"a transfer's cap must be within (0, 1], got {cap}")
+            c = self.classes[cap] = _Class(cap)
+        if c.n == 0:
+            c.v = 0.0
+            self.active.append(c)
+            self.active.sort(key=lambda k: k.cap)
+        if self.n == 0 and self.ports:
+            self._claim()
+        ev = env.event()
+        self.seq += 1
+        heapq.heappush(c.heap, (c.v + work_ns, self.seq, ev))
+        c.n += 1
+        self.n += 1
+        self._rates()
+        self._plan(now)
+        return ev
+
+    # ---------------------------------------------------------------- internals
+    def _claim(self) -> None:
+        for p in self.ports:
+            other = self.owner.get(p)
+            if other is not None and other is not self and other.n > 0:
+                raise NotImplementedError(
+                    f"fair link sharing: port {p} is used by transfers {other.name} and {self.name} at once "
+                    "(sharing across switch ports is not modelled; use link_sharing = 'fcfs')")
+            self.owner[p] = self
+
+    def _advance(self, now: float) -> None:
+        dt = now - self.t_last
+        if dt > 0.0:
+            for c in self.active:
+                pass
+        self.t_last = now
+
+    def _rates(self) -> None:
+        """Max-min fair rates: classes in increasing cap; a class whose cap is below the fair share of what
+        is left runs at its cap, the rest share the remainder equally."""
+        left, n = 1.0, self.n
+        for c in self.active:  # sorted by cap
+            if c.cap * n <= left:
+                c.rate = c.cap
+                left -= c.cap * c.n
+                n -= c.n
+            else:
+                share = left / n
+                for d in self.active:
+                    if d.cap >= c.cap:
+                        d.rate = share
+                return
+
+    def _plan(self, now: float) -> None:
+        t_next = float("inf")
+        for c in self.active:
+            t = now + (c.heap[0][0] - c.v) / c.rate
+            if t < t_next:
+                t_next = t
+        if t_next < now:
+            t_next = now
+        if t_next < self.wake_at:  # a pending later wake-up becomes stale; a pending earlier one re-plans
+            self.gen += 1
+            self.wake_at = t_next
+            gen = self.gen
+            ev = self.env.timeout(t_next - now)
+            ev.callbacks.append(lambda _ev: self._wake(gen))
+
+    def _wake(self, gen: int) -> None:
+        if gen != self.gen:
+            return
+        self.wake_at = float("inf")
+        now = self.env.now
+        self._advance(now)
+        done = False
+        for c in list(self.active):
+            heap, eps = c.heap, self.EPS + 1e-12 * c.v
+            while heap and heap[0][0] <= c.v + eps:
+                ev = heapq.heappop(heap)[2]
+                c.n -= 1
+                self.n -= 1
+                ev.succeed()
+                done = True
+            if c.n == 0:
+                self.active.remove(c)
+        if done and self.n:
+            self._rates()
+        if self.n:
+            self._plan(now)
 
 
 class Scoreboard:

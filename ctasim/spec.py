@@ -134,9 +134,10 @@ class Hardware:
     Link model: every ordered GPU pair ``(src, dst)`` has its own channel of ``link_gbps`` for
     ``topology = "direct"``; for ``topology = "switch"`` each GPU has one egress port and one ingress
     port of ``link_gbps`` (NVSwitch), and a transfer holds both.  Transfers on a channel or port are
-    served first-come-first-served (see :mod:`ctasim.machine`).  A CTA's remote store of its output
-    tile is also limited by ``sm_remote_store_gbps`` (what one SM's epilogue can keep in flight to a
-    peer), and holds the CTA's slot for ``1 - epilogue_store_overlap`` of its duration.
+    served first-come-first-served (``link_sharing = "fcfs"``) or share it fairly (``"fair"``; see
+    :mod:`ctasim.machine`).  A CTA's remote store of its output tile is also limited by
+    ``sm_remote_store_gbps`` (what one SM's epilogue can keep in flight to a peer), and holds the CTA's
+    slot for ``1 - epilogue_store_overlap`` of its duration.
 
     Clock model: ``sm_tflops`` is the rate with every slot busy.  A kernel whose grid keeps only
     ``active < slots`` CTA slots busy runs its tiles ``min(max_clock_boost, (slots/active)^(1/3))`` times
@@ -174,6 +175,13 @@ class Hardware:
     max_clock_boost: float = _f(
         "ceiling of the tile-rate gain of a kernel that occupies few CTA slots (power-capped clock): tiles "
         "run min(max_clock_boost, (slots / active)^(1/3)) times faster; 1 = off", 1.0)
+    link_sharing: str = _f(
+        "how concurrent transfers share a link channel: 'fcfs' = one after another in issue order, each at the "
+        "full rate (the first of 132 simultaneous stores ends after 1/132 of the batch, the last after all of "
+        "it); 'fair' = processor sharing: n active transfers each get 1/n of the channel, capped by the per-SM "
+        "store rate (max-min fair), so simultaneous equal stores all end together, as the first wave's stores "
+        "do in the measured 2xH200 per-CTA traces (docs/validation.md). 'fair' needs epilogue_store_overlap = 0 "
+        "(a store's end is known only when it ends)", "fcfs")
 
     def config(self, tile_m: int, tile_n: int, where: str = "hardware", kernel: str = "") -> KernelConfig:
         """The config of tile shape ``tile_m x tile_n`` and kernel variant ``kernel`` ('' = default kernel)."""
@@ -396,6 +404,11 @@ def _validate_hardware(hw: Hardware, where: str) -> None:
         v = getattr(hw, name)
         _require(v >= 0, where, p + name, f"must be >= 0, got {v}")
     _require(hw.max_clock_boost >= 1.0, where, p + "max_clock_boost", f"must be >= 1, got {hw.max_clock_boost}")
+    _require(hw.link_sharing in ("fcfs", "fair"), where, p + "link_sharing",
+             f"must be one of ('fcfs', 'fair'), got {hw.link_sharing!r}")
+    _require(hw.link_sharing != "fair" or hw.epilogue_store_overlap == 0.0, where, p + "link_sharing",
+             f"'fair' needs epilogue_store_overlap = 0 (a store's end is known only when it ends; "
+             f"got {hw.epilogue_store_overlap})")
     _require(0.0 <= hw.epilogue_store_overlap <= 1.0, where, p + "epilogue_store_overlap",
              f"must be within [0, 1], got {hw.epilogue_store_overlap}")
     seen = set()

@@ -10,6 +10,11 @@
 //   head           u32, monotonic: consumer CTAs claim reservations in the same way.
 // Nothing is reset between runs: the host passes the epoch (1 for fresh zeroed objects, then 2, 3, ...).
 //
+// The no-queue ("wait") consumer (mode 2, ctasim's tile_source "static" for a consumer) walks a fixed tile order
+// and waits on each tile's counter instead of popping: its producer then only counts (a release reduction, no
+// returned value, no push), and the consumer's CTA reads counters[consumer_dep[tile]] with acquire loads until
+// it reaches epoch * threshold.
+//
 // Ordering (docs/protocol.md; ctasim/protocol):
 //   producer: TMA stores of the tile -> cp.async.bulk.wait_group 0 (complete, not .read) and
 //   fence.proxy.async.global by every storing thread (complete_stores) -> CTA barrier among them -> one
@@ -19,6 +24,8 @@
 //   sys-scope stores of the slot words (release pattern: one fence, n stores).
 //   consumer: local atomic on head -> ld.acquire.sys spin on its slot (bounded, __nanosleep back-off) ->
 //   fence.proxy.async.global before the CTA's TMA loads read the producer's data.
+//   wait consumer: producer as above up to the counters, which it updates with red.release.sys.add (nothing to
+//   push); consumer: ld.acquire.sys spin on its tile's counter (bounded) -> fence.proxy.async.global.
 //
 // Every spin is bounded by timeout_ns of %globaltimer: on timeout the CTA writes an error record and
 // gives up its tile (the kernel then exits without computing it); the host raises. Error buffer (int32):
@@ -41,6 +48,7 @@ enum ErrorCode : int {
   kTailOverflow = 5,    // more pushes than capacity in this epoch: index = tail reservation
   kTooManyDeps = 6,     // one producer tile completed more counters than signal() can hold: index = dep
   kClusterMismatch = 7, // a cluster's popped tiles cannot share a multicast operand: index = slot, seen = tiles
+  kWaitTimeout = 8,     // a wait consumer's counter never completed: index = dep, seen = counter value
 };
 
 // Per-tile stamp record (u64 words) written when tracing is compiled in.
@@ -59,7 +67,8 @@ enum TileStamp : int {
 // Everything one kernel needs to take part in the protocol. The host fills it from a ctasim Plan
 // (ctahw/runner.py); field order matches ctahw.runner.DESC_FIELDS.
 struct Params {
-  int mode = 0;                 // 0: static (tile = order[cta_linear()]); 1: pop from the inbound queue
+  int mode = 0;                 // 0: static (tile = order[cta_linear()]); 1: pop from the inbound queue;
+                                // 2: wait (tile = order[cta_linear()], then wait on its inbound counter)
   const int* order = nullptr;   // static tile order (mode 0)
   int num_tiles = 0;
   int tiles_n = 1;
@@ -85,7 +94,13 @@ struct Params {
   unsigned long long* zero_stamps = nullptr;   // [deps]: counter completed (outbound), on this GPU
   int stall_row = -1;                          // debug: producer tiles of this row-block never signal
   int* cta_tile = nullptr;                     // [2 * num_tiles] scratch: each CTA's tile id and slot, broadcast
+  // inbound counters of a wait consumer (mode 2): on this GPU
+  const unsigned* in_counters = nullptr;
+  const int* in_threshold = nullptr;
+  const int* in_consumer_dep = nullptr;        // [num_tiles]: the counter each tile waits on
 };
+
+enum Mode : int { kModeStatic = 0, kModeQueue = 1, kModeWait = 2 };
 
 __device__ __forceinline__ unsigned long long now_ns() {
   unsigned long long t;
@@ -103,6 +118,18 @@ __device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long
   unsigned long long v;
   asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
+}
+
+__device__ __forceinline__ unsigned ld_acquire_sys_u32(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// A release reduction: the update is ordered after this thread's (and, cumulatively, what it observed of its
+// CTA's) writes, and nothing comes back, so the thread does not wait for the NVLink round trip.
+__device__ __forceinline__ void red_add_release_sys(unsigned* p, unsigned v) {
+  asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
 __device__ __forceinline__ void st_relaxed_sys(unsigned long long* p, unsigned long long v) {
@@ -182,12 +209,9 @@ __device__ __forceinline__ bool pop_n(const Params& p, int n, int* tiles, int* s
       w = ld_acquire_sys(p.in_slots + slot);
       unsigned e = static_cast<unsigned>(w >> 32);
       if (e == p.epoch) break;
-      if (e > p.epoch) {
-        record_error(p, kSlotFromFuture, static_cast<int>(slot), w);
-        return false;
-      }
-      if (now_ns() > deadline) {
-        record_error(p, kPopTimeout, static_cast<int>(slot), w);
+      if (e > p.epoch || now_ns() > deadline) {
+        record_error(p, e > p.epoch ? kSlotFromFuture : kPopTimeout, static_cast<int>(slot), w);
+        for (int j = 0; j < n; ++j) tiles[j] = -1;  // all or none: a cluster must never run half of its tiles
         return false;
       }
       __nanosleep(sleep_ns);
@@ -195,6 +219,42 @@ __device__ __forceinline__ bool pop_n(const Params& p, int n, int* tiles, int* s
     }
     tiles[i] = static_cast<int>(w & 0xffffffffULL);
     slots[i] = static_cast<int>(slot);
+  }
+  fence_proxy_async_global();  // the CTAs' TMA loads (async proxy) read what the acquires made visible
+  return true;
+}
+
+// Wait consumer prologue (one thread): the tiles order[first .. first+n) of the CTAs first .. first+n-1 (a
+// cluster's CTAs), each once its inbound counter reached epoch * threshold. Returns false after recording an
+// error, with every tiles[i] = -1 (all or none, as pop_n). slots[i] = -1 (no queue).
+__device__ __forceinline__ bool wait_n(const Params& p, int first, int n, int* tiles, int* slots) {
+  const unsigned long long deadline = now_ns() + static_cast<unsigned long long>(p.timeout_ns);
+  for (int i = 0; i < n; ++i) {
+    tiles[i] = first + i < p.num_tiles ? p.order[first + i] : -1;
+    slots[i] = -1;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (tiles[i] < 0) continue;
+    const int dep = p.in_consumer_dep[tiles[i]];
+    const unsigned target = p.epoch * static_cast<unsigned>(p.in_threshold[dep]);
+    unsigned sleep_ns = 32;
+    unsigned v;
+    for (;;) {
+      v = ld_acquire_sys_u32(p.in_counters + dep);
+      if (v >= target) break;
+      if (now_ns() > deadline) {
+        record_error(p, kWaitTimeout, dep, v);
+        for (int j = 0; j < n; ++j) tiles[j] = -1;
+        return false;
+      }
+      __nanosleep(sleep_ns);
+      if (sleep_ns < 256) sleep_ns *= 2;
+    }
+    if (v > target) {  // runs are ordered on the host: the next epoch's producer cannot have started
+      record_error(p, kCounterOverrun, dep, v);
+      for (int j = 0; j < n; ++j) tiles[j] = -1;
+      return false;
+    }
   }
   fence_proxy_async_global();  // the CTAs' TMA loads (async proxy) read what the acquires made visible
   return true;
@@ -246,6 +306,11 @@ __device__ __forceinline__ unsigned long long signal(const Params& p, int tile) 
   int done[kMaxDeps];
   int ndone = 0;
   fence_proxy_async_global();
+  if (p.out_slots == nullptr) {  // the consumer waits on the counters (mode 2): count, nothing to push
+    for (int j = p.prod_dep_ptr[tile]; j < p.prod_dep_ptr[tile + 1]; ++j)
+      red_add_release_sys(p.out_counters + p.prod_dep_idx[j], 1u);
+    return Trace ? now_ns() : 0ULL;
+  }
   for (int j = p.prod_dep_ptr[tile]; j < p.prod_dep_ptr[tile + 1]; ++j) {
     const int dep = p.prod_dep_idx[j];
     const unsigned target = p.epoch * static_cast<unsigned>(p.threshold[dep]);

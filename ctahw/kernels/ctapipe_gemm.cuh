@@ -9,15 +9,18 @@
 // argument selects (TileSchedulerSelector):
 //
 //   constructor (every thread, before any role split):
-//     cluster 1x1: thread 0 takes the CTA's tile -- order[cta] for a static (producer-only) kernel, or a
-//       pop from the inbound work-queue -- writes it to a global scratch word, and the CTA meets at a
-//       __syncthreads; a failed pop gives an invalid tile, so the CTA skips all work and exits.
+//     cluster 1x1: thread 0 takes the CTA's tile -- order[cta] for a static (producer-only) kernel, a
+//       pop from the inbound work-queue, or order[cta] once its inbound counter completed (wait consumer) --
+//       writes it to a global scratch word, and the CTA meets at a __syncthreads; a failed pop or wait gives
+//       an invalid tile, so the CTA skips all work and exits.
 //     cluster of 2, static: each CTA reads order[cta] (the order pairs tiles that share the multicast
 //       operand: same column for 2x1, same row for 1x2).
-//     cluster of 2, queue: the kernel has done cluster_arrive_relaxed; the constructor completes it with
-//       cluster_wait, the leader CTA's thread 0 pops two consecutive slots (checked to share the multicast
-//       operand) and writes both CTAs' tiles to the scratch, then cluster_arrive (release); the kernel's own
-//       cluster_wait (acquire) follows before any thread asks for its tile.
+//     cluster of 2, queue or wait: the kernel has done cluster_arrive_relaxed; the constructor completes it
+//       with cluster_wait, the leader CTA's thread 0 pops two consecutive slots (or waits for both CTAs'
+//       tiles of the order) -- checked to share the multicast operand -- and writes both CTAs' tiles to the
+//       scratch, then cluster_arrive (release); the kernel's own cluster_wait (acquire) follows before any
+//       thread asks for its tile. Both CTAs get a tile or neither does (a lone CTA would wait forever for
+//       its partner's multicast).
 //   initial_work_tile_info: that tile; fetch_next_work: none (one tile per CTA).
 //   fixup (called between mainloop and epilogue): the mainloop-end stamp.
 //   fetch_next_work in the consumer warp groups (called right after the epilogue issued its TMA stores):
@@ -139,8 +142,12 @@ class CtaPipeScheduler : public cutlass::gemm::kernel::detail::PersistentTileSch
     } else if constexpr (kClusterSize == 1) {
       volatile int* s_tile = pipe_.cta_tile + cta;
       if (threadIdx.x == 0) {
-        int slot = -1;
-        int tile = ctapipe::pop(pipe_, &slot);
+        int slot = -1, tile = -1;
+        if (pipe_.mode == ctapipe::kModeQueue) {
+          tile = ctapipe::pop(pipe_, &slot);
+        } else {
+          ctapipe::wait_n(pipe_, cta, 1, &tile, &slot);
+        }
         *s_tile = tile;
         tile_ = tile;
         slot_ = slot;
@@ -153,7 +160,9 @@ class CtaPipeScheduler : public cutlass::gemm::kernel::detail::PersistentTileSch
       const int rank = cta % kClusterSize, first = cta - rank;
       if (rank == 0 && threadIdx.x == 0) {
         int tiles[kClusterSize], slots[kClusterSize];
-        if (ctapipe::pop_n(pipe_, kClusterSize, tiles, slots)) {
+        const bool got = pipe_.mode == ctapipe::kModeQueue ? ctapipe::pop_n(pipe_, kClusterSize, tiles, slots)
+                                                           : ctapipe::wait_n(pipe_, first, kClusterSize, tiles, slots);
+        if (got) {
           const int tn = pipe_.tiles_n;
           bool ok = CN == 2 ? tiles[0] / tn == tiles[1] / tn : tiles[0] % tn == tiles[1] % tn;
           if (!ok) {
@@ -295,7 +304,7 @@ inline int cutlass_code(cutlass::Status s) {
 }
 
 // The descriptor: int64 fields in this order (ctahw.runner.DESC_FIELDS).
-constexpr int kDescFields = 24;
+constexpr int kDescFields = 27;
 
 inline ctapipe::Params from_desc(const long long* f) {
   ctapipe::Params p;
@@ -324,14 +333,21 @@ inline ctapipe::Params from_desc(const long long* f) {
   p.zero_stamps = static_cast<unsigned long long*>(ptr(21));
   p.stall_row = static_cast<int>(f[22]);
   p.cta_tile = static_cast<int*>(ptr(23));
+  p.in_counters = static_cast<const unsigned*>(ptr(24));
+  p.in_threshold = static_cast<const int*>(ptr(25));
+  p.in_consumer_dep = static_cast<const int*>(ptr(26));
   return p;
 }
 
-// 0 if the descriptor is usable, else -2002.
+// 0 if the descriptor is usable, else -2002. Every spin is bounded and reports through the error buffer, so
+// a launch without one, or without a positive timeout, is refused.
 inline int check_desc(const ctapipe::Params& p, int trace, int cluster_size) {
-  if (p.num_tiles <= 0 || p.tiles_n <= 0 || p.cta_tile == nullptr || p.epoch == 0 ||
-      p.num_tiles % cluster_size != 0 || (p.mode == 0 && p.order == nullptr) ||
+  if (p.num_tiles <= 0 || p.tiles_n <= 0 || p.cta_tile == nullptr || p.epoch == 0 || p.error == nullptr ||
+      p.timeout_ns <= 0 || p.mode < 0 || p.mode > 2 ||
+      p.num_tiles % cluster_size != 0 || (p.mode != 1 && p.order == nullptr) ||
       (p.mode == 1 && (p.in_slots == nullptr || p.in_head == nullptr || p.in_capacity % cluster_size != 0)) ||
+      (p.mode == 2 && (p.in_counters == nullptr || p.in_threshold == nullptr || p.in_consumer_dep == nullptr)) ||
+      (p.out_counters != nullptr && p.out_slots != nullptr && p.out_tail == nullptr) ||
       (trace && p.stamps == nullptr) ||
       (trace && p.out_counters != nullptr && (p.push_stamps == nullptr || p.zero_stamps == nullptr)))
     return -2002;

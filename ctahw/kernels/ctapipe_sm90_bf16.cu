@@ -11,7 +11,7 @@ namespace cg = ctahw::ctapipe_gemm;
 
 extern "C" {
 
-int ctahw_ctapipe_abi_version() { return 2; }
+int ctahw_ctapipe_abi_version() { return 3; }  // 3: descriptor of 27 fields (wait consumers)
 int ctahw_ctapipe_desc_fields() { return cg::kDescFields; }
 int ctahw_ctapipe_tile_stamp_words() { return ctapipe::kTileStampWords; }
 

@@ -565,7 +565,7 @@ namespace cp = ctahw::ctapipe_persistent;
 
 extern "C" {
 
-int ctahw_ctapipe_abi_version() { return 2; }
+int ctahw_ctapipe_abi_version() { return 3; }  // 3: descriptor of 27 fields (wait consumers)
 int ctahw_ctapipe_desc_fields() { return cg::kDescFields; }
 int ctahw_ctapipe_tile_stamp_words() { return ctapipe::kTileStampWords; }
 
@@ -593,6 +593,7 @@ int ctahw_ctapipe_gemm(const void* a, const void* b, void* d, int m, int n, int 
   const int cs = shape == 1 ? 2 : 1;
   if (int c = cg::check_desc(p, trace, cs)) return c;
   if (shape == 1 && p.mode != 0) return -2003;  // a queue needs cluster 1x1 in the persistent kernel
+  if (p.mode == ctapipe::kModeWait) return -2003;  // wait consumers: variant (a) only
   if (ring) {
     if (shape == 1)
       return trace ? cp::run<2, 1, true, true>(a, b, d, m, n, k, alpha, p, device, stream)

@@ -35,9 +35,35 @@ def test_plan_arrays_are_the_plans_arrays():
     assert p.capacity == 8 * 32 and p.deps == 8 and (p.threshold == 32).all()
 
 
-def test_plan_arrays_refuses_the_wait_variant():
-    with pytest.raises(ValueError, match="tile source 'wait'"):
-        runner.plan_arrays(chain_plan(source="static"))
+def test_plan_arrays_of_the_wait_variant():
+    plan = chain_plan(source="static")
+    kernels, pipes = runner.plan_arrays(plan)
+    assert [k.mode for k in kernels] == [runner.MODE_STATIC, runner.MODE_WAIT]
+    np.testing.assert_array_equal(kernels[1].order, plan.ops[1].order)
+    bad = dataclasses.replace(plan, ops=[plan.ops[0], dataclasses.replace(plan.ops[1], source="pull")])
+    with pytest.raises(ValueError, match="tile source 'pull' is not built"):
+        runner.plan_arrays(bad)
+    bad = dataclasses.replace(plan, ops=[plan.ops[0], dataclasses.replace(plan.ops[1], order=plan.ops[1].order[:-1])])
+    with pytest.raises(ValueError, match="not a permutation"):
+        runner.plan_arrays(bad)
+
+
+def test_descriptor_of_a_wait_consumer_and_its_producer():
+    kernels, pipes = runner.plan_arrays(chain_plan(source="static"))
+    prod, cons = kernels
+    ptrs = {n: 1000 + i for i, n in enumerate(runner.DESC_FIELDS)}
+    f = dict(zip(runner.DESC_FIELDS, runner.descriptor(cons, pipes, ptrs, epoch=2, timeout_ns=5).tolist()))
+    assert f["mode"] == runner.MODE_WAIT and f["in_counters"] == ptrs["in_counters"]
+    assert f["in_consumer_dep"] == ptrs["in_consumer_dep"] and f["in_threshold"] == ptrs["in_threshold"]
+    with pytest.raises(ValueError, match="wait kernel needs in_counters"):
+        runner.descriptor(cons, pipes, {"order": 1, "error": 1, "in_counters": 1, "in_threshold": 1},
+                          epoch=1, timeout_ns=1)
+    # its producer counts without pushing: no slots, tail or push arrays -- all or none of them
+    count_only = {n: ptrs[n] for n in ("order", "error", "out_counters", "prod_dep_ptr", "prod_dep_idx", "threshold")}
+    f = dict(zip(runner.DESC_FIELDS, runner.descriptor(prod, pipes, count_only, epoch=1, timeout_ns=1).tolist()))
+    assert f["out_slots"] == 0 and f["out_tail"] == 0 and f["out_counters"] == ptrs["out_counters"]
+    with pytest.raises(ValueError, match="all or, for a wait consumer, none"):
+        runner.descriptor(prod, pipes, dict(count_only, out_slots=7), epoch=1, timeout_ns=1)
 
 
 def test_descriptor_layout():
@@ -46,7 +72,7 @@ def test_descriptor_layout():
     prod_ptrs = {n: 1000 + i for i, n in enumerate(runner.DESC_FIELDS)}
     d = runner.descriptor(kernels[0], pipes, prod_ptrs, epoch=3, timeout_ns=5, stall_row=2)
     f = dict(zip(runner.DESC_FIELDS, d.tolist()))
-    assert d.dtype == np.int64 and len(d) == len(runner.DESC_FIELDS) == 24
+    assert d.dtype == np.int64 and len(d) == len(runner.DESC_FIELDS) == 27
     assert f["mode"] == 0 and f["num_tiles"] == 256 and f["tiles_n"] == 32
     assert f["epoch"] == 3 and f["timeout_ns"] == 5 and f["stall_row"] == 2
     assert f["out_capacity"] == 256 and f["in_capacity"] == 0
@@ -254,3 +280,46 @@ def test_clock_offset_keeps_the_timer_tick():
     init = [t0, t0 + 1344, t0 + 10_000, t0 + 11_344]
     resp = [t0 + 672 + 32 - 179_712, t0 + 10_672 + 32 - 179_712]  # responder 179,712 ns behind, +32 ns skew
     assert pingpong_stats(init, resp, best_fraction=1.0)["offset_ns"] == 32 - 179_712
+
+
+def wait_buffers(plan, offset1: float = -4700.0, early_ns: float = 0.0):
+    """Stamp buffers of a wait-consumer run: the producer as in synthetic_buffers (no pushes, no zero stamps:
+    its reductions return nothing); each consumer tile of the fixed order starts when an SM frees and acquires
+    a one-way hop after its counter's last producer signal (``early_ns`` earlier: a broken run)."""
+    kernels, pipes, stamps, _push, _zero = synthetic_buffers(plan, offset1)
+    prod, cons = kernels
+    pipe = pipes[0]
+    sig = stamps[prod.op].reshape(prod.tiles, runner.TILE_STAMP_WORDS)[:, 5].astype(np.float64)
+    latest = np.zeros(pipe.deps)
+    np.maximum.at(latest, pipe.prod_dep_idx, np.repeat(sig, np.diff(pipe.prod_dep_ptr)))
+    w, tile_ns = runner.TILE_STAMP_WORDS, 40_000
+    cs = np.zeros((cons.tiles, w), np.uint64)
+    for i, tile in enumerate(cons.order):
+        wave, sm = divmod(i, 132)
+        t0 = 10_000_000 + offset1 + wave * tile_ns
+        vis = max(t0, latest[pipe.consumer_dep[tile]] + offset1 + 700) - early_ns
+        cs[tile, :6] = [int(t0), int(vis), int(vis + tile_ns - 3000), int(vis + tile_ns), int(vis + tile_ns + 700),
+                        int(vis + tile_ns + 700)]
+        cs[tile, 6] = (sm << 32) | i
+        cs[tile, 7] = np.uint64(2**64 - 1)
+    stamps[cons.op] = cs.ravel()
+    return kernels, pipes, stamps, {0: np.zeros(2 * pipe.capacity, np.uint64)}, {0: np.zeros(pipe.deps, np.uint64)}
+
+
+def test_parse_trace_of_a_wait_consumer():
+    plan = chain_plan(source="static")
+    kernels, pipes, stamps, push, zero = wait_buffers(plan)
+    tr = runner.parse_trace(plan, kernels, pipes, stamps, push, zero, {0: 0.0, 1: -4700.0})
+    assert (tr.events["kind"] == "zero").sum() == 8 and (tr.events["kind"] == "push").sum() == 0
+    cons = tr.tiles[tr.tiles["kernel"] == kernels[1].op]
+    assert (cons["slot"] == -1).all()
+    # a tile's t_ready is its counter's completion: the last signal of the counter's producer tiles
+    prod = tr.tiles[tr.tiles["kernel"] == kernels[0].op].sort_values("tile_m")
+    last_row0 = prod[prod["tile_m"] == 0]["t_signal"].max()
+    assert (cons[cons["tile_m"] == 0]["t_ready"] == last_row0).all()
+    check_trace(tr, plan, tol_ns=64.0)
+    # consumers that start 5 us before their counter completed are caught
+    kernels, pipes, stamps, push, zero = wait_buffers(plan, early_ns=5000.0)
+    bad = runner.parse_trace(plan, kernels, pipes, stamps, push, zero, {0: 0.0, 1: -4700.0})
+    with pytest.raises(InvariantError):
+        check_trace(bad, plan, tol_ns=64.0)

@@ -17,7 +17,8 @@ pytestmark = pytest.mark.hw
 ALL_VARIANTS = ("cutlass_ctapipe", "cutlass_ctapipe_trace", "cutlass_ctapipe_c12", "cutlass_ctapipe_c12_trace",
                 "cutlass_ctapipe_c21", "cutlass_ctapipe_c21_trace", "cutlass_ctapipe_p", "cutlass_ctapipe_p_trace",
                 "cutlass_ctapipe_pr", "cutlass_ctapipe_pr_trace",
-                "cutlass_ctapipe_pr21", "cutlass_ctapipe_pr21_trace")
+                "cutlass_ctapipe_pr21", "cutlass_ctapipe_pr21_trace", "cutlass_ctapipe_g21", "cutlass_ctapipe_g21_trace",
+                "cutlass_ctapipe_w21", "cutlass_ctapipe_w21_trace")
 """Every variant of ctahw.pipelined.VARIANTS (spelled out so that collection needs no import of ctahw)."""
 
 B2B_MS = tuple(int(m) for m in os.environ.get("CTAHW_B2B_MS", "2048").split(",") if m)
@@ -96,13 +97,19 @@ def test_a_producer_that_never_signals_gives_a_timeout_not_a_hang(sweep, variant
     from ctahw.pipelined import VARIANTS, stall
 
     _need(variant)
-    # M=1024, 8 x 32 consumer tiles; producer row-block 3 never signals, so its 32 tiles are never pushed and
-    # the consumers that pop the last 32 slots wait: one record per CTA (consumer cluster 1x1) or per cluster
-    # leader (1x2: 16); in the persistent kernel (1x1) each unpublished slot is claimed by one pop of a
-    # different CTA (a CTA whose pop timed out takes no more tiles): 32 as well
-    waiters = 32 if VARIANTS[variant].clusters[-1] == "1x1" else 16
+    # M=1024, 8 x 32 consumer tiles; producer row-block 3 never signals, so its counter never completes: its 32
+    # consumer tiles (64 when a counter covers 256 rows: g21) are never pushed and the consumers that pop those
+    # slots wait: one record per CTA (consumer cluster 1x1) or per cluster leader (1x2: 16; g21's 2x1: 32); in
+    # the persistent kernel (1x1) each unpublished slot is claimed by one pop of a different CTA (a CTA whose
+    # pop timed out takes no more tiles): 32 as well. A wait consumer (w21: 2x1 clusters over row-block pairs)
+    # has 32 clusters holding a tile of row-block 3, whose leaders report a wait timeout (code 8).
+    v = VARIANTS[variant]
+    stuck = 32 * max(1, v.counter_rows // 128)
+    waiters = stuck if v.clusters[-1] == "1x1" else stuck // 2
+    if v.consumer == "wait":
+        waiters = 32
     res = stall(sweep, m=1024, row=3, timeout_ms=100.0, variant=variant)
     _record("stall", dict(res, variant=variant, waiters_expected=waiters))
-    assert res["error_code"] == 1, res  # pop timeout
+    assert res["error_code"] == (8 if v.consumer == "wait" else 1), res  # wait / pop timeout
     assert res["error_count"] == waiters, res
     assert res["wall_s"] < 5.0 and res["recovered"], res
