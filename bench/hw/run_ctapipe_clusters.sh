@@ -5,10 +5,10 @@
 #          column so that a consumer cluster pops two tiles of one column (ctasim Strategy.counter_rows = 256);
 #   w21 -- no work-queue: the consumer walks row-block pairs and waits on each tile's counter; the producer
 #          counts with red.release.sys (no returned value, no push).
-# Steps, each under its own time limit: smoke (own process), correctness + trace checks at M=1024/2048, 1,000
-# back-to-back runs without counter resets at CTAHW_B2B_MS, injected stall -> timeout (own process per variant,
-# bench/hw/run_ctapipe_stall.sh), then `ctahw run gemm,microbatch,tp,ctapipe` at every M (correctness on fresh
-# inputs with poisoned outputs, one checked trace per traced variant, interleaved timing).
+# Steps, each under its own time limit: smoke (own process); `ctahw run gemm,microbatch,tp,ctapipe` at every M
+# (correctness on fresh inputs with poisoned outputs, one checked trace per traced variant, interleaved timing);
+# 1,000 back-to-back runs without counter resets at CTAHW_B2B_MS; injected stall -> timeout (own process per
+# variant, bench/hw/run_ctapipe_stall.sh); the GPU correctness + trace tests at M=1024/2048.
 #
 # On the 2xH200 machine, from the repo root, with .whl and .cache/ctahw carried along (prebuilt libraries):
 #   CTAHW_COMMIT=$(git rev-parse HEAD) bash bench/hw/run_ctapipe_clusters.sh
@@ -32,6 +32,12 @@ VARIANTS=$(timeout -k 5 60 python3 -m ctahw.pipelined "$WANT" 2>>"$LOG" | tail -
 [ -n "$VARIANTS" ] || { echo "no variant passed the smoke run" | tee -a "$LOG"; VARIANTS=cutlass_ctapipe_c21; }
 echo "variants that passed: $VARIANTS" | tee -a "$LOG"
 export CTAHW_CTAPIPE_VARIANTS=$VARIANTS CTAHW_HW_RESULTS="$OUT/hw_results.jsonl"
+MS=${CTAHW_MS:-1024,2048,4096,8192,16384}
+say "experiments gemm,microbatch,tp,ctapipe at M=$MS"
+timeout -k 5 ${CTAHW_RUN_TIMEOUT:-240} python3 -m ctahw.cli run gemm,microbatch,tp,ctapipe --ms "$MS" --backends cublas \
+  --chunks 1,2,4,8,16 --ctapipe-variants "$VARIANTS" ${CTAHW_RUN_ARGS:-} --out "$OUT" 2>&1 | tee -a "$LOG" \
+  | grep -v "^\s*$" | tail -45
+echo "run rc=${PIPESTATUS[0]}" | tee -a "$LOG"
 say "correctness + trace checks at M = 1024, 2048"
 timeout -k 5 "${CTAHW_CORRECT_LIMIT:-120}" python3 -m pytest tests/hw/test_hw_ctapipe.py -k matches_reference -v -rfEs \
   -p no:cacheprovider > "$OUT/correct.txt" 2>&1
@@ -44,11 +50,5 @@ echo "back-to-back pytest rc=$?" | tee -a "$LOG"; grep -E "PASSED|FAILED|ERROR|p
 STALL=$(echo "$VARIANTS" | tr ',' '\n' | grep -E "g21|w21" | paste -sd,)
 [ -n "$STALL" ] && CTAHW_WHEELS_INSTALLED=1 CTAHW_STALL_VARIANTS=$STALL CTAHW_STALL_LIMIT=${CTAHW_STALL_LIMIT:-30} \
   OUT=$OUT bash bench/hw/run_ctapipe_stall.sh
-MS=${CTAHW_MS:-1024,2048,4096,8192,16384}
-say "experiments gemm,microbatch,tp,ctapipe at M=$MS"
-timeout -k 5 ${CTAHW_RUN_TIMEOUT:-240} python3 -m ctahw.cli run gemm,microbatch,tp,ctapipe --ms "$MS" --backends cublas \
-  --chunks 1,2,4,8,16 --ctapipe-variants "$VARIANTS" ${CTAHW_RUN_ARGS:-} --out "$OUT" 2>&1 | tee -a "$LOG" \
-  | grep -v "^\s*$" | tail -45
-echo "run rc=${PIPESTATUS[0]}" | tee -a "$LOG"
 nvidia-smi --query-gpu=index,clocks.sm,power.draw,temperature.gpu,memory.used --format=csv >> "$OUT/env.txt" 2>&1
 say "done"
