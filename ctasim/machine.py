@@ -176,7 +176,7 @@ class FairLink:
         dt = now - self.t_last
         if dt > 0.0:
             for c in self.active:
-                pass
+                c.v += c.rate * dt
         self.t_last = now
 
     def _rates(self) -> None:

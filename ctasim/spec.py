@@ -179,9 +179,9 @@ class Hardware:
         "how concurrent transfers share a link channel: 'fcfs' = one after another in issue order, each at the "
         "full rate (the first of 132 simultaneous stores ends after 1/132 of the batch, the last after all of "
         "it); 'fair' = processor sharing: n active transfers each get 1/n of the channel, capped by the per-SM "
-        "store rate (max-min fair), so simultaneous equal stores all end together, as the first wave's stores "
-        "do in the measured 2xH200 per-CTA traces (docs/validation.md). 'fair' needs epilogue_store_overlap = 0 "
-        "(a store's end is known only when it ends)", "fcfs")
+        "store rate (max-min fair), so simultaneous equal stores all end together (the consumer's first-tile "
+        "delay in the measured 2xH200 per-CTA traces points to this for the first wave; docs/validation.md). "
+        "'fair' needs epilogue_store_overlap = 0 (a store's end is known only when it ends)", "fcfs")
 
     def config(self, tile_m: int, tile_n: int, where: str = "hardware", kernel: str = "") -> KernelConfig:
         """The config of tile shape ``tile_m x tile_n`` and kernel variant ``kernel`` ('' = default kernel)."""
