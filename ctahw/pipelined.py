@@ -140,7 +140,7 @@ class Variant:
     """A way to run the plan: cluster shape per layer (producer first) and the producer's tile order."""
 
     clusters: tuple[str, ...]
-    order: str = "plan"  # "plan": the order ctasim's plan holds (row order); "pair_rows": rn.pair_rows_order
+    order: str = "plan"  # "plan": ctasim's plan order (row order); "pair_rows", "group4", "group8": rn.ORDERS
     trace: bool = False
     persistent: str = ""  # variant (b), kernels/ctapipe_sm90_bf16_persistent.cu: "smem" or "ring" (runner)
     help: str = ""
@@ -180,6 +180,21 @@ VARIANTS = {
                                         "release reduction (no returned value, no push)"),
     "cutlass_ctapipe_w21_trace": Variant(("2x1", "2x1"), order="pair_rows", consumer="wait", trace=True,
                                          help="the same with stamps"),
+    "cutlass_ctapipe_w21g4": Variant(("2x1", "2x1"), order="group4", consumer="wait",
+                                     help="w21 with both GPUs walking groups of 4 row-blocks column by column"),
+    "cutlass_ctapipe_w21g4_trace": Variant(("2x1", "2x1"), order="group4", consumer="wait", trace=True,
+                                           help="the same with stamps"),
+    "cutlass_ctapipe_w21g8": Variant(("2x1", "2x1"), order="group8", consumer="wait",
+                                     help="w21 with both GPUs walking groups of 8 row-blocks column by column "
+                                          "(a wave reads ~1/4 of the weights: L2 reuse; row-blocks complete "
+                                          "8 at a time)"),
+    "cutlass_ctapipe_w21g8_trace": Variant(("2x1", "2x1"), order="group8", consumer="wait", trace=True,
+                                           help="the same with stamps"),
+    "cutlass_ctapipe_g21g8": Variant(("2x1", "2x1"), order="group8", counter_rows=1024,
+                                     help="g21 with the producer walking groups of 8 row-blocks column by column, "
+                                          "one counter per group (1024 rows), its tiles pushed column by column"),
+    "cutlass_ctapipe_g21g8_trace": Variant(("2x1", "2x1"), order="group8", counter_rows=1024, trace=True,
+                                           help="the same with stamps"),
 }
 """Variants ``ctahw run ctapipe`` times (``--ctapipe-variants`` picks some)."""
 
@@ -198,11 +213,14 @@ def variant_plan(plan, v: Variant, hardware: str = "h200-x2"):
         ks = sorted(plan.kernels(), key=lambda k: k.layer)
     if v.order == "plan":
         return plan
-    plan = rn.with_order(plan, ks[0].id, rn.pair_rows_order(ks[0].tiles_m, ks[0].tiles_n))
+    if v.order not in rn.ORDERS:
+        raise ValueError(f"variant order {v.order!r}: plan or one of {', '.join(rn.ORDERS)}")
+    g = rn.ORDERS[v.order]
+    plan = rn.with_order(plan, ks[0].id, rn.grouped_rows_order(ks[0].tiles_m, ks[0].tiles_n, g))
     if v.consumer == "wait":
         for i, k in enumerate(ks[1:], start=1):
-            if _clusters(plan, v)[k.id] == "2x1":
-                plan = rn.with_order(plan, k.id, rn.pair_rows_order(k.tiles_m, k.tiles_n))
+            if _clusters(plan, v)[k.id] == "2x1" or g > 2:
+                plan = rn.with_order(plan, k.id, rn.grouped_rows_order(k.tiles_m, k.tiles_n, g))
     return plan
 
 

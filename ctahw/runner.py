@@ -293,6 +293,22 @@ def pair_rows_order(tiles_m: int, tiles_n: int) -> np.ndarray:
     return ids.transpose(0, 2, 1).ravel()
 
 
+def grouped_rows_order(tiles_m: int, tiles_n: int, group: int) -> np.ndarray:
+    """Tile order over groups of ``group`` row-blocks (even): a group's tiles column by column, the group's
+    row-blocks of one column together ((0,0),(1,0),...,(g-1,0),(0,1),...). ``group`` = 2 is
+    :func:`pair_rows_order`. Consecutive pairs share a column (2x1 clusters); a wave then reads ~tiles/group
+    columns of the weights instead of all of them (L2 reuse), and a group's row-blocks complete together, later
+    than in row order."""
+    if group < 2 or group % 2 or tiles_m % group:
+        raise ValueError(f"grouped_rows_order needs an even group dividing the {tiles_m} row-blocks, got {group}")
+    ids = np.arange(tiles_m * tiles_n, dtype=np.int64).reshape(tiles_m // group, group, tiles_n)
+    return ids.transpose(0, 2, 1).ravel()
+
+
+ORDERS = {"pair_rows": 2, "group4": 4, "group8": 8}
+"""Producer orders a variant may ask for by name: row-block groups of this many (:func:`grouped_rows_order`)."""
+
+
 def with_order(plan: Plan, op: int, order: np.ndarray) -> Plan:
     """A copy of ``plan`` whose kernel ``op`` walks ``order`` (a permutation of its tiles); everything else
     shared. The simulator, the runner and the checker then all see the same plan."""

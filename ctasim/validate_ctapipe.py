@@ -50,9 +50,25 @@ VARIANT_KERNELS = {
     "cutlass_ctapipe": ("ctapipe-1x1",),
     "cutlass_ctapipe_c12": ("ctapipe-1x2",),
     "cutlass_ctapipe_c21": ("ctapipe-2x1", "ctapipe-1x2"),
+    "cutlass_ctapipe_g21": ("ctapipe-2x1",),
+    "cutlass_ctapipe_w21": ("ctapipe-2x1",),
+    "cutlass_ctapipe_w21g4": ("ctapipe-2x1",),
+    "cutlass_ctapipe_w21g8": ("ctapipe-2x1",),
+    "cutlass_ctapipe_g21g8": ("ctapipe-2x1",),
 }
 """Kernel config (``KernelConfig.kernel``) of each layer per ctahw variant (``ctahw.pipelined.VARIANTS``:
-clusters 1x1/1x1, 1x2/1x2, producer 2x1 + consumer 1x2); layers past the tuple take its last entry."""
+clusters 1x1/1x1, 1x2/1x2, producer 2x1 + consumer 1x2, 2x1 on both GPUs); layers past the tuple take its
+last entry."""
+
+VARIANT_STRATEGY = {
+    "cutlass_ctapipe_g21": {"counter_rows": 256},
+    "cutlass_ctapipe_w21": {"tile_source": "static"},
+    "cutlass_ctapipe_w21g4": {"tile_source": "static"},
+    "cutlass_ctapipe_w21g8": {"tile_source": "static"},
+    "cutlass_ctapipe_g21g8": {"counter_rows": 1024},
+}
+"""Strategy fields of the variants whose plan is not the default one (``ctahw.pipelined.VARIANTS``: one counter
+per 256 rows; consumers that wait on counters in a fixed order instead of popping)."""
 
 H = 8192
 TILE = (128, 256)
@@ -73,9 +89,10 @@ class MeasuredTrace:
         return f"{self.variant} M={self.m}"
 
 
-def _order(trace: Trace) -> np.ndarray:
+def _order(trace: Trace, layer: int | None = None) -> np.ndarray:
+    """The tile order of ``layer`` (default: the first) as its CTAs ran it (tiles sorted by CTA index)."""
     t = trace.tiles
-    first = t[t["layer"] == t["layer"].min()].sort_values("cta")
+    first = t[t["layer"] == (t["layer"].min() if layer is None else layer)].sort_values("cta")
     return (first["tile_m"] * (H // TILE[1]) + first["tile_n"]).to_numpy(np.int64)
 
 
@@ -112,24 +129,29 @@ def load_tiles(path: str | Path, m: int, variant: str, run: str = "") -> Measure
     return MeasuredTrace(m, variant, tr, _order(tr), run)
 
 
-def plan_for(m: int, variant: str, hw: Hardware, order=None) -> Plan:
-    """ctasim's plan of what the trace ran: 2-layer m x 8192 x 8192 chain, one CTA per tile, queue pops,
-    each layer on its variant's kernel config, the producer walking ``order``; ``launch_ns = 0``."""
+def plan_for(m: int, variant: str, hw: Hardware, order=None, consumer_order=None) -> Plan:
+    """ctasim's plan of what the trace ran: 2-layer m x 8192 x 8192 chain, one CTA per tile, queue pops (or
+    the variant's :data:`VARIANT_STRATEGY`), each layer on its variant's kernel config, the producer walking
+    ``order`` and a waiting consumer ``consumer_order``; ``launch_ns = 0``."""
     layer = Layer(m, H, H, *TILE)
     wl = Workload(f"chain2-{m}", "bf16", (layer, layer))
-    st = Strategy("ctapipe", persistent=False, tile_source="queue", kernels=VARIANT_KERNELS[variant])
+    fields = dict({"tile_source": "queue"}, **VARIANT_STRATEGY.get(variant, {}))
+    st = Strategy("ctapipe", persistent=False, kernels=VARIANT_KERNELS[variant], **fields)
     plan = build_plans(st, wl, dataclasses.replace(hw, launch_ns=0.0), 2, f"{variant} m={m}")[0]
-    if order is not None:
-        first = min(plan.kernels(), key=lambda k: k.layer)
-        order = np.asarray(order, dtype=np.int64)
-        if sorted(order.tolist()) != list(range(first.tiles)):
-            raise ValueError("order is not a permutation of the producer's tiles")
-        first.order = order
+    ks = sorted(plan.kernels(), key=lambda k: k.layer)
+    for k, o in ((ks[0], order), (ks[-1], consumer_order)):
+        if o is None:
+            continue
+        o = np.asarray(o, dtype=np.int64)
+        if sorted(o.tolist()) != list(range(k.tiles)):
+            raise ValueError(f"order is not a permutation of {k.name}'s tiles")
+        k.order = o
     return plan
 
 
 def simulate_for(mt: MeasuredTrace, hw: Hardware) -> tuple[Plan, Trace]:
-    plan = plan_for(mt.m, mt.variant, hw, mt.order)
+    waits = VARIANT_STRATEGY.get(mt.variant, {}).get("tile_source") == "static"
+    plan = plan_for(mt.m, mt.variant, hw, mt.order, _order(mt.trace, 1) if waits else None)
     return plan, simulate(plan, hw)
 
 

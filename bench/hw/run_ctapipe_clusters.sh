@@ -44,10 +44,10 @@ timeout -k 5 "${CTAHW_CORRECT_LIMIT:-120}" python3 -m pytest tests/hw/test_hw_ct
 echo "correctness pytest rc=$?" | tee -a "$LOG"; tail -3 "$OUT/correct.txt" | tee -a "$LOG"
 say "1,000 back-to-back runs at M=${CTAHW_B2B_MS:=2048,16384}"
 export CTAHW_B2B_MS
-timeout -k 5 "${CTAHW_B2B_LIMIT:-150}" python3 -m pytest tests/hw/test_hw_ctapipe.py -k "thousand_back_to_back and (g21 or w21)" \
+timeout -k 5 "${CTAHW_B2B_LIMIT:-150}" python3 -m pytest tests/hw/test_hw_ctapipe.py -k "thousand_back_to_back and (${CTAHW_NEW_K:-g21 or w21})" \
   -v -rfEs --durations=0 -p no:cacheprovider > "$OUT/b2b.txt" 2>&1
 echo "back-to-back pytest rc=$?" | tee -a "$LOG"; grep -E "PASSED|FAILED|ERROR|passed|failed" "$OUT/b2b.txt" | tail -12 | tee -a "$LOG"
-STALL=$(echo "$VARIANTS" | tr ',' '\n' | grep -E "g21|w21" | paste -sd,)
+STALL=$(echo "$VARIANTS" | tr ',' '\n' | grep -E "${CTAHW_NEW_PATTERN:-g21|w21}" | paste -sd,)
 [ -n "$STALL" ] && CTAHW_WHEELS_INSTALLED=1 CTAHW_STALL_VARIANTS=$STALL CTAHW_STALL_LIMIT=${CTAHW_STALL_LIMIT:-30} \
   OUT=$OUT bash bench/hw/run_ctapipe_stall.sh
 nvidia-smi --query-gpu=index,clocks.sm,power.draw,temperature.gpu,memory.used --format=csv >> "$OUT/env.txt" 2>&1

@@ -218,6 +218,15 @@ def test_pair_rows_order_pairs_one_column_and_completes_rows_in_pairs():
         runner.pair_rows_order(3, 2)
 
 
+def test_grouped_rows_order_walks_groups_column_by_column():
+    o = runner.grouped_rows_order(4, 2, 4)  # tiles (r, c) = 2r + c
+    assert o.tolist() == [0, 2, 4, 6, 1, 3, 5, 7]
+    np.testing.assert_array_equal(runner.grouped_rows_order(4, 3, 2), runner.pair_rows_order(4, 3))
+    for bad in (3, 8, 0):
+        with pytest.raises(ValueError, match="even group"):
+            runner.grouped_rows_order(4, 2, bad)
+
+
 def test_check_cluster_accepts_what_the_kernels_can_pair():
     plan = chain_plan()
     kernels, pipes = runner.plan_arrays(plan)
