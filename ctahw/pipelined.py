@@ -190,6 +190,11 @@ VARIANTS = {
                                           "8 at a time)"),
     "cutlass_ctapipe_w21g8_trace": Variant(("2x1", "2x1"), order="group8", consumer="wait", trace=True,
                                            help="the same with stamps"),
+    "cutlass_ctapipe_w21g8t": Variant(("2x1", "2x1"), order="group8_taper", consumer="wait",
+                                      help="w21g8 whose last 8 row-blocks go in pairs (a short tail for the "
+                                           "consumer after the producer's last tile)"),
+    "cutlass_ctapipe_w21g8t_trace": Variant(("2x1", "2x1"), order="group8_taper", consumer="wait", trace=True,
+                                            help="the same with stamps"),
     "cutlass_ctapipe_g21g8": Variant(("2x1", "2x1"), order="group8", counter_rows=1024,
                                      help="g21 with the producer walking groups of 8 row-blocks column by column, "
                                           "one counter per group (1024 rows), its tiles pushed column by column"),
@@ -215,12 +220,11 @@ def variant_plan(plan, v: Variant, hardware: str = "h200-x2"):
         return plan
     if v.order not in rn.ORDERS:
         raise ValueError(f"variant order {v.order!r}: plan or one of {', '.join(rn.ORDERS)}")
-    g = rn.ORDERS[v.order]
-    plan = rn.with_order(plan, ks[0].id, rn.grouped_rows_order(ks[0].tiles_m, ks[0].tiles_n, g))
+    plan = rn.with_order(plan, ks[0].id, rn.named_order(v.order, ks[0].tiles_m, ks[0].tiles_n))
     if v.consumer == "wait":
         for i, k in enumerate(ks[1:], start=1):
-            if _clusters(plan, v)[k.id] == "2x1" or g > 2:
-                plan = rn.with_order(plan, k.id, rn.grouped_rows_order(k.tiles_m, k.tiles_n, g))
+            if _clusters(plan, v)[k.id] == "2x1" or v.order != "pair_rows":
+                plan = rn.with_order(plan, k.id, rn.named_order(v.order, k.tiles_m, k.tiles_n))
     return plan
 
 

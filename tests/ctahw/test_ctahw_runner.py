@@ -225,6 +225,11 @@ def test_grouped_rows_order_walks_groups_column_by_column():
     for bad in (3, 8, 0):
         with pytest.raises(ValueError, match="even group"):
             runner.grouped_rows_order(4, 2, bad)
+    # a taper: the first 4 row-blocks in one group, the last 2 as a pair
+    o = runner.grouped_rows_order(6, 2, 4, tail_rows=2)
+    assert o.tolist() == [0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 9, 11]
+    assert runner.named_order("group8_taper", 128, 32)[-64:].tolist() == runner.pair_rows_order(2, 32).__add__(126 * 32).tolist()
+    assert sorted(runner.named_order("group8_taper", 8, 4).tolist()) == list(range(32))
 
 
 def test_check_cluster_accepts_what_the_kernels_can_pair():
