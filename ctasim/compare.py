@@ -13,7 +13,12 @@ Figures (:func:`compare`, one :class:`Comparison`):
 * the consumer's first-tile delay per layer > 0: its first mainloop start after the previous layer's;
 * dequeue-order agreement per consumer kernel: Spearman rank correlation of the tiles' ``t_acquire`` order
   (1: same order; pops of a work-queue follow publication, so this says whether row-blocks complete in the
-  same order);
+  same order).  Consumers are the kernels that pop a work-queue (``slot >= 0``) or wait on counters in a
+  fixed order (``source == "wait"``: ``slot == -1``, no push events; from the plan's ``inbound`` pipe, or,
+  without a plan, tiles whose ``t_ready`` differs from ``t_start``).  A waiting consumer's tile order is
+  fixed by the kernel, so its correlation (``start_order_spearman``) only says whether its tiles *start* in
+  the same order; the headline ``dequeue_spearman`` is over queue consumers only (NaN in
+  :meth:`Comparison.summary` when there is none, rather than a vacuous 1);
 * per-GPU busy fraction (slot-time in tiles / (slots x makespan)), slots from the plan or the traces;
 * overlap between consecutive layers: time both are running (from a layer's first mainloop start to its
   last compute end) as a fraction of the makespan.
@@ -32,7 +37,7 @@ import pandas as pd
 
 from ctasim.trace import Trace
 
-__all__ = ["Comparison", "compare", "gates", "GATES", "spearman", "layer_spans", "slots_of"]
+__all__ = ["Comparison", "compare", "gates", "GATES", "spearman", "layer_spans", "slots_of", "consumer_kernels"]
 
 KEY = ["kernel", "tile_m", "tile_n"]
 
@@ -87,7 +92,14 @@ class Comparison:
 
     @property
     def dequeue_spearman(self) -> float:
-        """The lowest rank correlation over consumer kernels (1.0 when there is no consumer)."""
+        """The lowest rank correlation over work-queue consumer kernels (1.0 when there is none: no dequeue
+        order to disagree on; :meth:`summary` reports NaN then)."""
+        q = self.dequeue[self.dequeue["source"] == "queue"]
+        return float(q["spearman"].min()) if len(q) else 1.0
+
+    @property
+    def start_order_spearman(self) -> float:
+        """The lowest start-order rank correlation over every consumer kernel, queue or wait (1.0 if none)."""
         return float(self.dequeue["spearman"].min()) if len(self.dequeue) else 1.0
 
     def summary(self) -> dict:
@@ -107,7 +119,9 @@ class Comparison:
             "end_p95_ns": self.end_p95_ns,
             "end_median_frac": self.end_median_ns / span,
             "end_p95_frac": self.end_p95_ns / span,
-            "dequeue_spearman": self.dequeue_spearman,
+            "dequeue_spearman": self.dequeue_spearman if (self.dequeue["source"] == "queue").any() else float("nan"),
+            "start_order_spearman": self.start_order_spearman,
+            "consumer_source": "+".join(sorted(set(self.dequeue["source"]))),
         }
         for r in self.first_tile_delay.itertuples():
             row[f"first_tile_delay_L{r.layer}_meas_ns"] = r.meas_ns
@@ -155,6 +169,27 @@ def _origin(trace: Trace, align: str) -> float:
     raise ValueError(f"unknown alignment {align!r} (first_tile or none)")
 
 
+def consumer_kernels(measured: Trace, simulated: Trace, plan=None) -> dict[int, str]:
+    """Consumer kernel ids and how they obtain tiles (``"queue"`` or ``"wait"``).
+
+    From the plan when given (kernels with an ``inbound`` pipe, their ``source``); otherwise from the
+    traces: a kernel with popped tiles (``slot >= 0``) is a queue consumer, one whose tiles waited on a
+    counter (``t_ready != t_start``, ``slot == -1``) a waiting one.  Static producers and plain kernels have
+    ``t_ready == t_start`` and are not consumers.
+    """
+    if plan is not None:
+        return {int(k.id): ("queue" if k.source == "queue" else "wait")
+                for k in sorted(plan.kernels(), key=lambda k: k.id) if k.inbound >= 0}
+    out: dict[int, str] = {}
+    for t in (measured.tiles, simulated.tiles):
+        for k in t.loc[t["slot"] >= 0, "kernel"].unique():
+            out[int(k)] = "queue"
+        waits = (t["slot"] < 0) & (t["t_ready"] != t["t_start"]) & t["t_ready"].notna()
+        for k in t.loc[waits, "kernel"].unique():
+            out.setdefault(int(k), "wait")
+    return dict(sorted(out.items()))
+
+
 def compare(measured: Trace, simulated: Trace, plan=None, align: str = "first_tile") -> Comparison:
     """Every figure of the module docstring for two traces of the same plan."""
     tm, ts = measured.tiles, simulated.tiles
@@ -176,13 +211,12 @@ def compare(measured: Trace, simulated: Trace, plan=None, align: str = "first_ti
     first = pd.DataFrame(delays, columns=["layer", "meas_ns", "sim_ns", "error_ns"])
 
     deq = []
-    consumers = sorted(set(tm.loc[tm["slot"] >= 0, "kernel"]) | set(ts.loc[ts["slot"] >= 0, "kernel"]))
-    for k in consumers:
+    for k, source in consumer_kernels(measured, simulated, plan).items():
         kb = both[both["kernel"] == k]
         if len(kb):
-            deq.append({"kernel": int(k), "layer": int(kb["layer_m"].iloc[0]), "tiles": len(kb),
+            deq.append({"kernel": int(k), "layer": int(kb["layer_m"].iloc[0]), "source": source, "tiles": len(kb),
                         "spearman": spearman(kb["t_acquire_m"], kb["t_acquire_s"])})
-    dequeue = pd.DataFrame(deq, columns=["kernel", "layer", "tiles", "spearman"])
+    dequeue = pd.DataFrame(deq, columns=["kernel", "layer", "source", "tiles", "spearman"])
 
     slots = slots_of(simulated, plan)
     bm, bs = measured.busy_fraction(slots), simulated.busy_fraction(slots)

@@ -344,7 +344,7 @@ def ctapipe_section(hw0: Hardware, hw: Hardware, folder: Path, also: list[Path],
     others = [VC.judge(VC.load_npz(p), hw_c, fit_ms=())[0] for p in also if (p / "ctapipe_traces.npz").exists()]
     cols = ["run", "m", "variant", "role", "makespan_meas_us", "makespan_sim_us", "makespan_error",
             "start_median_frac", "start_p95_frac", "end_median_frac", "end_p95_frac", "dequeue_spearman",
-            "first_tile_delay_L1_meas_ns", "first_tile_delay_L1_sim_ns", "busy_gpu0_meas", "busy_gpu0_sim",
+            "start_order_spearman", "consumer_source", "first_tile_delay_L1_meas_ns", "first_tile_delay_L1_sim_ns", "busy_gpu0_meas", "busy_gpu0_sim",
             "busy_gpu1_meas", "busy_gpu1_sim", "overlap_L0-L1_meas", "overlap_L0-L1_sim"]
     allrows = pd.concat([df] + others, ignore_index=True)
     allrows[cols].round(5).to_csv(out / "ctapipe.csv", index=False)
@@ -364,7 +364,7 @@ def ctapipe_section(hw0: Hardware, hw: Hardware, folder: Path, also: list[Path],
         if mt is not None:
             VC.save_tiles(mt, out / f"ctapipe-tiles-m{m}-{v}.csv.gz")
     show = ["m", "variant", "role", "makespan_meas_us", "makespan_sim_us", "makespan_error", "start_median_frac",
-            "start_p95_frac", "end_median_frac", "dequeue_spearman", "first_tile_delay_L1_meas_ns",
+            "start_p95_frac", "end_median_frac", "dequeue_spearman", "start_order_spearman", "first_tile_delay_L1_meas_ns",
             "first_tile_delay_L1_sim_ns"]
     lines = ["## CTA-pipelining: measured per-CTA traces (" + folder.name + ")", "",
              "Kernel variants fitted on the traces at M in " + str(VC.FIT_MS) + "; judged on the others. Makespan = "

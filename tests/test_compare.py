@@ -65,6 +65,31 @@ def test_dequeue_order_reversed_gives_rank_correlation_minus_one():
     assert not gates(c)["dequeue_spearman_min"][0]
 
 
+def test_a_waiting_consumer_is_a_consumer_and_its_order_is_judged_apart_from_the_dequeue_order():
+    # tile_source="static": the consumer walks a fixed order and waits on counters (slot -1, no push events).
+    hw = tiny_hw()
+    plan = build_plans(Strategy("ctapipe", tile_source="static"), chain(2, m=1024, n=256), hw, 2, "t")[0]
+    sim = simulate(plan, hw)
+    cons = sim.tiles.index[sim.tiles["layer"] == 1]
+    assert (sim.tiles.loc[cons, "slot"] == -1).all() and not (sim.events["kind"] == "push").any()
+    meas = sim.copy()
+    t = meas.tiles.loc[cons, "t_acquire"].to_numpy()
+    meas.tiles.loc[cons, "t_acquire"] = t.max() + t.min() - t  # tiles start in the reverse order
+    for p in (plan, None):  # from the plan's inbound pipe, or from the traces (t_ready != t_start)
+        c = compare(meas, sim, p)
+        assert c.dequeue[["layer", "source"]].values.tolist() == [[1, "wait"]]
+        assert c.start_order_spearman == pytest.approx(-1.0)
+        row = c.summary()
+        # no work-queue: no dequeue order to agree on, reported as NaN rather than a perfect 1
+        assert np.isnan(row["dequeue_spearman"]) and row["consumer_source"] == "wait"
+        assert row["start_order_spearman"] == pytest.approx(-1.0)
+    # a queue consumer keeps its dequeue figure, and it is its start-order figure too
+    qplan, qsim = _ctapipe()
+    q = compare(qsim, qsim.copy(), qplan)
+    assert q.dequeue["source"].tolist() == ["queue"] and q.summary()["dequeue_spearman"] == pytest.approx(1.0)
+    assert q.start_order_spearman == pytest.approx(1.0)
+
+
 def test_alignment_removes_a_clock_origin_and_dropped_stamps_are_counted():
     plan, sim = _ctapipe()
     meas = sim.copy()
