@@ -62,7 +62,8 @@ class Run:
         self.setup, self.variant = setup, variant
         ch = setup.chain
         self.trace: list = []
-        self.checker = Checker(ch.m_tiles, ch.n_tiles, ch.elems, setup.epochs) if check else None
+        self.checker = (Checker(ch.m_tiles, ch.n_tiles, ch.elems, setup.epochs, queue=variant.consumer == "queue")
+                        if check else None)
         self.mem = Memory(initial=_initial_value, on_land=self._on_land)
         kernels: dict[tuple[int, int], Kernel] = {}
         for e in range(setup.epochs):

@@ -12,7 +12,7 @@ Invariants (numbered as in issue 3):
 2. every consumer tile is dispatched exactly once per epoch;
 3. each scoreboard counter reaches its threshold exactly once per epoch and never passes it, and its tiles are
    pushed only once it has (counted in increments by that epoch's producers, so the check holds for monotone
-   and for reset counters alike);
+   and for reset counters alike); with wait consumers (no queue), a tile is dispatched only once its counter has;
 4. work-queue: a ticket is claimed once, pushed once within its epoch's range (tail <= capacity), and its entry
    is read only after it was published, holding exactly what was pushed (consumed <= published <= pushed);
 5. progress: the run finishes (no deadlock, no livelock) and every consumer tile completes;
@@ -145,7 +145,8 @@ def data_value(epoch: int, layer: int, tile: tuple, elem: int) -> tuple:
 class Checker:
     """Feed events with :meth:`observe`; raises :class:`ProtocolViolation` at the first broken invariant."""
 
-    def __init__(self, m_tiles: int, n_tiles, elems: int, epochs: int) -> None:
+    def __init__(self, m_tiles: int, n_tiles, elems: int, epochs: int, queue: bool = True) -> None:
+        self.queue = queue  # False: wait consumers (no queue); a dispatch then needs its counter complete (3)
         self.m = int(m_tiles)
         self.n = tuple(int(x) for x in n_tiles)
         self.elems = int(elems)
@@ -250,7 +251,12 @@ class Checker:
         self._entry[ev.cta] = want[1]
 
     def _on_Dispatch(self, ev: Dispatch) -> None:
-        if self._entry.get(ev.cta) != ev.tile:
+        if not self.queue:  # a wait consumer: its tile's counter must be complete in this epoch
+            have, need = self._count.get((ev.gpu, ev.tile[0], ev.epoch), 0), self.n[ev.gpu - 1]
+            if have != need:
+                self._fail(3, f"gpu{ev.gpu} tile {ev.tile} dispatched in epoch {ev.epoch} when counter row "
+                              f"{ev.tile[0]} had {have} of {need} producer tiles")
+        elif self._entry.get(ev.cta) != ev.tile:
             self._fail(4, f"cta {ev.cta} dispatched {ev.tile} but its queue entry held {self._entry.get(ev.cta)}")
         key = (ev.gpu, ev.epoch, ev.tile)
         if key in self._dispatched:
@@ -309,9 +315,9 @@ class Checker:
                 self._fail(4, f"gpu{g} queue: consumed {consumed}, published {published}, pushed {pushed}")
 
 
-def check_trace(events, m_tiles: int, n_tiles, elems: int, epochs: int) -> Checker:
+def check_trace(events, m_tiles: int, n_tiles, elems: int, epochs: int, queue: bool = True) -> Checker:
     """Check a whole trace; raises :class:`ProtocolViolation` at the first broken invariant."""
-    ck = Checker(m_tiles, n_tiles, elems, epochs)
+    ck = Checker(m_tiles, n_tiles, elems, epochs, queue)
     for ev in events:
         ck.observe(ev)
     ck.queue_bounds()

@@ -19,6 +19,11 @@ Consumer side (a CTA of layer ``g >= 1``; each CTA runs one tile, ``slots`` of t
     [TMA loads only] fence.proxy.async                  generic acquire -> async-proxy loads
     read every element of the tile's row-block of inputs, compute, then (middle GPUs) produce as above.
 
+The wait consumer (``Variant.consumer = "wait"``, ctahw's kernel mode 2) has no work-queue: consumer CTA ``i``
+takes tile ``i`` of a fixed order and spins ``ld.acquire.sys [ctr@g[r]] until == (epoch + 1) * threshold``; its
+producers count with ``red.release.sys.add [ctr@g+1[r]], 1`` (after the same stores and proxy fence) and push
+nothing.
+
 Epochs: kernel ``(g, e)`` starts after kernel ``(g, e-1)`` (stream order) and after kernel ``(g+1, e-1)`` (an event:
 the downstream GPU has read its inputs and queue slots, so they may be overwritten).  That is the only barrier;
 counters, head, tail and publish words keep counting across epochs.
@@ -35,7 +40,7 @@ from .grid import Chain
 from .invariants import Claim, Complete, Dispatch, EntryRead, InputRead, Push, data_value
 from .ops import Atom, BulkSt, BulkWait, Fence, Ld, Poll, ProxyFence, St
 
-__all__ = ["Variant", "CORRECT", "MUTANTS", "cta_program"]
+__all__ = ["Variant", "CORRECT", "MUTANTS", "WAIT", "WAIT_MUTANTS", "cta_program"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,9 @@ class Variant:
     """``fence.proxy.async`` after the TMA stores' wait_group, before the release fence."""
     proxy_fence_before_bulk_loads: bool = True
     """``fence.proxy.async`` after the acquire, before the consumer's TMA loads of its inputs."""
+    consumer: str = "queue"
+    """``queue``: consumers pop pushed tiles; ``wait``: a fixed tile order, each CTA waits on its tile's counter
+    (the producer's counter update is then ``red.release.<signal_fence>``, nothing is pushed)."""
 
 
 CORRECT = Variant()
@@ -85,6 +93,26 @@ MUTANTS: dict[str, Variant] = {
 }
 """The seeded-bug variants; the first seven are the ones issue 3 asks for."""
 
+WAIT = replace(CORRECT, name="wait", consumer="wait")
+"""The correct protocol with wait consumers (no work-queue)."""
+
+WAIT_MUTANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        replace(WAIT, name="wait-relaxed-red", signal_fence=None,
+                bug="wait consumer: the producer's counter reduction is relaxed (red.relaxed, no release)"),
+        replace(WAIT, name="wait-gpu-scope-red", signal_fence="gpu",
+                bug="wait consumer: red.release.gpu where .sys is needed"),
+        replace(WAIT, name="wait-relaxed-poll", poll_acquire=None,
+                bug="wait consumer polls its counter with a relaxed load"),
+        replace(WAIT, name="wait-early", push_offset=-1,
+                bug="wait consumer starts when its counter reaches threshold - 1"),
+        replace(WAIT, name="wait-no-proxy-fence-loads", proxy_fence_before_bulk_loads=False,
+                bug="wait consumer: no fence.proxy.async between the acquire and the TMA loads"),
+    )
+}
+"""Seeded bugs of the wait consumer; each differs from :data:`WAIT` in one knob."""
+
 
 def cta_program(c, chain: Chain, variant: Variant, store_proxy: str, load_proxy: str):
     """The generator CTA ``c`` (a :class:`~ctasim.protocol.system.Cta`) runs; events go to ``c.emit``."""
@@ -92,6 +120,20 @@ def cta_program(c, chain: Chain, variant: Variant, store_proxy: str, load_proxy:
     last = chain.gpus - 1
     if g == 0:
         tile = chain.tiles(0)[c.index]  # static raster order: nothing to wait for
+    elif variant.consumer == "wait":
+        tile = chain.tiles(g)[c.index]  # fixed order; wait until the tile's counter is complete
+        target = (e + 1) * chain.row_threshold(g) + variant.push_offset
+        yield Poll(("ctr", g, tile[0]), target, acquire=variant.poll_acquire)
+        emit(Dispatch(g, e, c.cid, tile))
+        if load_proxy == "async" and variant.proxy_fence_before_bulk_loads:
+            yield ProxyFence()
+        for src in chain.deps(g, tile):
+            for k in range(chain.elems):
+                v = yield Ld(("d", g, src, k), proxy=load_proxy)
+                emit(InputRead(g, e, c.cid, tile, src, k, v))
+        emit(Complete(g, e, c.cid, tile))
+        if g == last:
+            return
     else:
         if variant.reset_counters and e > 0 and c.index == 0:
             for r in range(chain.m_tiles):
@@ -125,6 +167,9 @@ def cta_program(c, chain: Chain, variant: Variant, store_proxy: str, load_proxy:
         yield BulkWait()
         if variant.proxy_fence_after_bulk:
             yield ProxyFence()
+    if variant.consumer == "wait":  # red.release.<scope>.add: count, nothing comes back, nothing to push
+        yield Atom(("ctr", nxt, r), 1, release=variant.signal_fence, returns=False)
+        return
     if variant.signal_fence is not None:
         yield Fence(variant.signal_fence)
     threshold = chain.row_threshold(nxt)

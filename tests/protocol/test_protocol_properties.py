@@ -46,3 +46,41 @@ def test_mutants_differ_from_correct_in_one_knob():
     for v in MUTANTS.values():
         changed = [k for k in knobs if getattr(v, k) != getattr(CORRECT, k)]
         assert len(changed) == 1, (v.name, changed)
+
+
+def test_wait_consumer_protocol_passes_the_mutant_search(protocol_settings):
+    """The no-queue variant (ctahw's wait consumer): red.release.sys counts, ld.acquire.sys waits."""
+    from ctasim.protocol.explore import MUTANT_SEARCH as SEARCH
+    from ctasim.protocol.programs import WAIT
+
+    stats = Stats()
+    cx = find_violation(WAIT, SEARCH, settings_=protocol_settings, stats=stats)
+    assert cx is None, cx.render()
+    assert stats.passed >= protocol_settings.max_examples
+
+
+@pytest.mark.parametrize("name", ["wait-relaxed-red", "wait-gpu-scope-red", "wait-relaxed-poll", "wait-early",
+                                  "wait-no-proxy-fence-loads"])
+def test_wait_mutant_is_caught(name, protocol_settings):
+    from ctasim.protocol.programs import WAIT_MUTANTS
+
+    stats = Stats()
+    cx = find_violation(WAIT_MUTANTS[name], MUTANT_SEARCH, settings_=protocol_settings, stats=stats)
+    assert cx is not None, f"mutant {name} ({WAIT_MUTANTS[name].bug}) survived {stats.passed} schedules"
+    print(f"\n{name}: caught; shortest counterexample ({cx.n_choices} scheduler choices):\n{cx.render()}")
+    assert 1 <= cx.error.invariant <= 6
+    if name == "wait-early":  # every schedule dispatches at threshold - 1: the checker's counter rule fires
+        assert cx.error.invariant == 3, cx.error
+
+
+def test_wait_mutants_differ_from_the_wait_protocol_in_one_knob():
+    from dataclasses import fields
+
+    from ctasim.protocol.programs import WAIT, WAIT_MUTANTS
+
+    knobs = [f.name for f in fields(WAIT) if f.name not in ("name", "bug")]
+    assert [k for k in knobs if getattr(WAIT, k) != getattr(CORRECT, k)] == ["consumer"]
+    assert len(WAIT_MUTANTS) == 5
+    for v in WAIT_MUTANTS.values():
+        changed = [k for k in knobs if getattr(v, k) != getattr(WAIT, k)]
+        assert len(changed) == 1, (v.name, changed)
