@@ -195,6 +195,11 @@ VARIANTS = {
                                            "consumer after the producer's last tile)"),
     "cutlass_ctapipe_w21g8t_trace": Variant(("2x1", "2x1"), order="group8_taper", consumer="wait", trace=True,
                                             help="the same with stamps"),
+    "cutlass_ctapipe_w21g8tt": Variant(("2x1", "2x1"), order="group8_taper2", consumer="wait",
+                                       help="w21g8 whose first and last 8 row-blocks go in pairs (the consumer "
+                                            "starts as early as with pairs; a short tail)"),
+    "cutlass_ctapipe_w21g8tt_trace": Variant(("2x1", "2x1"), order="group8_taper2", consumer="wait", trace=True,
+                                             help="the same with stamps"),
     "cutlass_ctapipe_g21g8": Variant(("2x1", "2x1"), order="group8", counter_rows=1024,
                                      help="g21 with the producer walking groups of 8 row-blocks column by column, "
                                           "one counter per group (1024 rows), its tiles pushed column by column"),

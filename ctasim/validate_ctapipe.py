@@ -55,6 +55,7 @@ VARIANT_KERNELS = {
     "cutlass_ctapipe_w21g4": ("ctapipe-2x1",),
     "cutlass_ctapipe_w21g8": ("ctapipe-2x1",),
     "cutlass_ctapipe_w21g8t": ("ctapipe-2x1",),
+    "cutlass_ctapipe_w21g8tt": ("ctapipe-2x1",),
     "cutlass_ctapipe_g21g8": ("ctapipe-2x1",),
 }
 """Kernel config (``KernelConfig.kernel``) of each layer per ctahw variant (``ctahw.pipelined.VARIANTS``:
@@ -67,6 +68,7 @@ VARIANT_STRATEGY = {
     "cutlass_ctapipe_w21g4": {"tile_source": "static"},
     "cutlass_ctapipe_w21g8": {"tile_source": "static"},
     "cutlass_ctapipe_w21g8t": {"tile_source": "static"},
+    "cutlass_ctapipe_w21g8tt": {"tile_source": "static"},
     "cutlass_ctapipe_g21g8": {"counter_rows": 1024},
 }
 """Strategy fields of the variants whose plan is not the default one (``ctahw.pipelined.VARIANTS``: one counter

@@ -230,6 +230,14 @@ def test_grouped_rows_order_walks_groups_column_by_column():
     assert o.tolist() == [0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 9, 11]
     assert runner.named_order("group8_taper", 128, 32)[-64:].tolist() == runner.pair_rows_order(2, 32).__add__(126 * 32).tolist()
     assert sorted(runner.named_order("group8_taper", 8, 4).tolist()) == list(range(32))
+    # head and tail in pairs: first and last 8 row-blocks of 128
+    o = runner.named_order("group8_taper2", 128, 32)
+    assert o[:64].tolist() == runner.pair_rows_order(2, 32).tolist()
+    assert o[8 * 32:9 * 32 + 1].tolist()[:2] == [8 * 32, 9 * 32] and sorted(o.tolist()) == list(range(4096))
+    assert o[-64:].tolist() == (runner.pair_rows_order(2, 32) + 126 * 32).tolist()
+    assert runner.grouped_rows_order(8, 1, 4, tail_rows=2, head_rows=2).tolist() == [0, 1, 2, 3, 4, 5, 6, 7]
+    with pytest.raises(ValueError, match="head 2"):
+        runner.grouped_rows_order(8, 1, 4, head_rows=2)
 
 
 def test_check_cluster_accepts_what_the_kernels_can_pair():

@@ -20,7 +20,8 @@ ALL_VARIANTS = ("cutlass_ctapipe", "cutlass_ctapipe_trace", "cutlass_ctapipe_c12
                 "cutlass_ctapipe_pr21", "cutlass_ctapipe_pr21_trace", "cutlass_ctapipe_g21", "cutlass_ctapipe_g21_trace",
                 "cutlass_ctapipe_w21", "cutlass_ctapipe_w21_trace", "cutlass_ctapipe_w21g4",
                 "cutlass_ctapipe_w21g4_trace", "cutlass_ctapipe_w21g8", "cutlass_ctapipe_w21g8_trace",
-                "cutlass_ctapipe_w21g8t", "cutlass_ctapipe_w21g8t_trace", "cutlass_ctapipe_g21g8", "cutlass_ctapipe_g21g8_trace")
+                "cutlass_ctapipe_w21g8t", "cutlass_ctapipe_w21g8t_trace", "cutlass_ctapipe_w21g8tt",
+                "cutlass_ctapipe_w21g8tt_trace", "cutlass_ctapipe_g21g8", "cutlass_ctapipe_g21g8_trace")
 """Every variant of ctahw.pipelined.VARIANTS (spelled out so that collection needs no import of ctahw)."""
 
 B2B_MS = tuple(int(m) for m in os.environ.get("CTAHW_B2B_MS", "2048").split(",") if m)
