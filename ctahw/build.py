@@ -5,7 +5,9 @@ Contract (after FlashInfer's JIT layer):
 * :meth:`KernelLibrary.try_load` never raises for a missing or stale artifact: it returns ``None``.
 * :meth:`KernelLibrary.build` is idempotent: it compiles only when no artifact with the same key exists.
   Two processes that build at once serialize on an ``fcntl.flock`` lock file (released by the kernel when
-  its holder dies) and the second one checks again after it gets the lock.
+  its holder dies) and the second one checks again after it gets the lock. The holder removes the lock file
+  before it unlocks, so lock files do not pile up (one per key ever built); see :class:`_flock` for why that
+  is safe. A failed build leaves no temporary file and no empty artifact folder.
 * :meth:`KernelLibrary.load` raises a typed :class:`BuildError` subclass that says what is missing.
 
 The cache key covers every input of the build: the source and the project headers next to it (sha256),
@@ -342,17 +344,30 @@ class KernelLibrary:
                 return lib
             final.mkdir(parents=True, exist_ok=True)
             tmp = final / f".{self.lib_filename}.{os.getpid()}.tmp"
-            cmd = nvcc_command(tc.nvcc, self.source, tmp, includes, self.flags)
-            t0 = time.monotonic()
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            log = proc.stdout + proc.stderr
-            if proc.returncode != 0:
+            done = False
+            try:
+                cmd = nvcc_command(tc.nvcc, self.source, tmp, includes, self.flags)
+                t0 = time.monotonic()
+                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                log = proc.stdout + proc.stderr
+                if proc.returncode != 0:
+                    raise CompileError(self.source, cmd, log, proc.returncode)
+                os.replace(tmp, lib)
+                manifest = dict(self.inputs(tc), command=cmd, seconds=round(time.monotonic() - t0, 1), log=log,
+                                built_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                _write_atomic(final / "manifest.json", json.dumps(manifest, indent=1))  # written last: the commit mark
+                done = True
+            finally:
+                # Whatever failed (nvcc, a write, an interrupt): no temporary file, no library without its
+                # manifest (never found anyway, but not left either) and no empty artifact folder. We hold the
+                # lock, so no other process is writing this artifact.
                 tmp.unlink(missing_ok=True)
-                raise CompileError(self.source, cmd, log, proc.returncode)
-            os.replace(tmp, lib)
-            manifest = dict(self.inputs(tc), command=cmd, seconds=round(time.monotonic() - t0, 1), log=log,
-                            built_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-            _write_atomic(final / "manifest.json", json.dumps(manifest, indent=1))  # written last: the commit mark
+                if not done:
+                    lib.unlink(missing_ok=True)
+                    try:
+                        final.rmdir()  # only if empty
+                    except OSError:
+                        pass
             if not quiet:
                 print(f"ctahw: built {lib} in {manifest['seconds']} s")
         return lib
@@ -416,29 +431,63 @@ def _writable_cache_dir() -> Path:
 
 
 class _flock:
-    """An exclusive fcntl.flock on a lock file; the kernel drops it when the holder dies."""
+    """An exclusive fcntl.flock on a lock file; the kernel drops it when the holder dies.
 
-    def __init__(self, path: Path):
+    The holder unlinks the lock file before it unlocks (``remove``, the default), so no lock file is left
+    behind. Removing a lock file is the classic race: a process that opened the file before the unlink and
+    waits in ``flock`` gets the lock on an inode that is no longer the path's, while a newcomer creates a
+    new file at the path and locks that one at once -- two holders. So, after ``flock`` returns, the inode
+    locked is compared with the one at the path (``fstat`` against ``stat``); if the path is gone or is
+    another file, the lock is dropped and taken again on the path's current file. The one who holds the lock
+    on the file that is at the path is then the only holder: the file is unlinked only by its holder, while
+    it holds it. (A process of an older ctahw, which does not re-check, can still end up beside a newer one;
+    then both may compile the same key, which costs time but cannot corrupt the artifact: the library and
+    the manifest are each put in place by an atomic rename, the manifest last.) A lock file left by a
+    holder that died is taken by the next builder and removed when it is done."""
+
+    def __init__(self, path: Path, remove: bool = True):
         self.path = path
+        self.remove = remove
         self.fd: int | None = None
 
     def __enter__(self):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                held = os.fstat(fd)
+                try:
+                    now = os.stat(self.path)
+                except FileNotFoundError:
+                    now = None
+            except BaseException:
+                os.close(fd)
+                raise
+            if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+                self.fd = fd
+                return self
+            os.close(fd)  # the previous holder removed this file while we waited: lock the path's file anew
 
     def __exit__(self, *exc):
         assert self.fd is not None
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-        os.close(self.fd)
-        self.fd = None
+        try:
+            if self.remove:
+                self.path.unlink(missing_ok=True)  # while still holding it (see the class docstring)
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
 
 
 def _write_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 # --------------------------------------------------------------------------------------------------

@@ -199,3 +199,119 @@ def test_cache_dirs_include_the_working_checkouts_cache(monkeypatch, tmp_path):
     assert checkout / ".cache" / "ctahw" in build.cache_dirs()
     monkeypatch.chdir(tmp_path)  # not a checkout: not searched
     assert tmp_path / ".cache" / "ctahw" not in build.cache_dirs()
+
+
+def _leftovers(cache: Path) -> list[str]:
+    """Lock files, temporary files and empty folders under the cache."""
+    out = [p.name for p in cache.rglob("*") if p.suffix in (".lock", ".tmp") or p.name.startswith(".")]
+    out += [p.name + "/" for p in cache.rglob("*") if p.is_dir() and not any(p.iterdir())]
+    return sorted(out)
+
+
+def test_a_build_leaves_no_lock_or_temporary_file(fake):
+    lib, tc = fake["lib"], fake["tc"]
+    lib.build(tc)
+    lib.build(tc)
+    assert _leftovers(fake["cache"]) == []
+    assert [p.name for p in fake["cache"].iterdir()] == [lib.key(tc)]
+
+
+def test_a_failed_compile_leaves_nothing(fake):
+    fake["src"].write_text("BROKEN\n")
+    with pytest.raises(CompileError):
+        fake["lib"].build(fake["tc"])
+    assert list(fake["cache"].iterdir()) == []  # no lock, no temporary file, no empty artifact folder
+
+
+def test_a_failing_write_leaves_no_temporary_file(fake, monkeypatch):
+    real_replace = os.replace
+
+    def disk_full(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(build.os, "replace", disk_full)  # the library's rename fails
+    with pytest.raises(OSError, match="No space"):
+        fake["lib"].build(fake["tc"])
+    assert list(fake["cache"].iterdir()) == []
+
+    calls = []
+
+    def manifest_fails(src, dst):  # the library goes in place, the manifest's rename fails
+        calls.append(Path(dst).name)
+        if Path(dst).name == "manifest.json":
+            raise OSError(28, "No space left on device")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(build.os, "replace", manifest_fails)
+    with pytest.raises(OSError, match="No space"):
+        fake["lib"].build(fake["tc"])
+    assert calls == ["libk.so", "manifest.json"]
+    assert list(fake["cache"].iterdir()) == []  # no library without its manifest either
+    monkeypatch.setattr(build.os, "replace", real_replace)
+    assert fake["lib"].build(fake["tc"]).is_file() and _leftovers(fake["cache"]) == []
+
+
+def test_write_atomic_removes_its_temporary_file_when_the_write_fails(tmp_path):
+    with pytest.raises(TypeError):
+        build._write_atomic(tmp_path / "manifest.json", None)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_removing_the_lock_file_keeps_the_lock_exclusive(tmp_path):
+    """A waiter that got the lock on a file its holder unlinked must not hold it beside a newcomer who
+    locked the path's new file: it re-checks the inode and locks the new file (blocking while it is held)."""
+    import fcntl
+    import threading
+
+    path = tmp_path / "k.lock"
+    first = build._flock(path).__enter__()
+    entered, release = threading.Event(), threading.Event()
+
+    def waiter():
+        with build._flock(path):  # opens the first holder's file, then waits in flock
+            entered.set()
+            release.wait(10)
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    import time
+
+    time.sleep(0.3)  # the waiter is in flock on the first file
+    assert not entered.is_set()
+    first.__exit__(None, None, None)  # unlinks the file, then unlocks
+    assert entered.wait(10)
+    # The waiter holds the file now at the path: a newcomer cannot lock it.
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
+        release.set()
+        t.join(10)
+    assert not path.exists()
+
+
+_COUNT = textwrap.dedent('''
+    import sys, time
+    from pathlib import Path
+    from ctahw.build import _flock
+    lock, counter = Path(sys.argv[1]), Path(sys.argv[2])
+    for _ in range(int(sys.argv[3])):
+        with _flock(lock):
+            n = int(counter.read_text() or 0)
+            time.sleep(0.001)
+            counter.write_text(str(n + 1))
+''')
+
+
+def test_processes_counting_under_the_removed_lock_lose_no_update(tmp_path):
+    counter = tmp_path / "n"
+    counter.write_text("0")
+    env = dict(os.environ, PYTHONPATH=str(build.PROJECT_ROOT))
+    procs = [subprocess.Popen([sys.executable, "-c", _COUNT, str(tmp_path / "c.lock"), str(counter), "40"], env=env,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    errs = [p.communicate(timeout=120)[1] for p in procs]
+    assert all(p.returncode == 0 for p in procs), errs
+    assert counter.read_text() == "160"
+    assert not (tmp_path / "c.lock").exists()
