@@ -44,7 +44,7 @@ from typing import Callable, Sequence
 from ctahw import probes
 from ctahw.device import (REL_TOL_BF16, bf16_bits_to_f32, enable_peer_access, f32_to_bf16_bits, poison,
                           random_bf16, rel_error, require_cupy, require_gpus, rotation_sets, summarize)
-from ctahw.gemm import SCHEDULES, CutlassGemm, make_backend, schedule_name
+from ctahw.gemm import SCHEDULES, CutlassGemm, GemmError, make_backend, schedule_name
 
 __all__ = ["SweepConfig", "chunk_counts", "chain_flops", "mark_best", "run_sweep", "plan_sweep", "Timed",
            "tune_schedule", "pick_schedule"]
@@ -322,15 +322,19 @@ class Sweep:
         """The backend ``name`` on ``device``, smoke-tested on a small GEMM; cuBLAS through CuPy falls back to
         torch's cuBLAS if CuPy's binding fails (the ``impl`` column of the results says which ran)."""
         cp = self.cp
-        g = make_backend(name, device)
         with cp.cuda.Device(device):
             a = cp.full((128, 256), 0x3F80, dtype=cp.uint16)  # bf16 1.0
             d = cp.empty((128, 128), dtype=cp.uint16)
             s = cp.cuda.Stream()
         try:
+            g = make_backend(name, device)
             g(a, a[:128], d, 128, 128, 256, s)
             s.synchronize()
-        except Exception as e:
+        # What "CuPy's cuBLAS binding cannot do it" looks like: no cupy_backends.cuda.libs.cublas (ImportError),
+        # a binding without gemmEx or the handle getter (AttributeError), cublasGemmEx failing (GemmError, which
+        # CublasGemm raises from CuPy's CUBLASError). A CUDA runtime error at the synchronize is a fault of the
+        # device, not of the binding: it propagates, as does anything else.
+        except (ImportError, AttributeError, GemmError) as e:
             if name != "cublas":
                 raise
             self.log(f"cublas through CuPy failed ({type(e).__name__}: {e}); using torch.matmul (cuBLAS)")
@@ -359,6 +363,18 @@ class Sweep:
     def _sched(self, m: int, n: int, k: int) -> str:
         g = self.backends.get(("cutlass", 0))
         return schedule_name(g.schedule.get((m, n, k), SCHEDULES[0])) if g is not None else ""
+
+    def close(self) -> None:
+        """Destroy the NCCL communicators of the tensor-parallel cases (kept across M values until now)."""
+        ar, self._allreduce = self._allreduce, None
+        if ar is not None:
+            ar.close()
+
+    def __enter__(self) -> "Sweep":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def free(self) -> None:
         cp = self.cp
@@ -571,8 +587,8 @@ class Sweep:
         from ctahw.comm import AllReduce  # noqa: PLC0415
 
         cp, h, G = self.cp, self.cfg.h, self.cfg.gpus
-        if self._allreduce is None:
-            self._allreduce = AllReduce(self.devices)
+        if self._allreduce is None:  # one communicator set for every M; close() destroys it
+            self._allreduce = AllReduce(self.devices, log=self.log)
         ar = self._allreduce
         hs = h // G
         nsets = rotation_sets((m * h + 2 * h * hs) * 2, self.l2)
@@ -629,8 +645,14 @@ class Sweep:
 def run_sweep(cfg: SweepConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
               tuning: list | None = None, traces: list | None = None) -> list[dict]:
     """Run every case of ``cfg``; an experiment that fails at one M leaves an error row and the rest runs.
-    The CUTLASS tile-order tuning of every shape is appended to ``tuning`` if given."""
-    sw = Sweep(cfg, log)
+    The CUTLASS tile-order tuning of every shape is appended to ``tuning`` if given. The sweep's NCCL
+    communicators are destroyed at the end, however it ends."""
+    with Sweep(cfg, log) as sw:
+        return _run_cases(sw, cfg, log, tuning, traces)
+
+
+def _run_cases(sw: "Sweep", cfg: SweepConfig, log: Callable[[str], None], tuning: list | None,
+               traces: list | None) -> list[dict]:
     if tuning is not None:
         sw.tuning = tuning
     if traces is not None:

@@ -455,18 +455,19 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
         log("calibrate: NCCL all-reduce sweep")
         from ctahw.comm import AllReduce  # noqa: PLC0415
 
-        ar = AllReduce(devs)
-        res["nccl_binding"] = ar.binding
-        sizes = [1 << p for p in range(20, 29)]
-        bufs = {}
-        for d in devs:
-            with cp.cuda.Device(d):
-                bufs[d] = random_bf16((sizes[-1] // 2,), cp, cp.random.default_rng(3 + d), 1.0)
-        ar_ms = []
-        for size in sizes:
-            cnt = size // 2
-            views = [bufs[d][:cnt] for d in devs]
-            ar_ms.append(med(lambda T: (ar(views, cnt, [s[d] for d in devs]), [(s[d], d) for d in devs])[1]))
+        with AllReduce(devs, log=log) as ar:  # its communicators are destroyed at the end of the sweep
+            res["nccl_binding"] = ar.binding
+            sizes = [1 << p for p in range(20, 29)]
+            bufs = {}
+            for d in devs:
+                with cp.cuda.Device(d):
+                    bufs[d] = random_bf16((sizes[-1] // 2,), cp, cp.random.default_rng(3 + d), 1.0)
+            ar_ms = []
+            for size in sizes:
+                cnt = size // 2
+                views = [bufs[d][:cnt] for d in devs]
+                ar_ms.append(med(lambda T: (ar(views, cnt, [s[d] for d in devs]), [(s[d], d) for d in devs])[1]))
+            T.sync()  # every all-reduce finished before the communicators go
         res["allreduce_sweep"] = [{"bytes": b, "ms": t} for b, t in zip(sizes, ar_ms)]
         res.update({k: v for k, v in fit_allreduce(sizes, ar_ms, ngpu).items()})
         del bufs
@@ -562,8 +563,11 @@ def measured_configs(res: Mapping) -> dict[str, tuple]:
                          "source": "measured by ctahw calibrate: " + how}, how)}
 
 
-def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance: Mapping[str, str]) -> str:
-    """Write the profile for measurement ``res`` next to base profile ``base_ref``; returns the text."""
+def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance: Mapping[str, str],
+                  log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> str:
+    """Write the profile for measurement ``res`` next to base profile ``base_ref``; returns the text.
+    The remote-store fit needs ctasim's engine (simpy): where it cannot be imported, the fields stay copied
+    and the profile's header and ``log`` say so; any other failure of the fit propagates."""
     kind, base_path = find_spec(base_ref)
     if kind != "hardware":
         raise ValueError(f"{base_ref} is a {kind} spec, not a hardware profile")
@@ -583,8 +587,10 @@ def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance:
             hw = hardware_from_dict(tomllib.loads(text)["hardware"], str(out))
             ratio = res["remote_d_remote_ms"] / res["remote_d_local_ms"]
             res["sm_remote_store_gbps"], res["sm_remote_store_note"] = fit_sm_remote_store(hw, ratio)
-        except Exception as e:  # the fit needs ctasim's engine (simpy); without it the fields stay copied
-            header = list(header) + [f"sm_remote_store_gbps and epilogue_store_overlap copied: fit failed ({type(e).__name__}: {e})"]
+        except ImportError as e:  # the fit needs ctasim's engine (simpy); without it the fields stay copied
+            why = f"sm_remote_store_gbps and epilogue_store_overlap copied: fit failed ({type(e).__name__}: {e})"
+            log(f"calibrate: {why}")
+            header = list(header) + [why]
         text = profile_toml(base, base_path.read_text(), base.name, name, measured_fields(res),
                             measured_configs(res), provenance, header)
     out.parent.mkdir(parents=True, exist_ok=True)

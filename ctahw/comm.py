@@ -1,8 +1,14 @@
 """NCCL all-reduce over the GPUs of one process (one communicator per GPU, ``ncclCommInitAll``).
 
-Through CuPy's NCCL binding (``cupy.cuda.nccl``). Where CuPy cannot load NCCL, the same four calls
-(``ncclCommInitAll``, ``ncclGroupStart``, ``ncclAllReduce``, ``ncclGroupEnd``) are made through ctypes on
-the ``libnccl.so.2`` that is there (the ``nvidia-nccl`` wheel's, or the system's); results name the binding.
+Through CuPy's NCCL binding (``cupy.cuda.nccl``). Where CuPy cannot load NCCL, the same calls
+(``ncclCommInitAll``, ``ncclGroupStart``, ``ncclAllReduce``, ``ncclGroupEnd``, ``ncclCommDestroy``) are made
+through ctypes on the ``libnccl.so.2`` that is there (the ``nvidia-nccl`` wheel's, or the system's); results
+name the binding, and the fallback logs why CuPy's binding was not used. Only the failures that mean "CuPy's
+binding cannot do it" fall back (ImportError, AttributeError, CuPy's ``NcclError``); anything else propagates.
+
+An :class:`AllReduce` owns its communicators: :meth:`AllReduce.close` (or leaving a ``with`` block) destroys
+them. ``ncclCommDestroy`` of the communicators of one ``ncclCommInitAll`` may be called one after another from
+one thread: it only finalizes each one without blocking, and the last call frees the clique's resources.
 
 The all-reduce of one buffer per GPU is issued as one NCCL group, each GPU's part on that GPU's stream.
 NVLink SHARP (NVLS) must stay off on the shared machines: every device command exports
@@ -15,7 +21,7 @@ import ctypes
 import glob
 import os
 import sys
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ctahw.device import DeviceError, require_cupy
 
@@ -64,6 +70,7 @@ class _CtypesNccl:
         L.ncclGroupStart.argtypes, L.ncclGroupStart.restype = [], ctypes.c_int
         L.ncclGroupEnd.argtypes, L.ncclGroupEnd.restype = [], ctypes.c_int
         L.ncclGetErrorString.argtypes, L.ncclGetErrorString.restype = [ctypes.c_int], ctypes.c_char_p
+        L.ncclCommDestroy.argtypes, L.ncclCommDestroy.restype = [ctypes.c_void_p], ctypes.c_int
 
     def check(self, rc: int, what: str) -> None:
         if rc != 0:
@@ -75,31 +82,64 @@ class _CtypesNccl:
         self.check(self.lib.ncclCommInitAll(comms, len(devices), devs), "ncclCommInitAll")
         return list(comms)
 
+    def destroy(self, comm) -> None:
+        self.check(self.lib.ncclCommDestroy(comm), "ncclCommDestroy")
+
+
+def _cupy_nccl_error(nccl) -> tuple[type[BaseException], ...]:
+    """CuPy's ``NcclError`` (``cupy_backends.cuda.libs.nccl.NcclError``, a RuntimeError re-exported by
+    ``cupy.cuda.nccl``), as a tuple for ``except``; empty where the module is missing or lacks it."""
+    err = getattr(nccl, "NcclError", None) if nccl is not None else None
+    return (err,) if isinstance(err, type) and issubclass(err, BaseException) else ()
+
+
+def _cupy_fallback_errors(nccl) -> tuple[type[BaseException], ...]:
+    """What CuPy's binding raises when it cannot do the job, so that ctypes is tried instead: ImportError
+    (no ``cupy.cuda.nccl``, or its ``available`` is False), AttributeError (a binding without
+    ``NcclCommunicator`` or ``initAll``) and CuPy's ``NcclError`` (``ncclCommInitAll`` failed inside CuPy)."""
+    return (ImportError, AttributeError, *_cupy_nccl_error(nccl))
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
 
 class AllReduce:
-    """Sum-all-reduce of one bf16 buffer per GPU, in place, on the given per-GPU streams."""
+    """Sum-all-reduce of one bf16 buffer per GPU, in place, on the given per-GPU streams.
 
-    def __init__(self, devices: Sequence[int]):
+    Holds one NCCL communicator per GPU until :meth:`close` (idempotent) or the end of a ``with`` block."""
+
+    def __init__(self, devices: Sequence[int], log: Callable[[str], None] = _stderr):
         check_nvls_off()
         self.devices = list(devices)
         cp = require_cupy()
         self.binding = "cupy"
         self._ct = None
+        self.nccl = None
+        self.comms: list = []
+        self.closed = False
         try:
             from cupy.cuda import nccl  # noqa: PLC0415
 
-            if not getattr(nccl, "available", True):
-                raise ImportError("cupy.cuda.nccl.available is False")
             self.nccl = nccl
+            if not getattr(nccl, "available", True):
+                raise ImportError("cupy.cuda.nccl.available is False (CuPy could not load libnccl)")
             self.comms = nccl.NcclCommunicator.initAll(self.devices)
-        except Exception as e:  # ImportError, or NCCL failing inside CuPy
-            self.binding = f"ctypes (cupy: {type(e).__name__}: {e})"
-            self._ct = _CtypesNccl()
+        except _cupy_fallback_errors(self.nccl) as e:
+            reason = f"{type(e).__name__}: {e}"
+            self.binding = f"ctypes (cupy: {reason})"
+            log(f"ctahw.comm: NCCL through CuPy's binding failed ({reason}); using ctypes on libnccl.so.2")
+            try:
+                self._ct = _CtypesNccl()
+            except NcclError as e2:
+                raise NcclError(f"{e2} (after CuPy's binding failed: {reason})") from e
             self.comms = self._ct.init_all(self.devices)
         self.cp = cp
 
     def __call__(self, bufs, counts: int, streams) -> None:
         """bufs[i]: CuPy uint16 (bf16) array on devices[i]; counts: elements; streams[i] on devices[i]."""
+        if self.closed:
+            raise NcclError("all-reduce after close(): its communicators are destroyed")
         if self._ct is None:
             nccl = self.nccl
             nccl.groupStart()
@@ -113,3 +153,25 @@ class AllReduce:
                 ct.check(ct.lib.ncclAllReduce(b.data.ptr, b.data.ptr, counts, NCCL_BFLOAT16, NCCL_SUM, c, s.ptr),
                          "ncclAllReduce")
             ct.check(ct.lib.ncclGroupEnd(), "ncclGroupEnd")
+
+    def close(self) -> None:
+        """Destroy every communicator (each one is tried; the first failure is raised after). Idempotent."""
+        comms, self.comms, self.closed = self.comms, [], True
+        errors = []
+        for c in comms:
+            try:
+                if self._ct is None:
+                    c.destroy()
+                else:
+                    self._ct.destroy(c)
+            except (NcclError, *_cupy_nccl_error(self.nccl)) as e:
+                errors.append(e)
+        if errors:
+            raise NcclError(f"destroying {len(errors)} of {len(comms)} NCCL communicators failed: "
+                            f"{type(errors[0]).__name__}: {errors[0]}") from errors[0]
+
+    def __enter__(self) -> "AllReduce":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

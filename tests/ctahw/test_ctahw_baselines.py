@@ -66,3 +66,123 @@ def test_plan_times_cutlass_default_order_beside_the_tuned_one():
     assert gemm == ["cublas", "cutlass", "cutlass_default"]
     untuned = plan_sweep(SweepConfig(ms=(1024,), tune_rounds=0))
     assert [c["backend"] for c in untuned if c["experiment"] == "gemm"] == ["cublas", "cutlass"]
+
+
+# -- lifetimes and fallbacks (fake CuPy, fake backends)
+
+
+class _FakeDevice:
+    def __init__(self, d):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _fake_cp():
+    import types
+
+    import numpy as np
+
+    stream = types.SimpleNamespace(synchronize=lambda: None, ptr=0)
+    cuda = types.SimpleNamespace(Device=_FakeDevice, Stream=lambda: stream)
+    return types.SimpleNamespace(cuda=cuda, uint16=np.uint16, full=np.full, empty=np.empty)
+
+
+def _bare_sweep(log):
+    from ctahw.baselines import Sweep
+
+    sw = Sweep.__new__(Sweep)  # no GPU: only what the tested methods read
+    sw.cp, sw.log, sw._allreduce = _fake_cp(), log, None
+    return sw
+
+
+def _failing_cublas(exc):
+    def gemm(*args):
+        raise exc
+    return gemm
+
+
+def test_cublas_binding_failure_falls_back_to_torch_and_says_why(monkeypatch):
+    from ctahw import baselines
+    from ctahw.gemm import GemmError
+
+    torch_backend = object()
+    made = []
+
+    def make_backend(name, device):
+        made.append(name)
+        return torch_backend if name == "torch" else _failing_cublas(GemmError("cublasGemmEx: NOT_SUPPORTED"))
+
+    monkeypatch.setattr(baselines, "make_backend", make_backend)
+    said = []
+    assert _bare_sweep(said.append)._backend("cublas", 0) is torch_backend
+    assert made == ["cublas", "torch"] and "GemmError" in said[0] and "torch" in said[0]
+
+    def no_binding(name, device):  # cupy_backends.cuda.libs.cublas missing: the constructor fails
+        if name == "cublas":
+            raise ImportError("no cupy_backends")
+        return torch_backend
+
+    monkeypatch.setattr(baselines, "make_backend", no_binding)
+    assert _bare_sweep(said.append)._backend("cublas", 0) is torch_backend
+
+
+def test_an_unrelated_error_in_the_cublas_smoke_test_propagates(monkeypatch):
+    from ctahw import baselines
+
+    monkeypatch.setattr(baselines, "make_backend",
+                        lambda name, device: _failing_cublas(TypeError("a bug")) if name == "cublas" else object())
+    with pytest.raises(TypeError, match="a bug"):
+        _bare_sweep(lambda s: None)._backend("cublas", 0)
+
+
+def test_sweep_close_destroys_the_allreduce_once():
+    closed = []
+    sw = _bare_sweep(lambda s: None)
+    sw._allreduce = type("AR", (), {"close": lambda self: closed.append(1)})()
+    with sw:
+        pass
+    assert closed == [1] and sw._allreduce is None
+    sw.close()
+    assert closed == [1]
+
+
+def test_run_sweep_closes_the_sweep_even_when_it_is_interrupted(monkeypatch):
+    from ctahw import baselines
+
+    events = []
+
+    class FakeSweep:
+        def __init__(self, cfg, log):
+            self.tuning, self.traces = [], []
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            events.append("closed")
+
+        def close(self):
+            events.append("closed")
+
+        def free(self):
+            pass
+
+        def gemm(self, m):
+            events.append(("gemm", m))
+            if m == 2048:
+                raise KeyboardInterrupt  # not an error row: it ends the sweep
+            return []
+
+    monkeypatch.setattr(baselines, "Sweep", FakeSweep)
+    cfg = SweepConfig(ms=(1024, 2048, 4096), gpus=1, experiments=("gemm",))
+    with pytest.raises(KeyboardInterrupt):
+        baselines.run_sweep(cfg, log=lambda s: None)
+    assert events == [("gemm", 1024), ("gemm", 2048), "closed"]
+    events.clear()
+    assert baselines.run_sweep(SweepConfig(ms=(1024,), gpus=1, experiments=("gemm",)), log=lambda s: None) == []
+    assert events == [("gemm", 1024), "closed"]

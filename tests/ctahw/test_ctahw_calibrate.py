@@ -161,3 +161,29 @@ def test_committed_calibrated_profile_loads_if_present():
         pytest.skip("no calibrated profile committed yet (written by `ctahw calibrate` on the GPU machine)")
     hw = load_hardware(p)
     assert hw.measured and hw.gpus == 2 and hw.config(128, 256).source.startswith("measured")
+
+
+def test_remote_store_fit_without_the_engine_keeps_the_copied_fields_and_says_why(tmp_path, monkeypatch):
+    def no_engine(hw, ratio):
+        raise ModuleNotFoundError("No module named 'simpy'")
+
+    monkeypatch.setattr(cal, "fit_sm_remote_store", no_engine)
+    said = []
+    out = tmp_path / "p.toml"
+    text = cal.write_profile(FAKE_RESULT, "h200-x2", out, "p", PROV, log=said.append)
+    base = load_hardware("h200-x2")
+    hw = load_hardware(out)
+    assert hw.sm_remote_store_gbps == base.sm_remote_store_gbps
+    assert "copied: fit failed (ModuleNotFoundError: No module named 'simpy')" in text
+    assert len(said) == 1 and "simpy" in said[0]
+
+
+def test_remote_store_fit_failing_otherwise_is_not_hidden(tmp_path, monkeypatch):
+    def broken(hw, ratio):
+        raise ZeroDivisionError("a bug in the fit")
+
+    monkeypatch.setattr(cal, "fit_sm_remote_store", broken)
+    out = tmp_path / "p.toml"
+    with pytest.raises(ZeroDivisionError, match="a bug"):
+        cal.write_profile(FAKE_RESULT, "h200-x2", out, "p", PROV, log=lambda s: None)
+    assert not out.exists()
