@@ -101,6 +101,23 @@ RING_WORDS = 4 * 1024
 """int32 words reserved after cta_tile for the ring design (2 u64 entries per CTA, up to 1024 CTAs)."""
 
 
+def ring_grid(tiles: int, sm_count: int, cluster: str) -> int:
+    """The persistent kernel's grid: min(tiles, SMs), whole clusters (its scheduler's to_underlying_arguments)."""
+    size = {"1x1": 1, "2x1": 2}[cluster]
+    return (min(tiles, sm_count) // size) * size
+
+
+def check_ring_words(lib, grid: int, name: str = "kernel") -> int:
+    """The int32 words the ring design needs for ``grid`` CTAs (the library's ``ctahw_ctapipe_ring_words``;
+    2 u64 per CTA where a library lacks it); ValueError if more than the RING_WORDS the runner reserves."""
+    fn = getattr(lib, "ctahw_ctapipe_ring_words", None)
+    need = int(fn(int(grid))) if fn is not None else 4 * int(grid)
+    if need > RING_WORDS:
+        raise ValueError(f"{name}: the ring design's grid of {grid} CTAs needs {need} int32 ring words, but the "
+                         f"runner reserves RING_WORDS = {RING_WORDS} (enough for {RING_WORDS // 4} CTAs)")
+    return need
+
+
 def persistent_code(cluster: str, design: str) -> int:
     """The launcher's cluster code for the persistent kernel: cluster shape + design."""
     if design not in PERSISTENT_DESIGNS:
@@ -538,6 +555,9 @@ class CtaPipeRunner:
             lib = build.library(library_of(self.clusters[k.op], self.persistent))
             if lib.ctahw_ctapipe_desc_fields() != len(DESC_FIELDS):
                 raise RuntimeError("ctapipe descriptor layout differs between Python and the built library")
+            if self.persistent == "ring":  # the grid launched must fit the ring scratch after cta_tile
+                sms = int(cp.cuda.runtime.getDeviceProperties(k.gpu)["multiProcessorCount"])
+                check_ring_words(lib, ring_grid(k.tiles, sms, self.clusters[k.op]), k.name)
             self.libs[k.op] = lib
         self.trace, self.timeout_ns = trace, int(timeout_ns)
         self.epoch = 1

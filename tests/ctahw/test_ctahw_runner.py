@@ -345,3 +345,79 @@ def test_parse_trace_of_a_wait_consumer():
     bad = runner.parse_trace(plan, kernels, pipes, stamps, push, zero, {0: 0.0, 1: -4700.0})
     with pytest.raises(InvariantError):
         check_trace(bad, plan, tol_ns=64.0)
+
+
+# -- the ring design's scratch words against the grid it launches (fake CuPy, fake library)
+
+
+class _Reached(Exception):
+    """Raised by the fake CuPy at the first allocation: the constructor got past its checks."""
+
+
+class _FakeRingLib:
+    def __init__(self):
+        self.asked = []
+
+    def ctahw_ctapipe_desc_fields(self):
+        return len(runner.DESC_FIELDS)
+
+    def ctahw_ctapipe_ring_words(self, grid):  # as the persistent library: 2 u64 per CTA
+        self.asked.append(grid)
+        return grid * 2 * 2
+
+
+def _fake_runner_env(monkeypatch, sms):
+    import types
+
+    from ctahw import build, device
+
+    def alloc(*a, **k):
+        raise _Reached
+
+    class Device:
+        def __init__(self, d):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    props = types.SimpleNamespace(getDeviceProperties=lambda g: {"multiProcessorCount": sms})
+    cp = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=props, Device=Device, Stream=alloc),
+                               zeros=alloc, empty=alloc, asarray=alloc, uint32=None, uint64=None, int32=None,
+                               uint16=None)
+    lib = _FakeRingLib()
+    monkeypatch.setattr(device, "require_cupy", lambda: cp)
+    monkeypatch.setattr(build, "library", lambda name, build=True: lib)
+    return lib
+
+
+def test_ring_runner_refuses_a_grid_wider_than_its_ring_scratch(monkeypatch):
+    plan = chain_plan(m=16384)  # 128 x 32 = 4096 tiles per kernel
+    lib = _fake_runner_env(monkeypatch, sms=2000)  # a grid of 2000 CTAs: 8000 words > RING_WORDS
+    with pytest.raises(ValueError, match=r"grid of 2000 CTAs needs 8000 int32 ring words.*RING_WORDS = 4096"):
+        runner.CtaPipeRunner(plan, 16384, [8192, 8192, 8192], None, [None, None], persistent="ring")
+    assert lib.asked == [2000]
+
+
+def test_ring_runner_takes_an_h200_grid_and_smem_is_not_checked(monkeypatch):
+    plan = chain_plan(m=16384)
+    lib = _fake_runner_env(monkeypatch, sms=132)
+    with pytest.raises(_Reached):  # past the checks, at the first allocation
+        runner.CtaPipeRunner(plan, 16384, [8192, 8192, 8192], None, [None, None], persistent="ring")
+    assert lib.asked == [132, 132]
+    lib = _fake_runner_env(monkeypatch, sms=2000)
+    with pytest.raises(_Reached):  # the smem design has no ring
+        runner.CtaPipeRunner(plan, 16384, [8192, 8192, 8192], None, [None, None], persistent="smem")
+    assert lib.asked == []
+
+
+def test_ring_grid_is_whole_clusters_of_at_most_one_cta_per_sm():
+    assert runner.ring_grid(4096, 132, "1x1") == 132
+    assert runner.ring_grid(4096, 131, "2x1") == 130
+    assert runner.ring_grid(64, 132, "1x1") == 64
+    assert runner.check_ring_words(object(), 1024) == runner.RING_WORDS  # no symbol: 2 u64 per CTA
+    with pytest.raises(ValueError, match="1025 CTAs"):
+        runner.check_ring_words(object(), 1025)
