@@ -15,6 +15,9 @@ What is simulated
       end, capped at the per-SM rate, and the tile's signal is decided when its last byte has left.
     * Wave slowdown (``KernelConfig.wave_slowdown``): the tile at grid position i (a queue kernel: its slot)
       takes ``1 + s * min(1, (i // slots) / wave_slowdown_waves)`` times the tile time.
+    * Tile-time variation (``KernelConfig.tile_cv``): every tile's time (wave slowdown included, a
+      non-persistent grid's CTA launch not) is multiplied by ``1 + tile_cv * N(0, 1)``, clipped to [0.5, 1.5],
+      drawn per kernel from the run's seeded RNG before the global ``jitter`` (which multiplies on top).
     * After the store has arrived: system-scope fence, remote atomic on the scoreboard counter.  The
       signal that completes a counter pushes its consumer tiles into the work-queue: atomic result back
       to the producer, slot reservation round trip, slot write and release-publish.
@@ -129,11 +132,32 @@ class _Run:
         self.t_done[op.id] = env.now
         self.done[op.id].succeed()
 
+    def tile_cv(self, k: Kernel) -> float:
+        """``KernelConfig.tile_cv`` of kernel ``k`` (a ``tile_cv`` attribute set on the plan's kernel wins).
+
+        A plan kernel names its config by variant (``k.kernel``) and copies the config's other fields; the
+        config is the profile's one of that variant and slots per SM, narrowed by the copied fields when the
+        profile has several (tile shapes) that disagree on ``tile_cv``.  None found (a hand-built plan): 0.
+        """
+        own = getattr(k, "tile_cv", None)
+        if own is not None:
+            return float(own)
+        cands = [c for c in self.hw.kernel_configs if c.kernel == k.kernel and c.cta_slots_per_sm == k.slots_per_sm]
+        if len({c.tile_cv for c in cands}) > 1:
+            cands = [c for c in cands if (c.kernel_fixed_ns, c.cta_launch_ns, c.wave_slowdown, c.wave_slowdown_waves,
+                                          c.signal_hold_ns) == (k.fixed_ns, k.cta_launch_ns, k.wave_slowdown,
+                                                                k.wave_slowdown_waves, k.signal_hold_ns)]
+            if len({c.tile_cv for c in cands}) > 1:
+                raise ValueError(f"kernel {k.name}: the profile's configs of variant {k.kernel!r} differ in tile_cv "
+                                 f"and cannot be told apart; set tile_cv on the plan's kernel")
+        return float(cands[0].tile_cv) if cands else 0.0
+
     def kernel(self, k: Kernel):
         if k.fixed_ns > 0:  # grid start and first-wave fill: no CTA holds a tile yet
             yield self.env.timeout(k.fixed_ns)
         n_workers = min(k.tiles, k.slots)
-        durations = np.full(k.tiles, k.tile_ns + (0.0 if k.persistent else k.cta_launch_ns))
+        launch = 0.0 if k.persistent else k.cta_launch_ns
+        durations = np.full(k.tiles, k.tile_ns + launch)
         extra = None  # per grid position: tile time added by the wave slowdown (KernelConfig.wave_slowdown)
         if k.wave_slowdown > 0:
             wave = np.arange(k.tiles) // n_workers
@@ -141,6 +165,13 @@ class _Run:
             if k.source != "queue":  # durations are indexed by grid position; a queue kernel's by tile id
                 durations += extra
                 extra = None
+        extra_mult = None  # a queue kernel's tile_cv multiplier of its slot's wave slowdown, by tile id
+        cv = self.tile_cv(k)
+        if cv > 0:  # KernelConfig.tile_cv: the tile (not the CTA launch) varies within a wave
+            mult = np.clip(1.0 + cv * self.rng.standard_normal(k.tiles), 0.5, 1.5)
+            durations = (durations - launch) * mult + launch
+            if extra is not None:
+                extra_mult = mult.tolist()
         if self.jitter > 0:
             durations *= np.clip(1.0 + self.jitter * self.rng.standard_normal(k.tiles), 0.5, 1.5)
         if self.closed_form and k.source == "static" and k.outbound < 0:
@@ -148,7 +179,7 @@ class _Run:
             yield self.env.timeout(end - self.env.now)
             return
         state = {"next": 0, "live": n_workers, "durations": durations.tolist(),
-                 "extra": extra.tolist() if extra is not None else None}
+                 "extra": extra.tolist() if extra is not None else None, "extra_mult": extra_mult}
         finished = self.env.event()
         for w in range(n_workers):
             self.env.process(self.worker(k, w, n_workers, state, finished))
@@ -204,6 +235,7 @@ class _Run:
         order = self.orders[k.id]
         durations = state["durations"]
         extra = state["extra"]  # a queue kernel's wave slowdown, by slot (its grid position)
+        extra_mult = state["extra_mult"]  # its tile_cv multiplier, by tile id (None: 1)
         tiles, tiles_n, row_offset, gpu, kid, layer = k.tiles, k.tiles_n, k.row_offset, k.gpu, k.id, k.layer
         source, persistent = k.source, k.persistent
         inbound = self.plan.pipes[k.inbound] if k.inbound >= 0 else None
@@ -276,7 +308,7 @@ class _Run:
             # ---- compute and store
             dur = durations[i]
             if extra is not None:
-                dur += extra[slot]
+                dur += extra[slot] if extra_mult is None else extra[slot] * extra_mult[i]
             t_ce = t_acquire + dur
             if outbound is not None and fair:
                 yield timeout(dur)

@@ -110,6 +110,11 @@ class KernelConfig:
     signal_hold_ns: float = _f(
         "a producer CTA of this kernel keeps its slot this long after its remote store arrived (fence, counter "
         "atomic, pushes), ns", 0.0)
+    tile_cv: float = _f(
+        "relative standard deviation of a tile's time within a wave (0 <= tile_cv < 0.5): each tile's time is "
+        "multiplied by 1 + tile_cv * N(0, 1), clipped to [0.5, 1.5], drawn from the run's seeded RNG; measured as "
+        "the median within-wave coefficient of variation of the mainloop in per-CTA traces (docs/validation.md); "
+        "0 = every tile of a wave equally long", 0.0)
     source: str = _f("where the figures come from (measurement with date and machine, or datasheet)", "")
 
     def key(self) -> str:
@@ -424,6 +429,7 @@ def _validate_hardware(hw: Hardware, where: str) -> None:
         _require(c.wave_slowdown_waves > 0, where, q + "wave_slowdown_waves",
                  f"must be > 0, got {c.wave_slowdown_waves}")
         _require(c.signal_hold_ns >= 0, where, q + "signal_hold_ns", f"must be >= 0, got {c.signal_hold_ns}")
+        _require(0.0 <= c.tile_cv < 0.5, where, q + "tile_cv", f"must be within [0, 0.5), got {c.tile_cv}")
         _require(c.key() not in seen, where, q + "tile_m", f"duplicate kernel config {c.key()}")
         seen.add(c.key())
 

@@ -339,7 +339,7 @@ def ctapipe_section(hw0: Hardware, hw: Hardware, folder: Path, also: list[Path],
     df, sims = VC.judge(traces, hw_c)
     base = hw0.config(128, 256)
     before = {k: dict(sm_tflops=base.sm_tflops, tile_fixed_ns=base.tile_fixed_ns, wave_slowdown=0.0,
-                      wave_slowdown_waves=1.0, cta_launch_ns=0.0, signal_hold_ns=0.0) for k in fields}
+                      wave_slowdown_waves=1.0, cta_launch_ns=0.0, signal_hold_ns=0.0, tile_cv=0.0) for k in fields}
     df_before, _ = VC.judge(traces, VC.apply_fit(hw, before))
     others = [VC.judge(VC.load_npz(p), hw_c, fit_ms=())[0] for p in also if (p / "ctapipe_traces.npz").exists()]
     cols = ["run", "m", "variant", "role", "makespan_meas_us", "makespan_sim_us", "makespan_error",

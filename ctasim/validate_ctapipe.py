@@ -21,7 +21,9 @@ only; accuracy is reported on the other M values (and on an earlier run, nothing
 * ``cta_launch_ns``: median turnover of a static (producer) grid: a CTA's ``t_acquire`` after the previous
   CTA on the same SM left (its store end or signal);
 * ``signal_hold_ns``: median (producer CTA exit - compute end) from the third wave on, minus what the model
-  already holds the slot for (the remote store: ``bytes / sm_remote_store_gbps + link_latency_ns``), >= 0.
+  already holds the slot for (the remote store: ``bytes / sm_remote_store_gbps + link_latency_ns``), >= 0;
+* ``tile_cv``: median, over the full waves >= 1 of each layer (tiles sorted by ``t_acquire``, ``slots`` to a
+  wave), of the mainloop's within-wave coefficient of variation (``np.std / np.mean``).
 """
 
 from __future__ import annotations
@@ -153,10 +155,11 @@ def plan_for(m: int, variant: str, hw: Hardware, order=None, consumer_order=None
     return plan
 
 
-def simulate_for(mt: MeasuredTrace, hw: Hardware) -> tuple[Plan, Trace]:
+def simulate_for(mt: MeasuredTrace, hw: Hardware, seed: int = 0) -> tuple[Plan, Trace]:
+    """The plan of ``mt`` simulated on ``hw`` (``seed``: the tile-time draws of ``KernelConfig.tile_cv``)."""
     waits = VARIANT_STRATEGY.get(mt.variant, {}).get("tile_source") == "static"
     plan = plan_for(mt.m, mt.variant, hw, mt.order, _order(mt.trace, 1) if waits else None)
-    return plan, simulate(plan, hw)
+    return plan, simulate(plan, hw, seed=seed)
 
 
 # ------------------------------------------------------------------------------------------------ fitting
@@ -178,6 +181,10 @@ def _tiles_by_config(traces: list[MeasuredTrace], slots: int) -> pd.DataFrame:
         t["case"] = mt.label
         last = t.groupby("layer")["wave"].transform("max")
         t["full_wave"] = t["wave"] < last
+        # waves in start order (tile_cv): the layer's tiles sorted by t_acquire, `slots` to a wave
+        rank = t.groupby("layer")["t_acquire"].rank(method="first").astype(np.int64) - 1
+        t["acq_wave"] = rank // slots
+        t["acq_full"] = t.groupby(["layer", "acq_wave"])["acq_wave"].transform("size") == slots
         rows.append(t)
     return pd.concat(rows, ignore_index=True)
 
@@ -189,6 +196,14 @@ def _turnover(t: pd.DataFrame) -> np.ndarray:
         g = g.sort_values("t_start")
         out.append(g["t_acquire"].to_numpy()[1:] - g["exit"].to_numpy()[:-1])
     return np.concatenate(out) if out else np.zeros(0)
+
+
+def _wave_cvs(c: pd.DataFrame) -> np.ndarray:
+    """Within-wave coefficient of variation (std / mean) of the mainloop, one per full wave >= 1 of each layer of each
+    trace, waves in start order (:func:`_tiles_by_config`: ``acq_wave``)."""
+    w = c[c["acq_full"] & (c["acq_wave"] >= 1)]
+    g = w.groupby(["case", "layer", "acq_wave"])["mainloop"]
+    return (g.std(ddof=0) / g.mean()).to_numpy(float)
 
 
 def _ramp_fit(r: pd.DataFrame) -> tuple[float, float]:
@@ -229,9 +244,11 @@ def fit(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict[
         prod = later[later["static"]]
         held = float((prod["exit"] - prod["t_compute_end"]).median()) if len(prod) else 0.0
         hold = max(0.0, held - model_store)
+        cvs = _wave_cvs(c)
+        cv = round(float(np.median(cvs)), 4) if len(cvs) else 0.0
         f = {"sm_tflops": round(flops / base / 1e3, 4), "tile_fixed_ns": round(fixed, 1),
              "wave_slowdown": s, "wave_slowdown_waves": W, "cta_launch_ns": round(launch, 1),
-             "signal_hold_ns": round(hold, 1)}
+             "signal_hold_ns": round(hold, 1), "tile_cv": cv}
         fields[cfg] = f
         n = len(c)
         cases = sorted(c["case"].unique())
@@ -248,8 +265,11 @@ def fit(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict[
             {"kernel": cfg, "field": "signal_hold_ns", "value": f["signal_hold_ns"],
              "fitted to": (f"median producer exit - compute end = {held:.0f} ns ({len(prod)} tiles, waves >= 2) "
                            f"minus the modelled store {model_store:.0f} ns, >= 0") if len(prod) else "no producer tiles"},
+            {"kernel": cfg, "field": "tile_cv", "value": cv,
+             "fitted to": (f"median over {len(cvs)} full waves >= 1 (tiles by t_acquire, {slots} a wave) of the "
+                           f"mainloop's std/mean; range {np.min(cvs):.4f}-{np.max(cvs):.4f}") if len(cvs) else "no full wave >= 1"},
         ]
-        for e in ev[-6:]:
+        for e in ev[-7:]:
             e["traces"] = "; ".join(cases)
             e["tiles"] = n
             e["fit_ms"] = ms
@@ -266,11 +286,11 @@ def apply_fit(hw: Hardware, fields: dict[str, dict]) -> Hardware:
 
 
 # ------------------------------------------------------------------------------------------------ judging
-def judge(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS) -> tuple[pd.DataFrame, dict]:
+def judge(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS, seed: int = 0) -> tuple[pd.DataFrame, dict]:
     """One row of :meth:`Comparison.summary` per trace (plus m, variant, run, role); the simulated traces."""
     rows, sims = [], {}
     for mt in traces:
-        plan, sim = simulate_for(mt, hw)
+        plan, sim = simulate_for(mt, hw, seed)
         c = compare(mt.trace, sim, plan)
         sims[(mt.run, mt.m, mt.variant)] = (plan, sim)
         rows.append({"run": mt.run, "m": mt.m, "variant": mt.variant,

@@ -11,6 +11,7 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from ctasim.compare import compare, gates, spearman
@@ -204,12 +205,12 @@ def test_a_wrong_profile_fails_the_makespan_gates(measured, name):
 # Two measured 2xH200 traces (held-out M), committed as tile tables by `python -m ctasim.validate`, simulated
 # with the committed profile (its fitted ctapipe-1x1/1x2/2x1 configs; fitted on M = 2048, 8192 only).
 # Absolute bounds = today's held-out figures plus a margin so that a regression fails; they are NOT the
-# issue's targets (median start error <= 2% of the makespan is not met: 4.7% at M=1024, 2.9% at M=4096;
-# docs/validation.md).  The model under-predicts both traces (-3.6%, -5.5%), so a profile that is wrong in
-# the slow direction (half link bandwidth, -5% tile rate) moves the figures *towards* the measurement and
-# would pass absolute bounds; `BIAS_BAND` pins the signed makespan error to +-1% around today's value
-# (the simulation is deterministic; any change of model or profile that moves it must update this with
-# its reason).  Doubling poll_ns (200 -> 400 ns) moves the makespan by < 0.01%: nothing here resolves it.
+# issue's targets (median start error <= 2% of the makespan is not met: 2.8% at M=1024, 2.8% at M=4096;
+# docs/validation.md).  A profile that is wrong in the direction of the measurement (the model under-predicts
+# M=4096 by 4.6%; half link bandwidth, -5% tile rate) moves the figures *towards* it and would pass absolute
+# bounds; `BIAS_BAND` pins the signed makespan error to +-1% around today's value (the simulation is
+# deterministic for its seed, 0; any change of model or profile that moves it must update this with its
+# reason: the fitted KernelConfig.tile_cv moved M=1024 from -3.6% to +1.0% and M=4096 from -5.5% to -4.6%).  Doubling poll_ns (200 -> 400 ns) moves the makespan by < 0.01%: nothing here resolves it.
 from ctasim import validate_ctapipe as VC  # noqa: E402
 
 VALIDATION = Path(__file__).resolve().parent.parent / "bench" / "results" / "validation"
@@ -217,8 +218,8 @@ CTAPIPE_NPZ = Path(__file__).resolve().parent.parent / "bench" / "results" / "hw
 # (m, variant): (max |makespan error|, max median start error / makespan, min dequeue rank correlation,
 #                signed makespan error today)
 CTAPIPE_GATES = {
-    (1024, "cutlass_ctapipe"): (0.05, 0.055, 0.75, -0.0363),
-    (4096, "cutlass_ctapipe_c21"): (0.065, 0.035, 0.98, -0.0546),
+    (1024, "cutlass_ctapipe"): (0.05, 0.055, 0.75, +0.0098),
+    (4096, "cutlass_ctapipe_c21"): (0.065, 0.035, 0.98, -0.0461),
 }
 BIAS_BAND = 0.01
 
@@ -249,7 +250,8 @@ def _with_variants(hw, **kw):
 
 @pytest.mark.parametrize("name", ["half link bandwidth", "tile rate +5%", "tile rate -5%", "no wave slowdown",
                                   "no CTA turnover or epilogue", "half remote-store rate", "double fence and atomic",
-                                  "default kernel config for every layer"])
+                                  "default kernel config for every layer", "no tile-time variation",
+                                  "double tile-time variation"])
 def test_a_wrong_profile_fails_the_measured_ctapipe_gates(name):
     hw = load_hardware("h200-x2-calibrated")
     base = hw.config(128, 256)
@@ -264,7 +266,10 @@ def test_a_wrong_profile_fails_the_measured_ctapipe_gates(name):
                                                        remote_atomic_ns=2 * hw.remote_atomic_ns),
         "default kernel config for every layer": _with_variants(
             hw, sm_tflops=lambda c: base.sm_tflops, tile_fixed_ns=lambda c: base.tile_fixed_ns,
-            wave_slowdown=lambda c: 0.0, cta_launch_ns=lambda c: 0.0, signal_hold_ns=lambda c: 0.0),
+            wave_slowdown=lambda c: 0.0, cta_launch_ns=lambda c: 0.0, signal_hold_ns=lambda c: 0.0,
+            tile_cv=lambda c: 0.0),
+        "no tile-time variation": _with_variants(hw, tile_cv=lambda c: 0.0),
+        "double tile-time variation": _with_variants(hw, tile_cv=lambda c: 2 * c.tile_cv),
     }[name]
     assert _ctapipe_failures(bad) != []
 
@@ -315,3 +320,43 @@ def test_wave_slowdown_and_signal_hold_in_the_engine():
     prod = lambda t: t.tiles[t.tiles["layer"] == 0]["t_acquire"].max()
     assert prod(b) - prod(a) == pytest.approx(10_000.0 - hw.config(128, 256, kernel="ctapipe-1x1").signal_hold_ns, rel=1e-6)
     assert slow.config(128, 256, kernel="ctapipe-1x1").wave_factor(np.array([0, 1, 5])).tolist() == [1.0, 1.5, 1.5]
+
+
+def _synthetic_waves(cvs_by_wave, slots=132, base=90_000.0, seed=0):
+    """A one-layer static trace whose wave w (tiles in t_acquire order, ``slots`` a wave) has mainloops of exactly
+    the given coefficient of variation (std / mean, ddof 0); waves arrive in shuffled CTA order."""
+    rng = np.random.default_rng(seed)
+    rows, t0 = [], 0.0
+    for w, cv in enumerate(cvs_by_wave):
+        z = rng.standard_normal(slots)
+        z = (z - z.mean()) / z.std()
+        main = base * (1.0 + cv * z)
+        for j in range(slots):
+            acq = t0 + j  # acquire order inside the wave = j
+            rows.append({"kernel": 0, "layer": 0, "gpu": 0, "cta": w * slots + j, "sm": j, "tile_m": w, "tile_n": j,
+                         "slot": -1, "t_start": acq, "t_acquire": acq, "t_ready": acq, "t_mainloop_end": acq + main[j],
+                         "t_compute_end": acq + main[j] + 2000.0, "t_store_end": acq + main[j] + 6000.0,
+                         "t_signal": acq + main[j] + 6500.0})
+        t0 += 2.0 * base
+    t = pd.DataFrame(rows).sample(frac=1.0, random_state=1).reset_index(drop=True)
+    t.insert(0, "source", "hw")
+    from ctasim.trace import EVENT_COLUMNS, OP_COLUMNS, Trace
+
+    tr = Trace(t, pd.DataFrame(columns=list(EVENT_COLUMNS)), pd.DataFrame(columns=list(OP_COLUMNS)), {"source": "hw"})
+    return VC.MeasuredTrace(2048, "cutlass_ctapipe", tr, np.arange(len(t)), "synthetic")
+
+
+def test_ctapipe_fit_of_tile_cv_on_a_synthetic_trace():
+    """tile_cv = median over full waves >= 1 of the within-wave mainloop CV; wave 0 and the partial last wave
+    (here: 5 tiles of CV 0.3) are left out."""
+    hw = load_hardware("h200-x2-calibrated")
+    mt = _synthetic_waves([0.2, 0.01, 0.02, 0.06, 0.03, 0.05])
+    t = mt.trace.tiles
+    extra = t.iloc[:5].copy()
+    extra["t_acquire"] = extra["t_start"] = extra["t_ready"] = 1e9 + np.arange(5)
+    extra["t_mainloop_end"] = extra["t_acquire"] + 90_000.0 * (1 + 0.3 * np.array([-2, -1, 0, 1, 2]) / np.sqrt(2))
+    extra["t_compute_end"] = extra["t_mainloop_end"] + 2000.0
+    mt.trace.tiles = pd.concat([t, extra], ignore_index=True)
+    fields, ev = VC.fit([mt], hw)
+    assert fields["ctapipe-1x1"]["tile_cv"] == pytest.approx(0.03, abs=1e-4)  # median of 0.01, 0.02, 0.06, 0.03, 0.05 (mean 0.034)
+    assert "5 full waves" in ev.loc[ev["field"] == "tile_cv", "fitted to"].iloc[0]

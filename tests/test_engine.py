@@ -135,6 +135,10 @@ def test_switch_topology_shares_the_ingress_port():
     assert switch.reserve(0.0, 1, 2, 1000.0, 100.0)[0] == pytest.approx(10.0)
 
 
+def _with_tile_cv(hw, cv):
+    return dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, tile_cv=cv) for c in hw.kernel_configs))
+
+
 def _remote_d_slowdown(hw, m, tile):
     """Producer GEMM time with its output on the peer GPU / with local output (the DEVICE.md experiment)."""
     from ctasim.spec import Layer, Workload
@@ -159,9 +163,9 @@ def test_remote_store_model_reproduces_its_fit_and_a_held_out_config():
 @pytest.mark.parametrize("kind, kw, gpus", [
     ("sequential", {}, 1), ("microbatch", {"chunks": (2, 4)}, 2), ("tp", {"tp_degree": 2}, 2),
 ])
-@pytest.mark.parametrize("jitter", [0.0, 0.1])
-def test_closed_form_kernels_equal_the_event_path(kind, kw, gpus, jitter):
-    hw = tiny_hw()
+@pytest.mark.parametrize("jitter, tile_cv", [(0.0, 0.0), (0.1, 0.0), (0.0, 0.1), (0.05, 0.1)])
+def test_closed_form_kernels_equal_the_event_path(kind, kw, gpus, jitter, tile_cv):
+    hw = _with_tile_cv(tiny_hw(), tile_cv)
     wl = chain(2, m=1280, k=128, n=512)  # 40 tiles on 4 slots: 10 rounds
     for persistent in (True, False):
         for plan in build_plans(Strategy(kind, **kw), wl, hw, gpus, "t"):
@@ -253,3 +257,61 @@ def test_inlined_switch_reservation_matches_the_fabric():
     expect = [fabric.reserve(r.t_compute_end, r.gpu, r.gpu + 2, 128 * 128 * 2, hw.link_gbps)[1]
               for r in prod.itertuples()]
     assert prod.t_store_end.tolist() == pytest.approx(expect)
+
+
+def _tile_times(tr):
+    return (tr.tiles.sort_values(["kernel", "tile_m", "tile_n"])["t_compute_end"]
+            - tr.tiles.sort_values(["kernel", "tile_m", "tile_n"])["t_acquire"]).to_numpy()
+
+
+def test_tile_cv_is_deterministic_per_seed_and_has_its_spread():
+    """KernelConfig.tile_cv: tile times vary with the configured relative spread, the same for a seed."""
+    import numpy as np
+
+    from tests.helpers import Layer, Workload
+
+    wl = Workload("one", "bf16", (Layer(m=128 * 400, k=128, n=128 * 10, tile_m=128, tile_n=128),))  # 4000 tiles
+    plan = build_plans(Strategy("sequential"), wl, tiny_hw(), 1, "t")[0]
+    base = _tile_times(simulate(plan, tiny_hw(), seed=1))
+    assert np.allclose(base, TILE)
+    for cv in (0.02, 0.1):
+        hw = _with_tile_cv(tiny_hw(), cv)
+        a, b, c = (_tile_times(simulate(plan, hw, seed=s)) for s in (1, 1, 2))
+        assert np.array_equal(a, b) and not np.array_equal(a, c)
+        sample_cv = a.std() / a.mean()
+        assert sample_cv == pytest.approx(cv, rel=0.2)
+        assert a.mean() == pytest.approx(TILE, rel=0.01)
+
+
+def test_tile_cv_zero_is_bit_for_bit_the_model_without_it():
+    """tile_cv = 0 draws nothing: the seeded jitter draws, and so every tile time, are exactly those of a fresh
+    generator of the seed (the model before tile_cv)."""
+    import numpy as np
+
+    from tests.helpers import Layer, Workload
+
+    wl = Workload("one", "bf16", (Layer(m=128 * 40, k=128, n=128 * 10, tile_m=128, tile_n=128),))  # 400 tiles
+    hw = _with_tile_cv(tiny_hw(), 0.0)
+    plan = build_plans(Strategy("sequential"), wl, hw, 1, "t")[0]
+    k = plan.kernels()[0]
+    t = simulate(plan, hw, seed=3, jitter=0.1).tiles
+    t = t.assign(tile=t["tile_m"] * k.tiles_n + t["tile_n"]).set_index("tile").loc[k.order]
+    want = TILE * np.clip(1.0 + 0.1 * np.random.default_rng(3).standard_normal(k.tiles), 0.5, 1.5)
+    assert np.allclose((t["t_compute_end"] - t["t_acquire"]).to_numpy(), want, rtol=1e-12, atol=0)
+    with_cv = simulate(plan, _with_tile_cv(tiny_hw(), 0.05), seed=3, jitter=0.1).tiles
+    assert not np.allclose(np.sort((with_cv["t_compute_end"] - with_cv["t_acquire"]).to_numpy()), np.sort(want))
+
+
+def test_tile_cv_scales_a_queue_kernels_wave_slowdown_too():
+    """A queue consumer's wave slowdown (added per slot) is multiplied by the tile's tile_cv draw as well: with
+    a huge slowdown the consumer tiles' spread is tile_cv of the whole tile, not of the base tile alone."""
+    import numpy as np
+
+    hw = _with_tile_cv(tiny_hw(), 0.1)
+    plan = build_plans(Strategy("ctapipe", tile_source="queue"), chain(2, m=128 * 800, n=128), hw, 2, "t")[0]
+    cons = max(plan.kernels(), key=lambda k: k.layer)
+    cons.wave_slowdown, cons.wave_slowdown_waves = 9.0, 1.0  # from wave 1 on: 10x the base tile
+    tr = simulate(plan, hw, seed=4)
+    t = tr.tiles[(tr.tiles["kernel"] == cons.id) & (tr.tiles["slot"] >= cons.slots)]
+    d = (t["t_compute_end"] - t["t_acquire"]).to_numpy()
+    assert d.std() / d.mean() == pytest.approx(0.1, rel=0.2)

@@ -105,3 +105,19 @@ def test_cli_bad_spec_exits_2_and_writes_nothing(tmp_path, capsys):
     assert rc == 2
     assert err.count("\n") == 1 and "not divisible by tile_m" in err and str(p) in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["-0.01", "0.5", "0.9"])
+def test_tile_cv_outside_its_range_is_rejected(tmp_path, value):
+    text = (SPECS_DIR / "hardware" / "h200-x2-calibrated.toml").read_text()
+    p = tmp_path / "hw.toml"
+    p.write_text(text.replace("tile_cv = 0.0088", f"tile_cv = {value}"))
+    with pytest.raises(SpecError, match=r"kernel_config\[\d\]\.tile_cv: must be within \[0, 0.5\)"):
+        load_hardware(str(p))
+
+
+def test_tile_cv_inside_its_range_is_accepted(tmp_path):
+    text = (SPECS_DIR / "hardware" / "h200-x2-calibrated.toml").read_text()
+    p = tmp_path / "hw.toml"
+    p.write_text(text.replace("tile_cv = 0.0088", "tile_cv = 0.4999"))
+    assert load_hardware(str(p)).config(128, 256, kernel="ctapipe-2x1").tile_cv == 0.4999
