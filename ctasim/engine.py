@@ -132,25 +132,10 @@ class _Run:
         self.t_done[op.id] = env.now
         self.done[op.id].succeed()
 
-    def tile_cv(self, k: Kernel) -> float:
-        """``KernelConfig.tile_cv`` of kernel ``k`` (a ``tile_cv`` attribute set on the plan's kernel wins).
-
-        A plan kernel names its config by variant (``k.kernel``) and copies the config's other fields; the
-        config is the profile's one of that variant and slots per SM, narrowed by the copied fields when the
-        profile has several (tile shapes) that disagree on ``tile_cv``.  None found (a hand-built plan): 0.
-        """
-        own = getattr(k, "tile_cv", None)
-        if own is not None:
-            return float(own)
-        cands = [c for c in self.hw.kernel_configs if c.kernel == k.kernel and c.cta_slots_per_sm == k.slots_per_sm]
-        if len({c.tile_cv for c in cands}) > 1:
-            cands = [c for c in cands if (c.kernel_fixed_ns, c.cta_launch_ns, c.wave_slowdown, c.wave_slowdown_waves,
-                                          c.signal_hold_ns) == (k.fixed_ns, k.cta_launch_ns, k.wave_slowdown,
-                                                                k.wave_slowdown_waves, k.signal_hold_ns)]
-            if len({c.tile_cv for c in cands}) > 1:
-                raise ValueError(f"kernel {k.name}: the profile's configs of variant {k.kernel!r} differ in tile_cv "
-                                 f"and cannot be told apart; set tile_cv on the plan's kernel")
-        return float(cands[0].tile_cv) if cands else 0.0
+    @staticmethod
+    def tile_cv(k: Kernel) -> float:
+        """``KernelConfig.tile_cv`` of kernel ``k``, copied onto the plan's kernel with the config's other fields."""
+        return float(k.tile_cv)
 
     def kernel(self, k: Kernel):
         if k.fixed_ns > 0:  # grid start and first-wave fill: no CTA holds a tile yet

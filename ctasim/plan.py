@@ -69,6 +69,7 @@ class Kernel(Op):
     wave_slowdown: float = 0.0  # KernelConfig.wave_slowdown: tile time x (1 + s * min(1, wave / waves))
     wave_slowdown_waves: float = 1.0
     signal_hold_ns: float = 0.0  # a producer CTA keeps its slot this long after its store arrived
+    tile_cv: float = 0.0  # KernelConfig.tile_cv: relative spread of a tile's time within a wave
     kernel: str = ""  # the kernel variant (KernelConfig.kernel) whose figures these are
     order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     source: str = "static"

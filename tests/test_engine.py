@@ -276,6 +276,7 @@ def test_tile_cv_is_deterministic_per_seed_and_has_its_spread():
     assert np.allclose(base, TILE)
     for cv in (0.02, 0.1):
         hw = _with_tile_cv(tiny_hw(), cv)
+        plan = build_plans(Strategy("sequential"), wl, hw, 1, "t")[0]  # the plan's kernels carry the config's tile_cv
         a, b, c = (_tile_times(simulate(plan, hw, seed=s)) for s in (1, 1, 2))
         assert np.array_equal(a, b) and not np.array_equal(a, c)
         sample_cv = a.std() / a.mean()
@@ -298,7 +299,8 @@ def test_tile_cv_zero_is_bit_for_bit_the_model_without_it():
     t = t.assign(tile=t["tile_m"] * k.tiles_n + t["tile_n"]).set_index("tile").loc[k.order]
     want = TILE * np.clip(1.0 + 0.1 * np.random.default_rng(3).standard_normal(k.tiles), 0.5, 1.5)
     assert np.allclose((t["t_compute_end"] - t["t_acquire"]).to_numpy(), want, rtol=1e-12, atol=0)
-    with_cv = simulate(plan, _with_tile_cv(tiny_hw(), 0.05), seed=3, jitter=0.1).tiles
+    hw5 = _with_tile_cv(tiny_hw(), 0.05)
+    with_cv = simulate(build_plans(Strategy("sequential"), wl, hw5, 1, "t")[0], hw5, seed=3, jitter=0.1).tiles
     assert not np.allclose(np.sort((with_cv["t_compute_end"] - with_cv["t_acquire"]).to_numpy()), np.sort(want))
 
 
