@@ -68,6 +68,9 @@ class SweepConfig:
     tune_rounds: int = field(default=4, metadata={"help": "timed rounds per CUTLASS tile order when tuning (0: no tuning)"})
     warmup: int = field(default=3, metadata={"help": "untimed repetitions first"})
     gate_ms: float = field(default=3.0, metadata={"help": "sleep on GPU 0 before each timed run (host enqueues)"})
+    sustain_s: float = field(default=0.0, metadata={
+        "help": "0: time each run alone on rested GPUs (burst clocks); > 0: repeat it back to back this long and "
+                "report the median run of the second half (sustained clocks, power cap)"})
     seed: int = field(default=20261129, metadata={"help": "random seed for inputs"})
     ctapipe_variants: tuple[str, ...] = field(
         default=("cutlass_ctapipe", "cutlass_ctapipe_trace", "cutlass_ctapipe_c12", "cutlass_ctapipe_c12_trace",
@@ -128,10 +131,13 @@ def plan_sweep(cfg: SweepConfig) -> list[dict]:
 class Timed:
     """Makespan timing of work enqueued on several GPUs' streams (see the module docstring)."""
 
-    def __init__(self, devices: Sequence[int], gate_ms: float):
+    def __init__(self, devices: Sequence[int], gate_ms: float, sustain_s: float = 0.0):
         self.cp = require_cupy()
         self.devices = list(devices)
         self.gate_ns = int(gate_ms * 1e6)
+        if sustain_s < 0:
+            raise ValueError(f"sustain_s must be >= 0, got {sustain_s}")
+        self.sustain_s = float(sustain_s)
         cp = self.cp
         self.compute, self.copy = {}, {}
         for d in self.devices:
@@ -173,11 +179,53 @@ class Timed:
                 ev.record(s)
             s0.wait_event(ev)
         end.record(s0)
+        if self.sustain_s > 0:
+            return self._sustain(enqueue, start, end)
         end.synchronize()
         self.sync()
         cp = self.cp
         parts = [(kind, dev, cp.cuda.get_elapsed_time(a, b)) for kind, dev, a, b in self._parts]
         return cp.cuda.get_elapsed_time(start, end), parts
+
+    def _sustain(self, enqueue, start, end) -> tuple[float, list[tuple[str, int, float]]]:
+        """:meth:`run` with ``sustain_s`` > 0: the run repeated back to back (each repeat's streams wait for the
+        previous repeat's end, as the first waited for ``start``; at most two repeats queued ahead of the GPUs)
+        for ``sustain_s`` of host time. Returns the median repeat of the second half (the GPUs at their
+        sustained clocks) and the first repeat's parts."""
+        import time
+
+        cp, d0 = self.cp, self.devices[0]
+        s0 = self.compute[d0]
+        first_parts = list(self._parts)
+        marks = [start, end]
+        t_stop = time.perf_counter() + self.sustain_s
+        while time.perf_counter() < t_stop:
+            prev = marks[-1]
+            for d in self.devices:
+                with cp.cuda.Device(d):
+                    for s in (self.compute[d], self.copy[d]):
+                        if s is not s0:
+                            s.wait_event(prev)
+            self._parts = []
+            finals = enqueue(self)
+            for s, dev in finals:
+                if s is s0:
+                    continue
+                ev = self.event(dev)
+                with cp.cuda.Device(dev):
+                    ev.record(s)
+                s0.wait_event(ev)
+            e = self.event(d0)
+            e.record(s0)
+            marks.append(e)
+            if len(marks) > 3:
+                marks[-3].synchronize()  # keep the host at most two repeats ahead
+        marks[-1].synchronize()
+        self.sync()
+        per = [cp.cuda.get_elapsed_time(a, b) for a, b in zip(marks[:-1], marks[1:])]
+        tail = per[len(per) // 2:]
+        parts = [(kind, dev, cp.cuda.get_elapsed_time(a, b)) for kind, dev, a, b in first_parts]
+        return float(sorted(tail)[len(tail) // 2]), parts
 
     def part(self, kind: str, device: int, stream, fn: Callable[[], None]) -> None:
         """Run ``fn`` (which enqueues on ``stream`` of ``device``) between two events, as a part of ``kind``."""
@@ -309,7 +357,7 @@ class Sweep:
         require_gpus(cfg.gpus)
         if cfg.gpus > 1:
             enable_peer_access(self.devices)
-        self.timed = Timed(self.devices, cfg.gate_ms)
+        self.timed = Timed(self.devices, cfg.gate_ms, cfg.sustain_s)
         self.backends = {(b, d): self._backend(b, d) for b in cfg.backends for d in self.devices}
         self.l2 = self.cp.cuda.runtime.getDeviceProperties(0)["l2CacheSize"]
         self.data = Chain(self.cp, cfg.seed)

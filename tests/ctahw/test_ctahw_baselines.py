@@ -186,3 +186,68 @@ def test_run_sweep_closes_the_sweep_even_when_it_is_interrupted(monkeypatch):
     events.clear()
     assert baselines.run_sweep(SweepConfig(ms=(1024,), gpus=1, experiments=("gemm",)), log=lambda s: None) == []
     assert events == [("gemm", 1024), "closed"]
+
+
+# -- sustained timing (fake CuPy whose events read a fake GPU clock)
+
+
+class _Clock:
+    """A fake GPU: every enqueued repeat advances the clock by the next duration (ms)."""
+
+    def __init__(self, durations):
+        self.t, self.durations, self.i = 0.0, list(durations), 0
+
+    def advance(self):
+        self.t += self.durations[min(self.i, len(self.durations) - 1)]
+        self.i += 1
+
+
+def _sustain_cp(clock):
+    import types
+
+    class Event:
+        def __init__(self):
+            self.t = None
+
+        def record(self, stream=None):
+            self.t = clock.t
+
+        def synchronize(self):
+            pass
+
+    class Stream:
+        ptr = 0
+
+        def wait_event(self, ev):
+            pass
+
+    cuda = types.SimpleNamespace(Device=_FakeDevice, Stream=Stream, Event=Event,
+                                 get_elapsed_time=lambda a, b: b.t - a.t,
+                                 runtime=types.SimpleNamespace(deviceSynchronize=lambda: None))
+    return types.SimpleNamespace(cuda=cuda)
+
+
+def test_sustained_timing_reports_the_median_repeat_of_the_second_half(monkeypatch):
+    """Repeats slow down as the clock drops (1.0 ms while rested, then 1.5 ms): the sustained figure is a
+    late repeat's time, the burst figure the first run's."""
+    import time
+
+    from ctahw import baselines
+
+    clock = _Clock([1.0] * 4 + [1.5] * 10_000)
+    monkeypatch.setattr(baselines, "require_cupy", lambda: _sustain_cp(clock))
+    monkeypatch.setattr(baselines.probes, "call", lambda *a, **k: None)
+
+    def enqueue(t):
+        time.sleep(0.002)  # host time passes; the fake GPU runs one repeat
+        clock.advance()
+        return [(t.compute[0], 0)]
+
+    burst, _ = baselines.Timed([0], gate_ms=1.0).run(enqueue)
+    assert burst == pytest.approx(1.0)
+    clock.__init__([1.0] * 4 + [1.5] * 10_000)
+    sustained, _ = baselines.Timed([0], gate_ms=1.0, sustain_s=0.1).run(enqueue)
+    assert sustained == pytest.approx(1.5)
+    assert clock.i > 10  # it did repeat for the host time asked
+    with pytest.raises(ValueError, match="sustain_s"):
+        baselines.Timed([0], gate_ms=1.0, sustain_s=-1.0)
