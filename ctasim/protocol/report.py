@@ -27,12 +27,13 @@ BEGIN, END = "<!-- protocol-report:begin -->", "<!-- protocol-report:end -->"
 def search_mutant(name: str, profile: str) -> dict:
     """One mutant search; a plain dict so that it crosses process boundaries."""
     from .explore import MUTANT_SEARCH, Stats, find_violation, profile_settings
-    from .programs import MUTANTS
+    from .programs import MUTANTS, WAIT_MUTANTS
 
+    variant = {**MUTANTS, **WAIT_MUTANTS}[name]
     stats = Stats()
     t0 = time.perf_counter()
-    cx = find_violation(MUTANTS[name], MUTANT_SEARCH, settings_=profile_settings(profile), stats=stats)
-    out = dict(mutant=name, bug=MUTANTS[name].bug, caught=cx is not None, seconds=time.perf_counter() - t0,
+    cx = find_violation(variant, MUTANT_SEARCH, settings_=profile_settings(profile), stats=stats)
+    out = dict(mutant=name, bug=variant.bug, caught=cx is not None, seconds=time.perf_counter() - t0,
                schedules_run=stats.passed + stats.violations)
     if cx is not None:
         out.update(invariant=cx.error.invariant, message=cx.error.detail, choices=cx.n_choices,
@@ -51,13 +52,15 @@ def _commit() -> str:
 def build_report(profile: str, processes: int) -> dict:
     from hypothesis import __version__ as hyp_version
 
-    from .explore import PROFILES, run_correct_searches
-    from .programs import MUTANTS
+    from .explore import MUTANT_SEARCH, PROFILES, Stats, find_violation, profile_settings, run_correct_searches
+    from .programs import MUTANTS, WAIT, WAIT_MUTANTS
 
     t0 = time.perf_counter()
     correct = run_correct_searches(profile, processes)
+    wait_stats = Stats()  # the wait-consumer protocol: one search over the mutants' space
+    wait_cx = find_violation(WAIT, MUTANT_SEARCH, settings_=profile_settings(profile), stats=wait_stats)
     t1 = time.perf_counter()
-    names = list(MUTANTS)
+    names = list(MUTANTS) + list(WAIT_MUTANTS)
     if processes > 1:
         with ProcessPoolExecutor(processes) as pool:
             mutants = list(pool.map(search_mutant, names, [profile] * len(names)))
@@ -72,6 +75,8 @@ def build_report(profile: str, processes: int) -> dict:
         correct=dict(schedules=sum(r.passed for r in correct), violations=sum(r.violations for r in correct),
                      errors=[r.error for r in correct if r.error], seconds=t1 - t0,
                      searches=[r.__dict__ for r in correct]),
+        wait=dict(schedules=wait_stats.passed, violations=0 if wait_cx is None else 1,
+                  counterexample=None if wait_cx is None else wait_cx.render()),
         mutants=mutants,
         mutant_seconds=t2 - t1,
     )
@@ -86,7 +91,9 @@ def render_table(rep: dict) -> str:
         "",
         f"**Correct protocol: {c['schedules']:,} generated schedules, {c['violations']} violations** "
         f"({len(c['searches'])} searches, {c['seconds']:.0f} s).  "
-        f"**Mutants caught: {caught} / {len(ms)}** ({rep['mutant_seconds']:.0f} s).",
+        + (f"**Wait-consumer protocol (no queue): {rep['wait']['schedules']:,} schedules, "
+           f"{rep['wait']['violations']} violations.**  " if "wait" in rep else "")
+        + f"**Mutants caught: {caught} / {len(ms)}** ({rep['mutant_seconds']:.0f} s; `wait-*`: the wait consumer's).",
         "",
         "| mutant | seeded bug | caught | invariant | scheduler choices in shortest counterexample | "
         "schedules run (incl. shrinking) | what the checker saw |",

@@ -108,3 +108,19 @@ def test_6_queue_entry_from_previous_epoch(good):
     i = first(good, EntryRead, epoch=1)
     old = good[first(good, EntryRead, epoch=0)].value
     fires(broken(good, i, value=old), 6)
+
+
+def test_report_table_lists_the_wait_protocol_and_every_mutant():
+    from ctasim.protocol.report import render_table
+
+    rep = dict(provenance=dict(profile="ci", settings={}, commit="x", date="d", python="3", hypothesis="h", cpus=2,
+                               command="python -m ctasim.protocol.report --profile ci"),
+               correct=dict(schedules=10, violations=0, searches=[1], seconds=1.0),
+               wait=dict(schedules=7, violations=0, counterexample=None), mutant_seconds=1.0,
+               mutants=[dict(mutant="wait-early", bug="b|c", caught=True, invariant=3, message="m|n", choices=2,
+                             schedules_run=5),
+                        dict(mutant="relaxed-poll", bug="z", caught=False, schedules_run=9)])
+    t = render_table(rep)
+    assert "Wait-consumer protocol (no queue): 7 schedules, 0 violations" in t
+    assert "Mutants caught: 1 / 2" in t
+    assert "| `wait-early` | b|c | yes | (3) | 2 | 5 | m\\|n |" in t and "| `relaxed-poll` | z | **no** |" in t
