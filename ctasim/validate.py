@@ -13,10 +13,12 @@ is reported as ``held_out`` only if its M is not a fitting M.
 
 What is fitted, and from what (see docs/validation.md):
 
-* ``KernelConfig.kernel_fixed_ns`` — median over full-grid kernels of (measured kernel time - rounds x
-  tile time);
+* ``KernelConfig.kernel_fixed_ns`` — median over full-grid kernels of (measured kernel time - simulated
+  kernel time without it): the case's plan simulated (seed :data:`FIT_SEED`) with ``kernel_fixed_ns = 0``
+  and ``max_clock_boost = 1``, so the tile-time variation (``KernelConfig.tile_cv``: the slowest CTA sets
+  the kernel's end) is in the model and not absorbed by the fixed part;
 * ``Hardware.max_clock_boost`` — the ceiling of the partial-grid tile-rate gain, least squares over
-  kernels that fill fewer slots than the GPU has;
+  kernels that fill fewer slots than the GPU has (the same simulated kernel times, scaled by the boost);
 * :class:`Harness` ``run_ns`` (start event to first kernel plus last kernel to end event; idle of the
   1-kernel ``gemm`` runs), ``gap_ns`` (between two timed kernels of one stream: idle of ``sequential``
   minus that of ``gemm``) and ``copy_ns`` (fixed part of a timed peer copy: copy event time minus
@@ -60,6 +62,9 @@ __all__ = [
 
 FIT_MS = (2048, 8192)
 """M values whose measured components are used to fit; every other M is judged."""
+
+FIT_SEED = 0
+"""Seed of the simulations :func:`fit` compares the kernel event times with (the ``tile_cv`` draws)."""
 
 MAX_FIT_ROUNDS = 2
 """``kernel_fixed_ns`` is fitted on full-grid kernels of at most this many rounds (where it is >= 3% of the time)."""
@@ -170,8 +175,11 @@ def predict_ns(case: MeasuredCase, hw: Hardware, harness: Harness) -> float:
 
 
 # ------------------------------------------------------------------------------------------------ fitting
-def _kernel_rows(cases: list[MeasuredCase], hw: Hardware) -> pd.DataFrame:
-    """Per measured run: one GEMM kernel's mean event time, its tile count, rounds and modelled tile time."""
+def _kernel_rows(cases: list[MeasuredCase], hw: Hardware, harness: Harness | None = None) -> pd.DataFrame:
+    """Per measured run: one GEMM kernel's mean event time, its tile count, rounds and modelled tile time.
+
+    With ``harness``, also ``sim_ns``: the mean simulated time of the case's GEMM kernels (the plan of
+    :func:`harness_plan` on ``hw``, seed :data:`FIT_SEED`), tile-time variation included."""
     rows = []
     for c in cases:
         if c.experiment not in ("gemm", "sequential", "microbatch"):
@@ -180,9 +188,15 @@ def _kernel_rows(cases: list[MeasuredCase], hw: Hardware) -> pd.DataFrame:
         cfg = hw.config(layer.tile_m, layer.tile_n)
         slots = hw.sm_count * cfg.cta_slots_per_sm
         tile = costs.tile_ns(layer, layer.k, hw, 2)
-        rows.append({"case": c.label, "m": c.m, "tiles": layer.tiles, "slots": slots,
-                     "rounds": -(-layer.tiles // slots), "tile_ns": tile,
-                     "kernel_ns": c.compute_ms * 1e6 / c.kernels_per_gpu})
+        row = {"case": c.label, "m": c.m, "tiles": layer.tiles, "slots": slots,
+               "rounds": -(-layer.tiles // slots), "tile_ns": tile,
+               "kernel_ns": c.compute_ms * 1e6 / c.kernels_per_gpu}
+        if harness is not None:
+            plan = harness_plan(c, hw, harness)
+            ops = simulate(plan, hw, seed=FIT_SEED).ops
+            k = ops[ops["kind"] == "kernel"]
+            row["sim_ns"] = float((k["t_end"] - k["t_begin"]).mean())
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -196,20 +210,6 @@ def fit(cases: list[MeasuredCase], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict, H
     train = [c for c in cases if c.m in fit_ms]
     if not train:
         raise ValueError(f"no measured case at the fitting M values {fit_ms}")
-    k = _kernel_rows(train, hw)
-    # Short kernels only: in a kernel of many rounds the fixed part is < 1% of its time, below the spread of
-    # the tile rate between tile orders, so it says nothing about the fixed part.
-    full = k[(k["tiles"] >= k["slots"]) & (k["rounds"] <= MAX_FIT_ROUNDS)]
-    fixed = float(np.median(full["kernel_ns"] - full["rounds"] * full["tile_ns"]))
-    part = k[k["tiles"] < k["slots"]]
-    grid = np.round(np.arange(1.0, 1.5001, 0.001), 3)
-
-    def loss(b):
-        hw_b = dataclasses.replace(hw, max_clock_boost=float(b))
-        pred = fixed + part["tile_ns"] / [costs.clock_boost(hw_b, t, s) for t, s in zip(part["tiles"], part["slots"])]
-        return float((((pred - part["kernel_ns"]) / part["kernel_ns"]) ** 2).sum())
-
-    boost = float(grid[int(np.argmin([loss(b) for b in grid]))]) if len(part) else 1.0
 
     def one(exp):
         return {c.m: c for c in train if c.experiment == exp}
@@ -224,12 +224,31 @@ def fit(cases: list[MeasuredCase], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict, H
             # copy_ms is summed over the copying GPUs (one here): per copy, minus the bandwidth term.
             copies.append(c.copy_ms * 1e6 / c.chunks - nbytes / hw.copy_engine_gbps - hw.link_latency_ns)
     copy_ns = float(np.median(copies)) if copies else 0.0
+    harness = Harness(run_ns, gap_ns, copy_ns)
+    # The kernels simulated without the two fitted parameters (tile-time variation in, seeded): the fixed part
+    # is what the measured kernel takes beyond them; the boost scales their tile times (not the fixed part).
+    hw0 = apply_fit(hw, {"kernel_fixed_ns": 0.0, "max_clock_boost": 1.0})
+    k = _kernel_rows(train, hw0, harness)
+    # Short kernels only: in a kernel of many rounds the fixed part is < 1% of its time, below the spread of
+    # the tile rate between tile orders, so it says nothing about the fixed part.
+    full = k[(k["tiles"] >= k["slots"]) & (k["rounds"] <= MAX_FIT_ROUNDS)]
+    fixed = float(np.median(full["kernel_ns"] - full["sim_ns"]))
+    part = k[k["tiles"] < k["slots"]]
+    grid = np.round(np.arange(1.0, 1.5001, 0.001), 3)
+
+    def loss(b):
+        hw_b = dataclasses.replace(hw, max_clock_boost=float(b))
+        pred = fixed + part["sim_ns"] / [costs.clock_boost(hw_b, t, s) for t, s in zip(part["tiles"], part["slots"])]
+        return float((((pred - part["kernel_ns"]) / part["kernel_ns"]) ** 2).sum())
+
+    boost = float(grid[int(np.argmin([loss(b) for b in grid]))]) if len(part) else 1.0
+
     ms = ", ".join(str(m) for m in fit_ms)
     evidence = pd.DataFrame([
         {"parameter": "kernel_config[128x256].kernel_fixed_ns", "value": round(fixed, 1),
-         "fitted to": f"median of (kernel event time - rounds x tile time) over {len(full)} full-grid kernels of <= {MAX_FIT_ROUNDS} rounds, M in {{{ms}}}"},
+         "fitted to": f"median of (kernel event time - simulated kernel time, tile_cv {hw.config(128, 256).tile_cv:g} seed {FIT_SEED}) over {len(full)} full-grid kernels of <= {MAX_FIT_ROUNDS} rounds, M in {{{ms}}}"},
         {"parameter": "max_clock_boost", "value": round(boost, 3),
-         "fitted to": f"least squares (relative) over {len(part)} partial-grid kernels, M in {{{ms}}}"},
+         "fitted to": f"least squares (relative) over {len(part)} partial-grid kernels (simulated kernel time / boost), M in {{{ms}}}"},
         {"parameter": "harness.run_ns", "value": round(run_ns, 1),
          "fitted to": f"median idle of the 1-kernel gemm runs, M in {{{ms}}}"},
         {"parameter": "harness.gap_ns", "value": round(gap_ns, 1),
@@ -237,7 +256,7 @@ def fit(cases: list[MeasuredCase], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict, H
         {"parameter": "harness.copy_ns", "value": round(copy_ns, 1),
          "fitted to": f"median (copy event time - bytes/copy_engine_gbps - link_latency_ns) over {len(copies)} micro-batched runs, M in {{{ms}}}"},
     ])
-    return {"kernel_fixed_ns": fixed, "max_clock_boost": boost}, Harness(run_ns, gap_ns, copy_ns), evidence
+    return {"kernel_fixed_ns": fixed, "max_clock_boost": boost}, harness, evidence
 
 
 def apply_fit(hw: Hardware, fields: dict, tile: tuple[int, int] = (128, 256)) -> Hardware:

@@ -111,8 +111,12 @@ def test_spearman():
 # Per-CTA gates on a CTA-pipelined 2xH200 plan.  "Measured" = the committed profile with 1% tile jitter (the
 # spread of tile times in a real run); a wrong profile simulated against it must fail.  Doubling poll_ns
 # (200 -> 400 ns) moves each wait by 100 ns, 0.1% of a tile: below what these gates (or hardware noise)
-# resolve, so it is not one of the wrong profiles here.
-PER_CTA_BOUNDS = {"makespan_abs_error": 0.03, "start_median_frac": 0.02, "end_median_frac": 0.02}
+# resolve, so it is not one of the wrong profiles here.  Dequeue rank correlation >= 0.7, not the 0.9 of
+# compare.gates: under link_sharing = "fair" the first wave's stores end together, so at M=1024 the order in
+# which the consumer's counters complete follows the tile-time noise (stand-in seeds 3-7: 0.71-0.83; the measured
+# M=1024 traces: 0.75-0.80); fcfs served the stores in a fixed order (1.0).
+PER_CTA_BOUNDS = {"makespan_abs_error": 0.03, "start_median_frac": 0.02, "end_median_frac": 0.02,
+                  "dequeue_spearman_min": 0.7}
 
 
 def _h200_ctapipe(hw, m=1024):
@@ -204,13 +208,15 @@ def test_a_wrong_profile_fails_the_makespan_gates(measured, name):
 # ------------------------------------------------------------------------ CTA-pipelining: measured per-CTA traces
 # Two measured 2xH200 traces (held-out M), committed as tile tables by `python -m ctasim.validate`, simulated
 # with the committed profile (its fitted ctapipe-1x1/1x2/2x1 configs; fitted on M = 2048, 8192 only).
-# Absolute bounds = today's held-out figures plus a margin so that a regression fails; they are NOT the
-# issue's targets (median start error <= 2% of the makespan is not met: 2.8% at M=1024, 2.8% at M=4096;
-# docs/validation.md).  A profile that is wrong in the direction of the measurement (the model under-predicts
+# Absolute bounds = held-out figures plus a margin so that a regression fails; they are NOT the issue's targets
+# (median start error <= 2% of the makespan is not met at M=1024: 2.7%; docs/validation.md).  M=4096's median
+# start error bound is today's 0.50% plus 0.4 points: under link_sharing = "fair" the per-SM store rate shows
+# mainly there (half sm_remote_store_gbps: 1.06%, makespan +0.95 points, inside BIAS_BAND).  A profile that is wrong in the direction of the measurement (the model under-predicts
 # M=4096 by 4.6%; half link bandwidth, -5% tile rate) moves the figures *towards* it and would pass absolute
 # bounds; `BIAS_BAND` pins the signed makespan error to +-1% around today's value (the simulation is
 # deterministic for its seed, 0; any change of model or profile that moves it must update this with its
-# reason: the fitted KernelConfig.tile_cv moved M=1024 from -3.6% to +1.0% and M=4096 from -5.5% to -4.6%).  Doubling poll_ns (200 -> 400 ns) moves the makespan by < 0.01%: nothing here resolves it.
+# reason: the fitted KernelConfig.tile_cv moved M=1024 from -3.6% to +1.0% and M=4096 from -5.5% to -4.6%;
+# link_sharing = "fair" with the refitted sm_remote_store_gbps and signal_hold_ns moved them to -0.2% and +1.0%).  Doubling poll_ns (200 -> 400 ns) moves the makespan by < 0.05%: nothing here resolves it.
 from ctasim import validate_ctapipe as VC  # noqa: E402
 
 VALIDATION = Path(__file__).resolve().parent.parent / "bench" / "results" / "validation"
@@ -218,8 +224,8 @@ CTAPIPE_NPZ = Path(__file__).resolve().parent.parent / "bench" / "results" / "hw
 # (m, variant): (max |makespan error|, max median start error / makespan, min dequeue rank correlation,
 #                signed makespan error today)
 CTAPIPE_GATES = {
-    (1024, "cutlass_ctapipe"): (0.05, 0.055, 0.75, +0.0098),
-    (4096, "cutlass_ctapipe_c21"): (0.065, 0.035, 0.98, -0.0461),
+    (1024, "cutlass_ctapipe"): (0.05, 0.055, 0.75, -0.0018),
+    (4096, "cutlass_ctapipe_c21"): (0.065, 0.009, 0.98, +0.0098),
 }
 BIAS_BAND = 0.01
 
@@ -310,6 +316,7 @@ def test_wave_slowdown_and_signal_hold_in_the_engine():
     plan = build_plans(st, wl, hw, 1, "t")[0]
     k = plan.kernels()[0]
     k.persistent, k.wave_slowdown, k.wave_slowdown_waves = False, 0.5, 2.0
+    k.tile_cv = 0.0  # the default config's measured tile-time variation off: the formula below is for equal tiles
     fast, ev = simulate(plan, hw, closed_form=True), simulate(plan, hw, closed_form=False)
     assert np.allclose(np.sort(fast.tiles["t_compute_end"]), np.sort(ev.tiles["t_compute_end"]))
     w = np.arange(k.tiles) // k.slots

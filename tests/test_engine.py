@@ -160,6 +160,22 @@ def test_remote_store_model_reproduces_its_fit_and_a_held_out_config():
     assert _remote_d_slowdown(hw, 16384, (128, 128)) == pytest.approx(3.52 / 3.09, rel=0.02)
 
 
+def test_calibrated_profile_reproduces_its_remote_d_fit():
+    """h200-x2-calibrated's sm_remote_store_gbps is fitted (ctahw.calibrate.fit_sm_remote_store) to the measured
+    remote-D GEMM of run2: CUTLASS 16384x8192x8192, local D 2.7989 ms, D on GPU1 2.9461 ms (x1.0526), under the
+    profile's link model ("fair") with the default config's measured tile_cv (0.0075, seed 0) and fitted
+    kernel_fixed_ns; the rate must reproduce it and a wrong rate must not."""
+    from ctasim.spec import load_hardware
+
+    hw = load_hardware("h200-x2-calibrated")
+    assert hw.link_sharing == "fair" and hw.config(128, 256).tile_cv == 0.0075
+    measured = 2.9461439847946167 / 2.7989120483398438
+    assert _remote_d_slowdown(hw, 16384, (128, 256)) == pytest.approx(measured, rel=2e-4)
+    for f in (0.5, 2.0):
+        bad = dataclasses.replace(hw, sm_remote_store_gbps=hw.sm_remote_store_gbps * f)
+        assert _remote_d_slowdown(bad, 16384, (128, 256)) != pytest.approx(measured, rel=5e-3)
+
+
 @pytest.mark.parametrize("kind, kw, gpus", [
     ("sequential", {}, 1), ("microbatch", {"chunks": (2, 4)}, 2), ("tp", {"tp_degree": 2}, 2),
 ])
