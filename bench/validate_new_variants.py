@@ -171,7 +171,7 @@ def _pct(x: float) -> str:
     return f"{x:+.1f}%".replace("-", "−")
 
 
-def report(df, fam, var, gvp, ml, args, commit) -> str:
+def report(df, fam, var, gvp, ml, args, commit, hw_link_sharing: str = "fcfs") -> str:
     ok = df[df["note"] != "stall"]
     every = df.assign(run=df["run"].str.removeprefix("2026-11-29-ctapipe-"),
                       err=[_pct(100 * e) for e in df["makespan_error"]],
@@ -258,11 +258,13 @@ def report(df, fam, var, gvp, ml, args, commit) -> str:
         "## Measured mainloop vs the model's per-tile compute, M ≥ 8192 (µs, medians)", "", _md(mlt), "",
         "## What they show", "",
         f"**Row-pair orders (c21, g21, w21)**: under-predicted on {int((pairs['makespan_error'] < 0).sum())} of "
-        f"{len(pairs)} traces ({_pct(100 * pairs['makespan_error'].min())} … "
+        f"{len(pairs)} traces, over-predicted on {int((pairs['makespan_error'] > 0).sum())} "
+        f"({_pct(100 * pairs['makespan_error'].min())} … "
         f"{_pct(100 * pairs['makespan_error'].max())}); MAPE {f.loc['row pairs, queue', 'mape_pct']:.2f}% (queue) and "
         f"{f.loc['row pairs, wait', 'mape_pct']:.2f}% (wait). The consumer's first tile comes "
         f"{-f.loc['row pairs, queue', 'ftd_err_us_median']:.1f} / {-f.loc['row pairs, wait', 'ftd_err_us_median']:.1f} µs "
-        "early in the model (median, queue / wait): the FCFS first-wave store gap of docs/validation.md.", "",
+        "early in the model (median, queue / wait; the link model is the profile's `link_sharing`, "
+        f"{hw_link_sharing!r} here).", "",
         f"**Group orders (w21g4, w21g8, w21g8t, w21g8tt, g21g8)**: MAPE {f.loc['row groups, wait', 'mape_pct']:.2f}% "
         f"(wait) and {f.loc['row groups, queue', 'mape_pct']:.2f}% (queue), signed mean "
         f"{_pct(f.loc['row groups, wait', 'signed_mean_m_le_4096_pct'])} at M ≤ 4096 and "
@@ -319,7 +321,7 @@ def main(argv=None) -> int:
     fam.round(2).to_csv(out / "ctapipe-new-by-family.csv", index=False)
     gvp.round(2).to_csv(out / "group-order-vs-row-pairs.csv", index=False)
     ml.round(2).to_csv(out / "mainloop-measured.csv", index=False)
-    (out / "report.md").write_text(report(df, fam, var, gvp, ml, args, commit))
+    (out / "report.md").write_text(report(df, fam, var, gvp, ml, args, commit, hw.link_sharing))
     print(_md(fam))
     print(f"\nwrote {out}/ctapipe-new.csv, ctapipe-new-by-variant.csv, ctapipe-new-by-family.csv, "
           "group-order-vs-row-pairs.csv, mainloop-measured.csv, report.md")
