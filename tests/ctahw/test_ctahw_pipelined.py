@@ -81,3 +81,26 @@ def test_persistent_variants_use_the_persistent_library_and_pop_only_with_cluste
     with pytest.raises(ValueError, match="no cluster"):
         runner.library_of("1x2", True)
     assert runner.library_of("1x2") == "ctapipe_sm90_bf16_cluster"
+
+
+def test_a_three_layer_chain_has_a_middle_kernel_that_consumes_and_produces():
+    """L layers on L GPUs: the middle GPU's kernel pops (or waits) on its inbound pipe and signals its outbound
+    one; its descriptor carries both sides (no 3-GPU machine has run it: this is the CPU half)."""
+    ptrs = {n: 1000 + i for i, n in enumerate(runner.DESC_FIELDS)}
+    for name in ("cutlass_ctapipe_c21", "cutlass_ctapipe_w21g4"):
+        v = pipelined.VARIANTS[name]
+        hw = "h200-x8"  # a profile with 3 or more GPUs; the arrays do not depend on it
+        plan = pipelined.variant_plan(pipelined.chain_plan(1024, layers=3, hardware=hw), v, hardware=hw)
+        kernels, pipes = runner.plan_arrays(plan)
+        first, mid, last = sorted(kernels, key=lambda k: k.layer)
+        assert (first.gpu, mid.gpu, last.gpu) == (0, 1, 2) and len(pipes) == 2
+        assert mid.inbound == first.outbound and mid.outbound == last.inbound and mid.outbound != mid.inbound
+        cl = pipelined._clusters(plan, v)
+        for k in kernels:
+            runner.check_cluster(k, pipes, cl[k.op])
+        f = dict(zip(runner.DESC_FIELDS, runner.descriptor(mid, pipes, ptrs, epoch=1, timeout_ns=1).tolist()))
+        assert f["mode"] == (runner.MODE_WAIT if v.consumer == "wait" else runner.MODE_QUEUE)
+        assert f["out_counters"] and f["in_capacity"] == pipes[mid.inbound].capacity
+        assert f["out_capacity"] == pipes[mid.outbound].capacity
+        # the middle kernel's producer order is its consumer order: it signals the tiles it was handed
+        assert sorted(mid.order.tolist()) == list(range(mid.tiles))
