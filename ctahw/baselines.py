@@ -73,9 +73,10 @@ class SweepConfig:
                 "report the median run of the second half (sustained clocks, power cap)"})
     seed: int = field(default=20261129, metadata={"help": "random seed for inputs"})
     ctapipe_variants: tuple[str, ...] = field(
-        default=("cutlass_ctapipe", "cutlass_ctapipe_trace", "cutlass_ctapipe_c12", "cutlass_ctapipe_c12_trace",
-                 "cutlass_ctapipe_c21", "cutlass_ctapipe_c21_trace"),
-        metadata={"help": "CTA-pipelining variants (ctahw.pipelined.VARIANTS)"})
+        default=("cutlass_ctapipe_w21g4", "cutlass_ctapipe_w21g4_trace", "cutlass_ctapipe_g21",
+                 "cutlass_ctapipe_g21_trace", "cutlass_ctapipe_c21", "cutlass_ctapipe_c21_trace"),
+        metadata={"help": "CTA-pipelining variants (ctahw.pipelined.VARIANTS; default: the fastest measured, "
+                          "its queue counterpart and the earlier best, each with a traced twin)"})
 
 
 def chunk_counts(m: int, candidates: Sequence[int], row_tile: int = ROW_TILE) -> list[int]:
