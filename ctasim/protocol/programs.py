@@ -120,34 +120,25 @@ def cta_program(c, chain: Chain, variant: Variant, store_proxy: str, load_proxy:
     last = chain.gpus - 1
     if g == 0:
         tile = chain.tiles(0)[c.index]  # static raster order: nothing to wait for
-    elif variant.consumer == "wait":
-        tile = chain.tiles(g)[c.index]  # fixed order; wait until the tile's counter is complete
-        target = (e + 1) * chain.row_threshold(g) + variant.push_offset
-        yield Poll(("ctr", g, tile[0]), target, acquire=variant.poll_acquire)
-        emit(Dispatch(g, e, c.cid, tile))
-        if load_proxy == "async" and variant.proxy_fence_before_bulk_loads:
-            yield ProxyFence()
-        for src in chain.deps(g, tile):
-            for k in range(chain.elems):
-                v = yield Ld(("d", g, src, k), proxy=load_proxy)
-                emit(InputRead(g, e, c.cid, tile, src, k, v))
-        emit(Complete(g, e, c.cid, tile))
-        if g == last:
-            return
     else:
-        if variant.reset_counters and e > 0 and c.index == 0:
-            for r in range(chain.m_tiles):
-                yield St(("ctr", g, r), 0)
-        cap = chain.queue_capacity(g)
-        ticket = yield Atom(("head", g), 1)
-        emit(Claim(g, e, c.cid, ticket))
-        slot = ticket % cap
-        yield Poll(("seq", g, slot), ticket + 1, acquire=variant.poll_acquire)
-        entry = yield Ld(("entry", g, slot))
-        emit(EntryRead(g, e, c.cid, ticket, entry))
-        if not (isinstance(entry, tuple) and len(entry) == 2):
-            return  # garbage entry: the checker has reported it; nothing sensible to run
-        tile = entry[1]
+        if variant.consumer == "wait":
+            tile = chain.tiles(g)[c.index]  # fixed order; wait until the tile's counter is complete
+            target = (e + 1) * chain.row_threshold(g) + variant.push_offset
+            yield Poll(("ctr", g, tile[0]), target, acquire=variant.poll_acquire)
+        else:
+            if variant.reset_counters and e > 0 and c.index == 0:
+                for r in range(chain.m_tiles):
+                    yield St(("ctr", g, r), 0)
+            cap = chain.queue_capacity(g)
+            ticket = yield Atom(("head", g), 1)
+            emit(Claim(g, e, c.cid, ticket))
+            slot = ticket % cap
+            yield Poll(("seq", g, slot), ticket + 1, acquire=variant.poll_acquire)
+            entry = yield Ld(("entry", g, slot))
+            emit(EntryRead(g, e, c.cid, ticket, entry))
+            if not (isinstance(entry, tuple) and len(entry) == 2):
+                return  # garbage entry: the checker has reported it; nothing sensible to run
+            tile = entry[1]
         emit(Dispatch(g, e, c.cid, tile))
         if load_proxy == "async" and variant.proxy_fence_before_bulk_loads:
             yield ProxyFence()
