@@ -14,3 +14,18 @@ elif ls .whl/*.whl >/dev/null 2>&1; then
 else
   export PYTHONPATH=$PWD
 fi
+# record_env [CMD...]: the run's environment into $OUT/env.txt (date, commit, GPUs, topology, CuPy), then CMD's
+# output if given. record_env_end: the GPUs' clocks, power, temperature and memory appended after the run.
+record_env() {
+  {
+    date -u; echo "commit: ${CTAHW_COMMIT:-unknown}"
+    nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
+    nvidia-smi topo -m
+    python3 -c "import cupy, numpy; print('cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion(), 'numpy', numpy.__version__)"
+    if [ $# -gt 0 ]; then "$@"; fi
+  } > "$OUT/env.txt" 2>&1
+}
+record_env_end() {
+  nvidia-smi --query-gpu=index,clocks.sm,power.draw,temperature.gpu,memory.used,utilization.gpu --format=csv \
+    >> "$OUT/env.txt" 2>&1
+}

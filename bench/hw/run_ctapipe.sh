@@ -9,11 +9,7 @@
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 
-{
-  date -u; echo "commit: ${CTAHW_COMMIT:-unknown}"
-  nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
-  nvidia-smi topo -m
-} > "$OUT/env.txt" 2>&1
+record_env
 
 MS=${CTAHW_MS:-1024,2048,4096,8192,16384}
 EXPS=${CTAHW_EXPS:-gemm,microbatch,tp,ctapipe}

@@ -11,12 +11,7 @@
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 
-{
-  date -u; echo "commit: ${CTAHW_COMMIT:-unknown}"
-  nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
-  nvidia-smi topo -m; nvcc --version | tail -2
-  python3 -c "import cupy, numpy; print('cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion(), 'numpy', numpy.__version__)"
-} > "$OUT/env.txt" 2>&1
+record_env nvcc --version
 
 say "smoke: each CTA-pipelining variant once (its own process, 90 s limit)"
 VARIANTS=$(timeout 90 python3 -m ctahw.pipelined 2>>"$LOG" | tail -1)
@@ -32,5 +27,5 @@ say "remote-store cost of the pipelined producer"
 timeout ${CTAHW_RS_TIMEOUT:-100} python3 bench/hw/ctapipe_checks.py "$OUT/remote_store.json" \
   --ms ${CTAHW_RS_MS:-4096,16384} 2>&1 | tee -a "$LOG" | tail -12
 echo "remote-store rc=${PIPESTATUS[0]}" | tee -a "$LOG"
-nvidia-smi --query-gpu=index,clocks.sm,power.draw,temperature.gpu,memory.used --format=csv >> "$OUT/env.txt" 2>&1
+record_env_end
 say "done"

@@ -18,12 +18,7 @@ set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 export CTAHW_NVCC=${CTAHW_NVCC:-/nonexistent}
 
-{
-  date -u; echo "commit: ${CTAHW_COMMIT:-unknown}"
-  nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
-  nvidia-smi topo -m
-  python3 -c "import cupy, numpy; print('cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion(), 'numpy', numpy.__version__)"
-} > "$OUT/env.txt" 2>&1
+record_env
 
 NEW=cutlass_ctapipe_g21,cutlass_ctapipe_g21_trace,cutlass_ctapipe_w21,cutlass_ctapipe_w21_trace
 WANT=${CTAHW_CTAPIPE_VARIANTS:-$NEW,cutlass_ctapipe_c21,cutlass_ctapipe_c21_trace}
@@ -50,5 +45,5 @@ echo "back-to-back pytest rc=$?" | tee -a "$LOG"; grep -E "PASSED|FAILED|ERROR|p
 STALL=$(echo "$VARIANTS" | tr ',' '\n' | grep -E "${CTAHW_NEW_PATTERN:-g21|w21}" | paste -sd,)
 [ -n "$STALL" ] && CTAHW_WHEELS_INSTALLED=1 CTAHW_STALL_VARIANTS=$STALL CTAHW_STALL_LIMIT=${CTAHW_STALL_LIMIT:-30} \
   OUT=$OUT bash bench/hw/run_ctapipe_stall.sh
-nvidia-smi --query-gpu=index,clocks.sm,power.draw,temperature.gpu,memory.used --format=csv >> "$OUT/env.txt" 2>&1
+record_env_end
 say "done"

@@ -14,12 +14,7 @@
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 
-{
-  date -u; echo "commit: ${CTAHW_COMMIT:-unknown}"
-  nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
-  nvidia-smi topo -m
-  python3 -c "import cupy, numpy; print('cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion(), 'numpy', numpy.__version__)"
-} > "$OUT/env.txt" 2>&1
+record_env
 
 say "watched single runs of each persistent design (own process each; a stuck kernel is reported, then ended)"
 WANT=cutlass_ctapipe_c21,cutlass_ctapipe_c21_trace
@@ -45,5 +40,5 @@ timeout ${CTAHW_RUN_TIMEOUT:-200} python3 -m ctahw.cli run gemm,microbatch,tp,ct
   --chunks 1,2,4,8,16 --ctapipe-variants "$VARIANTS" ${CTAHW_RUN_ARGS:-} --out "$OUT" 2>&1 | tee -a "$LOG" \
   | grep -v "^\s*$" | tail -45
 echo "run rc=${PIPESTATUS[0]}" | tee -a "$LOG"
-nvidia-smi --query-gpu=index,clocks.sm,power.draw,temperature.gpu,memory.used --format=csv >> "$OUT/env.txt" 2>&1
+record_env_end
 say "done"

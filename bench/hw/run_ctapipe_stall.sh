@@ -13,13 +13,7 @@ set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 export CTAHW_NVCC=${CTAHW_NVCC:-/nonexistent}
 
-{
-  date -u; echo "commit: ${CTAHW_COMMIT:-unknown}"
-  nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
-  nvidia-smi topo -m
-  python3 -c "import cupy, numpy; print('cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion(), 'numpy', numpy.__version__)"
-  python3 -m ctahw.cli info
-} > "$OUT/env.txt" 2>&1
+record_env python3 -m ctahw.cli info
 
 VARIANTS=${CTAHW_STALL_VARIANTS:-cutlass_ctapipe_p,cutlass_ctapipe_p_trace,cutlass_ctapipe_pr,cutlass_ctapipe_pr_trace,cutlass_ctapipe_pr21,cutlass_ctapipe_pr21_trace}
 TEST=tests/hw/test_hw_ctapipe.py::test_a_producer_that_never_signals_gives_a_timeout_not_a_hang
@@ -36,5 +30,5 @@ for v in ${VARIANTS//,/ }; do
   grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed" "$one" | tail -2 | tee -a "$LOG"  # this variant's lines only
   rm -f "$one"
 done
-nvidia-smi --query-gpu=index,clocks.sm,power.draw,temperature.gpu,memory.used,utilization.gpu --format=csv >> "$OUT/env.txt" 2>&1
+record_env_end
 say "done"
