@@ -148,64 +148,55 @@ class Variant:
     consumer: str = "queue"  # "queue": pops; "wait": a fixed order (pair_rows with 2x1 clusters), counter waits
 
 
-VARIANTS = {
+_UNTRACED = {
     "cutlass_ctapipe": Variant(("1x1", "1x1"), help="cluster 1x1, the plan's row order, queue pops"),
-    "cutlass_ctapipe_trace": Variant(("1x1", "1x1"), trace=True, help="the same with %globaltimer stamps"),
     "cutlass_ctapipe_c12": Variant(("1x2", "1x2"), help="clusters 1x2 (A multicast), plan order, pair pops"),
-    "cutlass_ctapipe_c12_trace": Variant(("1x2", "1x2"), trace=True, help="the same with stamps"),
     "cutlass_ctapipe_c21": Variant(("2x1", "1x2"), order="pair_rows",
                                    help="producer clusters 2x1 (W multicast) over row-block pairs; consumer 1x2"),
-    "cutlass_ctapipe_c21_trace": Variant(("2x1", "1x2"), order="pair_rows", trace=True, help="the same with stamps"),
     "cutlass_ctapipe_p": Variant(("1x1", "1x1"), persistent="smem",
                                  help="variant (b): persistent kernels (scheduler warp + shared-memory pipeline), "
                                       "cluster 1x1, plan order, queue pops"),
-    "cutlass_ctapipe_p_trace": Variant(("1x1", "1x1"), persistent="smem", trace=True, help="the same with stamps"),
     "cutlass_ctapipe_pr": Variant(("1x1", "1x1"), persistent="ring",
                                   help="variant (b), ring design (CUTLASS's static-persistent path, the load warp "
                                        "pops), cluster 1x1"),
-    "cutlass_ctapipe_pr_trace": Variant(("1x1", "1x1"), persistent="ring", trace=True, help="the same with stamps"),
     "cutlass_ctapipe_pr21": Variant(("2x1", "1x1"), order="pair_rows", persistent="ring",
                                     help="variant (b), ring design: producer 2x1 over row-block pairs, consumer 1x1"),
-    "cutlass_ctapipe_pr21_trace": Variant(("2x1", "1x1"), order="pair_rows", persistent="ring", trace=True,
-                                          help="the same with stamps"),
     "cutlass_ctapipe_g21": Variant(("2x1", "2x1"), order="pair_rows", counter_rows=256,
                                    help="clusters 2x1 on both sides (W multicast): producer over row-block pairs, "
                                         "one counter per 256 rows whose tiles are pushed column by column, so "
                                         "the consumer's cluster pops two tiles of one column"),
-    "cutlass_ctapipe_g21_trace": Variant(("2x1", "2x1"), order="pair_rows", counter_rows=256, trace=True,
-                                         help="the same with stamps"),
     "cutlass_ctapipe_w21": Variant(("2x1", "2x1"), order="pair_rows", consumer="wait",
                                    help="no work-queue: clusters 2x1 on both sides, the consumer walks row-block "
                                         "pairs and waits on each tile's counter; the producer counts with a "
                                         "release reduction (no returned value, no push)"),
-    "cutlass_ctapipe_w21_trace": Variant(("2x1", "2x1"), order="pair_rows", consumer="wait", trace=True,
-                                         help="the same with stamps"),
     "cutlass_ctapipe_w21g4": Variant(("2x1", "2x1"), order="group4", consumer="wait",
                                      help="w21 with both GPUs walking groups of 4 row-blocks column by column"),
-    "cutlass_ctapipe_w21g4_trace": Variant(("2x1", "2x1"), order="group4", consumer="wait", trace=True,
-                                           help="the same with stamps"),
     "cutlass_ctapipe_w21g8": Variant(("2x1", "2x1"), order="group8", consumer="wait",
                                      help="w21 with both GPUs walking groups of 8 row-blocks column by column "
                                           "(a wave reads ~1/4 of the weights: L2 reuse; row-blocks complete "
                                           "8 at a time)"),
-    "cutlass_ctapipe_w21g8_trace": Variant(("2x1", "2x1"), order="group8", consumer="wait", trace=True,
-                                           help="the same with stamps"),
     "cutlass_ctapipe_w21g8t": Variant(("2x1", "2x1"), order="group8_taper", consumer="wait",
                                       help="w21g8 whose last 8 row-blocks go in pairs (a short tail for the "
                                            "consumer after the producer's last tile)"),
-    "cutlass_ctapipe_w21g8t_trace": Variant(("2x1", "2x1"), order="group8_taper", consumer="wait", trace=True,
-                                            help="the same with stamps"),
     "cutlass_ctapipe_w21g8tt": Variant(("2x1", "2x1"), order="group8_taper2", consumer="wait",
                                        help="w21g8 whose first and last 8 row-blocks go in pairs (the consumer "
                                             "starts as early as with pairs; a short tail)"),
-    "cutlass_ctapipe_w21g8tt_trace": Variant(("2x1", "2x1"), order="group8_taper2", consumer="wait", trace=True,
-                                             help="the same with stamps"),
     "cutlass_ctapipe_g21g8": Variant(("2x1", "2x1"), order="group8", counter_rows=1024,
                                      help="g21 with the producer walking groups of 8 row-blocks column by column, "
                                           "one counter per group (1024 rows), its tiles pushed column by column"),
-    "cutlass_ctapipe_g21g8_trace": Variant(("2x1", "2x1"), order="group8", counter_rows=1024, trace=True,
-                                           help="the same with stamps"),
 }
+
+
+def _with_traced_twins(variants: dict[str, Variant]) -> dict[str, Variant]:
+    """Each variant followed by ``<name>_trace``: the same kernel compiled with %globaltimer stamps."""
+    out = {}
+    for name, v in variants.items():
+        out[name] = v
+        out[f"{name}_trace"] = dataclasses.replace(v, trace=True, help="the same with %globaltimer stamps")
+    return out
+
+
+VARIANTS = _with_traced_twins(_UNTRACED)
 """Variants ``ctahw run ctapipe`` times (``--ctapipe-variants`` picks some)."""
 
 
@@ -227,8 +218,9 @@ def variant_plan(plan, v: Variant, hardware: str = "h200-x2"):
         raise ValueError(f"variant order {v.order!r}: plan or one of {', '.join(rn.ORDERS)}")
     plan = rn.with_order(plan, ks[0].id, rn.named_order(v.order, ks[0].tiles_m, ks[0].tiles_n))
     if v.consumer == "wait":
-        for i, k in enumerate(ks[1:], start=1):
-            if _clusters(plan, v)[k.id] == "2x1" or v.order != "pair_rows":
+        cl = _clusters(plan, v)
+        for k in ks[1:]:
+            if cl[k.id] == "2x1" or v.order != "pair_rows":
                 plan = rn.with_order(plan, k.id, rn.named_order(v.order, k.tiles_m, k.tiles_n))
     return plan
 
