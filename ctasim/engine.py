@@ -132,11 +132,6 @@ class _Run:
         self.t_done[op.id] = env.now
         self.done[op.id].succeed()
 
-    @staticmethod
-    def tile_cv(k: Kernel) -> float:
-        """``KernelConfig.tile_cv`` of kernel ``k``, copied onto the plan's kernel with the config's other fields."""
-        return float(k.tile_cv)
-
     def kernel(self, k: Kernel):
         if k.fixed_ns > 0:  # grid start and first-wave fill: no CTA holds a tile yet
             yield self.env.timeout(k.fixed_ns)
@@ -151,7 +146,7 @@ class _Run:
                 durations += extra
                 extra = None
         extra_mult = None  # a queue kernel's tile_cv multiplier of its slot's wave slowdown, by tile id
-        cv = self.tile_cv(k)
+        cv = float(k.tile_cv)  # KernelConfig.tile_cv, copied onto the plan's kernel
         if cv > 0:  # KernelConfig.tile_cv: the tile (not the CTA launch) varies within a wave
             mult = np.clip(1.0 + cv * self.rng.standard_normal(k.tiles), 0.5, 1.5)
             durations = (durations - launch) * mult + launch
