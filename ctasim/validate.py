@@ -22,9 +22,14 @@ What is fitted, and from what (see docs/validation.md):
 * :class:`Harness` ``run_ns`` (start event to first kernel plus last kernel to end event; idle of the
   1-kernel ``gemm`` runs), ``gap_ns`` (between two timed kernels of one stream: idle of ``sequential``
   minus that of ``gemm``) and ``copy_ns`` (fixed part of a timed peer copy: copy event time minus
-  bytes / ``copy_engine_gbps``).
+  bytes / ``copy_engine_gbps``);
+* :class:`Harness` ``wait_ns`` and ``hop_ns`` (a kernel's wait on a peer copy's event: the cost of the wait
+  command in its own stream, and what the hop from copy to kernel takes beyond ``event_wait_ns``) -- least
+  squares of the *makespans* of the micro-batched runs at the fitting M values, with everything above fixed
+  (:func:`_fit_waits`): nothing else measured separates them.
 
-Cross-GPU event hops use the profile's ``event_wait_ns`` (measured by ``ctahw calibrate``), not a fit.
+Other cross-GPU event hops (the start and end events) use the profile's ``event_wait_ns`` (measured by
+``ctahw calibrate``), not a fit.
 
 Left out: cuBLAS rows (another kernel than the profile's tile config), ``remote_d`` (a kernel-level
 ratio, fitted by ``ctahw calibrate``), run-to-run spread (one median per case).
@@ -83,12 +88,18 @@ class Harness:
     apart (the profile's ``kernel_gap_ns`` plus the timing events recorded between them); a peer copy
     starts ``copy_ns`` after the kernel it copies (stream hand-off and copy launch); the end event on GPU 0
     comes ``run_ns / 2`` after the last operation, plus ``event_wait_ns`` when that operation ran on
-    another GPU.  ``run_ns = 0``, ``gap_ns = kernel_gap_ns``, ``copy_ns = 0`` is the plain plan.
+    another GPU.  A kernel that waits on a peer copy's completion event (micro-batching's next stage: its
+    stream waits on the copy stream of the GPU before it) starts ``hop_ns`` later than ``event_wait_ns``
+    after the copy allows, and ``wait_ns`` later than its own stream allows (the wait command is processed
+    even when the copy finished long ago).  ``run_ns = 0``, ``gap_ns = kernel_gap_ns``, ``copy_ns = 0``
+    (and ``wait_ns = hop_ns = 0``) is the plain plan.
     """
 
     run_ns: float
     gap_ns: float
     copy_ns: float
+    wait_ns: float = 0.0
+    hop_ns: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -146,11 +157,14 @@ def harness_plan(case: MeasuredCase, hw: Hardware, harness: Harness) -> Plan:
     strategy, gpus = case.strategy()
     hw_h = dataclasses.replace(hw, launch_ns=harness.run_ns / 2, kernel_gap_ns=harness.gap_ns)
     plan = build_plans(strategy, case.workload(), hw_h, gpus, case.label)[0]
+    copies = {op.id for op in plan.ops if isinstance(op, Transfer)}
     for op in plan.ops:
         if not op.deps and getattr(op, "gpu", 0) != 0:
             op.start_ns += hw.event_wait_ns
         if isinstance(op, Transfer):
             op.deps = tuple((d, delay + harness.copy_ns) for d, delay in op.deps)
+        elif isinstance(op, Kernel) and any(d in copies for d, _ in op.deps):
+            op.deps = tuple((d, delay + (harness.hop_ns if d in copies else harness.wait_ns)) for d, delay in op.deps)
     return plan
 
 
@@ -242,6 +256,9 @@ def fit(cases: list[MeasuredCase], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict, H
         return float((((pred - part["kernel_ns"]) / part["kernel_ns"]) ** 2).sum())
 
     boost = float(grid[int(np.argmin([loss(b) for b in grid]))]) if len(part) else 1.0
+    fitted = {"kernel_fixed_ns": fixed, "max_clock_boost": boost}
+    mb = [c for c in train if c.experiment == "microbatch"]
+    harness, waits = _fit_waits(mb, apply_fit(hw, fitted), harness)
 
     ms = ", ".join(str(m) for m in fit_ms)
     evidence = pd.DataFrame([
@@ -255,8 +272,54 @@ def fit(cases: list[MeasuredCase], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict, H
          "fitted to": f"median idle(sequential) - idle(gemm), M in {{{ms}}}"},
         {"parameter": "harness.copy_ns", "value": round(copy_ns, 1),
          "fitted to": f"median (copy event time - bytes/copy_engine_gbps - link_latency_ns) over {len(copies)} micro-batched runs, M in {{{ms}}}"},
+        {"parameter": "harness.wait_ns", "value": round(harness.wait_ns, 1),
+         "fitted to": f"least squares of the makespan over {len(mb)} micro-batched runs (with hop_ns), their kernels at the measured event time, M in {{{ms}}}; {waits}"},
+        {"parameter": "harness.hop_ns", "value": round(harness.hop_ns, 1),
+         "fitted to": f"same fit: a wait on a peer copy's event beyond event_wait_ns = {hw.event_wait_ns:g} ns"},
     ])
-    return {"kernel_fixed_ns": fixed, "max_clock_boost": boost}, harness, evidence
+    return fitted, harness, evidence
+
+
+def _at_measured_kernel_time(case: MeasuredCase, hw: Hardware, harness: Harness) -> Hardware:
+    """``hw`` with the 128x256 config's tile rate (and fixed part) scaled so that the case's simulated GEMM
+    kernel takes its measured event time (``compute_ms`` per kernel): what is left of the makespan error is
+    the harness's."""
+    k = _kernel_rows([case], hw, harness).iloc[0]
+    f = float(k["sim_ns"] / k["kernel_ns"])
+    configs = tuple(dataclasses.replace(c, sm_tflops=c.sm_tflops * f, kernel_fixed_ns=c.kernel_fixed_ns / f)
+                    if (c.tile_m, c.tile_n) == (128, 256) else c for c in hw.kernel_configs)
+    return dataclasses.replace(hw, kernel_configs=configs)
+
+
+def _fit_waits(cases: list[MeasuredCase], hw: Hardware, harness: Harness, rounds: int = 3) -> tuple[Harness, str]:
+    """``Harness.wait_ns`` and ``hop_ns``: least squares of the micro-batched makespans over the two, each
+    case simulated with its GEMM kernels at their measured event time (:func:`_at_measured_kernel_time`), so
+    that kernel-model error is not absorbed (without this the two drift with the split: 3.8 / 15.9 us on
+    M = 2048, 8192 but 1.1 / 36.9 us on the other M values).
+
+    The makespan is piecewise linear in them (the critical path can switch between the copy chain and the
+    last GPU's stream), so the fit is linearised: the sensitivity of every case to 1 us of each is simulated
+    at the current values, the linear least-squares step is taken, and this is repeated ``rounds`` times
+    (it settles in two).  Both are kept >= 0.  Returns the harness and a line of evidence.
+    """
+    if not cases:
+        return harness, "no micro-batched run"
+    measured = np.array([c.median_ms * 1e6 for c in cases])
+    hws = [_at_measured_kernel_time(c, hw, harness) for c in cases]
+
+    def residual(h: Harness) -> np.ndarray:
+        return np.array([predict_ns(c, hc, h) for c, hc in zip(cases, hws)]) - measured
+
+    step = 1000.0
+    for _ in range(rounds):
+        r0 = residual(harness)
+        a = np.column_stack([(residual(dataclasses.replace(harness, **{f: getattr(harness, f) + step})) - r0) / step
+                             for f in ("wait_ns", "hop_ns")])
+        x, *_ = np.linalg.lstsq(a, -r0, rcond=None)
+        harness = dataclasses.replace(harness, wait_ns=max(0.0, harness.wait_ns + float(x[0])),
+                                      hop_ns=max(0.0, harness.hop_ns + float(x[1])))
+    r = np.abs(residual(harness))
+    return harness, f"residual (kernels at their measured time) median {np.median(r) / 1e3:.1f} us, max {r.max() / 1e3:.1f} us"
 
 
 def apply_fit(hw: Hardware, fields: dict, tile: tuple[int, int] = (128, 256)) -> Hardware:

@@ -142,13 +142,12 @@ def test_per_cta_gates_pass_the_right_profile_and_fail_wrong_ones():
 
 
 # ------------------------------------------------------------------------ makespan gates on measured baselines
-# Bounds on the held-out M values (1024, 4096, 16384) of run 2, CUTLASS backend.  The issue's target is a MAPE
-# of 3% and a worst case of 6%; gemm, sequential and TP are held to 3%.  Micro-batching is held to 4% and the
-# worst case to 10%: what the model reaches now (3.2%, -8.9% at M=1024 c=2, docs/validation.md) plus the
-# run-to-run spread (run 1 vs run 2, up to ~1% on the same case), so that a regression fails; they are not
-# the targets, which are not met for micro-batching.
-MAPE_BOUND_PCT = {"gemm": 3.0, "sequential": 3.0, "tp": 3.0, "microbatch": 4.0, "all": 3.0}
-WORST_BOUND_PCT = 10.0
+# Bounds on the held-out M values (1024, 4096, 16384) of run 2, CUTLASS backend: the issue's targets, a MAPE of
+# 3% per strategy and overall and a worst case of 6% (today: micro-batching 0.99%, worst -4.80% at M=1024 c=2,
+# all 1.11%; docs/validation.md).  Micro-batching was held to 4% / 10% before the harness modelled the waits on
+# peer copies (Harness.wait_ns, hop_ns: 3.23%, -9.65%).
+MAPE_BOUND_PCT = {"gemm": 3.0, "sequential": 3.0, "tp": 3.0, "microbatch": 3.0, "all": 3.0}
+WORST_BOUND_PCT = 6.0
 
 
 @pytest.fixture(scope="module")
@@ -180,6 +179,50 @@ def test_fit_uses_only_the_fitting_m_values(measured):
     assert V.fit(changed, hw)[:2] == (fields, harness)
 
 
+def _mb_plan(hw, harness, chunks=4, m=2048):
+    case = V.MeasuredCase("microbatch", "cutlass", m, 8192, chunks, 1.0, 0.5, 0.1, 0.4)
+    return V.harness_plan(case, hw, harness)
+
+
+def test_harness_waits_delay_only_the_kernels_that_wait_on_a_peer_copy(measured):
+    hw, _, _, harness = measured
+    base = dataclasses.replace(harness, wait_ns=0.0, hop_ns=0.0)
+    p0, p1 = _mb_plan(hw, base), _mb_plan(hw, dataclasses.replace(base, wait_ns=1000.0, hop_ns=5000.0))
+    copies = {op.id for op in p0.ops if isinstance(op, V.Transfer)}
+    waiting = 0
+    for a, b in zip(p0.ops, p1.ops):
+        assert a.id == b.id and a.start_ns == b.start_ns
+        waits_on_copy = isinstance(a, V.Kernel) and any(d in copies for d, _ in a.deps)
+        waiting += waits_on_copy
+        for (d, x), (d2, y) in zip(a.deps, b.deps):
+            assert d == d2
+            want = (5000.0 if d in copies else 1000.0) if waits_on_copy else 0.0
+            assert y - x == pytest.approx(want), (a, d)
+    assert waiting == 4  # every second-GPU kernel of the 4 chunks; none on GPU 0, no copy
+    # a plan without peer copies (TP) is untouched
+    tp = V.MeasuredCase("tp", "cutlass", 2048, 8192, 0, 1.0, 0.5, 0.0, 0.4)
+    t0 = V.harness_plan(tp, hw, base)
+    t1 = V.harness_plan(tp, hw, dataclasses.replace(base, wait_ns=1000.0, hop_ns=5000.0))
+    assert [op.deps for op in t0.ops] == [op.deps for op in t1.ops]
+
+
+def test_fit_of_the_waits_recovers_them_from_simulated_runs(measured):
+    """Runs simulated with known wait_ns / hop_ns (kernel event times from the same simulation) are fitted
+    back to those values."""
+    hw, _, _, harness = measured
+    truth = dataclasses.replace(harness, wait_ns=2500.0, hop_ns=11000.0)
+    cases = []
+    for m, c in ((2048, 1), (2048, 4), (2048, 16), (8192, 2), (8192, 8)):
+        probe = V.MeasuredCase("microbatch", "cutlass", m, 8192, c, 1.0, 1.0, 0.0, 0.0)
+        k = V._kernel_rows([probe], hw, truth).iloc[0]
+        case = dataclasses.replace(probe, compute_ms=k["sim_ns"] * c / 1e6)
+        cases.append(dataclasses.replace(case, median_ms=V.predict_ns(case, hw, truth) / 1e6))
+    got, evidence = V._fit_waits(cases, hw, dataclasses.replace(harness, wait_ns=0.0, hop_ns=0.0))
+    assert got.wait_ns == pytest.approx(2500.0, abs=50.0)
+    assert got.hop_ns == pytest.approx(11000.0, abs=100.0)
+    assert "median" in evidence
+
+
 def test_measured_baselines_pass_the_makespan_gates(measured):
     hw, cases, _, harness = measured
     df = V.validate(cases, hw, harness)
@@ -191,9 +234,11 @@ def test_measured_baselines_pass_the_makespan_gates(measured):
 
 
 @pytest.mark.parametrize("name", ["half sm_tflops", "half copy-engine bandwidth", "half all-reduce bandwidth",
-                                  "sm_tflops -5%"])
+                                  "sm_tflops -5%", "no wait on peer copies", "double event_wait_ns"])
 def test_a_wrong_profile_fails_the_makespan_gates(measured, name):
     hw, cases, _, harness = measured
+    if name == "no wait on peer copies":
+        harness = dataclasses.replace(harness, wait_ns=0.0, hop_ns=0.0)
     cfg = hw.kernel_configs
     scale = lambda f: dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, sm_tflops=c.sm_tflops * f) for c in cfg))
     bad = {
@@ -201,6 +246,8 @@ def test_a_wrong_profile_fails_the_makespan_gates(measured, name):
         "sm_tflops -5%": scale(0.95),
         "half copy-engine bandwidth": dataclasses.replace(hw, copy_engine_gbps=hw.copy_engine_gbps / 2),
         "half all-reduce bandwidth": dataclasses.replace(hw, allreduce_bus_gbps=hw.allreduce_bus_gbps / 2),
+        "no wait on peer copies": hw,
+        "double event_wait_ns": dataclasses.replace(hw, event_wait_ns=2 * hw.event_wait_ns),
     }[name]
     assert _gate_failures(V.validate(cases, bad, harness)) != []
 
