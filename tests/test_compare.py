@@ -223,6 +223,25 @@ def test_fit_of_the_waits_recovers_them_from_simulated_runs(measured):
     assert "median" in evidence
 
 
+def test_fitted_harness_waits_agree_with_the_probe(measured):
+    """The waits fitted on the GEMM runs against the direct measurement of bench/hw/copy_wait_probe.py (same harness,
+    sleep kernels, 8 MiB copies: bench/results/hw/2026-11-29-copy-wait)."""
+    import importlib.util
+    import json
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("copy_wait_report", root / "bench" / "hw" / "copy_wait_report.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    hw, _, _, harness = measured
+    probe = mod.analyse(json.loads((root / "bench/results/hw/2026-11-29-copy-wait/copy_wait_k60_8mib.json").read_text()), hw)
+    assert probe["wait_ns"] == pytest.approx(harness.wait_ns, abs=1500.0)
+    assert probe["hop_ns_line"] == pytest.approx(harness.hop_ns, abs=1500.0)
+    assert probe["hop_ns_c1"] == pytest.approx(harness.hop_ns, abs=1500.0)
+    assert probe["gap_ns"] == pytest.approx(harness.gap_ns, abs=200.0)
+    assert probe["run_ns"] == pytest.approx(harness.run_ns, abs=200.0)
+
+
 def test_measured_baselines_pass_the_makespan_gates(measured):
     hw, cases, _, harness = measured
     df = V.validate(cases, hw, harness)
