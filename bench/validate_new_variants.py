@@ -4,13 +4,15 @@
 
 Model: the committed profile ``specs/hardware/h200-x2-calibrated.toml`` with the committed fits, built exactly as
 ``python -m ctasim.validate`` builds it (baseline fit on ``2026-11-29-run2`` at ``ctasim.validate.FIT_MS``, ctapipe
-kernel-variant fit, ``tile_cv`` included, on ``2026-11-29-ctapipe``); nothing is fitted on the runs judged here.
+kernel-variant fit, ``tile_cv`` included, on ``2026-11-29-ctapipe`` and the M=32768 traces of :data:`FIT_ALSO`);
+nothing is fitted on the runs judged here.
 Every trace of the runs in :data:`RUNS` is simulated (seed 0, the validation's default) and compared with
 ``ctasim.compare.compare`` through ``ctasim.validate_ctapipe.judge(..., fit_ms=())``; the rows are the ones
 ``python -m ctasim.validate --ctapipe-also <RUNS> --out DIR`` writes into ``DIR/ctapipe.csv``.
 
-The known one-off stall trace (:data:`STALL`: the clusters run's w21 at M=16384, whose producer's first-wave epilogue
-stalled 160 us) is marked ``stall`` in ``ctapipe-new.csv`` and left out of every summary.
+Traces with a first-wave store stall (``ctasim.validate_ctapipe.STALL_NS``: here the clusters run's w21 at M=16384,
+whose producer's first-wave epilogue stalled 160 us) are marked ``stall`` in ``ctapipe-new.csv`` and left out of every
+summary.
 
 Writes into ``bench/results/validation-ctapipe-new/`` (``--out``): ``ctapipe-new.csv`` (every trace),
 ``ctapipe-new-by-variant.csv``, ``ctapipe-new-by-family.csv``, ``group-order-vs-row-pairs.csv`` (each group order
@@ -38,8 +40,9 @@ from ctasim.spec import load_hardware  # noqa: E402
 HW = ROOT / "bench/results/hw"
 RUNS = ("2026-11-29-ctapipe-clusters", "2026-11-29-ctapipe-groups", "2026-11-29-ctapipe-taper",
         "2026-11-29-ctapipe-taper2")
-STALL = {("2026-11-29-ctapipe-clusters", "w21", 16384)}
-"""(run, variant, M) of the one-off stall trace (see the folder's report.md)."""
+FIT_ALSO = ("2026-11-29-ctapipe-range",)
+"""Runs whose traces at ``ctasim.validate_ctapipe.FIT_MS`` are fitted on beside 2026-11-29-ctapipe (as
+``python -m ctasim.validate`` does: ``--ctapipe-fit-also``)."""
 
 FAMILIES = {
     "row pairs, queue": ("c21", "g21"),
@@ -62,7 +65,8 @@ def committed_model(profile: str = "h200-x2-calibrated"):
     hw0 = load_hardware(profile)
     fields, _harness, _ev = V.fit(V.load_cases(HW / "2026-11-29-run2"), hw0)
     hw = V.apply_fit(hw0, fields)
-    cfields, _cev = VC.fit(VC.load_npz(HW / "2026-11-29-ctapipe"), hw0)
+    traces = VC.load_npz(HW / "2026-11-29-ctapipe") + [t for r in FIT_ALSO for t in VC.load_npz(HW / r)]
+    cfields, _cev = VC.fit(traces, hw0)
     return VC.apply_fit(hw, cfields), cfields
 
 
@@ -82,7 +86,7 @@ def judge_all(hw, seed: int):
     df = pd.concat(rows, ignore_index=True)
     df["variant"] = df["variant"].map(short)
     df["family"] = df["variant"].map(FAMILY_OF)
-    df["note"] = ["stall" if (r, v, m) in STALL else "" for r, v, m in zip(df["run"], df["variant"], df["m"])]
+    df["note"] = ["stall" if s else "" for s in df["stalled"]]
     return df, traces
 
 
@@ -145,10 +149,11 @@ def group_vs_pairs(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out).sort_values(["run", "m", "variant"]).reset_index(drop=True)
 
 
-def mainloops(traces: dict, hw) -> pd.DataFrame:
+def mainloops(traces: dict, hw, df: pd.DataFrame) -> pd.DataFrame:
     """Per trace and layer: measured median mainloop (t_mainloop_end - t_acquire) and the model's median
     per-tile compute (t_compute_end - t_acquire - tile_fixed_ns of the simulated trace; tile_cv draws included)."""
     out = []
+    stalled = {(r.run, r.m, r.variant) for r in df.itertuples() if r.note == "stall"}
     for (run, m, v), (meas, plan, sim) in sorted(traces.items()):
         kernels = VC.VARIANT_KERNELS["cutlass_ctapipe_" + v]
         mt, st = meas.tiles, sim.tiles
@@ -159,7 +164,7 @@ def mainloops(traces: dict, hw) -> pd.DataFrame:
             out.append({"run": run, "m": m, "variant": v, "layer": int(layer),
                         "mainloop_median_us_meas": (a["t_mainloop_end"] - a["t_acquire"]).median() / 1e3,
                         "compute_median_us_sim": ((b["t_compute_end"] - b["t_acquire"]).median() - fixed) / 1e3,
-                        "note": "stall" if (run, v, m) in STALL else ""})
+                        "note": "stall" if (run, m, v) in stalled else ""})
     return pd.DataFrame(out)
 
 
@@ -315,7 +320,7 @@ def main(argv=None) -> int:
     hw, _fields = committed_model(args.profile)
     df, traces = judge_all(hw, args.seed)
     df = df[COLS]
-    fam, var, gvp, ml = by_family(df), by_variant(df), group_vs_pairs(df), mainloops(traces, hw)
+    fam, var, gvp, ml = by_family(df), by_variant(df), group_vs_pairs(df), mainloops(traces, hw, df)
     df.round(5).to_csv(out / "ctapipe-new.csv", index=False)
     var.round(2).to_csv(out / "ctapipe-new-by-variant.csv", index=False)
     fam.round(2).to_csv(out / "ctapipe-new-by-family.csv", index=False)

@@ -410,28 +410,33 @@ CTAPIPE_TILE_TABLES = ((1024, "cutlass_ctapipe"), (4096, "cutlass_ctapipe_c21"))
 gates: held-out M, the 1x1 kernel and the best variant."""
 
 
-def ctapipe_section(hw0: Hardware, hw: Hardware, folder: Path, also: list[Path], out: Path) -> list[str]:
-    """Fit the ctapipe kernel variants on FIT_MS traces, judge every trace, write CSVs, plots, tile tables."""
+def ctapipe_section(hw0: Hardware, hw: Hardware, folder: Path, also: list[Path], out: Path,
+                    fit_also: list[Path] = ()) -> list[str]:
+    """Fit the ctapipe kernel variants on the FIT_MS traces of ``folder`` and ``fit_also``, judge every trace,
+    write CSVs, plots, tile tables."""
     from ctasim import plots
     from ctasim import validate_ctapipe as VC
 
     traces = VC.load_npz(folder)
-    fields, evidence = VC.fit(traces, hw0)
+    extra = [VC.load_npz(p) for p in fit_also if (p / "ctapipe_traces.npz").exists()]
+    fields, evidence = VC.fit(traces + [t for e in extra for t in e], hw0)
     hw_c = VC.apply_fit(hw, fields)
     df, sims = VC.judge(traces, hw_c)
+    df_extra = [VC.judge(e, hw_c)[0] for e in extra]
     base = hw0.config(128, 256)
     before = {k: dict(sm_tflops=base.sm_tflops, tile_fixed_ns=base.tile_fixed_ns, wave_slowdown=0.0,
                       wave_slowdown_waves=1.0, cta_launch_ns=0.0, signal_hold_ns=0.0, tile_cv=0.0) for k in fields}
     df_before, _ = VC.judge(traces, VC.apply_fit(hw, before))
     others = [VC.judge(VC.load_npz(p), hw_c, fit_ms=())[0] for p in also if (p / "ctapipe_traces.npz").exists()]
-    cols = ["run", "m", "variant", "role", "makespan_meas_us", "makespan_sim_us", "makespan_error",
+    cols = ["run", "m", "variant", "role", "stalled", "makespan_meas_us", "makespan_sim_us", "makespan_error",
             "start_median_frac", "start_p95_frac", "end_median_frac", "end_p95_frac", "dequeue_spearman",
             "start_order_spearman", "consumer_source", "first_tile_delay_L1_meas_ns", "first_tile_delay_L1_sim_ns", "busy_gpu0_meas", "busy_gpu0_sim",
             "busy_gpu1_meas", "busy_gpu1_sim", "overlap_L0-L1_meas", "overlap_L0-L1_sim"]
-    allrows = pd.concat([df] + others, ignore_index=True)
+    allrows = pd.concat([df] + df_extra + others, ignore_index=True)
     allrows[cols].round(5).to_csv(out / "ctapipe.csv", index=False)
     summ = VC.summary(df)
     summ.round(3).to_csv(out / "ctapipe-summary.csv", index=False)
+    summ_all = VC.summary(allrows.assign(role=[r if r == "fitted" else "held_out" for r in allrows["role"]]))
     evidence.to_csv(out / "ctapipe-fit.csv", index=False)
     plots.error_vs_m(df.assign(error=df["makespan_error"], series=df["variant"]), out / "ctapipe-error-vs-m.png",
                      title=f"{folder.name}: CTA-pipelining makespan, simulated vs measured traces")
@@ -445,17 +450,25 @@ def ctapipe_section(hw0: Hardware, hw: Hardware, folder: Path, also: list[Path],
         mt = next((t for t in traces if t.m == m and t.variant == v), None)
         if mt is not None:
             VC.save_tiles(mt, out / f"ctapipe-tiles-m{m}-{v}.csv.gz")
-    show = ["m", "variant", "role", "makespan_meas_us", "makespan_sim_us", "makespan_error", "start_median_frac",
+    show = ["m", "variant", "role", "stalled", "makespan_meas_us", "makespan_sim_us", "makespan_error", "start_median_frac",
             "start_p95_frac", "end_median_frac", "dequeue_spearman", "start_order_spearman", "first_tile_delay_L1_meas_ns",
             "first_tile_delay_L1_sim_ns"]
     lines = ["## CTA-pipelining: measured per-CTA traces (" + folder.name + ")", "",
-             "Kernel variants fitted on the traces at M in " + str(VC.FIT_MS) + "; judged on the others. Makespan = "
-             "first CTA start to last tile end in the trace (no harness); per-CTA errors as fractions of it.", "",
+             "Kernel variants fitted on the traces at M in " + str(VC.FIT_MS) + " of " + ", ".join(
+                 [folder.name] + [p.name for p in fit_also]) + "; judged on the others. Makespan = "
+             "first CTA start to last tile end in the trace (no harness); per-CTA errors as fractions of it. "
+             f"Traces with a first-wave store stall (consumer's first tile > {VC.STALL_NS / 1e3:.0f} us after the "
+             "producer's) are listed but left out of the summaries.", "",
              "### Fitted kernel-config fields", "", _md(evidence[["kernel", "field", "value", "fitted to"]], ".4f"), "",
              "### Accuracy on held-out M", "", _md(summ), "",
+             "Every held-out trace of every run judged here (this run, the runs fitted on too, the other runs; "
+             "stalls left out):", "", _md(summ_all), "",
              "### Every trace", "", _md(df[show], ".4f"), "",
              "### Without the fitted variant configs (the default 128x256 config for every layer)", "",
              _md(VC.summary(df_before)), "", _md(df_before[show], ".4f"), ""]
+    for e in df_extra:
+        lines += [f"### Run fitted on at M in {VC.FIT_MS}, judged at the others: {e['run'].iloc[0]}", "",
+                  _md(e[show], ".4f"), ""]
     for o in others:
         lines += [f"### Other run, judged in full: {o['run'].iloc[0]}", "", _md(o[show], ".4f"), ""]
     lines += ["Plots: `ctapipe-error-vs-m.png`, `gantt-ctapipe-hw-m16384-cutlass_ctapipe_c21.png`, "
@@ -484,6 +497,8 @@ def main(argv=None) -> int:
                     help="ctapipe results folder with per-CTA traces (ctapipe_traces.npz); '' skips")
     ap.add_argument("--ctapipe-also", nargs="*", default=[str(here / "bench/results/hw/2026-11-29-ctapipe-run1")],
                     help="other ctapipe runs judged in full with the same fit")
+    ap.add_argument("--ctapipe-fit-also", nargs="*", default=[str(here / "bench/results/hw/2026-11-29-ctapipe-range")],
+                    help="other ctapipe runs whose traces at the fitting M values are fitted on too (the others judged)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -535,7 +550,8 @@ def main(argv=None) -> int:
                         "dequeue_spearman", "tiles_matched"]], ".4f"), "",
               "Plots: `error-vs-m.png`, `gantt-ctapipe-m1024.png`.", ""]
     if args.ctapipe:
-        lines += ctapipe_section(hw0, hw, Path(args.ctapipe), [Path(p) for p in args.ctapipe_also], out)
+        lines += ctapipe_section(hw0, hw, Path(args.ctapipe), [Path(p) for p in args.ctapipe_also], out,
+                                 [Path(p) for p in args.ctapipe_fit_also])
     (out / "report.md").write_text("\n".join(lines))
     prov = {"command": "python -m ctasim.validate " + " ".join(argv or []), "results": str(args.results),
             "profile": args.profile, "fit_ms": FIT_MS, "harness": dataclasses.asdict(harness), "fitted": fields}

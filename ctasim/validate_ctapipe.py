@@ -42,11 +42,21 @@ from ctasim.spec import Hardware, KernelConfig, Layer, Strategy, Workload
 from ctasim.strategies import build_plans
 from ctasim.trace import OP_COLUMNS, EVENT_COLUMNS, Trace
 
-__all__ = ["VARIANT_KERNELS", "FIT_MS", "MeasuredTrace", "load_npz", "load_tiles", "save_tiles", "plan_for",
+__all__ = ["VARIANT_KERNELS", "FIT_MS", "STALL_NS", "MeasuredTrace", "load_npz", "load_tiles", "save_tiles", "plan_for",
            "simulate_for", "fit", "apply_fit", "judge", "summary", "TILE_CSV_COLUMNS"]
 
-FIT_MS = (2048, 8192)
-"""M values whose traces are fitted on (the same split as the baselines'); every other M is judged."""
+FIT_MS = (2048, 8192, 32768)
+"""M values whose traces are fitted on; every other M is judged.  2048 and 8192 are the baselines' split; 32768
+(``2026-11-29-ctapipe-range``, above the judged range) is there because the wave slowdown of the one-CTA-per-tile
+grids keeps growing past the 15 waves of M = 8192 and levels off only after ~25 (docs/validation.md): fitted on
+M <= 8192 alone, M = 16384 was an extrapolation (1x2: -9.9%)."""
+
+STALL_NS = 100_000.0
+"""A trace whose consumer's first tile comes more than this later than the simulation says has a first-wave store
+stall (row orders: 280-290 us measured against 116-119 us simulated, where traces without one measure 120-124 us;
+intermittent, in the traced run of some variants at M >= 16384, not in the timed medians): :func:`judge` marks it
+``stalled`` and :func:`summary` leaves it out; :func:`fit` keeps it (its per-tile figures -- mainloops, later waves'
+epilogues and exits, turnovers -- are not the stalled stores)."""
 
 VARIANT_KERNELS = {
     "cutlass_ctapipe": ("ctapipe-1x1",),
@@ -293,14 +303,17 @@ def judge(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS, seed: int = 
         plan, sim = simulate_for(mt, hw, seed)
         c = compare(mt.trace, sim, plan)
         sims[(mt.run, mt.m, mt.variant)] = (plan, sim)
+        s = c.summary()
+        late = s.get("first_tile_delay_L1_meas_ns", np.nan) - s.get("first_tile_delay_L1_sim_ns", np.nan)
         rows.append({"run": mt.run, "m": mt.m, "variant": mt.variant,
-                     "role": "fitted" if mt.m in fit_ms else "held_out", **c.summary()})
+                     "role": "fitted" if mt.m in fit_ms else "held_out", "stalled": bool(late > STALL_NS), **s})
     return pd.DataFrame(rows), sims
 
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
-    """Per M over the held-out rows: MAPE of the makespan, worst, median per-CTA start error (fraction)."""
-    held = df[df["role"] == "held_out"]
+    """Per M over the held-out rows without a first-wave store stall (:data:`STALL_NS`): MAPE of the makespan,
+    worst, median per-CTA start error (fraction)."""
+    held = df[(df["role"] == "held_out") & ~df.get("stalled", pd.Series(False, index=df.index)).astype(bool)]
     out = []
     for key, g in list(held.groupby("m")) + [("all", held)]:
         worst = g.loc[g["makespan_error"].abs().idxmax()]
