@@ -457,8 +457,8 @@ def ctapipe_section(hw0: Hardware, hw: Hardware, folder: Path, also: list[Path],
              "Kernel variants fitted on the traces at M in " + str(VC.FIT_MS) + " of " + ", ".join(
                  [folder.name] + [p.name for p in fit_also]) + "; judged on the others. Makespan = "
              "first CTA start to last tile end in the trace (no harness); per-CTA errors as fractions of it. "
-             f"Traces with a first-wave store stall (consumer's first tile > {VC.STALL_NS / 1e3:.0f} us after the "
-             "producer's) are listed but left out of the summaries.", "",
+             f"Traces with a first-wave store stall (the consumer's first tile more than {VC.STALL_NS / 1e3:.0f} us "
+             "later than simulated: `stalled`) are listed but left out of the summaries.", "",
              "### Fitted kernel-config fields", "", _md(evidence[["kernel", "field", "value", "fitted to"]], ".4f"), "",
              "### Accuracy on held-out M", "", _md(summ), "",
              "Every held-out trace of every run judged here (this run, the runs fitted on too, the other runs; "
