@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from ctahw import pipelined, runner
 
@@ -104,3 +105,14 @@ def test_a_three_layer_chain_has_a_middle_kernel_that_consumes_and_produces():
         assert f["out_capacity"] == pipes[mid.outbound].capacity
         # the middle kernel's producer order is its consumer order: it signals the tiles it was handed
         assert sorted(mid.order.tolist()) == list(range(mid.tiles))
+
+
+def test_median_index_picks_the_traced_run_with_the_median_makespan():
+    # three traced runs, the first with a first-wave store stall: the median one is kept, not the first
+    assert pipelined.median_index([3.89e6, 3.72e6, 3.70e6]) == 1
+    assert pipelined.median_index([1.0, 2.0, 3.0]) == 1
+    assert pipelined.median_index([5.0]) == 0
+    assert pipelined.median_index([4.0, 1.0, 3.0, 2.0]) == 3  # lower middle of an even count
+    with pytest.raises(ValueError):
+        pipelined.median_index([])
+    assert pipelined.TRACE_RUNS >= 3
