@@ -40,7 +40,7 @@ from ctasim.spec import load_hardware  # noqa: E402
 HW = ROOT / "bench/results/hw"
 RUNS = ("2026-11-29-ctapipe-clusters", "2026-11-29-ctapipe-groups", "2026-11-29-ctapipe-taper",
         "2026-11-29-ctapipe-taper2")
-FIT_ALSO = ("2026-11-29-ctapipe-range",)
+FIT_ALSO = ("2026-11-29-ctapipe-range", "2026-11-29-ctapipe-trace3")
 """Runs whose traces at ``ctasim.validate_ctapipe.FIT_MS`` are fitted on beside 2026-11-29-ctapipe (as
 ``python -m ctasim.validate`` does: ``--ctapipe-fit-also``)."""
 

@@ -497,7 +497,8 @@ def main(argv=None) -> int:
                     help="ctapipe results folder with per-CTA traces (ctapipe_traces.npz); '' skips")
     ap.add_argument("--ctapipe-also", nargs="*", default=[str(here / "bench/results/hw/2026-11-29-ctapipe-run1")],
                     help="other ctapipe runs judged in full with the same fit")
-    ap.add_argument("--ctapipe-fit-also", nargs="*", default=[str(here / "bench/results/hw/2026-11-29-ctapipe-range")],
+    ap.add_argument("--ctapipe-fit-also", nargs="*", default=[str(here / "bench/results/hw/2026-11-29-ctapipe-range"),
+                                                           str(here / "bench/results/hw/2026-11-29-ctapipe-trace3")],
                     help="other ctapipe runs whose traces at the fitting M values are fitted on too (the others judged)")
     args = ap.parse_args(argv)
     out = Path(args.out)

@@ -46,10 +46,10 @@ __all__ = ["VARIANT_KERNELS", "FIT_MS", "STALL_NS", "MeasuredTrace", "load_npz",
            "simulate_for", "fit", "apply_fit", "judge", "summary", "TILE_CSV_COLUMNS"]
 
 FIT_MS = (2048, 8192, 32768)
-"""M values whose traces are fitted on; every other M is judged.  2048 and 8192 are the baselines' split; 32768
-(``2026-11-29-ctapipe-range``, above the judged range) is there because the wave slowdown of the one-CTA-per-tile
-grids keeps growing past the 15 waves of M = 8192 and levels off only after ~25 (docs/validation.md): fitted on
-M <= 8192 alone, M = 16384 was an extrapolation (1x2: -9.9%)."""
+"""M values whose traces are fitted on (every trace at them, of every run given); every other M is judged.  2048
+and 8192 are the baselines' split; 32768 (``2026-11-29-ctapipe-range``, ``-trace3``; above the judged range) is there
+because the wave slowdown of the one-CTA-per-tile grids keeps growing past the 15 waves of M = 8192 and levels off
+only after ~25 (docs/validation.md): fitted on M <= 8192 alone, M = 16384 was an extrapolation (1x2: -9.9%)."""
 
 STALL_NS = 100_000.0
 """A trace whose consumer's first tile comes more than this later than the simulation says has a first-wave store
@@ -188,7 +188,7 @@ def _tiles_by_config(traces: list[MeasuredTrace], slots: int) -> pd.DataFrame:
         t["mainloop"] = t["t_mainloop_end"] - t["t_acquire"]
         t["epilogue"] = t["t_compute_end"] - t["t_mainloop_end"]
         t["exit"] = t[["t_store_end", "t_signal"]].max(axis=1)
-        t["case"] = mt.label
+        t["case"] = f"{mt.run} {mt.label}" if mt.run else mt.label  # one trace per case, also across runs
         last = t.groupby("layer")["wave"].transform("max")
         t["full_wave"] = t["wave"] < last
         # waves in start order (tile_cv): the layer's tiles sorted by t_acquire, `slots` to a wave
