@@ -6,6 +6,19 @@ import dataclasses
 
 from ctasim.spec import Hardware, KernelConfig, Layer, Workload, hardware_from_dict
 
+
+class FakeCudaDevice:
+    """Stands in for ``cupy.cuda.Device(d)`` in CPU tests of ``ctahw``: a context manager that does nothing."""
+
+    def __init__(self, device: int):
+        self.device = device
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
 TINY = {
     "name": "tiny", "gpu": "toy", "gpus": 8, "sm_count": 4, "hbm_gbps": 1000.0, "topology": "direct",
     "link_gbps": 100.0, "copy_engine_gbps": 100.0, "link_latency_ns": 10.0, "remote_atomic_ns": 5.0,

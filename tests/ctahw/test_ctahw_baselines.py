@@ -7,6 +7,7 @@ import pytest
 from ctahw.baselines import (SweepConfig, breakdown, chain_flops, chunk_counts, mark_best, pick_schedule,
                              plan_sweep)
 from ctahw.gemm import SCHEDULES, schedule_name
+from tests.helpers import FakeCudaDevice
 
 
 def test_chunk_counts_keep_whole_row_tiles():
@@ -71,24 +72,13 @@ def test_plan_times_cutlass_default_order_beside_the_tuned_one():
 # -- lifetimes and fallbacks (fake CuPy, fake backends)
 
 
-class _FakeDevice:
-    def __init__(self, d):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 def _fake_cp():
     import types
 
     import numpy as np
 
     stream = types.SimpleNamespace(synchronize=lambda: None, ptr=0)
-    cuda = types.SimpleNamespace(Device=_FakeDevice, Stream=lambda: stream)
+    cuda = types.SimpleNamespace(Device=FakeCudaDevice, Stream=lambda: stream)
     return types.SimpleNamespace(cuda=cuda, uint16=np.uint16, full=np.full, empty=np.empty)
 
 
@@ -221,7 +211,7 @@ def _sustain_cp(clock):
         def wait_event(self, ev):
             pass
 
-    cuda = types.SimpleNamespace(Device=_FakeDevice, Stream=Stream, Event=Event,
+    cuda = types.SimpleNamespace(Device=FakeCudaDevice, Stream=Stream, Event=Event,
                                  get_elapsed_time=lambda a, b: b.t - a.t,
                                  runtime=types.SimpleNamespace(deviceSynchronize=lambda: None))
     return types.SimpleNamespace(cuda=cuda)

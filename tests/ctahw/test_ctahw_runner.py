@@ -12,6 +12,7 @@ from ctahw import runner
 from ctasim.invariants import InvariantError, check_trace
 from ctasim.spec import Strategy, load_hardware, load_workload
 from ctasim.strategies import build_plans
+from tests.helpers import FakeCudaDevice
 
 
 def chain_plan(m: int = 1024, source: str = "queue"):
@@ -374,18 +375,8 @@ def _fake_runner_env(monkeypatch, sms):
     def alloc(*a, **k):
         raise _Reached
 
-    class Device:
-        def __init__(self, d):
-            pass
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
     props = types.SimpleNamespace(getDeviceProperties=lambda g: {"multiProcessorCount": sms})
-    cp = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=props, Device=Device, Stream=alloc),
+    cp = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=props, Device=FakeCudaDevice, Stream=alloc),
                                zeros=alloc, empty=alloc, asarray=alloc, uint32=None, uint64=None, int32=None,
                                uint16=None)
     lib = _FakeRingLib()
