@@ -15,9 +15,7 @@ clock_mhz_p90, power_w_median, samples}], "provenance": ...}). Exit 2 without a 
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
-import sys
 import time
 
 
@@ -97,23 +95,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=1.5)
     ap.add_argument("--sample-ms", type=int, default=20)
     a = ap.parse_args(argv)
-    from ctahw.device import DeviceError, require_gpus
+    from probe_common import sweep_ms
 
-    try:
-        require_gpus(1)
-    except DeviceError as e:
-        print(f"clock_probe: no GPU: {e}", file=sys.stderr)
-        return 2
-    from ctahw.provenance import collect
-
-    points = []
-    for m in (int(x) for x in a.ms.split(",")):
-        p = probe(m, a.seconds, a.sample_ms)
-        print(json.dumps(p), flush=True)
-        points.append(p)
-    with open(a.out, "w") as f:
-        json.dump({"points": points, "provenance": collect()}, f, indent=1, default=str)
-    return 0
+    return sweep_ms("clock_probe", a.out, a.ms.split(","), lambda m: probe(m, a.seconds, a.sample_ms))
 
 
 if __name__ == "__main__":

@@ -16,8 +16,6 @@ Exit 2 without a GPU.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 
 def one(m: int, runs: int, h: int = 8192) -> dict:
@@ -65,23 +63,9 @@ def main(argv=None) -> int:
     ap.add_argument("--ms", default="2048,8192,16384")
     ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args(argv)
-    from ctahw.device import DeviceError, require_gpus
+    from probe_common import sweep_ms
 
-    try:
-        require_gpus(1)
-    except DeviceError as e:
-        print(f"persistent_tile_cv: no GPU: {e}", file=sys.stderr)
-        return 2
-    from ctahw.provenance import collect
-
-    res = []
-    for m in (int(x) for x in a.ms.split(",")):
-        p = one(m, a.runs)
-        print(json.dumps(p), flush=True)
-        res.append(p)
-    with open(a.out, "w") as f:
-        json.dump({"points": res, "provenance": collect()}, f, indent=1, default=str)
-    return 0
+    return sweep_ms("persistent_tile_cv", a.out, a.ms.split(","), lambda m: one(m, a.runs))
 
 
 if __name__ == "__main__":
