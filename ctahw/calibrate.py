@@ -151,18 +151,24 @@ def fit_sm_remote_store(hw: Hardware, ratio: float, slowdown=remote_d_slowdown, 
                         iters: int = 40) -> tuple[float, str]:
     """The ``sm_remote_store_gbps`` (with ``epilogue_store_overlap = 0``) whose simulated remote-D slowdown
     equals the measured ``ratio``; bisection on a log scale (the slowdown falls as the rate grows).
-    Outside the model's range the nearest end is returned, and the note says so."""
+    Outside the model's range the nearest end is returned, and the note says so.  The rate depends on the
+    profile's link model and the 128x256 config's ``tile_cv`` and ``kernel_fixed_ns`` (docs/validation.md: 16.96
+    GB/s under "fcfs", 52.05 under "fair" for one measurement); the note names the ones used."""
     import dataclasses  # noqa: PLC0415
     import math as _m  # noqa: PLC0415
 
     def f(rate: float) -> float:
         return slowdown(dataclasses.replace(hw, sm_remote_store_gbps=rate, epilogue_store_overlap=0.0))
 
+    cfg = hw.config(128, 256)
+    under = (f'link_sharing "{hw.link_sharing}", 128x256 tile_cv {cfg.tile_cv:g}, kernel_fixed_ns '
+             f"{cfg.kernel_fixed_ns:g}")
     s_lo, s_hi = f(lo), f(hi)
     if ratio >= s_lo:
-        return lo, f"measured slowdown {ratio:.4f} >= the model's {s_lo:.4f} at {lo} GB/s: clipped"
+        return lo, f"measured slowdown {ratio:.4f} >= the model's {s_lo:.4f} at {lo} GB/s ({under}): clipped"
     if ratio <= s_hi:
-        return hi, f"measured slowdown {ratio:.4f} <= the model's {s_hi:.4f} at {hi:g} GB/s (link-bound): clipped"
+        return hi, (f"measured slowdown {ratio:.4f} <= the model's {s_hi:.4f} at {hi:g} GB/s (link-bound; {under}): "
+                    "clipped")
     a, b = _m.log(lo), _m.log(hi)
     for _ in range(iters):
         mid = (a + b) / 2
@@ -171,7 +177,7 @@ def fit_sm_remote_store(hw: Hardware, ratio: float, slowdown=remote_d_slowdown, 
         else:
             b = mid
     rate = _m.exp((a + b) / 2)
-    return rate, f"simulated slowdown {f(rate):.4f} vs measured {ratio:.4f}"
+    return rate, f"simulated slowdown {f(rate):.4f} vs measured {ratio:.4f} ({under})"
 
 
 def pingpong_stats(init_stamps: Sequence[int], resp_stamps: Sequence[int], best_fraction: float = 0.1) -> dict:

@@ -83,6 +83,9 @@ def test_fit_sm_remote_store_inverts_a_monotone_slowdown(tmp_path):
 
     rate, note = cal.fit_sm_remote_store(hw, 1.1, slowdown)
     assert rate == pytest.approx(100.0, rel=1e-6) and "vs measured 1.1000" in note
+    assert 'link_sharing "fcfs", 128x256 tile_cv 0, kernel_fixed_ns 0' in note  # what the rate depends on
+    fair = load_hardware("h200-x2-calibrated")
+    assert 'link_sharing "fair", 128x256 tile_cv 0.0075' in cal.fit_sm_remote_store(fair, 1.1, slowdown)[1]
     rate, note = cal.fit_sm_remote_store(hw, 1.0001, slowdown)
     assert rate == 1e4 and "clipped" in note
     rate, note = cal.fit_sm_remote_store(hw, 50.0, slowdown)
