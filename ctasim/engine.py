@@ -18,7 +18,8 @@ What is simulated
     * Tile-time variation (``KernelConfig.tile_cv``): every tile's time (wave slowdown included, a
       non-persistent grid's CTA launch not) is multiplied by ``1 + tile_cv * N(0, 1)``, clipped to [0.5, 1.5],
       drawn per kernel from the run's seeded RNG before the global ``jitter`` (which multiplies on top).
-    * After the store has arrived: system-scope fence, remote atomic on the scoreboard counter.  The
+    * After the store has arrived: system-scope fence, remote atomic on the scoreboard counter (the kernel
+      config's ``signal_ns`` when set: the two as measured under load).  The
       signal that completes a counter pushes its consumer tiles into the work-queue: atomic result back
       to the producer, slot reservation round trip, slot write and release-publish.
     * A consumer CTA claims the next head index and waits for that slot to be published; it sees the
@@ -237,7 +238,7 @@ class _Run:
             exposed = 1.0 - hw.epilogue_store_overlap
             # The per-SM limit is shared by the SM's resident CTAs (e.g. a pingpong kernel's two tiles).
             sm_store_ns = store_bytes / (hw.sm_remote_store_gbps / k.slots_per_sm) + hw.link_latency_ns
-            sig_delay = hw.fence_sys_ns + hw.remote_atomic_ns
+            sig_delay = k.signal_ns if k.signal_ns > 0 else hw.fence_sys_ns + hw.remote_atomic_ns
             signal_hold = k.signal_hold_ns
             signal = self.signal
             fair = self.fabric.fair

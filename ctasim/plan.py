@@ -68,6 +68,7 @@ class Kernel(Op):
     cta_launch_ns: float = 0.0
     wave_slowdown: float = 0.0  # KernelConfig.wave_slowdown: tile time x (1 + s * min(1, wave / waves))
     wave_slowdown_waves: float = 1.0
+    signal_ns: float = 0.0  # KernelConfig.signal_ns: store arrival to counter update (0: fence + atomic)
     signal_hold_ns: float = 0.0  # a producer CTA keeps its slot this long after its store arrived
     tile_cv: float = 0.0  # KernelConfig.tile_cv: relative spread of a tile's time within a wave
     kernel: str = ""  # the kernel variant (KernelConfig.kernel) whose figures these are

@@ -110,6 +110,10 @@ class KernelConfig:
     signal_hold_ns: float = _f(
         "a producer CTA of this kernel keeps its slot this long after its remote store arrived (fence, counter "
         "atomic, pushes), ns", 0.0)
+    signal_ns: float = _f(
+        "a producer tile's counter update takes effect this long after its remote store arrived (system fence "
+        "and remote atomic under the kernel's load, measured in per-CTA traces); 0 = the profile's fence_sys_ns "
+        "+ remote_atomic_ns (unloaded probes), ns", 0.0)
     tile_cv: float = _f(
         "relative standard deviation of a tile's time within a wave (0 <= tile_cv < 0.5): each tile's time is "
         "multiplied by 1 + tile_cv * N(0, 1), clipped to [0.5, 1.5], drawn from the run's seeded RNG; measured as "
@@ -426,6 +430,7 @@ def _validate_hardware(hw: Hardware, where: str) -> None:
         _require(c.cta_launch_ns >= 0, where, q + "cta_launch_ns", f"must be >= 0, got {c.cta_launch_ns}")
         _require(c.kernel_fixed_ns >= 0, where, q + "kernel_fixed_ns", f"must be >= 0, got {c.kernel_fixed_ns}")
         _require(c.wave_slowdown >= 0, where, q + "wave_slowdown", f"must be >= 0, got {c.wave_slowdown}")
+        _require(c.signal_ns >= 0, where, q + "signal_ns", f"must be >= 0, got {c.signal_ns}")
         _require(c.wave_slowdown_waves > 0, where, q + "wave_slowdown_waves",
                  f"must be > 0, got {c.wave_slowdown_waves}")
         _require(c.signal_hold_ns >= 0, where, q + "signal_hold_ns", f"must be >= 0, got {c.signal_hold_ns}")

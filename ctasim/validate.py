@@ -281,13 +281,14 @@ def fit(cases: list[MeasuredCase], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict, H
 
 
 def _at_measured_kernel_time(case: MeasuredCase, hw: Hardware, harness: Harness) -> Hardware:
-    """``hw`` with the 128x256 config's tile rate (and fixed part) scaled so that the case's simulated GEMM
-    kernel takes its measured event time (``compute_ms`` per kernel): what is left of the makespan error is
-    the harness's."""
+    """``hw`` with the default 128x256 config's times (tile rate, per-tile and per-kernel fixed parts) scaled so
+    that the case's simulated GEMM kernel takes its measured event time (``compute_ms`` per kernel): what is left
+    of the makespan error is the harness's."""
     k = _kernel_rows([case], hw, harness).iloc[0]
     f = float(k["sim_ns"] / k["kernel_ns"])
-    configs = tuple(dataclasses.replace(c, sm_tflops=c.sm_tflops * f, kernel_fixed_ns=c.kernel_fixed_ns / f)
-                    if (c.tile_m, c.tile_n) == (128, 256) else c for c in hw.kernel_configs)
+    configs = tuple(dataclasses.replace(c, sm_tflops=c.sm_tflops * f, tile_fixed_ns=c.tile_fixed_ns / f,
+                                        kernel_fixed_ns=c.kernel_fixed_ns / f)
+                    if (c.tile_m, c.tile_n) == (128, 256) and not c.kernel else c for c in hw.kernel_configs)
     return dataclasses.replace(hw, kernel_configs=configs)
 
 
@@ -418,14 +419,20 @@ def ctapipe_section(hw0: Hardware, hw: Hardware, folder: Path, also: list[Path],
     from ctasim import validate_ctapipe as VC
 
     traces = VC.load_npz(folder)
-    extra = [VC.load_npz(p) for p in fit_also if (p / "ctapipe_traces.npz").exists()]
+    missing = [str(p) for p in fit_also if not (Path(p) / "ctapipe_traces.npz").exists()]
+    if missing:
+        raise FileNotFoundError(f"--ctapipe-fit-also: no ctapipe_traces.npz in {', '.join(missing)}")
+    both = {Path(p).resolve() for p in fit_also} & {Path(p).resolve() for p in also}
+    if both:
+        raise ValueError(f"{', '.join(map(str, sorted(both)))} given both to fit on and to judge in full")
+    extra = [VC.load_npz(p) for p in fit_also]
     fields, evidence = VC.fit(traces + [t for e in extra for t in e], hw0)
     hw_c = VC.apply_fit(hw, fields)
     df, sims = VC.judge(traces, hw_c)
     df_extra = [VC.judge(e, hw_c)[0] for e in extra]
     base = hw0.config(128, 256)
     before = {k: dict(sm_tflops=base.sm_tflops, tile_fixed_ns=base.tile_fixed_ns, wave_slowdown=0.0,
-                      wave_slowdown_waves=1.0, cta_launch_ns=0.0, signal_hold_ns=0.0, tile_cv=0.0) for k in fields}
+                      wave_slowdown_waves=1.0, cta_launch_ns=0.0, signal_hold_ns=0.0, signal_ns=0.0, tile_cv=0.0) for k in fields}
     df_before, _ = VC.judge(traces, VC.apply_fit(hw, before))
     others = [VC.judge(VC.load_npz(p), hw_c, fit_ms=())[0] for p in also if (p / "ctapipe_traces.npz").exists()]
     cols = ["run", "m", "variant", "role", "stalled", "makespan_meas_us", "makespan_sim_us", "makespan_error",
@@ -436,7 +443,7 @@ def ctapipe_section(hw0: Hardware, hw: Hardware, folder: Path, also: list[Path],
     allrows[cols].round(5).to_csv(out / "ctapipe.csv", index=False)
     summ = VC.summary(df)
     summ.round(3).to_csv(out / "ctapipe-summary.csv", index=False)
-    summ_all = VC.summary(allrows.assign(role=[r if r == "fitted" else "held_out" for r in allrows["role"]]))
+    summ_all = VC.summary(allrows)
     evidence.to_csv(out / "ctapipe-fit.csv", index=False)
     plots.error_vs_m(df.assign(error=df["makespan_error"], series=df["variant"]), out / "ctapipe-error-vs-m.png",
                      title=f"{folder.name}: CTA-pipelining makespan, simulated vs measured traces")

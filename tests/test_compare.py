@@ -207,16 +207,19 @@ def test_harness_waits_delay_only_the_kernels_that_wait_on_a_peer_copy(measured)
 
 
 def test_fit_of_the_waits_recovers_them_from_simulated_runs(measured):
-    """Runs simulated with known wait_ns / hop_ns (kernel event times from the same simulation) are fitted
-    back to those values."""
+    """Runs simulated with known wait_ns / hop_ns on a machine whose GEMM tiles are 4% slower than the profile says
+    (kernel event times from that simulation) are fitted back to those values: the fit puts the kernels at their
+    measured time instead of absorbing their error into the waits."""
     hw, _, _, harness = measured
     truth = dataclasses.replace(harness, wait_ns=2500.0, hop_ns=11000.0)
+    slow = dataclasses.replace(hw, kernel_configs=tuple(
+        dataclasses.replace(c, sm_tflops=c.sm_tflops / 1.04) if not c.kernel else c for c in hw.kernel_configs))
     cases = []
     for m, c in ((2048, 1), (2048, 4), (2048, 16), (8192, 2), (8192, 8)):
         probe = V.MeasuredCase("microbatch", "cutlass", m, 8192, c, 1.0, 1.0, 0.0, 0.0)
-        k = V._kernel_rows([probe], hw, truth).iloc[0]
+        k = V._kernel_rows([probe], slow, truth).iloc[0]
         case = dataclasses.replace(probe, compute_ms=k["sim_ns"] * c / 1e6)
-        cases.append(dataclasses.replace(case, median_ms=V.predict_ns(case, hw, truth) / 1e6))
+        cases.append(dataclasses.replace(case, median_ms=V.predict_ns(case, slow, truth) / 1e6))
     got, evidence = V._fit_waits(cases, hw, dataclasses.replace(harness, wait_ns=0.0, hop_ns=0.0))
     assert got.wait_ns == pytest.approx(2500.0, abs=50.0)
     assert got.hop_ns == pytest.approx(11000.0, abs=100.0)
@@ -276,14 +279,15 @@ def test_a_wrong_profile_fails_the_makespan_gates(measured, name):
 # with the committed profile (its fitted ctapipe-1x1/1x2/2x1 configs; fitted on M = 2048, 8192 only).
 # Absolute bounds = held-out figures plus a margin so that a regression fails; they are NOT the issue's targets
 # (median start error <= 2% of the makespan is not met at M=1024: 2.7%; docs/validation.md).  M=4096's median
-# start error bound is today's 1.02% plus 0.4 points: under link_sharing = "fair" the per-SM store rate shows
-# mainly there (half sm_remote_store_gbps: 1.68%, makespan +0.89 points, inside BIAS_BAND).  A profile that is wrong in the direction of the measurement (the model under-predicts
+# start error bound is today's 1.17% plus 0.4 points: under link_sharing = "fair" the per-SM store rate shows
+# mainly there (half sm_remote_store_gbps: 1.76%, makespan +0.89 points, inside BIAS_BAND).  A profile that is wrong in the direction of the measurement (the model under-predicts
 # M=4096 by 4.6%; half link bandwidth, -5% tile rate) moves the figures *towards* it and would pass absolute
 # bounds; `BIAS_BAND` pins the signed makespan error to +-1% around today's value (the simulation is
 # deterministic for its seed, 0; any change of model or profile that moves it must update this with its
 # reason: the fitted KernelConfig.tile_cv moved M=1024 from -3.6% to +1.0% and M=4096 from -5.5% to -4.6%;
 # link_sharing = "fair" with the refitted sm_remote_store_gbps and signal_hold_ns moved them to -0.2% and +1.0%;
-# the ctapipe configs refitted with the M=32768 traces of 2026-11-29-ctapipe-range and -trace3 to +0.9% and +2.2%).  Doubling poll_ns (200 -> 400 ns) moves the makespan by < 0.05%: nothing here resolves it.
+# the ctapipe configs refitted with the M=32768 traces of 2026-11-29-ctapipe-range and -trace3 to +0.9% and +2.2%;
+# the fitted signal_ns (store end to counter update under load, 3.5-4.3 us) to +1.7% and +2.4%).  Doubling poll_ns (200 -> 400 ns) moves the makespan by < 0.05%: nothing here resolves it.
 from ctasim import validate_ctapipe as VC  # noqa: E402
 
 VALIDATION = Path(__file__).resolve().parent.parent / "bench" / "results" / "validation"
@@ -291,8 +295,8 @@ CTAPIPE_NPZ = Path(__file__).resolve().parent.parent / "bench" / "results" / "hw
 # (m, variant): (max |makespan error|, max median start error / makespan, min dequeue rank correlation,
 #                signed makespan error today)
 CTAPIPE_GATES = {
-    (1024, "cutlass_ctapipe"): (0.05, 0.055, 0.75, +0.0091),
-    (4096, "cutlass_ctapipe_c21"): (0.065, 0.0142, 0.98, +0.0217),
+    (1024, "cutlass_ctapipe"): (0.05, 0.055, 0.75, +0.0172),
+    (4096, "cutlass_ctapipe_c21"): (0.065, 0.0157, 0.98, +0.0236),
 }
 BIAS_BAND = 0.01
 
@@ -322,7 +326,8 @@ def _with_variants(hw, **kw):
 
 
 @pytest.mark.parametrize("name", ["half link bandwidth", "tile rate +5%", "tile rate -5%", "no wave slowdown",
-                                  "no CTA turnover or epilogue", "half remote-store rate", "double fence and atomic",
+                                  "no CTA turnover or epilogue", "half remote-store rate",
+                                  "double fence and atomic (signal and push)",
                                   "default kernel config for every layer", "no tile-time variation",
                                   "double tile-time variation"])
 def test_a_wrong_profile_fails_the_measured_ctapipe_gates(name):
@@ -335,11 +340,12 @@ def test_a_wrong_profile_fails_the_measured_ctapipe_gates(name):
         "no wave slowdown": _with_variants(hw, wave_slowdown=lambda c: 0.0),
         "no CTA turnover or epilogue": _with_variants(hw, cta_launch_ns=lambda c: 0.0, tile_fixed_ns=lambda c: 0.0),
         "half remote-store rate": dataclasses.replace(hw, sm_remote_store_gbps=hw.sm_remote_store_gbps / 2),
-        "double fence and atomic": dataclasses.replace(hw, fence_sys_ns=2 * hw.fence_sys_ns,
-                                                       remote_atomic_ns=2 * hw.remote_atomic_ns),
+        "double fence and atomic (signal and push)": _with_variants(
+            dataclasses.replace(hw, fence_sys_ns=2 * hw.fence_sys_ns, remote_atomic_ns=2 * hw.remote_atomic_ns),
+            signal_ns=lambda c: 2 * c.signal_ns),
         "default kernel config for every layer": _with_variants(
             hw, sm_tflops=lambda c: base.sm_tflops, tile_fixed_ns=lambda c: base.tile_fixed_ns,
-            wave_slowdown=lambda c: 0.0, cta_launch_ns=lambda c: 0.0, signal_hold_ns=lambda c: 0.0,
+            wave_slowdown=lambda c: 0.0, cta_launch_ns=lambda c: 0.0, signal_hold_ns=lambda c: 0.0, signal_ns=lambda c: 0.0,
             tile_cv=lambda c: 0.0),
         "no tile-time variation": _with_variants(hw, tile_cv=lambda c: 0.0),
         "double tile-time variation": _with_variants(hw, tile_cv=lambda c: 2 * c.tile_cv),
@@ -450,31 +456,32 @@ def test_ctapipe_fit_of_tile_cv_on_a_synthetic_trace():
 
 # ------------------------------------------------------------------------ a whole independent ctapipe run
 # 2026-11-29-ctapipe-rerun3: 12 traces (M = 1024 ... 8192, 1x1 / 1x2 / 2x1 + 1x2), each the median of three traced runs,
-# nothing fitted on it. The issue's makespan targets are the bounds (MAPE <= 3%, worst <= 6%; today 1.97%, -4.48%,
-# seed 0); the start-error target (2%) is not met there (2.42%) and is bounded at today's figure plus 0.5 points.
+# nothing fitted on it. The issue's makespan targets are the bounds (MAPE <= 3%, worst <= 6%; today 2.08%, -4.36%,
+# seed 0); the start-error target (2%) is not met there (2.36%) and is bounded at today's figure plus 0.5 points.
 RERUN3 = Path(__file__).resolve().parent.parent / "bench" / "results" / "hw" / "2026-11-29-ctapipe-rerun3"
 
 
 def _rerun3_failures(hw) -> list[str]:
+    pytest.importorskip("ctahw.pipelined")
     df, _ = VC.judge(VC.load_npz(RERUN3), hw, fit_ms=())
     s = VC.summary(df).set_index("m").loc["all"]
-    bad = []
+    bad = [f"{int(df['stalled'].sum())} traces marked stalled (left out of the summary)"] if df["stalled"].any() else []
     if s["makespan_mape_pct"] > 3.0:
         bad.append(f"MAPE {s['makespan_mape_pct']:.2f}% > 3%")
     if abs(s["worst_pct"]) > 6.0:
         bad.append(f"worst {s['worst_pct']:+.2f}%")
-    if s["start_median_pct_max"] > 2.92:
-        bad.append(f"median start error {s['start_median_pct_max']:.2f}% > 2.92%")
+    if s["start_median_pct_max"] > 2.86:
+        bad.append(f"median start error {s['start_median_pct_max']:.2f}% > 2.86%")
     return bad
 
 
-def test_an_independent_ctapipe_run_meets_the_makespan_targets(ctapipe_traces):
+def test_an_independent_ctapipe_run_meets_the_makespan_targets():
     assert len(VC.load_npz(RERUN3)) == 12
     assert _rerun3_failures(load_hardware("h200-x2-calibrated")) == []
 
 
 @pytest.mark.parametrize("name", ["tile rate -5%", "no wave slowdown", "half link bandwidth"])
-def test_a_wrong_profile_fails_on_the_independent_ctapipe_run(ctapipe_traces, name):
+def test_a_wrong_profile_fails_on_the_independent_ctapipe_run(name):
     hw = load_hardware("h200-x2-calibrated")
     bad = {
         "tile rate -5%": _with_variants(hw, sm_tflops=lambda c: c.sm_tflops * 0.95),
@@ -482,3 +489,17 @@ def test_a_wrong_profile_fails_on_the_independent_ctapipe_run(ctapipe_traces, na
         "half link bandwidth": dataclasses.replace(hw, link_gbps=hw.link_gbps / 2),
     }[name]
     assert _rerun3_failures(bad) != []
+
+
+def test_signal_ns_sets_the_store_to_counter_step_in_the_engine():
+    """KernelConfig.signal_ns replaces the unloaded fence + atomic between a producer tile's store arrival and its
+    counter update, for every producer tile, and moves the consumer's first tile by the difference."""
+    hw = tiny_hw()
+    plan, base = _ctapipe(hw)
+    hw_s = dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, signal_ns=5000.0) for c in hw.kernel_configs))
+    plan_s, slow = _ctapipe(hw_s)
+    for tr, want in ((base, hw.fence_sys_ns + hw.remote_atomic_ns), (slow, 5000.0)):
+        p = tr.tiles[tr.tiles["layer"] == 0]
+        assert np.allclose(p["t_signal"] - p["t_store_end"], want)
+    first = lambda tr: tr.tiles.loc[tr.tiles["layer"] == 1, "t_acquire"].min()
+    assert first(slow) - first(base) == pytest.approx(5000.0 - hw.fence_sys_ns - hw.remote_atomic_ns)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 
 
 def main(argv=None) -> int:
@@ -31,25 +30,26 @@ def main(argv=None) -> int:
     ap.add_argument("--mib", type=int, default=8)
     ap.add_argument("--runs", type=int, default=15)
     args = ap.parse_args(argv)
+    from probe_common import no_gpus
+
+    rc = no_gpus("copy_wait_probe", 2)
+    if rc is not None:
+        return rc
     from ctahw import probes
     from ctahw.baselines import Timed
-    from ctahw.device import DeviceError, enable_peer_access, require_cupy, require_gpus
+    from ctahw.device import enable_peer_access, require_cupy
     from ctahw.provenance import collect
 
-    try:
-        cp = require_cupy()
-        require_gpus(2)
-    except DeviceError as e:
-        print(f"copy_wait_probe: {e}", file=sys.stderr)
-        return 2
+    cp = require_cupy()
+    chunk_counts = [int(c) for c in args.chunks.split(",")]
     enable_peer_access([0, 1])
     T = Timed([0, 1], gate_ms=2.0)
     k_ns = int(args.kernel_us * 1e3)
     nbytes = args.mib << 20
-    with cp.cuda.Device(0):
-        src = cp.zeros(nbytes * 16, dtype=cp.uint8)
+    with cp.cuda.Device(0):  # one copy's bytes per chunk of the largest chunk count
+        src = cp.zeros(nbytes * max(chunk_counts), dtype=cp.uint8)
     with cp.cuda.Device(1):
-        dst = cp.zeros(nbytes * 16, dtype=cp.uint8)
+        dst = cp.zeros(nbytes * max(chunk_counts), dtype=cp.uint8)
 
     def kernel(t, g):
         cs = t.compute[g]
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
         return f
 
     cases = [("gemm", 0, one_gpu(1)), ("sequential", 0, one_gpu(2))]
-    cases += [("microbatch", c, microbatch(c)) for c in map(int, args.chunks.split(","))]
+    cases += [("microbatch", c, microbatch(c)) for c in chunk_counts]
     rows = []
     T.run(one_gpu(1))  # warm-up
     for name, c, f in cases:

@@ -1,7 +1,7 @@
 """What the device probe scripts of bench/hw share around their measurement: a GPU check that exits 2 with the
 reason, one JSON line per point as it is measured, and one JSON file of all points with provenance.
 
-Imported by ``clock_probe.py`` and ``persistent_tile_cv.py`` (run as ``python bench/hw/<script>.py``, which puts
+Imported by ``clock_probe.py``, ``persistent_tile_cv.py`` and ``copy_wait_probe.py`` (run as ``python bench/hw/<script>.py``, which puts
 this folder on ``sys.path``)."""
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ def add_gemm(plan: Plan, hw: Hardware, wl: Workload, layer_idx: int, layer: Laye
         wave_slowdown=cfg.wave_slowdown,
         wave_slowdown_waves=cfg.wave_slowdown_waves,
         signal_hold_ns=cfg.signal_hold_ns,
+        signal_ns=cfg.signal_ns,
         tile_cv=cfg.tile_cv,
         kernel=kernel,
         order=order,

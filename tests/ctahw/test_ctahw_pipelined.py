@@ -116,3 +116,14 @@ def test_median_index_picks_the_traced_run_with_the_median_makespan():
     with pytest.raises(ValueError):
         pipelined.median_index([])
     assert pipelined.TRACE_RUNS >= 3
+
+
+def test_pick_traced_run_passes_over_a_stalled_run():
+    # run 0 has a first-wave store stall (first row-block 290 us against 120): the median of the other two is kept
+    assert pipelined.pick_traced_run([3.72e6, 3.70e6, 3.75e6], [290e3, 120e3, 121e3]) == 1
+    # no stall: the median makespan
+    assert pipelined.pick_traced_run([3.72e6, 3.70e6, 3.75e6], [120e3, 119e3, 121e3]) == 0
+    # every run stalled (M = 32768 on 2xH200): the median of all
+    assert pipelined.pick_traced_run([8.49e6, 8.72e6, 8.68e6], [302e3, 296e3, 290e3]) == 2
+    with pytest.raises(ValueError):
+        pipelined.pick_traced_run([1.0], [1.0, 2.0])
