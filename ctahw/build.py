@@ -504,7 +504,7 @@ def _ctapipe_library(name: str) -> KernelLibrary:
         needs_cutlass=True,
         abi_symbol="ctahw_ctapipe_abi_version",
         abi_version=3,
-        headers=(KERNELS_DIR / "ctapipe.cuh", KERNELS_DIR / "ctapipe_gemm.cuh"),
+        headers=(KERNELS_DIR / "ctapipe.cuh", KERNELS_DIR / "ctapipe_gemm.cuh", KERNELS_DIR / "launch_status.cuh"),
         signatures={
             "ctahw_ctapipe_abi_version": (_i, ()),
             "ctahw_ctapipe_desc_fields": (_i, ()),
@@ -523,6 +523,7 @@ LIBRARIES: dict[str, KernelLibrary] = {
         needs_cutlass=True,
         abi_symbol="ctahw_gemm_abi_version",
         abi_version=2,
+        headers=(KERNELS_DIR / "launch_status.cuh",),
         signatures={
             "ctahw_gemm_abi_version": (_i, ()),
             "ctahw_gemm_describe": (_i, (ctypes.c_char_p, _i)),

@@ -48,6 +48,7 @@
 #include "cutlass/util/packed_stride.hpp"
 
 #include "ctapipe.cuh"
+#include "launch_status.cuh"
 
 namespace ctahw {
 
@@ -298,10 +299,6 @@ struct Config {
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel<Trace>>;
 };
 
-inline int cuda_code(cudaError_t e) { return e == cudaSuccess ? 0 : -static_cast<int>(e); }
-inline int cutlass_code(cutlass::Status s) {
-  return s == cutlass::Status::kSuccess ? 0 : -1000 - static_cast<int>(s);
-}
 
 // The descriptor: int64 fields in this order (ctahw.runner.DESC_FIELDS).
 constexpr int kDescFields = 27;
@@ -354,10 +351,11 @@ inline int check_desc(const ctapipe::Params& p, int trace, int cluster_size) {
   return 0;
 }
 
-template <int CM, int CN, bool Trace>
-int run(const void* a, const void* b, void* d, int m, int n, int k, float alpha, const ctapipe::Params& pipe,
-        int device, cudaStream_t stream) {
-  using Gemm = typename Config<CM, CN>::template Gemm<Trace>;
+// D = alpha * A @ B with a CTA-pipelined CUTLASS device adapter `Gemm` (the classical variants below; the
+// persistent ones of ctapipe_sm90_bf16_persistent.cu): `pipe` goes to its tile scheduler.
+template <class Gemm>
+int launch(const void* a, const void* b, void* d, int m, int n, int k, float alpha, const ctapipe::Params& pipe,
+           int device, cudaStream_t stream) {
   using K = typename Gemm::GemmKernel;
   cutlass::KernelHardwareInfo hw;
   hw.device_id = device;
@@ -374,17 +372,13 @@ int run(const void* a, const void* b, void* d, int m, int n, int k, float alpha,
   args.scheduler.pipe = pipe;
   if (Gemm::get_workspace_size(args) != 0) return -2000;
   Gemm gemm;
-  cutlass::Status s = gemm.can_implement(args);
-  if (s != cutlass::Status::kSuccess) return cutlass_code(s);
-  s = gemm.initialize(args, nullptr, stream);
-  if (s != cutlass::Status::kSuccess) {
-    int c = cuda_code(cudaGetLastError());
-    return c ? c : cutlass_code(s);
-  }
-  s = gemm.run(stream);
-  int c = cuda_code(cudaGetLastError());
-  if (c) return c;
-  return cutlass_code(s);
+  return ctahw::launch::can_initialize_run(gemm, args, nullptr, stream);
+}
+
+template <int CM, int CN, bool Trace>
+int run(const void* a, const void* b, void* d, int m, int n, int k, float alpha, const ctapipe::Params& pipe,
+        int device, cudaStream_t stream) {
+  return launch<typename Config<CM, CN>::template Gemm<Trace>>(a, b, d, m, n, k, alpha, pipe, device, stream);
 }
 
 template <int CM, int CN>
@@ -400,17 +394,10 @@ int describe(char* buf, int len) {
 }
 
 inline const char* status_string(int code) {
-  static char buf[256];
-  if (code == 0) return "success";
   if (code == -2000) return "the kernel asked for a workspace";
   if (code == -2002) return "bad ctapipe descriptor";
   if (code == -2003) return "cluster shape not built into this library";
-  if (code <= -1000) {
-    snprintf(buf, sizeof buf, "cutlass: %s", cutlassGetStatusString(static_cast<cutlass::Status>(-(code + 1000))));
-    return buf;
-  }
-  snprintf(buf, sizeof buf, "cuda: %s", cudaGetErrorString(static_cast<cudaError_t>(-code)));
-  return buf;
+  return ctahw::launch::status_string(code);
 }
 
 }  // namespace ctahw::ctapipe_gemm

@@ -514,34 +514,7 @@ struct Config {
 template <int CM, int CN, bool Trace, bool Ring>
 int run(const void* a, const void* b, void* d, int m, int n, int k, float alpha, const ctapipe::Params& pipe,
         int device, cudaStream_t stream) {
-  using Gemm = typename Config<CM, CN, Ring>::template Gemm<Trace>;
-  using K = typename Gemm::GemmKernel;
-  cutlass::KernelHardwareInfo hw;
-  hw.device_id = device;
-  hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(device);
-  auto sa = cutlass::make_cute_packed_stride(typename K::StrideA{}, make_shape(m, k, 1));
-  auto sb = cutlass::make_cute_packed_stride(typename K::StrideB{}, make_shape(n, k, 1));
-  auto sc = cutlass::make_cute_packed_stride(typename K::StrideC{}, make_shape(m, n, 1));
-  auto sd = cutlass::make_cute_packed_stride(typename K::StrideD{}, make_shape(m, n, 1));
-  typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
-                                {m, n, k, 1},
-                                {static_cast<const cg::ElementA*>(a), sa, static_cast<const cg::ElementB*>(b), sb},
-                                {{alpha, 0.0f}, nullptr, sc, static_cast<cg::ElementD*>(d), sd},
-                                hw};
-  args.scheduler.pipe = pipe;
-  if (Gemm::get_workspace_size(args) != 0) return -2000;
-  Gemm gemm;
-  cutlass::Status s = gemm.can_implement(args);
-  if (s != cutlass::Status::kSuccess) return cg::cutlass_code(s);
-  s = gemm.initialize(args, nullptr, stream);
-  if (s != cutlass::Status::kSuccess) {
-    int c = cg::cuda_code(cudaGetLastError());
-    return c ? c : cg::cutlass_code(s);
-  }
-  s = gemm.run(stream);
-  int c = cg::cuda_code(cudaGetLastError());
-  if (c) return c;
-  return cg::cutlass_code(s);
+  return cg::launch<typename Config<CM, CN, Ring>::template Gemm<Trace>>(a, b, d, m, n, k, alpha, pipe, device, stream);
 }
 
 template <int CM, int CN, bool Ring>

@@ -26,6 +26,8 @@
 #include "cutlass/gemm/kernel/tile_scheduler_params.h"
 #include "cutlass/util/packed_stride.hpp"
 
+#include "launch_status.cuh"
+
 using namespace cute;
 
 namespace {
@@ -64,8 +66,7 @@ using StrideB = typename Gemm::GemmKernel::StrideB;
 using StrideC = typename Gemm::GemmKernel::StrideC;
 using StrideD = typename Gemm::GemmKernel::StrideD;
 
-int cuda_code(cudaError_t e) { return e == cudaSuccess ? 0 : -static_cast<int>(e); }
-int cutlass_code(cutlass::Status s) { return s == cutlass::Status::kSuccess ? 0 : -1000 - static_cast<int>(s); }
+using ctahw::launch::cutlass_code;
 
 // raster: 0 heuristic, 1 along M, 2 along N (cutlass::gemm::kernel::detail::RasterOrderOptions);
 // swizzle: the persistent scheduler's max_swizzle_size (1, 2, 4 or 8): tiles grouped for L2 reuse.
@@ -133,32 +134,14 @@ int ctahw_gemm_bf16_128x256x64_coop(const void* a, const void* b, void* d, int m
   size_t need = Gemm::get_workspace_size(args);
   if (static_cast<long long>(need) > workspace_bytes) return -2000;
   Gemm gemm;
-  cutlass::Status s = gemm.can_implement(args);
-  if (s != cutlass::Status::kSuccess) return cutlass_code(s);
-  s = gemm.initialize(args, workspace, stream);
-  if (s != cutlass::Status::kSuccess) {
-    int c = cuda_code(cudaGetLastError());
-    return c ? c : cutlass_code(s);
-  }
-  s = gemm.run(stream);
-  int c = cuda_code(cudaGetLastError());
-  if (c) return c;
-  return cutlass_code(s);
+  return ctahw::launch::can_initialize_run(gemm, args, workspace, stream);
 }
 
 // A message for a launcher's return code (valid until the next call).
 const char* ctahw_gemm_status_string(int code) {
-  static char buf[256];
-  if (code == 0) return "success";
   if (code == -2000) return "workspace too small";
   if (code == -2001) return "bad raster (0..2) or swizzle (1, 2, 4, 8)";
-  if (code <= -1000) {
-    snprintf(buf, sizeof buf, "cutlass: %s",
-             cutlassGetStatusString(static_cast<cutlass::Status>(-(code + 1000))));
-    return buf;
-  }
-  snprintf(buf, sizeof buf, "cuda: %s", cudaGetErrorString(static_cast<cudaError_t>(-code)));
-  return buf;
+  return ctahw::launch::status_string(code);
 }
 
 }  // extern "C"
