@@ -48,6 +48,7 @@ def probe(m: int, seconds: float, sample_ms: int, h: int = 8192, gpu: int = 0) -
         w = random_bf16((h, h), cp, rng, scale=h ** -0.5)
         d = cp.empty((m, h), dtype=cp.uint16)
         g = CutlassGemm(gpu)
+        cp.cuda.Device(gpu).synchronize()  # the inputs, made on the default stream, before the non-blocking one
         s = cp.cuda.Stream(non_blocking=True)
         for _ in range(3):
             g(a, w, d, m, h, h, s)

@@ -37,6 +37,10 @@ def test_gemm_matches_fp32_reference(cp, backend, m, n, k):
     a, w = random_bf16((m, k), cp, rng), random_bf16((n, k), cp, rng, 1 / math.sqrt(k))
     d = cp.empty((m, n), dtype=cp.uint16)
     poison(d)
+    # the inputs and the poison are made on CuPy's default stream, which a non-blocking stream does not wait
+    # for: without this the GEMM could run before them (seen after the CTA-pipelining tests: the poison landed
+    # on top of the GEMM's output)
+    cp.cuda.Device().synchronize()
     s = cp.cuda.Stream(non_blocking=True)
     make_backend(backend, 0)(a, w, d, m, n, k, s)
     s.synchronize()
