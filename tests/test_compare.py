@@ -279,15 +279,16 @@ def test_a_wrong_profile_fails_the_makespan_gates(measured, name):
 # with the committed profile (its fitted ctapipe-1x1/1x2/2x1 configs; fitted on M = 2048, 8192 only).
 # Absolute bounds = held-out figures plus a margin so that a regression fails; they are NOT the issue's targets
 # (median start error <= 2% of the makespan is not met at M=1024: 2.7%; docs/validation.md).  M=4096's median
-# start error bound is today's 1.17% plus 0.4 points: under link_sharing = "fair" the per-SM store rate shows
-# mainly there (half sm_remote_store_gbps: 1.76%, makespan +0.89 points, inside BIAS_BAND).  A profile that is wrong in the direction of the measurement (the model under-predicts
+# start error bound is today's 1.14% plus 0.4 points: under link_sharing = "fair" the per-SM store rate shows
+# mainly there (half sm_remote_store_gbps: 1.74%, makespan +1.10 points).  A profile that is wrong in the direction of the measurement (the model under-predicts
 # M=4096 by 4.6%; half link bandwidth, -5% tile rate) moves the figures *towards* it and would pass absolute
 # bounds; `BIAS_BAND` pins the signed makespan error to +-1% around today's value (the simulation is
 # deterministic for its seed, 0; any change of model or profile that moves it must update this with its
 # reason: the fitted KernelConfig.tile_cv moved M=1024 from -3.6% to +1.0% and M=4096 from -5.5% to -4.6%;
 # link_sharing = "fair" with the refitted sm_remote_store_gbps and signal_hold_ns moved them to -0.2% and +1.0%;
 # the ctapipe configs refitted with the M=32768 traces of 2026-11-29-ctapipe-range and -trace3 to +0.9% and +2.2%;
-# the fitted signal_ns (store end to counter update under load, 3.5-4.3 us) to +1.7% and +2.4%).  Doubling poll_ns (200 -> 400 ns) moves the makespan by < 0.05%: nothing here resolves it.
+# the fitted signal_ns (store end to counter update under load, 3.5-4.3 us) to +1.7% and +2.4%; a config of its own
+# for c21's consumer (ctapipe-1x2-c21) moved M=4096 to +1.3%).  Doubling poll_ns (200 -> 400 ns) moves the makespan by < 0.05%: nothing here resolves it.
 from ctasim import validate_ctapipe as VC  # noqa: E402
 
 VALIDATION = Path(__file__).resolve().parent.parent / "bench" / "results" / "validation"
@@ -296,7 +297,7 @@ CTAPIPE_NPZ = Path(__file__).resolve().parent.parent / "bench" / "results" / "hw
 #                signed makespan error today)
 CTAPIPE_GATES = {
     (1024, "cutlass_ctapipe"): (0.05, 0.055, 0.75, +0.0172),
-    (4096, "cutlass_ctapipe_c21"): (0.065, 0.0157, 0.98, +0.0236),
+    (4096, "cutlass_ctapipe_c21"): (0.065, 0.0154, 0.98, +0.0126),
 }
 BIAS_BAND = 0.01
 
@@ -374,7 +375,7 @@ def test_ctapipe_fit_keeps_traces_of_one_case_from_two_runs_apart(ctapipe_traces
 def test_committed_profile_holds_the_ctapipe_fit_of_the_committed_traces(ctapipe_traces):
     hw = load_hardware("h200-x2-calibrated")
     fields, _ = VC.fit(ctapipe_traces, hw)
-    assert set(fields) == {"ctapipe-1x1", "ctapipe-1x2", "ctapipe-2x1"}
+    assert set(fields) == {"ctapipe-1x1", "ctapipe-1x2", "ctapipe-1x2-c21", "ctapipe-2x1"}
     for kernel, f in fields.items():
         cfg = hw.config(128, 256, kernel=kernel)
         for k, v in f.items():
@@ -456,8 +457,8 @@ def test_ctapipe_fit_of_tile_cv_on_a_synthetic_trace():
 
 # ------------------------------------------------------------------------ a whole independent ctapipe run
 # 2026-11-29-ctapipe-rerun3: 12 traces (M = 1024 ... 8192, 1x1 / 1x2 / 2x1 + 1x2), each the median of three traced runs,
-# nothing fitted on it. The issue's makespan targets are the bounds (MAPE <= 3%, worst <= 6%; today 2.08%, -4.36%,
-# seed 0); the start-error target (2%) is not met there (2.36%) and is bounded at today's figure plus 0.5 points.
+# nothing fitted on it. The issue's three targets are the bounds: MAPE <= 3%, worst <= 6%, median per-CTA start error
+# <= 2% of the makespan (today 1.79%, +3.58%, 1.71%; seed 0).
 RERUN3 = Path(__file__).resolve().parent.parent / "bench" / "results" / "hw" / "2026-11-29-ctapipe-rerun3"
 
 
@@ -470,12 +471,12 @@ def _rerun3_failures(hw) -> list[str]:
         bad.append(f"MAPE {s['makespan_mape_pct']:.2f}% > 3%")
     if abs(s["worst_pct"]) > 6.0:
         bad.append(f"worst {s['worst_pct']:+.2f}%")
-    if s["start_median_pct_max"] > 2.86:
-        bad.append(f"median start error {s['start_median_pct_max']:.2f}% > 2.86%")
+    if s["start_median_pct_max"] > 2.0:
+        bad.append(f"median start error {s['start_median_pct_max']:.2f}% > 2%")
     return bad
 
 
-def test_an_independent_ctapipe_run_meets_the_makespan_targets():
+def test_an_independent_ctapipe_run_meets_the_targets():
     assert len(VC.load_npz(RERUN3)) == 12
     assert _rerun3_failures(load_hardware("h200-x2-calibrated")) == []
 
