@@ -45,7 +45,7 @@ from ctasim.spec import Hardware, KernelConfig, Layer, Strategy, Workload
 from ctasim.strategies import build_plans
 from ctasim.trace import OP_COLUMNS, EVENT_COLUMNS, Trace
 
-__all__ = ["VARIANT_KERNELS", "FIT_MS", "STALL_NS", "MeasuredTrace", "load_npz", "load_tiles", "save_tiles", "plan_for",
+__all__ = ["VARIANT_KERNELS", "TURNOVER_FROM", "FIT_MS", "STALL_NS", "MeasuredTrace", "load_npz", "load_tiles", "save_tiles", "plan_for",
            "simulate_for", "fit", "apply_fit", "judge", "summary", "TILE_CSV_COLUMNS"]
 
 FIT_MS = (2048, 8192, 32768)
@@ -79,6 +79,11 @@ clusters 1x1/1x1, 1x2/1x2, producer 2x1 + consumer 1x2, 2x1 on both GPUs); layer
 last entry.  The 1x2 consumer behind the 2x1 producer (c21) has a config of its own: it receives row-blocks in
 pairs and runs its tiles measurably faster than the same kernel in c12 (median 104 vs 115 us at M = 16384) --
 tile-order L2 reuse the model does not have, fitted per use instead (docs/validation.md)."""
+
+TURNOVER_FROM = {"ctapipe-1x2-c21": "ctapipe-1x2"}
+"""Configs used only by queue consumers (no static grid whose CTA turnover the traces show) and the config of the
+same kernel whose ``cta_launch_ns`` they take; :func:`fit` raises if that one has no fitting trace.  Such a config
+describes a consumer only: its ``signal_ns`` and ``signal_hold_ns`` are 0 (no producer tiles)."""
 
 VARIANT_STRATEGY = {
     "cutlass_ctapipe_g21": {"counter_rows": 256},
@@ -257,10 +262,6 @@ def fit(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict[
         s, W = _ramp_fit(per_wave.rename("rel").reset_index())
         turn = _turnover(c)
         launch = float(np.median(turn)) if len(turn) else 0.0
-        sibling = cfg.rsplit("-", 1)[0]  # a consumer-only config (ctapipe-1x2-c21): the same kernel's turnover
-        borrowed = not len(turn) and sibling in fields
-        if borrowed:
-            launch = fields[sibling]["cta_launch_ns"]
         prod = later[later["static"]]
         held = float((prod["exit"] - prod["t_compute_end"]).median()) if len(prod) else 0.0
         hold = max(0.0, held - model_store)
@@ -282,8 +283,7 @@ def fit(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict[
              "fitted to": f"least squares, per-wave median mainloop / waves-0-1 median - 1, {len(per_wave)} full waves"},
             {"kernel": cfg, "field": "wave_slowdown_waves", "value": W, "fitted to": "same fit (W in 1..40)"},
             {"kernel": cfg, "field": "cta_launch_ns", "value": f["cta_launch_ns"],
-             "fitted to": (f"no static grid: {sibling}'s (the same kernel)" if borrowed else
-                           f"median static-grid turnover (acquire - previous CTA's exit, same SM), {len(turn)} pairs")},
+             "fitted to": f"median static-grid turnover (acquire - previous CTA's exit, same SM), {len(turn)} pairs"},
             {"kernel": cfg, "field": "signal_hold_ns", "value": f["signal_hold_ns"],
              "fitted to": (f"median producer exit - compute end = {held:.0f} ns ({len(prod)} tiles, waves >= 2) "
                            f"minus the modelled store {model_store:.0f} ns, >= 0") if len(prod) else "no producer tiles"},
@@ -299,7 +299,17 @@ def fit(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict[
             e["traces"] = "; ".join(cases)
             e["tiles"] = n
             e["fit_ms"] = ms
-    return fields, pd.DataFrame(ev)
+    ev = pd.DataFrame(ev)
+    for cfg, source in TURNOVER_FROM.items():  # consumer-only configs: the same kernel's CTA turnover
+        if cfg not in fields:
+            continue
+        if source not in fields:
+            raise ValueError(f"{cfg} takes its cta_launch_ns from {source}, which has no trace at the fitting M values")
+        fields[cfg]["cta_launch_ns"] = fields[source]["cta_launch_ns"]
+        row = (ev["kernel"] == cfg) & (ev["field"] == "cta_launch_ns")
+        ev.loc[row, "value"] = fields[cfg]["cta_launch_ns"]
+        ev.loc[row, "fitted to"] = f"no static grid to measure it on: {source}'s (the same kernel)"
+    return fields, ev
 
 
 def apply_fit(hw: Hardware, fields: dict[str, dict]) -> Hardware:

@@ -504,3 +504,14 @@ def test_signal_ns_sets_the_store_to_counter_step_in_the_engine():
         assert np.allclose(p["t_signal"] - p["t_store_end"], want)
     first = lambda tr: tr.tiles.loc[tr.tiles["layer"] == 1, "t_acquire"].min()
     assert first(slow) - first(base) == pytest.approx(5000.0 - hw.fence_sys_ns - hw.remote_atomic_ns)
+
+
+def test_a_consumer_only_config_takes_its_kernels_turnover(ctapipe_traces):
+    """ctapipe-1x2-c21 (c21's consumer: a queue grid, no static turnover to measure) takes ctapipe-1x2's
+    cta_launch_ns; without ctapipe-1x2 at the fitting M values the fit says so instead of fitting 0."""
+    hw = load_hardware("h200-x2-calibrated")
+    fields, ev = VC.fit(ctapipe_traces, hw)
+    assert fields["ctapipe-1x2-c21"]["cta_launch_ns"] == fields["ctapipe-1x2"]["cta_launch_ns"] > 500
+    assert "ctapipe-1x2's" in ev[(ev["kernel"] == "ctapipe-1x2-c21") & (ev["field"] == "cta_launch_ns")]["fitted to"].iloc[0]
+    with pytest.raises(ValueError, match="ctapipe-1x2-c21 takes its cta_launch_ns from ctapipe-1x2"):
+        VC.fit([t for t in ctapipe_traces if t.variant == "cutlass_ctapipe_c21"], hw)

@@ -102,7 +102,14 @@ def test_thousand_back_to_back_runs_without_reset(sweep, variant, m):
 
 def _stall_in_own_process(variant: str, limit_s: float = 120.0) -> dict:
     """``ctahw.pipelined.stall`` (M=1024, row-block 3 never signalled, 100 ms timeout) in a fresh Python process
-    under a time limit; its result dict."""
+    (its own session, killed whole past ``limit_s``); its result dict. The kernel libraries are built here first, so
+    that the child never compiles under the limit."""
+    from pathlib import Path
+
+    from ctahw import build, runner
+
+    for name in {*runner.LIBRARY_OF_CLUSTER.values(), runner.PERSISTENT_LIBRARY}:
+        build.library(name)
     code = textwrap.dedent(f"""
         import json, os
         from ctahw.baselines import Sweep, SweepConfig
@@ -113,9 +120,16 @@ def _stall_in_own_process(variant: str, limit_s: float = 120.0) -> dict:
         res = stall(sw, m=1024, row=3, timeout_ms=100.0, variant={variant!r})
         print("STALL_RESULT " + json.dumps(res, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
     """)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=limit_s)
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("STALL_RESULT ")]
-    assert p.returncode == 0 and lines, f"stall process rc={p.returncode}: {p.stderr[-2000:]}"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[2], start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)  # the whole session: a hung GPU process must not outlive the test
+        out, err = proc.communicate()
+        pytest.fail(f"{variant}: the stall process ran past {limit_s} s (a hang): {err[-2000:]}")
+    lines = [ln for ln in out.splitlines() if ln.startswith("STALL_RESULT ")]
+    assert proc.returncode == 0 and lines, f"stall process rc={proc.returncode}: {err[-2000:]}"
     return json.loads(lines[-1].removeprefix("STALL_RESULT "))
 
 
