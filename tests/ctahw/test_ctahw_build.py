@@ -100,6 +100,23 @@ def test_every_kernel_source_is_registered():
     assert sources == {lib.source.name for lib in build.LIBRARIES.values()}
 
 
+def test_every_project_header_a_library_includes_is_in_its_cache_key():
+    """The headers next to the kernel sources that a library includes (recursively, #include "...") are exactly its
+    `headers`: one left out would let a changed header reuse a stale build."""
+    import re
+
+    def project_includes(path, seen):
+        for name in re.findall(r'^\s*#include\s+"([^"]+)"', path.read_text(), flags=re.M):
+            h = build.KERNELS_DIR / name
+            if h.exists() and h not in seen:
+                seen.add(h)
+                project_includes(h, seen)
+        return seen
+
+    for lib in build.LIBRARIES.values():
+        assert project_includes(lib.source, set()) == set(lib.headers), lib.name
+
+
 def test_signatures_use_argtypes_after_open():
     # ctypes reads `argtypes`; a typo (`argtype`) would silently disable checking.
     src = Path(build.__file__).read_text()
