@@ -503,7 +503,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ctapipe", default=str(here / "bench/results/hw/2026-11-29-ctapipe"),
                     help="ctapipe results folder with per-CTA traces (ctapipe_traces.npz); '' skips")
     ap.add_argument("--ctapipe-also", nargs="*", default=[str(here / "bench/results/hw/2026-11-29-ctapipe-run1"),
-                                                        str(here / "bench/results/hw/2026-11-29-ctapipe-rerun3")],
+                                                        str(here / "bench/results/hw/2026-11-29-ctapipe-rerun3"),
+                                                        str(here / "bench/results/hw/2026-11-29-ctapipe-clean")],
                     help="other ctapipe runs judged in full with the same fit")
     ap.add_argument("--ctapipe-fit-also", nargs="*", default=[str(here / "bench/results/hw/2026-11-29-ctapipe-range"),
                                                            str(here / "bench/results/hw/2026-11-29-ctapipe-trace3")],
