@@ -8,7 +8,7 @@ import pytest
 
 from ctasim.protocol.explore import (CORRECT_SEARCHES, MUTANT_SEARCH, PROFILES, Stats, find_violation,
                                      run_correct_searches)
-from ctasim.protocol.programs import CORRECT, MUTANTS
+from ctasim.protocol.programs import CORRECT, MUTANTS, WAIT, WAIT_MUTANTS
 
 CORRECT_SCHEDULES_CI = 10_000
 
@@ -30,13 +30,20 @@ def test_correct_protocol_passes_every_schedule(protocol_profile, protocol_setti
         assert total >= CORRECT_SCHEDULES_CI
 
 
-@pytest.mark.parametrize("name", list(MUTANTS))
+ALL_MUTANTS = {**MUTANTS, **WAIT_MUTANTS}
+"""The queue protocol's seeded bugs and the wait consumer's (``WAIT_MUTANTS``), one search each."""
+assert len(ALL_MUTANTS) == len(MUTANTS) + len(WAIT_MUTANTS), "a wait mutant shares a queue mutant's name"
+
+
+@pytest.mark.parametrize("name", list(ALL_MUTANTS))
 def test_mutant_is_caught(name, protocol_settings):
     stats = Stats()
-    cx = find_violation(MUTANTS[name], MUTANT_SEARCH, settings_=protocol_settings, stats=stats)
-    assert cx is not None, f"mutant {name} ({MUTANTS[name].bug}) survived {stats.passed} schedules"
+    cx = find_violation(ALL_MUTANTS[name], MUTANT_SEARCH, settings_=protocol_settings, stats=stats)
+    assert cx is not None, f"mutant {name} ({ALL_MUTANTS[name].bug}) survived {stats.passed} schedules"
     print(f"\n{name}: caught; shortest counterexample ({cx.n_choices} scheduler choices):\n{cx.render()}")
     assert 1 <= cx.error.invariant <= 6
+    if name == "wait-early":  # every schedule dispatches at threshold - 1: the checker's counter rule fires
+        assert cx.error.invariant == 3, cx.error
 
 
 def test_mutants_differ_from_correct_in_one_knob():
@@ -50,33 +57,14 @@ def test_mutants_differ_from_correct_in_one_knob():
 
 def test_wait_consumer_protocol_passes_the_mutant_search(protocol_settings):
     """The no-queue variant (ctahw's wait consumer): red.release.sys counts, ld.acquire.sys waits."""
-    from ctasim.protocol.explore import MUTANT_SEARCH as SEARCH
-    from ctasim.protocol.programs import WAIT
-
     stats = Stats()
-    cx = find_violation(WAIT, SEARCH, settings_=protocol_settings, stats=stats)
+    cx = find_violation(WAIT, MUTANT_SEARCH, settings_=protocol_settings, stats=stats)
     assert cx is None, cx.render()
     assert stats.passed >= protocol_settings.max_examples
 
 
-@pytest.mark.parametrize("name", ["wait-relaxed-red", "wait-gpu-scope-red", "wait-relaxed-poll", "wait-early",
-                                  "wait-no-proxy-fence-loads"])
-def test_wait_mutant_is_caught(name, protocol_settings):
-    from ctasim.protocol.programs import WAIT_MUTANTS
-
-    stats = Stats()
-    cx = find_violation(WAIT_MUTANTS[name], MUTANT_SEARCH, settings_=protocol_settings, stats=stats)
-    assert cx is not None, f"mutant {name} ({WAIT_MUTANTS[name].bug}) survived {stats.passed} schedules"
-    print(f"\n{name}: caught; shortest counterexample ({cx.n_choices} scheduler choices):\n{cx.render()}")
-    assert 1 <= cx.error.invariant <= 6
-    if name == "wait-early":  # every schedule dispatches at threshold - 1: the checker's counter rule fires
-        assert cx.error.invariant == 3, cx.error
-
-
 def test_wait_mutants_differ_from_the_wait_protocol_in_one_knob():
     from dataclasses import fields
-
-    from ctasim.protocol.programs import WAIT, WAIT_MUTANTS
 
     knobs = [f.name for f in fields(WAIT) if f.name not in ("name", "bug")]
     assert [k for k in knobs if getattr(WAIT, k) != getattr(CORRECT, k)] == ["consumer"]
