@@ -4,7 +4,8 @@
 
 Model: the committed profile ``specs/hardware/h200-x2-calibrated.toml`` with the committed fits, built exactly as
 ``python -m ctasim.validate`` builds it (baseline fit on ``2026-11-29-run2`` at ``ctasim.validate.FIT_MS``, ctapipe
-kernel-variant fit, ``tile_cv`` included, on ``2026-11-29-ctapipe`` and the M=32768 traces of :data:`FIT_ALSO`);
+kernel-variant fit, ``tile_cv`` included, on ``2026-11-29-ctapipe`` and the M=32768 traces of
+``ctasim.validate.CTAPIPE_FIT_ALSO``);
 nothing is fitted on the runs judged here.
 Every trace of the runs in :data:`RUNS` is simulated (seed 0, the validation's default) and compared with
 ``ctasim.compare.compare`` through ``ctasim.validate_ctapipe.judge(..., fit_ms=())``; the rows are the ones
@@ -40,9 +41,6 @@ from ctasim.spec import load_hardware  # noqa: E402
 HW = ROOT / "bench/results/hw"
 RUNS = ("2026-11-29-ctapipe-clusters", "2026-11-29-ctapipe-groups", "2026-11-29-ctapipe-taper",
         "2026-11-29-ctapipe-taper2")
-FIT_ALSO = ("2026-11-29-ctapipe-range", "2026-11-29-ctapipe-trace3")
-"""Runs whose traces at ``ctasim.validate_ctapipe.FIT_MS`` are fitted on beside 2026-11-29-ctapipe (as
-``python -m ctasim.validate`` does: ``--ctapipe-fit-also``)."""
 
 FAMILIES = {
     "row pairs, queue": ("c21", "g21"),
@@ -65,7 +63,7 @@ def committed_model(profile: str = "h200-x2-calibrated"):
     hw0 = load_hardware(profile)
     fields, _harness, _ev = V.fit(V.load_cases(HW / "2026-11-29-run2"), hw0)
     hw = V.apply_fit(hw0, fields)
-    traces = VC.load_npz(HW / "2026-11-29-ctapipe") + [t for r in FIT_ALSO for t in VC.load_npz(HW / r)]
+    traces = [t for r in (V.CTAPIPE_RUN, *V.CTAPIPE_FIT_ALSO) for t in VC.load_npz(HW / r)]
     cfields, _cev = VC.fit(traces, hw0)
     return VC.apply_fit(hw, cfields), cfields
 

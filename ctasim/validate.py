@@ -71,6 +71,13 @@ FIT_MS = (2048, 8192)
 FIT_SEED = 0
 """Seed of the simulations :func:`fit` compares the kernel event times with (the ``tile_cv`` draws)."""
 
+CTAPIPE_RUN = "2026-11-29-ctapipe"
+CTAPIPE_FIT_ALSO = ("2026-11-29-ctapipe-range", "2026-11-29-ctapipe-trace3")
+CTAPIPE_ALSO = ("2026-11-29-ctapipe-run1", "2026-11-29-ctapipe-rerun3", "2026-11-29-ctapipe-clean")
+"""The committed ctapipe runs (folders of bench/results/hw) behind the committed profile: the main run (fitted at
+``validate_ctapipe.FIT_MS``, judged at the others), the runs fitted on at those M values too, and the runs judged in
+full; ``main``'s defaults, bench/validate_new_variants.py and the CI gates take them from here."""
+
 MAX_FIT_ROUNDS = 2
 """``kernel_fixed_ns`` is fitted on full-grid kernels of at most this many rounds (where it is >= 3% of the time)."""
 
@@ -500,14 +507,12 @@ def main(argv=None) -> int:
     ap.add_argument("--also", nargs="*", default=[str(here / "bench/results/hw/2026-11-29-run1")],
                     help="other runs judged in full with the same fit (nothing fitted on them)")
     ap.add_argument("--out", default=str(here / "bench/results/validation"))
-    ap.add_argument("--ctapipe", default=str(here / "bench/results/hw/2026-11-29-ctapipe"),
+    hw_runs = here / "bench/results/hw"
+    ap.add_argument("--ctapipe", default=str(hw_runs / CTAPIPE_RUN),
                     help="ctapipe results folder with per-CTA traces (ctapipe_traces.npz); '' skips")
-    ap.add_argument("--ctapipe-also", nargs="*", default=[str(here / "bench/results/hw/2026-11-29-ctapipe-run1"),
-                                                        str(here / "bench/results/hw/2026-11-29-ctapipe-rerun3"),
-                                                        str(here / "bench/results/hw/2026-11-29-ctapipe-clean")],
+    ap.add_argument("--ctapipe-also", nargs="*", default=[str(hw_runs / r) for r in CTAPIPE_ALSO],
                     help="other ctapipe runs judged in full with the same fit")
-    ap.add_argument("--ctapipe-fit-also", nargs="*", default=[str(here / "bench/results/hw/2026-11-29-ctapipe-range"),
-                                                           str(here / "bench/results/hw/2026-11-29-ctapipe-trace3")],
+    ap.add_argument("--ctapipe-fit-also", nargs="*", default=[str(hw_runs / r) for r in CTAPIPE_FIT_ALSO],
                     help="other ctapipe runs whose traces at the fitting M values are fitted on too (the others judged)")
     args = ap.parse_args(argv)
     out = Path(args.out)

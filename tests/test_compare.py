@@ -358,8 +358,7 @@ def test_a_wrong_profile_fails_the_measured_ctapipe_gates(name):
 def ctapipe_traces():
     pytest.importorskip("ctahw.pipelined")
     hw_dir = CTAPIPE_NPZ.parent.parent
-    return (VC.load_npz(CTAPIPE_NPZ.parent) + VC.load_npz(hw_dir / "2026-11-29-ctapipe-range")
-            + VC.load_npz(hw_dir / "2026-11-29-ctapipe-trace3"))
+    return [t for r in (V.CTAPIPE_RUN, *V.CTAPIPE_FIT_ALSO) for t in VC.load_npz(hw_dir / r)]
 
 
 def test_ctapipe_fit_keeps_traces_of_one_case_from_two_runs_apart(ctapipe_traces):
@@ -465,7 +464,7 @@ RERUN3 = HW_RESULTS / "2026-11-29-ctapipe-rerun3"
 INDEPENDENT_RUNS = {"2026-11-29-ctapipe-rerun3": 12, "2026-11-29-ctapipe-clean": 9}
 
 
-def _rerun3_failures(hw, run: Path = RERUN3) -> list[str]:
+def _independent_run_failures(hw, run: Path = RERUN3) -> list[str]:
     pytest.importorskip("ctahw.pipelined")
     df, _ = VC.judge(VC.load_npz(run), hw, fit_ms=())
     s = VC.summary(df).set_index("m").loc["all"]
@@ -483,7 +482,7 @@ def _rerun3_failures(hw, run: Path = RERUN3) -> list[str]:
 def test_an_independent_ctapipe_run_meets_the_targets(run):
     pytest.importorskip("ctahw.pipelined")
     assert len(VC.load_npz(HW_RESULTS / run)) == INDEPENDENT_RUNS[run]
-    assert _rerun3_failures(load_hardware("h200-x2-calibrated"), HW_RESULTS / run) == []
+    assert _independent_run_failures(load_hardware("h200-x2-calibrated"), HW_RESULTS / run) == []
 
 
 @pytest.mark.parametrize("name", ["tile rate -5%", "no wave slowdown", "half link bandwidth"])
@@ -494,7 +493,7 @@ def test_a_wrong_profile_fails_on_the_independent_ctapipe_run(name):
         "no wave slowdown": _with_variants(hw, wave_slowdown=lambda c: 0.0),
         "half link bandwidth": dataclasses.replace(hw, link_gbps=hw.link_gbps / 2),
     }[name]
-    assert _rerun3_failures(bad) != []
+    assert _independent_run_failures(bad) != []
 
 
 def test_signal_ns_sets_the_store_to_counter_step_in_the_engine():
