@@ -44,6 +44,7 @@ from typing import Callable, Sequence
 from ctahw import probes
 from ctahw.device import (REL_TOL_BF16, bf16_bits_to_f32, enable_peer_access, f32_to_bf16_bits, poison,
                           random_bf16, rel_error, require_cupy, require_gpus, rotation_sets, summarize)
+from ctasim.variants import DEFAULT_RUN
 from ctahw.gemm import SCHEDULES, CutlassGemm, GemmError, make_backend, schedule_name
 
 __all__ = ["SweepConfig", "chunk_counts", "chain_flops", "mark_best", "run_sweep", "plan_sweep", "Timed",
@@ -73,9 +74,8 @@ class SweepConfig:
                 "report the median run of the second half (sustained clocks, power cap)"})
     seed: int = field(default=20261129, metadata={"help": "random seed for inputs"})
     ctapipe_variants: tuple[str, ...] = field(
-        default=("cutlass_ctapipe_w21g4", "cutlass_ctapipe_w21g4_trace", "cutlass_ctapipe_g21",
-                 "cutlass_ctapipe_g21_trace", "cutlass_ctapipe_c21", "cutlass_ctapipe_c21_trace"),
-        metadata={"help": "CTA-pipelining variants (ctahw.pipelined.VARIANTS; default: the fastest measured, "
+        default=DEFAULT_RUN,
+        metadata={"help": "CTA-pipelining variants (ctasim.variants.VARIANTS; default: the fastest measured, "
                           "its queue counterpart and the earlier best, each with a traced twin)"})
 
 

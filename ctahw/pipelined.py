@@ -23,6 +23,9 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ctahw import runner as rn
+from ctasim.plan import with_order
+from ctasim.variants import VARIANTS, Variant, clusters_of
+from ctasim.variants import apply as apply_variant
 
 __all__ = ["chain_plan", "measure_offsets", "ctapipe_rows", "back_to_back", "stall", "remote_store_cost", "save_traces",
            "load_traces",
@@ -144,94 +147,16 @@ def other_violations(violations) -> list[str]:
     return [str(v) for v in violations if PUBLISH_ORDER not in str(v)]
 
 
-@dataclasses.dataclass(frozen=True)
-class Variant:
-    """A way to run the plan: cluster shape per layer (producer first) and the producer's tile order."""
-
-    clusters: tuple[str, ...]
-    order: str = "plan"  # "plan": ctasim's plan order (row order); "pair_rows", "group4", "group8": rn.ORDERS
-    trace: bool = False
-    persistent: str = ""  # variant (b), kernels/ctapipe_sm90_bf16_persistent.cu: "smem" or "ring" (runner)
-    help: str = ""
-    counter_rows: int = 0  # rows per scoreboard counter (ctasim Strategy.counter_rows; 0: one row-block)
-    consumer: str = "queue"  # "queue": pops; "wait": a fixed order (pair_rows with 2x1 clusters), counter waits
-
-
-_UNTRACED = {
-    "cutlass_ctapipe": Variant(("1x1", "1x1"), help="cluster 1x1, the plan's row order, queue pops"),
-    "cutlass_ctapipe_c12": Variant(("1x2", "1x2"), help="clusters 1x2 (A multicast), plan order, pair pops"),
-    "cutlass_ctapipe_c21": Variant(("2x1", "1x2"), order="pair_rows",
-                                   help="producer clusters 2x1 (W multicast) over row-block pairs; consumer 1x2"),
-    "cutlass_ctapipe_p": Variant(("1x1", "1x1"), persistent="smem",
-                                 help="variant (b): persistent kernels (scheduler warp + shared-memory pipeline), "
-                                      "cluster 1x1, plan order, queue pops"),
-    "cutlass_ctapipe_pr": Variant(("1x1", "1x1"), persistent="ring",
-                                  help="variant (b), ring design (CUTLASS's static-persistent path, the load warp "
-                                       "pops), cluster 1x1"),
-    "cutlass_ctapipe_pr21": Variant(("2x1", "1x1"), order="pair_rows", persistent="ring",
-                                    help="variant (b), ring design: producer 2x1 over row-block pairs, consumer 1x1"),
-    "cutlass_ctapipe_g21": Variant(("2x1", "2x1"), order="pair_rows", counter_rows=256,
-                                   help="clusters 2x1 on both sides (W multicast): producer over row-block pairs, "
-                                        "one counter per 256 rows whose tiles are pushed column by column, so "
-                                        "the consumer's cluster pops two tiles of one column"),
-    "cutlass_ctapipe_w21": Variant(("2x1", "2x1"), order="pair_rows", consumer="wait",
-                                   help="no work-queue: clusters 2x1 on both sides, the consumer walks row-block "
-                                        "pairs and waits on each tile's counter; the producer counts with a "
-                                        "release reduction (no returned value, no push)"),
-    "cutlass_ctapipe_w21g4": Variant(("2x1", "2x1"), order="group4", consumer="wait",
-                                     help="w21 with both GPUs walking groups of 4 row-blocks column by column"),
-    "cutlass_ctapipe_w21g8": Variant(("2x1", "2x1"), order="group8", consumer="wait",
-                                     help="w21 with both GPUs walking groups of 8 row-blocks column by column "
-                                          "(a wave reads ~1/4 of the weights: L2 reuse; row-blocks complete "
-                                          "8 at a time)"),
-    "cutlass_ctapipe_w21g8t": Variant(("2x1", "2x1"), order="group8_taper", consumer="wait",
-                                      help="w21g8 whose last 8 row-blocks go in pairs (a short tail for the "
-                                           "consumer after the producer's last tile)"),
-    "cutlass_ctapipe_w21g8tt": Variant(("2x1", "2x1"), order="group8_taper2", consumer="wait",
-                                       help="w21g8 whose first and last 8 row-blocks go in pairs (the consumer "
-                                            "starts as early as with pairs; a short tail)"),
-    "cutlass_ctapipe_g21g8": Variant(("2x1", "2x1"), order="group8", counter_rows=1024,
-                                     help="g21 with the producer walking groups of 8 row-blocks column by column, "
-                                          "one counter per group (1024 rows), its tiles pushed column by column"),
-}
-
-
-def _with_traced_twins(variants: dict[str, Variant]) -> dict[str, Variant]:
-    """Each variant followed by ``<name>_trace``: the same kernel compiled with %globaltimer stamps."""
-    out = {}
-    for name, v in variants.items():
-        out[name] = v
-        out[f"{name}_trace"] = dataclasses.replace(v, trace=True, help="the same with %globaltimer stamps")
-    return out
-
-
-VARIANTS = _with_traced_twins(_UNTRACED)
-"""Variants ``ctahw run ctapipe`` times (``--ctapipe-variants`` picks some)."""
-
-
 def variant_plan(plan, v: Variant, hardware: str = "h200-x2"):
     """The plan a variant runs: ``plan`` (ctasim's :func:`chain_plan`), rebuilt on ``hardware`` when the variant
-    counts other rows per counter or waits instead of popping, with its producer (and a waiting consumer of
-    2x1 clusters) walking row-block pairs when ``v.order`` says so."""
-    if v.consumer not in ("queue", "wait"):
-        raise ValueError(f"variant consumer {v.consumer!r}: queue or wait")
-    ks = sorted(plan.kernels(), key=lambda k: k.layer)
+    counts other rows per counter or waits instead of popping, with the variant's tile orders
+    (:func:`ctasim.variants.apply`)."""
     if v.counter_rows or v.consumer == "wait":
+        ks = sorted(plan.kernels(), key=lambda k: k.layer)
         m, h = ks[0].tiles_m * rn.KERNEL_TILE[0], ks[0].tiles_n * rn.KERNEL_TILE[1]
         plan = chain_plan(m, h, len(ks), hardware, counter_rows=v.counter_rows,
                           tile_source="static" if v.consumer == "wait" else "queue")
-        ks = sorted(plan.kernels(), key=lambda k: k.layer)
-    if v.order == "plan":
-        return plan
-    if v.order not in rn.ORDERS:
-        raise ValueError(f"variant order {v.order!r}: plan or one of {', '.join(rn.ORDERS)}")
-    plan = rn.with_order(plan, ks[0].id, rn.named_order(v.order, ks[0].tiles_m, ks[0].tiles_n))
-    if v.consumer == "wait":
-        cl = _clusters(plan, v)
-        for k in ks[1:]:
-            if cl[k.id] == "2x1" or v.order != "pair_rows":
-                plan = rn.with_order(plan, k.id, rn.named_order(v.order, k.tiles_m, k.tiles_n))
-    return plan
+    return apply_variant(plan, v)
 
 
 def pick_traced_run(makespans_ns: Sequence[float], first_rowblocks_ns: Sequence[float]) -> int:
@@ -259,12 +184,6 @@ def median_index(values: Sequence[float]) -> int:
     return order[(len(values) - 1) // 2]
 
 
-def _clusters(plan, v: Variant) -> dict[int, str]:
-    ks = sorted(plan.kernels(), key=lambda k: k.layer)
-    cl = list(v.clusters) + [v.clusters[-1]] * (len(ks) - len(v.clusters))  # middle layers: as the last
-    return {k.id: cl[i] for i, k in enumerate(ks)}
-
-
 def ctapipe_rows(sweep, m: int) -> list[dict]:
     """Correctness, checked traces per traced variant (:data:`TRACE_RUNS`, one kept), and interleaved timing of the
     CTA-pipelined chain."""
@@ -281,7 +200,7 @@ def ctapipe_rows(sweep, m: int) -> list[dict]:
     names = [n for n in getattr(sweep.cfg, "ctapipe_variants", tuple(VARIANTS)) if n in VARIANTS]
     plans = {n: variant_plan(base, VARIANTS[n]) for n in names}
     runners = {n: rn.CtaPipeRunner(plans[n], m, [h] * (G + 1), xs[0], ws, trace=VARIANTS[n].trace,
-                                   clusters=_clusters(plans[n], VARIANTS[n]), persistent=VARIANTS[n].persistent)
+                                   clusters=clusters_of(plans[n], VARIANTS[n]), persistent=VARIANTS[n].persistent)
                for n in names}
     ref = _ref_chain(cp, xs[0], ws)
     rels = {}
@@ -385,7 +304,7 @@ def load_traces(path: Path, hardware: str = "h200-x2") -> dict[tuple[int, str], 
         if f"{key}/order_{first.id}" in z.files:
             order = z[f"{key}/order_{first.id}"]
             if not np.array_equal(order, plan.ops[first.id].order):
-                plan = rn.with_order(plan, first.id, order)
+                plan = with_order(plan, first.id, order)
         kernels, pipes = rn.plan_arrays(plan)
         stamps = {k.op: z[f"{key}/stamps_{k.op}"] for k in kernels}
         push = {p.id: z[f"{key}/push_{p.id}"] for p in pipes}
@@ -410,7 +329,7 @@ def back_to_back(sweep, m: int, iters: int, variant: str = "cutlass_ctapipe") ->
     first = min(plan.kernels(), key=lambda k: k.layer)
     x = sweep.data.rand(first.gpu, (m, h), salt=901)
     ws = _weights(sweep, plan, h, 911)
-    r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=v.trace, clusters=_clusters(plan, v),
+    r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=v.trace, clusters=clusters_of(plan, v),
                          persistent=v.persistent)
     poison(r.out)
     for op, buf in r.inputs.items():
@@ -460,7 +379,7 @@ def stall(sweep, m: int = 1024, row: int = 3, timeout_ms: float = 100.0, variant
     x = sweep.data.rand(first.gpu, (m, h), salt=951)
     ws = _weights(sweep, plan, h, 961)
     r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=v.trace, timeout_ns=int(timeout_ms * 1e6),
-                         clusters=_clusters(plan, v), persistent=v.persistent)
+                         clusters=clusters_of(plan, v), persistent=v.persistent)
     t0 = time.perf_counter()
     try:
         r.launch(stall_row=row)
@@ -494,7 +413,7 @@ def remote_store_cost(sweep, m: int, variant: str = "cutlass_ctapipe", reps: int
     first = min(plan.kernels(), key=lambda k: k.layer)
     x = sweep.data.rand(first.gpu, (m, h), salt=1201)
     ws = _weights(sweep, plan, h, 1211)
-    r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=v.trace, clusters=_clusters(plan, v),
+    r = rn.CtaPipeRunner(plan, m, [h] * (G + 1), x, ws, trace=v.trace, clusters=clusters_of(plan, v),
                          persistent=v.persistent)
     remote = r.outputs[first.id]
     with cp.cuda.Device(first.gpu):
@@ -548,7 +467,7 @@ def smoke(variants: Sequence[str], m: int = 1024, h: int = 8192) -> dict[str, st
         try:
             v = VARIANTS[name]
             plan = variant_plan(base, v)
-            r = rn.CtaPipeRunner(plan, m, [h, h, h], x, ws, trace=v.trace, clusters=_clusters(plan, v),
+            r = rn.CtaPipeRunner(plan, m, [h, h, h], x, ws, trace=v.trace, clusters=clusters_of(plan, v),
                                  timeout_ns=int(2e9), persistent=v.persistent)
             poison(r.out)
             _run_once(r)

@@ -39,8 +39,6 @@ __all__ = [
     "check_persistent",
     "ProtocolError",
     "check_cluster",
-    "pair_rows_order",
-    "with_order",
     "KernelArrays",
     "PipeArrays",
     "plan_arrays",
@@ -298,70 +296,6 @@ def check_cluster(k: KernelArrays, pipes: Sequence[PipeArrays], cluster: str) ->
         if len(tiles) % 2 or (key(tiles[0::2]) != key(tiles[1::2])).any():
             raise ValueError(f"{k.name}: counter {d} pushes tiles that consecutive pops cannot pair in one "
                              f"{what} (cluster {cluster})")
-
-
-def pair_rows_order(tiles_m: int, tiles_n: int) -> np.ndarray:
-    """Producer order for 2x1 clusters: row-blocks in pairs, a pair's two tiles of one column together
-    ((0,0),(1,0),(0,1),(1,1),...,(2,0),(3,0),...): two row-blocks complete at once, as early as in row order
-    for a grid wider than 2 x tiles_n CTAs."""
-    if tiles_m % 2:
-        raise ValueError("pair_rows_order needs an even number of row-blocks")
-    ids = np.arange(tiles_m * tiles_n, dtype=np.int64).reshape(tiles_m // 2, 2, tiles_n)
-    return ids.transpose(0, 2, 1).ravel()
-
-
-def grouped_rows_order(tiles_m: int, tiles_n: int, group: int, tail_rows: int = 0, tail_group: int = 2,
-                       head_rows: int = 0) -> np.ndarray:
-    """Tile order over groups of ``group`` row-blocks (even): a group's tiles column by column, the group's
-    row-blocks of one column together ((0,0),(1,0),...,(g-1,0),(0,1),...). ``group`` = 2 is
-    :func:`pair_rows_order`. Consecutive pairs share a column (2x1 clusters); a wave then reads ~tiles/group
-    columns of the weights instead of all of them (L2 reuse), and a group's row-blocks complete together, later
-    than in row order. The first ``head_rows`` and the last ``tail_rows`` row-blocks go in groups of
-    ``tail_group`` instead (a taper: the consumer starts as early as with pairs, and its work left after the
-    producer's last tile is one small group, not one large one)."""
-    body = tiles_m - head_rows - tail_rows
-    for g, rows in ((tail_group, head_rows), (group, body), (tail_group, tail_rows)):
-        if rows < 0 or rows and (g < 2 or g % 2 or rows % g):
-            raise ValueError(f"grouped_rows_order needs an even group dividing the {tiles_m} row-blocks "
-                             f"(head {head_rows} + {body} + tail {tail_rows}), got {group} / {tail_group}")
-    ids = np.arange(tiles_m * tiles_n, dtype=np.int64).reshape(tiles_m, tiles_n)
-    parts = []
-    for g, lo, hi in ((tail_group, 0, head_rows), (group, head_rows, head_rows + body),
-                      (tail_group, head_rows + body, tiles_m)):
-        if hi > lo:
-            parts.append(ids[lo:hi].reshape((hi - lo) // g, g, tiles_n).transpose(0, 2, 1).ravel())
-    return np.concatenate(parts)
-
-
-ORDERS = {"pair_rows": (2, 0, 0), "group4": (4, 0, 0), "group8": (8, 0, 0), "group8_taper": (8, 0, 8),
-          "group8_taper2": (8, 8, 8)}
-"""Orders a variant may ask for by name: (row-block group, first row-blocks in pairs, last row-blocks in pairs)
-(:func:`grouped_rows_order`); head and tail shrink to fit grids with few row-blocks (at most a quarter each)."""
-
-
-def named_order(name: str, tiles_m: int, tiles_n: int) -> np.ndarray:
-    """The order :data:`ORDERS` calls ``name`` for a ``tiles_m`` x ``tiles_n`` grid."""
-    group, head, tail = ORDERS[name]
-    fit = (tiles_m // 4) // group * group
-    head, tail = min(head, fit), min(tail, fit)
-    return grouped_rows_order(tiles_m, tiles_n, group, tail, head_rows=head)
-
-
-def with_order(plan: Plan, op: int, order: np.ndarray) -> Plan:
-    """A copy of ``plan`` whose kernel ``op`` walks ``order`` (a permutation of its tiles); everything else
-    shared. The simulator, the runner and the checker then all see the same plan."""
-    import copy
-
-    new = copy.copy(plan)
-    new.ops = list(plan.ops)
-    k = copy.copy(plan.ops[op])
-    order = np.asarray(order, dtype=np.int64)
-    if sorted(order.tolist()) != list(range(k.tiles)):
-        raise ValueError(f"order for {k.name!r} is not a permutation of its {k.tiles} tiles")
-    k.order = order
-    new.ops[op] = k
-    new.params = dict(plan.params, **{f"order_op{op}": "custom"})
-    return new
 
 
 def descriptor(k: KernelArrays, pipes: Sequence[PipeArrays], ptrs: Mapping[str, int], *, epoch: int,

@@ -292,6 +292,9 @@ class Strategy:
         "ctapipe: rows of a layer's output one scoreboard counter covers (0: one consumer row-block); a multiple "
         "of the consumer's tile_m; a counter's tiles are pushed column by column, so consecutive pops share a "
         "column (what a consumer with 2x1 clusters needs)", 0)
+    variant: str = _f(
+        "ctapipe: a ctahw kernel variant by name (ctasim.variants.VARIANTS, e.g. 'cutlass_ctapipe_w21g4'): sets "
+        "kernels, tile_source, counter_rows, persistent = false and the tile orders the GPUs run; '' = none", "")
 
     @property
     def label(self) -> str:
@@ -512,6 +515,7 @@ def strategy_from_dict(data: Mapping[str, Any], where: str, prefix: str) -> Stra
              f"must be one of {TILE_SOURCES}, got {s.tile_source!r}")
     _require(s.counter_rows >= 0, where, prefix + "counter_rows", f"must be >= 0, got {s.counter_rows}")
     _require(s.raster in ("",) + RASTER_ORDERS, where, prefix + "raster", f"must be one of {RASTER_ORDERS}, got {s.raster!r}")
+    _require(not s.variant or s.kind == "ctapipe", where, prefix + "variant", "only a ctapipe strategy names a variant")
     if s.kind == "hybrid":
         _require(s.tp_degree >= 1, where, prefix + "tp_degree", "hybrid needs tp_degree >= 1")
     return s

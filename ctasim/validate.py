@@ -47,7 +47,8 @@ import pandas as pd
 
 from ctasim import costs
 from ctasim.engine import simulate
-from ctasim.plan import Collective, Kernel, MemoryPass, Plan, Transfer
+from ctasim.harness import Harness, timed_makespan_ns, timed_plans
+from ctasim.plan import Plan
 from ctasim.spec import Hardware, Layer, Strategy, Workload
 from ctasim.strategies import build_plans
 
@@ -83,30 +84,6 @@ MAX_FIT_ROUNDS = 2
 
 EXPERIMENTS = ("gemm", "sequential", "microbatch", "tp")
 STRATEGY_OF = {"gemm": "gemm", "sequential": "sequential", "microbatch": "microbatch", "tp": "tp"}
-
-
-@dataclass(frozen=True)
-class Harness:
-    """How ``ctahw``'s ``Timed`` harness launches and times a run, as delays of a plan's operations.
-
-    The host enqueues the whole run behind a sleep on GPU 0, so no host launch latency is timed: the first
-    kernel on GPU 0 starts ``run_ns / 2`` after the start event, a first operation on another GPU waits on
-    that event across GPUs (``event_wait_ns``) first; kernels of one stream follow each other ``gap_ns``
-    apart (the profile's ``kernel_gap_ns`` plus the timing events recorded between them); a peer copy
-    starts ``copy_ns`` after the kernel it copies (stream hand-off and copy launch); the end event on GPU 0
-    comes ``run_ns / 2`` after the last operation, plus ``event_wait_ns`` when that operation ran on
-    another GPU.  A kernel that waits on a peer copy's completion event (micro-batching's next stage: its
-    stream waits on the copy stream of the GPU before it) starts ``hop_ns`` later than ``event_wait_ns``
-    after the copy allows, and ``wait_ns`` later than its own stream allows (the wait command is processed
-    even when the copy finished long ago).  ``run_ns = 0``, ``gap_ns = kernel_gap_ns``, ``copy_ns = 0``
-    (and ``wait_ns = hop_ns = 0``) is the plain plan.
-    """
-
-    run_ns: float
-    gap_ns: float
-    copy_ns: float
-    wait_ns: float = 0.0
-    hop_ns: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -160,39 +137,14 @@ def load_cases(results_dir: str | Path, backend: str = "cutlass") -> list[Measur
 
 # ------------------------------------------------------------------------------------------------ simulation
 def harness_plan(case: MeasuredCase, hw: Hardware, harness: Harness) -> Plan:
-    """The measured case's plan with the harness's launch delays (see :class:`Harness`)."""
+    """The measured case's plan with the harness's launch delays (:func:`ctasim.harness.timed_plans`)."""
     strategy, gpus = case.strategy()
-    hw_h = dataclasses.replace(hw, launch_ns=harness.run_ns / 2, kernel_gap_ns=harness.gap_ns)
-    plan = build_plans(strategy, case.workload(), hw_h, gpus, case.label)[0]
-    copies = {op.id for op in plan.ops if isinstance(op, Transfer)}
-    for op in plan.ops:
-        if not op.deps and getattr(op, "gpu", 0) != 0:
-            op.start_ns += hw.event_wait_ns
-        if isinstance(op, Transfer):
-            op.deps = tuple((d, delay + harness.copy_ns) for d, delay in op.deps)
-        elif isinstance(op, Kernel) and any(d in copies for d, _ in op.deps):
-            op.deps = tuple((d, delay + (harness.hop_ns if d in copies else harness.wait_ns)) for d, delay in op.deps)
-    return plan
-
-
-def _stream_end_gpus(op) -> tuple[int, ...]:
-    if isinstance(op, Collective):
-        return op.gpus
-    if isinstance(op, (Kernel, MemoryPass)):
-        return (op.gpu,)
-    return ()
+    return timed_plans(strategy, case.workload(), hw, gpus, case.label, harness)[0]
 
 
 def predict_ns(case: MeasuredCase, hw: Hardware, harness: Harness) -> float:
     """Predicted makespan of the case as the harness times it: start event to end event on GPU 0."""
-    plan = harness_plan(case, hw, harness)
-    trace = simulate(plan, hw)
-    ends = trace.ops.set_index("op")["t_end"]
-    last = 0.0
-    for op in plan.ops:
-        for g in _stream_end_gpus(op):
-            last = max(last, float(ends[op.id]) + (hw.event_wait_ns if g != 0 else 0.0))
-    return last + harness.run_ns / 2
+    return timed_makespan_ns(harness_plan(case, hw, harness), hw, harness)[0]
 
 
 # ------------------------------------------------------------------------------------------------ fitting

@@ -16,6 +16,7 @@ import pytest
 
 from ctasim.compare import compare, gates, spearman
 from ctasim.engine import simulate
+from ctasim.plan import Kernel, Transfer
 from ctasim.spec import Layer, Strategy, Workload, load_hardware
 from ctasim.strategies import build_plans
 from ctasim import validate as V
@@ -188,11 +189,11 @@ def test_harness_waits_delay_only_the_kernels_that_wait_on_a_peer_copy(measured)
     hw, _, _, harness = measured
     base = dataclasses.replace(harness, wait_ns=0.0, hop_ns=0.0)
     p0, p1 = _mb_plan(hw, base), _mb_plan(hw, dataclasses.replace(base, wait_ns=1000.0, hop_ns=5000.0))
-    copies = {op.id for op in p0.ops if isinstance(op, V.Transfer)}
+    copies = {op.id for op in p0.ops if isinstance(op, Transfer)}
     waiting = 0
     for a, b in zip(p0.ops, p1.ops):
         assert a.id == b.id and a.start_ns == b.start_ns
-        waits_on_copy = isinstance(a, V.Kernel) and any(d in copies for d, _ in a.deps)
+        waits_on_copy = isinstance(a, Kernel) and any(d in copies for d, _ in a.deps)
         waiting += waits_on_copy
         for (d, x), (d2, y) in zip(a.deps, b.deps):
             assert d == d2

@@ -10,7 +10,9 @@ separate kernel.
 
 from __future__ import annotations
 
-from ctasim import costs
+import dataclasses
+
+from ctasim import costs, variants
 from ctasim.plan import Plan, row_block_pipe
 from ctasim.spec import Hardware, Strategy, Workload
 from ctasim.strategies.common import add_gemm, add_rowwise
@@ -20,7 +22,22 @@ def gpus_needed(strategy: Strategy, wl: Workload, gpus: int) -> int:
     return len(wl.layers)
 
 
+def resolve(strategy: Strategy) -> Strategy:
+    """``strategy`` with its ``variant``'s fields (:func:`ctasim.variants.strategy_fields`) filled in."""
+    if not strategy.variant:
+        return strategy
+    return dataclasses.replace(strategy, **variants.strategy_fields(strategy.variant))
+
+
 def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | None:
+    if strategy.variant:
+        try:
+            strategy = resolve(strategy)
+        except ValueError as e:
+            return str(e)
+        for k in strategy.kernels:
+            if not any(c.kernel == k for c in hw.kernel_configs):
+                return f"variant {strategy.variant!r} runs kernel config {k!r}, which hardware {hw.name!r} does not have"
     if strategy.counter_rows:
         for i, layer in enumerate(wl.layers[1:], start=1):
             if strategy.counter_rows % layer.tile_m or layer.m % strategy.counter_rows:
@@ -40,6 +57,8 @@ def kernel_of(strategy: Strategy, layer: int) -> str:
 
 
 def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) -> list[Plan]:
+    variant = strategy.variant
+    strategy = resolve(strategy)
     plan = Plan(strategy.label, case, len(wl.layers),
                 params={"tile_source": strategy.tile_source, "persistent": strategy.persistent,
                         "counter_rows": strategy.counter_rows})
@@ -54,6 +73,9 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
     last = wl.layers[-1]
     if last.rowwise:
         add_rowwise(plan, hw, wl, len(wl.layers) - 1, last, kernels[-1].gpu, kernels[-1].id)
+    if variant:
+        plan = variants.apply(plan, variants.VARIANTS[variant])
+        plan.params = {"variant": variant, **{k: v for k, v in plan.params.items() if not k.startswith("order_op")}}
     return [plan]
 
 

@@ -29,7 +29,7 @@ def test_every_variant_plan_passes_its_cluster_check():
     for name, v in pipelined.VARIANTS.items():
         plan = pipelined.variant_plan(base, v)
         kernels, pipes = runner.plan_arrays(plan)
-        cl = pipelined._clusters(plan, v)
+        cl = pipelined.clusters_of(plan, v)
         for k in kernels:
             runner.check_cluster(k, pipes, cl[k.op])
 
@@ -63,7 +63,7 @@ def test_persistent_variants_use_the_persistent_library_and_pop_only_with_cluste
         v = pipelined.VARIANTS[name]
         plan = pipelined.variant_plan(base, v)
         kernels, _ = runner.plan_arrays(plan)
-        cl = pipelined._clusters(plan, v)
+        cl = pipelined.clusters_of(plan, v)
         for k in kernels:
             runner.check_persistent(k, cl[k.op])
             assert runner.library_of(cl[k.op], True) == runner.PERSISTENT_LIBRARY
@@ -96,7 +96,7 @@ def test_a_three_layer_chain_has_a_middle_kernel_that_consumes_and_produces():
         first, mid, last = sorted(kernels, key=lambda k: k.layer)
         assert (first.gpu, mid.gpu, last.gpu) == (0, 1, 2) and len(pipes) == 2
         assert mid.inbound == first.outbound and mid.outbound == last.inbound and mid.outbound != mid.inbound
-        cl = pipelined._clusters(plan, v)
+        cl = pipelined.clusters_of(plan, v)
         for k in kernels:
             runner.check_cluster(k, pipes, cl[k.op])
         f = dict(zip(runner.DESC_FIELDS, runner.descriptor(mid, pipes, ptrs, epoch=1, timeout_ns=1).tolist()))

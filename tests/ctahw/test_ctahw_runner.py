@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+
+from ctasim import plan as ctasim_plan
 import pandas as pd
 import pytest
 
@@ -213,32 +215,32 @@ def test_saved_raw_buffers_load_back_as_checked_traces(tmp_path):
 
 
 def test_pair_rows_order_pairs_one_column_and_completes_rows_in_pairs():
-    o = runner.pair_rows_order(4, 3)
+    o = ctasim_plan.pair_rows_order(4, 3)
     assert o.tolist() == [0, 3, 1, 4, 2, 5, 6, 9, 7, 10, 8, 11]
     with pytest.raises(ValueError):
-        runner.pair_rows_order(3, 2)
+        ctasim_plan.pair_rows_order(3, 2)
 
 
 def test_grouped_rows_order_walks_groups_column_by_column():
-    o = runner.grouped_rows_order(4, 2, 4)  # tiles (r, c) = 2r + c
+    o = ctasim_plan.grouped_rows_order(4, 2, 4)  # tiles (r, c) = 2r + c
     assert o.tolist() == [0, 2, 4, 6, 1, 3, 5, 7]
-    np.testing.assert_array_equal(runner.grouped_rows_order(4, 3, 2), runner.pair_rows_order(4, 3))
+    np.testing.assert_array_equal(ctasim_plan.grouped_rows_order(4, 3, 2), ctasim_plan.pair_rows_order(4, 3))
     for bad in (3, 8, 0):
         with pytest.raises(ValueError, match="even group"):
-            runner.grouped_rows_order(4, 2, bad)
+            ctasim_plan.grouped_rows_order(4, 2, bad)
     # a taper: the first 4 row-blocks in one group, the last 2 as a pair
-    o = runner.grouped_rows_order(6, 2, 4, tail_rows=2)
+    o = ctasim_plan.grouped_rows_order(6, 2, 4, tail_rows=2)
     assert o.tolist() == [0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 9, 11]
-    assert runner.named_order("group8_taper", 128, 32)[-64:].tolist() == runner.pair_rows_order(2, 32).__add__(126 * 32).tolist()
-    assert sorted(runner.named_order("group8_taper", 8, 4).tolist()) == list(range(32))
+    assert ctasim_plan.named_order("group8_taper", 128, 32)[-64:].tolist() == ctasim_plan.pair_rows_order(2, 32).__add__(126 * 32).tolist()
+    assert sorted(ctasim_plan.named_order("group8_taper", 8, 4).tolist()) == list(range(32))
     # head and tail in pairs: first and last 8 row-blocks of 128
-    o = runner.named_order("group8_taper2", 128, 32)
-    assert o[:64].tolist() == runner.pair_rows_order(2, 32).tolist()
+    o = ctasim_plan.named_order("group8_taper2", 128, 32)
+    assert o[:64].tolist() == ctasim_plan.pair_rows_order(2, 32).tolist()
     assert o[8 * 32:9 * 32 + 1].tolist()[:2] == [8 * 32, 9 * 32] and sorted(o.tolist()) == list(range(4096))
-    assert o[-64:].tolist() == (runner.pair_rows_order(2, 32) + 126 * 32).tolist()
-    assert runner.grouped_rows_order(8, 1, 4, tail_rows=2, head_rows=2).tolist() == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert o[-64:].tolist() == (ctasim_plan.pair_rows_order(2, 32) + 126 * 32).tolist()
+    assert ctasim_plan.grouped_rows_order(8, 1, 4, tail_rows=2, head_rows=2).tolist() == [0, 1, 2, 3, 4, 5, 6, 7]
     with pytest.raises(ValueError, match="head 2"):
-        runner.grouped_rows_order(8, 1, 4, head_rows=2)
+        ctasim_plan.grouped_rows_order(8, 1, 4, head_rows=2)
 
 
 def test_check_cluster_accepts_what_the_kernels_can_pair():
@@ -253,20 +255,20 @@ def test_check_cluster_accepts_what_the_kernels_can_pair():
         runner.check_cluster(cons, pipes, "2x1")
     with pytest.raises(ValueError, match="unknown cluster"):
         runner.check_cluster(cons, pipes, "2x2")
-    plan2 = runner.with_order(plan, prod.op, runner.pair_rows_order(prod.tiles_m, prod.tiles_n))
+    plan2 = ctasim_plan.with_order(plan, prod.op, ctasim_plan.pair_rows_order(prod.tiles_m, prod.tiles_n))
     k2, p2 = runner.plan_arrays(plan2)
     runner.check_cluster(k2[0], p2, "2x1")
     assert plan.ops[0].order.tolist() == list(range(256))  # the original plan is untouched
     np.testing.assert_array_equal(p2[0].prod_dep_idx, pipes[0].prod_dep_idx)
     with pytest.raises(ValueError, match="not a permutation"):
-        runner.with_order(plan, prod.op, np.zeros(256, dtype=np.int64))
+        ctasim_plan.with_order(plan, prod.op, np.zeros(256, dtype=np.int64))
 
 
 def test_pair_order_plan_simulates_and_passes_the_checker():
     from ctasim.engine import simulate
 
     plan = chain_plan(2048)
-    plan2 = runner.with_order(plan, 0, runner.pair_rows_order(plan.ops[0].tiles_m, plan.ops[0].tiles_n))
+    plan2 = ctasim_plan.with_order(plan, 0, ctasim_plan.pair_rows_order(plan.ops[0].tiles_m, plan.ops[0].tiles_n))
     hw = load_hardware("h200-x2")
     tr = simulate(plan2, hw)
     check_trace(tr, plan2)
