@@ -3,6 +3,8 @@
     ctasim run [EXPERIMENT]            simulate every case x strategy, print the summary table
     ctasim sweep EXPERIMENT --set F=V1,V2 ...   a parameter grid, progress bar, results to CSV/Parquet
     ctasim trace EXPERIMENT            export one run's trace (tables, Chrome/Perfetto JSON, Gantt PNG)
+    ctasim predict EXPERIMENT --out D  register predictions (model and naive) before the GPUs run it
+    ctasim compare PREDICTIONS RESULTS accuracy report: registered vs post-hoc, model vs naive
     ctasim list                        the specs shipped in specs/
 
 EXPERIMENT is a name from ``ctasim list`` or a path to a TOML file; the default is ``default``.
@@ -189,6 +191,44 @@ def cmd_trace(args) -> int:
     return 0
 
 
+def cmd_predict(args) -> int:
+    from ctasim.harness import load_harness
+    from ctasim.predict import Naive, register
+    from ctasim.spec import _resolve
+
+    exp = load_experiment(args.experiment)
+    exp_path = _resolve(str(args.experiment), "experiments", None)
+    harness = load_harness(args.harness)
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise SpecError("--out", str(out), "exists: a registration is never overwritten (give --force to redo an "
+                                           "uncommitted one)")
+    if out.exists() and not out.is_dir():
+        raise SpecError("--out", str(out), "is a file, not a folder")
+    naive = None
+    if args.naive_from:
+        try:
+            naive = Naive.fit(args.naive_from)
+        except (OSError, ValueError, KeyError) as e:
+            raise SpecError("--naive-from", str(args.naive_from), str(e).splitlines()[0]) from None
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SpecError("--out", str(out), f"cannot create its parent folder ({e.strerror})") from None
+    files = register(exp, exp_path, out, harness, naive, seed=args.seed)
+    import pandas as pd
+
+    df = pd.read_csv(out / "predictions.csv", keep_default_na=False, na_values=[""])
+    model = df[(df["source"] == "model") & (df["status"] == "ok")]
+    best = model.loc[model.groupby(["case", "strategy"], sort=False)["makespan_ms"].idxmin()]
+    print(f"{exp.name}: predicted with {exp.hardware.name} and harness {args.harness}"
+          + (f", naive line {naive.a_ms * 1e3:.1f} us + FLOPs at {naive.tflops:.1f} TFLOP/s" if naive else ""))
+    print(best[["case", "strategy", "variant", "makespan_ms"]].to_string(index=False))
+    for p in files:
+        print(f"wrote {p}")
+    return 0
+
+
 def cmd_list(args) -> int:
     for kind, names in list_specs().items():
         print(f"{kind}: {', '.join(names)}")
@@ -227,6 +267,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("auto", "csv", "parquet"), default="auto")
     _common(p)
     p.set_defaults(func=cmd_trace)
+    p = sub.add_parser("predict", help="register predictions for an experiment before it is measured")
+    p.add_argument("experiment", help="experiment name or TOML path")
+    p.add_argument("--out", required=True, help="registration folder (e.g. bench/predictions/NAME); never overwritten")
+    p.add_argument("--harness", default="ctahw-timed-2xh200", help="timing-harness spec (specs/harness/; default "
+                                                                   "ctahw-timed-2xh200)")
+    p.add_argument("--naive-from", type=Path, default=None,
+                   help="a ctahw baselines.csv whose CUTLASS gemm rows fit the naive predictor (none: no naive rows)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the tile-time draws (default 0)")
+    p.add_argument("--force", action="store_true", help="replace an existing --out folder")
+    p.set_defaults(func=cmd_predict)
     p = sub.add_parser("list", help="list the shipped specs")
     p.set_defaults(func=cmd_list)
     return ap

@@ -1,0 +1,214 @@
+"""Registered predictions: what the simulator says an experiment will measure, written before it is measured.
+
+``ctasim predict EXPERIMENT --out bench/predictions/NAME`` writes
+
+* ``predictions.csv`` (:mod:`ctasim.results` schema): per case, strategy and variant (every micro-batching chunk
+  count), the makespan the measurement harness will report (:func:`ctasim.harness.timed_makespan_ns`), from the
+  model (``source = model``) and from a naive predictor beside it (``source = naive``, :class:`Naive`);
+* ``schedules/<case>-<strategy>.tiles.csv.gz``: the per-CTA schedule of every CTA-pipelined strategy, on the clock of
+  its first CTA (as the hardware traces are);
+* ``registration.json``: the commit of the code and specs, sha256 of every spec file read, the harness values, the
+  naive predictor's coefficients and :data:`RULES`, the judging rules fixed before the measurement exists.
+
+A registration counts as a test only once it is committed before the measurement it answers: ``ctasim compare``
+asks git which came first (:mod:`ctasim.accuracy`).
+
+Left out: run-to-run spread (one number per case), the clock regime (the profile is a burst-regime profile).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import hashlib
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ctasim import costs
+from ctasim.cases import Case, expand
+from ctasim.engine import simulate
+from ctasim.harness import Harness, timed_makespan_ns, timed_plans
+from ctasim.results import COLUMNS, write
+from ctasim.spec import Experiment, Hardware, Strategy
+from ctasim.strategies import build_plans, check_placement
+
+__all__ = ["Naive", "RULES", "predict", "register", "spec_files", "git_commit"]
+
+RULES = {
+    "judged": "every (case, strategy, variant) the measurement reports with status ok; nothing is left out after "
+              "the measurement is seen",
+    "makespan": "the median of the timed runs (ctahw Timed harness, burst regime: each run alone on rested GPUs); "
+                "error = (predicted - measured) / measured",
+    "best_chunks": "micro-batching's best chunk count: argmin over the chunk counts both ran",
+    "ranking": "per case, the strategies ordered by their best makespan; agreement = the same order",
+    "traced_runs": "every traced run is judged (no run is picked or dropped); per-CTA start error = median over "
+                   "the tiles of |t_start predicted - t_start measured| / measured makespan, reported per run",
+    "stall": "a traced run whose first counter completes more than 1.5x later than the earliest of its variant's "
+             "traced runs is labelled 'stalled' in the report and still judged",
+    "targets": "makespan MAPE <= 3%, worst |error| <= 6%, median per-CTA start error <= 2% of the makespan "
+               "(the targets of docs/validation.md, unchanged)",
+    "naive": "the naive predictor (source = naive) is judged by the same rules beside the model",
+}
+"""The judging rules a registration fixes (``registration.json`` holds them; the report quotes them)."""
+
+
+@dataclass(frozen=True)
+class Naive:
+    """A naive predictor: a straight line of measured GEMM time against FLOPs, composed by simple rules.
+
+    One GEMM kernel takes ``a_ms + flops / (tflops * 1e9)`` ms (a least-squares line through the committed
+    single-GEMM medians it was fitted on); a row-wise pass moves its bytes twice at the profile's HBM rate.
+    Sequential: the sum.  Micro-batching with ``c`` chunks over ``L`` GPUs: ``(c + L - 1)`` stages of the slowest
+    layer's chunk.  TP: each GPU's half of every GEMM plus the profile's all-reduce time per layer pair.
+    CTA-pipelining: the slowest layer plus one row-block of every other layer.  Nothing else (no launch or
+    harness terms, no wave quantization, no memory hierarchy).
+    """
+
+    a_ms: float
+    tflops: float
+    source: str
+
+    def gemm_ms(self, m: int, k: int, n: int) -> float:
+        return self.a_ms + 2.0 * m * k * n / (self.tflops * 1e9)
+
+    @classmethod
+    def fit(cls, baselines_csv: str | Path, backend: str = "cutlass") -> "Naive":
+        """The line through the ``gemm`` rows of a ``ctahw run`` baselines.csv (``backend``), all M."""
+        df = pd.read_csv(baselines_csv)
+        g = df[(df["experiment"] == "gemm") & (df["backend"] == backend) & df["ok"].astype(bool)]
+        if len(g) < 2:
+            raise ValueError(f"{baselines_csv}: fewer than two {backend} gemm rows to fit the naive line on")
+        h = g["k"].to_numpy(float)  # the baselines run square chains: K = N = H (column ``k``)
+        flops = 2.0 * g["m"].to_numpy(float) * h * h
+        slope, a = np.polyfit(flops, g["median_ms"].to_numpy(float), 1)
+        return cls(float(a), float(1.0 / slope / 1e9),
+                   f"least squares of {len(g)} {backend} gemm medians (M = {sorted(set(g['m'].astype(int)))}, "
+                   f"N = K = {sorted(set(g['k'].astype(int)))}) of {Path(baselines_csv).parent.name}")
+
+    def predict_ms(self, strategy: Strategy, case: Case, hw: Hardware, variant: dict) -> float:
+        layers = case.workload.layers
+        eb = case.workload.elem_bytes
+        row = [2.0 * l.m * l.n * eb / hw.hbm_gbps / 1e6 if l.rowwise else 0.0 for l in layers]
+        full = [self.gemm_ms(l.m, l.k, l.n) + r for l, r in zip(layers, row)]
+        kind = strategy.kind
+        if kind == "sequential":
+            return sum(full)
+        if kind == "microbatch":
+            c = int(variant["chunks"])
+            stage = max(self.gemm_ms(l.m // c, l.k, l.n) + r / c for l, r in zip(layers, row))
+            return (c + len(layers) - 1) * stage
+        if kind == "tp":
+            g = strategy.tp_degree or case.gpus
+            ar = sum(costs.allreduce_ns(l.m * l.n * eb, g, hw) for l in layers[1::2]) / 1e6
+            return sum(self.gemm_ms(l.m, l.k, l.n // g) if i % 2 == 0 else self.gemm_ms(l.m, l.k // g, l.n)
+                       for i, l in enumerate(layers)) + sum(row) + ar
+        if kind in ("ctapipe", "hybrid"):
+            i = int(np.argmax(full))
+            return full[i] + sum(f / layers[j].tiles_m for j, f in enumerate(full) if j != i)
+        raise ValueError(f"no naive rule for strategy kind {kind!r}")
+
+
+def _variant(kind: str, params: dict) -> str:
+    return f"chunks={params['chunks']}" if kind == "microbatch" else ""
+
+
+def predict(exp: Experiment, harness: Harness, naive: Naive | None, seed: int = 0,
+            schedules: Path | None = None) -> pd.DataFrame:
+    """One row per (case, strategy, variant) and predictor: see the module docstring."""
+    rows = []
+    for case in expand(exp):
+        layers = len(case.workload.layers)
+        m = case.workload.layers[0].m
+        for s in exp.strategies:
+            base = {"experiment": exp.name, "case": case.label, "strategy": s.label, "kind": s.kind, "m": m,
+                    "layers": layers, "rel_err": float("nan")}
+            problem = check_placement(s, case.workload, exp.hardware, case.gpus)
+            if problem:
+                for src in ("model", "naive") if naive else ("model",):
+                    rows.append(dict(base, variant="", gpus=case.gpus, source=src, status="skipped", reason=problem,
+                                     makespan_ms=float("nan")))
+                continue
+            for plan in timed_plans(s, case.workload, exp.hardware, case.gpus, case.label, harness):
+                ns, _ = timed_makespan_ns(plan, exp.hardware, harness, seed=seed)
+                v = _variant(s.kind, plan.params)
+                rows.append(dict(base, variant=v, gpus=plan.gpus, source="model", status="ok", reason="",
+                                 makespan_ms=ns / 1e6))
+                if naive:
+                    rows.append(dict(base, variant=v, gpus=plan.gpus, source="naive", status="ok", reason="",
+                                     makespan_ms=naive.predict_ms(s, case, exp.hardware, plan.params)))
+            if schedules is not None and s.kind == "ctapipe":
+                hw0 = dataclasses.replace(exp.hardware, launch_ns=0.0)
+                plan = build_plans(s, case.workload, hw0, case.gpus, case.label)[0]
+                tiles = simulate(plan, hw0, seed=seed).tiles
+                schedules.mkdir(parents=True, exist_ok=True)
+                tiles.to_csv(schedules / f"{case.label}-{s.label}.tiles.csv.gz".replace(",", "_").replace("=", ""),
+                             index=False, float_format="%.1f")
+    df = pd.DataFrame(rows)
+    return df[list(COLUMNS)] if not df.empty else pd.DataFrame(columns=list(COLUMNS))
+
+
+def spec_files(exp_path: Path, exp: Experiment) -> dict[str, str]:
+    """sha256 of the experiment file and of the hardware and workload specs it names (as loaded)."""
+    from ctasim.spec import _resolve  # noqa: PLC0415
+
+    out = {}
+    paths = [exp_path]
+    for kind, name in (("hardware", exp.hardware.name), ("workloads", exp.workload.name)):
+        try:
+            paths.append(_resolve(name, kind, exp_path.parent))
+        except Exception:  # noqa: BLE001 - an inline spec has no file of its own
+            pass
+    for p in paths:
+        out[str(p.name if p.parent.name in ("experiments", "hardware", "workloads") else p)] = \
+            hashlib.sha256(Path(p).read_bytes()).hexdigest()
+    return out
+
+
+def git_commit(where: Path) -> tuple[str, bool]:
+    """(HEAD commit, whether tracked files differ from it) of the checkout holding ``where``; ('', False) outside git."""
+    try:
+        head = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip() != ""
+        return head, dirty
+    except (OSError, subprocess.CalledProcessError):
+        return "", False
+
+
+def register(exp: Experiment, exp_path: Path, out: Path, harness: Harness, naive: Naive | None, seed: int = 0) -> list[Path]:
+    """Write a registration into ``out`` (a new folder, written whole or not at all)."""
+    tmp = out.with_name(f".{out.name}.tmp")
+    if tmp.exists():
+        import shutil  # noqa: PLC0415
+
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    df = predict(exp, harness, naive, seed=seed, schedules=tmp / "schedules")
+    write(df, tmp / "predictions.csv")
+    commit, dirty = git_commit(Path(__file__).parent)
+    record = {
+        "experiment": exp.name,
+        "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "code_commit": commit,
+        "code_dirty": dirty,
+        "spec_sha256": spec_files(exp_path, exp),
+        "hardware": exp.hardware.name,
+        "hardware_measured": exp.hardware.measured,
+        "harness": {"name": harness.name, "source": harness.source, **harness.values()},
+        "naive": dataclasses.asdict(naive) if naive else None,
+        "seed": seed,
+        "rules": RULES,
+    }
+    (tmp / "registration.json").write_text(json.dumps(record, indent=1) + "\n")
+    if out.exists():
+        import shutil  # noqa: PLC0415
+
+        shutil.rmtree(out)
+    tmp.replace(out)
+    return sorted(p for p in out.rglob("*") if p.is_file())

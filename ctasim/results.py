@@ -1,0 +1,77 @@
+"""The result schema both executors write: one row per (case, strategy, variant) of an experiment spec.
+
+``ctasim predict`` writes predictions in it, ``ctahw run EXPERIMENT`` writes measurements in it, and
+``ctasim compare`` joins the two on :data:`KEY`.  A row says what ran (``case``, ``strategy`` as labelled in
+the spec, ``variant``: e.g. ``chunks=8`` for one chunk count of micro-batching, '' otherwise), whether it ran
+(``status``: ``ok``, ``skipped`` with its ``reason``, or ``failed`` with its error) and how long it took
+(``makespan_ms``: the start-to-end time of the measurement harness, or its prediction).  ``source`` is
+``model`` or ``naive`` for predictions and ``hw`` for measurements.
+
+Left out: per-kernel breakdowns and per-CTA traces (those are separate files beside the table).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["COLUMNS", "KEY", "STATUSES", "ResultsError", "read", "write", "best_of"]
+
+COLUMNS = ("experiment", "case", "strategy", "kind", "variant", "gpus", "m", "layers", "source", "status", "reason",
+           "makespan_ms", "rel_err")
+"""Columns every results table has, in this order (more may follow: breakdowns, provenance)."""
+
+KEY = ("experiment", "case", "strategy", "variant")
+STATUSES = ("ok", "skipped", "failed")
+
+
+class ResultsError(ValueError):
+    """A results table is missing, unreadable or not in the schema; the message names the file and problem."""
+
+
+def write(df: pd.DataFrame, path: str | Path) -> Path:
+    """Write ``df`` (checked against the schema) to ``path`` (CSV) atomically: a temporary file renamed."""
+    _check(df, str(path))
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    df.to_csv(tmp, index=False)
+    tmp.replace(path)
+    return path
+
+
+def read(path: str | Path) -> pd.DataFrame:
+    """A results table; :class:`ResultsError` (one line) if the file is missing, not CSV or not in the schema."""
+    path = Path(path)
+    if not path.is_file():
+        raise ResultsError(f"{path}: no such results file")
+    try:
+        df = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{path}: not a results table ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+    _check(df, str(path))
+    for c in ("variant", "reason"):
+        df[c] = df[c].astype(object).where(df[c].notna(), "").astype(str)
+    return df
+
+
+def _check(df: pd.DataFrame, where: str) -> None:
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise ResultsError(f"{where}: not a results table (missing columns: {', '.join(missing)})")
+    bad = sorted(set(df["status"].astype(str)) - set(STATUSES))
+    if bad:
+        raise ResultsError(f"{where}: unknown status {bad[0]!r} (known: {', '.join(STATUSES)})")
+    ok = df[df["status"] == "ok"]
+    ms = pd.to_numeric(ok["makespan_ms"], errors="coerce")
+    if ms.isna().any() or not all(math.isfinite(v) and v > 0 for v in ms):
+        raise ResultsError(f"{where}: an 'ok' row without a positive makespan_ms")
+
+
+def best_of(df: pd.DataFrame) -> pd.DataFrame:
+    """The fastest ``ok`` row of each (experiment, case, strategy, source): micro-batching's best chunk count."""
+    ok = df[df["status"] == "ok"].copy()
+    ok["makespan_ms"] = ok["makespan_ms"].astype(float)
+    idx = ok.groupby(["experiment", "case", "strategy", "source"], sort=False)["makespan_ms"].idxmin()
+    return ok.loc[idx.to_numpy()].reset_index(drop=True)

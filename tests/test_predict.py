@@ -1,0 +1,90 @@
+"""ctasim.predict and ctasim.results: registered predictions in the result schema both executors write."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from ctasim import results
+from ctasim.cli import main
+from ctasim.harness import Harness, timed_makespan_ns, timed_plans
+from ctasim.predict import Naive, predict
+from ctasim.spec import Strategy, load_experiment
+
+HARNESS = Harness(6000.0, 3000.0, 4800.0, 3000.0, 14000.0)
+NAIVE = Naive(0.004, 800.0, "test line")
+
+
+def _exp():
+    return load_experiment("reg-h4096")
+
+
+def test_model_rows_are_the_harness_makespans_of_each_plan():
+    exp = _exp()
+    df = predict(exp, HARNESS, NAIVE)
+    row = df[(df["case"] == "m=3072") & (df["strategy"] == "microbatch") & (df["variant"] == "chunks=4")
+             & (df["source"] == "model")].iloc[0]
+    from ctasim.cases import expand
+    case = expand(exp)[0]
+    s = next(s for s in exp.strategies if s.kind == "microbatch")
+    plan = next(p for p in timed_plans(s, case.workload, exp.hardware, 2, case.label, HARNESS) if p.params["chunks"] == 4)
+    assert row["makespan_ms"] == pytest.approx(timed_makespan_ns(plan, exp.hardware, HARNESS)[0] / 1e6)
+    # every chunk count that cuts M = 3072 (24 row tiles) into whole tiles, and no other
+    mb = df[(df["case"] == "m=3072") & (df["strategy"] == "microbatch") & (df["source"] == "model")]
+    assert sorted(mb["variant"]) == sorted(f"chunks={c}" for c in (1, 2, 4, 8))
+
+
+def test_naive_rules():
+    exp = _exp()
+    df = predict(exp, HARNESS, NAIVE)
+    nv = df[(df["source"] == "naive") & (df["case"] == "m=6144")].set_index(["strategy", "variant"])["makespan_ms"]
+    one = NAIVE.gemm_ms(6144, 4096, 4096)
+    assert nv[("sequential", "")] == pytest.approx(2 * one)
+    assert nv[("microbatch", "chunks=8")] == pytest.approx(9 * NAIVE.gemm_ms(768, 4096, 4096))
+    assert nv[("ctapipe-w21g4", "")] == pytest.approx(one + one / 48)
+
+
+def test_a_strategy_that_needs_more_gpus_is_a_skipped_row_with_its_reason():
+    exp = load_experiment("reg-gemm-h4096")
+    import dataclasses
+    exp = dataclasses.replace(exp, strategies=exp.strategies + (Strategy("tp", tp_degree=2),))
+    df = predict(exp, HARNESS, None)
+    tp = df[df["strategy"] == "tp"]
+    assert len(tp) == 3 and (tp["status"] == "skipped").all() and tp["reason"].str.contains("GPU").all()
+
+
+def test_naive_fit_is_the_line_through_the_gemm_rows(tmp_path):
+    rows = [{"experiment": "gemm", "backend": "cutlass", "ok": True, "m": m, "k": 1000, "median_ms": 0.01 + 2 * m * 1e6 / 5e11}
+            for m in (1000, 2000, 4000)]
+    rows.append({"experiment": "gemm", "backend": "cublas", "ok": True, "m": 1000, "k": 1000, "median_ms": 99.0})
+    pd.DataFrame(rows).to_csv(tmp_path / "b.csv", index=False)
+    n = Naive.fit(tmp_path / "b.csv")
+    assert n.a_ms == pytest.approx(0.01) and n.tflops == pytest.approx(500.0)
+
+
+def test_predict_cli_registers_once_and_refuses_to_overwrite(tmp_path, capsys):
+    out = tmp_path / "reg"
+    assert main(["predict", "reg-gemm-h4096", "--out", str(out)]) == 0
+    rec = json.loads((out / "registration.json").read_text())
+    assert rec["rules"]["judged"] and rec["harness"]["run_ns"] > 0 and "reg-gemm-h4096.toml" in rec["spec_sha256"]
+    df = results.read(out / "predictions.csv")
+    assert set(df["status"]) == {"ok"} and len(df) == 3
+    assert main(["predict", "reg-gemm-h4096", "--out", str(out)]) == 2
+    assert "never overwritten" in capsys.readouterr().err
+
+
+def test_results_read_rejects_garbage_missing_and_bad_rows(tmp_path):
+    with pytest.raises(results.ResultsError, match="no such results file"):
+        results.read(tmp_path / "none.csv")
+    (tmp_path / "bin.csv").write_bytes(b"\x00\xff\xfe" * 50)
+    with pytest.raises(results.ResultsError):
+        results.read(tmp_path / "bin.csv")
+    (tmp_path / "cols.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(results.ResultsError, match="missing columns"):
+        results.read(tmp_path / "cols.csv")
+    row = {c: "" for c in results.COLUMNS} | {"status": "ok", "makespan_ms": "-1"}
+    pd.DataFrame([row]).to_csv(tmp_path / "neg.csv", index=False)
+    with pytest.raises(results.ResultsError, match="positive makespan"):
+        results.read(tmp_path / "neg.csv")
