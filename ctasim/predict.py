@@ -170,11 +170,13 @@ def spec_files(exp_path: Path, exp: Experiment) -> dict[str, str]:
 
 
 def git_commit(where: Path) -> tuple[str, bool]:
-    """(HEAD commit, whether tracked files differ from it) of the checkout holding ``where``; ('', False) outside git."""
+    """(HEAD commit, whether the files a prediction depends on -- ctasim/ and specs/ -- differ from it) of the checkout
+    holding ``where``; ('', False) outside git."""
     try:
         head = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no",
+                                "--", ":/ctasim", ":/specs"],
                                capture_output=True, text=True, check=True).stdout.strip() != ""
         return head, dirty
     except (OSError, subprocess.CalledProcessError):
