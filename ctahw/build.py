@@ -533,6 +533,23 @@ LIBRARIES: dict[str, KernelLibrary] = {
             "ctahw_gemm_status_string": (ctypes.c_char_p, (_i,)),
         },
     ),
+    "gemm_sm90_bf16_epi": KernelLibrary(
+        name="gemm_sm90_bf16_epi",
+        source=KERNELS_DIR / "gemm_sm90_bf16_epi.cu",
+        needs_cutlass=True,
+        abi_symbol="ctahw_gemm_epi_abi_version",
+        abi_version=1,
+        headers=(KERNELS_DIR / "launch_status.cuh",),
+        signatures={
+            "ctahw_gemm_epi_abi_version": (_i, ()),
+            "ctahw_gemm_epi_describe": (_i, (_i, ctypes.c_char_p, _i)),
+            "ctahw_gemm_epi_workspace_bytes": (_ll, (_i, _i, _i, _i, _i, _i)),
+            "ctahw_gemm_epi_can_implement": (_i, (_i, _i, _i, _i, _i, _i)),
+            "ctahw_gemm_epi_bf16_128x256x64_coop": (_i, (_i, _p, _p, _p, _p, _i, _i, _i, _p, _ll, _i, _i, _i, _i,
+                                                         _p)),
+            "ctahw_gemm_epi_status_string": (ctypes.c_char_p, (_i,)),
+        },
+    ),
     "probes": KernelLibrary(
         name="probes",
         source=KERNELS_DIR / "probes.cu",

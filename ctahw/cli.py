@@ -3,7 +3,8 @@
     ctahw info                      toolchain, kernel cache and GPUs ("no GPU: ..." and exit 2 without one)
     ctahw build                     compile every kernel source into the cache (nvcc + nvidia-cutlass; no GPU)
     ctahw calibrate [--base NAME]   measure this machine into specs/hardware/<base>-calibrated.toml
-    ctahw run EXPERIMENT            baselines: all | gemm | remote_d | sequential | microbatch | tp
+    ctahw run EXPERIMENT            an experiment spec (a name or TOML path, as ``ctasim run`` takes), or the
+                                    flag shorthand: all | gemm | remote_d | sequential | microbatch | tp | ctapipe
 
 Every command that needs a GPU takes ``--dry-run``: it prints what it would run and exits 0 without one.
 Expected failures (no GPU, no CuPy, no nvcc, a compile error) print one line and exit non-zero; no traceback.
@@ -64,9 +65,12 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--quick", action="store_true", help="smaller transfers and fewer ping-pong rounds")
     c.add_argument("--dry-run", action="store_true", help="print what would be measured; needs no GPU")
 
-    r = sub.add_parser("run", help="run experiments: baselines and CTA-pipelining")
-    r.add_argument("experiment", type=_experiments,
-                   help=f"one of {', '.join(EXPERIMENTS)}, or several joined by commas (run in one process)")
+    r = sub.add_parser("run", help="run an experiment spec (or the flag shorthand) on the GPUs")
+    r.add_argument("experiment",
+                   help=f"an experiment spec (name or TOML path, as ctasim run takes), or the flag shorthand: "
+                        f"{', '.join(EXPERIMENTS)}, several joined by commas (run in one process)")
+    r.add_argument("--registration", type=Path, default=None,
+                   help="spec runs: the ctasim predict folder this run answers (recorded by sha256)")
     defaults = SweepConfig()
     for f in dataclasses.fields(SweepConfig):
         if f.name == "experiments":
@@ -80,6 +84,8 @@ def parser() -> argparse.ArgumentParser:
             r.add_argument(flag, type=type(d), default=d, help=f"{f.metadata['help']} (default {d})")
     r.add_argument("--out", type=Path, default=None, help="folder for baselines.csv (+ .parquet with pyarrow)")
     r.add_argument("--dry-run", action="store_true", help="print the cases; needs no GPU")
+    r.add_argument("--gpus-assumed", type=int, default=2,
+                   help="spec runs with --dry-run on a machine without GPUs: plan for this many (default 2)")
     return p
 
 
@@ -174,8 +180,92 @@ def format_table(rows: Sequence[dict], cols: Sequence[str] = TABLE_COLS) -> str:
     return "\n".join(lines)
 
 
+def _is_shorthand(arg: str) -> bool:
+    names = _strs(arg)
+    return bool(names) and all(n in EXPERIMENTS for n in names)
+
+
+def _check_out(out: Path | None) -> None:
+    """An output folder that can be written: refused before anything runs (one line, exit 2)."""
+    if out is None:
+        return
+    if out.exists() and not out.is_dir():
+        raise _UsageError(f"--out {out}: exists and is not a folder")
+    parent = out if out.exists() else out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    import os  # noqa: PLC0415
+
+    if not os.access(parent, os.W_OK):
+        raise _UsageError(f"--out {out}: {parent} is not writable")
+
+
+class _UsageError(Exception):
+    """A bad command-line value: one line, exit 2."""
+
+
+def cmd_run_spec(args) -> int:
+    from ctahw.experiment import RunConfig, plan_runs, run  # noqa: PLC0415
+    from ctasim.spec import load_experiment  # noqa: PLC0415
+
+    exp = load_experiment(args.experiment)
+    _check_out(args.out)
+    reg = None
+    if args.registration is not None:
+        rec = args.registration / "registration.json"
+        if not rec.is_file():
+            raise _UsageError(f"--registration {args.registration}: no registration.json there (ctasim predict writes it)")
+        import hashlib  # noqa: PLC0415
+
+        reg = {"path": str(args.registration), "sha256": hashlib.sha256(rec.read_bytes()).hexdigest(),
+               "experiment": json.loads(rec.read_text()).get("experiment")}
+        if reg["experiment"] != exp.name:
+            raise _UsageError(f"--registration {args.registration}: registers {reg['experiment']!r}, not {exp.name!r}")
+    if args.dry_run:
+        from ctahw.device import NoCupyError, NoGpuError, gpus  # noqa: PLC0415
+
+        try:
+            n = len(gpus())
+        except (NoGpuError, NoCupyError):
+            n = args.gpus_assumed
+        df = plan_runs(exp, n)
+        print(df[["case", "strategy", "kind", "gpus", "status", "reason"]].to_string(index=False))
+        print(f"{exp.name}: {int((df['status'] == 'planned').sum())} of {len(df)} runs planned on {n} GPU(s)",
+              file=sys.stderr)
+        return 0
+    cfg = RunConfig(reps=args.reps, warmup=args.warmup, tune_rounds=args.tune_rounds, gate_ms=args.gate_ms,
+                    sustain_s=args.sustain_s, seed=args.seed)
+    df = run(exp, cfg)
+    from ctahw import provenance  # noqa: PLC0415
+    from ctasim import results  # noqa: PLC0415
+
+    prov = provenance.collect()
+    if args.out:
+        import shutil  # noqa: PLC0415
+
+        tmp = args.out.with_name(f".{args.out.name}.tmp")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        results.write(df, tmp / "results.csv")
+        (tmp / "run.json").write_text(json.dumps({"experiment": exp.name, "config": dataclasses.asdict(cfg),
+                                                  "registration": reg, "provenance": prov}, indent=1) + "\n")
+        if args.out.exists():
+            for f in tmp.iterdir():
+                f.replace(args.out / f.name)
+            tmp.rmdir()
+        else:
+            tmp.replace(args.out)
+    print(df[["case", "strategy", "status", "makespan_ms", "rel_err", "reason"]].to_string(index=False))
+    return 0 if not (df["status"] == "failed").any() else EXIT_FAILED
+
+
 def cmd_run(args) -> int:
     from ctahw.baselines import SweepConfig, plan_sweep, run_sweep  # noqa: PLC0415
+
+    if not _is_shorthand(args.experiment):
+        return cmd_run_spec(args)
+    args.experiment = _experiments(args.experiment)
 
     # "all" stands for every baseline; it can be joined with others (all,ctapipe)
     exps = tuple(dict.fromkeys(x for e in args.experiment for x in (SweepConfig().experiments if e == "all" else (e,))))
@@ -217,6 +307,7 @@ def cmd_run(args) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     from ctahw.build import BuildError  # noqa: PLC0415
     from ctahw.device import DeviceError, NoCupyError, NoGpuError, UnsupportedGpuError  # noqa: PLC0415
+    from ctasim.spec import SpecError  # noqa: PLC0415
 
     args = parser().parse_args(argv)
     handlers = {"info": cmd_info, "build": cmd_build, "calibrate": cmd_calibrate, "run": cmd_run}
@@ -234,6 +325,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BuildError as e:
         _err(f"ctahw: {type(e).__name__}: {e}")
         return EXIT_BUILD
+    except (_UsageError, argparse.ArgumentTypeError) as e:
+        _err(f"ctahw: error: {e}")
+        return 2
+    except SpecError as e:
+        _err(f"ctahw: error: {e}")
+        return 2
 
 if __name__ == "__main__":
     sys.exit(main())

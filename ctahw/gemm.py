@@ -6,11 +6,15 @@ GPU with peer access enabled (the CUTLASS epilogue then stores over NVLink).
 
 Backends (by name, see :data:`BACKENDS`):
 
-* ``cutlass``: ``ctahw/kernels/gemm_sm90_bf16.cu`` (128x256x64 cooperative, persistent, cluster 2x1).
+* ``cutlass``: ``ctahw/kernels/gemm_sm90_bf16.cu`` (128x256x64 cooperative, persistent, cluster 2x1); with a
+  fused epilogue op (``epilogue=("gelu",)`` etc., see :data:`EPILOGUE_OPS_FUSED`) the same kernel with CUTLASS's
+  fusion epilogue, ``ctahw/kernels/gemm_sm90_bf16_epi.cu`` (loaded the first time an op asks for it).
 * ``cublas``: ``cublasGemmEx`` with CUDA_R_16BF operands and CUBLAS_COMPUTE_32F, called through
   ``cupy_backends.cuda.libs.cublas`` on CuPy's per-device handle (CuPy's ``matmul`` has no bf16 path).
 * ``torch``: ``torch.matmul`` on the same memory (DLPack): cuBLAS too, only a fallback where the CuPy
   binding is missing; the results say which one ran.
+
+The cuBLAS backends run no fused epilogue: asked for one they raise :class:`GemmError`.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from ctahw import build
 from ctahw.device import DeviceError, require_cupy
 
 __all__ = ["GemmError", "GemmBackend", "CutlassGemm", "CublasGemm", "TorchGemm", "BACKENDS", "make_backend",
-           "SCHEDULES", "RASTER_NAMES", "schedule_name"]
+           "SCHEDULES", "RASTER_NAMES", "schedule_name", "EPILOGUE_OPS", "EPILOGUE_OPS_FUSED",
+           "fused_epilogue_reason"]
 
 # cuBLAS / CUDA constants (library_types.h: CUDA_R_16BF = 14; cublas_api.h: CUBLAS_COMPUTE_32F = 68,
 # CUBLAS_GEMM_DEFAULT = -1, CUBLAS_OP_N = 0, CUBLAS_OP_T = 1).
@@ -39,11 +44,44 @@ class GemmError(DeviceError):
 class GemmBackend(Protocol):
     name: str
 
-    def __call__(self, a, w, d, m: int, n: int, k: int, stream) -> None: ...
+    def __call__(self, a, w, d, m: int, n: int, k: int, stream, epilogue: tuple[str, ...] = (), c=None) -> None: ...
 
 
 def _ptr(x) -> int:
     return int(x.data.ptr)
+
+
+EPILOGUE_OPS: tuple[str, ...] = ("gelu", "silu", "relu", "residual")
+"""The epilogue ops a workload layer may name (``ctahw.rowwise.reference_epilogue`` computes every sequence)."""
+
+EPILOGUE_OPS_FUSED: dict[tuple[str, ...], int] = {(): 0, ("gelu",): 1, ("silu",): 2, ("relu",): 3, ("residual",): 4}
+"""Epilogue op sequences the CUTLASS backend runs fused into the GEMM, with their op code: 0 is the plain kernel
+(library ``gemm_sm90_bf16``), 1-4 the ops of ``gemm_sm90_bf16_epi`` (gelu: erf form; residual: D = A@W^T + C)."""
+
+
+def _ops_tuple(ops) -> tuple[str, ...]:
+    return (ops,) if isinstance(ops, str) else tuple(ops)
+
+
+def fused_epilogue_reason(ops) -> str | None:
+    """None when the CUTLASS kernel runs the epilogue ``ops`` (applied in order) fused; else one line saying why
+    not. Pure: loads nothing. A single op name given as a string counts as a one-op sequence."""
+    ops = _ops_tuple(ops)
+    if ops in EPILOGUE_OPS_FUSED:
+        return None
+    unknown = [o for o in ops if o not in EPILOGUE_OPS]
+    if unknown:
+        return f"unknown epilogue op(s) {', '.join(map(repr, unknown))} (known: {', '.join(EPILOGUE_OPS)})"
+    fused = ", ".join(repr(t) for t in EPILOGUE_OPS_FUSED if t)
+    return f"no fused CUTLASS epilogue for {ops!r} (fused: one op alone: {fused})"
+
+
+def _no_epilogue(backend: str, epilogue, c) -> None:
+    """The cuBLAS backends run the plain GEMM only."""
+    ops = _ops_tuple(epilogue)
+    if ops or c is not None:
+        raise GemmError(f"{backend}: the cuBLAS backend runs no fused epilogue (asked for {ops!r}"
+                        f"{' with a C operand' if c is not None else ''}); use the cutlass backend")
 
 
 RASTER_NAMES = {0: "heuristic", 1: "along_m", 2: "along_n"}
@@ -65,30 +103,94 @@ class CutlassGemm:
         self.device, self.sm_count = device, sm_count
         self.schedule: dict[tuple[int, int, int], tuple[int, int]] = {}
         self.lib = build.library("gemm_sm90_bf16")
+        self._epi_lib = None  # gemm_sm90_bf16_epi, loaded (built if needed) when an epilogue op first runs
         self._ws = None
         self._ws_bytes = 0
+
+    @property
+    def epi_lib(self):
+        """The fused-epilogue library, loaded on first use."""
+        if self._epi_lib is None:
+            self._epi_lib = build.library("gemm_sm90_bf16_epi")
+        return self._epi_lib
+
+    def _workspace(self, need: int):
+        cp = require_cupy()
+        if need > self._ws_bytes:
+            with cp.cuda.Device(self.device):
+                self._ws = cp.empty(max(need, 1), dtype=cp.uint8)
+            self._ws_bytes = need
+        return _ptr(self._ws) if self._ws is not None else None
 
     def describe(self) -> str:
         buf = ctypes.create_string_buffer(512)
         self.lib.ctahw_gemm_describe(buf, 512)
         return buf.value.decode()
 
-    def __call__(self, a, w, d, m, n, k, stream) -> None:
+    def describe_epilogue(self, epilogue) -> str:
+        """describe() of the kernel that runs ``epilogue`` fused (loads the epilogue library for a non-empty one)."""
+        op = self._op(epilogue)
+        if op == 0:
+            return self.describe()
+        buf = ctypes.create_string_buffer(512)
+        self.epi_lib.ctahw_gemm_epi_describe(op, buf, 512)
+        return buf.value.decode()
+
+    @staticmethod
+    def _op(epilogue) -> int:
+        ops = _ops_tuple(epilogue)
+        reason = fused_epilogue_reason(ops)
+        if reason is not None:
+            raise GemmError(f"cutlass: {reason}")
+        return EPILOGUE_OPS_FUSED[ops]
+
+    def __call__(self, a, w, d, m, n, k, stream, epilogue=(), c=None) -> None:
+        """D = epilogue(A @ W^T). ``epilogue`` (): the plain kernel; ("gelu",), ("silu",), ("relu",): the activation
+        fused; ("residual",): D = A @ W^T + c, with ``c`` an M x N uint16 (bf16) CuPy array on this GPU."""
         cp = require_cupy()
-        need = self.lib.ctahw_gemm_workspace_bytes(m, n, k, self.device, self.sm_count)
-        if need > self._ws_bytes:
-            with cp.cuda.Device(self.device):
-                self._ws = cp.empty(max(need, 1), dtype=cp.uint8)
-            self._ws_bytes = need
-        ws_ptr = _ptr(self._ws) if self._ws is not None else None
+        op = self._op(epilogue)
+        if op == EPILOGUE_OPS_FUSED[("residual",)]:
+            self._check_c(c, m, n)
+        elif c is not None:
+            raise GemmError(f"cutlass GEMM {m}x{n}x{k}: a C operand was given but the epilogue "
+                            f"{_ops_tuple(epilogue)!r} has no residual")
         raster, swizzle = self.schedule.get((m, n, k), (0, 1))
+        if op == 0:
+            need = self.lib.ctahw_gemm_workspace_bytes(m, n, k, self.device, self.sm_count)
+            ws_ptr = self._workspace(need)
+            with cp.cuda.Device(self.device):
+                rc = self.lib.ctahw_gemm_bf16_128x256x64_coop(_ptr(a), _ptr(w), _ptr(d), m, n, k, 1.0, ws_ptr,
+                                                             self._ws_bytes, self.device, self.sm_count, raster,
+                                                             swizzle, stream.ptr)
+            if rc != 0:
+                msg = self.lib.ctahw_gemm_status_string(rc).decode()
+                raise GemmError(f"cutlass GEMM {m}x{n}x{k} on GPU {self.device}: {msg} (code {rc})")
+            return
+        lib = self.epi_lib
+        need = lib.ctahw_gemm_epi_workspace_bytes(op, m, n, k, self.device, self.sm_count)
+        if need < 0:
+            raise GemmError(f"cutlass GEMM {m}x{n}x{k} epilogue {_ops_tuple(epilogue)!r}: "
+                            f"{lib.ctahw_gemm_epi_status_string(int(need)).decode()} (code {need})")
+        ws_ptr = self._workspace(need)
+        c_ptr = _ptr(c) if c is not None else None
         with cp.cuda.Device(self.device):
-            rc = self.lib.ctahw_gemm_bf16_128x256x64_coop(_ptr(a), _ptr(w), _ptr(d), m, n, k, 1.0, ws_ptr,
+            rc = lib.ctahw_gemm_epi_bf16_128x256x64_coop(op, _ptr(a), _ptr(w), c_ptr, _ptr(d), m, n, k, ws_ptr,
                                                          self._ws_bytes, self.device, self.sm_count, raster, swizzle,
                                                          stream.ptr)
         if rc != 0:
-            msg = self.lib.ctahw_gemm_status_string(rc).decode()
-            raise GemmError(f"cutlass GEMM {m}x{n}x{k} on GPU {self.device}: {msg} (code {rc})")
+            msg = lib.ctahw_gemm_epi_status_string(rc).decode()
+            raise GemmError(f"cutlass GEMM {m}x{n}x{k} epilogue {_ops_tuple(epilogue)!r} on GPU {self.device}: "
+                            f"{msg} (code {rc})")
+
+    def _check_c(self, c, m: int, n: int) -> None:
+        if c is None:
+            raise GemmError(f"cutlass: the residual epilogue needs c, the {m}x{n} bf16 (uint16) residual; got None")
+        dtype, shape = getattr(c, "dtype", None), tuple(getattr(c, "shape", ()))
+        dev = getattr(getattr(c, "device", None), "id", None)
+        flags = getattr(c, "flags", None)
+        if str(dtype) != "uint16" or shape != (m, n) or dev != self.device or not getattr(flags, "c_contiguous", False):
+            raise GemmError(f"cutlass: the residual c must be a C-contiguous {m}x{n} uint16 CuPy array on GPU "
+                            f"{self.device}; got {type(c).__name__} dtype={dtype} shape={shape} device={dev}")
 
 
 class CublasGemm:
@@ -108,7 +210,8 @@ class CublasGemm:
         self._one = np.array(1.0, dtype=np.float32)  # host scalars (pointer mode host, CuPy's default)
         self._zero = np.array(0.0, dtype=np.float32)
 
-    def __call__(self, a, w, d, m, n, k, stream) -> None:
+    def __call__(self, a, w, d, m, n, k, stream, epilogue=(), c=None) -> None:
+        _no_epilogue(self.name, epilogue, c)
         cp = require_cupy()
         # Row-major D[M,N] is column-major D^T[N,M]: D^T = W (col-major K x N, transposed) @ A^T (col-major K x M).
         with cp.cuda.Device(self.device), stream:
@@ -134,7 +237,8 @@ class TorchGemm:
     def _t(self, x, rows, cols):
         return self.torch.from_dlpack(x).view(self.torch.bfloat16).view(rows, cols)
 
-    def __call__(self, a, w, d, m, n, k, stream) -> None:
+    def __call__(self, a, w, d, m, n, k, stream, epilogue=(), c=None) -> None:
+        _no_epilogue(self.name, epilogue, c)
         torch = self.torch
         with torch.cuda.device(self.device), torch.cuda.stream(torch.cuda.ExternalStream(stream.ptr)):
             torch.matmul(self._t(a, m, k), self._t(w, n, k).t(), out=self._t(d, m, n))

@@ -61,6 +61,88 @@ def test_cutlass_rejects_misaligned_k(cp):
         g(a, w, d, 128, 256, 1001, cp.cuda.Stream())
 
 
+@pytest.mark.parametrize("ops", [("gelu",), ("silu",), ("relu",), ("residual",)])
+@pytest.mark.parametrize("m,n,k", [(256, 512, 256), (1000, 768, 512)])  # 1000: rows not a tile multiple
+def test_cutlass_fused_epilogue_matches_fp32_reference(cp, ops, m, n, k):
+    from ctahw.device import REL_TOL_BF16, bf16_bits_to_f32, poison, random_bf16, rel_error
+    from ctahw.gemm import CutlassGemm
+    from ctahw.rowwise import reference_epilogue
+
+    rng = cp.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    a, w = random_bf16((m, k), cp, rng), random_bf16((n, k), cp, rng, 1 / math.sqrt(k))
+    c = random_bf16((m, n), cp, rng) if ops == ("residual",) else None
+    d = cp.empty((m, n), dtype=cp.uint16)
+    poison(d)
+    cp.cuda.Device().synchronize()  # inputs and poison are on the default stream (see above)
+    s = cp.cuda.Stream(non_blocking=True)
+    CutlassGemm(0)(a, w, d, m, n, k, s, epilogue=ops, c=c)
+    s.synchronize()
+    y = bf16_bits_to_f32(a, cp) @ bf16_bits_to_f32(w, cp).T
+    ref = reference_epilogue(y, ops, bf16_bits_to_f32(c, cp) if c is not None else None)
+    err = rel_error(d, ref, cp)
+    assert err < REL_TOL_BF16, (ops, err)
+    assert err > 1e-5
+    # the op really ran: the output is far from the plain product (relu, gelu and silu zero out the negatives)
+    assert rel_error(d, y, cp) > 0.1, ops
+
+
+def test_cutlass_epilogue_errors(cp):
+    from ctahw.gemm import CutlassGemm, GemmError, make_backend
+
+    g = CutlassGemm(0)
+    a = cp.zeros((128, 256), dtype=cp.uint16)
+    w = cp.zeros((256, 256), dtype=cp.uint16)
+    d = cp.zeros((128, 256), dtype=cp.uint16)
+    s = cp.cuda.Stream()
+    with pytest.raises(GemmError, match="needs c"):
+        g(a, w, d, 128, 256, 256, s, epilogue=("residual",))
+    with pytest.raises(GemmError, match="uint16"):
+        g(a, w, d, 128, 256, 256, s, epilogue=("residual",), c=cp.zeros((128, 128), dtype=cp.uint16))
+    with pytest.raises(GemmError, match="no fused CUTLASS epilogue"):
+        g(a, w, d, 128, 256, 256, s, epilogue=("gelu", "residual"), c=d)
+    with pytest.raises(GemmError, match="cuBLAS backend runs no fused epilogue"):
+        make_backend("cublas", 0)(a, w, d, 128, 256, 256, s, epilogue=("gelu",))
+    assert "epilogue=gelu" in g.describe_epilogue(("gelu",)) and "tile=128x256x64" in g.describe_epilogue(())
+
+
+@pytest.mark.parametrize("op", ["layernorm", "rmsnorm"])
+@pytest.mark.parametrize("rows,cols", [(256, 512), (64, 4096), (33, 28672), (17, 4100), (9, 1001)])
+def test_rowwise_matches_fp32_reference(cp, op, rows, cols):
+    from ctahw import rowwise
+    from ctahw.device import REL_TOL_BF16, bf16_bits_to_f32, f32_to_bf16_bits, poison, rel_error
+
+    rng = cp.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    # normal(3, 2): a mean far from 0, so that a LayerNorm without the mean subtraction fails; 1001 and 4100
+    # columns take the narrower vector paths
+    x = f32_to_bf16_bits(rng.standard_normal((rows, cols), dtype=cp.float32) * 2 + 3, cp)
+    out = cp.empty((rows, cols), dtype=cp.uint16)
+    poison(out)
+    cp.cuda.Device().synchronize()
+    s = cp.cuda.Stream(non_blocking=True)
+    getattr(rowwise, op)(x, out, rows, cols, s)
+    s.synchronize()
+    ref = rowwise.reference_rowwise(bf16_bits_to_f32(x, cp), op)
+    err = rel_error(out, ref, cp)
+    assert 1e-5 < err < REL_TOL_BF16, (op, rows, cols, err)
+
+
+def test_layernorm_keeps_its_precision_far_from_zero(cp):
+    """Rows of 1000 + normal(0, 2): a variance taken as E[x^2] - mean^2 in fp32 would lose it to cancellation."""
+    from ctahw import rowwise
+    from ctahw.device import REL_TOL_BF16, bf16_bits_to_f32, f32_to_bf16_bits, poison, rel_error
+
+    rows, cols = 64, 14336
+    rng = cp.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    x = f32_to_bf16_bits(rng.standard_normal((rows, cols), dtype=cp.float32) * 2 + 1000, cp)
+    out = cp.empty((rows, cols), dtype=cp.uint16)
+    poison(out)
+    cp.cuda.Device().synchronize()
+    rowwise.layernorm(x, out, rows, cols)
+    cp.cuda.Device().synchronize()
+    err = rel_error(out, rowwise.reference_rowwise(bf16_bits_to_f32(x, cp).astype(cp.float64), "layernorm"), cp)
+    assert 1e-5 < err < REL_TOL_BF16, err
+
+
 def test_peer_access_and_pingpong():
     _gpus_or_skip(2)
     from ctahw.calibrate import measure

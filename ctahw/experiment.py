@@ -1,0 +1,190 @@
+"""Running an experiment spec on the GPUs: the cases and strategies ``ctasim predict`` predicts, measured.
+
+``ctahw run EXPERIMENT`` takes what ``ctasim run`` takes (a name or a TOML path).  :func:`plan_runs` (CPU only)
+expands the spec into one row per (case, strategy) in the schema of :mod:`ctasim.results`, each ``planned`` or
+``skipped`` with the reason; :func:`run` measures the planned rows and returns the table ``ctasim compare`` reads.
+
+What runs today:
+
+* ``sequential``: every layer of the workload on GPU 0, one stream, in order: per layer the project's CUTLASS
+  GEMM (128x256x64, the kernel the profiles' default config describes; its tile order tuned per shape as the
+  baselines do) with the layer's epilogue fused (gelu, silu, relu, or residual = + the workload's input), then the
+  layer's row-wise op (LayerNorm / RMSNorm, :mod:`ctahw.rowwise`) as its own kernel.  Timed by the same harness as
+  the baselines (``ctahw.baselines.Timed``: a sleep gate, start and end events on GPU 0), ``reps`` medians, checked
+  once on fresh random inputs with poisoned outputs against an fp32 chain (activations rounded to bf16 where the
+  GPU stores them).
+* Everything else is a ``skipped`` row with its reason: a strategy that needs more GPUs than the machine has; an
+  epilogue with no fused kernel; and, for now, the multi-GPU strategies from a spec (micro-batching, TP,
+  CTA-pipelining, hybrid), which ``ctahw run microbatch,tp,ctapipe`` still runs through its flags for square
+  chains.
+
+Left out: the cuBLAS backend (it fuses no epilogue; the flag interface times it), traces of non-pipelined kernels.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pandas as pd
+
+from ctasim.cases import Case, expand
+from ctasim.results import COLUMNS
+from ctasim.spec import Experiment, Strategy
+from ctasim.strategies import gpus_needed
+
+__all__ = ["RunConfig", "plan_runs", "reason_for", "run"]
+
+SPEC_KINDS = ("sequential",)
+"""Strategy kinds ``ctahw run EXPERIMENT`` measures from a spec; others are skipped rows with their reason."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """How a spec's cases are measured (not what: that is the spec)."""
+
+    reps: int = field(default=15, metadata={"help": "timed repetitions per case (median reported)"})
+    warmup: int = field(default=3, metadata={"help": "untimed repetitions first"})
+    tune_rounds: int = field(default=4, metadata={"help": "timed rounds per CUTLASS tile order when tuning (0: none)"})
+    gate_ms: float = field(default=3.0, metadata={"help": "sleep on GPU 0 before each timed run (host enqueues)"})
+    sustain_s: float = field(default=0.0, metadata={"help": "0: burst clocks; > 0: repeat back to back (sustained)"})
+    seed: int = field(default=20261201, metadata={"help": "random seed for inputs"})
+
+
+def reason_for(strategy: Strategy, case: Case, gpus: int) -> str | None:
+    """Why this machine (``gpus`` GPUs) cannot run ``strategy`` on ``case`` from a spec, or None."""
+    from ctahw.gemm import fused_epilogue_reason  # noqa: PLC0415 - pure function, no CuPy
+
+    need = gpus_needed(strategy, case.workload, case.gpus)
+    if need > gpus:
+        return f"needs {need} GPUs, this machine has {gpus}"
+    if strategy.kind not in SPEC_KINDS:
+        return (f"{strategy.kind} is not yet run from an experiment spec (ctahw run microbatch,tp,ctapipe runs "
+                f"square chains through flags)")
+    layers = case.workload.layers
+    for i, l in enumerate(layers):
+        why = fused_epilogue_reason(tuple(l.epilogue))
+        if why:
+            return f"layer {i}: {why}"
+        if "residual" in l.epilogue and (l.n != layers[0].k or l.m != layers[0].m):
+            return (f"layer {i}: the residual is the workload's input ({layers[0].m}x{layers[0].k}), which does not "
+                    f"match its output ({l.m}x{l.n})")
+        if (l.tile_m, l.tile_n) != (128, 256):
+            return f"layer {i}: tile {l.tile_m}x{l.tile_n} has no ctahw kernel (128x256 only)"
+        if l.k % 64 or l.n % 8:
+            return f"layer {i}: K={l.k} must be a multiple of 64 and N={l.n} of 8 for the CUTLASS kernel"
+    return None
+
+
+def plan_runs(exp: Experiment, gpus: int) -> pd.DataFrame:
+    """One row per (case, strategy): ``planned`` or ``skipped`` with its reason (no GPU needed)."""
+    rows = []
+    for case in expand(exp):
+        for s in exp.strategies:
+            why = reason_for(s, case, gpus)
+            rows.append({"experiment": exp.name, "case": case.label, "strategy": s.label, "kind": s.kind,
+                         "variant": "", "gpus": gpus_needed(s, case.workload, case.gpus), "m": case.workload.layers[0].m,
+                         "layers": len(case.workload.layers), "source": "hw",
+                         "status": "skipped" if why else "planned", "reason": why or "", "makespan_ms": float("nan"),
+                         "rel_err": float("nan")})
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def _sequential(case: Case, cfg: RunConfig, timed, gemm, log: Callable[[str], None]) -> dict:
+    """Measure one sequential case on GPU 0: makespan median, per-part breakdown, relative error."""
+    from ctahw import rowwise  # noqa: PLC0415
+    from ctahw.baselines import Chain, breakdown, tune_schedule  # noqa: PLC0415
+    from ctahw.device import (REL_TOL_BF16, bf16_bits_to_f32, f32_to_bf16_bits, poison, rel_error,  # noqa: PLC0415
+                              summarize)
+
+    cp = timed.cp
+    layers = case.workload.layers
+    data = Chain(cp, cfg.seed)
+    x = data.rand(0, (layers[0].m, layers[0].k), salt=11)
+    ws = [data.rand(0, (l.n, l.k), 1 / math.sqrt(l.k), salt=12 + i) for i, l in enumerate(layers)]
+    with cp.cuda.Device(0):
+        ys = [cp.empty((l.m, l.n), dtype=cp.uint16) for l in layers]
+        zs = [cp.empty((l.m, l.n), dtype=cp.uint16) if l.rowwise else None for l in layers]
+    s0 = timed.compute[0]
+    for l in layers:  # tile order per GEMM shape, as the baselines choose it
+        if cfg.tune_rounds > 0 and (l.m, l.n, l.k) not in gemm.schedule:
+            a, w = data.rand(0, (l.m, l.k), salt=7001), data.rand(0, (l.n, l.k), 1 / math.sqrt(l.k), salt=7002)
+            with cp.cuda.Device(0):
+                d = cp.empty((l.m, l.n), dtype=cp.uint16)
+            gemm.schedule[(l.m, l.n, l.k)], _ = tune_schedule(gemm, timed, a, w, d, l.m, l.n, l.k, s0, cfg.tune_rounds)
+            del a, w, d
+
+    def enqueue(t):
+        inp = x
+        for i, l in enumerate(layers):
+            t.part("compute", 0, s0, lambda inp=inp, i=i, l=l: gemm(
+                inp, ws[i], ys[i], l.m, l.n, l.k, s0, epilogue=tuple(l.epilogue),
+                c=x if "residual" in l.epilogue else None))
+            inp = ys[i]
+            if l.rowwise:
+                t.part("compute", 0, s0, lambda i=i, l=l: rowwise.rowwise(l.rowwise, ys[i], zs[i], l.m, l.n, s0))
+                inp = zs[i]
+        return [(s0, 0)]
+
+    # correctness: poisoned outputs, one run, fp32 reference with bf16 rounding where the GPU stores
+    for b in ys + [z for z in zs if z is not None]:
+        poison(b)
+    timed.run(enqueue)
+    with cp.cuda.Device(0):
+        x32 = bf16_bits_to_f32(x, cp)
+        act = x32
+        for i, l in enumerate(layers):
+            out = rowwise.reference_epilogue(act @ bf16_bits_to_f32(ws[i], cp).T, tuple(l.epilogue),
+                                             residual_f32=x32 if "residual" in l.epilogue else None)
+            if l.rowwise:
+                out = rowwise.reference_rowwise(bf16_bits_to_f32(f32_to_bf16_bits(out, cp), cp), l.rowwise)
+            last = out
+            act = bf16_bits_to_f32(f32_to_bf16_bits(out, cp), cp)
+        final = zs[-1] if layers[-1].rowwise else ys[-1]
+        rel = float(rel_error(final, last, cp))
+        del x32, act, out, last
+    for _ in range(cfg.warmup):
+        timed.run(enqueue)
+    samples, bds = [], []
+    for _ in range(cfg.reps):
+        ms, parts = timed.run(enqueue)
+        samples.append(ms)
+        bds.append(breakdown(ms, parts, [0]))
+    tm = summarize(samples)
+    log(f"  {case.label}: {tm.median_ms:.4f} ms, rel err {rel:.2e}")
+    return {"makespan_ms": tm.median_ms, "rel_err": rel, "ok": rel <= REL_TOL_BF16,
+            "compute_ms": float(pd.Series([b["compute_ms"] for b in bds]).median()),
+            "samples_ms": ";".join(f"{v:.5f}" for v in samples),
+            "schedules": ";".join(f"{m}x{n}x{k}:{r}/{s}" for (m, n, k), (r, s) in gemm.schedule.items())}
+
+
+def run(exp: Experiment, cfg: RunConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> pd.DataFrame:
+    """Measure every planned row of ``exp`` on this machine's GPUs; the table of :func:`plan_runs`, filled in."""
+    from ctahw.baselines import Timed  # noqa: PLC0415
+    from ctahw.device import gpus as list_gpus  # noqa: PLC0415
+    from ctahw.gemm import CutlassGemm  # noqa: PLC0415
+
+    found = list_gpus()
+    df = plan_runs(exp, len(found))
+    if not (df["status"] == "planned").any():
+        return df.assign(status="skipped")
+    timed = Timed([0], cfg.gate_ms, cfg.sustain_s)
+    gemm = CutlassGemm(0)
+    cases = {c.label: c for c in expand(exp)}
+    extra: list[dict] = []
+    for i, r in df.iterrows():
+        if r["status"] != "planned":
+            extra.append({})
+            continue
+        log(f"{exp.name}: {r['strategy']} {r['case']}")
+        res = _sequential(cases[r["case"]], cfg, timed, gemm, log)
+        df.loc[i, "makespan_ms"] = res["makespan_ms"]
+        df.loc[i, "rel_err"] = res["rel_err"]
+        df.loc[i, "status"] = "ok" if res["ok"] else "failed"
+        if not res["ok"]:
+            df.loc[i, "reason"] = f"relative error {res['rel_err']:.3g} above the bf16 tolerance"
+        extra.append({k: v for k, v in res.items() if k not in ("makespan_ms", "rel_err", "ok")})
+        timed.cp.get_default_memory_pool().free_all_blocks()
+    return pd.concat([df.reset_index(drop=True), pd.DataFrame(extra)], axis=1)

@@ -1,0 +1,335 @@
+"""Row-wise ops after a GEMM (LayerNorm, RMSNorm) on the GPU, and fp32 references of the epilogue and row-wise ops.
+
+What it computes:
+
+* :func:`layernorm` and :func:`rmsnorm`: ``out[r, :] = norm(x[r, :])`` over a row-major ``rows x cols`` bf16 matrix
+  (stored as uint16 CuPy arrays, as everywhere in ctahw). LayerNorm is ``(x - mean) / sqrt(var + eps)`` with the
+  biased variance (divided by ``cols``); RMSNorm is ``x / sqrt(mean(x^2) + eps)``. fp32 math; the output is rounded
+  once to bf16, round to nearest even, bit for bit as :func:`ctahw.device.f32_to_bf16_bits` for every finite value
+  and infinity (a NaN stays a NaN, with the hardware's payload where cols is even).
+* :func:`reference_epilogue` and :func:`reference_rowwise`: the same ops (and the GEMM epilogue ops gelu, silu, relu,
+  residual) in fp32 on numpy or CuPy arrays, for checking the kernels and ``CutlassGemm(..., epilogue=...)``.
+
+The kernels are CuPy RawModules compiled by NVRTC on first use (no CUTLASS, no nvcc): one CTA per row, the row
+held in registers as bf16 bits (read once from HBM, written once), 16-byte loads and stores where ``cols`` and the
+pointers allow (else 8, 4 or 2 bytes). LayerNorm's variance is centred: each thread takes the mean and the sum of
+squared deviations of its own elements, and the CTA merges these pairwise (Chan et al.), so a mean far from 0 costs
+no precision and the CTA synchronizes once.
+The CTA has up to 1024 threads and each thread holds ``ceil(cols / (vec * threads))`` vectors of ``vec`` elements:
+about 4 vectors a thread at cols = 4096..28672 with 16-byte vectors.
+
+Left out: the affine weights (gamma = 1, beta = 0: a workload's gamma/beta cost one more read of a ``cols``
+vector, cached in L2), fused residual adds, other dtypes than bf16, rows longer than 32 vectors a thread (262144
+columns with 16-byte vectors), batching of several small rows into one CTA (rows narrower than a few hundred
+columns leave the CTA mostly idle) and any backward pass.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = [
+    "ROWWISE_OPS",
+    "layernorm",
+    "rmsnorm",
+    "rowwise",
+    "launch_config",
+    "reference_epilogue",
+    "reference_rowwise",
+]
+
+ROWWISE_OPS: dict[str, int] = {"layernorm": 0, "rmsnorm": 1}
+"""Row-wise ops the GPU kernels run, with their code in the kernel source."""
+
+MAX_THREADS = 1024
+MAX_VECS_PER_THREAD = 32
+TARGET_VECS_PER_THREAD = 4
+
+_SOURCE = r"""
+template <int VEC> struct VecT;
+template <> struct VecT<8> { typedef uint4 T; };
+template <> struct VecT<4> { typedef uint2 T; };
+template <> struct VecT<2> { typedef unsigned int T; };
+template <> struct VecT<1> { typedef unsigned short T; };
+
+__device__ __forceinline__ float bf16_to_f32(unsigned short h) { return __uint_as_float(((unsigned int)h) << 16); }
+
+// Element j of a vector of VEC bf16 (j known at compile time after unrolling), read from its 32-bit words.
+template <int VEC, class V>
+__device__ __forceinline__ float elem(const V& r, int j) {
+  if constexpr (VEC == 1) {
+    return bf16_to_f32(*reinterpret_cast<const unsigned short*>(&r));
+  } else {
+    const unsigned int w = reinterpret_cast<const unsigned int*>(&r)[j >> 1];
+    return __uint_as_float((j & 1) ? (w & 0xFFFF0000u) : (w << 16));
+  }
+}
+
+__device__ __forceinline__ unsigned short f32_to_bf16_rne(float f) {
+  unsigned int u = __float_as_uint(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (unsigned short)0x7FC1;  // NaN stays NaN (ctahw.device.BF16_NAN_BITS)
+  return (unsigned short)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+// (count, mean, M2 = sum of squared deviations) of two disjoint sets -> of their union (Chan et al.): no
+// cancellation however far the mean is from 0.
+__device__ __forceinline__ void chan(float& n, float& mean, float& m2, float nb, float meanb, float m2b) {
+  const float nn = n + nb;
+  if (nb == 0.f) return;
+  if (n == 0.f) { n = nb; mean = meanb; m2 = m2b; return; }
+  const float d = meanb - mean, f = __fdividef(nb, nn);
+  mean += d * f;
+  m2 += m2b + d * d * n * f;
+  n = nn;
+}
+
+// Butterfly over the warp: layernorm merges (count, mean, M2), rmsnorm sums a (its sum of squares).
+template <int OP>
+__device__ __forceinline__ void reduce_warp(float& n, float& a, float& m2) {
+  #pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ab = __shfl_xor_sync(0xffffffffu, a, o);
+    if (OP == 0) {
+      const float nb = __shfl_xor_sync(0xffffffffu, n, o), m2b = __shfl_xor_sync(0xffffffffu, m2, o);
+      chan(n, a, m2, nb, ab, m2b);
+    } else {
+      a += ab;
+    }
+  }
+}
+
+// OP 0 layernorm, 1 rmsnorm. Row r of x (cols elements, row-major, bf16 bits) -> row r of out. The row stays in
+// registers as raw bf16 bits (half the registers of fp32: more rows in flight per SM); one CTA-wide reduction.
+template <int VEC, int NV, int OP>
+__global__ void __launch_bounds__(1024) rownorm(const unsigned short* __restrict__ x, unsigned short* __restrict__ out,
+                                                int cols, float eps) {
+  typedef typename VecT<VEC>::T V;
+  __shared__ float sh[3][32];
+  const long long row = blockIdx.x;
+  const V* xr = reinterpret_cast<const V*>(x + row * (long long)cols);
+  V* orow = reinterpret_cast<V*>(out + row * (long long)cols);
+  const int nvec = cols / VEC;
+  V raw[NV];
+  #pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    const int idx = threadIdx.x + i * blockDim.x;
+    if (idx < nvec) raw[i] = __ldg(xr + idx);
+  }
+  // this thread's statistics, from its registers
+  float n = 0.f, a = 0.f, m2 = 0.f;  // layernorm: count, mean, M2; rmsnorm: a = sum of squares
+  #pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    if (threadIdx.x + i * blockDim.x < nvec) {
+      #pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const float v = elem<VEC>(raw[i], j);
+        a += OP == 0 ? v : v * v;
+      }
+      n += (float)VEC;
+    }
+  }
+  if (OP == 0 && n > 0.f) {
+    a /= n;
+    #pragma unroll
+    for (int i = 0; i < NV; ++i) {
+      if (threadIdx.x + i * blockDim.x < nvec) {
+        #pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          const float d = elem<VEC>(raw[i], j) - a;
+          m2 += d * d;
+        }
+      }
+    }
+  }
+  // warp, then CTA: lane 0 of each warp posts its warp's partial, and every warp merges the posted partials with the
+  // same butterfly (identical inputs, identical order: the same result in every warp; lane 0's is broadcast so
+  // that the lanes agree to the bit)
+  reduce_warp<OP>(n, a, m2);
+  if ((threadIdx.x & 31) == 0) {
+    sh[0][threadIdx.x >> 5] = n;
+    sh[1][threadIdx.x >> 5] = a;
+    sh[2][threadIdx.x >> 5] = m2;
+  }
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  const bool posted = lane < (int)(blockDim.x >> 5);
+  n = posted ? sh[0][lane] : 0.f;
+  a = posted ? sh[1][lane] : 0.f;
+  m2 = posted ? sh[2][lane] : 0.f;
+  reduce_warp<OP>(n, a, m2);
+  a = __shfl_sync(0xffffffffu, a, 0);
+  m2 = __shfl_sync(0xffffffffu, m2, 0);
+  float mean = 0.f, rstd;
+  if (OP == 0) {
+    mean = a;
+    rstd = rsqrtf(m2 / (float)cols + eps);
+  } else {
+    rstd = rsqrtf(a / (float)cols + eps);
+  }
+  #pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    const int idx = threadIdx.x + i * blockDim.x;
+    if (idx < nvec) {
+      V o;
+      if constexpr (VEC == 1) {
+        *reinterpret_cast<unsigned short*>(&o) = f32_to_bf16_rne((elem<1>(raw[i], 0) - mean) * rstd);
+      } else {
+        #pragma unroll
+        for (int p = 0; p < VEC / 2; ++p) {
+          const float lo = (elem<VEC>(raw[i], 2 * p) - mean) * rstd, hi = (elem<VEC>(raw[i], 2 * p + 1) - mean) * rstd;
+          unsigned int w;
+          asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));  // RNE, as f32_to_bf16_rne
+          reinterpret_cast<unsigned int*>(&o)[p] = w;
+        }
+      }
+      orow[idx] = o;
+    }
+  }
+}
+"""
+
+_modules: dict[tuple[int, int, int, int], object] = {}  # (device, vec, nv, op) -> cupy.RawKernel
+
+
+def launch_config(cols: int, align_bytes: int = 16) -> tuple[int, int, int]:
+    """(vec, threads, vectors per thread) for rows of ``cols`` bf16 elements whose pointers are ``align_bytes``
+    aligned: the widest vector (8, 4, 2 or 1 elements) that divides ``cols`` and the alignment, then about
+    :data:`TARGET_VECS_PER_THREAD` vectors a thread, threads a multiple of 32 and at most 1024. Pure."""
+    if cols <= 0:
+        raise ValueError(f"cols must be positive, got {cols}")
+    vec = 8
+    while vec > 1 and (cols % vec or align_bytes % (2 * vec)):
+        vec //= 2
+    nvec = cols // vec
+    threads = min(MAX_THREADS, max(32, 32 * math.ceil(math.ceil(nvec / TARGET_VECS_PER_THREAD) / 32)))
+    nv = math.ceil(nvec / threads)
+    if nv > MAX_VECS_PER_THREAD:
+        raise ValueError(f"rows of {cols} columns need {nv} vectors of {vec} a thread; the kernel holds at most "
+                         f"{MAX_VECS_PER_THREAD} (a row in registers)")
+    return vec, threads, nv
+
+
+def _kernel(cp, device: int, vec: int, nv: int, op: int):
+    key = (device, vec, nv, op)
+    if key not in _modules:
+        name = f"rownorm<{vec},{nv},{op}>"
+        with cp.cuda.Device(device):
+            mod = cp.RawModule(code=_SOURCE, options=("-std=c++17",), name_expressions=(name,))
+            _modules[key] = mod.get_function(name)
+    return _modules[key]
+
+
+def _check(cp, name: str, arr, rows: int, cols: int) -> None:
+    if not isinstance(arr, cp.ndarray) or arr.dtype != cp.uint16 or not arr.flags.c_contiguous:
+        raise ValueError(f"{name} must be a C-contiguous uint16 (bf16 bits) CuPy array, got "
+                         f"{type(arr).__name__} {getattr(arr, 'dtype', None)}")
+    if arr.size < rows * cols:
+        raise ValueError(f"{name} has {arr.size} elements, fewer than rows * cols = {rows} * {cols}")
+
+
+def rowwise(op: str, x, out, rows: int, cols: int, stream=None, eps: float = 1e-5) -> None:
+    """Run the row-wise ``op`` (``"layernorm"`` or ``"rmsnorm"``) of ``x`` into ``out`` on ``stream`` (None: the
+    current stream) of the GPU that holds ``x``. Both are uint16 CuPy arrays of at least rows * cols elements."""
+    from ctahw.device import require_cupy
+
+    cp = require_cupy()
+    if op not in ROWWISE_OPS:
+        raise ValueError(f"unknown row-wise op {op!r} (known: {', '.join(ROWWISE_OPS)})")
+    _check(cp, "x", x, rows, cols)
+    _check(cp, "out", out, rows, cols)
+    if rows <= 0:
+        return
+    device = x.device.id
+    if out.device.id != device:
+        raise ValueError(f"x is on GPU {device}, out on GPU {out.device.id}: both must be on one GPU")
+    align = math.gcd(int(x.data.ptr), int(out.data.ptr), 16)
+    vec, threads, nv = launch_config(cols, align)
+    kern = _kernel(cp, device, vec, nv, ROWWISE_OPS[op])
+    args = (x, out, cp.int32(cols), cp.float32(eps))
+    with cp.cuda.Device(device):
+        if stream is None:
+            kern((rows,), (threads,), args)
+        else:
+            with stream:
+                kern((rows,), (threads,), args)
+
+
+def layernorm(x, out, rows: int, cols: int, stream=None, eps: float = 1e-5) -> None:
+    """``out = (x - mean) / sqrt(var + eps)`` per row (no gamma, no beta), bf16 in and out, fp32 math."""
+    rowwise("layernorm", x, out, rows, cols, stream, eps)
+
+
+def rmsnorm(x, out, rows: int, cols: int, stream=None, eps: float = 1e-5) -> None:
+    """``out = x / sqrt(mean(x^2) + eps)`` per row (no gamma), bf16 in and out, fp32 math."""
+    rowwise("rmsnorm", x, out, rows, cols, stream, eps)
+
+
+# --------------------------------------------------------------------------------------------------
+# fp32 references (numpy or CuPy arrays)
+
+
+def _xp(y):
+    """cupy for a CuPy array, else numpy (CuPy is not imported for numpy inputs)."""
+    mod = type(y).__module__
+    if mod.startswith("cupy"):
+        import cupy  # noqa: PLC0415
+
+        return cupy
+    import numpy  # noqa: PLC0415
+
+    return numpy
+
+
+def _float(y, xp):
+    y = xp.asarray(y)
+    return y if y.dtype in (xp.float32, xp.float64) else y.astype(xp.float32)
+
+
+def _erfc(y, xp):
+    if xp.__name__ == "cupy":
+        from cupyx.scipy.special import erfc  # noqa: PLC0415
+
+        return erfc(y)
+    try:
+        from scipy.special import erfc  # noqa: PLC0415
+    except ImportError:  # scipy is optional: math.erfc element by element (references are small)
+        return xp.vectorize(math.erfc, otypes=[y.dtype])(y)
+    return erfc(y).astype(y.dtype, copy=False)
+
+
+def reference_epilogue(y_f32, ops, residual_f32=None):
+    """The epilogue ``ops`` applied in order to ``y_f32`` (the fp32 GEMM result): gelu = 0.5 x (1 + erf(x/sqrt 2))
+    (the erf form, not the tanh approximation), silu = x * sigmoid(x), relu = max(x, 0), residual = y + residual.
+    numpy or CuPy in, the same out (float32, or float64 for float64 input)."""
+    ops = (ops,) if isinstance(ops, str) else tuple(ops)
+    xp = _xp(y_f32)
+    y = _float(y_f32, xp)
+    for op in ops:
+        if op == "gelu":
+            # 1 + erf(z) = erfc(-z): the same function, without the cancellation of 1 + erf(z) for z << 0
+            y = 0.5 * y * _erfc(y * (-1.0 / math.sqrt(2.0)), xp)
+        elif op == "silu":
+            y = 0.5 * y * (1.0 + xp.tanh(0.5 * y))  # x * sigmoid(x), written so that no exp overflows
+        elif op == "relu":
+            y = xp.maximum(y, 0)
+        elif op == "residual":
+            if residual_f32 is None:
+                raise ValueError("the residual op needs residual_f32")
+            y = y + _float(residual_f32, xp)
+        else:
+            raise ValueError(f"unknown epilogue op {op!r} (known: gelu, silu, relu, residual)")
+    return y.astype(_float(y_f32, xp).dtype, copy=False)
+
+
+def reference_rowwise(y_f32, op: str, eps: float = 1e-5):
+    """The row-wise ``op`` over the last axis of ``y_f32``: layernorm = (y - mean) / sqrt(var + eps) with the biased
+    variance, rmsnorm = y / sqrt(mean(y^2) + eps); no affine weights. numpy or CuPy in, the same out."""
+    xp = _xp(y_f32)
+    y = _float(y_f32, xp)
+    if op == "layernorm":
+        mean = y.mean(axis=-1, keepdims=True)
+        c = y - mean
+        return c / xp.sqrt((c * c).mean(axis=-1, keepdims=True) + eps)
+    if op == "rmsnorm":
+        return y / xp.sqrt((y * y).mean(axis=-1, keepdims=True) + eps)
+    raise ValueError(f"unknown row-wise op {op!r} (known: {', '.join(ROWWISE_OPS)})")
