@@ -229,6 +229,22 @@ def cmd_predict(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from ctasim.accuracy import write_report
+    from ctasim.results import ResultsError
+
+    try:
+        text, files = write_report(Path(args.predictions), Path(args.results), Path(args.out))
+    except ResultsError as e:
+        raise SpecError(str(args.results), "(results)", str(e)) from None
+    except OSError as e:
+        raise SpecError("--out", str(args.out), f"cannot write ({e.strerror})") from None
+    print(text.split("## Judging rules")[0].rstrip())
+    for p in files:
+        print(f"wrote {p}")
+    return 0
+
+
 def cmd_list(args) -> int:
     for kind, names in list_specs().items():
         print(f"{kind}: {', '.join(names)}")
@@ -277,6 +293,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the tile-time draws (default 0)")
     p.add_argument("--force", action="store_true", help="replace an existing --out folder")
     p.set_defaults(func=cmd_predict)
+    p = sub.add_parser("compare", help="accuracy report: registered predictions against a ctahw run")
+    p.add_argument("predictions", help="a ctasim predict folder (predictions.csv, registration.json)")
+    p.add_argument("results", help="a ctahw run EXPERIMENT --out folder (results.csv)")
+    p.add_argument("--out", default="report", help="report folder (default: report)")
+    p.set_defaults(func=cmd_compare)
     p = sub.add_parser("list", help="list the shipped specs")
     p.set_defaults(func=cmd_list)
     return ap

@@ -47,7 +47,17 @@ def read(path: str | Path) -> pd.DataFrame:
     if not path.is_file():
         raise ResultsError(f"{path}: no such results file")
     try:
-        df = pd.read_csv(path, keep_default_na=False, na_values=[""])
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise ResultsError(f"{path}: not a results table (not text)") from None
+    import csv  # noqa: PLC0415
+    import io  # noqa: PLC0415
+
+    rows = list(csv.reader(io.StringIO(text)))
+    if not text.endswith("\n") or any(len(r) != len(rows[0]) for r in rows[1:] if r):
+        raise ResultsError(f"{path}: truncated (a row with fewer fields than the header, or no final newline)")
+    try:
+        df = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""])
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise ResultsError(f"{path}: not a results table ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
     _check(df, str(path))

@@ -1,0 +1,219 @@
+"""Accuracy of a registration: predictions (``ctasim predict``) against measurements (``ctahw run EXPERIMENT``).
+
+:func:`judge` joins the two tables of :mod:`ctasim.results` on their key and computes, for the model and for the
+naive predictor beside it, the error of every measured ``ok`` row, MAPE and the worst error per strategy kind, the
+best micro-batching chunk count and the per-case ranking of strategies (where more than one was measured).
+
+:func:`provenance_order` decides whether the figures are **registered** or **post-hoc**: registered only when git
+history shows the commit that added the predictions before (an ancestor of) the commit that added the measurement;
+anything else -- either file uncommitted, no git, the wrong order -- is post-hoc, and the report says which.
+
+Left out: per-CTA schedule overlays (the 2-GPU measurements that would carry traces come with the 2-GPU runs), and
+run-to-run spread beyond what the measurement file holds.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ctasim import results
+
+__all__ = ["Provenance", "provenance_order", "judge", "summary", "report", "write_report"]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    registered: bool
+    why: str
+    prediction_commit: str = ""
+    measurement_commit: str = ""
+
+
+def _added_in(path: Path) -> str:
+    """The commit that first added ``path`` (''= not committed or no git)."""
+    try:
+        top = subprocess.run(["git", "-C", str(path.parent), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        rel = path.resolve().relative_to(Path(top).resolve())
+        out = subprocess.run(["git", "-C", top, "log", "--diff-filter=A", "--format=%H", "--", str(rel)],
+                             capture_output=True, text=True, check=True).stdout.split()
+        if not out:
+            return ""
+        dirty = subprocess.run(["git", "-C", top, "status", "--porcelain", "--", str(rel)], capture_output=True,
+                               text=True, check=True).stdout.strip()
+        return "" if dirty else out[-1]
+    except (OSError, ValueError, subprocess.CalledProcessError):
+        return ""
+
+
+def provenance_order(predictions: Path, measurement: Path) -> Provenance:
+    """Registered iff the prediction file's adding commit is a strict ancestor of the measurement's."""
+    p, m = _added_in(predictions), _added_in(measurement)
+    if not p:
+        return Provenance(False, f"{predictions} is not committed unchanged (no registration date)")
+    if not m:
+        return Provenance(False, f"{measurement} is not committed unchanged", p)
+    if p == m:
+        return Provenance(False, "predictions and measurement were added in the same commit", p, m)
+    top = subprocess.run(["git", "-C", str(predictions.parent), "rev-parse", "--show-toplevel"], capture_output=True,
+                         text=True).stdout.strip()
+    ok = subprocess.run(["git", "-C", top, "merge-base", "--is-ancestor", p, m]).returncode == 0
+    if not ok:
+        return Provenance(False, f"the predictions ({p[:10]}) do not come before the measurement ({m[:10]})", p, m)
+    return Provenance(True, f"predictions added in {p[:10]}, before the measurement ({m[:10]})", p, m)
+
+
+def judge(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
+    """One row per measured ``ok`` (case, strategy, variant) and predictor: predicted, measured, error."""
+    hw = meas[(meas["status"] == "ok")][list(results.KEY) + ["kind", "m", "makespan_ms"]]
+    hw = hw.rename(columns={"makespan_ms": "measured_ms"})
+    pr = pred[pred["status"] == "ok"][list(results.KEY) + ["source", "makespan_ms"]]
+    pr = pr.rename(columns={"makespan_ms": "predicted_ms"})
+    j = hw.merge(pr, on=list(results.KEY), how="left")
+    missing = j[j["predicted_ms"].isna()]
+    if len(missing):
+        r = missing.iloc[0]
+        raise results.ResultsError(f"measured {r['case']} {r['strategy']} {r['variant']!s} has no prediction "
+                                   f"(is this the registration of experiment {r['experiment']!r}?)")
+    j["error"] = (j["predicted_ms"] - j["measured_ms"]) / j["measured_ms"]
+    return j.sort_values(["source", "case", "strategy", "variant"]).reset_index(drop=True)
+
+
+def summary(j: pd.DataFrame) -> pd.DataFrame:
+    """MAPE and worst error per predictor, per strategy kind and over all."""
+    rows = []
+    for (src, kind), g in list(j.groupby(["source", "kind"])) + [((s, "all"), g) for s, g in j.groupby("source")]:
+        w = g.loc[g["error"].abs().idxmax()]
+        rows.append({"predictor": src, "kind": kind, "cases": len(g), "mape_pct": 100 * g["error"].abs().mean(),
+                     "worst_pct": 100 * w["error"], "worst_case": f"{w['case']} {w['strategy']} {w['variant']}".strip()})
+    return pd.DataFrame(rows)
+
+
+def choices(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
+    """Per case: best micro-batching chunk count and strategy ranking, measured vs each predictor (where > 1 ran)."""
+    hw = results.best_of(meas)
+    rows = []
+    for case, g in hw.groupby("case", sort=False):
+        order_hw = list(g.sort_values("makespan_ms")["strategy"])
+        for src, gp in results.best_of(pred[pred["case"] == case]).groupby("source"):
+            gp = gp[gp["strategy"].isin(order_hw)]
+            row = {"case": case, "predictor": src}
+            if len(order_hw) > 1:
+                row["ranking_measured"] = " < ".join(order_hw)
+                row["ranking_agrees"] = list(gp.sort_values("makespan_ms")["strategy"]) == order_hw
+            mb = g[g["kind"] == "microbatch"]
+            if len(mb):
+                ran = set(meas[(meas["case"] == case) & (meas["kind"] == "microbatch") & (meas["status"] == "ok")]["variant"])
+                p = pred[(pred["case"] == case) & (pred["kind"] == "microbatch") & (pred["source"] == src)
+                         & pred["variant"].isin(ran)]
+                row["best_chunks_measured"] = mb.iloc[0]["variant"]
+                row["best_chunks_predicted"] = p.loc[p["makespan_ms"].idxmin(), "variant"] if len(p) else ""
+            if len(row) > 2:
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def report(j: pd.DataFrame, s: pd.DataFrame, ch: pd.DataFrame, prov: Provenance, pred_dir: Path, meas_dir: Path,
+           skipped: pd.DataFrame, rules: dict) -> str:
+    label = "registered" if prov.registered else "post-hoc"
+    lines = [f"# Accuracy: {pred_dir.name} against {meas_dir}", "",
+             f"**{label.upper()}** -- {prov.why}.", "",
+             "Only registered figures may be quoted as a test of the model; post-hoc figures are labelled so.", ""]
+    lines += [f"## {label.capitalize()} figures", "", "| predictor | kind | cases | MAPE | worst | worst case |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for r in s.itertuples():
+        lines.append(f"| {r.predictor} | {r.kind} | {r.cases} | {r.mape_pct:.2f}% | {r.worst_pct:+.2f}% | {r.worst_case} |")
+    lines += ["", "| case | strategy | variant | measured ms | model ms | model error | naive ms | naive error |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    wide = j.pivot_table(index=["case", "strategy", "variant", "measured_ms"], columns="source",
+                         values=["predicted_ms", "error"], aggfunc="first").reset_index()
+    for _, r in wide.iterrows():
+        def cell(what, src):
+            try:
+                v = r[(what, src)]
+            except KeyError:
+                return ""
+            return "" if pd.isna(v) else (f"{100 * v:+.2f}%" if what == "error" else f"{v:.4f}")
+        lines.append(f"| {r[('case', '')]} | {r[('strategy', '')]} | {r[('variant', '')]} | {r[('measured_ms', '')]:.4f} | "
+                     f"{cell('predicted_ms', 'model')} | {cell('error', 'model')} | {cell('predicted_ms', 'naive')} | "
+                     f"{cell('error', 'naive')} |")
+    if len(ch):
+        lines += ["", "## Choices", "", ch.to_markdown(index=False) if _has_tabulate() else ch.to_string(index=False)]
+    if len(skipped):
+        lines += ["", f"## Not measured ({len(skipped)} rows)", ""]
+        for why, g in skipped.groupby("reason"):
+            lines.append(f"* {len(g)} x {why}")
+    lines += ["", "## Judging rules (fixed by the registration)", ""]
+    lines += [f"* **{k}**: {v}" for k, v in rules.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _has_tabulate() -> bool:
+    try:
+        import tabulate  # noqa: F401, PLC0415
+        return True
+    except ImportError:
+        return False
+
+
+def write_report(pred_dir: Path, meas_dir: Path, out: Path) -> tuple[str, list[Path]]:
+    """Judge and write ``report.md``, ``accuracy.csv``, ``summary.csv`` and ``predicted-vs-measured.png`` into ``out``
+    (written whole into a temporary folder, then renamed)."""
+    pred_file, meas_file = pred_dir / "predictions.csv", meas_dir / "results.csv"
+    pred, meas = results.read(pred_file), results.read(meas_file)
+    reg_file = pred_dir / "registration.json"
+    try:
+        rules = json.loads(reg_file.read_text())["rules"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise results.ResultsError(f"{reg_file}: missing or not a registration (ctasim predict writes it)") from None
+    if set(pred["experiment"]) != set(meas["experiment"]):
+        raise results.ResultsError(f"{meas_file}: measures {sorted(set(meas['experiment']))}, the predictions are of "
+                                   f"{sorted(set(pred['experiment']))}")
+    j = judge(pred, meas)
+    if j.empty:
+        raise results.ResultsError(f"{meas_file}: no measured 'ok' row to judge")
+    s, ch = summary(j), choices(pred, meas)
+    prov = provenance_order(pred_file, meas_file)
+    text = report(j, s, ch, prov, pred_dir, meas_dir, meas[meas["status"] == "skipped"], rules)
+    import shutil  # noqa: PLC0415
+
+    tmp = out.with_name(f".{out.name}.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    j.assign(registered=prov.registered).to_csv(tmp / "accuracy.csv", index=False)
+    s.assign(registered=prov.registered).to_csv(tmp / "summary.csv", index=False)
+    (tmp / "report.md").write_text(text)
+    _plot(j, tmp / "predicted-vs-measured.png", f"{pred_dir.name} ({'registered' if prov.registered else 'post-hoc'})")
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.replace(out)
+    return text, sorted(out.iterdir())
+
+
+def _plot(j: pd.DataFrame, path: Path, title: str) -> None:
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig, ax = plt.subplots(figsize=(5, 5))
+    for src, mk in (("model", "o"), ("naive", "x")):
+        g = j[j["source"] == src]
+        ax.scatter(g["measured_ms"], g["predicted_ms"], marker=mk, label=src)
+    lo, hi = float(j[["measured_ms", "predicted_ms"]].min().min()), float(j[["measured_ms", "predicted_ms"]].max().max())
+    ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured makespan (ms)")
+    ax.set_ylabel("predicted makespan (ms)")
+    ax.set_title(title, fontsize=9)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
