@@ -40,6 +40,20 @@ def test_kernel_source_compiles_and_exports_its_launchers(name):
         assert "tile=128x256x64" in text and "cluster=2x1x1" in text and "cutlass=4.2.0" in text
         man = (path.parent / "manifest.json").read_text()
         assert "C7510" not in man  # ptxas: wgmma serialized (a slow kernel)
+    if name == "gemm_sm90_bf16_epi":
+        from ctahw.gemm import EPILOGUE_OPS_FUSED
+
+        buf = ctypes.create_string_buffer(512)
+        for ops, op in EPILOGUE_OPS_FUSED.items():
+            rc = cdll.ctahw_gemm_epi_describe(op, buf, 512)
+            if op == 0:  # the plain GEMM is gemm_sm90_bf16
+                assert rc == -2002 and b"unknown epilogue op" in cdll.ctahw_gemm_epi_status_string(rc)
+                continue
+            text = buf.value.decode()
+            assert rc > 0 and "tile=128x256x64" in text and "cluster=2x1x1" in text and f"epilogue={ops[0]}" in text
+        assert cdll.ctahw_gemm_epi_describe(5, buf, 512) == -2002
+        assert cdll.ctahw_gemm_epi_workspace_bytes(5, 256, 256, 256, 0, 132) == -2002
+        assert "C7510" not in (path.parent / "manifest.json").read_text()
     if name.startswith("ctapipe_sm90_bf16"):
         from ctahw.runner import CLUSTERS, DESC_FIELDS, LIBRARY_OF_CLUSTER, TILE_STAMP_WORDS
 
