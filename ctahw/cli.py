@@ -241,21 +241,10 @@ def cmd_run_spec(args) -> int:
 
     prov = provenance.collect()
     if args.out:
-        import shutil  # noqa: PLC0415
-
-        tmp = args.out.with_name(f".{args.out.name}.tmp")
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir(parents=True)
-        results.write(df, tmp / "results.csv")
-        (tmp / "run.json").write_text(json.dumps({"experiment": exp.name, "config": dataclasses.asdict(cfg),
-                                                  "registration": reg, "provenance": prov}, indent=1) + "\n")
-        if args.out.exists():
-            for f in tmp.iterdir():
-                f.replace(args.out / f.name)
-            tmp.rmdir()
-        else:
-            tmp.replace(args.out)
+        with results.staged_folder(args.out, merge=True) as tmp:
+            results.write(df, tmp / "results.csv")
+            (tmp / "run.json").write_text(json.dumps({"experiment": exp.name, "config": dataclasses.asdict(cfg),
+                                                      "registration": reg, "provenance": prov}, indent=1) + "\n")
     print(df[["case", "strategy", "status", "makespan_ms", "rel_err", "reason"]].to_string(index=False))
     return 0 if not (df["status"] == "failed").any() else EXIT_FAILED
 

@@ -180,19 +180,12 @@ def write_report(pred_dir: Path, meas_dir: Path, out: Path) -> tuple[str, list[P
     s, ch = summary(j), choices(pred, meas)
     prov = provenance_order(pred_file, meas_file)
     text = report(j, s, ch, prov, pred_dir, meas_dir, meas[meas["status"] == "skipped"], rules)
-    import shutil  # noqa: PLC0415
-
-    tmp = out.with_name(f".{out.name}.tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    j.assign(registered=prov.registered).to_csv(tmp / "accuracy.csv", index=False)
-    s.assign(registered=prov.registered).to_csv(tmp / "summary.csv", index=False)
-    (tmp / "report.md").write_text(text)
-    _plot(j, tmp / "predicted-vs-measured.png", f"{pred_dir.name} ({'registered' if prov.registered else 'post-hoc'})")
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.replace(out)
+    with results.staged_folder(out) as tmp:
+        j.assign(registered=prov.registered).to_csv(tmp / "accuracy.csv", index=False)
+        s.assign(registered=prov.registered).to_csv(tmp / "summary.csv", index=False)
+        (tmp / "report.md").write_text(text)
+        _plot(j, tmp / "predicted-vs-measured.png",
+              f"{pred_dir.name} ({'registered' if prov.registered else 'post-hoc'})")
     return text, sorted(out.iterdir())
 
 

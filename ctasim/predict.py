@@ -33,7 +33,7 @@ from ctasim import costs
 from ctasim.cases import Case, expand
 from ctasim.engine import simulate
 from ctasim.harness import Harness, timed_makespan_ns, timed_plans
-from ctasim.results import COLUMNS, write
+from ctasim.results import COLUMNS, staged_folder, write
 from ctasim.spec import Experiment, Hardware, Strategy
 from ctasim.strategies import build_plans, check_placement
 
@@ -154,14 +154,14 @@ def predict(exp: Experiment, harness: Harness, naive: Naive | None, seed: int = 
 
 def spec_files(exp_path: Path, exp: Experiment) -> dict[str, str]:
     """sha256 of the experiment file and of the hardware and workload specs it names (as loaded)."""
-    from ctasim.spec import _resolve  # noqa: PLC0415
+    from ctasim.spec import SpecError, _resolve  # noqa: PLC0415
 
     out = {}
     paths = [exp_path]
     for kind, name in (("hardware", exp.hardware.name), ("workloads", exp.workload.name)):
         try:
             paths.append(_resolve(name, kind, exp_path.parent))
-        except Exception:  # noqa: BLE001 - an inline spec has no file of its own
+        except SpecError:  # an inline spec has no file of its own
             pass
     for p in paths:
         out[str(p.name if p.parent.name in ("experiments", "hardware", "workloads") else p)] = \
@@ -185,32 +185,22 @@ def git_commit(where: Path) -> tuple[str, bool]:
 
 def register(exp: Experiment, exp_path: Path, out: Path, harness: Harness, naive: Naive | None, seed: int = 0) -> list[Path]:
     """Write a registration into ``out`` (a new folder, written whole or not at all)."""
-    tmp = out.with_name(f".{out.name}.tmp")
-    if tmp.exists():
-        import shutil  # noqa: PLC0415
-
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    df = predict(exp, harness, naive, seed=seed, schedules=tmp / "schedules")
-    write(df, tmp / "predictions.csv")
-    commit, dirty = git_commit(Path(__file__).parent)
-    record = {
-        "experiment": exp.name,
-        "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "code_commit": commit,
-        "code_dirty": dirty,
-        "spec_sha256": spec_files(exp_path, exp),
-        "hardware": exp.hardware.name,
-        "hardware_measured": exp.hardware.measured,
-        "harness": {"name": harness.name, "source": harness.source, **harness.values()},
-        "naive": dataclasses.asdict(naive) if naive else None,
-        "seed": seed,
-        "rules": RULES,
-    }
-    (tmp / "registration.json").write_text(json.dumps(record, indent=1) + "\n")
-    if out.exists():
-        import shutil  # noqa: PLC0415
-
-        shutil.rmtree(out)
-    tmp.replace(out)
+    with staged_folder(out) as tmp:
+        df = predict(exp, harness, naive, seed=seed, schedules=tmp / "schedules")
+        write(df, tmp / "predictions.csv")
+        commit, dirty = git_commit(Path(__file__).parent)
+        record = {
+            "experiment": exp.name,
+            "created_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "code_commit": commit,
+            "code_dirty": dirty,
+            "spec_sha256": spec_files(exp_path, exp),
+            "hardware": exp.hardware.name,
+            "hardware_measured": exp.hardware.measured,
+            "harness": {"name": harness.name, "source": harness.source, **harness.values()},
+            "naive": dataclasses.asdict(naive) if naive else None,
+            "seed": seed,
+            "rules": RULES,
+        }
+        (tmp / "registration.json").write_text(json.dumps(record, indent=1) + "\n")
     return sorted(p for p in out.rglob("*") if p.is_file())

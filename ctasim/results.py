@@ -13,11 +13,14 @@ Left out: per-kernel breakdowns and per-CTA traces (those are separate files bes
 from __future__ import annotations
 
 import math
+import shutil
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pandas as pd
 
-__all__ = ["COLUMNS", "KEY", "STATUSES", "ResultsError", "read", "write", "best_of"]
+__all__ = ["COLUMNS", "KEY", "STATUSES", "ResultsError", "read", "write", "best_of", "staged_folder"]
 
 COLUMNS = ("experiment", "case", "strategy", "kind", "variant", "gpus", "m", "layers", "source", "status", "reason",
            "makespan_ms", "rel_err")
@@ -39,6 +42,30 @@ def write(df: pd.DataFrame, path: str | Path) -> Path:
     df.to_csv(tmp, index=False)
     tmp.replace(path)
     return path
+
+
+@contextmanager
+def staged_folder(out: Path, merge: bool = False) -> Iterator[Path]:
+    """A folder written whole or not at all: yields a temporary sibling (``.<name>.tmp``) to write into; on success
+    it replaces ``out`` (``merge``: its files replace those of the same name in an existing ``out``, the others
+    stay), on an exception it is removed and ``out`` is left as it was."""
+    tmp = out.with_name(f".{out.name}.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if out.exists() and merge:
+        for f in tmp.iterdir():
+            f.replace(out / f.name)
+        tmp.rmdir()
+        return
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.replace(out)
 
 
 def read(path: str | Path) -> pd.DataFrame:

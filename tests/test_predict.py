@@ -88,3 +88,21 @@ def test_results_read_rejects_garbage_missing_and_bad_rows(tmp_path):
     pd.DataFrame([row]).to_csv(tmp_path / "neg.csv", index=False)
     with pytest.raises(results.ResultsError, match="positive makespan"):
         results.read(tmp_path / "neg.csv")
+
+
+def test_staged_folder_is_written_whole_or_not_at_all(tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError):
+        with results.staged_folder(out) as tmp:
+            (tmp / "a.csv").write_text("half")
+            raise RuntimeError("simulated failure")
+    assert list(tmp_path.iterdir()) == []  # neither out nor its temporary sibling
+    with results.staged_folder(out) as tmp:
+        (tmp / "a.csv").write_text("1")
+        (tmp / "b.csv").write_text("1")
+    with results.staged_folder(out, merge=True) as tmp:
+        (tmp / "a.csv").write_text("2")
+    assert (out / "a.csv").read_text() == "2" and (out / "b.csv").read_text() == "1"
+    with results.staged_folder(out) as tmp:
+        (tmp / "c.csv").write_text("3")
+    assert sorted(p.name for p in out.iterdir()) == ["c.csv"] and len(list(tmp_path.iterdir())) == 1
