@@ -22,7 +22,7 @@ from ctasim.plan import Collective, Kernel, MemoryPass, Plan, Transfer
 from ctasim.spec import Hardware, Strategy, Workload, _build, _read_toml, _require, _resolve, _table
 from ctasim.strategies import build_plans
 
-__all__ = ["Harness", "load_harness", "timed_plans", "timed_makespan_ns", "PLAIN"]
+__all__ = ["Harness", "load_harness", "timed_plans", "timed_makespan_ns"]
 
 
 @dataclass(frozen=True)
@@ -55,10 +55,6 @@ class Harness:
         return {f: getattr(self, f) for f in ("run_ns", "gap_ns", "copy_ns", "wait_ns", "hop_ns")}
 
 
-PLAIN = None
-"""``harness=None`` in :func:`timed_plans`: the plan as the strategy builds it (no harness)."""
-
-
 def load_harness(ref: str | Path) -> Harness:
     """A harness spec by name (``specs/harness/<name>.toml``) or path; errors are :class:`SpecError` lines."""
     path = _resolve(str(ref), "harness", None)
@@ -71,7 +67,7 @@ def load_harness(ref: str | Path) -> Harness:
 
 def timed_plans(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str,
                 harness: Harness | None) -> list[Plan]:
-    """The strategy's plans with the harness's launch delays (see :class:`Harness`)."""
+    """The strategy's plans with the harness's launch delays (see :class:`Harness`); ``None``: the plans as built."""
     if harness is None:
         return build_plans(strategy, wl, hw, gpus, case)
     hw_h = dataclasses.replace(hw, launch_ns=harness.run_ns / 2, kernel_gap_ns=harness.gap_ns)
