@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     print("| run | M | variant | " + " | ".join(COLS) + " |")
     print("|" + "---|" * (3 + len(COLS)))
     for run in runs:
-        for mt in VC.load_npz(run):
+        for mt in VC.load_folder(run):
             _plan, sim = VC.simulate_for(mt, hw)
             meas, simd = segments(mt.trace.tiles), segments(sim.tiles)
             cells = [f"{a / 1e3:.1f} / {b / 1e3:.1f}" for a, b in zip(meas, simd)]

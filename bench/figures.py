@@ -21,7 +21,7 @@ from provenance import provenance  # noqa: E402
 
 from ctasim.cli import _figures  # noqa: E402
 from ctasim.run import run_experiment  # noqa: E402
-from ctasim.spec import load_experiment  # noqa: E402
+from ctasim.cases import load_experiment  # noqa: E402
 
 EXPERIMENTS = ("default", "fig4", "fig5", "fig7", "h200x2-sweep", "raster", "mlp-block")
 

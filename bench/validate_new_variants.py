@@ -63,7 +63,7 @@ def committed_model(profile: str = "h200-x2-calibrated"):
     hw0 = load_hardware(profile)
     fields, _harness, _ev = V.fit(V.load_cases(HW / "2026-11-29-run2"), hw0)
     hw = V.apply_fit(hw0, fields)
-    traces = [t for r in (V.CTAPIPE_RUN, *V.CTAPIPE_FIT_ALSO) for t in VC.load_npz(HW / r)]
+    traces = [t for r in (V.CTAPIPE_RUN, *V.CTAPIPE_FIT_ALSO) for t in VC.load_folder(HW / r)]
     cfields, _cev = VC.fit(traces, hw0)
     return VC.apply_fit(hw, cfields), cfields
 
@@ -76,7 +76,7 @@ def judge_all(hw, seed: int):
     """Every trace of RUNS judged: (rows, {(run, m, variant): (measured trace, plan, simulated trace)})."""
     rows, traces = [], {}
     for run in RUNS:
-        mts = VC.load_npz(HW / run)
+        mts = VC.load_folder(HW / run)
         df, sims = VC.judge(mts, hw, fit_ms=(), seed=seed)
         rows.append(df)
         for mt in mts:

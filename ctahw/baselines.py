@@ -36,18 +36,16 @@ from __future__ import annotations
 import json
 import math
 import sys
-import time
-import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ctahw import probes
-from ctahw.device import (REL_TOL_BF16, bf16_bits_to_f32, enable_peer_access, f32_to_bf16_bits, poison,
-                          random_bf16, rel_error, require_cupy, require_gpus, rotation_sets, summarize)
+from ctahw.device import (REL_TOL_BF16, chain_flops, enable_peer_access, output_error, poison, random_bf16,
+                          reference_chain, require_cupy, require_gpus, rotation_sets, summarize, to_device)
 from ctasim.variants import DEFAULT_RUN
 from ctahw.gemm import SCHEDULES, CutlassGemm, GemmError, make_backend, schedule_name
 
-__all__ = ["SweepConfig", "chunk_counts", "chain_flops", "mark_best", "run_sweep", "plan_sweep", "Timed",
+__all__ = ["SweepConfig", "chunk_counts", "chain_flops", "mark_best", "plan_sweep", "Timed",
            "tune_schedule", "pick_schedule"]
 
 ROW_TILE = 128
@@ -82,10 +80,6 @@ class SweepConfig:
 def chunk_counts(m: int, candidates: Sequence[int], row_tile: int = ROW_TILE) -> list[int]:
     """Chunk counts that cut M into equal chunks of whole row tiles."""
     return [c for c in candidates if c >= 1 and m % c == 0 and (m // c) % row_tile == 0]
-
-
-def chain_flops(m: int, h: int, layers: int) -> float:
-    return 2.0 * m * h * h * layers
 
 
 def mark_best(rows: list[dict], key=("experiment", "backend", "m"), metric="median_ms") -> None:
@@ -313,39 +307,6 @@ class Chain:
             return random_bf16(shape, cp, rng, scale)
 
 
-def to_device(cp, arr, device: int):
-    """CuPy array ``arr`` on ``device``, C-contiguous (a peer copy; ``arr`` itself if it is there and contiguous)."""
-    if arr.data.device_id == device:
-        with cp.cuda.Device(device):
-            return cp.ascontiguousarray(arr)
-    src = arr
-    if not arr.flags.c_contiguous:
-        with cp.cuda.Device(arr.data.device_id):
-            src = cp.ascontiguousarray(arr)
-    with cp.cuda.Device(device):
-        out = cp.empty(src.shape, dtype=src.dtype)
-    cp.cuda.runtime.memcpyPeer(out.data.ptr, device, src.data.ptr, src.data.device_id, src.nbytes)
-    return out
-
-
-def _ref_chain(cp, x_bits, weights_bits: Sequence, device: int = 0):
-    """fp32 reference of the chain on ``device``; activations rounded to bf16 between layers."""
-    with cp.cuda.Device(device):
-        act = bf16_bits_to_f32(to_device(cp, x_bits, device), cp)
-        for i, w in enumerate(weights_bits):
-            w32 = bf16_bits_to_f32(to_device(cp, w, device), cp)
-            out = act @ w32.T
-            if i + 1 < len(weights_bits):
-                act = bf16_bits_to_f32(f32_to_bf16_bits(out, cp), cp)
-            del w32
-        return out
-
-
-def _check(cp, out_bits, ref, device: int = 0) -> float:
-    with cp.cuda.Device(device):
-        return rel_error(to_device(cp, out_bits, device), ref, cp)
-
-
 # --------------------------------------------------------------------------------------------------
 # The baselines
 
@@ -364,7 +325,7 @@ class Sweep:
         self.data = Chain(self.cp, cfg.seed)
         self._allreduce = None
         self.tuning: list[dict] = []
-        self.traces: list[dict] = []  # raw CTA-pipelining trace buffers (ctahw.pipelined.save_traces)
+        self.traces: dict = {}  # CTA-pipelining traces by ctasim.validate_ctapipe.trace_key (ctahw.pipelined)
 
     # -- helpers
     def _backend(self, name: str, device: int):
@@ -476,13 +437,13 @@ class Sweep:
             with cp.cuda.Device(dev):
                 d[dev] = [cp.empty((m, h), dtype=cp.uint16) for _ in range(nsets)]
         s0 = self.timed.compute[0]
-        ref = _ref_chain(cp, a[0], [w[0]])
+        ref = reference_chain(cp, a[0], [w[0]])
         rels = {}
         for name, (g, dev) in variants.items():
             poison(d[dev][0])
             g(a[0], w[0], d[dev][0], m, h, h, s0)
             s0.synchronize()
-            rels[name] = _check(cp, d[dev][0], ref)
+            rels[name] = output_error(cp, d[dev][0], ref)
         del ref
 
         def variant(g, dd):
@@ -546,13 +507,13 @@ class Sweep:
                 return [(s0, 0)]
             return f
 
-        ref = _ref_chain(cp, x[0], ws[0])
+        ref = reference_chain(cp, x[0], ws[0])
         rels = {}
         for b in self.cfg.backends:
             for y in ys:
                 poison(y)
             self.timed.run(enqueue(b, 0))
-            rels[b] = _check(cp, ys[-1], ref)
+            rels[b] = output_error(cp, ys[-1], ref)
         del ref
         res = self._interleave({b: (lambda b: lambda i: enqueue(b, i % nsets))(b) for b in self.cfg.backends})
         return [self._row(dict(experiment="sequential", backend=b, m=m, k=h, n=h, gpus=1, layers=L, chunks=0, sets=nsets),
@@ -608,7 +569,7 @@ class Sweep:
         for c in chunk_counts(m, self.cfg.chunks):
             self.tune(m // c, h, h)
         # correctness on the inputs of set 0, against the fp32 chain (weights of every GPU brought to GPU 0)
-        ref = _ref_chain(cp, x[0], [ws[0][g] for g in range(G)])
+        ref = reference_chain(cp, x[0], [ws[0][g] for g in range(G)])
         rels = {}
         for b, c in cases:
             for g in range(G):
@@ -616,7 +577,7 @@ class Sweep:
                 if g > 0:
                     poison(inp[g])
             T.run(enqueue(b, c, 0))
-            rels[(b, c)] = _check(cp, out[G - 1], ref)
+            rels[(b, c)] = output_error(cp, out[G - 1], ref)
         del ref
         res = self._interleave({f"{b}/{c}": (lambda b, c: lambda i: enqueue(b, c, i % nsets))(b, c) for b, c in cases})
         rows = [self._row(dict(experiment="microbatch", backend=b, m=m, k=h, n=h, gpus=G, layers=G, chunks=c, sets=nsets,
@@ -624,12 +585,6 @@ class Sweep:
                           *res[f"{b}/{c}"], chain_flops(m, h, G), rels[(b, c)]) for b, c in cases]
         mark_best(rows)
         return rows
-
-    # -- ctapipe: the CTA-pipelined chain (ctahw.pipelined), layer i on GPU i, all kernels at once
-    def ctapipe(self, m: int) -> list[dict]:
-        from ctahw.pipelined import ctapipe_rows  # noqa: PLC0415
-
-        return ctapipe_rows(self, m)
 
     # -- tp: column- then row-parallel pair, NCCL all-reduce
     def tp(self, m: int) -> list[dict]:
@@ -674,14 +629,14 @@ class Sweep:
 
         self.tune(m, hs, h)
         self.tune(m, h, hs)
-        ref = _ref_chain(cp, x_full[0], [w1_full[0], w2_full[0]])
+        ref = reference_chain(cp, x_full[0], [w1_full[0], w2_full[0]])
         rels = {}
         for b in self.cfg.backends:
             for g in range(G):
                 poison(z[g])
                 poison(y1[g])
             self.timed.run(enqueue(b, 0))
-            rels[b] = max(_check(cp, z[g], ref) for g in range(G))
+            rels[b] = max(output_error(cp, z[g], ref) for g in range(G))
         del ref
         res = self._interleave({b: (lambda b: lambda i: enqueue(b, i % nsets))(b) for b in self.cfg.backends})
         rows = [self._row(dict(experiment="tp", backend=b, m=m, k=h, n=h, gpus=G, layers=2, chunks=0, sets=nsets,
@@ -689,38 +644,3 @@ class Sweep:
                                cutlass_schedule=(f"{self._sched(m, hs, h)}; {self._sched(m, h, hs)}" if b == "cutlass" else "")),
                           *res[b], chain_flops(m, h, 2), rels[b]) for b in self.cfg.backends]
         return rows
-
-
-def run_sweep(cfg: SweepConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
-              tuning: list | None = None, traces: list | None = None) -> list[dict]:
-    """Run every case of ``cfg``; an experiment that fails at one M leaves an error row and the rest runs.
-    The CUTLASS tile-order tuning of every shape is appended to ``tuning`` if given. The sweep's NCCL
-    communicators are destroyed at the end, however it ends."""
-    with Sweep(cfg, log) as sw:
-        return _run_cases(sw, cfg, log, tuning, traces)
-
-
-def _run_cases(sw: "Sweep", cfg: SweepConfig, log: Callable[[str], None], tuning: list | None,
-               traces: list | None) -> list[dict]:
-    if tuning is not None:
-        sw.tuning = tuning
-    if traces is not None:
-        sw.traces = traces
-    rows: list[dict] = []
-    t0 = time.monotonic()
-    todo = [(e, m) for m in cfg.ms for e in cfg.experiments
-            if not (e in ("microbatch", "tp", "remote_d", "ctapipe") and cfg.gpus < 2)]
-    for i, (exp, m) in enumerate(todo, 1):
-        log(f"[{i}/{len(todo)} {time.monotonic() - t0:6.1f}s] {exp} M={m}")
-        try:
-            got = getattr(sw, exp)(m)
-            for r in got:
-                log(f"    {r['backend']:>18} chunks={r.get('chunks', 0):>2} {r['median_ms']:8.3f} ms "
-                    f"{r['tflops']:6.1f} TFLOP/s rel_err={r['rel_err']:.2e}{'  BEST' if r.get('best') else ''}")
-            rows += got
-        except Exception as e:  # keep the sweep going: the error is a row of the results
-            log(f"    FAILED: {type(e).__name__}: {e}\n{traceback.format_exc()}")
-            rows.append(dict(experiment=exp, m=m, k=cfg.h, n=cfg.h, error=f"{type(e).__name__}: {e}", ok=False))
-        finally:
-            sw.free()
-    return rows

@@ -49,6 +49,7 @@ from typing import Callable, Mapping, Sequence
 
 import tomllib
 
+from ctahw.probes import pingpong_stats
 from ctasim.spec import Hardware, KernelConfig, find_spec, hardware_from_dict, load_hardware
 
 __all__ = [
@@ -178,27 +179,6 @@ def fit_sm_remote_store(hw: Hardware, ratio: float, slowdown=remote_d_slowdown, 
             b = mid
     rate = _m.exp((a + b) / 2)
     return rate, f"simulated slowdown {f(rate):.4f} vs measured {ratio:.4f} ({under})"
-
-
-def pingpong_stats(init_stamps: Sequence[int], resp_stamps: Sequence[int], best_fraction: float = 0.1) -> dict:
-    """Round trips and the responder-minus-initiator clock offset from a ping-pong.
-
-    init_stamps: [send_0, recv_0, send_1, recv_1, ...] on the initiator's %globaltimer; resp_stamps[i]: when
-    round i arrived at the responder, on its clock. Offset (NTP-style): resp - (send + recv)/2, the median over
-    the ``best_fraction`` of rounds with the smallest round trip (queuing makes the others asymmetric).
-    """
-    n = len(resp_stamps)
-    if len(init_stamps) != 2 * n or n == 0:
-        raise ValueError("need 2 initiator stamps per responder stamp")
-    rtt = [init_stamps[2 * i + 1] - init_stamps[2 * i] for i in range(n)]
-    # Differences first: the stamps are ~1.8e18 ns, whose sum as a float is on a 256-512 ns grid.
-    off = [(int(resp_stamps[i]) - int(init_stamps[2 * i])) - (int(init_stamps[2 * i + 1]) - int(init_stamps[2 * i])) / 2
-           for i in range(n)]
-    order = sorted(range(n), key=lambda i: rtt[i])
-    best = order[: max(1, int(n * best_fraction))]
-    offs = [off[i] for i in best]
-    return {"rtt_min_ns": min(rtt), "rtt_median_ns": statistics.median(rtt), "offset_ns": statistics.median(offs),
-            "offset_spread_ns": max(offs) - min(offs), "rounds": n}
 
 
 def timer_tick_ns(stamps: Sequence[int]) -> int:

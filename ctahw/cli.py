@@ -25,7 +25,13 @@ __all__ = ["main", "parser"]
 EXIT_NO_GPU = 2
 EXIT_BUILD = 3
 EXIT_FAILED = 4
-EXPERIMENTS = ("all", "gemm", "remote_d", "sequential", "microbatch", "tp", "ctapipe")
+
+
+def _experiment_names() -> tuple[str, ...]:
+    """``all`` and every experiment of the flag shorthand (:data:`ctahw.sweep.EXPERIMENTS`)."""
+    from ctahw.sweep import EXPERIMENTS  # noqa: PLC0415 - no cupy at import
+
+    return ("all", *EXPERIMENTS)
 
 
 def _ints(s: str) -> tuple[int, ...]:
@@ -41,9 +47,10 @@ def _strs(s: str) -> tuple[str, ...]:
 
 def _experiments(s: str) -> tuple[str, ...]:
     names = _strs(s)
-    bad = [n for n in names if n not in EXPERIMENTS]
+    known = _experiment_names()
+    bad = [n for n in names if n not in known]
     if bad or not names:
-        raise argparse.ArgumentTypeError(f"unknown experiment(s) {bad or s!r}: choose from {', '.join(EXPERIMENTS)}")
+        raise argparse.ArgumentTypeError(f"unknown experiment(s) {bad or s!r}: choose from {', '.join(known)}")
     return names
 
 
@@ -68,7 +75,7 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run an experiment spec (or the flag shorthand) on the GPUs")
     r.add_argument("experiment",
                    help=f"an experiment spec (name or TOML path, as ctasim run takes), or the flag shorthand: "
-                        f"{', '.join(EXPERIMENTS)}, several joined by commas (run in one process)")
+                        f"{', '.join(_experiment_names())}, several joined by commas (run in one process)")
     r.add_argument("--registration", type=Path, default=None,
                    help="spec runs: the ctasim predict folder this run answers (recorded by sha256)")
     defaults = SweepConfig()
@@ -182,7 +189,7 @@ def format_table(rows: Sequence[dict], cols: Sequence[str] = TABLE_COLS) -> str:
 
 def _is_shorthand(arg: str) -> bool:
     names = _strs(arg)
-    return bool(names) and all(n in EXPERIMENTS for n in names)
+    return bool(names) and all(n in _experiment_names() for n in names)
 
 
 def _check_out(out: Path | None) -> None:
@@ -206,7 +213,7 @@ class _UsageError(Exception):
 
 def cmd_run_spec(args) -> int:
     from ctahw.experiment import RunConfig, plan_runs, run  # noqa: PLC0415
-    from ctasim.spec import load_experiment  # noqa: PLC0415
+    from ctasim.cases import load_experiment  # noqa: PLC0415
 
     exp = load_experiment(args.experiment)
     _check_out(args.out)
@@ -250,7 +257,8 @@ def cmd_run_spec(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from ctahw.baselines import SweepConfig, plan_sweep, run_sweep  # noqa: PLC0415
+    from ctahw.baselines import SweepConfig, plan_sweep  # noqa: PLC0415
+    from ctahw.sweep import run_sweep  # noqa: PLC0415
 
     if not _is_shorthand(args.experiment):
         return cmd_run_spec(args)
@@ -268,7 +276,7 @@ def cmd_run(args) -> int:
     from ctahw import provenance  # noqa: PLC0415
 
     tuning: list[dict] = []
-    traces: list[dict] = []
+    traces: dict = {}
     rows = run_sweep(cfg, tuning=tuning, traces=traces)
     prov = provenance.collect()
     if args.out:
@@ -284,9 +292,10 @@ def cmd_run(args) -> int:
         except (ImportError, ValueError):
             pass
         if traces:
-            from ctahw.pipelined import save_traces  # noqa: PLC0415
+            from ctasim.trace import save_traces  # noqa: PLC0415
+            from ctasim.validate_ctapipe import TRACES_FILE  # noqa: PLC0415
 
-            save_traces(traces, args.out / "ctapipe_traces.npz")
+            save_traces(traces, args.out / TRACES_FILE)
         (args.out / "baselines_config.json").write_text(json.dumps(
             {"config": dataclasses.asdict(cfg), "provenance": prov, "cutlass_tuning": tuning}, indent=1))
     print(format_table(rows))

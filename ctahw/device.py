@@ -25,6 +25,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 __all__ = [
+    "to_device",
+    "chain_flops",
+    "reference_chain",
+    "output_error",
     "DeviceError",
     "NoCupyError",
     "NoGpuError",
@@ -194,6 +198,47 @@ def rel_error(out_bits, ref_f32, xp) -> float:
         return math.inf
     den = float(xp.linalg.norm(ref))
     return float(xp.linalg.norm(out - ref)) / (den if den > 0 else 1.0)
+
+
+def to_device(cp, arr, device: int):
+    """CuPy array ``arr`` on ``device``, C-contiguous (a peer copy; ``arr`` itself if it is there and contiguous)."""
+    if arr.data.device_id == device:
+        with cp.cuda.Device(device):
+            return cp.ascontiguousarray(arr)
+    src = arr
+    if not arr.flags.c_contiguous:
+        with cp.cuda.Device(arr.data.device_id):
+            src = cp.ascontiguousarray(arr)
+    with cp.cuda.Device(device):
+        out = cp.empty(src.shape, dtype=src.dtype)
+    cp.cuda.runtime.memcpyPeer(out.data.ptr, device, src.data.ptr, src.data.device_id, src.nbytes)
+    return out
+
+
+def chain_flops(m: int, h: int, layers: int) -> float:
+    """FLOPs of a chain of ``layers`` square m x h x h GEMMs."""
+    return 2.0 * m * h * h * layers
+
+
+def reference_chain(cp, x_bits, weights_bits: Sequence, device: int = 0):
+    """fp32 reference of the chain ``x @ W0.T @ W1.T ...`` on ``device``; activations rounded to bf16 between layers
+    (as the kernels store them)."""
+    with cp.cuda.Device(device):
+        act = bf16_bits_to_f32(to_device(cp, x_bits, device), cp)
+        out = act
+        for i, w in enumerate(weights_bits):
+            w32 = bf16_bits_to_f32(to_device(cp, w, device), cp)
+            out = act @ w32.T
+            if i + 1 < len(weights_bits):
+                act = bf16_bits_to_f32(f32_to_bf16_bits(out, cp), cp)
+            del w32
+        return out
+
+
+def output_error(cp, out_bits, ref, device: int = 0) -> float:
+    """:func:`rel_error` of bf16 output ``out_bits`` (on any GPU) against ``ref`` on ``device``."""
+    with cp.cuda.Device(device):
+        return rel_error(to_device(cp, out_bits, device), ref, cp)
 
 
 # --------------------------------------------------------------------------------------------------

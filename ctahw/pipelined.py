@@ -5,8 +5,10 @@ plan ctasim builds for a 2-layer chain (``Strategy(kind="ctapipe", persistent=Fa
 per tile, consumers pop from the work-queue), run by :class:`ctahw.runner.CtaPipeRunner` with and without
 tracing, checked against the fp32 chain on fresh inputs with poisoned buffers, one traced run checked by
 ``ctasim.invariants.check_trace``, then both timed interleaved with the same :class:`~ctahw.baselines.Timed`
-harness as the baselines. Raw stamp buffers are kept on ``sweep.traces`` (``ctahw run`` saves them in one
-compressed ``.npz``; :func:`load_traces` turns them back into ctasim traces).
+harness as the baselines. Every traced run is parsed into a ctasim trace at capture time and kept on
+``sweep.traces`` by :func:`ctasim.validate_ctapipe.trace_key` (``meta``: m, h, gpus, variant, run, kept, clock
+offsets, violations); ``ctahw run`` saves them as one ctasim trace bundle (:func:`ctasim.trace.save_traces`).
+:func:`load_raw_traces` reads the raw stamp files of the runs before 2026-12-01 (``ctapipe_traces.npz``).
 
 ``back_to_back`` (many runs, epochs, no resets) and ``stall`` (a producer row-block that never signals: the
 consumer's bounded wait must report a timeout) are the protocol's GPU checks.
@@ -24,11 +26,12 @@ import numpy as np
 
 from ctahw import runner as rn
 from ctasim.plan import with_order
+from ctasim.validate_ctapipe import trace_key
 from ctasim.variants import VARIANTS, Variant, clusters_of
 from ctasim.variants import apply as apply_variant
 
-__all__ = ["chain_plan", "measure_offsets", "ctapipe_rows", "back_to_back", "stall", "remote_store_cost", "save_traces",
-           "load_traces",
+__all__ = ["chain_plan", "measure_offsets", "ctapipe_rows", "back_to_back", "stall", "remote_store_cost", "save_raw_traces",
+           "load_raw_traces", "raw_to_bundle", "plan_of_trace",
            "TRACE_TOL_NS", "VARIANTS", "Variant", "variant_plan", "publish_inversion_ns", "other_violations"]
 
 TRACE_TOL_NS = 1000.0
@@ -187,7 +190,7 @@ def median_index(values: Sequence[float]) -> int:
 def ctapipe_rows(sweep, m: int) -> list[dict]:
     """Correctness, checked traces per traced variant (:data:`TRACE_RUNS`, one kept), and interleaved timing of the
     CTA-pipelined chain."""
-    from ctahw.baselines import _check, _ref_chain, chain_flops
+    from ctahw.device import chain_flops, output_error, reference_chain
     from ctahw.device import poison, rotation_sets
     from ctasim.invariants import find_violations
 
@@ -202,7 +205,7 @@ def ctapipe_rows(sweep, m: int) -> list[dict]:
     runners = {n: rn.CtaPipeRunner(plans[n], m, [h] * (G + 1), xs[0], ws, trace=VARIANTS[n].trace,
                                    clusters=clusters_of(plans[n], VARIANTS[n]), persistent=VARIANTS[n].persistent)
                for n in names}
-    ref = _ref_chain(cp, xs[0], ws)
+    ref = reference_chain(cp, xs[0], ws)
     rels = {}
     for name, r in runners.items():
         for op, buf in list(r.inputs.items()):
@@ -211,7 +214,7 @@ def ctapipe_rows(sweep, m: int) -> list[dict]:
         poison(r.out)
         _run_once(r)
         r.check_errors()
-        rels[name] = _check(cp, r.out, ref)
+        rels[name] = output_error(cp, r.out, ref)
     del ref
     offs = measure_offsets(sweep.devices)
     offsets = {g: float(v["offset_ns"]) for g, v in offs.items()}
@@ -224,16 +227,17 @@ def ctapipe_rows(sweep, m: int) -> list[dict]:
             sweep.timed.run(_enqueue(r, xs, first.id)(0))
             r.check_errors()
             trace = r.read_trace(offsets, {"m": m, "h": h, "variant": name})
-            captured.append((trace, find_violations(trace, plans[name], TRACE_TOL_NS), _buffers(r)))
-        makespans = [t.makespan_ns for t, _, _ in captured]
-        rowblocks = [first_rowblock_ns(t, first.id) for t, _, _ in captured]
+            captured.append((trace, find_violations(trace, plans[name], TRACE_TOL_NS)))
+        makespans = [t.makespan_ns for t, _ in captured]
+        rowblocks = [first_rowblock_ns(t, first.id) for t, _ in captured]
         kept = pick_traced_run(makespans, rowblocks)
-        trace, _, bufs = captured[kept]
-        # every traced run is checked; the violations of all of them are reported, each with its run
-        viol_all = [v for _, vs, _ in captured for v in vs]
-        viol_str = [f"traced run {i}: {v}" for i, (_, vs, _) in enumerate(captured) for v in vs]
-        sweep.traces.append(dict(m=m, h=h, gpus=G, variant=name, offsets=offs, violations=viol_str,
-                                 **{f"order_{first.id}": np.asarray(plans[name].ops[first.id].order)}, **bufs))
+        trace = captured[kept][0]
+        # every traced run is checked and saved; the violations of all of them are reported, each with its run
+        viol_all = [v for _, vs in captured for v in vs]
+        for i, (t, vs) in enumerate(captured):
+            t.meta.update(m=m, h=h, gpus=G, variant=name, run=i, kept=i == kept, offsets=offs,
+                          violations=[str(v) for v in vs])
+            sweep.traces[trace_key(m, name, i)] = t
         info[name.removesuffix("_trace")] = dict(
             trace_violations=len(viol_all), trace_violations_other=len(other_violations(viol_all)),
             trace_kept=kept, trace_makespans_ms=" ".join(f"{x * 1e-6:.4f}" for x in makespans),
@@ -260,18 +264,9 @@ def ctapipe_rows(sweep, m: int) -> list[dict]:
     return rows
 
 
-def _buffers(r: rn.CtaPipeRunner) -> dict:
-    out = {}
-    for k in r.kernels:
-        out[f"stamps_{k.op}"] = r.obj[k.op].arrays["stamps"].get()
-    for p in r.pipes:
-        out[f"push_{p.id}"] = r.pobj[p.id].arrays["push_stamps"].get()
-        out[f"zero_{p.id}"] = r.pobj[p.id].arrays["zero_stamps"].get()
-    return out
-
-
-def save_traces(traces: Sequence[Mapping], path: Path) -> Path:
-    """All raw trace buffers of a run in one compressed .npz (keys ``m<M>/<name>``), offsets as JSON text."""
+def save_raw_traces(traces: Sequence[Mapping], path: Path) -> Path:
+    """Raw trace buffers in one compressed .npz (keys ``m<M>_<variant>/<name>``), the rest as JSON text: the file
+    format of the runs before 2026-12-01 (``ctapipe_traces.npz``), which :func:`load_raw_traces` reads."""
     import json
 
     arrays = {}
@@ -286,8 +281,9 @@ def save_traces(traces: Sequence[Mapping], path: Path) -> Path:
     return path
 
 
-def load_traces(path: Path, hardware: str = "h200-x2") -> dict[tuple[int, str], tuple]:
-    """{(m, variant): (Trace, plan, info)} from a file written by :func:`save_traces` (no GPU needed)."""
+def load_raw_traces(path: Path, hardware: str = "h200-x2") -> dict[tuple[int, str], tuple]:
+    """{(m, variant): (Trace, plan, info)} from a raw file (:func:`save_raw_traces`; no GPU needed): each trace
+    parsed with the plan its run ran, rebuilt from the file's m, h, gpus, variant and producer order."""
     import json
 
     z = np.load(path)
@@ -316,11 +312,40 @@ def load_traces(path: Path, hardware: str = "h200-x2") -> dict[tuple[int, str], 
     return out
 
 
+def plan_of_trace(trace, hardware: str = "h200-x2"):
+    """The plan a saved trace ran, rebuilt from its ``meta`` (m, h, gpus, variant) and its producer's tile order as
+    its CTAs ran it (tiles sorted by CTA index); what ``ctasim.invariants.check_trace`` needs beside the trace."""
+    meta = trace.meta
+    plan = chain_plan(int(meta["m"]), int(meta["h"]), int(meta["gpus"]), hardware)
+    v = VARIANTS.get(str(meta.get("variant", "")))
+    if v is not None:
+        plan = variant_plan(plan, v, hardware)
+    first = min(plan.kernels(), key=lambda k: k.layer)
+    t = trace.tiles[trace.tiles["kernel"] == first.id].sort_values("cta")
+    order = (t["tile_m"] * first.tiles_n + t["tile_n"]).to_numpy(np.int64)
+    if len(order) == first.tiles_m * first.tiles_n and not np.array_equal(order, plan.ops[first.id].order):
+        plan = with_order(plan, first.id, order)
+    return plan
+
+
+def raw_to_bundle(path: Path, hardware: str = "h200-x2") -> dict:
+    """The traces of a raw file (:func:`load_raw_traces`) keyed and described as ``ctahw run`` now saves them: a raw
+    file holds the one kept traced run of each (M, variant), so each becomes run 0, kept; ``meta`` gains gpus,
+    clock offsets, violations and the raw file's name (``converted_from``)."""
+    out = {}
+    for (m, variant), (tr, _plan, info) in sorted(load_raw_traces(path, hardware).items()):
+        tr.meta.update(m=m, h=info["h"], gpus=info["gpus"], variant=variant, run=0, kept=True,
+                       offsets=info["offsets"], violations=[str(v) for v in info.get("violations", [])],
+                       converted_from=Path(path).name)
+        out[trace_key(m, variant, 0)] = tr
+    return out
+
+
 def back_to_back(sweep, m: int, iters: int, variant: str = "cutlass_ctapipe") -> dict:
     """``iters`` runs with no counter reset (epochs 1..iters), each producer run ordered after the previous
     consumer run (its output buffer is the consumer's input); the last output checked, counters and tails
     checked to be exactly iters x their per-epoch totals."""
-    from ctahw.baselines import _check, _ref_chain
+    from ctahw.device import output_error, reference_chain
     from ctahw.device import poison
 
     cp, h, G = sweep.cp, sweep.cfg.h, sweep.cfg.gpus
@@ -356,8 +381,8 @@ def back_to_back(sweep, m: int, iters: int, variant: str = "cutlass_ctapipe") ->
         r.sync()  # never free buffers that kernels in flight still write (a peer GPU's writes outrun memsets)
     wall = time.perf_counter() - t0
     r.check_errors()
-    ref = _ref_chain(cp, x, ws)
-    rel = _check(cp, r.out, ref)
+    ref = reference_chain(cp, x, ws)
+    rel = output_error(cp, r.out, ref)
     counts_ok = True
     for p in r.pipes:
         o = r.pobj[p.id].arrays
@@ -404,7 +429,7 @@ def remote_store_cost(sweep, m: int, variant: str = "cutlass_ctapipe", reps: int
     still run over NVLink; the consumer computes on the last remote run's input). Alternated ABBA, each run
     synchronized; the producer's span from events on its stream around its launch. Both outputs are checked
     against layer 1's fp32 reference."""
-    from ctahw.baselines import _check, _ref_chain
+    from ctahw.device import output_error, reference_chain
     from ctahw.device import poison
 
     cp, h, G = sweep.cp, sweep.cfg.h, sweep.cfg.gpus
@@ -440,8 +465,8 @@ def remote_store_cost(sweep, m: int, variant: str = "cutlass_ctapipe", reps: int
     finally:
         r.outputs[first.id] = remote
         r.sync()
-    ref = _ref_chain(cp, x, ws[:1])
-    rel = {mode: _check(cp, buf, ref) for mode, buf in (("remote", remote), ("local", local))}
+    ref = reference_chain(cp, x, ws[:1])
+    rel = {mode: output_error(cp, buf, ref) for mode, buf in (("remote", remote), ("local", local))}
     med = {mode: float(np.median(t)) for mode, t in times.items()}
     return dict(m=m, variant=variant, reps=reps, producer_remote_ms=med["remote"], producer_local_ms=med["local"],
                 remote_over_local=med["remote"] / med["local"] - 1,
@@ -453,7 +478,8 @@ def smoke(variants: Sequence[str], m: int = 1024, h: int = 8192) -> dict[str, st
     """Run each variant once on fresh inputs and check it: {variant: "ok" | error}. A device script runs this
     in a process of its own under a time limit before the timed run, which then takes only the variants that
     passed."""
-    from ctahw.baselines import Sweep, SweepConfig, _check, _ref_chain
+    from ctahw.baselines import Sweep, SweepConfig
+    from ctahw.device import output_error, reference_chain
     from ctahw.device import REL_TOL_BF16, poison
 
     sweep = Sweep(SweepConfig(h=h, gpus=2, backends=("cublas",), reps=1, warmup=0), log=lambda s: None)
@@ -461,7 +487,7 @@ def smoke(variants: Sequence[str], m: int = 1024, h: int = 8192) -> dict[str, st
     first = min(base.kernels(), key=lambda k: k.layer)
     x = sweep.data.rand(first.gpu, (m, h), salt=971)
     ws = _weights(sweep, base, h, 981)
-    ref = _ref_chain(sweep.cp, x, ws)
+    ref = reference_chain(sweep.cp, x, ws)
     out = {}
     for name in variants:
         try:
@@ -472,7 +498,7 @@ def smoke(variants: Sequence[str], m: int = 1024, h: int = 8192) -> dict[str, st
             poison(r.out)
             _run_once(r)
             r.check_errors()
-            rel = _check(sweep.cp, r.out, ref)
+            rel = output_error(sweep.cp, r.out, ref)
             out[name] = "ok" if rel <= REL_TOL_BF16 else f"rel_err {rel:.3g}"
         except Exception as e:  # noqa: BLE001 - reported, the variant is left out
             out[name] = f"{type(e).__name__}: {e}"

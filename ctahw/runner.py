@@ -341,9 +341,9 @@ def clock_offsets(pingpongs: Mapping[int, tuple[Sequence[int], Sequence[int]]]) 
     """Per GPU g: ``%globaltimer`` of g minus that of GPU 0, from a ping-pong GPU 0 <-> g.
 
     ``pingpongs[g] = (initiator stamps on GPU 0, responder stamps on g)`` as the ping-pong probe writes them;
-    GPU 0 gets offset 0. Uses the NTP-style estimate of :func:`ctahw.calibrate.pingpong_stats`.
+    GPU 0 gets offset 0. Uses the NTP-style estimate of :func:`ctahw.probes.pingpong_stats`.
     """
-    from ctahw.calibrate import pingpong_stats
+    from ctahw.probes import pingpong_stats
 
     out = {0: {"offset_ns": 0.0, "rtt_min_ns": 0.0, "offset_spread_ns": 0.0, "rounds": 0}}
     for g, (init, resp) in pingpongs.items():

@@ -1,4 +1,9 @@
-"""Cases: the concrete (workload, GPU count) points an experiment's sweep expands into."""
+"""Cases: the concrete (workload, GPU count) points an experiment's sweep expands into, and the loading of an
+experiment with the checks that need them (every case tiles on the profile, every strategy fits its GPUs), so
+that nothing runs half-way.
+
+Left out: what a case costs to simulate (the engine's business).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,10 @@ import dataclasses
 import itertools
 from dataclasses import dataclass
 
-from ctasim.spec import Experiment, Workload
+from ctasim.spec import Experiment, Workload, _require, read_experiment, validate_layer
+from ctasim.strategies import check_placement
 
-__all__ = ["Case", "expand"]
+__all__ = ["Case", "expand", "check_experiment", "load_experiment"]
 
 
 @dataclass(frozen=True)
@@ -41,3 +47,21 @@ def expand(exp: Experiment) -> list[Case]:
         label = ",".join(f"{a}={v}" for a, v in zip(axes, values)) or exp.workload.name
         cases.append(Case(label, wl, gpus, tuple(zip(axes, values))))
     return cases
+
+
+def check_experiment(exp: Experiment, where: str) -> Experiment:
+    """``exp`` if every case tiles on its profile and every strategy fits the case's GPUs; else SpecError."""
+    for case in expand(exp):
+        for i, layer in enumerate(case.workload.layers):
+            validate_layer(layer, where, f"case {case.label}: workload.layer[{i}].")
+            exp.hardware.config(layer.tile_m, layer.tile_n, where)
+        for s in exp.strategies:
+            problem = check_placement(s, case.workload, exp.hardware, case.gpus)
+            _require(problem is None, where, f"experiment.strategy ({s.label})", f"case {case.label}: {problem}")
+    return exp
+
+
+def load_experiment(ref) -> Experiment:
+    """The experiment of a name (specs/experiments/) or TOML path, every field and every case checked."""
+    exp, where = read_experiment(ref)
+    return check_experiment(exp, where)

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ctasim.spec import Experiment, SpecError, _coerce, _validate_hardware, list_specs, load_experiment, validate_layer
+from ctasim.cases import load_experiment
+from ctasim.spec import Experiment, SpecError, _coerce, _validate_hardware, list_specs, validate_layer
 
 __all__ = ["main"]
 

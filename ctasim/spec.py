@@ -35,7 +35,8 @@ __all__ = [
     "SPECS_DIR",
     "load_hardware",
     "load_workload",
-    "load_experiment",
+    "parse_experiment",
+    "read_experiment",
     "find_spec",
     "list_specs",
 ]
@@ -544,7 +545,10 @@ def load_workload(ref: str | Path, base: Path | None = None) -> Workload:
     return workload_from_dict(_table(data, "workload", str(path)), str(path))
 
 
-def experiment_from_dict(data: Mapping[str, Any], where: str, base: Path | None = None) -> Experiment:
+def parse_experiment(data: Mapping[str, Any], where: str, base: Path | None = None) -> Experiment:
+    """An experiment from its table, every field checked; the checks that need its cases (each tiles, each
+    strategy fits its GPUs) are :func:`ctasim.cases.check_experiment`'s (:func:`ctasim.cases.load_experiment`
+    does both)."""
     data = dict(data)
     hw_ref = data.pop("hardware", None)
     if isinstance(hw_ref, dict):
@@ -577,25 +581,14 @@ def experiment_from_dict(data: Mapping[str, Any], where: str, base: Path | None 
     exp = _build(Experiment, data, where, "experiment.", hardware=hw, workload=wl, strategies=strats, sweep=tuple(sweep))
     _require(0 <= exp.gpus <= hw.gpus, where, "experiment.gpus",
              f"asks for {exp.gpus} GPUs but profile {hw.name!r} has {hw.gpus}")
-    # Every case must tile and fit: check now, so that nothing runs half-way.
-    from ctasim.cases import expand  # local import: cases builds on spec
-
-    for case in expand(exp):
-        for i, layer in enumerate(case.workload.layers):
-            validate_layer(layer, where, f"case {case.label}: workload.layer[{i}].")
-            hw.config(layer.tile_m, layer.tile_n, where)
-        from ctasim.strategies import check_placement
-
-        for s in strats:
-            problem = check_placement(s, case.workload, hw, case.gpus)
-            _require(problem is None, where, f"experiment.strategy ({s.label})", f"case {case.label}: {problem}")
     return exp
 
 
-def load_experiment(ref: str | Path) -> Experiment:
+def read_experiment(ref: str | Path) -> tuple[Experiment, str]:
+    """The experiment of a name (specs/experiments/) or TOML path, parsed (:func:`parse_experiment`), and its path."""
     path = _resolve(str(ref), "experiments", None)
     data = _read_toml(path)
-    return experiment_from_dict(_table(data, "experiment", str(path)), str(path), path.parent)
+    return parse_experiment(_table(data, "experiment", str(path)), str(path), path.parent), str(path)
 
 
 def find_spec(ref: str) -> tuple[str, Path]:

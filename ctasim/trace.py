@@ -18,7 +18,13 @@ A :class:`Trace` holds three tables (pandas DataFrames, columnar) and a ``meta``
 ``ops`` — one row per plan operation (``OP_COLUMNS``): kernels, transfers, collectives, memory passes
     with their begin and end times.
 
-Exports: Parquet (with pyarrow) or CSV files, and Chrome/Perfetto trace-event JSON.
+Exports: Parquet (with pyarrow) or CSV files, Chrome/Perfetto trace-event JSON, and trace bundles
+(:func:`save_traces` / :func:`load_traces`: many named traces in one compressed ``.npz``, one array per
+column, the meta as JSON text; what ``ctahw`` writes at capture time and what the validation reads, with no
+pyarrow and no ctahw needed).
+
+Left out: the plan a trace ran is not stored with it (a measured trace carries the fields that rebuild it
+in ``meta``: ``m``, ``h``, ``gpus``, ``variant``).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["Trace", "records_array", "TILE_COLUMNS", "EVENT_COLUMNS", "EVENT_KINDS", "OP_COLUMNS", "TIME_COLUMNS"]
+__all__ = ["Trace", "TraceFileError", "save_traces", "load_traces", "BUNDLE_SUFFIX", "records_array", "TILE_COLUMNS", "EVENT_COLUMNS", "EVENT_KINDS", "OP_COLUMNS", "TIME_COLUMNS"]
 
 TIME_COLUMNS = ("t_start", "t_acquire", "t_ready", "t_compute_end", "t_store_end", "t_signal")
 TILE_COLUMNS = ("source", "gpu", "kernel", "layer", "cta", "sm", "tile_m", "tile_n") + TIME_COLUMNS + ("slot",)
@@ -39,6 +45,11 @@ EVENT_COLUMNS = ("kind", "pipe", "gpu", "dep", "slot", "tile", "t_ns")
 EVENT_KINDS = ("zero", "push")
 """Event kinds; the engine records them by their index here."""
 OP_COLUMNS = ("op", "name", "kind", "gpu", "dst", "nbytes", "layer", "t_begin", "t_end")
+
+BUNDLE_SUFFIX = ".trace.npz"
+"""File name ending of a trace bundle (:func:`save_traces`)."""
+_BUNDLE_FORMAT = "ctasim-trace-bundle/1"
+_TABLES = ("tiles", "events", "ops")
 
 _INT_TILE = ("gpu", "kernel", "layer", "cta", "sm", "tile_m", "tile_n", "slot")
 
@@ -186,3 +197,73 @@ class Trace:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_chrome()))
         return path
+
+
+class TraceFileError(ValueError):
+    """A trace file that is missing, not a trace bundle, or damaged; the message names the file."""
+
+
+def _column_array(col: pd.Series) -> np.ndarray:
+    if pd.api.types.is_numeric_dtype(col.dtype) and not isinstance(col.dtype, pd.CategoricalDtype):
+        return col.to_numpy()
+    return col.astype(str).to_numpy(dtype=str)
+
+
+def save_traces(traces: "dict[str, Trace]", path: str | Path) -> Path:
+    """Write named traces to one compressed ``.npz`` (a trace bundle); return its path.
+
+    Keys are names without ``/`` (the measured ctapipe traces use ``m<M>:<variant>:run<i>``).
+    Every table column is one array (text columns as unicode arrays); ``meta`` is JSON. The file is written
+    under a temporary name and renamed, so a failed write leaves nothing behind.
+    """
+    path = Path(path)
+    arrays: dict[str, np.ndarray] = {"__format__": np.array(_BUNDLE_FORMAT),
+                                     "__keys__": np.array(json.dumps(list(traces)))}
+    for key, tr in traces.items():
+        if "/" in key or not key:
+            raise ValueError(f"trace bundle key {key!r}: must be non-empty and contain no '/'")
+        for name in _TABLES:
+            df = getattr(tr, name)
+            arrays[f"{key}/{name}/__columns__"] = np.array(json.dumps(list(map(str, df.columns))))
+            for c in df.columns:
+                arrays[f"{key}/{name}/{c}"] = _column_array(df[c])
+        arrays[f"{key}/meta"] = np.array(json.dumps(tr.meta, sort_keys=True, default=str))
+    tmp = path.with_name(f".{path.name}.tmp.npz")
+    try:
+        np.savez_compressed(tmp, **arrays)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def load_traces(path: str | Path) -> "dict[str, Trace]":
+    """The traces of a bundle written by :func:`save_traces`, by key, in the order they were saved.
+
+    Raises :class:`TraceFileError` (one line naming the file) for a missing, truncated or foreign file.
+    """
+    import zipfile
+
+    path = Path(path)
+    if not path.is_file():
+        raise TraceFileError(f"{path}: no such trace file")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            files = set(z.files)
+            if "__format__" not in files or str(z["__format__"]) != _BUNDLE_FORMAT:
+                raise TraceFileError(f"{path}: not a trace bundle ({_BUNDLE_FORMAT})")
+            out = {}
+            for key in json.loads(str(z["__keys__"])):
+                tables = {}
+                for name in _TABLES:
+                    cols = json.loads(str(z[f"{key}/{name}/__columns__"]))
+                    tables[name] = pd.DataFrame({c: z[f"{key}/{name}/{c}"] for c in cols}, columns=cols)
+                ev = tables["events"]
+                if "kind" in ev.columns:
+                    ev["kind"] = pd.Categorical(ev["kind"].astype(str), categories=list(EVENT_KINDS))
+                out[key] = Trace(tables["tiles"], ev, tables["ops"], json.loads(str(z[f"{key}/meta"])))
+            return out
+    except TraceFileError:
+        raise
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, json.JSONDecodeError) as e:
+        raise TraceFileError(f"{path}: not a readable trace bundle ({type(e).__name__}: {e})") from None

@@ -377,14 +377,14 @@ def ctapipe_section(hw0: Hardware, hw: Hardware, folder: Path, also: list[Path],
     from ctasim import plots
     from ctasim import validate_ctapipe as VC
 
-    traces = VC.load_npz(folder)
-    missing = [str(p) for p in fit_also if not (Path(p) / "ctapipe_traces.npz").exists()]
+    traces = VC.load_folder(folder)
+    missing = [str(p) for p in fit_also if not (Path(p) / VC.TRACES_FILE).exists()]
     if missing:
-        raise FileNotFoundError(f"--ctapipe-fit-also: no ctapipe_traces.npz in {', '.join(missing)}")
+        raise FileNotFoundError(f"--ctapipe-fit-also: no {VC.TRACES_FILE} in {', '.join(missing)}")
     both = {Path(p).resolve() for p in fit_also} & {Path(p).resolve() for p in also}
     if both:
         raise ValueError(f"{', '.join(map(str, sorted(both)))} given both to fit on and to judge in full")
-    extra = [VC.load_npz(p) for p in fit_also]
+    extra = [VC.load_folder(p) for p in fit_also]
     fields, evidence = VC.fit(traces + [t for e in extra for t in e], hw0)
     hw_c = VC.apply_fit(hw, fields)
     df, sims = VC.judge(traces, hw_c)
@@ -393,7 +393,7 @@ def ctapipe_section(hw0: Hardware, hw: Hardware, folder: Path, also: list[Path],
     before = {k: dict(sm_tflops=base.sm_tflops, tile_fixed_ns=base.tile_fixed_ns, wave_slowdown=0.0,
                       wave_slowdown_waves=1.0, cta_launch_ns=0.0, signal_hold_ns=0.0, signal_ns=0.0, tile_cv=0.0) for k in fields}
     df_before, _ = VC.judge(traces, VC.apply_fit(hw, before))
-    others = [VC.judge(VC.load_npz(p), hw_c, fit_ms=())[0] for p in also if (p / "ctapipe_traces.npz").exists()]
+    others = [VC.judge(VC.load_folder(p), hw_c, fit_ms=())[0] for p in also if (p / VC.TRACES_FILE).exists()]
     cols = ["run", "m", "variant", "role", "stalled", "makespan_meas_us", "makespan_sim_us", "makespan_error",
             "start_median_frac", "start_p95_frac", "end_median_frac", "end_p95_frac", "dequeue_spearman",
             "start_order_spearman", "consumer_source", "first_tile_delay_L1_meas_ns", "first_tile_delay_L1_sim_ns", "busy_gpu0_meas", "busy_gpu0_sim",
@@ -461,7 +461,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(here / "bench/results/validation"))
     hw_runs = here / "bench/results/hw"
     ap.add_argument("--ctapipe", default=str(hw_runs / CTAPIPE_RUN),
-                    help="ctapipe results folder with per-CTA traces (ctapipe_traces.npz); '' skips")
+                    help="ctapipe results folder with per-CTA traces (ctapipe_traces.trace.npz); '' skips")
     ap.add_argument("--ctapipe-also", nargs="*", default=[str(hw_runs / r) for r in CTAPIPE_ALSO],
                     help="other ctapipe runs judged in full with the same fit")
     ap.add_argument("--ctapipe-fit-also", nargs="*", default=[str(hw_runs / r) for r in CTAPIPE_FIT_ALSO],

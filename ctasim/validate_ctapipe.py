@@ -1,8 +1,8 @@
 """Validation of CTA-pipelining: the simulator against per-CTA ``%globaltimer`` traces of the ctapipe kernels.
 
-Inputs: a ``ctahw run ... ctapipe`` results folder (``ctapipe_traces.npz``: raw stamp buffers that
-``ctahw.pipelined.load_traces`` rebuilds into ctasim traces), or the reduced tile tables this module writes
-(:func:`save_tiles`, one CSV per trace; what the CI gates read, no ctahw needed).
+Inputs: a ``ctahw run ... ctapipe`` results folder (:data:`TRACES_FILE`: a ctasim trace bundle that ``ctahw``
+writes at capture time, one trace per traced run), or the reduced tile tables this module writes
+(:func:`save_tiles`, one CSV per trace; what the CI gates read).
 
 Each measured trace is variant (a) of the kernel: one CTA per tile (``persistent=False``), consumers pop the
 work-queue (``tile_source="queue"``), clusters per layer as :data:`VARIANT_KERNELS` says. The same plan is
@@ -43,9 +43,10 @@ from ctasim.engine import simulate
 from ctasim.plan import Plan
 from ctasim.spec import Hardware, KernelConfig, Layer, Strategy, Workload
 from ctasim.strategies import build_plans
-from ctasim.trace import OP_COLUMNS, EVENT_COLUMNS, Trace
+from ctasim.trace import BUNDLE_SUFFIX, OP_COLUMNS, EVENT_COLUMNS, Trace, load_traces
+from ctasim.variants import VARIANTS, strategy_fields
 
-__all__ = ["VARIANT_KERNELS", "TURNOVER_FROM", "FIT_MS", "STALL_NS", "MeasuredTrace", "load_npz", "load_tiles", "save_tiles", "plan_for",
+__all__ = ["VARIANT_KERNELS", "TURNOVER_FROM", "FIT_MS", "STALL_NS", "MeasuredTrace", "TRACES_FILE", "trace_key", "load_folder", "load_tiles", "save_tiles", "plan_for",
            "simulate_for", "fit", "apply_fit", "judge", "summary", "TILE_CSV_COLUMNS"]
 
 FIT_MS = (2048, 8192, 32768)
@@ -62,40 +63,33 @@ intermittent, in the traced run of some variants at M >= 16384, not in the timed
 epilogues and exits, turnovers -- are not the stalled stores: at M = 16384 the stalled traces' per-wave mainloops,
 exit and signal steps lie within the spread of the same variants' unstalled traces of two other runs)."""
 
-VARIANT_KERNELS = {
-    "cutlass_ctapipe": ("ctapipe-1x1",),
-    "cutlass_ctapipe_c12": ("ctapipe-1x2",),
-    "cutlass_ctapipe_c21": ("ctapipe-2x1", "ctapipe-1x2-c21"),
-    "cutlass_ctapipe_g21": ("ctapipe-2x1",),
-    "cutlass_ctapipe_w21": ("ctapipe-2x1",),
-    "cutlass_ctapipe_w21g4": ("ctapipe-2x1",),
-    "cutlass_ctapipe_w21g8": ("ctapipe-2x1",),
-    "cutlass_ctapipe_w21g8t": ("ctapipe-2x1",),
-    "cutlass_ctapipe_w21g8tt": ("ctapipe-2x1",),
-    "cutlass_ctapipe_g21g8": ("ctapipe-2x1",),
-}
-"""Kernel config (``KernelConfig.kernel``) of each layer per ctahw variant (``ctahw.pipelined.VARIANTS``:
-clusters 1x1/1x1, 1x2/1x2, producer 2x1 + consumer 1x2, 2x1 on both GPUs); layers past the tuple take its
-last entry.  The 1x2 consumer behind the 2x1 producer (c21) has a config of its own: it receives row-blocks in
-pairs and runs its tiles measurably faster than the same kernel in c12 (median 104 vs 115 us at M = 16384) --
-tile-order L2 reuse the model does not have, fitted per use instead (docs/validation.md)."""
+VARIANT_KERNELS = {n: v.kernels for n, v in VARIANTS.items() if v.kernels and not v.trace}
+"""Kernel config (``KernelConfig.kernel``) of each layer per kernel variant that the profiles model, derived from
+:data:`ctasim.variants.VARIANTS` (clusters 1x1/1x1, 1x2/1x2, producer 2x1 + consumer 1x2, 2x1 on both GPUs);
+layers past the tuple take its last entry.  The 1x2 consumer behind the 2x1 producer (c21) has a config of its
+own: it receives row-blocks in pairs and runs its tiles measurably faster than the same kernel in c12 (median
+104 vs 115 us at M = 16384) -- tile-order L2 reuse the model does not have, fitted per use instead
+(docs/validation.md)."""
 
 TURNOVER_FROM = {"ctapipe-1x2-c21": "ctapipe-1x2"}
 """Configs used only by queue consumers (no static grid whose CTA turnover the traces show) and the config of the
 same kernel whose ``cta_launch_ns`` they take; :func:`fit` raises if that one has no fitting trace.  Such a config
 describes a consumer only: its ``signal_ns`` and ``signal_hold_ns`` are 0 (no producer tiles)."""
 
-VARIANT_STRATEGY = {
-    "cutlass_ctapipe_g21": {"counter_rows": 256},
-    "cutlass_ctapipe_w21": {"tile_source": "static"},
-    "cutlass_ctapipe_w21g4": {"tile_source": "static"},
-    "cutlass_ctapipe_w21g8": {"tile_source": "static"},
-    "cutlass_ctapipe_w21g8t": {"tile_source": "static"},
-    "cutlass_ctapipe_w21g8tt": {"tile_source": "static"},
-    "cutlass_ctapipe_g21g8": {"counter_rows": 1024},
-}
-"""Strategy fields of the variants whose plan is not the default one (``ctahw.pipelined.VARIANTS``: one counter
-per 256 rows; consumers that wait on counters in a fixed order instead of popping)."""
+VARIANT_STRATEGY = {n: {k: f for k, f in strategy_fields(n).items() if k in ("tile_source", "counter_rows")
+                        and f != {"tile_source": "queue", "counter_rows": 0}[k]}
+                    for n in VARIANT_KERNELS}
+"""Strategy fields of the variants whose plan is not the default one, derived from :func:`ctasim.variants.strategy_fields`
+(one counter per 256 rows; consumers that wait on counters in a fixed order instead of popping)."""
+
+TRACES_FILE = "ctapipe_traces" + BUNDLE_SUFFIX
+"""The trace bundle (:func:`ctasim.trace.save_traces`) in a ``ctahw run ... ctapipe`` results folder."""
+
+
+def trace_key(m: int, variant: str, run: int) -> str:
+    """The bundle key of traced run ``run`` of ``variant`` at ``m`` (``m2048:cutlass_ctapipe_trace:run0``)."""
+    return f"m{int(m)}:{variant}:run{int(run)}"
+
 
 H = 8192
 TILE = (128, 256)
@@ -123,17 +117,16 @@ def _order(trace: Trace, layer: int | None = None) -> np.ndarray:
     return (first["tile_m"] * (H // TILE[1]) + first["tile_n"]).to_numpy(np.int64)
 
 
-def load_npz(folder: str | Path) -> list[MeasuredTrace]:
-    """The traces of a ctapipe results folder (needs ``ctahw.pipelined.load_traces``, CPU only)."""
-    from ctahw.pipelined import load_traces
-
+def load_folder(folder: str | Path) -> list[MeasuredTrace]:
+    """The kept traced runs (``meta["kept"]``) of the variants the profiles model, from a ctapipe results folder's
+    :data:`TRACES_FILE`, sorted by (M, variant).  Raises :class:`ctasim.trace.TraceFileError` if it has none."""
     folder = Path(folder)
     out = []
-    for (m, variant), (tr, _plan, _info) in sorted(load_traces(folder / "ctapipe_traces.npz").items()):
-        v = variant.removesuffix("_trace")
-        if v in VARIANT_KERNELS:
-            out.append(MeasuredTrace(int(m), v, tr, _order(tr), folder.name))
-    return out
+    for tr in load_traces(folder / TRACES_FILE).values():
+        v = str(tr.meta["variant"]).removesuffix("_trace")
+        if v in VARIANT_KERNELS and tr.meta.get("kept", True):
+            out.append(MeasuredTrace(int(tr.meta["m"]), v, tr, _order(tr), folder.name))
+    return sorted(out, key=lambda t: (t.m, t.variant))
 
 
 def save_tiles(mt: MeasuredTrace, path: str | Path) -> Path:

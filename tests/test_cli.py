@@ -79,9 +79,25 @@ def test_sweep_over_a_sweep_axis(tmp_path, capsys):
 @pytest.mark.parametrize("name", sorted(__import__("ctasim.spec", fromlist=["list_specs"]).list_specs()["experiments"]))
 def test_every_shipped_experiment_runs_and_passes_its_invariants(name):
     from ctasim.run import run_experiment
-    from ctasim.spec import load_experiment
+    from ctasim.cases import load_experiment
 
     exp = load_experiment(name)
     df, results = run_experiment(exp, check=True)
     assert len(df) == len(results) > 0
     assert (df.latency_us > 0).all() and df.latency_us.notna().all()
+
+
+@pytest.mark.parametrize("pkg", ["ctasim", "ctahw"])
+def test_python_dash_m_is_the_console_script(pkg, capsys):
+    import importlib
+    import subprocess
+    import sys
+
+    got = subprocess.run([sys.executable, "-m", pkg, "--help"], capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr
+    with pytest.raises(SystemExit) as e:
+        importlib.import_module(f"{pkg}.cli").main(["--help"])
+    assert e.value.code == 0
+    assert got.stdout == capsys.readouterr().out
+    bad = subprocess.run([sys.executable, "-m", pkg, "no-such-command"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr

@@ -293,7 +293,7 @@ def test_a_wrong_profile_fails_the_makespan_gates(measured, name):
 from ctasim import validate_ctapipe as VC  # noqa: E402
 
 VALIDATION = Path(__file__).resolve().parent.parent / "bench" / "results" / "validation"
-CTAPIPE_NPZ = Path(__file__).resolve().parent.parent / "bench" / "results" / "hw" / "2026-11-29-ctapipe" / "ctapipe_traces.npz"
+HW_RUNS = Path(__file__).resolve().parent.parent / "bench" / "results" / "hw"
 # (m, variant): (max |makespan error|, max median start error / makespan, min dequeue rank correlation,
 #                signed makespan error today)
 CTAPIPE_GATES = {
@@ -358,8 +358,8 @@ def test_a_wrong_profile_fails_the_measured_ctapipe_gates(name):
 @pytest.fixture(scope="module")
 def ctapipe_traces():
     pytest.importorskip("ctahw.pipelined")
-    hw_dir = CTAPIPE_NPZ.parent.parent
-    return [t for r in (V.CTAPIPE_RUN, *V.CTAPIPE_FIT_ALSO) for t in VC.load_npz(hw_dir / r)]
+    hw_dir = HW_RUNS
+    return [t for r in (V.CTAPIPE_RUN, *V.CTAPIPE_FIT_ALSO) for t in VC.load_folder(hw_dir / r)]
 
 
 def test_ctapipe_fit_keeps_traces_of_one_case_from_two_runs_apart(ctapipe_traces):
@@ -467,7 +467,7 @@ INDEPENDENT_RUNS = {"2026-11-29-ctapipe-rerun3": 12, "2026-11-29-ctapipe-clean":
 
 def _independent_run_failures(hw, run: Path = RERUN3) -> list[str]:
     pytest.importorskip("ctahw.pipelined")
-    df, _ = VC.judge(VC.load_npz(run), hw, fit_ms=())
+    df, _ = VC.judge(VC.load_folder(run), hw, fit_ms=())
     s = VC.summary(df).set_index("m").loc["all"]
     bad = [f"{int(df['stalled'].sum())} traces marked stalled (left out of the summary)"] if df["stalled"].any() else []
     if s["makespan_mape_pct"] > 3.0:
@@ -482,7 +482,7 @@ def _independent_run_failures(hw, run: Path = RERUN3) -> list[str]:
 @pytest.mark.parametrize("run", sorted(INDEPENDENT_RUNS))
 def test_an_independent_ctapipe_run_meets_the_targets(run):
     pytest.importorskip("ctahw.pipelined")
-    assert len(VC.load_npz(HW_RESULTS / run)) == INDEPENDENT_RUNS[run]
+    assert len(VC.load_folder(HW_RESULTS / run)) == INDEPENDENT_RUNS[run]
     assert _independent_run_failures(load_hardware("h200-x2-calibrated"), HW_RESULTS / run) == []
 
 

@@ -11,7 +11,8 @@ from ctasim import results
 from ctasim.cli import main
 from ctasim.harness import Harness, timed_makespan_ns, timed_plans
 from ctasim.predict import Naive, predict
-from ctasim.spec import Strategy, load_experiment
+from ctasim.cases import load_experiment
+from ctasim.spec import Strategy
 
 HARNESS = Harness(6000.0, 3000.0, 4800.0, 3000.0, 14000.0)
 NAIVE = Naive(0.004, 800.0, "test line")

@@ -7,7 +7,8 @@ import textwrap
 
 import pytest
 
-from ctasim.spec import SPECS_DIR, SpecError, list_specs, load_experiment, load_hardware, load_workload
+from ctasim.cases import load_experiment
+from ctasim.spec import SPECS_DIR, SpecError, list_specs, load_hardware, load_workload
 from ctasim.cli import main
 
 

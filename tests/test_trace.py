@@ -62,3 +62,49 @@ def test_busy_fraction(trace):
     t = trace.tiles
     expect = (t[t.gpu == 1].t_compute_end - t[t.gpu == 1].t_acquire).sum() / (4 * trace.makespan_ns)
     assert busy[1] == pytest.approx(expect) and 0 < busy[1] < 1
+
+
+def test_a_trace_bundle_round_trips_every_table_and_meta(trace, tmp_path):
+    from ctasim.trace import load_traces, save_traces
+
+    other = trace.copy()
+    other.meta = {"m": 2048, "variant": "x", "kept": False, "offsets": {"1": {"offset_ns": -4700.0}}}
+    other.tiles["t_mainloop_end"] = other.tiles["t_compute_end"] - 5.0  # a measured-only column survives
+    path = save_traces({"a": trace, "m2048:x:run1": other}, tmp_path / "t.trace.npz")
+    back = load_traces(path)
+    assert list(back) == ["a", "m2048:x:run1"]
+    for key, want in (("a", trace), ("m2048:x:run1", other)):
+        got = back[key]
+        assert got.meta == json.loads(json.dumps(want.meta, default=str))
+        for name in ("tiles", "events", "ops"):
+            pd.testing.assert_frame_equal(getattr(got, name), getattr(want, name), check_dtype=False,
+                                          check_categorical=False)
+        assert got.makespan_ns == want.makespan_ns
+    assert list(tmp_path.iterdir()) == [path]  # no temporary file left
+
+
+@pytest.mark.parametrize("damage", ["missing", "foreign", "truncated", "garbage"])
+def test_a_damaged_trace_bundle_is_one_clear_error(trace, tmp_path, damage):
+    import numpy as np
+
+    from ctasim.trace import TraceFileError, load_traces, save_traces
+
+    p = tmp_path / "t.trace.npz"
+    if damage == "foreign":
+        np.savez(p, x=np.arange(3))
+    elif damage == "truncated":
+        save_traces({"a": trace}, p)
+        p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
+    elif damage == "garbage":
+        p.write_bytes(b"\x00\x01not a zip" * 100)
+    with pytest.raises(TraceFileError, match=str(p)) as e:
+        load_traces(p)
+    assert "\n" not in str(e.value)
+
+
+def test_a_bundle_key_with_a_slash_is_refused(trace, tmp_path):
+    from ctasim.trace import save_traces
+
+    with pytest.raises(ValueError, match="no '/'"):
+        save_traces({"a/b": trace}, tmp_path / "t.trace.npz")
+    assert not list(tmp_path.iterdir())

@@ -26,7 +26,8 @@ def main(argv=None) -> int:
 
     from ctahw import pipelined as pl
     from ctahw import runner as rn
-    from ctahw.baselines import Sweep, SweepConfig, _check, _ref_chain
+    from ctahw.baselines import Sweep, SweepConfig
+    from ctahw.device import output_error, reference_chain
     from ctahw.device import poison
 
     h = 8192
@@ -78,8 +79,8 @@ def main(argv=None) -> int:
     try:
         r.sync()
         r.check_errors()
-        ref = _ref_chain(cp, x, ws)
-        out["rel_err"] = float(_check(cp, r.out, ref))
+        ref = reference_chain(cp, x, ws)
+        out["rel_err"] = float(output_error(cp, r.out, ref))
         out["status"] = "ok" if out["rel_err"] <= 1e-2 else "wrong"
         if v.trace:
             from ctasim.invariants import find_violations

@@ -2,8 +2,8 @@
 
     python bench/hw/ctapipe_report.py bench/results/hw/<date>-ctapipe [--markdown]
 
-Reads ``baselines.csv`` (every row of ``ctahw run gemm,microbatch,tp,ctapipe``) and ``ctapipe_traces.npz``
-(raw stamp buffers) from the folder; re-checks every trace with ctasim's invariant checker on this machine and
+Reads ``baselines.csv`` (every row of ``ctahw run gemm,microbatch,tp,ctapipe``) and the ctasim trace bundle
+``ctapipe_traces.trace.npz`` (the kept traced run of each variant and M) from the folder; re-checks every trace with ctasim's invariant checker on this machine and
 prints, per M: each CTA-pipelining variant, the best micro-batching, TP, the lower bound (one layer on one GPU,
 cuBLAS, plus the first row-block's completion time from the variant's trace) and the ratios the issue targets
 (<= 0.75 x best micro-batching, <= 0.78 x TP, <= 1.06 x the lower bound at M = 16384), then the simulator's
@@ -22,14 +22,18 @@ TARGETS = {"vs_microbatch": 0.75, "vs_tp": 0.78, "vs_lower_bound": 1.06}
 
 
 def tables(folder: Path, simulate: bool = True) -> dict[str, pd.DataFrame]:
-    from ctahw.pipelined import TRACE_TOL_NS, load_traces, other_violations, publish_inversion_ns
+    from ctahw.pipelined import TRACE_TOL_NS, other_violations, plan_of_trace, publish_inversion_ns
     from ctasim.invariants import find_violations
+    from ctasim.trace import load_traces
+    from ctasim.validate_ctapipe import TRACES_FILE
 
     df = pd.read_csv(folder / "baselines.csv")
     ok = df[df["error"].isna() | (df["error"].astype(str) == "")] if "error" in df else df
-    traces = load_traces(folder / "ctapipe_traces.npz") if (folder / "ctapipe_traces.npz").exists() else {}
+    bundle = load_traces(folder / TRACES_FILE) if (folder / TRACES_FILE).exists() else {}
+    traces = {(int(t.meta["m"]), str(t.meta["variant"])): t for t in bundle.values() if t.meta.get("kept", True)}
     checks, first_rb, makespan_tr = [], {}, {}
-    for (m, variant), (tr, plan, info) in sorted(traces.items()):
+    for (m, variant), tr in sorted(traces.items()):
+        plan, info = plan_of_trace(tr), tr.meta
         viol = find_violations(tr, plan, TRACE_TOL_NS)
         ev = tr.events
         t0 = tr.tiles.loc[tr.tiles["kernel"] == plan.kernels()[0].id, "t_start"].min()

@@ -142,7 +142,7 @@ def test_sweep_close_destroys_the_allreduce_once():
 
 
 def test_run_sweep_closes_the_sweep_even_when_it_is_interrupted(monkeypatch):
-    from ctahw import baselines
+    from ctahw import sweep
 
     events = []
 
@@ -168,13 +168,13 @@ def test_run_sweep_closes_the_sweep_even_when_it_is_interrupted(monkeypatch):
                 raise KeyboardInterrupt  # not an error row: it ends the sweep
             return []
 
-    monkeypatch.setattr(baselines, "Sweep", FakeSweep)
+    monkeypatch.setattr(sweep, "Sweep", FakeSweep)
     cfg = SweepConfig(ms=(1024, 2048, 4096), gpus=1, experiments=("gemm",))
     with pytest.raises(KeyboardInterrupt):
-        baselines.run_sweep(cfg, log=lambda s: None)
+        sweep.run_sweep(cfg, log=lambda s: None)
     assert events == [("gemm", 1024), ("gemm", 2048), "closed"]
     events.clear()
-    assert baselines.run_sweep(SweepConfig(ms=(1024,), gpus=1, experiments=("gemm",)), log=lambda s: None) == []
+    assert sweep.run_sweep(SweepConfig(ms=(1024,), gpus=1, experiments=("gemm",)), log=lambda s: None) == []
     assert events == [("gemm", 1024), "closed"]
 
 

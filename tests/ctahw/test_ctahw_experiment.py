@@ -7,7 +7,8 @@ import dataclasses
 from ctahw.cli import main
 from ctahw.experiment import plan_runs, reason_for
 from ctasim.cases import expand
-from ctasim.spec import Strategy, load_experiment
+from ctasim.cases import load_experiment
+from ctasim.spec import Strategy
 
 
 def test_dry_run_lists_fig5_and_mlp_block_without_a_gpu(capsys):

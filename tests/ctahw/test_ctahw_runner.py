@@ -8,6 +8,8 @@ import numpy as np
 
 from ctasim import plan as ctasim_plan
 import pandas as pd
+from pathlib import Path
+
 import pytest
 
 from ctahw import runner
@@ -208,10 +210,42 @@ def test_saved_raw_buffers_load_back_as_checked_traces(tmp_path):
     entry = dict(m=1024, h=8192, gpus=2, offsets={0: {"offset_ns": 0.0}, 1: {"offset_ns": -4700.0}}, violations=[])
     entry.update({f"stamps_{op}": v for op, v in stamps.items()})
     entry.update({f"push_{p}": v for p, v in push.items()}, **{f"zero_{p}": v for p, v in zero.items()})
-    path = pipelined.save_traces([entry], tmp_path / "traces.npz")
-    (tr, plan2, info), = pipelined.load_traces(path).values()
+    path = pipelined.save_raw_traces([entry], tmp_path / "traces.npz")
+    (tr, plan2, info), = pipelined.load_raw_traces(path).values()
     assert info["m"] == 1024 and len(tr.tiles) == 512
     check_trace(tr, plan2, tol_ns=64.0)
+
+
+def test_a_saved_trace_rebuilds_the_plan_it_ran(tmp_path):
+    """What ctahw run saves (a ctasim bundle) is enough to rebuild the plan, tile order included, and check it."""
+    from ctahw import pipelined
+    from ctasim.trace import load_traces, save_traces
+
+    v = pipelined.VARIANTS["cutlass_ctapipe_c21"]
+    plan = pipelined.variant_plan(pipelined.chain_plan(1024), v)
+    kernels, pipes, stamps, push, zero = synthetic_buffers(plan)
+    tr = runner.parse_trace(plan, kernels, pipes, stamps, push, zero, {0: 0.0, 1: -4700.0})
+    tr.meta.update(m=1024, h=8192, gpus=2, variant="cutlass_ctapipe_c21_trace", run=0, kept=True)
+    (back,) = load_traces(save_traces({"k": tr}, tmp_path / "t.trace.npz")).values()
+    plan2 = pipelined.plan_of_trace(back)
+    first = min(plan2.kernels(), key=lambda k: k.layer)
+    assert list(plan2.ops[first.id].order) == list(plan.ops[first.id].order) != sorted(plan.ops[first.id].order)
+    check_trace(back, plan2, tol_ns=64.0)
+    back.meta["variant"] = "cutlass_ctapipe_trace"  # the wrong variant: row order, not pairs, is rebuilt
+    plan3 = pipelined.plan_of_trace(back)
+    assert list(plan3.ops[first.id].order) == list(plan.ops[first.id].order)  # the order is read from the tiles
+
+
+def test_committed_trace_bundles_are_the_conversion_of_the_raw_stamps():
+    """bench/results/hw/*-ctapipe*/ctapipe_traces.trace.npz (what ctasim reads) against a fresh conversion of the
+    raw stamp file beside it, for the smallest run; bench/hw/convert_raw_traces.py --check does every folder."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("convert_raw_traces", root / "bench/hw/convert_raw_traces.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main([str(root / "bench/results/hw/2026-11-29-ctapipe-run1"), "--check"]) == 0
 
 
 def test_pair_rows_order_pairs_one_column_and_completes_rows_in_pairs():

@@ -155,7 +155,8 @@ def test_peer_access_and_pingpong():
 
 def test_small_sweep_is_correct():
     _gpus_or_skip(1)
-    from ctahw.baselines import SweepConfig, run_sweep
+    from ctahw.baselines import SweepConfig
+    from ctahw.sweep import run_sweep
     from ctahw.device import gpus
 
     g = 2 if sum(x.is_sm90 for x in gpus()) >= 2 else 1

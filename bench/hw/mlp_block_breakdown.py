@@ -1,0 +1,112 @@
+"""Device probe (one H200): where the MLP block's time goes, op by op, and whether a long run slows down.
+
+    python bench/hw/mlp_block_breakdown.py OUT.csv [--ms 4096,16384] [--reps 9]
+
+The registered sequential MLP block (``reg-mlp``: 8192 -> 28672 with GeLU -> 8192 with the residual, LayerNorm)
+measured 22.44 ms at M = 16384 against 19.15 ms predicted (-14.7%), while the square chains were within 3%. This
+probe times, in the same harness as ``ctahw run EXPERIMENT`` (``ctahw.baselines.Timed``, burst regime: each timed
+run behind a sleep gate on a synchronised GPU), for each M:
+
+* every op of the block alone: GEMM1 (N = 28672) plain and with the fused GeLU, GEMM2 (K = 28672) plain and with
+  the fused residual, the LayerNorm; cuBLAS on the same two GEMM shapes; the square 8192 GEMM of the same M (the
+  shape the profile's kernel config was measured on);
+* the whole block as the executor runs it;
+* GEMM1 + GeLU repeated 1, 2, 4 and 8 times back to back in one timed run (per-GEMM time against run length: a
+  clock that drops under sustained power shows as a rising per-GEMM time).
+
+Each row: m, item, repeats, median_ms, per_op_ms, tflops, samples. CUTLASS tile orders are tuned per shape first
+(``tune_schedule``, as the executor does). Times are medians of ``--reps`` runs, items interleaved round by round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--ms", default="4096,16384")
+    ap.add_argument("--reps", type=int, default=9)
+    args = ap.parse_args(argv)
+
+    import pandas as pd
+
+    from ctahw import rowwise
+    from ctahw.baselines import Chain, Timed, tune_schedule
+    from ctahw.device import require_gpus, summarize
+    from ctahw.gemm import CutlassGemm, make_backend
+
+    require_gpus(1)
+    timed = Timed([0], gate_ms=3.0)
+    cp, s = timed.cp, timed.compute[0]
+    g, cb = CutlassGemm(0), make_backend("cublas", 0)
+    data = Chain(cp, 20261201)
+    H, F = 8192, 28672
+    rows = []
+    for m in (int(x) for x in args.ms.split(",")):
+        x = data.rand(0, (m, H), salt=1)
+        w1 = data.rand(0, (F, H), 1 / math.sqrt(H), salt=2)
+        w2 = data.rand(0, (H, F), 1 / math.sqrt(F), salt=3)
+        wsq = data.rand(0, (H, H), 1 / math.sqrt(H), salt=4)
+        with cp.cuda.Device(0):
+            y1 = cp.empty((m, F), dtype=cp.uint16)
+            y2 = cp.empty((m, H), dtype=cp.uint16)
+            z = cp.empty((m, H), dtype=cp.uint16)
+            ysq = cp.empty((m, H), dtype=cp.uint16)
+        for (mm, n, k), a, w, d in (((m, F, H), x, w1, y1), ((m, H, F), y1, w2, y2), ((m, H, H), x, wsq, ysq)):
+            g.schedule[(mm, n, k)], _ = tune_schedule(g, timed, a, w, d, mm, n, k, s, 2)
+        flops1, flops2, flopsq = 2.0 * m * F * H, 2.0 * m * H * F, 2.0 * m * H * H
+
+        def gemm1(ep=("gelu",)):
+            return lambda: g(x, w1, y1, m, F, H, s, epilogue=ep)
+
+        def gemm2(ep=("residual",)):
+            return lambda: g(y1, w2, y2, m, H, F, s, epilogue=ep, c=x if ep else None)
+
+        items = {
+            "gemm1_plain": (1, flops1, [gemm1(())]),
+            "gemm1_gelu": (1, flops1, [gemm1()]),
+            "gemm1_cublas": (1, flops1, [lambda: cb(x, w1, y1, m, F, H, s)]),
+            "gemm2_plain": (1, flops2, [gemm2(())]),
+            "gemm2_residual": (1, flops2, [gemm2()]),
+            "gemm2_cublas": (1, flops2, [lambda: cb(y1, w2, y2, m, H, F, s)]),
+            "layernorm": (1, 0.0, [lambda: rowwise.rowwise("layernorm", y2, z, m, H, s)]),
+            "square_gemm": (1, flopsq, [lambda: g(x, wsq, ysq, m, H, H, s)]),
+            "block": (1, flops1 + flops2, [gemm1(), gemm2(), lambda: rowwise.rowwise("layernorm", y2, z, m, H, s)]),
+        }
+        for r in (2, 4, 8):
+            items[f"gemm1_gelu_x{r}"] = (r, flops1 * r, [gemm1()] * r)
+        samples = {name: [] for name in items}
+        order = list(items)
+        for rep in range(args.reps + 1):  # one untimed round first
+            for name in (order if rep % 2 == 0 else order[::-1]):
+                fns = items[name][2]
+
+                def enqueue(t, fns=fns):
+                    for fn in fns:
+                        t.part("compute", 0, s, fn)
+                    return [(s, 0)]
+
+                ms, _ = timed.run(enqueue)
+                if rep:
+                    samples[name].append(ms)
+        for name, (rep_n, flops, _) in items.items():
+            med = summarize(samples[name]).median_ms
+            rows.append(dict(m=m, item=name, repeats=rep_n, median_ms=med, per_op_ms=med / rep_n,
+                             tflops=flops / (med * 1e9) if flops else float("nan"),
+                             samples=";".join(f"{v:.4f}" for v in samples[name])))
+            print(f"M={m:>6} {name:>16}: {med:9.4f} ms" + (f" {flops / (med * 1e9):6.1f} TFLOP/s" if flops else ""),
+                  flush=True)
+        del x, w1, w2, wsq, y1, y2, z, ysq
+        cp.get_default_memory_pool().free_all_blocks()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(args.out, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
