@@ -1,6 +1,6 @@
 """Device probe (one H200): where the MLP block's time goes, op by op, and whether a long run slows down.
 
-    python bench/hw/mlp_block_breakdown.py OUT.csv [--ms 4096,16384] [--reps 9]
+    python bench/hw/mlp_block_breakdown.py OUT.csv [--ms 4096,16384] [--reps 9] [--rest-ms 0]
 
 The registered sequential MLP block (``reg-mlp``: 8192 -> 28672 with GeLU -> 8192 with the residual, LayerNorm)
 measured 22.44 ms at M = 16384 against 19.15 ms predicted (-14.7%), while the square chains were within 3%. This
@@ -16,6 +16,8 @@ run behind a sleep gate on a synchronised GPU), for each M:
 
 Each row: m, item, repeats, median_ms, per_op_ms, tflops, samples. CUTLASS tile orders are tuned per shape first
 (``tune_schedule``, as the executor does). Times are medians of ``--reps`` runs, items interleaved round by round.
+With ``--rest-ms 0`` a run follows the previous one after the harness's 3 ms gate only, so after a long item the GPU
+is not rested (2026-12-01: the SW power cap was active through the M = 16384 items); ``--rest-ms 300`` rests it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 from pathlib import Path
 
 
@@ -31,6 +34,8 @@ def main(argv=None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--ms", default="4096,16384")
     ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--rest-ms", type=float, default=0.0,
+                    help="host sleep before every timed run (0: the executor's harness alone, a 3 ms gate)")
     args = ap.parse_args(argv)
 
     import pandas as pd
@@ -91,12 +96,14 @@ def main(argv=None) -> int:
                         t.part("compute", 0, s, fn)
                     return [(s, 0)]
 
+                if args.rest_ms > 0:
+                    time.sleep(args.rest_ms * 1e-3)
                 ms, _ = timed.run(enqueue)
                 if rep:
                     samples[name].append(ms)
         for name, (rep_n, flops, _) in items.items():
             med = summarize(samples[name]).median_ms
-            rows.append(dict(m=m, item=name, repeats=rep_n, median_ms=med, per_op_ms=med / rep_n,
+            rows.append(dict(m=m, rest_ms=args.rest_ms, item=name, repeats=rep_n, median_ms=med, per_op_ms=med / rep_n,
                              tflops=flops / (med * 1e9) if flops else float("nan"),
                              samples=";".join(f"{v:.4f}" for v in samples[name])))
             print(f"M={m:>6} {name:>16}: {med:9.4f} ms" + (f" {flops / (med * 1e9):6.1f} TFLOP/s" if flops else ""),
