@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -70,6 +71,9 @@ class SweepConfig:
     sustain_s: float = field(default=0.0, metadata={
         "help": "0: time each run alone on rested GPUs (burst clocks); > 0: repeat it back to back this long and "
                 "report the median run of the second half (sustained clocks, power cap)"})
+    rest_ms: float = field(default=0.0, metadata={
+        "help": "host sleep before each timed run, GPUs idle, so that a long run starts on a rested GPU (the "
+                "power cap engages after 27-86 ms of busy time on one H200; the spec runs' default is 250)"})
     seed: int = field(default=20261129, metadata={"help": "random seed for inputs"})
     ctapipe_variants: tuple[str, ...] = field(
         default=DEFAULT_RUN,
@@ -126,13 +130,16 @@ def plan_sweep(cfg: SweepConfig) -> list[dict]:
 class Timed:
     """Makespan timing of work enqueued on several GPUs' streams (see the module docstring)."""
 
-    def __init__(self, devices: Sequence[int], gate_ms: float, sustain_s: float = 0.0):
+    def __init__(self, devices: Sequence[int], gate_ms: float, sustain_s: float = 0.0, rest_ms: float = 0.0):
         self.cp = require_cupy()
         self.devices = list(devices)
         self.gate_ns = int(gate_ms * 1e6)
         if sustain_s < 0:
             raise ValueError(f"sustain_s must be >= 0, got {sustain_s}")
+        if rest_ms < 0:
+            raise ValueError(f"rest_ms must be >= 0, got {rest_ms}")
         self.sustain_s = float(sustain_s)
+        self.rest_s = float(rest_ms) * 1e-3
         cp = self.cp
         self.compute, self.copy = {}, {}
         for d in self.devices:
@@ -156,6 +163,8 @@ class Timed:
         d0 = self.devices[0]
         s0 = self.compute[d0]
         self.sync()
+        if self.rest_s > 0 and self.sustain_s == 0:  # the GPUs idle: the run starts rested
+            time.sleep(self.rest_s)
         self._parts: list[tuple[str, int, object, object]] = []
         probes.call("sleep", self.gate_ns, stream=s0, device=d0)
         start, end = self.event(d0), self.event(d0)
@@ -319,7 +328,7 @@ class Sweep:
         require_gpus(cfg.gpus)
         if cfg.gpus > 1:
             enable_peer_access(self.devices)
-        self.timed = Timed(self.devices, cfg.gate_ms, cfg.sustain_s)
+        self.timed = Timed(self.devices, cfg.gate_ms, cfg.sustain_s, cfg.rest_ms)
         self.backends = {(b, d): self._backend(b, d) for b in cfg.backends for d in self.devices}
         self.l2 = self.cp.cuda.runtime.getDeviceProperties(0)["l2CacheSize"]
         self.data = Chain(self.cp, cfg.seed)

@@ -53,6 +53,8 @@ from ctahw.probes import pingpong_stats
 from ctasim.spec import Hardware, KernelConfig, find_spec, hardware_from_dict, load_hardware
 
 __all__ = [
+    "clock_regime",
+    "activation_epilogue_cost",
     "fit_tile_rate",
     "fit_allreduce",
     "epilogue_overlap",
@@ -179,6 +181,68 @@ def fit_sm_remote_store(hw: Hardware, ratio: float, slowdown=remote_d_slowdown, 
             b = mid
     rate = _m.exp((a + b) / 2)
     return rate, f"simulated slowdown {f(rate):.4f} vs measured {ratio:.4f} ({under})"
+
+
+CLOCK_KERNELS = ("square-16384", "square-4096")
+"""The trajectory kernels of ``bench/hw/clock_trajectory.py`` the clock regime is calibrated on: the plain GEMM whose
+tile rates the profile holds (the fused-GeLU kernel is recorded beside them as a check, not used)."""
+ONSET_RATIO = 1.05
+"""A launch at least this much slower than the round's rested launches marks the power cap's onset."""
+
+
+def clock_regime(trajectory, kernels: Sequence[str] = CLOCK_KERNELS) -> tuple[dict, list[dict]]:
+    """The clock regime from ``clock_trajectory.py`` rows (kernel, round, i, t_start_ms, dur_ms).
+
+    Per round: the launch 0 is dropped (the clock is still rising from idle), the rested time is the median of
+    launches 1-3, the onset the start of the first later launch at least :data:`ONSET_RATIO` times slower, the
+    sustained slowdown the median launch of the round's second half over the rested time. Returns
+    ``({"clock_onset_ns", "clock_sustained_slowdown"}: medians over the rounds of ``kernels``, per-round rows)``.
+    Raises ValueError if a round never slows down (no onset) or no round of ``kernels`` is given.
+    """
+    rows = []
+    for r in trajectory:
+        rows.append((str(r["kernel"]), int(r["round"]), int(r["i"]), float(r["t_start_ms"]), float(r["dur_ms"])))
+    per_round = []
+    for key in sorted({(k, rd) for k, rd, *_ in rows}):
+        runs = sorted((i, t, d) for k, rd, i, t, d in rows if (k, rd) == key and i >= 1)
+        if len(runs) < 8:
+            raise ValueError(f"clock trajectory {key[0]} round {key[1]}: {len(runs)} launches, need >= 8")
+        rested = statistics.median(d for _, _, d in runs[:3])
+        late = [t for _, t, d in runs[3:] if d >= ONSET_RATIO * rested]
+        if not late:
+            raise ValueError(f"clock trajectory {key[0]} round {key[1]}: no launch {ONSET_RATIO}x slower than the "
+                             f"rested {rested:.4f} ms (the run never reached the power cap; run longer)")
+        half = runs[-1][1] / 2
+        slowdown = statistics.median(d for _, t, d in runs if t >= half) / rested
+        per_round.append({"kernel": key[0], "round": key[1], "rested_ms": rested, "onset_ms": late[0],
+                          "sustained_slowdown": slowdown, "used": key[0] in kernels})
+    used = [r for r in per_round if r["used"]]
+    if not used:
+        raise ValueError(f"clock trajectory: no round of {', '.join(kernels)}")
+    fields = {"clock_onset_ns": statistics.median(r["onset_ms"] for r in used) * 1e6,
+              "clock_sustained_slowdown": statistics.median(r["sustained_slowdown"] for r in used)}
+    return fields, per_round
+
+
+def activation_epilogue_cost(breakdown, tile_elems: int = 128 * 256, slots: int = 132,
+                             plain: str = "gemm1_plain", fused: str = "gemm1_gelu") -> tuple[float, list[dict]]:
+    """ns per output element that a fused activation adds to a tile, from ``mlp_block_breakdown.py`` rows (m, item,
+    per_op_ms) of a rested run: per M, (fused - plain) spread over the kernel's tiles run ``slots`` at a time,
+    over the tile's elements; the median over the M values. GEMM1 of the block: N = 28672."""
+    by = {}
+    for r in breakdown:
+        by[(int(r["m"]), str(r["item"]))] = float(r["per_op_ms"])
+    rows = []
+    for m in sorted({m for m, _ in by}):
+        if (m, plain) not in by or (m, fused) not in by:
+            continue
+        tiles = (m // 128) * (28672 // 256)
+        per_tile_ns = (by[(m, fused)] - by[(m, plain)]) * 1e6 * slots / tiles
+        rows.append({"m": m, "plain_ms": by[(m, plain)], "fused_ms": by[(m, fused)], "per_tile_ns": per_tile_ns,
+                     "ns_per_element": per_tile_ns / tile_elems})
+    if not rows:
+        raise ValueError(f"breakdown: no M with both {plain} and {fused}")
+    return statistics.median(r["ns_per_element"] for r in rows), rows
 
 
 def timer_tick_ns(stamps: Sequence[int]) -> int:

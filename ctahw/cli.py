@@ -82,6 +82,11 @@ def parser() -> argparse.ArgumentParser:
     for f in dataclasses.fields(SweepConfig):
         if f.name == "experiments":
             continue
+        if f.name == "rest_ms":  # its default differs between the shorthand (0) and spec runs (250)
+            r.add_argument("--rest-ms", type=float, default=None,
+                           help="host sleep before each timed run, GPUs idle (default: 250 for a spec, 0 for the "
+                                "shorthand, as its committed runs)")
+            continue
         flag = "--" + f.name.replace("_", "-")
         d = getattr(defaults, f.name)
         if isinstance(d, tuple):
@@ -240,8 +245,9 @@ def cmd_run_spec(args) -> int:
         print(f"{exp.name}: {int((df['status'] == 'planned').sum())} of {len(df)} runs planned on {n} GPU(s)",
               file=sys.stderr)
         return 0
+    rest = {} if args.rest_ms is None else {"rest_ms": args.rest_ms}
     cfg = RunConfig(reps=args.reps, warmup=args.warmup, tune_rounds=args.tune_rounds, gate_ms=args.gate_ms,
-                    sustain_s=args.sustain_s, seed=args.seed)
+                    sustain_s=args.sustain_s, seed=args.seed, **rest)
     df = run(exp, cfg)
     from ctahw import provenance  # noqa: PLC0415
     from ctasim import results  # noqa: PLC0415
@@ -260,13 +266,18 @@ def cmd_run(args) -> int:
     from ctahw.baselines import SweepConfig, plan_sweep  # noqa: PLC0415
     from ctahw.sweep import run_sweep  # noqa: PLC0415
 
+    for name in ("rest_ms", "gate_ms", "sustain_s"):
+        v = getattr(args, name)
+        if v is not None and not (math.isfinite(v) and v >= 0):
+            raise _UsageError(f"--{name.replace('_', '-')} {v}: must be a number >= 0")
     if not _is_shorthand(args.experiment):
         return cmd_run_spec(args)
     args.experiment = _experiments(args.experiment)
 
     # "all" stands for every baseline; it can be joined with others (all,ctapipe)
     exps = tuple(dict.fromkeys(x for e in args.experiment for x in (SweepConfig().experiments if e == "all" else (e,))))
-    kw = {f.name: getattr(args, f.name) for f in dataclasses.fields(SweepConfig) if f.name != "experiments"}
+    kw = {f.name: getattr(args, f.name) for f in dataclasses.fields(SweepConfig)
+          if f.name != "experiments" and getattr(args, f.name) is not None}
     cfg = SweepConfig(experiments=exps, **kw)
     if args.dry_run:
         cases = plan_sweep(cfg)

@@ -50,6 +50,9 @@ class RunConfig:
     tune_rounds: int = field(default=4, metadata={"help": "timed rounds per CUTLASS tile order when tuning (0: none)"})
     gate_ms: float = field(default=3.0, metadata={"help": "sleep on GPU 0 before each timed run (host enqueues)"})
     sustain_s: float = field(default=0.0, metadata={"help": "0: burst clocks; > 0: repeat back to back (sustained)"})
+    rest_ms: float = field(default=250.0, metadata={
+        "help": "host sleep before each timed run, GPUs idle: every run starts on a rested GPU (burst regime; "
+                "bench/results/hw/2026-12-01-clock-regime: the power cap engages after 27-86 ms busy)"})
     seed: int = field(default=20261201, metadata={"help": "random seed for inputs"})
 
 
@@ -170,7 +173,7 @@ def run(exp: Experiment, cfg: RunConfig, log: Callable[[str], None] = lambda s: 
     df = plan_runs(exp, len(found))
     if not (df["status"] == "planned").any():
         return df
-    timed = Timed([0], cfg.gate_ms, cfg.sustain_s)
+    timed = Timed([0], cfg.gate_ms, cfg.sustain_s, cfg.rest_ms)
     gemm = CutlassGemm(0)
     cases = {c.label: c for c in expand(exp)}
     extra: list[dict] = []

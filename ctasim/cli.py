@@ -179,7 +179,7 @@ def cmd_trace(args) -> int:
         (s for s in exp.strategies if s.kind == "ctapipe"), exp.strategies[0])
     if strat is None:
         raise SpecError(str(args.experiment), "--strategy", f"no strategy {args.strategy!r} (strategies: {labels})")
-    res = run_strategy(strat, case, exp.hardware, seed=args.seed, jitter=args.jitter)
+    res = run_strategy(strat, case, exp.hardware, seed=args.seed, jitter=args.jitter, regime=exp.regime)
     out = Path(args.out)
     stem = f"{exp.name}-{strat.label}-{case.label}".replace(",", "_").replace("=", "")
     written = res.trace.save(out / stem, fmt=args.format)

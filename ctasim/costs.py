@@ -11,7 +11,7 @@ the mainloop).
 
 from __future__ import annotations
 
-from ctasim.spec import Hardware, KernelConfig, Layer
+from ctasim.spec import ACTIVATION_OPS, Hardware, KernelConfig, Layer
 
 __all__ = [
     "tile_ns",
@@ -39,10 +39,15 @@ def tile_ns(layer: Layer, k: int, hw: Hardware, elem_bytes: int, kernel: str = "
     """Time one CTA slot holds for one output tile of ``layer`` with reduction depth ``k`` (local output).
 
     Mainloop + fixed part from the kernel config; a ``residual`` epilogue reads one more tile from HBM at
-    the slot's share of HBM bandwidth.  ``kernel`` picks a kernel variant's config ('' = the default).
+    the slot's share of HBM bandwidth; an activation (gelu, silu, relu) adds
+    ``Hardware.activation_epilogue_ns_per_element`` per output element of the tile.  ``kernel`` picks a kernel
+    variant's config ('' = the default).
     """
     cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
     t = cfg.tile_ns(k)
+    acts = sum(op in ACTIVATION_OPS for op in layer.epilogue)
+    if acts:
+        t += acts * layer.tile_m * layer.tile_n * hw.activation_epilogue_ns_per_element
     if "residual" in layer.epilogue:
         t += tile_bytes(layer, elem_bytes) / slot_hbm_gbps(hw, cfg)  # bytes / (GB/s) = ns
     return t

@@ -24,6 +24,9 @@ What is simulated
       to the producer, slot reservation round trip, slot write and release-publish.
     * A consumer CTA claims the next head index and waits for that slot to be published; it sees the
       slot half a poll interval after it became visible (the mean delay of a polling loop).
+    * Clock regime (``Hardware.clock_onset_ns``, ``clock_sustained_slowdown``): a kernel tile that starts
+      at or after the onset (``regime = "burst"``: every GPU rested at time 0; ``"sustained"``: onset 0)
+      takes ``clock_sustained_slowdown`` times its time (the CTA launch included).
     * Copy-engine transfers use the fabric at copy-engine rate; collectives and memory passes take the
       time their cost function gives.
 
@@ -40,7 +43,9 @@ Simultaneous events
 
 Left out
     SM contention between two kernels on one GPU (plans keep one kernel per GPU at a time), L2 and HBM
-    contention beyond the per-tile costs, clock variation (see ``jitter``), host-side launch
+    contention beyond the per-tile costs, clock variation (see ``jitter``), the clock's recovery while a
+    GPU idles and any dependence of the cap's onset on the kernel's power (one onset per machine), the
+    cap's effect on memory-bound operations (copies, collectives, memory passes), host-side launch
     throughput, and the protocol's memory-ordering details (modelled separately in
     :mod:`ctasim.protocol`).
 """
@@ -77,8 +82,16 @@ def push_ns(hw: Hardware) -> float:
 class _Run:
     """State of one simulation (one plan on one machine)."""
 
-    def __init__(self, plan: Plan, hw: Hardware, seed: int, jitter: float, closed_form: bool = True):
+    def __init__(self, plan: Plan, hw: Hardware, seed: int, jitter: float, closed_form: bool = True,
+                 regime: str = "burst"):
         self.plan, self.hw = plan, hw
+        if regime not in ("burst", "sustained"):
+            raise ValueError(f"regime must be 'burst' or 'sustained', got {regime!r}")
+        # Tiles starting at or after slow_from take `slow` times longer (the power-capped clock); off when slow == 1.
+        self.slow = float(hw.clock_sustained_slowdown)
+        self.slow_from = hw.clock_onset_ns if regime == "burst" else 0.0
+        if self.slow == 1.0:
+            self.slow_from = math.inf
         self.env = simpy.Environment()
         self.fabric = Fabric(hw, self.env)
         if self.fabric.fair and hw.epilogue_store_overlap != 0.0:
@@ -175,11 +188,24 @@ class _Run:
         the per-tile event path (a test holds them equal); returns the kernel's end time.
         """
         t0, n = self.env.now, k.tiles
+        slow, slow_from = self.slow, self.slow_from
+        if t0 >= slow_from:  # the whole kernel under the cap
+            durations = durations * slow
+            slow_from = math.inf
         if k.persistent:
             rounds = -(-n // n_workers)
             d = np.zeros(rounds * n_workers)
             d[:n] = durations
-            end = (t0 + np.cumsum(d.reshape(rounds, n_workers), axis=0)).ravel()[:n]
+            d = d.reshape(rounds, n_workers)
+            end = t0 + np.cumsum(d, axis=0)
+            if (end[-1] - d[-1]).max() >= slow_from:  # some round starts after the onset: round by round
+                t = np.full(n_workers, t0)
+                for r in range(rounds):
+                    d[r] = np.where(t >= slow_from, d[r] * slow, d[r])
+                    t = t + d[r]
+                    end[r] = t
+            end = end.ravel()[:n]
+            durations = d.ravel()[:n]
             start = end - durations
             cta = np.arange(n) % n_workers
         else:
@@ -191,7 +217,10 @@ class _Run:
             for i in range(n):
                 t, w = heapq.heappop(free)
                 start[i], slot_of[i] = t, w
+                if t >= slow_from:
+                    dl[i] *= slow
                 heapq.heappush(free, (t + dl[i], w))
+            durations = np.asarray(dl)
             end = start + durations
             cta = np.arange(n)
             sm_slot = slot_of
@@ -218,6 +247,7 @@ class _Run:
         extra = state["extra"]  # a queue kernel's wave slowdown, by slot (its grid position)
         extra_mult = state["extra_mult"]  # its tile_cv multiplier, by tile id (None: 1)
         tiles, tiles_n, row_offset, gpu, kid, layer = k.tiles, k.tiles_n, k.row_offset, k.gpu, k.id, k.layer
+        slow, slow_from = self.slow, self.slow_from
         source, persistent = k.source, k.persistent
         inbound = self.plan.pipes[k.inbound] if k.inbound >= 0 else None
         outbound = self.plan.pipes[k.outbound] if k.outbound >= 0 else None
@@ -290,6 +320,8 @@ class _Run:
             dur = durations[i]
             if extra is not None:
                 dur += extra[slot] if extra_mult is None else extra[slot] * extra_mult[i]
+            if t_acquire >= slow_from:
+                dur *= slow
             t_ce = t_acquire + dur
             if outbound is not None and fair:
                 yield timeout(dur)
@@ -417,12 +449,14 @@ class _Run:
                                         "gpus": self.plan.gpus, **self.plan.params})
 
 
-def simulate(plan: Plan, hw: Hardware, seed: int = 0, jitter: float = 0.0, closed_form: bool = True) -> Trace:
+def simulate(plan: Plan, hw: Hardware, seed: int = 0, jitter: float = 0.0, closed_form: bool = True,
+             regime: str = "burst") -> Trace:
     """Run ``plan`` on ``hw``; deterministic for a given ``seed`` (``jitter`` = relative tile-time noise).
 
     ``closed_form``: time kernels that neither wait nor signal without per-tile events (same result).
+    ``regime``: ``burst`` (GPUs rested at time 0) or ``sustained`` (power-capped clock from the start).
     """
     if not 0.0 <= jitter < 0.5:
         raise ValueError(f"jitter must be within [0, 0.5), got {jitter}")
-    return _Run(plan, hw, seed, jitter, closed_form).run()
+    return _Run(plan, hw, seed, jitter, closed_form, regime).run()
 

@@ -92,10 +92,11 @@ def _stream_end_gpus(op) -> tuple[int, ...]:
     return ()
 
 
-def timed_makespan_ns(plan: Plan, hw: Hardware, harness: Harness | None, seed: int = 0) -> tuple[float, Any]:
+def timed_makespan_ns(plan: Plan, hw: Hardware, harness: Harness | None, seed: int = 0,
+                      regime: str = "burst") -> tuple[float, Any]:
     """(start event -> end event on GPU 0, the trace) of a plan from :func:`timed_plans`; without a harness, the
-    trace's makespan."""
-    trace = simulate(plan, hw, seed=seed)
+    trace's makespan. ``regime``: the clock regime (:func:`ctasim.engine.simulate`)."""
+    trace = simulate(plan, hw, seed=seed, regime=regime)
     if harness is None:
         return trace.makespan_ns, trace
     ends = trace.ops.set_index("op")["t_end"]

@@ -42,7 +42,8 @@ __all__ = ["Naive", "RULES", "predict", "register", "spec_files", "git_commit"]
 RULES = {
     "judged": "every (case, strategy, variant) the measurement reports with status ok; nothing is left out after "
               "the measurement is seen",
-    "makespan": "the median of the timed runs (ctahw Timed harness, burst regime: each run alone on rested GPUs); "
+    "makespan": "the median of the timed runs (ctahw Timed harness; burst regime: each run alone, behind the "
+                "harness's rest (RunConfig.rest_ms: host sleep, GPUs idle) and its sleep gate); "
                 "error = (predicted - measured) / measured",
     "best_chunks": "micro-batching's best chunk count: argmin over the chunk counts both ran",
     "ranking": "per case, the strategies ordered by their best makespan; agreement = the same order",
@@ -134,7 +135,7 @@ def predict(exp: Experiment, harness: Harness, naive: Naive | None, seed: int = 
                                      makespan_ms=float("nan")))
                 continue
             for plan in timed_plans(s, case.workload, exp.hardware, case.gpus, case.label, harness):
-                ns, _ = timed_makespan_ns(plan, exp.hardware, harness, seed=seed)
+                ns, _ = timed_makespan_ns(plan, exp.hardware, harness, seed=seed, regime=exp.regime)
                 v = _variant(s.kind, plan.params)
                 rows.append(dict(base, variant=v, gpus=plan.gpus, source="model", status="ok", reason="",
                                  makespan_ms=ns / 1e6))
@@ -144,7 +145,7 @@ def predict(exp: Experiment, harness: Harness, naive: Naive | None, seed: int = 
             if schedules is not None and s.kind == "ctapipe":
                 hw0 = dataclasses.replace(exp.hardware, launch_ns=0.0)
                 plan = build_plans(s, case.workload, hw0, case.gpus, case.label)[0]
-                tiles = simulate(plan, hw0, seed=seed).tiles
+                tiles = simulate(plan, hw0, seed=seed, regime=exp.regime).tiles
                 schedules.mkdir(parents=True, exist_ok=True)
                 tiles.to_csv(schedules / f"{case.label}-{s.label}.tiles.csv.gz".replace(",", "_").replace("=", ""),
                              index=False, float_format="%.1f")
@@ -197,6 +198,7 @@ def register(exp: Experiment, exp_path: Path, out: Path, harness: Harness, naive
             "spec_sha256": spec_files(exp_path, exp),
             "hardware": exp.hardware.name,
             "hardware_measured": exp.hardware.measured,
+            "regime": exp.regime,
             "harness": {"name": harness.name, "source": harness.source, **harness.values()},
             "naive": dataclasses.asdict(naive) if naive else None,
             "seed": seed,

@@ -50,13 +50,13 @@ def slots_per_gpu(plan: Plan) -> dict[int, int]:
 
 
 def run_strategy(strategy: Strategy, case: Case, hw: Hardware, seed: int = 0, jitter: float = 0.0,
-                 check: bool = True) -> StrategyResult:
+                 check: bool = True, regime: str = "burst") -> StrategyResult:
     """Simulate every plan the strategy builds for the case; keep the fastest."""
     best = None
     variants = []
     ctas = 0
     for plan in build_plans(strategy, case.workload, hw, case.gpus, case.label):
-        trace = simulate(plan, hw, seed=seed, jitter=jitter)
+        trace = simulate(plan, hw, seed=seed, jitter=jitter, regime=regime)
         if check:
             check_trace(trace, plan)
         variants.append((dict(plan.params), trace.makespan_ns))
@@ -112,5 +112,5 @@ def run_experiment(exp: Experiment, seed: int = 0, jitter: float = 0.0, progress
         from tqdm import tqdm
 
         it = tqdm(work, desc=exp.name, unit="run", leave=False)
-    results = [run_strategy(s, c, exp.hardware, seed=seed, jitter=jitter, check=check) for c, s in it]
+    results = [run_strategy(s, c, exp.hardware, seed=seed, jitter=jitter, check=check, regime=exp.regime) for c, s in it]
     return summarize(results, exp.name), results

@@ -31,6 +31,8 @@ __all__ = [
     "RASTER_ORDERS",
     "EPILOGUE_OPS",
     "ROWWISE_OPS",
+    "REGIMES",
+    "ACTIVATION_OPS",
     "DTYPE_BYTES",
     "SPECS_DIR",
     "load_hardware",
@@ -55,6 +57,10 @@ RASTER_ORDERS = ("row", "column")
 TOPOLOGIES = ("direct", "switch")
 EPILOGUE_OPS = ("gelu", "relu", "silu", "residual")
 ROWWISE_OPS = ("layernorm", "rmsnorm")
+REGIMES = ("burst", "sustained")
+"""Clock regimes of a run (:class:`Hardware`'s clock regime; :attr:`Experiment.regime`)."""
+ACTIVATION_OPS = ("gelu", "silu", "relu")
+"""Epilogue ops that cost ``Hardware.activation_epilogue_ns_per_element`` (the others: see ctasim.costs)."""
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 TILE_SOURCES = ("queue", "static")
 
@@ -153,6 +159,12 @@ class Hardware:
     ``active < slots`` CTA slots busy runs its tiles ``min(max_clock_boost, (slots/active)^(1/3))`` times
     faster: dynamic power grows about as the cube of the clock, so fewer busy SMs under the same power
     cap allow a higher clock, up to the boost ceiling (see docs/model.md).
+
+    Clock regime: a rested GPU runs its kernels at full clock until its power cap engages, after
+    ``clock_onset_ns`` of busy time; from then on kernel tiles take ``clock_sustained_slowdown`` times
+    longer (the capped clock).  An experiment's ``regime`` says which one a prediction describes:
+    ``burst`` (every GPU rested when the run starts: the onset counts from the run's start) or
+    ``sustained`` (the cap holds from the start: a GPU kept busy by the runs before).
     """
 
     name: str = _f("profile name")
@@ -185,6 +197,14 @@ class Hardware:
     max_clock_boost: float = _f(
         "ceiling of the tile-rate gain of a kernel that occupies few CTA slots (power-capped clock): tiles "
         "run min(max_clock_boost, (slots / active)^(1/3)) times faster; 1 = off", 1.0)
+    clock_onset_ns: float = _f(
+        "busy time, from a rested start, before the power cap slows kernel tiles (regime 'burst'); inf = never",
+        math.inf)
+    clock_sustained_slowdown: float = _f(
+        "tile-time factor of kernels once the power cap holds the clock (>= 1; 1 = no cap)", 1.0)
+    activation_epilogue_ns_per_element: float = _f(
+        "time a fused activation epilogue (gelu, silu, relu) adds to a tile, per output element of the tile, ns",
+        0.0)
     link_sharing: str = _f(
         "how concurrent transfers share a link channel: 'fcfs' = one after another in issue order, each at the "
         "full rate (the first of 132 simultaneous stores ends after 1/132 of the batch, the last after all of "
@@ -315,6 +335,9 @@ class Experiment:
     )
     gpus: int = _f("GPUs used (0: as many as the strategy needs, at most the node's)", 0)
     description: str = _f("what the experiment reproduces", "")
+    regime: str = _f(
+        "clock regime: 'burst' (GPUs rested when the run starts; the profile's clock_onset_ns counts from it) "
+        "or 'sustained' (the power cap holds from the start)", "burst")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -357,7 +380,8 @@ def _coerce(value: Any, typ: Any, default: Any, where: str, fld: str) -> Any:
         _require(isinstance(value, int) and not isinstance(value, bool), where, fld, f"expected an integer, got {value!r}")
         return value
     if t == "float":
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (
+            math.isfinite(value) or (value == math.inf and default == math.inf))  # inf only where it is the default
         _require(ok, where, fld, f"expected a number, got {value!r}")
         return float(value)
     if t == "str":
@@ -417,6 +441,12 @@ def _validate_hardware(hw: Hardware, where: str) -> None:
         v = getattr(hw, name)
         _require(v >= 0, where, p + name, f"must be >= 0, got {v}")
     _require(hw.max_clock_boost >= 1.0, where, p + "max_clock_boost", f"must be >= 1, got {hw.max_clock_boost}")
+    _require(hw.clock_onset_ns >= 0, where, p + "clock_onset_ns", f"must be >= 0, got {hw.clock_onset_ns}")
+    _require(math.isfinite(hw.clock_sustained_slowdown) and hw.clock_sustained_slowdown >= 1.0, where,
+             p + "clock_sustained_slowdown", f"must be >= 1, got {hw.clock_sustained_slowdown}")
+    _require(math.isfinite(hw.activation_epilogue_ns_per_element) and hw.activation_epilogue_ns_per_element >= 0,
+             where, p + "activation_epilogue_ns_per_element",
+             f"must be >= 0, got {hw.activation_epilogue_ns_per_element}")
     _require(hw.link_sharing in ("fcfs", "fair"), where, p + "link_sharing",
              f"must be one of ('fcfs', 'fair'), got {hw.link_sharing!r}")
     _require(hw.link_sharing != "fair" or hw.epilogue_store_overlap == 0.0, where, p + "link_sharing",
@@ -581,6 +611,7 @@ def parse_experiment(data: Mapping[str, Any], where: str, base: Path | None = No
     exp = _build(Experiment, data, where, "experiment.", hardware=hw, workload=wl, strategies=strats, sweep=tuple(sweep))
     _require(0 <= exp.gpus <= hw.gpus, where, "experiment.gpus",
              f"asks for {exp.gpus} GPUs but profile {hw.name!r} has {hw.gpus}")
+    _require(exp.regime in REGIMES, where, "experiment.regime", f"must be one of {REGIMES}, got {exp.regime!r}")
     return exp
 
 

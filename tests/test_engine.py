@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pandas as pd
 import pytest
@@ -333,3 +334,50 @@ def test_tile_cv_scales_a_queue_kernels_wave_slowdown_too():
     t = tr.tiles[(tr.tiles["kernel"] == cons.id) & (tr.tiles["slot"] >= cons.slots)]
     d = (t["t_compute_end"] - t["t_acquire"]).to_numpy()
     assert d.std() / d.mean() == pytest.approx(0.1, rel=0.2)
+
+
+@pytest.mark.parametrize("kind, kw, gpus", [("sequential", {}, 1), ("ctapipe", {}, 2)])
+@pytest.mark.parametrize("persistent", [True, False])
+def test_clock_onset_slows_exactly_the_tiles_that_start_after_it(kind, kw, gpus, persistent):
+    """Burst regime: tiles starting at or after clock_onset_ns take clock_sustained_slowdown times longer; the
+    closed form equals the event path; sustained: every tile is slow; no onset (inf) or slowdown 1: unchanged."""
+    hw = tiny_hw()
+    wl = chain(2, m=1280, k=128, n=512)
+    plan = build_plans(Strategy(kind, **kw), wl, hw, gpus, "t")[0]
+    for k in plan.kernels():
+        k.persistent = persistent
+        k.cta_launch_ns = 0.0 if persistent else 3.0
+    base = simulate(plan, hw)
+    onset = base.makespan_ns * 0.5
+    capped = dataclasses.replace(hw, clock_onset_ns=onset, clock_sustained_slowdown=1.25)
+    key = ["kernel", "tile_m", "tile_n"]
+    traces = {cf: simulate(plan, capped, closed_form=cf) for cf in (True, False)}
+    a, b = (traces[cf].tiles.sort_values(key).reset_index(drop=True) for cf in (True, False))
+    pd.testing.assert_frame_equal(a[key + ["t_acquire", "t_compute_end"]], b[key + ["t_acquire", "t_compute_end"]],
+                                  check_exact=False, rtol=1e-12)
+    ratio = (b.t_compute_end - b.t_acquire) / (base.tiles.sort_values(key).reset_index(drop=True).pipe(
+        lambda t: t.t_compute_end - t.t_acquire))
+    late = b.t_acquire >= onset
+    assert late.any() and (~late).any()
+    assert ratio[late].to_numpy() == pytest.approx(1.25) and ratio[~late].to_numpy() == pytest.approx(1.0)
+    assert base.makespan_ns < traces[True].makespan_ns < 1.25 * base.makespan_ns
+    sus = simulate(plan, capped, regime="sustained")
+    assert sus.makespan_ns > traces[True].makespan_ns
+    for off in (dataclasses.replace(hw, clock_onset_ns=0.0), dataclasses.replace(capped, clock_onset_ns=math.inf)):
+        assert simulate(plan, off).makespan_ns == pytest.approx(base.makespan_ns)
+    with pytest.raises(ValueError, match="regime"):
+        simulate(plan, hw, regime="hot")
+
+
+def test_an_activation_epilogue_adds_its_per_element_cost_to_every_tile():
+    from ctasim.costs import tile_ns
+
+    hw = tiny_hw(activation_epilogue_ns_per_element=0.01)
+    plain = chain(1, m=512, k=128, n=256).layers[0]
+    for ops, extra in (((), 0.0), (("gelu",), 128 * 128 * 0.01), (("silu",), 128 * 128 * 0.01), (("residual",), None)):
+        layer = dataclasses.replace(plain, epilogue=ops)
+        t = tile_ns(layer, layer.k, hw, 2)
+        if extra is None:  # the residual is a read, not an activation
+            assert t == pytest.approx(tile_ns(layer, layer.k, tiny_hw(), 2))
+        else:
+            assert t == pytest.approx(tile_ns(plain, plain.k, hw, 2) + extra)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import tomllib
 
+from pathlib import Path
+
 import pytest
 
 from ctahw import calibrate as cal
@@ -190,3 +192,44 @@ def test_remote_store_fit_failing_otherwise_is_not_hidden(tmp_path, monkeypatch)
     with pytest.raises(ZeroDivisionError, match="a bug"):
         cal.write_profile(FAKE_RESULT, "h200-x2", out, "p", PROV, log=lambda s: None)
     assert not out.exists()
+
+
+CLOCK_RUN = Path(__file__).resolve().parents[2] / "bench" / "results" / "hw" / "2026-12-01-clock-regime"
+
+
+def test_the_profiles_clock_regime_and_activation_cost_are_the_committed_measurements():
+    """h200-x2-calibrated's clock_onset_ns, clock_sustained_slowdown and activation_epilogue_ns_per_element are what
+    ctahw.calibrate derives from bench/results/hw/2026-12-01-clock-regime (no hand-kept copy)."""
+    import pandas as pd
+
+    from ctasim.spec import load_hardware
+
+    hw = load_hardware("h200-x2-calibrated")
+    fields, rounds = cal.clock_regime(pd.read_csv(CLOCK_RUN / "trajectory.csv").to_dict("records"))
+    assert hw.clock_onset_ns == pytest.approx(fields["clock_onset_ns"], rel=1e-6)
+    assert hw.clock_sustained_slowdown == pytest.approx(fields["clock_sustained_slowdown"], rel=1e-5)
+    assert sum(r["used"] for r in rounds) == 6 and all(r["sustained_slowdown"] > 1.1 for r in rounds)
+    act, per_m = cal.activation_epilogue_cost(pd.read_csv(CLOCK_RUN / "breakdown-rested.csv").to_dict("records"))
+    assert hw.activation_epilogue_ns_per_element == pytest.approx(act, rel=1e-5)
+    assert [r["m"] for r in per_m] == [4096, 16384]
+
+
+def _trajectory(onset_ms: float, slow: float, rounds=2, dur=1.0, n=100):
+    rows = []
+    for rd in range(rounds):
+        t = 0.0
+        for i in range(n):
+            d = dur * (1.3 if i == 0 else slow if t >= onset_ms else 1.0)
+            rows.append(dict(kernel="square-4096", round=rd, i=i, t_start_ms=t, dur_ms=d))
+            t += d
+    return rows
+
+
+def test_clock_regime_finds_a_known_onset_and_slowdown_and_refuses_a_run_that_never_slows():
+    fields, rounds = cal.clock_regime(_trajectory(40.0, 1.2))
+    assert fields["clock_onset_ns"] == pytest.approx(40e6, abs=1.3e6)  # within one launch (+ launch 0's extra)
+    assert fields["clock_sustained_slowdown"] == pytest.approx(1.2)
+    with pytest.raises(ValueError, match="never reached the power cap"):
+        cal.clock_regime(_trajectory(1e9, 1.2))
+    with pytest.raises(ValueError, match="no round of"):
+        cal.clock_regime(_trajectory(40.0, 1.2), kernels=("square-16384",))
