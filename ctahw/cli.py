@@ -241,14 +241,15 @@ def cmd_run_spec(args) -> int:
         except (NoGpuError, NoCupyError):
             n = args.gpus_assumed
         df = plan_runs(exp, n)
-        print(df[["case", "strategy", "kind", "gpus", "status", "reason"]].to_string(index=False))
+        print(df[["case", "strategy", "kind", "variant", "gpus", "status", "reason"]].to_string(index=False))
         print(f"{exp.name}: {int((df['status'] == 'planned').sum())} of {len(df)} runs planned on {n} GPU(s)",
               file=sys.stderr)
         return 0
     rest = {} if args.rest_ms is None else {"rest_ms": args.rest_ms}
     cfg = RunConfig(reps=args.reps, warmup=args.warmup, tune_rounds=args.tune_rounds, gate_ms=args.gate_ms,
                     sustain_s=args.sustain_s, seed=args.seed, **rest)
-    df = run(exp, cfg)
+    traces: dict = {}
+    df = run(exp, cfg, traces=traces)
     from ctahw import provenance  # noqa: PLC0415
     from ctasim import results  # noqa: PLC0415
 
@@ -256,9 +257,14 @@ def cmd_run_spec(args) -> int:
     if args.out:
         with results.staged_folder(args.out, merge=True) as tmp:
             results.write(df, tmp / "results.csv")
+            if traces:
+                from ctasim.trace import save_traces  # noqa: PLC0415
+                from ctasim.validate_ctapipe import TRACES_FILE  # noqa: PLC0415
+
+                save_traces(traces, tmp / TRACES_FILE)
             (tmp / "run.json").write_text(json.dumps({"experiment": exp.name, "config": dataclasses.asdict(cfg),
                                                       "registration": reg, "provenance": prov}, indent=1) + "\n")
-    print(df[["case", "strategy", "status", "makespan_ms", "rel_err", "reason"]].to_string(index=False))
+    print(df[["case", "strategy", "variant", "status", "makespan_ms", "rel_err", "reason"]].to_string(index=False))
     return 0 if not (df["status"] == "failed").any() else EXIT_FAILED
 
 
@@ -315,8 +321,10 @@ def cmd_run(args) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from ctahw.build import BuildError  # noqa: PLC0415
-    from ctahw.device import DeviceError, NoCupyError, NoGpuError, UnsupportedGpuError  # noqa: PLC0415
+    from ctahw.device import DeviceError, NoCupyError, NoGpuError, UnsupportedGpuError, is_cuda_fault  # noqa: PLC0415
+    from ctahw.runner import ProtocolError  # noqa: PLC0415
     from ctasim.spec import SpecError  # noqa: PLC0415
+    from ctasim.trace import TraceFileError  # noqa: PLC0415
 
     args = parser().parse_args(argv)
     handlers = {"info": cmd_info, "build": cmd_build, "calibrate": cmd_calibrate, "run": cmd_run}
@@ -337,9 +345,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_UsageError, argparse.ArgumentTypeError) as e:
         _err(f"ctahw: error: {e}")
         return 2
-    except SpecError as e:
+    except (SpecError, TraceFileError) as e:
         _err(f"ctahw: error: {e}")
         return 2
+    except ProtocolError as e:
+        _err(f"ctahw: protocol error: {e}")
+        return EXIT_FAILED
+    except RuntimeError as e:
+        if not is_cuda_fault(e):
+            raise
+        _err(f"ctahw: CUDA fault, run stopped: {type(e).__name__}: {e}")
+        return EXIT_FAILED
 
 if __name__ == "__main__":
     sys.exit(main())

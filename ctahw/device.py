@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 __all__ = [
+    "CUDA_FAULTS",
+    "is_cuda_fault",
     "to_device",
     "chain_flops",
     "reference_chain",
@@ -76,6 +78,15 @@ class UnsupportedGpuError(DeviceError):
 
 class PeerAccessError(DeviceError):
     """Two GPUs that must reach each other's memory cannot."""
+
+
+CUDA_FAULTS = ("CUDARuntimeError", "CUDADriverError", "CUBLASError", "NCCLError")
+"""CuPy's exception types (by name: no CuPy import needed) that mean the GPU context may be broken: a run stops."""
+
+
+def is_cuda_fault(e: BaseException) -> bool:
+    """True for a CuPy CUDA runtime/driver, cuBLAS or NCCL error (:data:`CUDA_FAULTS`)."""
+    return type(e).__name__ in CUDA_FAULTS
 
 
 def require_cupy():

@@ -13,10 +13,15 @@ What runs today:
   the baselines (``ctahw.baselines.Timed``: a sleep gate, start and end events on GPU 0), ``reps`` medians, checked
   once on fresh random inputs with poisoned outputs against an fp32 chain (activations rounded to bf16 where the
   GPU stores them).
+* ``microbatch``, ``tp``, ``ctapipe`` on two GPUs, for square 2-layer chains with no epilogue or row-wise op (the
+  shapes their kernels run): one :class:`ctahw.baselines.Sweep` per (M, H) does what the flag shorthand does
+  (micro-batching over the spec's chunk counts, one row each, ``variant = "chunks=C"``; TP with the NCCL
+  all-reduce; CTA-pipelining with the variant the strategy names and its traced twin, whose traces are kept), with
+  the CUTLASS backend, the kernel the profiles describe. Each Sweep row maps to the spec's row by
+  :func:`sweep_rows`.
 * Everything else is a ``skipped`` row with its reason: a strategy that needs more GPUs than the machine has; an
-  epilogue with no fused kernel; and, for now, the multi-GPU strategies from a spec (micro-batching, TP,
-  CTA-pipelining, hybrid), which ``ctahw run microbatch,tp,ctapipe`` still runs through its flags for square
-  chains.
+  epilogue with no fused kernel; a multi-GPU strategy on a workload its kernels do not run (more than 2 layers,
+  K != N, epilogue or row-wise ops); hybrid.
 
 Left out: the cuBLAS backend (it fuses no epilogue; the flag interface times it), traces of non-pipelined kernels.
 """
@@ -35,10 +40,12 @@ from ctasim.results import COLUMNS
 from ctasim.spec import Experiment, Strategy
 from ctasim.strategies import gpus_needed
 
-__all__ = ["RunConfig", "plan_runs", "reason_for", "run"]
+__all__ = ["RunConfig", "plan_runs", "reason_for", "run", "sweep_rows", "microbatch_chunks", "SPEC_KINDS", "SWEEP_KINDS"]
 
-SPEC_KINDS = ("sequential",)
+SPEC_KINDS = ("sequential", "microbatch", "tp", "ctapipe")
 """Strategy kinds ``ctahw run EXPERIMENT`` measures from a spec; others are skipped rows with their reason."""
+SWEEP_KINDS = ("microbatch", "tp", "ctapipe")
+"""The kinds measured through :class:`ctahw.baselines.Sweep` (square 2-layer chains, layer i on GPU i)."""
 
 
 @dataclass(frozen=True)
@@ -64,9 +71,12 @@ def reason_for(strategy: Strategy, case: Case, gpus: int) -> str | None:
     if need > gpus:
         return f"needs {need} GPUs, this machine has {gpus}"
     if strategy.kind not in SPEC_KINDS:
-        return (f"{strategy.kind} is not yet run from an experiment spec (ctahw run microbatch,tp,ctapipe runs "
-                f"square chains through flags)")
+        return f"{strategy.kind} is not yet run from an experiment spec"
     layers = case.workload.layers
+    if strategy.kind in SWEEP_KINDS:
+        why = _sweep_reason(strategy, case)
+        if why:
+            return why
     for i, l in enumerate(layers):
         why = fused_epilogue_reason(tuple(l.epilogue))
         if why:
@@ -81,18 +91,139 @@ def reason_for(strategy: Strategy, case: Case, gpus: int) -> str | None:
     return None
 
 
+def _sweep_reason(strategy: Strategy, case: Case) -> str | None:
+    """Why the Sweep's 2-GPU kernels cannot run ``strategy`` on ``case``, or None."""
+    from ctasim.variants import VARIANTS  # noqa: PLC0415
+
+    layers = case.workload.layers
+    h = layers[0].k
+    if len(layers) != 2:
+        return f"{strategy.kind} from a spec runs 2-layer chains (layer i on GPU i); this case has {len(layers)}"
+    if any(l.k != h or l.n != h or l.m != layers[0].m for l in layers):
+        return f"{strategy.kind} from a spec runs square chains (K = N for every layer)"
+    if any(l.epilogue or l.rowwise for l in layers):
+        return f"{strategy.kind} has no 2-GPU kernel path for epilogue or row-wise ops yet"
+    if any((l.tile_m, l.tile_n) != (128, 256) for l in layers):
+        return f"{strategy.kind}: tile {layers[0].tile_m}x{layers[0].tile_n} has no ctahw kernel (128x256 only)"
+    if h % 256:
+        return f"{strategy.kind}: H={h} must be a multiple of 256 for the 2-GPU kernels"
+    if strategy.kind == "tp" and strategy.tp_degree not in (0, 2):
+        return f"tp degree {strategy.tp_degree}: the 2-GPU TP runs degree 2"
+    if strategy.kind == "ctapipe":
+        if not strategy.variant:
+            return "ctapipe without a variant: name a ctahw kernel variant (ctasim.variants.VARIANTS)"
+        if strategy.variant not in VARIANTS or VARIANTS[strategy.variant].trace:
+            return f"ctapipe variant {strategy.variant!r} is not an untraced ctahw kernel variant"
+    return None
+
+
+def microbatch_chunks(strategy: Strategy, m: int) -> list[int]:
+    """The chunk counts of ``strategy`` that cut M into equal chunks of whole 128-row tiles (what the Sweep runs)."""
+    from ctahw.baselines import chunk_counts  # noqa: PLC0415 - pure function, no CuPy
+
+    return chunk_counts(m, strategy.chunks)
+
+
 def plan_runs(exp: Experiment, gpus: int) -> pd.DataFrame:
-    """One row per (case, strategy): ``planned`` or ``skipped`` with its reason (no GPU needed)."""
+    """One row per (case, strategy) -- per chunk count for micro-batching -- ``planned`` or ``skipped`` with its
+    reason (no GPU needed)."""
     rows = []
     for case in expand(exp):
+        m = case.workload.layers[0].m
         for s in exp.strategies:
             why = reason_for(s, case, gpus)
-            rows.append({"experiment": exp.name, "case": case.label, "strategy": s.label, "kind": s.kind,
-                         "variant": "", "gpus": gpus_needed(s, case.workload, case.gpus), "m": case.workload.layers[0].m,
-                         "layers": len(case.workload.layers), "source": "hw",
-                         "status": "skipped" if why else "planned", "reason": why or "", "makespan_ms": float("nan"),
-                         "rel_err": float("nan")})
+            base = {"experiment": exp.name, "case": case.label, "strategy": s.label, "kind": s.kind,
+                    "variant": "", "gpus": gpus_needed(s, case.workload, case.gpus), "m": m,
+                    "layers": len(case.workload.layers), "source": "hw",
+                    "status": "skipped" if why else "planned", "reason": why or "", "makespan_ms": float("nan"),
+                    "rel_err": float("nan")}
+            if s.kind == "microbatch":
+                chunks = microbatch_chunks(s, m)
+                for c in s.chunks:
+                    row = dict(base, variant=f"chunks={c}")
+                    if not why and c not in chunks:
+                        row.update(status="skipped", reason=f"{c} chunks do not cut M={m} into 128-row tiles")
+                    rows.append(row)
+            else:
+                rows.append(base)
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def sweep_rows(kind: str, strategy: Strategy, rows: list[dict]) -> dict[str, dict]:
+    """The rows of a Sweep experiment (``Sweep.microbatch`` / ``Sweep.tp`` / ``ctapipe_rows`` at one M) that answer
+    ``strategy``, by result variant: {variant: {"makespan_ms", "rel_err", "ok", "error", ...extras}}. CUTLASS
+    backend rows only; for CTA-pipelining the untraced variant's row, with its traced twin's trace figures."""
+    out = {}
+    for r in rows:
+        if kind in ("microbatch", "tp") and r.get("backend") != "cutlass":
+            continue
+        if kind == "ctapipe" and r.get("backend") != strategy.variant:
+            continue
+        variant = f"chunks={int(r['chunks'])}" if kind == "microbatch" else ""
+        extra = {k: r[k] for k in ("tflops", "trace_makespans_ms", "first_rowblock_ms", "trace_violations")
+                 if k in r}
+        if kind == "ctapipe":
+            twin = next((t for t in rows if t.get("backend") == strategy.variant + "_trace"), None)
+            if twin is not None:
+                extra.update({f"trace_{k}": twin[k] for k in ("median_ms", "rel_err") if k in twin})
+                extra.update({k: twin[k] for k in ("trace_makespans_ms", "first_rowblock_ms", "trace_violations")
+                              if k in twin})
+        out[variant] = {"makespan_ms": float(r["median_ms"]), "rel_err": float(r["rel_err"]), "ok": bool(r["ok"]),
+                        **extra}
+    return out
+
+
+def _run_sweep_kinds(exp: Experiment, df: pd.DataFrame, cfg: RunConfig, extra: dict, traces: dict,
+                     log: Callable[[str], None]) -> None:
+    """Measure the planned micro-batching / TP / CTA-pipelining rows of ``df`` in place: one Sweep per H on GPUs 0
+    and 1, each kind run once per M (CTA-pipelining: every named variant interleaved, as the shorthand does)."""
+    from ctahw.baselines import Sweep, SweepConfig  # noqa: PLC0415
+    from ctahw.device import is_cuda_fault  # noqa: PLC0415
+    from ctahw.pipelined import ctapipe_rows  # noqa: PLC0415
+
+    strategies = {s.label: s for s in exp.strategies}
+    cases = {c.label: c for c in expand(exp)}
+    todo = df[(df["status"] == "planned") & df["kind"].isin(SWEEP_KINDS)]
+    for h, rows_h in todo.groupby(todo["case"].map(lambda c: cases[c].workload.layers[0].k), sort=True):
+        used = [strategies[n] for n in dict.fromkeys(rows_h["strategy"])]
+        chunks = tuple(sorted({c for s in used if s.kind == "microbatch" for c in s.chunks})) or (1,)
+        variants = tuple(x for s in used if s.kind == "ctapipe" for x in (s.variant, s.variant + "_trace"))
+        scfg = SweepConfig(ms=tuple(sorted(set(rows_h["m"].astype(int)))), h=int(h), gpus=2, chunks=chunks,
+                           backends=("cutlass",), experiments=(), reps=cfg.reps, warmup=cfg.warmup,
+                           tune_rounds=cfg.tune_rounds, gate_ms=cfg.gate_ms, sustain_s=cfg.sustain_s,
+                           rest_ms=cfg.rest_ms, seed=cfg.seed,
+                           **({"ctapipe_variants": tuple(dict.fromkeys(variants))} if variants else {}))
+        run_kind = {"microbatch": lambda sw, m: sw.microbatch(m), "tp": lambda sw, m: sw.tp(m),
+                    "ctapipe": ctapipe_rows}
+        with Sweep(scfg, log) as sw:
+            sw.traces = traces
+            done: dict[tuple[int, str], list[dict] | str] = {}
+            for (m, label), idx in rows_h.groupby([rows_h["m"].astype(int), rows_h["strategy"]]).groups.items():
+                st = strategies[label]
+                if (m, st.kind) not in done:
+                    log(f"{exp.name}: {st.kind} M={m} H={h} on GPUs 0, 1")
+                    try:
+                        done[(m, st.kind)] = run_kind[st.kind](sw, m)
+                    except (RuntimeError, ValueError) as e:  # a failed check or a protocol timeout: a failed row
+                        if is_cuda_fault(e):  # the context may be broken: the run stops (one line in the CLI)
+                            raise
+                        done[(m, st.kind)] = f"{type(e).__name__}: {e}"
+                    finally:
+                        sw.free()
+                got = done[(m, st.kind)]
+                res = sweep_rows(st.kind, st, got) if isinstance(got, list) else {}
+                for i in idx:
+                    r = res.get(df.loc[i, "variant"] if isinstance(df.loc[i, "variant"], str) else "")
+                    if r is None:
+                        df.loc[i, "status"] = "failed"
+                        df.loc[i, "reason"] = got if isinstance(got, str) else "the run returned no row for it"
+                        continue
+                    df.loc[i, "makespan_ms"] = r["makespan_ms"]
+                    df.loc[i, "rel_err"] = r["rel_err"]
+                    df.loc[i, "status"] = "ok" if r["ok"] else "failed"
+                    if not r["ok"]:
+                        df.loc[i, "reason"] = f"relative error {r['rel_err']:.3g} above the bf16 tolerance"
+                    extra[i] = {k: v for k, v in r.items() if k not in ("makespan_ms", "rel_err", "ok")}
 
 
 def _sequential(case: Case, cfg: RunConfig, timed, gemm, log: Callable[[str], None]) -> dict:
@@ -163,8 +294,11 @@ def _sequential(case: Case, cfg: RunConfig, timed, gemm, log: Callable[[str], No
             "schedules": ";".join(f"{m}x{n}x{k}:{r}/{s}" for (m, n, k), (r, s) in gemm.schedule.items())}
 
 
-def run(exp: Experiment, cfg: RunConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> pd.DataFrame:
-    """Measure every planned row of ``exp`` on this machine's GPUs; the table of :func:`plan_runs`, filled in."""
+def run(exp: Experiment, cfg: RunConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
+        traces: dict | None = None) -> pd.DataFrame:
+    """Measure every planned row of ``exp`` on this machine's GPUs; the table of :func:`plan_runs`, filled in.
+    CTA-pipelining traces (every traced run, ctasim traces by ``ctasim.validate_ctapipe.trace_key``) go into
+    ``traces``."""
     from ctahw.baselines import Timed  # noqa: PLC0415
     from ctahw.device import gpus as list_gpus  # noqa: PLC0415
     from ctahw.gemm import CutlassGemm  # noqa: PLC0415
@@ -173,13 +307,16 @@ def run(exp: Experiment, cfg: RunConfig, log: Callable[[str], None] = lambda s: 
     df = plan_runs(exp, len(found))
     if not (df["status"] == "planned").any():
         return df
+    extra: dict[int, dict] = {}
+    if (df["status"].eq("planned") & df["kind"].isin(SWEEP_KINDS)).any():
+        _run_sweep_kinds(exp, df, cfg, extra, traces if traces is not None else {}, log)
+    if not (df["status"].eq("planned") & df["kind"].eq("sequential")).any():
+        return pd.concat([df.reset_index(drop=True), pd.DataFrame([extra.get(i, {}) for i in df.index])], axis=1)
     timed = Timed([0], cfg.gate_ms, cfg.sustain_s, cfg.rest_ms)
     gemm = CutlassGemm(0)
     cases = {c.label: c for c in expand(exp)}
-    extra: list[dict] = []
     for i, r in df.iterrows():
-        if r["status"] != "planned":
-            extra.append({})
+        if r["status"] != "planned" or r["kind"] != "sequential":
             continue
         log(f"{exp.name}: {r['strategy']} {r['case']}")
         res = _sequential(cases[r["case"]], cfg, timed, gemm, log)
@@ -188,6 +325,6 @@ def run(exp: Experiment, cfg: RunConfig, log: Callable[[str], None] = lambda s: 
         df.loc[i, "status"] = "ok" if res["ok"] else "failed"
         if not res["ok"]:
             df.loc[i, "reason"] = f"relative error {res['rel_err']:.3g} above the bf16 tolerance"
-        extra.append({k: v for k, v in res.items() if k not in ("makespan_ms", "rel_err", "ok")})
+        extra[i] = {k: v for k, v in res.items() if k not in ("makespan_ms", "rel_err", "ok")}
         timed.cp.get_default_memory_pool().free_all_blocks()
-    return pd.concat([df.reset_index(drop=True), pd.DataFrame(extra)], axis=1)
+    return pd.concat([df.reset_index(drop=True), pd.DataFrame([extra.get(i, {}) for i in df.index])], axis=1)

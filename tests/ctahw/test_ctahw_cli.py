@@ -76,3 +76,30 @@ def test_all_joined_with_ctapipe_keeps_both():
     assert p.returncode == 0, p.stderr
     kinds = {l.split()[0] for l in p.stdout.splitlines()[1:]}
     assert set(SweepConfig().experiments) | {"ctapipe"} <= kinds
+
+
+def test_a_cuda_fault_or_a_protocol_timeout_ends_in_one_line(monkeypatch, capsys):
+    """Errors stay typed to the CLI: a CUDA fault (CuPy's CUDARuntimeError, by name) stops the run with one line
+    and exit 4; a protocol timeout (ctahw.runner.ProtocolError) too; any other RuntimeError is a bug and raises."""
+    from ctahw import cli
+    from ctahw.runner import ProtocolError
+
+    class CUDARuntimeError(RuntimeError):
+        pass
+
+    for exc, says in ((CUDARuntimeError("cudaErrorIllegalAddress: an illegal memory access"), "CUDA fault"),
+                      (ProtocolError("ctapipe L1", 1, 7, 3, 0, 1, 1), "protocol error")):
+        def boom(args, exc=exc):
+            raise exc
+
+        monkeypatch.setattr(cli, "cmd_run", boom)
+        assert cli.main(["run", "fig5"]) == cli.EXIT_FAILED
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1 and "Traceback" not in err
+
+    def bug(args):
+        raise RuntimeError("a programming error")
+
+    monkeypatch.setattr(cli, "cmd_run", bug)
+    with pytest.raises(RuntimeError, match="programming error"):
+        cli.main(["run", "fig5"])

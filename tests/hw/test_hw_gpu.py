@@ -162,3 +162,49 @@ def test_small_sweep_is_correct():
     g = 2 if sum(x.is_sm90 for x in gpus()) >= 2 else 1
     rows = run_sweep(SweepConfig(ms=(1024,), h=2048, gpus=g, chunks=(1, 2), reps=2, warmup=1, gate_ms=0.5))
     assert rows and all(r["ok"] for r in rows), [(r.get("experiment"), r.get("error"), r.get("rel_err")) for r in rows]
+
+
+SPEC_2GPU = """
+[experiment]
+name = "hw-spec-2gpu"
+hardware = "h200-x2-calibrated"
+gpus = 2
+
+[experiment.workload]
+dtype = "bf16"
+layers = 2
+m = 1024
+k = 8192
+n = 8192
+tile = [128, 256]
+
+[[experiment.strategy]]
+kind = "sequential"
+
+[[experiment.strategy]]
+kind = "microbatch"
+chunks = [1, 2]
+
+[[experiment.strategy]]
+kind = "tp"
+
+[[experiment.strategy]]
+kind = "ctapipe"
+variant = "cutlass_ctapipe_w21g4"
+"""
+
+
+def test_a_spec_runs_every_strategy_on_two_gpus(tmp_path):
+    """ctahw run EXPERIMENT on 2 GPUs: sequential, micro-batching per chunk count, TP and a CTA-pipelining variant
+    from one spec, every row ok within bf16 tolerance, the traced twin's traces kept."""
+    _gpus_or_skip(2)
+    from ctahw.experiment import RunConfig, run
+    from ctasim.cases import load_experiment
+
+    p = tmp_path / "hw-spec-2gpu.toml"
+    p.write_text(SPEC_2GPU)
+    traces = {}
+    df = run(load_experiment(str(p)), RunConfig(reps=2, warmup=1, tune_rounds=0, rest_ms=0.0), traces=traces)
+    assert (df["status"] == "ok").all(), df[["strategy", "variant", "status", "reason"]].to_string()
+    assert sorted(df["variant"].fillna("")) == ["", "", "", "chunks=1", "chunks=2"]
+    assert traces and all(t.meta["variant"] == "cutlass_ctapipe_w21g4_trace" for t in traces.values())
