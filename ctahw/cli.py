@@ -57,7 +57,9 @@ def _experiments(s: str) -> tuple[str, ...]:
 def parser() -> argparse.ArgumentParser:
     from ctahw.baselines import SweepConfig  # noqa: PLC0415 - pure module (no cupy at import)
 
-    p = argparse.ArgumentParser(prog="ctahw", description="CUTLASS kernels, baselines and calibration on real GPUs")
+    from ctasim.cli import OneLineParser  # noqa: PLC0415 - a usage error is one line
+
+    p = OneLineParser(prog="ctahw", description="CUTLASS kernels, baselines and calibration on real GPUs")
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("info", help="toolchain, kernel cache and GPUs")
     b = sub.add_parser("build", help="compile every kernel source into the cache (no GPU needed)")
@@ -154,8 +156,21 @@ def cmd_calibrate(args) -> int:
     from ctahw import calibrate, provenance  # noqa: PLC0415
     from ctasim.spec import SPECS_DIR  # noqa: PLC0415
 
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+
     name = args.name or f"{args.base}-calibrated"
     out = args.out or SPECS_DIR / "hardware" / f"{name}.toml"
+    load_hardware(args.base)  # an unknown base profile is one line before anything is measured
+    if args.reps < 1:
+        raise _UsageError(f"--reps {args.reps}: must be >= 1")
+    for flag, path in (("--out", out), ("--json", args.json)):
+        if path is not None:
+            if path.exists() and not path.is_file():
+                raise _UsageError(f"{flag} {path}: exists and is not a file")
+            try:
+                _check_out(path.parent, flag)
+            except _UsageError as e:
+                raise _UsageError(f"{flag} {path}: {str(e).split(': ', 1)[1]}") from None
     if args.dry_run:
         print(f"would measure (see ctahw.calibrate): {', '.join(calibrate.MEASURED_FIELDS)}, kernel_config 128x256")
         print(f"would write {out} (base {args.base}) and {args.json or 'no json'}")
@@ -197,19 +212,31 @@ def _is_shorthand(arg: str) -> bool:
     return bool(names) and all(n in _experiment_names() for n in names)
 
 
-def _check_out(out: Path | None) -> None:
+def _check_out(out: Path | None, flag: str = "--out") -> None:
     """An output folder that can be written: refused before anything runs (one line, exit 2)."""
     if out is None:
         return
-    if out.exists() and not out.is_dir():
-        raise _UsageError(f"--out {out}: exists and is not a folder")
-    parent = out if out.exists() else out.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    import os  # noqa: PLC0415
+    from ctasim.cli import _out_folder  # noqa: PLC0415
+    from ctasim.spec import SpecError  # noqa: PLC0415
 
-    if not os.access(parent, os.W_OK):
-        raise _UsageError(f"--out {out}: {parent} is not writable")
+    try:
+        _out_folder(out, flag)
+    except SpecError as e:
+        raise _UsageError(f"{flag} {out}: {e.problem}") from None
+
+
+def _check_numbers(args) -> None:
+    """The run's counts and sizes, checked before anything runs (one line, exit 2)."""
+    for name, low in (("reps", 1), ("warmup", 0), ("tune_rounds", 0), ("gpus", 1), ("h", 64), ("gpus_assumed", 1)):
+        v = getattr(args, name, None)
+        if v is not None and v < low:
+            raise _UsageError(f"--{name.replace('_', '-')} {v}: must be >= {low}")
+    if getattr(args, "h", 64) % 64:
+        raise _UsageError(f"--h {args.h}: must be a multiple of 64 (the CUTLASS kernel's K tile)")
+    for name in ("ms", "chunks"):
+        bad = [v for v in getattr(args, name, ()) or () if v < 1]
+        if bad:
+            raise _UsageError(f"--{name} {','.join(map(str, bad))}: must be >= 1")
 
 
 class _UsageError(Exception):
@@ -276,6 +303,8 @@ def cmd_run(args) -> int:
         v = getattr(args, name)
         if v is not None and not (math.isfinite(v) and v >= 0):
             raise _UsageError(f"--{name.replace('_', '-')} {v}: must be a number >= 0")
+    _check_numbers(args)
+    _check_out(args.out)
     if not _is_shorthand(args.experiment):
         return cmd_run_spec(args)
     args.experiment = _experiments(args.experiment)
@@ -299,22 +328,24 @@ def cmd_run(args) -> int:
     if args.out:
         import pandas as pd  # noqa: PLC0415
 
-        args.out.mkdir(parents=True, exist_ok=True)
+        from ctasim.results import staged_folder  # noqa: PLC0415
+
         df = pd.DataFrame(rows)
         for k, v in prov.items():
             df[f"prov_{k}"] = v
-        df.to_csv(args.out / "baselines.csv", index=False)
-        try:
-            df.to_parquet(args.out / "baselines.parquet", index=False)
-        except (ImportError, ValueError):
-            pass
-        if traces:
-            from ctasim.trace import save_traces  # noqa: PLC0415
-            from ctasim.validate_ctapipe import TRACES_FILE  # noqa: PLC0415
+        with staged_folder(args.out, merge=True) as tmp:  # whole or not at all
+            df.to_csv(tmp / "baselines.csv", index=False)
+            try:
+                df.to_parquet(tmp / "baselines.parquet", index=False)
+            except (ImportError, ValueError):
+                pass
+            if traces:
+                from ctasim.trace import save_traces  # noqa: PLC0415
+                from ctasim.validate_ctapipe import TRACES_FILE  # noqa: PLC0415
 
-            save_traces(traces, args.out / TRACES_FILE)
-        (args.out / "baselines_config.json").write_text(json.dumps(
-            {"config": dataclasses.asdict(cfg), "provenance": prov, "cutlass_tuning": tuning}, indent=1))
+                save_traces(traces, tmp / TRACES_FILE)
+            (tmp / "baselines_config.json").write_text(json.dumps(
+                {"config": dataclasses.asdict(cfg), "provenance": prov, "cutlass_tuning": tuning}, indent=1))
     print(format_table(rows))
     return 0 if all(r.get("ok") for r in rows) else EXIT_FAILED
 

@@ -95,7 +95,7 @@ def require_cupy():
         import cupy  # noqa: PLC0415 - lazy on purpose: ctahw imports without cupy
     except ImportError as e:
         raise NoCupyError(
-            "CuPy is not installed: pip install -e '.[hw]' (CUDA 12) or '.[hw-cu13]' (CUDA 13)"
+            "CuPy is not installed: pip install '.[hw]' (CUDA 12) or '.[hw-cu13]' (CUDA 13) from the repository"
         ) from e
     return cupy
 

@@ -14,7 +14,11 @@ from dataclasses import dataclass
 from ctasim.spec import Experiment, Workload, _require, read_experiment, validate_layer
 from ctasim.strategies import check_placement
 
-__all__ = ["Case", "expand", "check_experiment", "load_experiment"]
+__all__ = ["Case", "expand", "check_experiment", "load_experiment", "estimate_ctas", "MAX_CTAS"]
+
+MAX_CTAS = 4_000_000
+"""Default ceiling on the CTAs an experiment may simulate (``--max-ctas`` overrides it): about half a minute of
+simulation and a few hundred MiB of trace at the engine's 120-190K CTAs per second."""
 
 
 @dataclass(frozen=True)
@@ -49,12 +53,26 @@ def expand(exp: Experiment) -> list[Case]:
     return cases
 
 
+def estimate_ctas(exp: Experiment) -> int:
+    """CTAs the experiment simulates, from the spec alone (before any plan is built): per case and strategy the
+    tiles of every layer, once per micro-batching chunk count (each is a plan of its own)."""
+    total = 0
+    for case in expand(exp):
+        tiles = sum(-(-l.m // l.tile_m) * -(-l.n // l.tile_n) for l in case.workload.layers)
+        for s in exp.strategies:
+            total += tiles * (max(1, len(s.chunks)) if s.kind in ("microbatch", "hybrid") else 1)
+    return total
+
+
 def check_experiment(exp: Experiment, where: str) -> Experiment:
     """``exp`` if every case tiles on its profile and every strategy fits the case's GPUs; else SpecError."""
     for case in expand(exp):
         for i, layer in enumerate(case.workload.layers):
             validate_layer(layer, where, f"case {case.label}: workload.layer[{i}].")
-            exp.hardware.config(layer.tile_m, layer.tile_n, where)
+            cfg = exp.hardware.config(layer.tile_m, layer.tile_n, where)
+            _require(layer.k % cfg.tile_k == 0, where, f"case {case.label}: workload.layer[{i}].k",
+                     f"K={layer.k} is not a multiple of the kernel's tile_k={cfg.tile_k} (profile "
+                     f"{exp.hardware.name!r}, {layer.tile_m}x{layer.tile_n})")
         for s in exp.strategies:
             problem = check_placement(s, case.workload, exp.hardware, case.gpus)
             _require(problem is None, where, f"experiment.strategy ({s.label})", f"case {case.label}: {problem}")

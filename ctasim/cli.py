@@ -25,9 +25,83 @@ import pandas as pd
 from ctasim.cases import load_experiment
 from ctasim.spec import Experiment, SpecError, _coerce, _validate_hardware, list_specs, validate_layer
 
-__all__ = ["main"]
+__all__ = ["main", "OneLineParser"]
 
 EXIT_SPEC = 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (``prog: error: ...``) and exit 2, with no usage block."""
+
+    def error(self, message: str):  # noqa: D401 - argparse's hook
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _jitter(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 0.5), got {s!r}") from None
+    if not 0.0 <= v < 0.5:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be within [0, 0.5) (relative tile-time noise), got {s}")
+    return v
+
+
+def _positive_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
+    return v
+
+
+def _out_folder(path: str | Path, flag: str = "--out") -> Path:
+    """``path`` if a folder can be written there (an existing folder, or a new one whose nearest existing parent is
+    a writable folder); else SpecError. Checked before anything is simulated."""
+    import os
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise SpecError(flag, str(p), "exists and is not a folder")
+    parent = p if p.exists() else p.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise SpecError(flag, str(p), f"{parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise SpecError(flag, str(p), f"{parent} is not writable")
+    return p
+
+
+def _out_file(path: str | Path, flag: str = "--out") -> Path:
+    """``path`` if a .csv or .parquet table can be written there (parquet: pyarrow installed); else SpecError."""
+    p = Path(path)
+    if p.suffix not in (".csv", ".parquet"):
+        raise SpecError(flag, str(p), "the results file must end in .csv or .parquet")
+    if p.exists() and not p.is_file():
+        raise SpecError(flag, str(p), "exists and is not a file")
+    _out_folder(p.parent, flag)
+    if p.suffix == ".parquet":
+        _need_pyarrow(flag)
+    return p
+
+
+def _need_pyarrow(flag: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("pyarrow") is None:
+        raise SpecError(flag, "parquet", "needs pyarrow (pip install pyarrow), or use csv")
+
+
+def _check_size(exp: Experiment, max_ctas: int, where: str) -> None:
+    from ctasim.cases import estimate_ctas
+
+    n = estimate_ctas(exp)
+    if n > max_ctas:
+        raise SpecError(where, "size", f"would simulate about {n:,} CTAs, above the limit of {max_ctas:,} "
+                                       f"(--max-ctas N raises it)")
 
 
 def _table(df: pd.DataFrame) -> str:
@@ -46,11 +120,17 @@ def _table(df: pd.DataFrame) -> str:
 
 
 def _write_table(df: pd.DataFrame, path: Path) -> Path:
+    """Write ``df`` as CSV or Parquet (by suffix) under a temporary name, then rename: whole or not at all."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".parquet":
-        df.to_parquet(path, index=False)
-    else:
-        df.to_csv(path, index=False)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        if path.suffix == ".parquet":
+            df.to_parquet(tmp, index=False)
+        else:
+            df.to_csv(tmp, index=False)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 
@@ -58,6 +138,11 @@ def cmd_run(args) -> int:
     from ctasim.run import run_experiment
 
     exp = load_experiment(args.experiment)
+    if args.out:
+        _out_folder(args.out)
+        if args.format == "parquet":
+            _need_pyarrow("--format")
+    _check_size(exp, args.max_ctas, str(args.experiment))
     t0 = time.perf_counter()
     df, results = run_experiment(exp, seed=args.seed, jitter=args.jitter, progress=not args.quiet,
                                  check=not args.no_check)
@@ -68,12 +153,15 @@ def cmd_run(args) -> int:
           + ("" if args.no_check else ", invariants checked on every trace"))
     print(_table(df))
     if args.out:
+        from ctasim.results import staged_folder
+
         out = Path(args.out)
-        written = [_write_table(df, out / f"{exp.name}.{args.format}")]
-        if args.plots:
-            written += _figures(exp, df, results, out)
-        for p in written:
-            print(f"wrote {p}")
+        with staged_folder(out, merge=True) as tmp:
+            names = [_write_table(df, tmp / f"{exp.name}.{args.format}").name]
+            if args.plots:
+                names += [p.name for p in _figures(exp, df, results, tmp)]
+        for name in names:
+            print(f"wrote {out / name}")
     return 0
 
 
@@ -113,7 +201,7 @@ _LAYER_FIELDS = ("m", "k", "n", "tile_m", "tile_n", "raster")
 
 def _override(exp: Experiment, name: str, value) -> Experiment:
     """A copy of ``exp`` with one field replaced: ``hardware.<field>``, ``workload.<layer field>`` or ``m``/``layers``."""
-    where = f"--set {name}"
+    where = "--set"
     if name.startswith("hardware."):
         fld = name.split(".", 1)[1]
         fields = {f.name: f for f in dataclasses.fields(exp.hardware)}
@@ -123,15 +211,19 @@ def _override(exp: Experiment, name: str, value) -> Experiment:
         _validate_hardware(hw, where)
         return dataclasses.replace(exp, hardware=hw)
     fld = name.split(".", 1)[1] if name.startswith("workload.") else name
+    if fld in ("m", "k", "n", "tile_m", "tile_n", "layers"):
+        value = _coerce(value, "int", None, where, name)
+        if value < 1:
+            raise SpecError(where, name, f"must be >= 1, got {value}")
     if fld == "layers":
-        return dataclasses.replace(exp, sweep=tuple(a for a in exp.sweep if a[0] != "layers") + (("layers", (int(value),)),))
+        return dataclasses.replace(exp, sweep=tuple(a for a in exp.sweep if a[0] != "layers") + (("layers", (value,)),))
     if fld in _LAYER_FIELDS:
         layers = tuple(dataclasses.replace(l, **{fld: value}) for l in exp.workload.layers)
         for i, l in enumerate(layers):
             validate_layer(l, where, f"workload.layer[{i}].")
         sweep = tuple(a for a in exp.sweep if a[0] != fld)
         return dataclasses.replace(exp, workload=dataclasses.replace(exp.workload, layers=layers), sweep=sweep)
-    raise SpecError(where, name, f"unknown field (hardware.<field>, m, k, n, tile_m, tile_n, raster, layers)")
+    raise SpecError(where, name, "unknown field (hardware.<field>, m, k, n, tile_m, tile_n, raster, layers)")
 
 
 def cmd_sweep(args) -> int:
@@ -139,7 +231,12 @@ def cmd_sweep(args) -> int:
 
     from ctasim.run import run_experiment
 
+    from ctasim.cases import check_experiment
+
     exp = load_experiment(args.experiment)
+    out_path = _out_file(args.out)
+    if not args.set:
+        raise SpecError("--set", "(none)", "give at least one FIELD=V1,V2,... to sweep")
     grid = _parse_set(args.set)
     points = list(itertools.product(*[vals for _, vals in grid]))
     variants = []
@@ -147,6 +244,9 @@ def cmd_sweep(args) -> int:
         e = exp
         for (name, _), v in zip(grid, point):
             e = _override(e, name, v)
+        where = "--set " + " ".join(f"{n}={v}" for (n, _), v in zip(grid, point))
+        check_experiment(e, where)
+        _check_size(e, args.max_ctas, where)
         variants.append((point, e))
     frames = []
     for point, e in tqdm(variants, desc=f"sweep {exp.name}", unit="point", disable=args.quiet):
@@ -157,9 +257,11 @@ def cmd_sweep(args) -> int:
             df.insert(0, name, v)
         frames.append(df)
     out = pd.concat(frames, ignore_index=True)
-    path = _write_table(out, Path(args.out))
+    path = _write_table(out, out_path)
     cols = [n for n, _ in grid] + ["case", "strategy", "variant", "latency_us"]
-    print(out[cols].to_string(index=False))
+    shown = out[cols].copy()
+    shown["latency_us"] = shown["latency_us"].map(lambda v: f"{v:,.1f}")
+    print(shown.to_string(index=False))
     print(f"wrote {path} ({len(out)} rows)")
     return 0
 
@@ -170,6 +272,9 @@ def cmd_trace(args) -> int:
     from ctasim.run import run_strategy
 
     exp = load_experiment(args.experiment)
+    _out_folder(args.out)
+    if args.format == "parquet":
+        _need_pyarrow("--format")
     cases = expand(exp)
     case = next((c for c in cases if c.label == args.case), None) if args.case else cases[-1]
     if case is None:
@@ -179,16 +284,21 @@ def cmd_trace(args) -> int:
         (s for s in exp.strategies if s.kind == "ctapipe"), exp.strategies[0])
     if strat is None:
         raise SpecError(str(args.experiment), "--strategy", f"no strategy {args.strategy!r} (strategies: {labels})")
+    _check_size(dataclasses.replace(exp, workload=case.workload, strategies=(strat,), sweep=()), args.max_ctas,
+                str(args.experiment))
     res = run_strategy(strat, case, exp.hardware, seed=args.seed, jitter=args.jitter, regime=exp.regime)
+    from ctasim.results import staged_folder
+
     out = Path(args.out)
     stem = f"{exp.name}-{strat.label}-{case.label}".replace(",", "_").replace("=", "")
-    written = res.trace.save(out / stem, fmt=args.format)
-    written.append(res.trace.write_chrome(out / f"{stem}.chrome.json"))
-    written.append(plots.gantt(res.trace, out / f"{stem}-gantt.png",
-                               title=f"{exp.name}: {strat.label}, {case.label} ({res.latency_ns / 1e3:,.1f} µs)"))
+    with staged_folder(out, merge=True) as tmp:
+        written = res.trace.save(tmp / stem, fmt=args.format)
+        written.append(res.trace.write_chrome(tmp / f"{stem}.chrome.json"))
+        written.append(plots.gantt(res.trace, tmp / f"{stem}-gantt.png",
+                                   title=f"{exp.name}: {strat.label}, {case.label} ({res.latency_ns / 1e3:,.1f} µs)"))
     print(f"{strat.label} {case.label}: {res.latency_ns / 1e3:,.1f} µs, {len(res.trace.tiles):,} CTAs")
     for p in written:
-        print(f"wrote {p}")
+        print(f"wrote {out / p.name}")
     return 0
 
 
@@ -199,6 +309,7 @@ def cmd_predict(args) -> int:
 
     exp = load_experiment(args.experiment)
     exp_path = _resolve(str(args.experiment), "experiments", None)
+    _check_size(exp, args.max_ctas, str(args.experiment))
     harness = load_harness(args.harness)
     out = Path(args.out)
     if out.exists() and not args.force:
@@ -210,7 +321,10 @@ def cmd_predict(args) -> int:
     if args.naive_from:
         try:
             naive = Naive.fit(args.naive_from)
-        except (OSError, ValueError, KeyError) as e:
+        except KeyError as e:
+            raise SpecError("--naive-from", str(args.naive_from),
+                            f"not a ctahw run baselines.csv (no {e} column)") from None
+        except (OSError, ValueError) as e:
             raise SpecError("--naive-from", str(args.naive_from), str(e).splitlines()[0]) from None
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -254,13 +368,22 @@ def cmd_list(args) -> int:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the tile-time jitter (default 0)")
-    p.add_argument("--jitter", type=float, default=0.0, help="relative tile-time noise, 0 = deterministic (default)")
+    p.add_argument("--jitter", type=_jitter, default=0.0,
+                   help="relative tile-time noise in [0, 0.5), 0 = deterministic (default)")
+    _max_ctas(p)
     p.add_argument("--no-check", action="store_true", help="skip the invariant checks on each trace")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
+def _max_ctas(p: argparse.ArgumentParser) -> None:
+    from ctasim.cases import MAX_CTAS
+
+    p.add_argument("--max-ctas", type=_positive_int, default=MAX_CTAS,
+                   help=f"refuse experiments estimated above this many simulated CTAs (default {MAX_CTAS:,})")
+
+
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="ctasim", description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="ctasim", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="simulate an experiment and print the summary table")
     p.add_argument("experiment", nargs="?", default="default", help="experiment name or TOML path (default: default)")
@@ -293,6 +416,7 @@ def parser() -> argparse.ArgumentParser:
                    help="a ctahw baselines.csv whose CUTLASS gemm rows fit the naive predictor (none: no naive rows)")
     p.add_argument("--seed", type=int, default=0, help="seed of the tile-time draws (default 0)")
     p.add_argument("--force", action="store_true", help="replace an existing --out folder")
+    _max_ctas(p)
     p.set_defaults(func=cmd_predict)
     p = sub.add_parser("compare", help="accuracy report: registered predictions against a ctahw run")
     p.add_argument("predictions", help="a ctasim predict folder (predictions.csv, registration.json)")

@@ -406,8 +406,14 @@ def _read_toml(path: Path) -> dict:
             return tomllib.load(fh)
     except FileNotFoundError:
         raise SpecError(str(path), "(file)", "no such file") from None
+    except IsADirectoryError:
+        raise SpecError(str(path), "(file)", "is a folder, not a TOML file") from None
+    except UnicodeDecodeError:
+        raise SpecError(str(path), "(file)", "not a text file (not UTF-8): not a TOML spec") from None
     except tomllib.TOMLDecodeError as e:
-        raise SpecError(str(path), "(file)", f"not valid TOML: {e}") from None
+        raise SpecError(str(path), "(file)", f"not valid TOML: {str(e).splitlines()[0]}") from None
+    except OSError as e:
+        raise SpecError(str(path), "(file)", f"cannot read ({e.strerror})") from None
 
 
 def _table(data: Mapping, key: str, where: str) -> dict:

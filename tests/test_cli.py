@@ -101,3 +101,13 @@ def test_python_dash_m_is_the_console_script(pkg, capsys):
     assert got.stdout == capsys.readouterr().out
     bad = subprocess.run([sys.executable, "-m", pkg, "no-such-command"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_the_readme_sample_table_is_what_ctasim_run_prints(capsys):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = readme.split("## Reading the output\n\n```\n", 1)[1].split("```", 1)[0].strip()
+    assert main(["run", "-q"]) == 0
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert block == "\n".join(printed[2:]).strip(), "paste `ctasim run -q` (its table) into the README"
