@@ -52,11 +52,17 @@ def staged_folder(out: Path, merge: bool = False) -> Iterator[Path]:
     tmp = out.with_name(f".{out.name}.tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
+    made = tmp.parent  # the outermost parent folder this call creates (removed again on failure)
+    while not made.parent.exists() and made.parent != made:
+        made = made.parent
+    made = None if made.exists() else made
     tmp.mkdir(parents=True)
     try:
         yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
         raise
     if out.exists() and merge:
         for f in tmp.iterdir():

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,10 +127,24 @@ class MeasuredCase:
         return {"gemm": 1, "sequential": 2, "tp": 2}.get(self.experiment, self.chunks)
 
 
+class ValidationInputError(ValueError):
+    """A results folder or file the validation cannot read; the message names it (one line)."""
+
+
 def load_cases(results_dir: str | Path, backend: str = "cutlass") -> list[MeasuredCase]:
     """The measured rows of one ``ctahw run`` results folder that the simulator models."""
-    df = pd.read_csv(Path(results_dir) / "baselines.csv")
-    df = df[df["experiment"].isin(EXPERIMENTS) & (df["backend"] == backend) & df["ok"].astype(bool)]
+    path = Path(results_dir) / "baselines.csv"
+    if not path.is_file():
+        raise ValidationInputError(f"{path}: no such file (a `ctahw run` results folder holds baselines.csv)")
+    try:
+        df = pd.read_csv(path)
+        df = df[df["experiment"].isin(EXPERIMENTS) & (df["backend"] == backend) & df["ok"].astype(bool)]
+        needed = ["m", "k", "chunks", "median_ms", "compute_ms", "copy_ms", "idle_ms"]
+        if df[needed].astype(float).isna().any().any():
+            raise ValueError("rows with missing values (a truncated file?)")
+    except (ValueError, KeyError, UnicodeDecodeError, pd.errors.ParserError) as e:
+        raise ValidationInputError(f"{path}: not a ctahw run baselines.csv ({type(e).__name__}: "
+                                   f"{str(e).splitlines()[0] if str(e) else e!r})") from None
     return [MeasuredCase(r.experiment, r.backend, int(r.m), int(r.k), int(r.chunks), float(r.median_ms),
                          float(r.compute_ms), float(r.copy_ms), float(r.idle_ms), Path(results_dir).name)
             for r in df.itertuples()]
@@ -445,30 +460,59 @@ def ctapipe_section(hw0: Hardware, hw: Hardware, folder: Path, also: list[Path],
 
 
 def main(argv=None) -> int:
-    import argparse
+    from ctasim.cli import OneLineParser, _out_folder
+    from ctasim.results import staged_folder
+    from ctasim.spec import SpecError
+    from ctasim.trace import TraceFileError
+
+    ap = OneLineParser(prog="python -m ctasim.validate", description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", nargs="?", default=None,
+                    help="ctahw run results folder (baselines.csv; default: RUNS/2026-11-29-run2)")
+    ap.add_argument("--runs", type=Path, default=None,
+                    help="the folder of committed measurements (a checkout's bench/results/hw; default: the one beside "
+                         "this package when it runs from a checkout)")
+    ap.add_argument("--profile", default="h200-x2-calibrated")
+    ap.add_argument("--also", nargs="*", default=None,
+                    help="other runs judged in full with the same fit (nothing fitted on them; default RUNS/2026-11-29-run1)")
+    ap.add_argument("--out", default="out/validation",
+                    help="report folder (default out/validation; the committed report is bench/results/validation, "
+                         "rewritten only when named here)")
+    ap.add_argument("--ctapipe", default=None,
+                    help=f"ctapipe results folder with per-CTA traces (ctapipe_traces.trace.npz; default RUNS/{CTAPIPE_RUN}); "
+                         "'' skips")
+    ap.add_argument("--ctapipe-also", nargs="*", default=None, help="other ctapipe runs judged in full with the same fit")
+    ap.add_argument("--ctapipe-fit-also", nargs="*", default=None,
+                    help="other ctapipe runs whose traces at the fitting M values are fitted on too (the others judged)")
+    args = ap.parse_args(argv)
+    try:
+        runs = args.runs or Path(__file__).resolve().parent.parent / "bench" / "results" / "hw"
+        if not runs.is_dir():
+            raise ValidationInputError(f"{runs}: no committed measurements there; give --runs DIR (a checkout's "
+                                       f"bench/results/hw)")
+        args.results = args.results or str(runs / "2026-11-29-run2")
+        args.also = [str(runs / "2026-11-29-run1")] if args.also is None else args.also
+        args.ctapipe = str(runs / CTAPIPE_RUN) if args.ctapipe is None else args.ctapipe
+        args.ctapipe_also = [str(runs / r) for r in CTAPIPE_ALSO] if args.ctapipe_also is None else args.ctapipe_also
+        args.ctapipe_fit_also = ([str(runs / r) for r in CTAPIPE_FIT_ALSO] if args.ctapipe_fit_also is None
+                                 else args.ctapipe_fit_also)
+        out = _out_folder(args.out)
+        with staged_folder(out, merge=True) as tmp:
+            _validate_main(args, tmp, argv)
+    except (ValidationInputError, TraceFileError, FileNotFoundError) as e:
+        print(f"python -m ctasim.validate: error: {e}", file=sys.stderr)
+        return 2
+    except SpecError as e:
+        print(f"python -m ctasim.validate: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _validate_main(args, out: Path, argv) -> None:
     import json
 
     from ctasim import plots
     from ctasim.spec import load_hardware
 
-    here = Path(__file__).resolve().parent.parent
-    ap = argparse.ArgumentParser(prog="python -m ctasim.validate", description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", nargs="?", default=str(here / "bench/results/hw/2026-11-29-run2"),
-                    help="ctahw run results folder (baselines.csv)")
-    ap.add_argument("--profile", default="h200-x2-calibrated")
-    ap.add_argument("--also", nargs="*", default=[str(here / "bench/results/hw/2026-11-29-run1")],
-                    help="other runs judged in full with the same fit (nothing fitted on them)")
-    ap.add_argument("--out", default=str(here / "bench/results/validation"))
-    hw_runs = here / "bench/results/hw"
-    ap.add_argument("--ctapipe", default=str(hw_runs / CTAPIPE_RUN),
-                    help="ctapipe results folder with per-CTA traces (ctapipe_traces.trace.npz); '' skips")
-    ap.add_argument("--ctapipe-also", nargs="*", default=[str(hw_runs / r) for r in CTAPIPE_ALSO],
-                    help="other ctapipe runs judged in full with the same fit")
-    ap.add_argument("--ctapipe-fit-also", nargs="*", default=[str(hw_runs / r) for r in CTAPIPE_FIT_ALSO],
-                    help="other ctapipe runs whose traces at the fitting M values are fitted on too (the others judged)")
-    args = ap.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     hw0 = load_hardware(args.profile)
     cases = load_cases(args.results)
     fields, harness, evidence = fit(cases, hw0)
@@ -526,8 +570,7 @@ def main(argv=None) -> int:
     print(_md(summ))
     print()
     print(_md(agree))
-    print(f"\nwrote {out}/report.md, validation.csv, summary.csv, choices.csv, fit.csv, per-cta-demo.csv, plots")
-    return 0
+    print(f"\nwrote {args.out}/report.md, validation.csv, summary.csv, choices.csv, fit.csv, per-cta-demo.csv, plots")
 
 
 if __name__ == "__main__":

@@ -134,7 +134,8 @@ def save_tiles(mt: MeasuredTrace, path: str | Path) -> Path:
     t = mt.trace.tiles.copy()
     for c in TILE_CSV_COLUMNS:
         t[c] = np.round(t[c]).astype(np.int64)
-    t[TILE_CSV_COLUMNS].to_csv(path, index=False)
+    # gzip without a timestamp: the same trace writes the same bytes (committed files are not rewritten by a re-run)
+    t[TILE_CSV_COLUMNS].to_csv(path, index=False, compression={"method": "infer", "mtime": 0})
     return Path(path)
 
 

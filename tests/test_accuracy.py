@@ -72,3 +72,22 @@ def test_a_measured_row_without_a_prediction_is_refused():
     meas = results.read(MEAS / "reg-h4096" / "results.csv")
     with pytest.raises(results.ResultsError, match="has no prediction"):
         accuracy.judge(pred[pred["case"] != "m=6144"], meas)
+
+
+def test_the_docs_choices_table_says_what_choices_csv_says():
+    """docs/validation.md's best-chunk/ranking table against bench/results/validation/choices.csv, row by row."""
+    import pandas as pd
+
+    root = Path(__file__).resolve().parent.parent
+    doc = (root / "docs" / "validation.md").read_text()
+    table = doc.split("### Choices: best chunk count and strategy ranking per M", 1)[1].split("\n\n", 2)[1]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
+    ch = pd.read_csv(root / "bench" / "results" / "validation" / "choices.csv").set_index("m")
+    assert sorted(int(r[0]) for r in rows) == sorted(ch.index)
+    for m, split, chunks, _margin, measured, simulated in rows:
+        c = ch.loc[int(m)]
+        assert split.replace(" ", "_") == c["role"]
+        assert chunks == f"{c['best_chunks_measured']} / {c['best_chunks_simulated']}"
+        assert measured == c["ranking_measured"]
+        assert (simulated == "same") == bool(c["ranking_agrees"])
+        assert simulated in ("same", c["ranking_simulated"])

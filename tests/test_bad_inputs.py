@@ -2,7 +2,7 @@
 
 Each row is what a user might type; the run happens in an empty folder holding only a file (``afile``), a binary
 file posing as a spec (``bin.toml``), a truncated TOML (``cut.toml``) and a results file that is not one
-(``garbage.csv``). After each command the folder must hold exactly those files.
+(``garbage.csv``), and a truncated ``baselines.csv``. After each command the folder must hold exactly those files.
 """
 
 from __future__ import annotations
@@ -70,10 +70,15 @@ BAD = [
     (CTAHW + ["calibrate", "--dry-run", "--base", "nope"], "nope"),
     (CTAHW + ["calibrate", "--dry-run", "--out", "afile/p.toml"], "not a folder"),
     (CTAHW + ["calibrate", "--dry-run", "--reps", "0"], "--reps"),
+    ([sys.executable, "-m", "ctasim.validate", "nowhere"], "no such file"),
+    ([sys.executable, "-m", "ctasim.validate", "."], "truncated"),
+    ([sys.executable, "-m", "ctasim.validate", "--runs", "nowhere"], "--runs"),
+    ([sys.executable, "-m", "ctasim.validate", "--out", "afile"], "not a folder"),
 ]
 
 FIXTURES = {"afile": b"a plain file\n", "bin.toml": b"\x00\x01\x02\xff\xfe", "cut.toml": b"[experiment\nname = \"x",
-            "garbage.csv": b"\x00\x00not,a\x00results\n"}
+            "garbage.csv": b"\x00\x00not,a\x00results\n",
+            "baselines.csv": b"experiment,backend,m,k,chunks,median_ms,compute_ms,copy_ms,idle_ms,ok\ngemm,cutlass,1024"}
 
 
 def _run(cmd, tmp):
