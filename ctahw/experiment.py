@@ -196,12 +196,12 @@ def _run_sweep_kinds(exp: Experiment, df: pd.DataFrame, cfg: RunConfig, extra: d
         run_kind = {"microbatch": lambda sw, m: sw.microbatch(m), "tp": lambda sw, m: sw.tp(m),
                     "ctapipe": ctapipe_rows}
         with Sweep(scfg, log) as sw:
-            sw.traces = traces
             done: dict[tuple[int, str], list[dict] | str] = {}
             for (m, label), idx in rows_h.groupby([rows_h["m"].astype(int), rows_h["strategy"]]).groups.items():
                 st = strategies[label]
                 if (m, st.kind) not in done:
                     log(f"{exp.name}: {st.kind} M={m} H={h} on GPUs 0, 1")
+                    sw.traces = {}
                     try:
                         done[(m, st.kind)] = run_kind[st.kind](sw, m)
                     except (RuntimeError, ValueError) as e:  # a failed check or a protocol timeout: a failed row
@@ -210,6 +210,13 @@ def _run_sweep_kinds(exp: Experiment, df: pd.DataFrame, cfg: RunConfig, extra: d
                         done[(m, st.kind)] = f"{type(e).__name__}: {e}"
                     finally:
                         sw.free()
+                    case = df.loc[idx[0], "case"]
+                    by_variant = {strategies[n].variant: n for n in rows_h[rows_h["m"] == m]["strategy"]
+                                  if strategies[n].kind == "ctapipe"}
+                    for t in sw.traces.values():  # each traced run names the case and strategy it answers
+                        variant = str(t.meta["variant"])
+                        t.meta.update(case=case, strategy=by_variant.get(variant.removesuffix("_trace"), ""))
+                        traces[f"{case}:{variant}:run{t.meta['run']}"] = t
                 got = done[(m, st.kind)]
                 res = sweep_rows(st.kind, st, got) if isinstance(got, list) else {}
                 for i in idx:

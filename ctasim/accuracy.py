@@ -153,6 +153,43 @@ def report(j: pd.DataFrame, s: pd.DataFrame, ch: pd.DataFrame, prov: Provenance,
     return "\n".join(lines) + "\n"
 
 
+def per_cta(pred_dir: Path, meas_dir: Path) -> tuple[pd.DataFrame, list[tuple[str, object, object]]]:
+    """Every traced run of the measurement (its trace bundle; ``meta`` names the case and strategy it answers)
+    against the registration's predicted schedule of that case and strategy (``schedules/``): one row per run
+    (makespans, per-CTA start and end errors as fractions of the measured makespan, dequeue-order agreement), and
+    (stem, measured trace, predicted trace) for the overlays. Runs without a schedule are left out. Empty
+    without a bundle."""
+    from ctasim.compare import compare  # noqa: PLC0415
+    from ctasim.predict import schedule_name  # noqa: PLC0415
+    from ctasim.trace import EVENT_COLUMNS, OP_COLUMNS, Trace, load_traces  # noqa: PLC0415
+    from ctasim.validate_ctapipe import TRACES_FILE  # noqa: PLC0415
+
+    bundle = meas_dir / TRACES_FILE
+    if not bundle.is_file():
+        return pd.DataFrame(), []
+    rows, pairs, cache = [], [], {}
+    for key, tr in load_traces(bundle).items():
+        case, strategy = tr.meta.get("case"), tr.meta.get("strategy")
+        sched = pred_dir / "schedules" / schedule_name(str(case), str(strategy)) if case and strategy else None
+        if sched is None or not sched.is_file():
+            continue
+        if sched not in cache:
+            tiles = pd.read_csv(sched)
+            cache[sched] = Trace(tiles, pd.DataFrame(columns=list(EVENT_COLUMNS)),
+                                 pd.DataFrame(columns=list(OP_COLUMNS)), {"case": case, "strategy": strategy})
+        c = compare(tr, cache[sched])
+        sm = c.summary()
+        rows.append({"case": case, "strategy": strategy, "variant": tr.meta.get("variant", ""),
+                     "run": tr.meta.get("run", 0), "kept": bool(tr.meta.get("kept", True)),
+                     "makespan_meas_us": sm["makespan_meas_us"], "makespan_pred_us": sm["makespan_sim_us"],
+                     "tiles_error": sm["makespan_error"], "start_median_frac": sm["start_median_frac"],
+                     "start_p95_frac": sm["start_p95_frac"], "end_median_frac": sm["end_median_frac"],
+                     "dequeue_spearman": sm["dequeue_spearman"], "tiles_matched": sm["tiles_matched"],
+                     "tiles_unmatched": sm["tiles_unmatched"]})
+        pairs.append((sched.name.removesuffix(".tiles.csv.gz") + f"-run{tr.meta.get('run', 0)}", tr, cache[sched]))
+    return pd.DataFrame(rows), pairs
+
+
 def _has_tabulate() -> bool:
     try:
         import tabulate  # noqa: F401, PLC0415
@@ -180,12 +217,35 @@ def write_report(pred_dir: Path, meas_dir: Path, out: Path) -> tuple[str, list[P
     s, ch = summary(j), choices(pred, meas)
     prov = provenance_order(pred_file, meas_file)
     text = report(j, s, ch, prov, pred_dir, meas_dir, meas[meas["status"] == "skipped"], rules)
+    cta, pairs = per_cta(pred_dir, meas_dir)
+    if len(cta):
+        label = "registered" if prov.registered else "post-hoc"
+        lines = ["", f"## Per-CTA schedules of the pipelined strategies ({label})", "",
+                 "Every traced run against the predicted schedule of its case and strategy; each trace shifted so "
+                 "that its first tile starts at 0; errors as fractions of the measured makespan (`tiles_error`: the "
+                 "tiles' span, not the harness's makespan above). Overlays: `overlay-<case>-<strategy>-run<i>.png`.",
+                 "", "| case | strategy | run | kept | measured µs | predicted µs | tiles error | start median | "
+                 "start p95 | end median | dequeue ρ |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in cta.itertuples():
+            lines.append(f"| {r.case} | {r.strategy} | {r.run} | {'yes' if r.kept else 'no'} | {r.makespan_meas_us:,.1f} | "
+                         f"{r.makespan_pred_us:,.1f} | {100 * r.tiles_error:+.2f}% | {100 * r.start_median_frac:.2f}% | "
+                         f"{100 * r.start_p95_frac:.2f}% | {100 * r.end_median_frac:.2f}% | {r.dequeue_spearman:.3f} |")
+        head, sep, tail = text.partition("\n## Judging rules")
+        text = head.rstrip("\n") + "\n" + "\n".join(lines) + "\n" + sep + tail
     with results.staged_folder(out) as tmp:
         j.assign(registered=prov.registered).to_csv(tmp / "accuracy.csv", index=False)
         s.assign(registered=prov.registered).to_csv(tmp / "summary.csv", index=False)
         (tmp / "report.md").write_text(text)
         _plot(j, tmp / "predicted-vs-measured.png",
               f"{pred_dir.name} ({'registered' if prov.registered else 'post-hoc'})")
+        if len(cta):
+            from ctasim import plots  # noqa: PLC0415
+
+            cta.assign(registered=prov.registered).to_csv(tmp / "per-cta.csv", index=False)
+            for stem, measured, predicted in pairs:
+                plots.cta_overlay(measured, predicted, tmp / f"overlay-{stem}.png",
+                                  f"{pred_dir.name}: {predicted.meta['strategy']} {predicted.meta['case']}, run "
+                                  f"{measured.meta.get('run', 0)} ({'registered' if prov.registered else 'post-hoc'})")
     return text, sorted(out.iterdir())
 
 

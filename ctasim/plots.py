@@ -13,7 +13,7 @@ import pandas as pd
 
 from ctasim.trace import Trace
 
-__all__ = ["gantt", "gantt_pair", "chunk_sweep", "latency_bars", "breakdown_bars", "error_vs_m"]
+__all__ = ["gantt", "gantt_pair", "chunk_sweep", "latency_bars", "breakdown_bars", "error_vs_m", "cta_overlay"]
 
 
 def _plt():
@@ -48,6 +48,29 @@ def gantt_pair(measured: Trace, simulated: Trace, path: str | Path, title: str =
         axes[0, col].set_title(label)
         axes[-1, col].set_xlabel("time (µs)")
     fig.suptitle(title or f"{simulated.meta.get('strategy', '')} {simulated.meta.get('case', '')}")
+    return _save(fig, plt, path)
+
+
+def cta_overlay(measured: Trace, predicted: Trace, path: str | Path, title: str = "") -> Path:
+    """Per-CTA start and end, predicted against measured, one point per tile matched by (kernel, tile_m, tile_n),
+    coloured by layer; each trace shifted so that its first tile starts at 0. Points on the diagonal: the
+    prediction placed that tile exactly."""
+    plt = _plt()
+    key = ["kernel", "tile_m", "tile_n"]
+    m, p = measured.tiles, predicted.tiles
+    j = m.merge(p, on=key, suffixes=("_m", "_p"))
+    om, op = float(m["t_acquire"].min()), float(p["t_acquire"].min())
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.8), sharex=True, sharey=True)
+    for ax, col, what in ((axes[0], "t_acquire", "start"), (axes[1], "t_compute_end", "end")):
+        for layer, g in j.groupby("layer_m"):
+            ax.scatter((g[f"{col}_m"] - om) * 1e-3, (g[f"{col}_p"] - op) * 1e-3, s=3, label=f"layer {layer}")
+        hi = float(max((j[f"{col}_m"] - om).max(), (j[f"{col}_p"] - op).max())) * 1e-3 if len(j) else 1.0
+        ax.plot([0, hi], [0, hi], "k--", lw=0.8)
+        ax.set_xlabel(f"measured tile {what} (µs)")
+        ax.set_title(f"tile {what}")
+    axes[0].set_ylabel("predicted (µs)")
+    axes[0].legend(markerscale=4)
+    fig.suptitle(_wrap(title or "per-CTA schedule: predicted vs measured"))
     return _save(fig, plt, path)
 
 

@@ -37,7 +37,7 @@ from ctasim.results import COLUMNS, staged_folder, write
 from ctasim.spec import Experiment, Hardware, Strategy
 from ctasim.strategies import build_plans, check_placement
 
-__all__ = ["Naive", "RULES", "predict", "register", "spec_files", "git_commit"]
+__all__ = ["Naive", "RULES", "predict", "register", "spec_files", "git_commit", "schedule_name"]
 
 RULES = {
     "judged": "every (case, strategy, variant) the measurement reports with status ok; nothing is left out after "
@@ -118,6 +118,11 @@ def _variant(kind: str, params: dict) -> str:
     return f"chunks={params['chunks']}" if kind == "microbatch" else ""
 
 
+def schedule_name(case: str, strategy: str) -> str:
+    """The file name of a pipelined strategy's predicted per-CTA schedule in a registration's ``schedules/``."""
+    return f"{case}-{strategy}.tiles.csv.gz".replace(",", "_").replace("=", "")
+
+
 def predict(exp: Experiment, harness: Harness, naive: Naive | None, seed: int = 0,
             schedules: Path | None = None) -> pd.DataFrame:
     """One row per (case, strategy, variant) and predictor: see the module docstring."""
@@ -147,7 +152,7 @@ def predict(exp: Experiment, harness: Harness, naive: Naive | None, seed: int = 
                 plan = build_plans(s, case.workload, hw0, case.gpus, case.label)[0]
                 tiles = simulate(plan, hw0, seed=seed, regime=exp.regime).tiles
                 schedules.mkdir(parents=True, exist_ok=True)
-                tiles.to_csv(schedules / f"{case.label}-{s.label}.tiles.csv.gz".replace(",", "_").replace("=", ""),
+                tiles.to_csv(schedules / schedule_name(case.label, s.label),
                              index=False, float_format="%.1f")
     df = pd.DataFrame(rows)
     return df[list(COLUMNS)] if not df.empty else pd.DataFrame(columns=list(COLUMNS))

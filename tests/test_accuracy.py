@@ -17,12 +17,17 @@ MEAS = ROOT / "bench" / "results" / "hw" / "2026-12-01-registered-1gpu"
 EXPS = ("reg-gemm-h4096", "reg-gemm-h12288", "reg-h4096", "reg-h12288", "reg-mlp")
 
 
-@pytest.mark.parametrize("exp", EXPS)
-def test_committed_report_is_what_compare_writes(exp, tmp_path):
-    """The committed accuracy tables (bench/results/validation-registered) come out of the committed files."""
-    assert main(["compare", str(PRED / exp), str(MEAS / exp), "--out", str(tmp_path / exp)]) == 0
+MEAS2 = ROOT / "bench" / "results" / "hw" / "2026-12-01-registered2-1gpu"
+EXPS2 = ("reg2-mlp", "reg2-mlp-h4096", "reg2-chain")
+
+
+@pytest.mark.parametrize("exp, meas, reports", [(e, MEAS, "validation-registered") for e in EXPS]
+                         + [(e, MEAS2, "validation-registered2") for e in EXPS2])
+def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
+    """The committed accuracy tables (bench/results/validation-registered*) come out of the committed files."""
+    assert main(["compare", str(PRED / exp), str(meas / exp), "--out", str(tmp_path / exp)]) == 0
     got = pd.read_csv(tmp_path / exp / "accuracy.csv")
-    committed = pd.read_csv(ROOT / "bench" / "results" / "validation-registered" / exp / "accuracy.csv")
+    committed = pd.read_csv(ROOT / "bench" / "results" / reports / exp / "accuracy.csv")
     pd.testing.assert_frame_equal(got.drop(columns="registered"), committed.drop(columns="registered"))
 
 
@@ -91,3 +96,76 @@ def test_the_docs_choices_table_says_what_choices_csv_says():
         assert measured == c["ranking_measured"]
         assert (simulated == "same") == bool(c["ranking_agrees"])
         assert simulated in ("same", c["ranking_simulated"])
+
+
+PIPE_SPEC = """
+[experiment]
+name = "pipe-1024"
+hardware = "h200-x2-calibrated"
+gpus = 2
+
+[experiment.workload]
+dtype = "bf16"
+layers = 2
+m = 1024
+k = 8192
+n = 8192
+tile = [128, 256]
+
+[experiment.sweep]
+m = [1024]
+
+[[experiment.strategy]]
+kind = "ctapipe"
+name = "ctapipe-w21g4"
+variant = "cutlass_ctapipe_w21g4"
+"""
+
+
+def _pipe_measurement(tmp_path, shift_layer1_frac: float = 0.0):
+    """Predictions of a 2-GPU w21g4 case, and a measurement folder holding the committed 2xH200 trace of that kernel
+    at M = 1024 (2026-11-29-ctapipe-taper2), named for the case and strategy, its consumer optionally shifted."""
+    from ctasim.cases import load_experiment
+    from ctasim.harness import load_harness
+    from ctasim.predict import register
+    from ctasim.trace import load_traces, save_traces
+    from ctasim.validate_ctapipe import TRACES_FILE
+
+    spec = tmp_path / "pipe-1024.toml"
+    spec.write_text(PIPE_SPEC)
+    pred = tmp_path / "pred"
+    if not pred.exists():
+        register(load_experiment(str(spec)), spec, pred, load_harness("ctahw-timed-2xh200"), None)
+    bundle = load_traces(ROOT / "bench/results/hw/2026-11-29-ctapipe-taper2" / TRACES_FILE)
+    (tr,) = [t for t in bundle.values() if t.meta["m"] == 1024 and t.meta["variant"] == "cutlass_ctapipe_w21g4_trace"]
+    tr.meta.update(case="m=1024", strategy="ctapipe-w21g4")
+    if shift_layer1_frac:
+        t = tr.tiles
+        dt = shift_layer1_frac * tr.makespan_ns
+        for c in ("t_start", "t_acquire", "t_ready", "t_compute_end", "t_store_end", "t_signal"):
+            t.loc[t["layer"] == t["layer"].max(), c] += dt
+    meas = tmp_path / f"meas{shift_layer1_frac}"
+    meas.mkdir()
+    save_traces({"m=1024:cutlass_ctapipe_w21g4_trace:run0": tr}, meas / TRACES_FILE)
+    row = {c: "" for c in results.COLUMNS}
+    row.update(experiment="pipe-1024", case="m=1024", strategy="ctapipe-w21g4", kind="ctapipe", gpus=2, m=1024,
+               layers=2, source="hw", status="ok", makespan_ms=tr.makespan_ns * 1e-6, rel_err=1e-3)
+    results.write(pd.DataFrame([row], columns=list(results.COLUMNS)), meas / "results.csv")
+    return pred, meas
+
+
+def test_compare_overlays_predicted_and_measured_per_cta_schedules_on_a_committed_trace(tmp_path):
+    """ctasim compare on a committed measured ctapipe trace: a per-CTA table and an overlay per traced run; the
+    per-CTA errors grow when the measured consumer is shifted by 20% of the makespan (the comparison bites)."""
+    pred, meas = _pipe_measurement(tmp_path)
+    text, files = accuracy.write_report(pred, meas, tmp_path / "report")
+    assert "## Per-CTA schedules of the pipelined strategies" in text
+    names = {p.name for p in files}
+    assert "per-cta.csv" in names and any(n.startswith("overlay-m1024-ctapipe-w21g4-run0") for n in names)
+    good = pd.read_csv(tmp_path / "report" / "per-cta.csv")
+    assert len(good) == 1 and good["tiles_matched"].iloc[0] == 2 * (1024 // 128) * (8192 // 256)
+    assert good["start_median_frac"].iloc[0] < 0.05
+    _, shifted = _pipe_measurement(tmp_path, shift_layer1_frac=0.2)
+    accuracy.write_report(pred, shifted, tmp_path / "report-shifted")
+    bad = pd.read_csv(tmp_path / "report-shifted" / "per-cta.csv")
+    assert bad["start_median_frac"].iloc[0] > good["start_median_frac"].iloc[0] + 0.05

@@ -134,7 +134,11 @@ def test_the_two_gpu_path_fills_every_planned_row_once_per_kind_and_m(monkeypatc
             return _rows("tp")
 
     def fake_ctapipe(sw, m):
+        from types import SimpleNamespace
+
         calls.append(("ctapipe", m))
+        for run in (0, 1):
+            sw.traces[f"m{m}:g21:run{run}"] = SimpleNamespace(meta={"variant": "cutlass_ctapipe_g21_trace", "run": run})
         return [dict(r, backend=v) for r, v in zip(_rows("ctapipe") * 2, [
             "cutlass_ctapipe_w21g4", "cutlass_ctapipe_w21g4_trace", "cutlass_ctapipe_g21", "cutlass_ctapipe_g21_trace",
             "cutlass_ctapipe_c21", "cutlass_ctapipe_c21_trace"])]
@@ -143,8 +147,11 @@ def test_the_two_gpu_path_fills_every_planned_row_once_per_kind_and_m(monkeypatc
     monkeypatch.setattr(P, "ctapipe_rows", fake_ctapipe)
     exp = load_experiment("reg-h4096")
     df = plan_runs(exp, gpus=2)
-    extra = {}
-    E._run_sweep_kinds(exp, df, E.RunConfig(), extra, {}, lambda s: None)
+    extra, traces = {}, {}
+    E._run_sweep_kinds(exp, df, E.RunConfig(), extra, traces, lambda s: None)
+    assert sorted(traces) == sorted(f"m={m}:cutlass_ctapipe_g21_trace:run{r}" for m in (3072, 6144, 12288) for r in (0, 1))
+    assert {(t.meta["case"], t.meta["strategy"]) for t in traces.values()} == {
+        (f"m={m}", "ctapipe-g21") for m in (3072, 6144, 12288)}
     assert len(made) == 1 and made[0].h == 4096 and made[0].backends == ("cutlass",)
     assert made[0].ctapipe_variants == ("cutlass_ctapipe_w21g4", "cutlass_ctapipe_w21g4_trace", "cutlass_ctapipe_g21",
                                         "cutlass_ctapipe_g21_trace", "cutlass_ctapipe_c21", "cutlass_ctapipe_c21_trace")
