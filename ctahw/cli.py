@@ -96,10 +96,25 @@ def parser() -> argparse.ArgumentParser:
             r.add_argument(flag, type=conv, default=d, help=f"{f.metadata['help']} (default {','.join(map(str, d))})")
         else:
             r.add_argument(flag, type=type(d), default=d, help=f"{f.metadata['help']} (default {d})")
-    r.add_argument("--out", type=Path, default=None, help="folder for baselines.csv (+ .parquet with pyarrow)")
+    r.add_argument("--out", type=Path, default=None, help="folder for the results (results.csv, or baselines.csv for "
+                                                          "the shorthand)")
     r.add_argument("--dry-run", action="store_true", help="print the cases; needs no GPU")
     r.add_argument("--gpus-assumed", type=int, default=2,
                    help="spec runs with --dry-run on a machine without GPUs: plan for this many (default 2)")
+    v = sub.add_parser("validate", help="predict, run and compare an experiment spec in one go (post-hoc unless "
+                                        "--registration names a committed registration)")
+    v.add_argument("experiment", help="an experiment spec (name or TOML path)")
+    v.add_argument("--out", type=Path, required=True,
+                   help="folder for predictions/ (unless --registration), results/ and report/")
+    v.add_argument("--registration", type=Path, default=None,
+                   help="a committed ctasim predict folder to judge against (else predictions are made now: post-hoc)")
+    v.add_argument("--harness", default="ctahw-timed-2xh200", help="timing-harness spec for new predictions")
+    v.add_argument("--naive-from", type=Path, default=None, help="a ctahw baselines.csv for the naive predictor")
+    from ctahw.experiment import RunConfig  # noqa: PLC0415 - pure module (no cupy at import)
+
+    for f in dataclasses.fields(RunConfig):
+        v.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default,
+                       help=f"{f.metadata['help']} (default {f.default})")
     return p
 
 
@@ -226,7 +241,11 @@ def _check_out(out: Path | None, flag: str = "--out") -> None:
 
 
 def _check_numbers(args) -> None:
-    """The run's counts and sizes, checked before anything runs (one line, exit 2)."""
+    """The run's counts, sizes and times, checked before anything runs (one line, exit 2)."""
+    for name in ("rest_ms", "gate_ms", "sustain_s"):
+        v = getattr(args, name, None)
+        if v is not None and not (math.isfinite(v) and v >= 0):
+            raise _UsageError(f"--{name.replace('_', '-')} {v}: must be a number >= 0")
     for name, low in (("reps", 1), ("warmup", 0), ("tune_rounds", 0), ("gpus", 1), ("h", 64), ("gpus_assumed", 1)):
         v = getattr(args, name, None)
         if v is not None and v < low:
@@ -295,14 +314,46 @@ def cmd_run_spec(args) -> int:
     return 0 if not (df["status"] == "failed").any() else EXIT_FAILED
 
 
+def cmd_validate(args) -> int:
+    """Predict (or take a committed registration), run on the GPUs, and write the accuracy report, in one go."""
+    from ctasim.accuracy import write_report  # noqa: PLC0415
+    from ctasim.cases import load_experiment  # noqa: PLC0415
+    from ctasim.results import ResultsError  # noqa: PLC0415
+
+    from ctahw.device import gpus  # noqa: PLC0415
+
+    _check_numbers(args)
+    _check_out(args.out)
+    exp = load_experiment(args.experiment)
+    gpus()  # no GPU (or no CuPy): one line before anything is predicted or written
+    pred = args.registration
+    if pred is None:
+        from ctasim.harness import load_harness  # noqa: PLC0415
+        from ctasim.predict import Naive, register  # noqa: PLC0415
+        from ctasim.spec import _resolve  # noqa: PLC0415
+
+        pred = args.out / "predictions"
+        if pred.exists():
+            raise _UsageError(f"--out {args.out}: holds predictions/ already (a prediction is never overwritten)")
+        naive = Naive.fit(args.naive_from) if args.naive_from else None
+        register(exp, _resolve(str(args.experiment), "experiments", None), pred, load_harness(args.harness), naive)
+        print(f"predicted into {pred} (not committed: the report will say post-hoc)", file=sys.stderr)
+    run_args = argparse.Namespace(**vars(args))
+    run_args.out, run_args.registration, run_args.dry_run, run_args.gpus_assumed = (
+        args.out / "results", pred, False, 2)
+    rc = cmd_run_spec(run_args)
+    try:
+        text, _ = write_report(pred, args.out / "results", args.out / "report")
+    except ResultsError as e:
+        raise _UsageError(str(e)) from None
+    print(text.split("## Judging rules")[0].rstrip())
+    return rc
+
+
 def cmd_run(args) -> int:
     from ctahw.baselines import SweepConfig, plan_sweep  # noqa: PLC0415
     from ctahw.sweep import run_sweep  # noqa: PLC0415
 
-    for name in ("rest_ms", "gate_ms", "sustain_s"):
-        v = getattr(args, name)
-        if v is not None and not (math.isfinite(v) and v >= 0):
-            raise _UsageError(f"--{name.replace('_', '-')} {v}: must be a number >= 0")
     _check_numbers(args)
     _check_out(args.out)
     if not _is_shorthand(args.experiment):
@@ -358,7 +409,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ctasim.trace import TraceFileError  # noqa: PLC0415
 
     args = parser().parse_args(argv)
-    handlers = {"info": cmd_info, "build": cmd_build, "calibrate": cmd_calibrate, "run": cmd_run}
+    handlers = {"info": cmd_info, "build": cmd_build, "calibrate": cmd_calibrate, "run": cmd_run,
+                "validate": cmd_validate}
     try:
         return handlers[args.cmd](args)
     except (NoGpuError, NoCupyError) as e:

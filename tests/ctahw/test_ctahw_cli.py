@@ -103,3 +103,29 @@ def test_a_cuda_fault_or_a_protocol_timeout_ends_in_one_line(monkeypatch, capsys
     monkeypatch.setattr(cli, "cmd_run", bug)
     with pytest.raises(RuntimeError, match="programming error"):
         cli.main(["run", "fig5"])
+
+
+def test_validate_predicts_runs_and_compares_in_one_go_and_says_post_hoc(monkeypatch, tmp_path, capsys):
+    """ctahw validate with a fake GPU run: predictions/, results/ and report/ under --out, the report post-hoc
+    (the predictions were never committed); with no GPU it stops before writing anything."""
+    import pandas as pd
+
+    from ctahw import device, experiment
+
+    def fake_run(exp, cfg, log=None, traces=None):
+        df = experiment.plan_runs(exp, 1)
+        ok = df["status"] == "planned"
+        df.loc[ok, "status"], df.loc[ok, "makespan_ms"], df.loc[ok, "rel_err"] = "ok", 0.5, 1e-3
+        return df
+
+    assert cli.main(["validate", "reg-gemm-h4096", "--out", str(tmp_path / "none")]) == cli.EXIT_NO_GPU
+    assert not (tmp_path / "none").exists()
+    monkeypatch.setattr(device, "gpus", lambda: [object()])
+    monkeypatch.setattr(experiment, "run", fake_run)
+    assert cli.main(["validate", "reg-gemm-h4096", "--out", str(tmp_path / "v")]) == 0
+    out = capsys.readouterr().out
+    assert "POST-HOC" in out
+    assert {p.name for p in (tmp_path / "v").iterdir()} == {"predictions", "results", "report"}
+    acc = pd.read_csv(tmp_path / "v" / "report" / "accuracy.csv")
+    assert len(acc[acc["source"] == "model"]) == 3 and not acc["registered"].any()
+    assert cli.main(["validate", "reg-gemm-h4096", "--out", str(tmp_path / "v")]) == 2  # predictions never overwritten
