@@ -95,6 +95,27 @@ def _need_pyarrow(flag: str) -> None:
         raise SpecError(flag, "parquet", "needs pyarrow (pip install pyarrow), or use csv")
 
 
+def _jobs(args, exps: list[Experiment]) -> int:
+    """Local processes for these experiments' runs: ``--jobs`` if given (> 0), else :func:`ctasim.parallel.auto_jobs`."""
+    from ctasim.cases import estimate_ctas, expand
+    from ctasim.parallel import auto_jobs
+
+    if args.jobs:
+        return args.jobs
+    runs = sum(len(expand(e)) * len(e.strategies) for e in exps)
+    return auto_jobs(runs, sum(estimate_ctas(e) for e in exps))
+
+
+def _nonneg_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {s!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
+    return v
+
+
 def _check_size(exp: Experiment, max_ctas: int, where: str) -> None:
     from ctasim.cases import estimate_ctas
 
@@ -143,14 +164,16 @@ def cmd_run(args) -> int:
         if args.format == "parquet":
             _need_pyarrow("--format")
     _check_size(exp, args.max_ctas, str(args.experiment))
+    jobs = _jobs(args, [exp])
     t0 = time.perf_counter()
     df, results = run_experiment(exp, seed=args.seed, jitter=args.jitter, progress=not args.quiet,
-                                 check=not args.no_check)
+                                 check=not args.no_check, jobs=jobs, scheduler=args.scheduler)
     wall = time.perf_counter() - t0
     print(f"{exp.name}: {exp.description}" if exp.description else exp.name)
     print(f"hardware {exp.hardware.name} ({'measured' if exp.hardware.measured else 'datasheet, not measured'}), "
           f"{len(df)} runs, {int(df['ctas_simulated'].sum()):,} CTAs simulated in {wall:.2f} s"
-          + ("" if args.no_check else ", invariants checked on every trace"))
+          + ("" if args.no_check else ", invariants checked on every trace")
+          + (f", on {args.scheduler}" if args.scheduler else f", {jobs} processes" if jobs > 1 else ""))
     print(_table(df))
     if args.out:
         from ctasim.results import staged_folder
@@ -229,8 +252,6 @@ def _override(exp: Experiment, name: str, value) -> Experiment:
 def cmd_sweep(args) -> int:
     from tqdm import tqdm
 
-    from ctasim.run import run_experiment
-
     from ctasim.cases import check_experiment
 
     exp = load_experiment(args.experiment)
@@ -248,9 +269,20 @@ def cmd_sweep(args) -> int:
         check_experiment(e, where)
         _check_size(e, args.max_ctas, where)
         variants.append((point, e))
+    from ctasim.parallel import map_ordered
+    from ctasim.run import _run_one, summarize, work_items
+
+    items, spans = [], []
+    for point, e in variants:  # every run of every point in one list: the processes stay busy across points
+        w = work_items(e, seed=args.seed, jitter=args.jitter, check=not args.no_check)
+        spans.append((len(items), len(items) + len(w)))
+        items += w
+    jobs = _jobs(args, [e for _, e in variants])
+    with tqdm(total=len(items), desc=f"sweep {exp.name}", unit="run", disable=args.quiet) as bar:
+        results = map_ordered(_run_one, items, jobs=jobs, scheduler=args.scheduler, progress=bar.update)
     frames = []
-    for point, e in tqdm(variants, desc=f"sweep {exp.name}", unit="point", disable=args.quiet):
-        df, _ = run_experiment(e, seed=args.seed, jitter=args.jitter, check=not args.no_check)
+    for (point, e), (a, b) in zip(variants, spans):
+        df = summarize(results[a:b], e.name)
         for (name, _), v in zip(grid, point):
             if name in df.columns:  # a sweep axis of the experiment (m, layers) already has its column
                 df = df.drop(columns=name)
@@ -375,6 +407,14 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
+def _parallel(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", type=_nonneg_int, default=0,
+                   help="local processes for the runs (default 0: one per core when the experiment is large enough "
+                        "to gain, else 1); results are the serial run's")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run on a Dask distributed cluster at ADDRESS (tcp://host:port; needs dask[distributed])")
+
+
 def _max_ctas(p: argparse.ArgumentParser) -> None:
     from ctasim.cases import MAX_CTAS
 
@@ -391,6 +431,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--plots", action="store_true", help="also write the figure-style plots into --out")
     p.add_argument("--format", choices=("csv", "parquet"), default="csv")
     _common(p)
+    _parallel(p)
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("sweep", help="run an experiment over a grid of parameter values")
     p.add_argument("experiment")
@@ -398,6 +439,7 @@ def parser() -> argparse.ArgumentParser:
                    help="hardware.<field>, m, k, n, tile_m, tile_n, raster or layers; repeat for a grid")
     p.add_argument("--out", required=True, help="results file (.csv or .parquet)")
     _common(p)
+    _parallel(p)
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("trace", help="export one run's trace, Chrome/Perfetto JSON and Gantt chart")
     p.add_argument("experiment", nargs="?", default="default")

@@ -103,14 +103,32 @@ def summarize(results: list[StrategyResult], experiment: str = "") -> pd.DataFra
     return df
 
 
+def _run_one(item) -> StrategyResult:
+    """One run of :func:`run_experiment`'s list (a top-level function: local processes and Dask pickle it)."""
+    strategy, case, hw, seed, jitter, check, regime = item
+    return run_strategy(strategy, case, hw, seed=seed, jitter=jitter, check=check, regime=regime)
+
+
+def work_items(exp: Experiment, seed: int = 0, jitter: float = 0.0, check: bool = True) -> list[tuple]:
+    """The independent runs of ``exp`` (case x strategy, in the table's order) as :func:`_run_one` takes them."""
+    return [(s, c, exp.hardware, seed, jitter, check, exp.regime) for c in expand(exp) for s in exp.strategies]
+
+
 def run_experiment(exp: Experiment, seed: int = 0, jitter: float = 0.0, progress: bool = False,
-                   check: bool = True) -> tuple[pd.DataFrame, list[StrategyResult]]:
-    cases = expand(exp)
-    work = [(c, s) for c in cases for s in exp.strategies]
-    it = work
+                   check: bool = True, jobs: int = 1, scheduler=None) -> tuple[pd.DataFrame, list[StrategyResult]]:
+    """Simulate every case x strategy of ``exp``; ``jobs`` local processes or a Dask ``scheduler`` run them side
+    by side (:mod:`ctasim.parallel`), with the serial run's results in the serial run's order."""
+    from ctasim.parallel import map_ordered
+
+    work = work_items(exp, seed, jitter, check)
+    bar = None
     if progress:
         from tqdm import tqdm
 
-        it = tqdm(work, desc=exp.name, unit="run", leave=False)
-    results = [run_strategy(s, c, exp.hardware, seed=seed, jitter=jitter, check=check, regime=exp.regime) for c, s in it]
+        bar = tqdm(total=len(work), desc=exp.name, unit="run", leave=False)
+    try:
+        results = map_ordered(_run_one, work, jobs=jobs, scheduler=scheduler, progress=bar.update if bar else None)
+    finally:
+        if bar is not None:
+            bar.close()
     return summarize(results, exp.name), results

@@ -54,6 +54,8 @@ BAD = [
     (CTASIM + ["predict", "fig5", "--out", "p", "--harness", "nope"], "nope"),
     (CTASIM + ["compare", "nowhere", "nowhere-either", "--out", "r"], "no such"),
     (CTASIM + ["list", "extra"], "unrecognized"),
+    (CTASIM + ["run", "raster", "--jobs", "-1"], "jobs"),
+    (CTASIM + ["run", "raster", "--scheduler", "no-port-here"], "--scheduler"),
     (CTASIM + ["frobnicate"], "invalid choice"),
     (CTASIM, "required"),
     (CTAHW + ["run", "fig5", "--dry-run", "--out", "afile"], "not a folder"),
