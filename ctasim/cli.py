@@ -173,7 +173,8 @@ def cmd_run(args) -> int:
     print(f"hardware {exp.hardware.name} ({'measured' if exp.hardware.measured else 'datasheet, not measured'}), "
           f"{len(df)} runs, {int(df['ctas_simulated'].sum()):,} CTAs simulated in {wall:.2f} s"
           + ("" if args.no_check else ", invariants checked on every trace")
-          + (f", on {args.scheduler}" if args.scheduler else f", {jobs} processes" if jobs > 1 else ""))
+          + (f", on the Dask cluster at {args.scheduler.scheduler.address}" if args.scheduler
+             else f", {jobs} processes" if jobs > 1 else ""))
     print(_table(df))
     if args.out:
         from ctasim.results import staged_folder
@@ -472,7 +473,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    client = None
     try:
+        if getattr(args, "scheduler", None):  # reach the cluster before anything runs (one line if not)
+            from ctasim.parallel import connect
+
+            client = connect(args.scheduler)
+            args.scheduler = client
         return args.func(args)
     except SpecError as e:
         print(f"ctasim: error: {e}", file=sys.stderr)
@@ -482,6 +489,9 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    finally:
+        if client is not None:
+            client.close()
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Sequence
 
-__all__ = ["map_ordered", "auto_jobs", "PARALLEL_MIN_CTAS"]
+__all__ = ["map_ordered", "auto_jobs", "connect", "PARALLEL_MIN_CTAS", "CONNECT_TIMEOUT"]
 
 CONNECT_TIMEOUT = "10s"
 """How long ``--scheduler`` waits for the cluster before giving up with one line."""
@@ -61,19 +61,27 @@ def map_ordered(fn: Callable[[Any], Any], items: Sequence, jobs: int = 1, schedu
         return [f.result() for f in futures]
 
 
-def _dask_map(fn: Callable[[Any], Any], items: list, scheduler: Any, tick: Callable[[int], None]) -> list:
+def connect(address: str):
+    """A ``distributed.Client`` of the cluster at ``address``; SpecError (one line) if Dask is missing or the
+    cluster cannot be reached within :data:`CONNECT_TIMEOUT`. The caller closes it."""
     from ctasim.spec import SpecError
 
     try:
-        from distributed import Client, as_completed
+        from distributed import Client
     except ImportError:
-        raise SpecError("--scheduler", str(scheduler), "needs Dask distributed: pip install 'dask[distributed]'") from None
-    own = not isinstance(scheduler, Client)
+        raise SpecError("--scheduler", str(address), "needs Dask distributed: pip install 'dask[distributed]'") from None
     try:
-        client = Client(scheduler, timeout=CONNECT_TIMEOUT) if own else scheduler
+        return Client(address, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError, ValueError, TypeError) as e:
-        raise SpecError("--scheduler", str(scheduler), f"cannot connect ({type(e).__name__}: "
-                                                        f"{str(e).splitlines()[0] if str(e) else ''})") from None
+        raise SpecError("--scheduler", str(address), f"cannot connect ({type(e).__name__}: "
+                                                     f"{str(e).splitlines()[0] if str(e) else ''})") from None
+
+
+def _dask_map(fn: Callable[[Any], Any], items: list, scheduler: Any, tick: Callable[[int], None]) -> list:
+    from distributed import Client, as_completed
+
+    own = not isinstance(scheduler, Client)
+    client = connect(scheduler) if own else scheduler
     try:
         futures = client.map(fn, items, pure=False)
         for _ in as_completed(futures):

@@ -58,3 +58,12 @@ def test_sweep_with_jobs_writes_the_serial_file(tmp_path):
     assert main(args + ["--jobs", "1", "--out", str(tmp_path / "one.csv")]) == 0
     assert main(args + ["--jobs", "2", "--out", str(tmp_path / "two.csv")]) == 0
     assert (tmp_path / "one.csv").read_text() == (tmp_path / "two.csv").read_text()
+
+
+def test_the_cli_runs_on_a_dask_cluster_by_address(tmp_path, capsys):
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed (the test extra has it)")
+    args = ["sweep", "raster", "--set", "hardware.link_gbps=100,400", "-q"]
+    assert main(args + ["--jobs", "1", "--out", str(tmp_path / "one.csv")]) == 0
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        assert main(args + ["--scheduler", cluster.scheduler_address, "--out", str(tmp_path / "dask.csv")]) == 0
+    assert (tmp_path / "one.csv").read_text() == (tmp_path / "dask.csv").read_text()
