@@ -31,8 +31,8 @@ def slot_hbm_gbps(hw: Hardware, cfg: KernelConfig) -> float:
 
 
 def tile_bytes(layer: Layer, elem_bytes: int) -> int:
-    """Bytes of one output tile."""
-    return layer.tile_m * layer.tile_n * elem_bytes
+    """Bytes one output tile stores (half the tile's columns after a gated epilogue: :attr:`Layer.out_tile_n`)."""
+    return layer.tile_m * layer.out_tile_n * elem_bytes
 
 
 def tile_ns(layer: Layer, k: int, hw: Hardware, elem_bytes: int, kernel: str = "") -> float:

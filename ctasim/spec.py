@@ -33,6 +33,7 @@ __all__ = [
     "ROWWISE_OPS",
     "REGIMES",
     "ACTIVATION_OPS",
+    "GATED_OPS",
     "DTYPE_BYTES",
     "SPECS_DIR",
     "load_hardware",
@@ -55,12 +56,15 @@ SPECS_DIR = _specs_dir()
 STRATEGY_KINDS = ("sequential", "microbatch", "tp", "ctapipe", "hybrid")
 RASTER_ORDERS = ("row", "column")
 TOPOLOGIES = ("direct", "switch")
-EPILOGUE_OPS = ("gelu", "relu", "silu", "residual")
+EPILOGUE_OPS = ("gelu", "relu", "silu", "residual", "swiglu")
 ROWWISE_OPS = ("layernorm", "rmsnorm")
 REGIMES = ("burst", "sustained")
 """Clock regimes of a run (:class:`Hardware`'s clock regime; :attr:`Experiment.regime`)."""
-ACTIVATION_OPS = ("gelu", "silu", "relu")
+ACTIVATION_OPS = ("gelu", "silu", "relu", "swiglu")
 """Epilogue ops that cost ``Hardware.activation_epilogue_ns_per_element`` (the others: see ctasim.costs)."""
+GATED_OPS = ("swiglu",)
+"""Epilogue ops that halve the stored columns: the GEMM computes N = 2 x I columns (gate and up projections, paired
+within each tile) and stores I = N / 2 (``silu(gate) * up``); :attr:`Layer.out_n`."""
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 TILE_SOURCES = ("queue", "static")
 
@@ -236,8 +240,9 @@ class Layer:
     """One GEMM layer ``Y[M,N] = X[M,K] @ W[K,N]`` with its tiling and fused/row-wise ops.
 
     ``epilogue`` ops are applied per output tile inside the GEMM's epilogue (activation, residual add);
-    ``rowwise`` is an op over whole output rows (LayerNorm), run once a row-block of the output is
-    complete, before anything reads it.
+    ``swiglu`` is a gated activation: the GEMM's N columns are the gate and up projections (paired within each
+    tile) and the layer stores ``silu(gate) * up``, N / 2 columns (:attr:`out_n`). ``rowwise`` is an op over
+    whole output rows (LayerNorm), run once a row-block of the output is complete, before anything reads it.
     """
 
     m: int = _f("rows (tokens)")
@@ -246,8 +251,19 @@ class Layer:
     tile_m: int = _f("CTA tile rows", 128)
     tile_n: int = _f("CTA tile columns", 256)
     raster: str = _f("order in which a producer walks its tiles: 'row' (row-major) or 'column'", "row")
-    epilogue: tuple[str, ...] = _f("ops fused into the epilogue: gelu, relu, silu, residual", ())
+    epilogue: tuple[str, ...] = _f("ops fused into the epilogue: gelu, relu, silu, residual, swiglu (gated: stores "
+                                   "N / 2 columns)", ())
     rowwise: str = _f("row-wise op over the layer's output: '', 'layernorm' or 'rmsnorm'", "")
+
+    @property
+    def out_n(self) -> int:
+        """Columns the layer stores (what the next layer reads as K): N, or N / 2 after a gated epilogue."""
+        return self.n // 2 if any(op in GATED_OPS for op in self.epilogue) else self.n
+
+    @property
+    def out_tile_n(self) -> int:
+        """Columns one output tile stores: ``tile_n``, or ``tile_n / 2`` after a gated epilogue."""
+        return self.tile_n // 2 if any(op in GATED_OPS for op in self.epilogue) else self.tile_n
 
     @property
     def tiles_m(self) -> int:
@@ -504,6 +520,11 @@ def validate_layer(layer: Layer, where: str, prefix: str) -> None:
              f"must be one of {RASTER_ORDERS}, got {layer.raster!r}")
     for op in layer.epilogue:
         _require(op in EPILOGUE_OPS, where, prefix + "epilogue", f"unknown op {op!r} (known: {EPILOGUE_OPS})")
+    if any(op in GATED_OPS for op in layer.epilogue):
+        _require(len(layer.epilogue) == 1, where, prefix + "epilogue",
+                 f"a gated op stands alone in the epilogue, got {list(layer.epilogue)}")
+        _require(layer.tile_n % 2 == 0, where, prefix + "tile_n",
+                 f"swiglu pairs gate and up columns within a tile: tile_n={layer.tile_n} must be even")
     _require(layer.rowwise in ("",) + ROWWISE_OPS, where, prefix + "rowwise",
              f"unknown row-wise op {layer.rowwise!r} (known: {ROWWISE_OPS})")
 
@@ -539,8 +560,9 @@ def validate_chain(wl: Workload, where: str) -> None:
     for i in range(1, len(wl.layers)):
         a, b = wl.layers[i - 1], wl.layers[i]
         _require(a.m == b.m, where, f"workload.layer[{i}].m", f"M={b.m} differs from the previous layer's M={a.m}")
-        _require(a.n == b.k, where, f"workload.layer[{i}].k",
-                 f"K={b.k} must equal the previous layer's N={a.n} (layer {i} reads layer {i-1}'s output)")
+        _require(a.out_n == b.k, where, f"workload.layer[{i}].k",
+                 f"K={b.k} must equal the previous layer's stored columns {a.out_n} (layer {i} reads layer {i-1}'s "
+                 f"output{'; its swiglu stores N/2' if a.out_n != a.n else ''})")
 
 
 def strategy_from_dict(data: Mapping[str, Any], where: str, prefix: str) -> Strategy:

@@ -11,7 +11,7 @@ import pytest
 from ctasim import costs
 from ctasim.engine import SimulationError, push_ns, simulate
 from ctasim.plan import Plan
-from ctasim.spec import Strategy
+from ctasim.spec import Layer, Strategy
 from ctasim.strategies import build_plans
 from tests.helpers import chain, tiny_hw
 
@@ -381,3 +381,25 @@ def test_an_activation_epilogue_adds_its_per_element_cost_to_every_tile():
             assert t == pytest.approx(tile_ns(layer, layer.k, tiny_hw(), 2))
         else:
             assert t == pytest.approx(tile_ns(plain, plain.k, hw, 2) + extra)
+
+
+def test_a_swiglu_layer_stores_and_sends_half_its_columns():
+    """The gated epilogue: the GEMM runs N columns, the stored tile is half of it (ctapipe stores, micro-batching
+    transfers and the row-wise op all see N / 2), and the activation costs its per-element time."""
+    from ctasim import costs
+    from ctasim.spec import Workload
+
+    hw = tiny_hw(activation_epilogue_ns_per_element=0.01)
+    up = Layer(m=512, k=128, n=512, tile_m=128, tile_n=128, epilogue=("swiglu",))
+    down = Layer(m=512, k=256, n=256, tile_m=128, tile_n=128)
+    plain = dataclasses.replace(up, epilogue=())
+    assert costs.tile_bytes(up, 2) == costs.tile_bytes(plain, 2) // 2
+    assert costs.tile_ns(up, up.k, hw, 2) == pytest.approx(costs.tile_ns(plain, plain.k, hw, 2) + 128 * 128 * 0.01)
+    wl = Workload("ffn", "bf16", (up, down))
+    (pipe_plan,) = build_plans(Strategy("ctapipe"), wl, hw, 2, "t")
+    assert pipe_plan.pipes[0].store_bytes == 128 * 64 * 2
+    mb = build_plans(Strategy("microbatch", chunks=(2,)), wl, hw, 2, "t")[0]
+    from ctasim.plan import Transfer
+
+    sizes = {op.nbytes for op in mb.ops if isinstance(op, Transfer)}
+    assert sizes == {256 * 256 * 2}  # a 256-row chunk of the 256 stored columns

@@ -127,3 +127,19 @@ def test_tile_cv_inside_its_range_is_accepted(tmp_path):
     assert n == 1
     p.write_text(changed)
     assert load_hardware(str(p)).config(128, 256).tile_cv == 0.4999
+
+
+def test_swiglu_stores_half_its_columns_and_the_next_layer_reads_them():
+    from ctasim.spec import SpecError, workload_from_dict
+
+    base = {"name": "ffn", "dtype": "bf16", "layer": [
+        {"m": 1024, "k": 4096, "n": 2 * 14336, "epilogue": ["swiglu"]},
+        {"m": 1024, "k": 14336, "n": 4096, "epilogue": ["residual"]}]}
+    wl = workload_from_dict(base, "t")
+    assert wl.layers[0].out_n == 14336 and wl.layers[0].out_tile_n == 128 and wl.layers[1].out_n == 4096
+    bad = dict(base, layer=[dict(base["layer"][0]), dict(base["layer"][1], k=2 * 14336)])
+    with pytest.raises(SpecError, match="stored columns 14336"):
+        workload_from_dict(bad, "t")
+    both = dict(base, layer=[dict(base["layer"][0], epilogue=["swiglu", "residual"]), base["layer"][1]])
+    with pytest.raises(SpecError, match="stands alone"):
+        workload_from_dict(both, "t")

@@ -61,5 +61,5 @@ def add_rowwise(plan: Plan, hw: Hardware, wl: Workload, layer_idx: int, layer: L
         name=f"{layer.rowwise} L{layer_idx} gpu{gpu}",
         deps=((after, hw.kernel_gap_ns),),
         gpu=gpu,
-        ns=costs.rowwise_ns(layer.m, layer.n, wl.elem_bytes, hw),
+        ns=costs.rowwise_ns(layer.m, layer.out_n, wl.elem_bytes, hw),
     )

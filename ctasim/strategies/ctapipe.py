@@ -85,7 +85,7 @@ def link_pipes(plan: Plan, hw: Hardware, wl: Workload, layers, kernels, counter_
     for i in range(len(kernels) - 1):
         prod, cons = kernels[i], kernels[i + 1]
         pl, cl = layers[i], layers[i + 1]
-        ready = costs.rowwise_ns(cl.tile_m, pl.n, wl.elem_bytes, hw) if pl.rowwise else 0.0
+        ready = costs.rowwise_ns(cl.tile_m, pl.out_n, wl.elem_bytes, hw) if pl.rowwise else 0.0
         pipe = row_block_pipe(len(plan.pipes), prod, cons, pl, cl, costs.tile_bytes(pl, wl.elem_bytes), ready,
                               counter_rows=counter_rows)
         plan.pipes.append(pipe)

@@ -48,7 +48,7 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
         consumers.append(cons)
     last = consumers
     if t > 1:
-        nbytes = float(l1.m * l1.n * wl.elem_bytes)
+        nbytes = float(l1.m * l1.out_n * wl.elem_bytes)
         coll = plan.add(Collective, name="allreduce L1", deps=tuple((k.id, hw.kernel_gap_ns) for k in consumers),
                         kind="allreduce", gpus=tuple(range(t, 2 * t)), nbytes=nbytes, ns=costs.allreduce_ns(nbytes, t, hw))
         last = [coll] * t

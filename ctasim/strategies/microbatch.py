@@ -49,6 +49,6 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
                 if i + 1 < len(wl.layers):
                     handoff[(i, j)] = plan.add(Transfer, name=f"copy L{i} chunk{j} gpu{i}->gpu{i + 1}",
                                                deps=((last[i].id, 0.0),), src=i, dst=i + 1,
-                                               nbytes=float(part.m * part.n * wl.elem_bytes))
+                                               nbytes=float(part.m * part.out_n * wl.elem_bytes))
         plans.append(plan)
     return plans

@@ -51,7 +51,7 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
         end_of_pair = (not column) or i == n_layers - 1
         if end_of_pair and p > 1:
             kind = "allreduce" if not column else "allgather"
-            nbytes = float(layer.m * layer.n * wl.elem_bytes)
+            nbytes = float(layer.m * layer.out_n * wl.elem_bytes)
             ns = costs.allreduce_ns(nbytes, p, hw) if kind == "allreduce" else 0.5 * costs.allreduce_ns(nbytes, p, hw)
             coll = plan.add(Collective, name=f"{kind} L{i}", deps=tuple((k.id, hw.kernel_gap_ns) for k in ks),
                             kind=kind, gpus=tuple(range(p)), nbytes=nbytes, ns=ns)
