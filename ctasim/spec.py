@@ -21,6 +21,8 @@ from typing import Any, Mapping
 
 __all__ = [
     "SpecError",
+    "Model",
+    "load_model",
     "KernelConfig",
     "Hardware",
     "Layer",
@@ -597,6 +599,31 @@ def load_hardware(ref: str | Path, base: Path | None = None) -> Hardware:
     return hardware_from_dict(_table(data, "hardware", str(path)), str(path))
 
 
+@dataclass(frozen=True)
+class Model:
+    """A model's MLP block from its published configuration (``specs/models/``): the workload and what it covers."""
+
+    name: str = _f("model name (as ctasim advise --model takes it)")
+    source: str = _f("the published configuration the shapes come from")
+    hidden: int = _f("hidden size (the block's input and output columns)")
+    intermediate: int = _f("FFN intermediate size (stored columns of the up projection)")
+    leaves_out: str = _f("what of the model the block does not cover (attention, routing, ...)")
+    workload: Workload = _f("the block as a workload (M set per token count)")
+
+
+def load_model(ref: str | Path, base: Path | None = None) -> Model:
+    """A model spec: its ``[model]`` table and its block's ``[workload]``, checked against each other."""
+    path = _resolve(str(ref), "models", base)
+    data = _read_toml(path)
+    wl = workload_from_dict(_table(data, "workload", str(path)), str(path))
+    model = _build(Model, _table(data, "model", str(path)), str(path), "model.", workload=wl)
+    _require(wl.layers[0].k == model.hidden and wl.layers[-1].out_n == model.hidden, str(path), "model.hidden",
+             f"the block's input and output columns must be hidden={model.hidden}")
+    _require(wl.layers[0].out_n == model.intermediate, str(path), "model.intermediate",
+             f"the up projection stores {wl.layers[0].out_n} columns, not intermediate={model.intermediate}")
+    return model
+
+
 def load_workload(ref: str | Path, base: Path | None = None) -> Workload:
     path = _resolve(str(ref), "workloads", base)
     data = _read_toml(path)
@@ -666,7 +693,8 @@ def find_spec(ref: str) -> tuple[str, Path]:
 
 
 def list_specs() -> dict[str, list[str]]:
-    return {kind: sorted(p.stem for p in (SPECS_DIR / kind).glob("*.toml")) for kind in ("hardware", "workloads", "experiments")}
+    return {kind: sorted(p.stem for p in (SPECS_DIR / kind).glob("*.toml"))
+            for kind in ("hardware", "workloads", "models", "experiments")}
 
 
 def reference_markdown() -> str:
@@ -677,6 +705,7 @@ def reference_markdown() -> str:
         ("[workload]", Workload, {"layers"}),
         ("[[workload.layer]] (or the chain shorthand in [workload])", Layer, set()),
         ("[[experiment.strategy]]", Strategy, set()),
+        ("[model] (specs/models/, with the block's [workload])", Model, {"workload"}),
         ("[experiment]", Experiment, {"hardware", "workload", "strategies", "sweep"}),
     ]
     out = []

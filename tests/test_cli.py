@@ -111,3 +111,29 @@ def test_the_readme_sample_table_is_what_ctasim_run_prints(capsys):
     assert main(["run", "-q"]) == 0
     printed = capsys.readouterr().out.strip().splitlines()
     assert block == "\n".join(printed[2:]).strip(), "paste `ctasim run -q` (its table) into the README"
+
+
+def test_docs_advice_is_what_ctasim_advise_writes_now():
+    """docs/advice.md (ctasim advise --doc): one section per model x documented machine, and one section (the quick
+    2-GPU machine) regenerated equal to the committed one."""
+    from pathlib import Path
+
+    from ctasim import advise as A
+    from ctasim.cli import DOC_HARDWARE
+    from ctasim.spec import list_specs, load_hardware, load_model
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "advice.md").read_text()
+    heads = [line for line in doc.splitlines() if line.startswith("### ")]
+    assert heads == [f"### {m} on {h} (burst clocks)" for h in DOC_HARDWARE for m in list_specs()["models"]]
+    model, hw = load_model("llama3.1-8b"), load_hardware("h200-x2-calibrated")
+    section = A.markdown(model, hw, A.advise(model, hw, A.TOKENS), "burst")
+    assert section in doc, "run: ctasim advise --doc docs/advice.md"
+
+
+def test_advise_puts_the_fastest_strategy_first_and_says_what_it_could_not_run(capsys):
+    assert main(["advise", "--model", "qwen2.5-72b", "--hardware", "h200-x2-calibrated", "--tokens", "1024,4096"]) == 0
+    out = capsys.readouterr().out
+    assert "Not run: tp2 (layer 0: N=59136 does not split" in out
+    assert "profile h200-x2-calibrated: measured" in out and "ctapipe: not yet predicted-then-measured" in out
+    rows = [line for line in out.splitlines() if line.startswith("| 1024 |")]
+    assert rows and "ctapipe" in rows[0]  # with TP2 out, ctapipe is the fastest 2-GPU strategy here

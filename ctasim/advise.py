@@ -1,0 +1,210 @@
+"""``ctasim advise``: for one model's MLP block on one machine, which strategy is fastest at each token count.
+
+Inputs: a model (``specs/models/``: the block from the model's published configuration, gated activations as they
+are), a hardware profile (``specs/hardware/``), token counts, the GPUs to use (default: the node's), a clock regime.
+For every token count M the block runs with M rows under every strategy that fits the GPUs:
+
+* ``sequential`` on one GPU;
+* ``microbatch`` (layer i on GPU i, the chunk sweep :data:`CHUNKS`; the best count is reported);
+* ``tp`` at each power-of-two degree up to the GPUs;
+* ``ctapipe`` (layer i on GPU i, persistent CTAs popping the work-queue: the simulator's default design);
+* ``hybrid`` (tensor-parallel groups of t GPUs per layer, CTA-pipelined between them) where 2t GPUs fit.
+
+The answer states how far to trust it: whether the profile was measured or read off a datasheet, and the registered
+validation of the strategies involved (the latest ``bench/results/validation-registered*`` of a checkout: which
+strategies have been predicted before they were measured, and how close the model came).
+
+Left out: attention and everything else :attr:`ctasim.spec.Model.leaves_out` names; the placement of deeper chains on
+fewer GPUs (layers = GPUs for the pipelined strategies here); invariant checks (the predictions are the same; ``ctasim
+run`` checks them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+
+from ctasim.cases import check_experiment, estimate_ctas
+from ctasim.run import run_experiment
+from ctasim.spec import Experiment, Hardware, Model, Strategy
+
+__all__ = ["CHUNKS", "TOKENS", "strategies_for", "advise", "trust", "best_table", "markdown"]
+
+CHUNKS = (1, 2, 4, 8, 16, 32, 64)
+"""Micro-batching chunk counts tried (the best is reported, with its count)."""
+TOKENS = (1024, 2048, 4096, 8192, 16384, 32768)
+"""Default token counts (rows M of the block)."""
+
+
+def strategies_for(gpus: int) -> tuple[Strategy, ...]:
+    """Every strategy of the module docstring that fits ``gpus`` GPUs for a 2-layer block."""
+    out = [Strategy("sequential")]
+    if gpus >= 2:
+        out.append(Strategy("microbatch", chunks=CHUNKS))
+        out.append(Strategy("ctapipe"))
+    t = 2
+    while t <= gpus:
+        out.append(Strategy("tp", name=f"tp{t}", tp_degree=t))
+        t *= 2
+    t = 2
+    while 2 * t <= gpus:
+        out.append(Strategy("hybrid", name=f"hybrid-tp{t}", tp_degree=t))
+        t *= 2
+    return tuple(out)
+
+
+def experiment(model: Model, hw: Hardware, tokens, gpus: int | None = None, regime: str = "burst") -> Experiment:
+    """The experiment ``advise`` simulates (checked: every case tiles and every strategy kept fits); the strategies
+    that cannot run this block on these GPUs are left out (:func:`left_out` says why)."""
+    g = gpus or hw.gpus
+    exp = Experiment(name=f"advise-{model.name}", hardware=hw, workload=model.workload,
+                     strategies=strategies_for(g), sweep=(("m", tuple(tokens)),), gpus=g,
+                     description=f"{model.name} MLP block on {hw.name}", regime=regime)
+    dropped = left_out(exp)
+    exp = dataclasses.replace(exp, strategies=tuple(s for s in exp.strategies if s.label not in dropped))
+    return check_experiment(exp, f"advise {model.name} on {hw.name}")
+
+
+def dropped(model: Model, hw: Hardware, tokens, gpus: int | None = None) -> dict[str, str]:
+    """{strategy label: why} of the strategies ``advise`` leaves out for this model on this machine."""
+    g = gpus or hw.gpus
+    return left_out(Experiment(name=f"advise-{model.name}", hardware=hw, workload=model.workload,
+                               strategies=strategies_for(g), sweep=(("m", tuple(tokens)),), gpus=g))
+
+
+def left_out(exp: Experiment) -> dict[str, str]:
+    """{strategy label: why it cannot run some case of ``exp``} (e.g. N that does not split into whole tiles)."""
+    from ctasim.cases import expand
+    from ctasim.strategies import check_placement
+
+    out = {}
+    for s in exp.strategies:
+        for case in expand(exp):
+            why = check_placement(s, case.workload, exp.hardware, case.gpus)
+            if why:
+                out[s.label] = why
+                break
+    return out
+
+
+def advise(model: Model, hw: Hardware, tokens=TOKENS, gpus: int | None = None, regime: str = "burst",
+           jobs: int = 1, scheduler=None) -> pd.DataFrame:
+    """One row per (tokens, strategy): latency, GPUs, the variant chosen, and speed-up over the best other."""
+    exp = experiment(model, hw, tokens, gpus, regime)
+    df, _ = run_experiment(exp, check=False, jobs=jobs, scheduler=scheduler)
+    df = df.rename(columns={"m": "tokens"}) if "m" in df.columns else df.assign(
+        tokens=df["case"].str.removeprefix("m=").astype(int))
+    return df[["tokens", "strategy", "kind", "gpus", "variant", "latency_us"]].reset_index(drop=True)
+
+
+PIPELINED = ("ctapipe", "hybrid")
+"""Strategy kinds that CTA-pipeline (hybrid: tensor-parallel groups, CTA-pipelined between them)."""
+
+
+def best_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per token count: the fastest strategy and its latency; the best CTA-pipelined strategy (ctapipe or hybrid, any
+    GPU count) against the best of the others (``pipelined_vs_other`` < 1: CTA-pipelining wins by that much); the
+    same on two GPUs (ctapipe against micro-batching and TP2); the best micro-batching chunk count and TP degree."""
+    rows = []
+    for tokens, g in df.groupby("tokens", sort=True):
+        best = g.loc[g["latency_us"].idxmin()]
+        pipe, other = g[g["kind"].isin(PIPELINED)], g[~g["kind"].isin(PIPELINED)]
+        bp = pipe.loc[pipe["latency_us"].idxmin()] if len(pipe) else None
+        bo = other.loc[other["latency_us"].idxmin()]
+        two = g[g["gpus"] == 2]
+        p2, o2 = two[two["kind"] == "ctapipe"], two[~two["kind"].isin(PIPELINED)]
+        mb, tp = g[g["kind"] == "microbatch"], g[g["kind"] == "tp"]
+        rows.append({
+            "tokens": int(tokens), "best": best["strategy"], "best_gpus": int(best["gpus"]),
+            "best_us": float(best["latency_us"]),
+            "pipelined": bp["strategy"] if bp is not None else "",
+            "pipelined_us": float(bp["latency_us"]) if bp is not None else float("nan"),
+            "best_other": bo["strategy"],
+            "pipelined_vs_other": float(bp["latency_us"]) / float(bo["latency_us"]) if bp is not None else float("nan"),
+            "ctapipe_vs_other_2gpu": (float(p2["latency_us"].min()) / float(o2["latency_us"].min())
+                                      if len(p2) and len(o2) else float("nan")),
+            "microbatch_chunks": mb["variant"].iloc[0] if len(mb) else "",
+            "tp_best": tp.loc[tp["latency_us"].idxmin(), "strategy"] if len(tp) else "",
+        })
+    return pd.DataFrame(rows)
+
+
+def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
+    """Lines on how far to trust the answer: the profile's provenance, the registered validation per kind."""
+    lines = [f"profile {hw.name}: " + ("measured on the machine it describes" if hw.measured else
+                                       "datasheet figures, not measured (no validation applies to it as such)")]
+    root = results_dir or Path(__file__).resolve().parent.parent / "bench" / "results"
+    found = sorted(root.glob("validation-registered*/*/summary.csv")) if root.is_dir() else []
+    if not found:
+        lines.append("registered validation: none found in this installation (a checkout has it under "
+                     "bench/results/validation-registered*)")
+        return lines
+    s = pd.concat([pd.read_csv(p).assign(registration=p.parent.name) for p in found], ignore_index=True)
+    s = s[(s["predictor"] == "model") & (s["kind"] != "all") & s["registered"].astype(bool)]
+    for kind in kinds:
+        k = s[s["kind"] == kind]
+        if len(k):
+            lines.append(f"{kind}: registered model MAPE {k['mape_pct'].min():.1f}-{k['mape_pct'].max():.1f}%, worst "
+                         f"{k.loc[k['worst_pct'].abs().idxmax(), 'worst_pct']:+.1f}% over {len(k)} registrations "
+                         f"({', '.join(sorted(k['registration']))})")
+        else:
+            lines.append(f"{kind}: not yet predicted-then-measured (no registered validation): treat as a model "
+                         f"estimate")
+    return lines
+
+
+def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_dir: Path | None = None) -> str:
+    """The advice for one model and machine as markdown: verdict table, every strategy, trust, coverage."""
+    best = best_table(df)
+    wide = df.pivot_table(index="tokens", columns="strategy", values="latency_us", aggfunc="first")
+    wide = wide[[s for s in dict.fromkeys(df["strategy"])]]
+    lines = [f"### {model.name} on {hw.name} ({regime} clocks)", "",
+             "| tokens | fastest (GPUs) | µs | best CTA-pipelined | its latency vs the best other | on 2 GPUs: "
+             "ctapipe vs micro-batching/TP2 | micro-batching | best TP |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in best.itertuples():
+        vs = (f"{r.pipelined_vs_other:.3f}× {r.best_other}" if r.pipelined_vs_other == r.pipelined_vs_other else "")
+        two = f"{r.ctapipe_vs_other_2gpu:.3f}×" if r.ctapipe_vs_other_2gpu == r.ctapipe_vs_other_2gpu else ""
+        lines.append(f"| {r.tokens} | {r.best} ({r.best_gpus}) | {r.best_us:,.1f} | {r.pipelined} | {vs} | {two} | "
+                     f"{r.microbatch_chunks} | {r.tp_best} |")
+    lines += ["", "(× < 1: CTA-pipelining is faster by that factor.)"]
+    lines += ["", "Every strategy (µs):", "", "| tokens | " + " | ".join(wide.columns) + " |",
+              "| --- |" + " --- |" * len(wide.columns)]
+    for tokens, r in wide.iterrows():
+        lines.append(f"| {tokens} | " + " | ".join(f"{v:,.1f}" for v in r) + " |")
+    for label, why in dropped(model, hw, sorted(set(df["tokens"]))).items():
+        lines.append(f"\nNot run: {label} ({why}).")
+    lines += ["", "How far to trust it:", ""]
+    lines += [f"* {t}" for t in trust(hw, list(dict.fromkeys(df["kind"])), results_dir)]
+    lines += [f"* covers one MLP block ({model.source}); leaves out {model.leaves_out}", ""]
+    return "\n".join(lines)
+
+
+def plot(df: pd.DataFrame, path: Path, title: str) -> Path:
+    """Latency per strategy against token count (log-log)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for strategy, g in df.groupby("strategy", sort=False):
+        ax.plot(g["tokens"], g["latency_us"], marker="o", ms=3, label=strategy)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("tokens (M)")
+    ax.set_ylabel("latency (µs)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def size(model: Model, hw: Hardware, tokens, gpus: int | None = None) -> int:
+    """CTAs ``advise`` would simulate (for the size check before running)."""
+    return estimate_ctas(dataclasses.replace(experiment(model, hw, tokens, gpus), sweep=(("m", tuple(tokens)),)))
