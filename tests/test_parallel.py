@@ -45,12 +45,18 @@ def test_two_local_processes_give_the_serial_table_and_traces():
     _same(run_experiment(exp, jitter=0.02, seed=3), run_experiment(exp, jitter=0.02, seed=3, jobs=2))
 
 
-def test_a_dask_local_cluster_gives_the_serial_table_and_traces():
+@pytest.fixture(scope="module")
+def cluster():
+    """One 2-worker Dask LocalCluster (worker processes) for the module's tests."""
     distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed (the test extra has it)")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
+        yield c
+
+
+def test_a_dask_local_cluster_gives_the_serial_table_and_traces(cluster):
     exp = load_experiment("raster")
     serial = run_experiment(exp, jitter=0.02, seed=3)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        _same(serial, run_experiment(exp, jitter=0.02, seed=3, scheduler=cluster.scheduler_address))
+    _same(serial, run_experiment(exp, jitter=0.02, seed=3, scheduler=cluster.scheduler_address))
 
 
 def test_sweep_with_jobs_writes_the_serial_file(tmp_path):
@@ -60,10 +66,8 @@ def test_sweep_with_jobs_writes_the_serial_file(tmp_path):
     assert (tmp_path / "one.csv").read_text() == (tmp_path / "two.csv").read_text()
 
 
-def test_the_cli_runs_on_a_dask_cluster_by_address(tmp_path, capsys):
-    distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed (the test extra has it)")
+def test_the_cli_runs_on_a_dask_cluster_by_address(tmp_path, cluster):
     args = ["sweep", "raster", "--set", "hardware.link_gbps=100,400", "-q"]
     assert main(args + ["--jobs", "1", "--out", str(tmp_path / "one.csv")]) == 0
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        assert main(args + ["--scheduler", cluster.scheduler_address, "--out", str(tmp_path / "dask.csv")]) == 0
+    assert main(args + ["--scheduler", cluster.scheduler_address, "--out", str(tmp_path / "dask.csv")]) == 0
     assert (tmp_path / "one.csv").read_text() == (tmp_path / "dask.csv").read_text()
