@@ -183,6 +183,56 @@ def fit_sm_remote_store(hw: Hardware, ratio: float, slowdown=remote_d_slowdown, 
     return rate, f"simulated slowdown {f(rate):.4f} vs measured {ratio:.4f} ({under})"
 
 
+def clock_trajectory(g, s, kernels: Mapping[str, tuple], rest_s: float = 2.0, run_ms: float = 400.0,
+                     rounds: int = 3, log: Callable[[str], None] = lambda x: None) -> list[dict]:
+    """Rows (kernel, m, n, k, epilogue, round, i, t_start_ms, dur_ms) of ``bench/hw/clock_trajectory.py``'s
+    measurement: per kernel (name -> (m, n, k, epilogue ops)) and round, a ``rest_s`` host sleep with the GPU idle,
+    then back-to-back launches of CUTLASS GEMM ``g`` on stream ``s`` for about ``run_ms``, an event between each."""
+    import math as _m
+    import time as _t
+
+    from ctahw.baselines import Chain  # noqa: PLC0415
+    from ctahw.device import require_cupy  # noqa: PLC0415
+
+    cp = require_cupy()
+    data = Chain(cp, 20261201)
+    rows: list[dict] = []
+    for name, (m, n, k, ep) in kernels.items():
+        a = data.rand(0, (m, k), salt=1)
+        w = data.rand(0, (n, k), 1 / _m.sqrt(k), salt=2)
+        d = cp.empty((m, n), dtype=cp.uint16)
+        g(a, w, d, m, n, k, s, epilogue=ep)  # load the kernel
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record(s)
+        g(a, w, d, m, n, k, s, epilogue=ep)
+        e1.record(s)
+        e1.synchronize()
+        count = max(8, int(run_ms / cp.cuda.get_elapsed_time(e0, e1)))
+        for rnd in range(rounds):
+            cp.cuda.Device(0).synchronize()
+            _t.sleep(rest_s)
+            evs = [cp.cuda.Event() for _ in range(count + 1)]
+            evs[0].record(s)
+            for i in range(count):
+                g(a, w, d, m, n, k, s, epilogue=ep)
+                evs[i + 1].record(s)
+            evs[-1].synchronize()
+            t = 0.0
+            for i in range(count):
+                dur = cp.cuda.get_elapsed_time(evs[i], evs[i + 1])
+                rows.append(dict(kernel=name, m=m, n=n, k=k, epilogue="+".join(ep), round=rnd, i=i, t_start_ms=t,
+                                 dur_ms=dur))
+                t += dur
+            log(f"calibrate: clock trajectory {name} round {rnd}: {count} launches, {t:.1f} ms")
+        del a, w, d
+        cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+TRAJECTORY_KERNELS = {"square-16384": (16384, 8192, 8192, ()), "square-4096": (4096, 8192, 8192, ()),
+                      "gelu-16384": (16384, 28672, 8192, ("gelu",))}
+"""The kernels of the clock trajectory (``clock_trajectory.py`` and ``ctahw calibrate``)."""
+
 CLOCK_KERNELS = ("square-16384", "square-4096")
 """The trajectory kernels of ``bench/hw/clock_trajectory.py`` the clock regime is calibrated on: the plain GEMM whose
 tile rates the profile holds (the fused-GeLU kernel is recorded beside them as a check, not used)."""
@@ -299,7 +349,8 @@ def _toml_value(v) -> str:
 
 MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_engine_gbps", "link_latency_ns",
                    "remote_atomic_ns", "fence_sys_ns", "launch_ns", "kernel_gap_ns", "event_wait_ns",
-                   "allreduce_bus_gbps", "allreduce_latency_ns", "epilogue_store_overlap", "sm_remote_store_gbps")
+                   "allreduce_bus_gbps", "allreduce_latency_ns", "epilogue_store_overlap", "sm_remote_store_gbps",
+                   "clock_onset_ns", "clock_sustained_slowdown", "activation_epilogue_ns_per_element")
 
 
 def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, measured: Mapping[str, tuple],
@@ -564,6 +615,44 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
         res["remote_d_remote_ms"] = summarize(rem).median_ms
         res["epilogue_overlap_simple"] = epilogue_overlap(res["remote_d_local_ms"], res["remote_d_remote_ms"],
                                                          m * n * 2, res["link_gbps"])
+    del a, w, d
+    cp.get_default_memory_pool().free_all_blocks()
+
+    # The clock regime: a rested GPU's power-cap onset and the sustained slowdown (bench/hw/clock_trajectory.py)
+    log("calibrate: clock trajectory (the power cap's onset)")
+    kernels = {k: v for k, v in TRAJECTORY_KERNELS.items() if k in CLOCK_KERNELS}
+    res["clock_trajectory"] = clock_trajectory(g, s[0], kernels, rest_s=0.5 if quick else 2.0,
+                                               run_ms=150.0 if quick else 400.0, rounds=1 if quick else 3, log=log)
+    try:
+        fields_, rounds_ = clock_regime(res["clock_trajectory"])
+        res.update(fields_)
+        res["clock_rounds"] = rounds_
+    except ValueError as e:  # the run never reached the cap: the fields stay copied, and the profile says why
+        res["clock_regime_note"] = str(e)
+        log(f"calibrate: clock regime not measured: {e}")
+
+    # The fused activation's cost (GEMM1 of the MLP block, plain and with the erf-GeLU, rested)
+    log("calibrate: fused activation cost")
+    act_rows = []
+    rested = Timed([0], gate_ms=2.0, rest_ms=300.0)
+    for mm in ((4096,) if quick else (4096, 16384)):
+        nn, kk = 28672, 8192
+        a1 = random_bf16((mm, kk), cp, rng)
+        w1 = random_bf16((nn, kk), cp, rng, 1 / 90.5)
+        d1 = cp.empty((mm, nn), dtype=cp.uint16)
+        times = {"gemm1_plain": [], "gemm1_gelu": []}
+        for i in range(reps + 1):
+            for item, ep in ((("gemm1_plain", ()), ("gemm1_gelu", ("gelu",))) if i % 2 == 0
+                             else (("gemm1_gelu", ("gelu",)), ("gemm1_plain", ()))):
+                ms = rested.run(lambda T, ep=ep: (g(a1, w1, d1, mm, nn, kk, rested.compute[0], epilogue=ep),
+                                                  [(rested.compute[0], 0)])[1])[0]
+                if i:
+                    times[item].append(ms)
+        act_rows += [{"m": mm, "item": item, "per_op_ms": summarize(v).median_ms} for item, v in times.items()]
+        del a1, w1, d1
+    res["activation_rows"] = act_rows
+    res["activation_epilogue_ns_per_element"], res["activation_per_m"] = activation_epilogue_cost(
+        act_rows, slots=found[0].sm_count)
     return res
 
 
@@ -599,6 +688,20 @@ def measured_fields(res: Mapping) -> dict[str, tuple]:
         out["launch_ns"] = (res["launch_host_to_stamp_ns"], "host clock before launch -> kernel's %globaltimer stamp "
                             f"(launch + sync round trip {res['launch_roundtrip_ns']:.0f} ns)")
     out["kernel_gap_ns"] = (res["kernel_gap_ns"], "start-to-start of queued back-to-back stamp kernels")
+    if "clock_onset_ns" in res:
+        rs = res.get("clock_rounds", [])
+        spread = (f"{min(r['onset_ms'] for r in rs if r['used']):.0f}-{max(r['onset_ms'] for r in rs if r['used']):.0f} ms"
+                  if rs else "")
+        out["clock_onset_ns"] = (res["clock_onset_ns"], "median busy time before a launch is 1.05x slower than the rested "
+                                 f"ones, after a rest, CUTLASS {', '.join(CLOCK_KERNELS)} ({spread}; "
+                                 "ctahw.calibrate.clock_regime)")
+        out["clock_sustained_slowdown"] = (res["clock_sustained_slowdown"], "median launch of each round's second half "
+                                           "over its rested launches (ctahw.calibrate.clock_regime)")
+    if "activation_epilogue_ns_per_element" in res:
+        per = ", ".join(f"M={r['m']} {r['per_tile_ns'] / 1e3:.2f} us/tile" for r in res.get("activation_per_m", []))
+        out["activation_epilogue_ns_per_element"] = (
+            res["activation_epilogue_ns_per_element"], f"CUTLASS Mx28672x8192 with the fused erf-GeLU vs plain, rested: "
+            f"{per} (ctahw.calibrate.activation_epilogue_cost); silu and relu assumed the same")
     return out
 
 

@@ -12,15 +12,14 @@ Kernels (the project's CUTLASS GEMM, 128x256 cooperative, persistent, tuned tile
 * ``square-4096``: 4096 x 8192 x 8192 (~0.7 ms);
 * ``gelu-16384``: 16384 x 28672 x 8192 with the fused GeLU (~10 ms).
 
-Rows: kernel, round, i, t_start_ms (since the round's first launch began), dur_ms.
+Rows: kernel, round, i, t_start_ms (since the round's first launch began), dur_ms. The measurement is
+``ctahw.calibrate.clock_trajectory`` (what ``ctahw calibrate`` runs too).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-import time
 from pathlib import Path
 
 
@@ -34,54 +33,16 @@ def main(argv=None) -> int:
 
     import pandas as pd
 
-    from ctahw.baselines import Chain
+    from ctahw.calibrate import TRAJECTORY_KERNELS, clock_trajectory
     from ctahw.device import require_gpus
     from ctahw.gemm import CutlassGemm
 
     require_gpus(1)
     import cupy as cp
 
-    g = CutlassGemm(0)
-    data = Chain(cp, 20261201)
     s = cp.cuda.Stream(non_blocking=True)
-    kernels = {"square-16384": (16384, 8192, 8192, ()), "square-4096": (4096, 8192, 8192, ()),
-               "gelu-16384": (16384, 28672, 8192, ("gelu",))}
-    rows = []
-    for name, (m, n, k, ep) in kernels.items():
-        a = data.rand(0, (m, k), salt=1)
-        w = data.rand(0, (n, k), 1 / math.sqrt(k), salt=2)
-        d = cp.empty((m, n), dtype=cp.uint16)
-        g(a, w, d, m, n, k, s, epilogue=ep)  # load the kernel
-        s.synchronize()
-        # a short timed launch gives the launch count for --run-ms
-        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-        e0.record(s)
-        g(a, w, d, m, n, k, s, epilogue=ep)
-        e1.record(s)
-        e1.synchronize()
-        count = max(8, int(args.run_ms / cp.cuda.get_elapsed_time(e0, e1)))
-        for rnd in range(args.rounds):
-            cp.cuda.Device(0).synchronize()
-            time.sleep(args.rest_s)
-            evs = [cp.cuda.Event() for _ in range(count + 1)]
-            evs[0].record(s)
-            for i in range(count):
-                g(a, w, d, m, n, k, s, epilogue=ep)
-                evs[i + 1].record(s)
-            evs[-1].synchronize()
-            t = 0.0
-            for i in range(count):
-                dur = cp.cuda.get_elapsed_time(evs[i], evs[i + 1])
-                rows.append(dict(kernel=name, m=m, n=n, k=k, epilogue="+".join(ep), round=rnd, i=i, t_start_ms=t,
-                                 dur_ms=dur))
-                t += dur
-            first = sorted(r["dur_ms"] for r in rows[-count:][:4])[1]
-            last = sorted(r["dur_ms"] for r in rows[-count:][-max(4, count // 4):])
-            print(f"{name} round {rnd}: {count} launches, {t:.1f} ms; first {first:.4f} ms, "
-                  f"last quarter median {last[len(last) // 2]:.4f} ms ({last[len(last) // 2] / first:.3f}x)",
-                  flush=True)
-        del a, w, d
-        cp.get_default_memory_pool().free_all_blocks()
+    rows = clock_trajectory(CutlassGemm(0), s, TRAJECTORY_KERNELS, rest_s=args.rest_s, run_ms=args.run_ms,
+                            rounds=args.rounds, log=lambda x: print(x, flush=True))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(args.out, index=False)
     return 0

@@ -154,10 +154,27 @@ def test_launch_is_measured_when_globaltimer_is_on_the_host_clock(tmp_path):
     assert load_hardware(out).launch_ns == 4200.0
 
 
+CLOCK_RESULT = {"clock_onset_ns": 5.6e7, "clock_sustained_slowdown": 1.17,
+                "clock_rounds": [{"onset_ms": 30.0, "used": True}, {"onset_ms": 80.0, "used": True}],
+                "activation_epilogue_ns_per_element": 0.11,
+                "activation_per_m": [{"m": 4096, "per_tile_ns": 3970.0}, {"m": 16384, "per_tile_ns": 3420.0}]}
+
+
 def test_measured_fields_cover_every_field_calibrate_claims():
     got = cal.measured_fields(dict(FAKE_RESULT, globaltimer_on_host_clock=True, launch_host_to_stamp_ns=1,
-                                   sm_remote_store_gbps=7.0, sm_remote_store_note="fit"))
+                                   sm_remote_store_gbps=7.0, sm_remote_store_note="fit", **CLOCK_RESULT))
     assert set(got) == set(cal.MEASURED_FIELDS)
+
+
+def test_the_clock_regime_and_activation_cost_go_into_the_profile_when_measured(tmp_path):
+    out = tmp_path / "p.toml"
+    text = cal.write_profile(dict(FAKE_RESULT, **CLOCK_RESULT), "h200-x2", out, "p", PROV)
+    hw = load_hardware(out)
+    assert (hw.clock_onset_ns, hw.clock_sustained_slowdown, hw.activation_epilogue_ns_per_element) == (5.6e7, 1.17, 0.11)
+    assert "30-80 ms" in text and "3.97 us/tile" in text
+    copied = load_hardware(tmp_path / "q.toml") if cal.write_profile(FAKE_RESULT, "h200-x2", tmp_path / "q.toml",
+                                                                     "q", PROV) else None
+    assert copied.clock_onset_ns == load_hardware("h200-x2").clock_onset_ns  # not measured: the base's (inf)
 
 
 def test_committed_calibrated_profile_loads_if_present():
