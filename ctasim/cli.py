@@ -403,8 +403,11 @@ def _tokens(s: str) -> tuple[int, ...]:
     return v
 
 
-DOC_HARDWARE = ("h200-x2-calibrated", "h200-x8", "b200-x8")
+DOC_HARDWARE = ("h200-x2-calibrated", "h100-x8", "h200-x8", "b200-x8", "gb200-nvl72")
 """The machines docs/advice.md covers (every model of specs/models on each)."""
+
+
+ADVISE_MAX_CTAS = 12_000_000
 
 
 def cmd_advise(args) -> int:
@@ -475,16 +478,15 @@ def _advise_doc(args) -> int:
         "",
         "Read the verdict column: the best CTA-pipelined strategy (ctapipe on 2 GPUs, or hybrid: TP groups pipelined",
         "between them) against the best of the others, on the whole machine, and ctapipe against micro-batching and",
-        "TP on two GPUs. Only `h200-x2-calibrated` was measured; the x8 machines are datasheet profiles, and no",
-        "multi-GPU strategy has yet been predicted before it was measured (the trust lines under each table).",
+        "TP on two GPUs. Only `h200-x2-calibrated` was measured; the others (H100 and H200 HGX, B200 HGX, GB200",
+        "NVL72) are datasheet profiles, and no multi-GPU strategy has yet been predicted before it was measured (the",
+        "trust lines under each table).",
         "",
         f"**In short (model estimates):** a CTA-pipelined strategy is the fastest at {len(wins)} of {len(points)} "
         f"(model, machine, token count) points"
-        + (f"; where it wins against every strategy: {', '.join(genuine)}" if genuine else "; nowhere against "
-           "every strategy")
-        + (f"; {'the other' if genuine else 'the'} wins ({', '.join(artefact)}) are where a faster strategy could "
-           "not run (see 'Not run' under its table: the tile shape does not split), not an advantage of "
-           "CTA-pipelining" if artefact else "")
+        + (f"; where every strategy ran: {', '.join(genuine)}" if genuine else "; none where every strategy ran")
+        + (f"; where some strategy could not run (see 'Not run' under the table: the tile shape does not split), "
+           f"so that the comparison is incomplete: {', '.join(artefact)}" if artefact else "")
         + "; its latency against the best other strategy ranges "
         f"{points['pipelined_vs_other'].min():.3f}-{points['pipelined_vs_other'].max():.3f}×. Every block here",
         "is gated (SwiGLU): the gate-and-up GEMM computes 2 × I columns against the down projection's I, so it holds",
@@ -585,7 +587,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="folder for <model>-<hardware>.csv, .md and .png")
     p.add_argument("--doc", help="write the advice for every model on every documented machine to this markdown "
                                  "file (and its plots beside it, in advice/)")
-    _max_ctas(p)
+    p.add_argument("--max-ctas", type=_positive_int, default=ADVISE_MAX_CTAS,
+                   help=f"refuse above this many simulated CTAs (default {ADVISE_MAX_CTAS:,}: most of an advice's runs "
+                        "are closed-form kernels, cheaper per CTA than a pipelined run)")
     _parallel(p)
     p.set_defaults(func=cmd_advise)
     p = sub.add_parser("list", help="list the shipped specs")
