@@ -128,8 +128,10 @@ def report(j: pd.DataFrame, s: pd.DataFrame, ch: pd.DataFrame, prov: Provenance,
               "| --- | --- | --- | --- | --- | --- |"]
     for r in s.itertuples():
         lines.append(f"| {r.predictor} | {r.kind} | {r.cases} | {r.mape_pct:.2f}% | {r.worst_pct:+.2f}% | {r.worst_case} |")
-    lines += ["", "| case | strategy | variant | measured ms | model ms | model error | naive ms | naive error |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    others = [src for src in ("naive", "waves") if src in set(j["source"])]
+    lines += ["", "| case | strategy | variant | measured ms | model ms | model error | "
+              + " | ".join(f"{src} ms | {src} error" for src in others) + " |",
+              "| --- | --- | --- | --- | --- | --- |" + " --- | --- |" * len(others)]
     wide = j.pivot_table(index=["case", "strategy", "variant", "measured_ms"], columns="source",
                          values=["predicted_ms", "error"], aggfunc="first").reset_index()
     for _, r in wide.iterrows():
@@ -140,8 +142,8 @@ def report(j: pd.DataFrame, s: pd.DataFrame, ch: pd.DataFrame, prov: Provenance,
                 return ""
             return "" if pd.isna(v) else (f"{100 * v:+.2f}%" if what == "error" else f"{v:.4f}")
         lines.append(f"| {r[('case', '')]} | {r[('strategy', '')]} | {r[('variant', '')]} | {r[('measured_ms', '')]:.4f} | "
-                     f"{cell('predicted_ms', 'model')} | {cell('error', 'model')} | {cell('predicted_ms', 'naive')} | "
-                     f"{cell('error', 'naive')} |")
+                     f"{cell('predicted_ms', 'model')} | {cell('error', 'model')} | "
+                     + " | ".join(f"{cell('predicted_ms', src)} | {cell('error', src)}" for src in others) + " |")
     if len(ch):
         lines += ["", "## Choices", "", ch.to_markdown(index=False) if _has_tabulate() else ch.to_string(index=False)]
     if len(skipped):

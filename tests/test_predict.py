@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 
 import pandas as pd
@@ -53,7 +55,8 @@ def test_a_strategy_that_needs_more_gpus_is_a_skipped_row_with_its_reason():
     exp = dataclasses.replace(exp, strategies=exp.strategies + (Strategy("tp", tp_degree=2),))
     df = predict(exp, HARNESS, None)
     tp = df[df["strategy"] == "tp"]
-    assert len(tp) == 3 and (tp["status"] == "skipped").all() and tp["reason"].str.contains("GPU").all()
+    assert sorted(tp["source"]) == ["model"] * 3 + ["waves"] * 3  # no naive line given: model and waves only
+    assert (tp["status"] == "skipped").all() and tp["reason"].str.contains("GPU").all()
 
 
 def test_naive_fit_is_the_line_through_the_gemm_rows(tmp_path):
@@ -71,7 +74,7 @@ def test_predict_cli_registers_once_and_refuses_to_overwrite(tmp_path, capsys):
     rec = json.loads((out / "registration.json").read_text())
     assert rec["rules"]["judged"] and rec["harness"]["run_ns"] > 0 and "reg-gemm-h4096.toml" in rec["spec_sha256"]
     df = results.read(out / "predictions.csv")
-    assert set(df["status"]) == {"ok"} and len(df) == 3
+    assert set(df["status"]) == {"ok"} and sorted(df["source"]) == ["model"] * 3 + ["waves"] * 3
     assert main(["predict", "reg-gemm-h4096", "--out", str(out)]) == 2
     assert "never overwritten" in capsys.readouterr().err
 
@@ -107,3 +110,27 @@ def test_staged_folder_is_written_whole_or_not_at_all(tmp_path):
     with results.staged_folder(out) as tmp:
         (tmp / "c.csv").write_text("3")
     assert sorted(p.name for p in out.iterdir()) == ["c.csv"] and len(list(tmp_path.iterdir())) == 1
+
+
+def test_waves_rules_are_wave_quantized_tile_times_of_the_profile():
+    """The profile-only predictor: whole waves of the profile's tile time; pipelined = the slower layer + one wave."""
+    import math
+
+    from ctasim import costs
+    from ctasim.predict import Waves
+
+    exp = _exp()
+    df = predict(exp, HARNESS, None)
+    wv = df[(df["source"] == "waves") & (df["case"] == "m=6144")].set_index(["strategy", "variant"])["makespan_ms"]
+    hw = exp.hardware
+    layer = dataclasses.replace(exp.workload.layers[0], m=6144)
+    cfg = hw.config(layer.tile_m, layer.tile_n)
+    tile_ms = costs.tile_ns(layer, layer.k, hw, 2) / 1e6
+    waves = math.ceil((6144 // 128) * (4096 // 256) / (hw.sm_count * cfg.cta_slots_per_sm))
+    one = cfg.kernel_fixed_ns / 1e6 + waves * tile_ms
+    assert wv[("sequential", "")] == pytest.approx(2 * one)
+    assert wv[("ctapipe-w21g4", "")] == pytest.approx(one + tile_ms)
+    chunk = dataclasses.replace(layer, m=768)
+    copy = 768 * 4096 * 2 / hw.copy_engine_gbps / 1e6
+    assert wv[("microbatch", "chunks=8")] == pytest.approx(9 * Waves().gemm_ms(chunk, hw, 2) + copy)
+    assert wv[("tp", "")] > one  # two half GEMMs plus an all-reduce
