@@ -135,6 +135,12 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
     """Lines on how far to trust the answer: the profile's provenance, the registered validation per kind."""
     lines = [f"profile {hw.name}: " + ("measured on the machine it describes" if hw.measured else
                                        "datasheet figures, not measured (no validation applies to it as such)")]
+    if hw.clock_sustained_slowdown > 1.0 and hw.clock_onset_ns < float("inf"):
+        lines.append(f"clock regime: in the profile (power cap after {hw.clock_onset_ns / 1e6:.0f} ms busy, then "
+                     f"{hw.clock_sustained_slowdown:.3f}x tile times); --regime sustained applies it from the start")
+    else:
+        lines.append("clock regime: not in this profile (no power-cap onset or slowdown): burst and sustained give "
+                     "the same figures, both at full clock")
     root = results_dir or Path(__file__).resolve().parent.parent / "bench" / "results"
     found = sorted(root.glob("validation-registered*/*/summary.csv")) if root.is_dir() else []
     if not found:
