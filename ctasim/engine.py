@@ -53,7 +53,6 @@ Left out
 from __future__ import annotations
 
 import math
-from collections import deque
 
 import numpy as np
 import simpy

@@ -9,7 +9,6 @@ of every variant simulated for it (``ctas_simulated``).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np

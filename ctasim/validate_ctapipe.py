@@ -41,7 +41,7 @@ import pandas as pd
 from ctasim.compare import compare
 from ctasim.engine import simulate
 from ctasim.plan import Plan
-from ctasim.spec import Hardware, KernelConfig, Layer, Strategy, Workload
+from ctasim.spec import Hardware, Layer, Strategy, Workload
 from ctasim.strategies import build_plans
 from ctasim.trace import BUNDLE_SUFFIX, OP_COLUMNS, EVENT_COLUMNS, Trace, load_traces
 from ctasim.variants import VARIANTS, strategy_fields
