@@ -304,8 +304,8 @@ def _sequential(case: Case, cfg: RunConfig, timed, gemm, log: Callable[[str], No
 def run(exp: Experiment, cfg: RunConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
         traces: dict | None = None) -> pd.DataFrame:
     """Measure every planned row of ``exp`` on this machine's GPUs; the table of :func:`plan_runs`, filled in.
-    CTA-pipelining traces (every traced run, ctasim traces by ``ctasim.validate_ctapipe.trace_key``) go into
-    ``traces``."""
+    CTA-pipelining traces (every traced run, ctasim traces keyed ``<case>:<variant>:run<i>``, their ``meta`` naming
+    the case and strategy they answer) go into ``traces``."""
     from ctahw.baselines import Timed  # noqa: PLC0415
     from ctahw.device import gpus as list_gpus  # noqa: PLC0415
     from ctahw.gemm import CutlassGemm  # noqa: PLC0415

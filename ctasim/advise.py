@@ -135,12 +135,14 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
     """Lines on how far to trust the answer: the profile's provenance, the registered validation per kind."""
     lines = [f"profile {hw.name}: " + ("measured on the machine it describes" if hw.measured else
                                        "datasheet figures, not measured (no validation applies to it as such)")]
-    if hw.clock_sustained_slowdown > 1.0 and hw.clock_onset_ns < float("inf"):
-        lines.append(f"clock regime: in the profile (power cap after {hw.clock_onset_ns / 1e6:.0f} ms busy, then "
-                     f"{hw.clock_sustained_slowdown:.3f}x tile times); --regime sustained applies it from the start")
+    if hw.clock_sustained_slowdown > 1.0:
+        onset = (f"a burst run slows after {hw.clock_onset_ns / 1e6:.0f} ms busy" if hw.clock_onset_ns < float("inf")
+                 else "a burst run never reaches the cap")
+        lines.append(f"clock regime: in the profile (power-capped tiles take {hw.clock_sustained_slowdown:.3f}x; "
+                     f"{onset}); --regime sustained applies the cap from the start")
     else:
-        lines.append("clock regime: not in this profile (no power-cap onset or slowdown): burst and sustained give "
-                     "the same figures, both at full clock")
+        lines.append("clock regime: not in this profile (no power-cap slowdown): burst and sustained give the same "
+                     "figures, both at full clock")
     root = results_dir or Path(__file__).resolve().parent.parent / "bench" / "results"
     found = sorted(root.glob("validation-registered*/*/summary.csv")) if root.is_dir() else []
     if not found:
@@ -161,7 +163,8 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
     return lines
 
 
-def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_dir: Path | None = None) -> str:
+def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_dir: Path | None = None,
+             gpus: int | None = None) -> str:
     """The advice for one model and machine as markdown: verdict table, every strategy, trust, coverage."""
     best = best_table(df)
     wide = df.pivot_table(index="tokens", columns="strategy", values="latency_us", aggfunc="first")
@@ -180,7 +183,7 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
               "| --- |" + " --- |" * len(wide.columns)]
     for tokens, r in wide.iterrows():
         lines.append(f"| {tokens} | " + " | ".join(f"{v:,.1f}" for v in r) + " |")
-    for label, why in dropped(model, hw, sorted(set(df["tokens"]))).items():
+    for label, why in dropped(model, hw, sorted(set(df["tokens"])), gpus).items():
         lines.append(f"\nNot run: {label} ({why}).")
     lines += ["", "How far to trust it:", ""]
     lines += [f"* {t}" for t in trust(hw, list(dict.fromkeys(df["kind"])), results_dir)]

@@ -428,7 +428,7 @@ def cmd_advise(args) -> int:
     _check_size(exp, args.max_ctas, f"advise {model.name}")
     jobs = _jobs(args, [exp])
     df = A.advise(model, hw, args.tokens, args.gpus, args.regime, jobs=jobs, scheduler=args.scheduler)
-    text = A.markdown(model, hw, df, args.regime)
+    text = A.markdown(model, hw, df, args.regime, gpus=args.gpus)
     print(text)
     if args.out:
         from ctasim.results import staged_folder
@@ -459,7 +459,9 @@ def _advise_doc(args) -> int:
         hw = load_hardware(hname)
         for mname in list_specs()["models"]:
             model = load_model(mname)
-            df = A.advise(model, hw, A.TOKENS, None, args.regime, jobs=_jobs(args, [A.experiment(model, hw, A.TOKENS)]))
+            exp = A.experiment(model, hw, A.TOKENS)
+            _check_size(exp, args.max_ctas, f"advise {mname} on {hname}")
+            df = A.advise(model, hw, A.TOKENS, None, args.regime, jobs=_jobs(args, [exp]), scheduler=args.scheduler)
             frames[(mname, hname)] = df
             sections.append(A.markdown(model, hw, df, args.regime)
                             + f"\n![{mname} on {hname}](advice/{mname}-{hname}.png)\n")

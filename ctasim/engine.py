@@ -197,7 +197,7 @@ class _Run:
             d[:n] = durations
             d = d.reshape(rounds, n_workers)
             end = t0 + np.cumsum(d, axis=0)
-            if (end[-1] - d[-1]).max() >= slow_from:  # some round starts after the onset: round by round
+            if end.max() > slow_from:  # the kernel reaches the onset: round by round (exact at the boundary)
                 t = np.full(n_workers, t0)
                 for r in range(rounds):
                     d[r] = np.where(t >= slow_from, d[r] * slow, d[r])

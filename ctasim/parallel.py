@@ -55,9 +55,13 @@ def map_ordered(fn: Callable[[Any], Any], items: Sequence, jobs: int = 1, schedu
 
     with ProcessPoolExecutor(max_workers=min(jobs, len(items))) as pool:
         futures = [pool.submit(fn, x) for x in items]
-        for f in as_completed(futures):
-            f.result()  # raise the first error at once
-            tick(1)
+        try:
+            for f in as_completed(futures):
+                f.result()  # the first error ends the map: the queued runs are cancelled
+                tick(1)
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
         return [f.result() for f in futures]
 
 

@@ -95,7 +95,7 @@ class Naive:
     def predict_ms(self, strategy: Strategy, case: Case, hw: Hardware, variant: dict) -> float:
         layers = case.workload.layers
         eb = case.workload.elem_bytes
-        row = [2.0 * l.m * l.n * eb / hw.hbm_gbps / 1e6 if l.rowwise else 0.0 for l in layers]
+        row = [2.0 * l.m * l.out_n * eb / hw.hbm_gbps / 1e6 if l.rowwise else 0.0 for l in layers]
         full = [self.gemm_ms(l.m, l.k, l.n) + r for l, r in zip(layers, row)]
         kind = strategy.kind
         if kind == "sequential":
@@ -106,7 +106,7 @@ class Naive:
             return (c + len(layers) - 1) * stage
         if kind == "tp":
             g = strategy.tp_degree or case.gpus
-            ar = sum(costs.allreduce_ns(l.m * l.n * eb, g, hw) for l in layers[1::2]) / 1e6
+            ar = sum(costs.allreduce_ns(l.m * l.out_n * eb, g, hw) for l in layers[1::2]) / 1e6
             return sum(self.gemm_ms(l.m, l.k, l.n // g) if i % 2 == 0 else self.gemm_ms(l.m, l.k // g, l.n)
                        for i, l in enumerate(layers)) + sum(row) + ar
         if kind in ("ctapipe", "hybrid"):

@@ -59,19 +59,22 @@ def staged_folder(out: Path, merge: bool = False) -> Iterator[Path]:
     tmp.mkdir(parents=True)
     try:
         yield tmp
+        if out.exists() and merge:
+            for f in tmp.iterdir():
+                target = out / f.name
+                if target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target)  # a folder of the same name is replaced whole, like a file
+                f.replace(target)
+            tmp.rmdir()
+            return
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.replace(out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-        if made is not None:
+        if made is not None and not out.exists():
             shutil.rmtree(made, ignore_errors=True)
         raise
-    if out.exists() and merge:
-        for f in tmp.iterdir():
-            f.replace(out / f.name)
-        tmp.rmdir()
-        return
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.replace(out)
 
 
 def read(path: str | Path) -> pd.DataFrame:

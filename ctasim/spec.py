@@ -209,7 +209,8 @@ class Hardware:
     clock_sustained_slowdown: float = _f(
         "tile-time factor of kernels once the power cap holds the clock (>= 1; 1 = no cap)", 1.0)
     activation_epilogue_ns_per_element: float = _f(
-        "time a fused activation epilogue (gelu, silu, relu) adds to a tile, per output element of the tile, ns",
+        "time a fused activation epilogue (gelu, silu, relu, swiglu) adds to a tile, per element of the tile's "
+        "accumulator (tile_m x tile_n, before swiglu halves what is stored), ns",
         0.0)
     link_sharing: str = _f(
         "how concurrent transfers share a link channel: 'fcfs' = one after another in issue order, each at the "

@@ -169,3 +169,17 @@ def test_compare_overlays_predicted_and_measured_per_cta_schedules_on_a_committe
     accuracy.write_report(pred, shifted, tmp_path / "report-shifted")
     bad = pd.read_csv(tmp_path / "report-shifted" / "per-cta.csv")
     assert bad["start_median_frac"].iloc[0] > good["start_median_frac"].iloc[0] + 0.05
+
+
+def test_a_staged_folder_merges_folders_and_leaves_nothing_on_failure(tmp_path):
+    out = tmp_path / "new" / "out"
+    for text in ("one", "two"):  # the second merge replaces the sub-folder written by the first
+        with results.staged_folder(out, merge=True) as tmp:
+            (tmp / "sub").mkdir()
+            (tmp / "sub" / "a.md").write_text(text)
+    assert (out / "sub" / "a.md").read_text() == "two" and sorted(p.name for p in out.parent.iterdir()) == ["out"]
+    with pytest.raises(RuntimeError):
+        with results.staged_folder(tmp_path / "fresh" / "deeper" / "out") as tmp:
+            (tmp / "x").write_text("half")
+            raise RuntimeError("boom")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new"]  # the parents it made are gone too

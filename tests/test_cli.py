@@ -137,3 +137,9 @@ def test_advise_puts_the_fastest_strategy_first_and_says_what_it_could_not_run(c
     assert "profile h200-x2-calibrated: measured" in out and "ctapipe: not yet predicted-then-measured" in out
     rows = [line for line in out.splitlines() if line.startswith("| 1024 |")]
     assert rows and "ctapipe" in rows[0]  # with TP2 out, ctapipe is the fastest 2-GPU strategy here
+
+
+def test_advise_with_fewer_gpus_lists_only_its_own_strategies(capsys):
+    assert main(["advise", "--model", "qwen2.5-72b", "--hardware", "h200-x8", "--gpus", "2", "--tokens", "1024"]) == 0
+    out = capsys.readouterr().out
+    assert "Not run: tp2" in out and "tp4" not in out and "hybrid" not in out
