@@ -25,7 +25,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ctahw import runner as rn
-from ctasim.plan import with_order
+from ctasim.plan import Plan, with_order
 from ctasim.validate_ctapipe import trace_key
 from ctasim.variants import VARIANTS, Variant, clusters_of
 from ctasim.variants import apply as apply_variant
@@ -292,15 +292,8 @@ def load_raw_traces(path: Path, hardware: str = "h200-x2") -> dict[tuple[int, st
     for key in keys:
         info = json.loads(str(z[f"{key}/info"]))
         m = int(info["m"])
-        plan = chain_plan(m, info["h"], info["gpus"], hardware)
-        v = VARIANTS.get(info.get("variant", ""))
-        if v is not None:  # counters per 256 rows, wait consumers: the variant's own plan
-            plan = variant_plan(plan, v, hardware)
-        first = min(plan.kernels(), key=lambda k: k.layer)
-        if f"{key}/order_{first.id}" in z.files:
-            order = z[f"{key}/order_{first.id}"]
-            if not np.array_equal(order, plan.ops[first.id].order):
-                plan = with_order(plan, first.id, order)
+        plan = _ran_plan(m, info["h"], info["gpus"], info.get("variant", ""), hardware,
+                         lambda first: z[f"{key}/order_{first.id}"] if f"{key}/order_{first.id}" in z.files else None)
         kernels, pipes = rn.plan_arrays(plan)
         stamps = {k.op: z[f"{key}/stamps_{k.op}"] for k in kernels}
         push = {p.id: z[f"{key}/push_{p.id}"] for p in pipes}
@@ -316,14 +309,26 @@ def plan_of_trace(trace, hardware: str = "h200-x2"):
     """The plan a saved trace ran, rebuilt from its ``meta`` (m, h, gpus, variant) and its producer's tile order as
     its CTAs ran it (tiles sorted by CTA index); what ``ctasim.invariants.check_trace`` needs beside the trace."""
     meta = trace.meta
-    plan = chain_plan(int(meta["m"]), int(meta["h"]), int(meta["gpus"]), hardware)
-    v = VARIANTS.get(str(meta.get("variant", "")))
+
+    def order_of(first):
+        t = trace.tiles[trace.tiles["kernel"] == first.id].sort_values("cta")
+        order = (t["tile_m"] * first.tiles_n + t["tile_n"]).to_numpy(np.int64)
+        return order if len(order) == first.tiles_m * first.tiles_n else None
+
+    return _ran_plan(int(meta["m"]), int(meta["h"]), int(meta["gpus"]), str(meta.get("variant", "")), hardware,
+                     order_of)
+
+
+def _ran_plan(m: int, h: int, gpus: int, variant: str, hardware: str, order_of) -> Plan:
+    """The plan a recorded run ran: the chain plan, the variant's own plan (counters per 256 rows, wait consumers),
+    and the producer's recorded tile order (``order_of(first kernel)``; None: the plan's own) where it differs."""
+    plan = chain_plan(m, h, gpus, hardware)
+    v = VARIANTS.get(variant)
     if v is not None:
         plan = variant_plan(plan, v, hardware)
     first = min(plan.kernels(), key=lambda k: k.layer)
-    t = trace.tiles[trace.tiles["kernel"] == first.id].sort_values("cta")
-    order = (t["tile_m"] * first.tiles_n + t["tile_n"]).to_numpy(np.int64)
-    if len(order) == first.tiles_m * first.tiles_n and not np.array_equal(order, plan.ops[first.id].order):
+    order = order_of(first)
+    if order is not None and not np.array_equal(order, plan.ops[first.id].order):
         plan = with_order(plan, first.id, order)
     return plan
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ctasim.cases import check_experiment, estimate_ctas
+from ctasim.cases import check_experiment
 from ctasim.run import run_experiment
 from ctasim.spec import Experiment, Hardware, Model, Strategy
 
@@ -213,7 +213,3 @@ def plot(df: pd.DataFrame, path: Path, title: str) -> Path:
     plt.close(fig)
     return path
 
-
-def size(model: Model, hw: Hardware, tokens, gpus: int | None = None) -> int:
-    """CTAs ``advise`` would simulate (for the size check before running)."""
-    return estimate_ctas(dataclasses.replace(experiment(model, hw, tokens, gpus), sweep=(("m", tuple(tokens)),)))

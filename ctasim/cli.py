@@ -47,14 +47,20 @@ def _jitter(s: str) -> float:
     return v
 
 
-def _positive_int(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
-    return v
+def _int_at_least(low: int):
+    """An argparse type: an integer >= ``low`` (one line naming the value otherwise)."""
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {s!r}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {v}")
+        return v
+    return parse
+
+
+_positive_int, _nonneg_int = _int_at_least(1), _int_at_least(0)
 
 
 def _out_folder(path: str | Path, flag: str = "--out") -> Path:
@@ -106,16 +112,6 @@ def _jobs(args, exps: list[Experiment]) -> int:
     return auto_jobs(runs, sum(estimate_ctas(e) for e in exps))
 
 
-def _nonneg_int(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {s!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
-    return v
-
-
 def _check_size(exp: Experiment, max_ctas: int, where: str) -> None:
     from ctasim.cases import estimate_ctas
 
@@ -142,16 +138,14 @@ def _table(df: pd.DataFrame) -> str:
 
 def _write_table(df: pd.DataFrame, path: Path) -> Path:
     """Write ``df`` as CSV or Parquet (by suffix) under a temporary name, then rename: whole or not at all."""
+    from ctasim.results import staged_file
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
+    with staged_file(path) as tmp:
         if path.suffix == ".parquet":
             df.to_parquet(tmp, index=False)
         else:
             df.to_csv(tmp, index=False)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return path
 
 
@@ -447,7 +441,7 @@ def cmd_advise(args) -> int:
 def _advise_doc(args) -> int:
     """docs/advice.md: every model of specs/models on every machine of DOC_HARDWARE, with plots beside it."""
     from ctasim import advise as A
-    from ctasim.results import staged_folder
+    from ctasim.results import staged_file, staged_folder
     from ctasim.spec import list_specs, load_hardware, load_model
 
     doc = Path(args.doc)
@@ -499,9 +493,8 @@ def _advise_doc(args) -> int:
     with staged_folder(figs) as tmp:
         for (mname, hname), df in frames.items():
             A.plot(df, tmp / f"{mname}-{hname}.png", f"{mname} MLP block on {hname} ({args.regime})")
-    tmp_doc = doc.with_name(f".{doc.name}.tmp")
-    tmp_doc.write_text("\n".join(head) + "\n" + "\n".join(sections))
-    tmp_doc.replace(doc)
+    with staged_file(doc) as tmp_doc:
+        tmp_doc.write_text("\n".join(head) + "\n" + "\n".join(sections))
     print(f"wrote {doc} and {figs}/ ({len(frames)} plots)")
     return 0
 

@@ -95,7 +95,7 @@ class Naive:
     def predict_ms(self, strategy: Strategy, case: Case, hw: Hardware, variant: dict) -> float:
         layers = case.workload.layers
         eb = case.workload.elem_bytes
-        row = [2.0 * l.m * l.out_n * eb / hw.hbm_gbps / 1e6 if l.rowwise else 0.0 for l in layers]
+        row = _rowwise_ms(layers, eb, hw)
         full = [self.gemm_ms(l.m, l.k, l.n) + r for l, r in zip(layers, row)]
         kind = strategy.kind
         if kind == "sequential":
@@ -113,6 +113,11 @@ class Naive:
             i = int(np.argmax(full))
             return full[i] + sum(f / layers[j].tiles_m for j, f in enumerate(full) if j != i)
         raise ValueError(f"no naive rule for strategy kind {kind!r}")
+
+
+def _rowwise_ms(layers, eb: int, hw: Hardware) -> list[float]:
+    """Each layer's row-wise pass (its stored output read and written once at HBM bandwidth; 0 without one), ms."""
+    return [costs.rowwise_ns(l.m, l.out_n, eb, hw) / 1e6 if l.rowwise else 0.0 for l in layers]
 
 
 @dataclass(frozen=True)
@@ -140,7 +145,7 @@ class Waves:
 
         layers = case.workload.layers
         eb = case.workload.elem_bytes
-        row = [2.0 * l.m * l.out_n * eb / hw.hbm_gbps / 1e6 if l.rowwise else 0.0 for l in layers]
+        row = _rowwise_ms(layers, eb, hw)
         full = [self.gemm_ms(l, hw, eb) + r for l, r in zip(layers, row)]
         kind = strategy.kind
         if kind == "sequential":

@@ -20,7 +20,7 @@ from typing import Iterator
 
 import pandas as pd
 
-__all__ = ["COLUMNS", "KEY", "STATUSES", "ResultsError", "read", "write", "best_of", "staged_folder"]
+__all__ = ["COLUMNS", "KEY", "STATUSES", "ResultsError", "read", "write", "best_of", "staged_folder", "staged_file"]
 
 COLUMNS = ("experiment", "case", "strategy", "kind", "variant", "gpus", "m", "layers", "source", "status", "reason",
            "makespan_ms", "rel_err")
@@ -42,6 +42,20 @@ def write(df: pd.DataFrame, path: str | Path) -> Path:
     df.to_csv(tmp, index=False)
     tmp.replace(path)
     return path
+
+
+@contextmanager
+def staged_file(path: Path) -> Iterator[Path]:
+    """A file written whole or not at all: yields a temporary sibling with the same suffix
+    (``.<stem>.tmp<suffix>``, so writers that key on the suffix still work), renamed to ``path`` on success and
+    removed on an exception."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    try:
+        yield tmp
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 @contextmanager

@@ -228,12 +228,10 @@ def save_traces(traces: "dict[str, Trace]", path: str | Path) -> Path:
             for c in df.columns:
                 arrays[f"{key}/{name}/{c}"] = _column_array(df[c])
         arrays[f"{key}/meta"] = np.array(json.dumps(tr.meta, sort_keys=True, default=str))
-    tmp = path.with_name(f".{path.name}.tmp.npz")
-    try:
+    from ctasim.results import staged_file
+
+    with staged_file(path) as tmp:
         np.savez_compressed(tmp, **arrays)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return path
 
 
