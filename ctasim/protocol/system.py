@@ -117,8 +117,21 @@ class System:
         self._live_on = {g: 0 for g in self._queue}
         self._next_cid = 0
         self._rr = 0
-        self.attempt = ""  # the action being executed (names the step that raised, if one does)
+        self.verbose = True  # False: actions return "" instead of a description (the random walks' fast path)
+        self._attempt: tuple = ()  # the action being executed (names the step that raised, if one does)
         self._open = sorted(kernels, key=lambda k: (k.epoch, k.gpu))  # kernels not yet known complete
+
+    @property
+    def attempt(self) -> str:
+        """The action being executed, as one line (formatted only when asked for)."""
+        a = self._attempt
+        if not a:
+            return ""
+        if a[0] == "step":
+            c, op, returning = a[1:]
+            return f"{c}: {op.ptx()}" + (" (returns)" if returning else "")
+        w = a[1]
+        return f"{a[0]} {fmt_loc(w.loc)} (from gpu{w.thread.gpu}.cta{w.thread.tid})"
 
     # ---------------------------------------------------------------- state
     def _kernel_complete(self, k: Kernel) -> bool:
@@ -171,7 +184,7 @@ class System:
         self.live.append(c)
         self._live_on[gpu] += 1
         self._advance(c, None, first=True)
-        return f"launch {c}"
+        return f"launch {c}" if self.verbose else ""
 
     def _advance(self, c: Cta, result, first: bool = False) -> None:
         try:
@@ -214,53 +227,50 @@ class System:
     def step(self, c: Cta, pick: int = 0) -> str:
         """Execute ``c``'s next operation; returns a one-line description."""
         m, t, op = self.mem, c.thread, c.op
-        self.attempt = f"{c}: {op.ptx()}" + (" (returns)" if c.wait is not None else "")
+        self._attempt = ("step", c, op, c.wait is not None)
+        verbose = self.verbose
         if c.wait is not None:
             w, c.wait = c.wait, None
             old = m.complete_rmw(t, w, op.acquire)
             self._advance(c, old)
-            return f"{c}: {op.ptx()} returns {old!r}"
+            return f"{c}: {op.ptx()} returns {old!r}" if verbose else ""
         if isinstance(op, St):
             m.issue(t, op.loc, op.value, release=op.release)
-            desc = op.ptx()
             self._advance(c, None)
-        elif isinstance(op, BulkSt):
+            return f"{c}: {op.ptx()}" if verbose else ""
+        if isinstance(op, BulkSt):
             m.issue(t, op.loc, op.value, proxy="async")
-            desc = op.ptx()
             self._advance(c, None)
-        elif isinstance(op, (BulkWait, ProxyFence)):
+            return f"{c}: {op.ptx()}" if verbose else ""
+        if isinstance(op, (BulkWait, ProxyFence)):
             if isinstance(op, ProxyFence):
                 m.proxy_fence(t)
-            desc = op.ptx()
             self._advance(c, None)
-        elif isinstance(op, Fence):
+            return f"{c}: {op.ptx()}" if verbose else ""
+        if isinstance(op, Fence):
             (m.fence_sc if op.sc else m.fence)(t, op.scope)
-            desc = op.ptx()
             self._advance(c, None)
-        elif isinstance(op, Ld):
+            return f"{c}: {op.ptx()}" if verbose else ""
+        if isinstance(op, Ld):
             v = m.load(t, op.loc, pick=pick, acquire=op.acquire, proxy=op.proxy)
-            desc = f"{op.ptx()} -> {v!r}"
             self._advance(c, v)
-        elif isinstance(op, Poll):
+            return f"{c}: {op.ptx()} -> {v!r}" if verbose else ""
+        if isinstance(op, Poll):
             v = m.load(t, op.loc, pick=pick, acquire=op.acquire)
             if v == op.expect:
-                desc = f"{op.ptx()}: read {v!r}, done"
                 self._advance(c, v)
-            else:
-                c.spins += 1
-                desc = f"{op.ptx()}: read {v!r}, spin"
-        elif isinstance(op, Atom):
+                return f"{c}: {op.ptx()}: read {v!r}, done" if verbose else ""
+            c.spins += 1
+            return f"{c}: {op.ptx()}: read {v!r}, spin" if verbose else ""
+        if isinstance(op, Atom):
             add = op.add
             w = m.issue(t, op.loc, rmw=lambda old, add=add: old + add, release=op.release)
             if op.returns:
                 c.wait = w
-                desc = f"{op.ptx()} issued"
-            else:
-                desc = op.ptx()
-                self._advance(c, None)
-        else:  # pragma: no cover - programs only yield ops
-            raise TypeError(f"{c} yielded {op!r}, not an operation")
-        return f"{c}: {desc}"
+                return f"{c}: {op.ptx()} issued" if verbose else ""
+            self._advance(c, None)
+            return f"{c}: {op.ptx()}" if verbose else ""
+        raise TypeError(f"{c} yielded {op!r}, not an operation")  # pragma: no cover - programs only yield ops
 
     # ---------------------------------------------------------------- memory events
     def memory_events(self) -> list[tuple[str, object]]:
@@ -269,14 +279,15 @@ class System:
 
     def deliver(self, event: tuple[str, object]) -> str:
         kind, w = event
-        who = f"gpu{w.thread.gpu}.cta{w.thread.tid}"
-        self.attempt = f"{kind} {fmt_loc(w.loc)} (from {who})"
+        self._attempt = event
         if kind == "land":
             self.mem.land(w)
+            if not self.verbose:
+                return ""
             what = f"{w.old!r}+ -> {w.value!r}" if w.rmw else repr(w.value)
-            return f"land {fmt_loc(w.loc)} = {what} (from {who}, ts {w.ts})"
+            return f"land {fmt_loc(w.loc)} = {what} (from gpu{w.thread.gpu}.cta{w.thread.tid}, ts {w.ts})"
         self.mem.ack(w)
-        return f"ack bulk store {fmt_loc(w.loc)} to {who}"
+        return f"ack bulk store {fmt_loc(w.loc)} to gpu{w.thread.gpu}.cta{w.thread.tid}" if self.verbose else ""
 
     # ---------------------------------------------------------------- drain
     def fair_step(self, policy: DrainPolicy = DrainPolicy()) -> str | None:

@@ -1,49 +1,60 @@
-"""The correct protocol passes every generated schedule; every seeded-bug variant is caught.
+"""The correct protocol passes every schedule searched; every seeded-bug variant is caught.
 
-The correct protocol runs the eight searches of ``CORRECT_SEARCHES`` with one profile budget each (CI: 8 x 1,250
-= 10,000 schedules), spread over the machine's cores.
+Every run (CI included) walks at least 10,000 *distinct* schedules of the correct queue protocol with the random
+walks of :mod:`ctasim.protocol.walk` (fixed seeds under ``CI=true``, spread over the machine's cores), the wait
+protocol's own share, and one walk search per mutant that must end at a violated invariant.  The ``long`` marker
+(deselected by default; ``pytest -m long tests/protocol``) runs the deeper searches: 10x the walks, and the
+Hypothesis state-machine searches of :mod:`ctasim.protocol.explore`.
 """
+
+import os
+import random
 
 import pytest
 
-from ctasim.protocol.explore import (CORRECT_SEARCHES, MUTANT_SEARCH, PROFILES, Stats, find_violation,
-                                     run_correct_searches)
 from ctasim.protocol.programs import CORRECT, MUTANTS, WAIT, WAIT_MUTANTS
+from ctasim.protocol.walk import MUTANT_SPACE, SPACES, find_violation, search_parallel
 
 CORRECT_SCHEDULES_CI = 10_000
-
-
-def test_ci_budget_covers_ten_thousand_schedules():
-    assert len(CORRECT_SEARCHES) * PROFILES["ci"]["max_examples"] >= CORRECT_SCHEDULES_CI
-
-
-def test_correct_protocol_passes_every_schedule(protocol_profile, protocol_settings):
-    results = run_correct_searches(protocol_profile)
-    for r in results:
-        print(f"{r.name}: {r.passed} schedules passed, {r.choices} scheduler choices, {r.seconds:.1f} s")
-    assert not [r.error for r in results if r.error]
-    assert all(r.violations == 0 for r in results)
-    assert all(r.passed >= protocol_settings.max_examples for r in results)
-    total = sum(r.passed for r in results)
-    print(f"correct protocol: {total} schedules, no violation")
-    if protocol_profile == "ci":
-        assert total >= CORRECT_SCHEDULES_CI
-
-
+WALKS_CI = 10_400  # a few small setups repeat a schedule; the distinct count is what is asserted
 ALL_MUTANTS = {**MUTANTS, **WAIT_MUTANTS}
 """The queue protocol's seeded bugs and the wait consumer's (``WAIT_MUTANTS``), one search each."""
 assert len(ALL_MUTANTS) == len(MUTANTS) + len(WAIT_MUTANTS), "a wait mutant shares a queue mutant's name"
 
 
+@pytest.fixture(scope="module")
+def seed0(protocol_profile):
+    """Fixed under CI; otherwise a fresh seed, printed so that a failure can be replayed."""
+    if protocol_profile == "ci":
+        return 0
+    s = random.SystemRandom().randrange(1 << 30)
+    print(f"\nwalk seed0 = {s}")
+    return s
+
+
+def test_correct_protocol_passes_ten_thousand_distinct_schedules(seed0):
+    st = search_parallel(CORRECT.name, SPACES, WALKS_CI, seed0=seed0)
+    print(f"\ncorrect protocol: {st.walks} walks, {st.distinct} distinct schedules, {st.decisions} decisions, "
+          f"{st.seconds:.1f} s, {st.per_second:.0f} schedules/s on {os.cpu_count()} CPUs")
+    assert st.violations == 0, f"violation, replay with walk.replay('correct', <space>, {st.first_failure})"
+    assert st.distinct >= CORRECT_SCHEDULES_CI
+
+
+def test_wait_protocol_passes_every_schedule(seed0):
+    """The no-queue variant (ctahw's wait consumer): red.release.sys counts, ld.acquire.sys waits."""
+    st = search_parallel(WAIT.name, MUTANT_SPACE, 1_500, seed0=seed0)
+    assert st.violations == 0, st.first_failure
+    assert st.distinct >= 1_000
+
+
 @pytest.mark.parametrize("name", list(ALL_MUTANTS))
-def test_mutant_is_caught(name, protocol_settings):
-    stats = Stats()
-    cx = find_violation(ALL_MUTANTS[name], MUTANT_SEARCH, settings_=protocol_settings, stats=stats)
-    assert cx is not None, f"mutant {name} ({ALL_MUTANTS[name].bug}) survived {stats.passed} schedules"
-    print(f"\n{name}: caught; shortest counterexample ({cx.n_choices} scheduler choices):\n{cx.render()}")
-    assert 1 <= cx.error.invariant <= 6
+def test_mutant_is_caught(name, seed0):
+    st = find_violation(name, MUTANT_SPACE, budget=4_000, seed0=seed0)
+    assert st.violations == 1, f"mutant {name} ({ALL_MUTANTS[name].bug}) survived {st.walks} schedules"
+    seed, setup, message = st.first_failure
+    print(f"\n{name}: caught after {st.walks} schedules (seed {seed}, {setup}): {message}")
     if name == "wait-early":  # every schedule dispatches at threshold - 1: the checker's counter rule fires
-        assert cx.error.invariant == 3, cx.error
+        assert "invariant (3)" in message
 
 
 def test_mutants_differ_from_correct_in_one_knob():
@@ -55,20 +66,38 @@ def test_mutants_differ_from_correct_in_one_knob():
         assert len(changed) == 1, (v.name, changed)
 
 
-def test_wait_consumer_protocol_passes_the_mutant_search(protocol_settings):
-    """The no-queue variant (ctahw's wait consumer): red.release.sys counts, ld.acquire.sys waits."""
-    stats = Stats()
-    cx = find_violation(WAIT, MUTANT_SEARCH, settings_=protocol_settings, stats=stats)
-    assert cx is None, cx.render()
-    assert stats.passed >= protocol_settings.max_examples
-
-
 def test_wait_mutants_differ_from_the_wait_protocol_in_one_knob():
     from dataclasses import fields
 
     knobs = [f.name for f in fields(WAIT) if f.name not in ("name", "bug")]
     assert [k for k in knobs if getattr(WAIT, k) != getattr(CORRECT, k)] == ["consumer"]
-    assert len(WAIT_MUTANTS) == 5
     for v in WAIT_MUTANTS.values():
         changed = [k for k in knobs if getattr(v, k) != getattr(WAIT, k)]
         assert len(changed) == 1, (v.name, changed)
+
+
+# ------------------------------------------------------------------------------------------------ long profile
+@pytest.mark.long
+def test_long_walks_of_the_correct_protocol(seed0):
+    st = search_parallel(CORRECT.name, SPACES, 10 * WALKS_CI, seed0=seed0 + 7)
+    print(f"\nlong: {st.distinct} distinct schedules, {st.per_second:.0f} schedules/s")
+    assert st.violations == 0, st.first_failure
+    assert st.distinct >= 10 * CORRECT_SCHEDULES_CI
+
+
+@pytest.mark.long
+def test_long_hypothesis_searches_of_the_correct_protocol():
+    from ctasim.protocol.explore import run_correct_searches
+
+    results = run_correct_searches("ci")
+    assert not [r.error for r in results if r.error]
+    assert all(r.violations == 0 for r in results)
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("name", list(ALL_MUTANTS))
+def test_long_hypothesis_finds_each_mutant(name):
+    from ctasim.protocol.explore import MUTANT_SEARCH, Stats, find_violation as hyp_find, profile_settings
+
+    cx = hyp_find(ALL_MUTANTS[name], MUTANT_SEARCH, settings_=profile_settings("ci"), stats=Stats())
+    assert cx is not None and 1 <= cx.error.invariant <= 6

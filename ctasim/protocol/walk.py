@@ -1,0 +1,236 @@
+"""Random-walk schedule search: many complete schedules per second, counted as *distinct* schedules.
+
+Where :mod:`ctasim.protocol.explore` drives the model with Hypothesis (shrinking, readable counterexamples, but a
+few milliseconds of bookkeeping per schedule), this module is the fast path used by every CI run:
+
+* a **walk** runs one setup from the first launch to the end, choosing every scheduler decision at random from
+  the actions enabled at that point -- launch a CTA into a free slot, step a CTA that makes progress (a load reads
+  a random allowed value, the newest one half of the time), land a pending write, acknowledge a bulk store.  A
+  poll that would read a non-matching value is not a choice (it changes nothing a later step could observe); so a
+  state with no choice left is a deadlock, and every walk ends (finished or deadlocked) without a drain policy.
+* a walk's **signature** is the sequence of its decisions (action kind, the CTA or write it concerned, the write a
+  load read); :func:`search` counts the distinct signatures, so a repeated schedule is not counted twice.
+* searches are split into seed ranges over worker processes (:func:`search_parallel`); the seeds are fixed, so a
+  CI run is deterministic and a failure is reproduced by :func:`replay` of its seed.
+
+Setups are drawn from a :class:`Space` (the same shapes the Hypothesis searches draw from).  Invariants are the
+checker's, event by event (:mod:`ctasim.protocol.invariants`), plus the queue bounds after the walk.
+
+Leaves out: shrinking (a failing seed is replayed, not minimised; ``python -m ctasim.protocol.report`` runs the
+Hypothesis searches for shortest counterexamples) and any guarantee of coverage beyond what random choice gives.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from .grid import Chain
+from .harness import Run, Setup
+from .invariants import End, ProtocolViolation
+from .ops import Ld, Poll
+from .programs import CORRECT, MUTANTS, WAIT, WAIT_MUTANTS, Variant
+
+__all__ = ["Space", "SPACES", "MUTANT_SPACE", "WalkResult", "SearchStats", "walk", "replay", "search",
+           "search_parallel", "find_violation", "VARIANTS"]
+
+VARIANTS: dict[str, Variant] = {CORRECT.name: CORRECT, WAIT.name: WAIT, **MUTANTS, **WAIT_MUTANTS}
+"""Every variant by name (the walks cross process boundaries by name)."""
+
+
+@dataclass(frozen=True)
+class Space:
+    """Setups to draw from: GPUs, row-blocks, column tiles per layer, elements per tile, epochs, proxies."""
+
+    min_gpus: int = 2
+    max_gpus: int = 3
+    max_m: int = 2
+    max_n: int = 2
+    max_elems: int = 2
+    max_epochs: int = 2
+    proxies: tuple = ("generic", "async")
+
+    def draw(self, rng: random.Random) -> Setup:
+        gpus = rng.randint(self.min_gpus, self.max_gpus)
+        chain = Chain(rng.randint(1, self.max_m), tuple(rng.randint(1, self.max_n) for _ in range(gpus)),
+                      rng.randint(1, self.max_elems))
+        slots = tuple(rng.randint(1, max(1, len(chain.tiles(g)) - 1)) for g in range(gpus))
+        return Setup(chain, rng.randint(1, self.max_epochs), slots, rng.choice(self.proxies), rng.choice(self.proxies))
+
+
+SPACES = {
+    "generic-2-3gpu": Space(proxies=("generic",)),
+    "tma-2-3gpu": Space(proxies=("async",)),
+    "mixed-2-3gpu": Space(max_n=3),
+    "epochs-3": Space(max_m=1, max_elems=1, max_epochs=3),
+    "chains-2-8gpu": Space(max_gpus=8, max_m=1, max_elems=1),
+}
+"""The correct protocol's search spaces (each gets an equal share of a search's schedules)."""
+
+MUTANT_SPACE = Space()
+"""Where a mutant is looked for: 2-3 GPUs, up to 2x2 tiles per layer, 1-2 epochs, both proxies."""
+
+
+@dataclass
+class WalkResult:
+    """One walk: its seed, setup, decisions taken, signature, and the violation it hit (None: passed)."""
+
+    seed: int
+    setup: Setup
+    steps: int
+    signature: int
+    error: ProtocolViolation | None = None
+
+
+def walk(variant: Variant, setup: Setup, rng: random.Random, seed: int = 0, max_steps: int = 100_000,
+         log=None) -> WalkResult:
+    """Run ``variant`` on ``setup`` to the end with random decisions; ``log(line)`` gets each action if given."""
+    run = Run(setup, variant)
+    sys_ = run.system
+    sys_.verbose = log is not None
+    mem = sys_.mem
+    sig: list = []
+    rand = rng.random
+    randrange = rng.randrange
+    try:
+        for n in range(max_steps):
+            if sys_.finished():
+                run.emit(End(True))
+                run.checker.queue_bounds()
+                return WalkResult(seed, setup, n, hash(tuple(sig)))
+            launch = sys_.launchable()
+            movers = [c for c in sys_.live if sys_.would_progress(c)]
+            events = sys_.memory_events()
+            total = len(launch) + len(movers) + len(events)
+            if total == 0:
+                stuck = ", ".join(f"{c} at {c.op.ptx()}" for c in sys_.live) or "no resident CTA"
+                run.emit(End(False, f"deadlock: nothing can change; {stuck}"))
+                return WalkResult(seed, setup, n, hash(tuple(sig)))  # pragma: no cover - End raises first
+            k = randrange(total)
+            if k < len(launch):
+                desc = sys_.launch(launch[k])
+                sig.append(("L", launch[k]))
+            elif k < len(launch) + len(movers):
+                c = movers[k - len(launch)]
+                pick = 0
+                op = c.op
+                if c.wait is None and isinstance(op, Ld) and rand() < 0.5:
+                    pick = randrange(len(mem.readable(c.thread, op.loc, op.proxy)))
+                desc = sys_.step(c, pick)
+                sig.append(("S", c.cid, pick) if isinstance(op, (Ld, Poll)) else ("S", c.cid))
+            else:
+                ev = events[k - len(launch) - len(movers)]
+                desc = sys_.deliver(ev)
+                sig.append((ev[0], ev[1].wid))
+            if log is not None:
+                log(desc)
+        run.emit(End(False, f"livelock: {max_steps} steps"))
+    except ProtocolViolation as err:
+        if log is not None:
+            log(f"{sys_.attempt}  <- this step broke the invariant")
+        return WalkResult(seed, setup, len(sig), hash(tuple(sig)), err)
+    return WalkResult(seed, setup, max_steps, hash(tuple(sig)))  # pragma: no cover - End raised
+
+
+def _setup_of(space: Space, seed: int) -> tuple[Setup, random.Random]:
+    rng = random.Random(seed)
+    return space.draw(rng), rng
+
+
+def replay(variant: str | Variant, space: Space, seed: int, log=print) -> WalkResult:
+    """Re-run the walk of ``seed`` (same setup, same decisions), printing every action."""
+    v = VARIANTS[variant] if isinstance(variant, str) else variant
+    setup, rng = _setup_of(space, seed)
+    if log is not None:
+        log(f"setup: {setup.describe()}; variant {v.name}; seed {seed}")
+    return walk(v, setup, rng, seed, log=log)
+
+
+@dataclass
+class SearchStats:
+    """What a search did: walks run, distinct schedules among them, violations, the first failing walk."""
+
+    walks: int = 0
+    distinct: int = 0
+    violations: int = 0
+    decisions: int = 0
+    seconds: float = 0.0
+    first_failure: tuple | None = None  # (seed, setup description, error message)
+    signatures: set = field(default_factory=set, repr=False)
+
+    def merge(self, other: "SearchStats") -> None:
+        self.walks += other.walks
+        self.violations += other.violations
+        self.decisions += other.decisions
+        self.seconds = max(self.seconds, other.seconds)
+        self.signatures |= other.signatures
+        self.distinct = len(self.signatures)
+        if self.first_failure is None:
+            self.first_failure = other.first_failure
+
+    @property
+    def per_second(self) -> float:
+        return self.distinct / self.seconds if self.seconds else 0.0
+
+
+def search(variant: str, space: Space, seeds: range, stop_at_violation: bool = False) -> SearchStats:
+    """Walk ``variant`` once per seed; count distinct schedules and violations."""
+    v = VARIANTS[variant]
+    st = SearchStats()
+    t0 = time.perf_counter()
+    for seed in seeds:
+        setup, rng = _setup_of(space, seed)
+        r = walk(v, setup, rng, seed)
+        st.walks += 1
+        st.decisions += r.steps
+        st.signatures.add((setup, r.signature))
+        if r.error is not None:
+            st.violations += 1
+            if st.first_failure is None:
+                st.first_failure = (seed, setup.describe(), str(r.error))
+            if stop_at_violation:
+                break
+    st.distinct = len(st.signatures)
+    st.seconds = time.perf_counter() - t0
+    return st
+
+
+def _search_job(args) -> SearchStats:
+    return search(*args)
+
+
+def search_parallel(variant: str, spaces: dict[str, Space] | Space, n: int, processes: int | None = None,
+                    seed0: int = 0) -> SearchStats:
+    """``n`` walks of ``variant`` shared equally among ``spaces``, spread over ``processes`` workers."""
+    if isinstance(spaces, Space):
+        spaces = {"space": spaces}
+    processes = processes or os.cpu_count() or 1
+    per = -(-n // len(spaces))
+    jobs = []
+    for i, space in enumerate(spaces.values()):
+        base = seed0 + i * 1_000_000_007 % (1 << 31)
+        chunk = -(-per // processes)
+        for j in range(processes):
+            lo = base + j * chunk
+            hi = min(base + per, lo + chunk)
+            if hi > lo:
+                jobs.append((variant, space, range(lo, hi)))
+    total = SearchStats()
+    t0 = time.perf_counter()
+    if processes <= 1:
+        parts = [_search_job(j) for j in jobs]
+    else:
+        with ProcessPoolExecutor(processes) as pool:
+            parts = list(pool.map(_search_job, jobs))
+    for p in parts:
+        total.merge(p)
+    total.seconds = time.perf_counter() - t0
+    return total
+
+
+def find_violation(variant: str, space: Space = MUTANT_SPACE, budget: int = 4_000, seed0: int = 0) -> SearchStats:
+    """Walk ``variant`` until a walk breaks an invariant (or ``budget`` walks pass)."""
+    return search(variant, space, range(seed0, seed0 + budget), stop_at_violation=True)
