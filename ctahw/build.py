@@ -569,6 +569,23 @@ LIBRARIES: dict[str, KernelLibrary] = {
     ),
     **{name: _ctapipe_library(name)
        for name in ("ctapipe_sm90_bf16", "ctapipe_sm90_bf16_cluster", "ctapipe_sm90_bf16_persistent")},
+    "ctapipe_sm90_bf16_chain": KernelLibrary(
+        name="ctapipe_sm90_bf16_chain",
+        source=KERNELS_DIR / "ctapipe_sm90_bf16_chain.cu",
+        needs_cutlass=True,
+        abi_symbol="ctahw_chain_abi_version",
+        abi_version=1,
+        headers=(KERNELS_DIR / "ctapipe.cuh", KERNELS_DIR / "ctapipe_gemm.cuh", KERNELS_DIR / "launch_status.cuh"),
+        signatures={
+            "ctahw_chain_abi_version": (_i, ()),
+            "ctahw_chain_desc_fields": (_i, ()),
+            "ctahw_chain_desc_names": (ctypes.c_char_p, ()),
+            "ctahw_chain_tile_stamp_words": (_i, ()),
+            "ctahw_chain_describe": (_i, (ctypes.c_char_p, _i)),
+            "ctahw_chain_gemm": (_i, (_p, _p, _i, _i, _p, _i, _i, _i, _p)),
+            "ctahw_chain_status_string": (ctypes.c_char_p, (_i,)),
+        },
+    ),
 }
 """Every kernel source of the project, by name. tests/ctahw checks that this covers ``kernels/*.cu``."""
 

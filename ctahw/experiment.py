@@ -19,6 +19,10 @@ What runs today:
   all-reduce; CTA-pipelining with the variant the strategy names and its traced twin, whose traces are kept), with
   the CUTLASS backend, the kernel the profiles describe. Each Sweep row maps to the spec's row by
   :func:`sweep_rows`.
+* ``ctapipe`` with ``gpus = 1`` (intra-GPU CTA-pipelining): the chain kernel (:mod:`ctahw.chain`) on GPU 0, every
+  layer of a square chain in one persistent kernel, in the order of ctasim's plan; checked once against the fp32
+  chain (poisoned outputs), timed by the same harness, plus one traced run whose trace is kept (the ticket count
+  and error record checked after every run).
 * Everything else is a ``skipped`` row with its reason: a strategy that needs more GPUs than the machine has; an
   epilogue with no fused kernel; a multi-GPU strategy on a workload its kernels do not run (more than 2 layers,
   K != N, epilogue or row-wise ops); hybrid.
@@ -73,7 +77,15 @@ def reason_for(strategy: Strategy, case: Case, gpus: int) -> str | None:
     if strategy.kind not in SPEC_KINDS:
         return f"{strategy.kind} is not yet run from an experiment spec"
     layers = case.workload.layers
-    if strategy.kind in SWEEP_KINDS:
+    if strategy.kind == "ctapipe" and strategy.gpus == 1:
+        from ctasim.strategies.ctapipe import chain_reason  # noqa: PLC0415
+
+        why = chain_reason(case.workload)
+        if why:
+            return why
+        if layers[0].k % 256:
+            return f"the chain kernel needs H={layers[0].k} to be a multiple of 256 (its tile's N)"
+    elif strategy.kind in SWEEP_KINDS:
         why = _sweep_reason(strategy, case)
         if why:
             return why
@@ -183,7 +195,7 @@ def _run_sweep_kinds(exp: Experiment, df: pd.DataFrame, cfg: RunConfig, extra: d
 
     strategies = {s.label: s for s in exp.strategies}
     cases = {c.label: c for c in expand(exp)}
-    todo = df[(df["status"] == "planned") & df["kind"].isin(SWEEP_KINDS)]
+    todo = df[(df["status"] == "planned") & df["kind"].isin(SWEEP_KINDS) & ~df.index.isin(_chain_rows(exp, df))]
     for h, rows_h in todo.groupby(todo["case"].map(lambda c: cases[c].workload.layers[0].k), sort=True):
         used = [strategies[n] for n in dict.fromkeys(rows_h["strategy"])]
         chunks = tuple(sorted({c for s in used if s.kind == "microbatch" for c in s.chunks})) or (1,)
@@ -231,6 +243,56 @@ def _run_sweep_kinds(exp: Experiment, df: pd.DataFrame, cfg: RunConfig, extra: d
                     if not r["ok"]:
                         df.loc[i, "reason"] = f"relative error {r['rel_err']:.3g} above the bf16 tolerance"
                     extra[i] = {k: v for k, v in r.items() if k not in ("makespan_ms", "rel_err", "ok")}
+
+
+def _chain_rows(exp: Experiment, df: pd.DataFrame) -> list:
+    """Index of the rows the chain kernel answers (ctapipe with gpus = 1)."""
+    strategies = {s.label: s for s in exp.strategies}
+    return [i for i, r in df.iterrows() if r["kind"] == "ctapipe" and strategies[r["strategy"]].gpus == 1]
+
+
+def _chain(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, timed, log: Callable[[str], None],
+           traces: dict) -> dict:
+    """Measure one chain-kernel case on GPU 0 (intra-GPU CTA-pipelining): correctness, timing, one traced run."""
+    from ctahw.baselines import Chain  # noqa: PLC0415
+    from ctahw.chain import ChainRunner  # noqa: PLC0415
+    from ctahw.device import REL_TOL_BF16, output_error, poison, reference_chain, summarize  # noqa: PLC0415
+    from ctasim.strategies.ctapipe import build_chain  # noqa: PLC0415
+
+    cp = timed.cp
+    layers = case.workload.layers
+    plan = build_chain(strategy, case.workload, exp.hardware, case.label)
+    data = Chain(cp, cfg.seed)
+    x = data.rand(0, (layers[0].m, layers[0].k), salt=11)
+    ws = [data.rand(0, (l.n, l.k), 1 / math.sqrt(l.k), salt=12 + i) for i, l in enumerate(layers)]
+    s0 = timed.compute[0]
+    runner = ChainRunner(plan, x, ws, device=0)
+    poison(runner.x[1:])
+    runner.launch(stream=s0)
+    s0.synchronize()
+    runner.check_errors()
+    rel = float(output_error(cp, runner.out, reference_chain(cp, x, ws, 0), 0))
+
+    def enqueue(t):
+        t.part("compute", 0, s0, lambda: runner.launch(stream=s0))
+        return [(s0, 0)]
+
+    for _ in range(cfg.warmup):
+        timed.run(enqueue)
+    samples = [timed.run(enqueue)[0] for _ in range(cfg.reps)]
+    runner.check_errors()
+    tm = summarize(samples)
+    del runner
+    traced = ChainRunner(plan, x, ws, device=0, trace=True)
+    tr_ms, _ = timed.run(lambda t: (t.part("compute", 0, s0, lambda: traced.launch(stream=s0)), [(s0, 0)])[1])
+    traced.check_errors()
+    tr = traced.read_trace({"case": case.label, "strategy": strategy.label, "variant": "chain", "run": 0,
+                            "makespan_ms": tr_ms})
+    traces[f"{case.label}:chain:run0"] = tr
+    log(f"  {case.label}: chain kernel {tm.median_ms:.4f} ms (traced {tr_ms:.4f}), rel err {rel:.2e}")
+    del traced
+    return {"makespan_ms": tm.median_ms, "rel_err": rel, "ok": rel <= REL_TOL_BF16,
+            "samples_ms": ";".join(f"{v:.5f}" for v in samples), "trace_median_ms": tr_ms}
 
 
 def _sequential(case: Case, cfg: RunConfig, timed, gemm, log: Callable[[str], None]) -> dict:
@@ -317,16 +379,23 @@ def run(exp: Experiment, cfg: RunConfig, log: Callable[[str], None] = lambda s: 
     extra: dict[int, dict] = {}
     if (df["status"].eq("planned") & df["kind"].isin(SWEEP_KINDS)).any():
         _run_sweep_kinds(exp, df, cfg, extra, traces if traces is not None else {}, log)
-    if not (df["status"].eq("planned") & df["kind"].eq("sequential")).any():
+    chain_rows = set(_chain_rows(exp, df))
+    one_gpu = df["status"].eq("planned") & (df["kind"].eq("sequential") | df.index.isin(chain_rows))
+    if not one_gpu.any():
         return pd.concat([df.reset_index(drop=True), pd.DataFrame([extra.get(i, {}) for i in df.index])], axis=1)
     timed = Timed([0], cfg.gate_ms, cfg.sustain_s, cfg.rest_ms)
     gemm = CutlassGemm(0)
     cases = {c.label: c for c in expand(exp)}
+    strategies = {s.label: s for s in exp.strategies}
     for i, r in df.iterrows():
-        if r["status"] != "planned" or r["kind"] != "sequential":
+        if not one_gpu[i]:
             continue
         log(f"{exp.name}: {r['strategy']} {r['case']}")
-        res = _sequential(cases[r["case"]], cfg, timed, gemm, log)
+        if i in chain_rows:
+            res = _chain(exp, cases[r["case"]], strategies[r["strategy"]], cfg, timed, log,
+                         traces if traces is not None else {})
+        else:
+            res = _sequential(cases[r["case"]], cfg, timed, gemm, log)
         df.loc[i, "makespan_ms"] = res["makespan_ms"]
         df.loc[i, "rel_err"] = res["rel_err"]
         df.loc[i, "status"] = "ok" if res["ok"] else "failed"

@@ -75,6 +75,7 @@ ERROR_CODES = {
     6: "a producer tile completed more counters than the kernel can push at once (8)",
     7: "a cluster popped two tiles that cannot share its multicast operand",
     8: "wait timeout: the consumer CTA's inbound counter never completed",
+    9: "ticket outside this epoch's range (runs not ordered on the host, or the ticket counter not reset)",
 }
 
 CLUSTERS = {"1x1": 0, "2x1": 1, "1x2": 2}

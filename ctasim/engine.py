@@ -27,6 +27,10 @@ What is simulated
     * Clock regime (``Hardware.clock_onset_ns``, ``clock_sustained_slowdown``): a kernel tile that starts
       at or after the onset (``regime = "burst"``: every GPU rested at time 0; ``"sustained"``: onset 0)
       takes ``clock_sustained_slowdown`` times its time (the CTA launch included).
+    * The chain kernel (``Kernel.source = "chain"``, intra-GPU CTA-pipelining): persistent CTAs take the tiles of
+      every layer by tickets in the plan's topological order, the next ticket when the current tile starts; a
+      tile of layer l > 0 waits until its row-block of layer l - 1 is complete (seen half a poll interval
+      later); each tile holds its CTA ``chain_signal_ns`` after its compute (stores complete, GPU-scope release).
     * Copy-engine transfers use the fabric at copy-engine rate; collectives and memory passes take the
       time their cost function gives.
 
@@ -42,7 +46,8 @@ Simultaneous events
     the link in compute-end order), and so is its signal.
 
 Left out
-    SM contention between two kernels on one GPU (plans keep one kernel per GPU at a time), L2 and HBM
+    SM contention between two kernels on one GPU (plans keep one kernel per GPU at a time; the chain kernel is
+    one kernel), L2 and HBM
     contention beyond the per-tile costs, clock variation (see ``jitter``), the clock's recovery while a
     GPU idles and any dependence of the cap's onset on the kernel's power (one onset per machine), the
     cap's effect on memory-bound operations (copies, collectives, memory passes), host-side launch
@@ -167,6 +172,9 @@ class _Run:
                 extra_mult = mult.tolist()
         if self.jitter > 0:
             durations *= np.clip(1.0 + self.jitter * self.rng.standard_normal(k.tiles), 0.5, 1.5)
+        if k.source == "chain":
+            yield from self.chain_kernel(k, n_workers, durations.tolist())
+            return
         if self.closed_form and k.source == "static" and k.outbound < 0:
             end = self.closed_form_kernel(k, n_workers, durations)
             yield self.env.timeout(end - self.env.now)
@@ -355,6 +363,78 @@ class _Run:
         state["live"] -= 1
         if state["live"] == 0:
             finished.succeed()
+
+    def chain_kernel(self, k: Kernel, n_workers: int, durations: list[float]):
+        """The chain kernel (``Kernel.source = "chain"``): persistent CTAs take the tiles of every layer in
+        ``k.order`` by tickets; a tile of layer l > 0 waits for row-block ``r`` of layer l - 1 (all its column
+        tiles signalled, seen half a poll interval later).
+
+        A CTA takes its first ticket when the kernel's CTAs start and each further one when its current tile
+        starts computing (the scheduler warp runs one tile ahead); the wait for the inputs overlaps that tile.
+        A tile holds its CTA ``chain_signal_ns`` after its compute (stores complete, then the release) and
+        signals its row-block counter then. Durations are indexed by ticket."""
+        env = self.env
+        per = k.tiles_m * k.tiles_n
+        tiles_n, tiles_m, order = k.tiles_n, k.tiles_m, self.orders[k.id]
+        count = [0] * (k.chain_layers * tiles_m)
+        last = [0.0] * len(count)
+        visible = [math.inf] * len(count)
+        waiters: dict[int, list] = {}
+        state = {"next": 0, "live": n_workers}
+        finished = env.event()
+        hold, half_poll = k.chain_signal_ns, self.half_poll
+        slow, slow_from = self.slow, self.slow_from
+
+        def publish(dep: int) -> None:
+            for ev in waiters.pop(dep, []):
+                ev.succeed()
+
+        def take() -> int:
+            i = state["next"]
+            state["next"] = i + 1
+            return i
+
+        def worker(w: int):
+            i = take()
+            while i < k.tiles:
+                t_start = env.now
+                tile = order[i]
+                layer, r = divmod(tile, per)
+                row, col = divmod(r, tiles_n)
+                t_ready = t_start
+                if layer > 0:
+                    dep = (layer - 1) * tiles_m + row
+                    if visible[dep] + half_poll > env.now:
+                        ev = env.event()
+                        waiters.setdefault(dep, []).append(ev)
+                        yield ev
+                    t_ready = visible[dep]
+                t_acquire = env.now
+                nxt = take()  # the scheduler warp takes the next ticket as this tile starts
+                dur = durations[i] * (slow if t_acquire >= slow_from else 1.0)
+                t_ce = t_acquire + dur
+                yield env.timeout(dur + hold)
+                t_sig = t_ce + hold
+                own = layer * tiles_m + row
+                count[own] += 1
+                if t_sig > last[own]:
+                    last[own] = t_sig
+                if count[own] == tiles_n:
+                    visible[own] = last[own]
+                    self.events.append((ZERO, -1, k.gpu, own, -1, -1, last[own]))
+                    self.at(last[own] + half_poll, publish, own)
+                self.rows.append((k.gpu, k.id, k.layer + layer, w, w % self.hw.sm_count, row + k.row_offset, col,
+                                  t_start, t_acquire, t_ready, t_ce, t_sig, t_sig, i))
+                if len(self.rows) >= FLUSH_RECORDS:
+                    self.flush_records()
+                i = nxt
+            state["live"] -= 1
+            if state["live"] == 0:
+                finished.succeed()
+
+        for w in range(n_workers):
+            env.process(worker(w))
+        yield finished
 
     def flush_records(self) -> None:
         """Pack the tile and event tuples gathered so far into numpy blocks (lists cleared in place)."""

@@ -9,7 +9,8 @@ arrays, never the engine, so a measured trace is checked exactly as a simulated 
 * ``time_order``     per tile: start <= acquire, ready <= acquire <= compute end <= store end <= signal.
 * ``slot_capacity``  no SM runs more CTAs of a kernel at once than it has CTA slots.
 * ``deps_visible``   no consumer tile starts before every producer tile it depends on was stored and
-                     signalled (a dependency counter's inputs all visible).
+                     signalled (a dependency counter's inputs all visible); in the chain kernel, no tile of
+                     layer l > 0 starts before its row-block of layer l - 1 was complete.
 * ``counters``       each scoreboard counter receives exactly its threshold of signals, completes exactly
                      once, and completes at its last signal.
 * ``queue``          work-queue slots 0..capacity-1 are published exactly once each, after their counter
@@ -59,7 +60,10 @@ class InvariantError(AssertionError):
 
 
 def _tile_ids(rows: pd.DataFrame, k: Kernel) -> np.ndarray:
-    return (rows["tile_m"].to_numpy() - k.row_offset) * k.tiles_n + rows["tile_n"].to_numpy()
+    ids = (rows["tile_m"].to_numpy() - k.row_offset) * k.tiles_n + rows["tile_n"].to_numpy()
+    if k.chain_layers > 1:  # the chain kernel's tiles of every layer: layer-major ids (Kernel.source "chain")
+        ids = ids + (rows["layer"].to_numpy().astype(np.int64) - k.layer) * (k.tiles_m * k.tiles_n)
+    return ids
 
 
 def _by_kernel(trace: Trace) -> dict[int, pd.DataFrame]:
@@ -180,6 +184,35 @@ def check_deps_visible(trace: Trace, plan: Plan, tol: float) -> list[Violation]:
             out.append(Violation("deps_visible", f"pipe {pipe.id}: {int(early.sum())} consumer tile(s) started before "
                                                  f"their inputs were visible, e.g. tile ({r.tile_m},{r.tile_n}) at "
                                                  f"{r.t_acquire:.1f} ns, inputs complete at {need[i]:.1f} ns"))
+    return out + check_chain_deps(trace, plan, tol)
+
+
+def check_chain_deps(trace: Trace, plan: Plan, tol: float) -> list[Violation]:
+    """The chain kernel (``Kernel.source = "chain"``): a tile of layer l > 0, row-block r, starts only after
+    every tile of row-block r of layer l - 1 signalled."""
+    out = []
+    groups = _by_kernel(trace)
+    for k in plan.kernels():
+        rows = groups.get(k.id)
+        if k.source != "chain" or rows is None or not len(rows):
+            continue
+        layer = rows["layer"].to_numpy().astype(np.int64) - k.layer
+        row = rows["tile_m"].to_numpy().astype(np.int64) - k.row_offset
+        own = layer * k.tiles_m + row
+        latest = np.full(k.chain_layers * k.tiles_m, -np.inf)
+        with np.errstate(invalid="ignore"):
+            np.maximum.at(latest, own, rows["t_signal"].to_numpy())
+        n = np.bincount(own, minlength=len(latest))
+        need = np.where(layer > 0, latest[np.maximum(own - k.tiles_m, 0)], -np.inf)
+        short = np.where(layer > 0, n[np.maximum(own - k.tiles_m, 0)] < k.tiles_n, False)
+        early = (rows["t_acquire"].to_numpy() + tol < need) | short
+        if early.any():
+            i = int(np.flatnonzero(early)[0])
+            r = rows.iloc[i]
+            out.append(Violation("deps_visible", f"kernel {k.name!r}: {int(early.sum())} tile(s) started before "
+                                                 f"their row-block of the layer before was complete, e.g. layer "
+                                                 f"{int(r.layer)} tile ({r.tile_m},{r.tile_n}) at {r.t_acquire:.1f} "
+                                                 f"ns, inputs complete at {need[i]:.1f} ns"))
     return out
 
 

@@ -28,7 +28,8 @@ import numpy as np
 from ctasim.spec import Layer
 
 __all__ = ["Op", "Kernel", "Transfer", "Collective", "MemoryPass", "Pipe", "Plan", "raster_order", "row_block_pipe",
-           "ORDERS", "pair_rows_order", "grouped_rows_order", "named_order", "with_order"]
+           "ORDERS", "pair_rows_order", "grouped_rows_order", "named_order", "with_order", "chain_order",
+           "CHAIN_ROW_GROUP"]
 
 
 @dataclass
@@ -52,8 +53,11 @@ class Kernel(Op):
     ``order`` is the static tile order (producer raster order, or the order a ``static`` consumer waits
     in).  ``fixed_ns`` is the per-launch fixed time (``KernelConfig.kernel_fixed_ns``): CTAs start that
     long after the kernel begins.  ``source`` says how a CTA obtains its next tile: ``"static"`` (from ``order``, no waiting),
-    ``"queue"`` (pop a ready tile id from the inbound work-queue) or ``"wait"`` (take the next tile of
-    ``order`` and wait until its scoreboard counter is complete).
+    ``"queue"`` (pop a ready tile id from the inbound work-queue), ``"wait"`` (take the next tile of
+    ``order`` and wait until its scoreboard counter is complete) or ``"chain"`` (the chain kernel: the tiles of
+    ``chain_layers`` equal-shaped layers, ids ``layer * tiles_m * tiles_n + row_block * tiles_n + col``, taken
+    by persistent CTAs in ``order`` (a topological order, :func:`chain_order`) by tickets; a tile of layer l > 0
+    waits until row-block ``row_block`` of layer l - 1 is complete, a counter in the same GPU's memory).
     """
 
     gpu: int = 0
@@ -77,10 +81,12 @@ class Kernel(Op):
     source: str = "static"
     inbound: int = -1  # Pipe id this kernel consumes from, or -1
     outbound: int = -1  # Pipe id this kernel produces into, or -1
+    chain_layers: int = 1  # source "chain": layers layer .. layer + chain_layers - 1 in this one kernel
+    chain_signal_ns: float = 0.0  # source "chain": Hardware.local_signal_ns
 
     @property
     def tiles(self) -> int:
-        return self.tiles_m * self.tiles_n
+        return self.tiles_m * self.tiles_n * self.chain_layers
 
 
 @dataclass
@@ -291,6 +297,22 @@ def named_order(name: str, tiles_m: int, tiles_n: int) -> np.ndarray:
     fit = (tiles_m // 4) // group * group
     head, tail = min(head, fit), min(tail, fit)
     return grouped_rows_order(tiles_m, tiles_n, group, tail, head_rows=head)
+
+
+CHAIN_ROW_GROUP = 8
+"""Row-blocks per group in the chain kernel's order within a layer (:func:`chain_order`): CUTLASS's swizzle 8, the
+best tile order of the plain GEMM on 24 of 27 shapes (bench/results/hw/2026-12-01-gemm-shapes)."""
+
+
+def chain_order(layers: int, tiles_m: int, tiles_n: int, group: int = CHAIN_ROW_GROUP) -> np.ndarray:
+    """The chain kernel's ticket order: layer after layer (a topological order: a tile of layer l needs only
+    tiles of layer l - 1); within a layer, groups of ``group`` row-blocks column by column
+    (:func:`grouped_rows_order`; the largest even group <= ``group`` dividing ``tiles_m``, else row order).
+    Tile ids ``l * tiles_m * tiles_n + row_block * tiles_n + col``."""
+    g = next((g for g in range(min(group, tiles_m), 1, -1) if g % 2 == 0 and tiles_m % g == 0), 0)
+    one = grouped_rows_order(tiles_m, tiles_n, g) if g else np.arange(tiles_m * tiles_n, dtype=np.int64)
+    per = tiles_m * tiles_n
+    return np.concatenate([one + l * per for l in range(layers)]).astype(np.int64)
 
 
 def with_order(plan: Plan, op: int, order: np.ndarray) -> Plan:

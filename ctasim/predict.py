@@ -67,7 +67,8 @@ class Naive:
     single-GEMM medians it was fitted on); a row-wise pass moves its bytes twice at the profile's HBM rate.
     Sequential: the sum.  Micro-batching with ``c`` chunks over ``L`` GPUs: ``(c + L - 1)`` stages of the slowest
     layer's chunk.  TP: each GPU's half of every GEMM plus the profile's all-reduce time per layer pair.
-    CTA-pipelining: the slowest layer plus one row-block of every other layer.  Nothing else (no launch or
+    CTA-pipelining: the slowest layer plus one row-block of every other layer; on one GPU (``Strategy.gpus = 1``)
+    the sum, as sequential (one GPU does every FLOP).  Nothing else (no launch or
     harness terms, no wave quantization, no memory hierarchy).
     """
 
@@ -109,6 +110,8 @@ class Naive:
             ar = sum(costs.allreduce_ns(l.m * l.out_n * eb, g, hw) for l in layers[1::2]) / 1e6
             return sum(self.gemm_ms(l.m, l.k, l.n // g) if i % 2 == 0 else self.gemm_ms(l.m, l.k // g, l.n)
                        for i, l in enumerate(layers)) + sum(row) + ar
+        if kind == "ctapipe" and strategy.gpus == 1:  # one GPU does every FLOP: the line sees no gain
+            return sum(full)
         if kind in ("ctapipe", "hybrid"):
             i = int(np.argmax(full))
             return full[i] + sum(f / layers[j].tiles_m for j, f in enumerate(full) if j != i)
@@ -129,7 +132,9 @@ class Waves:
     mainloop, epilogue, fused ops), the row-wise pass at HBM bandwidth. Sequential: the sum. Micro-batching with ``c``
     chunks over ``L`` GPUs: ``(c + L - 1)`` stages of the slowest layer's chunk, plus ``L - 1`` copies of one chunk
     at the copy-engine rate. TP: each GPU's share of every GEMM plus the profile's all-reduce per layer pair.
-    CTA-pipelining and hybrid: the slower layer (on its share of the GPUs) plus one wave of each other layer."""
+    CTA-pipelining and hybrid: the slower layer (on its share of the GPUs) plus one wave of each other layer;
+    CTA-pipelining on one GPU (``Strategy.gpus = 1``): one kernel's fixed time plus ``ceil(all tiles / slots)`` tile
+    times."""
 
     def gemm_ms(self, layer, hw: Hardware, eb: int) -> float:
         cfg = hw.config(layer.tile_m, layer.tile_n)
@@ -161,6 +166,12 @@ class Waves:
             ar = sum(costs.allreduce_ns(l.m * l.out_n * eb, g, hw) for l in layers[1::2]) / 1e6
             return sum(self.gemm_ms(_dc.replace(l, n=l.n // g) if i % 2 == 0 else _dc.replace(l, k=l.k // g), hw, eb)
                        for i, l in enumerate(layers)) + sum(row) + ar
+        if kind == "ctapipe" and strategy.gpus == 1:  # one kernel: the waves of every layer's tiles together
+            first = layers[0]
+            cfg = hw.config(first.tile_m, first.tile_n)
+            slots = hw.sm_count * cfg.cta_slots_per_sm
+            tiles = sum(-(-l.m // l.tile_m) * -(-l.n // l.tile_n) for l in layers)
+            return (cfg.kernel_fixed_ns + -(-tiles // slots) * costs.tile_ns(first, first.k, hw, eb)) / 1e6 + sum(row)
         if kind in ("ctapipe", "hybrid"):
             t = strategy.tp_degree if kind == "hybrid" else 1
             shares = [_dc.replace(l, n=l.n // t) if i % 2 == 0 else _dc.replace(l, k=l.k // t)

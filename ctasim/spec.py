@@ -212,6 +212,10 @@ class Hardware:
         "time a fused activation epilogue (gelu, silu, relu, swiglu) adds to a tile, per element of the tile's "
         "accumulator (tile_m x tile_n, before swiglu halves what is stored), ns",
         0.0)
+    local_signal_ns: float = _f(
+        "intra-GPU CTA-pipelining: a producer tile's stores complete and its GPU-scope release reduction on a "
+        "counter in the same GPU's memory, after the epilogue issued the stores; the CTA's MMA threads wait for "
+        "it before their next tile (cooperative kernel), ns", 0.0)
     link_sharing: str = _f(
         "how concurrent transfers share a link channel: 'fcfs' = one after another in issue order, each at the "
         "full rate (the first of 132 simultaneous stores ends after 1/132 of the batch, the last after all of "
@@ -335,6 +339,11 @@ class Strategy:
     variant: str = _f(
         "ctapipe: a ctahw kernel variant by name (ctasim.variants.VARIANTS, e.g. 'cutlass_ctapipe_w21g4'): sets "
         "kernels, tile_source, counter_rows, persistent = false and the tile orders the GPUs run; '' = none", "")
+    gpus: int = _f(
+        "ctapipe: GPUs the layers are placed on (layer i on GPU i mod gpus); 0: one GPU per layer. 1: intra-GPU "
+        "CTA-pipelining, every layer in one persistent kernel on GPU 0 (the chain kernel: tiles taken in one "
+        "topological order by tickets, a tile waiting for its row-block of the layer before; layers of one "
+        "square shape, tile_source and persistent do not apply). 1 < gpus < layers is not modelled yet", 0)
 
     @property
     def label(self) -> str:
@@ -462,7 +471,7 @@ def _validate_hardware(hw: Hardware, where: str) -> None:
         v = getattr(hw, name)
         _require(v > 0, where, p + name, f"must be positive, got {v}")
     for name in ("link_latency_ns", "remote_atomic_ns", "fence_sys_ns", "poll_ns", "launch_ns",
-                 "kernel_gap_ns", "event_wait_ns", "allreduce_latency_ns"):
+                 "kernel_gap_ns", "event_wait_ns", "allreduce_latency_ns", "local_signal_ns"):
         v = getattr(hw, name)
         _require(v >= 0, where, p + name, f"must be >= 0, got {v}")
     _require(hw.max_clock_boost >= 1.0, where, p + "max_clock_boost", f"must be >= 1, got {hw.max_clock_boost}")
@@ -578,6 +587,10 @@ def strategy_from_dict(data: Mapping[str, Any], where: str, prefix: str) -> Stra
     _require(s.counter_rows >= 0, where, prefix + "counter_rows", f"must be >= 0, got {s.counter_rows}")
     _require(s.raster in ("",) + RASTER_ORDERS, where, prefix + "raster", f"must be one of {RASTER_ORDERS}, got {s.raster!r}")
     _require(not s.variant or s.kind == "ctapipe", where, prefix + "variant", "only a ctapipe strategy names a variant")
+    _require(s.gpus >= 0, where, prefix + "gpus", f"must be >= 0, got {s.gpus}")
+    _require(not s.gpus or s.kind == "ctapipe", where, prefix + "gpus", "only a ctapipe strategy places its layers")
+    _require(not (s.gpus and s.variant), where, prefix + "gpus",
+             "a named variant runs one layer per GPU; gpus applies to the chain kernel (gpus = 1)")
     if s.kind == "hybrid":
         _require(s.tp_degree >= 1, where, prefix + "tp_degree", "hybrid needs tp_degree >= 1")
     return s

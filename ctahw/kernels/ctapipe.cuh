@@ -49,6 +49,7 @@ enum ErrorCode : int {
   kTooManyDeps = 6,     // one producer tile completed more counters than signal() can hold: index = dep
   kClusterMismatch = 7, // a cluster's popped tiles cannot share a multicast operand: index = slot, seen = tiles
   kWaitTimeout = 8,     // a wait consumer's counter never completed: index = dep, seen = counter value
+  kTicketOverflow = 9,  // a chain kernel's ticket outside this epoch's range: index = ticket, seen = ticket
 };
 
 // Per-tile stamp record (u64 words) written when tracing is compiled in.
@@ -114,6 +115,17 @@ __device__ __forceinline__ unsigned smid() {
   return s;
 }
 
+__device__ __forceinline__ unsigned ld_acquire_gpu_u32(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// A release reduction at GPU scope: producer and consumer CTAs on the same GPU (the chain kernel).
+__device__ __forceinline__ void red_add_release_gpu(unsigned* p, unsigned v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
 __device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long* p) {
   unsigned long long v;
   asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -172,18 +184,24 @@ __device__ __forceinline__ int cta_linear() {
   return static_cast<int>(blockIdx.x * gridDim.y + blockIdx.y);
 }
 
-__device__ __forceinline__ void record_error(const Params& p, int code, int index, unsigned long long seen) {
-  if (p.error == nullptr) return;
-  int n = atomicAdd(p.error, 1);
+// The first error of a run wins the record; later ones only count.
+__device__ __forceinline__ void record_error_at(int* error, unsigned epoch, int code, int index,
+                                                unsigned long long seen) {
+  if (error == nullptr) return;
+  int n = atomicAdd(error, 1);
   if (n == 0) {
-    p.error[1] = code;
-    p.error[2] = cta_linear();
-    p.error[3] = index;
-    p.error[4] = static_cast<int>(seen & 0xffffffffULL);
-    p.error[5] = static_cast<int>(seen >> 32);
-    p.error[6] = static_cast<int>(p.epoch);
+    error[1] = code;
+    error[2] = cta_linear();
+    error[3] = index;
+    error[4] = static_cast<int>(seen & 0xffffffffULL);
+    error[5] = static_cast<int>(seen >> 32);
+    error[6] = static_cast<int>(epoch);
     __threadfence_system();
   }
+}
+
+__device__ __forceinline__ void record_error(const Params& p, int code, int index, unsigned long long seen) {
+  record_error_at(p.error, p.epoch, code, index, seen);
 }
 
 // Consumer prologue (one thread): claim the next n head reservations at once (n = CTAs of a cluster that

@@ -86,6 +86,20 @@ CUTLASS_DEVICE void finish_tile_and_signal(ctapipe::Params const& p, int m_idx, 
   }
 }
 
+constexpr int kSchedStages = 2;
+
+// The kernel's scheduler pipeline: PipelineAsync with the Params fields the cooperative kernel sets.
+template <int S>
+struct SchedPipeline : cutlass::PipelineAsync<S> {
+  using Base = cutlass::PipelineAsync<S>;
+  struct Params : Base::Params {
+    uint32_t producer_blockid = 0;
+    uint32_t transaction_bytes = 0;
+  };
+  CUTLASS_DEVICE SchedPipeline(typename Base::SharedStorage& s, Params const& p)
+      : Base(s, static_cast<typename Base::Params const&>(p)) {}
+};
+
 template <bool Trace, int CM, int CN>
 struct CtaPipeSchedulerTag {};
 

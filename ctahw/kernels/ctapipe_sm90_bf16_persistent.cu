@@ -32,20 +32,6 @@
 
 namespace ctahw {
 
-constexpr int kSchedStages = 2;
-
-// The kernel's scheduler pipeline: PipelineAsync with the Params fields the cooperative kernel sets.
-template <int S>
-struct SchedPipeline : cutlass::PipelineAsync<S> {
-  using Base = cutlass::PipelineAsync<S>;
-  struct Params : Base::Params {
-    uint32_t producer_blockid = 0;
-    uint32_t transaction_bytes = 0;
-  };
-  CUTLASS_DEVICE SchedPipeline(typename Base::SharedStorage& s, Params const& p)
-      : Base(s, static_cast<typename Base::Params const&>(p)) {}
-};
-
 // Claim the next head reservation of this epoch, never past epoch * capacity. 1: claimed (tile, slot out);
 // 0: the queue is exhausted for this epoch; -1: error recorded.
 __device__ __forceinline__ int pop_persistent(const ctapipe::Params& p, int* tile, int* slot) {

@@ -6,6 +6,14 @@ walk a fixed row-major order and wait on each tile's counter (``"wait"``, the no
 GPU's kernel is consumer and producer at once.  A row-wise op on a layer's output is done once per
 completed row-block before its tiles are pushed (``Pipe.ready_delay_ns``); after the last layer it is a
 separate kernel.
+
+With ``Strategy.gpus = 1`` every layer runs in one persistent kernel on GPU 0 (intra-GPU CTA-pipelining, the
+chain kernel of ctahw): its CTAs take the chain's tiles in one topological order (:func:`ctasim.plan.chain_order`)
+by tickets, the next ticket while the current tile computes, and a tile of layer l > 0 waits until its row-block
+of layer l - 1 is complete; a producer tile holds its CTA ``Hardware.local_signal_ns`` after its compute (stores
+complete, GPU-scope release). The next layer's tiles so fill the previous layer's last partial wave. Left out
+there: the layers' epilogue and row-wise ops (the kernel runs square chains without them), and any L2 effect of
+the order.
 """
 
 from __future__ import annotations
@@ -13,13 +21,27 @@ from __future__ import annotations
 import dataclasses
 
 from ctasim import costs, variants
-from ctasim.plan import Plan, row_block_pipe
+from ctasim.plan import CHAIN_ROW_GROUP, Plan, chain_order, row_block_pipe
 from ctasim.spec import Hardware, Strategy, Workload
 from ctasim.strategies.common import add_gemm, add_rowwise
 
 
 def gpus_needed(strategy: Strategy, wl: Workload, gpus: int) -> int:
-    return len(wl.layers)
+    return strategy.gpus or len(wl.layers)
+
+
+def chain_reason(wl: Workload) -> str | None:
+    """Why the chain kernel (one GPU, every layer in one kernel) cannot run ``wl``, or None."""
+    first = wl.layers[0]
+    for i, layer in enumerate(wl.layers):
+        if (layer.m, layer.k, layer.n) != (first.m, first.k, first.k):
+            return (f"the chain kernel runs layers of one square shape (K = N = {first.k}, M = {first.m}); layer {i} "
+                    f"is {layer.m}x{layer.k}x{layer.n}")
+        if (layer.tile_m, layer.tile_n) != (first.tile_m, first.tile_n):
+            return f"the chain kernel runs one tile shape; layer {i} has {layer.tile_m}x{layer.tile_n}"
+        if layer.epilogue or layer.rowwise:
+            return f"the chain kernel has no epilogue or row-wise ops yet (layer {i}: {layer.epilogue + ((layer.rowwise,) if layer.rowwise else ())})"
+    return None
 
 
 def resolve(strategy: Strategy) -> Strategy:
@@ -30,6 +52,11 @@ def resolve(strategy: Strategy) -> Strategy:
 
 
 def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | None:
+    if strategy.gpus == 1:
+        return chain_reason(wl)
+    if strategy.gpus and strategy.gpus != len(wl.layers):
+        return (f"placing {len(wl.layers)} layers on {strategy.gpus} GPUs (more than one layer per GPU, on more "
+                f"than one GPU) is not modelled yet; gpus = 1 or {len(wl.layers)}")
     if strategy.variant:
         try:
             strategy = resolve(strategy)
@@ -57,6 +84,8 @@ def kernel_of(strategy: Strategy, layer: int) -> str:
 
 
 def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) -> list[Plan]:
+    if strategy.gpus == 1:
+        return [build_chain(strategy, wl, hw, case)]
     variant = strategy.variant
     strategy = resolve(strategy)
     plan = Plan(strategy.label, case, len(wl.layers),
@@ -91,3 +120,18 @@ def link_pipes(plan: Plan, hw: Hardware, wl: Workload, layers, kernels, counter_
         plan.pipes.append(pipe)
         prod.outbound = pipe.id
         cons.inbound = pipe.id
+
+
+def build_chain(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Plan:
+    """Every layer of a square chain in one persistent kernel on GPU 0 (module docstring)."""
+    why = chain_reason(wl)
+    if why:
+        raise ValueError(why)
+    layer = wl.layers[0]
+    plan = Plan(strategy.label, case, 1, params={"gpus": 1, "order": f"chain_group{CHAIN_ROW_GROUP}"})
+    k = add_gemm(plan, hw, wl, 0, layer, 0, start_ns=hw.launch_ns, source="chain", persistent=True,
+                 name=f"ctapipe chain L0-{len(wl.layers) - 1} gpu0")
+    k.chain_layers = len(wl.layers)
+    k.chain_signal_ns = hw.local_signal_ns
+    k.order = chain_order(len(wl.layers), layer.tiles_m, layer.tiles_n)
+    return plan

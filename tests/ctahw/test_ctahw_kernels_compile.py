@@ -54,7 +54,22 @@ def test_kernel_source_compiles_and_exports_its_launchers(name):
         assert cdll.ctahw_gemm_epi_describe(5, buf, 512) == -2002
         assert cdll.ctahw_gemm_epi_workspace_bytes(5, 256, 256, 256, 0, 132) == -2002
         assert "C7510" not in (path.parent / "manifest.json").read_text()
-    if name.startswith("ctapipe_sm90_bf16"):
+    if name == "ctapipe_sm90_bf16_chain":
+        from ctahw.chain import DESC_FIELDS as CHAIN_FIELDS
+        from ctahw.runner import TILE_STAMP_WORDS
+
+        names = tuple(n for n in cdll.ctahw_chain_desc_names().decode().split(",") if n)
+        assert names == CHAIN_FIELDS and cdll.ctahw_chain_desc_fields() == len(CHAIN_FIELDS)
+        assert cdll.ctahw_chain_tile_stamp_words() == TILE_STAMP_WORDS
+        buf = ctypes.create_string_buffer(512)
+        assert cdll.ctahw_chain_describe(buf, 512) > 0
+        text = buf.value.decode()
+        assert "ctapipe_chain" in text and "tile=128x256x64" in text and "cluster=1x1x1" in text
+        desc = (ctypes.c_longlong * len(CHAIN_FIELDS))()  # all zero: refused before any GPU work
+        assert cdll.ctahw_chain_gemm(None, None, 256, 256, desc, len(CHAIN_FIELDS), 0, 0, None) == -2002
+        assert cdll.ctahw_chain_gemm(None, None, 256, 256, desc, len(CHAIN_FIELDS) - 1, 0, 0, None) == -2002
+        assert "C7510" not in (path.parent / "manifest.json").read_text()
+    elif name.startswith("ctapipe_sm90_bf16"):
         from ctahw.runner import CLUSTERS, DESC_FIELDS, LIBRARY_OF_CLUSTER, TILE_STAMP_WORDS
 
         assert cdll.ctahw_ctapipe_desc_fields() == len(DESC_FIELDS)

@@ -1,0 +1,141 @@
+"""Device probe (one GPU): the chain kernel's protocol overhead and intra-GPU CTA-pipelining against cuBLAS.
+
+    python bench/hw/chain_probe.py OUT_DIR [--reps 9] [--rest-ms 250]
+
+1. ``overhead.csv``: one layer (L = 1, M x 8192 x 8192, M = 4096, 16384): the chain kernel with the protocol
+   (stores completed, a GPU-scope release per tile; layer 0 waits on nothing) against the same kernel with the
+   protocol off, and the project's plain CUTLASS GEMM (its default tile order and the chain order's equivalent,
+   along M / swizzle 8) for context.
+2. ``vs_cublas.csv``: 2-layer 8192 chains, M = 1024 .. 16384: the chain kernel against the two layers one after
+   another with cuBLAS (``cublasGemmEx``) and with the plain CUTLASS GEMM (heuristic raster / swizzle 8).
+
+Every timed run is behind a ``--rest-ms`` host sleep and the 3 ms gate of ``ctahw.baselines.Timed`` (burst
+regime); variants of one shape run interleaved (A B C A B C ...); medians of ``--reps``. The chain kernel's error
+record and ticket count are checked after every shape, and each variant's output once against fp32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+from pathlib import Path
+
+OVERHEAD_MS = (4096, 16384)
+CHAIN_MS = (1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
+H = 8192
+
+
+def _plan(m: int, layers: int, h: int):
+    from ctasim.spec import Strategy, load_hardware, load_workload
+    from ctasim.strategies.ctapipe import build_chain
+
+    wl = load_workload("chain2-16384")
+    wl = dataclasses.replace(wl, layers=(dataclasses.replace(wl.layers[0], m=m, k=h, n=h),) * layers)
+    return build_chain(Strategy(kind="ctapipe", gpus=1), wl, load_hardware("h200-x2-calibrated"), f"m={m}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--rest-ms", type=float, default=250.0)
+    ap.add_argument("--quick", action="store_true", help="two shapes per part")
+    args = ap.parse_args(argv)
+
+    import cupy as cp
+    import pandas as pd
+
+    from ctahw.baselines import Chain, Timed
+    from ctahw.chain import ChainRunner
+    from ctahw.device import output_error, poison, reference_chain
+    from ctahw.gemm import RASTER_NAMES, make_backend
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    timed = Timed([0], 3.0, 0.0, args.rest_ms)
+    s0 = timed.compute[0]
+    data = Chain(cp, 20261201)
+    cutlass, cublas = make_backend("cutlass", 0), make_backend("cublas", 0)
+    cutlass_m8, cutlass_h8 = make_backend("cutlass", 0), make_backend("cutlass", 0)
+    along_m8 = (next(k for k, v in RASTER_NAMES.items() if v == "along_m"), 8)  # the chain order's equivalent: groups of 8 row-blocks down M
+    heuristic8 = (next(k for k, v in RASTER_NAMES.items() if v == "heuristic"), 8)  # the plain GEMM's best order on 24 of 27 shapes
+
+    def interleave(fns: dict, reps: int) -> dict:
+        samples = {k: [] for k in fns}
+        for _ in range(reps):
+            for k, fn in fns.items():
+                samples[k].append(timed.run(lambda t, fn=fn: (t.part("compute", 0, s0, fn), [(s0, 0)])[1])[0])
+        return samples
+
+    def median(v):
+        v = sorted(v)
+        return v[len(v) // 2]
+
+    rows = []
+    for m in OVERHEAD_MS[:1] if args.quick else OVERHEAD_MS:
+        x = data.rand(0, (m, H), salt=1)
+        ws = [data.rand(0, (H, H), 1 / math.sqrt(H), salt=2)]
+        r = ChainRunner(_plan(m, 1, H), x, ws)
+        d = cp.empty((m, H), dtype=cp.uint16)
+        ref = reference_chain(cp, x, ws, 0)
+        poison(r.x[1:])
+        r.launch(stream=s0)
+        s0.synchronize()
+        r.check_errors()
+        err = {"protocol": output_error(cp, r.out, ref)}
+        fns = {"protocol": lambda: r.launch(stream=s0), "no_protocol": lambda: r.launch(stream=s0, protocol=False),
+               "cutlass_default": lambda: cutlass(x, ws[0], d, m, H, H, s0),
+               "cutlass_along_m8": lambda: cutlass_m8(x, ws[0], d, m, H, H, s0)}
+        cutlass_m8.schedule[(m, H, H)] = along_m8
+        samples = interleave(fns, args.reps)
+        r.check_errors()
+        for k, v in samples.items():
+            rows.append({"m": m, "n": H, "k": H, "variant": k, "median_ms": median(v), "rel_err": err.get(k, math.nan),
+                         "samples": ";".join(f"{s:.5f}" for s in v)})
+        print(f"overhead M={m}: " + ", ".join(f"{k} {median(v):.4f}" for k, v in samples.items()), file=sys.stderr)
+        del r, d, ref
+        cp.get_default_memory_pool().free_all_blocks()
+    pd.DataFrame(rows).to_csv(args.out / "overhead.csv", index=False)
+
+    rows = []
+    for m in CHAIN_MS[::4] if args.quick else CHAIN_MS:
+        x = data.rand(0, (m, H), salt=3)
+        ws = [data.rand(0, (H, H), 1 / math.sqrt(H), salt=4 + i) for i in range(2)]
+        r = ChainRunner(_plan(m, 2, H), x, ws)
+        y = [cp.empty((m, H), dtype=cp.uint16) for _ in range(2)]
+        ref = reference_chain(cp, x, ws, 0)
+        err = {}
+        poison(r.x[1:])
+        r.launch(stream=s0)
+        s0.synchronize()
+        r.check_errors()
+        err["chain"] = output_error(cp, r.out, ref)
+
+        def seq(g):
+            def fn():
+                g(x, ws[0], y[0], m, H, H, s0)
+                g(y[0], ws[1], y[1], m, H, H, s0)
+            return fn
+
+        cutlass_h8.schedule[(m, H, H)] = heuristic8
+        for name, g in (("cublas", cublas), ("cutlass", cutlass_h8)):
+            poison(y[1])
+            seq(g)()
+            s0.synchronize()
+            err[f"sequential_{name}"] = output_error(cp, y[1], ref)
+        samples = interleave({"chain": lambda: r.launch(stream=s0), "sequential_cublas": seq(cublas),
+                              "sequential_cutlass": seq(cutlass_h8)}, args.reps)
+        r.check_errors()
+        for k, v in samples.items():
+            rows.append({"m": m, "h": H, "layers": 2, "variant": k, "median_ms": median(v), "rel_err": err[k],
+                         "samples": ";".join(f"{s:.5f}" for s in v)})
+        print(f"chain M={m}: " + ", ".join(f"{k} {median(v):.4f}" for k, v in samples.items()), file=sys.stderr)
+        del r, y, ref
+        cp.get_default_memory_pool().free_all_blocks()
+    pd.DataFrame(rows).to_csv(args.out / "vs_cublas.csv", index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

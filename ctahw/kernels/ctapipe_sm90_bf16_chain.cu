@@ -1,0 +1,439 @@
+// ctahw: the chain kernel -- intra-GPU CTA-pipelining of a chain of equal-shaped layers in ONE persistent
+// CUTLASS 4.2 SM90 bf16 kernel (the layers of a square H x H chain on one GPU).
+//
+// What it computes: X[l+1] = X[l] @ W[l]^T for l = 0 .. L-1, X[l] of M x H, W[l] of H x H (row-major bf16, fp32
+// accumulation). The layers are the batch mode of one CUTLASS GEMM: A = X (batch stride M*H), D = X + M*H (the
+// same stride), B = W (batch stride H*H), so layer l reads X[l] and writes X[l+1] and one kernel holds the TMA
+// descriptors of every layer. Mainloop, epilogue and the warp-specialized cooperative kernel are CUTLASS's,
+// untouched (tile 128x256x64, cluster 1x1); the project's tile scheduler decides which tile each CTA runs.
+//
+// The protocol (one GPU, so GPU scope):
+//   * tickets: the persistent CTAs take tiles in the order of `order` (a topological order of the chain's
+//     tiles, ids g = l * tiles_m * tiles_n + m * tiles_n + n) by an atomic ticket counter. Each CTA takes
+//     exactly one ticket past the end (then it leaves), so a run consumes num_tiles + grid tickets and epoch e
+//     owns the tickets [(e-1) * (num_tiles + grid), e * (num_tiles + grid)): nothing is reset between runs.
+//   * waits: a tile of layer l > 0, row-block m, needs the whole row-block m of X[l] (K = H: every column
+//     tile of layer l-1's row m). The thread that took the ticket spins (bounded, ld.acquire.gpu) on
+//     counters[(l-1) * tiles_m + m] until it reaches epoch * tiles_n, then fence.proxy.async.global; the load
+//     warp runs fence.proxy.async.global again after the tile reached it through the shared-memory pipeline,
+//     before its TMA loads.
+//   * signals: after the epilogue issued a tile's TMA stores, every storing thread waits for them to complete
+//     (cp.async.bulk.wait_group 0) and fences the async proxy, the 256 MMA/epilogue threads meet at a named
+//     barrier, and one thread adds 1 to counters[l * tiles_m + m] with red.release.gpu.
+//   * protocol = 0 turns waits and signals off (the same kernel as a plain batched GEMM: the overhead baseline;
+//     a chain run so is not correct).
+//
+// Deadlock freedom (the scheduling rule): a CTA takes its next ticket only while it runs a tile whose
+// dependencies are met, tickets are taken in `order`, and every dependency of order[k] lies before k. The
+// smallest ticket not yet finished then has all its dependencies finished and is held by a running CTA (it was
+// taken, and its holder's earlier tiles are finished), so it finishes: the run always progresses, whatever the
+// number of CTAs resident. (A CTA holds at most two tickets: the tile it computes and the next one, taken by
+// the scheduler warp once the load warp started the current tile; the current tile never waits on the next.)
+//
+// How the tiles reach the warp roles is variant (b)'s scheduler-warp design (ctapipe_sm90_bf16_persistent.cu):
+// first tile in the scheduler's constructor (thread 0, broadcast through a global word), every further tile by
+// the scheduler warp into a 2-stage shared-memory pipeline. Every spin is bounded by timeout_ns: on a timeout
+// the CTA records an error and leaves; the host raises.
+//
+// The descriptor the host fills is the int64 list CTAHW_CHAIN_FIELDS below; ctahw_chain_desc_names() gives its
+// names, which ctahw/chain.py checks against its own list when the library loads.
+
+#include <type_traits>
+
+#include "ctapipe_gemm.cuh"
+
+namespace ctahw::chain {
+
+// name, C++ type: the descriptor's fields in order (ctahw.chain.DESC_FIELDS must list the same names).
+#define CTAHW_CHAIN_FIELDS(X)                                                                                    \
+  X(order, const int*)             /* [num_tiles] the ticket order: tile ids, a topological order */            \
+  X(num_tiles, int)                /* tiles of all layers */                                                    \
+  X(tiles_m, int)                                                                                               \
+  X(tiles_n, int)                                                                                               \
+  X(layers, int)                                                                                                \
+  X(grid, int)                     /* persistent CTAs launched (<= the SM count) */                             \
+  X(ticket, unsigned*)             /* u32, monotonic over epochs */                                             \
+  X(counters, unsigned*)           /* [layers * tiles_m] u32, monotonic: row-block m of layer l done */         \
+  X(protocol, int)                 /* 1: waits and signals; 0: none (overhead baseline) */                      \
+  X(epoch, unsigned)                                                                                            \
+  X(timeout_ns, long long)                                                                                      \
+  X(error, int*)                   /* [8] int32 error record (ctapipe.cuh) */                                   \
+  X(stamps, unsigned long long*)   /* [num_tiles][kTileStampWords] when tracing */                              \
+  X(stall_row, int)                /* debug: layer 0's tiles of this row-block never signal */                  \
+  X(cta_tile, int*)                /* [grid] scratch: each CTA's first tile */
+
+struct Params {
+#define CTAHW_CHAIN_MEMBER(name, type) type name{};
+  CTAHW_CHAIN_FIELDS(CTAHW_CHAIN_MEMBER)
+#undef CTAHW_CHAIN_MEMBER
+};
+
+#define CTAHW_CHAIN_COUNT(name, type) +1
+constexpr int kDescFields = 0 CTAHW_CHAIN_FIELDS(CTAHW_CHAIN_COUNT);
+#undef CTAHW_CHAIN_COUNT
+
+#define CTAHW_CHAIN_NAME(name, type) #name ","
+constexpr char kDescNames[] = CTAHW_CHAIN_FIELDS(CTAHW_CHAIN_NAME);
+#undef CTAHW_CHAIN_NAME
+
+template <class T>
+T field(long long v) {
+  if constexpr (std::is_pointer_v<T>) {
+    return reinterpret_cast<T>(static_cast<uintptr_t>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+inline Params from_desc(const long long* f) {
+  Params p;
+  int i = 0;
+#define CTAHW_CHAIN_READ(name, type) p.name = field<type>(f[i++]);
+  CTAHW_CHAIN_FIELDS(CTAHW_CHAIN_READ)
+#undef CTAHW_CHAIN_READ
+  return p;
+}
+
+// Tile ids: g = l * per_layer + m * tiles_n + n.
+__device__ __forceinline__ int per_layer(const Params& p) { return p.tiles_m * p.tiles_n; }
+
+// Take the next ticket and, for a tile of layer > 0, wait until its row-block of the layer before is complete.
+// Returns the tile id; -1 when the order is exhausted or after an error was recorded.
+template <bool Trace>
+__device__ __forceinline__ int take(const Params& p, unsigned long long* t_taken) {
+  const unsigned t = atomicAdd(p.ticket, 1u);
+  const long long k = static_cast<long long>(t) -
+                      static_cast<long long>(p.epoch - 1) * static_cast<long long>(p.num_tiles + p.grid);
+  if (k < 0 || k >= p.num_tiles + p.grid) {
+    ctapipe::record_error_at(p.error, p.epoch, ctapipe::kTicketOverflow, static_cast<int>(t), t);
+    return -1;
+  }
+  if (k >= p.num_tiles) return -1;
+  const int g = p.order[k];
+  if constexpr (Trace) *t_taken = ctapipe::now_ns();
+  const int l = g / per_layer(p);
+  if (p.protocol && l > 0) {
+    const int dep = (l - 1) * p.tiles_m + (g % per_layer(p)) / p.tiles_n;
+    const unsigned target = p.epoch * static_cast<unsigned>(p.tiles_n);
+    const unsigned long long deadline = ctapipe::now_ns() + static_cast<unsigned long long>(p.timeout_ns);
+    unsigned sleep_ns = 32;
+    unsigned v;
+    for (;;) {
+      v = ctapipe::ld_acquire_gpu_u32(p.counters + dep);
+      if (v >= target) break;
+      if (ctapipe::now_ns() > deadline) {
+        ctapipe::record_error_at(p.error, p.epoch, ctapipe::kWaitTimeout, dep, v);
+        return -1;
+      }
+      __nanosleep(sleep_ns);
+      if (sleep_ns < 256) sleep_ns *= 2;
+    }
+    if (v > target) {  // runs are ordered on the host: the next epoch's tiles cannot have signalled
+      ctapipe::record_error_at(p.error, p.epoch, ctapipe::kCounterOverrun, dep, v);
+      return -1;
+    }
+    ctapipe::fence_proxy_async_global();
+  }
+  return g;
+}
+
+template <bool Trace>
+struct ChainTag {};
+
+template <bool Trace>
+class ChainScheduler : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90 {
+  using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90;
+
+ public:
+  static constexpr bool IsDynamicPersistent = true;
+  using WorkTileInfo = typename Base::WorkTileInfo;
+  struct CLCResponse {
+    int data[4] = {-1, 0, 0, 0};  // tile
+  };
+  using Pipeline = SchedPipeline<kSchedStages>;
+  using PipelineStorage = typename Pipeline::SharedStorage;
+  using ThrottlePipeline = cutlass::PipelineAsync<kSchedStages>;
+  using ThrottlePipelineStorage = typename ThrottlePipeline::SharedStorage;
+  class SharedStorage {
+   public:
+    CUTLASS_DEVICE PipelineStorage& pipeline() { return pipeline_; }
+    CUTLASS_DEVICE ThrottlePipelineStorage& throttle_pipeline() { return throttle_pipeline_; }
+    CUTLASS_DEVICE CLCResponse* data() { return data_; }
+
+   private:
+    alignas(16) PipelineStorage pipeline_;
+    alignas(16) ThrottlePipelineStorage throttle_pipeline_;
+    alignas(16) CLCResponse data_[kSchedStages];
+  };
+
+  struct Arguments : Base::Arguments {
+    chain::Params chain{};
+  };
+  struct Params : Base::Params {
+    chain::Params chain{};
+  };
+
+  template <class ProblemShapeMNKL, class TileShape, class ClusterShape>
+  static Params to_underlying_arguments(ProblemShapeMNKL problem_shape_mnkl, TileShape tile_shape,
+                                        ClusterShape cluster_shape, cutlass::KernelHardwareInfo const& hw_info,
+                                        Arguments const& args, void* workspace = nullptr,
+                                        const uint32_t epilogue_subtile = 1, uint32_t ktile_align = 1u) {
+    Params p;
+    static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(
+        problem_shape_mnkl, tile_shape, cluster_shape, hw_info,
+        static_cast<typename Base::Arguments const&>(args), workspace, epilogue_subtile, ktile_align);
+    p.chain = args.chain;
+    return p;
+  }
+
+  CUTLASS_HOST_DEVICE static bool can_implement(Arguments const& args) {
+    return args.chain.num_tiles > 0 && args.chain.grid > 0;
+  }
+
+  template <class ProblemShapeMNKL, class BlockShape, class ClusterShape>
+  CUTLASS_HOST_DEVICE static dim3 get_grid_shape(Params const& params, ProblemShapeMNKL, BlockShape, ClusterShape,
+                                                 cutlass::KernelHardwareInfo, Arguments = Arguments{},
+                                                 bool = true) {
+    return dim3(static_cast<unsigned>(params.chain.grid), 1, 1);
+  }
+
+  CUTLASS_DEVICE explicit ChainScheduler(Params const& params) : Base(params), pp_(&params.chain) {
+#if defined(__CUDA_ARCH__)
+    volatile int* s_tile = chain().cta_tile + blockIdx.x;
+    if (threadIdx.x == 0) {
+      unsigned long long t0 = 0;
+      const int tile = take<Trace>(chain(), &t0);
+      *s_tile = tile;
+      if constexpr (Trace) stamp_taken(tile, t0);
+    }
+    __syncthreads();
+    tile_ = *s_tile;
+#endif
+  }
+
+  CUTLASS_DEVICE void set_data_ptr(CLCResponse* p) { data_ = p; }
+
+  template <class ClusterShape>
+  CUTLASS_DEVICE WorkTileInfo initial_work_tile_info(ClusterShape) {
+    if constexpr (Trace) stamp_compute_start(tile_);
+    return to_work(tile_);
+  }
+
+  // Scheduler warp: take the next tile (waiting for its inputs) and publish it to every role.
+  template <class PipelineState>
+  CUTLASS_DEVICE PipelineState advance_to_next_work(Pipeline& pipeline, PipelineState state) {
+#if defined(__CUDA_ARCH__)
+    pipeline.producer_acquire(state);
+    __syncwarp();
+    if (cute::elect_one_sync()) {
+      unsigned long long t0 = 0;
+      const int tile = take<Trace>(chain(), &t0);
+      if constexpr (Trace) stamp_taken(tile, t0);
+      reinterpret_cast<volatile int*>(data_[state.index()].data)[0] = tile;
+      pipeline.producer_commit(state);
+    }
+    __syncwarp();
+#endif
+    ++state;
+    return state;
+  }
+
+  // Every role, after the current tile (the MMA/epilogue threads: after its TMA stores were issued).
+  template <class TileSchedulerPipeline, class TileSchedulerPipelineState>
+  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo work, TileSchedulerPipeline& pipeline,
+                                      TileSchedulerPipelineState state) {
+    int tile = -1;
+#if defined(__CUDA_ARCH__)
+    if (work.is_valid() && threadIdx.x >= kThreadsPerWarpGroup) finish_tile(work);
+    pipeline.consumer_wait(state);
+    tile = reinterpret_cast<volatile int*>(data_[state.index()].data)[0];
+    pipeline.consumer_release(state);
+    // The mainloop load warp issues the tile's TMA loads: it fences the async proxy itself, after it
+    // synchronised (mbarrier) with the thread whose acquire made the inputs visible.
+    if (threadIdx.x < 32 && tile >= 0 && chain().protocol) ctapipe::fence_proxy_async_global();
+    if constexpr (Trace) stamp_compute_start(tile);
+#endif
+    return cute::make_tuple(to_work(tile), true);
+  }
+
+  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo) {
+    return cute::make_tuple(WorkTileInfo::invalid_work_tile(), true);
+  }
+
+  CUTLASS_DEVICE bool is_last_tile(WorkTileInfo&, uint32_t = 1) const { return false; }
+
+  template <class FrgTensorC>
+  CUTLASS_DEVICE static void fixup(Params const& params, WorkTileInfo const& work, FrgTensorC&, uint32_t, uint32_t) {
+#if defined(__CUDA_ARCH__)
+    if constexpr (Trace) {
+      if (threadIdx.x == kThreadsPerWarpGroup && work.is_valid()) {
+        const chain::Params& c = params.chain;
+        const int g = work.L_idx * c.tiles_m * c.tiles_n + work.M_idx * c.tiles_n + work.N_idx;
+        c.stamps[static_cast<size_t>(g) * ctapipe::kTileStampWords + ctapipe::kStampMainloopEnd] = ctapipe::now_ns();
+      }
+    }
+#endif
+  }
+
+ private:
+  CUTLASS_DEVICE chain::Params const& chain() const { return *pp_; }
+
+  CUTLASS_DEVICE WorkTileInfo to_work(int g) const {
+    if (g < 0) return WorkTileInfo::invalid_work_tile();
+    const int pl = per_layer(chain()), r = g % pl;
+    return {r / chain().tiles_n, r % chain().tiles_n, g / pl, true};
+  }
+
+  // The MMA/epilogue threads, right after the epilogue issued the tile's TMA stores.
+  CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) {
+    const chain::Params& c = chain();
+    const int g = work.L_idx * c.tiles_m * c.tiles_n + work.M_idx * c.tiles_n + work.N_idx;
+    const bool leader = threadIdx.x == kThreadsPerWarpGroup;
+    unsigned long long* s = nullptr;
+    if constexpr (Trace) {
+      s = c.stamps + static_cast<size_t>(g) * ctapipe::kTileStampWords;
+      if (leader) s[ctapipe::kStampEpilogue] = ctapipe::now_ns();
+    }
+    if (c.protocol) {
+      ctapipe::complete_stores();  // no-op for threads that issued no stores
+      asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");
+    }
+    if (leader) {
+      unsigned long long t_store = 0;
+      if constexpr (Trace) t_store = ctapipe::now_ns();
+      if (c.protocol && !(work.L_idx == 0 && work.M_idx == c.stall_row))
+        ctapipe::red_add_release_gpu(c.counters + work.L_idx * c.tiles_m + work.M_idx, 1u);
+      if constexpr (Trace) {
+        s[ctapipe::kStampStoreEnd] = t_store;
+        s[ctapipe::kStampSignal] = ctapipe::now_ns();
+      }
+    }
+  }
+
+  // The thread that took the ticket: kStampStart = the tile's ticket taken, kStampAcquire (set by
+  // stamp_compute_start) = the MMA warp groups begin it; the slot word holds the time its inputs were visible
+  // (the wait returned) for a tile that waited, as a time stamp.
+  CUTLASS_DEVICE void stamp_taken(int g, unsigned long long t_taken) {
+    if (g < 0) return;
+    unsigned long long* s = chain().stamps + static_cast<size_t>(g) * ctapipe::kTileStampWords;
+    s[ctapipe::kStampStart] = t_taken;
+    s[ctapipe::kStampSlot] = ctapipe::now_ns();
+    s[ctapipe::kStampWhere] =
+        (static_cast<unsigned long long>(ctapipe::smid()) << 32) | static_cast<unsigned>(blockIdx.x);
+  }
+
+  CUTLASS_DEVICE void stamp_compute_start(int g) {
+    if (g >= 0 && threadIdx.x == kThreadsPerWarpGroup)
+      chain().stamps[static_cast<size_t>(g) * ctapipe::kTileStampWords + ctapipe::kStampAcquire] = ctapipe::now_ns();
+  }
+
+  // The kernel's parameters are __grid_constant__: a pointer keeps the producer warp group's registers low.
+  chain::Params const* pp_ = nullptr;
+  int tile_ = -1;
+  CLCResponse* data_ = nullptr;
+};
+
+}  // namespace ctahw::chain
+
+namespace cutlass::gemm::kernel::detail {
+template <bool Trace, class ArchTag, class TileShape, class ClusterShape, uint32_t Stages, class ProblemShapeType>
+struct TileSchedulerSelector<ctahw::chain::ChainTag<Trace>, ArchTag, TileShape, ClusterShape, Stages,
+                             ProblemShapeType> {
+  using Scheduler = ctahw::chain::ChainScheduler<Trace>;
+};
+}  // namespace cutlass::gemm::kernel::detail
+
+namespace ctahw::chain {
+
+using namespace cute;
+namespace cg = ctahw::ctapipe_gemm;
+
+struct Config {
+  using ClusterShape = Shape<_1, _1, _1>;
+  using CollectiveEpilogue = typename cg::Config<1, 1>::CollectiveEpilogue;
+  using SchedStorage = typename ChainScheduler<false>::SharedStorage;
+  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cg::ElementA, cg::LayoutA, cg::kAlign, cg::ElementB,
+      cg::LayoutB, cg::kAlign, cg::ElementAccumulator, cg::TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename CollectiveEpilogue::SharedStorage) + sizeof(SchedStorage))>,
+      cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+  template <bool Trace>
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop,
+                                                      CollectiveEpilogue, ChainTag<Trace>>;
+  template <bool Trace>
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel<Trace>>;
+};
+
+// 0 if the descriptor is usable, else -2002 (every spin is bounded and reports through the error buffer).
+inline int check_desc(const Params& p, int trace, int m, int h, int sm_count) {
+  const long long per = static_cast<long long>(p.tiles_m) * p.tiles_n;
+  if (p.order == nullptr || p.ticket == nullptr || p.error == nullptr || p.cta_tile == nullptr || p.epoch == 0 ||
+      p.timeout_ns <= 0 || p.layers <= 0 || p.tiles_m <= 0 || p.tiles_n <= 0 || p.num_tiles != per * p.layers ||
+      p.grid <= 0 || p.grid > sm_count || p.grid > p.num_tiles || (p.protocol != 0 && p.protocol != 1) ||
+      (p.protocol && p.counters == nullptr) || (trace && p.stamps == nullptr) ||
+      p.tiles_m * size<0>(cg::TileShape{}) != m || p.tiles_n * size<1>(cg::TileShape{}) != h)
+    return -2002;
+  return 0;
+}
+
+template <bool Trace>
+int run(void* x, const void* w, int m, int h, const Params& chain, int device, cudaStream_t stream) {
+  using Gemm = typename Config::template Gemm<Trace>;
+  using K = typename Gemm::GemmKernel;
+  cutlass::KernelHardwareInfo hw;
+  hw.device_id = device;
+  hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(device);
+  if (int c = check_desc(chain, Trace ? 1 : 0, m, h, hw.sm_count)) return c;
+  const int L = chain.layers;
+  auto sa = cutlass::make_cute_packed_stride(typename K::StrideA{}, make_shape(m, h, L));
+  auto sb = cutlass::make_cute_packed_stride(typename K::StrideB{}, make_shape(h, h, L));
+  auto sc = cutlass::make_cute_packed_stride(typename K::StrideC{}, make_shape(m, h, L));
+  auto sd = cutlass::make_cute_packed_stride(typename K::StrideD{}, make_shape(m, h, L));
+  auto* xa = static_cast<cg::ElementA*>(x);
+  typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
+                                {m, h, h, L},
+                                {xa, sa, static_cast<const cg::ElementB*>(w), sb},
+                                {{1.0f, 0.0f}, nullptr, sc, xa + static_cast<size_t>(m) * h, sd},
+                                hw};
+  args.scheduler.chain = chain;
+  if (Gemm::get_workspace_size(args) != 0) return -2000;
+  Gemm gemm;
+  return ctahw::launch::can_initialize_run(gemm, args, nullptr, stream);
+}
+
+int describe(char* buf, int len) {
+  using C = Config;
+  return snprintf(buf, static_cast<size_t>(len),
+                  "cutlass=%d.%d.%d kernel=sm90_tma_ws_cooperative_ctapipe_chain dtype=bf16 layout=TN "
+                  "tile=%dx%dx%d cluster=1x1x1 stages=%d sched_stages=%d threads=%d smem_bytes=%d",
+                  CUTLASS_MAJOR, CUTLASS_MINOR, CUTLASS_PATCH, int(size<0>(cg::TileShape{})),
+                  int(size<1>(cg::TileShape{})), int(size<2>(cg::TileShape{})),
+                  int(C::CollectiveMainloop::DispatchPolicy::Stages), kSchedStages,
+                  int(C::template Kernel<false>::MaxThreadsPerBlock),
+                  int(C::template Kernel<false>::SharedStorageSize));
+}
+
+}  // namespace ctahw::chain
+
+namespace ch = ctahw::chain;
+
+extern "C" {
+
+int ctahw_chain_abi_version() { return 1; }
+int ctahw_chain_desc_fields() { return ch::kDescFields; }
+const char* ctahw_chain_desc_names() { return ch::kDescNames; }
+int ctahw_chain_tile_stamp_words() { return ctapipe::kTileStampWords; }
+int ctahw_chain_describe(char* buf, int len) { return ch::describe(buf, len); }
+
+// X: [layers + 1][m][h] bf16 (X[0] the input; layer l writes X[l+1]); W: [layers][h][h] bf16.
+int ctahw_chain_gemm(void* x, const void* w, int m, int h, const long long* desc, int ndesc, int trace, int device,
+                     cudaStream_t stream) {
+  if (ndesc != ch::kDescFields) return -2002;
+  const ch::Params p = ch::from_desc(desc);
+  return trace ? ch::run<true>(x, w, m, h, p, device, stream) : ch::run<false>(x, w, m, h, p, device, stream);
+}
+
+const char* ctahw_chain_status_string(int code) { return ctahw::ctapipe_gemm::status_string(code); }
+
+}  // extern "C"

@@ -1,0 +1,116 @@
+"""GPU tests of the chain kernel (intra-GPU CTA-pipelining, ctahw.chain): correctness against fp32, back-to-back
+epochs, an injected stall ending in a reported timeout, the protocol-off baseline (marked `hw`; one GPU)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+
+import pytest
+
+pytestmark = pytest.mark.hw
+
+
+@pytest.fixture
+def cp():
+    from ctahw.device import DeviceError, require_gpus
+
+    try:
+        require_gpus(1)
+    except DeviceError as e:
+        pytest.skip(f"needs 1 sm_90 GPU: {e}")
+    import cupy
+
+    return cupy
+
+
+def _setup(cp, m: int, layers: int, h: int = 2048, **kw):
+    from ctahw.chain import ChainRunner
+    from ctahw.device import random_bf16
+    from ctasim.spec import Strategy, load_hardware, load_workload
+    from ctasim.strategies.ctapipe import build_chain
+
+    wl = load_workload("chain2-16384")
+    wl = dataclasses.replace(wl, layers=(dataclasses.replace(wl.layers[0], m=m, k=h, n=h),) * layers)
+    plan = build_chain(Strategy(kind="ctapipe", gpus=1), wl, load_hardware("h200-x2-calibrated"), f"m={m}")
+    rng = cp.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    x = random_bf16((m, h), cp, rng)
+    ws = [random_bf16((h, h), cp, rng, 1 / math.sqrt(h)) for _ in range(layers)]
+    return ChainRunner(plan, x, ws, **kw), x, ws
+
+
+def _err(cp, runner, x, ws):
+    from ctahw.device import output_error, reference_chain
+
+    return output_error(cp, runner.out, reference_chain(cp, x, ws, 0), 0)
+
+
+@pytest.mark.parametrize("m,layers,h", [(1024, 2, 2048), (3072, 4, 2048), (640, 3, 1024), (1024, 1, 8192)])
+def test_chain_kernel_matches_fp32_chain(cp, m, layers, h):
+    from ctahw.device import REL_TOL_BF16, poison
+
+    r, x, ws = _setup(cp, m, layers, h)
+    poison(r.x[1:])
+    r.launch()
+    r.stream.synchronize()
+    r.check_errors()
+    assert _err(cp, r, x, ws) <= REL_TOL_BF16
+
+
+def test_chain_kernel_back_to_back_and_traced(cp):
+    from ctahw.device import REL_TOL_BF16, poison
+    from ctasim.invariants import check_trace
+
+    r, x, ws = _setup(cp, 1024, 3)
+    for _ in range(1000):  # epochs 1..1000, nothing reset: the ticket and counters keep counting
+        r.launch()
+    r.stream.synchronize()
+    r.check_errors()  # also: the ticket counter is exactly 1000 x (tiles + grid)
+    assert r.epoch == 1001
+    poison(r.x[1:])
+    r.launch()
+    r.stream.synchronize()
+    r.check_errors()
+    assert _err(cp, r, x, ws) <= REL_TOL_BF16
+    t, _, _ = _setup(cp, 1024, 3, trace=True)
+    t.x[:] = r.x
+    t.w[:] = r.w
+    t.launch()
+    t.stream.synchronize()
+    t.check_errors()
+    tr = t.read_trace()
+    check_trace(tr, t.plan, tol_ns=32.0)
+
+
+def test_stalled_row_ends_in_a_reported_timeout(cp):
+    import time
+
+    from ctahw.device import REL_TOL_BF16, poison
+    from ctahw.runner import ProtocolError
+
+    r, x, ws = _setup(cp, 1024, 2, timeout_ns=50_000_000)
+    t0 = time.perf_counter()
+    r.launch(stall_row=0)
+    r.stream.synchronize()
+    assert time.perf_counter() - t0 < 5.0  # the kernel ended: bounded waits
+    with pytest.raises(ProtocolError, match="wait timeout"):
+        r.check_errors()
+    r.reset()
+    poison(r.x[1:])
+    r.launch()
+    r.stream.synchronize()
+    r.check_errors()
+    assert _err(cp, r, x, ws) <= REL_TOL_BF16
+
+
+def test_protocol_off_is_the_plain_gemm(cp):
+    from ctahw.device import REL_TOL_BF16, poison
+
+    r, x, ws = _setup(cp, 2048, 1, 4096)
+    poison(r.x[1:])
+    r.launch(protocol=False)
+    r.stream.synchronize()
+    r.check_errors()
+    assert _err(cp, r, x, ws) <= REL_TOL_BF16
+    assert int(r.counters.sum()) == 0  # no signals
