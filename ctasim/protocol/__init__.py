@@ -10,12 +10,14 @@ Modules, each answering one question:
 * :mod:`.invariants` -- invariants (1)-(6), checked event by event against an independent oracle;
 * :mod:`.harness` -- one run: setup + variant + system + trace + checker;
 * :mod:`.litmus` -- litmus tests and an exhaustive explorer of their outcomes;
+* :mod:`.walk` -- random-walk schedule search counting distinct schedules, over worker processes;
 * :mod:`.explore` -- Hypothesis strategies and state machines (imports Hypothesis; not imported here);
 * :mod:`.report` -- ``python -m ctasim.protocol.report``: the mutant table of docs/protocol.md.
 
 This package does not import the rest of :mod:`ctasim` (``ctasim.plan`` builds the same dependency arrays as
 :mod:`.grid`); importing it has no side effects.  What the model leaves out is listed in each module and in
-docs/protocol.md: timing, caches as such, warps inside a CTA, mbarriers, multicast, non-multi-copy atomicity.
+docs/protocol.md: timing, caches as such, mbarrier phases, multicast, aliases, non-multi-copy atomicity.
+:mod:`.walk` is the fast random-walk search every CI run uses.
 """
 
 from .grid import Chain

@@ -33,25 +33,34 @@ class Setup:
     slots: tuple[int, ...] = field(default=())
     store_proxy: str = "generic"
     load_proxy: str = "generic"
+    cluster: int = 1
+    """CTAs per cluster on the consumer GPUs (1 or 2; with 2 every consumer GPU needs an even tile count and at
+    least two slots)."""
 
     def __post_init__(self) -> None:
         if not self.slots:
-            object.__setattr__(self, "slots", tuple(1 for _ in range(self.chain.gpus)))
+            object.__setattr__(self, "slots", tuple(self.cluster if g else 1 for g in range(self.chain.gpus)))
         if len(self.slots) != self.chain.gpus or min(self.slots) < 1 or self.epochs < 1:
             raise ValueError(f"invalid setup {self}")
+        if self.cluster not in (1, 2) or (self.cluster == 2 and any(
+                len(self.chain.tiles(g)) % 2 or self.slots[g] < 2 for g in range(1, self.chain.gpus))):
+            raise ValueError(f"invalid setup {self}: clusters of 2 need even tile counts and 2 slots")
 
     def describe(self) -> str:
         c = self.chain
         return (f"{c.gpus} GPUs, m_tiles={c.m_tiles}, n_tiles={list(c.n_tiles)}, elems={c.elems}, "
                 f"epochs={self.epochs}, slots={list(self.slots)}, stores={self.store_proxy}, "
-                f"loads={self.load_proxy}")
+                f"loads={self.load_proxy}" + (f", clusters of {self.cluster}" if self.cluster > 1 else ""))
 
 
 _COUNTERS = ("ctr", "head", "tail", "seq")
+_SLOT_EMPTY = (0, None)  # the kernel form's slot word before any push: epoch 0
 
 
 def _initial_value(loc: tuple):
     """Counters, queue indices and publish words start at 0 (once, before the first epoch); buffers are empty."""
+    if loc[0] == "slot":
+        return _SLOT_EMPTY
     return 0 if loc[0] in _COUNTERS else None
 
 
@@ -68,15 +77,15 @@ class Run:
         kernels: dict[tuple[int, int], Kernel] = {}
         for e in range(setup.epochs):
             for g in range(ch.gpus):
-                kernels[g, e] = Kernel(g, e, len(ch.tiles(g)), self._program, name=f"layer{g}.e{e}")
+                blocks = setup.cluster if g > 0 else 1
+                kernels[g, e] = Kernel(g, e, len(ch.tiles(g)) // blocks, self._program, name=f"layer{g}.e{e}",
+                                       blocks=blocks)
         for (g, e), k in kernels.items():
             if e > 0 and g + 1 < ch.gpus:
                 k.after.append(kernels[g + 1, e - 1])
         self.system = System(list(kernels.values()), dict(enumerate(setup.slots)), self.mem, emit=self.emit)
-        self._epoch_of = {}
 
     def _program(self, c):
-        self._epoch_of[c.thread.tid] = c.epoch
         s = self.setup
         return cta_program(c, s.chain, self.variant, s.store_proxy, s.load_proxy)
 
@@ -88,9 +97,12 @@ class Run:
     def _on_land(self, w) -> None:
         kind = w.loc[0]
         if kind == "ctr":
-            self.emit(CounterUpdate(w.loc[1], w.loc[2], self._epoch_of[w.thread.tid], w.value, w.rmw is not None))
+            self.emit(CounterUpdate(w.loc[1], w.loc[2], w.thread.tag.epoch, w.value, w.rmw is not None))
         elif kind == "seq":
-            self.emit(Publish(w.loc[1], self._epoch_of[w.thread.tid], w.value - 1))
+            self.emit(Publish(w.loc[1], w.thread.tag.epoch, w.value - 1))
+        elif kind == "slot":
+            epoch = w.thread.tag.epoch
+            self.emit(Publish(w.loc[1], epoch, epoch * self.setup.chain.queue_capacity(w.loc[1]) + w.loc[2]))
 
     def finish(self, policy: DrainPolicy = DrainPolicy(), log=None) -> DrainResult:
         """Drain to the end under ``policy`` and emit the :class:`End` event (which checks progress)."""

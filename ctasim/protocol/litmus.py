@@ -1,96 +1,111 @@
-"""Litmus tests of the memory model, and an exhaustive explorer of their outcomes.
+"""Litmus tests from the PTX memory model's published sources, and an exhaustive explorer of their outcomes.
 
-A litmus test is a few threads (each a CTA on a given GPU) running a few operations, and the question which
-final register values the model allows.  :func:`outcomes` enumerates *every* schedule (which thread
-steps -- all threads are resident from the start --, which pending write lands or bulk store is acknowledged, how stale each load reads) by stateless replay
-(with a partial-order reduction, see :func:`_actions`) and returns the set of outcomes.  The tests in
-``tests/protocol/test_protocol_litmus.py`` assert the allowed and forbidden outcomes written in docs/protocol.md.
+A litmus test is a few threads (each placed on a GPU, a CTA and a cluster) running a few operations, and a
+question about the final registers: a ``forbid`` condition no execution may satisfy, or a ``permit`` condition
+some execution must satisfy.  Every test names its **source** and the **official verdict** there:
+
+* ``PTX ISA`` -- the litmus tests of the PTX ISA's Memory Consistency Model chapter (section 8.10-8.11 of
+  https://docs.nvidia.com/cuda/parallel-thread-execution/ , "Axioms" and "Special Cases");
+* ``mixedproxy`` -- the test suite of NVIDIA's mixed-proxy model artifact (github.com/NVlabs/mixedproxy, commit
+  0807da2, tests/*.test; Lustig, Cooksey, Giroux, ISCA 2022), whose ``assert`` / ``permit`` lines are the verdicts
+  of its Alloy model;
+* ``derived`` -- tests of this project, each a one-step variation of an official test whose verdict follows from
+  the cited PTX rule (they pin the rules the protocol relies on: proxies, scopes across GPUs, the scoreboard).
+
+:data:`INEXPRESSIBLE` lists the official tests the model cannot run, with the reason.  :func:`outcomes`
+enumerates *every* schedule (thread steps, load picks and deferrals, landings with each atomic's choices,
+acknowledgements, deferred-load resolutions) by stateless replay, with a partial-order reduction: between two
+memory events, thread steps run in non-decreasing thread order (they touch only their own thread and the pending
+pool); ``fence.sc`` and barrier steps do not commute and reset the order.
 
 Leaves out: loops (litmus programs are straight-line, so the enumeration is finite) and the protocol itself.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .memory import Memory
-from .ops import Atom, BulkSt, BulkWait, Fence, Ld, ProxyFence, St
+from .ops import Atom, Bar, BulkSt, BulkWait, ClusterSync, Fence, Ld, ProxyFence, St
 from .system import Kernel, System
 
-__all__ = ["Litmus", "outcomes", "LITMUS", "litmus_tests"]
+__all__ = ["T", "Litmus", "outcomes", "verdict", "LITMUS", "litmus_tests", "INEXPRESSIBLE"]
+
+
+@dataclass(frozen=True)
+class T:
+    """A litmus thread: its program ``f(regs) -> generator``, GPU, CTA and cluster (``cluster=None``: its own)."""
+
+    prog: object
+    gpu: int = 0
+    cta: int = 0
+    cluster: int | None = None
 
 
 @dataclass(frozen=True)
 class Litmus:
-    """``threads``: (gpu, program) pairs; a program is ``f(regs) -> generator of ops`` that stores what it loads
-    into ``regs``.  ``forbidden`` outcomes must never occur, ``allowed`` ones must be reachable.  Outcomes are
-    tuples of ``regs`` values in the order of ``registers``."""
+    """``check`` is ``("forbid", pred)`` or ``("permit", pred)``; ``pred(outcome)`` sees a dict of the registers
+    and of the ``finals`` locations' last values."""
 
     name: str
-    doc: str
+    source: str
+    verdict: str
     threads: tuple
-    registers: tuple
-    forbidden: frozenset = field(default_factory=frozenset)
-    allowed: frozenset = field(default_factory=frozenset)
+    check: tuple
     finals: tuple = ()
-    """Locations whose final value (after every write landed) is appended to the outcome."""
+    doc: str = ""
+    model: str = ""
+    """The verdict the model must give, where it is not the official one (sources that disagree); else empty."""
 
-
-def _actions(system: System, floor: int) -> list:
-    """Every choice at this point: thread steps (one per readable value for loads) of threads with launch index
-    ``>= floor``, then memory events.
-
-    Thread steps only touch their own thread and the pending pool (loads read landed memory, which only memory
-    events change), so steps of different threads commute; between two memory events the explorer therefore
-    runs threads in non-decreasing index order (a sound partial-order reduction: every schedule is equivalent
-    to one it explores)."""
-    acts = []
-    for c in system.runnable():
-        if c.cid < floor:
-            continue
-        if c.wait is None and isinstance(c.op, Ld):
-            n = len(system.mem.readable(c.thread, c.op.loc, c.op.proxy))
-            acts += [("step", c, pick) for pick in range(n)]
-        else:
-            acts.append(("step", c, 0))
-    acts += [("deliver", ev) for ev in system.memory_events()]
-    return acts
-
-
-def _apply(system: System, act) -> None:
-    if act[0] == "step":
-        system.step(act[1], act[2])
-    else:
-        system.deliver(act[1])
+    @property
+    def expected(self) -> str:
+        return self.model or self.check[0]
 
 
 def _build(test: Litmus):
     regs: dict = {}
-    by_gpu: dict[int, list] = {}
-    for gpu, prog in test.threads:
-        by_gpu.setdefault(gpu, []).append(prog)
-    kernels = [Kernel(g, 0, len(progs), (lambda c, progs=progs: progs[c.index](regs)), name=f"litmus.gpu{g}")
-               for g, progs in by_gpu.items()]
-    system = System(kernels, {g: len(p) for g, p in by_gpu.items()}, Memory(default=0))
+    by_gpu: dict[int, dict] = {}
+    for th in test.threads:
+        cl = th.cluster if th.cluster is not None else ("cta", th.cta)
+        by_gpu.setdefault(th.gpu, {}).setdefault(cl, []).append(th)
+    kernels, slots = [], {}
+    for gpu, clusters in by_gpu.items():
+        units = list(clusters.values())
+        blocks = max(len({t.cta for t in u}) for u in units)
+
+        def program(c, units=units):
+            ths = units[c.index]
+            ctas = sorted({t.cta for t in ths})
+            return [(ctas.index(t.cta), t.prog(regs)) for t in ths]
+
+        kernels.append(Kernel(gpu, 0, len(units), program, name=f"litmus.gpu{gpu}", blocks=blocks))
+        slots[gpu] = len(units) * blocks
+    system = System(kernels, slots, Memory(default=0))
+    system.verbose = False
     return system, regs
 
 
-def outcomes(test: Litmus, limit: int = 1_000_000, reduce: bool = True) -> tuple[set, int]:
-    """All outcomes of ``test`` over every schedule, and the number of schedules explored (``reduce=False``
-    turns the partial-order reduction off, for checking it)."""
-    found: set = set()
+def _value(v):
+    return getattr(v, "value", v)
+
+
+def outcomes(test: Litmus, limit: int = 2_000_000, reduce: bool = True) -> tuple[list, int]:
+    """All outcomes of ``test`` (dicts) over every schedule, and the number of schedules explored
+    (``reduce=False`` turns the partial-order reduction off, for checking it)."""
+    found: dict = {}
     stack: list[list[int]] = [[]]
     runs = 0
     while stack:
         prefix = stack.pop()
         system, regs = _build(test)
-        while system.launchable():  # every thread is resident from the start (a late launch is a delay)
+        while system.launchable():
             system.launch(system.launchable()[0])
         choices = list(prefix)
         depth = 0
         floor = 0
         while True:
-            acts = _actions(system, floor)
+            acts = [a for a in system.actions()
+                    if not (reduce and a[0] in ("step", "resolve") and a[1].cid < floor)]
             if not acts:
                 break
             if depth >= len(prefix):
@@ -98,182 +113,254 @@ def outcomes(test: Litmus, limit: int = 1_000_000, reduce: bool = True) -> tuple
                     stack.append(choices[:depth] + [j])
                 choices.append(0)
             act = acts[choices[depth]]
-            floor = act[1].cid if (act[0] == "step" and reduce) else 0
-            _apply(system, act)
+            if act[0] in ("step", "resolve") and reduce:
+                op = act[1].op
+                barrier = act[0] == "step" and (isinstance(op, (Bar, ClusterSync))
+                                                or (isinstance(op, Fence) and op.sc))
+                floor = 0 if barrier else act[1].cid
+            else:
+                floor = 0
+            system.apply(act)
             depth += 1
         if not system.finished():
-            if system.runnable():
+            if system.actions():
                 continue  # only lower-index threads can move: a non-canonical order, explored elsewhere
-            raise RuntimeError(f"litmus {test.name}: a schedule got stuck")
-        found.add(tuple(regs.get(r) for r in test.registers) + tuple(system.mem.value(x) for x in test.finals))
+            raise RuntimeError(f"litmus {test.name}: a schedule got stuck: {system.stuck()}")
+        out = {k: _value(v) for k, v in regs.items()}
+        for loc in test.finals:
+            out[loc] = system.mem.value(loc)
+        found.setdefault(tuple(sorted(out.items(), key=str)), out)
         runs += 1
         if runs >= limit:
             raise RuntimeError(f"litmus {test.name}: more than {limit} schedules")
-    return found, runs
+    return list(found.values()), runs
 
 
-# ---------------------------------------------------------------------------------------------- the tests
-X0, Y1, DATA1, FLAG1, CTR1, DATA0, FLAG0 = (("x", 0), ("y", 1), ("data", 1), ("flag", 1), ("ctr", 1),
-                                            ("data", 0), ("flag", 0))
+def verdict(test: Litmus) -> tuple[str, list, int]:
+    """The model's verdict: ``"forbid"`` (no outcome satisfies the condition) or ``"permit"``, the outcomes, and
+    the schedules explored."""
+    outs, runs = outcomes(test)
+    pred = test.check[1]
+    return ("permit" if any(pred(o) for o in outs) else "forbid"), outs, runs
 
 
-def _mp(name, doc, *, fence=None, release=None, acquire="sys", acq_fence=None, bulk=False, proxy_fence=True,
-        bulk_load=False, load_proxy_fence=True, gpus=(0, 1), locs=(DATA1, FLAG1), forbid=True):
-    """Message passing: the producer writes data then flag; the consumer reads flag then data."""
-    data, flag = locs
-
-    def producer(regs):
-        if bulk:
-            yield BulkSt(data, 1)
-            yield BulkWait()
-            if proxy_fence:
-                yield ProxyFence()
-        else:
-            yield St(data, 1)
-        if fence:
-            yield Fence(fence)
-        yield St(flag, 1, release=release)
-
-    def consumer(regs):
-        regs["r0"] = yield Ld(flag, acquire=acquire)
-        if acq_fence:
-            yield Fence(acq_fence)
-        if bulk_load and load_proxy_fence:
-            yield ProxyFence()
-        regs["r1"] = yield Ld(data, proxy="async" if bulk_load else "generic")
-
-    bad = frozenset({(1, 0)})
-    return Litmus(name, doc, ((gpus[0], producer), (gpus[1], consumer)), ("r0", "r1"),
-                  forbidden=bad if forbid else frozenset(),
-                  allowed=frozenset({(0, 0), (1, 1), (0, 1)}) | (frozenset() if forbid else bad))
+# ---------------------------------------------------------------------------------------------- helpers
+X, Y, DATA, FLAG, FLAG2, CTR = ("x", 0), ("y", 0), ("data", 0), ("flag", 0), ("flag2", 0), ("ctr", 0)
+PTX = "PTX ISA 8.10-8.11"
+MP_REPO = "mixedproxy 0807da2"
 
 
-def _sb(name, doc, sc: bool):
-    def t0(regs):
-        yield St(X0, 1)
-        yield Fence("sys", sc=sc)
-        regs["r0"] = yield Ld(Y1)
-
-    def t1(regs):
-        yield St(Y1, 1)
-        yield Fence("sys", sc=sc)
-        regs["r1"] = yield Ld(X0)
-
-    both0 = frozenset({(0, 0)})
-    return Litmus(name, doc, ((0, t0), (1, t1)), ("r0", "r1"),
-                  forbidden=both0 if sc else frozenset(),
-                  allowed=frozenset({(0, 1), (1, 0), (1, 1)}) | (frozenset() if sc else both0))
+def _prog(*ops_or_loads):
+    """A straight-line program: items are ops, or ``("r0", Ld(...))`` pairs that store the load's value."""
+    def prog(regs):
+        for item in ops_or_loads:
+            if isinstance(item, tuple):
+                reg, op = item
+                regs[reg] = yield op
+            else:
+                yield item
+    return prog
 
 
-def _corr():
-    def w(regs):
-        yield St(DATA1, 1)
-        yield St(DATA1, 2)
-
-    def r(regs):
-        regs["r0"] = yield Ld(DATA1)
-        regs["r1"] = yield Ld(DATA1)
-
-    return Litmus("CoRR", "coherence: two reads of one location never see its writes in reverse order",
-                  ((0, w), (1, r)), ("r0", "r1"),
-                  forbidden=frozenset({(2, 1), (2, 0), (1, 0)}),
-                  allowed=frozenset({(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)}))
-
-
-def _coww():
-    def w(regs):
-        yield St(DATA1, 1)
-        yield St(DATA1, 2)
-
-    return Litmus("CoWW", "coherence: one thread's two writes to a location land in program order (final value)",
-                  ((0, w),), (), finals=(DATA1,), forbidden=frozenset({(1,)}), allowed=frozenset({(2,)}))
-
-
-def _cowr():
-    def t(regs):
-        yield St(DATA1, 1)
-        regs["r0"] = yield Ld(DATA1)
-
-    return Litmus("CoWR", "a thread always reads its own latest write (store forwarding)",
-                  ((0, t),), ("r0",), forbidden=frozenset({(0,)}), allowed=frozenset({(1,)}))
-
-
-def _atomics():
-    def t(name):
-        def prog(regs):
-            regs[name] = yield Atom(CTR1, 1)
-        return prog
-
-    return Litmus("atomic-add", "two remote atom.add never lose an update: they return 0 and 1, final 2",
-                  ((0, t("a")), (0, t("b"))), ("a", "b"), finals=(CTR1,),
-                  forbidden=frozenset({(0, 0, 1), (1, 1, 1)}), allowed=frozenset({(0, 1, 2), (1, 0, 2)}))
-
-
-def _counter_chain(acquire_fence: bool, release_fence: bool = True):
-    """The scoreboard pattern: P0 writes data, releases, increments; P1 increments, sees it is last, acquires,
-    publishes a flag with release; C acquires the flag and reads P0's data."""
-    def p0(regs):
-        yield St(DATA1, 1)
-        if release_fence:
-            yield Fence("sys")
-        yield Atom(CTR1, 1)
-
-    def p1(regs):
-        old = yield Atom(CTR1, 1)
-        if old == 1:
-            if acquire_fence:
-                yield Fence("sys")
-            yield St(FLAG1, 1, release="sys")
-
-    def c(regs):
-        regs["r0"] = yield Ld(FLAG1, acquire="sys")
-        regs["r1"] = yield Ld(DATA1)
-
-    ok = release_fence and acquire_fence
-    name = "counter-chain" + ("" if ok else ("-no-acquire" if release_fence else "-no-release"))
-    doc = ("cumulativity through the scoreboard: the last incrementer's release carries the other producers' "
-           "data only if they released before incrementing and it acquired after")
-    bad = frozenset({(1, 0)})
-    return Litmus(name, doc, ((0, p0), (0, p1), (1, c)), ("r0", "r1"),
-                  forbidden=bad if ok else frozenset(), allowed=frozenset({(1, 1)}) | (frozenset() if ok else bad))
+def R(reg, op):
+    return (reg, op)
 
 
 def litmus_tests() -> list[Litmus]:
-    """Every litmus test of docs/protocol.md."""
-    return [
-        _mp("MP+fence.sys", "message passing across GPUs, fence.acq_rel.sys then st; ld.acquire.sys",
-            fence="sys"),
-        _mp("MP+st.release.sys", "message passing across GPUs with st.release.sys / ld.acquire.sys",
-            release="sys"),
-        _mp("MP-nofence", "message passing across GPUs without a fence: data may land after the flag",
-            forbid=False),
-        _mp("MP+fence.gpu", "message passing across GPUs with only a gpu-scope fence: not enough",
-            fence="gpu", forbid=False),
-        _mp("MP+fence.sys+ld.relaxed", "the consumer polls with a relaxed load: its data read may be stale",
-            fence="sys", acquire=None, forbid=False),
-        _mp("MP+fence.sys+ld.relaxed+fence", "relaxed load followed by fence.acq_rel.sys (acquire pattern)",
-            fence="sys", acquire=None, acq_fence="sys"),
-        _mp("MP+fence.gpu-same-gpu", "message passing within one GPU: gpu scope suffices",
-            fence="gpu", acquire="gpu", gpus=(0, 0), locs=(DATA0, FLAG0)),
-        _mp("MP-tma+proxy", "TMA store, wait_group, fence.proxy.async, fence.sys, flag: ordered",
-            fence="sys", bulk=True),
-        _mp("MP-tma-noproxy", "TMA store without fence.proxy.async: the generic fence does not order it",
-            fence="sys", bulk=True, proxy_fence=False, forbid=False),
-        _mp("MP-tmaload+proxy", "acquire, fence.proxy.async, then a TMA load of the data: ordered",
-            fence="sys", bulk_load=True),
-        _mp("MP-tmaload-noproxy", "acquire then a TMA load without fence.proxy.async: may be stale",
-            fence="sys", bulk_load=True, load_proxy_fence=False, forbid=False),
-        _sb("SB+fence.acq_rel", "store buffering with acq_rel fences: both reads may miss the other's write",
-            sc=False),
-        _sb("SB+fence.sc", "store buffering with fence.sc.sys: at least one read sees the other's write", sc=True),
-        _corr(),
-        _coww(),
-        _cowr(),
-        _atomics(),
-        _counter_chain(True),
-        _counter_chain(False),
-        _counter_chain(True, release_fence=False),
-    ]
+    """Every litmus test of docs/protocol.md section 2."""
+    t = []
+    # -------------------------------------------------------------------- PTX ISA, chapter 8.10 / 8.11
+    t.append(Litmus("PTX-Atomicity-1", f"{PTX} (8.10.3, Litmus Test 1)", "x == 2 (FINAL STATE)",
+                    (T(_prog(R("a", Atom(X, 1, scope="sys"))), cta=0), T(_prog(R("b", Atom(X, 1, scope="sys"))), cta=1)),
+                    ("forbid", lambda o: o[X] != 2), finals=(X,)))
+    t.append(Litmus("PTX-Atomicity-2", f"{PTX} (8.10.3, Litmus Test 2)", "x == 1 OR x == 2: a lost update allowed",
+                    (T(_prog(R("a", Atom(X, 1, scope="cta"))), cta=0), T(_prog(R("b", Atom(X, 1, scope="gpu"))), cta=1)),
+                    ("permit", lambda o: o[X] == 1), finals=(X,)))
+
+    def lb(dep: bool):
+        def t0(regs):
+            regs["r0"] = yield Ld(X, scope=None, dep=dep)
+            yield St(Y, regs["r0"] if dep else 1, scope=None)
+
+        def t1(regs):
+            regs["r1"] = yield Ld(Y, scope=None, dep=dep)
+            yield St(X, regs["r1"] if dep else 1, scope=None)
+        return (T(t0, cta=0), T(t1, cta=1))
+
+    t.append(Litmus("PTX-LB+deps", f"{PTX} (8.10.4, Load Buffering with true dependencies)",
+                    "x == 0 AND y == 0 (no value out of thin air)", lb(True),
+                    ("forbid", lambda o: o[X] != 0 or o[Y] != 0), finals=(X, Y)))
+    t.append(Litmus("PTX-LB", f"{PTX} (8.10.4, Load Buffering without dependencies)",
+                    "permitted: both loads read 1 (x == 1 AND y == 1)", lb(False),
+                    ("permit", lambda o: o["r0"] == 1 and o["r1"] == 1), finals=(X, Y)))
+    t.append(Litmus("PTX-CoRR", f"{PTX} (8.10.5, CoRR)", "IF r0 == 1 THEN r1 == 1",
+                    (T(_prog(St(X, 1)), cta=0), T(_prog(R("r0", Ld(X)), R("r1", Ld(X))), cta=1)),
+                    ("forbid", lambda o: o["r0"] == 1 and o["r1"] != 1)))
+    t.append(Litmus("PTX-MP", f"{PTX} (8.10.6, Message Passing; fence.sys = fence.acq_rel.sys)",
+                    "IF r0 == 1 THEN r1 == 1",
+                    (T(_prog(St(DATA, 1, scope=None), Fence("sys"), St(FLAG, 1)), cta=0),
+                     T(_prog(R("r0", Ld(FLAG)), Fence("sys"), R("r1", Ld(DATA, scope=None))), cta=1)),
+                    ("forbid", lambda o: o["r0"] == 1 and o["r1"] != 1)))
+    for sc in (True, False):
+        f = Fence("sys", sc=sc)
+        t.append(Litmus("PTX-SB" if sc else "PTX-SB+acq_rel",
+                        f"{PTX} (8.10.6, Store Buffering" + (")" if sc else "; its fence.acq_rel variant)"),
+                        "r0 == 1 OR r1 == 1" if sc else "both loads may return 0",
+                        (T(_prog(St(X, 1, scope=None), f, R("r0", Ld(Y, scope=None))), cta=0),
+                         T(_prog(St(Y, 1, scope=None), f, R("r1", Ld(X, scope=None))), cta=1)),
+                        ("forbid" if sc else "permit", lambda o: o["r0"] == 0 and o["r1"] == 0)))
+    t.append(Litmus("PTX-MP-red", f"{PTX} (8.11.1, Message Passing with a Red Instruction)",
+                    "permitted: r1 == 0 AND flag == 2",
+                    (T(_prog(St(X, 42, scope=None), St(FLAG, 1, release="gpu")), cta=0),
+                     T(_prog(Atom(FLAG, 1, returns=False, scope="sys"), Fence("gpu"), R("r1", Ld(X, scope=None))),
+                       cta=1)),
+                    ("permit", lambda o: o["r1"] == 0 and o[FLAG] == 2), finals=(FLAG,)))
+    # -------------------------------------------------------------------- NVlabs/mixedproxy tests/
+    t.append(Litmus("MP-ISA2", f"{MP_REPO} tests/ISA2.test", "assert r2 == 42 (given r0 == 1, r1 == 1)",
+                    (T(_prog(St(X, 42, scope=None), St(FLAG, 1, release="cta")), cta=0),
+                     T(_prog(R("r0", Ld(FLAG, acquire="cta")), St(FLAG2, 1, release="gpu")), cta=0),
+                     T(_prog(R("r1", Ld(FLAG2, acquire="gpu")), R("r2", Ld(X, scope=None))), cta=1)),
+                    ("forbid", lambda o: o["r0"] == 1 and o["r1"] == 1 and o["r2"] != 42)))
+    for name, rel, ctas in (("MP_cta", "cta", (0, 0)), ("MP_gpu", "gpu", (0, 1))):
+        t.append(Litmus(f"MP-{name}", f"{MP_REPO} tests/{name}.test (row st [x] / ld [x])",
+                        "assert r1 == 2 (given r0 == 1)",
+                        (T(_prog(St(X, 2, scope=None), St(FLAG, 1, release=rel)), cta=ctas[0]),
+                         T(_prog(R("r0", Ld(FLAG, acquire=rel)), R("r1", Ld(X, scope=None))), cta=ctas[1])),
+                        ("forbid", lambda o: o["r0"] == 1 and o["r1"] != 2)))
+    t.append(Litmus("MP-SB_cta", f"{MP_REPO} tests/SB_cta.test", "assert r0 == 2 || r1 == 1",
+                    (T(_prog(St(X, 1, scope=None), Fence("cta", sc=True), R("r0", Ld(Y, scope=None))), cta=0),
+                     T(_prog(St(Y, 2, scope=None), Fence("cta", sc=True), R("r1", Ld(X, scope=None))), cta=0)),
+                    ("forbid", lambda o: o["r0"] != 2 and o["r1"] != 1)))
+    acq_rel_gpu = dict(release="gpu", acquire="gpu", scope="gpu")
+    t.append(Litmus("MP-SB_rmw", f"{MP_REPO} tests/SB_rmw.test", "assert r2 != 0 || r4 != 0",
+                    (T(_prog(R("r1", Atom(X, 1, **acq_rel_gpu)), R("r2", Atom(Y, 1, **acq_rel_gpu))), cta=0),
+                     T(_prog(R("r3", Atom(Y, 1, **acq_rel_gpu)), R("r4", Atom(X, 1, **acq_rel_gpu))), cta=1)),
+                    ("forbid", lambda o: o["r2"] == 0 and o["r4"] == 0)))
+    t.append(Litmus("MP-SB_rmw_2", f"{MP_REPO} tests/SB_rmw_2.test", "permit r2 == 0 && r3 == 0",
+                    (T(_prog(R("r1", Atom(X, 1, **acq_rel_gpu)), R("r2", Atom(Y, 1, **acq_rel_gpu))), cta=0),
+                     T(_prog(St(Y, 1, scope="gpu"), R("r3", Ld(X, scope="gpu"))), cta=1)),
+                    ("permit", lambda o: o["r2"] == 0 and o["r3"] == 0)))
+    t.append(Litmus("MP-CoMP_volatile", f"{MP_REPO} tests/CoMP_volatile.test (volatile = relaxed.sys)",
+                    "permit r1 != 2 (given r0 == 2)",
+                    (T(_prog(St(X, 1, scope=None), St(X, 2, scope="sys")), cta=0),
+                     T(_prog(R("r0", Ld(X, scope=None)), R("r1", Ld(X, scope="sys"))), cta=1)),
+                    ("permit", lambda o: o["r0"] == 2 and o["r1"] != 2)))
+    t.append(Litmus("MP-Release_acquire_pattern", f"{MP_REPO} tests/Release_acquire_pattern.test",
+                    "permit r1 == 2 && r3 == 0 (the artifact); the PTX ISA 8.8 release pattern 2 "
+                    "(st.release [M]; st.relaxed [M]) forbids it",
+                    (T(_prog(St(Y, 1, scope=None), St(X, 1, release="sys"), St(X, 2, scope="sys")), cta=0),
+                     T(_prog(R("r1", Ld(X, scope="sys")), Fence("sys"), R("r3", Ld(Y, scope=None))), cta=1)),
+                    ("permit", lambda o: o["r1"] == 2 and o["r3"] == 0), model="forbid"))
+    t.append(Litmus("MP-CoWR", f"{MP_REPO} tests/CoWR.test (row st [x] / ld [x])", "assert r0 == 1",
+                    (T(_prog(St(X, 1, scope=None), R("r0", Ld(X, scope=None))), cta=0),),
+                    ("forbid", lambda o: o["r0"] != 1)))
+    # -------------------------------------------------------------------- derived: what the protocol relies on
+    D1, F1 = ("data", 1), ("flag", 1)  # homes only name a GPU; scopes alone decide
+
+    def mp(prod, cons, gpus=(0, 1)):
+        return (T(_prog(*prod), gpu=gpus[0]), T(_prog(*cons), gpu=gpus[1]))
+
+    acq = [R("r0", Ld(F1, acquire="sys")), R("r1", Ld(D1, scope=None))]
+    stale = ("permit", lambda o: o["r0"] == 1 and o["r1"] == 0)
+    ordered = ("forbid", lambda o: o["r0"] == 1 and o["r1"] == 0)
+    t.append(Litmus("MP-2gpu+fence.sys", "derived from PTX-MP (two GPUs, sys scope)", "forbid stale data",
+                    mp([St(D1, 1, scope=None), Fence("sys"), St(F1, 1)], acq), ordered))
+    t.append(Litmus("MP-2gpu-nofence", "derived from PTX-MP (fence removed: no release pattern)", "permit stale data",
+                    mp([St(D1, 1, scope=None), St(F1, 1)], acq), stale))
+    t.append(Litmus("MP-2gpu+fence.gpu", "derived from PTX-MP (8.7: fence.gpu is not morally strong with a "
+                    "thread of another GPU)", "permit stale data",
+                    mp([St(D1, 1, scope=None), Fence("gpu"), St(F1, 1)], acq), stale))
+    t.append(Litmus("MP-2gpu+relaxed-poll+fence.sc.gpu", "derived from PTX-MP (8.9.4: fence.sc.gpu on GPU 1 is not "
+                    "morally strong with GPU 0's release)", "permit stale data",
+                    mp([St(D1, 1, scope=None), Fence("sys"), St(F1, 1)],
+                       [R("r0", Ld(F1)), Fence("gpu", sc=True), R("r1", Ld(D1, scope=None))]), stale))
+    t.append(Litmus("MP-2gpu+relaxed-poll+fence.sys", "derived from PTX-MP (acquire pattern 3)", "forbid stale data",
+                    mp([St(D1, 1, scope=None), Fence("sys"), St(F1, 1)],
+                       [R("r0", Ld(F1)), Fence("sys"), R("r1", Ld(D1, scope=None))]), ordered))
+    t.append(Litmus("MP-2gpu+relaxed-poll", "derived from PTX-MP (no acquire pattern)", "permit stale data",
+                    mp([St(D1, 1, scope=None), Fence("sys"), St(F1, 1)],
+                       [R("r0", Ld(F1)), R("r1", Ld(D1, scope=None))]), stale))
+    t.append(Litmus("MP-2gpu+st.release.sys", "derived from PTX-MP (release pattern 1)", "forbid stale data",
+                    mp([St(D1, 1, scope=None), St(F1, 1, release="sys")], acq), ordered))
+    t.append(Litmus("MP-release-not-lasting", "derived from PTX-MP (8.8: a release operation releases only "
+                    "through its own location)", "permit stale data",
+                    mp([St(D1, 1, scope=None), St(("z", 1), 1, release="sys"), St(F1, 1)], acq), stale))
+    t.append(Litmus("MP-1gpu+fence.gpu", "derived from PTX-MP (gpu scope inside one GPU)", "forbid stale data",
+                    mp([St(D1, 1, scope=None), Fence("gpu"), St(F1, 1, scope="gpu")],
+                       [R("r0", Ld(F1, acquire="gpu")), R("r1", Ld(D1, scope=None))], gpus=(0, 0)), ordered))
+    t.append(Litmus("Atomicity-2gpu-gpu-scope", "derived from PTX-Atomicity-2 (both .gpu, two GPUs)",
+                    "permit a lost update (x == 1)",
+                    (T(_prog(R("a", Atom(X, 1, scope="gpu"))), gpu=0), T(_prog(R("b", Atom(X, 1, scope="gpu"))), gpu=1)),
+                    ("permit", lambda o: o[X] == 1), finals=(X,)))
+    t.append(Litmus("Atomicity-2gpu-sys", "derived from PTX-Atomicity-1 (two GPUs)", "x == 2",
+                    (T(_prog(R("a", Atom(X, 1))), gpu=0), T(_prog(R("b", Atom(X, 1))), gpu=1)),
+                    ("forbid", lambda o: o[X] != 2), finals=(X,)))
+    # proxies (async proxy rules as the model states them; the mixed-proxy model's CTA-local proxy fences)
+    tma = [BulkSt(D1, 1), BulkWait()]
+    t.append(Litmus("MP-tma+proxy", "derived from PTX-MP + mixed-proxy (proxy fence on the path)", "forbid stale",
+                    mp(tma + [ProxyFence(), Fence("sys"), St(F1, 1)], acq), ordered))
+    t.append(Litmus("MP-tma-noproxy", "derived from PTX-MP + mixed-proxy (no proxy fence: 8.9.5 does not order "
+                    "an async write before a generic read)", "permit stale",
+                    mp(tma + [Fence("sys"), St(F1, 1)], acq), stale))
+    tma_ld = [R("r0", Ld(F1, acquire="sys")), ProxyFence(), R("r1", Ld(D1, proxy="async", scope=None))]
+    t.append(Litmus("MP-tmaload+proxy", "derived from PTX-MP + mixed-proxy", "forbid stale",
+                    mp([St(D1, 1, scope=None), Fence("sys"), St(F1, 1)], tma_ld), ordered))
+    t.append(Litmus("MP-tmaload-noproxy", "derived from PTX-MP + mixed-proxy", "permit stale",
+                    mp([St(D1, 1, scope=None), Fence("sys"), St(F1, 1)], [tma_ld[0], tma_ld[2]]), stale))
+
+    def handover(partner_fence: bool, same_cta: bool):
+        """GPU 1: thread A acquires and proxy-fences, meets thread B at a barrier; B's TMA load reads the data."""
+        prod = T(_prog(St(D1, 1, scope=None), Fence("sys"), St(F1, 1)), gpu=0)
+        a = [R("r0", Ld(F1, acquire="sys")), ProxyFence(), Bar(1, 2) if same_cta else ClusterSync()]
+        b = [Bar(1, 2) if same_cta else ClusterSync()] + ([ProxyFence()] if partner_fence else []) \
+            + [R("r1", Ld(D1, proxy="async", scope=None))]
+        return (prod, T(_prog(*a), gpu=1, cta=0, cluster=0), T(_prog(*b), gpu=1, cta=0 if same_cta else 1, cluster=0))
+
+    t.append(Litmus("MP-handover-bar.sync", "derived from mixedproxy ptx.als proxy_fence_ops (a proxy fence acts on "
+                    "its CTA) + PTX 8.9.4 (bar.sync synchronises)", "forbid stale",
+                    handover(False, True), ordered))
+    t.append(Litmus("MP-handover-cluster-partner-nofence", "derived from mixedproxy ptx.als proxy_fence_ops (the "
+                    "leader CTA's proxy fence does not act on the partner CTA's TMA load)", "permit stale",
+                    handover(False, False), stale))
+    t.append(Litmus("MP-handover-cluster-partner-fence", "derived from mixedproxy ptx.als proxy_fence_ops + PTX "
+                    "8.9.4 (barrier.cluster synchronises)", "forbid stale", handover(True, False), ordered))
+
+    def chain(acquire_fence: bool, release_fence: bool, scope="sys"):
+        """The scoreboard: P0 releases and increments; P1 increments, sees it is last, acquires, publishes."""
+        def p0(regs):
+            yield St(D1, 1, scope=None)
+            if release_fence:
+                yield Fence(scope)
+            yield Atom(("ctr", 1), 1)
+
+        def p1(regs):
+            old = yield Atom(("ctr", 1), 1)
+            if old == 1:
+                if acquire_fence:
+                    yield Fence("sys")
+                yield St(F1, 1, release="sys")
+        return (T(p0, gpu=0, cta=0), T(p1, gpu=0, cta=1), T(_prog(*acq), gpu=1))
+
+    t.append(Litmus("counter-chain", "derived from PTX 8.9.2 (observation through atomics) + 8.9.5 (transitivity)",
+                    "forbid stale", chain(True, True), ordered))
+    t.append(Litmus("counter-chain-no-acquire", "derived (no acquire pattern at the last incrementer)",
+                    "permit stale", chain(False, True), stale))
+    t.append(Litmus("counter-chain-no-release", "derived (no release pattern before the first increment)",
+                    "permit stale", chain(True, False), stale))
+    t.append(Litmus("counter-chain-gpu-fence", "derived from MP-ISA2 (cumulativity: a .gpu release to a thread of "
+                    "the same GPU, then that thread's .sys release)", "forbid stale", chain(True, True, "gpu"),
+                    ordered))
+    return t
 
 
 LITMUS = {t.name: t for t in litmus_tests()}
+
+INEXPRESSIBLE = {
+    "PTX ISA 8.10.6 CoWR (virtual aliases + fence.proxy.alias)": "virtual aliases are not modelled",
+    "mixedproxy tests/CoWR.test, MP_cta.test, MP_gpu.test (rows with sust/suld/tld, fence.proxy.surface/texture)":
+        "surface and texture proxies are not modelled (only generic and async)",
+    "mixedproxy tests/MP_cta_synonym.test, MP_gpu_synonym.test": "physical aliases are not modelled",
+    "Lustig et al. ASPLOS 2019 (NVlabs/ptxmemorymodel)": "its artifact holds the Alloy model and the RC11 mapping "
+        "proofs, no stand-alone litmus tests with verdicts were found; its examples are the PTX ISA's above",
+}
+"""Official tests the model cannot express, and why."""

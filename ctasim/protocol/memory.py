@@ -1,91 +1,130 @@
-"""An operational weak-memory model of the operations the CTA-pipelining protocol uses, at the level of PTX.
+"""An operational weak-memory model of the operations the CTA-pipelining protocol uses, after the PTX memory model.
 
-What it models
---------------
-* **Locations** are tuples ``(kind, home_gpu, *index)``; ``loc[1]`` is the GPU whose memory holds it.  The
-  observers of a location are taken to be the threads of its home GPU (the protocol never loads remote memory;
-  remote *atomics* execute at the home memory).
-* **Writes are delayed.**  Every store, bulk (TMA) store and atomic is *issued* by a thread into a pending pool
-  and later *lands* in the home memory, which is the point of coherence for that location.  The scheduler chooses
-  which landable write lands next (:meth:`Memory.landable`).  Each landed write gets a global timestamp ``ts``;
-  the writes of a location in ``ts`` order are its coherence order.
-* **What orders two writes of one thread** (write ``p`` issued before ``w``; ``w`` may not land before ``p``):
-  same location (coherence); or a fence of scope ``s`` between them that *covers* the pair: ``sys`` covers every
-  pair, ``gpu`` covers a pair only when both locations live on the fencing GPU, ``cta`` covers nothing another
-  thread could observe.  A ``st.release`` / ``atom.release`` of scope ``s`` is a fence of scope ``s`` followed by
-  the relaxed operation.  Nothing else orders writes: two remote writes without a fence land in either order.
-* **Reads may be stale.**  Each thread has a *view* (per location, the oldest timestamp it may still read).  A
-  load returns any landed write of the location not older than the view (the scheduler's ``pick`` chooses how
-  stale; ``pick=0`` is the newest), or the thread's own latest pending write to it (store forwarding).  Reading
-  a write raises the view of that location to it (read-read coherence).
-* **Release / acquire synchronisation.**  A write issued after a fence carries, per fence scope, a *message
-  view*: the fencing thread's view at the fence joined with the timestamps of its own writes captured by the
-  fence.  An acquire load of scope ``a`` (or a relaxed load followed by a fence of scope ``a``, the PTX
-  "acquire pattern") that reads such a write joins that message view into the reader's view -- if the release
-  scope includes the reader's GPU and the acquire scope includes the writer's GPU.  Atomics read the latest value
-  at the home memory and extend the release sequence of the write they read (their message view joins it).
-* **Two proxies.**  Bulk stores (``cp.async.bulk``, TMA) are async-proxy writes: generic fences do not capture
-  them.  ``cp.async.bulk.wait_group`` blocks until the thread's bulk stores are *acknowledged* (a separate
-  scheduler event, which may come before or after the write lands remotely); ``fence.proxy.async`` then makes
-  the acknowledged bulk stores capturable by later generic fences, and brings the async-proxy read view (used by
-  bulk loads) up to the generic view.
-* ``fence.sc`` additionally waits until the thread's covered writes have landed and then reads a snapshot of the
-  newest timestamps of every covered location (this forbids store buffering, as fence.sc does in PTX).
+What it models (PTX ISA, "Memory Consistency Model"; section numbers of that chapter in brackets)
+--------------------------------------------------------------------------------------------------------------
+* **Threads and scopes [8.5].**  A :class:`Thread` has a GPU, a CTA (thread block) and a cluster.  A scope is the
+  set of threads it names relative to a thread: ``cta`` (same CTA), ``cluster``, ``gpu`` (same GPU), ``sys``
+  (all).  Where a location lives plays no part in any rule (a location ``(kind, home_gpu, ...)`` names its home
+  only for the protocol's bookkeeping).
+* **Strong and weak [8.4], morally strong [8.7].**  Every access has a scope (strong: relaxed / acquire / release
+  / atomic) or none (weak).  Two operations are morally strong when they are in one thread, or both are strong,
+  each one's scope includes the other's thread, and they use the same proxy (:func:`morally_strong`).
+* **Writes are delayed.**  A store, bulk (TMA) store or atomic is *issued* into a pending pool and later *lands*
+  (the scheduler's choice, :meth:`Memory.landable`); the landed writes of a location in landing order are its
+  coherence order.  Nothing orders the landing of two writes of a thread to different locations: ordering is
+  observed only through views.
+* **Views.**  Each thread has, per location, the coherence-oldest write it may still read (its *floor*), for the
+  generic proxy (``view``) and the async proxy (``aview``, read by TMA loads).  A floor may be a write that has not
+  landed yet (a write that happened before): a load of that location then waits until it lands, and the thread's
+  own later writes there land after it (coherence [8.10.1]).  A thread's own write becomes its floor at once
+  (store forwarding).  A load returns any landed write not older than the floor (``pick``).  A *strong* load raises
+  the floor to what it read (SC per location [8.10.5]); a weak load does not.
+* **Release and acquire patterns [8.8], synchronisation [8.9.4].**  A fence ``fence.acq_rel.s`` / ``fence.sc.s``
+  records a *message*: its scope, its thread, and the thread's views at the fence.  A later *strong* write of the
+  thread carries the messages of the fences before it (release pattern 3); ``st.release.s`` / ``atom.release.s``
+  carries its own message (pattern 1), and so does a later strong write of the same location (pattern 2) --
+  nothing else is left in force after it: a release operation is not a fence.  A read R that reads a write W synchronises with W's messages when R and W are morally strong
+  (observation order [8.9.2]) and the message's scope / thread and the acquire's (``ld.acquire.s``, or the
+  ``fence.acq_rel.s`` after a strong read: acquire pattern 3) are morally strong; it joins the message's views
+  into its own.  Views are joined transitively, so causality is cumulative.
+* **Observation through atomics [8.9.2].**  An atomic that reads a write it is morally strong with inherits that
+  write's messages (release sequences continue through morally strong read-modify-writes; ``red`` never acquires).
+* **Scoped atomicity [8.10.3].**  An atomic lands at the end of its location's coherence order and reads a write
+  *r* such that no write after *r* is morally strong with it: atomics whose scopes do not include each other's
+  threads may both read the same value (a lost update).  :meth:`Memory.atomic_choices` lists the choices.
+* **fence.sc [8.9.3, 8.9.4].**  ``fence.sc`` fences are totally ordered in execution order; a fence.sc joins the
+  views of every earlier fence.sc it is morally strong with (Fence-SC order synchronises), then acts as
+  ``fence.acq_rel``.  It never reads memory: a ``fence.sc.gpu`` after a relaxed poll of another GPU's release is
+  not an acquire of it.
+* **Two proxies.**  Bulk stores (``cp.async.bulk``) are async-proxy writes: they enter the issuing thread's generic
+  view only once acknowledged (``cp.async.bulk.wait_group``) and passed through ``fence.proxy.async``.  TMA loads
+  read with the async view, which ``fence.proxy.async`` raises to the generic view.  Following the mixed-proxy
+  model (NVlabs/mixedproxy, ``proxy_fence_ops``: a proxy fence acts on operations of its own thread block), an
+  async view travels through synchronisation only between threads of one CTA: a proxy fence in one CTA does not
+  serve another CTA's TMA loads, even after a cluster barrier.
+* **Load buffering [8.10.4].**  A load the program marks as dependency-free may be *deferred*: later operations run
+  first and the load reads later, from the floor it had when issued (see :mod:`ctasim.protocol.system`).
 
 What it leaves out
 ------------------
-Timing (only orders matter), caches as such, data races on non-atomic ("weak") accesses (weak and relaxed are
-the same here), ``ld.volatile``, shared memory and the source side of bulk copies, mbarriers, multicast,
-IRIW-style non-multi-copy-atomicity (landing in the home memory makes a write visible to all its observers at
-once, which matches a single point of coherence per location), and morally-strong / data-race rules of the PTX
-model in full.  Scopes are reduced to which *GPUs* a fence covers; ``cta`` scope never orders anything another
-CTA observes.
+Timing, caches as such, mixed-size accesses, virtual aliases and alias / texture / surface proxies, ``.volatile``
+and ``.mmio`` beyond their relaxed-sys meaning, multimem, non-multi-copy-atomic propagation (a landed write is
+visible to every thread at once, and coherence is total even between racing weak writes), the implicit proxy fence
+at a bulk copy's completion (the model asks for the explicit ``fence.proxy.async``: stricter than PTX), and joins
+of two unordered pending writes of one location (the floor keeps one of them: weaker than PTX, never stronger).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass, field
 
-__all__ = [
-    "SCOPES",
-    "ModelError",
-    "Write",
-    "FenceRecord",
-    "Thread",
-    "Memory",
-    "covers",
-]
+__all__ = ["SCOPES", "ModelError", "Write", "Msg", "Thread", "Memory", "in_scope", "morally_strong"]
 
-SCOPES = ("cta", "gpu", "sys")
-"""Fence / release / acquire scopes, weakest first."""
+SCOPES = ("cta", "cluster", "gpu", "sys")
+"""Scopes, narrowest first."""
 
-_SCOPE_RANK = {s: i for i, s in enumerate(SCOPES)}
+_RANK = {s: i for i, s in enumerate(SCOPES)}
 
 
 class ModelError(RuntimeError):
     """A program asked the model for something it cannot do (a bug in the program, not a protocol violation)."""
 
 
-def covers(scope: str, fencer_gpu: int, home_a: int, home_b: int) -> bool:
-    """Does a fence of ``scope`` on ``fencer_gpu`` order a write to ``home_a`` before a write to ``home_b``?
+@dataclass(eq=False, slots=True)
+class Thread:
+    """The memory-side state of one thread: where it runs, its views, the fences in force, its writes."""
 
-    The observers of a location are the threads of its home GPU, so the fence's scope must include both homes.
-    """
+    tid: int
+    gpu: int
+    cta: int = -1  # globally unique thread-block id (-1: a block of its own)
+    cluster: int = -1  # globally unique cluster id (-1: the block's own)
+    view: dict = field(default_factory=dict)  # generic proxy: loc -> floor Write
+    aview: dict = field(default_factory=dict)  # async proxy (TMA loads)
+    fence_msgs: dict = field(default_factory=dict)  # scope -> Msg of the latest fence of that scope
+    loc_release: dict = field(default_factory=dict)  # loc -> Msg of the latest release operation on it
+    unsynced: list = field(default_factory=list)  # [write read, read scope, widest fence scope applied]
+    writes: list = field(default_factory=list)  # own writes not yet landed-and-acknowledged, program order
+    outstanding: int = 0  # own writes not yet landed, plus bulk stores not yet acknowledged
+    tag: object = None  # the system's handle on the thread (its CTA), for event bookkeeping
+
+    def __post_init__(self) -> None:
+        if self.cta < 0:
+            self.cta = -self.tid - 1
+        if self.cluster < 0:
+            self.cluster = self.cta
+
+
+def in_scope(scope: str, a: Thread, b: Thread) -> bool:
+    """Is thread ``b`` in scope ``scope`` of thread ``a``?"""
     if scope == "sys":
         return True
     if scope == "gpu":
-        return home_a == fencer_gpu and home_b == fencer_gpu
-    return False
+        return a.gpu == b.gpu
+    if scope == "cluster":
+        return a.gpu == b.gpu and a.cluster == b.cluster
+    if scope == "cta":
+        return a.gpu == b.gpu and a.cta == b.cta
+    raise ModelError(f"unknown scope {scope!r}")
 
 
-@dataclass(eq=False, slots=True)
-class FenceRecord:
-    """What a fence captured: the thread's view and the writes ordered before it (in program order)."""
+def morally_strong(a: Thread | None, sa: str | None, b: Thread, sb: str | None) -> bool:
+    """Are an operation of ``a`` with scope ``sa`` and one of ``b`` with ``sb`` morally strong (same proxy assumed)?
+    ``None`` scope: a weak access.  ``a is None``: the initial write, before every thread."""
+    if a is None or a is b:
+        return True
+    if sa is None or sb is None:
+        return False
+    return in_scope(sa, a, b) and in_scope(sb, b, a)
+
+
+@dataclass(frozen=True, slots=True)
+class Msg:
+    """What a release (fence or release operation) publishes: its scope and thread, and that thread's views."""
 
     scope: str
+    thread: Thread
     view: dict
-    writes: tuple
+    aview: dict
 
 
 @dataclass(eq=False, slots=True)
@@ -93,65 +132,60 @@ class Write:
     """One issued write (store, bulk store or atomic read-modify-write).
 
     States: *pending* (issued, ``ts is None``) -> *landed* (``ts`` set, appended to the location's coherence
-    order).  Bulk stores also go from un-acknowledged to *acked* (``acked``), independently of landing.
-    """
+    order at ``index``).  Bulk stores also go from un-acknowledged to *acked*, independently of landing."""
 
     wid: int
-    thread: "Thread | None"  # None: the initial value of a location
+    thread: Thread | None  # None: the initial value of a location
     loc: tuple
     value: object
+    scope: str | None = "sys"  # None: weak
     proxy: str = "generic"  # "generic" | "async"
-    preds: tuple = ()  # writes that must land first
-    fences: dict = field(default_factory=dict)  # scope -> FenceRecord in force when issued
+    preds: tuple = ()  # writes that must land first (coherence)
+    msgs: tuple = ()  # release messages it carries
+    inherited: tuple = ()  # atomics: messages of the write they read (observation order)
     rmw: object = None  # callable old -> new for atomics
     ts: int | None = None
+    index: int = -1
     acked: bool = True
-    generic_ok: bool = True  # captured by later generic fences (False for un-proxy-fenced bulk stores)
-    read_from: "Write | None" = None  # atomics: the write whose value they read
-    old: object = None  # atomics: the value read
-    mview: dict = field(default_factory=dict)  # scope -> {loc: ts}, computed when it lands
+    in_view: bool = True  # bulk stores: entered the issuer's generic view (acked + fence.proxy.async)
+    read_from: "Write | None" = None
+    old: object = None
 
     @property
     def home(self) -> int:
         return self.loc[1]
 
-    @property
-    def gpu(self) -> int | None:
-        return None if self.thread is None else self.thread.gpu
-
     def __repr__(self) -> str:
-        where = "init" if self.thread is None else f"cta{self.thread.tid}"
+        where = "init" if self.thread is None else f"t{self.thread.tid}"
         state = "pending" if self.ts is None else f"ts={self.ts}"
         return f"W{self.wid}({where} {self.loc}={self.value!r} {self.proxy} {state})"
 
 
-@dataclass(eq=False, slots=True)
-class Thread:
-    """The memory-side state of one CTA (its signalling thread): views, fences in force, its writes."""
+def later(a: Write | None, b: Write | None) -> Write | None:
+    """The coherence-later of two writes of one location (a pending write is later than every landed one)."""
+    if a is None:
+        return b
+    if b is None or a is b:
+        return a
+    if a.ts is None:
+        return a if (b.ts is not None or a.wid > b.wid) else b
+    if b.ts is None:
+        return b
+    return a if a.ts > b.ts else b
 
-    tid: int
-    gpu: int
-    view: dict = field(default_factory=dict)  # generic proxy: loc -> oldest readable ts
-    aview: dict = field(default_factory=dict)  # async proxy (bulk loads)
-    writes: list = field(default_factory=list)  # own writes, program order
-    fences: dict = field(default_factory=dict)  # scope -> latest FenceRecord covering that scope
-    unsynced: list = field(default_factory=list)  # writes read by relaxed loads since the last fence
-    outstanding: int = 0  # own writes not yet landed, plus bulk stores not yet acknowledged
 
-
-def _join(into: dict, other: dict) -> None:
-    for loc, ts in other.items():
-        if ts > into.get(loc, 0):
-            into[loc] = ts
+def join(into: dict, other: dict) -> None:
+    for loc, w in other.items():
+        cur = into.get(loc)
+        if cur is None or (cur is not w and later(w, cur) is w):
+            into[loc] = w
 
 
 class Memory:
-    """Home memories of all GPUs, the pending pool and the rules above.
+    """The locations' coherence orders, the pending pool and the rules above.
 
     ``initial`` gives the value every location holds before any write: a dict (``default`` for unlisted
-    locations) or a function of the location.
-    ``on_land(write)`` is called after each landing (the system turns some landings into trace events).
-    """
+    locations) or a function of the location.  ``on_land(write)`` is called after each landing."""
 
     def __init__(self, initial=None, default: object = None, on_land=None) -> None:
         if callable(initial):
@@ -160,9 +194,9 @@ class Memory:
             table = dict(initial or {})
             self._initial_of = lambda loc: table.get(loc, default)
         self._history: dict[tuple, list[Write]] = {}
-        self._ts_list: dict[tuple, list[int]] = {}
         self.pending: list[Write] = []
         self.unacked: list[Write] = []
+        self.sc_log: list[Msg] = []
         self.clock = 0
         self._wid = 0
         self.on_land = on_land
@@ -173,58 +207,48 @@ class Memory:
         h = self._history.get(loc)
         if h is None:
             self._wid += 1
-            init = Write(self._wid, None, loc, self._initial_of(loc), ts=0)
-            h = self._history[loc] = [init]
-            self._ts_list[loc] = [0]
+            h = self._history[loc] = [Write(self._wid, None, loc, self._initial_of(loc), ts=0, index=0)]
         return h
 
-    def latest(self, loc: tuple) -> Write:
-        return self.history(loc)[-1]
-
     def value(self, loc: tuple) -> object:
-        """The newest value at the home memory (what an oracle, not a thread, sees)."""
+        """The newest value at the location (what an oracle, not a thread, sees)."""
         return self.history(loc)[-1].value
 
-    def snapshot(self, gpus=None) -> dict:
-        """Newest timestamp of every location (of the given home GPUs)."""
-        return {loc: h[-1].ts for loc, h in self._history.items() if gpus is None or loc[1] in gpus}
+    def snapshot(self) -> dict:
+        """The newest write of every location (a kernel's start: everything before it is visible)."""
+        return {loc: h[-1] for loc, h in self._history.items()}
 
     # ---------------------------------------------------------------- writes
-    def _own_pending(self, t: Thread, loc: tuple) -> Write | None:
-        for w in reversed(t.writes):
-            if w.loc == loc and w.ts is None:
-                return w
-        return None
-
-    def issue(self, t: Thread, loc: tuple, value=None, *, proxy: str = "generic", rmw=None,
-              release: str | None = None) -> Write:
-        """Issue a store (``rmw=None``) or atomic into the pending pool; ``release`` is its release scope."""
-        if release is not None:
-            self.fence(t, release, acquire=False)
-        preds = []
-        prev = self._own_pending(t, loc)
-        if prev is not None:
-            preds.append(prev)
-        fences = {}
-        if proxy == "generic":
-            for scope, rec in t.fences.items():
-                fences[scope] = rec
-                for p in rec.writes:
-                    if p.ts is None and p is not prev and covers(scope, t.gpu, p.home, loc[1]):
-                        preds.append(p)
+    def issue(self, t: Thread, loc: tuple, value=None, *, scope: str | None = "sys", proxy: str = "generic",
+              rmw=None, release: str | None = None) -> Write:
+        """Issue a store (``rmw=None``) or atomic; ``scope`` None is a weak store; ``release`` its release scope."""
+        floor = t.view.get(loc)
+        preds = (floor,) if floor is not None and floor.ts is None else ()
+        own_async = t.aview.get(loc) if proxy == "async" else None
+        if own_async is not None and own_async.ts is None and own_async not in preds:
+            preds += (own_async,)
+        msgs = ()
+        if scope is not None and proxy == "generic":
+            msgs = tuple(t.fence_msgs.values())
+            if loc in t.loc_release:  # release pattern 2: a release operation on loc, then a strong write on loc
+                msgs += (t.loc_release[loc],)
+            if release is not None:
+                m = Msg(release, t, dict(t.view), dict(t.aview))
+                t.loc_release[loc] = m
+                msgs += (m,)
         self._wid += 1
-        w = Write(self._wid, t, loc, value, proxy=proxy, preds=tuple(dict.fromkeys(preds)), fences=fences,
-                  rmw=rmw, acked=(proxy == "generic"), generic_ok=(proxy == "generic"))
+        w = Write(self._wid, t, loc, value, scope=scope, proxy=proxy, preds=preds, msgs=msgs, rmw=rmw,
+                  acked=(proxy == "generic"), in_view=(proxy == "generic"))
         t.writes.append(w)
         self.pending.append(w)
         t.outstanding += 1
-        if not w.acked:
+        if proxy == "generic":
+            t.view[loc] = w
+        else:
+            t.aview[loc] = w
             self.unacked.append(w)
             t.outstanding += 1
         return w
-
-    def can_land(self, w: Write) -> bool:
-        return w.ts is None and all(p.ts is not None for p in w.preds)
 
     def landable(self) -> list[Write]:
         """Pending writes the scheduler may land now, in issue order."""
@@ -234,122 +258,147 @@ class Memory:
         """Bulk stores the scheduler may acknowledge to their issuer now, in issue order."""
         return list(self.unacked)
 
-    def land(self, w: Write) -> None:
-        """Make ``w`` visible at its home memory (the scheduler's choice)."""
-        if not self.can_land(w):
+    def atomic_choices(self, w: Write) -> list[Write]:
+        """Writes a pending atomic may read when it lands now, newest first: the newest, and older ones as long
+        as every write after them is not morally strong with the atomic (scoped atomicity)."""
+        h = self.history(w.loc)
+        floor = w.thread.view.get(w.loc)
+        lo = 0 if floor is None or floor is w or floor.ts is None else floor.index
+        out = []
+        for i in range(len(h) - 1, lo - 1, -1):
+            out.append(h[i])
+            if morally_strong(h[i].thread, h[i].scope, w.thread, w.scope):
+                break
+        return out
+
+    def land(self, w: Write, pick: int = 0) -> None:
+        """Make ``w`` visible (the scheduler's choice); an atomic reads ``atomic_choices(w)[pick]``."""
+        if w.ts is not None or not all(p.ts is not None for p in w.preds):
             raise ModelError(f"{w!r} cannot land yet")
         h = self.history(w.loc)
         if w.rmw is not None:
-            w.read_from = h[-1]
-            w.old = h[-1].value
-            w.value = w.rmw(w.old)
+            choices = self.atomic_choices(w)
+            r = choices[min(pick, len(choices) - 1)]
+            w.read_from, w.old = r, r.value
+            w.value = w.rmw(r.value)
+            if morally_strong(r.thread, r.scope, w.thread, w.scope):
+                w.inherited = r.msgs + r.inherited
         self.clock += 1
         w.ts = self.clock
+        w.index = len(h)
         h.append(w)
-        self._ts_list[w.loc].append(w.ts)
         self.pending.remove(w)
         t = w.thread
         t.outstanding -= 1
-        if w.ts > t.view.get(w.loc, 0):
-            t.view[w.loc] = w.ts  # a thread never reads older than its own write
-        for scope, rec in w.fences.items():
-            mv = dict(rec.view)
-            for p in rec.writes:
-                if p.ts is not None and covers(scope, t.gpu, p.home, w.home) and p.ts > mv.get(p.loc, 0):
-                    mv[p.loc] = p.ts
-            w.mview[scope] = mv
-        if w.read_from is not None:  # release sequences continue through atomics
-            for scope, mv in w.read_from.mview.items():
-                _join(w.mview.setdefault(scope, {}), mv)
+        if w.acked:
+            t.writes.remove(w)
         if self.on_land is not None:
             self.on_land(w)
 
     def ack(self, w: Write) -> None:
-        """Acknowledge a bulk store to its issuer (completion as seen by the issuing thread)."""
+        """Acknowledge a bulk store to its issuer (its completion as the issuing thread sees it)."""
         if w.acked:
             raise ModelError(f"{w!r} was already acknowledged")
         w.acked = True
         self.unacked.remove(w)
         w.thread.outstanding -= 1
+        if w.ts is not None:
+            w.thread.writes.remove(w)
 
     # ---------------------------------------------------------------- reads
     def readable(self, t: Thread, loc: tuple, proxy: str = "generic") -> list[Write]:
-        """Writes a load of ``loc`` by ``t`` may return, newest first (own pending write wins)."""
-        own = self._own_pending(t, loc) if proxy == "generic" else None
-        if own is not None:
-            return [own]
+        """Writes a load of ``loc`` by ``t`` may return now, newest first; empty while its floor has not landed."""
+        floor = (t.view if proxy == "generic" else t.aview).get(loc)
+        if floor is not None and floor.ts is None:
+            return [floor] if floor.thread is t and proxy == "generic" else []
         h = self.history(loc)
-        floor = (t.view if proxy == "generic" else t.aview).get(loc, 0)
-        i = bisect_left(self._ts_list[loc], floor)
-        return h[i:][::-1]
+        return h[(0 if floor is None else floor.index):][::-1]
 
-    def load(self, t: Thread, loc: tuple, *, pick: int = 0, acquire: str | None = None,
-             proxy: str = "generic") -> object:
-        """Load ``loc``; ``pick`` chooses how stale (clamped); ``acquire`` is the acquire scope or None."""
-        cands = self.readable(t, loc, proxy)
+    def load(self, t: Thread, loc: tuple, *, pick: int = 0, scope: str | None = "sys", acquire: bool = False,
+             proxy: str = "generic", floor: dict | None = None) -> Write:
+        """Load ``loc`` (``scope`` None: weak); returns the write read.  ``floor``: a deferred load's views."""
+        if floor is None:
+            cands = self.readable(t, loc, proxy)
+        else:
+            f = floor.get(loc)
+            h = self.history(loc)
+            cands = h[(0 if f is None or f.ts is None else f.index):][::-1]
+        if not cands:
+            raise ModelError(f"load of {loc} by t{t.tid} before its floor landed")
         w = cands[min(pick, len(cands) - 1)]
-        if w.ts is None:  # forwarded from the thread's own pending write
-            return w.value
-        view = t.view if proxy == "generic" else t.aview
-        if w.ts > view.get(loc, 0):
-            view[loc] = w.ts
-        if acquire is not None:
-            self._sync(t, w, acquire)
-        elif proxy == "generic":
-            t.unsynced.append(w)
-        return w.value
+        if w.ts is None:
+            return w  # forwarded from the thread's own pending write
+        if scope is not None and proxy == "generic":
+            view = t.view
+            cur = view.get(loc)
+            if cur is None or later(w, cur) is w:
+                view[loc] = w
+            if acquire:
+                self._sync(t, w, scope, scope)
+            else:
+                t.unsynced.append([w, scope, -1])
+        return w
 
-    def _sync(self, t: Thread, w: Write, acquire: str) -> None:
-        """``t`` acquired (scope ``acquire``) having read ``w``: join w's message view if the scopes match."""
-        wg = w.gpu
-        if wg is None:
+    def _sync(self, t: Thread, w: Write, read_scope: str, acq_scope: str) -> None:
+        """``t`` read ``w`` (scope ``read_scope``) and acquires at ``acq_scope``: join the messages it may."""
+        if w.thread is None or not morally_strong(w.thread, w.scope, t, read_scope):
             return
-        same_cta = w.thread is t
-        if not (acquire == "sys" or (acquire == "gpu" and wg == t.gpu) or same_cta):
-            return
-        for scope, mv in w.mview.items():
-            if scope == "sys" or (scope == "gpu" and wg == t.gpu) or same_cta:
-                _join(t.view, mv)
+        for m in w.msgs + w.inherited:
+            if morally_strong(m.thread, m.scope, t, acq_scope):
+                join(t.view, m.view)
+                if m.thread.cta == t.cta and m.thread.gpu == t.gpu:
+                    join(t.aview, m.aview)
 
     def complete_rmw(self, t: Thread, w: Write, acquire: str | None) -> object:
         """The issuing thread receives an atomic's old value (after it landed)."""
         if w.ts is None:
             raise ModelError(f"{w!r} has not landed")
         if acquire is not None:
-            self._sync(t, w.read_from, acquire)
-        else:
-            t.unsynced.append(w.read_from)
+            self._sync(t, w.read_from, w.scope, acquire)
+        elif w.read_from.thread is not None:
+            t.unsynced.append([w.read_from, w.scope, -1])
         return w.old
 
     # ---------------------------------------------------------------- fences
-    def fence(self, t: Thread, scope: str, *, acquire: bool = True) -> None:
-        """``fence.acq_rel.<scope>`` (release part always; acquire part unless ``acquire=False``)."""
-        if acquire:
-            for w in t.unsynced:
-                self._sync(t, w, scope)
-            t.unsynced.clear()
-        rec = FenceRecord(scope, dict(t.view), tuple(w for w in t.writes if w.generic_ok))
-        for s in SCOPES[: _SCOPE_RANK[scope] + 1]:
-            t.fences[s] = rec
-
-    def sc_fence_ready(self, t: Thread, scope: str) -> bool:
-        """``fence.sc`` may complete once the thread's covered writes have landed."""
-        return all(w.ts is not None for w in t.writes
-                   if w.generic_ok and covers(scope, t.gpu, w.home, w.home))
-
-    def fence_sc(self, t: Thread, scope: str) -> None:
-        if not self.sc_fence_ready(t, scope):
-            raise ModelError("fence.sc issued before the thread's writes landed")
-        self.fence(t, scope)
-        gpus = None if scope == "sys" else {t.gpu}
-        _join(t.view, self.snapshot(gpus))
+    def fence(self, t: Thread, scope: str, *, sc: bool = False) -> None:
+        """``fence.acq_rel.<scope>`` or ``fence.sc.<scope>``."""
+        rank = _RANK[scope]
+        for entry in t.unsynced:
+            if entry[2] < rank:
+                self._sync(t, entry[0], entry[1], scope)
+                entry[2] = rank
+        if sc:
+            for m in self.sc_log:
+                if morally_strong(m.thread, m.scope, t, scope):
+                    join(t.view, m.view)
+                    if m.thread.cta == t.cta and m.thread.gpu == t.gpu:
+                        join(t.aview, m.aview)
+        msg = Msg(scope, t, dict(t.view), dict(t.aview))
+        t.fence_msgs[scope] = msg
+        if sc:
+            self.sc_log.append(msg)
 
     def proxy_fence(self, t: Thread) -> None:
-        """``fence.proxy.async``: acknowledged bulk stores become capturable; async read view catches up."""
+        """``fence.proxy.async``: acknowledged bulk stores enter the generic view; the async view catches up."""
         for w in t.writes:
-            if w.proxy == "async" and w.acked:
-                w.generic_ok = True
-        _join(t.aview, t.view)
+            if w.proxy == "async" and w.acked and not w.in_view:
+                w.in_view = True
+                cur = t.view.get(w.loc)
+                if cur is None or later(w, cur) is w:
+                    t.view[w.loc] = w
+        for w in self._acked_landed_async(t):
+            cur = t.view.get(w.loc)
+            if cur is None or later(w, cur) is w:
+                t.view[w.loc] = w
+        join(t.aview, t.view)
+
+    def _acked_landed_async(self, t: Thread):
+        out = []
+        for loc, w in t.aview.items():
+            if w.thread is t and w.proxy == "async" and w.acked and not w.in_view:
+                w.in_view = True
+                out.append(w)
+        return out
 
     def bulk_done(self, t: Thread) -> bool:
         """``cp.async.bulk.wait_group 0`` may return: all of the thread's bulk stores are acknowledged."""

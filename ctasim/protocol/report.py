@@ -27,9 +27,9 @@ BEGIN, END = "<!-- protocol-report:begin -->", "<!-- protocol-report:end -->"
 def search_mutant(name: str, profile: str) -> dict:
     """One mutant search; a plain dict so that it crosses process boundaries."""
     from .explore import MUTANT_SEARCH, Stats, find_violation, profile_settings
-    from .programs import MUTANTS, WAIT_MUTANTS
+    from .programs import MUTANTS, NEW_MUTANTS, WAIT_MUTANTS
 
-    variant = {**MUTANTS, **WAIT_MUTANTS}[name]
+    variant = {**MUTANTS, **WAIT_MUTANTS, **NEW_MUTANTS}[name]
     stats = Stats()
     t0 = time.perf_counter()
     cx = find_violation(variant, MUTANT_SEARCH, settings_=profile_settings(profile), stats=stats)
@@ -53,14 +53,14 @@ def build_report(profile: str, processes: int) -> dict:
     from hypothesis import __version__ as hyp_version
 
     from .explore import MUTANT_SEARCH, PROFILES, Stats, find_violation, profile_settings, run_correct_searches
-    from .programs import MUTANTS, WAIT, WAIT_MUTANTS
+    from .programs import MUTANTS, NEW_MUTANTS, WAIT, WAIT_MUTANTS
 
     t0 = time.perf_counter()
     correct = run_correct_searches(profile, processes)
     wait_stats = Stats()  # the wait-consumer protocol: one search over the mutants' space
     wait_cx = find_violation(WAIT, MUTANT_SEARCH, settings_=profile_settings(profile), stats=wait_stats)
     t1 = time.perf_counter()
-    names = list(MUTANTS) + list(WAIT_MUTANTS)
+    names = list(MUTANTS) + list(WAIT_MUTANTS) + list(NEW_MUTANTS)
     if processes > 1:
         with ProcessPoolExecutor(processes) as pool:
             mutants = list(pool.map(search_mutant, names, [profile] * len(names)))

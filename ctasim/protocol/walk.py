@@ -32,12 +32,13 @@ from .grid import Chain
 from .harness import Run, Setup
 from .invariants import End, ProtocolViolation
 from .ops import Ld, Poll
-from .programs import CORRECT, MUTANTS, WAIT, WAIT_MUTANTS, Variant
+from .programs import BENIGN, CORRECT, KERNEL, KERNEL_WAIT, MUTANTS, NEW_MUTANTS, WAIT, WAIT_MUTANTS, Variant
 
 __all__ = ["Space", "SPACES", "MUTANT_SPACE", "WalkResult", "SearchStats", "walk", "replay", "search",
-           "search_parallel", "find_violation", "VARIANTS"]
+           "search_parallel", "find_violation", "VARIANTS", "CLUSTER_SPACE"]
 
-VARIANTS: dict[str, Variant] = {CORRECT.name: CORRECT, WAIT.name: WAIT, **MUTANTS, **WAIT_MUTANTS}
+VARIANTS: dict[str, Variant] = {v.name: v for v in (CORRECT, WAIT, KERNEL, KERNEL_WAIT)} | MUTANTS | WAIT_MUTANTS \
+    | NEW_MUTANTS | BENIGN
 """Every variant by name (the walks cross process boundaries by name)."""
 
 
@@ -52,13 +53,20 @@ class Space:
     max_elems: int = 2
     max_epochs: int = 2
     proxies: tuple = ("generic", "async")
+    clusters: float = 0.25
+    """Probability of clusters of two CTAs on the consumer GPUs (where every consumer tile count is even)."""
 
     def draw(self, rng: random.Random) -> Setup:
         gpus = rng.randint(self.min_gpus, self.max_gpus)
         chain = Chain(rng.randint(1, self.max_m), tuple(rng.randint(1, self.max_n) for _ in range(gpus)),
                       rng.randint(1, self.max_elems))
-        slots = tuple(rng.randint(1, max(1, len(chain.tiles(g)) - 1)) for g in range(gpus))
-        return Setup(chain, rng.randint(1, self.max_epochs), slots, rng.choice(self.proxies), rng.choice(self.proxies))
+        cluster = 1
+        if rng.random() < self.clusters and all(len(chain.tiles(g)) % 2 == 0 for g in range(1, gpus)):
+            cluster = 2
+        slots = tuple(rng.randint(cluster if g else 1, max(cluster if g else 1, len(chain.tiles(g)) - 1))
+                      for g in range(gpus))
+        return Setup(chain, rng.randint(1, self.max_epochs), slots, rng.choice(self.proxies),
+                     rng.choice(self.proxies), cluster)
 
 
 SPACES = {
@@ -72,6 +80,9 @@ SPACES = {
 
 MUTANT_SPACE = Space()
 """Where a mutant is looked for: 2-3 GPUs, up to 2x2 tiles per layer, 1-2 epochs, both proxies."""
+
+CLUSTER_SPACE = Space(proxies=("async",), clusters=1.0)
+"""TMA loads in clusters of two (where the partner CTA's proxy fence matters)."""
 
 
 @dataclass
@@ -102,29 +113,40 @@ def walk(variant: Variant, setup: Setup, rng: random.Random, seed: int = 0, max_
                 run.checker.queue_bounds()
                 return WalkResult(seed, setup, n, hash(tuple(sig)))
             launch = sys_.launchable()
-            movers = [c for c in sys_.live if sys_.would_progress(c)]
+            movers = [t for t in sys_.threads if sys_.would_progress(t)]
+            res = sys_.resolvable()
             events = sys_.memory_events()
-            total = len(launch) + len(movers) + len(events)
+            total = len(launch) + len(movers) + len(res) + len(events)
             if total == 0:
-                stuck = ", ".join(f"{c} at {c.op.ptx()}" for c in sys_.live) or "no resident CTA"
-                run.emit(End(False, f"deadlock: nothing can change; {stuck}"))
+                run.emit(End(False, f"deadlock: nothing can change; {sys_.stuck()}"))
                 return WalkResult(seed, setup, n, hash(tuple(sig)))  # pragma: no cover - End raises first
             k = randrange(total)
             if k < len(launch):
                 desc = sys_.launch(launch[k])
                 sig.append(("L", launch[k]))
             elif k < len(launch) + len(movers):
-                c = movers[k - len(launch)]
-                pick = 0
-                op = c.op
-                if c.wait is None and isinstance(op, Ld) and rand() < 0.5:
-                    pick = randrange(len(mem.readable(c.thread, op.loc, op.proxy)))
-                desc = sys_.step(c, pick)
-                sig.append(("S", c.cid, pick) if isinstance(op, (Ld, Poll)) else ("S", c.cid))
+                thr = movers[k - len(launch)]
+                pick, defer = 0, False
+                op = thr.op
+                if thr.wait is None and isinstance(op, Ld):
+                    if not op.dep and op.acquire is None and rand() < 0.3:
+                        defer = True
+                    elif rand() < 0.5:
+                        pick = randrange(len(mem.readable(thr.mem, op.loc, op.proxy)))
+                desc = sys_.step(thr, pick, defer)
+                sig.append(("S", thr.cid, pick, defer) if isinstance(op, (Ld, Poll)) else ("S", thr.cid))
+            elif k < len(launch) + len(movers) + len(res):
+                thr = res[k - len(launch) - len(movers)]
+                pick = randrange(4) if rand() < 0.5 else 0
+                desc = sys_.resolve(thr, pick)
+                sig.append(("R", thr.cid, pick))
             else:
-                ev = events[k - len(launch) - len(movers)]
-                desc = sys_.deliver(ev)
-                sig.append((ev[0], ev[1].wid))
+                ev = events[k - len(launch) - len(movers) - len(res)]
+                pick = 0
+                if ev[0] == "land" and ev[1].rmw is not None and rand() < 0.5:
+                    pick = randrange(len(mem.atomic_choices(ev[1])))
+                desc = sys_.deliver(ev, pick)
+                sig.append((ev[0], ev[1].wid, pick))
             if log is not None:
                 log(desc)
         run.emit(End(False, f"livelock: {max_steps} steps"))
