@@ -41,8 +41,8 @@ The kernel form (``Variant.form = "kernel"``, :data:`KERNEL`) follows ctahw/kern
 instruction: ``fence.proxy.async`` then ``atom.acq_rel.sys.add`` on the counter; the completing update reserves
 slots with ``atom.relaxed.sys.add [tail]``, then ``fence.acq_rel.sys`` and one ``st.relaxed.sys`` per slot of a
 word ``(epoch, tile)``; the consumer claims with ``atom.add [head]`` (relaxed, gpu scope), polls the slot word with
-``ld.acquire.sys`` until it carries its epoch, then ``fence.proxy.async``.  :data:`KERNEL_OPS` lists the
-operations of each of its roles, which tests/protocol/test_kernel_ops.py compares with the header.
+``ld.acquire.sys`` until it carries its epoch, then ``fence.proxy.async``.  :mod:`ctasim.protocol.kernelops`
+compares its operations, role by role, with the header.
 
 Leaves out: the GEMM itself (a tile's value is a tag naming epoch, layer, tile and element), the last layer's
 output, K-loops, queue capacity smaller than one epoch's tiles, and persistent CTAs that pop more than once.
@@ -57,7 +57,7 @@ from .invariants import Claim, Complete, Dispatch, EntryRead, InputRead, Push, d
 from .ops import Atom, Bar, BulkSt, BulkWait, ClusterSync, Fence, Ld, Poll, ProxyFence, St
 
 __all__ = ["Variant", "CORRECT", "MUTANTS", "WAIT", "WAIT_MUTANTS", "KERNEL", "KERNEL_WAIT", "NEW_MUTANTS",
-           "BENIGN", "NOT_BUGS_UNDER_PTX", "cta_program", "KERNEL_OPS", "kernel_ops_of_programs"]
+           "BENIGN", "NOT_BUGS_UNDER_PTX", "cta_program"]
 
 
 @dataclass(frozen=True)
@@ -342,109 +342,6 @@ def cta_program(c, chain: Chain, variant: Variant, store_proxy: str, load_proxy:
     for b in range(blocks):
         out.append((b, scheduler(b)))
         out.append((b, worker(b)))
-    return out
-
-
-KERNEL_OPS = {
-    "pop_n": ["atom.add.relaxed.gpu", "ld.acquire.sys", "fence.proxy.async"],
-    "wait_n": ["ld.acquire.sys", "fence.proxy.async"],
-    "complete_stores": ["cp.async.bulk.wait_group", "fence.proxy.async"],
-    "signal(queue)": ["fence.proxy.async", "atom.add.acq_rel.sys"],
-    "signal(wait)": ["fence.proxy.async", "red.add.release.sys"],
-    "push": ["atom.add.relaxed.sys", "fence.acq_rel.sys", "st.relaxed.sys"],
-}
-"""The ordering-relevant operations of each role of :data:`KERNEL` / :data:`KERNEL_WAIT`, in program order, as
-``<instruction>.<semantics>.<scope>`` (what tests/protocol/test_kernel_ops.py reads out of ctapipe.cuh);
-:func:`kernel_ops_of_programs` derives the same lists from the programs the model runs."""
-
-
-def kernel_ops_of_programs() -> dict[str, list[str]]:
-    """Run the kernel-form programs on a small setup and collect, per role, the operations they issue."""
-    from .harness import Run, Setup
-
-    seen: dict[str, list[str]] = {}
-    for variant in (KERNEL, KERNEL_WAIT):
-        run = Run(Setup(Chain(1, (2, 1, 1), 1), 1, (1, 1, 1), "async", "async"), variant)
-        sys_ = run.system
-        sys_.verbose = False
-        ops_by_thread: dict = {}
-        while not sys_.finished():
-            for thr in sys_.threads:
-                if thr.op is not None and thr.wait is None:
-                    lst = ops_by_thread.setdefault(id(thr), (thr, []))[1]
-                    if not lst or lst[-1][0] is not thr.op:
-                        lst.append((thr.op, thr.unit.gpu))
-            if sys_.fair_step() is None:
-                raise RuntimeError(f"kernel-form program stuck: {sys_.stuck()}")
-        for thr, lst in ops_by_thread.values():
-            names = [_op_name(op) for op, _ in lst]
-            names = [n for n in names if n]
-            _split_roles(names, variant, seen)
-    return seen
-
-
-def _op_name(op) -> str:
-    if isinstance(op, Atom):
-        return f"{'atom' if op.returns else 'red'}.add." + _sem(op.scope, op.release, op.acquire)
-    if isinstance(op, (Ld, Poll)):
-        if getattr(op, "proxy", "generic") == "async" or op.op_scope is None:
-            return ""
-        return "ld." + _sem(op.scope, None, op.acquire)
-    if isinstance(op, St):
-        if op.op_scope is None or op.loc[0] == "d":
-            return ""
-        return "st." + _sem(op.scope, op.release, None)
-    if isinstance(op, Fence):
-        return f"fence.{'sc' if op.sc else 'acq_rel'}.{op.scope}"
-    if isinstance(op, ProxyFence):
-        return "fence.proxy.async"
-    if isinstance(op, BulkWait):
-        return "cp.async.bulk.wait_group"
-    return ""
-
-
-def _sem(scope, release, acquire) -> str:
-    from .ops import sem
-
-    return sem(scope, release, acquire)
-
-
-def _split_roles(names: list[str], variant: Variant, seen: dict) -> None:
-    """Cut one thread's operation list into the header's roles (by the first instruction of each role)."""
-    def put(role, ops):
-        seen.setdefault(role, ops)
-
-    if names[:1] == ["cp.async.bulk.wait_group"]:
-        put("complete_stores", names[:2])
-        return
-    i = 0
-    while i < len(names):
-        n = names[i]
-        if n.startswith("atom.add.relaxed.gpu"):
-            j = names.index("fence.proxy.async", i)
-            put("pop_n", _dedup(names[i:j + 1]))
-            i = j + 1
-        elif n == "ld.acquire.sys" and variant.consumer == "wait":
-            j = names.index("fence.proxy.async", i)
-            put("wait_n", _dedup(names[i:j + 1]))
-            i = j + 1
-        elif n == "fence.proxy.async" and i + 1 < len(names) and names[i + 1].startswith(("atom.add.acq_rel",
-                                                                                          "red.add")):
-            put("signal(wait)" if variant.consumer == "wait" else "signal(queue)", names[i:i + 2])
-            i += 2
-        elif n == "atom.add.relaxed.sys":
-            put("push", _dedup(names[i:]))
-            i = len(names)
-        else:
-            i += 1
-
-
-def _dedup(names: list[str]) -> list[str]:
-    """Collapse repeats (a loop over slots or tiles issues the same instruction several times)."""
-    out = []
-    for n in names:
-        if not out or out[-1] != n:
-            out.append(n)
     return out
 
 

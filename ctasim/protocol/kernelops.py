@@ -1,0 +1,290 @@
+"""The memory operations the kernels issue, read from ctahw/kernels/ctapipe.cuh, against the programs the model runs.
+
+Three readings of the same protocol, compared role by role (``pop_n``, ``wait_n``, ``complete_stores``,
+``signal``, ``push``):
+
+* :func:`program_ops` -- the operations the kernel-form programs (:data:`~ctasim.protocol.programs.KERNEL`,
+  :data:`~ctasim.protocol.programs.KERNEL_WAIT`) issue when the model runs them, per role, as
+  ``<instruction>.<semantics>.<scope>`` (``ld.acquire.sys``, ``atom.add.acq_rel.sys``, ``fence.proxy.async``...);
+* :func:`header_ops` -- the same, read from the header's source: each ``__device__`` helper's inline ``asm``
+  string (``ld_acquire_sys`` -> ``ld.acquire.sys.global.u64``), the CUDA builtins (``atomicAdd``: a relaxed
+  gpu-scope atomic; ``__threadfence``: ``fence.sc.gpu``), and, per role function (found by name, so new functions
+  in the header change nothing), the helpers it calls in source order (calls of ``record_error``, the error path,
+  are skipped);
+* :func:`ptx_ops` -- the instructions ``nvcc -ptx`` emits for a kernel that calls each role (needs nvcc).
+
+:func:`compare` says, per role, what the model's sequence has that the header lacks (in order) and which
+ordering operations the header has that no model program issues.  tests/protocol/test_kernel_ops.py runs it on the
+header and on mutated copies (a ``.sys`` turned into ``.gpu``, a fence dropped), which must fail.
+
+Leaves out: control flow (a role's operations are compared as a sequence, loops and branches flattened), the
+kernels' translation units (ctapipe_gemm.cuh: the CTA / cluster hand-overs are compared by reading, see
+docs/protocol.md), and tile stores (weak stores / TMA, not qualifiers worth comparing).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+__all__ = ["ROLES", "program_ops", "header_ops", "ptx_ops", "compare", "normalize", "HEADER"]
+
+HEADER = Path(__file__).resolve().parents[2] / "ctahw" / "kernels" / "ctapipe.cuh"
+"""The protocol header of the kernels."""
+
+ROLES = {
+    "pop_n": ["pop_n"],
+    "wait_n": ["wait_n"],
+    "complete_stores": ["complete_stores"],
+    "signal(queue)": ["signal"],
+    "signal(wait)": ["signal"],
+    "push": ["push"],
+}
+"""Model role -> header function(s) whose operations it must match."""
+
+_BUILTINS = {"atomicAdd": "atom.add.relaxed.gpu", "__threadfence": "fence.sc.gpu",
+             "__threadfence_system": "fence.sc.sys"}
+_SCOPES = ("cta", "cluster", "gpu", "sys")
+_SEMS = ("relaxed", "acquire", "release", "acq_rel", "sc", "weak", "volatile")
+
+
+def normalize(instr: str) -> str:
+    """A PTX instruction (``atom.acq_rel.sys.global.add.u32``, ``fence.proxy.async.global`` ...) as the model writes
+    it (``atom.add.acq_rel.sys``, ``fence.proxy.async``); ``""`` for instructions the comparison ignores."""
+    parts = instr.strip().split()[0].rstrip(";").split(".")
+    op = parts[0]
+    quals = parts[1:]
+    sem = next((q for q in quals if q in _SEMS), None)
+    scope = next((q for q in quals if q in _SCOPES), None)
+    if op == "fence":
+        if "proxy" in quals:
+            return "fence.proxy.async" if "async" in quals else "fence.proxy." + quals[quals.index("proxy") + 1]
+        return f"fence.{sem or 'acq_rel'}.{scope}"
+    if op == "membar":
+        return {"cta": "fence.sc.cta", "gl": "fence.sc.gpu", "sys": "fence.sc.sys"}.get(quals[0], "")
+    if op in ("atom", "red"):
+        kind = next((q for q in quals if q in ("add", "inc", "exch", "cas", "max", "min", "or", "and")), "?")
+        return f"{op}.{kind}.{sem or 'relaxed'}.{scope or 'gpu'}"
+    if op in ("ld", "st"):
+        if "shared" in quals or "param" in quals or "local" in quals or "const" in quals or "nc" in quals:
+            return ""
+        if sem is None or sem == "weak":
+            return ""  # weak accesses: data, not protocol words
+        if sem == "volatile":
+            return f"{op}.relaxed.sys"
+        return f"{op}.{sem}.{scope or 'gpu'}"
+    if op == "cp" and "wait_group" in quals:
+        return "cp.async.bulk.wait_group"
+    return ""
+
+
+# ------------------------------------------------------------------------------------------------ the header
+_FUNC = re.compile(r"(?:__device__|__global__)[^;{()]*?\b(\w+)\s*\(", re.S)
+
+
+def _bodies(text: str) -> dict[str, str]:
+    """Function name -> body text (brace-matched) for every ``__device__`` function in ``text``."""
+    out = {}
+    for m in _FUNC.finditer(text):
+        name = m.group(1)
+        i = text.find("{", m.end())
+        semi = text.find(";", m.end())
+        if i < 0 or (0 <= semi < i and ")" in text[m.end():semi] and "{" not in text[m.end():semi]
+                     and text[m.end():semi].count("(") < text[m.end():semi].count(")")):
+            continue
+        depth, j = 0, i
+        while j < len(text):
+            if text[j] == "{":
+                depth += 1
+            elif text[j] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        out.setdefault(name, text[i + 1:j])
+    return out
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def header_ops(text: str | None = None) -> dict[str, list[str]]:
+    """Per function of the header: its ordering operations in source order (helpers expanded)."""
+    text = _strip_comments(HEADER.read_text() if text is None else text)
+    bodies = _bodies(text)
+    asm_of = {}
+    for name, body in bodies.items():
+        ops = [normalize(s) for s in re.findall(r'asm\s+volatile\s*\(\s*"([^"]*)"', body)]
+        ops = [o for o in ops if o]
+        if ops:
+            asm_of[name] = ops
+    call = re.compile(r"\b(\w+)\s*(?:<[^<>()]*>)?\s*\(")
+
+    def expand(name: str, depth: int = 0) -> list[str]:
+        body = bodies.get(name, "")
+        if name in asm_of and "asm" in body and not call.search(re.sub(r"asm\s+volatile\s*\(.*?\);", "", body,
+                                                                          flags=re.S)):
+            return list(asm_of[name])
+        out = []
+        for m in call.finditer(body):
+            callee = m.group(1)
+            if callee == "record_error" or depth > 8:
+                continue
+            if callee in _BUILTINS:
+                out.append(_BUILTINS[callee])
+            elif callee == "asm":
+                s = re.match(r'asm\s+volatile\s*\(\s*"([^"]*)"', body[m.start():])
+                if s and normalize(s.group(1)):
+                    out.append(normalize(s.group(1)))
+            elif callee in bodies and callee != name:
+                out += expand(callee, depth + 1)
+        return out
+
+    return {name: expand(name) for name in bodies}
+
+
+# ------------------------------------------------------------------------------------------------ nvcc -ptx
+_WRAPPERS = {
+    "pop_n": "extern \"C\" __global__ void k_pop_n(ctapipe::Params p, int* t, int* s) { ctapipe::pop_n(p, 2, t, s); }",
+    "wait_n": "extern \"C\" __global__ void k_wait_n(ctapipe::Params p, int* t, int* s) { ctapipe::wait_n(p, 0, 2, t, s); }",
+    "complete_stores": "extern \"C\" __global__ void k_complete_stores() { ctapipe::complete_stores(); }",
+    "signal": "extern \"C\" __global__ void k_signal(ctapipe::Params p, int tile) { ctapipe::signal<false>(p, tile); }",
+    "push": "extern \"C\" __global__ void k_push(ctapipe::Params p, int dep) { ctapipe::push<false>(p, dep); }",
+}
+
+
+def ptx_ops(header: Path = HEADER, nvcc: str | None = None, arch: str = "sm_90a") -> dict[str, list[str]]:
+    """Per role function: the ordering instructions in the PTX ``nvcc -ptx`` emits for a kernel calling it
+    (record_error's ``atom.global.add`` / ``fence.sc.sys`` included: the caller filters them).  Raises
+    ``FileNotFoundError`` without nvcc."""
+    nvcc = nvcc or shutil.which("nvcc")
+    if nvcc is None:
+        raise FileNotFoundError("nvcc not found")
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "roles.cu"
+        src.write_text(f'#include "{header.name}"\n' + "\n".join(_WRAPPERS.values()) + "\n")
+        out = Path(d) / "roles.ptx"
+        subprocess.run([nvcc, "-ptx", f"-arch={arch}", "-std=c++17", "-I", str(header.parent), str(src), "-o",
+                        str(out)], check=True, capture_output=True, text=True)
+        ptx = out.read_text()
+    result = {}
+    for name in _WRAPPERS:
+        m = re.search(rf"\.entry\s+k_{name}\s*\(.*?\n}}", ptx, re.S)
+        body = m.group(0) if m else ""
+        result[name] = [n for n in (normalize(line) for line in body.splitlines()
+                                    if re.match(r"\s*(atom|red|ld|st|fence|membar|cp)\.", line)) if n]
+    return result
+
+
+# ------------------------------------------------------------------------------------------------ the model
+def program_ops() -> dict[str, list[str]]:
+    """Per role: the operations the kernel-form programs issue when the model runs them (a small setup)."""
+    from .grid import Chain
+    from .harness import Run, Setup
+    from .ops import Atom, BulkWait, Fence, Ld, Poll, ProxyFence, St, sem
+    from .programs import KERNEL, KERNEL_WAIT
+
+    def name(op) -> str:
+        if isinstance(op, Atom):
+            return f"{'atom' if op.returns else 'red'}.add." + sem(op.scope, op.release, op.acquire)
+        if isinstance(op, (Ld, Poll)):
+            if getattr(op, "proxy", "generic") == "async" or op.op_scope is None:
+                return ""
+            return "ld." + sem(op.scope, None, op.acquire)
+        if isinstance(op, St):
+            return "" if op.op_scope is None else "st." + sem(op.scope, op.release, None)
+        if isinstance(op, Fence):
+            return f"fence.{'sc' if op.sc else 'acq_rel'}.{op.scope}"
+        if isinstance(op, ProxyFence):
+            return "fence.proxy.async"
+        if isinstance(op, BulkWait):
+            return "cp.async.bulk.wait_group"
+        return ""
+
+    roles: dict[str, list[str]] = {}
+    for variant in (KERNEL, KERNEL_WAIT):
+        run = Run(Setup(Chain(1, (2, 1, 1), 1), 1, (1, 1, 1), "async", "async"), variant)
+        sys_ = run.system
+        sys_.verbose = False
+        per_thread: dict = {}
+        while not sys_.finished():
+            for thr in sys_.threads:
+                if thr.op is not None and thr.wait is None:
+                    seq = per_thread.setdefault(id(thr), [])
+                    if not seq or seq[-1] is not thr.op:
+                        seq.append(thr.op)
+            if sys_.fair_step() is None:
+                raise RuntimeError(f"kernel-form program stuck: {sys_.stuck()}")
+        for seq in per_thread.values():
+            _roles_of([n for n in map(name, seq) if n], variant.consumer, roles)
+    return roles
+
+
+def _dedup(names: list[str]) -> list[str]:
+    out = []
+    for n in names:
+        if not out or out[-1] != n:
+            out.append(n)
+    return out
+
+
+def _roles_of(names: list[str], consumer: str, roles: dict) -> None:
+    """Cut one thread's operations into roles, by the instruction each role starts with."""
+    if names[:1] == ["cp.async.bulk.wait_group"]:
+        roles.setdefault("complete_stores", names[:2])
+        return
+    i = 0
+    while i < len(names):
+        n = names[i]
+        if n == "atom.add.relaxed.gpu":
+            j = names.index("fence.proxy.async", i)
+            roles.setdefault("pop_n", _dedup(names[i:j + 1]))
+            i = j + 1
+        elif n == "ld.acquire.sys" and consumer == "wait":
+            j = names.index("fence.proxy.async", i)
+            roles.setdefault("wait_n", _dedup(names[i:j + 1]))
+            i = j + 1
+        elif n == "fence.proxy.async" and i + 1 < len(names) and names[i + 1].startswith(("atom.add.acq_rel",
+                                                                                          "red.add")):
+            roles.setdefault("signal(wait)" if consumer == "wait" else "signal(queue)", names[i:i + 2])
+            i += 2
+        elif n == "atom.add.relaxed.sys":
+            roles.setdefault("push", _dedup(names[i:]))
+            i = len(names)
+        else:
+            i += 1
+
+
+def _is_subsequence(small: list[str], big: list[str]) -> bool:
+    it = iter(big)
+    return all(any(x == y for y in it) for x in small)
+
+
+def compare(model: dict[str, list[str]], header: dict[str, list[str]], ordered: bool = True) -> list[str]:
+    """Differences between the model's roles and the header's functions (empty: they agree).  ``ordered=False``
+    compares sets (for PTX, whose block layout need not follow the source)."""
+    problems = []
+    every = {op for ops in model.values() for op in ops}
+    noise = set() if ordered else {"atom.add.relaxed.gpu", "fence.sc.sys"}  # record_error's, inlined in the PTX
+    for role, funcs in ROLES.items():
+        want = model.get(role)
+        if want is None:
+            problems.append(f"{role}: the model's programs never run this role")
+            continue
+        got = [op for f in funcs for op in header.get(f, [])]
+        if not got:
+            problems.append(f"{role}: no function {funcs} with memory operations in the header")
+            continue
+        ok = _is_subsequence(want, got) if ordered else set(want) <= set(got)
+        if not ok:
+            problems.append(f"{role}: the model issues {want}, the header's {'/'.join(funcs)} issues {got}")
+    for f in sorted({f for funcs in ROLES.values() for f in funcs}):
+        extra = sorted(set(header.get(f, [])) - every - noise)
+        if extra:
+            problems.append(f"{f}: the header issues {extra}, which no program of the model issues")
+    return problems
