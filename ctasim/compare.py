@@ -39,7 +39,8 @@ from ctasim.trace import Trace
 
 __all__ = ["Comparison", "compare", "gates", "GATES", "spearman", "layer_spans", "slots_of", "consumer_kernels"]
 
-KEY = ["kernel", "tile_m", "tile_n"]
+KEY = ["kernel", "layer", "tile_m", "tile_n"]
+"""A tile: the chain kernel runs the tiles of several layers (Kernel.source "chain"), so the layer is part of it."""
 
 GATES = {
     "makespan_abs_error": 0.06,
@@ -194,7 +195,7 @@ def compare(measured: Trace, simulated: Trace, plan=None, align: str = "first_ti
     """Every figure of the module docstring for two traces of the same plan."""
     tm, ts = measured.tiles, simulated.tiles
     om, os_ = _origin(measured, align), _origin(simulated, align)
-    cols = KEY + ["gpu", "layer", "t_acquire", "t_compute_end"]
+    cols = KEY + ["gpu", "t_acquire", "t_compute_end"]
     j = tm[cols].merge(ts[cols], on=KEY, how="outer", suffixes=("_m", "_s"), indicator=True)
     both = j[j["_merge"] == "both"]
     start_err = ((both["t_acquire_s"] - os_) - (both["t_acquire_m"] - om)).to_numpy()
@@ -214,7 +215,7 @@ def compare(measured: Trace, simulated: Trace, plan=None, align: str = "first_ti
     for k, source in consumer_kernels(measured, simulated, plan).items():
         kb = both[both["kernel"] == k]
         if len(kb):
-            deq.append({"kernel": int(k), "layer": int(kb["layer_m"].iloc[0]), "source": source, "tiles": len(kb),
+            deq.append({"kernel": int(k), "layer": int(kb["layer"].iloc[0]), "source": source, "tiles": len(kb),
                         "spearman": spearman(kb["t_acquire_m"], kb["t_acquire_s"])})
     dequeue = pd.DataFrame(deq, columns=["kernel", "layer", "source", "tiles", "spearman"])
 

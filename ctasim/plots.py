@@ -52,17 +52,18 @@ def gantt_pair(measured: Trace, simulated: Trace, path: str | Path, title: str =
 
 
 def cta_overlay(measured: Trace, predicted: Trace, path: str | Path, title: str = "") -> Path:
-    """Per-CTA start and end, predicted against measured, one point per tile matched by (kernel, tile_m, tile_n),
-    coloured by layer; each trace shifted so that its first tile starts at 0. Points on the diagonal: the
+    """Per-CTA start and end, predicted against measured, one point per tile matched by (kernel, layer, tile_m,
+    tile_n) (:data:`ctasim.compare.KEY`), coloured by layer; each trace shifted so that its first tile starts at 0. Points on the diagonal: the
     prediction placed that tile exactly."""
     plt = _plt()
-    key = ["kernel", "tile_m", "tile_n"]
+    from ctasim.compare import KEY  # noqa: PLC0415
+
     m, p = measured.tiles, predicted.tiles
-    j = m.merge(p, on=key, suffixes=("_m", "_p"))
+    j = m.merge(p, on=KEY, suffixes=("_m", "_p"))
     om, op = float(m["t_acquire"].min()), float(p["t_acquire"].min())
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.8), sharex=True, sharey=True)
     for ax, col, what in ((axes[0], "t_acquire", "start"), (axes[1], "t_compute_end", "end")):
-        for layer, g in j.groupby("layer_m"):
+        for layer, g in j.groupby("layer"):
             ax.scatter((g[f"{col}_m"] - om) * 1e-3, (g[f"{col}_p"] - op) * 1e-3, s=3, label=f"layer {layer}")
         hi = float(max((j[f"{col}_m"] - om).max(), (j[f"{col}_p"] - op).max())) * 1e-3 if len(j) else 1.0
         ax.plot([0, hi], [0, hi], "k--", lw=0.8)
