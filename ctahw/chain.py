@@ -12,8 +12,11 @@ simulator and the GPU run the same order.
 * :class:`ChainRunner`: buffers, the descriptor, launches (epochs: nothing reset between runs), error records
   (:class:`ctahw.runner.ProtocolError`), the ticket count check, stall injection, traces as ``ctasim.trace.Trace``.
 
-Left out: fused epilogues and row-wise ops (the chain kernel runs square chains of plain GEMMs), clusters, more
-than one GPU (placement of several layers per GPU over several GPUs).
+Designs (:data:`DESIGNS`): dynamic tickets (cluster 1x1), or a static order per CTA (cluster 1x1 or 2x1, W
+multicast; every CTA resident at once, the grid sized by the occupancy query).
+
+Left out: fused epilogues and row-wise ops (the chain kernel runs square chains of plain GEMMs), more than one GPU
+(placement of several layers per GPU over several GPUs).
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ from ctasim.plan import Kernel, Plan
 from ctasim.trace import EVENT_COLUMNS, EVENT_KINDS, Trace
 from ctahw.runner import ERROR_WORDS, KERNEL_TILE, TILE_STAMP_WORDS, parse_error
 
-__all__ = ["LIBRARY", "DESC_FIELDS", "desc_fields_from_source", "chain_kernel", "chain_descriptor", "ChainRunner",
-           "parse_chain_trace"]
+__all__ = ["LIBRARY", "DESC_FIELDS", "DESIGNS", "desc_fields_from_source", "chain_kernel", "chain_descriptor",
+           "check_pairs", "ChainRunner", "parse_chain_trace"]
 
 LIBRARY = "ctapipe_sm90_bf16_chain"
 SOURCE = Path(__file__).resolve().parent / "kernels" / f"{LIBRARY}.cu"
@@ -49,6 +52,26 @@ def desc_fields_from_source(text: str) -> tuple[str, ...]:
 
 DESC_FIELDS = desc_fields_from_source(SOURCE.read_text())
 """The chain kernel's int64 descriptor fields, in order (pointers as integers, 0 for none)."""
+
+DESIGNS = {"tickets": 0, "static": 1, "static2x1": 2}
+"""The kernel's designs and their launcher codes: ``tickets`` (scheduler warp, dynamic tickets, cluster 1x1: no
+co-residency needed), ``static`` (CTA i runs order[i], order[i + grid], ...; the load warp waits; cluster 1x1) and
+``static2x1`` (the same with 2x1 clusters sharing W by multicast). The static designs need every CTA resident at
+once; the launcher refuses a larger grid."""
+
+
+def check_pairs(order: np.ndarray, tiles_m: int, tiles_n: int) -> None:
+    """A 2x1 cluster runs order entries 2p and 2p + 1 together: they must be one layer's tiles of one column
+    (W is multicast), on different row-blocks. ValueError naming the first pair that is not."""
+    o = np.asarray(order, dtype=np.int64)
+    if len(o) % 2:
+        raise ValueError(f"a 2x1 cluster design needs an even number of tiles, got {len(o)}")
+    per = tiles_m * tiles_n
+    a, b = o[0::2], o[1::2]
+    bad = (a // per != b // per) | ((a % per) % tiles_n != (b % per) % tiles_n) | (a == b)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"order entries {2 * i} and {2 * i + 1} (tiles {a[i]}, {b[i]}) are not one layer's column pair")
 
 
 def chain_kernel(plan: Plan) -> Kernel:
@@ -82,7 +105,7 @@ class ChainRunner:
     (the overhead baseline; a chain of more than one layer is then not correct)."""
 
     def __init__(self, plan: Plan, x, weights, *, device: int = 0, trace: bool = False,
-                 timeout_ns: int = 2_000_000_000, grid: int = 0):
+                 timeout_ns: int = 2_000_000_000, grid: int = 0, design: str = "tickets"):
         from ctahw import build
         from ctahw.device import require_cupy
 
@@ -102,10 +125,22 @@ class ChainRunner:
                                f"{DESC_FIELDS} vs {names}")
         if self.lib.ctahw_chain_tile_stamp_words() != TILE_STAMP_WORDS:
             raise RuntimeError("stamp record size differs between Python and the built library")
+        if design not in DESIGNS:
+            raise ValueError(f"unknown chain-kernel design {design!r} (known: {', '.join(DESIGNS)})")
+        self.design, self.code = design, DESIGNS[design]
+        if design == "static2x1":
+            check_pairs(k.order, k.tiles_m, k.tiles_n)
         self.device, self.trace, self.timeout_ns = device, trace, int(timeout_ns)
         with cp.cuda.Device(device):
             sms = int(cp.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"])
             self.grid = min(grid or sms, sms, k.tiles)
+            if self.code:  # static designs: every CTA resident at once, whole clusters
+                resident = int(self.lib.ctahw_chain_resident_ctas(self.code, device))
+                if resident <= 0:
+                    raise RuntimeError(f"{design}: could not query how many CTAs can be resident")
+                self.grid = min(self.grid, resident)
+                if design == "static2x1":
+                    self.grid -= self.grid % 2
             self.x = cp.empty((self.layers + 1, self.m, self.h), dtype=cp.uint16)
             self.x[0] = x
             self.w = cp.stack([cp.asarray(w) for w in weights])
@@ -142,7 +177,7 @@ class ChainRunner:
         with self.cp.cuda.Device(self.device):
             rc = self.lib.ctahw_chain_gemm(self.x.data.ptr, self.w.data.ptr, self.m, self.h,
                                            desc.ctypes.data_as(ctypes.c_void_p), len(DESC_FIELDS),
-                                           1 if self.trace else 0, self.device, s.ptr)
+                                           1 if self.trace else 0, self.code, self.device, s.ptr)
         if rc != 0:
             raise RuntimeError(f"{self.k.name}: launch failed: {self.lib.ctahw_chain_status_string(rc).decode()}")
         self.epoch += 1
@@ -150,12 +185,12 @@ class ChainRunner:
 
     def check_errors(self) -> None:
         """Raise the ProtocolError the kernel recorded, if any, then check the ticket count (call after the GPU
-        finished): every run takes exactly num_tiles + grid tickets."""
+        finished): every run of the tickets design takes exactly num_tiles + grid tickets; the static designs none."""
         e = parse_error(self.error.get(), self.k.name)
         if e is not None:
             raise e
         got = int(self.ticket.get()[0])
-        want = self.runs * (self.k.tiles + self.grid)
+        want = self.runs * (self.k.tiles + self.grid) if self.code == DESIGNS["tickets"] else 0
         if got != want:
             raise RuntimeError(f"{self.k.name}: ticket counter {got} after {self.runs} run(s), expected {want}")
 

@@ -22,7 +22,8 @@ What runs today:
 * ``ctapipe`` with ``gpus = 1`` (intra-GPU CTA-pipelining): the chain kernel (:mod:`ctahw.chain`) on GPU 0, every
   layer of a square chain in one persistent kernel, in the order of ctasim's plan; checked once against the fp32
   chain (poisoned outputs), timed by the same harness, plus one traced run whose trace is kept (the ticket count
-  and error record checked after every run).
+  and error record checked after every run); tile_source 'queue' runs the tickets design, 'static' the static
+  order with 2x1 clusters (:func:`chain_design`).
 * Everything else is a ``skipped`` row with its reason: a strategy that needs more GPUs than the machine has; an
   epilogue with no fused kernel; a multi-GPU strategy on a workload its kernels do not run (more than 2 layers,
   K != N, epilogue or row-wise ops); hybrid.
@@ -44,7 +45,8 @@ from ctasim.results import COLUMNS
 from ctasim.spec import Experiment, Strategy
 from ctasim.strategies import gpus_needed
 
-__all__ = ["RunConfig", "plan_runs", "reason_for", "run", "sweep_rows", "microbatch_chunks", "SPEC_KINDS", "SWEEP_KINDS"]
+__all__ = ["RunConfig", "plan_runs", "reason_for", "run", "sweep_rows", "microbatch_chunks", "chain_design", "SPEC_KINDS",
+           "SWEEP_KINDS"]
 
 SPEC_KINDS = ("sequential", "microbatch", "tp", "ctapipe")
 """Strategy kinds ``ctahw run EXPERIMENT`` measures from a spec; others are skipped rows with their reason."""
@@ -266,7 +268,8 @@ def _chain(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, time
     x = data.rand(0, (layers[0].m, layers[0].k), salt=11)
     ws = [data.rand(0, (l.n, l.k), 1 / math.sqrt(l.k), salt=12 + i) for i, l in enumerate(layers)]
     s0 = timed.compute[0]
-    runner = ChainRunner(plan, x, ws, device=0)
+    design = chain_design(strategy, layers[0].tiles_m)
+    runner = ChainRunner(plan, x, ws, device=0, design=design)
     poison(runner.x[1:])
     runner.launch(stream=s0)
     s0.synchronize()
@@ -283,16 +286,25 @@ def _chain(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, time
     runner.check_errors()
     tm = summarize(samples)
     del runner
-    traced = ChainRunner(plan, x, ws, device=0, trace=True)
+    traced = ChainRunner(plan, x, ws, device=0, trace=True, design=design)
     tr_ms, _ = timed.run(lambda t: (t.part("compute", 0, s0, lambda: traced.launch(stream=s0)), [(s0, 0)])[1])
     traced.check_errors()
     tr = traced.read_trace({"case": case.label, "strategy": strategy.label, "variant": "chain", "run": 0,
-                            "makespan_ms": tr_ms})
+                            "makespan_ms": tr_ms, "design": design, "grid": traced.grid})
     traces[f"{case.label}:chain:run0"] = tr
-    log(f"  {case.label}: chain kernel {tm.median_ms:.4f} ms (traced {tr_ms:.4f}), rel err {rel:.2e}")
+    log(f"  {case.label}: chain kernel ({design}, grid {traced.grid}) {tm.median_ms:.4f} ms (traced {tr_ms:.4f}), "
+        f"rel err {rel:.2e}")
     del traced
     return {"makespan_ms": tm.median_ms, "rel_err": rel, "ok": rel <= REL_TOL_BF16,
-            "samples_ms": ";".join(f"{v:.5f}" for v in samples), "trace_median_ms": tr_ms}
+            "samples_ms": ";".join(f"{v:.5f}" for v in samples), "trace_median_ms": tr_ms, "design": design}
+
+
+def chain_design(strategy: Strategy, tiles_m: int) -> str:
+    """The chain kernel's design for ``strategy`` (ctahw.chain.DESIGNS): tickets for tile_source 'queue'; a static
+    order for 'static', with 2x1 clusters (W multicast) where the row-blocks pair up (an even count)."""
+    if strategy.tile_source != "static":
+        return "tickets"
+    return "static2x1" if tiles_m % 2 == 0 else "static"
 
 
 def _sequential(case: Case, cfg: RunConfig, timed, gemm, log: Callable[[str], None]) -> dict:

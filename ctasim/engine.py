@@ -372,7 +372,8 @@ class _Run:
         A CTA takes its first ticket when the kernel's CTAs start and each further one when its current tile
         starts computing (the scheduler warp runs one tile ahead); the wait for the inputs overlaps that tile.
         A tile holds its CTA ``chain_signal_ns`` after its compute (stores complete, then the release) and
-        signals its row-block counter then. Durations are indexed by ticket."""
+        signals its row-block counter then. Durations are indexed by ticket. ``Kernel.chain_static``: CTA ``w`` runs
+        order entries ``w, w + W, ...`` instead (the static design; all CTAs resident)."""
         env = self.env
         per = k.tiles_m * k.tiles_n
         tiles_n, tiles_m, order = k.tiles_n, k.tiles_m, self.orders[k.id]
@@ -394,8 +395,10 @@ class _Run:
             state["next"] = i + 1
             return i
 
+        static = k.chain_static
+
         def worker(w: int):
-            i = take()
+            i = w if static else take()
             while i < k.tiles:
                 t_start = env.now
                 tile = order[i]
@@ -410,7 +413,8 @@ class _Run:
                         yield ev
                     t_ready = visible[dep]
                 t_acquire = env.now
-                nxt = take()  # the scheduler warp takes the next ticket as this tile starts
+                # tickets: the scheduler warp takes the next ticket as this tile starts; static: CTA w's next entry
+                nxt = i + n_workers if static else take()
                 dur = durations[i] * (slow if t_acquire >= slow_from else 1.0)
                 t_ce = t_acquire + dur
                 yield env.timeout(dur + hold)

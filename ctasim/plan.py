@@ -83,6 +83,7 @@ class Kernel(Op):
     outbound: int = -1  # Pipe id this kernel produces into, or -1
     chain_layers: int = 1  # source "chain": layers layer .. layer + chain_layers - 1 in this one kernel
     chain_signal_ns: float = 0.0  # source "chain": Hardware.local_signal_ns
+    chain_static: bool = False  # source "chain": CTA w runs order[w], order[w + slots], ... (else tickets)
 
     @property
     def tiles(self) -> int:

@@ -342,8 +342,9 @@ class Strategy:
     gpus: int = _f(
         "ctapipe: GPUs the layers are placed on (layer i on GPU i mod gpus); 0: one GPU per layer. 1: intra-GPU "
         "CTA-pipelining, every layer in one persistent kernel on GPU 0 (the chain kernel: tiles taken in one "
-        "topological order by tickets, a tile waiting for its row-block of the layer before; layers of one "
-        "square shape, tile_source and persistent do not apply). 1 < gpus < layers is not modelled yet", 0)
+        "topological order, by tickets (tile_source 'queue') or CTA by CTA (tile_source 'static'), a tile waiting "
+        "for its row-block of the layer before; layers of one square shape; persistent does not apply). "
+        "1 < gpus < layers is not modelled yet", 0)
 
     @property
     def label(self) -> str:

@@ -190,3 +190,49 @@ def test_measured_chain_trace_is_parsed_and_checked():
     per = k.tiles_m * k.tiles_n
     stamps[per, 1] = stamps[:, 0].min()
     assert any(v.check == "deps_visible" for v in find_violations(parse_chain_trace(plan, stamps), plan, 32.0))
+
+
+def test_static_design_runs_cta_by_cta():
+    s = Strategy(kind="ctapipe", gpus=1, tile_source="static")
+    plan = ctapipe.build_chain(s, _wl(3072), HW, "m=3072")
+    k = plan.kernels()[0]
+    assert k.chain_static and plan.params["tile_source"] == "static"
+    tr = simulate(plan, HW)
+    check_trace(tr, plan)
+    t = tr.tiles.sort_values("slot")  # the slot column holds the order index
+    assert (t["cta"].to_numpy() == t["slot"].to_numpy() % 132).all()  # CTA w runs entries w, w + 132, ...
+    tickets = simulate(_plan(3072), HW).tiles.sort_values("slot")
+    assert not (tickets["cta"].to_numpy() == tickets["slot"].to_numpy() % 132).all()
+
+
+def test_column_pairs_of_a_2x1_cluster_order():
+    from ctahw.chain import check_pairs
+
+    check_pairs(chain_order(2, 8, 4), 8, 4)  # groups of 8 row-blocks, column by column: pairs share a column
+    with pytest.raises(ValueError, match="not one layer's column pair"):
+        check_pairs(np.arange(2 * 8 * 4), 8, 4)  # row order: a pair shares a row-block, not a column
+    with pytest.raises(ValueError, match="even number"):
+        check_pairs(np.arange(5), 5, 1)
+
+
+def test_chain_design_follows_the_tile_source():
+    from ctahw.experiment import chain_design
+
+    assert chain_design(Strategy(kind="ctapipe", gpus=1), 24) == "tickets"
+    assert chain_design(Strategy(kind="ctapipe", gpus=1, tile_source="static"), 24) == "static2x1"
+    assert chain_design(Strategy(kind="ctapipe", gpus=1, tile_source="static"), 5) == "static"
+
+
+def test_one_gpu_ctapipe_is_judged_as_its_own_kind():
+    import pandas as pd
+
+    from ctasim import accuracy
+
+    root = "bench/results/hw/2026-12-01-chain-1gpu/registered/reg3-intragpu/results.csv"
+    from pathlib import Path
+
+    top = Path(__file__).resolve().parent.parent
+    pred = pd.read_csv(top / "bench/predictions/reg3-intragpu/predictions.csv")
+    meas = pd.read_csv(top / root)
+    kinds = set(accuracy.summary(accuracy.judge(pred, meas))["kind"])
+    assert accuracy.ONE_GPU_CTAPIPE in kinds and "ctapipe" not in kinds  # advise's multi-GPU trust reads "ctapipe"

@@ -205,6 +205,9 @@ class CtaPipeScheduler : public cutlass::gemm::kernel::detail::PersistentTileSch
     if (deferred_) {
       const int cta = ctapipe::cta_linear();
       tile_ = reinterpret_cast<volatile int*>(pipe_.cta_tile)[cta];
+      // The leader's pop / wait fenced the async proxy for the leader CTA only: each CTA of the cluster fences it
+      // again after the cluster barrier, before its own TMA loads (docs/protocol.md: the cluster-partner mutant).
+      ctapipe::fence_proxy_async_global();
       if constexpr (Trace) {
         if (threadIdx.x == 0) {
           slot_ = reinterpret_cast<volatile int*>(pipe_.cta_tile)[pipe_.num_tiles + cta];

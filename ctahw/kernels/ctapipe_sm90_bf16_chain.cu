@@ -284,9 +284,11 @@ class ChainScheduler : public cutlass::gemm::kernel::detail::PersistentTileSched
     return {r / chain().tiles_n, r % chain().tiles_n, g / pl, true};
   }
 
-  // The MMA/epilogue threads, right after the epilogue issued the tile's TMA stores.
-  CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) {
-    const chain::Params& c = chain();
+  CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) { finish(chain(), work); }
+
+ public:
+  // The MMA/epilogue threads, right after the epilogue issued the tile's TMA stores (both designs).
+  CUTLASS_DEVICE static void finish(chain::Params const& c, WorkTileInfo const& work) {
     const int g = work.L_idx * c.tiles_m * c.tiles_n + work.M_idx * c.tiles_n + work.N_idx;
     const bool leader = threadIdx.x == kThreadsPerWarpGroup;
     unsigned long long* s = nullptr;
@@ -309,6 +311,8 @@ class ChainScheduler : public cutlass::gemm::kernel::detail::PersistentTileSched
       }
     }
   }
+
+ private:
 
   // The thread that took the ticket: kStampStart = the tile's ticket taken, kStampAcquire (set by
   // stamp_compute_start) = the MMA warp groups begin it; the slot word holds the time its inputs were visible
@@ -333,6 +337,160 @@ class ChainScheduler : public cutlass::gemm::kernel::detail::PersistentTileSched
   CLCResponse* data_ = nullptr;
 };
 
+// The static design: CUTLASS's static-persistent path (no scheduler warp): CTA i runs order[i], order[i + grid],
+// ... (every role computes the sequence itself), so a 2x1 cluster's CTAs take consecutive order entries -- a pair
+// of row-blocks of one column, sharing W by multicast. Only the mainloop load warp waits for a tile's inputs (it
+// issues the tile's TMA loads, so it runs the acquire and the proxy fence itself); the MMA warps follow it through
+// the mainloop's shared-memory pipeline. Deadlock freedom needs every CTA resident at once (the launcher sizes the
+// grid by cudaOccupancyMaxActiveClusters): the smallest unfinished order index then has its inputs finished and a
+// running CTA, whose earlier tiles need nothing from it; a cluster's two tiles are of one layer, so neither waits
+// on the other. After any recorded error every wait is skipped (the kernel drains; the host raises).
+template <bool Trace, int CM>
+struct ChainStaticTag {};
+
+template <bool Trace, int CM>
+class ChainStaticScheduler : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90 {
+  using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90;
+
+ public:
+  using WorkTileInfo = typename Base::WorkTileInfo;
+  using Arguments = typename ChainScheduler<Trace>::Arguments;
+  using Params = typename ChainScheduler<Trace>::Params;
+
+  template <class ProblemShapeMNKL, class TileShape, class ClusterShape>
+  static Params to_underlying_arguments(ProblemShapeMNKL problem_shape_mnkl, TileShape tile_shape,
+                                        ClusterShape cluster_shape, cutlass::KernelHardwareInfo const& hw_info,
+                                        Arguments const& args, void* workspace = nullptr,
+                                        const uint32_t epilogue_subtile = 1, uint32_t ktile_align = 1u) {
+    return ChainScheduler<Trace>::to_underlying_arguments(problem_shape_mnkl, tile_shape, cluster_shape, hw_info,
+                                                          args, workspace, epilogue_subtile, ktile_align);
+  }
+  CUTLASS_HOST_DEVICE static bool can_implement(Arguments const& args) {
+    return args.chain.num_tiles > 0 && args.chain.grid > 0 && args.chain.grid % CM == 0 &&
+           args.chain.num_tiles % CM == 0;
+  }
+  template <class ProblemShapeMNKL, class BlockShape, class ClusterShape>
+  CUTLASS_HOST_DEVICE static dim3 get_grid_shape(Params const& params, ProblemShapeMNKL, BlockShape, ClusterShape,
+                                                 cutlass::KernelHardwareInfo, Arguments = Arguments{},
+                                                 bool = true) {
+    return dim3(static_cast<unsigned>(params.chain.grid), 1, 1);
+  }
+
+  CUTLASS_DEVICE explicit ChainStaticScheduler(Params const& params) : Base(params), pp_(&params.chain) {
+#if defined(__CUDA_ARCH__)
+    next_ = static_cast<int>(blockIdx.x);
+    tile_ = take();
+#endif
+  }
+
+  template <class ClusterShape>
+  CUTLASS_DEVICE WorkTileInfo initial_work_tile_info(ClusterShape) {
+#if defined(__CUDA_ARCH__)
+    if (threadIdx.x < 32) wait_inputs(tile_);
+    if constexpr (Trace) stamp_compute_start(tile_);
+#endif
+    return to_work(tile_);
+  }
+
+  template <class TileSchedulerPipeline, class TileSchedulerPipelineState>
+  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo work, TileSchedulerPipeline&, TileSchedulerPipelineState) {
+    int tile = -1;
+#if defined(__CUDA_ARCH__)
+    if (work.is_valid()) {
+      if (threadIdx.x >= kThreadsPerWarpGroup) finish_tile(work);
+      tile = take();
+      if (threadIdx.x < 32) wait_inputs(tile);
+      if constexpr (Trace) stamp_compute_start(tile);
+    }
+#endif
+    return cute::make_tuple(to_work(tile), true);
+  }
+
+  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo) {
+    return cute::make_tuple(WorkTileInfo::invalid_work_tile(), true);
+  }
+
+  CUTLASS_DEVICE bool is_last_tile(WorkTileInfo&, uint32_t = 1) const { return false; }
+
+  template <class FrgTensorC>
+  CUTLASS_DEVICE static void fixup(Params const& params, WorkTileInfo const& work, FrgTensorC& a, uint32_t x,
+                                   uint32_t y) {
+    ChainScheduler<Trace>::fixup(params, work, a, x, y);
+  }
+
+ private:
+  CUTLASS_DEVICE chain::Params const& chain() const { return *pp_; }
+
+  CUTLASS_DEVICE int take() {
+    const int t = next_ < chain().num_tiles ? chain().order[next_] : -1;
+    next_ += chain().grid;
+    return t;
+  }
+
+  CUTLASS_DEVICE WorkTileInfo to_work(int g) const {
+    if (g < 0) return WorkTileInfo::invalid_work_tile();
+    const int pl = per_layer(chain()), r = g % pl;
+    return {r / chain().tiles_n, r % chain().tiles_n, g / pl, true};
+  }
+
+  // The mainloop load warp, before it issues tile g's loads: lane 0 waits (bounded) until g's row-block of the
+  // layer before is complete; then every lane fences the async proxy (the TMA-issuing lane among them).
+  CUTLASS_DEVICE void wait_inputs(int g) {
+    const chain::Params& c = chain();
+    if (g < 0 || !c.protocol || g / per_layer(c) == 0) return;
+    if (threadIdx.x == 0) {
+      unsigned long long t_taken = 0;
+      if constexpr (Trace) t_taken = ctapipe::now_ns();
+      const int dep = (g / per_layer(c) - 1) * c.tiles_m + (g % per_layer(c)) / c.tiles_n;
+      const unsigned target = c.epoch * static_cast<unsigned>(c.tiles_n);
+      const unsigned long long deadline = ctapipe::now_ns() + static_cast<unsigned long long>(c.timeout_ns);
+      unsigned sleep_ns = 32;
+      for (;;) {
+        const unsigned v = ctapipe::ld_acquire_gpu_u32(c.counters + dep);
+        if (v == target) break;
+        if (v > target) {
+          ctapipe::record_error_at(c.error, c.epoch, ctapipe::kCounterOverrun, dep, v);
+          break;
+        }
+        if (*reinterpret_cast<volatile int*>(c.error) != 0) break;  // another CTA failed: drain
+        if (ctapipe::now_ns() > deadline) {
+          ctapipe::record_error_at(c.error, c.epoch, ctapipe::kWaitTimeout, dep, v);
+          break;
+        }
+        __nanosleep(sleep_ns);
+        if (sleep_ns < 256) sleep_ns *= 2;
+      }
+      if constexpr (Trace) {
+        unsigned long long* s = c.stamps + static_cast<size_t>(g) * ctapipe::kTileStampWords;
+        s[ctapipe::kStampStart] = t_taken;
+        s[ctapipe::kStampSlot] = ctapipe::now_ns();
+      }
+    }
+    __syncwarp();
+    ctapipe::fence_proxy_async_global();
+  }
+
+  // Layer-0 tiles (no wait) and every tile's place: the first MMA thread, when the MMA warp groups begin it.
+  CUTLASS_DEVICE void stamp_compute_start(int g) {
+    if (g < 0 || threadIdx.x != kThreadsPerWarpGroup) return;
+    const chain::Params& c = chain();
+    unsigned long long* s = c.stamps + static_cast<size_t>(g) * ctapipe::kTileStampWords;
+    const unsigned long long t = ctapipe::now_ns();
+    s[ctapipe::kStampAcquire] = t;
+    s[ctapipe::kStampWhere] = (static_cast<unsigned long long>(ctapipe::smid()) << 32) | static_cast<unsigned>(blockIdx.x);
+    if (g / per_layer(c) == 0 || !c.protocol) {
+      s[ctapipe::kStampStart] = t;
+      s[ctapipe::kStampSlot] = t;
+    }
+  }
+
+  CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) { ChainScheduler<Trace>::finish(chain(), work); }
+
+  chain::Params const* pp_ = nullptr;
+  int next_ = 0;
+  int tile_ = -1;
+};
+
 }  // namespace ctahw::chain
 
 namespace cutlass::gemm::kernel::detail {
@@ -341,6 +499,12 @@ struct TileSchedulerSelector<ctahw::chain::ChainTag<Trace>, ArchTag, TileShape, 
                              ProblemShapeType> {
   using Scheduler = ctahw::chain::ChainScheduler<Trace>;
 };
+template <bool Trace, int CM, class ArchTag, class TileShape, class ClusterShape, uint32_t Stages,
+          class ProblemShapeType>
+struct TileSchedulerSelector<ctahw::chain::ChainStaticTag<Trace, CM>, ArchTag, TileShape, ClusterShape, Stages,
+                             ProblemShapeType> {
+  using Scheduler = ctahw::chain::ChainStaticScheduler<Trace, CM>;
+};
 }  // namespace cutlass::gemm::kernel::detail
 
 namespace ctahw::chain {
@@ -348,10 +512,15 @@ namespace ctahw::chain {
 using namespace cute;
 namespace cg = ctahw::ctapipe_gemm;
 
+// Designs: 0 = tickets (scheduler warp, cluster 1x1); 1 = static order, 1x1; 2 = static order, 2x1 (W multicast).
+constexpr int kDesigns = 3;
+
+template <int Design>
 struct Config {
-  using ClusterShape = Shape<_1, _1, _1>;
-  using CollectiveEpilogue = typename cg::Config<1, 1>::CollectiveEpilogue;
-  using SchedStorage = typename ChainScheduler<false>::SharedStorage;
+  static constexpr int CM = Design == 2 ? 2 : 1;
+  using ClusterShape = Shape<Int<CM>, _1, _1>;
+  using CollectiveEpilogue = typename cg::Config<CM, 1>::CollectiveEpilogue;
+  using SchedStorage = typename ChainScheduler<false>::SharedStorage;  // carved out for every design (small)
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cg::ElementA, cg::LayoutA, cg::kAlign, cg::ElementB,
       cg::LayoutB, cg::kAlign, cg::ElementAccumulator, cg::TileShape, ClusterShape,
@@ -359,8 +528,9 @@ struct Config {
           sizeof(typename CollectiveEpilogue::SharedStorage) + sizeof(SchedStorage))>,
       cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
   template <bool Trace>
-  using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, CollectiveMainloop,
-                                                      CollectiveEpilogue, ChainTag<Trace>>;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<
+      Shape<int, int, int, int>, CollectiveMainloop, CollectiveEpilogue,
+      cute::conditional_t<Design == 0, ChainTag<Trace>, ChainStaticTag<Trace, CM>>>;
   template <bool Trace>
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel<Trace>>;
 };
@@ -377,14 +547,57 @@ inline int check_desc(const Params& p, int trace, int m, int h, int sm_count) {
   return 0;
 }
 
-template <bool Trace>
+// CTAs of design `Design` that can be resident at once on `device` (clusters x cluster size), 0 if unknown. The
+// static designs are deadlock-free only with every CTA resident, so their grid must not exceed this.
+template <int Design>
+int resident_ctas(int device) {
+  using K = typename Config<Design>::template Kernel<false>;
+  void const* fn = reinterpret_cast<void const*>(cutlass::device_kernel<K>);
+  int prev = 0;
+  if (cudaGetDevice(&prev) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) return 0;
+  int n = 0;
+  if (cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(K::SharedStorageSize)) == cudaSuccess) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(Config<Design>::CM, 1, 1);
+    cfg.blockDim = dim3(K::MaxThreadsPerBlock, 1, 1);
+    cfg.dynamicSmemBytes = K::SharedStorageSize;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = Config<Design>::CM;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    if (cudaOccupancyMaxActiveClusters(&n, fn, &cfg) != cudaSuccess) n = 0;
+  }
+  cudaGetLastError();
+  cudaSetDevice(prev);
+  return n * Config<Design>::CM;
+}
+
+inline int resident(int design, int device) {
+  switch (design) {
+    case 0: return resident_ctas<0>(device);
+    case 1: return resident_ctas<1>(device);
+    case 2: return resident_ctas<2>(device);
+    default: return 0;
+  }
+}
+
+template <int Design, bool Trace>
 int run(void* x, const void* w, int m, int h, const Params& chain, int device, cudaStream_t stream) {
-  using Gemm = typename Config::template Gemm<Trace>;
+  using Gemm = typename Config<Design>::template Gemm<Trace>;
   using K = typename Gemm::GemmKernel;
   cutlass::KernelHardwareInfo hw;
   hw.device_id = device;
   hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(device);
   if (int c = check_desc(chain, Trace ? 1 : 0, m, h, hw.sm_count)) return c;
+  if (Design != 0) {  // static order: every CTA resident, whole clusters, a cluster's tiles in one layer
+    const int cm = Config<Design>::CM;
+    const int res = resident_ctas<Design>(device);
+    if (res <= 0 || chain.grid > res) return -2004;
+    if (chain.grid % cm || (chain.tiles_m * chain.tiles_n) % cm) return -2002;
+  }
   const int L = chain.layers;
   auto sa = cutlass::make_cute_packed_stride(typename K::StrideA{}, make_shape(m, h, L));
   auto sb = cutlass::make_cute_packed_stride(typename K::StrideB{}, make_shape(h, h, L));
@@ -402,14 +615,15 @@ int run(void* x, const void* w, int m, int h, const Params& chain, int device, c
   return ctahw::launch::can_initialize_run(gemm, args, nullptr, stream);
 }
 
+template <int Design>
 int describe(char* buf, int len) {
-  using C = Config;
+  using C = Config<Design>;
   return snprintf(buf, static_cast<size_t>(len),
-                  "cutlass=%d.%d.%d kernel=sm90_tma_ws_cooperative_ctapipe_chain dtype=bf16 layout=TN "
-                  "tile=%dx%dx%d cluster=1x1x1 stages=%d sched_stages=%d threads=%d smem_bytes=%d",
-                  CUTLASS_MAJOR, CUTLASS_MINOR, CUTLASS_PATCH, int(size<0>(cg::TileShape{})),
-                  int(size<1>(cg::TileShape{})), int(size<2>(cg::TileShape{})),
-                  int(C::CollectiveMainloop::DispatchPolicy::Stages), kSchedStages,
+                  "cutlass=%d.%d.%d kernel=sm90_tma_ws_cooperative_ctapipe_chain_%s dtype=bf16 layout=TN "
+                  "tile=%dx%dx%d cluster=%dx1x1 stages=%d sched_stages=%d threads=%d smem_bytes=%d",
+                  CUTLASS_MAJOR, CUTLASS_MINOR, CUTLASS_PATCH, Design == 0 ? "tickets" : "static",
+                  int(size<0>(cg::TileShape{})), int(size<1>(cg::TileShape{})), int(size<2>(cg::TileShape{})), C::CM,
+                  int(C::CollectiveMainloop::DispatchPolicy::Stages), Design == 0 ? kSchedStages : 0,
                   int(C::template Kernel<false>::MaxThreadsPerBlock),
                   int(C::template Kernel<false>::SharedStorageSize));
 }
@@ -420,20 +634,40 @@ namespace ch = ctahw::chain;
 
 extern "C" {
 
-int ctahw_chain_abi_version() { return 1; }
+int ctahw_chain_abi_version() { return 2; }  // 2: designs (tickets; static 1x1; static 2x1)
 int ctahw_chain_desc_fields() { return ch::kDescFields; }
 const char* ctahw_chain_desc_names() { return ch::kDescNames; }
 int ctahw_chain_tile_stamp_words() { return ctapipe::kTileStampWords; }
-int ctahw_chain_describe(char* buf, int len) { return ch::describe(buf, len); }
+int ctahw_chain_designs() { return ch::kDesigns; }
 
-// X: [layers + 1][m][h] bf16 (X[0] the input; layer l writes X[l+1]); W: [layers][h][h] bf16.
-int ctahw_chain_gemm(void* x, const void* w, int m, int h, const long long* desc, int ndesc, int trace, int device,
-                     cudaStream_t stream) {
-  if (ndesc != ch::kDescFields) return -2002;
-  const ch::Params p = ch::from_desc(desc);
-  return trace ? ch::run<true>(x, w, m, h, p, device, stream) : ch::run<false>(x, w, m, h, p, device, stream);
+int ctahw_chain_describe(int design, char* buf, int len) {
+  switch (design) {
+    case 0: return ch::describe<0>(buf, len);
+    case 1: return ch::describe<1>(buf, len);
+    case 2: return ch::describe<2>(buf, len);
+    default: return -2003;
+  }
 }
 
-const char* ctahw_chain_status_string(int code) { return ctahw::ctapipe_gemm::status_string(code); }
+// CTAs of `design` resident at once on `device` (the static designs' grid limit), 0 if unknown.
+int ctahw_chain_resident_ctas(int design, int device) { return ch::resident(design, device); }
+
+// X: [layers + 1][m][h] bf16 (X[0] the input; layer l writes X[l+1]); W: [layers][h][h] bf16.
+int ctahw_chain_gemm(void* x, const void* w, int m, int h, const long long* desc, int ndesc, int trace, int design,
+                     int device, cudaStream_t stream) {
+  if (ndesc != ch::kDescFields) return -2002;
+  const ch::Params p = ch::from_desc(desc);
+  switch (design) {
+    case 0: return trace ? ch::run<0, true>(x, w, m, h, p, device, stream) : ch::run<0, false>(x, w, m, h, p, device, stream);
+    case 1: return trace ? ch::run<1, true>(x, w, m, h, p, device, stream) : ch::run<1, false>(x, w, m, h, p, device, stream);
+    case 2: return trace ? ch::run<2, true>(x, w, m, h, p, device, stream) : ch::run<2, false>(x, w, m, h, p, device, stream);
+    default: return -2003;
+  }
+}
+
+const char* ctahw_chain_status_string(int code) {
+  if (code == -2004) return "the static chain kernel's grid exceeds the CTAs that can be resident at once (deadlock)";
+  return ctahw::ctapipe_gemm::status_string(code);
+}
 
 }  // extern "C"

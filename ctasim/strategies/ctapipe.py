@@ -9,7 +9,9 @@ separate kernel.
 
 With ``Strategy.gpus = 1`` every layer runs in one persistent kernel on GPU 0 (intra-GPU CTA-pipelining, the
 chain kernel of ctahw): its CTAs take the chain's tiles in one topological order (:func:`ctasim.plan.chain_order`)
-by tickets, the next ticket while the current tile computes, and a tile of layer l > 0 waits until its row-block
+by tickets, the next ticket while the current tile computes (``tile_source = "queue"``, the default), or CTA w
+takes entries w, w + W, ... (``"static"``; ctahw then runs 2x1 clusters where the row-blocks pair up, a hardware
+detail this model does not see), and a tile of layer l > 0 waits until its row-block
 of layer l - 1 is complete; a producer tile holds its CTA ``Hardware.local_signal_ns`` after its compute (stores
 complete, GPU-scope release). The next layer's tiles so fill the previous layer's last partial wave. Left out
 there: the layers' epilogue and row-wise ops (the kernel runs square chains without them), and any L2 effect of
@@ -128,10 +130,13 @@ def build_chain(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pl
     if why:
         raise ValueError(why)
     layer = wl.layers[0]
-    plan = Plan(strategy.label, case, 1, params={"gpus": 1, "order": f"chain_group{CHAIN_ROW_GROUP}"})
+    static = strategy.tile_source == "static"
+    plan = Plan(strategy.label, case, 1, params={"gpus": 1, "order": f"chain_group{CHAIN_ROW_GROUP}",
+                                                 "tile_source": "static" if static else "tickets"})
     k = add_gemm(plan, hw, wl, 0, layer, 0, start_ns=hw.launch_ns, source="chain", persistent=True,
                  name=f"ctapipe chain L0-{len(wl.layers) - 1} gpu0")
     k.chain_layers = len(wl.layers)
     k.chain_signal_ns = hw.local_signal_ns
+    k.chain_static = static
     k.order = chain_order(len(wl.layers), layer.tiles_m, layer.tiles_n)
     return plan

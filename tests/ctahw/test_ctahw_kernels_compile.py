@@ -61,13 +61,21 @@ def test_kernel_source_compiles_and_exports_its_launchers(name):
         names = tuple(n for n in cdll.ctahw_chain_desc_names().decode().split(",") if n)
         assert names == CHAIN_FIELDS and cdll.ctahw_chain_desc_fields() == len(CHAIN_FIELDS)
         assert cdll.ctahw_chain_tile_stamp_words() == TILE_STAMP_WORDS
+        from ctahw.chain import DESIGNS
+
         buf = ctypes.create_string_buffer(512)
-        assert cdll.ctahw_chain_describe(buf, 512) > 0
-        text = buf.value.decode()
-        assert "ctapipe_chain" in text and "tile=128x256x64" in text and "cluster=1x1x1" in text
+        assert cdll.ctahw_chain_designs() == len(DESIGNS)
+        for design, code in DESIGNS.items():
+            assert cdll.ctahw_chain_describe(code, buf, 512) > 0
+            text = buf.value.decode()
+            cluster = "2x1x1" if design == "static2x1" else "1x1x1"
+            kind = "tickets" if design == "tickets" else "static"
+            assert f"ctapipe_chain_{kind}" in text and "tile=128x256x64" in text and f"cluster={cluster}" in text
+        assert cdll.ctahw_chain_describe(len(DESIGNS), buf, 512) == -2003
         desc = (ctypes.c_longlong * len(CHAIN_FIELDS))()  # all zero: refused before any GPU work
-        assert cdll.ctahw_chain_gemm(None, None, 256, 256, desc, len(CHAIN_FIELDS), 0, 0, None) == -2002
-        assert cdll.ctahw_chain_gemm(None, None, 256, 256, desc, len(CHAIN_FIELDS) - 1, 0, 0, None) == -2002
+        assert cdll.ctahw_chain_gemm(None, None, 256, 256, desc, len(CHAIN_FIELDS), 0, 0, 0, None) == -2002
+        assert cdll.ctahw_chain_gemm(None, None, 256, 256, desc, len(CHAIN_FIELDS) - 1, 0, 0, 0, None) == -2002
+        assert cdll.ctahw_chain_gemm(None, None, 256, 256, desc, len(CHAIN_FIELDS), 0, 9, 0, None) == -2003
         assert "C7510" not in (path.parent / "manifest.json").read_text()
     elif name.startswith("ctapipe_sm90_bf16"):
         from ctahw.runner import CLUSTERS, DESC_FIELDS, LIBRARY_OF_CLUSTER, TILE_STAMP_WORDS

@@ -46,11 +46,14 @@ def _err(cp, runner, x, ws):
     return output_error(cp, runner.out, reference_chain(cp, x, ws, 0), 0)
 
 
+@pytest.mark.parametrize("design", ["tickets", "static", "static2x1"])
 @pytest.mark.parametrize("m,layers,h", [(1024, 2, 2048), (3072, 4, 2048), (640, 3, 1024), (1024, 1, 8192)])
-def test_chain_kernel_matches_fp32_chain(cp, m, layers, h):
+def test_chain_kernel_matches_fp32_chain(cp, m, layers, h, design):
     from ctahw.device import REL_TOL_BF16, poison
 
-    r, x, ws = _setup(cp, m, layers, h)
+    if design == "static2x1" and (m // 128) % 2:
+        pytest.skip("2x1 clusters pair row-blocks: needs an even count")
+    r, x, ws = _setup(cp, m, layers, h, design=design)
     poison(r.x[1:])
     r.launch()
     r.stream.synchronize()
@@ -58,11 +61,12 @@ def test_chain_kernel_matches_fp32_chain(cp, m, layers, h):
     assert _err(cp, r, x, ws) <= REL_TOL_BF16
 
 
-def test_chain_kernel_back_to_back_and_traced(cp):
+@pytest.mark.parametrize("design", ["tickets", "static2x1"])
+def test_chain_kernel_back_to_back_and_traced(cp, design):
     from ctahw.device import REL_TOL_BF16, poison
     from ctasim.invariants import check_trace
 
-    r, x, ws = _setup(cp, 1024, 3)
+    r, x, ws = _setup(cp, 1024, 3, design=design)
     for _ in range(1000):  # epochs 1..1000, nothing reset: the ticket and counters keep counting
         r.launch()
     r.stream.synchronize()
@@ -73,7 +77,7 @@ def test_chain_kernel_back_to_back_and_traced(cp):
     r.stream.synchronize()
     r.check_errors()
     assert _err(cp, r, x, ws) <= REL_TOL_BF16
-    t, _, _ = _setup(cp, 1024, 3, trace=True)
+    t, _, _ = _setup(cp, 1024, 3, trace=True, design=design)
     t.x[:] = r.x
     t.w[:] = r.w
     t.launch()
@@ -83,13 +87,14 @@ def test_chain_kernel_back_to_back_and_traced(cp):
     check_trace(tr, t.plan, tol_ns=32.0)
 
 
-def test_stalled_row_ends_in_a_reported_timeout(cp):
+@pytest.mark.parametrize("design", ["tickets", "static2x1"])
+def test_stalled_row_ends_in_a_reported_timeout(cp, design):
     import time
 
     from ctahw.device import REL_TOL_BF16, poison
     from ctahw.runner import ProtocolError
 
-    r, x, ws = _setup(cp, 1024, 2, timeout_ns=50_000_000)
+    r, x, ws = _setup(cp, 1024, 2, timeout_ns=50_000_000, design=design)
     t0 = time.perf_counter()
     r.launch(stall_row=0)
     r.stream.synchronize()
@@ -114,3 +119,14 @@ def test_protocol_off_is_the_plain_gemm(cp):
     r.check_errors()
     assert _err(cp, r, x, ws) <= REL_TOL_BF16
     assert int(r.counters.sum()) == 0  # no signals
+
+
+def test_static_grid_is_refused_beyond_residency(cp):
+    r, _, _ = _setup(cp, 1024, 2, design="static2x1")
+    resident = int(r.lib.ctahw_chain_resident_ctas(2, 0))
+    assert 0 < resident <= 132 and r.grid <= resident and r.grid % 2 == 0
+    if resident + 2 > 132:
+        pytest.skip("every SM can hold a CTA of a 2x1 cluster: no grid between residency and the SM count")
+    r.grid = resident + 2  # more CTAs than can be resident: a static order could deadlock, so the launcher refuses
+    with pytest.raises(RuntimeError, match="resident"):
+        r.launch()
