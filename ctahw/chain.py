@@ -212,8 +212,9 @@ class ChainRunner:
 def parse_chain_trace(plan: Plan, stamps: np.ndarray, meta: Mapping | None = None) -> Trace:
     """A measured :class:`Trace` from the chain kernel's stamps (u64 [tiles, TILE_STAMP_WORDS], tile ids of the plan).
 
-    Per tile: t_start = its ticket taken, t_ready = its inputs visible (the wait returned; the ticket time for
-    layer 0), t_acquire = the MMA warp groups begin it, t_compute_end = epilogue math done (TMA stores issued),
+    Per tile: t_start = its ticket taken (static designs: the load warp's wait began), t_ready = its inputs visible
+    (the wait returned; the ticket time for layer 0), t_acquire = the MMA warp groups begin it, or its inputs
+    visible if later, t_compute_end = epilogue math done (TMA stores issued),
     t_store_end = stores complete, t_signal = the release issued; ``t_mainloop_end`` beside. Times in ns since
     the earliest ticket; one row-completion event per (layer, row-block) at its last signal."""
     k = chain_kernel(plan)
@@ -230,6 +231,10 @@ def parse_chain_trace(plan: Plan, stamps: np.ndarray, meta: Mapping | None = Non
     layer, r = np.divmod(g, per)
     row, col = np.divmod(r, k.tiles_n)
     ready = np.where(layer == 0, t[:, 0], ready)
+    # The static designs stamp the MMA warp groups' begin when they take the tile, which can precede the load warp's
+    # wait: their mainloop cannot consume the tile before its loads, issued after the wait. The tile's compute starts
+    # at the later of the two (the tickets design's MMA begin is after the wait anyway).
+    t[:, 1] = np.maximum(t[:, 1], ready)
     tiles = pd.DataFrame({
         "source": "hw", "gpu": k.gpu, "kernel": k.id, "layer": k.layer + layer,
         "cta": (s[:, 6] & np.uint64(0xFFFFFFFF)).astype(np.int64), "sm": (s[:, 6] >> np.uint64(32)).astype(np.int64),
