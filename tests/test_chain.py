@@ -186,9 +186,9 @@ def test_measured_chain_trace_is_parsed_and_checked():
     tr = parse_chain_trace(plan, stamps, {"run": 0})
     assert len(tr.tiles) == k.tiles and tr.meta["run"] == 0
     check_trace(tr, plan, tol_ns=32.0)
-    # a layer-1 tile whose MMA began before its row-block of layer 0 signalled is a violation
+    # a layer-1 tile whose wait returned (and MMA began) before its row-block of layer 0 signalled is a violation
     per = k.tiles_m * k.tiles_n
-    stamps[per, 1] = stamps[:, 0].min()
+    stamps[per, 1] = stamps[per, 7] = stamps[:, 0].min()
     assert any(v.check == "deps_visible" for v in find_violations(parse_chain_trace(plan, stamps), plan, 32.0))
 
 
