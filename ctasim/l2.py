@@ -1,0 +1,303 @@
+"""L2 reuse of a GEMM's operand panels in tile launch order, and the HBM ceiling it puts on each wave.
+
+What is modelled
+    A GEMM ``D[M, N] = A[M, K] @ W[N, K]^T`` is cut into ``tile_m x tile_n`` output tiles. Tile (i, j) reads the
+    A row-panel i (``rows_i * K`` elements) and the W column-panel j (``cols_j * K`` elements). The tiles run in a
+    *launch order* (an array of row-major tile ids; -1 marks a padding slot that holds a CTA but reads nothing,
+    as CUTLASS's swizzle pads the grid) on ``slots`` CTA slots: wave v is positions ``v*slots ... v*slots +
+    slots - 1`` (a persistent grid in step: CTA c runs positions c, c + slots, ...).
+
+    * **Within a wave** every tile streams its panels over K at the same pace, so a panel read by several tiles
+      of the wave comes from HBM at most once (its k-slices are shared while they are hot).
+    * **Across waves** the L2 is an LRU cache of ``l2_bytes * l2_efficiency`` bytes. A panel used in wave w'
+      and next in wave w > w' hits for its k-slice s (s in [0, 1) of K) when the distinct bytes touched between
+      the two uses -- its *reuse distance* -- fit. Wave v touches slice s of its panels at time v + s, so the
+      distance of slice s interpolates linearly from ``D(w', w-1)`` at s = 0 to ``D(w'+1, w)`` at s = 1, where
+      ``D(a, b)`` is the bytes of the distinct panels used in waves a..b. The panel's hit share is the part of
+      s in [0, 1) whose distance is within the capacity; the rest is read from HBM. A panel's first use
+      misses: the first wave runs with a cold L2 (no reuse between kernels).
+    * **Stores**: every tile writes its output (``rows * cols * store_elem_bytes``) to HBM in its wave.
+    * **Wave time** = max(compute + exposed x t_hbm, t_hbm), t_hbm = the wave's HBM bytes / HBM bandwidth: a
+      wave is never faster than its slots' math nor than what it must fetch from HBM, and the share ``exposed``
+      of its HBM time is not hidden behind the math (0: the roofline max(compute, t_hbm)). A kernel is the
+      sum of its waves plus a fixed per-launch cost.
+
+    :func:`cutlass_sm90_order` reproduces the launch order of CUTLASS 4.2's ``PersistentTileSchedulerSm90``
+    (raster order, swizzle, cluster pairing, grid size) exactly; :mod:`ctasim.plan`'s orders (``raster_order``,
+    ``grouped_rows_order``, ``chain_order``) can be passed as they are.
+
+Left out
+    Reuse of panels between kernels (each kernel starts cold) and of D (stores do not occupy the cache and
+    are never read back); the L2's set associativity, hashing and its two partitions (lumped into
+    ``l2_efficiency``); waves drifting apart (tile-time variation, stalls); partial overlap of a wave's loads
+    with the next wave's math (the max() is all or nothing); L2-to-SM bandwidth and the cluster's multicast
+    (which cut L2 reads, not HBM reads); why a share of the HBM time is exposed (latency, bursts of a
+    lockstep wave; one constant stands for it); split-K and stream-K schedules.
+
+Cost: O(tiles + panels x waves + waves^2) with numpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "RASTERS",
+    "WaveTraffic",
+    "cutlass_sm90_log_swizzle",
+    "cutlass_sm90_raster",
+    "cutlass_sm90_grid_ctas",
+    "cutlass_sm90_order",
+    "wave_traffic",
+    "wave_ns",
+    "gemm_ns",
+]
+
+RASTERS = ("heuristic", "along_m", "along_n")
+"""CUTLASS's ``RasterOrderOptions`` by the names ``ctahw.gemm.RASTER_NAMES`` uses (0, 1, 2)."""
+
+_DENSE_CELLS = 1 << 22
+"""Cells of the (wave x wave) distinct-bytes table built at once; a larger table is built in blocks of rows."""
+
+
+# ------------------------------------------------------------------------------------------ CUTLASS's order
+def cutlass_sm90_log_swizzle(blocks_m: int, blocks_n: int, max_swizzle: int) -> int:
+    """``PersistentTileSchedulerSm90Params::get_log_swizzle_size``: the swizzle actually used (log2), smaller
+    than asked when the grid's smaller side (in CTAs, cluster-rounded) is too short for it."""
+    lo = min(blocks_m, blocks_n)
+    if max_swizzle >= 8 and lo >= 6:
+        return 3
+    if max_swizzle >= 4 and lo >= 3:
+        return 2
+    if max_swizzle >= 2 and lo >= 2:
+        return 1
+    return 0
+
+
+def _cutlass_blocks(tiles_m: int, tiles_n: int, swizzle: int, cluster: tuple[int, int]) -> tuple[int, int, int]:
+    cm, cn = cluster
+    bm = -(-tiles_m // cm) * cm  # get_tiled_cta_shape_mnl: round up to the cluster
+    bn = -(-tiles_n // cn) * cn
+    log = cutlass_sm90_log_swizzle(bm, bn, swizzle)
+    s = 1 << log
+    return -(-bm // (s * cm)) * (s * cm), -(-bn // (s * cn)) * (s * cn), log  # round up to swizzle x cluster
+
+
+def cutlass_sm90_raster(tiles_m: int, tiles_n: int, raster: str, swizzle: int = 1,
+                        cluster: tuple[int, int] = (2, 1)) -> str:
+    """``get_rasterization_order``: ``along_m`` or ``along_n``. ``heuristic`` walks along M when the padded grid
+    has more N-tiles than M-tiles, else along N."""
+    if raster not in RASTERS:
+        raise ValueError(f"unknown raster {raster!r}; expected one of {RASTERS}")
+    if raster != "heuristic":
+        return raster
+    bm, bn, _ = _cutlass_blocks(tiles_m, tiles_n, swizzle, cluster)
+    return "along_m" if bn > bm else "along_n"
+
+
+def cutlass_sm90_grid_ctas(tiles_m: int, tiles_n: int, raster: str = "heuristic", swizzle: int = 1,
+                           cluster: tuple[int, int] = (2, 1), sm_count: int = 132, max_sm_per_gpc: int = 18) -> int:
+    """CTAs of the persistent grid (``get_grid_shape`` with ``max_active_clusters`` unset, as ``ctahw``'s kernel
+    launches it): ``get_max_cta_occupancy`` over GPCs of ``max_sm_per_gpc`` SMs, truncated by the problem."""
+    cm, cn = cluster
+    size = cm * cn
+    bm, bn, _ = _cutlass_blocks(tiles_m, tiles_n, swizzle, cluster)
+    total = bm * bn
+    if size == 1:
+        return min(sm_count, total)
+    gpcs = 1 if sm_count < max_sm_per_gpc else sm_count // max_sm_per_gpc
+    per_gpc = max_sm_per_gpc - max_sm_per_gpc % size
+    rest = 0 if sm_count < max_sm_per_gpc else sm_count % max_sm_per_gpc
+    ctas = min(sm_count, gpcs * per_gpc + rest - rest % size)
+    # AlongN: grid (cm, min(ctas/cm, total/cm)); AlongM: (min(ctas/cn, total/cn), cn) -- the same CTA count
+    # whenever the problem does not truncate it.
+    c = cm if cutlass_sm90_raster(tiles_m, tiles_n, raster, swizzle, cluster) == "along_n" else cn
+    return c * min(ctas // c, total // c)
+
+
+def cutlass_sm90_order(tiles_m: int, tiles_n: int, raster: str = "heuristic", swizzle: int = 1,
+                       cluster: tuple[int, int] = (2, 1)) -> np.ndarray:
+    """Row-major tile ids (``i * tiles_n + j``) in the order of the scheduler's linear work index; -1 where the
+    padded grid has a tile outside the problem (the kernel still runs it: its loads fall out of bounds).
+
+    CUTLASS 4.2 ``PersistentTileSchedulerSm90`` (``static_tile_scheduler.hpp``, ``sm90_tile_scheduler.hpp``,
+    ``tile_scheduler_params.h``): CTA c of G starts at linear index c and adds G per tile, so wave v of a
+    G-CTA grid is linear indices v*G ... v*G + G - 1. Index -> tile: the CTA's place in its cluster is the
+    index's remainder by the *minor* cluster side; the cluster id, taken ``2**log_swizzle`` at a time, walks
+    the minor dimension inside a band of that many clusters, then the major dimension, then the next band.
+    ``along_n`` (major = N) walks a band of ``swizzle`` cluster rows (``swizzle * cluster_m`` row-blocks)
+    across all columns, column by column; ``along_m`` walks a band of ``swizzle`` columns down all row-blocks,
+    a cluster's ``cluster_m`` row-blocks of one column together. A cluster of 2x1 always holds row-blocks
+    2r, 2r + 1 of one column (they share W).
+    """
+    if swizzle not in (1, 2, 4, 8):
+        raise ValueError(f"swizzle must be 1, 2, 4 or 8, got {swizzle}")
+    cm, cn = cluster
+    bm, bn, log = _cutlass_blocks(tiles_m, tiles_n, swizzle, cluster)
+    along_n = cutlass_sm90_raster(tiles_m, tiles_n, raster, swizzle, cluster) == "along_n"
+    major, minor = (cn, cm) if along_n else (cm, cn)
+    blk_major = bn // cn if along_n else bm // cm
+    lin = np.arange(bm * bn, dtype=np.int64)
+    minor_off = lin % minor  # block_id_in_cluster along the minor side (preserved: G is a multiple of it)
+    blk = lin // minor
+    cluster_id, major_off = blk // major, blk % major
+    offset = cluster_id & ((1 << log) - 1)
+    extra = cluster_id >> log
+    minor_div_swz, cluster_major = extra // blk_major, extra % blk_major
+    minor_idx = (minor_div_swz * (1 << log) + offset) * minor + minor_off
+    major_idx = cluster_major * major + major_off
+    mi, ni = (minor_idx, major_idx) if along_n else (major_idx, minor_idx)
+    return np.where((mi < tiles_m) & (ni < tiles_n), mi * tiles_n + ni, -1)
+
+
+# ----------------------------------------------------------------------------------------------- traffic
+@dataclass(frozen=True)
+class WaveTraffic:
+    """Per wave (arrays of length ``waves``): what the wave reads and writes, in bytes.
+
+    ``a_hbm`` / ``w_hbm``: A / W panel bytes read from HBM (misses); ``footprint``: distinct panel bytes the
+    wave touches (hits and misses); ``store``: output bytes written; ``tiles``: real tiles (padding excluded).
+    """
+
+    a_hbm: np.ndarray
+    w_hbm: np.ndarray
+    footprint: np.ndarray
+    store: np.ndarray
+    tiles: np.ndarray
+
+    @property
+    def hbm(self) -> np.ndarray:
+        """Bytes each wave moves over HBM: panel misses plus stores."""
+        return self.a_hbm + self.w_hbm + self.store
+
+    @property
+    def waves(self) -> int:
+        return len(self.tiles)
+
+
+def _distinct_bytes(prev: np.ndarray, use: np.ndarray, weight: np.ndarray, W: int, a: np.ndarray,
+                    b: np.ndarray, method: str = "auto") -> np.ndarray:
+    """D(a, b): bytes of the distinct panels used in some wave of a..b, for query arrays ``a <= b``.
+
+    Incidences (a panel used in wave ``use``, its previous use in wave ``prev``, -1 for none) carry the panel's
+    bytes ``weight``. Two exact methods, the cheaper one chosen:
+
+    * by window length L = b - a + 1 (few distinct lengths): D(a, a+L-1) = all incidence bytes in the window
+      minus those whose previous use is in it too (an incidence with ``use - prev < L`` counts for every a in
+      [use - L + 1, prev]: a difference array over a), O(incidences + waves) per length;
+    * a (wave x wave) table otherwise: an incidence is the panel's first use at or after a for a in
+      [prev + 1, use], so G[a, use] gains its bytes over that range of a, and D(a, b) is G's sum over u <= b;
+      built in blocks of rows, O(waves^2).
+
+    ``method``: "auto", "window" or "table" (the last two for tests).
+    """
+    length = b - a + 1
+    lengths = np.flatnonzero(np.bincount(length))
+    out = np.empty(len(a), dtype=np.float64)
+    if method == "window" or (method == "auto" and len(lengths) * (len(use) + W) < W * W):
+        cum = np.concatenate([[0.0], np.cumsum(np.bincount(use, weights=weight, minlength=W))])
+        gap = np.where(prev < 0, W + 1, use - prev)  # a first use is never repeated inside a window
+        for L in lengths:
+            sel = gap < L
+            lo = np.maximum(use[sel] - L + 1, 0)
+            diff = np.bincount(lo, weights=weight[sel], minlength=W + 1)
+            diff -= np.bincount(prev[sel] + 1, weights=weight[sel], minlength=W + 1)
+            repeat = np.cumsum(diff)
+            q = length == L
+            aq = a[q]
+            out[q] = cum[aq + L] - cum[aq] - repeat[aq]
+        return out
+    lo, hi = prev + 1, use + 1
+    carry = np.zeros(W, dtype=np.float64)
+    rows_per_block = max(1, _DENSE_CELLS // W)
+    for r0 in range(0, W, rows_per_block):
+        r1 = min(W, r0 + rows_per_block)
+        n = r1 - r0
+        diff = np.zeros(n * W, dtype=np.float64)
+        for rows, sign in ((lo, 1.0), (hi, -1.0)):
+            sel = (rows >= r0) & (rows < r1)
+            diff += np.bincount((rows[sel] - r0) * W + use[sel], weights=sign * weight[sel], minlength=n * W)
+        g = np.cumsum(diff.reshape(n, W), axis=0)
+        g += carry
+        carry = g[-1].copy()
+        d = np.cumsum(g, axis=1)
+        sel = (a >= r0) & (a < r1)
+        out[sel] = d[a[sel] - r0, b[sel]]
+    return out
+
+
+def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n: int, elem_bytes: int,
+                 slots: int, l2_bytes: float, l2_efficiency: float = 1.0,
+                 store_elem_bytes: int | None = None) -> WaveTraffic:
+    """HBM traffic of each wave of a GEMM whose tiles run in ``order`` on ``slots`` CTA slots (module docstring).
+
+    ``order``: row-major tile ids (``i * ceil(n / tile_n) + j``), each once, -1 for padding slots.
+    ``l2_bytes * l2_efficiency`` is the LRU capacity that reuse distances are measured against.
+    ``store_elem_bytes``: bytes per output element written (default ``elem_bytes``; 0 leaves stores out).
+    """
+    tiles_m, tiles_n = -(-m // tile_m), -(-n // tile_n)
+    order = np.asarray(order, dtype=np.int64)
+    if slots < 1:
+        raise ValueError(f"slots must be >= 1, got {slots}")
+    real = order[order >= 0]
+    if real.size != tiles_m * tiles_n or (real.size and (real.max() >= tiles_m * tiles_n or
+                                                         np.bincount(real).max() != 1)):
+        raise ValueError(f"order must hold each of the {tiles_m} x {tiles_n} tile ids once (and -1 padding)")
+    W = -(-order.size // slots)
+    wave = np.arange(order.size, dtype=np.int64) // slots
+    valid = order >= 0
+    t, wv = order[valid], wave[valid]
+    ri, ci = t // tiles_n, t % tiles_n
+    rows = np.minimum(tile_m, m - np.arange(tiles_m) * tile_m)
+    cols = np.minimum(tile_n, n - np.arange(tiles_n) * tile_n)
+    size = np.concatenate([rows, cols]).astype(np.float64) * k * elem_bytes  # panels: A rows, then W columns
+    Q = tiles_m + tiles_n
+    used = np.zeros((Q, W), dtype=bool)
+    used[ri, wv] = True
+    used[tiles_m + ci, wv] = True
+    q, w = np.nonzero(used)  # incidences, by panel then wave
+    first = np.ones(q.size, dtype=bool)
+    first[1:] = q[1:] != q[:-1]
+    prev = np.where(first, -1, np.concatenate([[-1], w[:-1]]))
+    hit = np.zeros(q.size)
+    re = ~first
+    if re.any():
+        wp, wn = prev[re], w[re]
+        qa = np.concatenate([wp, wp + 1])  # slice s = 0: D(w', w-1); slice s = 1: D(w'+1, w)
+        qb = np.concatenate([wn - 1, wn])
+        d0, d1 = np.split(_distinct_bytes(prev, w, size[q], W, qa, qb), 2)
+        cap = float(l2_bytes) * float(l2_efficiency)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s_star = (cap - d0) / (d1 - d0)  # the slice where the distance crosses the capacity
+        h = np.where(d1 > d0, s_star, 1.0 - s_star)
+        h = np.where(d1 == d0, (d0 <= cap).astype(float), h)
+        hit[re] = np.clip(h, 0.0, 1.0)
+    miss = size[q] * (1.0 - hit)
+    is_a = q < tiles_m
+    a_hbm = np.bincount(w[is_a], weights=miss[is_a], minlength=W)
+    w_hbm = np.bincount(w[~is_a], weights=miss[~is_a], minlength=W)
+    footprint = np.bincount(w, weights=size[q], minlength=W)
+    se = elem_bytes if store_elem_bytes is None else store_elem_bytes
+    store = np.bincount(wv, weights=rows[ri].astype(np.float64) * cols[ci] * se, minlength=W)
+    return WaveTraffic(a_hbm=a_hbm, w_hbm=w_hbm, footprint=footprint, store=store,
+                       tiles=np.bincount(wv, minlength=W))
+
+
+def wave_ns(traffic: WaveTraffic, compute_ns: float | np.ndarray, hbm_gbps: float,
+            exposed: float = 0.0) -> np.ndarray:
+    """Each wave's time: ``max(compute + exposed * t_hbm, t_hbm)`` with ``t_hbm`` = its HBM bytes / ``hbm_gbps``
+    (GB/s = bytes/ns).
+
+    ``exposed`` is the share of a wave's HBM time that its math does not hide: 0 is the roofline max(compute,
+    t_hbm); 1 serialises loads and math. Either way no wave beats its HBM time.
+    """
+    t_hbm = traffic.hbm / hbm_gbps
+    return np.maximum(compute_ns + exposed * t_hbm, t_hbm)
+
+
+def gemm_ns(traffic: WaveTraffic, compute_ns: float | np.ndarray, hbm_gbps: float, exposed: float = 0.0,
+            fixed_ns: float = 0.0) -> float:
+    """A persistent GEMM's time: ``fixed_ns`` plus the sum of :func:`wave_ns`."""
+    return float(fixed_ns + wave_ns(traffic, compute_ns, hbm_gbps, exposed).sum())

@@ -1,0 +1,193 @@
+"""ctasim.l2: CUTLASS's launch order reproduced, and L2 reuse of operand panels in launch order."""
+
+from collections import OrderedDict
+import time
+
+import numpy as np
+import pytest
+
+from ctasim import l2
+from ctasim.l2 import cutlass_sm90_grid_ctas, cutlass_sm90_order, cutlass_sm90_raster, gemm_ns, wave_ns, wave_traffic
+from ctasim.plan import grouped_rows_order, raster_order
+
+
+def tiles(order, tiles_n):
+    return [(-1, -1) if t < 0 else (int(t) // tiles_n, int(t) % tiles_n) for t in order]
+
+
+# ----------------------------------------------------------------------------------------- CUTLASS's order
+def test_along_n_swizzle1_walks_cluster_row_pairs_across_the_columns():
+    assert tiles(cutlass_sm90_order(4, 3, "along_n", 1), 3) == [
+        (0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 0), (3, 0), (2, 1), (3, 1), (2, 2), (3, 2)]
+
+
+def test_along_m_swizzle2_walks_bands_of_two_columns_down_the_rows():
+    assert tiles(cutlass_sm90_order(4, 4, "along_m", 2), 4) == [
+        (0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (3, 0), (2, 1), (3, 1),
+        (0, 2), (1, 2), (0, 3), (1, 3), (2, 2), (3, 2), (2, 3), (3, 3)]
+
+
+@pytest.mark.parametrize("swizzle", [1, 2, 4, 8])
+def test_along_n_is_groups_of_2x_swizzle_row_blocks(swizzle):
+    assert np.array_equal(cutlass_sm90_order(32, 16, "along_n", swizzle), grouped_rows_order(32, 16, 2 * swizzle))
+
+
+def test_along_m_swizzle1_is_column_raster():
+    assert np.array_equal(cutlass_sm90_order(8, 5, "along_m", 1), raster_order(8, 5, "column"))
+
+
+def test_heuristic_walks_along_m_only_when_the_grid_is_wider_than_tall():
+    assert cutlass_sm90_raster(16, 32, "heuristic", 1) == "along_m"   # M = 2048, N = 8192
+    assert cutlass_sm90_raster(32, 32, "heuristic", 1) == "along_n"   # a tie goes along N
+    assert cutlass_sm90_raster(128, 32, "heuristic", 8) == "along_n"
+    assert np.array_equal(cutlass_sm90_order(16, 32, "heuristic", 4), cutlass_sm90_order(16, 32, "along_m", 4))
+
+
+def test_swizzle_shrinks_when_the_short_side_is_too_short():
+    # 4 row-blocks (< 6): swizzle 8 is used as 4 (log 2), so along N it walks groups of 8 row-blocks padded to 8.
+    assert l2.cutlass_sm90_log_swizzle(4, 40, 8) == 2
+    assert l2.cutlass_sm90_log_swizzle(2, 40, 8) == 1
+    assert l2.cutlass_sm90_log_swizzle(1, 40, 8) == 0
+    assert np.array_equal(cutlass_sm90_order(4, 40, "along_m", 8), cutlass_sm90_order(4, 40, "along_m", 4))
+
+
+def test_padding_slots_are_marked_and_each_tile_runs_once():
+    o = cutlass_sm90_order(3, 3, "along_n", 2)  # rows padded to 4 (2x1 clusters x swizzle 2), columns to 4
+    assert tiles(o, 3)[:4] == [(0, 0), (1, 0), (2, 0), (-1, -1)]
+    assert o.size == 16 and sorted(o[o >= 0].tolist()) == list(range(9))
+
+
+def test_grid_is_132_ctas_of_2x1_clusters_truncated_by_small_problems():
+    assert cutlass_sm90_grid_ctas(128, 32, "along_n", 8) == 132
+    assert cutlass_sm90_grid_ctas(128, 32, "along_m", 1) == 132
+    assert cutlass_sm90_grid_ctas(2, 3, "along_n", 1) == 6
+
+
+# ------------------------------------------------------------------------------------------------ reuse
+def unit(order, tm, tn, slots, cap):
+    """Tiles of 1 x 1 with K = 1 and 1-byte elements: every panel is 1 byte; no stores."""
+    return wave_traffic(order, tm, tn, 1, 1, 1, 1, slots, cap, store_elem_bytes=0)
+
+
+def test_partial_hit_interpolates_over_the_k_slices():
+    # slots 1: wave 0 (0,0), wave 1 (1,1), wave 2 (1,0), wave 3 (0,1). Worked by hand, capacity 3.5 bytes:
+    # wave 2: A1 hits (distance 2), W0 from wave 0 has distance 4 - s -> hits for s >= 0.5;
+    # wave 3: A0 distance 4 (miss), W1 from wave 1 has distance 3 + s -> hits for s <= 0.5.
+    tr = unit([0, 3, 2, 1], 2, 2, 1, 3.5)
+    assert tr.a_hbm.tolist() == [1, 1, 0, 1]
+    assert tr.w_hbm.tolist() == [1, 1, 0.5, 0.5]
+    assert tr.footprint.tolist() == [2, 2, 2, 2]
+
+
+def test_panels_that_fit_come_from_hbm_once():
+    tm, tn = 8, 6
+    tr = wave_traffic(raster_order(tm, tn, "row"), tm * 128, tn * 256, 1024, 128, 256, 2, 12, 60 * 2**20,
+                      store_elem_bytes=0)
+    total_panels = (tm * 128 + tn * 256) * 1024 * 2
+    assert tr.hbm.sum() == pytest.approx(total_panels)
+    assert tr.w_hbm[1:].sum() == 0  # every W column was read in wave 0
+
+
+def test_first_wave_is_cold_and_a_zero_cache_rereads_every_footprint():
+    o = cutlass_sm90_order(16, 8, "along_n", 2)
+    big = wave_traffic(o, 2048, 2048, 4096, 128, 256, 2, 20, 1e12, store_elem_bytes=0)
+    none = wave_traffic(o, 2048, 2048, 4096, 128, 256, 2, 20, 0.0, store_elem_bytes=0)
+    assert big.hbm[0] == none.hbm[0] == big.footprint[0]
+    assert np.allclose(none.hbm, none.footprint)
+
+
+def test_stores_are_the_output_tiles_of_the_wave():
+    tr = wave_traffic(raster_order(3, 2, "row"), 300, 400, 64, 128, 256, 2, 4, 0.0)
+    # rows 128, 128, 44; columns 256, 144: wave 0 = row-blocks 0, 1; wave 1 = row-block 2.
+    assert tr.store.tolist() == [2 * (128 * 256 + 128 * 144) * 2, (44 * 256 + 44 * 144) * 2]
+    assert tr.tiles.tolist() == [4, 2]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_hbm_bytes_never_grow_with_the_l2(seed):
+    rng = np.random.default_rng(seed)
+    o = rng.permutation(10 * 7)
+    caps = np.linspace(0, 20, 41)
+    totals = [unit(o, 10, 7, 4, c).hbm.sum() for c in caps]
+    assert np.all(np.diff(totals) <= 1e-9)
+    assert totals[0] == unit(o, 10, 7, 4, 0).footprint.sum() and totals[-1] == 17  # every panel once
+
+
+def lru_oracle(order, tm, tn, slots, cap, slices=200):
+    """Independent oracle: an LRU cache of k-slices (1/slices of a 1-byte panel each); in wave v, slice s of
+    every panel the wave uses is touched at time v + s/slices (the wave's tiles in step). Misses per wave."""
+    cache, used, miss = OrderedDict(), 0.0, []
+    waves = [order[i:i + slots] for i in range(0, len(order), slots)]
+    for tiles_ in waves:
+        panels = sorted({("a", t // tn) for t in tiles_} | {("w", t % tn) for t in tiles_})
+        m = 0.0
+        for s in range(slices):
+            for p in panels:
+                key = (p, s)
+                if key in cache:
+                    cache.move_to_end(key)
+                    continue
+                m += 1.0 / slices
+                cache[key] = True
+                used += 1.0 / slices
+                while used > cap + 1e-12:
+                    cache.popitem(last=False)
+                    used -= 1.0 / slices
+        miss.append(m)
+    return np.array(miss)
+
+
+@pytest.mark.parametrize("seed,cap", [(0, 3.0), (1, 5.5), (2, 8.0), (3, 4.25)])
+def test_reuse_distance_model_agrees_with_a_slice_level_lru(seed, cap):
+    rng = np.random.default_rng(seed)
+    tm, tn, slots = 6, 5, 4
+    o = rng.permutation(tm * tn)
+    model = unit(o, tm, tn, slots, cap).hbm
+    oracle = lru_oracle(o, tm, tn, slots, cap)
+    # The oracle's panels of one wave are touched one after another within a time step: a distance error of up
+    # to one slice per panel of the wave.
+    assert np.allclose(model, oracle, atol=0.06)
+
+
+def test_wave_time_is_the_larger_of_math_and_hbm_plus_the_exposed_share():
+    tr = l2.WaveTraffic(a_hbm=np.array([1000.0, 0.0]), w_hbm=np.array([0.0, 0.0]), footprint=np.zeros(2),
+                        store=np.array([0.0, 100.0]), tiles=np.array([1, 1]))
+    assert wave_ns(tr, 50.0, 10.0).tolist() == [100.0, 50.0]
+    assert wave_ns(tr, 50.0, 10.0, exposed=0.5).tolist() == [100.0, 55.0]
+    assert gemm_ns(tr, 50.0, 10.0, exposed=0.5, fixed_ns=7.0) == 162.0
+
+
+def test_bad_orders_raise():
+    with pytest.raises(ValueError, match="tile ids once"):
+        wave_traffic([0, 0, 1, 2], 2, 2, 1, 1, 1, 1, 2, 1.0)
+    with pytest.raises(ValueError, match="swizzle"):
+        cutlass_sm90_order(4, 4, "along_n", 3)
+    with pytest.raises(ValueError, match="raster"):
+        cutlass_sm90_order(4, 4, "diagonal", 1)
+
+
+def test_both_distinct_byte_methods_agree_with_brute_force():
+    rng = np.random.default_rng(5)
+    tm, tn, slots = 12, 7, 5
+    o = rng.permutation(tm * tn)
+    W = -(-o.size // slots)
+    wave = np.arange(o.size) // slots
+    used = np.zeros((tm + tn, W), bool)
+    used[o // tn, wave] = True
+    used[tm + o % tn, wave] = True
+    q, w = np.nonzero(used)
+    size = rng.random(tm + tn) + 0.5
+    first = np.r_[True, q[1:] != q[:-1]]
+    prev = np.where(first, -1, np.r_[-1, w[:-1]])
+    a, b = np.triu_indices(W)
+    brute = np.array([size[used[:, i:j + 1].any(1)].sum() for i, j in zip(a, b)])
+    for method in ("window", "table"):
+        assert np.allclose(l2._distinct_bytes(prev, w, size[q], W, a, b, method), brute)
+
+
+def test_100k_tiles_in_well_under_a_second():
+    o = cutlass_sm90_order(782, 128, "along_m", 1)
+    wave_traffic(o, 782 * 128, 128 * 256, 8192, 128, 256, 2, 132, 60 * 2**20)
+    t = time.perf_counter()
+    tr = wave_traffic(o, 782 * 128, 128 * 256, 8192, 128, 256, 2, 132, 60 * 2**20)
+    assert time.perf_counter() - t < 0.5 and tr.waves == 759
