@@ -291,7 +291,7 @@ def _chain(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, time
     traced.check_errors()
     tr = traced.read_trace({"case": case.label, "strategy": strategy.label, "variant": "chain", "run": 0,
                             "makespan_ms": tr_ms, "design": design, "grid": traced.grid})
-    traces[f"{case.label}:chain:run0"] = tr
+    traces[f"{case.label}:{strategy.label}:run0"] = tr  # two chain strategies of one case keep both traces
     log(f"  {case.label}: chain kernel ({design}, grid {traced.grid}) {tm.median_ms:.4f} ms (traced {tr_ms:.4f}), "
         f"rel err {rel:.2e}")
     del traced

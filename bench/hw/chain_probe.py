@@ -6,6 +6,8 @@
    (stores completed, a GPU-scope release per tile; layer 0 waits on nothing) against the same kernel with the
    protocol off, and the project's plain CUTLASS GEMM (its default tile order and the chain order's equivalent,
    along M / swizzle 8) for context.
+(``--designs``: only ``designs.csv``, the chain kernel's three designs at M = 4096, 16384, timed and traced.)
+
 2. ``vs_cublas.csv``: 2-layer 8192 chains, M = 1024 .. 16384: the chain kernel against the two layers one after
    another with cuBLAS (``cublasGemmEx``) and with the plain CUTLASS GEMM (heuristic raster / swizzle 8).
 
@@ -42,6 +44,8 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--rest-ms", type=float, default=250.0)
     ap.add_argument("--quick", action="store_true", help="two shapes per part")
+    ap.add_argument("--designs", action="store_true",
+                    help="only part 3: designs.csv, the three designs at M = 4096, 16384 (2 layers), timed and traced")
     args = ap.parse_args(argv)
 
     import cupy as cp
@@ -72,6 +76,8 @@ def main(argv=None) -> int:
         v = sorted(v)
         return v[len(v) // 2]
 
+    if args.designs:
+        return designs(args, timed, s0, data, interleave, median)
     rows = []
     for m in OVERHEAD_MS[:1] if args.quick else OVERHEAD_MS:
         x = data.rand(0, (m, H), salt=1)
@@ -134,6 +140,50 @@ def main(argv=None) -> int:
         del r, y, ref
         cp.get_default_memory_pool().free_all_blocks()
     pd.DataFrame(rows).to_csv(args.out / "vs_cublas.csv", index=False)
+    return 0
+
+
+def designs(args, timed, s0, data, interleave, median) -> int:
+    """Part 3: the chain kernel's designs (tickets; static 1x1; static 2x1) on 2-layer 8192 chains, interleaved and
+    rested, then one traced run each: per layer the median mainloop (MMA begin, or inputs visible, to mainloop end)."""
+    import cupy as cp
+    import pandas as pd
+
+    from ctahw.chain import DESIGNS, ChainRunner
+    from ctahw.device import output_error, poison, reference_chain
+
+    rows = []
+    for m in (4096, 16384):
+        x = data.rand(0, (m, H), salt=5)
+        ws = [data.rand(0, (H, H), 1 / math.sqrt(H), salt=6 + i) for i in range(2)]
+        ref = reference_chain(cp, x, ws, 0)
+        runners = {d: ChainRunner(_plan(m, 2, H), x, ws, design=d) for d in DESIGNS}
+        err = {}
+        for d, r in runners.items():
+            poison(r.x[1:])
+            r.launch(stream=s0)
+            s0.synchronize()
+            r.check_errors()
+            err[d] = output_error(cp, r.out, ref)
+        samples = interleave({d: (lambda r=r: r.launch(stream=s0)) for d, r in runners.items()}, args.reps)
+        for d, r in runners.items():
+            r.check_errors()
+            t = ChainRunner(_plan(m, 2, H), x, ws, design=d, trace=True)
+            t.launch(stream=s0)
+            s0.synchronize()
+            t.check_errors()
+            tiles = t.read_trace().tiles
+            ml = (tiles["t_mainloop_end"] - tiles["t_acquire"]).groupby(tiles["layer"]).median()
+            rows.append({"m": m, "design": d, "grid": r.grid, "median_ms": median(samples[d]), "rel_err": err[d],
+                         "mainloop_l0_ns": float(ml.get(0, math.nan)), "mainloop_l1_ns": float(ml.get(1, math.nan)),
+                         "samples": ";".join(f"{v:.5f}" for v in samples[d])})
+            del t
+        print(f"designs M={m}: " + ", ".join(f"{r['design']} {r['median_ms']:.4f} (l0 {r['mainloop_l0_ns']:.0f}, "
+                                              f"l1 {r['mainloop_l1_ns']:.0f} ns)" for r in rows if r["m"] == m),
+              file=sys.stderr)
+        del runners, ref
+        cp.get_default_memory_pool().free_all_blocks()
+    pd.DataFrame(rows).to_csv(args.out / "designs.csv", index=False)
     return 0
 
 
