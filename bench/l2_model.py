@@ -43,7 +43,8 @@ sys.path.insert(0, str(ROOT))  # this checkout's ctasim
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ctasim.l2 import cutlass_sm90_grid_ctas, cutlass_sm90_order, gemm_ns, wave_traffic  # noqa: E402
+from ctasim.l2 import (cutlass_sm90_grid_ctas, cutlass_sm90_order, cutlass_sm90_raster, gemm_ns,  # noqa: E402
+                       wave_traffic)
 
 CAL_N, CAL_K = 8192, 8192
 
@@ -172,13 +173,131 @@ def main() -> int:
     for k, v in consts.items():
         print(f"{k}: {v}")
 
+    same, other = heuristic_check(d)
+    print(f"\nheuristic raster vs the raster cutlass_sm90_raster resolves it to: median |diff| {same[0]:.2f}%, "
+          f"max {same[1]:.2f}%; vs the other raster: median {other[0]:.2f}%, max {other[1]:.2f}%")
+
     OUT.mkdir(parents=True, exist_ok=True)
     summary.to_csv(OUT / "summary.csv", index=False, float_format="%.4f")
     per = d[["m", "n", "k", "order", "cal", "median_ms"]].copy()
     for name, p in preds.items():
         per[f"{name}_ms"] = p / 1e6
     per.to_csv(OUT / "predictions.csv", index=False, float_format="%.5f")
+    write_readme(summary, show, consts, same, other, c_over, d.assign(err=100 * (preds['l2-overlap'] / d.ns - 1)))
     return 0
+
+
+def heuristic_check(d: pd.DataFrame) -> tuple[tuple[float, float], tuple[float, float]]:
+    """|time(heuristic/swizzle s) / time(r/swizzle s) - 1| in %, r the raster the heuristic resolves to, and r the
+    other one: (median, max) over the 27 shapes x 4 swizzles. Checks the order reproduction's heuristic."""
+    t = d.set_index(["m", "n", "k", "raster", "swizzle"]).ns
+    same, other = [], []
+    for (m, n, k, raster, s), v in t.items():
+        if raster != "heuristic":
+            continue
+        r = cutlass_sm90_raster(-(-m // TILE_M), -(-n // TILE_N), "heuristic", s)
+        o = "along_n" if r == "along_m" else "along_m"
+        same.append(abs(v / t[(m, n, k, r, s)] - 1) * 100)
+        other.append(abs(v / t[(m, n, k, o, s)] - 1) * 100)
+    return (np.median(same), np.max(same)), (np.median(other), np.max(other))
+
+
+def write_readme(summary: pd.DataFrame, show: pd.DataFrame, consts: dict, same, other, c_over: dict, err: pd.DataFrame) -> None:
+    from provenance import provenance
+
+    prov = provenance("python bench/l2_model.py")
+    v = summary.set_index(["predictor", "split"])
+
+    def f(pred, split, col):
+        return v.loc[(pred, split), col]
+
+    big = err[err.cal & (err.m == err.m.max())].err
+    by_k = err[~err.cal & (err.n == CAL_N)].groupby("k").err.mean()
+    by_n = err[~err.cal & (err.k == CAL_K)].groupby("n").err.mean()
+    table = show.to_markdown(index=False) if _has_tabulate() else "```\n" + show.to_string(index=False) + "\n```"
+    text = f"""# L2-reuse model of the CUTLASS GEMM against its measured tile orders (one H200)
+
+Command: `{prov['command']}` (commit {prov['commit'][:7]}{', dirty tree' if prov['dirty'] else ''}, {prov['date']},
+{prov['machine']}, Python {prov['python']}, numpy {prov['numpy']}). No GPU: it reads
+`bench/results/hw/2026-12-01-gemm-shapes/gemm_shapes.csv` (27 shapes x 12 tile orders of the project's CUTLASS
+128x256x64 kernel, cluster 2x1, 132 persistent CTAs; `bench/hw/gemm_shape_probe.py`).
+
+Files: `summary.csv` (one row per predictor and split), `predictions.csv` (every run, every predictor).
+
+## Split (fixed in `bench/l2_model.py` and committed before any fit)
+
+* calibration: N = K = 8192, M = 2048 ... 32768, all 12 orders (72 runs);
+* held out: N = 4096, 14336, 28672 at K = 8192 (216 runs) and K = 4096, 14336, 28672 at M = 16384, N = 8192
+  (36 runs).
+
+**Post-hoc**: the team had looked at the whole table before (its README summarises the spread per shape); the
+split is held out only from the choices made for this model (its form was chosen on the calibration rows: the
+roofline form below fits them worse).
+
+## Predictors
+
+| predictor | constants |
+| --- | --- |
+""" + "\n".join(f"| {k} | {v} |" for k, v in consts.items()) + f"""
+
+`l2-overlap` is `ctasim.l2` as built: HBM bytes per wave from L2 reuse in CUTLASS's launch order, wave time
+`max(compute + exposed * t_hbm, t_hbm)`. `l2-roofline` is the same traffic with `exposed = 0`, i.e. `max(compute,
+t_hbm)` with a fitted effective bandwidth (any L2 efficiency <= 0.4 gives the same calibration error; the first of
+the grid is reported). HBM 4257 GB/s is the profile's local device-to-device copy rate (read + write), not the
+4.8 TB/s datasheet figure.
+
+## Accuracy
+
+`mape_pct`, `worst_pct`, `bias_pct`: (predicted / measured - 1) over the runs. Per shape, over its 12 orders:
+`order_rank_spearman` (rank correlation of predicted and measured times; undefined for predictors that give every
+order the same time), `picked_order_loss_pct` (how much slower the order predicted fastest measured than the
+fastest), `spread_err_pts` (predicted minus measured slowest/fastest ratio, in points).
+
+{table}
+
+Check of the order reproduction: CUTLASS's `heuristic` raster measured within a median {same[0]:.2f}% (max
+{same[1]:.2f}%) of the raster `cutlass_sm90_raster` resolves it to, and a median {other[0]:.2f}% (max {other[1]:.2f}%)
+from the other one.
+
+## What the numbers say
+
+* Held out (252 runs), the L2 model's MAPE is {f("l2-overlap", "held-out", "mape_pct"):.2f}% against
+  {f("naive-per-order", "held-out", "mape_pct"):.2f}% for the mean rate per order, {f("naive-flat", "held-out",
+  "mape_pct"):.2f}% for one flat rate and {f("profile-waves", "held-out", "mape_pct"):.2f}% for the profile's waves
+  (the engine today); worst {f("l2-overlap", "held-out", "worst_pct"):+.2f}% against {f("naive-per-order",
+  "held-out", "worst_pct"):+.2f}%, {f("naive-flat", "held-out", "worst_pct"):+.2f}%, {f("profile-waves", "held-out",
+  "worst_pct"):+.2f}%. Its edge over the per-order mean is small and is not there on the new-K subset
+  ({f("l2-overlap", "held-out new K", "mape_pct"):.2f}% vs {f("naive-per-order", "held-out new K", "mape_pct"):.2f}%).
+  What it adds is the order within a shape: rank correlation {f("l2-overlap", "held-out new N",
+  "order_rank_spearman"):.2f} against {f("naive-per-order", "held-out new N", "order_rank_spearman"):.2f} on the new
+  N (where the orders' effects differ from N = 8192), and a shape's slowest/fastest spread off by
+  {f("l2-overlap", "held-out", "spread_err_pts"):+.1f} points on average against {f("naive-per-order", "held-out",
+  "spread_err_pts"):+.1f} for the per-order mean, without a rate per order.
+* It under-predicts the time (the GPU is slower than modelled), more at large M and at large K: on the
+  calibration rows {big.min():+.1f} to {big.max():+.1f}% at M = {err.m.max()}; held out, the mean error is
+  {", ".join(f"{v:+.1f}% at N = {n}" for n, v in by_n.items())} (K = 8192) and
+  {", ".join(f"{v:+.1f}% at K = {k}" for k, v in by_k.items())} (M = 16384, N = 8192). The model's waves run in
+  step; measured waves drift apart and lose part of the reuse, more so the more waves there are. At other K, the
+  split of the tile time into `tile_fixed_ns` (taken from the profile) and the fitted rate is not tested by a
+  calibration split that has K = 8192 only.
+* The roofline form `max(compute, t_hbm)` cannot fit the calibration rows: at M = 16384 it must make both
+  along_m/swizzle1 (~277 MB of misses a wave) and along_n/swizzle1 (~147 MB) slower, and a ceiling slows only
+  the first. Measured at N = K = 8192, along_m/swizzle1 runs 4-10% below the best order from M = 8192 up and
+  along_n/swizzle1 3.5-4.8% below it at every M: the cost grows with the miss bytes rather than switching on at
+  a ceiling (~0.03 us per MB of a wave), which is what `exposed` carries
+  ({c_over['exposed']:.3f} of the HBM time at 4257 GB/s, i.e. {HBM_GBPS / c_over['exposed'] / 1000:.1f} TB/s of
+  serial miss traffic). The fitted mainloop rate ({c_over['rate']:.2f} TFLOP/s a slot) is the rate with every
+  operand in L2, above the profile's {PROFILE_TFLOPS} measured at along_m/swizzle8, which still misses.
+"""
+    (OUT / "README.md").write_text(text)
+
+
+def _has_tabulate() -> bool:
+    try:
+        import tabulate  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 if __name__ == "__main__":
