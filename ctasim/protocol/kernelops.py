@@ -30,7 +30,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["ROLES", "program_ops", "header_ops", "ptx_ops", "compare", "normalize", "HEADER"]
+__all__ = ["ROLES", "program_ops", "header_ops", "ptx_ops", "compare", "normalize", "HEADER", "CHAIN_KERNEL", "CHAIN_ROLES",
+           "chain_source_ops", "chain_program_ops", "chain_compare"]
 
 HEADER = Path(__file__).resolve().parents[2] / "ctahw" / "kernels" / "ctapipe.cuh"
 """The protocol header of the kernels."""
@@ -287,4 +288,204 @@ def compare(model: dict[str, list[str]], header: dict[str, list[str]], ordered: 
         extra = sorted(set(header.get(f, [])) - every - noise)
         if extra:
             problems.append(f"{f}: the header issues {extra}, which no program of the model issues")
+    return problems
+
+
+# ------------------------------------------------------------------------------------------------ the chain kernel
+CHAIN_KERNEL = HEADER.parent / "ctapipe_sm90_bf16_chain.cu"
+"""The chain kernel (producer and consumer CTAs on one GPU, GPU scope; :mod:`ctasim.protocol.chain`)."""
+
+CHAIN_CLASSES = ("ChainScheduler", "ChainStaticScheduler")
+
+CHAIN_ROLES: dict[str, tuple[tuple[str, ...], bool]] = {
+    "take": (("take",), False),
+    "ChainScheduler::ChainScheduler": (("take",), False),
+    "ChainScheduler::advance_to_next_work": (("take",), False),
+    "ChainScheduler::fetch_next_work": (("finish", "fetch_load"), True),
+    "ChainScheduler::finish": (("finish",), True),
+    "ChainStaticScheduler::initial_work_tile_info": (("wait_inputs",), True),
+    "ChainStaticScheduler::fetch_next_work": (("finish", "wait_inputs"), True),
+    "ChainStaticScheduler::wait_inputs": (("wait_inputs",), True),
+}
+"""Kernel function (``Class::method`` or a namespace-level name) -> (the model roles whose operations it must issue,
+in this order; whether barriers are compared).  Barriers (``bar.sync``, ``__syncthreads``: ``bar.sync``;
+``__syncwarp``: ``bar.warp.sync``) are compared where the model's role has them; elsewhere they are left out (the
+scheduler warp's ``__syncwarp`` around its elected lane, the constructor's ``__syncthreads``, which the model runs
+outside the role)."""
+
+_CHAIN_BUILTINS = _BUILTINS | {"__syncwarp": "bar.warp.sync", "__syncthreads": "bar.sync"}
+_CHAIN_SKIP = {"record_error", "record_error_at", "volatile"}  # the error path, and `asm volatile (`
+_BARRIERS = ("bar.sync", "bar.warp.sync")
+_FUNC_CHAIN = re.compile(r"(?:__device__|__global__|CUTLASS_DEVICE)[^;{()]*?\b(\w+)\s*\(", re.S)
+_TOKEN = re.compile(r'asm\s+volatile\s*\(\s*"([^"]*)"|(?:\b(\w+)\s*(?:<[^<>()]*>)?\s*::\s*)?\b(\w+)\s*(?:<[^<>()]*>)?\s*\(')
+
+
+def _normalize_chain(instr: str) -> str:
+    head = instr.strip().split()[0].rstrip(";") if instr.strip() else ""
+    if head in ("bar.sync", "barrier.sync", "bar.warp.sync"):
+        return "bar.warp.sync" if head == "bar.warp.sync" else "bar.sync"
+    return normalize(instr)
+
+
+def _bodies_with(text: str, pattern: re.Pattern) -> dict[str, str]:
+    global _FUNC
+    saved, _FUNC = _FUNC, pattern
+    try:
+        return _bodies(text)
+    finally:
+        _FUNC = saved
+
+
+def _class_bodies(text: str, names) -> tuple[dict[str, str], str]:
+    """``{class: body}`` for the named classes, and ``text`` with those bodies blanked out."""
+    out, rest = {}, text
+    for name in names:
+        m = re.search(rf"\bclass\s+{name}\b[^;{{]*\{{", text)
+        if m is None:
+            continue
+        i = m.end() - 1
+        depth, j = 0, i
+        while j < len(text):
+            depth += {"{": 1, "}": -1}.get(text[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        out[name] = text[i + 1:j]
+        rest = rest.replace(text[i + 1:j], "")
+    return out, rest
+
+
+def chain_source_ops(chain_text: str | None = None, header_text: str | None = None,
+                     skip: dict[str, set] | None = None) -> dict[str, list[str]]:
+    """Per function of :data:`CHAIN_ROLES`: the ordering operations the chain kernel's source issues, in source order,
+    helpers expanded through the chain file and ctapipe.cuh (``ctapipe::`` calls resolve in the header,
+    ``Class<...>::f`` calls in that class, others in the own class, the file, then the header).  ``skip``: callees
+    left out per function."""
+    chain = _strip_comments(CHAIN_KERNEL.read_text() if chain_text is None else chain_text)
+    header = _strip_comments(HEADER.read_text() if header_text is None else header_text)
+    classes_text, rest = _class_bodies(chain, CHAIN_CLASSES)
+    classes = {c: _bodies_with(body, _FUNC_CHAIN) for c, body in classes_text.items()}
+    file_funcs = _bodies_with(rest, _FUNC_CHAIN)
+    head_funcs = _bodies(header)
+
+    def find(name: str, qual: str | None, cls: str | None):
+        if qual == "ctapipe":
+            scopes = [(None, head_funcs)]
+        elif qual in classes:
+            scopes = [(qual, classes[qual])]
+        else:
+            scopes = ([(cls, classes[cls])] if cls else []) + [(None, file_funcs), (None, head_funcs)]
+        for owner, funcs in scopes:
+            if name in funcs:
+                return owner, funcs[name]
+        return None, None
+
+    def expand(body: str, cls: str | None, depth: int, skipped: set) -> list[str]:
+        out = []
+        for m in _TOKEN.finditer(body):
+            asm, qual, callee = m.groups()
+            if asm is not None:
+                op = _normalize_chain(asm)
+                if op:
+                    out.append(op)
+                continue
+            if callee in _CHAIN_SKIP or callee in skipped or depth > 8:
+                continue
+            if callee in _CHAIN_BUILTINS:
+                out.append(_CHAIN_BUILTINS[callee])
+                continue
+            owner, sub = find(callee, qual, cls)
+            if sub is not None and sub is not body:
+                out += expand(sub, owner, depth + 1, skipped)
+        return out
+
+    result = {}
+    for func in CHAIN_ROLES:
+        cls, _, name = func.rpartition("::")
+        owner, body = find(name, cls or None, cls or None)
+        result[func] = [] if body is None else expand(body, owner, 0, (skip or {}).get(func, set()))
+    return result
+
+
+def _chain_op_name(op) -> str:
+    from .ops import Atom, Bar, BulkWait, Fence, Ld, Poll, ProxyFence, St, sem
+
+    if isinstance(op, Bar):
+        return "bar.warp.sync" if op.warp else "bar.sync"
+    if isinstance(op, Atom):
+        return f"{'atom' if op.returns else 'red'}.add." + sem(op.scope, op.release, op.acquire)
+    if isinstance(op, (Ld, Poll)):
+        if getattr(op, "proxy", "generic") == "async" or op.op_scope is None:
+            return ""
+        return "ld." + sem(op.scope, None, op.acquire)
+    if isinstance(op, St):
+        return "" if op.op_scope is None else "st." + sem(op.scope, op.release, None)
+    if isinstance(op, Fence):
+        return f"fence.{'sc' if op.sc else 'acq_rel'}.{op.scope}"
+    if isinstance(op, ProxyFence):
+        return "fence.proxy.async"
+    if isinstance(op, BulkWait):
+        return "cp.async.bulk.wait_group"
+    return ""
+
+
+def _merge_at_barrier(a: list[str], b: list[str]) -> list[str]:
+    """Two threads' sequences of one kernel function that meet at a barrier, as the function's source reads: both
+    parts before the barrier, the barrier, both parts after it (once where they agree)."""
+    def split(s):
+        i = next((k for k, x in enumerate(s) if x in _BARRIERS), None)
+        return (s, None, []) if i is None else (s[:i], s[i], s[i + 1:])
+
+    pa, ba, sa = split(a)
+    pb, bb, sb = split(b)
+    if ba is None and bb is None:
+        return a if len(a) >= len(b) else b
+    pre = pa if pa == pb else pa + pb
+    post = sa if sa == sb else sa + sb
+    return pre + [ba or bb] + post
+
+
+def chain_program_ops(variants=None) -> dict[str, list[str]]:
+    """Per model role of the chain programs (``take``, ``fetch:load``, ``finish``, ``wait_inputs``): the operations the
+    programs issue when the model runs them (a small setup, both designs), as one sequence per role: the longest a
+    thread issued (the full path through the role's branches), the threads of one role merged at their barrier."""
+    from .chain import CHAIN_CORRECT, CHAIN_STATIC, chain_role_ops
+
+    seqs: dict[str, list[list[str]]] = {}
+    for v in variants or (CHAIN_CORRECT, CHAIN_STATIC):
+        for role, runs in chain_role_ops(v).items():
+            seqs.setdefault(role, []).extend([n for n in map(_chain_op_name, ops) if n] for ops in runs)
+    longest = {r: max(s, key=len) for r, s in seqs.items()}
+    for r, s in seqs.items():
+        for one in s:
+            if not _is_subsequence(one, longest[r]):
+                raise RuntimeError(f"role {r}: the model issues {one} and {longest[r]} on different paths")
+    out = {}
+    for role in sorted({r.split(":")[0] for r in longest}):
+        parts = [longest[r] for r in longest if r.split(":")[0] == role]
+        merged = parts[0]
+        for other in parts[1:]:
+            merged = _merge_at_barrier(merged, other)
+        out[role] = merged
+    return out
+
+
+def chain_compare(model: dict[str, list[str]], source: dict[str, list[str]]) -> list[str]:
+    """Differences between the chain programs' roles and the chain kernel's functions (empty: they agree).  Each
+    function's sequence must equal the concatenation of its roles' (barriers left out where the roles have none)."""
+    problems = []
+    for func, (roles, barriers) in CHAIN_ROLES.items():
+        missing = [r for r in roles if r not in model]
+        if missing:
+            problems.append(f"{func}: the model's programs never run {missing}")
+            continue
+        want = [op for r in roles for op in model[r]]
+        got = source.get(func, [])
+        if not barriers:
+            want = [op for op in want if op not in _BARRIERS]
+            got = [op for op in got if op not in _BARRIERS]
+        if not got:
+            problems.append(f"{func}: no such function with memory operations in the chain kernel")
+        elif got != want:
+            problems.append(f"{func}: the model issues {want}, the kernel's source issues {got}")
     return problems

@@ -197,7 +197,8 @@ class Memory:
         self.pending: list[Write] = []
         self.unacked: list[Write] = []
         self.sc_log: list[Msg] = []
-        self.clock = 0
+        self.clock = 0  # landings so far
+        self.acks = 0  # bulk-store acknowledgements so far
         self._wid = 0
         self.on_land = on_land
 
@@ -300,6 +301,7 @@ class Memory:
         if w.acked:
             raise ModelError(f"{w!r} was already acknowledged")
         w.acked = True
+        self.acks += 1
         self.unacked.remove(w)
         w.thread.outstanding -= 1
         if w.ts is not None:
@@ -313,6 +315,20 @@ class Memory:
             return [floor] if floor.thread is t and proxy == "generic" else []
         h = self.history(loc)
         return h[(0 if floor is None else floor.index):][::-1]
+
+    def can_read(self, t: Thread, loc: tuple, proxy: str = "generic") -> bool:
+        """``bool(readable(t, loc, proxy))`` without building the list."""
+        floor = (t.view if proxy == "generic" else t.aview).get(loc)
+        if floor is not None and floor.ts is None:
+            return floor.thread is t and proxy == "generic"
+        return True  # the history holds the initial write, and a landed floor is in it
+
+    def newest_readable(self, t: Thread, loc: tuple) -> Write:
+        """``readable(t, loc)[0]`` (generic proxy; the caller knows the list is not empty)."""
+        floor = t.view.get(loc)
+        if floor is not None and floor.ts is None:
+            return floor
+        return self.history(loc)[-1]
 
     def load(self, t: Thread, loc: tuple, *, pick: int = 0, scope: str | None = "sys", acquire: bool = False,
              proxy: str = "generic", floor: dict | None = None) -> Write:

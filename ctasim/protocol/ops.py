@@ -166,13 +166,16 @@ class Atom:
 
 @dataclass(frozen=True, slots=True)
 class Bar:
-    """``bar.sync id, count``: the CTA's ``count`` threads meet; arrival releases, completion acquires (CTA scope)."""
+    """``bar.sync id, count``: the CTA's ``count`` threads meet; arrival releases, completion acquires (CTA scope).
+    ``warp=True``: ``bar.warp.sync`` (``__syncwarp``), the same meeting among ``count`` lanes of one warp (the PTX ISA
+    gives it memory ordering among the participating threads)."""
 
     bid: int
     count: int
+    warp: bool = False
 
     def ptx(self) -> str:
-        return f"bar.sync {self.bid}, {self.count}"
+        return "bar.warp.sync" if self.warp else f"bar.sync {self.bid}, {self.count}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,6 +91,8 @@ class Thr:
     at_barrier: bool = False
     done: bool = False
     poll_cache: tuple | None = None
+    ver: int = 0  # bumped whenever the thread's own state may have changed (its step, resolve, advance)
+    progress_cache: tuple | None = None  # ((ver, clock, acks), would_progress)
 
     @property
     def cid(self) -> int:
@@ -248,6 +250,7 @@ class System:
         except StopIteration:
             thr.op = None
         thr.poll_cache = None
+        thr.ver += 1
         if thr.op is None and not thr.deferred:
             self._thread_done(thr)
 
@@ -284,7 +287,7 @@ class System:
         if self._blocked_by_deferred(thr):
             return False
         if isinstance(op, (Ld, Poll)):
-            return bool(self.mem.readable(thr.mem, op.loc, getattr(op, "proxy", "generic")))
+            return self.mem.can_read(thr.mem, op.loc, getattr(op, "proxy", "generic"))
         if isinstance(op, BulkWait):
             return self.mem.bulk_done(thr.mem)
         return True
@@ -304,20 +307,33 @@ class System:
         return out
 
     def would_progress(self, thr: Thr) -> bool:
-        """A step of ``thr`` changes more than its view (a poll would succeed reading the newest value)."""
+        """A step of ``thr`` changes more than its view (a poll would succeed reading the newest value).  Cached
+        until the thread's own state changes or a write lands or a bulk store is acknowledged (nothing else can
+        change the answer: other threads reach this one only through barriers, which advance it)."""
+        mem = self.mem
+        key = (thr.ver, mem.clock, mem.acks)
+        cache = thr.progress_cache
+        if cache is not None and cache[0] == key:
+            return cache[1]
+        result = self._would_progress(thr)
+        thr.progress_cache = (key, result)
+        return result
+
+    def _would_progress(self, thr: Thr) -> bool:
         if not self.can_step(thr):
             return False
         op = thr.op
         if isinstance(op, Poll) and thr.wait is None:
             clock = self.mem.clock
             if thr.poll_cache is None or thr.poll_cache[0] != clock:
-                thr.poll_cache = (clock, op.done(self.mem.readable(thr.mem, op.loc)[0].value))
+                thr.poll_cache = (clock, op.done(self.mem.newest_readable(thr.mem, op.loc).value))
             return thr.poll_cache[1]
         return True
 
     def step(self, thr: Thr, pick: int = 0, defer: bool = False) -> str:
         """Execute ``thr``'s next operation (``defer``: a dependency-free load goes on as a placeholder)."""
         m, t, op = self.mem, thr.mem, thr.op
+        thr.ver += 1
         self._attempt = ("step", thr)
         verbose = self.verbose
         if thr.wait is not None:
@@ -395,6 +411,7 @@ class System:
     def resolve(self, thr: Thr, pick: int = 0) -> str:
         """The oldest deferred load of ``thr`` reads now, from the floor it had when issued."""
         self._attempt = ("resolve", thr)
+        thr.ver += 1
         box, op, f = thr.deferred.pop(0)
         w = self.mem.load(thr.mem, op.loc, pick=pick, scope=None, proxy=op.proxy, floor={op.loc: f})
         box.value, box.resolved = w.value, True

@@ -28,6 +28,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
+from .chain import CHAIN_SPACES, CHAIN_VARIANTS, ChainRun, ChainSetup, ChainSpace
 from .grid import Chain
 from .harness import Run, Setup
 from .invariants import End, ProtocolViolation
@@ -35,11 +36,12 @@ from .ops import Ld, Poll
 from .programs import BENIGN, CORRECT, KERNEL, KERNEL_WAIT, MUTANTS, NEW_MUTANTS, WAIT, WAIT_MUTANTS, Variant
 
 __all__ = ["Space", "SPACES", "MUTANT_SPACE", "WalkResult", "SearchStats", "walk", "replay", "search",
-           "search_parallel", "find_violation", "VARIANTS", "CLUSTER_SPACE"]
+           "search_parallel", "find_violation", "VARIANTS", "CLUSTER_SPACE", "CHAIN_SPACES", "ChainSpace"]
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (CORRECT, WAIT, KERNEL, KERNEL_WAIT)} | MUTANTS | WAIT_MUTANTS \
-    | NEW_MUTANTS | BENIGN
-"""Every variant by name (the walks cross process boundaries by name)."""
+    | NEW_MUTANTS | BENIGN | CHAIN_VARIANTS
+"""Every variant by name (the walks cross process boundaries by name); the chain kernel's variants
+(:mod:`ctasim.protocol.chain`) run on :class:`~ctasim.protocol.chain.ChainSpace` setups."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ class WalkResult:
 def walk(variant: Variant, setup: Setup, rng: random.Random, seed: int = 0, max_steps: int = 100_000,
          log=None) -> WalkResult:
     """Run ``variant`` on ``setup`` to the end with random decisions; ``log(line)`` gets each action if given."""
-    run = Run(setup, variant)
+    run = ChainRun(setup, variant) if isinstance(setup, ChainSetup) else Run(setup, variant)
     sys_ = run.system
     sys_.verbose = log is not None
     mem = sys_.mem
@@ -157,7 +159,7 @@ def walk(variant: Variant, setup: Setup, rng: random.Random, seed: int = 0, max_
     return WalkResult(seed, setup, max_steps, hash(tuple(sig)))  # pragma: no cover - End raised
 
 
-def _setup_of(space: Space, seed: int) -> tuple[Setup, random.Random]:
+def _setup_of(space: Space | ChainSpace, seed: int) -> tuple[Setup | ChainSetup, random.Random]:
     rng = random.Random(seed)
     return space.draw(rng), rng
 
@@ -227,7 +229,7 @@ def _search_job(args) -> SearchStats:
 def search_parallel(variant: str, spaces: dict[str, Space] | Space, n: int, processes: int | None = None,
                     seed0: int = 0) -> SearchStats:
     """``n`` walks of ``variant`` shared equally among ``spaces``, spread over ``processes`` workers."""
-    if isinstance(spaces, Space):
+    if isinstance(spaces, (Space, ChainSpace)):
         spaces = {"space": spaces}
     processes = processes or os.cpu_count() or 1
     per = -(-n // len(spaces))

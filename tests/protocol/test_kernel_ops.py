@@ -75,3 +75,101 @@ def test_nvcc_ptx_of_the_header_matches_the_model(model, tmp_path):
     with ThreadPoolExecutor(4) as pool:
         for name, problems in pool.map(check, enumerate(mutations(HEADER.read_text()).items())):
             assert problems, f"{name}: not detected in the PTX"
+
+
+# ------------------------------------------------------------------------------------------------ the chain kernel
+from ctasim.protocol.kernelops import (CHAIN_KERNEL, CHAIN_ROLES, chain_compare, chain_program_ops,  # noqa: E402
+                                       chain_source_ops)
+
+
+@pytest.fixture(scope="module")
+def chain_model():
+    return chain_program_ops()
+
+
+def _drop_in(text: str, cls: str | None, func: str, call: str) -> str:
+    """``text`` without the first ``call`` inside function ``func`` (of class ``cls``), located by name."""
+    start = 0
+    if cls is not None:
+        start = re.search(rf"\bclass\s+{cls}\b", text).end()
+    m = re.compile(rf"\b{func}\s*\([^)]*\)[^{{;]*\{{").search(text, start)
+    i = text.index(call, m.end())
+    return text[:i] + text[i + len(call):]
+
+
+def chain_mutations(chain: str, header: str) -> dict[str, tuple[str, str]]:
+    """Each a (chain kernel, header) pair with one seeded bug; located by function name, not by line."""
+    out = {
+        "red.release.gpu -> red.relaxed.gpu (red_add_release_gpu)":
+            (chain, header.replace("red.release.gpu.global.add", "red.relaxed.gpu.global.add", 1)),
+        "red.release.gpu -> red.release.cta (red_add_release_gpu)":
+            (chain, header.replace("red.release.gpu.global.add", "red.release.cta.global.add", 1)),
+        "ld.acquire.gpu -> ld.relaxed.gpu (ld_acquire_gpu_u32)":
+            (chain, header.replace("ld.acquire.gpu.global.u32", "ld.relaxed.gpu.global.u32", 1)),
+        "ld.acquire.gpu -> ld.acquire.cta (ld_acquire_gpu_u32)":
+            (chain, header.replace("ld.acquire.gpu.global.u32", "ld.acquire.cta.global.u32", 1)),
+        "wait_inputs without its fence.proxy.async":
+            (_drop_in(chain, "ChainStaticScheduler", "wait_inputs", "ctapipe::fence_proxy_async_global();"), header),
+        "wait_inputs without __syncwarp":
+            (_drop_in(chain, "ChainStaticScheduler", "wait_inputs", "__syncwarp();"), header),
+        "take without its fence.proxy.async":
+            (_drop_in(chain, None, "take", "ctapipe::fence_proxy_async_global();"), header),
+        "ChainScheduler::fetch_next_work without the load warp's fence.proxy.async":
+            (_drop_in(chain, "ChainScheduler", "fetch_next_work", "ctapipe::fence_proxy_async_global();"), header),
+        "finish without complete_stores":
+            (_drop_in(chain, "ChainScheduler", "finish", "ctapipe::complete_stores();"), header),
+        "finish without its bar.sync":
+            (_drop_in(chain, "ChainScheduler", "finish",
+                      'asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");'),
+             header),
+        "ChainStaticScheduler::fetch_next_work without wait_inputs":
+            (_drop_in(chain, "ChainStaticScheduler", "fetch_next_work", "if (threadIdx.x < 32) wait_inputs(tile);"),
+             header),
+        "complete_stores without wait_group (ctapipe.cuh)":
+            (chain, _drop_in(header, None, "complete_stores", "bulk_wait_all_complete();")),
+    }
+    for name, (c, h) in out.items():
+        assert (c, h) != (chain, header), f"mutation {name} did not apply: the kernel changed shape"
+    return out
+
+
+def test_chain_kernel_source_matches_the_chain_programs(chain_model):
+    assert chain_compare(chain_model, chain_source_ops()) == []
+
+
+def test_chain_roles_are_the_ones_the_programs_run(chain_model):
+    assert chain_model == {
+        "take": ["atom.add.relaxed.gpu", "ld.acquire.gpu", "fence.proxy.async"],
+        "fetch_load": ["fence.proxy.async"],
+        "finish": ["cp.async.bulk.wait_group", "fence.proxy.async", "bar.sync", "red.add.release.gpu"],
+        "wait_inputs": ["ld.acquire.gpu", "bar.warp.sync", "fence.proxy.async"],
+    }
+    source = chain_source_ops()
+    assert set(source) == set(CHAIN_ROLES) and all(source.values())
+
+
+def test_mutated_chain_kernels_fail_the_check(chain_model):
+    chain, header = CHAIN_KERNEL.read_text(), HEADER.read_text()
+    for name, (c, h) in chain_mutations(chain, header).items():
+        assert chain_compare(chain_model, chain_source_ops(c, h)), f"{name}: not detected"
+
+
+def test_chain_programs_with_a_seeded_bug_fail_the_check():
+    """The comparison is two-sided: the chain programs with a seeded bug (both designs, where the bug is in code the
+    designs share) disagree with the kernel's source."""
+    from ctasim.protocol.chain import CHAIN_CORRECT, CHAIN_MUTANTS, CHAIN_STATIC
+
+    M = CHAIN_MUTANTS
+    pairs = {
+        "cta-scope-red": (M["chain-tickets-cta-scope-red"], M["chain-static-cta-scope-red"]),
+        "relaxed-poll (tickets)": (M["chain-tickets-relaxed-poll"], CHAIN_STATIC),
+        "relaxed-poll (static)": (CHAIN_CORRECT, M["chain-static-relaxed-poll"]),
+        "no-take-fence": (M["chain-tickets-no-take-fence"], CHAIN_STATIC),
+        "signal-before-storers": (M["chain-tickets-signal-before-storers"], M["chain-static-signal-before-storers"]),
+        "no-load-fence (static)": (CHAIN_CORRECT, M["chain-static-no-load-fence"]),
+        "no-syncwarp (static)": (CHAIN_CORRECT, M["chain-static-no-syncwarp"]),
+    }
+    source = chain_source_ops()
+    for name, variants in pairs.items():
+        problems = chain_compare(chain_program_ops(variants), source)
+        assert problems and not any("never run" in p for p in problems), (name, problems)

@@ -1,0 +1,135 @@
+"""The chain kernel's protocol (one GPU, GPU scope; ctahw/kernels/ctapipe_sm90_bf16_chain.cu) under the model.
+
+Both designs (tickets, static) pass thousands of distinct random-walk schedules; the two-GPU placement with
+``.sys`` scopes and the tickets design without the load warp's second proxy fence pass too; every seeded bug of
+:data:`~ctasim.protocol.chain.CHAIN_MUTANTS` ends at a violated invariant -- among them the same programs with
+producer and consumer layers on two GPUs, where GPU scope is not enough.
+"""
+
+import random
+from dataclasses import fields
+
+import pytest
+
+from ctasim.protocol.chain import (CHAIN_CORRECT, CHAIN_MUTANTS, CHAIN_PASSING, CHAIN_SPACES, CHAIN_STATIC,
+                                   ChainRun, ChainSetup, ChainSpace, topological_order)
+from ctasim.protocol.walk import find_violation, replay, search_parallel
+
+CHAIN_WALKS_CI = 2_500
+"""Walks per design in a CI run (spread over CHAIN_SPACES)."""
+CHAIN_DISTINCT_CI = 2_400
+
+EXPECTED_INVARIANTS = {
+    "chain-tickets-cta-scope-red": {1, 3, 5, 6},  # no synchronisation (1, 6), or lost updates (3, 5)
+    "chain-static-cta-scope-red": {1, 3, 5, 6},
+    "chain-tickets-relaxed-poll": {1, 6},
+    "chain-static-relaxed-poll": {1, 6},
+    "chain-tickets-no-proxy-fence": {1, 6},
+    "chain-tickets-no-take-fence": {1, 6},
+    "chain-static-no-load-fence": {1, 6},
+    "chain-static-no-syncwarp": {1, 3, 6},  # the TMA lane dispatches before the counter is complete (3)
+    "chain-tickets-signal-before-storers": {1, 6},
+    "chain-static-signal-before-storers": {1, 6},
+    "chain-tickets-2gpu": {1, 6},  # stale data: a .gpu release / acquire pair across GPUs does not synchronise
+    "chain-static-2gpu": {1, 6},
+    "chain-static-not-resident": {5},  # deadlock
+}
+
+
+@pytest.fixture(scope="module")
+def seed0(protocol_profile):
+    if protocol_profile == "ci":
+        return 0
+    s = random.SystemRandom().randrange(1 << 30)
+    print(f"\nchain walk seed0 = {s}")
+    return s
+
+
+@pytest.mark.parametrize("variant", [CHAIN_CORRECT, CHAIN_STATIC], ids=lambda v: v.name)
+def test_chain_design_passes_thousands_of_distinct_schedules(variant, seed0):
+    st = search_parallel(variant.name, CHAIN_SPACES, CHAIN_WALKS_CI, seed0=seed0)
+    print(f"\n{variant.name}: {st.walks} walks, {st.distinct} distinct schedules, {st.decisions} decisions, "
+          f"{st.seconds:.1f} s")
+    assert st.violations == 0, f"violation: replay with walk.replay({variant.name!r}, <space>, {st.first_failure})"
+    assert st.distinct >= CHAIN_DISTINCT_CI
+
+
+@pytest.mark.parametrize("name", [n for n in CHAIN_PASSING if n not in (CHAIN_CORRECT.name, CHAIN_STATIC.name)])
+def test_chain_variant_passes(name, seed0):
+    """The two-GPU placement with .sys scopes; the tickets design without the load warp's own proxy fence."""
+    st = search_parallel(name, ChainSpace(), 400, seed0=seed0)
+    assert st.violations == 0, st.first_failure
+    assert st.distinct >= 380
+
+
+@pytest.mark.parametrize("name", list(CHAIN_MUTANTS))
+def test_chain_mutant_is_caught(name, seed0):
+    st = find_violation(name, ChainSpace(), budget=3_000, seed0=seed0)
+    assert st.violations == 1, f"mutant {name} ({CHAIN_MUTANTS[name].bug}) survived {st.walks} schedules"
+    seed, setup, message = st.first_failure
+    print(f"\n{name}: caught after {st.walks} schedules (seed {seed}, {setup}): {message}")
+    invariant = int(message.split("(")[1].split(")")[0])
+    assert invariant in EXPECTED_INVARIANTS[name], message
+
+
+def test_every_chain_mutant_has_an_expected_invariant():
+    assert set(EXPECTED_INVARIANTS) == set(CHAIN_MUTANTS)
+
+
+def test_chain_mutants_differ_from_their_design_in_one_knob():
+    knobs = [f.name for f in fields(CHAIN_CORRECT) if f.name not in ("name", "bug")]
+    for v in list(CHAIN_MUTANTS.values()) + list(CHAIN_PASSING.values()):
+        base = CHAIN_CORRECT if v.design == "tickets" else CHAIN_STATIC
+        changed = [k for k in knobs if getattr(v, k) != getattr(base, k)]
+        if v.name.endswith("2gpu-sys"):
+            assert changed == ["counter_scope", "poll_acquire", "gpus"], v.name
+        elif v.name == "chain-tickets-no-proxy-fence":
+            assert changed == ["take_fence", "load_fence"], v.name
+        elif v in (CHAIN_CORRECT, CHAIN_STATIC):
+            assert changed == [], v.name
+        else:
+            assert len(changed) == 1, (v.name, changed)
+
+
+def test_two_gpu_placement_fails_where_one_gpu_passes(seed0):
+    """(e): the schedule that breaks the two-GPU placement is a walk of the same programs; on one GPU the same
+    setups pass, and with .sys scopes the two-GPU placement passes."""
+    st = find_violation("chain-tickets-2gpu", ChainSpace(), budget=3_000, seed0=seed0)
+    assert st.violations == 1
+    seed = st.first_failure[0]
+    for ok in ("chain-tickets", "chain-tickets-2gpu-sys"):
+        assert replay(ok, ChainSpace(), seed, log=None).error is None, ok
+
+
+def test_orders_are_topological_and_random():
+    rng = random.Random(3)
+    seen = set()
+    for _ in range(200):
+        order = topological_order(3, 2, 2, rng)
+        seen.add(order)
+        pos = {g: i for i, g in enumerate(order)}
+        for g in order:
+            l, r = g // 4, (g % 4) // 2
+            if l:
+                assert all(pos[(l - 1) * 4 + r * 2 + c] < pos[g] for c in range(2))
+    assert len(seen) > 20
+
+
+def test_fixed_chain_setups_finish_under_every_drain_policy():
+    from ctasim.protocol.system import DrainPolicy
+
+    for v in CHAIN_PASSING.values():
+        for land in ("oldest", "newest"):
+            for stale in (False, True):
+                for setup in (ChainSetup(3, 2, 2, 2, 2, 3), ChainSetup(2, 1, 2, 1, 3, 2, slots=1),
+                              ChainSetup(3, 1, 2, 1, 1, 4, order=topological_order(3, 1, 2, random.Random(5)))):
+                    assert ChainRun(setup, v).finish(DrainPolicy(land, stale)).finished, (v.name, setup)
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("variant", [CHAIN_CORRECT, CHAIN_STATIC], ids=lambda v: v.name)
+def test_long_chain_walks(variant, seed0):
+    st = search_parallel(variant.name, CHAIN_SPACES | {"chain-4-layers": ChainSpace(max_layers=4, max_grid=4)},
+                         10 * CHAIN_WALKS_CI, seed0=seed0 + 11)
+    assert st.violations == 0, st.first_failure
+    assert st.distinct >= 10 * CHAIN_DISTINCT_CI
