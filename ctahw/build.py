@@ -503,11 +503,12 @@ def _ctapipe_library(name: str) -> KernelLibrary:
         source=KERNELS_DIR / f"{name}.cu",
         needs_cutlass=True,
         abi_symbol="ctahw_ctapipe_abi_version",
-        abi_version=3,
+        abi_version=4,
         headers=(KERNELS_DIR / "ctapipe.cuh", KERNELS_DIR / "ctapipe_gemm.cuh", KERNELS_DIR / "launch_status.cuh"),
         signatures={
             "ctahw_ctapipe_abi_version": (_i, ()),
             "ctahw_ctapipe_desc_fields": (_i, ()),
+            "ctahw_ctapipe_desc_names": (ctypes.c_char_p, ()),
             "ctahw_ctapipe_tile_stamp_words": (_i, ()),
             "ctahw_ctapipe_describe": (_i, (_i, ctypes.c_char_p, _i)),
             "ctahw_ctapipe_gemm": (_i, (_p, _p, _p, _i, _i, _i, _f, _p, _i, _i, _i, _i, _p)),

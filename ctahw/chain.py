@@ -21,7 +21,6 @@ Left out: fused epilogues and row-wise ops (the chain kernel runs square chains 
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Mapping
 
@@ -30,27 +29,17 @@ import pandas as pd
 
 from ctasim.plan import Kernel, Plan
 from ctasim.trace import EVENT_COLUMNS, EVENT_KINDS, Trace
-from ctahw.runner import ERROR_WORDS, KERNEL_TILE, TILE_STAMP_WORDS, parse_error
+from ctahw.runner import (ERROR_WORDS, KERNEL_TILE, TILE_STAMP_WORDS, check_desc_names, desc_fields_from_source,
+                          parse_error)
 
-__all__ = ["LIBRARY", "DESC_FIELDS", "DESIGNS", "desc_fields_from_source", "chain_kernel", "chain_descriptor",
+__all__ = ["LIBRARY", "DESC_FIELDS", "DESIGNS", "chain_kernel", "chain_descriptor",
            "check_pairs", "ChainRunner", "parse_chain_trace"]
 
 LIBRARY = "ctapipe_sm90_bf16_chain"
 SOURCE = Path(__file__).resolve().parent / "kernels" / f"{LIBRARY}.cu"
 
 
-def desc_fields_from_source(text: str) -> tuple[str, ...]:
-    """The field names of the ``CTAHW_CHAIN_FIELDS`` X-macro in the kernel source, in order."""
-    m = re.search(r"#define CTAHW_CHAIN_FIELDS\(X\)(.*?)\n\s*\n", text, re.S)
-    if m is None:
-        raise ValueError("kernel source has no CTAHW_CHAIN_FIELDS list")
-    names = tuple(re.findall(r"\bX\((\w+),", m.group(1)))
-    if not names:
-        raise ValueError("CTAHW_CHAIN_FIELDS lists no fields")
-    return names
-
-
-DESC_FIELDS = desc_fields_from_source(SOURCE.read_text())
+DESC_FIELDS = desc_fields_from_source(SOURCE.read_text(), "CTAHW_CHAIN_FIELDS")
 """The chain kernel's int64 descriptor fields, in order (pointers as integers, 0 for none)."""
 
 DESIGNS = {"tickets": 0, "static": 1, "static2x1": 2}
@@ -119,10 +108,7 @@ class ChainRunner:
         if tuple(x.shape) != (self.m, self.h):
             raise ValueError(f"input is {tuple(x.shape)}, the plan needs {(self.m, self.h)}")
         self.lib = build.library(LIBRARY)
-        names = tuple(n for n in self.lib.ctahw_chain_desc_names().decode().split(",") if n)
-        if names != DESC_FIELDS:
-            raise RuntimeError(f"chain descriptor fields differ between the kernel source and the built library: "
-                               f"{DESC_FIELDS} vs {names}")
+        check_desc_names(self.lib.ctahw_chain_desc_names(), DESC_FIELDS, "chain")
         if self.lib.ctahw_chain_tile_stamp_words() != TILE_STAMP_WORDS:
             raise RuntimeError("stamp record size differs between Python and the built library")
         if design not in DESIGNS:

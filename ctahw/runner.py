@@ -18,6 +18,8 @@ Epochs: counters, tails and heads are never reset between runs; run ``e`` (1, 2,
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -29,6 +31,8 @@ from ctasim.trace import EVENT_COLUMNS, EVENT_KINDS, OP_COLUMNS, TILE_COLUMNS, T
 
 __all__ = [
     "DESC_FIELDS",
+    "desc_fields_from_source",
+    "check_desc_names",
     "TILE_STAMP_WORDS",
     "ERROR_WORDS",
     "ERROR_CODES",
@@ -49,15 +53,32 @@ __all__ = [
     "CtaPipeRunner",
 ]
 
-DESC_FIELDS = (
-    "mode", "order", "num_tiles", "tiles_n",
-    "in_slots", "in_head", "in_capacity",
-    "out_counters", "out_slots", "out_tail", "out_capacity",
-    "prod_dep_ptr", "prod_dep_idx", "threshold", "dep_tile_ptr", "dep_tile_idx",
-    "epoch", "timeout_ns", "error", "stamps", "push_stamps", "zero_stamps", "stall_row", "cta_tile",
-    "in_counters", "in_threshold", "in_consumer_dep",
-)
-"""Fields of the launcher's int64 descriptor, in order (pointers as integers, 0 for none)."""
+def desc_fields_from_source(text: str, macro: str) -> tuple[str, ...]:
+    """The field names of the X-macro ``macro`` (``#define MACRO(X) X(name, ...) ...``) in a kernel source, in order:
+    the one definition of a launcher's descriptor layout."""
+    import re
+
+    m = re.search(rf"#define {macro}\(X\)(.*?)\n\s*\n", text, re.S)
+    if m is None:
+        raise ValueError(f"kernel source has no {macro} list")
+    names = tuple(re.findall(r"\bX\((\w+),", m.group(1)))
+    if not names:
+        raise ValueError(f"{macro} lists no fields")
+    return names
+
+
+def check_desc_names(lib_names: bytes, fields: tuple[str, ...], what: str) -> None:
+    """RuntimeError unless a loaded library's comma-separated descriptor names equal ``fields``."""
+    names = tuple(n for n in lib_names.decode().split(",") if n)
+    if names != fields:
+        raise RuntimeError(f"{what} descriptor fields differ between the kernel source and the built library: "
+                           f"{fields} vs {names}")
+
+
+DESC_FIELDS = desc_fields_from_source((Path(__file__).resolve().parent / "kernels" / "ctapipe.cuh").read_text(),
+                                      "CTAPIPE_DESC_FIELDS")
+"""Fields of the launcher's int64 descriptor, in order (pointers as integers, 0 for none): read from the
+``CTAPIPE_DESC_FIELDS`` list of kernels/ctapipe.cuh, the one definition."""
 
 TILE_STAMP_WORDS = 8
 """u64 words per tile in a stamp buffer: start, acquire, mainloop end, epilogue issued, store end, signal,
@@ -488,8 +509,7 @@ class CtaPipeRunner:
             if self.persistent:
                 check_persistent(k, self.clusters[k.op])
             lib = build.library(library_of(self.clusters[k.op], self.persistent))
-            if lib.ctahw_ctapipe_desc_fields() != len(DESC_FIELDS):
-                raise RuntimeError("ctapipe descriptor layout differs between Python and the built library")
+            check_desc_names(lib.ctahw_ctapipe_desc_names(), DESC_FIELDS, "ctapipe")
             if self.persistent == "ring":  # the grid launched must fit the ring scratch after cta_tile
                 sms = int(cp.cuda.runtime.getDeviceProperties(k.gpu)["multiProcessorCount"])
                 check_ring_words(lib, ring_grid(k.tiles, sms, self.clusters[k.op]), k.name)

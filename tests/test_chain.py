@@ -134,16 +134,28 @@ def test_naive_predictors_of_the_chain_kernel():
 
 # ---------------------------------------------------------------------------------------------- ctahw.chain (CPU)
 
-def test_descriptor_fields_come_from_the_kernel_source():
-    from ctahw.chain import DESC_FIELDS, SOURCE, desc_fields_from_source
+def test_descriptor_fields_come_from_the_kernel_sources():
+    from ctahw import runner
+    from ctahw.chain import DESC_FIELDS, SOURCE
+    from ctahw.runner import check_desc_names, desc_fields_from_source
 
     text = SOURCE.read_text()
-    assert DESC_FIELDS == desc_fields_from_source(text)
+    assert DESC_FIELDS == desc_fields_from_source(text, "CTAHW_CHAIN_FIELDS")
     assert DESC_FIELDS[:2] == ("order", "num_tiles") and "counters" in DESC_FIELDS
     renamed = text.replace("X(counters, unsigned*)", "X(row_counters, unsigned*)")
-    assert "row_counters" in desc_fields_from_source(renamed) and "counters" not in desc_fields_from_source(renamed)
+    got = desc_fields_from_source(renamed, "CTAHW_CHAIN_FIELDS")
+    assert "row_counters" in got and "counters" not in got
     with pytest.raises(ValueError, match="no CTAHW_CHAIN_FIELDS"):
-        desc_fields_from_source("int x;")
+        desc_fields_from_source("int x;", "CTAHW_CHAIN_FIELDS")
+    # the ctapipe kernels' descriptor: ctapipe.cuh's list, 27 fields, in the order descriptor() writes them
+    header = (SOURCE.parent / "ctapipe.cuh").read_text()
+    assert runner.DESC_FIELDS == desc_fields_from_source(header, "CTAPIPE_DESC_FIELDS")
+    assert len(runner.DESC_FIELDS) == 27 and runner.DESC_FIELDS[0] == "mode" and runner.DESC_FIELDS[-1] == "in_consumer_dep"
+    swapped = header.replace("X(in_head, unsigned*, nullptr)", "X(in_headx, unsigned*, nullptr)")
+    assert desc_fields_from_source(swapped, "CTAPIPE_DESC_FIELDS")[5] == "in_headx"
+    check_desc_names(b"order,num_tiles,", ("order", "num_tiles"), "chain")
+    with pytest.raises(RuntimeError, match="differ"):
+        check_desc_names(b"num_tiles,order,", ("order", "num_tiles"), "chain")
 
 
 def test_chain_descriptor_layout():

@@ -65,40 +65,42 @@ enum TileStamp : int {
   kTileStampWords = 8,
 };
 
-// Everything one kernel needs to take part in the protocol. The host fills it from a ctasim Plan
-// (ctahw/runner.py); field order matches ctahw.runner.DESC_FIELDS.
+// Everything one kernel needs to take part in the protocol: the launcher's int64 descriptor, one field per entry of
+// this list, in this order (name, type, default). The host fills it from a ctasim Plan (ctahw/runner.py, whose
+// DESC_FIELDS is read from this list; a loaded library's ctahw_ctapipe_desc_names() must match it by name).
+#define CTAPIPE_DESC_FIELDS(X)                                                                                   \
+  X(mode, int, 0)                            /* 0 static (order[cta_linear()]); 1 pop the inbound queue; 2 wait */ \
+  X(order, const int*, nullptr)              /* static tile order (modes 0 and 2) */                             \
+  X(num_tiles, int, 0)                                                                                           \
+  X(tiles_n, int, 1)                                                                                             \
+  X(in_slots, unsigned long long*, nullptr)  /* inbound (this kernel consumes): on this GPU */                    \
+  X(in_head, unsigned*, nullptr)                                                                                 \
+  X(in_capacity, int, 0)                                                                                         \
+  X(out_counters, unsigned*, nullptr)        /* outbound (this kernel produces): on the consumer GPU */          \
+  X(out_slots, unsigned long long*, nullptr)                                                                     \
+  X(out_tail, unsigned*, nullptr)                                                                                \
+  X(out_capacity, int, 0)                                                                                        \
+  X(prod_dep_ptr, const int*, nullptr)                                                                           \
+  X(prod_dep_idx, const int*, nullptr)                                                                           \
+  X(threshold, const int*, nullptr)                                                                              \
+  X(dep_tile_ptr, const int*, nullptr)                                                                           \
+  X(dep_tile_idx, const int*, nullptr)                                                                           \
+  X(epoch, unsigned, 1)                                                                                          \
+  X(timeout_ns, long long, 2000000000LL)                                                                         \
+  X(error, int*, nullptr)                    /* on this GPU */                                                   \
+  X(stamps, unsigned long long*, nullptr)    /* [num_tiles][kTileStampWords], on this GPU */                     \
+  X(push_stamps, unsigned long long*, nullptr) /* [consumer tiles][2]: t_push, slot (outbound), on this GPU */   \
+  X(zero_stamps, unsigned long long*, nullptr) /* [deps]: counter completed (outbound), on this GPU */           \
+  X(stall_row, int, -1)                      /* debug: producer tiles of this row-block never signal */          \
+  X(cta_tile, int*, nullptr)                 /* [2 * num_tiles] scratch: each CTA's tile id and slot */          \
+  X(in_counters, const unsigned*, nullptr)   /* inbound counters of a wait consumer (mode 2): on this GPU */     \
+  X(in_threshold, const int*, nullptr)                                                                           \
+  X(in_consumer_dep, const int*, nullptr)    /* [num_tiles]: the counter each tile waits on */
+
 struct Params {
-  int mode = 0;                 // 0: static (tile = order[cta_linear()]); 1: pop from the inbound queue;
-                                // 2: wait (tile = order[cta_linear()], then wait on its inbound counter)
-  const int* order = nullptr;   // static tile order (mode 0)
-  int num_tiles = 0;
-  int tiles_n = 1;
-  // inbound (this kernel consumes): on this GPU
-  unsigned long long* in_slots = nullptr;
-  unsigned* in_head = nullptr;
-  int in_capacity = 0;
-  // outbound (this kernel produces): on the consumer GPU
-  unsigned* out_counters = nullptr;
-  unsigned long long* out_slots = nullptr;
-  unsigned* out_tail = nullptr;
-  int out_capacity = 0;
-  const int* prod_dep_ptr = nullptr;
-  const int* prod_dep_idx = nullptr;
-  const int* threshold = nullptr;
-  const int* dep_tile_ptr = nullptr;
-  const int* dep_tile_idx = nullptr;
-  unsigned epoch = 1;
-  long long timeout_ns = 2000000000LL;
-  int* error = nullptr;                        // on this GPU
-  unsigned long long* stamps = nullptr;        // [num_tiles][kTileStampWords], on this GPU
-  unsigned long long* push_stamps = nullptr;   // [consumer tiles][2]: t_push, slot (outbound), on this GPU
-  unsigned long long* zero_stamps = nullptr;   // [deps]: counter completed (outbound), on this GPU
-  int stall_row = -1;                          // debug: producer tiles of this row-block never signal
-  int* cta_tile = nullptr;                     // [2 * num_tiles] scratch: each CTA's tile id and slot, broadcast
-  // inbound counters of a wait consumer (mode 2): on this GPU
-  const unsigned* in_counters = nullptr;
-  const int* in_threshold = nullptr;
-  const int* in_consumer_dep = nullptr;        // [num_tiles]: the counter each tile waits on
+#define CTAPIPE_MEMBER(name, type, init) type name = init;
+  CTAPIPE_DESC_FIELDS(CTAPIPE_MEMBER)
+#undef CTAPIPE_MEMBER
 };
 
 enum Mode : int { kModeStatic = 0, kModeQueue = 1, kModeWait = 2 };

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <cstdio>
+#include <type_traits>
 #include <cuda_runtime.h>
 
 #include "cutlass/cutlass.h"
@@ -317,39 +318,30 @@ struct Config {
 };
 
 
-// The descriptor: int64 fields in this order (ctahw.runner.DESC_FIELDS).
-constexpr int kDescFields = 27;
+// The descriptor: int64 fields in the order of CTAPIPE_DESC_FIELDS (ctapipe.cuh), pointers as integers.
+#define CTAPIPE_COUNT(name, type, init) +1
+constexpr int kDescFields = 0 CTAPIPE_DESC_FIELDS(CTAPIPE_COUNT);
+#undef CTAPIPE_COUNT
+#define CTAPIPE_NAME(name, type, init) #name ","
+constexpr char kDescNames[] = CTAPIPE_DESC_FIELDS(CTAPIPE_NAME);
+#undef CTAPIPE_NAME
+
+// One int64 descriptor word as a field of type T (pointers from integers).
+template <class T>
+T desc_field(long long v) {
+  if constexpr (std::is_pointer_v<T>) {
+    return reinterpret_cast<T>(static_cast<uintptr_t>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
 
 inline ctapipe::Params from_desc(const long long* f) {
   ctapipe::Params p;
-  auto ptr = [&](int i) { return reinterpret_cast<void*>(static_cast<uintptr_t>(f[i])); };
-  p.mode = static_cast<int>(f[0]);
-  p.order = static_cast<const int*>(ptr(1));
-  p.num_tiles = static_cast<int>(f[2]);
-  p.tiles_n = static_cast<int>(f[3]);
-  p.in_slots = static_cast<unsigned long long*>(ptr(4));
-  p.in_head = static_cast<unsigned*>(ptr(5));
-  p.in_capacity = static_cast<int>(f[6]);
-  p.out_counters = static_cast<unsigned*>(ptr(7));
-  p.out_slots = static_cast<unsigned long long*>(ptr(8));
-  p.out_tail = static_cast<unsigned*>(ptr(9));
-  p.out_capacity = static_cast<int>(f[10]);
-  p.prod_dep_ptr = static_cast<const int*>(ptr(11));
-  p.prod_dep_idx = static_cast<const int*>(ptr(12));
-  p.threshold = static_cast<const int*>(ptr(13));
-  p.dep_tile_ptr = static_cast<const int*>(ptr(14));
-  p.dep_tile_idx = static_cast<const int*>(ptr(15));
-  p.epoch = static_cast<unsigned>(f[16]);
-  p.timeout_ns = f[17];
-  p.error = static_cast<int*>(ptr(18));
-  p.stamps = static_cast<unsigned long long*>(ptr(19));
-  p.push_stamps = static_cast<unsigned long long*>(ptr(20));
-  p.zero_stamps = static_cast<unsigned long long*>(ptr(21));
-  p.stall_row = static_cast<int>(f[22]);
-  p.cta_tile = static_cast<int*>(ptr(23));
-  p.in_counters = static_cast<const unsigned*>(ptr(24));
-  p.in_threshold = static_cast<const int*>(ptr(25));
-  p.in_consumer_dep = static_cast<const int*>(ptr(26));
+  int i = 0;
+#define CTAPIPE_READ(name, type, init) p.name = desc_field<type>(f[i++]);
+  CTAPIPE_DESC_FIELDS(CTAPIPE_READ)
+#undef CTAPIPE_READ
   return p;
 }
 
@@ -418,3 +410,18 @@ inline const char* status_string(int code) {
 }
 
 }  // namespace ctahw::ctapipe_gemm
+
+// The exports every CTA-pipelining library shares (besides its own describe and gemm launchers), compiled into the
+// translation units that define CTAHW_CTAPIPE_LIBRARY before including this header. ABI 4: the descriptor's field
+// names exported (ctahw_ctapipe_desc_names).
+#ifdef CTAHW_CTAPIPE_LIBRARY
+extern "C" {
+
+int ctahw_ctapipe_abi_version() { return 4; }
+int ctahw_ctapipe_desc_fields() { return ctahw::ctapipe_gemm::kDescFields; }
+const char* ctahw_ctapipe_desc_names() { return ctahw::ctapipe_gemm::kDescNames; }
+int ctahw_ctapipe_tile_stamp_words() { return ctapipe::kTileStampWords; }
+const char* ctahw_ctapipe_status_string(int code) { return ctahw::ctapipe_gemm::status_string(code); }
+
+}  // extern "C"
+#endif

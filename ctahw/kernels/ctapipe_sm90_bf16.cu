@@ -5,15 +5,13 @@
 // extern "C" launchers for ctypes; codes: 0, -cudaError, -1000 - cutlass::Status, -2000 (workspace needed),
 // -2002 (bad descriptor), -2003 (cluster not in this library).
 
+#define CTAHW_CTAPIPE_LIBRARY  // the shared extern "C" exports of ctapipe_gemm.cuh
 #include "ctapipe_gemm.cuh"
 
 namespace cg = ctahw::ctapipe_gemm;
 
 extern "C" {
 
-int ctahw_ctapipe_abi_version() { return 3; }  // 3: descriptor of 27 fields (wait consumers)
-int ctahw_ctapipe_desc_fields() { return cg::kDescFields; }
-int ctahw_ctapipe_tile_stamp_words() { return ctapipe::kTileStampWords; }
 
 // cluster: 0 = 1x1 (the only one in this library).
 int ctahw_ctapipe_describe(int cluster, char* buf, int len) {
@@ -32,6 +30,5 @@ int ctahw_ctapipe_gemm(const void* a, const void* b, void* d, int m, int n, int 
                : cg::run<1, 1, false>(a, b, d, m, n, k, alpha, p, device, stream);
 }
 
-const char* ctahw_ctapipe_status_string(int code) { return cg::status_string(code); }
 
 }  // extern "C"

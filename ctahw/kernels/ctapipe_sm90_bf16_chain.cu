@@ -76,19 +76,10 @@ constexpr int kDescFields = 0 CTAHW_CHAIN_FIELDS(CTAHW_CHAIN_COUNT);
 constexpr char kDescNames[] = CTAHW_CHAIN_FIELDS(CTAHW_CHAIN_NAME);
 #undef CTAHW_CHAIN_NAME
 
-template <class T>
-T field(long long v) {
-  if constexpr (std::is_pointer_v<T>) {
-    return reinterpret_cast<T>(static_cast<uintptr_t>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
-
 inline Params from_desc(const long long* f) {
   Params p;
   int i = 0;
-#define CTAHW_CHAIN_READ(name, type) p.name = field<type>(f[i++]);
+#define CTAHW_CHAIN_READ(name, type) p.name = ctahw::ctapipe_gemm::desc_field<type>(f[i++]);
   CTAHW_CHAIN_FIELDS(CTAHW_CHAIN_READ)
 #undef CTAHW_CHAIN_READ
   return p;

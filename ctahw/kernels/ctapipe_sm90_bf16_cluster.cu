@@ -5,15 +5,13 @@
 //
 // Same C ABI as ctapipe_sm90_bf16.cu; cluster: 1 = 2x1, 2 = 1x2.
 
+#define CTAHW_CTAPIPE_LIBRARY  // the shared extern "C" exports of ctapipe_gemm.cuh
 #include "ctapipe_gemm.cuh"
 
 namespace cg = ctahw::ctapipe_gemm;
 
 extern "C" {
 
-int ctahw_ctapipe_abi_version() { return 3; }  // 3: descriptor of 27 fields (wait consumers)
-int ctahw_ctapipe_desc_fields() { return cg::kDescFields; }
-int ctahw_ctapipe_tile_stamp_words() { return ctapipe::kTileStampWords; }
 
 int ctahw_ctapipe_describe(int cluster, char* buf, int len) {
   if (cluster == 1) return cg::describe<2, 1>(buf, len);
@@ -34,6 +32,5 @@ int ctahw_ctapipe_gemm(const void* a, const void* b, void* d, int m, int n, int 
                : cg::run<1, 2, false>(a, b, d, m, n, k, alpha, p, device, stream);
 }
 
-const char* ctahw_ctapipe_status_string(int code) { return cg::status_string(code); }
 
 }  // extern "C"

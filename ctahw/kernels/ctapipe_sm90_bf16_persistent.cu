@@ -28,6 +28,7 @@
 // The ring design below (CUTLASS's static-persistent path) runs clusters 1x1 and 2x1 (static order).
 // Every wait outside the CTA is bounded (ctapipe.cuh); a timed-out pop records an error and ends the CTA's work.
 
+#define CTAHW_CTAPIPE_LIBRARY  // the shared extern "C" exports of ctapipe_gemm.cuh
 #include "ctapipe_gemm.cuh"
 
 namespace ctahw {
@@ -524,9 +525,6 @@ namespace cp = ctahw::ctapipe_persistent;
 
 extern "C" {
 
-int ctahw_ctapipe_abi_version() { return 3; }  // 3: descriptor of 27 fields (wait consumers)
-int ctahw_ctapipe_desc_fields() { return cg::kDescFields; }
-int ctahw_ctapipe_tile_stamp_words() { return ctapipe::kTileStampWords; }
 
 // cluster: 0 = 1x1 (scheduler warp + shared-memory pipeline); kRingCode (4) + 0 / 1 = 1x1 / 2x1 (static order
 // only) with the ring design (CUTLASS's static-persistent path). Others (1x2; 2x1 with the smem design): -2003.
@@ -565,6 +563,5 @@ int ctahw_ctapipe_gemm(const void* a, const void* b, void* d, int m, int n, int 
                : cp::run<1, 1, false, false>(a, b, d, m, n, k, alpha, p, device, stream);
 }
 
-const char* ctahw_ctapipe_status_string(int code) { return cg::status_string(code); }
 
 }  // extern "C"

@@ -81,6 +81,8 @@ def test_kernel_source_compiles_and_exports_its_launchers(name):
         from ctahw.runner import CLUSTERS, DESC_FIELDS, LIBRARY_OF_CLUSTER, TILE_STAMP_WORDS
 
         assert cdll.ctahw_ctapipe_desc_fields() == len(DESC_FIELDS)
+        names = tuple(n for n in cdll.ctahw_ctapipe_desc_names().decode().split(",") if n)
+        assert names == DESC_FIELDS  # the library's list is ctapipe.cuh's, field by field
         assert cdll.ctahw_ctapipe_tile_stamp_words() == TILE_STAMP_WORDS
         buf = ctypes.create_string_buffer(512)
         from ctahw.runner import PERSISTENT_CLUSTERS, PERSISTENT_LIBRARY

@@ -398,6 +398,9 @@ class _FakeRingLib:
     def ctahw_ctapipe_desc_fields(self):
         return len(runner.DESC_FIELDS)
 
+    def ctahw_ctapipe_desc_names(self):
+        return ",".join(runner.DESC_FIELDS).encode() + b","
+
     def ctahw_ctapipe_ring_words(self, grid):  # as the persistent library: 2 u64 per CTA
         self.asked.append(grid)
         return grid * 2 * 2
