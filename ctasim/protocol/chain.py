@@ -12,13 +12,13 @@ Everything is on one GPU, so the protocol uses GPU scope.  Two designs:
   - ``LD`` (thread 0, the mainloop load warp): in the scheduler's constructor it takes the CTA's first tile
     (``take``: ``atomicAdd`` on the ticket, then for a tile of layer > 0 ``ld.acquire.gpu`` of the counter until
     it reaches the target, then ``fence.proxy.async``), writes it to a global word and meets every thread at
-    ``__syncthreads``.  Per tile: releases the throttle (the scheduler may take the next ticket), issues the TMA
+    ``__syncthreads`` (the model hands the id over with the barrier).  Per tile: releases the throttle (the scheduler may take the next ticket), issues the TMA
     loads of its inputs (async proxy), hands the tile to the MMA warps (the mainloop pipeline's full barrier:
     release / acquire at CTA scope), then takes the next tile from the scheduler pipeline (mbarrier wait: acquire
     at CTA scope) and runs ``fence.proxy.async`` itself (``ChainScheduler::fetch_next_work``).
   - ``SCH`` (the scheduler warp's elected lane): per tile, waits for the throttle, runs ``take`` for the next
-    ticket and publishes the tile in the shared-memory pipeline (a weak store of the data word, then the full
-    barrier's arrive: a release at CTA scope).
+    ticket and publishes the tile in the shared-memory pipeline (the kernel: a volatile store of the data word,
+    then the full barrier's arrive, a release at CTA scope; the model: one release store of the tile id).
   - ``ST`` (an epilogue thread that issues the tile's TMA stores) and ``LE`` (thread 128, the signalling thread):
     per tile, wait for the mainloop's data, ``ST`` stores the output tile (``cp.async.bulk``), ``wait_group 0``,
     ``fence.proxy.async``; both meet at ``bar.sync 13``; ``LE`` adds 1 to the row-block's counter with
@@ -392,7 +392,7 @@ class ChainRun:
         if v.design == "tickets":
             def load_warp():
                 g = yield from role("take", take())
-                yield St(("ctatile", p, c.cid), g, scope="sys")  # volatile global word
+                first[0] = g  # the kernel's volatile global word, read by every thread after __syncthreads
                 yield Bar(0, 4)
                 j = 0
                 while g >= 0:
@@ -402,8 +402,7 @@ class ChainRun:
                     if layer(g) > 0:
                         yield from loads(g)
                     yield from handover_to_mma(j, g)
-                    yield Poll(("sched_full", p, c.cid, j + 1), 1, acquire="cta", scope="cta")
-                    g = yield Ld(("sched_data", p, c.cid, j + 1), scope="cta")
+                    g = yield Poll(("sched", p, c.cid, j + 1), None, acquire="cta", scope="cta", ne=True)
                     j += 1
                 yield from handover_to_mma(j, -1)
 
@@ -413,15 +412,17 @@ class ChainRun:
 
             def scheduler():
                 yield Bar(0, 4)
-                g = yield Ld(("ctatile", p, c.cid), scope="sys")
+                g = first[0]
                 j = 0
                 while g >= 0:
                     yield Poll(("throttle", p, c.cid, j), 1, acquire="cta", scope="cta")
                     g = yield from role("take", take())
-                    yield St(("sched_data", p, c.cid, j + 1), g, scope="cta")
-                    yield St(("sched_full", p, c.cid, j + 1), 1, release="cta")
+                    # the pipeline stage: data word and full barrier's arrive in one release (the load warp's
+                    # acquire reads exactly what this release publishes)
+                    yield St(("sched", p, c.cid, j + 1), g, release="cta")
                     j += 1
 
+            first = [None]
             return [(0, load_warp()), (0, scheduler()), (0, mma(True)), (0, mma(False))]
 
         seq = [order[i] for i in range(c.index, len(order), c.kernel.n_ctas)]

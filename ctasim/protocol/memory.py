@@ -175,9 +175,18 @@ def later(a: Write | None, b: Write | None) -> Write | None:
 
 
 def join(into: dict, other: dict) -> None:
+    """Per location, keep the coherence-later floor (``later``, written out: this is the model's hottest loop)."""
+    get = into.get
     for loc, w in other.items():
-        cur = into.get(loc)
-        if cur is None or (cur is not w and later(w, cur) is w):
+        cur = get(loc)
+        if cur is w:
+            continue
+        if cur is None:
+            into[loc] = w
+        elif w.ts is None:
+            if cur.ts is not None or w.wid > cur.wid:
+                into[loc] = w
+        elif cur.ts is not None and w.ts > cur.ts:
             into[loc] = w
 
 

@@ -172,6 +172,8 @@ class System:
         self.verbose = True  # False: actions return "" instead of a description (the random walks' fast path)
         self._attempt: tuple = ()
         self._open = sorted(kernels, key=lambda k: (k.epoch, k.gpu))
+        self._units_ver = 0  # bumped when a unit launches or returns
+        self._launchable: tuple | None = None
 
     @property
     def attempt(self) -> str:
@@ -206,7 +208,16 @@ class System:
 
     # ---------------------------------------------------------------- launch
     def launchable(self) -> list[int]:
-        """GPUs whose running (or next) kernel can put a unit into free slots now."""
+        """GPUs whose running (or next) kernel can put a unit into free slots now (the list is shared: do not
+        change it).  Cached until a unit launches or returns, a write lands or a bulk store is acknowledged."""
+        key = (self._units_ver, self.mem.clock, self.mem.acks)
+        if self._launchable is not None and self._launchable[0] == key:
+            return self._launchable[1]
+        out = self._launchable_now()
+        self._launchable = (key, out)
+        return out
+
+    def _launchable_now(self) -> list[int]:
         out = []
         for gpu, ks in self._queue.items():
             k = self._current_kernel(gpu)
@@ -229,6 +240,7 @@ class System:
         self._next_id += 1
         c = Cta(self._next_id, k, k.launched, emit=self.emit)
         k.launched += 1
+        self._units_ver += 1
         k.ctas.append(c)
         self.live.append(c)
         self._live_on[gpu] += k.blocks
@@ -262,6 +274,7 @@ class System:
         c = thr.unit
         if all(t.done for t in c.threads) and not c.returned:
             c.returned = True
+            self._units_ver += 1
             c.kernel.returned += 1
             self.live.remove(c)
             self._live_on[c.gpu] -= c.kernel.blocks

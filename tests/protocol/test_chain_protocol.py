@@ -15,9 +15,9 @@ from ctasim.protocol.chain import (CHAIN_CORRECT, CHAIN_MUTANTS, CHAIN_PASSING, 
                                    ChainRun, ChainSetup, ChainSpace, topological_order)
 from ctasim.protocol.walk import find_violation, replay, search_parallel
 
-CHAIN_WALKS_CI = 2_500
-"""Walks per design in a CI run (spread over CHAIN_SPACES)."""
-CHAIN_DISTINCT_CI = 2_400
+CHAIN_WALKS_CI = {"chain-tickets": 2_000, "chain-static": 3_000}
+"""Walks per design in a CI run (spread over CHAIN_SPACES; a static walk costs about half a tickets walk)."""
+DISTINCT_SHARE = 0.97  # a few small setups repeat a schedule; the distinct count is what is asserted
 
 EXPECTED_INVARIANTS = {
     "chain-tickets-cta-scope-red": {1, 3, 5, 6},  # no synchronisation (1, 6), or lost updates (3, 5)
@@ -47,19 +47,19 @@ def seed0(protocol_profile):
 
 @pytest.mark.parametrize("variant", [CHAIN_CORRECT, CHAIN_STATIC], ids=lambda v: v.name)
 def test_chain_design_passes_thousands_of_distinct_schedules(variant, seed0):
-    st = search_parallel(variant.name, CHAIN_SPACES, CHAIN_WALKS_CI, seed0=seed0)
+    st = search_parallel(variant.name, CHAIN_SPACES, CHAIN_WALKS_CI[variant.name], seed0=seed0)
     print(f"\n{variant.name}: {st.walks} walks, {st.distinct} distinct schedules, {st.decisions} decisions, "
           f"{st.seconds:.1f} s")
     assert st.violations == 0, f"violation: replay with walk.replay({variant.name!r}, <space>, {st.first_failure})"
-    assert st.distinct >= CHAIN_DISTINCT_CI
+    assert st.distinct >= DISTINCT_SHARE * CHAIN_WALKS_CI[variant.name]
 
 
 @pytest.mark.parametrize("name", [n for n in CHAIN_PASSING if n not in (CHAIN_CORRECT.name, CHAIN_STATIC.name)])
 def test_chain_variant_passes(name, seed0):
     """The two-GPU placement with .sys scopes; the tickets design without the load warp's own proxy fence."""
-    st = search_parallel(name, ChainSpace(), 400, seed0=seed0)
+    st = search_parallel(name, ChainSpace(), 300, seed0=seed0)
     assert st.violations == 0, st.first_failure
-    assert st.distinct >= 380
+    assert st.distinct >= DISTINCT_SHARE * 300
 
 
 @pytest.mark.parametrize("name", list(CHAIN_MUTANTS))
@@ -130,6 +130,6 @@ def test_fixed_chain_setups_finish_under_every_drain_policy():
 @pytest.mark.parametrize("variant", [CHAIN_CORRECT, CHAIN_STATIC], ids=lambda v: v.name)
 def test_long_chain_walks(variant, seed0):
     st = search_parallel(variant.name, CHAIN_SPACES | {"chain-4-layers": ChainSpace(max_layers=4, max_grid=4)},
-                         10 * CHAIN_WALKS_CI, seed0=seed0 + 11)
+                         10 * CHAIN_WALKS_CI[variant.name], seed0=seed0 + 11)
     assert st.violations == 0, st.first_failure
-    assert st.distinct >= 10 * CHAIN_DISTINCT_CI
+    assert st.distinct >= DISTINCT_SHARE * 10 * CHAIN_WALKS_CI[variant.name]
