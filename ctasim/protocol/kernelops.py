@@ -156,6 +156,11 @@ _WRAPPERS = {
     "complete_stores": "extern \"C\" __global__ void k_complete_stores() { ctapipe::complete_stores(); }",
     "signal": "extern \"C\" __global__ void k_signal(ctapipe::Params p, int tile) { ctapipe::signal<false>(p, tile); }",
     "push": "extern \"C\" __global__ void k_push(ctapipe::Params p, int dep) { ctapipe::push<false>(p, dep); }",
+    # the chain kernel's GPU-scope helpers
+    "ld_acquire_gpu_u32": "extern \"C\" __global__ void k_ld_acquire_gpu_u32(const unsigned* p, unsigned* o) "
+                          "{ *o = ctapipe::ld_acquire_gpu_u32(p); }",
+    "red_add_release_gpu": "extern \"C\" __global__ void k_red_add_release_gpu(unsigned* p) "
+                           "{ ctapipe::red_add_release_gpu(p, 1u); }",
 }
 
 

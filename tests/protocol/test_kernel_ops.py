@@ -60,7 +60,11 @@ def test_nvcc_ptx_of_the_header_matches_the_model(model, tmp_path):
         pytest.skip("nvcc not found: the PTX half of the kernel operations check needs it")
     from concurrent.futures import ThreadPoolExecutor
 
-    assert compare(model, ptx_ops(), ordered=False) == []
+    ptx = ptx_ops()
+    assert compare(model, ptx, ordered=False) == []
+    # the chain kernel's GPU-scope helpers, as the chain programs issue them
+    assert ptx["ld_acquire_gpu_u32"] == ["ld.acquire.gpu"]
+    assert ptx["red_add_release_gpu"] == ["red.add.release.gpu"]
 
     def check(item):
         i, (name, text) = item
@@ -75,6 +79,15 @@ def test_nvcc_ptx_of_the_header_matches_the_model(model, tmp_path):
     with ThreadPoolExecutor(4) as pool:
         for name, problems in pool.map(check, enumerate(mutations(HEADER.read_text()).items())):
             assert problems, f"{name}: not detected in the PTX"
+
+    # the GPU-scope helpers with a weakened scope or semantics: their PTX differs from the chain programs'
+    text = HEADER.read_text()
+    copy = tmp_path / "gpu" / HEADER.name
+    copy.parent.mkdir()
+    copy.write_text(text.replace("red.release.gpu.global.add", "red.relaxed.gpu.global.add", 1)
+                    .replace("ld.acquire.gpu.global.u32", "ld.acquire.cta.global.u32", 1))
+    weak = ptx_ops(copy)
+    assert weak["red_add_release_gpu"] == ["red.add.relaxed.gpu"] and weak["ld_acquire_gpu_u32"] == ["ld.acquire.cta"]
 
 
 # ------------------------------------------------------------------------------------------------ the chain kernel
