@@ -403,3 +403,100 @@ def test_a_swiglu_layer_stores_and_sends_half_its_columns():
 
     sizes = {op.nbytes for op in mb.ops if isinstance(op, Transfer)}
     assert sizes == {256 * 256 * 2}  # a 256-row chunk of the 256 stored columns
+
+
+# ---------------------------------------------------------------- reference traces
+REFERENCE = "tests/data/engine-reference.trace.npz"
+"""Traces of the plans of :func:`_reference_cases`, written by the engine as it was before its per-tile event
+path was reworked for speed (``python -m tests.test_engine`` rewrites it: only when the model changes on purpose)."""
+
+
+def _reference_cases():
+    """name -> (plan, hardware, simulate keywords): every per-tile path of the engine on small plans (queue and wait
+    consumers, persistent or not, direct / switch, fcfs / fair links, the chain kernel's tickets and static designs,
+    wave slowdown, tile_cv, jitter, signal hold, epilogue overlap, the clock onset, the closed-form strategies)."""
+    from ctasim.spec import load_hardware, load_workload
+    from ctasim.strategies import ctapipe
+
+    tiny, x8, cal = tiny_hw(), load_hardware("h200-x8"), load_hardware("h200-x2-calibrated")
+    wl3 = chain(3, m=1024, k=128, n=256)
+
+    def big(m, layers, h=8192):
+        wl = load_workload("chain2-16384")
+        return dataclasses.replace(wl, layers=(dataclasses.replace(wl.layers[0], m=m, k=h, n=h),) * layers)
+
+    def one(kind, wl, hw, gpus, **kw):
+        return build_plans(Strategy(kind, **kw), wl, hw, gpus, "ref")
+
+    out = {}
+    for src in ("queue", "static"):
+        for pers in (True, False):
+            out[f"tiny-{src}-{'p' if pers else 'np'}"] = (
+                one("ctapipe", wl3, tiny, 3, tile_source=src, persistent=pers)[0], tiny, {})
+    out["tiny-queue-jitter"] = (one("ctapipe", wl3, tiny, 3)[0], tiny, {"seed": 3, "jitter": 0.1})
+    out["tiny-wait-np-jitter"] = (one("ctapipe", wl3, tiny, 3, tile_source="static", persistent=False)[0], tiny,
+                                  {"seed": 4, "jitter": 0.2})
+    tov = tiny_hw(epilogue_store_overlap=0.5)
+    out["tiny-overlap-counter-rows"] = (one("ctapipe", chain(3, m=1024, k=128, n=512), tov, 3, counter_rows=256)[0],
+                                        tov, {"seed": 1, "jitter": 0.05})
+    tonset = tiny_hw(clock_onset_ns=3000.0, clock_sustained_slowdown=1.25)
+    out["tiny-queue-onset"] = (one("ctapipe", wl3, tonset, 3)[0], tonset, {})
+    out["tiny-wait-np-sustained"] = (one("ctapipe", wl3, tonset, 3, tile_source="static", persistent=False)[0],
+                                     tonset, {"regime": "sustained"})
+    out["x8-queue"] = (one("ctapipe", big(1024, 3), x8, 3)[0], x8, {})
+    out["x8-wait-column"] = (one("ctapipe", big(1024, 2), x8, 2, tile_source="static", raster="column")[0], x8,
+                             {"seed": 2, "jitter": 0.03})
+    out["x8-hybrid"] = (one("hybrid", big(1024, 2), x8, 4, tp_degree=2)[0], x8, {})
+    out["cal-fair-queue"] = (one("ctapipe", big(1024, 2), cal, 2)[0], cal, {"seed": 1})
+    out["cal-fair-wait-np-jitter"] = (one("ctapipe", big(1024, 2), cal, 2, tile_source="static", persistent=False)[0],
+                                      cal, {"seed": 5, "jitter": 0.05})
+    out["cal-variant-w21g4"] = (one("ctapipe", big(1024, 2), cal, 2, variant="cutlass_ctapipe_w21g4")[0], cal,
+                                {"seed": 0})
+    out["cal-variant-c21"] = (one("ctapipe", big(1024, 2), cal, 2, variant="cutlass_ctapipe_c21")[0], cal,
+                               {"seed": 0})
+    conset = dataclasses.replace(cal, clock_onset_ns=20000.0)
+    out["cal-fair-queue-onset"] = (one("ctapipe", big(2048, 2), conset, 2)[0], conset, {"seed": 0})
+    for src in ("queue", "static"):
+        plan = ctapipe.build_chain(Strategy("ctapipe", gpus=1, tile_source=src), big(512, 3), cal, "ref")
+        out[f"chain-{src}"] = (plan, cal, {"seed": 0})
+        out[f"chain-{src}-onset-jitter"] = (plan, conset, {"seed": 2, "jitter": 0.05})
+    out["tiny-sequential"] = (one("sequential", wl3, tiny, 1)[0], tiny, {"seed": 1, "jitter": 0.1})
+    out["tiny-microbatch"] = (one("microbatch", wl3, tiny, 3, chunks=(4,))[0], tiny, {})
+    out["tiny-tp"] = (one("tp", chain(2, m=1024, k=128, n=256), tiny, 2, tp_degree=2)[0], tiny, {})
+    return out
+
+
+def test_traces_equal_the_reference_engine():
+    """Every table of every reference plan, float for float and row for row, as the engine wrote it before its
+    per-tile path was reworked for speed."""
+    import pathlib
+
+    from ctasim.trace import load_traces
+
+    want = load_traces(pathlib.Path(__file__).resolve().parent.parent / REFERENCE)
+    got = _reference_traces()
+    assert list(got) == list(want)
+    for name, tr in got.items():
+        for table in ("tiles", "events", "ops"):
+            a, b = getattr(tr, table), getattr(want[name], table)
+            if table == "events":  # the bundle stores the kind as text
+                a = a.assign(kind=a["kind"].astype(str))
+                b = b.assign(kind=b["kind"].astype(str))
+            pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_exact=True,
+                                          check_dtype=False, obj=f"{name}.{table}")
+        assert tr.meta == want[name].meta, name
+
+
+def _reference_traces():
+    return {name: simulate(plan, hw, **kw) for name, (plan, hw, kw) in _reference_cases().items()}
+
+
+if __name__ == "__main__":  # rewrite the reference traces (only when the model changes on purpose)
+    import pathlib
+
+    from ctasim.trace import save_traces
+
+    pathlib.Path(REFERENCE).parent.mkdir(parents=True, exist_ok=True)
+    traces = _reference_traces()
+    save_traces(traces, REFERENCE)
+    print(f"wrote {REFERENCE}: " + ", ".join(f"{k} ({len(t.tiles)} tiles)" for k, t in traces.items()))
