@@ -7,6 +7,8 @@ Modules, each answering one question:
 * :mod:`.system` -- CTAs, kernels, resident slots and epochs on several GPUs; the scheduler's possible choices;
 * :mod:`.grid` -- tile grids of a GEMM chain and which producer tiles each consumer tile reads;
 * :mod:`.programs` -- the correct protocol as producer / consumer programs, and its seeded-bug mutants;
+* :mod:`.chain` -- the chain kernel's protocol (producer and consumer CTAs on one GPU, GPU scope), both designs,
+  its mutants and its two-GPU placement;
 * :mod:`.invariants` -- invariants (1)-(6), checked event by event against an independent oracle;
 * :mod:`.harness` -- one run: setup + variant + system + trace + checker;
 * :mod:`.litmus` -- litmus tests and an exhaustive explorer of their outcomes;

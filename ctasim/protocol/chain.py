@@ -88,8 +88,8 @@ class ChainVariant:
     syncwarp: bool = True
     """static: ``__syncwarp`` between lane 0's poll and the lanes' fences (else the TMA lane goes on at once)."""
     signal_waits_for_storers: bool = True
-    """The storing threads' ``wait_group 0`` + ``fence.proxy.async`` and the 256 threads' ``bar.sync`` before the
-    signalling thread's ``red.release``."""
+    """The 256 epilogue threads' ``bar.sync`` between the storing threads' ``wait_group 0`` + ``fence.proxy.async``
+    and the signalling thread's ``red.release`` (False: the signalling thread skips it and signals at once)."""
     gpus: int = 1
     """Placement: 1 (the kernel), or 2 (layer l on GPU l * 2 // layers, one kernel per GPU)."""
     resident: bool = True
@@ -123,9 +123,9 @@ CHAIN_MUTANTS: dict[str, ChainVariant] = {
                 bug="static: the TMA lane fences and loads without __syncwarp after lane 0's poll"),
         # (d) signalling before the storing threads completed their stores
         replace(CHAIN_CORRECT, name="chain-tickets-signal-before-storers", signal_waits_for_storers=False,
-                bug="tickets: red.release.gpu before the storing threads' wait_group 0 + proxy fence (no bar.sync)"),
+                bug="tickets: red.release.gpu without waiting at bar.sync for the storing threads' wait_group 0"),
         replace(CHAIN_STATIC, name="chain-static-signal-before-storers", signal_waits_for_storers=False,
-                bug="static: red.release.gpu before the storing threads' wait_group 0 + proxy fence (no bar.sync)"),
+                bug="static: red.release.gpu without waiting at bar.sync for the storing threads' wait_group 0"),
         # (e) the same program with producer and consumer layers on two GPUs
         replace(CHAIN_CORRECT, name="chain-tickets-2gpu", gpus=2,
                 bug="tickets, layers on two GPUs: .gpu scopes between producer and consumer GPUs"),
@@ -364,9 +364,9 @@ class ChainRun:
             tile = (row(g), g % n_tiles)
             for k in range(s.elems):
                 yield BulkSt(("d", l + 1, tile, k), data_value(e, l, tile, k))
+            yield BulkWait()
+            yield ProxyFence()
             if v.signal_waits_for_storers:
-                yield BulkWait()
-                yield ProxyFence()
                 yield Bar(SIGNAL_BARRIER, 2)
 
         def finish_leader(g):

@@ -13,6 +13,12 @@ Three readings of the same protocol, compared role by role (``pop_n``, ``wait_n`
   are skipped);
 * :func:`ptx_ops` -- the instructions ``nvcc -ptx`` emits for a kernel that calls each role (needs nvcc).
 
+The chain kernel (ctahw/kernels/ctapipe_sm90_bf16_chain.cu, one GPU, GPU scope) has its own half:
+:func:`chain_source_ops` reads its functions by name (``take``, ``ChainScheduler::finish``,
+``ChainStaticScheduler::wait_inputs``, ...; :data:`CHAIN_ROLES`), helpers expanded through ctapipe.cuh, and
+:func:`chain_compare` requires each to equal the operations of the roles the chain programs
+(:mod:`ctasim.protocol.chain`) issue when the model runs them (:func:`chain_program_ops`).
+
 :func:`compare` says, per role, what the model's sequence has that the header lacks (in order) and which
 ordering operations the header has that no model program issues.  tests/protocol/test_kernel_ops.py runs it on the
 header and on mutated copies (a ``.sys`` turned into ``.gpu``, a fence dropped), which must fail.
@@ -86,10 +92,11 @@ def normalize(instr: str) -> str:
 _FUNC = re.compile(r"(?:__device__|__global__)[^;{()]*?\b(\w+)\s*\(", re.S)
 
 
-def _bodies(text: str) -> dict[str, str]:
-    """Function name -> body text (brace-matched) for every ``__device__`` function in ``text``."""
+def _bodies(text: str, pattern: re.Pattern | None = None) -> dict[str, str]:
+    """Function name -> body text (brace-matched) for every ``__device__`` function in ``text`` (``pattern``: what
+    starts a function, :data:`_FUNC` by default)."""
     out = {}
-    for m in _FUNC.finditer(text):
+    for m in (pattern or _FUNC).finditer(text):
         name = m.group(1)
         i = text.find("{", m.end())
         semi = text.find(";", m.end())
@@ -332,15 +339,6 @@ def _normalize_chain(instr: str) -> str:
     return normalize(instr)
 
 
-def _bodies_with(text: str, pattern: re.Pattern) -> dict[str, str]:
-    global _FUNC
-    saved, _FUNC = _FUNC, pattern
-    try:
-        return _bodies(text)
-    finally:
-        _FUNC = saved
-
-
 def _class_bodies(text: str, names) -> tuple[dict[str, str], str]:
     """``{class: body}`` for the named classes, and ``text`` with those bodies blanked out."""
     out, rest = {}, text
@@ -369,8 +367,8 @@ def chain_source_ops(chain_text: str | None = None, header_text: str | None = No
     chain = _strip_comments(CHAIN_KERNEL.read_text() if chain_text is None else chain_text)
     header = _strip_comments(HEADER.read_text() if header_text is None else header_text)
     classes_text, rest = _class_bodies(chain, CHAIN_CLASSES)
-    classes = {c: _bodies_with(body, _FUNC_CHAIN) for c, body in classes_text.items()}
-    file_funcs = _bodies_with(rest, _FUNC_CHAIN)
+    classes = {c: _bodies(body, _FUNC_CHAIN) for c, body in classes_text.items()}
+    file_funcs = _bodies(rest, _FUNC_CHAIN)
     head_funcs = _bodies(header)
 
     def find(name: str, qual: str | None, cls: str | None):
@@ -443,8 +441,8 @@ def _merge_at_barrier(a: list[str], b: list[str]) -> list[str]:
 
     pa, ba, sa = split(a)
     pb, bb, sb = split(b)
-    if ba is None and bb is None:
-        return a if len(a) >= len(b) else b
+    if ba is None and bb is None:  # no barrier between them: the function issues both threads' operations
+        return a if a == b else a + b
     pre = pa if pa == pb else pa + pb
     post = sa if sa == sb else sa + sb
     return pre + [ba or bb] + post
