@@ -12,10 +12,11 @@ Everything is on one GPU, so the protocol uses GPU scope.  Two designs:
   - ``LD`` (thread 0, the mainloop load warp): in the scheduler's constructor it takes the CTA's first tile
     (``take``: ``atomicAdd`` on the ticket, then for a tile of layer > 0 ``ld.acquire.gpu`` of the counter until
     it reaches the target, then ``fence.proxy.async``), writes it to a global word and meets every thread at
-    ``__syncthreads`` (the model hands the id over with the barrier).  Per tile: releases the throttle (the scheduler may take the next ticket), issues the TMA
-    loads of its inputs (async proxy), hands the tile to the MMA warps (the mainloop pipeline's full barrier:
-    release / acquire at CTA scope), then takes the next tile from the scheduler pipeline (mbarrier wait: acquire
-    at CTA scope) and runs ``fence.proxy.async`` itself (``ChainScheduler::fetch_next_work``).
+    ``__syncthreads`` (the model hands the id over with the barrier).  Per tile: releases the throttle (the
+    scheduler may take the next ticket), issues the TMA loads of its inputs (async proxy), hands the tile to the
+    MMA warps (the mainloop pipeline's full barrier: release / acquire at CTA scope), then takes the next tile from
+    the scheduler pipeline (mbarrier wait: acquire at CTA scope) and runs ``fence.proxy.async`` itself
+    (``ChainScheduler::fetch_next_work``).
   - ``SCH`` (the scheduler warp's elected lane): per tile, waits for the throttle, runs ``take`` for the next
     ticket and publishes the tile in the shared-memory pipeline (the kernel: a volatile store of the data word,
     then the full barrier's arrive, a release at CTA scope; the model: one release store of the tile id).
@@ -55,7 +56,7 @@ ahead, so a two-stage pipeline never fills), and ``stall_row`` / ``protocol = 0`
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from .invariants import Checker, CounterUpdate, Complete, Dispatch, InputRead, data_value
 from .memory import Memory

@@ -36,8 +36,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["ROLES", "program_ops", "header_ops", "ptx_ops", "compare", "normalize", "HEADER", "CHAIN_KERNEL", "CHAIN_ROLES",
-           "chain_source_ops", "chain_program_ops", "chain_compare"]
+__all__ = ["ROLES", "program_ops", "header_ops", "ptx_ops", "compare", "normalize", "HEADER", "CHAIN_KERNEL",
+           "CHAIN_ROLES", "chain_source_ops", "chain_program_ops", "chain_compare"]
 
 HEADER = Path(__file__).resolve().parents[2] / "ctahw" / "kernels" / "ctapipe.cuh"
 """The protocol header of the kernels."""
@@ -329,7 +329,8 @@ _CHAIN_BUILTINS = _BUILTINS | {"__syncwarp": "bar.warp.sync", "__syncthreads": "
 _CHAIN_SKIP = {"record_error", "record_error_at", "volatile"}  # the error path, and `asm volatile (`
 _BARRIERS = ("bar.sync", "bar.warp.sync")
 _FUNC_CHAIN = re.compile(r"(?:__device__|__global__|CUTLASS_DEVICE)[^;{()]*?\b(\w+)\s*\(", re.S)
-_TOKEN = re.compile(r'asm\s+volatile\s*\(\s*"([^"]*)"|(?:\b(\w+)\s*(?:<[^<>()]*>)?\s*::\s*)?\b(\w+)\s*(?:<[^<>()]*>)?\s*\(')
+_TOKEN = re.compile(r'asm\s+volatile\s*\(\s*"([^"]*)"'  # an inline PTX string, or a call with its qualifier
+                    r'|(?:\b(\w+)\s*(?:<[^<>()]*>)?\s*::\s*)?\b(\w+)\s*(?:<[^<>()]*>)?\s*\(')
 
 
 def _normalize_chain(instr: str) -> str:

@@ -133,3 +133,28 @@ def test_long_chain_walks(variant, seed0):
                          10 * CHAIN_WALKS_CI[variant.name], seed0=seed0 + 11)
     assert st.violations == 0, st.first_failure
     assert st.distinct >= DISTINCT_SHARE * 10 * CHAIN_WALKS_CI[variant.name]
+
+
+@pytest.mark.parametrize("rule, names", [
+    ("scopes", ["chain-tickets-cta-scope-red", "chain-static-2gpu"]),
+    ("proxies", ["chain-tickets-no-take-fence", "chain-static-no-load-fence"]),
+])
+def test_mutants_are_caught_by_the_model_rule_they_break(rule, names, monkeypatch):
+    """With the rule taken out of the model (scopes: every strong pair morally strong, M2; proxies: one proxy, M8)
+    the same searches let the mutant through: the catches above come from that rule."""
+    import ctasim.protocol.memory as M
+
+    for n in names:
+        assert find_violation(n, ChainSpace(), budget=40).violations == 1, n
+    if rule == "scopes":
+        monkeypatch.setattr(M, "in_scope", lambda scope, a, b: True)
+    else:
+        load, issue, readable = M.Memory.load, M.Memory.issue, M.Memory.readable
+        monkeypatch.setattr(M.Memory, "load", lambda self, t, loc, **kw: load(
+            self, t, loc, **{**kw, "proxy": "generic"}))
+        monkeypatch.setattr(M.Memory, "issue", lambda self, t, loc, value=None, **kw: issue(
+            self, t, loc, value, **{**kw, "proxy": "generic"}))
+        monkeypatch.setattr(M.Memory, "readable", lambda self, t, loc, proxy="generic": readable(self, t, loc))
+        monkeypatch.setattr(M.Memory, "can_read", lambda self, t, loc, proxy="generic": bool(readable(self, t, loc)))
+    for n in names:
+        assert find_violation(n, ChainSpace(), budget=40).violations == 0, f"{n} caught without the {rule} rule"
