@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from ctasim.engine import simulate
-from ctasim.invariants import CHECKS, InvariantError, check_trace, find_violations
+from ctasim.invariants import CHECKS, TOL_NS, InvariantError, Violation, check_trace, find_violations
 from ctasim.spec import Strategy
 from ctasim.strategies import build_plans
 from tests.helpers import chain, tiny_hw
@@ -42,8 +42,21 @@ def consumer_rows(plan, t):
     return t.tiles.index[(t.tiles.kernel == plan.pipes[0].consumer).to_numpy()]
 
 
-def fires(plan, trace) -> set[str]:
-    return {v.check for v in find_violations(trace, plan)}
+def fires(plan, trace, tol_ns: float = TOL_NS) -> set[str]:
+    return {v.check for v in violations(plan, trace, tol_ns)}
+
+
+def violations(plan, trace, tol_ns: float = TOL_NS) -> list:
+    """Every violation, each checked for a known check name and a message that says something."""
+    got = find_violations(trace, plan, tol_ns)
+    for v in got:
+        assert v.check in CHECKS and isinstance(v.message, str) and v.message, v
+        assert str(v) == f"[{v.check}] {v.message}"
+    return got
+
+
+def messages(plan, trace, check: str, tol_ns: float = TOL_NS) -> list[str]:
+    return [v.message for v in violations(plan, trace, tol_ns) if v.check == check]
 
 
 def test_clean_trace_has_no_violations(pipelined):
@@ -197,3 +210,296 @@ def test_every_check_is_exercised_by_a_test():
     src = inspect.getsource(sys.modules[__name__])
     for name in CHECKS:
         assert f'"{name}" in' in src, name
+
+
+# ---- each check's message, its edges and its loops (found by mutation testing: bench/mutation.py) --------------
+
+def kernel_rows(t, kernel):
+    return t.tiles.index[(t.tiles.kernel == kernel).to_numpy()]
+
+
+def pipe_events(t, kind, pipe):
+    return t.events.index[((t.events.kind == kind) & (t.events["pipe"] == pipe)).to_numpy()]
+
+
+def drop_kernel(t, kernel):
+    t.tiles = t.tiles.drop(kernel_rows(t, kernel))
+
+
+def test_invariant_error_lists_twenty_violations_and_counts_the_rest():
+    vs = [Violation("all_done", f"v{i}") for i in range(25)]
+    text = str(InvariantError(vs))
+    assert text.split("\n")[0] == "25 invariant violation(s):"
+    assert text.split("\n")[1:21] == [f"  [all_done] v{i}" for i in range(20)]
+    assert text.split("\n")[21:] == ["  ... and 5 more"]
+    assert InvariantError(vs).violations == vs
+    assert str(InvariantError(vs[:20])).split("\n")[-1] == "  [all_done] v19"  # exactly 20: no "more" line
+
+
+def test_unfinished_tiles_are_counted_and_checked_without_numpy_warnings(pipelined):
+    import warnings
+
+    plan, tr = pipelined
+
+    def unfinished(t):
+        t.tiles.loc[t.tiles.index[[3, 20]], "t_signal"] = np.nan
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a NaN time is a finding, not a RuntimeWarning
+        assert "2 tile(s) with unfinished times" in messages(plan, broken(tr, unfinished), "all_done")
+
+
+def test_an_unfinished_operation_fires_all_done(pipelined):
+    plan, tr = pipelined
+    bad = broken(tr, lambda t: t.ops.__setitem__("t_end", t.ops["t_end"].where(t.ops["op"] != 1, np.nan)))
+    assert messages(plan, bad, "all_done") == [f"operation {plan.ops[1].name!r} never finished"]
+    assert violations(plan, broken(tr, lambda t: setattr(t, "ops", t.ops.iloc[:0]))) == []  # no op table: no op check
+
+
+def test_a_kernel_with_no_tiles_is_reported_and_the_other_kernels_still_checked(pipelined):
+    # Kernel 0 (producer of pipe 0) ran nothing; kernel 2's faults must still be found by every check's loop.
+    plan, tr = pipelined
+    k0, k2 = plan.ops[0], plan.ops[2]
+
+    def faults(t):
+        drop_kernel(t, 0)
+        rows = kernel_rows(t, 2)
+        t.tiles = pd.concat([t.tiles, t.tiles.loc[rows[[0]]]])  # a tile of kernel 2 run twice, on the same slot
+        z = t.events.loc[pipe_events(t, "zero", 1)[[0]]]
+        t.events = pd.concat([t.events, z], ignore_index=True)  # a counter of pipe 1 completes twice
+
+    msgs = [str(v) for v in violations(plan, broken(tr, faults))]
+    assert f"[all_done] kernel {k0.name!r}: 0 of {k0.tiles} tiles ran" in msgs
+    assert any(m.startswith(f"[exactly_once] kernel {k2.name!r}: tile(s) [") for m in msgs)
+    assert any(m.startswith(f"[slot_capacity] kernel {k2.name!r}: SM ") for m in msgs)
+    assert "[queue] pipe 1: a queue slot was popped by more than one CTA" in msgs
+    assert any(m.startswith("[counters] pipe 1: counter(s) [0] completed [2] times") for m in msgs)
+
+
+def test_a_kernel_with_no_tiles_does_not_stop_the_dependency_check(pipelined):
+    plan, tr = pipelined
+
+    def faults(t):
+        drop_kernel(t, 0)
+        i = kernel_rows(t, 2)[0]
+        t.tiles.loc[i, ["t_start", "t_ready", "t_acquire"]] = 0.0
+
+    got = messages(plan, broken(tr, faults), "deps_visible")
+    assert len(got) == 1 and got[0].startswith("pipe 1: 1 consumer tile(s) started before their inputs were visible")
+    # a consumer kernel that ran nothing: its pipe is skipped, nothing raises
+    assert "deps_visible" not in fires(plan, broken(tr, lambda t: drop_kernel(t, 1)))
+
+
+def test_a_lost_last_row_block_of_a_producer_is_reported_not_raised(pipelined):
+    plan, tr = pipelined
+    k0 = plan.ops[0]
+
+    def lose(t):
+        t.tiles = t.tiles.drop(t.tiles.index[((t.tiles.kernel == 0) & (t.tiles.tile_m == k0.tiles_m - 1)).to_numpy()])
+
+    got = fires(plan, broken(tr, lose))
+    assert "all_done" in got
+
+
+def test_tiles_outside_the_grid_fire_exactly_once(pipelined):
+    plan, tr = pipelined
+    k = plan.ops[1]
+    for col, value in (("tile_m", k.tiles_m), ("tile_m", -1), ("tile_n", k.tiles_n)):
+        def off(t, col=col, value=value):
+            rows = kernel_rows(t, 1)
+            t.tiles.loc[rows[0], ["tile_m", "tile_n"]] = [k.tiles_m - 1, 0]  # the last row: tile_n off the grid too
+            t.tiles.loc[rows[0], col] = value
+
+        got = CHECKS["exactly_once"](broken(tr, off), plan, TOL_NS)
+        assert f"kernel {k.name!r}: 1 tile(s) outside its grid" in [v.message for v in got], (col, value)
+
+
+@pytest.mark.xfail(raises=IndexError, strict=True,
+                   reason="deps_visible and counters index per-tile arrays with the tile id before exactly_once's "
+                          "grid check: a tile outside its grid raises IndexError instead of being reported")
+def test_a_tile_outside_its_grid_is_reported_by_find_violations(pipelined):
+    plan, tr = pipelined
+
+    def off(t):
+        t.tiles.loc[kernel_rows(t, 1)[0], "tile_m"] = plan.ops[1].tiles_m
+
+    assert "exactly_once" in fires(plan, broken(tr, off))
+
+
+def test_a_tile_that_never_ran_fires_exactly_once(pipelined):
+    # The last tile replaced by a second run of the first: as many rows as tiles, one id missing, one twice.
+    plan, tr = pipelined
+    k = plan.ops[1]
+
+    def replace(t):
+        rows = kernel_rows(t, 1)
+        last = t.tiles.loc[rows][(t.tiles.loc[rows, "tile_m"] == k.tiles_m - 1)
+                                 & (t.tiles.loc[rows, "tile_n"] == k.tiles_n - 1)].index[0]
+        t.tiles.loc[last, ["tile_m", "tile_n"]] = [0, 0]
+
+    got = messages(plan, broken(tr, replace), "exactly_once")
+    assert f"kernel {k.name!r}: tile(s) [0] dispatched [2] times" in got
+    assert f"kernel {k.name!r}: tile(s) [{k.tiles - 1}] never ran" in got
+
+
+def test_exactly_once_names_at_most_five_tiles(pipelined):
+    plan, tr = pipelined
+    k = plan.ops[1]
+    bad = broken(tr, lambda t: setattr(t, "tiles", pd.concat([t.tiles, t.tiles.loc[kernel_rows(t, 1)[:6]]])))
+    ids = sorted(int(r.tile_m * k.tiles_n + r.tile_n) for r in tr.tiles.loc[kernel_rows(tr, 1)[:6]].itertuples())
+    assert f"kernel {k.name!r}: tile(s) {ids[:5]} dispatched [2, 2, 2, 2, 2] times" in messages(plan, bad, "exactly_once")
+    # ... and the tiles that never ran, five of them
+    bad = broken(tr, lambda t: setattr(t, "tiles", pd.concat([t.tiles.drop(kernel_rows(t, 1)[-6:]),
+                                                              t.tiles.loc[kernel_rows(t, 1)[:6]]])))
+    gone = sorted(int(r.tile_m * k.tiles_n + r.tile_n) for r in tr.tiles.loc[kernel_rows(tr, 1)[-6:]].itertuples())
+    assert f"kernel {k.name!r}: tile(s) {gone[:5]} never ran" in messages(plan, bad, "exactly_once")
+
+
+@pytest.mark.parametrize("sm_from, sm_to", [(1, 0), (0, 3)])
+def test_two_ctas_at_once_on_a_one_slot_sm_fire_slot_capacity(pipelined, sm_from, sm_to):
+    # Exactly two overlapping CTAs, on the first SM and on the last (the running count is per SM).
+    plan, tr = pipelined
+    k = plan.ops[0]
+
+    def move(t):
+        rows = kernel_rows(t, 0)
+        first_wave = t.tiles.loc[rows][t.tiles.loc[rows, "t_acquire"] == t.tiles.loc[rows, "t_acquire"].min()]
+        t.tiles.loc[first_wave.index[first_wave.sm == sm_from][0], "sm"] = sm_to
+
+    assert messages(plan, broken(tr, move), "slot_capacity") == [
+        f"kernel {k.name!r}: SM {sm_to} ran 2 CTAs at once (has {k.slots_per_sm} slot(s))"]
+
+
+def test_differences_of_exactly_the_tolerance_are_allowed(pipelined):
+    # A measured trace is quantized to its timer tick: tol_ns = 0.5 (a power of two, so sums are exact).
+    plan, tr = pipelined
+    tol = 0.5
+    pipe = plan.pipes[0]
+    k0 = plan.ops[pipe.producer]
+    assert violations(plan, tr, tol) == []
+
+    def row_block_0(t):
+        rows = t.tiles[(t.tiles.kernel == k0.id).to_numpy() & (t.tiles.tile_m == 0).to_numpy()]
+        return float(rows["t_signal"].max())
+
+    def at_the_edge(t):
+        latest = row_block_0(t)
+        z = pipe_events(t, "zero", 0)[t.events.loc[pipe_events(t, "zero", 0), "dep"].to_numpy() == 0][0]
+        pushes = pipe_events(t, "push", 0)
+        p = pushes[t.events.loc[pushes, "slot"].to_numpy() == 0][0]
+        t.events.loc[z, "t_ns"] = latest + tol  # counter completes tol after its last signal
+        t.events.loc[p, "t_ns"] = latest  # slot 0 published tol before its counter completed
+        c = t.tiles.index[((t.tiles.kernel == pipe.consumer) & (t.tiles.slot == 0)).to_numpy()][0]
+        t.tiles.loc[c, ["t_start", "t_ready", "t_acquire"]] = latest - tol  # popped tol before both
+
+    edge = broken(tr, at_the_edge)
+    assert violations(plan, edge, tol) == []
+    check_trace(edge, plan, tol_ns=tol)
+    assert {"deps_visible", "queue", "counters"} <= fires(plan, edge)  # each is a violation at the default tolerance
+
+    def start_after_acquire(t):
+        i = t.tiles.index[0]
+        t.tiles.loc[i, "t_start"] = t.tiles.loc[i, "t_acquire"] + tol
+
+    assert violations(plan, broken(tr, start_after_acquire), tol) == []
+    assert "time_order" in fires(plan, broken(tr, start_after_acquire))
+
+
+def test_counter_messages_name_the_counter_and_its_counts(pipelined):
+    plan, tr = pipelined
+    pipe = plan.pipes[0]
+
+    def extra(t):  # a producer tile of row-block 1 reports itself as row-block 0
+        i = t.tiles.index[((t.tiles.kernel == pipe.producer) & (t.tiles.tile_m == 1)).to_numpy()][0]
+        t.tiles.loc[i, "tile_m"] = 0
+
+    got = messages(plan, broken(tr, extra), "counters")
+    assert f"pipe 0: counter(s) [0] signalled [3] times, threshold [{pipe.threshold[0]}] (counter went negative)" in got
+
+    def never(t):  # the last counter never completes
+        z = pipe_events(t, "zero", 0)
+        t.events = t.events.drop(z[t.events.loc[z, "dep"].to_numpy() == pipe.deps - 1])
+
+    got = messages(plan, broken(tr, never), "counters")
+    assert f"pipe 0: counter(s) [{pipe.deps - 1}] completed [0] times (must be exactly once)" in got
+
+    def twice(t):
+        z = t.events.loc[pipe_events(t, "zero", 0)[[2]]]
+        t.events = pd.concat([t.events, z], ignore_index=True)
+
+    assert messages(plan, broken(tr, twice), "counters") == ["pipe 0: counter(s) [2] completed [2] times (must be "
+                                                             "exactly once)"]
+
+    def late(t):
+        z = pipe_events(t, "zero", 0)[0]
+        t.events.loc[z, "t_ns"] += 100.0
+
+    got = messages(plan, broken(tr, late), "counters")
+    assert len(got) == 1 and got[0].startswith(f"pipe 0: counter {int(tr.events.loc[pipe_events(tr, 'zero', 0)[0], 'dep'])} "
+                                               "completed at a time other than its last signal")
+
+
+def test_queue_messages_for_each_fault(pipelined):
+    plan, tr = pipelined
+    cap = plan.pipes[0].capacity
+
+    def slot_twice(t):
+        pushes = pipe_events(t, "push", 0)
+        t.events.loc[pushes[1], "slot"] = t.events.loc[pushes[0], "slot"]
+
+    assert messages(plan, broken(tr, slot_twice), "queue") == [
+        f"pipe 0: published slots are not exactly 0..{cap - 1} once each ({cap} pushes, max slot {cap - 1})"]
+    no_pushes = broken(tr, lambda t: setattr(t, "events", t.events.drop(pipe_events(t, "push", 0))))
+    assert messages(plan, no_pushes, "queue") == [
+        f"pipe 0: published slots are not exactly 0..{cap - 1} once each (0 pushes, max slot -1)"]
+
+    def tile_twice(t):  # slots 0..cap-1 once each, but two of them name the same tile
+        pushes = pipe_events(t, "push", 0)
+        t.events.loc[pushes[1], "tile"] = t.events.loc[pushes[0], "tile"]
+
+    got = messages(plan, broken(tr, tile_twice), "queue")
+    assert "pipe 0: a tile id was pushed twice" in got
+    assert "pipe 0: a consumer CTA ran a tile other than the one its slot named" in got
+
+    def popped_twice(t):
+        rows = consumer_rows(plan, t)
+        t.tiles.loc[rows[1], "slot"] = t.tiles.loc[rows[0], "slot"]
+
+    assert "pipe 0: a queue slot was popped by more than one CTA" in messages(plan, broken(tr, popped_twice), "queue")
+
+    for slot in (cap, -1):  # at capacity, below zero
+        def outside(t, slot=slot):
+            t.tiles.loc[consumer_rows(plan, t)[0], "slot"] = slot
+
+        assert messages(plan, broken(tr, outside), "queue") == [
+            f"pipe 0: consumer tile(s) with a slot outside 0..{cap - 1}"], slot
+
+    def early_push(t):
+        pushes = pipe_events(t, "push", 0)
+        t.events.loc[pushes[-1], "t_ns"] = 0.0
+
+    got = messages(plan, broken(tr, early_push), "queue")
+    assert len(got) == 1 and got[0].startswith("pipe 0: 1 slot(s) published before their counter completed, e.g. slot ")
+
+    def early_pop(t):
+        i = consumer_rows(plan, t)[0]
+        t.tiles.loc[i, ["t_start", "t_ready", "t_acquire"]] = 0.0
+
+    assert "pipe 0: 1 pop(s) before the slot was published" in messages(plan, broken(tr, early_pop), "queue")
+
+
+def test_a_pipe_whose_consumer_takes_static_tiles_does_not_stop_the_queue_check(pipelined):
+    import copy
+    import dataclasses
+
+    plan, tr = pipelined
+    mixed = copy.copy(plan)
+    mixed.ops = list(plan.ops)
+    mixed.ops[1] = dataclasses.replace(plan.ops[1], source="static")  # pipe 0: no queue to check
+
+    def popped_twice(t):
+        rows = kernel_rows(t, 2)
+        t.tiles.loc[rows[1], "slot"] = t.tiles.loc[rows[0], "slot"]
+
+    assert messages(mixed, tr, "queue") == []
+    assert "pipe 1: a queue slot was popped by more than one CTA" in messages(mixed, broken(tr, popped_twice), "queue")
