@@ -29,6 +29,17 @@ def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
     got = pd.read_csv(tmp_path / exp / "accuracy.csv")
     committed = pd.read_csv(ROOT / "bench" / "results" / reports / exp / "accuracy.csv")
     pd.testing.assert_frame_equal(got.drop(columns="registered"), committed.drop(columns="registered"))
+    # ... and so do its summary and its report, word for word (the measurement's path as the committed run gave it)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / exp / "summary.csv").drop(columns="registered"),
+                                  pd.read_csv(ROOT / "bench" / "results" / reports / exp / "summary.csv")
+                                  .drop(columns="registered"))
+    text = (tmp_path / exp / "report.md").read_text().replace(str(meas / exp), str((meas / exp).relative_to(ROOT)))
+    committed = (ROOT / "bench" / "results" / reports / exp / "report.md").read_text()
+    if not accuracy.provenance_order(PRED / exp / "predictions.csv", meas / exp / "results.csv").registered:
+        # no git history here (an export, a shallow clone): only the provenance line may differ
+        text, committed = (t.replace("**POST-HOC**", "**REGISTERED**").replace("Post-hoc figures", "Registered figures")
+                           .split("\n", 3)[3] for t in (text, committed))
+    assert text == committed
 
 
 def test_errors_are_predicted_minus_measured_over_measured():

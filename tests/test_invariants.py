@@ -503,3 +503,89 @@ def test_a_pipe_whose_consumer_takes_static_tiles_does_not_stop_the_queue_check(
 
     assert messages(mixed, tr, "queue") == []
     assert "pipe 1: a queue slot was popped by more than one CTA" in messages(mixed, broken(tr, popped_twice), "queue")
+
+
+@pytest.fixture(scope="module")
+def chained():
+    """The chain kernel (one GPU, three layers of 4 x 2 tiles) on the 4-SM test GPU."""
+    hw = tiny_hw()
+    plan = build_plans(Strategy("ctapipe", gpus=1), chain(3, m=512, k=256, n=256), hw, 1, "t")[0]
+    return plan, simulate(plan, hw, seed=1, jitter=0.05)
+
+
+def chain_rows(t, layer, tile_m):
+    return t.tiles.index[((t.tiles.layer == layer) & (t.tiles.tile_m == tile_m)).to_numpy()]
+
+
+def test_a_chain_row_block_short_of_a_tile_holds_back_only_the_next_layers_row_block(chained):
+    # Layer 0, row-block 0 lost one tile: the tiles_n tiles of layer 1, row-block 0 started on an incomplete input.
+    plan, tr = chained
+    k = plan.ops[0]
+    assert violations(plan, tr) == []
+    bad = broken(tr, lambda t: setattr(t, "tiles", t.tiles.drop(chain_rows(t, 0, 0)[:1])))
+    got = messages(plan, bad, "deps_visible")
+    assert len(got) == 1 and got[0].startswith(f"kernel {k.name!r}: {k.tiles_n} tile(s) started before their row-block "
+                                               "of the layer before was complete, e.g. layer 1 tile (0,")
+    # the same for layer 1 -> layer 2
+    bad = broken(tr, lambda t: setattr(t, "tiles", t.tiles.drop(chain_rows(t, 1, 2)[:1])))
+    got = messages(plan, bad, "deps_visible")
+    assert len(got) == 1 and got[0].startswith(f"kernel {k.name!r}: {k.tiles_n} tile(s) started before their row-block "
+                                               "of the layer before was complete, e.g. layer 2 tile (2,")
+
+
+def test_a_chain_tile_at_exactly_the_tolerance_is_allowed_and_unfinished_ones_do_not_warn(chained):
+    import warnings
+
+    plan, tr = chained
+    tol = 0.5
+
+    def at_the_edge(t):
+        need = float(t.tiles.loc[chain_rows(t, 0, 0), "t_signal"].max())
+        i = chain_rows(t, 1, 0)[0]
+        t.tiles.loc[i, ["t_start", "t_ready", "t_acquire"]] = need - tol
+
+    edge = broken(tr, at_the_edge)  # (its SM's slot may now be taken twice: only the dependency is checked here)
+    assert messages(plan, edge, "deps_visible", tol) == []
+    assert "deps_visible" in fires(plan, edge)
+
+    def unfinished(t):
+        t.tiles.loc[chain_rows(t, 0, 1)[0], "t_signal"] = np.nan
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "all_done" in fires(plan, broken(tr, unfinished))
+
+
+def test_chain_tile_ids_are_relative_to_the_kernels_first_layer_and_row(chained):
+    # The same kernel placed at layer 2 and row 8 of a larger model: its tiles carry those numbers.
+    import copy
+    import dataclasses
+
+    plan, tr = chained
+    moved = copy.copy(plan)
+    moved.ops = [dataclasses.replace(plan.ops[0], layer=2, row_offset=8)]
+
+    def shift(t):
+        t.tiles["layer"] += 2
+        t.tiles["tile_m"] += 8
+
+    shifted = broken(tr, shift)
+    assert violations(moved, shifted) == []
+    bad = broken(shifted, lambda t: t.tiles.__setitem__("layer", t.tiles["layer"].where(t.tiles.index != 8, 2)))
+    assert {"exactly_once", "deps_visible"} <= fires(moved, bad)
+
+
+def test_a_chain_kernel_with_no_tiles_does_not_stop_the_chain_check_of_the_next(chained):
+    import copy
+    import dataclasses
+
+    plan, tr = chained
+    two = copy.copy(plan)
+    two.ops = [plan.ops[0], dataclasses.replace(plan.ops[0], id=1, name="second")]
+
+    def second_early(t):
+        t.tiles["kernel"] = 1  # every tile belongs to the second kernel; the first ran nothing
+        t.tiles.loc[chain_rows(t, 1, 0)[0], ["t_start", "t_ready", "t_acquire"]] = 0.0
+
+    got = messages(two, broken(tr, second_early), "deps_visible")
+    assert len(got) == 1 and got[0].startswith("kernel 'second': 1 tile(s) started before")
