@@ -58,6 +58,8 @@ Left out
 from __future__ import annotations
 
 import math
+from collections import deque
+from heapq import heappop, heappush
 
 import numpy as np
 import simpy
@@ -72,6 +74,155 @@ __all__ = ["simulate", "SimulationError", "push_ns"]
 ZERO, PUSH = (EVENT_KINDS.index(k) for k in ("zero", "push"))
 FLUSH_RECORDS = 1 << 16
 """Tile or event tuples kept as Python objects before they are packed into a numpy block."""
+
+
+URGENT, NORMAL = 0, 1
+"""SimPy's event priorities (``simpy.events.URGENT`` / ``NORMAL``): a process starts before the ordinary events
+of its instant."""
+
+
+class _Lane:
+    """The run's own calendar of CTA steps and protocol calls, merged into SimPy's event queue in exact order.
+
+    SimPy processes its queue in ``(time, priority, id)`` order, ``id`` counting every scheduling.  Each entry
+    pushed here takes its ``id`` from the same counter at the moment the SimPy version of the engine scheduled
+    the same step (a ``Timeout``, an ``Event.succeed``), so the merged order is the one SimPy would follow.
+    Entries are kept as a heap of distinct times, each with a FIFO of ``(id, function)`` in id order (ids grow,
+    so appending keeps it sorted): cheaper than SimPy's heap of tuples when many CTAs finish at one instant.
+
+    While the lane is idle, one *proxy* event sits in SimPy's queue with the key of the lane's first entry.  When
+    SimPy processes it, the lane runs its entries, setting the clock as SimPy would, for as long as each comes
+    before SimPy's next event, then schedules a proxy for the next one.  A push that comes before the pending
+    proxy's key (from outside the lane's own run) schedules a new proxy; the old one is left in the queue and does
+    nothing.  Every entry is NORMAL priority.
+    """
+
+    __slots__ = ("env", "queue", "eid", "times", "buckets", "running", "proxy", "proxy_key")
+
+    def __init__(self, env: simpy.Environment):
+        self.env, self.queue, self.eid = env, env._queue, env._eid
+        self.times: list[float] = []
+        self.buckets: dict[float, deque] = {}
+        self.running = False
+        self.proxy = None
+        self.proxy_key = None
+
+    def push(self, t: float, fn) -> None:
+        """Call ``fn()`` at ``t`` (>= now), after everything already scheduled for ``t``."""
+        eid = next(self.eid)
+        b = self.buckets.get(t)
+        if b is None:
+            self.buckets[t] = deque(((eid, fn),))
+            heappush(self.times, t)
+        else:
+            b.append((eid, fn))
+        if not self.running and (self.proxy is None or (t, eid) < self.proxy_key):
+            self._schedule(t, eid)
+
+    def due(self, now: float) -> bool:
+        """Whether an entry is due at ``now`` (here or in SimPy's queue)."""
+        q = self.queue
+        return bool(self.times and self.times[0] <= now) or bool(q and q[0][0] <= now)
+
+    def _schedule(self, t: float, eid: int) -> None:
+        self.proxy = p = _Proxy(self)
+        self.proxy_key = (t, eid)
+        heappush(self.queue, (t, NORMAL, eid, p))
+
+    def run(self, proxy) -> None:
+        if proxy is not self.proxy:  # stale: a later proxy replaced it
+            return
+        self.proxy = None
+        self.running = True
+        env, q, times, buckets = self.env, self.queue, self.times, self.buckets
+        try:
+            while times:
+                t = times[0]
+                b = buckets[t]
+                eid, fn = b[0]
+                if q:  # SimPy's next event first, if it comes before this entry
+                    h = q[0]
+                    if h[0] < t or (h[0] == t and (h[1] < NORMAL or h[2] < eid)):
+                        self._schedule(t, eid)
+                        return
+                b.popleft()
+                if not b:
+                    del buckets[t]
+                    heappop(times)
+                env._now = t
+                try:
+                    fn()
+                except StopIteration:  # a CTA's generator ended
+                    pass
+        finally:
+            self.running = False
+        if times and self.proxy is None:  # pragma: no cover - the loop runs until the lane is empty or scheduled
+            self._schedule(times[0], buckets[times[0]][0][0])
+
+
+class _Proxy:
+    """The lane's entry in SimPy's queue (see :class:`_Lane`)."""
+
+    __slots__ = ("callbacks",)
+    _ok = True  # what Environment.step reads of a processed event
+
+    def __init__(self, lane: _Lane):
+        self.callbacks = [lane.run]
+
+    def __lt__(self, other) -> bool:  # a stale proxy can share its key with a live one: either order is fine
+        return False
+
+
+class _Cta:
+    """One CTA slot's generator, driven from the run's :class:`_Lane` (cheaper than a ``simpy.Process``).
+
+    The generator pushes its next step into the lane (``lane.push(t, cta.next)``) and yields, or registers the
+    CTA with what it waits on, which calls :meth:`wake`, or appends :meth:`step` to a SimPy event's callbacks
+    (a fair link's); it yields nothing.  Steps are pushed exactly where the process version of the engine
+    created its ``Timeout`` or succeeded its ``Event``, so simultaneous events run in the same order (see
+    'Simultaneous events').  The start is an URGENT entry in SimPy's queue, like a process's ``Initialize``.
+    A CTA whose generator ends leaves nothing behind (a process would schedule its own end, which no one
+    waits on).
+    """
+
+    __slots__ = ("callbacks", "next", "lane", "env")
+    _ok = True  # what Environment.step reads of a processed event
+
+    def __init__(self, env: simpy.Environment, lane: _Lane):
+        self.env, self.lane = env, lane
+        self.callbacks = None
+
+    def start(self, gen) -> None:
+        self.next = gen.__next__
+        self.callbacks = [self.step]
+        heappush(self.env._queue, (self.env._now, URGENT, next(self.env._eid), self))
+
+    def step(self, _event=None) -> None:
+        """The next step, as a SimPy callback."""
+        try:
+            self.next()
+        except StopIteration:
+            pass
+
+    def wake(self) -> None:
+        """Run the next step now, after the events already due (what ``Event.succeed`` does)."""
+        self.lane.push(self.env._now, self.next)
+
+
+def _wake_all(lane: _Lane, ctas: list) -> None:
+    """Wake waiting CTAs, in order, from an event's callback.
+
+    When no other event is due at this instant, each runs its next step here and now: exactly what would
+    happen if each were woken by :meth:`_Cta.wake`, since their wake-ups would be the next events processed,
+    one after another, and a CTA's step schedules nothing that would run before the next one's (nothing
+    URGENT, nothing earlier than now).  Otherwise they are woken through the lane.
+    """
+    if lane.due(lane.env._now):
+        for cta in ctas:
+            cta.wake()
+    else:
+        for cta in ctas:
+            cta.step()
 
 
 class SimulationError(RuntimeError):
@@ -97,6 +248,7 @@ class _Run:
         if self.slow == 1.0:
             self.slow_from = math.inf
         self.env = simpy.Environment()
+        self.lane = _Lane(self.env)
         self.fabric = Fabric(hw, self.env)
         if self.fabric.fair and hw.epilogue_store_overlap != 0.0:
             raise ValueError("link_sharing = 'fair' needs epilogue_store_overlap = 0 (see Hardware.link_sharing)")
@@ -123,6 +275,19 @@ class _Run:
         self.lists = {p.id: (p.prod_dep_ptr.tolist(), p.prod_dep_idx.tolist(),
                              (p.dep_tile_ptr.tolist(), p.dep_tile_idx.tolist()), p.consumer_dep.tolist())
                       for p in plan.pipes}
+        self.consumer_source = {p.id: plan.ops[p.consumer].source for p in plan.pipes}
+        # Every pipe's dep_tile_idx in one array, starting at dep_tiles_at[pipe] (see flush_records).
+        self.dep_tiles = np.concatenate([np.zeros(0, dtype=np.int64)] + [p.dep_tile_idx for p in plan.pipes])
+        self.dep_tiles_at = np.cumsum([0] + [len(p.dep_tile_idx) for p in plan.pipes])
+        # A pipe whose producer tiles each decrement one counter: that counter by tile (else None).
+        self.one_dep = {p.id: p.prod_dep_idx.tolist() if (np.diff(p.prod_dep_ptr) == 1).all() else None
+                        for p in plan.pipes}
+        # By kernel id, what a tile record's kernel and tile id give: gpu, first layer, tiles per layer, tiles_n,
+        # row offset (see flush_records).
+        cols = np.zeros((5, len(plan.ops)), dtype=np.int64)
+        for k in plan.kernels():
+            cols[:, k.id] = (k.gpu, k.layer, max(1, k.tiles_m * k.tiles_n), max(1, k.tiles_n), k.row_offset)
+        self.kernel_columns = tuple(cols)
 
     # ---------------------------------------------------------------- operations
     def op_process(self, op):
@@ -183,7 +348,8 @@ class _Run:
                  "extra": extra.tolist() if extra is not None else None, "extra_mult": extra_mult}
         finished = self.env.event()
         for w in range(n_workers):
-            self.env.process(self.worker(k, w, n_workers, state, finished))
+            cta = _Cta(self.env, self.lane)
+            cta.start(self.worker(k, w, n_workers, state, finished, cta))
         yield finished
 
     def closed_form_kernel(self, k: Kernel, n_workers: int, durations: np.ndarray) -> float:
@@ -242,10 +408,12 @@ class _Run:
         return float(end.max())
 
     # ---------------------------------------------------------------- one CTA slot
-    def worker(self, k: Kernel, w: int, n_workers: int, state: dict, finished):
-        """One CTA slot of kernel ``k``: acquire a tile, compute, store, signal; repeat until no tile is left."""
+    def worker(self, k: Kernel, w: int, n_workers: int, state: dict, finished, me: _Cta):
+        """One CTA slot of kernel ``k``: acquire a tile, compute, store, signal; repeat until no tile is left.
+
+        A generator driven by ``me`` (:class:`_Cta`): it pushes its next step into SimPy's queue and yields."""
         env, hw = self.env, self.hw
-        timeout, event = env.timeout, env.event
+        push, step = self.lane.push, me.next
         rows = self.rows
         rows_append = rows.append
         sm = w % hw.sm_count
@@ -253,9 +421,10 @@ class _Run:
         durations = state["durations"]
         extra = state["extra"]  # a queue kernel's wave slowdown, by slot (its grid position)
         extra_mult = state["extra_mult"]  # its tile_cv multiplier, by tile id (None: 1)
-        tiles, tiles_n, row_offset, gpu, kid, layer = k.tiles, k.tiles_n, k.row_offset, k.gpu, k.id, k.layer
+        tiles, kid = k.tiles, k.id
         slow, slow_from = self.slow, self.slow_from
         source, persistent = k.source, k.persistent
+        from_queue, waits = source == "queue", source == "wait"
         inbound = self.plan.pipes[k.inbound] if k.inbound >= 0 else None
         outbound = self.plan.pipes[k.outbound] if k.outbound >= 0 else None
         if inbound is not None:
@@ -264,8 +433,10 @@ class _Run:
             dep_visible = self.dep_visible[inbound.id]
             consumer_dep = self.lists[inbound.id][3]
             capacity = queue.capacity
+            q_tile, q_visible = queue.tile, queue.visible_ns
+        fair = False
         if outbound is not None:
-            ports = self.fabric.channel(gpu, outbound.dst_gpu)
+            ports = self.fabric.channel(k.gpu, outbound.dst_gpu)
             store_bytes, link_gbps = outbound.store_bytes, hw.link_gbps
             # Fabric.reserve_on is inlined below for the one port of a direct link or the two of a switch.
             port, port2 = ports[0], (ports[1] if len(ports) == 2 else None)
@@ -278,51 +449,56 @@ class _Run:
             sig_delay = k.signal_ns if k.signal_ns > 0 else hw.fence_sys_ns + hw.remote_atomic_ns
             signal_hold = k.signal_hold_ns
             signal = self.signal
+            # Scoreboard.signal inlined for the common case of one counter per producer tile.
+            board = self.boards[outbound.id]
+            remaining, last_sig = board.remaining, board.last_signal_ns
+            one_dep = self.one_dep[outbound.id]
+            complete = self.complete
             fair = self.fabric.fair
             if fair:  # the store's rate cap, as a fraction of the channel (see machine.FairLink)
-                submit = self.fabric.link(gpu, outbound.dst_gpu).submit
+                submit = self.fabric.link(k.gpu, outbound.dst_gpu).submit
                 cap = min(1.0, hw.sm_remote_store_gbps / k.slots_per_sm / link_gbps)
-        j = 0  # iteration of a persistent CTA
+        i = w  # grid position (persistent: w, w + W, ...)
         cta = w
         while True:
-            t_start = env.now
+            t_start = env._now
             slot = -1
             # ---- acquire a tile
-            if source == "queue":
+            if from_queue:
                 slot = queue.head  # WorkQueue.claim, inlined
                 if slot >= capacity:
                     break
                 queue.head = slot + 1
-                vis = queue.visible_ns[slot]
+                vis = q_visible[slot]
                 if vis > t_start:  # woken half a poll interval after the slot is published
-                    ev = event()
-                    waiters[slot] = ev
-                    yield ev
-                    vis = queue.visible_ns[slot]
-                tile = i = queue.tile[slot]
+                    waiters[slot] = me
+                    yield
+                    vis = q_visible[slot]
+                tile = i = q_tile[slot]
                 t_ready = vis
+                t_acquire = env._now
+                if not persistent:
+                    cta = slot
             else:
-                if persistent:
-                    i = w + j * n_workers
-                else:
+                if not persistent:
                     i = state["next"]
                     state["next"] = i + 1
+                    cta = i
                 if i >= tiles:
                     break
                 tile = order[i]
                 t_ready = t_start
-                if source == "wait":
+                if waits:
                     dep = consumer_dep[tile]
                     vis = dep_visible[dep]
                     if vis > t_start:  # woken half a poll interval after the counter completes
-                        ev = event()
-                        waiters.setdefault(dep, []).append(ev)
-                        yield ev
+                        waiters.setdefault(dep, []).append(me)
+                        yield
                         vis = dep_visible[dep]
                     t_ready = vis
-            t_acquire = env.now
-            if not persistent:
-                cta = i if source != "queue" else slot
+                    t_acquire = env._now
+                else:
+                    t_acquire = t_start
             # ---- compute and store
             dur = durations[i]
             if extra is not None:
@@ -330,14 +506,10 @@ class _Run:
             if t_acquire >= slow_from:
                 dur *= slow
             t_ce = t_acquire + dur
-            if outbound is not None and fair:
-                yield timeout(dur)
-                yield submit(link_ns, cap)
-                arrival = t_store = env.now + link_latency
-                t_sig = arrival + sig_delay
-                signal(outbound, tile, t_sig)
-                yield timeout(link_latency + signal_hold)  # exposed = 1 (Hardware validation)
-            elif outbound is not None:
+            if outbound is None:
+                t_store = t_sig = t_ce
+                t_next = t_ce
+            elif not fair:
                 begin = port[0] if port[0] > t_ce else t_ce
                 if port2 is None:
                     port[0] = begin + link_ns
@@ -350,16 +522,35 @@ class _Run:
                     arrival = t_ce + sm_store_ns
                 t_store = arrival
                 t_sig = arrival + sig_delay
-                signal(outbound, tile, t_sig)
-                yield timeout(dur + (arrival - t_ce) * exposed + signal_hold)
+                if one_dep is None:
+                    signal(outbound, tile, t_sig)
+                else:
+                    dep = one_dep[tile]
+                    left = remaining[dep] - 1
+                    if left < 0:
+                        signal(outbound, tile, t_sig)  # raises ProtocolError
+                    remaining[dep] = left
+                    if t_sig > last_sig[dep]:
+                        last_sig[dep] = t_sig
+                    if left == 0:
+                        complete(outbound, dep, last_sig[dep])
+                t_next = t_acquire + (dur + (arrival - t_ce) * exposed + signal_hold)
             else:
-                t_store = t_sig = t_ce
-                yield timeout(dur)
-            rows_append((gpu, kid, layer, cta, sm, tile // tiles_n + row_offset, tile % tiles_n,
-                         t_start, t_acquire, t_ready, t_ce, t_store, t_sig, slot))
+                push(t_ce, step)
+                yield
+                submit(link_ns, cap).callbacks.append(me.step)
+                yield
+                now = env._now
+                arrival = t_store = now + link_latency
+                t_sig = arrival + sig_delay
+                signal(outbound, tile, t_sig)
+                t_next = now + (link_latency + signal_hold)  # exposed = 1 (Hardware validation)
+            push(t_next, step)
+            yield
+            rows_append((kid, cta, sm, tile, t_start, t_acquire, t_ready, t_ce, t_store, t_sig, slot))
             if len(rows) >= FLUSH_RECORDS:
                 self.flush_records()
-            j += 1
+            i += n_workers
         state["live"] -= 1
         if state["live"] == 0:
             finished.succeed()
@@ -374,9 +565,13 @@ class _Run:
         A tile holds its CTA ``chain_signal_ns`` after its compute (stores complete, then the release) and
         signals its row-block counter then. Durations are indexed by ticket. ``Kernel.chain_static``: CTA ``w`` runs
         order entries ``w, w + W, ...`` instead (the static design; all CTAs resident)."""
-        env = self.env
+        env, lane = self.env, self.lane
+        push = lane.push
         per = k.tiles_m * k.tiles_n
         tiles_n, tiles_m, order = k.tiles_n, k.tiles_m, self.orders[k.id]
+        # counter (layer * tiles_m + row-block) of each tile id, and the counter its tile waits on (-1: none)
+        own_of = [t // tiles_n for t in range(k.tiles)]
+        dep_of = [-1] * per + [c - tiles_m for c in own_of[per:]]
         count = [0] * (k.chain_layers * tiles_m)
         last = [0.0] * len(count)
         visible = [math.inf] * len(count)
@@ -385,51 +580,62 @@ class _Run:
         finished = env.event()
         hold, half_poll = k.chain_signal_ns, self.half_poll
         slow, slow_from = self.slow, self.slow_from
+        gpu, kid, sm_count, n_tiles = k.gpu, k.id, self.hw.sm_count, k.tiles
+        events_append, rows = self.events.append, self.rows
+        rows_append = rows.append
+        at = self.at
 
         def publish(dep: int) -> None:
-            for ev in waiters.pop(dep, []):
-                ev.succeed()
-
-        def take() -> int:
-            i = state["next"]
-            state["next"] = i + 1
-            return i
+            ctas = waiters.pop(dep, None)
+            if ctas:
+                _wake_all(lane, ctas)
 
         static = k.chain_static
 
-        def worker(w: int):
-            i = w if static else take()
-            while i < k.tiles:
-                t_start = env.now
+        def worker(w: int, me: _Cta):
+            step = me.next
+            sm = w % sm_count
+            if static:
+                i = w
+            else:
+                i = state["next"]
+                state["next"] = i + 1
+            while i < n_tiles:
+                t_start = env._now
                 tile = order[i]
-                layer, r = divmod(tile, per)
-                row, col = divmod(r, tiles_n)
                 t_ready = t_start
-                if layer > 0:
-                    dep = (layer - 1) * tiles_m + row
-                    if visible[dep] + half_poll > env.now:
-                        ev = env.event()
-                        waiters.setdefault(dep, []).append(ev)
-                        yield ev
+                dep = dep_of[tile]
+                if dep >= 0:
+                    if visible[dep] + half_poll > t_start:
+                        waiters.setdefault(dep, []).append(me)
+                        yield
+                        t_acquire = env._now
+                    else:
+                        t_acquire = t_start
                     t_ready = visible[dep]
-                t_acquire = env.now
+                else:
+                    t_acquire = t_start
                 # tickets: the scheduler warp takes the next ticket as this tile starts; static: CTA w's next entry
-                nxt = i + n_workers if static else take()
+                if static:
+                    nxt = i + n_workers
+                else:
+                    nxt = state["next"]
+                    state["next"] = nxt + 1
                 dur = durations[i] * (slow if t_acquire >= slow_from else 1.0)
                 t_ce = t_acquire + dur
-                yield env.timeout(dur + hold)
+                push(t_acquire + (dur + hold), step)
+                yield
                 t_sig = t_ce + hold
-                own = layer * tiles_m + row
+                own = own_of[tile]
                 count[own] += 1
                 if t_sig > last[own]:
                     last[own] = t_sig
                 if count[own] == tiles_n:
                     visible[own] = last[own]
-                    self.events.append((ZERO, -1, k.gpu, own, -1, -1, last[own]))
-                    self.at(last[own] + half_poll, publish, own)
-                self.rows.append((k.gpu, k.id, k.layer + layer, w, w % self.hw.sm_count, row + k.row_offset, col,
-                                  t_start, t_acquire, t_ready, t_ce, t_sig, t_sig, i))
-                if len(self.rows) >= FLUSH_RECORDS:
+                    events_append((ZERO, -1, gpu, own, -1, -1, last[own], 1))
+                    at(last[own] + half_poll, publish, own)
+                rows_append((kid, w, sm, tile, t_start, t_acquire, t_ready, t_ce, t_sig, t_sig, i))
+                if len(rows) >= FLUSH_RECORDS:
                     self.flush_records()
                 i = nxt
             state["live"] -= 1
@@ -437,16 +643,36 @@ class _Run:
                 finished.succeed()
 
         for w in range(n_workers):
-            env.process(worker(w))
+            cta = _Cta(env, self.lane)
+            cta.start(worker(w, cta))
         yield finished
 
     def flush_records(self) -> None:
-        """Pack the tile and event tuples gathered so far into numpy blocks (lists cleared in place)."""
+        """Pack the tile and event tuples gathered so far into numpy blocks (lists cleared in place).
+
+        A tile tuple is ``(kernel, cta, sm, tile id, six times, slot)``; the columns that follow from the kernel
+        and the tile id (``gpu``, ``layer``, ``tile_m``, ``tile_n``) are filled in here, for a block at once."""
         if self.rows:
-            self.blocks.append(records_array(self.rows, len(TILE_COLUMNS) - 1))
+            r = records_array(self.rows, 11)
+            kid, tile = r[:, 0].astype(np.int64), r[:, 3].astype(np.int64)
+            gpu, layer0, per, tiles_n, row_offset = (a[kid] for a in self.kernel_columns)
+            rb = tile % per
+            self.blocks.append(np.column_stack([
+                gpu, r[:, 0], layer0 + tile // per, r[:, 1], r[:, 2], rb // tiles_n + row_offset, rb % tiles_n,
+                r[:, 4:]]).astype(np.float64))
             self.rows.clear()
         if self.events:
-            self.event_blocks.append(records_array(self.events, len(EVENT_COLUMNS)))
+            # An event record is an EVENT_COLUMNS row plus a count n: n = 1, the row itself; a push record stands
+            # for n pushes, slots slot.., tiles dep_tile_idx[tile..] of its pipe.
+            e = records_array(self.events, len(EVENT_COLUMNS) + 1)
+            n = e[:, -1].astype(np.int64)
+            e = np.repeat(e[:, :-1], n, axis=0)
+            k = np.arange(len(e)) - np.repeat(np.cumsum(n) - n, n)  # index within its record
+            push = e[:, 0] == PUSH
+            pipe, first = e[push, 1].astype(np.int64), e[push, 5].astype(np.int64)
+            e[push, 4] += k[push]
+            e[push, 5] = self.dep_tiles[self.dep_tiles_at[pipe] + first + k[push]]
+            self.event_blocks.append(e)
             self.events.clear()
 
     # ---------------------------------------------------------------- protocol
@@ -468,38 +694,42 @@ class _Run:
 
     def complete(self, pipe, dep: int, t_zero: float) -> None:
         """Counter ``dep`` reached zero at ``t_zero``: push its consumer tiles (or raise its flag)."""
-        self.events.append((ZERO, pipe.id, pipe.dst_gpu, dep, -1, -1, t_zero))
-        consumer = self.plan.ops[pipe.consumer]
-        if consumer.source == "queue":
+        if self.consumer_source[pipe.id] == "queue":
             t_vis = t_zero + pipe.ready_delay_ns + self.push_ns
             queue = self.queues[pipe.id]
             dep_tile_ptr, dep_tile_idx = self.lists[pipe.id][2]
-            slots = []
-            for q in range(dep_tile_ptr[dep], dep_tile_ptr[dep + 1]):
-                ctile = dep_tile_idx[q]
-                s = queue.reserve(ctile, t_vis)
-                slots.append(s)
-                self.events.append((PUSH, pipe.id, pipe.dst_gpu, dep, s, ctile, t_vis))
-            self.at(t_vis + self.half_poll, self.publish_slots, pipe.id, slots)
+            a, b = dep_tile_ptr[dep], dep_tile_ptr[dep + 1]
+            s0, n = queue.tail, b - a  # WorkQueue.reserve, for the counter's tiles at once
+            if s0 + n > queue.capacity:
+                raise ProtocolError(f"work-queue overflow: slot {max(s0, queue.capacity)} >= capacity {queue.capacity}")
+            queue.tail = s0 + n
+            queue.tile[s0:s0 + n] = dep_tile_idx[a:b]
+            queue.visible_ns[s0:s0 + n] = [t_vis] * n
+            # one record for the zero and one for the n pushes (slots s0.., tiles dep_tile_idx[a:b]): flush_records
+            self.events.append((ZERO, pipe.id, pipe.dst_gpu, dep, -1, -1, t_zero, 1))
+            self.events.append((PUSH, pipe.id, pipe.dst_gpu, dep, s0, a, t_vis, n))
+            self.at(t_vis + self.half_poll, self.publish_slots, pipe.id, range(s0, s0 + n))
         else:
+            self.events.append((ZERO, pipe.id, pipe.dst_gpu, dep, -1, -1, t_zero, 1))
             t_vis = t_zero + pipe.ready_delay_ns
             self.dep_visible[pipe.id][dep] = t_vis
             self.at(t_vis + self.half_poll, self.publish_dep, pipe.id, dep)
 
     def at(self, t: float, fn, *args) -> None:
-        ev = self.env.timeout(max(0.0, t - self.env.now))
-        ev.callbacks.append(lambda _ev: fn(*args))
+        """Call ``fn(*args)`` at ``t`` (or now, if ``t`` has passed)."""
+        now = self.env._now
+        self.lane.push(now + max(0.0, t - now), lambda: fn(*args))
 
-    def publish_slots(self, pipe_id: int, slots: list[int]) -> None:
+    def publish_slots(self, pipe_id: int, slots: range) -> None:
         waiters = self.dep_waiters[pipe_id]
-        for s in slots:
-            ev = waiters.pop(s, None)
-            if ev is not None:
-                ev.succeed()
+        ctas = [cta for cta in map(waiters.pop, slots, [None] * len(slots)) if cta is not None]
+        if ctas:
+            _wake_all(self.lane, ctas)
 
     def publish_dep(self, pipe_id: int, dep: int) -> None:
-        for ev in self.dep_waiters[pipe_id].pop(dep, []):
-            ev.succeed()
+        ctas = self.dep_waiters[pipe_id].pop(dep, None)
+        if ctas:
+            _wake_all(self.lane, ctas)
 
     # ---------------------------------------------------------------- run
     def run(self) -> Trace:
@@ -526,6 +756,7 @@ class _Run:
                 kind, gpu = op.kind, op.gpus[0]
             ops.append((op.id, op.name, kind, gpu, dst, float(getattr(op, "nbytes", 0.0)),
                         getattr(op, "layer", -1), self.t_begin[op.id], self.t_done[op.id]))
+        self.flush_records()
         return Trace.from_records(self.rows, self.events, ops, source="sim", blocks=self.blocks,
                                   event_blocks=self.event_blocks,
                                   meta={"strategy": self.plan.strategy, "case": self.plan.case,
