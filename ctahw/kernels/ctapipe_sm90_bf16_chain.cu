@@ -206,6 +206,11 @@ class ChainScheduler : public cutlass::gemm::kernel::detail::PersistentTileSched
 
   template <class ClusterShape>
   CUTLASS_DEVICE WorkTileInfo initial_work_tile_info(ClusterShape) {
+#if defined(__CUDA_ARCH__)
+    // The load warp fences the async proxy itself before its first tile's TMA loads, as for every later tile
+    // (thread 0's fence in take() acts on the CTA under the protocol model; this one does not depend on that).
+    if (threadIdx.x < 32 && tile_ >= 0 && chain().protocol) ctapipe::fence_proxy_async_global();
+#endif
     if constexpr (Trace) stamp_compute_start(tile_);
     return to_work(tile_);
   }
