@@ -76,7 +76,9 @@ class Trace:
         arrays of such records made earlier (see :func:`records_array`)."""
         width = len(TILE_COLUMNS) - 1
         arr = np.concatenate([*blocks, records_array(rows, width)])
-        cols = {"source": np.full(len(arr), source, dtype=object)}
+        # One value repeated: taken from a one-row column of the dtype pandas gives it (far cheaper than
+        # converting an object array of n copies).
+        cols = {"source": pd.Series(np.array([source], dtype=object)).array.take(np.zeros(len(arr), dtype=np.intp))}
         for j, c in enumerate(TILE_COLUMNS[1:]):
             cols[c] = arr[:, j].astype(np.int64) if c in _INT_TILE else arr[:, j].copy()
         tiles = pd.DataFrame(cols)
