@@ -88,8 +88,9 @@ class _Lane:
     SimPy processes its queue in ``(time, priority, id)`` order, ``id`` counting every scheduling.  Each entry
     pushed here takes its ``id`` from the same counter at the moment the SimPy version of the engine scheduled
     the same step (a ``Timeout``, an ``Event.succeed``), so the merged order is the one SimPy would follow.
-    Entries are kept as a heap of distinct times, each with a FIFO of ``(id, function)`` in id order (ids grow,
-    so appending keeps it sorted): cheaper than SimPy's heap of tuples when many CTAs finish at one instant.
+    Entries are kept as a heap of distinct times, each with its ``(id, function)`` or, from the second one on, a
+    FIFO of them in id order (ids grow, so appending keeps it sorted): cheaper than SimPy's heap of tuples when
+    many CTAs finish at one instant.
 
     While the lane is idle, one *proxy* event sits in SimPy's queue with the key of the lane's first entry.  When
     SimPy processes it, the lane runs its entries, setting the clock as SimPy would, for as long as each comes
@@ -111,10 +112,13 @@ class _Lane:
     def push(self, t: float, fn) -> None:
         """Call ``fn()`` at ``t`` (>= now), after everything already scheduled for ``t``."""
         eid = next(self.eid)
-        b = self.buckets.get(t)
-        if b is None:
-            self.buckets[t] = deque(((eid, fn),))
+        buckets = self.buckets
+        b = buckets.get(t)
+        if b is None:  # a lone entry is kept as it is; a second one at the same time makes a FIFO
+            buckets[t] = (eid, fn)
             heappush(self.times, t)
+        elif b.__class__ is tuple:
+            buckets[t] = deque((b, (eid, fn)))
         else:
             b.append((eid, fn))
         if not self.running and (self.proxy is None or (t, eid) < self.proxy_key):
@@ -140,16 +144,21 @@ class _Lane:
             while times:
                 t = times[0]
                 b = buckets[t]
-                eid, fn = b[0]
+                lone = b.__class__ is tuple
+                eid, fn = b if lone else b[0]
                 if q:  # SimPy's next event first, if it comes before this entry
                     h = q[0]
                     if h[0] < t or (h[0] == t and (h[1] < NORMAL or h[2] < eid)):
                         self._schedule(t, eid)
                         return
-                b.popleft()
-                if not b:
+                if lone:
                     del buckets[t]
                     heappop(times)
+                else:
+                    b.popleft()
+                    if not b:
+                        del buckets[t]
+                        heappop(times)
                 env._now = t
                 try:
                     fn()
@@ -157,8 +166,6 @@ class _Lane:
                     pass
         finally:
             self.running = False
-        if times and self.proxy is None:  # pragma: no cover - the loop runs until the lane is empty or scheduled
-            self._schedule(times[0], buckets[times[0]][0][0])
 
 
 class _Proxy:
@@ -250,7 +257,7 @@ class _Run:
             self.slow_from = math.inf
         self.env = simpy.Environment()
         self.lane = _Lane(self.env)
-        self.fabric = Fabric(hw, self.env)
+        self.fabric = Fabric(hw, self.env, self.lane.push)
         if self.fabric.fair and hw.epilogue_store_overlap != 0.0:
             raise ValueError("link_sharing = 'fair' needs epilogue_store_overlap = 0 (see Hardware.link_sharing)")
         self.rng = np.random.default_rng(seed)
@@ -539,7 +546,7 @@ class _Run:
             else:
                 push(t_ce, step)
                 yield
-                submit(link_ns, cap).callbacks.append(me.step)
+                submit(link_ns, cap, step)  # step runs when its last byte has left
                 yield
                 now = env._now
                 arrival = t_store = now + link_latency

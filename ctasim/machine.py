@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import heapq
 
+from simpy.events import Event
+
 from ctasim.spec import Hardware
 
 __all__ = ["Fabric", "FairLink", "Scoreboard", "WorkQueue", "ProtocolError"]
@@ -54,11 +56,12 @@ class Fabric:
     :meth:`FairLink.submit` returns an event that fires when the last byte has left.
     """
 
-    def __init__(self, hw: Hardware, env=None):
+    def __init__(self, hw: Hardware, env=None, schedule=None):
         self.hw = hw
         self.switch = hw.topology == "switch"
         self.fair = hw.link_sharing == "fair"
         self.env = env
+        self.schedule = schedule  # passed on to every FairLink (see FairLink)
         self._free: dict = {}
         self._links: dict = {}
         self._owner: dict = {}  # fair + switch: port -> the FairLink using it now
@@ -70,7 +73,7 @@ class Fabric:
             if self.env is None:
                 raise ValueError("Fabric.link needs the SimPy environment (Fabric(hw, env))")
             ports = (("out", src), ("in", dst)) if self.switch else ()
-            fl = self._links[(src, dst)] = FairLink(self.env, ports, self._owner, f"{src}->{dst}")
+            fl = self._links[(src, dst)] = FairLink(self.env, ports, self._owner, f"{src}->{dst}", self.schedule)
         return fl
 
     def channel(self, src: int, dst: int) -> tuple[list, ...]:
@@ -119,13 +122,18 @@ class FairLink:
     recomputed (water-filling over the classes: a handful at most) and the next end re-planned; one SimPy
     wake-up is pending per link, a stale one is ignored by its generation number, one that comes too
     early (the end moved later since) re-plans.  Cost: O(log n) per transfer.
+
+    ``schedule(t, fn)``, when given, calls ``fn()`` at time ``t`` in place of a SimPy timeout with a callback (the
+    engine passes its own calendar, which keeps SimPy's order of simultaneous events); a transfer submitted with
+    ``done`` is ended by ``schedule(now, done)`` where one with an event has it succeed.
     """
 
     EPS = 1e-6
     """Work (ns of channel time) within which a transfer counts as finished (floating-point slack)."""
 
-    def __init__(self, env, ports=(), owner=None, name: str = ""):
+    def __init__(self, env, ports=(), owner=None, name: str = "", schedule=None):
         self.env = env
+        self.schedule = schedule
         self.name = name
         self.classes: dict[float, _Class] = {}
         self.active: list[_Class] = []
@@ -136,9 +144,10 @@ class FairLink:
         self.seq = 0
         self.ports, self.owner = ports, owner
 
-    def submit(self, work_ns: float, cap: float = 1.0):
+    def submit(self, work_ns: float, cap: float = 1.0, done=None):
         """Start a transfer of ``work_ns`` of channel time, at most ``cap`` (0 < cap <= 1) of the channel;
-        return a SimPy event that succeeds when its last byte has left."""
+        return a SimPy event that succeeds when its last byte has left (or, given ``done`` and a ``schedule``,
+        call ``done()`` then through the schedule, and return None)."""
         env = self.env
         now = env.now
         self._advance(now)
@@ -153,7 +162,7 @@ class FairLink:
             self.active.sort(key=lambda k: k.cap)
         if self.n == 0 and self.ports:
             self._claim()
-        ev = env.event()
+        ev = env.event() if done is None else done
         self.seq += 1
         heapq.heappush(c.heap, (c.v + work_ns, self.seq, ev))
         c.n += 1
@@ -207,8 +216,11 @@ class FairLink:
             self.gen += 1
             self.wake_at = t_next
             gen = self.gen
-            ev = self.env.timeout(t_next - now)
-            ev.callbacks.append(lambda _ev: self._wake(gen))
+            if self.schedule is not None:
+                self.schedule(now + (t_next - now), lambda: self._wake(gen))  # the time a timeout would get
+            else:
+                ev = self.env.timeout(t_next - now)
+                ev.callbacks.append(lambda _ev: self._wake(gen))
 
     def _wake(self, gen: int) -> None:
         if gen != self.gen:
@@ -223,7 +235,10 @@ class FairLink:
                 ev = heapq.heappop(heap)[2]
                 c.n -= 1
                 self.n -= 1
-                ev.succeed()
+                if ev.__class__ is Event:
+                    ev.succeed()
+                else:  # a done callback (submit)
+                    self.schedule(now, ev)
                 done = True
             if c.n == 0:
                 self.active.remove(c)
