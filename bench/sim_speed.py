@@ -1,13 +1,19 @@
 """Simulator speed: CTAs per second, the paper's largest case, linear scaling to 1M CTAs, peak memory.
 
-    python bench/sim_speed.py [--out bench/results/sim_speed.csv] [--reps 5]
+    python bench/sim_speed.py [--out bench/results/sim_speed.csv] [--reps 5] [--baseline REV] [--rounds 3]
 
 Each point runs in a fresh subprocess pinned to one CPU core (``os.sched_setaffinity``; the core where bare
 SimPy runs fastest at the start, since one vCPU of a shared VM can be much slower than another), so that peak
 memory (``ru_maxrss``, the whole process) belongs to that point alone.  Times: ``simulate()`` only (the
 SimPy event loop plus building the trace tables), median of ``--reps`` runs; CPU time and wall time are
 both recorded.  Invariant checks are timed separately (``check_s``); they are not part of the engine.
-Cases are CTA-pipelined chains (every tile goes through per-tile SimPy events; no closed-form shortcut).
+Cases are CTA-pipelined chains (every tile goes through the per-tile event path; no closed-form shortcut):
+the ctapipe plan on h200-x8 (switch, fcfs links) from 1K to 1M CTAs, and at 16K CTAs the same on
+h200-x2-calibrated (fair link sharing, tile_cv) and the chain kernel (one GPU).
+``--baseline REV``: the same points also run the engine of git revision ``REV`` (its ``ctasim`` and ``specs``,
+extracted with ``git archive``; or ``--baseline-path`` to such a tree), interleaved round by round with this
+checkout's (``--rounds``); each engine's time is the median over rounds of each round's median, and
+``speedup`` is the baseline's over this checkout's, from the same run.
 Each point also measures, in the same process, the rate of bare SimPy timeouts (``simpy_floor``): the
 cost of one CTA in units of that floor (``bare_timeouts_per_cta``) is a figure that a busy or slower
 machine does not change.
@@ -26,14 +32,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 POINTS = [
-    # (label, layers, M): 128x256 tiles, N = 8192 -> 32 column tiles; CTAs = layers * M/128 * 32
-    ("paper-largest 8x8 layers", 8, 16384),
-    ("1K", 2, 2048),
-    ("4K", 2, 8192),
-    ("16K", 2, 32768),
-    ("64K", 2, 131072),
-    ("256K", 2, 524288),
-    ("1M", 2, 2097152),
+    # (label, layers, M, hardware, ctapipe strategy fields): 128x256 tiles, N = 8192 -> 32 column tiles;
+    # CTAs = layers * M/128 * 32
+    ("paper-largest 8x8 layers", 8, 16384, "h200-x8", {}),
+    ("1K", 2, 2048, "h200-x8", {}),
+    ("4K", 2, 8192, "h200-x8", {}),
+    ("16K", 2, 32768, "h200-x8", {}),
+    ("64K", 2, 131072, "h200-x8", {}),
+    ("256K", 2, 524288, "h200-x8", {}),
+    ("1M", 2, 2097152, "h200-x8", {}),
+    ("16K fair links", 2, 32768, "h200-x2-calibrated", {}),
+    ("16K chain kernel", 2, 32768, "h200-x2-calibrated", {"gpus": 1}),
 ]
 
 FLOOR = r"""
@@ -56,9 +65,9 @@ from ctasim.invariants import check_trace
 from ctasim.spec import Layer, Strategy, Workload, load_hardware
 from ctasim.strategies import build_plans
 layers, m, reps = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-hw = load_hardware("h200-x8")
+hw = load_hardware(sys.argv[5])
 wl = Workload("chain", "bf16", (Layer(m, 8192, 8192, 128, 256),) * layers)
-plan = build_plans(Strategy("ctapipe"), wl, hw, layers, "bench")[0]
+plan = build_plans(Strategy("ctapipe", **json.loads(sys.argv[6])), wl, hw, layers, "bench")[0]
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 wall, cpu = [], []
 for _ in range(reps):
@@ -83,9 +92,21 @@ print(max(floor() for _ in range(3)))
 """
 
 
-CHECKOUT_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
-    [str(Path(__file__).resolve().parent.parent)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
-"""The children import this checkout's ctasim, not an installed copy."""
+def tree_env(root: Path) -> dict:
+    """The environment of a child that imports the ctasim of ``root``, not an installed copy."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(root)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def baseline_tree(rev: str, into: Path) -> Path:
+    """``ctasim`` and ``specs`` of git revision ``rev`` of this checkout, extracted under ``into``."""
+    archive = subprocess.run(["git", "-C", str(CHECKOUT), "archive", rev, "ctasim", "specs"], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
 
 
 def fastest_core() -> int:
@@ -97,41 +118,78 @@ def fastest_core() -> int:
     return max(rates, key=rates.get)
 
 
+def run_point(root: Path, layers: int, m: int, hw: str, fields: dict, reps: int, core: int) -> dict:
+    res = subprocess.run([sys.executable, "-c", CHILD, str(layers), str(m), str(reps), str(core), hw,
+                          json.dumps(fields)], capture_output=True, text=True, check=True, env=tree_env(root))
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 def main() -> int:
+    import tempfile
+
     from provenance import provenance
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "sim_speed.csv"))
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--max-ctas", type=int, default=2_000_000, help="skip points above this many CTAs")
+    ap.add_argument("--only", default="", help="comma-separated labels of the points to run (default: all)")
+    ap.add_argument("--baseline", default="", help="git revision whose engine runs beside this checkout's")
+    ap.add_argument("--baseline-path", default="", help="a tree with a baseline's ctasim/ and specs/ (no git)")
+    ap.add_argument("--rounds", type=int, default=0, help="interleaved rounds per point (default 3 with a baseline)")
     args = ap.parse_args()
     import pandas as pd
+
+    tmp = tempfile.TemporaryDirectory(prefix="sim-speed-baseline-")
+    engines = [("current", CHECKOUT)]
+    if args.baseline:
+        engines.append((f"baseline {args.baseline}", baseline_tree(args.baseline, Path(tmp.name))))
+    elif args.baseline_path:
+        engines.append((f"baseline {args.baseline_path}", Path(args.baseline_path).resolve()))
+    rounds = args.rounds or (3 if len(engines) > 1 else 1)
+    only = {x.strip() for x in args.only.split(",") if x.strip()}
 
     core = fastest_core()
     print(f"pinned to CPU {core} (the fastest core for bare SimPy timeouts here and now)", flush=True)
     rows = []
-    for label, layers, m in POINTS:
+    for label, layers, m, hw, fields in POINTS:
         ctas = layers * (m // 128) * 32
-        if ctas > args.max_ctas:
+        if ctas > args.max_ctas or (only and label not in only):
             continue
         reps = args.reps if ctas <= 300_000 else 1
-        res = subprocess.run([sys.executable, "-c", CHILD, str(layers), str(m), str(reps), str(core)],
-                             capture_output=True, text=True, check=True, env=CHECKOUT_ENV)
-        r = json.loads(res.stdout.strip().splitlines()[-1])
-        r.update(label=label, layers=layers, m=m, reps=reps, cpu=core, ctas_per_cpu_s=r["ctas"] / r["cpu_s"],
-                 ctas_per_wall_s=r["ctas"] / r["wall_s"])
-        r["bare_timeouts_per_cta"] = r["simpy_floor_events_per_cpu_s"] / r["ctas_per_cpu_s"]
-        rows.append(r)
-        print(f"{label:>26}: {r['ctas']:>9,} CTAs  cpu {r['cpu_s']:.3f} s  wall {r['wall_s']:.3f} s  "
-              f"{r['ctas_per_cpu_s']:>9,.0f} CTAs/cpu-s ({r['bare_timeouts_per_cta']:.1f} bare SimPy timeouts/CTA)  peak {r['peak_rss_mib']:.0f} MiB  check {r['check_s']:.3f} s",
-              flush=True)
+        got = {name: [] for name, _ in engines}
+        for _ in range(rounds):  # interleaved: each round runs every engine once
+            for name, root in engines:
+                got[name].append(run_point(root, layers, m, hw, fields, reps, core))
+        base_cpu = None
+        for name, _ in reversed(engines):  # the baseline first, so that the current row gets the ratio
+            runs = got[name]
+            r = dict(runs[-1])
+            for key in ("wall_s", "cpu_s", "check_s", "simpy_floor_events_per_cpu_s"):
+                r[key] = statistics.median(x[key] for x in runs)
+            r["peak_rss_mib"] = max(x["peak_rss_mib"] for x in runs)
+            r.update(label=label, hardware=hw, strategy=json.dumps({"kind": "ctapipe", **fields}), engine=name,
+                     layers=layers, m=m, reps=reps, rounds=rounds, cpu=core, ctas_per_cpu_s=r["ctas"] / r["cpu_s"],
+                     ctas_per_wall_s=r["ctas"] / r["wall_s"],
+                     cpu_s_rounds=";".join(f"{x['cpu_s']:.4f}" for x in runs))
+            r["bare_timeouts_per_cta"] = r["simpy_floor_events_per_cpu_s"] / r["ctas_per_cpu_s"]
+            r["speedup"] = base_cpu / r["cpu_s"] if base_cpu is not None else float("nan")
+            if name != "current":
+                base_cpu = r["cpu_s"]
+            rows.append(r)
+            print(f"{label:>26} {name:>20}: {r['ctas']:>9,} CTAs  cpu {r['cpu_s']:.3f} s  wall {r['wall_s']:.3f} s  "
+                  f"{r['ctas_per_cpu_s']:>9,.0f} CTAs/cpu-s ({r['bare_timeouts_per_cta']:.1f} bare SimPy timeouts/CTA)  "
+                  f"peak {r['peak_rss_mib']:.0f} MiB  check {r['check_s']:.3f} s"
+                  + (f"  speed-up {r['speedup']:.2f}x" if r["speedup"] == r["speedup"] else ""), flush=True)
+    tmp.cleanup()
     df = pd.DataFrame(rows)
-    cols = ["label", "layers", "m", "ctas", "reps", "cpu", "cpu_s", "wall_s", "ctas_per_cpu_s", "ctas_per_wall_s",
-            "check_s", "peak_rss_mib", "rss_before_mib", "makespan_us", "simpy_floor_events_per_cpu_s",
-            "bare_timeouts_per_cta"]
+    cols = ["label", "hardware", "strategy", "engine", "layers", "m", "ctas", "reps", "rounds", "cpu", "cpu_s",
+            "wall_s", "ctas_per_cpu_s", "ctas_per_wall_s", "speedup", "cpu_s_rounds", "check_s", "peak_rss_mib",
+            "rss_before_mib", "makespan_us", "simpy_floor_events_per_cpu_s", "bare_timeouts_per_cta"]
     out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     df[cols].round(4).to_csv(out, index=False)
-    prov = provenance("python bench/sim_speed.py")
+    prov = provenance("python bench/sim_speed.py " + " ".join(sys.argv[1:]))
     prov["load_average"] = os.getloadavg()
     out.with_suffix(".provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
     print(f"wrote {out}")
