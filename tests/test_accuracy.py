@@ -194,3 +194,52 @@ def test_a_staged_folder_merges_folders_and_leaves_nothing_on_failure(tmp_path):
             (tmp / "x").write_text("half")
             raise RuntimeError("boom")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new"]  # the parents it made are gone too
+
+
+def _rows(rows, source, status="ok"):
+    out = []
+    for case, strategy, kind, variant, ms in rows:
+        row = {c: "" for c in results.COLUMNS}
+        row.update(experiment="x", case=case, strategy=strategy, kind=kind, variant=variant, gpus=2, m=1024, layers=2,
+                   source=source, status=status, makespan_ms=ms, rel_err=0.0)
+        out.append(row)
+    return out
+
+
+def test_choices_rank_the_measured_strategies_and_pick_the_best_chunk_count_among_those_measured():
+    # m=2048 first (the table keeps the measurement's case order); m=1024: micro-batching at 2 and 4 chunks ran,
+    # 8 chunks was skipped; the predictors also predict tp, which was not measured (left out of their ranking).
+    meas = pd.DataFrame(_rows([("m=2048", "sequential", "sequential", "", 20.0), ("m=2048", "ctapipe", "ctapipe", "", 25.0),
+                               ("m=1024", "sequential", "sequential", "", 10.0), ("m=1024", "ctapipe", "ctapipe", "", 8.0),
+                               ("m=1024", "microbatch", "microbatch", "2", 9.5),
+                               ("m=1024", "microbatch", "microbatch", "4", 9.0)], "hw")
+                        + _rows([("m=1024", "microbatch", "microbatch", "8", 1.0)], "hw", status="skipped"))
+    pred = pd.DataFrame(
+        _rows([("m=2048", "sequential", "sequential", "", 19.0), ("m=2048", "ctapipe", "ctapipe", "", 18.0),
+               ("m=1024", "sequential", "sequential", "", 10.0), ("m=1024", "ctapipe", "ctapipe", "", 7.0),
+               ("m=1024", "microbatch", "microbatch", "2", 8.5), ("m=1024", "microbatch", "microbatch", "4", 8.8),
+               ("m=1024", "microbatch", "microbatch", "8", 1.0), ("m=1024", "tp", "tp", "", 0.5)], "model")
+        + _rows([("m=2048", "sequential", "sequential", "", 21.0), ("m=2048", "ctapipe", "ctapipe", "", 22.0),
+                 ("m=1024", "sequential", "sequential", "", 12.0), ("m=1024", "ctapipe", "ctapipe", "", 11.0),
+                 ("m=1024", "microbatch", "microbatch", "2", 11.7), ("m=1024", "microbatch", "microbatch", "4", 11.5),
+                 ("m=1024", "tp", "tp", "", 0.1)], "naive"))
+    got = accuracy.choices(pred, meas)
+    want = pd.DataFrame([
+        {"case": "m=2048", "predictor": "model", "ranking_measured": "sequential < ctapipe", "ranking_agrees": False},
+        {"case": "m=2048", "predictor": "naive", "ranking_measured": "sequential < ctapipe", "ranking_agrees": True},
+        {"case": "m=1024", "predictor": "model", "ranking_measured": "ctapipe < microbatch < sequential",
+         "ranking_agrees": False, "best_chunks_measured": "4", "best_chunks_predicted": "2"},
+        {"case": "m=1024", "predictor": "naive", "ranking_measured": "ctapipe < microbatch < sequential",
+         "ranking_agrees": True, "best_chunks_measured": "4", "best_chunks_predicted": "4"},
+    ])
+    pd.testing.assert_frame_equal(got, want)
+    # one measured strategy and no micro-batching: nothing to choose, no row
+    assert accuracy.choices(pred, meas[meas["case"] == "m=1024"].iloc[[0]]).empty
+    # a predictor without micro-batching predictions for a case where it ran: no predicted chunk count
+    only = accuracy.choices(pred[pred["kind"] != "microbatch"], meas)
+    assert list(only["best_chunks_predicted"].iloc[2:]) == ["", ""]
+    # the report carries the table
+    text = accuracy.report(accuracy.judge(pred, meas[meas["status"] == "ok"]), accuracy.summary(accuracy.judge(pred, meas)),
+                           got, accuracy.Provenance(False, "not committed"), Path("p"), Path("m"), meas.iloc[:0], {})
+    assert "**POST-HOC** -- not committed." in text and "## Choices" in text
+    assert "ctapipe < microbatch < sequential" in text.split("## Choices", 1)[1]
