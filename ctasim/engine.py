@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import gc
 import math
+import struct
 from collections import deque
 from heapq import heappop, heappush
 
@@ -68,13 +69,17 @@ import simpy
 from ctasim.machine import Fabric, ProtocolError, Scoreboard, WorkQueue
 from ctasim.plan import Collective, Kernel, MemoryPass, Plan, Transfer
 from ctasim.spec import Hardware
-from ctasim.trace import EVENT_COLUMNS, EVENT_KINDS, TILE_COLUMNS, Trace, records_array
+from ctasim.trace import EVENT_COLUMNS, EVENT_KINDS, TILE_COLUMNS, TIME_COLUMNS, Trace, records_array
 
 __all__ = ["simulate", "SimulationError", "push_ns"]
 
 ZERO, PUSH = (EVENT_KINDS.index(k) for k in ("zero", "push"))
 FLUSH_RECORDS = 1 << 16
-"""Tile or event tuples kept as Python objects before they are packed into a numpy block."""
+"""Tile records gathered (packed bytes) before they become a numpy block with the trace's columns."""
+_RECORD = struct.Struct("<qqqqddddddq")
+"""A tile record as the engine writes it: kernel (op id), cta, sm, tile id, the six TIME_COLUMNS, slot."""
+_RECORD_DTYPE = np.dtype([("kernel", "<i8"), ("cta", "<i8"), ("sm", "<i8"), ("tile", "<i8")]
+                         + [(c, "<f8") for c in TIME_COLUMNS] + [("slot", "<i8")])
 
 
 URGENT, NORMAL = 0, 1
@@ -265,7 +270,7 @@ class _Run:
         self.done = [self.env.event() for _ in plan.ops]
         self.t_done = [math.nan] * len(plan.ops)
         self.t_begin = [math.nan] * len(plan.ops)
-        self.rows: list[tuple] = []
+        self.records = bytearray()  # tile records (_RECORD), packed as they are made
         # Records already packed into arrays: closed-form kernels, and tuples flushed every FLUSH_RECORDS
         # so that a million-CTA run does not hold a million Python tuples.
         self.blocks: list[np.ndarray] = []
@@ -292,7 +297,7 @@ class _Run:
                         for p in plan.pipes}
         # By kernel id, what a tile record's kernel and tile id give: gpu, first layer, tiles per layer, tiles_n,
         # row offset (see flush_records).
-        cols = np.zeros((5, len(plan.ops)))
+        cols = np.zeros((5, len(plan.ops)), dtype=np.int64)
         for k in plan.kernels():
             cols[:, k.id] = (k.gpu, k.layer, max(1, k.tiles_m * k.tiles_n), max(1, k.tiles_n), k.row_offset)
         self.kernel_columns = tuple(cols)
@@ -407,11 +412,10 @@ class _Run:
             sm_slot = slot_of
         tiles = np.asarray(k.order)[:n]
         sm = (cta if k.persistent else sm_slot) % self.hw.sm_count
-        block = np.column_stack([
-            np.full(n, k.gpu), np.full(n, k.id), np.full(n, k.layer), cta, sm,
-            tiles // k.tiles_n + k.row_offset, tiles % k.tiles_n,
-            start, start, start, end, end, end, np.full(n, -1),
-        ]).astype(np.float64)
+        block = np.empty(n, dtype=_RECORD_DTYPE)  # records as the CTAs would write them
+        block["kernel"], block["cta"], block["sm"], block["tile"], block["slot"] = k.id, cta, sm, tiles, -1
+        for c, v in zip(TIME_COLUMNS, (start, start, start, end, end, end)):
+            block[c] = v
         self.blocks.append(block)
         return float(end.max())
 
@@ -422,8 +426,8 @@ class _Run:
         A generator driven by ``me`` (:class:`_Cta`): it pushes its next step into SimPy's queue and yields."""
         env, hw = self.env, self.hw
         push, step = self.lane.push, me.next
-        rows = self.rows
-        rows_append = rows.append
+        records, pack = self.records, _RECORD.pack
+        flush_at = FLUSH_RECORDS * _RECORD.size
         sm = w % hw.sm_count
         order = self.orders[k.id]
         durations = state["durations"]
@@ -555,8 +559,8 @@ class _Run:
                 t_next = now + (link_latency + signal_hold)  # exposed = 1 (Hardware validation)
             push(t_next, step)
             yield
-            rows_append((kid, cta, sm, tile, t_start, t_acquire, t_ready, t_ce, t_store, t_sig, slot))
-            if len(rows) >= FLUSH_RECORDS:
+            records += pack(kid, cta, sm, tile, t_start, t_acquire, t_ready, t_ce, t_store, t_sig, slot)
+            if len(records) >= flush_at:
                 self.flush_records()
             i += n_workers
         state["live"] -= 1
@@ -589,8 +593,9 @@ class _Run:
         hold, half_poll = k.chain_signal_ns, self.half_poll
         slow, slow_from = self.slow, self.slow_from
         gpu, kid, sm_count, n_tiles = k.gpu, k.id, self.hw.sm_count, k.tiles
-        events_append, rows = self.events.append, self.rows
-        rows_append = rows.append
+        events_append = self.events.append
+        records, pack = self.records, _RECORD.pack
+        flush_at = FLUSH_RECORDS * _RECORD.size
         at = self.at
 
         def publish(dep: int) -> None:
@@ -601,6 +606,7 @@ class _Run:
         static = k.chain_static
 
         def worker(w: int, me: _Cta):
+            nonlocal records  # += on the bytearray extends it in place
             step = me.next
             sm = w % sm_count
             if static:
@@ -642,8 +648,8 @@ class _Run:
                     visible[own] = last[own]
                     events_append((ZERO, -1, gpu, own, -1, -1, last[own], 1))
                     at(last[own] + half_poll, publish, own)
-                rows_append((kid, w, sm, tile, t_start, t_acquire, t_ready, t_ce, t_sig, t_sig, i))
-                if len(rows) >= FLUSH_RECORDS:
+                records += pack(kid, w, sm, tile, t_start, t_acquire, t_ready, t_ce, t_sig, t_sig, i)
+                if len(records) >= flush_at:
                     self.flush_records()
                 i = nxt
             state["live"] -= 1
@@ -656,23 +662,11 @@ class _Run:
         yield finished
 
     def flush_records(self) -> None:
-        """Pack the tile and event tuples gathered so far into numpy blocks (lists cleared in place).
-
-        A tile tuple is ``(kernel, cta, sm, tile id, six times, slot)``; the columns that follow from the kernel
-        and the tile id (``gpu``, ``layer``, ``tile_m``, ``tile_n``) are filled in here, for a block at once."""
-        if self.rows:
-            r = records_array(self.rows, 11)
-            kid, tile = r[:, 0].astype(np.intp), r[:, 3]
-            gpu, layer0, per, tiles_n, row_offset = (a[kid] for a in self.kernel_columns)
-            block = np.empty((len(r), len(TILE_COLUMNS) - 1))  # TILE_COLUMNS without source
-            layer, rb = np.divmod(tile, per)  # exact: integers in float64
-            tile_m, tile_n = np.divmod(rb, tiles_n)
-            block[:, 0], block[:, 1], block[:, 2] = gpu, r[:, 0], layer0 + layer
-            block[:, 3:5] = r[:, 1:3]  # cta, sm
-            block[:, 5], block[:, 6] = tile_m + row_offset, tile_n
-            block[:, 7:] = r[:, 4:]  # times, slot
-            self.blocks.append(block)
-            self.rows.clear()
+        """Move the tile records packed so far (``_RECORD``) and the event tuples into numpy blocks (the buffer
+        and list are cleared in place)."""
+        if self.records:
+            self.blocks.append(np.frombuffer(self.records, dtype=_RECORD_DTYPE).copy())  # the view goes first
+            del self.records[:]
         if self.events:
             # An event record is an EVENT_COLUMNS row plus a count n: n = 1, the row itself; a push record stands
             # for n pushes, slots slot.., tiles dep_tile_idx[tile..] of its pipe.
@@ -769,8 +763,18 @@ class _Run:
             ops.append((op.id, op.name, kind, gpu, dst, float(getattr(op, "nbytes", 0.0)),
                         getattr(op, "layer", -1), self.t_begin[op.id], self.t_done[op.id]))
         self.flush_records()
-        return Trace.from_records(self.rows, self.events, ops, source="sim", blocks=self.blocks,
-                                  event_blocks=self.event_blocks,
+        r = np.concatenate(self.blocks) if self.blocks else np.zeros(0, dtype=_RECORD_DTYPE)
+        self.blocks.clear()
+        # The columns that follow from a record's kernel and tile id, for all records at once.
+        kid, tile = r["kernel"], r["tile"]
+        gpu, layer0, per, tiles_n, row_offset = (a[kid] for a in self.kernel_columns)
+        layer, rb = np.divmod(tile, per)
+        tile_m, tile_n = np.divmod(rb, tiles_n)
+        cols = {"gpu": gpu, "kernel": kid, "layer": layer0 + layer, "cta": r["cta"], "sm": r["sm"],
+                "tile_m": tile_m + row_offset, "tile_n": tile_n, **{c: r[c] for c in TIME_COLUMNS}, "slot": r["slot"]}
+        events = (np.concatenate(self.event_blocks) if self.event_blocks
+                  else np.zeros((0, len(EVENT_COLUMNS))))
+        return Trace.from_columns(cols, events, ops, source="sim",
                                   meta={"strategy": self.plan.strategy, "case": self.plan.case,
                                         "gpus": self.plan.gpus, **self.plan.params})
 

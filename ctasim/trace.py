@@ -74,17 +74,24 @@ class Trace:
         """Build from engine records: ``rows`` are tuples of TILE_COLUMNS without ``source``, ``events``
         tuples of EVENT_COLUMNS (kind as its index in EVENT_KINDS); ``blocks`` / ``event_blocks`` are
         arrays of such records made earlier (see :func:`records_array`)."""
-        width = len(TILE_COLUMNS) - 1
-        arr = np.concatenate([*blocks, records_array(rows, width)])
+        arr = np.concatenate([*blocks, records_array(rows, len(TILE_COLUMNS) - 1)])
+        ev = np.concatenate([*event_blocks, records_array(events, len(EVENT_COLUMNS))])
+        return cls.from_columns({c: arr[:, j] for j, c in enumerate(TILE_COLUMNS[1:])}, ev, ops, source, meta)
+
+    @classmethod
+    def from_columns(cls, columns: dict, events: np.ndarray, ops, source: str, meta: dict | None = None) -> "Trace":
+        """Build from the tile table's columns (TILE_COLUMNS without ``source``: equal-length numeric arrays,
+        cast to the schema's dtypes; the table holds copies), an array of EVENT_COLUMNS rows (see
+        :meth:`from_records`) and the op rows."""
+        n = len(columns[TILE_COLUMNS[1]])
         # One value repeated: taken from a one-row column of the dtype pandas gives it (far cheaper than
         # converting an object array of n copies).
-        cols = {"source": pd.Series(np.array([source], dtype=object)).array.take(np.zeros(len(arr), dtype=np.intp))}
-        for j, c in enumerate(TILE_COLUMNS[1:]):
-            cols[c] = arr[:, j].astype(np.int64) if c in _INT_TILE else arr[:, j].copy()
-        tiles = pd.DataFrame(cols)
-        ev = cls._events_frame(np.concatenate([*event_blocks, records_array(events, len(EVENT_COLUMNS))]))
+        cols = {"source": pd.Series(np.array([source], dtype=object)).array.take(np.zeros(n, dtype=np.intp))}
+        for c in TILE_COLUMNS[1:]:
+            cols[c] = np.asarray(columns[c], dtype=np.int64 if c in _INT_TILE else np.float64)
+        tiles = pd.DataFrame(cols, copy=True)
         opdf = pd.DataFrame(list(ops), columns=list(OP_COLUMNS))
-        return cls(tiles, ev, opdf, dict(meta or {}))
+        return cls(tiles, cls._events_frame(events), opdf, dict(meta or {}))
 
     @staticmethod
     def _events_frame(arr: np.ndarray) -> pd.DataFrame:
