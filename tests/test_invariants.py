@@ -234,6 +234,7 @@ def test_invariant_error_lists_twenty_violations_and_counts_the_rest():
     assert text.split("\n")[21:] == ["  ... and 5 more"]
     assert InvariantError(vs).violations == vs
     assert str(InvariantError(vs[:20])).split("\n")[-1] == "  [all_done] v19"  # exactly 20: no "more" line
+    assert str(InvariantError(vs[:21])).split("\n")[-1] == "  ... and 1 more"
 
 
 def test_unfinished_tiles_are_counted_and_checked_without_numpy_warnings(pipelined):
@@ -304,14 +305,15 @@ def test_a_lost_last_row_block_of_a_producer_is_reported_not_raised(pipelined):
 def test_tiles_outside_the_grid_fire_exactly_once(pipelined):
     plan, tr = pipelined
     k = plan.ops[1]
-    for col, value in (("tile_m", k.tiles_m), ("tile_m", -1), ("tile_n", k.tiles_n)):
-        def off(t, col=col, value=value):
+    for row, col, value in ((k.tiles_m - 1, "tile_m", k.tiles_m), (0, "tile_m", -1), (k.tiles_m - 1, "tile_n", k.tiles_n),
+                            (0, "tile_n", k.tiles_n)):  # the last: a column past the grid that aliases the next row
+        def off(t, row=row, col=col, value=value):
             rows = kernel_rows(t, 1)
-            t.tiles.loc[rows[0], ["tile_m", "tile_n"]] = [k.tiles_m - 1, 0]  # the last row: tile_n off the grid too
+            t.tiles.loc[rows[0], ["tile_m", "tile_n"]] = [row, 0]
             t.tiles.loc[rows[0], col] = value
 
-        got = CHECKS["exactly_once"](broken(tr, off), plan, TOL_NS)
-        assert f"kernel {k.name!r}: 1 tile(s) outside its grid" in [v.message for v in got], (col, value)
+        got = [str(v) for v in CHECKS["exactly_once"](broken(tr, off), plan, TOL_NS)]
+        assert f"[exactly_once] kernel {k.name!r}: 1 tile(s) outside its grid" in got, (row, col, value)
 
 
 @pytest.mark.xfail(raises=IndexError, strict=True,
@@ -589,3 +591,39 @@ def test_a_chain_kernel_with_no_tiles_does_not_stop_the_chain_check_of_the_next(
 
     got = messages(two, broken(tr, second_early), "deps_visible")
     assert len(got) == 1 and got[0].startswith("kernel 'second': 1 tile(s) started before")
+
+
+def test_counter_messages_name_at_most_five_counters(pipelined):
+    plan, tr = pipelined
+    pipe = plan.pipes[0]
+
+    def six_twice(t):  # the producer tiles of row-blocks 0..5 signal twice each
+        rows = t.tiles.index[((t.tiles.kernel == pipe.producer) & (t.tiles.tile_m < 6)).to_numpy()]
+        t.tiles = pd.concat([t.tiles, t.tiles.loc[rows]])
+
+    got = messages(plan, broken(tr, six_twice), "counters")
+    assert (f"pipe 0: counter(s) [0, 1, 2, 3, 4] signalled [4, 4, 4, 4, 4] times, threshold "
+            f"{pipe.threshold[:5].tolist()} (counter went negative)") in got
+    no_zeros = broken(tr, lambda t: setattr(t, "events", t.events.drop(pipe_events(t, "zero", 0))))
+    assert ("pipe 0: counter(s) [0, 1, 2, 3, 4] completed [0, 0, 0, 0, 0] times (must be exactly once)"
+            in messages(plan, no_zeros, "counters"))
+
+
+def test_a_queue_fault_on_one_pipe_does_not_stop_the_queue_check_of_the_next(pipelined):
+    plan, tr = pipelined
+
+    def pipe1_popped_twice(t):
+        rows = kernel_rows(t, 2)
+        t.tiles.loc[rows[1], "slot"] = t.tiles.loc[rows[0], "slot"]
+
+    def slot_outside(t):
+        t.tiles.loc[consumer_rows(plan, t)[0], "slot"] = plan.pipes[0].capacity
+
+    for fault in (lambda t: setattr(t, "events", t.events.drop(pipe_events(t, "push", 0))),  # nothing published
+                  lambda t: drop_kernel(t, 1),  # pipe 0's consumer ran nothing
+                  slot_outside):
+        def both(t, fault=fault):
+            pipe1_popped_twice(t)
+            fault(t)
+
+        assert "pipe 1: a queue slot was popped by more than one CTA" in messages(plan, broken(tr, both), "queue")
