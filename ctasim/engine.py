@@ -131,8 +131,12 @@ class _Lane:
 
     def due(self, now: float) -> bool:
         """Whether an entry is due at ``now`` (here or in SimPy's queue)."""
-        q = self.queue
-        return bool(self.times and self.times[0] <= now) or bool(q and q[0][0] <= now)
+        times, q = self.times, self.queue
+        if times and times[0] <= now:
+            b = self.buckets[times[0]]
+            if b.__class__ is tuple or b:  # (the FIFO running now may be empty)
+                return True
+        return bool(q and q[0][0] <= now)
 
     def _schedule(self, t: float, eid: int) -> None:
         self.proxy = p = _Proxy(self)
@@ -149,26 +153,36 @@ class _Lane:
             while times:
                 t = times[0]
                 b = buckets[t]
-                lone = b.__class__ is tuple
-                eid, fn = b if lone else b[0]
-                if q:  # SimPy's next event first, if it comes before this entry
-                    h = q[0]
-                    if h[0] < t or (h[0] == t and (h[1] < NORMAL or h[2] < eid)):
-                        self._schedule(t, eid)
-                        return
-                if lone:
+                if b.__class__ is tuple:  # a lone entry
+                    eid, fn = b
+                    if q:  # SimPy's next event first, if it comes before this entry
+                        h = q[0]
+                        if h[0] < t or (h[0] == t and (h[1] < NORMAL or h[2] < eid)):
+                            self._schedule(t, eid)
+                            return
                     del buckets[t]
                     heappop(times)
-                else:
-                    b.popleft()
-                    if not b:
-                        del buckets[t]
-                        heappop(times)
+                    env._now = t
+                    try:
+                        fn()
+                    except StopIteration:  # a CTA's generator ended
+                        pass
+                    continue
                 env._now = t
-                try:
-                    fn()
-                except StopIteration:  # a CTA's generator ended
-                    pass
+                while b:  # a FIFO, which grows while it runs when its entries schedule more for this instant
+                    eid, fn = b[0]
+                    if q:
+                        h = q[0]
+                        if h[0] < t or (h[0] == t and (h[1] < NORMAL or h[2] < eid)):
+                            self._schedule(t, eid)
+                            return
+                    b.popleft()
+                    try:
+                        fn()
+                    except StopIteration:
+                        pass
+                del buckets[t]
+                heappop(times)
         finally:
             self.running = False
 
@@ -423,7 +437,7 @@ class _Run:
     def worker(self, k: Kernel, w: int, n_workers: int, state: dict, finished, me: _Cta):
         """One CTA slot of kernel ``k``: acquire a tile, compute, store, signal; repeat until no tile is left.
 
-        A generator driven by ``me`` (:class:`_Cta`): it pushes its next step into SimPy's queue and yields."""
+        A generator driven by ``me`` (:class:`_Cta`): it pushes its next step into the run's calendar and yields."""
         env, hw = self.env, self.hw
         push, step = self.lane.push, me.next
         records, pack = self.records, _RECORD.pack
