@@ -79,7 +79,8 @@ for _ in range(reps):
         del tr
 c0 = time.process_time(); check_trace(tr, plan); check = time.process_time() - c0
 simpy_floor = statistics.median(floor() for _ in range(5))
-print(json.dumps({"ctas": n, "wall_s": statistics.median(wall), "cpu_s": statistics.median(cpu),
+import ctasim
+print(json.dumps({"ctasim": ctasim.__file__, "ctas": n, "wall_s": statistics.median(wall), "cpu_s": statistics.median(cpu),
                   "check_s": check, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "rss_before_mib": rss0 / 1024, "makespan_us": span / 1e3, "simpy_floor_events_per_cpu_s": simpy_floor}))
 """
@@ -120,8 +121,12 @@ def fastest_core() -> int:
 
 def run_point(root: Path, layers: int, m: int, hw: str, fields: dict, reps: int, core: int) -> dict:
     res = subprocess.run([sys.executable, "-c", CHILD, str(layers), str(m), str(reps), str(core), hw,
-                          json.dumps(fields)], capture_output=True, text=True, check=True, env=tree_env(root))
-    return json.loads(res.stdout.strip().splitlines()[-1])
+                          json.dumps(fields)], capture_output=True, text=True, check=True, env=tree_env(root),
+                         cwd=root)  # python -c puts the working directory first on sys.path
+    r = json.loads(res.stdout.strip().splitlines()[-1])
+    if not Path(r.pop("ctasim")).resolve().is_relative_to(root.resolve()):
+        raise RuntimeError(f"the child imported a ctasim outside {root}")
+    return r
 
 
 def main() -> int:

@@ -45,6 +45,16 @@ Simultaneous events
     store's end depends on the stores issued after it, so it is decided when the store ends (stores join
     the link in compute-end order), and so is its signal.
 
+How it runs
+    Operations are SimPy processes.  A kernel's CTA slots are generators driven from the run's own calendar
+    (:class:`_Lane`), not a process each: its entries are keyed like SimPy's ``(time, priority, id)`` with ids
+    from SimPy's counter, taken where the process version scheduled the same step, and merged into SimPy's
+    queue through one proxy event, so simultaneous events run in the order they always did (a test compares
+    the traces of small plans with ``tests/data/engine-reference.trace.npz``, written by the process version,
+    float for float).  Waiting CTAs are woken in place when nothing else is due at that instant; fair links
+    schedule through the calendar too; tile records are packed bytes, turned into the trace's columns once.
+    Relies on SimPy 4's ``Environment`` internals (``_queue``, ``_eid``, ``_now``).
+
 Left out
     SM contention between two kernels on one GPU (plans keep one kernel per GPU at a time; the chain kernel is
     one kernel), L2 and HBM
@@ -107,6 +117,9 @@ class _Lane:
     __slots__ = ("env", "queue", "eid", "times", "buckets", "running", "proxy", "proxy_key")
 
     def __init__(self, env: simpy.Environment):
+        if not isinstance(getattr(env, "_queue", None), list) or not hasattr(env, "_eid"):
+            raise RuntimeError(f"ctasim's engine needs SimPy 4's Environment (its _queue and _eid); simpy "
+                               f"{getattr(simpy, '__version__', '?')} has none")
         self.env, self.queue, self.eid = env, env._queue, env._eid
         self.times: list[float] = []
         self.buckets: dict[float, deque] = {}
