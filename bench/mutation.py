@@ -155,7 +155,7 @@ def run_module(workdir: Path, module: str, jobs: int, label: str, ref: str | Non
 
     path, tests = MODULES[module]
     if collect_only:  # read back a run that was stopped (its unfinished mutants count as "not checked")
-        wd, rc, wall = workdir / module, 0, float("nan")
+        wd, rc, wall = workdir / module, 0, None
     else:
         wd = prepare(workdir, module, ref)
         cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)]
@@ -191,10 +191,13 @@ def run_module(workdir: Path, module: str, jobs: int, label: str, ref: str | Non
     counts["raw_score"] = round(detected / max(1, counts["mutants"]), 4)
     prov = provenance(f"python bench/mutation.py {module} --label {label} --jobs {jobs}"
                       + (f" --ref {ref}" if ref else "") + (" --collect" if collect_only else ""))
+    # the commit the copy was made from (with the working tree's changes laid over it unless --ref was given)
+    prov["commit"] = subprocess.run(["git", "-C", str(wd), "rev-parse", "HEAD"], capture_output=True,
+                                    text=True).stdout.strip()
     if ref:
-        prov.update(commit=subprocess.run(["git", "-C", str(wd), "rev-parse", "HEAD"], capture_output=True,
-                                          text=True).stdout.strip(), dirty=False)
-    prov.update({"mutmut": _mutmut_version(), "module": path, "tests": tests, "wall_s": round(wall, 1),
+        prov["dirty"] = False
+    prov.update({"mutmut": _mutmut_version(), "module": path, "tests": tests,
+                 "wall_s": None if wall is None else round(wall, 1),
                  "not_mutated": NOT_MUTATED.get(module, [])})
     res = {"module": module, "label": label, **counts, "provenance": prov, "survivors": survivors}
     dest = OUT / label / f"{module}.json"
@@ -251,7 +254,10 @@ def summarize() -> None:
         def cell(r, k):
             return "" if r is None else (f"{r[k]}%" if k == "score_pct" else str(r[k]))
 
-        lines.append(f"| {ref['file']} | {ref['mutants']} | {cell(b, 'killed')} | {cell(b, 'survived')} | "
+        partial = [f"{lab} {r['mutants'] - r['not_checked']} run" for lab, r in (("before", b), ("after", a))
+                   if r is not None and r["not_checked"]]
+        name = ref["file"] + (f" (stopped part-way: {', '.join(partial)}; not comparable)" if partial else "")
+        lines.append(f"| {name} | {ref['mutants']} | {cell(b, 'killed')} | {cell(b, 'survived')} | "
                      f"{cell(b, 'score_pct')} | {cell(a, 'killed')} | {cell(a, 'survived')} | {ref['equivalent']} | "
                      f"{cell(a, 'score_pct')} |")
     lines += ["", "## Runs", "", "| module | label | mutants | not checked | date | commit | mutmut | tests | wall s |",
@@ -292,8 +298,8 @@ def main(argv=None) -> int:
         for module in a.modules or list(MODULES):
             r = run_module(a.workdir, module, a.jobs, a.label, a.ref, a.collect)
             print(f"{module}: {r['mutants']} mutants ({r['not_checked']} not checked), {r['killed'] + r['timeout']} "
-                  f"killed, {r['survived']} survived, "
-                  f"{r['equivalent']} equivalent: {100 * r['score']:.1f}% ({r['provenance']['wall_s']} s)", flush=True)
+                  f"killed, {r['survived']} survived, {r['equivalent']} equivalent: {100 * r['score']:.1f}% "
+                  f"({r['provenance']['wall_s']} s)", flush=True)
     summarize()
     return 0
 
