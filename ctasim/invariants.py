@@ -66,6 +66,20 @@ def _tile_ids(rows: pd.DataFrame, k: Kernel) -> np.ndarray:
     return ids
 
 
+def _in_grid(rows: pd.DataFrame, k: Kernel) -> np.ndarray:
+    """Which rows name a tile of kernel ``k``'s grid (``exactly_once`` reports the others)."""
+    ids = _tile_ids(rows, k)
+    col = rows["tile_n"].to_numpy()
+    return (ids >= 0) & (ids < k.tiles) & (col >= 0) & (col < k.tiles_n)
+
+
+def _grid_rows(groups: dict[int, pd.DataFrame], k: Kernel) -> pd.DataFrame | None:
+    """Kernel ``k``'s rows whose tile is in its grid: the checks that index per-tile arrays by tile id read only
+    these, so a tile outside the grid is reported once (by ``exactly_once``), never raised."""
+    rows = groups.get(k.id)
+    return None if rows is None else rows[_in_grid(rows, k)]
+
+
 def _by_kernel(trace: Trace) -> dict[int, pd.DataFrame]:
     return {int(k): g for k, g in trace.tiles.groupby("kernel", sort=False)}
 
@@ -96,7 +110,7 @@ def check_exactly_once(trace: Trace, plan: Plan, tol: float) -> list[Violation]:
         if rows is None:
             continue
         ids = _tile_ids(rows, k)
-        valid = (ids >= 0) & (ids < k.tiles) & (rows["tile_n"].to_numpy() < k.tiles_n)
+        valid = _in_grid(rows, k)
         if not valid.all():
             out.append(Violation("exactly_once", f"kernel {k.name!r}: {int((~valid).sum())} tile(s) outside its grid"))
         counts = np.bincount(ids[valid], minlength=k.tiles)
@@ -171,7 +185,7 @@ def check_deps_visible(trace: Trace, plan: Plan, tol: float) -> list[Violation]:
     groups = _by_kernel(trace)
     for pipe in plan.pipes:
         prod, cons = plan.ops[pipe.producer], plan.ops[pipe.consumer]
-        prows, crows = groups.get(prod.id), groups.get(cons.id)
+        prows, crows = _grid_rows(groups, prod), _grid_rows(groups, cons)
         if prows is None or crows is None:
             continue
         latest, _ = _signal_max_per_dep(pipe, prows, prod)
@@ -193,7 +207,7 @@ def check_chain_deps(trace: Trace, plan: Plan, tol: float) -> list[Violation]:
     out = []
     groups = _by_kernel(trace)
     for k in plan.kernels():
-        rows = groups.get(k.id)
+        rows = _grid_rows(groups, k)
         if k.source != "chain" or rows is None or not len(rows):
             continue
         layer = rows["layer"].to_numpy().astype(np.int64) - k.layer
@@ -222,7 +236,7 @@ def check_counters(trace: Trace, plan: Plan, tol: float) -> list[Violation]:
     ev = trace.events
     for pipe in plan.pipes:
         prod = plan.ops[pipe.producer]
-        prows = groups.get(prod.id)
+        prows = _grid_rows(groups, prod)
         if prows is None:
             continue
         latest, n = _signal_max_per_dep(pipe, prows, prod)
@@ -274,7 +288,7 @@ def check_queue(trace: Trace, plan: Plan, tol: float) -> list[Violation]:
         pushed_tiles = pushes["tile"].to_numpy()
         if len(np.unique(pushed_tiles)) != len(pushed_tiles):
             out.append(Violation("queue", f"pipe {pipe.id}: a tile id was pushed twice"))
-        crows = groups.get(cons.id)
+        crows = _grid_rows(groups, cons)
         if crows is None:
             continue
         cslot = crows["slot"].to_numpy()

@@ -316,14 +316,15 @@ def test_tiles_outside_the_grid_fire_exactly_once(pipelined):
         assert f"[exactly_once] kernel {k.name!r}: 1 tile(s) outside its grid" in got, (row, col, value)
 
 
-@pytest.mark.xfail(raises=IndexError, strict=True,
-                   reason="deps_visible and counters index per-tile arrays with the tile id before exactly_once's "
-                          "grid check: a tile outside its grid raises IndexError instead of being reported")
-def test_a_tile_outside_its_grid_is_reported_by_find_violations(pipelined):
+@pytest.mark.parametrize("kernel", [0, 1])  # the producer (counters) and the consumer (deps, queue)
+@pytest.mark.parametrize("row", ["past", "negative"])
+def test_a_tile_outside_its_grid_is_reported_by_find_violations(pipelined, kernel, row):
+    # The checks that index per-tile arrays by tile id read only in-grid rows: an out-of-grid tile is reported by
+    # exactly_once (it once raised IndexError, and a negative row wrapped to another tile's dependency).
     plan, tr = pipelined
 
     def off(t):
-        t.tiles.loc[kernel_rows(t, 1)[0], "tile_m"] = plan.ops[1].tiles_m
+        t.tiles.loc[kernel_rows(t, kernel)[0], "tile_m"] = plan.ops[kernel].tiles_m if row == "past" else -1
 
     assert "exactly_once" in fires(plan, broken(tr, off))
 
