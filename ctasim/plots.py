@@ -99,16 +99,30 @@ def _gantt_panels(plt, trace: Trace, axes, gpus) -> None:
         t1 = rows["t_compute_end"].to_numpy() / 1e3
         ts = rows["t_store_end"].to_numpy() / 1e3
         colors = cmap(rows["layer"].to_numpy() % 10)
-        ax.barh(y, t1 - t0, left=t0, height=0.9, color=colors, linewidth=0)
+        _bars(ax, y, t0, t1, colors)
         store = ts > t1
         if store.any():
-            ax.barh(y[store], (ts - t1)[store], left=t1[store], height=0.9, color="0.7", linewidth=0)
+            _bars(ax, y[store], t1[store], ts[store], "0.7")
+        if len(y):
+            ax.set_xlim(min(0.0, float(np.nanmin(t0))), float(np.nanmax(np.maximum(t1, ts))) * 1.01 or 1.0)
         ops = trace.ops[(trace.ops["gpu"] == g) & (trace.ops["kind"] != "kernel")]
         for row in ops.itertuples(index=False):
             ax.axvspan(row.t_begin / 1e3, row.t_end / 1e3, color="tab:red" if row.kind != "transfer" else "tab:olive",
                        alpha=0.25, linewidth=0)
         ax.set_ylabel(f"GPU {g}\nSM")
         ax.set_ylim(-1, max(1, int(y.max()) + 1) if len(y) else 1)
+
+
+def _bars(ax, y, left, right, colors, height: float = 0.9) -> None:
+    """Horizontal bars [left, right) on rows ``y`` as one PolyCollection (one artist, not one patch per bar: a
+    Gantt chart of 10K tiles draws in well under a second)."""
+    from matplotlib.collections import PolyCollection  # noqa: PLC0415
+
+    h = height / 2
+    lo, hi = y - h, y + h
+    verts = np.stack([np.column_stack([left, lo]), np.column_stack([left, hi]),
+                      np.column_stack([right, hi]), np.column_stack([right, lo])], axis=1)
+    ax.add_collection(PolyCollection(verts, facecolors=colors, linewidths=0))
 
 
 def chunk_sweep(variants: dict[str, list[tuple[int, float]]], path: str | Path, title: str = "") -> Path:
