@@ -64,6 +64,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("info", help="toolchain, kernel cache and GPUs")
     b = sub.add_parser("build", help="compile every kernel source into the cache (no GPU needed)")
     b.add_argument("--only", type=_strs, default=(), help="library names (default: all)")
+    b.add_argument("--jobs", type=int, default=1, help="libraries compiled at once (nvcc processes; default 1)")
 
     c = sub.add_parser("calibrate", help="measure this machine into a hardware profile")
     c.add_argument("--base", default="h200-x2", help="profile to copy unmeasured fields from (default h200-x2)")
@@ -157,13 +158,23 @@ def cmd_info(args) -> int:
 def cmd_build(args) -> int:
     from ctahw import build  # noqa: PLC0415
 
+    if args.jobs < 1:
+        raise _UsageError(f"--jobs {args.jobs}: must be >= 1")
     tc = build.Toolchain.detect()
     names = args.only or tuple(build.LIBRARIES)
     for n in names:
         if n not in build.LIBRARIES:
-            _err(f"unknown library {n!r} (known: {', '.join(build.LIBRARIES)})")
-            return EXIT_BUILD
-        print(f"{n}: {build.LIBRARIES[n].build(tc, quiet=False)}")
+            raise _UsageError(f"--only: unknown library {n!r} (known: {', '.join(build.LIBRARIES)})")
+    if args.jobs == 1:
+        for n in names:
+            print(f"{n}: {build.LIBRARIES[n].build(tc, quiet=False)}")
+        return 0
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415 - each build is an nvcc process
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # the cache's file lock serialises equal keys
+        futures = {n: pool.submit(build.LIBRARIES[n].build, tc, quiet=True) for n in names}
+        for n, f in futures.items():
+            print(f"{n}: {f.result()}")  # the first failure raises (one line in main), after the others finished
     return 0
 
 

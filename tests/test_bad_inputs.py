@@ -70,6 +70,8 @@ BAD = [
     (CTAHW + ["run", "gemm", "--dry-run", "--h", "1000"], "multiple of 64"),
     (CTAHW + ["run", "gemm", "--dry-run", "--chunks", "0"], "--chunks"),
     (CTAHW + ["run", "fig5", "--dry-run", "--rest-ms", "-1"], "--rest-ms"),
+    (CTAHW + ["build", "--jobs", "0"], "--jobs"),
+    (CTAHW + ["build", "--only", "nope"], "unknown library"),
     (CTAHW + ["run", "fig5", "--dry-run", "--gate-ms", "nan"], "--gate-ms"),
     (CTAHW + ["run", "bin.toml", "--dry-run"], "not a text file"),
     (CTAHW + ["run", "fig5", "--dry-run", "--registration", "nowhere"], "registration"),
