@@ -47,6 +47,9 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "accuracy": ("ctasim/accuracy.py", ["tests/test_accuracy.py", "tests/test_chain.py"]),
     "cases": ("ctasim/cases.py", ["tests/test_spec.py"]),
     "spec": ("ctasim/spec.py", ["tests/test_spec.py"]),
+    "costs": ("ctasim/costs.py", ["tests/test_engine.py", "tests/test_plan.py", "tests/test_predict.py",
+                                  "tests/test_chain.py"]),
+    "plan": ("ctasim/plan.py", ["tests/test_plan.py", "tests/test_engine.py", "tests/test_chain.py"]),
 }
 
 NOT_MUTATED: dict[str, list[str]] = {

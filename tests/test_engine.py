@@ -549,3 +549,97 @@ def test_the_calendar_keeps_simpys_order_of_simultaneous_events():
         want = schedule_all(False, seed)
         assert len(want) == 6 * 15 + 2
         assert schedule_all(True, seed) == want
+
+
+# ---------------------------------------------------------------------------------------------------- costs
+# Each cost below is computed by hand from its formula (in the comment) on round numbers, not read back from the code.
+
+
+def _two_slot_hw(**changes):
+    """The toy GPU (4 SMs, 1000 GB/s HBM) with a 128x64 config of 2 slots per SM and a faster 'v2' variant."""
+    from ctasim.spec import KernelConfig
+
+    base = KernelConfig(tile_m=128, tile_n=64, tile_k=64, cta_slots_per_sm=2, sm_tflops=1.048576, tile_fixed_ns=30.0)
+    fast = dataclasses.replace(base, kernel="v2", sm_tflops=2.097152)
+    return tiny_hw(kernel_configs=(base, fast), **changes)
+
+
+def test_slot_hbm_bandwidth_and_tile_bytes_by_hand():
+    hw = _two_slot_hw()
+    cfg = hw.config(128, 64)
+    assert costs.slot_hbm_gbps(hw, cfg) == pytest.approx(125.0)  # hbm / (sm_count x slots) = 1000 / (4 x 2)
+    layer = Layer(m=256, k=128, n=128, tile_m=128, tile_n=64)
+    assert costs.tile_bytes(layer, 4) == 32768  # tile_m x tile_n x bytes = 128 x 64 x 4
+    gated = dataclasses.replace(layer, epilogue=("swiglu",))
+    assert costs.tile_bytes(gated, 2) == 8192  # 128 x (64 / 2) x 2
+
+
+def test_tile_time_of_mainloop_activation_and_residual_read_by_hand():
+    hw = _two_slot_hw(activation_epilogue_ns_per_element=0.01)
+    layer = Layer(m=256, k=128, n=128, tile_m=128, tile_n=64)
+    # mainloop: tile_fixed + 2 x tile_m x tile_n x K / (sm_tflops x 1e3) = 30 + 2 x 128 x 64 x K / 1048.576 = 30 + 15.625 K
+    assert costs.tile_ns(layer, 128, hw, 2) == pytest.approx(30 + 2000)
+    assert costs.tile_ns(layer, 64, hw, 2) == pytest.approx(30 + 1000)  # the K given, not the layer's
+    assert costs.tile_ns(layer, 64, hw, 2, kernel="v2") == pytest.approx(30 + 500)  # the variant's config (2x rate)
+    # one activation: + tile_m x tile_n x 0.01 ns = 81.92; two: 163.84
+    assert costs.tile_ns(dataclasses.replace(layer, epilogue=("gelu",)), 64, hw, 2) == pytest.approx(1030 + 81.92)
+    assert costs.tile_ns(dataclasses.replace(layer, epilogue=("gelu", "relu")), 64, hw, 2) == pytest.approx(1030 + 163.84)
+    # residual: reads one output tile from HBM at the slot's share: 128 x 64 x 2 B / (1000 / (4 x 2)) GB/s = 131.072 ns
+    res = dataclasses.replace(layer, epilogue=("residual",))
+    assert costs.tile_ns(res, 64, hw, 2) == pytest.approx(1030 + 131.072)
+    assert costs.tile_ns(res, 64, hw, 4) == pytest.approx(1030 + 262.144)  # 4-byte elements: twice the bytes
+    both = dataclasses.replace(layer, epilogue=("silu", "residual"))
+    assert costs.tile_ns(both, 64, hw, 2) == pytest.approx(1030 + 81.92 + 131.072)
+    # swiglu and a residual: the activation over the whole accumulator (81.92), the read of the stored half
+    # (128 x 32 x 2 / 125 = 65.536)
+    gated = dataclasses.replace(layer, epilogue=("swiglu", "residual"))
+    assert costs.tile_ns(gated, 64, hw, 2) == pytest.approx(1030 + 81.92 + 65.536)
+
+
+def test_clock_boost_edges_and_the_boosted_gemm_tile_by_hand():
+    hw = tiny_hw(max_clock_boost=2.0)
+    assert costs.clock_boost(hw, 0, 4) == 1.0  # no active slot: no boost (and no division by zero)
+    assert costs.clock_boost(hw, 6, 4) == 1.0  # more tiles than slots: every slot busy
+    assert costs.clock_boost(hw, 2, 4) == pytest.approx(2 ** (1 / 3))  # (slots / active)^(1/3) = (4/2)^(1/3)
+    assert costs.clock_boost(tiny_hw(max_clock_boost=1.0), 1, 4) == 1.0
+    assert costs.clock_boost(tiny_hw(max_clock_boost=0.5), 1, 4) == 1.0  # a ceiling below 1 is off, not a slowdown
+    # gemm_tile_ns = tile_ns / clock_boost(min(tiles, slots), slots): 2 tiles of 1000 ns on 4 slots
+    two = Layer(m=256, k=128, n=128, tile_m=128, tile_n=128)
+    assert costs.gemm_tile_ns(two, hw, 2) == pytest.approx(1000 / 2 ** (1 / 3))
+    # 8 tiles on 4 slots: min(8, 4) = 4 active, no boost
+    eight = Layer(m=1024, k=128, n=256, tile_m=128, tile_n=128)
+    assert costs.gemm_tile_ns(eight, hw, 2) == pytest.approx(1000)
+    # 2 slots per SM: 8 slots, 2 tiles active: (8/2)^(1/3), below the 2.0 ceiling; the 'v2' config's tile time
+    hw2 = _two_slot_hw(max_clock_boost=2.0)
+    l2 = Layer(m=256, k=64, n=64, tile_m=128, tile_n=64)
+    assert costs.gemm_tile_ns(l2, hw2, 2) == pytest.approx(1030 / 4 ** (1 / 3))
+    assert costs.gemm_tile_ns(l2, hw2, 2, kernel="v2") == pytest.approx(530 / 4 ** (1 / 3))
+    # with a residual read: (1030 + 128 x 64 x 2 B / 125 GB/s) / (8/2)^(1/3) = (1030 + 131.072) / 4^(1/3)
+    res = dataclasses.replace(l2, epilogue=("residual",))
+    assert costs.gemm_tile_ns(res, hw2, 2) == pytest.approx(1161.072 / 4 ** (1 / 3))
+
+
+def test_transfer_allreduce_and_rowwise_costs_by_hand():
+    hw = tiny_hw()  # allreduce_bus_gbps 50, allreduce_latency_ns 7, hbm_gbps 1000
+    assert costs.transfer_ns(1000.0, 50.0, 7.0) == pytest.approx(27.0)  # latency + bytes / GB/s = 7 + 1000 / 50
+    # ring all-reduce: 2(p-1)/p x bytes / bus + 2(p-1) x latency
+    assert costs.allreduce_ns(1000.0, 4, hw) == pytest.approx(6 / 4 * 1000 / 50 + 6 * 7)  # 30 + 42 = 72
+    assert costs.allreduce_ns(1000.0, 8, hw) == pytest.approx(14 / 8 * 1000 / 50 + 14 * 7)  # 35 + 98 = 133
+    assert costs.allreduce_ns(1000.0, 1, hw) == 0.0 and costs.allreduce_ns(1000.0, 0, hw) == 0.0
+    # LayerNorm / RMSNorm: one read and one write of rows x cols elements at HBM bandwidth: 2 x 256 x 512 x 2 / 1000
+    assert costs.rowwise_ns(256, 512, 2, hw) == pytest.approx(524.288)
+    assert costs.rowwise_ns(128, 512, 4, hw) == pytest.approx(524.288)  # half the rows, twice the element size
+
+
+def test_a_layernorm_costs_one_read_and_one_write_of_its_rows_in_every_plan():
+    from ctasim.plan import MemoryPass
+
+    hw = tiny_hw()
+    wl = chain(2, m=512, n=256, rowwise="layernorm")
+    (seq,) = build_plans(Strategy("sequential"), wl, hw, 1, "t")
+    passes = [op for op in seq.ops if isinstance(op, MemoryPass)]
+    # the whole output after each layer: 2 x 512 rows x 256 cols x 2 B / 1000 GB/s = 524.288 ns
+    assert [op.ns for op in passes] == pytest.approx([524.288, 524.288])
+    (pipe_plan,) = build_plans(Strategy("ctapipe"), wl, hw, 2, "t")
+    # ctapipe: one consumer row-block before its push: 2 x 128 rows x 256 cols x 2 B / 1000 GB/s = 131.072 ns
+    assert pipe_plan.pipes[0].ready_delay_ns == pytest.approx(131.072)

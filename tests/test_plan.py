@@ -109,3 +109,100 @@ def test_counter_rows_plan_simulates_cleanly_and_bad_values_are_explained():
     assert cols[0] == cols[1] and rows[0] != rows[1]
     assert t["slot"].tolist() == list(range(cons.tiles))
     assert "counter_rows=192" in check_placement(dataclasses.replace(st, counter_rows=192), wl, hw, 2)
+
+
+# Tile orders below are written out by hand from each function's docstring (tile id = row_block x tiles_n + col).
+
+
+def test_unknown_raster_order_is_refused():
+    with pytest.raises(ValueError, match="unknown raster order 'diagonal'"):
+        raster_order(2, 2, "diagonal")
+
+
+def test_pair_rows_order_by_hand():
+    from ctasim.plan import pair_rows_order
+
+    # 4 row-blocks x 2 columns: pair (0,1): (0,0),(1,0),(0,1),(1,1) = 0,2,1,3; pair (2,3): 4,6,5,7
+    assert pair_rows_order(4, 2).tolist() == [0, 2, 1, 3, 4, 6, 5, 7]
+    with pytest.raises(ValueError, match="even number of row-blocks"):
+        pair_rows_order(3, 2)
+
+
+def test_grouped_rows_order_by_hand():
+    from ctasim.plan import grouped_rows_order
+
+    # groups of 4 row-blocks, 2 columns: rows 0-3 column 0 (0,2,4,6), column 1 (1,3,5,7); then rows 4-7
+    assert grouped_rows_order(8, 2, 4).tolist() == [0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15]
+    # head 2 and tail 2 row-blocks in pairs, the 4 between as one group
+    assert grouped_rows_order(8, 2, 4, tail_rows=2, head_rows=2).tolist() == \
+        [0, 2, 1, 3] + [4, 6, 8, 10, 5, 7, 9, 11] + [12, 14, 13, 15]
+    # groups of 2 over the first 4 row-blocks, then a tail of 4 row-blocks as one group of 4
+    assert grouped_rows_order(8, 2, 2, tail_rows=4, tail_group=4).tolist() == \
+        [0, 2, 1, 3, 4, 6, 5, 7] + [8, 10, 12, 14, 9, 11, 13, 15]
+    # an odd tail_group is fine when there are no tail or head rows to use it
+    assert grouped_rows_order(4, 2, 4, tail_group=3).tolist() == [0, 2, 4, 6, 1, 3, 5, 7]
+    for args, kw in (((4, 2, 3), {}),                            # odd group
+                     ((6, 2, 4), {}),                            # 4 does not divide 6
+                     ((4, 2, 0), {}),                            # group < 2
+                     ((4, 2, 2), {"tail_rows": 4, "head_rows": 2}),  # head + tail > rows: a negative body
+                     ((8, 2, 4), {"tail_rows": 4, "tail_group": 3}),  # odd tail group
+                     ((8, 2, 4), {"tail_rows": 2, "tail_group": 4})):  # tail group does not divide the tail
+        with pytest.raises(ValueError, match="grouped_rows_order needs an even group"):
+            grouped_rows_order(*args, **kw)
+
+
+def test_named_orders_by_hand():
+    from ctasim.plan import named_order
+
+    assert named_order("pair_rows", 4, 2).tolist() == [0, 2, 1, 3, 4, 6, 5, 7]
+    assert named_order("group4", 4, 2).tolist() == [0, 2, 4, 6, 1, 3, 5, 7]
+    # group8_taper2 on 32 x 2: head and tail of 8 row-blocks ((32 // 4) // 8 x 8 = 8) in pairs, 16 between in groups of 8
+    o = named_order("group8_taper2", 32, 2).tolist()
+    assert o[:4] == [0, 2, 1, 3] and o[12:16] == [12, 14, 13, 15]  # pairs (0,1) ... (6,7)
+    assert o[16:32] == [16, 18, 20, 22, 24, 26, 28, 30, 17, 19, 21, 23, 25, 27, 29, 31]  # rows 8-15, group of 8
+    assert o[48:52] == [48, 50, 49, 51] and o[60:] == [60, 62, 61, 63]  # tail pairs (24,25) ... (30,31)
+    # group8_taper on 32 x 2: no head, 24 row-blocks in groups of 8, the tail of 8 in pairs
+    o = named_order("group8_taper", 32, 2).tolist()
+    assert o[:16] == [0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15]
+    assert o[48:52] == [48, 50, 49, 51]
+    # 16 row-blocks: (16 // 4) // 8 x 8 = 0, no taper: two groups of 8
+    assert named_order("group8_taper2", 16, 1).tolist() == list(range(16))
+    assert named_order("group8_taper2", 16, 2)[:16].tolist() == [0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15]
+
+
+def test_kernel_and_plan_tile_counts_and_with_order():
+    from ctasim.plan import Kernel, MemoryPass, Plan, with_order
+
+    plan = Plan("s", "c", 1)
+    a = plan.add(Kernel, name="a", tiles_m=2, tiles_n=3)
+    b = plan.add(Kernel, name="b", tiles_m=2, tiles_n=2, chain_layers=3, source="chain")
+    m = plan.add(MemoryPass, name="ln", ns=5.0)
+    assert (a.id, b.id, m.id) == (0, 1, 2) and plan.kernels() == [a, b]
+    assert b.tiles == 12 and plan.total_tiles == 6 + 12  # tiles_m x tiles_n x chain_layers
+    new = with_order(plan, 0, [5, 4, 3, 2, 1, 0])
+    assert new.ops[0].order.tolist() == [5, 4, 3, 2, 1, 0] and new.ops[0].order.dtype == np.int64
+    assert new.params == {"order_op0": "custom"} and plan.params == {} and plan.ops[0].order.tolist() == []
+    assert new.ops[1] is b and len(plan.ops) == 3
+    with pytest.raises(ValueError, match="order for 'a' is not a permutation of its 6 tiles"):
+        with_order(plan, 0, [0, 1, 2, 3, 4, 4])
+
+
+def test_pipe_counts_and_shorter_consumer_tiles():
+    from ctasim.plan import Kernel, row_block_pipe
+    from ctasim.spec import Layer
+
+    # producer 256-row tiles (2 row-blocks), consumer 128-row tiles (4 row-blocks x 3 columns): producer
+    # row-block r overlaps consumer row-blocks 2r and 2r+1, so each producer tile decrements two counters,
+    # and each counter waits for the 2 producer tiles (2 columns) of its producer row-block
+    pl, cl = Layer(512, 128, 256, 256, 128), Layer(512, 256, 384, 128, 128)
+    prod = Kernel(id=3, name="p", tiles_m=2, tiles_n=2, gpu=1)
+    cons = Kernel(id=4, name="c", tiles_m=4, tiles_n=3, gpu=2)
+    pipe = row_block_pipe(7, prod, cons, pl, cl, 64.0, ready_delay_ns=9.0)
+    assert pipe.prod_dep_ptr.tolist() == [0, 2, 4, 6, 8]
+    assert pipe.prod_dep_idx.tolist() == [0, 1, 0, 1, 2, 3, 2, 3]
+    assert pipe.threshold.tolist() == [2, 2, 2, 2] and pipe.deps == 4 and pipe.capacity == 12
+    assert pipe.dep_tile_ptr.tolist() == [0, 3, 6, 9, 12] and pipe.dep_tile_idx.tolist() == list(range(12))
+    assert (pipe.id, pipe.producer, pipe.consumer, pipe.src_gpu, pipe.dst_gpu) == (7, 3, 4, 1, 2)
+    assert pipe.store_bytes == 64.0 and pipe.ready_delay_ns == 9.0
+    with pytest.raises(ValueError, match="producer rows 512 != consumer rows 384"):
+        row_block_pipe(0, prod, Kernel(id=1, name="c", tiles_m=3, tiles_n=3), pl, cl, 1.0)
