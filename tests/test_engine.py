@@ -556,12 +556,14 @@ def test_the_calendar_keeps_simpys_order_of_simultaneous_events():
 
 
 def _two_slot_hw(**changes):
-    """The toy GPU (4 SMs, 1000 GB/s HBM) with a 128x64 config of 2 slots per SM and a faster 'v2' variant."""
+    """The toy GPU (4 SMs, 1000 GB/s HBM) with a 128x64 config of 2 slots per SM, a faster 'v2' variant and a 'v1'
+    variant of 1 slot per SM."""
     from ctasim.spec import KernelConfig
 
     base = KernelConfig(tile_m=128, tile_n=64, tile_k=64, cta_slots_per_sm=2, sm_tflops=1.048576, tile_fixed_ns=30.0)
     fast = dataclasses.replace(base, kernel="v2", sm_tflops=2.097152)
-    return tiny_hw(kernel_configs=(base, fast), **changes)
+    one_slot = dataclasses.replace(base, kernel="v1", cta_slots_per_sm=1)
+    return tiny_hw(kernel_configs=(base, fast, one_slot), **changes)
 
 
 def test_slot_hbm_bandwidth_and_tile_bytes_by_hand():
@@ -614,6 +616,8 @@ def test_clock_boost_edges_and_the_boosted_gemm_tile_by_hand():
     l2 = Layer(m=256, k=64, n=64, tile_m=128, tile_n=64)
     assert costs.gemm_tile_ns(l2, hw2, 2) == pytest.approx(1030 / 4 ** (1 / 3))
     assert costs.gemm_tile_ns(l2, hw2, 2, kernel="v2") == pytest.approx(530 / 4 ** (1 / 3))
+    # the variant's slots: 'v1' has 1 per SM, 4 slots, 2 tiles active: (4/2)^(1/3)
+    assert costs.gemm_tile_ns(l2, hw2, 2, kernel="v1") == pytest.approx(1030 / 2 ** (1 / 3))
     # with a residual read: (1030 + 128 x 64 x 2 B / 125 GB/s) / (8/2)^(1/3) = (1030 + 131.072) / 4^(1/3)
     res = dataclasses.replace(l2, epilogue=("residual",))
     assert costs.gemm_tile_ns(res, hw2, 2) == pytest.approx(1161.072 / 4 ** (1 / 3))

@@ -124,7 +124,7 @@ def test_pair_rows_order_by_hand():
 
     # 4 row-blocks x 2 columns: pair (0,1): (0,0),(1,0),(0,1),(1,1) = 0,2,1,3; pair (2,3): 4,6,5,7
     assert pair_rows_order(4, 2).tolist() == [0, 2, 1, 3, 4, 6, 5, 7]
-    with pytest.raises(ValueError, match="even number of row-blocks"):
+    with pytest.raises(ValueError, match="^pair_rows_order needs an even number of row-blocks$"):
         pair_rows_order(3, 2)
 
 
@@ -141,6 +141,7 @@ def test_grouped_rows_order_by_hand():
         [0, 2, 1, 3, 4, 6, 5, 7] + [8, 10, 12, 14, 9, 11, 13, 15]
     # an odd tail_group is fine when there are no tail or head rows to use it
     assert grouped_rows_order(4, 2, 4, tail_group=3).tolist() == [0, 2, 4, 6, 1, 3, 5, 7]
+    assert grouped_rows_order(4, 2, 4, tail_group=0).tolist() == [0, 2, 4, 6, 1, 3, 5, 7]  # not even divided by
     for args, kw in (((4, 2, 3), {}),                            # odd group
                      ((6, 2, 4), {}),                            # 4 does not divide 6
                      ((4, 2, 0), {}),                            # group < 2
@@ -179,7 +180,7 @@ def test_kernel_and_plan_tile_counts_and_with_order():
     m = plan.add(MemoryPass, name="ln", ns=5.0)
     assert (a.id, b.id, m.id) == (0, 1, 2) and plan.kernels() == [a, b]
     assert b.tiles == 12 and plan.total_tiles == 6 + 12  # tiles_m x tiles_n x chain_layers
-    new = with_order(plan, 0, [5, 4, 3, 2, 1, 0])
+    new = with_order(plan, 0, np.array([5, 4, 3, 2, 1, 0], dtype=np.int32))  # stored as int64, as ctahw uploads it
     assert new.ops[0].order.tolist() == [5, 4, 3, 2, 1, 0] and new.ops[0].order.dtype == np.int64
     assert new.params == {"order_op0": "custom"} and plan.params == {} and plan.ops[0].order.tolist() == []
     assert new.ops[1] is b and len(plan.ops) == 3
@@ -206,3 +207,49 @@ def test_pipe_counts_and_shorter_consumer_tiles():
     assert pipe.store_bytes == 64.0 and pipe.ready_delay_ns == 9.0
     with pytest.raises(ValueError, match="producer rows 512 != consumer rows 384"):
         row_block_pipe(0, prod, Kernel(id=1, name="c", tiles_m=3, tiles_n=3), pl, cl, 1.0)
+
+
+def test_pipe_arrays_are_int64_and_the_defaults():
+    from ctasim.plan import Kernel, row_block_pipe
+    from ctasim.spec import Layer
+
+    pl = cl = Layer(512, 128, 256, 128, 128)
+    pipe = row_block_pipe(0, Kernel(id=0, name="p", tiles_m=4, tiles_n=2), Kernel(id=1, name="c", tiles_m=4, tiles_n=2),
+                          pl, cl, 1.0)
+    assert pipe.ready_delay_ns == 0.0
+    for name in ("prod_dep_ptr", "prod_dep_idx", "threshold", "dep_tile_ptr", "dep_tile_idx", "consumer_dep"):
+        assert getattr(pipe, name).dtype == np.int64, name  # the arrays ctahw uploads as 64-bit integers
+
+
+def test_producer_tiles_that_straddle_consumer_row_blocks():
+    from ctasim.plan import Kernel, row_block_pipe
+    from ctasim.spec import Layer
+
+    # 6 rows: producer tiles of 3 rows (rows 0-2, 3-5), consumer tiles of 2 rows (0-1, 2-3, 4-5). Producer
+    # row-block 0 overlaps consumer blocks 0 and 1 (row 2), row-block 1 overlaps blocks 1 (row 3) and 2.
+    pl, cl = Layer(6, 8, 4, 3, 4), Layer(6, 4, 4, 2, 4)
+    pipe = row_block_pipe(0, Kernel(id=0, name="p", tiles_m=2, tiles_n=1), Kernel(id=1, name="c", tiles_m=3, tiles_n=1),
+                          pl, cl, 1.0)
+    assert pipe.prod_dep_idx.tolist() == [0, 1, 1, 2] and pipe.prod_dep_ptr.tolist() == [0, 2, 4]
+    assert pipe.threshold.tolist() == [1, 2, 1]
+
+
+def test_counter_rows_error_names_the_rows():
+    from ctasim.plan import Kernel, row_block_pipe
+    from ctasim.spec import Layer
+
+    pl = cl = Layer(512, 128, 256, 128, 128)
+    with pytest.raises(ValueError, match=r"counter_rows=192 must be a multiple of the consumer's tile_m=128 that "
+                                         r"divides its 512 rows$"):
+        row_block_pipe(0, Kernel(id=0, name="p", tiles_m=4, tiles_n=2), Kernel(id=1, name="c", tiles_m=4, tiles_n=2),
+                       pl, cl, 1.0, counter_rows=192)
+
+
+def test_chain_order_takes_the_largest_even_group_down_to_pairs():
+    from ctasim.plan import chain_order
+
+    # 2 row-blocks: pairs, (0,0),(1,0),(0,1),(1,1) = 0,2,1,3; 10 row-blocks with group 8: 8, 6, 4 do not divide 10, 2 does
+    assert chain_order(1, 2, 2).tolist() == [0, 2, 1, 3]
+    assert chain_order(1, 10, 2)[:4].tolist() == [0, 2, 1, 3]
+    # group 3 on 4 row-blocks: 3 is odd, so 2 (every candidate from 3 down to 2, not every other one)
+    assert chain_order(2, 4, 2, group=3).tolist() == [0, 2, 1, 3, 4, 6, 5, 7] + [8, 10, 9, 11, 12, 14, 13, 15]
