@@ -53,24 +53,82 @@ MODULES: dict[str, tuple[str, list[str]]] = {
 }
 
 NOT_MUTATED: dict[str, list[str]] = {
-    # functions left unmutated: the predicted-vs-measured scatter plot's styling (drawing, not judging) and the
-    # optional-import probe for tabulate
+    # functions left unmutated ("Class.method", or "Class" for all its methods): the predicted-vs-measured
+    # scatter plot's styling (drawing, not judging) and the optional-import probe for tabulate
     "accuracy": ["_plot", "_has_tabulate"],
+    # spec: only the validation is mutated (the _validate_*/validate_* checks, the *_from_dict builders,
+    # _require, _build, _coerce, _table, parse_experiment); left out: the spec files' lookup and reading, the
+    # field reference, the error's formatting and the dataclasses' derived quantities (the model's, tested
+    # with the engine)
+    "spec": ["_specs_dir", "_f", "SpecError", "KernelConfig", "Hardware", "Layer", "Workload", "Strategy",
+             "_read_toml", "_resolve", "load_hardware", "load_model", "load_workload", "read_experiment",
+             "find_spec", "list_specs", "reference_markdown"],
 }
 
 
 def not_mutated_patterns(path: str, functions: list[str]) -> list[str]:
-    """mutmut's do_not_mutate_patterns (one regex per source line) for every line of the named functions."""
+    """mutmut's do_not_mutate_patterns (one regex per source line) for every line of the named functions.
+
+    mutmut matches each pattern against every line of the file, so a body line of a left-out function that also
+    occurs in a mutated one (``continue``) is not listed: :func:`prepare` marks it ``# pragma: no mutate`` in the
+    copy instead (:func:`shared_lines`)."""
     import ast  # noqa: PLC0415
     import re  # noqa: PLC0415
 
     src = (ROOT / path).read_text()
     lines = src.splitlines()
+    left_out, mutated = [], []
+    for node in ast.parse(src).body:
+        members = [(node.name, node)] if isinstance(node, ast.FunctionDef) else [
+            (f"{node.name}.{m.name}", m) for m in node.body if isinstance(m, ast.FunctionDef)
+        ] if isinstance(node, ast.ClassDef) else []
+        for name, fn in members:
+            skip = name in functions or name.split(".")[0] in functions
+            first = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
+            (left_out if skip else mutated).append((first, fn.lineno, fn.end_lineno))
+    if unknown := [f for f in functions if not any(f == n or f == n.split(".")[0] for n in _names(src))]:
+        raise SystemExit(f"NOT_MUTATED names no function of {path}: {unknown}")
+    keep = {lines[i].strip() for a, _, b in mutated for i in range(a - 1, b)}
+    out = set()
+    for first, def_line, end in left_out:
+        for i in range(first - 1, end):
+            line = lines[i]
+            if not line.strip():
+                continue
+            if line.strip() in keep:
+                continue
+            out.add(f"^{re.escape(line)}$")
+    return sorted(out)
+
+
+def shared_lines(path: str, functions: list[str]) -> list[int]:
+    """Line numbers (1-based) of the left-out functions' lines that also occur in a mutated function."""
+    import ast  # noqa: PLC0415
+
+    src = (ROOT / path).read_text()
+    lines = src.splitlines()
+    left_out, mutated = [], []
+    for node in ast.parse(src).body:
+        members = [(node.name, node)] if isinstance(node, ast.FunctionDef) else [
+            (f"{node.name}.{m.name}", m) for m in node.body if isinstance(m, ast.FunctionDef)
+        ] if isinstance(node, ast.ClassDef) else []
+        for name, fn in members:
+            skip = name in functions or name.split(".")[0] in functions
+            (left_out if skip else mutated).append((fn.lineno, fn.end_lineno))
+    keep = {lines[i].strip() for a, b in mutated for i in range(a - 1, b)}
+    return [i + 1 for a, b in left_out for i in range(a - 1, b) if lines[i].strip() and lines[i].strip() in keep]
+
+
+def _names(src: str) -> list[str]:
+    import ast  # noqa: PLC0415
+
     out = []
     for node in ast.parse(src).body:
-        if isinstance(node, ast.FunctionDef) and node.name in functions:
-            out += [f"^{re.escape(line)}$" for line in lines[node.lineno - 1:node.end_lineno] if line.strip()]
-    return sorted(set(out))
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            out.append(node.name)
+        if isinstance(node, ast.ClassDef):
+            out += [f"{node.name}.{m.name}" for m in node.body if isinstance(m, ast.FunctionDef)]
+    return out
 
 OUT = ROOT / "bench" / "results" / "mutation"
 EQUIVALENT = OUT / "equivalent.toml"
@@ -140,6 +198,13 @@ def prepare(workdir: Path, module: str, ref: str | None = None) -> Path:
     if ref:
         subprocess.run(["git", "-C", str(wd / "mutants"), "checkout", "-q", ref], check=True)
     shutil.rmtree(wd / "mutants" / "ctasim")  # mutmut copies (and mutates) the sources itself
+    if shared := shared_lines(path, NOT_MUTATED.get(module, [])):  # left-out lines no pattern can single out
+        src = (wd / path).read_text().split("\n")
+        for n in shared:
+            if "#" in src[n - 1]:
+                raise SystemExit(f"{path}:{n}: left-out line {src[n - 1].strip()!r} also in a mutated function")
+            src[n - 1] += "  # pragma: no mutate"
+        (wd / path).write_text("\n".join(src))
     pp = wd / "pyproject.toml"
     text = pp.read_text().split("\n[tool.mutmut]")[0]
     pp.write_text(text.rstrip("\n") + "\n\n[tool.mutmut]\n"

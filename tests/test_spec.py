@@ -342,3 +342,161 @@ def test_field_types_are_checked(field, value, words):
     assert str(ei.value) == f"hw.toml: hardware.{field}: {words}"
     assert _hw(hbm_gbps=2000).hbm_gbps == 2000.0 and isinstance(_hw(hbm_gbps=2000).hbm_gbps, float)
     assert _hw(clock_onset_ns=float("inf")).clock_onset_ns == float("inf")  # inf where it is the default
+
+
+# Against the survivors of the mutation run on the spec validation (docs/testing.md): each check's exact
+# file, field and message on a spec broken once, beside the same spec valid.
+
+def _err(fn, *args, **kw) -> str:
+    with pytest.raises(SpecError) as ei:
+        fn(*args, **kw)
+    return str(ei.value)
+
+
+def _help(cls, name):
+    import dataclasses
+
+    return next(f.metadata["help"] for f in dataclasses.fields(cls) if f.name == name)
+
+
+def test_unknown_and_missing_fields_are_named_with_a_suggestion():
+    from ctasim.spec import Hardware, hardware_from_dict
+    from tests.helpers import TINY
+
+    assert _hw().hbm_gbps == 1000.0
+    assert _err(_hw, hb=1) == "hw.toml: hardware.hb: unknown field (did you mean hbm_gbps?)"
+    assert _err(_hw, hbm_gbpss=1) == "hw.toml: hardware.hbm_gbpss: unknown field (did you mean hbm_gbps?)"
+    # a field filled in by the loader itself is unknown in the file, and never suggested
+    assert _err(_hw, kernel_configs=[]) == "hw.toml: hardware.kernel_configs: unknown field (did you mean kernel_gap_ns?)"
+    assert _err(_hw, zzz=1) == "hw.toml: hardware.zzz: unknown field"
+    data = {k: v for k, v in TINY.items() if k != "gpus"}
+    assert _err(hardware_from_dict, data, "hw.toml") == f"hw.toml: hardware.gpus: missing ({_help(Hardware, 'gpus')})"
+    assert _help(Hardware, "gpus")
+    no_configs = {k: v for k, v in TINY.items() if k != "kernel_config"}
+    assert _err(hardware_from_dict, no_configs, "hw.toml") == (
+        "hw.toml: hardware.kernel_config: at least one [[hardware.kernel_config]] table is required")
+    # the default file name when none is given
+    assert _err(hardware_from_dict, dict(TINY, gpus=0)) == "<hardware>: hardware.gpus: must be >= 1, got 0"
+    assert _err(hardware_from_dict, dict(TINY, kernel_config=[{"tile_m": 1}])).startswith(
+        "<hardware>: hardware.kernel_config[0].tile_n: missing (")
+
+
+def test_hardware_checks_name_their_file():
+    from ctasim.spec import hardware_from_dict
+    from tests.helpers import TINY
+
+    c = TINY["kernel_config"][0]
+    assert _err(_hw, link_sharing="fair", epilogue_store_overlap=0.5) == (
+        "hw.toml: hardware.link_sharing: 'fair' needs epilogue_store_overlap = 0 (a store's end is known only when "
+        "it ends; got 0.5)")
+    assert _err(_hw, config={"tile_cv": 0.5}) == "hw.toml: hardware.kernel_config[0].tile_cv: must be within [0, 0.5), got 0.5"
+    assert _hw(config={"tile_cv": 0.49}).kernel_configs[0].tile_cv == 0.49
+    assert _err(hardware_from_dict, dict(TINY, kernel_config=[c, dict(c)]), "hw.toml") == (
+        "hw.toml: hardware.kernel_config[1].tile_m: duplicate kernel config 128x128")
+    assert _err(_hw, config={"tile_q": 1}) == "hw.toml: hardware.kernel_config[0].tile_q: unknown field (did you mean tile_m, tile_n, tile_k, tile_fixed_ns, tile_cv?)"
+
+
+def test_list_fields_take_lists_of_their_type():
+    from ctasim.spec import strategy_from_dict
+
+    def st(**kw):
+        return strategy_from_dict(dict(kind="microbatch", **kw), "e.toml", "s.")
+
+    assert st(chunks=[2, 4]).chunks == (2, 4) and st(chunks=2).chunks == (2,)
+    assert _err(st, chunks=2.5) == "e.toml: s.chunks: expected a list of integers, got 2.5"
+    assert _err(st, chunks=[1.5]) == "e.toml: s.chunks: expected a list of integers, got [1.5]"
+    assert _err(st, chunks=[True]) == "e.toml: s.chunks: expected a list of integers, got [True]"
+    assert st(kernels=["a"]).kernels == ("a",)
+    assert _err(st, kernels="ab") == "e.toml: s.kernels: expected a list of strings, got 'ab'"
+    assert _err(st, kernels=[1]) == "e.toml: s.kernels: expected a list of strings, got [1]"
+    assert _wl(epilogue=["gelu"]).layers[0].epilogue == ("gelu",)
+    assert _err(_wl, epilogue="gelu") == "wl.toml: workload.epilogue: expected a list of strings, got 'gelu'"
+
+
+def test_a_field_of_no_known_type_is_an_error():
+    from ctasim.spec import _coerce
+
+    assert _err(_coerce, {}, "dict", None, "f.toml", "x.y") == "f.toml: x.y: cannot read a value of type dict"
+
+
+def test_strategy_checks_name_their_field():
+    from ctasim.spec import strategy_from_dict
+
+    def st(**kw):
+        return strategy_from_dict(kw, "e.toml", "s.")
+
+    assert st(kind="tp").kind == "tp"
+    assert _err(st, kind="pp").startswith("e.toml: s.kind: unknown strategy 'pp' (known: ")
+    assert _err(st, kind="tp", chunk=[1]) == "e.toml: s.chunk: unknown field (did you mean chunks?)"
+    assert _err(st, kind="ctapipe", gpus=1, variant="v") == (
+        "e.toml: s.gpus: a named variant runs one layer per GPU; gpus applies to the chain kernel (gpus = 1)")
+
+
+def test_workload_checks_name_their_file_and_field():
+    from ctasim.spec import workload_from_dict
+
+    layer = dict(m=256, k=128, n=128, tile_n=128)
+    # the shorthand takes tile_m and tile_n as well as tile
+    wl = workload_from_dict({"name": "w", "layers": 2, "m": 256, "k": 128, "n": 128, "tile_m": 64, "tile_n": 32})
+    assert (wl.layers[1].tile_m, wl.layers[1].tile_n) == (64, 32)
+    assert _err(workload_from_dict, {"name": "w", "layers": 0, "m": 256, "k": 128, "n": 128}) == (
+        "<workload>: workload.layers: expected the number of layers (>= 1), got 0")
+    assert _err(workload_from_dict, {"name": "w", "layers": 2, "layer": [layer]}, "wl.toml") == (
+        "wl.toml: workload.layers: give either [[workload.layer]] tables or the chain shorthand (layers, m, k, n), "
+        "not both")
+    assert _err(workload_from_dict, {"name": "w", "layer": {}}, "wl.toml") == (
+        "wl.toml: workload.layer: expected a list of tables")
+    assert _err(workload_from_dict, {"name": "w", "layer": [dict(layer, q=1)]}, "wl.toml") == (
+        "wl.toml: workload.layer[0].q: unknown field")
+    assert _err(workload_from_dict, {"name": "w", "layer": [dict(layer, m=100)]}, "wl.toml") == (
+        "wl.toml: workload.layer[0].m: M=100 is not divisible by tile_m=128")
+    assert _err(_wl, layers=1, epilogue=["swiglu", "gelu"]) == (
+        "wl.toml: workload.epilogue: a gated op stands alone in the epilogue, got ['swiglu', 'gelu']")
+    assert _wl(layers=1, epilogue=["swiglu"]).layers[0].epilogue == ("swiglu",)
+    # a swiglu layer stores N/2 columns: the next layer's K is checked against them, and the message says so
+    two = [dict(layer, n=256, epilogue=["swiglu"]), dict(layer, k=128)]
+    assert len(workload_from_dict({"name": "w", "layer": two}).layers) == 2
+    assert _err(workload_from_dict, {"name": "w", "layer": [two[0], dict(layer, k=256)]}, "wl.toml") == (
+        "wl.toml: workload.layer[1].k: K=256 must equal the previous layer's stored columns 128 (layer 1 reads "
+        "layer 0's output; its swiglu stores N/2)")
+
+
+def test_spec_tables_are_required_and_must_be_tables(tmp_path):
+    p = tmp_path / "w.toml"
+    p.write_text("[other]\nx = 1\n")
+    assert _err(load_workload, str(p)) == f"{p}: workload: missing [workload] table"
+    p.write_text("workload = 3\n")
+    assert _err(load_workload, str(p)) == f"{p}: workload: expected a table"
+    p.write_text('[workload]\nname = "w"\nlayers = 1\nm = 128\nk = 128\nn = 128\ntile = [128, 128]\n')
+    assert load_workload(str(p)).name == "w"
+
+
+def test_experiment_checks_name_their_file_and_field(tmp_path):
+    import shutil
+
+    from ctasim.spec import parse_experiment
+    from tests.helpers import TINY
+
+    wl = {"layers": 2, "m": 256, "k": 128, "n": 128, "tile": [128, 128]}
+    base = {"name": "e", "hardware": dict(TINY), "workload": dict(wl), "strategy": [{"kind": "ctapipe"}]}
+    assert parse_experiment(dict(base), "e.toml").name == "e"
+
+    def bad(**change):
+        data = {k: v for k, v in dict(base, **change).items() if v is not None}
+        return _err(parse_experiment, data, "e.toml")
+
+    assert bad(hardware=None) == "e.toml: experiment.hardware: expected a profile name or an inline table"
+    assert bad(workload=None) == "e.toml: experiment.workload: expected a workload name or an inline table"
+    assert bad(strategy=None) == "e.toml: experiment.strategy: at least one [[experiment.strategy]] table is required"
+    assert bad(hardware=dict(TINY, gpus=0)) == "e.toml: hardware.gpus: must be >= 1, got 0"
+    assert bad(sweep={"m": "x"}) == "e.toml: experiment.sweep.m: expected a list of integers, got 'x'"
+    assert bad(colour=1) == "e.toml: experiment.colour: unknown field"
+    assert bad(gpus="x") == "e.toml: experiment.gpus: expected an integer, got 'x'"
+    # with no name, the experiment's name is the one missing (the inline workload's is taken from it)
+    assert bad(name=None).startswith("e.toml: experiment.name: missing (")
+    # profile and workload files named relative to the experiment's folder
+    shutil.copy(SPECS_DIR / "hardware" / "h200-x2.toml", tmp_path / "my-hw.toml")
+    (tmp_path / "my-wl.toml").write_text('[workload]\nname = "mine"\nlayers = 2\nm = 1024\nk = 8192\nn = 8192\n'
+                                         'tile = [128, 256]\n')
+    exp = parse_experiment(dict(base, hardware="my-hw.toml", workload="my-wl.toml"), "e.toml", tmp_path)
+    assert exp.hardware.name == "h200-x2" and exp.workload.name == "mine"
