@@ -229,12 +229,9 @@ def parse_chain_trace(plan: Plan, stamps: np.ndarray, meta: Mapping | None = Non
         "t_store_end": t[:, 4], "t_signal": t[:, 5], "slot": -1, "t_mainloop_end": t[:, 2]})
     done = np.full(k.chain_layers * k.tiles_m, -np.inf)
     np.maximum.at(done, layer * k.tiles_m + row, t[:, 5])
-    events = pd.DataFrame([(0, -1, k.gpu, d, -1, -1, float(done[d])) for d in range(len(done))],
-                          columns=list(EVENT_COLUMNS))
-    events["kind"] = pd.Categorical.from_codes(events["kind"].astype(np.int64), categories=list(EVENT_KINDS))
-    for c in ("pipe", "gpu", "dep", "slot", "tile"):
-        events[c] = events[c].astype(np.int64)
-    events["t_ns"] = events["t_ns"].astype(np.float64)
+    zero = EVENT_KINDS.index("zero")
+    events = Trace.events_frame(np.array([(zero, -1, k.gpu, d, -1, -1, done[d]) for d in range(len(done))],
+                                         dtype=np.float64).reshape(-1, len(EVENT_COLUMNS)))
     end = float(tiles["t_signal"].max())
     ops = pd.DataFrame([(k.id, k.name, "kernel", k.gpu, k.gpu, 0.0, k.layer, 0.0, end)],
                        columns=["op", "name", "kind", "gpu", "dst", "nbytes", "layer", "t_begin", "t_end"])

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ctasim.plan import Kernel, Plan
-from ctasim.trace import EVENT_COLUMNS, EVENT_KINDS, OP_COLUMNS, TILE_COLUMNS, Trace
+from ctasim.trace import EVENT_COLUMNS, OP_COLUMNS, TILE_COLUMNS, Trace
 
 __all__ = [
     "DESC_FIELDS",
@@ -454,11 +454,8 @@ def parse_trace(plan: Plan, kernels: Sequence[KernelArrays], pipes: Sequence[Pip
     origin = float(tiles["t_start"].min())
     for c in ("t_start", "t_acquire", "t_ready", "t_compute_end", "t_store_end", "t_signal", "t_mainloop_end"):
         tiles[c] = tiles[c] - origin
-    events = pd.DataFrame(ev, columns=list(EVENT_COLUMNS)) if ev else pd.DataFrame(columns=list(EVENT_COLUMNS))
-    events["kind"] = pd.Categorical.from_codes(events["kind"].astype(np.int64), categories=list(EVENT_KINDS))
-    for c in ("pipe", "gpu", "dep", "slot", "tile"):
-        events[c] = events[c].astype(np.int64)
-    events["t_ns"] = events["t_ns"].astype(np.float64) - origin
+    events = Trace.events_frame(np.asarray(ev, dtype=np.float64).reshape(-1, len(EVENT_COLUMNS)))
+    events["t_ns"] = events["t_ns"] - origin
     ops = []
     for k in kernels:
         r = tiles[tiles["kernel"] == k.op]

@@ -91,11 +91,12 @@ class Trace:
             cols[c] = np.asarray(columns[c], dtype=np.int64 if c in _INT_TILE else np.float64)
         tiles = pd.DataFrame(cols, copy=True)
         opdf = pd.DataFrame(list(ops), columns=list(OP_COLUMNS))
-        return cls(tiles, cls._events_frame(events), opdf, dict(meta or {}))
+        return cls(tiles, cls.events_frame(events), opdf, dict(meta or {}))
 
     @staticmethod
-    def _events_frame(arr: np.ndarray) -> pd.DataFrame:
-        """Events as rows ``(kind code, pipe, gpu, dep, slot, tile, t_ns)``; codes index ``EVENT_KINDS``."""
+    def events_frame(arr: np.ndarray) -> pd.DataFrame:
+        """The events table from rows ``(kind code, pipe, gpu, dep, slot, tile, t_ns)`` (float array, one row per
+        event); codes index ``EVENT_KINDS``. Both executors build their events tables with it."""
         cols = {"kind": pd.Categorical.from_codes(arr[:, 0].astype(np.int64), categories=list(EVENT_KINDS))}
         for j, c in enumerate(EVENT_COLUMNS[1:-1], start=1):
             cols[c] = arr[:, j].astype(np.int64)
