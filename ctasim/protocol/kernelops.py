@@ -36,7 +36,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["ROLES", "program_ops", "header_ops", "ptx_ops", "compare", "normalize", "HEADER", "CHAIN_KERNEL",
+__all__ = ["ROLES", "op_name", "program_ops", "header_ops", "ptx_ops", "compare", "normalize", "HEADER", "CHAIN_KERNEL",
            "CHAIN_ROLES", "chain_source_ops", "chain_program_ops", "chain_compare"]
 
 HEADER = Path(__file__).resolve().parents[2] / "ctahw" / "kernels" / "ctapipe.cuh"
@@ -199,25 +199,7 @@ def program_ops() -> dict[str, list[str]]:
     """Per role: the operations the kernel-form programs issue when the model runs them (a small setup)."""
     from .grid import Chain
     from .harness import Run, Setup
-    from .ops import Atom, BulkWait, Fence, Ld, Poll, ProxyFence, St, sem
     from .programs import KERNEL, KERNEL_WAIT
-
-    def name(op) -> str:
-        if isinstance(op, Atom):
-            return f"{'atom' if op.returns else 'red'}.add." + sem(op.scope, op.release, op.acquire)
-        if isinstance(op, (Ld, Poll)):
-            if getattr(op, "proxy", "generic") == "async" or op.op_scope is None:
-                return ""
-            return "ld." + sem(op.scope, None, op.acquire)
-        if isinstance(op, St):
-            return "" if op.op_scope is None else "st." + sem(op.scope, op.release, None)
-        if isinstance(op, Fence):
-            return f"fence.{'sc' if op.sc else 'acq_rel'}.{op.scope}"
-        if isinstance(op, ProxyFence):
-            return "fence.proxy.async"
-        if isinstance(op, BulkWait):
-            return "cp.async.bulk.wait_group"
-        return ""
 
     roles: dict[str, list[str]] = {}
     for variant in (KERNEL, KERNEL_WAIT):
@@ -234,7 +216,7 @@ def program_ops() -> dict[str, list[str]]:
             if sys_.fair_step() is None:
                 raise RuntimeError(f"kernel-form program stuck: {sys_.stuck()}")
         for seq in per_thread.values():
-            _roles_of([n for n in map(name, seq) if n], variant.consumer, roles)
+            _roles_of([n for n in map(op_name, seq) if n], variant.consumer, roles)
     return roles
 
 
@@ -411,11 +393,13 @@ def chain_source_ops(chain_text: str | None = None, header_text: str | None = No
     return result
 
 
-def _chain_op_name(op) -> str:
+def op_name(op, barriers: bool = False) -> str:
+    """The PTX instruction a model operation stands for, as the header check names it ('' for operations the check
+    leaves out: weak accesses, async-proxy loads, and barriers unless ``barriers``)."""
     from .ops import Atom, Bar, BulkWait, Fence, Ld, Poll, ProxyFence, St, sem
 
     if isinstance(op, Bar):
-        return "bar.warp.sync" if op.warp else "bar.sync"
+        return ("bar.warp.sync" if op.warp else "bar.sync") if barriers else ""
     if isinstance(op, Atom):
         return f"{'atom' if op.returns else 'red'}.add." + sem(op.scope, op.release, op.acquire)
     if isinstance(op, (Ld, Poll)):
@@ -458,7 +442,8 @@ def chain_program_ops(variants=None) -> dict[str, list[str]]:
     seqs: dict[str, list[list[str]]] = {}
     for v in variants or (CHAIN_CORRECT, CHAIN_STATIC):
         for role, runs in chain_role_ops(v).items():
-            seqs.setdefault(role, []).extend([n for n in map(_chain_op_name, ops) if n] for ops in runs)
+            seqs.setdefault(role, []).extend(
+                [n for n in (op_name(o, barriers=True) for o in ops) if n] for ops in runs)
     longest = {r: max(s, key=len) for r, s in seqs.items()}
     for r, s in seqs.items():
         for one in s:
