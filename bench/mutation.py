@@ -66,17 +66,12 @@ NOT_MUTATED: dict[str, list[str]] = {
 }
 
 
-def not_mutated_patterns(path: str, functions: list[str]) -> list[str]:
-    """mutmut's do_not_mutate_patterns (one regex per source line) for every line of the named functions.
-
-    mutmut matches each pattern against every line of the file, so a body line of a left-out function that also
-    occurs in a mutated one (``continue``) is not listed: :func:`prepare` marks it ``# pragma: no mutate`` in the
-    copy instead (:func:`shared_lines`)."""
+def _split(path: str, functions: list[str]) -> tuple[list[str], list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+    """The file's lines and its functions and methods as (first line with decorators, def line, last line),
+    left out (named in ``functions``, a class name leaving out its methods) and mutated."""
     import ast  # noqa: PLC0415
-    import re  # noqa: PLC0415
 
     src = (ROOT / path).read_text()
-    lines = src.splitlines()
     left_out, mutated = [], []
     for node in ast.parse(src).body:
         members = [(node.name, node)] if isinstance(node, ast.FunctionDef) else [
@@ -88,9 +83,21 @@ def not_mutated_patterns(path: str, functions: list[str]) -> list[str]:
             (left_out if skip else mutated).append((first, fn.lineno, fn.end_lineno))
     if unknown := [f for f in functions if not any(f == n or f == n.split(".")[0] for n in _names(src))]:
         raise SystemExit(f"NOT_MUTATED names no function of {path}: {unknown}")
+    return src.splitlines(), left_out, mutated
+
+
+def not_mutated_patterns(path: str, functions: list[str]) -> list[str]:
+    """mutmut's do_not_mutate_patterns (one regex per source line) for every line of the named functions.
+
+    mutmut matches each pattern against every line of the file, so a body line of a left-out function that also
+    occurs in a mutated one (``continue``) is not listed: :func:`prepare` marks it ``# pragma: no mutate`` in the
+    copy instead (:func:`shared_lines`)."""
+    import re  # noqa: PLC0415
+
+    lines, left_out, mutated = _split(path, functions)
     keep = {lines[i].strip() for a, _, b in mutated for i in range(a - 1, b)}
     out = set()
-    for first, def_line, end in left_out:
+    for first, _, end in left_out:
         for i in range(first - 1, end):
             line = lines[i]
             if not line.strip():
@@ -103,20 +110,9 @@ def not_mutated_patterns(path: str, functions: list[str]) -> list[str]:
 
 def shared_lines(path: str, functions: list[str]) -> list[int]:
     """Line numbers (1-based) of the left-out functions' lines that also occur in a mutated function."""
-    import ast  # noqa: PLC0415
-
-    src = (ROOT / path).read_text()
-    lines = src.splitlines()
-    left_out, mutated = [], []
-    for node in ast.parse(src).body:
-        members = [(node.name, node)] if isinstance(node, ast.FunctionDef) else [
-            (f"{node.name}.{m.name}", m) for m in node.body if isinstance(m, ast.FunctionDef)
-        ] if isinstance(node, ast.ClassDef) else []
-        for name, fn in members:
-            skip = name in functions or name.split(".")[0] in functions
-            (left_out if skip else mutated).append((fn.lineno, fn.end_lineno))
-    keep = {lines[i].strip() for a, b in mutated for i in range(a - 1, b)}
-    return [i + 1 for a, b in left_out for i in range(a - 1, b) if lines[i].strip() and lines[i].strip() in keep]
+    lines, left_out, mutated = _split(path, functions)
+    keep = {lines[i].strip() for _, a, b in mutated for i in range(a - 1, b)}
+    return [i + 1 for _, a, b in left_out for i in range(a - 1, b) if lines[i].strip() and lines[i].strip() in keep]
 
 
 def _names(src: str) -> list[str]:
