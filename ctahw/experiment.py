@@ -8,8 +8,10 @@ What runs today:
 
 * ``sequential``: every layer of the workload on GPU 0, one stream, in order: per layer the project's CUTLASS
   GEMM (128x256x64, the kernel the profiles' default config describes; its tile order tuned per shape as the
-  baselines do) with the layer's epilogue fused (gelu, silu, relu, or residual = + the workload's input), then the
-  layer's row-wise op (LayerNorm / RMSNorm, :mod:`ctahw.rowwise`) as its own kernel.  Timed by the same harness as
+  baselines do) with the layer's epilogue fused (gelu, silu, relu, or residual = + the workload's input) or, for
+  a layer with ``epilogue_fused = false`` (swiglu's only path), the plain GEMM and then the ops as an elementwise
+  kernel of their own (:func:`ctahw.rowwise.epilogue`), then the layer's row-wise op (LayerNorm / RMSNorm,
+  :mod:`ctahw.rowwise`) as its own kernel.  Timed by the same harness as
   the baselines (``ctahw.baselines.Timed``: a sleep gate, start and end events on GPU 0), ``reps`` medians, checked
   once on fresh random inputs with poisoned outputs against an fp32 chain (activations rounded to bf16 where the
   GPU stores them).
@@ -24,8 +26,8 @@ What runs today:
   chain (poisoned outputs), timed by the same harness, plus one traced run whose trace is kept (the ticket count
   and error record checked after every run); tile_source 'queue' runs the tickets design, 'static' the static
   order with 2x1 clusters (:func:`chain_design`).
-* Everything else is a ``skipped`` row with its reason: a strategy that needs more GPUs than the machine has; an
-  epilogue with no fused kernel; a multi-GPU strategy on a workload its kernels do not run (more than 2 layers,
+* Everything else is a ``skipped`` row with its reason: a strategy that needs more GPUs than the machine has; a
+  fused epilogue with no fused kernel (swiglu); a multi-GPU strategy on a workload its kernels do not run (more than 2 layers,
   K != N, epilogue or row-wise ops); hybrid.
 
 Left out: the cuBLAS backend (it fuses no epilogue; the flag interface times it), traces of non-pipelined kernels.
@@ -92,12 +94,18 @@ def reason_for(strategy: Strategy, case: Case, gpus: int) -> str | None:
         if why:
             return why
     for i, l in enumerate(layers):
-        why = fused_epilogue_reason(tuple(l.epilogue))
-        if why:
-            return f"layer {i}: {why}"
-        if "residual" in l.epilogue and (l.n != layers[0].k or l.m != layers[0].m):
+        if l.epilogue_pass:
+            if strategy.kind != "sequential":
+                return f"layer {i}: an unfused epilogue (epilogue_fused = false) runs in sequential chains only"
+            if l.n % l.tile_n:
+                return f"layer {i}: N={l.n} is not a multiple of tile_n={l.tile_n}"
+        else:
+            why = fused_epilogue_reason(tuple(l.epilogue))
+            if why:
+                return f"layer {i}: {why}"
+        if "residual" in l.epilogue and (l.out_n != layers[0].k or l.m != layers[0].m):
             return (f"layer {i}: the residual is the workload's input ({layers[0].m}x{layers[0].k}), which does not "
-                    f"match its output ({l.m}x{l.n})")
+                    f"match its output ({l.m}x{l.out_n})")
         if (l.tile_m, l.tile_n) != (128, 256):
             return f"layer {i}: tile {l.tile_m}x{l.tile_n} has no ctahw kernel (128x256 only)"
         if l.k % 64 or l.n % 8:
@@ -320,8 +328,9 @@ def _sequential(case: Case, cfg: RunConfig, timed, gemm, log: Callable[[str], No
     x = data.rand(0, (layers[0].m, layers[0].k), salt=11)
     ws = [data.rand(0, (l.n, l.k), 1 / math.sqrt(l.k), salt=12 + i) for i, l in enumerate(layers)]
     with cp.cuda.Device(0):
-        ys = [cp.empty((l.m, l.n), dtype=cp.uint16) for l in layers]
-        zs = [cp.empty((l.m, l.n), dtype=cp.uint16) if l.rowwise else None for l in layers]
+        ys = [cp.empty((l.m, l.out_n), dtype=cp.uint16) for l in layers]
+        zs = [cp.empty((l.m, l.out_n), dtype=cp.uint16) if l.rowwise else None for l in layers]
+        gs = [cp.empty((l.m, l.n), dtype=cp.uint16) if l.epilogue_pass else None for l in layers]  # unfused: GEMM out
     s0 = timed.compute[0]
     for l in layers:  # tile order per GEMM shape, as the baselines choose it
         if cfg.tune_rounds > 0 and (l.m, l.n, l.k) not in gemm.schedule:
@@ -334,12 +343,17 @@ def _sequential(case: Case, cfg: RunConfig, timed, gemm, log: Callable[[str], No
     def enqueue(t):
         inp = x
         for i, l in enumerate(layers):
-            t.part("compute", 0, s0, lambda inp=inp, i=i, l=l: gemm(
-                inp, ws[i], ys[i], l.m, l.n, l.k, s0, epilogue=tuple(l.epilogue),
-                c=x if "residual" in l.epilogue else None))
+            res = x if "residual" in l.epilogue else None
+            if l.epilogue_pass:
+                t.part("compute", 0, s0, lambda inp=inp, i=i, l=l: gemm(inp, ws[i], gs[i], l.m, l.n, l.k, s0))
+                t.part("compute", 0, s0, lambda i=i, l=l, res=res: rowwise.epilogue(
+                    tuple(l.epilogue), gs[i], ys[i], l.m, l.n, l.tile_n, residual=res, stream=s0))
+            else:
+                t.part("compute", 0, s0, lambda inp=inp, i=i, l=l, res=res: gemm(
+                    inp, ws[i], ys[i], l.m, l.n, l.k, s0, epilogue=tuple(l.epilogue), c=res))
             inp = ys[i]
             if l.rowwise:
-                t.part("compute", 0, s0, lambda i=i, l=l: rowwise.rowwise(l.rowwise, ys[i], zs[i], l.m, l.n, s0))
+                t.part("compute", 0, s0, lambda i=i, l=l: rowwise.rowwise(l.rowwise, ys[i], zs[i], l.m, l.out_n, s0))
                 inp = zs[i]
         return [(s0, 0)]
 
@@ -351,8 +365,12 @@ def _sequential(case: Case, cfg: RunConfig, timed, gemm, log: Callable[[str], No
         x32 = bf16_bits_to_f32(x, cp)
         act = x32
         for i, l in enumerate(layers):
-            out = rowwise.reference_epilogue(act @ bf16_bits_to_f32(ws[i], cp).T, tuple(l.epilogue),
+            y32 = act @ bf16_bits_to_f32(ws[i], cp).T
+            if l.epilogue_pass:  # the GEMM stores bf16 before the ops run
+                y32 = bf16_bits_to_f32(f32_to_bf16_bits(y32, cp), cp)
+            out = rowwise.reference_epilogue(y32, tuple(l.epilogue), tile_n=l.tile_n,
                                              residual_f32=x32 if "residual" in l.epilogue else None)
+            del y32
             if l.rowwise:
                 out = rowwise.reference_rowwise(bf16_bits_to_f32(f32_to_bf16_bits(out, cp), cp), l.rowwise)
             last = out

@@ -27,6 +27,7 @@ from typing import Protocol
 
 from ctahw import build
 from ctahw.device import DeviceError, require_cupy
+from ctasim.spec import EPILOGUE_OPS as SPEC_EPILOGUE_OPS
 
 __all__ = ["GemmError", "GemmBackend", "CutlassGemm", "CublasGemm", "TorchGemm", "BACKENDS", "make_backend",
            "SCHEDULES", "RASTER_NAMES", "schedule_name", "EPILOGUE_OPS", "EPILOGUE_OPS_FUSED",
@@ -54,8 +55,9 @@ def _ptr(x) -> int:
     return int(x.data.ptr)
 
 
-EPILOGUE_OPS: tuple[str, ...] = ("gelu", "silu", "relu", "residual")
-"""The epilogue ops a workload layer may name (``ctahw.rowwise.reference_epilogue`` computes every sequence)."""
+EPILOGUE_OPS: tuple[str, ...] = SPEC_EPILOGUE_OPS
+"""The epilogue ops a workload layer may name (``ctasim.spec.EPILOGUE_OPS``; ``ctahw.rowwise.reference_epilogue``
+computes every sequence, ``ctahw.rowwise.epilogue`` runs every one as a kernel of its own)."""
 
 EPILOGUE_OPS_FUSED: dict[tuple[str, ...], int] = {(): 0, ("gelu",): 1, ("silu",): 2, ("relu",): 3, ("residual",): 4}
 """Epilogue op sequences the CUTLASS backend runs fused into the GEMM, with their op code: 0 is the plain kernel
@@ -76,7 +78,8 @@ def fused_epilogue_reason(ops) -> str | None:
     if unknown:
         return f"unknown epilogue op(s) {', '.join(map(repr, unknown))} (known: {', '.join(EPILOGUE_OPS)})"
     fused = ", ".join(repr(t) for t in EPILOGUE_OPS_FUSED if t)
-    return f"no fused CUTLASS epilogue for {ops!r} (fused: one op alone: {fused})"
+    return (f"no fused CUTLASS epilogue for {ops!r} (fused: one op alone: {fused}); epilogue_fused = false runs "
+            f"the ops as a kernel of their own")
 
 
 def _no_epilogue(backend: str, epilogue, c) -> None:

@@ -1,4 +1,5 @@
-"""Row-wise ops after a GEMM (LayerNorm, RMSNorm) on the GPU, and fp32 references of the epilogue and row-wise ops.
+"""Row-wise ops after a GEMM (LayerNorm, RMSNorm) and unfused epilogue ops on the GPU, and fp32 references of the
+epilogue and row-wise ops.
 
 What it computes:
 
@@ -8,8 +9,13 @@ What it computes:
   once to bf16, round to nearest even, bit for bit as :func:`ctahw.device.f32_to_bf16_bits` for every finite value
   and infinity (a NaN stays a NaN; where the kernel stores 2 or more elements at a time, with the hardware's
   payload 0x7FFF rather than 0x7FC1).
-* :func:`reference_epilogue` and :func:`reference_rowwise`: the same ops (and the GEMM epilogue ops gelu, silu, relu,
-  residual) in fp32 on numpy or CuPy arrays, for checking the kernels and ``CutlassGemm(..., epilogue=...)``.
+* :func:`epilogue`: a layer's epilogue ops (gelu, silu, relu, residual, swiglu) as their own elementwise kernel
+  after a plain GEMM (``Layer.epilogue_fused = false``): one read of the GEMM's output (and of the residual), one
+  write. This is how ctahw runs ``swiglu``: CUTLASS's SM90 epilogue stores the tile it computes, and no fusion
+  operation of CUTLASS 4.2 stores half of it (a gated store needs an epilogue of our own; not built).
+  Each thread makes 8 outputs from 16-byte loads where the sizes and pointers allow.
+* :func:`reference_epilogue` and :func:`reference_rowwise`: the same ops in fp32 on numpy or CuPy arrays, for
+  checking the kernels and ``CutlassGemm(..., epilogue=...)``.
 
 The kernels are CuPy RawModules compiled by NVRTC on first use (no CUTLASS, no nvcc): one CTA per row, the row
 held in registers as bf16 bits (read once from HBM, written once), 16-byte loads and stores where ``cols`` and the
@@ -37,6 +43,9 @@ __all__ = [
     "layernorm",
     "rmsnorm",
     "rowwise",
+    "epilogue",
+    "epilogue_code",
+    "EPILOGUE_OP_CODES",
     "launch_config",
     "reference_epilogue",
     "reference_rowwise",
@@ -190,9 +199,75 @@ __global__ void __launch_bounds__(1024) rownorm(const unsigned short* __restrict
     }
   }
 }
+
+// The epilogue ops of a layer as their own elementwise kernel (Layer.epilogue_fused = false). OPS: up to 4 op codes
+// of 4 bits, applied lowest first (1 gelu, 2 silu, 3 relu, 4 residual; 5 swiglu, alone). y: the GEMM's rows x n
+// output; out: rows x out_n (n, or n / 2 for swiglu); res: the residual, rows x out_n. swiglu: tile t of y's columns
+// (tile_n = 2 * half) holds gate in its first half and up in its second; out[r, t * half + c] = silu(gate) * up.
+// Each thread makes VEC consecutive outputs (VEC divides out_n and half); fp32 math, one bf16 rounding (RNE).
+__device__ __forceinline__ float epi_op(unsigned op, float v, float r) {
+  if (op == 1u) return 0.5f * v * erfcf(v * -0.70710678118654752f);  // gelu, erf form (1 + erf(z) = erfc(-z))
+  if (op == 2u || op == 5u) return v / (1.f + expf(-v));             // silu (swiglu's gate)
+  if (op == 3u) return fmaxf(v, 0.f);                                 // relu
+  if (op == 4u) return v + r;                                         // residual
+  return v;
+}
+
+template <int VEC, unsigned OPS>
+__global__ void __launch_bounds__(256) epilogue_ops(const unsigned short* __restrict__ y,
+                                                     const unsigned short* __restrict__ res,
+                                                     unsigned short* __restrict__ out, long long rows, int n,
+                                                     int out_n, int half) {
+  typedef typename VecT<VEC>::T V;
+  const long long nvec = rows * (long long)(out_n / VEC);
+  for (long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x; v < nvec;
+       v += (long long)gridDim.x * blockDim.x) {
+    const long long e = v * VEC, r = e / out_n;
+    const int j = (int)(e - r * out_n);
+    float acc[VEC];
+    if constexpr ((OPS & 0xFu) == 5u) {
+      const int t = j / half, c = j - t * half;
+      const long long g = r * (long long)n + (long long)t * 2 * half + c;
+      const V gv = __ldg(reinterpret_cast<const V*>(y + g)), uv = __ldg(reinterpret_cast<const V*>(y + g + half));
+      #pragma unroll
+      for (int i = 0; i < VEC; ++i) acc[i] = epi_op(5u, elem<VEC>(gv, i), 0.f) * elem<VEC>(uv, i);
+    } else {
+      const V yv = __ldg(reinterpret_cast<const V*>(y + r * (long long)n + j));
+      V rv;
+      if (res != nullptr) rv = __ldg(reinterpret_cast<const V*>(res + e));
+      #pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        float a = elem<VEC>(yv, i);
+        #pragma unroll
+        for (int s = 0; s < 16; s += 4) {
+          const unsigned op = (OPS >> s) & 0xFu;
+          if (op != 0u) a = epi_op(op, a, op == 4u ? elem<VEC>(rv, i) : 0.f);
+        }
+        acc[i] = a;
+      }
+    }
+    V o;
+    if constexpr (VEC == 1) {
+      *reinterpret_cast<unsigned short*>(&o) = f32_to_bf16_rne(acc[0]);
+    } else {
+      #pragma unroll
+      for (int p = 0; p < VEC / 2; ++p) {
+        unsigned int w;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(acc[2 * p + 1]), "f"(acc[2 * p]));
+        reinterpret_cast<unsigned int*>(&o)[p] = w;
+      }
+    }
+    *reinterpret_cast<V*>(out + e) = o;
+  }
+}
 """
 
+EPILOGUE_OP_CODES: dict[str, int] = {"gelu": 1, "silu": 2, "relu": 3, "residual": 4, "swiglu": 5}
+"""The epilogue ops :func:`epilogue` runs as a kernel, with their code in the kernel source: every op of
+``ctasim.spec.EPILOGUE_OPS`` (a test holds the two lists equal)."""
+
 _modules: dict[tuple[int, int, int, int], object] = {}  # (device, vec, nv, op) -> cupy.RawKernel
+_epilogue_kernels: dict[tuple[int, int, int], object] = {}  # (device, vec, packed ops) -> cupy.RawKernel
 
 
 def launch_config(cols: int, align_bytes: int = 16) -> tuple[int, int, int]:
@@ -258,6 +333,69 @@ def rowwise(op: str, x, out, rows: int, cols: int, stream=None, eps: float = 1e-
                 kern((rows,), (threads,), args)
 
 
+def epilogue_code(ops) -> int:
+    """The kernel's packed op code of an epilogue op sequence (4 bits an op, first op lowest). Pure; ValueError for
+    an unknown op, more than 4 ops, or swiglu with another op."""
+    ops = (ops,) if isinstance(ops, str) else tuple(ops)
+    unknown = [o for o in ops if o not in EPILOGUE_OP_CODES]
+    if unknown or not ops or len(ops) > 4:
+        raise ValueError(f"epilogue ops {list(ops)}: 1 to 4 of {', '.join(EPILOGUE_OP_CODES)} expected")
+    if "swiglu" in ops and len(ops) > 1:
+        raise ValueError(f"epilogue ops {list(ops)}: swiglu stands alone")
+    return sum(EPILOGUE_OP_CODES[o] << (4 * i) for i, o in enumerate(ops))
+
+
+def epilogue(ops, y, out, rows: int, n: int, tile_n: int = 256, residual=None, stream=None) -> None:
+    """A layer's epilogue ``ops`` as their own kernel (``Layer.epilogue_fused = false``) on ``stream`` of the GPU
+    that holds ``y``: ``y`` the GEMM's ``rows x n`` bf16 output; ``out`` ``rows x n`` (``rows x n/2`` for swiglu,
+    whose gate and up are paired within each ``tile_n`` tile as in ``ctasim.spec.Layer``); ``residual`` the
+    ``rows x`` out-columns bf16 operand of a residual op. fp32 math, output rounded once to bf16 (RNE)."""
+    from ctahw.device import require_cupy
+
+    cp = require_cupy()
+    code = epilogue_code(ops)
+    gated = code == EPILOGUE_OP_CODES["swiglu"]
+    if gated and (tile_n <= 0 or tile_n % 2 or n % tile_n):
+        raise ValueError(f"swiglu pairs gate and up within {tile_n}-column tiles: n={n} must be a multiple of it")
+    out_n = n // 2 if gated else n
+    _check(cp, "y", y, rows, n)
+    _check(cp, "out", out, rows, out_n)
+    has_res = "residual" in ((ops,) if isinstance(ops, str) else tuple(ops))
+    if has_res:
+        if residual is None:
+            raise ValueError("the residual op needs its residual operand")
+        _check(cp, "residual", residual, rows, out_n)
+    if rows <= 0:
+        return
+    device = y.device.id
+    for name, arr in (("out", out), ("residual", residual)):
+        if arr is not None and arr.device.id != device:
+            raise ValueError(f"y is on GPU {device}, {name} on GPU {arr.device.id}: all must be on one GPU")
+    half = tile_n // 2 if gated else out_n
+    ptrs = [int(y.data.ptr), int(out.data.ptr)] + ([int(residual.data.ptr)] if has_res else [])
+    align = math.gcd(*ptrs, 16)
+    vec = 8
+    while vec > 1 and (out_n % vec or half % vec or (gated and n % vec) or align % (2 * vec)):
+        vec //= 2
+    key = (device, vec, code)
+    if key not in _epilogue_kernels:
+        name = f"epilogue_ops<{vec},{code}u>"
+        with cp.cuda.Device(device):
+            mod = cp.RawModule(code=_SOURCE, options=("-std=c++17",), name_expressions=(name,))
+            _epilogue_kernels[key] = mod.get_function(name)
+    kern = _epilogue_kernels[key]
+    nvec = rows * (out_n // vec)
+    with cp.cuda.Device(device):
+        blocks = int(min((nvec + 255) // 256, cp.cuda.Device(device).attributes["MultiProcessorCount"] * 16))
+        args = (y, residual if has_res else cp.uint64(0), out, cp.int64(rows), cp.int32(n), cp.int32(out_n),
+                cp.int32(half))
+        if stream is None:
+            kern((max(blocks, 1),), (256,), args)
+        else:
+            with stream:
+                kern((max(blocks, 1),), (256,), args)
+
+
 def layernorm(x, out, rows: int, cols: int, stream=None, eps: float = 1e-5) -> None:
     """``out = (x - mean) / sqrt(var + eps)`` per row (no gamma, no beta), bf16 in and out, fp32 math."""
     rowwise("layernorm", x, out, rows, cols, stream, eps)
@@ -301,14 +439,23 @@ def _erfc(y, xp):
     return erfc(y).astype(y.dtype, copy=False)
 
 
-def reference_epilogue(y_f32, ops, residual_f32=None):
+def reference_epilogue(y_f32, ops, residual_f32=None, tile_n: int = 256):
     """The epilogue ``ops`` applied in order to ``y_f32`` (the fp32 GEMM result): gelu = 0.5 x (1 + erf(x/sqrt 2))
-    (the erf form, not the tanh approximation), silu = x * sigmoid(x), relu = max(x, 0), residual = y + residual.
-    numpy or CuPy in, the same out (float32, or float64 for float64 input)."""
+    (the erf form, not the tanh approximation), silu = x * sigmoid(x), relu = max(x, 0), residual = y + residual,
+    swiglu = silu(gate) * up with gate and up the two halves of each ``tile_n``-column tile (``ctasim.spec.Layer``;
+    half the columns out). numpy or CuPy in, the same out (float32, or float64 for float64 input)."""
     ops = (ops,) if isinstance(ops, str) else tuple(ops)
     xp = _xp(y_f32)
     y = _float(y_f32, xp)
     for op in ops:
+        if op == "swiglu":
+            rows, n = y.shape
+            if tile_n % 2 or n % tile_n:
+                raise ValueError(f"swiglu pairs gate and up within {tile_n}-column tiles; {n} columns do not tile")
+            t = y.reshape(rows, n // tile_n, 2, tile_n // 2)
+            gate, up = t[:, :, 0, :], t[:, :, 1, :]
+            y = (0.5 * gate * (1.0 + xp.tanh(0.5 * gate)) * up).reshape(rows, n // 2)
+            continue
         if op == "gelu":
             # 1 + erf(z) = erfc(-z): the same function, without the cancellation of 1 + erf(z) for z << 0
             y = 0.5 * y * _erfc(y * (-1.0 / math.sqrt(2.0)), xp)
@@ -321,7 +468,7 @@ def reference_epilogue(y_f32, ops, residual_f32=None):
                 raise ValueError("the residual op needs residual_f32")
             y = y + _float(residual_f32, xp)
         else:
-            raise ValueError(f"unknown epilogue op {op!r} (known: gelu, silu, relu, residual)")
+            raise ValueError(f"unknown epilogue op {op!r} (known: {', '.join(EPILOGUE_OP_CODES)})")
     return y.astype(_float(y_f32, xp).dtype, copy=False)
 
 

@@ -4,9 +4,12 @@ Every function here turns spec fields into nanoseconds; no number appears that i
 count of bytes/FLOPs.  Sharing of a link between transfers is not decided here but in
 :mod:`ctasim.machine`; these are the times of an operation running alone.
 
+A fused activation costs ``Hardware.activation_epilogue_ns_per_element`` per accumulator element of the tile (a
+microbenchmark value); an unfused epilogue (``Layer.epilogue_fused = false``) is a memory pass at HBM bandwidth
+(:func:`epilogue_pass_ns`), as a row-wise op is.
+
 Left out: clock and power variation, L2 hit rates, tile-to-tile variation (the engine can add seeded
-jitter), the cost of fused activations (arithmetic on a tile already in registers; negligible next to
-the mainloop).
+jitter), the arithmetic of an unfused epilogue pass (bandwidth-bound: a few operations per 2-byte element).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ __all__ = [
     "transfer_ns",
     "allreduce_ns",
     "rowwise_ns",
+    "epilogue_pass_ns",
     "slot_hbm_gbps",
     "clock_boost",
     "gemm_tile_ns",
@@ -38,13 +42,15 @@ def tile_bytes(layer: Layer, elem_bytes: int) -> int:
 def tile_ns(layer: Layer, k: int, hw: Hardware, elem_bytes: int, kernel: str = "") -> float:
     """Time one CTA slot holds for one output tile of ``layer`` with reduction depth ``k`` (local output).
 
-    Mainloop + fixed part from the kernel config; a ``residual`` epilogue reads one more tile from HBM at
-    the slot's share of HBM bandwidth; an activation (gelu, silu, relu) adds
+    Mainloop + fixed part from the kernel config; a fused ``residual`` epilogue reads one more tile from HBM at
+    the slot's share of HBM bandwidth; a fused activation (gelu, silu, relu, swiglu) adds
     ``Hardware.activation_epilogue_ns_per_element`` per output element of the tile.  ``kernel`` picks a kernel
     variant's config ('' = the default).
     """
     cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
     t = cfg.tile_ns(k)
+    if not layer.epilogue_fused:
+        return t  # the GEMM's epilogue only stores; the ops are a pass of their own (epilogue_pass_ns)
     acts = sum(op in ACTIVATION_OPS for op in layer.epilogue)
     if acts:
         t += acts * layer.tile_m * layer.tile_n * hw.activation_epilogue_ns_per_element
@@ -91,3 +97,11 @@ def allreduce_ns(nbytes: float, gpus: int, hw: Hardware) -> float:
 def rowwise_ns(rows: int, cols: int, elem_bytes: int, hw: Hardware) -> float:
     """A row-wise op (LayerNorm/RMSNorm) over ``rows x cols``: one read and one write at HBM bandwidth."""
     return 2.0 * rows * cols * elem_bytes / hw.hbm_gbps
+
+
+def epilogue_pass_ns(layer: Layer, elem_bytes: int, hw: Hardware) -> float:
+    """A layer's epilogue ops as their own elementwise kernel (``epilogue_fused = false``): the GEMM's ``m x n``
+    output read once, a residual (``m x out_n``) read once, the ``m x out_n`` result written once, at HBM
+    bandwidth."""
+    elems = layer.m * layer.n + layer.m * layer.out_n * (2 if "residual" in layer.epilogue else 1)
+    return elems * elem_bytes / hw.hbm_gbps

@@ -64,7 +64,8 @@ class Naive:
     """A naive predictor: a straight line of measured GEMM time against FLOPs, composed by simple rules.
 
     One GEMM kernel takes ``a_ms + flops / (tflops * 1e9)`` ms (a least-squares line through the committed
-    single-GEMM medians it was fitted on); a row-wise pass moves its bytes twice at the profile's HBM rate.
+    single-GEMM medians it was fitted on); a row-wise pass moves its bytes twice at the profile's HBM rate, an unfused
+    epilogue (``Layer.epilogue_fused = false``) its bytes once each way (:func:`ctasim.costs.epilogue_pass_ns`).
     Sequential: the sum.  Micro-batching with ``c`` chunks over ``L`` GPUs: ``(c + L - 1)`` stages of the slowest
     layer's chunk.  TP: each GPU's half of every GEMM plus the profile's all-reduce time per layer pair.
     CTA-pipelining: the slowest layer plus one row-block of every other layer; on one GPU (``Strategy.gpus = 1``)
@@ -96,7 +97,7 @@ class Naive:
     def predict_ms(self, strategy: Strategy, case: Case, hw: Hardware, variant: dict) -> float:
         layers = case.workload.layers
         eb = case.workload.elem_bytes
-        row = _rowwise_ms(layers, eb, hw)
+        row = _pass_ms(layers, eb, hw)
         full = [self.gemm_ms(l.m, l.k, l.n) + r for l, r in zip(layers, row)]
         kind = strategy.kind
         if kind == "sequential":
@@ -118,9 +119,11 @@ class Naive:
         raise ValueError(f"no naive rule for strategy kind {kind!r}")
 
 
-def _rowwise_ms(layers, eb: int, hw: Hardware) -> list[float]:
-    """Each layer's row-wise pass (its stored output read and written once at HBM bandwidth; 0 without one), ms."""
-    return [costs.rowwise_ns(l.m, l.out_n, eb, hw) / 1e6 if l.rowwise else 0.0 for l in layers]
+def _pass_ms(layers, eb: int, hw: Hardware) -> list[float]:
+    """Each layer's memory passes, ms: its row-wise op (its stored output read and written once at HBM bandwidth)
+    and its unfused epilogue (:func:`ctasim.costs.epilogue_pass_ns`); 0 without either."""
+    return [((costs.rowwise_ns(l.m, l.out_n, eb, hw) if l.rowwise else 0.0)
+             + (costs.epilogue_pass_ns(l, eb, hw) if l.epilogue_pass else 0.0)) / 1e6 for l in layers]
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ class Waves:
 
         layers = case.workload.layers
         eb = case.workload.elem_bytes
-        row = _rowwise_ms(layers, eb, hw)
+        row = _pass_ms(layers, eb, hw)
         full = [self.gemm_ms(l, hw, eb) + r for l, r in zip(layers, row)]
         kind = strategy.kind
         if kind == "sequential":

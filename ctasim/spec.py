@@ -247,9 +247,12 @@ class Layer:
     """One GEMM layer ``Y[M,N] = X[M,K] @ W[K,N]`` with its tiling and fused/row-wise ops.
 
     ``epilogue`` ops are applied per output tile inside the GEMM's epilogue (activation, residual add);
-    ``swiglu`` is a gated activation: the GEMM's N columns are the gate and up projections (paired within each
-    tile) and the layer stores ``silu(gate) * up``, N / 2 columns (:attr:`out_n`). ``rowwise`` is an op over
-    whole output rows (LayerNorm), run once a row-block of the output is complete, before anything reads it.
+    ``swiglu`` is a gated activation: the GEMM's N columns are the gate and up projections, paired within each
+    tile (of tile ``t``'s ``tile_n`` columns the first half is gate, the second half up), and the layer stores
+    ``silu(gate) * up``, N / 2 columns (:attr:`out_n`; output columns ``t * tile_n / 2 ...`` come from tile
+    column ``t``). With ``epilogue_fused = false`` the GEMM stores its N columns and a separate elementwise kernel
+    applies the ops (read N columns, write :attr:`out_n`), as ``ctahw`` runs ``swiglu``. ``rowwise`` is an op
+    over whole output rows (LayerNorm), run once a row-block of the output is complete, before anything reads it.
     """
 
     m: int = _f("rows (tokens)")
@@ -261,6 +264,9 @@ class Layer:
     epilogue: tuple[str, ...] = _f("ops fused into the epilogue: gelu, relu, silu, residual, swiglu (gated: stores "
                                    "N / 2 columns)", ())
     rowwise: str = _f("row-wise op over the layer's output: '', 'layernorm' or 'rmsnorm'", "")
+    epilogue_fused: bool = _f("true: the epilogue ops run inside the GEMM's epilogue; false: the GEMM stores its N "
+                              "columns and a separate elementwise kernel applies them (one read of N columns, one "
+                              "write of the stored columns)", True)
 
     @property
     def out_n(self) -> int:
@@ -269,8 +275,14 @@ class Layer:
 
     @property
     def out_tile_n(self) -> int:
-        """Columns one output tile stores: ``tile_n``, or ``tile_n / 2`` after a gated epilogue."""
-        return self.tile_n // 2 if any(op in GATED_OPS for op in self.epilogue) else self.tile_n
+        """Columns one output tile of the GEMM stores: ``tile_n``, or ``tile_n / 2`` after a fused gated epilogue."""
+        gated = self.epilogue_fused and any(op in GATED_OPS for op in self.epilogue)
+        return self.tile_n // 2 if gated else self.tile_n
+
+    @property
+    def epilogue_pass(self) -> bool:
+        """True when the epilogue ops run as their own elementwise kernel after the GEMM (``epilogue_fused`` off)."""
+        return bool(self.epilogue) and not self.epilogue_fused
 
     @property
     def tiles_m(self) -> int:
@@ -550,7 +562,7 @@ def workload_from_dict(data: Mapping[str, Any], where: str = "<workload>") -> Wo
     """
     data = dict(data)
     explicit = data.pop("layer", None)
-    shared_keys = ("m", "k", "n", "tile", "tile_m", "tile_n", "raster", "epilogue", "rowwise")
+    shared_keys = ("m", "k", "n", "tile", "tile_m", "tile_n", "raster", "epilogue", "rowwise", "epilogue_fused")
     shared = {k: data.pop(k) for k in shared_keys if k in data}
     count = data.pop("layers", None)
     if explicit is not None:

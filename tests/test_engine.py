@@ -406,6 +406,50 @@ def test_a_swiglu_layer_stores_and_sends_half_its_columns():
     assert sizes == {256 * 256 * 2}  # a 256-row chunk of the 256 stored columns
 
 
+
+def test_an_unfused_epilogue_is_a_memory_pass_after_its_gemm():
+    """epilogue_fused = false: the GEMM tile costs what a plain tile costs and stores its whole tile; a pass reads the
+    N columns (and the residual) and writes out_n, at HBM bandwidth; sequential and micro-batching put it between
+    the GEMM and what reads it; the strategies with no place for it refuse."""
+    from ctasim.plan import MemoryPass, Transfer
+    from ctasim.spec import Workload
+    from ctasim.strategies import build_plans, check_placement
+
+    hw = tiny_hw(activation_epilogue_ns_per_element=0.01)
+    up = Layer(m=512, k=128, n=512, tile_m=128, tile_n=128, epilogue=("swiglu",), epilogue_fused=False)
+    down = Layer(m=512, k=256, n=256, tile_m=128, tile_n=128)
+    plain = dataclasses.replace(up, epilogue=())
+    assert up.epilogue_pass and not plain.epilogue_pass and not dataclasses.replace(up, epilogue_fused=True).epilogue_pass
+    assert costs.tile_ns(up, up.k, hw, 2) == costs.tile_ns(plain, plain.k, hw, 2)  # no activation in the tile
+    assert costs.tile_bytes(up, 2) == costs.tile_bytes(plain, 2)  # the GEMM stores all N columns
+    assert up.out_n == 256  # the layer still stores N / 2 after the pass
+    # (512 x 512 read + 512 x 256 written) x 2 B / hbm_gbps
+    assert costs.epilogue_pass_ns(up, 2, hw) == pytest.approx((512 * 512 + 512 * 256) * 2 / hw.hbm_gbps)
+    res = Layer(m=512, k=256, n=256, tile_m=128, tile_n=128, epilogue=("gelu", "residual"), epilogue_fused=False)
+    assert costs.epilogue_pass_ns(res, 2, hw) == pytest.approx(3 * 512 * 256 * 2 / hw.hbm_gbps)  # + the residual read
+    wl = Workload("ffn", "bf16", (up, down))
+    (seq,) = build_plans(Strategy("sequential"), wl, hw, 1, "t")
+    kinds = [(type(op).__name__, op.name) for op in seq.ops]
+    assert kinds == [("Kernel", "gemm L0 gpu0"), ("MemoryPass", "swiglu L0 gpu0"), ("Kernel", "gemm L1 gpu0")]
+    passes = [op for op in seq.ops if isinstance(op, MemoryPass)]
+    assert passes[0].ns == pytest.approx(costs.epilogue_pass_ns(up, 2, hw)) and passes[0].deps[0][0] == seq.ops[0].id
+    assert seq.ops[2].deps[0][0] == passes[0].id  # the next GEMM waits for the pass, not for the GEMM
+    # against the same two GEMMs with no epilogue (plans do not check the chain's shapes): the pass and one more
+    # launch gap, nothing else
+    bare = Workload("ffn", "bf16", (plain, down))
+    t_pass = simulate(seq, hw).makespan_ns
+    t_bare = simulate(build_plans(Strategy("sequential"), bare, hw, 1, "t")[0], hw).makespan_ns
+    assert t_pass - t_bare == pytest.approx(passes[0].ns + hw.kernel_gap_ns, rel=1e-9)
+    mb = build_plans(Strategy("microbatch", chunks=(2,)), wl, hw, 2, "t")[0]
+    copies = [op for op in mb.ops if isinstance(op, Transfer)]
+    by_id = {op.id: op for op in mb.ops}
+    assert all(isinstance(by_id[c.deps[0][0]], MemoryPass) for c in copies)  # each chunk's copy leaves after its pass
+    assert {c.nbytes for c in copies} == {256 * 256 * 2}
+    for kind, strat in (("tp", Strategy("tp")), ("ctapipe", Strategy("ctapipe")), ("hybrid", Strategy("hybrid", tp_degree=1)),
+                        ("ctapipe", Strategy("ctapipe", gpus=1))):
+        assert f"{kind} runs fused epilogues only" in check_placement(strat, wl, hw, 2), kind
+    assert check_placement(Strategy("sequential"), wl, hw, 2) is None
+
 # ---------------------------------------------------------------- reference traces
 REFERENCE = "tests/data/engine-reference.trace.npz"
 """Traces of the plans of :func:`_reference_cases`, written by the engine as it was before its per-tile event

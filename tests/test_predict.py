@@ -134,3 +134,35 @@ def test_waves_rules_are_wave_quantized_tile_times_of_the_profile():
     copy = 768 * 4096 * 2 / hw.copy_engine_gbps / 1e6
     assert wv[("microbatch", "chunks=8")] == pytest.approx(9 * Waves().gemm_ms(chunk, hw, 2) + copy)
     assert wv[("tp", "")] > one  # two half GEMMs plus an all-reduce
+
+
+@pytest.mark.parametrize("model", ["llama3.1-8b", "llama3.1-70b"])
+def test_registered_plan_5_runs_the_model_specs_layers_with_the_swiglu_unfused(model):
+    """reg5's workloads are the model spec's MLP block with epilogue_fused = false on its gated layer: nothing else
+    differs (the model spec is the one source of the shapes)."""
+    from ctasim.spec import load_model
+
+    exp = load_experiment({"llama3.1-8b": "reg5-llama8b-1gpu", "llama3.1-70b": "reg5-llama70b-1gpu"}[model])
+    want = tuple(dataclasses.replace(l, epilogue_fused="swiglu" not in l.epilogue)
+                 for l in load_model(model).workload.layers)
+    assert exp.workload.layers == want
+    assert [l.epilogue_pass for l in exp.workload.layers] == [True, False]
+
+
+def test_naive_counts_an_unfused_epilogue_as_a_memory_pass():
+    from ctasim import costs
+
+    exp = load_experiment("reg5-llama8b-1gpu")
+    from ctasim.cases import expand
+
+    (c,) = expand(dataclasses.replace(exp, sweep=()))  # the spec's own M
+    naive = Naive(0.0, 100.0, "by hand")  # 100 TFLOP/s, no intercept
+    l0, l1 = c.workload.layers
+    hw = exp.hardware
+    gemms = sum(naive.gemm_ms(l.m, l.k, l.n) for l in (l0, l1))
+    passes = (costs.epilogue_pass_ns(l0, 2, hw) + costs.rowwise_ns(l1.m, l1.out_n, 2, hw)) / 1e6
+    assert naive.predict_ms(Strategy("sequential"), c, hw, {}) == pytest.approx(gemms + passes)
+    fused = dataclasses.replace(c, workload=dataclasses.replace(
+        c.workload, layers=(dataclasses.replace(l0, epilogue_fused=True), l1)))
+    assert naive.predict_ms(Strategy("sequential"), fused, hw, {}) == pytest.approx(
+        gemms + costs.rowwise_ns(l1.m, l1.out_n, 2, hw) / 1e6)

@@ -1,4 +1,5 @@
-"""Pieces shared by the strategies: a GEMM kernel op from a layer, stream-order launch delays."""
+"""Pieces shared by the strategies: a GEMM kernel op from a layer, the memory passes after it (an unfused
+epilogue, a row-wise op), stream-order launch delays."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from ctasim import costs
 from ctasim.plan import Kernel, MemoryPass, Plan, raster_order
 from ctasim.spec import Hardware, Layer, Workload
 
-__all__ = ["add_gemm", "add_rowwise", "split_layer", "divides"]
+__all__ = ["add_gemm", "add_epilogue_pass", "add_rowwise", "split_layer", "divides", "epilogue_pass_reason"]
 
 
 def divides(n: int, parts: int, tile: int) -> bool:
@@ -52,6 +53,28 @@ def add_gemm(plan: Plan, hw: Hardware, wl: Workload, layer_idx: int, layer: Laye
         order=order,
         source=source,
     )
+
+
+def add_epilogue_pass(plan: Plan, hw: Hardware, wl: Workload, layer_idx: int, layer: Layer, gpu: int,
+                      after: int) -> MemoryPass:
+    """A layer's epilogue ops as a separate elementwise kernel (``Layer.epilogue_fused = false``), stream-ordered
+    after ``after`` (its GEMM)."""
+    return plan.add(
+        MemoryPass,
+        name=f"{'+'.join(layer.epilogue)} L{layer_idx} gpu{gpu}",
+        deps=((after, hw.kernel_gap_ns),),
+        gpu=gpu,
+        ns=costs.epilogue_pass_ns(layer, wl.elem_bytes, hw),
+    )
+
+
+def epilogue_pass_reason(kind: str, wl: Workload) -> str | None:
+    """Why a strategy that has no place for a pass between a GEMM and its consumer cannot run ``wl``, or None."""
+    for i, layer in enumerate(wl.layers):
+        if layer.epilogue_pass:
+            return (f"layer {i}: {kind} runs fused epilogues only (epilogue_fused = false puts "
+                    f"{'+'.join(layer.epilogue)} in a kernel of its own; modelled for sequential and microbatch)")
+    return None
 
 
 def add_rowwise(plan: Plan, hw: Hardware, wl: Workload, layer_idx: int, layer: Layer, gpu: int, after: int) -> MemoryPass:

@@ -25,7 +25,7 @@ import dataclasses
 from ctasim import costs, variants
 from ctasim.plan import CHAIN_ROW_GROUP, Plan, chain_order, row_block_pipe
 from ctasim.spec import Hardware, Strategy, Workload
-from ctasim.strategies.common import add_gemm, add_rowwise
+from ctasim.strategies.common import add_gemm, add_rowwise, epilogue_pass_reason
 
 
 def gpus_needed(strategy: Strategy, wl: Workload, gpus: int) -> int:
@@ -54,6 +54,9 @@ def resolve(strategy: Strategy) -> Strategy:
 
 
 def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | None:
+    why = epilogue_pass_reason("ctapipe", wl)
+    if why:
+        return why
     if strategy.gpus == 1:
         return chain_reason(wl)
     if strategy.gpus and strategy.gpus != len(wl.layers):

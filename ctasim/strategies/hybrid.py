@@ -10,7 +10,7 @@ from __future__ import annotations
 from ctasim import costs
 from ctasim.plan import Collective, Plan
 from ctasim.spec import Hardware, Strategy, Workload
-from ctasim.strategies.common import add_gemm, add_rowwise, divides, split_layer
+from ctasim.strategies.common import add_gemm, add_rowwise, divides, epilogue_pass_reason, split_layer
 from ctasim.strategies.ctapipe import consumer_source, link_pipes
 
 
@@ -20,6 +20,9 @@ def gpus_needed(strategy: Strategy, wl: Workload, gpus: int) -> int:
 
 def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | None:
     t = strategy.tp_degree
+    why = epilogue_pass_reason("hybrid", wl)
+    if why:
+        return why
     if len(wl.layers) != 2:
         return f"hybrid places a 2-layer block (column- then row-parallel); the workload has {len(wl.layers)} layers"
     l0, l1 = wl.layers

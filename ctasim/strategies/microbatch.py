@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ctasim.plan import Plan, Transfer
 from ctasim.spec import Hardware, Strategy, Workload
-from ctasim.strategies.common import add_gemm, add_rowwise, divides, split_layer
+from ctasim.strategies.common import add_epilogue_pass, add_gemm, add_rowwise, divides, split_layer
 
 
 def gpus_needed(strategy: Strategy, wl: Workload, gpus: int) -> int:
@@ -44,8 +44,10 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
                 k = add_gemm(plan, hw, wl, i, part, i, deps=deps, start_ns=hw.launch_ns,
                              row_offset=j * part.tiles_m, raster=strategy.raster, name=f"gemm L{i} chunk{j}")
                 last[i] = k
+                if layer.epilogue_pass:
+                    last[i] = add_epilogue_pass(plan, hw, wl, i, part, i, last[i].id)
                 if layer.rowwise:
-                    last[i] = add_rowwise(plan, hw, wl, i, part, i, k.id)
+                    last[i] = add_rowwise(plan, hw, wl, i, part, i, last[i].id)
                 if i + 1 < len(wl.layers):
                     handoff[(i, j)] = plan.add(Transfer, name=f"copy L{i} chunk{j} gpu{i}->gpu{i + 1}",
                                                deps=((last[i].id, 0.0),), src=i, dst=i + 1,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ctasim.plan import Plan
 from ctasim.spec import Hardware, Strategy, Workload
-from ctasim.strategies.common import add_gemm, add_rowwise
+from ctasim.strategies.common import add_epilogue_pass, add_gemm, add_rowwise
 
 
 def gpus_needed(strategy: Strategy, wl: Workload, gpus: int) -> int:
@@ -21,6 +21,8 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
     for i, layer in enumerate(wl.layers):
         deps = () if prev is None else ((prev.id, hw.kernel_gap_ns),)
         prev = add_gemm(plan, hw, wl, i, layer, 0, deps=deps, start_ns=hw.launch_ns, raster=strategy.raster)
+        if layer.epilogue_pass:
+            prev = add_epilogue_pass(plan, hw, wl, i, layer, 0, prev.id)
         if layer.rowwise:
             prev = add_rowwise(plan, hw, wl, i, layer, 0, prev.id)
     return [plan]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ctasim import costs
 from ctasim.plan import Collective, Plan
 from ctasim.spec import Hardware, Strategy, Workload
-from ctasim.strategies.common import add_gemm, add_rowwise, divides, split_layer
+from ctasim.strategies.common import add_gemm, add_rowwise, divides, epilogue_pass_reason, split_layer
 
 
 def degree(strategy: Strategy, gpus: int) -> int:
@@ -23,6 +23,9 @@ def gpus_needed(strategy: Strategy, wl: Workload, gpus: int) -> int:
 
 
 def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | None:
+    why = epilogue_pass_reason("tp", wl)
+    if why:
+        return why
     p = degree(strategy, gpus)
     for i, layer in enumerate(wl.layers):
         if i % 2 == 0 and not divides(layer.n, p, layer.tile_n):

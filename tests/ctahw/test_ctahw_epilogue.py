@@ -315,3 +315,41 @@ def test_cutlass_epilogue_failure_carries_the_status_string(fake_cutlass):
     lib.ctahw_gemm_epi_bf16_128x256x64_coop = lambda *a: -1002
     with pytest.raises(gemm.GemmError, match=r"epilogue \('gelu',\) on GPU 0: boom \(code -1002\)"):
         g(_Arr(1), _Arr(2), _Arr(3), 256, 512, 128, type("S", (), {"ptr": 0})(), epilogue=("gelu",))
+
+
+# --------------------------------------------------------------------------------------------------
+# Unfused epilogues (Layer.epilogue_fused = false): the elementwise kernel's op codes and the swiglu reference
+
+
+def test_the_epilogue_kernel_runs_every_spec_op_and_its_codes_match_the_source():
+    from ctasim.spec import EPILOGUE_OPS
+
+    assert set(rowwise.EPILOGUE_OP_CODES) == set(EPILOGUE_OPS) == set(gemm.EPILOGUE_OPS)
+    for name, code in rowwise.EPILOGUE_OP_CODES.items():
+        lines = [ln for ln in rowwise._SOURCE.splitlines() if re.search(rf"\b{code}u\b", ln) and name in ln]
+        assert lines, (name, code)
+    assert rowwise.epilogue_code(("gelu",)) == 1
+    assert rowwise.epilogue_code("swiglu") == 5
+    assert rowwise.epilogue_code(["relu", "residual"]) == 3 | 4 << 4  # first op in the lowest 4 bits
+    for bad, why in ((("tanh",), "1 to 4 of"), ((), "1 to 4 of"), (("relu",) * 5, "1 to 4 of"),
+                     (("swiglu", "residual"), "swiglu stands alone")):
+        with pytest.raises(ValueError, match=why):
+            rowwise.epilogue_code(bad)
+
+
+def test_swiglu_reference_pairs_gate_and_up_within_each_tile():
+    rng = np.random.default_rng(5)
+    y = rng.standard_normal((3, 16)).astype(np.float32)
+    got = reference_epilogue(y, ("swiglu",), tile_n=8)
+    want = np.empty((3, 8), dtype=np.float32)
+    for t in range(2):  # tile t: columns 8t..8t+3 gate, 8t+4..8t+7 up -> output columns 4t..4t+3
+        for c in range(4):
+            g, u = y[:, 8 * t + c].astype(np.float64), y[:, 8 * t + 4 + c].astype(np.float64)
+            want[:, 4 * t + c] = g / (1 + np.exp(-g)) * u
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    # another tile width pairs other columns: the pairing is the tile's, not the matrix's halves
+    assert not np.allclose(reference_epilogue(y, ("swiglu",), tile_n=16), got)
+    with pytest.raises(ValueError, match="do not tile"):
+        reference_epilogue(y, ("swiglu",), tile_n=6)
+    with pytest.raises(ValueError, match="do not tile"):
+        reference_epilogue(y[:, :15], ("swiglu",), tile_n=15)

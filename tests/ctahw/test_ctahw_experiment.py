@@ -164,3 +164,16 @@ def test_the_two_gpu_path_fills_every_planned_row_once_per_kind_and_m(monkeypatc
     assert set(mb[mb["variant"] == "chunks=8"]["status"]) == {"ok"} and (mb[mb["variant"] == "chunks=8"]["makespan_ms"] == 9.0).all()
     assert (mb[mb["variant"].isin(["chunks=16", "chunks=32"])]["status"] == "failed").all()  # no such row came back
     assert (df[df["kind"] == "sequential"]["status"] == "planned").all()  # left to the one-GPU path
+
+
+def test_swiglu_runs_unfused_in_sequential_chains_and_is_a_skipped_row_otherwise():
+    from ctasim.spec import load_model
+
+    wl = load_model("llama3.1-8b").workload
+    fused = expand(dataclasses.replace(load_experiment("reg-mlp"), workload=wl))[0]
+    assert "epilogue_fused = false" in reason_for(Strategy("sequential"), fused, 1)
+    l0, l1 = wl.layers
+    unfused = dataclasses.replace(fused, workload=dataclasses.replace(
+        wl, layers=(dataclasses.replace(l0, epilogue_fused=False), l1)))
+    assert reason_for(Strategy("sequential"), unfused, 1) is None
+    assert reason_for(Strategy("microbatch", chunks=(2,)), unfused, 2) is not None

@@ -126,6 +126,86 @@ def test_rowwise_matches_fp32_reference(cp, op, rows, cols):
     assert 1e-5 < err < REL_TOL_BF16, (op, rows, cols, err)
 
 
+@pytest.mark.parametrize("ops,rows,n,tile_n", [
+    (("swiglu",), 256, 2048, 256),    # 16-byte vectors
+    (("swiglu",), 33, 28672, 256),    # the Llama-3.1-8B gate-and-up width
+    (("swiglu",), 17, 36, 12),        # halves of 6: 4-byte vectors
+    (("swiglu",), 9, 30, 10),         # halves of 5: one element a thread
+    (("gelu",), 64, 4096, 256),
+    (("silu",), 7, 1001, 256),        # 1001 columns: one element a thread
+    (("relu",), 64, 512, 256),
+    (("residual",), 64, 4100, 256),   # 4100: 8-byte vectors
+    (("gelu", "residual"), 128, 768, 256),  # two ops in order: a sequence no fused kernel runs
+])
+def test_epilogue_kernel_matches_fp32_reference(cp, ops, rows, n, tile_n):
+    """The unfused epilogue kernel (Layer.epilogue_fused = false) against the fp32 reference of the same bf16 input,
+    the output poisoned first; random inputs (normal(0, 2)) so that each op's sign handling is exercised."""
+    from ctahw import rowwise
+    from ctahw.device import REL_TOL_BF16, bf16_bits_to_f32, f32_to_bf16_bits, poison, rel_error
+
+    rng = cp.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    y = f32_to_bf16_bits(rng.standard_normal((rows, n), dtype=cp.float32) * 2, cp)
+    out_n = n // 2 if "swiglu" in ops else n
+    res = f32_to_bf16_bits(rng.standard_normal((rows, out_n), dtype=cp.float32), cp) if "residual" in ops else None
+    out = cp.empty((rows, out_n), dtype=cp.uint16)
+    poison(out)
+    cp.cuda.Device().synchronize()
+    s = cp.cuda.Stream(non_blocking=True)
+    rowwise.epilogue(ops, y, out, rows, n, tile_n, residual=res, stream=s)
+    s.synchronize()
+    ref = rowwise.reference_epilogue(bf16_bits_to_f32(y, cp), ops, tile_n=tile_n,
+                                     residual_f32=None if res is None else bf16_bits_to_f32(res, cp))
+    err = rel_error(out, ref, cp)
+    assert err < REL_TOL_BF16, (ops, rows, n, err)
+    if "swiglu" in ops:  # pairing the matrix's halves instead of each tile's would be far off
+        wrong = rowwise.reference_epilogue(bf16_bits_to_f32(y, cp), ops, tile_n=n)
+        assert n == tile_n or rel_error(out, wrong, cp) > 0.1
+
+
+SPEC_SWIGLU = """
+[experiment]
+name = "hw-swiglu-1gpu"
+hardware = "h200-x2-calibrated"
+gpus = 1
+
+[experiment.workload]
+dtype = "bf16"
+
+[[experiment.workload.layer]]
+m = 512
+k = 1024
+n = 4096
+tile = [128, 256]
+epilogue = ["swiglu"]
+epilogue_fused = false
+
+[[experiment.workload.layer]]
+m = 512
+k = 2048
+n = 1024
+tile = [128, 256]
+epilogue = ["residual"]
+rowwise = "rmsnorm"
+
+[[experiment.strategy]]
+kind = "sequential"
+"""
+
+
+def test_a_swiglu_mlp_block_runs_from_a_spec_on_one_gpu(tmp_path):
+    """ctahw run of a SwiGLU MLP block (gate-and-up GEMM, the swiglu kernel, the down GEMM with the residual fused,
+    RMSNorm): the row is ok, checked against the fp32 chain."""
+    _gpus_or_skip(1)
+    from ctahw.experiment import RunConfig, run
+    from ctasim.cases import load_experiment
+
+    p = tmp_path / "hw-swiglu-1gpu.toml"
+    p.write_text(SPEC_SWIGLU)
+    df = run(load_experiment(str(p)), RunConfig(reps=2, warmup=1, tune_rounds=0, rest_ms=0.0))
+    assert (df["status"] == "ok").all(), df[["strategy", "status", "reason"]].to_string()
+    assert (df["rel_err"] < 0.02).all() and (df["rel_err"] > 0).all()
+
+
 def test_layernorm_keeps_its_precision_far_from_zero(cp):
     """Rows of 1000 + normal(0, 2): a variance taken as E[x^2] - mean^2 in fp32 would lose it to cancellation."""
     from ctahw import rowwise

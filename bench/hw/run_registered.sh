@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# One call on a single H200: the registered plan 2 (bench/predictions/reg2-*), each experiment answering its
-# registration, nvidia-smi sampled every 50 ms.
+# One call on a single H200: the GPU tests (tests/hw), then registered experiments, each answering its registration
+# (bench/predictions/EXPERIMENT), nvidia-smi sampled every 50 ms. (Plan 2 ran this as run_registered2.sh.)
 #
-#   CTAHW_COMMIT=<commit> bash bench/hw/run_registered2.sh [EXPERIMENT ...]   (default: all three)
+#   CTAHW_COMMIT=<commit> bash bench/hw/run_registered.sh EXPERIMENT ...
 # Each run: ctahw run EXPERIMENT --registration bench/predictions/EXPERIMENT --tune-rounds 2 (12 tile orders x 3
-# rounds per GEMM shape, each behind the 250 ms rest). Writes $OUT/run.tar.gz: env.txt, log.txt, hw-tests.txt, reg2-*/ (results.csv, run.json), reg2-*.log, smi.csv.
+# rounds per GEMM shape, each behind the 250 ms rest). Writes $OUT/run.tar.gz: env.txt, log.txt, hw-tests.txt,
+# EXPERIMENT/ (results.csv, run.json), EXPERIMENT.log, smi.csv.
 set -uo pipefail
+[ $# -ge 1 ] || { echo "usage: run_registered.sh EXPERIMENT ..." >&2; exit 2; }
 source "$(dirname "$0")/device_env.sh"
 R="$OUT/run"; mkdir -p "$R"
 OUT="$R" record_env
@@ -14,7 +16,7 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_eve
 SMI=$!
 say "GPU tests"
 timeout 120 python3 -m pytest tests/hw -q -rs -p no:cacheprovider > "$R/hw-tests.txt" 2>&1; tail -1 "$R/hw-tests.txt"
-EXPS=${*:-reg2-mlp reg2-mlp-h4096 reg2-chain}
+EXPS=$*
 for e in $EXPS; do
   say "ctahw run $e"
   timeout 280 python3 -m ctahw.cli run "$e" --registration "bench/predictions/$e" --tune-rounds 2 --out "$R/$e" \
