@@ -1,6 +1,11 @@
 """Device probe (one H200): where the MLP block's time goes, op by op, and whether a long run slows down.
 
-    python bench/hw/mlp_block_breakdown.py OUT.csv [--ms 4096,16384] [--reps 9] [--rest-ms 0]
+    python bench/hw/mlp_block_breakdown.py OUT.csv [--ms 4096,16384] [--reps 9] [--rest-ms 0] [--model NAME]
+
+``--model NAME`` (a model of ``specs/models/``, e.g. ``llama3.1-70b``) times that model's SwiGLU block instead, as
+``ctahw run`` runs it with ``epilogue_fused = false``: GEMM1 (N = 2 x intermediate) plain, the swiglu kernel
+(``ctahw.rowwise.epilogue``), GEMM2 with the residual, RMSNorm (items ``gemm1_plain``, ``swiglu``,
+``gemm2_residual``, ``gemm2_plain``, ``rmsnorm``, the cuBLAS GEMMs, ``square_gemm`` at H x H, ``block``).
 
 The registered sequential MLP block (``reg-mlp``: 8192 -> 28672 with GeLU -> 8192 with the residual, LayerNorm)
 measured 22.44 ms at M = 16384 against 19.15 ms predicted (-14.7%), while the square chains were within 3%. This
@@ -14,7 +19,7 @@ run behind a sleep gate on a synchronised GPU), for each M:
 * GEMM1 + GeLU repeated 1, 2, 4 and 8 times back to back in one timed run (per-GEMM time against run length: a
   clock that drops under sustained power shows as a rising per-GEMM time).
 
-Each row: m, item, repeats, median_ms, per_op_ms, tflops, samples. CUTLASS tile orders are tuned per shape first
+Each row: m, item, repeats, median_ms, per_op_ms, tflops, gbps (the memory passes: bytes read + written), samples. CUTLASS tile orders are tuned per shape first
 (``tune_schedule``, as the executor does). Times are medians of ``--reps`` runs, items interleaved round by round.
 With ``--rest-ms 0`` a run follows the previous one after the harness's 3 ms gate only, so after a long item the GPU
 is not rested (2026-12-01: the SW power cap was active through the M = 16384 items); ``--rest-ms 300`` rests it.
@@ -36,6 +41,7 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--rest-ms", type=float, default=0.0,
                     help="host sleep before every timed run (0: the executor's harness alone, a 3 ms gate)")
+    ap.add_argument("--model", default="", help="a model of specs/models/: its SwiGLU block (swiglu unfused)")
     args = ap.parse_args(argv)
 
     import pandas as pd
@@ -50,41 +56,70 @@ def main(argv=None) -> int:
     cp, s = timed.cp, timed.compute[0]
     g, cb = CutlassGemm(0), make_backend("cublas", 0)
     data = Chain(cp, 20261201)
-    H, F = 8192, 28672
+    H, F, gated, norm = 8192, 28672, False, "layernorm"
+    if args.model:
+        from ctasim.spec import load_model
+
+        l0, l1 = load_model(args.model).workload.layers
+        H, F, gated, norm = l0.k, l0.out_n, "swiglu" in l0.epilogue, l1.rowwise or "rmsnorm"
+    N1 = 2 * F if gated else F  # GEMM1's columns
     rows = []
     for m in (int(x) for x in args.ms.split(",")):
         x = data.rand(0, (m, H), salt=1)
-        w1 = data.rand(0, (F, H), 1 / math.sqrt(H), salt=2)
+        w1 = data.rand(0, (N1, H), 1 / math.sqrt(H), salt=2)
         w2 = data.rand(0, (H, F), 1 / math.sqrt(F), salt=3)
         wsq = data.rand(0, (H, H), 1 / math.sqrt(H), salt=4)
         with cp.cuda.Device(0):
+            g1 = cp.empty((m, N1), dtype=cp.uint16) if gated else None  # GEMM1's output before the swiglu kernel
             y1 = cp.empty((m, F), dtype=cp.uint16)
             y2 = cp.empty((m, H), dtype=cp.uint16)
             z = cp.empty((m, H), dtype=cp.uint16)
             ysq = cp.empty((m, H), dtype=cp.uint16)
-        for (mm, n, k), a, w, d in (((m, F, H), x, w1, y1), ((m, H, F), y1, w2, y2), ((m, H, H), x, wsq, ysq)):
+        for (mm, n, k), a, w, d in (((m, N1, H), x, w1, g1 if gated else y1), ((m, H, F), y1, w2, y2),
+                                    ((m, H, H), x, wsq, ysq)):
             g.schedule[(mm, n, k)], _ = tune_schedule(g, timed, a, w, d, mm, n, k, s, 2)
-        flops1, flops2, flopsq = 2.0 * m * F * H, 2.0 * m * H * F, 2.0 * m * H * H
+        flops1, flops2, flopsq = 2.0 * m * N1 * H, 2.0 * m * H * F, 2.0 * m * H * H
 
         def gemm1(ep=("gelu",)):
+            if gated:
+                return lambda: g(x, w1, g1, m, N1, H, s)
             return lambda: g(x, w1, y1, m, F, H, s, epilogue=ep)
+
+        def swiglu():
+            return lambda: rowwise.epilogue(("swiglu",), g1, y1, m, N1, 256, stream=s)
 
         def gemm2(ep=("residual",)):
             return lambda: g(y1, w2, y2, m, H, F, s, epilogue=ep, c=x if ep else None)
 
-        items = {
-            "gemm1_plain": (1, flops1, [gemm1(())]),
-            "gemm1_gelu": (1, flops1, [gemm1()]),
-            "gemm1_cublas": (1, flops1, [lambda: cb(x, w1, y1, m, F, H, s)]),
-            "gemm2_plain": (1, flops2, [gemm2(())]),
-            "gemm2_residual": (1, flops2, [gemm2()]),
-            "gemm2_cublas": (1, flops2, [lambda: cb(y1, w2, y2, m, H, F, s)]),
-            "layernorm": (1, 0.0, [lambda: rowwise.rowwise("layernorm", y2, z, m, H, s)]),
-            "square_gemm": (1, flopsq, [lambda: g(x, wsq, ysq, m, H, H, s)]),
-            "block": (1, flops1 + flops2, [gemm1(), gemm2(), lambda: rowwise.rowwise("layernorm", y2, z, m, H, s)]),
-        }
-        for r in (2, 4, 8):
-            items[f"gemm1_gelu_x{r}"] = (r, flops1 * r, [gemm1()] * r)
+        if gated:
+            items = {
+                "gemm1_plain": (1, flops1, [gemm1()]),
+                "swiglu": (1, 0.0, [swiglu()]),
+                "gemm1_cublas": (1, flops1, [lambda: cb(x, w1, g1, m, N1, H, s)]),
+                "gemm2_plain": (1, flops2, [gemm2(())]),
+                "gemm2_residual": (1, flops2, [gemm2()]),
+                "gemm2_cublas": (1, flops2, [lambda: cb(y1, w2, y2, m, H, F, s)]),
+                norm: (1, 0.0, [lambda: rowwise.rowwise(norm, y2, z, m, H, s)]),
+                "square_gemm": (1, flopsq, [lambda: g(x, wsq, ysq, m, H, H, s)]),
+                "block": (1, flops1 + flops2, [gemm1(), swiglu(), gemm2(),
+                                               lambda: rowwise.rowwise(norm, y2, z, m, H, s)]),
+            }
+            for r in (2, 4):
+                items[f"gemm1_x{r}"] = (r, flops1 * r, [gemm1()] * r)
+        else:
+            items = {
+                "gemm1_plain": (1, flops1, [gemm1(())]),
+                "gemm1_gelu": (1, flops1, [gemm1()]),
+                "gemm1_cublas": (1, flops1, [lambda: cb(x, w1, y1, m, F, H, s)]),
+                "gemm2_plain": (1, flops2, [gemm2(())]),
+                "gemm2_residual": (1, flops2, [gemm2()]),
+                "gemm2_cublas": (1, flops2, [lambda: cb(y1, w2, y2, m, H, F, s)]),
+                "layernorm": (1, 0.0, [lambda: rowwise.rowwise("layernorm", y2, z, m, H, s)]),
+                "square_gemm": (1, flopsq, [lambda: g(x, wsq, ysq, m, H, H, s)]),
+                "block": (1, flops1 + flops2, [gemm1(), gemm2(), lambda: rowwise.rowwise("layernorm", y2, z, m, H, s)]),
+            }
+            for r in (2, 4, 8):
+                items[f"gemm1_gelu_x{r}"] = (r, flops1 * r, [gemm1()] * r)
         samples = {name: [] for name in items}
         order = list(items)
         for rep in range(args.reps + 1):  # one untimed round first
@@ -101,14 +136,17 @@ def main(argv=None) -> int:
                 ms, _ = timed.run(enqueue)
                 if rep:
                     samples[name].append(ms)
+        # HBM bytes of the memory passes (read + write): what their GB/s column is taken over
+        nbytes = {"swiglu": 2.0 * m * (N1 + F), norm: 2.0 * 2 * m * H}
         for name, (rep_n, flops, _) in items.items():
             med = summarize(samples[name]).median_ms
+            gbps = nbytes[name] / (med * 1e6) if name in nbytes else float("nan")
             rows.append(dict(m=m, rest_ms=args.rest_ms, item=name, repeats=rep_n, median_ms=med, per_op_ms=med / rep_n,
-                             tflops=flops / (med * 1e9) if flops else float("nan"),
+                             tflops=flops / (med * 1e9) if flops else float("nan"), gbps=gbps,
                              samples=";".join(f"{v:.4f}" for v in samples[name])))
-            print(f"M={m:>6} {name:>16}: {med:9.4f} ms" + (f" {flops / (med * 1e9):6.1f} TFLOP/s" if flops else ""),
-                  flush=True)
-        del x, w1, w2, wsq, y1, y2, z, ysq
+            print(f"M={m:>6} {name:>16}: {med:9.4f} ms" + (f" {flops / (med * 1e9):6.1f} TFLOP/s" if flops else "")
+                  + (f" {gbps:7.1f} GB/s" if name in nbytes else ""), flush=True)
+        del x, w1, w2, wsq, g1, y1, y2, z, ysq
         cp.get_default_memory_pool().free_all_blocks()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(args.out, index=False)
