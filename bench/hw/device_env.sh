@@ -19,7 +19,7 @@ fi
 record_env() {
   {
     date -u; echo "commit: ${CTAHW_COMMIT:-unknown}"
-    nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
+    nvidia-smi --query-gpu=index,name,uuid,serial,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv
     nvidia-smi topo -m
     python3 -c "import cupy, numpy; print('cupy', cupy.__version__, 'cuda runtime', cupy.cuda.runtime.runtimeGetVersion(), 'numpy', numpy.__version__)"
     if [ $# -gt 0 ]; then "$@"; fi
