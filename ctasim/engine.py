@@ -17,7 +17,9 @@ What is simulated
       takes ``1 + s * min(1, (i // slots) / wave_slowdown_waves)`` times the tile time.
     * Tile-time variation (``KernelConfig.tile_cv``): every tile's time (wave slowdown included, a
       non-persistent grid's CTA launch not) is multiplied by ``1 + tile_cv * N(0, 1)``, clipped to [0.5, 1.5],
-      drawn per kernel from the run's seeded RNG before the global ``jitter`` (which multiplies on top).
+      drawn before the global ``jitter`` (which multiplies on top). Every kernel draws from a stream of its own,
+      seeded by ``(seed, kernel id)`` (:func:`kernel_rng`): changing one operation's parameters or adding
+      operations leaves every other kernel's draws where they were.
     * After the store has arrived: system-scope fence, remote atomic on the scoreboard counter (the kernel
       config's ``signal_ns`` when set: the two as measured under load).  The
       signal that completes a counter pushes its consumer tiles into the work-queue: atomic result back
@@ -81,7 +83,7 @@ from ctasim.plan import Collective, Kernel, MemoryPass, Plan, Transfer
 from ctasim.spec import Hardware
 from ctasim.trace import EVENT_COLUMNS, EVENT_KINDS, TILE_COLUMNS, TIME_COLUMNS, Trace, records_array
 
-__all__ = ["simulate", "SimulationError", "push_ns"]
+__all__ = ["simulate", "SimulationError", "push_ns", "kernel_rng"]
 
 ZERO, PUSH = (EVENT_KINDS.index(k) for k in ("zero", "push"))
 FLUSH_RECORDS = 1 << 16
@@ -292,7 +294,7 @@ class _Run:
         self.fabric = Fabric(hw, self.env, self.lane.push)
         if self.fabric.fair and hw.epilogue_store_overlap != 0.0:
             raise ValueError("link_sharing = 'fair' needs epilogue_store_overlap = 0 (see Hardware.link_sharing)")
-        self.rng = np.random.default_rng(seed)
+        self.seed = seed
         self.jitter = jitter
         self.done = [self.env.event() for _ in plan.ops]
         self.t_done = [math.nan] * len(plan.ops)
@@ -370,13 +372,14 @@ class _Run:
                 extra = None
         extra_mult = None  # a queue kernel's tile_cv multiplier of its slot's wave slowdown, by tile id
         cv = float(k.tile_cv)  # KernelConfig.tile_cv, copied onto the plan's kernel
+        rng = kernel_rng(self.seed, k.id) if cv > 0 or self.jitter > 0 else None
         if cv > 0:  # KernelConfig.tile_cv: the tile (not the CTA launch) varies within a wave
-            mult = np.clip(1.0 + cv * self.rng.standard_normal(k.tiles), 0.5, 1.5)
+            mult = np.clip(1.0 + cv * rng.standard_normal(k.tiles), 0.5, 1.5)
             durations = (durations - launch) * mult + launch
             if extra is not None:
                 extra_mult = mult.tolist()
         if self.jitter > 0:
-            durations *= np.clip(1.0 + self.jitter * self.rng.standard_normal(k.tiles), 0.5, 1.5)
+            durations *= np.clip(1.0 + self.jitter * rng.standard_normal(k.tiles), 0.5, 1.5)
         if k.source == "chain":
             yield from self.chain_kernel(k, n_workers, durations.tolist())
             return
@@ -804,6 +807,12 @@ class _Run:
         return Trace.from_columns(cols, events, ops, source="sim",
                                   meta={"strategy": self.plan.strategy, "case": self.plan.case,
                                         "gpus": self.plan.gpus, **self.plan.params})
+
+
+def kernel_rng(seed: int, kernel_id: int) -> np.random.Generator:
+    """The random stream of one kernel of a run: seeded by ``(seed, kernel id)`` (numpy's SeedSequence of the
+    pair), independent of every other kernel's and of the order in which kernels start."""
+    return np.random.default_rng([int(seed), int(kernel_id)])
 
 
 def simulate(plan: Plan, hw: Hardware, seed: int = 0, jitter: float = 0.0, closed_form: bool = True,
