@@ -143,3 +143,18 @@ def test_advise_with_fewer_gpus_lists_only_its_own_strategies(capsys):
     assert main(["advise", "--model", "qwen2.5-72b", "--hardware", "h200-x8", "--gpus", "2", "--tokens", "1024"]) == 0
     out = capsys.readouterr().out
     assert "Not run: tp2" in out and "tp4" not in out and "hybrid" not in out
+
+
+def test_advise_says_that_the_hardware_runs_swiglu_unfused_only_where_the_model_fuses_it():
+    import dataclasses
+
+    from ctasim import advise as A
+    from ctasim.spec import load_hardware, load_model
+
+    model, hw = load_model("llama3.1-8b"), load_hardware("h200-x2-calibrated")
+    df = A.advise(model, hw, tokens=(1024,), gpus=1)
+    assert "ctahw runs it as a kernel of its own" in A.markdown(model, hw, df, "burst")
+    l0, l1 = model.workload.layers
+    unfused = dataclasses.replace(model, workload=dataclasses.replace(
+        model.workload, layers=(dataclasses.replace(l0, epilogue_fused=False), l1)))
+    assert "ctahw runs it as a kernel of its own" not in A.markdown(unfused, hw, df, "burst")
