@@ -506,7 +506,7 @@ def cmd_list(args) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0, help="seed of the tile-time jitter (default 0)")
+    p.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the tile-time jitter (default 0)")
     p.add_argument("--jitter", type=_jitter, default=0.0,
                    help="relative tile-time noise in [0, 0.5), 0 = deterministic (default)")
     _max_ctas(p)
@@ -563,7 +563,7 @@ def parser() -> argparse.ArgumentParser:
                                                                    "ctahw-timed-2xh200)")
     p.add_argument("--naive-from", type=Path, default=None,
                    help="a ctahw baselines.csv whose CUTLASS gemm rows fit the naive predictor (none: no naive rows)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the tile-time draws (default 0)")
+    p.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the tile-time draws (default 0)")
     p.add_argument("--force", action="store_true", help="replace an existing --out folder")
     _max_ctas(p)
     p.set_defaults(func=cmd_predict)

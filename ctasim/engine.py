@@ -812,6 +812,8 @@ class _Run:
 def kernel_rng(seed: int, kernel_id: int) -> np.random.Generator:
     """The random stream of one kernel of a run: seeded by ``(seed, kernel id)`` (numpy's SeedSequence of the
     pair), independent of every other kernel's and of the order in which kernels start."""
+    if int(seed) < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
     return np.random.default_rng([int(seed), int(kernel_id)])
 
 

@@ -46,6 +46,7 @@ BAD = [
     (CTASIM + ["run", "fig5", "--out", "afile/x"], "not a folder"),
     (CTASIM + ["run", "fig5", "--format", "xlsx", "--out", "o"], "format"),
     (CTASIM + ["run", "fig5", "--seed", "x"], "seed"),
+    (CTASIM + ["run", "fig5", "--seed", "-1", "--jitter", "0.01"], "seed"),
     (CTASIM + ["trace", "default", "--out", "afile"], "not a folder"),
     (CTASIM + ["trace", "raster", "--case", "m=7", "--out", "t"], "no case"),
     (CTASIM + ["trace", "raster", "--strategy", "nope", "--out", "t"], "no strategy"),
