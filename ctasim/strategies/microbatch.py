@@ -19,9 +19,10 @@ def gpus_needed(strategy: Strategy, wl: Workload, gpus: int) -> int:
 
 def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | None:
     usable = [c for c in strategy.chunks if all(divides(l.m, c, l.tile_m) for l in wl.layers)]
-    if not usable:
-        m, tm = wl.layers[0].m, wl.layers[0].tile_m
-        return f"no chunk count in {strategy.chunks} cuts M={m} into whole {tm}-row tiles"
+    if not usable:  # name a layer whose tiles the smallest chunk count does not cut (there is one)
+        c = min(strategy.chunks)
+        i, layer = next((i, l) for i, l in enumerate(wl.layers) if not divides(l.m, c, l.tile_m))
+        return f"no chunk count in {strategy.chunks} cuts M={layer.m} into whole {layer.tile_m}-row tiles (layer {i})"
     return None
 
 
