@@ -94,15 +94,11 @@ def reason_for(strategy: Strategy, case: Case, gpus: int) -> str | None:
         if why:
             return why
     for i, l in enumerate(layers):
-        if l.epilogue_pass:
-            if strategy.kind != "sequential":
-                return f"layer {i}: an unfused epilogue (epilogue_fused = false) runs in sequential chains only"
-            if l.n % l.tile_n:
-                return f"layer {i}: N={l.n} is not a multiple of tile_n={l.tile_n}"
-        else:
-            why = fused_epilogue_reason(tuple(l.epilogue))
-            if why:
-                return f"layer {i}: {why}"
+        # an unfused epilogue (epilogue_fused = false) runs every op as a kernel; the chain kernel and the 2-GPU
+        # kernels, which have no place for it, refused the workload above
+        why = None if l.epilogue_pass else fused_epilogue_reason(tuple(l.epilogue))
+        if why:
+            return f"layer {i}: {why}"
         if "residual" in l.epilogue and (l.out_n != layers[0].k or l.m != layers[0].m):
             return (f"layer {i}: the residual is the workload's input ({layers[0].m}x{layers[0].k}), which does not "
                     f"match its output ({l.m}x{l.out_n})")

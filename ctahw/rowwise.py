@@ -266,8 +266,7 @@ EPILOGUE_OP_CODES: dict[str, int] = {"gelu": 1, "silu": 2, "relu": 3, "residual"
 """The epilogue ops :func:`epilogue` runs as a kernel, with their code in the kernel source: every op of
 ``ctasim.spec.EPILOGUE_OPS`` (a test holds the two lists equal)."""
 
-_modules: dict[tuple[int, int, int, int], object] = {}  # (device, vec, nv, op) -> cupy.RawKernel
-_epilogue_kernels: dict[tuple[int, int, int], object] = {}  # (device, vec, packed ops) -> cupy.RawKernel
+_functions: dict[tuple[int, str], object] = {}  # (device, template instance of _SOURCE) -> cupy.RawKernel
 
 
 def launch_config(cols: int, align_bytes: int = 16) -> tuple[int, int, int]:
@@ -288,14 +287,18 @@ def launch_config(cols: int, align_bytes: int = 16) -> tuple[int, int, int]:
     return vec, threads, nv
 
 
-def _kernel(cp, device: int, vec: int, nv: int, op: int):
-    key = (device, vec, nv, op)
-    if key not in _modules:
-        name = f"rownorm<{vec},{nv},{op}>"
+def _function(cp, device: int, name: str):
+    """The kernel ``name`` (a template instance of ``_SOURCE``) compiled for ``device``, once per process."""
+    key = (device, name)
+    if key not in _functions:
         with cp.cuda.Device(device):
             mod = cp.RawModule(code=_SOURCE, options=("-std=c++17",), name_expressions=(name,))
-            _modules[key] = mod.get_function(name)
-    return _modules[key]
+            _functions[key] = mod.get_function(name)
+    return _functions[key]
+
+
+def _kernel(cp, device: int, vec: int, nv: int, op: int):
+    return _function(cp, device, f"rownorm<{vec},{nv},{op}>")
 
 
 def _check(cp, name: str, arr, rows: int, cols: int) -> None:
@@ -353,6 +356,7 @@ def epilogue(ops, y, out, rows: int, n: int, tile_n: int = 256, residual=None, s
     from ctahw.device import require_cupy
 
     cp = require_cupy()
+    ops = (ops,) if isinstance(ops, str) else tuple(ops)
     code = epilogue_code(ops)
     gated = code == EPILOGUE_OP_CODES["swiglu"]
     if gated and (tile_n <= 0 or tile_n % 2 or n % tile_n):
@@ -360,7 +364,7 @@ def epilogue(ops, y, out, rows: int, n: int, tile_n: int = 256, residual=None, s
     out_n = n // 2 if gated else n
     _check(cp, "y", y, rows, n)
     _check(cp, "out", out, rows, out_n)
-    has_res = "residual" in ((ops,) if isinstance(ops, str) else tuple(ops))
+    has_res = "residual" in ops
     if has_res:
         if residual is None:
             raise ValueError("the residual op needs its residual operand")
@@ -375,15 +379,9 @@ def epilogue(ops, y, out, rows: int, n: int, tile_n: int = 256, residual=None, s
     ptrs = [int(y.data.ptr), int(out.data.ptr)] + ([int(residual.data.ptr)] if has_res else [])
     align = math.gcd(*ptrs, 16)
     vec = 8
-    while vec > 1 and (out_n % vec or half % vec or (gated and n % vec) or align % (2 * vec)):
+    while vec > 1 and (out_n % vec or half % vec or align % (2 * vec)):  # n = 2 out_n for swiglu
         vec //= 2
-    key = (device, vec, code)
-    if key not in _epilogue_kernels:
-        name = f"epilogue_ops<{vec},{code}u>"
-        with cp.cuda.Device(device):
-            mod = cp.RawModule(code=_SOURCE, options=("-std=c++17",), name_expressions=(name,))
-            _epilogue_kernels[key] = mod.get_function(name)
-    kern = _epilogue_kernels[key]
+    kern = _function(cp, device, f"epilogue_ops<{vec},{code}u>")
     nvec = rows * (out_n // vec)
     with cp.cuda.Device(device):
         blocks = int(min((nvec + 255) // 256, cp.cuda.Device(device).attributes["MultiProcessorCount"] * 16))

@@ -28,7 +28,7 @@ import pandas as pd
 
 from ctasim.cases import check_experiment
 from ctasim.run import run_experiment
-from ctasim.spec import GATED_OPS, Experiment, Hardware, Model, Strategy
+from ctasim.spec import Experiment, Hardware, Model, Strategy
 
 __all__ = ["CHUNKS", "TOKENS", "strategies_for", "advise", "trust", "best_table", "markdown"]
 
@@ -187,7 +187,7 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
         lines.append(f"\nNot run: {label} ({why}).")
     lines += ["", "How far to trust it:", ""]
     lines += [f"* {t}" for t in trust(hw, list(dict.fromkeys(df["kind"])), results_dir)]
-    if any(op in GATED_OPS for l in model.workload.layers for op in l.epilogue if l.epilogue_fused):
+    if any(l.gated and l.epilogue_fused for l in model.workload.layers):
         lines.append("* SwiGLU is modelled fused into the gate-and-up GEMM's epilogue; ctahw runs it as a kernel of its "
                      "own after the plain GEMM (no fused gated epilogue is built; its measured cost: docs/hardware.md, "
                      "SwiGLU)")

@@ -269,15 +269,19 @@ class Layer:
                               "write of the stored columns)", True)
 
     @property
+    def gated(self) -> bool:
+        """True when the epilogue has a gated op (swiglu): the layer stores half the GEMM's columns."""
+        return any(op in GATED_OPS for op in self.epilogue)
+
+    @property
     def out_n(self) -> int:
         """Columns the layer stores (what the next layer reads as K): N, or N / 2 after a gated epilogue."""
-        return self.n // 2 if any(op in GATED_OPS for op in self.epilogue) else self.n
+        return self.n // 2 if self.gated else self.n
 
     @property
     def out_tile_n(self) -> int:
         """Columns one output tile of the GEMM stores: ``tile_n``, or ``tile_n / 2`` after a fused gated epilogue."""
-        gated = self.epilogue_fused and any(op in GATED_OPS for op in self.epilogue)
-        return self.tile_n // 2 if gated else self.tile_n
+        return self.tile_n // 2 if self.gated and self.epilogue_fused else self.tile_n
 
     @property
     def epilogue_pass(self) -> bool:
@@ -545,7 +549,7 @@ def validate_layer(layer: Layer, where: str, prefix: str) -> None:
              f"must be one of {RASTER_ORDERS}, got {layer.raster!r}")
     for op in layer.epilogue:
         _require(op in EPILOGUE_OPS, where, prefix + "epilogue", f"unknown op {op!r} (known: {EPILOGUE_OPS})")
-    if any(op in GATED_OPS for op in layer.epilogue):
+    if layer.gated:
         _require(len(layer.epilogue) == 1, where, prefix + "epilogue",
                  f"a gated op stands alone in the epilogue, got {list(layer.epilogue)}")
         _require(layer.tile_n % 2 == 0, where, prefix + "tile_n",

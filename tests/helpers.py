@@ -41,3 +41,25 @@ def chain(layers: int = 2, m: int = 512, k: int = 128, n: int = 256, **layer_kw)
     first = layer
     rest = dataclasses.replace(layer, k=n)
     return Workload("test-chain", "bf16", (first,) + (rest,) * (layers - 1))
+
+
+def finish_times(transfers, link_factory=None):
+    """Run ``(start_ns, work_ns, cap)`` transfers on one fair link (``ctasim.machine.FairLink``, or what
+    ``link_factory(env)`` makes); their end times, in input order, and the link."""
+    import simpy  # noqa: PLC0415
+
+    from ctasim.machine import FairLink  # noqa: PLC0415
+
+    env = simpy.Environment()
+    link = (link_factory or FairLink)(env)
+    ends = [None] * len(transfers)
+
+    def one(i, start, work, cap):
+        yield env.timeout(start)
+        yield link.submit(work, cap)
+        ends[i] = env.now
+
+    for i, tr in enumerate(transfers):
+        env.process(one(i, *tr))
+    env.run()
+    return ends, link

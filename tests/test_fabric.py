@@ -12,27 +12,10 @@ import pytest
 import simpy
 
 from ctasim.engine import push_ns, simulate
-from ctasim.machine import Fabric, FairLink
+from ctasim.machine import Fabric
 from ctasim.spec import SpecError, Strategy, hardware_from_dict
 from ctasim.strategies import build_plans
-from tests.helpers import TINY, chain, tiny_hw
-
-
-def finish_times(transfers, link_factory=FairLink):
-    """Run ``(start_ns, work_ns, cap)`` transfers on one fair link; their end times, in input order."""
-    env = simpy.Environment()
-    link = link_factory(env)
-    ends = [None] * len(transfers)
-
-    def one(i, start, work, cap):
-        yield env.timeout(start)
-        yield link.submit(work, cap)
-        ends[i] = env.now
-
-    for i, tr in enumerate(transfers):
-        env.process(one(i, *tr))
-    env.run()
-    return ends, link
+from tests.helpers import TINY, chain, finish_times, tiny_hw
 
 
 def test_two_equal_transfers_started_together_end_together():

@@ -9,24 +9,12 @@ import pytest
 import simpy
 
 from ctasim.machine import Fabric, FairLink, ProtocolError, Scoreboard, WorkQueue
-from tests.helpers import tiny_hw
+from tests.helpers import finish_times, tiny_hw
 
 
 def _ends(transfers):
     """``(start_ns, work_ns, cap)`` transfers on one fair link: their end times."""
-    env = simpy.Environment()
-    link = FairLink(env)
-    ends = [None] * len(transfers)
-
-    def one(i, start, work, cap):
-        yield env.timeout(start)
-        yield link.submit(work, cap)
-        ends[i] = env.now
-
-    for i, tr in enumerate(transfers):
-        env.process(one(i, *tr))
-    env.run()
-    return ends
+    return finish_times(transfers)[0]
 
 
 # ----------------------------------------------------------------------------------------------- scoreboard
