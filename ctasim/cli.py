@@ -336,6 +336,12 @@ def cmd_predict(args) -> int:
 
     exp = load_experiment(args.experiment)
     exp_path = _resolve(str(args.experiment), "experiments", None)
+    if args.hardware:  # another profile for the same cases (recorded in registration.json and its spec hashes)
+        import dataclasses
+
+        from ctasim.spec import load_hardware
+
+        exp = dataclasses.replace(exp, hardware=load_hardware(args.hardware))
     _check_size(exp, args.max_ctas, str(args.experiment))
     harness = load_harness(args.harness)
     out = Path(args.out)
@@ -564,6 +570,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--naive-from", type=Path, default=None,
                    help="a ctahw baselines.csv whose CUTLASS gemm rows fit the naive predictor (none: no naive rows)")
     p.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the tile-time draws (default 0)")
+    p.add_argument("--hardware", default=None, help="predict with this profile (specs/hardware) instead of the "
+                                                    "experiment's")
     p.add_argument("--force", action="store_true", help="replace an existing --out folder")
     _max_ctas(p)
     p.set_defaults(func=cmd_predict)

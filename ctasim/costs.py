@@ -8,12 +8,24 @@ A fused activation costs ``Hardware.activation_epilogue_ns_per_element`` per acc
 microbenchmark value); an unfused epilogue (``Layer.epilogue_fused = false``) is a memory pass at HBM bandwidth
 (:func:`epilogue_pass_ns`), as a row-wise op is.
 
-Left out: clock and power variation, L2 hit rates, tile-to-tile variation (the engine can add seeded
+The memory hierarchy (:func:`tuned_gemm`, on when the profile sets ``Hardware.l2_bytes`` and the config
+``l2_sm_tflops``): a plain GEMM's tiles take the time of their wave, which :mod:`ctasim.l2` computes from the HBM
+traffic of the wave (L2 reuse of the operand panels in CUTLASS's launch order) and the tile's compute at the
+L2-resident rate; of CUTLASS's tile orders the one with the least modelled time is run, as ``ctahw`` tunes each
+GEMM shape's order by timing them all.
+
+Left out: clock and power variation, L2 hit rates of CTA-pipelined and chain kernels (their tiles run at the
+config's ``sm_tflops``), tile-to-tile variation (the engine can add seeded
 jitter), the arithmetic of an unfused epilogue pass (bandwidth-bound: a few operations per 2-byte element).
 """
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
+
+from ctasim import l2
 from ctasim.spec import ACTIVATION_OPS, Hardware, KernelConfig, Layer
 
 __all__ = [
@@ -26,6 +38,9 @@ __all__ = [
     "slot_hbm_gbps",
     "clock_boost",
     "gemm_tile_ns",
+    "TunedGemm",
+    "memory_model",
+    "tuned_gemm",
 ]
 
 
@@ -39,16 +54,19 @@ def tile_bytes(layer: Layer, elem_bytes: int) -> int:
     return layer.tile_m * layer.out_tile_n * elem_bytes
 
 
-def tile_ns(layer: Layer, k: int, hw: Hardware, elem_bytes: int, kernel: str = "") -> float:
+def tile_ns(layer: Layer, k: int, hw: Hardware, elem_bytes: int, kernel: str = "",
+            rate_tflops: float | None = None) -> float:
     """Time one CTA slot holds for one output tile of ``layer`` with reduction depth ``k`` (local output).
 
     Mainloop + fixed part from the kernel config; a fused ``residual`` epilogue reads one more tile from HBM at
     the slot's share of HBM bandwidth; a fused activation (gelu, silu, relu, swiglu) adds
     ``Hardware.activation_epilogue_ns_per_element`` per output element of the tile.  ``kernel`` picks a kernel
-    variant's config ('' = the default).
+    variant's config ('' = the default). ``rate_tflops`` replaces the config's ``sm_tflops`` (the memory
+    hierarchy's L2-resident rate, :func:`tuned_gemm`).
     """
     cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
-    t = cfg.tile_ns(k)
+    t = cfg.tile_ns(k) if rate_tflops is None else cfg.tile_fixed_ns + 2.0 * cfg.tile_m * cfg.tile_n * k / (
+        rate_tflops * 1e3)
     if not layer.epilogue_fused:
         return t  # the GEMM's epilogue only stores; the ops are a pass of their own (epilogue_pass_ns)
     acts = sum(op in ACTIVATION_OPS for op in layer.epilogue)
@@ -105,3 +123,67 @@ def epilogue_pass_ns(layer: Layer, elem_bytes: int, hw: Hardware) -> float:
     bandwidth."""
     elems = layer.m * layer.n + layer.m * layer.out_n * (2 if "residual" in layer.epilogue else 1)
     return elems * elem_bytes / hw.hbm_gbps
+
+
+def memory_model(hw: Hardware, cfg: KernelConfig) -> bool:
+    """True when plain GEMMs of ``cfg`` are timed by the memory hierarchy (:func:`tuned_gemm`)."""
+    return hw.l2_bytes > 0 and cfg.l2_sm_tflops > 0
+
+
+class TunedGemm:
+    """A plain GEMM as the memory hierarchy times it, in the tile order the model finds fastest.
+
+    ``order``: row-major tile ids in launch order (CUTLASS's padding slots dropped); ``tile_ns``: each of those
+    tiles' time (its wave's time, :func:`ctasim.l2.wave_ns`); ``schedule``: the order's name as ``ctahw`` writes it
+    (``along_m/swizzle8``); ``waves_ns``: the chosen order's wave times; ``total_ns``: their sum.
+    """
+
+    __slots__ = ("order", "tile_ns", "schedule", "waves_ns", "total_ns")
+
+    def __init__(self, order, tile_ns, schedule, waves_ns):
+        self.order, self.tile_ns, self.schedule, self.waves_ns = order, tile_ns, schedule, waves_ns
+        self.total_ns = float(waves_ns.sum())
+
+
+@functools.lru_cache(maxsize=512)
+def tuned_gemm(layer: Layer, hw: Hardware, elem_bytes: int, kernel: str = "") -> TunedGemm | None:
+    """The memory hierarchy's timing of ``layer`` run as one plain GEMM kernel; None when it is off for the config.
+
+    Every (raster, swizzle) order of CUTLASS 4.2's persistent SM90 scheduler (:func:`ctasim.l2.cutlass_sm90_order`;
+    the heuristic raster resolves to one of the two, and a swizzle the grid clamps to a smaller one is the same
+    order) is timed on the config's cluster shape and CUTLASS's grid: wave ``v`` takes
+    ``max(compute + l2_hbm_exposed * t_hbm, t_hbm)``, compute = :func:`tile_ns` at ``l2_sm_tflops`` (fused epilogue ops
+    included) scaled by :func:`clock_boost`, t_hbm = the wave's operand misses and stores over ``hbm_gbps``.  The
+    least total wins; ties go to the first in CUTLASS's enumeration (along M, then along N; swizzle 1, 2, 4, 8).
+    A padding slot of the grid holds its CTA for its wave but runs no tile: the tiles keep their wave's time.
+    """
+    cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
+    if not memory_model(hw, cfg):
+        return None
+    tm, tn = layer.tiles_m, layer.tiles_n
+    cluster = (cfg.cluster_m, cfg.cluster_n)
+    sm = hw.sm_count * cfg.cta_slots_per_sm
+    store = elem_bytes // 2 if layer.gated and layer.epilogue_fused else elem_bytes
+    compute = tile_ns(layer, layer.k, hw, elem_bytes, kernel, rate_tflops=cfg.l2_sm_tflops)
+    compute /= clock_boost(hw, min(layer.tiles, sm), sm)
+    best, seen = None, set()
+    for raster in ("along_m", "along_n"):
+        for swizzle in (1, 2, 4, 8):
+            used = l2.cutlass_sm90_swizzle(tm, tn, swizzle, cluster)
+            if (raster, used) in seen:
+                continue
+            seen.add((raster, used))
+            order = l2.cutlass_sm90_order(tm, tn, raster, swizzle, cluster)
+            slots = l2.cutlass_sm90_grid_ctas(tm, tn, raster, swizzle, cluster, sm_count=sm)
+            traffic = l2.wave_traffic(order, layer.m, layer.n, layer.k, layer.tile_m, layer.tile_n, elem_bytes,
+                                      slots, hw.l2_bytes, store_elem_bytes=store)
+            waves = l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed)
+            if best is None or waves.sum() < best[0].sum():
+                best = (waves, order, slots, f"{raster}/swizzle{used}")
+    waves, order, slots, name = best
+    wave_of = np.arange(order.size) // slots
+    real = order >= 0
+    out = TunedGemm(order[real], waves[wave_of[real]], name, waves)
+    out.order.flags.writeable = False
+    out.tile_ns.flags.writeable = False
+    return out

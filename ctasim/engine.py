@@ -362,7 +362,8 @@ class _Run:
             yield self.env.timeout(k.fixed_ns)
         n_workers = min(k.tiles, k.slots)
         launch = 0.0 if k.persistent else k.cta_launch_ns
-        durations = np.full(k.tiles, k.tile_ns + launch)
+        durations = (np.asarray(k.tile_times, dtype=float) + launch if len(k.tile_times)
+                     else np.full(k.tiles, k.tile_ns + launch))  # tile_times: per entry of order (memory model)
         extra = None  # per grid position: tile time added by the wave slowdown (KernelConfig.wave_slowdown)
         if k.wave_slowdown > 0:
             wave = np.arange(k.tiles) // n_workers

@@ -48,6 +48,7 @@ __all__ = [
     "RASTERS",
     "WaveTraffic",
     "cutlass_sm90_log_swizzle",
+    "cutlass_sm90_swizzle",
     "cutlass_sm90_raster",
     "cutlass_sm90_grid_ctas",
     "cutlass_sm90_order",
@@ -84,6 +85,12 @@ def _cutlass_blocks(tiles_m: int, tiles_n: int, swizzle: int, cluster: tuple[int
     log = cutlass_sm90_log_swizzle(bm, bn, swizzle)
     s = 1 << log
     return -(-bm // (s * cm)) * (s * cm), -(-bn // (s * cn)) * (s * cn), log  # round up to swizzle x cluster
+
+
+def cutlass_sm90_swizzle(tiles_m: int, tiles_n: int, swizzle: int, cluster: tuple[int, int] = (2, 1)) -> int:
+    """The swizzle the scheduler actually uses for a ``tiles_m x tiles_n`` grid asked for ``swizzle`` (a power of
+    two, clamped on short grids: two asked swizzles with the same result give the same order)."""
+    return 1 << _cutlass_blocks(tiles_m, tiles_n, swizzle, cluster)[2]
 
 
 def cutlass_sm90_raster(tiles_m: int, tiles_n: int, raster: str, swizzle: int = 1,

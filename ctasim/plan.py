@@ -51,7 +51,8 @@ class Kernel(Op):
     """A grid of GEMM tiles on one GPU.
 
     ``order`` is the static tile order (producer raster order, or the order a ``static`` consumer waits
-    in).  ``fixed_ns`` is the per-launch fixed time (``KernelConfig.kernel_fixed_ns``): CTAs start that
+    in).  ``tile_times``, where set, gives each entry of ``order`` its own time instead of ``tile_ns`` (a plain GEMM
+    timed by the memory hierarchy: each tile its wave's time).  ``fixed_ns`` is the per-launch fixed time (``KernelConfig.kernel_fixed_ns``): CTAs start that
     long after the kernel begins.  ``source`` says how a CTA obtains its next tile: ``"static"`` (from ``order``, no waiting),
     ``"queue"`` (pop a ready tile id from the inbound work-queue), ``"wait"`` (take the next tile of
     ``order`` and wait until its scoreboard counter is complete) or ``"chain"`` (the chain kernel: the tiles of
@@ -78,6 +79,8 @@ class Kernel(Op):
     tile_cv: float = 0.0  # KernelConfig.tile_cv: relative spread of a tile's time within a wave
     kernel: str = ""  # the kernel variant (KernelConfig.kernel) whose figures these are
     order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    tile_times: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per entry of order (else tile_ns each)
+    schedule: str = ""  # the CUTLASS tile order the memory hierarchy picked (ctasim.costs.tuned_gemm), or ''
     source: str = "static"
     inbound: int = -1  # Pipe id this kernel consumes from, or -1
     outbound: int = -1  # Pipe id this kernel produces into, or -1

@@ -5,6 +5,9 @@
 * ``predictions.csv`` (:mod:`ctasim.results` schema): per case, strategy and variant (every micro-batching chunk
   count), the makespan the measurement harness will report (:func:`ctasim.harness.timed_makespan_ns`), from the
   model (``source = model``) and from a naive predictor beside it (``source = naive``, :class:`Naive`);
+* where the profile has the memory hierarchy (``Hardware.l2_bytes``, :func:`ctasim.costs.tuned_gemm`), the same
+  event model with it off (``source = flat``: every tile at the config's ``sm_tflops``), so that a report shows
+  what the memory hierarchy adds;
 * ``schedules/<case>-<strategy>.tiles.csv.gz``: the per-CTA schedule of every CTA-pipelined strategy, on the clock of
   its first CTA (as the hardware traces are);
 * ``registration.json``: the commit of the code and specs, sha256 of every spec file read, the harness values, the
@@ -37,7 +40,7 @@ from ctasim.results import COLUMNS, staged_folder, write
 from ctasim.spec import Experiment, Hardware, Strategy
 from ctasim.strategies import build_plans, check_placement
 
-__all__ = ["Naive", "Waves", "RULES", "predict", "register", "spec_files", "git_commit", "schedule_name"]
+__all__ = ["Naive", "Waves", "RULES", "without_memory", "predict", "register", "spec_files", "git_commit", "schedule_name"]
 
 RULES = {
     "judged": "every (case, strategy, variant) the measurement reports with status ok; nothing is left out after "
@@ -55,6 +58,8 @@ RULES = {
                "(the targets of docs/validation.md, unchanged)",
     "naive": "the naive predictors (source = naive: a FLOPs line fitted on measured GEMMs; source = waves: "
              "wave-quantized tile times of the profile, no events) are judged by the same rules beside the model",
+    "flat": "where the profile has a memory hierarchy, the same event model without it (source = flat) is judged "
+            "by the same rules beside the model",
 }
 """The judging rules a registration fixes (``registration.json`` holds them; the report quotes them)."""
 
@@ -186,6 +191,14 @@ class Waves:
         raise ValueError(f"no waves rule for strategy kind {kind!r}")
 
 
+def without_memory(hw: Hardware) -> Hardware | None:
+    """The profile with its memory hierarchy off (``l2_bytes = 0``: every tile at its config's ``sm_tflops``), the
+    ``flat`` predictor beside a model that has one; None when the profile has none."""
+    if hw.l2_bytes <= 0 or not any(c.l2_sm_tflops > 0 for c in hw.kernel_configs):
+        return None
+    return dataclasses.replace(hw, l2_bytes=0.0)
+
+
 def _variant(kind: str, params: dict) -> str:
     return f"chunks={params['chunks']}" if kind == "microbatch" else ""
 
@@ -198,6 +211,7 @@ def schedule_name(case: str, strategy: str) -> str:
 def predict(exp: Experiment, harness: Harness, naive: Naive | None, seed: int = 0,
             schedules: Path | None = None) -> pd.DataFrame:
     """One row per (case, strategy, variant) and predictor: see the module docstring."""
+    flat = without_memory(exp.hardware)
     rows = []
     for case in expand(exp):
         layers = len(case.workload.layers)
@@ -207,15 +221,20 @@ def predict(exp: Experiment, harness: Harness, naive: Naive | None, seed: int = 
                     "layers": layers, "rel_err": float("nan")}
             problem = check_placement(s, case.workload, exp.hardware, case.gpus)
             if problem:
-                for src in ("model", "naive", "waves") if naive else ("model", "waves"):
+                for src in ("model",) + (("flat",) if flat else ()) + (("naive",) if naive else ()) + ("waves",):
                     rows.append(dict(base, variant="", gpus=case.gpus, source=src, status="skipped", reason=problem,
                                      makespan_ms=float("nan")))
                 continue
-            for plan in timed_plans(s, case.workload, exp.hardware, case.gpus, case.label, harness):
+            flat_plans = timed_plans(s, case.workload, flat, case.gpus, case.label, harness) if flat else None
+            for i, plan in enumerate(timed_plans(s, case.workload, exp.hardware, case.gpus, case.label, harness)):
                 ns, _ = timed_makespan_ns(plan, exp.hardware, harness, seed=seed, regime=exp.regime)
                 v = _variant(s.kind, plan.params)
                 rows.append(dict(base, variant=v, gpus=plan.gpus, source="model", status="ok", reason="",
                                  makespan_ms=ns / 1e6))
+                if flat:
+                    ns, _ = timed_makespan_ns(flat_plans[i], flat, harness, seed=seed, regime=exp.regime)
+                    rows.append(dict(base, variant=v, gpus=plan.gpus, source="flat", status="ok", reason="",
+                                     makespan_ms=ns / 1e6))
                 if naive:
                     rows.append(dict(base, variant=v, gpus=plan.gpus, source="naive", status="ok", reason="",
                                      makespan_ms=naive.predict_ms(s, case, exp.hardware, plan.params)))

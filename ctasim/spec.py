@@ -132,6 +132,13 @@ class KernelConfig:
         "multiplied by 1 + tile_cv * N(0, 1), clipped to [0.5, 1.5], drawn from the run's seeded RNG; measured as "
         "the median within-wave coefficient of variation of the mainloop in per-CTA traces (docs/validation.md); "
         "0 = every tile of a wave equally long", 0.0)
+    l2_sm_tflops: float = _f(
+        "rate of one CTA slot with every operand in L2, TFLOP/s; with the profile's l2_bytes > 0, a plain GEMM of "
+        "this config (sequential, micro-batching, TP) is timed wave by wave from the HBM traffic of its tile order "
+        "(ctasim.l2: compute at this rate plus l2_hbm_exposed x the wave's HBM time, never under the HBM time) and "
+        "runs the CUTLASS order the model finds fastest, as ctahw tunes it; 0 = off (tiles take sm_tflops)", 0.0)
+    cluster_m: int = _f("CTAs of a cluster along M (the persistent scheduler pairs row-blocks; ctasim.l2's order)", 1)
+    cluster_n: int = _f("CTAs of a cluster along N", 1)
     source: str = _f("where the figures come from (measurement with date and machine, or datasheet)", "")
 
     def key(self) -> str:
@@ -216,6 +223,12 @@ class Hardware:
         "intra-GPU CTA-pipelining: a producer tile's stores complete and its GPU-scope release reduction on a "
         "counter in the same GPU's memory, after the epilogue issued the stores; the CTA's MMA threads wait for "
         "it before their next tile (cooperative kernel), ns", 0.0)
+    l2_bytes: float = _f(
+        "L2 capacity that reuse distances of GEMM operand panels are measured against (ctasim.l2), bytes; 0 = no "
+        "memory hierarchy in the model (every tile at its config's sm_tflops)", 0.0)
+    l2_hbm_exposed: float = _f(
+        "share of a GEMM wave's HBM time (its operand misses and stores at hbm_gbps) that its math does not hide "
+        "(0 = roofline max(compute, HBM), 1 = serial); used with l2_bytes > 0", 0.0)
     link_sharing: str = _f(
         "how concurrent transfers share a link channel: 'fcfs' = one after another in issue order, each at the "
         "full rate (the first of 132 simultaneous stores ends after 1/132 of the batch, the last after all of "
@@ -498,6 +511,9 @@ def _validate_hardware(hw: Hardware, where: str) -> None:
     _require(math.isfinite(hw.activation_epilogue_ns_per_element) and hw.activation_epilogue_ns_per_element >= 0,
              where, p + "activation_epilogue_ns_per_element",
              f"must be >= 0, got {hw.activation_epilogue_ns_per_element}")
+    _require(math.isfinite(hw.l2_bytes) and hw.l2_bytes >= 0, where, p + "l2_bytes",
+             f"must be >= 0, got {hw.l2_bytes}")
+    _require(0.0 <= hw.l2_hbm_exposed <= 1.0, where, p + "l2_hbm_exposed", f"must be within [0, 1], got {hw.l2_hbm_exposed}")
     _require(hw.link_sharing in ("fcfs", "fair"), where, p + "link_sharing",
              f"must be one of ('fcfs', 'fair'), got {hw.link_sharing!r}")
     _require(hw.link_sharing != "fair" or hw.epilogue_store_overlap == 0.0, where, p + "link_sharing",
@@ -520,6 +536,10 @@ def _validate_hardware(hw: Hardware, where: str) -> None:
                  f"must be > 0, got {c.wave_slowdown_waves}")
         _require(c.signal_hold_ns >= 0, where, q + "signal_hold_ns", f"must be >= 0, got {c.signal_hold_ns}")
         _require(0.0 <= c.tile_cv < 0.5, where, q + "tile_cv", f"must be within [0, 0.5), got {c.tile_cv}")
+        _require(math.isfinite(c.l2_sm_tflops) and c.l2_sm_tflops >= 0, where, q + "l2_sm_tflops",
+                 f"must be >= 0, got {c.l2_sm_tflops}")
+        for name in ("cluster_m", "cluster_n"):
+            _require(getattr(c, name) >= 1, where, q + name, f"must be >= 1, got {getattr(c, name)}")
         _require(c.key() not in seen, where, q + "tile_m", f"duplicate kernel config {c.key()}")
         seen.add(c.key())
 

@@ -138,7 +138,9 @@ def test_waves_rules_are_wave_quantized_tile_times_of_the_profile():
 
 MODEL_EXPERIMENTS = {"llama3.1-8b": "reg5-llama8b-1gpu", "llama3.1-70b": "reg5-llama70b-1gpu",
                      "qwen2.5-72b": "reg6-qwen2.5-72b-1gpu", "mixtral-8x22b-expert": "reg6-mixtral-8x22b-expert-1gpu",
-                     "deepseek-v3-dense": "reg6-deepseek-v3-dense-1gpu", "llama3.1-405b": "reg6-llama3.1-405b-1gpu"}
+                     "deepseek-v3-dense": "reg6-deepseek-v3-dense-1gpu", "llama3.1-405b": "reg6-llama3.1-405b-1gpu",
+                     "qwen2.5-32b": "reg7-qwen2.5-32b-1gpu", "mistral-large-2": "reg7-mistral-large-2-1gpu",
+                     "gpt3-175b": "reg7-gpt3-175b-1gpu"}
 
 
 def test_every_model_has_a_registered_one_gpu_experiment():
@@ -149,15 +151,15 @@ def test_every_model_has_a_registered_one_gpu_experiment():
 
 @pytest.mark.parametrize("model", sorted(MODEL_EXPERIMENTS))
 def test_registered_model_experiments_run_the_model_specs_layers_with_the_swiglu_unfused(model):
-    """reg5's and reg6's workloads are the model spec's MLP block with epilogue_fused = false on its gated layer:
-    nothing else differs (the model spec is the one source of the shapes)."""
+    """reg5's, reg6's and reg7's workloads are the model spec's MLP block with epilogue_fused = false on its gated
+    layer: nothing else differs (the model spec is the one source of the shapes)."""
     from ctasim.spec import load_model
 
     exp = load_experiment(MODEL_EXPERIMENTS[model])
     want = tuple(dataclasses.replace(l, epilogue_fused="swiglu" not in l.epilogue)
                  for l in load_model(model).workload.layers)
     assert exp.workload.layers == want
-    assert [l.epilogue_pass for l in exp.workload.layers] == [True, False]
+    assert [l.epilogue_pass for l in exp.workload.layers] == [l.gated for l in exp.workload.layers]
 
 
 def test_naive_counts_an_unfused_epilogue_as_a_memory_pass():

@@ -23,11 +23,23 @@ def split_layer(layer: Layer, m: int | None = None, k: int | None = None, n: int
 
 def add_gemm(plan: Plan, hw: Hardware, wl: Workload, layer_idx: int, layer: Layer, gpu: int, *,
              deps=(), start_ns: float = 0.0, row_offset: int = 0, source: str = "static",
-             persistent: bool = True, raster: str = "", name: str = "", kernel: str = "") -> Kernel:
+             persistent: bool = True, raster: str = "", name: str = "", kernel: str = "",
+             tuned: bool = False) -> Kernel:
     """A GEMM kernel for ``layer`` (already sliced/chunked) on ``gpu``; ``kernel`` picks a kernel variant's
-    config of the profile ('' = the default kernel of the tile shape)."""
+    config of the profile ('' = the default kernel of the tile shape).
+
+    ``tuned``: a plain GEMM whose tile order the executor tunes (sequential, micro-batching, TP). Where the profile
+    has the memory hierarchy (:func:`ctasim.costs.tuned_gemm`) it runs the order the model finds fastest, each tile
+    taking its wave's time, and ``raster`` is not used; otherwise ``raster`` orders it and every tile takes the
+    config's tile time."""
     cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
     order = raster_order(layer.tiles_m, layer.tiles_n, raster or layer.raster)
+    memory = costs.tuned_gemm(layer, hw, wl.elem_bytes, kernel) if tuned else None
+    tile = costs.gemm_tile_ns(layer, hw, wl.elem_bytes, kernel)
+    extra = {}
+    if memory is not None:
+        order, tile = memory.order, float(memory.tile_ns.mean())
+        extra = dict(tile_times=memory.tile_ns, schedule=memory.schedule)
     return plan.add(
         Kernel,
         name=name or f"gemm L{layer_idx} gpu{gpu}",
@@ -38,7 +50,7 @@ def add_gemm(plan: Plan, hw: Hardware, wl: Workload, layer_idx: int, layer: Laye
         tiles_m=layer.tiles_m,
         tiles_n=layer.tiles_n,
         row_offset=row_offset,
-        tile_ns=costs.gemm_tile_ns(layer, hw, wl.elem_bytes, kernel),
+        tile_ns=tile,
         fixed_ns=cfg.kernel_fixed_ns,
         slots=hw.sm_count * cfg.cta_slots_per_sm,
         slots_per_sm=cfg.cta_slots_per_sm,
@@ -52,6 +64,7 @@ def add_gemm(plan: Plan, hw: Hardware, wl: Workload, layer_idx: int, layer: Laye
         kernel=kernel,
         order=order,
         source=source,
+        **extra,
     )
 
 

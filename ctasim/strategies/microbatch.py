@@ -43,7 +43,8 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
                 if i > 0:
                     deps.append((handoff[(i - 1, j)].id, hw.event_wait_ns))
                 k = add_gemm(plan, hw, wl, i, part, i, deps=deps, start_ns=hw.launch_ns,
-                             row_offset=j * part.tiles_m, raster=strategy.raster, name=f"gemm L{i} chunk{j}")
+                             row_offset=j * part.tiles_m, raster=strategy.raster, name=f"gemm L{i} chunk{j}",
+                             tuned=True)
                 last[i] = k
                 if layer.epilogue_pass:
                     last[i] = add_epilogue_pass(plan, hw, wl, i, part, i, last[i].id)

@@ -20,7 +20,7 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
     prev = None
     for i, layer in enumerate(wl.layers):
         deps = () if prev is None else ((prev.id, hw.kernel_gap_ns),)
-        prev = add_gemm(plan, hw, wl, i, layer, 0, deps=deps, start_ns=hw.launch_ns, raster=strategy.raster)
+        prev = add_gemm(plan, hw, wl, i, layer, 0, deps=deps, start_ns=hw.launch_ns, raster=strategy.raster, tuned=True)
         if layer.epilogue_pass:
             prev = add_epilogue_pass(plan, hw, wl, i, layer, 0, prev.id)
         if layer.rowwise:

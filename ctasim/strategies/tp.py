@@ -50,7 +50,7 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
         for g in range(p):
             deps = ((last[g].id, hw.kernel_gap_ns),) if g in last else ()
             ks.append(add_gemm(plan, hw, wl, i, part, g, deps=deps, start_ns=hw.launch_ns, raster=strategy.raster,
-                               name=f"gemm L{i} gpu{g} ({'column' if column else 'row'}-parallel)"))
+                               name=f"gemm L{i} gpu{g} ({'column' if column else 'row'}-parallel)", tuned=True))
         end_of_pair = (not column) or i == n_layers - 1
         if end_of_pair and p > 1:
             kind = "allreduce" if not column else "allgather"

@@ -1,0 +1,152 @@
+"""The memory hierarchy in the engine: plain GEMMs timed wave by wave by ctasim.l2 (ctasim.costs.tuned_gemm)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ctasim import costs, l2
+from ctasim.engine import simulate
+from ctasim.predict import predict, without_memory
+from ctasim.spec import Experiment, Layer, SpecError, Strategy, Workload, load_hardware
+from ctasim.strategies import build_plans
+
+X1 = load_hardware("h200-x1-calibrated")
+FLAT = dataclasses.replace(X1, l2_bytes=0.0)
+
+
+def one_gemm(m=4096, k=8192, n=8192, **kw) -> Workload:
+    return Workload(name="g", dtype="bf16", layers=(Layer(m=m, k=k, n=n, **kw),))
+
+
+def by_hand(layer: Layer, hw, order_name: str) -> np.ndarray:
+    """The wave times of one named order, straight from ctasim.l2 (no costs.tuned_gemm)."""
+    raster, swz = order_name.split("/swizzle")
+    cfg = hw.config(128, 256)
+    tm, tn = layer.tiles_m, layer.tiles_n
+    order = l2.cutlass_sm90_order(tm, tn, raster, int(swz), (cfg.cluster_m, cfg.cluster_n))
+    slots = l2.cutlass_sm90_grid_ctas(tm, tn, raster, int(swz), (cfg.cluster_m, cfg.cluster_n), sm_count=hw.sm_count)
+    tr = l2.wave_traffic(order, layer.m, layer.n, layer.k, 128, 256, 2, slots, hw.l2_bytes)
+    compute = cfg.tile_fixed_ns + 2.0 * 128 * 256 * layer.k / (cfg.l2_sm_tflops * 1e3)
+    return l2.wave_ns(tr, compute, hw.hbm_gbps, hw.l2_hbm_exposed)
+
+
+def test_the_shipped_one_gpu_profile_has_the_memory_hierarchy_and_the_others_do_not():
+    assert X1.l2_bytes == 62914560 and X1.config(128, 256).l2_sm_tflops > 0 and X1.config(128, 256).cluster_m == 2
+    assert without_memory(X1) is not None and without_memory(X1).l2_bytes == 0
+    for name in ("h200-x2-calibrated", "h200-x8", "b200-x8"):
+        hw = load_hardware(name)
+        assert without_memory(hw) is None
+        assert costs.tuned_gemm(Layer(m=4096, k=8192, n=8192), hw, 2) is None
+
+
+@pytest.mark.parametrize("m,n,k", [(4096, 8192, 8192), (3072, 28672, 5120), (16384, 8192, 28672), (2048, 4096, 4096)])
+def test_the_tuned_order_is_the_least_modelled_time_of_every_cutlass_order(m, n, k):
+    layer = Layer(m=m, k=k, n=n)
+    g = costs.tuned_gemm(layer, X1, 2)
+    totals = {f"{r}/swizzle{s}": by_hand(layer, X1, f"{r}/swizzle{s}").sum()
+              for r in ("along_m", "along_n") for s in (1, 2, 4, 8)}
+    assert g.total_ns == pytest.approx(min(totals.values()), rel=1e-12)
+    assert totals[g.schedule] == pytest.approx(g.total_ns, rel=1e-12)
+    assert np.array_equal(np.sort(g.order), np.arange(layer.tiles))  # every tile once, padding dropped
+
+
+def test_each_tile_takes_its_waves_time():
+    layer = Layer(m=3072, k=8192, n=8192)  # 24 x 32 tiles: 768 over 132 slots, a partial last wave
+    g = costs.tuned_gemm(layer, X1, 2)
+    waves = by_hand(layer, X1, g.schedule)
+    assert len(waves) == 6 and np.allclose(g.waves_ns, waves)
+    assert np.allclose(g.tile_ns, waves[np.arange(layer.tiles) // 132])
+    assert waves[-1] < waves[0]  # the last, partial wave moves fewer bytes; the first runs with a cold L2
+
+
+def test_a_sequential_gemm_is_launch_plus_its_waves():
+    wl = one_gemm(m=8192)
+    (plan,) = build_plans(Strategy("sequential"), wl, X1, 1, "g")
+    (k,) = plan.kernels()
+    g = costs.tuned_gemm(wl.layers[0], X1, 2)
+    assert k.schedule == g.schedule and np.array_equal(k.order, g.order) and np.array_equal(k.tile_times, g.tile_ns)
+    t = simulate(plan, X1)
+    assert t.makespan_ns == pytest.approx(X1.launch_ns + g.total_ns, rel=1e-9)
+    # the trace's tiles are the order's, each in its own wave's slot of time
+    tiles = t.tiles
+    ids = sorted(tiles["tile_m"] * wl.layers[0].tiles_n + tiles["tile_n"])
+    assert ids == list(range(wl.layers[0].tiles))
+    assert np.allclose(np.sort(tiles["t_compute_end"] - tiles["t_start"]), np.sort(g.tile_ns))
+
+
+def test_the_memory_hierarchy_changes_the_time_and_flat_is_the_config_rate():
+    wl = one_gemm(m=16384, n=28672)
+    (p_mem,) = build_plans(Strategy("sequential"), wl, X1, 1, "g")
+    (p_flat,) = build_plans(Strategy("sequential"), wl, FLAT, 1, "g")
+    (k_flat,) = p_flat.kernels()
+    assert len(k_flat.tile_times) == 0 and k_flat.schedule == ""
+    layer = wl.layers[0]
+    flat_ns = simulate(p_flat, FLAT).makespan_ns
+    assert flat_ns == pytest.approx(X1.launch_ns + -(-layer.tiles // 132) * costs.tile_ns(layer, layer.k, X1, 2))
+    mem_ns = simulate(p_mem, X1).makespan_ns
+    assert abs(mem_ns / flat_ns - 1) > 0.005
+
+
+def test_tile_times_drive_the_engine_on_both_paths():
+    wl = one_gemm(m=3072)
+    (plan,) = build_plans(Strategy("sequential"), wl, X1, 1, "g")
+    base = simulate(plan, X1).makespan_ns
+    assert simulate(plan, X1, closed_form=False).makespan_ns == pytest.approx(base, rel=1e-12)
+    k = plan.kernels()[0]
+    k.tile_times = k.tile_times * 2.0
+    assert simulate(plan, X1).makespan_ns - X1.launch_ns == pytest.approx(2 * (base - X1.launch_ns), rel=1e-9)
+
+
+def test_microbatch_and_tp_gemms_are_tuned_and_ctapipe_kernels_are_not():
+    hw = dataclasses.replace(X1, gpus=2)
+    wl = Workload(name="c", dtype="bf16", layers=(Layer(m=4096, k=8192, n=8192), Layer(m=4096, k=8192, n=8192)))
+    mb = build_plans(Strategy("microbatch", chunks=(2,)), wl, hw, 2, "c")[0]
+    assert all(len(k.tile_times) == k.tiles for k in mb.kernels())
+    tp = build_plans(Strategy("tp"), wl, hw, 2, "c")[0]
+    assert all(len(k.tile_times) == k.tiles and k.schedule for k in tp.kernels())
+    cp = build_plans(Strategy("ctapipe"), wl, hw, 2, "c")[0]
+    assert all(len(k.tile_times) == 0 for k in cp.kernels())
+
+
+def test_a_fused_gated_epilogue_stores_half_and_an_activation_adds_compute():
+    plain = costs.tuned_gemm(Layer(m=8192, k=4096, n=28672), X1, 2)
+    gelu = costs.tuned_gemm(Layer(m=8192, k=4096, n=28672, epilogue=("gelu",)), X1, 2)
+    gated = costs.tuned_gemm(Layer(m=8192, k=4096, n=28672, epilogue=("swiglu",)), X1, 2)
+    assert gelu.total_ns > plain.total_ns
+    assert gated.total_ns > plain.total_ns  # the activation's cost, less the half store
+    unfused = costs.tuned_gemm(Layer(m=8192, k=4096, n=28672, epilogue=("swiglu",), epilogue_fused=False), X1, 2)
+    assert unfused.total_ns == pytest.approx(plain.total_ns)
+
+
+def test_predict_writes_the_flat_predictor_only_beside_a_memory_model():
+    exp = Experiment(name="e", description="", hardware=X1, workload=one_gemm(), strategies=(Strategy("sequential"),),
+                     gpus=1)
+    df = predict(exp, None, None)
+    assert sorted(df["source"]) == ["flat", "model", "waves"]
+    flat = df.loc[df.source == "flat", "makespan_ms"].item()
+    model = df.loc[df.source == "model", "makespan_ms"].item()
+    (p,) = build_plans(Strategy("sequential"), exp.workload, FLAT, 1, "x")
+    assert flat == pytest.approx(simulate(p, FLAT).makespan_ns / 1e6) and flat != pytest.approx(model)
+    exp2 = dataclasses.replace(exp, hardware=load_hardware("h200-x2-calibrated"))
+    assert "flat" not in set(predict(exp2, None, None)["source"])
+
+
+@pytest.mark.parametrize("field,value,words", [
+    ("l2_bytes", -1.0, "must be >= 0"), ("l2_hbm_exposed", 1.5, "within [0, 1]"),
+    ("l2_hbm_exposed", -0.1, "within [0, 1]")])
+def test_memory_fields_of_the_profile_are_checked(field, value, words):
+    from ctasim.spec import _validate_hardware
+
+    with pytest.raises(SpecError, match=field) as e:
+        _validate_hardware(dataclasses.replace(X1, **{field: value}), "x")
+    assert words in str(e.value)
+
+
+@pytest.mark.parametrize("field,value", [("l2_sm_tflops", -1.0), ("cluster_m", 0), ("cluster_n", 0)])
+def test_memory_fields_of_a_kernel_config_are_checked(field, value):
+    from ctasim.spec import _validate_hardware
+
+    cfgs = (dataclasses.replace(X1.kernel_configs[0], **{field: value}),) + X1.kernel_configs[1:]
+    with pytest.raises(SpecError, match=field):
+        _validate_hardware(dataclasses.replace(X1, kernel_configs=cfgs), "x")
