@@ -21,8 +21,13 @@ MEAS2 = ROOT / "bench" / "results" / "hw" / "2026-12-01-registered2-1gpu"
 EXPS2 = ("reg2-mlp", "reg2-mlp-h4096", "reg2-chain")
 
 
+MEAS7 = ROOT / "bench" / "results" / "hw" / "2026-12-02-registered7-1gpu"
+EXPS7 = ("reg7-reference", "reg7-qwen2.5-32b-1gpu", "reg7-mistral-large-2-1gpu", "reg7-gpt3-175b-1gpu")
+
+
 @pytest.mark.parametrize("exp, meas, reports", [(e, MEAS, "validation-registered") for e in EXPS]
-                         + [(e, MEAS2, "validation-registered2") for e in EXPS2])
+                         + [(e, MEAS2, "validation-registered2") for e in EXPS2]
+                         + [(e, MEAS7, "validation-registered7") for e in EXPS7])
 def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
     """The committed accuracy tables (bench/results/validation-registered*) come out of the committed files."""
     assert main(["compare", str(PRED / exp), str(meas / exp), "--out", str(tmp_path / exp)]) == 0
@@ -243,3 +248,16 @@ def test_choices_rank_the_measured_strategies_and_pick_the_best_chunk_count_amon
                            got, accuracy.Provenance(False, "not committed"), Path("p"), Path("m"), meas.iloc[:0], {})
     assert "**POST-HOC** -- not committed." in text and "## Choices" in text
     assert "ctapipe < microbatch < sequential" in text.split("## Choices", 1)[1]
+
+
+def test_the_committed_post_hoc_memory_table_is_what_the_script_writes(tmp_path):
+    """bench/results/posthoc-memory/ (docs/validation.md quotes it) comes out of the committed runs and specs."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("posthoc_memory", ROOT / "bench" / "posthoc_memory.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--out", str(tmp_path)]) == 0
+    for name in ("summary.csv", "cases.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name),
+                                      pd.read_csv(ROOT / "bench" / "results" / "posthoc-memory" / name))
