@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python bench/ctapipe_first_tile.py [RUN ...]     # default: bench/results/hw/2026-11-29-ctapipe
 
-For each trace (the committed model of ``python -m ctasim.validate``, seed 0), times after the producer's first tile
+For each trace (the committed model of ``ctasim validate``, seed 0), times after the producer's first tile
 start, in µs: the first wave's median compute (acquire to compute end), row-block 0's last compute end, store end
 and signal, the wave's last store end, and the consumer's first tile ready (pushed) and acquired. Prints a Markdown
 table (docs/validation.md, "Where the model is weakest").
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from ctasim import validate_ctapipe as VC  # noqa: E402
+from ctasim.validation import ctapipe as VC  # noqa: E402
 from validate_new_variants import committed_model  # noqa: E402
 
 COLS = ["wave-0 compute", "row-block 0 compute end", "row-block 0 store end", "row-block 0 signal", "wave-0 store end",

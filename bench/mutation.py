@@ -56,7 +56,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
                            ["tests/test_plan.py", "tests/test_engine.py", "tests/test_chain.py",
                             "tests/test_predict.py", "tests/test_mutation_strategies.py"])
        for m in ("sequential", "microbatch", "tp", "hybrid", "ctapipe", "common")},
-    "compare": ("ctasim/compare.py", ["tests/test_compare.py", "tests/test_mutation_compare.py"]),
+    "compare": ("ctasim/validation/traces.py", ["tests/test_compare.py", "tests/test_mutation_compare.py"]),
     "machine": ("ctasim/machine.py", ["tests/test_fabric.py", "tests/test_engine.py",
                                       "tests/test_mutation_machine.py"]),
 }

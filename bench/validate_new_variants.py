@@ -3,15 +3,15 @@
     PYTHONPATH=. python bench/validate_new_variants.py
 
 Model: the committed profile ``specs/hardware/h200-x2-calibrated.toml`` with the committed fits, built exactly as
-``python -m ctasim.validate`` builds it (baseline fit on ``2026-11-29-run2`` at ``ctasim.validate.FIT_MS``, ctapipe
+``ctasim validate`` builds it (baseline fit on ``2026-11-29-run2`` at ``ctasim.validation.baselines.FIT_MS``, ctapipe
 kernel-variant fit, ``tile_cv`` included, on ``2026-11-29-ctapipe`` and the M=32768 traces of
-``ctasim.validate.CTAPIPE_FIT_ALSO``);
+``ctasim.validation.pipeline.CTAPIPE_FIT_ALSO``);
 nothing is fitted on the runs judged here.
 Every trace of the runs in :data:`RUNS` is simulated (seed 0, the validation's default) and compared with
-``ctasim.compare.compare`` through ``ctasim.validate_ctapipe.judge(..., fit_ms=())``; the rows are the ones
-``python -m ctasim.validate --ctapipe-also <RUNS> --out DIR`` writes into ``DIR/ctapipe.csv``.
+``ctasim.validation.traces.compare`` through ``ctasim.validation.ctapipe.judge(..., fit_ms=())``; the rows are the ones
+``ctasim validate --ctapipe-also <RUNS> --out DIR`` writes into ``DIR/ctapipe.csv``.
 
-Traces with a first-wave store stall (``ctasim.validate_ctapipe.STALL_NS``: here the clusters run's w21 at M=16384,
+Traces with a first-wave store stall (``ctasim.validation.ctapipe.STALL_NS``: here the clusters run's w21 at M=16384,
 whose producer's first-wave epilogue stalled 160 us) are marked ``stall`` in ``ctapipe-new.csv`` and left out of every
 summary.
 
@@ -34,8 +34,9 @@ sys.path.insert(0, str(ROOT))  # this checkout's ctasim, not an installed one
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ctasim import validate as V  # noqa: E402
-from ctasim import validate_ctapipe as VC  # noqa: E402
+from ctasim.validation import baselines as V  # noqa: E402
+from ctasim.validation import pipeline as P  # noqa: E402
+from ctasim.validation import ctapipe as VC  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
@@ -59,11 +60,11 @@ COLS = ["run", "m", "variant", "family", "makespan_meas_us", "makespan_sim_us", 
 
 
 def committed_model(profile: str = "h200-x2-calibrated"):
-    """The profile with the baseline and ctapipe fits applied, as ``ctasim.validate.main`` builds it."""
+    """The profile with the baseline and ctapipe fits applied, as ``ctasim.validation.pipeline.main`` builds it."""
     hw0 = load_hardware(profile)
     fields, _harness, _ev = V.fit(V.load_cases(HW / "2026-11-29-run2"), hw0)
     hw = V.apply_fit(hw0, fields)
-    traces = [t for r in (V.CTAPIPE_RUN, *V.CTAPIPE_FIT_ALSO) for t in VC.load_folder(HW / r)]
+    traces = [t for r in (P.CTAPIPE_RUN, *P.CTAPIPE_FIT_ALSO) for t in VC.load_folder(HW / r)]
     cfields, _cev = VC.fit(traces, hw0)
     return VC.apply_fit(hw, cfields), cfields
 
@@ -167,7 +168,7 @@ def mainloops(traces: dict, hw, df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _md(df: pd.DataFrame, fmt: str = ".2f") -> str:
-    return V._md(df, fmt)
+    return P._md(df, fmt)
 
 
 def _pct(x: float) -> str:
@@ -244,7 +245,7 @@ def report(df, fam, var, gvp, ml, args, commit, hw_link_sharing: str = "fcfs") -
         f"**Provenance**: {args.date}, 2-core CPU VM (no GPU), code at commit {commit}. Command (from the "
         "repository root):", "",
         "```bash", "PYTHONPATH=. python bench/validate_new_variants.py", "```", "",
-        "The rows are those `python -m ctasim.validate --ctapipe-also <the four runs> --out DIR` writes into "
+        "The rows are those `ctasim validate --ctapipe-also <the four runs> --out DIR` writes into "
         "`DIR/ctapipe.csv` (same model, same seed).", "",
         "Files: `ctapipe-new.csv` (every trace), `ctapipe-new-by-variant.csv`, `ctapipe-new-by-family.csv`, "
         "`group-order-vs-row-pairs.csv` (each group order against the same run's row-pair variant at the same M), "

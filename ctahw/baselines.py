@@ -334,7 +334,7 @@ class Sweep:
         self.data = Chain(self.cp, cfg.seed)
         self._allreduce = None
         self.tuning: list[dict] = []
-        self.traces: dict = {}  # CTA-pipelining traces by ctasim.validate_ctapipe.trace_key (ctahw.pipelined)
+        self.traces: dict = {}  # CTA-pipelining traces by ctasim.trace.trace_key (ctahw.pipelined)
 
     # -- helpers
     def _backend(self, name: str, device: int):

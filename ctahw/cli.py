@@ -57,7 +57,7 @@ def _experiments(s: str) -> tuple[str, ...]:
 def parser() -> argparse.ArgumentParser:
     from ctahw.baselines import SweepConfig  # noqa: PLC0415 - pure module (no cupy at import)
 
-    from ctasim.cli import OneLineParser  # noqa: PLC0415 - a usage error is one line
+    from ctasim.cliargs import OneLineParser  # noqa: PLC0415 - a usage error is one line
 
     p = OneLineParser(prog="ctahw", description="CUTLASS kernels, baselines and calibration on real GPUs")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -242,11 +242,11 @@ def _check_out(out: Path | None, flag: str = "--out") -> None:
     """An output folder that can be written: refused before anything runs (one line, exit 2)."""
     if out is None:
         return
-    from ctasim.cli import _out_folder  # noqa: PLC0415
+    from ctasim.cliargs import writable_folder  # noqa: PLC0415
     from ctasim.spec import SpecError  # noqa: PLC0415
 
     try:
-        _out_folder(out, flag)
+        writable_folder(out, flag)
     except SpecError as e:
         raise _UsageError(f"{flag} {out}: {e.problem}") from None
 
@@ -316,7 +316,7 @@ def cmd_run_spec(args) -> int:
             results.write(df, tmp / "results.csv")
             if traces:
                 from ctasim.trace import save_traces  # noqa: PLC0415
-                from ctasim.validate_ctapipe import TRACES_FILE  # noqa: PLC0415
+                from ctasim.trace import TRACES_FILE  # noqa: PLC0415
 
                 save_traces(traces, tmp / TRACES_FILE)
             (tmp / "run.json").write_text(json.dumps({"experiment": exp.name, "config": dataclasses.asdict(cfg),
@@ -403,7 +403,7 @@ def cmd_run(args) -> int:
                 pass
             if traces:
                 from ctasim.trace import save_traces  # noqa: PLC0415
-                from ctasim.validate_ctapipe import TRACES_FILE  # noqa: PLC0415
+                from ctasim.trace import TRACES_FILE  # noqa: PLC0415
 
                 save_traces(traces, tmp / TRACES_FILE)
             (tmp / "baselines_config.json").write_text(json.dumps(

@@ -6,7 +6,7 @@ per tile, consumers pop from the work-queue), run by :class:`ctahw.runner.CtaPip
 tracing, checked against the fp32 chain on fresh inputs with poisoned buffers, one traced run checked by
 ``ctasim.invariants.check_trace``, then both timed interleaved with the same :class:`~ctahw.baselines.Timed`
 harness as the baselines. Every traced run is parsed into a ctasim trace at capture time and kept on
-``sweep.traces`` by :func:`ctasim.validate_ctapipe.trace_key` (``meta``: m, h, gpus, variant, run, kept, clock
+``sweep.traces`` by :func:`ctasim.trace.trace_key` (``meta``: m, h, gpus, variant, run, kept, clock
 offsets, violations); ``ctahw run`` saves them as one ctasim trace bundle (:func:`ctasim.trace.save_traces`).
 :func:`load_raw_traces` reads the raw stamp files of the runs before 2026-12-01 (``ctapipe_traces.npz``).
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from ctahw import runner as rn
 from ctasim.plan import Plan, with_order
-from ctasim.validate_ctapipe import trace_key
+from ctasim.trace import trace_key
 from ctasim.variants import VARIANTS, Variant, clusters_of
 from ctasim.variants import apply as apply_variant
 

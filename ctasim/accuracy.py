@@ -169,10 +169,10 @@ def per_cta(pred_dir: Path, meas_dir: Path) -> tuple[pd.DataFrame, list[tuple[st
     (makespans, per-CTA start and end errors as fractions of the measured makespan, dequeue-order agreement), and
     (stem, measured trace, predicted trace) for the overlays. Runs without a schedule are left out. Empty
     without a bundle."""
-    from ctasim.compare import compare  # noqa: PLC0415
+    from ctasim.validation.traces import compare  # noqa: PLC0415
     from ctasim.predict import schedule_name  # noqa: PLC0415
     from ctasim.trace import EVENT_COLUMNS, OP_COLUMNS, Trace, load_traces  # noqa: PLC0415
-    from ctasim.validate_ctapipe import TRACES_FILE  # noqa: PLC0415
+    from ctasim.trace import TRACES_FILE  # noqa: PLC0415
 
     bundle = meas_dir / TRACES_FILE
     if not bundle.is_file():

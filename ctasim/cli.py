@@ -5,6 +5,7 @@
     ctasim trace EXPERIMENT            export one run's trace (tables, Chrome/Perfetto JSON, Gantt PNG)
     ctasim predict EXPERIMENT --out D  register predictions (model and naive) before the GPUs run it
     ctasim compare PREDICTIONS RESULTS accuracy report: registered vs post-hoc, model vs naive
+    ctasim validate [RESULTS]          the post-hoc validation on the committed 2xH200 runs (ctasim.validation)
     ctasim list                        the specs shipped in specs/
 
 EXPERIMENT is a name from ``ctasim list`` or a path to a TOML file; the default is ``default``.
@@ -23,18 +24,12 @@ from pathlib import Path
 import pandas as pd
 
 from ctasim.cases import load_experiment
+from ctasim.cliargs import OneLineParser, writable_folder
 from ctasim.spec import Experiment, SpecError, _coerce, _validate_hardware, list_specs, validate_layer
 
 __all__ = ["main", "OneLineParser"]
 
 EXIT_SPEC = 2
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (``prog: error: ...``) and exit 2, with no usage block."""
-
-    def error(self, message: str):  # noqa: D401 - argparse's hook
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def _jitter(s: str) -> float:
@@ -63,24 +58,6 @@ def _int_at_least(low: int):
 _positive_int, _nonneg_int = _int_at_least(1), _int_at_least(0)
 
 
-def _out_folder(path: str | Path, flag: str = "--out") -> Path:
-    """``path`` if a folder can be written there (an existing folder, or a new one whose nearest existing parent is
-    a writable folder); else SpecError. Checked before anything is simulated."""
-    import os
-
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise SpecError(flag, str(p), "exists and is not a folder")
-    parent = p if p.exists() else p.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise SpecError(flag, str(p), f"{parent} is a file, not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise SpecError(flag, str(p), f"{parent} is not writable")
-    return p
-
-
 def _out_file(path: str | Path, flag: str = "--out") -> Path:
     """``path`` if a .csv or .parquet table can be written there (parquet: pyarrow installed); else SpecError."""
     p = Path(path)
@@ -88,7 +65,7 @@ def _out_file(path: str | Path, flag: str = "--out") -> Path:
         raise SpecError(flag, str(p), "the results file must end in .csv or .parquet")
     if p.exists() and not p.is_file():
         raise SpecError(flag, str(p), "exists and is not a file")
-    _out_folder(p.parent, flag)
+    writable_folder(p.parent, flag)
     if p.suffix == ".parquet":
         _need_pyarrow(flag)
     return p
@@ -154,7 +131,7 @@ def cmd_run(args) -> int:
 
     exp = load_experiment(args.experiment)
     if args.out:
-        _out_folder(args.out)
+        writable_folder(args.out)
         if args.format == "parquet":
             _need_pyarrow("--format")
     _check_size(exp, args.max_ctas, str(args.experiment))
@@ -299,7 +276,7 @@ def cmd_trace(args) -> int:
     from ctasim.run import run_strategy
 
     exp = load_experiment(args.experiment)
-    _out_folder(args.out)
+    writable_folder(args.out)
     if args.format == "parquet":
         _need_pyarrow("--format")
     cases = expand(exp)
@@ -423,7 +400,7 @@ def cmd_advise(args) -> int:
     if args.gpus and args.gpus > hw.gpus:
         raise SpecError("--gpus", str(args.gpus), f"profile {hw.name!r} has {hw.gpus} GPUs")
     if args.out:
-        _out_folder(args.out)
+        writable_folder(args.out)
     exp = A.experiment(model, hw, args.tokens, args.gpus, args.regime)
     _check_size(exp, args.max_ctas, f"advise {model.name}")
     jobs = _jobs(args, [exp])
@@ -451,7 +428,7 @@ def _advise_doc(args) -> int:
     from ctasim.spec import list_specs, load_hardware, load_model
 
     doc = Path(args.doc)
-    _out_folder(doc.parent, "--doc")
+    writable_folder(doc.parent, "--doc")
     figs = doc.parent / "advice"
     sections = []
     frames = {}
@@ -595,12 +572,19 @@ def parser() -> argparse.ArgumentParser:
                         "are closed-form kernels, cheaper per CTA than a pipelined run)")
     _parallel(p)
     p.set_defaults(func=cmd_advise)
+    sub.add_parser("validate", add_help=False, help="the post-hoc validation on the committed 2xH200 runs "
+                                                      "(`ctasim validate --help`)")
     p = sub.add_parser("list", help="list the shipped specs")
     p.set_defaults(func=cmd_list)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["validate"]:  # its own options (ctasim.validation.pipeline), parsed there
+        from ctasim.validation.pipeline import main as validate_main
+
+        return validate_main(argv[1:])
     args = parser().parse_args(argv)
     client = None
     try:

@@ -53,10 +53,10 @@ def gantt_pair(measured: Trace, simulated: Trace, path: str | Path, title: str =
 
 def cta_overlay(measured: Trace, predicted: Trace, path: str | Path, title: str = "") -> Path:
     """Per-CTA start and end, predicted against measured, one point per tile matched by (kernel, layer, tile_m,
-    tile_n) (:data:`ctasim.compare.KEY`), coloured by layer; each trace shifted so that its first tile starts at 0. Points on the diagonal: the
+    tile_n) (:data:`ctasim.validation.traces.KEY`), coloured by layer; each trace shifted so that its first tile starts at 0. Points on the diagonal: the
     prediction placed that tile exactly."""
     plt = _plt()
-    from ctasim.compare import KEY  # noqa: PLC0415
+    from ctasim.validation.traces import KEY  # noqa: PLC0415
 
     m, p = measured.tiles, predicted.tiles
     j = m.merge(p, on=KEY, suffixes=("_m", "_p"))

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["Trace", "TraceFileError", "save_traces", "load_traces", "BUNDLE_SUFFIX", "records_array", "TILE_COLUMNS", "EVENT_COLUMNS", "EVENT_KINDS", "OP_COLUMNS", "TIME_COLUMNS"]
+__all__ = ["Trace", "TraceFileError", "save_traces", "load_traces", "BUNDLE_SUFFIX", "TRACES_FILE", "trace_key", "records_array", "TILE_COLUMNS", "EVENT_COLUMNS", "EVENT_KINDS", "OP_COLUMNS", "TIME_COLUMNS"]
 
 TIME_COLUMNS = ("t_start", "t_acquire", "t_ready", "t_compute_end", "t_store_end", "t_signal")
 TILE_COLUMNS = ("source", "gpu", "kernel", "layer", "cta", "sm", "tile_m", "tile_n") + TIME_COLUMNS + ("slot",)
@@ -48,6 +48,15 @@ OP_COLUMNS = ("op", "name", "kind", "gpu", "dst", "nbytes", "layer", "t_begin", 
 
 BUNDLE_SUFFIX = ".trace.npz"
 """File name ending of a trace bundle (:func:`save_traces`)."""
+TRACES_FILE = "ctapipe_traces" + BUNDLE_SUFFIX
+"""The trace bundle of a ``ctahw run`` results folder: every traced CTA-pipelined run, keyed by :func:`trace_key`."""
+
+
+def trace_key(m: int, variant: str, run: int) -> str:
+    """The bundle key of traced run ``run`` of ``variant`` at ``m`` (``m2048:cutlass_ctapipe_trace:run0``)."""
+    return f"m{int(m)}:{variant}:run{int(run)}"
+
+
 _BUNDLE_FORMAT = "ctasim-trace-bundle/1"
 _TABLES = ("tiles", "events", "ops")
 

@@ -145,7 +145,7 @@ def _pipe_measurement(tmp_path, shift_layer1_frac: float = 0.0):
     from ctasim.harness import load_harness
     from ctasim.predict import register
     from ctasim.trace import load_traces, save_traces
-    from ctasim.validate_ctapipe import TRACES_FILE
+    from ctasim.trace import TRACES_FILE
 
     spec = tmp_path / "pipe-1024.toml"
     spec.write_text(PIPE_SPEC)

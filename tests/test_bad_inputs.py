@@ -80,10 +80,10 @@ BAD = [
     (CTAHW + ["calibrate", "--dry-run", "--base", "nope"], "nope"),
     (CTAHW + ["calibrate", "--dry-run", "--out", "afile/p.toml"], "not a folder"),
     (CTAHW + ["calibrate", "--dry-run", "--reps", "0"], "--reps"),
-    ([sys.executable, "-m", "ctasim.validate", "nowhere"], "no such file"),
-    ([sys.executable, "-m", "ctasim.validate", "."], "truncated"),
-    ([sys.executable, "-m", "ctasim.validate", "--runs", "nowhere"], "--runs"),
-    ([sys.executable, "-m", "ctasim.validate", "--out", "afile"], "not a folder"),
+    ([sys.executable, "-m", "ctasim.validation", "nowhere"], "no such file"),
+    ([sys.executable, "-m", "ctasim.validation", "."], "truncated"),
+    ([sys.executable, "-m", "ctasim.validation", "--runs", "nowhere"], "--runs"),
+    ([sys.executable, "-m", "ctasim.validation", "--out", "afile"], "not a folder"),
 ]
 
 FIXTURES = {"afile": b"a plain file\n", "bin.toml": b"\x00\x01\x02\xff\xfe", "cut.toml": b"[experiment\nname = \"x",

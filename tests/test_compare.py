@@ -14,12 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ctasim.compare import compare, gates, spearman
+from ctasim.validation.traces import compare, gates, spearman
 from ctasim.engine import simulate
 from ctasim.plan import Kernel, Transfer
 from ctasim.spec import Layer, Strategy, Workload, load_hardware
 from ctasim.strategies import build_plans
-from ctasim import validate as V
+from ctasim.validation import baselines as V
+from ctasim.validation import pipeline as P
 from tests.helpers import chain, tiny_hw
 
 RUN2 = Path(__file__).resolve().parent.parent / "bench" / "results" / "hw" / "2026-11-29-run2"
@@ -276,7 +277,7 @@ def test_a_wrong_profile_fails_the_makespan_gates(measured, name):
 
 
 # ------------------------------------------------------------------------ CTA-pipelining: measured per-CTA traces
-# Two measured 2xH200 traces (held-out M), committed as tile tables by `python -m ctasim.validate`, simulated
+# Two measured 2xH200 traces (held-out M), committed as tile tables by `ctasim validate`, simulated
 # with the committed profile (its fitted ctapipe-1x1/1x2/2x1 configs; fitted on M = 2048, 8192 only).
 # Absolute bounds = held-out figures plus a margin so that a regression fails; they are NOT the issue's targets
 # (median start error <= 2% of the makespan is not met at M=1024: 2.7%; docs/validation.md).  M=4096's median
@@ -290,7 +291,7 @@ def test_a_wrong_profile_fails_the_makespan_gates(measured, name):
 # the ctapipe configs refitted with the M=32768 traces of 2026-11-29-ctapipe-range and -trace3 to +0.9% and +2.2%;
 # the fitted signal_ns (store end to counter update under load, 3.5-4.3 us) to +1.7% and +2.4%; a config of its own
 # for c21's consumer (ctapipe-1x2-c21) moved M=4096 to +1.3%).  Doubling poll_ns (200 -> 400 ns) moves the makespan by < 0.05%: nothing here resolves it.
-from ctasim import validate_ctapipe as VC  # noqa: E402
+from ctasim.validation import ctapipe as VC  # noqa: E402
 
 VALIDATION = Path(__file__).resolve().parent.parent / "bench" / "results" / "validation"
 HW_RUNS = Path(__file__).resolve().parent.parent / "bench" / "results" / "hw"
@@ -359,7 +360,7 @@ def test_a_wrong_profile_fails_the_measured_ctapipe_gates(name):
 def ctapipe_traces():
     pytest.importorskip("ctahw.pipelined")
     hw_dir = HW_RUNS
-    return [t for r in (V.CTAPIPE_RUN, *V.CTAPIPE_FIT_ALSO) for t in VC.load_folder(hw_dir / r)]
+    return [t for r in (P.CTAPIPE_RUN, *P.CTAPIPE_FIT_ALSO) for t in VC.load_folder(hw_dir / r)]
 
 
 def test_ctapipe_fit_keeps_traces_of_one_case_from_two_runs_apart(ctapipe_traces):

@@ -1,4 +1,4 @@
-"""ctasim.compare on hand-made traces: every figure of a comparison worked out by hand (what
+"""ctasim.validation.traces on hand-made traces: every figure of a comparison worked out by hand (what
 `python bench/mutation.py compare` showed no test asserted: the summary row, the frames' rows and columns, the
 edges of the gates, consumers found from the traces alone, a layer missing from one trace)."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ctasim.compare import Comparison, GATES, compare, consumer_kernels, gates, slots_of, spearman
+from ctasim.validation.traces import Comparison, GATES, compare, consumer_kernels, gates, slots_of, spearman
 from ctasim.plan import Kernel, Plan
 from ctasim.trace import EVENT_COLUMNS, OP_COLUMNS, TILE_COLUMNS, Trace
 

@@ -39,7 +39,7 @@ def same(a, b) -> bool:
 def main(argv=None) -> int:
     from ctahw.pipelined import raw_to_bundle
     from ctasim.trace import TraceFileError, load_traces, save_traces
-    from ctasim.validate_ctapipe import TRACES_FILE
+    from ctasim.trace import TRACES_FILE
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folders", nargs="+", type=Path)

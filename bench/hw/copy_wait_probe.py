@@ -1,6 +1,6 @@
 """The micro-batching chain of ``ctahw`` with sleep kernels in place of the GEMMs: what its cross-GPU waits cost.
 
-Tests the harness parameters ``wait_ns`` and ``hop_ns`` that ``ctasim.validate`` fits on micro-batched makespans
+Tests the harness parameters ``wait_ns`` and ``hop_ns`` that ``ctasim.validation.baselines`` fits on micro-batched makespans
 (docs/validation.md): a kernel on GPU 1 whose stream waits on an event of GPU 0's copy stream pays ``wait_ns``
 even when the copy is long done, and starts ``event_wait_ns + hop_ns`` after the copy at the earliest.  The probe
 enqueues exactly what ``Sweep.microbatch`` does (``Timed`` harness, ``part`` events around every kernel and copy,

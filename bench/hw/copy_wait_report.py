@@ -1,12 +1,12 @@
-"""The harness's cross-GPU wait costs from a ``copy_wait_probe.py`` result, beside the values ``ctasim.validate`` fits.
+"""The harness's cross-GPU wait costs from a ``copy_wait_probe.py`` result, beside the values ``ctasim.validation.baselines`` fits.
 
     PYTHONPATH=. python bench/hw/copy_wait_report.py RESULT.json [RESULT.json ...] [--profile h200-x2-calibrated]
 
 From the probe's runs (sleep kernels of k us, peer copies of N bytes, the ``Timed`` harness of ``ctahw``), with the
-same definitions as :func:`ctasim.validate.fit`: ``run_ns`` = idle of the 1-kernel run, ``gap_ns`` = idle(2 kernels)
+same definitions as :func:`ctasim.validation.baselines.fit`: ``run_ns`` = idle of the 1-kernel run, ``gap_ns`` = idle(2 kernels)
 - idle(1 kernel), ``copy_ns`` = copy event time - N / ``copy_engine_gbps`` - ``link_latency_ns``, k = GPU 1's
 kernel event time.  Micro-batching with c chunks is GPU-1 bound (each chunk's kernel is longer than its copy), so
-the harness model of ``ctasim.validate.Harness`` gives
+the harness model of ``ctasim.validation.baselines.Harness`` gives
 
     makespan(c) = run + 2k + copy_ns + N/bw + latency + 2 event_wait + hop + (c - 1)(k + gap + wait)
 

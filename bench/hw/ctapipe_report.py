@@ -25,7 +25,7 @@ def tables(folder: Path, simulate: bool = True) -> dict[str, pd.DataFrame]:
     from ctahw.pipelined import TRACE_TOL_NS, other_violations, plan_of_trace, publish_inversion_ns
     from ctasim.invariants import find_violations
     from ctasim.trace import load_traces
-    from ctasim.validate_ctapipe import TRACES_FILE
+    from ctasim.trace import TRACES_FILE
 
     df = pd.read_csv(folder / "baselines.csv")
     ok = df[df["error"].isna() | (df["error"].astype(str) == "")] if "error" in df else df
@@ -75,12 +75,12 @@ def tables(folder: Path, simulate: bool = True) -> dict[str, pd.DataFrame]:
 
 def predictions(ms, lat: pd.DataFrame) -> pd.DataFrame:
     """ctasim's makespan for the plan each variant ran, on ``h200-x2-calibrated`` with the variant's kernel
-    configs (``ctasim.validate_ctapipe.plan_for``: per-cluster-shape tile rates; launch_ns = 0, no timing
+    configs (``ctasim.validation.ctapipe.plan_for``: per-cluster-shape tile rates; launch_ns = 0, no timing
     harness); variants without a fitted config use the default one (``chain_plan``)."""
     from ctahw.pipelined import VARIANTS, chain_plan, variant_plan
     from ctasim.engine import simulate
     from ctasim.spec import load_hardware
-    from ctasim.validate_ctapipe import VARIANT_KERNELS, plan_for
+    from ctasim.validation.ctapipe import VARIANT_KERNELS, plan_for
 
     hw = load_hardware("h200-x2-calibrated")
     rows = []

@@ -6,7 +6,7 @@ pipe) runs the same CUTLASS cooperative 128x256 mainloop and epilogue on a persi
 For each M, one traced run of a one-layer plan (M x 8192 x 8192 bf16) on GPU 0; per tile the mainloop
 (t_mainloop_end - t_acquire); tiles sorted by t_acquire and cut into rounds of 132; the within-round coefficient of
 variation per round; its median over full rounds >= 1 is what ``KernelConfig.tile_cv`` means
-(``ctasim.validate_ctapipe``).
+(``ctasim.validation.ctapipe``).
 
     python bench/hw/persistent_tile_cv.py OUT.json [--ms 2048,8192,16384] [--runs 3]
 

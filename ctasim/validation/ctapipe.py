@@ -9,7 +9,7 @@ work-queue (``tile_source="queue"``), clusters per layer as :data:`VARIANT_KERNE
 built by :mod:`ctasim.strategies` (``Strategy.kernels`` picks the profile's kernel config of each layer's
 cluster shape), with the producer's tile order read from the trace (CTA ``blockIdx`` order: the plan's row
 order, or row-block pairs for the 2x1 producer), simulated with ``launch_ns = 0`` (a trace's clock starts at
-its first CTA) and compared with :func:`ctasim.compare.compare`.
+its first CTA) and compared with :func:`ctasim.validation.traces.compare`.
 
 Calibration split (:func:`fit`): the per-kernel-variant fields are fitted on the traces at :data:`FIT_MS`
 only; accuracy is reported on the other M values (and on an earlier run, nothing fitted on it):
@@ -38,15 +38,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ctasim.compare import compare
+from ctasim.validation.traces import compare
 from ctasim.engine import simulate
 from ctasim.plan import Plan
 from ctasim.spec import Hardware, Layer, Strategy, Workload
 from ctasim.strategies import build_plans
-from ctasim.trace import BUNDLE_SUFFIX, OP_COLUMNS, EVENT_COLUMNS, Trace, load_traces
+from ctasim.trace import EVENT_COLUMNS, OP_COLUMNS, TRACES_FILE, Trace, load_traces
 from ctasim.variants import VARIANTS, strategy_fields
 
-__all__ = ["VARIANT_KERNELS", "TURNOVER_FROM", "FIT_MS", "STALL_NS", "MeasuredTrace", "TRACES_FILE", "trace_key", "load_folder", "load_tiles", "save_tiles", "plan_for",
+__all__ = ["VARIANT_KERNELS", "TURNOVER_FROM", "FIT_MS", "STALL_NS", "MeasuredTrace", "load_folder", "load_tiles", "save_tiles", "plan_for",
            "simulate_for", "fit", "apply_fit", "judge", "summary", "TILE_CSV_COLUMNS"]
 
 FIT_MS = (2048, 8192, 32768)
@@ -81,15 +81,6 @@ VARIANT_STRATEGY = {n: {k: f for k, f in strategy_fields(n).items() if k in ("ti
                     for n in VARIANT_KERNELS}
 """Strategy fields of the variants whose plan is not the default one, derived from :func:`ctasim.variants.strategy_fields`
 (one counter per 256 rows; consumers that wait on counters in a fixed order instead of popping)."""
-
-TRACES_FILE = "ctapipe_traces" + BUNDLE_SUFFIX
-"""The trace bundle (:func:`ctasim.trace.save_traces`) in a ``ctahw run ... ctapipe`` results folder."""
-
-
-def trace_key(m: int, variant: str, run: int) -> str:
-    """The bundle key of traced run ``run`` of ``variant`` at ``m`` (``m2048:cutlass_ctapipe_trace:run0``)."""
-    return f"m{int(m)}:{variant}:run{int(run)}"
-
 
 H = 8192
 TILE = (128, 256)
