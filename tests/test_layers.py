@@ -92,3 +92,14 @@ def test_the_checks_find_a_circle_and_a_ctahw_import(tmp_path):
     g = import_graph(pkg)
     assert cycles(g) == [["ctasim.a", "ctasim.b", "ctasim.sub.c"]]
     assert "ctahw.runner" in g["ctasim.sub.c"]
+
+
+def test_every_package_ships_in_the_wheel():
+    """pyproject.toml lists its packages by name: a new subpackage left out of the list is missing from an installed
+    copy (the Quickstart installs one) while every test run from the checkout still passes."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for pkg in ("ctasim", "ctahw")
+             for p in (ROOT / pkg).rglob("__init__.py")}
+    assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
