@@ -136,7 +136,7 @@ def report(j: pd.DataFrame, s: pd.DataFrame, ch: pd.DataFrame, prov: Provenance,
               "| --- | --- | --- | --- | --- | --- |"]
     for r in s.itertuples():
         lines.append(f"| {r.predictor} | {r.kind} | {r.cases} | {r.mape_pct:.2f}% | {r.worst_pct:+.2f}% | {r.worst_case} |")
-    others = [src for src in ("flat", "naive", "waves") if src in set(j["source"])]
+    others = [src for src in ("flat", "lockstep", "naive", "waves") if src in set(j["source"])]
     lines += ["", "| case | strategy | variant | measured ms | model ms | model error | "
               + " | ".join(f"{src} ms | {src} error" for src in others) + " |",
               "| --- | --- | --- | --- | --- | --- |" + " --- | --- |" * len(others)]

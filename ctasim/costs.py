@@ -176,7 +176,8 @@ def tuned_gemm(layer: Layer, hw: Hardware, elem_bytes: int, kernel: str = "") ->
             order = l2.cutlass_sm90_order(tm, tn, raster, swizzle, cluster)
             slots = l2.cutlass_sm90_grid_ctas(tm, tn, raster, swizzle, cluster, sm_count=sm)
             traffic = l2.wave_traffic(order, layer.m, layer.n, layer.k, layer.tile_m, layer.tile_n, elem_bytes,
-                                      slots, hw.l2_bytes, store_elem_bytes=store)
+                                      slots, hw.l2_bytes, store_elem_bytes=store, drift=cfg.cta_drift,
+                                      cluster_m=cfg.cluster_m)
             waves = l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed)
             if best is None or waves.sum() < best[0].sum():
                 best = (waves, order, slots, f"{raster}/swizzle{used}")

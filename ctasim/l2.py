@@ -26,10 +26,17 @@ What is modelled
     (raster order, swizzle, cluster pairing, grid size) exactly; :mod:`ctasim.plan`'s orders (``raster_order``,
     ``grouped_rows_order``, one layer of ``chain_order``) can be passed as they are.
 
+    * **Drift** (optional, ``drift > 0``): the CTAs of a persistent grid drift apart at a steady rate (measured in
+      per-tile traces, ``bench/order_drift.py``), so the tiles of a wave that share a panel no longer read it
+      together; once the bytes the L2 must hold between the first and the last sharer exceed its capacity, later
+      sharers read again (:func:`drift_rereads`).
+
 Left out
     Reuse of panels between kernels (each kernel starts cold) and of D (stores do not occupy the cache and
     are never read back); the L2's set associativity, hashing and its two partitions (lumped into
-    ``l2_efficiency``); waves drifting apart (tile-time variation, stalls); overlap of one wave's loads with the
+    ``l2_efficiency``); sharing that drift creates between neighbouring waves (a CTA a tile ahead shares with the
+    next wave's tiles: the re-reads are counted from the lockstep waves' sharers, so a long drift is overcharged);
+    overlap of one wave's loads with the
     next wave's math (waves are timed one after another); L2-to-SM bandwidth and the cluster's multicast
     (which cut L2 reads, not HBM reads); why a share of the HBM time is exposed (latency, bursts of a
     lockstep wave; one constant stands for it); split-K and stream-K schedules.
@@ -53,6 +60,8 @@ __all__ = [
     "cutlass_sm90_grid_ctas",
     "cutlass_sm90_order",
     "wave_traffic",
+    "expected_range",
+    "drift_rereads",
     "wave_ns",
     "gemm_ns",
 ]
@@ -166,7 +175,9 @@ class WaveTraffic:
     """Per wave (arrays of length ``waves``): what the wave reads and writes, in bytes.
 
     ``a_hbm`` / ``w_hbm``: A / W panel bytes read from HBM (misses); ``footprint``: distinct panel bytes the
-    wave touches (hits and misses); ``store``: output bytes written; ``tiles``: real tiles (padding excluded).
+    wave touches (hits and misses); ``store``: output bytes written; ``tiles``: real tiles (padding excluded);
+    ``drift_hbm``: shared panel bytes read again because the sharers drifted apart (:func:`drift_rereads`; None
+    without drift).
     """
 
     a_hbm: np.ndarray
@@ -174,11 +185,14 @@ class WaveTraffic:
     footprint: np.ndarray
     store: np.ndarray
     tiles: np.ndarray
+    drift_hbm: np.ndarray | None = None
 
     @property
     def hbm(self) -> np.ndarray:
-        """Bytes each wave moves over HBM: panel misses plus stores."""
-        return self.a_hbm + self.w_hbm + self.store
+        """Bytes each wave moves over HBM: panel misses, shared panels read again as the CTAs drift apart
+        (``drift_hbm``), and stores."""
+        out = self.a_hbm + self.w_hbm + self.store
+        return out if self.drift_hbm is None else out + self.drift_hbm
 
     @property
     def waves(self) -> int:
@@ -236,14 +250,55 @@ def _distinct_bytes(prev: np.ndarray, use: np.ndarray, weight: np.ndarray, W: in
     return out
 
 
+def expected_range(n: np.ndarray) -> np.ndarray:
+    """Expected range (max - min) of ``n`` independent standard normal draws, in standard deviations (0 for
+    n < 2): twice the expected maximum by Blom's approximation, ``2 * Phi^-1((n - 0.375) / (n + 0.25))`` (1.13 for
+    n = 2 against an exact 1.13, 2.87 for 8 against 2.85, 4.70 for 66)."""
+    from statistics import NormalDist  # noqa: PLC0415
+
+    n = np.asarray(n, dtype=np.float64)
+    out = np.zeros(n.shape)
+    inv = NormalDist().inv_cdf
+    for v in np.unique(n[n >= 2]):
+        out[n == v] = 2.0 * inv((v - 0.375) / (v + 0.25))
+    return out
+
+
+def drift_rereads(sharers: list[tuple[np.ndarray, np.ndarray, float]], waves: int, drift: float,
+                  capacity: float) -> np.ndarray:
+    """Bytes per wave of shared panels read again from HBM because the CTAs sharing them drifted apart.
+
+    A persistent grid does not stay in lockstep: the spread (standard deviation) of its CTAs' tile start times grows
+    by ``drift`` tile times per round (measured: ``bench/order_drift.py``). In wave ``v`` the ``n`` tiles that share a
+    panel start ``drift * v * expected_range(n)`` tile times apart, so the L2 must hold that share of the panel's
+    bytes between the first sharer's read and the last one's. Summed over the wave's shared panels this is the
+    bytes ``held`` (v); while ``held <= capacity`` every sharer hits, beyond it the share ``1 - capacity / held``
+    of the later sharers' reads miss, each a panel's bytes. ``sharers``: per panel kind, (wave index, sharer count,
+    panel bytes) arrays of the (panel, wave) incidences with at least one tile.
+    """
+    held = np.zeros(waves)
+    again = np.zeros(waves)
+    spread = drift * np.arange(waves, dtype=np.float64)
+    for wv, count, size in sharers:
+        held += np.bincount(wv, weights=size * expected_range(count), minlength=waves)
+        again += np.bincount(wv, weights=size * np.maximum(count - 1.0, 0.0), minlength=waves)
+    held *= spread
+    with np.errstate(divide="ignore", invalid="ignore"):
+        miss = np.where(held > capacity, 1.0 - capacity / held, 0.0)
+    return miss * again
+
+
 def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n: int, elem_bytes: int,
                  slots: int, l2_bytes: float, l2_efficiency: float = 1.0,
-                 store_elem_bytes: int | None = None) -> WaveTraffic:
+                 store_elem_bytes: int | None = None, drift: float = 0.0, cluster_m: int = 1) -> WaveTraffic:
     """HBM traffic of each wave of a GEMM whose tiles run in ``order`` on ``slots`` CTA slots (module docstring).
 
     ``order``: row-major tile ids (``i * ceil(n / tile_n) + j``), each once, -1 for padding slots.
     ``l2_bytes * l2_efficiency`` is the LRU capacity that reuse distances are measured against.
     ``store_elem_bytes``: bytes per output element written (default ``elem_bytes``; 0 leaves stores out).
+    ``drift``: growth per round of the spread of the CTAs' tile start times, in tile times (:func:`drift_rereads`;
+    0 = lockstep waves). ``cluster_m``: row-blocks whose CTAs share a W panel by multicast (one read for the
+    cluster, so a W panel's sharers are counted in clusters).
     """
     tiles_m, tiles_n = -(-m // tile_m), -(-n // tile_n)
     order = np.asarray(order, dtype=np.int64)
@@ -289,8 +344,18 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
     footprint = np.bincount(w, weights=size[q], minlength=W)
     se = elem_bytes if store_elem_bytes is None else store_elem_bytes
     store = np.bincount(wv, weights=rows[ri].astype(np.float64) * cols[ci] * se, minlength=W)
+    again = None
+    if drift > 0:
+        sharers = []
+        for panel, count_per, size_of in ((ri, 1.0, rows * k * elem_bytes), (ci, 1.0 / max(1, cluster_m),
+                                                                              cols * k * elem_bytes)):
+            key = wv * (int(panel.max()) + 1) + panel
+            uniq, cnt = np.unique(key, return_counts=True)
+            p = uniq % (int(panel.max()) + 1)
+            sharers.append((uniq // (int(panel.max()) + 1), cnt * count_per, size_of[p].astype(np.float64)))
+        again = drift_rereads(sharers, W, drift, float(l2_bytes) * float(l2_efficiency))
     return WaveTraffic(a_hbm=a_hbm, w_hbm=w_hbm, footprint=footprint, store=store,
-                       tiles=np.bincount(wv, minlength=W))
+                       tiles=np.bincount(wv, minlength=W), drift_hbm=again)
 
 
 def wave_ns(traffic: WaveTraffic, compute_ns: float | np.ndarray, hbm_gbps: float,

@@ -7,7 +7,8 @@
   model (``source = model``) and from a naive predictor beside it (``source = naive``, :class:`Naive`);
 * where the profile has the memory hierarchy (``Hardware.l2_bytes``, :func:`ctasim.costs.tuned_gemm`), the same
   event model with it off (``source = flat``: every tile at the config's ``sm_tflops``), so that a report shows
-  what the memory hierarchy adds;
+  what the memory hierarchy adds; and where its configs have drift (``KernelConfig.cta_drift``), the memory hierarchy
+  with the CTAs in lockstep (``source = lockstep``);
 * ``schedules/<case>-<strategy>.tiles.csv.gz``: the per-CTA schedule of every CTA-pipelined strategy, on the clock of
   its first CTA (as the hardware traces are);
 * ``registration.json``: the commit of the code and specs, sha256 of every spec file read, the harness values, the
@@ -40,7 +41,7 @@ from ctasim.results import COLUMNS, staged_folder, write
 from ctasim.spec import Experiment, Hardware, Strategy
 from ctasim.strategies import build_plans, check_placement
 
-__all__ = ["Naive", "Waves", "RULES", "without_memory", "predict", "register", "spec_files", "git_commit", "schedule_name"]
+__all__ = ["Naive", "Waves", "RULES", "without_memory", "without_drift", "predict", "register", "spec_files", "git_commit", "schedule_name"]
 
 RULES = {
     "judged": "every (case, strategy, variant) the measurement reports with status ok; nothing is left out after "
@@ -58,8 +59,9 @@ RULES = {
                "(the targets of docs/validation.md, unchanged)",
     "naive": "the naive predictors (source = naive: a FLOPs line fitted on measured GEMMs; source = waves: "
              "wave-quantized tile times of the profile, no events) are judged by the same rules beside the model",
-    "flat": "where the profile has a memory hierarchy, the same event model without it (source = flat) is judged "
-            "by the same rules beside the model",
+    "flat": "where the profile has a memory hierarchy, the same event model without it (source = flat), and where "
+            "it has drift the memory hierarchy in lockstep (source = lockstep), are judged by the same rules beside "
+            "the model",
 }
 """The judging rules a registration fixes (``registration.json`` holds them; the report quotes them)."""
 
@@ -199,6 +201,15 @@ def without_memory(hw: Hardware) -> Hardware | None:
     return dataclasses.replace(hw, l2_bytes=0.0)
 
 
+def without_drift(hw: Hardware) -> Hardware | None:
+    """The profile with its CTAs in lockstep (every ``cta_drift = 0``), the ``lockstep`` predictor beside a memory
+    hierarchy that has drift; None when there is none."""
+    if without_memory(hw) is None or not any(c.cta_drift > 0 for c in hw.kernel_configs):
+        return None
+    return dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, cta_drift=0.0)
+                                                        for c in hw.kernel_configs))
+
+
 def _variant(kind: str, params: dict) -> str:
     return f"chunks={params['chunks']}" if kind == "microbatch" else ""
 
@@ -212,6 +223,8 @@ def predict(exp: Experiment, harness: Harness, naive: Naive | None, seed: int = 
             schedules: Path | None = None) -> pd.DataFrame:
     """One row per (case, strategy, variant) and predictor: see the module docstring."""
     flat = without_memory(exp.hardware)
+    lockstep = without_drift(exp.hardware)
+    others = [(name, hw) for name, hw in (("flat", flat), ("lockstep", lockstep)) if hw is not None]
     rows = []
     for case in expand(exp):
         layers = len(case.workload.layers)
@@ -221,19 +234,20 @@ def predict(exp: Experiment, harness: Harness, naive: Naive | None, seed: int = 
                     "layers": layers, "rel_err": float("nan")}
             problem = check_placement(s, case.workload, exp.hardware, case.gpus)
             if problem:
-                for src in ("model",) + (("flat",) if flat else ()) + (("naive",) if naive else ()) + ("waves",):
+                for src in ("model",) + tuple(n for n, _ in others) + (("naive",) if naive else ()) + ("waves",):
                     rows.append(dict(base, variant="", gpus=case.gpus, source=src, status="skipped", reason=problem,
                                      makespan_ms=float("nan")))
                 continue
-            flat_plans = timed_plans(s, case.workload, flat, case.gpus, case.label, harness) if flat else None
+            other_plans = [(name, hw, timed_plans(s, case.workload, hw, case.gpus, case.label, harness))
+                           for name, hw in others]
             for i, plan in enumerate(timed_plans(s, case.workload, exp.hardware, case.gpus, case.label, harness)):
                 ns, _ = timed_makespan_ns(plan, exp.hardware, harness, seed=seed, regime=exp.regime)
                 v = _variant(s.kind, plan.params)
                 rows.append(dict(base, variant=v, gpus=plan.gpus, source="model", status="ok", reason="",
                                  makespan_ms=ns / 1e6))
-                if flat:
-                    ns, _ = timed_makespan_ns(flat_plans[i], flat, harness, seed=seed, regime=exp.regime)
-                    rows.append(dict(base, variant=v, gpus=plan.gpus, source="flat", status="ok", reason="",
+                for name, hw, plans in other_plans:
+                    ns, _ = timed_makespan_ns(plans[i], hw, harness, seed=seed, regime=exp.regime)
+                    rows.append(dict(base, variant=v, gpus=plan.gpus, source=name, status="ok", reason="",
                                      makespan_ms=ns / 1e6))
                 if naive:
                     rows.append(dict(base, variant=v, gpus=plan.gpus, source="naive", status="ok", reason="",

@@ -137,6 +137,10 @@ class KernelConfig:
         "this config (sequential, micro-batching, TP) is timed wave by wave from the HBM traffic of its tile order "
         "(ctasim.l2: compute at this rate plus l2_hbm_exposed x the wave's HBM time, never under the HBM time) and "
         "runs the CUTLASS order the model finds fastest, as ctahw tunes it; 0 = off (tiles take sm_tflops)", 0.0)
+    cta_drift: float = _f(
+        "growth per round of the spread (standard deviation) of a persistent grid's CTA start times, in tile times: "
+        "the memory hierarchy charges shared panels read again as the sharers drift apart (ctasim.l2.drift_rereads); "
+        "0 = lockstep waves", 0.0)
     cluster_m: int = _f("CTAs of a cluster along M (the persistent scheduler pairs row-blocks; ctasim.l2's order)", 1)
     cluster_n: int = _f("CTAs of a cluster along N", 1)
     source: str = _f("where the figures come from (measurement with date and machine, or datasheet)", "")
@@ -538,6 +542,8 @@ def _validate_hardware(hw: Hardware, where: str) -> None:
         _require(0.0 <= c.tile_cv < 0.5, where, q + "tile_cv", f"must be within [0, 0.5), got {c.tile_cv}")
         _require(math.isfinite(c.l2_sm_tflops) and c.l2_sm_tflops >= 0, where, q + "l2_sm_tflops",
                  f"must be >= 0, got {c.l2_sm_tflops}")
+        _require(math.isfinite(c.cta_drift) and c.cta_drift >= 0, where, q + "cta_drift",
+                 f"must be >= 0, got {c.cta_drift}")
         for name in ("cluster_m", "cluster_n"):
             _require(getattr(c, name) >= 1, where, q + name, f"must be >= 1, got {getattr(c, name)}")
         _require(c.key() not in seen, where, q + "tile_m", f"duplicate kernel config {c.key()}")

@@ -191,3 +191,34 @@ def test_100k_tiles_in_well_under_a_second():
     t = time.perf_counter()
     tr = wave_traffic(o, 782 * 128, 128 * 256, 8192, 128, 256, 2, 132, 60 * 2**20)
     assert time.perf_counter() - t < 0.5 and tr.waves == 759
+
+
+def test_expected_range_of_normal_draws():
+    r = l2.expected_range(np.array([0, 1, 2, 8, 66]))
+    assert r[0] == r[1] == 0.0
+    assert r[2] == pytest.approx(1.128, rel=0.06) and r[3] == pytest.approx(2.847, rel=0.01)
+    assert r[4] == pytest.approx(4.70, rel=0.02)
+
+
+def test_drift_rereads_start_when_the_held_bytes_pass_the_capacity():
+    # one panel of 100 bytes shared by 2 tiles in each of 5 waves: held(v) = 100 * drift * v * range(2)
+    waves = np.arange(5)
+    sharers = [(waves, np.full(5, 2.0), np.full(5, 100.0))]
+    rng2 = float(l2.expected_range(np.array([2]))[0])
+    got = l2.drift_rereads(sharers, 5, 1.0, capacity=250.0)
+    held = 100.0 * waves * rng2
+    want = np.where(held > 250.0, (1 - 250.0 / np.maximum(held, 1.0)) * 100.0, 0.0)
+    assert np.allclose(got, want) and got[0] == 0.0 and got[1] == 0.0 and got[-1] > 0
+    assert not l2.drift_rereads(sharers, 5, 0.0, capacity=250.0).any()  # lockstep: nothing read again
+    # a panel read by one tile is never read again
+    assert not l2.drift_rereads([(waves, np.ones(5), np.full(5, 100.0))], 5, 5.0, capacity=1.0).any()
+
+
+def test_wave_traffic_with_drift_adds_rereads_and_counts_w_sharers_in_clusters():
+    o = cutlass_sm90_order(256, 32, "along_m", 8)
+    base = wave_traffic(o, 256 * 128, 32 * 256, 8192, 128, 256, 2, 132, 60 * 2**20)
+    d1 = wave_traffic(o, 256 * 128, 32 * 256, 8192, 128, 256, 2, 132, 60 * 2**20, drift=0.0078, cluster_m=1)
+    d2 = wave_traffic(o, 256 * 128, 32 * 256, 8192, 128, 256, 2, 132, 60 * 2**20, drift=0.0078, cluster_m=2)
+    assert base.drift_hbm is None and np.allclose(d1.hbm - d1.drift_hbm, base.hbm)
+    assert d1.drift_hbm.sum() > d2.drift_hbm.sum() > 0  # multicast: a cluster reads W once
+    assert d2.drift_hbm[0] == 0.0 and d2.drift_hbm[-2] > d2.drift_hbm[len(d2.drift_hbm) // 2]  # -1: 8 tiles

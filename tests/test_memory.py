@@ -7,7 +7,7 @@ import pytest
 
 from ctasim import costs, l2
 from ctasim.engine import simulate
-from ctasim.predict import predict, without_memory
+from ctasim.predict import predict, without_drift, without_memory
 from ctasim.spec import Experiment, Layer, SpecError, Strategy, Workload, load_hardware
 from ctasim.strategies import build_plans
 
@@ -26,7 +26,8 @@ def by_hand(layer: Layer, hw, order_name: str) -> np.ndarray:
     tm, tn = layer.tiles_m, layer.tiles_n
     order = l2.cutlass_sm90_order(tm, tn, raster, int(swz), (cfg.cluster_m, cfg.cluster_n))
     slots = l2.cutlass_sm90_grid_ctas(tm, tn, raster, int(swz), (cfg.cluster_m, cfg.cluster_n), sm_count=hw.sm_count)
-    tr = l2.wave_traffic(order, layer.m, layer.n, layer.k, 128, 256, 2, slots, hw.l2_bytes)
+    tr = l2.wave_traffic(order, layer.m, layer.n, layer.k, 128, 256, 2, slots, hw.l2_bytes, drift=cfg.cta_drift,
+                         cluster_m=cfg.cluster_m)
     compute = cfg.tile_fixed_ns + 2.0 * 128 * 256 * layer.k / (cfg.l2_sm_tflops * 1e3)
     return l2.wave_ns(tr, compute, hw.hbm_gbps, hw.l2_hbm_exposed)
 
@@ -123,7 +124,7 @@ def test_predict_writes_the_flat_predictor_only_beside_a_memory_model():
     exp = Experiment(name="e", description="", hardware=X1, workload=one_gemm(), strategies=(Strategy("sequential"),),
                      gpus=1)
     df = predict(exp, None, None)
-    assert sorted(df["source"]) == ["flat", "model", "waves"]
+    assert sorted(df["source"]) == ["flat", "lockstep", "model", "waves"]
     flat = df.loc[df.source == "flat", "makespan_ms"].item()
     model = df.loc[df.source == "model", "makespan_ms"].item()
     (p,) = build_plans(Strategy("sequential"), exp.workload, FLAT, 1, "x")
@@ -150,3 +151,14 @@ def test_memory_fields_of_a_kernel_config_are_checked(field, value):
     cfgs = (dataclasses.replace(X1.kernel_configs[0], **{field: value}),) + X1.kernel_configs[1:]
     with pytest.raises(SpecError, match=field):
         _validate_hardware(dataclasses.replace(X1, kernel_configs=cfgs), "x")
+
+
+def test_lockstep_is_the_memory_hierarchy_without_drift_and_drift_costs_time_on_a_long_gemm():
+    assert X1.config(128, 256).cta_drift > 0
+    lock = without_drift(X1)
+    assert lock.l2_bytes == X1.l2_bytes and all(c.cta_drift == 0 for c in lock.kernel_configs)
+    assert without_drift(FLAT) is None and without_drift(load_hardware("h200-x2-calibrated")) is None
+    layer = Layer(m=32768, k=8192, n=8192)  # 62 rounds
+    drifting, lockstep = costs.tuned_gemm(layer, X1, 2), costs.tuned_gemm(layer, lock, 2)
+    assert drifting.total_ns > 1.01 * lockstep.total_ns
+    assert drifting.waves_ns[0] == pytest.approx(lockstep.waves_ns[0])  # the first round starts together

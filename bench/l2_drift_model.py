@@ -1,0 +1,105 @@
+"""The L2 model with drift (ctasim.l2.drift_rereads) against both machines' tile-order probes, and its constants.
+
+    python bench/l2_drift_model.py
+
+The drift is measured, not fitted: the median over the nine per-tile traces of ``bench/order_drift.py``
+(``bench/results/hw/2026-12-02-order-traces/drift.csv``, column ``start_sd_per_round``). With it, the two constants of
+``bench/l2_model.py`` (the L2-resident rate per slot and ``exposed``) are refitted on the same calibration split
+(N = K = 8192, the 72 runs of the 2026-12-01 probe), by the same grid search, and judged on that probe's 252 other
+runs and on every run of the second machine's probe (2026-12-02, the machine of registered plan 7). Beside it the
+lockstep model (drift 0) refitted the same way. **Post-hoc**: the drift form was chosen after the tile-order probes'
+errors were seen (docs/model.md); the figures say how it fits, the registered test is a later plan.
+
+Writes ``bench/results/l2-model/drift-summary.csv`` and prints it with the constants that ``h200-x1-calibrated``
+takes (``l2_sm_tflops``, ``l2_hbm_exposed``, ``cta_drift``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+import l2_model as L  # noqa: E402
+from ctasim.l2 import cutlass_sm90_grid_ctas, cutlass_sm90_order, gemm_ns, wave_traffic  # noqa: E402
+
+PROBE_B = ROOT / "bench/results/hw/2026-12-02-registered7-1gpu/diag/gemm_shapes.csv"
+DRIFT_CSV = ROOT / "bench/results/hw/2026-12-02-order-traces/drift.csv"
+CLUSTER_M = 2
+
+
+def measured_drift() -> float:
+    return float(pd.read_csv(DRIFT_CSV).start_sd_per_round.median())
+
+
+def traffic(row, drift: float):
+    tm, tn = -(-row.m // L.TILE_M), -(-row.n // L.TILE_N)
+    order = cutlass_sm90_order(tm, tn, row.raster, row.swizzle)
+    slots = cutlass_sm90_grid_ctas(tm, tn, row.raster, row.swizzle, sm_count=L.SLOTS)
+    return wave_traffic(order, row.m, row.n, row.k, L.TILE_M, L.TILE_N, L.ELEM, slots, L.L2_BYTES, drift=drift,
+                        cluster_m=CLUSTER_M)
+
+
+def predict(d: pd.DataFrame, tr: list, rate: float, exposed: float) -> np.ndarray:
+    return np.array([gemm_ns(t, L.compute_ns(r.k, rate), L.HBM_GBPS, exposed) for t, r in zip(tr, d.itertuples())])
+
+
+def fit(d: pd.DataFrame, tr: list) -> tuple[float, float, float]:
+    """Least mean |relative error| on the calibration rows over the grid of bench/l2_model.py."""
+    cal = d.cal.values
+    sub, trs = d[cal], [t for t, c in zip(tr, cal) if c]
+    best = None
+    for rate in np.round(np.arange(6.30, 7.001, 0.01), 4):
+        for exposed in np.round(np.arange(0.0, 0.5001, 0.005), 4):
+            err = np.abs(predict(sub, trs, rate, exposed) / sub.ns.values - 1).mean()
+            if best is None or err < best[0]:
+                best = (err, rate, exposed)
+    return best
+
+
+def judge(d: pd.DataFrame, pred: np.ndarray, mask: np.ndarray) -> dict:
+    e = pred[mask] / d.ns.values[mask] - 1
+    sub = d[mask].assign(pred=pred[mask])
+    best = sub.loc[sub.groupby(["m", "n", "k"]).ns.idxmin()]
+    eb = best.pred.values / best.ns.values - 1
+    big = (sub.m * sub.n * sub.k).values >= 16384 * 8192 * 28672 // 2
+    return dict(runs=int(mask.sum()), mape_pct=100 * np.abs(e).mean(), bias_pct=100 * e.mean(),
+                worst_pct=100 * e[np.argmax(np.abs(e))], best_order_mape_pct=100 * np.abs(eb).mean(),
+                best_order_worst_pct=100 * eb[np.argmax(np.abs(eb))],
+                large_bias_pct=100 * e[big].mean() if big.any() else np.nan)
+
+
+def main() -> int:
+    a = L.load()
+    L.DATA = PROBE_B
+    b = L.load()
+    drift = measured_drift()
+    rows, consts = [], {}
+    for name, dr in (("lockstep (drift 0)", 0.0), (f"drift {drift:.4f} (measured)", drift)):
+        ta = [traffic(r, dr) for r in a.itertuples()]
+        tb = [traffic(r, dr) for r in b.itertuples()]
+        err, rate, exposed = fit(a, ta)
+        consts[name] = (rate, exposed, dr)
+        pa, pb = predict(a, ta, rate, exposed), predict(b, tb, rate, exposed)
+        for split, d, p, mask in (("A calibration", a, pa, a.cal.values), ("A held-out", a, pa, ~a.cal.values),
+                                  ("B all runs", b, pb, np.ones(len(b), bool))):
+            rows.append(dict(model=name, rate=rate, exposed=exposed, split=split, **judge(d, p, mask)))
+    out = pd.DataFrame(rows)
+    dest = ROOT / "bench/results/l2-model/drift-summary.csv"
+    out.to_csv(dest, index=False, float_format="%.4f")
+    pd.set_option("display.width", 200)
+    print(out.round(2).to_string(index=False))
+    rate, exposed, dr = consts[f"drift {drift:.4f} (measured)"]
+    print(f"\nh200-x1-calibrated: l2_sm_tflops = {rate}, l2_hbm_exposed = {exposed}, cta_drift = {dr:.4f}")
+    print(f"wrote {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
