@@ -25,9 +25,15 @@ MEAS7 = ROOT / "bench" / "results" / "hw" / "2026-12-02-registered7-1gpu"
 EXPS7 = ("reg7-reference", "reg7-qwen2.5-32b-1gpu", "reg7-mistral-large-2-1gpu", "reg7-gpt3-175b-1gpu")
 
 
+MEAS8 = ROOT / "bench" / "results" / "hw" / "2026-12-02-registered8-1gpu"
+EXPS8 = ("reg8-reference", "reg8-llama2-13b-1gpu", "reg8-yi-34b-1gpu", "reg8-command-r-plus-1gpu",
+         "reg8-falcon-40b-1gpu")
+
+
 @pytest.mark.parametrize("exp, meas, reports", [(e, MEAS, "validation-registered") for e in EXPS]
                          + [(e, MEAS2, "validation-registered2") for e in EXPS2]
-                         + [(e, MEAS7, "validation-registered7") for e in EXPS7])
+                         + [(e, MEAS7, "validation-registered7") for e in EXPS7]
+                         + [(e, MEAS8, "validation-registered8") for e in EXPS8])
 def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
     """The committed accuracy tables (bench/results/validation-registered*) come out of the committed files."""
     assert main(["compare", str(PRED / exp), str(meas / exp), "--out", str(tmp_path / exp)]) == 0
