@@ -162,3 +162,25 @@ def test_lockstep_is_the_memory_hierarchy_without_drift_and_drift_costs_time_on_
     drifting, lockstep = costs.tuned_gemm(layer, X1, 2), costs.tuned_gemm(layer, lock, 2)
     assert drifting.total_ns > 1.01 * lockstep.total_ns
     assert drifting.waves_ns[0] == pytest.approx(lockstep.waves_ns[0])  # the first round starts together
+
+
+def test_the_profiles_memory_constants_are_the_committed_derivations():
+    """h200-x1-calibrated's cta_drift is the median drift of the committed per-tile traces (bench/order_drift.py), and
+    its two L2 constants the drift model's fit of the committed tile-order probe (bench/l2_drift_model.py's table)."""
+    import importlib.util
+    from pathlib import Path
+
+    import pandas as pd
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("order_drift", root / "bench" / "order_drift.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    traces = sorted((root / "bench/results/hw/2026-12-02-order-traces").glob("tiles-*.csv.gz"))
+    assert len(traces) == 9
+    drift = float(np.median([mod.drift(p)["start_sd_per_round"] for p in traces]))
+    cfg = X1.config(128, 256)
+    assert cfg.cta_drift == pytest.approx(drift, abs=5e-5)
+    fit = pd.read_csv(root / "bench/results/l2-model/drift-summary.csv")
+    row = fit[fit.model.str.startswith("drift") & (fit.split == "A calibration")].iloc[0]
+    assert (cfg.l2_sm_tflops, X1.l2_hbm_exposed) == (pytest.approx(row.rate), pytest.approx(row.exposed))
