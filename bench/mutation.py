@@ -50,7 +50,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "costs": ("ctasim/costs.py", ["tests/test_engine.py", "tests/test_plan.py", "tests/test_predict.py",
                                   "tests/test_chain.py"]),
     "plan": ("ctasim/plan.py", ["tests/test_plan.py", "tests/test_engine.py", "tests/test_chain.py"]),
-    # the strategies (one module each; engine.py is left out: too slow a run), compare.py and machine.py, each
+    # the strategies (one module each), compare.py and machine.py, each
     # with its own tests/test_mutation_*.py written against the survivors
     **{f"strategies.{m}": (f"ctasim/strategies/{m}.py",
                            ["tests/test_plan.py", "tests/test_engine.py", "tests/test_chain.py",
@@ -59,6 +59,17 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "compare": ("ctasim/validation/traces.py", ["tests/test_compare.py", "tests/test_mutation_compare.py"]),
     "machine": ("ctasim/machine.py", ["tests/test_fabric.py", "tests/test_engine.py",
                                       "tests/test_mutation_machine.py"]),
+    # the engine: every test that runs a plan reaches almost every function of it, so only the engine's own test
+    # files (about 4 s together) and the tests written against its survivors
+    "engine": ("ctasim/engine.py", ["tests/test_engine.py", "tests/test_chain.py", "tests/test_fabric.py",
+                                    "tests/test_mutation_engine.py"]),
+}
+
+MUTMUT_OPTIONS: dict[str, dict[str, float]] = {
+    # [tool.mutmut] settings beside the defaults, per module. The engine: many of its mutants never end (a CTA
+    # that never advances its grid position, a calendar that never empties); mutmut's default CPU limit, 30 x
+    # (the tests' time + 1 s), would spend over two minutes on each, so the limit is 6 x (the tests' time + 1 s)
+    "engine": {"timeout_multiplier": 3.0},
 }
 
 NOT_MUTATED: dict[str, list[str]] = {
@@ -219,7 +230,8 @@ def prepare(workdir: Path, module: str, ref: str | None = None) -> Path:
                   f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
                   f'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
                   f"do_not_mutate_patterns = {json.dumps(not_mutated_patterns(path, NOT_MUTATED.get(module, [])))}\n"
-                  f'also_copy = ["tests/", "bench/", "docs/", "specs/", "ctahw/"]\n')
+                  f'also_copy = ["tests/", "bench/", "docs/", "specs/", "ctahw/"]\n'
+                  + "".join(f"{k} = {v!r}\n" for k, v in MUTMUT_OPTIONS.get(module, {}).items()))
     return wd
 
 
@@ -283,7 +295,7 @@ def run_module(workdir: Path, module: str, jobs: int, label: str, ref: str | Non
         prov["dirty"] = False
     prov.update({"mutmut": _mutmut_version(), "module": path, "tests": [t for t in tests if (wd / t).exists()],
                  "wall_s": None if wall is None else round(wall, 1),
-                 "not_mutated": NOT_MUTATED.get(module, [])})
+                 "not_mutated": NOT_MUTATED.get(module, []), "mutmut_options": MUTMUT_OPTIONS.get(module, {})})
     res = {"module": module, "label": label, **counts, "provenance": prov, "survivors": survivors}
     dest = OUT / label / f"{module}.json"
     dest.parent.mkdir(parents=True, exist_ok=True)
