@@ -603,8 +603,9 @@ class _Run:
         ``k.order`` by tickets; a tile of layer l > 0 waits for row-block ``r`` of layer l - 1 (all its column
         tiles signalled, seen half a poll interval later).
 
-        A CTA takes its first ticket when the kernel's CTAs start and each further one when its current tile
-        starts computing (the scheduler warp runs one tile ahead); the wait for the inputs overlaps that tile.
+        A CTA takes its first ticket when the kernel's CTAs start -- CTA ``w`` ticket ``w``, every first ticket before
+        any second one, as the measured traces show -- and each further one when its current tile starts computing
+        (the scheduler warp runs one tile ahead); the wait for the inputs overlaps that tile.
         A tile holds its CTA ``chain_signal_ns`` after its compute (stores complete, then the release) and
         signals its row-block counter then. Durations are indexed by ticket. ``Kernel.chain_static``: CTA ``w`` runs
         order entries ``w, w + W, ...`` instead (the static design; all CTAs resident)."""
@@ -619,7 +620,8 @@ class _Run:
         last = [0.0] * len(count)
         visible = [math.inf] * len(count)
         waiters: dict[int, list] = {}
-        state = {"next": 0, "live": n_workers}
+        # every CTA takes its first ticket as the grid starts (CTA w: ticket w), before any CTA takes a second one
+        state = {"next": n_workers, "live": n_workers}
         finished = env.event()
         hold, half_poll = k.chain_signal_ns, self.half_poll
         slow, slow_from = self.slow, self.slow_from
@@ -640,11 +642,7 @@ class _Run:
             nonlocal records  # += on the bytearray extends it in place
             step = me.next
             sm = w % sm_count
-            if static:
-                i = w
-            else:
-                i = state["next"]
-                state["next"] = i + 1
+            i = w  # the first ticket (tickets) or order entry (static) of CTA w
             while i < n_tiles:
                 t_start = env._now
                 tile = order[i]
