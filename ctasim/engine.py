@@ -825,6 +825,8 @@ def simulate(plan: Plan, hw: Hardware, seed: int = 0, jitter: float = 0.0, close
     """
     if not 0.0 <= jitter < 0.5:
         raise ValueError(f"jitter must be within [0, 0.5), got {jitter}")
+    if int(seed) < 0:  # refused whether or not a kernel draws noise (kernel_rng refuses it too)
+        raise ValueError(f"seed must be >= 0, got {seed}")
     # The run allocates a tuple or two per tile and frees nothing cyclic: Python's cyclic collector would only
     # re-scan the growing record lists (10-30% of the run).  Off while the run lasts; the few cycles it leaves
     # (a CTA's generator and its driver) are collected afterwards.

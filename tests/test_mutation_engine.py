@@ -507,6 +507,12 @@ def test_seed_and_jitter_bounds_are_refused_by_name():
         with pytest.raises(ValueError) as e:
             simulate(plan, hw, jitter=bad)
         assert str(e.value) == f"jitter must be within [0, 0.5), got {bad}"
+    # a negative seed is refused even where no kernel draws noise (no tile_cv, no jitter)
+    assert all(c.tile_cv == 0 for c in hw.kernel_configs)
+    with pytest.raises(ValueError) as e:
+        simulate(plan, hw, seed=-1)
+    assert str(e.value) == "seed must be >= 0, got -1"
+    simulate(plan, hw, seed=0)
 
 
 def test_fair_links_with_an_overlapped_epilogue_are_refused():
