@@ -62,7 +62,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     # the engine: every test that runs a plan reaches almost every function of it, so only the engine's own test
     # files (about 4 s together) and the tests written against its survivors
     "engine": ("ctasim/engine.py", ["tests/test_engine.py", "tests/test_chain.py", "tests/test_fabric.py",
-                                    "tests/test_mutation_engine.py"]),
+                                    "tests/test_mutation_engine.py", "tests/test_memory.py"]),
 }
 
 MUTMUT_OPTIONS: dict[str, dict[str, float]] = {

@@ -184,3 +184,16 @@ def test_the_profiles_memory_constants_are_the_committed_derivations():
     fit = pd.read_csv(root / "bench/results/l2-model/drift-summary.csv")
     row = fit[fit.model.str.startswith("drift") & (fit.split == "A calibration")].iloc[0]
     assert (cfg.l2_sm_tflops, X1.l2_hbm_exposed) == (pytest.approx(row.rate), pytest.approx(row.exposed))
+
+
+def test_a_non_persistent_grid_adds_its_cta_launch_to_every_tiles_time():
+    """Kernel.tile_times are the tiles' own times; a grid that launches a CTA per tile adds cta_launch_ns to each."""
+    wl = one_gemm(m=3072)
+    (plan,) = build_plans(Strategy("sequential"), wl, X1, 1, "g")
+    (k,) = plan.kernels()
+    base = simulate(plan, X1).tiles
+    k.persistent, k.cta_launch_ns = False, 300.0
+    tiles = simulate(plan, X1).tiles
+    took = (tiles.t_compute_end - tiles.t_start).sort_values().to_numpy()
+    assert np.allclose(took, np.sort(k.tile_times) + 300.0)
+    assert tiles.t_compute_end.max() > base.t_compute_end.max()
