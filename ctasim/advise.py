@@ -151,16 +151,32 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
         return lines
     s = pd.concat([pd.read_csv(p).assign(registration=p.parent.name) for p in found], ignore_index=True)
     s = s[(s["predictor"] == "model") & (s["kind"] != "all") & s["registered"].astype(bool)]
+    s = s.assign(profile=[_registered_profile(root, r) for r in s["registration"]])
     for kind in kinds:
         k = s[s["kind"] == kind]
         if len(k):
-            lines.append(f"{kind}: registered model MAPE {k['mape_pct'].min():.1f}-{k['mape_pct'].max():.1f}%, worst "
-                         f"{k.loc[k['worst_pct'].abs().idxmax(), 'worst_pct']:+.1f}% over {len(k)} registrations "
-                         f"({', '.join(sorted(k['registration']))})")
+            parts = []
+            for prof, g in k.groupby("profile", sort=True):
+                parts.append(f"profile {prof}: MAPE {g['mape_pct'].min():.1f}-{g['mape_pct'].max():.1f}%, worst "
+                             f"{g.loc[g['worst_pct'].abs().idxmax(), 'worst_pct']:+.1f}% over {len(g)} "
+                             f"({', '.join(sorted(g['registration']))})")
+            lines.append(f"{kind}: registered model " + "; ".join(parts))
         else:
             lines.append(f"{kind}: not yet predicted-then-measured (no registered validation): treat as a model "
                          f"estimate")
     return lines
+
+
+def _registered_profile(results_root: Path, registration: str) -> str:
+    """The hardware profile a registration was predicted with (its ``registration.json``, beside the results in a
+    checkout's bench/predictions); '?' where that file is not there."""
+    import json
+
+    try:
+        return str(json.loads((results_root.parent / "predictions" / registration / "registration.json")
+                              .read_text())["hardware"])
+    except (OSError, ValueError, KeyError):
+        return "?"
 
 
 def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_dir: Path | None = None,

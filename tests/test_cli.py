@@ -158,3 +158,27 @@ def test_advise_says_that_the_hardware_runs_swiglu_unfused_only_where_the_model_
     unfused = dataclasses.replace(model, workload=dataclasses.replace(
         model.workload, layers=(dataclasses.replace(l0, epilogue_fused=False), l1)))
     assert "ctahw runs it as a kernel of its own" not in A.markdown(unfused, hw, df, "burst")
+
+
+def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(tmp_path):
+    """Registered figures are grouped by the profile each registration was predicted with (its registration.json):
+    a registration of another profile is not quoted as if it were this one's; without the file it says '?'."""
+    import re
+    import shutil
+
+    from ctasim import advise as A
+    from ctasim.spec import SPECS_DIR, load_hardware
+
+    hw = load_hardware("h200-x2-calibrated")
+    (line,) = [l for l in A.trust(hw, ["sequential"]) if l.startswith("sequential:")]
+    parts = dict(re.findall(r"profile ([\w.-]+): ([^;]+)", line))
+    assert set(parts) == {"h200-x1-calibrated", "h200-x2-calibrated"}
+    assert "reg8-yi-34b-1gpu" in parts["h200-x1-calibrated"] and "reg8-yi-34b-1gpu" not in parts["h200-x2-calibrated"]
+    assert "reg5-llama8b-1gpu" in parts["h200-x2-calibrated"]
+    # results without the registrations beside them: the profile is unknown, said so
+    root = SPECS_DIR.parent / "bench" / "results"
+    dest = tmp_path / "results" / "validation-registered8" / "reg8-yi-34b-1gpu"
+    dest.mkdir(parents=True)
+    shutil.copy(root / "validation-registered8" / "reg8-yi-34b-1gpu" / "summary.csv", dest)
+    (line,) = [l for l in A.trust(hw, ["sequential"], tmp_path / "results") if l.startswith("sequential:")]
+    assert "profile ?: " in line and "reg8-yi-34b-1gpu" in line
