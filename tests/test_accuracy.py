@@ -33,7 +33,8 @@ EXPS8 = ("reg8-reference", "reg8-llama2-13b-1gpu", "reg8-yi-34b-1gpu", "reg8-com
 @pytest.mark.parametrize("exp, meas, reports", [(e, MEAS, "validation-registered") for e in EXPS]
                          + [(e, MEAS2, "validation-registered2") for e in EXPS2]
                          + [(e, MEAS7, "validation-registered7") for e in EXPS7]
-                         + [(e, MEAS8, "validation-registered8") for e in EXPS8])
+                         + [(e, MEAS8, "validation-registered8") for e in EXPS8]
+                         + [(e, MEAS8.with_name(MEAS8.name + "-run2"), "validation-registered8-run2") for e in EXPS8])
 def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
     """The committed accuracy tables (bench/results/validation-registered*) come out of the committed files."""
     assert main(["compare", str(PRED / exp), str(meas / exp), "--out", str(tmp_path / exp)]) == 0
