@@ -158,8 +158,9 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
             parts = []
             for prof, g in k.groupby("profile", sort=True):
                 parts.append(f"profile {prof}: MAPE {g['mape_pct'].min():.1f}-{g['mape_pct'].max():.1f}%, worst "
-                             f"{g.loc[g['worst_pct'].abs().idxmax(), 'worst_pct']:+.1f}% over {len(g)} "
-                             f"({', '.join(sorted(g['registration']))})")
+                             f"{g.loc[g['worst_pct'].abs().idxmax(), 'worst_pct']:+.1f}% over {len(g)} measured "
+                             f"runs of {g['registration'].nunique()} registrations "
+                             f"({', '.join(sorted(set(g['registration'])))})")
             lines.append(f"{kind}: registered model " + "; ".join(parts))
         else:
             lines.append(f"{kind}: not yet predicted-then-measured (no registered validation): treat as a model "
