@@ -27,40 +27,16 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import l2_model as L  # noqa: E402
-from ctasim.l2 import cutlass_sm90_grid_ctas, cutlass_sm90_order, gemm_ns, wave_traffic  # noqa: E402
 
 PROBE_B = ROOT / "bench/results/hw/2026-12-02-registered7-1gpu/diag/gemm_shapes.csv"
 DRIFT_CSV = ROOT / "bench/results/hw/2026-12-02-order-traces/drift.csv"
-CLUSTER_M = 2
+GRID = dict(rate=np.round(np.arange(6.30, 7.001, 0.01), 4), hbm=[L.HBM_GBPS],
+            exposed=np.round(np.arange(0.0, 0.5001, 0.005), 4), eff=[1.0])
+"""bench/l2_model.py's grid for its l2-overlap fit."""
 
 
 def measured_drift() -> float:
     return float(pd.read_csv(DRIFT_CSV).start_sd_per_round.median())
-
-
-def traffic(row, drift: float):
-    tm, tn = -(-row.m // L.TILE_M), -(-row.n // L.TILE_N)
-    order = cutlass_sm90_order(tm, tn, row.raster, row.swizzle)
-    slots = cutlass_sm90_grid_ctas(tm, tn, row.raster, row.swizzle, sm_count=L.SLOTS)
-    return wave_traffic(order, row.m, row.n, row.k, L.TILE_M, L.TILE_N, L.ELEM, slots, L.L2_BYTES, drift=drift,
-                        cluster_m=CLUSTER_M)
-
-
-def predict(d: pd.DataFrame, tr: list, rate: float, exposed: float) -> np.ndarray:
-    return np.array([gemm_ns(t, L.compute_ns(r.k, rate), L.HBM_GBPS, exposed) for t, r in zip(tr, d.itertuples())])
-
-
-def fit(d: pd.DataFrame, tr: list) -> tuple[float, float, float]:
-    """Least mean |relative error| on the calibration rows over the grid of bench/l2_model.py."""
-    cal = d.cal.values
-    sub, trs = d[cal], [t for t, c in zip(tr, cal) if c]
-    best = None
-    for rate in np.round(np.arange(6.30, 7.001, 0.01), 4):
-        for exposed in np.round(np.arange(0.0, 0.5001, 0.005), 4):
-            err = np.abs(predict(sub, trs, rate, exposed) / sub.ns.values - 1).mean()
-            if best is None or err < best[0]:
-                best = (err, rate, exposed)
-    return best
 
 
 def judge(d: pd.DataFrame, pred: np.ndarray, mask: np.ndarray) -> dict:
@@ -82,11 +58,13 @@ def main() -> int:
     drift = measured_drift()
     rows, consts = [], {}
     for name, dr in (("lockstep (drift 0)", 0.0), (f"drift {drift:.4f} (measured)", drift)):
-        ta = [traffic(r, dr) for r in a.itertuples()]
-        tb = [traffic(r, dr) for r in b.itertuples()]
-        err, rate, exposed = fit(a, ta)
+        ta = {(i, 1.0): L.traffic(r, drift=dr) for i, r in enumerate(a.itertuples())}
+        tb = {(i, 1.0): L.traffic(r, drift=dr) for i, r in enumerate(b.itertuples())}
+        c, err = L.fit(a, ta, GRID)
+        rate, exposed = float(c["rate"]), float(c["exposed"])
         consts[name] = (rate, exposed, dr)
-        pa, pb = predict(a, ta, rate, exposed), predict(b, tb, rate, exposed)
+        pa = L.predict_l2(a, ta, rate, L.HBM_GBPS, exposed, 1.0)
+        pb = L.predict_l2(b, tb, rate, L.HBM_GBPS, exposed, 1.0)
         for split, d, p, mask in (("A calibration", a, pa, a.cal.values), ("A held-out", a, pa, ~a.cal.values),
                                   ("B all runs", b, pb, np.ones(len(b), bool))):
             rows.append(dict(model=name, rate=rate, exposed=exposed, split=split, **judge(d, p, mask)))

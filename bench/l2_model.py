@@ -75,11 +75,14 @@ def load() -> pd.DataFrame:
     return d.reset_index(drop=True)
 
 
-def traffic(row, l2_efficiency: float = 1.0):
+def traffic(row, l2_efficiency: float = 1.0, drift: float = 0.0):
+    """One run's wave traffic in its tile order; ``drift`` (bench/l2_drift_model.py): the CTAs' drift per round, the
+    kernel's W multicast to row-block pairs counted (cluster 2x1)."""
     tm, tn = -(-row.m // TILE_M), -(-row.n // TILE_N)
     order = cutlass_sm90_order(tm, tn, row.raster, row.swizzle)
     slots = cutlass_sm90_grid_ctas(tm, tn, row.raster, row.swizzle, sm_count=SLOTS)
-    return wave_traffic(order, row.m, row.n, row.k, TILE_M, TILE_N, ELEM, slots, L2_BYTES, l2_efficiency)
+    return wave_traffic(order, row.m, row.n, row.k, TILE_M, TILE_N, ELEM, slots, L2_BYTES, l2_efficiency,
+                        drift=drift, cluster_m=2)
 
 
 def compute_ns(k: int, tflops_per_slot: float) -> float:

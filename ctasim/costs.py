@@ -65,8 +65,7 @@ def tile_ns(layer: Layer, k: int, hw: Hardware, elem_bytes: int, kernel: str = "
     hierarchy's L2-resident rate, :func:`tuned_gemm`).
     """
     cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
-    t = cfg.tile_ns(k) if rate_tflops is None else cfg.tile_fixed_ns + 2.0 * cfg.tile_m * cfg.tile_n * k / (
-        rate_tflops * 1e3)
+    t = cfg.tile_ns(k, rate_tflops)
     if not layer.epilogue_fused:
         return t  # the GEMM's epilogue only stores; the ops are a pass of their own (epilogue_pass_ns)
     acts = sum(op in ACTIVATION_OPS for op in layer.epilogue)
@@ -179,9 +178,10 @@ def tuned_gemm(layer: Layer, hw: Hardware, elem_bytes: int, kernel: str = "") ->
                                       slots, hw.l2_bytes, store_elem_bytes=store, drift=cfg.cta_drift,
                                       cluster_m=cfg.cluster_m)
             waves = l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed)
-            if best is None or waves.sum() < best[0].sum():
-                best = (waves, order, slots, f"{raster}/swizzle{used}")
-    waves, order, slots, name = best
+            total = float(waves.sum())
+            if best is None or total < best[0]:
+                best = (total, waves, order, slots, f"{raster}/swizzle{used}")
+    _, waves, order, slots, name = best
     wave_of = np.arange(order.size) // slots
     real = order >= 0
     out = TunedGemm(order[real], waves[wave_of[real]], name, waves)

@@ -346,13 +346,10 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
     store = np.bincount(wv, weights=rows[ri].astype(np.float64) * cols[ci] * se, minlength=W)
     again = None
     if drift > 0:
-        sharers = []
-        for panel, count_per, size_of in ((ri, 1.0, rows * k * elem_bytes), (ci, 1.0 / max(1, cluster_m),
-                                                                              cols * k * elem_bytes)):
-            key = wv * (int(panel.max()) + 1) + panel
-            uniq, cnt = np.unique(key, return_counts=True)
-            p = uniq % (int(panel.max()) + 1)
-            sharers.append((uniq // (int(panel.max()) + 1), cnt * count_per, size_of[p].astype(np.float64)))
+        sharers = []  # per panel kind: (wave, sharers, panel bytes) of each (panel, wave) with a tile
+        for panel, per_tile, nbytes in ((ri, 1.0, size[:tiles_m]), (ci, 1.0 / max(1, cluster_m), size[tiles_m:])):
+            uniq, cnt = np.unique(wv * Q + panel, return_counts=True)
+            sharers.append((uniq // Q, cnt * per_tile, nbytes[uniq % Q]))
         again = drift_rereads(sharers, W, drift, float(l2_bytes) * float(l2_efficiency))
     return WaveTraffic(a_hbm=a_hbm, w_hbm=w_hbm, footprint=footprint, store=store,
                        tiles=np.bincount(wv, minlength=W), drift_hbm=again)

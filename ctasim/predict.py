@@ -196,7 +196,7 @@ class Waves:
 def without_memory(hw: Hardware) -> Hardware | None:
     """The profile with its memory hierarchy off (``l2_bytes = 0``: every tile at its config's ``sm_tflops``), the
     ``flat`` predictor beside a model that has one; None when the profile has none."""
-    if hw.l2_bytes <= 0 or not any(c.l2_sm_tflops > 0 for c in hw.kernel_configs):
+    if not any(costs.memory_model(hw, c) for c in hw.kernel_configs):
         return None
     return dataclasses.replace(hw, l2_bytes=0.0)
 

@@ -156,8 +156,10 @@ class KernelConfig:
             return np.ones_like(np.asarray(wave, dtype=float)) if np.ndim(wave) else 1.0
         return 1.0 + self.wave_slowdown * np.minimum(1.0, np.asarray(wave, dtype=float) / self.wave_slowdown_waves)
 
-    def tile_ns(self, k: int) -> float:
-        return self.tile_fixed_ns + 2.0 * self.tile_m * self.tile_n * k / (self.sm_tflops * 1e3)
+    def tile_ns(self, k: int, sm_tflops: float | None = None) -> float:
+        """A tile's fixed part plus its mainloop at ``sm_tflops`` (default: the config's own)."""
+        rate = self.sm_tflops if sm_tflops is None else sm_tflops
+        return self.tile_fixed_ns + 2.0 * self.tile_m * self.tile_n * k / (rate * 1e3)
 
 
 @dataclass(frozen=True)

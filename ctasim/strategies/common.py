@@ -35,9 +35,9 @@ def add_gemm(plan: Plan, hw: Hardware, wl: Workload, layer_idx: int, layer: Laye
     cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
     order = raster_order(layer.tiles_m, layer.tiles_n, raster or layer.raster)
     memory = costs.tuned_gemm(layer, hw, wl.elem_bytes, kernel) if tuned else None
-    tile = costs.gemm_tile_ns(layer, hw, wl.elem_bytes, kernel)
-    extra = {}
-    if memory is not None:
+    if memory is None:
+        tile, extra = costs.gemm_tile_ns(layer, hw, wl.elem_bytes, kernel), {}
+    else:
         order, tile = memory.order, float(memory.tile_ns.mean())
         extra = dict(tile_times=memory.tile_ns, schedule=memory.schedule)
     return plan.add(
