@@ -46,6 +46,8 @@ from ctasim.cases import Case, expand
 from ctasim.results import COLUMNS
 from ctasim.spec import Experiment, Strategy
 from ctasim.strategies import gpus_needed
+from ctasim.plan import CHAIN_ROW_GROUP
+from ctasim.strategies.ctapipe import chain_cluster_m
 
 __all__ = ["RunConfig", "plan_runs", "reason_for", "run", "sweep_rows", "microbatch_chunks", "chain_design", "SPEC_KINDS",
            "SWEEP_KINDS"]
@@ -308,7 +310,7 @@ def chain_design(strategy: Strategy, tiles_m: int) -> str:
     order for 'static', with 2x1 clusters (W multicast) where the row-blocks pair up (an even count)."""
     if strategy.tile_source != "static":
         return "tickets"
-    return "static2x1" if tiles_m % 2 == 0 else "static"
+    return "static2x1" if chain_cluster_m(True, tiles_m, strategy.chain_group or CHAIN_ROW_GROUP) == 2 else "static"
 
 
 def _sequential(case: Case, cfg: RunConfig, timed, gemm, log: Callable[[str], None]) -> dict:

@@ -14,8 +14,11 @@ traffic of the wave (L2 reuse of the operand panels in CUTLASS's launch order) a
 L2-resident rate; of CUTLASS's tile orders the one with the least modelled time is run, as ``ctahw`` tunes each
 GEMM shape's order by timing them all.
 
-Left out: clock and power variation, L2 hit rates of CTA-pipelined and chain kernels (their tiles run at the
-config's ``sm_tflops``), tile-to-tile variation (the engine can add seeded
+The chain kernel's tiles (one GPU, every layer in one kernel) are timed the same way in its ticket order
+(:func:`order_tile_times`, the layers' panels apart).
+
+Left out: clock and power variation, L2 hit rates of the CTA-pipelined kernels of two or more GPUs (their tiles run
+at the config's ``sm_tflops``), tile-to-tile variation (the engine can add seeded
 jitter), the arithmetic of an unfused epilogue pass (bandwidth-bound: a few operations per 2-byte element).
 """
 
@@ -41,6 +44,8 @@ __all__ = [
     "TunedGemm",
     "memory_model",
     "tuned_gemm",
+    "order_waves",
+    "order_tile_times",
 ]
 
 
@@ -144,6 +149,40 @@ class TunedGemm:
         self.total_ns = float(waves_ns.sum())
 
 
+def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, slots: int, *, kernel: str = "",
+                drift: float | None = None, cluster_m: int | None = None, layers: int = 1) -> np.ndarray:
+    """Each wave's time (ns) when the tiles of ``layer`` run in ``order`` on ``slots`` CTA slots, by the memory
+    hierarchy (:func:`ctasim.l2.wave_traffic`, :func:`ctasim.l2.wave_ns`); the config must have it on
+    (:func:`memory_model`).
+
+    Compute per tile: :func:`tile_ns` at the config's ``l2_sm_tflops`` (fused epilogue ops included), scaled by
+    :func:`clock_boost` of the grid's occupancy. ``drift`` and ``cluster_m`` default to the config's (the plain
+    persistent GEMM's): a kernel whose CTAs do not keep a fixed share of the tiles (tickets, one CTA per tile) has
+    no drift. ``layers``: a chain kernel's equal-shaped layers in one order (:func:`ctasim.plan.chain_order`)."""
+    cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
+    if not memory_model(hw, cfg):
+        raise ValueError(f"profile {hw.name!r} has no memory hierarchy for config {cfg.key()}")
+    sm = hw.sm_count * cfg.cta_slots_per_sm
+    store = elem_bytes // 2 if layer.gated and layer.epilogue_fused else elem_bytes
+    compute = tile_ns(layer, layer.k, hw, elem_bytes, kernel, rate_tflops=cfg.l2_sm_tflops)
+    compute /= clock_boost(hw, min(layer.tiles * layers, sm), sm)
+    traffic = l2.wave_traffic(order, layer.m, layer.n, layer.k, layer.tile_m, layer.tile_n, elem_bytes, slots,
+                              hw.l2_bytes, store_elem_bytes=store,
+                              drift=cfg.cta_drift if drift is None else drift,
+                              cluster_m=cfg.cluster_m if cluster_m is None else cluster_m, layers=layers)
+    return l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed)
+
+
+def order_tile_times(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, slots: int, **kw) -> np.ndarray:
+    """Per entry of ``order`` (no padding): the time of its wave (:func:`order_waves`, same keywords); entry ``i``
+    runs in wave ``i // slots``. A read-only array."""
+    order = np.asarray(order, dtype=np.int64)
+    waves = order_waves(layer, hw, elem_bytes, order, slots, **kw)
+    out = waves[np.arange(order.size) // slots]
+    out.flags.writeable = False
+    return out
+
+
 @functools.lru_cache(maxsize=512)
 def tuned_gemm(layer: Layer, hw: Hardware, elem_bytes: int, kernel: str = "") -> TunedGemm | None:
     """The memory hierarchy's timing of ``layer`` run as one plain GEMM kernel; None when it is off for the config.
@@ -162,9 +201,6 @@ def tuned_gemm(layer: Layer, hw: Hardware, elem_bytes: int, kernel: str = "") ->
     tm, tn = layer.tiles_m, layer.tiles_n
     cluster = (cfg.cluster_m, cfg.cluster_n)
     sm = hw.sm_count * cfg.cta_slots_per_sm
-    store = elem_bytes // 2 if layer.gated and layer.epilogue_fused else elem_bytes
-    compute = tile_ns(layer, layer.k, hw, elem_bytes, kernel, rate_tflops=cfg.l2_sm_tflops)
-    compute /= clock_boost(hw, min(layer.tiles, sm), sm)
     best, seen = None, set()
     for raster in ("along_m", "along_n"):
         for swizzle in (1, 2, 4, 8):
@@ -174,10 +210,7 @@ def tuned_gemm(layer: Layer, hw: Hardware, elem_bytes: int, kernel: str = "") ->
             seen.add((raster, used))
             order = l2.cutlass_sm90_order(tm, tn, raster, swizzle, cluster)
             slots = l2.cutlass_sm90_grid_ctas(tm, tn, raster, swizzle, cluster, sm_count=sm)
-            traffic = l2.wave_traffic(order, layer.m, layer.n, layer.k, layer.tile_m, layer.tile_n, elem_bytes,
-                                      slots, hw.l2_bytes, store_elem_bytes=store, drift=cfg.cta_drift,
-                                      cluster_m=cfg.cluster_m)
-            waves = l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed)
+            waves = order_waves(layer, hw, elem_bytes, order, slots, kernel=kernel)
             total = float(waves.sum())
             if best is None or total < best[0]:
                 best = (total, waves, order, slots, f"{raster}/swizzle{used}")

@@ -290,7 +290,8 @@ def drift_rereads(sharers: list[tuple[np.ndarray, np.ndarray, float]], waves: in
 
 def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n: int, elem_bytes: int,
                  slots: int, l2_bytes: float, l2_efficiency: float = 1.0,
-                 store_elem_bytes: int | None = None, drift: float = 0.0, cluster_m: int = 1) -> WaveTraffic:
+                 store_elem_bytes: int | None = None, drift: float = 0.0, cluster_m: int = 1,
+                 layers: int = 1) -> WaveTraffic:
     """HBM traffic of each wave of a GEMM whose tiles run in ``order`` on ``slots`` CTA slots (module docstring).
 
     ``order``: row-major tile ids (``i * ceil(n / tile_n) + j``), each once, -1 for padding slots.
@@ -299,22 +300,29 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
     ``drift``: growth per round of the spread of the CTAs' tile start times, in tile times (:func:`drift_rereads`;
     0 = lockstep waves). ``cluster_m``: row-blocks whose CTAs share a W panel by multicast (one read for the
     cluster, so a W panel's sharers are counted in clusters).
+    ``layers``: the tiles of ``layers`` equal-shaped GEMMs run in one kernel (the chain kernel), ids
+    ``layer * tiles + row-major id`` (:func:`ctasim.plan.chain_order`); each layer has A and W panels of its own
+    (layer l + 1's A is layer l's output: a first use of it misses, as any first use does).
     """
     tiles_m, tiles_n = -(-m // tile_m), -(-n // tile_n)
     order = np.asarray(order, dtype=np.int64)
     if slots < 1:
         raise ValueError(f"slots must be >= 1, got {slots}")
+    if layers < 1:
+        raise ValueError(f"layers must be >= 1, got {layers}")
+    per = tiles_m * tiles_n
     real = order[order >= 0]
-    if real.size != tiles_m * tiles_n or (real.size and (real.max() >= tiles_m * tiles_n or
-                                                         np.bincount(real).max() != 1)):
-        raise ValueError(f"order must hold each of the {tiles_m} x {tiles_n} tile ids once (and -1 padding)")
+    if real.size != per * layers or (real.size and (real.max() >= per * layers or np.bincount(real).max() != 1)):
+        raise ValueError(f"order must hold each of the {layers} x {tiles_m} x {tiles_n} tile ids once (and -1 padding)")
     W = -(-order.size // slots)
     wave = np.arange(order.size, dtype=np.int64) // slots
     valid = order >= 0
     t, wv = order[valid], wave[valid]
-    ri, ci = t // tiles_n, t % tiles_n
-    rows = np.minimum(tile_m, m - np.arange(tiles_m) * tile_m)
-    cols = np.minimum(tile_n, n - np.arange(tiles_n) * tile_n)
+    lay, t = t // per, t % per
+    ri, ci = lay * tiles_m + t // tiles_n, lay * tiles_n + t % tiles_n  # panels of layer l after those of l - 1
+    rows = np.tile(np.minimum(tile_m, m - np.arange(tiles_m) * tile_m), layers)
+    cols = np.tile(np.minimum(tile_n, n - np.arange(tiles_n) * tile_n), layers)
+    tiles_m, tiles_n = tiles_m * layers, tiles_n * layers
     size = np.concatenate([rows, cols]).astype(np.float64) * k * elem_bytes  # panels: A rows, then W columns
     Q = tiles_m + tiles_n
     used = np.zeros((Q, W), dtype=bool)

@@ -28,7 +28,7 @@ import numpy as np
 from ctasim.spec import Layer
 
 __all__ = ["Op", "Kernel", "Transfer", "Collective", "MemoryPass", "Pipe", "Plan", "raster_order", "row_block_pipe",
-           "ORDERS", "pair_rows_order", "grouped_rows_order", "named_order", "with_order", "chain_order",
+           "ORDERS", "pair_rows_order", "grouped_rows_order", "named_order", "with_order", "chain_order", "chain_group_used",
            "CHAIN_ROW_GROUP"]
 
 
@@ -308,12 +308,18 @@ CHAIN_ROW_GROUP = 8
 best tile order of the plain GEMM on 24 of 27 shapes (bench/results/hw/2026-12-01-gemm-shapes)."""
 
 
+def chain_group_used(tiles_m: int, group: int = CHAIN_ROW_GROUP) -> int:
+    """The row-block group :func:`chain_order` uses for ``group``: the largest even count <= ``group`` that divides
+    ``tiles_m``; 0 for row order (none does, or ``group`` < 2)."""
+    return next((g for g in range(min(group, tiles_m), 1, -1) if g % 2 == 0 and tiles_m % g == 0), 0)
+
+
 def chain_order(layers: int, tiles_m: int, tiles_n: int, group: int = CHAIN_ROW_GROUP) -> np.ndarray:
     """The chain kernel's ticket order: layer after layer (a topological order: a tile of layer l needs only
     tiles of layer l - 1); within a layer, groups of ``group`` row-blocks column by column
     (:func:`grouped_rows_order`; the largest even group <= ``group`` dividing ``tiles_m``, else row order).
     Tile ids ``l * tiles_m * tiles_n + row_block * tiles_n + col``."""
-    g = next((g for g in range(min(group, tiles_m), 1, -1) if g % 2 == 0 and tiles_m % g == 0), 0)
+    g = chain_group_used(tiles_m, group)
     one = grouped_rows_order(tiles_m, tiles_n, g) if g else np.arange(tiles_m * tiles_n, dtype=np.int64)
     per = tiles_m * tiles_n
     return np.concatenate([one + l * per for l in range(layers)]).astype(np.int64)

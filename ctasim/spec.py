@@ -380,6 +380,10 @@ class Strategy:
         "topological order, by tickets (tile_source 'queue') or CTA by CTA (tile_source 'static'), a tile waiting "
         "for its row-block of the layer before; layers of one square shape; persistent does not apply). "
         "1 < gpus < layers is not modelled yet", 0)
+    chain_group: int = _f(
+        "ctapipe with gpus = 1: row-blocks per group of the chain kernel's tile order within a layer (a group's "
+        "tiles column by column; the largest even count <= this that divides the row-blocks is used); 1: row order; "
+        "0: the default (ctasim.plan.CHAIN_ROW_GROUP)", 0)
 
     @property
     def label(self) -> str:
@@ -636,6 +640,9 @@ def strategy_from_dict(data: Mapping[str, Any], where: str, prefix: str) -> Stra
     _require(not s.gpus or s.kind == "ctapipe", where, prefix + "gpus", "only a ctapipe strategy places its layers")
     _require(not (s.gpus and s.variant), where, prefix + "gpus",
              "a named variant runs one layer per GPU; gpus applies to the chain kernel (gpus = 1)")
+    _require(s.chain_group >= 0, where, prefix + "chain_group", f"must be >= 0, got {s.chain_group}")
+    _require(not s.chain_group or (s.kind == "ctapipe" and s.gpus == 1), where, prefix + "chain_group",
+             "only the chain kernel (a ctapipe strategy with gpus = 1) has a chain order")
     if s.kind == "hybrid":
         _require(s.tp_degree >= 1, where, prefix + "tp_degree", "hybrid needs tp_degree >= 1")
     return s

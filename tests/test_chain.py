@@ -233,6 +233,8 @@ def test_chain_design_follows_the_tile_source():
     assert chain_design(Strategy(kind="ctapipe", gpus=1), 24) == "tickets"
     assert chain_design(Strategy(kind="ctapipe", gpus=1, tile_source="static"), 24) == "static2x1"
     assert chain_design(Strategy(kind="ctapipe", gpus=1, tile_source="static"), 5) == "static"
+    # row order (chain_group 1) pairs no row-blocks: no 2x1 clusters
+    assert chain_design(Strategy(kind="ctapipe", gpus=1, tile_source="static", chain_group=1), 24) == "static"
 
 
 def test_one_gpu_ctapipe_is_judged_as_its_own_kind():

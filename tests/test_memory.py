@@ -197,3 +197,95 @@ def test_a_non_persistent_grid_adds_its_cta_launch_to_every_tiles_time():
     took = (tiles.t_compute_end - tiles.t_start).sort_values().to_numpy()
     assert np.allclose(took, np.sort(k.tile_times) + 300.0)
     assert tiles.t_compute_end.max() > base.t_compute_end.max()
+
+
+# ------------------------------------------------------------------ the chain kernel (one GPU, every layer in one kernel)
+def chain_wl(m=4096, h=8192, layers=2) -> Workload:
+    return Workload(name="c", dtype="bf16", layers=tuple(Layer(m=m, k=h, n=h) for _ in range(layers)))
+
+
+def test_each_layer_of_a_chain_reads_panels_of_its_own():
+    # Both layers in one wave with an L2 that holds everything: every panel of both layers is read once.
+    m, h = 512, 1024
+    tm, tn = m // 128, h // 256
+    order = np.arange(2 * tm * tn)
+    tr = l2.wave_traffic(order, m, h, h, 128, 256, 2, slots=order.size, l2_bytes=1e12, layers=2)
+    assert tr.a_hbm.tolist() == [2 * m * h * 2]
+    assert tr.w_hbm.tolist() == [2 * h * h * 2]
+    assert tr.store.tolist() == [2 * m * h * 2]
+    one = l2.wave_traffic(order[: tm * tn], m, h, h, 128, 256, 2, slots=order.size, l2_bytes=1e12)
+    assert one.a_hbm[0] * 2 == tr.a_hbm[0]
+    with pytest.raises(ValueError, match="2 x 4 x 4 tile ids"):
+        l2.wave_traffic(order[:-1], m, h, h, 128, 256, 2, slots=8, l2_bytes=1e12, layers=2)
+
+
+def test_a_chain_orders_tiles_take_their_waves_time_and_the_engine_runs_them():
+    wl = chain_wl()
+    plan = build_plans(Strategy("ctapipe", gpus=1), wl, X1, 1, "c")[0]
+    k = plan.kernels()[0]
+    layer = wl.layers[0]
+    waves = costs.order_waves(layer, X1, 2, k.order, k.slots, drift=0.0, cluster_m=1, layers=2)
+    assert len(k.tile_times) == k.tiles == 2 * layer.tiles
+    assert np.array_equal(k.tile_times, waves[np.arange(k.tiles) // k.slots])
+    assert plan.params["memory"] == "l2"
+    flat = build_plans(Strategy("ctapipe", gpus=1), wl, FLAT, 1, "c")[0].kernels()[0]
+    assert len(flat.tile_times) == 0 and "memory" not in build_plans(Strategy("ctapipe", gpus=1), wl, FLAT, 1, "c")[0].params
+    slow = dataclasses.replace(k, tile_times=k.tile_times * 1.1)  # the engine reads tile_times, not tile_ns
+    plan.ops[k.id] = slow
+    assert simulate(plan, X1, seed=0).makespan_ns > 1.05 * simulate(build_plans(
+        Strategy("ctapipe", gpus=1), wl, X1, 1, "c")[0], X1, seed=0).makespan_ns
+
+
+def test_the_chain_order_moves_the_time_where_the_weights_do_not_fit_in_l2():
+    def total(h, group):
+        st = Strategy("ctapipe", gpus=1, chain_group=group)
+        return simulate(build_plans(st, chain_wl(m=8192, h=h), X1, 1, "c")[0], X1, seed=0).makespan_ns
+
+    # H = 8192: 128 MiB of W per layer; row order re-reads all of it every wave, groups of 8 or 16 row-blocks do not
+    assert total(8192, 1) > 1.02 * total(8192, 8)
+    assert total(8192, 16) < total(8192, 8)
+    # H = 4096: 32 MiB of W fits in the 60 MiB L2, the order hardly matters
+    assert abs(total(4096, 1) / total(4096, 8) - 1) < 0.005
+
+
+def test_tickets_have_no_drift_and_the_static_design_has_the_plain_gemms():
+    wl = chain_wl(m=16384)
+    tickets = build_plans(Strategy("ctapipe", gpus=1), wl, X1, 1, "c")[0].kernels()[0]
+    static = build_plans(Strategy("ctapipe", gpus=1, tile_source="static"), wl, X1, 1, "c")[0].kernels()[0]
+    layer = wl.layers[0]
+    cfg = X1.config(128, 256)
+    assert np.array_equal(static.tile_times, costs.order_tile_times(layer, X1, 2, static.order, static.slots,
+                                                                    drift=cfg.cta_drift, cluster_m=2, layers=2))
+    assert np.array_equal(tickets.tile_times, costs.order_tile_times(layer, X1, 2, tickets.order, tickets.slots,
+                                                                     drift=0.0, cluster_m=1, layers=2))
+    assert static.tile_times.sum() > tickets.tile_times.sum()  # 63 rounds of drift re-read shared panels
+
+
+def test_order_waves_refuses_a_profile_without_the_memory_hierarchy():
+    layer = Layer(m=1024, k=1024, n=1024)
+    with pytest.raises(ValueError, match="no memory hierarchy"):
+        costs.order_waves(layer, FLAT, 2, np.arange(layer.tiles), 132)
+
+
+@pytest.mark.parametrize("fields, words", [
+    ({"kind": "ctapipe", "gpus": 1, "chain_group": -2}, "must be >= 0"),
+    ({"kind": "ctapipe", "chain_group": 16}, "only the chain kernel"),
+    ({"kind": "sequential", "chain_group": 16}, "only the chain kernel"),
+])
+def test_chain_group_is_checked(fields, words):
+    from ctasim.spec import strategy_from_dict  # noqa: PLC0415
+
+    with pytest.raises(SpecError, match=words):
+        strategy_from_dict(fields, "x.toml", "strategy.")
+
+
+def test_the_chain_group_names_the_plans_order_and_the_static_design_pairs_only_grouped_rows():
+    from ctasim.plan import chain_group_used  # noqa: PLC0415
+    from ctasim.strategies.ctapipe import chain_cluster_m  # noqa: PLC0415
+
+    plan = build_plans(Strategy("ctapipe", gpus=1, chain_group=16), chain_wl(), X1, 1, "c")[0]
+    assert plan.params["order"] == "chain_group16"
+    assert [chain_group_used(32, g) for g in (0, 1, 2, 8, 16, 12)] == [0, 0, 2, 8, 16, 8]
+    assert chain_group_used(40, 16) == 10
+    assert [chain_cluster_m(True, 32, 8), chain_cluster_m(True, 32, 1), chain_cluster_m(False, 32, 8),
+            chain_cluster_m(True, 5, 8)] == [2, 1, 1, 1]

@@ -13,9 +13,13 @@ by tickets, the next ticket while the current tile computes (``tile_source = "qu
 takes entries w, w + W, ... (``"static"``; ctahw then runs 2x1 clusters where the row-blocks pair up, a hardware
 detail this model does not see), and a tile of layer l > 0 waits until its row-block
 of layer l - 1 is complete; a producer tile holds its CTA ``Hardware.local_signal_ns`` after its compute (stores
-complete, GPU-scope release). The next layer's tiles so fill the previous layer's last partial wave. Left out
-there: the layers' epilogue and row-wise ops (the kernel runs square chains without them), and any L2 effect of
-the order.
+complete, GPU-scope release). The next layer's tiles so fill the previous layer's last partial wave. Where the
+profile has the memory hierarchy, each tile takes its wave's time from the L2 reuse of its ticket order
+(:func:`ctasim.costs.order_tile_times`; ``Strategy.chain_group`` picks the order's row-block groups): the tickets
+design has no drift (a freed CTA takes the next ticket, so the running tiles stay one window of the order), the
+static design the plain persistent GEMM's. Left out there: the layers' epilogue and row-wise ops (the kernel runs
+square chains without them), L2 hits of a layer's input that the layer before has just written, and the static
+design's 2x1 cluster coupling (a pair waits for both its row-blocks).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 
 from ctasim import costs, variants
-from ctasim.plan import CHAIN_ROW_GROUP, Plan, chain_order, row_block_pipe
+from ctasim.plan import CHAIN_ROW_GROUP, Plan, chain_group_used, chain_order, row_block_pipe
 from ctasim.spec import Hardware, Strategy, Workload
 from ctasim.strategies.common import add_gemm, add_rowwise, epilogue_pass_reason
 
@@ -134,12 +138,28 @@ def build_chain(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pl
         raise ValueError(why)
     layer = wl.layers[0]
     static = strategy.tile_source == "static"
-    plan = Plan(strategy.label, case, 1, params={"gpus": 1, "order": f"chain_group{CHAIN_ROW_GROUP}",
+    group = strategy.chain_group or CHAIN_ROW_GROUP
+    plan = Plan(strategy.label, case, 1, params={"gpus": 1, "order": f"chain_group{group}",
                                                  "tile_source": "static" if static else "tickets"})
     k = add_gemm(plan, hw, wl, 0, layer, 0, start_ns=hw.launch_ns, source="chain", persistent=True,
                  name=f"ctapipe chain L0-{len(wl.layers) - 1} gpu0")
     k.chain_layers = len(wl.layers)
     k.chain_signal_ns = hw.local_signal_ns
     k.chain_static = static
-    k.order = chain_order(len(wl.layers), layer.tiles_m, layer.tiles_n)
+    k.order = chain_order(len(wl.layers), layer.tiles_m, layer.tiles_n, group)
+    if costs.memory_model(hw, hw.config(layer.tile_m, layer.tile_n)):
+        # Tickets hand each CTA the next tile as it frees, so the running tiles stay one grid-wide window of the
+        # order (no drift); the static design's CTAs keep a fixed share, as the plain persistent GEMM's do.
+        k.tile_times = costs.order_tile_times(
+            layer, hw, wl.elem_bytes, k.order, k.slots, drift=None if static else 0.0,
+            cluster_m=chain_cluster_m(static, layer.tiles_m, group), layers=len(wl.layers))
+        k.tile_ns = float(k.tile_times.mean())
+        plan.params["memory"] = "l2"
     return plan
+
+
+def chain_cluster_m(static: bool, tiles_m: int, group: int = CHAIN_ROW_GROUP) -> int:
+    """Row-blocks per cluster of the chain kernel: the static design runs 2x1 clusters (W multicast) where its
+    order pairs the row-blocks (a group of an even count, :func:`ctasim.plan.chain_group_used`), else 1x1; the
+    tickets design runs 1x1 (ctahw's designs follow this rule)."""
+    return 2 if static and chain_group_used(tiles_m, group) else 1
