@@ -5,7 +5,8 @@
 The drift is measured, not fitted: the median over the nine per-tile traces of ``bench/order_drift.py``
 (``bench/results/hw/2026-12-02-order-traces/drift.csv``, column ``start_sd_per_round``). With it, the two constants of
 ``bench/l2_model.py`` (the L2-resident rate per slot and ``exposed``) are refitted on the same calibration split
-(N = K = 8192, the 72 runs of the 2026-12-01 probe), by the same grid search, and judged on that probe's 252 other
+(N = K = 8192, the 72 runs of the 2026-12-01 probe), by the same grid search (``ctasim.calibration.fit_l2_constants``,
+what ``ctahw calibrate`` writes into a profile), and judged on that probe's 252 other
 runs and on every run of the second machine's probe (2026-12-02, the machine of registered plan 7). Beside it the
 lockstep model (drift 0) refitted the same way. **Post-hoc**: the drift form was chosen after the tile-order probes'
 errors were seen (docs/model.md); the figures say how it fits, the registered test is a later plan.
@@ -28,11 +29,10 @@ import pandas as pd  # noqa: E402
 
 import l2_model as L  # noqa: E402
 
+from ctasim import calibration as C  # noqa: E402
+
 PROBE_B = ROOT / "bench/results/hw/2026-12-02-registered7-1gpu/diag/gemm_shapes.csv"
 DRIFT_CSV = ROOT / "bench/results/hw/2026-12-02-order-traces/drift.csv"
-GRID = dict(rate=np.round(np.arange(6.30, 7.001, 0.01), 4), hbm=[L.HBM_GBPS],
-            exposed=np.round(np.arange(0.0, 0.5001, 0.005), 4), eff=[1.0])
-"""bench/l2_model.py's grid for its l2-overlap fit."""
 
 
 def measured_drift() -> float:
@@ -53,15 +53,15 @@ def judge(d: pd.DataFrame, pred: np.ndarray, mask: np.ndarray) -> dict:
 
 def main() -> int:
     a = L.load()
-    L.DATA = PROBE_B
-    b = L.load()
+    b = L.load(PROBE_B)
     drift = measured_drift()
     rows, consts = [], {}
     for name, dr in (("lockstep (drift 0)", 0.0), (f"drift {drift:.4f} (measured)", drift)):
-        ta = {(i, 1.0): L.traffic(r, drift=dr) for i, r in enumerate(a.itertuples())}
-        tb = {(i, 1.0): L.traffic(r, drift=dr) for i, r in enumerate(b.itertuples())}
-        c, err = L.fit(a, ta, GRID)
-        rate, exposed = float(c["rate"]), float(c["exposed"])
+        ta = {1.0: C.run_traffic(a, L.L2_BYTES, drift=dr, sm_count=L.SLOTS)}
+        tb = {1.0: C.run_traffic(b, L.L2_BYTES, drift=dr, sm_count=L.SLOTS)}
+        c = C.fit_l2_constants(pd.read_csv(L.DATA), l2_bytes=L.L2_BYTES, hbm_gbps=L.HBM_GBPS,
+                               tile_fixed_ns=L.TILE_FIXED_NS, drift=dr, sm_count=L.SLOTS, where=str(L.DATA))
+        rate, exposed = c.rate, c.exposed
         consts[name] = (rate, exposed, dr)
         pa = L.predict_l2(a, ta, rate, L.HBM_GBPS, exposed, 1.0)
         pb = L.predict_l2(b, tb, rate, L.HBM_GBPS, exposed, 1.0)

@@ -5,7 +5,8 @@
 Data: bench/results/hw/2026-12-01-gemm-shapes/gemm_shapes.csv (27 shapes x 12 tile orders, CUTLASS 128x256x64,
 cluster 2x1, persistent grid of 132 CTAs; bench/hw/gemm_shape_probe.py).
 
-Calibration split, fixed in this file before the rest of the data was fitted or compared with the model:
+Calibration split, fixed in this file before the rest of the data was fitted or compared with the model (since moved,
+unchanged, to ctasim.calibration: CALIBRATION_N, CALIBRATION_K, is_calibration):
 
 * CALIBRATION: the K = 8192, N = 8192 shapes (M = 2048, 4096, 8192, 12288, 16384, 32768) at all 12 tile orders
   (72 runs). The model's constants are fitted on these only; so are the two naive predictors.
@@ -20,7 +21,8 @@ max(compute + exposed * t_hbm, t_hbm). Inputs taken as measured, not fitted: L2 
 device's l2CacheSize), HBM = 4257.4 GB/s (local D2D copy, bytes read + written) and tile_fixed_ns = 1222.5 ns (the
 128x256 config), all from bench/results/hw/2026-12-01-calibrate-1gpu (calibration.json, h200-x1-calibrated.toml);
 grid = 132 CTAs (CUTLASS's get_grid_shape, reproduced). Fitted on the calibration split (grid search, least mean
-|error|): the mainloop rate per CTA slot with every operand in L2, and ``exposed``. L2 efficiency stays 1: on the
+|error|; ctasim.calibration.grid_fit, the fit ``ctahw calibrate`` writes into a profile): the mainloop rate per CTA
+slot with every operand in L2, and ``exposed``. L2 efficiency stays 1: on the
 calibration split the error is flat over 0.8-1.1 (not identifiable), so it is not fitted.
 Beside it, the roofline form (exposed = 0, as first proposed) with its own fitted rate, HBM bandwidth and L2
 efficiency; and three predictors without an L2 model: one flat rate (the calibration shapes' median best-order
@@ -43,20 +45,13 @@ sys.path.insert(0, str(ROOT))  # this checkout's ctasim
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ctasim.l2 import (cutlass_sm90_grid_ctas, cutlass_sm90_order, cutlass_sm90_raster, gemm_ns,  # noqa: E402
-                       wave_traffic)
-
-CAL_N, CAL_K = 8192, 8192
-
-
-def is_calibration(m: int, n: int, k: int) -> bool:
-    """The calibration subset: N = 8192, K = 8192, every M, every tile order."""
-    return n == CAL_N and k == CAL_K
-
+from ctasim import calibration as C  # noqa: E402
+from ctasim.l2 import cutlass_sm90_raster  # noqa: E402
 
 DATA = ROOT / "bench/results/hw/2026-12-01-gemm-shapes/gemm_shapes.csv"
 OUT = ROOT / "bench/results/l2-model"
-TILE_M, TILE_N, ELEM = 128, 256, 2
+TILE_M, TILE_N = C.TILE_M, C.TILE_N
+CAL_N, CAL_K = C.CALIBRATION_N, C.CALIBRATION_K
 L2_BYTES = 62914560          # measured: calibration.json l2_bytes (cudaDeviceProp.l2CacheSize)
 HBM_GBPS = 4257.3663         # measured: local D2D copy, bytes read + written (h200-x1-calibrated.toml)
 TILE_FIXED_NS = 1222.5       # measured: h200-x1-calibrated.toml, 128x256 config (ctahw calibrate, K = 2048-8192)
@@ -64,48 +59,23 @@ PROFILE_TFLOPS = 6.2826      # measured: same config, along_m/swizzle8 at M = 16
 SLOTS = 132
 
 
-def load() -> pd.DataFrame:
-    d = pd.read_csv(DATA)
-    d = d[d.backend == "cutlass"].copy()
-    d["raster"] = d.order.str.split("/").str[0]
-    d["swizzle"] = d.order.str.split("swizzle").str[1].astype(int)
-    d["cal"] = [is_calibration(m, n, k) for m, n, k in zip(d.m, d.n, d.k)]
-    d["flops"] = 2.0 * d.m * d.n * d.k
-    d["ns"] = d.median_ms * 1e6
-    return d.reset_index(drop=True)
-
-
-def traffic(row, l2_efficiency: float = 1.0, drift: float = 0.0):
-    """One run's wave traffic in its tile order; ``drift`` (bench/l2_drift_model.py): the CTAs' drift per round, the
-    kernel's W multicast to row-block pairs counted (cluster 2x1)."""
-    tm, tn = -(-row.m // TILE_M), -(-row.n // TILE_N)
-    order = cutlass_sm90_order(tm, tn, row.raster, row.swizzle)
-    slots = cutlass_sm90_grid_ctas(tm, tn, row.raster, row.swizzle, sm_count=SLOTS)
-    return wave_traffic(order, row.m, row.n, row.k, TILE_M, TILE_N, ELEM, slots, L2_BYTES, l2_efficiency,
-                        drift=drift, cluster_m=2)
-
-
-def compute_ns(k: int, tflops_per_slot: float) -> float:
-    return TILE_FIXED_NS + 2.0 * TILE_M * TILE_N * k / (tflops_per_slot * 1e3)
+def load(path: Path = DATA) -> pd.DataFrame:
+    """The CUTLASS runs of a tile-order probe's table (ctasim.calibration.tile_order_table)."""
+    return C.tile_order_table(pd.read_csv(path), str(path))
 
 
 def predict_l2(d: pd.DataFrame, tr: dict, rate: float, hbm: float, exposed: float, eff: float) -> np.ndarray:
-    return np.array([gemm_ns(tr[(i, eff)], compute_ns(r.k, rate), hbm, exposed) for i, r in enumerate(d.itertuples())])
+    """Every run of ``d`` by the L2 model; ``tr``: per L2 efficiency, the runs' traffic (ctasim.calibration)."""
+    return C.predict_ns(d.k.values, tr[eff], rate, hbm, exposed, TILE_FIXED_NS)
 
 
-def fit(d: pd.DataFrame, tr: dict, grid: dict) -> tuple[dict, float]:
-    """Least mean |relative error| on the calibration rows over a grid of constants."""
+def fit(d: pd.DataFrame, tr: dict, grid: dict) -> C.GridFit:
+    """Least mean |relative error| on the calibration rows of ``d`` over a grid of constants
+    (ctasim.calibration.grid_fit; ``tr``: per L2 efficiency, the traffic of every run of ``d``)."""
     cal = d.cal.values
-    best = None
-    keys = list(grid)
-    for values in np.array(np.meshgrid(*grid.values(), indexing="ij")).reshape(len(keys), -1).T:
-        c = dict(zip(keys, values))
-        p = predict_l2(d[cal], {(j, e): tr[(i, e)] for j, i in enumerate(np.flatnonzero(cal)) for e in grid["eff"]},
-                       c["rate"], c["hbm"], c["exposed"], c["eff"])
-        err = np.abs(p / d.ns.values[cal] - 1).mean()
-        if best is None or err < best[1]:
-            best = (c, err)
-    return best
+    sub = {e: [t for t, c in zip(tr[e], cal) if c] for e in grid["eff"]}
+    return C.grid_fit(d.k.values[cal], d.ns.values[cal], sub, TILE_FIXED_NS, hbm_gbps=grid["hbm"], rate=grid["rate"],
+                      exposed=grid["exposed"], l2_efficiency=grid["eff"])
 
 
 def metrics(d: pd.DataFrame, pred: np.ndarray, mask: np.ndarray) -> dict:
@@ -127,17 +97,16 @@ def main() -> int:
     d = load()
     cal = d.cal.values
     effs_max = (0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-    tr = {(i, e): traffic(r, e) for i, r in enumerate(d.itertuples()) for e in effs_max}
+    tr = {e: C.run_traffic(d, L2_BYTES, l2_efficiency=e, sm_count=SLOTS) for e in effs_max}
 
     # The model: partial overlap, L2 efficiency 1, HBM at the measured copy rate; fitted: rate, exposed.
-    c_over, err_over = fit(d, tr, dict(rate=np.round(np.arange(6.30, 7.001, 0.01), 4), hbm=[HBM_GBPS],
-                                       exposed=np.round(np.arange(0.0, 0.5001, 0.005), 4), eff=[1.0]))
+    c_over = fit(d, tr, dict(rate=C.RATE_GRID, hbm=[HBM_GBPS], exposed=C.EXPOSED_GRID, eff=[1.0]))
     # The roofline form: exposed = 0; fitted: rate, effective HBM bandwidth, L2 efficiency.
-    c_max, err_max = fit(d, tr, dict(rate=np.round(np.arange(6.10, 6.701, 0.01), 4),
-                                     hbm=np.arange(1500.0, 6001.0, 100.0), exposed=[0.0], eff=effs_max))
+    c_max = fit(d, tr, dict(rate=np.round(np.arange(6.10, 6.701, 0.01), 4), hbm=np.arange(1500.0, 6001.0, 100.0),
+                            exposed=[0.0], eff=effs_max))
     preds = {
-        "l2-overlap": predict_l2(d, tr, c_over["rate"], HBM_GBPS, c_over["exposed"], 1.0),
-        "l2-roofline": predict_l2(d, tr, c_max["rate"], c_max["hbm"], 0.0, c_max["eff"]),
+        "l2-overlap": predict_l2(d, tr, c_over.rate, HBM_GBPS, c_over.exposed, 1.0),
+        "l2-roofline": predict_l2(d, tr, c_max.rate, c_max.hbm_gbps, 0.0, c_max.l2_efficiency),
     }
     cd = d[cal]
     best_rate = cd.groupby(["m", "n", "k"]).tflops.max().median()
@@ -145,7 +114,8 @@ def main() -> int:
     preds["naive-flat"] = d.flops.values / (best_rate * 1e3)
     preds["naive-per-order"] = d.flops.values / (d.order.map(order_rate).values * 1e3)
     tiles = (-(-d.m // TILE_M)) * (-(-d.n // TILE_N))
-    preds["profile-waves"] = (-(-tiles // SLOTS)).values * np.array([compute_ns(k, PROFILE_TFLOPS) for k in d.k])
+    preds["profile-waves"] = (-(-tiles // SLOTS)).values * np.array([C.compute_ns(k, PROFILE_TFLOPS, TILE_FIXED_NS)
+                                                                     for k in d.k])
 
     new_n = (~cal) & (d.k.values == CAL_K)
     new_k = (~cal) & (d.k.values != CAL_K)
@@ -156,10 +126,10 @@ def main() -> int:
             rows.append(dict(predictor=name, split=split, **metrics(d, p, mask)))
     summary = pd.DataFrame(rows)
     consts = {
-        "l2-overlap": f"fitted: rate {c_over['rate']:.2f} TFLOP/s/slot, exposed {c_over['exposed']:.3f}; "
+        "l2-overlap": f"fitted: rate {c_over.rate:.2f} TFLOP/s/slot, exposed {c_over.exposed:.3f}; "
                       f"measured: HBM {HBM_GBPS:.0f} GB/s, L2 60 MiB (efficiency 1), tile_fixed {TILE_FIXED_NS} ns",
-        "l2-roofline": f"fitted: rate {c_max['rate']:.2f} TFLOP/s/slot, HBM {c_max['hbm']:.0f} GB/s, "
-                       f"L2 efficiency {c_max['eff']:.2f}; measured: L2 60 MiB, tile_fixed {TILE_FIXED_NS} ns",
+        "l2-roofline": f"fitted: rate {c_max.rate:.2f} TFLOP/s/slot, HBM {c_max.hbm_gbps:.0f} GB/s, "
+                       f"L2 efficiency {c_max.l2_efficiency:.2f}; measured: L2 60 MiB, tile_fixed {TILE_FIXED_NS} ns",
         "naive-flat": f"fitted: {best_rate:.1f} TFLOP/s (median best-order rate of the calibration shapes)",
         "naive-per-order": "fitted: mean TFLOP/s of each order over the calibration shapes",
         "profile-waves": f"measured: h200-x1-calibrated 128x256 ({PROFILE_TFLOPS} TFLOP/s/slot, {TILE_FIXED_NS} ns); "
@@ -205,7 +175,8 @@ def heuristic_check(d: pd.DataFrame) -> tuple[tuple[float, float], tuple[float, 
     return (np.median(same), np.max(same)), (np.median(other), np.max(other))
 
 
-def write_readme(summary: pd.DataFrame, show: pd.DataFrame, consts: dict, same, other, c_over: dict, err: pd.DataFrame) -> None:
+def write_readme(summary: pd.DataFrame, show: pd.DataFrame, consts: dict, same, other, c_over: C.GridFit,
+                 err: pd.DataFrame) -> None:
     from provenance import provenance
 
     prov = provenance("python bench/l2_model.py")
@@ -288,8 +259,8 @@ from the other one.
   the first. Measured at N = K = 8192, along_m/swizzle1 runs 4-10% below the best order from M = 8192 up and
   along_n/swizzle1 3.5-4.8% below it at every M: the cost grows with the miss bytes rather than switching on at
   a ceiling (~0.03 us per MB of a wave), which is what `exposed` carries
-  ({c_over['exposed']:.3f} of the HBM time at 4257 GB/s, i.e. {HBM_GBPS / c_over['exposed'] / 1000:.1f} TB/s of
-  serial miss traffic). The fitted mainloop rate ({c_over['rate']:.2f} TFLOP/s a slot) is the rate with every
+  ({c_over.exposed:.3f} of the HBM time at 4257 GB/s, i.e. {HBM_GBPS / c_over.exposed / 1000:.1f} TB/s of
+  serial miss traffic). The fitted mainloop rate ({c_over.rate:.2f} TFLOP/s a slot) is the rate with every
   operand in L2, above the profile's {PROFILE_TFLOPS} measured at along_m/swizzle8, which still misses.
 """
     (OUT / "README.md").write_text(text)

@@ -27,15 +27,12 @@ import pandas as pd  # noqa: E402
 
 import l2_model as L  # noqa: E402
 
+from ctasim import calibration as C  # noqa: E402
+
 MACHINES = {"A (2026-12-01)": ROOT / "bench/results/hw/2026-12-01-gemm-shapes/gemm_shapes.csv",
             "B (2026-12-02)": ROOT / "bench/results/hw/2026-12-02-registered7-1gpu/diag/gemm_shapes.csv"}
 SHAPES = [(32768, 28672, 8192), (16384, 28672, 8192), (16384, 8192, 28672), (32768, 8192, 8192), (4096, 8192, 8192)]
 RATE, EXPOSED = 6.64, 0.19  # h200-x1-calibrated: l2_sm_tflops, l2_hbm_exposed
-
-
-def load(path: Path) -> pd.DataFrame:
-    L.DATA = path
-    return L.load()
 
 
 def main(argv=None) -> int:
@@ -44,9 +41,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     rows = []
     for name, path in MACHINES.items():
-        d = load(path)
-        tr = [L.traffic(r, 1.0) for r in d.itertuples()]
-        d["predicted_ns"] = L.predict_l2(d, {(i, 1.0): t for i, t in enumerate(tr)}, RATE, L.HBM_GBPS, EXPOSED, 1.0)
+        d = L.load(path)
+        tr = C.run_traffic(d, L.L2_BYTES, sm_count=L.SLOTS)
+        d["predicted_ns"] = L.predict_l2(d, {1.0: tr}, RATE, L.HBM_GBPS, EXPOSED, 1.0)
         d["error"] = d.predicted_ns / d.ns - 1
         d["hbm_gb"] = [t.hbm.sum() / 1e9 for t in tr]
         d["machine"] = name
@@ -61,17 +58,18 @@ def main(argv=None) -> int:
                     large=(out.m * out.n * out.k) >= 16384 * 8192 * 28672 // 2)
     print("\nmean error by swizzle, shapes of >= 2 TFLOP (2 x M x N x K):")
     print((100 * by[by.large].groupby(["machine", "swizzle"]).error.mean()).round(2).unstack().to_string())
-    a = load(MACHINES["A (2026-12-01)"])
+    a = L.load(MACHINES["A (2026-12-01)"])
     effs = (0.3, 0.5, 0.7, 1.0)
-    tra = {(i, e): L.traffic(r, e) for i, r in enumerate(a.itertuples()) for e in effs}
+    tra = {e: C.run_traffic(a, L.L2_BYTES, l2_efficiency=e, sm_count=L.SLOTS) for e in effs}
     print("\nrefit on the calibration split at each L2 efficiency (capacity x efficiency):")
     for e in effs:
-        c, err = L.fit(a, tra, dict(rate=np.round(np.arange(6.30, 7.001, 0.01), 4), hbm=[L.HBM_GBPS],
-                                    exposed=np.round(np.arange(0.0, 0.5001, 0.01), 4), eff=[e]))
-        p = L.predict_l2(a, tra, c["rate"], L.HBM_GBPS, c["exposed"], e)
+        c = L.fit(a, tra, dict(rate=C.RATE_GRID, hbm=[L.HBM_GBPS], exposed=np.round(np.arange(0.0, 0.5001, 0.01), 4),
+                               eff=[e]))
+        p = L.predict_l2(a, tra, c.rate, L.HBM_GBPS, c.exposed, e)
         ho = ~a.cal.values
         ea = p[ho] / a.ns.values[ho] - 1
-        print(f"  efficiency {e}: rate {c['rate']:.2f}, exposed {c['exposed']:.2f}, calibration {100 * err:.2f}%, "
+        print(f"  efficiency {e}: rate {c.rate:.2f}, exposed {c.exposed:.2f}, "
+              f"calibration {100 * c.mean_abs_error:.2f}%, "
               f"held-out MAPE {100 * np.abs(ea).mean():.2f}% bias {100 * ea.mean():+.2f}%")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     out.to_csv(args.out, index=False, float_format="%.6g")

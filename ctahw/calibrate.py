@@ -26,17 +26,34 @@ sm_remote_store_gbps        with ctasim's own engine (the producer GEMM of a 2-G
 kernel_config 128x256       CUTLASS GEMM at M=16384, N=8192, K in {2048, 4096, 8192} (tile order tuned at
                             K=8192, see ctahw.baselines.tune_schedule): the per-round time
                             t / ceil(tiles / (sm_count * slots)) fitted as tile_fixed_ns + 2*128*256*K/(sm_tflops*1e3)
+clock_onset_ns,             the plain GEMM back to back after a rest (:func:`clock_trajectory`, :func:`clock_regime`)
+clock_sustained_slowdown
+activation_epilogue_...     GEMM1 of the MLP block with and without the fused erf-GeLU, rested
+l2_bytes                    cudaDeviceProp.l2CacheSize
+128x256 cluster_m           the CUTLASS kernel's cluster shape (its describe() line)
+128x256 cta_drift           median drift of 9 per-tile traces of the persistent GEMM in CUTLASS's orders
+                            (``ctahw.tile_orders.trace_orders``, ``ctasim.calibration.trace_drift``)
+l2_hbm_exposed,             *fitted*: least mean |error| over the tile-order probe at the calibration split (N = K =
+128x256 l2_sm_tflops        8192, M = 2048 ... 32768, 12 orders: 72 runs, ``ctahw.tile_orders.time_orders``), given the
+                            measured L2 size, HBM rate, tile fixed time and drift
+                            (``ctasim.calibration.fit_l2_constants``); the 128x256 tile_cv is set to 0 beside them
+                            (they are fitted without tile-time variation)
 ==========================  ===================================================================================
+
+The memory hierarchy's fields (the last four rows) are written all together or not at all
+(:func:`memory_hierarchy`); the probes behind them take ~50 s of device time (``--quick``: ~20 s).
 
 Also measured and recorded (comments in the profile, all figures in calibration.json): the %globaltimer tick
 and the GPU1 - GPU0 %globaltimer offset (NTP-style, from the minimum-round-trip ping-pong samples).
 
 Not measured (copied from the base profile, saying so): topology, poll_ns (a kernel design value), and kernel
-configs that ctahw has no kernel for.
+configs that ctahw has no kernel for; the memory hierarchy's fields with ``memory=False`` (``--no-memory``) or where
+its fit fails (the profile's header says why).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -55,6 +72,9 @@ from ctasim.spec import Hardware, KernelConfig, find_spec, hardware_from_dict, l
 __all__ = [
     "clock_regime",
     "activation_epilogue_cost",
+    "kernel_cluster",
+    "memory_hierarchy",
+    "measure_memory",
     "fit_tile_rate",
     "fit_allreduce",
     "epilogue_overlap",
@@ -295,6 +315,48 @@ def activation_epilogue_cost(breakdown, tile_elems: int = 128 * 256, slots: int 
     return statistics.median(r["ns_per_element"] for r in rows), rows
 
 
+def kernel_cluster(describe: str) -> tuple[int, int]:
+    """(cluster_m, cluster_n) of a CUTLASS kernel from its describe() line (``... cluster=2x1x1 ...``); ValueError
+    if the line names no cluster."""
+    m = re.search(r"\bcluster=(\d+)x(\d+)x(\d+)\b", describe)
+    if not m:
+        raise ValueError(f"no cluster=MxNxK in the kernel's description {describe!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def memory_hierarchy(res: Mapping) -> dict:
+    """The memory hierarchy's profile fields from a :func:`measure` result: ``l2_bytes`` (as measured),
+    ``cta_drift`` (the measured median drift, rounded to the profile's 4 decimals), ``cluster_m`` (the kernel's
+    cluster), and ``l2_sm_tflops`` with ``l2_hbm_exposed`` fitted by :func:`ctasim.calibration.fit_l2_constants`
+    on the tile-order probe's runs (``res["tile_order_runs"]``) at the profile's own rounded ``hbm_gbps``, 128x256
+    ``tile_fixed_ns`` and that drift, so the written profile reproduces the fit; plus ``l2_fit_error`` (mean
+    |error|) and ``l2_fit_runs``. ValueError (one line) where an input is missing or the fit lands on its grid's
+    edge: the profile then keeps the base's fields."""
+    import pandas as pd  # noqa: PLC0415
+
+    from ctasim.calibration import RATE_GRID, EXPOSED_GRID, fit_l2_constants  # noqa: PLC0415
+
+    missing = [k for k in ("tile_order_runs", "cta_drift", "l2_bytes", "hbm_gbps", "tile_fit_128x256", "cutlass_kernel")
+               if res.get(k) is None]
+    if missing:
+        raise ValueError(f"memory hierarchy not measured: no {', '.join(missing)} in the calibration")
+    if not float(res["l2_bytes"]) > 0:
+        raise ValueError(f"memory hierarchy not measured: the device reports an L2 of {res['l2_bytes']} bytes")
+    cluster_m, _ = kernel_cluster(str(res["cutlass_kernel"]))
+    drift = round(float(res["cta_drift"]), 4)
+    fit = fit_l2_constants(pd.DataFrame(list(res["tile_order_runs"])), l2_bytes=float(res["l2_bytes"]),
+                           hbm_gbps=round(float(res["hbm_gbps"]), 4),
+                           tile_fixed_ns=round(float(res["tile_fit_128x256"]["tile_fixed_ns"]), 1), drift=drift,
+                           cluster_m=cluster_m, sm_count=int(res.get("sm_count", 132)), where="tile-order probe")
+    if fit.edges:
+        grids = {"rate": f"l2_sm_tflops {fit.rate:g} in {RATE_GRID[0]:g}-{RATE_GRID[-1]:g}",
+                 "exposed": f"l2_hbm_exposed {fit.exposed:g} in {EXPOSED_GRID[0]:g}-{EXPOSED_GRID[-1]:g}"}
+        raise ValueError(f"the L2 fit lands on its grid's edge ({'; '.join(grids[e] for e in fit.edges)}): "
+                         "not a fit; the memory hierarchy's fields stay copied")
+    return {"l2_sm_tflops": fit.rate, "l2_hbm_exposed": fit.exposed, "l2_fit_error": fit.mean_abs_error,
+            "l2_fit_runs": fit.runs, "cta_drift": drift, "cluster_m": cluster_m}
+
+
 def timer_tick_ns(stamps: Sequence[int]) -> int:
     """The %globaltimer resolution: the smallest positive difference of back-to-back reads."""
     diffs = [b - a for a, b in zip(stamps, stamps[1:]) if b > a]
@@ -350,14 +412,20 @@ def _toml_value(v) -> str:
 MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_engine_gbps", "link_latency_ns",
                    "remote_atomic_ns", "fence_sys_ns", "launch_ns", "kernel_gap_ns", "event_wait_ns",
                    "allreduce_bus_gbps", "allreduce_latency_ns", "epilogue_store_overlap", "sm_remote_store_gbps",
-                   "clock_onset_ns", "clock_sustained_slowdown", "activation_epilogue_ns_per_element")
+                   "clock_onset_ns", "clock_sustained_slowdown", "activation_epilogue_ns_per_element", "l2_bytes",
+                   "l2_hbm_exposed")
+FITTED_FIELDS = ("l2_hbm_exposed",)
+"""Fields of :data:`MEASURED_FIELDS` that are fitted to measurements rather than measured: marked ``fitted:``."""
+CONFIG_FIELDS = ("sm_tflops", "tile_fixed_ns", "l2_sm_tflops", "cta_drift", "cluster_m", "tile_cv")
+"""The 128x256 kernel config's fields that ``ctahw calibrate`` writes (the last four with the memory hierarchy)."""
 
 
 def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, measured: Mapping[str, tuple],
                  configs: Mapping[str, tuple], provenance: Mapping[str, str], header: Sequence[str] = ()) -> str:
     """A profile in ctasim's format: measured fields with their method, the rest copied from ``base``.
 
-    measured: field -> (value, how); configs: "MxN" -> (dict of KernelConfig fields, how).
+    measured: field -> (value, how), written ``# measured: how`` (``# fitted: how`` for :data:`FITTED_FIELDS`);
+    configs: "MxN" -> (dict of KernelConfig fields, how) or (fields, how, {field: its source comment}).
     """
     comments = base_comments(base_text)
     lines = [f"# Calibrated by `ctahw calibrate` on {provenance.get('date', '?')}: {provenance.get('machine', '?')}.",
@@ -380,7 +448,8 @@ def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, meas
             v, how = measured[f.name]
             if f.type in ("float",) or isinstance(getattr(base, f.name), float):
                 v = float(v)
-            lines.append(f"{f.name} = {_toml_value(v)}  # measured: {how}")
+            lines.append(f"{f.name} = {_toml_value(v)}  # {'fitted' if f.name in FITTED_FIELDS else 'measured'}: "
+                         f"{how}")
         else:
             why = comments.get(f.name, "")
             lines.append(f"{f.name} = {_toml_value(getattr(base, f.name))}  # copied from {base_name}"
@@ -389,14 +458,17 @@ def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, meas
         lines += ["", "[[hardware.kernel_config]]"]
         got = configs.get(c.key())
         values = {x.name: getattr(c, x.name) for x in fields(KernelConfig)}
+        notes: Mapping[str, str] = {}
         if got:
-            vals, how = got
+            vals, how, *rest = got
+            notes = rest[0] if rest else {}
             values.update(vals)
             lines.append(f"# measured: {how}")
         else:
             lines.append(f"# copied from {base_name}: ctahw has no kernel of this config to measure")
         for x in fields(KernelConfig):
-            lines.append(f"{x.name} = {_toml_value(values[x.name])}")
+            note = f"  # {notes[x.name]}" if x.name in notes else ""
+            lines.append(f"{x.name} = {_toml_value(values[x.name])}{note}")
     return "\n".join(lines) + "\n"
 
 
@@ -405,8 +477,11 @@ def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, meas
 
 
 def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), quick: bool = False,
-            reps: int = 10) -> dict:
-    """Run every calibration measurement on GPUs 0 and 1 (0 only for the single-GPU parts); returns a dict."""
+            reps: int = 10, memory: bool = True, probe_out: Path | None = None) -> dict:
+    """Run every calibration measurement on GPUs 0 and 1 (0 only for the single-GPU parts); returns a dict.
+
+    ``memory``: also the memory hierarchy's probes (:func:`measure_memory`); ``probe_out``: a folder for their raw
+    files. ``reps`` is the repetition count of the other measurements; the probes keep their own."""
     from ctahw import probes  # noqa: PLC0415
     from ctahw.baselines import Timed, tune_schedule  # noqa: PLC0415
     from ctahw.device import enable_peer_access, random_bf16, require_cupy, require_gpus, summarize  # noqa: PLC0415
@@ -653,6 +728,49 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
     res["activation_rows"] = act_rows
     res["activation_epilogue_ns_per_element"], res["activation_per_m"] = activation_epilogue_cost(
         act_rows, slots=found[0].sm_count)
+    if memory:
+        res.update(measure_memory(log, quick, probe_out))
+        try:
+            res.update(memory_hierarchy(res))
+        except ValueError as e:  # the fit failed: the fields stay copied, and the profile says why
+            res["memory_note"] = str(e)
+            log(f"calibrate: memory hierarchy not written: {e}")
+    return res
+
+
+TILE_ORDER_REPS = 3
+"""Timed runs per (shape, order) of the tile-order probe in ``ctahw calibrate`` (``--quick``: 1), as the committed probe
+(``bench/results/hw/2026-12-01-gemm-shapes``); each behind an 80 ms rest."""
+TRACE_REPS = 5
+"""Timed runs per (shape, order) of the traced kernel and the plain GEMM beside it (``--quick``: 1), as the committed
+order traces (``bench/results/hw/2026-12-02-order-traces``); each behind a 250 ms rest. The traces themselves are one
+run each."""
+
+
+def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), quick: bool = False,
+                   probe_out: Path | None = None) -> dict:
+    """The memory hierarchy's measurements on GPU 0: the tile-order probe at the calibration split (CUTLASS at its 12
+    orders, no cuBLAS; :func:`ctahw.tile_orders.time_orders`) and the order traces
+    (:func:`ctahw.tile_orders.trace_orders`) with each trace's drift and their median (``cta_drift``). With
+    ``probe_out``: ``tile_orders.csv`` (the probe's rows, the columns of the committed ``gemm_shapes.csv``),
+    ``timing.csv`` and ``tiles-*.csv.gz`` (what ``bench/order_drift.py DIR`` reads) written there."""
+    import pandas as pd  # noqa: PLC0415
+
+    from ctahw import tile_orders  # noqa: PLC0415
+    from ctasim.calibration import calibration_shapes, cta_drift, trace_drift  # noqa: PLC0415
+
+    res: dict = {"tile_order_reps": 1 if quick else TILE_ORDER_REPS}
+    log("calibrate: tile-order probe (N = K = 8192, 12 orders)")
+    res["tile_order_runs"] = tile_orders.time_orders(calibration_shapes(), reps=res["tile_order_reps"], rest_ms=80.0,
+                                                     cublas=False, log=log)
+    log("calibrate: per-tile order traces")
+    timing, traces = tile_orders.trace_orders(reps=1 if quick else TRACE_REPS, log=log)
+    res["order_trace_timing"] = timing
+    res["order_drift"] = [{"case": name, **trace_drift(t, name)} for name, t in traces.items()]
+    res["cta_drift"] = cta_drift(traces.values())
+    if probe_out is not None:
+        tile_orders.write_traces(probe_out, timing, traces)
+        pd.DataFrame(res["tile_order_runs"]).to_csv(probe_out / "tile_orders.csv", index=False)
     return res
 
 
@@ -702,7 +820,25 @@ def measured_fields(res: Mapping) -> dict[str, tuple]:
         out["activation_epilogue_ns_per_element"] = (
             res["activation_epilogue_ns_per_element"], f"CUTLASS Mx28672x8192 with the fused erf-GeLU vs plain, rested: "
             f"{per} (ctahw.calibrate.activation_epilogue_cost); silu and relu assumed the same")
+    if "l2_sm_tflops" in res:  # the memory hierarchy (memory_hierarchy): all its fields or none
+        out["l2_bytes"] = (float(res["l2_bytes"]), "cudaDeviceProp.l2CacheSize")
+        out["l2_hbm_exposed"] = (res["l2_hbm_exposed"], f"{_l2_fit_how(res)}; fitted together with the 128x256 "
+                                 "l2_sm_tflops; share of a wave's HBM time its math does not hide")
     return out
+
+
+def _l2_fit_how(res: Mapping) -> str:
+    """How the L2 constants were fitted, for their source comments."""
+    from ctasim.calibration import is_calibration  # noqa: PLC0415
+
+    cal = [r for r in res.get("tile_order_runs", ()) if r["backend"] == "cutlass" and
+           is_calibration(r["m"], r["n"], r["k"])]
+    ms = sorted({int(r["m"]) for r in cal})
+    span = f"{ms[0]}-{ms[-1]}" if ms else "?"
+    return (f"ctasim.calibration.fit_l2_constants on the tile-order probe at N = K = 8192 (M = {span}, "
+            f"{len({r['order'] for r in cal})} tile orders: {res.get('l2_fit_runs', len(cal))} runs, medians of "
+            f"{res.get('tile_order_reps', '?')} rested runs), mean |error| {100 * res['l2_fit_error']:.2f}%, given "
+            "this profile's l2_bytes, hbm_gbps and 128x256 tile_fixed_ns and cta_drift")
 
 
 def measured_configs(res: Mapping) -> dict[str, tuple]:
@@ -712,8 +848,21 @@ def measured_configs(res: Mapping) -> dict[str, tuple]:
     pts = ", ".join(f"K={p['k']} {p['round_ns'] / 1e3:.1f} us/round" for p in fit["points"])
     how = (f"{res['cutlass_kernel']}; tile order {res.get('cutlass_schedule', 'default')}; M=16384 N=8192: {pts}; {fit['note']}; "
            f"max |residual| {fit['max_abs_residual_ns']:.0f} ns")
-    return {"128x256": ({"sm_tflops": round(fit["sm_tflops"], 4), "tile_fixed_ns": round(fit["tile_fixed_ns"], 1),
-                         "source": "measured by ctahw calibrate: " + how}, how)}
+    vals = {"sm_tflops": round(fit["sm_tflops"], 4), "tile_fixed_ns": round(fit["tile_fixed_ns"], 1),
+            "source": "measured by ctahw calibrate: " + how}
+    notes: dict[str, str] = {}
+    if "l2_sm_tflops" in res:  # the memory hierarchy (memory_hierarchy): all its fields or none
+        per = [r["start_sd_per_round"] for r in res.get("order_drift", ())]
+        spread = f"{min(per):.4f}-{max(per):.4f} tile times per round; " if per else ""
+        vals.update(l2_sm_tflops=res["l2_sm_tflops"], cta_drift=res["cta_drift"], cluster_m=res["cluster_m"],
+                    tile_cv=0.0)
+        notes = {"l2_sm_tflops": f"fitted: {_l2_fit_how(res)}; with l2_hbm_exposed; the rate with every operand in L2",
+                 "cta_drift": f"measured: median over {len(per)} per-tile traces of the plain persistent GEMM in "
+                              f"CUTLASS's orders ({spread}ctahw.tile_orders.trace_orders, "
+                              "ctasim.calibration.trace_drift)",
+                 "cluster_m": f"measured: the kernel's cluster shape (its description: {res['cutlass_kernel']})",
+                 "tile_cv": "0: the L2 model's constants were fitted without tile-time variation"}
+    return {"128x256": (vals, how, notes)}
 
 
 def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance: Mapping[str, str],
@@ -731,13 +880,21 @@ def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance:
     if not res.get("globaltimer_on_host_clock"):
         header.append("launch_ns is copied: %globaltimer is not on the host clock here, so the launch latency "
                       f"could not be split from the sync (launch + sync round trip {res.get('launch_roundtrip_ns')} ns)")
+    if "l2_sm_tflops" in res:
+        header.append(f"Memory hierarchy: l2_hbm_exposed and the 128x256 l2_sm_tflops fitted (mean |error| "
+                      f"{100 * res['l2_fit_error']:.2f}% over {res['l2_fit_runs']} runs of the tile-order probe), "
+                      f"cta_drift measured on {len(res.get('order_drift', ()))} per-tile traces (ctasim.calibration)")
+    elif res.get("memory_note"):
+        header.append(f"Memory hierarchy copied from {base.name}: {res['memory_note']}")
     text = profile_toml(base, base_path.read_text(), base.name, name, measured_fields(res), measured_configs(res),
                         provenance, header)
     if "remote_d_remote_ms" in res and "sm_remote_store_gbps" not in res:
         # Fit the remote-store fields with ctasim's engine on the profile measured so far.
         res = dict(res)
         try:
-            hw = hardware_from_dict(tomllib.loads(text)["hardware"], str(out))
+            # fitted without the memory hierarchy, as before it was measured: the local GEMM and the remote-D
+            # producer both at the config's sm_tflops (the producer's ctapipe kernel has no memory hierarchy)
+            hw = dataclasses.replace(hardware_from_dict(tomllib.loads(text)["hardware"], str(out)), l2_bytes=0.0)
             ratio = res["remote_d_remote_ms"] / res["remote_d_local_ms"]
             res["sm_remote_store_gbps"], res["sm_remote_store_note"] = fit_sm_remote_store(hw, ratio)
         except ImportError as e:  # the fit needs ctasim's engine (simpy); without it the fields stay copied

@@ -2,7 +2,8 @@
 
     ctahw info                      toolchain, kernel cache and GPUs ("no GPU: ..." and exit 2 without one)
     ctahw build                     compile every kernel source into the cache (nvcc + nvidia-cutlass; no GPU)
-    ctahw calibrate [--base NAME]   measure this machine into specs/hardware/<base>-calibrated.toml
+    ctahw calibrate [--base NAME]   measure this machine into specs/hardware/<base>-calibrated.toml (memory
+                                    hierarchy included unless --no-memory)
     ctahw run EXPERIMENT            an experiment spec (a name or TOML path, as ``ctasim run`` takes), or the
                                     flag shorthand: all | gemm | remote_d | sequential | microbatch | tp | ctapipe
 
@@ -72,7 +73,13 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--name", default=None, help="profile name (default <base>-calibrated)")
     c.add_argument("--json", type=Path, default=None, help="also write every measured figure here")
     c.add_argument("--reps", type=int, default=10, help="repetitions per measurement (median)")
-    c.add_argument("--quick", action="store_true", help="smaller transfers and fewer ping-pong rounds")
+    c.add_argument("--quick", action="store_true", help="smaller transfers and fewer ping-pong rounds; one timed run "
+                                                        "per tile order in the memory hierarchy's probes")
+    c.add_argument("--no-memory", action="store_true",
+                   help="skip the memory hierarchy's probes (tile orders, per-tile traces; ~50 s): l2_bytes, "
+                        "l2_hbm_exposed and the 128x256 l2_sm_tflops, cta_drift, cluster_m stay copied from --base")
+    c.add_argument("--probe-out", type=Path, default=None,
+                   help="folder for the memory probes' raw files (tile_orders.csv, timing.csv, tiles-*.csv.gz)")
     c.add_argument("--dry-run", action="store_true", help="print what would be measured; needs no GPU")
 
     r = sub.add_parser("run", help="run an experiment spec (or the flag shorthand) on the GPUs")
@@ -197,11 +204,21 @@ def cmd_calibrate(args) -> int:
                 _check_out(path.parent, flag)
             except _UsageError as e:
                 raise _UsageError(f"{flag} {path}: {str(e).split(': ', 1)[1]}") from None
+    if args.probe_out is not None:
+        if args.no_memory:
+            raise _UsageError(f"--probe-out {args.probe_out}: the memory probes are skipped (--no-memory)")
+        _check_out(args.probe_out, "--probe-out")
     if args.dry_run:
-        print(f"would measure (see ctahw.calibrate): {', '.join(calibrate.MEASURED_FIELDS)}, kernel_config 128x256")
+        skip = set(calibrate.FITTED_FIELDS) | {"l2_bytes"} if args.no_memory else set()
+        cfg = calibrate.CONFIG_FIELDS[:2] if args.no_memory else calibrate.CONFIG_FIELDS
+        print(f"would measure (see ctahw.calibrate): {', '.join(f for f in calibrate.MEASURED_FIELDS if f not in skip)}, "
+              f"kernel_config 128x256 ({', '.join(cfg)})")
+        if not args.no_memory:
+            print("memory probes: the tile-order probe at N = K = 8192 (M = 2048 ... 32768, 12 orders) and 9 per-tile "
+                  f"traces (ctahw.tile_orders){'; raw files into ' + str(args.probe_out) if args.probe_out else ''}")
         print(f"would write {out} (base {args.base}) and {args.json or 'no json'}")
         return 0
-    res = calibrate.measure(quick=args.quick, reps=args.reps)
+    res = calibrate.measure(quick=args.quick, reps=args.reps, memory=not args.no_memory, probe_out=args.probe_out)
     prov = provenance.collect()
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

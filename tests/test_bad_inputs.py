@@ -80,6 +80,8 @@ BAD = [
     (CTAHW + ["calibrate", "--dry-run", "--base", "nope"], "nope"),
     (CTAHW + ["calibrate", "--dry-run", "--out", "afile/p.toml"], "not a folder"),
     (CTAHW + ["calibrate", "--dry-run", "--reps", "0"], "--reps"),
+    (CTAHW + ["calibrate", "--dry-run", "--probe-out", "afile"], "not a folder"),
+    (CTAHW + ["calibrate", "--dry-run", "--no-memory", "--probe-out", "probes"], "--no-memory"),
     ([sys.executable, "-m", "ctasim.validation", "nowhere"], "no such file"),
     ([sys.executable, "-m", "ctasim.validation", "."], "truncated"),
     ([sys.executable, "-m", "ctasim.validation", "--runs", "nowhere"], "--runs"),

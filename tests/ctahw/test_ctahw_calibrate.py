@@ -162,8 +162,20 @@ CLOCK_RESULT = {"clock_onset_ns": 5.6e7, "clock_sustained_slowdown": 1.17,
 
 def test_measured_fields_cover_every_field_calibrate_claims():
     got = cal.measured_fields(dict(FAKE_RESULT, globaltimer_on_host_clock=True, launch_host_to_stamp_ns=1,
-                                   sm_remote_store_gbps=7.0, sm_remote_store_note="fit", **CLOCK_RESULT))
+                                   sm_remote_store_gbps=7.0, sm_remote_store_note="fit", **CLOCK_RESULT,
+                                   **MEMORY_RESULT))
     assert set(got) == set(cal.MEASURED_FIELDS)
+    (vals, _, notes), = cal.measured_configs(dict(FAKE_RESULT, **MEMORY_RESULT)).values()
+    assert set(vals) - {"source"} == set(cal.CONFIG_FIELDS) and set(notes) == set(cal.CONFIG_FIELDS[2:])
+
+
+MEMORY_RESULT = {"l2_bytes": 62914560, "l2_sm_tflops": 6.64, "l2_hbm_exposed": 0.19, "l2_fit_error": 0.0058,
+                 "l2_fit_runs": 72, "cta_drift": 0.0078, "cluster_m": 2, "tile_order_reps": 3,
+                 "tile_order_runs": [{"m": m, "n": 8192, "k": 8192, "backend": "cutlass", "order": f"along_m/swizzle{s}"}
+                                     for m in (2048, 32768) for s in (1, 8)],
+                 "order_drift": [{"case": "a", "start_sd_per_round": 0.0061},
+                                 {"case": "b", "start_sd_per_round": 0.009}]}
+"""What :func:`ctahw.calibrate.memory_hierarchy` adds to a measurement (h200-x1-calibrated's values)."""
 
 
 def test_the_clock_regime_and_activation_cost_go_into_the_profile_when_measured(tmp_path):
@@ -249,3 +261,94 @@ def test_clock_regime_finds_a_known_onset_and_slowdown_and_refuses_a_run_that_ne
         cal.clock_regime(_trajectory(1e9, 1.2))
     with pytest.raises(ValueError, match="no round of"):
         cal.clock_regime(_trajectory(40.0, 1.2), kernels=("square-16384",))
+
+
+# ---------------------------------------------------------------------------------------- the memory hierarchy
+
+PROBE = Path(__file__).resolve().parents[2] / "bench" / "results" / "hw" / "2026-12-01-gemm-shapes" / "gemm_shapes.csv"
+KERNEL = ("cutlass=4.2.0 kernel=sm90_tma_ws_cooperative_persistent dtype=bf16 layout=TN tile=128x256x64 cluster=2x1x1 "
+          "stages=4 threads=384 smem_bytes=214016")
+
+
+def committed_measurement(**kw) -> dict:
+    """A measure() result holding the committed tile-order probe and the day's calibration figures."""
+    import pandas as pd
+
+    res = dict(FAKE_RESULT, sm_count=132, l2_bytes=62914560, hbm_gbps=4257.36634, cutlass_kernel=KERNEL,
+               tile_fit_128x256=dict(FAKE_RESULT["tile_fit_128x256"], tile_fixed_ns=1222.46),
+               tile_order_runs=pd.read_csv(PROBE).to_dict("records"), cta_drift=0.0078299)
+    return dict(res, **kw)
+
+
+def test_the_kernels_cluster_comes_from_its_description():
+    assert cal.kernel_cluster(KERNEL) == (2, 1)
+    with pytest.raises(ValueError, match="no cluster=MxNxK"):
+        cal.kernel_cluster("cutlass=4.2.0 tile=128x256x64")
+
+
+def test_the_memory_hierarchy_of_the_committed_probe_is_h200_x1_calibrated():
+    """From the committed tile-order probe and the day's calibration figures, memory_hierarchy gives the profile's
+    constants: the fit runs at the profile's rounded hbm_gbps, tile_fixed_ns and cta_drift."""
+    x1 = load_hardware("h200-x1-calibrated")
+    got = cal.memory_hierarchy(committed_measurement())
+    cfg = x1.config(128, 256)
+    assert (got["l2_sm_tflops"], got["l2_hbm_exposed"], got["cta_drift"], got["cluster_m"]) == (
+        cfg.l2_sm_tflops, x1.l2_hbm_exposed, cfg.cta_drift, cfg.cluster_m)
+    assert got["l2_fit_runs"] == 72 and got["l2_fit_error"] < 0.01
+
+
+@pytest.mark.parametrize("change,words", [
+    (dict(cta_drift=None), "no cta_drift"),
+    (dict(l2_bytes=0), "an L2 of 0 bytes"),
+    (dict(tile_order_runs=[]), "tile-order probe: no column"),
+    (dict(hbm_gbps=40000.0), "grid's edge (l2_hbm_exposed 0.5 in 0-0.5): not a fit"),
+])
+def test_a_memory_hierarchy_that_cannot_be_fitted_says_why(change, words):
+    with pytest.raises(ValueError) as e:
+        cal.memory_hierarchy(committed_measurement(**change))
+    assert words in str(e.value)
+
+
+def test_the_memory_hierarchy_goes_into_the_profile_with_a_source_each(tmp_path):
+    from ctasim.costs import memory_model
+
+    fitted = dict(FAKE_RESULT, sm_remote_store_gbps=7.0, sm_remote_store_note="fit")  # skip the engine's fit
+    text = cal.write_profile(dict(fitted, **MEMORY_RESULT), "h200-x2", tmp_path / "p.toml", "p", PROV)
+    hw, x1 = load_hardware(tmp_path / "p.toml"), load_hardware("h200-x1-calibrated")
+    cfg, ref = hw.config(128, 256), x1.config(128, 256)
+    assert (hw.l2_bytes, hw.l2_hbm_exposed) == (x1.l2_bytes, x1.l2_hbm_exposed)
+    assert (cfg.l2_sm_tflops, cfg.cta_drift, cfg.cluster_m, cfg.tile_cv) == (
+        ref.l2_sm_tflops, ref.cta_drift, ref.cluster_m, ref.tile_cv)
+    assert memory_model(hw, cfg) and not memory_model(hw, hw.config(128, 128))
+    block = text.split("[[hardware.kernel_config]]")  # [hardware], 128x256, 128x128
+    lines = {l.split("=")[0].strip(): l for part in block[:2] for l in part.splitlines()
+             if "=" in l and not l.startswith("#")}
+    assert "# measured: cudaDeviceProp.l2CacheSize" in lines["l2_bytes"]
+    assert "# fitted: ctasim.calibration.fit_l2_constants" in lines["l2_hbm_exposed"]
+    assert "M = 2048-32768, 2 tile orders: 72 runs, medians of 3 rested runs), mean |error| 0.58%" in lines["l2_hbm_exposed"]
+    assert "# fitted: ctasim.calibration.fit_l2_constants" in lines["l2_sm_tflops"]
+    assert "# measured: median over 2 per-tile traces" in lines["cta_drift"] and "0.0061-0.0090" in lines["cta_drift"]
+    assert "# measured: the kernel's cluster shape" in lines["cluster_m"]
+    assert "# 0: the L2 model's constants were fitted without" in lines["tile_cv"]
+    assert "Memory hierarchy: l2_hbm_exposed and the 128x256 l2_sm_tflops fitted (mean |error| 0.58%" in text
+
+
+def test_without_the_memory_hierarchy_its_fields_stay_copied_and_the_header_says_why(tmp_path):
+    fitted = dict(FAKE_RESULT, sm_remote_store_gbps=7.0, sm_remote_store_note="fit",
+                  memory_note="the L2 fit lands on its grid's edge")
+    text = cal.write_profile(fitted, "h200-x2", tmp_path / "p.toml", "p", PROV)
+    hw, base = load_hardware(tmp_path / "p.toml"), load_hardware("h200-x2")
+    assert hw.l2_bytes == base.l2_bytes == 0.0 and hw.config(128, 256).l2_sm_tflops == 0.0
+    assert "# Memory hierarchy copied from h200-x2: the L2 fit lands on its grid's edge" in text
+
+
+def test_the_remote_store_fit_runs_without_the_memory_hierarchy(tmp_path, monkeypatch):
+    seen = []
+
+    def fit(hw, ratio):
+        seen.append(hw.l2_bytes)
+        return 7.0, "fit"
+
+    monkeypatch.setattr(cal, "fit_sm_remote_store", fit)
+    cal.write_profile(dict(FAKE_RESULT, **MEMORY_RESULT), "h200-x2", tmp_path / "p.toml", "p", PROV)
+    assert seen == [0.0] and load_hardware(tmp_path / "p.toml").l2_bytes == 62914560.0

@@ -51,6 +51,17 @@ def test_calibrate_dry_run():
     assert p.returncode == 0 and "h200-x2-calibrated.toml" in p.stdout
 
 
+def test_calibrate_dry_run_names_the_memory_hierarchy_unless_skipped(capsys, tmp_path):
+    assert cli.main(["calibrate", "--dry-run", "--probe-out", str(tmp_path / "probes")]) == 0
+    out = capsys.readouterr().out
+    assert "l2_bytes, l2_hbm_exposed" in out and "l2_sm_tflops, cta_drift, cluster_m" in out
+    assert "tile-order probe at N = K = 8192" in out and str(tmp_path / "probes") in out
+    assert not (tmp_path / "probes").exists()  # a dry run writes nothing
+    assert cli.main(["calibrate", "--dry-run", "--no-memory"]) == 0
+    out = capsys.readouterr().out
+    assert "hbm_gbps" in out and "l2_" not in out and "cta_drift" not in out and "memory probes" not in out
+
+
 def test_run_options_come_from_the_sweep_config():
     args = cli.parser().parse_args(["run", "all", "--ms", "1024", "--reps", "3", "--backends", "cutlass"])
     assert args.ms == (1024,) and args.reps == 3 and args.backends == ("cutlass",)

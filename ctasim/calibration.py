@@ -1,0 +1,228 @@
+"""The memory hierarchy's constants from measurements: the L2 fit of the tile-order probe, the CTAs' drift from
+per-tile traces (no GPU; what ``ctahw calibrate`` and the bench scripts derive them with).
+
+What is derived
+    * **The L2 constants** (:func:`fit_l2_constants`, :func:`grid_fit`): a profile's ``l2_sm_tflops`` (the rate of
+      a CTA slot with every operand in L2, of the 128x256 config) and ``l2_hbm_exposed`` (the share of a wave's HBM
+      time its math does not hide), fitted to the CUTLASS GEMM timed at its tile orders (the tile-order probe,
+      ``ctahw.tile_orders.time_orders``). Each run is modelled as :mod:`ctasim.l2` times it: the wave traffic of its
+      CUTLASS launch order (:func:`ctasim.l2.cutlass_sm90_order`, persistent grid, W multicast to ``cluster_m``
+      row-blocks, the CTAs drifting apart by ``drift``), each wave ``max(compute + exposed x t_hbm, t_hbm)``, the
+      compute ``tile_fixed_ns + 2 x 128 x 256 x K / rate``. Taken as measured, not fitted: ``l2_bytes``,
+      ``hbm_gbps``, ``tile_fixed_ns`` and the drift. The fit is a grid search for the least mean |relative error|
+      over the runs at the calibration split (:data:`CALIBRATION_N`, :data:`CALIBRATION_K`: every M, every order);
+      on ties the first grid point (rate, then HBM rate, then exposed, then L2 efficiency, each ascending) wins.
+    * **The drift** (:func:`trace_drift`, :func:`cta_drift`): from a per-tile trace of the plain persistent GEMM
+      (``ctahw.tile_orders.trace_orders``), the growth per round of the spread (standard deviation) of the tiles'
+      start times within a round, in units of the mainloop of rounds 1-3 (the lockstep start): the slope of a
+      least-squares line over rounds 1 .. last - 1 (round 0 starts together by construction, the last round is
+      partial). A profile's ``cta_drift`` is the median over the traces.
+
+Left out
+    Which tile orders and shapes to run (the probes decide; :data:`CALIBRATION_MS` is the committed split); an L2
+    efficiency below 1 and an HBM rate other than the measured copy rate in the profile's fit (:func:`grid_fit`
+    takes grids of both for the bench scripts' comparisons); the spread of the drift between traces (reported, not
+    modelled: one constant per profile); any clock or power effect on the timed runs (the probe rests the GPU
+    before each one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ctasim.l2 import RASTERS, WaveTraffic, cutlass_sm90_grid_ctas, cutlass_sm90_order, gemm_ns, wave_traffic
+
+__all__ = [
+    "TILE_M", "TILE_N", "ELEM_BYTES", "CALIBRATION_N", "CALIBRATION_K", "CALIBRATION_MS", "RATE_GRID", "EXPOSED_GRID",
+    "is_calibration", "calibration_shapes", "tile_order_table", "run_traffic", "compute_ns", "predict_ns", "GridFit",
+    "grid_fit", "fit_l2_constants", "trace_drift", "cta_drift",
+]
+
+TILE_M, TILE_N, ELEM_BYTES = 128, 256, 2
+"""The kernel config the constants belong to: ctahw's CUTLASS GEMM, 128x256x64 tiles, bf16 operands."""
+CALIBRATION_N = CALIBRATION_K = 8192
+"""The calibration split of the tile-order probe: N = K = 8192 (fixed in ``bench/l2_model.py`` before any fit)."""
+CALIBRATION_MS = (2048, 4096, 8192, 12288, 16384, 32768)
+"""The calibration split's M values (6 shapes x 12 tile orders: 72 runs;
+``bench/results/hw/2026-12-01-gemm-shapes``)."""
+RATE_GRID = np.round(np.arange(6.30, 7.001, 0.01), 4)
+"""Grid of ``l2_sm_tflops`` (TFLOP/s a slot): ``bench/l2_model.py``'s grid, around the 128x256 config's measured
+6.28 (the rate with misses) and above it."""
+EXPOSED_GRID = np.round(np.arange(0.0, 0.5001, 0.005), 4)
+"""Grid of ``l2_hbm_exposed``: ``bench/l2_model.py``'s grid (0 = roofline; 0.5 = half the HBM time exposed)."""
+
+_PROBE_COLUMNS = ("m", "n", "k", "backend", "order", "median_ms")
+_TRACE_COLUMNS = ("cta", "t_acquire", "t_mainloop_end")
+
+
+def is_calibration(m: int, n: int, k: int) -> bool:
+    """The calibration subset: N = K = 8192, every M, every tile order."""
+    return n == CALIBRATION_N and k == CALIBRATION_K
+
+
+def calibration_shapes() -> list[tuple[int, int, int]]:
+    """(M, N, K) of the calibration split, the shapes ``ctahw calibrate`` times at every tile order."""
+    return [(m, CALIBRATION_N, CALIBRATION_K) for m in CALIBRATION_MS]
+
+
+def tile_order_table(table: pd.DataFrame, where: str = "tile-order table") -> pd.DataFrame:
+    """The CUTLASS runs of a tile-order probe's table (columns m, n, k, backend, order ``raster/swizzleS``,
+    median_ms), index reset, with ``raster``, ``swizzle``, ``cal`` (:func:`is_calibration`), ``flops`` and ``ns``
+    added. ValueError (one line naming ``where``) on a missing column, an unknown order or a time <= 0."""
+    missing = [c for c in _PROBE_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"{where}: no column {', '.join(missing)} "
+                         f"(a tile-order probe has {', '.join(_PROBE_COLUMNS)})")
+    d = table[table.backend == "cutlass"].copy()
+    if d.empty:
+        raise ValueError(f"{where}: no cutlass runs")
+    parts = d.order.astype(str).str.split("/swizzle")
+    bad = [o for o, p in zip(d.order, parts) if len(p) != 2 or p[0] not in RASTERS or not p[1].isdigit()]
+    if bad:
+        raise ValueError(f"{where}: order {bad[0]!r} is not raster/swizzleS with raster one of {', '.join(RASTERS)}")
+    d["raster"] = d.order.str.split("/").str[0]
+    d["swizzle"] = d.order.str.split("swizzle").str[1].astype(int)
+    d["cal"] = [is_calibration(m, n, k) for m, n, k in zip(d.m, d.n, d.k)]
+    d["flops"] = 2.0 * d.m * d.n * d.k
+    d["ns"] = d.median_ms * 1e6
+    if not (np.isfinite(d.ns) & (d.ns > 0)).all():
+        raise ValueError(f"{where}: a median_ms that is not a positive number")
+    return d.reset_index(drop=True)
+
+
+def run_traffic(runs: pd.DataFrame, l2_bytes: float, *, l2_efficiency: float = 1.0, drift: float = 0.0,
+                cluster_m: int = 2, sm_count: int = 132) -> list[WaveTraffic]:
+    """Each run's wave traffic (:func:`ctasim.l2.wave_traffic`) in its CUTLASS launch order and persistent grid
+    (``runs``: rows of :func:`tile_order_table`); W multicast to ``cluster_m`` row-blocks; CTAs drifting apart by
+    ``drift`` tile times a round."""
+    out = []
+    for r in runs.itertuples():
+        tm, tn = -(-r.m // TILE_M), -(-r.n // TILE_N)
+        order = cutlass_sm90_order(tm, tn, r.raster, r.swizzle)
+        slots = cutlass_sm90_grid_ctas(tm, tn, r.raster, r.swizzle, sm_count=sm_count)
+        out.append(wave_traffic(order, r.m, r.n, r.k, TILE_M, TILE_N, ELEM_BYTES, slots, l2_bytes, l2_efficiency,
+                                drift=drift, cluster_m=cluster_m))
+    return out
+
+
+def compute_ns(k: int, rate: float, tile_fixed_ns: float) -> float:
+    """A 128x256 tile's compute at ``rate`` TFLOP/s a slot: ``tile_fixed_ns + 2 x 128 x 256 x K / rate``."""
+    return tile_fixed_ns + 2.0 * TILE_M * TILE_N * k / (rate * 1e3)
+
+
+def predict_ns(ks: Sequence[int], traffic: Sequence[WaveTraffic], rate: float, hbm_gbps: float, exposed: float,
+               tile_fixed_ns: float) -> np.ndarray:
+    """Each run's modelled time (ns): the sum of its waves (:func:`ctasim.l2.gemm_ns`)."""
+    return np.array([gemm_ns(t, compute_ns(k, rate, tile_fixed_ns), hbm_gbps, exposed) for k, t in zip(ks, traffic)])
+
+
+@dataclass(frozen=True)
+class GridFit:
+    """The best grid point of :func:`grid_fit`: ``rate`` (TFLOP/s a slot), ``hbm_gbps``, ``exposed``,
+    ``l2_efficiency``; ``mean_abs_error``: mean |predicted / measured - 1| over the fitted runs; ``runs``: how
+    many; ``edges``: the grid axes (of more than one value) whose best value is the grid's first or last (a constant
+    at an edge may lie outside the grid)."""
+
+    rate: float
+    hbm_gbps: float
+    exposed: float
+    l2_efficiency: float
+    mean_abs_error: float
+    runs: int
+    edges: tuple[str, ...]
+
+
+def grid_fit(ks: Sequence[int], ns: Sequence[float], traffic: Mapping[float, Sequence[WaveTraffic]],
+             tile_fixed_ns: float, *, hbm_gbps: Sequence[float], rate: Sequence[float] = RATE_GRID,
+             exposed: Sequence[float] = EXPOSED_GRID, l2_efficiency: Sequence[float] = (1.0,)) -> GridFit:
+    """Least mean |relative error| of :func:`predict_ns` against the measured ``ns`` over a grid of constants.
+
+    ``traffic``: per L2 efficiency of the grid, each run's wave traffic (:func:`run_traffic`), in the order of
+    ``ks`` and ``ns``. Every grid point is evaluated (vectorised over HBM rates and exposed shares, so a grid of
+    7000 points over 72 runs takes ~0.1 s); the first least error in grid order wins (module docstring).
+    """
+    ks = np.asarray(ks)
+    ns = np.asarray(ns, dtype=np.float64)
+    grids = {name: np.asarray(v, dtype=np.float64).ravel() for name, v in
+             (("rate", rate), ("hbm_gbps", hbm_gbps), ("exposed", exposed), ("l2_efficiency", l2_efficiency))}
+    if len(ks) != len(ns) or not len(ns):
+        raise ValueError(f"grid fit: {len(ks)} K values for {len(ns)} measured times (need equal and > 0)")
+    if any(not len(v) for v in grids.values()):
+        raise ValueError(f"grid fit: an empty grid ({', '.join(k for k, v in grids.items() if not len(v))})")
+    rates, hbms, exps, effs = grids.values()
+    err = np.empty((len(rates), len(hbms), len(exps), len(effs)))
+    for f, eff in enumerate(effs):
+        runs = traffic[float(eff)]
+        if len(runs) != len(ns):
+            raise ValueError(f"grid fit: {len(runs)} traffics at L2 efficiency {eff} for {len(ns)} runs")
+        # t_hbm per (HBM rate, 1, wave) of each run, as ctasim.l2.wave_ns divides it
+        t_hbm = [t.hbm[None, None, :] / hbms[:, None, None] for t in runs]
+        for r, rt in enumerate(rates):
+            pred = np.empty((len(hbms), len(exps), len(ns)))
+            for i, (k, t) in enumerate(zip(ks, t_hbm)):
+                pred[:, :, i] = np.maximum(compute_ns(k, rt, tile_fixed_ns) + exps[None, :, None] * t, t).sum(axis=-1)
+            err[r, :, :, f] = np.abs(pred / ns - 1).mean(axis=-1)
+    best = np.unravel_index(int(np.argmin(err)), err.shape)
+    edges = tuple(name for (name, g), i in zip(grids.items(), best) if len(g) > 1 and i in (0, len(g) - 1))
+    return GridFit(rate=float(rates[best[0]]), hbm_gbps=float(hbms[best[1]]), exposed=float(exps[best[2]]),
+                   l2_efficiency=float(effs[best[3]]), mean_abs_error=float(err[best]), runs=len(ns), edges=edges)
+
+
+def fit_l2_constants(table: pd.DataFrame, *, l2_bytes: float, hbm_gbps: float, tile_fixed_ns: float, drift: float,
+                     cluster_m: int = 2, sm_count: int = 132, rate: Sequence[float] = RATE_GRID,
+                     exposed: Sequence[float] = EXPOSED_GRID, where: str = "tile-order table") -> GridFit:
+    """A profile's ``l2_sm_tflops`` (``.rate``) and ``l2_hbm_exposed`` (``.exposed``) from a tile-order probe's
+    table: :func:`grid_fit` over its calibration-split runs at the measured L2 size, HBM rate, tile fixed time and
+    drift (L2 efficiency 1). ValueError (one line) on a table without calibration-split runs or with fewer than two
+    tile orders of a shape (the orders are what separates the rate from the exposed share)."""
+    d = tile_order_table(table, where)
+    cal = d[d.cal].reset_index(drop=True)
+    if cal.empty:
+        raise ValueError(f"{where}: no CUTLASS runs at the calibration split N = {CALIBRATION_N}, K = {CALIBRATION_K}")
+    orders = cal.groupby("m").order.nunique()
+    if (orders < 2).any():
+        raise ValueError(f"{where}: M = {int(orders.idxmin())} at the calibration split has {int(orders.min())} tile "
+                         "order(s); the fit needs at least two per shape")
+    tr = run_traffic(cal, l2_bytes, drift=drift, cluster_m=cluster_m, sm_count=sm_count)
+    return grid_fit(cal.k.values, cal.ns.values, {1.0: tr}, tile_fixed_ns, hbm_gbps=[hbm_gbps], rate=rate,
+                    exposed=exposed)
+
+
+def trace_drift(tiles: pd.DataFrame, where: str = "trace") -> dict:
+    """The drift of one per-tile trace of a persistent GEMM (columns cta, t_acquire, t_mainloop_end; ns).
+
+    A tile's round is its rank among its CTA's tiles by ``t_acquire``. Returns ``rounds``, ``mainloop_start_ns``
+    (median mainloop of rounds 1-3), ``mainloop_mean_rel`` and ``mainloop_late_rel`` (mean mainloop, median of the
+    late half's, over it), ``start_sd_per_round`` (the drift: slope over rounds 1 .. last - 1 of the within-round
+    standard deviation of ``t_acquire`` in start mainloops) and ``start_sd_last_round`` (that spread in the last
+    full round). ValueError (one line naming ``where``) on missing columns or fewer than 4 rounds.
+    """
+    missing = [c for c in _TRACE_COLUMNS if c not in tiles.columns]
+    if missing:
+        raise ValueError(f"{where}: no column {', '.join(missing)} (a per-tile trace has {', '.join(_TRACE_COLUMNS)})")
+    t = tiles.sort_values("t_acquire")
+    t["mainloop"] = t.t_mainloop_end - t.t_acquire
+    t["round"] = t.groupby("cta").t_acquire.rank(method="first").astype(int) - 1
+    last = int(t["round"].max())
+    if last < 3:
+        raise ValueError(f"{where}: {last + 1} round(s) of tiles; the drift needs at least 4 (rounds 1 .. last - 1)")
+    base = t[t["round"].between(1, 3)].mainloop.median()
+    if not base > 0:
+        raise ValueError(f"{where}: the mainloop of rounds 1-3 is {base} ns, not a positive time")
+    sd = (t.groupby("round").t_acquire.std() / base).to_numpy()
+    slope = float(np.polyfit(np.arange(1, last), sd[1:last], 1)[0])
+    return {"rounds": last + 1, "mainloop_start_ns": base, "mainloop_mean_rel": t.mainloop.mean() / base,
+            "mainloop_late_rel": t[t["round"] >= last // 2].mainloop.median() / base,
+            "start_sd_per_round": slope, "start_sd_last_round": float(sd[last - 1])}
+
+
+def cta_drift(traces: Iterable[pd.DataFrame]) -> float:
+    """A profile's ``cta_drift``: the median :func:`trace_drift` over per-tile traces (tile times per round)."""
+    vals = [trace_drift(t, f"trace {i}")["start_sd_per_round"] for i, t in enumerate(traces)]
+    if not vals:
+        raise ValueError("no per-tile traces to measure the drift on")
+    return float(np.median(vals))

@@ -1,0 +1,52 @@
+"""ctahw.tile_orders without a GPU: the traced plans are CUTLASS's orders, bad arguments are refused before the GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ctahw import tile_orders as T
+from ctasim.l2 import cutlass_sm90_order
+
+
+@pytest.mark.parametrize("m,h", T.TRACE_SHAPES)
+def test_each_traced_plan_runs_cutlass_s_own_order_in_2x1_pairs(m, h):
+    from ctahw.chain import check_pairs
+
+    for raster, swizzle in T.TRACE_ORDERS:
+        (k,) = T.trace_plan(m, h, raster, swizzle).kernels()
+        assert (k.tiles_m, k.tiles_n) == (m // 128, h // 256) and k.chain_static
+        assert np.array_equal(k.order, cutlass_sm90_order(k.tiles_m, k.tiles_n, raster, swizzle, (2, 1)))
+        assert np.array_equal(np.sort(k.order), np.arange(k.tiles))
+        check_pairs(k.order, k.tiles_m, k.tiles_n)  # the static2x1 design's clusters share a W panel
+
+
+def test_a_grid_cutlass_pads_is_refused():
+    with pytest.raises(ValueError, match="CUTLASS pads this grid"):
+        T.trace_plan(128 * 3, 256 * 3, "along_n", 8)
+
+
+def test_the_probes_refuse_a_repetition_count_below_one_before_the_gpu():
+    with pytest.raises(ValueError, match="reps must be >= 1"):
+        T.time_orders([(2048, 8192, 8192)], reps=0)
+    with pytest.raises(ValueError, match="reps must be >= 1"):
+        T.trace_orders(reps=0)
+    assert T.trace_name(8192, 8192, "along_m", 8) == "8192x8192-along_m-swizzle8"
+
+
+def test_written_traces_are_what_bench_order_drift_reads(tmp_path):
+    import pandas as pd
+
+    from ctasim.calibration import trace_drift
+
+    rounds, ctas = 8, 4
+    c, r = np.meshgrid(np.arange(ctas), np.arange(rounds), indexing="ij")
+    start = r * 1000.0 * (1 + 0.01 * c)
+    tiles = pd.DataFrame({"cta": c.ravel(), "sm": c.ravel(), "tile_m": r.ravel(), "tile_n": c.ravel(),
+                          "t_acquire": start.ravel(), "t_mainloop_end": start.ravel() + 900.4,
+                          "t_compute_end": start.ravel() + 950.0, "t_store_end": start.ravel() + 990.0})
+    T.write_traces(tmp_path / "t", [{"m": 1, "order": "along_m/swizzle1"}], {"1x1-along_m-swizzle1": tiles})
+    back = pd.read_csv(tmp_path / "t" / "tiles-1x1-along_m-swizzle1.csv.gz")
+    assert list(back.columns) == list(T.TRACE_COLUMNS) and back.t_mainloop_end.iloc[0] == 900.0  # whole ns
+    assert trace_drift(back)["start_sd_per_round"] == pytest.approx(trace_drift(tiles)["start_sd_per_round"], rel=1e-3)
+    assert pd.read_csv(tmp_path / "t" / "timing.csv").order.tolist() == ["along_m/swizzle1"]

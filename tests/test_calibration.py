@@ -1,0 +1,133 @@
+"""ctasim.calibration: the L2 fit and the drift estimate, against the committed measurements and synthetic oracles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ctasim import calibration as C
+from ctasim.spec import load_hardware
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = ROOT / "bench/results/hw/2026-12-01-gemm-shapes/gemm_shapes.csv"
+TRACES = ROOT / "bench/results/hw/2026-12-02-order-traces"
+X1 = load_hardware("h200-x1-calibrated")
+CFG = X1.config(128, 256)
+
+
+@pytest.fixture(scope="module")
+def probe() -> pd.DataFrame:
+    return pd.read_csv(PROBE)
+
+
+@pytest.fixture(scope="module")
+def traces() -> dict[str, pd.DataFrame]:
+    return {p.name: pd.read_csv(p) for p in sorted(TRACES.glob("tiles-*.csv.gz"))}
+
+
+def profile_fit(table: pd.DataFrame, drift: float = CFG.cta_drift) -> C.GridFit:
+    """The fit at h200-x1-calibrated's measured inputs."""
+    return C.fit_l2_constants(table, l2_bytes=X1.l2_bytes, hbm_gbps=X1.hbm_gbps, tile_fixed_ns=CFG.tile_fixed_ns,
+                              drift=drift, cluster_m=CFG.cluster_m, sm_count=X1.sm_count)
+
+
+def test_the_committed_probe_fits_to_the_profiles_l2_constants(probe):
+    fit = profile_fit(probe)
+    assert (fit.rate, fit.exposed) == (CFG.l2_sm_tflops, X1.l2_hbm_exposed) == (6.64, 0.19)
+    assert fit.runs == 72 and fit.edges == () and fit.l2_efficiency == 1.0
+    assert fit.mean_abs_error == pytest.approx(0.0058, abs=1e-4)  # bench/l2_model.py's drift table: 0.58%
+    lockstep = profile_fit(probe, drift=0.0)  # the drift moves the fit's error, not (here) its constants
+    assert lockstep.mean_abs_error > fit.mean_abs_error + 0.002
+
+
+def test_times_attributed_to_the_wrong_tile_orders_fit_other_constants(probe):
+    """Shuffle the order column within each calibration shape: the same times, the wrong orders."""
+    rng = np.random.default_rng(7)
+    bad = probe.copy()
+    for _, idx in bad[(bad.backend == "cutlass") & (bad.n == 8192) & (bad.k == 8192)].groupby("m").groups.items():
+        bad.loc[idx, "order"] = rng.permutation(bad.loc[idx, "order"].to_numpy())
+    fit, right = profile_fit(bad), profile_fit(probe)
+    assert (fit.rate, fit.exposed) != (right.rate, right.exposed)
+    assert fit.mean_abs_error > 2 * right.mean_abs_error
+
+
+def test_the_grid_fit_recovers_known_constants_and_scores_as_the_model_predicts(probe):
+    runs = C.tile_order_table(probe)
+    cal = runs[runs.cal].reset_index(drop=True)
+    tr = C.run_traffic(cal, X1.l2_bytes, drift=0.005)
+    truth = C.predict_ns(cal.k.values, tr, 6.53, X1.hbm_gbps, 0.125, 1000.0)
+    fit = C.grid_fit(cal.k.values, truth, {1.0: tr}, 1000.0, hbm_gbps=[X1.hbm_gbps])
+    assert (fit.rate, fit.exposed, fit.mean_abs_error) == (6.53, 0.125, pytest.approx(0.0, abs=1e-12))
+    # the vectorised grid scores a point as ctasim.l2.gemm_ns times each run
+    measured = truth * (1 + 0.01 * np.sin(np.arange(len(truth))))
+    fit = C.grid_fit(cal.k.values, measured, {1.0: tr}, 1000.0, hbm_gbps=[X1.hbm_gbps])
+    at = C.predict_ns(cal.k.values, tr, fit.rate, X1.hbm_gbps, fit.exposed, 1000.0)
+    assert fit.mean_abs_error == pytest.approx(np.abs(at / measured - 1).mean(), rel=1e-12)
+    # a constant outside its grid lands on the edge, and the fit says so
+    edge = C.grid_fit(cal.k.values, truth, {1.0: tr}, 1000.0, hbm_gbps=[X1.hbm_gbps], rate=[6.3, 6.4, 6.5])
+    assert edge.rate == 6.5 and edge.edges == ("rate",)
+
+
+def test_the_committed_traces_drift_as_the_profile_and_their_table_say(traces):
+    assert len(traces) == 9
+    assert C.cta_drift(traces.values()) == pytest.approx(CFG.cta_drift, abs=5e-5)
+    table = pd.read_csv(TRACES / "drift.csv").set_index("case")
+    for name, tiles in traces.items():
+        d = C.trace_drift(tiles, name)
+        row = table.loc[name.removeprefix("tiles-").removesuffix(".csv.gz")]
+        assert d["rounds"] == row.rounds
+        assert round(d["start_sd_per_round"], 4) == row.start_sd_per_round
+        assert round(d["mainloop_start_ns"] / 1e3, 4) == row.mainloop_start_us
+
+
+def synthetic_trace(speeds: np.ndarray, rounds: int, tile_ns: float = 80_000.0) -> pd.DataFrame:
+    """CTA c runs ``rounds`` tiles back to back, each ``tile_ns * speeds[c]`` long, all starting at 0."""
+    c, r = np.meshgrid(np.arange(len(speeds)), np.arange(rounds), indexing="ij")
+    start = r * tile_ns * speeds[c]
+    return pd.DataFrame({"cta": c.ravel(), "t_acquire": start.ravel(),
+                         "t_mainloop_end": (start + tile_ns * speeds[c]).ravel()})
+
+
+def test_the_drift_is_the_spread_of_the_ctas_speeds_and_zero_in_lockstep():
+    # start of round r: r * T * s_c, so the within-round sd grows by T * sd(s) a round: sd(s) tile times of T
+    speeds = 1.0 + np.linspace(-0.02, 0.02, 132)  # median 1: the start mainloop is T
+    d = C.trace_drift(synthetic_trace(speeds, 20))
+    assert d["start_sd_per_round"] == pytest.approx(np.std(speeds, ddof=1), rel=1e-9)
+    assert d["rounds"] == 20 and d["mainloop_start_ns"] == pytest.approx(80_000.0)
+    assert C.trace_drift(synthetic_trace(np.ones(132), 20))["start_sd_per_round"] == pytest.approx(0.0, abs=1e-12)
+    assert C.cta_drift([synthetic_trace(speeds * f, 10) for f in (1.0, 1.0)]) == pytest.approx(np.std(speeds, ddof=1))
+
+
+def test_a_committed_trace_made_lockstep_has_no_drift(traces):
+    tiles = next(iter(traces.values())).sort_values("t_acquire").copy()
+    rnd = tiles.groupby("cta").t_acquire.rank(method="first").to_numpy()
+    tiles["t_acquire"] = rnd * 90_000.0  # every CTA starts each round together
+    tiles["t_mainloop_end"] = tiles.t_acquire + 85_000.0
+    assert C.trace_drift(tiles)["start_sd_per_round"] == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("change,words", [
+    (lambda d: d.drop(columns="order"), "no column order"),
+    (lambda d: d.assign(order="diagonal/swizzle2"), "'diagonal/swizzle2' is not raster/swizzleS"),
+    (lambda d: d.assign(median_ms=0.0), "not a positive number"),
+    (lambda d: d.assign(backend="cublas"), "no cutlass runs"),
+    (lambda d: d[d.n != 8192], "no CUTLASS runs at the calibration split"),
+    (lambda d: d[d.order == "along_m/swizzle8"], "has 1 tile order"),
+])
+def test_a_bad_probe_table_is_one_line(probe, change, words):
+    with pytest.raises(ValueError, match="probe.csv") as e:
+        C.fit_l2_constants(change(probe), l2_bytes=1.0, hbm_gbps=1.0, tile_fixed_ns=0.0, drift=0.0,
+                           where="probe.csv")
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_trace_too_short_or_without_its_columns_is_refused():
+    with pytest.raises(ValueError, match="t3: 3 round"):
+        C.trace_drift(synthetic_trace(np.ones(4), 3), "t3")
+    with pytest.raises(ValueError, match="no column t_mainloop_end"):
+        C.trace_drift(synthetic_trace(np.ones(4), 8).drop(columns="t_mainloop_end"))
+    with pytest.raises(ValueError, match="no per-tile traces"):
+        C.cta_drift([])
