@@ -150,7 +150,8 @@ class TunedGemm:
 
 
 def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, slots: int, *, kernel: str = "",
-                drift: float | None = None, cluster_m: int | None = None, layers: int = 1) -> np.ndarray:
+                drift: float | None = None, cluster_m: int | None = None, layers: int = 1,
+                ticket_spread: float = 0.0) -> np.ndarray:
     """Each wave's time (ns) when the tiles of ``layer`` run in ``order`` on ``slots`` CTA slots, by the memory
     hierarchy (:func:`ctasim.l2.wave_traffic`, :func:`ctasim.l2.wave_ns`); the config must have it on
     (:func:`memory_model`).
@@ -158,7 +159,9 @@ def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, 
     Compute per tile: :func:`tile_ns` at the config's ``l2_sm_tflops`` (fused epilogue ops included), scaled by
     :func:`clock_boost` of the grid's occupancy. ``drift`` and ``cluster_m`` default to the config's (the plain
     persistent GEMM's): a kernel whose CTAs do not keep a fixed share of the tiles (tickets, one CTA per tile) has
-    no drift. ``layers``: a chain kernel's equal-shaped layers in one order (:func:`ctasim.plan.chain_order`)."""
+    no drift. ``layers``: a chain kernel's equal-shaped layers in one order (:func:`ctasim.plan.chain_order`).
+    ``ticket_spread``: a ticket-scheduled kernel's spread of start times per round (``KernelConfig.ticket_spread``;
+    :func:`ctasim.l2.ticket_rereads`), 0 for a grid with a fixed assignment."""
     cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
     if not memory_model(hw, cfg):
         raise ValueError(f"profile {hw.name!r} has no memory hierarchy for config {cfg.key()}")
@@ -169,7 +172,8 @@ def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, 
     traffic = l2.wave_traffic(order, layer.m, layer.n, layer.k, layer.tile_m, layer.tile_n, elem_bytes, slots,
                               hw.l2_bytes, store_elem_bytes=store,
                               drift=cfg.cta_drift if drift is None else drift,
-                              cluster_m=cfg.cluster_m if cluster_m is None else cluster_m, layers=layers)
+                              cluster_m=cfg.cluster_m if cluster_m is None else cluster_m, layers=layers,
+                              ticket_spread=ticket_spread)
     return l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed)
 
 

@@ -31,6 +31,10 @@ What is modelled
       together; once the bytes the L2 must hold between the first and the last sharer exceed its capacity, later
       sharers read again (:func:`drift_rereads`).
 
+    * **Ticket spread** (optional, ``ticket_spread > 0``): a grid that hands out tiles by tickets (the chain kernel)
+      keeps the running tiles one window of the order, but their start times spread over up to a tile time; a
+      panel's later sharer then hits only if the bytes the L2 takes in between fit (:func:`ticket_rereads`).
+
 Left out
     Reuse of panels between kernels (each kernel starts cold) and of D (stores do not occupy the cache and
     are never read back); the L2's set associativity, hashing and its two partitions (lumped into
@@ -62,6 +66,7 @@ __all__ = [
     "wave_traffic",
     "expected_range",
     "drift_rereads",
+    "ticket_rereads",
     "wave_ns",
     "gemm_ns",
 ]
@@ -177,7 +182,8 @@ class WaveTraffic:
     ``a_hbm`` / ``w_hbm``: A / W panel bytes read from HBM (misses); ``footprint``: distinct panel bytes the
     wave touches (hits and misses); ``store``: output bytes written; ``tiles``: real tiles (padding excluded);
     ``drift_hbm``: shared panel bytes read again because the sharers drifted apart (:func:`drift_rereads`; None
-    without drift).
+    without drift); ``ticket_hbm``: the same for a ticket-scheduled grid whose start times spread
+    (:func:`ticket_rereads`; None without).
     """
 
     a_hbm: np.ndarray
@@ -186,13 +192,17 @@ class WaveTraffic:
     store: np.ndarray
     tiles: np.ndarray
     drift_hbm: np.ndarray | None = None
+    ticket_hbm: np.ndarray | None = None
 
     @property
     def hbm(self) -> np.ndarray:
         """Bytes each wave moves over HBM: panel misses, shared panels read again as the CTAs drift apart
-        (``drift_hbm``), and stores."""
+        (``drift_hbm``) or as a ticket grid's start times spread (``ticket_hbm``), and stores."""
         out = self.a_hbm + self.w_hbm + self.store
-        return out if self.drift_hbm is None else out + self.drift_hbm
+        for extra in (self.drift_hbm, self.ticket_hbm):
+            if extra is not None:
+                out = out + extra
+        return out
 
     @property
     def waves(self) -> int:
@@ -288,10 +298,45 @@ def drift_rereads(sharers: list[tuple[np.ndarray, np.ndarray, float]], waves: in
     return miss * again
 
 
+def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: int, slots: int, spread: float,
+                   capacity: float, base: np.ndarray, max_rounds: int = 100) -> np.ndarray:
+    """Bytes per wave of shared panels read again from HBM by a ticket-scheduled grid whose start times spread.
+
+    Tickets are taken in order as CTAs free, so the ``slots`` tickets of wave ``v`` start within
+    ``S_v = min(1, spread * v)`` tile times of each other (``spread``: the growth per round, measured in per-tile
+    traces, ``bench/ticket_spread.py``), ticket ``p`` at about ``(p mod slots) / slots * S_v``. Two consecutive
+    sharers of a panel ``g`` tickets apart so read it ``g / slots * S_v`` tile times apart, and the later one finds
+    it in L2 only if the bytes the L2 takes in meanwhile -- that share of the wave's HBM traffic ``H_v`` -- fit:
+    ``H_v * g / slots * S_v <= capacity``; otherwise it reads the panel again, which adds to ``H_v``. The traffic
+    and the misses so feed each other; the state taken is the most-missing one consistent with itself (iterated
+    down from every later sharer missing), as a grid that thrashed keeps thrashing.
+
+    ``pos``, ``panel``: one entry per (tile, panel it reads): its position in the order and a panel id;
+    ``size``: bytes per panel id; ``base``: each wave's HBM bytes without these re-reads.
+    """
+    if spread <= 0 or len(pos) == 0:
+        return np.zeros(waves)
+    pos, panel = np.asarray(pos, dtype=np.int64), np.asarray(panel, dtype=np.int64)
+    wave = pos // slots
+    o = np.lexsort((pos, panel))
+    p, q, w = pos[o], panel[o], wave[o]
+    later = (q[1:] == q[:-1]) & (w[1:] == w[:-1])  # a later sharer of the same panel in the same wave
+    gw, nbytes = w[1:][later], size[q[1:][later]]
+    reach = (p[1:] - p[:-1])[later] / slots * np.minimum(1.0, spread * gw)  # tile times between the two reads
+    miss = reach > 0
+    for _ in range(max_rounds):
+        again = np.bincount(gw, weights=nbytes * miss, minlength=waves)
+        new = (base + again)[gw] * reach > capacity
+        if np.array_equal(new, miss):
+            break
+        miss = new
+    return np.bincount(gw, weights=nbytes * miss, minlength=waves)
+
+
 def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n: int, elem_bytes: int,
                  slots: int, l2_bytes: float, l2_efficiency: float = 1.0,
                  store_elem_bytes: int | None = None, drift: float = 0.0, cluster_m: int = 1,
-                 layers: int = 1) -> WaveTraffic:
+                 layers: int = 1, ticket_spread: float = 0.0) -> WaveTraffic:
     """HBM traffic of each wave of a GEMM whose tiles run in ``order`` on ``slots`` CTA slots (module docstring).
 
     ``order``: row-major tile ids (``i * ceil(n / tile_n) + j``), each once, -1 for padding slots.
@@ -303,6 +348,8 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
     ``layers``: the tiles of ``layers`` equal-shaped GEMMs run in one kernel (the chain kernel), ids
     ``layer * tiles + row-major id`` (:func:`ctasim.plan.chain_order`); each layer has A and W panels of its own
     (layer l + 1's A is layer l's output: a first use of it misses, as any first use does).
+    ``ticket_spread``: the tiles are handed out by tickets and their start times spread by this many tile times
+    per round (:func:`ticket_rereads`; 0 = lockstep waves).
     """
     tiles_m, tiles_n = -(-m // tile_m), -(-n // tile_n)
     order = np.asarray(order, dtype=np.int64)
@@ -359,8 +406,14 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
             uniq, cnt = np.unique(wv * Q + panel, return_counts=True)
             sharers.append((uniq // Q, cnt * per_tile, nbytes[uniq % Q]))
         again = drift_rereads(sharers, W, drift, float(l2_bytes) * float(l2_efficiency))
+    tickets = None
+    if ticket_spread > 0:
+        pos = np.flatnonzero(valid)
+        base = a_hbm + w_hbm + store + (again if again is not None else 0.0)
+        tickets = ticket_rereads(np.concatenate([pos, pos]), np.concatenate([ri, tiles_m + ci]), size, W, slots,
+                                 ticket_spread, float(l2_bytes) * float(l2_efficiency), base)
     return WaveTraffic(a_hbm=a_hbm, w_hbm=w_hbm, footprint=footprint, store=store,
-                       tiles=np.bincount(wv, minlength=W), drift_hbm=again)
+                       tiles=np.bincount(wv, minlength=W), drift_hbm=again, ticket_hbm=tickets)
 
 
 def wave_ns(traffic: WaveTraffic, compute_ns: float | np.ndarray, hbm_gbps: float,

@@ -141,6 +141,10 @@ class KernelConfig:
         "growth per round of the spread (standard deviation) of a persistent grid's CTA start times, in tile times: "
         "the memory hierarchy charges shared panels read again as the sharers drift apart (ctasim.l2.drift_rereads); "
         "0 = lockstep waves", 0.0)
+    ticket_spread: float = _f(
+        "growth per round of the span of the start times of a grid's worth of consecutive tickets, in tile times, "
+        "for kernels that hand out tiles by tickets (the chain kernel's tickets design): the memory hierarchy "
+        "charges a panel's later sharer that the L2 lost in between (ctasim.l2.ticket_rereads); 0 = lockstep waves", 0.0)
     cluster_m: int = _f("CTAs of a cluster along M (the persistent scheduler pairs row-blocks; ctasim.l2's order)", 1)
     cluster_n: int = _f("CTAs of a cluster along N", 1)
     source: str = _f("where the figures come from (measurement with date and machine, or datasheet)", "")
@@ -550,6 +554,8 @@ def _validate_hardware(hw: Hardware, where: str) -> None:
                  f"must be >= 0, got {c.l2_sm_tflops}")
         _require(math.isfinite(c.cta_drift) and c.cta_drift >= 0, where, q + "cta_drift",
                  f"must be >= 0, got {c.cta_drift}")
+        _require(math.isfinite(c.ticket_spread) and c.ticket_spread >= 0, where, q + "ticket_spread",
+                 f"must be >= 0, got {c.ticket_spread}")
         for name in ("cluster_m", "cluster_n"):
             _require(getattr(c, name) >= 1, where, q + name, f"must be >= 1, got {getattr(c, name)}")
         _require(c.key() not in seen, where, q + "tile_m", f"duplicate kernel config {c.key()}")

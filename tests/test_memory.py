@@ -256,8 +256,9 @@ def test_tickets_have_no_drift_and_the_static_design_has_the_plain_gemms():
     cfg = X1.config(128, 256)
     assert np.array_equal(static.tile_times, costs.order_tile_times(layer, X1, 2, static.order, static.slots,
                                                                     drift=cfg.cta_drift, cluster_m=2, layers=2))
-    assert np.array_equal(tickets.tile_times, costs.order_tile_times(layer, X1, 2, tickets.order, tickets.slots,
-                                                                     drift=0.0, cluster_m=1, layers=2))
+    assert np.array_equal(tickets.tile_times, costs.order_tile_times(
+        layer, X1, 2, tickets.order, tickets.slots, drift=0.0, cluster_m=1, layers=2, ticket_spread=cfg.ticket_spread))
+    assert cfg.ticket_spread > 0
     assert static.tile_times.sum() > tickets.tile_times.sum()  # 63 rounds of drift re-read shared panels
 
 
@@ -289,3 +290,58 @@ def test_the_chain_group_names_the_plans_order_and_the_static_design_pairs_only_
     assert chain_group_used(40, 16) == 10
     assert [chain_cluster_m(True, 32, 8), chain_cluster_m(True, 32, 1), chain_cluster_m(False, 32, 8),
             chain_cluster_m(True, 5, 8)] == [2, 1, 1, 1]
+
+
+def test_a_later_sharer_misses_when_what_the_l2_takes_in_between_does_not_fit():
+    # one panel (id 0, 10 bytes) read at positions 0 and 50 of a 100-slot wave; the second read comes
+    # 50 / 100 * S tile times later, S = min(1, spread * wave)
+    pos, panel, size = np.array([100, 150]), np.array([0, 0]), np.array([10.0])
+    base = np.array([0.0, 100.0])  # wave 1 moves 100 bytes besides the re-read
+    hit = l2.ticket_rereads(pos, panel, size, 2, 100, spread=0.5, capacity=1000.0, base=base)
+    assert hit.tolist() == [0.0, 0.0]  # (100 + 10) * 0.5 * 0.5 = 27.5 <= 1000
+    miss = l2.ticket_rereads(pos, panel, size, 2, 100, spread=0.5, capacity=20.0, base=base)
+    assert miss.tolist() == [0.0, 10.0]  # 27.5 > 20 with the re-read; 25 > 20 without it too
+    assert l2.ticket_rereads(pos, panel, size, 2, 100, spread=0.0, capacity=20.0, base=base).tolist() == [0.0, 0.0]
+    # wave 0 starts in step (S_0 = 0): nothing is lost there
+    assert l2.ticket_rereads(pos - 100, panel, size, 2, 100, spread=0.5, capacity=0.0, base=base).tolist() == [0.0, 0.0]
+
+
+def test_a_grid_that_can_thrash_or_not_is_taken_to_thrash():
+    # bistable: with the re-read the traffic over the gap is (100 + 10) * 0.25 = 27.5 > 26; without it 25 <= 26
+    pos, panel, size = np.array([100, 150]), np.array([0, 0]), np.array([10.0])
+    got = l2.ticket_rereads(pos, panel, size, 2, 100, spread=0.5, capacity=26.0, base=np.array([0.0, 100.0]))
+    assert got.tolist() == [0.0, 10.0]
+    # ... and a state that is not self-consistent when missing settles on hitting: 27.5 <= 28
+    got = l2.ticket_rereads(pos, panel, size, 2, 100, spread=0.5, capacity=28.0, base=np.array([0.0, 100.0]))
+    assert got.tolist() == [0.0, 0.0]
+
+
+def test_ticket_spread_makes_row_order_lose_its_weight_sharing_and_leaves_grouped_orders_alone():
+    def total(group, spread):
+        hw = dataclasses.replace(X1, kernel_configs=tuple(dataclasses.replace(c, ticket_spread=spread)
+                                                          for c in X1.kernel_configs))
+        st = Strategy("ctapipe", gpus=1, chain_group=group)
+        return build_plans(st, chain_wl(m=14336), hw, 1, "c")[0].kernels()[0].tile_times.sum()
+
+    assert total(1, 0.0189) > 1.2 * total(1, 0.0)  # row order: W sharers 32 tickets apart
+    assert total(2, 0.0189) > 1.03 * total(2, 0.0)  # pairs: the two pairs of a window 64 apart
+    assert total(8, 0.0189) == total(8, 0.0)  # groups of 8: sharers of W consecutive, of A 8 apart
+    static = build_plans(Strategy("ctapipe", gpus=1, tile_source="static", chain_group=1), chain_wl(m=14336), X1, 1,
+                         "c")[0].kernels()[0]
+    cfg = X1.config(128, 256)
+    assert np.array_equal(static.tile_times, costs.order_tile_times(
+        chain_wl().layers[0].__class__(m=14336, k=8192, n=8192), X1, 2, static.order, static.slots,
+        drift=cfg.cta_drift, cluster_m=1, layers=2))  # the static design: drift, no ticket spread
+
+
+def test_the_profiles_ticket_spread_is_the_committed_derivation():
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("ticket_spread", root / "bench" / "ticket_spread.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert X1.config(128, 256).ticket_spread == mod.ticket_spread(mod.measure())
+    assert mod.spread_rate(np.full(10, 0.5)) == pytest.approx(0.0, abs=1e-12)  # no growth, no spread rate
+    assert mod.spread_rate(np.arange(10) * 0.02) == pytest.approx(0.02)

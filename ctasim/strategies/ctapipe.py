@@ -16,8 +16,9 @@ of layer l - 1 is complete; a producer tile holds its CTA ``Hardware.local_signa
 complete, GPU-scope release). The next layer's tiles so fill the previous layer's last partial wave. Where the
 profile has the memory hierarchy, each tile takes its wave's time from the L2 reuse of its ticket order
 (:func:`ctasim.costs.order_tile_times`; ``Strategy.chain_group`` picks the order's row-block groups): the tickets
-design has no drift (a freed CTA takes the next ticket, so the running tiles stay one window of the order), the
-static design the plain persistent GEMM's. Left out there: the layers' epilogue and row-wise ops (the kernel runs
+design has no drift (a freed CTA takes the next ticket, so the running tiles stay one window of the order) but
+the start times within that window spread (``KernelConfig.ticket_spread``), the static design the plain persistent
+GEMM's drift. Left out there: the layers' epilogue and row-wise ops (the kernel runs
 square chains without them), L2 hits of a layer's input that the layer before has just written, and the static
 design's 2x1 cluster coupling (a pair waits for both its row-blocks).
 """
@@ -147,12 +148,15 @@ def build_chain(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pl
     k.chain_signal_ns = hw.local_signal_ns
     k.chain_static = static
     k.order = chain_order(len(wl.layers), layer.tiles_m, layer.tiles_n, group)
-    if costs.memory_model(hw, hw.config(layer.tile_m, layer.tile_n)):
+    cfg = hw.config(layer.tile_m, layer.tile_n)
+    if costs.memory_model(hw, cfg):
         # Tickets hand each CTA the next tile as it frees, so the running tiles stay one grid-wide window of the
-        # order (no drift); the static design's CTAs keep a fixed share, as the plain persistent GEMM's do.
+        # order (no drift) whose start times spread (ticket_spread); the static design's CTAs keep a fixed share,
+        # as the plain persistent GEMM's do (cta_drift).
         k.tile_times = costs.order_tile_times(
             layer, hw, wl.elem_bytes, k.order, k.slots, drift=None if static else 0.0,
-            cluster_m=chain_cluster_m(static, layer.tiles_m, group), layers=len(wl.layers))
+            cluster_m=chain_cluster_m(static, layer.tiles_m, group), layers=len(wl.layers),
+            ticket_spread=0.0 if static else cfg.ticket_spread)
         k.tile_ns = float(k.tile_times.mean())
         plan.params["memory"] = "l2"
     return plan

@@ -1,0 +1,78 @@
+"""How fast the start times of a ticket-scheduled grid spread apart: the chain kernel's traces of registered plan 3.
+
+    python bench/ticket_spread.py
+
+A ticket is taken when a CTA frees, so the tickets of one window of ``grid`` consecutive tickets start within one
+tile time of each other; a lockstep grid starts them together. Per traced run (tickets design, groups of 8, 132 CTAs;
+bench/results/hw/2026-12-01-chain-1gpu/registered/reg3-*), the span of the start times of each window of 132
+consecutive tickets (tiles sorted by start), in median mainloops, is fitted by a line over the windows from the
+second on while the span is below 0.9 (it stops at one tile time); the profile's ``KernelConfig.ticket_spread`` is
+the median slope over the runs with at least six windows and a fit of at least four points. These traces are not
+the ones plan 9 judged (bench/results/hw/2026-12-02-registered9-1gpu), which were taken with the same kernel later.
+
+Writes bench/results/ticket-spread/spread.csv (one row per run) and prints the median.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ctasim.trace import load_traces  # noqa: E402
+
+RUNS = ROOT / "bench/results/hw/2026-12-01-chain-1gpu/registered"
+EXPS = ("reg3-intragpu", "reg3-intragpu-deep", "reg3-intragpu-h4096")
+OUT = ROOT / "bench/results/ticket-spread/spread.csv"
+SLOTS = 132
+SATURATED = 0.9
+
+
+def window_spans(tiles: pd.DataFrame, slots: int = SLOTS) -> np.ndarray:
+    """Span of the start times of each window of ``slots`` consecutive tiles by start, in median mainloops."""
+    t = tiles.sort_values("t_acquire")
+    tile = float(np.median(t["t_mainloop_end"] - t["t_acquire"]))
+    acq = t["t_acquire"].to_numpy(float)
+    n = len(acq) // slots
+    return np.array([np.ptp(acq[i * slots:(i + 1) * slots]) for i in range(n)]) / tile
+
+
+def spread_rate(spans: np.ndarray) -> float | None:
+    """Slope of the spans over the window index (windows >= 1, spans below SATURATED); None with < 4 points."""
+    v = np.arange(len(spans))
+    sel = (v >= 1) & (spans < SATURATED)
+    if len(spans) < 6 or sel.sum() < 4:
+        return None
+    return float(np.polyfit(v[sel], spans[sel], 1)[0])
+
+
+def measure() -> pd.DataFrame:
+    rows = []
+    for exp in EXPS:
+        for key, tr in load_traces(RUNS / exp / "ctapipe_traces.trace.npz").items():
+            s = window_spans(tr.tiles)
+            rows.append({"experiment": exp, "run": key, "windows": len(s), "span_last": float(s[-1]),
+                         "rate": spread_rate(s)})
+    return pd.DataFrame(rows)
+
+
+def ticket_spread(d: pd.DataFrame) -> float:
+    return round(float(d["rate"].dropna().median()), 4)
+
+
+def main() -> int:
+    d = measure()
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    d.to_csv(OUT, index=False, float_format="%.4f")
+    print(d.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    print(f"\nticket_spread = {ticket_spread(d)} (median of {d['rate'].notna().sum()} runs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
