@@ -202,11 +202,11 @@ def without_memory(hw: Hardware) -> Hardware | None:
 
 
 def without_drift(hw: Hardware) -> Hardware | None:
-    """The profile with its CTAs in lockstep (every ``cta_drift = 0``), the ``lockstep`` predictor beside a memory
-    hierarchy that has drift; None when there is none."""
-    if without_memory(hw) is None or not any(c.cta_drift > 0 for c in hw.kernel_configs):
+    """The profile with its CTAs in lockstep (every ``cta_drift = 0`` and ``ticket_spread = 0``), the ``lockstep``
+    predictor beside a memory hierarchy that has drift or ticket spread; None when there is neither."""
+    if without_memory(hw) is None or not any(c.cta_drift > 0 or c.ticket_spread > 0 for c in hw.kernel_configs):
         return None
-    return dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, cta_drift=0.0)
+    return dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, cta_drift=0.0, ticket_spread=0.0)
                                                         for c in hw.kernel_configs))
 
 

@@ -345,3 +345,12 @@ def test_the_profiles_ticket_spread_is_the_committed_derivation():
     assert X1.config(128, 256).ticket_spread == mod.ticket_spread(mod.measure())
     assert mod.spread_rate(np.full(10, 0.5)) == pytest.approx(0.0, abs=1e-12)  # no growth, no spread rate
     assert mod.spread_rate(np.arange(10) * 0.02) == pytest.approx(0.02)
+
+
+def test_lockstep_also_takes_the_ticket_spread_away():
+    hw = dataclasses.replace(X1, kernel_configs=tuple(dataclasses.replace(c, cta_drift=0.0) for c in X1.kernel_configs))
+    lock = without_drift(hw)
+    assert lock is not None and all(c.ticket_spread == 0 and c.cta_drift == 0 for c in lock.kernel_configs)
+    none = dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, ticket_spread=0.0)
+                                                        for c in hw.kernel_configs))
+    assert without_drift(none) is None
