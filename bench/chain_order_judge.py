@@ -1,12 +1,13 @@
-"""Registered plan 9's rules 2 and 3 (bench/predictions/README.md): the chain kernel's tile-order effect and its
-ranking against sequential, model and the other predictors against the measurement.
+"""Registered plans 9 and 10, rules 2 and 3 (bench/predictions/README.md): the chain kernel's tile-order effect and
+its ranking against sequential, model and the other predictors against the measurement.
 
-    python bench/chain_order_judge.py
+    python bench/chain_order_judge.py [9 | 10]      (default 9)
 
-Reads bench/predictions/reg9-chain-order{,-h12288}/predictions.csv (the registration) and
-bench/results/hw/2026-12-02-registered9-1gpu/<same>/results.csv (the measurement); writes
-bench/results/validation-registered9/order-effect.csv (rule 2: per case and order, the makespan ratio to groups of 8,
-measured and per predictor) and chain-vs-sequential.csv (rule 3), and prints both with the counts the rules ask for.
+Reads the plan's registrations (bench/predictions/<reg>/predictions.csv) and measurement
+(bench/results/hw/2026-12-02-registered<plan>-1gpu/<reg>/results.csv); writes
+bench/results/validation-registered<plan>/order-effect.csv (rule 2: per case and order, the makespan ratio to groups
+of 8, measured and per predictor) and chain-vs-sequential.csv (rule 3), and prints both with the counts the rules
+ask for.
 """
 
 from __future__ import annotations
@@ -18,11 +19,16 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
-REGS = ("reg9-chain-order", "reg9-chain-order-h12288")
+PLANS = {  # plan: (registrations, orders other than groups of 8)
+    9: (("reg9-chain-order", "reg9-chain-order-h12288"), ("intragpu-g16", "intragpu-g2", "intragpu-row")),
+    10: (("reg10-chain-order-h10240", "reg10-chain-order-h6144", "reg10-chain-order-deep"),
+         ("intragpu-g4", "intragpu-g2", "intragpu-row")),
+}
+PLAN = 9
+REGS, ORDERS = PLANS[PLAN]
 MEASURED = ROOT / "bench/results/hw/2026-12-02-registered9-1gpu"
 OUT = ROOT / "bench/results/validation-registered9"
 BASE = "intragpu"  # groups of 8
-ORDERS = ("intragpu-g16", "intragpu-g2", "intragpu-row")
 TIE = 0.005  # rule 3: a predicted difference within 0.2% is a tie; a measured one within +-0.5% then agrees
 
 
@@ -54,7 +60,25 @@ def chain_vs_sequential(d: pd.DataFrame) -> pd.DataFrame:
     return r.pivot_table(index=["experiment", "case"], columns="source", values="chain_over_sequential").reset_index()
 
 
-def main() -> int:
+def use_plan(plan: int) -> None:
+    """Point the module at plan ``plan``'s registrations, measurement and output folder."""
+    global PLAN, REGS, ORDERS, MEASURED, OUT
+    PLAN = plan
+    REGS, ORDERS = PLANS[plan]
+    MEASURED = ROOT / f"bench/results/hw/2026-12-02-registered{plan}-1gpu"
+    OUT = ROOT / f"bench/results/validation-registered{plan}"
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv:
+        if len(argv) != 1 or not argv[0].isdigit() or int(argv[0]) not in PLANS:
+            print(f"usage: chain_order_judge.py [{' | '.join(map(str, PLANS))}]", file=sys.stderr)
+            return 2
+        out = OUT if int(argv[0]) == PLAN else None
+        use_plan(int(argv[0]))
+        if out is not None:
+            globals()["OUT"] = out
     d = load()
     oe = order_effect(d)
     preds = [c for c in ("model", "flat", "lockstep", "naive", "waves") if c in oe]
