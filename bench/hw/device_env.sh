@@ -29,3 +29,20 @@ record_env_end() {
   nvidia-smi --query-gpu=index,clocks.sm,power.draw,temperature.gpu,memory.used,utilization.gpu --format=csv \
     >> "$OUT/env.txt" 2>&1
 }
+# run_begin MS [QUERY]: the call's folder $R = $OUT/run, its env.txt (record_env), and nvidia-smi sampling QUERY
+# (default: timestamp, SM clock, power, temperature, throttle reasons) every MS ms into $R/smi.csv in the background.
+# run_end: the sampling stopped, the GPUs' state after the run appended to env.txt (record_env_end), the log copied,
+# and $R packed into $OUT/run.tar.gz (the device tool returns at most 8 files).
+SMI_QUERY=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active
+run_begin() {
+  R="$OUT/run"; mkdir -p "$R"
+  OUT="$R" record_env
+  nvidia-smi --query-gpu="${2:-$SMI_QUERY}" --format=csv -lms "$1" > "$R/smi.csv" 2>&1 &
+  SMI=$!
+}
+run_end() {
+  kill $SMI
+  OUT="$R" record_env_end
+  cp "$LOG" "$R/log.txt"
+  tar czf "$OUT/run.tar.gz" -C "$OUT" run && rm -rf "$R"
+}

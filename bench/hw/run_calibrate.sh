@@ -8,18 +8,11 @@
 # h200-x1-calibrated.toml, calibration.json, probes/ (tile_orders.csv, timing.csv, tiles-*.csv.gz, drift.csv).
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
-R="$OUT/run"; mkdir -p "$R"
-OUT="$R" record_env
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
-  --format=csv -lms 100 > "$R/smi.csv" 2>&1 &
-SMI=$!
+run_begin 100
 say "ctahw calibrate (memory hierarchy included)"
 timeout 540 python3 -m ctahw.cli calibrate --reps 5 --name h200-x1-calibrated --out "$R/h200-x1-calibrated.toml" \
   --json "$R/calibration.json" --probe-out "$R/probes" "$@" > "$R/calibrate.log" 2>&1
 echo "calibrate exit $?" | tee -a "$LOG"; grep -E "^(l2_|cta_drift|cluster_m|# Memory)" "$R/h200-x1-calibrated.toml" | tee -a "$LOG"
 say "drift per trace (bench/order_drift.py)"
 [ -d "$R/probes" ] && python3 bench/order_drift.py "$R/probes" 2>&1 | tail -10 | tee -a "$LOG"
-kill $SMI
-OUT="$R" record_env_end
-cp "$LOG" "$R/log.txt"
-tar czf "$OUT/run.tar.gz" -C "$OUT" run && rm -rf "$R"
+run_end

@@ -9,11 +9,7 @@
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 PART=${1:-tests}; shift || true
-R="$OUT/run"; mkdir -p "$R"
-OUT="$R" record_env
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
-  --format=csv -lms 50 > "$R/smi.csv" 2>&1 &
-SMI=$!
+run_begin 50
 case "$PART" in
   tests)
     say "chain GPU tests"
@@ -31,7 +27,4 @@ case "$PART" in
     done ;;
   *) echo "unknown part $PART (tests|probe|registered)"; kill $SMI; exit 2 ;;
 esac
-kill $SMI
-OUT="$R" record_env_end
-cp "$LOG" "$R/log.txt"
-tar czf "$OUT/run.tar.gz" -C "$OUT" run && rm -rf "$R"
+run_end

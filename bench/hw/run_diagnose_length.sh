@@ -4,17 +4,10 @@
 #   CTAHW_COMMIT=<commit> bash bench/hw/run_diagnose_length.sh
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
-R="$OUT/run"; mkdir -p "$R"
-OUT="$R" record_env
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
-  --format=csv -lms 20 > "$R/smi.csv" 2>&1 &
-SMI=$!
+run_begin 20
 say "run-length probe"
 timeout 200 python3 bench/hw/run_length_probe.py "$R/run_length.csv" 2>&1 | tee "$R/run_length.log"
 say "MLP block breakdown M=8192, rested"
 timeout 200 python3 bench/hw/mlp_block_breakdown.py "$R/breakdown-8192.csv" --ms 8192 --reps 5 --rest-ms 300 2>&1 \
   | tee "$R/breakdown-8192.log"
-kill $SMI
-OUT="$R" record_env_end
-cp "$LOG" "$R/log.txt"
-tar czf "$OUT/run.tar.gz" -C "$OUT" run && rm -rf "$R"
+run_end

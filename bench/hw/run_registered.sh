@@ -9,11 +9,7 @@
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: run_registered.sh EXPERIMENT ..." >&2; exit 2; }
 source "$(dirname "$0")/device_env.sh"
-R="$OUT/run"; mkdir -p "$R"
-OUT="$R" record_env
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
-  --format=csv -lms 50 > "$R/smi.csv" 2>&1 &
-SMI=$!
+run_begin 50
 say "GPU tests"
 timeout 120 python3 -m pytest tests/hw -q -rs -p no:cacheprovider > "$R/hw-tests.txt" 2>&1; tail -1 "$R/hw-tests.txt"
 EXPS=$*
@@ -23,7 +19,4 @@ for e in $EXPS; do
     > "$R/$e.log" 2>&1
   tail -8 "$R/$e.log"
 done
-kill $SMI
-OUT="$R" record_env_end
-cp "$LOG" "$R/log.txt"
-tar czf "$OUT/run.tar.gz" -C "$OUT" run && rm -rf "$R"
+run_end

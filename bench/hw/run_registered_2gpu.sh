@@ -6,11 +6,7 @@
 # Writes $OUT/run.tar.gz: env.txt, log.txt, hw-tests.txt, <experiment>/ (results.csv, run.json, traces), logs, smi.csv.
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
-R="$OUT/run"; mkdir -p "$R"
-OUT="$R" record_env
-nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
-  --format=csv -lms 100 > "$R/smi.csv" 2>&1 &
-SMI=$!
+run_begin 100 timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active
 say "GPU tests"
 timeout 200 python3 -m pytest tests/hw -q -rs -p no:cacheprovider > "$R/hw-tests.txt" 2>&1; tail -3 "$R/hw-tests.txt"
 for e in ${*:-reg-h4096 reg-h12288 reg-mlp}; do
@@ -18,7 +14,4 @@ for e in ${*:-reg-h4096 reg-h12288 reg-mlp}; do
   timeout 500 python3 -m ctahw.cli run "$e" --registration "bench/predictions/$e" --out "$R/$e" > "$R/$e.log" 2>&1
   tail -5 "$R/$e.log"
 done
-kill $SMI
-OUT="$R" record_env_end
-cp "$LOG" "$R/log.txt"
-tar czf "$OUT/run.tar.gz" -C "$OUT" run && rm -rf "$R"
+run_end

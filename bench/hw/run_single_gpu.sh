@@ -7,11 +7,7 @@
 # fig5/ and mlp-block/ (ctahw run EXPERIMENT folders), breakdown.csv, epilogue_rowwise.txt, smi.csv.
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
-R="$OUT/run"; mkdir -p "$R"
-OUT="$R" record_env
-nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
-  --format=csv -lms 100 > "$R/smi.csv" 2>&1 &
-SMI=$!
+run_begin 100 timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active
 say "GPU tests"
 timeout 200 python3 -m pytest tests/hw -q -rs -p no:cacheprovider > "$R/hw-tests.txt" 2>&1; tail -3 "$R/hw-tests.txt"
 for e in fig5 mlp-block; do
@@ -22,7 +18,4 @@ say "MLP block breakdown"
 timeout 150 python3 bench/hw/mlp_block_breakdown.py "$R/breakdown.csv" 2>&1 | tee "$R/breakdown.log"
 say "epilogue / row-wise probe"
 timeout 100 python3 bench/hw/epilogue_rowwise_probe.py > "$R/epilogue_rowwise.txt" 2>&1; tail -5 "$R/epilogue_rowwise.txt"
-kill $SMI
-OUT="$R" record_env_end
-cp "$LOG" "$R/log.txt"
-tar czf "$OUT/run.tar.gz" -C "$OUT" run && rm -rf "$R"
+run_end
