@@ -75,10 +75,8 @@ def main(argv=None) -> int:
         if len(argv) != 1 or not argv[0].isdigit() or int(argv[0]) not in PLANS:
             print(f"usage: chain_order_judge.py [{' | '.join(map(str, PLANS))}]", file=sys.stderr)
             return 2
-        out = OUT if int(argv[0]) == PLAN else None
-        use_plan(int(argv[0]))
-        if out is not None:
-            globals()["OUT"] = out
+        if int(argv[0]) != PLAN:
+            use_plan(int(argv[0]))
     d = load()
     oe = order_effect(d)
     preds = [c for c in ("model", "flat", "lockstep", "naive", "waves") if c in oe]

@@ -26,25 +26,20 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(ROOT / "bench"))
+
 from ctasim.trace import load_traces  # noqa: E402
+from ticket_spread import SLOTS, window_spans  # noqa: E402
 
 RUN = ROOT / "bench/results/hw/2026-12-02-registered9-1gpu"
 OUT = ROOT / "bench/results/validation-registered9/order-traces.csv"
-SLOTS = 132
-
-
-def spreads(acq: np.ndarray, tile: float) -> np.ndarray:
-    """Span of the start times of each window of SLOTS consecutive tickets, in tile times."""
-    n = len(acq) // SLOTS
-    return np.array([np.ptp(acq[i * SLOTS:(i + 1) * SLOTS]) for i in range(n)]) / tile
 
 
 def row(exp: str, key: str, tr) -> dict:
     case, strategy, _ = key.split(":")
     t = tr.tiles.sort_values("t_acquire").reset_index(drop=True)
     ml = (t["t_mainloop_end"] - t["t_acquire"]).to_numpy(float)
-    tile = float(np.median(ml))
-    s = spreads(t["t_acquire"].to_numpy(float), tile)
+    s = window_spans(t)
     q = max(1, len(s) // 4)
     per_layer_cols = int(t["tile_n"].max()) + 1
     # W panels a window touches: distinct (layer, column) pairs among its tiles

@@ -330,7 +330,7 @@ def test_ticket_spread_makes_row_order_lose_its_weight_sharing_and_leaves_groupe
                          "c")[0].kernels()[0]
     cfg = X1.config(128, 256)
     assert np.array_equal(static.tile_times, costs.order_tile_times(
-        chain_wl().layers[0].__class__(m=14336, k=8192, n=8192), X1, 2, static.order, static.slots,
+        Layer(m=14336, k=8192, n=8192), X1, 2, static.order, static.slots,
         drift=cfg.cta_drift, cluster_m=1, layers=2))  # the static design: drift, no ticket spread
 
 
