@@ -25,30 +25,23 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctasim.trace import load_traces  # noqa: E402
+from ctasim.validation.ctapipe import SPAN_SATURATED as SATURATED  # noqa: E402,F401
+from ctasim.validation.ctapipe import span_rate, window_spans as _window_spans  # noqa: E402
 
 RUNS = ROOT / "bench/results/hw/2026-12-01-chain-1gpu/registered"
 EXPS = ("reg3-intragpu", "reg3-intragpu-deep", "reg3-intragpu-h4096")
 OUT = ROOT / "bench/results/ticket-spread/spread.csv"
 SLOTS = 132
-SATURATED = 0.9
 
 
 def window_spans(tiles: pd.DataFrame, slots: int = SLOTS) -> np.ndarray:
     """Span of the start times of each window of ``slots`` consecutive tiles by start, in median mainloops."""
-    t = tiles.sort_values("t_acquire")
-    tile = float(np.median(t["t_mainloop_end"] - t["t_acquire"]))
-    acq = t["t_acquire"].to_numpy(float)
-    n = len(acq) // slots
-    return np.array([np.ptp(acq[i * slots:(i + 1) * slots]) for i in range(n)]) / tile
+    return _window_spans(tiles, slots)
 
 
 def spread_rate(spans: np.ndarray) -> float | None:
     """Slope of the spans over the window index (windows >= 1, spans below SATURATED); None with < 4 points."""
-    v = np.arange(len(spans))
-    sel = (v >= 1) & (spans < SATURATED)
-    if len(spans) < 6 or sel.sum() < 4:
-        return None
-    return float(np.polyfit(v[sel], spans[sel], 1)[0])
+    return span_rate(spans)
 
 
 def measure() -> pd.DataFrame:

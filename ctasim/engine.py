@@ -362,8 +362,9 @@ class _Run:
             yield self.env.timeout(k.fixed_ns)
         n_workers = min(k.tiles, k.slots)
         launch = 0.0 if k.persistent else k.cta_launch_ns
-        durations = (np.asarray(k.tile_times, dtype=float) + launch if len(k.tile_times)
-                     else np.full(k.tiles, k.tile_ns + launch))  # tile_times: per entry of order (memory model)
+        by_slot = k.source == "queue" and len(k.tile_times) > 0  # a queue kernel's memory-model times: per slot
+        durations = (np.asarray(k.tile_times, dtype=float) + launch if len(k.tile_times) and not by_slot
+                     else np.full(k.tiles, launch if by_slot else k.tile_ns + launch))  # tile_times: per entry of order
         extra = None  # per grid position: tile time added by the wave slowdown (KernelConfig.wave_slowdown)
         if k.wave_slowdown > 0:
             wave = np.arange(k.tiles) // n_workers
@@ -371,6 +372,8 @@ class _Run:
             if k.source != "queue":  # durations are indexed by grid position; a queue kernel's by tile id
                 durations += extra
                 extra = None
+        if by_slot:  # the tile popped from slot s takes tile_times[s] (its wave's time), plus any wave slowdown
+            extra = np.asarray(k.tile_times, dtype=float) + (extra if extra is not None else 0.0)
         extra_mult = None  # a queue kernel's tile_cv multiplier of its slot's wave slowdown, by tile id
         cv = float(k.tile_cv)  # KernelConfig.tile_cv, copied onto the plan's kernel
         rng = kernel_rng(self.seed, k.id) if cv > 0 or self.jitter > 0 else None

@@ -27,7 +27,7 @@ import numpy as np
 
 from ctasim.spec import Layer
 
-__all__ = ["Op", "Kernel", "Transfer", "Collective", "MemoryPass", "Pipe", "Plan", "raster_order", "row_block_pipe",
+__all__ = ["Op", "Kernel", "Transfer", "Collective", "MemoryPass", "Pipe", "Plan", "raster_order", "row_block_pipe", "push_order",
            "ORDERS", "pair_rows_order", "grouped_rows_order", "named_order", "with_order", "chain_order", "chain_group_used",
            "CHAIN_ROW_GROUP"]
 
@@ -52,7 +52,8 @@ class Kernel(Op):
 
     ``order`` is the static tile order (producer raster order, or the order a ``static`` consumer waits
     in).  ``tile_times``, where set, gives each entry of ``order`` its own time instead of ``tile_ns`` (a plain GEMM
-    timed by the memory hierarchy: each tile its wave's time).  ``fixed_ns`` is the per-launch fixed time (``KernelConfig.kernel_fixed_ns``): CTAs start that
+    timed by the memory hierarchy: each tile its wave's time); a ``queue`` kernel's are per queue slot, in claim
+    order (the tile popped n-th takes ``tile_times[n]``).  ``fixed_ns`` is the per-launch fixed time (``KernelConfig.kernel_fixed_ns``): CTAs start that
     long after the kernel begins.  ``source`` says how a CTA obtains its next tile: ``"static"`` (from ``order``, no waiting),
     ``"queue"`` (pop a ready tile id from the inbound work-queue), ``"wait"`` (take the next tile of
     ``order`` and wait until its scoreboard counter is complete) or ``"chain"`` (the chain kernel: the tiles of
@@ -79,7 +80,7 @@ class Kernel(Op):
     tile_cv: float = 0.0  # KernelConfig.tile_cv: relative spread of a tile's time within a wave
     kernel: str = ""  # the kernel variant (KernelConfig.kernel) whose figures these are
     order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    tile_times: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per entry of order (else tile_ns each)
+    tile_times: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per entry of order / queue slot (else tile_ns)
     schedule: str = ""  # the CUTLASS tile order the memory hierarchy picked (ctasim.costs.tuned_gemm), or ''
     source: str = "static"
     inbound: int = -1  # Pipe id this kernel consumes from, or -1
@@ -256,6 +257,25 @@ def row_block_pipe(
 
 
 # ------------------------------------------------------------------------------------------------ tile orders
+def push_order(pipe: Pipe, producer_order: np.ndarray) -> np.ndarray:
+    """The consumer tiles of ``pipe`` in the order its work-queue receives them when the producer's tiles complete in
+    ``producer_order``: counters by the position of their last producer tile (ties: counter order), each counter's
+    tiles in its push order (``dep_tile_idx``). What a queue consumer pops, n-th tile n-th, while the producer keeps
+    its order (stores that overtake one another are left out)."""
+    producer_order = np.asarray(producer_order, dtype=np.int64)
+    n = len(pipe.prod_dep_ptr) - 1
+    if sorted(producer_order.tolist()) != list(range(n)):
+        raise ValueError(f"producer_order must hold each of the pipe's {n} producer tiles once")
+    pos = np.empty(n, dtype=np.int64)
+    pos[producer_order] = np.arange(n)
+    tile_of = np.repeat(np.arange(n), np.diff(pipe.prod_dep_ptr))
+    last = np.full(pipe.deps, -1, dtype=np.int64)
+    np.maximum.at(last, pipe.prod_dep_idx, pos[tile_of])
+    deps = np.argsort(last, kind="stable")
+    ptr = pipe.dep_tile_ptr
+    return np.concatenate([pipe.dep_tile_idx[ptr[d]:ptr[d + 1]] for d in deps]).astype(np.int64)
+
+
 def pair_rows_order(tiles_m: int, tiles_n: int) -> np.ndarray:
     """Producer order for 2x1 clusters: row-blocks in pairs, a pair's two tiles of one column together
     ((0,0),(1,0),(0,1),(1,1),...,(2,0),(3,0),...): two row-blocks complete at once, as early as in row order

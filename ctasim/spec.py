@@ -114,7 +114,9 @@ class KernelConfig:
     cta_launch_ns: float = _f("extra time to start a CTA in a non-persistent grid, ns", 0.0)
     kernel: str = _f(
         "kernel variant this config describes ('' = the default kernel of the tile shape; e.g. 'ctapipe-1x1', "
-        "a strategy's `kernels` picks it); the config is keyed by tile shape and variant", "")
+        "a strategy's `kernels` picks it); the config is keyed by tile shape and variant. A config named for a "
+        "kernel family ('ctapipe') serves every variant of it ('ctapipe-2x1', ...) the profile has no config of "
+        "its own for: one set of figures for the family, the variant's cluster shape from ctasim.variants", "")
     wave_slowdown: float = _f(
         "fractional slowdown of the tile time reached in later waves of a grid: the tile at grid position i "
         "(i // slots = its wave w) takes 1 + wave_slowdown * min(1, w / wave_slowdown_waves) times the tile "
@@ -248,10 +250,13 @@ class Hardware:
         "'fair' needs epilogue_store_overlap = 0 (a store's end is known only when it ends)", "fcfs")
 
     def config(self, tile_m: int, tile_n: int, where: str = "hardware", kernel: str = "") -> KernelConfig:
-        """The config of tile shape ``tile_m x tile_n`` and kernel variant ``kernel`` ('' = default kernel)."""
-        for c in self.kernel_configs:
-            if c.tile_m == tile_m and c.tile_n == tile_n and c.kernel == kernel:
-                return c
+        """The config of tile shape ``tile_m x tile_n`` and kernel variant ``kernel`` ('' = default kernel); a
+        variant ``family-...`` with no config of its own takes its family's (``KernelConfig.kernel``)."""
+        family = kernel.split("-", 1)[0]
+        for want in (kernel, family) if family != kernel else (kernel,):
+            for c in self.kernel_configs:
+                if c.tile_m == tile_m and c.tile_n == tile_n and c.kernel == want:
+                    return c
         have = ", ".join(c.key() for c in self.kernel_configs)
         want = f"{tile_m}x{tile_n}" + (f"/{kernel}" if kernel else "")
         raise SpecError(where, "tile", f"profile {self.name!r} has no kernel config {want} (has {have})")

@@ -107,7 +107,9 @@ def test_microbatch_and_tp_gemms_are_tuned_and_ctapipe_kernels_are_not():
     tp = build_plans(Strategy("tp"), wl, hw, 2, "c")[0]
     assert all(len(k.tile_times) == k.tiles and k.schedule for k in tp.kernels())
     cp = build_plans(Strategy("ctapipe"), wl, hw, 2, "c")[0]
-    assert all(len(k.tile_times) == 0 for k in cp.kernels())
+    # CTA-pipelined kernels keep the plan's order (not tuned) and take their tiles' times from the hierarchy over it
+    assert all(not k.schedule and len(k.tile_times) == k.tiles for k in cp.kernels())
+    assert [k.order.tolist() for k in cp.kernels()] == [list(range(k.tiles)) for k in cp.kernels()]
 
 
 def test_a_fused_gated_epilogue_stores_half_and_an_activation_adds_compute():

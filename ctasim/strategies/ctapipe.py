@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from ctasim import costs, variants
-from ctasim.plan import CHAIN_ROW_GROUP, Plan, chain_group_used, chain_order, row_block_pipe
+from ctasim.plan import CHAIN_ROW_GROUP, Plan, chain_group_used, chain_order, push_order, row_block_pipe
 from ctasim.spec import Hardware, Strategy, Workload
 from ctasim.strategies.common import add_gemm, add_rowwise, epilogue_pass_reason
 
@@ -73,7 +75,7 @@ def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | No
         except ValueError as e:
             return str(e)
         for k in strategy.kernels:
-            if not any(c.kernel == k for c in hw.kernel_configs):
+            if not any(c.kernel in (k, k.split("-", 1)[0]) for c in hw.kernel_configs):
                 return f"variant {strategy.variant!r} runs kernel config {k!r}, which hardware {hw.name!r} does not have"
     if strategy.counter_rows:
         for i, layer in enumerate(wl.layers[1:], start=1):
@@ -115,7 +117,45 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
     if variant:
         plan = variants.apply(plan, variants.VARIANTS[variant])
         plan.params = {"variant": variant, **{k: v for k, v in plan.params.items() if not k.startswith("order_op")}}
+    if apply_memory(plan, wl, hw, variants.VARIANTS[variant].clusters if variant else ()):
+        plan.params["memory"] = "l2"
     return [plan]
+
+
+def apply_memory(plan: Plan, wl: Workload, hw: Hardware, clusters: tuple[str, ...] = ()) -> bool:
+    """Give each layer's kernel its tiles' times from the memory hierarchy where the profile has it for the kernel's
+    config (:func:`ctasim.costs.memory_model`); True if any kernel got them.
+
+    The order is what the kernel walks: a producer or a waiting consumer its ``order``, a queue consumer the order
+    its queue receives the tiles (:func:`ctasim.plan.push_order` of its producer's order; its times are then per
+    queue slot). A grid that hands each freed CTA slot the next tile (one CTA per tile, or a queue) keeps its running
+    tiles one window of that order, whose start times spread (``KernelConfig.ticket_spread``); a persistent grid with
+    a fixed share per CTA drifts instead (``cta_drift``). ``clusters``: the variant's cluster shape per layer
+    (``"2x1"``: two row-blocks share a W panel by multicast; layers past it take the last); none: the config's.
+    """
+    ks = sorted(plan.kernels(), key=lambda k: k.layer)
+    inbound = {p.consumer: p for p in plan.pipes}
+    by_id = {k.id: k for k in ks}
+    done = False
+    for i, k in enumerate(ks):
+        layer = wl.layers[k.layer]
+        cfg = hw.config(layer.tile_m, layer.tile_n, kernel=k.kernel)
+        if not costs.memory_model(hw, cfg):
+            continue
+        queue = k.source == "queue"
+        if queue:
+            pipe = inbound[k.id]
+            order = push_order(pipe, by_id[pipe.producer].order)
+        else:
+            order = np.asarray(k.order, dtype=np.int64)
+        fixed_share = k.persistent and not queue
+        cluster_m = int(clusters[min(i, len(clusters) - 1)].split("x")[0]) if clusters else cfg.cluster_m
+        k.tile_times = costs.order_tile_times(
+            layer, hw, wl.elem_bytes, order, k.slots, kernel=k.kernel, drift=None if fixed_share else 0.0,
+            cluster_m=cluster_m, ticket_spread=0.0 if fixed_share else cfg.ticket_spread)
+        k.tile_ns = float(k.tile_times.mean())
+        done = True
+    return done
 
 
 def link_pipes(plan: Plan, hw: Hardware, wl: Workload, layers, kernels, counter_rows: int = 0) -> None:

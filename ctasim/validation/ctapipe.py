@@ -43,11 +43,13 @@ from ctasim.engine import simulate
 from ctasim.plan import Plan
 from ctasim.spec import Hardware, Layer, Strategy, Workload
 from ctasim.strategies import build_plans
+from ctasim.strategies.ctapipe import apply_memory
 from ctasim.trace import EVENT_COLUMNS, OP_COLUMNS, TRACES_FILE, Trace, load_traces
 from ctasim.variants import VARIANTS, strategy_fields
 
 __all__ = ["VARIANT_KERNELS", "TURNOVER_FROM", "FIT_MS", "STALL_NS", "MeasuredTrace", "load_folder", "load_tiles", "save_tiles", "plan_for",
-           "simulate_for", "fit", "apply_fit", "judge", "summary", "TILE_CSV_COLUMNS"]
+           "simulate_for", "fit", "fit_family", "window_spans", "span_rate", "apply_fit", "judge", "summary",
+           "TILE_CSV_COLUMNS"]
 
 FIT_MS = (2048, 8192, 32768)
 """M values whose traces are fitted on (every trace at them, of every run given); every other M is judged.  2048
@@ -144,7 +146,9 @@ def load_tiles(path: str | Path, m: int, variant: str, run: str = "") -> Measure
 def plan_for(m: int, variant: str, hw: Hardware, order=None, consumer_order=None) -> Plan:
     """ctasim's plan of what the trace ran: 2-layer m x 8192 x 8192 chain, one CTA per tile, queue pops (or
     the variant's :data:`VARIANT_STRATEGY`), each layer on its variant's kernel config, the producer walking
-    ``order`` and a waiting consumer ``consumer_order``; ``launch_ns = 0``."""
+    ``order`` and a waiting consumer ``consumer_order``; ``launch_ns = 0``. Where the profile has the memory
+    hierarchy, the tiles' times come from these orders and the variant's cluster shapes
+    (:func:`ctasim.strategies.ctapipe.apply_memory`)."""
     layer = Layer(m, H, H, *TILE)
     wl = Workload(f"chain2-{m}", "bf16", (layer, layer))
     fields = dict({"tile_source": "queue"}, **VARIANT_STRATEGY.get(variant, {}))
@@ -158,6 +162,8 @@ def plan_for(m: int, variant: str, hw: Hardware, order=None, consumer_order=None
         if sorted(o.tolist()) != list(range(k.tiles)):
             raise ValueError(f"order is not a permutation of {k.name}'s tiles")
         k.order = o
+    # the memory hierarchy (where the profile has it) times the orders just set, with the variant's clusters
+    apply_memory(plan, wl, hw, VARIANTS[variant].clusters)
     return plan
 
 
@@ -295,6 +301,83 @@ def fit(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict[
         ev.loc[row, "value"] = fields[cfg]["cta_launch_ns"]
         ev.loc[row, "fitted to"] = f"no static grid to measure it on: {source}'s (the same kernel)"
     return fields, ev
+
+
+def fit_family(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict, pd.DataFrame]:
+    """The one-CTA-per-tile kernel's per-tile steps as ONE set of figures for every variant (a kernel family's config,
+    ``KernelConfig.kernel = "ctapipe"``), from the producer tiles of every variant at ``fit_ms`` pooled, waves >= 2:
+
+    * ``signal_ns``: median (signal - store end): fence and counter atomic under load;
+    * ``signal_hold_ns``: median (exit - compute end) minus the modelled store, >= 0 (as :func:`fit`);
+    * ``tile_fixed_ns``: median exposed epilogue (compute end - mainloop end);
+    * ``cta_launch_ns``: median turnover of the static (producer) grids (:func:`_turnover`);
+    * ``ticket_spread``: median over the traces of the growth per wave of the producer's start-time span
+      (:func:`window_spans`, :func:`span_rate`): a one-CTA-per-tile grid hands each freed slot the next tile, as
+      tickets do.
+
+    Returns the fields and one evidence row per field."""
+    train = [mt for mt in traces if mt.m in fit_ms]
+    if not train:
+        raise ValueError(f"no ctapipe trace at the fitting M values {fit_ms}")
+    base_cfg = hw.config(*TILE)
+    slots = hw.sm_count * base_cfg.cta_slots_per_sm
+    t = _tiles_by_config(train, slots)
+    model_store = TILE[0] * TILE[1] * 2 / (hw.sm_remote_store_gbps / base_cfg.cta_slots_per_sm) + hw.link_latency_ns
+    prod = t[t["static"] & (t["layer"] == 0) & (t["wave"] >= 2)]
+    held = float((prod["exit"] - prod["t_compute_end"]).median())
+    turn = _turnover(t[t["layer"] == 0])
+    rates = []
+    for mt in train:
+        tt = mt.trace.tiles
+        r = span_rate(window_spans(tt[tt["layer"] == 0], slots))
+        if r is not None:
+            rates.append(r)
+    if not len(prod) or not len(turn) or not rates:
+        raise ValueError("the traces at the fitting M values have no producer tiles past wave 1 to fit on")
+    fields = {"signal_ns": round(float((prod["t_signal"] - prod["t_store_end"]).median()), 1),
+              "signal_hold_ns": round(max(0.0, held - model_store), 1),
+              "tile_fixed_ns": round(float(prod["epilogue"].median()), 1),
+              "cta_launch_ns": round(float(np.median(turn)), 1),
+              "ticket_spread": round(float(np.median(rates)), 4)}
+    n = f"{len(prod)} producer tiles of every variant, waves >= 2"
+    ev = pd.DataFrame([
+        {"field": "signal_ns", "value": fields["signal_ns"], "fitted to": f"median signal - store end, {n}"},
+        {"field": "signal_hold_ns", "value": fields["signal_hold_ns"],
+         "fitted to": f"median exit - compute end = {held:.0f} ns, {n}, minus the modelled store {model_store:.0f} ns"},
+        {"field": "tile_fixed_ns", "value": fields["tile_fixed_ns"], "fitted to": f"median compute end - mainloop end, {n}"},
+        {"field": "cta_launch_ns", "value": fields["cta_launch_ns"],
+         "fitted to": f"median static-grid turnover (acquire - previous CTA's exit, same SM), {len(turn)} pairs"},
+        {"field": "ticket_spread", "value": fields["ticket_spread"],
+         "fitted to": f"median over {len(rates)} traces of the producer's start-time span growth per wave "
+                      f"({min(rates):.3f}-{max(rates):.3f})"},
+    ])
+    ev["traces"] = "; ".join(sorted(t["case"].unique()))
+    ev["fit_ms"] = ", ".join(map(str, fit_ms))
+    return fields, ev
+
+
+def window_spans(tiles: pd.DataFrame, slots: int) -> np.ndarray:
+    """Span (max - min) of the start times (``t_acquire``) of each window of ``slots`` consecutive tiles by start, in
+    median mainloops (``t_mainloop_end - t_acquire``): how far a grid that hands out tiles in order has spread."""
+    t = tiles.sort_values("t_acquire")
+    tile = float(np.median(t["t_mainloop_end"] - t["t_acquire"]))
+    acq = t["t_acquire"].to_numpy(float)
+    n = len(acq) // slots
+    return np.array([np.ptp(acq[i * slots:(i + 1) * slots]) for i in range(n)]) / tile
+
+
+SPAN_SATURATED = 0.9
+"""A window span at or above this (tile times) has stopped growing: the spread saturates at about one tile time."""
+
+
+def span_rate(spans: np.ndarray) -> float | None:
+    """Growth per window of :func:`window_spans` (a line over windows >= 1 with a span below :data:`SPAN_SATURATED`);
+    None with fewer than 6 windows or 4 such points."""
+    v = np.arange(len(spans))
+    sel = (v >= 1) & (spans < SPAN_SATURATED)
+    if len(spans) < 6 or sel.sum() < 4:
+        return None
+    return float(np.polyfit(v[sel], spans[sel], 1)[0])
 
 
 def apply_fit(hw: Hardware, fields: dict[str, dict]) -> Hardware:

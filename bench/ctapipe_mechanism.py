@@ -1,0 +1,158 @@
+"""The committed 2xH200 CTA-pipelining traces judged again under the mechanism profile, nothing refitted on them.
+
+    python bench/ctapipe_mechanism.py [--out bench/results/validation-mechanism]
+
+Every kept traced run of the six committed ctapipe runs (``ctasim.validation.pipeline``: the main run, -range,
+-trace3, -run1, -rerun3, -clean; variant (a): one CTA per tile, clusters 1x1, 1x2, 2x1 + 1x2) is simulated by
+``ctasim.validation.ctapipe.judge`` on:
+
+* ``mechanism``: ``specs/hardware/h200-x2-mechanism.toml``, one config for every variant of the kernel (no
+  per-variant figure; the tiles' times from the memory hierarchy of the order each grid walks, the variant's cluster
+  shape, the one-CTA-per-tile grid's start-time spread);
+* ``lockstep``: the same with the spread off (``ctasim.predict.without_drift``);
+* ``flat``: the same with the memory hierarchy off (every tile at the family config's ``sm_tflops``);
+* ``per-variant``: the committed ``h200-x2-calibrated`` (4 kernel configs fitted per variant on the traces at
+  M = 2048, 8192, 32768 of three of these runs: in-sample there);
+* ``naive``: the slower layer plus one wave, ``(ceil(tiles / 132) + 1)`` tile times of ``h200-x2-calibrated``'s
+  default 128x256 config (no events, nothing fitted on the traces).
+
+Traces with a first-wave store stall (``ctasim.validation.ctapipe.STALL_NS``, judged on the per-variant profile) are
+listed but left out of the summaries. Writes ``traces.csv`` (one row per trace and predictor), ``summary.csv`` (per
+predictor: MAPE, worst, median start error), ``waves.csv`` (per trace and layer, the median tile time of selected
+waves measured and simulated) and ``family-fit.csv`` (what ``ctasim.validation.ctapipe.fit_family`` takes from the
+traces for the mechanism profile's two fitted protocol steps, and the pooled figures it does not use).
+Every figure here is post-hoc: all of these traces were seen before the mechanism profile was written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ctasim import costs  # noqa: E402
+from ctasim.predict import without_drift, without_memory  # noqa: E402
+from ctasim.spec import Layer, load_hardware  # noqa: E402
+from ctasim.validation import ctapipe as VC  # noqa: E402
+from ctasim.validation.pipeline import CTAPIPE_ALSO, CTAPIPE_FIT_ALSO, CTAPIPE_RUN  # noqa: E402
+
+RUNS = (CTAPIPE_RUN, *CTAPIPE_FIT_ALSO, *CTAPIPE_ALSO)
+HW_DIR = ROOT / "bench/results/hw"
+OUT = ROOT / "bench/results/validation-mechanism"
+MECHANISM = "h200-x2-mechanism"
+PER_VARIANT = "h200-x2-calibrated"
+WAVES = (0, 1, 2, 4, 8, 12, 16, 24, 40, 60)
+
+
+def load_runs(runs=RUNS) -> list[VC.MeasuredTrace]:
+    out = []
+    for r in runs:
+        out += VC.load_folder(HW_DIR / r)
+    return out
+
+
+def naive_ms(mt: VC.MeasuredTrace, hw) -> float:
+    """The slower layer plus one wave: both layers are M x 8192 x 8192, so (waves + 1) tile times."""
+    layer = Layer(mt.m, VC.H, VC.H, *VC.TILE)
+    cfg = hw.config(*VC.TILE)
+    slots = hw.sm_count * cfg.cta_slots_per_sm
+    return (-(-layer.tiles // slots) + 1) * costs.tile_ns(layer, layer.k, hw, 2) / 1e6
+
+
+def _wave_medians(tiles: pd.DataFrame, slots: int) -> dict:
+    """Per layer: median tile time (compute end - acquire) of the waves in WAVES, waves by grid position."""
+    out = {}
+    for layer, t in tiles.groupby("layer"):
+        pos = np.where(t["slot"] < 0, t["cta"], t["slot"])
+        wave = pos // slots
+        d = (t["t_compute_end"] - t["t_acquire"]).to_numpy(float)
+        for w in WAVES:
+            sel = wave == w
+            if sel.sum() == slots:
+                out[(int(layer), w)] = float(np.median(d[sel]))
+    return out
+
+
+def judge_all(traces, profiles: dict, naive_hw) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows, waves = [], []
+    slots = naive_hw.sm_count
+    for name, hw in profiles.items():
+        df, sims = VC.judge(traces, hw, fit_ms=())
+        df["predictor"] = name
+        rows.append(df)
+        if name in ("mechanism", "per-variant"):
+            for mt in traces:
+                meas = _wave_medians(mt.trace.tiles, slots)
+                sim = _wave_medians(sims[(mt.run, mt.m, mt.variant)][1].tiles, slots)
+                for (layer, w), v in meas.items():
+                    if (layer, w) in sim:
+                        waves.append({"run": mt.run, "m": mt.m, "variant": mt.variant, "layer": layer, "wave": w,
+                                      "predictor": name, "measured_us": v / 1e3, "simulated_us": sim[(layer, w)] / 1e3})
+    df = pd.concat(rows, ignore_index=True)
+    stalled = df[df["predictor"] == "per-variant"].set_index(["run", "m", "variant"])["stalled"]
+    df["stalled"] = [bool(stalled.get((r, m, v), False)) for r, m, v in zip(df["run"], df["m"], df["variant"])]
+    nv = []
+    for mt in traces:
+        ms = naive_ms(mt, naive_hw)
+        meas = float(df[(df["run"] == mt.run) & (df["m"] == mt.m) & (df["variant"] == mt.variant)]
+                     ["makespan_meas_us"].iloc[0]) / 1e3
+        nv.append({"run": mt.run, "m": mt.m, "variant": mt.variant, "predictor": "naive", "makespan_meas_us": meas * 1e3,
+                   "makespan_sim_us": ms * 1e3, "makespan_error": ms / meas - 1.0,
+                   "stalled": bool(stalled.get((mt.run, mt.m, mt.variant), False))})
+    df = pd.concat([df, pd.DataFrame(nv)], ignore_index=True)
+    df["fit_m"] = df["m"].isin(VC.FIT_MS) & df["run"].isin((CTAPIPE_RUN, *CTAPIPE_FIT_ALSO))
+    return df, pd.DataFrame(waves)
+
+
+def summarize(df: pd.DataFrame) -> pd.DataFrame:
+    out = []
+    for (pred, subset), g in [((p, s), g) for p, g0 in df[~df["stalled"]].groupby("predictor", sort=False)
+                              for s, g in (("all", g0), ("held-out M", g0[~g0["fit_m"]]))]:
+        worst = g.loc[g["makespan_error"].abs().idxmax()]
+        row = {"predictor": pred, "traces": subset, "n": len(g),
+               "mape_pct": round(100 * g["makespan_error"].abs().mean(), 2),
+               "worst_pct": round(100 * worst["makespan_error"], 2),
+               "worst": f"{worst['run']} {worst['variant']} M={worst['m']}"}
+        if "start_median_frac" in g and g["start_median_frac"].notna().any():
+            row["start_median_pct_max"] = round(100 * g["start_median_frac"].max(), 2)
+        for v, gv in g.groupby("variant"):
+            row[f"mape_{v.removeprefix('cutlass_')}"] = round(100 * gv["makespan_error"].abs().mean(), 2)
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(OUT))
+    args = ap.parse_args(argv)
+    mech = load_hardware(MECHANISM)
+    per_variant = load_hardware(PER_VARIANT)
+    profiles = {"mechanism": mech, "lockstep": without_drift(mech), "flat": without_memory(mech),
+                "per-variant": per_variant}
+    traces = load_runs()
+    df, waves = judge_all(traces, profiles, per_variant)
+    fam_traces = [mt for mt in traces if mt.run in (CTAPIPE_RUN, *CTAPIPE_FIT_ALSO)]
+    _, fam_ev = VC.fit_family(fam_traces, per_variant)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cols = ["predictor", "run", "m", "variant", "fit_m", "stalled", "makespan_meas_us", "makespan_sim_us",
+            "makespan_error", "start_median_frac", "start_p95_frac"]
+    df[cols].round(5).to_csv(out / "traces.csv", index=False)
+    s = summarize(df)
+    s.to_csv(out / "summary.csv", index=False)
+    waves.round(2).to_csv(out / "waves.csv", index=False)
+    fam_ev.to_csv(out / "family-fit.csv", index=False)
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
+        print(s.to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,141 @@
+"""The 2-GPU CTA-pipelined kernels under the memory hierarchy: one config per kernel family, the queue's push order, a
+queue consumer's times per slot, and the committed judgement of the 2xH200 traces (bench/ctapipe_mechanism.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ctasim.engine import simulate
+from ctasim.plan import pair_rows_order, push_order, raster_order, row_block_pipe
+from ctasim.spec import Layer, SpecError, Strategy, Workload, load_hardware
+from ctasim.strategies import build_plans
+from ctasim.strategies.ctapipe import apply_memory
+
+ROOT = Path(__file__).resolve().parent.parent
+MECH = "h200-x2-mechanism"
+
+
+def _plan(hw, m=2048, variant="cutlass_ctapipe_c21"):
+    layer = Layer(m, 8192, 8192, 128, 256)
+    wl = Workload(f"chain2-{m}", "bf16", (layer, layer))
+    return build_plans(Strategy("ctapipe", variant=variant), wl, hw, 2, "t")[0], wl
+
+
+def test_a_variant_without_a_config_of_its_own_takes_its_familys():
+    hw = load_hardware(MECH)
+    fam = hw.config(128, 256, kernel="ctapipe")
+    assert hw.config(128, 256, kernel="ctapipe-2x1") is fam
+    assert hw.config(128, 256, kernel="ctapipe-1x2-c21") is fam
+    cal = load_hardware("h200-x2-calibrated")  # a variant's own config comes first
+    assert cal.config(128, 256, kernel="ctapipe-2x1").kernel == "ctapipe-2x1"
+    with pytest.raises(SpecError, match="no kernel config 128x256/other-2x1"):
+        hw.config(128, 256, kernel="other-2x1")
+    with pytest.raises(SpecError, match="no kernel config"):  # a family name is not a prefix match of the default
+        load_hardware("h200-x2").config(128, 256, kernel="ctapipe-2x1")
+
+
+def test_push_order_follows_the_producers_row_block_completion():
+    prod = cons = Layer(512, 512, 512, 128, 256)  # 4 row-blocks x 2 columns
+    pipe = row_block_pipe(0, _K(0), _K(1), prod, cons, 1.0, 0.0)
+    assert push_order(pipe, raster_order(4, 2, "row")).tolist() == list(range(8))
+    # pairs: row-blocks 0 and 1 complete together (1 after 0: its last tile comes later), then 2, 3
+    assert push_order(pipe, pair_rows_order(4, 2)).tolist() == [0, 1, 2, 3, 4, 5, 6, 7]
+    # row-block 3 first, then 2, 1, 0: counters by their last producer tile
+    rev = np.array([6, 7, 4, 5, 2, 3, 0, 1])
+    assert push_order(pipe, rev).tolist() == [6, 7, 4, 5, 2, 3, 0, 1]
+    # column order: every row-block completes only in the last column, in row order
+    assert push_order(pipe, raster_order(4, 2, "column")).tolist() == list(range(8))
+    # one counter per 256 rows: its tiles are pushed column by column
+    pipe2 = row_block_pipe(0, _K(0), _K(1), prod, cons, 1.0, 0.0, counter_rows=256)
+    assert push_order(pipe2, raster_order(4, 2, "row")).tolist() == [0, 2, 1, 3, 4, 6, 5, 7]
+    with pytest.raises(ValueError, match="once"):
+        push_order(pipe, np.array([0, 0, 1, 2, 3, 4, 5, 6]))
+
+
+class _K:
+    def __init__(self, i, tiles_m=4, tiles_n=2):
+        self.id, self.gpu, self.tiles_m, self.tiles_n = i, i, tiles_m, tiles_n
+
+
+def test_a_queue_consumers_times_are_per_slot():
+    hw = load_hardware(MECH)
+    hw = dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, tile_cv=0.0) for c in hw.kernel_configs))
+    plan, _ = _plan(hw, m=1024, variant="cutlass_ctapipe_g21")  # pushed column by column: slot != tile id
+    cons = max(plan.kernels(), key=lambda k: k.layer)
+    assert cons.source == "queue"
+    cons.tile_times = 80_000.0 + 37.0 * np.arange(cons.tiles)  # a different time for every slot
+    tiles = simulate(plan, hw).tiles
+    c = tiles[tiles["kernel"] == cons.id].sort_values("slot")
+    dur = (c["t_compute_end"] - c["t_acquire"]).to_numpy() - cons.cta_launch_ns
+    assert np.allclose(dur, cons.tile_times[c["slot"].to_numpy()])
+    assert not np.array_equal(c["slot"].to_numpy(), (c["tile_m"] * 32 + c["tile_n"]).to_numpy())
+
+
+def test_the_memory_hierarchy_times_the_2gpu_kernels_by_their_order_and_clusters():
+    hw = load_hardware(MECH)
+    c21, wl = _plan(hw, m=16384)
+    one, _ = _plan(hw, m=16384, variant="cutlass_ctapipe")
+    assert c21.params.get("memory") == "l2" and one.params.get("memory") == "l2"
+    p21 = min(c21.kernels(), key=lambda k: k.layer)
+    p11 = min(one.kernels(), key=lambda k: k.layer)
+    # row-block pairs with W multicast keep their reuse; the 1x1 row order loses it as the grid spreads
+    assert p21.tile_times[-1] < p11.tile_times[-1]
+    assert p21.tile_times[0] == pytest.approx(p11.tile_times[0], rel=0.02)  # the first wave: every panel's first use
+    # without the hierarchy (the per-variant profile) no kernel gets tile times
+    cal, _ = _plan(load_hardware("h200-x2-calibrated"), m=2048)
+    assert all(len(k.tile_times) == 0 for k in cal.kernels())
+    assert not apply_memory(cal, wl, load_hardware("h200-x2-calibrated"))
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("ctapipe_mechanism", ROOT / "bench/ctapipe_mechanism.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_committed_mechanism_judgement_is_what_the_profile_gives():
+    """bench/results/validation-mechanism/traces.csv holds the mechanism profile's figures on the clean run's traces."""
+    mod = _bench()
+    from ctasim.validation import ctapipe as VC
+
+    traces = VC.load_folder(mod.HW_DIR / "2026-11-29-ctapipe-clean")
+    df, _ = VC.judge(traces, load_hardware(MECH), fit_ms=())
+    committed = pd.read_csv(ROOT / "bench/results/validation-mechanism/traces.csv")
+    committed = committed[(committed["predictor"] == "mechanism") & (committed["run"] == "2026-11-29-ctapipe-clean")]
+    got = df.set_index(["m", "variant"])["makespan_error"]
+    want = committed.set_index(["m", "variant"])["makespan_error"]
+    assert len(want) == len(traces) == 9
+    assert np.allclose(got.loc[want.index].to_numpy(), want.to_numpy(), atol=1e-4)
+
+
+def test_the_committed_summary_agrees_with_the_committed_traces():
+    mod = _bench()
+    df = pd.read_csv(ROOT / "bench/results/validation-mechanism/traces.csv")
+    s = mod.summarize(df).set_index(["predictor", "traces"])
+    committed = pd.read_csv(ROOT / "bench/results/validation-mechanism/summary.csv").set_index(["predictor", "traces"])
+    assert np.allclose(s.loc[committed.index, "mape_pct"], committed["mape_pct"], atol=0.01)
+    # the naive predictor is there and the mechanism profile beats it
+    assert committed.loc[("mechanism", "all"), "mape_pct"] < committed.loc[("naive", "all"), "mape_pct"]
+
+
+def test_the_mechanism_profile_holds_the_family_fit_of_the_committed_traces():
+    from ctasim.validation import ctapipe as VC
+    from ctasim.validation.pipeline import CTAPIPE_FIT_ALSO, CTAPIPE_RUN
+
+    traces = [mt for r in (CTAPIPE_RUN, *CTAPIPE_FIT_ALSO) for mt in VC.load_folder(ROOT / "bench/results/hw" / r)]
+    fields, ev = VC.fit_family(traces, load_hardware("h200-x2-calibrated"))
+    cfg = load_hardware(MECH).config(128, 256, kernel="ctapipe")
+    for name, value in fields.items():
+        assert getattr(cfg, name) == pytest.approx(value), name
+    assert set(ev["field"]) == set(fields)
+    # every per-variant config of the committed profile stays out of the mechanism profile
+    assert not [c.kernel for c in load_hardware(MECH).kernel_configs if c.kernel.startswith("ctapipe-")]
+    with pytest.raises(ValueError, match="fitting M"):
+        VC.fit_family(traces, load_hardware("h200-x2-calibrated"), fit_ms=(7,))
