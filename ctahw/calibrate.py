@@ -43,6 +43,14 @@ l2_hbm_exposed,             *fitted*: least mean |error| over the tile-order pro
 The memory hierarchy's fields (the last four rows) are written all together or not at all
 (:func:`memory_hierarchy`); the probes behind them take ~50 s of device time (``--quick``: ~20 s).
 
+Also measured, written into calibration.json (``percta``, ``percta_runs``), the probe folder (``percta.csv``,
+``percta-runs.csv``, ``percta-tiles-<M>-<variant>.csv.gz``) and the profile's header, not into any field
+(:func:`percta_probe`, ``ctahw.percta``): the one-CTA-per-tile steps of the CTA-pipelined producer kernel (variant
+(a)) run alone on GPU 0 with its output and scoreboard in local memory, traced, at M = 4096 and 16384 for clusters
+1x1, 1x2 and 2x1 -- the exposed epilogue (what the ``ctapipe-*`` configs' ``tile_fixed_ns`` holds), the CTA
+turnover (``cta_launch_ns``), the mainloop of waves 0-1 and later, the store-complete and local signal steps; until
+then fitted on 2-GPU traces only (``ctasim.validation.ctapipe``). ``--no-percta`` skips it (~15 s).
+
 Also measured and recorded (comments in the profile, all figures in calibration.json): the %globaltimer tick
 and the GPU1 - GPU0 %globaltimer offset (NTP-style, from the minimum-round-trip ping-pong samples).
 
@@ -83,6 +91,7 @@ __all__ = [
     "base_comments",
     "profile_toml",
     "measure",
+    "percta_probe",
 ]
 
 
@@ -477,11 +486,12 @@ def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, meas
 
 
 def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), quick: bool = False,
-            reps: int = 10, memory: bool = True, probe_out: Path | None = None) -> dict:
+            reps: int = 10, memory: bool = True, probe_out: Path | None = None, percta: bool = True) -> dict:
     """Run every calibration measurement on GPUs 0 and 1 (0 only for the single-GPU parts); returns a dict.
 
-    ``memory``: also the memory hierarchy's probes (:func:`measure_memory`); ``probe_out``: a folder for their raw
-    files. ``reps`` is the repetition count of the other measurements; the probes keep their own."""
+    ``memory``: also the memory hierarchy's probes (:func:`measure_memory`); ``percta``: also the one-CTA-per-tile
+    producer's per-tile steps (:func:`percta_probe`); ``probe_out``: a folder for both probes' raw files. ``reps``
+    is the repetition count of the other measurements; the probes keep their own."""
     from ctahw import probes  # noqa: PLC0415
     from ctahw.baselines import Timed, tune_schedule  # noqa: PLC0415
     from ctahw.device import enable_peer_access, random_bf16, require_cupy, require_gpus, summarize  # noqa: PLC0415
@@ -735,7 +745,25 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
         except ValueError as e:  # the fit failed: the fields stay copied, and the profile says why
             res["memory_note"] = str(e)
             log(f"calibrate: memory hierarchy not written: {e}")
+    if percta:
+        res.update(percta_probe(log, quick, probe_out))
     return res
+
+
+def percta_probe(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), quick: bool = False,
+                 probe_out: Path | None = None) -> dict:
+    """The one-CTA-per-tile producer's per-tile steps on GPU 0 (``ctahw.percta.measure_percta``: M = 4096 and 16384,
+    the producers of :data:`ctahw.percta.PERCTA_VARIANTS`, each checked against fp32, :data:`ctahw.percta.REPS` traced
+    and untraced rested runs; ``quick``: one each). Returns ``percta`` (one row per case: the medians) and
+    ``percta_runs`` (one row per traced run); with ``probe_out``, ``percta.csv``, ``percta-runs.csv`` and the kept
+    traces' ``percta-tiles-<M>-<variant>.csv.gz`` are written there."""
+    from ctahw import percta as pc  # noqa: PLC0415
+
+    log("calibrate: one-CTA-per-tile producer, per-tile traces (local D)")
+    r = pc.measure_percta(reps=1 if quick else pc.REPS, log=log)
+    if probe_out is not None:
+        pc.write_percta(probe_out, r)
+    return {"percta": r["cases"], "percta_runs": r["runs"]}
 
 
 TILE_ORDER_REPS = 3
@@ -886,6 +914,10 @@ def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance:
                       f"cta_drift measured on {len(res.get('order_drift', ()))} per-tile traces (ctasim.calibration)")
     elif res.get("memory_note"):
         header.append(f"Memory hierarchy copied from {base.name}: {res['memory_note']}")
+    if res.get("percta"):
+        from ctahw.percta import percta_notes  # noqa: PLC0415
+
+        header += [f"Measured, not written into a kernel config: {n}" for n in percta_notes(res["percta"])]
     text = profile_toml(base, base_path.read_text(), base.name, name, measured_fields(res), measured_configs(res),
                         provenance, header)
     if "remote_d_remote_ms" in res and "sm_remote_store_gbps" not in res:

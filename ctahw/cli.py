@@ -78,8 +78,12 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--no-memory", action="store_true",
                    help="skip the memory hierarchy's probes (tile orders, per-tile traces; ~50 s): l2_bytes, "
                         "l2_hbm_exposed and the 128x256 l2_sm_tflops, cta_drift, cluster_m stay copied from --base")
+    c.add_argument("--no-percta", action="store_true",
+                   help="skip the one-CTA-per-tile producer's per-tile traces (ctahw.percta; ~15 s), whose steps go "
+                        "into calibration.json, the probe folder and the profile's header")
     c.add_argument("--probe-out", type=Path, default=None,
-                   help="folder for the memory probes' raw files (tile_orders.csv, timing.csv, tiles-*.csv.gz)")
+                   help="folder for the probes' raw files (tile_orders.csv, timing.csv, tiles-*.csv.gz; percta.csv, "
+                        "percta-runs.csv, percta-tiles-<M>-<variant>.csv.gz)")
     c.add_argument("--dry-run", action="store_true", help="print what would be measured; needs no GPU")
 
     r = sub.add_parser("run", help="run an experiment spec (or the flag shorthand) on the GPUs")
@@ -205,8 +209,8 @@ def cmd_calibrate(args) -> int:
             except _UsageError as e:
                 raise _UsageError(f"{flag} {path}: {str(e).split(': ', 1)[1]}") from None
     if args.probe_out is not None:
-        if args.no_memory:
-            raise _UsageError(f"--probe-out {args.probe_out}: the memory probes are skipped (--no-memory)")
+        if args.no_memory and args.no_percta:
+            raise _UsageError(f"--probe-out {args.probe_out}: the probes are skipped (--no-memory, --no-percta)")
         _check_out(args.probe_out, "--probe-out")
     if args.dry_run:
         skip = set(calibrate.FITTED_FIELDS) | {"l2_bytes"} if args.no_memory else set()
@@ -216,9 +220,17 @@ def cmd_calibrate(args) -> int:
         if not args.no_memory:
             print("memory probes: the tile-order probe at N = K = 8192 (M = 2048 ... 32768, 12 orders) and 9 per-tile "
                   f"traces (ctahw.tile_orders){'; raw files into ' + str(args.probe_out) if args.probe_out else ''}")
+        if not args.no_percta:
+            from ctahw import percta  # noqa: PLC0415
+
+            print(f"one-CTA-per-tile probe: the producers of {', '.join(percta.PERCTA_VARIANTS)} at M = "
+                  f"{', '.join(map(str, percta.PERCTA_MS))} x {percta.PERCTA_H} x {percta.PERCTA_H}, local D, traced "
+                  "(ctahw.percta): exposed epilogue, CTA turnover, mainloop, store and signal steps into the json and "
+                  f"the profile's header{'; raw files into ' + str(args.probe_out) if args.probe_out else ''}")
         print(f"would write {out} (base {args.base}) and {args.json or 'no json'}")
         return 0
-    res = calibrate.measure(quick=args.quick, reps=args.reps, memory=not args.no_memory, probe_out=args.probe_out)
+    res = calibrate.measure(quick=args.quick, reps=args.reps, memory=not args.no_memory, probe_out=args.probe_out,
+                            percta=not args.no_percta)
     prov = provenance.collect()
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

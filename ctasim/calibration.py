@@ -17,13 +17,25 @@ What is derived
       start times within a round, in units of the mainloop of rounds 1-3 (the lockstep start): the slope of a
       least-squares line over rounds 1 .. last - 1 (round 0 starts together by construction, the last round is
       partial). A profile's ``cta_drift`` is the median over the traces.
+    * **The one-CTA-per-tile steps** (:func:`percta_steps`, :func:`percta_medians`): from a per-tile trace of the
+      CTA-pipelined producer kernel of variant (a) (one CTA per tile, non-persistent grid; ``ctahw.percta`` runs it on
+      one GPU with its output and scoreboard in that GPU's memory), the tiles' grid waves (``cta // slots``), the
+      median mainloop (``t_mainloop_end - t_acquire``) of waves 0-1 and of waves >= 2, the exposed epilogue
+      (``t_compute_end - t_mainloop_end``), the store-complete step (``t_store_end - t_compute_end``), the signal step
+      (``t_signal - t_store_end``) and the CTA's hold after its compute (exit - compute end, exit = the later of store
+      end and signal), each over waves >= 2, and the CTA turnover (a CTA's ``t_acquire`` minus the exit of the CTA
+      before it on the same SM, CTAs of an SM in ``t_start`` order): the definitions ``ctasim.validation.ctapipe``
+      fits ``tile_fixed_ns``, ``cta_launch_ns`` and ``signal_ns`` with on the 2-GPU traces, measured here without a
+      second GPU.
 
 Left out
     Which tile orders and shapes to run (the probes decide; :data:`CALIBRATION_MS` is the committed split); an L2
     efficiency below 1 and an HBM rate other than the measured copy rate in the profile's fit (:func:`grid_fit`
     takes grids of both for the bench scripts' comparisons); the spread of the drift between traces (reported, not
     modelled: one constant per profile); any clock or power effect on the timed runs (the probe rests the GPU
-    before each one).
+    before each one). For the one-CTA-per-tile steps: the wave slowdown's ramp and the tile-time variation (the
+    2-GPU fit's ``wave_slowdown`` and ``tile_cv``), and the remote store (the probe's stores are local, so its store
+    and signal steps are a lower bound of the NVLink ones).
 """
 
 from __future__ import annotations
@@ -39,7 +51,8 @@ from ctasim.l2 import RASTERS, WaveTraffic, cutlass_sm90_grid_ctas, cutlass_sm90
 __all__ = [
     "TILE_M", "TILE_N", "ELEM_BYTES", "CALIBRATION_N", "CALIBRATION_K", "CALIBRATION_MS", "RATE_GRID", "EXPOSED_GRID",
     "is_calibration", "calibration_shapes", "tile_order_table", "run_traffic", "compute_ns", "predict_ns", "GridFit",
-    "grid_fit", "fit_l2_constants", "trace_drift", "cta_drift",
+    "grid_fit", "fit_l2_constants", "trace_drift", "cta_drift", "PERCTA_COLUMNS", "PERCTA_STEPS", "percta_table",
+    "percta_turnover", "percta_steps", "percta_medians",
 ]
 
 TILE_M, TILE_N, ELEM_BYTES = 128, 256, 2
@@ -226,3 +239,84 @@ def cta_drift(traces: Iterable[pd.DataFrame]) -> float:
     if not vals:
         raise ValueError("no per-tile traces to measure the drift on")
     return float(np.median(vals))
+
+
+PERCTA_COLUMNS = ("cta", "sm", "t_start", "t_acquire", "t_mainloop_end", "t_compute_end", "t_store_end", "t_signal")
+"""The columns of a per-tile trace of a one-CTA-per-tile kernel that :func:`percta_steps` reads (ns, any origin)."""
+PERCTA_STEPS = ("mainloop_early_ns", "mainloop_late_ns", "epilogue_ns", "turnover_ns", "store_ns", "signal_ns",
+                "held_ns")
+"""The medians :func:`percta_steps` derives (module docstring): mainloop of waves 0-1 and of waves >= 2, exposed
+epilogue, CTA turnover, store-complete step, signal step, hold after the compute."""
+
+
+def percta_table(tiles: pd.DataFrame, slots: int, where: str = "trace") -> pd.DataFrame:
+    """The tiles of a one-CTA-per-tile trace (:data:`PERCTA_COLUMNS`) with ``wave`` (``cta // slots``: the grid wave
+    of a static grid of ``slots`` concurrent CTAs), ``mainloop``, ``epilogue``, ``store``, ``signal``, ``exit`` and
+    ``held`` added (module docstring). ValueError (one line naming ``where``) on a missing column or ``slots`` < 1."""
+    missing = [c for c in PERCTA_COLUMNS if c not in tiles.columns]
+    if missing:
+        raise ValueError(f"{where}: no column {', '.join(missing)} (a per-tile trace has {', '.join(PERCTA_COLUMNS)})")
+    if int(slots) < 1:
+        raise ValueError(f"{where}: {slots} CTA slots; a grid wave needs at least one")
+    t = tiles.copy()
+    t["wave"] = t["cta"].astype(np.int64) // int(slots)
+    t["mainloop"] = t.t_mainloop_end - t.t_acquire
+    t["epilogue"] = t.t_compute_end - t.t_mainloop_end
+    t["store"] = t.t_store_end - t.t_compute_end
+    t["signal"] = t.t_signal - t.t_store_end
+    t["exit"] = t[["t_store_end", "t_signal"]].max(axis=1)
+    t["held"] = t["exit"] - t.t_compute_end
+    return t
+
+
+def percta_turnover(tiles: pd.DataFrame) -> np.ndarray:
+    """The CTA turnovers of a static grid (rows of :func:`percta_table`): per SM, its CTAs in ``t_start`` order, each
+    CTA's ``t_acquire`` minus the ``exit`` of the CTA before it; one value per pair of consecutive CTAs of an SM."""
+    out = [np.zeros(0)]
+    for _, g in tiles.groupby("sm", sort=True):
+        g = g.sort_values("t_start", kind="stable")
+        out.append(g["t_acquire"].to_numpy(np.float64)[1:] - g["exit"].to_numpy(np.float64)[:-1])
+    return np.concatenate(out)
+
+
+def percta_steps(tiles: pd.DataFrame, slots: int, where: str = "trace") -> dict:
+    """The one-CTA-per-tile steps of one per-tile trace (module docstring): the medians :data:`PERCTA_STEPS` (ns), and
+    ``tiles``, ``waves``, ``late_tiles`` (tiles of waves >= 2), ``turnover_pairs`` and ``span_ns`` (first CTA start to
+    the last exit). ValueError (one line naming ``where``) on a missing column or fewer than 3 grid waves (waves >= 2
+    are the steady state the epilogue and the steps are taken from)."""
+    t = percta_table(tiles, slots, where)
+    waves = int(t["wave"].max()) + 1 if len(t) else 0
+    if waves < 3:
+        raise ValueError(f"{where}: {waves} grid wave(s) of {slots} CTAs; the steps need at least 3 (waves >= 2)")
+    early, late = t[t["wave"] <= 1], t[t["wave"] >= 2]
+    turn = percta_turnover(t)
+    return {"tiles": int(len(t)), "waves": waves, "late_tiles": int(len(late)),
+            "mainloop_early_ns": float(early["mainloop"].median()),
+            "mainloop_late_ns": float(late["mainloop"].median()),
+            "epilogue_ns": float(late["epilogue"].median()),
+            "turnover_ns": float(np.median(turn)) if len(turn) else float("nan"), "turnover_pairs": int(len(turn)),
+            "store_ns": float(late["store"].median()), "signal_ns": float(late["signal"].median()),
+            "held_ns": float(late["held"].median()),
+            "span_ns": float(t["exit"].max() - t["t_start"].min())}
+
+
+def percta_medians(runs: pd.DataFrame, keys: Sequence[str] = ("m", "variant")) -> pd.DataFrame:
+    """Per ``keys`` (one case, several traced runs): the median over the runs of each of :data:`PERCTA_STEPS` and
+    ``span_ns``, with ``runs`` (how many) and the runs' range of each step (``mainloop_early_min_ns``,
+    ``mainloop_early_max_ns``, ...).
+    ``runs``: one row per traced run with ``keys`` and the :func:`percta_steps` columns; other columns are left out.
+    ValueError on a missing column or no rows."""
+    cols = list(PERCTA_STEPS) + ["span_ns"]
+    missing = [c for c in list(keys) + cols if c not in runs.columns]
+    if missing:
+        raise ValueError(f"per-tile steps: no column {', '.join(missing)}")
+    if runs.empty:
+        raise ValueError("per-tile steps: no traced runs")
+    g = runs.groupby(list(keys), sort=True)[cols]
+    out = g.median()
+    lo, hi = g.min(), g.max()
+    for c in PERCTA_STEPS:
+        out[f"{c.removesuffix('_ns')}_min_ns"] = lo[c]
+        out[f"{c.removesuffix('_ns')}_max_ns"] = hi[c]
+    out.insert(0, "runs", g.size())
+    return out.reset_index()

@@ -62,6 +62,16 @@ def test_calibrate_dry_run_names_the_memory_hierarchy_unless_skipped(capsys, tmp
     assert "hbm_gbps" in out and "l2_" not in out and "cta_drift" not in out and "memory probes" not in out
 
 
+def test_calibrate_dry_run_names_the_one_cta_per_tile_probe_unless_skipped(capsys, tmp_path):
+    # the per-tile probe writes into --probe-out without the memory probes; with neither, --probe-out is an error
+    assert cli.main(["calibrate", "--dry-run", "--no-memory", "--probe-out", str(tmp_path / "p")]) == 0
+    out = capsys.readouterr().out
+    assert "one-CTA-per-tile probe" in out and "M = 4096, 16384" in out and str(tmp_path / "p") in out
+    assert not (tmp_path / "p").exists()
+    assert cli.main(["calibrate", "--dry-run", "--no-percta"]) == 0
+    assert "one-CTA-per-tile" not in capsys.readouterr().out
+
+
 def test_run_options_come_from_the_sweep_config():
     args = cli.parser().parse_args(["run", "all", "--ms", "1024", "--reps", "3", "--backends", "cutlass"])
     assert args.ms == (1024,) and args.reps == 3 and args.backends == ("cutlass",)
