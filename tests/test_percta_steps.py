@@ -3,6 +3,8 @@ answers."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -110,3 +112,20 @@ def test_the_medians_over_runs_and_their_range():
         C.percta_medians(pd.DataFrame(runs).drop(columns="span_ns"))
     with pytest.raises(ValueError, match="no traced runs"):
         C.percta_medians(pd.DataFrame(runs).iloc[:0])
+
+
+PROBE = Path(__file__).resolve().parent.parent / "bench/results/hw/2026-12-02-percta-probe"
+
+
+def test_the_committed_probe_tables_give_their_runs_steps_and_the_medians_their_runs():
+    runs, cases = pd.read_csv(PROBE / "percta-runs.csv"), pd.read_csv(PROBE / "percta.csv")
+    assert len(cases) == 8 and set(cases.m) == {4096, 16384}
+    for c in cases.itertuples():
+        kept = runs[(runs.m == c.m) & (runs.variant == c.variant) & (runs.run == c.kept_run)].iloc[0]
+        got = C.percta_steps(pd.read_csv(PROBE / f"percta-tiles-{c.m}-{c.variant}.csv.gz"), int(c.slots))
+        for k, v in got.items():
+            assert v == pytest.approx(kept[k], abs=1e-6), (c.m, c.variant, k)
+    med = C.percta_medians(runs).set_index(["m", "variant"])
+    for c in cases.itertuples():
+        for step in C.PERCTA_STEPS:
+            assert med.loc[(c.m, c.variant), step] == getattr(c, step)
