@@ -20,7 +20,9 @@ Traces with a first-wave store stall (``ctasim.validation.ctapipe.STALL_NS``, ju
 listed but left out of the summaries. Writes ``traces.csv`` (one row per trace and predictor), ``summary.csv`` (per
 predictor: MAPE, worst, median start error), ``waves.csv`` (per trace and layer, the median tile time of selected
 waves measured and simulated) and ``family-fit.csv`` (what ``ctasim.validation.ctapipe.fit_family`` takes from the
-traces for the mechanism profile's two fitted protocol steps, and the pooled figures it does not use).
+traces for the mechanism profile's family config), and ``probe-waves.csv``: the producer alone on one H200
+(``bench/results/hw/2026-12-02-percta-probe``, measured after the mechanism profile was committed), per wave,
+measured against the profiles' tile times.
 Every figure here is post-hoc: all of these traces were seen before the mechanism profile was written.
 """
 
@@ -128,6 +130,46 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+PROBE = HW_DIR / "2026-12-02-percta-probe"
+"""The one-CTA-per-tile producer alone on one H200 (``ctahw.percta``): its traced runs' tile tables."""
+
+
+def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
+    """Per probe tile table and wave: the measured median tile time (acquire to compute end) against the mechanism
+    profile's (its memory hierarchy over the probe's own order, the variant's cluster shape, the family config's
+    ``ticket_spread``), the same without the spread (lockstep) and the per-variant profile's (the variant's producer
+    config: ``sm_tflops``, ``tile_fixed_ns`` and its wave slowdown). The producer alone: no remote store, no consumer."""
+    from ctasim.variants import VARIANTS  # noqa: PLC0415
+
+    rows = []
+    for f in sorted(folder.glob("percta-tiles-*.csv.gz")):
+        m, variant = f.name.removeprefix("percta-tiles-").removesuffix(".csv.gz").split("-", 1)
+        m = int(m)
+        t = pd.read_csv(f).sort_values("cta")
+        layer = Layer(m, VC.H, VC.H, *VC.TILE)
+        order = (t["tile_m"] * layer.tiles_n + t["tile_n"]).to_numpy(np.int64)
+        slots = mech.sm_count
+        wave = np.arange(len(t)) // slots
+        meas = (t["t_compute_end"] - t["t_acquire"]).groupby(wave).median().to_numpy() / 1e3
+        cfg = mech.config(*VC.TILE, kernel="ctapipe")
+        cluster_m = int(VARIANTS[variant].clusters[0].split("x")[0])
+        model = {}
+        for name, spread in (("mechanism", cfg.ticket_spread), ("lockstep", 0.0)):
+            times = costs.order_tile_times(layer, mech, 2, order, slots, kernel="ctapipe", drift=0.0,
+                                           cluster_m=cluster_m, ticket_spread=spread)
+            model[name] = times[::slots][:len(meas)] / 1e3
+        pv = per_variant.config(*VC.TILE, kernel=VARIANTS[variant].kernels[0]) if VARIANTS[variant].kernels else None
+        if pv is not None:
+            base = costs.gemm_tile_ns(layer, per_variant, 2, pv.kernel) / 1e3
+            model["per_variant"] = base * np.array([pv.wave_factor(w) for w in range(len(meas))])
+        spans = VC.window_spans(t, slots)
+        for w in range(len(meas)):
+            rows.append({"m": m, "variant": variant, "wave": w, "measured_us": meas[w],
+                         "span": spans[w] if w < len(spans) else np.nan,
+                         **{f"{k}_us": v[w] for k, v in model.items()}})
+    return pd.DataFrame(rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(OUT))
@@ -149,6 +191,8 @@ def main(argv=None) -> int:
     s.to_csv(out / "summary.csv", index=False)
     waves.round(2).to_csv(out / "waves.csv", index=False)
     fam_ev.to_csv(out / "family-fit.csv", index=False)
+    pw = probe_waves(mech, per_variant)
+    pw.round(3).to_csv(out / "probe-waves.csv", index=False)
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(s.to_string(index=False))
     return 0

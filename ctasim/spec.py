@@ -120,7 +120,7 @@ class KernelConfig:
     wave_slowdown: float = _f(
         "fractional slowdown of the tile time reached in later waves of a grid: the tile at grid position i "
         "(i // slots = its wave w) takes 1 + wave_slowdown * min(1, w / wave_slowdown_waves) times the tile "
-        "time (L2 reuse lost as waves drift apart)", 0.0)
+        "time (fitted on the 2xH200 traces; its cause is not modelled: docs/validation.md)", 0.0)
     wave_slowdown_waves: float = _f("waves over which wave_slowdown ramps up linearly (> 0)", 1.0)
     signal_hold_ns: float = _f(
         "a producer CTA of this kernel keeps its slot this long after its remote store arrived (fence, counter "

@@ -139,3 +139,15 @@ def test_the_mechanism_profile_holds_the_family_fit_of_the_committed_traces():
     assert not [c.kernel for c in load_hardware(MECH).kernel_configs if c.kernel.startswith("ctapipe-")]
     with pytest.raises(ValueError, match="fitting M"):
         VC.fit_family(traces, load_hardware("h200-x2-calibrated"), fit_ms=(7,))
+
+
+def test_the_committed_probe_waves_are_what_the_profiles_give():
+    mod = _bench()
+    got = mod.probe_waves(load_hardware(MECH), load_hardware("h200-x2-calibrated"))
+    committed = pd.read_csv(ROOT / "bench/results/validation-mechanism/probe-waves.csv")
+    assert len(got) == len(committed) > 0
+    for c in ("measured_us", "mechanism_us", "lockstep_us"):
+        assert np.allclose(got[c].to_numpy(), committed[c].to_numpy(), atol=2e-3), c
+    # what the docs say: alone, the 1x1 producer at M = 16384 keeps its reuse (lockstep closer than the spread rule)
+    late = committed[(committed["m"] == 16384) & (committed["variant"] == "cutlass_ctapipe") & (committed["wave"] >= 2)]
+    assert abs(late["lockstep_us"] - late["measured_us"]).mean() < abs(late["mechanism_us"] - late["measured_us"]).mean()
