@@ -83,6 +83,9 @@ def reason_for(strategy: Strategy, case: Case, gpus: int) -> str | None:
     if strategy.kind not in SPEC_KINDS:
         return f"{strategy.kind} is not yet run from an experiment spec"
     layers = case.workload.layers
+    if strategy.kind == "ctapipe" and 1 < strategy.gpus < len(layers):
+        return (f"ctapipe on a ring ({len(layers)} layers on {strategy.gpus} GPUs) has no ctahw kernel yet "
+                f"(the simulator models it)")
     if strategy.kind == "ctapipe" and strategy.gpus == 1:
         from ctasim.strategies.ctapipe import chain_reason  # noqa: PLC0415
 

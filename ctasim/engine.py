@@ -33,6 +33,8 @@ What is simulated
       every layer by tickets in the plan's topological order, the next ticket when the current tile starts; a
       tile of layer l > 0 waits until its row-block of layer l - 1 is complete (seen half a poll interval
       later); each tile holds its CTA ``chain_signal_ns`` after its compute (stores complete, GPU-scope release).
+      A ring placement runs one per GPU on shared counters; a tile whose output feeds the next GPU stores it at the
+      per-SM store rate and signals there (the link's sharing left out for these stores).
     * Copy-engine transfers use the fabric at copy-engine rate; collectives and memory passes take the
       time their cost function gives.
 
@@ -326,10 +328,17 @@ class _Run:
                         for p in plan.pipes}
         # By kernel id, what a tile record's kernel and tile id give: gpu, first layer, tiles per layer, tiles_n,
         # row offset (see flush_records).
-        cols = np.zeros((5, len(plan.ops)), dtype=np.int64)
+        cols = np.zeros((6, len(plan.ops)), dtype=np.int64)
         for k in plan.kernels():
-            cols[:, k.id] = (k.gpu, k.layer, max(1, k.tiles_m * k.tiles_n), max(1, k.tiles_n), k.row_offset)
+            cols[:, k.id] = (k.gpu, k.layer, max(1, k.tiles_m * k.tiles_n), max(1, k.tiles_n), k.row_offset,
+                             k.chain_stride)
         self.kernel_columns = tuple(cols)
+        # The chain kernels' row-block counters (layer * tiles_m + row-block), one set for the run: a ring placement's
+        # kernels wait on each other's (Kernel.chain_stride). Counts, latest signal, visible time, waiting CTAs.
+        chains = [k for k in plan.kernels() if k.source == "chain"]
+        n = max((k.tiles_m * (k.layer + (k.chain_layers - 1) * k.chain_stride + 1) for k in chains), default=0)
+        self.chain_count, self.chain_last = [0] * n, [0.0] * n
+        self.chain_visible, self.chain_waiters = [math.inf] * n, {}
 
     # ---------------------------------------------------------------- operations
     def op_process(self, op):
@@ -604,29 +613,34 @@ class _Run:
     def chain_kernel(self, k: Kernel, n_workers: int, durations: list[float]):
         """The chain kernel (``Kernel.source = "chain"``): persistent CTAs take the tiles of every layer in
         ``k.order`` by tickets; a tile of layer l > 0 waits for row-block ``r`` of layer l - 1 (all its column
-        tiles signalled, seen half a poll interval later).
+        tiles signalled, seen half a poll interval later), whichever of the plan's chain kernels runs layer l - 1.
 
         A CTA takes its first ticket when the kernel's CTAs start -- CTA ``w`` ticket ``w``, every first ticket before
         any second one, as the measured traces show -- and each further one when its current tile starts computing
         (the scheduler warp runs one tile ahead); the wait for the inputs overlaps that tile.
-        A tile holds its CTA ``chain_signal_ns`` after its compute (stores complete, then the release) and
-        signals its row-block counter then. Durations are indexed by ticket. ``Kernel.chain_static``: CTA ``w`` runs
-        order entries ``w, w + W, ...`` instead (the static design; all CTAs resident)."""
+        A tile whose output stays on this GPU holds its CTA ``chain_signal_ns`` after its compute (stores complete,
+        then the release) and signals its row-block counter then. A tile whose layer feeds another GPU
+        (``Kernel.chain_remote``, a ring placement) stores there: its store arrives ``chain_store_ns`` after its
+        compute, its counter update ``chain_remote_signal_ns`` later, and it holds its CTA until
+        ``chain_remote_hold_ns`` after the arrival (the link's sharing is left out: the per-SM store rate binds
+        first). Durations are indexed by ticket. ``Kernel.chain_static``: CTA ``w`` runs order entries
+        ``w, w + W, ...`` instead (the static design; all CTAs resident)."""
         env, lane = self.env, self.lane
         push = lane.push
         per = k.tiles_m * k.tiles_n
         tiles_n, tiles_m, order = k.tiles_n, k.tiles_m, self.orders[k.id]
-        # counter (layer * tiles_m + row-block) of each tile id, and the counter its tile waits on (-1: none)
-        own_of = [t // tiles_n for t in range(k.tiles)]
-        dep_of = [-1] * per + [c - tiles_m for c in own_of[per:]]
-        count = [0] * (k.chain_layers * tiles_m)
-        last = [0.0] * len(count)
-        visible = [math.inf] * len(count)
-        waiters: dict[int, list] = {}
+        stride = k.chain_stride
+        # the run's counter (global layer * tiles_m + row-block) of each tile id, and the one it waits on (-1: none)
+        own_of = [(k.layer + (t // per) * stride) * tiles_m + (t % per) // tiles_n for t in range(k.tiles)]
+        dep_of = [c - tiles_m if c >= tiles_m else -1 for c in own_of]
+        remote = list(k.chain_remote) + [False] * (k.chain_layers - len(k.chain_remote))
+        remote_of = [remote[t // per] for t in range(k.tiles)]
+        count, last, visible, waiters = self.chain_count, self.chain_last, self.chain_visible, self.chain_waiters
         # every CTA takes its first ticket as the grid starts (CTA w: ticket w), before any CTA takes a second one
         state = {"next": n_workers, "live": n_workers}
         finished = env.event()
         hold, half_poll = k.chain_signal_ns, self.half_poll
+        store_ns, rsig, rhold = k.chain_store_ns, k.chain_remote_signal_ns, k.chain_remote_hold_ns
         slow, slow_from = self.slow, self.slow_from
         gpu, kid, sm_count, n_tiles = k.gpu, k.id, self.hw.sm_count, k.tiles
         events_append = self.events.append
@@ -640,6 +654,15 @@ class _Run:
                 _wake_all(lane, ctas)
 
         static = k.chain_static
+
+        def signal(own: int, t_sig: float) -> None:
+            count[own] += 1
+            if t_sig > last[own]:
+                last[own] = t_sig
+            if count[own] == tiles_n:
+                visible[own] = last[own]
+                events_append((ZERO, -1, gpu, own, -1, -1, last[own], 1))
+                at(last[own] + half_poll, publish, own)
 
         def worker(w: int, me: _Cta):
             nonlocal records  # += on the bytearray extends it in place
@@ -669,18 +692,18 @@ class _Run:
                     state["next"] = nxt + 1
                 dur = durations[i] * (slow if t_acquire >= slow_from else 1.0)
                 t_ce = t_acquire + dur
-                push(t_acquire + (dur + hold), step)
-                yield
-                t_sig = t_ce + hold
-                own = own_of[tile]
-                count[own] += 1
-                if t_sig > last[own]:
-                    last[own] = t_sig
-                if count[own] == tiles_n:
-                    visible[own] = last[own]
-                    events_append((ZERO, -1, gpu, own, -1, -1, last[own], 1))
-                    at(last[own] + half_poll, publish, own)
-                records += pack(kid, w, sm, tile, t_start, t_acquire, t_ready, t_ce, t_sig, t_sig, i)
+                if remote_of[tile]:  # stored into the next GPU's memory, signalled there: decided now, at issue
+                    t_store = t_ce + store_ns
+                    t_sig = t_store + rsig
+                    signal(own_of[tile], t_sig)
+                    push(t_store + rhold, step)
+                    yield
+                else:
+                    t_store = t_sig = t_ce + hold
+                    push(t_sig, step)
+                    yield
+                    signal(own_of[tile], t_sig)
+                records += pack(kid, w, sm, tile, t_start, t_acquire, t_ready, t_ce, t_store, t_sig, i)
                 if len(records) >= flush_at:
                     self.flush_records()
                 i = nxt
@@ -799,10 +822,10 @@ class _Run:
         self.blocks.clear()
         # The columns that follow from a record's kernel and tile id, for all records at once.
         kid, tile = r["kernel"], r["tile"]
-        gpu, layer0, per, tiles_n, row_offset = (a[kid] for a in self.kernel_columns)
+        gpu, layer0, per, tiles_n, row_offset, stride = (a[kid] for a in self.kernel_columns)
         layer, rb = np.divmod(tile, per)
         tile_m, tile_n = np.divmod(rb, tiles_n)
-        cols = {"gpu": gpu, "kernel": kid, "layer": layer0 + layer, "cta": r["cta"], "sm": r["sm"],
+        cols = {"gpu": gpu, "kernel": kid, "layer": layer0 + layer * stride, "cta": r["cta"], "sm": r["sm"],
                 "tile_m": tile_m + row_offset, "tile_n": tile_n, **{c: r[c] for c in TIME_COLUMNS}, "slot": r["slot"]}
         events = (np.concatenate(self.event_blocks) if self.event_blocks
                   else np.zeros((0, len(EVENT_COLUMNS))))

@@ -62,7 +62,8 @@ class InvariantError(AssertionError):
 def _tile_ids(rows: pd.DataFrame, k: Kernel) -> np.ndarray:
     ids = (rows["tile_m"].to_numpy() - k.row_offset) * k.tiles_n + rows["tile_n"].to_numpy()
     if k.chain_layers > 1:  # the chain kernel's tiles of every layer: layer-major ids (Kernel.source "chain")
-        ids = ids + (rows["layer"].to_numpy().astype(np.int64) - k.layer) * (k.tiles_m * k.tiles_n)
+        j, off = np.divmod(rows["layer"].to_numpy().astype(np.int64) - k.layer, k.chain_stride)
+        ids = ids + np.where(off == 0, j, -1) * (k.tiles_m * k.tiles_n)  # a layer not of this kernel: outside
     return ids
 
 
@@ -202,23 +203,34 @@ def check_deps_visible(trace: Trace, plan: Plan, tol: float) -> list[Violation]:
 
 
 def check_chain_deps(trace: Trace, plan: Plan, tol: float) -> list[Violation]:
-    """The chain kernel (``Kernel.source = "chain"``): a tile of layer l > 0, row-block r, starts only after
-    every tile of row-block r of layer l - 1 signalled."""
+    """The chain kernels (``Kernel.source = "chain"``; one, or one per GPU of a ring placement): a tile of layer
+    l > 0, row-block r, starts only after every tile of row-block r of layer l - 1 signalled, whichever chain kernel
+    ran it."""
     out = []
     groups = _by_kernel(trace)
-    for k in plan.kernels():
-        rows = _grid_rows(groups, k)
-        if k.source != "chain" or rows is None or not len(rows):
-            continue
-        layer = rows["layer"].to_numpy().astype(np.int64) - k.layer
-        row = rows["tile_m"].to_numpy().astype(np.int64) - k.row_offset
-        own = layer * k.tiles_m + row
-        latest = np.full(k.chain_layers * k.tiles_m, -np.inf)
-        with np.errstate(invalid="ignore"):
-            np.maximum.at(latest, own, rows["t_signal"].to_numpy())
-        n = np.bincount(own, minlength=len(latest))
-        need = np.where(layer > 0, latest[np.maximum(own - k.tiles_m, 0)], -np.inf)
-        short = np.where(layer > 0, n[np.maximum(own - k.tiles_m, 0)] < k.tiles_n, False)
+    chains = [(k, rows) for k in plan.kernels() if k.source == "chain"
+              for rows in [_grid_rows(groups, k)] if rows is not None and len(rows)]
+    if not chains:
+        return out
+    tiles_m, tiles_n = chains[0][0].tiles_m, chains[0][0].tiles_n
+    all_rows = pd.concat([rows for _, rows in chains])
+    layer = all_rows["layer"].to_numpy().astype(np.int64)
+    row = all_rows["tile_m"].to_numpy().astype(np.int64) - chains[0][0].row_offset
+    own = layer * tiles_m + row
+    size = int(own.max()) + 1
+    latest = np.full(size, -np.inf)
+    with np.errstate(invalid="ignore"):
+        np.maximum.at(latest, own, all_rows["t_signal"].to_numpy())
+    n = np.bincount(own, minlength=size)
+    # the layers the chain kernels run: a tile waits on the layer before only where one of them runs it
+    ran = {k.layer + j * k.chain_stride for k, _ in chains for j in range(k.chain_layers)}
+    for k, rows in chains:
+        layer = rows["layer"].to_numpy().astype(np.int64)
+        own = layer * tiles_m + rows["tile_m"].to_numpy().astype(np.int64) - k.row_offset
+        before = np.maximum(own - tiles_m, 0)
+        waits = np.isin(layer - 1, list(ran))
+        need = np.where(waits, latest[before], -np.inf)
+        short = np.where(waits, n[before] < tiles_n, False)
         early = (rows["t_acquire"].to_numpy() + tol < need) | short
         if early.any():
             i = int(np.flatnonzero(early)[0])

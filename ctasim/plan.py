@@ -57,9 +57,11 @@ class Kernel(Op):
     long after the kernel begins.  ``source`` says how a CTA obtains its next tile: ``"static"`` (from ``order``, no waiting),
     ``"queue"`` (pop a ready tile id from the inbound work-queue), ``"wait"`` (take the next tile of
     ``order`` and wait until its scoreboard counter is complete) or ``"chain"`` (the chain kernel: the tiles of
-    ``chain_layers`` equal-shaped layers, ids ``layer * tiles_m * tiles_n + row_block * tiles_n + col``, taken
-    by persistent CTAs in ``order`` (a topological order, :func:`chain_order`) by tickets; a tile of layer l > 0
-    waits until row-block ``row_block`` of layer l - 1 is complete, a counter in the same GPU's memory).
+    ``chain_layers`` equal-shaped layers ``layer, layer + chain_stride, ...``, ids ``j * tiles_m * tiles_n +
+    row_block * tiles_n + col`` for its j-th layer, taken by persistent CTAs in ``order`` (a topological order,
+    :func:`chain_order`) by tickets; a tile of layer l > 0 waits until row-block ``row_block`` of layer l - 1 is
+    complete, a counter of the run that every chain kernel of the plan shares: with ``chain_stride`` G > 1 the
+    kernels of a ring placement, layer l on GPU l mod G, their outputs stored into the next GPU's memory).
     """
 
     gpu: int = 0
@@ -85,9 +87,15 @@ class Kernel(Op):
     source: str = "static"
     inbound: int = -1  # Pipe id this kernel consumes from, or -1
     outbound: int = -1  # Pipe id this kernel produces into, or -1
-    chain_layers: int = 1  # source "chain": layers layer .. layer + chain_layers - 1 in this one kernel
+    chain_layers: int = 1  # source "chain": layers layer, layer + chain_stride, ... (chain_layers of them)
+    chain_stride: int = 1  # source "chain": the layers' step (the GPUs of a ring placement; 1: one GPU)
     chain_signal_ns: float = 0.0  # source "chain": Hardware.local_signal_ns
     chain_static: bool = False  # source "chain": CTA w runs order[w], order[w + slots], ... (else tickets)
+    # source "chain", per local layer: its output goes to another GPU's kernel (remote store, then signal there)
+    chain_remote: tuple = ()
+    chain_store_ns: float = 0.0  # remote store: compute end to arrival (per-SM store rate, link latency)
+    chain_remote_signal_ns: float = 0.0  # arrival to the remote counter's update
+    chain_remote_hold_ns: float = 0.0  # the CTA keeps its slot this long after the store arrived
 
     @property
     def tiles(self) -> int:

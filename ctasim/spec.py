@@ -388,7 +388,8 @@ class Strategy:
         "CTA-pipelining, every layer in one persistent kernel on GPU 0 (the chain kernel: tiles taken in one "
         "topological order, by tickets (tile_source 'queue') or CTA by CTA (tile_source 'static'), a tile waiting "
         "for its row-block of the layer before; layers of one square shape; persistent does not apply). "
-        "1 < gpus < layers is not modelled yet", 0)
+        "1 < gpus < layers: a ring, one such kernel per GPU running its layers, outputs stored into the next GPU's "
+        "memory and signalled there (tickets only; no ctahw kernel yet)", 0)
     chain_group: int = _f(
         "ctapipe with gpus = 1: row-blocks per group of the chain kernel's tile order within a layer (a group's "
         "tiles column by column; the largest even count <= this that divides the row-blocks is used); 1: row order; "

@@ -112,7 +112,8 @@ def test_chain_check_reasons():
     mlp = load_workload("mlp-block")
     assert "square shape" in ctapipe.check(s, mlp, HW, 1)
     wl = _wl(layers=4)
-    assert "not modelled yet" in ctapipe.check(Strategy(kind="ctapipe", gpus=2), wl, HW, 2)
+    assert ctapipe.check(Strategy(kind="ctapipe", gpus=2), wl, HW, 2) is None  # a ring (tests/test_ring.py)
+    assert "at most one GPU per layer" in ctapipe.check(Strategy(kind="ctapipe", gpus=5), wl, HW, 5)
     assert ctapipe.gpus_needed(s, wl, 0) == 1 and ctapipe.gpus_needed(Strategy(kind="ctapipe"), wl, 0) == 4
 
 

@@ -21,6 +21,11 @@ the start times within that window spread (``KernelConfig.ticket_spread``), the 
 GEMM's drift. Left out there: the layers' epilogue and row-wise ops (the kernel runs
 square chains without them), L2 hits of a layer's input that the layer before has just written, and the static
 design's 2x1 cluster coupling (a pair waits for both its row-blocks).
+
+With ``1 < Strategy.gpus < layers`` the layers go round-robin (layer l on GPU l mod G, :func:`build_ring`): one
+such persistent kernel per GPU runs its layers' tiles by tickets in the chain's one order, a tile of layer l > 0
+waits for its row-block of layer l - 1 on the GPU before, and a tile whose output feeds the next GPU stores it there
+and signals the counter there with the 2-GPU kernels' protocol costs (not hidden). ctahw has no such kernel yet.
 """
 
 from __future__ import annotations
@@ -66,9 +71,17 @@ def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | No
         return why
     if strategy.gpus == 1:
         return chain_reason(wl)
-    if strategy.gpus and strategy.gpus != len(wl.layers):
-        return (f"placing {len(wl.layers)} layers on {strategy.gpus} GPUs (more than one layer per GPU, on more "
-                f"than one GPU) is not modelled yet; gpus = 1 or {len(wl.layers)}")
+    if strategy.gpus and strategy.gpus > len(wl.layers):
+        return f"gpus = {strategy.gpus} places {len(wl.layers)} layers: at most one GPU per layer"
+    if 1 < strategy.gpus < len(wl.layers):
+        why = chain_reason(wl)
+        if why:
+            return why.replace("the chain kernel runs", "the ring placement runs chain kernels of")
+        if strategy.variant:
+            return "the ring placement (1 < gpus < layers) runs the chain kernel, not a named ctahw variant"
+        if strategy.tile_source == "static":
+            return "the ring placement (1 < gpus < layers) is modelled with tickets only (tile_source = 'queue')"
+        return None
     if strategy.variant:
         try:
             strategy = resolve(strategy)
@@ -98,6 +111,8 @@ def kernel_of(strategy: Strategy, layer: int) -> str:
 def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) -> list[Plan]:
     if strategy.gpus == 1:
         return [build_chain(strategy, wl, hw, case)]
+    if 1 < strategy.gpus < len(wl.layers):
+        return [build_ring(strategy, wl, hw, case)]
     variant = strategy.variant
     strategy = resolve(strategy)
     plan = Plan(strategy.label, case, len(wl.layers),
@@ -199,6 +214,56 @@ def build_chain(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pl
             ticket_spread=0.0 if static else cfg.ticket_spread)
         k.tile_ns = float(k.tile_times.mean())
         plan.params["memory"] = "l2"
+    return plan
+
+
+def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Plan:
+    """The layers of a square chain placed round-robin on ``strategy.gpus`` GPUs (layer l on GPU l mod G), one
+    persistent chain kernel per GPU running its layers' tiles by tickets in the chain's one topological order
+    (:func:`ctasim.plan.chain_order` restricted to its layers). A tile of layer l > 0 waits for row-block r of layer
+    l - 1 on the GPU before; a tile whose layer feeds the next GPU stores its output there at the per-SM store rate
+    (``bytes / (sm_remote_store_gbps / cta_slots_per_sm) + link_latency_ns``) and signals the counter there after
+    the config's ``signal_ns`` (or ``fence_sys_ns + remote_atomic_ns``), holding its CTA ``signal_hold_ns`` past the
+    store's arrival -- the protocol of the 2-GPU kernels, not hidden; the last layer's tiles hold their CTA
+    ``local_signal_ns``. Deadlock-free by the chain kernel's rule: every GPU takes its tickets in an order that is one
+    topological order of the whole chain, and a CTA takes its next ticket only while its tile has its inputs."""
+    why = chain_reason(wl)
+    if why:
+        raise ValueError(why)
+    G, L = strategy.gpus, len(wl.layers)
+    layer = wl.layers[0]
+    group = strategy.chain_group or CHAIN_ROW_GROUP
+    per = layer.tiles_m * layer.tiles_n
+    full = chain_order(L, layer.tiles_m, layer.tiles_n, group)
+    cfg = hw.config(layer.tile_m, layer.tile_n)
+    store_bytes = costs.tile_bytes(layer, wl.elem_bytes)
+    store_ns = store_bytes / (hw.sm_remote_store_gbps / cfg.cta_slots_per_sm) + hw.link_latency_ns
+    plan = Plan(strategy.label, case, G, params={"gpus": G, "placement": "ring", "order": f"chain_group{group}",
+                                                 "tile_source": "tickets"})
+    for g in range(G):
+        mine = list(range(g, L, G))
+        k = add_gemm(plan, hw, wl, g, layer, g, start_ns=hw.launch_ns, source="chain", persistent=True,
+                     name=f"ctapipe ring L{','.join(map(str, mine))} gpu{g}")
+        k.chain_layers, k.chain_stride = len(mine), G
+        k.chain_signal_ns = hw.local_signal_ns
+        k.chain_remote = tuple(l < L - 1 for l in mine)
+        k.chain_store_ns = store_ns
+        k.chain_remote_signal_ns = cfg.signal_ns if cfg.signal_ns > 0 else hw.fence_sys_ns + hw.remote_atomic_ns
+        k.chain_remote_hold_ns = cfg.signal_hold_ns
+        # this GPU's tiles in the chain's order, as local ids (its j-th layer: j * per + ...)
+        lay = full // per
+        own = full[lay % G == g]
+        k.order = ((own // per) // G) * per + own % per
+        if costs.memory_model(hw, cfg):
+            k.tile_times = costs.order_tile_times(
+                layer, hw, wl.elem_bytes, k.order, k.slots, drift=0.0,
+                cluster_m=chain_cluster_m(False, layer.tiles_m, group), layers=len(mine),
+                ticket_spread=cfg.ticket_spread)
+            k.tile_ns = float(k.tile_times.mean())
+            plan.params["memory"] = "l2"
+    last = wl.layers[-1]
+    if last.rowwise:  # chain_reason refuses row-wise ops; kept for when it does not
+        add_rowwise(plan, hw, wl, L - 1, last, (L - 1) % G, plan.kernels()[(L - 1) % G].id)
     return plan
 
 

@@ -1,0 +1,121 @@
+"""A ring placement (``Strategy(kind="ctapipe", gpus=G)``, 1 < G < layers): layer l on GPU l mod G, one persistent
+chain kernel per GPU, remote stores and signals between them; plan, engine, invariants, naive rules."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ctasim.cases import Case
+from ctasim.engine import SimulationError, simulate
+from ctasim.invariants import check_trace, find_violations
+from ctasim.plan import with_order
+from ctasim.predict import Naive, Waves
+from ctasim.spec import Layer, Strategy, Workload, load_hardware
+from ctasim.strategies import build_plans, ctapipe
+
+HW = load_hardware("h200-x2-calibrated")
+
+
+def _wl(m: int = 2048, layers: int = 4, h: int = 8192) -> Workload:
+    return Workload("ring", "bf16", (Layer(m, h, h, 128, 256),) * layers)
+
+
+def _ring(m: int = 2048, layers: int = 4, gpus: int = 2, hw=HW):
+    return build_plans(Strategy("ctapipe", gpus=gpus), _wl(m, layers), hw, gpus, f"m={m}")[0]
+
+
+def test_layers_go_round_robin_and_the_trace_passes_the_invariants():
+    plan = _ring()
+    tr = simulate(plan, HW)
+    check_trace(tr, plan)
+    t = tr.tiles
+    assert sorted(t.groupby("gpu")["layer"].unique().map(sorted).tolist()) == [[0, 2], [1, 3]]
+    assert len(t) == 4 * 16 * 32
+    # it pipelines: faster than the chain kernel on one GPU, and no faster than half of it
+    one = simulate(build_plans(Strategy("ctapipe", gpus=1), _wl(), HW, 1, "m")[0], HW)
+    assert 0.5 * one.makespan_ns < tr.makespan_ns < 0.75 * one.makespan_ns
+
+
+def test_a_remote_tile_stores_then_signals_and_the_next_layer_waits_for_it():
+    plan = _ring()
+    k0 = next(k for k in plan.kernels() if k.gpu == 0)
+    assert k0.chain_remote == (True, True) and k0.chain_stride == 2
+    k1 = next(k for k in plan.kernels() if k.gpu == 1)
+    assert k1.chain_remote == (True, False)  # layer 3 is the last: its output stays
+    store = 128 * 256 * 2 / HW.sm_remote_store_gbps + HW.link_latency_ns
+    assert k0.chain_store_ns == pytest.approx(store)
+    tr = simulate(plan, HW)
+    t = tr.tiles
+    l0 = t[t.layer == 0]
+    assert np.allclose(l0.t_store_end - l0.t_compute_end, store)
+    assert np.allclose(l0.t_signal - l0.t_store_end, k0.chain_remote_signal_ns)
+    last = t[t.layer == 3]
+    assert np.allclose(last.t_signal - last.t_compute_end, HW.local_signal_ns)
+    ready = l0.groupby("tile_m")["t_signal"].max()
+    l1 = t[t.layer == 1]
+    assert (l1.t_acquire.to_numpy() >= ready.loc[l1.tile_m].to_numpy() + 0.5 * HW.poll_ns - 1e-6).all()
+
+
+def test_an_order_that_is_not_topological_deadlocks_across_the_gpus():
+    plan = _ring(m=1024)
+    k1 = next(k for k in plan.kernels() if k.gpu == 1)
+    per = k1.tiles_m * k1.tiles_n
+    bad = np.concatenate([np.arange(per, 2 * per), np.arange(per)])  # layer 3 before layer 1 on GPU 1
+    with pytest.raises(SimulationError, match="deadlock"):
+        simulate(with_order(plan, k1.id, bad), HW)
+
+
+def test_invariants_catch_a_ring_tile_that_started_before_the_other_gpus_row_block():
+    plan = _ring(m=1024)
+    tr = simulate(plan, HW)
+    assert not find_violations(tr, plan)
+    t = tr.tiles
+    i = t.index[t.layer == 1][0]  # GPU 1, waiting on GPU 0's layer 0
+    t.loc[i, ["t_start", "t_ready", "t_acquire"]] = 0.0
+    v = find_violations(tr, plan)
+    assert any(x.check == "deps_visible" and "gpu1" in x.message for x in v)
+
+
+def test_the_ring_refuses_what_it_does_not_model():
+    wl = _wl()
+    assert "at most one GPU per layer" in ctapipe.check(Strategy("ctapipe", gpus=5), wl, HW, 5)
+    assert "tickets only" in ctapipe.check(Strategy("ctapipe", gpus=2, tile_source="static"), wl, HW, 2)
+    assert "variant" in ctapipe.check(Strategy("ctapipe", gpus=2, variant="cutlass_ctapipe_c21"), wl, HW, 2)
+    odd = Workload("odd", "bf16", (Layer(2048, 8192, 28672, 128, 256), Layer(2048, 28672, 8192, 128, 256),
+                                   Layer(2048, 8192, 8192, 128, 256)))
+    assert "ring placement" in ctapipe.check(Strategy("ctapipe", gpus=2), odd, HW, 2)
+    assert ctapipe.check(Strategy("ctapipe", gpus=2), wl, HW, 2) is None
+
+
+def test_the_memory_hierarchy_times_each_gpus_layers_in_its_order():
+    hw = load_hardware("h200-x2-mechanism")
+    plan = _ring(m=8192, hw=hw)
+    assert plan.params.get("memory") == "l2"
+    for k in plan.kernels():
+        assert len(k.tile_times) == k.tiles and sorted(k.order.tolist()) == list(range(k.tiles))
+    check_trace(simulate(plan, hw), plan)
+
+
+def test_the_naive_predictors_take_the_busiest_gpu():
+    wl = _wl(m=4096, layers=3)
+    case = Case("m=4096", wl, 2)
+    s = Strategy("ctapipe", gpus=2)
+    naive = Naive(a_ms=0.01, tflops=600.0, source="test")
+    full = naive.gemm_ms(4096, 8192, 8192)
+    # GPU 0 runs layers 0 and 2, GPU 1 layer 1: two layers plus one row-block of the third
+    assert naive.predict_ms(s, case, HW, {}) == pytest.approx(2 * full + full / 32)
+    w = Waves()
+    cfg = HW.config(128, 256)
+    tile = Waves().wave_ms(wl.layers[0], HW, 2)
+    waves = -(-2 * 32 * 32 // 132)
+    assert w.predict_ms(s, case, HW, {}) == pytest.approx(cfg.kernel_fixed_ns / 1e6 + waves * tile + tile)
+
+
+def test_ctahw_skips_a_ring_case_with_its_reason():
+    from ctahw.experiment import reason_for
+
+    why = reason_for(Strategy("ctapipe", gpus=2), Case("m=2048", _wl(), 2), 2)
+    assert why and "no ctahw kernel" in why
