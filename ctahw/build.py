@@ -496,8 +496,9 @@ def _write_atomic(path: Path, text: str) -> None:
 _p, _i, _u, _f, _ll, _ull = (ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_float, ctypes.c_longlong,
                              ctypes.c_ulonglong)
 
-def _ctapipe_library(name: str) -> KernelLibrary:
-    """A CTA-pipelining kernel library: every variant exports the same launcher ABI (ctapipe_gemm.cuh)."""
+def _ctapipe_library(name: str, extra: Mapping[str, tuple[object, tuple[object, ...]]] | None = None) -> KernelLibrary:
+    """A CTA-pipelining kernel library: every variant exports the same launcher ABI (ctapipe_gemm.cuh), and ``extra``
+    symbols of its own."""
     return KernelLibrary(
         name=name,
         source=KERNELS_DIR / f"{name}.cu",
@@ -513,6 +514,7 @@ def _ctapipe_library(name: str) -> KernelLibrary:
             "ctahw_ctapipe_describe": (_i, (_i, ctypes.c_char_p, _i)),
             "ctahw_ctapipe_gemm": (_i, (_p, _p, _p, _i, _i, _i, _f, _p, _i, _i, _i, _i, _p)),
             "ctahw_ctapipe_status_string": (ctypes.c_char_p, (_i,)),
+            **(extra or {}),
         },
     )
 
@@ -568,8 +570,11 @@ LIBRARIES: dict[str, KernelLibrary] = {
             "ctahw_probe_sleep": (_i, (_ull, _p)),
         },
     ),
-    **{name: _ctapipe_library(name)
-       for name in ("ctapipe_sm90_bf16", "ctapipe_sm90_bf16_cluster", "ctapipe_sm90_bf16_persistent")},
+    **{name: _ctapipe_library(name) for name in ("ctapipe_sm90_bf16", "ctapipe_sm90_bf16_cluster")},
+    # The persistent kernels' ring design: the scratch its grid needs, and the launcher's ring-depth check.
+    "ctapipe_sm90_bf16_persistent": _ctapipe_library(
+        "ctapipe_sm90_bf16_persistent",
+        {"ctahw_ctapipe_ring_words": (_i, (_i,)), "ctahw_ctapipe_ring_check": (_i, (_i, _i, _i))}),
     "ctapipe_sm90_bf16_chain": KernelLibrary(
         name="ctapipe_sm90_bf16_chain",
         source=KERNELS_DIR / "ctapipe_sm90_bf16_chain.cu",

@@ -5,8 +5,10 @@ CPU side (no GPU needed, tested in tests/ctahw):
 * :func:`plan_arrays` turns a :class:`~ctasim.plan.Plan` into per-kernel and per-pipe int32 arrays -- exactly
   the plan's ``order`` and the pipes' CSR arrays (``prod_dep_ptr/idx``, ``threshold``, ``dep_tile_ptr/idx``),
   checked for what the kernel supports.
-* :func:`descriptor` builds the int64 descriptor the launcher reads (field order :data:`DESC_FIELDS`, the same
-  as ``from_desc`` in ``kernels/ctapipe_sm90_bf16.cu``).
+* :func:`descriptor` builds the int64 descriptor the launcher reads: field order :data:`DESC_FIELDS`, read from
+  the X-macro ``CTAPIPE_DESC_FIELDS`` of ``kernels/ctapipe.cuh`` that also generates the C++ ``Params`` and
+  ``from_desc``; a loaded library's own names must match it (:func:`check_desc_names`), and a name the descriptor
+  sets that the list lacks is an error.
 * :func:`parse_error` turns a kernel's error buffer into a :class:`ProtocolError` (or None).
 * :func:`parse_trace` turns stamp buffers into a :class:`ctasim.trace.Trace` on GPU 0's timeline.
 * :func:`clock_offsets` estimates each GPU's ``%globaltimer`` offset from ping-pong stamps.
@@ -33,6 +35,8 @@ __all__ = [
     "DESC_FIELDS",
     "desc_fields_from_source",
     "check_desc_names",
+    "check_ring_words",
+    "check_ring_depth",
     "TILE_STAMP_WORDS",
     "ERROR_WORDS",
     "ERROR_CODES",
@@ -68,11 +72,17 @@ def desc_fields_from_source(text: str, macro: str) -> tuple[str, ...]:
 
 
 def check_desc_names(lib_names: bytes, fields: tuple[str, ...], what: str) -> None:
-    """RuntimeError unless a loaded library's comma-separated descriptor names equal ``fields``."""
+    """RuntimeError unless a loaded library's comma-separated descriptor names equal ``fields``, naming the first
+    position where they differ (a field renamed, moved, added or dropped on one side only)."""
     names = tuple(n for n in lib_names.decode().split(",") if n)
-    if names != fields:
-        raise RuntimeError(f"{what} descriptor fields differ between the kernel source and the built library: "
-                           f"{fields} vs {names}")
+    if names == fields:
+        return
+    i = next((i for i, (a, b) in enumerate(zip(fields, names)) if a != b), min(len(fields), len(names)))
+    src = repr(fields[i]) if i < len(fields) else "nothing (the list ends)"
+    got = repr(names[i]) if i < len(names) else "nothing (the list ends)"
+    raise RuntimeError(f"{what} descriptor fields differ between the kernel source and the built library: field {i} "
+                       f"is {src} in the source but {got} in the library ({len(fields)} vs {len(names)} fields); "
+                       "rebuild it (ctahw build)")
 
 
 DESC_FIELDS = desc_fields_from_source((Path(__file__).resolve().parent / "kernels" / "ctapipe.cuh").read_text(),
@@ -136,6 +146,17 @@ def check_ring_words(lib, grid: int, name: str = "kernel") -> int:
         raise ValueError(f"{name}: the ring design's grid of {grid} CTAs needs {need} int32 ring words, but the "
                          f"runner reserves RING_WORDS = {RING_WORDS} (enough for {RING_WORDS // 4} CTAs)")
     return need
+
+
+def check_ring_depth(lib, code: int, mode: int, k: int, name: str = "kernel") -> None:
+    """ValueError where the launcher would refuse kernel ``name`` for its K (the library's
+    ``ctahw_ctapipe_ring_check``, the same check it runs at launch: a queue-fed ring kernel whose hand-off ring is too
+    shallow for K, code -2005), with the library's reason; a library without the check (variant (a)) passes."""
+    fn = getattr(lib, "ctahw_ctapipe_ring_check", None)
+    rc = int(fn(int(code), int(mode), int(k))) if fn is not None else 0
+    if rc:
+        raise ValueError(f"{name}: K = {k} refused by the launcher ({rc}): "
+                         f"{lib.ctahw_ctapipe_status_string(rc).decode()}")
 
 
 def persistent_code(cluster: str, design: str) -> int:
@@ -333,6 +354,10 @@ def descriptor(k: KernelArrays, pipes: Sequence[PipeArrays], ptrs: Mapping[str, 
     vals = {name: int(ptrs.get(name, 0)) for name in DESC_FIELDS}
     vals.update(mode=k.mode, num_tiles=k.tiles, tiles_n=k.tiles_n, epoch=epoch, timeout_ns=int(timeout_ns),
                 stall_row=stall_row, in_capacity=0, out_capacity=0)
+    unknown = [n for n in (*ptrs, *vals) if n not in DESC_FIELDS]
+    if unknown:  # a field renamed in ctapipe.cuh would otherwise be left 0 without a word
+        raise ValueError(f"{k.name}: {unknown[0]!r} is not a field of the launcher's descriptor "
+                         f"(CTAPIPE_DESC_FIELDS in kernels/ctapipe.cuh: {', '.join(DESC_FIELDS)})")
     if k.inbound >= 0:
         vals["in_capacity"] = pipes[k.inbound].capacity
     if k.outbound >= 0:
@@ -510,6 +535,8 @@ class CtaPipeRunner:
             if self.persistent == "ring":  # the grid launched must fit the ring scratch after cta_tile
                 sms = int(cp.cuda.runtime.getDeviceProperties(k.gpu)["multiProcessorCount"])
                 check_ring_words(lib, ring_grid(k.tiles, sms, self.clusters[k.op]), k.name)
+                check_ring_depth(lib, persistent_code(self.clusters[k.op], "ring"), k.mode, self.dims[k.layer],
+                                 k.name)
             self.libs[k.op] = lib
         self.trace, self.timeout_ns = trace, int(timeout_ns)
         self.epoch = 1
@@ -603,6 +630,10 @@ class CtaPipeRunner:
                 ptrs.update(push_stamps=po.ptr("push_stamps"), zero_stamps=po.ptr("zero_stamps"))
         return descriptor(k, self.pipes, ptrs, epoch=self.epoch, timeout_ns=self.timeout_ns, stall_row=stall_row)
 
+    def stream_of(self, k: KernelArrays, streams: Mapping[int, object]):
+        """The stream kernel ``k`` is launched on: its GPU's (one kernel per GPU)."""
+        return streams[k.gpu]
+
     def launch(self, streams: Mapping[int, object] | None = None, stall_row: int = -1) -> None:
         """Enqueue one run (this epoch) of every kernel on its GPU's stream; the epoch then advances.
         The caller orders runs: a producer must not start run e+1 before its consumer finished run e."""
@@ -624,7 +655,7 @@ class CtaPipeRunner:
                 rc = lib.ctahw_ctapipe_gemm(a.data.ptr, w.data.ptr, d.data.ptr, self.m, n, kk, 1.0,
                                             desc.ctypes.data_as(ctypes.c_void_p), len(DESC_FIELDS),
                                             1 if self.trace else 0, code, k.gpu,
-                                            streams[k.gpu].ptr)
+                                            self.stream_of(k, streams).ptr)
             if rc != 0:
                 raise RuntimeError(f"{k.name}: launch failed: {lib.ctahw_ctapipe_status_string(rc).decode()}")
         self.epoch += 1

@@ -280,6 +280,25 @@ __device__ __forceinline__ bool wait_n(const Params& p, int first, int n, int* t
   return true;
 }
 
+// The tile-acquire prologue of every scheduler whose CTA's first tile one thread takes (a pop, a wait, a ticket),
+// called by every thread of the CTA before any role split: thread 0 runs take_tile() (the tile id, or -1 for none or
+// after a recorded error), writes it to the CTA's scratch word, then runs stamp_tile(tile); the CTA meets at
+// __syncthreads and every thread returns the word. The word is global memory (Params::cta_tile + the CTA), not a
+// static __shared__ variable: static shared memory shifts CUTLASS's dynamic shared storage off the alignment its
+// swizzled TMA buffers need (ctapipe_gemm.cuh). (The parameters' names are no function's: ctasim.protocol.kernelops
+// expands calls by name.)
+template <class TakeTile, class StampTile>
+__device__ __forceinline__ int acquire_broadcast(int* word, TakeTile take_tile, StampTile stamp_tile) {
+  volatile int* s_tile = word;
+  if (threadIdx.x == 0) {
+    const int tile = take_tile();
+    *s_tile = tile;
+    stamp_tile(tile);
+  }
+  __syncthreads();
+  return *s_tile;
+}
+
 // One CTA's pop: the tile id, or -1 after recording an error. *slot_out gets the slot.
 __device__ __forceinline__ int pop(const Params& p, int* slot_out) {
   int tile;

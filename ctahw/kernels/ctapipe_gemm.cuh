@@ -11,8 +11,9 @@
 //   constructor (every thread, before any role split):
 //     cluster 1x1: thread 0 takes the CTA's tile -- order[cta] for a static (producer-only) kernel, a
 //       pop from the inbound work-queue, or order[cta] once its inbound counter completed (wait consumer) --
-//       writes it to a global scratch word, and the CTA meets at a __syncthreads; a failed pop or wait gives
-//       an invalid tile, so the CTA skips all work and exits.
+//       writes it to a global scratch word, and the CTA meets at a __syncthreads (ctapipe::acquire_broadcast,
+//       shared with the persistent and chain schedulers); a failed pop or wait gives an invalid tile, so the CTA
+//       skips all work and exits.
 //     cluster of 2, static: each CTA reads order[cta] (the order pairs tiles that share the multicast
 //       operand: same column for 2x1, same row for 1x2).
 //     cluster of 2, queue or wait: the kernel has done cluster_arrive_relaxed; the constructor completes it
@@ -156,21 +157,23 @@ class CtaPipeScheduler : public cutlass::gemm::kernel::detail::PersistentTileSch
         if (threadIdx.x == 0) stamp_acquired();
       }
     } else if constexpr (kClusterSize == 1) {
-      volatile int* s_tile = pipe_.cta_tile + cta;
-      if (threadIdx.x == 0) {
-        int slot = -1, tile = -1;
-        if (pipe_.mode == ctapipe::kModeQueue) {
-          tile = ctapipe::pop(pipe_, &slot);
-        } else {
-          ctapipe::wait_n(pipe_, cta, 1, &tile, &slot);
-        }
-        *s_tile = tile;
-        tile_ = tile;
-        slot_ = slot;
-        if constexpr (Trace) stamp_acquired();
-      }
-      __syncthreads();
-      tile_ = *s_tile;
+      int slot = -1;
+      tile_ = ctapipe::acquire_broadcast(
+          pipe_.cta_tile + cta,
+          [&] {
+            int tile = -1;
+            if (pipe_.mode == ctapipe::kModeQueue) {
+              tile = ctapipe::pop(pipe_, &slot);
+            } else {
+              ctapipe::wait_n(pipe_, cta, 1, &tile, &slot);
+            }
+            return tile;
+          },
+          [&](int tile) {
+            tile_ = tile;
+            slot_ = slot;
+            if constexpr (Trace) stamp_acquired();
+          });
     } else {
       cute::cluster_wait();  // completes the kernel's cluster_arrive_relaxed
       const int rank = cta % kClusterSize, first = cta - rank;
@@ -406,6 +409,10 @@ inline const char* status_string(int code) {
   if (code == -2000) return "the kernel asked for a workspace";
   if (code == -2002) return "bad ctapipe descriptor";
   if (code == -2003) return "cluster shape not built into this library";
+  if (code == -2005)
+    return "K too small for the persistent ring design's hand-off ring: the load warp could overwrite a tile the "
+           "MMA threads have not read (a queue-fed ring kernel needs ring_depth x ceil(K / tile K) > stages; "
+           "ctahw_ctapipe_describe gives both)";
   return ctahw::launch::status_string(code);
 }
 

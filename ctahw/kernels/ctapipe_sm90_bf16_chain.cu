@@ -190,15 +190,12 @@ class ChainScheduler : public cutlass::gemm::kernel::detail::PersistentTileSched
 
   CUTLASS_DEVICE explicit ChainScheduler(Params const& params) : Base(params), pp_(&params.chain) {
 #if defined(__CUDA_ARCH__)
-    volatile int* s_tile = chain().cta_tile + blockIdx.x;
-    if (threadIdx.x == 0) {
-      unsigned long long t0 = 0;
-      const int tile = take<Trace>(chain(), &t0);
-      *s_tile = tile;
-      if constexpr (Trace) stamp_taken(tile, t0);
-    }
-    __syncthreads();
-    tile_ = *s_tile;
+    unsigned long long t0 = 0;
+    tile_ = ctapipe::acquire_broadcast(
+        chain().cta_tile + blockIdx.x, [&] { return take<Trace>(chain(), &t0); },
+        [&](int tile) {
+          if constexpr (Trace) stamp_taken(tile, t0);
+        });
 #endif
   }
 

@@ -3,8 +3,9 @@
 // project tile scheduler. Mainloop and epilogue are CUTLASS's, untouched; kernel tile 128x256x64 as variant (a).
 //
 // How the tiles reach the warp roles (sm90_gemm_tma_warpspecialized_cooperative.hpp, IsSchedDynamicPersistent):
-//   * the CTA's first tile: the scheduler's constructor (every thread) -- thread 0 takes it (static order or a
-//     pop), writes it to a global scratch word, __syncthreads, every thread reads it (as variant (a));
+//   * the CTA's first tile: the scheduler's constructor (every thread) -- every thread reads a static order's
+//     entry; a pop: thread 0 takes it, writes it to a global scratch word, __syncthreads, every thread reads it
+//     (ctapipe::acquire_broadcast, as variant (a));
 //   * every further tile: the kernel's scheduler warp (producer warp 1) calls advance_to_next_work once the
 //     mainloop load warp has started the current tile (the kernel's throttle pipeline): lane 0 takes the next
 //     tile -- order[cta + k * grid] (static) or a pop from the inbound work-queue -- and publishes it into a
@@ -161,17 +162,19 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
         if (threadIdx.x == 0) stamp_acquired(tile, slot, t0);
       }
     } else if constexpr (kClusterSize == 1) {
-      volatile int* s_tile = pipe().cta_tile + cta_;
-      if (threadIdx.x == 0) {
-        unsigned long long t0 = 0;
-        if constexpr (Trace) t0 = ctapipe::now_ns();
-        int tile = -1, slot = -1;
-        pop_persistent(pipe(), &tile, &slot);
-        *s_tile = tile;
-        if constexpr (Trace) stamp_acquired(tile, slot, t0);
-      }
-      __syncthreads();
-      tile_ = *s_tile;
+      unsigned long long t0 = 0;
+      int slot = -1;
+      tile_ = ctapipe::acquire_broadcast(
+          pipe().cta_tile + cta_,
+          [&] {
+            if constexpr (Trace) t0 = ctapipe::now_ns();
+            int tile = -1;
+            pop_persistent(pipe(), &tile, &slot);
+            return tile;
+          },
+          [&](int tile) {
+            if constexpr (Trace) stamp_acquired(tile, slot, t0);
+          });
     } else {
       tile_ = -1;  // the launcher refuses a queue with clusters; nothing runs
     }
@@ -296,8 +299,18 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
 // order needs no broadcast (each thread computes order[cta + k * grid]); a queue pop is done by lane 0 of the
 // mainloop load warp when it has issued the current tile's loads, published in a per-CTA ring of two u64 words
 // in global memory ((epoch << 44 | k << 32) | tile, one store), which the MMA/epilogue threads poll (bounded).
-// The ring lives after the 2 * num_tiles words of cta_tile (the runner allocates kRingWords more).
-constexpr int kRingWordsPerCta = 2;
+// The ring lives after the 2 * num_tiles words of cta_tile (the runner allocates RING_WORDS more).
+//
+// Its depth: tile k's entry is ring[k % kRingDepth]. The load warp writes the entry of tile k + kRingDepth over tile
+// k's once it has issued every load of tiles k .. k + kRingDepth - 1, and the MMA threads release none of tile k's
+// mainloop stages before they have read its entry. So an entry cannot be overwritten unread only where those tiles
+// need more loads than the mainloop has stages: kRingDepth * ceil(K / tile K) > Stages. Below that (a small K) the
+// MMA threads would wait for an entry that is gone, time out, and leave the load warp blocked in CUTLASS's unbounded
+// pipeline wait. The launcher refuses such a K for a queue-fed ring kernel (check_ring_depth: -2005); a static order
+// does not use the ring.
+constexpr int kRingDepth = 2;
+static_assert(kRingDepth > 0 && (kRingDepth & (kRingDepth - 1)) == 0, "the entry index is k & (kRingDepth - 1)");
+constexpr int kRingWordsPerCta = kRingDepth;  // one u64 word per entry
 
 template <bool Trace, int CM, int CN>
 struct CtaPipeRingTag {};
@@ -341,15 +354,17 @@ class CtaPipeRingScheduler : public cutlass::gemm::kernel::detail::PersistentTil
         if (threadIdx.x == 0) stamp_taken(tile_, -1);
       }
     } else if constexpr (kClusterSize == 1) {
-      volatile int* s_tile = pipe().cta_tile + cta_;
-      if (threadIdx.x == 0) {
-        int tile = -1, slot = -1;
-        pop_persistent(pipe(), &tile, &slot);
-        *s_tile = tile;
-        if constexpr (Trace) stamp_taken(tile, slot);
-      }
-      __syncthreads();
-      tile_ = *s_tile;
+      int slot = -1;
+      tile_ = ctapipe::acquire_broadcast(
+          pipe().cta_tile + cta_,
+          [&] {
+            int tile = -1;
+            pop_persistent(pipe(), &tile, &slot);
+            return tile;
+          },
+          [&](int tile) {
+            if constexpr (Trace) stamp_taken(tile, slot);
+          });
     } else {
       tile_ = -1;
     }
@@ -376,7 +391,7 @@ class CtaPipeRingScheduler : public cutlass::gemm::kernel::detail::PersistentTil
         }
       } else if constexpr (kClusterSize == 1) {
         unsigned long long* ring = reinterpret_cast<unsigned long long*>(pipe().cta_tile + 2 * pipe().num_tiles) +
-                                   static_cast<size_t>(cta_) * kRingWordsPerCta + (k_ & 1);
+                                   static_cast<size_t>(cta_) * kRingWordsPerCta + (k_ & (kRingDepth - 1));
         const unsigned long long tag = (static_cast<unsigned long long>(pipe().epoch) << 44) |
                                        (static_cast<unsigned long long>(k_ & 0xfff) << 32);
         if (threadIdx.x < 32) {  // the mainloop load warp
@@ -509,13 +524,24 @@ int describe(char* buf, int len) {
   using C = Config<CM, CN, Ring>;
   return snprintf(buf, static_cast<size_t>(len),
                   "cutlass=%d.%d.%d kernel=sm90_tma_ws_cooperative_ctapipe_persistent_%s dtype=bf16 layout=TN "
-                  "tile=%dx%dx%d cluster=%dx%dx1 stages=%d sched_stages=%d threads=%d smem_bytes=%d",
+                  "tile=%dx%dx%d cluster=%dx%dx1 stages=%d sched_stages=%d ring_depth=%d threads=%d smem_bytes=%d",
                   CUTLASS_MAJOR, CUTLASS_MINOR, CUTLASS_PATCH, Ring ? "ring" : "smem",
                   int(size<0>(cg::TileShape{})),
                   int(size<1>(cg::TileShape{})), int(size<2>(cg::TileShape{})), CM, CN,
-                  int(C::CollectiveMainloop::DispatchPolicy::Stages), Ring ? 0 : kSchedStages,
+                  int(C::CollectiveMainloop::DispatchPolicy::Stages), Ring ? 0 : kSchedStages, Ring ? kRingDepth : 0,
                   int(C::template Kernel<false>::MaxThreadsPerBlock),
                   int(C::template Kernel<false>::SharedStorageSize));
+}
+
+// 0 if the ring design's hand-off ring is deep enough for a queue-fed kernel with this K (the note at kRingDepth),
+// else -2005. Host only: no CUDA call, so a launch refused here touches no GPU.
+inline int check_ring_depth(int k) {
+  constexpr int kTileK = int(size<2>(cg::TileShape{}));
+  constexpr int kStages = int(Config<1, 1, true>::CollectiveMainloop::DispatchPolicy::Stages);
+  static_assert(kStages == int(Config<2, 1, true>::CollectiveMainloop::DispatchPolicy::Stages),
+                "one depth rule for every ring kernel");
+  const long long k_tiles = k > 0 ? (static_cast<long long>(k) + kTileK - 1) / kTileK : 0;
+  return kRingDepth * k_tiles > kStages ? 0 : -2005;
 }
 
 }  // namespace ctahw::ctapipe_persistent
@@ -540,6 +566,12 @@ int ctahw_ctapipe_describe(int cluster, char* buf, int len) {
 
 int ctahw_ctapipe_ring_words(int grid) { return grid * ctahw::kRingWordsPerCta * 2; }
 
+// The launcher's ring-depth check for a cluster code, mode and K: 0 where the kernel does not use the ring (the smem
+// design, a static order) or the ring is deep enough, else -2005 (cp::check_ring_depth).
+int ctahw_ctapipe_ring_check(int cluster, int mode, int k) {
+  return cluster >= kRingCode && mode == ctapipe::kModeQueue ? cp::check_ring_depth(k) : 0;
+}
+
 int ctahw_ctapipe_gemm(const void* a, const void* b, void* d, int m, int n, int k, float alpha, const long long* desc,
                        int ndesc, int trace, int cluster, int device, cudaStream_t stream) {
   if (ndesc != cg::kDescFields) return -2002;
@@ -551,6 +583,7 @@ int ctahw_ctapipe_gemm(const void* a, const void* b, void* d, int m, int n, int 
   if (int c = cg::check_desc(p, trace, cs)) return c;
   if (shape == 1 && p.mode != 0) return -2003;  // a queue needs cluster 1x1 in the persistent kernel
   if (p.mode == ctapipe::kModeWait) return -2003;  // wait consumers: variant (a) only
+  if (int c = ctahw_ctapipe_ring_check(cluster, p.mode, k)) return c;  // a queue-fed ring too shallow for K
   if (ring) {
     if (shape == 1)
       return trace ? cp::run<2, 1, true, true>(a, b, d, m, n, k, alpha, p, device, stream)

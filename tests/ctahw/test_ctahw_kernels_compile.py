@@ -104,3 +104,55 @@ def test_kernel_source_compiles_and_exports_its_launchers(name):
             else:
                 assert rc == -2003
         assert "C7510" not in (path.parent / "manifest.json").read_text()
+
+
+def _ctapipe_desc(**fields) -> ctypes.Array:
+    """An int64 descriptor that passes the launcher's own checks (fake pointers: a refused launch reads none)."""
+    from ctahw.runner import DESC_FIELDS
+
+    vals = dict(num_tiles=4, tiles_n=2, cta_tile=64, epoch=1, error=128, timeout_ns=10**9, order=256, in_slots=512,
+                in_head=1024, in_capacity=4)
+    vals.update(fields)
+    return (ctypes.c_longlong * len(DESC_FIELDS))(*[vals.get(n, 0) for n in DESC_FIELDS])
+
+
+def test_persistent_launcher_refuses_a_ring_too_shallow_for_k():
+    """A queue-fed ring kernel needs ring_depth x ceil(K / 64) > mainloop stages (the note at kRingDepth); the launcher
+    refuses a smaller K with -2005 before any CUDA call (so this runs without a GPU)."""
+    import re
+
+    from ctahw.runner import DESC_FIELDS, MODE_QUEUE, MODE_STATIC, persistent_code
+
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    lib = build.LIBRARIES["ctapipe_sm90_bf16_persistent"]
+    lib.build()
+    cdll = lib.load()
+    ring, smem = persistent_code("1x1", "ring"), persistent_code("1x1", "smem")
+    buf = ctypes.create_string_buffer(512)
+    assert cdll.ctahw_ctapipe_describe(ring, buf, 512) > 0
+    text = buf.value.decode()
+    depth = int(re.search(r"ring_depth=(\d+)", text).group(1))
+    stages = int(re.search(r" stages=(\d+)", text).group(1))
+    tile_k = int(re.search(r"tile=\d+x\d+x(\d+)", text).group(1))
+    assert (depth, tile_k) == (2, 64) and stages >= 2
+    smallest = tile_k * (stages // depth + 1)  # the smallest multiple of tile K with depth x k_tiles > stages
+    for k in (0, 1, tile_k, smallest - tile_k, smallest - tile_k + 1, smallest, 8192):
+        want = 0 if depth * -(-k // tile_k) > stages else -2005
+        assert cdll.ctahw_ctapipe_ring_check(ring, MODE_QUEUE, k) == want, k
+    assert cdll.ctahw_ctapipe_ring_check(ring, MODE_QUEUE, smallest - tile_k) == -2005
+    assert cdll.ctahw_ctapipe_ring_check(ring, MODE_QUEUE, smallest) == 0
+    assert cdll.ctahw_ctapipe_ring_check(ring, MODE_STATIC, tile_k) == 0  # a static order does not use the ring
+    assert cdll.ctahw_ctapipe_ring_check(smem, MODE_QUEUE, tile_k) == 0  # the smem design has no ring
+    assert cdll.ctahw_ctapipe_ring_check(persistent_code("2x1", "ring"), MODE_STATIC, tile_k) == 0
+    # the launcher itself: refused with -2005 and its reason, nothing launched
+    desc = _ctapipe_desc(mode=MODE_QUEUE)
+    rc = cdll.ctahw_ctapipe_gemm(None, None, None, 512, 512, tile_k, 1.0, desc, len(DESC_FIELDS), 0, ring, 0, None)
+    assert rc == -2005
+    assert b"hand-off ring" in cdll.ctahw_ctapipe_status_string(rc)
+    # the checks before it still come first: a bad descriptor is -2002, a queue with 2x1 clusters -2003
+    assert cdll.ctahw_ctapipe_gemm(None, None, None, 512, 512, tile_k, 1.0, _ctapipe_desc(mode=MODE_QUEUE, epoch=0),
+                                   len(DESC_FIELDS), 0, ring, 0, None) == -2002
+    assert cdll.ctahw_ctapipe_gemm(None, None, None, 512, 512, tile_k, 1.0, desc, len(DESC_FIELDS), 0,
+                                   persistent_code("2x1", "ring"), 0, None) == -2003

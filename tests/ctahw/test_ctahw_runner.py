@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 
@@ -451,3 +452,99 @@ def test_ring_grid_is_whole_clusters_of_at_most_one_cta_per_sm():
     assert runner.check_ring_words(object(), 1024) == runner.RING_WORDS  # no symbol: 2 u64 per CTA
     with pytest.raises(ValueError, match="1025 CTAs"):
         runner.check_ring_words(object(), 1025)
+
+
+# -- one field list for the descriptor: ctapipe.cuh's X-macro, checked by name against a library
+
+
+KERNELS = Path(runner.__file__).resolve().parent / "kernels"
+CTAPIPE_SOURCES = ("ctapipe.cuh", "ctapipe_gemm.cuh", "ctapipe_sm90_bf16.cu", "ctapipe_sm90_bf16_cluster.cu",
+                   "ctapipe_sm90_bf16_persistent.cu")
+
+
+def test_desc_fields_are_the_x_macro_of_ctapipe_cuh_and_the_cpp_side_has_no_other_list():
+    import re
+
+    header = (KERNELS / "ctapipe.cuh").read_text()
+    assert runner.DESC_FIELDS == runner.desc_fields_from_source(header, "CTAPIPE_DESC_FIELDS")
+    assert len(set(runner.DESC_FIELDS)) == len(runner.DESC_FIELDS)
+    # Params, the field count, the exported names and from_desc are all expansions of the one list
+    params = re.search(r"struct Params \{(.*?)\n\};", header, re.S).group(1)
+    assert re.sub(r"#define.*|#undef.*|\s", "", params) == "CTAPIPE_DESC_FIELDS(CTAPIPE_MEMBER)"
+    gemm = (KERNELS / "ctapipe_gemm.cuh").read_text()
+    for gen in ("CTAPIPE_COUNT", "CTAPIPE_NAME", "CTAPIPE_READ"):
+        assert f"CTAPIPE_DESC_FIELDS({gen})" in gemm
+    # no descriptor word read by a hand-kept index anywhere in the ctapipe kernels
+    for name in CTAPIPE_SOURCES:
+        text = (KERNELS / name).read_text()
+        assert not re.search(r"\b(desc|f)\[\d+\]", text), name
+
+
+@pytest.mark.parametrize("lib_names, what", [
+    ("mode,order,tiles_n,num_tiles", "field 2 is 'num_tiles' in the source but 'tiles_n'"),  # swapped
+    ("mode,order,n_tiles,tiles_n", "field 2 is 'num_tiles' in the source but 'n_tiles'"),  # renamed
+    ("mode,order,num_tiles", "field 3 is 'tiles_n' in the source but nothing"),  # dropped
+    ("mode,order,num_tiles,tiles_n,spare", "field 4 is nothing (the list ends) in the source but 'spare'"),  # added
+])
+def test_a_library_whose_field_list_differs_is_refused_naming_the_first_difference(lib_names, what):
+    fields = ("mode", "order", "num_tiles", "tiles_n")
+    runner.check_desc_names(b"mode,order,num_tiles,tiles_n,", fields, "ctapipe")  # the library's trailing comma
+    with pytest.raises(RuntimeError, match=re.escape(what)):
+        runner.check_desc_names(lib_names.encode() + b",", fields, "ctapipe")
+
+
+def test_the_whole_list_checked_against_one_moved_field():
+    names = list(runner.DESC_FIELDS)
+    names[3], names[4] = names[4], names[3]
+    with pytest.raises(RuntimeError, match=rf"field 3 is '{runner.DESC_FIELDS[3]}' in the source but "
+                                           rf"'{runner.DESC_FIELDS[4]}' in the library \(27 vs 27 fields\)"):
+        runner.check_desc_names(",".join(names).encode(), runner.DESC_FIELDS, "ctapipe")
+
+
+def test_descriptor_refuses_a_name_the_field_list_lacks(monkeypatch):
+    kernels, pipes = runner.plan_arrays(chain_plan())
+    prod = kernels[0]
+    ptrs = {"order": 8, "error": 16, "cta_tile": 24}
+    with pytest.raises(ValueError, match="'ordr' is not a field of the launcher's descriptor"):
+        runner.descriptor(prod, pipes, {**ptrs, "ordr": 32}, epoch=1, timeout_ns=1)
+    # ctapipe.cuh renaming a field the descriptor sets itself: an error, not a word silently left 0
+    renamed = tuple("n_tiles" if n == "num_tiles" else n for n in runner.DESC_FIELDS)
+    monkeypatch.setattr(runner, "DESC_FIELDS", renamed)
+    with pytest.raises(ValueError, match="'num_tiles' is not a field"):
+        runner.descriptor(prod, pipes, ptrs, epoch=1, timeout_ns=1)
+
+
+# -- the ring design's depth against K (the library's launch check, through the runner)
+
+
+class _FakeRingCheckLib(_FakeRingLib):
+    """The persistent library with a ring check that refuses a queue-fed ring kernel below ``min_k``."""
+
+    def __init__(self, min_k):
+        super().__init__()
+        self.min_k, self.checked = min_k, []
+
+    def ctahw_ctapipe_ring_check(self, cluster, mode, k):
+        self.checked.append((cluster, mode, k))
+        return -2005 if cluster >= 4 and mode == runner.MODE_QUEUE and k < self.min_k else 0
+
+    def ctahw_ctapipe_status_string(self, code):
+        return b"K too small for the persistent ring design's hand-off ring"
+
+
+def test_ring_runner_refuses_a_k_the_launcher_would_refuse(monkeypatch):
+    from ctahw import build
+
+    plan = chain_plan(m=1024)
+    _fake_runner_env(monkeypatch, sms=132)
+    lib = _FakeRingCheckLib(min_k=16384)
+    monkeypatch.setattr(build, "library", lambda name, build=True: lib)
+    with pytest.raises(ValueError, match=r"K = 8192 refused by the launcher \(-2005\): K too small for the "
+                                         r"persistent ring design's hand-off ring"):
+        runner.CtaPipeRunner(plan, 1024, [8192, 8192, 8192], None, [None, None], persistent="ring")
+    assert lib.checked == [(4, runner.MODE_STATIC, 8192), (4, runner.MODE_QUEUE, 8192)]  # producer passes
+    lib = _FakeRingCheckLib(min_k=8192)
+    monkeypatch.setattr(build, "library", lambda name, build=True: lib)
+    with pytest.raises(_Reached):  # past the checks
+        runner.CtaPipeRunner(plan, 1024, [8192, 8192, 8192], None, [None, None], persistent="ring")
+    assert runner.check_ring_depth(object(), 4, runner.MODE_QUEUE, 64) is None  # no check in the library: passes

@@ -1,0 +1,149 @@
+"""The 2-GPU CTA-pipelined kernels functionally on one GPU: both layers of a small 2-layer chain on GPU 0.
+
+``ctahw.runner.CtaPipeRunner`` places one kernel per GPU. Here every kernel and pipe of a variant's 2-GPU plan is put
+on GPU 0 (:class:`OneGpuRunner`), each kernel on a stream of its own, so that the consumer (launched first) and the
+producer run side by side as on two GPUs; the chain is small enough (M x H x H with M = H = 1024 by default: 32 tiles
+per layer) that both grids are resident at once. Everything the protocol does happens, on local memory: queue pops
+(classical, cluster pairs, the persistent smem and ring designs), waiting consumers, the producers' signals and pushes.
+What runs on one GPU that ``ctahw.percta`` (the producer alone) cannot: the consumers' tile-acquire paths.
+
+Per variant (every one of ``ctasim.variants.VARIANTS`` by default, traced ones included): one run on fresh inputs with
+poisoned outputs against the fp32 reference; then ``--iters`` back-to-back runs without resets (epochs), each after
+the previous one finished; the output checked again, every counter exactly epochs x threshold, every queue's tail and
+head exactly epochs x capacity (0 for a waiting consumer's), no protocol error, and for a traced variant every tile of
+every kernel stamped. Not timed (both kernels share one GPU's SMs).
+
+    python bench/hw/ctapipe_onegpu.py OUT [--m 1024] [--h 1024] [--iters 20] [--variants a,b]
+
+Writes ``OUT/onegpu.json`` (one row per variant); exits 1 if any variant failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+from ctahw import runner as rn
+
+
+class OneGpuRunner(rn.CtaPipeRunner):
+    """A :class:`ctahw.runner.CtaPipeRunner` with every kernel and pipe of a plan on GPU 0, each kernel launched on a
+    stream of its own (:meth:`stream_of`)."""
+
+    def __init__(self, plan, *args, **kwargs):
+        plan_arrays = rn.plan_arrays
+
+        def on_gpu0(p):
+            ks, ps = plan_arrays(p)  # the runner's checks on the plan as it is (one kernel per GPU)
+            return ([dataclasses.replace(k, gpu=0) for k in ks],
+                    [dataclasses.replace(q, src_gpu=0, dst_gpu=0) for q in ps])
+
+        rn.plan_arrays = on_gpu0  # the constructor's only call of it
+        try:
+            super().__init__(plan, *args, **kwargs)
+        finally:
+            rn.plan_arrays = plan_arrays
+        with self.cp.cuda.Device(0):
+            self.kernel_streams = {k.op: self.cp.cuda.Stream(non_blocking=True) for k in self.kernels}
+
+    def stream_of(self, k, streams):
+        return self.kernel_streams[k.op]
+
+    def sync(self) -> None:
+        with self.cp.cuda.Device(0):
+            self.cp.cuda.runtime.deviceSynchronize()
+
+
+def check_variant(name: str, m: int, h: int, iters: int, seed: int) -> dict:
+    from ctahw.baselines import Chain
+    from ctahw.device import REL_TOL_BF16, output_error, poison, reference_chain, require_cupy
+    from ctahw.pipelined import chain_plan, variant_plan
+    from ctasim.variants import VARIANTS, clusters_of
+
+    cp = require_cupy()
+    v = VARIANTS[name]
+    plan = variant_plan(chain_plan(m, h, 2), v)
+    data = Chain(cp, seed)
+    x = data.rand(0, (m, h), salt=1)
+    ws = [data.rand(0, (h, h), 1 / math.sqrt(h), salt=2 + i) for i in range(2)]
+    ref = reference_chain(cp, x, ws)
+    row = dict(variant=name, m=m, h=h, clusters=",".join(v.clusters), persistent=v.persistent, trace=v.trace,
+               consumer=v.consumer)
+    t0 = time.perf_counter()
+    r = None
+    try:
+        r = OneGpuRunner(plan, m, [h, h, h], x, ws, trace=v.trace, clusters=clusters_of(plan, v),
+                         persistent=v.persistent, timeout_ns=2_000_000_000)
+        poison(r.out)
+        for op, buf in r.inputs.items():
+            if buf is not x:
+                poison(buf)
+        r.sync()
+        r.launch()
+        r.sync()
+        r.check_errors()
+        row["rel_err_first"] = output_error(cp, r.out, ref)
+        if v.trace:  # every tile of every kernel stamped (start, acquire, mainloop end, epilogue, store, signal)
+            unstamped = 0
+            for k in r.kernels:
+                s = r.obj[k.op].arrays["stamps"].get().reshape(k.tiles, rn.TILE_STAMP_WORDS)
+                unstamped += int((s[:, :6] == 0).any(axis=1).sum())
+            row["unstamped_tiles"] = unstamped
+        for _ in range(iters):
+            r.launch()
+            r.sync()  # the next run's producer overwrites the consumer's input: runs in order
+        r.check_errors()
+        epochs = iters + 1
+        row["epochs"] = epochs
+        row["rel_err_last"] = output_error(cp, r.out, ref)
+        exact = True
+        for p in r.pipes:
+            o = r.pobj[p.id].arrays
+            exact &= bool((o["counters"].get() == epochs * p.threshold).all())
+            pushed = 0 if r._consumer_waits(p) else epochs * p.capacity
+            exact &= int(o["tail"].get()[0]) == pushed and int(o["head"].get()[0]) == pushed
+        row["counts_exact"] = exact
+        row["ok"] = bool(row["rel_err_first"] <= REL_TOL_BF16 and row["rel_err_last"] <= REL_TOL_BF16 and exact
+                         and not row.get("unstamped_tiles"))
+    except Exception as e:  # noqa: BLE001 -- recorded per variant; the others still run
+        row["ok"], row["error"] = False, f"{type(e).__name__}: {e}"
+        if r is not None:
+            r.sync()  # never free buffers a kernel in flight still writes
+    row["wall_s"] = time.perf_counter() - t0
+    del r
+    cp.get_default_memory_pool().free_all_blocks()
+    return row
+
+
+def main(argv=None) -> int:
+    from ctasim.variants import VARIANTS
+
+    ap = argparse.ArgumentParser(prog="python bench/hw/ctapipe_onegpu.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--m", type=int, default=1024)
+    ap.add_argument("--h", type=int, default=1024)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--seed", type=int, default=20261202)
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name in a.variants.split(","):
+        row = check_variant(name, a.m, a.h, a.iters, a.seed)
+        rows.append(row)
+        print(f"{name:<30} {'ok' if row['ok'] else 'FAILED'}  err {row.get('rel_err_first', float('nan')):.3e} / "
+              f"{row.get('rel_err_last', float('nan')):.3e}  epochs {row.get('epochs', '-')}  counts "
+              f"{row.get('counts_exact', '-')}  {row['wall_s']:.2f} s  {row.get('error', '')}", flush=True)
+    (a.out / "onegpu.json").write_text(json.dumps(rows, indent=1, default=str) + "\n")
+    bad = [r["variant"] for r in rows if not r["ok"]]
+    print(f"{len(rows) - len(bad)} of {len(rows)} variants correct" + (f"; failed: {', '.join(bad)}" if bad else ""))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
