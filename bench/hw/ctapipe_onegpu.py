@@ -13,6 +13,11 @@ the previous one finished; the output checked again, every counter exactly epoch
 head exactly epochs x capacity (0 for a waiting consumer's), no protocol error, and for a traced variant every tile of
 every kernel stamped. Not timed (both kernels share one GPU's SMs).
 
+Known limit (bench/results/hw/2026-12-02-ctapipe-onegpu): the variants whose two kernels have different cluster shapes
+(``c21``: 2x1 / 1x2, ``pr21``: 2x1 / 1x1) end in the consumer's pop timeout with nothing published: on the H200 the
+producer did not run beside the consumer (likely: kernels of different cluster shapes are not run side by side), so
+it started only after the consumer gave up.
+
     python bench/hw/ctapipe_onegpu.py OUT [--m 1024] [--h 1024] [--iters 20] [--variants a,b]
 
 Writes ``OUT/onegpu.json`` (one row per variant); exits 1 if any variant failed.
