@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctasim.trace import load_traces  # noqa: E402
-from ctasim.validation.ctapipe import SPAN_SATURATED as SATURATED  # noqa: E402,F401
-from ctasim.validation.ctapipe import span_rate, window_spans as _window_spans  # noqa: E402
+from ctasim.calibration import SPAN_SATURATED as SATURATED  # noqa: E402,F401
+from ctasim.calibration import span_rate, window_spans as _window_spans  # noqa: E402
 
 RUNS = ROOT / "bench/results/hw/2026-12-01-chain-1gpu/registered"
 EXPS = ("reg3-intragpu", "reg3-intragpu-deep", "reg3-intragpu-h4096")

@@ -33,6 +33,9 @@ l2_bytes                    cudaDeviceProp.l2CacheSize
 128x256 cluster_m           the CUTLASS kernel's cluster shape (its describe() line)
 128x256 cta_drift           median drift of 9 per-tile traces of the persistent GEMM in CUTLASS's orders
                             (``ctahw.tile_orders.trace_orders``, ``ctasim.calibration.trace_drift``)
+128x256 ticket_spread       median growth per window of 132 tickets of the start-time span in 4 per-tile traces of
+                            the chain kernel's tickets design (``ctahw.tile_orders.trace_tickets``,
+                            ``ctasim.calibration.ticket_spread``; ``--quick``: 2 traces)
 l2_hbm_exposed,             *fitted*: least mean |error| over the tile-order probe at the calibration split (N = K =
 128x256 l2_sm_tflops        8192, M = 2048 ... 32768, 12 orders: 72 runs, ``ctahw.tile_orders.time_orders``), given the
                             measured L2 size, HBM rate, tile fixed time and drift
@@ -362,8 +365,11 @@ def memory_hierarchy(res: Mapping) -> dict:
                  "exposed": f"l2_hbm_exposed {fit.exposed:g} in {EXPOSED_GRID[0]:g}-{EXPOSED_GRID[-1]:g}"}
         raise ValueError(f"the L2 fit lands on its grid's edge ({'; '.join(grids[e] for e in fit.edges)}): "
                          "not a fit; the memory hierarchy's fields stay copied")
-    return {"l2_sm_tflops": fit.rate, "l2_hbm_exposed": fit.exposed, "l2_fit_error": fit.mean_abs_error,
-            "l2_fit_runs": fit.runs, "cta_drift": drift, "cluster_m": cluster_m}
+    out = {"l2_sm_tflops": fit.rate, "l2_hbm_exposed": fit.exposed, "l2_fit_error": fit.mean_abs_error,
+           "l2_fit_runs": fit.runs, "cta_drift": drift, "cluster_m": cluster_m}
+    if res.get("ticket_spread") is not None:  # measured by calibrations since 2026-12-02 (ticket traces)
+        out["ticket_spread"] = round(float(res["ticket_spread"]), 4)
+    return out
 
 
 def timer_tick_ns(stamps: Sequence[int]) -> int:
@@ -425,8 +431,8 @@ MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_eng
                    "l2_hbm_exposed")
 FITTED_FIELDS = ("l2_hbm_exposed",)
 """Fields of :data:`MEASURED_FIELDS` that are fitted to measurements rather than measured: marked ``fitted:``."""
-CONFIG_FIELDS = ("sm_tflops", "tile_fixed_ns", "l2_sm_tflops", "cta_drift", "cluster_m", "tile_cv")
-"""The 128x256 kernel config's fields that ``ctahw calibrate`` writes (the last four with the memory hierarchy)."""
+CONFIG_FIELDS = ("sm_tflops", "tile_fixed_ns", "l2_sm_tflops", "cta_drift", "cluster_m", "tile_cv", "ticket_spread")
+"""The 128x256 kernel config's fields that ``ctahw calibrate`` writes (the last five with the memory hierarchy)."""
 
 
 def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, measured: Mapping[str, tuple],
@@ -785,7 +791,7 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
     import pandas as pd  # noqa: PLC0415
 
     from ctahw import tile_orders  # noqa: PLC0415
-    from ctasim.calibration import calibration_shapes, cta_drift, trace_drift  # noqa: PLC0415
+    from ctasim.calibration import calibration_shapes, cta_drift, ticket_spread, trace_drift  # noqa: PLC0415
 
     res: dict = {"tile_order_reps": 1 if quick else TILE_ORDER_REPS}
     log("calibrate: tile-order probe (N = K = 8192, 12 orders)")
@@ -796,9 +802,18 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
     res["order_trace_timing"] = timing
     res["order_drift"] = [{"case": name, **trace_drift(t, name)} for name, t in traces.items()]
     res["cta_drift"] = cta_drift(traces.values())
+    log("calibrate: per-tile ticket traces (the chain kernel's tickets design)")
+    rows, tickets = tile_orders.trace_tickets(shapes=tile_orders.TICKET_SHAPES[-2:] if quick else
+                                              tile_orders.TICKET_SHAPES, log=log)
+    slots = int(res.get("sm_count", 132))
+    res["ticket_spread"], rates = ticket_spread(tickets.values(), slots)
+    res["ticket_runs"] = [dict(r, spread_per_window=rate) for r, rate in zip(rows, rates)]
     if probe_out is not None:
         tile_orders.write_traces(probe_out, timing, traces)
         pd.DataFrame(res["tile_order_runs"]).to_csv(probe_out / "tile_orders.csv", index=False)
+        for name, tiles in tickets.items():
+            tiles.to_csv(probe_out / f"tiles-{name}.csv.gz", index=False, float_format="%.0f")
+        pd.DataFrame(res["ticket_runs"]).to_csv(probe_out / "tickets.csv", index=False)
     return res
 
 
@@ -884,12 +899,23 @@ def measured_configs(res: Mapping) -> dict[str, tuple]:
         spread = f"{min(per):.4f}-{max(per):.4f} tile times per round; " if per else ""
         vals.update(l2_sm_tflops=res["l2_sm_tflops"], cta_drift=res["cta_drift"], cluster_m=res["cluster_m"],
                     tile_cv=0.0)
+        if "ticket_spread" in res and "ticket_runs" in res:
+            runs = res["ticket_runs"]
+            fitted = [r["spread_per_window"] for r in runs if r.get("spread_per_window") is not None]
+            vals["ticket_spread"] = round(float(res["ticket_spread"]), 4)
+            notes_ticket = (f"measured: median over {len(fitted)} per-tile traces of the chain kernel's tickets design "
+                            f"({min(fitted):.4f}-{max(fitted):.4f} tile times per window of {res.get('sm_count', 132)} "
+                            "tickets; ctahw.tile_orders.trace_tickets, ctasim.calibration.ticket_spread)")
+        else:
+            notes_ticket = None
         notes = {"l2_sm_tflops": f"fitted: {_l2_fit_how(res)}; with l2_hbm_exposed; the rate with every operand in L2",
                  "cta_drift": f"measured: median over {len(per)} per-tile traces of the plain persistent GEMM in "
                               f"CUTLASS's orders ({spread}ctahw.tile_orders.trace_orders, "
                               "ctasim.calibration.trace_drift)",
                  "cluster_m": f"measured: the kernel's cluster shape (its description: {res['cutlass_kernel']})",
                  "tile_cv": "0: the L2 model's constants were fitted without tile-time variation"}
+        if notes_ticket:
+            notes["ticket_spread"] = notes_ticket
     return {"128x256": (vals, how, notes)}
 
 

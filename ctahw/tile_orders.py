@@ -15,6 +15,11 @@ traces), the measurements the memory hierarchy's constants are derived from (:mo
   ``rest_ms`` and the 3 ms gate); then one traced run of the chain kernel gives the per-tile times the drift is
   measured on (:func:`ctasim.calibration.trace_drift`).
 
+* :func:`trace_tickets`: per shape, the chain kernel's tickets design (its default order, groups of 8 row-blocks) on a
+  square chain, checked against fp32 once, then one traced run behind ``rest_ms`` and the 3 ms gate: the per-tile
+  times the ticket spread is measured on (:func:`ctasim.calibration.ticket_spread`; the shapes of registered plan 3,
+  whose traces gave the committed value).
+
 Left out: the fused epilogues and other tile shapes (the constants belong to the plain 128x256 config); clocks
 and power (the rests keep the GPU in its burst regime; ``ctahw.calibrate`` measures the power cap separately); more
 than one GPU (GPU 0 only).
@@ -28,8 +33,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-__all__ = ["TRACE_SHAPES", "TRACE_ORDERS", "TRACE_COLUMNS", "trace_name", "trace_plan", "time_orders",
-           "trace_orders", "write_traces"]
+__all__ = ["TRACE_SHAPES", "TRACE_ORDERS", "TRACE_COLUMNS", "TICKET_SHAPES", "trace_name", "trace_plan",
+           "ticket_plan", "time_orders", "trace_orders", "trace_tickets", "write_traces"]
 
 TRACE_SHAPES = ((8192, 8192), (32768, 8192), (16384, 16384))
 """(M, H) of the order traces, each layer M x H x H: 16 and 63 rounds of the 132-CTA grid
@@ -68,6 +73,57 @@ def trace_plan(m: int, h: int, raster: str, swizzle: int):
         raise ValueError(f"{m} x {h} {raster}/swizzle{swizzle}: CUTLASS pads this grid; pick another shape")
     k.order = np.asarray(order, dtype=np.int64)
     return plan
+
+
+TICKET_SHAPES = ((8192, 2, 8192), (12288, 2, 8192), (16384, 2, 8192), (16384, 4, 8192))
+"""(M, layers, H) of the ticket traces: chains of registered plan 3 (``bench/results/hw/2026-12-01-chain-1gpu``) with
+at least 6 windows of 132 tickets (17 to 63)."""
+
+
+def ticket_plan(m: int, layers: int, h: int):
+    """The chain kernel's tickets plan of an ``layers``-layer M x H x H chain in its default order (no GPU needed)."""
+    from ctasim.spec import Strategy, load_hardware, load_workload  # noqa: PLC0415
+    from ctasim.strategies.ctapipe import build_chain  # noqa: PLC0415
+
+    wl = load_workload("chain2-16384")
+    wl = dataclasses.replace(wl, layers=(dataclasses.replace(wl.layers[0], m=m, k=h, n=h),) * layers)
+    return build_chain(Strategy(kind="ctapipe", gpus=1), wl, load_hardware("h200-x2-calibrated"), f"m={m}")
+
+
+def trace_tickets(shapes: Sequence[tuple[int, int, int]] = TICKET_SHAPES, *, rest_ms: float = 250.0,
+                  seed: int = 20261202, log: Callable[[str], None] = _stderr) -> tuple[list[dict], dict]:
+    """The ticket traces on GPU 0 (module docstring). Returns (rows: m, layers, h, grid, traced_ms, rel_err;
+    {``<M>x<H>x<layers>-tickets``: the traced run's tiles, :data:`TRACE_COLUMNS`}). Raises what the chain kernel
+    raises on a protocol error or a wrong result."""
+    from ctahw.baselines import Chain, Timed  # noqa: PLC0415
+    from ctahw.chain import ChainRunner  # noqa: PLC0415
+    from ctahw.device import output_error, poison, reference_chain  # noqa: PLC0415
+
+    plans = {s: ticket_plan(*s) for s in shapes}  # bad shapes are refused before the GPU runs anything
+    timed = Timed([0], 3.0, 0.0, rest_ms)
+    cp, s0 = timed.cp, timed.compute[0]
+    data = Chain(cp, seed)
+    rows: list[dict] = []
+    traces: dict = {}
+    for (m, layers, h), plan in plans.items():
+        x = data.rand(0, (m, h), salt=1)
+        ws = [data.rand(0, (h, h), 1 / math.sqrt(h), salt=2 + i) for i in range(layers)]
+        ref = reference_chain(cp, x, ws, 0)
+        t = ChainRunner(plan, x, ws, trace=True)
+        poison(t.x[1:])
+        ms = timed.run(lambda tm: (tm.part("compute", 0, s0, lambda: t.launch(stream=s0)), [(s0, 0)])[1])[0]
+        t.check_errors()
+        err = output_error(cp, t.out, ref)
+        if not err < 1e-2:
+            raise RuntimeError(f"ticket trace {m} x {h} x {layers} layers: relative error {err:.2e} against fp32")
+        tiles = t.read_trace().tiles
+        name = f"{m}x{h}x{layers}-tickets"
+        traces[name] = tiles[[c for c in TRACE_COLUMNS if c in tiles.columns]]
+        rows.append({"m": m, "layers": layers, "h": h, "grid": t.grid, "traced_ms": ms, "rel_err": err})
+        log(f"{name}: traced {ms:.4f} ms (err {err:.1e})")
+        del t, x, ws, ref
+        cp.get_default_memory_pool().free_all_blocks()
+    return rows, traces
 
 
 def _median(v: Sequence[float]) -> float:

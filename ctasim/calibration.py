@@ -27,6 +27,11 @@ What is derived
       before it on the same SM, CTAs of an SM in ``t_start`` order): the definitions ``ctasim.validation.ctapipe``
       fits ``tile_fixed_ns``, ``cta_launch_ns`` and ``signal_ns`` with on the 2-GPU traces, measured here without a
       second GPU.
+    * **The ticket spread** (:func:`window_spans`, :func:`span_rate`, :func:`ticket_spread`): from a per-tile trace of
+      a kernel that hands out its tiles in order as CTAs free (the chain kernel's tickets), the span of the start
+      times of each window of ``slots`` consecutive tiles by start, in median mainloops, and its growth per window
+      (a line over windows >= 1 while the span is below :data:`SPAN_SATURATED`); a profile's ``ticket_spread`` is the
+      median over the traces.
 
 Left out
     Which tile orders and shapes to run (the probes decide; :data:`CALIBRATION_MS` is the committed split); an L2
@@ -52,7 +57,8 @@ __all__ = [
     "TILE_M", "TILE_N", "ELEM_BYTES", "CALIBRATION_N", "CALIBRATION_K", "CALIBRATION_MS", "RATE_GRID", "EXPOSED_GRID",
     "is_calibration", "calibration_shapes", "tile_order_table", "run_traffic", "compute_ns", "predict_ns", "GridFit",
     "grid_fit", "fit_l2_constants", "trace_drift", "cta_drift", "PERCTA_COLUMNS", "PERCTA_STEPS", "percta_table",
-    "percta_turnover", "percta_steps", "percta_medians",
+    "percta_turnover", "percta_steps", "percta_medians", "SPAN_SATURATED", "window_spans", "span_rate",
+    "ticket_spread",
 ]
 
 TILE_M, TILE_N, ELEM_BYTES = 128, 256, 2
@@ -239,6 +245,45 @@ def cta_drift(traces: Iterable[pd.DataFrame]) -> float:
     if not vals:
         raise ValueError("no per-tile traces to measure the drift on")
     return float(np.median(vals))
+
+
+SPAN_SATURATED = 0.9
+"""A window span at or above this (tile times) has stopped growing: the spread saturates at about one tile time."""
+
+
+def window_spans(tiles: pd.DataFrame, slots: int) -> np.ndarray:
+    """Span (max - min) of the start times (``t_acquire``) of each window of ``slots`` consecutive tiles by start, in
+    median mainloops (``t_mainloop_end - t_acquire``): how far a grid that hands out tiles in order has spread."""
+    missing = [c for c in ("t_acquire", "t_mainloop_end") if c not in tiles.columns]
+    if missing:
+        raise ValueError(f"trace: no column {', '.join(missing)}")
+    if slots < 1:
+        raise ValueError(f"slots must be >= 1, got {slots}")
+    t = tiles.sort_values("t_acquire")
+    tile = float(np.median(t["t_mainloop_end"] - t["t_acquire"]))
+    acq = t["t_acquire"].to_numpy(float)
+    n = len(acq) // slots
+    return np.array([np.ptp(acq[i * slots:(i + 1) * slots]) for i in range(n)]) / tile
+
+
+def span_rate(spans: np.ndarray) -> float | None:
+    """Growth per window of :func:`window_spans` (a line over windows >= 1 with a span below :data:`SPAN_SATURATED`);
+    None with fewer than 6 windows or 4 such points."""
+    v = np.arange(len(spans))
+    sel = (v >= 1) & (spans < SPAN_SATURATED)
+    if len(spans) < 6 or sel.sum() < 4:
+        return None
+    return float(np.polyfit(v[sel], spans[sel], 1)[0])
+
+
+def ticket_spread(traces: Iterable[pd.DataFrame], slots: int) -> tuple[float, list[float | None]]:
+    """A profile's ``ticket_spread``: the median :func:`span_rate` over per-tile traces of a ticket-scheduled kernel
+    (the chain kernel's tickets design), with each trace's rate (None where it has too few windows to fit)."""
+    rates = [span_rate(window_spans(t, slots)) for t in traces]
+    fitted = [r for r in rates if r is not None]
+    if not fitted:
+        raise ValueError("no per-tile trace with enough windows (6, 4 below saturation) to measure the ticket spread on")
+    return float(np.median(fitted)), rates
 
 
 PERCTA_COLUMNS = ("cta", "sm", "t_start", "t_acquire", "t_mainloop_end", "t_compute_end", "t_store_end", "t_signal")

@@ -131,3 +131,30 @@ def test_a_trace_too_short_or_without_its_columns_is_refused():
         C.trace_drift(synthetic_trace(np.ones(4), 8).drop(columns="t_mainloop_end"))
     with pytest.raises(ValueError, match="no per-tile traces"):
         C.cta_drift([])
+
+
+def _ticket_trace(windows: int, rate: float, slots: int = 8, tile: float = 100.0) -> pd.DataFrame:
+    """A ticket grid whose window w's starts span rate * w tile times (saturating at 1), mainloops of ``tile`` ns."""
+    rows = []
+    for w in range(windows):
+        span = min(1.0, rate * w) * tile
+        for i in range(slots):
+            t = w * tile + span * i / (slots - 1)
+            rows.append({"t_acquire": t, "t_mainloop_end": t + tile})
+    return pd.DataFrame(rows).sample(frac=1.0, random_state=0)  # any row order
+
+
+def test_the_ticket_spread_is_the_median_growth_of_the_window_span():
+    from ctasim.calibration import span_rate, ticket_spread, window_spans
+
+    spans = window_spans(_ticket_trace(12, 0.05), 8)
+    assert spans == pytest.approx(np.minimum(1.0, 0.05 * np.arange(12)), abs=1e-9)
+    assert span_rate(spans) == pytest.approx(0.05)
+    got, rates = ticket_spread([_ticket_trace(12, 0.02), _ticket_trace(12, 0.03), _ticket_trace(12, 0.1),
+                                _ticket_trace(4, 0.02)], 8)
+    assert got == pytest.approx(0.03) and rates[-1] is None  # 4 windows: too few to fit, left out of the median
+    assert span_rate(window_spans(_ticket_trace(30, 0.2), 8)) == pytest.approx(0.2)  # saturated windows left out
+    with pytest.raises(ValueError, match="enough windows"):
+        ticket_spread([_ticket_trace(4, 0.02)], 8)
+    with pytest.raises(ValueError, match="no column t_mainloop_end"):
+        window_spans(pd.DataFrame({"t_acquire": [0.0]}), 8)

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ctasim.calibration import SPAN_SATURATED, span_rate, window_spans  # noqa: F401 (re-exported)
 from ctasim.validation.traces import compare
 from ctasim.engine import simulate
 from ctasim.plan import Plan
@@ -354,30 +355,6 @@ def fit_family(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS) -> tupl
     ev["traces"] = "; ".join(sorted(t["case"].unique()))
     ev["fit_ms"] = ", ".join(map(str, fit_ms))
     return fields, ev
-
-
-def window_spans(tiles: pd.DataFrame, slots: int) -> np.ndarray:
-    """Span (max - min) of the start times (``t_acquire``) of each window of ``slots`` consecutive tiles by start, in
-    median mainloops (``t_mainloop_end - t_acquire``): how far a grid that hands out tiles in order has spread."""
-    t = tiles.sort_values("t_acquire")
-    tile = float(np.median(t["t_mainloop_end"] - t["t_acquire"]))
-    acq = t["t_acquire"].to_numpy(float)
-    n = len(acq) // slots
-    return np.array([np.ptp(acq[i * slots:(i + 1) * slots]) for i in range(n)]) / tile
-
-
-SPAN_SATURATED = 0.9
-"""A window span at or above this (tile times) has stopped growing: the spread saturates at about one tile time."""
-
-
-def span_rate(spans: np.ndarray) -> float | None:
-    """Growth per window of :func:`window_spans` (a line over windows >= 1 with a span below :data:`SPAN_SATURATED`);
-    None with fewer than 6 windows or 4 such points."""
-    v = np.arange(len(spans))
-    sel = (v >= 1) & (spans < SPAN_SATURATED)
-    if len(spans) < 6 or sel.sum() < 4:
-        return None
-    return float(np.polyfit(v[sel], spans[sel], 1)[0])
 
 
 def apply_fit(hw: Hardware, fields: dict[str, dict]) -> Hardware:

@@ -165,7 +165,8 @@ def test_measured_fields_cover_every_field_calibrate_claims():
                                    sm_remote_store_gbps=7.0, sm_remote_store_note="fit", **CLOCK_RESULT,
                                    **MEMORY_RESULT))
     assert set(got) == set(cal.MEASURED_FIELDS)
-    (vals, _, notes), = cal.measured_configs(dict(FAKE_RESULT, **MEMORY_RESULT)).values()
+    (vals, _, notes), = cal.measured_configs(dict(FAKE_RESULT, **MEMORY_RESULT, ticket_spread=0.019,
+                                                  ticket_runs=[{"spread_per_window": 0.019}])).values()
     assert set(vals) - {"source"} == set(cal.CONFIG_FIELDS) and set(notes) == set(cal.CONFIG_FIELDS[2:])
 
 
@@ -352,3 +353,22 @@ def test_the_remote_store_fit_runs_without_the_memory_hierarchy(tmp_path, monkey
     monkeypatch.setattr(cal, "fit_sm_remote_store", fit)
     cal.write_profile(dict(FAKE_RESULT, **MEMORY_RESULT), "h200-x2", tmp_path / "p.toml", "p", PROV)
     assert seen == [0.0] and load_hardware(tmp_path / "p.toml").l2_bytes == 62914560.0
+
+
+def test_the_ticket_spread_goes_into_the_profile_with_its_traces(tmp_path):
+    fitted = dict(FAKE_RESULT, sm_remote_store_gbps=7.0, sm_remote_store_note="fit")
+    runs = [{"m": 16384, "layers": 2, "spread_per_window": 0.017}, {"m": 8192, "layers": 2, "spread_per_window": 0.021},
+            {"m": 4096, "layers": 2, "spread_per_window": None}]
+    text = cal.write_profile(dict(fitted, **MEMORY_RESULT, ticket_spread=0.01904, ticket_runs=runs), "h200-x2",
+                             tmp_path / "p.toml", "p", PROV)
+    cfg = load_hardware(tmp_path / "p.toml").config(128, 256)
+    assert cfg.ticket_spread == 0.019
+    line = next(l for l in text.splitlines() if l.startswith("ticket_spread") and "0.019" in l)
+    assert "median over 2 per-tile traces of the chain kernel's tickets design (0.0170-0.0210" in line
+    # memory_hierarchy passes the measured spread on, rounded as the profile holds it; without it, nothing
+    got = cal.memory_hierarchy(committed_measurement(ticket_spread=0.018851))
+    assert got["ticket_spread"] == 0.0189
+    assert "ticket_spread" not in cal.memory_hierarchy(committed_measurement())
+    # an older measurement without ticket traces keeps the base profile's value
+    cal.write_profile(dict(fitted, **MEMORY_RESULT), "h200-x2", tmp_path / "q.toml", "q", PROV)
+    assert load_hardware(tmp_path / "q.toml").config(128, 256).ticket_spread == 0.0
