@@ -158,3 +158,16 @@ def test_the_ticket_spread_is_the_median_growth_of_the_window_span():
         ticket_spread([_ticket_trace(4, 0.02)], 8)
     with pytest.raises(ValueError, match="no column t_mainloop_end"):
         window_spans(pd.DataFrame({"t_acquire": [0.0]}), 8)
+
+
+def test_the_committed_ticket_traces_give_their_spread():
+    """bench/results/hw/2026-12-02-ticket-traces: the calibration probe's traces and the spread its table holds."""
+    from ctasim.calibration import ticket_spread
+
+    d = Path(__file__).resolve().parent.parent / "bench/results/hw/2026-12-02-ticket-traces/probes"
+    table = pd.read_csv(d / "tickets.csv")
+    traces = [pd.read_csv(d / f"tiles-{m}x{h}x{l}-tickets.csv.gz") for m, l, h in
+              zip(table["m"], table["layers"], table["h"])]
+    value, rates = ticket_spread(traces, 132)
+    assert rates == pytest.approx(table["spread_per_window"].tolist(), abs=1e-9)
+    assert round(value, 4) == 0.0197
