@@ -9,6 +9,9 @@ Modules, each answering one question:
 * :mod:`.programs` -- the correct protocol as producer / consumer programs, and its seeded-bug mutants;
 * :mod:`.chain` -- the chain kernel's protocol (producer and consumer CTAs on one GPU, GPU scope), both designs,
   its mutants and its two-GPU placement;
+* :mod:`.rowstats` -- the row-statistics hand-off of a fused LayerNorm (partial sums added by the producers, read
+  by the consumers after their acquire) on the unchanged programs, invariants (7)-(8), its mutants and searches;
+  :mod:`.rowstats_explore` its Hypothesis search (imports Hypothesis; not imported here);
 * :mod:`.invariants` -- invariants (1)-(6), checked event by event against an independent oracle;
 * :mod:`.harness` -- one run: setup + variant + system + trace + checker;
 * :mod:`.litmus` -- litmus tests and an exhaustive explorer of their outcomes;
@@ -27,6 +30,7 @@ from .harness import Run, Setup
 from .invariants import ProtocolViolation, check_trace
 from .memory import Memory
 from .programs import CORRECT, MUTANTS, Variant
+from .rowstats import ROWSTATS, ROWSTATS_MUTANTS, RowStatsChecker, RowStatsVariant
 from .system import DrainPolicy, System
 
 __all__ = [
@@ -41,4 +45,8 @@ __all__ = [
     "Memory",
     "System",
     "DrainPolicy",
+    "RowStatsVariant",
+    "ROWSTATS",
+    "ROWSTATS_MUTANTS",
+    "RowStatsChecker",
 ]
