@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from ctasim.trace import load_traces  # noqa: E402
-from ticket_spread import SLOTS, window_spans  # noqa: E402
+from ctasim.calibration import window_spans  # noqa: E402
+from ticket_spread import SLOTS  # noqa: E402
 
 RUN = ROOT / "bench/results/hw/2026-12-02-registered9-1gpu"
 OUT = ROOT / "bench/results/validation-registered9/order-traces.csv"
@@ -39,7 +40,7 @@ def row(exp: str, key: str, tr) -> dict:
     case, strategy, _ = key.split(":")
     t = tr.tiles.sort_values("t_acquire").reset_index(drop=True)
     ml = (t["t_mainloop_end"] - t["t_acquire"]).to_numpy(float)
-    s = window_spans(t)
+    s = window_spans(t, SLOTS)
     q = max(1, len(s) // 4)
     per_layer_cols = int(t["tile_n"].max()) + 1
     # W panels a window touches: distinct (layer, column) pairs among its tiles

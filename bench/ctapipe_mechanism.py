@@ -7,8 +7,8 @@ Every kept traced run of the six committed ctapipe runs (``ctasim.validation.pip
 ``ctasim.validation.ctapipe.judge`` on:
 
 * ``mechanism``: ``specs/hardware/h200-x2-mechanism.toml``, one config for every variant of the kernel (no
-  per-variant figure; the tiles' times from the memory hierarchy of the order each grid walks, the variant's cluster
-  shape, the one-CTA-per-tile grid's start-time spread);
+  per-variant figure; the tiles' times from the memory hierarchy of the order each grid walks and the
+  one-CTA-per-tile grid's start-time spread);
 * ``lockstep``: the same with the spread off (``ctasim.predict.without_drift``);
 * ``flat``: the same with the memory hierarchy off (every tile at the family config's ``sm_tflops``);
 * ``per-variant``: the committed ``h200-x2-calibrated`` (4 kernel configs fitted per variant on the traces at
@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctasim import costs  # noqa: E402
-from ctasim.predict import without_drift, without_memory  # noqa: E402
+from ctasim.predict import Waves, without_drift, without_memory  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
 from ctasim.validation import ctapipe as VC  # noqa: E402
 from ctasim.validation.pipeline import CTAPIPE_ALSO, CTAPIPE_FIT_ALSO, CTAPIPE_RUN  # noqa: E402
@@ -61,11 +61,11 @@ def load_runs(runs=RUNS) -> list[VC.MeasuredTrace]:
 
 
 def naive_ms(mt: VC.MeasuredTrace, hw) -> float:
-    """The slower layer plus one wave: both layers are M x 8192 x 8192, so (waves + 1) tile times."""
+    """``ctasim.predict.Waves``' rule for CTA-pipelining, the slower layer plus one wave of the other (both layers
+    M x 8192 x 8192), less the kernel's fixed time: a trace's clock starts at its first CTA."""
     layer = Layer(mt.m, VC.H, VC.H, *VC.TILE)
-    cfg = hw.config(*VC.TILE)
-    slots = hw.sm_count * cfg.cta_slots_per_sm
-    return (-(-layer.tiles // slots) + 1) * costs.tile_ns(layer, layer.k, hw, 2) / 1e6
+    waves = Waves()
+    return waves.gemm_ms(layer, hw, 2) - hw.config(*VC.TILE).kernel_fixed_ns / 1e6 + waves.wave_ms(layer, hw, 2)
 
 
 def _wave_medians(tiles: pd.DataFrame, slots: int) -> dict:
@@ -136,8 +136,7 @@ PROBE = HW_DIR / "2026-12-02-percta-probe"
 
 def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
     """Per probe tile table and wave: the measured median tile time (acquire to compute end) against the mechanism
-    profile's (its memory hierarchy over the probe's own order, the variant's cluster shape, the family config's
-    ``ticket_spread``), the same without the spread (lockstep) and the per-variant profile's (the variant's producer
+    profile's (its memory hierarchy over the probe's own order with the family config's ``ticket_spread``), the same without the spread (lockstep) and the per-variant profile's (the variant's producer
     config: ``sm_tflops``, ``tile_fixed_ns`` and its wave slowdown). The producer alone: no remote store, no consumer."""
     from ctasim.variants import VARIANTS  # noqa: PLC0415
 
@@ -152,11 +151,10 @@ def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
         wave = np.arange(len(t)) // slots
         meas = (t["t_compute_end"] - t["t_acquire"]).groupby(wave).median().to_numpy() / 1e3
         cfg = mech.config(*VC.TILE, kernel="ctapipe")
-        cluster_m = int(VARIANTS[variant].clusters[0].split("x")[0])
         model = {}
         for name, spread in (("mechanism", cfg.ticket_spread), ("lockstep", 0.0)):
             times = costs.order_tile_times(layer, mech, 2, order, slots, kernel="ctapipe", drift=0.0,
-                                           cluster_m=cluster_m, ticket_spread=spread)
+                                           ticket_spread=spread)
             model[name] = times[::slots][:len(meas)] / 1e3
         pv = per_variant.config(*VC.TILE, kernel=VARIANTS[variant].kernels[0]) if VARIANTS[variant].kernels else None
         if pv is not None:

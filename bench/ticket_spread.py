@@ -25,8 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctasim.trace import load_traces  # noqa: E402
-from ctasim.calibration import SPAN_SATURATED as SATURATED  # noqa: E402,F401
-from ctasim.calibration import span_rate, window_spans as _window_spans  # noqa: E402
+from ctasim.calibration import span_rate, window_spans  # noqa: E402
 
 RUNS = ROOT / "bench/results/hw/2026-12-01-chain-1gpu/registered"
 EXPS = ("reg3-intragpu", "reg3-intragpu-deep", "reg3-intragpu-h4096")
@@ -34,23 +33,13 @@ OUT = ROOT / "bench/results/ticket-spread/spread.csv"
 SLOTS = 132
 
 
-def window_spans(tiles: pd.DataFrame, slots: int = SLOTS) -> np.ndarray:
-    """Span of the start times of each window of ``slots`` consecutive tiles by start, in median mainloops."""
-    return _window_spans(tiles, slots)
-
-
-def spread_rate(spans: np.ndarray) -> float | None:
-    """Slope of the spans over the window index (windows >= 1, spans below SATURATED); None with < 4 points."""
-    return span_rate(spans)
-
-
 def measure() -> pd.DataFrame:
     rows = []
     for exp in EXPS:
         for key, tr in load_traces(RUNS / exp / "ctapipe_traces.trace.npz").items():
-            s = window_spans(tr.tiles)
+            s = window_spans(tr.tiles, SLOTS)
             rows.append({"experiment": exp, "run": key, "windows": len(s), "span_last": float(s[-1]),
-                         "rate": spread_rate(s)})
+                         "rate": span_rate(s)})
     return pd.DataFrame(rows)
 
 

@@ -785,9 +785,11 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
                    probe_out: Path | None = None) -> dict:
     """The memory hierarchy's measurements on GPU 0: the tile-order probe at the calibration split (CUTLASS at its 12
     orders, no cuBLAS; :func:`ctahw.tile_orders.time_orders`) and the order traces
-    (:func:`ctahw.tile_orders.trace_orders`) with each trace's drift and their median (``cta_drift``). With
-    ``probe_out``: ``tile_orders.csv`` (the probe's rows, the columns of the committed ``gemm_shapes.csv``),
-    ``timing.csv`` and ``tiles-*.csv.gz`` (what ``bench/order_drift.py DIR`` reads) written there."""
+    (:func:`ctahw.tile_orders.trace_orders`) with each trace's drift and their median (``cta_drift``), and the ticket
+    traces of the chain kernel (:func:`ctahw.tile_orders.trace_tickets`; ``quick``: two) with each one's spread per
+    window of its grid and their median (``ticket_spread``, ``ticket_runs``). With ``probe_out``: ``tile_orders.csv``
+    (the probe's rows, the columns of the committed ``gemm_shapes.csv``), ``timing.csv`` and ``tiles-*.csv.gz``
+    (what ``bench/order_drift.py DIR`` reads), ``tickets.csv`` and ``tiles-*-tickets.csv.gz`` written there."""
     import pandas as pd  # noqa: PLC0415
 
     from ctahw import tile_orders  # noqa: PLC0415
@@ -805,8 +807,7 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
     log("calibrate: per-tile ticket traces (the chain kernel's tickets design)")
     rows, tickets = tile_orders.trace_tickets(shapes=tile_orders.TICKET_SHAPES[-2:] if quick else
                                               tile_orders.TICKET_SHAPES, log=log)
-    slots = int(res.get("sm_count", 132))
-    res["ticket_spread"], rates = ticket_spread(tickets.values(), slots)
+    res["ticket_spread"], rates = ticket_spread(tickets.values(), [int(r["grid"]) for r in rows])
     res["ticket_runs"] = [dict(r, spread_per_window=rate) for r, rate in zip(rows, rates)]
     if probe_out is not None:
         tile_orders.write_traces(probe_out, timing, traces)
@@ -904,7 +905,7 @@ def measured_configs(res: Mapping) -> dict[str, tuple]:
             fitted = [r["spread_per_window"] for r in runs if r.get("spread_per_window") is not None]
             vals["ticket_spread"] = round(float(res["ticket_spread"]), 4)
             notes_ticket = (f"measured: median over {len(fitted)} per-tile traces of the chain kernel's tickets design "
-                            f"({min(fitted):.4f}-{max(fitted):.4f} tile times per window of {res.get('sm_count', 132)} "
+                            f"({min(fitted):.4f}-{max(fitted):.4f} tile times per window of a grid's worth of "
                             "tickets; ctahw.tile_orders.trace_tickets, ctasim.calibration.ticket_spread)")
         else:
             notes_ticket = None

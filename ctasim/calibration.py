@@ -276,10 +276,15 @@ def span_rate(spans: np.ndarray) -> float | None:
     return float(np.polyfit(v[sel], spans[sel], 1)[0])
 
 
-def ticket_spread(traces: Iterable[pd.DataFrame], slots: int) -> tuple[float, list[float | None]]:
+def ticket_spread(traces: Iterable[pd.DataFrame], slots: int | Sequence[int]) -> tuple[float, list[float | None]]:
     """A profile's ``ticket_spread``: the median :func:`span_rate` over per-tile traces of a ticket-scheduled kernel
-    (the chain kernel's tickets design), with each trace's rate (None where it has too few windows to fit)."""
-    rates = [span_rate(window_spans(t, slots)) for t in traces]
+    (the chain kernel's tickets design), with each trace's rate (None where it has too few windows to fit).
+    ``slots``: the CTAs of every trace's grid, or one count per trace."""
+    traces = list(traces)
+    per = [int(slots)] * len(traces) if np.ndim(slots) == 0 else [int(x) for x in slots]
+    if len(per) != len(traces):
+        raise ValueError(f"{len(traces)} traces but {len(per)} grid sizes")
+    rates = [span_rate(window_spans(t, n)) for t, n in zip(traces, per)]
     fitted = [r for r in rates if r is not None]
     if not fitted:
         raise ValueError("no per-tile trace with enough windows (6, 4 below saturation) to measure the ticket spread on")

@@ -383,7 +383,7 @@ class _Run:
                 extra = None
         if by_slot:  # the tile popped from slot s takes tile_times[s] (its wave's time), plus any wave slowdown
             extra = np.asarray(k.tile_times, dtype=float) + (extra if extra is not None else 0.0)
-        extra_mult = None  # a queue kernel's tile_cv multiplier of its slot's wave slowdown, by tile id
+        extra_mult = None  # a queue kernel's tile_cv (and, for by_slot, jitter) multiplier of ``extra``, by tile id
         cv = float(k.tile_cv)  # KernelConfig.tile_cv, copied onto the plan's kernel
         rng = kernel_rng(self.seed, k.id) if cv > 0 or self.jitter > 0 else None
         if cv > 0:  # KernelConfig.tile_cv: the tile (not the CTA launch) varies within a wave
@@ -392,7 +392,10 @@ class _Run:
             if extra is not None:
                 extra_mult = mult.tolist()
         if self.jitter > 0:
-            durations *= np.clip(1.0 + self.jitter * rng.standard_normal(k.tiles), 0.5, 1.5)
+            jm = np.clip(1.0 + self.jitter * rng.standard_normal(k.tiles), 0.5, 1.5)
+            durations *= jm
+            if by_slot:  # the tile's time is in ``extra`` (by slot); its jitter goes with its tile id, as tile_cv's
+                extra_mult = (jm if extra_mult is None else np.asarray(extra_mult) * jm).tolist()
         if k.source == "chain":
             yield from self.chain_kernel(k, n_workers, durations.tolist())
             return
@@ -655,13 +658,16 @@ class _Run:
 
         static = k.chain_static
 
-        def signal(own: int, t_sig: float) -> None:
+        # a remote counter lives on the next GPU of the ring (layer l + 1 on GPU (l + 1) mod stride)
+        remote_gpu = (gpu + 1) % stride if stride > 1 else gpu
+
+        def signal(own: int, t_sig: float, where: int) -> None:
             count[own] += 1
             if t_sig > last[own]:
                 last[own] = t_sig
             if count[own] == tiles_n:
                 visible[own] = last[own]
-                events_append((ZERO, -1, gpu, own, -1, -1, last[own], 1))
+                events_append((ZERO, -1, where, own, -1, -1, last[own], 1))
                 at(last[own] + half_poll, publish, own)
 
         def worker(w: int, me: _Cta):
@@ -695,14 +701,14 @@ class _Run:
                 if remote_of[tile]:  # stored into the next GPU's memory, signalled there: decided now, at issue
                     t_store = t_ce + store_ns
                     t_sig = t_store + rsig
-                    signal(own_of[tile], t_sig)
+                    signal(own_of[tile], t_sig, remote_gpu)
                     push(t_store + rhold, step)
                     yield
                 else:
                     t_store = t_sig = t_ce + hold
                     push(t_sig, step)
                     yield
-                    signal(own_of[tile], t_sig)
+                    signal(own_of[tile], t_sig, gpu)
                 records += pack(kid, w, sm, tile, t_start, t_acquire, t_ready, t_ce, t_store, t_sig, i)
                 if len(records) >= flush_at:
                     self.flush_records()

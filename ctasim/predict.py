@@ -76,8 +76,8 @@ class Naive:
     Sequential: the sum.  Micro-batching with ``c`` chunks over ``L`` GPUs: ``(c + L - 1)`` stages of the slowest
     layer's chunk.  TP: each GPU's half of every GEMM plus the profile's all-reduce time per layer pair.
     CTA-pipelining: the slowest layer plus one row-block of every other layer; on one GPU (``Strategy.gpus = 1``)
-    the sum, as sequential (one GPU does every FLOP); on a ring (``1 < gpus < layers``) the busiest GPU's layers plus
-    one row-block of every other layer.  Nothing else (no launch or
+    the sum, as sequential (one GPU does every FLOP); on a ring (``1 < gpus < layers``, the layers of one square
+    shape) GPU 0's layers, the most of any GPU, plus one row-block of every other layer.  Nothing else (no launch or
     harness terms, no wave quantization, no memory hierarchy).
     """
 
@@ -121,10 +121,9 @@ class Naive:
                        for i, l in enumerate(layers)) + sum(row) + ar
         if kind == "ctapipe" and strategy.gpus == 1:  # one GPU does every FLOP: the line sees no gain
             return sum(full)
-        if kind == "ctapipe" and 1 < strategy.gpus < len(layers):  # ring: the busiest GPU, a row-block of the rest
+        if kind == "ctapipe" and 1 < strategy.gpus < len(layers):  # ring: GPU 0 (the most layers of equal ones)
             g = strategy.gpus
-            busy = max(range(g), key=lambda q: sum(full[q::g]))
-            return sum(full[busy::g]) + sum(f / layers[j].tiles_m for j, f in enumerate(full) if j % g != busy)
+            return sum(full[::g]) + sum(f / layers[j].tiles_m for j, f in enumerate(full) if j % g)
         if kind in ("ctapipe", "hybrid"):
             i = int(np.argmax(full))
             return full[i] + sum(f / layers[j].tiles_m for j, f in enumerate(full) if j != i)
@@ -149,7 +148,7 @@ class Waves:
     at the copy-engine rate. TP: each GPU's share of every GEMM plus the profile's all-reduce per layer pair.
     CTA-pipelining and hybrid: the slower layer (on its share of the GPUs) plus one wave of each other layer;
     CTA-pipelining on one GPU (``Strategy.gpus = 1``): one kernel's fixed time plus ``ceil(all tiles / slots)`` tile
-    times; on a ring (``1 < gpus < layers``): that of the busiest GPU's layers plus one wave of every other layer."""
+    times; on a ring (``1 < gpus < layers``): that of GPU 0's layers (the most) plus one wave of every other layer."""
 
     def gemm_ms(self, layer, hw: Hardware, eb: int) -> float:
         cfg = hw.config(layer.tile_m, layer.tile_n)
@@ -192,10 +191,9 @@ class Waves:
             first = layers[0]
             cfg = hw.config(first.tile_m, first.tile_n)
             slots = hw.sm_count * cfg.cta_slots_per_sm
-            per_gpu = [sum(-(-l.m // l.tile_m) * -(-l.n // l.tile_n) for l in layers[q::g]) for q in range(g)]
-            busy = int(np.argmax(per_gpu))
-            own = (cfg.kernel_fixed_ns + -(-per_gpu[busy] // slots) * costs.tile_ns(first, first.k, hw, eb)) / 1e6
-            return own + sum(self.wave_ms(l, hw, eb) for j, l in enumerate(layers) if j % g != busy) + sum(row)
+            tiles0 = sum(-(-l.m // l.tile_m) * -(-l.n // l.tile_n) for l in layers[::g])  # GPU 0: the most layers
+            own = (cfg.kernel_fixed_ns + -(-tiles0 // slots) * costs.tile_ns(first, first.k, hw, eb)) / 1e6
+            return own + sum(self.wave_ms(l, hw, eb) for j, l in enumerate(layers) if j % g) + sum(row)
         if kind in ("ctapipe", "hybrid"):
             t = strategy.tp_degree if kind == "hybrid" else 1
             shares = [_dc.replace(l, n=l.n // t) if i % 2 == 0 else _dc.replace(l, k=l.k // t)

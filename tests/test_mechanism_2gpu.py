@@ -77,7 +77,7 @@ def test_a_queue_consumers_times_are_per_slot():
     assert not np.array_equal(c["slot"].to_numpy(), (c["tile_m"] * 32 + c["tile_n"]).to_numpy())
 
 
-def test_the_memory_hierarchy_times_the_2gpu_kernels_by_their_order_and_clusters():
+def test_the_memory_hierarchy_times_the_2gpu_kernels_by_their_order():
     hw = load_hardware(MECH)
     c21, wl = _plan(hw, m=16384)
     one, _ = _plan(hw, m=16384, variant="cutlass_ctapipe")
@@ -91,6 +91,33 @@ def test_the_memory_hierarchy_times_the_2gpu_kernels_by_their_order_and_clusters
     cal, _ = _plan(load_hardware("h200-x2-calibrated"), m=2048)
     assert all(len(k.tile_times) == 0 for k in cal.kernels())
     assert not apply_memory(cal, wl, load_hardware("h200-x2-calibrated"))
+
+
+def test_a_queue_consumer_is_timed_over_its_push_order():
+    from ctasim import costs
+
+    hw = load_hardware(MECH)
+    plan, wl = _plan(hw, m=16384, variant="cutlass_ctapipe_g21")  # one counter per 256 rows: pushed column by column
+    prod, cons = sorted(plan.kernels(), key=lambda k: k.layer)
+    pushed = push_order(plan.pipes[0], prod.order)
+    spread = hw.config(128, 256, kernel="ctapipe").ticket_spread
+    want = costs.order_tile_times(wl.layers[1], hw, 2, pushed, cons.slots, kernel=cons.kernel, drift=0.0,
+                                  ticket_spread=spread)
+    assert np.allclose(cons.tile_times, want)
+    by_id = costs.order_tile_times(wl.layers[1], hw, 2, cons.order, cons.slots, kernel=cons.kernel, drift=0.0,
+                                   ticket_spread=spread)
+    assert not np.allclose(cons.tile_times, by_id)
+
+
+def test_jitter_varies_a_queue_consumers_tiles_too():
+    hw = load_hardware(MECH)
+    hw = dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, tile_cv=0.0) for c in hw.kernel_configs))
+    plan, _ = _plan(hw, m=2048, variant="cutlass_ctapipe_g21")
+    cons = max(plan.kernels(), key=lambda k: k.layer)
+    t = simulate(plan, hw, jitter=0.05).tiles
+    c = t[t["kernel"] == cons.id]
+    ratio = (c["t_compute_end"] - c["t_acquire"] - cons.cta_launch_ns).to_numpy() / cons.tile_times[c["slot"].to_numpy()]
+    assert 0.03 < ratio.std() < 0.07
 
 
 def _bench():

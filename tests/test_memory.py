@@ -345,8 +345,10 @@ def test_the_profiles_ticket_spread_is_the_committed_derivation():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert X1.config(128, 256).ticket_spread == mod.ticket_spread(mod.measure())
-    assert mod.spread_rate(np.full(10, 0.5)) == pytest.approx(0.0, abs=1e-12)  # no growth, no spread rate
-    assert mod.spread_rate(np.arange(10) * 0.02) == pytest.approx(0.02)
+    from ctasim.calibration import span_rate
+
+    assert span_rate(np.full(10, 0.5)) == pytest.approx(0.0, abs=1e-12)  # no growth, no spread rate
+    assert span_rate(np.arange(10) * 0.02) == pytest.approx(0.02)
 
 
 def test_lockstep_also_takes_the_ticket_spread_away():

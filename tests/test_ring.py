@@ -51,12 +51,29 @@ def test_a_remote_tile_stores_then_signals_and_the_next_layer_waits_for_it():
     t = tr.tiles
     l0 = t[t.layer == 0]
     assert np.allclose(l0.t_store_end - l0.t_compute_end, store)
-    assert np.allclose(l0.t_signal - l0.t_store_end, k0.chain_remote_signal_ns)
+    assert k0.chain_remote_signal_ns == HW.fence_sys_ns + HW.remote_atomic_ns  # the default config sets no signal_ns
+    assert np.allclose(l0.t_signal - l0.t_store_end, HW.fence_sys_ns + HW.remote_atomic_ns)
     last = t[t.layer == 3]
     assert np.allclose(last.t_signal - last.t_compute_end, HW.local_signal_ns)
     ready = l0.groupby("tile_m")["t_signal"].max()
     l1 = t[t.layer == 1]
     assert (l1.t_acquire.to_numpy() >= ready.loc[l1.tile_m].to_numpy() + 0.5 * HW.poll_ns - 1e-6).all()
+
+
+def test_a_remote_tile_holds_its_cta_the_configs_signal_hold_past_the_store():
+    hold = 5000.0
+    hw = dataclasses.replace(HW, kernel_configs=tuple(
+        dataclasses.replace(c, signal_hold_ns=hold) if (c.key() == "128x256") else c for c in HW.kernel_configs))
+    plan = _ring(m=1024, hw=hw)
+    assert {k.chain_remote_hold_ns for k in plan.kernels()} == {hold}
+    t = simulate(plan, hw).tiles
+    for (gpu, cta), g in t.groupby(["gpu", "cta"]):
+        g = g.sort_values("t_start")
+        prev, nxt = g.iloc[:-1], g.iloc[1:]
+        remote = (prev["layer"] < 3).to_numpy()  # layers 0-2 feed the next GPU
+        free = np.where(remote, prev["t_store_end"].to_numpy() + hold, prev["t_signal"].to_numpy())
+        assert (nxt["t_start"].to_numpy() >= free - 1e-6).all()
+        assert np.allclose(nxt["t_start"].to_numpy(), free)  # ... and takes its next ticket right then
 
 
 def test_an_order_that_is_not_topological_deadlocks_across_the_gpus():
@@ -94,8 +111,18 @@ def test_the_memory_hierarchy_times_each_gpus_layers_in_its_order():
     hw = load_hardware("h200-x2-mechanism")
     plan = _ring(m=8192, hw=hw)
     assert plan.params.get("memory") == "l2"
+    from ctasim import costs
+
+    layer = _wl(m=8192).layers[0]
     for k in plan.kernels():
         assert len(k.tile_times) == k.tiles and sorted(k.order.tolist()) == list(range(k.tiles))
+        own = costs.order_tile_times(layer, hw, 2, k.order, k.slots, drift=0.0, layers=k.chain_layers,
+                                     ticket_spread=hw.config(128, 256).ticket_spread)
+        assert np.allclose(k.tile_times, own)
+        # ... which is not what the layers' tiles in id order give: the order matters
+        ids = costs.order_tile_times(layer, hw, 2, np.arange(k.tiles), k.slots, drift=0.0, layers=k.chain_layers,
+                                     ticket_spread=hw.config(128, 256).ticket_spread)
+        assert not np.allclose(k.tile_times, ids)
     check_trace(simulate(plan, hw), plan)
 
 

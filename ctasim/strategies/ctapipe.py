@@ -25,7 +25,8 @@ design's 2x1 cluster coupling (a pair waits for both its row-blocks).
 With ``1 < Strategy.gpus < layers`` the layers go round-robin (layer l on GPU l mod G, :func:`build_ring`): one
 such persistent kernel per GPU runs its layers' tiles by tickets in the chain's one order, a tile of layer l > 0
 waits for its row-block of layer l - 1 on the GPU before, and a tile whose output feeds the next GPU stores it there
-and signals the counter there with the 2-GPU kernels' protocol costs (not hidden). ctahw has no such kernel yet.
+and signals the counter there: the store priced at the per-SM store rate, the signal as if hidden (the unloaded
+fence and atomic, no hold; :func:`build_ring`). ctahw has no such kernel yet.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import numpy as np
 
 from ctasim import costs, variants
 from ctasim.plan import CHAIN_ROW_GROUP, Plan, chain_group_used, chain_order, push_order, row_block_pipe
-from ctasim.spec import Hardware, Strategy, Workload
+from ctasim.spec import Hardware, SpecError, Strategy, Workload
 from ctasim.strategies.common import add_gemm, add_rowwise, epilogue_pass_reason
 
 
@@ -87,8 +88,11 @@ def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | No
             strategy = resolve(strategy)
         except ValueError as e:
             return str(e)
-        for k in strategy.kernels:
-            if not any(c.kernel in (k, k.split("-", 1)[0]) for c in hw.kernel_configs):
+        for i, k in enumerate(strategy.kernels):
+            layer = wl.layers[min(i, len(wl.layers) - 1)]
+            try:
+                hw.config(layer.tile_m, layer.tile_n, kernel=k)  # the one lookup rule (a family's config included)
+            except SpecError:
                 return f"variant {strategy.variant!r} runs kernel config {k!r}, which hardware {hw.name!r} does not have"
     if strategy.counter_rows:
         for i, layer in enumerate(wl.layers[1:], start=1):
@@ -132,12 +136,12 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
     if variant:
         plan = variants.apply(plan, variants.VARIANTS[variant])
         plan.params = {"variant": variant, **{k: v for k, v in plan.params.items() if not k.startswith("order_op")}}
-    if apply_memory(plan, wl, hw, variants.VARIANTS[variant].clusters if variant else ()):
+    if apply_memory(plan, wl, hw):
         plan.params["memory"] = "l2"
     return [plan]
 
 
-def apply_memory(plan: Plan, wl: Workload, hw: Hardware, clusters: tuple[str, ...] = ()) -> bool:
+def apply_memory(plan: Plan, wl: Workload, hw: Hardware) -> bool:
     """Give each layer's kernel its tiles' times from the memory hierarchy where the profile has it for the kernel's
     config (:func:`ctasim.costs.memory_model`); True if any kernel got them.
 
@@ -145,14 +149,15 @@ def apply_memory(plan: Plan, wl: Workload, hw: Hardware, clusters: tuple[str, ..
     its queue receives the tiles (:func:`ctasim.plan.push_order` of its producer's order; its times are then per
     queue slot). A grid that hands each freed CTA slot the next tile (one CTA per tile, or a queue) keeps its running
     tiles one window of that order, whose start times spread (``KernelConfig.ticket_spread``); a persistent grid with
-    a fixed share per CTA drifts instead (``cta_drift``). ``clusters``: the variant's cluster shape per layer
-    (``"2x1"``: two row-blocks share a W panel by multicast; layers past it take the last); none: the config's.
+    a fixed share per CTA drifts instead (``cta_drift``, with the config's ``cluster_m``). A variant's cluster shape
+    does not enter: W multicast changes no wave's HBM traffic (a panel is read once a wave either way), and the
+    multicast pairs are neighbours in every order the variants walk, so the spread does not part them.
     """
     ks = sorted(plan.kernels(), key=lambda k: k.layer)
     inbound = {p.consumer: p for p in plan.pipes}
     by_id = {k.id: k for k in ks}
     done = False
-    for i, k in enumerate(ks):
+    for k in ks:
         layer = wl.layers[k.layer]
         cfg = hw.config(layer.tile_m, layer.tile_n, kernel=k.kernel)
         if not costs.memory_model(hw, cfg):
@@ -164,10 +169,9 @@ def apply_memory(plan: Plan, wl: Workload, hw: Hardware, clusters: tuple[str, ..
         else:
             order = np.asarray(k.order, dtype=np.int64)
         fixed_share = k.persistent and not queue
-        cluster_m = int(clusters[min(i, len(clusters) - 1)].split("x")[0]) if clusters else cfg.cluster_m
         k.tile_times = costs.order_tile_times(
             layer, hw, wl.elem_bytes, order, k.slots, kernel=k.kernel, drift=None if fixed_share else 0.0,
-            cluster_m=cluster_m, ticket_spread=0.0 if fixed_share else cfg.ticket_spread)
+            ticket_spread=0.0 if fixed_share else cfg.ticket_spread)
         k.tile_ns = float(k.tile_times.mean())
         done = True
     return done
@@ -203,18 +207,25 @@ def build_chain(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pl
     k.chain_signal_ns = hw.local_signal_ns
     k.chain_static = static
     k.order = chain_order(len(wl.layers), layer.tiles_m, layer.tiles_n, group)
-    cfg = hw.config(layer.tile_m, layer.tile_n)
-    if costs.memory_model(hw, cfg):
-        # Tickets hand each CTA the next tile as it frees, so the running tiles stay one grid-wide window of the
-        # order (no drift) whose start times spread (ticket_spread); the static design's CTAs keep a fixed share,
-        # as the plain persistent GEMM's do (cta_drift).
-        k.tile_times = costs.order_tile_times(
-            layer, hw, wl.elem_bytes, k.order, k.slots, drift=None if static else 0.0,
-            cluster_m=chain_cluster_m(static, layer.tiles_m, group), layers=len(wl.layers),
-            ticket_spread=0.0 if static else cfg.ticket_spread)
-        k.tile_ns = float(k.tile_times.mean())
+    if chain_tile_times(k, layer, hw, wl.elem_bytes, static, group):
         plan.params["memory"] = "l2"
     return plan
+
+
+def chain_tile_times(k, layer, hw: Hardware, elem_bytes: int, static: bool, group: int) -> bool:
+    """Where the profile has the memory hierarchy, give chain kernel ``k`` its tiles' times over its ``order`` (its
+    ``chain_layers`` layers' panels apart); True if it did. Tickets hand each CTA the next tile as it frees, so the
+    running tiles stay one grid-wide window of the order (no drift) whose start times spread (``ticket_spread``); the
+    static design's CTAs keep a fixed share, as the plain persistent GEMM's do (``cta_drift``)."""
+    cfg = hw.config(layer.tile_m, layer.tile_n)
+    if not costs.memory_model(hw, cfg):
+        return False
+    k.tile_times = costs.order_tile_times(
+        layer, hw, elem_bytes, k.order, k.slots, drift=None if static else 0.0,
+        cluster_m=chain_cluster_m(static, layer.tiles_m, group), layers=k.chain_layers,
+        ticket_spread=0.0 if static else cfg.ticket_spread)
+    k.tile_ns = float(k.tile_times.mean())
+    return True
 
 
 def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Plan:
@@ -222,11 +233,14 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
     persistent chain kernel per GPU running its layers' tiles by tickets in the chain's one topological order
     (:func:`ctasim.plan.chain_order` restricted to its layers). A tile of layer l > 0 waits for row-block r of layer
     l - 1 on the GPU before; a tile whose layer feeds the next GPU stores its output there at the per-SM store rate
-    (``bytes / (sm_remote_store_gbps / cta_slots_per_sm) + link_latency_ns``) and signals the counter there after
-    the config's ``signal_ns`` (or ``fence_sys_ns + remote_atomic_ns``), holding its CTA ``signal_hold_ns`` past the
-    store's arrival -- the protocol of the 2-GPU kernels, not hidden; the last layer's tiles hold their CTA
-    ``local_signal_ns``. Deadlock-free by the chain kernel's rule: every GPU takes its tickets in an order that is one
-    topological order of the whole chain, and a CTA takes its next ticket only while its tile has its inputs."""
+    (``bytes / (sm_remote_store_gbps / cta_slots_per_sm) + link_latency_ns``: the CTA holds its slot for the store)
+    and signals the counter there after the default config's ``signal_ns``, or the profile's unloaded
+    ``fence_sys_ns + remote_atomic_ns`` where it has none (every profile so), holding its CTA the config's
+    ``signal_hold_ns`` past the store's arrival (0 in every profile's default config): the store is priced, the
+    signal is not held, as if the kernel hid it -- not the loaded costs of the one-CTA-per-tile 2-GPU kernels. The
+    last layer's tiles hold their CTA ``local_signal_ns``. Deadlock-free by the chain kernel's rule: every GPU takes
+    its tickets in an order that is one topological order of the whole chain, and a CTA takes its next ticket only
+    while its tile has its inputs."""
     why = chain_reason(wl)
     if why:
         raise ValueError(why)
@@ -254,12 +268,7 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
         lay = full // per
         own = full[lay % G == g]
         k.order = ((own // per) // G) * per + own % per
-        if costs.memory_model(hw, cfg):
-            k.tile_times = costs.order_tile_times(
-                layer, hw, wl.elem_bytes, k.order, k.slots, drift=0.0,
-                cluster_m=chain_cluster_m(False, layer.tiles_m, group), layers=len(mine),
-                ticket_spread=cfg.ticket_spread)
-            k.tile_ns = float(k.tile_times.mean())
+        if chain_tile_times(k, layer, hw, wl.elem_bytes, False, group):
             plan.params["memory"] = "l2"
     last = wl.layers[-1]
     if last.rowwise:  # chain_reason refuses row-wise ops; kept for when it does not

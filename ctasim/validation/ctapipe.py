@@ -148,8 +148,7 @@ def plan_for(m: int, variant: str, hw: Hardware, order=None, consumer_order=None
     """ctasim's plan of what the trace ran: 2-layer m x 8192 x 8192 chain, one CTA per tile, queue pops (or
     the variant's :data:`VARIANT_STRATEGY`), each layer on its variant's kernel config, the producer walking
     ``order`` and a waiting consumer ``consumer_order``; ``launch_ns = 0``. Where the profile has the memory
-    hierarchy, the tiles' times come from these orders and the variant's cluster shapes
-    (:func:`ctasim.strategies.ctapipe.apply_memory`)."""
+    hierarchy, the tiles' times come from these orders (:func:`ctasim.strategies.ctapipe.apply_memory`)."""
     layer = Layer(m, H, H, *TILE)
     wl = Workload(f"chain2-{m}", "bf16", (layer, layer))
     fields = dict({"tile_source": "queue"}, **VARIANT_STRATEGY.get(variant, {}))
@@ -163,8 +162,8 @@ def plan_for(m: int, variant: str, hw: Hardware, order=None, consumer_order=None
         if sorted(o.tolist()) != list(range(k.tiles)):
             raise ValueError(f"order is not a permutation of {k.name}'s tiles")
         k.order = o
-    # the memory hierarchy (where the profile has it) times the orders just set, with the variant's clusters
-    apply_memory(plan, wl, hw, VARIANTS[variant].clusters)
+    # the memory hierarchy (where the profile has it) times the orders just set
+    apply_memory(plan, wl, hw)
     return plan
 
 
