@@ -359,10 +359,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("out", type=Path, help="folder for percta-runs.csv, percta.csv, percta-tiles-*.csv.gz")
     ap.add_argument("--ms", default=",".join(map(str, PERCTA_MS)), help="M values, comma-separated")
     ap.add_argument("--variants", default=",".join(PERCTA_VARIANTS), help="ctapipe variants, comma-separated")
+    ap.add_argument("--h", type=int, default=PERCTA_H, help="K = N of the chain's layers (a multiple of 256)")
     ap.add_argument("--reps", type=int, default=REPS)
     ap.add_argument("--rest-ms", type=float, default=REST_MS)
     a = ap.parse_args(argv)
-    res = measure_percta([int(x) for x in a.ms.split(",")], a.variants.split(","), reps=a.reps, rest_ms=a.rest_ms)
+    res = measure_percta([int(x) for x in a.ms.split(",")], a.variants.split(","), h=a.h, reps=a.reps,
+                         rest_ms=a.rest_ms)
     for p in write_percta(a.out, res):
         _stderr(f"wrote {p}")
     for line in percta_notes(res["cases"]):
