@@ -178,3 +178,17 @@ def test_the_committed_probe_waves_are_what_the_profiles_give():
     # what the docs say: alone, the 1x1 producer at M = 16384 keeps its reuse (lockstep closer than the spread rule)
     late = committed[(committed["m"] == 16384) & (committed["variant"] == "cutlass_ctapipe") & (committed["wave"] >= 2)]
     assert abs(late["lockstep_us"] - late["measured_us"]).mean() < abs(late["mechanism_us"] - late["measured_us"]).mean()
+
+
+def test_the_committed_judgement_of_registered_plan_13_is_what_the_script_gives(tmp_path):
+    spec = importlib.util.spec_from_file_location("percta_predict", ROOT / "bench/percta_predict.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    got = mod.judge(ROOT / "bench/results/hw/2026-12-02-registered13-1gpu/probe", tmp_path)
+    committed = pd.read_csv(ROOT / "bench/results/validation-registered13/judged.csv")
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), committed, check_dtype=False)
+    # the registered predictions are what the profiles give at the registration (values unchanged since)
+    again = pd.concat([mod.wave_predictions(m, v) for m in mod.MS for v in mod.CASES])
+    waves = pd.read_csv(ROOT / "bench/predictions/reg13-percta/waves.csv")
+    assert np.allclose(again[["lockstep", "mechanism", "per_variant"]].to_numpy(),
+                       waves[["lockstep", "mechanism", "per_variant"]].to_numpy(), atol=2e-3)
