@@ -56,6 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "TICKET_STATES",
     "RASTERS",
     "WaveTraffic",
     "cutlass_sm90_log_swizzle",
@@ -298,8 +299,14 @@ def drift_rereads(sharers: list[tuple[np.ndarray, np.ndarray, float]], waves: in
     return miss * again
 
 
+TICKET_STATES = ("thrash", "hold")
+"""Which state :func:`ticket_rereads` takes where several are consistent: ``"thrash"`` the most-missing (iterated down
+from every later sharer missing; the model's), ``"hold"`` the least-missing (iterated up from every later sharer
+hitting: a grid keeps its reuse until that is inconsistent; registered plan 14 tests it)."""
+
+
 def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: int, slots: int, spread: float,
-                   capacity: float, base: np.ndarray, max_rounds: int = 100) -> np.ndarray:
+                   capacity: float, base: np.ndarray, max_rounds: int = 100, state: str = "thrash") -> np.ndarray:
     """Bytes per wave of shared panels read again from HBM by a ticket-scheduled grid whose start times spread.
 
     Tickets are taken in order as CTAs free, so the ``slots`` tickets of wave ``v`` start within
@@ -309,7 +316,8 @@ def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: 
     it in L2 only if the bytes the L2 takes in meanwhile -- that share of the wave's HBM traffic ``H_v`` -- fit:
     ``H_v * g / slots * S_v <= capacity``; otherwise it reads the panel again, which adds to ``H_v``. The traffic
     and the misses so feed each other; the state taken is the most-missing one consistent with itself (iterated
-    down from every later sharer missing), as a grid that thrashed keeps thrashing.
+    down from every later sharer missing), as a grid that thrashed keeps thrashing; ``state = "hold"`` takes the
+    least-missing one instead (:data:`TICKET_STATES`).
 
     ``pos``, ``panel``: one entry per (tile, panel it reads): its position in the order and a panel id;
     ``size``: bytes per panel id; ``base``: each wave's HBM bytes without these re-reads.
@@ -323,7 +331,9 @@ def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: 
     later = (q[1:] == q[:-1]) & (w[1:] == w[:-1])  # a later sharer of the same panel in the same wave
     gw, nbytes = w[1:][later], size[q[1:][later]]
     reach = (p[1:] - p[:-1])[later] / slots * np.minimum(1.0, spread * gw)  # tile times between the two reads
-    miss = reach > 0
+    if state not in TICKET_STATES:
+        raise ValueError(f"state must be one of {TICKET_STATES}, got {state!r}")
+    miss = reach > 0 if state == "thrash" else np.zeros(len(reach), dtype=bool)
     for _ in range(max_rounds):
         again = np.bincount(gw, weights=nbytes * miss, minlength=waves)
         new = (base + again)[gw] * reach > capacity
@@ -336,7 +346,7 @@ def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: 
 def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n: int, elem_bytes: int,
                  slots: int, l2_bytes: float, l2_efficiency: float = 1.0,
                  store_elem_bytes: int | None = None, drift: float = 0.0, cluster_m: int = 1,
-                 layers: int = 1, ticket_spread: float = 0.0) -> WaveTraffic:
+                 layers: int = 1, ticket_spread: float = 0.0, ticket_state: str = "thrash") -> WaveTraffic:
     """HBM traffic of each wave of a GEMM whose tiles run in ``order`` on ``slots`` CTA slots (module docstring).
 
     ``order``: row-major tile ids (``i * ceil(n / tile_n) + j``), each once, -1 for padding slots.
@@ -349,7 +359,7 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
     ``layer * tiles + row-major id`` (:func:`ctasim.plan.chain_order`); each layer has A and W panels of its own
     (layer l + 1's A is layer l's output: a first use of it misses, as any first use does).
     ``ticket_spread``: the tiles are handed out by tickets and their start times spread by this many tile times
-    per round (:func:`ticket_rereads`; 0 = lockstep waves).
+    per round (:func:`ticket_rereads`; 0 = lockstep waves); ``ticket_state``: which consistent state it takes.
     """
     tiles_m, tiles_n = -(-m // tile_m), -(-n // tile_n)
     order = np.asarray(order, dtype=np.int64)
@@ -411,7 +421,7 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
         pos = np.flatnonzero(valid)
         base = a_hbm + w_hbm + store + (again if again is not None else 0.0)
         tickets = ticket_rereads(np.concatenate([pos, pos]), np.concatenate([ri, tiles_m + ci]), size, W, slots,
-                                 ticket_spread, float(l2_bytes) * float(l2_efficiency), base)
+                                 ticket_spread, float(l2_bytes) * float(l2_efficiency), base, state=ticket_state)
     return WaveTraffic(a_hbm=a_hbm, w_hbm=w_hbm, footprint=footprint, store=store,
                        tiles=np.bincount(wv, minlength=W), drift_hbm=again, ticket_hbm=tickets)
 

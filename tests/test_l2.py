@@ -222,3 +222,28 @@ def test_wave_traffic_with_drift_adds_rereads_and_counts_w_sharers_in_clusters()
     assert base.drift_hbm is None and np.allclose(d1.hbm - d1.drift_hbm, base.hbm)
     assert d1.drift_hbm.sum() > d2.drift_hbm.sum() > 0  # multicast: a cluster reads W once
     assert d2.drift_hbm[0] == 0.0 and d2.drift_hbm[-2] > d2.drift_hbm[len(d2.drift_hbm) // 2]  # -1: 8 tiles
+
+
+def test_the_ticket_state_hold_takes_the_least_missing_consistent_state():
+    from ctasim import costs
+    from ctasim.plan import raster_order
+    from ctasim.spec import Layer, load_hardware
+
+    hw = load_hardware("h200-x2-mechanism")
+    layer = Layer(16384, 8192, 8192, 128, 256)
+    order = raster_order(layer.tiles_m, layer.tiles_n, "row")
+    kw = dict(kernel="ctapipe", drift=0.0, ticket_spread=0.0524)
+    thrash = costs.order_waves(layer, hw, 2, order, 132, **kw)
+    hold = costs.order_waves(layer, hw, 2, order, 132, ticket_state="hold", **kw)
+    lock = costs.order_waves(layer, hw, 2, order, 132, kernel="ctapipe", drift=0.0, ticket_spread=0.0)
+    # at H = 8192 both states are consistent once the spread has grown: thrash takes the misses, hold keeps the reuse
+    assert thrash[20] > 1.3 * lock[20] and hold[20] == pytest.approx(lock[20])
+    assert (hold <= thrash + 1e-9).all()
+    # where the all-hit state is inconsistent, hold collapses too (H = 12288, late waves)
+    big = Layer(16384, 12288, 12288, 128, 256)
+    o2 = raster_order(big.tiles_m, big.tiles_n, "row")
+    h2 = costs.order_waves(big, hw, 2, o2, 132, ticket_state="hold", **kw)
+    t2 = costs.order_waves(big, hw, 2, o2, 132, **kw)
+    assert h2[30] == pytest.approx(t2[30]) and h2[5] < t2[5]
+    with pytest.raises(ValueError, match="state must be one of"):
+        costs.order_waves(layer, hw, 2, order, 132, ticket_state="maybe", **kw)
