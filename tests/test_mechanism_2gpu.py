@@ -192,3 +192,14 @@ def test_the_committed_judgement_of_registered_plan_13_is_what_the_script_gives(
     waves = pd.read_csv(ROOT / "bench/predictions/reg13-percta/waves.csv")
     assert np.allclose(again[["lockstep", "mechanism", "per_variant"]].to_numpy(),
                        waves[["lockstep", "mechanism", "per_variant"]].to_numpy(), atol=2e-3)
+
+
+def test_the_committed_judgement_of_registered_plan_14_is_what_the_script_gives(tmp_path):
+    spec = importlib.util.spec_from_file_location("percta_rule_predict", ROOT / "bench/percta_rule_predict.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    run = ROOT / "bench/results/hw/2026-12-02-registered14-1gpu"
+    got = mod.judge({h: run / f"OUT_H{h}" for h in mod.HS}, tmp_path)
+    committed = pd.read_csv(ROOT / "bench/results/validation-registered14/judged.csv")
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), committed, check_dtype=False)
+    assert round(mod.alone_spread(), 4) == 0.0524  # the registered spread, from the committed traces
