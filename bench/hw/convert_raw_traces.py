@@ -4,9 +4,10 @@
 
 Each folder's ``ctapipe_traces.npz`` (raw ``%globaltimer`` stamp buffers, ``ctahw.pipelined.save_raw_traces``) is
 parsed with the plan its run ran (``ctahw.pipelined.raw_to_bundle``) and written beside it as
-``ctapipe_traces.trace.npz`` (``ctasim.trace.save_traces``), the file ``ctasim`` reads; the raw file stays as the
-measurement of record. ``--check`` writes nothing and exits 1 if a bundle is missing or differs from a fresh
-conversion (what ``tests/ctahw/test_ctahw_runner.py`` checks for one folder).
+``ctapipe_traces.trace.npz`` (``ctasim.trace.save_traces``), the file ``ctasim`` reads. Since 2026-12-02 only
+``2026-11-29-ctapipe-run1`` keeps its raw file in the tree; the others are in git history
+(``bench/results/hw/RAW-STAMPS.md`` says where and how to restore them). ``--check`` writes nothing and exits 1 if a
+bundle is missing or differs from a fresh conversion (what ``tests/ctahw/test_ctahw_runner.py`` checks for run1).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def main(argv=None) -> int:
     for folder in args.folders:
         raw = folder / RAW
         if not raw.is_file():
-            print(f"{folder}: no {RAW}", file=sys.stderr)
+            print(f"{folder}: no {RAW} (restore it from git history: bench/results/hw/RAW-STAMPS.md)", file=sys.stderr)
             bad += 1
             continue
         fresh = raw_to_bundle(raw)
