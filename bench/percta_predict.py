@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -37,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from ctasim import costs  # noqa: E402
 from ctasim.plan import named_order, raster_order  # noqa: E402
+from ctasim.predict import git_commit  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
 from ctasim.variants import VARIANTS  # noqa: E402
 
@@ -93,9 +93,7 @@ def register(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(out / "predictions.csv", index=False)
     pd.concat(waves).round(3).to_csv(out / "waves.csv", index=False)
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "ctasim", "specs"],
-                                capture_output=True, text=True).stdout.strip())
+    commit, dirty = git_commit(ROOT)
     (out / "registration.json").write_text(json.dumps({
         "plan": "reg13-percta", "code_commit": commit, "code_dirty": dirty, "h": H, "ms": list(MS), "variants": list(CASES),
         "measure": "python -m ctahw.percta OUT --h 12288 --ms 12288,16384 --variants " + ",".join(CASES),
@@ -106,12 +104,16 @@ def register(out: Path) -> None:
     print(pd.DataFrame(rows).to_string(index=False))
 
 
-def measured_mean(tiles: pd.DataFrame) -> float:
+def wave_medians(tiles: pd.DataFrame) -> pd.DataFrame:
+    """A probe's tile table as (wave, measured): each wave's median tile time (acquire to compute end, us), the
+    tiles of a wave by CTA index, :data:`SLOTS` to a wave."""
     t = tiles.sort_values("cta")
-    wave = np.arange(len(t)) // SLOTS
-    med = (t["t_compute_end"] - t["t_acquire"]).groupby(wave).median() / 1e3
-    w = pd.DataFrame({"wave": med.index, "v": med.to_numpy()})
-    return float(full_waves(w, len(t))["v"].mean())
+    med = (t["t_compute_end"] - t["t_acquire"]).groupby(np.arange(len(t)) // SLOTS).median() / 1e3
+    return pd.DataFrame({"wave": med.index.to_numpy(), "measured": med.to_numpy()})
+
+
+def measured_mean(tiles: pd.DataFrame) -> float:
+    return float(full_waves(wave_medians(tiles), len(tiles))["measured"].mean())
 
 
 def judge(run: Path, out: Path) -> pd.DataFrame:

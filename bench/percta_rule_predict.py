@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -41,12 +40,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 from ctasim import costs  # noqa: E402
 from ctasim.calibration import span_rate, window_spans  # noqa: E402
 from ctasim.plan import raster_order  # noqa: E402
+from ctasim.predict import git_commit  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
+from percta_predict import SLOTS, full_waves, wave_medians  # noqa: E402
 
 HS = (10240, 11264)
 M = 16384
 VARIANT = "cutlass_ctapipe"
-SLOTS = 132
 OUT = ROOT / "bench/predictions/reg14-percta-rule"
 SPREAD_SOURCES = tuple(ROOT / "bench/results/hw" / p for p in (
     "2026-12-02-percta-probe/percta-tiles-4096-cutlass_ctapipe.csv.gz",
@@ -84,23 +84,17 @@ def wave_predictions(h: int, spread: float) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _full(d: pd.DataFrame, tiles: int) -> pd.DataFrame:
-    return d[(d["wave"] >= 2) & (d["wave"] <= tiles // SLOTS - 1)]
-
-
 def register(out: Path) -> None:
     spread = alone_spread()
     waves = pd.concat([wave_predictions(h, spread) for h in HS])
     rows = []
     for h, w in waves.groupby("h"):
-        f = _full(w, (M // 128) * (h // 256))
+        f = full_waves(w, (M // 128) * (h // 256))
         rows.append({"m": M, "h": h, "variant": VARIANT, **{f"{p}_us": round(float(f[p].mean()), 3) for p in PREDICTORS}})
     out.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(out / "predictions.csv", index=False)
     waves.round(3).to_csv(out / "waves.csv", index=False)
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "ctasim", "specs"],
-                                capture_output=True, text=True).stdout.strip())
+    commit, dirty = git_commit(ROOT)
     (out / "registration.json").write_text(json.dumps({
         "plan": "reg14-percta-rule", "code_commit": commit, "code_dirty": dirty, "m": M, "hs": list(HS),
         "variant": VARIANT, "alone_spread": round(spread, 4),
@@ -120,11 +114,8 @@ def judge(runs: dict[int, Path], out: Path) -> pd.DataFrame:
         f = folder / f"percta-tiles-{M}-{VARIANT}.csv.gz"
         if not f.is_file():
             raise SystemExit(f"{f}: no such measured tile table")
-        t = pd.read_csv(f).sort_values("cta")
-        wave = np.arange(len(t)) // SLOTS
-        med = ((t["t_compute_end"] - t["t_acquire"]).groupby(wave).median() / 1e3).rename("measured").reset_index()
-        med.columns = ["wave", "measured"]
-        w = _full(waves[waves["h"] == h].merge(med, on="wave"), len(t))
+        t = pd.read_csv(f)
+        w = full_waves(waves[waves["h"] == h].merge(wave_medians(t), on="wave"), len(t))
         r = {"m": M, "h": h, "variant": VARIANT, "measured_us": round(float(w["measured"].mean()), 3)}
         for p in PREDICTORS:
             r[f"{p}_wave_mae_us"] = round(float((w[p] - w["measured"]).abs().mean()), 3)

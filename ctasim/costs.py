@@ -44,6 +44,7 @@ __all__ = [
     "TunedGemm",
     "memory_model",
     "tuned_gemm",
+    "remote_store_ns",
     "order_waves",
     "order_tile_times",
 ]
@@ -103,6 +104,12 @@ def gemm_tile_ns(layer: Layer, hw: Hardware, elem_bytes: int, kernel: str = "") 
 def transfer_ns(nbytes: float, gbps: float, latency_ns: float) -> float:
     """A transfer alone on its link: latency plus bytes over bandwidth (GB/s = bytes/ns)."""
     return latency_ns + nbytes / gbps
+
+
+def remote_store_ns(nbytes: float, hw: Hardware, slots_per_sm: int) -> float:
+    """The shortest a producer tile's store into a peer GPU can take: its bytes at the SM's store rate
+    (``sm_remote_store_gbps``, shared by the SM's ``slots_per_sm`` resident CTAs) plus the link latency."""
+    return transfer_ns(nbytes, hw.sm_remote_store_gbps / slots_per_sm, hw.link_latency_ns)
 
 
 def allreduce_ns(nbytes: float, gpus: int, hw: Hardware) -> float:

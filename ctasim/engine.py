@@ -80,6 +80,7 @@ from heapq import heappop, heappush
 import numpy as np
 import simpy
 
+from ctasim import costs
 from ctasim.machine import Fabric, ProtocolError, Scoreboard, WorkQueue
 from ctasim.plan import Collective, Kernel, MemoryPass, Plan, Transfer
 from ctasim.spec import Hardware
@@ -503,7 +504,7 @@ class _Run:
             link_ns, link_latency = store_bytes / link_gbps, hw.link_latency_ns
             exposed = 1.0 - hw.epilogue_store_overlap
             # The per-SM limit is shared by the SM's resident CTAs (e.g. a pingpong kernel's two tiles).
-            sm_store_ns = store_bytes / (hw.sm_remote_store_gbps / k.slots_per_sm) + hw.link_latency_ns
+            sm_store_ns = costs.remote_store_ns(store_bytes, hw, k.slots_per_sm)
             sig_delay = k.signal_ns if k.signal_ns > 0 else hw.fence_sys_ns + hw.remote_atomic_ns
             signal_hold = k.signal_hold_ns
             signal = self.signal

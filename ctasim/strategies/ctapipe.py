@@ -250,8 +250,7 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
     per = layer.tiles_m * layer.tiles_n
     full = chain_order(L, layer.tiles_m, layer.tiles_n, group)
     cfg = hw.config(layer.tile_m, layer.tile_n)
-    store_bytes = costs.tile_bytes(layer, wl.elem_bytes)
-    store_ns = store_bytes / (hw.sm_remote_store_gbps / cfg.cta_slots_per_sm) + hw.link_latency_ns
+    store_ns = costs.remote_store_ns(costs.tile_bytes(layer, wl.elem_bytes), hw, cfg.cta_slots_per_sm)
     plan = Plan(strategy.label, case, G, params={"gpus": G, "placement": "ring", "order": f"chain_group{group}",
                                                  "tile_source": "tickets"})
     for g in range(G):

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ctasim import costs
 from ctasim.calibration import SPAN_SATURATED, span_rate, window_spans  # noqa: F401 (re-exported)
 from ctasim.validation.traces import compare
 from ctasim.engine import simulate
@@ -231,16 +232,21 @@ def _ramp_fit(r: pd.DataFrame) -> tuple[float, float]:
     return round(best[1], 4), best[2]
 
 
-def fit(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict[str, dict], pd.DataFrame]:
-    """Per kernel variant: the fitted KernelConfig fields, and one evidence row per (variant, field)."""
+def _training(traces: list[MeasuredTrace], hw: Hardware, fit_ms) -> tuple[list[MeasuredTrace], int, pd.DataFrame, float]:
+    """What :func:`fit` and :func:`fit_family` start from: the traces at ``fit_ms`` (ValueError if none), the CTA slots
+    of a GPU, their tiles by config (:func:`_tiles_by_config`) and the store the model holds a slot for (ns)."""
     train = [mt for mt in traces if mt.m in fit_ms]
     if not train:
         raise ValueError(f"no ctapipe trace at the fitting M values {fit_ms}")
     base_cfg = hw.config(*TILE)
     slots = hw.sm_count * base_cfg.cta_slots_per_sm
-    t = _tiles_by_config(train, slots)
-    store_bytes = TILE[0] * TILE[1] * 2
-    model_store = store_bytes / (hw.sm_remote_store_gbps / base_cfg.cta_slots_per_sm) + hw.link_latency_ns
+    model_store = costs.remote_store_ns(TILE[0] * TILE[1] * 2, hw, base_cfg.cta_slots_per_sm)
+    return train, slots, _tiles_by_config(train, slots), model_store
+
+
+def fit(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS) -> tuple[dict[str, dict], pd.DataFrame]:
+    """Per kernel variant: the fitted KernelConfig fields, and one evidence row per (variant, field)."""
+    _, slots, t, model_store = _training(traces, hw, fit_ms)
     flops = 2.0 * TILE[0] * TILE[1] * H
     ms = ", ".join(map(str, fit_ms))
     fields, ev = {}, []
@@ -316,13 +322,7 @@ def fit_family(traces: list[MeasuredTrace], hw: Hardware, fit_ms=FIT_MS) -> tupl
       tickets do.
 
     Returns the fields and one evidence row per field."""
-    train = [mt for mt in traces if mt.m in fit_ms]
-    if not train:
-        raise ValueError(f"no ctapipe trace at the fitting M values {fit_ms}")
-    base_cfg = hw.config(*TILE)
-    slots = hw.sm_count * base_cfg.cta_slots_per_sm
-    t = _tiles_by_config(train, slots)
-    model_store = TILE[0] * TILE[1] * 2 / (hw.sm_remote_store_gbps / base_cfg.cta_slots_per_sm) + hw.link_latency_ns
+    train, slots, t, model_store = _training(traces, hw, fit_ms)
     prod = t[t["static"] & (t["layer"] == 0) & (t["wave"] >= 2)]
     held = float((prod["exit"] - prod["t_compute_end"]).median())
     turn = _turnover(t[t["layer"] == 0])
