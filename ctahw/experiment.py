@@ -6,35 +6,39 @@ expands the spec into one row per (case, strategy) in the schema of :mod:`ctasim
 
 What runs today:
 
-* ``sequential``: every layer of the workload on GPU 0, one stream, in order: per layer the project's CUTLASS
-  GEMM (128x256x64, the kernel the profiles' default config describes; its tile order tuned per shape as the
-  baselines do) with the layer's epilogue fused (gelu, silu, relu, or residual = + the workload's input) or, for
-  a layer with ``epilogue_fused = false`` (swiglu's only path), the plain GEMM and then the ops as an elementwise
-  kernel of their own (:func:`ctahw.rowwise.epilogue`), then the layer's row-wise op (LayerNorm / RMSNorm,
-  :mod:`ctahw.rowwise`) as its own kernel.  Timed by the same harness as
-  the baselines (``ctahw.baselines.Timed``: a sleep gate, start and end events on GPU 0), ``reps`` medians, checked
-  once on fresh random inputs with poisoned outputs against an fp32 chain (activations rounded to bf16 where the
-  GPU stores them).
-* ``microbatch``, ``tp``, ``ctapipe`` on two GPUs, for square 2-layer chains with no epilogue or row-wise op (the
-  shapes their kernels run): one :class:`ctahw.baselines.Sweep` per (M, H) does what the flag shorthand does
-  (micro-batching over the spec's chunk counts, one row each, ``variant = "chunks=C"``; TP with the NCCL
-  all-reduce; CTA-pipelining with the variant the strategy names and its traced twin, whose traces are kept), with
-  the CUTLASS backend, the kernel the profiles describe. Each Sweep row maps to the spec's row by
-  :func:`sweep_rows`.
+* ``sequential``, ``microbatch`` (the spec's chunk counts, one row each, ``variant = "chunks=C"``) and ``tp``: the
+  ctasim plan of the case (``ctasim.strategies``), issued by the one plan executor (:mod:`ctahw.executor`) on GPUs
+  0 .. G-1: per GEMM the project's CUTLASS kernel (128x256x64, the kernel the profiles' default config describes;
+  its tile order tuned per shape as the baselines do) with the layer's epilogue fused (gelu, silu, relu, or
+  residual = + the workload's input, added by one K slice of a tensor-parallel pair) or, for a layer with
+  ``epilogue_fused = false`` (swiglu's only path), the plain GEMM and then the ops as an elementwise kernel of
+  their own (:func:`ctahw.rowwise.epilogue`); a layer's row-wise op (LayerNorm / RMSNorm, :mod:`ctahw.rowwise`) as
+  its own kernel; micro-batching's hand-offs as peer copies on a copy stream; TP's all-reduce on NCCL. Any
+  workload the plan describes: per-layer M / K / N, any number of layers (micro-batching: layer i on GPU i).
+  Timed by the baselines' harness (``ctahw.baselines.Timed``: a sleep gate, rested GPUs, start and end events on
+  GPU 0), ``reps`` medians, with the per-part breakdown; checked once on fresh random inputs with poisoned
+  outputs against the fp32 workload (:func:`ctahw.executor.reference_output`, activations rounded to bf16 where
+  the GPU stores them), on every GPU that ends with the output.
+* ``ctapipe`` on two GPUs, for square 2-layer chains with no epilogue or row-wise op (the shapes its kernels
+  run): one :class:`ctahw.baselines.Sweep` per H runs the variant the strategy names and its traced twin, whose
+  traces are kept, as the flag shorthand does; each Sweep row maps to the spec's row by :func:`sweep_rows`.
 * ``ctapipe`` with ``gpus = 1`` (intra-GPU CTA-pipelining): the chain kernel (:mod:`ctahw.chain`) on GPU 0, every
   layer of a square chain in one persistent kernel, in the order of ctasim's plan; checked once against the fp32
   chain (poisoned outputs), timed by the same harness, plus one traced run whose trace is kept (the ticket count
   and error record checked after every run); tile_source 'queue' runs the tickets design, 'static' the static
   order with 2x1 clusters (:func:`chain_design`).
 * Everything else is a ``skipped`` row with its reason: a strategy that needs more GPUs than the machine has; a
-  fused epilogue with no fused kernel (swiglu); a multi-GPU strategy on a workload its kernels do not run (more than 2 layers,
-  K != N, epilogue or row-wise ops); hybrid.
+  plan the executor cannot issue (an all-gather: TP's unpaired last layer); a fused epilogue with no fused kernel
+  (swiglu); a GEMM shape the CUTLASS kernel does not take; a ctapipe workload its kernels do not run (more than 2
+  layers, K != N, epilogue or row-wise ops); hybrid.
 
-Left out: the cuBLAS backend (it fuses no epilogue; the flag interface times it), traces of non-pipelined kernels.
+Left out: the cuBLAS backend (it fuses no epilogue; the flag interface times it), traces of non-pipelined kernels,
+input sets rotated between repetitions (one set: the flag shorthand rotates them).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from dataclasses import dataclass, field
@@ -44,18 +48,20 @@ import pandas as pd
 
 from ctasim.cases import Case, expand
 from ctasim.results import COLUMNS
-from ctasim.spec import Experiment, Strategy
+from ctasim.spec import Experiment, Hardware, Strategy
 from ctasim.strategies import gpus_needed
 from ctasim.plan import CHAIN_ROW_GROUP
 from ctasim.strategies.ctapipe import chain_cluster_m
 
 __all__ = ["RunConfig", "plan_runs", "reason_for", "run", "sweep_rows", "microbatch_chunks", "chain_design", "SPEC_KINDS",
-           "SWEEP_KINDS"]
+           "PLAN_KINDS", "SWEEP_KINDS", "case_plans"]
 
 SPEC_KINDS = ("sequential", "microbatch", "tp", "ctapipe")
 """Strategy kinds ``ctahw run EXPERIMENT`` measures from a spec; others are skipped rows with their reason."""
-SWEEP_KINDS = ("microbatch", "tp", "ctapipe")
-"""The kinds measured through :class:`ctahw.baselines.Sweep` (square 2-layer chains, layer i on GPU i)."""
+PLAN_KINDS = ("sequential", "microbatch", "tp")
+"""The kinds whose ctasim plans the plan executor issues (:mod:`ctahw.executor`)."""
+SWEEP_KINDS = ("ctapipe",)
+"""The kinds measured through :class:`ctahw.baselines.Sweep` on two GPUs (square 2-layer chains, layer i on GPU i)."""
 
 
 @dataclass(frozen=True)
@@ -73,8 +79,22 @@ class RunConfig:
     seed: int = field(default=20261201, metadata={"help": "random seed for inputs"})
 
 
-def reason_for(strategy: Strategy, case: Case, gpus: int) -> str | None:
-    """Why this machine (``gpus`` GPUs) cannot run ``strategy`` on ``case`` from a spec, or None."""
+def case_plans(strategy: Strategy, case: Case, hw: Hardware) -> list:
+    """The ctasim plans of a plan-executor kind on ``case`` (micro-batching: one per chunk count that cuts M), with
+    the placement check the simulator makes; ValueError with its reason where it cannot place the case."""
+    from ctasim.strategies import REGISTRY  # noqa: PLC0415
+
+    mod = REGISTRY[strategy.kind]
+    gpus = max(case.gpus, gpus_needed(strategy, case.workload, case.gpus))
+    why = mod.check(strategy, case.workload, hw, gpus)
+    if why:
+        raise ValueError(why)
+    return mod.build(strategy, case.workload, hw, gpus, case.label)
+
+
+def reason_for(strategy: Strategy, case: Case, gpus: int, hw: Hardware | None = None) -> str | None:
+    """Why this machine (``gpus`` GPUs) cannot run ``strategy`` on ``case`` from a spec, or None. ``hw``: the
+    profile the plans are built with (only their structure matters here; default: the case's own)."""
     from ctahw.gemm import fused_epilogue_reason  # noqa: PLC0415 - pure function, no CuPy
 
     need = gpus_needed(strategy, case.workload, case.gpus)
@@ -109,13 +129,48 @@ def reason_for(strategy: Strategy, case: Case, gpus: int) -> str | None:
                     f"match its output ({l.m}x{l.out_n})")
         if (l.tile_m, l.tile_n) != (128, 256):
             return f"layer {i}: tile {l.tile_m}x{l.tile_n} has no ctahw kernel (128x256 only)"
+    if strategy.kind in PLAN_KINDS:
+        return _plan_reason(strategy, case, hw)
+    for i, l in enumerate(layers):
         if l.k % 64 or l.n % 8:
             return f"layer {i}: K={l.k} must be a multiple of 64 and N={l.n} of 8 for the CUTLASS kernel"
     return None
 
 
+def _plan_reason(strategy: Strategy, case: Case, hw: Hardware | None) -> str | None:
+    """Why the plan executor cannot issue the case's plans (the first reason of any chunk count), or None."""
+    from ctahw.executor import plan_reason  # noqa: PLC0415
+
+    try:
+        plans = case_plans(strategy, case, _structure_profile(hw))
+    except ValueError as e:
+        return str(e)
+    for plan in plans:
+        why = plan_reason(plan, case.workload)
+        if why:
+            return why
+        for k in plan.kernels():
+            r = k.region
+            if r.k % 64 or r.n % 8:
+                return f"{k.name}: K={r.k} must be a multiple of 64 and N={r.n} of 8 for the CUTLASS kernel"
+    return None
+
+
+def _structure_profile(hw: Hardware | None) -> Hardware:
+    """A profile to build plans with when only their structure is wanted (the uncalibrated H200 profile: no memory
+    hierarchy, so plans build quickly; the structure does not depend on the profile)."""
+    return hw if hw is not None else _h200()
+
+
+@functools.lru_cache(maxsize=1)
+def _h200() -> Hardware:
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+
+    return load_hardware("h200-x2")
+
+
 def _sweep_reason(strategy: Strategy, case: Case) -> str | None:
-    """Why the Sweep's 2-GPU kernels cannot run ``strategy`` on ``case``, or None."""
+    """Why the Sweep's 2-GPU CTA-pipelining kernels cannot run ``strategy`` on ``case``, or None."""
     from ctasim.variants import VARIANTS  # noqa: PLC0415
 
     layers = case.workload.layers
@@ -130,13 +185,10 @@ def _sweep_reason(strategy: Strategy, case: Case) -> str | None:
         return f"{strategy.kind}: tile {layers[0].tile_m}x{layers[0].tile_n} has no ctahw kernel (128x256 only)"
     if h % 256:
         return f"{strategy.kind}: H={h} must be a multiple of 256 for the 2-GPU kernels"
-    if strategy.kind == "tp" and strategy.tp_degree not in (0, 2):
-        return f"tp degree {strategy.tp_degree}: the 2-GPU TP runs degree 2"
-    if strategy.kind == "ctapipe":
-        if not strategy.variant:
-            return "ctapipe without a variant: name a ctahw kernel variant (ctasim.variants.VARIANTS)"
-        if strategy.variant not in VARIANTS or VARIANTS[strategy.variant].trace:
-            return f"ctapipe variant {strategy.variant!r} is not an untraced ctahw kernel variant"
+    if not strategy.variant:
+        return "ctapipe without a variant: name a ctahw kernel variant (ctasim.variants.VARIANTS)"
+    if strategy.variant not in VARIANTS or VARIANTS[strategy.variant].trace:
+        return f"ctapipe variant {strategy.variant!r} is not an untraced ctahw kernel variant"
     return None
 
 
@@ -154,7 +206,7 @@ def plan_runs(exp: Experiment, gpus: int) -> pd.DataFrame:
     for case in expand(exp):
         m = case.workload.layers[0].m
         for s in exp.strategies:
-            why = reason_for(s, case, gpus)
+            why = reason_for(s, case, gpus, _structure_profile(None))
             base = {"experiment": exp.name, "case": case.label, "strategy": s.label, "kind": s.kind,
                     "variant": "", "gpus": gpus_needed(s, case.workload, case.gpus), "m": m,
                     "layers": len(case.workload.layers), "source": "hw",
@@ -173,33 +225,29 @@ def plan_runs(exp: Experiment, gpus: int) -> pd.DataFrame:
 
 
 def sweep_rows(kind: str, strategy: Strategy, rows: list[dict]) -> dict[str, dict]:
-    """The rows of a Sweep experiment (``Sweep.microbatch`` / ``Sweep.tp`` / ``ctapipe_rows`` at one M) that answer
-    ``strategy``, by result variant: {variant: {"makespan_ms", "rel_err", "ok", "error", ...extras}}. CUTLASS
-    backend rows only; for CTA-pipelining the untraced variant's row, with its traced twin's trace figures."""
+    """The rows of a Sweep's CTA-pipelining run (``ctapipe_rows`` at one M) that answer ``strategy``, by result
+    variant (''): {variant: {"makespan_ms", "rel_err", "ok", "error", ...extras}}: the untraced variant's row, with
+    its traced twin's trace figures."""
+    if kind not in SWEEP_KINDS:
+        raise ValueError(f"{kind} is not measured through the Sweep (the plan executor runs it)")
     out = {}
     for r in rows:
-        if kind in ("microbatch", "tp") and r.get("backend") != "cutlass":
+        if r.get("backend") != strategy.variant:
             continue
-        if kind == "ctapipe" and r.get("backend") != strategy.variant:
-            continue
-        variant = f"chunks={int(r['chunks'])}" if kind == "microbatch" else ""
-        extra = {k: r[k] for k in ("tflops", "trace_makespans_ms", "first_rowblock_ms", "trace_violations")
-                 if k in r}
-        if kind == "ctapipe":
-            twin = next((t for t in rows if t.get("backend") == strategy.variant + "_trace"), None)
-            if twin is not None:
-                extra.update({f"trace_{k}": twin[k] for k in ("median_ms", "rel_err") if k in twin})
-                extra.update({k: twin[k] for k in ("trace_makespans_ms", "first_rowblock_ms", "trace_violations")
-                              if k in twin})
-        out[variant] = {"makespan_ms": float(r["median_ms"]), "rel_err": float(r["rel_err"]), "ok": bool(r["ok"]),
-                        **extra}
+        extra = {k: r[k] for k in ("tflops", "trace_makespans_ms", "first_rowblock_ms", "trace_violations") if k in r}
+        twin = next((t for t in rows if t.get("backend") == strategy.variant + "_trace"), None)
+        if twin is not None:
+            extra.update({f"trace_{k}": twin[k] for k in ("median_ms", "rel_err") if k in twin})
+            extra.update({k: twin[k] for k in ("trace_makespans_ms", "first_rowblock_ms", "trace_violations")
+                          if k in twin})
+        out[""] = {"makespan_ms": float(r["median_ms"]), "rel_err": float(r["rel_err"]), "ok": bool(r["ok"]), **extra}
     return out
 
 
 def _run_sweep_kinds(exp: Experiment, df: pd.DataFrame, cfg: RunConfig, extra: dict, traces: dict,
                      log: Callable[[str], None]) -> None:
-    """Measure the planned micro-batching / TP / CTA-pipelining rows of ``df`` in place: one Sweep per H on GPUs 0
-    and 1, each kind run once per M (CTA-pipelining: every named variant interleaved, as the shorthand does)."""
+    """Measure the planned 2-GPU CTA-pipelining rows of ``df`` in place: one Sweep per H on GPUs 0 and 1, run once
+    per M (every named variant interleaved, as the shorthand does)."""
     from ctahw.baselines import Sweep, SweepConfig  # noqa: PLC0415
     from ctahw.device import is_cuda_fault  # noqa: PLC0415
     from ctahw.pipelined import ctapipe_rows  # noqa: PLC0415
@@ -209,15 +257,12 @@ def _run_sweep_kinds(exp: Experiment, df: pd.DataFrame, cfg: RunConfig, extra: d
     todo = df[(df["status"] == "planned") & df["kind"].isin(SWEEP_KINDS) & ~df.index.isin(_chain_rows(exp, df))]
     for h, rows_h in todo.groupby(todo["case"].map(lambda c: cases[c].workload.layers[0].k), sort=True):
         used = [strategies[n] for n in dict.fromkeys(rows_h["strategy"])]
-        chunks = tuple(sorted({c for s in used if s.kind == "microbatch" for c in s.chunks})) or (1,)
-        variants = tuple(x for s in used if s.kind == "ctapipe" for x in (s.variant, s.variant + "_trace"))
-        scfg = SweepConfig(ms=tuple(sorted(set(rows_h["m"].astype(int)))), h=int(h), gpus=2, chunks=chunks,
+        variants = tuple(x for s in used for x in (s.variant, s.variant + "_trace"))
+        scfg = SweepConfig(ms=tuple(sorted(set(rows_h["m"].astype(int)))), h=int(h), gpus=2,
                            backends=("cutlass",), experiments=(), reps=cfg.reps, warmup=cfg.warmup,
                            tune_rounds=cfg.tune_rounds, gate_ms=cfg.gate_ms, sustain_s=cfg.sustain_s,
-                           rest_ms=cfg.rest_ms, seed=cfg.seed,
-                           **({"ctapipe_variants": tuple(dict.fromkeys(variants))} if variants else {}))
-        run_kind = {"microbatch": lambda sw, m: sw.microbatch(m), "tp": lambda sw, m: sw.tp(m),
-                    "ctapipe": ctapipe_rows}
+                           rest_ms=cfg.rest_ms, seed=cfg.seed, ctapipe_variants=tuple(dict.fromkeys(variants)))
+        run_kind = {"ctapipe": ctapipe_rows}
         with Sweep(scfg, log) as sw:
             done: dict[tuple[int, str], list[dict] | str] = {}
             for (m, label), idx in rows_h.groupby([rows_h["m"].astype(int), rows_h["strategy"]]).groups.items():
@@ -316,122 +361,163 @@ def chain_design(strategy: Strategy, tiles_m: int) -> str:
     return "static2x1" if chain_cluster_m(True, tiles_m, strategy.chain_group or CHAIN_ROW_GROUP) == 2 else "static"
 
 
-def _sequential(case: Case, cfg: RunConfig, timed, gemm, log: Callable[[str], None]) -> dict:
-    """Measure one sequential case on GPU 0: makespan median, per-part breakdown, relative error."""
-    from ctahw import rowwise  # noqa: PLC0415
-    from ctahw.baselines import Chain, breakdown, tune_schedule  # noqa: PLC0415
-    from ctahw.device import (REL_TOL_BF16, bf16_bits_to_f32, f32_to_bf16_bits, poison, rel_error,  # noqa: PLC0415
-                              summarize)
+class _Machines:
+    """What the planned rows share on this machine: one timing harness and one CUTLASS GEMM per GPU count, the tile
+    order tuned once per shape (on GPU 0, used on every GPU, as the baselines do)."""
 
+    def __init__(self, cfg: RunConfig, log: Callable[[str], None]):
+        self.cfg, self.log = cfg, log
+        self.timed: dict[int, object] = {}
+        self.gemms: dict[int, object] = {}
+
+    def get(self, gpus: int):
+        from ctahw.baselines import Timed  # noqa: PLC0415
+        from ctahw.device import enable_peer_access  # noqa: PLC0415
+        from ctahw.gemm import CutlassGemm  # noqa: PLC0415
+
+        if gpus not in self.timed:
+            if gpus > 1:
+                enable_peer_access(list(range(gpus)))
+            self.timed[gpus] = Timed(list(range(gpus)), self.cfg.gate_ms, self.cfg.sustain_s, self.cfg.rest_ms)
+        for d in range(gpus):
+            if d not in self.gemms:
+                self.gemms[d] = CutlassGemm(d)
+        return self.timed[gpus], [self.gemms[d] for d in range(gpus)]
+
+    def tune(self, timed, shapes) -> None:
+        from ctahw.baselines import Chain, tune_schedule  # noqa: PLC0415
+
+        g0, cp = self.gemms[0], timed.cp
+        for m, n, k in shapes:
+            if self.cfg.tune_rounds <= 0 or (m, n, k) in g0.schedule:
+                continue
+            data = Chain(cp, self.cfg.seed)
+            a, w = data.rand(0, (m, k), salt=7001), data.rand(0, (n, k), 1 / math.sqrt(k), salt=7002)
+            with cp.cuda.Device(0):
+                d = cp.empty((m, n), dtype=cp.uint16)
+            g0.schedule[(m, n, k)], _ = tune_schedule(g0, timed, a, w, d, m, n, k, timed.compute[0],
+                                                      self.cfg.tune_rounds)
+            del a, w, d
+        for g in self.gemms.values():
+            g.schedule.update(g0.schedule)
+
+
+def _planned(case: Case, plan, cfg: RunConfig, machines: _Machines, log: Callable[[str], None]) -> dict:
+    """Measure one plan of a case through the plan executor: correctness once (poisoned outputs, fp32 reference),
+    then ``warmup`` + ``reps`` timed runs; the makespan median, the per-part breakdown, the relative error."""
+    from ctahw.baselines import Chain, _median_breakdown, breakdown  # noqa: PLC0415
+    from ctahw.device import (REL_TOL_BF16, bf16_bits_to_f32, f32_to_bf16_bits, output_error, poison,  # noqa: PLC0415
+                              summarize)
+    from ctahw.executor import CudaMachine, Inputs, PlanExecutor, reference_output  # noqa: PLC0415
+
+    timed, gemms = machines.get(plan.gpus)
     cp = timed.cp
     layers = case.workload.layers
     data = Chain(cp, cfg.seed)
     x = data.rand(0, (layers[0].m, layers[0].k), salt=11)
     ws = [data.rand(0, (l.n, l.k), 1 / math.sqrt(l.k), salt=12 + i) for i, l in enumerate(layers)]
-    with cp.cuda.Device(0):
-        ys = [cp.empty((l.m, l.out_n), dtype=cp.uint16) for l in layers]
-        zs = [cp.empty((l.m, l.out_n), dtype=cp.uint16) if l.rowwise else None for l in layers]
-        gs = [cp.empty((l.m, l.n), dtype=cp.uint16) if l.epilogue_pass else None for l in layers]  # unfused: GEMM out
-    s0 = timed.compute[0]
-    for l in layers:  # tile order per GEMM shape, as the baselines choose it
-        if cfg.tune_rounds > 0 and (l.m, l.n, l.k) not in gemm.schedule:
-            a, w = data.rand(0, (l.m, l.k), salt=7001), data.rand(0, (l.n, l.k), 1 / math.sqrt(l.k), salt=7002)
-            with cp.cuda.Device(0):
-                d = cp.empty((l.m, l.n), dtype=cp.uint16)
-            gemm.schedule[(l.m, l.n, l.k)], _ = tune_schedule(gemm, timed, a, w, d, l.m, l.n, l.k, s0, cfg.tune_rounds)
-            del a, w, d
+    machine = CudaMachine(cp, list(range(plan.gpus)), gemms, log)
+    try:
+        ex = PlanExecutor(plan, case.workload, machine, Inputs(x, ws))
+        machines.tune(timed, [s for shapes in ex.gemm_shapes().values() for s in shapes])
 
-    def enqueue(t):
-        inp = x
-        for i, l in enumerate(layers):
-            res = x if "residual" in l.epilogue else None
-            if l.epilogue_pass:
-                t.part("compute", 0, s0, lambda inp=inp, i=i, l=l: gemm(inp, ws[i], gs[i], l.m, l.n, l.k, s0))
-                t.part("compute", 0, s0, lambda i=i, l=l, res=res: rowwise.epilogue(
-                    tuple(l.epilogue), gs[i], ys[i], l.m, l.n, l.tile_n, residual=res, stream=s0))
-            else:
-                t.part("compute", 0, s0, lambda inp=inp, i=i, l=l, res=res: gemm(
-                    inp, ws[i], ys[i], l.m, l.n, l.k, s0, epilogue=tuple(l.epilogue), c=res))
-            inp = ys[i]
-            if l.rowwise:
-                t.part("compute", 0, s0, lambda i=i, l=l: rowwise.rowwise(l.rowwise, ys[i], zs[i], l.m, l.out_n, s0))
-                inp = zs[i]
-        return [(s0, 0)]
+        def enqueue(t):
+            machine.bind(t)
+            return [(machine.stream(s), s[0]) for s in ex.issue()]
 
-    # correctness: poisoned outputs, one run, fp32 reference with bf16 rounding where the GPU stores
-    for b in ys + [z for z in zs if z is not None]:
-        poison(b)
-    timed.run(enqueue)
-    with cp.cuda.Device(0):
-        x32 = bf16_bits_to_f32(x, cp)
-        act = x32
-        for i, l in enumerate(layers):
-            y32 = act @ bf16_bits_to_f32(ws[i], cp).T
-            if l.epilogue_pass:  # the GEMM stores bf16 before the ops run
-                y32 = bf16_bits_to_f32(f32_to_bf16_bits(y32, cp), cp)
-            out = rowwise.reference_epilogue(y32, tuple(l.epilogue), tile_n=l.tile_n,
-                                             residual_f32=x32 if "residual" in l.epilogue else None)
-            del y32
-            if l.rowwise:
-                out = rowwise.reference_rowwise(bf16_bits_to_f32(f32_to_bf16_bits(out, cp), cp), l.rowwise)
-            last = out
-            act = bf16_bits_to_f32(f32_to_bf16_bits(out, cp), cp)
-        final = zs[-1] if layers[-1].rowwise else ys[-1]
-        rel = float(rel_error(final, last, cp))
-        del x32, act, out, last
-    for _ in range(cfg.warmup):
+        for b in ex.written():
+            poison(b)
         timed.run(enqueue)
-    samples, bds = [], []
-    for _ in range(cfg.reps):
-        ms, parts = timed.run(enqueue)
-        samples.append(ms)
-        bds.append(breakdown(ms, parts, [0]))
-    tm = summarize(samples)
-    log(f"  {case.label}: {tm.median_ms:.4f} ms, rel err {rel:.2e}")
+        rnd = (lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp))
+        with cp.cuda.Device(0):
+            ref = reference_output(cp, bf16_bits_to_f32(x, cp), [bf16_bits_to_f32(w, cp) for w in ws], layers, rnd)
+            rel = max(float(output_error(cp, out, ref, 0)) for out in ex.outputs().values())
+            del ref
+        for _ in range(cfg.warmup):
+            timed.run(enqueue)
+        samples, bds = [], []
+        devices = list(range(plan.gpus))
+        for _ in range(cfg.reps):
+            ms, parts = timed.run(enqueue)
+            samples.append(ms)
+            bds.append(breakdown(ms, parts, devices))
+        tm = summarize(samples)
+    finally:
+        machine.close()
+    chunks = plan.params.get("chunks")
+    log(f"  {case.label}{f' chunks={chunks}' if chunks else ''}: {tm.median_ms:.4f} ms, rel err {rel:.2e}")
     return {"makespan_ms": tm.median_ms, "rel_err": rel, "ok": rel <= REL_TOL_BF16,
-            "compute_ms": float(pd.Series([b["compute_ms"] for b in bds]).median()),
+            **{k: v for k, v in _median_breakdown(bds).items()},
             "samples_ms": ";".join(f"{v:.5f}" for v in samples),
-            "schedules": ";".join(f"{m}x{n}x{k}:{r}/{s}" for (m, n, k), (r, s) in gemm.schedule.items())}
+            "schedules": ";".join(f"{m}x{n}x{k}:{r}/{s}" for (m, n, k), (r, s) in gemms[0].schedule.items()
+                                  if any((m, n, k) in v for v in ex.gemm_shapes().values()))}
+
+
+def _free(gpus: int) -> None:
+    """Give CuPy's cached blocks on every GPU back (between rows: the next case's buffers may be larger)."""
+    from ctahw.device import require_cupy  # noqa: PLC0415
+
+    cp = require_cupy()
+    for d in range(gpus):
+        with cp.cuda.Device(d):
+            cp.get_default_memory_pool().free_all_blocks()
+
+
+def _plan_of(strategy: Strategy, case: Case, hw: Hardware, variant: str):
+    """The plan a row answers: micro-batching's for its chunk count (``variant = "chunks=C"``), else the one plan."""
+    plans = case_plans(strategy, case, hw)
+    if strategy.kind != "microbatch":
+        return plans[0]
+    want = int(variant.removeprefix("chunks="))
+    return next(p for p in plans if p.params.get("chunks") == want)
 
 
 def run(exp: Experiment, cfg: RunConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
         traces: dict | None = None) -> pd.DataFrame:
     """Measure every planned row of ``exp`` on this machine's GPUs; the table of :func:`plan_runs`, filled in.
     CTA-pipelining traces (every traced run, ctasim traces keyed ``<case>:<variant>:run<i>``, their ``meta`` naming
-    the case and strategy they answer) go into ``traces``."""
-    from ctahw.baselines import Timed  # noqa: PLC0415
-    from ctahw.device import gpus as list_gpus  # noqa: PLC0415
-    from ctahw.gemm import CutlassGemm  # noqa: PLC0415
+    the case and strategy they answer) go into ``traces``. A failed check or a protocol timeout fails its row; a
+    CUDA fault stops the run (it may have broken the context)."""
+    from ctahw.device import gpus as list_gpus, is_cuda_fault  # noqa: PLC0415
 
     found = list_gpus()
     df = plan_runs(exp, len(found))
     if not (df["status"] == "planned").any():
         return df
     extra: dict[int, dict] = {}
-    if (df["status"].eq("planned") & df["kind"].isin(SWEEP_KINDS)).any():
-        _run_sweep_kinds(exp, df, cfg, extra, traces if traces is not None else {}, log)
+    traces = traces if traces is not None else {}
     chain_rows = set(_chain_rows(exp, df))
-    one_gpu = df["status"].eq("planned") & (df["kind"].eq("sequential") | df.index.isin(chain_rows))
-    if not one_gpu.any():
+    if (df["status"].eq("planned") & df["kind"].isin(SWEEP_KINDS) & ~df.index.isin(chain_rows)).any():
+        _run_sweep_kinds(exp, df, cfg, extra, traces, log)
+    here = df["status"].eq("planned") & (df["kind"].isin(PLAN_KINDS) | df.index.isin(chain_rows))
+    if not here.any():
         return pd.concat([df.reset_index(drop=True), pd.DataFrame([extra.get(i, {}) for i in df.index])], axis=1)
-    timed = Timed([0], cfg.gate_ms, cfg.sustain_s, cfg.rest_ms)
-    gemm = CutlassGemm(0)
+    machines = _Machines(cfg, log)
     cases = {c.label: c for c in expand(exp)}
     strategies = {s.label: s for s in exp.strategies}
     for i, r in df.iterrows():
-        if not one_gpu[i]:
+        if not here[i]:
             continue
-        log(f"{exp.name}: {r['strategy']} {r['case']}")
-        if i in chain_rows:
-            res = _chain(exp, cases[r["case"]], strategies[r["strategy"]], cfg, timed, log,
-                         traces if traces is not None else {})
-        else:
-            res = _sequential(cases[r["case"]], cfg, timed, gemm, log)
+        log(f"{exp.name}: {r['strategy']} {r['case']}{' ' + r['variant'] if r['variant'] else ''}")
+        case, st = cases[r["case"]], strategies[r["strategy"]]
+        try:
+            if i in chain_rows:
+                timed, _ = machines.get(1)
+                res = _chain(exp, case, st, cfg, timed, log, traces)
+            else:
+                res = _planned(case, _plan_of(st, case, exp.hardware, r["variant"]), cfg, machines, log)
+        except (RuntimeError, ValueError) as e:  # a failed check or a protocol timeout: a failed row
+            if is_cuda_fault(e):
+                raise
+            df.loc[i, "status"] = "failed"
+            df.loc[i, "reason"] = f"{type(e).__name__}: {e}"
+            continue
+        finally:
+            _free(len(found))
         df.loc[i, "makespan_ms"] = res["makespan_ms"]
         df.loc[i, "rel_err"] = res["rel_err"]
         df.loc[i, "status"] = "ok" if res["ok"] else "failed"
         if not res["ok"]:
             df.loc[i, "reason"] = f"relative error {res['rel_err']:.3g} above the bf16 tolerance"
         extra[i] = {k: v for k, v in res.items() if k not in ("makespan_ms", "rel_err", "ok")}
-        timed.cp.get_default_memory_pool().free_all_blocks()
     return pd.concat([df.reset_index(drop=True), pd.DataFrame([extra.get(i, {}) for i in df.index])], axis=1)

@@ -823,7 +823,7 @@ class _Run:
             if isinstance(op, Collective):
                 kind, gpu = op.kind, op.gpus[0]
             ops.append((op.id, op.name, kind, gpu, dst, float(getattr(op, "nbytes", 0.0)),
-                        getattr(op, "layer", -1), self.t_begin[op.id], self.t_done[op.id]))
+                        op.layer if isinstance(op, Kernel) else -1, self.t_begin[op.id], self.t_done[op.id]))
         self.flush_records()
         r = np.concatenate(self.blocks) if self.blocks else np.zeros(0, dtype=_RECORD_DTYPE)
         self.blocks.clear()

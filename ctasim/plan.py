@@ -27,7 +27,7 @@ import numpy as np
 
 from ctasim.spec import Layer
 
-__all__ = ["Op", "Kernel", "Transfer", "Collective", "MemoryPass", "Pipe", "Plan", "raster_order", "row_block_pipe", "push_order",
+__all__ = ["Op", "Region", "Kernel", "Transfer", "Collective", "MemoryPass", "Pipe", "Plan", "raster_order", "row_block_pipe", "push_order",
            "ORDERS", "pair_rows_order", "grouped_rows_order", "named_order", "with_order", "chain_order", "chain_group_used",
            "CHAIN_ROW_GROUP"]
 
@@ -44,6 +44,28 @@ class Op:
     name: str
     deps: tuple[tuple[int, float], ...] = ()
     start_ns: float = 0.0
+
+
+@dataclass(frozen=True)
+class Region:
+    """The part of a layer's data an operation works on: rows ``row0 .. row0 + m`` of the layer's M, output columns
+    ``n0 .. n0 + n`` of its N (GEMM columns, before a gated epilogue halves them), and, for a GEMM, the slice
+    ``k0 .. k0 + k`` of its K that it sums over (a tensor-parallel row slice: a partial sum).
+
+    The engine never reads it; it says what an executor on GPUs computes, moves or reduces (``ctahw.executor``)."""
+
+    row0: int
+    m: int
+    n0: int
+    n: int
+    k0: int = 0
+    k: int = 0
+
+    @classmethod
+    def of(cls, layer: Layer, row0: int = 0, n0: int = 0, k0: int = 0) -> "Region":
+        """The region of ``layer`` (a chunk or slice of a workload layer, :func:`ctasim.strategies.common.split_layer`)
+        placed at ``row0`` / ``n0`` / ``k0`` of the whole layer."""
+        return cls(row0, layer.m, n0, layer.n, k0, layer.k)
 
 
 @dataclass
@@ -96,6 +118,7 @@ class Kernel(Op):
     chain_store_ns: float = 0.0  # remote store: compute end to arrival (per-SM store rate, link latency)
     chain_remote_signal_ns: float = 0.0  # arrival to the remote counter's update
     chain_remote_hold_ns: float = 0.0  # the CTA keeps its slot this long after the store arrived
+    region: Region | None = None  # what of layer ``layer`` this kernel computes (one layer's worth for "chain")
 
     @property
     def tiles(self) -> int:
@@ -109,6 +132,8 @@ class Transfer(Op):
     src: int = 0
     dst: int = 0
     nbytes: float = 0.0
+    layer: int = -1  # whose output it carries (the rows of ``region``, every stored column), -1: not said
+    region: Region | None = None
 
 
 @dataclass
@@ -119,14 +144,19 @@ class Collective(Op):
     gpus: tuple[int, ...] = ()
     nbytes: float = 0.0
     ns: float = 0.0
+    layer: int = -1  # whose output it reduces or gathers, -1: not said
 
 
 @dataclass
 class MemoryPass(Op):
-    """A memory-bound kernel (a row-wise op such as LayerNorm) on one GPU, taking ``ns``."""
+    """A memory-bound kernel on one GPU, taking ``ns``: a layer's row-wise op (``what = "rowwise"``: LayerNorm,
+    RMSNorm) or its epilogue ops in a kernel of their own (``what = "epilogue"``), over ``region`` of the layer."""
 
     gpu: int = 0
     ns: float = 0.0
+    layer: int = -1
+    what: str = ""  # "rowwise" or "epilogue" ('' : not said)
+    region: Region | None = None
 
 
 @dataclass

@@ -44,16 +44,16 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
     for i in range(t):
         raster = strategy.raster or l0.raster
         prod = add_gemm(plan, hw, wl, 0, p0, i, start_ns=hw.launch_ns, persistent=strategy.persistent,
-                        raster=raster, name=f"hybrid L0 gpu{i}")
+                        raster=raster, name=f"hybrid L0 gpu{i}", n0=i * p0.n)
         cons = add_gemm(plan, hw, wl, 1, p1, t + i, start_ns=hw.launch_ns, source=consumer_source(strategy),
-                        persistent=strategy.persistent, name=f"hybrid L1 gpu{t + i}")
+                        persistent=strategy.persistent, name=f"hybrid L1 gpu{t + i}", k0=i * p1.k)
         link_pipes(plan, hw, wl, [p0, p1], [prod, cons])
         consumers.append(cons)
     last = consumers
     if t > 1:
         nbytes = float(l1.m * l1.out_n * wl.elem_bytes)
         coll = plan.add(Collective, name="allreduce L1", deps=tuple((k.id, hw.kernel_gap_ns) for k in consumers),
-                        kind="allreduce", gpus=tuple(range(t, 2 * t)), nbytes=nbytes, ns=costs.allreduce_ns(nbytes, t, hw))
+                        kind="allreduce", gpus=tuple(range(t, 2 * t)), nbytes=nbytes, ns=costs.allreduce_ns(nbytes, t, hw), layer=1)
         last = [coll] * t
     if l1.rowwise:
         for i in range(t):

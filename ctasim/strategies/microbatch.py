@@ -8,7 +8,7 @@ count of the strategy; the summary reports the best.
 
 from __future__ import annotations
 
-from ctasim.plan import Plan, Transfer
+from ctasim.plan import Plan, Region, Transfer
 from ctasim.spec import Hardware, Strategy, Workload
 from ctasim.strategies.common import add_epilogue_pass, add_gemm, add_rowwise, divides, split_layer
 
@@ -47,12 +47,13 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
                              tuned=True)
                 last[i] = k
                 if layer.epilogue_pass:
-                    last[i] = add_epilogue_pass(plan, hw, wl, i, part, i, last[i].id)
+                    last[i] = add_epilogue_pass(plan, hw, wl, i, part, i, last[i].id, row0=j * part.m)
                 if layer.rowwise:
-                    last[i] = add_rowwise(plan, hw, wl, i, part, i, last[i].id)
+                    last[i] = add_rowwise(plan, hw, wl, i, part, i, last[i].id, row0=j * part.m)
                 if i + 1 < len(wl.layers):
                     handoff[(i, j)] = plan.add(Transfer, name=f"copy L{i} chunk{j} gpu{i}->gpu{i + 1}",
                                                deps=((last[i].id, 0.0),), src=i, dst=i + 1,
-                                               nbytes=float(part.m * part.out_n * wl.elem_bytes))
+                                               nbytes=float(part.m * part.out_n * wl.elem_bytes),
+                                               layer=i, region=Region.of(part, row0=j * part.m))
         plans.append(plan)
     return plans

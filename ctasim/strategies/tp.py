@@ -32,6 +32,9 @@ def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | No
             return f"layer {i}: N={layer.n} does not split into {p} column slices of whole {layer.tile_n}-wide tiles"
         if i % 2 == 1 and layer.k % p:
             return f"layer {i}: K={layer.k} does not split into {p} row slices"
+        if i % 2 == 1 and p > 1 and set(layer.epilogue) - {"residual"}:
+            return (f"layer {i}: {'+'.join(layer.epilogue)} on a row-parallel layer would act on each GPU's partial "
+                    f"sum; it needs the all-reduced output (only a residual add commutes with the sum)")
         if i % 2 == 0 and i < len(wl.layers) - 1 and layer.rowwise:
             return (f"layer {i}: a row-wise op ({layer.rowwise}) between the column- and row-parallel layers of a "
                     f"tensor-parallel pair needs whole rows, which no GPU has there")
@@ -50,14 +53,15 @@ def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) 
         for g in range(p):
             deps = ((last[g].id, hw.kernel_gap_ns),) if g in last else ()
             ks.append(add_gemm(plan, hw, wl, i, part, g, deps=deps, start_ns=hw.launch_ns, raster=strategy.raster,
-                               name=f"gemm L{i} gpu{g} ({'column' if column else 'row'}-parallel)", tuned=True))
+                               name=f"gemm L{i} gpu{g} ({'column' if column else 'row'}-parallel)", tuned=True,
+                               n0=g * part.n if column else 0, k0=0 if column else g * part.k))
         end_of_pair = (not column) or i == n_layers - 1
         if end_of_pair and p > 1:
             kind = "allreduce" if not column else "allgather"
             nbytes = float(layer.m * layer.out_n * wl.elem_bytes)
             ns = costs.allreduce_ns(nbytes, p, hw) if kind == "allreduce" else 0.5 * costs.allreduce_ns(nbytes, p, hw)
             coll = plan.add(Collective, name=f"{kind} L{i}", deps=tuple((k.id, hw.kernel_gap_ns) for k in ks),
-                            kind=kind, gpus=tuple(range(p)), nbytes=nbytes, ns=ns)
+                            kind=kind, gpus=tuple(range(p)), nbytes=nbytes, ns=ns, layer=i)
             for g in range(p):
                 last[g] = coll
         else:

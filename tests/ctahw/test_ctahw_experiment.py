@@ -67,15 +67,33 @@ def test_two_gpus_plan_every_registered_row_of_a_square_chain():
     assert (skipped["kind"] == "microbatch").all() and skipped["reason"].str.contains("128-row tiles").all()
 
 
-def test_two_gpu_strategies_on_an_mlp_block_are_skipped_with_their_reason():
+def test_two_gpus_plan_the_mlp_blocks_baselines_and_skip_its_ctapipe_with_the_reason():
+    """The plan executor runs micro-batching and TP of any workload: the MLP block's are planned (chunk counts that
+    cannot cut M skipped); the 2-GPU CTA-pipelining kernels run square chains only."""
     df = plan_runs(load_experiment("reg-mlp"), gpus=2)
-    multi = df[df["kind"] != "sequential"]
-    assert (multi["status"] == "skipped").all()
-    assert multi["reason"].str.contains("square chains|epilogue or row-wise").all()
+    base = df[df["kind"].isin(["microbatch", "tp"])]
+    cut = base["variant"].isin(["chunks=64"]) & (base["m"] == 4096)
+    assert (base[~cut]["status"] == "planned").all() and (base[cut]["status"] == "skipped").all()
+    cp = df[df["kind"] == "ctapipe"]
+    assert (cp["status"] == "skipped").all() and cp["reason"].str.contains("square chains").all()
     bad = Strategy("ctapipe", name="c", variant="cutlass_ctapipe_w21g4_trace")
     case = expand(load_experiment("reg-h4096"))[0]
     assert "not an untraced" in reason_for(bad, case, 2)
     assert "without a variant" in reason_for(Strategy("ctapipe"), case, 2)
+
+
+def test_plans_the_executor_cannot_issue_are_skipped_rows():
+    """TP of an odd layer count ends in an all-gather, which the executor does not issue; a TP slice the CUTLASS
+    kernel cannot take (K = 4096 / 2 ... with H = 4160: 2080 is no multiple of 64) is named."""
+    case = expand(load_experiment("reg-h4096"))[0]
+    three = dataclasses.replace(case, workload=dataclasses.replace(
+        case.workload, layers=case.workload.layers + case.workload.layers[:1]))
+    assert "allgather" in reason_for(Strategy("tp", tp_degree=2), three, 2)
+    assert reason_for(Strategy("microbatch", chunks=(2,)), three, 3) is None
+    odd = dataclasses.replace(case, workload=dataclasses.replace(case.workload, layers=tuple(
+        dataclasses.replace(l, k=4160, n=4160) for l in case.workload.layers)))
+    assert "multiple of 64" in reason_for(Strategy("tp", tp_degree=2), odd, 2) or \
+        "column slices" in reason_for(Strategy("tp", tp_degree=2), odd, 2)
 
 
 def _rows(kind):
@@ -90,18 +108,20 @@ def _rows(kind):
 
 
 def test_sweep_rows_map_the_cutlass_rows_to_the_specs_variants():
+    import pytest
+
     from ctahw.experiment import sweep_rows
 
-    mb = sweep_rows("microbatch", Strategy("microbatch", chunks=(1, 2, 4)), _rows("microbatch"))
-    assert {k: v["makespan_ms"] for k, v in mb.items()} == {"chunks=1": 1.1, "chunks=2": 1.2, "chunks=4": 1.4}
-    assert sweep_rows("tp", Strategy("tp"), _rows("tp"))[""]["makespan_ms"] == 2.0
     g21 = sweep_rows("ctapipe", Strategy("ctapipe", variant="cutlass_ctapipe_g21"), _rows("ctapipe"))
     assert list(g21) == [""] and g21[""]["makespan_ms"] == 3.5 and g21[""]["trace_median_ms"] == 4.5
+    with pytest.raises(ValueError, match="plan executor"):
+        sweep_rows("microbatch", Strategy("microbatch"), _rows("ctapipe"))
 
 
-def test_the_two_gpu_path_fills_every_planned_row_once_per_kind_and_m(monkeypatch):
-    """ctahw.experiment._run_sweep_kinds with a fake Sweep: one Sweep per H, each kind run once per M, rows filled
-    from the CUTLASS rows, a kind that raises leaves its rows failed with the error as the reason."""
+def test_the_two_gpu_ctapipe_path_fills_every_planned_row_once_per_m(monkeypatch):
+    """ctahw.experiment._run_sweep_kinds with a fake Sweep: one Sweep per H, the CTA-pipelining variants run once
+    per M, rows filled from the CUTLASS rows; an M that raises leaves its rows failed with the error as the reason;
+    the other kinds are left to the plan executor."""
     import ctahw.baselines as B
     import ctahw.pipelined as P
     from ctahw import experiment as E
@@ -122,21 +142,12 @@ def test_the_two_gpu_path_fills_every_planned_row_once_per_kind_and_m(monkeypatc
         def free(self):
             pass
 
-        def microbatch(self, m):
-            calls.append(("microbatch", m))
-            return [dict(r, chunks=c) for r in _rows("microbatch") for c in (r["chunks"],)] + \
-                [dict(_rows("microbatch")[-1], backend="cutlass", chunks=8, median_ms=9.0)]
-
-        def tp(self, m):
-            calls.append(("tp", m))
-            if m == 6144:
-                raise RuntimeError("NCCL said no")
-            return _rows("tp")
-
     def fake_ctapipe(sw, m):
         from types import SimpleNamespace
 
         calls.append(("ctapipe", m))
+        if m == 6144:
+            raise RuntimeError("protocol timeout")
         for run in (0, 1):
             sw.traces[f"m{m}:g21:run{run}"] = SimpleNamespace(meta={"variant": "cutlass_ctapipe_g21_trace", "run": run})
         return [dict(r, backend=v) for r, v in zip(_rows("ctapipe") * 2, [
@@ -149,21 +160,63 @@ def test_the_two_gpu_path_fills_every_planned_row_once_per_kind_and_m(monkeypatc
     df = plan_runs(exp, gpus=2)
     extra, traces = {}, {}
     E._run_sweep_kinds(exp, df, E.RunConfig(), extra, traces, lambda s: None)
-    assert sorted(traces) == sorted(f"m={m}:cutlass_ctapipe_g21_trace:run{r}" for m in (3072, 6144, 12288) for r in (0, 1))
+    assert sorted(traces) == sorted(f"m={m}:cutlass_ctapipe_g21_trace:run{r}" for m in (3072, 12288) for r in (0, 1))
     assert {(t.meta["case"], t.meta["strategy"]) for t in traces.values()} == {
-        (f"m={m}", "ctapipe-g21") for m in (3072, 6144, 12288)}
+        (f"m={m}", "ctapipe-g21") for m in (3072, 12288)}
     assert len(made) == 1 and made[0].h == 4096 and made[0].backends == ("cutlass",)
     assert made[0].ctapipe_variants == ("cutlass_ctapipe_w21g4", "cutlass_ctapipe_w21g4_trace", "cutlass_ctapipe_g21",
                                         "cutlass_ctapipe_g21_trace", "cutlass_ctapipe_c21", "cutlass_ctapipe_c21_trace")
-    assert sorted(calls) == sorted({(k, m) for k in ("microbatch", "tp", "ctapipe") for m in (3072, 6144, 12288)})
-    two = df[df["kind"] != "sequential"]
-    tp = two[two["kind"] == "tp"].set_index("case")
-    assert tp.loc["m=6144", "status"] == "failed" and "NCCL said no" in tp.loc["m=6144", "reason"]
-    assert (tp.drop("m=6144")["status"] == "ok").all() and (tp.drop("m=6144")["makespan_ms"] == 2.0).all()
-    mb = two[(two["kind"] == "microbatch") & (two["status"] != "skipped")]
-    assert set(mb[mb["variant"] == "chunks=8"]["status"]) == {"ok"} and (mb[mb["variant"] == "chunks=8"]["makespan_ms"] == 9.0).all()
-    assert (mb[mb["variant"].isin(["chunks=16", "chunks=32"])]["status"] == "failed").all()  # no such row came back
-    assert (df[df["kind"] == "sequential"]["status"] == "planned").all()  # left to the one-GPU path
+    assert sorted(calls) == [("ctapipe", m) for m in (3072, 6144, 12288)]
+    cp = df[df["kind"] == "ctapipe"].set_index(["case", "strategy"])
+    assert (cp.xs("m=6144")["status"] == "failed").all() and cp.xs("m=6144")["reason"].str.contains("timeout").all()
+    assert (cp.drop("m=6144", level=0)["status"] == "ok").all()
+    assert cp.loc[("m=3072", "ctapipe-g21"), "makespan_ms"] == 3.5
+    assert (df[df["kind"] != "ctapipe"]["status"] != "ok").all()  # left to the plan executor
+
+
+def test_run_sends_each_planned_row_to_its_executor(monkeypatch):
+    """ctahw.experiment.run on a fake 2-GPU machine: every micro-batching row gets the plan of its own chunk count,
+    TP and sequential theirs, the chain kernel its rows, CTA-pipelining on two GPUs the Sweep; a row whose check
+    fails is a failed row with the reason, a CUDA fault stops the run."""
+    import pytest
+
+    import ctahw.device as D
+    from ctahw import experiment as E
+
+    seen = []
+
+    def fake_planned(case, plan, cfg, machines, log):
+        seen.append((case.label, plan.strategy, plan.params.get("chunks"), plan.gpus))
+        if plan.params.get("chunks") == 2 and case.label == "m=6144":
+            raise ValueError("relative error check failed")
+        return {"makespan_ms": float(plan.params.get("chunks") or 0) + 1.0, "rel_err": 1e-3, "ok": True, "copy_ms": 0.1}
+
+    monkeypatch.setattr(D, "gpus", lambda: [object(), object()])
+    monkeypatch.setattr(E, "_planned", fake_planned)
+    monkeypatch.setattr(E, "_free", lambda n: None)
+    monkeypatch.setattr(E, "_run_sweep_kinds", lambda exp, df, cfg, extra, traces, log: seen.append("sweep"))
+    monkeypatch.setattr(E, "_Machines", lambda cfg, log: None)
+    exp = load_experiment("reg-h4096")
+    df = E.run(exp, E.RunConfig(), log=lambda s: None)
+    assert seen[0] == "sweep"
+    mb = df[(df["kind"] == "microbatch") & df["status"].isin(["ok", "failed"])]
+    assert len(mb) and (mb["makespan_ms"].fillna(3.0) == mb["variant"].str.removeprefix("chunks=").astype(float)
+                        + 1.0).all()
+    bad = df[(df["case"] == "m=6144") & (df["variant"] == "chunks=2")]
+    assert bad["status"].tolist() == ["failed"] and "relative error" in bad["reason"].iloc[0]
+    assert set(df[df["kind"] == "tp"]["status"]) == {"ok"} and set(df[df["kind"] == "sequential"]["status"]) == {"ok"}
+    assert {s[3] for s in seen[1:] if s[1] == "tp"} == {2} and {s[3] for s in seen[1:] if s[1] == "sequential"} == {1}
+    assert "copy_ms" in df.columns
+
+    class CUDARuntimeError(RuntimeError):  # CuPy's type, by name (ctahw.device.CUDA_FAULTS)
+        pass
+
+    def fault(*a, **k):
+        raise CUDARuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
+
+    monkeypatch.setattr(E, "_planned", fault)
+    with pytest.raises(RuntimeError, match="illegal"):
+        E.run(exp, E.RunConfig(), log=lambda s: None)
 
 
 def test_swiglu_runs_unfused_in_sequential_chains_and_is_a_skipped_row_otherwise():
@@ -176,4 +229,5 @@ def test_swiglu_runs_unfused_in_sequential_chains_and_is_a_skipped_row_otherwise
     unfused = dataclasses.replace(fused, workload=dataclasses.replace(
         wl, layers=(dataclasses.replace(l0, epilogue_fused=False), l1)))
     assert reason_for(Strategy("sequential"), unfused, 1) is None
-    assert reason_for(Strategy("microbatch", chunks=(2,)), unfused, 2) is not None
+    assert reason_for(Strategy("microbatch", chunks=(2,)), unfused, 2) is None  # the executor runs the pass
+    assert "fused epilogues only" in reason_for(Strategy("tp", tp_degree=2), unfused, 2)

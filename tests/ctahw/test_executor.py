@@ -1,0 +1,177 @@
+"""The plan executor's data flow, on the numpy reference machine: every strategy's plan of every workload shape
+computes the workload's output (CPU only)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ctahw.executor import Inputs, PlanExecutor, ReferenceMachine, plan_reason, reference_output, stage_names
+from ctasim.plan import Collective, Kernel, Region, Transfer
+from ctasim.spec import Layer, Strategy, Workload, load_hardware
+from ctasim.strategies import build_plans
+
+HW = load_hardware("h200-x2")
+
+
+def wl(*layers: Layer) -> Workload:
+    return Workload(name="t", layers=tuple(layers))
+
+
+M = 512
+SQUARE = wl(Layer(m=M, k=256, n=512), Layer(m=M, k=512, n=256))
+MLP = wl(Layer(m=M, k=256, n=1024, epilogue=("gelu",)),
+         Layer(m=M, k=1024, n=256, epilogue=("residual",), rowwise="layernorm"))
+SWIGLU = wl(Layer(m=M, k=256, n=1024, epilogue=("swiglu",), epilogue_fused=False),
+            Layer(m=M, k=512, n=256, epilogue=("residual",), rowwise="rmsnorm"))
+DEEP = wl(*(Layer(m=M, k=256, n=512, epilogue=("relu",)) if i % 2 == 0 else
+            Layer(m=M, k=512, n=256, epilogue=("residual",), rowwise="rmsnorm" if i == 1 else "") for i in range(4)))
+UNFUSED = wl(Layer(m=M, k=256, n=512, epilogue=("silu",), epilogue_fused=False, rowwise="layernorm"),
+             Layer(m=M, k=512, n=256, epilogue=("residual",), epilogue_fused=False))
+
+STRATEGIES = [Strategy(kind="sequential"), Strategy(kind="microbatch", chunks=(1, 2, 4)),
+              Strategy(kind="tp", tp_degree=2)]
+
+
+def inputs(w: Workload, seed: int = 3) -> Inputs:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((w.layers[0].m, w.layers[0].k)).astype(np.float32)
+    ws = [(rng.standard_normal((l.n, l.k)) / np.sqrt(l.k)).astype(np.float32) for l in w.layers]
+    return Inputs(x, ws)
+
+
+def run(plan, w: Workload, data: Inputs) -> tuple[dict, ReferenceMachine]:
+    machine = ReferenceMachine()
+    ex = PlanExecutor(plan, w, machine, data)
+    ex.issue()
+    return ex.outputs(), machine
+
+
+def plans_of(strategy: Strategy, w: Workload) -> list:
+    gpus = max(len(w.layers), 2)
+    return build_plans(strategy, w, dataclasses.replace(HW, gpus=gpus), gpus, "t")
+
+
+CASES = [(s, name, w) for s in STRATEGIES for name, w in
+         [("square", SQUARE), ("mlp", MLP), ("swiglu", SWIGLU), ("deep", DEEP), ("unfused", UNFUSED)]
+         if not (s.kind == "tp" and name in ("swiglu", "unfused"))]  # TP fuses epilogues only (ctasim refuses)
+
+
+@pytest.mark.parametrize("strategy,name,w", CASES, ids=[f"{s.kind}-{n}" for s, n, _ in CASES])
+def test_every_plan_computes_the_workload(strategy, name, w):
+    data = inputs(w)
+    ref = reference_output(np, data.x, data.weights, w.layers)
+    for plan in plans_of(strategy, w):
+        assert plan_reason(plan, w) is None
+        outs, _ = run(plan, w, data)
+        assert outs, "no GPU ends with the output"
+        for g, out in outs.items():
+            err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+            assert err < 1e-5, (plan.strategy, plan.params, g, err)
+
+
+def test_where_the_output_ends():
+    assert set(run(plans_of(Strategy(kind="sequential"), MLP)[0], MLP, inputs(MLP))[0]) == {0}
+    assert set(run(plans_of(Strategy(kind="microbatch", chunks=(2,)), DEEP)[0], DEEP, inputs(DEEP))[0]) == {3}
+    assert set(run(plans_of(Strategy(kind="tp", tp_degree=2), MLP)[0], MLP, inputs(MLP))[0]) == {0, 1}
+
+
+def test_tp_adds_the_residual_once_and_reduces_partial_sums():
+    plan = plans_of(Strategy(kind="tp", tp_degree=2), MLP)[0]
+    _, machine = run(plan, MLP, inputs(MLP))
+    gemms = [c for c in machine.calls if c[0] == "gemm"]
+    # layer 0 column slices (512 of 1024 columns, gelu), layer 1 K slices (512 of 1024), residual on one only
+    assert [(c[3], c[4], c[5], c[6]) for c in gemms] == [(M, 512, 256, ("gelu",))] * 2 + [
+        (M, 256, 512, ("residual",)), (M, 256, 512, ())]
+    assert [c[0] for c in machine.calls if c[0] in ("allreduce", "rowwise")] == ["allreduce", "rowwise", "rowwise"]
+
+
+def test_cross_stream_dependencies_become_waits():
+    """Micro-batching: each chunk's copy waits for its GEMM (compute -> copy stream), the next GPU's GEMM for the copy
+    (copy -> the other GPU's compute stream); stream order needs no wait."""
+    plan = plans_of(Strategy(kind="microbatch", chunks=(2,)), SQUARE)[0]
+    _, machine = run(plan, SQUARE, inputs(SQUARE))
+    waits = [(c[1], plan.ops[c[2]].name) for c in machine.calls if c[0] == "wait"]
+    assert waits == [((0, "copy"), "gemm L0 chunk0"), ((1, "compute"), "copy L0 chunk0 gpu0->gpu1"),
+                     ((0, "copy"), "gemm L0 chunk1"), ((1, "compute"), "copy L0 chunk1 gpu0->gpu1")]
+
+
+def _broken(plan, **change):
+    """``plan`` with its first op of each named type changed (a deliberately wrong plan)."""
+    plan = dataclasses.replace(plan, ops=list(plan.ops))
+    for i, op in enumerate(plan.ops):
+        for typ, fields in change.items():
+            if type(op).__name__ == typ:
+                plan.ops[i] = dataclasses.replace(op, **fields(op))
+                change = {k: v for k, v in change.items() if k != typ}
+                break
+    return plan
+
+
+def test_a_wrong_region_gives_a_wrong_output():
+    """The check is strict enough to see a plan that computes the wrong thing: a chunk's rows shifted, the residual
+    on both K slices, a transfer of the wrong rows."""
+    data = inputs(MLP)
+    ref = reference_output(np, data.x, data.weights, MLP.layers)
+    mb = plans_of(Strategy(kind="microbatch", chunks=(2,)), MLP)[0]
+    shifted = _broken(mb, Kernel=lambda k: {"region": dataclasses.replace(k.region, row0=k.region.row0 + 128)})
+    moved = _broken(mb, Transfer=lambda t: {"region": dataclasses.replace(t.region, row0=256)})
+    tp = plans_of(Strategy(kind="tp", tp_degree=2), MLP)[0]
+    # the second row-parallel slice claims k0 = 0 too: it adds the residual again (and sums the wrong K)
+    second = [k for k in tp.kernels() if k.layer == 1][1]
+    twice = dataclasses.replace(tp, ops=[dataclasses.replace(o, region=dataclasses.replace(o.region, k0=0))
+                                         if o.id == second.id else o for o in tp.ops])
+    for plan in (shifted, moved):
+        outs, _ = run(plan, MLP, data)
+        out = outs[1]
+        assert not np.isfinite(out).all() or np.linalg.norm(out - ref) / np.linalg.norm(ref) > 0.1
+    assert plan_reason(twice, MLP) is not None  # GPU 1 does not hold K 0..512 of its input
+
+
+def test_plan_reasons():
+    tp = plans_of(Strategy(kind="tp", tp_degree=2), wl(Layer(m=M, k=256, n=512)))[0]  # unpaired: all-gather
+    assert "allgather" in plan_reason(tp, wl(Layer(m=M, k=256, n=512)))
+    mb = plans_of(Strategy(kind="microbatch", chunks=(2,)), SQUARE)[0]
+    no_region = _broken(mb, Transfer=lambda t: {"region": None})
+    assert "names no layer region" in plan_reason(no_region, SQUARE)
+    with pytest.raises(ValueError, match="names no layer region"):
+        PlanExecutor(no_region, SQUARE, ReferenceMachine(), inputs(SQUARE))
+    pipe = build_plans(Strategy(kind="ctapipe"), SQUARE, HW, 2, "t")[0]
+    assert "pipes" in plan_reason(pipe, SQUARE)
+
+
+def test_tp_refuses_an_activation_on_a_partial_sum():
+    from ctasim.strategies import check_placement
+
+    act = wl(Layer(m=M, k=256, n=512), Layer(m=M, k=512, n=256, epilogue=("gelu",)))
+    assert "partial sum" in check_placement(Strategy(kind="tp", tp_degree=2), act, HW, 2)
+    assert check_placement(Strategy(kind="tp", tp_degree=2), MLP, HW, 2) is None
+
+
+def test_regions_cover_each_layer_once():
+    """Every strategy's kernels of a layer tile its rows x columns exactly, K split only by TP."""
+    for s in STRATEGIES:
+        for plan in plans_of(s, MLP):
+            for l, layer in enumerate(MLP.layers):
+                cover = np.zeros((layer.m, layer.n), dtype=int)
+                for k in plan.kernels():
+                    if k.layer == l:
+                        r = k.region
+                        cover[r.row0:r.row0 + r.m, r.n0:r.n0 + r.n] += 1
+                per_k = {k.region.k for k in plan.kernels() if k.layer == l}
+                slices = layer.k // min(per_k)
+                assert (cover == slices).all(), (s.kind, plan.params, l)
+
+
+def test_stage_names():
+    assert stage_names(UNFUSED.layers[0]) == ("gemm", "act", "norm")
+    assert stage_names(MLP.layers[0]) == ("act",)
+
+
+def test_collective_names_its_layer():
+    plan = plans_of(Strategy(kind="tp", tp_degree=2), MLP)[0]
+    assert [o.layer for o in plan.ops if isinstance(o, Collective)] == [1]
+    assert Region.of(MLP.layers[1], row0=128) == Region(128, M, 0, 256, 0, 1024)
+    assert all(isinstance(o.region, Region) for o in plan.ops if isinstance(o, (Kernel, Transfer)))
