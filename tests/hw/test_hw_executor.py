@@ -46,7 +46,9 @@ def _layers():
                    Layer(m=M, k=3584, n=1024, epilogue=("residual",), rowwise="layernorm")),
         "swiglu": _wl(Layer(m=M, k=1024, n=4096, epilogue=("swiglu",), epilogue_fused=False),
                       Layer(m=M, k=2048, n=1024, epilogue=("residual",), rowwise="rmsnorm")),
-        "deep": _wl(*(Layer(m=M, k=1024, n=1024, epilogue=("relu",) if i < 3 else ("residual",)) for i in range(4))),
+        # activations on the column-parallel (even) layers, residuals on the row-parallel ones: what TP allows
+        "deep": _wl(*(Layer(m=M, k=1024, n=1024, epilogue=("relu",) if i % 2 == 0 else ("residual",),
+                            rowwise="rmsnorm" if i == 1 else "") for i in range(4))),
     }
 
 
