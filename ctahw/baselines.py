@@ -14,6 +14,10 @@ Each baseline is tuned honestly and timed the same way (:class:`Timed`):
   (each GPU holds H/G output features of W), layer 2p+1 row-parallel (H/G input features), then a NCCL
   sum-all-reduce of the [M, H] partial result. Compute and all-reduce are timed separately per GPU.
 
+These three are ctasim's plans of the square chain (``ctasim.strategies``), issued by the plan executor
+(:mod:`ctahw.executor`), the same code ``ctahw run EXPERIMENT`` runs them with; the Sweep adds the backends,
+the interleaving and the rotated input sets.
+
 The CUTLASS kernel's tile order (raster along M or N, swizzle 1-8: runtime arguments of its persistent
 scheduler) is tuned per problem shape before timing (:func:`tune_schedule`, interleaved medians); the
 ``gemm`` experiment also times CUTLASS's default order as ``cutlass_default``. cuBLAS picks its own algorithm.
@@ -42,7 +46,7 @@ from typing import Callable, Sequence
 
 from ctahw import probes
 from ctahw.device import (REL_TOL_BF16, chain_flops, enable_peer_access, output_error, poison, random_bf16,
-                          reference_chain, require_cupy, require_gpus, rotation_sets, summarize, to_device)
+                          reference_chain, require_cupy, require_gpus, rotation_sets, summarize)
 from ctasim.variants import DEFAULT_RUN
 from ctahw.gemm import SCHEDULES, CutlassGemm, GemmError, make_backend, schedule_name
 
@@ -332,7 +336,7 @@ class Sweep:
         self.backends = {(b, d): self._backend(b, d) for b in cfg.backends for d in self.devices}
         self.l2 = self.cp.cuda.runtime.getDeviceProperties(0)["l2CacheSize"]
         self.data = Chain(self.cp, cfg.seed)
-        self._allreduce = None
+        self._exec = None  # the plan executor's machine (ctahw.executor.CudaMachine), made on first use
         self.tuning: list[dict] = []
         self.traces: dict = {}  # CTA-pipelining traces by ctasim.trace.trace_key (ctahw.pipelined)
 
@@ -385,9 +389,9 @@ class Sweep:
 
     def close(self) -> None:
         """Destroy the NCCL communicators of the tensor-parallel cases (kept across M values until now)."""
-        ar, self._allreduce = self._allreduce, None
-        if ar is not None:
-            ar.close()
+        ex, self._exec = self._exec, None
+        if ex is not None:
+            ex.close()
 
     def __enter__(self) -> "Sweep":
         return self
@@ -494,162 +498,102 @@ class Sweep:
             r["ratio_to_local"] = r["median_ms"] / res["cutlass_local_d"][0].median_ms
         return rows
 
-    # -- sequential: L layers on GPU 0
-    def sequential(self, m: int) -> list[dict]:
-        cp, h, L = self.cp, self.cfg.h, self.cfg.gpus
-        nsets = rotation_sets((m * h + L * h * h) * 2, self.l2)
-        x = [self.data.rand(0, (m, h), salt=100 * s + 5) for s in range(nsets)]
-        ws = [[self.data.rand(0, (h, h), 1 / math.sqrt(h), salt=100 * s + 6 + l) for l in range(L)] for s in range(nsets)]
-        with cp.cuda.Device(0):
-            ys = [cp.empty((m, h), dtype=cp.uint16) for _ in range(L)]
-        s0 = self.timed.compute[0]
-        self.tune(m, h, h)
+    # -- sequential, microbatch, tp: ctasim's plan of a square chain, issued by the plan executor (ctahw.executor)
+    def _square(self, m: int, layers: int):
+        from ctasim.spec import Layer, Workload  # noqa: PLC0415
 
-        def enqueue(b, k):
-            g = self.backends[(b, 0)]
+        h = self.cfg.h
+        return Workload(name=f"square-h{h}", layers=tuple(Layer(m=m, k=h, n=h) for _ in range(layers)))
+
+    def _machine(self):
+        """The executor's machine on this Sweep's GPUs (its NCCL communicators kept across M values; closed by
+        :meth:`close`)."""
+        from ctahw.executor import CudaMachine  # noqa: PLC0415
+
+        if self._exec is None:
+            self._exec = CudaMachine(self.cp, self.devices, [None] * len(self.devices), self.log)
+        return self._exec
+
+    def _planned(self, experiment: str, strategy, layers: int, m: int, salt: int) -> list[dict]:
+        """Every plan of ``strategy`` on an ``layers``-layer square chain (micro-batching: one per chunk count that
+        cuts M into whole row tiles), for every backend: checked once against the fp32 chain (poisoned outputs),
+        then timed interleaved on rotated input sets. One row per (backend, plan)."""
+        from ctahw.executor import Inputs, PlanExecutor, reference_output  # noqa: PLC0415
+        from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits  # noqa: PLC0415
+        from ctasim.spec import load_hardware  # noqa: PLC0415
+        from ctasim.strategies import REGISTRY  # noqa: PLC0415
+
+        cp, h = self.cp, self.cfg.h
+        wl = self._square(m, layers)
+        mod = REGISTRY[strategy.kind]
+        gpus = mod.gpus_needed(strategy, wl, len(self.devices))
+        hw = load_hardware("h200-x2")  # the plans' structure only (this profile has no memory hierarchy: quick)
+        why = mod.check(strategy, wl, hw, gpus)
+        if why:
+            raise ValueError(f"{experiment} M={m}: {why}")
+        plans = mod.build(strategy, wl, hw, gpus, f"m={m}")
+        nsets = rotation_sets((m * h + layers * h * h // gpus) * 2, self.l2)
+        sets = [Inputs(self.data.rand(0, (m, h), salt=100 * s + salt),
+                       [self.data.rand(0, (h, h), 1 / math.sqrt(h), salt=100 * s + salt + 1 + i) for i in range(layers)])
+                for s in range(nsets)]
+        machine = self._machine()
+        exs = {p.params.get("chunks", 0): PlanExecutor(p, wl, machine, sets) for p in plans}
+        for ex in exs.values():
+            for shape in dict.fromkeys(s for v in ex.gemm_shapes().values() for s in v):
+                self.tune(*shape)
+        devs = self.devices[:gpus]
+
+        def enqueue(b, ex, i):
+            gs = [self.backends[(b, d)] for d in devs] + [None] * (len(self.devices) - gpus)
 
             def f(t):
-                inp = x[k]
-                for l in range(L):
-                    t.part("compute", 0, s0, lambda inp=inp, l=l: g(inp, ws[k][l], ys[l], m, h, h, s0))
-                    inp = ys[l]
-                return [(s0, 0)]
+                machine.gemms = gs
+                machine.bind(t)
+                return [(machine.stream(st), st[0]) for st in ex.issue(i)]
             return f
 
-        ref = reference_chain(cp, x[0], ws[0])
+        rnd = (lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp))
+        with cp.cuda.Device(0):
+            ref = reference_output(cp, bf16_bits_to_f32(sets[0].x, cp), [bf16_bits_to_f32(w, cp) for w in sets[0].weights],
+                                   wl.layers, rnd)
+        cases = [(b, c) for b in self.cfg.backends for c in exs]
         rels = {}
-        for b in self.cfg.backends:
-            for y in ys:
-                poison(y)
-            self.timed.run(enqueue(b, 0))
-            rels[b] = output_error(cp, ys[-1], ref)
+        for b, c in cases:
+            for buf in exs[c].written():
+                poison(buf)
+            self.timed.run(enqueue(b, exs[c], 0))
+            rels[(b, c)] = max(output_error(cp, out, ref, 0) for out in exs[c].outputs().values())
         del ref
-        res = self._interleave({b: (lambda b: lambda i: enqueue(b, i % nsets))(b) for b in self.cfg.backends})
-        return [self._row(dict(experiment="sequential", backend=b, m=m, k=h, n=h, gpus=1, layers=L, chunks=0, sets=nsets),
-                          *res[b], chain_flops(m, h, L), rels[b]) for b in self.cfg.backends]
+        res = self._interleave({f"{b}/{c}": (lambda b, c: lambda i: enqueue(b, exs[c], i))(b, c) for b, c in cases})
+        rows = []
+        for b, c in cases:
+            shapes = list(dict.fromkeys(s for v in exs[c].gemm_shapes().values() for s in v))
+            base = dict(experiment=experiment, backend=b, m=m, k=h, n=h, gpus=gpus, layers=layers, chunks=c,
+                        sets=nsets, cutlass_schedule="; ".join(self._sched(*s) for s in shapes) if b == "cutlass" else "")
+            if strategy.kind == "tp":
+                base.update(allreduce_bytes=m * h * 2, nccl_binding=machine.nccl_binding)
+            rows.append(self._row(base, *res[f"{b}/{c}"], chain_flops(m, h, layers), rels[(b, c)]))
+        return rows
+
+    # -- sequential: L layers on GPU 0
+    def sequential(self, m: int) -> list[dict]:
+        from ctasim.spec import Strategy  # noqa: PLC0415
+
+        return self._planned("sequential", Strategy(kind="sequential"), self.cfg.gpus, m, 5)
 
     # -- microbatch: layer i on GPU i, chunks handed over by peer copies
     def microbatch(self, m: int) -> list[dict]:
-        cp, h, G = self.cp, self.cfg.h, self.cfg.gpus
-        nsets = rotation_sets((m * h + h * h) * 2, self.l2)
-        x = [self.data.rand(0, (m, h), salt=100 * s + 7) for s in range(nsets)]
-        ws = [[self.data.rand(g, (h, h), 1 / math.sqrt(h), salt=100 * s + 8 + g) for g in range(G)] for s in range(nsets)]
-        inp, out = {}, {}
-        for g in range(G):
-            with cp.cuda.Device(g):
-                out[g] = cp.empty((m, h), dtype=cp.uint16)
-                if g > 0:
-                    inp[g] = cp.empty((m, h), dtype=cp.uint16)
-        T = self.timed
+        from ctasim.spec import Strategy  # noqa: PLC0415
 
-        def enqueue(b, c, k):
-            rows = m // c
-            nbytes = rows * h * 2
-
-            def f(t):
-                copied = {}
-                for j in range(c):
-                    for g in range(G):
-                        cs = t.compute[g]
-                        if g > 0:
-                            with cp.cuda.Device(g):
-                                cs.wait_event(copied[(g - 1, j)])
-                        src = x[k] if g == 0 else inp[g]
-                        a_j, d_j = src[j * rows:(j + 1) * rows], out[g][j * rows:(j + 1) * rows]
-                        t.part("compute", g, cs, lambda g=g, a_j=a_j, d_j=d_j, cs=cs:
-                               self.backends[(b, g)](a_j, ws[k][g], d_j, rows, h, h, cs))
-                        if g + 1 < G:
-                            done = t.event(g)
-                            xs = t.copy[g]
-                            with cp.cuda.Device(g):
-                                done.record(cs)
-                                xs.wait_event(done)
-                            dst = inp[g + 1][j * rows:(j + 1) * rows]
-                            t.part("copy", g, xs, lambda dst=dst, d_j=d_j, xs=xs, g=g:
-                                   cp.cuda.runtime.memcpyPeerAsync(dst.data.ptr, g + 1, d_j.data.ptr, g, nbytes, xs.ptr))
-                            ev = t.event(g)
-                            with cp.cuda.Device(g):
-                                ev.record(xs)
-                            copied[(g, j)] = ev
-                return [(t.compute[G - 1], G - 1)]
-            return f
-
-        cases = [(b, c) for b in self.cfg.backends for c in chunk_counts(m, self.cfg.chunks)]
-        for c in chunk_counts(m, self.cfg.chunks):
-            self.tune(m // c, h, h)
-        # correctness on the inputs of set 0, against the fp32 chain (weights of every GPU brought to GPU 0)
-        ref = reference_chain(cp, x[0], [ws[0][g] for g in range(G)])
-        rels = {}
-        for b, c in cases:
-            for g in range(G):
-                poison(out[g])
-                if g > 0:
-                    poison(inp[g])
-            T.run(enqueue(b, c, 0))
-            rels[(b, c)] = output_error(cp, out[G - 1], ref)
-        del ref
-        res = self._interleave({f"{b}/{c}": (lambda b, c: lambda i: enqueue(b, c, i % nsets))(b, c) for b, c in cases})
-        rows = [self._row(dict(experiment="microbatch", backend=b, m=m, k=h, n=h, gpus=G, layers=G, chunks=c, sets=nsets,
-                               cutlass_schedule=self._sched(m // c, h, h) if b == "cutlass" else ""),
-                          *res[f"{b}/{c}"], chain_flops(m, h, G), rels[(b, c)]) for b, c in cases]
+        chunks = tuple(chunk_counts(m, self.cfg.chunks))
+        if not chunks:
+            raise ValueError(f"no chunk count in {self.cfg.chunks} cuts M={m} into whole {ROW_TILE}-row tiles")
+        rows = self._planned("microbatch", Strategy(kind="microbatch", chunks=chunks), self.cfg.gpus, m, 7)
         mark_best(rows)
         return rows
 
     # -- tp: column- then row-parallel pair, NCCL all-reduce
     def tp(self, m: int) -> list[dict]:
-        from ctahw.comm import AllReduce  # noqa: PLC0415
+        from ctasim.spec import Strategy  # noqa: PLC0415
 
-        cp, h, G = self.cp, self.cfg.h, self.cfg.gpus
-        if self._allreduce is None:  # one communicator set for every M; close() destroys it
-            self._allreduce = AllReduce(self.devices, log=self.log)
-        ar = self._allreduce
-        hs = h // G
-        nsets = rotation_sets((m * h + 2 * h * hs) * 2, self.l2)
-        x_full = [self.data.rand(0, (m, h), salt=100 * s + 11) for s in range(nsets)]
-        w1_full = [self.data.rand(0, (h, h), 1 / math.sqrt(h), salt=100 * s + 12) for s in range(nsets)]
-        w2_full = [self.data.rand(0, (h, h), 1 / math.sqrt(h), salt=100 * s + 13) for s in range(nsets)]
-        x, w1, w2, y1, z = {}, {}, {}, {}, {}
-        for g in range(G):
-            with cp.cuda.Device(g):
-                y1[g] = cp.empty((m, hs), dtype=cp.uint16)
-                z[g] = cp.empty((m, h), dtype=cp.uint16)
-            x[g] = [to_device(cp, xs, g) for xs in x_full]  # replicated input (as in Megatron)
-            w1[g] = [to_device(cp, w[g * hs:(g + 1) * hs, :], g) for w in w1_full]  # [hs, h]: output features
-            w2[g] = [to_device(cp, w[:, g * hs:(g + 1) * hs], g) for w in w2_full]  # [h, hs]: input features
-
-        def enqueue(b, k):
-            def f(t):
-                for g in range(G):
-                    cs, gb = t.compute[g], self.backends[(b, g)]
-                    t.part("compute", g, cs, lambda g=g, cs=cs, gb=gb: gb(x[g][k], w1[g][k], y1[g], m, hs, h, cs))
-                    t.part("compute", g, cs, lambda g=g, cs=cs, gb=gb: gb(y1[g], w2[g][k], z[g], m, h, hs, cs))
-                a = {g: t.event(g) for g in range(G)}
-                e = {g: t.event(g) for g in range(G)}
-                for g in range(G):
-                    with cp.cuda.Device(g):
-                        a[g].record(t.compute[g])
-                ar([z[g] for g in range(G)], m * h, [t.compute[g] for g in range(G)])
-                for g in range(G):
-                    with cp.cuda.Device(g):
-                        e[g].record(t.compute[g])
-                    t.add_part("comm", g, a[g], e[g])
-                return [(t.compute[g], g) for g in range(G)]
-            return f
-
-        self.tune(m, hs, h)
-        self.tune(m, h, hs)
-        ref = reference_chain(cp, x_full[0], [w1_full[0], w2_full[0]])
-        rels = {}
-        for b in self.cfg.backends:
-            for g in range(G):
-                poison(z[g])
-                poison(y1[g])
-            self.timed.run(enqueue(b, 0))
-            rels[b] = max(output_error(cp, z[g], ref) for g in range(G))
-        del ref
-        res = self._interleave({b: (lambda b: lambda i: enqueue(b, i % nsets))(b) for b in self.cfg.backends})
-        rows = [self._row(dict(experiment="tp", backend=b, m=m, k=h, n=h, gpus=G, layers=2, chunks=0, sets=nsets,
-                               allreduce_bytes=m * h * 2, nccl_binding=ar.binding,
-                               cutlass_schedule=(f"{self._sched(m, hs, h)}; {self._sched(m, h, hs)}" if b == "cutlass" else "")),
-                          *res[b], chain_flops(m, h, 2), rels[b]) for b in self.cfg.backends]
-        return rows
+        return self._planned("tp", Strategy(kind="tp", tp_degree=self.cfg.gpus), 2, m, 11)

@@ -190,9 +190,11 @@ class Inputs:
 
 
 class PlanExecutor:
-    """One plan of one workload on a machine: buffers placed once, then :meth:`issue` as often as it is timed."""
+    """One plan of one workload on a machine: buffers placed once, then :meth:`issue` as often as it is timed.
+    ``inputs``: one :class:`Inputs`, or several sets that :meth:`issue` rotates through (so that a timed run does
+    not find its inputs in L2); the activations are shared by the sets."""
 
-    def __init__(self, plan: Plan, wl: Workload, machine, inputs: Inputs):
+    def __init__(self, plan: Plan, wl: Workload, machine, inputs: Inputs | Sequence[Inputs]):
         bufs, self.stage, problems = _layout(plan, wl)
         if problems:
             raise ValueError(f"{plan.strategy} {plan.case}: {problems[0]}")
@@ -204,17 +206,23 @@ class PlanExecutor:
             for stage in stage_names(layers[l]):
                 self.data[(g, l, stage)] = machine.empty(g, layers[l].m, b.gemm_cols if stage == "gemm" else b.cols)
         # inputs: layer 0's input (and the residual) on every GPU that reads it, each kernel's weight slice
-        self.x: dict[int, Any] = {}
+        sets = [inputs] if isinstance(inputs, Inputs) else list(inputs)
+        if not sets:
+            raise ValueError("no input sets")
+        self.sets = len(sets)
+        self.x: dict[tuple[int, int], Any] = {}
         self.w: dict[tuple, Any] = {}
         needs_x = {op.gpu for op in plan.kernels() if op.layer == 0 or "residual" in layers[op.layer].epilogue}
         needs_x |= {op.gpu for op in plan.ops if isinstance(op, MemoryPass) and "residual" in layers[op.layer].epilogue}
-        for g in sorted(needs_x):
-            self.x[g] = machine.place(g, inputs.x)
-        for k in plan.kernels():
-            key = _weight_key(k)
-            if key not in self.w:
-                r = k.region
-                self.w[key] = machine.place(k.gpu, inputs.weights[k.layer], rows=(r.n0, r.n), cols=(r.k0, r.k))
+        for i, data in enumerate(sets):
+            for g in sorted(needs_x):
+                self.x[(g, i)] = machine.place(g, data.x)
+            for k in plan.kernels():
+                key = _weight_key(k) + (i,)
+                if key not in self.w:
+                    r = k.region
+                    self.w[key] = machine.place(k.gpu, data.weights[k.layer], rows=(r.n0, r.n), cols=(r.k0, r.k))
+        self._set = 0
 
     # -- what the plan computes
     def output_buffer(self, g: int, l: int):
@@ -241,9 +249,11 @@ class PlanExecutor:
         return out
 
     # -- issuing
-    def issue(self) -> list[tuple[int, str]]:
-        """Issue every operation once on the machine; returns the streams used (the run ends when they all have)."""
+    def issue(self, input_set: int = 0) -> list[tuple[int, str]]:
+        """Issue every operation once on the machine, on input set ``input_set`` (modulo the sets); returns the
+        streams used (the run ends when they all have)."""
         m, layers = self.machine, self.wl.layers
+        self._set = input_set % self.sets
         where: dict[int, list[tuple[int, str]]] = {}
         used: list[tuple[int, str]] = []
         for op in self.plan.ops:
@@ -280,12 +290,12 @@ class PlanExecutor:
         return used
 
     def _input(self, g: int, l: int):
-        return self.x[g] if l == 0 else self.output_buffer(g, l - 1)
+        return self.x[(g, self._set)] if l == 0 else self.output_buffer(g, l - 1)
 
     def _gemm(self, k: Kernel) -> None:
         m, layer, r = self.machine, self.wl.layers[k.layer], k.region
         a = m.rows(self._input(k.gpu, k.layer), r.row0, r.m)
-        w = self.w[_weight_key(k)]
+        w = self.w[_weight_key(k) + (self._set,)]
         if layer.epilogue_pass:
             m.gemm(k.gpu, a, w, m.rows(self.data[(k.gpu, k.layer, "gemm")], r.row0, r.m), r.m, r.n, r.k, (), None,
                    layer.tile_n, k.id)
@@ -294,7 +304,7 @@ class PlanExecutor:
         c = None
         if "residual" in ops:
             if r.k0 == 0:
-                c = m.rows(self.x[k.gpu], r.row0, r.m)
+                c = m.rows(self.x[(k.gpu, self._set)], r.row0, r.m)
             else:  # another K slice: the k0 = 0 slice adds the residual; this one adds the rest of the sum
                 ops = tuple(o for o in ops if o != "residual")
         m.gemm(k.gpu, a, w, m.rows(self.data[(k.gpu, k.layer, "act")], r.row0, r.m), r.m, r.n, r.k, ops, c,
@@ -304,7 +314,7 @@ class PlanExecutor:
         m, layer, r = self.machine, self.wl.layers[p.layer], p.region
         b = self.layout[(p.gpu, p.layer)]
         if p.what == "epilogue":
-            res = m.rows(self.x[p.gpu], r.row0, r.m) if "residual" in layer.epilogue else None
+            res = m.rows(self.x[(p.gpu, self._set)], r.row0, r.m) if "residual" in layer.epilogue else None
             m.epilogue(p.gpu, tuple(layer.epilogue), m.rows(self.data[(p.gpu, p.layer, "gemm")], r.row0, r.m),
                        m.rows(self.data[(p.gpu, p.layer, "act")], r.row0, r.m), r.m, b.gemm_cols, layer.tile_n, res,
                        p.id)
@@ -528,6 +538,11 @@ class CudaMachine:
             ev.record(s0)
             for st in streams[1:]:
                 st.wait_event(ev)
+
+    @property
+    def nccl_binding(self) -> str:
+        """Which NCCL binding the all-reduces ran on ('' before the first)."""
+        return getattr(self._allreduce, "binding", "") if self._allreduce is not None else ""
 
     def close(self) -> None:
         ar, self._allreduce = self._allreduce, None

@@ -3,10 +3,12 @@
 Tests the harness parameters ``wait_ns`` and ``hop_ns`` that ``ctasim.validation.baselines`` fits on micro-batched makespans
 (docs/validation.md): a kernel on GPU 1 whose stream waits on an event of GPU 0's copy stream pays ``wait_ns``
 even when the copy is long done, and starts ``event_wait_ns + hop_ns`` after the copy at the earliest.  The probe
-enqueues exactly what ``Sweep.microbatch`` does (``Timed`` harness, ``part`` events around every kernel and copy,
-the copy stream waiting on the compute stream, GPU 1's compute stream waiting on the copy's event) with a
-``sleep`` probe kernel of ``--kernel-us`` on both GPUs and ``--mib`` MiB peer copies, for each chunk count; plus
-the harness's 1- and 2-kernel runs on one GPU (``gemm``, ``sequential``) for ``run_ns`` and ``gap_ns``.
+enqueues exactly what the baselines do -- ctasim's plans issued by the plan executor (``ctahw.executor``: ``Timed``
+harness, ``part`` events around every kernel and copy, the copy stream waiting on the compute stream, GPU 1's
+compute stream waiting on the copy's event) -- with a machine whose GEMM is a ``sleep`` probe kernel of
+``--kernel-us`` and whose copies move ``--mib`` MiB each, for each chunk count; plus the harness's 1- and 2-kernel
+runs on one GPU (``gemm``, ``sequential``) for ``run_ns`` and ``gap_ns``. (Until 2026-12-02 the probe built the
+same launch graph by hand; the 2026-11-29 figures in bench/results/hw/2026-11-29-copy-wait came from that copy.)
 
     python bench/hw/copy_wait_probe.py OUT.json [--chunks 1,2,4,8,16] [--kernel-us 60] [--mib 8] [--runs 15]
 
@@ -38,7 +40,10 @@ def main(argv=None) -> int:
     from ctahw import probes
     from ctahw.baselines import Timed
     from ctahw.device import enable_peer_access, require_cupy
+    from ctahw.executor import CudaMachine, Inputs, PlanExecutor
     from ctahw.provenance import collect
+    from ctasim.spec import Layer, Strategy, Workload, load_hardware
+    from ctasim.strategies import build_plans
 
     cp = require_cupy()
     chunk_counts = [int(c) for c in args.chunks.split(",")]
@@ -51,46 +56,46 @@ def main(argv=None) -> int:
     with cp.cuda.Device(1):
         dst = cp.zeros(nbytes * max(chunk_counts), dtype=cp.uint8)
 
-    def kernel(t, g):
-        cs = t.compute[g]
-        t.part("compute", g, cs, lambda: probes.call("sleep", k_ns, stream=cs, device=g))
+    class SleepMachine(CudaMachine):
+        """The executor's CUDA machine with a sleep of ``--kernel-us`` for every GEMM and ``--mib`` MiB copies."""
 
-    def microbatch(c):
-        def f(t):  # Sweep.microbatch's enqueue, G = 2, a sleep for each GEMM
-            copied = {}
-            for j in range(c):
-                for g in range(2):
-                    cs = t.compute[g]
-                    if g > 0:
-                        with cp.cuda.Device(g):
-                            cs.wait_event(copied[(g - 1, j)])
-                    kernel(t, g)
-                    if g + 1 < 2:
-                        done = t.event(g)
-                        xs = t.copy[g]
-                        with cp.cuda.Device(g):
-                            done.record(cs)
-                            xs.wait_event(done)
-                        d, s = dst.data.ptr + j * nbytes, src.data.ptr + j * nbytes
-                        t.part("copy", g, xs, lambda d=d, s=s, xs=xs: cp.cuda.runtime.memcpyPeerAsync(d, 1, s, 0, nbytes, xs.ptr))
-                        ev = t.event(g)
-                        with cp.cuda.Device(g):
-                            ev.record(xs)
-                        copied[(g, j)] = ev
-            return [(t.compute[1], 1)]
-        return f
+        def bind(self, timed):
+            super().bind(timed)
+            self.copies = 0
 
-    def one_gpu(n):
+        def gemm(self, g, a, w, d, m, n, k, ops, c, tile_n, op_id):
+            st = self.stream((g, "compute"))
+            self.t.part("compute", g, st, lambda: probes.call("sleep", k_ns, stream=st, device=g))
+
+        def copy(self, src_gpu, dst_gpu, dst_view, src_view, op_id):
+            st, off = self.stream((src_gpu, "copy")), self.copies * nbytes
+            self.copies += 1
+            self.t.part("copy", src_gpu, st, lambda: cp.cuda.runtime.memcpyPeerAsync(
+                dst.data.ptr + off, dst_gpu, src.data.ptr + off, src_gpu, nbytes, st.ptr))
+
+    hw = load_hardware("h200-x2")
+    machine = SleepMachine(cp, [0, 1], [None, None])
+    rows_m = 128 * max(chunk_counts)  # the plans' shapes only size the (untouched) activations
+    layer = Layer(m=rows_m, k=256, n=256)
+
+    def executor(strategy, layers):
+        wl = Workload(name="sleep", layers=(layer,) * layers)
+        plans = build_plans(strategy, wl, hw, 2, "probe")
+        data = Inputs(cp.zeros((rows_m, 256), dtype=cp.uint16), [cp.zeros((256, 256), dtype=cp.uint16)] * layers)
+        return [(p.params.get("chunks", 0), PlanExecutor(p, wl, machine, data)) for p in plans]
+
+    def enqueue(ex):
         def f(t):
-            for _ in range(n):
-                kernel(t, 0)
-            return [(t.compute[0], 0)]
+            machine.bind(t)
+            return [(machine.stream(s), s[0]) for s in ex.issue()]
         return f
 
-    cases = [("gemm", 0, one_gpu(1)), ("sequential", 0, one_gpu(2))]
-    cases += [("microbatch", c, microbatch(c)) for c in chunk_counts]
+    cases = [("gemm", 0, enqueue(executor(Strategy(kind="sequential"), 1)[0][1])),
+             ("sequential", 0, enqueue(executor(Strategy(kind="sequential"), 2)[0][1]))]
+    cases += [("microbatch", c, enqueue(ex)) for c, ex in executor(Strategy(kind="microbatch",
+                                                                             chunks=tuple(chunk_counts)), 2)]
     rows = []
-    T.run(one_gpu(1))  # warm-up
+    T.run(cases[0][2])  # warm-up
     for name, c, f in cases:
         ms, comp0, comp1, copy = [], [], [], []
         for _ in range(args.runs):

@@ -86,7 +86,7 @@ def _bare_sweep(log):
     from ctahw.baselines import Sweep
 
     sw = Sweep.__new__(Sweep)  # no GPU: only what the tested methods read
-    sw.cp, sw.log, sw._allreduce = _fake_cp(), log, None
+    sw.cp, sw.log, sw._exec = _fake_cp(), log, None
     return sw
 
 
@@ -131,12 +131,17 @@ def test_an_unrelated_error_in_the_cublas_smoke_test_propagates(monkeypatch):
 
 
 def test_sweep_close_destroys_the_allreduce_once():
+    """The Sweep's executor machine holds the NCCL communicators; leaving the Sweep closes them, once."""
+    from ctahw.executor import CudaMachine
+
     closed = []
     sw = _bare_sweep(lambda s: None)
-    sw._allreduce = type("AR", (), {"close": lambda self: closed.append(1)})()
+    sw._exec = CudaMachine(None, [0, 1], [None, None])
+    sw._exec._allreduce = type("AR", (), {"close": lambda self: closed.append(1), "binding": "cupy"})()
+    assert sw._exec.nccl_binding == "cupy"
     with sw:
         pass
-    assert closed == [1] and sw._allreduce is None
+    assert closed == [1] and sw._exec is None
     sw.close()
     assert closed == [1]
 

@@ -175,3 +175,24 @@ def test_collective_names_its_layer():
     assert [o.layer for o in plan.ops if isinstance(o, Collective)] == [1]
     assert Region.of(MLP.layers[1], row0=128) == Region(128, M, 0, 256, 0, 1024)
     assert all(isinstance(o.region, Region) for o in plan.ops if isinstance(o, (Kernel, Transfer)))
+
+
+def test_input_sets_rotate_and_share_the_activations():
+    """Two input sets: issue(k) computes set k's output (k modulo the sets), in the same output buffers."""
+    sets = [inputs(MLP, seed=3), inputs(MLP, seed=4)]
+    plan = plans_of(Strategy(kind="microbatch", chunks=(2,)), MLP)[0]
+    ex = PlanExecutor(plan, MLP, ReferenceMachine(), sets)
+    for k in (1, 0, 3):
+        ex.issue(k)
+        ref = reference_output(np, sets[k % 2].x, sets[k % 2].weights, MLP.layers)
+        assert np.allclose(ex.outputs()[1], ref, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="no input sets"):
+        PlanExecutor(plan, MLP, ReferenceMachine(), [])
+
+
+def test_issue_returns_every_stream_it_used():
+    plan = plans_of(Strategy(kind="microbatch", chunks=(2,)), SQUARE)[0]
+    ex = PlanExecutor(plan, SQUARE, ReferenceMachine(), inputs(SQUARE))
+    assert ex.issue() == [(0, "compute"), (0, "copy"), (1, "compute")]
+    tp = plans_of(Strategy(kind="tp", tp_degree=2), MLP)[0]
+    assert PlanExecutor(tp, MLP, ReferenceMachine(), inputs(MLP)).issue() == [(0, "compute"), (1, "compute")]

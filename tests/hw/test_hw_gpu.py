@@ -288,3 +288,50 @@ def test_a_spec_runs_every_strategy_on_two_gpus(tmp_path):
     assert (df["status"] == "ok").all(), df[["strategy", "variant", "status", "reason"]].to_string()
     assert sorted(df["variant"].fillna("")) == ["", "", "", "chunks=1", "chunks=2"]
     assert traces and all(t.meta["variant"] == "cutlass_ctapipe_w21g4_trace" for t in traces.values())
+
+
+SPEC_MLP_2GPU = """
+[experiment]
+name = "hw-mlp-2gpu"
+hardware = "h200-x2-calibrated"
+gpus = 2
+
+[experiment.workload]
+dtype = "bf16"
+
+[[experiment.workload.layer]]
+m = 1024
+k = 2048
+n = 7168
+tile = [128, 256]
+epilogue = ["gelu"]
+
+[[experiment.workload.layer]]
+m = 1024
+k = 7168
+n = 2048
+tile = [128, 256]
+epilogue = ["residual"]
+rowwise = "layernorm"
+
+[[experiment.strategy]]
+kind = "microbatch"
+chunks = [1, 2, 4]
+
+[[experiment.strategy]]
+kind = "tp"
+"""
+
+
+def test_the_mlp_blocks_micro_batching_and_tp_run_on_two_gpus(tmp_path):
+    """The plan executor on 2 GPUs: micro-batching (peer copies of LayerNorm'd chunks) and TP (GeLU on column
+    slices, the residual added by one K slice, NCCL all-reduce, LayerNorm on both GPUs) of an MLP block, ok."""
+    _gpus_or_skip(2)
+    from ctahw.experiment import RunConfig, run
+    from ctasim.cases import load_experiment
+
+    p = tmp_path / "hw-mlp-2gpu.toml"
+    p.write_text(SPEC_MLP_2GPU)
+    df = run(load_experiment(str(p)), RunConfig(reps=2, warmup=1, tune_rounds=0, rest_ms=0.0))
+    assert (df["status"] == "ok").all(), df[["strategy", "variant", "status", "reason"]].to_string()
+    assert len(df) == 4
