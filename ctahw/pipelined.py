@@ -392,7 +392,7 @@ def back_to_back(sweep, m: int, iters: int, variant: str = "cutlass_ctapipe") ->
     for p in r.pipes:
         o = r.pobj[p.id].arrays
         counts_ok &= bool((o["counters"].get() == iters * p.threshold).all())
-        pushed = 0 if r._consumer_waits(p) else iters * p.capacity  # a wait consumer's queue is never used
+        pushed = 0 if r.consumer_waits(p) else iters * p.capacity  # a wait consumer's queue is never used
         counts_ok &= int(o["tail"].get()[0]) == pushed and int(o["head"].get()[0]) == pushed
     return dict(m=m, iters=iters, variant=variant, rel_err=rel, counters_exact=counts_ok, wall_s=wall,
                 ms_per_iter=wall * 1e3 / iters)

@@ -559,7 +559,7 @@ class CtaPipeRunner:
                 o.arrays["slots"] = cp.zeros(p.capacity, dtype=cp.uint64)
                 o.arrays["tail"] = cp.zeros(1, dtype=cp.uint32)
                 o.arrays["head"] = cp.zeros(1, dtype=cp.uint32)
-                if self._consumer_waits(p):  # read by the waiting consumer, on its GPU
+                if self.consumer_waits(p):  # read by the waiting consumer, on its GPU
                     o.arrays["in_threshold"] = cp.asarray(p.threshold)
                     o.arrays["in_consumer_dep"] = cp.asarray(p.consumer_dep)
             with cp.cuda.Device(p.src_gpu):
@@ -588,7 +588,7 @@ class CtaPipeRunner:
         for k in self.kernels:
             self.outputs[k.op] = self.inputs[self.pipes[k.outbound].consumer] if k.outbound >= 0 else self.out
 
-    def _consumer_waits(self, p: PipeArrays) -> bool:
+    def consumer_waits(self, p: PipeArrays) -> bool:
         return next(k for k in self.kernels if k.op == p.consumer).mode == MODE_WAIT
 
     def reset(self) -> None:
@@ -623,7 +623,7 @@ class CtaPipeRunner:
             po = self.pobj[k.outbound]
             ptrs.update(out_counters=po.ptr("counters"),
                         **{n: po.ptr(n) for n in ("prod_dep_ptr", "prod_dep_idx", "threshold")})
-            if not self._consumer_waits(self.pipes[k.outbound]):  # no slots: the kernel counts without pushing
+            if not self.consumer_waits(self.pipes[k.outbound]):  # no slots: the kernel counts without pushing
                 ptrs.update(out_slots=po.ptr("slots"), out_tail=po.ptr("tail"),
                             **{n: po.ptr(n) for n in ("dep_tile_ptr", "dep_tile_idx")})
             if self.trace:

@@ -110,7 +110,7 @@ def check_variant(name: str, m: int, h: int, iters: int, seed: int) -> dict:
         for p in r.pipes:
             o = r.pobj[p.id].arrays
             exact &= bool((o["counters"].get() == epochs * p.threshold).all())
-            pushed = 0 if r._consumer_waits(p) else epochs * p.capacity
+            pushed = 0 if r.consumer_waits(p) else epochs * p.capacity
             exact &= int(o["tail"].get()[0]) == pushed and int(o["head"].get()[0]) == pushed
         row["counts_exact"] = exact
         row["ok"] = bool(row["rel_err_first"] <= REL_TOL_BF16 and row["rel_err_last"] <= REL_TOL_BF16 and exact
