@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 
 from provenance import provenance  # noqa: E402
 
-from ctasim.cli import _figures  # noqa: E402
+from ctasim.cli import write_figures  # noqa: E402
 from ctasim.run import run_experiment  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
 
@@ -104,7 +104,7 @@ def main() -> int:
         df, results = run_experiment(exp, progress=False)
         timings[name] = round(time.perf_counter() - t0, 2)
         df.round(4).to_csv(out / f"{name}.csv", index=False)
-        _figures(exp, df, results, out)
+        write_figures(exp, df, results, out)
         print(f"{name}: {len(df)} runs, {int(df['ctas_simulated'].sum()):,} CTAs, {timings[name]} s")
     headline = headline_table(out)
     headline.to_csv(out / "headline.csv", index=False)

@@ -77,11 +77,11 @@ NOT_MUTATED: dict[str, list[str]] = {
     # scatter plot's styling (drawing, not judging) and the optional-import probe for tabulate
     "accuracy": ["_plot", "_has_tabulate"],
     # spec: only the validation is mutated (the _validate_*/validate_* checks, the *_from_dict builders,
-    # _require, _build, _coerce, _table, parse_experiment); left out: the spec files' lookup and reading, the
+    # require, build_section, coerce, table_of, parse_experiment); left out: the spec files' lookup and reading, the
     # field reference, the error's formatting and the dataclasses' derived quantities (the model's, tested
     # with the engine)
     "spec": ["_specs_dir", "_f", "SpecError", "KernelConfig", "Hardware", "Layer", "Workload", "Strategy",
-             "_read_toml", "_resolve", "load_hardware", "load_model", "load_workload", "read_experiment",
+             "read_toml", "resolve_ref", "load_hardware", "load_model", "load_workload", "read_experiment",
              "find_spec", "list_specs", "reference_markdown"],
 }
 

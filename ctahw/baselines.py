@@ -15,7 +15,7 @@ Each baseline is tuned honestly and timed the same way (:class:`Timed`):
   sum-all-reduce of the [M, H] partial result. Compute and all-reduce are timed separately per GPU.
 
 These three are ctasim's plans of the square chain (``ctasim.strategies``), issued by the plan executor
-(:mod:`ctahw.executor`), the same code ``ctahw run EXPERIMENT`` runs them with; the Sweep adds the backends,
+(:mod:`ctahw.executor`), the same code ``ctahw run EXPERIMENT`` runs them with; the session adds the backends,
 the interleaving and the rotated input sets.
 
 The CUTLASS kernel's tile order (raster along M or N, swizzle 1-8: runtime arguments of its persistent
@@ -292,7 +292,7 @@ def breakdown(makespan_ms: float, parts: list[tuple[str, int, float]], devices: 
     return out
 
 
-def _median_breakdown(bds: list[dict]) -> dict:
+def median_breakdown(bds: list[dict]) -> dict:
     """Component-wise median of breakdowns of the timed repetitions."""
     out = {k: summarize([b[k] for b in bds]).median_ms for k in ("compute_ms", "comm_ms", "copy_ms", "idle_ms")}
     per = {}
@@ -324,7 +324,14 @@ class Chain:
 # The baselines
 
 
-class Sweep:
+class Session:
+    """The device session the shorthand's experiments run in: the GPUs (peer access between them), the timing
+    harness, the GEMM backends per GPU, the inputs' random source, the CUTLASS tile orders tuned per shape, the
+    plan executor's machine (whose NCCL communicators live as long as the session: :meth:`close`), the
+    CTA-pipelining traces captured. Experiments are plain functions ``(session, m) -> rows`` (this module's
+    :func:`gemm`, :func:`remote_d`, :func:`sequential`, :func:`microbatch`, :func:`tp`;
+    :func:`ctahw.pipelined.ctapipe_rows`), registered by name in :data:`ctahw.sweep.EXPERIMENTS`."""
+
     def __init__(self, cfg: SweepConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)):
         self.cfg, self.log = cfg, log
         self.cp = require_cupy()
@@ -383,7 +390,8 @@ class Sweep:
                                 medians={schedule_name(c): round(v, 5) for c, v in med.items()}))
         self.log(f"    tuned cutlass {m}x{n}x{k}: {schedule_name(best)} {med[best]:.3f} ms (default {default:.3f} ms)")
 
-    def _sched(self, m: int, n: int, k: int) -> str:
+    def schedule_of(self, m: int, n: int, k: int) -> str:
+        """The CUTLASS tile order tuned for shape (m, n, k), by name ('' without the CUTLASS backend)."""
         g = self.backends.get(("cutlass", 0))
         return schedule_name(g.schedule.get((m, n, k), SCHEDULES[0])) if g is not None else ""
 
@@ -393,7 +401,7 @@ class Sweep:
         if ex is not None:
             ex.close()
 
-    def __enter__(self) -> "Sweep":
+    def __enter__(self) -> "Session":
         return self
 
     def __exit__(self, *exc) -> None:
@@ -405,7 +413,16 @@ class Sweep:
             with cp.cuda.Device(d):
                 cp.get_default_memory_pool().free_all_blocks()
 
-    def _interleave(self, variants: dict[str, Callable[[int], Callable]]) -> dict[str, tuple]:
+    def machine(self):
+        """The plan executor's machine on the session's GPUs (its NCCL communicators kept across M values; closed
+        by :meth:`close`)."""
+        from ctahw.executor import CudaMachine  # noqa: PLC0415
+
+        if self._exec is None:
+            self._exec = CudaMachine(self.cp, self.devices, [None] * len(self.devices), self.log)
+        return self._exec
+
+    def interleave(self, variants: dict[str, Callable[[int], Callable]]) -> dict[str, tuple]:
         """variants: name -> (rep index -> enqueue fn). Returns name -> (Timing, median breakdown)."""
         cfg = self.cfg
         names = list(variants)
@@ -419,13 +436,15 @@ class Sweep:
                 ms, parts = self.timed.run(variants[n](cfg.warmup + i))
                 samples[n].append(ms)
                 bds[n].append(breakdown(ms, parts, self._devs_of(parts)))
-        return {n: (summarize(samples[n]), _median_breakdown(bds[n])) for n in names}
+        return {n: (summarize(samples[n]), median_breakdown(bds[n])) for n in names}
 
     @staticmethod
     def _devs_of(parts) -> list[int]:
         return sorted({d for _, d, _ in parts}) or [0]
 
-    def _row(self, base: dict, timing, bd: dict, flops: float, rel: float) -> dict:
+    def row(self, base: dict, timing, bd: dict, flops: float, rel: float) -> dict:
+        """A result row: ``base``, the timing summary, TFLOP/s, the median breakdown, the relative error and its
+        verdict, the backend's implementation."""
         row = dict(base)
         row.update(timing.as_dict())
         row["tflops"] = flops / (timing.median_ms * 1e9)
@@ -437,163 +456,166 @@ class Sweep:
             row["impl"] = self.backends[(row["backend"], 0)].name
         return row
 
-    # -- one GEMM on GPU 0, variants interleaved (shared by gemm and remote_d)
-    def _one_gemm(self, m: int, salt: int, variants: dict[str, tuple[object, int]]) -> tuple[int, dict, dict]:
-        """Time ``m x h x h`` GEMMs on GPU 0; variants: name -> (backend, GPU that holds D).
-        Returns (input sets, name -> (Timing, breakdown), name -> relative error)."""
-        cp, h = self.cp, self.cfg.h
-        nsets = rotation_sets((m * h + h * h + m * h) * 2, self.l2)
-        a = [self.data.rand(0, (m, h), salt=10 * s + salt) for s in range(nsets)]
-        w = [self.data.rand(0, (h, h), 1 / math.sqrt(h), salt=10 * s + salt + 1) for s in range(nsets)]
-        d = {}
-        for dev in sorted({dev for _, dev in variants.values()}):
-            with cp.cuda.Device(dev):
-                d[dev] = [cp.empty((m, h), dtype=cp.uint16) for _ in range(nsets)]
-        s0 = self.timed.compute[0]
-        ref = reference_chain(cp, a[0], [w[0]])
-        rels = {}
-        for name, (g, dev) in variants.items():
-            poison(d[dev][0])
-            g(a[0], w[0], d[dev][0], m, h, h, s0)
-            s0.synchronize()
-            rels[name] = output_error(cp, d[dev][0], ref)
-        del ref
 
-        def variant(g, dd):
-            def at(i):
-                k = i % nsets
-                return lambda t: (t.part("compute", 0, s0, lambda: g(a[k], w[k], dd[k], m, h, h, s0)), [(s0, 0)])[1]
-            return at
+# --------------------------------------------------------------------------------------------------
+# The experiments: plain functions of a session
 
-        res = self._interleave({name: variant(g, d[dev]) for name, (g, dev) in variants.items()})
-        return nsets, res, rels
 
-    # -- gemm: CUTLASS vs cuBLAS, one GEMM on GPU 0
-    def gemm(self, m: int) -> list[dict]:
-        h = self.cfg.h
-        self.tune(m, h, h)
-        impls = {b: self.backends[(b, 0)] for b in self.cfg.backends}
-        if "cutlass" in impls and self.cfg.tune_rounds > 0:
-            impls["cutlass_default"] = CutlassGemm(0)  # CUTLASS's own tile order, for comparison
-        nsets, res, rels = self._one_gemm(m, 1, {b: (g, 0) for b, g in impls.items()})
-        rows = [self._row(dict(experiment="gemm", backend=b, m=m, k=h, n=h, gpus=1, layers=1, chunks=0, sets=nsets,
-                               cutlass_schedule=(self._sched(m, h, h) if b == "cutlass" else
-                                                 schedule_name(SCHEDULES[0]) if b == "cutlass_default" else "")),
-                          *res[b], chain_flops(m, h, 1), rels[b]) for b in impls]
-        if "cublas" in res:
-            for r in rows:
-                r["ratio_to_cublas"] = r["median_ms"] / res["cublas"][0].median_ms
-        return rows
 
-    # -- remote_d: CUTLASS with D local vs D on GPU 1
-    def remote_d(self, m: int) -> list[dict]:
-        h = self.cfg.h
-        self.tune(m, h, h)
-        g = self.backends[("cutlass", 0)]
-        nsets, res, rels = self._one_gemm(m, 3, {"cutlass_local_d": (g, 0), "cutlass_remote_d": (g, 1)})
-        rows = [self._row(dict(experiment="remote_d", backend=n, m=m, k=h, n=h, gpus=2, layers=1, chunks=0, sets=nsets,
-                               cutlass_schedule=self._sched(m, h, h)),
-                          *res[n], chain_flops(m, h, 1), rels[n]) for n in res]
+# -- one GEMM on GPU 0, variants interleaved (shared by gemm and remote_d)
+def _one_gemm(session: Session, m: int, salt: int, variants: dict[str, tuple[object, int]]) -> tuple[int, dict, dict]:
+    """Time ``m x h x h`` GEMMs on GPU 0; variants: name -> (backend, GPU that holds D).
+    Returns (input sets, name -> (Timing, breakdown), name -> relative error)."""
+    cp, h = session.cp, session.cfg.h
+    nsets = rotation_sets((m * h + h * h + m * h) * 2, session.l2)
+    a = [session.data.rand(0, (m, h), salt=10 * s + salt) for s in range(nsets)]
+    w = [session.data.rand(0, (h, h), 1 / math.sqrt(h), salt=10 * s + salt + 1) for s in range(nsets)]
+    d = {}
+    for dev in sorted({dev for _, dev in variants.values()}):
+        with cp.cuda.Device(dev):
+            d[dev] = [cp.empty((m, h), dtype=cp.uint16) for _ in range(nsets)]
+    s0 = session.timed.compute[0]
+    ref = reference_chain(cp, a[0], [w[0]])
+    rels = {}
+    for name, (g, dev) in variants.items():
+        poison(d[dev][0])
+        g(a[0], w[0], d[dev][0], m, h, h, s0)
+        s0.synchronize()
+        rels[name] = output_error(cp, d[dev][0], ref)
+    del ref
+
+    def variant(g, dd):
+        def at(i):
+            k = i % nsets
+            return lambda t: (t.part("compute", 0, s0, lambda: g(a[k], w[k], dd[k], m, h, h, s0)), [(s0, 0)])[1]
+        return at
+
+    res = session.interleave({name: variant(g, d[dev]) for name, (g, dev) in variants.items()})
+    return nsets, res, rels
+
+
+# -- gemm: CUTLASS vs cuBLAS, one GEMM on GPU 0
+def gemm(session: Session, m: int) -> list[dict]:
+    h = session.cfg.h
+    session.tune(m, h, h)
+    impls = {b: session.backends[(b, 0)] for b in session.cfg.backends}
+    if "cutlass" in impls and session.cfg.tune_rounds > 0:
+        impls["cutlass_default"] = CutlassGemm(0)  # CUTLASS's own tile order, for comparison
+    nsets, res, rels = _one_gemm(session, m, 1, {b: (g, 0) for b, g in impls.items()})
+    rows = [session.row(dict(experiment="gemm", backend=b, m=m, k=h, n=h, gpus=1, layers=1, chunks=0, sets=nsets,
+                           cutlass_schedule=(session.schedule_of(m, h, h) if b == "cutlass" else
+                                             schedule_name(SCHEDULES[0]) if b == "cutlass_default" else "")),
+                      *res[b], chain_flops(m, h, 1), rels[b]) for b in impls]
+    if "cublas" in res:
         for r in rows:
-            r["ratio_to_local"] = r["median_ms"] / res["cutlass_local_d"][0].median_ms
-        return rows
+            r["ratio_to_cublas"] = r["median_ms"] / res["cublas"][0].median_ms
+    return rows
 
-    # -- sequential, microbatch, tp: ctasim's plan of a square chain, issued by the plan executor (ctahw.executor)
-    def _square(self, m: int, layers: int):
-        from ctasim.spec import Layer, Workload  # noqa: PLC0415
 
-        h = self.cfg.h
-        return Workload(name=f"square-h{h}", layers=tuple(Layer(m=m, k=h, n=h) for _ in range(layers)))
+# -- remote_d: CUTLASS with D local vs D on GPU 1
+def remote_d(session: Session, m: int) -> list[dict]:
+    h = session.cfg.h
+    session.tune(m, h, h)
+    g = session.backends[("cutlass", 0)]
+    nsets, res, rels = _one_gemm(session, m, 3, {"cutlass_local_d": (g, 0), "cutlass_remote_d": (g, 1)})
+    rows = [session.row(dict(experiment="remote_d", backend=n, m=m, k=h, n=h, gpus=2, layers=1, chunks=0, sets=nsets,
+                           cutlass_schedule=session.schedule_of(m, h, h)),
+                      *res[n], chain_flops(m, h, 1), rels[n]) for n in res]
+    for r in rows:
+        r["ratio_to_local"] = r["median_ms"] / res["cutlass_local_d"][0].median_ms
+    return rows
 
-    def _machine(self):
-        """The executor's machine on this Sweep's GPUs (its NCCL communicators kept across M values; closed by
-        :meth:`close`)."""
-        from ctahw.executor import CudaMachine  # noqa: PLC0415
 
-        if self._exec is None:
-            self._exec = CudaMachine(self.cp, self.devices, [None] * len(self.devices), self.log)
-        return self._exec
+# -- sequential, microbatch, tp: ctasim's plan of a square chain, issued by the plan executor (ctahw.executor)
+def _square(session: Session, m: int, layers: int):
+    from ctasim.spec import Layer, Workload  # noqa: PLC0415
 
-    def _planned(self, experiment: str, strategy, layers: int, m: int, salt: int) -> list[dict]:
-        """Every plan of ``strategy`` on an ``layers``-layer square chain (micro-batching: one per chunk count that
-        cuts M into whole row tiles), for every backend: checked once against the fp32 chain (poisoned outputs),
-        then timed interleaved on rotated input sets. One row per (backend, plan)."""
-        from ctahw.executor import Inputs, PlanExecutor, reference_output  # noqa: PLC0415
-        from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits  # noqa: PLC0415
-        from ctasim.spec import load_hardware  # noqa: PLC0415
-        from ctasim.strategies import REGISTRY  # noqa: PLC0415
+    h = session.cfg.h
+    return Workload(name=f"square-h{h}", layers=tuple(Layer(m=m, k=h, n=h) for _ in range(layers)))
 
-        cp, h = self.cp, self.cfg.h
-        wl = self._square(m, layers)
-        mod = REGISTRY[strategy.kind]
-        gpus = mod.gpus_needed(strategy, wl, len(self.devices))
-        hw = load_hardware("h200-x2")  # the plans' structure only (this profile has no memory hierarchy: quick)
-        why = mod.check(strategy, wl, hw, gpus)
-        if why:
-            raise ValueError(f"{experiment} M={m}: {why}")
-        plans = mod.build(strategy, wl, hw, gpus, f"m={m}")
-        nsets = rotation_sets((m * h + layers * h * h // gpus) * 2, self.l2)
-        sets = [Inputs(self.data.rand(0, (m, h), salt=100 * s + salt),
-                       [self.data.rand(0, (h, h), 1 / math.sqrt(h), salt=100 * s + salt + 1 + i) for i in range(layers)])
-                for s in range(nsets)]
-        machine = self._machine()
-        exs = {p.params.get("chunks", 0): PlanExecutor(p, wl, machine, sets) for p in plans}
-        for ex in exs.values():
-            for shape in dict.fromkeys(s for v in ex.gemm_shapes().values() for s in v):
-                self.tune(*shape)
-        devs = self.devices[:gpus]
+def _planned(session: Session, experiment: str, strategy, layers: int, m: int, salt: int) -> list[dict]:
+    """Every plan of ``strategy`` on an ``layers``-layer square chain (micro-batching: one per chunk count that
+    cuts M into whole row tiles), for every backend: checked once against the fp32 chain (poisoned outputs),
+    then timed interleaved on rotated input sets. One row per (backend, plan)."""
+    from ctahw.executor import Inputs, PlanExecutor, reference_output  # noqa: PLC0415
+    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits  # noqa: PLC0415
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+    from ctasim.strategies import REGISTRY  # noqa: PLC0415
 
-        def enqueue(b, ex, i):
-            gs = [self.backends[(b, d)] for d in devs] + [None] * (len(self.devices) - gpus)
+    cp, h = session.cp, session.cfg.h
+    wl = _square(session, m, layers)
+    mod = REGISTRY[strategy.kind]
+    gpus = mod.gpus_needed(strategy, wl, len(session.devices))
+    hw = load_hardware("h200-x2")  # the plans' structure only (this profile has no memory hierarchy: quick)
+    why = mod.check(strategy, wl, hw, gpus)
+    if why:
+        raise ValueError(f"{experiment} M={m}: {why}")
+    plans = mod.build(strategy, wl, hw, gpus, f"m={m}")
+    nsets = rotation_sets((m * h + layers * h * h // gpus) * 2, session.l2)
+    sets = [Inputs(session.data.rand(0, (m, h), salt=100 * s + salt),
+                   [session.data.rand(0, (h, h), 1 / math.sqrt(h), salt=100 * s + salt + 1 + i) for i in range(layers)])
+            for s in range(nsets)]
+    machine = session.machine()
+    exs = {p.params.get("chunks", 0): PlanExecutor(p, wl, machine, sets) for p in plans}
+    for ex in exs.values():
+        for shape in dict.fromkeys(s for v in ex.gemm_shapes().values() for s in v):
+            session.tune(*shape)
+    devs = session.devices[:gpus]
 
-            def f(t):
-                machine.gemms = gs
-                machine.bind(t)
-                return [(machine.stream(st), st[0]) for st in ex.issue(i)]
-            return f
+    def enqueue(b, ex, i):
+        gs = [session.backends[(b, d)] for d in devs] + [None] * (len(session.devices) - gpus)
 
-        rnd = (lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp))
-        with cp.cuda.Device(0):
-            ref = reference_output(cp, bf16_bits_to_f32(sets[0].x, cp), [bf16_bits_to_f32(w, cp) for w in sets[0].weights],
-                                   wl.layers, rnd)
-        cases = [(b, c) for b in self.cfg.backends for c in exs]
-        rels = {}
-        for b, c in cases:
-            for buf in exs[c].written():
-                poison(buf)
-            self.timed.run(enqueue(b, exs[c], 0))
-            rels[(b, c)] = max(output_error(cp, out, ref, 0) for out in exs[c].outputs().values())
-        del ref
-        res = self._interleave({f"{b}/{c}": (lambda b, c: lambda i: enqueue(b, exs[c], i))(b, c) for b, c in cases})
-        rows = []
-        for b, c in cases:
-            shapes = list(dict.fromkeys(s for v in exs[c].gemm_shapes().values() for s in v))
-            base = dict(experiment=experiment, backend=b, m=m, k=h, n=h, gpus=gpus, layers=layers, chunks=c,
-                        sets=nsets, cutlass_schedule="; ".join(self._sched(*s) for s in shapes) if b == "cutlass" else "")
-            if strategy.kind == "tp":
-                base.update(allreduce_bytes=m * h * 2, nccl_binding=machine.nccl_binding)
-            rows.append(self._row(base, *res[f"{b}/{c}"], chain_flops(m, h, layers), rels[(b, c)]))
-        return rows
+        def f(t):
+            machine.gemms = gs
+            machine.bind(t)
+            return [(machine.stream(st), st[0]) for st in ex.issue(i)]
+        return f
 
-    # -- sequential: L layers on GPU 0
-    def sequential(self, m: int) -> list[dict]:
-        from ctasim.spec import Strategy  # noqa: PLC0415
+    rnd = (lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp))
+    with cp.cuda.Device(0):
+        ref = reference_output(cp, bf16_bits_to_f32(sets[0].x, cp), [bf16_bits_to_f32(w, cp) for w in sets[0].weights],
+                               wl.layers, rnd)
+    cases = [(b, c) for b in session.cfg.backends for c in exs]
+    rels = {}
+    for b, c in cases:
+        for buf in exs[c].written():
+            poison(buf)
+        session.timed.run(enqueue(b, exs[c], 0))
+        rels[(b, c)] = max(output_error(cp, out, ref, 0) for out in exs[c].outputs().values())
+    del ref
+    res = session.interleave({f"{b}/{c}": (lambda b, c: lambda i: enqueue(b, exs[c], i))(b, c) for b, c in cases})
+    rows = []
+    for b, c in cases:
+        shapes = list(dict.fromkeys(s for v in exs[c].gemm_shapes().values() for s in v))
+        base = dict(experiment=experiment, backend=b, m=m, k=h, n=h, gpus=gpus, layers=layers, chunks=c,
+                    sets=nsets, cutlass_schedule="; ".join(session.schedule_of(*s) for s in shapes) if b == "cutlass" else "")
+        if strategy.kind == "tp":
+            base.update(allreduce_bytes=m * h * 2, nccl_binding=machine.nccl_binding)
+        rows.append(session.row(base, *res[f"{b}/{c}"], chain_flops(m, h, layers), rels[(b, c)]))
+    return rows
 
-        return self._planned("sequential", Strategy(kind="sequential"), self.cfg.gpus, m, 5)
 
-    # -- microbatch: layer i on GPU i, chunks handed over by peer copies
-    def microbatch(self, m: int) -> list[dict]:
-        from ctasim.spec import Strategy  # noqa: PLC0415
+# -- sequential: L layers on GPU 0
+def sequential(session: Session, m: int) -> list[dict]:
+    from ctasim.spec import Strategy  # noqa: PLC0415
 
-        chunks = tuple(chunk_counts(m, self.cfg.chunks))
-        if not chunks:
-            raise ValueError(f"no chunk count in {self.cfg.chunks} cuts M={m} into whole {ROW_TILE}-row tiles")
-        rows = self._planned("microbatch", Strategy(kind="microbatch", chunks=chunks), self.cfg.gpus, m, 7)
-        mark_best(rows)
-        return rows
+    return _planned(session, "sequential", Strategy(kind="sequential"), session.cfg.gpus, m, 5)
 
-    # -- tp: column- then row-parallel pair, NCCL all-reduce
-    def tp(self, m: int) -> list[dict]:
-        from ctasim.spec import Strategy  # noqa: PLC0415
 
-        return self._planned("tp", Strategy(kind="tp", tp_degree=self.cfg.gpus), 2, m, 11)
+# -- microbatch: layer i on GPU i, chunks handed over by peer copies
+def microbatch(session: Session, m: int) -> list[dict]:
+    from ctasim.spec import Strategy  # noqa: PLC0415
+
+    chunks = tuple(chunk_counts(m, session.cfg.chunks))
+    if not chunks:
+        raise ValueError(f"no chunk count in {session.cfg.chunks} cuts M={m} into whole {ROW_TILE}-row tiles")
+    rows = _planned(session, "microbatch", Strategy(kind="microbatch", chunks=chunks), session.cfg.gpus, m, 7)
+    mark_best(rows)
+    return rows
+
+
+# -- tp: column- then row-parallel pair, NCCL all-reduce
+def tp(session: Session, m: int) -> list[dict]:
+    from ctasim.spec import Strategy  # noqa: PLC0415
+
+    return _planned(session, "tp", Strategy(kind="tp", tp_degree=session.cfg.gpus), 2, m, 11)

@@ -370,13 +370,13 @@ def cmd_validate(args) -> int:
     if pred is None:
         from ctasim.harness import load_harness  # noqa: PLC0415
         from ctasim.predict import Naive, register  # noqa: PLC0415
-        from ctasim.spec import _resolve  # noqa: PLC0415
+        from ctasim.spec import resolve_ref  # noqa: PLC0415
 
         pred = args.out / "predictions"
         if pred.exists():
             raise _UsageError(f"--out {args.out}: holds predictions/ already (a prediction is never overwritten)")
         naive = Naive.fit(args.naive_from) if args.naive_from else None
-        register(exp, _resolve(str(args.experiment), "experiments", None), pred, load_harness(args.harness), naive)
+        register(exp, resolve_ref(str(args.experiment), "experiments", None), pred, load_harness(args.harness), naive)
         print(f"predicted into {pred} (not committed: the report will say post-hoc)", file=sys.stderr)
     run_args = argparse.Namespace(**vars(args))
     run_args.out, run_args.registration, run_args.dry_run, run_args.gpus_assumed = (

@@ -20,8 +20,8 @@ What runs today:
   outputs against the fp32 workload (:func:`ctahw.executor.reference_output`, activations rounded to bf16 where
   the GPU stores them), on every GPU that ends with the output.
 * ``ctapipe`` on two GPUs, for square 2-layer chains with no epilogue or row-wise op (the shapes its kernels
-  run): one :class:`ctahw.baselines.Sweep` per H runs the variant the strategy names and its traced twin, whose
-  traces are kept, as the flag shorthand does; each Sweep row maps to the spec's row by :func:`sweep_rows`.
+  run): one :class:`ctahw.baselines.Session` per H runs the variant the strategy names and its traced twin, whose
+  traces are kept, as the flag shorthand does; each session row maps to the spec's row by :func:`sweep_rows`.
 * ``ctapipe`` with ``gpus = 1`` (intra-GPU CTA-pipelining): the chain kernel (:mod:`ctahw.chain`) on GPU 0, every
   layer of a square chain in one persistent kernel, in the order of ctasim's plan; checked once against the fp32
   chain (poisoned outputs), timed by the same harness, plus one traced run whose trace is kept (the ticket count
@@ -61,7 +61,7 @@ SPEC_KINDS = ("sequential", "microbatch", "tp", "ctapipe")
 PLAN_KINDS = ("sequential", "microbatch", "tp")
 """The kinds whose ctasim plans the plan executor issues (:mod:`ctahw.executor`)."""
 SWEEP_KINDS = ("ctapipe",)
-"""The kinds measured through :class:`ctahw.baselines.Sweep` on two GPUs (square 2-layer chains, layer i on GPU i)."""
+"""The kinds measured through a shorthand session (:class:`ctahw.baselines.Session`) on two GPUs (square 2-layer chains, layer i on GPU i)."""
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ def _h200() -> Hardware:
 
 
 def _sweep_reason(strategy: Strategy, case: Case) -> str | None:
-    """Why the Sweep's 2-GPU CTA-pipelining kernels cannot run ``strategy`` on ``case``, or None."""
+    """Why the shorthand's 2-GPU CTA-pipelining kernels cannot run ``strategy`` on ``case``, or None."""
     from ctasim.variants import VARIANTS  # noqa: PLC0415
 
     layers = case.workload.layers
@@ -193,7 +193,7 @@ def _sweep_reason(strategy: Strategy, case: Case) -> str | None:
 
 
 def microbatch_chunks(strategy: Strategy, m: int) -> list[int]:
-    """The chunk counts of ``strategy`` that cut M into equal chunks of whole 128-row tiles (what the Sweep runs)."""
+    """The chunk counts of ``strategy`` that cut M into equal chunks of whole 128-row tiles (what the shorthand runs)."""
     from ctahw.baselines import chunk_counts  # noqa: PLC0415 - pure function, no CuPy
 
     return chunk_counts(m, strategy.chunks)
@@ -225,11 +225,11 @@ def plan_runs(exp: Experiment, gpus: int) -> pd.DataFrame:
 
 
 def sweep_rows(kind: str, strategy: Strategy, rows: list[dict]) -> dict[str, dict]:
-    """The rows of a Sweep's CTA-pipelining run (``ctapipe_rows`` at one M) that answer ``strategy``, by result
+    """The rows of a shorthand session's CTA-pipelining run (``ctapipe_rows`` at one M) that answer ``strategy``, by result
     variant (''): {variant: {"makespan_ms", "rel_err", "ok", "error", ...extras}}: the untraced variant's row, with
     its traced twin's trace figures."""
     if kind not in SWEEP_KINDS:
-        raise ValueError(f"{kind} is not measured through the Sweep (the plan executor runs it)")
+        raise ValueError(f"{kind} is not measured through the shorthand session (the plan executor runs it)")
     out = {}
     for r in rows:
         if r.get("backend") != strategy.variant:
@@ -246,9 +246,9 @@ def sweep_rows(kind: str, strategy: Strategy, rows: list[dict]) -> dict[str, dic
 
 def _run_sweep_kinds(exp: Experiment, df: pd.DataFrame, cfg: RunConfig, extra: dict, traces: dict,
                      log: Callable[[str], None]) -> None:
-    """Measure the planned 2-GPU CTA-pipelining rows of ``df`` in place: one Sweep per H on GPUs 0 and 1, run once
+    """Measure the planned 2-GPU CTA-pipelining rows of ``df`` in place: one shorthand session per H on GPUs 0 and 1, run once
     per M (every named variant interleaved, as the shorthand does)."""
-    from ctahw.baselines import Sweep, SweepConfig  # noqa: PLC0415
+    from ctahw.baselines import Session, SweepConfig  # noqa: PLC0415
     from ctahw.device import is_cuda_fault  # noqa: PLC0415
     from ctahw.pipelined import ctapipe_rows  # noqa: PLC0415
 
@@ -263,7 +263,7 @@ def _run_sweep_kinds(exp: Experiment, df: pd.DataFrame, cfg: RunConfig, extra: d
                            tune_rounds=cfg.tune_rounds, gate_ms=cfg.gate_ms, sustain_s=cfg.sustain_s,
                            rest_ms=cfg.rest_ms, seed=cfg.seed, ctapipe_variants=tuple(dict.fromkeys(variants)))
         run_kind = {"ctapipe": ctapipe_rows}
-        with Sweep(scfg, log) as sw:
+        with Session(scfg, log) as sw:
             done: dict[tuple[int, str], list[dict] | str] = {}
             for (m, label), idx in rows_h.groupby([rows_h["m"].astype(int), rows_h["strategy"]]).groups.items():
                 st = strategies[label]
@@ -405,7 +405,7 @@ class _Machines:
 def _planned(case: Case, plan, cfg: RunConfig, machines: _Machines, log: Callable[[str], None]) -> dict:
     """Measure one plan of a case through the plan executor: correctness once (poisoned outputs, fp32 reference),
     then ``warmup`` + ``reps`` timed runs; the makespan median, the per-part breakdown, the relative error."""
-    from ctahw.baselines import Chain, _median_breakdown, breakdown  # noqa: PLC0415
+    from ctahw.baselines import Chain, breakdown, median_breakdown  # noqa: PLC0415
     from ctahw.device import (REL_TOL_BF16, bf16_bits_to_f32, f32_to_bf16_bits, output_error, poison,  # noqa: PLC0415
                               summarize)
     from ctahw.executor import CudaMachine, Inputs, PlanExecutor, reference_output  # noqa: PLC0415
@@ -447,7 +447,7 @@ def _planned(case: Case, plan, cfg: RunConfig, machines: _Machines, log: Callabl
     chunks = plan.params.get("chunks")
     log(f"  {case.label}{f' chunks={chunks}' if chunks else ''}: {tm.median_ms:.4f} ms, rel err {rel:.2e}")
     return {"makespan_ms": tm.median_ms, "rel_err": rel, "ok": rel <= REL_TOL_BF16,
-            **{k: v for k, v in _median_breakdown(bds).items()},
+            **median_breakdown(bds),
             "samples_ms": ";".join(f"{v:.5f}" for v in samples),
             "schedules": ";".join(f"{m}x{n}x{k}:{r}/{s}" for (m, n, k), (r, s) in gemms[0].schedule.items()
                                   if any((m, n, k) in v for v in ex.gemm_shapes().values()))}

@@ -1,6 +1,7 @@
 """The CTA-pipelining experiment on GPUs: correctness, traces, timing beside the baselines.
 
-``ctapipe_rows(sweep, m)`` is what ``ctahw run ctapipe`` runs for one M (``Sweep.ctapipe`` calls it): the
+``ctapipe_rows(sweep, m)`` is what ``ctahw run ctapipe`` runs for one M (``sweep``: a
+:class:`ctahw.baselines.Session`): the
 plan ctasim builds for a 2-layer chain (``Strategy(kind="ctapipe", persistent=False)``: variant (a), one CTA
 per tile, consumers pop from the work-queue), run by :class:`ctahw.runner.CtaPipeRunner` with and without
 tracing, checked against the fp32 chain on fresh inputs with poisoned buffers, one traced run checked by
@@ -244,14 +245,14 @@ def ctapipe_rows(sweep, m: int) -> list[dict]:
             trace_first_rowblocks_ms=" ".join(f"{x * 1e-6:.4f}" for x in rowblocks),
             publish_inversion_us=publish_inversion_ns(trace) * 1e-3,
             first_rowblock_ms=rowblocks[kept] * 1e-6, trace_makespan_ms=trace.makespan_ns * 1e-6)
-    res = sweep._interleave({name: _enqueue(r, xs, first.id) for name, r in runners.items()})
+    res = sweep.interleave({name: _enqueue(r, xs, first.id) for name, r in runners.items()})
     for r in runners.values():
         r.check_errors()
     rows = []
     for name in names:
         v = VARIANTS[name]
         kind = f"persistent-{v.persistent}" if v.persistent else "classical"
-        row = sweep._row(dict(experiment="ctapipe", backend=name, m=m, k=h, n=h, gpus=G, layers=G, chunks=0,
+        row = sweep.row(dict(experiment="ctapipe", backend=name, m=m, k=h, n=h, gpus=G, layers=G, chunks=0,
                               sets=nsets, variant=f"{kind}-queue clusters={'/'.join(v.clusters)} order={v.order}"),
                          *res[name], chain_flops(m, h, G), rels[name])
         row.update(info.get(name.removesuffix("_trace"), {}), trace_tol_ns=TRACE_TOL_NS,
@@ -483,11 +484,11 @@ def smoke(variants: Sequence[str], m: int = 1024, h: int = 8192) -> dict[str, st
     """Run each variant once on fresh inputs and check it: {variant: "ok" | error}. A device script runs this
     in a process of its own under a time limit before the timed run, which then takes only the variants that
     passed."""
-    from ctahw.baselines import Sweep, SweepConfig
+    from ctahw.baselines import Session, SweepConfig
     from ctahw.device import output_error, reference_chain
     from ctahw.device import REL_TOL_BF16, poison
 
-    sweep = Sweep(SweepConfig(h=h, gpus=2, backends=("cublas",), reps=1, warmup=0), log=lambda s: None)
+    sweep = Session(SweepConfig(h=h, gpus=2, backends=("cublas",), reps=1, warmup=0), log=lambda s: None)
     base = chain_plan(m, h, 2)
     first = min(base.kernels(), key=lambda k: k.layer)
     x = sweep.data.rand(first.gpu, (m, h), salt=971)

@@ -2,9 +2,10 @@
 that runs them.
 
 :data:`EXPERIMENTS` is the one list of what the shorthand can run: each name maps to a function
-``(session, m) -> rows`` and the GPUs it needs. The baselines are methods of :class:`ctahw.baselines.Sweep` (the
-device session: GPUs, streams, data, timing harness, NCCL lifetime); CTA-pipelining is
-:func:`ctahw.pipelined.ctapipe_rows`. This module sits above both, so neither imports the other's experiments.
+``(session, m) -> rows`` and the GPUs it needs, the session being a :class:`ctahw.baselines.Session` (GPUs, streams,
+data, timing harness, tuned tile orders, NCCL lifetime). The baselines are functions of ``ctahw.baselines``;
+CTA-pipelining is :func:`ctahw.pipelined.ctapipe_rows`. This module sits above both, so neither imports the
+other's experiments.
 
 Left out: experiment specs (``ctahw run EXPERIMENT``: :mod:`ctahw.experiment`).
 """
@@ -17,7 +18,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Callable
 
-from ctahw.baselines import Sweep, SweepConfig
+from ctahw import baselines
+from ctahw.baselines import Session, SweepConfig
 from ctahw.pipelined import ctapipe_rows
 
 __all__ = ["Experiment", "EXPERIMENTS", "run_sweep"]
@@ -25,22 +27,17 @@ __all__ = ["Experiment", "EXPERIMENTS", "run_sweep"]
 
 @dataclass(frozen=True)
 class Experiment:
-    run: Callable[[Sweep, int], list[dict]]
+    run: Callable[[Session, int], list[dict]]
     min_gpus: int
     help: str
 
 
-def _baseline(name: str) -> Callable[[Sweep, int], list[dict]]:
-    """The session's method ``name`` (looked up on the session it is given, so that a test can pass its own)."""
-    return lambda session, m: getattr(session, name)(m)
-
-
 EXPERIMENTS = {
-    "gemm": Experiment(_baseline("gemm"), 1, "one m x h x h GEMM per backend (cuBLAS, CUTLASS, tuned tile orders)"),
-    "remote_d": Experiment(_baseline("remote_d"), 2, "the CUTLASS GEMM storing its output into the peer GPU's memory"),
-    "sequential": Experiment(_baseline("sequential"), 1, "the whole chain on one GPU"),
-    "microbatch": Experiment(_baseline("microbatch"), 2, "layer i on GPU i, M cut into chunks (the chunk sweep)"),
-    "tp": Experiment(_baseline("tp"), 2, "column- then row-parallel pair with an NCCL all-reduce"),
+    "gemm": Experiment(baselines.gemm, 1, "one m x h x h GEMM per backend (cuBLAS, CUTLASS, tuned tile orders)"),
+    "remote_d": Experiment(baselines.remote_d, 2, "the CUTLASS GEMM storing its output into the peer GPU's memory"),
+    "sequential": Experiment(baselines.sequential, 1, "the whole chain on one GPU"),
+    "microbatch": Experiment(baselines.microbatch, 2, "layer i on GPU i, M cut into chunks (the chunk sweep)"),
+    "tp": Experiment(baselines.tp, 2, "column- then row-parallel pair with an NCCL all-reduce"),
     "ctapipe": Experiment(ctapipe_rows, 2, "the CTA-pipelined chain, layer i on GPU i (ctahw.pipelined)"),
 }
 """Every experiment of the flag shorthand, in the order a sweep runs them at one M."""
@@ -54,7 +51,7 @@ def run_sweep(cfg: SweepConfig, log: Callable[[str], None] = lambda s: print(s, 
     unknown = [e for e in cfg.experiments if e not in EXPERIMENTS]
     if unknown:
         raise ValueError(f"unknown experiment(s) {', '.join(unknown)} (known: {', '.join(EXPERIMENTS)})")
-    with Sweep(cfg, log) as sw:
+    with Session(cfg, log) as sw:
         if tuning is not None:
             sw.tuning = tuning
         if traces is not None:

@@ -11,7 +11,7 @@ import dataclasses
 import itertools
 from dataclasses import dataclass
 
-from ctasim.spec import Experiment, Workload, _require, read_experiment, validate_layer
+from ctasim.spec import Experiment, Workload, require, read_experiment, validate_layer
 from ctasim.strategies import check_placement
 
 __all__ = ["Case", "expand", "check_experiment", "load_experiment", "estimate_ctas", "MAX_CTAS"]
@@ -70,12 +70,12 @@ def check_experiment(exp: Experiment, where: str) -> Experiment:
         for i, layer in enumerate(case.workload.layers):
             validate_layer(layer, where, f"case {case.label}: workload.layer[{i}].")
             cfg = exp.hardware.config(layer.tile_m, layer.tile_n, where)
-            _require(layer.k % cfg.tile_k == 0, where, f"case {case.label}: workload.layer[{i}].k",
+            require(layer.k % cfg.tile_k == 0, where, f"case {case.label}: workload.layer[{i}].k",
                      f"K={layer.k} is not a multiple of the kernel's tile_k={cfg.tile_k} (profile "
                      f"{exp.hardware.name!r}, {layer.tile_m}x{layer.tile_n})")
         for s in exp.strategies:
             problem = check_placement(s, case.workload, exp.hardware, case.gpus)
-            _require(problem is None, where, f"experiment.strategy ({s.label})", f"case {case.label}: {problem}")
+            require(problem is None, where, f"experiment.strategy ({s.label})", f"case {case.label}: {problem}")
     return exp
 
 

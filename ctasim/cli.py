@@ -25,7 +25,7 @@ import pandas as pd
 
 from ctasim.cases import load_experiment
 from ctasim.cliargs import OneLineParser, writable_folder
-from ctasim.spec import Experiment, SpecError, _coerce, _validate_hardware, list_specs, validate_layer
+from ctasim.spec import Experiment, SpecError, coerce, validate_hardware, list_specs, validate_layer
 
 __all__ = ["main", "OneLineParser"]
 
@@ -154,13 +154,13 @@ def cmd_run(args) -> int:
         with staged_folder(out, merge=True) as tmp:
             names = [_write_table(df, tmp / f"{exp.name}.{args.format}").name]
             if args.plots:
-                names += [p.name for p in _figures(exp, df, results, tmp)]
+                names += [p.name for p in write_figures(exp, df, results, tmp)]
         for name in names:
             print(f"wrote {out / name}")
     return 0
 
 
-def _figures(exp: Experiment, df: pd.DataFrame, results, out: Path) -> list[Path]:
+def write_figures(exp: Experiment, df: pd.DataFrame, results, out: Path) -> list[Path]:
     from ctasim import plots
 
     written = [plots.latency_bars(df, out / f"{exp.name}-latency.png", title=exp.description or exp.name),
@@ -202,12 +202,12 @@ def _override(exp: Experiment, name: str, value) -> Experiment:
         fields = {f.name: f for f in dataclasses.fields(exp.hardware)}
         if fld not in fields or fld == "kernel_configs":
             raise SpecError(where, name, "unknown hardware field")
-        hw = dataclasses.replace(exp.hardware, **{fld: _coerce(value, fields[fld].type, None, where, name)})
-        _validate_hardware(hw, where)
+        hw = dataclasses.replace(exp.hardware, **{fld: coerce(value, fields[fld].type, None, where, name)})
+        validate_hardware(hw, where)
         return dataclasses.replace(exp, hardware=hw)
     fld = name.split(".", 1)[1] if name.startswith("workload.") else name
     if fld in ("m", "k", "n", "tile_m", "tile_n", "layers"):
-        value = _coerce(value, "int", None, where, name)
+        value = coerce(value, "int", None, where, name)
         if value < 1:
             raise SpecError(where, name, f"must be >= 1, got {value}")
     if fld == "layers":
@@ -242,7 +242,7 @@ def cmd_sweep(args) -> int:
         _check_size(e, args.max_ctas, where)
         variants.append((point, e))
     from ctasim.parallel import map_ordered
-    from ctasim.run import _run_one, summarize, work_items
+    from ctasim.run import run_one, summarize, work_items
 
     items, spans = [], []
     for point, e in variants:  # every run of every point in one list: the processes stay busy across points
@@ -251,7 +251,7 @@ def cmd_sweep(args) -> int:
         items += w
     jobs = _jobs(args, [e for _, e in variants])
     with tqdm(total=len(items), desc=f"sweep {exp.name}", unit="run", disable=args.quiet) as bar:
-        results = map_ordered(_run_one, items, jobs=jobs, scheduler=args.scheduler, progress=bar.update)
+        results = map_ordered(run_one, items, jobs=jobs, scheduler=args.scheduler, progress=bar.update)
     frames = []
     for (point, e), (a, b) in zip(variants, spans):
         df = summarize(results[a:b], e.name)
@@ -309,10 +309,10 @@ def cmd_trace(args) -> int:
 def cmd_predict(args) -> int:
     from ctasim.harness import load_harness
     from ctasim.predict import Naive, register
-    from ctasim.spec import _resolve
+    from ctasim.spec import resolve_ref
 
     exp = load_experiment(args.experiment)
-    exp_path = _resolve(str(args.experiment), "experiments", None)
+    exp_path = resolve_ref(str(args.experiment), "experiments", None)
     if args.hardware:  # another profile for the same cases (recorded in registration.json and its spec hashes)
         import dataclasses
 

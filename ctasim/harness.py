@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from ctasim.engine import simulate
 from ctasim.plan import Collective, Kernel, MemoryPass, Plan, Transfer
-from ctasim.spec import Hardware, Strategy, Workload, _build, _read_toml, _require, _resolve, _table
+from ctasim.spec import Hardware, Strategy, Workload, build_section, read_toml, require, resolve_ref, table_of
 from ctasim.strategies import build_plans
 
 __all__ = ["Harness", "load_harness", "timed_plans", "timed_makespan_ns"]
@@ -57,11 +57,11 @@ class Harness:
 
 def load_harness(ref: str | Path) -> Harness:
     """A harness spec by name (``specs/harness/<name>.toml``) or path; errors are :class:`SpecError` lines."""
-    path = _resolve(str(ref), "harness", None)
-    data: Mapping[str, Any] = _table(_read_toml(path), "harness", str(path))
-    h = _build(Harness, data, str(path), "harness.")
+    path = resolve_ref(str(ref), "harness", None)
+    data: Mapping[str, Any] = table_of(read_toml(path), "harness", str(path))
+    h = build_section(Harness, data, str(path), "harness.")
     for f, v in h.values().items():
-        _require(isinstance(v, (int, float)) and v >= 0, str(path), f"harness.{f}", f"must be a number >= 0, got {v!r}")
+        require(isinstance(v, (int, float)) and v >= 0, str(path), f"harness.{f}", f"must be a number >= 0, got {v!r}")
     return h
 
 

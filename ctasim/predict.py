@@ -279,13 +279,13 @@ def predict(exp: Experiment, harness: Harness, naive: Naive | None, seed: int = 
 
 def spec_files(exp_path: Path, exp: Experiment) -> dict[str, str]:
     """sha256 of the experiment file and of the hardware and workload specs it names (as loaded)."""
-    from ctasim.spec import SpecError, _resolve  # noqa: PLC0415
+    from ctasim.spec import SpecError, resolve_ref  # noqa: PLC0415
 
     out = {}
     paths = [exp_path]
     for kind, name in (("hardware", exp.hardware.name), ("workloads", exp.workload.name)):
         try:
-            paths.append(_resolve(name, kind, exp_path.parent))
+            paths.append(resolve_ref(name, kind, exp_path.parent))
         except SpecError:  # an inline spec has no file of its own
             pass
     for p in paths:

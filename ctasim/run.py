@@ -102,14 +102,14 @@ def summarize(results: list[StrategyResult], experiment: str = "") -> pd.DataFra
     return df
 
 
-def _run_one(item) -> StrategyResult:
+def run_one(item) -> StrategyResult:
     """One run of :func:`run_experiment`'s list (a top-level function: local processes and Dask pickle it)."""
     strategy, case, hw, seed, jitter, check, regime = item
     return run_strategy(strategy, case, hw, seed=seed, jitter=jitter, check=check, regime=regime)
 
 
 def work_items(exp: Experiment, seed: int = 0, jitter: float = 0.0, check: bool = True) -> list[tuple]:
-    """The independent runs of ``exp`` (case x strategy, in the table's order) as :func:`_run_one` takes them."""
+    """The independent runs of ``exp`` (case x strategy, in the table's order) as :func:`run_one` takes them."""
     return [(s, c, exp.hardware, seed, jitter, check, exp.regime) for c in expand(exp) for s in exp.strategies]
 
 
@@ -126,7 +126,7 @@ def run_experiment(exp: Experiment, seed: int = 0, jitter: float = 0.0, progress
 
         bar = tqdm(total=len(work), desc=exp.name, unit="run", leave=False)
     try:
-        results = map_ordered(_run_one, work, jobs=jobs, scheduler=scheduler, progress=bar.update if bar else None)
+        results = map_ordered(run_one, work, jobs=jobs, scheduler=scheduler, progress=bar.update if bar else None)
     finally:
         if bar is not None:
             bar.close()

@@ -422,12 +422,12 @@ class Experiment:
 # Loading and validation
 
 
-def _require(cond: bool, where: str, fld: str, problem: str) -> None:
+def require(cond: bool, where: str, fld: str, problem: str) -> None:
     if not cond:
         raise SpecError(where, fld, problem)
 
 
-def _build(cls, data: Mapping[str, Any], where: str, prefix: str, **extra) -> Any:
+def build_section(cls, data: Mapping[str, Any], where: str, prefix: str, **extra) -> Any:
     """Build dataclass ``cls`` from ``data``: unknown fields, missing fields and wrong types are errors."""
     names = {f.name: f for f in dataclasses.fields(cls)}
     for key in data:
@@ -445,40 +445,40 @@ def _build(cls, data: Mapping[str, Any], where: str, prefix: str, **extra) -> An
             continue
         value = data[name]
         want = f.default if f.default is not dataclasses.MISSING else None
-        kwargs[name] = _coerce(value, f.type, want, where, prefix + name)
+        kwargs[name] = coerce(value, f.type, want, where, prefix + name)
     return cls(**kwargs)
 
 
-def _coerce(value: Any, typ: Any, default: Any, where: str, fld: str) -> Any:
+def coerce(value: Any, typ: Any, default: Any, where: str, fld: str) -> Any:
     t = typ if isinstance(typ, str) else getattr(typ, "__name__", str(typ))
     if t == "bool":
-        _require(isinstance(value, bool), where, fld, f"expected true/false, got {value!r}")
+        require(isinstance(value, bool), where, fld, f"expected true/false, got {value!r}")
         return value
     if t == "int":
-        _require(isinstance(value, int) and not isinstance(value, bool), where, fld, f"expected an integer, got {value!r}")
+        require(isinstance(value, int) and not isinstance(value, bool), where, fld, f"expected an integer, got {value!r}")
         return value
     if t == "float":
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (
             math.isfinite(value) or (value == math.inf and default == math.inf))  # inf only where it is the default
-        _require(ok, where, fld, f"expected a number, got {value!r}")
+        require(ok, where, fld, f"expected a number, got {value!r}")
         return float(value)
     if t == "str":
-        _require(isinstance(value, str), where, fld, f"expected a string, got {value!r}")
+        require(isinstance(value, str), where, fld, f"expected a string, got {value!r}")
         return value
     if t.startswith("tuple[str"):
-        _require(isinstance(value, list) and all(isinstance(v, str) for v in value), where, fld,
+        require(isinstance(value, list) and all(isinstance(v, str) for v in value), where, fld,
                  f"expected a list of strings, got {value!r}")
         return tuple(value)
     if t.startswith("tuple[int"):
         if isinstance(value, int) and not isinstance(value, bool):
             value = [value]
-        _require(isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value),
+        require(isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value),
                  where, fld, f"expected a list of integers, got {value!r}")
         return tuple(value)
     raise SpecError(where, fld, f"cannot read a value of type {t}")  # pragma: no cover - programming error
 
 
-def _read_toml(path: Path) -> dict:
+def read_toml(path: Path) -> dict:
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
@@ -494,9 +494,9 @@ def _read_toml(path: Path) -> dict:
         raise SpecError(str(path), "(file)", f"cannot read ({e.strerror})") from None
 
 
-def _table(data: Mapping, key: str, where: str) -> dict:
-    _require(key in data, where, key, f"missing [{key}] table")
-    _require(isinstance(data[key], dict), where, key, "expected a table")
+def table_of(data: Mapping, key: str, where: str) -> dict:
+    require(key in data, where, key, f"missing [{key}] table")
+    require(isinstance(data[key], dict), where, key, "expected a table")
     return data[key]
 
 
@@ -504,67 +504,67 @@ def hardware_from_dict(data: Mapping[str, Any], where: str = "<hardware>") -> Ha
     """Build and validate a :class:`Hardware` from the ``[hardware]`` table's contents."""
     data = dict(data)
     raw_configs = data.pop("kernel_config", None)
-    _require(isinstance(raw_configs, list) and raw_configs, where, "hardware.kernel_config",
+    require(isinstance(raw_configs, list) and raw_configs, where, "hardware.kernel_config",
              "at least one [[hardware.kernel_config]] table is required")
-    configs = tuple(_build(KernelConfig, c, where, f"hardware.kernel_config[{i}].") for i, c in enumerate(raw_configs))
-    hw = _build(Hardware, data, where, "hardware.", kernel_configs=configs)
-    _validate_hardware(hw, where)
+    configs = tuple(build_section(KernelConfig, c, where, f"hardware.kernel_config[{i}].") for i, c in enumerate(raw_configs))
+    hw = build_section(Hardware, data, where, "hardware.", kernel_configs=configs)
+    validate_hardware(hw, where)
     return hw
 
 
-def _validate_hardware(hw: Hardware, where: str) -> None:
+def validate_hardware(hw: Hardware, where: str) -> None:
     p = "hardware."
-    _require(hw.gpus >= 1, where, p + "gpus", f"must be >= 1, got {hw.gpus}")
-    _require(hw.sm_count >= 1, where, p + "sm_count", f"must be >= 1, got {hw.sm_count}")
-    _require(hw.topology in TOPOLOGIES, where, p + "topology", f"must be one of {TOPOLOGIES}, got {hw.topology!r}")
+    require(hw.gpus >= 1, where, p + "gpus", f"must be >= 1, got {hw.gpus}")
+    require(hw.sm_count >= 1, where, p + "sm_count", f"must be >= 1, got {hw.sm_count}")
+    require(hw.topology in TOPOLOGIES, where, p + "topology", f"must be one of {TOPOLOGIES}, got {hw.topology!r}")
     for name in ("hbm_gbps", "link_gbps", "copy_engine_gbps", "allreduce_bus_gbps", "sm_remote_store_gbps"):
         v = getattr(hw, name)
-        _require(v > 0, where, p + name, f"must be positive, got {v}")
+        require(v > 0, where, p + name, f"must be positive, got {v}")
     for name in ("link_latency_ns", "remote_atomic_ns", "fence_sys_ns", "poll_ns", "launch_ns",
                  "kernel_gap_ns", "event_wait_ns", "allreduce_latency_ns", "local_signal_ns"):
         v = getattr(hw, name)
-        _require(v >= 0, where, p + name, f"must be >= 0, got {v}")
-    _require(hw.max_clock_boost >= 1.0, where, p + "max_clock_boost", f"must be >= 1, got {hw.max_clock_boost}")
-    _require(hw.clock_onset_ns >= 0, where, p + "clock_onset_ns", f"must be >= 0, got {hw.clock_onset_ns}")
-    _require(math.isfinite(hw.clock_sustained_slowdown) and hw.clock_sustained_slowdown >= 1.0, where,
+        require(v >= 0, where, p + name, f"must be >= 0, got {v}")
+    require(hw.max_clock_boost >= 1.0, where, p + "max_clock_boost", f"must be >= 1, got {hw.max_clock_boost}")
+    require(hw.clock_onset_ns >= 0, where, p + "clock_onset_ns", f"must be >= 0, got {hw.clock_onset_ns}")
+    require(math.isfinite(hw.clock_sustained_slowdown) and hw.clock_sustained_slowdown >= 1.0, where,
              p + "clock_sustained_slowdown", f"must be >= 1, got {hw.clock_sustained_slowdown}")
-    _require(math.isfinite(hw.activation_epilogue_ns_per_element) and hw.activation_epilogue_ns_per_element >= 0,
+    require(math.isfinite(hw.activation_epilogue_ns_per_element) and hw.activation_epilogue_ns_per_element >= 0,
              where, p + "activation_epilogue_ns_per_element",
              f"must be >= 0, got {hw.activation_epilogue_ns_per_element}")
-    _require(math.isfinite(hw.l2_bytes) and hw.l2_bytes >= 0, where, p + "l2_bytes",
+    require(math.isfinite(hw.l2_bytes) and hw.l2_bytes >= 0, where, p + "l2_bytes",
              f"must be >= 0, got {hw.l2_bytes}")
-    _require(0.0 <= hw.l2_hbm_exposed <= 1.0, where, p + "l2_hbm_exposed", f"must be within [0, 1], got {hw.l2_hbm_exposed}")
-    _require(hw.link_sharing in ("fcfs", "fair"), where, p + "link_sharing",
+    require(0.0 <= hw.l2_hbm_exposed <= 1.0, where, p + "l2_hbm_exposed", f"must be within [0, 1], got {hw.l2_hbm_exposed}")
+    require(hw.link_sharing in ("fcfs", "fair"), where, p + "link_sharing",
              f"must be one of ('fcfs', 'fair'), got {hw.link_sharing!r}")
-    _require(hw.link_sharing != "fair" or hw.epilogue_store_overlap == 0.0, where, p + "link_sharing",
+    require(hw.link_sharing != "fair" or hw.epilogue_store_overlap == 0.0, where, p + "link_sharing",
              f"'fair' needs epilogue_store_overlap = 0 (a store's end is known only when it ends; "
              f"got {hw.epilogue_store_overlap})")
-    _require(0.0 <= hw.epilogue_store_overlap <= 1.0, where, p + "epilogue_store_overlap",
+    require(0.0 <= hw.epilogue_store_overlap <= 1.0, where, p + "epilogue_store_overlap",
              f"must be within [0, 1], got {hw.epilogue_store_overlap}")
     seen = set()
     for i, c in enumerate(hw.kernel_configs):
         q = f"{p}kernel_config[{i}]."
         for name in ("tile_m", "tile_n", "tile_k", "cta_slots_per_sm"):
-            _require(getattr(c, name) >= 1, where, q + name, f"must be >= 1, got {getattr(c, name)}")
-        _require(c.sm_tflops > 0, where, q + "sm_tflops", f"must be positive, got {c.sm_tflops}")
-        _require(c.tile_fixed_ns >= 0, where, q + "tile_fixed_ns", f"must be >= 0, got {c.tile_fixed_ns}")
-        _require(c.cta_launch_ns >= 0, where, q + "cta_launch_ns", f"must be >= 0, got {c.cta_launch_ns}")
-        _require(c.kernel_fixed_ns >= 0, where, q + "kernel_fixed_ns", f"must be >= 0, got {c.kernel_fixed_ns}")
-        _require(c.wave_slowdown >= 0, where, q + "wave_slowdown", f"must be >= 0, got {c.wave_slowdown}")
-        _require(c.signal_ns >= 0, where, q + "signal_ns", f"must be >= 0, got {c.signal_ns}")
-        _require(c.wave_slowdown_waves > 0, where, q + "wave_slowdown_waves",
+            require(getattr(c, name) >= 1, where, q + name, f"must be >= 1, got {getattr(c, name)}")
+        require(c.sm_tflops > 0, where, q + "sm_tflops", f"must be positive, got {c.sm_tflops}")
+        require(c.tile_fixed_ns >= 0, where, q + "tile_fixed_ns", f"must be >= 0, got {c.tile_fixed_ns}")
+        require(c.cta_launch_ns >= 0, where, q + "cta_launch_ns", f"must be >= 0, got {c.cta_launch_ns}")
+        require(c.kernel_fixed_ns >= 0, where, q + "kernel_fixed_ns", f"must be >= 0, got {c.kernel_fixed_ns}")
+        require(c.wave_slowdown >= 0, where, q + "wave_slowdown", f"must be >= 0, got {c.wave_slowdown}")
+        require(c.signal_ns >= 0, where, q + "signal_ns", f"must be >= 0, got {c.signal_ns}")
+        require(c.wave_slowdown_waves > 0, where, q + "wave_slowdown_waves",
                  f"must be > 0, got {c.wave_slowdown_waves}")
-        _require(c.signal_hold_ns >= 0, where, q + "signal_hold_ns", f"must be >= 0, got {c.signal_hold_ns}")
-        _require(0.0 <= c.tile_cv < 0.5, where, q + "tile_cv", f"must be within [0, 0.5), got {c.tile_cv}")
-        _require(math.isfinite(c.l2_sm_tflops) and c.l2_sm_tflops >= 0, where, q + "l2_sm_tflops",
+        require(c.signal_hold_ns >= 0, where, q + "signal_hold_ns", f"must be >= 0, got {c.signal_hold_ns}")
+        require(0.0 <= c.tile_cv < 0.5, where, q + "tile_cv", f"must be within [0, 0.5), got {c.tile_cv}")
+        require(math.isfinite(c.l2_sm_tflops) and c.l2_sm_tflops >= 0, where, q + "l2_sm_tflops",
                  f"must be >= 0, got {c.l2_sm_tflops}")
-        _require(math.isfinite(c.cta_drift) and c.cta_drift >= 0, where, q + "cta_drift",
+        require(math.isfinite(c.cta_drift) and c.cta_drift >= 0, where, q + "cta_drift",
                  f"must be >= 0, got {c.cta_drift}")
-        _require(math.isfinite(c.ticket_spread) and c.ticket_spread >= 0, where, q + "ticket_spread",
+        require(math.isfinite(c.ticket_spread) and c.ticket_spread >= 0, where, q + "ticket_spread",
                  f"must be >= 0, got {c.ticket_spread}")
         for name in ("cluster_m", "cluster_n"):
-            _require(getattr(c, name) >= 1, where, q + name, f"must be >= 1, got {getattr(c, name)}")
-        _require(c.key() not in seen, where, q + "tile_m", f"duplicate kernel config {c.key()}")
+            require(getattr(c, name) >= 1, where, q + name, f"must be >= 1, got {getattr(c, name)}")
+        require(c.key() not in seen, where, q + "tile_m", f"duplicate kernel config {c.key()}")
         seen.add(c.key())
 
 
@@ -572,11 +572,11 @@ def layer_from_dict(data: Mapping[str, Any], where: str, prefix: str) -> Layer:
     data = dict(data)
     tile = data.pop("tile", None)
     if tile is not None:
-        _require(isinstance(tile, list) and len(tile) == 2 and all(isinstance(t, int) for t in tile), where,
+        require(isinstance(tile, list) and len(tile) == 2 and all(isinstance(t, int) for t in tile), where,
                  prefix + "tile", f"expected [tile_m, tile_n], got {tile!r}")
         data.setdefault("tile_m", tile[0])
         data.setdefault("tile_n", tile[1])
-    layer = _build(Layer, data, where, prefix)
+    layer = build_section(Layer, data, where, prefix)
     validate_layer(layer, where, prefix)
     return layer
 
@@ -584,21 +584,21 @@ def layer_from_dict(data: Mapping[str, Any], where: str, prefix: str) -> Layer:
 def validate_layer(layer: Layer, where: str, prefix: str) -> None:
     for name in ("m", "k", "n", "tile_m", "tile_n"):
         v = getattr(layer, name)
-        _require(v >= 1, where, prefix + name, f"must be >= 1, got {v}")
-    _require(layer.m % layer.tile_m == 0, where, prefix + "m",
+        require(v >= 1, where, prefix + name, f"must be >= 1, got {v}")
+    require(layer.m % layer.tile_m == 0, where, prefix + "m",
              f"M={layer.m} is not divisible by tile_m={layer.tile_m}")
-    _require(layer.n % layer.tile_n == 0, where, prefix + "n",
+    require(layer.n % layer.tile_n == 0, where, prefix + "n",
              f"N={layer.n} is not divisible by tile_n={layer.tile_n}")
-    _require(layer.raster in RASTER_ORDERS, where, prefix + "raster",
+    require(layer.raster in RASTER_ORDERS, where, prefix + "raster",
              f"must be one of {RASTER_ORDERS}, got {layer.raster!r}")
     for op in layer.epilogue:
-        _require(op in EPILOGUE_OPS, where, prefix + "epilogue", f"unknown op {op!r} (known: {EPILOGUE_OPS})")
+        require(op in EPILOGUE_OPS, where, prefix + "epilogue", f"unknown op {op!r} (known: {EPILOGUE_OPS})")
     if layer.gated:
-        _require(len(layer.epilogue) == 1, where, prefix + "epilogue",
+        require(len(layer.epilogue) == 1, where, prefix + "epilogue",
                  f"a gated op stands alone in the epilogue, got {list(layer.epilogue)}")
-        _require(layer.tile_n % 2 == 0, where, prefix + "tile_n",
+        require(layer.tile_n % 2 == 0, where, prefix + "tile_n",
                  f"swiglu pairs gate and up columns within a tile: tile_n={layer.tile_n} must be even")
-    _require(layer.rowwise in ("",) + ROWWISE_OPS, where, prefix + "rowwise",
+    require(layer.rowwise in ("",) + ROWWISE_OPS, where, prefix + "rowwise",
              f"unknown row-wise op {layer.rowwise!r} (known: {ROWWISE_OPS})")
 
 
@@ -614,17 +614,17 @@ def workload_from_dict(data: Mapping[str, Any], where: str = "<workload>") -> Wo
     shared = {k: data.pop(k) for k in shared_keys if k in data}
     count = data.pop("layers", None)
     if explicit is not None:
-        _require(count is None and not shared, where, "workload.layers",
+        require(count is None and not shared, where, "workload.layers",
                  "give either [[workload.layer]] tables or the chain shorthand (layers, m, k, n), not both")
-        _require(isinstance(explicit, list) and explicit, where, "workload.layer", "expected a list of tables")
+        require(isinstance(explicit, list) and explicit, where, "workload.layer", "expected a list of tables")
         layers = tuple(layer_from_dict(l, where, f"workload.layer[{i}].") for i, l in enumerate(explicit))
     else:
-        _require(isinstance(count, int) and not isinstance(count, bool) and count >= 1, where, "workload.layers",
+        require(isinstance(count, int) and not isinstance(count, bool) and count >= 1, where, "workload.layers",
                  f"expected the number of layers (>= 1), got {count!r}")
         base = layer_from_dict(shared, where, "workload.")
         layers = (base,) * count
-    wl = _build(Workload, data, where, "workload.", layers=layers)
-    _require(wl.dtype in DTYPE_BYTES, where, "workload.dtype", f"must be one of {tuple(DTYPE_BYTES)}, got {wl.dtype!r}")
+    wl = build_section(Workload, data, where, "workload.", layers=layers)
+    require(wl.dtype in DTYPE_BYTES, where, "workload.dtype", f"must be one of {tuple(DTYPE_BYTES)}, got {wl.dtype!r}")
     validate_chain(wl, where)
     return wl
 
@@ -632,35 +632,35 @@ def workload_from_dict(data: Mapping[str, Any], where: str = "<workload>") -> Wo
 def validate_chain(wl: Workload, where: str) -> None:
     for i in range(1, len(wl.layers)):
         a, b = wl.layers[i - 1], wl.layers[i]
-        _require(a.m == b.m, where, f"workload.layer[{i}].m", f"M={b.m} differs from the previous layer's M={a.m}")
-        _require(a.out_n == b.k, where, f"workload.layer[{i}].k",
+        require(a.m == b.m, where, f"workload.layer[{i}].m", f"M={b.m} differs from the previous layer's M={a.m}")
+        require(a.out_n == b.k, where, f"workload.layer[{i}].k",
                  f"K={b.k} must equal the previous layer's stored columns {a.out_n} (layer {i} reads layer {i-1}'s "
                  f"output{'; its swiglu stores N/2' if a.out_n != a.n else ''})")
 
 
 def strategy_from_dict(data: Mapping[str, Any], where: str, prefix: str) -> Strategy:
-    s = _build(Strategy, data, where, prefix)
-    _require(s.kind in STRATEGY_KINDS, where, prefix + "kind", f"unknown strategy {s.kind!r} (known: {STRATEGY_KINDS})")
-    _require(s.chunks and all(c >= 1 for c in s.chunks), where, prefix + "chunks", f"chunk counts must be >= 1, got {s.chunks}")
-    _require(s.tp_degree >= 0, where, prefix + "tp_degree", f"must be >= 0, got {s.tp_degree}")
-    _require(s.tile_source in TILE_SOURCES, where, prefix + "tile_source",
+    s = build_section(Strategy, data, where, prefix)
+    require(s.kind in STRATEGY_KINDS, where, prefix + "kind", f"unknown strategy {s.kind!r} (known: {STRATEGY_KINDS})")
+    require(s.chunks and all(c >= 1 for c in s.chunks), where, prefix + "chunks", f"chunk counts must be >= 1, got {s.chunks}")
+    require(s.tp_degree >= 0, where, prefix + "tp_degree", f"must be >= 0, got {s.tp_degree}")
+    require(s.tile_source in TILE_SOURCES, where, prefix + "tile_source",
              f"must be one of {TILE_SOURCES}, got {s.tile_source!r}")
-    _require(s.counter_rows >= 0, where, prefix + "counter_rows", f"must be >= 0, got {s.counter_rows}")
-    _require(s.raster in ("",) + RASTER_ORDERS, where, prefix + "raster", f"must be one of {RASTER_ORDERS}, got {s.raster!r}")
-    _require(not s.variant or s.kind == "ctapipe", where, prefix + "variant", "only a ctapipe strategy names a variant")
-    _require(s.gpus >= 0, where, prefix + "gpus", f"must be >= 0, got {s.gpus}")
-    _require(not s.gpus or s.kind == "ctapipe", where, prefix + "gpus", "only a ctapipe strategy places its layers")
-    _require(not (s.gpus and s.variant), where, prefix + "gpus",
+    require(s.counter_rows >= 0, where, prefix + "counter_rows", f"must be >= 0, got {s.counter_rows}")
+    require(s.raster in ("",) + RASTER_ORDERS, where, prefix + "raster", f"must be one of {RASTER_ORDERS}, got {s.raster!r}")
+    require(not s.variant or s.kind == "ctapipe", where, prefix + "variant", "only a ctapipe strategy names a variant")
+    require(s.gpus >= 0, where, prefix + "gpus", f"must be >= 0, got {s.gpus}")
+    require(not s.gpus or s.kind == "ctapipe", where, prefix + "gpus", "only a ctapipe strategy places its layers")
+    require(not (s.gpus and s.variant), where, prefix + "gpus",
              "a named variant runs one layer per GPU; gpus applies to the chain kernel (gpus = 1)")
-    _require(s.chain_group >= 0, where, prefix + "chain_group", f"must be >= 0, got {s.chain_group}")
-    _require(not s.chain_group or (s.kind == "ctapipe" and s.gpus == 1), where, prefix + "chain_group",
+    require(s.chain_group >= 0, where, prefix + "chain_group", f"must be >= 0, got {s.chain_group}")
+    require(not s.chain_group or (s.kind == "ctapipe" and s.gpus == 1), where, prefix + "chain_group",
              "only the chain kernel (a ctapipe strategy with gpus = 1) has a chain order")
     if s.kind == "hybrid":
-        _require(s.tp_degree >= 1, where, prefix + "tp_degree", "hybrid needs tp_degree >= 1")
+        require(s.tp_degree >= 1, where, prefix + "tp_degree", "hybrid needs tp_degree >= 1")
     return s
 
 
-def _resolve(ref: str, kind: str, base: Path | None) -> Path:
+def resolve_ref(ref: str, kind: str, base: Path | None) -> Path:
     """A spec reference: a path (absolute or relative to the referring file) or a name in specs/<kind>/."""
     p = Path(ref)
     candidates = [p] if p.is_absolute() else ([base / p] if base else []) + [Path.cwd() / p]
@@ -672,9 +672,9 @@ def _resolve(ref: str, kind: str, base: Path | None) -> Path:
 
 
 def load_hardware(ref: str | Path, base: Path | None = None) -> Hardware:
-    path = _resolve(str(ref), "hardware", base)
-    data = _read_toml(path)
-    return hardware_from_dict(_table(data, "hardware", str(path)), str(path))
+    path = resolve_ref(str(ref), "hardware", base)
+    data = read_toml(path)
+    return hardware_from_dict(table_of(data, "hardware", str(path)), str(path))
 
 
 @dataclass(frozen=True)
@@ -691,21 +691,21 @@ class Model:
 
 def load_model(ref: str | Path, base: Path | None = None) -> Model:
     """A model spec: its ``[model]`` table and its block's ``[workload]``, checked against each other."""
-    path = _resolve(str(ref), "models", base)
-    data = _read_toml(path)
-    wl = workload_from_dict(_table(data, "workload", str(path)), str(path))
-    model = _build(Model, _table(data, "model", str(path)), str(path), "model.", workload=wl)
-    _require(wl.layers[0].k == model.hidden and wl.layers[-1].out_n == model.hidden, str(path), "model.hidden",
+    path = resolve_ref(str(ref), "models", base)
+    data = read_toml(path)
+    wl = workload_from_dict(table_of(data, "workload", str(path)), str(path))
+    model = build_section(Model, table_of(data, "model", str(path)), str(path), "model.", workload=wl)
+    require(wl.layers[0].k == model.hidden and wl.layers[-1].out_n == model.hidden, str(path), "model.hidden",
              f"the block's input and output columns must be hidden={model.hidden}")
-    _require(wl.layers[0].out_n == model.intermediate, str(path), "model.intermediate",
+    require(wl.layers[0].out_n == model.intermediate, str(path), "model.intermediate",
              f"the up projection stores {wl.layers[0].out_n} columns, not intermediate={model.intermediate}")
     return model
 
 
 def load_workload(ref: str | Path, base: Path | None = None) -> Workload:
-    path = _resolve(str(ref), "workloads", base)
-    data = _read_toml(path)
-    return workload_from_dict(_table(data, "workload", str(path)), str(path))
+    path = resolve_ref(str(ref), "workloads", base)
+    data = read_toml(path)
+    return workload_from_dict(table_of(data, "workload", str(path)), str(path))
 
 
 def parse_experiment(data: Mapping[str, Any], where: str, base: Path | None = None) -> Experiment:
@@ -717,7 +717,7 @@ def parse_experiment(data: Mapping[str, Any], where: str, base: Path | None = No
     if isinstance(hw_ref, dict):
         hw = hardware_from_dict(hw_ref, where)
     else:
-        _require(isinstance(hw_ref, str), where, "experiment.hardware", "expected a profile name or an inline table")
+        require(isinstance(hw_ref, str), where, "experiment.hardware", "expected a profile name or an inline table")
         hw = load_hardware(hw_ref, base)
     wl_ref = data.pop("workload", None)
     if isinstance(wl_ref, dict):
@@ -725,44 +725,44 @@ def parse_experiment(data: Mapping[str, Any], where: str, base: Path | None = No
         wl_data.setdefault("name", data.get("name", "workload"))
         wl = workload_from_dict(wl_data, where)
     else:
-        _require(isinstance(wl_ref, str), where, "experiment.workload", "expected a workload name or an inline table")
+        require(isinstance(wl_ref, str), where, "experiment.workload", "expected a workload name or an inline table")
         wl = load_workload(wl_ref, base)
     raw_strats = data.pop("strategy", None)
-    _require(isinstance(raw_strats, list) and raw_strats, where, "experiment.strategy",
+    require(isinstance(raw_strats, list) and raw_strats, where, "experiment.strategy",
              "at least one [[experiment.strategy]] table is required")
     strats = tuple(strategy_from_dict(s, where, f"experiment.strategy[{i}].") for i, s in enumerate(raw_strats))
     labels = [s.label for s in strats]
-    _require(len(set(labels)) == len(labels), where, "experiment.strategy", f"duplicate strategy labels {labels}")
+    require(len(set(labels)) == len(labels), where, "experiment.strategy", f"duplicate strategy labels {labels}")
     raw_sweep = data.pop("sweep", {})
-    _require(isinstance(raw_sweep, dict), where, "experiment.sweep", "expected a table of axis = [values]")
+    require(isinstance(raw_sweep, dict), where, "experiment.sweep", "expected a table of axis = [values]")
     sweep = []
     for axis, values in raw_sweep.items():
-        _require(axis in ("m", "layers"), where, f"experiment.sweep.{axis}", "unknown axis (known: m, layers)")
-        vals = _coerce(values, "tuple[int, ...]", None, where, f"experiment.sweep.{axis}")
-        _require(len(vals) >= 1 and all(v >= 1 for v in vals), where, f"experiment.sweep.{axis}", "values must be >= 1")
+        require(axis in ("m", "layers"), where, f"experiment.sweep.{axis}", "unknown axis (known: m, layers)")
+        vals = coerce(values, "tuple[int, ...]", None, where, f"experiment.sweep.{axis}")
+        require(len(vals) >= 1 and all(v >= 1 for v in vals), where, f"experiment.sweep.{axis}", "values must be >= 1")
         sweep.append((axis, vals))
-    exp = _build(Experiment, data, where, "experiment.", hardware=hw, workload=wl, strategies=strats, sweep=tuple(sweep))
-    _require(0 <= exp.gpus <= hw.gpus, where, "experiment.gpus",
+    exp = build_section(Experiment, data, where, "experiment.", hardware=hw, workload=wl, strategies=strats, sweep=tuple(sweep))
+    require(0 <= exp.gpus <= hw.gpus, where, "experiment.gpus",
              f"asks for {exp.gpus} GPUs but profile {hw.name!r} has {hw.gpus}")
-    _require(exp.regime in REGIMES, where, "experiment.regime", f"must be one of {REGIMES}, got {exp.regime!r}")
+    require(exp.regime in REGIMES, where, "experiment.regime", f"must be one of {REGIMES}, got {exp.regime!r}")
     return exp
 
 
 def read_experiment(ref: str | Path) -> tuple[Experiment, str]:
     """The experiment of a name (specs/experiments/) or TOML path, parsed (:func:`parse_experiment`), and its path."""
-    path = _resolve(str(ref), "experiments", None)
-    data = _read_toml(path)
-    return parse_experiment(_table(data, "experiment", str(path)), str(path), path.parent), str(path)
+    path = resolve_ref(str(ref), "experiments", None)
+    data = read_toml(path)
+    return parse_experiment(table_of(data, "experiment", str(path)), str(path), path.parent), str(path)
 
 
 def find_spec(ref: str) -> tuple[str, Path]:
     """Classify a reference as an experiment, workload or hardware spec by its top-level table."""
     for kind in ("experiments", "workloads", "hardware"):
         try:
-            path = _resolve(ref, kind, None)
+            path = resolve_ref(ref, kind, None)
         except SpecError:
             continue
-        data = _read_toml(path)
+        data = read_toml(path)
         for table, k in (("experiment", "experiments"), ("workload", "workloads"), ("hardware", "hardware")):
             if table in data:
                 return k, path

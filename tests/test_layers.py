@@ -103,3 +103,30 @@ def test_every_package_ships_in_the_wheel():
     found = {".".join(p.parent.relative_to(ROOT).parts) for pkg in ("ctasim", "ctahw")
              for p in (ROOT / pkg).rglob("__init__.py")}
     assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
+
+
+def private_imports(pkg_dir: Path) -> dict[str, list[str]]:
+    """{module: names starting with one underscore that it imports from another module of ctasim / ctahw}."""
+    root = pkg_dir.parent
+    out: dict[str, list[str]] = {}
+    for p in sorted(pkg_dir.rglob("*.py")):
+        mod = ".".join(p.relative_to(root).with_suffix("").parts)
+        for n in ast.walk(ast.parse(p.read_text(), str(p))):
+            if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").split(".")[0] in ("ctasim", "ctahw")):
+                bad = [a.name for a in n.names if a.name.startswith("_") and not a.name.startswith("__")]
+                if bad:
+                    out.setdefault(mod, []).extend(bad)
+    return out
+
+
+@pytest.mark.parametrize("pkg", ["ctasim", "ctahw"])
+def test_no_module_imports_another_modules_private_helpers(pkg):
+    assert private_imports(ROOT / pkg) == {}
+
+
+def test_the_private_import_check_finds_one(tmp_path):
+    pkg = tmp_path / "ctahw"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("def f():\n    from ctasim.spec import _resolve, Hardware\n    from .b import __all__\n")
+    (pkg / "b.py").write_text("from .a import _g\nfrom numpy import _private\n")
+    assert private_imports(pkg) == {"ctahw.a": ["_resolve"], "ctahw.b": ["_g"]}

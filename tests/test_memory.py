@@ -139,20 +139,20 @@ def test_predict_writes_the_flat_predictor_only_beside_a_memory_model():
     ("l2_bytes", -1.0, "must be >= 0"), ("l2_hbm_exposed", 1.5, "within [0, 1]"),
     ("l2_hbm_exposed", -0.1, "within [0, 1]")])
 def test_memory_fields_of_the_profile_are_checked(field, value, words):
-    from ctasim.spec import _validate_hardware
+    from ctasim.spec import validate_hardware
 
     with pytest.raises(SpecError, match=field) as e:
-        _validate_hardware(dataclasses.replace(X1, **{field: value}), "x")
+        validate_hardware(dataclasses.replace(X1, **{field: value}), "x")
     assert words in str(e.value)
 
 
 @pytest.mark.parametrize("field,value", [("l2_sm_tflops", -1.0), ("cluster_m", 0), ("cluster_n", 0)])
 def test_memory_fields_of_a_kernel_config_are_checked(field, value):
-    from ctasim.spec import _validate_hardware
+    from ctasim.spec import validate_hardware
 
     cfgs = (dataclasses.replace(X1.kernel_configs[0], **{field: value}),) + X1.kernel_configs[1:]
     with pytest.raises(SpecError, match=field):
-        _validate_hardware(dataclasses.replace(X1, kernel_configs=cfgs), "x")
+        validate_hardware(dataclasses.replace(X1, kernel_configs=cfgs), "x")
 
 
 def test_lockstep_is_the_memory_hierarchy_without_drift_and_drift_costs_time_on_a_long_gemm():

@@ -414,9 +414,9 @@ def test_list_fields_take_lists_of_their_type():
 
 
 def test_a_field_of_no_known_type_is_an_error():
-    from ctasim.spec import _coerce
+    from ctasim.spec import coerce
 
-    assert _err(_coerce, {}, "dict", None, "f.toml", "x.y") == "f.toml: x.y: cannot read a value of type dict"
+    assert _err(coerce, {}, "dict", None, "f.toml", "x.y") == "f.toml: x.y: cannot read a value of type dict"
 
 
 def test_strategy_checks_name_their_field():

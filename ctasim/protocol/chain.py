@@ -243,7 +243,7 @@ CHAIN_SPACES = {
 
 
 # ------------------------------------------------------------------------------------------------ the programs
-def _initial(loc: tuple):
+def initial_value(loc: tuple):
     return 0 if loc[0] in ("ctr", "ticket") else None
 
 
@@ -259,7 +259,7 @@ class ChainRun:
         self.roles: dict[str, list] | None = {} if record else None
         self.checker = (Checker(s.m_tiles, (s.n_tiles,) * s.layers, s.elems, s.epochs, queue=False)
                         if check else None)
-        self.mem = Memory(initial=_initial, on_land=self._on_land)
+        self.mem = Memory(initial=initial_value, on_land=self._on_land)
         gpus = variant.gpus
         self.gpu_of_layer = [l * gpus // s.layers for l in range(s.layers)]
         self.orders = {p: tuple(g for g in s.order if self.gpu_of_layer[g // self.per] == p) for p in range(gpus)}

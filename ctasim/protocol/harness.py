@@ -57,7 +57,7 @@ _COUNTERS = ("ctr", "head", "tail", "seq")
 _SLOT_EMPTY = (0, None)  # the kernel form's slot word before any push: epoch 0
 
 
-def _initial_value(loc: tuple):
+def initial_value(loc: tuple):
     """Counters, queue indices and publish words start at 0 (once, before the first epoch); buffers are empty."""
     if loc[0] == "slot":
         return _SLOT_EMPTY
@@ -73,7 +73,7 @@ class Run:
         self.trace: list = []
         self.checker = (Checker(ch.m_tiles, ch.n_tiles, ch.elems, setup.epochs, queue=variant.consumer == "queue")
                         if check else None)
-        self.mem = Memory(initial=_initial_value, on_land=self._on_land)
+        self.mem = Memory(initial=initial_value, on_land=self._on_land)
         kernels: dict[tuple[int, int], Kernel] = {}
         for e in range(setup.epochs):
             for g in range(ch.gpus):

@@ -77,9 +77,9 @@ from collections import Counter, deque
 from dataclasses import dataclass, replace
 
 from .chain import CHAIN_CORRECT, CHAIN_SPACES, CHAIN_STATIC, ChainRun, ChainSetup, ChainSpace, ChainVariant
-from .chain import _initial as _chain_initial
+from .chain import initial_value as _chain_initial
 from .harness import Run, Setup
-from .harness import _initial_value as _queue_initial
+from .harness import initial_value as _queue_initial
 from .invariants import Checker, Dispatch, End, ProtocolViolation
 from .memory import Memory
 from .ops import Atom, Bar, BulkSt, ClusterSync, Ld, Poll, St

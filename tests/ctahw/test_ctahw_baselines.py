@@ -83,9 +83,9 @@ def _fake_cp():
 
 
 def _bare_sweep(log):
-    from ctahw.baselines import Sweep
+    from ctahw.baselines import Session
 
-    sw = Sweep.__new__(Sweep)  # no GPU: only what the tested methods read
+    sw = Session.__new__(Session)  # no GPU: only what the tested methods read
     sw.cp, sw.log, sw._exec = _fake_cp(), log, None
     return sw
 
@@ -131,7 +131,7 @@ def test_an_unrelated_error_in_the_cublas_smoke_test_propagates(monkeypatch):
 
 
 def test_sweep_close_destroys_the_allreduce_once():
-    """The Sweep's executor machine holds the NCCL communicators; leaving the Sweep closes them, once."""
+    """The session's executor machine holds the NCCL communicators; leaving the session closes them, once."""
     from ctahw.executor import CudaMachine
 
     closed = []
@@ -146,12 +146,13 @@ def test_sweep_close_destroys_the_allreduce_once():
     assert closed == [1]
 
 
-def test_run_sweep_closes_the_sweep_even_when_it_is_interrupted(monkeypatch):
+def test_run_sweep_closes_the_session_even_when_it_is_interrupted(monkeypatch):
+    """The sweep runs the registered experiment functions on its session and closes it however it ends."""
     from ctahw import sweep
 
     events = []
 
-    class FakeSweep:
+    class FakeSession:
         def __init__(self, cfg, log):
             self.tuning, self.traces = [], []
 
@@ -167,13 +168,15 @@ def test_run_sweep_closes_the_sweep_even_when_it_is_interrupted(monkeypatch):
         def free(self):
             pass
 
-        def gemm(self, m):
-            events.append(("gemm", m))
-            if m == 2048:
-                raise KeyboardInterrupt  # not an error row: it ends the sweep
-            return []
+    def gemm(session, m):
+        assert isinstance(session, FakeSession)
+        events.append(("gemm", m))
+        if m == 2048:
+            raise KeyboardInterrupt  # not an error row: it ends the sweep
+        return []
 
-    monkeypatch.setattr(sweep, "Sweep", FakeSweep)
+    monkeypatch.setattr(sweep, "Session", FakeSession)
+    monkeypatch.setitem(sweep.EXPERIMENTS, "gemm", sweep.Experiment(gemm, 1, "fake"))
     cfg = SweepConfig(ms=(1024, 2048, 4096), gpus=1, experiments=("gemm",))
     with pytest.raises(KeyboardInterrupt):
         sweep.run_sweep(cfg, log=lambda s: None)

@@ -119,7 +119,7 @@ def test_sweep_rows_map_the_cutlass_rows_to_the_specs_variants():
 
 
 def test_the_two_gpu_ctapipe_path_fills_every_planned_row_once_per_m(monkeypatch):
-    """ctahw.experiment._run_sweep_kinds with a fake Sweep: one Sweep per H, the CTA-pipelining variants run once
+    """ctahw.experiment._run_sweep_kinds with a fake session: one session per H, the CTA-pipelining variants run once
     per M, rows filled from the CUTLASS rows; an M that raises leaves its rows failed with the error as the reason;
     the other kinds are left to the plan executor."""
     import ctahw.baselines as B
@@ -154,7 +154,7 @@ def test_the_two_gpu_ctapipe_path_fills_every_planned_row_once_per_m(monkeypatch
             "cutlass_ctapipe_w21g4", "cutlass_ctapipe_w21g4_trace", "cutlass_ctapipe_g21", "cutlass_ctapipe_g21_trace",
             "cutlass_ctapipe_c21", "cutlass_ctapipe_c21_trace"])]
 
-    monkeypatch.setattr(B, "Sweep", FakeSweep)
+    monkeypatch.setattr(B, "Session", FakeSweep)
     monkeypatch.setattr(P, "ctapipe_rows", fake_ctapipe)
     exp = load_experiment("reg-h4096")
     df = plan_runs(exp, gpus=2)

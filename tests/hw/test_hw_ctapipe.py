@@ -49,10 +49,10 @@ def sweep():
         require_gpus(2)
     except DeviceError as e:
         pytest.skip(f"needs 2 sm_90 GPUs: {e}")
-    from ctahw.baselines import Sweep, SweepConfig
+    from ctahw.baselines import Session, SweepConfig
 
     seed = int.from_bytes(os.urandom(4), "little")  # fresh inputs each run
-    return Sweep(SweepConfig(h=8192, gpus=2, backends=("cublas",), reps=2, warmup=1, gate_ms=1.0, seed=seed,
+    return Session(SweepConfig(h=8192, gpus=2, backends=("cublas",), reps=2, warmup=1, gate_ms=1.0, seed=seed,
                              ctapipe_variants=_variants()), log=lambda s: None)
 
 
@@ -112,9 +112,9 @@ def _stall_in_own_process(variant: str, limit_s: float = 120.0) -> dict:
         build.library(name)
     code = textwrap.dedent(f"""
         import json, os
-        from ctahw.baselines import Sweep, SweepConfig
+        from ctahw.baselines import Session, SweepConfig
         from ctahw.pipelined import stall
-        sw = Sweep(SweepConfig(h=8192, gpus=2, backends=("cublas",), reps=2, warmup=1, gate_ms=1.0,
+        sw = Session(SweepConfig(h=8192, gpus=2, backends=("cublas",), reps=2, warmup=1, gate_ms=1.0,
                                seed=int.from_bytes(os.urandom(4), "little"), ctapipe_variants=({variant!r},)),
                    log=lambda s: None)
         res = stall(sw, m=1024, row=3, timeout_ms=100.0, variant={variant!r})
