@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Historical: the recipe of 2026-11-29 results under bench/results/hw/ (kept as their provenance). It writes
+# straight into $OUT, which returns at most 8 files. New measurements of strategies are experiment specs run by
+# bash bench/hw/run_experiments.sh EXPERIMENT (h200x2-ctapipe is this family's spec; docs/hardware.md).
 # One device run of CTA-pipelining: GPU tests (correctness, 1,000 back-to-back runs, stall -> timeout, trace
 # checked), then the ctapipe experiment beside the baselines it is compared with, in one process.
 #

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Historical: the recipe of 2026-11-29 results under bench/results/hw/ (kept as their provenance). It writes
+# straight into $OUT, which returns at most 8 files. New measurements of strategies are experiment specs run by
+# bash bench/hw/run_experiments.sh EXPERIMENT (h200x2-ctapipe is this family's spec; docs/hardware.md).
 # One device run of the CTA-pipelining GPU checks, no experiment sweep: smoke of every variant, then
 # tests/hw/test_hw_ctapipe.py (correctness + trace at M=1024/2048, 1,000 back-to-back runs without counter
 # resets for every variant at every M of CTAHW_B2B_MS, the injected stall -> timeout for every variant), then

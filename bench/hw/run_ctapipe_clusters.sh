@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Historical: the recipe of 2026-11-29 results under bench/results/hw/ (kept as their provenance). It writes
+# straight into $OUT, which returns at most 8 files. New measurements of strategies are experiment specs run by
+# bash bench/hw/run_experiments.sh EXPERIMENT (h200x2-ctapipe is this family's spec; docs/hardware.md).
 # One device run of the CTA-pipelining variants with 2x1 clusters on both GPUs (W multicast on the consumer too),
 # beside the earlier best variant (c21: producer 2x1, consumer 1x2) and the cuBLAS baselines:
 #   g21 -- work-queue, one scoreboard counter per 256 rows (two producer row-blocks), its tiles pushed column by

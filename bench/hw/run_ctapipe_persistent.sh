@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Historical: the recipe of 2026-11-29 results under bench/results/hw/ (kept as their provenance). It writes
+# straight into $OUT, which returns at most 8 files. New measurements of strategies are experiment specs run by
+# bash bench/hw/run_experiments.sh EXPERIMENT (h200x2-ctapipe is this family's spec; docs/hardware.md).
 # One device run of CTA-pipelining variant (b), the persistent kernel (kernels/ctapipe_sm90_bf16_persistent.cu),
 # beside the best variant (a) and the cuBLAS baselines, in one run: a watched run of each persistent design
 # (bench/hw/ctapipe_persistent_diag.py; only those that finish correctly go on), smoke, the GPU tests

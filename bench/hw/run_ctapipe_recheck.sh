@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Historical: the recipe of 2026-11-29 results under bench/results/hw/ (kept as their provenance). It writes
+# straight into $OUT, which returns at most 8 files. New measurements of strategies are experiment specs run by
+# bash bench/hw/run_experiments.sh EXPERIMENT (h200x2-ctapipe is this family's spec; docs/hardware.md).
 # One short device run after a change to the CTA-pipelining kernels: correctness + trace checks of every
 # variant at M = 1024 and 2048 (one pytest process), then the injected-stall -> timeout test of every variant,
 # each in its own process under a time limit (bench/hw/run_ctapipe_stall.sh).

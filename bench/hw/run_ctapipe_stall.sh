@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Historical: the recipe of 2026-11-29 results under bench/results/hw/ (kept as their provenance). It writes
+# straight into $OUT, which returns at most 8 files. New measurements of strategies are experiment specs run by
+# bash bench/hw/run_experiments.sh EXPERIMENT (h200x2-ctapipe is this family's spec; docs/hardware.md).
 # One short device run: only the injected-stall -> timeout GPU test (tests/hw/test_hw_ctapipe.py::
 # test_a_producer_that_never_signals_gives_a_timeout_not_a_hang) for the persistent CTA-pipelined variants
 # (variant (b): p, pr, pr21, traced and not), each variant in its own pytest process under its own time limit, so

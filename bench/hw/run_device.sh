@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Historical: the recipe of 2026-11-29 results under bench/results/hw/ (kept as their provenance). It writes
+# straight into $OUT, which returns at most 8 files. New measurements of strategies are experiment specs run by
+# bash bench/hw/run_experiments.sh EXPERIMENT (h200x2-ctapipe is this family's spec; docs/hardware.md).
 # One device run: install the carried wheels, check correctness, calibrate, run the baseline sweep.
 #
 # On the 2xH200 machine, from the repo root, with .whl and .cache/ctahw carried along:
