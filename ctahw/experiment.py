@@ -171,24 +171,18 @@ def _h200() -> Hardware:
 
 def _sweep_reason(strategy: Strategy, case: Case) -> str | None:
     """Why the shorthand's 2-GPU CTA-pipelining kernels cannot run ``strategy`` on ``case``, or None."""
+    from ctahw.pipelined import workload_reason  # noqa: PLC0415 - pure function, no CuPy
     from ctasim.variants import VARIANTS  # noqa: PLC0415
 
-    layers = case.workload.layers
-    h = layers[0].k
-    if len(layers) != 2:
-        return f"{strategy.kind} from a spec runs 2-layer chains (layer i on GPU i); this case has {len(layers)}"
-    if any(l.k != h or l.n != h or l.m != layers[0].m for l in layers):
-        return f"{strategy.kind} from a spec runs square chains (K = N for every layer)"
-    if any(l.epilogue or l.rowwise for l in layers):
-        return f"{strategy.kind} has no 2-GPU kernel path for epilogue or row-wise ops yet"
-    if any((l.tile_m, l.tile_n) != (128, 256) for l in layers):
-        return f"{strategy.kind}: tile {layers[0].tile_m}x{layers[0].tile_n} has no ctahw kernel (128x256 only)"
-    if h % 256:
-        return f"{strategy.kind}: H={h} must be a multiple of 256 for the 2-GPU kernels"
+    why = workload_reason(case.workload)
+    if why:
+        return f"{strategy.kind}: {why}"
     if not strategy.variant:
         return "ctapipe without a variant: name a ctahw kernel variant (ctasim.variants.VARIANTS)"
     if strategy.variant not in VARIANTS or VARIANTS[strategy.variant].trace:
         return f"ctapipe variant {strategy.variant!r} is not an untraced ctahw kernel variant"
+    if VARIANTS[strategy.variant].persistent and any(l.epilogue for l in case.workload.layers):
+        return f"ctapipe variant {strategy.variant!r} is persistent (variant (b)), which fuses no epilogue op"
     return None
 
 
@@ -255,14 +249,16 @@ def _run_sweep_kinds(exp: Experiment, df: pd.DataFrame, cfg: RunConfig, extra: d
     strategies = {s.label: s for s in exp.strategies}
     cases = {c.label: c for c in expand(exp)}
     todo = df[(df["status"] == "planned") & df["kind"].isin(SWEEP_KINDS) & ~df.index.isin(_chain_rows(exp, df))]
-    for h, rows_h in todo.groupby(todo["case"].map(lambda c: cases[c].workload.layers[0].k), sort=True):
+    shape = todo["case"].map(lambda c: tuple((l.k, l.n, l.epilogue, l.rowwise) for l in cases[c].workload.layers))
+    for _, rows_h in todo.groupby(shape, sort=False):
+        h = cases[rows_h["case"].iloc[0]].workload.layers[0].k
         used = [strategies[n] for n in dict.fromkeys(rows_h["strategy"])]
         variants = tuple(x for s in used for x in (s.variant, s.variant + "_trace"))
         scfg = SweepConfig(ms=tuple(sorted(set(rows_h["m"].astype(int)))), h=int(h), gpus=2,
                            backends=("cutlass",), experiments=(), reps=cfg.reps, warmup=cfg.warmup,
                            tune_rounds=cfg.tune_rounds, gate_ms=cfg.gate_ms, sustain_s=cfg.sustain_s,
                            rest_ms=cfg.rest_ms, seed=cfg.seed, ctapipe_variants=tuple(dict.fromkeys(variants)))
-        run_kind = {"ctapipe": ctapipe_rows}
+        run_kind = {"ctapipe": lambda sw, m, wl: ctapipe_rows(sw, m, wl)}
         with Session(scfg, log) as sw:
             done: dict[tuple[int, str], list[dict] | str] = {}
             for (m, label), idx in rows_h.groupby([rows_h["m"].astype(int), rows_h["strategy"]]).groups.items():
@@ -271,7 +267,7 @@ def _run_sweep_kinds(exp: Experiment, df: pd.DataFrame, cfg: RunConfig, extra: d
                     log(f"{exp.name}: {st.kind} M={m} H={h} on GPUs 0, 1")
                     sw.traces = {}
                     try:
-                        done[(m, st.kind)] = run_kind[st.kind](sw, m)
+                        done[(m, st.kind)] = run_kind[st.kind](sw, m, cases[df.loc[idx[0], "case"]].workload)
                     except (RuntimeError, ValueError) as e:  # a failed check or a protocol timeout: a failed row
                         if is_cuda_fault(e):  # the context may be broken: the run stops (one line in the CLI)
                             raise

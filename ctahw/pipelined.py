@@ -50,20 +50,30 @@ runs has a first-wave store stall (120 us without, 285-306 us with one, on 2xH20
 passes over it."""
 
 
-def chain_plan(m: int, h: int = 8192, layers: int = 2, hardware: str = "h200-x2", *, counter_rows: int = 0,
-               tile_source: str = "queue"):
-    """ctasim's CTA-pipelining plan (one CTA per tile; queue consumers, or ``tile_source="static"``: consumers
-    that walk a fixed order and wait on each tile's counter) for an ``layers``-layer m x h x h chain, one
-    scoreboard counter per ``counter_rows`` rows (0: per consumer row-block)."""
-    from ctasim.spec import Strategy, load_hardware, load_workload
-    from ctasim.strategies import build_plans
+def square_chain(m: int, h: int = 8192, layers: int = 2):
+    """The ``layers``-layer m x h x h chain (the workload ``chain2-16384`` at this M and H)."""
+    from ctasim.spec import load_workload
 
-    hw = load_hardware(hardware)
     wl = load_workload("chain2-16384")
     layer = dataclasses.replace(wl.layers[0], m=m, k=h, n=h)
-    wl = dataclasses.replace(wl, layers=(layer,) * layers)
+    return dataclasses.replace(wl, layers=(layer,) * layers)
+
+
+def workload_plan(wl, hardware: str = "h200-x2", *, counter_rows: int = 0, tile_source: str = "queue"):
+    """ctasim's CTA-pipelining plan of workload ``wl``, layer i on GPU i (one CTA per tile; queue consumers, or
+    ``tile_source="static"``: consumers that walk a fixed order and wait on each tile's counter), one scoreboard
+    counter per ``counter_rows`` rows (0: per consumer row-block)."""
+    from ctasim.spec import Strategy, load_hardware
+    from ctasim.strategies import build_plans
+
     st = Strategy(kind="ctapipe", persistent=False, tile_source=tile_source, counter_rows=counter_rows)
-    return build_plans(st, wl, hw, layers, f"m={m}")[0]
+    return build_plans(st, wl, load_hardware(hardware), len(wl.layers), f"m={wl.layers[0].m}")[0]
+
+
+def chain_plan(m: int, h: int = 8192, layers: int = 2, hardware: str = "h200-x2", *, counter_rows: int = 0,
+               tile_source: str = "queue"):
+    """:func:`workload_plan` of the ``layers``-layer m x h x h chain (:func:`square_chain`)."""
+    return workload_plan(square_chain(m, h, layers), hardware, counter_rows=counter_rows, tile_source=tile_source)
 
 
 def measure_offsets(devices: Sequence[int], iters: int = 300) -> dict[int, dict]:
@@ -97,8 +107,11 @@ def measure_offsets(devices: Sequence[int], iters: int = 300) -> dict[int, dict]
     return rn.clock_offsets(pairs)
 
 
-def _weights(sweep, plan, h: int, salt: int):
-    return [sweep.data.rand(k.gpu, (h, h), 1 / math.sqrt(h), salt=salt + k.layer)
+def _weights(sweep, plan, h: int, salt: int, wl=None):
+    """Each layer's weights (N x K bf16, scaled 1 / sqrt(K)) on its kernel's GPU; ``wl`` gives the layers' shapes
+    (default: h x h)."""
+    shape = (lambda l: (wl.layers[l].n, wl.layers[l].k)) if wl is not None else (lambda l: (h, h))
+    return [sweep.data.rand(k.gpu, shape(k.layer), 1 / math.sqrt(shape(k.layer)[1]), salt=salt + k.layer)
             for k in sorted(plan.kernels(), key=lambda k: k.layer)]
 
 
@@ -107,17 +120,23 @@ def _run_once(r: rn.CtaPipeRunner, stall_row: int = -1) -> None:
     r.sync()
 
 
-def _enqueue(r: rn.CtaPipeRunner, xs: Sequence, first_op: int):
-    """Timed.run enqueue functions for runner ``r``: rep i uses input set i % len(xs)."""
+def _enqueue(r: rn.CtaPipeRunner, xs: Sequence, first_op: int, residuals: Sequence = (), after=None):
+    """Timed.run enqueue functions for runner ``r``: rep i uses input set i % len(xs) (and its residual operand,
+    ``residuals[i % len(xs)]``, where the kernels add one); ``after(t)`` enqueues what follows the kernels on
+    their streams (a row-wise op over the output)."""
     def at(i):
         def f(t):
             r.inputs[first_op] = xs[i % len(xs)]
+            if residuals:
+                r.residual = residuals[i % len(xs)]
             a, e = {}, {}
             for g in r.streams:
                 a[g], e[g] = t.event(g), t.event(g)
                 with t.cp.cuda.Device(g):
                     a[g].record(t.compute[g])
             r.launch(streams=t.compute)
+            if after is not None:
+                after(t)
             for g in r.streams:
                 with t.cp.cuda.Device(g):
                     e[g].record(t.compute[g])
@@ -151,15 +170,16 @@ def other_violations(violations) -> list[str]:
     return [str(v) for v in violations if PUBLISH_ORDER not in str(v)]
 
 
-def variant_plan(plan, v: Variant, hardware: str = "h200-x2"):
-    """The plan a variant runs: ``plan`` (ctasim's :func:`chain_plan`), rebuilt on ``hardware`` when the variant
-    counts other rows per counter or waits instead of popping, with the variant's tile orders
-    (:func:`ctasim.variants.apply`)."""
+def variant_plan(plan, v: Variant, hardware: str = "h200-x2", wl=None):
+    """The plan a variant runs: ``plan`` (ctasim's :func:`workload_plan` of ``wl``, default :func:`chain_plan`'s
+    square chain), rebuilt on ``hardware`` when the variant counts other rows per counter or waits instead of
+    popping, with the variant's tile orders (:func:`ctasim.variants.apply`)."""
     if v.counter_rows or v.consumer == "wait":
-        ks = sorted(plan.kernels(), key=lambda k: k.layer)
-        m, h = ks[0].tiles_m * rn.KERNEL_TILE[0], ks[0].tiles_n * rn.KERNEL_TILE[1]
-        plan = chain_plan(m, h, len(ks), hardware, counter_rows=v.counter_rows,
-                          tile_source="static" if v.consumer == "wait" else "queue")
+        if wl is None:
+            ks = sorted(plan.kernels(), key=lambda k: k.layer)
+            wl = square_chain(ks[0].tiles_m * rn.KERNEL_TILE[0], ks[0].tiles_n * rn.KERNEL_TILE[1], len(ks))
+        plan = workload_plan(wl, hardware, counter_rows=v.counter_rows,
+                             tile_source="static" if v.consumer == "wait" else "queue")
     return apply_variant(plan, v)
 
 
@@ -188,34 +208,99 @@ def median_index(values: Sequence[float]) -> int:
     return order[(len(values) - 1) // 2]
 
 
-def ctapipe_rows(sweep, m: int) -> list[dict]:
+def workload_reason(wl) -> str | None:
+    """Why the 2-GPU CTA-pipelined kernels (variant (a), layer i on GPU i) cannot run workload ``wl``, or None: they
+    take any per-layer K and N that tile 128 x 256 (K a multiple of 64), at most one fused epilogue op per layer
+    (gelu, silu, relu, residual: the workload's input, which must match the layer's output), and a row-wise op on the
+    last layer only (a kernel of its own after it; one between the layers would need the row statistics' hand-off,
+    not built)."""
+    from ctahw.gemm import fused_epilogue_reason  # noqa: PLC0415 - pure function, no CuPy
+
+    layers = wl.layers
+    if len(layers) != 2:
+        return f"the 2-GPU CTA-pipelined kernels run 2-layer workloads (layer i on GPU i); this one has {len(layers)}"
+    for i, l in enumerate(layers):
+        if (l.tile_m, l.tile_n) != rn.KERNEL_TILE:
+            return f"layer {i}: tile {l.tile_m}x{l.tile_n}: the CTA-pipelined kernels run {rn.KERNEL_TILE}"
+        if l.m % l.tile_m or l.n % l.tile_n or l.k % 64:
+            return f"layer {i}: {l.m}x{l.n}x{l.k} does not tile 128 x 256 with K a multiple of 64"
+        if len(l.epilogue) > 1 or (l.epilogue and fused_epilogue_reason(tuple(l.epilogue))) or not l.epilogue_fused:
+            return f"layer {i}: epilogue {'+'.join(l.epilogue)}: the CTA-pipelined kernels fuse one op (gelu, silu, " \
+                   f"relu or residual)"
+        if "residual" in l.epilogue and (l.n, l.m) != (layers[0].k, layers[0].m):
+            return f"layer {i}: the residual (the {layers[0].m}x{layers[0].k} input) does not match its {l.m}x{l.n} output"
+        if l.rowwise and i < len(layers) - 1:
+            return (f"layer {i}: a row-wise op between the pipelined layers needs the row statistics' hand-off "
+                    "(ctasim.protocol.rowstats), which the kernels do not have")
+    return None
+
+
+def ctapipe_rows(sweep, m: int, wl=None) -> list[dict]:
     """Correctness, checked traces per traced variant (:data:`TRACE_RUNS`, one kept), and interleaved timing of the
-    CTA-pipelined chain."""
-    from ctahw.device import chain_flops, output_error, reference_chain
+    CTA-pipelined chain: the session's m x h x h chain, or the 2-layer workload ``wl`` (its M must be ``m``; fused
+    epilogue ops in the kernels, a last row-wise op as a kernel of its own after the consumer, on its stream)."""
+    from ctahw import rowwise
+    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits, output_error, to_device
     from ctahw.device import poison, rotation_sets
+    from ctahw.executor import reference_output
     from ctasim.invariants import find_violations
 
-    cp, h, G = sweep.cp, sweep.cfg.h, sweep.cfg.gpus
-    base = chain_plan(m, h, G)
+    cp, G = sweep.cp, sweep.cfg.gpus
+    wl = wl if wl is not None else square_chain(m, sweep.cfg.h, G)
+    why = workload_reason(wl) if len(wl.layers) == G else f"{len(wl.layers)} layers on {G} GPUs"
+    if why or wl.layers[0].m != m:
+        raise ValueError(f"ctapipe M={m}: {why or f'the workload has M={wl.layers[0].m}'}")
+    layers = wl.layers
+    h, dims = layers[0].k, [layers[0].k] + [l.n for l in layers]
+    base = workload_plan(wl)
     first = min(base.kernels(), key=lambda k: k.layer)
-    nsets = rotation_sets((m * h + h * h) * 2, sweep.l2)
+    last = max(base.kernels(), key=lambda k: k.layer)
+    nsets = rotation_sets((m * h + max(l.n * l.k for l in layers)) * 2, sweep.l2)
     xs = [sweep.data.rand(first.gpu, (m, h), salt=100 * s + 21) for s in range(nsets)]
-    ws = _weights(sweep, base, h, 31)
+    ws = _weights(sweep, base, h, 31, wl)
+    epilogues = {i: tuple(l.epilogue) for i, l in enumerate(layers) if l.epilogue}
+    res_gpu = next((k.gpu for k in base.kernels() if "residual" in layers[k.layer].epilogue), None)
+    residuals = [to_device(cp, x, res_gpu) for x in xs] if res_gpu is not None else []
+    norm = layers[-1].rowwise
+    with cp.cuda.Device(last.gpu):
+        z = cp.empty((m, dims[-1]), dtype=cp.uint16) if norm else None
     names = [n for n in getattr(sweep.cfg, "ctapipe_variants", tuple(VARIANTS)) if n in VARIANTS]
-    plans = {n: variant_plan(base, VARIANTS[n]) for n in names}
-    runners = {n: rn.CtaPipeRunner(plans[n], m, [h] * (G + 1), xs[0], ws, trace=VARIANTS[n].trace,
-                                   clusters=clusters_of(plans[n], VARIANTS[n]), persistent=VARIANTS[n].persistent)
+    plans = {n: variant_plan(base, VARIANTS[n], wl=wl) for n in names}
+    runners = {n: rn.CtaPipeRunner(plans[n], m, dims, xs[0], ws, trace=VARIANTS[n].trace,
+                                   clusters=clusters_of(plans[n], VARIANTS[n]), persistent=VARIANTS[n].persistent,
+                                   **({"epilogues": epilogues} if epilogues else {}),
+                                   **({"residual": residuals[0]} if residuals else {}))
                for n in names}
-    ref = reference_chain(cp, xs[0], ws)
+
+    def after(r):
+        """The row-wise op over runner ``r``'s output, on the last kernel's stream (a Timed part of its own)."""
+        if not norm:
+            return None
+
+        def f(t):
+            st = t.compute[last.gpu]
+            t.part("compute", last.gpu, st, lambda: rowwise.rowwise(norm, r.out, z, m, dims[-1], st))
+        return f
+
+    rnd = (lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp))
+    with cp.cuda.Device(0):
+        ref = reference_output(cp, bf16_bits_to_f32(to_device(cp, xs[0], 0), cp),
+                               [bf16_bits_to_f32(to_device(cp, w, 0), cp) for w in ws], layers, rnd)
     rels = {}
     for name, r in runners.items():
         for op, buf in list(r.inputs.items()):
             if op != first.id:
                 poison(buf)
         poison(r.out)
+        if norm:
+            poison(z)
         _run_once(r)
         r.check_errors()
-        rels[name] = output_error(cp, r.out, ref)
+        if norm:
+            with cp.cuda.Device(last.gpu):
+                rowwise.rowwise(norm, r.out, z, m, dims[-1], r.streams[last.gpu])
+                r.streams[last.gpu].synchronize()
+        rels[name] = output_error(cp, z if norm else r.out, ref)
     del ref
     offs = measure_offsets(sweep.devices)
     offsets = {g: float(v["offset_ns"]) for g, v in offs.items()}
@@ -225,7 +310,7 @@ def ctapipe_rows(sweep, m: int) -> list[dict]:
             continue
         captured = []  # (trace, violations, raw buffers) of each traced run
         for _ in range(TRACE_RUNS):
-            sweep.timed.run(_enqueue(r, xs, first.id)(0))
+            sweep.timed.run(_enqueue(r, xs, first.id, residuals, after(r))(0))
             r.check_errors()
             trace = r.read_trace(offsets, {"m": m, "h": h, "variant": name})
             captured.append((trace, find_violations(trace, plans[name], TRACE_TOL_NS)))
@@ -245,16 +330,16 @@ def ctapipe_rows(sweep, m: int) -> list[dict]:
             trace_first_rowblocks_ms=" ".join(f"{x * 1e-6:.4f}" for x in rowblocks),
             publish_inversion_us=publish_inversion_ns(trace) * 1e-3,
             first_rowblock_ms=rowblocks[kept] * 1e-6, trace_makespan_ms=trace.makespan_ns * 1e-6)
-    res = sweep.interleave({name: _enqueue(r, xs, first.id) for name, r in runners.items()})
+    res = sweep.interleave({name: _enqueue(r, xs, first.id, residuals, after(r)) for name, r in runners.items()})
     for r in runners.values():
         r.check_errors()
     rows = []
     for name in names:
         v = VARIANTS[name]
         kind = f"persistent-{v.persistent}" if v.persistent else "classical"
-        row = sweep.row(dict(experiment="ctapipe", backend=name, m=m, k=h, n=h, gpus=G, layers=G, chunks=0,
+        row = sweep.row(dict(experiment="ctapipe", backend=name, m=m, k=h, n=dims[-1], gpus=G, layers=G, chunks=0,
                               sets=nsets, variant=f"{kind}-queue clusters={'/'.join(v.clusters)} order={v.order}"),
-                         *res[name], chain_flops(m, h, G), rels[name])
+                         *res[name], wl.flops, rels[name])
         row.update(info.get(name.removesuffix("_trace"), {}), trace_tol_ns=TRACE_TOL_NS,
                    clock_offset_ns=offsets.get(1, 0.0), clock_offset_spread_ns=offs.get(1, {}).get("offset_spread_ns", 0),
                    epochs=runners[name].epoch - 1)

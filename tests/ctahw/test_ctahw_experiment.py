@@ -67,19 +67,40 @@ def test_two_gpus_plan_every_registered_row_of_a_square_chain():
     assert (skipped["kind"] == "microbatch").all() and skipped["reason"].str.contains("128-row tiles").all()
 
 
-def test_two_gpus_plan_the_mlp_blocks_baselines_and_skip_its_ctapipe_with_the_reason():
-    """The plan executor runs micro-batching and TP of any workload: the MLP block's are planned (chunk counts that
-    cannot cut M skipped); the 2-GPU CTA-pipelining kernels run square chains only."""
+def test_two_gpus_plan_every_strategy_of_the_mlp_block():
+    """The plan executor runs micro-batching and TP of any workload, and the CTA-pipelined kernels fuse GeLU and the
+    residual, LayerNorm after the consumer: every registered row of the MLP block is planned on 2 GPUs (a chunk
+    count that cannot cut M skipped)."""
     df = plan_runs(load_experiment("reg-mlp"), gpus=2)
-    base = df[df["kind"].isin(["microbatch", "tp"])]
-    cut = base["variant"].isin(["chunks=64"]) & (base["m"] == 4096)
-    assert (base[~cut]["status"] == "planned").all() and (base[cut]["status"] == "skipped").all()
-    cp = df[df["kind"] == "ctapipe"]
-    assert (cp["status"] == "skipped").all() and cp["reason"].str.contains("square chains").all()
+    cut = df["variant"].isin(["chunks=64"]) & (df["m"] == 4096)
+    assert (df[~cut]["status"] == "planned").all() and (df[cut]["status"] == "skipped").all()
     bad = Strategy("ctapipe", name="c", variant="cutlass_ctapipe_w21g4_trace")
     case = expand(load_experiment("reg-h4096"))[0]
     assert "not an untraced" in reason_for(bad, case, 2)
     assert "without a variant" in reason_for(Strategy("ctapipe"), case, 2)
+
+
+def test_what_the_two_gpu_ctapipe_kernels_cannot_run_is_named():
+    from ctahw.pipelined import workload_reason
+
+    case = expand(load_experiment("reg-mlp"))[0]
+    wl = case.workload
+    l0, l1 = wl.layers
+    assert workload_reason(wl) is None
+
+    def with_layers(*layers):
+        return dataclasses.replace(wl, layers=layers)
+
+    assert "2-layer" in workload_reason(with_layers(l0, l1, l1))
+    assert "row statistics" in workload_reason(with_layers(dataclasses.replace(l0, rowwise="layernorm"), l1))
+    assert "fuse one op" in workload_reason(with_layers(dataclasses.replace(l0, epilogue=("gelu", "residual")), l1))
+    assert "fuse one op" in workload_reason(with_layers(dataclasses.replace(l0, epilogue=("silu",),
+                                                                            epilogue_fused=False), l1))
+    assert "residual" in workload_reason(with_layers(dataclasses.replace(l0, epilogue=("residual",)), l1))
+    assert "multiple of 64" in workload_reason(with_layers(l0, dataclasses.replace(l1, k=28672 + 32)))
+    persistent = Strategy("ctapipe", name="p", variant="cutlass_ctapipe_p")
+    assert "fuses no epilogue op" in reason_for(persistent, case, 2)
+    assert reason_for(persistent, expand(load_experiment("reg-h4096"))[0], 2) is None
 
 
 def test_plans_the_executor_cannot_issue_are_skipped_rows():
@@ -142,9 +163,10 @@ def test_the_two_gpu_ctapipe_path_fills_every_planned_row_once_per_m(monkeypatch
         def free(self):
             pass
 
-    def fake_ctapipe(sw, m):
+    def fake_ctapipe(sw, m, wl=None):
         from types import SimpleNamespace
 
+        assert wl is not None and wl.layers[0].m == m and wl.layers[0].k == 4096
         calls.append(("ctapipe", m))
         if m == 6144:
             raise RuntimeError("protocol timeout")
