@@ -320,18 +320,24 @@ chunks = [1, 2, 4]
 
 [[experiment.strategy]]
 kind = "tp"
+
+[[experiment.strategy]]
+kind = "ctapipe"
+variant = "cutlass_ctapipe_w21g4"
 """
 
 
-def test_the_mlp_blocks_micro_batching_and_tp_run_on_two_gpus(tmp_path):
-    """The plan executor on 2 GPUs: micro-batching (peer copies of LayerNorm'd chunks) and TP (GeLU on column
-    slices, the residual added by one K slice, NCCL all-reduce, LayerNorm on both GPUs) of an MLP block, ok."""
+def test_the_mlp_blocks_micro_batching_tp_and_ctapipe_run_on_two_gpus(tmp_path):
+    """On 2 GPUs, an MLP block: micro-batching (peer copies of LayerNorm'd chunks) and TP (GeLU on column slices,
+    the residual added by one K slice, NCCL all-reduce, LayerNorm on both GPUs) through the plan executor, and a
+    CTA-pipelined variant (GeLU fused in the producer, the residual in the consumer, LayerNorm after it), ok."""
     _gpus_or_skip(2)
     from ctahw.experiment import RunConfig, run
     from ctasim.cases import load_experiment
 
     p = tmp_path / "hw-mlp-2gpu.toml"
     p.write_text(SPEC_MLP_2GPU)
-    df = run(load_experiment(str(p)), RunConfig(reps=2, warmup=1, tune_rounds=0, rest_ms=0.0))
+    traces = {}
+    df = run(load_experiment(str(p)), RunConfig(reps=2, warmup=1, tune_rounds=0, rest_ms=0.0), traces=traces)
     assert (df["status"] == "ok").all(), df[["strategy", "variant", "status", "reason"]].to_string()
-    assert len(df) == 4
+    assert len(df) == 5 and traces
