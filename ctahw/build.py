@@ -504,7 +504,7 @@ def _ctapipe_library(name: str, extra: Mapping[str, tuple[object, tuple[object, 
         source=KERNELS_DIR / f"{name}.cu",
         needs_cutlass=True,
         abi_symbol="ctahw_ctapipe_abi_version",
-        abi_version=4,
+        abi_version=5,
         headers=(KERNELS_DIR / "ctapipe.cuh", KERNELS_DIR / "ctapipe_gemm.cuh", KERNELS_DIR / "launch_status.cuh"),
         signatures={
             "ctahw_ctapipe_abi_version": (_i, ()),
@@ -570,7 +570,12 @@ LIBRARIES: dict[str, KernelLibrary] = {
             "ctahw_probe_sleep": (_i, (_ull, _p)),
         },
     ),
-    **{name: _ctapipe_library(name) for name in ("ctapipe_sm90_bf16", "ctapipe_sm90_bf16_cluster")},
+    # Variant (a) also runs fused epilogue ops (ABI 5): the op names by code and the launcher that takes op and C.
+    **{name: _ctapipe_library(name, {
+        "ctahw_ctapipe_epilogue_names": (ctypes.c_char_p, ()),
+        "ctahw_ctapipe_describe_epi": (_i, (_i, _i, ctypes.c_char_p, _i)),
+        "ctahw_ctapipe_gemm_epi": (_i, (_i, _p, _p, _p, _p, _i, _i, _i, _p, _i, _i, _i, _i, _p)),
+    }) for name in ("ctapipe_sm90_bf16", "ctapipe_sm90_bf16_cluster")},
     # The persistent kernels' ring design: the scratch its grid needs, and the launcher's ring-depth check.
     "ctapipe_sm90_bf16_persistent": _ctapipe_library(
         "ctapipe_sm90_bf16_persistent",

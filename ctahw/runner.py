@@ -12,9 +12,14 @@ CPU side (no GPU needed, tested in tests/ctahw):
 * :func:`parse_error` turns a kernel's error buffer into a :class:`ProtocolError` (or None).
 * :func:`parse_trace` turns stamp buffers into a :class:`ctasim.trace.Trace` on GPU 0's timeline.
 * :func:`clock_offsets` estimates each GPU's ``%globaltimer`` offset from ping-pong stamps.
+* :func:`epilogue_codes` maps each kernel's fused epilogue ops (by layer) to the launcher's op code, derived from
+  ``ctahw.gemm.EPILOGUE_OPS_FUSED`` (:data:`EPILOGUE_NAMES`; a loaded library's own list must match it name by name,
+  :func:`check_epilogue_names`), and checks the residual operand (:func:`check_residuals`).
 
 GPU side: :class:`CtaPipeRunner` allocates inputs, weights, the scoreboards and work-queues in the consumer
-GPUs' memory, launches every layer's kernel on its own GPU and stream, and reads errors and traces back.
+GPUs' memory, launches every layer's kernel on its own GPU and stream, and reads errors and traces back. A layer
+with a fused epilogue op (gelu, silu, relu; residual: D = A @ W^T + C) runs variant (a)'s kernel built with CUTLASS's
+fusion operation for it (``ctahw_ctapipe_gemm_epi``); protocol, scheduler and mainloop are the same for every op.
 Epochs: counters, tails and heads are never reset between runs; run ``e`` (1, 2, ...) passes epoch ``e``.
 """
 
@@ -54,6 +59,13 @@ __all__ = [
     "parse_error",
     "parse_trace",
     "clock_offsets",
+    "EPILOGUE_NAMES",
+    "epilogue_names_of",
+    "check_epilogue_names",
+    "C_OPERAND_OPS",
+    "epilogue_codes",
+    "check_residual",
+    "check_residuals",
     "CtaPipeRunner",
 ]
 
@@ -71,15 +83,20 @@ def desc_fields_from_source(text: str, macro: str) -> tuple[str, ...]:
     return names
 
 
+def _first_difference(want: tuple[str, ...], got: tuple[str, ...]) -> tuple[int, str, str]:
+    """The first position where two name lists differ, and what each has there (``nothing (the list ends)``)."""
+    i = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+    return (i, repr(want[i]) if i < len(want) else "nothing (the list ends)",
+            repr(got[i]) if i < len(got) else "nothing (the list ends)")
+
+
 def check_desc_names(lib_names: bytes, fields: tuple[str, ...], what: str) -> None:
     """RuntimeError unless a loaded library's comma-separated descriptor names equal ``fields``, naming the first
     position where they differ (a field renamed, moved, added or dropped on one side only)."""
     names = tuple(n for n in lib_names.decode().split(",") if n)
     if names == fields:
         return
-    i = next((i for i, (a, b) in enumerate(zip(fields, names)) if a != b), min(len(fields), len(names)))
-    src = repr(fields[i]) if i < len(fields) else "nothing (the list ends)"
-    got = repr(names[i]) if i < len(names) else "nothing (the list ends)"
+    i, src, got = _first_difference(fields, names)
     raise RuntimeError(f"{what} descriptor fields differ between the kernel source and the built library: field {i} "
                        f"is {src} in the source but {got} in the library ({len(fields)} vs {len(names)} fields); "
                        "rebuild it (ctahw build)")
@@ -341,6 +358,111 @@ def check_cluster(k: KernelArrays, pipes: Sequence[PipeArrays], cluster: str) ->
                              f"{what} (cluster {cluster})")
 
 
+# --------------------------------------------------------------------------------------------------
+# Fused epilogue ops (variant (a) only)
+
+
+def epilogue_names_of(fused: Mapping[tuple[str, ...], int]) -> tuple[str, ...]:
+    """The op names by launcher code of an ``{op sequence: code}`` table (``ctahw.gemm.EPILOGUE_OPS_FUSED``): code 0
+    is the plain epilogue, named ``none``; every other code runs one op alone. ValueError unless the codes are 0, 1,
+    ... each once, 0 is the empty sequence and every other sequence has one op: what the kernel's list can hold."""
+    by_code: dict[int, str] = {}
+    for ops, code in fused.items():
+        if len(ops) > 1 or (code == 0) != (len(ops) == 0):
+            raise ValueError(f"epilogue op code {code} is {ops!r}: code 0 is the plain epilogue (), every other code "
+                             "one op alone")
+        if code in by_code:
+            raise ValueError(f"epilogue op code {code} is used twice ({by_code[code]!r} and {ops!r})")
+        by_code[code] = ops[0] if ops else "none"
+    if sorted(by_code) != list(range(len(by_code))):
+        raise ValueError(f"epilogue op codes {sorted(by_code)} are not 0, 1, ..., {len(by_code) - 1}")
+    return tuple(by_code[c] for c in range(len(by_code)))
+
+
+def _fused_table() -> dict[tuple[str, ...], int]:
+    from ctahw.gemm import EPILOGUE_OPS_FUSED  # noqa: PLC0415 - pure module data (no CuPy)
+
+    return dict(EPILOGUE_OPS_FUSED)
+
+
+EPILOGUE_NAMES: tuple[str, ...] = epilogue_names_of(_fused_table())
+"""Names of the launcher's epilogue op codes, by code (``none``, ``gelu``, ...): derived from
+``ctahw.gemm.EPILOGUE_OPS_FUSED``, the one Python table of fused ops (whose codes ``ctahw.rowwise.EPILOGUE_OP_CODES``
+shares); the kernel's list is ``CTAPIPE_EPILOGUE_OPS`` in kernels/ctapipe_gemm.cuh, exported by the library as
+``ctahw_ctapipe_epilogue_names`` and compared with this at load time (:func:`check_epilogue_names`)."""
+
+C_OPERAND_OPS = frozenset({"residual"})
+"""Epilogue ops that read a C operand (D = acc + C): the launcher needs C for them and refuses it for the others."""
+
+
+def check_epilogue_names(lib_names: bytes, what: str, names: tuple[str, ...] = EPILOGUE_NAMES) -> None:
+    """RuntimeError unless a loaded library's comma-separated epilogue op names (by code) equal ``names``, naming the
+    first code where they differ: an op moved, renamed, added or dropped on one side only would otherwise run
+    another epilogue than the one asked for."""
+    got = tuple(n for n in lib_names.decode().split(",") if n)
+    if got == names:
+        return
+    i, want, have = _first_difference(names, got)
+    raise RuntimeError(f"{what}: epilogue op codes differ between ctahw.gemm.EPILOGUE_OPS_FUSED and the built library: "
+                       f"code {i} is {want} in Python but {have} in the library ({len(names)} vs {len(got)} ops; the "
+                       "library's list is CTAPIPE_EPILOGUE_OPS in kernels/ctapipe_gemm.cuh); rebuild it (ctahw build)")
+
+
+def epilogue_codes(kernels: Sequence[KernelArrays], epilogues: Mapping[int, Sequence[str] | str] | None,
+                   persistent: str = "") -> dict[int, int]:
+    """The launcher's epilogue op code of every kernel (by op id), from ``epilogues`` (layer -> op sequence; a single
+    name counts as a one-op sequence; layers not named run the plain epilogue, code 0). ValueError for a layer no
+    kernel runs, an op the kernels do not fuse, or any op on variant (b) (the persistent kernels run none)."""
+    epilogues = dict(epilogues or {})
+    layers = {k.layer: k for k in kernels}
+    extra = sorted(set(epilogues) - set(layers))
+    if extra:
+        raise ValueError(f"epilogues name layer {extra[0]}, but the plan's kernels run layers "
+                         f"{', '.join(map(str, sorted(layers)))}")
+    codes = {k.op: 0 for k in kernels}
+    for layer, ops in sorted(epilogues.items()):
+        ops = (ops,) if isinstance(ops, str) else tuple(ops)
+        k = layers[layer]
+        unknown = [o for o in ops if o not in EPILOGUE_NAMES or o == "none"]
+        if unknown:
+            raise ValueError(f"{k.name} (layer {layer}): unknown epilogue op {unknown[0]!r} (the CTA-pipelined kernels "
+                             f"fuse: {', '.join(n for n in EPILOGUE_NAMES if n != 'none')})")
+        if len(ops) > 1:
+            raise ValueError(f"{k.name} (layer {layer}): epilogue {ops!r}: the CTA-pipelined kernels fuse one op alone")
+        code = EPILOGUE_NAMES.index(ops[0]) if ops else 0
+        if code and persistent:
+            raise ValueError(f"{k.name} (layer {layer}): epilogue {ops!r} asked of variant (b), the persistent kernels "
+                             f"({PERSISTENT_LIBRARY}), which run no fused epilogue op; variant (a) runs them")
+        codes[k.op] = code
+    return codes
+
+
+def check_residual(c, m: int, n: int, gpu: int, what: str) -> None:
+    """ValueError unless ``c`` is the residual a kernel's epilogue can read: a C-contiguous ``m x n`` uint16 (bf16)
+    CuPy array on GPU ``gpu``, the kernel's own (C is TMA-loaded with D's row-major stride)."""
+    if c is None:
+        raise ValueError(f"{what}: the residual epilogue needs C, the {m}x{n} bf16 (uint16) residual; got None")
+    dtype, shape = getattr(c, "dtype", None), tuple(getattr(c, "shape", ()))
+    dev = getattr(getattr(c, "device", None), "id", None)
+    contiguous = getattr(getattr(c, "flags", None), "c_contiguous", False)
+    if str(dtype) != "uint16" or shape != (m, n) or dev != gpu or not contiguous:
+        raise ValueError(f"{what}: the residual C must be a C-contiguous {m}x{n} uint16 CuPy array on GPU {gpu} (the "
+                         f"kernel's); got {type(c).__name__} dtype={dtype} shape={shape} device={dev} "
+                         f"c_contiguous={contiguous}")
+
+
+def check_residuals(kernels: Sequence[KernelArrays], codes: Mapping[int, int], residual, m: int,
+                    dims: Sequence[int]) -> None:
+    """ValueError unless ``residual`` is given exactly when some kernel's epilogue reads C, and fits every such
+    kernel (:func:`check_residual`: ``m x dims[layer + 1]`` on its GPU)."""
+    readers = [k for k in kernels if EPILOGUE_NAMES[codes[k.op]] in C_OPERAND_OPS]
+    if residual is not None and not readers:
+        named = ", ".join(f"layer {k.layer}: {EPILOGUE_NAMES[codes[k.op]]}" for k in kernels)
+        raise ValueError(f"a residual was given, but no kernel's epilogue reads C ({named})")
+    for k in readers:
+        check_residual(residual, m, dims[k.layer + 1], k.gpu, f"{k.name} (layer {k.layer})")
+
+
 def descriptor(k: KernelArrays, pipes: Sequence[PipeArrays], ptrs: Mapping[str, int], *, epoch: int,
                timeout_ns: int, stall_row: int = -1) -> np.ndarray:
     """The launcher's int64 descriptor for kernel ``k``. ``ptrs`` maps DESC_FIELDS pointer names to device
@@ -512,11 +634,18 @@ class CtaPipeRunner:
     ``x`` (layer 0's input, on the first kernel's GPU) and ``weights[i]`` (layer i, on layer i's GPU) are bf16
     bit arrays (uint16 CuPy). Each producer writes its output straight into its consumer's input buffer on
     the consumer GPU; the last kernel writes ``self.out``. ``trace`` selects the kernel compiled with stamps.
+
+    ``epilogues`` maps a layer to the epilogue op fused into its kernel (``("gelu",)``, ``("silu",)``, ``("relu",)``,
+    ``("residual",)``; layers not named: the plain epilogue, launched as before through ``ctahw_ctapipe_gemm``);
+    ``residual`` is the C operand of the residual layer (D = A @ W^T + C: an ``m x N`` uint16 CuPy array on that
+    layer's GPU, read as it is at launch, e.g. the workload's input X). Checked before anything is allocated
+    (:func:`epilogue_codes`, :func:`check_residuals`). Variant (b) (``persistent``) runs no epilogue op.
     """
 
     def __init__(self, plan: Plan, m: int, dims: Sequence[int], x, weights: Sequence, *, trace: bool = False,
                  timeout_ns: int = 2_000_000_000, clusters: Mapping[int, str] | None = None,
-                 persistent: bool | str = False):
+                 persistent: bool | str = False, epilogues: Mapping[int, Sequence[str] | str] | None = None,
+                 residual=None):
         from ctahw import build
         from ctahw.device import require_cupy
 
@@ -526,12 +655,17 @@ class CtaPipeRunner:
         self.clusters = {k.op: (clusters or {}).get(k.op, "1x1") for k in self.kernels}
         self.libs = {}
         self.persistent = ("smem" if persistent is True else persistent) or ""
+        self.epilogue_codes = epilogue_codes(self.kernels, epilogues, self.persistent)
+        check_residuals(self.kernels, self.epilogue_codes, residual, m, self.dims)
+        self.residual = residual
         for k in self.kernels:
             check_cluster(k, self.pipes, self.clusters[k.op])
             if self.persistent:
                 check_persistent(k, self.clusters[k.op])
             lib = build.library(library_of(self.clusters[k.op], self.persistent))
             check_desc_names(lib.ctahw_ctapipe_desc_names(), DESC_FIELDS, "ctapipe")
+            if not self.persistent:  # variant (a)'s libraries run the epilogue ops: their codes must be ours
+                check_epilogue_names(lib.ctahw_ctapipe_epilogue_names(), library_of(self.clusters[k.op]))
             if self.persistent == "ring":  # the grid launched must fit the ring scratch after cta_tile
                 sms = int(cp.cuda.runtime.getDeviceProperties(k.gpu)["multiProcessorCount"])
                 check_ring_words(lib, ring_grid(k.tiles, sms, self.clusters[k.op]), k.name)
@@ -651,14 +785,36 @@ class CtaPipeRunner:
             lib = self.libs[k.op]
             code = (persistent_code(self.clusters[k.op], self.persistent) if self.persistent
                     else CLUSTERS[self.clusters[k.op]])
+            op = self.epilogue_codes[k.op]
             with self.cp.cuda.Device(k.gpu):
-                rc = lib.ctahw_ctapipe_gemm(a.data.ptr, w.data.ptr, d.data.ptr, self.m, n, kk, 1.0,
-                                            desc.ctypes.data_as(ctypes.c_void_p), len(DESC_FIELDS),
-                                            1 if self.trace else 0, code, k.gpu,
-                                            self.stream_of(k, streams).ptr)
+                if op == 0:  # the plain epilogue: the launcher every variant had before the epilogue ops
+                    rc = lib.ctahw_ctapipe_gemm(a.data.ptr, w.data.ptr, d.data.ptr, self.m, n, kk, 1.0,
+                                                desc.ctypes.data_as(ctypes.c_void_p), len(DESC_FIELDS),
+                                                1 if self.trace else 0, code, k.gpu,
+                                                self.stream_of(k, streams).ptr)
+                else:
+                    c = self.residual.data.ptr if EPILOGUE_NAMES[op] in C_OPERAND_OPS else None
+                    rc = lib.ctahw_ctapipe_gemm_epi(op, a.data.ptr, w.data.ptr, c, d.data.ptr, self.m, n, kk,
+                                                    desc.ctypes.data_as(ctypes.c_void_p), len(DESC_FIELDS),
+                                                    1 if self.trace else 0, code, k.gpu,
+                                                    self.stream_of(k, streams).ptr)
             if rc != 0:
                 raise RuntimeError(f"{k.name}: launch failed: {lib.ctahw_ctapipe_status_string(rc).decode()}")
         self.epoch += 1
+
+    def describe(self, k: KernelArrays) -> str:
+        """The library's one line on kernel ``k`` as launched (cluster, stages, shared memory, epilogue op)."""
+        import ctypes
+
+        buf = ctypes.create_string_buffer(512)
+        lib = self.libs[k.op]
+        code = (persistent_code(self.clusters[k.op], self.persistent) if self.persistent
+                else CLUSTERS[self.clusters[k.op]])
+        op = self.epilogue_codes[k.op]
+        rc = lib.ctahw_ctapipe_describe_epi(op, code, buf, 512) if op else lib.ctahw_ctapipe_describe(code, buf, 512)
+        if rc < 0:
+            raise RuntimeError(f"{k.name}: describe failed: {lib.ctahw_ctapipe_status_string(rc).decode()}")
+        return buf.value.decode()
 
     def check_errors(self) -> None:
         """Raise the first ProtocolError any kernel recorded (call after the GPUs finished)."""

@@ -31,6 +31,24 @@
 // The tile id is broadcast through global memory (cta_tile[cta]), not a static __shared__ variable: static
 // shared memory shifts CUTLASS's dynamic shared storage off the alignment its swizzled TMA buffers need
 // (it failed with a misaligned address). Tracing (%globaltimer stamps) is a template parameter.
+//
+// Fused epilogue ops (Config's third template parameter, op codes of CTAPIPE_EPILOGUE_OPS below): CUTLASS's own
+// fusion operations given to the epilogue CollectiveBuilder, as gemm_sm90_bf16_epi.cu does for the plain GEMM; the
+// kernel, mainloop, scheduler and protocol are the same for every op:
+//
+//   op 0 none     D = alpha * acc (the builder's default LinearCombination, C = void: today's kernel, unchanged)
+//   op 1 gelu     D = GELU(acc), erf form                     fusion::LinCombEltAct<thread::GELU, ...>, C = void
+//   op 2 silu     D = acc * sigmoid(acc)                      fusion::LinCombEltAct<thread::SiLu, ...>, C = void
+//   op 3 relu     D = max(acc, 0)                             fusion::LinCombEltAct<thread::ReLu, ...>, C = void
+//   op 4 residual D = acc + C, C[M,N] row-major bf16          fusion::LinearCombination<..., bf16 C>, alpha = beta = 1
+//
+// Ops 1-3 run with alpha = 1, beta = 0 and no C operand (no C load, no C shared memory). Op 4's C is TMA-loaded
+// by the producer warp group's epilogue-load warp, which calls fetch_next_work too but never signals (only the
+// consumer warp groups do); its buffers are carved out of the mainloop's shared memory (StageCountAutoCarveout):
+// with CUTLASS 4.2 every cluster shape keeps 4 mainloop stages, 230400 bytes of shared memory against 214016 for
+// ops 0-3 (ctahw_ctapipe_describe_epi; the H200 allows 232448 a CTA). C is read only: no pipelined kernel produces
+// it, so no protocol step orders it (it must be written before the launch). fp32 math on the fp32 accumulator,
+// rounded once to bf16.
 #pragma once
 
 #include <cstdio>
@@ -44,6 +62,8 @@
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/collective/collective_builder.hpp"
 #include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/operations.hpp"
+#include "cutlass/epilogue/thread/activation.h"
 #include "cutlass/gemm/device/gemm_universal_adapter.h"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
@@ -300,13 +320,100 @@ constexpr int kAlign = 8;
 
 using TileShape = Shape<_128, _256, _64>;
 
-template <int CM, int CN>
+// The fused epilogue ops, by code and name: the one list the library exports (ctahw_ctapipe_epilogue_names) and the
+// launcher dispatches on; ctahw.runner checks the names against ctahw.gemm.EPILOGUE_OPS_FUSED at load time.
+#define CTAPIPE_EPILOGUE_OPS(X) X(0, none) X(1, gelu) X(2, silu) X(3, relu) X(4, residual)
+
+// Op `Op`'s fusion operation, C element (void: no C operand), name and description. Op 0's Fusion is exactly the
+// type the epilogue builder defaults to (LinearCombination<ElementD, ElementCompute = ElementAccumulator,
+// ElementC = void, ElementCompute>), so Config<CM, CN, 0> is the kernel built before ops existed.
+template <int Op>
+struct EpilogueOp;
+
+namespace fusion = cutlass::epilogue::fusion;
+namespace act = cutlass::epilogue::thread;
+
+template <>
+struct EpilogueOp<0> {
+  static constexpr const char* name = "none";
+  static constexpr const char* fusion = "LinearCombination,C=void,alpha,beta=0";
+  using ElementC = void;
+  using Fusion = fusion::LinearCombination<ElementD, ElementAccumulator, void, ElementAccumulator>;
+};
+// Ops 1-3: no C operand (ElementC = void: the builder drops the C load and its shared memory).
+template <template <class> class Act>
+using ActivationFusion = fusion::LinCombEltAct<Act, ElementD, ElementAccumulator, void, ElementAccumulator>;
+template <>
+struct EpilogueOp<1> {
+  static constexpr const char* name = "gelu";
+  static constexpr const char* fusion = "LinCombEltAct<GELU(erf)>,C=void,alpha=1,beta=0";
+  using ElementC = void;
+  using Fusion = ActivationFusion<act::GELU>;
+};
+template <>
+struct EpilogueOp<2> {
+  static constexpr const char* name = "silu";
+  static constexpr const char* fusion = "LinCombEltAct<SiLu>,C=void,alpha=1,beta=0";
+  using ElementC = void;
+  using Fusion = ActivationFusion<act::SiLu>;
+};
+template <>
+struct EpilogueOp<3> {
+  static constexpr const char* name = "relu";
+  static constexpr const char* fusion = "LinCombEltAct<ReLu>,C=void,alpha=1,beta=0";
+  using ElementC = void;
+  using Fusion = ActivationFusion<act::ReLu>;
+};
+template <>
+struct EpilogueOp<4> {
+  static constexpr const char* name = "residual";
+  static constexpr const char* fusion = "LinearCombination,C=bf16,alpha=1,beta=1";
+  using ElementC = cutlass::bfloat16_t;  // row-major M x N, the stride of D
+  using Fusion = fusion::LinearCombination<ElementD, ElementAccumulator, ElementC, ElementAccumulator>;
+};
+
+constexpr bool same_name(const char* a, const char* b) {
+  return *a == *b && (*a == '\0' || same_name(a + 1, b + 1));
+}
+#define CTAPIPE_CHECK_OP(code, op) \
+  static_assert(same_name(EpilogueOp<code>::name, #op), "EpilogueOp<" #code "> is not " #op);
+CTAPIPE_EPILOGUE_OPS(CTAPIPE_CHECK_OP)
+#undef CTAPIPE_CHECK_OP
+// The names are exported by position: the codes must be 0, 1, 2, ... in the order listed.
+#define CTAPIPE_OP_CODE(code, op) code,
+constexpr int kEpilogueCodes[] = {CTAPIPE_EPILOGUE_OPS(CTAPIPE_OP_CODE)};
+#undef CTAPIPE_OP_CODE
+constexpr bool codes_in_order(int i = 0) {
+  return i == int(sizeof(kEpilogueCodes) / sizeof(int)) || (kEpilogueCodes[i] == i && codes_in_order(i + 1));
+}
+static_assert(codes_in_order(), "CTAPIPE_EPILOGUE_OPS: codes must be 0, 1, 2, ... in order (names go by position)");
+#define CTAPIPE_OP_NAME(code, op) #op ","
+constexpr char kEpilogueNames[] = CTAPIPE_EPILOGUE_OPS(CTAPIPE_OP_NAME);
+#undef CTAPIPE_OP_NAME
+
+// Calls f(std::integral_constant<int, Op>{}) for op code `op`, or returns -2006 for an unknown one.
+template <class F>
+int dispatch_op(int op, F&& f) {
+  switch (op) {
+#define CTAPIPE_OP_CASE(code, op) \
+  case code:                      \
+    return f(std::integral_constant<int, code>{});
+    CTAPIPE_EPILOGUE_OPS(CTAPIPE_OP_CASE)
+#undef CTAPIPE_OP_CASE
+    default:
+      return -2006;
+  }
+}
+
+template <int CM, int CN, int Op = 0>
 struct Config {
   using ClusterShape = Shape<Int<CM>, Int<CN>, _1>;
+  using Epi = EpilogueOp<Op>;
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator, void, LayoutD, kAlign,
-      ElementD, LayoutD, kAlign, cutlass::epilogue::TmaWarpSpecializedCooperative>::CollectiveOp;
+      cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator,
+      typename Epi::ElementC, LayoutD, kAlign, ElementD, LayoutD, kAlign,
+      cutlass::epilogue::TmaWarpSpecializedCooperative, typename Epi::Fusion>::CollectiveOp;
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA, kAlign, ElementB, LayoutB, kAlign,
       ElementAccumulator, TileShape, ClusterShape,
@@ -319,6 +426,15 @@ struct Config {
   template <bool Trace>
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel<Trace>>;
 };
+// Op 0 is the builder's default epilogue: the same kernel type as before the op parameter existed.
+static_assert(std::is_same_v<
+              Config<1, 1, 0>::CollectiveEpilogue,
+              typename cutlass::epilogue::collective::CollectiveBuilder<
+                  cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, Shape<_1, _1, _1>,
+                  cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator, void,
+                  LayoutD, kAlign, ElementD, LayoutD, kAlign,
+                  cutlass::epilogue::TmaWarpSpecializedCooperative>::CollectiveOp>,
+              "op 0 must be the builder's default epilogue");
 
 
 // The descriptor: int64 fields in the order of CTAPIPE_DESC_FIELDS (ctapipe.cuh), pointers as integers.
@@ -363,12 +479,14 @@ inline int check_desc(const ctapipe::Params& p, int trace, int cluster_size) {
   return 0;
 }
 
-// D = alpha * A @ B with a CTA-pipelined CUTLASS device adapter `Gemm` (the classical variants below; the
-// persistent ones of ctapipe_sm90_bf16_persistent.cu): `pipe` goes to its tile scheduler.
+// D = epilogue(alpha * A @ B + beta * C) with a CTA-pipelined CUTLASS device adapter `Gemm` (the classical variants
+// below; the persistent ones of ctapipe_sm90_bf16_persistent.cu): `pipe` goes to its tile scheduler. C (row-major
+// M x N, the stride of D) is read only by a Gemm whose epilogue has a C operand; pass nullptr otherwise.
 template <class Gemm>
-int launch(const void* a, const void* b, void* d, int m, int n, int k, float alpha, const ctapipe::Params& pipe,
-           int device, cudaStream_t stream) {
+int launch(const void* a, const void* b, const void* c, void* d, int m, int n, int k, float alpha, float beta,
+           const ctapipe::Params& pipe, int device, cudaStream_t stream) {
   using K = typename Gemm::GemmKernel;
+  using PtrC = typename K::CollectiveEpilogue::ElementC const*;  // void const* where there is no C
   cutlass::KernelHardwareInfo hw;
   hw.device_id = device;
   hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(device);
@@ -379,12 +497,21 @@ int launch(const void* a, const void* b, void* d, int m, int n, int k, float alp
   typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
                                 {m, n, k, 1},
                                 {static_cast<const ElementA*>(a), sa, static_cast<const ElementB*>(b), sb},
-                                {{alpha, 0.0f}, nullptr, sc, static_cast<ElementD*>(d), sd},
+                                {{}, static_cast<PtrC>(c), sc, static_cast<ElementD*>(d), sd},
                                 hw};
+  args.epilogue.thread.alpha = alpha;
+  args.epilogue.thread.beta = beta;
   args.scheduler.pipe = pipe;
   if (Gemm::get_workspace_size(args) != 0) return -2000;
   Gemm gemm;
   return ctahw::launch::can_initialize_run(gemm, args, nullptr, stream);
+}
+
+// The plain epilogue (D = alpha * A @ B, no C), as every variant launched it before the epilogue ops.
+template <class Gemm>
+int launch(const void* a, const void* b, void* d, int m, int n, int k, float alpha, const ctapipe::Params& pipe,
+           int device, cudaStream_t stream) {
+  return launch<Gemm>(a, b, nullptr, d, m, n, k, alpha, 0.0f, pipe, device, stream);
 }
 
 template <int CM, int CN, bool Trace>
@@ -393,22 +520,48 @@ int run(const void* a, const void* b, void* d, int m, int n, int k, float alpha,
   return launch<typename Config<CM, CN>::template Gemm<Trace>>(a, b, d, m, n, k, alpha, pipe, device, stream);
 }
 
+// Epilogue op `op` (CTAPIPE_EPILOGUE_OPS) fused, alpha = 1; beta = 1 with C for an op that has a C operand (the
+// residual), else beta = 0 and c must be nullptr. -2006: unknown op; -2007: C missing, or given to an op without one.
 template <int CM, int CN>
+int run_epi(int op, bool trace, const void* a, const void* b, const void* c, void* d, int m, int n, int k,
+            const ctapipe::Params& pipe, int device, cudaStream_t stream) {
+  return dispatch_op(op, [&](auto code) {
+    using C = Config<CM, CN, decltype(code)::value>;
+    constexpr bool has_c = !std::is_void_v<typename C::Epi::ElementC>;
+    if (has_c != (c != nullptr)) return -2007;
+    const float beta = has_c ? 1.0f : 0.0f;  // a sourceless (void-C) epilogue requires beta == 0
+    return trace ? launch<typename C::template Gemm<true>>(a, b, c, d, m, n, k, 1.0f, beta, pipe, device, stream)
+                 : launch<typename C::template Gemm<false>>(a, b, c, d, m, n, k, 1.0f, beta, pipe, device, stream);
+  });
+}
+
+template <int CM, int CN, int Op = 0>
 int describe(char* buf, int len) {
-  using C = Config<CM, CN>;
+  using C = Config<CM, CN, Op>;
   return snprintf(buf, static_cast<size_t>(len),
                   "cutlass=%d.%d.%d kernel=sm90_tma_ws_cooperative_ctapipe_classical dtype=bf16 layout=TN "
-                  "tile=%dx%dx%d cluster=%dx%dx1 stages=%d threads=%d smem_bytes=%d",
+                  "tile=%dx%dx%d cluster=%dx%dx1 stages=%d threads=%d smem_bytes=%d%s%s%s%s",
                   CUTLASS_MAJOR, CUTLASS_MINOR, CUTLASS_PATCH, int(size<0>(TileShape{})), int(size<1>(TileShape{})),
                   int(size<2>(TileShape{})), CM, CN, int(C::CollectiveMainloop::DispatchPolicy::Stages),
                   int(C::template Kernel<false>::MaxThreadsPerBlock),
-                  int(C::template Kernel<false>::SharedStorageSize));
+                  int(C::template Kernel<false>::SharedStorageSize), Op ? " epilogue=" : "", Op ? C::Epi::name : "",
+                  Op ? " fusion=" : "", Op ? C::Epi::fusion : "");
+}
+
+// describe() of op `op`'s kernel, or -2006 for an unknown op.
+template <int CM, int CN>
+int describe_epi(int op, char* buf, int len) {
+  return dispatch_op(op, [&](auto code) { return describe<CM, CN, decltype(code)::value>(buf, len); });
 }
 
 inline const char* status_string(int code) {
   if (code == -2000) return "the kernel asked for a workspace";
   if (code == -2002) return "bad ctapipe descriptor";
   if (code == -2003) return "cluster shape not built into this library";
+#define CTAPIPE_OP_CODE_NAME(code, op) " " #code "=" #op
+  if (code == -2006) return "unknown epilogue op (this library runs" CTAPIPE_EPILOGUE_OPS(CTAPIPE_OP_CODE_NAME) ")";
+#undef CTAPIPE_OP_CODE_NAME
+  if (code == -2007) return "the residual op needs its C operand, and an op without one takes none (c must be NULL)";
   if (code == -2005)
     return "K too small for the persistent ring design's hand-off ring: the load warp could overwrite a tile the "
            "MMA threads have not read (a queue-fed ring kernel needs ring_depth x ceil(K / tile K) > stages; "
@@ -420,15 +573,30 @@ inline const char* status_string(int code) {
 
 // The exports every CTA-pipelining library shares (besides its own describe and gemm launchers), compiled into the
 // translation units that define CTAHW_CTAPIPE_LIBRARY before including this header. ABI 4: the descriptor's field
-// names exported (ctahw_ctapipe_desc_names).
+// names exported (ctahw_ctapipe_desc_names). ABI 5: the classical libraries export the fused-epilogue launcher
+// ctahw_ctapipe_gemm_epi with ctahw_ctapipe_describe_epi and ctahw_ctapipe_epilogue_names (CTAHW_CTAPIPE_EPILOGUE
+// below; the persistent library does not run epilogue ops); status codes -2006 and -2007.
 #ifdef CTAHW_CTAPIPE_LIBRARY
 extern "C" {
 
-int ctahw_ctapipe_abi_version() { return 4; }
+int ctahw_ctapipe_abi_version() { return 5; }
 int ctahw_ctapipe_desc_fields() { return ctahw::ctapipe_gemm::kDescFields; }
 const char* ctahw_ctapipe_desc_names() { return ctahw::ctapipe_gemm::kDescNames; }
 int ctahw_ctapipe_tile_stamp_words() { return ctapipe::kTileStampWords; }
 const char* ctahw_ctapipe_status_string(int code) { return ctahw::ctapipe_gemm::status_string(code); }
+
+}  // extern "C"
+#endif
+
+// The fused-epilogue op list of the classical libraries (ABI 5), compiled into the translation units that define
+// CTAHW_CTAPIPE_EPILOGUE_LIBRARY (ctapipe_sm90_bf16.cu, ctapipe_sm90_bf16_cluster.cu; each writes its own
+// ctahw_ctapipe_gemm_epi and ctahw_ctapipe_describe_epi for its cluster codes with run_epi and describe_epi).
+#ifdef CTAHW_CTAPIPE_EPILOGUE_LIBRARY
+extern "C" {
+
+// The op names by code ("none,gelu,silu,relu,residual,"): ctahw.runner checks them against
+// ctahw.gemm.EPILOGUE_OPS_FUSED when it loads the library.
+const char* ctahw_ctapipe_epilogue_names() { return ctahw::ctapipe_gemm::kEpilogueNames; }
 
 }  // extern "C"
 #endif

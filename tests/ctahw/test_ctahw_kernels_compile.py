@@ -156,3 +156,55 @@ def test_persistent_launcher_refuses_a_ring_too_shallow_for_k():
                                    len(DESC_FIELDS), 0, ring, 0, None) == -2002
     assert cdll.ctahw_ctapipe_gemm(None, None, None, 512, 512, tile_k, 1.0, desc, len(DESC_FIELDS), 0,
                                    persistent_code("2x1", "ring"), 0, None) == -2003
+
+
+@pytest.mark.parametrize("name", ["ctapipe_sm90_bf16", "ctapipe_sm90_bf16_cluster"])
+def test_ctapipe_epilogue_ops_are_exported_and_refused_before_any_cuda_call(name):
+    """Variant (a)'s fused epilogue ops: the library's op list is ctahw.gemm's (by name), each op's kernel fits an
+    H200's shared memory (the residual's C buffers beside the mainloop's stages), op 0 is the plain kernel, and the
+    launcher refuses an unknown op (-2006) or a C that does not go with the op (-2007) before any CUDA call."""
+    import re
+
+    from ctahw.runner import CLUSTERS, DESC_FIELDS, EPILOGUE_NAMES, LIBRARY_OF_CLUSTER, check_epilogue_names
+
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    lib = build.LIBRARIES[name]
+    lib.build()
+    cdll = lib.load()
+    check_epilogue_names(cdll.ctahw_ctapipe_epilogue_names(), name)
+    buf, plain = ctypes.create_string_buffer(512), ctypes.create_string_buffer(512)
+    codes = [code for code in CLUSTERS.values() if LIBRARY_OF_CLUSTER[code] == name]
+    for code in codes:
+        assert cdll.ctahw_ctapipe_describe(code, plain, 512) > 0
+        smem = {}
+        for op, op_name in enumerate(EPILOGUE_NAMES):
+            assert cdll.ctahw_ctapipe_describe_epi(op, code, buf, 512) > 0
+            text = buf.value.decode()
+            if op == 0:
+                assert text == plain.value.decode()  # the kernel ctahw_ctapipe_gemm runs
+            else:
+                assert f" epilogue={op_name} " in text
+            smem[op_name] = int(re.search(r"smem_bytes=(\d+)", text).group(1))
+            assert smem[op_name] <= 232448, text  # an H200 CTA's opt-in maximum
+        assert smem["gelu"] == smem["silu"] == smem["relu"] == smem["none"] < smem["residual"]
+        assert cdll.ctahw_ctapipe_describe_epi(len(EPILOGUE_NAMES), code, buf, 512) == -2006
+    assert cdll.ctahw_ctapipe_describe_epi(0, 7, buf, 512) == -2003
+    msg = cdll.ctahw_ctapipe_status_string(-2006).decode()
+    assert all(f"{i}={n}" in msg for i, n in enumerate(EPILOGUE_NAMES)), msg
+    cl = codes[0]
+    desc = _ctapipe_desc(num_tiles=4, in_capacity=4)
+    c = ctypes.c_void_p(4096)  # never read: every call below is refused first
+
+    def launch(op, c_ptr, d=desc, ndesc=len(DESC_FIELDS), cluster=cl):
+        return cdll.ctahw_ctapipe_gemm_epi(op, None, None, c_ptr, None, 256, 512, 64, d, ndesc, 0, cluster, 0, None)
+
+    assert launch(len(EPILOGUE_NAMES), None) == -2006
+    assert launch(-1, None) == -2006
+    assert launch(EPILOGUE_NAMES.index("residual"), None) == -2007  # the residual without C
+    for op_name in ("gelu", "silu", "relu", "none"):
+        assert launch(EPILOGUE_NAMES.index(op_name), c) == -2007  # C given to an op that has none
+    assert launch(1, None, ndesc=len(DESC_FIELDS) - 1) == -2002
+    assert launch(1, None, d=_ctapipe_desc(epoch=0)) == -2002
+    assert launch(1, None, cluster=7) == -2003
