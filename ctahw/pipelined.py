@@ -265,6 +265,10 @@ def ctapipe_rows(sweep, m: int, wl=None) -> list[dict]:
     with cp.cuda.Device(last.gpu):
         z = cp.empty((m, dims[-1]), dtype=cp.uint16) if norm else None
     names = [n for n in getattr(sweep.cfg, "ctapipe_variants", tuple(VARIANTS)) if n in VARIANTS]
+    fused_none = [n for n in names if epilogues and VARIANTS[n].persistent]
+    if fused_none:
+        raise ValueError(f"ctapipe M={m}: {', '.join(fused_none)} (variant (b), persistent) fuse no epilogue op; the "
+                         f"workload has {epilogues}")
     plans = {n: variant_plan(base, VARIANTS[n], wl=wl) for n in names}
     runners = {n: rn.CtaPipeRunner(plans[n], m, dims, xs[0], ws, trace=VARIANTS[n].trace,
                                    clusters=clusters_of(plans[n], VARIANTS[n]), persistent=VARIANTS[n].persistent,
