@@ -775,7 +775,7 @@ class CtaPipeRunner:
 
         streams = streams or self.streams
         self._descs = []
-        for k in sorted(self.kernels, key=lambda k: -k.layer):  # consumers first: they wait, producers do not
+        for k in self.launch_order():
             desc = self.descriptor(k, stall_row=stall_row if k.outbound >= 0 else -1)
             self._descs.append(desc)
             a = self.inputs[k.op]
@@ -801,6 +801,10 @@ class CtaPipeRunner:
             if rc != 0:
                 raise RuntimeError(f"{k.name}: launch failed: {lib.ctahw_ctapipe_status_string(rc).decode()}")
         self.epoch += 1
+
+    def launch_order(self) -> list[KernelArrays]:
+        """The order :meth:`launch` enqueues the kernels in: consumers first (they wait, producers do not)."""
+        return sorted(self.kernels, key=lambda k: -k.layer)
 
     def describe(self, k: KernelArrays) -> str:
         """The library's one line on kernel ``k`` as launched (cluster, stages, shared memory, epilogue op)."""

@@ -38,9 +38,12 @@ from ctahw import runner as rn
 
 class OneGpuRunner(rn.CtaPipeRunner):
     """A :class:`ctahw.runner.CtaPipeRunner` with every kernel and pipe of a plan on GPU 0, each kernel launched on a
-    stream of its own (:meth:`stream_of`)."""
+    stream of its own (:meth:`stream_of`). ``serial=True``: every kernel on one stream, producers first, so a
+    consumer starts once its producer finished (every queue slot published, every counter complete): the data path
+    and the protocol's bookkeeping without relying on the two grids running side by side."""
 
-    def __init__(self, plan, *args, **kwargs):
+    def __init__(self, plan, *args, serial: bool = False, **kwargs):
+        self.serial = serial
         plan_arrays = rn.plan_arrays
 
         def on_gpu0(p):
@@ -57,7 +60,10 @@ class OneGpuRunner(rn.CtaPipeRunner):
             self.kernel_streams = {k.op: self.cp.cuda.Stream(non_blocking=True) for k in self.kernels}
 
     def stream_of(self, k, streams):
-        return self.kernel_streams[k.op]
+        return self.kernel_streams[min(self.kernel_streams)] if self.serial else self.kernel_streams[k.op]
+
+    def launch_order(self):
+        return sorted(self.kernels, key=lambda k: k.layer) if self.serial else super().launch_order()
 
     def sync(self) -> None:
         with self.cp.cuda.Device(0):

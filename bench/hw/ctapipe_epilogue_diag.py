@@ -1,0 +1,53 @@
+"""One-GPU diagnosis of the fused-epilogue CTA-pipelined kernels: which combinations run concurrently."""
+import importlib.util, json, math, os, sys, time
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("ctapipe_onegpu", "bench/hw/ctapipe_onegpu.py")
+mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+import cupy as cp
+from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits, output_error, poison, random_bf16
+from ctahw.executor import reference_output
+from ctasim.spec import Layer, Strategy, Workload, load_hardware
+from ctasim.strategies import build_plans
+from ctasim.variants import VARIANTS, clusters_of
+out = []
+def run(shape, p_op, c_op, serial, variant="cutlass_ctapipe"):
+    M, K0, N0, N1 = shape
+    l0 = Layer(m=M, k=K0, n=N0, epilogue=(p_op,) if p_op else ())
+    l1 = Layer(m=M, k=N0, n=N1, epilogue=(c_op,) if c_op else ())
+    wl = Workload("d", "bf16", (l0, l1))
+    plan = build_plans(Strategy(kind="ctapipe", variant=variant), wl, load_hardware("h200-x2-calibrated"), 2, "d")[0]
+    v = VARIANTS[variant]
+    rng = cp.random.default_rng(1)
+    x = random_bf16((M, K0), cp, rng); ws = [random_bf16((l.n, l.k), cp, rng, 1 / math.sqrt(l.k)) for l in (l0, l1)]
+    rnd = lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp)
+    ref = reference_output(cp, bf16_bits_to_f32(x, cp), [bf16_bits_to_f32(w, cp) for w in ws], (l0, l1), rnd)
+    eps = {i: l.epilogue for i, l in enumerate((l0, l1)) if l.epilogue}
+    row = dict(shape=shape, p=p_op, c=c_op, serial=serial, variant=variant)
+    t0 = time.time()
+    r = None
+    try:
+        r = mod.OneGpuRunner(plan, M, [K0, N0, N1], x, ws, clusters=clusters_of(plan, v), timeout_ns=1_000_000_000,
+                             serial=serial, **({"epilogues": eps} if eps else {}), **({"residual": x} if c_op == "residual" else {}))
+        poison(r.out)
+        for b in r.inputs.values():
+            if b is not x: poison(b)
+        r.sync(); r.launch(); r.sync(); r.check_errors()
+        row["rel"] = output_error(cp, r.out, ref)
+        for _ in range(3):
+            r.launch(); r.sync()
+        r.check_errors(); row["rel_last"] = output_error(cp, r.out, ref); row["ok"] = row["rel_last"] < 1e-2
+    except Exception as e:
+        row["ok"] = False; row["err"] = f"{type(e).__name__}: {str(e)[:160]}"
+        if r is not None: r.sync()
+    row["s"] = round(time.time() - t0, 2)
+    print(json.dumps(row), flush=True); out.append(row)
+    del r; cp.get_default_memory_pool().free_all_blocks()
+MLP = (1024, 2048, 7168, 2048); SQ = (1024, 1024, 1024, 1024); SQ2 = (1024, 2048, 2048, 2048)
+for shape in (SQ, SQ2, MLP):
+    for p_op, c_op in ((None, None), ("gelu", None), (None, "residual"), ("gelu", "residual")):
+        run(shape, p_op, c_op, False)
+for p_op, c_op in ((None, None), ("gelu", "residual"), ("silu", "residual"), ("relu", "residual")):
+    run(MLP, p_op, c_op, True)
+run(MLP, "gelu", "residual", True, "cutlass_ctapipe_g21")
+run(MLP, "gelu", "residual", False, "cutlass_ctapipe_g21")
+Path(sys.argv[1]).write_text("\n".join(json.dumps(r) for r in out))
