@@ -673,6 +673,7 @@ class CtaPipeRunner:
                                  k.name)
             self.libs[k.op] = lib
         self.trace, self.timeout_ns = trace, int(timeout_ns)
+        self.load_kernels()
         self.epoch = 1
         if len(self.kernels) != len(weights):
             raise ValueError(f"{len(self.kernels)} kernels but {len(weights)} weight matrices")
@@ -721,6 +722,21 @@ class CtaPipeRunner:
         self.outputs = {}
         for k in self.kernels:
             self.outputs[k.op] = self.inputs[self.pipes[k.outbound].consumer] if k.outbound >= 0 else self.out
+
+    def load_kernels(self) -> None:
+        """Load every kernel of variant (a) into its GPU's context before the first launch (``ctahw_ctapipe_load``):
+        with CUDA's lazy loading a kernel is loaded at its first launch, which may wait for the kernels already
+        running there -- a consumer launched first, spinning on its queue, would keep its producer on the same GPU
+        from loading until its bounded wait ran out (the CUDA Programming Guide's lazy-loading hazard). The
+        persistent library (variant (b)) has no such entry: its kernels still load at their first launch."""
+        if self.persistent:
+            return
+        for k in self.kernels:
+            rc = self.libs[k.op].ctahw_ctapipe_load(self.epilogue_codes[k.op], CLUSTERS[self.clusters[k.op]],
+                                                    1 if self.trace else 0, k.gpu)
+            if rc != 0:
+                raise RuntimeError(f"{k.name}: loading its kernel failed: "
+                                   f"{self.libs[k.op].ctahw_ctapipe_status_string(rc).decode()}")
 
     def consumer_waits(self, p: PipeArrays) -> bool:
         return next(k for k in self.kernels if k.op == p.consumer).mode == MODE_WAIT

@@ -14,9 +14,12 @@ head exactly epochs x capacity (0 for a waiting consumer's), no protocol error, 
 every kernel stamped. Not timed (both kernels share one GPU's SMs).
 
 Known limit (bench/results/hw/2026-12-02-ctapipe-onegpu): the variants whose two kernels have different cluster shapes
-(``c21``: 2x1 / 1x2, ``pr21``: 2x1 / 1x1) end in the consumer's pop timeout with nothing published: on the H200 the
-producer did not run beside the consumer (likely: kernels of different cluster shapes are not run side by side), so
-it started only after the consumer gave up.
+(``c21``: 2x1 / 1x2, ``pr21``: 2x1 / 1x1) ended in the consumer's pop timeout with nothing published: the producer
+started only after the consumer gave up. The same happened to the first fused-epilogue kernels
+(bench/results/hw/2026-12-02-ctapipe-epilogue-1gpu): each time the producer was a kernel not launched before in the
+process, i.e. not yet loaded -- CUDA's lazy loading loads a kernel at its first launch, and the load waited for the
+spinning consumer. The runner now loads every variant (a) kernel before its first launch
+(``CtaPipeRunner.load_kernels``); the persistent library has no load entry (``pr21`` may still hit it).
 
     python bench/hw/ctapipe_onegpu.py OUT [--m 1024] [--h 1024] [--iters 20] [--variants a,b]
 

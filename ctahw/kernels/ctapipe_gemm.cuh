@@ -535,6 +535,31 @@ int run_epi(int op, bool trace, const void* a, const void* b, const void* c, voi
   });
 }
 
+// Load `Gemm`'s kernel into device `device`'s context now. With lazy loading (the CUDA default since 12.2) a kernel
+// is loaded at its first launch, and loading may wait for the kernels running in the context: a consumer launched
+// first and spinning on its work-queue would then keep its own producer from being loaded until its bounded wait
+// ran out (the CUDA Programming Guide's lazy-loading hazard for kernels that rely on running concurrently). Runners
+// load every kernel before the first launch. 0, or -cudaError.
+template <class Gemm>
+int load(int device) {
+  int prev = 0;
+  if (cudaError_t e = cudaGetDevice(&prev)) return -int(e);
+  if (cudaError_t e = cudaSetDevice(device)) return -int(e);
+  cudaFuncAttributes attr;
+  cudaError_t e = cudaFuncGetAttributes(&attr, cutlass::device_kernel<typename Gemm::GemmKernel>);
+  cudaSetDevice(prev);
+  return e == cudaSuccess ? 0 : -int(e);
+}
+
+// load() of epilogue op `op`'s kernel (trace on or off), or -2006 for an unknown op.
+template <int CM, int CN>
+int load_epi(int op, bool trace, int device) {
+  return dispatch_op(op, [&](auto code) {
+    using C = Config<CM, CN, decltype(code)::value>;
+    return trace ? load<typename C::template Gemm<true>>(device) : load<typename C::template Gemm<false>>(device);
+  });
+}
+
 template <int CM, int CN, int Op = 0>
 int describe(char* buf, int len) {
   using C = Config<CM, CN, Op>;

@@ -52,4 +52,13 @@ int ctahw_ctapipe_gemm_epi(int op, const void* a, const void* b, const void* c, 
 }
 
 
+// Load the kernel of op `op` (0: ctahw_ctapipe_gemm's), trace on or off, into `device`'s context before any launch
+// (ctapipe_gemm.cuh's load(): lazy loading could otherwise wait for a running consumer). 0, -2003, -2006 or
+// -cudaError.
+int ctahw_ctapipe_load(int op, int cluster, int trace, int device) {
+  if (cluster != 0) return -2003;
+  return cg::load_epi<1, 1>(op, trace != 0, device);
+}
+
+
 }  // extern "C"

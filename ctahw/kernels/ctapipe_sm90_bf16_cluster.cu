@@ -50,4 +50,13 @@ int ctahw_ctapipe_gemm_epi(int op, const void* a, const void* b, const void* c, 
 }
 
 
+// Load the kernel of op `op` (0: ctahw_ctapipe_gemm's) for cluster code `cluster`, trace on or off, into
+// `device`'s context before any launch (ctapipe_gemm.cuh's load()). 0, -2003, -2006 or -cudaError.
+int ctahw_ctapipe_load(int op, int cluster, int trace, int device) {
+  if (cluster == 1) return cg::load_epi<2, 1>(op, trace != 0, device);
+  if (cluster == 2) return cg::load_epi<1, 2>(op, trace != 0, device);
+  return -2003;
+}
+
+
 }  // extern "C"

@@ -229,6 +229,13 @@ class _FakeClassicalLib:
         self.calls.append(("gemm_epi", op, a, w, c, d, m, n, k, trace, cluster))
         return 0
 
+    def ctahw_ctapipe_load(self, op, cluster, trace, device):
+        self.loads = getattr(self, "loads", []) + [(op, cluster, trace, device)]
+        return getattr(self, "load_rc", 0)
+
+    def ctahw_ctapipe_status_string(self, rc):
+        return b"fake status"
+
 
 def _runner(monkeypatch, lib, variant="cutlass_ctapipe", **kw):
     from ctahw import build, device
@@ -278,3 +285,19 @@ def test_the_runner_refuses_before_it_allocates(monkeypatch):
         _runner(monkeypatch, _FakeClassicalLib(), epilogues={0: ("gelu",)}, persistent="ring")
     with pytest.raises(RuntimeError, match="code 1 is 'gelu' in Python but 'silu' in the library"):
         _runner(monkeypatch, _FakeClassicalLib(b"none,silu,gelu,relu,residual,"))
+
+
+def test_every_kernel_is_loaded_before_the_first_launch(monkeypatch):
+    """Lazy loading would load a kernel at its first launch, which may wait for a consumer already spinning on the
+    same GPU: the runner loads each kernel (its op, cluster, trace build, GPU) when it is made, and a failed load is
+    one RuntimeError naming the kernel."""
+    lib = _FakeClassicalLib()
+    res = _Buf((M, N1), gpu=1)
+    r, _ = _runner(monkeypatch, lib, "cutlass_ctapipe_g21", trace=True, epilogues={0: ("gelu",), 1: ("residual",)},
+                   residual=res)
+    prod, cons = sorted(r.kernels, key=lambda k: k.layer)
+    assert sorted(lib.loads) == sorted([(1, 1, 1, prod.gpu), (4, 1, 1, cons.gpu)]) and lib.calls == []
+    bad = _FakeClassicalLib()
+    bad.load_rc = -2
+    with pytest.raises(RuntimeError, match="loading its kernel failed: fake status"):
+        _runner(monkeypatch, bad)
