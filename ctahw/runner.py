@@ -727,13 +727,12 @@ class CtaPipeRunner:
         """Load every kernel of variant (a) into its GPU's context before the first launch (``ctahw_ctapipe_load``):
         with CUDA's lazy loading a kernel is loaded at its first launch, which may wait for the kernels already
         running there -- a consumer launched first, spinning on its queue, would keep its producer on the same GPU
-        from loading until its bounded wait ran out (the CUDA Programming Guide's lazy-loading hazard). The
-        persistent library (variant (b)) has no such entry: its kernels still load at their first launch."""
-        if self.persistent:
-            return
+        from loading until its bounded wait ran out (the CUDA Programming Guide's lazy-loading hazard). Variant (b)'s
+        library loads its kernels the same way (op 0 only)."""
         for k in self.kernels:
-            rc = self.libs[k.op].ctahw_ctapipe_load(self.epilogue_codes[k.op], CLUSTERS[self.clusters[k.op]],
-                                                    1 if self.trace else 0, k.gpu)
+            code = (persistent_code(self.clusters[k.op], self.persistent) if self.persistent
+                    else CLUSTERS[self.clusters[k.op]])
+            rc = self.libs[k.op].ctahw_ctapipe_load(self.epilogue_codes[k.op], code, 1 if self.trace else 0, k.gpu)
             if rc != 0:
                 raise RuntimeError(f"{k.name}: loading its kernel failed: "
                                    f"{self.libs[k.op].ctahw_ctapipe_status_string(rc).decode()}")

@@ -564,6 +564,22 @@ int ctahw_ctapipe_describe(int cluster, char* buf, int len) {
   }
 }
 
+// Load the kernel of cluster code `cluster`, trace on or off, into `device`'s context before any launch (ctapipe_gemm.cuh's
+// load(): with lazy loading, a first launch beside a spinning consumer on the same GPU could wait for it). Op: 0 only
+// (this library fuses no epilogue op; -2006 otherwise). 0, -2003, -2006 or -cudaError.
+int ctahw_ctapipe_load(int op, int cluster, int trace, int device) {
+  if (op != 0) return -2006;
+  switch (cluster) {
+    case 0: return trace ? cg::load<cp::Config<1, 1, false>::Gemm<true>>(device)
+                         : cg::load<cp::Config<1, 1, false>::Gemm<false>>(device);
+    case kRingCode + 0: return trace ? cg::load<cp::Config<1, 1, true>::Gemm<true>>(device)
+                                     : cg::load<cp::Config<1, 1, true>::Gemm<false>>(device);
+    case kRingCode + 1: return trace ? cg::load<cp::Config<2, 1, true>::Gemm<true>>(device)
+                                     : cg::load<cp::Config<2, 1, true>::Gemm<false>>(device);
+    default: return -2003;
+  }
+}
+
 int ctahw_ctapipe_ring_words(int grid) { return grid * ctahw::kRingWordsPerCta * 2; }
 
 // The launcher's ring-depth check for a cluster code, mode and K: 0 where the kernel does not use the ring (the smem

@@ -406,6 +406,10 @@ class _FakeRingLib:
         self.asked.append(grid)
         return grid * 2 * 2
 
+    def ctahw_ctapipe_load(self, op, cluster, trace, device):  # loads each kernel before its first launch
+        self.loaded = getattr(self, "loaded", []) + [(op, cluster, trace, device)]
+        return 0
+
 
 def _fake_runner_env(monkeypatch, sms):
     import types
@@ -543,6 +547,11 @@ def test_ring_runner_refuses_a_k_the_launcher_would_refuse(monkeypatch):
                                          r"persistent ring design's hand-off ring"):
         runner.CtaPipeRunner(plan, 1024, [8192, 8192, 8192], None, [None, None], persistent="ring")
     assert lib.checked == [(4, runner.MODE_STATIC, 8192), (4, runner.MODE_QUEUE, 8192)]  # producer passes
+    ok = _FakeRingCheckLib(min_k=0)
+    monkeypatch.setattr(build, "library", lambda name, build=True: ok)
+    with pytest.raises(_Reached):  # past the checks and the loads, at the first allocation
+        runner.CtaPipeRunner(plan, 1024, [8192, 8192, 8192], None, [None, None], persistent="ring")
+    assert sorted(ok.loaded) == [(0, 4, 0, 0), (0, 4, 0, 1)]  # the ring design's 1x1 kernel on each GPU, op 0
     lib = _FakeRingCheckLib(min_k=8192)
     monkeypatch.setattr(build, "library", lambda name, build=True: lib)
     with pytest.raises(_Reached):  # past the checks
