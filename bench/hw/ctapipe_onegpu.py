@@ -18,8 +18,8 @@ Known limit (bench/results/hw/2026-12-02-ctapipe-onegpu): the variants whose two
 started only after the consumer gave up. The same happened to the first fused-epilogue kernels
 (bench/results/hw/2026-12-02-ctapipe-epilogue-1gpu): each time the producer was a kernel not launched before in the
 process, i.e. not yet loaded -- CUDA's lazy loading loads a kernel at its first launch, and the load waited for the
-spinning consumer. The runner now loads every variant (a) kernel before its first launch
-(``CtaPipeRunner.load_kernels``); the persistent library has no load entry (``pr21`` may still hit it).
+spinning consumer. The runner now loads every kernel before its first launch (``CtaPipeRunner.load_kernels``):
+26 of 26 variants correct (bench/results/hw/2026-12-02-ctapipe-epilogue-1gpu/all-loaded).
 
     python bench/hw/ctapipe_onegpu.py OUT [--m 1024] [--h 1024] [--iters 20] [--variants a,b]
 
