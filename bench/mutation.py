@@ -49,12 +49,14 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "spec": ("ctasim/spec.py", ["tests/test_spec.py"]),
     "costs": ("ctasim/costs.py", ["tests/test_engine.py", "tests/test_plan.py", "tests/test_predict.py",
                                   "tests/test_chain.py"]),
-    "plan": ("ctasim/plan.py", ["tests/test_plan.py", "tests/test_engine.py", "tests/test_chain.py"]),
+    # the plan's regions and the strategies' use of them are what the plan executor's tests check (numpy, no GPU)
+    "plan": ("ctasim/plan.py", ["tests/test_plan.py", "tests/test_engine.py", "tests/test_chain.py",
+                                "tests/ctahw/test_executor.py"]),
     # the strategies (one module each), compare.py and machine.py, each
     # with its own tests/test_mutation_*.py written against the survivors
     **{f"strategies.{m}": (f"ctasim/strategies/{m}.py",
                            ["tests/test_plan.py", "tests/test_engine.py", "tests/test_chain.py",
-                            "tests/test_predict.py", "tests/test_mutation_strategies.py"])
+                            "tests/test_predict.py", "tests/test_mutation_strategies.py", "tests/ctahw/test_executor.py"])
        for m in ("sequential", "microbatch", "tp", "hybrid", "ctapipe", "common")},
     "compare": ("ctasim/validation/traces.py", ["tests/test_compare.py", "tests/test_mutation_compare.py"]),
     "machine": ("ctasim/machine.py", ["tests/test_fabric.py", "tests/test_engine.py",
