@@ -196,3 +196,144 @@ def test_issue_returns_every_stream_it_used():
     assert ex.issue() == [(0, "compute"), (0, "copy"), (1, "compute")]
     tp = plans_of(Strategy(kind="tp", tp_degree=2), MLP)[0]
     assert PlanExecutor(tp, MLP, ReferenceMachine(), inputs(MLP)).issue() == [(0, "compute"), (1, "compute")]
+
+
+# -- the CUDA machine's streams and events, on a fake CuPy (no GPU)
+
+
+class _FakeArray:
+    """A device buffer of the fake CuPy: an address per element row, row slices, bytes."""
+
+    def __init__(self, dev, shape, ptr):
+        self.dev, self.shape, self.ptr0 = dev, shape, ptr
+        self.data = type("P", (), {"ptr": ptr, "device_id": dev})()
+        self.nbytes = shape[0] * shape[1] * 2
+
+    def __getitem__(self, sl):
+        r0 = sl.start or 0
+        return _FakeArray(self.dev, (sl.stop - r0, self.shape[1]), self.ptr0 + r0 * self.shape[1] * 2)
+
+
+class _FakeCuda:
+    def __init__(self, log):
+        self.log, self.current, self.next_ptr = log, 0, 1 << 20
+        fake = self
+
+        class Device:
+            def __init__(self, d):
+                self.d = d
+
+            def __enter__(self):
+                self.prev, fake.current = fake.current, self.d
+
+            def __exit__(self, *a):
+                fake.current = self.prev
+
+        self.Device = Device
+        self.runtime = type("R", (), {"memcpyPeerAsync": lambda _s, *a: log.append(("memcpy",) + a)})()
+
+    def empty(self, shape, dtype=None):
+        self.next_ptr += 1 << 30
+        return _FakeArray(self.current, shape, self.next_ptr)
+
+
+class _FakeStream:
+    def __init__(self, name, log):
+        self.name, self.log, self.ptr = name, log, hash(name) & 0xFFFF
+
+    def wait_event(self, ev):
+        self.log.append(("wait", self.name, ev.where))
+
+
+class _FakeEvent:
+    def __init__(self, dev, log):
+        self.dev, self.log, self.where = dev, log, None
+
+    def record(self, stream):
+        self.where = stream.name
+
+
+class _FakeTimed:
+    def __init__(self, devices, log):
+        self.log = log
+        self.compute = {d: _FakeStream(f"compute{d}", log) for d in devices}
+        self.copy = {d: _FakeStream(f"copy{d}", log) for d in devices}
+
+    def event(self, dev):
+        return _FakeEvent(dev, self.log)
+
+    def part(self, kind, dev, stream, fn):
+        fn()
+
+    def add_part(self, kind, dev, a, b):
+        self.log.append(("part", kind, dev))
+
+
+def _cuda_machine(monkeypatch, devices, plan, w):
+    from ctahw import executor
+
+    log = []
+    cuda = _FakeCuda(log)
+    cp = type("CP", (), {"cuda": cuda, "empty": cuda.empty, "uint16": None})()
+    gemms = [(lambda d: lambda a, w_, out, m, n, k, st, **kw: log.append(("gemm", d, st.name, m, n, k,
+                                                                          kw.get("epilogue", ()))))(d)
+             for d in devices]
+    machine = executor.CudaMachine(cp, devices, gemms, log=lambda s: None)
+    monkeypatch.setattr(machine, "place", lambda g, arr, rows=None, cols=None: cuda.empty(
+        (rows[1], cols[1]) if rows else arr.shape))
+    x = _FakeArray(0, (w.layers[0].m, w.layers[0].k), 1)
+    ws = [_FakeArray(0, (l.n, l.k), 2) for l in w.layers]
+    ex = PlanExecutor(plan, w, machine, Inputs(x, ws))
+    machine.bind(_FakeTimed(sorted(set(devices)), log))
+    return ex, machine, log
+
+
+def test_cuda_machine_orders_micro_batching_by_events_and_peer_copies(monkeypatch):
+    plan = plans_of(Strategy(kind="microbatch", chunks=(2,)), SQUARE)[0]
+    ex, machine, log = _cuda_machine(monkeypatch, [0, 1], plan, SQUARE)
+    streams = ex.issue()
+    assert [machine.stream(s).name for s in streams] == ["compute0", "copy0", "compute1"]
+    steps = [e for e in log if e[0] in ("gemm", "wait", "memcpy")]
+    half = M // 2 * SQUARE.layers[0].n * 2  # one chunk of layer 0's output, bf16
+    assert {e[6] for e in steps if e[0] == "memcpy"} == {machine.t.copy[0].ptr}  # on the source GPU's copy stream
+    assert [e[:3] if e[0] != "memcpy" else ("memcpy", e[2], e[4], e[5]) for e in steps] == [
+        ("gemm", 0, "compute0"), ("wait", "copy0", "compute0"), ("memcpy", 1, 0, half),
+        ("wait", "compute1", "copy0"), ("gemm", 1, "compute1"),
+        ("gemm", 0, "compute0"), ("wait", "copy0", "compute0"), ("memcpy", 1, 0, half),
+        ("wait", "compute1", "copy0"), ("gemm", 1, "compute1")]
+
+
+def test_cuda_machine_all_reduces_on_nccl_across_devices_and_locally_on_one(monkeypatch):
+    from ctahw import comm, executor
+
+    made = []
+
+    class FakeAllReduce:
+        binding = "fake"
+
+        def __init__(self, devices, log=None):
+            made.append(list(devices))
+
+        def __call__(self, bufs, count, streams):
+            made.append((count, [s.name for s in streams]))
+
+        def close(self):
+            made.append("closed")
+
+    from ctahw import rowwise
+
+    monkeypatch.setattr(comm, "AllReduce", FakeAllReduce)
+    monkeypatch.setattr(rowwise, "rowwise", lambda op, x, out, m, cols, st: made.append(("rowwise", op, st.name)))
+    plan = plans_of(Strategy(kind="tp", tp_degree=2), MLP)[0]
+    ex, machine, log = _cuda_machine(monkeypatch, [0, 1], plan, MLP)
+    ex.issue()
+    assert made == [[0, 1], (M * MLP.layers[1].n, ["compute0", "compute1"]), ("rowwise", "layernorm", "compute0"),
+                    ("rowwise", "layernorm", "compute1")] and machine.nccl_binding == "fake"
+    assert [e for e in log if e[0] == "part"] == [("part", "comm", 0), ("part", "comm", 1)]
+    machine.close()
+    assert made[-1] == "closed"
+    local = []
+    monkeypatch.setattr(executor.CudaMachine, "_local_sum", lambda self, devs, bufs, streams: local.append(devs))
+    ex, machine, log = _cuda_machine(monkeypatch, [0, 0], plan, MLP)
+    ex.issue()
+    assert local == [[0, 0]] and made[-3] == "closed"  # no communicator for two plan GPUs on one device
