@@ -277,13 +277,13 @@ def ctapipe_rows(sweep, m: int, wl=None) -> list[dict]:
                for n in names}
 
     def after(r):
-        """The row-wise op over runner ``r``'s output, on the last kernel's stream (a Timed part of its own)."""
+        """The row-wise op over runner ``r``'s output, on the last kernel's stream (inside that GPU's compute part)."""
         if not norm:
             return None
 
         def f(t):
-            st = t.compute[last.gpu]
-            t.part("compute", last.gpu, st, lambda: rowwise.rowwise(norm, r.out, z, m, dims[-1], st))
+            with cp.cuda.Device(last.gpu):
+                rowwise.rowwise(norm, r.out, z, m, dims[-1], t.compute[last.gpu])
         return f
 
     rnd = (lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp))
