@@ -21,7 +21,10 @@ process, i.e. not yet loaded -- CUDA's lazy loading loads a kernel at its first 
 spinning consumer. The runner now loads every kernel before its first launch (``CtaPipeRunner.load_kernels``):
 26 of 26 variants correct (bench/results/hw/2026-12-02-ctapipe-epilogue-1gpu/all-loaded).
 
-    python bench/hw/ctapipe_onegpu.py OUT [--m 1024] [--h 1024] [--iters 20] [--variants a,b]
+    python bench/hw/ctapipe_onegpu.py OUT [--m 1024] [--h 1024] [--iters 20] [--variants a,b] [--mlp-ffn 3584]
+
+``--mlp-ffn F`` runs the MLP block's pair instead (h -> F with GeLU fused in the producer, F -> h with the residual
+fused in the consumer): every variant (a) kernel's fused path; variant (b) refuses epilogue ops (a failed row).
 
 Writes ``OUT/onegpu.json`` (one row per variant); exits 1 if any variant failed.
 """
@@ -73,26 +76,44 @@ class OneGpuRunner(rn.CtaPipeRunner):
             self.cp.cuda.runtime.deviceSynchronize()
 
 
-def check_variant(name: str, m: int, h: int, iters: int, seed: int) -> dict:
+def mlp_workload(m: int, h: int, ffn: int):
+    """The MLP block's two GEMMs at M = m: h -> ffn with GeLU fused in the producer, ffn -> h with the residual (the
+    block's input) fused in the consumer (its LayerNorm runs after the pair, not in these kernels)."""
+    from ctasim.spec import Layer, Workload
+
+    return Workload("mlp-onegpu", "bf16", (Layer(m=m, k=h, n=ffn, epilogue=("gelu",)),
+                                           Layer(m=m, k=ffn, n=h, epilogue=("residual",))))
+
+
+def check_variant(name: str, m: int, h: int, iters: int, seed: int, ffn: int = 0) -> dict:
+    """One variant on GPU 0: the square m x h x h chain, or with ``ffn`` > 0 the MLP block's pair
+    (:func:`mlp_workload`: fused GeLU and residual; variant (b) refuses it, a recorded failure)."""
     from ctahw.baselines import Chain
-    from ctahw.device import REL_TOL_BF16, output_error, poison, reference_chain, require_cupy
-    from ctahw.pipelined import chain_plan, variant_plan
+    from ctahw.device import (REL_TOL_BF16, bf16_bits_to_f32, f32_to_bf16_bits, output_error, poison,
+                              require_cupy)
+    from ctahw.executor import reference_output
+    from ctahw.pipelined import square_chain, variant_plan, workload_plan
     from ctasim.variants import VARIANTS, clusters_of
 
     cp = require_cupy()
     v = VARIANTS[name]
-    plan = variant_plan(chain_plan(m, h, 2), v)
+    wl = mlp_workload(m, h, ffn) if ffn else square_chain(m, h, 2)
+    plan = variant_plan(workload_plan(wl), v, wl=wl)
+    dims = [wl.layers[0].k] + [l.n for l in wl.layers]
     data = Chain(cp, seed)
     x = data.rand(0, (m, h), salt=1)
-    ws = [data.rand(0, (h, h), 1 / math.sqrt(h), salt=2 + i) for i in range(2)]
-    ref = reference_chain(cp, x, ws)
-    row = dict(variant=name, m=m, h=h, clusters=",".join(v.clusters), persistent=v.persistent, trace=v.trace,
-               consumer=v.consumer)
+    ws = [data.rand(0, (l.n, l.k), 1 / math.sqrt(l.k), salt=2 + i) for i, l in enumerate(wl.layers)]
+    rnd = (lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp))
+    ref = reference_output(cp, bf16_bits_to_f32(x, cp), [bf16_bits_to_f32(w, cp) for w in ws], wl.layers, rnd)
+    fused = {i: tuple(l.epilogue) for i, l in enumerate(wl.layers) if l.epilogue}
+    row = dict(variant=name, m=m, h=h, ffn=ffn, clusters=",".join(v.clusters), persistent=v.persistent,
+               trace=v.trace, consumer=v.consumer)
     t0 = time.perf_counter()
     r = None
     try:
-        r = OneGpuRunner(plan, m, [h, h, h], x, ws, trace=v.trace, clusters=clusters_of(plan, v),
-                         persistent=v.persistent, timeout_ns=2_000_000_000)
+        r = OneGpuRunner(plan, m, dims, x, ws, trace=v.trace, clusters=clusters_of(plan, v),
+                         persistent=v.persistent, timeout_ns=2_000_000_000,
+                         **({"epilogues": fused, "residual": x} if fused else {}))
         poison(r.out)
         for op, buf in r.inputs.items():
             if buf is not x:
@@ -144,11 +165,13 @@ def main(argv=None) -> int:
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--seed", type=int, default=20261202)
+    ap.add_argument("--mlp-ffn", type=int, default=0,
+                    help="> 0: the MLP block's pair h -> FFN (GeLU fused) -> h (+ residual) instead of the square chain")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for name in a.variants.split(","):
-        row = check_variant(name, a.m, a.h, a.iters, a.seed)
+        row = check_variant(name, a.m, a.h, a.iters, a.seed, a.mlp_ffn)
         rows.append(row)
         print(f"{name:<30} {'ok' if row['ok'] else 'FAILED'}  err {row.get('rel_err_first', float('nan')):.3e} / "
               f"{row.get('rel_err_last', float('nan')):.3e}  epochs {row.get('epochs', '-')}  counts "
