@@ -337,3 +337,16 @@ def test_cuda_machine_all_reduces_on_nccl_across_devices_and_locally_on_one(monk
     ex, machine, log = _cuda_machine(monkeypatch, [0, 0], plan, MLP)
     ex.issue()
     assert local == [[0, 0]] and made[-3] == "closed"  # no communicator for two plan GPUs on one device
+
+
+def test_only_what_another_stream_waits_for_records_its_completion():
+    """Sequential records nothing; micro-batching records each chunk's GEMM (its copy waits) and each copy (the next
+    GPU waits), nothing on the last GPU."""
+    seq = plans_of(Strategy(kind="sequential"), MLP)[0]
+    _, machine = run(seq, MLP, inputs(MLP))
+    assert [c for c in machine.calls if c[0] in ("done", "wait")] == []
+    mb = plans_of(Strategy(kind="microbatch", chunks=(2,)), SQUARE)[0]
+    _, machine = run(mb, SQUARE, inputs(SQUARE))
+    done = [(c[1], mb.ops[c[2]].name) for c in machine.calls if c[0] == "done"]
+    assert done == [((0, "compute"), "gemm L0 chunk0"), ((0, "copy"), "copy L0 chunk0 gpu0->gpu1"),
+                    ((0, "compute"), "gemm L0 chunk1"), ((0, "copy"), "copy L0 chunk1 gpu0->gpu1")]
