@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A small tree for one device call, when the checkout and the kernel libraries together pass the 64 MiB a call may
-# carry: the code of COMMIT (ctahw, ctasim without its protocol model, specs, pyproject.toml, bench/hw/device_env.sh and run_experiments.sh,
+# carry: the code of COMMIT (ctahw, ctasim without its protocol model, specs, pyproject.toml, bench/hw/device_env.sh, run_experiments.sh and ctapipe_onegpu.py (tests/hw loads it),
 # and any further paths named with --with), the kernel libraries named with --libs built from that code into
 # DEST/.kcache (a library already in .cache/ctahw under the same key is copied, not rebuilt) and stripped of their
 # static symbols, and the simpy wheel from .whl/. Nothing uncommitted travels.
@@ -26,7 +26,7 @@ done
 git rev-parse --verify -q "$COMMIT^{commit}" > /dev/null || { echo "device_tree.sh: no commit $COMMIT" >&2; exit 2; }
 case "$DEST" in .cache/*) ;; *) echo "device_tree.sh: DEST must be under .cache/ (ignored by git), got $DEST" >&2; exit 2 ;; esac
 rm -rf "$DEST"; mkdir -p "$DEST/.kcache" "$DEST/.whl"
-git archive "$COMMIT" ctahw ctasim specs pyproject.toml bench/hw/device_env.sh bench/hw/run_experiments.sh "${WITH[@]}" | tar -x -C "$DEST"
+git archive "$COMMIT" ctahw ctasim specs pyproject.toml bench/hw/device_env.sh bench/hw/run_experiments.sh bench/hw/ctapipe_onegpu.py "${WITH[@]}" | tar -x -C "$DEST"
 rm -rf "$DEST/ctasim/protocol"
 cp .whl/simpy-*.whl "$DEST/.whl/" 2>/dev/null || echo "device_tree.sh: no simpy wheel in .whl/ (run ../shared/device/wheels.sh)" >&2
 for lib in ${LIBS//,/ }; do
