@@ -127,3 +127,59 @@ def test_pick_traced_run_passes_over_a_stalled_run():
     assert pipelined.pick_traced_run([8.49e6, 8.72e6, 8.68e6], [302e3, 296e3, 290e3]) == 2
     with pytest.raises(ValueError):
         pipelined.pick_traced_run([1.0], [1.0, 2.0])
+
+
+class _Made(Exception):
+    """Raised by the fake runner: ctapipe_rows got as far as making its runners."""
+
+
+def test_ctapipe_rows_hands_the_mlp_blocks_shapes_ops_and_residual_to_the_runners(monkeypatch):
+    """ctapipe_rows on the MLP block (a workload, not the session's square chain): each runner gets the layers' K
+    and N, GeLU on layer 0, the residual on layer 1 with the block's input placed on the consumer's GPU, one residual
+    per input set; a persistent variant is refused by name before any runner is made."""
+    import types
+
+    from ctahw import device
+    from ctasim.cases import expand, load_experiment
+
+    made, placed = [], []
+
+    class Arr:
+        def __init__(self, dev, shape):
+            self.dev, self.shape = dev, shape
+
+    class FakeRunner:
+        def __init__(self, plan, m, dims, x, ws, **kw):
+            made.append(dict(m=m, dims=dims, x=x.shape, ws=[w.shape for w in ws], **kw))
+            raise _Made
+
+    class Dev:
+        def __init__(self, d):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    cp = types.SimpleNamespace(cuda=types.SimpleNamespace(Device=Dev), empty=lambda shape, dtype=None: Arr(-1, shape),
+                               uint16=None)
+    session = types.SimpleNamespace(
+        cp=cp, l2=60 << 20, cfg=types.SimpleNamespace(gpus=2, h=8192, ctapipe_variants=("cutlass_ctapipe_g21",)),
+        data=types.SimpleNamespace(rand=lambda dev, shape, scale=1.0, salt=0: Arr(dev, shape)))
+    monkeypatch.setattr(pipelined.rn, "CtaPipeRunner", FakeRunner)
+    monkeypatch.setattr(device, "to_device", lambda cp_, a, dev: placed.append((a.shape, dev)) or Arr(dev, a.shape))
+    wl = expand(load_experiment("reg-mlp"))[0].workload  # M = 4096: 8192 -> 28672 (gelu) -> 8192 (+ residual, LN)
+    with pytest.raises(_Made):
+        pipelined.ctapipe_rows(session, 4096, wl)
+    r = made[0]
+    assert r["dims"] == [8192, 28672, 8192] and r["x"] == (4096, 8192) and r["ws"] == [(28672, 8192), (8192, 28672)]
+    assert r["epilogues"] == {0: ("gelu",), 1: ("residual",)}
+    assert r["residual"].dev == 1 and r["residual"].shape == (4096, 8192)
+    assert placed and all(p == ((4096, 8192), 1) for p in placed)  # one residual per input set, on GPU 1
+    session.cfg.ctapipe_variants = ("cutlass_ctapipe_p",)
+    with pytest.raises(ValueError, match="cutlass_ctapipe_p .*fuse no epilogue op"):
+        pipelined.ctapipe_rows(session, 4096, wl)
+    with pytest.raises(ValueError, match="M=4096"):
+        pipelined.ctapipe_rows(session, 2048, wl)  # the workload's M is not the one asked for
