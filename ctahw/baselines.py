@@ -51,7 +51,7 @@ from ctasim.variants import DEFAULT_RUN
 from ctahw.gemm import SCHEDULES, CutlassGemm, GemmError, make_backend, schedule_name
 
 __all__ = ["SweepConfig", "chunk_counts", "chain_flops", "mark_best", "plan_sweep", "Timed",
-           "tune_schedule", "pick_schedule"]
+           "tune_schedule", "tune_shape", "pick_schedule"]
 
 ROW_TILE = 128
 """Rows of the CUTLASS CTA tile: chunks are kept to whole row tiles so no chunk runs a partial wave of rows."""
@@ -275,6 +275,26 @@ PART_KINDS = ("compute", "comm", "copy")
 transfers on a separate stream (they overlap compute and hold no SMs)."""
 
 
+def tune_shape(gemms: Sequence[CutlassGemm], timed: "Timed", data: "Chain", m: int, n: int, k: int,
+               rounds: int) -> dict | None:
+    """Choose the CUTLASS tile order of shape (m, n, k) on ``gemms[0]``'s GPU 0 (:func:`tune_schedule`, ``rounds``
+    timed rounds per order, fresh inputs from ``data``) and set it in every one of ``gemms`` (the same model on every
+    GPU). None when ``rounds`` <= 0 or the shape is tuned already; else the record of the tuning."""
+    g0 = gemms[0]
+    if rounds <= 0 or (m, n, k) in g0.schedule:
+        return None
+    cp = data.cp
+    a = data.rand(0, (m, k), salt=7001)
+    w = data.rand(0, (n, k), 1 / math.sqrt(k), salt=7002)
+    with cp.cuda.Device(0):
+        d = cp.empty((m, n), dtype=cp.uint16)
+    best, med = tune_schedule(g0, timed, a, w, d, m, n, k, timed.compute[0], rounds)
+    for g in gemms:
+        g.schedule[(m, n, k)] = best
+    return dict(m=m, n=n, k=k, best=schedule_name(best), best_ms=med[best], default_ms=med[SCHEDULES[0]],
+                medians={schedule_name(c): round(v, 5) for c, v in med.items()})
+
+
 def breakdown(makespan_ms: float, parts: list[tuple[str, int, float]], devices: Sequence[int]) -> dict:
     """Per GPU: summed time of each part kind, and idle = makespan - compute - comm (copies overlap).
     Totals: compute, comm and idle are means over GPUs; copy is the sum over GPUs."""
@@ -373,22 +393,14 @@ class Session:
 
     def tune(self, m: int, n: int, k: int) -> None:
         """Choose the CUTLASS tile order for shape (m, n, k) on GPU 0 and use it on every GPU (same model)."""
-        if "cutlass" not in self.cfg.backends or self.cfg.tune_rounds <= 0:
+        if "cutlass" not in self.cfg.backends:
             return
-        g0 = self.backends[("cutlass", 0)]
-        if (m, n, k) in g0.schedule:
-            return
-        a = self.data.rand(0, (m, k), salt=7001)
-        w = self.data.rand(0, (n, k), 1 / math.sqrt(k), salt=7002)
-        with self.cp.cuda.Device(0):
-            d = self.cp.empty((m, n), dtype=self.cp.uint16)
-        best, med = tune_schedule(g0, self.timed, a, w, d, m, n, k, self.timed.compute[0], self.cfg.tune_rounds)
-        for dev in self.devices:
-            self.backends[("cutlass", dev)].schedule[(m, n, k)] = best
-        default = med[SCHEDULES[0]]
-        self.tuning.append(dict(m=m, n=n, k=k, best=schedule_name(best), best_ms=med[best], default_ms=default,
-                                medians={schedule_name(c): round(v, 5) for c, v in med.items()}))
-        self.log(f"    tuned cutlass {m}x{n}x{k}: {schedule_name(best)} {med[best]:.3f} ms (default {default:.3f} ms)")
+        rec = tune_shape([self.backends[("cutlass", dev)] for dev in self.devices], self.timed, self.data, m, n, k,
+                         self.cfg.tune_rounds)
+        if rec is not None:
+            self.tuning.append(rec)
+            self.log(f"    tuned cutlass {m}x{n}x{k}: {rec['best']} {rec['best_ms']:.3f} ms "
+                     f"(default {rec['default_ms']:.3f} ms)")
 
     def schedule_of(self, m: int, n: int, k: int) -> str:
         """The CUTLASS tile order tuned for shape (m, n, k), by name ('' without the CUTLASS backend)."""
@@ -537,8 +549,7 @@ def _planned(session: Session, experiment: str, strategy, layers: int, m: int, s
     """Every plan of ``strategy`` on an ``layers``-layer square chain (micro-batching: one per chunk count that
     cuts M into whole row tiles), for every backend: checked once against the fp32 chain (poisoned outputs),
     then timed interleaved on rotated input sets. One row per (backend, plan)."""
-    from ctahw.executor import Inputs, PlanExecutor, reference_output  # noqa: PLC0415
-    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits  # noqa: PLC0415
+    from ctahw.executor import Inputs, PlanExecutor, reference_bf16  # noqa: PLC0415
     from ctasim.spec import load_hardware  # noqa: PLC0415
     from ctasim.strategies import REGISTRY  # noqa: PLC0415
 
@@ -571,10 +582,7 @@ def _planned(session: Session, experiment: str, strategy, layers: int, m: int, s
             return [(machine.stream(st), st[0]) for st in ex.issue(i)]
         return f
 
-    rnd = (lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp))
-    with cp.cuda.Device(0):
-        ref = reference_output(cp, bf16_bits_to_f32(sets[0].x, cp), [bf16_bits_to_f32(w, cp) for w in sets[0].weights],
-                               wl.layers, rnd)
+    ref = reference_bf16(cp, sets[0].x, sets[0].weights, wl.layers)
     cases = [(b, c) for b in session.cfg.backends for c in exs]
     rels = {}
     for b, c in cases:

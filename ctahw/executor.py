@@ -42,7 +42,7 @@ from ctasim.plan import Collective, Kernel, MemoryPass, Op, Plan, Transfer
 from ctasim.spec import Layer, Workload
 
 __all__ = ["PlanExecutor", "CudaMachine", "ReferenceMachine", "Inputs", "plan_reason", "reference_output",
-           "stage_names"]
+           "reference_bf16", "stage_names"]
 
 STAGES = ("gemm", "act", "norm")
 
@@ -223,6 +223,8 @@ class PlanExecutor:
                     r = k.region
                     self.w[key] = machine.place(k.gpu, data.weights[k.layer], rows=(r.n0, r.n), cols=(r.k0, r.k))
         self._set = 0
+        self._waits = self.waits()  # the plan's cross-stream dependencies, the same at every issue()
+        self._awaited = {(dep, src) for ws in self._waits.values() for _s, dep, src in ws}
 
     # -- what the plan computes
     def output_buffer(self, g: int, l: int):
@@ -275,8 +277,7 @@ class PlanExecutor:
         stream: ``bench/hw/executor_overhead.py`` measured ~2-4 us a run when every operation recorded one)."""
         m, layers = self.machine, self.wl.layers
         self._set = input_set % self.sets
-        waits = self.waits()
-        awaited = {(dep, src) for ws in waits.values() for _s, dep, src in ws}
+        waits, awaited = self._waits, self._awaited
         used: list[tuple[int, str]] = []
         for op in self.plan.ops:
             for s, dep, src in waits[op.id]:
@@ -364,6 +365,19 @@ def reference_output(xp, x32, weights32: Sequence, layers: Sequence[Layer], roun
             out = rowwise.reference_rowwise(rnd(out), l.rowwise)
         act = rnd(out)
     return out
+
+
+def reference_bf16(cp, x_bits, weights_bits: Sequence, layers: Sequence[Layer], device: int = 0):
+    """:func:`reference_output` of bf16 inputs (uint16 CuPy arrays, on any GPU) on ``device``, rounded to bf16 where
+    the GPU stores: what every GPU run of a workload is checked against."""
+    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits, to_device  # noqa: PLC0415
+
+    with cp.cuda.Device(device):
+        def f32(b):
+            return bf16_bits_to_f32(to_device(cp, b, device), cp)
+
+        return reference_output(cp, f32(x_bits), [f32(w) for w in weights_bits], layers,
+                                lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -381,30 +381,21 @@ class _Machines:
         return self.timed[gpus], [self.gemms[d] for d in range(gpus)]
 
     def tune(self, timed, shapes) -> None:
-        from ctahw.baselines import Chain, tune_schedule  # noqa: PLC0415
+        from ctahw.baselines import Chain, tune_shape  # noqa: PLC0415
 
-        g0, cp = self.gemms[0], timed.cp
-        for m, n, k in shapes:
-            if self.cfg.tune_rounds <= 0 or (m, n, k) in g0.schedule:
-                continue
-            data = Chain(cp, self.cfg.seed)
-            a, w = data.rand(0, (m, k), salt=7001), data.rand(0, (n, k), 1 / math.sqrt(k), salt=7002)
-            with cp.cuda.Device(0):
-                d = cp.empty((m, n), dtype=cp.uint16)
-            g0.schedule[(m, n, k)], _ = tune_schedule(g0, timed, a, w, d, m, n, k, timed.compute[0],
-                                                      self.cfg.tune_rounds)
-            del a, w, d
-        for g in self.gemms.values():
-            g.schedule.update(g0.schedule)
+        gemms = [self.gemms[d] for d in sorted(self.gemms)]
+        for shape in shapes:
+            tune_shape(gemms, timed, Chain(timed.cp, self.cfg.seed), *shape, self.cfg.tune_rounds)
+        for g in gemms[1:]:  # a GPU's GEMM made after a shape was tuned takes GPU 0's order too
+            g.schedule.update(gemms[0].schedule)
 
 
 def _planned(case: Case, plan, cfg: RunConfig, machines: _Machines, log: Callable[[str], None]) -> dict:
     """Measure one plan of a case through the plan executor: correctness once (poisoned outputs, fp32 reference),
     then ``warmup`` + ``reps`` timed runs; the makespan median, the per-part breakdown, the relative error."""
     from ctahw.baselines import Chain, breakdown, median_breakdown  # noqa: PLC0415
-    from ctahw.device import (REL_TOL_BF16, bf16_bits_to_f32, f32_to_bf16_bits, output_error, poison,  # noqa: PLC0415
-                              summarize)
-    from ctahw.executor import CudaMachine, Inputs, PlanExecutor, reference_output  # noqa: PLC0415
+    from ctahw.device import REL_TOL_BF16, output_error, poison, summarize  # noqa: PLC0415
+    from ctahw.executor import CudaMachine, Inputs, PlanExecutor, reference_bf16  # noqa: PLC0415
 
     timed, gemms = machines.get(plan.gpus)
     cp = timed.cp
@@ -424,11 +415,9 @@ def _planned(case: Case, plan, cfg: RunConfig, machines: _Machines, log: Callabl
         for b in ex.written():
             poison(b)
         timed.run(enqueue)
-        rnd = (lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp))
-        with cp.cuda.Device(0):
-            ref = reference_output(cp, bf16_bits_to_f32(x, cp), [bf16_bits_to_f32(w, cp) for w in ws], layers, rnd)
-            rel = max(float(output_error(cp, out, ref, 0)) for out in ex.outputs().values())
-            del ref
+        ref = reference_bf16(cp, x, ws, layers)
+        rel = max(float(output_error(cp, out, ref, 0)) for out in ex.outputs().values())
+        del ref
         for _ in range(cfg.warmup):
             timed.run(enqueue)
         samples, bds = [], []

@@ -31,7 +31,7 @@ from ctasim.spec import EPILOGUE_OPS as SPEC_EPILOGUE_OPS
 
 __all__ = ["GemmError", "GemmBackend", "CutlassGemm", "CublasGemm", "TorchGemm", "BACKENDS", "make_backend",
            "SCHEDULES", "RASTER_NAMES", "schedule_name", "EPILOGUE_OPS", "EPILOGUE_OPS_FUSED",
-           "fused_epilogue_reason"]
+           "fused_epilogue_reason", "residual_problem"]
 
 # cuBLAS / CUDA constants (library_types.h: CUDA_R_16BF = 14; cublas_api.h: CUBLAS_COMPUTE_32F = 68,
 # CUBLAS_GEMM_DEFAULT = -1, CUBLAS_OP_N = 0, CUBLAS_OP_T = 1).
@@ -189,14 +189,25 @@ class CutlassGemm:
                             f"{msg} (code {rc})")
 
     def _check_c(self, c, m: int, n: int) -> None:
-        if c is None:
-            raise GemmError(f"cutlass: the residual epilogue needs c, the {m}x{n} bf16 (uint16) residual; got None")
-        dtype, shape = getattr(c, "dtype", None), tuple(getattr(c, "shape", ()))
-        dev = getattr(getattr(c, "device", None), "id", None)
-        flags = getattr(c, "flags", None)
-        if str(dtype) != "uint16" or shape != (m, n) or dev != self.device or not getattr(flags, "c_contiguous", False):
-            raise GemmError(f"cutlass: the residual c must be a C-contiguous {m}x{n} uint16 CuPy array on GPU "
-                            f"{self.device}; got {type(c).__name__} dtype={dtype} shape={shape} device={dev}")
+        why = residual_problem(c, m, n, self.device, "c")
+        if why:
+            raise GemmError(f"cutlass: {why}")
+
+
+def residual_problem(c, m: int, n: int, device: int, name: str = "C", whose: str = "") -> str | None:
+    """Why ``c`` cannot be the residual operand ``name`` of an epilogue ``D = acc + C`` (an ``m x n`` output on GPU
+    ``device``, ``whose`` said after it): it must be a C-contiguous ``m x n`` uint16 (bf16) CuPy array on that GPU,
+    TMA-loaded with D's row-major stride. None if it can. The CUTLASS GEMM's and the CTA-pipelined kernels' one
+    check."""
+    if c is None:
+        return f"the residual epilogue needs {name}, the {m}x{n} bf16 (uint16) residual; got None"
+    dtype, shape = getattr(c, "dtype", None), tuple(getattr(c, "shape", ()))
+    dev = getattr(getattr(c, "device", None), "id", None)
+    contiguous = getattr(getattr(c, "flags", None), "c_contiguous", False)
+    if str(dtype) != "uint16" or shape != (m, n) or dev != device or not contiguous:
+        return (f"the residual {name} must be a C-contiguous {m}x{n} uint16 CuPy array on GPU {device}{whose}; got "
+                f"{type(c).__name__} dtype={dtype} shape={shape} device={dev} c_contiguous={contiguous}")
+    return None
 
 
 class CublasGemm:

@@ -240,9 +240,9 @@ def ctapipe_rows(sweep, m: int, wl=None) -> list[dict]:
     CTA-pipelined chain: the session's m x h x h chain, or the 2-layer workload ``wl`` (its M must be ``m``; fused
     epilogue ops in the kernels, a last row-wise op as a kernel of its own after the consumer, on its stream)."""
     from ctahw import rowwise
-    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits, output_error, to_device
+    from ctahw.device import output_error, to_device
     from ctahw.device import poison, rotation_sets
-    from ctahw.executor import reference_output
+    from ctahw.executor import reference_bf16
     from ctasim.invariants import find_violations
 
     cp, G = sweep.cp, sweep.cfg.gpus
@@ -286,10 +286,7 @@ def ctapipe_rows(sweep, m: int, wl=None) -> list[dict]:
                 rowwise.rowwise(norm, r.out, z, m, dims[-1], t.compute[last.gpu])
         return f
 
-    rnd = (lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp))
-    with cp.cuda.Device(0):
-        ref = reference_output(cp, bf16_bits_to_f32(to_device(cp, xs[0], 0), cp),
-                               [bf16_bits_to_f32(to_device(cp, w, 0), cp) for w in ws], layers, rnd)
+    ref = reference_bf16(cp, xs[0], ws, layers)
     rels = {}
     for name, r in runners.items():
         for op, buf in list(r.inputs.items()):

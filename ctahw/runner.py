@@ -438,17 +438,13 @@ def epilogue_codes(kernels: Sequence[KernelArrays], epilogues: Mapping[int, Sequ
 
 
 def check_residual(c, m: int, n: int, gpu: int, what: str) -> None:
-    """ValueError unless ``c`` is the residual a kernel's epilogue can read: a C-contiguous ``m x n`` uint16 (bf16)
-    CuPy array on GPU ``gpu``, the kernel's own (C is TMA-loaded with D's row-major stride)."""
-    if c is None:
-        raise ValueError(f"{what}: the residual epilogue needs C, the {m}x{n} bf16 (uint16) residual; got None")
-    dtype, shape = getattr(c, "dtype", None), tuple(getattr(c, "shape", ()))
-    dev = getattr(getattr(c, "device", None), "id", None)
-    contiguous = getattr(getattr(c, "flags", None), "c_contiguous", False)
-    if str(dtype) != "uint16" or shape != (m, n) or dev != gpu or not contiguous:
-        raise ValueError(f"{what}: the residual C must be a C-contiguous {m}x{n} uint16 CuPy array on GPU {gpu} (the "
-                         f"kernel's); got {type(c).__name__} dtype={dtype} shape={shape} device={dev} "
-                         f"c_contiguous={contiguous}")
+    """ValueError unless ``c`` is the residual a kernel's epilogue can read (``ctahw.gemm.residual_problem``: a
+    C-contiguous ``m x n`` uint16 CuPy array on GPU ``gpu``, the kernel's own)."""
+    from ctahw.gemm import residual_problem  # noqa: PLC0415 - pure function (no CuPy)
+
+    why = residual_problem(c, m, n, gpu, whose=" (the kernel's)")
+    if why:
+        raise ValueError(f"{what}: {why}")
 
 
 def check_residuals(kernels: Sequence[KernelArrays], codes: Mapping[int, int], residual, m: int,

@@ -1,11 +1,11 @@
 """One-GPU diagnosis of the fused-epilogue CTA-pipelined kernels: which combinations run concurrently."""
-import importlib.util, json, math, os, sys, time
+import importlib.util, json, math, sys, time
 from pathlib import Path
 spec = importlib.util.spec_from_file_location("ctapipe_onegpu", "bench/hw/ctapipe_onegpu.py")
 mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
 import cupy as cp
-from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits, output_error, poison, random_bf16
-from ctahw.executor import reference_output
+from ctahw.device import output_error, poison, random_bf16
+from ctahw.executor import reference_bf16
 from ctasim.spec import Layer, Strategy, Workload, load_hardware
 from ctasim.strategies import build_plans
 from ctasim.variants import VARIANTS, clusters_of
@@ -19,8 +19,7 @@ def run(shape, p_op, c_op, serial, variant="cutlass_ctapipe"):
     v = VARIANTS[variant]
     rng = cp.random.default_rng(1)
     x = random_bf16((M, K0), cp, rng); ws = [random_bf16((l.n, l.k), cp, rng, 1 / math.sqrt(l.k)) for l in (l0, l1)]
-    rnd = lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp)
-    ref = reference_output(cp, bf16_bits_to_f32(x, cp), [bf16_bits_to_f32(w, cp) for w in ws], (l0, l1), rnd)
+    ref = reference_bf16(cp, x, ws, (l0, l1))
     eps = {i: l.epilogue for i, l in enumerate((l0, l1)) if l.epilogue}
     row = dict(shape=shape, p=p_op, c=c_op, serial=serial, variant=variant)
     t0 = time.time()

@@ -89,9 +89,9 @@ def check_variant(name: str, m: int, h: int, iters: int, seed: int, ffn: int = 0
     """One variant on GPU 0: the square m x h x h chain, or with ``ffn`` > 0 the MLP block's pair
     (:func:`mlp_workload`: fused GeLU and residual; variant (b) refuses it, a recorded failure)."""
     from ctahw.baselines import Chain
-    from ctahw.device import (REL_TOL_BF16, bf16_bits_to_f32, f32_to_bf16_bits, output_error, poison,
+    from ctahw.device import (REL_TOL_BF16, output_error, poison,
                               require_cupy)
-    from ctahw.executor import reference_output
+    from ctahw.executor import reference_bf16
     from ctahw.pipelined import square_chain, variant_plan, workload_plan
     from ctasim.variants import VARIANTS, clusters_of
 
@@ -103,8 +103,7 @@ def check_variant(name: str, m: int, h: int, iters: int, seed: int, ffn: int = 0
     data = Chain(cp, seed)
     x = data.rand(0, (m, h), salt=1)
     ws = [data.rand(0, (l.n, l.k), 1 / math.sqrt(l.k), salt=2 + i) for i, l in enumerate(wl.layers)]
-    rnd = (lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp))
-    ref = reference_output(cp, bf16_bits_to_f32(x, cp), [bf16_bits_to_f32(w, cp) for w in ws], wl.layers, rnd)
+    ref = reference_bf16(cp, x, ws, wl.layers)
     fused = {i: tuple(l.epilogue) for i, l in enumerate(wl.layers) if l.epilogue}
     row = dict(variant=name, m=m, h=h, ffn=ffn, clusters=",".join(v.clusters), persistent=v.persistent,
                trace=v.trace, consumer=v.consumer)

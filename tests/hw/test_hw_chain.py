@@ -12,19 +12,6 @@ import pytest
 pytestmark = pytest.mark.hw
 
 
-@pytest.fixture
-def cp():
-    from ctahw.device import DeviceError, require_gpus
-
-    try:
-        require_gpus(1)
-    except DeviceError as e:
-        pytest.skip(f"needs 1 sm_90 GPU: {e}")
-    import cupy
-
-    return cupy
-
-
 def _setup(cp, m: int, layers: int, h: int = 2048, **kw):
     from ctahw.chain import ChainRunner
     from ctahw.device import random_bf16

@@ -39,19 +39,6 @@ def _record(kind: str, res: dict) -> None:
             f.write(json.dumps({"test": kind, **res}, default=str) + "\n")
 
 
-@pytest.fixture(scope="module")
-def cp():
-    from ctahw.device import DeviceError, require_gpus
-
-    try:
-        require_gpus(1)
-    except DeviceError as e:
-        pytest.skip(f"needs 1 sm_90 GPU: {e}")
-    import cupy
-
-    return cupy
-
-
 def _one_gpu_runner():
     """bench/hw/ctapipe_onegpu.py's OneGpuRunner (bench/ is not a package: loaded from its file)."""
     path = Path(__file__).resolve().parents[2] / "bench" / "hw" / "ctapipe_onegpu.py"
@@ -69,8 +56,8 @@ def _workload(act: str):
 
 
 def _run(cp, variant: str, act: str = "gelu") -> dict:
-    from ctahw.device import REL_TOL_BF16, bf16_bits_to_f32, f32_to_bf16_bits, output_error, poison, random_bf16
-    from ctahw.executor import reference_output
+    from ctahw.device import REL_TOL_BF16, output_error, poison, random_bf16
+    from ctahw.executor import reference_bf16
     from ctahw.pipelined import TRACE_TOL_NS, other_violations
     from ctasim.invariants import find_violations
     from ctasim.spec import Strategy, load_hardware
@@ -85,8 +72,7 @@ def _run(cp, variant: str, act: str = "gelu") -> dict:
     with cp.cuda.Device(0):
         x = random_bf16((M, K0), cp, rng)
         ws = [random_bf16((l.n, l.k), cp, rng, 1 / math.sqrt(l.k)) for l in wl.layers]
-        rnd = (lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp))
-        ref = reference_output(cp, bf16_bits_to_f32(x, cp), [bf16_bits_to_f32(w, cp) for w in ws], wl.layers, rnd)
+        ref = reference_bf16(cp, x, ws, wl.layers)
     r = _one_gpu_runner()(plan, M, [K0, N0, N1], x, ws, trace=v.trace, clusters=clusters_of(plan, v),
                           epilogues={i: l.epilogue for i, l in enumerate(wl.layers)}, residual=x)
     res = {"variant": variant, "act": act, "m": M, "k0": K0, "n0": N0, "n1": N1,

@@ -16,19 +16,11 @@ pytestmark = pytest.mark.hw
 
 
 @pytest.fixture(scope="module")
-def gpu():
-    from ctahw.device import DeviceError, require_gpus
-
-    try:
-        require_gpus(1)
-    except DeviceError as e:
-        pytest.skip(f"needs 1 sm_90 GPU: {e}")
-    import cupy
-
+def gpu(cp):
     from ctahw.baselines import Timed
     from ctahw.gemm import CutlassGemm
 
-    return cupy, Timed([0], gate_ms=0.1), CutlassGemm(0)
+    return cp, Timed([0], gate_ms=0.1), CutlassGemm(0)
 
 
 def _wl(*layers):
@@ -64,8 +56,8 @@ def _plans(kind, wl):
 
 def _run(gpu, plan, wl):
     """(relative error of every output, the executor): one poisoned run on device 0."""
-    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits, output_error, poison, random_bf16
-    from ctahw.executor import CudaMachine, Inputs, PlanExecutor, reference_output
+    from ctahw.device import output_error, poison, random_bf16
+    from ctahw.executor import CudaMachine, Inputs, PlanExecutor, reference_bf16
 
     cp, timed, gemm = gpu
     rng = cp.random.default_rng(int.from_bytes(os.urandom(4), "little"))
@@ -82,8 +74,7 @@ def _run(gpu, plan, wl):
         return [(machine.stream(s), 0) for s in ex.issue()]
 
     timed.run(enqueue)
-    rnd = (lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp))
-    ref = reference_output(cp, bf16_bits_to_f32(x, cp), [bf16_bits_to_f32(w, cp) for w in ws], layers, rnd)
+    ref = reference_bf16(cp, x, ws, layers)
     return {g: output_error(cp, out, ref, 0) for g, out in ex.outputs().items()}, ex
 
 

@@ -19,14 +19,6 @@ def _gpus_or_skip(n: int):
         pytest.skip(f"needs {n} sm_90 GPU(s): {e}")
 
 
-@pytest.fixture
-def cp():
-    _gpus_or_skip(1)
-    import cupy
-
-    return cupy
-
-
 @pytest.mark.parametrize("backend", ["cutlass", "cublas"])
 @pytest.mark.parametrize("m,n,k", [(256, 512, 1024), (1000, 768, 2048)])  # 1000: rows not a tile multiple
 def test_gemm_matches_fp32_reference(cp, backend, m, n, k):
