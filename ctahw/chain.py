@@ -1,22 +1,27 @@
-"""The chain kernel on one GPU: intra-GPU CTA-pipelining of a square chain (``kernels/ctapipe_sm90_bf16_chain.cu``).
+"""The chain kernel: CTA-pipelining of a square chain in one persistent kernel per GPU
+(``kernels/ctapipe_sm90_bf16_chain.cu``), on one GPU (intra-GPU) or on a ring of GPUs.
 
-Every layer of an M x H x H chain runs in ONE persistent CUTLASS kernel: the layers are the batch mode of one GEMM
-(layer l reads ``X[l]`` and writes ``X[l+1]`` of one ``[L+1, M, H]`` buffer), the CTAs take tiles in the plan's
-topological order (:func:`ctasim.plan.chain_order`) by an atomic ticket, and a tile of layer l > 0 waits (bounded)
-on a GPU-scope counter until its row-block of layer l - 1 is complete. The next layer's tiles so fill the
-previous layer's last partial wave. The plan comes from ctasim (``Strategy(kind="ctapipe", gpus=1)``), so the
-simulator and the GPU run the same order.
+On one GPU every layer of an M x H x H chain runs in ONE persistent CUTLASS kernel: the layers are the batch mode
+of one GEMM (layer l reads ``X[l]`` and writes ``X[l+1]``), the CTAs take tiles in the plan's topological order
+(:func:`ctasim.plan.chain_order`) by an atomic ticket, and a tile of layer l > 0 waits (bounded) on a GPU-scope
+counter until its row-block of layer l - 1 is complete. The next layer's tiles so fill the previous layer's last
+partial wave. On a ring (``Strategy(kind="ctapipe", gpus=G)`` with more layers than GPUs: layer l on GPU l mod G)
+each GPU runs one such kernel over its own layers, in the restriction of the chain's one order; every tile stores
+its output into the next GPU's memory and signals the counter there at system scope (:func:`ring_layout`). The
+plan comes from ctasim (``build_chain`` / ``build_ring``), so the simulator and the GPUs run the same order.
 
 * :data:`DESC_FIELDS` is read from the kernel source's ``CTAHW_CHAIN_FIELDS`` list (the one definition); a loaded
   library's own list (``ctahw_chain_desc_names``) must match it by name, or :class:`ChainRunner` refuses it.
-* :class:`ChainRunner`: buffers, the descriptor, launches (epochs: nothing reset between runs), error records
-  (:class:`ctahw.runner.ProtocolError`), the ticket count check, stall injection, traces as ``ctasim.trace.Trace``.
+* :class:`ChainRunner`: buffers, the descriptors, launches (epochs: nothing reset between runs), error records
+  (:class:`ctahw.runner.ProtocolError`), the ticket count checks, stall injection, traces as ``ctasim.trace.Trace``.
+  A ring's kernels may share one device (each with its share of the SMs): the protocol's one-GPU check.
 
 Designs (:data:`DESIGNS`): dynamic tickets (cluster 1x1), or a static order per CTA (cluster 1x1 or 2x1, W
-multicast; every CTA resident at once, the grid sized by the occupancy query).
+multicast; every CTA resident at once, the grid sized by the occupancy query; one GPU only).
 
-Left out: fused epilogues and row-wise ops (the chain kernel runs square chains of plain GEMMs), more than one GPU
-(placement of several layers per GPU over several GPUs).
+Left out: fused epilogues and row-wise ops (the chain kernel runs square chains of plain GEMMs); on a ring the last
+layer's output is stored into the next GPU too (where the chain's input came from, for G = 2), while ctasim's ring
+plan keeps it local; layers of different shapes.
 """
 
 from __future__ import annotations
@@ -32,8 +37,8 @@ from ctasim.trace import EVENT_COLUMNS, EVENT_KINDS, Trace
 from ctahw.runner import (ERROR_WORDS, KERNEL_TILE, TILE_STAMP_WORDS, check_desc_names, desc_fields_from_source,
                           parse_error)
 
-__all__ = ["LIBRARY", "DESC_FIELDS", "DESIGNS", "chain_kernel", "chain_descriptor",
-           "check_pairs", "ChainRunner", "parse_chain_trace"]
+__all__ = ["LIBRARY", "DESC_FIELDS", "DESIGNS", "chain_kernel", "chain_kernels", "chain_descriptor", "ring_layout",
+           "chain_slots", "output_place", "check_pairs", "ChainRunner", "parse_chain_trace"]
 
 LIBRARY = "ctapipe_sm90_bf16_chain"
 SOURCE = Path(__file__).resolve().parent / "kernels" / f"{LIBRARY}.cu"
@@ -63,22 +68,66 @@ def check_pairs(order: np.ndarray, tiles_m: int, tiles_n: int) -> None:
         raise ValueError(f"order entries {2 * i} and {2 * i + 1} (tiles {a[i]}, {b[i]}) are not one layer's column pair")
 
 
-def chain_kernel(plan: Plan) -> Kernel:
-    """The plan's chain kernel (``source = "chain"``); ValueError if the plan is not a chain-kernel plan."""
+def chain_kernels(plan: Plan) -> list[Kernel]:
+    """The plan's chain kernels (``source = "chain"``), by GPU: one on one GPU, one per GPU on a ring; ValueError if
+    the plan is not a chain-kernel plan."""
     ks = plan.kernels()
-    if len(ks) != 1 or ks[0].source != "chain":
-        raise ValueError(f"plan {plan.strategy}/{plan.case} is not a chain-kernel plan (ctapipe with gpus = 1)")
+    if not ks or any(k.source != "chain" for k in ks) or [k.gpu for k in ks] != list(range(len(ks))):
+        raise ValueError(f"plan {plan.strategy}/{plan.case} is not a chain-kernel plan (ctapipe, one chain kernel "
+                         f"per GPU)")
+    return ks
+
+
+def chain_kernel(plan: Plan) -> Kernel:
+    """The plan's one chain kernel; ValueError if the plan is not a one-GPU chain-kernel plan."""
+    ks = chain_kernels(plan)
+    if len(ks) != 1:
+        raise ValueError(f"plan {plan.strategy}/{plan.case} runs {len(ks)} chain kernels (a ring), not one")
     return ks[0]
 
 
+def ring_layout(plan: Plan) -> list[dict]:
+    """Where each chain kernel of ``plan`` reads, writes and signals (the one definition the runner wires).
+
+    Every GPU g holds ``slots`` input slots ``X_g[s]`` (M x H) and as many row-block counter sets ``C_g[s]``
+    (tiles_m each). Kernel g's local layer j (global layer ``g + j * G``) reads ``X_g[j]`` and waits on ``C_g[j]``;
+    it writes ``X_t[j + s0]`` and signals ``C_t[j + s0]`` on GPU ``t = (g + 1) mod G``, with ``s0 = 1`` on the GPU
+    that wraps around to GPU 0 (the one GPU of a one-GPU chain included), else 0. The chain's input is ``X_0[0]``;
+    its output lands where its last layer writes (:func:`output_place`). Per kernel: ``gpu``, ``to``, ``slot``
+    (s0), ``layers``, ``first_layer``, ``stride`` (G)."""
+    ks = chain_kernels(plan)
+    G = len(ks)
+    for k in ks:
+        if k.layer != k.gpu or (G > 1 and k.chain_stride != G) or k.row_offset:
+            raise ValueError(f"{k.name}: not a ring kernel (layer {k.layer} on GPU {k.gpu}, stride {k.chain_stride})")
+    return [{"gpu": g, "to": (g + 1) % G, "slot": 1 if g == G - 1 else 0, "layers": k.chain_layers,
+             "first_layer": k.layer, "stride": G} for g, k in enumerate(ks)]
+
+
+def chain_slots(plan: Plan) -> int:
+    """Input slots (and counter sets) each GPU of :func:`ring_layout` holds: its most layers, plus one."""
+    return max(k.chain_layers for k in chain_kernels(plan)) + 1
+
+
+def output_place(plan: Plan) -> tuple[int, int]:
+    """(GPU, slot) of :func:`ring_layout` that holds the chain's output: the last layer's output slot."""
+    lay = ring_layout(plan)
+    G = len(lay)
+    L = sum(p["layers"] for p in lay)
+    last = lay[(L - 1) % G]
+    return last["to"], (L - 1) // G + last["slot"]
+
+
 def chain_descriptor(k: Kernel, ptrs: Mapping[str, int], *, grid: int, epoch: int, timeout_ns: int,
-                     protocol: bool = True, stall_row: int = -1) -> np.ndarray:
-    """The launcher's int64 descriptor for chain kernel ``k`` (pointers from ``ptrs`` by field name)."""
+                     protocol: bool = True, stall_row: int = -1, sys_scope: bool | None = None) -> np.ndarray:
+    """The launcher's int64 descriptor for chain kernel ``k`` (pointers from ``ptrs`` by field name). ``sys_scope``
+    defaults to a ring's (``k.chain_stride > 1``): acquire and release at system scope."""
     if grid < 1 or grid > k.tiles:
         raise ValueError(f"grid {grid} must be within [1, {k.tiles}]")
     vals = {"num_tiles": k.tiles, "tiles_m": k.tiles_m, "tiles_n": k.tiles_n, "layers": k.chain_layers,
             "grid": grid, "protocol": 1 if protocol else 0, "epoch": epoch, "timeout_ns": timeout_ns,
-            "stall_row": stall_row}
+            "stall_row": stall_row, "first_layer": k.layer, "layer_stride": k.chain_stride,
+            "sys_scope": int(k.chain_stride > 1 if sys_scope is None else sys_scope)}
     unknown = set(ptrs) - set(DESC_FIELDS)
     if unknown:
         raise ValueError(f"not descriptor fields: {sorted(unknown)}")
@@ -86,154 +135,260 @@ def chain_descriptor(k: Kernel, ptrs: Mapping[str, int], *, grid: int, epoch: in
     return np.array([int(vals.get(n, 0)) for n in DESC_FIELDS], dtype=np.int64)
 
 
+class _ChainGpu:
+    """One chain kernel's state on its device: input slots, weights of its layers, order, ticket, counters, error
+    record, scratch, stamps, stream."""
+
+    def __init__(self, cp, k: Kernel, weights, device: int, grid: int, slots: int, m: int, h: int, trace: bool):
+        self.k, self.device, self.grid = k, device, grid
+        with cp.cuda.Device(device):
+            self.x = cp.empty((slots, m, h), dtype=cp.uint16)
+            self.w = cp.stack([cp.asarray(w) for w in weights])
+            self.order = cp.asarray(np.asarray(k.order, dtype=np.int32))
+            self.ticket = cp.zeros(1, dtype=cp.uint32)
+            self.counters = cp.zeros(slots * k.tiles_m, dtype=cp.uint32)
+            self.error = cp.zeros(ERROR_WORDS, dtype=cp.int32)
+            self.cta_tile = cp.zeros(grid, dtype=cp.int32)
+            self.stamps = cp.zeros(k.tiles * TILE_STAMP_WORDS, dtype=cp.uint64) if trace else None
+            self.stream = cp.cuda.Stream()  # blocking: ordered after work on the legacy default stream (poison)
+
+
 class ChainRunner:
-    """One chain-kernel plan on GPU ``device``: ``X[0]`` = ``x`` (M x H bf16 bits), ``weights[l]`` (H x H) per layer.
+    """A chain-kernel plan on the GPUs: one kernel (``Strategy(kind="ctapipe", gpus=1)``), or one per GPU of a ring
+    (``gpus = G`` < layers: layer l on GPU l mod G), wired by :func:`ring_layout`. ``x`` = the chain's input (M x H
+    bf16 bits), ``weights[l]`` (H x H) per global layer. ``devices[g]``: the CUDA device of the plan's GPU g
+    (default g); a ring may put every kernel on one device, each on its own stream with its share of the SMs (the
+    one-GPU check of the ring's protocol: the kernels must then be resident together, which the grids ensure).
 
-    ``launch`` enqueues one run on ``stream`` (default: the runner's); runs on one stream are ordered, so the
-    epoch just advances. ``out`` is ``X[L]``. ``protocol=False`` launches the same kernel without waits or signals
-    (the overhead baseline; a chain of more than one layer is then not correct)."""
+    ``launch`` enqueues one run (every kernel; on ``stream`` for a one-kernel plan, default: the runner's); runs
+    are ordered per stream, so the epoch just advances. ``out`` is the chain's output. ``protocol=False`` launches
+    the same kernels without waits or signals (the overhead baseline; a chain of more than one layer is then not
+    correct). A one-kernel runner's ``x``, ``w``, ``counters``, ``stream``, ``grid``, ``k`` are its kernel's."""
 
-    def __init__(self, plan: Plan, x, weights, *, device: int = 0, trace: bool = False,
+    def __init__(self, plan: Plan, x, weights, *, device: int = 0, devices=None, trace: bool = False,
                  timeout_ns: int = 2_000_000_000, grid: int = 0, design: str = "tickets"):
         from ctahw import build
         from ctahw.device import require_cupy
 
         self.cp = cp = require_cupy()
-        self.plan, self.k = plan, chain_kernel(plan)
-        k = self.k
-        self.m, self.h = k.tiles_m * KERNEL_TILE[0], k.tiles_n * KERNEL_TILE[1]
-        self.layers = k.chain_layers
+        self.plan = plan
+        ks = chain_kernels(plan)
+        self.layout = ring_layout(plan)
+        G = len(ks)
+        self.m, self.h = ks[0].tiles_m * KERNEL_TILE[0], ks[0].tiles_n * KERNEL_TILE[1]
+        self.layers = sum(k.chain_layers for k in ks)
         if len(weights) != self.layers:
             raise ValueError(f"{self.layers} layers but {len(weights)} weight matrices")
         if tuple(x.shape) != (self.m, self.h):
             raise ValueError(f"input is {tuple(x.shape)}, the plan needs {(self.m, self.h)}")
+        devices = list(devices) if devices is not None else ([device] if G == 1 else list(range(G)))
+        if len(devices) != G:
+            raise ValueError(f"the plan runs {G} chain kernels, {len(devices)} device(s) given")
         self.lib = build.library(LIBRARY)
         check_desc_names(self.lib.ctahw_chain_desc_names(), DESC_FIELDS, "chain")
         if self.lib.ctahw_chain_tile_stamp_words() != TILE_STAMP_WORDS:
             raise RuntimeError("stamp record size differs between Python and the built library")
         if design not in DESIGNS:
             raise ValueError(f"unknown chain-kernel design {design!r} (known: {', '.join(DESIGNS)})")
+        if G > 1 and design != "tickets":
+            raise ValueError(f"a ring runs the tickets design (a static order needs every CTA of every kernel "
+                             f"resident, which is not checked across kernels); got {design!r}")
         self.design, self.code = design, DESIGNS[design]
         if design == "static2x1":
-            check_pairs(k.order, k.tiles_m, k.tiles_n)
-        self.device, self.trace, self.timeout_ns = device, trace, int(timeout_ns)
-        with cp.cuda.Device(device):
-            sms = int(cp.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"])
-            self.grid = min(grid or sms, sms, k.tiles)
+            check_pairs(ks[0].order, ks[0].tiles_m, ks[0].tiles_n)
+        self.trace, self.timeout_ns = trace, int(timeout_ns)
+        slots = chain_slots(plan)
+        self.gpus = []
+        for g, k in enumerate(ks):
+            d = devices[g]
+            with cp.cuda.Device(d):
+                sms = int(cp.cuda.runtime.getDeviceProperties(d)["multiProcessorCount"])
+            share = sms // devices.count(d)  # kernels sharing a device split its SMs (all resident together)
+            n = min(grid or share, share, k.tiles)
             if self.code:  # static designs: every CTA resident at once, whole clusters
-                resident = int(self.lib.ctahw_chain_resident_ctas(self.code, device))
+                resident = int(self.lib.ctahw_chain_resident_ctas(self.code, d))
                 if resident <= 0:
                     raise RuntimeError(f"{design}: could not query how many CTAs can be resident")
-                self.grid = min(self.grid, resident)
+                n = min(n, resident)
                 if design == "static2x1":
-                    self.grid -= self.grid % 2
-            self.x = cp.empty((self.layers + 1, self.m, self.h), dtype=cp.uint16)
-            self.x[0] = x
-            self.w = cp.stack([cp.asarray(w) for w in weights])
-            self.order = cp.asarray(np.asarray(k.order, dtype=np.int32))
-            self.ticket = cp.zeros(1, dtype=cp.uint32)
-            self.counters = cp.zeros(self.layers * k.tiles_m, dtype=cp.uint32)
-            self.error = cp.zeros(ERROR_WORDS, dtype=cp.int32)
-            self.cta_tile = cp.zeros(self.grid, dtype=cp.int32)
-            self.stamps = cp.zeros(k.tiles * TILE_STAMP_WORDS, dtype=cp.uint64) if trace else None
-            self.stream = cp.cuda.Stream()
+                    n -= n % 2
+            self.gpus.append(_ChainGpu(cp, k, [weights[k.layer + j * G] for j in range(k.chain_layers)], d, n,
+                                       slots, self.m, self.h, trace))
+        with cp.cuda.Device(devices[0]):
+            self.gpus[0].x[0] = x
         self.epoch = 1
         self.runs = 0  # completed launches since the last reset (the ticket check)
-        self.protocol_runs = 0
+        self._ends: list = []  # a ring's previous run: one event per kernel
+
+    # A one-kernel runner's own buffers (the single-GPU callers' names).
+    def _one(self) -> _ChainGpu:
+        if len(self.gpus) != 1:
+            raise AttributeError("a ring runner has one set of buffers per GPU: use .gpus[g]")
+        return self.gpus[0]
+
+    k = property(lambda self: self._one().k)
+    x = property(lambda self: self._one().x)
+    w = property(lambda self: self._one().w)
+    counters = property(lambda self: self._one().counters)
+    stream = property(lambda self: self._one().stream)
+
+    @property
+    def grid(self) -> int:
+        return self._one().grid
+
+    @grid.setter
+    def grid(self, n: int) -> None:
+        self._one().grid = n
 
     @property
     def out(self):
-        return self.x[self.layers]
+        g, s = output_place(self.plan)
+        return self.gpus[g].x[s]
 
-    def descriptor(self, protocol: bool = True, stall_row: int = -1) -> np.ndarray:
-        ptrs = {"order": self.order.data.ptr, "ticket": self.ticket.data.ptr, "counters": self.counters.data.ptr,
-                "error": self.error.data.ptr, "cta_tile": self.cta_tile.data.ptr,
-                "stamps": self.stamps.data.ptr if self.trace else 0}
-        return chain_descriptor(self.k, ptrs, grid=self.grid, epoch=self.epoch, timeout_ns=self.timeout_ns,
-                                protocol=protocol, stall_row=stall_row)
+    def poison_outputs(self) -> None:
+        """Poison every slot a run writes (all but the chain's input), so a tile that is not written shows."""
+        from ctahw.device import poison
 
-    def launch(self, stream=None, protocol: bool = True, stall_row: int = -1) -> None:
-        """Enqueue one run. Counters advance only with ``protocol``: a protocol-off run leaves them, so its epoch
-        is not consumed for them; the ticket advances either way (each run takes num_tiles + grid tickets)."""
+        for i, p in enumerate(self.gpus):
+            with self.cp.cuda.Device(p.device):
+                poison(p.x[1:] if i == 0 else p.x)
+
+    def descriptor(self, protocol: bool = True, stall_row: int = -1, g: int = 0) -> np.ndarray:
+        p, lay = self.gpus[g], self.layout[g]
+        to = self.gpus[lay["to"]]
+        ptrs = {"order": p.order.data.ptr, "ticket": p.ticket.data.ptr, "counters": p.counters.data.ptr,
+                "signals": to.counters.data.ptr + lay["slot"] * p.k.tiles_m * to.counters.itemsize,
+                "error": p.error.data.ptr, "cta_tile": p.cta_tile.data.ptr,
+                "stamps": p.stamps.data.ptr if self.trace else 0}
+        return chain_descriptor(p.k, ptrs, grid=p.grid, epoch=self.epoch, timeout_ns=self.timeout_ns,
+                                protocol=protocol, stall_row=stall_row if g == 0 else -1)
+
+    def launch(self, stream=None, protocol: bool = True, stall_row: int = -1, streams=None) -> None:
+        """Enqueue one run of every kernel. ``stream`` (a one-kernel plan) or ``streams[g]``: where kernel g is
+        enqueued (default: its own). Counters advance only with ``protocol``: a protocol-off run leaves them, so its
+        epoch is not consumed for them; the ticket advances either way (each run takes num_tiles + grid tickets).
+        ``stall_row``: GPU 0's first layer's tiles of that row-block never signal (the timeout check)."""
         import ctypes
 
-        desc = self.descriptor(protocol, stall_row)
-        self._desc = desc  # the launch reads it on the host; kept until the next launch for safety
-        s = stream or self.stream
-        with self.cp.cuda.Device(self.device):
-            rc = self.lib.ctahw_chain_gemm(self.x.data.ptr, self.w.data.ptr, self.m, self.h,
-                                           desc.ctypes.data_as(ctypes.c_void_p), len(DESC_FIELDS),
-                                           1 if self.trace else 0, self.code, self.device, s.ptr)
-        if rc != 0:
-            raise RuntimeError(f"{self.k.name}: launch failed: {self.lib.ctahw_chain_status_string(rc).decode()}")
+        if stream is not None:
+            if len(self.gpus) != 1:
+                raise ValueError("a ring launches one kernel per GPU: pass streams=")
+            streams = [stream]
+        self._desc = []  # the launches read them on the host; kept until the next launch for safety
+        ss = [streams[g] if streams is not None else p.stream for g, p in enumerate(self.gpus)]
+        ends = []
+        for g, p in enumerate(self.gpus):
+            desc = self.descriptor(protocol, stall_row, g)
+            self._desc.append(desc)
+            to = self.gpus[self.layout[g]["to"]]
+            d = to.x.data.ptr + self.layout[g]["slot"] * self.m * self.h * to.x.itemsize
+            with self.cp.cuda.Device(p.device):
+                # a ring's run begins after every kernel's previous run ended: a kernel one run ahead would
+                # overwrite an input its successor still reads and count a counter past the epoch it waits for
+                for e in self._ends:
+                    ss[g].wait_event(e)
+                rc = self.lib.ctahw_chain_gemm(p.x.data.ptr, d, p.w.data.ptr, self.m, self.h,
+                                               desc.ctypes.data_as(ctypes.c_void_p), len(DESC_FIELDS),
+                                               1 if self.trace else 0, self.code, p.device, ss[g].ptr)
+                if rc == 0 and len(self.gpus) > 1:
+                    ends.append(self.cp.cuda.Event(disable_timing=True))
+                    ends[-1].record(ss[g])
+            if rc != 0:
+                raise RuntimeError(f"{p.k.name}: launch failed: {self.lib.ctahw_chain_status_string(rc).decode()}")
+        self._ends = ends
         self.epoch += 1
         self.runs += 1
 
+    def synchronize(self) -> None:
+        for p in self.gpus:
+            p.stream.synchronize()
+
     def check_errors(self) -> None:
-        """Raise the ProtocolError the kernel recorded, if any, then check the ticket count (call after the GPU
-        finished): every run of the tickets design takes exactly num_tiles + grid tickets; the static designs none."""
-        e = parse_error(self.error.get(), self.k.name)
-        if e is not None:
-            raise e
-        got = int(self.ticket.get()[0])
-        want = self.runs * (self.k.tiles + self.grid) if self.code == DESIGNS["tickets"] else 0
-        if got != want:
-            raise RuntimeError(f"{self.k.name}: ticket counter {got} after {self.runs} run(s), expected {want}")
+        """Raise the ProtocolError a kernel recorded, if any, then check the ticket counts (call after the GPUs
+        finished): every run of the tickets design takes exactly num_tiles + grid tickets per kernel; the static
+        designs none."""
+        for p in self.gpus:
+            e = parse_error(p.error.get(), p.k.name)
+            if e is not None:
+                raise e
+        for p in self.gpus:
+            got = int(p.ticket.get()[0])
+            want = self.runs * (p.k.tiles + p.grid) if self.code == DESIGNS["tickets"] else 0
+            if got != want:
+                raise RuntimeError(f"{p.k.name}: ticket counter {got} after {self.runs} run(s), expected {want}")
 
     def reset(self) -> None:
-        """Zero the ticket, counters, error record and scratch, and start again at epoch 1 (after a failed run)."""
-        with self.cp.cuda.Device(self.device):
-            self.cp.cuda.runtime.deviceSynchronize()
-            for a in (self.ticket, self.counters, self.error, self.cta_tile):
-                a.fill(0)
-            self.cp.cuda.runtime.deviceSynchronize()
+        """Zero the tickets, counters, error records and scratch, and start again at epoch 1 (after a failed run)."""
+        for p in self.gpus:
+            with self.cp.cuda.Device(p.device):
+                self.cp.cuda.runtime.deviceSynchronize()
+        for p in self.gpus:
+            with self.cp.cuda.Device(p.device):
+                for a in (p.ticket, p.counters, p.error, p.cta_tile):
+                    a.fill(0)
+                self.cp.cuda.runtime.deviceSynchronize()
         self.epoch, self.runs = 1, 0
 
-    def read_trace(self, meta: Mapping | None = None) -> Trace:
+    def read_trace(self, meta: Mapping | None = None, offsets_ns: Mapping[int, float] | None = None) -> Trace:
+        """The last run's trace. ``offsets_ns[g]``: GPU g's ``%globaltimer`` minus GPU 0's (a ring on several
+        devices; :func:`ctahw.pipelined.measure_offsets`); kernels sharing a device share its clock."""
         if not self.trace:
             raise RuntimeError("the runner was built without tracing")
-        return parse_chain_trace(self.plan, self.stamps.get(), meta)
+        return parse_chain_trace(self.plan, [p.stamps.get() for p in self.gpus], meta, offsets_ns)
 
 
-def parse_chain_trace(plan: Plan, stamps: np.ndarray, meta: Mapping | None = None) -> Trace:
-    """A measured :class:`Trace` from the chain kernel's stamps (u64 [tiles, TILE_STAMP_WORDS], tile ids of the plan).
+def parse_chain_trace(plan: Plan, stamps, meta: Mapping | None = None,
+                      offsets_ns: Mapping[int, float] | None = None) -> Trace:
+    """A measured :class:`Trace` from the chain kernels' stamps (per kernel u64 [tiles, TILE_STAMP_WORDS], its local
+    tile ids of the plan; one array for a one-kernel plan).
 
     Per tile: t_start = its ticket taken (static designs: the load warp's wait began), t_ready = its inputs visible
-    (the wait returned; the ticket time for layer 0), t_acquire = the MMA warp groups begin it, or its inputs
-    visible if later, t_compute_end = epilogue math done (TMA stores issued),
+    (the wait returned; the ticket time for the chain's first layer), t_acquire = the MMA warp groups begin it, or
+    its inputs visible if later, t_compute_end = epilogue math done (TMA stores issued),
     t_store_end = stores complete, t_signal = the release issued; ``t_mainloop_end`` beside. Times in ns since
-    the earliest ticket; one row-completion event per (layer, row-block) at its last signal."""
-    k = chain_kernel(plan)
-    s = np.asarray(stamps, dtype=np.uint64).reshape(k.tiles, TILE_STAMP_WORDS)
-    base = int(s[:, 0].min())
-
-    def since(raw) -> np.ndarray:
-        return (np.asarray(raw, dtype=np.uint64).astype(np.int64) - base).astype(np.float64)
-
-    t = since(s[:, :6])
-    ready = since(s[:, 7])
-    per = k.tiles_m * k.tiles_n
-    g = np.arange(k.tiles)
-    layer, r = np.divmod(g, per)
-    row, col = np.divmod(r, k.tiles_n)
-    ready = np.where(layer == 0, t[:, 0], ready)
-    # The static designs stamp the MMA warp groups' begin when they take the tile, which can precede the load warp's
-    # wait: their mainloop cannot consume the tile before its loads, issued after the wait. The tile's compute starts
-    # at the later of the two (the tickets design's MMA begin is after the wait anyway).
-    t[:, 1] = np.maximum(t[:, 1], ready)
-    tiles = pd.DataFrame({
-        "source": "hw", "gpu": k.gpu, "kernel": k.id, "layer": k.layer + layer,
-        "cta": (s[:, 6] & np.uint64(0xFFFFFFFF)).astype(np.int64), "sm": (s[:, 6] >> np.uint64(32)).astype(np.int64),
-        "tile_m": row + k.row_offset, "tile_n": col,
-        "t_start": t[:, 0], "t_acquire": t[:, 1], "t_ready": ready, "t_compute_end": t[:, 3],
-        "t_store_end": t[:, 4], "t_signal": t[:, 5], "slot": -1, "t_mainloop_end": t[:, 2]})
-    done = np.full(k.chain_layers * k.tiles_m, -np.inf)
-    np.maximum.at(done, layer * k.tiles_m + row, t[:, 5])
+    the earliest ticket, on GPU 0's clock (``offsets_ns``); layers are global (``layer + j * chain_stride``). One
+    row-completion event per (layer, row-block) at its last signal, on the GPU whose counter it is (the next GPU's
+    on a ring)."""
+    ks = chain_kernels(plan)
+    arrays = [stamps] if isinstance(stamps, np.ndarray) and len(ks) == 1 else list(stamps)
+    if len(arrays) != len(ks):
+        raise ValueError(f"{len(ks)} chain kernels but {len(arrays)} stamp arrays")
+    offs = {int(g): int(round(float(v))) for g, v in (offsets_ns or {}).items()}
+    raw = [np.asarray(a, dtype=np.uint64).reshape(k.tiles, TILE_STAMP_WORDS) for a, k in zip(arrays, ks)]
+    # on GPU 0's clock, in ns since the earliest ticket of the run (in integers: %globaltimer exceeds a double's
+    # 53 bits of exact nanoseconds)
+    shifted = [s.astype(np.int64) - offs.get(k.gpu, 0) for s, k in zip(raw, ks)]
+    base = min(int(s[:, 0].min()) for s in shifted)
+    G = len(ks)
+    frames, done = [], {}
+    for k, s, r0 in zip(ks, shifted, raw):
+        t = (s[:, :6] - base).astype(np.float64)
+        ready = (s[:, 7] - base).astype(np.float64)
+        per = k.tiles_m * k.tiles_n
+        j, r = np.divmod(np.arange(k.tiles), per)
+        row, col = np.divmod(r, k.tiles_n)
+        layer = k.layer + j * k.chain_stride
+        ready = np.where(layer == 0, t[:, 0], ready)
+        # The static designs stamp the MMA warp groups' begin when they take the tile, which can precede the load
+        # warp's wait: their mainloop cannot consume the tile before its loads, issued after the wait. The tile's
+        # compute starts at the later of the two (the tickets design's MMA begin is after the wait anyway).
+        t[:, 1] = np.maximum(t[:, 1], ready)
+        frames.append(pd.DataFrame({
+            "source": "hw", "gpu": k.gpu, "kernel": k.id, "layer": layer,
+            "cta": (r0[:, 6] & np.uint64(0xFFFFFFFF)).astype(np.int64),
+            "sm": (r0[:, 6] >> np.uint64(32)).astype(np.int64),
+            "tile_m": row + k.row_offset, "tile_n": col,
+            "t_start": t[:, 0], "t_acquire": t[:, 1], "t_ready": ready, "t_compute_end": t[:, 3],
+            "t_store_end": t[:, 4], "t_signal": t[:, 5], "slot": -1, "t_mainloop_end": t[:, 2]}))
+        where = (k.gpu + 1) % G if G > 1 else k.gpu
+        for (ly, rw), v in pd.Series(t[:, 5]).groupby([layer, row]).max().items():
+            done[int(ly) * k.tiles_m + int(rw)] = (where, float(v))
+    tiles = pd.concat(frames, ignore_index=True)
     zero = EVENT_KINDS.index("zero")
-    events = Trace.events_frame(np.array([(zero, -1, k.gpu, d, -1, -1, done[d]) for d in range(len(done))],
+    events = Trace.events_frame(np.array([(zero, -1, g, d, -1, -1, v) for d, (g, v) in sorted(done.items())],
                                          dtype=np.float64).reshape(-1, len(EVENT_COLUMNS)))
     end = float(tiles["t_signal"].max())
-    ops = pd.DataFrame([(k.id, k.name, "kernel", k.gpu, k.gpu, 0.0, k.layer, 0.0, end)],
+    ops = pd.DataFrame([(k.id, k.name, "kernel", k.gpu, k.gpu, 0.0, k.layer, 0.0, end) for k in ks],
                        columns=["op", "name", "kind", "gpu", "dst", "nbytes", "layer", "t_begin", "t_end"])
     return Trace(tiles=tiles, events=events, ops=ops, meta={"source": "hw", "strategy": plan.strategy,
-                                                            "case": plan.case, "gpus": 1, **dict(meta or {})})
+                                                            "case": plan.case, "gpus": G, **dict(meta or {})})

@@ -26,11 +26,12 @@ What runs today:
   layer of a square chain in one persistent kernel, in the order of ctasim's plan; checked once against the fp32
   chain (poisoned outputs), timed by the same harness, plus one traced run whose trace is kept (the ticket count
   and error record checked after every run); tile_source 'queue' runs the tickets design, 'static' the static
-  order with 2x1 clusters (:func:`chain_design`).
+  order with 2x1 clusters (:func:`chain_design`). With ``gpus = G`` below the layer count (a ring: layer l on GPU
+  l mod G) one chain kernel per GPU, the same checks, the trace on GPU 0's clock (measured offsets).
 * Everything else is a ``skipped`` row with its reason: a strategy that needs more GPUs than the machine has; a
   plan the executor cannot issue (an all-gather: TP's unpaired last layer); a fused epilogue with no fused kernel
   (swiglu); a GEMM shape the CUTLASS kernel does not take; a ctapipe workload its kernels do not run (more than 2
-  layers, K != N, epilogue or row-wise ops); hybrid.
+  layers on as many GPUs, K != N, an epilogue or row-wise op on the chain kernel); hybrid.
 
 Left out: the cuBLAS backend (it fuses no epilogue; the flag interface times it), traces of non-pipelined kernels,
 input sets rotated between repetitions (one set: the flag shorthand rotates them).
@@ -103,10 +104,7 @@ def reason_for(strategy: Strategy, case: Case, gpus: int, hw: Hardware | None = 
     if strategy.kind not in SPEC_KINDS:
         return f"{strategy.kind} is not yet run from an experiment spec"
     layers = case.workload.layers
-    if strategy.kind == "ctapipe" and 1 < strategy.gpus < len(layers):
-        return (f"ctapipe on a ring ({len(layers)} layers on {strategy.gpus} GPUs) has no ctahw kernel yet "
-                f"(the simulator models it)")
-    if strategy.kind == "ctapipe" and strategy.gpus == 1:
+    if strategy.kind == "ctapipe" and _chain_kernel_strategy(strategy, case):
         from ctasim.strategies.ctapipe import chain_reason  # noqa: PLC0415
 
         why = chain_reason(case.workload)
@@ -297,38 +295,49 @@ def _run_sweep_kinds(exp: Experiment, df: pd.DataFrame, cfg: RunConfig, extra: d
                     extra[i] = {k: v for k, v in r.items() if k not in ("makespan_ms", "rel_err", "ok")}
 
 
+def _chain_kernel_strategy(strategy: Strategy, case: Case) -> bool:
+    """Whether the chain kernel runs this ctapipe strategy: on one GPU, or on a ring (fewer GPUs than layers)."""
+    return strategy.kind == "ctapipe" and (strategy.gpus == 1 or 1 < strategy.gpus < len(case.workload.layers))
+
+
 def _chain_rows(exp: Experiment, df: pd.DataFrame) -> list:
-    """Index of the rows the chain kernel answers (ctapipe with gpus = 1)."""
+    """Index of the rows the chain kernel answers (ctapipe with gpus = 1, or a ring)."""
     strategies = {s.label: s for s in exp.strategies}
-    return [i for i, r in df.iterrows() if r["kind"] == "ctapipe" and strategies[r["strategy"]].gpus == 1]
+    cases = {c.label: c for c in expand(exp)}
+    return [i for i, r in df.iterrows()
+            if r["kind"] == "ctapipe" and _chain_kernel_strategy(strategies[r["strategy"]], cases[r["case"]])]
 
 
 def _chain(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, timed, log: Callable[[str], None],
            traces: dict) -> dict:
-    """Measure one chain-kernel case on GPU 0 (intra-GPU CTA-pipelining): correctness, timing, one traced run."""
+    """Measure one chain-kernel case (intra-GPU CTA-pipelining on GPU 0, or a ring on GPUs 0 .. G-1): correctness,
+    timing, one traced run."""
     from ctahw.baselines import Chain  # noqa: PLC0415
-    from ctahw.chain import ChainRunner  # noqa: PLC0415
-    from ctahw.device import REL_TOL_BF16, output_error, poison, reference_chain, summarize  # noqa: PLC0415
-    from ctasim.strategies.ctapipe import build_chain  # noqa: PLC0415
+    from ctahw.chain import ChainRunner, output_place  # noqa: PLC0415
+    from ctahw.device import REL_TOL_BF16, output_error, reference_chain, summarize  # noqa: PLC0415
+    from ctasim.strategies.ctapipe import build_chain, build_ring  # noqa: PLC0415
 
     cp = timed.cp
     layers = case.workload.layers
-    plan = build_chain(strategy, case.workload, exp.hardware, case.label)
+    G = strategy.gpus
+    plan = (build_chain if G == 1 else build_ring)(strategy, case.workload, exp.hardware, case.label)
     data = Chain(cp, cfg.seed)
     x = data.rand(0, (layers[0].m, layers[0].k), salt=11)
-    ws = [data.rand(0, (l.n, l.k), 1 / math.sqrt(l.k), salt=12 + i) for i, l in enumerate(layers)]
-    s0 = timed.compute[0]
+    ws = [data.rand(l % G, (l_.n, l_.k), 1 / math.sqrt(l_.k), salt=12 + l) for l, l_ in enumerate(layers)]
+    streams = [timed.compute[g] for g in range(G)]
     design = chain_design(strategy, layers[0].tiles_m)
-    runner = ChainRunner(plan, x, ws, device=0, design=design)
-    poison(runner.x[1:])
-    runner.launch(stream=s0)
-    s0.synchronize()
+    runner = ChainRunner(plan, x, ws, devices=range(G), design=design)
+    runner.poison_outputs()
+    runner.launch(streams=streams)
+    for s in streams:
+        s.synchronize()
     runner.check_errors()
-    rel = float(output_error(cp, runner.out, reference_chain(cp, x, ws, 0), 0))
+    out_gpu = output_place(plan)[0]
+    rel = float(output_error(cp, runner.out, reference_chain(cp, x, ws, out_gpu), out_gpu))
 
     def enqueue(t):
-        t.part("compute", 0, s0, lambda: runner.launch(stream=s0))
-        return [(s0, 0)]
+        t.part("compute", 0, streams[0], lambda: runner.launch(streams=streams))
+        return [(s, g) for g, s in enumerate(streams)]
 
     for _ in range(cfg.warmup):
         timed.run(enqueue)
@@ -336,13 +345,22 @@ def _chain(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, time
     runner.check_errors()
     tm = summarize(samples)
     del runner
-    traced = ChainRunner(plan, x, ws, device=0, trace=True, design=design)
-    tr_ms, _ = timed.run(lambda t: (t.part("compute", 0, s0, lambda: traced.launch(stream=s0)), [(s0, 0)])[1])
+    traced = ChainRunner(plan, x, ws, devices=range(G), trace=True, design=design)
+    tr_ms, _ = timed.run(lambda t: (t.part("compute", 0, streams[0], lambda: traced.launch(streams=streams)),
+                                    [(s, g) for g, s in enumerate(streams)])[1])
     traced.check_errors()
+    offsets = {}
+    if G > 1:
+        from ctahw.pipelined import measure_offsets  # noqa: PLC0415
+
+        offsets = {g: float(v["offset_ns"]) for g, v in measure_offsets(list(range(G))).items()}
+    grids = [p.grid for p in traced.gpus]
     tr = traced.read_trace({"case": case.label, "strategy": strategy.label, "variant": "chain", "run": 0,
-                            "makespan_ms": tr_ms, "design": design, "grid": traced.grid})
+                            "makespan_ms": tr_ms, "design": design, "grid": grids[0] if G == 1 else grids,
+                            "offsets_ns": offsets}, offsets)
     traces[f"{case.label}:{strategy.label}:run0"] = tr  # two chain strategies of one case keep both traces
-    log(f"  {case.label}: chain kernel ({design}, grid {traced.grid}) {tm.median_ms:.4f} ms (traced {tr_ms:.4f}), "
+    log(f"  {case.label}: chain kernel{'s' if G > 1 else ''} ({design}, grid {grids}) {tm.median_ms:.4f} ms "
+        f"(traced {tr_ms:.4f}), "
         f"rel err {rel:.2e}")
     del traced
     return {"makespan_ms": tm.median_ms, "rel_err": rel, "ok": rel <= REL_TOL_BF16,
@@ -487,7 +505,7 @@ def run(exp: Experiment, cfg: RunConfig, log: Callable[[str], None] = lambda s: 
         case, st = cases[r["case"]], strategies[r["strategy"]]
         try:
             if i in chain_rows:
-                timed, _ = machines.get(1)
+                timed, _ = machines.get(st.gpus)
                 res = _chain(exp, case, st, cfg, timed, log, traces)
             else:
                 res = _planned(case, _plan_of(st, case, exp.hardware, r["variant"]), cfg, machines, log)

@@ -1,25 +1,34 @@
 // ctahw: the chain kernel -- intra-GPU CTA-pipelining of a chain of equal-shaped layers in ONE persistent
 // CUTLASS 4.2 SM90 bf16 kernel (the layers of a square H x H chain on one GPU).
 //
-// What it computes: X[l+1] = X[l] @ W[l]^T for l = 0 .. L-1, X[l] of M x H, W[l] of H x H (row-major bf16, fp32
-// accumulation). The layers are the batch mode of one CUTLASS GEMM: A = X (batch stride M*H), D = X + M*H (the
-// same stride), B = W (batch stride H*H), so layer l reads X[l] and writes X[l+1] and one kernel holds the TMA
-// descriptors of every layer. Mainloop, epilogue and the warp-specialized cooperative kernel are CUTLASS's,
-// untouched (tile 128x256x64, cluster 1x1); the project's tile scheduler decides which tile each CTA runs.
+// What it computes: X[l+1] = X[l] @ W[l]^T for the kernel's local layers j = 0 .. L-1, X[l] of M x H, W[l] of
+// H x H (row-major bf16, fp32 accumulation). The layers are the batch mode of one CUTLASS GEMM: A = X (batch
+// stride M*H), D = `d` (the same stride), B = W (batch stride H*H), so local layer j reads X[j] and writes
+// d[j], and one kernel holds the TMA descriptors of every layer. Mainloop, epilogue and the warp-specialized
+// cooperative kernel are CUTLASS's, untouched (tile 128x256x64, cluster 1x1); the project's tile scheduler
+// decides which tile each CTA runs.
 //
-// The protocol (one GPU, so GPU scope):
+// Placement (ABI 3): the kernel runs the global layers first_layer + j * layer_stride. On one GPU (stride 1)
+// d = X + M*H and `signals` = `counters` + tiles_m: layer j writes X[j+1] and signals the counter its successor
+// waits on. On a ring of G GPUs (layer l on GPU l mod G, one kernel per GPU) d and `signals` are the next GPU's
+// input slots and counters (from slot 1 on the GPU that wraps around to GPU 0): every tile's output is stored
+// into the next GPU's memory and its row-block signalled there, at system scope (sys_scope = 1); the waits
+// read this GPU's own counters. The host wires it (ctahw.chain.ring_layout).
+//
+// The protocol (GPU scope on one GPU; system scope on a ring):
 //   * tickets: the persistent CTAs take tiles in the order of `order` (a topological order of the chain's
 //     tiles, ids g = l * tiles_m * tiles_n + m * tiles_n + n) by an atomic ticket counter. Each CTA takes
 //     exactly one ticket past the end (then it leaves), so a run consumes num_tiles + grid tickets and epoch e
 //     owns the tickets [(e-1) * (num_tiles + grid), e * (num_tiles + grid)): nothing is reset between runs.
-//   * waits: a tile of layer l > 0, row-block m, needs the whole row-block m of X[l] (K = H: every column
-//     tile of layer l-1's row m). The thread that took the ticket spins (bounded, ld.acquire.gpu) on
-//     counters[(l-1) * tiles_m + m] until it reaches epoch * tiles_n, then fence.proxy.async.global; the load
+//   * waits: a tile of local layer j whose global layer is > 0, row-block m, needs the whole row-block m of X[j]
+//     (K = H: every column tile of the layer before's row m). The thread that took the ticket spins (bounded,
+//     ld.acquire at the kernel's scope) on counters[j * tiles_m + m] until it reaches epoch * tiles_n, then
+//     fence.proxy.async.global; the load
 //     warp runs fence.proxy.async.global again after the tile reached it through the shared-memory pipeline,
 //     before its TMA loads.
 //   * signals: after the epilogue issued a tile's TMA stores, every storing thread waits for them to complete
 //     (cp.async.bulk.wait_group 0) and fences the async proxy, the 256 MMA/epilogue threads meet at a named
-//     barrier, and one thread adds 1 to counters[l * tiles_m + m] with red.release.gpu.
+//     barrier, and one thread adds 1 to signals[j * tiles_m + m] with red.release at the kernel's scope.
 //   * protocol = 0 turns waits and signals off (the same kernel as a plain batched GEMM: the overhead baseline;
 //     a chain run so is not correct).
 //
@@ -27,7 +36,9 @@
 // dependencies are met, tickets are taken in `order`, and every dependency of order[k] lies before k. The
 // smallest ticket not yet finished then has all its dependencies finished and is held by a running CTA (it was
 // taken, and its holder's earlier tiles are finished), so it finishes: the run always progresses, whatever the
-// number of CTAs resident. (A CTA holds at most two tickets: the tile it computes and the next one, taken by
+// number of CTAs resident. On a ring every GPU takes its tickets in the restriction of ONE topological order of
+// the whole chain: the smallest unfinished tile of that order is then held by a running CTA of its GPU (every
+// earlier tile of its GPU is finished), so the argument holds across GPUs. (A CTA holds at most two tickets: the tile it computes and the next one, taken by
 // the scheduler warp once the load warp started the current tile; the current tile never waits on the next.)
 //
 // How the tiles reach the warp roles is variant (b)'s scheduler-warp design (ctapipe_sm90_bf16_persistent.cu):
@@ -53,13 +64,17 @@ namespace ctahw::chain {
   X(layers, int)                                                                                                \
   X(grid, int)                     /* persistent CTAs launched (<= the SM count) */                             \
   X(ticket, unsigned*)             /* u32, monotonic over epochs */                                             \
-  X(counters, unsigned*)           /* [layers * tiles_m] u32, monotonic: row-block m of layer l done */         \
+  X(counters, unsigned*)           /* [layers * tiles_m] u32, monotonic: row-block m of X[j] complete (waits) */ \
+  X(signals, unsigned*)            /* [layers * tiles_m] u32: where layer j's row-block m is signalled */        \
+  X(first_layer, int)              /* the global layer of local layer 0 */                                      \
+  X(layer_stride, int)             /* global layer of local j = first_layer + j * layer_stride */               \
+  X(sys_scope, int)                /* 1: acquire/release at system scope (a ring); 0: GPU scope */              \
   X(protocol, int)                 /* 1: waits and signals; 0: none (overhead baseline) */                      \
   X(epoch, unsigned)                                                                                            \
   X(timeout_ns, long long)                                                                                      \
   X(error, int*)                   /* [8] int32 error record (ctapipe.cuh) */                                   \
   X(stamps, unsigned long long*)   /* [num_tiles][kTileStampWords] when tracing */                              \
-  X(stall_row, int)                /* debug: layer 0's tiles of this row-block never signal */                  \
+  X(stall_row, int)                /* debug: local layer 0's tiles of this row-block never signal */            \
   X(cta_tile, int*)                /* [grid] scratch: each CTA's first tile */
 
 struct Params {
@@ -85,8 +100,21 @@ inline Params from_desc(const long long* f) {
   return p;
 }
 
-// Tile ids: g = l * per_layer + m * tiles_n + n.
+// Tile ids: g = l * per_layer + m * tiles_n + n (l the local layer).
 __device__ __forceinline__ int per_layer(const Params& p) { return p.tiles_m * p.tiles_n; }
+
+// Whether local layer l's tiles wait for their inputs: every layer but the chain's first.
+__device__ __forceinline__ bool waits(const Params& p, int l) { return p.first_layer + l * p.layer_stride > 0; }
+
+// The counters' acquire and release at the kernel's scope. (ctasim.protocol.kernelops reads these `if
+// (p.sys_scope) A; else B;` forms to compare each scope's operations with the protocol model's.)
+__device__ __forceinline__ unsigned ld_acquire(const Params& p, const unsigned* c) {
+  if (p.sys_scope) return ctapipe::ld_acquire_sys_u32(c); else return ctapipe::ld_acquire_gpu_u32(c);
+}
+
+__device__ __forceinline__ void red_release(const Params& p, unsigned* c) {
+  if (p.sys_scope) ctapipe::red_add_release_sys(c, 1u); else ctapipe::red_add_release_gpu(c, 1u);
+}
 
 // Take the next ticket and, for a tile of layer > 0, wait until its row-block of the layer before is complete.
 // Returns the tile id; -1 when the order is exhausted or after an error was recorded.
@@ -103,14 +131,14 @@ __device__ __forceinline__ int take(const Params& p, unsigned long long* t_taken
   const int g = p.order[k];
   if constexpr (Trace) *t_taken = ctapipe::now_ns();
   const int l = g / per_layer(p);
-  if (p.protocol && l > 0) {
-    const int dep = (l - 1) * p.tiles_m + (g % per_layer(p)) / p.tiles_n;
+  if (p.protocol && waits(p, l)) {
+    const int dep = l * p.tiles_m + (g % per_layer(p)) / p.tiles_n;
     const unsigned target = p.epoch * static_cast<unsigned>(p.tiles_n);
     const unsigned long long deadline = ctapipe::now_ns() + static_cast<unsigned long long>(p.timeout_ns);
     unsigned sleep_ns = 32;
     unsigned v;
     for (;;) {
-      v = ctapipe::ld_acquire_gpu_u32(p.counters + dep);
+      v = ld_acquire(p, p.counters + dep);
       if (v >= target) break;
       if (ctapipe::now_ns() > deadline) {
         ctapipe::record_error_at(p.error, p.epoch, ctapipe::kWaitTimeout, dep, v);
@@ -297,7 +325,7 @@ class ChainScheduler : public cutlass::gemm::kernel::detail::PersistentTileSched
       unsigned long long t_store = 0;
       if constexpr (Trace) t_store = ctapipe::now_ns();
       if (c.protocol && !(work.L_idx == 0 && work.M_idx == c.stall_row))
-        ctapipe::red_add_release_gpu(c.counters + work.L_idx * c.tiles_m + work.M_idx, 1u);
+        red_release(c, c.signals + work.L_idx * c.tiles_m + work.M_idx);
       if constexpr (Trace) {
         s[ctapipe::kStampStoreEnd] = t_store;
         s[ctapipe::kStampSignal] = ctapipe::now_ns();
@@ -430,16 +458,16 @@ class ChainStaticScheduler : public cutlass::gemm::kernel::detail::PersistentTil
   // layer before is complete; then every lane fences the async proxy (the TMA-issuing lane among them).
   CUTLASS_DEVICE void wait_inputs(int g) {
     const chain::Params& c = chain();
-    if (g < 0 || !c.protocol || g / per_layer(c) == 0) return;
+    if (g < 0 || !c.protocol || !waits(c, g / per_layer(c))) return;
     if (threadIdx.x == 0) {
       unsigned long long t_taken = 0;
       if constexpr (Trace) t_taken = ctapipe::now_ns();
-      const int dep = (g / per_layer(c) - 1) * c.tiles_m + (g % per_layer(c)) / c.tiles_n;
+      const int dep = (g / per_layer(c)) * c.tiles_m + (g % per_layer(c)) / c.tiles_n;
       const unsigned target = c.epoch * static_cast<unsigned>(c.tiles_n);
       const unsigned long long deadline = ctapipe::now_ns() + static_cast<unsigned long long>(c.timeout_ns);
       unsigned sleep_ns = 32;
       for (;;) {
-        const unsigned v = ctapipe::ld_acquire_gpu_u32(c.counters + dep);
+        const unsigned v = ld_acquire(c, c.counters + dep);
         if (v == target) break;
         if (v > target) {
           ctapipe::record_error_at(c.error, c.epoch, ctapipe::kCounterOverrun, dep, v);
@@ -471,7 +499,7 @@ class ChainStaticScheduler : public cutlass::gemm::kernel::detail::PersistentTil
     const unsigned long long t = ctapipe::now_ns();
     s[ctapipe::kStampAcquire] = t;
     s[ctapipe::kStampWhere] = (static_cast<unsigned long long>(ctapipe::smid()) << 32) | static_cast<unsigned>(blockIdx.x);
-    if (g / per_layer(c) == 0 || !c.protocol) {
+    if (!waits(c, g / per_layer(c)) || !c.protocol) {
       s[ctapipe::kStampStart] = t;
       s[ctapipe::kStampSlot] = t;
     }
@@ -534,7 +562,8 @@ inline int check_desc(const Params& p, int trace, int m, int h, int sm_count) {
   if (p.order == nullptr || p.ticket == nullptr || p.error == nullptr || p.cta_tile == nullptr || p.epoch == 0 ||
       p.timeout_ns <= 0 || p.layers <= 0 || p.tiles_m <= 0 || p.tiles_n <= 0 || p.num_tiles != per * p.layers ||
       p.grid <= 0 || p.grid > sm_count || p.grid > p.num_tiles || (p.protocol != 0 && p.protocol != 1) ||
-      (p.protocol && p.counters == nullptr) || (trace && p.stamps == nullptr) ||
+      (p.protocol && (p.counters == nullptr || p.signals == nullptr)) || (trace && p.stamps == nullptr) ||
+      p.first_layer < 0 || p.layer_stride < 1 || (p.sys_scope != 0 && p.sys_scope != 1) ||
       p.tiles_m * size<0>(cg::TileShape{}) != m || p.tiles_n * size<1>(cg::TileShape{}) != h)
     return -2002;
   return 0;
@@ -578,13 +607,14 @@ inline int resident(int design, int device) {
 }
 
 template <int Design, bool Trace>
-int run(void* x, const void* w, int m, int h, const Params& chain, int device, cudaStream_t stream) {
+int run(void* x, void* d, const void* w, int m, int h, const Params& chain, int device, cudaStream_t stream) {
   using Gemm = typename Config<Design>::template Gemm<Trace>;
   using K = typename Gemm::GemmKernel;
   cutlass::KernelHardwareInfo hw;
   hw.device_id = device;
   hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(device);
   if (int c = check_desc(chain, Trace ? 1 : 0, m, h, hw.sm_count)) return c;
+  if (d == nullptr) return -2002;
   if (Design != 0) {  // static order: every CTA resident, whole clusters, a cluster's tiles in one layer
     const int cm = Config<Design>::CM;
     const int res = resident_ctas<Design>(device);
@@ -600,7 +630,7 @@ int run(void* x, const void* w, int m, int h, const Params& chain, int device, c
   typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
                                 {m, h, h, L},
                                 {xa, sa, static_cast<const cg::ElementB*>(w), sb},
-                                {{1.0f, 0.0f}, nullptr, sc, xa + static_cast<size_t>(m) * h, sd},
+                                {{1.0f, 0.0f}, nullptr, sc, static_cast<cg::ElementA*>(d), sd},
                                 hw};
   args.scheduler.chain = chain;
   if (Gemm::get_workspace_size(args) != 0) return -2000;
@@ -627,7 +657,7 @@ namespace ch = ctahw::chain;
 
 extern "C" {
 
-int ctahw_chain_abi_version() { return 2; }  // 2: designs (tickets; static 1x1; static 2x1)
+int ctahw_chain_abi_version() { return 3; }  // 2: designs (tickets; static 1x1; static 2x1); 3: placement (d, signals)
 int ctahw_chain_desc_fields() { return ch::kDescFields; }
 const char* ctahw_chain_desc_names() { return ch::kDescNames; }
 int ctahw_chain_tile_stamp_words() { return ctapipe::kTileStampWords; }
@@ -645,15 +675,16 @@ int ctahw_chain_describe(int design, char* buf, int len) {
 // CTAs of `design` resident at once on `device` (the static designs' grid limit), 0 if unknown.
 int ctahw_chain_resident_ctas(int design, int device) { return ch::resident(design, device); }
 
-// X: [layers + 1][m][h] bf16 (X[0] the input; layer l writes X[l+1]); W: [layers][h][h] bf16.
-int ctahw_chain_gemm(void* x, const void* w, int m, int h, const long long* desc, int ndesc, int trace, int design,
-                     int device, cudaStream_t stream) {
+// X: [layers][m][h] bf16, local layer j's input X[j]; D: [layers][m][h] bf16, layer j writes D[j] (one GPU:
+// D = X + m * h); W: [layers][h][h] bf16.
+int ctahw_chain_gemm(void* x, void* d, const void* w, int m, int h, const long long* desc, int ndesc, int trace,
+                     int design, int device, cudaStream_t stream) {
   if (ndesc != ch::kDescFields) return -2002;
   const ch::Params p = ch::from_desc(desc);
   switch (design) {
-    case 0: return trace ? ch::run<0, true>(x, w, m, h, p, device, stream) : ch::run<0, false>(x, w, m, h, p, device, stream);
-    case 1: return trace ? ch::run<1, true>(x, w, m, h, p, device, stream) : ch::run<1, false>(x, w, m, h, p, device, stream);
-    case 2: return trace ? ch::run<2, true>(x, w, m, h, p, device, stream) : ch::run<2, false>(x, w, m, h, p, device, stream);
+    case 0: return trace ? ch::run<0, true>(x, d, w, m, h, p, device, stream) : ch::run<0, false>(x, d, w, m, h, p, device, stream);
+    case 1: return trace ? ch::run<1, true>(x, d, w, m, h, p, device, stream) : ch::run<1, false>(x, d, w, m, h, p, device, stream);
+    case 2: return trace ? ch::run<2, true>(x, d, w, m, h, p, device, stream) : ch::run<2, false>(x, d, w, m, h, p, device, stream);
     default: return -2003;
   }
 }

@@ -40,7 +40,9 @@ Everything is on one GPU, so the protocol uses GPU scope.  Two designs:
 Placement: ``ChainVariant.gpus = 1`` is the kernel (every CTA on one GPU).  ``gpus = 2`` runs the same programs
 with layer ``l`` on GPU ``l * 2 // layers`` (one kernel per GPU, its own ticket counter and order, a kernel of
 epoch ``e`` on GPU ``p`` after GPU ``p + 1``'s of epoch ``e - 1``): with ``.gpu`` scopes it must fail (``*-2gpu``),
-with ``.sys`` scopes it passes (``*-2gpu-sys``).
+with ``.sys`` scopes it passes (``*-2gpu-sys``).  ``placement = "ring"`` puts layer ``l`` on GPU ``l mod 2``
+(ctahw's ring, ``sys_scope = 1``; every kernel of epoch ``e`` after every kernel of epoch ``e - 1``):
+``chain-tickets-ring`` (``.gpu``) must fail, ``chain-tickets-ring-sys`` passes.
 
 Events for the checker (:mod:`ctasim.protocol.invariants`, wait-consumer mode): the checker's "gpu" is the layer;
 the TMA-issuing thread emits ``Dispatch`` / ``InputRead`` / ``Complete`` for tiles of layer > 0; counter landings
@@ -92,7 +94,11 @@ class ChainVariant:
     """The 256 epilogue threads' ``bar.sync`` between the storing threads' ``wait_group 0`` + ``fence.proxy.async``
     and the signalling thread's ``red.release`` (False: the signalling thread skips it and signals at once)."""
     gpus: int = 1
-    """Placement: 1 (the kernel), or 2 (layer l on GPU l * 2 // layers, one kernel per GPU)."""
+    """Placement: 1 (the kernel), or 2 (one kernel per GPU, its layers by ``placement``)."""
+    placement: str = "blocked"
+    """With ``gpus`` = 2: ``blocked`` (layer l on GPU l * 2 // layers) or ``ring`` (layer l on GPU l mod 2, the
+    kernels' ring: every kernel of epoch e after every kernel of epoch e - 1, as ctahw.chain.ChainRunner orders
+    them)."""
     resident: bool = True
     """static: every CTA resident at once (False: one slot fewer than CTAs where there are two or more)."""
 
@@ -132,6 +138,8 @@ CHAIN_MUTANTS: dict[str, ChainVariant] = {
                 bug="tickets, layers on two GPUs: .gpu scopes between producer and consumer GPUs"),
         replace(CHAIN_STATIC, name="chain-static-2gpu", gpus=2,
                 bug="static, layers on two GPUs: .gpu scopes between producer and consumer GPUs"),
+        replace(CHAIN_CORRECT, name="chain-tickets-ring", gpus=2, placement="ring",
+                bug="tickets, layers round-robin on two GPUs (a ring): .gpu scopes between the GPUs"),
         # the static design's co-residency rule
         replace(CHAIN_STATIC, name="chain-static-not-resident", resident=False,
                 bug="static: fewer resident slots than CTAs (the launcher refuses such a grid: -2004)"),
@@ -148,6 +156,9 @@ CHAIN_PASSING: dict[str, ChainVariant] = {
                 bug="tickets, layers on two GPUs with red.release.sys / ld.acquire.sys"),
         replace(CHAIN_STATIC, name="chain-static-2gpu-sys", gpus=2, counter_scope="sys", poll_acquire="sys",
                 bug="static, layers on two GPUs with red.release.sys / ld.acquire.sys"),
+        replace(CHAIN_CORRECT, name="chain-tickets-ring-sys", gpus=2, placement="ring", counter_scope="sys",
+                poll_acquire="sys", bug="tickets, layers round-robin on two GPUs (the ring's kernels, ABI 3) with "
+                                        "red.release.sys / ld.acquire.sys"),
         replace(CHAIN_CORRECT, name="chain-tickets-no-load-warp-fence", load_fence=False,
                 bug="tickets: the load warp's own fence.proxy.async dropped (take()'s fence remains)"),
     )
@@ -261,7 +272,8 @@ class ChainRun:
                         if check else None)
         self.mem = Memory(initial=initial_value, on_land=self._on_land)
         gpus = variant.gpus
-        self.gpu_of_layer = [l * gpus // s.layers for l in range(s.layers)]
+        self.gpu_of_layer = [l % gpus if variant.placement == "ring" else l * gpus // s.layers
+                             for l in range(s.layers)]
         self.orders = {p: tuple(g for g in s.order if self.gpu_of_layer[g // self.per] == p) for p in range(gpus)}
         kernels: dict[tuple[int, int], Kernel] = {}
         slots = {}
@@ -274,7 +286,9 @@ class ChainRun:
             for e in range(s.epochs):
                 kernels[p, e] = Kernel(p, e, grid, self._program, name=f"chain.gpu{p}.e{e}")
         for (p, e), k in kernels.items():
-            if e > 0 and p + 1 < gpus:
+            if e > 0 and variant.placement == "ring":
+                k.after.extend(kernels[q, e - 1] for q in range(gpus) if q != p)
+            elif e > 0 and p + 1 < gpus:
                 k.after.append(kernels[p + 1, e - 1])
         self.system = System(list(kernels.values()), slots, self.mem, emit=self.emit)
 

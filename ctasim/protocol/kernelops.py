@@ -341,13 +341,22 @@ def _class_bodies(text: str, names) -> tuple[dict[str, str], str]:
     return out, rest
 
 
+_SCOPE_BRANCH = re.compile(r"if\s*\(\s*[\w.>-]*\bsys_scope\s*\)\s*([^;{}]*;)\s*else\s*([^;{}]*;)")
+
+
+def pick_scope(text: str, sys_scope: bool) -> str:
+    """``text`` with every ``if (p.sys_scope) A; else B;`` replaced by ``A;`` (``sys_scope``) or ``B;``: the chain
+    kernel's operations at one of its two scopes (system scope on a ring, GPU scope on one GPU)."""
+    return _SCOPE_BRANCH.sub(lambda m: m.group(1) if sys_scope else m.group(2), text)
+
+
 def chain_source_ops(chain_text: str | None = None, header_text: str | None = None,
-                     skip: dict[str, set] | None = None) -> dict[str, list[str]]:
+                     skip: dict[str, set] | None = None, sys_scope: bool = False) -> dict[str, list[str]]:
     """Per function of :data:`CHAIN_ROLES`: the ordering operations the chain kernel's source issues, in source order,
     helpers expanded through the chain file and ctapipe.cuh (``ctapipe::`` calls resolve in the header,
     ``Class<...>::f`` calls in that class, others in the own class, the file, then the header).  ``skip``: callees
-    left out per function."""
-    chain = _strip_comments(CHAIN_KERNEL.read_text() if chain_text is None else chain_text)
+    left out per function.  ``sys_scope``: the branch the kernel takes on a ring (:func:`pick_scope`)."""
+    chain = pick_scope(_strip_comments(CHAIN_KERNEL.read_text() if chain_text is None else chain_text), sys_scope)
     header = _strip_comments(HEADER.read_text() if header_text is None else header_text)
     classes_text, rest = _class_bodies(chain, CHAIN_CLASSES)
     classes = {c: _bodies(body, _FUNC_CHAIN) for c, body in classes_text.items()}
@@ -433,15 +442,15 @@ def _merge_at_barrier(a: list[str], b: list[str]) -> list[str]:
     return pre + [ba or bb] + post
 
 
-def chain_program_ops(variants=None) -> dict[str, list[str]]:
+def chain_program_ops(variants=None, setup=None) -> dict[str, list[str]]:
     """Per model role of the chain programs (``take``, ``fetch:load``, ``finish``, ``wait_inputs``): the operations the
-    programs issue when the model runs them (a small setup, both designs), as one sequence per role: the longest a
+    programs issue when the model runs them (``setup``: a small one by default; both designs), as one sequence per role: the longest a
     thread issued (the full path through the role's branches), the threads of one role merged at their barrier."""
     from .chain import CHAIN_CORRECT, CHAIN_STATIC, chain_role_ops
 
     seqs: dict[str, list[list[str]]] = {}
     for v in variants or (CHAIN_CORRECT, CHAIN_STATIC):
-        for role, runs in chain_role_ops(v).items():
+        for role, runs in chain_role_ops(v, setup).items():
             seqs.setdefault(role, []).extend(
                 [n for n in (op_name(o, barriers=True) for o in ops) if n] for ops in runs)
     longest = {r: max(s, key=len) for r, s in seqs.items()}

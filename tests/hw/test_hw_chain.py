@@ -117,3 +117,102 @@ def test_static_grid_is_refused_beyond_residency(cp):
     r.grid = resident + 2  # more CTAs than can be resident: a static order could deadlock, so the launcher refuses
     with pytest.raises(RuntimeError, match="resident"):
         r.launch()
+
+
+# ---- the ring (layer l on GPU l mod G, one chain kernel per GPU): on one device, each kernel with half the SMs
+# (the one-GPU check of the ring's wiring and system-scope protocol); on two devices where there are two.
+
+
+def _ring(cp, m: int, layers: int, h: int = 2048, devices=(0, 0), **kw):
+    from ctahw.chain import ChainRunner
+    from ctahw.device import random_bf16
+    from ctasim.spec import Strategy, load_hardware, load_workload
+    from ctasim.strategies.ctapipe import build_ring
+
+    wl = load_workload("chain2-16384")
+    wl = dataclasses.replace(wl, layers=(dataclasses.replace(wl.layers[0], m=m, k=h, n=h),) * layers)
+    plan = build_ring(Strategy(kind="ctapipe", gpus=len(devices)), wl, load_hardware("h200-x2-calibrated"), f"m={m}")
+    rng = cp.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    with cp.cuda.Device(devices[0]):
+        x = random_bf16((m, h), cp, rng)
+        ws = [random_bf16((h, h), cp, rng, 1 / math.sqrt(h)) for _ in range(layers)]
+    return ChainRunner(plan, x, ws, devices=devices, **kw), x, ws
+
+
+def _ring_err(cp, r, x, ws):
+    from ctahw.chain import output_place
+    from ctahw.device import output_error, reference_chain
+
+    g = r.gpus[output_place(r.plan)[0]].device
+    return output_error(cp, r.out, reference_chain(cp, x, ws, g), g)
+
+
+@pytest.mark.parametrize("m,layers,h", [(1024, 4, 2048), (3072, 3, 2048), (640, 8, 1024)])
+def test_ring_on_one_gpu_matches_fp32_chain(cp, m, layers, h):
+    from ctahw.device import REL_TOL_BF16
+
+    r, x, ws = _ring(cp, m, layers, h)
+    assert [p.grid for p in r.gpus] == [min(66, p.k.tiles) for p in r.gpus]  # half the SMs each: both resident
+    r.poison_outputs()
+    r.launch()
+    r.synchronize()
+    r.check_errors()
+    assert _ring_err(cp, r, x, ws) <= REL_TOL_BF16
+
+
+def test_ring_on_one_gpu_back_to_back_traced_and_stalled(cp):
+    import time
+
+    from ctahw.device import REL_TOL_BF16
+    from ctahw.runner import ProtocolError
+    from ctasim.invariants import check_trace
+
+    r, x, ws = _ring(cp, 1024, 4)
+    for _ in range(1000):  # epochs 1..1000 on both kernels, nothing reset
+        r.launch()
+    r.synchronize()
+    r.check_errors()  # and each kernel's ticket count is exactly 1000 x (its tiles + its grid)
+    r.poison_outputs()
+    r.launch()
+    r.synchronize()
+    r.check_errors()
+    assert _ring_err(cp, r, x, ws) <= REL_TOL_BF16
+    t, _, _ = _ring(cp, 1024, 4, trace=True)
+    for a, b in zip(t.gpus, r.gpus):
+        a.x[:] = b.x
+        a.w[:] = b.w
+    t.launch()
+    t.synchronize()
+    t.check_errors()
+    check_trace(t.read_trace(), t.plan, tol_ns=32.0)
+    s, _, _ = _ring(cp, 1024, 4, timeout_ns=50_000_000)
+    t0 = time.perf_counter()
+    s.launch(stall_row=0)  # GPU 0's layer 0 never completes row-block 0: layer 1 (GPU 1) and layer 2 (GPU 0) wait
+    s.synchronize()
+    assert time.perf_counter() - t0 < 5.0  # both kernels ended: bounded waits
+    with pytest.raises(ProtocolError, match="wait timeout"):
+        s.check_errors()
+    s.reset()
+    s.poison_outputs()
+    s.launch()
+    s.synchronize()
+    s.check_errors()
+    assert _ring_err(cp, s, x, ws) <= REL_TOL_BF16
+
+
+def test_ring_on_two_gpus_matches_fp32_chain(cp):
+    from ctahw.device import REL_TOL_BF16, enable_peer_access, gpus
+
+    if len(gpus()) < 2:
+        pytest.skip("needs 2 GPUs (the ring's one-GPU check runs above)")
+    enable_peer_access([0, 1])
+    r, x, ws = _ring(cp, 2048, 4, 2048, devices=(0, 1))
+    for _ in range(100):
+        r.launch()
+    r.synchronize()
+    r.check_errors()
+    r.poison_outputs()
+    r.launch()
+    r.synchronize()
+    r.check_errors()
+    assert _ring_err(cp, r, x, ws) <= REL_TOL_BF16

@@ -32,6 +32,7 @@ EXPECTED_INVARIANTS = {
     "chain-static-signal-before-storers": {1, 6},
     "chain-tickets-2gpu": {1, 6},  # stale data: a .gpu release / acquire pair across GPUs does not synchronise
     "chain-static-2gpu": {1, 6},
+    "chain-tickets-ring": {1, 6},  # the same across a ring's GPUs
     "chain-static-not-resident": {5},  # deadlock
 }
 
@@ -83,6 +84,10 @@ def test_chain_mutants_differ_from_their_design_in_one_knob():
         changed = [k for k in knobs if getattr(v, k) != getattr(base, k)]
         if v.name.endswith("2gpu-sys"):
             assert changed == ["counter_scope", "poll_acquire", "gpus"], v.name
+        elif v.name == "chain-tickets-ring":
+            assert changed == ["gpus", "placement"], v.name
+        elif v.name == "chain-tickets-ring-sys":
+            assert changed == ["counter_scope", "poll_acquire", "gpus", "placement"], v.name
         elif v.name == "chain-tickets-no-proxy-fence":
             assert changed == ["take_fence", "load_fence"], v.name
         elif v in (CHAIN_CORRECT, CHAIN_STATIC):

@@ -186,3 +186,36 @@ def test_chain_programs_with_a_seeded_bug_fail_the_check():
     for name, variants in pairs.items():
         problems = chain_compare(chain_program_ops(variants), source)
         assert problems and not any("never run" in p for p in problems), (name, problems)
+
+
+def _ring_model():
+    """The chain programs on a ring (layer l on GPU l mod 2) at system scope: 3 layers, one CTA per GPU, so every
+    role runs (a CTA takes a second tile; both GPUs wait)."""
+    from ctasim.protocol.chain import CHAIN_PASSING, ChainSetup
+
+    return chain_program_ops((CHAIN_PASSING["chain-tickets-ring-sys"], CHAIN_PASSING["chain-static-2gpu-sys"]),
+                             ChainSetup(3, 1, 2, grid=1))
+
+
+def test_chain_kernel_source_at_system_scope_matches_the_ring_programs():
+    """The kernel's ring branch (sys_scope = 1, ctahw.chain's ring) issues what the ring's programs issue; its GPU
+    branch does not, nor does the GPU-scope model match the ring branch."""
+    ring = _ring_model()
+    assert chain_compare(ring, chain_source_ops(sys_scope=True)) == []
+    assert chain_compare(ring, chain_source_ops(sys_scope=False))
+    assert chain_compare(chain_program_ops(), chain_source_ops(sys_scope=True))
+
+
+def test_weakened_system_scope_helpers_fail_the_ring_check():
+    chain, header = CHAIN_KERNEL.read_text(), HEADER.read_text()
+    ring = _ring_model()
+    for old, new in (("ld.acquire.sys.global.u32", "ld.relaxed.sys.global.u32"),
+                     ("red.release.sys.global.add", "red.relaxed.sys.global.add"),
+                     ("ld.acquire.sys.global.u32", "ld.acquire.gpu.global.u32")):
+        assert old in header
+        assert chain_compare(ring, chain_source_ops(chain, header.replace(old, new), sys_scope=True)), new
+    # the kernel's scope branch swapped: the ring would run GPU-scope operations
+    swapped = chain.replace("if (p.sys_scope) ctapipe::red_add_release_sys(c, 1u); else ctapipe::red_add_release_gpu(c, 1u);",
+                            "if (p.sys_scope) ctapipe::red_add_release_gpu(c, 1u); else ctapipe::red_add_release_sys(c, 1u);")
+    assert swapped != chain
+    assert chain_compare(ring, chain_source_ops(swapped, header, sys_scope=True))

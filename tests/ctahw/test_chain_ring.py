@@ -1,0 +1,149 @@
+"""The CPU side of the chain kernel on a ring (ctahw.chain: layer l on GPU l mod G, one kernel per GPU): the wiring
+of input slots, outputs and counters (:func:`ring_layout`), the descriptors, the measured trace's parsing, and the
+experiment rows it answers. The kernels themselves: tests/hw/test_hw_chain.py."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ctahw.chain import DESC_FIELDS, chain_descriptor, chain_kernels, chain_slots, output_place, parse_chain_trace, ring_layout
+from ctahw.runner import TILE_STAMP_WORDS
+from ctasim.engine import simulate
+from ctasim.invariants import check_trace, find_violations
+from ctasim.spec import Strategy, load_hardware, load_workload
+from ctasim.strategies import ctapipe
+
+HW = load_hardware("h200-x2-calibrated")
+
+
+def _wl(m: int, layers: int, h: int = 1024):
+    wl = load_workload("chain2-16384")
+    return dataclasses.replace(wl, layers=(dataclasses.replace(wl.layers[0], m=m, k=h, n=h),) * layers)
+
+
+def _ring(m: int = 512, layers: int = 4, gpus: int = 2, h: int = 1024):
+    return ctapipe.build_ring(Strategy(kind="ctapipe", gpus=gpus), _wl(m, layers, h), HW, f"m={m}")
+
+
+def _run_layout(plan, layout, x, ws):
+    """What the kernels compute when wired by ``layout``, in numpy: per GPU its input slots and counters; each
+    kernel's local layer j (in the global order of layers) waits on its own counter set j, which must be complete
+    (every row-block signalled by the layer before), reads its slot j and writes / signals the next GPU's
+    slot j + s0. Returns the slots; AssertionError where a layer would read an input nobody completed."""
+    ks = chain_kernels(plan)
+    S, G = chain_slots(plan), len(ks)
+    m, h = x.shape
+    slots = [np.full((S, m, h), np.nan) for _ in range(G)]
+    counts = [np.zeros(S, dtype=int) for _ in range(G)]  # row-block counter sets (a whole set per layer here)
+    slots[0][0] = x
+    for layer in range(len(ws)):
+        g, j = layer % G, layer // G
+        lay = layout[g]
+        if layer > 0:
+            assert counts[g][j] == 1, f"layer {layer} on GPU {g} waits on counter set {j}, signalled {counts[g][j]}x"
+        t, s = lay["to"], j + lay["slot"]
+        slots[t][s] = slots[g][j] @ ws[layer].T
+        counts[t][s] += 1
+    return slots
+
+
+@pytest.mark.parametrize("layers,gpus", [(4, 2), (3, 2), (8, 2), (6, 3), (2, 1), (5, 1)])
+def test_ring_layout_computes_the_chain(layers, gpus):
+    plan = _ring(256, layers, gpus) if gpus > 1 else ctapipe.build_chain(Strategy(kind="ctapipe", gpus=1),
+                                                                            _wl(256, layers), HW, "m=256")
+    rng = np.random.default_rng(layers * 10 + gpus)
+    x = rng.standard_normal((4, 8))
+    ws = [rng.standard_normal((8, 8)) / 3 for _ in range(layers)]
+    slots = _run_layout(plan, ring_layout(plan), x, ws)
+    ref = x
+    for w in ws:
+        ref = ref @ w.T
+    g, s = output_place(plan)
+    np.testing.assert_allclose(slots[g][s], ref, rtol=1e-12)
+
+
+def test_a_miswired_ring_is_caught():
+    # the GPU that wraps around to GPU 0 writing slot j instead of j + 1: layer 2 would read layer 1's output
+    # from a slot nobody wrote, or overwrite the chain's input -- the check above must see it
+    plan = _ring(256, 4, 2)
+    bad = [dict(p, slot=0) for p in ring_layout(plan)]
+    x, ws = np.ones((2, 2)), [np.eye(2) * (i + 2) for i in range(4)]
+    with pytest.raises(AssertionError):
+        slots = _run_layout(plan, bad, x, ws)
+        g, s = output_place(plan)
+        np.testing.assert_allclose(slots[g][s], x * 120)
+
+
+def test_ring_layout_and_descriptor_fields():
+    plan = _ring(512, 5, 2)
+    lay = ring_layout(plan)
+    assert [(p["gpu"], p["to"], p["slot"], p["layers"], p["first_layer"]) for p in lay] == [(0, 1, 0, 3, 0),
+                                                                                          (1, 0, 1, 2, 1)]
+    assert chain_slots(plan) == 4 and output_place(plan) == (1, 2)  # layer 4 (GPU 0, local 2) writes GPU 1 slot 2
+    k1 = chain_kernels(plan)[1]
+    v = dict(zip(DESC_FIELDS, chain_descriptor(k1, {"signals": 9}, grid=16, epoch=1, timeout_ns=5).tolist()))
+    assert (v["first_layer"], v["layer_stride"], v["sys_scope"], v["layers"], v["signals"]) == (1, 2, 1, 2, 9)
+    one = ctapipe.build_chain(Strategy(kind="ctapipe", gpus=1), _wl(512, 3), HW, "m=512")
+    v = dict(zip(DESC_FIELDS, chain_descriptor(one.kernels()[0], {}, grid=16, epoch=1, timeout_ns=5).tolist()))
+    assert (v["first_layer"], v["layer_stride"], v["sys_scope"]) == (0, 1, 0)
+    assert ring_layout(one) == [{"gpu": 0, "to": 0, "slot": 1, "layers": 3, "first_layer": 0, "stride": 1}]
+
+
+def _stamps_of(trace, k, base: int = 10**18):
+    """Kernel k's stamp words for a simulated trace (what the GPU would have written), local tile ids."""
+    per = k.tiles_m * k.tiles_n
+    t = trace.tiles[trace.tiles.kernel == k.id]
+    j = (t.layer - k.layer) // k.chain_stride
+    g = (j * per + t.tile_m * k.tiles_n + t.tile_n).to_numpy()
+    s = np.zeros((k.tiles, TILE_STAMP_WORDS), dtype=np.uint64)
+    for w, c in enumerate(["t_start", "t_acquire", "t_compute_end", "t_compute_end", "t_store_end", "t_signal"]):
+        s[g, w] = np.uint64(base) + t[c].to_numpy().round().astype(np.uint64)  # integers: no float rounding
+    s[g, 6] = (t.sm.to_numpy().astype(np.uint64) << np.uint64(32)) | t.cta.to_numpy().astype(np.uint64)
+    s[g, 7] = np.uint64(base) + t.t_ready.to_numpy().round().astype(np.uint64)
+    return s
+
+
+def test_measured_ring_trace_is_parsed_on_gpu0s_clock_and_checked():
+    plan = _ring(512, 4, 2)
+    sim = simulate(plan, HW)
+    check_trace(sim, plan)
+    ks = chain_kernels(plan)
+    offset = 123_456_789  # GPU 1's clock runs ahead of GPU 0's
+    stamps = [_stamps_of(sim, ks[0]), _stamps_of(sim, ks[1], 10**18 + offset)]
+    tr = parse_chain_trace(plan, stamps, {"run": 0}, {1: float(offset)})
+    assert len(tr.tiles) == sum(k.tiles for k in ks) and tr.meta["gpus"] == 2
+    assert sorted(tr.tiles.layer.unique().tolist()) == [0, 1, 2, 3]
+    check_trace(tr, plan, tol_ns=32.0)
+    start = sim.tiles.t_start.min()
+    np.testing.assert_allclose(np.sort(tr.tiles.t_signal.to_numpy()), np.sort(sim.tiles.t_signal.to_numpy()) - start,
+                               atol=1.0)
+    # without the offset GPU 1's tiles land 123 ms late: its layer-2 waiters (GPU 0) then start before their inputs
+    assert any(v.check == "deps_visible" for v in find_violations(parse_chain_trace(plan, stamps), plan, 32.0))
+
+
+def test_reg12_ring_is_planned_on_two_gpus_and_refused_on_one():
+    from ctahw.experiment import plan_runs
+    from ctasim.cases import load_experiment
+
+    exp = load_experiment("reg12-ring")
+    two = plan_runs(exp, gpus=2)
+    assert (two["status"] == "planned").all()
+    one = plan_runs(exp, gpus=1)
+    ring = one[one["strategy"] == "ring"]
+    assert len(ring) == 4 and (ring["status"] == "skipped").all()
+    assert ring["reason"].str.contains("needs 2 GPUs").all()
+
+
+def test_a_ring_of_unequal_layers_is_refused():
+    from ctahw.experiment import reason_for
+    from ctasim.cases import expand, load_experiment
+
+    exp = load_experiment("reg-mlp")
+    case = next(iter(expand(exp)))
+    st = Strategy(kind="ctapipe", gpus=2)
+    wl3 = dataclasses.replace(case.workload, layers=case.workload.layers + case.workload.layers[-1:])
+    why = reason_for(st, dataclasses.replace(case, workload=wl3), 2)
+    assert why and "one square shape" in why
