@@ -7,6 +7,9 @@
    protocol off, and the project's plain CUTLASS GEMM (its default tile order and the chain order's equivalent,
    along M / swizzle 8) for context.
 (``--designs``: only ``designs.csv``, the chain kernel's three designs at M = 4096, 16384, timed and traced.)
+(``--ring``: only ``ring.csv`` and ``ring-tiles-*.csv``: 4-layer 8192 chains at M = 4096, 16384, the chain kernel
+(one kernel, every SM) against the ring's two kernels on this one GPU (layer l in kernel l mod 2, half the SMs each,
+system-scope acquire / release, each output stored into the other kernel's buffers), timed interleaved and traced.)
 
 2. ``vs_cublas.csv``: 2-layer 8192 chains, M = 1024 .. 16384: the chain kernel against the two layers one after
    another with cuBLAS (``cublasGemmEx``) and with the plain CUTLASS GEMM (heuristic raster / swizzle 8).
@@ -44,6 +47,7 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--rest-ms", type=float, default=250.0)
     ap.add_argument("--quick", action="store_true", help="two shapes per part")
+    ap.add_argument("--ring", action="store_true", help="only ring.csv: the ring's two kernels on this GPU")
     ap.add_argument("--designs", action="store_true",
                     help="only part 3: designs.csv, the three designs at M = 4096, 16384 (2 layers), timed and traced")
     args = ap.parse_args(argv)
@@ -78,6 +82,8 @@ def main(argv=None) -> int:
 
     if args.designs:
         return designs(args, timed, s0, data, interleave, median)
+    if args.ring:
+        return ring(args, timed, s0, data, median)
     rows = []
     for m in OVERHEAD_MS[:1] if args.quick else OVERHEAD_MS:
         x = data.rand(0, (m, H), salt=1)
@@ -184,6 +190,70 @@ def designs(args, timed, s0, data, interleave, median) -> int:
         del runners, ref
         cp.get_default_memory_pool().free_all_blocks()
     pd.DataFrame(rows).to_csv(args.out / "designs.csv", index=False)
+    return 0
+
+
+def _ring_plan(m: int, layers: int, h: int):
+    from ctasim.spec import Strategy, load_hardware, load_workload
+    from ctasim.strategies.ctapipe import build_ring
+
+    wl = load_workload("chain2-16384")
+    wl = dataclasses.replace(wl, layers=(dataclasses.replace(wl.layers[0], m=m, k=h, n=h),) * layers)
+    return build_ring(Strategy(kind="ctapipe", gpus=2), wl, load_hardware("h200-x2-calibrated"), f"m={m}")
+
+
+def ring(args, timed, s0, data, median) -> int:
+    """The ring's two kernels on one GPU against the one-kernel chain: 4-layer 8192 chains, interleaved and rested,
+    both checked against fp32, then one traced run each (per layer: median mainloop, ticket-to-signal time)."""
+    import cupy as cp
+    import pandas as pd
+
+    from ctahw.chain import ChainRunner
+    from ctahw.device import output_error, reference_chain
+
+    s1 = timed.copy[0]  # a second stream of GPU 0 that the harness's start gates too
+    rows, layers = [], 4
+    for m in (4096, 16384):
+        x = data.rand(0, (m, H), salt=7)
+        ws = [data.rand(0, (H, H), 1 / math.sqrt(H), salt=8 + i) for i in range(layers)]
+        ref = reference_chain(cp, x, ws, 0)
+        runners = {"chain": ChainRunner(_plan(m, layers, H), x, ws),
+                   "ring_1gpu": ChainRunner(_ring_plan(m, layers, H), x, ws, devices=(0, 0))}
+        enq = {"chain": lambda t: (t.part("compute", 0, s0, lambda: runners["chain"].launch(stream=s0)),
+                                   [(s0, 0)])[1],
+               "ring_1gpu": lambda t: (t.part("compute", 0, s0, lambda: runners["ring_1gpu"].launch(streams=[s0, s1])),
+                                       [(s0, 0), (s1, 0)])[1]}
+        err = {}
+        for k, r in runners.items():
+            r.poison_outputs()
+            timed.run(enq[k])
+            r.check_errors()
+            err[k] = output_error(cp, r.out, ref)
+        samples = {k: [] for k in runners}
+        for _ in range(args.reps):
+            for k in runners:
+                samples[k].append(timed.run(enq[k])[0])
+        for k, r in runners.items():
+            r.check_errors()
+            plan = r.plan
+            t = ChainRunner(plan, x, ws, trace=True, devices=(0, 0) if k == "ring_1gpu" else None)
+            timed.run(lambda tm: (tm.part("compute", 0, s0, lambda: t.launch(streams=[s0, s1][:len(t.gpus)])),
+                                  [(s0, 0), (s1, 0)][:len(t.gpus)])[1])
+            t.check_errors()
+            tiles = t.read_trace().tiles
+            tiles.to_csv(args.out / f"ring-tiles-{k}-m{m}.csv", index=False)
+            ml = (tiles["t_mainloop_end"] - tiles["t_acquire"]).groupby(tiles["layer"]).median()
+            rows.append({"m": m, "h": H, "layers": layers, "variant": k, "grid": ";".join(str(p.grid) for p in r.gpus),
+                         "median_ms": median(samples[k]), "rel_err": err[k],
+                         "traced_span_ms": float(tiles["t_signal"].max() - tiles["t_start"].min()) / 1e6,
+                         **{f"mainloop_l{l}_ns": float(ml.get(l, math.nan)) for l in range(layers)},
+                         "samples": ";".join(f"{v:.5f}" for v in samples[k])})
+            del t
+        print(f"ring M={m}: " + ", ".join(f"{r['variant']} {r['median_ms']:.4f} (rel err {r['rel_err']:.2e})"
+                                          for r in rows if r["m"] == m), file=sys.stderr)
+        del runners, ref
+        cp.get_default_memory_pool().free_all_blocks()
+    pd.DataFrame(rows).to_csv(args.out / "ring.csv", index=False)
     return 0
 
 
