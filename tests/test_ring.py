@@ -44,7 +44,7 @@ def test_a_remote_tile_stores_then_signals_and_the_next_layer_waits_for_it():
     k0 = next(k for k in plan.kernels() if k.gpu == 0)
     assert k0.chain_remote == (True, True) and k0.chain_stride == 2
     k1 = next(k for k in plan.kernels() if k.gpu == 1)
-    assert k1.chain_remote == (True, False)  # layer 3 is the last: its output stays
+    assert k1.chain_remote == (True, True)  # layer 3, the last, stores into GPU 0 as the kernel does
     store = 128 * 256 * 2 / HW.sm_remote_store_gbps + HW.link_latency_ns
     assert k0.chain_store_ns == pytest.approx(store)
     tr = simulate(plan, HW)
@@ -54,7 +54,7 @@ def test_a_remote_tile_stores_then_signals_and_the_next_layer_waits_for_it():
     assert k0.chain_remote_signal_ns == HW.fence_sys_ns + HW.remote_atomic_ns  # the default config sets no signal_ns
     assert np.allclose(l0.t_signal - l0.t_store_end, HW.fence_sys_ns + HW.remote_atomic_ns)
     last = t[t.layer == 3]
-    assert np.allclose(last.t_signal - last.t_compute_end, HW.local_signal_ns)
+    assert np.allclose(last.t_signal - last.t_compute_end, store + HW.fence_sys_ns + HW.remote_atomic_ns)
     ready = l0.groupby("tile_m")["t_signal"].max()
     l1 = t[t.layer == 1]
     assert (l1.t_acquire.to_numpy() >= ready.loc[l1.tile_m].to_numpy() + 0.5 * HW.poll_ns - 1e-6).all()
@@ -70,8 +70,7 @@ def test_a_remote_tile_holds_its_cta_the_configs_signal_hold_past_the_store():
     for (gpu, cta), g in t.groupby(["gpu", "cta"]):
         g = g.sort_values("t_start")
         prev, nxt = g.iloc[:-1], g.iloc[1:]
-        remote = (prev["layer"] < 3).to_numpy()  # layers 0-2 feed the next GPU
-        free = np.where(remote, prev["t_store_end"].to_numpy() + hold, prev["t_signal"].to_numpy())
+        free = prev["t_store_end"].to_numpy() + hold  # every layer stores into the next GPU (the last one too)
         assert (nxt["t_start"].to_numpy() >= free - 1e-6).all()
         assert np.allclose(nxt["t_start"].to_numpy(), free)  # ... and takes its next ticket right then
 

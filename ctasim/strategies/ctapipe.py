@@ -238,7 +238,10 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
     ``fence_sys_ns + remote_atomic_ns`` where it has none (every profile so), holding its CTA the config's
     ``signal_hold_ns`` past the store's arrival (0 in every profile's default config): the store is priced, the
     signal is not held, as if the kernel hid it -- not the loaded costs of the one-CTA-per-tile 2-GPU kernels. The
-    last layer's tiles hold their CTA ``local_signal_ns``. Deadlock-free by the chain kernel's rule: every GPU takes
+    last layer's tiles store into the next GPU too, as ctahw's ring kernels do (their D is one batched tensor in the
+    next GPU's memory; for G = 2 the output lands where the input began). Registered plan 12 (commit a7e3448) was
+    predicted before that, with the last layer's tiles held ``local_signal_ns`` on their own GPU.
+    Deadlock-free by the chain kernel's rule: every GPU takes
     its tickets in an order that is one topological order of the whole chain, and a CTA takes its next ticket only
     while its tile has its inputs."""
     why = chain_reason(wl)
@@ -259,7 +262,7 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
                      name=f"ctapipe ring L{','.join(map(str, mine))} gpu{g}")
         k.chain_layers, k.chain_stride = len(mine), G
         k.chain_signal_ns = hw.local_signal_ns
-        k.chain_remote = tuple(l < L - 1 for l in mine)
+        k.chain_remote = tuple(True for _ in mine)  # every layer's output goes to the next GPU (ctahw.chain.ring_layout)
         k.chain_store_ns = store_ns
         k.chain_remote_signal_ns = cfg.signal_ns if cfg.signal_ns > 0 else hw.fence_sys_ns + hw.remote_atomic_ns
         k.chain_remote_hold_ns = cfg.signal_hold_ns

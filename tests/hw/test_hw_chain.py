@@ -185,7 +185,7 @@ def test_ring_on_one_gpu_back_to_back_traced_and_stalled(cp):
     t.synchronize()
     t.check_errors()
     check_trace(t.read_trace(), t.plan, tol_ns=32.0)
-    s, _, _ = _ring(cp, 1024, 4, timeout_ns=50_000_000)
+    s, xs, wss = _ring(cp, 1024, 4, timeout_ns=50_000_000)
     t0 = time.perf_counter()
     s.launch(stall_row=0)  # GPU 0's layer 0 never completes row-block 0: layer 1 (GPU 1) and layer 2 (GPU 0) wait
     s.synchronize()
@@ -197,7 +197,7 @@ def test_ring_on_one_gpu_back_to_back_traced_and_stalled(cp):
     s.launch()
     s.synchronize()
     s.check_errors()
-    assert _ring_err(cp, s, x, ws) <= REL_TOL_BF16
+    assert _ring_err(cp, s, xs, wss) <= REL_TOL_BF16
 
 
 def test_ring_on_two_gpus_matches_fp32_chain(cp):
