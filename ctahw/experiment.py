@@ -296,8 +296,11 @@ def _run_sweep_kinds(exp: Experiment, df: pd.DataFrame, cfg: RunConfig, extra: d
 
 
 def _chain_kernel_strategy(strategy: Strategy, case: Case) -> bool:
-    """Whether the chain kernel runs this ctapipe strategy: on one GPU, or on a ring (fewer GPUs than layers)."""
-    return strategy.kind == "ctapipe" and (strategy.gpus == 1 or 1 < strategy.gpus < len(case.workload.layers))
+    """Whether the chain kernel runs this ctapipe strategy: on one GPU, or on a ring (fewer GPUs than layers, or
+    ``placement = "ring"``)."""
+    from ctasim.strategies.ctapipe import is_ring  # noqa: PLC0415
+
+    return strategy.kind == "ctapipe" and (strategy.gpus == 1 or is_ring(strategy, case.workload))
 
 
 def _chain_rows(exp: Experiment, df: pd.DataFrame) -> list:

@@ -76,7 +76,7 @@ class Naive:
     Sequential: the sum.  Micro-batching with ``c`` chunks over ``L`` GPUs: ``(c + L - 1)`` stages of the slowest
     layer's chunk.  TP: each GPU's half of every GEMM plus the profile's all-reduce time per layer pair.
     CTA-pipelining: the slowest layer plus one row-block of every other layer; on one GPU (``Strategy.gpus = 1``)
-    the sum, as sequential (one GPU does every FLOP); on a ring (``1 < gpus < layers``, the layers of one square
+    the sum, as sequential (one GPU does every FLOP); on a ring (``1 < gpus < layers``, or ``placement = "ring"``, the layers of one square
     shape) GPU 0's layers, the most of any GPU, plus one row-block of every other layer.  Nothing else (no launch or
     harness terms, no wave quantization, no memory hierarchy).
     """
@@ -121,13 +121,18 @@ class Naive:
                        for i, l in enumerate(layers)) + sum(row) + ar
         if kind == "ctapipe" and strategy.gpus == 1:  # one GPU does every FLOP: the line sees no gain
             return sum(full)
-        if kind == "ctapipe" and 1 < strategy.gpus < len(layers):  # ring: GPU 0 (the most layers of equal ones)
+        if kind == "ctapipe" and _ring(strategy, layers):  # ring: GPU 0 (the most layers of equal ones)
             g = strategy.gpus
             return sum(full[::g]) + sum(f / layers[j].tiles_m for j, f in enumerate(full) if j % g)
         if kind in ("ctapipe", "hybrid"):
             i = int(np.argmax(full))
             return full[i] + sum(f / layers[j].tiles_m for j, f in enumerate(full) if j != i)
         raise ValueError(f"no naive rule for strategy kind {kind!r}")
+
+
+def _ring(strategy: Strategy, layers) -> bool:
+    """A ring of chain kernels (:func:`ctasim.strategies.ctapipe.is_ring`, by the layer count)."""
+    return strategy.gpus > 1 and (strategy.placement == "ring" or strategy.gpus < len(layers))
 
 
 def _pass_ms(layers, eb: int, hw: Hardware) -> list[float]:
@@ -148,7 +153,7 @@ class Waves:
     at the copy-engine rate. TP: each GPU's share of every GEMM plus the profile's all-reduce per layer pair.
     CTA-pipelining and hybrid: the slower layer (on its share of the GPUs) plus one wave of each other layer;
     CTA-pipelining on one GPU (``Strategy.gpus = 1``): one kernel's fixed time plus ``ceil(all tiles / slots)`` tile
-    times; on a ring (``1 < gpus < layers``): that of GPU 0's layers (the most) plus one wave of every other layer."""
+    times; on a ring (``1 < gpus < layers``, or ``placement = "ring"``): that of GPU 0's layers (the most) plus one wave of every other layer."""
 
     def gemm_ms(self, layer, hw: Hardware, eb: int) -> float:
         cfg = hw.config(layer.tile_m, layer.tile_n)
@@ -186,7 +191,7 @@ class Waves:
             slots = hw.sm_count * cfg.cta_slots_per_sm
             tiles = sum(-(-l.m // l.tile_m) * -(-l.n // l.tile_n) for l in layers)
             return (cfg.kernel_fixed_ns + -(-tiles // slots) * costs.tile_ns(first, first.k, hw, eb)) / 1e6 + sum(row)
-        if kind == "ctapipe" and 1 < strategy.gpus < len(layers):  # ring: the busiest GPU's kernel, a wave of the rest
+        if kind == "ctapipe" and _ring(strategy, layers):  # ring: the busiest GPU's kernel, a wave of the rest
             g = strategy.gpus
             first = layers[0]
             cfg = hw.config(first.tile_m, first.tile_n)

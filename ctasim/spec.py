@@ -69,6 +69,7 @@ GATED_OPS = ("swiglu",)
 within each tile) and stores I = N / 2 (``silu(gate) * up``); :attr:`Layer.out_n`."""
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 TILE_SOURCES = ("queue", "static")
+PLACEMENTS = ("", "ring")
 
 
 class SpecError(ValueError):
@@ -389,9 +390,14 @@ class Strategy:
         "topological order, by tickets (tile_source 'queue') or CTA by CTA (tile_source 'static'), a tile waiting "
         "for its row-block of the layer before; layers of one square shape; persistent does not apply). "
         "1 < gpus < layers: a ring, one such kernel per GPU running its layers, outputs stored into the next GPU's "
-        "memory and signalled there (tickets only; no ctahw kernel yet)", 0)
+        "memory and signalled there (tickets only; ctahw.chain's ring kernels)", 0)
+    placement: str = _f(
+        "ctapipe: '' (the default: one GPU per layer, or a ring where 1 < gpus < layers) or 'ring' (the chain "
+        "kernel on every GPU, layer l on GPU l mod gpus, also where there are as many GPUs as layers: the "
+        "persistent 2-GPU pair of a 2-layer chain); needs gpus >= 2", "")
     chain_group: int = _f(
-        "ctapipe with gpus = 1: row-blocks per group of the chain kernel's tile order within a layer (a group's "
+        "ctapipe with the chain kernel (gpus = 1, or a ring): row-blocks per group of its tile order within a layer "
+        "(a group's "
         "tiles column by column; the largest even count <= this that divides the row-blocks is used); 1: row order; "
         "0: the default (ctasim.plan.CHAIN_ROW_GROUP)", 0)
 
@@ -653,8 +659,12 @@ def strategy_from_dict(data: Mapping[str, Any], where: str, prefix: str) -> Stra
     require(not (s.gpus and s.variant), where, prefix + "gpus",
              "a named variant runs one layer per GPU; gpus applies to the chain kernel (gpus = 1)")
     require(s.chain_group >= 0, where, prefix + "chain_group", f"must be >= 0, got {s.chain_group}")
-    require(not s.chain_group or (s.kind == "ctapipe" and s.gpus == 1), where, prefix + "chain_group",
-             "only the chain kernel (a ctapipe strategy with gpus = 1) has a chain order")
+    require(s.placement in PLACEMENTS, where, prefix + "placement",
+            f"must be one of {PLACEMENTS}, got {s.placement!r}")
+    require(not s.placement or (s.kind == "ctapipe" and s.gpus >= 2), where, prefix + "placement",
+            "placement 'ring' is a ctapipe strategy's, on gpus >= 2 (gpus = 1 is the chain kernel on one GPU)")
+    require(not s.chain_group or (s.kind == "ctapipe" and s.gpus >= 1), where, prefix + "chain_group",
+            "only the chain kernel (a ctapipe strategy with gpus = 1, or a ring) has a chain order")
     if s.kind == "hybrid":
         require(s.tp_degree >= 1, where, prefix + "tp_degree", "hybrid needs tp_degree >= 1")
     return s

@@ -66,6 +66,12 @@ def resolve(strategy: Strategy) -> Strategy:
     return dataclasses.replace(strategy, **variants.strategy_fields(strategy.variant))
 
 
+def is_ring(strategy: Strategy, wl: Workload) -> bool:
+    """Whether ``strategy`` places ``wl`` as a ring of chain kernels (:func:`build_ring`): 1 < gpus < layers, or
+    ``placement = "ring"``."""
+    return strategy.gpus > 1 and (strategy.placement == "ring" or strategy.gpus < len(wl.layers))
+
+
 def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | None:
     why = epilogue_pass_reason("ctapipe", wl)
     if why:
@@ -74,7 +80,7 @@ def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | No
         return chain_reason(wl)
     if strategy.gpus and strategy.gpus > len(wl.layers):
         return f"gpus = {strategy.gpus} places {len(wl.layers)} layers: at most one GPU per layer"
-    if 1 < strategy.gpus < len(wl.layers):
+    if is_ring(strategy, wl):
         why = chain_reason(wl)
         if why:
             return why.replace("the chain kernel runs", "the ring placement runs chain kernels of")
@@ -115,7 +121,7 @@ def kernel_of(strategy: Strategy, layer: int) -> str:
 def build(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int, case: str) -> list[Plan]:
     if strategy.gpus == 1:
         return [build_chain(strategy, wl, hw, case)]
-    if 1 < strategy.gpus < len(wl.layers):
+    if is_ring(strategy, wl):
         return [build_ring(strategy, wl, hw, case)]
     variant = strategy.variant
     strategy = resolve(strategy)

@@ -147,3 +147,33 @@ def test_a_ring_of_unequal_layers_is_refused():
     wl3 = dataclasses.replace(case.workload, layers=case.workload.layers + case.workload.layers[-1:])
     why = reason_for(st, dataclasses.replace(case, workload=wl3), 2)
     assert why and "one square shape" in why
+
+
+def test_placement_ring_runs_a_two_layer_chain_as_the_persistent_pair():
+    from ctasim.spec import SpecError, strategy_from_dict
+    from ctasim.strategies import build_plans
+
+    st = strategy_from_dict({"kind": "ctapipe", "gpus": 2, "placement": "ring"}, "t", "")
+    plan = build_plans(st, _wl(1024, 2), HW, 2, "m=1024")[0]
+    ks = chain_kernels(plan)
+    assert [(k.gpu, k.layer, k.chain_layers, k.chain_stride) for k in ks] == [(0, 0, 1, 2), (1, 1, 1, 2)]
+    assert [(p["to"], p["slot"]) for p in ring_layout(plan)] == [(1, 0), (0, 1)] and output_place(plan) == (0, 1)
+    check_trace(simulate(plan, HW), plan)
+    # without the placement the same strategy is variant (a)'s pair (no chain kernel)
+    pair = build_plans(strategy_from_dict({"kind": "ctapipe", "gpus": 2}, "t", ""), _wl(1024, 2), HW, 2, "m")[0]
+    assert all(k.source != "chain" for k in pair.kernels())
+    for bad, msg in (({"gpus": 1, "placement": "ring"}, "gpus >= 2"), ({"gpus": 2, "placement": "tree"}, "one of"),
+                     ({"gpus": 2, "placement": "ring", "variant": "cutlass_ctapipe"}, "variant")):
+        with pytest.raises(SpecError, match=msg):
+            strategy_from_dict({"kind": "ctapipe", **bad}, "t", "")
+
+
+def test_reg15_plans_the_chain_pair_beside_variant_a():
+    from ctahw.experiment import _chain_rows, plan_runs
+    from ctasim.cases import load_experiment
+
+    exp = load_experiment("reg15-chain-pair")
+    df = plan_runs(exp, gpus=2)
+    assert (df["status"] == "planned").all()
+    chain = set(_chain_rows(exp, df))
+    assert set(df.loc[sorted(chain), "strategy"]) == {"chain-pair"}  # the chain kernels; w21g4 through its session

@@ -131,7 +131,8 @@ def _ring(cp, m: int, layers: int, h: int = 2048, devices=(0, 0), **kw):
 
     wl = load_workload("chain2-16384")
     wl = dataclasses.replace(wl, layers=(dataclasses.replace(wl.layers[0], m=m, k=h, n=h),) * layers)
-    plan = build_ring(Strategy(kind="ctapipe", gpus=len(devices)), wl, load_hardware("h200-x2-calibrated"), f"m={m}")
+    plan = build_ring(Strategy(kind="ctapipe", gpus=len(devices), placement="ring"), wl,
+                      load_hardware("h200-x2-calibrated"), f"m={m}")
     rng = cp.random.default_rng(int.from_bytes(os.urandom(4), "little"))
     with cp.cuda.Device(devices[0]):
         x = random_bf16((m, h), cp, rng)
@@ -147,8 +148,9 @@ def _ring_err(cp, r, x, ws):
     return output_error(cp, r.out, reference_chain(cp, x, ws, g), g)
 
 
-@pytest.mark.parametrize("m,layers,h", [(1024, 4, 2048), (3072, 3, 2048), (640, 8, 1024)])
+@pytest.mark.parametrize("m,layers,h", [(1024, 4, 2048), (3072, 3, 2048), (640, 8, 1024), (2048, 2, 2048)])
 def test_ring_on_one_gpu_matches_fp32_chain(cp, m, layers, h):
+    """(2 layers: the persistent pair of registered plan 15, placement = "ring" with as many GPUs as layers.)"""
     from ctahw.device import REL_TOL_BF16
 
     r, x, ws = _ring(cp, m, layers, h)
