@@ -54,7 +54,8 @@ from ctasim.strategies import gpus_needed
 from ctasim.plan import CHAIN_ROW_GROUP
 from ctasim.strategies.ctapipe import chain_cluster_m
 
-__all__ = ["RunConfig", "plan_runs", "reason_for", "run", "sweep_rows", "microbatch_chunks", "chain_design", "SPEC_KINDS",
+__all__ = ["RunConfig", "plan_runs", "reason_for", "run", "sweep_rows", "microbatch_chunks", "chain_design", "chain_streams", "chain_case",
+           "SPEC_KINDS",
            "PLAN_KINDS", "SWEEP_KINDS", "case_plans"]
 
 SPEC_KINDS = ("sequential", "microbatch", "tp", "ctapipe")
@@ -311,10 +312,23 @@ def _chain_rows(exp: Experiment, df: pd.DataFrame) -> list:
             if r["kind"] == "ctapipe" and _chain_kernel_strategy(strategies[r["strategy"]], cases[r["case"]])]
 
 
-def _chain(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, timed, log: Callable[[str], None],
-           traces: dict) -> dict:
+def chain_streams(timed, devices) -> list:
+    """The stream each chain kernel is enqueued on: kernel g on device ``devices[g]``, the first kernel of a device on
+    its compute stream, a second on its copy stream (both gated by the harness's start); ValueError for a third."""
+    streams, used = [], {}
+    for d in devices:
+        n = used[d] = used.get(d, 0) + 1
+        if n > 2:
+            raise ValueError(f"at most two chain kernels share a device (the harness has two streams), device {d}")
+        streams.append(timed.compute[d] if n == 1 else timed.copy[d])
+    return streams
+
+
+def chain_case(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, timed, log: Callable[[str], None],
+           traces: dict, devices=None) -> dict:
     """Measure one chain-kernel case (intra-GPU CTA-pipelining on GPU 0, or a ring on GPUs 0 .. G-1): correctness,
-    timing, one traced run."""
+    timing, one traced run. ``devices[g]``: the device of the plan's GPU g (default g; a ring's kernels may share a
+    device, the one-GPU check of this path)."""
     from ctahw.baselines import Chain  # noqa: PLC0415
     from ctahw.chain import ChainRunner, output_place  # noqa: PLC0415
     from ctahw.device import REL_TOL_BF16, output_error, reference_chain, summarize  # noqa: PLC0415
@@ -323,24 +337,26 @@ def _chain(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, time
     cp = timed.cp
     layers = case.workload.layers
     G = strategy.gpus
+    devices = list(devices) if devices is not None else list(range(G))
     plan = (build_chain if G == 1 else build_ring)(strategy, case.workload, exp.hardware, case.label)
     data = Chain(cp, cfg.seed)
-    x = data.rand(0, (layers[0].m, layers[0].k), salt=11)
-    ws = [data.rand(l % G, (l_.n, l_.k), 1 / math.sqrt(l_.k), salt=12 + l) for l, l_ in enumerate(layers)]
-    streams = [timed.compute[g] for g in range(G)]
+    x = data.rand(devices[0], (layers[0].m, layers[0].k), salt=11)
+    ws = [data.rand(devices[l % G], (l_.n, l_.k), 1 / math.sqrt(l_.k), salt=12 + l) for l, l_ in enumerate(layers)]
+    streams = chain_streams(timed, devices)
+    ends = [(s, d) for s, d in zip(streams, devices)]
     design = chain_design(strategy, layers[0].tiles_m)
-    runner = ChainRunner(plan, x, ws, devices=range(G), design=design)
+    runner = ChainRunner(plan, x, ws, devices=devices, design=design)
     runner.poison_outputs()
     runner.launch(streams=streams)
     for s in streams:
         s.synchronize()
     runner.check_errors()
-    out_gpu = output_place(plan)[0]
-    rel = float(output_error(cp, runner.out, reference_chain(cp, x, ws, out_gpu), out_gpu))
+    out_dev = devices[output_place(plan)[0]]
+    rel = float(output_error(cp, runner.out, reference_chain(cp, x, ws, out_dev), out_dev))
 
     def enqueue(t):
-        t.part("compute", 0, streams[0], lambda: runner.launch(streams=streams))
-        return [(s, g) for g, s in enumerate(streams)]
+        t.part("compute", devices[0], streams[0], lambda: runner.launch(streams=streams))
+        return ends
 
     for _ in range(cfg.warmup):
         timed.run(enqueue)
@@ -348,15 +364,17 @@ def _chain(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, time
     runner.check_errors()
     tm = summarize(samples)
     del runner
-    traced = ChainRunner(plan, x, ws, devices=range(G), trace=True, design=design)
-    tr_ms, _ = timed.run(lambda t: (t.part("compute", 0, streams[0], lambda: traced.launch(streams=streams)),
-                                    [(s, g) for g, s in enumerate(streams)])[1])
+    traced = ChainRunner(plan, x, ws, devices=devices, trace=True, design=design)
+    tr_ms, _ = timed.run(lambda t: (t.part("compute", devices[0], streams[0],
+                                           lambda: traced.launch(streams=streams)), ends)[1])
     traced.check_errors()
     offsets = {}
-    if G > 1:
+    distinct = list(dict.fromkeys(devices))
+    if len(distinct) > 1:  # each plan GPU's clock against GPU 0's device (kernels sharing a device share its clock)
         from ctahw.pipelined import measure_offsets  # noqa: PLC0415
 
-        offsets = {g: float(v["offset_ns"]) for g, v in measure_offsets(list(range(G))).items()}
+        by_dev = {int(d): float(v["offset_ns"]) for d, v in measure_offsets(distinct).items()}
+        offsets = {g: by_dev.get(d, 0.0) for g, d in enumerate(devices)}
     grids = [p.grid for p in traced.gpus]
     tr = traced.read_trace({"case": case.label, "strategy": strategy.label, "variant": "chain", "run": 0,
                             "makespan_ms": tr_ms, "design": design, "grid": grids[0] if G == 1 else grids,
@@ -509,7 +527,7 @@ def run(exp: Experiment, cfg: RunConfig, log: Callable[[str], None] = lambda s: 
         try:
             if i in chain_rows:
                 timed, _ = machines.get(st.gpus)
-                res = _chain(exp, case, st, cfg, timed, log, traces)
+                res = chain_case(exp, case, st, cfg, timed, log, traces)
             else:
                 res = _planned(case, _plan_of(st, case, exp.hardware, r["variant"]), cfg, machines, log)
         except (RuntimeError, ValueError) as e:  # a failed check or a protocol timeout: a failed row

@@ -177,3 +177,16 @@ def test_reg15_plans_the_chain_pair_beside_variant_a():
     assert (df["status"] == "planned").all()
     chain = set(_chain_rows(exp, df))
     assert set(df.loc[sorted(chain), "strategy"]) == {"chain-pair"}  # the chain kernels; w21g4 through its session
+
+
+def test_chain_streams_give_a_device_s_second_kernel_its_copy_stream():
+    from types import SimpleNamespace
+
+    from ctahw.experiment import chain_streams
+
+    t = SimpleNamespace(compute={0: "c0", 1: "c1"}, copy={0: "x0", 1: "x1"})
+    assert chain_streams(t, [0, 1]) == ["c0", "c1"]
+    assert chain_streams(t, [0, 0]) == ["c0", "x0"]  # two kernels of a ring on one device run concurrently
+    assert chain_streams(t, [0]) == ["c0"]
+    with pytest.raises(ValueError, match="at most two"):
+        chain_streams(t, [0, 0, 0])

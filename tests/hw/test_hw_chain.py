@@ -218,3 +218,28 @@ def test_ring_on_two_gpus_matches_fp32_chain(cp):
     r.synchronize()
     r.check_errors()
     assert _ring_err(cp, r, x, ws) <= REL_TOL_BF16
+
+
+@pytest.mark.parametrize("layers", [2, 4])
+def test_the_experiment_path_runs_a_ring_with_its_kernels_on_one_gpu(cp, layers):
+    """ctahw run's chain-kernel path (ctahw.experiment.chain_case) with a ring's two kernels on device 0 (the
+    harness's compute and copy streams): correct, timed, its trace on one clock through ctasim's invariants -- what
+    the 2-GPU call runs for registered plans 12 (4 layers) and 15 (the 2-layer pair), short of the second device."""
+    from ctahw.baselines import Timed
+    from ctahw.experiment import RunConfig, chain_case
+    from ctasim.cases import expand, load_experiment
+    from ctasim.invariants import check_trace
+    from ctasim.strategies.ctapipe import build_ring
+
+    exp = load_experiment("reg15-chain-pair")
+    case = next(iter(expand(exp)))
+    layer = dataclasses.replace(case.workload.layers[0], m=1024, k=2048, n=2048)
+    case = dataclasses.replace(case, label="m=1024", workload=dataclasses.replace(case.workload, layers=(layer,) * layers))
+    st = next(s for s in exp.strategies if s.label == "chain-pair")
+    traces = {}
+    res = chain_case(exp, case, st, RunConfig(reps=3, warmup=1, rest_ms=0.0), Timed([0], 1.0), lambda s: None, traces,
+                     devices=[0, 0])
+    assert res["ok"] and res["makespan_ms"] > 0
+    (tr,) = traces.values()
+    check_trace(tr, build_ring(st, case.workload, exp.hardware, case.label), tol_ns=32.0)
+    assert sorted(tr.tiles.gpu.unique().tolist()) == [0, 1] and tr.meta["offsets_ns"] == {}
