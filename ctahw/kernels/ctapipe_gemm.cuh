@@ -67,6 +67,7 @@
 #include "cutlass/gemm/device/gemm_universal_adapter.h"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
+#include "cutlass/arch/barrier.h"
 #include "cutlass/util/packed_stride.hpp"
 
 #include "ctapipe.cuh"
@@ -78,6 +79,20 @@ namespace ctahw {
 constexpr int kSignalBarrier = 13;
 constexpr int kThreadsPerWarpGroup = 128;
 constexpr int kEpilogueThreads = 256;  // the two consumer (MMA + epilogue) warp groups
+static_assert(kSignalBarrier >= static_cast<int>(cutlass::arch::ReservedNamedBarriers::FirstUserBarrier) &&
+                  kSignalBarrier < 16,
+              "the signal barrier must be a named barrier CUTLASS leaves to users (and one of the 16 there are)");
+
+// The protocol's thread roles hold for CUTLASS kernel K: its producer warp groups come first and are one warp
+// group (so thread kThreadsPerWarpGroup, the signalling thread, is the first MMA / epilogue thread), and its MMA
+// warp groups are the kEpilogueThreads that meet at kSignalBarrier before a signal. Every launcher checks it
+// (static_assert) for the kernel it instantiates.
+template <class K>
+constexpr bool protocol_roles_match() {
+  return K::NumLoadWarpGroups * cutlass::NumThreadsPerWarpGroup == kThreadsPerWarpGroup &&
+         K::NumMmaWarpGroups * cutlass::NumThreadsPerWarpGroup == kEpilogueThreads &&
+         K::MaxThreadsPerBlock == kThreadsPerWarpGroup + kEpilogueThreads;
+}
 
 // Consumer warp groups, right after the epilogue issued a tile's TMA stores (every variant): every storing thread
 // completes and fences its own stores (ctapipe::complete_stores), the epilogue threads meet, and one thread signals
@@ -486,6 +501,7 @@ template <class Gemm>
 int launch(const void* a, const void* b, const void* c, void* d, int m, int n, int k, float alpha, float beta,
            const ctapipe::Params& pipe, int device, cudaStream_t stream) {
   using K = typename Gemm::GemmKernel;
+  static_assert(protocol_roles_match<K>(), "the protocol's signalling thread and barrier do not fit this kernel");
   using PtrC = typename K::CollectiveEpilogue::ElementC const*;  // void const* where there is no C
   cutlass::KernelHardwareInfo hw;
   hw.device_id = device;

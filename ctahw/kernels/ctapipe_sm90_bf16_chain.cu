@@ -610,6 +610,7 @@ template <int Design, bool Trace>
 int run(void* x, void* d, const void* w, int m, int h, const Params& chain, int device, cudaStream_t stream) {
   using Gemm = typename Config<Design>::template Gemm<Trace>;
   using K = typename Gemm::GemmKernel;
+  static_assert(protocol_roles_match<K>(), "the protocol's signalling thread and barrier do not fit this kernel");
   cutlass::KernelHardwareInfo hw;
   hw.device_id = device;
   hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(device);

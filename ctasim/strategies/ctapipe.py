@@ -22,11 +22,12 @@ GEMM's drift. Left out there: the layers' epilogue and row-wise ops (the kernel 
 square chains without them), L2 hits of a layer's input that the layer before has just written, and the static
 design's 2x1 cluster coupling (a pair waits for both its row-blocks).
 
-With ``1 < Strategy.gpus < layers`` the layers go round-robin (layer l on GPU l mod G, :func:`build_ring`): one
-such persistent kernel per GPU runs its layers' tiles by tickets in the chain's one order, a tile of layer l > 0
-waits for its row-block of layer l - 1 on the GPU before, and a tile whose output feeds the next GPU stores it there
-and signals the counter there: the store priced at the per-SM store rate, the signal as if hidden (the unloaded
-fence and atomic, no hold; :func:`build_ring`). ctahw has no such kernel yet.
+With ``1 < Strategy.gpus < layers``, or ``Strategy.placement = "ring"``, the layers go round-robin (layer l on GPU
+l mod G, :func:`build_ring`): one such persistent kernel per GPU runs its layers' tiles by tickets in the chain's one
+order, a tile of layer l > 0 waits for its row-block of layer l - 1 on the GPU before, and every tile stores its
+output into the next GPU and signals the counter there: the store priced at the per-SM store rate, the signal as if
+hidden (the unloaded fence and atomic, no hold; :func:`build_ring`). ctahw runs it (``ctahw.chain``; checked on one
+H200 with the kernels sharing it, not yet on two GPUs).
 """
 
 from __future__ import annotations

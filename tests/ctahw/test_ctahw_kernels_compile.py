@@ -208,3 +208,34 @@ def test_ctapipe_epilogue_ops_are_exported_and_refused_before_any_cuda_call(name
     assert launch(1, None, ndesc=len(DESC_FIELDS) - 1) == -2002
     assert launch(1, None, d=_ctapipe_desc(epoch=0)) == -2002
     assert launch(1, None, cluster=7) == -2003
+
+
+def test_protocol_roles_are_checked_against_the_cutlass_kernel(tmp_path):
+    """ctapipe_gemm.cuh's protocol_roles_match (the signalling thread, the epilogue threads at the signal barrier),
+    which every CTA-pipelined launcher static_asserts for its kernel: true for the real cooperative kernel, false for
+    a kernel with another MMA warp-group count (the compile fails with the check's message)."""
+    import subprocess
+
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    tc = build.Toolchain.detect()
+    src = tmp_path / "roles.cu"
+    src.write_text(
+        '#include "ctapipe_gemm.cuh"\n'
+        "using K = ctahw::ctapipe_gemm::Config<1, 1, 0>::Kernel<false>;\n"
+        'static_assert(ctahw::protocol_roles_match<K>(), "the real kernel");\n'
+        "struct ThreeMmaGroups { static constexpr unsigned NumLoadWarpGroups = 1, NumMmaWarpGroups = 3,"
+        " MaxThreadsPerBlock = 512; };\n"
+        "#ifdef BROKEN\n"
+        'static_assert(ctahw::protocol_roles_match<ThreeMmaGroups>(), "three MMA warp groups");\n'
+        "#endif\n")
+    flags = [f for f in build.NVCC_FLAGS if f not in ("-shared", "-Xcompiler=-fPIC", "-cudart=static")] + ["-c"]
+    inc = [f"-I{d}" for d in (*tc.cutlass_includes, build.KERNELS_DIR)]
+    ok = subprocess.run([str(tc.nvcc), *flags, *inc, str(src), "-o", str(tmp_path / "ok.o")], capture_output=True,
+                        text=True)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    bad = subprocess.run([str(tc.nvcc), *flags, "-DBROKEN", *inc, str(src), "-o", str(tmp_path / "bad.o")],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "three MMA warp groups" in bad.stderr
+    assert "the real kernel" not in bad.stderr
