@@ -585,7 +585,7 @@ LIBRARIES: dict[str, KernelLibrary] = {
         source=KERNELS_DIR / "ctapipe_sm90_bf16_chain.cu",
         needs_cutlass=True,
         abi_symbol="ctahw_chain_abi_version",
-        abi_version=3,
+        abi_version=4,
         headers=(KERNELS_DIR / "ctapipe.cuh", KERNELS_DIR / "ctapipe_gemm.cuh", KERNELS_DIR / "launch_status.cuh"),
         signatures={
             "ctahw_chain_abi_version": (_i, ()),
@@ -595,7 +595,8 @@ LIBRARIES: dict[str, KernelLibrary] = {
             "ctahw_chain_designs": (_i, ()),
             "ctahw_chain_describe": (_i, (_i, ctypes.c_char_p, _i)),
             "ctahw_chain_resident_ctas": (_i, (_i, _i)),
-            "ctahw_chain_gemm": (_i, (_p, _p, _p, _i, _i, _p, _i, _i, _i, _i, _p)),
+            "ctahw_chain_gemm": (_i, (_p, _p, _p, _p, _i, _i, _i, _p, _i, _i, _i, _i, _i, _p)),
+            "ctahw_chain_epilogue_names": (ctypes.c_char_p, ()),
             "ctahw_chain_status_string": (ctypes.c_char_p, (_i,)),
         },
     ),

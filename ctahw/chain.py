@@ -109,6 +109,32 @@ def chain_slots(plan: Plan) -> int:
     return max(k.chain_layers for k in chain_kernels(plan)) + 1
 
 
+def kernel_shape(k: Kernel) -> tuple[int, int, int]:
+    """(M, N, K) of chain kernel ``k``'s layers."""
+    return k.tiles_m * KERNEL_TILE[0], k.tiles_n * KERNEL_TILE[1], k.region.k if k.region is not None else 0
+
+
+def slot_cols(plan: Plan) -> list[list[int]]:
+    """Per GPU of :func:`ring_layout`, the columns of each input slot (M rows each): the K of the layer that reads
+    it, or the N of the layer that writes it (the chain's output slot); 0 where no layer uses the slot. ValueError
+    where a writer and a reader disagree (a layer's N is not the next layer's K)."""
+    ks, lay = chain_kernels(plan), ring_layout(plan)
+    S = chain_slots(plan)
+    cols = [[0] * S for _ in ks]
+
+    def put(g: int, s: int, c: int, what: str) -> None:
+        if cols[g][s] and cols[g][s] != c:
+            raise ValueError(f"GPU {g} slot {s}: {what} has {c} columns, another layer {cols[g][s]}")
+        cols[g][s] = c
+
+    for g, (k, p) in enumerate(zip(ks, lay)):
+        _, n, kk = kernel_shape(k)
+        for j in range(k.chain_layers):
+            put(g, j, kk, f"layer {k.layer + j * p['stride']}'s input")
+            put(p["to"], j + p["slot"], n, f"layer {k.layer + j * p['stride']}'s output")
+    return cols
+
+
 def output_place(plan: Plan) -> tuple[int, int]:
     """(GPU, slot) of :func:`ring_layout` that holds the chain's output: the last layer's output slot."""
     lay = ring_layout(plan)
@@ -119,15 +145,18 @@ def output_place(plan: Plan) -> tuple[int, int]:
 
 
 def chain_descriptor(k: Kernel, ptrs: Mapping[str, int], *, grid: int, epoch: int, timeout_ns: int,
-                     protocol: bool = True, stall_row: int = -1, sys_scope: bool | None = None) -> np.ndarray:
+                     protocol: bool = True, stall_row: int = -1, sys_scope: bool | None = None,
+                     wait_tiles: int = 0) -> np.ndarray:
     """The launcher's int64 descriptor for chain kernel ``k`` (pointers from ``ptrs`` by field name). ``sys_scope``
-    defaults to a ring's (``k.chain_stride > 1``): acquire and release at system scope."""
+    defaults to a ring's (``k.chain_stride > 1``): acquire and release at system scope. ``wait_tiles``: the column
+    tiles of the layer before (0: ``k``'s own, a square chain's)."""
     if grid < 1 or grid > k.tiles:
         raise ValueError(f"grid {grid} must be within [1, {k.tiles}]")
     vals = {"num_tiles": k.tiles, "tiles_m": k.tiles_m, "tiles_n": k.tiles_n, "layers": k.chain_layers,
             "grid": grid, "protocol": 1 if protocol else 0, "epoch": epoch, "timeout_ns": timeout_ns,
             "stall_row": stall_row, "first_layer": k.layer, "layer_stride": k.chain_stride,
-            "sys_scope": int(k.chain_stride > 1 if sys_scope is None else sys_scope)}
+            "sys_scope": int(k.chain_stride > 1 if sys_scope is None else sys_scope),
+            "wait_tiles": wait_tiles or k.tiles_n}
     unknown = set(ptrs) - set(DESC_FIELDS)
     if unknown:
         raise ValueError(f"not descriptor fields: {sorted(unknown)}")
@@ -135,18 +164,54 @@ def chain_descriptor(k: Kernel, ptrs: Mapping[str, int], *, grid: int, epoch: in
     return np.array([int(vals.get(n, 0)) for n in DESC_FIELDS], dtype=np.int64)
 
 
-class _ChainGpu:
-    """One chain kernel's state on its device: input slots, weights of its layers, order, ticket, counters, error
-    record, scratch, stamps, stream."""
+RESIDUAL_CODE = 4
+"""The residual's op code (ctapipe_gemm.cuh's CTAPIPE_EPILOGUE_OPS; checked by name in :func:`epilogue_codes`)."""
 
-    def __init__(self, cp, k: Kernel, weights, device: int, grid: int, slots: int, m: int, h: int, trace: bool):
+
+def epilogue_codes(lib, ks: list[Kernel], epilogues: Mapping[int, str], design: str, has_residual: bool) -> list[int]:
+    """Each chain kernel's fused-op code from ``epilogues`` (global layer -> op name, '' or absent: none), by the
+    names the loaded library exports; ValueError where a kernel's layers differ in op, an op needs the tickets
+    design, the residual is not a one-layer kernel's, or the residual operand is missing or unused."""
+    names = [n for n in lib.ctahw_chain_epilogue_names().decode().split(",") if n]
+    if names[RESIDUAL_CODE] != "residual":
+        raise RuntimeError(f"the chain library's op {RESIDUAL_CODE} is {names[RESIDUAL_CODE]!r}, not 'residual'")
+    out = []
+    for k in ks:
+        want = {epilogues.get(k.layer + j * k.chain_stride, "") or "none" for j in range(k.chain_layers)}
+        if len(want) > 1:
+            raise ValueError(f"{k.name}: one kernel fuses one op for all its layers, got {sorted(want)}")
+        (op,) = want
+        if op not in names:
+            raise ValueError(f"{k.name}: no fused epilogue op {op!r} in the chain kernel (has {', '.join(names)})")
+        if op != "none" and design != "tickets":
+            raise ValueError(f"{k.name}: fused epilogue ops run in the tickets design only, not {design!r}")
+        if op == "residual" and k.chain_layers != 1:
+            raise ValueError(f"{k.name}: the residual is fused into a one-layer kernel only")
+        out.append(names.index(op))
+    if has_residual != (RESIDUAL_CODE in out):
+        raise ValueError("a residual operand is given but no layer adds it" if has_residual else
+                         "a layer adds the residual but no residual operand is given")
+    return out
+
+
+class _ChainGpu:
+    """One chain kernel's state on its device: input slots (one contiguous buffer: ``slots[s]`` is slot s, M x its
+    columns; ``x`` the [S, M, H] view where every slot has H columns), weights of its layers, order, ticket,
+    counters, error record, scratch, stamps, stream, the fused op's code and the residual operand."""
+
+    def __init__(self, cp, k: Kernel, weights, device: int, grid: int, cols: list[int], m: int, trace: bool):
         self.k, self.device, self.grid = k, device, grid
+        self.op, self.c = 0, None
         with cp.cuda.Device(device):
-            self.x = cp.empty((slots, m, h), dtype=cp.uint16)
+            sizes = [m * c for c in cols]
+            self.buf = cp.empty(max(1, sum(sizes)), dtype=cp.uint16)
+            at = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+            self.slots = [self.buf[at[s]:at[s + 1]].reshape(m, c) for s, c in enumerate(cols)]
+            self.x = self.buf[:sum(sizes)].reshape(len(cols), m, cols[0]) if len(set(cols)) == 1 else None
             self.w = cp.stack([cp.asarray(w) for w in weights])
             self.order = cp.asarray(np.asarray(k.order, dtype=np.int32))
             self.ticket = cp.zeros(1, dtype=cp.uint32)
-            self.counters = cp.zeros(slots * k.tiles_m, dtype=cp.uint32)
+            self.counters = cp.zeros(len(cols) * k.tiles_m, dtype=cp.uint32)
             self.error = cp.zeros(ERROR_WORDS, dtype=cp.int32)
             self.cta_tile = cp.zeros(grid, dtype=cp.int32)
             self.stamps = cp.zeros(k.tiles * TILE_STAMP_WORDS, dtype=cp.uint64) if trace else None
@@ -166,7 +231,8 @@ class ChainRunner:
     correct). A one-kernel runner's ``x``, ``w``, ``counters``, ``stream``, ``grid``, ``k`` are its kernel's."""
 
     def __init__(self, plan: Plan, x, weights, *, device: int = 0, devices=None, trace: bool = False,
-                 timeout_ns: int = 2_000_000_000, grid: int = 0, design: str = "tickets"):
+                 timeout_ns: int = 2_000_000_000, grid: int = 0, design: str = "tickets",
+                 epilogues: Mapping[int, str] | None = None, residual=None):
         from ctahw import build
         from ctahw.device import require_cupy
 
@@ -177,10 +243,15 @@ class ChainRunner:
         G = len(ks)
         self.m, self.h = ks[0].tiles_m * KERNEL_TILE[0], ks[0].tiles_n * KERNEL_TILE[1]
         self.layers = sum(k.chain_layers for k in ks)
+        cols = slot_cols(plan)
         if len(weights) != self.layers:
             raise ValueError(f"{self.layers} layers but {len(weights)} weight matrices")
-        if tuple(x.shape) != (self.m, self.h):
-            raise ValueError(f"input is {tuple(x.shape)}, the plan needs {(self.m, self.h)}")
+        if tuple(x.shape) != (self.m, cols[0][0]):
+            raise ValueError(f"input is {tuple(x.shape)}, the plan needs {(self.m, cols[0][0])}")
+        for l, w in enumerate(weights):
+            _, n, kk = kernel_shape(ks[l % G])
+            if tuple(w.shape) != (n, kk):
+                raise ValueError(f"layer {l}'s weights are {tuple(w.shape)}, the plan needs {(n, kk)}")
         devices = list(devices) if devices is not None else ([device] if G == 1 else list(range(G)))
         if len(devices) != G:
             raise ValueError(f"the plan runs {G} chain kernels, {len(devices)} device(s) given")
@@ -197,7 +268,7 @@ class ChainRunner:
         if design == "static2x1":
             check_pairs(ks[0].order, ks[0].tiles_m, ks[0].tiles_n)
         self.trace, self.timeout_ns = trace, int(timeout_ns)
-        slots = chain_slots(plan)
+        ops = epilogue_codes(self.lib, ks, epilogues or {}, design, residual is not None)
         self.gpus = []
         for g, k in enumerate(ks):
             d = devices[g]
@@ -213,9 +284,13 @@ class ChainRunner:
                 if design == "static2x1":
                     n -= n % 2
             self.gpus.append(_ChainGpu(cp, k, [weights[k.layer + j * G] for j in range(k.chain_layers)], d, n,
-                                       slots, self.m, self.h, trace))
+                                       cols[g], self.m, trace))
+            self.gpus[-1].op = ops[g]
+            if ops[g] == RESIDUAL_CODE:
+                with cp.cuda.Device(d):
+                    self.gpus[-1].c = cp.array(cp.asarray(residual))  # on this kernel's device
         with cp.cuda.Device(devices[0]):
-            self.gpus[0].x[0] = x
+            self.gpus[0].slots[0][...] = x
         self.epoch = 1
         self.runs = 0  # completed launches since the last reset (the ticket check)
         self._ends: list = []  # a ring's previous run: one event per kernel
@@ -243,7 +318,7 @@ class ChainRunner:
     @property
     def out(self):
         g, s = output_place(self.plan)
-        return self.gpus[g].x[s]
+        return self.gpus[g].slots[s]
 
     def poison_outputs(self) -> None:
         """Poison every slot a run writes (all but the chain's input), so a tile that is not written shows."""
@@ -251,7 +326,9 @@ class ChainRunner:
 
         for i, p in enumerate(self.gpus):
             with self.cp.cuda.Device(p.device):
-                poison(p.x[1:] if i == 0 else p.x)
+                for s, a in enumerate(p.slots):
+                    if a.size and (i, s) != (0, 0):
+                        poison(a)
 
     def descriptor(self, protocol: bool = True, stall_row: int = -1, g: int = 0) -> np.ndarray:
         p, lay = self.gpus[g], self.layout[g]
@@ -260,8 +337,9 @@ class ChainRunner:
                 "signals": to.counters.data.ptr + lay["slot"] * p.k.tiles_m * to.counters.itemsize,
                 "error": p.error.data.ptr, "cta_tile": p.cta_tile.data.ptr,
                 "stamps": p.stamps.data.ptr if self.trace else 0}
+        before = self.gpus[(g - 1) % len(self.gpus)].k  # the kernel of the layer before this one's first
         return chain_descriptor(p.k, ptrs, grid=p.grid, epoch=self.epoch, timeout_ns=self.timeout_ns,
-                                protocol=protocol, stall_row=stall_row if g == 0 else -1)
+                                protocol=protocol, stall_row=stall_row if g == 0 else -1, wait_tiles=before.tiles_n)
 
     def launch(self, stream=None, protocol: bool = True, stall_row: int = -1, streams=None) -> None:
         """Enqueue one run of every kernel. ``stream`` (a one-kernel plan) or ``streams[g]``: where kernel g is
@@ -280,16 +358,17 @@ class ChainRunner:
         for g, p in enumerate(self.gpus):
             desc = self.descriptor(protocol, stall_row, g)
             self._desc.append(desc)
-            to = self.gpus[self.layout[g]["to"]]
-            d = to.x.data.ptr + self.layout[g]["slot"] * self.m * self.h * to.x.itemsize
+            d = self.gpus[self.layout[g]["to"]].slots[self.layout[g]["slot"]].data.ptr
+            m, n, k = kernel_shape(p.k)
             with self.cp.cuda.Device(p.device):
                 # a ring's run begins after every kernel's previous run ended: a kernel one run ahead would
                 # overwrite an input its successor still reads and count a counter past the epoch it waits for
                 for e in self._ends:
                     ss[g].wait_event(e)
-                rc = self.lib.ctahw_chain_gemm(p.x.data.ptr, d, p.w.data.ptr, self.m, self.h,
-                                               desc.ctypes.data_as(ctypes.c_void_p), len(DESC_FIELDS),
-                                               1 if self.trace else 0, self.code, p.device, ss[g].ptr)
+                rc = self.lib.ctahw_chain_gemm(p.slots[0].data.ptr, d, p.c.data.ptr if p.c is not None else None,
+                                               p.w.data.ptr, m, n, k, desc.ctypes.data_as(ctypes.c_void_p),
+                                               len(DESC_FIELDS), 1 if self.trace else 0, self.code, p.op, p.device,
+                                               ss[g].ptr)
                 if rc == 0 and len(self.gpus) > 1:
                     ends.append(self.cp.cuda.Event(disable_timing=True))
                     ends[-1].record(ss[g])

@@ -106,13 +106,14 @@ def reason_for(strategy: Strategy, case: Case, gpus: int, hw: Hardware | None = 
         return f"{strategy.kind} is not yet run from an experiment spec"
     layers = case.workload.layers
     if strategy.kind == "ctapipe" and _chain_kernel_strategy(strategy, case):
-        from ctasim.strategies.ctapipe import chain_reason  # noqa: PLC0415
+        from ctasim.strategies.ctapipe import chain_reason, ring_reason  # noqa: PLC0415
 
-        why = chain_reason(case.workload)
+        why = chain_reason(case.workload) if strategy.gpus == 1 else ring_reason(case.workload, strategy.gpus)
         if why:
             return why
-        if layers[0].k % 256:
-            return f"the chain kernel needs H={layers[0].k} to be a multiple of 256 (its tile's N)"
+        for i, l in enumerate(layers):
+            if l.n % 256 or l.k % 64:
+                return f"layer {i}: the chain kernel needs N = {l.n} a multiple of 256 and K = {l.k} of 64 (its tile)"
     elif strategy.kind in SWEEP_KINDS:
         why = _sweep_reason(strategy, case)
         if why:
@@ -328,10 +329,15 @@ def chain_case(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, 
            traces: dict, devices=None) -> dict:
     """Measure one chain-kernel case (intra-GPU CTA-pipelining on GPU 0, or a ring on GPUs 0 .. G-1): correctness,
     timing, one traced run. ``devices[g]``: the device of the plan's GPU g (default g; a ring's kernels may share a
-    device, the one-GPU check of this path)."""
+    device, the one-GPU check of this path). A ring of one layer per GPU fuses each layer's epilogue op (the
+    residual: the workload's input, copied to its layer's device) and runs the last layer's row-wise op as its own
+    kernel where the output lands, after the last layer's kernel (an event), inside the timed run; checked against
+    the workload's reference (:func:`ctahw.executor.reference_bf16`)."""
+    from ctahw import rowwise  # noqa: PLC0415
     from ctahw.baselines import Chain  # noqa: PLC0415
     from ctahw.chain import ChainRunner, output_place  # noqa: PLC0415
-    from ctahw.device import REL_TOL_BF16, output_error, reference_chain, summarize  # noqa: PLC0415
+    from ctahw.device import REL_TOL_BF16, output_error, poison, summarize, to_device  # noqa: PLC0415
+    from ctahw.executor import reference_bf16  # noqa: PLC0415
     from ctasim.strategies.ctapipe import build_chain, build_ring  # noqa: PLC0415
 
     cp = timed.cp
@@ -345,17 +351,42 @@ def chain_case(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, 
     streams = chain_streams(timed, devices)
     ends = [(s, d) for s, d in zip(streams, devices)]
     design = chain_design(strategy, layers[0].tiles_m)
-    runner = ChainRunner(plan, x, ws, devices=devices, design=design)
+    epilogues = {l: lay.epilogue[0] for l, lay in enumerate(layers) if lay.epilogue}
+    res = next((l for l, lay in enumerate(layers) if "residual" in lay.epilogue), None)
+    residual = to_device(cp, x, devices[res % G]) if res is not None else None
+    out_gpu = output_place(plan)[0]
+    out_dev, s_out = devices[out_gpu], streams[out_gpu]
+    norm, cols = layers[-1].rowwise, layers[-1].n
+    with cp.cuda.Device(out_dev):
+        z = cp.empty((layers[0].m, cols), dtype=cp.uint16) if norm else None
+    kw = {"devices": devices, "design": design, "epilogues": epilogues, "residual": residual}
+
+    def launch(r) -> None:
+        """One run: the kernels, then the row-wise op where the output landed, after the last layer's kernel."""
+        r.launch(streams=streams)
+        if norm:
+            last = streams[(len(layers) - 1) % G]
+            with cp.cuda.Device(devices[(len(layers) - 1) % G]):
+                ev = cp.cuda.Event(disable_timing=True)
+                ev.record(last)
+            with cp.cuda.Device(out_dev):
+                s_out.wait_event(ev)
+                rowwise.rowwise(norm, r.out, z, layers[0].m, cols, s_out)
+
+    runner = ChainRunner(plan, x, ws, **kw)
     runner.poison_outputs()
-    runner.launch(streams=streams)
+    if norm:
+        poison(z)
+    launch(runner)
     for s in streams:
         s.synchronize()
     runner.check_errors()
-    out_dev = devices[output_place(plan)[0]]
-    rel = float(output_error(cp, runner.out, reference_chain(cp, x, ws, out_dev), out_dev))
+    ref = reference_bf16(cp, x, ws, layers, out_dev)
+    rel = float(output_error(cp, z if norm else runner.out, ref, out_dev))
+    del ref
 
     def enqueue(t):
-        t.part("compute", devices[0], streams[0], lambda: runner.launch(streams=streams))
+        t.part("compute", devices[0], streams[0], lambda: launch(runner))
         return ends
 
     for _ in range(cfg.warmup):
@@ -364,9 +395,8 @@ def chain_case(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, 
     runner.check_errors()
     tm = summarize(samples)
     del runner
-    traced = ChainRunner(plan, x, ws, devices=devices, trace=True, design=design)
-    tr_ms, _ = timed.run(lambda t: (t.part("compute", devices[0], streams[0],
-                                           lambda: traced.launch(streams=streams)), ends)[1])
+    traced = ChainRunner(plan, x, ws, trace=True, **kw)
+    tr_ms, _ = timed.run(lambda t: (t.part("compute", devices[0], streams[0], lambda: launch(traced)), ends)[1])
     traced.check_errors()
     offsets = {}
     distinct = list(dict.fromkeys(devices))

@@ -8,6 +8,12 @@
 // cooperative kernel are CUTLASS's, untouched (tile 128x256x64, cluster 1x1); the project's tile scheduler
 // decides which tile each CTA runs.
 //
+// Shapes and ops (ABI 4): a kernel's layers are M x N x K (several layers: N == K, one batch stride); the layer
+// before may have another column count (`wait_tiles`: its column tiles, what a row-block's counter reaches). The
+// tickets design also fuses one epilogue op (ctapipe_gemm.cuh's CTAPIPE_EPILOGUE_OPS, the fusion operations of
+// variant (a): gelu, silu, relu, or the residual D = acc + C for a one-layer kernel), so a ring of one layer per GPU
+// runs the MLP block's GEMMs (GeLU after the first, the residual after the second).
+//
 // Placement (ABI 3): the kernel runs the global layers first_layer + j * layer_stride. On one GPU (stride 1)
 // d = X + M*H and `signals` = `counters` + tiles_m: layer j writes X[j+1] and signals the counter its successor
 // waits on. On a ring of G GPUs (layer l on GPU l mod G, one kernel per GPU) d and `signals` are the next GPU's
@@ -68,6 +74,7 @@ namespace ctahw::chain {
   X(signals, unsigned*)            /* [layers * tiles_m] u32: where layer j's row-block m is signalled */        \
   X(first_layer, int)              /* the global layer of local layer 0 */                                      \
   X(layer_stride, int)             /* global layer of local j = first_layer + j * layer_stride */               \
+  X(wait_tiles, int)               /* column tiles of the layer before: a row-block of it is complete at this */ \
   X(sys_scope, int)                /* 1: acquire/release at system scope (a ring); 0: GPU scope */              \
   X(protocol, int)                 /* 1: waits and signals; 0: none (overhead baseline) */                      \
   X(epoch, unsigned)                                                                                            \
@@ -133,7 +140,7 @@ __device__ __forceinline__ int take(const Params& p, unsigned long long* t_taken
   const int l = g / per_layer(p);
   if (p.protocol && waits(p, l)) {
     const int dep = l * p.tiles_m + (g % per_layer(p)) / p.tiles_n;
-    const unsigned target = p.epoch * static_cast<unsigned>(p.tiles_n);
+    const unsigned target = p.epoch * static_cast<unsigned>(p.wait_tiles);
     const unsigned long long deadline = ctapipe::now_ns() + static_cast<unsigned long long>(p.timeout_ns);
     unsigned sleep_ns = 32;
     unsigned v;
@@ -463,7 +470,7 @@ class ChainStaticScheduler : public cutlass::gemm::kernel::detail::PersistentTil
       unsigned long long t_taken = 0;
       if constexpr (Trace) t_taken = ctapipe::now_ns();
       const int dep = (g / per_layer(c)) * c.tiles_m + (g % per_layer(c)) / c.tiles_n;
-      const unsigned target = c.epoch * static_cast<unsigned>(c.tiles_n);
+      const unsigned target = c.epoch * static_cast<unsigned>(c.wait_tiles);
       const unsigned long long deadline = ctapipe::now_ns() + static_cast<unsigned long long>(c.timeout_ns);
       unsigned sleep_ns = 32;
       for (;;) {
@@ -536,11 +543,17 @@ namespace cg = ctahw::ctapipe_gemm;
 // Designs: 0 = tickets (scheduler warp, cluster 1x1); 1 = static order, 1x1; 2 = static order, 2x1 (W multicast).
 constexpr int kDesigns = 3;
 
-template <int Design>
+// Epilogue op `Op` (CTAPIPE_EPILOGUE_OPS of ctapipe_gemm.cuh: the same fusion operations as variant (a)); op 0 for
+// every design, ops 1.. for the tickets design only (kOpDesign), which keeps the library small.
+constexpr int kOpDesign = 0;
+
+template <int Design, int Op = 0>
 struct Config {
+  static_assert(Op == 0 || Design == kOpDesign, "fused epilogue ops are built for the tickets design only");
   static constexpr int CM = Design == 2 ? 2 : 1;
   using ClusterShape = Shape<Int<CM>, _1, _1>;
-  using CollectiveEpilogue = typename cg::Config<CM, 1>::CollectiveEpilogue;
+  using Epi = cg::EpilogueOp<Op>;
+  using CollectiveEpilogue = typename cg::Config<CM, 1, Op>::CollectiveEpilogue;
   using SchedStorage = typename ChainScheduler<false>::SharedStorage;  // carved out for every design (small)
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cg::ElementA, cg::LayoutA, cg::kAlign, cg::ElementB,
@@ -556,15 +569,17 @@ struct Config {
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel<Trace>>;
 };
 
-// 0 if the descriptor is usable, else -2002 (every spin is bounded and reports through the error buffer).
-inline int check_desc(const Params& p, int trace, int m, int h, int sm_count) {
+// 0 if the descriptor is usable, else -2002 (every spin is bounded and reports through the error buffer). A kernel
+// of several layers needs n == k (layer j + 1 reads what layer j wrote, one batch stride).
+inline int check_desc(const Params& p, int trace, int m, int n, int k, int sm_count) {
   const long long per = static_cast<long long>(p.tiles_m) * p.tiles_n;
   if (p.order == nullptr || p.ticket == nullptr || p.error == nullptr || p.cta_tile == nullptr || p.epoch == 0 ||
       p.timeout_ns <= 0 || p.layers <= 0 || p.tiles_m <= 0 || p.tiles_n <= 0 || p.num_tiles != per * p.layers ||
       p.grid <= 0 || p.grid > sm_count || p.grid > p.num_tiles || (p.protocol != 0 && p.protocol != 1) ||
       (p.protocol && (p.counters == nullptr || p.signals == nullptr)) || (trace && p.stamps == nullptr) ||
-      p.first_layer < 0 || p.layer_stride < 1 || (p.sys_scope != 0 && p.sys_scope != 1) ||
-      p.tiles_m * size<0>(cg::TileShape{}) != m || p.tiles_n * size<1>(cg::TileShape{}) != h)
+      p.first_layer < 0 || p.layer_stride < 1 || (p.sys_scope != 0 && p.sys_scope != 1) || p.wait_tiles < 1 ||
+      p.tiles_m * size<0>(cg::TileShape{}) != m || p.tiles_n * size<1>(cg::TileShape{}) != n || k <= 0 ||
+      k % size<2>(cg::TileShape{}) != 0 || (p.layers > 1 && n != k))
     return -2002;
   return 0;
 }
@@ -606,16 +621,21 @@ inline int resident(int design, int device) {
   }
 }
 
-template <int Design, bool Trace>
-int run(void* x, void* d, const void* w, int m, int h, const Params& chain, int device, cudaStream_t stream) {
-  using Gemm = typename Config<Design>::template Gemm<Trace>;
+template <int Design, int Op, bool Trace>
+int run(void* x, void* d, const void* c, const void* w, int m, int n, int k, const Params& chain, int device,
+        cudaStream_t stream) {
+  using Cfg = Config<Design, Op>;
+  using Gemm = typename Cfg::template Gemm<Trace>;
   using K = typename Gemm::GemmKernel;
   static_assert(protocol_roles_match<K>(), "the protocol's signalling thread and barrier do not fit this kernel");
+  using PtrC = typename K::CollectiveEpilogue::ElementC const*;  // void const* where there is no C
+  constexpr bool has_c = !std::is_void_v<typename Cfg::Epi::ElementC>;
   cutlass::KernelHardwareInfo hw;
   hw.device_id = device;
   hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(device);
-  if (int c = check_desc(chain, Trace ? 1 : 0, m, h, hw.sm_count)) return c;
+  if (int e = check_desc(chain, Trace ? 1 : 0, m, n, k, hw.sm_count)) return e;
   if (d == nullptr) return -2002;
+  if (has_c != (c != nullptr) || (has_c && chain.layers != 1)) return -2007;  // C: one layer's residual
   if (Design != 0) {  // static order: every CTA resident, whole clusters, a cluster's tiles in one layer
     const int cm = Config<Design>::CM;
     const int res = resident_ctas<Design>(device);
@@ -623,16 +643,17 @@ int run(void* x, void* d, const void* w, int m, int h, const Params& chain, int 
     if (chain.grid % cm || (chain.tiles_m * chain.tiles_n) % cm) return -2002;
   }
   const int L = chain.layers;
-  auto sa = cutlass::make_cute_packed_stride(typename K::StrideA{}, make_shape(m, h, L));
-  auto sb = cutlass::make_cute_packed_stride(typename K::StrideB{}, make_shape(h, h, L));
-  auto sc = cutlass::make_cute_packed_stride(typename K::StrideC{}, make_shape(m, h, L));
-  auto sd = cutlass::make_cute_packed_stride(typename K::StrideD{}, make_shape(m, h, L));
-  auto* xa = static_cast<cg::ElementA*>(x);
+  auto sa = cutlass::make_cute_packed_stride(typename K::StrideA{}, make_shape(m, k, L));
+  auto sb = cutlass::make_cute_packed_stride(typename K::StrideB{}, make_shape(n, k, L));
+  auto sc = cutlass::make_cute_packed_stride(typename K::StrideC{}, make_shape(m, n, L));
+  auto sd = cutlass::make_cute_packed_stride(typename K::StrideD{}, make_shape(m, n, L));
   typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
-                                {m, h, h, L},
-                                {xa, sa, static_cast<const cg::ElementB*>(w), sb},
-                                {{1.0f, 0.0f}, nullptr, sc, static_cast<cg::ElementA*>(d), sd},
+                                {m, n, k, L},
+                                {static_cast<cg::ElementA*>(x), sa, static_cast<const cg::ElementB*>(w), sb},
+                                {{}, static_cast<PtrC>(c), sc, static_cast<cg::ElementA*>(d), sd},
                                 hw};
+  args.epilogue.thread.alpha = 1.0f;
+  args.epilogue.thread.beta = has_c ? 1.0f : 0.0f;  // a sourceless (void-C) epilogue requires beta == 0
   args.scheduler.chain = chain;
   if (Gemm::get_workspace_size(args) != 0) return -2000;
   Gemm gemm;
@@ -658,11 +679,13 @@ namespace ch = ctahw::chain;
 
 extern "C" {
 
-int ctahw_chain_abi_version() { return 3; }  // 2: designs (tickets; static 1x1; static 2x1); 3: placement (d, signals)
+// 2: designs (tickets; static 1x1; static 2x1); 3: placement (d, signals); 4: shapes (m, n, k), epilogue ops, C
+int ctahw_chain_abi_version() { return 4; }
 int ctahw_chain_desc_fields() { return ch::kDescFields; }
 const char* ctahw_chain_desc_names() { return ch::kDescNames; }
 int ctahw_chain_tile_stamp_words() { return ctapipe::kTileStampWords; }
 int ctahw_chain_designs() { return ch::kDesigns; }
+const char* ctahw_chain_epilogue_names() { return ctahw::ctapipe_gemm::kEpilogueNames; }
 
 int ctahw_chain_describe(int design, char* buf, int len) {
   switch (design) {
@@ -676,16 +699,24 @@ int ctahw_chain_describe(int design, char* buf, int len) {
 // CTAs of `design` resident at once on `device` (the static designs' grid limit), 0 if unknown.
 int ctahw_chain_resident_ctas(int design, int device) { return ch::resident(design, device); }
 
-// X: [layers][m][h] bf16, local layer j's input X[j]; D: [layers][m][h] bf16, layer j writes D[j] (one GPU:
-// D = X + m * h); W: [layers][h][h] bf16.
-int ctahw_chain_gemm(void* x, void* d, const void* w, int m, int h, const long long* desc, int ndesc, int trace,
-                     int design, int device, cudaStream_t stream) {
+// X: [layers][m][k] bf16, local layer j's input X[j]; D: [layers][m][n] bf16, layer j writes D[j] (one GPU:
+// D = X + m * k); W: [layers][n][k] bf16; C: [m][n] bf16, the residual of op `residual` (one layer), else null.
+// Epilogue op `op` (ctahw_chain_epilogue_names) fused; ops other than none for the tickets design only (-2006).
+int ctahw_chain_gemm(void* x, void* d, const void* c, const void* w, int m, int n, int k, const long long* desc,
+                     int ndesc, int trace, int design, int op, int device, cudaStream_t stream) {
   if (ndesc != ch::kDescFields) return -2002;
   const ch::Params p = ch::from_desc(desc);
+  if (design == ch::kOpDesign) {
+    return ctahw::ctapipe_gemm::dispatch_op(op, [&](auto code) {
+      constexpr int Op = decltype(code)::value;
+      return trace ? ch::run<0, Op, true>(x, d, c, w, m, n, k, p, device, stream)
+                   : ch::run<0, Op, false>(x, d, c, w, m, n, k, p, device, stream);
+    });
+  }
+  if (op != 0) return design >= 0 && design < ch::kDesigns ? -2006 : -2003;
   switch (design) {
-    case 0: return trace ? ch::run<0, true>(x, d, w, m, h, p, device, stream) : ch::run<0, false>(x, d, w, m, h, p, device, stream);
-    case 1: return trace ? ch::run<1, true>(x, d, w, m, h, p, device, stream) : ch::run<1, false>(x, d, w, m, h, p, device, stream);
-    case 2: return trace ? ch::run<2, true>(x, d, w, m, h, p, device, stream) : ch::run<2, false>(x, d, w, m, h, p, device, stream);
+    case 1: return trace ? ch::run<1, 0, true>(x, d, c, w, m, n, k, p, device, stream) : ch::run<1, 0, false>(x, d, c, w, m, n, k, p, device, stream);
+    case 2: return trace ? ch::run<2, 0, true>(x, d, c, w, m, n, k, p, device, stream) : ch::run<2, 0, false>(x, d, c, w, m, n, k, p, device, stream);
     default: return -2003;
   }
 }

@@ -60,6 +60,36 @@ def chain_reason(wl: Workload) -> str | None:
     return None
 
 
+RING_PAIR_OPS = ("gelu", "silu", "relu", "residual")
+"""Epilogue ops a ring kernel of one layer fuses (ctahw.chain: its tickets design, ABI 4)."""
+
+
+def ring_reason(wl: Workload, gpus: int) -> str | None:
+    """Why a ring of ``gpus`` chain kernels cannot run ``wl``, or None. More layers than GPUs: the layers of one
+    square shape (:func:`chain_reason`). One layer per GPU: any chain of GEMMs with one row count and tile shape
+    (each layer's K = the layer before's N), each layer's epilogue fused (one op of :data:`RING_PAIR_OPS`; the
+    residual adds the workload's input, so its layer's output has the input's shape), a row-wise op only after the
+    last layer (its own kernel)."""
+    if len(wl.layers) > gpus:
+        why = chain_reason(wl)
+        return why.replace("the chain kernel runs", "the ring placement runs chain kernels of") if why else None
+    first = wl.layers[0]
+    for i, layer in enumerate(wl.layers):
+        if layer.m != first.m or (layer.tile_m, layer.tile_n) != (first.tile_m, first.tile_n):
+            return (f"a ring runs one row count and tile shape (M = {first.m}, {first.tile_m}x{first.tile_n}); "
+                    f"layer {i} is {layer.m} rows, {layer.tile_m}x{layer.tile_n}")
+        if i and layer.k != wl.layers[i - 1].n:
+            return f"layer {i} reads K = {layer.k}, but layer {i - 1} writes N = {wl.layers[i - 1].n}"
+        if layer.epilogue_pass or len(layer.epilogue) > 1 or any(op not in RING_PAIR_OPS for op in layer.epilogue):
+            return (f"a ring kernel fuses one epilogue op of {', '.join(RING_PAIR_OPS)} (layer {i}: "
+                    f"{'+'.join(layer.epilogue)}{', unfused' if layer.epilogue_pass else ''})")
+        if "residual" in layer.epilogue and (layer.n != first.k):
+            return f"layer {i}'s residual adds the input ({first.m}x{first.k}) to its {layer.m}x{layer.n} output"
+        if layer.rowwise and i < len(wl.layers) - 1:
+            return f"a ring runs a row-wise op only after the last layer (layer {i}: {layer.rowwise})"
+    return None
+
+
 def resolve(strategy: Strategy) -> Strategy:
     """``strategy`` with its ``variant``'s fields (:func:`ctasim.variants.strategy_fields`) filled in."""
     if not strategy.variant:
@@ -82,9 +112,9 @@ def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | No
     if strategy.gpus and strategy.gpus > len(wl.layers):
         return f"gpus = {strategy.gpus} places {len(wl.layers)} layers: at most one GPU per layer"
     if is_ring(strategy, wl):
-        why = chain_reason(wl)
+        why = ring_reason(wl, strategy.gpus)
         if why:
-            return why.replace("the chain kernel runs", "the ring placement runs chain kernels of")
+            return why
         if strategy.variant:
             return "the ring placement (1 < gpus < layers) runs the chain kernel, not a named ctahw variant"
         if strategy.tile_source == "static":
@@ -236,7 +266,8 @@ def chain_tile_times(k, layer, hw: Hardware, elem_bytes: int, static: bool, grou
 
 
 def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Plan:
-    """The layers of a square chain placed round-robin on ``strategy.gpus`` GPUs (layer l on GPU l mod G), one
+    """The layers of a chain placed round-robin on ``strategy.gpus`` GPUs (layer l on GPU l mod G; more layers than
+    GPUs: one square shape; one layer per GPU: any shapes, fused epilogues, a last row-wise op, :func:`ring_reason`), one
     persistent chain kernel per GPU running its layers' tiles by tickets in the chain's one topological order
     (:func:`ctasim.plan.chain_order` restricted to its layers). A tile of layer l > 0 waits for row-block r of layer
     l - 1 on the GPU before; a tile whose layer feeds the next GPU stores its output there at the per-SM store rate
@@ -251,20 +282,22 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
     Deadlock-free by the chain kernel's rule: every GPU takes
     its tickets in an order that is one topological order of the whole chain, and a CTA takes its next ticket only
     while its tile has its inputs."""
-    why = chain_reason(wl)
+    G, L = strategy.gpus, len(wl.layers)
+    why = ring_reason(wl, G)
     if why:
         raise ValueError(why)
-    G, L = strategy.gpus, len(wl.layers)
-    layer = wl.layers[0]
     group = strategy.chain_group or CHAIN_ROW_GROUP
-    per = layer.tiles_m * layer.tiles_n
-    full = chain_order(L, layer.tiles_m, layer.tiles_n, group)
-    cfg = hw.config(layer.tile_m, layer.tile_n)
-    store_ns = costs.remote_store_ns(costs.tile_bytes(layer, wl.elem_bytes), hw, cfg.cta_slots_per_sm)
     plan = Plan(strategy.label, case, G, params={"gpus": G, "placement": "ring", "order": f"chain_group{group}",
                                                  "tile_source": "tickets"})
     for g in range(G):
         mine = list(range(g, L, G))
+        layer = wl.layers[g]  # more layers than GPUs: one square shape; one layer per GPU: its own
+        per = layer.tiles_m * layer.tiles_n
+        full = chain_order(L if L > G else 1, layer.tiles_m, layer.tiles_n, group)
+        if L == G:
+            full = full + g * per  # one layer: its tiles, as ids of the chain's layer g
+        cfg = hw.config(layer.tile_m, layer.tile_n)
+        store_ns = costs.remote_store_ns(costs.tile_bytes(layer, wl.elem_bytes), hw, cfg.cta_slots_per_sm)
         k = add_gemm(plan, hw, wl, g, layer, g, start_ns=hw.launch_ns, source="chain", persistent=True,
                      name=f"ctapipe ring L{','.join(map(str, mine))} gpu{g}")
         k.chain_layers, k.chain_stride = len(mine), G
@@ -280,8 +313,8 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
         if chain_tile_times(k, layer, hw, wl.elem_bytes, False, group):
             plan.params["memory"] = "l2"
     last = wl.layers[-1]
-    if last.rowwise:  # chain_reason refuses row-wise ops; kept for when it does not
-        add_rowwise(plan, hw, wl, L - 1, last, (L - 1) % G, plan.kernels()[(L - 1) % G].id)
+    if last.rowwise:  # one layer per GPU: after the last layer, where its output lands (the next GPU)
+        add_rowwise(plan, hw, wl, L - 1, last, L % G, plan.kernels()[(L - 1) % G].id)
     return plan
 
 

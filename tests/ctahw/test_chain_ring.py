@@ -9,7 +9,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ctahw.chain import DESC_FIELDS, chain_descriptor, chain_kernels, chain_slots, output_place, parse_chain_trace, ring_layout
+from ctahw.chain import (DESC_FIELDS, chain_descriptor, chain_kernels, chain_slots, kernel_shape, output_place,
+                         parse_chain_trace, ring_layout, slot_cols)
 from ctahw.runner import TILE_STAMP_WORDS
 from ctasim.engine import simulate
 from ctasim.invariants import check_trace, find_violations
@@ -190,3 +191,66 @@ def test_chain_streams_give_a_device_s_second_kernel_its_copy_stream():
     assert chain_streams(t, [0]) == ["c0"]
     with pytest.raises(ValueError, match="at most two"):
         chain_streams(t, [0, 0, 0])
+
+
+def _mlp(m: int = 1024, h: int = 1024, ffn: int = 3584):
+    """The MLP block (GeLU, residual, LayerNorm) at a small size."""
+    wl = load_workload("mlp-block")
+    a, b = wl.layers
+    return dataclasses.replace(wl, layers=(dataclasses.replace(a, m=m, k=h, n=ffn),
+                                           dataclasses.replace(b, m=m, k=ffn, n=h)))
+
+
+def test_a_ring_of_one_layer_per_gpu_runs_the_mlp_block():
+    from ctasim.strategies.ctapipe import ring_reason
+
+    wl = _mlp()
+    assert ring_reason(wl, 2) is None
+    st = Strategy(kind="ctapipe", gpus=2, placement="ring")
+    plan = ctapipe.build_ring(st, wl, HW, "m=1024")
+    ks = chain_kernels(plan)
+    assert [(k.tiles_m, k.tiles_n) for k in ks] == [(8, 14), (8, 4)]
+    assert [kernel_shape(k) for k in ks] == [(1024, 3584, 1024), (1024, 1024, 3584)]
+    # GPU 0: the input (K = 1024) and the output slot (N = 1024); GPU 1: layer 1's input (3584 columns)
+    assert slot_cols(plan) == [[1024, 1024], [3584, 0]]
+    tr = simulate(plan, HW)
+    check_trace(tr, plan)
+    norm = [o for o in plan.ops if getattr(o, "kind", "") == "rowwise" or "layernorm" in o.name.lower()]
+    assert norm and norm[0].gpu == 0  # after the last layer, where its output lands
+    # what a ring cannot run: an op between other layers' row-wise op, an unfused epilogue, shapes that do not chain
+    a, b = wl.layers
+    bad = {"rowwise": (dataclasses.replace(a, rowwise="layernorm"), b),
+           "unfused": (dataclasses.replace(a, epilogue_fused=False), b),
+           "reads K": (a, dataclasses.replace(b, k=2048)),
+           "two ops": (dataclasses.replace(a, epilogue=("gelu", "relu")), b)}
+    for what, layers in bad.items():
+        why = ring_reason(dataclasses.replace(wl, layers=layers), 2)
+        assert why, what
+    # more layers than GPUs: one square shape only (the batched chain kernel)
+    assert "one square shape" in ring_reason(dataclasses.replace(wl, layers=(a, b, a)), 2)
+
+
+def test_epilogue_codes_follow_the_library_s_names():
+    from types import SimpleNamespace
+
+    from ctahw.chain import epilogue_codes
+
+    lib = SimpleNamespace(ctahw_chain_epilogue_names=lambda: b"none,gelu,silu,relu,residual,")
+    plan = ctapipe.build_ring(Strategy(kind="ctapipe", gpus=2, placement="ring"), _mlp(), HW, "m")
+    ks = chain_kernels(plan)
+    assert epilogue_codes(lib, ks, {0: "gelu", 1: "residual"}, "tickets", True) == [1, 4]
+    assert epilogue_codes(lib, ks, {}, "tickets", False) == [0, 0]
+    with pytest.raises(ValueError, match="no residual operand"):
+        epilogue_codes(lib, ks, {1: "residual"}, "tickets", False)
+    with pytest.raises(ValueError, match="no layer adds it"):
+        epilogue_codes(lib, ks, {0: "gelu"}, "tickets", True)
+    with pytest.raises(ValueError, match="tickets design only"):
+        epilogue_codes(lib, ks, {0: "gelu"}, "static", False)
+    with pytest.raises(ValueError, match="no fused epilogue op 'swish'"):
+        epilogue_codes(lib, ks, {0: "swish"}, "tickets", False)
+    ring4 = chain_kernels(_ring(512, 4, 2))
+    with pytest.raises(ValueError, match="one op for all its layers"):
+        epilogue_codes(lib, ring4, {0: "relu"}, "tickets", False)
+    renamed = SimpleNamespace(ctahw_chain_epilogue_names=lambda: b"none,gelu,silu,relu,add,")
+    with pytest.raises(RuntimeError, match="not 'residual'"):
+        epilogue_codes(renamed, ks, {}, "tickets", False)

@@ -73,9 +73,15 @@ def test_kernel_source_compiles_and_exports_its_launchers(name):
             assert f"ctapipe_chain_{kind}" in text and "tile=128x256x64" in text and f"cluster={cluster}" in text
         assert cdll.ctahw_chain_describe(len(DESIGNS), buf, 512) == -2003
         desc = (ctypes.c_longlong * len(CHAIN_FIELDS))()  # all zero: refused before any GPU work
-        assert cdll.ctahw_chain_gemm(None, None, None, 256, 256, desc, len(CHAIN_FIELDS), 0, 0, 0, None) == -2002
-        assert cdll.ctahw_chain_gemm(None, None, None, 256, 256, desc, len(CHAIN_FIELDS) - 1, 0, 0, 0, None) == -2002
-        assert cdll.ctahw_chain_gemm(None, None, None, 256, 256, desc, len(CHAIN_FIELDS), 0, 9, 0, None) == -2003
+        n = len(CHAIN_FIELDS)
+        assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n, 0, 0, 0, 0, None) == -2002
+        assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n - 1, 0, 0, 0, 0, None) == -2002
+        assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n, 0, 9, 0, 0, None) == -2003
+        # fused ops: the tickets design only, by the names variant (a) exports
+        assert cdll.ctahw_chain_epilogue_names() == b"none,gelu,silu,relu,residual,"
+        assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n, 0, 1, 1, 0, None) == -2006
+        assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n, 0, 0, 9, 0, None) == -2006
+        assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n, 0, 0, 1, 0, None) == -2002
         assert "C7510" not in (path.parent / "manifest.json").read_text()
     elif name.startswith("ctapipe_sm90_bf16"):
         from ctahw.runner import CLUSTERS, DESC_FIELDS, LIBRARY_OF_CLUSTER, TILE_STAMP_WORDS

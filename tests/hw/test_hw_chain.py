@@ -243,3 +243,29 @@ def test_the_experiment_path_runs_a_ring_with_its_kernels_on_one_gpu(cp, layers)
     (tr,) = traces.values()
     check_trace(tr, build_ring(st, case.workload, exp.hardware, case.label), tol_ns=32.0)
     assert sorted(tr.tiles.gpu.unique().tolist()) == [0, 1] and tr.meta["offsets_ns"] == {}
+
+
+def test_the_mlp_block_runs_on_a_ring_pair_with_its_kernels_on_one_gpu(cp):
+    """The MLP block (1024 x 1024 -> 3584 GeLU -> 1024 + the input, LayerNorm) as a ring of one layer per GPU, both
+    chain kernels on device 0 (GeLU fused into the first, the residual into the second, LayerNorm after on the GPU
+    the output lands on) through ctahw run's path: correct against the fp32 block, traced through the invariants."""
+    from ctahw.baselines import Timed
+    from ctahw.experiment import RunConfig, chain_case
+    from ctasim.cases import expand, load_experiment
+    from ctasim.invariants import check_trace
+    from ctasim.spec import Strategy
+    from ctasim.strategies.ctapipe import build_ring
+
+    exp = load_experiment("reg-mlp")
+    case = next(iter(expand(exp)))
+    a, b = case.workload.layers
+    wl = dataclasses.replace(case.workload, layers=(dataclasses.replace(a, m=1024, k=1024, n=3584),
+                                                    dataclasses.replace(b, m=1024, k=3584, n=1024)))
+    case = dataclasses.replace(case, label="m=1024", workload=wl)
+    st = Strategy(kind="ctapipe", name="chain-pair", gpus=2, placement="ring")
+    traces = {}
+    res = chain_case(exp, case, st, RunConfig(reps=3, warmup=1, rest_ms=0.0), Timed([0], 1.0), lambda s: None, traces,
+                     devices=[0, 0])
+    assert res["ok"], res["rel_err"]
+    (tr,) = traces.values()
+    check_trace(tr, build_ring(st, wl, exp.hardware, case.label), tol_ns=32.0)
