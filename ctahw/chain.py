@@ -116,8 +116,9 @@ def kernel_shape(k: Kernel) -> tuple[int, int, int]:
 
 def slot_cols(plan: Plan) -> list[list[int]]:
     """Per GPU of :func:`ring_layout`, the columns of each input slot (M rows each): the K of the layer that reads
-    it, or the N of the layer that writes it (the chain's output slot); 0 where no layer uses the slot. ValueError
-    where a writer and a reader disagree (a layer's N is not the next layer's K)."""
+    it, or the N of the layer that writes it (the chain's output slot); 0 where no layer uses the slot, except in a
+    square chain, where every slot has H. ValueError where a writer and a reader disagree (a layer's N is not the
+    next layer's K)."""
     ks, lay = chain_kernels(plan), ring_layout(plan)
     S = chain_slots(plan)
     cols = [[0] * S for _ in ks]
@@ -132,6 +133,9 @@ def slot_cols(plan: Plan) -> list[list[int]]:
         for j in range(k.chain_layers):
             put(g, j, kk, f"layer {k.layer + j * p['stride']}'s input")
             put(p["to"], j + p["slot"], n, f"layer {k.layer + j * p['stride']}'s output")
+    used = {c for row in cols for c in row if c}
+    if len(used) == 1:  # a square chain: every slot H columns (each GPU's slots one [S, M, H] array)
+        cols = [[used.pop()] * S for _ in ks]
     return cols
 
 

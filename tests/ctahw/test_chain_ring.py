@@ -84,6 +84,7 @@ def test_ring_layout_and_descriptor_fields():
     assert [(p["gpu"], p["to"], p["slot"], p["layers"], p["first_layer"]) for p in lay] == [(0, 1, 0, 3, 0),
                                                                                           (1, 0, 1, 2, 1)]
     assert chain_slots(plan) == 4 and output_place(plan) == (1, 2)  # layer 4 (GPU 0, local 2) writes GPU 1 slot 2
+    assert slot_cols(plan) == [[1024] * 4] * 2  # square: every slot H columns, used or not (one [S, M, H] array)
     k1 = chain_kernels(plan)[1]
     v = dict(zip(DESC_FIELDS, chain_descriptor(k1, {"signals": 9}, grid=16, epoch=1, timeout_ns=5).tolist()))
     assert (v["first_layer"], v["layer_stride"], v["sys_scope"], v["layers"], v["signals"]) == (1, 2, 1, 2, 9)
