@@ -135,7 +135,8 @@ def slot_cols(plan: Plan) -> list[list[int]]:
             put(p["to"], j + p["slot"], n, f"layer {k.layer + j * p['stride']}'s output")
     used = {c for row in cols for c in row if c}
     if len(used) == 1:  # a square chain: every slot H columns (each GPU's slots one [S, M, H] array)
-        cols = [[used.pop()] * S for _ in ks]
+        h = used.pop()
+        cols = [[h] * S for _ in ks]
     return cols
 
 
