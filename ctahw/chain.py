@@ -19,9 +19,14 @@ plan comes from ctasim (``build_chain`` / ``build_ring``), so the simulator and 
 Designs (:data:`DESIGNS`): dynamic tickets (cluster 1x1), or a static order per CTA (cluster 1x1 or 2x1, W
 multicast; every CTA resident at once, the grid sized by the occupancy query; one GPU only).
 
-Left out: fused epilogues and row-wise ops (the chain kernel runs square chains of plain GEMMs); on a ring the last
-layer's output is stored into the next GPU too (where the chain's input came from, for G = 2), while ctasim's ring
-plan keeps it local; layers of different shapes.
+A ring of one layer per GPU (``placement = "ring"`` with as many GPUs as layers) runs layers of any shapes that chain
+(each kernel M x N x K) with one fused epilogue op per kernel (:func:`epilogue_codes`: gelu, silu, relu, or the
+residual of a one-layer kernel, the tickets design): the MLP block as a pair. On a ring the last layer's output is
+stored into the next GPU too (where the chain's input came from, for G = 2); ctasim's ring plan does the same.
+
+Left out: epilogue ops on the one-GPU chain and on a ring of more layers than GPUs (one batched kernel per GPU: one
+shape, one op for all its layers; ctasim refuses them), row-wise ops inside a kernel (a row-wise op runs after the
+last layer, :func:`ctahw.experiment.chain_case`).
 """
 
 from __future__ import annotations
