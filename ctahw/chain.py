@@ -230,8 +230,9 @@ class _ChainGpu:
 
 class ChainRunner:
     """A chain-kernel plan on the GPUs: one kernel (``Strategy(kind="ctapipe", gpus=1)``), or one per GPU of a ring
-    (``gpus = G`` < layers: layer l on GPU l mod G), wired by :func:`ring_layout`. ``x`` = the chain's input (M x H
-    bf16 bits), ``weights[l]`` (H x H) per global layer. ``devices[g]``: the CUDA device of the plan's GPU g
+    (layer l on GPU l mod G), wired by :func:`ring_layout`. ``x`` = the chain's input (M x K bf16 bits),
+    ``weights[l]`` (N x K of layer l) per global layer; ``epilogues`` (global layer -> op name) and ``residual`` (the
+    operand of the layer whose op is the residual): :func:`epilogue_codes`. ``devices[g]``: the CUDA device of the plan's GPU g
     (default g); a ring may put every kernel on one device, each on its own stream with its share of the SMs (the
     one-GPU check of the ring's protocol: the kernels must then be resident together, which the grids ensure).
 
@@ -251,7 +252,7 @@ class ChainRunner:
         ks = chain_kernels(plan)
         self.layout = ring_layout(plan)
         G = len(ks)
-        self.m, self.h = ks[0].tiles_m * KERNEL_TILE[0], ks[0].tiles_n * KERNEL_TILE[1]
+        self.m = ks[0].tiles_m * KERNEL_TILE[0]
         self.layers = sum(k.chain_layers for k in ks)
         cols = slot_cols(plan)
         if len(weights) != self.layers:
