@@ -7,6 +7,10 @@
    protocol off, and the project's plain CUTLASS GEMM (its default tile order and the chain order's equivalent,
    along M / swizzle 8) for context.
 (``--designs``: only ``designs.csv``, the chain kernel's three designs at M = 4096, 16384, timed and traced.)
+(``--mlp``: only ``mlp.csv``: the chain kernel's fused epilogues (ABI 4) on the MLP block's two GEMMs alone, M x 8192
+-> 28672 with GeLU and M x 28672 -> 8192 with the residual, M = 4096, 16384: with the protocol (GPU scope; the
+layer signals its counters), with it off, and the project's plain fused-epilogue CUTLASS GEMM (its default tile order
+and along M / swizzle 8), interleaved, rested, medians; one traced run each for the per-tile mainloop.)
 (``--ring``: only ``ring.csv`` and ``ring-tiles-*.csv``: 4-layer 8192 chains at M = 4096, 16384, the chain kernel
 (one kernel, every SM) against the ring's two kernels on this one GPU (layer l in kernel l mod 2, half the SMs each,
 system-scope acquire / release, each output stored into the other kernel's buffers), timed interleaved and traced.)
@@ -48,6 +52,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rest-ms", type=float, default=250.0)
     ap.add_argument("--quick", action="store_true", help="two shapes per part")
     ap.add_argument("--ring", action="store_true", help="only ring.csv: the ring's two kernels on this GPU")
+    ap.add_argument("--mlp", action="store_true", help="only mlp.csv: the fused-epilogue chain kernels, MLP shapes")
     ap.add_argument("--designs", action="store_true",
                     help="only part 3: designs.csv, the three designs at M = 4096, 16384 (2 layers), timed and traced")
     args = ap.parse_args(argv)
@@ -84,6 +89,8 @@ def main(argv=None) -> int:
         return designs(args, timed, s0, data, interleave, median)
     if args.ring:
         return ring(args, timed, s0, data, median)
+    if args.mlp:
+        return mlp(args, timed, s0, data, interleave, median)
     rows = []
     for m in OVERHEAD_MS[:1] if args.quick else OVERHEAD_MS:
         x = data.rand(0, (m, H), salt=1)
@@ -190,6 +197,80 @@ def designs(args, timed, s0, data, interleave, median) -> int:
         del runners, ref
         cp.get_default_memory_pool().free_all_blocks()
     pd.DataFrame(rows).to_csv(args.out / "designs.csv", index=False)
+    return 0
+
+
+def _one_layer_plan(m: int, k: int, n: int):
+    """One M x N x K layer in one chain kernel on GPU 0 (``build_ring`` with one GPU: the kernel's own output slot,
+    GPU-scope signals); the fused op is the runner's (``ChainRunner(epilogues=...)``), not the plan's."""
+    from ctasim.spec import Strategy, load_hardware, load_workload
+    from ctasim.strategies.ctapipe import build_ring
+
+    wl = load_workload("mlp-block")
+    layer = dataclasses.replace(wl.layers[0], m=m, k=k, n=n, epilogue=(), rowwise="")
+    wl = dataclasses.replace(wl, layers=(layer,))
+    return build_ring(Strategy(kind="ctapipe", gpus=1), wl, load_hardware("h200-x2-calibrated"), f"m={m}")
+
+
+def mlp(args, timed, s0, data, interleave, median) -> int:
+    """The MLP block's GEMMs in the chain kernel with their fused ops, protocol on / off, against the plain fused GEMM."""
+    import cupy as cp
+    import pandas as pd
+
+    from ctahw.chain import ChainRunner
+    from ctahw.device import bf16_bits_to_f32, output_error
+    from ctahw.gemm import RASTER_NAMES, make_backend
+    from ctahw.rowwise import reference_epilogue
+
+    FFN = 28672
+    along_m8 = (next(k for k, v in RASTER_NAMES.items() if v == "along_m"), 8)
+    rows = []
+    for m in (4096, 16384):
+        x = data.rand(0, (m, H), salt=41)
+        for name, k, n, op in (("fc1_gelu", H, FFN, "gelu"), ("fc2_residual", FFN, H, "residual")):
+            a = data.rand(0, (m, k), salt=42) if k != H else x
+            w = data.rand(0, (n, k), 1 / math.sqrt(k), salt=43)
+            c = x if op == "residual" else None
+            plan = _one_layer_plan(m, k, n)
+            kw = {"epilogues": {0: op}, "residual": c}
+            r = ChainRunner(plan, a, [w], **kw)
+            g, g8 = make_backend("cutlass", 0), make_backend("cutlass", 0)
+            g8.schedule[(m, n, k)] = along_m8
+            d = cp.empty((m, n), dtype=cp.uint16)
+            with cp.cuda.Device(0):  # fp32 of the bf16 operands, the op applied as the kernels' epilogue does
+                y = bf16_bits_to_f32(a, cp) @ bf16_bits_to_f32(w, cp).T
+                ref = reference_epilogue(y, (op,), tile_n=256,
+                                         residual_f32=bf16_bits_to_f32(c, cp) if c is not None else None)
+                del y
+            r.poison_outputs()
+            r.launch(stream=s0)
+            s0.synchronize()
+            r.check_errors()
+            err = {"protocol": output_error(cp, r.out, ref)}
+            g(a, w, d, m, n, k, s0, epilogue=(op,), c=c)
+            s0.synchronize()
+            err["cutlass_default"] = output_error(cp, d, ref)
+            del ref
+            fns = {"protocol": lambda: r.launch(stream=s0), "no_protocol": lambda: r.launch(stream=s0, protocol=False),
+                   "cutlass_default": lambda: g(a, w, d, m, n, k, s0, epilogue=(op,), c=c),
+                   "cutlass_along_m8": lambda: g8(a, w, d, m, n, k, s0, epilogue=(op,), c=c)}
+            samples = interleave(fns, args.reps)
+            r.check_errors()
+            t = ChainRunner(plan, a, [w], trace=True, **kw)
+            t.launch(stream=s0)
+            s0.synchronize()
+            t.check_errors()
+            tiles = t.read_trace().tiles
+            ml = float((tiles["t_mainloop_end"] - tiles["t_acquire"]).median())
+            for v, smp in samples.items():
+                rows.append({"m": m, "gemm": name, "n": n, "k": k, "op": op, "variant": v, "median_ms": median(smp),
+                             "rel_err": err.get(v, math.nan), "chain_mainloop_ns": ml if v == "protocol" else math.nan,
+                             "samples": ";".join(f"{q:.5f}" for q in smp)})
+            print(f"mlp M={m} {name}: " + ", ".join(f"{v} {median(q):.4f}" for v, q in samples.items())
+                  + f" (rel err {err['protocol']:.2e}; tile mainloop {ml:.0f} ns)", file=sys.stderr)
+            del r, t, d
+            cp.get_default_memory_pool().free_all_blocks()
+    pd.DataFrame(rows).to_csv(args.out / "mlp.csv", index=False)
     return 0
 
 
