@@ -212,7 +212,9 @@ def check_chain_deps(trace: Trace, plan: Plan, tol: float) -> list[Violation]:
               for rows in [_grid_rows(groups, k)] if rows is not None and len(rows)]
     if not chains:
         return out
-    tiles_m, tiles_n = chains[0][0].tiles_m, chains[0][0].tiles_n
+    tiles_m = chains[0][0].tiles_m
+    # each layer's column tiles (a ring of one layer per GPU: its own), what its row-block's count must reach
+    width = {k.layer + j * k.chain_stride: k.tiles_n for k, _ in chains for j in range(k.chain_layers)}
     all_rows = pd.concat([rows for _, rows in chains])
     layer = all_rows["layer"].to_numpy().astype(np.int64)
     row = all_rows["tile_m"].to_numpy().astype(np.int64) - chains[0][0].row_offset
@@ -230,7 +232,8 @@ def check_chain_deps(trace: Trace, plan: Plan, tol: float) -> list[Violation]:
         before = np.maximum(own - tiles_m, 0)
         waits = np.isin(layer - 1, list(ran))
         need = np.where(waits, latest[before], -np.inf)
-        short = np.where(waits, n[before] < tiles_n, False)
+        want = np.array([width.get(int(lb), 0) for lb in layer - 1], dtype=np.int64)
+        short = np.where(waits, n[before] < want, False)
         early = (rows["t_acquire"].to_numpy() + tol < need) | short
         if early.any():
             i = int(np.flatnonzero(early)[0])

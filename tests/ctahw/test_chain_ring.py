@@ -255,3 +255,32 @@ def test_epilogue_codes_follow_the_library_s_names():
     renamed = SimpleNamespace(ctahw_chain_epilogue_names=lambda: b"none,gelu,silu,relu,add,")
     with pytest.raises(RuntimeError, match="not 'residual'"):
         epilogue_codes(renamed, ks, {}, "tickets", False)
+
+
+def test_invariants_count_a_row_block_by_its_own_layer_s_width():
+    """A ring pair of different widths (FC1: 14 column tiles, FC2: 4): a layer-1 tile that starts after only part of
+    its row-block of layer 0 (here: the first 4 of its 14 tiles, the narrower layer's width) is a violation."""
+    wl = _mlp()
+    plan = ctapipe.build_ring(Strategy(kind="ctapipe", gpus=2, placement="ring"), wl, HW, "m")
+    tr = simulate(plan, HW)
+    check_trace(tr, plan)
+    t = tr.tiles
+    short = t[~((t.layer == 0) & (t.tile_m == 0) & (t.tile_n >= 4))]  # row-block 0 of layer 0: 10 tiles dropped
+    bad = dataclasses.replace(tr, tiles=short.reset_index(drop=True))
+    assert any(v.check == "deps_visible" for v in find_violations(bad, plan, 32.0))
+
+
+def test_a_ring_of_mixed_widths_passes_the_invariants():
+    """Three layers on three GPUs, 14, 4 and 14 column tiles: layer 2 waits for a row-block of layer 1's 4 tiles, not
+    of the first kernel's 14 (a correct schedule is no violation)."""
+    hw = load_hardware("h200-x8")
+    a = dataclasses.replace(load_workload("mlp-block").layers[0], m=1024, epilogue=(), rowwise="")
+    wide, narrow = dataclasses.replace(a, k=1024, n=3584), dataclasses.replace(a, k=3584, n=1024)
+    wl = dataclasses.replace(load_workload("mlp-block"), layers=(wide, narrow, wide))
+    plan = ctapipe.build_ring(Strategy(kind="ctapipe", gpus=3, placement="ring"), wl, hw, "m")
+    assert [k.tiles_n for k in chain_kernels(plan)] == [14, 4, 14]
+    tr = simulate(plan, hw)
+    assert find_violations(tr, plan, 32.0) == []
+    t = tr.tiles
+    short = t[~((t.layer == 1) & (t.tile_m == 0) & (t.tile_n == 3))]  # one of layer 1's 4 tiles of row-block 0 gone
+    assert any(v.check == "deps_visible" for v in find_violations(dataclasses.replace(tr, tiles=short), plan, 32.0))
