@@ -43,7 +43,8 @@ from ctahw.runner import (ERROR_WORDS, KERNEL_TILE, TILE_STAMP_WORDS, check_desc
                           parse_error)
 
 __all__ = ["LIBRARY", "DESC_FIELDS", "DESIGNS", "chain_kernel", "chain_kernels", "chain_descriptor", "ring_layout",
-           "chain_slots", "output_place", "check_pairs", "ChainRunner", "parse_chain_trace"]
+           "chain_slots", "output_place", "wait_tiles", "slot_cols", "kernel_shape", "epilogue_codes", "check_pairs",
+           "ChainRunner", "parse_chain_trace"]
 
 LIBRARY = "ctapipe_sm90_bf16_chain"
 SOURCE = Path(__file__).resolve().parent / "kernels" / f"{LIBRARY}.cu"
@@ -143,6 +144,13 @@ def slot_cols(plan: Plan) -> list[list[int]]:
         h = used.pop()
         cols = [[h] * S for _ in ks]
     return cols
+
+
+def wait_tiles(plan: Plan) -> list[int]:
+    """Per chain kernel: the column tiles of the layer before its first (the kernel of the previous GPU on a ring):
+    the count a row-block's counter reaches when that row-block is complete (the descriptor's ``wait_tiles``)."""
+    ks = chain_kernels(plan)
+    return [ks[(g - 1) % len(ks)].tiles_n for g in range(len(ks))]
 
 
 def output_place(plan: Plan) -> tuple[int, int]:
@@ -348,9 +356,9 @@ class ChainRunner:
                 "signals": to.counters.data.ptr + lay["slot"] * p.k.tiles_m * to.counters.itemsize,
                 "error": p.error.data.ptr, "cta_tile": p.cta_tile.data.ptr,
                 "stamps": p.stamps.data.ptr if self.trace else 0}
-        before = self.gpus[(g - 1) % len(self.gpus)].k  # the kernel of the layer before this one's first
         return chain_descriptor(p.k, ptrs, grid=p.grid, epoch=self.epoch, timeout_ns=self.timeout_ns,
-                                protocol=protocol, stall_row=stall_row if g == 0 else -1, wait_tiles=before.tiles_n)
+                                protocol=protocol, stall_row=stall_row if g == 0 else -1,
+                                wait_tiles=wait_tiles(self.plan)[g])
 
     def launch(self, stream=None, protocol: bool = True, stall_row: int = -1, streams=None) -> None:
         """Enqueue one run of every kernel. ``stream`` (a one-kernel plan) or ``streams[g]``: where kernel g is

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ctahw.chain import (DESC_FIELDS, chain_descriptor, chain_kernels, chain_slots, kernel_shape, output_place,
-                         parse_chain_trace, ring_layout, slot_cols)
+                         parse_chain_trace, ring_layout, slot_cols, wait_tiles)
 from ctahw.runner import TILE_STAMP_WORDS
 from ctasim.engine import simulate
 from ctasim.invariants import check_trace, find_violations
@@ -214,6 +214,8 @@ def test_a_ring_of_one_layer_per_gpu_runs_the_mlp_block():
     assert [kernel_shape(k) for k in ks] == [(1024, 3584, 1024), (1024, 1024, 3584)]
     # GPU 0: the input (K = 1024) and the output slot (N = 1024); GPU 1: layer 1's input (3584 columns)
     assert slot_cols(plan) == [[1024, 1024], [3584, 0]]
+    # FC2 waits for FC1's 14 column tiles of a row-block, not its own 4 (and FC1, the first layer, waits on nothing)
+    assert wait_tiles(plan) == [4, 14]
     tr = simulate(plan, HW)
     check_trace(tr, plan)
     norm = [o for o in plan.ops if getattr(o, "kind", "") == "rowwise" or "layernorm" in o.name.lower()]
