@@ -269,3 +269,52 @@ def test_the_mlp_block_runs_on_a_ring_pair_with_its_kernels_on_one_gpu(cp):
     assert res["ok"], res["rel_err"]
     (tr,) = traces.values()
     check_trace(tr, build_ring(st, wl, exp.hardware, case.label), tol_ns=32.0)
+
+
+def test_the_mlp_ring_pair_back_to_back_and_stalled_on_one_gpu(cp):
+    """The MLP pair's two kernels (different shapes and ops) on device 0: 300 back-to-back runs with exact ticket
+    counts, then correct; FC1 withholding row-block 0 ends in a reported timeout of FC2 within 5 s; a reset run is
+    correct again."""
+    import time
+
+    from ctahw.chain import ChainRunner
+    from ctahw.device import REL_TOL_BF16, output_error, random_bf16
+    from ctahw.executor import reference_bf16
+    from ctahw.runner import ProtocolError
+    from ctasim.spec import Strategy, load_hardware, load_workload
+    from ctasim.strategies.ctapipe import build_ring
+
+    wl = load_workload("mlp-block")
+    a, b = wl.layers
+    layers = (dataclasses.replace(a, m=1024, k=1024, n=3584, rowwise=""),
+              dataclasses.replace(b, m=1024, k=3584, n=1024, rowwise=""))
+    wl = dataclasses.replace(wl, layers=layers)
+    plan = build_ring(Strategy(kind="ctapipe", gpus=2, placement="ring"), wl, load_hardware("h200-x2-calibrated"), "m")
+    rng = cp.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    x = random_bf16((1024, 1024), cp, rng)
+    ws = [random_bf16((l.n, l.k), cp, rng, 1 / math.sqrt(l.k)) for l in layers]
+    kw = {"devices": (0, 0), "epilogues": {0: "gelu", 1: "residual"}, "residual": x}
+    ref = reference_bf16(cp, x, ws, layers, 0)
+
+    def check(r):
+        r.poison_outputs()
+        r.launch()
+        r.synchronize()
+        r.check_errors()
+        assert output_error(cp, r.out, ref, 0) <= REL_TOL_BF16
+
+    r = ChainRunner(plan, x, ws, **kw)
+    for _ in range(300):
+        r.launch()
+    r.synchronize()
+    r.check_errors()
+    check(r)
+    s = ChainRunner(plan, x, ws, timeout_ns=50_000_000, **kw)
+    t0 = time.perf_counter()
+    s.launch(stall_row=0)
+    s.synchronize()
+    assert time.perf_counter() - t0 < 5.0
+    with pytest.raises(ProtocolError, match="wait timeout"):
+        s.check_errors()
+    s.reset()
+    check(s)
