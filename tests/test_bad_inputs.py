@@ -75,6 +75,8 @@ BAD = [
     (CTAHW + ["build", "--only", "nope"], "unknown library"),
     (CTAHW + ["run", "fig5", "--dry-run", "--gate-ms", "nan"], "--gate-ms"),
     (CTAHW + ["run", "bin.toml", "--dry-run"], "not a text file"),
+    (CTAHW + ["run", "ring1.toml", "--dry-run"], "placement"),
+    (CTASIM + ["run", "ring1.toml"], "placement"),
     (CTAHW + ["run", "fig5", "--dry-run", "--registration", "nowhere"], "registration"),
     (CTAHW + ["run", "gemm,frob", "--dry-run"], "no experiments spec"),
     (CTAHW + ["calibrate", "--dry-run", "--base", "nope"], "nope"),
@@ -90,6 +92,8 @@ BAD = [
 
 FIXTURES = {"afile": b"a plain file\n", "bin.toml": b"\x00\x01\x02\xff\xfe", "cut.toml": b"[experiment\nname = \"x",
             "garbage.csv": b"\x00\x00not,a\x00results\n",
+            "ring1.toml": b'[experiment]\nname = "r"\nhardware = "h200-x2-calibrated"\nworkload = "chain2-16384"\n'
+                          b'[[experiment.strategy]]\nkind = "ctapipe"\ngpus = 1\nplacement = "ring"\n',
             "baselines.csv": b"experiment,backend,m,k,chunks,median_ms,compute_ms,copy_ms,idle_ms,ok\ngemm,cutlass,1024"}
 
 
