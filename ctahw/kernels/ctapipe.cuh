@@ -206,6 +206,35 @@ __device__ __forceinline__ void record_error(const Params& p, int code, int inde
   record_error_at(p.error, p.epoch, code, index, seen);
 }
 
+// Wait (one thread) until the slots slot0 .. slot0 + n - 1 are published in this epoch, and return their tile ids in
+// tiles[0..n) and the slots in slots[0..n); then fence the async proxy for the CTA's TMA loads. On error (recorded: a
+// timeout, or a word of a later epoch) returns false with every tiles[i] = -1 (all or none: a cluster must never run
+// half of its tiles). The acquire of every queue consumer (pop_n, claim_pop).
+__device__ __forceinline__ bool acquire_slots(const Params& p, long long slot0, int n, int* tiles, int* slots) {
+  const unsigned long long deadline = now_ns() + static_cast<unsigned long long>(p.timeout_ns);
+  for (int i = 0; i < n; ++i) {
+    const long long slot = slot0 + i;
+    unsigned sleep_ns = 32;
+    unsigned long long w;
+    for (;;) {
+      w = ld_acquire_sys(p.in_slots + slot);
+      unsigned e = static_cast<unsigned>(w >> 32);
+      if (e == p.epoch) break;
+      if (e > p.epoch || now_ns() > deadline) {
+        record_error(p, e > p.epoch ? kSlotFromFuture : kPopTimeout, static_cast<int>(slot), w);
+        for (int j = 0; j < n; ++j) tiles[j] = -1;
+        return false;
+      }
+      __nanosleep(sleep_ns);
+      if (sleep_ns < 256) sleep_ns *= 2;
+    }
+    tiles[i] = static_cast<int>(w & 0xffffffffULL);
+    slots[i] = static_cast<int>(slot);
+  }
+  fence_proxy_async_global();  // the CTAs' TMA loads (async proxy) read what the acquires made visible
+  return true;
+}
+
 // Consumer prologue (one thread): claim the next n head reservations at once (n = CTAs of a cluster that
 // run popped tiles together), wait until each of their slots is published in this epoch, and return the
 // tile ids in tiles[0..n) and the slots in slots[0..n). On error (recorded) returns false.
@@ -220,28 +249,34 @@ __device__ __forceinline__ bool pop_n(const Params& p, int n, int* tiles, int* s
     record_error(p, kHeadOverflow, static_cast<int>(h), h);
     return false;
   }
-  const unsigned long long deadline = now_ns() + static_cast<unsigned long long>(p.timeout_ns);
-  for (int i = 0; i < n; ++i) {
-    const long long slot = slot0 + i;
-    unsigned sleep_ns = 32;
-    unsigned long long w;
-    for (;;) {
-      w = ld_acquire_sys(p.in_slots + slot);
-      unsigned e = static_cast<unsigned>(w >> 32);
-      if (e == p.epoch) break;
-      if (e > p.epoch || now_ns() > deadline) {
-        record_error(p, e > p.epoch ? kSlotFromFuture : kPopTimeout, static_cast<int>(slot), w);
-        for (int j = 0; j < n; ++j) tiles[j] = -1;  // all or none: a cluster must never run half of its tiles
-        return false;
-      }
-      __nanosleep(sleep_ns);
-      if (sleep_ns < 256) sleep_ns *= 2;
+  return acquire_slots(p, slot0, n, tiles, slots);
+}
+
+// A persistent consumer's pop (variant (b), one thread): claim the next head reservation of this epoch with a bounded
+// compare-and-swap that never passes epoch * capacity (so a CTA that finds the queue exhausted leaves the head at
+// exactly epoch * capacity for the next run), then acquire its slot as pop_n does. 1: claimed (tile, slot out);
+// 0: the queue is exhausted for this epoch; -1: error recorded.
+__device__ __forceinline__ int claim_pop(const Params& p, int* tile, int* slot) {
+  *tile = -1;
+  *slot = -1;
+  const unsigned lo = (p.epoch - 1) * static_cast<unsigned>(p.in_capacity);
+  const unsigned hi = p.epoch * static_cast<unsigned>(p.in_capacity);
+  unsigned h = *reinterpret_cast<volatile unsigned*>(p.in_head);
+  for (int tries = 0;; ++tries) {
+    if (h >= hi) return 0;
+    if (h < lo) {  // the previous epoch's pops are not all done: runs not ordered on the host
+      record_error(p, kHeadOverflow, static_cast<int>(h), h);
+      return -1;
     }
-    tiles[i] = static_cast<int>(w & 0xffffffffULL);
-    slots[i] = static_cast<int>(slot);
+    unsigned prev = atomicCAS(p.in_head, h, h + 1);
+    if (prev == h) break;
+    h = prev;
+    if (tries > (1 << 20)) {
+      record_error(p, kHeadOverflow, static_cast<int>(h), h);
+      return -1;
+    }
   }
-  fence_proxy_async_global();  // the CTAs' TMA loads (async proxy) read what the acquires made visible
-  return true;
+  return acquire_slots(p, static_cast<long long>(h - lo), 1, tile, slot) ? 1 : -1;
 }
 
 // Wait consumer prologue (one thread): the tiles order[first .. first+n) of the CTAs first .. first+n-1 (a

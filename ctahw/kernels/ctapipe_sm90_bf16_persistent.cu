@@ -12,7 +12,7 @@
 //     2-stage shared-memory pipeline (PipelineAsync: one producer arrival, 320 consumer arrivals); the load
 //     warp, the scheduler warp and the 256 MMA/epilogue threads read it in fetch_next_work. So the next tile's
 //     pop (which may wait on the other GPU) and its TMA loads overlap the current tile's MMA and epilogue.
-//   * queue exhaustion: the pop claims a head reservation with a bounded compare-and-swap (never past
+//   * queue exhaustion: the pop (ctapipe::claim_pop) claims a head reservation with a bounded compare-and-swap (never past
 //     epoch * capacity, so the head stays exactly epoch * capacity for the next run); a CTA that finds the
 //     queue exhausted publishes an invalid tile and every role leaves its loop.
 //   * producer side: fetch_next_work in the MMA/epilogue threads runs right after the tile's TMA stores were
@@ -33,53 +33,6 @@
 #include "ctapipe_gemm.cuh"
 
 namespace ctahw {
-
-// Claim the next head reservation of this epoch, never past epoch * capacity. 1: claimed (tile, slot out);
-// 0: the queue is exhausted for this epoch; -1: error recorded.
-__device__ __forceinline__ int pop_persistent(const ctapipe::Params& p, int* tile, int* slot) {
-  *tile = -1;
-  *slot = -1;
-  const unsigned lo = (p.epoch - 1) * static_cast<unsigned>(p.in_capacity);
-  const unsigned hi = p.epoch * static_cast<unsigned>(p.in_capacity);
-  unsigned h = *reinterpret_cast<volatile unsigned*>(p.in_head);
-  for (int tries = 0;; ++tries) {
-    if (h >= hi) return 0;
-    if (h < lo) {  // the previous epoch's pops are not all done: runs not ordered on the host
-      ctapipe::record_error(p, ctapipe::kHeadOverflow, static_cast<int>(h), h);
-      return -1;
-    }
-    unsigned prev = atomicCAS(p.in_head, h, h + 1);
-    if (prev == h) break;
-    h = prev;
-    if (tries > (1 << 20)) {
-      ctapipe::record_error(p, ctapipe::kHeadOverflow, static_cast<int>(h), h);
-      return -1;
-    }
-  }
-  const int s = static_cast<int>(h - lo);
-  const unsigned long long deadline = ctapipe::now_ns() + static_cast<unsigned long long>(p.timeout_ns);
-  unsigned sleep_ns = 32;
-  unsigned long long w;
-  for (;;) {
-    w = ctapipe::ld_acquire_sys(p.in_slots + s);
-    unsigned e = static_cast<unsigned>(w >> 32);
-    if (e == p.epoch) break;
-    if (e > p.epoch) {
-      ctapipe::record_error(p, ctapipe::kSlotFromFuture, s, w);
-      return -1;
-    }
-    if (ctapipe::now_ns() > deadline) {
-      ctapipe::record_error(p, ctapipe::kPopTimeout, s, w);
-      return -1;
-    }
-    __nanosleep(sleep_ns);
-    if (sleep_ns < 256) sleep_ns *= 2;
-  }
-  ctapipe::fence_proxy_async_global();  // the CTA's TMA loads (async proxy) read what the acquire made visible
-  *tile = static_cast<int>(w & 0xffffffffULL);
-  *slot = s;
-  return 1;
-}
 
 template <bool Trace, int CM, int CN>
 struct CtaPipePersistentTag {};
@@ -169,7 +122,7 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
           [&] {
             if constexpr (Trace) t0 = ctapipe::now_ns();
             int tile = -1;
-            pop_persistent(pipe(), &tile, &slot);
+            ctapipe::claim_pop(pipe(), &tile, &slot);
             return tile;
           },
           [&](int tile) {
@@ -201,7 +154,7 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
       unsigned long long t0 = 0;
       if constexpr (Trace) t0 = ctapipe::now_ns();
       if constexpr (kClusterSize == 1) {
-        if (pipe().mode != 0) pop_persistent(pipe(), &tile, &slot);
+        if (pipe().mode != 0) ctapipe::claim_pop(pipe(), &tile, &slot);
       }
       if constexpr (Trace) stamp_acquired(tile, slot, t0);
       volatile int* d = data_[state.index()].data;
@@ -359,7 +312,7 @@ class CtaPipeRingScheduler : public cutlass::gemm::kernel::detail::PersistentTil
           pipe().cta_tile + cta_,
           [&] {
             int tile = -1;
-            pop_persistent(pipe(), &tile, &slot);
+            ctapipe::claim_pop(pipe(), &tile, &slot);
             return tile;
           },
           [&](int tile) {
@@ -397,7 +350,7 @@ class CtaPipeRingScheduler : public cutlass::gemm::kernel::detail::PersistentTil
         if (threadIdx.x < 32) {  // the mainloop load warp
           if (threadIdx.x == 0) {
             int slot = -1;
-            pop_persistent(pipe(), &tile, &slot);
+            ctapipe::claim_pop(pipe(), &tile, &slot);
             if constexpr (Trace) stamp_taken(tile, slot);
             *reinterpret_cast<volatile unsigned long long*>(ring) = tag | static_cast<unsigned>(tile);
           }

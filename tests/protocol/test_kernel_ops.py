@@ -27,11 +27,16 @@ def mutations(text: str) -> dict[str, str]:
 
     def drop_in(func: str, call: str) -> str:
         m = re.search(rf"\b{func}\s*\([^)]*\)\s*\{{", text)
-        i = text.index(call, m.end())
+        depth, end = 1, m.end()
+        while depth:  # the function's own body: a call found past it would seed the bug in another function
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            end += 1
+        i = text.index(call, m.end(), end)
         return text[:i] + text[i + len(call):]
 
     out["push without its fence.acq_rel.sys"] = drop_in("push", "fence_acq_rel_sys();")
-    out["pop_n without its fence.proxy.async"] = drop_in("pop_n", "fence_proxy_async_global();")
+    # pop_n's acquire (and the persistent kernel's claim_pop's) is acquire_slots
+    out["pop_n without its fence.proxy.async"] = drop_in("acquire_slots", "fence_proxy_async_global();")
     out["signal without its fence.proxy.async"] = drop_in("signal", "fence_proxy_async_global();")
     out["complete_stores without wait_group"] = drop_in("complete_stores", "bulk_wait_all_complete();")
     for name, mutated in out.items():
