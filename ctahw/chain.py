@@ -306,6 +306,9 @@ class ChainRunner:
                                        cols[g], self.m, trace))
             self.gpus[-1].op = ops[g]
             if ops[g] == RESIDUAL_CODE:
+                want = kernel_shape(k)[:2]
+                if tuple(residual.shape) != want:
+                    raise ValueError(f"{k.name}: the residual is {tuple(residual.shape)}, its output {want}")
                 with cp.cuda.Device(d):
                     self.gpus[-1].c = cp.array(cp.asarray(residual))  # on this kernel's device
         with cp.cuda.Device(devices[0]):
