@@ -597,6 +597,7 @@ LIBRARIES: dict[str, KernelLibrary] = {
             "ctahw_chain_resident_ctas": (_i, (_i, _i)),
             "ctahw_chain_gemm": (_i, (_p, _p, _p, _p, _i, _i, _i, _p, _i, _i, _i, _i, _i, _p)),
             "ctahw_chain_epilogue_names": (ctypes.c_char_p, ()),
+            "ctahw_chain_load": (_i, (_i, _i, _i, _i)),
             "ctahw_chain_status_string": (ctypes.c_char_p, (_i,)),
         },
     ),

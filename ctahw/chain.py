@@ -313,9 +313,21 @@ class ChainRunner:
                     self.gpus[-1].c = cp.array(cp.asarray(residual))  # on this kernel's device
         with cp.cuda.Device(devices[0]):
             self.gpus[0].slots[0][...] = x
+        self.load_kernels()
         self.epoch = 1
         self.runs = 0  # completed launches since the last reset (the ticket check)
         self._ends: list = []  # a ring's previous run: one event per kernel
+
+    def load_kernels(self) -> None:
+        """Load every kernel into its device's context before the first launch (``ctahw_chain_load``): with CUDA's
+        lazy loading a kernel loads at its first launch, which may wait for the kernels running there -- on a device
+        that holds several of a ring's kernels, one spinning on a counter would keep a kernel of another function
+        (another op or shape) from loading until its bounded wait ran out."""
+        for p in self.gpus:
+            rc = int(self.lib.ctahw_chain_load(self.code, p.op, 1 if self.trace else 0, p.device))
+            if rc != 0:
+                raise RuntimeError(f"{p.k.name}: loading the kernel failed: "
+                                   f"{self.lib.ctahw_chain_status_string(rc).decode()}")
 
     # A one-kernel runner's own buffers (the single-GPU callers' names).
     def _one(self) -> _ChainGpu:

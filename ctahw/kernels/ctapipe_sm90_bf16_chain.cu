@@ -721,6 +721,28 @@ int ctahw_chain_gemm(void* x, void* d, const void* c, const void* w, int m, int 
   }
 }
 
+// Load the kernel of (design, op, trace) into device `device`'s context now (ctapipe_gemm.cuh's load: with CUDA's
+// lazy loading a kernel loads at its first launch, which may wait for the kernels already running there -- a ring's
+// kernel spinning on a counter would keep a later kernel of another function on the same device from loading).
+// 0, -2003 / -2006 for an unknown design / op, or -cudaError.
+int ctahw_chain_load(int design, int op, int trace, int device) {
+  if (design == ch::kOpDesign) {
+    return ctahw::ctapipe_gemm::dispatch_op(op, [&](auto code) {
+      constexpr int Op = decltype(code)::value;
+      return trace ? ctahw::ctapipe_gemm::load<typename ch::Config<0, Op>::template Gemm<true>>(device)
+                   : ctahw::ctapipe_gemm::load<typename ch::Config<0, Op>::template Gemm<false>>(device);
+    });
+  }
+  if (op != 0) return design >= 0 && design < ch::kDesigns ? -2006 : -2003;
+  switch (design) {
+    case 1: return trace ? ctahw::ctapipe_gemm::load<typename ch::Config<1, 0>::template Gemm<true>>(device)
+                         : ctahw::ctapipe_gemm::load<typename ch::Config<1, 0>::template Gemm<false>>(device);
+    case 2: return trace ? ctahw::ctapipe_gemm::load<typename ch::Config<2, 0>::template Gemm<true>>(device)
+                         : ctahw::ctapipe_gemm::load<typename ch::Config<2, 0>::template Gemm<false>>(device);
+    default: return -2003;
+  }
+}
+
 const char* ctahw_chain_status_string(int code) {
   if (code == -2004) return "the static chain kernel's grid exceeds the CTAs that can be resident at once (deadlock)";
   return ctahw::ctapipe_gemm::status_string(code);

@@ -82,6 +82,9 @@ def test_kernel_source_compiles_and_exports_its_launchers(name):
         assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n, 0, 1, 1, 0, None) == -2006
         assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n, 0, 0, 9, 0, None) == -2006
         assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n, 0, 0, 1, 0, None) == -2002
+        # pre-loading (lazy loading): unknown designs and ops are refused before any CUDA call
+        assert cdll.ctahw_chain_load(9, 0, 0, 0) == -2003 and cdll.ctahw_chain_load(1, 1, 0, 0) == -2006
+        assert cdll.ctahw_chain_load(0, 9, 0, 0) == -2006
         assert "C7510" not in (path.parent / "manifest.json").read_text()
     elif name.startswith("ctapipe_sm90_bf16"):
         from ctahw.runner import CLUSTERS, DESC_FIELDS, LIBRARY_OF_CLUSTER, TILE_STAMP_WORDS
