@@ -308,11 +308,17 @@ def test_chain_reason_messages():
     assert ctapipe.chain_reason(_wl(sq, dataclasses.replace(sq, tile_m=256))) == (
         "the chain kernel runs one tile shape; layer 1 has 256x128")
     assert ctapipe.chain_reason(_wl(sq, dataclasses.replace(sq, epilogue=("gelu",)))) == (
-        "the chain kernel has no epilogue or row-wise ops yet (layer 1: ('gelu',))")
+        "the chain kernel fuses one epilogue for every layer (one batched kernel); layer 1 has gelu, layer 0 none")
     assert ctapipe.chain_reason(_wl(sq, dataclasses.replace(sq, rowwise="layernorm"))) == (
-        "the chain kernel has no epilogue or row-wise ops yet (layer 1: ('layernorm',))")
+        "the chain kernel has no row-wise op (layer 1: layernorm)")
     assert ctapipe.chain_reason(_wl(dataclasses.replace(sq, epilogue=("relu",), rowwise="rmsnorm"))) == (
-        "the chain kernel has no epilogue or row-wise ops yet (layer 0: ('relu', 'rmsnorm'))")
+        "the chain kernel has no row-wise op (layer 0: rmsnorm)")
+    gelu = dataclasses.replace(sq, epilogue=("gelu",))
+    assert ctapipe.chain_reason(_wl(gelu, gelu)) is None  # one activation on every layer: the batched epilogue
+    assert ctapipe.chain_reason(_wl(*(dataclasses.replace(sq, epilogue=("residual",)),) * 2)) == (
+        "the chain kernel fuses one activation of gelu, silu, relu (layer 0: residual)")
+    assert ctapipe.chain_reason(_wl(*(dataclasses.replace(gelu, epilogue_fused=False),) * 2)) == (
+        "the chain kernel fuses one activation of gelu, silu, relu (layer 0: gelu, unfused)")
     with pytest.raises(ValueError) as e:
         ctapipe.build_chain(Strategy("ctapipe", gpus=1), _wl(sq, Layer(512, 256, 128, 128, 128)), tiny_hw(), "c")
     assert str(e.value) == "the chain kernel runs layers of one square shape (K = N = 256, M = 512); layer 1 is 512x256x128"

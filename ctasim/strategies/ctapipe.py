@@ -46,8 +46,14 @@ def gpus_needed(strategy: Strategy, wl: Workload, gpus: int) -> int:
     return strategy.gpus or len(wl.layers)
 
 
+CHAIN_OPS = ("gelu", "silu", "relu")
+"""Fused activations the batched chain kernel (one kernel for several layers) runs: one op for every layer."""
+
+
 def chain_reason(wl: Workload) -> str | None:
-    """Why the chain kernel (one GPU, every layer in one kernel) cannot run ``wl``, or None."""
+    """Why the chain kernel (one GPU, every layer in one kernel) cannot run ``wl``, or None: layers of one square
+    shape and tile, each with the same fused activation of :data:`CHAIN_OPS` or none (one batched kernel has one
+    epilogue), no residual, no row-wise op."""
     first = wl.layers[0]
     for i, layer in enumerate(wl.layers):
         if (layer.m, layer.k, layer.n) != (first.m, first.k, first.k):
@@ -55,8 +61,15 @@ def chain_reason(wl: Workload) -> str | None:
                     f"is {layer.m}x{layer.k}x{layer.n}")
         if (layer.tile_m, layer.tile_n) != (first.tile_m, first.tile_n):
             return f"the chain kernel runs one tile shape; layer {i} has {layer.tile_m}x{layer.tile_n}"
-        if layer.epilogue or layer.rowwise:
-            return f"the chain kernel has no epilogue or row-wise ops yet (layer {i}: {layer.epilogue + ((layer.rowwise,) if layer.rowwise else ())})"
+        if layer.rowwise:
+            return f"the chain kernel has no row-wise op (layer {i}: {layer.rowwise})"
+        ops = tuple(layer.epilogue)
+        if ops != tuple(first.epilogue) or layer.epilogue_pass != first.epilogue_pass:
+            return (f"the chain kernel fuses one epilogue for every layer (one batched kernel); layer {i} has "
+                    f"{'+'.join(ops) or 'none'}, layer 0 {'+'.join(first.epilogue) or 'none'}")
+        if ops and (len(ops) > 1 or ops[0] not in CHAIN_OPS or layer.epilogue_pass):
+            return (f"the chain kernel fuses one activation of {', '.join(CHAIN_OPS)} (layer {i}: "
+                    f"{'+'.join(ops)}{', unfused' if layer.epilogue_pass else ''})")
     return None
 
 
