@@ -41,6 +41,9 @@ EXPS10 = ("reg10-reference", "reg10-chain-order-h10240", "reg10-chain-order-h614
 MEAS12 = ROOT / "bench" / "results" / "hw" / "2026-12-02-registered12-1gpu"
 EXPS12 = ("reg12-ring",)
 
+MEAS18 = ROOT / "bench" / "results" / "hw" / "2026-12-02-registered18-1gpu"
+EXPS18 = ("reg18-chain-gelu",)
+
 
 @pytest.mark.parametrize("exp, meas, reports", [(e, MEAS, "validation-registered") for e in EXPS]
                          + [(e, MEAS2, "validation-registered2") for e in EXPS2]
@@ -49,7 +52,8 @@ EXPS12 = ("reg12-ring",)
                          + [(e, MEAS8.with_name(MEAS8.name + "-run2"), "validation-registered8-run2") for e in EXPS8]
                          + [(e, MEAS9, "validation-registered9") for e in EXPS9]
                          + [(e, MEAS10, "validation-registered10") for e in EXPS10]
-                         + [(e, MEAS12, "validation-registered12") for e in EXPS12])
+                         + [(e, MEAS12, "validation-registered12") for e in EXPS12]
+                         + [(e, MEAS18, "validation-registered18") for e in EXPS18])
 def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
     """The committed accuracy tables (bench/results/validation-registered*) come out of the committed files."""
     assert main(["compare", str(PRED / exp), str(meas / exp), "--out", str(tmp_path / exp)]) == 0
