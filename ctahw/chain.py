@@ -24,9 +24,11 @@ A ring of one layer per GPU (``placement = "ring"`` with as many GPUs as layers)
 residual of a one-layer kernel, the tickets design): the MLP block as a pair. On a ring the last layer's output is
 stored into the next GPU too (where the chain's input came from, for G = 2); ctasim's ring plan does the same.
 
-Left out: epilogue ops on the one-GPU chain and on a ring of more layers than GPUs (one batched kernel per GPU: one
-shape, one op for all its layers; ctasim refuses them), row-wise ops inside a kernel (a row-wise op runs after the
-last layer, :func:`ctahw.experiment.chain_case`).
+A kernel of several layers (the one-GPU chain, a ring of more layers than GPUs) is one batched GEMM: one shape and
+one fused activation for all its layers (gelu, silu, relu, or none).
+
+Left out: a residual or different ops per layer in a kernel of several layers, row-wise ops inside a kernel (a
+row-wise op runs after the last layer, :func:`ctahw.experiment.chain_case`).
 """
 
 from __future__ import annotations

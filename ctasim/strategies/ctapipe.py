@@ -18,9 +18,9 @@ profile has the memory hierarchy, each tile takes its wave's time from the L2 re
 (:func:`ctasim.costs.order_tile_times`; ``Strategy.chain_group`` picks the order's row-block groups): the tickets
 design has no drift (a freed CTA takes the next ticket, so the running tiles stay one window of the order) but
 the start times within that window spread (``KernelConfig.ticket_spread``), the static design the plain persistent
-GEMM's drift. Left out there: the layers' epilogue and row-wise ops (the kernel runs
-square chains without them), L2 hits of a layer's input that the layer before has just written, and the static
-design's 2x1 cluster coupling (a pair waits for both its row-blocks).
+GEMM's drift. The kernel runs square chains with one fused activation for every layer or none
+(:func:`chain_reason`). Left out there: row-wise ops, L2 hits of a layer's input that the layer before has just
+written, and the static design's 2x1 cluster coupling (a pair waits for both its row-blocks).
 
 With ``1 < Strategy.gpus < layers``, or ``Strategy.placement = "ring"``, the layers go round-robin (layer l on GPU
 l mod G, :func:`build_ring`): one such persistent kernel per GPU runs its layers' tiles by tickets in the chain's one
