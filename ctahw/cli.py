@@ -111,6 +111,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--out", type=Path, default=None, help="folder for the results (results.csv, or baselines.csv for "
                                                           "the shorthand)")
     r.add_argument("--dry-run", action="store_true", help="print the cases; needs no GPU")
+    r.add_argument("--strategies", type=_strs, default=(),
+                   help="spec runs: measure only these strategies (labels, comma-separated; default: all), e.g. to "
+                        "split one experiment over device calls whose libraries do not fit in one")
     r.add_argument("--gpus-assumed", type=int, default=2,
                    help="spec runs with --dry-run on a machine without GPUs: plan for this many (default 2)")
     v = sub.add_parser("validate", help="predict, run and compare an experiment spec in one go (post-hoc unless "
@@ -307,6 +310,13 @@ def cmd_run_spec(args) -> int:
     from ctasim.cases import load_experiment  # noqa: PLC0415
 
     exp = load_experiment(args.experiment)
+    if args.strategies:
+        labels = [st.label for st in exp.strategies]
+        unknown = [x for x in args.strategies if x not in labels]
+        if unknown:
+            raise _UsageError(f"--strategies: {', '.join(unknown)} not in {exp.name} (its strategies: "
+                              f"{', '.join(labels)})")
+        exp = dataclasses.replace(exp, strategies=tuple(st for st in exp.strategies if st.label in args.strategies))
     _check_out(args.out)
     reg = None
     if args.registration is not None:
@@ -398,6 +408,8 @@ def cmd_run(args) -> int:
     _check_out(args.out)
     if not _is_shorthand(args.experiment):
         return cmd_run_spec(args)
+    if args.strategies:
+        raise _UsageError("--strategies selects an experiment spec's strategies; the flag shorthand has none")
     args.experiment = _experiments(args.experiment)
 
     # "all" stands for every baseline; it can be joined with others (all,ctapipe)

@@ -76,6 +76,8 @@ BAD = [
     (CTAHW + ["run", "fig5", "--dry-run", "--gate-ms", "nan"], "--gate-ms"),
     (CTAHW + ["run", "bin.toml", "--dry-run"], "not a text file"),
     (CTAHW + ["run", "ring1.toml", "--dry-run"], "placement"),
+    (CTAHW + ["run", "reg16-mlp-chain-pair", "--dry-run", "--strategies", "tp,nope"], "nope"),
+    (CTAHW + ["run", "gemm", "--dry-run", "--strategies", "tp"], "--strategies"),
     (CTASIM + ["run", "ring1.toml"], "placement"),
     (CTAHW + ["run", "fig5", "--dry-run", "--registration", "nowhere"], "registration"),
     (CTAHW + ["run", "gemm,frob", "--dry-run"], "no experiments spec"),
