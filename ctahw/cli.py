@@ -389,6 +389,7 @@ def cmd_validate(args) -> int:
         register(exp, resolve_ref(str(args.experiment), "experiments", None), pred, load_harness(args.harness), naive)
         print(f"predicted into {pred} (not committed: the report will say post-hoc)", file=sys.stderr)
     run_args = argparse.Namespace(**vars(args))
+    run_args.strategies = ()  # validate runs the whole spec
     run_args.out, run_args.registration, run_args.dry_run, run_args.gpus_assumed = (
         args.out / "results", pred, False, 2)
     rc = cmd_run_spec(run_args)
