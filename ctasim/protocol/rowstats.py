@@ -85,7 +85,7 @@ from .memory import Memory
 from .ops import Atom, Bar, BulkSt, ClusterSync, Ld, Poll, St
 from .programs import CORRECT, KERNEL, KERNEL_WAIT, MUTANTS, WAIT, WAIT_MUTANTS, Variant
 from .system import System
-from .walk import MUTANT_SPACE, SearchStats, Space
+from .walk import MUTANT_SPACE, SearchStats, Space, run_parallel
 
 __all__ = ["WORDS", "StatsRead", "StatsUpdate", "RowStatsChecker", "check_rowstats_trace", "StatsMemory",
            "RowStatsVariant", "ROWSTATS", "ROWSTATS_WAIT", "ROWSTATS_CHAIN", "ROWSTATS_CHAIN_STATIC",
@@ -549,48 +549,23 @@ def search(variant: str, space: Space | ChainSpace, seeds: range, stop_at_violat
         rng = random.Random(seed)
         setup = space.draw(rng)
         steps, sig, err = run_schedule(make_run(setup, v), RandomChooser(rng))
-        st.walks += 1
-        st.decisions += steps
-        st.signatures.add((setup, sig))
-        if err is not None:
-            st.violations += 1
-            if st.first_failure is None:
-                st.first_failure = (seed, setup.describe(), str(err))
-            if stop_at_violation:
-                break
-    st.distinct = len(st.signatures)
-    st.seconds = time.perf_counter() - t0
-    return st
+        if st.record(seed, setup, steps, sig, err) and stop_at_violation:
+            break
+    return st.close(t0)
 
 
 def _search_job(args) -> SearchStats:
     return search(*args)
 
 
+def _space_seed(i: int) -> int:
+    return i * 1_000_003  # each space its own seeds
+
+
 def search_parallel(variant: str, spaces: dict, n: int, processes: int | None = None, seed0: int = 0) -> SearchStats:
     """``n`` walks of ``variant`` shared equally among ``spaces``, each share split into ``processes`` seed ranges
-    (fixed seeds: a failure is reproduced by :func:`replay`)."""
-    import os
-    from concurrent.futures import ProcessPoolExecutor
-
-    processes = processes or os.cpu_count() or 1
-    per = -(-n // len(spaces))
-    chunk = -(-per // processes)
-    jobs = []
-    for i, space in enumerate(spaces.values()):
-        base = seed0 + i * 1_000_003  # each space its own seeds
-        jobs += [(variant, space, range(base + j * chunk, base + min(per, (j + 1) * chunk))) for j in range(processes)]
-    total = SearchStats()
-    t0 = time.perf_counter()
-    if processes <= 1:
-        parts = [_search_job(j) for j in jobs]
-    else:
-        with ProcessPoolExecutor(processes) as pool:
-            parts = list(pool.map(_search_job, jobs))
-    for p in parts:
-        total.merge(p)
-    total.seconds = time.perf_counter() - t0
-    return total
+    (fixed seeds: a failure is reproduced by :func:`replay`); :func:`ctasim.protocol.walk.run_parallel`."""
+    return run_parallel(_search_job, variant, spaces, n, processes, seed0, _space_seed)
 
 
 def find_violation(variant: str, budget: int = 2_000, seed0: int = 0) -> SearchStats:

@@ -36,7 +36,7 @@ from .ops import Ld, Poll
 from .programs import BENIGN, CORRECT, KERNEL, KERNEL_WAIT, MUTANTS, NEW_MUTANTS, WAIT, WAIT_MUTANTS, Variant
 
 __all__ = ["Space", "SPACES", "MUTANT_SPACE", "WalkResult", "SearchStats", "walk", "replay", "search",
-           "search_parallel", "find_violation", "VARIANTS", "CLUSTER_SPACE", "CHAIN_SPACES", "ChainSpace"]
+           "search_parallel", "run_parallel", "find_violation", "VARIANTS", "CLUSTER_SPACE", "CHAIN_SPACES", "ChainSpace"]
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (CORRECT, WAIT, KERNEL, KERNEL_WAIT)} | MUTANTS | WAIT_MUTANTS \
     | NEW_MUTANTS | BENIGN | CHAIN_VARIANTS
@@ -199,6 +199,24 @@ class SearchStats:
     def per_second(self) -> float:
         return self.distinct / self.seconds if self.seconds else 0.0
 
+    def record(self, seed: int, setup, steps: int, signature, error) -> bool:
+        """Count one walk (its setup and schedule signature make it distinct); True where it broke an invariant."""
+        self.walks += 1
+        self.decisions += steps
+        self.signatures.add((setup, signature))
+        if error is None:
+            return False
+        self.violations += 1
+        if self.first_failure is None:
+            self.first_failure = (seed, setup.describe(), str(error))
+        return True
+
+    def close(self, t0: float) -> "SearchStats":
+        """The distinct count and the seconds since ``t0`` (``time.perf_counter``), at the end of a search."""
+        self.distinct = len(self.signatures)
+        self.seconds = time.perf_counter() - t0
+        return self
+
 
 def search(variant: str, space: Space, seeds: range, stop_at_violation: bool = False) -> SearchStats:
     """Walk ``variant`` once per seed; count distinct schedules and violations."""
@@ -208,35 +226,26 @@ def search(variant: str, space: Space, seeds: range, stop_at_violation: bool = F
     for seed in seeds:
         setup, rng = _setup_of(space, seed)
         r = walk(v, setup, rng, seed)
-        st.walks += 1
-        st.decisions += r.steps
-        st.signatures.add((setup, r.signature))
-        if r.error is not None:
-            st.violations += 1
-            if st.first_failure is None:
-                st.first_failure = (seed, setup.describe(), str(r.error))
-            if stop_at_violation:
-                break
-    st.distinct = len(st.signatures)
-    st.seconds = time.perf_counter() - t0
-    return st
+        if st.record(seed, setup, r.steps, r.signature, r.error) and stop_at_violation:
+            break
+    return st.close(t0)
 
 
 def _search_job(args) -> SearchStats:
     return search(*args)
 
 
-def search_parallel(variant: str, spaces: dict[str, Space] | Space, n: int, processes: int | None = None,
-                    seed0: int = 0) -> SearchStats:
-    """``n`` walks of ``variant`` shared equally among ``spaces``, spread over ``processes`` workers."""
-    if isinstance(spaces, (Space, ChainSpace)):
-        spaces = {"space": spaces}
+def run_parallel(job, variant: str, spaces: dict, n: int, processes: int | None, seed0: int,
+                 space_seed) -> SearchStats:
+    """``n`` walks of ``variant`` shared equally among ``spaces``, each share split into ``processes`` seed ranges
+    from ``seed0 + space_seed(i)`` for the i-th space (fixed seeds: a failure is reproduced by its seed), run by
+    ``job((variant, space, seeds))`` (a module-level function: it is sent to the worker processes); merged."""
     processes = processes or os.cpu_count() or 1
     per = -(-n // len(spaces))
+    chunk = -(-per // processes)
     jobs = []
     for i, space in enumerate(spaces.values()):
-        base = seed0 + i * 1_000_000_007 % (1 << 31)
-        chunk = -(-per // processes)
+        base = seed0 + space_seed(i)
         for j in range(processes):
             lo = base + j * chunk
             hi = min(base + per, lo + chunk)
@@ -245,14 +254,26 @@ def search_parallel(variant: str, spaces: dict[str, Space] | Space, n: int, proc
     total = SearchStats()
     t0 = time.perf_counter()
     if processes <= 1:
-        parts = [_search_job(j) for j in jobs]
+        parts = [job(j) for j in jobs]
     else:
         with ProcessPoolExecutor(processes) as pool:
-            parts = list(pool.map(_search_job, jobs))
+            parts = list(pool.map(job, jobs))
     for p in parts:
         total.merge(p)
     total.seconds = time.perf_counter() - t0
     return total
+
+
+def _space_seed(i: int) -> int:
+    return i * 1_000_000_007 % (1 << 31)
+
+
+def search_parallel(variant: str, spaces: dict[str, Space] | Space, n: int, processes: int | None = None,
+                    seed0: int = 0) -> SearchStats:
+    """``n`` walks of ``variant`` shared equally among ``spaces``, spread over ``processes`` workers."""
+    if isinstance(spaces, (Space, ChainSpace)):
+        spaces = {"space": spaces}
+    return run_parallel(_search_job, variant, spaces, n, processes, seed0, _space_seed)
 
 
 def find_violation(variant: str, space: Space = MUTANT_SPACE, budget: int = 4_000, seed0: int = 0) -> SearchStats:
