@@ -214,7 +214,9 @@ def check_chain_deps(trace: Trace, plan: Plan, tol: float) -> list[Violation]:
         return out
     tiles_m = chains[0][0].tiles_m
     # each layer's column tiles (a ring of one layer per GPU: its own), what its row-block's count must reach
-    width = {k.layer + j * k.chain_stride: k.tiles_n for k, _ in chains for j in range(k.chain_layers)}
+    width_of = {k.layer + j * k.chain_stride: k.tiles_n for k, _ in chains for j in range(k.chain_layers)}
+    width = np.zeros(max(width_of) + 2, dtype=np.int64)
+    width[list(width_of)] = list(width_of.values())
     all_rows = pd.concat([rows for _, rows in chains])
     layer = all_rows["layer"].to_numpy().astype(np.int64)
     row = all_rows["tile_m"].to_numpy().astype(np.int64) - chains[0][0].row_offset
@@ -232,7 +234,7 @@ def check_chain_deps(trace: Trace, plan: Plan, tol: float) -> list[Violation]:
         before = np.maximum(own - tiles_m, 0)
         waits = np.isin(layer - 1, list(ran))
         need = np.where(waits, latest[before], -np.inf)
-        want = np.array([width.get(int(lb), 0) for lb in layer - 1], dtype=np.int64)
+        want = width[np.clip(layer - 1, 0, len(width) - 1)]
         short = np.where(waits, n[before] < want, False)
         early = (rows["t_acquire"].to_numpy() + tol < need) | short
         if early.any():
