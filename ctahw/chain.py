@@ -261,6 +261,7 @@ class ChainRunner:
         self.plan = plan
         ks = chain_kernels(plan)
         self.layout = ring_layout(plan)
+        self.wait_tiles = wait_tiles(plan)  # per kernel, the descriptor's wait target (fixed for the plan)
         G = len(ks)
         self.m = ks[0].tiles_m * KERNEL_TILE[0]
         self.layers = sum(k.chain_layers for k in ks)
@@ -375,7 +376,7 @@ class ChainRunner:
                 "stamps": p.stamps.data.ptr if self.trace else 0}
         return chain_descriptor(p.k, ptrs, grid=p.grid, epoch=self.epoch, timeout_ns=self.timeout_ns,
                                 protocol=protocol, stall_row=stall_row if g == 0 else -1,
-                                wait_tiles=wait_tiles(self.plan)[g])
+                                wait_tiles=self.wait_tiles[g])
 
     def launch(self, stream=None, protocol: bool = True, stall_row: int = -1, streams=None) -> None:
         """Enqueue one run of every kernel. ``stream`` (a one-kernel plan) or ``streams[g]``: where kernel g is

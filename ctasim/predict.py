@@ -40,6 +40,7 @@ from ctasim.harness import Harness, timed_makespan_ns, timed_plans
 from ctasim.results import COLUMNS, staged_folder, write
 from ctasim.spec import Experiment, Hardware, Strategy
 from ctasim.strategies import build_plans, check_placement
+from ctasim.strategies.ctapipe import is_ring
 
 __all__ = ["Naive", "Waves", "RULES", "without_memory", "without_drift", "predict", "register", "spec_files", "git_commit", "schedule_name"]
 
@@ -121,18 +122,13 @@ class Naive:
                        for i, l in enumerate(layers)) + sum(row) + ar
         if kind == "ctapipe" and strategy.gpus == 1:  # one GPU does every FLOP: the line sees no gain
             return sum(full)
-        if kind == "ctapipe" and _ring(strategy, layers):  # ring: GPU 0 (the most layers of equal ones)
+        if kind == "ctapipe" and is_ring(strategy, case.workload):  # ring: GPU 0 (the most layers of equal ones)
             g = strategy.gpus
             return sum(full[::g]) + sum(f / layers[j].tiles_m for j, f in enumerate(full) if j % g)
         if kind in ("ctapipe", "hybrid"):
             i = int(np.argmax(full))
             return full[i] + sum(f / layers[j].tiles_m for j, f in enumerate(full) if j != i)
         raise ValueError(f"no naive rule for strategy kind {kind!r}")
-
-
-def _ring(strategy: Strategy, layers) -> bool:
-    """A ring of chain kernels (:func:`ctasim.strategies.ctapipe.is_ring`, by the layer count)."""
-    return strategy.gpus > 1 and (strategy.placement == "ring" or strategy.gpus < len(layers))
 
 
 def _pass_ms(layers, eb: int, hw: Hardware) -> list[float]:
@@ -191,7 +187,7 @@ class Waves:
             slots = hw.sm_count * cfg.cta_slots_per_sm
             tiles = sum(-(-l.m // l.tile_m) * -(-l.n // l.tile_n) for l in layers)
             return (cfg.kernel_fixed_ns + -(-tiles // slots) * costs.tile_ns(first, first.k, hw, eb)) / 1e6 + sum(row)
-        if kind == "ctapipe" and _ring(strategy, layers):  # ring: the busiest GPU's kernel, a wave of the rest
+        if kind == "ctapipe" and is_ring(strategy, case.workload):  # ring: the busiest GPU's kernel, a wave of the rest
             g = strategy.gpus
             first = layers[0]
             cfg = hw.config(first.tile_m, first.tile_n)

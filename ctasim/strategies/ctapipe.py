@@ -73,7 +73,7 @@ def chain_reason(wl: Workload) -> str | None:
     return None
 
 
-RING_PAIR_OPS = ("gelu", "silu", "relu", "residual")
+RING_PAIR_OPS = CHAIN_OPS + ("residual",)
 """Epilogue ops a ring kernel of one layer fuses (ctahw.chain: its tickets design, ABI 4)."""
 
 
@@ -302,13 +302,13 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
     group = strategy.chain_group or CHAIN_ROW_GROUP
     plan = Plan(strategy.label, case, G, params={"gpus": G, "placement": "ring", "order": f"chain_group{group}",
                                                  "tile_source": "tickets"})
+    # more layers than GPUs: one square shape and the chain's one order, which every GPU restricts to its layers
+    first = wl.layers[0]
+    full = chain_order(L, first.tiles_m, first.tiles_n, group) if L > G else None
     for g in range(G):
         mine = list(range(g, L, G))
         layer = wl.layers[g]  # more layers than GPUs: one square shape; one layer per GPU: its own
         per = layer.tiles_m * layer.tiles_n
-        full = chain_order(L if L > G else 1, layer.tiles_m, layer.tiles_n, group)
-        if L == G:
-            full = full + g * per  # one layer: its tiles, as ids of the chain's layer g
         cfg = hw.config(layer.tile_m, layer.tile_n)
         store_ns = costs.remote_store_ns(costs.tile_bytes(layer, wl.elem_bytes), hw, cfg.cta_slots_per_sm)
         k = add_gemm(plan, hw, wl, g, layer, g, start_ns=hw.launch_ns, source="chain", persistent=True,
@@ -319,10 +319,11 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
         k.chain_store_ns = store_ns
         k.chain_remote_signal_ns = cfg.signal_ns if cfg.signal_ns > 0 else hw.fence_sys_ns + hw.remote_atomic_ns
         k.chain_remote_hold_ns = cfg.signal_hold_ns
-        # this GPU's tiles in the chain's order, as local ids (its j-th layer: j * per + ...)
-        lay = full // per
-        own = full[lay % G == g]
-        k.order = ((own // per) // G) * per + own % per
+        if full is None:  # one layer per GPU: its layer's order
+            k.order = chain_order(1, layer.tiles_m, layer.tiles_n, group)
+        else:  # this GPU's tiles in the chain's order, as local ids (its j-th layer: j * per + ...)
+            own = full[(full // per) % G == g]
+            k.order = ((own // per) // G) * per + own % per
         if chain_tile_times(k, layer, hw, wl.elem_bytes, False, group):
             plan.params["memory"] = "l2"
     last = wl.layers[-1]
