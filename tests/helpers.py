@@ -7,6 +7,26 @@ import dataclasses
 from ctasim.spec import Hardware, KernelConfig, Layer, Workload, hardware_from_dict
 
 
+def chain_stamps(trace, k, base: int = 10**18):
+    """Chain kernel ``k``'s stamp words (``ctahw.chain``, local tile ids) for a simulated trace: what the GPU would
+    have written, its clock at ``base`` ns when the trace starts (in integers: a double holds %globaltimer's
+    nanoseconds only to 128 ns)."""
+    import numpy as np
+
+    from ctahw.runner import TILE_STAMP_WORDS
+
+    per = k.tiles_m * k.tiles_n
+    t = trace.tiles[trace.tiles.kernel == k.id]
+    j = (t.layer - k.layer) // k.chain_stride
+    g = (j * per + t.tile_m * k.tiles_n + t.tile_n).to_numpy()
+    s = np.zeros((k.tiles, TILE_STAMP_WORDS), dtype=np.uint64)
+    for w, c in enumerate(["t_start", "t_acquire", "t_compute_end", "t_compute_end", "t_store_end", "t_signal"]):
+        s[g, w] = np.uint64(base) + t[c].to_numpy().round().astype(np.uint64)
+    s[g, 6] = (t.sm.to_numpy().astype(np.uint64) << np.uint64(32)) | t.cta.to_numpy().astype(np.uint64)
+    s[g, 7] = np.uint64(base) + t.t_ready.to_numpy().round().astype(np.uint64)
+    return s
+
+
 class FakeCudaDevice:
     """Stands in for ``cupy.cuda.Device(d)`` in CPU tests of ``ctahw``: a context manager that does nothing."""
 

@@ -13,6 +13,7 @@ from ctasim.invariants import check_trace, find_violations
 from ctasim.plan import chain_order, with_order
 from ctasim.spec import Strategy, SpecError, load_hardware, load_workload, strategy_from_dict
 from ctasim.strategies import ctapipe
+from tests.helpers import chain_stamps
 
 HW = load_hardware("h200-x2-calibrated")
 
@@ -173,29 +174,13 @@ def test_chain_descriptor_layout():
         chain_descriptor(k, {}, grid=0, epoch=1, timeout_ns=5)
 
 
-def _stamps_of(trace, k, base=10**18):
-    """The chain kernel's stamp words for a simulated trace (what the GPU would have written)."""
-    from ctahw.runner import TILE_STAMP_WORDS
-
-    per = k.tiles_m * k.tiles_n
-    s = np.zeros((k.tiles, TILE_STAMP_WORDS), dtype=np.uint64)
-    t = trace.tiles
-    g = ((t.layer - k.layer) * per + t.tile_m * k.tiles_n + t.tile_n).to_numpy()
-    cols = ["t_start", "t_acquire", "t_compute_end", "t_compute_end", "t_store_end", "t_signal"]
-    for j, c in enumerate(cols):
-        s[g, j] = (base + t[c].to_numpy().round()).astype(np.uint64)
-    s[g, 6] = (t.sm.to_numpy().astype(np.uint64) << np.uint64(32)) | t.cta.to_numpy().astype(np.uint64)
-    s[g, 7] = (base + t.t_ready.to_numpy().round()).astype(np.uint64)
-    return s
-
-
 def test_measured_chain_trace_is_parsed_and_checked():
     from ctahw.chain import parse_chain_trace
 
     plan = _plan(1024)
     k = plan.kernels()[0]
     sim = simulate(plan, HW)
-    stamps = _stamps_of(sim, k)
+    stamps = chain_stamps(sim, k)
     tr = parse_chain_trace(plan, stamps, {"run": 0})
     assert len(tr.tiles) == k.tiles and tr.meta["run"] == 0
     check_trace(tr, plan, tol_ns=32.0)

@@ -11,11 +11,11 @@ import pytest
 
 from ctahw.chain import (DESC_FIELDS, chain_descriptor, chain_kernels, chain_slots, kernel_shape, output_place,
                          parse_chain_trace, ring_layout, slot_cols, wait_tiles)
-from ctahw.runner import TILE_STAMP_WORDS
 from ctasim.engine import simulate
 from ctasim.invariants import check_trace, find_violations
 from ctasim.spec import Strategy, load_hardware, load_workload
 from ctasim.strategies import ctapipe
+from tests.helpers import chain_stamps
 
 HW = load_hardware("h200-x2-calibrated")
 
@@ -94,27 +94,13 @@ def test_ring_layout_and_descriptor_fields():
     assert ring_layout(one) == [{"gpu": 0, "to": 0, "slot": 1, "layers": 3, "first_layer": 0, "stride": 1}]
 
 
-def _stamps_of(trace, k, base: int = 10**18):
-    """Kernel k's stamp words for a simulated trace (what the GPU would have written), local tile ids."""
-    per = k.tiles_m * k.tiles_n
-    t = trace.tiles[trace.tiles.kernel == k.id]
-    j = (t.layer - k.layer) // k.chain_stride
-    g = (j * per + t.tile_m * k.tiles_n + t.tile_n).to_numpy()
-    s = np.zeros((k.tiles, TILE_STAMP_WORDS), dtype=np.uint64)
-    for w, c in enumerate(["t_start", "t_acquire", "t_compute_end", "t_compute_end", "t_store_end", "t_signal"]):
-        s[g, w] = np.uint64(base) + t[c].to_numpy().round().astype(np.uint64)  # integers: no float rounding
-    s[g, 6] = (t.sm.to_numpy().astype(np.uint64) << np.uint64(32)) | t.cta.to_numpy().astype(np.uint64)
-    s[g, 7] = np.uint64(base) + t.t_ready.to_numpy().round().astype(np.uint64)
-    return s
-
-
 def test_measured_ring_trace_is_parsed_on_gpu0s_clock_and_checked():
     plan = _ring(512, 4, 2)
     sim = simulate(plan, HW)
     check_trace(sim, plan)
     ks = chain_kernels(plan)
     offset = 123_456_789  # GPU 1's clock runs ahead of GPU 0's
-    stamps = [_stamps_of(sim, ks[0]), _stamps_of(sim, ks[1], 10**18 + offset)]
+    stamps = [chain_stamps(sim, ks[0]), chain_stamps(sim, ks[1], 10**18 + offset)]
     tr = parse_chain_trace(plan, stamps, {"run": 0}, {1: float(offset)})
     assert len(tr.tiles) == sum(k.tiles for k in ks) and tr.meta["gpus"] == 2
     assert sorted(tr.tiles.layer.unique().tolist()) == [0, 1, 2, 3]
