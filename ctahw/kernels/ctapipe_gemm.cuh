@@ -137,6 +137,93 @@ struct SchedPipeline : cutlass::PipelineAsync<S> {
       : Base(s, static_cast<typename Base::Params const&>(p)) {}
 };
 
+// The scheduler-warp adapter: what CUTLASS's cooperative kernel asks of a dynamic-persistent tile scheduler
+// (IsDynamicPersistent: producer warp 1 is the scheduler warp), written once for the persistent kernel
+// (ctapipe_sm90_bf16_persistent.cu) and the chain kernel's tickets design. Each tile reaches every role through a
+// kSchedStages-deep shared-memory pipeline of (tile, slot) words. `Derived` is the tile source and sink:
+//   int take_next(bool elected, int* slot)  every lane of the scheduler warp; the elected lane's tile is published
+//                                          (the others may keep per-lane state, e.g. a static order's position);
+//   void finish_tile(WorkTileInfo)          the MMA/epilogue threads after the tile's TMA stores were issued (signal);
+//   void fetched(int tile)                  every role, once the next tile is read (fences, stamps);
+//   WorkTileInfo to_work(int tile)          tile id -> CUTLASS work tile (invalid for a negative id).
+template <class Derived>
+class SchedulerWarp : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90 {
+  using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90;
+
+ public:
+  static constexpr bool IsDynamicPersistent = true;
+  using WorkTileInfo = typename Base::WorkTileInfo;
+  struct CLCResponse {
+    int data[4] = {-1, -1, 0, 0};  // tile, slot
+  };
+  using Pipeline = SchedPipeline<kSchedStages>;
+  using PipelineStorage = typename Pipeline::SharedStorage;
+  using ThrottlePipeline = cutlass::PipelineAsync<kSchedStages>;
+  using ThrottlePipelineStorage = typename ThrottlePipeline::SharedStorage;
+  class SharedStorage {
+   public:
+    CUTLASS_DEVICE PipelineStorage& pipeline() { return pipeline_; }
+    CUTLASS_DEVICE ThrottlePipelineStorage& throttle_pipeline() { return throttle_pipeline_; }
+    CUTLASS_DEVICE CLCResponse* data() { return data_; }
+
+   private:
+    alignas(16) PipelineStorage pipeline_;
+    alignas(16) ThrottlePipelineStorage throttle_pipeline_;
+    alignas(16) CLCResponse data_[kSchedStages];
+  };
+
+  CUTLASS_DEVICE explicit SchedulerWarp(typename Base::Params const& params) : Base(params) {}
+
+  CUTLASS_DEVICE void set_data_ptr(CLCResponse* p) { data_ = p; }
+
+  // Scheduler warp: take the next tile and publish it to every role.
+  template <class PipelineState>
+  CUTLASS_DEVICE PipelineState advance_to_next_work(Pipeline& pipeline, PipelineState state) {
+#if defined(__CUDA_ARCH__)
+    pipeline.producer_acquire(state);
+    __syncwarp();
+    const bool elected = cute::elect_one_sync();
+    int slot = -1;
+    const int tile = derived().take_next(elected, &slot);
+    if (elected) {
+      volatile int* d = data_[state.index()].data;
+      d[0] = tile;
+      d[1] = slot;
+      pipeline.producer_commit(state);
+    }
+    __syncwarp();
+#endif
+    ++state;
+    return state;
+  }
+
+  // Every role, after the current tile (the MMA/epilogue threads: after its TMA stores were issued).
+  template <class TileSchedulerPipeline, class TileSchedulerPipelineState>
+  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo work, TileSchedulerPipeline& pipeline,
+                                      TileSchedulerPipelineState state) {
+    int tile = -1;
+#if defined(__CUDA_ARCH__)
+    if (work.is_valid() && threadIdx.x >= kThreadsPerWarpGroup) derived().finish_tile(work);
+    pipeline.consumer_wait(state);
+    tile = reinterpret_cast<volatile int*>(data_[state.index()].data)[0];
+    pipeline.consumer_release(state);
+    derived().fetched(tile);
+#endif
+    return cute::make_tuple(derived().to_work(tile), true);
+  }
+
+  // Only for warp groups without work in a tile (never here).
+  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo) {
+    return cute::make_tuple(WorkTileInfo::invalid_work_tile(), true);
+  }
+
+  CUTLASS_DEVICE bool is_last_tile(WorkTileInfo&, uint32_t = 1) const { return false; }
+
+ private:
+  CUTLASS_DEVICE Derived& derived() { return *static_cast<Derived*>(this); }
+  CLCResponse* data_ = nullptr;
+};
+
 template <bool Trace, int CM, int CN>
 struct CtaPipeSchedulerTag {};
 

@@ -47,7 +47,8 @@
 // earlier tile of its GPU is finished), so the argument holds across GPUs. (A CTA holds at most two tickets: the tile it computes and the next one, taken by
 // the scheduler warp once the load warp started the current tile; the current tile never waits on the next.)
 //
-// How the tiles reach the warp roles is variant (b)'s scheduler-warp design (ctapipe_sm90_bf16_persistent.cu):
+// How the tiles reach the warp roles is variant (b)'s scheduler-warp design, one adapter for both kernels
+// (ctapipe_gemm.cuh's SchedulerWarp; this scheduler is its tile source, `take_next`, and sink, `finish_tile`):
 // first tile in the scheduler's constructor (thread 0, broadcast through a global word), every further tile by
 // the scheduler warp into a 2-stage shared-memory pipeline. Every spin is bounded by timeout_ns: on a timeout
 // the CTA records an error and leaves; the host raises.
@@ -167,30 +168,13 @@ template <bool Trace>
 struct ChainTag {};
 
 template <bool Trace>
-class ChainScheduler : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90 {
+class ChainScheduler : public SchedulerWarp<ChainScheduler<Trace>> {
   using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90;
+  using Adapter = SchedulerWarp<ChainScheduler<Trace>>;
+  friend Adapter;
 
  public:
-  static constexpr bool IsDynamicPersistent = true;
   using WorkTileInfo = typename Base::WorkTileInfo;
-  struct CLCResponse {
-    int data[4] = {-1, 0, 0, 0};  // tile
-  };
-  using Pipeline = SchedPipeline<kSchedStages>;
-  using PipelineStorage = typename Pipeline::SharedStorage;
-  using ThrottlePipeline = cutlass::PipelineAsync<kSchedStages>;
-  using ThrottlePipelineStorage = typename ThrottlePipeline::SharedStorage;
-  class SharedStorage {
-   public:
-    CUTLASS_DEVICE PipelineStorage& pipeline() { return pipeline_; }
-    CUTLASS_DEVICE ThrottlePipelineStorage& throttle_pipeline() { return throttle_pipeline_; }
-    CUTLASS_DEVICE CLCResponse* data() { return data_; }
-
-   private:
-    alignas(16) PipelineStorage pipeline_;
-    alignas(16) ThrottlePipelineStorage throttle_pipeline_;
-    alignas(16) CLCResponse data_[kSchedStages];
-  };
 
   struct Arguments : Base::Arguments {
     chain::Params chain{};
@@ -223,7 +207,7 @@ class ChainScheduler : public cutlass::gemm::kernel::detail::PersistentTileSched
     return dim3(static_cast<unsigned>(params.chain.grid), 1, 1);
   }
 
-  CUTLASS_DEVICE explicit ChainScheduler(Params const& params) : Base(params), pp_(&params.chain) {
+  CUTLASS_DEVICE explicit ChainScheduler(Params const& params) : Adapter(params), pp_(&params.chain) {
 #if defined(__CUDA_ARCH__)
     unsigned long long t0 = 0;
     tile_ = ctapipe::acquire_broadcast(
@@ -233,8 +217,6 @@ class ChainScheduler : public cutlass::gemm::kernel::detail::PersistentTileSched
         });
 #endif
   }
-
-  CUTLASS_DEVICE void set_data_ptr(CLCResponse* p) { data_ = p; }
 
   template <class ClusterShape>
   CUTLASS_DEVICE WorkTileInfo initial_work_tile_info(ClusterShape) {
@@ -246,49 +228,6 @@ class ChainScheduler : public cutlass::gemm::kernel::detail::PersistentTileSched
     if constexpr (Trace) stamp_compute_start(tile_);
     return to_work(tile_);
   }
-
-  // Scheduler warp: take the next tile (waiting for its inputs) and publish it to every role.
-  template <class PipelineState>
-  CUTLASS_DEVICE PipelineState advance_to_next_work(Pipeline& pipeline, PipelineState state) {
-#if defined(__CUDA_ARCH__)
-    pipeline.producer_acquire(state);
-    __syncwarp();
-    if (cute::elect_one_sync()) {
-      unsigned long long t0 = 0;
-      const int tile = take<Trace>(chain(), &t0);
-      if constexpr (Trace) stamp_taken(tile, t0);
-      reinterpret_cast<volatile int*>(data_[state.index()].data)[0] = tile;
-      pipeline.producer_commit(state);
-    }
-    __syncwarp();
-#endif
-    ++state;
-    return state;
-  }
-
-  // Every role, after the current tile (the MMA/epilogue threads: after its TMA stores were issued).
-  template <class TileSchedulerPipeline, class TileSchedulerPipelineState>
-  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo work, TileSchedulerPipeline& pipeline,
-                                      TileSchedulerPipelineState state) {
-    int tile = -1;
-#if defined(__CUDA_ARCH__)
-    if (work.is_valid() && threadIdx.x >= kThreadsPerWarpGroup) finish_tile(work);
-    pipeline.consumer_wait(state);
-    tile = reinterpret_cast<volatile int*>(data_[state.index()].data)[0];
-    pipeline.consumer_release(state);
-    // The mainloop load warp issues the tile's TMA loads: it fences the async proxy itself, after it
-    // synchronised (mbarrier) with the thread whose acquire made the inputs visible.
-    if (threadIdx.x < 32 && tile >= 0 && chain().protocol) ctapipe::fence_proxy_async_global();
-    if constexpr (Trace) stamp_compute_start(tile);
-#endif
-    return cute::make_tuple(to_work(tile), true);
-  }
-
-  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo) {
-    return cute::make_tuple(WorkTileInfo::invalid_work_tile(), true);
-  }
-
-  CUTLASS_DEVICE bool is_last_tile(WorkTileInfo&, uint32_t = 1) const { return false; }
 
   template <class FrgTensorC>
   CUTLASS_DEVICE static void fixup(Params const& params, WorkTileInfo const& work, FrgTensorC&, uint32_t, uint32_t) {
@@ -305,6 +244,22 @@ class ChainScheduler : public cutlass::gemm::kernel::detail::PersistentTileSched
 
  private:
   CUTLASS_DEVICE chain::Params const& chain() const { return *pp_; }
+
+  // SchedulerWarp's tile source (scheduler warp): the elected lane takes the next ticket, waiting for its inputs.
+  CUTLASS_DEVICE int take_next(bool elected, int*) {
+    if (!elected) return -1;
+    unsigned long long t0 = 0;
+    const int tile = take<Trace>(chain(), &t0);
+    if constexpr (Trace) stamp_taken(tile, t0);
+    return tile;
+  }
+
+  // Every role, once the next tile is read. The mainloop load warp issues the tile's TMA loads: it fences the async
+  // proxy itself, after it synchronised (mbarrier) with the thread whose acquire made the inputs visible.
+  CUTLASS_DEVICE void fetched(int tile) {
+    if (threadIdx.x < 32 && tile >= 0 && chain().protocol) ctapipe::fence_proxy_async_global();
+    if constexpr (Trace) stamp_compute_start(tile);
+  }
 
   CUTLASS_DEVICE WorkTileInfo to_work(int g) const {
     if (g < 0) return WorkTileInfo::invalid_work_tile();
@@ -362,7 +317,6 @@ class ChainScheduler : public cutlass::gemm::kernel::detail::PersistentTileSched
   // The kernel's parameters are __grid_constant__: a pointer keeps the producer warp group's registers low.
   chain::Params const* pp_ = nullptr;
   int tile_ = -1;
-  CLCResponse* data_ = nullptr;
 };
 
 // The static design: CUTLASS's static-persistent path (no scheduler warp): CTA i runs order[i], order[i + grid],
@@ -569,6 +523,24 @@ struct Config {
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel<Trace>>;
 };
 
+// Calls f(integral_constant<int, Design>, integral_constant<int, Op>, bool_constant<Trace>) for the kernel that
+// (design, op, trace) names -- every kernel the library builds, named once for the launcher and the loader -- or
+// returns -2003 (unknown design) / -2006 (unknown op, or an op on a design built without ops).
+template <class F>
+int dispatch(int design, int op, bool trace, F&& f) {
+  auto traced = [&](auto d, auto o) {
+    return trace ? f(d, o, std::true_type{}) : f(d, o, std::false_type{});
+  };
+  if (design == kOpDesign) {
+    return cg::dispatch_op(op, [&](auto code) { return traced(std::integral_constant<int, kOpDesign>{}, code); });
+  }
+  if (design < 0 || design >= kDesigns) return -2003;
+  if (op != 0) return -2006;
+  static_assert(kOpDesign == 0 && kDesigns == 3, "the designs without ops are 1 and 2");
+  return design == 1 ? traced(std::integral_constant<int, 1>{}, std::integral_constant<int, 0>{})
+                     : traced(std::integral_constant<int, 2>{}, std::integral_constant<int, 0>{});
+}
+
 // 0 if the descriptor is usable, else -2002 (every spin is bounded and reports through the error buffer). A kernel
 // of several layers needs n == k (layer j + 1 reads what layer j wrote, one batch stride).
 inline int check_desc(const Params& p, int trace, int m, int n, int k, int sm_count) {
@@ -613,12 +585,8 @@ int resident_ctas(int device) {
 }
 
 inline int resident(int design, int device) {
-  switch (design) {
-    case 0: return resident_ctas<0>(device);
-    case 1: return resident_ctas<1>(device);
-    case 2: return resident_ctas<2>(device);
-    default: return 0;
-  }
+  const int n = dispatch(design, 0, false, [&](auto dc, auto, auto) { return resident_ctas<decltype(dc)::value>(device); });
+  return n > 0 ? n : 0;
 }
 
 template <int Design, int Op, bool Trace>
@@ -688,12 +656,7 @@ int ctahw_chain_designs() { return ch::kDesigns; }
 const char* ctahw_chain_epilogue_names() { return ctahw::ctapipe_gemm::kEpilogueNames; }
 
 int ctahw_chain_describe(int design, char* buf, int len) {
-  switch (design) {
-    case 0: return ch::describe<0>(buf, len);
-    case 1: return ch::describe<1>(buf, len);
-    case 2: return ch::describe<2>(buf, len);
-    default: return -2003;
-  }
+  return ch::dispatch(design, 0, false, [&](auto dc, auto, auto) { return ch::describe<decltype(dc)::value>(buf, len); });
 }
 
 // CTAs of `design` resident at once on `device` (the static designs' grid limit), 0 if unknown.
@@ -706,19 +669,10 @@ int ctahw_chain_gemm(void* x, void* d, const void* c, const void* w, int m, int 
                      int ndesc, int trace, int design, int op, int device, cudaStream_t stream) {
   if (ndesc != ch::kDescFields) return -2002;
   const ch::Params p = ch::from_desc(desc);
-  if (design == ch::kOpDesign) {
-    return ctahw::ctapipe_gemm::dispatch_op(op, [&](auto code) {
-      constexpr int Op = decltype(code)::value;
-      return trace ? ch::run<0, Op, true>(x, d, c, w, m, n, k, p, device, stream)
-                   : ch::run<0, Op, false>(x, d, c, w, m, n, k, p, device, stream);
-    });
-  }
-  if (op != 0) return design >= 0 && design < ch::kDesigns ? -2006 : -2003;
-  switch (design) {
-    case 1: return trace ? ch::run<1, 0, true>(x, d, c, w, m, n, k, p, device, stream) : ch::run<1, 0, false>(x, d, c, w, m, n, k, p, device, stream);
-    case 2: return trace ? ch::run<2, 0, true>(x, d, c, w, m, n, k, p, device, stream) : ch::run<2, 0, false>(x, d, c, w, m, n, k, p, device, stream);
-    default: return -2003;
-  }
+  return ch::dispatch(design, op, trace != 0, [&](auto dc, auto oc, auto tc) {
+    return ch::run<decltype(dc)::value, decltype(oc)::value, decltype(tc)::value>(x, d, c, w, m, n, k, p, device,
+                                                                                 stream);
+  });
 }
 
 // Load the kernel of (design, op, trace) into device `device`'s context now (ctapipe_gemm.cuh's load: with CUDA's
@@ -726,21 +680,10 @@ int ctahw_chain_gemm(void* x, void* d, const void* c, const void* w, int m, int 
 // kernel spinning on a counter would keep a later kernel of another function on the same device from loading).
 // 0, -2003 / -2006 for an unknown design / op, or -cudaError.
 int ctahw_chain_load(int design, int op, int trace, int device) {
-  if (design == ch::kOpDesign) {
-    return ctahw::ctapipe_gemm::dispatch_op(op, [&](auto code) {
-      constexpr int Op = decltype(code)::value;
-      return trace ? ctahw::ctapipe_gemm::load<typename ch::Config<0, Op>::template Gemm<true>>(device)
-                   : ctahw::ctapipe_gemm::load<typename ch::Config<0, Op>::template Gemm<false>>(device);
-    });
-  }
-  if (op != 0) return design >= 0 && design < ch::kDesigns ? -2006 : -2003;
-  switch (design) {
-    case 1: return trace ? ctahw::ctapipe_gemm::load<typename ch::Config<1, 0>::template Gemm<true>>(device)
-                         : ctahw::ctapipe_gemm::load<typename ch::Config<1, 0>::template Gemm<false>>(device);
-    case 2: return trace ? ctahw::ctapipe_gemm::load<typename ch::Config<2, 0>::template Gemm<true>>(device)
-                         : ctahw::ctapipe_gemm::load<typename ch::Config<2, 0>::template Gemm<false>>(device);
-    default: return -2003;
-  }
+  return ch::dispatch(design, op, trace != 0, [&](auto d, auto o, auto t) {
+    using Cfg = ch::Config<decltype(d)::value, decltype(o)::value>;
+    return ctahw::ctapipe_gemm::load<typename Cfg::template Gemm<decltype(t)::value>>(device);
+  });
 }
 
 const char* ctahw_chain_status_string(int code) {

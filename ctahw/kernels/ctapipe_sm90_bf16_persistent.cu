@@ -6,8 +6,10 @@
 //   * the CTA's first tile: the scheduler's constructor (every thread) -- every thread reads a static order's
 //     entry; a pop: thread 0 takes it, writes it to a global scratch word, __syncthreads, every thread reads it
 //     (ctapipe::acquire_broadcast, as variant (a));
-//   * every further tile: the kernel's scheduler warp (producer warp 1) calls advance_to_next_work once the
-//     mainloop load warp has started the current tile (the kernel's throttle pipeline): lane 0 takes the next
+//   * every further tile (ctapipe_gemm.cuh's SchedulerWarp adapter, shared with the chain kernel; this scheduler
+//     gives it take_next, finish_tile and fetched): the kernel's scheduler warp (producer warp 1) calls
+//     advance_to_next_work once the mainloop load warp has started the current tile (the kernel's throttle
+//     pipeline): the elected lane takes the next
 //     tile -- order[cta + k * grid] (static) or a pop from the inbound work-queue -- and publishes it into a
 //     2-stage shared-memory pipeline (PipelineAsync: one producer arrival, 320 consumer arrivals); the load
 //     warp, the scheduler warp and the 256 MMA/epilogue threads read it in fetch_next_work. So the next tile's
@@ -38,33 +40,15 @@ template <bool Trace, int CM, int CN>
 struct CtaPipePersistentTag {};
 
 template <bool Trace, int CM, int CN>
-class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90 {
+class CtaPipePersistentScheduler : public SchedulerWarp<CtaPipePersistentScheduler<Trace, CM, CN>> {
   using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90;
+  using Adapter = SchedulerWarp<CtaPipePersistentScheduler<Trace, CM, CN>>;
+  friend Adapter;
   static constexpr int kClusterSize = CM * CN;
   static_assert((CM == 1 && CN == 1) || (CM == 2 && CN == 1), "clusters 1x1, 2x1");
 
  public:
-  static constexpr bool IsDynamicPersistent = true;
   using WorkTileInfo = typename Base::WorkTileInfo;
-  struct CLCResponse {
-    int data[4] = {-1, -1, 0, 0};  // tile, slot
-  };
-  using Pipeline = SchedPipeline<kSchedStages>;
-  using PipelineStorage = typename Pipeline::SharedStorage;
-  using ThrottlePipeline = cutlass::PipelineAsync<kSchedStages>;
-  using ThrottlePipelineStorage = typename ThrottlePipeline::SharedStorage;
-  class SharedStorage {
-   public:
-    CUTLASS_DEVICE PipelineStorage& pipeline() { return pipeline_; }
-    CUTLASS_DEVICE ThrottlePipelineStorage& throttle_pipeline() { return throttle_pipeline_; }
-    CUTLASS_DEVICE CLCResponse* data() { return data_; }
-
-   private:
-    alignas(16) PipelineStorage pipeline_;
-    alignas(16) ThrottlePipelineStorage throttle_pipeline_;
-    alignas(16) CLCResponse data_[kSchedStages];
-  };
-
   struct Arguments : Base::Arguments {
     ctapipe::Params pipe{};
   };
@@ -101,7 +85,7 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
   }
 
   CUTLASS_DEVICE explicit CtaPipePersistentScheduler(Params const& params)
-      : Base(params), pp_(&params.pipe), grid_(params.grid) {
+      : Adapter(params), pp_(&params.pipe), grid_(params.grid) {
 #if defined(__CUDA_ARCH__)
     cta_ = ctapipe::cta_linear();
     if (pipe().mode == 0) {
@@ -134,61 +118,11 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
 #endif
   }
 
-  CUTLASS_DEVICE void set_data_ptr(CLCResponse* p) { data_ = p; }
-
   template <class ClusterShape>
   CUTLASS_DEVICE WorkTileInfo initial_work_tile_info(ClusterShape) {
     if constexpr (Trace) stamp_compute_start(tile_);
     return to_work(tile_);
   }
-
-  // Scheduler warp: take the next tile and publish it to every role.
-  template <class PipelineState>
-  CUTLASS_DEVICE PipelineState advance_to_next_work(Pipeline& pipeline, PipelineState state) {
-#if defined(__CUDA_ARCH__)
-    pipeline.producer_acquire(state);
-    int tile = -1, slot = -1;
-    if (pipe().mode == 0) take_static(&tile);  // every lane: each keeps its own position in the order
-    __syncwarp();
-    if (cute::elect_one_sync()) {
-      unsigned long long t0 = 0;
-      if constexpr (Trace) t0 = ctapipe::now_ns();
-      if constexpr (kClusterSize == 1) {
-        if (pipe().mode != 0) ctapipe::claim_pop(pipe(), &tile, &slot);
-      }
-      if constexpr (Trace) stamp_acquired(tile, slot, t0);
-      volatile int* d = data_[state.index()].data;
-      d[0] = tile;
-      d[1] = slot;
-      pipeline.producer_commit(state);
-    }
-    __syncwarp();
-#endif
-    ++state;
-    return state;
-  }
-
-  // Every role, after the current tile (the MMA/epilogue threads: after its TMA stores were issued).
-  template <class TileSchedulerPipeline, class TileSchedulerPipelineState>
-  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo work, TileSchedulerPipeline& pipeline,
-                                      TileSchedulerPipelineState state) {
-    int tile = -1;
-#if defined(__CUDA_ARCH__)
-    if (work.is_valid() && threadIdx.x >= kThreadsPerWarpGroup) finish_tile(work);
-    pipeline.consumer_wait(state);
-    tile = reinterpret_cast<volatile int*>(data_[state.index()].data)[0];
-    pipeline.consumer_release(state);
-    if constexpr (Trace) stamp_compute_start(tile);
-#endif
-    return cute::make_tuple(to_work(tile), true);
-  }
-
-  // Only for warp groups without work in a tile (never here).
-  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo) {
-    return cute::make_tuple(WorkTileInfo::invalid_work_tile(), true);
-  }
-
-  CUTLASS_DEVICE bool is_last_tile(WorkTileInfo&, uint32_t = 1) const { return false; }
 
   template <class FrgTensorC>
   CUTLASS_DEVICE static void fixup(Params const& params, WorkTileInfo const& work, FrgTensorC&, uint32_t, uint32_t) {
@@ -204,6 +138,26 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
   }
 
  private:
+  // SchedulerWarp's tile source (scheduler warp): a static order advances on every lane (each keeps its own
+  // position), a queue is popped by the elected lane.
+  CUTLASS_DEVICE int take_next(bool elected, int* slot) {
+    int tile = -1;
+    if (pipe().mode == 0) take_static(&tile);
+    if (!elected) return tile;
+    unsigned long long t0 = 0;
+    if constexpr (Trace) t0 = ctapipe::now_ns();
+    if constexpr (kClusterSize == 1) {
+      if (pipe().mode != 0) ctapipe::claim_pop(pipe(), &tile, slot);
+    }
+    if constexpr (Trace) stamp_acquired(tile, *slot, t0);
+    return tile;
+  }
+
+  // Every role, once the next tile is read.
+  CUTLASS_DEVICE void fetched(int tile) {
+    if constexpr (Trace) stamp_compute_start(tile);
+  }
+
   CUTLASS_DEVICE WorkTileInfo to_work(int tile) const {
     if (tile < 0) return WorkTileInfo::invalid_work_tile();
     return {tile / pipe().tiles_n, tile % pipe().tiles_n, 0, true};
@@ -243,7 +197,6 @@ class CtaPipePersistentScheduler : public cutlass::gemm::kernel::detail::Persist
   int cta_ = 0;
   int next_ = 0;
   int tile_ = -1;
-  CLCResponse* data_ = nullptr;
 };
 
 

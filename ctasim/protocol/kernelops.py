@@ -37,6 +37,7 @@ import tempfile
 from pathlib import Path
 
 __all__ = ["ROLES", "op_name", "program_ops", "header_ops", "ptx_ops", "compare", "normalize", "HEADER", "CHAIN_KERNEL",
+           "SCHEDULER_HEADER", "ADAPTER",
            "CHAIN_ROLES", "chain_source_ops", "chain_program_ops", "chain_compare"]
 
 HEADER = Path(__file__).resolve().parents[2] / "ctahw" / "kernels" / "ctapipe.cuh"
@@ -291,6 +292,13 @@ CHAIN_KERNEL = HEADER.parent / "ctapipe_sm90_bf16_chain.cu"
 
 CHAIN_CLASSES = ("ChainScheduler", "ChainStaticScheduler")
 
+SCHEDULER_HEADER = HEADER.parent / "ctapipe_gemm.cuh"
+"""The CTA-pipelined GEMM header, where the scheduler-warp adapter (``SchedulerWarp``) lives: a chain class that
+derives from it inherits its ``advance_to_next_work`` and ``fetch_next_work``, which call the class's own
+``take_next``, ``finish_tile`` and ``fetched`` (``derived().f(...)``)."""
+
+ADAPTER = "SchedulerWarp"
+
 CHAIN_ROLES: dict[str, tuple[tuple[str, ...], bool]] = {
     "take": (("take",), False),
     "ChainScheduler::ChainScheduler": (("take",), False),
@@ -351,25 +359,36 @@ def pick_scope(text: str, sys_scope: bool) -> str:
 
 
 def chain_source_ops(chain_text: str | None = None, header_text: str | None = None,
-                     skip: dict[str, set] | None = None, sys_scope: bool = False) -> dict[str, list[str]]:
+                     skip: dict[str, set] | None = None, sys_scope: bool = False,
+                     scheduler_text: str | None = None) -> dict[str, list[str]]:
     """Per function of :data:`CHAIN_ROLES`: the ordering operations the chain kernel's source issues, in source order,
     helpers expanded through the chain file and ctapipe.cuh (``ctapipe::`` calls resolve in the header,
-    ``Class<...>::f`` calls in that class, others in the own class, the file, then the header).  ``skip``: callees
-    left out per function.  ``sys_scope``: the branch the kernel takes on a ring (:func:`pick_scope`)."""
+    ``Class<...>::f`` calls in that class, others in the own class, its :data:`ADAPTER` base (read from
+    ``scheduler_text``, default :data:`SCHEDULER_HEADER`; its calls resolve in the deriving class), the file, then
+    the header).  ``skip``: callees left out per function.  ``sys_scope``: the branch the kernel takes on a ring
+    (:func:`pick_scope`)."""
     chain = pick_scope(_strip_comments(CHAIN_KERNEL.read_text() if chain_text is None else chain_text), sys_scope)
     header = _strip_comments(HEADER.read_text() if header_text is None else header_text)
+    scheduler = _strip_comments(SCHEDULER_HEADER.read_text() if scheduler_text is None else scheduler_text)
     classes_text, rest = _class_bodies(chain, CHAIN_CLASSES)
     classes = {c: _bodies(body, _FUNC_CHAIN) for c, body in classes_text.items()}
+    adapter = {name: _bodies(body, _FUNC_CHAIN) for name, body in _class_bodies(scheduler, (ADAPTER,))[0].items()}
+    adapter_funcs = adapter.get(ADAPTER, {})
+    derived = {c for c in classes if re.search(rf"\bclass\s+{c}\b[^;{{]*:\s*public\s+{ADAPTER}\s*<", chain)}
     file_funcs = _bodies(rest, _FUNC_CHAIN)
     head_funcs = _bodies(header)
+
+    def own(cls: str) -> list:
+        """The class's functions, then its adapter base's (whose calls resolve in the class: the owner stays cls)."""
+        return [(cls, classes[cls])] + ([(cls, adapter_funcs)] if cls in derived else [])
 
     def find(name: str, qual: str | None, cls: str | None):
         if qual == "ctapipe":
             scopes = [(None, head_funcs)]
         elif qual in classes:
-            scopes = [(qual, classes[qual])]
+            scopes = own(qual)
         else:
-            scopes = ([(cls, classes[cls])] if cls else []) + [(None, file_funcs), (None, head_funcs)]
+            scopes = (own(cls) if cls else []) + [(None, file_funcs), (None, head_funcs)]
         for owner, funcs in scopes:
             if name in funcs:
                 return owner, funcs[name]

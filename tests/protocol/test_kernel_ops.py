@@ -96,8 +96,8 @@ def test_nvcc_ptx_of_the_header_matches_the_model(model, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ the chain kernel
-from ctasim.protocol.kernelops import (CHAIN_KERNEL, CHAIN_ROLES, chain_compare, chain_program_ops,  # noqa: E402
-                                       chain_source_ops)
+from ctasim.protocol.kernelops import (CHAIN_KERNEL, CHAIN_ROLES, SCHEDULER_HEADER, chain_compare,  # noqa: E402
+                                       chain_program_ops, chain_source_ops)
 
 
 @pytest.fixture(scope="module")
@@ -105,18 +105,32 @@ def chain_model():
     return chain_program_ops()
 
 
+def _block_end(text: str, i: int) -> int:
+    """The index of the brace that closes the block opened at ``text[i] == '{'``."""
+    depth = 0
+    for j in range(i, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        if depth == 0:
+            return j
+    raise ValueError("unbalanced braces")
+
+
 def _drop_in(text: str, cls: str | None, func: str, call: str) -> str:
-    """``text`` without the first ``call`` inside function ``func`` (of class ``cls``), located by name."""
-    start = 0
+    """``text`` without the first ``call`` inside function ``func`` (of class ``cls``: a function of that class's own
+    body, never one further down the file), located by name."""
+    start, end = 0, len(text)
     if cls is not None:
-        start = re.search(rf"\bclass\s+{cls}\b", text).end()
-    m = re.compile(rf"\b{func}\s*\([^)]*\)[^{{;]*\{{").search(text, start)
-    i = text.index(call, m.end())
+        c = re.search(rf"\bclass\s+{cls}\b[^;{{]*\{{", text)
+        start, end = c.end(), _block_end(text, c.end() - 1)
+    m = re.compile(rf"\b{func}\s*\([^)]*\)[^{{;]*\{{").search(text, start, end)
+    assert m is not None, f"no function {func} in {cls or 'the file'}"
+    i = text.index(call, m.end(), _block_end(text, m.end() - 1))
     return text[:i] + text[i + len(call):]
 
 
-def chain_mutations(chain: str, header: str) -> dict[str, tuple[str, str]]:
-    """Each a (chain kernel, header) pair with one seeded bug; located by function name, not by line."""
+def chain_mutations(chain: str, header: str, sched: str) -> dict[str, tuple[str, str, str]]:
+    """Each a (chain kernel, header, scheduler header) triple with one seeded bug; located by function name, not by
+    line."""
     out = {
         "red.release.gpu -> red.relaxed.gpu (red_add_release_gpu)":
             (chain, header.replace("red.release.gpu.global.add", "red.relaxed.gpu.global.add", 1)),
@@ -132,8 +146,8 @@ def chain_mutations(chain: str, header: str) -> dict[str, tuple[str, str]]:
             (_drop_in(chain, "ChainStaticScheduler", "wait_inputs", "__syncwarp();"), header),
         "take without its fence.proxy.async":
             (_drop_in(chain, None, "take", "ctapipe::fence_proxy_async_global();"), header),
-        "ChainScheduler::fetch_next_work without the load warp's fence.proxy.async":
-            (_drop_in(chain, "ChainScheduler", "fetch_next_work", "ctapipe::fence_proxy_async_global();"), header),
+        "ChainScheduler::fetched without the load warp's fence.proxy.async":
+            (_drop_in(chain, "ChainScheduler", "fetched", "ctapipe::fence_proxy_async_global();"), header),
         "finish without complete_stores":
             (_drop_in(chain, "ChainScheduler", "finish", "ctapipe::complete_stores();"), header),
         "finish without its bar.sync":
@@ -146,8 +160,16 @@ def chain_mutations(chain: str, header: str) -> dict[str, tuple[str, str]]:
         "complete_stores without wait_group (ctapipe.cuh)":
             (chain, _drop_in(header, None, "complete_stores", "bulk_wait_all_complete();")),
     }
-    for name, (c, h) in out.items():
-        assert (c, h) != (chain, header), f"mutation {name} did not apply: the kernel changed shape"
+    out = {name: (c, h, sched) for name, (c, h) in out.items()}
+    # the scheduler-warp adapter (ctapipe_gemm.cuh) that the tickets design inherits
+    out["SchedulerWarp::fetch_next_work without the tile's finish (signal)"] = (
+        chain, header, _drop_in(sched, "SchedulerWarp", "fetch_next_work", "derived().finish_tile(work);"))
+    out["SchedulerWarp::fetch_next_work without fetched (the load warp's fence)"] = (
+        chain, header, _drop_in(sched, "SchedulerWarp", "fetch_next_work", "derived().fetched(tile);"))
+    out["ChainScheduler::take_next without take (its wait)"] = (
+        _drop_in(chain, "ChainScheduler", "take_next", "take<Trace>(chain(), &t0)"), header, sched)
+    for name, texts in out.items():
+        assert texts != (chain, header, sched), f"mutation {name} did not apply: the kernel changed shape"
     return out
 
 
@@ -167,9 +189,16 @@ def test_chain_roles_are_the_ones_the_programs_run(chain_model):
 
 
 def test_mutated_chain_kernels_fail_the_check(chain_model):
-    chain, header = CHAIN_KERNEL.read_text(), HEADER.read_text()
-    for name, (c, h) in chain_mutations(chain, header).items():
-        assert chain_compare(chain_model, chain_source_ops(c, h)), f"{name}: not detected"
+    chain, header, sched = CHAIN_KERNEL.read_text(), HEADER.read_text(), SCHEDULER_HEADER.read_text()
+    for name, (c, h, sh) in chain_mutations(chain, header, sched).items():
+        assert chain_compare(chain_model, chain_source_ops(c, h, scheduler_text=sh)), f"{name}: not detected"
+
+
+def test_drop_in_stays_inside_the_named_class():
+    """A seeded bug located in a class that lacks the function fails loudly instead of landing in the next class."""
+    chain = CHAIN_KERNEL.read_text()
+    with pytest.raises(AssertionError, match="no function fetch_next_work in ChainScheduler"):
+        _drop_in(chain, "ChainScheduler", "fetch_next_work", "ctapipe::fence_proxy_async_global();")
 
 
 def test_chain_programs_with_a_seeded_bug_fail_the_check():
