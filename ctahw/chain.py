@@ -27,12 +27,18 @@ stored into the next GPU too (where the chain's input came from, for G = 2); cta
 A kernel of several layers (the one-GPU chain, a ring of more layers than GPUs) is one batched GEMM: one shape and
 one fused activation for all its layers (gelu, silu, relu, or none).
 
-Left out: a residual or different ops per layer in a kernel of several layers, row-wise ops inside a kernel (a
-row-wise op runs after the last layer, :func:`ctahw.experiment.chain_case`).
+LayerNorm with no pass of its own (:data:`NORM_OPS`): on such a ring layer l adds the residual and its rows' sums and
+sums of squares into the next GPU's row statistics, layer l + 1 folds LayerNorm of its input into its epilogue
+(``ChainRunner(..., layernorm=(gamma, beta))``, :func:`layernorm_fold`), then GeLU.
+
+Left out: a residual or different ops per layer in a kernel of several layers, other row-wise ops inside a kernel (a
+row-wise op runs after the last layer, :func:`ctahw.experiment.chain_case`), RMSNorm's fold, the fold in ctasim and
+in ``ctahw run``'s experiments.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Mapping
 
@@ -46,7 +52,7 @@ from ctahw.runner import (ERROR_WORDS, KERNEL_TILE, TILE_STAMP_WORDS, check_desc
 
 __all__ = ["LIBRARY", "DESC_FIELDS", "DESIGNS", "chain_kernel", "chain_kernels", "chain_descriptor", "ring_layout",
            "chain_slots", "output_place", "wait_tiles", "slot_cols", "kernel_shape", "epilogue_codes", "check_pairs",
-           "ChainRunner", "parse_chain_trace"]
+           "layernorm_fold", "NORM_OPS", "NORM_EPS", "ChainRunner", "parse_chain_trace"]
 
 LIBRARY = "ctapipe_sm90_bf16_chain"
 SOURCE = Path(__file__).resolve().parent / "kernels" / f"{LIBRARY}.cu"
@@ -187,11 +193,25 @@ def chain_descriptor(k: Kernel, ptrs: Mapping[str, int], *, grid: int, epoch: in
 RESIDUAL_CODE = 4
 """The residual's op code (ctapipe_gemm.cuh's CTAPIPE_EPILOGUE_OPS; checked by name in :func:`epilogue_codes`)."""
 
+RESIDUAL_OPS = ("residual", "residual_stats")
+"""The ops with a C operand (the residual, D = acc + C)."""
 
-def epilogue_codes(lib, ks: list[Kernel], epilogues: Mapping[int, str], design: str, has_residual: bool) -> list[int]:
+NORM_OPS = ("residual_stats", "lnfold_gelu")
+"""The LayerNorm fold's two ops (the kernel source's ``CTAHW_CHAIN_NORM_OPS``): layer l adds the residual and its
+rows' sums and sums of squares into the next GPU's row statistics (``residual_stats``), layer l + 1 applies
+LayerNorm to its input by folding it into its epilogue, then GeLU (``lnfold_gelu``): :func:`layernorm_fold`."""
+
+NORM_EPS = float(re.search(r"constexpr float kNormEps = ([0-9.eE+-]+)f;", SOURCE.read_text()).group(1))
+"""The fold's LayerNorm epsilon, read from the kernel source (compiled in)."""
+
+
+def epilogue_codes(lib, ks: list[Kernel], epilogues: Mapping[int, str], design: str, has_residual: bool,
+                   has_layernorm: bool = False) -> list[int]:
     """Each chain kernel's fused-op code from ``epilogues`` (global layer -> op name, '' or absent: none), by the
     names the loaded library exports; ValueError where a kernel's layers differ in op, an op needs the tickets
-    design, the residual is not a one-layer kernel's, or the residual operand is missing or unused."""
+    design, the residual or a LayerNorm-fold op is not a one-layer kernel's, ``residual_stats`` on layer l and
+    ``lnfold_gelu`` on layer l + 1 do not come as a pair, or the residual operand (``has_residual``) or the LayerNorm
+    parameters (``has_layernorm``) are missing or unused."""
     names = [n for n in lib.ctahw_chain_epilogue_names().decode().split(",") if n]
     if names[RESIDUAL_CODE] != "residual":
         raise RuntimeError(f"the chain library's op {RESIDUAL_CODE} is {names[RESIDUAL_CODE]!r}, not 'residual'")
@@ -205,13 +225,44 @@ def epilogue_codes(lib, ks: list[Kernel], epilogues: Mapping[int, str], design: 
             raise ValueError(f"{k.name}: no fused epilogue op {op!r} in the chain kernel (has {', '.join(names)})")
         if op != "none" and design != "tickets":
             raise ValueError(f"{k.name}: fused epilogue ops run in the tickets design only, not {design!r}")
-        if op == "residual" and k.chain_layers != 1:
-            raise ValueError(f"{k.name}: the residual is fused into a one-layer kernel only")
+        if op in RESIDUAL_OPS + NORM_OPS and k.chain_layers != 1:
+            raise ValueError(f"{k.name}: {op} is fused into a one-layer kernel only")
         out.append(names.index(op))
-    if has_residual != (RESIDUAL_CODE in out):
+    layers = sum(k.chain_layers for k in ks)
+    for layer in range(layers):
+        op = epilogues.get(layer, "")
+        if op == "residual_stats" and epilogues.get(layer + 1, "") != "lnfold_gelu":
+            raise ValueError(f"layer {layer} adds row statistics (residual_stats) but layer {layer + 1} does not "
+                             "read them (lnfold_gelu)")
+        if op == "lnfold_gelu" and epilogues.get(layer - 1, "") != "residual_stats":
+            raise ValueError(f"layer {layer} folds LayerNorm (lnfold_gelu) but layer {layer - 1} does not add its "
+                             "row statistics (residual_stats)")
+    used = {names[c] for c in out}
+    if has_residual != bool(used & set(RESIDUAL_OPS)):
         raise ValueError("a residual operand is given but no layer adds it" if has_residual else
                          "a layer adds the residual but no residual operand is given")
+    if has_layernorm != ("lnfold_gelu" in used):
+        raise ValueError("LayerNorm parameters are given but no layer folds them (lnfold_gelu)" if has_layernorm
+                         else "a layer folds LayerNorm (lnfold_gelu) but no LayerNorm parameters are given")
     return out
+
+
+def layernorm_fold(w_bits, gamma, beta, xp):
+    """LayerNorm folded into the next GEMM: LN(x) W^T = diag(rstd) (x W'^T - mean c1^T) + c2^T, with mean and rstd
+    per row of x, W' = W diag(gamma) (rounded to bf16: what the GEMM multiplies), c1 = W' 1 (fp32, of the rounded
+    W'), c2 = W beta (fp32). ``w_bits``: N x K bf16 bits; ``gamma``, ``beta``: K floats. Returns (W' bits, c1, c2)."""
+    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits
+
+    w = bf16_bits_to_f32(w_bits, xp)
+    gamma = xp.asarray(gamma, dtype=xp.float32)
+    beta = xp.asarray(beta, dtype=xp.float32)
+    if w.ndim != 2 or gamma.shape != (w.shape[1],) or beta.shape != (w.shape[1],):
+        raise ValueError(f"LayerNorm over {w.shape[1] if w.ndim == 2 else '?'} columns needs gamma and beta of that "
+                         f"length, got {tuple(gamma.shape)} and {tuple(beta.shape)}")
+    folded = f32_to_bf16_bits(w * gamma[None, :], xp)
+    c1 = bf16_bits_to_f32(folded, xp).astype(xp.float64).sum(axis=1).astype(xp.float32)
+    c2 = (w.astype(xp.float64) @ beta.astype(xp.float64)).astype(xp.float32)
+    return folded, c1, c2
 
 
 class _ChainGpu:
@@ -221,7 +272,8 @@ class _ChainGpu:
 
     def __init__(self, cp, k: Kernel, weights, device: int, grid: int, cols: list[int], m: int, trace: bool):
         self.k, self.device, self.grid = k, device, grid
-        self.op, self.c = 0, None
+        self.op, self.op_name, self.c = 0, "none", None
+        self.stats = self.c1 = self.c2 = None  # the LayerNorm fold's (lnfold_gelu's kernel): [2][2][M] f32, [N], [N]
         with cp.cuda.Device(device):
             sizes = [m * c for c in cols]
             self.buf = cp.empty(max(1, sum(sizes)), dtype=cp.uint16)
@@ -242,7 +294,10 @@ class ChainRunner:
     """A chain-kernel plan on the GPUs: one kernel (``Strategy(kind="ctapipe", gpus=1)``), or one per GPU of a ring
     (layer l on GPU l mod G), wired by :func:`ring_layout`. ``x`` = the chain's input (M x K bf16 bits),
     ``weights[l]`` (N x K of layer l) per global layer; ``epilogues`` (global layer -> op name) and ``residual`` (the
-    operand of the layer whose op is the residual): :func:`epilogue_codes`. ``devices[g]``: the CUDA device of the plan's GPU g
+    operand of the layer whose op is the residual): :func:`epilogue_codes`. ``layernorm`` = (gamma, beta): LayerNorm of
+    the ``lnfold_gelu`` layer's input, folded into that layer (:func:`layernorm_fold`; its weights are given unfolded),
+    its row statistics added by the layer before (``residual_stats``) into two buffers on the reading kernel's device
+    that alternate by epoch (the reader zeroes the other). ``devices[g]``: the CUDA device of the plan's GPU g
     (default g); a ring may put every kernel on one device, each on its own stream with its share of the SMs (the
     one-GPU check of the ring's protocol: the kernels must then be resident together, which the grids ensure).
 
@@ -253,7 +308,7 @@ class ChainRunner:
 
     def __init__(self, plan: Plan, x, weights, *, device: int = 0, devices=None, trace: bool = False,
                  timeout_ns: int = 2_000_000_000, grid: int = 0, design: str = "tickets",
-                 epilogues: Mapping[int, str] | None = None, residual=None):
+                 epilogues: Mapping[int, str] | None = None, residual=None, layernorm=None):
         from ctahw import build
         from ctahw.device import require_cupy
 
@@ -290,7 +345,8 @@ class ChainRunner:
         if design == "static2x1":
             check_pairs(ks[0].order, ks[0].tiles_m, ks[0].tiles_n)
         self.trace, self.timeout_ns = trace, int(timeout_ns)
-        ops = epilogue_codes(self.lib, ks, epilogues or {}, design, residual is not None)
+        ops = epilogue_codes(self.lib, ks, epilogues or {}, design, residual is not None, layernorm is not None)
+        op_names = [n for n in self.lib.ctahw_chain_epilogue_names().decode().split(",") if n]
         self.gpus = []
         for g, k in enumerate(ks):
             d = devices[g]
@@ -307,13 +363,20 @@ class ChainRunner:
                     n -= n % 2
             self.gpus.append(_ChainGpu(cp, k, [weights[k.layer + j * G] for j in range(k.chain_layers)], d, n,
                                        cols[g], self.m, trace))
-            self.gpus[-1].op = ops[g]
-            if ops[g] == RESIDUAL_CODE:
+            p = self.gpus[-1]
+            p.op, p.op_name = ops[g], op_names[ops[g]]
+            if p.op_name in RESIDUAL_OPS:
                 want = kernel_shape(k)[:2]
                 if tuple(residual.shape) != want:
                     raise ValueError(f"{k.name}: the residual is {tuple(residual.shape)}, its output {want}")
                 with cp.cuda.Device(d):
-                    self.gpus[-1].c = cp.array(cp.asarray(residual))  # on this kernel's device
+                    p.c = cp.array(cp.asarray(residual))  # on this kernel's device
+            if p.op_name == "lnfold_gelu":
+                gamma, beta = layernorm
+                with cp.cuda.Device(d):
+                    folded, p.c1, p.c2 = layernorm_fold(p.w[0], cp.asarray(gamma), cp.asarray(beta), cp)
+                    p.w[0] = folded
+                    p.stats = cp.zeros((2, 2, self.m), dtype=cp.float32)
         with cp.cuda.Device(devices[0]):
             self.gpus[0].slots[0][...] = x
         self.load_kernels()
@@ -374,6 +437,12 @@ class ChainRunner:
                 "signals": to.counters.data.ptr + lay["slot"] * p.k.tiles_m * to.counters.itemsize,
                 "error": p.error.data.ptr, "cta_tile": p.cta_tile.data.ptr,
                 "stamps": p.stamps.data.ptr if self.trace else 0}
+        parity = self.epoch % 2  # the row statistics' buffer of this epoch (the reader zeroes the other)
+        if p.op_name == "residual_stats":  # adds into the next layer's (its kernel reads them)
+            ptrs["stats_out"] = to.stats[parity].data.ptr
+        if p.op_name == "lnfold_gelu":
+            ptrs.update(stats_in=p.stats[parity].data.ptr, stats_clear=p.stats[1 - parity].data.ptr,
+                        fold_c1=p.c1.data.ptr, fold_c2=p.c2.data.ptr, norm_cols=kernel_shape(p.k)[2])
         return chain_descriptor(p.k, ptrs, grid=p.grid, epoch=self.epoch, timeout_ns=self.timeout_ns,
                                 protocol=protocol, stall_row=stall_row if g == 0 else -1,
                                 wait_tiles=self.wait_tiles[g])
@@ -440,7 +509,7 @@ class ChainRunner:
                 self.cp.cuda.runtime.deviceSynchronize()
         for p in self.gpus:
             with self.cp.cuda.Device(p.device):
-                for a in (p.ticket, p.counters, p.error, p.cta_tile):
+                for a in (p.ticket, p.counters, p.error, p.cta_tile) + ((p.stats,) if p.stats is not None else ()):
                     a.fill(0)
                 self.cp.cuda.runtime.deviceSynchronize()
         self.epoch, self.runs = 1, 0

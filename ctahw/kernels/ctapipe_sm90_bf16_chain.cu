@@ -83,7 +83,13 @@ namespace ctahw::chain {
   X(error, int*)                   /* [8] int32 error record (ctapipe.cuh) */                                   \
   X(stamps, unsigned long long*)   /* [num_tiles][kTileStampWords] when tracing */                              \
   X(stall_row, int)                /* debug: local layer 0's tiles of this row-block never signal */            \
-  X(cta_tile, int*)                /* [grid] scratch: each CTA's first tile */
+  X(cta_tile, int*)                /* [grid] scratch: each CTA's first tile */ \
+  X(stats_out, float*)             /* [2][M] f32: where the op residual_stats adds its rows' sum, sum of squares */ \
+  X(stats_in, const float*)        /* [2][M] f32: the row statistics the op lnfold_gelu reads (this epoch's) */ \
+  X(stats_clear, float*)           /* [2][M] f32: the other epoch's, zeroed by lnfold_gelu's column-0 tiles */ \
+  X(fold_c1, const float*)         /* [N] f32: column sums of the gamma-folded weights (lnfold_gelu) */       \
+  X(fold_c2, const float*)         /* [N] f32: beta^T W (lnfold_gelu) */                                       \
+  X(norm_cols, int)                /* the normalised width (lnfold_gelu: this kernel's K) */
 
 struct Params {
 #define CTAHW_CHAIN_MEMBER(name, type) type name{};
@@ -162,6 +168,18 @@ __device__ __forceinline__ int take(const Params& p, unsigned long long* t_taken
     ctapipe::fence_proxy_async_global();
   }
   return g;
+}
+
+// The row statistics' reset (op lnfold_gelu, the kernel that reads them): two buffers alternate by epoch; launch e
+// reads buffer e mod 2 and zeroes the other, which launch e + 1's producer adds into -- launch e - 1's readers of it
+// are finished, and launch e + 1's producer starts after launch e's kernels end (the host orders a ring's runs).
+// The column-0 tile of each row-block zeroes that row-block's sums and sums of squares (256 MMA/epilogue threads:
+// 128 rows x 2 words). Plain stores: the next launch is ordered after this one by the stream / events.
+__device__ __forceinline__ void clear_stats(const Params& p, int m_idx) {
+  const int t = static_cast<int>(threadIdx.x) - kThreadsPerWarpGroup;  // 0 .. 255
+  const int rows = p.tiles_m * static_cast<int>(cute::size<0>(ctahw::ctapipe_gemm::TileShape{}));
+  const int row = m_idx * static_cast<int>(cute::size<0>(ctahw::ctapipe_gemm::TileShape{})) + (t & 127);
+  p.stats_clear[(t >> 7) * rows + row] = 0.0f;
 }
 
 template <bool Trace>
@@ -279,6 +297,7 @@ class ChainScheduler : public SchedulerWarp<ChainScheduler<Trace>> {
       s = c.stamps + static_cast<size_t>(g) * ctapipe::kTileStampWords;
       if (leader) s[ctapipe::kStampEpilogue] = ctapipe::now_ns();
     }
+    if (c.stats_clear != nullptr && work.N_idx == 0) clear_stats(c, work.M_idx);
     if (c.protocol) {
       ctapipe::complete_stores();  // no-op for threads that issued no stores
       asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");
@@ -497,17 +516,165 @@ namespace cg = ctahw::ctapipe_gemm;
 // Designs: 0 = tickets (scheduler warp, cluster 1x1); 1 = static order, 1x1; 2 = static order, 2x1 (W multicast).
 constexpr int kDesigns = 3;
 
-// Epilogue op `Op` (CTAPIPE_EPILOGUE_OPS of ctapipe_gemm.cuh: the same fusion operations as variant (a)); op 0 for
-// every design, ops 1.. for the tickets design only (kOpDesign), which keeps the library small.
+// Epilogue op `Op` (CTAPIPE_EPILOGUE_OPS of ctapipe_gemm.cuh: the same fusion operations as variant (a); then this
+// library's own CTAHW_CHAIN_NORM_OPS below); op 0 for every design, ops 1.. for the tickets design only (kOpDesign),
+// which keeps the library small.
 constexpr int kOpDesign = 0;
+
+// LayerNorm with no pass of its own, as two fused ops of one-layer kernels on a ring (a layer and the next one):
+//
+//   op 5 residual_stats  D = acc + C (the residual, as op 4), and every row's partial sum and sum of squares of D
+//                         over the tile's columns added into stats_out[0][row], stats_out[1][row] (fp32,
+//                         red.relaxed.sys: the sums live in the next GPU's memory); the row-block's signal is
+//                         issued after them (the adds happen in the epilogue, before the stores complete and the
+//                         epilogue threads meet at the signal barrier -- the release covers them, as for the tile).
+//   op 6 lnfold_gelu      D = GELU(rstd_r * (acc - mean_r * c1) + c2), mean_r and rstd_r from stats_in (sums over
+//                         norm_cols columns, eps 1e-5, the variance as E[x^2] - mean^2), c1 = 1^T (diag(gamma) W^T),
+//                         c2 = beta^T W^T: LayerNorm(x) W^T with gamma folded into W by the host
+//                         (ctahw.chain.layernorm_fold). The statistics are read after the tile's wait (the acquire on
+//                         its row-block's counter, which completes only after every producer tile's adds).
+//
+// The CUTLASS epilogue visitor trees (fusion callbacks given to the collective builder in place of an operation):
+// op 5 = First(ColReduction<sum>(X), ColReduction<sum>(X * X)) with X = acc + C (X evaluated per use; C is loaded
+// once); op 6 = Compute<LnFoldGelu>(acc, ColBroadcast(sum), ColBroadcast(sum of squares), RowBroadcast(c1),
+// RowBroadcast(c2)). Both are built for one-layer kernels only (the vectors have no batch stride).
+#define CTAHW_CHAIN_NORM_OPS(X) X(5, residual_stats) X(6, lnfold_gelu)
+
+namespace fusion = cutlass::epilogue::fusion;
+constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;
+
+// The row statistics' adds: fp32 reductions at system scope (relaxed; the counter's release orders them).
+template <class T>
+struct AtomicAddSys {
+  CUTLASS_DEVICE void operator()(T* ptr, T const& v) const {
+    static_assert(std::is_same_v<T, float>, "row statistics are fp32");
+    asm volatile("red.relaxed.sys.global.add.f32 [%0], %1;" ::"l"(ptr), "f"(v) : "memory");
+  }
+};
+
+}  // namespace ctahw::chain
+
+// CUTLASS's column reduction takes the atomic path for reductions it knows as atomic.
+template <class T>
+struct cutlass::is_atomic<ctahw::chain::AtomicAddSys<T>> : cutlass::platform::true_type {};
+
+namespace ctahw::chain {
+
+template <class T>
+struct TakeFirst {
+  CUTLASS_HOST_DEVICE T operator()(T const& a, T const&) const { return a; }
+};
+
+constexpr float kNormEps = 1e-5f;  // LayerNorm's epsilon (torch.nn.LayerNorm's default); ctahw.chain.NORM_EPS
+
+struct LnFoldArgs {
+  float inv_n = 0.0f;  // 1 / norm_cols
+};
+
+template <class T>
+struct LnFoldGelu {
+  using Arguments = LnFoldArgs;
+  CUTLASS_HOST_DEVICE T operator()(T const& acc, T const& s1, T const& s2, T const& c1, T const& c2,
+                                   Arguments const& a) const {
+    T out;
+    cutlass::epilogue::thread::GELU<float> gelu;
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < T::kElements; ++i) {
+      const float mean = s1[i] * a.inv_n;
+      const float var = fmaxf(s2[i] * a.inv_n - mean * mean, 0.0f);
+      const float rstd = rsqrtf(var + kNormEps);
+      out[i] = gelu(rstd * (acc[i] - mean * c1[i]) + c2[i]);
+    }
+    return out;
+  }
+};
+
+template <int Op>
+struct NormOp;
+
+template <>
+struct NormOp<5> {
+  static constexpr const char* name = "residual_stats";
+  using ElementC = cutlass::bfloat16_t;
+  using X = fusion::Sm90EVT<fusion::Sm90Compute<cutlass::plus, float, float, kRound>, fusion::Sm90AccFetch,
+                            fusion::Sm90SrcFetch<ElementC>>;
+  using Square = fusion::Sm90EVT<fusion::Sm90Compute<cutlass::multiplies, float, float, kRound>, X, X>;
+  using RowSum = fusion::Sm90ColReduction<cutlass::plus, cutlass::plus, AtomicAddSys, 0, cg::TileShape, float,
+                                          float, kRound>;
+  using Fusion = fusion::Sm90EVT<fusion::Sm90Compute<TakeFirst, cg::ElementD, float, kRound>,
+                                 fusion::Sm90EVT<RowSum, X>, fusion::Sm90EVT<RowSum, Square>>;
+  template <class A>
+  static void arguments(A& t, const Params& p) {
+    const int rows = p.tiles_m * int(size<0>(cg::TileShape{}));
+    typename X::Arguments x{{}, {}, {}};
+    t = {{x, {p.stats_out, 0.0f, {}}}, {{x, x, {}}, {p.stats_out + rows, 0.0f, {}}}, {}};
+  }
+};
+
+template <>
+struct NormOp<6> {
+  static constexpr const char* name = "lnfold_gelu";
+  using ElementC = void;
+  using ColVec = fusion::Sm90ColBroadcast<0, cg::TileShape, float, float, Stride<_1, _0, int64_t>>;
+  using RowVec = fusion::Sm90RowBroadcast<0, cg::TileShape, float, float, Stride<_0, _1, int64_t>>;
+  using Fusion = fusion::Sm90EVT<fusion::Sm90Compute<LnFoldGelu, cg::ElementD, float, kRound>, fusion::Sm90AccFetch,
+                                 ColVec, ColVec, RowVec, RowVec>;
+  template <class A>
+  static void arguments(A& t, const Params& p) {
+    const int rows = p.tiles_m * int(size<0>(cg::TileShape{}));
+    t = {{}, {p.stats_in, 0.0f, {}}, {p.stats_in + rows, 0.0f, {}}, {p.fold_c1, 0.0f, {}}, {p.fold_c2, 0.0f, {}},
+         {1.0f / static_cast<float>(p.norm_cols)}};
+  }
+};
+
+constexpr bool is_norm_op(int op) { return op == 5 || op == 6; }
+
+#define CTAHW_CHAIN_CHECK_OP(code, op) \
+  static_assert(cg::same_name(NormOp<code>::name, #op), "NormOp<" #code "> is not " #op);
+CTAHW_CHAIN_NORM_OPS(CTAHW_CHAIN_CHECK_OP)
+#undef CTAHW_CHAIN_CHECK_OP
+#define CTAHW_CHAIN_OP_NAME(code, op) #op ","
+// The chain library's op names by code: ctapipe_gemm.cuh's list, then this library's (codes continue it).
+constexpr char kOpNames[] = CTAPIPE_EPILOGUE_OPS(CTAHW_CHAIN_OP_NAME) CTAHW_CHAIN_NORM_OPS(CTAHW_CHAIN_OP_NAME);
+#undef CTAHW_CHAIN_OP_NAME
+static_assert(sizeof(cg::kEpilogueCodes) / sizeof(int) == 5, "the norm ops' codes continue CTAPIPE_EPILOGUE_OPS (5 ops)");
+
+// The fused op's epilogue: ctapipe_gemm.cuh's for codes 0-4, NormOp's for 5 and 6.
+template <int Op, bool Norm = is_norm_op(Op)>
+struct ChainOp {
+  using Epi = cg::EpilogueOp<Op>;
+  using ElementC = typename Epi::ElementC;
+  using Fusion = typename Epi::Fusion;
+  static constexpr const char* name = Epi::name;
+};
+template <int Op>
+struct ChainOp<Op, true> : NormOp<Op> {};
+
+// Calls f(integral_constant<int, Op>) for any of the library's op codes, or returns -2006.
+template <class F>
+int dispatch_chain_op(int op, F&& f) {
+  switch (op) {
+#define CTAHW_CHAIN_OP_CASE(code, op) \
+  case code:                         \
+    return f(std::integral_constant<int, code>{});
+    CTAHW_CHAIN_NORM_OPS(CTAHW_CHAIN_OP_CASE)
+#undef CTAHW_CHAIN_OP_CASE
+    default:
+      return cg::dispatch_op(op, f);
+  }
+}
 
 template <int Design, int Op = 0>
 struct Config {
   static_assert(Op == 0 || Design == kOpDesign, "fused epilogue ops are built for the tickets design only");
   static constexpr int CM = Design == 2 ? 2 : 1;
   using ClusterShape = Shape<Int<CM>, _1, _1>;
-  using Epi = cg::EpilogueOp<Op>;
-  using CollectiveEpilogue = typename cg::Config<CM, 1, Op>::CollectiveEpilogue;
+  using Epi = ChainOp<Op>;
+  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cg::TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, cg::ElementAccumulator, cg::ElementAccumulator,
+      typename Epi::ElementC, cg::LayoutD, cg::kAlign, cg::ElementD, cg::LayoutD, cg::kAlign,
+      cutlass::epilogue::TmaWarpSpecializedCooperative, typename Epi::Fusion>::CollectiveOp;
   using SchedStorage = typename ChainScheduler<false>::SharedStorage;  // carved out for every design (small)
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cg::ElementA, cg::LayoutA, cg::kAlign, cg::ElementB,
@@ -522,6 +689,10 @@ struct Config {
   template <bool Trace>
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel<Trace>>;
 };
+// Ops 0-4 build exactly variant (a)'s epilogues.
+static_assert(std::is_same_v<Config<0, 0>::CollectiveEpilogue, cg::Config<1, 1, 0>::CollectiveEpilogue> &&
+                  std::is_same_v<Config<0, 4>::CollectiveEpilogue, cg::Config<1, 1, 4>::CollectiveEpilogue>,
+              "the chain kernel's ops 0-4 must be ctapipe_gemm.cuh's");
 
 // Calls f(integral_constant<int, Design>, integral_constant<int, Op>, bool_constant<Trace>) for the kernel that
 // (design, op, trace) names -- every kernel the library builds, named once for the launcher and the loader -- or
@@ -532,7 +703,7 @@ int dispatch(int design, int op, bool trace, F&& f) {
     return trace ? f(d, o, std::true_type{}) : f(d, o, std::false_type{});
   };
   if (design == kOpDesign) {
-    return cg::dispatch_op(op, [&](auto code) { return traced(std::integral_constant<int, kOpDesign>{}, code); });
+    return dispatch_chain_op(op, [&](auto code) { return traced(std::integral_constant<int, kOpDesign>{}, code); });
   }
   if (design < 0 || design >= kDesigns) return -2003;
   if (op != 0) return -2006;
@@ -604,6 +775,14 @@ int run(void* x, void* d, const void* c, const void* w, int m, int n, int k, con
   if (int e = check_desc(chain, Trace ? 1 : 0, m, n, k, hw.sm_count)) return e;
   if (d == nullptr) return -2002;
   if (has_c != (c != nullptr) || (has_c && chain.layers != 1)) return -2007;  // C: one layer's residual
+  if constexpr (Op == 5) {
+    if (chain.layers != 1 || chain.stats_out == nullptr) return -2008;
+  }
+  if constexpr (Op == 6) {
+    if (chain.layers != 1 || chain.stats_in == nullptr || chain.fold_c1 == nullptr || chain.fold_c2 == nullptr ||
+        chain.norm_cols != k)
+      return -2008;
+  }
   if (Design != 0) {  // static order: every CTA resident, whole clusters, a cluster's tiles in one layer
     const int cm = Config<Design>::CM;
     const int res = resident_ctas<Design>(device);
@@ -620,8 +799,12 @@ int run(void* x, void* d, const void* c, const void* w, int m, int n, int k, con
                                 {static_cast<cg::ElementA*>(x), sa, static_cast<const cg::ElementB*>(w), sb},
                                 {{}, static_cast<PtrC>(c), sc, static_cast<cg::ElementA*>(d), sd},
                                 hw};
-  args.epilogue.thread.alpha = 1.0f;
-  args.epilogue.thread.beta = has_c ? 1.0f : 0.0f;  // a sourceless (void-C) epilogue requires beta == 0
+  if constexpr (is_norm_op(Op)) {
+    Cfg::Epi::arguments(args.epilogue.thread, chain);
+  } else {
+    args.epilogue.thread.alpha = 1.0f;
+    args.epilogue.thread.beta = has_c ? 1.0f : 0.0f;  // a sourceless (void-C) epilogue requires beta == 0
+  }
   args.scheduler.chain = chain;
   if (Gemm::get_workspace_size(args) != 0) return -2000;
   Gemm gemm;
@@ -647,13 +830,14 @@ namespace ch = ctahw::chain;
 
 extern "C" {
 
-// 2: designs (tickets; static 1x1; static 2x1); 3: placement (d, signals); 4: shapes (m, n, k), epilogue ops, C
-int ctahw_chain_abi_version() { return 4; }
+// 2: designs (tickets; static 1x1; static 2x1); 3: placement (d, signals); 4: shapes (m, n, k), epilogue ops, C;
+// 5: the LayerNorm fold's ops (residual_stats, lnfold_gelu) and their descriptor fields, status -2008
+int ctahw_chain_abi_version() { return 5; }
 int ctahw_chain_desc_fields() { return ch::kDescFields; }
 const char* ctahw_chain_desc_names() { return ch::kDescNames; }
 int ctahw_chain_tile_stamp_words() { return ctapipe::kTileStampWords; }
 int ctahw_chain_designs() { return ch::kDesigns; }
-const char* ctahw_chain_epilogue_names() { return ctahw::ctapipe_gemm::kEpilogueNames; }
+const char* ctahw_chain_epilogue_names() { return ch::kOpNames; }
 
 int ctahw_chain_describe(int design, char* buf, int len) {
   return ch::dispatch(design, 0, false, [&](auto dc, auto, auto) { return ch::describe<decltype(dc)::value>(buf, len); });
@@ -688,6 +872,9 @@ int ctahw_chain_load(int design, int op, int trace, int device) {
 
 const char* ctahw_chain_status_string(int code) {
   if (code == -2004) return "the static chain kernel's grid exceeds the CTAs that can be resident at once (deadlock)";
+  if (code == -2008)
+    return "the LayerNorm fold's ops run one-layer kernels with their buffers: residual_stats needs stats_out, "
+           "lnfold_gelu stats_in, fold_c1, fold_c2 and norm_cols = K";
   return ctahw::ctapipe_gemm::status_string(code);
 }
 

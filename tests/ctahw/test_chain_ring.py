@@ -272,3 +272,86 @@ def test_a_ring_of_mixed_widths_passes_the_invariants():
     t = tr.tiles
     short = t[~((t.layer == 1) & (t.tile_m == 0) & (t.tile_n == 3))]  # one of layer 1's 4 tiles of row-block 0 gone
     assert any(v.check == "deps_visible" for v in find_violations(dataclasses.replace(tr, tiles=short), plan, 32.0))
+
+
+def test_layernorm_fold_ops_come_as_a_pair():
+    """residual_stats on layer l and lnfold_gelu on layer l + 1 (the reader of its row statistics) only together, with
+    the residual operand and the LayerNorm parameters each given exactly when an op uses them."""
+    from types import SimpleNamespace
+
+    from ctahw.chain import epilogue_codes
+
+    lib = SimpleNamespace(
+        ctahw_chain_epilogue_names=lambda: b"none,gelu,silu,relu,residual,residual_stats,lnfold_gelu,")
+    plan = ctapipe.build_ring(Strategy(kind="ctapipe", gpus=2, placement="ring"), _mlp(), HW, "m")
+    ks = chain_kernels(plan)
+    ops = {0: "residual_stats", 1: "lnfold_gelu"}
+    assert epilogue_codes(lib, ks, ops, "tickets", True, True) == [5, 6]
+    with pytest.raises(ValueError, match="layer 1 does not read them"):
+        epilogue_codes(lib, ks, {0: "residual_stats", 1: "gelu"}, "tickets", True, False)
+    with pytest.raises(ValueError, match="layer 0 does not add its row statistics"):
+        epilogue_codes(lib, ks, {0: "gelu", 1: "lnfold_gelu"}, "tickets", False, True)
+    with pytest.raises(ValueError, match="no residual operand"):
+        epilogue_codes(lib, ks, ops, "tickets", False, True)
+    with pytest.raises(ValueError, match="no LayerNorm parameters"):
+        epilogue_codes(lib, ks, ops, "tickets", True, False)
+    with pytest.raises(ValueError, match="no layer folds them"):
+        epilogue_codes(lib, ks, {0: "gelu", 1: "residual"}, "tickets", True, True)
+    ring4 = chain_kernels(_ring(512, 4, 2))
+    with pytest.raises(ValueError, match="one-layer kernel only"):
+        epilogue_codes(lib, ring4, {0: "residual_stats", 2: "residual_stats"}, "tickets", True, False)
+
+
+def _fold_epilogue(acc, stats_sum, stats_sq, c1, c2, n, eps):
+    """What op lnfold_gelu computes before its GeLU (the kernel's LnFoldGelu, in float64)."""
+    mean = stats_sum[:, None] / n
+    var = np.maximum(stats_sq[:, None] / n - mean * mean, 0.0)
+    return (acc - mean * c1[None, :]) / np.sqrt(var + eps) + c2[None, :]
+
+
+def test_layernorm_fold_is_layernorm_then_the_gemm():
+    """LN(y) W^T (gamma, beta) equals the fold's epilogue applied to y W'^T with the row sums of y, to bf16 accuracy
+    of W' = W diag(gamma); a fold that drops gamma from c1, puts gamma into c2 or forgets beta does not."""
+    from ctahw.chain import NORM_EPS, layernorm_fold
+    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits
+
+    rng = np.random.default_rng(3)
+    m, k, n = 64, 512, 96
+    y = (rng.standard_normal((m, k)) * 2 + 0.3).astype(np.float32)
+    w_bits = f32_to_bf16_bits(rng.standard_normal((n, k)).astype(np.float32) / np.sqrt(k), np)
+    gamma = (1 + 0.2 * rng.standard_normal(k)).astype(np.float32)
+    beta = (0.2 * rng.standard_normal(k)).astype(np.float32)
+    w = bf16_bits_to_f32(w_bits, np).astype(np.float64)
+    mu = y.mean(axis=1, keepdims=True)
+    ln = (y - mu) / np.sqrt(y.var(axis=1, keepdims=True) + NORM_EPS) * gamma + beta
+    ref = ln @ w.T
+    folded, c1, c2 = layernorm_fold(w_bits, gamma, beta, np)
+    assert folded.dtype == np.uint16 and c1.shape == c2.shape == (n,)
+    acc = y.astype(np.float64) @ bf16_bits_to_f32(folded, np).astype(np.float64).T
+    s1, s2 = y.astype(np.float64).sum(axis=1), (y.astype(np.float64) ** 2).sum(axis=1)
+
+    def err(c1_, c2_):
+        out = _fold_epilogue(acc, s1, s2, np.asarray(c1_, np.float64), np.asarray(c2_, np.float64), k, NORM_EPS)
+        return np.abs(out - ref).max() / np.abs(ref).max()
+
+    good = err(c1, c2)
+    assert good < 5e-3
+    for wrong in (err(w.sum(axis=1), c2),  # c1 without gamma
+                  err(c1, (w * gamma).dot(beta)),  # gamma in c2 as well
+                  err(c1, np.zeros(n))):  # beta forgotten
+        assert wrong > 5 * good and wrong > 1e-2
+    with pytest.raises(ValueError, match="gamma and beta of that length"):
+        layernorm_fold(w_bits, gamma[:-1], beta, np)
+
+
+def test_the_kernel_source_lists_the_fold_ops_and_fields():
+    """The fold's ops continue ctapipe_gemm.cuh's codes in the kernel source (names by position), and its descriptor
+    fields are in the one list ctahw.chain reads."""
+    import re
+
+    from ctahw.chain import DESC_FIELDS, NORM_OPS, SOURCE
+
+    src = SOURCE.read_text()
+    ops = re.search(r"#define CTAHW_CHAIN_NORM_OPS\(X\) (.*)", src).group(1)
+    assert re.findall(r"X\((\d+), (\w+)\)", ops) == [("5", NORM_OPS[0]), ("6", NORM_OPS[1])]
+    assert {"stats_out", "stats_in", "stats_clear", "fold_c1", "fold_c2", "norm_cols"} <= set(DESC_FIELDS)

@@ -318,3 +318,104 @@ def test_the_mlp_ring_pair_back_to_back_and_stalled_on_one_gpu(cp):
         s.check_errors()
     s.reset()
     check(s)
+
+
+# ---- the LayerNorm fold on a ring pair: layer 0 (a block's FC2) adds the residual and its rows' statistics,
+# layer 1 (the next block's FC1) folds LayerNorm of its input into its epilogue, then GeLU.
+
+
+def _fold_pair(cp, m: int, h: int, f: int, **kw):
+    from ctahw.chain import ChainRunner
+    from ctahw.device import random_bf16
+    from ctasim.spec import Strategy, load_hardware, load_workload
+    from ctasim.strategies.ctapipe import build_ring
+
+    wl = load_workload("mlp-block")
+    a, b = wl.layers
+    layers = (dataclasses.replace(b, m=m, k=f, n=h, rowwise="", epilogue=()),
+              dataclasses.replace(a, m=m, k=h, n=f, rowwise="", epilogue=()))
+    plan = build_ring(Strategy(kind="ctapipe", gpus=2, placement="ring"), dataclasses.replace(wl, layers=layers),
+                      load_hardware("h200-x2-calibrated"), "m")
+    rng = cp.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    x = random_bf16((m, f), cp, rng)  # the hidden activations FC2 reads
+    res = random_bf16((m, h), cp, rng)  # the block's input: FC2's residual
+    ws = [random_bf16((l.n, l.k), cp, rng, 1 / math.sqrt(l.k)) for l in layers]
+    gamma = 1 + 0.2 * rng.standard_normal(h, dtype=cp.float32)
+    beta = 0.2 * rng.standard_normal(h, dtype=cp.float32)
+    r = ChainRunner(plan, x, ws, devices=(0, 0), epilogues={0: "residual_stats", 1: "lnfold_gelu"}, residual=res,
+                    layernorm=(gamma, beta), **kw)
+    return r, (x, res, ws, gamma, beta)
+
+
+def _fold_reference(cp, x, res, ws, gamma, beta):
+    """fp32: y = res + x W2^T stored as bf16, then GeLU(LayerNorm(y) W1^T) with the biased variance."""
+    from ctahw.chain import NORM_EPS
+    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits
+    from ctahw.rowwise import reference_epilogue
+
+    f = lambda b: bf16_bits_to_f32(b, cp)  # noqa: E731
+    y = f(f32_to_bf16_bits(f(res) + f(x) @ f(ws[0]).T, cp))
+    mu = y.mean(axis=1, keepdims=True)
+    ln = (y - mu) / cp.sqrt(((y - mu) ** 2).mean(axis=1, keepdims=True) + NORM_EPS) * gamma + beta
+    return reference_epilogue(ln @ f(ws[1]).T, ("gelu",))
+
+
+@pytest.mark.parametrize("m,h,f", [(1024, 1024, 3584), (2048, 2048, 4096)])
+def test_layernorm_fold_on_a_ring_pair_matches_fp32(cp, m, h, f):
+    """Correct against fp32 on fresh inputs with poisoned outputs, in both epochs' row-statistics buffers (runs 1-4
+    alternate them; each run's reader zeroes the other), then after 200 back-to-back runs."""
+    from ctahw.device import REL_TOL_BF16, output_error
+
+    r, data = _fold_pair(cp, m, h, f)
+    ref = _fold_reference(cp, *data)
+    for _ in range(4):
+        r.poison_outputs()
+        r.launch()
+        r.synchronize()
+        r.check_errors()
+        assert output_error(cp, r.out, ref, 0) <= REL_TOL_BF16
+    for _ in range(200):
+        r.launch()
+    r.synchronize()
+    r.check_errors()
+    r.poison_outputs()
+    r.launch()
+    r.synchronize()
+    r.check_errors()
+    assert output_error(cp, r.out, ref, 0) <= REL_TOL_BF16
+
+
+def test_layernorm_fold_needs_its_row_statistics(cp):
+    """The row statistics are the fold's: after a run this epoch's buffer holds every row's sum and sum of squares of
+    FC2's output and the other buffer is zero (the reader cleared it); FC2 run without adding them (op residual, set
+    behind the runner's back) gives a wrong output; a stalled FC2 row-block ends in a reported timeout."""
+    from ctahw.chain import RESIDUAL_CODE
+    from ctahw.device import REL_TOL_BF16, bf16_bits_to_f32, output_error
+    from ctahw.runner import ProtocolError
+
+    r, data = _fold_pair(cp, 1024, 1024, 3584, timeout_ns=50_000_000)
+    x, res, ws = data[:3]
+    ref = _fold_reference(cp, *data)
+    y = bf16_bits_to_f32(res, cp) + bf16_bits_to_f32(x, cp) @ bf16_bits_to_f32(ws[0], cp).T
+    for _ in range(2):
+        parity = r.epoch % 2
+        r.launch()
+        r.synchronize()
+        r.check_errors()
+        stats = r.gpus[1].stats
+        assert float(cp.abs(stats[1 - parity]).max()) == 0.0
+        for got, want in ((stats[parity][0], y.sum(axis=1)), (stats[parity][1], (y * y).sum(axis=1))):
+            assert float(cp.abs(got - want).max() / cp.abs(want).max()) < 1e-3
+    assert output_error(cp, r.out, ref, 0) <= REL_TOL_BF16
+    r.gpus[0].op = RESIDUAL_CODE  # FC2 adds the residual but no row statistics
+    r.load_kernels()
+    r.poison_outputs()
+    r.launch()
+    r.synchronize()
+    r.check_errors()
+    assert output_error(cp, r.out, ref, 0) > REL_TOL_BF16
+    s, _ = _fold_pair(cp, 1024, 1024, 3584, timeout_ns=50_000_000)
+    s.launch(stall_row=0)
+    s.synchronize()
+    with pytest.raises(ProtocolError, match="wait timeout"):
+        s.check_errors()
