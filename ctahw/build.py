@@ -585,7 +585,7 @@ LIBRARIES: dict[str, KernelLibrary] = {
         source=KERNELS_DIR / "ctapipe_sm90_bf16_chain.cu",
         needs_cutlass=True,
         abi_symbol="ctahw_chain_abi_version",
-        abi_version=4,
+        abi_version=5,
         headers=(KERNELS_DIR / "ctapipe.cuh", KERNELS_DIR / "ctapipe_gemm.cuh", KERNELS_DIR / "launch_status.cuh"),
         signatures={
             "ctahw_chain_abi_version": (_i, ()),

@@ -332,3 +332,23 @@ def test_processes_counting_under_the_removed_lock_lose_no_update(tmp_path):
     assert all(p.returncode == 0 for p in procs), errs
     assert counter.read_text() == "160"
     assert not (tmp_path / "c.lock").exists()
+
+
+def test_every_library_s_abi_version_is_its_source_s():
+    """The ABI version ctahw.build expects of each library is the one its source returns (a kernel change that bumps
+    the source's version and not the loader's, or the reverse, fails here instead of at load time on a GPU)."""
+    import re
+
+    from ctahw.build import LIBRARIES
+
+    def version(text: str, symbol: str) -> int | None:
+        m = re.search(rf"int\s+{symbol}\s*\(\s*\)\s*\{{\s*return\s+(\d+)\s*;", text)
+        return int(m.group(1)) if m else None
+
+    for name, lib in LIBRARIES.items():
+        texts = [lib.source.read_text()] + [h.read_text() for h in lib.headers]
+        found = [v for v in (version(t, lib.abi_symbol) for t in texts) if v is not None]
+        assert found == [lib.abi_version], f"{name}: the source returns {found}, ctahw.build expects {lib.abi_version}"
+    bumped = LIBRARIES["ctapipe_sm90_bf16_chain"].source.read_text().replace(
+        "int ctahw_chain_abi_version() { return 5; }", "int ctahw_chain_abi_version() { return 6; }")
+    assert version(bumped, "ctahw_chain_abi_version") == 6
