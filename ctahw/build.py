@@ -183,6 +183,17 @@ def cutlass_version(include_dirs: Sequence[Path]) -> str:
     return parse_cutlass_version((Path(include_dirs[0]) / "cutlass" / "version.h").read_text())
 
 
+def undefined_driver_symbols(lib: Path, nm: str | None = None) -> list[str]:
+    """The CUDA driver functions (``cu`` + capital) a built library leaves undefined, by ``nm -D``; [] where nm is
+    missing. The libraries link the runtime statically and not libcuda, so such a symbol makes dlopen fail on the
+    GPU machine."""
+    nm = nm or shutil.which("nm")
+    if nm is None:
+        return []
+    out = subprocess.run([nm, "-D", "--undefined-only", str(lib)], capture_output=True, text=True, check=False)
+    return sorted({m.group(1) for m in re.finditer(r"\bU (cu[A-Z]\w*)", out.stdout)})
+
+
 @dataclass(frozen=True)
 class Toolchain:
     """What a build uses: nvcc (path and version; None where there is no nvcc) and the CUTLASS headers."""
@@ -352,6 +363,11 @@ class KernelLibrary:
                 log = proc.stdout + proc.stderr
                 if proc.returncode != 0:
                     raise CompileError(self.source, cmd, log, proc.returncode)
+                missing = undefined_driver_symbols(tmp)
+                if missing:
+                    raise CompileError(self.source, cmd, log + "\nthe library leaves CUDA driver functions undefined "
+                                       f"({', '.join(missing)}): it does not link libcuda, so it would not load; "
+                                       "reach them through cudaGetDriverEntryPointByVersion", 0)
                 os.replace(tmp, lib)
                 manifest = dict(self.inputs(tc), command=cmd, seconds=round(time.monotonic() - t0, 1), log=log,
                                 built_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))

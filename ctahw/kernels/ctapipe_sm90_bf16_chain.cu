@@ -879,3 +879,33 @@ const char* ctahw_chain_status_string(int code) {
 }
 
 }  // extern "C"
+
+// CUTLASS's workspace fill (cutlass/workspace.h), instantiated through the column reduction of op residual_stats
+// (whose workspace is empty: it is never called with a count above 0), calls two driver functions by name. The
+// library links the CUDA runtime statically and not libcuda (built here, run on the device machine), so they are
+// defined here through the runtime's driver entry points, as CUTLASS itself reaches cuTensorMapEncodeTiled
+// (cuda_host_adapter.hpp). ctahw.build refuses a library that leaves a driver symbol undefined.
+namespace ctahw::driver {
+using MemsetD32 = CUresult(CUDAAPI*)(CUdeviceptr, unsigned int, size_t, CUstream);
+using ErrorString = CUresult(CUDAAPI*)(CUresult, const char**);
+
+// The driver's function `name` of API version `version`, or nullptr.
+inline void* entry(const char* name, int version) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult status;
+  if (cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &status) != cudaSuccess ||
+      status != cudaDriverEntryPointSuccess)
+    return nullptr;
+  return fn;
+}
+}  // namespace ctahw::driver
+
+extern "C" CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr ptr, unsigned int value, size_t count, CUstream stream) {
+  auto fn = reinterpret_cast<ctahw::driver::MemsetD32>(ctahw::driver::entry("cuMemsetD32Async", 3020));
+  return fn ? fn(ptr, value, count, stream) : CUDA_ERROR_UNKNOWN;
+}
+
+extern "C" CUresult CUDAAPI cuGetErrorString(CUresult error, const char** str) {
+  auto fn = reinterpret_cast<ctahw::driver::ErrorString>(ctahw::driver::entry("cuGetErrorString", 6000));
+  return fn ? fn(error, str) : CUDA_ERROR_UNKNOWN;
+}

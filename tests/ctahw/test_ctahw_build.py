@@ -352,3 +352,19 @@ def test_every_library_s_abi_version_is_its_source_s():
     bumped = LIBRARIES["ctapipe_sm90_bf16_chain"].source.read_text().replace(
         "int ctahw_chain_abi_version() { return 5; }", "int ctahw_chain_abi_version() { return 6; }")
     assert version(bumped, "ctahw_chain_abi_version") == 6
+
+
+def test_a_library_leaving_driver_functions_undefined_is_found(tmp_path):
+    """undefined_driver_symbols reads `nm -D --undefined-only`: driver functions (cuX...) are named, runtime and libc
+    symbols are not; without nm it finds nothing."""
+    from ctahw.build import undefined_driver_symbols
+
+    nm = tmp_path / "nm"
+    nm.write_text("#!/bin/sh\necho '                 U cuMemsetD32Async'\necho '                 U cudaLaunchKernel'\n"
+                  "echo '                 U cuGetErrorString'\necho '                 U memcpy@GLIBC_2.14'\n")
+    nm.chmod(0o755)
+    assert undefined_driver_symbols(tmp_path / "lib.so", str(nm)) == ["cuGetErrorString", "cuMemsetD32Async"]
+    clean = tmp_path / "nm-clean"
+    clean.write_text("#!/bin/sh\necho '                 U cudaLaunchKernel'\n")
+    clean.chmod(0o755)
+    assert undefined_driver_symbols(tmp_path / "lib.so", str(clean)) == []
