@@ -11,6 +11,11 @@
 -> 28672 with GeLU and M x 28672 -> 8192 with the residual, M = 4096, 16384: with the protocol (GPU scope; the
 layer signals its counters), with it off, and the project's plain fused-epilogue CUTLASS GEMM (its default tile order
 and along M / swizzle 8), interleaved, rested, medians; one traced run each for the per-tile mainloop.)
+(``--fold``: only ``fold.csv``: a block boundary, FC2 (M x 28672 -> 8192, + residual) then the next block's FC1
+(LayerNorm, 8192 -> 28672, GeLU), as a ring pair of one-layer chain kernels on this GPU (66 CTAs each), M = 4096,
+16384: with the LayerNorm fold (ops residual_stats, lnfold_gelu) against the same pair with ops residual, gelu and no
+LayerNorm, interleaved, rested, medians; the LayerNorm kernel alone (ctahw.rowwise, M x 8192) for context; the fold
+checked against fp32.)
 (``--ring``: only ``ring.csv`` and ``ring-tiles-*.csv``: 4-layer 8192 chains at M = 4096, 16384, the chain kernel
 (one kernel, every SM) against the ring's two kernels on this one GPU (layer l in kernel l mod 2, half the SMs each,
 system-scope acquire / release, each output stored into the other kernel's buffers), timed interleaved and traced.)
@@ -53,6 +58,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="two shapes per part")
     ap.add_argument("--ring", action="store_true", help="only ring.csv: the ring's two kernels on this GPU")
     ap.add_argument("--mlp", action="store_true", help="only mlp.csv: the fused-epilogue chain kernels, MLP shapes")
+    ap.add_argument("--fold", action="store_true",
+                    help="only fold.csv: the LayerNorm fold on a ring pair on this GPU against the same pair without it")
     ap.add_argument("--designs", action="store_true",
                     help="only part 3: designs.csv, the three designs at M = 4096, 16384 (2 layers), timed and traced")
     args = ap.parse_args(argv)
@@ -91,6 +98,8 @@ def main(argv=None) -> int:
         return ring(args, timed, s0, data, median)
     if args.mlp:
         return mlp(args, timed, s0, data, interleave, median)
+    if args.fold:
+        return fold(args, timed, s0, data, median)
     rows = []
     for m in OVERHEAD_MS[:1] if args.quick else OVERHEAD_MS:
         x = data.rand(0, (m, H), salt=1)
@@ -335,6 +344,77 @@ def ring(args, timed, s0, data, median) -> int:
         del runners, ref
         cp.get_default_memory_pool().free_all_blocks()
     pd.DataFrame(rows).to_csv(args.out / "ring.csv", index=False)
+    return 0
+
+
+def _pair_plan(m: int, k: int, n: int):
+    """FC2 (M x K -> N) then FC1 (M x N -> K) as a ring pair (one layer per kernel), no ops in the plan."""
+    from ctasim.spec import Strategy, load_hardware, load_workload
+    from ctasim.strategies.ctapipe import build_ring
+
+    wl = load_workload("mlp-block")
+    a, b = wl.layers
+    layers = (dataclasses.replace(b, m=m, k=k, n=n, rowwise="", epilogue=()),
+              dataclasses.replace(a, m=m, k=n, n=k, rowwise="", epilogue=()))
+    return build_ring(Strategy(kind="ctapipe", gpus=2, placement="ring"), dataclasses.replace(wl, layers=layers),
+                      load_hardware("h200-x2-calibrated"), f"m={m}")
+
+
+def fold(args, timed, s0, data, median) -> int:
+    """The LayerNorm fold's cost inside a pipelined pair: fold ops against plain ops on the same ring pair."""
+    import cupy as cp
+    import pandas as pd
+
+    from ctahw.chain import NORM_EPS, ChainRunner
+    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits, output_error
+    from ctahw.rowwise import layernorm, reference_epilogue
+
+    FFN = 28672
+    s1 = timed.copy[0]
+    rows = []
+    for m in (4096, 16384):
+        x = data.rand(0, (m, FFN), salt=51)
+        res = data.rand(0, (m, H), salt=52)
+        ws = [data.rand(0, (H, FFN), 1 / math.sqrt(FFN), salt=53), data.rand(0, (FFN, H), 1 / math.sqrt(H), salt=54)]
+        rng = cp.random.default_rng(55)
+        gamma = 1 + 0.2 * rng.standard_normal(H, dtype=cp.float32)
+        beta = 0.2 * rng.standard_normal(H, dtype=cp.float32)
+        plan = _pair_plan(m, FFN, H)
+        runners = {"fold": ChainRunner(plan, x, ws, devices=(0, 0), residual=res, layernorm=(gamma, beta),
+                                       epilogues={0: "residual_stats", 1: "lnfold_gelu"}),
+                   "no_layernorm": ChainRunner(plan, x, ws, devices=(0, 0), residual=res,
+                                               epilogues={0: "residual", 1: "gelu"})}
+        with cp.cuda.Device(0):  # fp32: y = res + x W2^T stored as bf16, then GeLU(LayerNorm(y) W1^T)
+            f = lambda b: bf16_bits_to_f32(b, cp)  # noqa: E731
+            y = f(f32_to_bf16_bits(f(res) + f(x) @ f(ws[0]).T, cp))
+            mu = y.mean(axis=1, keepdims=True)
+            ln = (y - mu) / cp.sqrt(((y - mu) ** 2).mean(axis=1, keepdims=True) + NORM_EPS) * gamma + beta
+            ref = reference_epilogue(ln @ f(ws[1]).T, ("gelu",))
+            del y, ln, mu
+        enq = {k: (lambda t, r=r: (t.part("compute", 0, s0, lambda: r.launch(streams=[s0, s1])), [(s0, 0), (s1, 0)])[1])
+               for k, r in runners.items()}
+        lnout = cp.empty((m, H), dtype=cp.uint16)  # LayerNorm of an M x 8192 bf16 operand (FC2's output's shape)
+        enq["layernorm_kernel"] = lambda t: (t.part("compute", 0, s0, lambda: layernorm(res, lnout, m, H, stream=s0)),
+                                             [(s0, 0)])[1]
+        runners["fold"].poison_outputs()
+        timed.run(enq["fold"])
+        runners["fold"].check_errors()
+        err = output_error(cp, runners["fold"].out, ref)
+        del ref
+        samples = {k: [] for k in enq}
+        for _ in range(args.reps):
+            for k in enq:
+                samples[k].append(timed.run(enq[k])[0])
+        for r in runners.values():
+            r.check_errors()
+        for k, smp in samples.items():
+            rows.append({"m": m, "h": H, "ffn": FFN, "variant": k, "median_ms": median(smp),
+                         "rel_err": err if k == "fold" else math.nan, "samples": ";".join(f"{v:.5f}" for v in smp)})
+        print(f"fold M={m}: " + ", ".join(f"{k} {median(v):.4f}" for k, v in samples.items())
+              + f" (fold rel err {err:.2e})", file=sys.stderr)
+        del runners, x, res, ws
+        cp.get_default_memory_pool().free_all_blocks()
+    pd.DataFrame(rows).to_csv(args.out / "fold.csv", index=False)
     return 0
 
 
