@@ -769,12 +769,7 @@ int run(void* x, void* d, const void* c, const void* w, int m, int n, int k, con
   static_assert(protocol_roles_match<K>(), "the protocol's signalling thread and barrier do not fit this kernel");
   using PtrC = typename K::CollectiveEpilogue::ElementC const*;  // void const* where there is no C
   constexpr bool has_c = !std::is_void_v<typename Cfg::Epi::ElementC>;
-  cutlass::KernelHardwareInfo hw;
-  hw.device_id = device;
-  hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(device);
-  if (int e = check_desc(chain, Trace ? 1 : 0, m, n, k, hw.sm_count)) return e;
-  if (d == nullptr) return -2002;
-  if (has_c != (c != nullptr) || (has_c && chain.layers != 1)) return -2007;  // C: one layer's residual
+  // The LayerNorm fold's buffers, checked before any CUDA call.
   if constexpr (Op == 5) {
     if (chain.layers != 1 || chain.stats_out == nullptr) return -2008;
   }
@@ -783,6 +778,12 @@ int run(void* x, void* d, const void* c, const void* w, int m, int n, int k, con
         chain.norm_cols != k)
       return -2008;
   }
+  cutlass::KernelHardwareInfo hw;
+  hw.device_id = device;
+  hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(device);
+  if (int e = check_desc(chain, Trace ? 1 : 0, m, n, k, hw.sm_count)) return e;
+  if (d == nullptr) return -2002;
+  if (has_c != (c != nullptr) || (has_c && chain.layers != 1)) return -2007;  // C: one layer's residual
   if (Design != 0) {  // static order: every CTA resident, whole clusters, a cluster's tiles in one layer
     const int cm = Config<Design>::CM;
     const int res = resident_ctas<Design>(device);

@@ -77,8 +77,24 @@ def test_kernel_source_compiles_and_exports_its_launchers(name):
         assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n, 0, 0, 0, 0, None) == -2002
         assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n - 1, 0, 0, 0, 0, None) == -2002
         assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n, 0, 9, 0, 0, None) == -2003
-        # fused ops: the tickets design only, by the names variant (a) exports
-        assert cdll.ctahw_chain_epilogue_names() == b"none,gelu,silu,relu,residual,"
+        # fused ops: the tickets design only, by the names variant (a) exports, then the LayerNorm fold's two
+        from ctahw.chain import NORM_OPS
+
+        assert cdll.ctahw_chain_epilogue_names() == b"none,gelu,silu,relu,residual," + "".join(
+            f"{op}," for op in NORM_OPS).encode()
+        # the fold's ops refuse a descriptor without their buffers (-2008) before any CUDA call
+        import numpy as np
+
+        from ctahw.chain import DESC_FIELDS as F
+        ok = np.zeros(n, dtype=np.int64)
+        for f, v in {"order": 1, "ticket": 1, "error": 1, "cta_tile": 1, "epoch": 1, "timeout_ns": 1, "layers": 1,
+                     "tiles_m": 2, "tiles_n": 1, "num_tiles": 2, "grid": 1, "layer_stride": 1, "wait_tiles": 1,
+                     "counters": 1, "signals": 1, "protocol": 1}.items():
+            ok[F.index(f)] = v
+        okp = ok.ctypes.data_as(ctypes.c_void_p)
+        assert cdll.ctahw_chain_gemm(None, 1, 1, None, 256, 256, 256, okp, n, 0, 0, 5, 0, None) == -2008
+        assert cdll.ctahw_chain_gemm(None, 1, None, None, 256, 256, 256, okp, n, 0, 0, 6, 0, None) == -2008
+        assert b"LayerNorm fold" in cdll.ctahw_chain_status_string(-2008)
         assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n, 0, 1, 1, 0, None) == -2006
         assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n, 0, 0, 9, 0, None) == -2006
         assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n, 0, 0, 1, 0, None) == -2002
