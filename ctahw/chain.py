@@ -374,7 +374,7 @@ class ChainRunner:
             if p.op_name == "lnfold_gelu":
                 gamma, beta = layernorm
                 with cp.cuda.Device(d):
-                    folded, p.c1, p.c2 = layernorm_fold(p.w[0], cp.asarray(gamma), cp.asarray(beta), cp)
+                    folded, p.c1, p.c2 = layernorm_fold(p.w[0], cp.array(cp.asarray(gamma)), cp.array(cp.asarray(beta)), cp)
                     p.w[0] = folded
                     p.stats = cp.zeros((2, 2, self.m), dtype=cp.float32)
         with cp.cuda.Device(devices[0]):

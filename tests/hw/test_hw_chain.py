@@ -324,7 +324,7 @@ def test_the_mlp_ring_pair_back_to_back_and_stalled_on_one_gpu(cp):
 # layer 1 (the next block's FC1) folds LayerNorm of its input into its epilogue, then GeLU.
 
 
-def _fold_pair(cp, m: int, h: int, f: int, **kw):
+def _fold_pair(cp, m: int, h: int, f: int, devices=(0, 0), **kw):
     from ctahw.chain import ChainRunner
     from ctahw.device import random_bf16
     from ctasim.spec import Strategy, load_hardware, load_workload
@@ -342,7 +342,7 @@ def _fold_pair(cp, m: int, h: int, f: int, **kw):
     ws = [random_bf16((l.n, l.k), cp, rng, 1 / math.sqrt(l.k)) for l in layers]
     gamma = 1 + 0.2 * rng.standard_normal(h, dtype=cp.float32)
     beta = 0.2 * rng.standard_normal(h, dtype=cp.float32)
-    r = ChainRunner(plan, x, ws, devices=(0, 0), epilogues={0: "residual_stats", 1: "lnfold_gelu"}, residual=res,
+    r = ChainRunner(plan, x, ws, devices=devices, epilogues={0: "residual_stats", 1: "lnfold_gelu"}, residual=res,
                     layernorm=(gamma, beta), **kw)
     return r, (x, res, ws, gamma, beta)
 
@@ -419,3 +419,24 @@ def test_layernorm_fold_needs_its_row_statistics(cp):
     s.synchronize()
     with pytest.raises(ProtocolError, match="wait timeout"):
         s.check_errors()
+
+
+def test_layernorm_fold_on_two_gpus_matches_fp32(cp):
+    """The fold across NVLink: FC2 on GPU 0 adds its row statistics into GPU 1's memory (red.relaxed.sys), FC1 on GPU 1
+    reads them; 100 back-to-back runs, then correct."""
+    from ctahw.device import REL_TOL_BF16, enable_peer_access, gpus, output_error
+
+    if len(gpus()) < 2:
+        pytest.skip("needs 2 GPUs (the fold's one-GPU check runs above)")
+    enable_peer_access([0, 1])
+    r, data = _fold_pair(cp, 2048, 2048, 4096, devices=(0, 1))
+    for _ in range(100):
+        r.launch()
+    r.synchronize()
+    r.check_errors()
+    r.poison_outputs()
+    r.launch()
+    r.synchronize()
+    r.check_errors()
+    with cp.cuda.Device(0):
+        assert output_error(cp, r.out, _fold_reference(cp, *data), 0) <= REL_TOL_BF16
