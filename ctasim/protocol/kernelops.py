@@ -23,6 +23,9 @@ The chain kernel (ctahw/kernels/ctapipe_sm90_bf16_chain.cu, one GPU, GPU scope) 
 ordering operations the header has that no model program issues.  tests/protocol/test_kernel_ops.py runs it on the
 header and on mutated copies (a ``.sys`` turned into ``.gpu``, a fence dropped), which must fail.
 
+:func:`fold_compare` checks the chain kernel's row-statistics add (the LayerNorm fold, ``AtomicAddSys``) against the
+operation the row-statistics model's ring variant issues.
+
 Leaves out: control flow (a role's operations are compared as a sequence, loops and branches flattened), the
 kernels' translation units (ctapipe_gemm.cuh: the CTA / cluster hand-overs are compared by reading, see
 docs/protocol.md), and tile stores (weak stores / TMA, not qualifiers worth comparing).
@@ -37,7 +40,7 @@ import tempfile
 from pathlib import Path
 
 __all__ = ["ROLES", "op_name", "program_ops", "header_ops", "ptx_ops", "compare", "normalize", "HEADER", "CHAIN_KERNEL",
-           "SCHEDULER_HEADER", "ADAPTER",
+           "SCHEDULER_HEADER", "ADAPTER", "FOLD_ADD", "fold_add_ops", "fold_model_ops", "fold_compare",
            "CHAIN_ROLES", "chain_source_ops", "chain_program_ops", "chain_compare"]
 
 HEADER = Path(__file__).resolve().parents[2] / "ctahw" / "kernels" / "ctapipe.cuh"
@@ -506,3 +509,43 @@ def chain_compare(model: dict[str, list[str]], source: dict[str, list[str]]) -> 
         elif got != want:
             problems.append(f"{func}: the model issues {want}, the kernel's source issues {got}")
     return problems
+
+
+# ------------------------------------------------------------------------------------------------ the LayerNorm fold
+FOLD_ADD = "AtomicAddSys"
+"""The chain kernel's row-statistics add (the functor CUTLASS's column reduction calls per row and warp)."""
+
+
+def fold_add_ops(chain_text: str | None = None) -> list[str]:
+    """The ordering operations of the chain kernel's row-statistics add (``struct AtomicAddSys``'s inline PTX), as the
+    model writes them (``red.add.relaxed.sys``)."""
+    chain = _strip_comments(CHAIN_KERNEL.read_text() if chain_text is None else chain_text)
+    m = re.search(rf"\bstruct\s+{FOLD_ADD}\b[^;{{]*\{{", chain)
+    if m is None:
+        return []
+    depth, j = 0, m.end() - 1
+    while j < len(chain):
+        depth += {"{": 1, "}": -1}.get(chain[j], 0)
+        if depth == 0:
+            break
+        j += 1
+    body = chain[m.end():j]
+    return [op for op in (_normalize_chain(a.group(1)) for a in _TOKEN.finditer(body) if a.group(1)) if op]
+
+
+def fold_model_ops() -> list[str]:
+    """The operation the row-statistics model's ring variant (:data:`ctasim.protocol.rowstats.ROWSTATS_CHAIN_RING`,
+    checked by its searches) issues for each add: an ``Atom`` without a return at the variant's scope."""
+    from .ops import Atom
+    from .rowstats import ROWSTATS_CHAIN_RING as v
+
+    if v.add != "red":
+        raise ValueError(f"{v.name}: adds are {v.add}, not red.add")
+    return [op_name(Atom(("rsum", 0, 0, 0), 1, returns=False, scope=v.scope))]
+
+
+def fold_compare(source: list[str] | None = None) -> list[str]:
+    """Differences between the model's row-statistics add and the kernel's (empty: they agree)."""
+    got = fold_add_ops() if source is None else source
+    want = fold_model_ops()
+    return [] if got == want else [f"{FOLD_ADD}: the model issues {want}, the kernel's source issues {got}"]

@@ -10,7 +10,8 @@ What is modelled
 ----------------
 The hand-off *is* the protocol's programs, unchanged (:func:`ctasim.protocol.programs.cta_program` for the 2-GPU
 queue and wait consumers and their kernel forms, :class:`ctasim.protocol.chain.ChainRun` for the one-GPU chain
-kernel), with the row-statistics operations added at fixed points of each thread's operation stream:
+kernel and its ring placement, the kernel that runs the fold), with the row-statistics operations added at fixed
+points of each thread's operation stream:
 
 * **producer** -- the thread that stores the output tile adds, right before it meets the signalling thread at the
   signal barrier (``bar.sync 2`` / ``bar.sync 13``, after ``wait_group 0`` + ``fence.proxy.async``)::
@@ -76,7 +77,8 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass, replace
 
-from .chain import CHAIN_CORRECT, CHAIN_SPACES, CHAIN_STATIC, ChainRun, ChainSetup, ChainSpace, ChainVariant
+from .chain import (CHAIN_CORRECT, CHAIN_PASSING, CHAIN_SPACES, CHAIN_STATIC, ChainRun, ChainSetup, ChainSpace,
+                    ChainVariant)
 from .chain import initial_value as _chain_initial
 from .harness import Run, Setup
 from .harness import initial_value as _queue_initial
@@ -88,7 +90,7 @@ from .system import System
 from .walk import MUTANT_SPACE, SearchStats, Space, run_parallel
 
 __all__ = ["WORDS", "StatsRead", "StatsUpdate", "RowStatsChecker", "check_rowstats_trace", "StatsMemory",
-           "RowStatsVariant", "ROWSTATS", "ROWSTATS_WAIT", "ROWSTATS_CHAIN", "ROWSTATS_CHAIN_STATIC",
+           "RowStatsVariant", "ROWSTATS", "ROWSTATS_WAIT", "ROWSTATS_CHAIN", "ROWSTATS_CHAIN_STATIC", "ROWSTATS_CHAIN_RING",
            "ROWSTATS_PASSING", "ROWSTATS_MUTANTS", "ROWSTATS_VARIANTS", "RowStatsRun", "RowStatsChainRun", "make_run", "RandomChooser", "run_schedule",
            "search", "search_parallel", "find_violation", "replay", "SPACES", "space_of", "spaces_of"]
 
@@ -258,6 +260,9 @@ ROWSTATS = RowStatsVariant("rowstats")
 ROWSTATS_WAIT = RowStatsVariant("rowstats-wait", WAIT)
 ROWSTATS_CHAIN = RowStatsVariant("rowstats-chain-tickets", CHAIN_CORRECT)
 ROWSTATS_CHAIN_STATIC = RowStatsVariant("rowstats-chain-static", CHAIN_STATIC)
+ROWSTATS_CHAIN_RING = RowStatsVariant(
+    "rowstats-chain-ring", CHAIN_PASSING["chain-tickets-ring-sys"],
+    bug="the chain kernel's LayerNorm fold (ABI 5): layers round-robin on two GPUs, the adds at system scope")
 
 ROWSTATS_PASSING: dict[str, RowStatsVariant] = {
     v.name: v
@@ -268,6 +273,7 @@ ROWSTATS_PASSING: dict[str, RowStatsVariant] = {
         RowStatsVariant("rowstats-kernel-wait", KERNEL_WAIT, bug="the wait protocol in ctapipe.cuh's sequence"),
         ROWSTATS_CHAIN,
         ROWSTATS_CHAIN_STATIC,
+        ROWSTATS_CHAIN_RING,
     )
 }
 """Variants that must pass every schedule searched."""
@@ -282,6 +288,8 @@ ROWSTATS_MUTANTS: dict[str, RowStatsVariant] = {
                 bug="wait: the partial sums added after red.release.sys on the counter"),
         replace(ROWSTATS_CHAIN_STATIC, name="rowstats-chain-add-after-signal", add_at="after-signal",
                 bug="chain kernel (static): the partial sums added after red.release.gpu on the counter"),
+        replace(ROWSTATS_CHAIN_RING, name="rowstats-chain-ring-add-after-signal", add_at="after-signal",
+                bug="chain kernel on a ring: the partial sums added after red.release.sys on the next GPU's counter"),
         # the release downgraded
         replace(ROWSTATS, name="rowstats-no-signal-fence", base=MUTANTS["no-signal-fence"],
                 bug="queue: no fence.acq_rel.sys between the adds and the counter atomic (relaxed counter update)"),
@@ -299,6 +307,8 @@ ROWSTATS_MUTANTS: dict[str, RowStatsVariant] = {
                 bug="wait: the consumer reads the statistics before its ld.acquire.sys poll of the counter"),
         replace(ROWSTATS_CHAIN_STATIC, name="rowstats-chain-read-before-acquire", read_at="before-acquire",
                 bug="chain kernel (static): lane 0 reads the statistics before its ld.acquire.gpu poll"),
+        replace(ROWSTATS_CHAIN_RING, name="rowstats-chain-ring-read-before-acquire", read_at="before-acquire",
+                bug="chain kernel on a ring: the statistics read before the ld.acquire.sys poll of the counter"),
         # the reset
         replace(ROWSTATS, name="rowstats-single-buffer", buffers=1,
                 bug="one buffer, zeroed by the consumer of tile (r, 0) after its read, while the row's other "

@@ -253,3 +253,18 @@ def test_weakened_system_scope_helpers_fail_the_ring_check():
                             "if (p.sys_scope) ctapipe::red_add_release_gpu(c, 1u); else ctapipe::red_add_release_sys(c, 1u);")
     assert swapped != chain
     assert chain_compare(ring, chain_source_ops(swapped, header, sys_scope=True))
+
+
+def test_the_fold_s_row_statistics_add_is_the_model_s():
+    """The chain kernel's row-statistics add (AtomicAddSys) issues what the ring's row-statistics model
+    (rowstats-chain-ring, which passes its searches) issues; a weakened scope, a release where the model has none,
+    or a plain store instead of the reduction does not."""
+    from ctasim.protocol.kernelops import fold_add_ops, fold_compare
+
+    chain = CHAIN_KERNEL.read_text()
+    assert fold_add_ops(chain) == ["red.add.relaxed.sys"] and fold_compare() == []
+    asm = "red.relaxed.sys.global.add.f32"
+    assert asm in chain
+    for wrong in ("red.relaxed.gpu.global.add.f32", "red.release.sys.global.add.f32", "st.relaxed.sys.global.f32"):
+        assert fold_compare(fold_add_ops(chain.replace(asm, wrong))), wrong
+    assert fold_compare(fold_add_ops(chain.replace("struct AtomicAddSys", "struct AtomicAdd")))  # no such functor

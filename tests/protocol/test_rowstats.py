@@ -39,6 +39,8 @@ EXPECTED_INVARIANTS = {
     "rowstats-cta-scope-red": {7, 8},
     "rowstats-wait-read-before-acquire": {7},
     "rowstats-chain-read-before-acquire": {7},
+    "rowstats-chain-ring-add-after-signal": {7},
+    "rowstats-chain-ring-read-before-acquire": {7},
     "rowstats-single-buffer": {7},
 }
 
