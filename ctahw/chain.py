@@ -52,7 +52,7 @@ from ctahw.runner import (ERROR_WORDS, KERNEL_TILE, TILE_STAMP_WORDS, check_desc
 
 __all__ = ["LIBRARY", "DESC_FIELDS", "DESIGNS", "chain_kernel", "chain_kernels", "chain_descriptor", "ring_layout",
            "chain_slots", "output_place", "wait_tiles", "slot_cols", "kernel_shape", "epilogue_codes", "check_pairs",
-           "layernorm_fold", "NORM_OPS", "NORM_EPS", "ChainRunner", "parse_chain_trace"]
+           "layernorm_fold", "fold_pair_plan", "reference_fold_pair", "op_names", "NORM_OPS", "NORM_EPS", "ChainRunner", "parse_chain_trace"]
 
 LIBRARY = "ctapipe_sm90_bf16_chain"
 SOURCE = Path(__file__).resolve().parent / "kernels" / f"{LIBRARY}.cu"
@@ -205,6 +205,11 @@ NORM_EPS = float(re.search(r"constexpr float kNormEps = ([0-9.eE+-]+)f;", SOURCE
 """The fold's LayerNorm epsilon, read from the kernel source (compiled in)."""
 
 
+def op_names(lib) -> list[str]:
+    """The loaded chain library's fused-op names, by code (``ctahw_chain_epilogue_names``)."""
+    return [n for n in lib.ctahw_chain_epilogue_names().decode().split(",") if n]
+
+
 def epilogue_codes(lib, ks: list[Kernel], epilogues: Mapping[int, str], design: str, has_residual: bool,
                    has_layernorm: bool = False) -> list[int]:
     """Each chain kernel's fused-op code from ``epilogues`` (global layer -> op name, '' or absent: none), by the
@@ -212,7 +217,7 @@ def epilogue_codes(lib, ks: list[Kernel], epilogues: Mapping[int, str], design: 
     design, the residual or a LayerNorm-fold op is not a one-layer kernel's, ``residual_stats`` on layer l and
     ``lnfold_gelu`` on layer l + 1 do not come as a pair, or the residual operand (``has_residual``) or the LayerNorm
     parameters (``has_layernorm``) are missing or unused."""
-    names = [n for n in lib.ctahw_chain_epilogue_names().decode().split(",") if n]
+    names = op_names(lib)
     if names[RESIDUAL_CODE] != "residual":
         raise RuntimeError(f"the chain library's op {RESIDUAL_CODE} is {names[RESIDUAL_CODE]!r}, not 'residual'")
     out = []
@@ -245,6 +250,39 @@ def epilogue_codes(lib, ks: list[Kernel], epilogues: Mapping[int, str], design: 
         raise ValueError("LayerNorm parameters are given but no layer folds them (lnfold_gelu)" if has_layernorm
                          else "a layer folds LayerNorm (lnfold_gelu) but no LayerNorm parameters are given")
     return out
+
+
+def fold_pair_plan(m: int, h: int, ffn: int, hardware: str = "h200-x2-calibrated") -> Plan:
+    """The ring pair the fold runs at a block boundary: a block's FC2 (M x ``ffn`` -> ``h``) then the next block's FC1
+    (M x ``h`` -> ``ffn``), one layer per kernel (``placement = "ring"``, two GPUs), the MLP block's layers reshaped;
+    the ops are the runner's (``ChainRunner(epilogues=..., layernorm=...)``), not the plan's."""
+    import dataclasses
+
+    from ctasim.spec import Strategy, load_hardware, load_workload
+    from ctasim.strategies.ctapipe import build_ring
+
+    wl = load_workload("mlp-block")
+    fc1, fc2 = wl.layers
+    layers = (dataclasses.replace(fc2, m=m, k=ffn, n=h, rowwise="", epilogue=()),
+              dataclasses.replace(fc1, m=m, k=h, n=ffn, rowwise="", epilogue=()))
+    return build_ring(Strategy(kind="ctapipe", gpus=2, placement="ring"), dataclasses.replace(wl, layers=layers),
+                      load_hardware(hardware), f"m={m}")
+
+
+def reference_fold_pair(cp, x_bits, residual_bits, weights_bits, gamma, beta):
+    """fp32 reference of the fold's ring pair (what ``ChainRunner`` with ops residual_stats, lnfold_gelu computes):
+    y = residual + x W0^T, stored as bf16, then GeLU(LayerNorm(y) W1^T) with the biased variance and ``NORM_EPS``.
+    CuPy arrays on the current device in, fp32 out."""
+    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits
+    from ctahw.rowwise import reference_epilogue, reference_rowwise
+
+    def f(b):
+        return bf16_bits_to_f32(b, cp)
+
+    y = f(f32_to_bf16_bits(f(residual_bits) + f(x_bits) @ f(weights_bits[0]).T, cp))
+    ln = reference_rowwise(y, "layernorm", NORM_EPS, gamma, beta)
+    del y
+    return reference_epilogue(ln @ f(weights_bits[1]).T, ("gelu",))
 
 
 def layernorm_fold(w_bits, gamma, beta, xp):
@@ -346,7 +384,7 @@ class ChainRunner:
             check_pairs(ks[0].order, ks[0].tiles_m, ks[0].tiles_n)
         self.trace, self.timeout_ns = trace, int(timeout_ns)
         ops = epilogue_codes(self.lib, ks, epilogues or {}, design, residual is not None, layernorm is not None)
-        op_names = [n for n in self.lib.ctahw_chain_epilogue_names().decode().split(",") if n]
+        names = op_names(self.lib)
         self.gpus = []
         for g, k in enumerate(ks):
             d = devices[g]
@@ -364,7 +402,7 @@ class ChainRunner:
             self.gpus.append(_ChainGpu(cp, k, [weights[k.layer + j * G] for j in range(k.chain_layers)], d, n,
                                        cols[g], self.m, trace))
             p = self.gpus[-1]
-            p.op, p.op_name = ops[g], op_names[ops[g]]
+            p.op, p.op_name = ops[g], names[ops[g]]
             if p.op_name in RESIDUAL_OPS:
                 want = kernel_shape(k)[:2]
                 if tuple(residual.shape) != want:

@@ -470,15 +470,22 @@ def reference_epilogue(y_f32, ops, residual_f32=None, tile_n: int = 256):
     return y.astype(_float(y_f32, xp).dtype, copy=False)
 
 
-def reference_rowwise(y_f32, op: str, eps: float = 1e-5):
+def reference_rowwise(y_f32, op: str, eps: float = 1e-5, gamma=None, beta=None):
     """The row-wise ``op`` over the last axis of ``y_f32``: layernorm = (y - mean) / sqrt(var + eps) with the biased
-    variance, rmsnorm = y / sqrt(mean(y^2) + eps); no affine weights. numpy or CuPy in, the same out."""
+    variance, rmsnorm = y / sqrt(mean(y^2) + eps); then ``* gamma + beta`` where given (the kernels of this module
+    have no affine weights; the chain kernel's LayerNorm fold has). numpy or CuPy in, the same out."""
     xp = _xp(y_f32)
     y = _float(y_f32, xp)
     if op == "layernorm":
         mean = y.mean(axis=-1, keepdims=True)
         c = y - mean
-        return c / xp.sqrt((c * c).mean(axis=-1, keepdims=True) + eps)
-    if op == "rmsnorm":
-        return y / xp.sqrt((y * y).mean(axis=-1, keepdims=True) + eps)
-    raise ValueError(f"unknown row-wise op {op!r} (known: {', '.join(ROWWISE_OPS)})")
+        out = c / xp.sqrt((c * c).mean(axis=-1, keepdims=True) + eps)
+    elif op == "rmsnorm":
+        out = y / xp.sqrt((y * y).mean(axis=-1, keepdims=True) + eps)
+    else:
+        raise ValueError(f"unknown row-wise op {op!r} (known: {', '.join(ROWWISE_OPS)})")
+    if gamma is not None:
+        out = out * xp.asarray(gamma, dtype=out.dtype)
+    if beta is not None:
+        out = out + xp.asarray(beta, dtype=out.dtype)
+    return out

@@ -347,27 +347,14 @@ def ring(args, timed, s0, data, median) -> int:
     return 0
 
 
-def _pair_plan(m: int, k: int, n: int):
-    """FC2 (M x K -> N) then FC1 (M x N -> K) as a ring pair (one layer per kernel), no ops in the plan."""
-    from ctasim.spec import Strategy, load_hardware, load_workload
-    from ctasim.strategies.ctapipe import build_ring
-
-    wl = load_workload("mlp-block")
-    a, b = wl.layers
-    layers = (dataclasses.replace(b, m=m, k=k, n=n, rowwise="", epilogue=()),
-              dataclasses.replace(a, m=m, k=n, n=k, rowwise="", epilogue=()))
-    return build_ring(Strategy(kind="ctapipe", gpus=2, placement="ring"), dataclasses.replace(wl, layers=layers),
-                      load_hardware("h200-x2-calibrated"), f"m={m}")
-
-
 def fold(args, timed, s0, data, median) -> int:
     """The LayerNorm fold's cost inside a pipelined pair: fold ops against plain ops on the same ring pair."""
     import cupy as cp
     import pandas as pd
 
-    from ctahw.chain import NORM_EPS, ChainRunner
-    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits, output_error
-    from ctahw.rowwise import layernorm, reference_epilogue
+    from ctahw.chain import ChainRunner, fold_pair_plan, reference_fold_pair
+    from ctahw.device import output_error
+    from ctahw.rowwise import layernorm
 
     FFN = 28672
     s1 = timed.copy[0]
@@ -379,18 +366,13 @@ def fold(args, timed, s0, data, median) -> int:
         rng = cp.random.default_rng(55)
         gamma = 1 + 0.2 * rng.standard_normal(H, dtype=cp.float32)
         beta = 0.2 * rng.standard_normal(H, dtype=cp.float32)
-        plan = _pair_plan(m, FFN, H)
+        plan = fold_pair_plan(m, H, FFN)
         runners = {"fold": ChainRunner(plan, x, ws, devices=(0, 0), residual=res, layernorm=(gamma, beta),
                                        epilogues={0: "residual_stats", 1: "lnfold_gelu"}),
                    "no_layernorm": ChainRunner(plan, x, ws, devices=(0, 0), residual=res,
                                                epilogues={0: "residual", 1: "gelu"})}
         with cp.cuda.Device(0):  # fp32: y = res + x W2^T stored as bf16, then GeLU(LayerNorm(y) W1^T)
-            f = lambda b: bf16_bits_to_f32(b, cp)  # noqa: E731
-            y = f(f32_to_bf16_bits(f(res) + f(x) @ f(ws[0]).T, cp))
-            mu = y.mean(axis=1, keepdims=True)
-            ln = (y - mu) / cp.sqrt(((y - mu) ** 2).mean(axis=1, keepdims=True) + NORM_EPS) * gamma + beta
-            ref = reference_epilogue(ln @ f(ws[1]).T, ("gelu",))
-            del y, ln, mu
+            ref = reference_fold_pair(cp, x, res, ws, gamma, beta)
         enq = {k: (lambda t, r=r: (t.part("compute", 0, s0, lambda: r.launch(streams=[s0, s1])), [(s0, 0), (s1, 0)])[1])
                for k, r in runners.items()}
         lnout = cp.empty((m, H), dtype=cp.uint16)  # LayerNorm of an M x 8192 bf16 operand (FC2's output's shape)

@@ -8,11 +8,12 @@
 // cooperative kernel are CUTLASS's, untouched (tile 128x256x64, cluster 1x1); the project's tile scheduler
 // decides which tile each CTA runs.
 //
-// Shapes and ops (ABI 4): a kernel's layers are M x N x K (several layers: N == K, one batch stride); the layer
+// Shapes and ops (ABI 4, 5): a kernel's layers are M x N x K (several layers: N == K, one batch stride); the layer
 // before may have another column count (`wait_tiles`: its column tiles, what a row-block's counter reaches). The
 // tickets design also fuses one epilogue op (ctapipe_gemm.cuh's CTAPIPE_EPILOGUE_OPS, the fusion operations of
 // variant (a): gelu, silu, relu, or the residual D = acc + C for a one-layer kernel), so a ring of one layer per GPU
-// runs the MLP block's GEMMs (GeLU after the first, the residual after the second).
+// runs the MLP block's GEMMs (GeLU after the first, the residual after the second); and (ABI 5) the LayerNorm fold's
+// two ops, residual_stats and lnfold_gelu (CTAHW_CHAIN_NORM_OPS below), between two one-layer kernels of a ring.
 //
 // Placement (ABI 3): the kernel runs the global layers first_layer + j * layer_stride. On one GPU (stride 1)
 // d = X + M*H and `signals` = `counters` + tiles_m: layer j writes X[j+1] and signals the counter its successor
@@ -87,8 +88,8 @@ namespace ctahw::chain {
   X(stats_out, float*)             /* [2][M] f32: where the op residual_stats adds its rows' sum, sum of squares */ \
   X(stats_in, const float*)        /* [2][M] f32: the row statistics the op lnfold_gelu reads (this epoch's) */ \
   X(stats_clear, float*)           /* [2][M] f32: the other epoch's, zeroed by lnfold_gelu's column-0 tiles */ \
-  X(fold_c1, const float*)         /* [N] f32: column sums of the gamma-folded weights (lnfold_gelu) */       \
-  X(fold_c2, const float*)         /* [N] f32: beta^T W (lnfold_gelu) */                                       \
+  X(fold_c1, const float*)         /* [N] f32: W' 1, row sums of the N x K gamma-folded weights */           \
+  X(fold_c2, const float*)         /* [N] f32: W beta (lnfold_gelu) */                                         \
   X(norm_cols, int)                /* the normalised width (lnfold_gelu: this kernel's K) */
 
 struct Params {
@@ -175,6 +176,8 @@ __device__ __forceinline__ int take(const Params& p, unsigned long long* t_taken
 // are finished, and launch e + 1's producer starts after launch e's kernels end (the host orders a ring's runs).
 // The column-0 tile of each row-block zeroes that row-block's sums and sums of squares (256 MMA/epilogue threads:
 // 128 rows x 2 words). Plain stores: the next launch is ordered after this one by the stream / events.
+static_assert(kEpilogueThreads == 2 * int(cute::size<0>(ctahw::ctapipe_gemm::TileShape{})),
+              "clear_stats: the epilogue threads zero a tile's rows' two words, one each");
 __device__ __forceinline__ void clear_stats(const Params& p, int m_idx) {
   const int t = static_cast<int>(threadIdx.x) - kThreadsPerWarpGroup;  // 0 .. 255
   const int rows = p.tiles_m * static_cast<int>(cute::size<0>(ctahw::ctapipe_gemm::TileShape{}));
@@ -589,6 +592,22 @@ struct LnFoldGelu {
   }
 };
 
+// CUTLASS's column reduction (per row, over the tile's columns) with atomic adds, less its workspace step: with an
+// atomic reduction CUTLASS zeroes the output vector on the host's stream at every launch (a driver memset). The row
+// statistics are zeroed by the protocol instead (the reader's column-0 tiles, one launch ahead; the host zeroes both
+// buffers once), so that step is replaced by nothing.
+struct RowStatsReduction : fusion::Sm90ColReduction<cutlass::plus, cutlass::plus, AtomicAddSys, 0, cg::TileShape,
+                                                    float, float, kRound> {
+  using Base = fusion::Sm90ColReduction<cutlass::plus, cutlass::plus, AtomicAddSys, 0, cg::TileShape, float, float,
+                                        kRound>;
+  using Base::Base;
+  template <class ProblemShape>
+  static cutlass::Status initialize_workspace(ProblemShape const&, typename Base::Arguments const&, void*,
+                                              cudaStream_t, cutlass::CudaHostAdapter* = nullptr) {
+    return cutlass::Status::kSuccess;
+  }
+};
+
 template <int Op>
 struct NormOp;
 
@@ -599,8 +618,7 @@ struct NormOp<5> {
   using X = fusion::Sm90EVT<fusion::Sm90Compute<cutlass::plus, float, float, kRound>, fusion::Sm90AccFetch,
                             fusion::Sm90SrcFetch<ElementC>>;
   using Square = fusion::Sm90EVT<fusion::Sm90Compute<cutlass::multiplies, float, float, kRound>, X, X>;
-  using RowSum = fusion::Sm90ColReduction<cutlass::plus, cutlass::plus, AtomicAddSys, 0, cg::TileShape, float,
-                                          float, kRound>;
+  using RowSum = RowStatsReduction;
   using Fusion = fusion::Sm90EVT<fusion::Sm90Compute<TakeFirst, cg::ElementD, float, kRound>,
                                  fusion::Sm90EVT<RowSum, X>, fusion::Sm90EVT<RowSum, Square>>;
   template <class A>
@@ -774,7 +792,8 @@ int run(void* x, void* d, const void* c, const void* w, int m, int n, int k, con
     if (chain.layers != 1 || chain.stats_out == nullptr) return -2008;
   }
   if constexpr (Op == 6) {
-    if (chain.layers != 1 || chain.stats_in == nullptr || chain.fold_c1 == nullptr || chain.fold_c2 == nullptr ||
+    if (chain.layers != 1 || chain.stats_in == nullptr || chain.stats_clear == nullptr ||
+        chain.stats_clear == chain.stats_in || chain.fold_c1 == nullptr || chain.fold_c2 == nullptr ||
         chain.norm_cols != k)
       return -2008;
   }
@@ -875,38 +894,8 @@ const char* ctahw_chain_status_string(int code) {
   if (code == -2004) return "the static chain kernel's grid exceeds the CTAs that can be resident at once (deadlock)";
   if (code == -2008)
     return "the LayerNorm fold's ops run one-layer kernels with their buffers: residual_stats needs stats_out, "
-           "lnfold_gelu stats_in, fold_c1, fold_c2 and norm_cols = K";
+           "lnfold_gelu stats_in, another stats_clear, fold_c1, fold_c2 and norm_cols = K";
   return ctahw::ctapipe_gemm::status_string(code);
 }
 
 }  // extern "C"
-
-// CUTLASS's workspace fill (cutlass/workspace.h), instantiated through the column reduction of op residual_stats
-// (whose workspace is empty: it is never called with a count above 0), calls two driver functions by name. The
-// library links the CUDA runtime statically and not libcuda (built here, run on the device machine), so they are
-// defined here through the runtime's driver entry points, as CUTLASS itself reaches cuTensorMapEncodeTiled
-// (cuda_host_adapter.hpp). ctahw.build refuses a library that leaves a driver symbol undefined.
-namespace ctahw::driver {
-using MemsetD32 = CUresult(CUDAAPI*)(CUdeviceptr, unsigned int, size_t, CUstream);
-using ErrorString = CUresult(CUDAAPI*)(CUresult, const char**);
-
-// The driver's function `name` of API version `version`, or nullptr.
-inline void* entry(const char* name, int version) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult status;
-  if (cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &status) != cudaSuccess ||
-      status != cudaDriverEntryPointSuccess)
-    return nullptr;
-  return fn;
-}
-}  // namespace ctahw::driver
-
-extern "C" CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr ptr, unsigned int value, size_t count, CUstream stream) {
-  auto fn = reinterpret_cast<ctahw::driver::MemsetD32>(ctahw::driver::entry("cuMemsetD32Async", 3020));
-  return fn ? fn(ptr, value, count, stream) : CUDA_ERROR_UNKNOWN;
-}
-
-extern "C" CUresult CUDAAPI cuGetErrorString(CUresult error, const char** str) {
-  auto fn = reinterpret_cast<ctahw::driver::ErrorString>(ctahw::driver::entry("cuGetErrorString", 6000));
-  return fn ? fn(error, str) : CUDA_ERROR_UNKNOWN;
-}

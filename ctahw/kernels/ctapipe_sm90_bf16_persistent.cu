@@ -9,8 +9,8 @@
 //   * every further tile (ctapipe_gemm.cuh's SchedulerWarp adapter, shared with the chain kernel; this scheduler
 //     gives it take_next, finish_tile and fetched): the kernel's scheduler warp (producer warp 1) calls
 //     advance_to_next_work once the mainloop load warp has started the current tile (the kernel's throttle
-//     pipeline): the elected lane takes the next
-//     tile -- order[cta + k * grid] (static) or a pop from the inbound work-queue -- and publishes it into a
+//     pipeline): the next tile -- order[cta + k * grid] (static: every lane advances its position) or a pop from
+//     the inbound work-queue (the elected lane) -- is published by the elected lane into a
 //     2-stage shared-memory pipeline (PipelineAsync: one producer arrival, 320 consumer arrivals); the load
 //     warp, the scheduler warp and the 256 MMA/epilogue threads read it in fetch_next_work. So the next tile's
 //     pop (which may wait on the other GPU) and its TMA loads overlap the current tile's MMA and epilogue.

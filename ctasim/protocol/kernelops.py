@@ -27,8 +27,8 @@ header and on mutated copies (a ``.sys`` turned into ``.gpu``, a fence dropped),
 operation the row-statistics model's ring variant issues.
 
 Leaves out: control flow (a role's operations are compared as a sequence, loops and branches flattened), the
-kernels' translation units (ctapipe_gemm.cuh: the CTA / cluster hand-overs are compared by reading, see
-docs/protocol.md), and tile stores (weak stores / TMA, not qualifiers worth comparing).
+rest of the kernels' translation units (of ctapipe_gemm.cuh only the scheduler-warp adapter is read; the CTA /
+cluster hand-overs are compared by reading, see docs/protocol.md), and tile stores (weak stores / TMA, not qualifiers worth comparing).
 """
 
 from __future__ import annotations

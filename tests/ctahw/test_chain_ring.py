@@ -355,3 +355,31 @@ def test_the_kernel_source_lists_the_fold_ops_and_fields():
     ops = re.search(r"#define CTAHW_CHAIN_NORM_OPS\(X\) (.*)", src).group(1)
     assert re.findall(r"X\((\d+), (\w+)\)", ops) == [("5", NORM_OPS[0]), ("6", NORM_OPS[1])]
     assert {"stats_out", "stats_in", "stats_clear", "fold_c1", "fold_c2", "norm_cols"} <= set(DESC_FIELDS)
+
+
+def test_the_fold_pair_s_reference_is_layernorm_between_the_gemms():
+    """reference_fold_pair (what the GPU tests and chain_probe --fold check against) equals an independent float64
+    computation of GeLU(LayerNorm(bf16(res + x W0^T)) W1^T); fold_pair_plan is FC2 then FC1 on a ring pair."""
+    from math import erf, sqrt
+
+    from ctahw.chain import NORM_EPS, chain_kernels, fold_pair_plan, kernel_shape, reference_fold_pair
+    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits
+
+    rng = np.random.default_rng(5)
+    m, h, f = 8, 64, 96
+    x = f32_to_bf16_bits(rng.standard_normal((m, f)).astype(np.float32), np)
+    res = f32_to_bf16_bits(rng.standard_normal((m, h)).astype(np.float32), np)
+    ws = [f32_to_bf16_bits((rng.standard_normal(s) / np.sqrt(s[1])).astype(np.float32), np) for s in ((h, f), (f, h))]
+    gamma = (1 + 0.2 * rng.standard_normal(h)).astype(np.float32)
+    beta = (0.2 * rng.standard_normal(h)).astype(np.float32)
+    d = lambda b: bf16_bits_to_f32(b, np).astype(np.float64)  # noqa: E731
+    y = d(f32_to_bf16_bits((d(res) + d(x) @ d(ws[0]).T).astype(np.float32), np))
+    ln = (y - y.mean(1, keepdims=True)) / np.sqrt(y.var(1, keepdims=True) + NORM_EPS) * gamma + beta
+    z = ln @ d(ws[1]).T
+    want = 0.5 * z * (1 + np.vectorize(erf)(z / sqrt(2)))
+    got = reference_fold_pair(np, x, res, ws, gamma, beta)
+    assert np.abs(got - want).max() < 1e-4 * np.abs(want).max()
+    no_beta = reference_fold_pair(np, x, res, ws, gamma, np.zeros(h, np.float32))
+    assert np.abs(no_beta - want).max() > 1e-2 * np.abs(want).max()  # beta is applied
+    plan = fold_pair_plan(1024, 2048, 4096)
+    assert [kernel_shape(k) for k in chain_kernels(plan)] == [(1024, 2048, 4096), (1024, 4096, 2048)]

@@ -349,9 +349,11 @@ def test_every_library_s_abi_version_is_its_source_s():
         texts = [lib.source.read_text()] + [h.read_text() for h in lib.headers]
         found = [v for v in (version(t, lib.abi_symbol) for t in texts) if v is not None]
         assert found == [lib.abi_version], f"{name}: the source returns {found}, ctahw.build expects {lib.abi_version}"
-    bumped = LIBRARIES["ctapipe_sm90_bf16_chain"].source.read_text().replace(
-        "int ctahw_chain_abi_version() { return 5; }", "int ctahw_chain_abi_version() { return 6; }")
-    assert version(bumped, "ctahw_chain_abi_version") == 6
+    # a source that returns another version than the loader expects is found
+    chain = LIBRARIES["ctapipe_sm90_bf16_chain"]
+    bumped = re.sub(r"(int ctahw_chain_abi_version\(\) \{ return )\d+", rf"\g<1>{chain.abi_version + 1}",
+                    chain.source.read_text())
+    assert version(bumped, chain.abi_symbol) == chain.abi_version + 1 != chain.abi_version
 
 
 def test_a_library_leaving_driver_functions_undefined_is_found(tmp_path):
@@ -368,3 +370,21 @@ def test_a_library_leaving_driver_functions_undefined_is_found(tmp_path):
     clean.write_text("#!/bin/sh\necho '                 U cudaLaunchKernel'\n")
     clean.chmod(0o755)
     assert undefined_driver_symbols(tmp_path / "lib.so", str(clean)) == []
+
+
+def test_nm_missing_finds_nothing(tmp_path, monkeypatch):
+    from ctahw import build
+
+    monkeypatch.setattr(build.shutil, "which", lambda name: None)
+    assert build.undefined_driver_symbols(tmp_path / "lib.so") == []
+
+
+def test_a_library_with_undefined_driver_symbols_is_refused(fake, monkeypatch):
+    """A compiled library that names CUDA driver functions it does not define is not kept: a CompileError that names
+    them, and nothing left in the cache."""
+    monkeypatch.setattr(build, "undefined_driver_symbols", lambda path, nm=None: ["cuMemsetD32Async"])
+    with pytest.raises(CompileError, match="cuMemsetD32Async"):
+        fake["lib"].build(fake["tc"])
+    assert list(fake["cache"].iterdir()) == []
+    monkeypatch.setattr(build, "undefined_driver_symbols", lambda path, nm=None: [])
+    assert fake["lib"].build(fake["tc"]).is_file()

@@ -325,21 +325,15 @@ def test_the_mlp_ring_pair_back_to_back_and_stalled_on_one_gpu(cp):
 
 
 def _fold_pair(cp, m: int, h: int, f: int, devices=(0, 0), **kw):
-    from ctahw.chain import ChainRunner
+    from ctahw.chain import ChainRunner, fold_pair_plan
     from ctahw.device import random_bf16
-    from ctasim.spec import Strategy, load_hardware, load_workload
-    from ctasim.strategies.ctapipe import build_ring
 
-    wl = load_workload("mlp-block")
-    a, b = wl.layers
-    layers = (dataclasses.replace(b, m=m, k=f, n=h, rowwise="", epilogue=()),
-              dataclasses.replace(a, m=m, k=h, n=f, rowwise="", epilogue=()))
-    plan = build_ring(Strategy(kind="ctapipe", gpus=2, placement="ring"), dataclasses.replace(wl, layers=layers),
-                      load_hardware("h200-x2-calibrated"), "m")
+    plan = fold_pair_plan(m, h, f)
+    layers = [(f, h), (h, f)]  # (K, N) of FC2, FC1
     rng = cp.random.default_rng(int.from_bytes(os.urandom(4), "little"))
     x = random_bf16((m, f), cp, rng)  # the hidden activations FC2 reads
     res = random_bf16((m, h), cp, rng)  # the block's input: FC2's residual
-    ws = [random_bf16((l.n, l.k), cp, rng, 1 / math.sqrt(l.k)) for l in layers]
+    ws = [random_bf16((n, k), cp, rng, 1 / math.sqrt(k)) for k, n in layers]
     gamma = 1 + 0.2 * rng.standard_normal(h, dtype=cp.float32)
     beta = 0.2 * rng.standard_normal(h, dtype=cp.float32)
     r = ChainRunner(plan, x, ws, devices=devices, epilogues={0: "residual_stats", 1: "lnfold_gelu"}, residual=res,
@@ -348,16 +342,9 @@ def _fold_pair(cp, m: int, h: int, f: int, devices=(0, 0), **kw):
 
 
 def _fold_reference(cp, x, res, ws, gamma, beta):
-    """fp32: y = res + x W2^T stored as bf16, then GeLU(LayerNorm(y) W1^T) with the biased variance."""
-    from ctahw.chain import NORM_EPS
-    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits
-    from ctahw.rowwise import reference_epilogue
+    from ctahw.chain import reference_fold_pair
 
-    f = lambda b: bf16_bits_to_f32(b, cp)  # noqa: E731
-    y = f(f32_to_bf16_bits(f(res) + f(x) @ f(ws[0]).T, cp))
-    mu = y.mean(axis=1, keepdims=True)
-    ln = (y - mu) / cp.sqrt(((y - mu) ** 2).mean(axis=1, keepdims=True) + NORM_EPS) * gamma + beta
-    return reference_epilogue(ln @ f(ws[1]).T, ("gelu",))
+    return reference_fold_pair(cp, x, res, ws, gamma, beta)
 
 
 @pytest.mark.parametrize("m,h,f", [(1024, 1024, 3584), (2048, 2048, 4096)])
