@@ -709,8 +709,10 @@ struct Config {
 };
 // Ops 0-4 build exactly variant (a)'s epilogues.
 static_assert(std::is_same_v<Config<0, 0>::CollectiveEpilogue, cg::Config<1, 1, 0>::CollectiveEpilogue> &&
-                  std::is_same_v<Config<0, 4>::CollectiveEpilogue, cg::Config<1, 1, 4>::CollectiveEpilogue>,
-              "the chain kernel's ops 0-4 must be ctapipe_gemm.cuh's");
+                  std::is_same_v<Config<0, 1>::CollectiveEpilogue, cg::Config<1, 1, 1>::CollectiveEpilogue> &&
+                  std::is_same_v<Config<0, 4>::CollectiveEpilogue, cg::Config<1, 1, 4>::CollectiveEpilogue> &&
+                  std::is_same_v<Config<2, 0>::CollectiveEpilogue, cg::Config<2, 1, 0>::CollectiveEpilogue>,
+              "the chain kernel's ops 0-4 must be ctapipe_gemm.cuh's (the 2x1 static design's too)");
 
 // Calls f(integral_constant<int, Design>, integral_constant<int, Op>, bool_constant<Trace>) for the kernel that
 // (design, op, trace) names -- every kernel the library builds, named once for the launcher and the loader -- or

@@ -333,22 +333,27 @@ def _normalize_chain(instr: str) -> str:
     return normalize(instr)
 
 
-def _class_bodies(text: str, names) -> tuple[dict[str, str], str]:
-    """``{class: body}`` for the named classes, and ``text`` with those bodies blanked out."""
+def _block_body(text: str, open_brace: int) -> str:
+    """The text between ``text[open_brace] == '{'`` and its matching ``}``."""
+    depth, j = 0, open_brace
+    while j < len(text):
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        if depth == 0:
+            break
+        j += 1
+    return text[open_brace + 1:j]
+
+
+def _class_bodies(text: str, names, keyword: str = "class") -> tuple[dict[str, str], str]:
+    """``{class: body}`` for the named classes (or structs), and ``text`` with those bodies blanked out."""
     out, rest = {}, text
     for name in names:
-        m = re.search(rf"\bclass\s+{name}\b[^;{{]*\{{", text)
+        m = re.search(rf"\b{keyword}\s+{name}\b[^;{{]*\{{", text)
         if m is None:
             continue
-        i = m.end() - 1
-        depth, j = 0, i
-        while j < len(text):
-            depth += {"{": 1, "}": -1}.get(text[j], 0)
-            if depth == 0:
-                break
-            j += 1
-        out[name] = text[i + 1:j]
-        rest = rest.replace(text[i + 1:j], "")
+        body = _block_body(text, m.end() - 1)
+        out[name] = body
+        rest = rest.replace(body, "")
     return out, rest
 
 
@@ -520,16 +525,7 @@ def fold_add_ops(chain_text: str | None = None) -> list[str]:
     """The ordering operations of the chain kernel's row-statistics add (``struct AtomicAddSys``'s inline PTX), as the
     model writes them (``red.add.relaxed.sys``)."""
     chain = _strip_comments(CHAIN_KERNEL.read_text() if chain_text is None else chain_text)
-    m = re.search(rf"\bstruct\s+{FOLD_ADD}\b[^;{{]*\{{", chain)
-    if m is None:
-        return []
-    depth, j = 0, m.end() - 1
-    while j < len(chain):
-        depth += {"{": 1, "}": -1}.get(chain[j], 0)
-        if depth == 0:
-            break
-        j += 1
-    body = chain[m.end():j]
+    body = _class_bodies(chain, (FOLD_ADD,), keyword="struct")[0].get(FOLD_ADD, "")
     return [op for op in (_normalize_chain(a.group(1)) for a in _TOKEN.finditer(body) if a.group(1)) if op]
 
 

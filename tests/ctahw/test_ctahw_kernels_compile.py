@@ -94,6 +94,12 @@ def test_kernel_source_compiles_and_exports_its_launchers(name):
         okp = ok.ctypes.data_as(ctypes.c_void_p)
         assert cdll.ctahw_chain_gemm(None, 1, 1, None, 256, 256, 256, okp, n, 0, 0, 5, 0, None) == -2008
         assert cdll.ctahw_chain_gemm(None, 1, None, None, 256, 256, 256, okp, n, 0, 0, 6, 0, None) == -2008
+        for f, v in {"stats_in": 8, "stats_clear": 16, "fold_c1": 24, "fold_c2": 32, "norm_cols": 128}.items():
+            ok[F.index(f)] = v  # every buffer given (never read before the check), but LayerNorm over 128 != K
+        assert cdll.ctahw_chain_gemm(None, 1, None, None, 256, 256, 256, okp, n, 0, 0, 6, 0, None) == -2008
+        ok[F.index("stats_clear")] = 8  # the clear buffer is the one read
+        ok[F.index("norm_cols")] = 256
+        assert cdll.ctahw_chain_gemm(None, 1, None, None, 256, 256, 256, okp, n, 0, 0, 6, 0, None) == -2008
         assert b"LayerNorm fold" in cdll.ctahw_chain_status_string(-2008)
         assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n, 0, 1, 1, 0, None) == -2006
         assert cdll.ctahw_chain_gemm(None, None, None, None, 256, 256, 256, desc, n, 0, 0, 9, 0, None) == -2006

@@ -107,12 +107,9 @@ def chain_model():
 
 def _block_end(text: str, i: int) -> int:
     """The index of the brace that closes the block opened at ``text[i] == '{'``."""
-    depth = 0
-    for j in range(i, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[j], 0)
-        if depth == 0:
-            return j
-    raise ValueError("unbalanced braces")
+    from ctasim.protocol.kernelops import _block_body
+
+    return i + 1 + len(_block_body(text, i))
 
 
 def _drop_in(text: str, cls: str | None, func: str, call: str) -> str:
