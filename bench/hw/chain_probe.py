@@ -15,7 +15,7 @@ and along M / swizzle 8), interleaved, rested, medians; one traced run each for 
 (LayerNorm, 8192 -> 28672, GeLU), as a ring pair of one-layer chain kernels on this GPU (66 CTAs each), M = 4096,
 16384: with the LayerNorm fold (ops residual_stats, lnfold_gelu) against the same pair with ops residual, gelu and no
 LayerNorm, interleaved, rested, medians; the LayerNorm kernel alone (ctahw.rowwise, M x 8192) for context; the fold
-checked against fp32.)
+checked against fp32; one traced run of each pair: per layer the median tile's mainloop, epilogue and store-to-signal.)
 (``--ring``: only ``ring.csv`` and ``ring-tiles-*.csv``: 4-layer 8192 chains at M = 4096, 16384, the chain kernel
 (one kernel, every SM) against the ring's two kernels on this one GPU (layer l in kernel l mod 2, half the SMs each,
 system-scope acquire / release, each output stored into the other kernel's buffers), timed interleaved and traced.)
@@ -389,9 +389,33 @@ def fold(args, timed, s0, data, median) -> int:
                 samples[k].append(timed.run(enq[k])[0])
         for r in runners.values():
             r.check_errors()
+        steps = {}  # per pair and layer: median mainloop, epilogue, and store-to-signal of one traced run
+        for k, kw in (("fold", dict(residual=res, layernorm=(gamma, beta),
+                                    epilogues={0: "residual_stats", 1: "lnfold_gelu"})),
+                      ("no_layernorm", dict(residual=res, epilogues={0: "residual", 1: "gelu"}))):
+            t = ChainRunner(plan, x, ws, devices=(0, 0), trace=True, **kw)
+            timed.run(lambda tm, t=t: (tm.part("compute", 0, s0, lambda: t.launch(streams=[s0, s1])),
+                                       [(s0, 0), (s1, 0)])[1])
+            t.check_errors()
+            tiles = t.read_trace().tiles
+            by = tiles.groupby("layer")
+            for layer, g in by:
+                steps[(k, int(layer))] = (float((g["t_mainloop_end"] - g["t_acquire"]).median()),
+                                          float((g["t_compute_end"] - g["t_mainloop_end"]).median()),
+                                          float((g["t_signal"] - g["t_compute_end"]).median()))
+            del t
         for k, smp in samples.items():
+            extra = {}
+            for layer in (0, 1):
+                if (k, layer) in steps:
+                    ml, ep, sig = steps[(k, layer)]
+                    extra.update({f"l{layer}_mainloop_ns": ml, f"l{layer}_epilogue_ns": ep, f"l{layer}_signal_ns": sig})
             rows.append({"m": m, "h": H, "ffn": FFN, "variant": k, "median_ms": median(smp),
-                         "rel_err": err if k == "fold" else math.nan, "samples": ";".join(f"{v:.5f}" for v in smp)})
+                         "rel_err": err if k == "fold" else math.nan, **extra,
+                         "samples": ";".join(f"{v:.5f}" for v in smp)})
+        print(f"fold M={m} traced (mainloop / epilogue / store-to-signal ns by layer): "
+              + "; ".join(f"{k} l{l} {a:.0f}/{b:.0f}/{c:.0f}" for (k, l), (a, b, c) in sorted(steps.items())),
+              file=sys.stderr)
         print(f"fold M={m}: " + ", ".join(f"{k} {median(v):.4f}" for k, v in samples.items())
               + f" (fold rel err {err:.2e})", file=sys.stderr)
         del runners, x, res, ws
