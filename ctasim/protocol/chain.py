@@ -37,6 +37,11 @@ Everything is on one GPU, so the protocol uses GPU scope.  Two designs:
   as above.  Every CTA must be resident at once (the launcher sizes the grid by occupancy): the walks use as many
   slots as CTAs; ``static-not-resident`` shows that fewer deadlock.
 
+A deferred signal (``defer_signal``, a design not built in the kernel): each tile's bulk stores one committed group,
+its signal at the next tile's end after ``wait_group 1``, flushed before waiting for a tile not yet published
+(``chain-tickets-deferred``); the mutants never flush (deadlock) or wait with ``wait_group 2`` (a rare one, with a
+recorded witness, :data:`RARE_WITNESSES`, and caught by walks with lazy bulk stores).
+
 Placement: ``ChainVariant.gpus = 1`` is the kernel (every CTA on one GPU).  ``gpus = 2`` runs the same programs
 with layer ``l`` on GPU ``l * 2 // layers`` (one kernel per GPU, its own ticket counter and order, a kernel of
 epoch ``e`` on GPU ``p`` after GPU ``p + 1``'s of epoch ``e - 1``): with ``.gpu`` scopes it must fail (``*-2gpu``),
@@ -62,11 +67,12 @@ from dataclasses import dataclass, replace
 
 from .invariants import Checker, CounterUpdate, Complete, Dispatch, InputRead, data_value
 from .memory import Memory
-from .ops import Atom, Bar, BulkSt, BulkWait, Ld, Poll, ProxyFence, St
+from .ops import Atom, Bar, BulkCommit, BulkSt, BulkWait, Ld, Poll, ProxyFence, St
 from .system import DrainPolicy, DrainResult, Kernel, System
 
 __all__ = ["ChainVariant", "ChainSetup", "ChainRun", "ChainSpace", "CHAIN_CORRECT", "CHAIN_VARIANTS",
-           "CHAIN_MUTANTS", "CHAIN_PASSING", "CHAIN_SPACES", "topological_order"]
+           "CHAIN_MUTANTS", "CHAIN_PASSING", "CHAIN_SPACES", "CHAIN_DEFERRED", "CHAIN_RARE_MUTANTS", "RARE_WITNESSES",
+           "topological_order"]
 
 SIGNAL_BARRIER = 13  # kSignalBarrier (ctahw/kernels/ctapipe_gemm.cuh)
 
@@ -101,6 +107,16 @@ class ChainVariant:
     them)."""
     resident: bool = True
     """static: every CTA resident at once (False: one slot fewer than CTAs where there are two or more)."""
+    defer_signal: str = ""
+    """tickets, a design not built in the kernel (docs/hardware.md, "hiding a ring tile's NVLink stores"): ``""``
+    signals each tile at its end (the kernel); ``"flush"`` commits each tile's bulk stores as one group and signals it
+    at the next tile's end, after ``wait_group defer_pending`` (every group but the current tile's complete), except
+    when the next tile is not yet published when a tile ends -- then the tile's signal is flushed (``wait_group 0``)
+    before waiting for it (never block while holding a signal; the storing thread decides and hands the decision
+    to the signalling thread); ``"always"`` never flushes before waiting (a mutant: it can deadlock)."""
+    defer_pending: int = 1
+    """``"flush"`` / ``"always"``: the N of the deferred signal's ``cp.async.bulk.wait_group N`` (1: the tile just
+    stored may stay pending; 2: a mutant that signals a tile whose stores may not have completed)."""
 
 
 CHAIN_CORRECT = ChainVariant()
@@ -143,6 +159,9 @@ CHAIN_MUTANTS: dict[str, ChainVariant] = {
         # the static design's co-residency rule
         replace(CHAIN_STATIC, name="chain-static-not-resident", resident=False,
                 bug="static: fewer resident slots than CTAs (the launcher refuses such a grid: -2004)"),
+        # (f) a deferred signal (not built in the kernel): waiting for the next tile while holding a signal
+        replace(CHAIN_CORRECT, name="chain-tickets-deferred-no-flush", defer_signal="always",
+                bug="tickets, deferred signal: the MMA threads wait for the next tile while holding a signal"),
     )
 }
 """The chain kernel's seeded bugs; each must end at a violated invariant."""
@@ -161,13 +180,37 @@ CHAIN_PASSING: dict[str, ChainVariant] = {
                                         "red.release.sys / ld.acquire.sys"),
         replace(CHAIN_CORRECT, name="chain-tickets-no-load-warp-fence", load_fence=False,
                 bug="tickets: the load warp's own fence.proxy.async dropped (take()'s fence remains)"),
+        replace(CHAIN_CORRECT, name="chain-tickets-deferred", defer_signal="flush",
+                bug="tickets, a deferred signal (not built): each tile signalled at the next one's end after "
+                    "wait_group 1, flushed before waiting for a tile not yet published"),
+        replace(CHAIN_CORRECT, name="chain-tickets-ring-sys-deferred", gpus=2, placement="ring", counter_scope="sys",
+                poll_acquire="sys", defer_signal="flush",
+                bug="the ring's kernels with the deferred signal (not built)"),
     )
 }
 """Variants that must pass every schedule: the two designs, the two-GPU placement with ``.sys`` scopes, and the
 tickets design without the load warp's second fence (redundant under the model: the scheduler thread's fence reaches
 the load warp through the pipeline's CTA-scope release / acquire, M8)."""
 
-CHAIN_VARIANTS: dict[str, ChainVariant] = CHAIN_PASSING | CHAIN_MUTANTS
+CHAIN_DEFERRED = CHAIN_PASSING["chain-tickets-deferred"]
+
+CHAIN_RARE_MUTANTS: dict[str, ChainVariant] = {
+    v.name: v
+    for v in (
+        replace(CHAIN_DEFERRED, name="chain-tickets-deferred-wait2", defer_pending=2,
+                bug="tickets, deferred signal: wait_group 2 leaves the signalled tile's stores pending"),
+    )
+}
+"""Seeded bugs uniform random walks reach about once in 30,000: the deferred signal's ``wait_group 2`` breaks only
+when a tile's signal was held (the next tile already published at its end) and a consumer reads before the held
+tile's stores land. Walks that keep bulk stores pending (``walk.walk(lazy_bulk=...)``) catch it in a few percent of
+walks; each also has a recorded witness (:data:`RARE_WITNESSES`)."""
+
+RARE_WITNESSES: dict[str, tuple[str, int]] = {"chain-tickets-deferred-wait2": ("chain", 1174)}
+"""Mutant -> (space of :data:`CHAIN_SPACES`, walk seed) of a schedule that breaks it (found by a search of seeds
+0-3,000 of ``ChainSpace()``; ``walk.replay`` runs it)."""
+
+CHAIN_VARIANTS: dict[str, ChainVariant] = CHAIN_PASSING | CHAIN_MUTANTS | CHAIN_RARE_MUTANTS
 
 
 # ------------------------------------------------------------------------------------------------ setups
@@ -390,18 +433,56 @@ class ChainRun:
             yield Atom(("ctr", layer(g) + 1, row(g)), 1, release=v.counter_scope, returns=False,
                        scope=v.counter_scope)
 
+        def store_tile(g):  # a deferred design's stores of tile g: one committed bulk group
+            l = layer(g)
+            tile = (row(g), g % n_tiles)
+            for k in range(s.elems):
+                yield BulkSt(("d", l + 1, tile, k), data_value(e, l, tile, k))
+            yield BulkCommit()
+
+        def signal_held(storer: bool, g, pending: int):
+            """The deferred signal of tile g: the storer's wait for its groups but the ``pending`` newest, fence,
+            barrier; the signalling thread's barrier and counter update."""
+            if storer:
+                yield BulkWait(pending)
+                yield ProxyFence()
+                yield Bar(SIGNAL_BARRIER, 2)
+            else:
+                yield from finish_leader(g)
+
         def mma(storer: bool):
             if v.design == "tickets":
                 yield Bar(0, 4)  # the scheduler's constructor: __syncthreads
             j = 0
+            held = None  # a deferred design's tile whose signal waits
             while True:
                 g = yield Poll(("mma", p, c.cid, j), None, acquire="cta", scope="cta", ne=True)
                 if g < 0:
+                    if held is not None:
+                        yield from role("finish:deferred", signal_held(storer, held, 0))
                     return
+                if not v.defer_signal:
+                    if storer:
+                        yield from role("finish:storer", finish_storer(g))
+                    else:
+                        yield from role("finish:leader", finish_leader(g))
+                    j += 1
+                    continue
                 if storer:
-                    yield from role("finish:storer", finish_storer(g))
-                else:
-                    yield from role("finish:leader", finish_leader(g))
+                    yield from role("finish:deferred", store_tile(g))
+                if held is not None:
+                    yield from role("finish:deferred", signal_held(storer, held, v.defer_pending))
+                held = g
+                if v.defer_signal == "flush":  # the next tile not yet published: signal before waiting for it
+                    if storer:
+                        nxt = yield Ld(("mma", p, c.cid, j + 1), scope="cta", acquire="cta")
+                        flush = nxt is None
+                        yield St(("defer", p, c.cid, j), 1 if flush else 0, release="cta")
+                    else:
+                        flush = (yield Poll(("defer", p, c.cid, j), None, acquire="cta", scope="cta", ne=True)) == 1
+                    if flush:
+                        yield from role("finish:deferred", signal_held(storer, held, 0))
+                        held = None
                 j += 1
 
         if v.design == "tickets":

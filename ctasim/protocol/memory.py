@@ -85,6 +85,7 @@ class Thread:
     unsynced: list = field(default_factory=list)  # [write read, read scope, widest fence scope applied]
     writes: list = field(default_factory=list)  # own writes not yet landed-and-acknowledged, program order
     outstanding: int = 0  # own writes not yet landed, plus bulk stores not yet acknowledged
+    bulk_groups: int = 0  # bulk async-groups committed (cp.async.bulk.commit_group); the open one has this index
     tag: object = None  # the system's handle on the thread (its CTA), for event bookkeeping
 
     def __post_init__(self) -> None:
@@ -150,6 +151,7 @@ class Write:
     in_view: bool = True  # bulk stores: entered the issuer's generic view (acked + fence.proxy.async)
     read_from: "Write | None" = None
     old: object = None
+    group: int = -1  # bulk stores: the issuer's bulk async-group
 
     @property
     def home(self) -> int:
@@ -256,9 +258,14 @@ class Memory:
             t.view[loc] = w
         else:
             t.aview[loc] = w
+            w.group = t.bulk_groups
             self.unacked.append(w)
             t.outstanding += 1
         return w
+
+    def bulk_commit(self, t: Thread) -> None:
+        """``cp.async.bulk.commit_group``: the thread's bulk stores issued so far form a group; later ones the next."""
+        t.bulk_groups += 1
 
     def landable(self) -> list[Write]:
         """Pending writes the scheduler may land now, in issue order."""
@@ -425,6 +432,10 @@ class Memory:
                 out.append(w)
         return out
 
-    def bulk_done(self, t: Thread) -> bool:
-        """``cp.async.bulk.wait_group 0`` may return: all of the thread's bulk stores are acknowledged."""
-        return all(w.acked for w in t.writes if w.proxy == "async")
+    def bulk_done(self, t: Thread, pending: int = 0) -> bool:
+        """``cp.async.bulk.wait_group pending`` may return: with 0, all of the thread's bulk stores are acknowledged;
+        else those of every committed group but the ``pending`` most recent ones."""
+        if pending == 0:
+            return all(w.acked for w in t.writes if w.proxy == "async")
+        done_below = t.bulk_groups - pending
+        return all(w.acked for w in t.writes if w.proxy == "async" and w.group < done_below)

@@ -68,11 +68,24 @@ class BulkSt:
 
 
 @dataclass(frozen=True, slots=True)
-class BulkWait:
-    """``cp.async.bulk.wait_group 0``: wait until this thread's bulk stores are complete."""
+class BulkCommit:
+    """``cp.async.bulk.commit_group``: close this thread's open bulk async-group (the bulk stores issued since the last
+    commit)."""
 
     def ptx(self) -> str:
-        return "cp.async.bulk.wait_group 0"
+        return "cp.async.bulk.commit_group"
+
+
+@dataclass(frozen=True, slots=True)
+class BulkWait:
+    """``cp.async.bulk.wait_group N``: wait until at most ``pending`` of this thread's most recent committed bulk
+    async-groups are incomplete. ``pending = 0`` waits for every bulk store of the thread, committed or not (the
+    programs that never commit use only this form)."""
+
+    pending: int = 0
+
+    def ptx(self) -> str:
+        return f"cp.async.bulk.wait_group {self.pending}"
 
 
 @dataclass(frozen=True, slots=True)

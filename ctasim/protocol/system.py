@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .memory import Memory, Thread
-from .ops import Atom, Bar, BulkSt, BulkWait, ClusterSync, Fence, Ld, Poll, ProxyFence, St, fmt_loc
+from .ops import Atom, Bar, BulkCommit, BulkSt, BulkWait, ClusterSync, Fence, Ld, Poll, ProxyFence, St, fmt_loc
 
 __all__ = ["Kernel", "Cta", "Thr", "Deferred", "System", "DrainPolicy", "DrainResult"]
 
@@ -302,7 +302,7 @@ class System:
         if isinstance(op, (Ld, Poll)):
             return self.mem.can_read(thr.mem, op.loc, getattr(op, "proxy", "generic"))
         if isinstance(op, BulkWait):
-            return self.mem.bulk_done(thr.mem)
+            return self.mem.bulk_done(thr.mem, op.pending)
         return True
 
     def runnable(self) -> list[Thr]:
@@ -362,6 +362,9 @@ class System:
             m.issue(t, op.loc, op.value, scope=None, proxy="async")
             self._advance(thr, None)
         elif isinstance(op, BulkWait):
+            self._advance(thr, None)
+        elif isinstance(op, BulkCommit):
+            m.bulk_commit(t)
             self._advance(thr, None)
         elif isinstance(op, ProxyFence):
             m.proxy_fence(t)

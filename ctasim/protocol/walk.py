@@ -99,8 +99,11 @@ class WalkResult:
 
 
 def walk(variant: Variant, setup: Setup, rng: random.Random, seed: int = 0, max_steps: int = 100_000,
-         log=None) -> WalkResult:
-    """Run ``variant`` on ``setup`` to the end with random decisions; ``log(line)`` gets each action if given."""
+         log=None, lazy_bulk: float = 0.0) -> WalkResult:
+    """Run ``variant`` on ``setup`` to the end with random decisions; ``log(line)`` gets each action if given.
+    ``lazy_bulk``: at each step, with this probability, bulk (async-proxy) stores are not offered to land or be
+    acknowledged while anything else can happen -- schedules where a TMA store stays pending long, which uniform
+    choices reach rarely (0: uniform; the walks of every search but the lazy ones)."""
     run = ChainRun(setup, variant) if isinstance(setup, ChainSetup) else Run(setup, variant)
     sys_ = run.system
     sys_.verbose = log is not None
@@ -118,6 +121,10 @@ def walk(variant: Variant, setup: Setup, rng: random.Random, seed: int = 0, max_
             movers = [t for t in sys_.threads if sys_.would_progress(t)]
             res = sys_.resolvable()
             events = sys_.memory_events()
+            if lazy_bulk and rand() < lazy_bulk:
+                kept = [ev for ev in events if ev[1].proxy != "async"]
+                if len(kept) < len(events) and len(launch) + len(movers) + len(res) + len(kept):
+                    events = kept
             total = len(launch) + len(movers) + len(res) + len(events)
             if total == 0:
                 run.emit(End(False, f"deadlock: nothing can change; {sys_.stuck()}"))
@@ -218,14 +225,15 @@ class SearchStats:
         return self
 
 
-def search(variant: str, space: Space, seeds: range, stop_at_violation: bool = False) -> SearchStats:
-    """Walk ``variant`` once per seed; count distinct schedules and violations."""
+def search(variant: str, space: Space, seeds: range, stop_at_violation: bool = False,
+           lazy_bulk: float = 0.0) -> SearchStats:
+    """Walk ``variant`` once per seed; count distinct schedules and violations (``lazy_bulk``: :func:`walk`'s)."""
     v = VARIANTS[variant]
     st = SearchStats()
     t0 = time.perf_counter()
     for seed in seeds:
         setup, rng = _setup_of(space, seed)
-        r = walk(v, setup, rng, seed)
+        r = walk(v, setup, rng, seed, lazy_bulk=lazy_bulk)
         if st.record(seed, setup, r.steps, r.signature, r.error) and stop_at_violation:
             break
     return st.close(t0)
@@ -276,6 +284,7 @@ def search_parallel(variant: str, spaces: dict[str, Space] | Space, n: int, proc
     return run_parallel(_search_job, variant, spaces, n, processes, seed0, _space_seed)
 
 
-def find_violation(variant: str, space: Space = MUTANT_SPACE, budget: int = 4_000, seed0: int = 0) -> SearchStats:
+def find_violation(variant: str, space: Space = MUTANT_SPACE, budget: int = 4_000, seed0: int = 0,
+                   lazy_bulk: float = 0.0) -> SearchStats:
     """Walk ``variant`` until a walk breaks an invariant (or ``budget`` walks pass)."""
-    return search(variant, space, range(seed0, seed0 + budget), stop_at_violation=True)
+    return search(variant, space, range(seed0, seed0 + budget), stop_at_violation=True, lazy_bulk=lazy_bulk)

@@ -131,3 +131,22 @@ def test_proxy_fence_views_cross_synchronisation_only_within_a_cta():
     m.load(b, ("go", 1), scope="cluster", acquire=True)
     assert m.load(b, ("data", 1), pick=9, scope=None).value == 1  # generic view: synchronised
     assert m.load(b, ("data", 1), pick=9, scope=None, proxy="async").value == 0  # a's proxy fence is not b's
+
+
+def test_wait_group_n_leaves_the_newest_committed_groups_pending():
+    """cp.async.bulk.wait_group N: every committed group but the N newest complete; 0: every bulk store, committed or
+    not."""
+    m, p, _ = make()
+    a = m.issue(p, ("d", 1, 0), 1, proxy="async", scope=None)
+    m.bulk_commit(p)  # group 0: a
+    b = m.issue(p, ("d", 1, 1), 1, proxy="async", scope=None)
+    m.bulk_commit(p)  # group 1: b
+    c = m.issue(p, ("d", 1, 2), 1, proxy="async", scope=None)  # the open group 2: c
+    assert (a.group, b.group, c.group) == (0, 1, 2)
+    assert m.bulk_done(p, 2) and not m.bulk_done(p, 1)  # two newest committed groups (0, 1) may stay pending
+    m.ack(a)
+    assert m.bulk_done(p, 1) and not m.bulk_done(p, 0)
+    m.ack(b)
+    assert m.bulk_done(p, 1) and not m.bulk_done(p, 0)  # c is not committed: only wait_group 0 waits for it
+    m.ack(c)
+    assert m.bulk_done(p, 0)
