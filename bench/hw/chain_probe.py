@@ -376,6 +376,8 @@ def fold(args, timed, s0, data, median) -> int:
         enq = {k: (lambda t, r=r: (t.part("compute", 0, s0, lambda: r.launch(streams=[s0, s1])), [(s0, 0), (s1, 0)])[1])
                for k, r in runners.items()}
         lnout = cp.empty((m, H), dtype=cp.uint16)  # LayerNorm of an M x 8192 bf16 operand (FC2's output's shape)
+        layernorm(res, lnout, m, H, stream=s0)  # compiled at its first call: not inside a timed run
+        s0.synchronize()
         enq["layernorm_kernel"] = lambda t: (t.part("compute", 0, s0, lambda: layernorm(res, lnout, m, H, stream=s0)),
                                              [(s0, 0)])[1]
         runners["fold"].poison_outputs()
