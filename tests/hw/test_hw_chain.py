@@ -27,6 +27,16 @@ def _setup(cp, m: int, layers: int, h: int = 2048, **kw):
     return ChainRunner(plan, x, ws, **kw), x, ws
 
 
+def _runs(r, n: int = 1, poison: bool = False) -> None:
+    """``n`` runs back to back (outputs poisoned first if asked), then the GPUs' end and the error and ticket checks."""
+    if poison:
+        r.poison_outputs()
+    for _ in range(n):
+        r.launch()
+    r.synchronize()
+    r.check_errors()
+
+
 def _err(cp, runner, x, ws):
     from ctahw.device import output_error, reference_chain
 
@@ -209,14 +219,8 @@ def test_ring_on_two_gpus_matches_fp32_chain(cp):
         pytest.skip("needs 2 GPUs (the ring's one-GPU check runs above)")
     enable_peer_access([0, 1])
     r, x, ws = _ring(cp, 2048, 4, 2048, devices=(0, 1))
-    for _ in range(100):
-        r.launch()
-    r.synchronize()
-    r.check_errors()
-    r.poison_outputs()
-    r.launch()
-    r.synchronize()
-    r.check_errors()
+    _runs(r, 100)
+    _runs(r, poison=True)
     assert _ring_err(cp, r, x, ws) <= REL_TOL_BF16
 
 
@@ -356,19 +360,10 @@ def test_layernorm_fold_on_a_ring_pair_matches_fp32(cp, m, h, f):
     r, data = _fold_pair(cp, m, h, f)
     ref = _fold_reference(cp, *data)
     for _ in range(4):
-        r.poison_outputs()
-        r.launch()
-        r.synchronize()
-        r.check_errors()
+        _runs(r, poison=True)
         assert output_error(cp, r.out, ref, 0) <= REL_TOL_BF16
-    for _ in range(200):
-        r.launch()
-    r.synchronize()
-    r.check_errors()
-    r.poison_outputs()
-    r.launch()
-    r.synchronize()
-    r.check_errors()
+    _runs(r, 200)
+    _runs(r, poison=True)
     assert output_error(cp, r.out, ref, 0) <= REL_TOL_BF16
 
 
@@ -386,9 +381,7 @@ def test_layernorm_fold_needs_its_row_statistics(cp):
     y = bf16_bits_to_f32(res, cp) + bf16_bits_to_f32(x, cp) @ bf16_bits_to_f32(ws[0], cp).T
     for _ in range(2):
         parity = r.epoch % 2
-        r.launch()
-        r.synchronize()
-        r.check_errors()
+        _runs(r)
         stats = r.gpus[1].stats
         assert float(cp.abs(stats[1 - parity]).max()) == 0.0
         for got, want in ((stats[parity][0], y.sum(axis=1)), (stats[parity][1], (y * y).sum(axis=1))):
@@ -396,10 +389,7 @@ def test_layernorm_fold_needs_its_row_statistics(cp):
     assert output_error(cp, r.out, ref, 0) <= REL_TOL_BF16
     r.gpus[0].op = RESIDUAL_CODE  # FC2 adds the residual but no row statistics
     r.load_kernels()
-    r.poison_outputs()
-    r.launch()
-    r.synchronize()
-    r.check_errors()
+    _runs(r, poison=True)
     assert output_error(cp, r.out, ref, 0) > REL_TOL_BF16
     s, _ = _fold_pair(cp, 1024, 1024, 3584, timeout_ns=50_000_000)
     s.launch(stall_row=0)
@@ -417,13 +407,7 @@ def test_layernorm_fold_on_two_gpus_matches_fp32(cp):
         pytest.skip("needs 2 GPUs (the fold's one-GPU check runs above)")
     enable_peer_access([0, 1])
     r, data = _fold_pair(cp, 2048, 2048, 4096, devices=(0, 1))
-    for _ in range(100):
-        r.launch()
-    r.synchronize()
-    r.check_errors()
-    r.poison_outputs()
-    r.launch()
-    r.synchronize()
-    r.check_errors()
+    _runs(r, 100)
+    _runs(r, poison=True)
     with cp.cuda.Device(0):
         assert output_error(cp, r.out, _fold_reference(cp, *data), 0) <= REL_TOL_BF16
