@@ -140,8 +140,8 @@ struct SchedPipeline : cutlass::PipelineAsync<S> {
 // The scheduler-warp adapter: what CUTLASS's cooperative kernel asks of a dynamic-persistent tile scheduler
 // (IsDynamicPersistent: producer warp 1 is the scheduler warp), written once for the persistent kernel
 // (ctapipe_sm90_bf16_persistent.cu) and the chain kernel's tickets design. Each tile reaches every role through a
-// kSchedStages-deep shared-memory pipeline of (tile, slot) words. `Derived` is the tile source and sink:
-//   int take_next(bool elected, int* slot)  every lane of the scheduler warp; the elected lane's tile is published
+// kSchedStages-deep shared-memory pipeline of tile words. `Derived` is the tile source and sink:
+//   int take_next(bool elected)             every lane of the scheduler warp; the elected lane's tile is published
 //                                          (the others may keep per-lane state, e.g. a static order's position);
 //   void finish_tile(WorkTileInfo)          the MMA/epilogue threads after the tile's TMA stores were issued (signal);
 //   void fetched(int tile)                  every role, once the next tile is read (fences, stamps);
@@ -154,7 +154,7 @@ class SchedulerWarp : public cutlass::gemm::kernel::detail::PersistentTileSchedu
   static constexpr bool IsDynamicPersistent = true;
   using WorkTileInfo = typename Base::WorkTileInfo;
   struct CLCResponse {
-    int data[4] = {-1, -1, 0, 0};  // tile, slot
+    int data[4] = {-1, 0, 0, 0};  // tile
   };
   using Pipeline = SchedPipeline<kSchedStages>;
   using PipelineStorage = typename Pipeline::SharedStorage;
@@ -183,12 +183,9 @@ class SchedulerWarp : public cutlass::gemm::kernel::detail::PersistentTileSchedu
     pipeline.producer_acquire(state);
     __syncwarp();
     const bool elected = cute::elect_one_sync();
-    int slot = -1;
-    const int tile = derived().take_next(elected, &slot);
+    const int tile = derived().take_next(elected);
     if (elected) {
-      volatile int* d = data_[state.index()].data;
-      d[0] = tile;
-      d[1] = slot;
+      reinterpret_cast<volatile int*>(data_[state.index()].data)[0] = tile;
       pipeline.producer_commit(state);
     }
     __syncwarp();
@@ -507,15 +504,20 @@ int dispatch_op(int op, F&& f) {
   }
 }
 
+// The TMA-store cooperative epilogue of every CTA-pipelined kernel (this header's and the chain kernel's), for a
+// cluster shape and an op `Epi` (its ElementC: the C operand or void; its Fusion: a fusion operation or callbacks).
+template <class ClusterShape, class Epi>
+using EpilogueFor = typename cutlass::epilogue::collective::CollectiveBuilder<
+    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+    cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator, typename Epi::ElementC,
+    LayoutD, kAlign, ElementD, LayoutD, kAlign, cutlass::epilogue::TmaWarpSpecializedCooperative,
+    typename Epi::Fusion>::CollectiveOp;
+
 template <int CM, int CN, int Op = 0>
 struct Config {
   using ClusterShape = Shape<Int<CM>, Int<CN>, _1>;
   using Epi = EpilogueOp<Op>;
-  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementAccumulator,
-      typename Epi::ElementC, LayoutD, kAlign, ElementD, LayoutD, kAlign,
-      cutlass::epilogue::TmaWarpSpecializedCooperative, typename Epi::Fusion>::CollectiveOp;
+  using CollectiveEpilogue = EpilogueFor<ClusterShape, Epi>;
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA, kAlign, ElementB, LayoutB, kAlign,
       ElementAccumulator, TileShape, ClusterShape,

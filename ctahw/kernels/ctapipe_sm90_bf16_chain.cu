@@ -176,13 +176,15 @@ __device__ __forceinline__ int take(const Params& p, unsigned long long* t_taken
 // are finished, and launch e + 1's producer starts after launch e's kernels end (the host orders a ring's runs).
 // The column-0 tile of each row-block zeroes that row-block's sums and sums of squares (256 MMA/epilogue threads:
 // 128 rows x 2 words). Plain stores: the next launch is ordered after this one by the stream / events.
-static_assert(kEpilogueThreads == 2 * int(cute::size<0>(ctahw::ctapipe_gemm::TileShape{})),
-              "clear_stats: the epilogue threads zero a tile's rows' two words, one each");
+constexpr int kTileM = int(cute::size<0>(ctahw::ctapipe_gemm::TileShape{}));
+
+// The kernel's rows (M): the length of each row-statistics vector.
+CUTLASS_HOST_DEVICE int rows(const Params& p) { return p.tiles_m * kTileM; }
+
+static_assert(kEpilogueThreads == 2 * kTileM, "clear_stats: the epilogue threads zero a tile's rows' two words, one each");
 __device__ __forceinline__ void clear_stats(const Params& p, int m_idx) {
   const int t = static_cast<int>(threadIdx.x) - kThreadsPerWarpGroup;  // 0 .. 255
-  const int rows = p.tiles_m * static_cast<int>(cute::size<0>(ctahw::ctapipe_gemm::TileShape{}));
-  const int row = m_idx * static_cast<int>(cute::size<0>(ctahw::ctapipe_gemm::TileShape{})) + (t & 127);
-  p.stats_clear[(t >> 7) * rows + row] = 0.0f;
+  p.stats_clear[(t / kTileM) * rows(p) + m_idx * kTileM + t % kTileM] = 0.0f;
 }
 
 template <bool Trace>
@@ -267,7 +269,7 @@ class ChainScheduler : public SchedulerWarp<ChainScheduler<Trace>> {
   CUTLASS_DEVICE chain::Params const& chain() const { return *pp_; }
 
   // SchedulerWarp's tile source (scheduler warp): the elected lane takes the next ticket, waiting for its inputs.
-  CUTLASS_DEVICE int take_next(bool elected, int*) {
+  CUTLASS_DEVICE int take_next(bool elected) {
     if (!elected) return -1;
     unsigned long long t0 = 0;
     const int tile = take<Trace>(chain(), &t0);
@@ -596,10 +598,10 @@ struct LnFoldGelu {
 // atomic reduction CUTLASS zeroes the output vector on the host's stream at every launch (a driver memset). The row
 // statistics are zeroed by the protocol instead (the reader's column-0 tiles, one launch ahead; the host zeroes both
 // buffers once), so that step is replaced by nothing.
-struct RowStatsReduction : fusion::Sm90ColReduction<cutlass::plus, cutlass::plus, AtomicAddSys, 0, cg::TileShape,
-                                                    float, float, kRound> {
-  using Base = fusion::Sm90ColReduction<cutlass::plus, cutlass::plus, AtomicAddSys, 0, cg::TileShape, float, float,
-                                        kRound>;
+using AtomicRowSum = fusion::Sm90ColReduction<cutlass::plus, cutlass::plus, AtomicAddSys, 0, cg::TileShape, float,
+                                               float, kRound>;
+struct RowStatsReduction : AtomicRowSum {
+  using Base = AtomicRowSum;
   using Base::Base;
   template <class ProblemShape>
   static cutlass::Status initialize_workspace(ProblemShape const&, typename Base::Arguments const&, void*,
@@ -621,11 +623,11 @@ struct NormOp<5> {
   using RowSum = RowStatsReduction;
   using Fusion = fusion::Sm90EVT<fusion::Sm90Compute<TakeFirst, cg::ElementD, float, kRound>,
                                  fusion::Sm90EVT<RowSum, X>, fusion::Sm90EVT<RowSum, Square>>;
+  static bool usable(const Params& p, int) { return p.layers == 1 && p.stats_out != nullptr; }
   template <class A>
   static void arguments(A& t, const Params& p) {
-    const int rows = p.tiles_m * int(size<0>(cg::TileShape{}));
     typename X::Arguments x{{}, {}, {}};
-    t = {{x, {p.stats_out, 0.0f, {}}}, {{x, x, {}}, {p.stats_out + rows, 0.0f, {}}}, {}};
+    t = {{x, {p.stats_out, 0.0f, {}}}, {{x, x, {}}, {p.stats_out + rows(p), 0.0f, {}}}, {}};
   }
 };
 
@@ -637,15 +639,20 @@ struct NormOp<6> {
   using RowVec = fusion::Sm90RowBroadcast<0, cg::TileShape, float, float, Stride<_0, _1, int64_t>>;
   using Fusion = fusion::Sm90EVT<fusion::Sm90Compute<LnFoldGelu, cg::ElementD, float, kRound>, fusion::Sm90AccFetch,
                                  ColVec, ColVec, RowVec, RowVec>;
+  static bool usable(const Params& p, int k) {
+    return p.layers == 1 && p.stats_in != nullptr && p.stats_clear != nullptr && p.stats_clear != p.stats_in &&
+           p.fold_c1 != nullptr && p.fold_c2 != nullptr && p.norm_cols == k;
+  }
   template <class A>
   static void arguments(A& t, const Params& p) {
-    const int rows = p.tiles_m * int(size<0>(cg::TileShape{}));
-    t = {{}, {p.stats_in, 0.0f, {}}, {p.stats_in + rows, 0.0f, {}}, {p.fold_c1, 0.0f, {}}, {p.fold_c2, 0.0f, {}},
+    t = {{}, {p.stats_in, 0.0f, {}}, {p.stats_in + rows(p), 0.0f, {}}, {p.fold_c1, 0.0f, {}}, {p.fold_c2, 0.0f, {}},
          {1.0f / static_cast<float>(p.norm_cols)}};
   }
 };
 
-constexpr bool is_norm_op(int op) { return op == 5 || op == 6; }
+#define CTAHW_CHAIN_IS_NORM(code, name) || op == code
+constexpr bool is_norm_op(int op) { return false CTAHW_CHAIN_NORM_OPS(CTAHW_CHAIN_IS_NORM); }
+#undef CTAHW_CHAIN_IS_NORM
 
 #define CTAHW_CHAIN_CHECK_OP(code, op) \
   static_assert(cg::same_name(NormOp<code>::name, #op), "NormOp<" #code "> is not " #op);
@@ -688,11 +695,7 @@ struct Config {
   static constexpr int CM = Design == 2 ? 2 : 1;
   using ClusterShape = Shape<Int<CM>, _1, _1>;
   using Epi = ChainOp<Op>;
-  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cg::TileShape, ClusterShape,
-      cutlass::epilogue::collective::EpilogueTileAuto, cg::ElementAccumulator, cg::ElementAccumulator,
-      typename Epi::ElementC, cg::LayoutD, cg::kAlign, cg::ElementD, cg::LayoutD, cg::kAlign,
-      cutlass::epilogue::TmaWarpSpecializedCooperative, typename Epi::Fusion>::CollectiveOp;
+  using CollectiveEpilogue = cg::EpilogueFor<ClusterShape, Epi>;
   using SchedStorage = typename ChainScheduler<false>::SharedStorage;  // carved out for every design (small)
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cg::ElementA, cg::LayoutA, cg::kAlign, cg::ElementB,
@@ -707,12 +710,6 @@ struct Config {
   template <bool Trace>
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel<Trace>>;
 };
-// Ops 0-4 build exactly variant (a)'s epilogues.
-static_assert(std::is_same_v<Config<0, 0>::CollectiveEpilogue, cg::Config<1, 1, 0>::CollectiveEpilogue> &&
-                  std::is_same_v<Config<0, 1>::CollectiveEpilogue, cg::Config<1, 1, 1>::CollectiveEpilogue> &&
-                  std::is_same_v<Config<0, 4>::CollectiveEpilogue, cg::Config<1, 1, 4>::CollectiveEpilogue> &&
-                  std::is_same_v<Config<2, 0>::CollectiveEpilogue, cg::Config<2, 1, 0>::CollectiveEpilogue>,
-              "the chain kernel's ops 0-4 must be ctapipe_gemm.cuh's (the 2x1 static design's too)");
 
 // Calls f(integral_constant<int, Design>, integral_constant<int, Op>, bool_constant<Trace>) for the kernel that
 // (design, op, trace) names -- every kernel the library builds, named once for the launcher and the loader -- or
@@ -741,7 +738,7 @@ inline int check_desc(const Params& p, int trace, int m, int n, int k, int sm_co
       p.grid <= 0 || p.grid > sm_count || p.grid > p.num_tiles || (p.protocol != 0 && p.protocol != 1) ||
       (p.protocol && (p.counters == nullptr || p.signals == nullptr)) || (trace && p.stamps == nullptr) ||
       p.first_layer < 0 || p.layer_stride < 1 || (p.sys_scope != 0 && p.sys_scope != 1) || p.wait_tiles < 1 ||
-      p.tiles_m * size<0>(cg::TileShape{}) != m || p.tiles_n * size<1>(cg::TileShape{}) != n || k <= 0 ||
+      rows(p) != m || p.tiles_n * size<1>(cg::TileShape{}) != n || k <= 0 ||
       k % size<2>(cg::TileShape{}) != 0 || (p.layers > 1 && n != k))
     return -2002;
   return 0;
@@ -789,15 +786,8 @@ int run(void* x, void* d, const void* c, const void* w, int m, int n, int k, con
   static_assert(protocol_roles_match<K>(), "the protocol's signalling thread and barrier do not fit this kernel");
   using PtrC = typename K::CollectiveEpilogue::ElementC const*;  // void const* where there is no C
   constexpr bool has_c = !std::is_void_v<typename Cfg::Epi::ElementC>;
-  // The LayerNorm fold's buffers, checked before any CUDA call.
-  if constexpr (Op == 5) {
-    if (chain.layers != 1 || chain.stats_out == nullptr) return -2008;
-  }
-  if constexpr (Op == 6) {
-    if (chain.layers != 1 || chain.stats_in == nullptr || chain.stats_clear == nullptr ||
-        chain.stats_clear == chain.stats_in || chain.fold_c1 == nullptr || chain.fold_c2 == nullptr ||
-        chain.norm_cols != k)
-      return -2008;
+  if constexpr (is_norm_op(Op)) {  // the LayerNorm fold's buffers, checked before any CUDA call
+    if (!Cfg::Epi::usable(chain, k)) return -2008;
   }
   cutlass::KernelHardwareInfo hw;
   hw.device_id = device;

@@ -140,16 +140,16 @@ class CtaPipePersistentScheduler : public SchedulerWarp<CtaPipePersistentSchedul
  private:
   // SchedulerWarp's tile source (scheduler warp): a static order advances on every lane (each keeps its own
   // position), a queue is popped by the elected lane.
-  CUTLASS_DEVICE int take_next(bool elected, int* slot) {
-    int tile = -1;
+  CUTLASS_DEVICE int take_next(bool elected) {
+    int tile = -1, slot = -1;
     if (pipe().mode == 0) take_static(&tile);
     if (!elected) return tile;
     unsigned long long t0 = 0;
     if constexpr (Trace) t0 = ctapipe::now_ns();
     if constexpr (kClusterSize == 1) {
-      if (pipe().mode != 0) ctapipe::claim_pop(pipe(), &tile, slot);
+      if (pipe().mode != 0) ctapipe::claim_pop(pipe(), &tile, &slot);
     }
-    if constexpr (Trace) stamp_acquired(tile, *slot, t0);
+    if constexpr (Trace) stamp_acquired(tile, slot, t0);
     return tile;
   }
 
