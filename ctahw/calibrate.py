@@ -83,6 +83,7 @@ from ctasim.spec import Hardware, KernelConfig, find_spec, hardware_from_dict, l
 __all__ = [
     "clock_regime",
     "activation_epilogue_cost",
+    "norm_fold_epilogue_cost",
     "kernel_cluster",
     "memory_hierarchy",
     "measure_memory",
@@ -325,6 +326,29 @@ def activation_epilogue_cost(breakdown, tile_elems: int = 128 * 256, slots: int 
     if not rows:
         raise ValueError(f"breakdown: no M with both {plain} and {fused}")
     return statistics.median(r["ns_per_element"] for r in rows), rows
+
+
+def norm_fold_epilogue_cost(rows, tile_elems: int = 128 * 256) -> tuple[float, float, list[dict]]:
+    """ns per tile element that the LayerNorm fold's two epilogues add, from ``chain_probe.py --fold`` rows (m,
+    variant, l0_epilogue_ns, l1_epilogue_ns: the median tile's epilogue of one traced run of each pair): per M, the
+    producer's ``residual_stats`` over ``residual`` (layer 0 of variant ``fold`` against ``no_layernorm``) and the
+    consumer's ``lnfold_gelu`` over ``gelu`` (layer 1), over the tile's elements; the medians over the M values.
+    Returns (stats, fold, per-M rows)."""
+    by = {}
+    for r in rows:
+        if str(r.get("l0_epilogue_ns", "")).strip():
+            by[(int(r["m"]), str(r["variant"]))] = (float(r["l0_epilogue_ns"]), float(r["l1_epilogue_ns"]))
+    out = []
+    for m in sorted({m for m, _ in by}):
+        if (m, "fold") not in by or (m, "no_layernorm") not in by:
+            continue
+        (f0, f1), (n0, n1) = by[(m, "fold")], by[(m, "no_layernorm")]
+        out.append({"m": m, "stats_ns_per_tile": f0 - n0, "fold_ns_per_tile": f1 - n1,
+                    "stats_ns_per_element": (f0 - n0) / tile_elems, "fold_ns_per_element": (f1 - n1) / tile_elems})
+    if not out:
+        raise ValueError("fold rows: no M with traced epilogues of both 'fold' and 'no_layernorm'")
+    return (statistics.median(r["stats_ns_per_element"] for r in out),
+            statistics.median(r["fold_ns_per_element"] for r in out), out)
 
 
 def kernel_cluster(describe: str) -> tuple[int, int]:

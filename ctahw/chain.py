@@ -29,11 +29,11 @@ one fused activation for all its layers (gelu, silu, relu, or none).
 
 LayerNorm with no pass of its own (:data:`NORM_OPS`): on such a ring layer l adds the residual and its rows' sums and
 sums of squares into the next GPU's row statistics, layer l + 1 folds LayerNorm of its input into its epilogue
-(``ChainRunner(..., layernorm=(gamma, beta))``, :func:`layernorm_fold`), then GeLU.
+(``ChainRunner(..., layernorm=(gamma, beta))``, :func:`layernorm_fold`), then GeLU. ``ctahw run`` folds where
+ctasim's ring plan does (``ctasim.strategies.ctapipe.ring_ops``: a block boundary, ``specs/workloads/mlp-boundary.toml``).
 
 Left out: a residual or different ops per layer in a kernel of several layers, other row-wise ops inside a kernel (a
-row-wise op runs after the last layer, :func:`ctahw.experiment.chain_case`), RMSNorm's fold, the fold in ctasim and
-in ``ctahw run``'s experiments.
+row-wise op runs after the last layer, :func:`ctahw.experiment.chain_case`), RMSNorm's fold.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from ctasim.plan import Kernel, Plan
+from ctasim.strategies.ctapipe import NORM_FOLD_OPS
 from ctasim.trace import EVENT_COLUMNS, EVENT_KINDS, Trace
 from ctahw.runner import (ERROR_WORDS, KERNEL_TILE, TILE_STAMP_WORDS, check_desc_names, desc_fields_from_source,
                           parse_error)
@@ -196,10 +197,12 @@ RESIDUAL_CODE = 4
 RESIDUAL_OPS = ("residual", "residual_stats")
 """The ops with a C operand (the residual, D = acc + C)."""
 
-NORM_OPS = ("residual_stats", "lnfold_gelu")
-"""The LayerNorm fold's two ops (the kernel source's ``CTAHW_CHAIN_NORM_OPS``): layer l adds the residual and its
-rows' sums and sums of squares into the next GPU's row statistics (``residual_stats``), layer l + 1 applies
-LayerNorm to its input by folding it into its epilogue, then GeLU (``lnfold_gelu``): :func:`layernorm_fold`."""
+NORM_OPS = NORM_FOLD_OPS
+"""The LayerNorm fold's two ops (ctasim's :data:`~ctasim.strategies.ctapipe.NORM_FOLD_OPS`, which a ring plan's
+:func:`~ctasim.strategies.ctapipe.ring_ops` names; held to the kernel source's ``CTAHW_CHAIN_NORM_OPS`` by a test):
+layer l adds the residual and its rows' sums and sums of squares into the next GPU's row statistics
+(``residual_stats``), layer l + 1 applies LayerNorm to its input by folding it into its epilogue, then GeLU
+(``lnfold_gelu``): :func:`layernorm_fold`."""
 
 NORM_EPS = float(re.search(r"constexpr float kNormEps = ([0-9.eE+-]+)f;", SOURCE.read_text()).group(1))
 """The fold's LayerNorm epsilon, read from the kernel source (compiled in)."""

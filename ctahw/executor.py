@@ -11,7 +11,8 @@ reduces.  :class:`PlanExecutor` turns that into data and launches, the same way 
   (all of N, or a tensor-parallel column slice); its rows are the layer's M (a chunk writes its row range).
 * a **GEMM** of layer l on GPU g reads layer l - 1's output on g (layer 0: the workload's input), the weight slice of
   its region, and writes its rows of layer l on g, with the layer's epilogue fused (``Layer.epilogue_fused``); a
-  residual (the workload's input) is added by the ``k0 = 0`` slice only, so a row-parallel pair adds it once.
+  residual (the workload's input, or the residual stream where the layer says so: ``Layer.residual_source``) is added
+  by the ``k0 = 0`` slice only, so a row-parallel pair adds it once.
 * a **Transfer** copies its rows of layer l's output from ``src`` to ``dst`` (the copy engine, on ``src``'s copy
   stream); a **Collective** all-reduces layer l's output over its GPUs; a **MemoryPass** runs the layer's epilogue
   ops (``what = "epilogue"``) or its row-wise op (``"rowwise"``) over its rows.
@@ -21,7 +22,8 @@ reduces.  :class:`PlanExecutor` turns that into data and launches, the same way 
   the same stream is stream order. The dependencies' delays are the model's launch costs, not instructions.
 
 Before anything is timed the executor places the inputs: the workload's input on every GPU that reads it, each
-kernel's weight slice on its GPU (``Inputs``: one bf16 input and one weight matrix per layer, made on GPU 0).
+kernel's weight slice on its GPU (``Inputs``: one bf16 input and one weight matrix per layer, made on GPU 0, and the
+residual stream where a layer adds it).
 
 Two machines issue the operations: :class:`CudaMachine` (CuPy streams and events, the CUTLASS GEMM with its fused
 epilogues, ``ctahw.rowwise``'s kernels, peer copies, NCCL; plan GPU g on physical device ``devices[g]``) and
@@ -127,7 +129,7 @@ def _layout(plan: Plan, wl: Workload) -> tuple[dict[tuple[int, int], _Buffer], d
             if r.k0 and set(layer.epilogue) - {"residual"}:
                 problems.append(f"{op.name}: {'+'.join(layer.epilogue)} on a partial sum (K {r.k0}+{r.k}) of layer "
                                 f"{op.layer}")
-            if "residual" in layer.epilogue and r.k0 == 0 and (r.n0 or _out_cols(layer, r.n) != layers[0].k):
+            if "residual" in layer.epilogue and r.k0 == 0 and (r.n0 or _out_cols(layer, r.n) != _residual_cols(layers, layer)):
                 problems.append(f"{op.name}: a residual on a column slice of layer {op.layer}")
         elif isinstance(op, Transfer):
             if op.region is None or not 0 <= op.layer < len(layers):
@@ -182,11 +184,19 @@ def plan_reason(plan: Plan, wl: Workload) -> str | None:
 
 @dataclass
 class Inputs:
-    """One run's data, in the machine's format, on plan GPU 0: the workload's input (M x K of layer 0) and each
-    layer's weights (N x K, rows = output columns)."""
+    """One run's data, in the machine's format, on plan GPU 0: the workload's input (M x K of layer 0), each
+    layer's weights (N x K, rows = output columns) and the residual stream (M x ``Workload.stream_cols``) where a
+    layer adds it (``Layer.residual_source = "stream"``; else None)."""
 
     x: Any
     weights: Sequence[Any]
+    stream: Any = None
+
+
+def _residual_cols(layers: Sequence[Layer], layer: Layer) -> int:
+    """Columns of what ``layer``'s residual adds: the workload's input (layer 0's K) or the residual stream (the
+    layer's own stored columns: the spec holds every stream layer to one width)."""
+    return layer.out_n if layer.residual_source == "stream" else layers[0].k
 
 
 class PlanExecutor:
@@ -212,11 +222,22 @@ class PlanExecutor:
         self.sets = len(sets)
         self.x: dict[tuple[int, int], Any] = {}
         self.w: dict[tuple, Any] = {}
-        needs_x = {op.gpu for op in plan.kernels() if op.layer == 0 or "residual" in layers[op.layer].epilogue}
-        needs_x |= {op.gpu for op in plan.ops if isinstance(op, MemoryPass) and "residual" in layers[op.layer].epilogue}
+        def adds(op, source):
+            layer = layers[op.layer]
+            return "residual" in layer.epilogue and layer.residual_source == source and (
+                isinstance(op, Kernel) or (isinstance(op, MemoryPass) and op.what == "epilogue"))
+
+        needs_x = {op.gpu for op in plan.kernels() if op.layer == 0} | {op.gpu for op in plan.ops if adds(op, "input")}
+        needs_s = {op.gpu for op in plan.ops if adds(op, "stream")}
+        self.s: dict[tuple[int, int], Any] = {}
         for i, data in enumerate(sets):
+            if needs_s and data.stream is None:
+                raise ValueError(f"{plan.strategy} {plan.case}: a layer adds the residual stream, but input set {i} "
+                                 f"has none")
             for g in sorted(needs_x):
                 self.x[(g, i)] = machine.place(g, data.x)
+            for g in sorted(needs_s):
+                self.s[(g, i)] = machine.place(g, data.stream)
             for k in plan.kernels():
                 key = _weight_key(k) + (i,)
                 if key not in self.w:
@@ -304,6 +325,10 @@ class PlanExecutor:
     def _input(self, g: int, l: int):
         return self.x[(g, self._set)] if l == 0 else self.output_buffer(g, l - 1)
 
+    def _residual(self, g: int, layer: Layer):
+        """What ``layer``'s residual adds on GPU ``g``: the workload's input or the residual stream."""
+        return (self.s if layer.residual_source == "stream" else self.x)[(g, self._set)]
+
     def _gemm(self, k: Kernel) -> None:
         m, layer, r = self.machine, self.wl.layers[k.layer], k.region
         a = m.rows(self._input(k.gpu, k.layer), r.row0, r.m)
@@ -316,7 +341,7 @@ class PlanExecutor:
         c = None
         if "residual" in ops:
             if r.k0 == 0:
-                c = m.rows(self.x[(k.gpu, self._set)], r.row0, r.m)
+                c = m.rows(self._residual(k.gpu, layer), r.row0, r.m)
             else:  # another K slice: the k0 = 0 slice adds the residual; this one adds the rest of the sum
                 ops = tuple(o for o in ops if o != "residual")
         m.gemm(k.gpu, a, w, m.rows(self.data[(k.gpu, k.layer, "act")], r.row0, r.m), r.m, r.n, r.k, ops, c,
@@ -326,7 +351,7 @@ class PlanExecutor:
         m, layer, r = self.machine, self.wl.layers[p.layer], p.region
         b = self.layout[(p.gpu, p.layer)]
         if p.what == "epilogue":
-            res = m.rows(self.x[(p.gpu, self._set)], r.row0, r.m) if "residual" in layer.epilogue else None
+            res = m.rows(self._residual(p.gpu, layer), r.row0, r.m) if "residual" in layer.epilogue else None
             m.epilogue(p.gpu, tuple(layer.epilogue), m.rows(self.data[(p.gpu, p.layer, "gemm")], r.row0, r.m),
                        m.rows(self.data[(p.gpu, p.layer, "act")], r.row0, r.m), r.m, b.gemm_cols, layer.tile_n, res,
                        p.id)
@@ -345,9 +370,10 @@ def _weight_key(k: Kernel) -> tuple:
 # The workload's reference
 
 
-def reference_output(xp, x32, weights32: Sequence, layers: Sequence[Layer], round_stores: Callable | None = None):
-    """The workload's output in fp32: per layer ``x @ W.T``, its epilogue ops (residual = the workload's input), its
-    row-wise op. ``round_stores`` (e.g. a bf16 round trip) is applied where the GPU stores: an unfused epilogue's
+def reference_output(xp, x32, weights32: Sequence, layers: Sequence[Layer], round_stores: Callable | None = None,
+                     stream32=None):
+    """The workload's output in fp32: per layer ``x @ W.T``, its epilogue ops (residual = the workload's input, or
+    ``stream32``, the residual stream, where the layer's ``residual_source`` says so), its row-wise op. ``round_stores`` (e.g. a bf16 round trip) is applied where the GPU stores: an unfused epilogue's
     GEMM output, the epilogue's output before a row-wise op, each layer's output before the next reads it."""
     from ctahw import rowwise  # noqa: PLC0415 - its kernels compile only when launched
 
@@ -358,8 +384,12 @@ def reference_output(xp, x32, weights32: Sequence, layers: Sequence[Layer], roun
         y = act @ w.T
         if l.epilogue_pass:
             y = rnd(y)
-        out = rowwise.reference_epilogue(y, tuple(l.epilogue), tile_n=l.tile_n,
-                                         residual_f32=x32 if "residual" in l.epilogue else None)
+        res = None
+        if "residual" in l.epilogue:
+            res = stream32 if l.residual_source == "stream" else x32
+            if res is None:
+                raise ValueError("a layer adds the residual stream, but no stream was given")
+        out = rowwise.reference_epilogue(y, tuple(l.epilogue), tile_n=l.tile_n, residual_f32=res)
         del y
         if l.rowwise:
             out = rowwise.reference_rowwise(rnd(out), l.rowwise)
@@ -367,9 +397,10 @@ def reference_output(xp, x32, weights32: Sequence, layers: Sequence[Layer], roun
     return out
 
 
-def reference_bf16(cp, x_bits, weights_bits: Sequence, layers: Sequence[Layer], device: int = 0):
-    """:func:`reference_output` of bf16 inputs (uint16 CuPy arrays, on any GPU) on ``device``, rounded to bf16 where
-    the GPU stores: what every GPU run of a workload is checked against."""
+def reference_bf16(cp, x_bits, weights_bits: Sequence, layers: Sequence[Layer], device: int = 0, stream_bits=None):
+    """:func:`reference_output` of bf16 inputs (uint16 CuPy arrays, on any GPU; ``stream_bits`` the residual stream
+    where a layer adds it) on ``device``, rounded to bf16 where the GPU stores: what every GPU run of a workload is
+    checked against."""
     from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits, to_device  # noqa: PLC0415
 
     with cp.cuda.Device(device):
@@ -377,7 +408,8 @@ def reference_bf16(cp, x_bits, weights_bits: Sequence, layers: Sequence[Layer], 
             return bf16_bits_to_f32(to_device(cp, b, device), cp)
 
         return reference_output(cp, f32(x_bits), [f32(w) for w in weights_bits], layers,
-                                lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp))
+                                lambda y: bf16_bits_to_f32(f32_to_bf16_bits(y, cp), cp),
+                                None if stream_bits is None else f32(stream_bits))
 
 
 # --------------------------------------------------------------------------------------------------

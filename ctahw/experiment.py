@@ -124,7 +124,7 @@ def reason_for(strategy: Strategy, case: Case, gpus: int, hw: Hardware | None = 
         why = None if l.epilogue_pass else fused_epilogue_reason(tuple(l.epilogue))
         if why:
             return f"layer {i}: {why}"
-        if "residual" in l.epilogue and (l.out_n != layers[0].k or l.m != layers[0].m):
+        if "residual" in l.epilogue and l.residual_source == "input" and (l.out_n != layers[0].k or l.m != layers[0].m):
             return (f"layer {i}: the residual is the workload's input ({layers[0].m}x{layers[0].k}), which does not "
                     f"match its output ({l.m}x{l.out_n})")
         if (l.tile_m, l.tile_n) != (128, 256):
@@ -330,15 +330,17 @@ def chain_case(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, 
     """Measure one chain-kernel case (intra-GPU CTA-pipelining on GPU 0, or a ring on GPUs 0 .. G-1): correctness,
     timing, one traced run. ``devices[g]``: the device of the plan's GPU g (default g; a ring's kernels may share a
     device, the one-GPU check of this path). A ring of one layer per GPU fuses each layer's epilogue op (the
-    residual: the workload's input, copied to its layer's device) and runs the last layer's row-wise op as its own
-    kernel where the output lands, after the last layer's kernel (an event), inside the timed run; checked against
-    the workload's reference (:func:`ctahw.executor.reference_bf16`)."""
+    residual: the workload's input or the residual stream, copied to its layer's device), folds a LayerNorm between
+    two layers into the second (``ctasim.strategies.ctapipe.ring_ops``: gamma = 1, beta = 0, as the workload's
+    LayerNorm has no affine weights) and runs the last layer's row-wise op as its own kernel where the output lands,
+    after the last layer's kernel (an event), inside the timed run; checked against the workload's reference
+    (:func:`ctahw.executor.reference_bf16`: the LayerNorm's output rounded to bf16, as the pass stores it)."""
     from ctahw import rowwise  # noqa: PLC0415
     from ctahw.baselines import Chain  # noqa: PLC0415
     from ctahw.chain import ChainRunner, output_place  # noqa: PLC0415
     from ctahw.device import REL_TOL_BF16, output_error, poison, summarize, to_device  # noqa: PLC0415
     from ctahw.executor import reference_bf16  # noqa: PLC0415
-    from ctasim.strategies.ctapipe import build_chain, build_ring  # noqa: PLC0415
+    from ctasim.strategies.ctapipe import build_chain, build_ring, norm_folds, ring_ops  # noqa: PLC0415
 
     cp = timed.cp
     layers = case.workload.layers
@@ -351,15 +353,25 @@ def chain_case(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, 
     streams = chain_streams(timed, devices)
     ends = [(s, d) for s, d in zip(streams, devices)]
     design = chain_design(strategy, layers[0].tiles_m)
-    epilogues = {l: lay.epilogue[0] for l, lay in enumerate(layers) if lay.epilogue}
+    epilogues = ring_ops(case.workload, G) if G > 1 else {l: lay.epilogue[0] for l, lay in enumerate(layers)
+                                                          if lay.epilogue}
+    stream = _stream_input(data, case.workload, devices[0])
     res = next((l for l, lay in enumerate(layers) if "residual" in lay.epilogue), None)
-    residual = to_device(cp, x, devices[res % G]) if res is not None else None
+    residual = None
+    if res is not None:
+        residual = to_device(cp, stream if layers[res].residual_source == "stream" else x, devices[res % G])
+    folds = norm_folds(case.workload, G) if G > 1 else ()
+    layernorm = None
+    if folds:  # the workload's LayerNorm has no affine weights: gamma = 1, beta = 0 (the fold still runs its algebra)
+        cols = layers[folds[0]].out_n
+        with cp.cuda.Device(devices[(folds[0] + 1) % G]):
+            layernorm = (cp.ones(cols, dtype=cp.float32), cp.zeros(cols, dtype=cp.float32))
     out_gpu = output_place(plan)[0]
     out_dev, s_out = devices[out_gpu], streams[out_gpu]
     norm, cols = layers[-1].rowwise, layers[-1].n
     with cp.cuda.Device(out_dev):
         z = cp.empty((layers[0].m, cols), dtype=cp.uint16) if norm else None
-    kw = {"devices": devices, "design": design, "epilogues": epilogues, "residual": residual}
+    kw = {"devices": devices, "design": design, "epilogues": epilogues, "residual": residual, "layernorm": layernorm}
 
     def launch(r) -> None:
         """One run: the kernels, then the row-wise op where the output landed, after the last layer's kernel."""
@@ -381,7 +393,7 @@ def chain_case(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, 
     for s in streams:
         s.synchronize()
     runner.check_errors()
-    ref = reference_bf16(cp, x, ws, layers, out_dev)
+    ref = reference_bf16(cp, x, ws, layers, out_dev, stream_bits=stream)
     rel = float(output_error(cp, z if norm else runner.out, ref, out_dev))
     del ref
 
@@ -459,6 +471,12 @@ class _Machines:
             g.schedule.update(gemms[0].schedule)
 
 
+def _stream_input(data, wl, device: int):
+    """The residual stream of a workload whose layers add it (M x ``Workload.stream_cols`` random bf16 on
+    ``device``; the salt is its own), or None."""
+    return data.rand(device, (wl.layers[0].m, wl.stream_cols), salt=10) if wl.stream_cols else None
+
+
 def _planned(case: Case, plan, cfg: RunConfig, machines: _Machines, log: Callable[[str], None]) -> dict:
     """Measure one plan of a case through the plan executor: correctness once (poisoned outputs, fp32 reference),
     then ``warmup`` + ``reps`` timed runs; the makespan median, the per-part breakdown, the relative error."""
@@ -472,9 +490,10 @@ def _planned(case: Case, plan, cfg: RunConfig, machines: _Machines, log: Callabl
     data = Chain(cp, cfg.seed)
     x = data.rand(0, (layers[0].m, layers[0].k), salt=11)
     ws = [data.rand(0, (l.n, l.k), 1 / math.sqrt(l.k), salt=12 + i) for i, l in enumerate(layers)]
+    stream = _stream_input(data, case.workload, 0)
     machine = CudaMachine(cp, list(range(plan.gpus)), gemms, log)
     try:
-        ex = PlanExecutor(plan, case.workload, machine, Inputs(x, ws))
+        ex = PlanExecutor(plan, case.workload, machine, Inputs(x, ws, stream))
         machines.tune(timed, [s for shapes in ex.gemm_shapes().values() for s in shapes])
 
         def enqueue(t):
@@ -484,7 +503,7 @@ def _planned(case: Case, plan, cfg: RunConfig, machines: _Machines, log: Callabl
         for b in ex.written():
             poison(b)
         timed.run(enqueue)
-        ref = reference_bf16(cp, x, ws, layers)
+        ref = reference_bf16(cp, x, ws, layers, stream_bits=stream)
         rel = max(float(output_error(cp, out, ref, 0)) for out in ex.outputs().values())
         del ref
         for _ in range(cfg.warmup):

@@ -227,6 +227,8 @@ def workload_reason(wl) -> str | None:
         if len(l.epilogue) > 1 or (l.epilogue and fused_epilogue_reason(tuple(l.epilogue))) or not l.epilogue_fused:
             return f"layer {i}: epilogue {'+'.join(l.epilogue)}: the CTA-pipelined kernels fuse one op (gelu, silu, " \
                    f"relu or residual)"
+        if "residual" in l.epilogue and l.residual_source != "input":
+            return f"layer {i}: the CTA-pipelined kernels add the workload's input as the residual, not the residual stream"
         if "residual" in l.epilogue and (l.n, l.m) != (layers[0].k, layers[0].m):
             return f"layer {i}: the residual (the {layers[0].m}x{layers[0].k} input) does not match its {l.m}x{l.n} output"
         if l.rowwise and i < len(layers) - 1:

@@ -37,6 +37,7 @@ __all__ = [
     "transfer_ns",
     "allreduce_ns",
     "rowwise_ns",
+    "norm_fold_ns",
     "epilogue_pass_ns",
     "slot_hbm_gbps",
     "clock_boost",
@@ -80,6 +81,18 @@ def tile_ns(layer: Layer, k: int, hw: Hardware, elem_bytes: int, kernel: str = "
     if "residual" in layer.epilogue:
         t += tile_bytes(layer, elem_bytes) / slot_hbm_gbps(hw, cfg)  # bytes / (GB/s) = ns
     return t
+
+
+def norm_fold_ns(layer: Layer, hw: Hardware, side: str) -> float:
+    """Time the LayerNorm fold adds to one tile of ``layer`` (a ring's kernels, ctasim.strategies.ctapipe): on the
+    ``"stats"`` side (the layer whose output is normalised) its rows' sums and sums of squares added into the row
+    statistics, ``Hardware.norm_stats_epilogue_ns_per_element`` per element; on the ``"fold"`` side (the next layer)
+    the statistics applied in its epilogue, ``norm_fold_epilogue_ns_per_element``. Both are over the tile's
+    ``tile_m x tile_n`` elements, on top of :func:`tile_ns`'s residual read and activation."""
+    per = {"stats": hw.norm_stats_epilogue_ns_per_element, "fold": hw.norm_fold_epilogue_ns_per_element}
+    if side not in per:
+        raise ValueError(f"side must be 'stats' or 'fold', got {side!r}")
+    return layer.tile_m * layer.tile_n * per[side]
 
 
 def clock_boost(hw: Hardware, active: int, slots: int) -> float:

@@ -60,6 +60,8 @@ RASTER_ORDERS = ("row", "column")
 TOPOLOGIES = ("direct", "switch")
 EPILOGUE_OPS = ("gelu", "relu", "silu", "residual", "swiglu")
 ROWWISE_OPS = ("layernorm", "rmsnorm")
+RESIDUAL_SOURCES = ("input", "stream")
+"""What a ``residual`` epilogue adds (:attr:`Layer.residual_source`): the workload's input, or the residual stream."""
 REGIMES = ("burst", "sustained")
 """Clock regimes of a run (:class:`Hardware`'s clock regime; :attr:`Experiment.regime`)."""
 ACTIVATION_OPS = ("gelu", "silu", "relu", "swiglu")
@@ -232,6 +234,14 @@ class Hardware:
         "time a fused activation epilogue (gelu, silu, relu, swiglu) adds to a tile, per element of the tile's "
         "accumulator (tile_m x tile_n, before swiglu halves what is stored), ns",
         0.0)
+    norm_stats_epilogue_ns_per_element: float = _f(
+        "the LayerNorm fold, producer side: time a residual epilogue that also adds every row's sum and sum of squares "
+        "into the next layer's row statistics adds over the residual epilogue alone, per element of the tile, ns",
+        0.0)
+    norm_fold_epilogue_ns_per_element: float = _f(
+        "the LayerNorm fold, consumer side: time folding LayerNorm into an activation epilogue (the row statistics' "
+        "and column terms' loads, rstd (acc - mean c1) + c2) adds over the activation alone, per element of the tile, "
+        "ns", 0.0)
     local_signal_ns: float = _f(
         "intra-GPU CTA-pipelining: a producer tile's stores complete and its GPU-scope release reduction on a "
         "counter in the same GPU's memory, after the epilogue issued the stores; the CTA's MMA threads wait for "
@@ -282,6 +292,9 @@ class Layer:
     column ``t``). With ``epilogue_fused = false`` the GEMM stores its N columns and a separate elementwise kernel
     applies the ops (read N columns, write :attr:`out_n`), as ``ctahw`` runs ``swiglu``. ``rowwise`` is an op
     over whole output rows (LayerNorm), run once a row-block of the output is complete, before anything reads it.
+    ``residual_source`` says what a ``residual`` op adds: the workload's input (layer 0's M x K activation), or the
+    residual stream (an M x N activation that enters the workload beside its input: at a transformer block boundary,
+    the previous block's output, which its down-projection adds before the next block's LayerNorm).
     """
 
     m: int = _f("rows (tokens)")
@@ -293,6 +306,8 @@ class Layer:
     epilogue: tuple[str, ...] = _f("ops fused into the epilogue: gelu, relu, silu, residual, swiglu (gated: stores "
                                    "N / 2 columns)", ())
     rowwise: str = _f("row-wise op over the layer's output: '', 'layernorm' or 'rmsnorm'", "")
+    residual_source: str = _f("what a residual op adds: 'input' (the workload's input, layer 0's M x K) or 'stream' "
+                              "(the residual stream: an M x N activation given beside the input)", "input")
     epilogue_fused: bool = _f("true: the epilogue ops run inside the GEMM's epilogue; false: the GEMM stores its N "
                               "columns and a separate elementwise kernel applies them (one read of N columns, one "
                               "write of the stored columns)", True)
@@ -350,6 +365,12 @@ class Workload:
     @property
     def flops(self) -> float:
         return sum(l.flops for l in self.layers)
+
+    @property
+    def stream_cols(self) -> int:
+        """Columns of the residual stream (the M x N activation the ``residual_source = 'stream'`` layers add); 0 when
+        no layer adds it."""
+        return next((l.out_n for l in self.layers if "residual" in l.epilogue and l.residual_source == "stream"), 0)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -534,6 +555,9 @@ def validate_hardware(hw: Hardware, where: str) -> None:
     require(hw.clock_onset_ns >= 0, where, p + "clock_onset_ns", f"must be >= 0, got {hw.clock_onset_ns}")
     require(math.isfinite(hw.clock_sustained_slowdown) and hw.clock_sustained_slowdown >= 1.0, where,
              p + "clock_sustained_slowdown", f"must be >= 1, got {hw.clock_sustained_slowdown}")
+    for name in ("norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element"):
+        v = getattr(hw, name)
+        require(math.isfinite(v) and v >= 0, where, p + name, f"must be >= 0, got {v}")
     require(math.isfinite(hw.activation_epilogue_ns_per_element) and hw.activation_epilogue_ns_per_element >= 0,
              where, p + "activation_epilogue_ns_per_element",
              f"must be >= 0, got {hw.activation_epilogue_ns_per_element}")
@@ -606,6 +630,10 @@ def validate_layer(layer: Layer, where: str, prefix: str) -> None:
                  f"swiglu pairs gate and up columns within a tile: tile_n={layer.tile_n} must be even")
     require(layer.rowwise in ("",) + ROWWISE_OPS, where, prefix + "rowwise",
              f"unknown row-wise op {layer.rowwise!r} (known: {ROWWISE_OPS})")
+    require(layer.residual_source in RESIDUAL_SOURCES, where, prefix + "residual_source",
+             f"must be one of {RESIDUAL_SOURCES}, got {layer.residual_source!r}")
+    require(layer.residual_source == "input" or "residual" in layer.epilogue, where, prefix + "residual_source",
+             "names what a residual op adds, but the layer's epilogue has no residual")
 
 
 def workload_from_dict(data: Mapping[str, Any], where: str = "<workload>") -> Workload:
@@ -616,7 +644,8 @@ def workload_from_dict(data: Mapping[str, Any], where: str = "<workload>") -> Wo
     """
     data = dict(data)
     explicit = data.pop("layer", None)
-    shared_keys = ("m", "k", "n", "tile", "tile_m", "tile_n", "raster", "epilogue", "rowwise", "epilogue_fused")
+    shared_keys = ("m", "k", "n", "tile", "tile_m", "tile_n", "raster", "epilogue", "rowwise", "epilogue_fused",
+                   "residual_source")
     shared = {k: data.pop(k) for k in shared_keys if k in data}
     count = data.pop("layers", None)
     if explicit is not None:
@@ -642,6 +671,11 @@ def validate_chain(wl: Workload, where: str) -> None:
         require(a.out_n == b.k, where, f"workload.layer[{i}].k",
                  f"K={b.k} must equal the previous layer's stored columns {a.out_n} (layer {i} reads layer {i-1}'s "
                  f"output{'; its swiglu stores N/2' if a.out_n != a.n else ''})")
+    for i, layer in enumerate(wl.layers):
+        if "residual" in layer.epilogue and layer.residual_source == "stream":
+            require(layer.out_n == wl.stream_cols, where, f"workload.layer[{i}].n",
+                     f"adds the residual stream of {wl.stream_cols} columns to its {layer.out_n} (one stream per "
+                     f"workload)")
 
 
 def strategy_from_dict(data: Mapping[str, Any], where: str, prefix: str) -> Strategy:

@@ -13,7 +13,7 @@ from ctasim.engine import SimulationError, simulate
 from ctasim.invariants import check_trace, find_violations
 from ctasim.plan import with_order
 from ctasim.predict import Naive, Waves
-from ctasim.spec import Layer, Strategy, Workload, load_hardware
+from ctasim.spec import Layer, Strategy, Workload, load_hardware, load_workload
 from ctasim.strategies import build_plans, ctapipe
 
 HW = load_hardware("h200-x2-calibrated")
@@ -146,3 +146,64 @@ def test_ctahw_runs_a_ring_case_on_enough_gpus():
     assert reason_for(Strategy("ctapipe", gpus=2), Case("m=2048", _wl(), 2), 2) is None  # the chain kernel per GPU
     why = reason_for(Strategy("ctapipe", gpus=2), Case("m=2048", _wl(), 2), 1)
     assert why and "needs 2 GPUs" in why
+
+
+# -- the LayerNorm fold between two one-layer ring kernels (a block boundary: mlp-boundary)
+
+
+def _boundary(m: int = 4096):
+    wl = load_workload("mlp-boundary")
+    return dataclasses.replace(wl, layers=tuple(dataclasses.replace(l, m=m) for l in wl.layers))
+
+
+def test_a_ring_folds_a_layernorm_between_its_layers_into_the_next_ones_epilogue():
+    wl = _boundary()
+    assert ctapipe.norm_folds(wl, 2) == (0,)
+    assert ctapipe.ring_ops(wl, 2) == {0: "residual_stats", 1: "lnfold_gelu"}
+    assert ctapipe.check(Strategy("ctapipe", gpus=2, placement="ring"), wl, HW, 2) is None
+    plan = build_plans(Strategy("ctapipe", gpus=2, placement="ring"), wl, HW, 2, "m=4096")[0]
+    assert plan.params["norm_fold"] == "0"
+    assert not [op for op in plan.ops if type(op).__name__ == "MemoryPass"]  # no LayerNorm pass
+    check_trace(simulate(plan, HW), plan)
+
+
+def test_the_fold_costs_its_measured_epilogue_time_on_each_side():
+    from ctasim import costs
+
+    wl = _boundary()
+    s = Strategy("ctapipe", gpus=2, placement="ring")
+    free = dataclasses.replace(HW, norm_stats_epilogue_ns_per_element=0.0, norm_fold_epilogue_ns_per_element=0.0)
+    with_cost = {k.gpu: k for k in build_plans(s, wl, HW, 2, "m")[0].kernels()}
+    without = {k.gpu: k for k in build_plans(s, wl, free, 2, "m")[0].kernels()}
+    tile = 128 * 256
+    assert with_cost[0].tile_ns - without[0].tile_ns == pytest.approx(tile * HW.norm_stats_epilogue_ns_per_element)
+    assert with_cost[1].tile_ns - without[1].tile_ns == pytest.approx(tile * HW.norm_fold_epilogue_ns_per_element)
+    assert costs.norm_fold_ns(wl.layers[0], HW, "stats") == pytest.approx(tile * 0.059082)
+    with pytest.raises(ValueError, match="side"):
+        costs.norm_fold_ns(wl.layers[0], HW, "both")
+    slow = simulate(build_plans(s, wl, HW, 2, "m")[0], HW).makespan_ns
+    fast = simulate(build_plans(s, wl, free, 2, "m")[0], free).makespan_ns
+    assert slow > fast
+
+
+def test_the_ring_refuses_a_row_wise_op_it_cannot_fold():
+    wl = _boundary()
+    for change, what in [(dict(rowwise="rmsnorm"), "rmsnorm"), (dict(epilogue=()), "no op")]:
+        bad = dataclasses.replace(wl, layers=(dataclasses.replace(wl.layers[0], **change), wl.layers[1]))
+        assert ctapipe.norm_folds(bad, 2) == ()
+        why = ctapipe.check(Strategy("ctapipe", gpus=2, placement="ring"), bad, HW, 2)
+        assert why and "folded" in why and what in why
+    relu = dataclasses.replace(wl, layers=(wl.layers[0], dataclasses.replace(wl.layers[1], epilogue=("relu",))))
+    assert ctapipe.norm_folds(relu, 2) == () and "layer 1: relu" in ctapipe.check(
+        Strategy("ctapipe", gpus=2, placement="ring"), relu, HW, 2)
+
+
+def test_ctahw_plans_the_fold_and_the_sequential_pass_of_a_block_boundary():
+    from ctahw.experiment import reason_for
+
+    wl = _boundary()
+    case = Case("m=4096", wl, 2)
+    assert reason_for(Strategy("ctapipe", gpus=2, placement="ring"), case, 2) is None
+    assert reason_for(Strategy("sequential"), case, 1) is None
+    why = reason_for(Strategy("ctapipe", name="w21g4", variant="cutlass_ctapipe_w21g4"), case, 2)
+    assert why and "residual stream" in why

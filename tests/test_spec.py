@@ -145,6 +145,26 @@ def test_swiglu_stores_half_its_columns_and_the_next_layer_reads_them():
         workload_from_dict(both, "t")
 
 
+def test_a_residual_adds_the_input_or_the_residual_stream_of_one_width():
+    from ctasim.spec import SpecError, workload_from_dict
+
+    base = {"name": "boundary", "dtype": "bf16", "layer": [
+        {"m": 1024, "k": 3584, "n": 1024, "epilogue": ["residual"], "residual_source": "stream", "rowwise": "layernorm"},
+        {"m": 1024, "k": 1024, "n": 3584, "epilogue": ["gelu"]}]}
+    wl = workload_from_dict(base, "t")
+    assert wl.stream_cols == 1024 and wl.layers[0].residual_source == "stream" and wl.layers[1].residual_source == "input"
+    assert load_workload("mlp-block").stream_cols == 0 and load_workload("mlp-boundary").stream_cols == 8192
+    for change, msg in [(dict(residual_source="carry"), r"residual_source: must be one of \('input', 'stream'\)"),
+                        (dict(epilogue=[]), "residual_source: names what a residual op adds")]:
+        bad = dict(base, layer=[dict(base["layer"][0], **change), base["layer"][1]])
+        with pytest.raises(SpecError, match=msg):
+            workload_from_dict(bad, "t")
+    two = dict(base, layer=base["layer"] + [{"m": 1024, "k": 3584, "n": 512, "epilogue": ["residual"],
+                                             "residual_source": "stream"}])
+    with pytest.raises(SpecError, match=r"layer\[2\]\.n: adds the residual stream of 1024 columns to its 512"):
+        workload_from_dict(two, "t")
+
+
 # ------------------------------------------------------------------------------- validation, field by field
 # Each check gets one spec broken in that one way next to the same spec that is valid (so that deleting the check,
 # or moving its bound by one, fails a test).

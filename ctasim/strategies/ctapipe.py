@@ -27,7 +27,11 @@ l mod G, :func:`build_ring`): one such persistent kernel per GPU runs its layers
 order, a tile of layer l > 0 waits for its row-block of layer l - 1 on the GPU before, and every tile stores its
 output into the next GPU and signals the counter there: the store priced at the per-SM store rate, the signal as if
 hidden (the unloaded fence and atomic, no hold; :func:`build_ring`). ctahw runs it (``ctahw.chain``; checked on one
-H200 with the kernels sharing it, not yet on two GPUs).
+H200 with the kernels sharing it, not yet on two GPUs). With one layer per GPU, a LayerNorm after a residual, followed
+by a layer with GeLU, has no pass of its own (:func:`norm_folds`): the first kernel adds its rows' sums into the
+second's row statistics, the second folds the normalisation into its epilogue, each tile paying the fold's measured
+epilogue time (:func:`ctasim.costs.norm_fold_ns`). Left out of the fold: any effect of the statistics' system-scope
+atomics on the link, and RMSNorm (no kernel).
 """
 
 from __future__ import annotations
@@ -76,13 +80,39 @@ def chain_reason(wl: Workload) -> str | None:
 RING_PAIR_OPS = CHAIN_OPS + ("residual",)
 """Epilogue ops a ring kernel of one layer fuses (ctahw.chain: its tickets design, ABI 4)."""
 
+NORM_FOLD_OPS = ("residual_stats", "lnfold_gelu")
+"""The LayerNorm fold's ops, by the chain library's names (``ctahw.chain.NORM_OPS`` is this tuple): a one-layer ring
+kernel with the residual and LayerNorm after it adds the residual and its rows' sums and sums of squares into the
+next GPU's row statistics (``residual_stats``); the next layer's kernel folds LayerNorm of its input into its epilogue,
+then GeLU (``lnfold_gelu``). No row-wise pass runs between them."""
+
+
+def norm_folds(wl: Workload, gpus: int) -> tuple[int, ...]:
+    """The layers whose LayerNorm a ring of ``gpus`` GPUs folds into the next layer: one layer per GPU, the layer's
+    epilogue the residual alone, its row-wise op ``layernorm``, not the last layer, and the next layer's epilogue GeLU
+    alone (the ops of :data:`NORM_FOLD_OPS`)."""
+    if len(wl.layers) > gpus:
+        return ()
+    return tuple(i for i, (a, b) in enumerate(zip(wl.layers, wl.layers[1:]))
+                 if a.rowwise == "layernorm" and tuple(a.epilogue) == ("residual",) and tuple(b.epilogue) == ("gelu",)
+                 and a.epilogue_fused and b.epilogue_fused)
+
+
+def ring_ops(wl: Workload, gpus: int) -> dict[int, str]:
+    """{layer: the fused epilogue op of its ring kernel}: the layer's one op, the LayerNorm fold's ops where
+    :func:`norm_folds` folds (what ``ctahw`` gives ``ChainRunner(epilogues=...)``)."""
+    ops = {i: layer.epilogue[0] for i, layer in enumerate(wl.layers) if layer.epilogue}
+    for i in norm_folds(wl, gpus):
+        ops[i], ops[i + 1] = NORM_FOLD_OPS
+    return ops
+
 
 def ring_reason(wl: Workload, gpus: int) -> str | None:
     """Why a ring of ``gpus`` chain kernels cannot run ``wl``, or None. More layers than GPUs: the layers of one
     square shape (:func:`chain_reason`). One layer per GPU: any chain of GEMMs with one row count and tile shape
     (each layer's K = the layer before's N), each layer's epilogue fused (one op of :data:`RING_PAIR_OPS`; the
-    residual adds the workload's input, so its layer's output has the input's shape), a row-wise op only after the
-    last layer (its own kernel)."""
+    residual adds the workload's input, so its layer's output has the input's shape, or the residual stream), a
+    row-wise op after the last layer (its own kernel) or a LayerNorm folded into the next layer (:func:`norm_folds`)."""
     if len(wl.layers) > gpus:
         why = chain_reason(wl)
         return why.replace("the chain kernel runs", "the ring placement runs chain kernels of") if why else None
@@ -96,10 +126,12 @@ def ring_reason(wl: Workload, gpus: int) -> str | None:
         if layer.epilogue_pass or len(layer.epilogue) > 1 or any(op not in RING_PAIR_OPS for op in layer.epilogue):
             return (f"a ring kernel fuses one epilogue op of {', '.join(RING_PAIR_OPS)} (layer {i}: "
                     f"{'+'.join(layer.epilogue)}{', unfused' if layer.epilogue_pass else ''})")
-        if "residual" in layer.epilogue and (layer.n != first.k):
+        if "residual" in layer.epilogue and layer.residual_source == "input" and layer.n != first.k:
             return f"layer {i}'s residual adds the input ({first.m}x{first.k}) to its {layer.m}x{layer.n} output"
-        if layer.rowwise and i < len(wl.layers) - 1:
-            return f"a ring runs a row-wise op only after the last layer (layer {i}: {layer.rowwise})"
+        if layer.rowwise and i < len(wl.layers) - 1 and i not in norm_folds(wl, gpus):
+            return (f"a ring runs a row-wise op after the last layer, or a LayerNorm after a residual folded into a "
+                    f"next layer with GeLU (layer {i}: {'+'.join(layer.epilogue) or 'no op'}, {layer.rowwise}; layer "
+                    f"{i + 1}: {'+'.join(wl.layers[i + 1].epilogue) or 'no op'})")
     return None
 
 
@@ -292,6 +324,9 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
     last layer's tiles store into the next GPU too, as ctahw's ring kernels do (their D is one batched tensor in the
     next GPU's memory; for G = 2 the output lands where the input began). Registered plan 12 (commit a7e3448) was
     predicted before that, with the last layer's tiles held ``local_signal_ns`` on their own GPU.
+    A LayerNorm between two layers is folded (:func:`norm_folds`): no pass of its own; the layer before adds
+    :func:`ctasim.costs.norm_fold_ns`'s ``"stats"`` time to each tile, the layer after its ``"fold"`` time, and the
+    next layer's row-block wait is the plain counter wait (the statistics are complete when the row-block is).
     Deadlock-free by the chain kernel's rule: every GPU takes
     its tickets in an order that is one topological order of the whole chain, and a CTA takes its next ticket only
     while its tile has its inputs."""
@@ -300,6 +335,7 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
     if why:
         raise ValueError(why)
     group = strategy.chain_group or CHAIN_ROW_GROUP
+    folds = norm_folds(wl, G)
     plan = Plan(strategy.label, case, G, params={"gpus": G, "placement": "ring", "order": f"chain_group{group}",
                                                  "tile_source": "tickets"})
     # more layers than GPUs: one square shape and the chain's one order, which every GPU restricts to its layers
@@ -326,6 +362,14 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
             k.order = ((own // per) // G) * per + own % per
         if chain_tile_times(k, layer, hw, wl.elem_bytes, False, group):
             plan.params["memory"] = "l2"
+        fold = ("stats" if g in folds else "fold" if g - 1 in folds else "") if full is None else ""
+        if fold:  # the LayerNorm fold's epilogue work, on top of the layer's residual read or activation
+            extra = costs.norm_fold_ns(layer, hw, fold)
+            k.tile_ns += extra
+            if len(k.tile_times):
+                k.tile_times = k.tile_times + extra
+    if folds:
+        plan.params["norm_fold"] = ",".join(map(str, folds))
     last = wl.layers[-1]
     if last.rowwise:  # one layer per GPU: after the last layer, where its output lands (the next GPU)
         add_rowwise(plan, hw, wl, L - 1, last, L % G, plan.kernels()[(L - 1) % G].id)

@@ -243,6 +243,35 @@ def test_the_profiles_clock_regime_and_activation_cost_are_the_committed_measure
     assert [r["m"] for r in per_m] == [4096, 16384]
 
 
+FOLD_RUN = Path(__file__).resolve().parents[2] / "bench" / "results" / "hw" / "2026-12-02-fold-1gpu" / "run7"
+
+
+@pytest.mark.parametrize("profile", ["h200-x2-calibrated", "h200-x2-mechanism"])
+def test_the_profiles_layernorm_fold_costs_are_the_committed_measurement(profile):
+    """The fold's two epilogue costs in the 2-GPU profiles are what ctahw.calibrate derives from the committed fold
+    probe (no hand-kept copy)."""
+    import pandas as pd
+
+    from ctasim.spec import load_hardware
+
+    hw = load_hardware(profile)
+    stats, fold, per_m = cal.norm_fold_epilogue_cost(pd.read_csv(FOLD_RUN / "fold.csv").to_dict("records"))
+    assert hw.norm_stats_epilogue_ns_per_element == pytest.approx(stats, rel=1e-5)
+    assert hw.norm_fold_epilogue_ns_per_element == pytest.approx(fold, rel=1e-5)
+    assert [r["m"] for r in per_m] == [4096, 16384]
+
+
+def test_norm_fold_epilogue_cost_takes_each_sides_difference_per_element_and_needs_both_pairs():
+    rows = [dict(m=1024, variant="fold", l0_epilogue_ns=5000.0, l1_epilogue_ns=8000.0),
+            dict(m=1024, variant="no_layernorm", l0_epilogue_ns=3000.0, l1_epilogue_ns=7000.0),
+            dict(m=1024, variant="layernorm_kernel", l0_epilogue_ns="", l1_epilogue_ns=""),
+            dict(m=2048, variant="fold", l0_epilogue_ns=6000.0, l1_epilogue_ns=9000.0)]  # no pair at 2048: unused
+    stats, fold, per_m = cal.norm_fold_epilogue_cost(rows, tile_elems=1000)
+    assert (stats, fold) == (pytest.approx(2.0), pytest.approx(1.0)) and [r["m"] for r in per_m] == [1024]
+    with pytest.raises(ValueError, match="no M"):
+        cal.norm_fold_epilogue_cost(rows[2:])
+
+
 def _trajectory(onset_ms: float, slow: float, rounds=2, dur=1.0, n=100):
     rows = []
     for rd in range(rounds):

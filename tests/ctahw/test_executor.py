@@ -72,6 +72,31 @@ def test_every_plan_computes_the_workload(strategy, name, w):
             assert err < 1e-5, (plan.strategy, plan.params, g, err)
 
 
+BOUNDARY = wl(Layer(m=M, k=1024, n=256, epilogue=("residual",), residual_source="stream", rowwise="layernorm"),
+              Layer(m=M, k=256, n=1024, epilogue=("gelu",)))
+"""A block boundary: the residual stream added by the first layer, LayerNorm between the layers (mlp-boundary)."""
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES[:2], ids=["sequential", "microbatch"])
+def test_a_block_boundary_adds_the_residual_stream_not_the_input(strategy):
+    rng = np.random.default_rng(5)
+    base = inputs(BOUNDARY)
+    data = Inputs(base.x, base.weights, rng.standard_normal((M, 256)).astype(np.float32))
+    ref = reference_output(np, data.x, data.weights, BOUNDARY.layers, stream32=data.stream)
+    other = reference_output(np, data.x, data.weights, BOUNDARY.layers, stream32=0 * data.stream)
+    assert np.linalg.norm(other - ref) > 0.1 * np.linalg.norm(ref)  # the stream matters to the output
+    for plan in plans_of(strategy, BOUNDARY):
+        assert plan_reason(plan, BOUNDARY) is None
+        outs, machine = run(plan, BOUNDARY, data)
+        for out in outs.values():
+            assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-5, plan.params
+        assert "rowwise" in [c[0] for c in machine.calls]  # LayerNorm as a pass of its own between the layers
+    with pytest.raises(ValueError, match="residual stream, but input set 0 has none"):
+        PlanExecutor(plans_of(strategy, BOUNDARY)[0], BOUNDARY, ReferenceMachine(), base)
+    with pytest.raises(ValueError, match="no stream was given"):
+        reference_output(np, data.x, data.weights, BOUNDARY.layers)
+
+
 def test_where_the_output_ends():
     assert set(run(plans_of(Strategy(kind="sequential"), MLP)[0], MLP, inputs(MLP))[0]) == {0}
     assert set(run(plans_of(Strategy(kind="microbatch", chunks=(2,)), DEEP)[0], DEEP, inputs(DEEP))[0]) == {3}

@@ -275,6 +275,34 @@ def test_the_mlp_block_runs_on_a_ring_pair_with_its_kernels_on_one_gpu(cp):
     check_trace(tr, build_ring(st, wl, exp.hardware, case.label), tol_ns=32.0)
 
 
+def test_a_block_boundary_folds_its_layernorm_through_the_experiment_path_on_one_gpu(cp):
+    """A block boundary (mlp-boundary at 1024 x 3584 -> 1024 + the residual stream, LayerNorm, -> 3584 GeLU) as a ring
+    pair through ctahw run's path, both kernels on device 0: the ring folds the LayerNorm (ops residual_stats and
+    lnfold_gelu, no pass between), checked against the workload's fp32 reference with the LayerNorm as a pass, traced
+    through the invariants."""
+    from ctahw.baselines import Timed
+    from ctahw.experiment import RunConfig, chain_case
+    from ctasim.cases import expand, load_experiment
+    from ctasim.invariants import check_trace
+    from ctasim.strategies.ctapipe import build_ring
+
+    exp = load_experiment("reg19-fold-boundary")
+    case = next(iter(expand(exp)))
+    a, b = case.workload.layers
+    wl = dataclasses.replace(case.workload, layers=(dataclasses.replace(a, m=1024, k=3584, n=1024),
+                                                    dataclasses.replace(b, m=1024, k=1024, n=3584)))
+    case = dataclasses.replace(case, label="m=1024", workload=wl)
+    st = next(s for s in exp.strategies if s.label == "chain-pair")
+    traces = {}
+    res = chain_case(exp, case, st, RunConfig(reps=3, warmup=1, rest_ms=0.0), Timed([0], 1.0), lambda s: None, traces,
+                     devices=[0, 0])
+    assert res["ok"], res["rel_err"]
+    (tr,) = traces.values()
+    plan = build_ring(st, wl, exp.hardware, case.label)
+    assert plan.params["norm_fold"] == "0"
+    check_trace(tr, plan, tol_ns=32.0)
+
+
 def test_the_mlp_ring_pair_back_to_back_and_stalled_on_one_gpu(cp):
     """The MLP pair's two kernels (different shapes and ops) on device 0: 300 back-to-back runs with exact ticket
     counts, then correct; FC1 withholding row-block 0 ends in a reported timeout of FC2 within 5 s; a reset run is
