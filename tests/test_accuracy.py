@@ -44,6 +44,9 @@ EXPS12 = ("reg12-ring",)
 MEAS18 = ROOT / "bench" / "results" / "hw" / "2026-12-02-registered18-1gpu"
 EXPS18 = ("reg18-chain-gelu",)
 
+MEAS19 = ROOT / "bench" / "results" / "hw" / "2026-12-02-registered19-1gpu"
+EXPS19 = ("reg19-fold-boundary",)
+
 
 @pytest.mark.parametrize("exp, meas, reports", [(e, MEAS, "validation-registered") for e in EXPS]
                          + [(e, MEAS2, "validation-registered2") for e in EXPS2]
@@ -53,7 +56,8 @@ EXPS18 = ("reg18-chain-gelu",)
                          + [(e, MEAS9, "validation-registered9") for e in EXPS9]
                          + [(e, MEAS10, "validation-registered10") for e in EXPS10]
                          + [(e, MEAS12, "validation-registered12") for e in EXPS12]
-                         + [(e, MEAS18, "validation-registered18") for e in EXPS18])
+                         + [(e, MEAS18, "validation-registered18") for e in EXPS18]
+                         + [(e, MEAS19, "validation-registered19") for e in EXPS19])
 def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
     """The committed accuracy tables (bench/results/validation-registered*) come out of the committed files."""
     assert main(["compare", str(PRED / exp), str(meas / exp), "--out", str(tmp_path / exp)]) == 0
