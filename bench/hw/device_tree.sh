@@ -46,6 +46,6 @@ size=$(tar -cf - "$DEST" | wc -c)
 total=$((size + tracked))
 echo "device_tree.sh: $DEST holds $size bytes; with the checkout's $tracked the call carries $total of 67108864"
 if [ "$total" -gt 67108864 ]; then
-  echo "device_tree.sh: over the limit by $((total - 67108864)) bytes: carry fewer libraries (split the call)" >&2
+  echo "device_tree.sh: over the limit by $((total - 67108864)) bytes: make room with 'bash bench/hw/slim_checkout.sh slim' (the committed results and registrations leave the working tree until 'restore'), or carry fewer libraries" >&2
   exit 1
 fi
