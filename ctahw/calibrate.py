@@ -29,6 +29,9 @@ kernel_config 128x256       CUTLASS GEMM at M=16384, N=8192, K in {2048, 4096, 8
 clock_onset_ns,             the plain GEMM back to back after a rest (:func:`clock_trajectory`, :func:`clock_regime`)
 clock_sustained_slowdown
 activation_epilogue_...     GEMM1 of the MLP block with and without the fused erf-GeLU, rested
+norm_stats_epilogue_...,    the LayerNorm fold: one traced run of the block boundary's ring pair of chain kernels on
+norm_fold_epilogue_...      GPU 0 with the fold's ops and with the ops they replace, M = 4096 and 16384; each side's
+                            median tile epilogue difference per element (:func:`fold_probe`; ``--no-fold``: copied)
 l2_bytes                    cudaDeviceProp.l2CacheSize
 128x256 cluster_m           the CUTLASS kernel's cluster shape (its describe() line)
 128x256 cta_drift           median drift of 9 per-tile traces of the persistent GEMM in CUTLASS's orders
@@ -96,6 +99,8 @@ __all__ = [
     "profile_toml",
     "measure",
     "percta_probe",
+    "fold_probe",
+    "FOLD_MS",
 ]
 
 
@@ -451,7 +456,8 @@ def _toml_value(v) -> str:
 MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_engine_gbps", "link_latency_ns",
                    "remote_atomic_ns", "fence_sys_ns", "launch_ns", "kernel_gap_ns", "event_wait_ns",
                    "allreduce_bus_gbps", "allreduce_latency_ns", "epilogue_store_overlap", "sm_remote_store_gbps",
-                   "clock_onset_ns", "clock_sustained_slowdown", "activation_epilogue_ns_per_element", "l2_bytes",
+                   "clock_onset_ns", "clock_sustained_slowdown", "activation_epilogue_ns_per_element",
+                   "norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element", "l2_bytes",
                    "l2_hbm_exposed")
 FITTED_FIELDS = ("l2_hbm_exposed",)
 """Fields of :data:`MEASURED_FIELDS` that are fitted to measurements rather than measured: marked ``fitted:``."""
@@ -516,11 +522,13 @@ def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, meas
 
 
 def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), quick: bool = False,
-            reps: int = 10, memory: bool = True, probe_out: Path | None = None, percta: bool = True) -> dict:
+            reps: int = 10, memory: bool = True, probe_out: Path | None = None, percta: bool = True,
+            fold: bool = True) -> dict:
     """Run every calibration measurement on GPUs 0 and 1 (0 only for the single-GPU parts); returns a dict.
 
     ``memory``: also the memory hierarchy's probes (:func:`measure_memory`); ``percta``: also the one-CTA-per-tile
-    producer's per-tile steps (:func:`percta_probe`); ``probe_out``: a folder for both probes' raw files. ``reps``
+    producer's per-tile steps (:func:`percta_probe`); ``fold``: also the LayerNorm fold's epilogue costs
+    (:func:`fold_probe`); ``probe_out``: a folder for the probes' raw files. ``reps``
     is the repetition count of the other measurements; the probes keep their own."""
     from ctahw import probes  # noqa: PLC0415
     from ctahw.baselines import Timed, tune_schedule  # noqa: PLC0415
@@ -777,7 +785,53 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
             log(f"calibrate: memory hierarchy not written: {e}")
     if percta:
         res.update(percta_probe(log, quick, probe_out))
+    if fold:
+        res.update(fold_probe(log, probe_out))
     return res
+
+
+FOLD_MS = (4096, 16384)
+"""Rows M of the fold probe (:func:`fold_probe`): the MLP block's block boundary, H = 8192, FFN = 28672."""
+
+
+def fold_probe(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
+               probe_out: Path | None = None) -> dict:
+    """The LayerNorm fold's epilogue costs on GPU 0: at each M of :data:`FOLD_MS`, one traced run of the block
+    boundary's ring pair (M x 28672 -> 8192 + residual, then 8192 -> 28672), both kernels on GPU 0, with the fold's
+    ops and with the ops they replace (``ctahw.chain.fold_pair_steps``); :func:`norm_fold_epilogue_cost` of the
+    epilogues' medians. Returns ``fold_rows`` (one row per M and pair, ``fold.csv``'s columns) and the two Hardware
+    fields; with ``probe_out``, ``fold-steps.csv`` there. Not checked against a reference here (the GPU tests and
+    ``bench/hw/chain_probe.py --fold`` are); a protocol error raises."""
+    import math  # noqa: PLC0415
+
+    import cupy as cp  # noqa: PLC0415
+
+    from ctahw.baselines import Chain, Timed  # noqa: PLC0415
+    from ctahw.chain import fold_pair_steps, steps_row  # noqa: PLC0415
+
+    h, ffn = 8192, 28672
+    timed = Timed([0], 2.0, 0.0, 250.0)
+    data = Chain(cp, 20261202)
+    rows = []
+    for m in FOLD_MS:
+        log(f"calibrate: LayerNorm fold, traced ring pairs on GPU 0, M = {m}")
+        x = data.rand(0, (m, ffn), salt=61)
+        res = data.rand(0, (m, h), salt=62)
+        ws = [data.rand(0, (h, ffn), 1 / math.sqrt(ffn), salt=63), data.rand(0, (ffn, h), 1 / math.sqrt(h), salt=64)]
+        with cp.cuda.Device(0):
+            gamma, beta = cp.ones(h, dtype=cp.float32), cp.zeros(h, dtype=cp.float32)
+        steps = fold_pair_steps(timed, x, res, ws, gamma, beta)
+        rows += [steps_row(m, h, ffn, pair, steps) for pair in ("fold", "no_layernorm")]
+        del x, res, ws
+        cp.get_default_memory_pool().free_all_blocks()
+    if probe_out is not None:
+        import pandas as pd  # noqa: PLC0415
+
+        probe_out.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows).to_csv(probe_out / "fold-steps.csv", index=False)
+    stats, fold, per_m = norm_fold_epilogue_cost(rows)
+    return {"fold_rows": rows, "fold_per_m": per_m, "norm_stats_epilogue_ns_per_element": stats,
+            "norm_fold_epilogue_ns_per_element": fold}
 
 
 def percta_probe(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), quick: bool = False,
@@ -888,6 +942,16 @@ def measured_fields(res: Mapping) -> dict[str, tuple]:
         out["activation_epilogue_ns_per_element"] = (
             res["activation_epilogue_ns_per_element"], f"CUTLASS Mx28672x8192 with the fused erf-GeLU vs plain, rested: "
             f"{per} (ctahw.calibrate.activation_epilogue_cost); silu and relu assumed the same")
+    if "norm_stats_epilogue_ns_per_element" in res:
+        per = ", ".join(f"M={r['m']} {r['stats_ns_per_tile']:.0f} / {r['fold_ns_per_tile']:.0f} ns per tile"
+                        for r in res.get("fold_per_m", []))
+        how = ("the block boundary's ring pair (M x 28672 -> 8192 + residual, 8192 -> 28672), both kernels on GPU 0, "
+               "one traced run each, median tile epilogue, {what} (stats / fold: {per}; ctahw.calibrate.fold_probe, "
+               "norm_fold_epilogue_cost)")
+        out["norm_stats_epilogue_ns_per_element"] = (res["norm_stats_epilogue_ns_per_element"],
+                                                     how.format(what="op residual_stats vs residual", per=per))
+        out["norm_fold_epilogue_ns_per_element"] = (res["norm_fold_epilogue_ns_per_element"],
+                                                    how.format(what="op lnfold_gelu vs gelu", per=per))
     if "l2_sm_tflops" in res:  # the memory hierarchy (memory_hierarchy): all its fields or none
         out["l2_bytes"] = (float(res["l2_bytes"]), "cudaDeviceProp.l2CacheSize")
         out["l2_hbm_exposed"] = (res["l2_hbm_exposed"], f"{_l2_fit_how(res)}; fitted together with the 128x256 "

@@ -53,7 +53,7 @@ from ctahw.runner import (ERROR_WORDS, KERNEL_TILE, TILE_STAMP_WORDS, check_desc
 
 __all__ = ["LIBRARY", "DESC_FIELDS", "DESIGNS", "chain_kernel", "chain_kernels", "chain_descriptor", "ring_layout",
            "chain_slots", "output_place", "wait_tiles", "slot_cols", "kernel_shape", "epilogue_codes", "check_pairs",
-           "layernorm_fold", "fold_pair_plan", "reference_fold_pair", "op_names", "NORM_OPS", "NORM_EPS", "ChainRunner", "parse_chain_trace"]
+           "layernorm_fold", "fold_pair_plan", "reference_fold_pair", "FOLD_PAIRS", "fold_pair_steps", "steps_row", "op_names", "NORM_OPS", "NORM_EPS", "ChainRunner", "parse_chain_trace"]
 
 LIBRARY = "ctapipe_sm90_bf16_chain"
 SOURCE = Path(__file__).resolve().parent / "kernels" / f"{LIBRARY}.cu"
@@ -270,6 +270,47 @@ def fold_pair_plan(m: int, h: int, ffn: int, hardware: str = "h200-x2-calibrated
               dataclasses.replace(fc1, m=m, k=h, n=ffn, rowwise="", epilogue=()))
     return build_ring(Strategy(kind="ctapipe", gpus=2, placement="ring"), dataclasses.replace(wl, layers=layers),
                       load_hardware(hardware), f"m={m}")
+
+
+FOLD_PAIRS = {"fold": {0: "residual_stats", 1: "lnfold_gelu"}, "no_layernorm": {0: "residual", 1: "gelu"}}
+"""The fold probe's two ring pairs (:func:`fold_pair_steps`): with the LayerNorm fold, and the same pair with the
+ops it replaces and no LayerNorm."""
+
+
+def fold_pair_steps(timed, x, residual, weights, gamma, beta, device: int = 0) -> dict:
+    """One traced run of each pair of :data:`FOLD_PAIRS` (:func:`fold_pair_plan`'s shape from ``x`` (M x ffn) and
+    ``weights``; both kernels on ``device``, on the harness's compute and copy streams): {(pair, layer): (median
+    mainloop, epilogue, store-to-signal ns of its tiles)}. What ``ctahw calibrate`` and ``bench/hw/chain_probe.py
+    --fold`` take the fold's epilogue cost from (``ctahw.calibrate.norm_fold_epilogue_cost``)."""
+    m, ffn = (int(v) for v in x.shape)
+    h = int(residual.shape[1])
+    plan = fold_pair_plan(m, h, ffn)
+    s0, s1 = timed.compute[device], timed.copy[device]
+    steps = {}
+    for name, ops in FOLD_PAIRS.items():
+        norm = {"layernorm": (gamma, beta)} if "lnfold_gelu" in ops.values() else {}
+        r = ChainRunner(plan, x, weights, devices=(device, device), trace=True, residual=residual, epilogues=ops,
+                        **norm)
+        timed.run(lambda tm, r=r: (tm.part("compute", device, s0, lambda: r.launch(streams=[s0, s1])),
+                                   [(s0, device), (s1, device)])[1])
+        r.check_errors()
+        for layer, g in r.read_trace().tiles.groupby("layer"):
+            steps[(name, int(layer))] = (float((g["t_mainloop_end"] - g["t_acquire"]).median()),
+                                         float((g["t_compute_end"] - g["t_mainloop_end"]).median()),
+                                         float((g["t_signal"] - g["t_compute_end"]).median()))
+        del r
+    return steps
+
+
+def steps_row(m: int, h: int, ffn: int, pair: str, steps: Mapping) -> dict:
+    """One row of the fold probe's table (``fold.csv``): a pair's per-layer median steps from :func:`fold_pair_steps`
+    as ``l<layer>_mainloop_ns``, ``l<layer>_epilogue_ns``, ``l<layer>_signal_ns``."""
+    row = {"m": m, "h": h, "ffn": ffn, "variant": pair}
+    for layer in (0, 1):
+        if (pair, layer) in steps:
+            ml, ep, sig = steps[(pair, layer)]
+            row.update({f"l{layer}_mainloop_ns": ml, f"l{layer}_epilogue_ns": ep, f"l{layer}_signal_ns": sig})
+    return row
 
 
 def reference_fold_pair(cp, x_bits, residual_bits, weights_bits, gamma, beta):

@@ -81,6 +81,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--no-percta", action="store_true",
                    help="skip the one-CTA-per-tile producer's per-tile traces (ctahw.percta; ~15 s), whose steps go "
                         "into calibration.json, the probe folder and the profile's header")
+    c.add_argument("--no-fold", action="store_true",
+                   help="skip the LayerNorm fold's probe (traced ring pairs of the chain kernel on GPU 0, ~10 s): "
+                        "norm_stats_epilogue_ns_per_element and norm_fold_epilogue_ns_per_element stay copied from --base")
     c.add_argument("--probe-out", type=Path, default=None,
                    help="folder for the probes' raw files (tile_orders.csv, timing.csv, tiles-*.csv.gz; percta.csv, "
                         "percta-runs.csv, percta-tiles-<M>-<variant>.csv.gz)")
@@ -212,11 +215,14 @@ def cmd_calibrate(args) -> int:
             except _UsageError as e:
                 raise _UsageError(f"{flag} {path}: {str(e).split(': ', 1)[1]}") from None
     if args.probe_out is not None:
-        if args.no_memory and args.no_percta:
-            raise _UsageError(f"--probe-out {args.probe_out}: the probes are skipped (--no-memory, --no-percta)")
+        if args.no_memory and args.no_percta and args.no_fold:
+            raise _UsageError(f"--probe-out {args.probe_out}: the probes are skipped (--no-memory, --no-percta, "
+                              "--no-fold)")
         _check_out(args.probe_out, "--probe-out")
     if args.dry_run:
         skip = set(calibrate.FITTED_FIELDS) | {"l2_bytes"} if args.no_memory else set()
+        if args.no_fold:
+            skip |= {"norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element"}
         cfg = calibrate.CONFIG_FIELDS[:2] if args.no_memory else calibrate.CONFIG_FIELDS
         print(f"would measure (see ctahw.calibrate): {', '.join(f for f in calibrate.MEASURED_FIELDS if f not in skip)}, "
               f"kernel_config 128x256 ({', '.join(cfg)})")
@@ -230,10 +236,14 @@ def cmd_calibrate(args) -> int:
                   f"{', '.join(map(str, percta.PERCTA_MS))} x {percta.PERCTA_H} x {percta.PERCTA_H}, local D, traced "
                   "(ctahw.percta): exposed epilogue, CTA turnover, mainloop, store and signal steps into the json and "
                   f"the profile's header{'; raw files into ' + str(args.probe_out) if args.probe_out else ''}")
+        if not args.no_fold:
+            print(f"fold probe: the block boundary's ring pair at M = {', '.join(map(str, calibrate.FOLD_MS))} with "
+                  "and without the LayerNorm fold, both chain kernels on GPU 0, traced (ctahw.calibrate.fold_probe)"
+                  f"{'; fold-steps.csv into ' + str(args.probe_out) if args.probe_out else ''}")
         print(f"would write {out} (base {args.base}) and {args.json or 'no json'}")
         return 0
     res = calibrate.measure(quick=args.quick, reps=args.reps, memory=not args.no_memory, probe_out=args.probe_out,
-                            percta=not args.no_percta)
+                            percta=not args.no_percta, fold=not args.no_fold)
     prov = provenance.collect()
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

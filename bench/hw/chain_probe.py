@@ -352,7 +352,7 @@ def fold(args, timed, s0, data, median) -> int:
     import cupy as cp
     import pandas as pd
 
-    from ctahw.chain import ChainRunner, fold_pair_plan, reference_fold_pair
+    from ctahw.chain import FOLD_PAIRS, ChainRunner, fold_pair_plan, fold_pair_steps, reference_fold_pair, steps_row
     from ctahw.device import output_error
     from ctahw.rowwise import layernorm
 
@@ -368,9 +368,9 @@ def fold(args, timed, s0, data, median) -> int:
         beta = 0.2 * rng.standard_normal(H, dtype=cp.float32)
         plan = fold_pair_plan(m, H, FFN)
         runners = {"fold": ChainRunner(plan, x, ws, devices=(0, 0), residual=res, layernorm=(gamma, beta),
-                                       epilogues={0: "residual_stats", 1: "lnfold_gelu"}),
+                                       epilogues=FOLD_PAIRS["fold"]),
                    "no_layernorm": ChainRunner(plan, x, ws, devices=(0, 0), residual=res,
-                                               epilogues={0: "residual", 1: "gelu"})}
+                                               epilogues=FOLD_PAIRS["no_layernorm"])}
         with cp.cuda.Device(0):  # fp32: y = res + x W2^T stored as bf16, then GeLU(LayerNorm(y) W1^T)
             ref = reference_fold_pair(cp, x, res, ws, gamma, beta)
         enq = {k: (lambda t, r=r: (t.part("compute", 0, s0, lambda: r.launch(streams=[s0, s1])), [(s0, 0), (s1, 0)])[1])
@@ -391,30 +391,10 @@ def fold(args, timed, s0, data, median) -> int:
                 samples[k].append(timed.run(enq[k])[0])
         for r in runners.values():
             r.check_errors()
-        steps = {}  # per pair and layer: median mainloop, epilogue, and store-to-signal of one traced run
-        for k, kw in (("fold", dict(residual=res, layernorm=(gamma, beta),
-                                    epilogues={0: "residual_stats", 1: "lnfold_gelu"})),
-                      ("no_layernorm", dict(residual=res, epilogues={0: "residual", 1: "gelu"}))):
-            t = ChainRunner(plan, x, ws, devices=(0, 0), trace=True, **kw)
-            timed.run(lambda tm, t=t: (tm.part("compute", 0, s0, lambda: t.launch(streams=[s0, s1])),
-                                       [(s0, 0), (s1, 0)])[1])
-            t.check_errors()
-            tiles = t.read_trace().tiles
-            by = tiles.groupby("layer")
-            for layer, g in by:
-                steps[(k, int(layer))] = (float((g["t_mainloop_end"] - g["t_acquire"]).median()),
-                                          float((g["t_compute_end"] - g["t_mainloop_end"]).median()),
-                                          float((g["t_signal"] - g["t_compute_end"]).median()))
-            del t
+        steps = fold_pair_steps(timed, x, res, ws, gamma, beta)  # one traced run of each pair
         for k, smp in samples.items():
-            extra = {}
-            for layer in (0, 1):
-                if (k, layer) in steps:
-                    ml, ep, sig = steps[(k, layer)]
-                    extra.update({f"l{layer}_mainloop_ns": ml, f"l{layer}_epilogue_ns": ep, f"l{layer}_signal_ns": sig})
-            rows.append({"m": m, "h": H, "ffn": FFN, "variant": k, "median_ms": median(smp),
-                         "rel_err": err if k == "fold" else math.nan, **extra,
-                         "samples": ";".join(f"{v:.5f}" for v in smp)})
+            rows.append({**steps_row(m, H, FFN, k, steps), "median_ms": median(smp),
+                         "rel_err": err if k == "fold" else math.nan, "samples": ";".join(f"{v:.5f}" for v in smp)})
         print(f"fold M={m} traced (mainloop / epilogue / store-to-signal ns by layer): "
               + "; ".join(f"{k} l{l} {a:.0f}/{b:.0f}/{c:.0f}" for (k, l), (a, b, c) in sorted(steps.items())),
               file=sys.stderr)

@@ -157,7 +157,22 @@ def test_launch_is_measured_when_globaltimer_is_on_the_host_clock(tmp_path):
 CLOCK_RESULT = {"clock_onset_ns": 5.6e7, "clock_sustained_slowdown": 1.17,
                 "clock_rounds": [{"onset_ms": 30.0, "used": True}, {"onset_ms": 80.0, "used": True}],
                 "activation_epilogue_ns_per_element": 0.11,
-                "activation_per_m": [{"m": 4096, "per_tile_ns": 3970.0}, {"m": 16384, "per_tile_ns": 3420.0}]}
+                "activation_per_m": [{"m": 4096, "per_tile_ns": 3970.0}, {"m": 16384, "per_tile_ns": 3420.0}],
+                "norm_stats_epilogue_ns_per_element": 0.059, "norm_fold_epilogue_ns_per_element": 0.045,
+                "fold_per_m": [{"m": 4096, "stats_ns_per_tile": 1600.0, "fold_ns_per_tile": 1440.0}]}
+
+
+def test_a_calibrated_profile_carries_the_folds_measured_costs_with_their_source(tmp_path):
+    out = tmp_path / "p.toml"
+    cal.write_profile(dict(FAKE_RESULT, **CLOCK_RESULT), "h200-x2", out, "p", PROV)
+    hw = load_hardware(out)
+    assert (hw.norm_stats_epilogue_ns_per_element, hw.norm_fold_epilogue_ns_per_element) == (0.059, 0.045)
+    text = out.read_text()
+    line = next(l for l in text.splitlines() if l.startswith("norm_fold_epilogue_ns_per_element"))
+    assert "# measured:" in line and "lnfold_gelu vs gelu" in line and "M=4096 1600 / 1440 ns per tile" in line
+    cal.write_profile(FAKE_RESULT, "h200-x2-calibrated", out, "p", PROV)  # not measured: the base's value stays
+    assert load_hardware(out).norm_fold_epilogue_ns_per_element == pytest.approx(load_hardware(
+        "h200-x2-calibrated").norm_fold_epilogue_ns_per_element, rel=1e-3)  # written to 4 decimals
 
 
 def test_measured_fields_cover_every_field_calibrate_claims():

@@ -72,6 +72,18 @@ def test_calibrate_dry_run_names_the_one_cta_per_tile_probe_unless_skipped(capsy
     assert "one-CTA-per-tile" not in capsys.readouterr().out
 
 
+def test_calibrate_dry_run_names_the_fold_probe_unless_skipped(capsys, tmp_path):
+    assert cli.main(["calibrate", "--dry-run", "--no-memory", "--no-percta", "--probe-out", str(tmp_path / "p")]) == 0
+    out = capsys.readouterr().out
+    assert "fold probe" in out and "norm_fold_epilogue_ns_per_element" in out and str(tmp_path / "p") in out
+    assert cli.main(["calibrate", "--dry-run", "--no-fold"]) == 0
+    out = capsys.readouterr().out
+    assert "fold probe" not in out and "norm_stats_epilogue" not in out
+    assert cli.main(["calibrate", "--dry-run", "--no-memory", "--no-percta", "--no-fold", "--probe-out",
+                     str(tmp_path / "q")]) == 2
+    assert "--no-fold" in capsys.readouterr().err
+
+
 def test_run_options_come_from_the_sweep_config():
     args = cli.parser().parse_args(["run", "all", "--ms", "1024", "--reps", "3", "--backends", "cutlass"])
     assert args.ms == (1024,) and args.reps == 3 and args.backends == ("cutlass",)
