@@ -830,8 +830,12 @@ def fold_probe(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
         probe_out.mkdir(parents=True, exist_ok=True)
         pd.DataFrame(rows).to_csv(probe_out / "fold-steps.csv", index=False)
     stats, fold, per_m = norm_fold_epilogue_cost(rows)
-    return {"fold_rows": rows, "fold_per_m": per_m, "norm_stats_epilogue_ns_per_element": stats,
-            "norm_fold_epilogue_ns_per_element": fold}
+    out = {"fold_rows": rows, "fold_per_m": per_m}
+    if stats < 0 or fold < 0:  # a trace's noise above the fold's cost: the fields stay copied, and the json says why
+        out["fold_note"] = f"fold probe: negative cost (stats {stats:.4f}, fold {fold:.4f} ns per element); not written"
+        log(f"calibrate: {out['fold_note']}")
+        return out
+    return {**out, "norm_stats_epilogue_ns_per_element": stats, "norm_fold_epilogue_ns_per_element": fold}
 
 
 def percta_probe(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), quick: bool = False,

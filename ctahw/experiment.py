@@ -10,7 +10,8 @@ What runs today:
   ctasim plan of the case (``ctasim.strategies``), issued by the one plan executor (:mod:`ctahw.executor`) on GPUs
   0 .. G-1: per GEMM the project's CUTLASS kernel (128x256x64, the kernel the profiles' default config describes;
   its tile order tuned per shape as the baselines do) with the layer's epilogue fused (gelu, silu, relu, or
-  residual = + the workload's input, added by one K slice of a tensor-parallel pair) or, for a layer with
+  residual = + the workload's input or the residual stream, ``Layer.residual_source``, added by one K slice of a
+  tensor-parallel pair) or, for a layer with
   ``epilogue_fused = false`` (swiglu's only path), the plain GEMM and then the ops as an elementwise kernel of
   their own (:func:`ctahw.rowwise.epilogue`); a layer's row-wise op (LayerNorm / RMSNorm, :mod:`ctahw.rowwise`) as
   its own kernel; micro-batching's hand-offs as peer copies on a copy stream; TP's all-reduce on NCCL. Any
@@ -27,11 +28,14 @@ What runs today:
   chain (poisoned outputs), timed by the same harness, plus one traced run whose trace is kept (the ticket count
   and error record checked after every run); tile_source 'queue' runs the tickets design, 'static' the static
   order with 2x1 clusters (:func:`chain_design`). With ``gpus = G`` below the layer count (a ring: layer l on GPU
-  l mod G) one chain kernel per GPU, the same checks, the trace on GPU 0's clock (measured offsets).
+  l mod G) one chain kernel per GPU, the same checks, the trace on GPU 0's clock (measured offsets); with as many GPUs
+  as layers and ``placement = "ring"``, layers of any shapes with one fused op each, a LayerNorm between a residual
+  layer and a GeLU layer folded into the second (:func:`chain_case`).
 * Everything else is a ``skipped`` row with its reason: a strategy that needs more GPUs than the machine has; a
   plan the executor cannot issue (an all-gather: TP's unpaired last layer); a fused epilogue with no fused kernel
   (swiglu); a GEMM shape the CUTLASS kernel does not take; a ctapipe workload its kernels do not run (more than 2
-  layers on as many GPUs, K != N, an epilogue or row-wise op on the chain kernel); hybrid.
+  layers on as many GPUs, K != N, an epilogue or row-wise op on the chain kernel of several layers, a row-wise op a
+  ring cannot fold); hybrid.
 
 Left out: the cuBLAS backend (it fuses no epilogue; the flag interface times it), traces of non-pipelined kernels,
 input sets rotated between repetitions (one set: the flag shorthand rotates them).
@@ -353,14 +357,13 @@ def chain_case(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, 
     streams = chain_streams(timed, devices)
     ends = [(s, d) for s, d in zip(streams, devices)]
     design = chain_design(strategy, layers[0].tiles_m)
-    epilogues = ring_ops(case.workload, G) if G > 1 else {l: lay.epilogue[0] for l, lay in enumerate(layers)
-                                                          if lay.epilogue}
+    epilogues = ring_ops(case.workload, G)  # one GPU: each layer's op (one for all: chain_reason), no fold
     stream = _stream_input(data, case.workload, devices[0])
     res = next((l for l, lay in enumerate(layers) if "residual" in lay.epilogue), None)
     residual = None
     if res is not None:
         residual = to_device(cp, stream if layers[res].residual_source == "stream" else x, devices[res % G])
-    folds = norm_folds(case.workload, G) if G > 1 else ()
+    folds = norm_folds(case.workload, G)
     layernorm = None
     if folds:  # the workload's LayerNorm has no affine weights: gamma = 1, beta = 0 (the fold still runs its algebra)
         cols = layers[folds[0]].out_n

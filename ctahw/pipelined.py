@@ -211,7 +211,8 @@ def median_index(values: Sequence[float]) -> int:
 def workload_reason(wl) -> str | None:
     """Why the 2-GPU CTA-pipelined kernels (variant (a), layer i on GPU i) cannot run workload ``wl``, or None: they
     take any per-layer K and N that tile 128 x 256 (K a multiple of 64), at most one fused epilogue op per layer
-    (gelu, silu, relu, residual: the workload's input, which must match the layer's output), and a row-wise op on the
+    (gelu, silu, relu, residual: the workload's input, which must match the layer's output; not the residual
+    stream), and a row-wise op on the
     last layer only (a kernel of its own after it; one between the layers would need the row statistics' hand-off,
     not built)."""
     from ctahw.gemm import fused_epilogue_reason  # noqa: PLC0415 - pure function, no CuPy

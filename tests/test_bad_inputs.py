@@ -85,7 +85,7 @@ BAD = [
     (CTAHW + ["calibrate", "--dry-run", "--out", "afile/p.toml"], "not a folder"),
     (CTAHW + ["calibrate", "--dry-run", "--reps", "0"], "--reps"),
     (CTAHW + ["calibrate", "--dry-run", "--probe-out", "afile"], "not a folder"),
-    (CTAHW + ["calibrate", "--dry-run", "--no-memory", "--no-percta", "--probe-out", "probes"], "--no-percta"),
+    (CTAHW + ["calibrate", "--dry-run", "--no-memory", "--no-percta", "--no-fold", "--probe-out", "probes"], "--no-fold"),
     ([sys.executable, "-m", "ctasim.validation", "nowhere"], "no such file"),
     ([sys.executable, "-m", "ctasim.validation", "."], "truncated"),
     ([sys.executable, "-m", "ctasim.validation", "--runs", "nowhere"], "--runs"),

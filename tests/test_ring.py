@@ -167,21 +167,27 @@ def test_a_ring_folds_a_layernorm_between_its_layers_into_the_next_ones_epilogue
     check_trace(simulate(plan, HW), plan)
 
 
-def test_the_fold_costs_its_measured_epilogue_time_on_each_side():
+@pytest.mark.parametrize("profile", ["h200-x2-calibrated", "h200-x2-mechanism"])
+def test_the_fold_costs_its_measured_epilogue_time_on_each_side(profile):
     from ctasim import costs
 
+    hw = load_hardware(profile)
     wl = _boundary()
     s = Strategy("ctapipe", gpus=2, placement="ring")
-    free = dataclasses.replace(HW, norm_stats_epilogue_ns_per_element=0.0, norm_fold_epilogue_ns_per_element=0.0)
-    with_cost = {k.gpu: k for k in build_plans(s, wl, HW, 2, "m")[0].kernels()}
+    free = dataclasses.replace(hw, norm_stats_epilogue_ns_per_element=0.0, norm_fold_epilogue_ns_per_element=0.0)
+    with_cost = {k.gpu: k for k in build_plans(s, wl, hw, 2, "m")[0].kernels()}
     without = {k.gpu: k for k in build_plans(s, wl, free, 2, "m")[0].kernels()}
     tile = 128 * 256
-    assert with_cost[0].tile_ns - without[0].tile_ns == pytest.approx(tile * HW.norm_stats_epilogue_ns_per_element)
-    assert with_cost[1].tile_ns - without[1].tile_ns == pytest.approx(tile * HW.norm_fold_epilogue_ns_per_element)
-    assert costs.norm_fold_ns(wl.layers[0], HW, "stats") == pytest.approx(tile * 0.059082)
+    shift = {0: tile * hw.norm_stats_epilogue_ns_per_element, 1: tile * hw.norm_fold_epilogue_ns_per_element}
+    for g in (0, 1):
+        assert with_cost[g].tile_ns - without[g].tile_ns == pytest.approx(shift[g])
+        assert len(with_cost[g].tile_times) == len(without[g].tile_times)  # the memory hierarchy's, where it has one
+        assert np.allclose(with_cost[g].tile_times - without[g].tile_times, shift[g])
+    assert bool(len(with_cost[0].tile_times)) == (profile == "h200-x2-mechanism")
+    assert costs.norm_fold_ns(wl.layers[0], hw, "stats") == pytest.approx(tile * 0.059082)
     with pytest.raises(ValueError, match="side"):
-        costs.norm_fold_ns(wl.layers[0], HW, "both")
-    slow = simulate(build_plans(s, wl, HW, 2, "m")[0], HW).makespan_ns
+        costs.norm_fold_ns(wl.layers[0], hw, "both")
+    slow = simulate(build_plans(s, wl, hw, 2, "m")[0], hw).makespan_ns
     fast = simulate(build_plans(s, wl, free, 2, "m")[0], free).makespan_ns
     assert slow > fast
 
@@ -193,6 +199,9 @@ def test_the_ring_refuses_a_row_wise_op_it_cannot_fold():
         assert ctapipe.norm_folds(bad, 2) == ()
         why = ctapipe.check(Strategy("ctapipe", gpus=2, placement="ring"), bad, HW, 2)
         assert why and "folded" in why and what in why
+    both = dataclasses.replace(wl, layers=(wl.layers[0], wl.layers[1], dataclasses.replace(
+        wl.layers[0], k=28672, epilogue=("residual",), residual_source="input", rowwise="")))
+    assert "one operand" in ctapipe.check(Strategy("ctapipe", gpus=3, placement="ring"), both, HW, 3)
     relu = dataclasses.replace(wl, layers=(wl.layers[0], dataclasses.replace(wl.layers[1], epilogue=("relu",))))
     assert ctapipe.norm_folds(relu, 2) == () and "layer 1: relu" in ctapipe.check(
         Strategy("ctapipe", gpus=2, placement="ring"), relu, HW, 2)
@@ -207,3 +216,22 @@ def test_ctahw_plans_the_fold_and_the_sequential_pass_of_a_block_boundary():
     assert reason_for(Strategy("sequential"), case, 1) is None
     why = reason_for(Strategy("ctapipe", name="w21g4", variant="cutlass_ctapipe_w21g4"), case, 2)
     assert why and "residual stream" in why
+
+
+def test_the_naive_predictors_run_no_layernorm_pass_where_the_ring_folds_it():
+    from ctasim import costs
+
+    wl = _boundary()
+    case = Case("m=4096", wl, 2)
+    s = Strategy("ctapipe", gpus=2, placement="ring")
+    unfolded = dataclasses.replace(wl, layers=(dataclasses.replace(wl.layers[0], rowwise=""), wl.layers[1]))
+    naive = Naive(a_ms=0.01, tflops=600.0, source="test")
+    assert naive.predict_ms(s, case, HW, {}) == pytest.approx(naive.predict_ms(s, Case("m", unfolded, 2), HW, {}))
+    seq = Strategy("sequential")  # the sequential block does run the pass
+    ln = costs.rowwise_ns(4096, 8192, 2, HW) / 1e6
+    assert naive.predict_ms(seq, case, HW, {}) == pytest.approx(naive.predict_ms(seq, Case("m", unfolded, 2), HW, {}) + ln)
+    w = Waves()
+    slots = HW.sm_count * HW.config(128, 256).cta_slots_per_sm
+    fold = (-(-wl.layers[0].tiles // slots) * costs.norm_fold_ns(wl.layers[0], HW, "stats")
+            + costs.norm_fold_ns(wl.layers[1], HW, "fold")) / 1e6
+    assert w.predict_ms(s, case, HW, {}) == pytest.approx(w.predict_ms(s, Case("m", unfolded, 2), HW, {}) + fold)

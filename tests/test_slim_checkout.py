@@ -46,7 +46,14 @@ def test_slim_removes_the_committed_data_and_restore_brings_back_exactly_it(repo
     assert r.returncode == 0 and "restored 3" in r.stdout
     assert (repo / "bench/results/a.csv").read_text() == "1\n" and (repo / "docs/x.md").read_text() == "doc\n"
     assert (repo / "ctahw/k.py").read_text() == "edited\n"  # restore touched only what slim deleted
-    assert _git(repo, "status", "--porcelain").split("\n")[0].strip() == "M ctahw/k.py"
+    assert _git(repo, "status", "--porcelain", "--untracked-files=no") == " M ctahw/k.py\n"
+
+
+def test_restore_leaves_a_file_deleted_outside_the_slim_paths_deleted(repo):
+    (repo / "ctahw/k.py").unlink()
+    assert _slim(repo, "slim").returncode == 0
+    r = _slim(repo, "restore")
+    assert "restored 3" in r.stdout and not (repo / "ctahw/k.py").exists() and (repo / "docs/x.md").exists()
 
 
 def test_slim_refuses_while_a_slim_path_has_uncommitted_changes(repo):
@@ -55,3 +62,11 @@ def test_slim_refuses_while_a_slim_path_has_uncommitted_changes(repo):
     assert r.returncode == 1 and "uncommitted changes" in r.stderr and "docs/x.md" in r.stderr
     assert (repo / "bench/results/a.csv").exists() and (repo / "docs/x.md").read_text() == "edited doc\n"
     assert _slim(repo, "neither").returncode == 2
+
+
+def test_slim_refuses_a_staged_change_even_when_the_working_tree_matches_head(repo):
+    (repo / "docs/x.md").write_text("staged\n")
+    _git(repo, "add", "docs/x.md")
+    (repo / "docs/x.md").write_text("doc\n")  # the working tree back to HEAD's text, the index not
+    r = _slim(repo, "slim")
+    assert r.returncode == 1 and "docs/x.md" in r.stderr and (repo / "bench/results/a.csv").exists()

@@ -117,6 +117,10 @@ def ring_reason(wl: Workload, gpus: int) -> str | None:
         why = chain_reason(wl)
         return why.replace("the chain kernel runs", "the ring placement runs chain kernels of") if why else None
     first = wl.layers[0]
+    sources = {layer.residual_source for layer in wl.layers if "residual" in layer.epilogue}
+    if len(sources) > 1:
+        return "a ring's residual layers add one operand (ctahw.chain.ChainRunner): the input or the stream, not both"
+    folds = norm_folds(wl, gpus)
     for i, layer in enumerate(wl.layers):
         if layer.m != first.m or (layer.tile_m, layer.tile_n) != (first.tile_m, first.tile_n):
             return (f"a ring runs one row count and tile shape (M = {first.m}, {first.tile_m}x{first.tile_n}); "
@@ -128,7 +132,7 @@ def ring_reason(wl: Workload, gpus: int) -> str | None:
                     f"{'+'.join(layer.epilogue)}{', unfused' if layer.epilogue_pass else ''})")
         if "residual" in layer.epilogue and layer.residual_source == "input" and layer.n != first.k:
             return f"layer {i}'s residual adds the input ({first.m}x{first.k}) to its {layer.m}x{layer.n} output"
-        if layer.rowwise and i < len(wl.layers) - 1 and i not in norm_folds(wl, gpus):
+        if layer.rowwise and i < len(wl.layers) - 1 and i not in folds:
             return (f"a ring runs a row-wise op after the last layer, or a LayerNorm after a residual folded into a "
                     f"next layer with GeLU (layer {i}: {'+'.join(layer.epilogue) or 'no op'}, {layer.rowwise}; layer "
                     f"{i + 1}: {'+'.join(wl.layers[i + 1].epilogue) or 'no op'})")

@@ -97,6 +97,26 @@ def test_a_block_boundary_adds_the_residual_stream_not_the_input(strategy):
         reference_output(np, data.x, data.weights, BOUNDARY.layers)
 
 
+STREAM_MLP = dataclasses.replace(MLP, layers=(MLP.layers[0], dataclasses.replace(MLP.layers[1],
+                                                                                 residual_source="stream")))
+"""The MLP block with its residual from the stream (as wide as the input, so that adding the input instead is a
+wrong number, not a shape error); layer 1 runs on GPU 1 under micro-batching and row-parallel under TP."""
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES, ids=[s.kind for s in STRATEGIES])
+def test_the_residual_stream_reaches_the_layer_that_adds_it_on_every_gpu(strategy):
+    base = inputs(STREAM_MLP)
+    data = Inputs(base.x, base.weights, np.random.default_rng(9).standard_normal(base.x.shape).astype(np.float32))
+    ref = reference_output(np, data.x, data.weights, STREAM_MLP.layers, stream32=data.stream)
+    wrong = reference_output(np, data.x, data.weights, MLP.layers)  # the input added instead
+    assert np.linalg.norm(wrong - ref) > 0.1 * np.linalg.norm(ref)
+    for plan in plans_of(strategy, STREAM_MLP):
+        outs, _ = run(plan, STREAM_MLP, data)
+        assert outs
+        for g, out in outs.items():
+            assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-5, (plan.params, g)
+
+
 def test_where_the_output_ends():
     assert set(run(plans_of(Strategy(kind="sequential"), MLP)[0], MLP, inputs(MLP))[0]) == {0}
     assert set(run(plans_of(Strategy(kind="microbatch", chunks=(2,)), DEEP)[0], DEEP, inputs(DEEP))[0]) == {3}
