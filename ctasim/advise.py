@@ -8,6 +8,9 @@ For every token count M the block runs with M rows under every strategy that fit
 * ``microbatch`` (layer i on GPU i, the chunk sweep :data:`CHUNKS`; the best count is reported);
 * ``tp`` at each power-of-two degree up to the GPUs;
 * ``ctapipe`` (layer i on GPU i, persistent CTAs popping the work-queue: the simulator's default design);
+* ``ctapipe-ring`` (the chain kernel's persistent pair: one kernel per GPU taking its tiles by tickets,
+  ``placement = "ring"``; ctahw's kernel for layers of different shapes with fused epilogues, registered plans 16
+  and 19) where the block's ops fuse into it (gated activations do not);
 * ``hybrid`` (tensor-parallel groups of t GPUs per layer, CTA-pipelined between them) where 2t GPUs fit.
 
 The answer states how far to trust it: whether the profile was measured or read off a datasheet, and the registered
@@ -44,6 +47,7 @@ def strategies_for(gpus: int) -> tuple[Strategy, ...]:
     if gpus >= 2:
         out.append(Strategy("microbatch", chunks=CHUNKS))
         out.append(Strategy("ctapipe"))
+        out.append(Strategy("ctapipe", name="ctapipe-ring", gpus=2, placement="ring"))
     t = 2
     while t <= gpus:
         out.append(Strategy("tp", name=f"tp{t}", tp_degree=t))

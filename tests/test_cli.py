@@ -139,6 +139,18 @@ def test_advise_puts_the_fastest_strategy_first_and_says_what_it_could_not_run(c
     assert rows and "ctapipe" in rows[0]  # with TP2 out, ctapipe is the fastest 2-GPU strategy here
 
 
+def test_advise_runs_the_chain_kernels_ring_pair_where_the_block_fuses_into_it(capsys):
+    from ctasim import advise as A
+    from ctasim.spec import load_hardware, load_model
+
+    hw = load_hardware("h200-x2-calibrated")
+    df = A.advise(load_model("gpt3-175b"), hw, tokens=(4096,))  # GeLU + residual: the ring's fused ops
+    ring = df[df.strategy == "ctapipe-ring"]
+    assert len(ring) == 1 and int(ring.gpus.iloc[0]) == 2 and ring.latency_us.iloc[0] > 0
+    why = A.dropped(load_model("llama3.1-8b"), hw, (4096,))  # a gated activation: no ring kernel fuses it
+    assert set(why) == {"ctapipe-ring"} and "layer 0: swiglu" in why["ctapipe-ring"]
+
+
 def test_advise_with_fewer_gpus_lists_only_its_own_strategies(capsys):
     assert main(["advise", "--model", "qwen2.5-72b", "--hardware", "h200-x8", "--gpus", "2", "--tokens", "1024"]) == 0
     out = capsys.readouterr().out
