@@ -60,6 +60,9 @@ def main(argv=None) -> int:
     ap.add_argument("--mlp", action="store_true", help="only mlp.csv: the fused-epilogue chain kernels, MLP shapes")
     ap.add_argument("--fold", action="store_true",
                     help="only fold.csv: the LayerNorm fold on a ring pair on this GPU against the same pair without it")
+    ap.add_argument("--fold-mean", action="store_true",
+                    help="only fold-mean.csv: the fold's error against fp32 for rows of growing mean (its variance is "
+                         "E[x^2] - mean^2 in fp32)")
     ap.add_argument("--designs", action="store_true",
                     help="only part 3: designs.csv, the three designs at M = 4096, 16384 (2 layers), timed and traced")
     args = ap.parse_args(argv)
@@ -100,6 +103,8 @@ def main(argv=None) -> int:
         return mlp(args, timed, s0, data, interleave, median)
     if args.fold:
         return fold(args, timed, s0, data, median)
+    if args.fold_mean:
+        return fold_mean(args, data)
     rows = []
     for m in OVERHEAD_MS[:1] if args.quick else OVERHEAD_MS:
         x = data.rand(0, (m, H), salt=1)
@@ -403,6 +408,48 @@ def fold(args, timed, s0, data, median) -> int:
         del runners, x, res, ws
         cp.get_default_memory_pool().free_all_blocks()
     pd.DataFrame(rows).to_csv(args.out / "fold.csv", index=False)
+    return 0
+
+
+FOLD_MEANS = (0.0, 2.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0)
+"""Offsets added to the residual in ``--fold-mean`` (FC2's output has a spread of ~1.4 around them)."""
+
+
+def fold_mean(args, data) -> int:
+    """The fold's relative error against the fp32 reference (which centres before squaring) as the rows' mean grows:
+    the block boundary's pair at 2048 x 8192 -> 28672 (FC2 from 28672), both kernels on GPU 0, the residual plus an
+    offset; the fold computes the variance as E[x^2] - mean^2 from fp32 sums."""
+    import cupy as cp
+    import pandas as pd
+
+    from ctahw.chain import FOLD_PAIRS, ChainRunner, fold_pair_plan, reference_fold_pair
+    from ctahw.device import REL_TOL_BF16, bf16_bits_to_f32, f32_to_bf16_bits, output_error
+
+    m, FFN = 2048, 28672
+    x = data.rand(0, (m, FFN), salt=71)
+    base = data.rand(0, (m, H), salt=72)
+    ws = [data.rand(0, (H, FFN), 1 / math.sqrt(FFN), salt=73), data.rand(0, (FFN, H), 1 / math.sqrt(H), salt=74)]
+    rng = cp.random.default_rng(75)
+    gamma = 1 + 0.2 * rng.standard_normal(H, dtype=cp.float32)
+    beta = 0.2 * rng.standard_normal(H, dtype=cp.float32)
+    rows = []
+    for off in FOLD_MEANS:
+        res = f32_to_bf16_bits(bf16_bits_to_f32(base, cp) + cp.float32(off), cp)
+        r = ChainRunner(fold_pair_plan(m, H, FFN), x, ws, devices=(0, 0), residual=res, layernorm=(gamma, beta),
+                        epilogues=FOLD_PAIRS["fold"])
+        r.poison_outputs()
+        r.launch()
+        r.synchronize()
+        r.check_errors()
+        with cp.cuda.Device(0):
+            ref = reference_fold_pair(cp, x, res, ws, gamma, beta)
+            y = bf16_bits_to_f32(res, cp) + bf16_bits_to_f32(x, cp) @ bf16_bits_to_f32(ws[0], cp).T
+            ratio = float(cp.median(cp.abs(y.mean(axis=1)) / y.std(axis=1)))
+        err = float(output_error(cp, r.out, ref, 0))
+        rows.append({"offset": off, "mean_over_spread": ratio, "rel_err": err, "ok": err <= REL_TOL_BF16})
+        print(f"fold-mean offset {off:g}: |mean| / spread {ratio:.1f}, rel err {err:.2e}", file=sys.stderr)
+        del r, ref, y, res
+    pd.DataFrame(rows).to_csv(args.out / "fold-mean.csv", index=False)
     return 0
 
 

@@ -373,6 +373,14 @@ def _fold_pair(cp, m: int, h: int, f: int, devices=(0, 0), **kw):
     return r, (x, res, ws, gamma, beta)
 
 
+def _offset_rows(cp, res, offset: float):
+    """The residual with ``offset`` added to every element (rows whose mean is ``offset`` against a spread of ~1.4 in
+    FC2's output), as bf16 bits."""
+    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits
+
+    return f32_to_bf16_bits(bf16_bits_to_f32(res, cp) + cp.float32(offset), cp)
+
+
 def _fold_reference(cp, x, res, ws, gamma, beta):
     from ctahw.chain import reference_fold_pair
 
@@ -393,6 +401,22 @@ def test_layernorm_fold_on_a_ring_pair_matches_fp32(cp, m, h, f):
     _runs(r, 200)
     _runs(r, poison=True)
     assert output_error(cp, r.out, ref, 0) <= REL_TOL_BF16
+
+
+@pytest.mark.parametrize("offset", [8.0, -8.0])
+def test_layernorm_fold_holds_for_rows_whose_mean_is_several_times_their_spread(cp, offset):
+    """The fold's variance is E[x^2] - mean^2 in fp32 (the statistics are sums): rows of FC2's output whose mean is
+    ~5.7 times their spread (offset 8 against a spread of ~1.4) still match the fp32 reference (which centres
+    first). Where it stops holding is measured by `bench/hw/chain_probe.py --fold-mean` (docs/hardware.md)."""
+    from ctahw.chain import ChainRunner, fold_pair_plan
+    from ctahw.device import REL_TOL_BF16, output_error
+
+    _, (x, res, ws, gamma, beta) = _fold_pair(cp, 1024, 1024, 3584)
+    res = _offset_rows(cp, res, offset)
+    r = ChainRunner(fold_pair_plan(1024, 1024, 3584), x, ws, devices=(0, 0), residual=res, layernorm=(gamma, beta),
+                    epilogues={0: "residual_stats", 1: "lnfold_gelu"})
+    _runs(r, poison=True)
+    assert output_error(cp, r.out, _fold_reference(cp, x, res, ws, gamma, beta), 0) <= REL_TOL_BF16
 
 
 def test_layernorm_fold_needs_its_row_statistics(cp):
