@@ -249,10 +249,10 @@ def test_the_experiment_path_runs_a_ring_with_its_kernels_on_one_gpu(cp, layers)
     assert sorted(tr.tiles.gpu.unique().tolist()) == [0, 1] and tr.meta["offsets_ns"] == {}
 
 
-def test_the_mlp_block_runs_on_a_ring_pair_with_its_kernels_on_one_gpu(cp):
-    """The MLP block (1024 x 1024 -> 3584 GeLU -> 1024 + the input, LayerNorm) as a ring of one layer per GPU, both
-    chain kernels on device 0 (GeLU fused into the first, the residual into the second, LayerNorm after on the GPU
-    the output lands on) through ctahw run's path: correct against the fp32 block, traced through the invariants."""
+def _pair_case(cp, experiment: str, dims, strategy=None):
+    """A 2-layer experiment's first case with its layers at ``dims`` ((K, N) per layer, M = 1024) as a ring pair
+    through ctahw run's path (``ctahw.experiment.chain_case``), both kernels on device 0: the result row, the trace
+    checked against ctasim's invariants, and the plan."""
     from ctahw.baselines import Timed
     from ctahw.experiment import RunConfig, chain_case
     from ctasim.cases import expand, load_experiment
@@ -260,19 +260,27 @@ def test_the_mlp_block_runs_on_a_ring_pair_with_its_kernels_on_one_gpu(cp):
     from ctasim.spec import Strategy
     from ctasim.strategies.ctapipe import build_ring
 
-    exp = load_experiment("reg-mlp")
+    exp = load_experiment(experiment)
     case = next(iter(expand(exp)))
-    a, b = case.workload.layers
-    wl = dataclasses.replace(case.workload, layers=(dataclasses.replace(a, m=1024, k=1024, n=3584),
-                                                    dataclasses.replace(b, m=1024, k=3584, n=1024)))
+    wl = dataclasses.replace(case.workload, layers=tuple(dataclasses.replace(l, m=1024, k=k, n=n)
+                                                         for l, (k, n) in zip(case.workload.layers, dims)))
     case = dataclasses.replace(case, label="m=1024", workload=wl)
-    st = Strategy(kind="ctapipe", name="chain-pair", gpus=2, placement="ring")
+    st = strategy or Strategy(kind="ctapipe", name="chain-pair", gpus=2, placement="ring")
     traces = {}
     res = chain_case(exp, case, st, RunConfig(reps=3, warmup=1, rest_ms=0.0), Timed([0], 1.0), lambda s: None, traces,
                      devices=[0, 0])
     assert res["ok"], res["rel_err"]
     (tr,) = traces.values()
-    check_trace(tr, build_ring(st, wl, exp.hardware, case.label), tol_ns=32.0)
+    plan = build_ring(st, wl, exp.hardware, case.label)
+    check_trace(tr, plan, tol_ns=32.0)
+    return res, plan
+
+
+def test_the_mlp_block_runs_on_a_ring_pair_with_its_kernels_on_one_gpu(cp):
+    """The MLP block (1024 x 1024 -> 3584 GeLU -> 1024 + the input, LayerNorm) as a ring of one layer per GPU, both
+    chain kernels on device 0 (GeLU fused into the first, the residual into the second, LayerNorm after on the GPU
+    the output lands on) through ctahw run's path: correct against the fp32 block, traced through the invariants."""
+    _pair_case(cp, "reg-mlp", [(1024, 3584), (3584, 1024)])
 
 
 def test_a_block_boundary_folds_its_layernorm_through_the_experiment_path_on_one_gpu(cp):
@@ -280,27 +288,8 @@ def test_a_block_boundary_folds_its_layernorm_through_the_experiment_path_on_one
     pair through ctahw run's path, both kernels on device 0: the ring folds the LayerNorm (ops residual_stats and
     lnfold_gelu, no pass between), checked against the workload's fp32 reference with the LayerNorm as a pass, traced
     through the invariants."""
-    from ctahw.baselines import Timed
-    from ctahw.experiment import RunConfig, chain_case
-    from ctasim.cases import expand, load_experiment
-    from ctasim.invariants import check_trace
-    from ctasim.strategies.ctapipe import build_ring
-
-    exp = load_experiment("reg19-fold-boundary")
-    case = next(iter(expand(exp)))
-    a, b = case.workload.layers
-    wl = dataclasses.replace(case.workload, layers=(dataclasses.replace(a, m=1024, k=3584, n=1024),
-                                                    dataclasses.replace(b, m=1024, k=1024, n=3584)))
-    case = dataclasses.replace(case, label="m=1024", workload=wl)
-    st = next(s for s in exp.strategies if s.label == "chain-pair")
-    traces = {}
-    res = chain_case(exp, case, st, RunConfig(reps=3, warmup=1, rest_ms=0.0), Timed([0], 1.0), lambda s: None, traces,
-                     devices=[0, 0])
-    assert res["ok"], res["rel_err"]
-    (tr,) = traces.values()
-    plan = build_ring(st, wl, exp.hardware, case.label)
+    _, plan = _pair_case(cp, "reg19-fold-boundary", [(3584, 1024), (1024, 3584)])
     assert plan.params["norm_fold"] == "0"
-    check_trace(tr, plan, tol_ns=32.0)
 
 
 def test_the_mlp_ring_pair_back_to_back_and_stalled_on_one_gpu(cp):
