@@ -37,6 +37,12 @@ Everything is on one GPU, so the protocol uses GPU scope.  Two designs:
   as above.  Every CTA must be resident at once (the launcher sizes the grid by occupancy): the walks use as many
   slots as CTAs; ``static-not-resident`` shows that fewer deadlock.
 
+A signal warp (``signal_by = "warp"``, a design not built in the kernel): after the storers' ``wait_group 0``, fence
+and the barrier, the signalling thread hands the tile to a fifth thread (``SIG``, a warp that does no math) through a
+shared-memory pipeline (release / acquire at CTA scope), and ``SIG`` adds to the counter: ``chain-tickets-signal-warp``
+and its ring form pass; a relaxed hand-off, a hand-off before the storers' barrier, or ``.gpu`` scopes on a ring are
+caught.
+
 A deferred signal (``defer_signal``, a design not built in the kernel): each tile's bulk stores one committed group,
 its signal at the next tile's end after ``wait_group 1``, flushed before waiting for a tile not yet published
 (``chain-tickets-deferred``); the mutants never flush (deadlock) or wait with ``wait_group 2`` (a rare one, with a
@@ -117,6 +123,13 @@ class ChainVariant:
     defer_pending: int = 1
     """``"flush"`` / ``"always"``: the N of the deferred signal's ``cp.async.bulk.wait_group N`` (1: the tile just
     stored may stay pending; 2: a mutant that signals a tile whose stores may not have completed)."""
+    signal_by: str = ""
+    """tickets, a design not built in the kernel (docs/hardware.md, "hiding a ring tile's NVLink stores"): ``""``
+    the signalling MMA thread adds to the counter itself (the kernel); ``"warp"`` it hands the tile, after the
+    storers' ``wait_group 0`` + fence and the barrier, to a warp that does no math (``SIG``: a shared-memory pipeline,
+    release / acquire at CTA scope), which adds to the counter (release at ``counter_scope``)."""
+    handoff_release: str | None = "cta"
+    """``signal_by = "warp"``: the release scope of the hand-off store (None: a relaxed store, a mutant)."""
 
 
 CHAIN_CORRECT = ChainVariant()
@@ -162,6 +175,15 @@ CHAIN_MUTANTS: dict[str, ChainVariant] = {
         # (f) a deferred signal (not built in the kernel): waiting for the next tile while holding a signal
         replace(CHAIN_CORRECT, name="chain-tickets-deferred-no-flush", defer_signal="always",
                 bug="tickets, deferred signal: the MMA threads wait for the next tile while holding a signal"),
+        # (g) a signal warp (not built in the kernel): the hand-off that orders the stores before its release
+        replace(CHAIN_CORRECT, name="chain-tickets-signal-warp-relaxed-handoff", signal_by="warp",
+                handoff_release=None,
+                bug="tickets, signal warp: the MMA threads hand the tile over with a relaxed store (no release)"),
+        replace(CHAIN_CORRECT, name="chain-tickets-signal-warp-before-storers", signal_by="warp",
+                signal_waits_for_storers=False,
+                bug="tickets, signal warp: the tile handed over without waiting at bar.sync for the storers"),
+        replace(CHAIN_CORRECT, name="chain-tickets-ring-signal-warp", gpus=2, placement="ring", signal_by="warp",
+                bug="tickets, signal warp on a ring: .gpu scopes between the GPUs"),
     )
 }
 """The chain kernel's seeded bugs; each must end at a violated invariant."""
@@ -186,6 +208,12 @@ CHAIN_PASSING: dict[str, ChainVariant] = {
         replace(CHAIN_CORRECT, name="chain-tickets-ring-sys-deferred", gpus=2, placement="ring", counter_scope="sys",
                 poll_acquire="sys", defer_signal="flush",
                 bug="the ring's kernels with the deferred signal (not built)"),
+        replace(CHAIN_CORRECT, name="chain-tickets-signal-warp", signal_by="warp",
+                bug="tickets, a signal warp (not built): the MMA threads hand each tile to a warp that does no math, "
+                    "which adds to the counter"),
+        replace(CHAIN_CORRECT, name="chain-tickets-ring-sys-signal-warp", gpus=2, placement="ring",
+                counter_scope="sys", poll_acquire="sys", signal_by="warp",
+                bug="the ring's kernels with a signal warp (not built)"),
     )
 }
 """Variants that must pass every schedule: the two designs, the two-GPU placement with ``.sys`` scopes, and the
@@ -430,8 +458,25 @@ class ChainRun:
         def finish_leader(g):
             if v.signal_waits_for_storers:
                 yield Bar(SIGNAL_BARRIER, 2)
+            yield from signal(g)
+
+        def signal(g):
             yield Atom(("ctr", layer(g) + 1, row(g)), 1, release=v.counter_scope, returns=False,
                        scope=v.counter_scope)
+
+        def handoff(j, g):
+            """signal_by = "warp": the leader, after the barrier, hands tile g (or -1: no more) to the signal warp."""
+            yield St(("sig", p, c.cid, j), g, release=v.handoff_release, scope="cta")
+
+        def signal_warp():
+            """signal_by = "warp": takes each tile the MMA threads hand over and adds to its row-block's counter."""
+            k = 0
+            while True:
+                g = yield Poll(("sig", p, c.cid, k), None, acquire="cta", scope="cta", ne=True)
+                if g < 0:
+                    return
+                yield from role("signal", signal(g))
+                k += 1
 
         def store_tile(g):  # a deferred design's stores of tile g: one committed bulk group
             l = layer(g)
@@ -460,7 +505,18 @@ class ChainRun:
                 if g < 0:
                     if held is not None:
                         yield from role("finish:deferred", signal_held(storer, held, 0))
+                    if v.signal_by == "warp" and not storer:
+                        yield from handoff(j, -1)
                     return
+                if v.signal_by == "warp":
+                    if storer:
+                        yield from role("finish:storer", finish_storer(g))
+                    else:
+                        if v.signal_waits_for_storers:
+                            yield Bar(SIGNAL_BARRIER, 2)
+                        yield from role("finish:handoff", handoff(j, g))
+                    j += 1
+                    continue
                 if not v.defer_signal:
                     if storer:
                         yield from role("finish:storer", finish_storer(g))
@@ -519,7 +575,8 @@ class ChainRun:
                     j += 1
 
             first = [None]
-            return [(0, load_warp()), (0, scheduler()), (0, mma(True)), (0, mma(False))]
+            threads = [(0, load_warp()), (0, scheduler()), (0, mma(True)), (0, mma(False))]
+            return threads + [(0, signal_warp())] if v.signal_by == "warp" else threads
 
         seq = [order[i] for i in range(c.index, len(order), c.kernel.n_ctas)]
 

@@ -36,6 +36,9 @@ EXPECTED_INVARIANTS = {
     "chain-tickets-ring": {1, 6},  # the same across a ring's GPUs
     "chain-static-not-resident": {5},  # deadlock
     "chain-tickets-deferred-no-flush": {5},  # deadlock: the held signal is the one the next tile waits for
+    "chain-tickets-signal-warp-relaxed-handoff": {1, 6},  # the signal warp's release does not cover the stores
+    "chain-tickets-signal-warp-before-storers": {1, 6},
+    "chain-tickets-ring-signal-warp": {1, 6},
 }
 RARE_EXPECTED = {"chain-tickets-deferred-wait2": {1, 6}}  # a consumer reads the held tile before its stores land
 
@@ -93,6 +96,13 @@ def test_chain_mutants_differ_from_their_design_in_one_knob():
             assert changed == ["counter_scope", "poll_acquire", "gpus", "placement"], v.name
         elif v.name == "chain-tickets-ring-sys-deferred":
             assert changed == ["counter_scope", "poll_acquire", "gpus", "placement", "defer_signal"], v.name
+        elif v.name in ("chain-tickets-signal-warp-relaxed-handoff", "chain-tickets-signal-warp-before-storers"):
+            assert changed[-1] in ("handoff_release", "signal_by") and "signal_by" in changed and len(changed) == 2, \
+                (v.name, changed)
+        elif v.name == "chain-tickets-ring-signal-warp":
+            assert changed == ["gpus", "placement", "signal_by"], v.name
+        elif v.name == "chain-tickets-ring-sys-signal-warp":
+            assert changed == ["counter_scope", "poll_acquire", "gpus", "placement", "signal_by"], v.name
         elif v.name == "chain-tickets-no-proxy-fence":
             assert changed == ["take_fence", "load_fence"], v.name
         elif v in (CHAIN_CORRECT, CHAIN_STATIC):
