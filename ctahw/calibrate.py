@@ -39,6 +39,8 @@ l2_bytes                    cudaDeviceProp.l2CacheSize
 128x256 ticket_spread       median growth per window of 132 tickets of the start-time span in 4 per-tile traces of
                             the chain kernel's tickets design (``ctahw.tile_orders.trace_tickets``,
                             ``ctasim.calibration.ticket_spread``; ``--quick``: 2 traces)
+local_signal_ns             the same traces: median of each tile's t_signal - t_compute_end (its stores complete,
+                            the epilogue threads' barrier, the GPU-scope release; ``ctasim.calibration.local_signal``)
 l2_hbm_exposed,             *fitted*: least mean |error| over the tile-order probe at the calibration split (N = K =
 128x256 l2_sm_tflops        8192, M = 2048 ... 32768, 12 orders: 72 runs, ``ctahw.tile_orders.time_orders``), given the
                             measured L2 size, HBM rate, tile fixed time and drift
@@ -457,8 +459,8 @@ MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_eng
                    "remote_atomic_ns", "fence_sys_ns", "launch_ns", "kernel_gap_ns", "event_wait_ns",
                    "allreduce_bus_gbps", "allreduce_latency_ns", "epilogue_store_overlap", "sm_remote_store_gbps",
                    "clock_onset_ns", "clock_sustained_slowdown", "activation_epilogue_ns_per_element",
-                   "norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element", "l2_bytes",
-                   "l2_hbm_exposed")
+                   "norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element", "local_signal_ns",
+                   "l2_bytes", "l2_hbm_exposed")
 FITTED_FIELDS = ("l2_hbm_exposed",)
 """Fields of :data:`MEASURED_FIELDS` that are fitted to measurements rather than measured: marked ``fitted:``."""
 CONFIG_FIELDS = ("sm_tflops", "tile_fixed_ns", "l2_sm_tflops", "cta_drift", "cluster_m", "tile_cv", "ticket_spread")
@@ -869,13 +871,14 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
     orders, no cuBLAS; :func:`ctahw.tile_orders.time_orders`) and the order traces
     (:func:`ctahw.tile_orders.trace_orders`) with each trace's drift and their median (``cta_drift``), and the ticket
     traces of the chain kernel (:func:`ctahw.tile_orders.trace_tickets`; ``quick``: two) with each one's spread per
-    window of its grid and their median (``ticket_spread``, ``ticket_runs``). With ``probe_out``: ``tile_orders.csv``
+    window of its grid and their median (``ticket_spread``, ``ticket_runs``), and from the same traces each tile's
+    store-complete and release step (``local_signal_ns``: ``ctasim.calibration.local_signal``). With ``probe_out``: ``tile_orders.csv``
     (the probe's rows, the columns of the committed ``gemm_shapes.csv``), ``timing.csv`` and ``tiles-*.csv.gz``
     (what ``bench/order_drift.py DIR`` reads), ``tickets.csv`` and ``tiles-*-tickets.csv.gz`` written there."""
     import pandas as pd  # noqa: PLC0415
 
     from ctahw import tile_orders  # noqa: PLC0415
-    from ctasim.calibration import calibration_shapes, cta_drift, ticket_spread, trace_drift  # noqa: PLC0415
+    from ctasim.calibration import calibration_shapes, cta_drift, local_signal, ticket_spread, trace_drift  # noqa: PLC0415
 
     res: dict = {"tile_order_reps": 1 if quick else TILE_ORDER_REPS}
     log("calibrate: tile-order probe (N = K = 8192, 12 orders)")
@@ -890,7 +893,9 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
     rows, tickets = tile_orders.trace_tickets(shapes=tile_orders.TICKET_SHAPES[-2:] if quick else
                                               tile_orders.TICKET_SHAPES, log=log)
     res["ticket_spread"], rates = ticket_spread(tickets.values(), [int(r["grid"]) for r in rows])
-    res["ticket_runs"] = [dict(r, spread_per_window=rate) for r, rate in zip(rows, rates)]
+    res["local_signal_ns"], signals = local_signal(tickets.values())
+    res["ticket_runs"] = [dict(r, spread_per_window=rate, local_signal_ns=sig)
+                          for r, rate, sig in zip(rows, rates, signals)]
     if probe_out is not None:
         tile_orders.write_traces(probe_out, timing, traces)
         pd.DataFrame(res["tile_order_runs"]).to_csv(probe_out / "tile_orders.csv", index=False)
@@ -946,6 +951,12 @@ def measured_fields(res: Mapping) -> dict[str, tuple]:
         out["activation_epilogue_ns_per_element"] = (
             res["activation_epilogue_ns_per_element"], f"CUTLASS Mx28672x8192 with the fused erf-GeLU vs plain, rested: "
             f"{per} (ctahw.calibrate.activation_epilogue_cost); silu and relu assumed the same")
+    if "local_signal_ns" in res:
+        per = ", ".join(f"{r['m']}x{r['h']}x{r['layers']} {r['local_signal_ns']:.0f}" for r in res.get("ticket_runs", [])
+                        if r.get("local_signal_ns") is not None)
+        out["local_signal_ns"] = (res["local_signal_ns"], "median over the chain kernel's ticket traces (tickets design, "
+                                  f"one GPU) of each tile's t_signal - t_compute_end ({per} ns; "
+                                  "ctasim.calibration.local_signal)")
     if "norm_stats_epilogue_ns_per_element" in res:
         per = ", ".join(f"M={r['m']} {r['stats_ns_per_tile']:.0f} / {r['fold_ns_per_tile']:.0f} ns per tile"
                         for r in res.get("fold_per_m", []))

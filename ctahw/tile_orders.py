@@ -41,7 +41,8 @@ TRACE_SHAPES = ((8192, 8192), (32768, 8192), (16384, 16384))
 (``bench/results/hw/2026-12-02-order-traces``)."""
 TRACE_ORDERS = (("along_m", 8), ("along_n", 8), ("along_m", 1))
 """(raster, swizzle) of the order traces: the two high-reuse orders and the near-streaming one."""
-TRACE_COLUMNS = ("cta", "sm", "tile_m", "tile_n", "t_acquire", "t_mainloop_end", "t_compute_end", "t_store_end")
+TRACE_COLUMNS = ("cta", "sm", "tile_m", "tile_n", "t_acquire", "t_mainloop_end", "t_compute_end", "t_store_end",
+                 "t_signal")
 """The columns of a trace file (``tiles-<name>.csv.gz``; ns on the GPU's clock since the first ticket)."""
 
 

@@ -58,7 +58,7 @@ __all__ = [
     "is_calibration", "calibration_shapes", "tile_order_table", "run_traffic", "compute_ns", "predict_ns", "GridFit",
     "grid_fit", "fit_l2_constants", "trace_drift", "cta_drift", "PERCTA_COLUMNS", "PERCTA_STEPS", "percta_table",
     "percta_turnover", "percta_steps", "percta_medians", "SPAN_SATURATED", "window_spans", "span_rate",
-    "ticket_spread",
+    "ticket_spread", "local_signal",
 ]
 
 TILE_M, TILE_N, ELEM_BYTES = 128, 256, 2
@@ -289,6 +289,18 @@ def ticket_spread(traces: Iterable[pd.DataFrame], slots: int | Sequence[int]) ->
     if not fitted:
         raise ValueError("no per-tile trace with enough windows (6, 4 below saturation) to measure the ticket spread on")
     return float(np.median(fitted)), rates
+
+
+def local_signal(traces: Iterable[pd.DataFrame]) -> tuple[float, list[float]]:
+    """A profile's ``local_signal_ns`` from per-tile traces of the chain kernel on one GPU: per trace the median over
+    its tiles of ``t_signal - t_compute_end`` (the epilogue has issued the tile's stores; then their completion, the
+    barrier of the 256 epilogue threads and the GPU-scope release reduction), and the median of those. ValueError
+    where no trace has both columns."""
+    per = [float((t["t_signal"] - t["t_compute_end"]).median()) for t in traces
+           if {"t_signal", "t_compute_end"} <= set(t.columns) and len(t)]
+    if not per:
+        raise ValueError("no per-tile trace with t_signal and t_compute_end to measure the local signal on")
+    return float(np.median(per)), per
 
 
 PERCTA_COLUMNS = ("cta", "sm", "t_start", "t_acquire", "t_mainloop_end", "t_compute_end", "t_store_end", "t_signal")

@@ -171,3 +171,16 @@ def test_the_committed_ticket_traces_give_their_spread():
     value, rates = ticket_spread(traces, 132)
     assert rates == pytest.approx(table["spread_per_window"].tolist(), abs=1e-9)
     assert round(value, 4) == 0.0197
+
+
+def test_the_local_signal_is_the_median_of_each_traces_median_step():
+    def trace(steps):
+        return pd.DataFrame({"t_compute_end": np.arange(len(steps)) * 1000.0,
+                             "t_signal": np.arange(len(steps)) * 1000.0 + np.asarray(steps, dtype=float)})
+
+    got, per = C.local_signal([trace([800, 900, 5000]), trace([700, 1000, 1100]), trace([950])])
+    assert per == [900.0, 1000.0, 950.0] and got == 950.0
+    no_signal = pd.DataFrame({"t_compute_end": [1.0]})  # a plain GEMM's trace has no signal: left out
+    assert C.local_signal([no_signal, trace([600])]) == (600.0, [600.0])
+    with pytest.raises(ValueError, match="t_signal"):
+        C.local_signal([no_signal])

@@ -12,7 +12,7 @@ run_begin 100
 say "ctahw calibrate (memory hierarchy included)"
 timeout 540 python3 -m ctahw.cli calibrate --reps 5 --name h200-x1-calibrated --out "$R/h200-x1-calibrated.toml" \
   --json "$R/calibration.json" --probe-out "$R/probes" "$@" > "$R/calibrate.log" 2>&1
-echo "calibrate exit $?" | tee -a "$LOG"; grep -E "^(l2_|cta_drift|ticket_spread|cluster_m|# Memory)" "$R/h200-x1-calibrated.toml" | tee -a "$LOG"
+echo "calibrate exit $?" | tee -a "$LOG"; grep -E "^(l2_|cta_drift|ticket_spread|cluster_m|local_signal_ns|norm_|# Memory)" "$R/h200-x1-calibrated.toml" | tee -a "$LOG"
 say "drift per trace (bench/order_drift.py)"
 [ -d "$R/probes" ] && python3 bench/order_drift.py "$R/probes" 2>&1 | tail -10 | tee -a "$LOG"
 run_end

@@ -190,8 +190,20 @@ MEMORY_RESULT = {"l2_bytes": 62914560, "l2_sm_tflops": 6.64, "l2_hbm_exposed": 0
                  "tile_order_runs": [{"m": m, "n": 8192, "k": 8192, "backend": "cutlass", "order": f"along_m/swizzle{s}"}
                                      for m in (2048, 32768) for s in (1, 8)],
                  "order_drift": [{"case": "a", "start_sd_per_round": 0.0061},
-                                 {"case": "b", "start_sd_per_round": 0.009}]}
+                                 {"case": "b", "start_sd_per_round": 0.009}], "local_signal_ns": 912.0}
 """What :func:`ctahw.calibrate.memory_hierarchy` adds to a measurement (h200-x1-calibrated's values)."""
+
+
+def test_a_measured_local_signal_replaces_the_bases_estimate(tmp_path):
+    res = dict(FAKE_RESULT, local_signal_ns=912.0, ticket_runs=[
+        {"m": 8192, "h": 8192, "layers": 2, "local_signal_ns": 900.0},
+        {"m": 16384, "h": 8192, "layers": 4, "local_signal_ns": 924.0}])
+    cal.write_profile(res, "h200-x2-calibrated", tmp_path / "p.toml", "p", PROV)
+    assert load_hardware(tmp_path / "p.toml").local_signal_ns == 912.0
+    line = next(l for l in (tmp_path / "p.toml").read_text().splitlines() if l.startswith("local_signal_ns"))
+    assert "# measured:" in line and "8192x8192x2 900, 16384x8192x4 924 ns" in line
+    cal.write_profile(FAKE_RESULT, "h200-x2-calibrated", tmp_path / "q.toml", "q", PROV)  # not measured: the estimate
+    assert load_hardware(tmp_path / "q.toml").local_signal_ns == 650.0
 
 
 def test_the_clock_regime_and_activation_cost_go_into_the_profile_when_measured(tmp_path):
