@@ -256,18 +256,18 @@ def epilogue_codes(lib, ks: list[Kernel], epilogues: Mapping[int, str], design: 
 
 
 def fold_pair_plan(m: int, h: int, ffn: int, hardware: str = "h200-x2-calibrated") -> Plan:
-    """The ring pair the fold runs at a block boundary: a block's FC2 (M x ``ffn`` -> ``h``) then the next block's FC1
-    (M x ``h`` -> ``ffn``), one layer per kernel (``placement = "ring"``, two GPUs), the MLP block's layers reshaped;
-    the ops are the runner's (``ChainRunner(epilogues=..., layernorm=...)``), not the plan's."""
+    """The ring pair the fold runs at a block boundary (``specs/workloads/mlp-boundary.toml`` at M x ``ffn`` -> ``h``
+    -> ``ffn``): a block's FC2 then the next block's FC1, one layer per kernel (``placement = "ring"``, two GPUs).
+    The runner's ops (``ChainRunner(epilogues=..., layernorm=...)``) decide what runs: the probes also run this plan
+    with the ops the fold replaces."""
     import dataclasses
 
     from ctasim.spec import Strategy, load_hardware, load_workload
     from ctasim.strategies.ctapipe import build_ring
 
-    wl = load_workload("mlp-block")
-    fc1, fc2 = wl.layers
-    layers = (dataclasses.replace(fc2, m=m, k=ffn, n=h, rowwise="", epilogue=()),
-              dataclasses.replace(fc1, m=m, k=h, n=ffn, rowwise="", epilogue=()))
+    wl = load_workload("mlp-boundary")
+    fc2, fc1 = wl.layers
+    layers = (dataclasses.replace(fc2, m=m, k=ffn, n=h), dataclasses.replace(fc1, m=m, k=h, n=ffn))
     return build_ring(Strategy(kind="ctapipe", gpus=2, placement="ring"), dataclasses.replace(wl, layers=layers),
                       load_hardware(hardware), f"m={m}")
 
