@@ -77,7 +77,8 @@ def parser() -> argparse.ArgumentParser:
                                                         "per tile order in the memory hierarchy's probes")
     c.add_argument("--no-memory", action="store_true",
                    help="skip the memory hierarchy's probes (tile orders, per-tile traces; ~50 s): l2_bytes, "
-                        "l2_hbm_exposed and the 128x256 l2_sm_tflops, cta_drift, cluster_m stay copied from --base")
+                        "l2_hbm_exposed, local_signal_ns and the 128x256 l2_sm_tflops, cta_drift, cluster_m, "
+                        "ticket_spread stay copied from --base")
     c.add_argument("--no-percta", action="store_true",
                    help="skip the one-CTA-per-tile producer's per-tile traces (ctahw.percta; ~15 s), whose steps go "
                         "into calibration.json, the probe folder and the profile's header")
@@ -221,6 +222,8 @@ def cmd_calibrate(args) -> int:
         _check_out(args.probe_out, "--probe-out")
     if args.dry_run:
         skip = set(calibrate.FITTED_FIELDS) | {"l2_bytes"} if args.no_memory else set()
+        if args.no_memory:
+            skip |= {"local_signal_ns"}  # from the memory probes' ticket traces
         if args.no_fold:
             skip |= {"norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element"}
         cfg = calibrate.CONFIG_FIELDS[:2] if args.no_memory else calibrate.CONFIG_FIELDS

@@ -43,8 +43,9 @@ TRACE_ORDERS = (("along_m", 8), ("along_n", 8), ("along_m", 1))
 """(raster, swizzle) of the order traces: the two high-reuse orders and the near-streaming one."""
 TRACE_COLUMNS = ("cta", "sm", "tile_m", "tile_n", "t_acquire", "t_mainloop_end", "t_compute_end", "t_store_end",
                  "t_signal")
-"""The columns of a trace file (``tiles-<name>.csv.gz``; ns on the GPU's clock since the first ticket); ``t_signal``
-in the chain kernel's ticket traces only (the plain GEMM signals nothing)."""
+"""The columns of a trace file (``tiles-<name>.csv.gz``; ns on the GPU's clock since the first ticket); the order
+and ticket traces are the chain kernel's (its static and tickets designs), so both carry every column; a trace without
+one of them is written without it."""
 
 
 def _stderr(s: str) -> None:

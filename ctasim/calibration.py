@@ -291,16 +291,17 @@ def ticket_spread(traces: Iterable[pd.DataFrame], slots: int | Sequence[int]) ->
     return float(np.median(fitted)), rates
 
 
-def local_signal(traces: Iterable[pd.DataFrame]) -> tuple[float, list[float]]:
+def local_signal(traces: Iterable[pd.DataFrame]) -> tuple[float, list[float | None]]:
     """A profile's ``local_signal_ns`` from per-tile traces of the chain kernel on one GPU: per trace the median over
     its tiles of ``t_signal - t_compute_end`` (the epilogue has issued the tile's stores; then their completion, the
-    barrier of the 256 epilogue threads and the GPU-scope release reduction), and the median of those. ValueError
-    where no trace has both columns."""
-    per = [float((t["t_signal"] - t["t_compute_end"]).median()) for t in traces
-           if {"t_signal", "t_compute_end"} <= set(t.columns) and len(t)]
-    if not per:
+    barrier of the 256 epilogue threads and the GPU-scope release reduction; None for a trace without those columns),
+    and the median of those. ValueError where no trace has both columns."""
+    per = [float((t["t_signal"] - t["t_compute_end"]).median())
+           if {"t_signal", "t_compute_end"} <= set(t.columns) and len(t) else None for t in traces]
+    got = [v for v in per if v is not None]
+    if not got:
         raise ValueError("no per-tile trace with t_signal and t_compute_end to measure the local signal on")
-    return float(np.median(per)), per
+    return float(np.median(got)), per
 
 
 PERCTA_COLUMNS = ("cta", "sm", "t_start", "t_acquire", "t_mainloop_end", "t_compute_end", "t_store_end", "t_signal")

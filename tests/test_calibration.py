@@ -181,6 +181,6 @@ def test_the_local_signal_is_the_median_of_each_traces_median_step():
     got, per = C.local_signal([trace([800, 900, 5000]), trace([700, 1000, 1100]), trace([950])])
     assert per == [900.0, 1000.0, 950.0] and got == 950.0
     no_signal = pd.DataFrame({"t_compute_end": [1.0]})  # a plain GEMM's trace has no signal: left out
-    assert C.local_signal([no_signal, trace([600])]) == (600.0, [600.0])
+    assert C.local_signal([no_signal, trace([600])]) == (600.0, [None, 600.0])  # one value per trace, in order
     with pytest.raises(ValueError, match="t_signal"):
         C.local_signal([no_signal])

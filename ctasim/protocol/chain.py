@@ -63,7 +63,8 @@ Leaves out: the MMA and the tile values (a tile's value is a tag), K-loops, W (n
 2x1 cluster of design 2 (its CTAs wait, fence and load their own A operand as in 1x1; the cluster only multicasts
 W), the error and timeout paths (unbounded spins here: a deadlock is a state nothing can change), mbarrier
 phases and stage reuse (each hand-over has its own location; the throttle keeps the scheduler at most one tile
-ahead, so a two-stage pipeline never fills), and ``stall_row`` / ``protocol = 0``.
+ahead, so a two-stage pipeline never fills; the signal warp's pipeline has no such bound, and its slots' reuse is
+left out too), and ``stall_row`` / ``protocol = 0``.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ SIGNAL_BARRIER = 13  # kSignalBarrier (ctahw/kernels/ctapipe_gemm.cuh)
 
 @dataclass(frozen=True)
 class ChainVariant:
-    """Knobs of the chain kernel's protocol; the defaults are the kernel's (each mutant changes one)."""
+    """Knobs of the chain kernel's protocol; the defaults are the kernel's (each mutant changes one, from the kernel or
+    from the design it breaks: the signal warp's mutants from ``chain-tickets-signal-warp``)."""
 
     name: str = "chain-tickets"
     bug: str = ""

@@ -47,7 +47,7 @@ def test_written_traces_are_what_bench_order_drift_reads(tmp_path):
                           "t_compute_end": start.ravel() + 950.0, "t_store_end": start.ravel() + 990.0})
     T.write_traces(tmp_path / "t", [{"m": 1, "order": "along_m/swizzle1"}], {"1x1-along_m-swizzle1": tiles})
     back = pd.read_csv(tmp_path / "t" / "tiles-1x1-along_m-swizzle1.csv.gz")
-    # a plain GEMM's trace has every column but the chain kernel's t_signal
+    # a trace without t_signal (this hand-made one) is written without it
     assert list(back.columns) == [c for c in T.TRACE_COLUMNS if c != "t_signal"] and back.t_mainloop_end.iloc[0] == 900.0
     assert trace_drift(back)["start_sd_per_round"] == pytest.approx(trace_drift(tiles)["start_sd_per_round"], rel=1e-3)
     assert pd.read_csv(tmp_path / "t" / "timing.csv").order.tolist() == ["along_m/swizzle1"]

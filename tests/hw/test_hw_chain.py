@@ -249,7 +249,7 @@ def test_the_experiment_path_runs_a_ring_with_its_kernels_on_one_gpu(cp, layers)
     assert sorted(tr.tiles.gpu.unique().tolist()) == [0, 1] and tr.meta["offsets_ns"] == {}
 
 
-def _pair_case(cp, experiment: str, dims, strategy=None):
+def _pair_case(cp, experiment: str, dims):
     """A 2-layer experiment's first case with its layers at ``dims`` ((K, N) per layer, M = 1024) as a ring pair
     through ctahw run's path (``ctahw.experiment.chain_case``), both kernels on device 0: the result row, the trace
     checked against ctasim's invariants, and the plan."""
@@ -265,7 +265,7 @@ def _pair_case(cp, experiment: str, dims, strategy=None):
     wl = dataclasses.replace(case.workload, layers=tuple(dataclasses.replace(l, m=1024, k=k, n=n)
                                                          for l, (k, n) in zip(case.workload.layers, dims)))
     case = dataclasses.replace(case, label="m=1024", workload=wl)
-    st = strategy or Strategy(kind="ctapipe", name="chain-pair", gpus=2, placement="ring")
+    st = Strategy(kind="ctapipe", name="chain-pair", gpus=2, placement="ring")
     traces = {}
     res = chain_case(exp, case, st, RunConfig(reps=3, warmup=1, rest_ms=0.0), Timed([0], 1.0), lambda s: None, traces,
                      devices=[0, 0])
@@ -345,11 +345,10 @@ def test_the_mlp_ring_pair_back_to_back_and_stalled_on_one_gpu(cp):
 # layer 1 (the next block's FC1) folds LayerNorm of its input into its epilogue, then GeLU.
 
 
-def _fold_pair(cp, m: int, h: int, f: int, devices=(0, 0), **kw):
-    from ctahw.chain import ChainRunner, fold_pair_plan
+def _fold_inputs(cp, m: int, h: int, f: int):
+    """Fresh random inputs of the fold pair: FC2's input (m x f), the residual (m x h), both weights, gamma, beta."""
     from ctahw.device import random_bf16
 
-    plan = fold_pair_plan(m, h, f)
     layers = [(f, h), (h, f)]  # (K, N) of FC2, FC1
     rng = cp.random.default_rng(int.from_bytes(os.urandom(4), "little"))
     x = random_bf16((m, f), cp, rng)  # the hidden activations FC2 reads
@@ -357,7 +356,15 @@ def _fold_pair(cp, m: int, h: int, f: int, devices=(0, 0), **kw):
     ws = [random_bf16((n, k), cp, rng, 1 / math.sqrt(k)) for k, n in layers]
     gamma = 1 + 0.2 * rng.standard_normal(h, dtype=cp.float32)
     beta = 0.2 * rng.standard_normal(h, dtype=cp.float32)
-    r = ChainRunner(plan, x, ws, devices=devices, epilogues={0: "residual_stats", 1: "lnfold_gelu"}, residual=res,
+    return x, res, ws, gamma, beta
+
+
+def _fold_pair(cp, m: int, h: int, f: int, devices=(0, 0), data=None, **kw):
+    """The fold pair's runner (ops residual_stats, lnfold_gelu) on ``data`` (default: fresh :func:`_fold_inputs`)."""
+    from ctahw.chain import FOLD_PAIRS, ChainRunner, fold_pair_plan
+
+    x, res, ws, gamma, beta = data or _fold_inputs(cp, m, h, f)
+    r = ChainRunner(fold_pair_plan(m, h, f), x, ws, devices=devices, epilogues=FOLD_PAIRS["fold"], residual=res,
                     layernorm=(gamma, beta), **kw)
     return r, (x, res, ws, gamma, beta)
 
@@ -397,15 +404,12 @@ def test_layernorm_fold_holds_for_rows_whose_mean_is_several_times_their_spread(
     """The fold's variance is E[x^2] - mean^2 in fp32 (the statistics are sums): rows of FC2's output whose mean is
     ~5.7 times their spread (offset 8 against a spread of ~1.4) still match the fp32 reference (which centres
     first). Where it stops holding is measured by `bench/hw/chain_probe.py --fold-mean` (docs/hardware.md)."""
-    from ctahw.chain import ChainRunner, fold_pair_plan
     from ctahw.device import REL_TOL_BF16, output_error
 
-    _, (x, res, ws, gamma, beta) = _fold_pair(cp, 1024, 1024, 3584)
-    res = _offset_rows(cp, res, offset)
-    r = ChainRunner(fold_pair_plan(1024, 1024, 3584), x, ws, devices=(0, 0), residual=res, layernorm=(gamma, beta),
-                    epilogues={0: "residual_stats", 1: "lnfold_gelu"})
+    x, res, ws, gamma, beta = _fold_inputs(cp, 1024, 1024, 3584)
+    r, data = _fold_pair(cp, 1024, 1024, 3584, data=(x, _offset_rows(cp, res, offset), ws, gamma, beta))
     _runs(r, poison=True)
-    assert output_error(cp, r.out, _fold_reference(cp, x, res, ws, gamma, beta), 0) <= REL_TOL_BF16
+    assert output_error(cp, r.out, _fold_reference(cp, *data), 0) <= REL_TOL_BF16
 
 
 def test_layernorm_fold_needs_its_row_statistics(cp):
