@@ -53,6 +53,7 @@
 
 #include <cstdio>
 #include <type_traits>
+#include <utility>
 #include <cuda_runtime.h>
 
 #include "cutlass/cutlass.h"
@@ -490,18 +491,23 @@ static_assert(codes_in_order(), "CTAPIPE_EPILOGUE_OPS: codes must be 0, 1, 2, ..
 constexpr char kEpilogueNames[] = CTAPIPE_EPILOGUE_OPS(CTAPIPE_OP_NAME);
 #undef CTAPIPE_OP_NAME
 
+// Calls f(std::integral_constant<int, Code>{}) for the one of `Codes` equal to `op`, or returns -2006 where none is
+// (every library's op dispatch: this header's ops, and the chain library's ops after them).
+template <int... Codes, class F>
+int dispatch_code(std::integer_sequence<int, Codes...>, int op, F&& f) {
+  int rc = -2006;
+  (void)((op == Codes ? (rc = f(std::integral_constant<int, Codes>{}), true) : false) || ...);
+  return rc;
+}
+
+// The codes of an op list X-macro, as a sequence: std::integer_sequence<int CTAPIPE_EPILOGUE_OPS(CTAPIPE_OP_SEQ)>.
+#define CTAPIPE_OP_SEQ(code, op) , code
+using EpilogueCodes = std::integer_sequence<int CTAPIPE_EPILOGUE_OPS(CTAPIPE_OP_SEQ)>;
+
 // Calls f(std::integral_constant<int, Op>{}) for op code `op`, or returns -2006 for an unknown one.
 template <class F>
 int dispatch_op(int op, F&& f) {
-  switch (op) {
-#define CTAPIPE_OP_CASE(code, op) \
-  case code:                      \
-    return f(std::integral_constant<int, code>{});
-    CTAPIPE_EPILOGUE_OPS(CTAPIPE_OP_CASE)
-#undef CTAPIPE_OP_CASE
-    default:
-      return -2006;
-  }
+  return dispatch_code(EpilogueCodes{}, op, std::forward<F>(f));
 }
 
 // The TMA-store cooperative epilogue of every CTA-pipelined kernel (this header's and the chain kernel's), for a

@@ -675,18 +675,12 @@ struct ChainOp {
 template <int Op>
 struct ChainOp<Op, true> : NormOp<Op> {};
 
-// Calls f(integral_constant<int, Op>) for any of the library's op codes, or returns -2006.
+// Calls f(integral_constant<int, Op>) for any of the library's op codes (CTAPIPE_EPILOGUE_OPS, then
+// CTAHW_CHAIN_NORM_OPS), or returns -2006.
+using ChainOpCodes = std::integer_sequence<int CTAPIPE_EPILOGUE_OPS(CTAPIPE_OP_SEQ) CTAHW_CHAIN_NORM_OPS(CTAPIPE_OP_SEQ)>;
 template <class F>
 int dispatch_chain_op(int op, F&& f) {
-  switch (op) {
-#define CTAHW_CHAIN_OP_CASE(code, op) \
-  case code:                         \
-    return f(std::integral_constant<int, code>{});
-    CTAHW_CHAIN_NORM_OPS(CTAHW_CHAIN_OP_CASE)
-#undef CTAHW_CHAIN_OP_CASE
-    default:
-      return cg::dispatch_op(op, f);
-  }
+  return cg::dispatch_code(ChainOpCodes{}, op, std::forward<F>(f));
 }
 
 template <int Design, int Op = 0>
