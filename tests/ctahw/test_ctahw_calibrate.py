@@ -164,13 +164,13 @@ CLOCK_RESULT = {"clock_onset_ns": 5.6e7, "clock_sustained_slowdown": 1.17,
 
 def test_a_calibrated_profile_carries_the_folds_measured_costs_with_their_source(tmp_path):
     out = tmp_path / "p.toml"
-    cal.write_profile(dict(FAKE_RESULT, **CLOCK_RESULT), "h200-x2", out, "p", PROV)
+    cal.write_profile(dict(FAKE_RESULT, **NO_FIT, **CLOCK_RESULT), "h200-x2", out, "p", PROV)
     hw = load_hardware(out)
     assert (hw.norm_stats_epilogue_ns_per_element, hw.norm_fold_epilogue_ns_per_element) == (0.059, 0.045)
     text = out.read_text()
     line = next(l for l in text.splitlines() if l.startswith("norm_fold_epilogue_ns_per_element"))
     assert "# measured:" in line and "lnfold_gelu vs gelu" in line and "M=4096 1600 / 1440 ns per tile" in line
-    cal.write_profile(FAKE_RESULT, "h200-x2-calibrated", out, "p", PROV)  # not measured: the base's value stays
+    cal.write_profile(dict(FAKE_RESULT, **NO_FIT), "h200-x2-calibrated", out, "p", PROV)  # not measured: the base's value stays
     assert load_hardware(out).norm_fold_epilogue_ns_per_element == pytest.approx(load_hardware(
         "h200-x2-calibrated").norm_fold_epilogue_ns_per_element, rel=1e-3)  # written to 4 decimals
 
@@ -195,14 +195,14 @@ MEMORY_RESULT = {"l2_bytes": 62914560, "l2_sm_tflops": 6.64, "l2_hbm_exposed": 0
 
 
 def test_a_measured_local_signal_replaces_the_bases_estimate(tmp_path):
-    res = dict(FAKE_RESULT, local_signal_ns=912.0, ticket_runs=[
+    res = dict(FAKE_RESULT, **NO_FIT, local_signal_ns=912.0, ticket_runs=[
         {"m": 8192, "h": 8192, "layers": 2, "local_signal_ns": 900.0},
         {"m": 16384, "h": 8192, "layers": 4, "local_signal_ns": 924.0}])
     cal.write_profile(res, "h200-x2-calibrated", tmp_path / "p.toml", "p", PROV)
     assert load_hardware(tmp_path / "p.toml").local_signal_ns == 912.0
     line = next(l for l in (tmp_path / "p.toml").read_text().splitlines() if l.startswith("local_signal_ns"))
     assert "# measured:" in line and "8192x8192x2 900, 16384x8192x4 924 ns" in line
-    cal.write_profile(FAKE_RESULT, "h200-x2-calibrated", tmp_path / "q.toml", "q", PROV)  # not measured: the estimate
+    cal.write_profile(dict(FAKE_RESULT, **NO_FIT), "h200-x2-calibrated", tmp_path / "q.toml", "q", PROV)  # not measured: the estimate
     assert load_hardware(tmp_path / "q.toml").local_signal_ns == 650.0
 
 
@@ -269,6 +269,9 @@ def test_the_profiles_clock_regime_and_activation_cost_are_the_committed_measure
     assert hw.activation_epilogue_ns_per_element == pytest.approx(act, rel=1e-5)
     assert [r["m"] for r in per_m] == [4096, 16384]
 
+
+NO_FIT = {"sm_remote_store_gbps": 7.0, "sm_remote_store_note": "fit"}
+"""A result that skips write_profile's remote-store fit (the engine's bisection: seconds)."""
 
 FOLD_RUN = Path(__file__).resolve().parents[2] / "bench" / "results" / "hw" / "2026-12-02-fold-1gpu" / "run7"
 
