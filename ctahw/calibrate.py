@@ -804,12 +804,10 @@ def fold_probe(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
     epilogues' medians. Returns ``fold_rows`` (one row per M and pair, ``fold.csv``'s columns) and the two Hardware
     fields; with ``probe_out``, ``fold-steps.csv`` there. Not checked against a reference here (the GPU tests and
     ``bench/hw/chain_probe.py --fold`` are); a protocol error raises."""
-    import math  # noqa: PLC0415
-
     import cupy as cp  # noqa: PLC0415
 
     from ctahw.baselines import Chain, Timed  # noqa: PLC0415
-    from ctahw.chain import fold_pair_steps, steps_row  # noqa: PLC0415
+    from ctahw.chain import FOLD_PAIRS, fold_pair_inputs, fold_pair_steps, steps_row  # noqa: PLC0415
 
     h, ffn = 8192, 28672
     timed = Timed([0], 2.0, 0.0, 250.0)
@@ -817,13 +815,9 @@ def fold_probe(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
     rows = []
     for m in FOLD_MS:
         log(f"calibrate: LayerNorm fold, traced ring pairs on GPU 0, M = {m}")
-        x = data.rand(0, (m, ffn), salt=61)
-        res = data.rand(0, (m, h), salt=62)
-        ws = [data.rand(0, (h, ffn), 1 / math.sqrt(ffn), salt=63), data.rand(0, (ffn, h), 1 / math.sqrt(h), salt=64)]
-        with cp.cuda.Device(0):
-            gamma, beta = cp.ones(h, dtype=cp.float32), cp.zeros(h, dtype=cp.float32)
+        x, res, ws, gamma, beta = fold_pair_inputs(cp, data, m, h, ffn, salt=61, affine=False)
         steps = fold_pair_steps(timed, x, res, ws, gamma, beta)
-        rows += [steps_row(m, h, ffn, pair, steps) for pair in ("fold", "no_layernorm")]
+        rows += [steps_row(m, h, ffn, pair, steps) for pair in FOLD_PAIRS]
         del x, res, ws
         cp.get_default_memory_pool().free_all_blocks()
     if probe_out is not None:

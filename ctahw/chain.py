@@ -53,7 +53,7 @@ from ctahw.runner import (ERROR_WORDS, KERNEL_TILE, TILE_STAMP_WORDS, check_desc
 
 __all__ = ["LIBRARY", "DESC_FIELDS", "DESIGNS", "chain_kernel", "chain_kernels", "chain_descriptor", "ring_layout",
            "chain_slots", "output_place", "wait_tiles", "slot_cols", "kernel_shape", "epilogue_codes", "check_pairs",
-           "layernorm_fold", "fold_pair_plan", "reference_fold_pair", "FOLD_PAIRS", "fold_pair_steps", "steps_row", "op_names", "NORM_OPS", "NORM_EPS", "ChainRunner", "parse_chain_trace"]
+           "layernorm_fold", "fold_pair_plan", "reference_fold_pair", "FOLD_PAIRS", "fold_pair_inputs", "fold_pair_steps", "steps_row", "op_names", "NORM_OPS", "NORM_EPS", "ChainRunner", "parse_chain_trace"]
 
 LIBRARY = "ctapipe_sm90_bf16_chain"
 SOURCE = Path(__file__).resolve().parent / "kernels" / f"{LIBRARY}.cu"
@@ -272,9 +272,29 @@ def fold_pair_plan(m: int, h: int, ffn: int, hardware: str = "h200-x2-calibrated
                       load_hardware(hardware), f"m={m}")
 
 
-FOLD_PAIRS = {"fold": {0: "residual_stats", 1: "lnfold_gelu"}, "no_layernorm": {0: "residual", 1: "gelu"}}
+FOLD_PAIRS = {"fold": dict(enumerate(NORM_OPS)), "no_layernorm": {0: "residual", 1: "gelu"}}
 """The fold probe's two ring pairs (:func:`fold_pair_steps`): with the LayerNorm fold, and the same pair with the
 ops it replaces and no LayerNorm."""
+
+
+def fold_pair_inputs(cp, data, m: int, h: int, ffn: int, salt: int, affine: bool = True):
+    """The fold pair's inputs on GPU 0 (``data``: a :class:`ctahw.baselines.Chain`): FC2's input (m x ``ffn``), the
+    residual (m x ``h``), both weights, and LayerNorm's gamma and beta (random around 1 and 0 with ``affine``, else
+    1 and 0); the salts ``salt`` .. ``salt + 4``."""
+    import math
+
+    x = data.rand(0, (m, ffn), salt=salt)
+    res = data.rand(0, (m, h), salt=salt + 1)
+    ws = [data.rand(0, (h, ffn), 1 / math.sqrt(ffn), salt=salt + 2),
+          data.rand(0, (ffn, h), 1 / math.sqrt(h), salt=salt + 3)]
+    with cp.cuda.Device(0):
+        if affine:
+            rng = cp.random.default_rng(salt + 4)
+            gamma = 1 + 0.2 * rng.standard_normal(h, dtype=cp.float32)
+            beta = 0.2 * rng.standard_normal(h, dtype=cp.float32)
+        else:
+            gamma, beta = cp.ones(h, dtype=cp.float32), cp.zeros(h, dtype=cp.float32)
+    return x, res, ws, gamma, beta
 
 
 def fold_pair_steps(timed, x, residual, weights, gamma, beta, device: int = 0) -> dict:
@@ -288,7 +308,7 @@ def fold_pair_steps(timed, x, residual, weights, gamma, beta, device: int = 0) -
     s0, s1 = timed.compute[device], timed.copy[device]
     steps = {}
     for name, ops in FOLD_PAIRS.items():
-        norm = {"layernorm": (gamma, beta)} if "lnfold_gelu" in ops.values() else {}
+        norm = {"layernorm": (gamma, beta)} if NORM_OPS[1] in ops.values() else {}
         r = ChainRunner(plan, x, weights, devices=(device, device), trace=True, residual=residual, epilogues=ops,
                         **norm)
         timed.run(lambda tm, r=r: (tm.part("compute", device, s0, lambda: r.launch(streams=[s0, s1])),

@@ -40,7 +40,7 @@ from ctasim.harness import Harness, timed_makespan_ns, timed_plans
 from ctasim.results import COLUMNS, staged_folder, write
 from ctasim.spec import Experiment, Hardware, Strategy
 from ctasim.strategies import build_plans, check_placement
-from ctasim.strategies.ctapipe import is_ring, norm_folds
+from ctasim.strategies.ctapipe import fold_sides, is_ring, norm_folds
 
 __all__ = ["Naive", "Waves", "RULES", "without_memory", "without_drift", "predict", "register", "spec_files", "git_commit", "schedule_name"]
 
@@ -124,22 +124,13 @@ class Naive:
             return sum(full)
         if kind == "ctapipe" and is_ring(strategy, case.workload):  # ring: GPU 0 (the most layers of equal ones)
             g = strategy.gpus
-            full = [f - (r if j in norm_folds(case.workload, g) else 0.0) for j, (f, r) in enumerate(zip(full, row))]
+            folded = norm_folds(case.workload, g)  # their LayerNorm runs as no pass of its own
+            full = [f - (r if j in folded else 0.0) for j, (f, r) in enumerate(zip(full, row))]
             return sum(full[::g]) + sum(f / layers[j].tiles_m for j, f in enumerate(full) if j % g)
         if kind in ("ctapipe", "hybrid"):
             i = int(np.argmax(full))
             return full[i] + sum(f / layers[j].tiles_m for j, f in enumerate(full) if j != i)
         raise ValueError(f"no naive rule for strategy kind {kind!r}")
-
-
-def _fold_ns(wl, gpus: int, hw: Hardware) -> dict[int, float]:
-    """{layer: ns the LayerNorm fold adds to each of its tiles} on a ring of ``gpus`` GPUs (its row-wise pass is then
-    not run: :func:`ctasim.strategies.ctapipe.norm_folds`)."""
-    out = {}
-    for i in norm_folds(wl, gpus):
-        out[i] = costs.norm_fold_ns(wl.layers[i], hw, "stats")
-        out[i + 1] = costs.norm_fold_ns(wl.layers[i + 1], hw, "fold")
-    return out
 
 
 def _pass_ms(layers, eb: int, hw: Hardware) -> list[float]:
@@ -204,11 +195,13 @@ class Waves:
             cfg = hw.config(first.tile_m, first.tile_n)
             slots = hw.sm_count * cfg.cta_slots_per_sm
             tiles0 = sum(-(-l.m // l.tile_m) * -(-l.n // l.tile_n) for l in layers[::g])  # GPU 0: the most layers
-            fold = _fold_ns(case.workload, g, hw)  # a folded LayerNorm: its tiles' epilogue time, no pass
+            # a folded LayerNorm: its tiles' epilogue time (ctasim.strategies.ctapipe.fold_sides), no pass
+            fold = {j: costs.norm_fold_ns(layers[j], hw, side) for j, side in fold_sides(case.workload, g).items()}
+            folded = norm_folds(case.workload, g)
             tile0 = costs.tile_ns(first, first.k, hw, eb) + fold.get(0, 0.0)
             own = (cfg.kernel_fixed_ns + -(-tiles0 // slots) * tile0) / 1e6
             rest = sum(self.wave_ms(l, hw, eb) + fold.get(j, 0.0) / 1e6 for j, l in enumerate(layers) if j % g)
-            return own + rest + sum(r for j, r in enumerate(row) if j not in norm_folds(case.workload, g))
+            return own + rest + sum(r for j, r in enumerate(row) if j not in folded)
         if kind in ("ctapipe", "hybrid"):
             t = strategy.tp_degree if kind == "hybrid" else 1
             shares = [_dc.replace(l, n=l.n // t) if i % 2 == 0 else _dc.replace(l, k=l.k // t)

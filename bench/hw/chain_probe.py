@@ -352,24 +352,13 @@ def ring(args, timed, s0, data, median) -> int:
     return 0
 
 
-def _fold_inputs(cp, data, m: int, ffn: int, salt: int):
-    """The fold pair's inputs on GPU 0: FC2's input (m x ffn), the residual (m x H), both weights, gamma and beta."""
-    x = data.rand(0, (m, ffn), salt=salt)
-    res = data.rand(0, (m, H), salt=salt + 1)
-    ws = [data.rand(0, (H, ffn), 1 / math.sqrt(ffn), salt=salt + 2),
-          data.rand(0, (ffn, H), 1 / math.sqrt(H), salt=salt + 3)]
-    rng = cp.random.default_rng(salt + 4)
-    gamma = 1 + 0.2 * rng.standard_normal(H, dtype=cp.float32)
-    beta = 0.2 * rng.standard_normal(H, dtype=cp.float32)
-    return x, res, ws, gamma, beta
-
-
 def fold(args, timed, s0, data, median) -> int:
     """The LayerNorm fold's cost inside a pipelined pair: fold ops against plain ops on the same ring pair."""
     import cupy as cp
     import pandas as pd
 
-    from ctahw.chain import FOLD_PAIRS, ChainRunner, fold_pair_plan, fold_pair_steps, reference_fold_pair, steps_row
+    from ctahw.chain import (FOLD_PAIRS, ChainRunner, fold_pair_inputs, fold_pair_plan, fold_pair_steps,
+                             reference_fold_pair, steps_row)
     from ctahw.device import output_error
     from ctahw.rowwise import layernorm
 
@@ -377,7 +366,7 @@ def fold(args, timed, s0, data, median) -> int:
     s1 = timed.copy[0]
     rows = []
     for m in (4096, 16384):
-        x, res, ws, gamma, beta = _fold_inputs(cp, data, m, FFN, salt=51)
+        x, res, ws, gamma, beta = fold_pair_inputs(cp, data, m, H, FFN, salt=51)
         plan = fold_pair_plan(m, H, FFN)
         runners = {"fold": ChainRunner(plan, x, ws, devices=(0, 0), residual=res, layernorm=(gamma, beta),
                                        epilogues=FOLD_PAIRS["fold"]),
@@ -429,11 +418,11 @@ def fold_mean(args, data) -> int:
     import cupy as cp
     import pandas as pd
 
-    from ctahw.chain import FOLD_PAIRS, ChainRunner, fold_pair_plan, reference_fold_pair
+    from ctahw.chain import FOLD_PAIRS, ChainRunner, fold_pair_inputs, fold_pair_plan, reference_fold_pair
     from ctahw.device import REL_TOL_BF16, bf16_bits_to_f32, f32_to_bf16_bits, output_error
 
     m, FFN = 2048, 28672
-    x, base, ws, gamma, beta = _fold_inputs(cp, data, m, FFN, salt=71)
+    x, base, ws, gamma, beta = fold_pair_inputs(cp, data, m, H, FFN, salt=71)
     rows = []
     for off in FOLD_MEANS:
         res = f32_to_bf16_bits(bf16_bits_to_f32(base, cp) + cp.float32(off), cp)

@@ -98,6 +98,15 @@ def norm_folds(wl: Workload, gpus: int) -> tuple[int, ...]:
                  and a.epilogue_fused and b.epilogue_fused)
 
 
+def fold_sides(wl: Workload, gpus: int) -> dict[int, str]:
+    """{layer: its side of a LayerNorm fold}: ``"stats"`` for each layer of :func:`norm_folds`, ``"fold"`` for the
+    layer after it (what :func:`ctasim.costs.norm_fold_ns` prices per tile); empty where the ring folds nothing."""
+    sides = {}
+    for i in norm_folds(wl, gpus):
+        sides[i], sides[i + 1] = "stats", "fold"
+    return sides
+
+
 def ring_ops(wl: Workload, gpus: int) -> dict[int, str]:
     """{layer: the fused epilogue op of its ring kernel}: the layer's one op, the LayerNorm fold's ops where
     :func:`norm_folds` folds (what ``ctahw`` gives ``ChainRunner(epilogues=...)``)."""
@@ -339,7 +348,7 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
     if why:
         raise ValueError(why)
     group = strategy.chain_group or CHAIN_ROW_GROUP
-    folds = norm_folds(wl, G)
+    folds, sides = norm_folds(wl, G), fold_sides(wl, G)  # one layer per GPU where there are any: layer g on GPU g
     plan = Plan(strategy.label, case, G, params={"gpus": G, "placement": "ring", "order": f"chain_group{group}",
                                                  "tile_source": "tickets"})
     # more layers than GPUs: one square shape and the chain's one order, which every GPU restricts to its layers
@@ -366,9 +375,8 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
             k.order = ((own // per) // G) * per + own % per
         if chain_tile_times(k, layer, hw, wl.elem_bytes, False, group):
             plan.params["memory"] = "l2"
-        fold = ("stats" if g in folds else "fold" if g - 1 in folds else "") if full is None else ""
-        if fold:  # the LayerNorm fold's epilogue work, on top of the layer's residual read or activation
-            extra = costs.norm_fold_ns(layer, hw, fold)
+        if g in sides:  # the LayerNorm fold's epilogue work, on top of the layer's residual read or activation
+            extra = costs.norm_fold_ns(layer, hw, sides[g])
             k.tile_ns += extra
             if len(k.tile_times):
                 k.tile_times = k.tile_times + extra
