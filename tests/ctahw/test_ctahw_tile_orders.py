@@ -51,3 +51,36 @@ def test_written_traces_are_what_bench_order_drift_reads(tmp_path):
     assert list(back.columns) == [c for c in T.TRACE_COLUMNS if c != "t_signal"] and back.t_mainloop_end.iloc[0] == 900.0
     assert trace_drift(back)["start_sd_per_round"] == pytest.approx(trace_drift(tiles)["start_sd_per_round"], rel=1e-3)
     assert pd.read_csv(tmp_path / "t" / "timing.csv").order.tolist() == ["along_m/swizzle1"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--shapes", "32768x"], "--shapes: '32768x' is not MxH"),
+    (["--shapes", "0x8192"], "--shapes: '0x8192' is not MxH"),
+    (["--orders", "along_k/8"], "--orders: 'along_k/8' is not RASTER/SWIZZLE"),
+    (["--orders", "along_m/3"], "--orders: 'along_m/3' is not RASTER/SWIZZLE"),
+    (["--shapes", "384x768", "--orders", "along_n/8"], "CUTLASS pads this grid"),
+    (["--reps", "0"], "--reps must be >= 1"),
+])
+def test_the_order_trace_probe_refuses_bad_arguments_in_one_line_and_writes_nothing(tmp_path, args, message):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, str(root / "bench/hw/order_trace_probe.py"), str(out), *args],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not out.exists()
+
+
+def test_the_order_trace_probe_parses_shapes_and_orders():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench/hw/order_trace_probe.py"
+    spec = importlib.util.spec_from_file_location("order_trace_probe", path)
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    assert probe.parse_shapes("131072x8192, 65536x16384") == [(131072, 8192), (65536, 16384)]
+    assert probe.parse_orders("along_m/8,along_n/1") == [("along_m", 8), ("along_n", 1)]
