@@ -12,8 +12,10 @@ traces), the measurements the memory hierarchy's constants are derived from (:mo
   i running order entries i, i + grid, ... as CUTLASS's persistent scheduler does) with a stamp per tile, in
   CUTLASS's own order (:func:`ctasim.l2.cutlass_sm90_order`). Both it and the plain CUTLASS GEMM at the same
   (raster, swizzle) are checked against fp32 once and timed interleaved (medians of ``reps``, each run behind
-  ``rest_ms`` and the 3 ms gate); then one traced run of the chain kernel gives the per-tile times the drift is
-  measured on (:func:`ctasim.calibration.trace_drift`).
+  ``rest_ms`` and the 3 ms gate); then one traced run of the chain kernel, behind the same rest and gate (before
+  2026-12-02's long traces it followed the last timed run at once, which a 22-47 ms shape finds power-capped:
+  ``bench/results/hw/2026-12-02-long-order-traces``), gives the per-tile times the drift is measured on
+  (:func:`ctasim.calibration.trace_drift`).
 
 * :func:`trace_tickets`: per shape, the chain kernel's tickets design (its default order, groups of 8 row-blocks) on a
   square chain, checked against fp32 once, then one traced run behind ``rest_ms`` and the 3 ms gate: the per-tile
@@ -241,13 +243,13 @@ def trace_orders(shapes: Sequence[tuple[int, int]] = TRACE_SHAPES, orders: Seque
                              "median_ms": _median(v), "rel_err": err[k],
                              "samples": ";".join(f"{x:.5f}" for x in v)})
             t = ChainRunner(trace_plan(m, h, raster, swizzle), x, ws, design="static2x1", trace=True)
-            t.launch(stream=s0)
-            s0.synchronize()
+            # rested and gated as the timed runs: a traced run straight after a long timed one starts power-capped
+            traced = timed.run(lambda tm, t=t: (tm.part("compute", 0, s0, lambda: t.launch(stream=s0)), [(s0, 0)])[1])[0]
             t.check_errors()
             tiles = t.read_trace().tiles
             traces[trace_name(m, h, raster, swizzle)] = tiles[[c for c in TRACE_COLUMNS if c in tiles.columns]]
             log(f"{m} x {h} x {h} {name}: " + ", ".join(f"{k} {_median(v):.4f} ms (err {err[k]:.1e})"
-                                                        for k, v in samples.items()))
+                                                        for k, v in samples.items()) + f", traced run {traced:.4f} ms")
             del r, t
             cp.get_default_memory_pool().free_all_blocks()
         del x, ws, ref, d
