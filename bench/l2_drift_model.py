@@ -56,11 +56,13 @@ def main() -> int:
     b = L.load(PROBE_B)
     drift = measured_drift()
     rows, consts = [], {}
-    for name, dr in (("lockstep (drift 0)", 0.0), (f"drift {drift:.4f} (measured)", drift)):
-        ta = {1.0: C.run_traffic(a, L.L2_BYTES, drift=dr, sm_count=L.SLOTS)}
-        tb = {1.0: C.run_traffic(b, L.L2_BYTES, drift=dr, sm_count=L.SLOTS)}
+    for name, dr, form in (("lockstep (drift 0)", 0.0, "wave"), (f"drift {drift:.4f} (measured)", drift, "wave"),
+                           (f"drift {drift:.4f}, carried", drift, "carried")):
+        ta = {1.0: C.run_traffic(a, L.L2_BYTES, drift=dr, sm_count=L.SLOTS, drift_form=form)}
+        tb = {1.0: C.run_traffic(b, L.L2_BYTES, drift=dr, sm_count=L.SLOTS, drift_form=form)}
         c = C.fit_l2_constants(pd.read_csv(L.DATA), l2_bytes=L.L2_BYTES, hbm_gbps=L.HBM_GBPS,
-                               tile_fixed_ns=L.TILE_FIXED_NS, drift=dr, sm_count=L.SLOTS, where=str(L.DATA))
+                               tile_fixed_ns=L.TILE_FIXED_NS, drift=dr, sm_count=L.SLOTS, where=str(L.DATA),
+                               drift_form=form)
         rate, exposed = c.rate, c.exposed
         consts[name] = (rate, exposed, dr)
         pa = L.predict_l2(a, ta, rate, L.HBM_GBPS, exposed, 1.0)
@@ -73,8 +75,9 @@ def main() -> int:
     out.to_csv(dest, index=False, float_format="%.4f")
     pd.set_option("display.width", 200)
     print(out.round(2).to_string(index=False))
-    rate, exposed, dr = consts[f"drift {drift:.4f} (measured)"]
-    print(f"\nh200-x1-calibrated: l2_sm_tflops = {rate}, l2_hbm_exposed = {exposed}, cta_drift = {dr:.4f}")
+    for form, key in (("wave", f"drift {drift:.4f} (measured)"), ("carried", f"drift {drift:.4f}, carried")):
+        rate, exposed, dr = consts[key]
+        print(f"\ndrift_form = {form!r}: l2_sm_tflops = {rate}, l2_hbm_exposed = {exposed}, cta_drift = {dr:.4f}")
     print(f"wrote {dest}")
     return 0
 

@@ -367,12 +367,18 @@ def kernel_cluster(describe: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+DRIFT_FORM = "carried"
+"""The drift form (``ctasim.l2.DRIFT_FORMS``) ``ctahw calibrate`` fits the L2 constants with and writes into the
+128x256 config (docs/model.md: chosen 2026-12-02 on the long order traces; registered plan 8 judged ``"wave"``)."""
+
+
 def memory_hierarchy(res: Mapping) -> dict:
     """The memory hierarchy's profile fields from a :func:`measure` result: ``l2_bytes`` (as measured),
     ``cta_drift`` (the measured median drift, rounded to the profile's 4 decimals), ``cluster_m`` (the kernel's
     cluster), and ``l2_sm_tflops`` with ``l2_hbm_exposed`` fitted by :func:`ctasim.calibration.fit_l2_constants`
     on the tile-order probe's runs (``res["tile_order_runs"]``) at the profile's own rounded ``hbm_gbps``, 128x256
-    ``tile_fixed_ns`` and that drift, so the written profile reproduces the fit; plus ``l2_fit_error`` (mean
+    ``tile_fixed_ns`` and that drift charged by ``res["drift_form"]`` (default :data:`DRIFT_FORM`, written into
+    the config with them), so the written profile reproduces the fit; plus ``l2_fit_error`` (mean
     |error|) and ``l2_fit_runs``. ValueError (one line) where an input is missing or the fit lands on its grid's
     edge: the profile then keeps the base's fields."""
     import pandas as pd  # noqa: PLC0415
@@ -387,17 +393,19 @@ def memory_hierarchy(res: Mapping) -> dict:
         raise ValueError(f"memory hierarchy not measured: the device reports an L2 of {res['l2_bytes']} bytes")
     cluster_m, _ = kernel_cluster(str(res["cutlass_kernel"]))
     drift = round(float(res["cta_drift"]), 4)
+    form = str(res.get("drift_form", DRIFT_FORM))
     fit = fit_l2_constants(pd.DataFrame(list(res["tile_order_runs"])), l2_bytes=float(res["l2_bytes"]),
                            hbm_gbps=round(float(res["hbm_gbps"]), 4),
                            tile_fixed_ns=round(float(res["tile_fit_128x256"]["tile_fixed_ns"]), 1), drift=drift,
-                           cluster_m=cluster_m, sm_count=int(res.get("sm_count", 132)), where="tile-order probe")
+                           cluster_m=cluster_m, sm_count=int(res.get("sm_count", 132)), where="tile-order probe",
+                           drift_form=form)
     if fit.edges:
         grids = {"rate": f"l2_sm_tflops {fit.rate:g} in {RATE_GRID[0]:g}-{RATE_GRID[-1]:g}",
                  "exposed": f"l2_hbm_exposed {fit.exposed:g} in {EXPOSED_GRID[0]:g}-{EXPOSED_GRID[-1]:g}"}
         raise ValueError(f"the L2 fit lands on its grid's edge ({'; '.join(grids[e] for e in fit.edges)}): "
                          "not a fit; the memory hierarchy's fields stay copied")
     out = {"l2_sm_tflops": fit.rate, "l2_hbm_exposed": fit.exposed, "l2_fit_error": fit.mean_abs_error,
-           "l2_fit_runs": fit.runs, "cta_drift": drift, "cluster_m": cluster_m}
+           "l2_fit_runs": fit.runs, "cta_drift": drift, "drift_form": form, "cluster_m": cluster_m}
     if res.get("ticket_spread") is not None:  # measured by calibrations since 2026-12-02 (ticket traces)
         out["ticket_spread"] = round(float(res["ticket_spread"]), 4)
     return out
@@ -463,8 +471,9 @@ MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_eng
                    "l2_bytes", "l2_hbm_exposed")
 FITTED_FIELDS = ("l2_hbm_exposed",)
 """Fields of :data:`MEASURED_FIELDS` that are fitted to measurements rather than measured: marked ``fitted:``."""
-CONFIG_FIELDS = ("sm_tflops", "tile_fixed_ns", "l2_sm_tflops", "cta_drift", "cluster_m", "tile_cv", "ticket_spread")
-"""The 128x256 kernel config's fields that ``ctahw calibrate`` writes (the last five with the memory hierarchy)."""
+CONFIG_FIELDS = ("sm_tflops", "tile_fixed_ns", "l2_sm_tflops", "cta_drift", "drift_form", "cluster_m", "tile_cv",
+                 "ticket_spread")
+"""The 128x256 kernel config's fields that ``ctahw calibrate`` writes (the last six with the memory hierarchy)."""
 
 
 def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, measured: Mapping[str, tuple],
@@ -979,7 +988,7 @@ def _l2_fit_how(res: Mapping) -> str:
     return (f"ctasim.calibration.fit_l2_constants on the tile-order probe at N = K = 8192 (M = {span}, "
             f"{len({r['order'] for r in cal})} tile orders: {res.get('l2_fit_runs', len(cal))} runs, medians of "
             f"{res.get('tile_order_reps', '?')} rested runs), mean |error| {100 * res['l2_fit_error']:.2f}%, given "
-            "this profile's l2_bytes, hbm_gbps and 128x256 tile_fixed_ns and cta_drift")
+            "this profile's l2_bytes, hbm_gbps and 128x256 tile_fixed_ns, cta_drift and drift_form")
 
 
 def measured_configs(res: Mapping) -> dict[str, tuple]:
@@ -995,8 +1004,8 @@ def measured_configs(res: Mapping) -> dict[str, tuple]:
     if "l2_sm_tflops" in res:  # the memory hierarchy (memory_hierarchy): all its fields or none
         per = [r["start_sd_per_round"] for r in res.get("order_drift", ())]
         spread = f"{min(per):.4f}-{max(per):.4f} tile times per round; " if per else ""
-        vals.update(l2_sm_tflops=res["l2_sm_tflops"], cta_drift=res["cta_drift"], cluster_m=res["cluster_m"],
-                    tile_cv=0.0)
+        vals.update(l2_sm_tflops=res["l2_sm_tflops"], cta_drift=res["cta_drift"],
+                    drift_form=res.get("drift_form", DRIFT_FORM), cluster_m=res["cluster_m"], tile_cv=0.0)
         if "ticket_spread" in res and "ticket_runs" in res:
             runs = res["ticket_runs"]
             fitted = [r["spread_per_window"] for r in runs if r.get("spread_per_window") is not None]
@@ -1010,6 +1019,8 @@ def measured_configs(res: Mapping) -> dict[str, tuple]:
                  "cta_drift": f"measured: median over {len(per)} per-tile traces of the plain persistent GEMM in "
                               f"CUTLASS's orders ({spread}ctahw.tile_orders.trace_orders, "
                               "ctasim.calibration.trace_drift)",
+                 "drift_form": "chosen: the form the L2 constants were fitted with (ctasim.l2.DRIFT_FORMS, "
+                               "ctahw.calibrate.DRIFT_FORM; docs/model.md)",
                  "cluster_m": f"measured: the kernel's cluster shape (its description: {res['cutlass_kernel']})",
                  "tile_cv": "0: the L2 model's constants were fitted without tile-time variation"}
         if notes_ticket:

@@ -194,7 +194,7 @@ def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, 
                               hw.l2_bytes, store_elem_bytes=store,
                               drift=cfg.cta_drift if drift is None else drift,
                               cluster_m=cfg.cluster_m if cluster_m is None else cluster_m, layers=layers,
-                              ticket_spread=ticket_spread, ticket_state=ticket_state)
+                              ticket_spread=ticket_spread, ticket_state=ticket_state, drift_form=cfg.drift_form)
     return l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed)
 
 

@@ -31,6 +31,15 @@ What is modelled
       together; once the bytes the L2 must hold between the first and the last sharer exceed its capacity, later
       sharers read again (:func:`drift_rereads`).
 
+      Two forms (``drift_form``, :data:`DRIFT_FORMS`). ``"wave"`` (registered plan 8): every panel shared within a
+      wave counts, and the later sharers miss by a hard capacity, the share ``1 - L2 / held``. ``"carried"``: a
+      panel read in the wave before too is read all along (its sharers' reads interleave with the neighbouring
+      waves' whatever the drift), so only the other shared panels count, and what the L2 keeps of the carried panels
+      is not free to hold them; the later sharers miss by the share ``held / (held + free)``, no threshold. Per-tile
+      traces of 125-249 rounds (``bench/results/hw/2026-12-02-long-order-traces``) show the loss of the high-reuse
+      orders level off at 7-12% once the spread passes ~0.5 tile times, where ``"wave"`` keeps growing towards
+      every later sharer missing (+8 to +16% at 249 rounds); ``"carried"`` was chosen after those traces were seen.
+
     * **Ticket spread** (optional, ``ticket_spread > 0``): a grid that hands out tiles by tickets (the chain kernel)
       keeps the running tiles one window of the order, but their start times spread over up to a tile time; a
       panel's later sharer then hits only if the bytes the L2 takes in between fit (:func:`ticket_rereads`).
@@ -56,6 +65,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "DRIFT_FORMS",
     "TICKET_STATES",
     "RASTERS",
     "WaveTraffic",
@@ -275,18 +285,28 @@ def expected_range(n: np.ndarray) -> np.ndarray:
     return out
 
 
+DRIFT_FORMS = ("wave", "carried")
+"""How :func:`wave_traffic` charges a persistent grid's drift (module docstring): ``"wave"`` every panel shared in a
+wave and a hard capacity (registered plan 8's), ``"carried"`` only panels not carried from the wave before, against
+the capacity the carried ones leave, by a share without threshold."""
+
+
 def drift_rereads(sharers: list[tuple[np.ndarray, np.ndarray, float]], waves: int, drift: float,
-                  capacity: float) -> np.ndarray:
+                  capacity: float | np.ndarray, law: str = "threshold") -> np.ndarray:
     """Bytes per wave of shared panels read again from HBM because the CTAs sharing them drifted apart.
 
     A persistent grid does not stay in lockstep: the spread (standard deviation) of its CTAs' tile start times grows
     by ``drift`` tile times per round (measured: ``bench/order_drift.py``). In wave ``v`` the ``n`` tiles that share a
     panel start ``drift * v * expected_range(n)`` tile times apart, so the L2 must hold that share of the panel's
     bytes between the first sharer's read and the last one's. Summed over the wave's shared panels this is the
-    bytes ``held`` (v); while ``held <= capacity`` every sharer hits, beyond it the share ``1 - capacity / held``
-    of the later sharers' reads miss, each a panel's bytes. ``sharers``: per panel kind, (wave index, sharer count,
-    panel bytes) arrays of the (panel, wave) incidences with at least one tile.
+    bytes ``held`` (v); with ``law = "threshold"`` every sharer hits while ``held <= capacity`` and beyond it the
+    share ``1 - capacity / held`` of the later sharers' reads miss, each a panel's bytes; with ``law = "share"`` the
+    share ``held / (held + capacity)`` miss (no threshold: held bytes and the capacity left for them compete).
+    ``sharers``: per panel kind, (wave index, sharer count, panel bytes) arrays of the (panel, wave) incidences with
+    at least one tile; ``capacity``: bytes, one for every wave or one per wave.
     """
+    if law not in ("threshold", "share"):
+        raise ValueError(f"law must be 'threshold' or 'share', got {law!r}")
     held = np.zeros(waves)
     again = np.zeros(waves)
     spread = drift * np.arange(waves, dtype=np.float64)
@@ -294,8 +314,12 @@ def drift_rereads(sharers: list[tuple[np.ndarray, np.ndarray, float]], waves: in
         held += np.bincount(wv, weights=size * expected_range(count), minlength=waves)
         again += np.bincount(wv, weights=size * np.maximum(count - 1.0, 0.0), minlength=waves)
     held *= spread
+    capacity = np.broadcast_to(np.asarray(capacity, dtype=np.float64), held.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
-        miss = np.where(held > capacity, 1.0 - capacity / held, 0.0)
+        if law == "share":
+            miss = np.where(held > 0, held / (held + capacity), 0.0)
+        else:
+            miss = np.where(held > capacity, 1.0 - capacity / held, 0.0)
     return miss * again
 
 
@@ -346,14 +370,15 @@ def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: 
 def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n: int, elem_bytes: int,
                  slots: int, l2_bytes: float, l2_efficiency: float = 1.0,
                  store_elem_bytes: int | None = None, drift: float = 0.0, cluster_m: int = 1,
-                 layers: int = 1, ticket_spread: float = 0.0, ticket_state: str = "thrash") -> WaveTraffic:
+                 layers: int = 1, ticket_spread: float = 0.0, ticket_state: str = "thrash",
+                 drift_form: str = "wave") -> WaveTraffic:
     """HBM traffic of each wave of a GEMM whose tiles run in ``order`` on ``slots`` CTA slots (module docstring).
 
     ``order``: row-major tile ids (``i * ceil(n / tile_n) + j``), each once, -1 for padding slots.
     ``l2_bytes * l2_efficiency`` is the LRU capacity that reuse distances are measured against.
     ``store_elem_bytes``: bytes per output element written (default ``elem_bytes``; 0 leaves stores out).
     ``drift``: growth per round of the spread of the CTAs' tile start times, in tile times (:func:`drift_rereads`;
-    0 = lockstep waves). ``cluster_m``: row-blocks whose CTAs share a W panel by multicast (one read for the
+    0 = lockstep waves); ``drift_form``: how it is charged (:data:`DRIFT_FORMS`). ``cluster_m``: row-blocks whose CTAs share a W panel by multicast (one read for the
     cluster, so a W panel's sharers are counted in clusters).
     ``layers``: the tiles of ``layers`` equal-shaped GEMMs run in one kernel (the chain kernel), ids
     ``layer * tiles + row-major id`` (:func:`ctasim.plan.chain_order`); each layer has A and W panels of its own
@@ -367,6 +392,8 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
         raise ValueError(f"slots must be >= 1, got {slots}")
     if layers < 1:
         raise ValueError(f"layers must be >= 1, got {layers}")
+    if drift_form not in DRIFT_FORMS:
+        raise ValueError(f"drift_form must be one of {DRIFT_FORMS}, got {drift_form!r}")
     per = tiles_m * tiles_n
     real = order[order >= 0]
     if real.size != per * layers or (real.size and (real.max() >= per * layers or np.bincount(real).max() != 1)):
@@ -411,11 +438,21 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
     store = np.bincount(wv, weights=rows[ri].astype(np.float64) * cols[ci] * se, minlength=W)
     again = None
     if drift > 0:
+        cap = float(l2_bytes) * float(l2_efficiency)
+        carried = None
+        if drift_form == "carried":
+            cont = prev == w - 1  # (panel, wave) incidences whose panel the wave before read too
+            carried = np.zeros((Q, W), dtype=bool)
+            carried[q[cont], w[cont]] = True
+            cap = np.maximum(cap - np.bincount(w[cont], weights=(size[q] * hit)[cont], minlength=W), 0.0)
         sharers = []  # per panel kind: (wave, sharers, panel bytes) of each (panel, wave) with a tile
-        for panel, per_tile, nbytes in ((ri, 1.0, size[:tiles_m]), (ci, 1.0 / max(1, cluster_m), size[tiles_m:])):
+        for panel, per_tile, nbytes, first_id in ((ri, 1.0, size[:tiles_m], 0),
+                                                  (ci, 1.0 / max(1, cluster_m), size[tiles_m:], tiles_m)):
             uniq, cnt = np.unique(wv * Q + panel, return_counts=True)
-            sharers.append((uniq // Q, cnt * per_tile, nbytes[uniq % Q]))
-        again = drift_rereads(sharers, W, drift, float(l2_bytes) * float(l2_efficiency))
+            uw, up = uniq // Q, uniq % Q
+            keep = np.ones(len(uw), dtype=bool) if carried is None else ~carried[up + first_id, uw]
+            sharers.append((uw[keep], (cnt * per_tile)[keep], nbytes[up[keep]]))
+        again = drift_rereads(sharers, W, drift, cap, law="share" if drift_form == "carried" else "threshold")
     tickets = None
     if ticket_spread > 0:
         pos = np.flatnonzero(valid)

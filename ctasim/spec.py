@@ -146,6 +146,11 @@ class KernelConfig:
         "growth per round of the spread (standard deviation) of a persistent grid's CTA start times, in tile times: "
         "the memory hierarchy charges shared panels read again as the sharers drift apart (ctasim.l2.drift_rereads); "
         "0 = lockstep waves", 0.0)
+    drift_form: str = _f(
+        "how the memory hierarchy charges cta_drift (ctasim.l2.DRIFT_FORMS): 'wave' (registered plan 8's: every "
+        "panel shared in a wave, later sharers missing past a hard capacity) or 'carried' (panels carried from the "
+        "wave before are not parted and take their cached bytes off the capacity; the rest miss by the share "
+        "held / (held + free capacity))", "wave")
     ticket_spread: float = _f(
         "growth per round of the span of the start times of a grid's worth of consecutive tickets, in tile times, "
         "for kernels that hand out tiles by tickets (the chain kernel's tickets design): the memory hierarchy "
@@ -540,6 +545,8 @@ def hardware_from_dict(data: Mapping[str, Any], where: str = "<hardware>") -> Ha
 
 
 def validate_hardware(hw: Hardware, where: str) -> None:
+    from ctasim import l2  # noqa: PLC0415  (numpy; the spec module itself needs none)
+
     p = "hardware."
     require(hw.gpus >= 1, where, p + "gpus", f"must be >= 1, got {hw.gpus}")
     require(hw.sm_count >= 1, where, p + "sm_count", f"must be >= 1, got {hw.sm_count}")
@@ -590,6 +597,8 @@ def validate_hardware(hw: Hardware, where: str) -> None:
                  f"must be >= 0, got {c.l2_sm_tflops}")
         require(math.isfinite(c.cta_drift) and c.cta_drift >= 0, where, q + "cta_drift",
                  f"must be >= 0, got {c.cta_drift}")
+        require(c.drift_form in l2.DRIFT_FORMS, where, q + "drift_form",
+                f"must be one of {', '.join(l2.DRIFT_FORMS)}, got {c.drift_form!r}")
         require(math.isfinite(c.ticket_spread) and c.ticket_spread >= 0, where, q + "ticket_spread",
                  f"must be >= 0, got {c.ticket_spread}")
         for name in ("cluster_m", "cluster_n"):

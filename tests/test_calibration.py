@@ -28,19 +28,23 @@ def traces() -> dict[str, pd.DataFrame]:
     return {p.name: pd.read_csv(p) for p in sorted(TRACES.glob("tiles-*.csv.gz"))}
 
 
-def profile_fit(table: pd.DataFrame, drift: float = CFG.cta_drift) -> C.GridFit:
+def profile_fit(table: pd.DataFrame, drift: float = CFG.cta_drift, drift_form: str = CFG.drift_form) -> C.GridFit:
     """The fit at h200-x1-calibrated's measured inputs."""
     return C.fit_l2_constants(table, l2_bytes=X1.l2_bytes, hbm_gbps=X1.hbm_gbps, tile_fixed_ns=CFG.tile_fixed_ns,
-                              drift=drift, cluster_m=CFG.cluster_m, sm_count=X1.sm_count)
+                              drift=drift, cluster_m=CFG.cluster_m, sm_count=X1.sm_count, drift_form=drift_form)
 
 
 def test_the_committed_probe_fits_to_the_profiles_l2_constants(probe):
     fit = profile_fit(probe)
-    assert (fit.rate, fit.exposed) == (CFG.l2_sm_tflops, X1.l2_hbm_exposed) == (6.64, 0.19)
+    assert CFG.drift_form == "carried"
+    assert (fit.rate, fit.exposed) == (CFG.l2_sm_tflops, X1.l2_hbm_exposed) == (6.73, 0.2)
     assert fit.runs == 72 and fit.edges == () and fit.l2_efficiency == 1.0
-    assert fit.mean_abs_error == pytest.approx(0.0058, abs=1e-4)  # bench/l2_model.py's drift table: 0.58%
+    assert fit.mean_abs_error == pytest.approx(0.0069, abs=1e-4)  # bench/l2_drift_model.py's table: 0.69%
+    wave = profile_fit(probe, drift_form="wave")  # registered plan 8's form fits its own constants
+    assert (wave.rate, wave.exposed) == (6.64, 0.19)
+    assert wave.mean_abs_error == pytest.approx(0.0058, abs=1e-4)
     lockstep = profile_fit(probe, drift=0.0)  # the drift moves the fit's error, not (here) its constants
-    assert lockstep.mean_abs_error > fit.mean_abs_error + 0.002
+    assert lockstep.mean_abs_error > fit.mean_abs_error + 0.001
 
 
 def test_times_attributed_to_the_wrong_tile_orders_fit_other_constants(probe):

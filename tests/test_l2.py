@@ -247,3 +247,35 @@ def test_the_ticket_state_hold_takes_the_least_missing_consistent_state():
     assert h2[30] == pytest.approx(t2[30]) and h2[5] < t2[5]
     with pytest.raises(ValueError, match="state must be one of"):
         costs.order_waves(layer, hw, 2, order, 132, ticket_state="maybe", **kw)
+
+
+def test_the_share_law_misses_held_over_held_plus_free_capacity_and_takes_a_capacity_per_wave():
+    waves = np.arange(5)
+    sharers = [(waves, np.full(5, 2.0), np.full(5, 100.0))]
+    held = 100.0 * waves * float(l2.expected_range(np.array([2]))[0])
+    cap = np.array([250.0, 250.0, 0.0, 100.0, 1e9])
+    got = l2.drift_rereads(sharers, 5, 1.0, capacity=cap, law="share")
+    want = np.where(held > 0, held / (held + cap), 0.0) * 100.0
+    assert np.allclose(got, want) and got[0] == 0.0 and got[1] > 0  # no threshold: wave 1 already misses some
+    assert got[2] == pytest.approx(100.0)  # no capacity left: every later sharer misses
+    with pytest.raises(ValueError, match="law must be"):
+        l2.drift_rereads(sharers, 5, 1.0, capacity=1.0, law="hard")
+
+
+def test_the_carried_form_leaves_panels_read_by_every_wave_alone():
+    """Along M in groups of 8 columns, the W panels of a group are read by every wave: drift cannot part their
+    sharers. The carried form charges only the A panels (each row's 8 tiles in one wave), the wave form both; over
+    many rounds the wave form tends to every later sharer missing, the carried form levels off below it."""
+    o = cutlass_sm90_order(1024, 32, "along_m", 8)  # 131072 x 8192: 249 rounds
+    kw = dict(m=1024 * 128, n=32 * 256, k=8192, tile_m=128, tile_n=256, elem_bytes=2, slots=132,
+              l2_bytes=60 * 2**20, drift=0.0078, cluster_m=2)
+    wave = wave_traffic(o, **kw)
+    carried = wave_traffic(o, **kw, drift_form="carried")
+    assert carried.drift_hbm.sum() < wave.drift_hbm.sum()
+    late = slice(200, 240)
+    # the A re-reads bound the carried form: 7 more reads of 18 rows' 2 MiB panels a wave at most
+    a_panel = 128 * 8192 * 2
+    assert carried.drift_hbm[late].max() < 7 * 18 * a_panel < wave.drift_hbm[late].max()
+    assert carried.drift_hbm[5] > 0 == wave.drift_hbm[5]  # the share law starts with the drift, no threshold
+    with pytest.raises(ValueError, match="drift_form must be one of"):
+        wave_traffic(o, **kw, drift_form="per-wave")

@@ -27,7 +27,7 @@ def by_hand(layer: Layer, hw, order_name: str) -> np.ndarray:
     order = l2.cutlass_sm90_order(tm, tn, raster, int(swz), (cfg.cluster_m, cfg.cluster_n))
     slots = l2.cutlass_sm90_grid_ctas(tm, tn, raster, int(swz), (cfg.cluster_m, cfg.cluster_n), sm_count=hw.sm_count)
     tr = l2.wave_traffic(order, layer.m, layer.n, layer.k, 128, 256, 2, slots, hw.l2_bytes, drift=cfg.cta_drift,
-                         cluster_m=cfg.cluster_m)
+                         cluster_m=cfg.cluster_m, drift_form=cfg.drift_form)
     compute = cfg.tile_fixed_ns + 2.0 * 128 * 256 * layer.k / (cfg.l2_sm_tflops * 1e3)
     return l2.wave_ns(tr, compute, hw.hbm_gbps, hw.l2_hbm_exposed)
 
@@ -58,7 +58,9 @@ def test_each_tile_takes_its_waves_time():
     waves = by_hand(layer, X1, g.schedule)
     assert len(waves) == 6 and np.allclose(g.waves_ns, waves)
     assert np.allclose(g.tile_ns, waves[np.arange(layer.tiles) // 132])
-    assert waves[-1] < waves[0]  # the last, partial wave moves fewer bytes; the first runs with a cold L2
+    lockstep = by_hand(layer, without_drift(X1), g.schedule)
+    assert lockstep[-1] < lockstep[0]  # the last, partial wave moves fewer bytes; the first runs with a cold L2
+    assert np.all(waves >= lockstep - 1e-6)  # drift only adds re-reads
 
 
 def test_a_sequential_gemm_is_launch_plus_its_waves():
@@ -184,7 +186,9 @@ def test_the_profiles_memory_constants_are_the_committed_derivations():
     cfg = X1.config(128, 256)
     assert cfg.cta_drift == pytest.approx(drift, abs=5e-5)
     fit = pd.read_csv(root / "bench/results/l2-model/drift-summary.csv")
-    row = fit[fit.model.str.startswith("drift") & (fit.split == "A calibration")].iloc[0]
+    fit = fit[fit.model.str.startswith("drift") & (fit.split == "A calibration")]
+    row = fit[fit.model.str.endswith(", carried") == (cfg.drift_form == "carried")].iloc[0]
+    assert cfg.drift_form == "carried"
     assert (cfg.l2_sm_tflops, X1.l2_hbm_exposed) == (pytest.approx(row.rate), pytest.approx(row.exposed))
 
 
@@ -358,3 +362,33 @@ def test_lockstep_also_takes_the_ticket_spread_away():
     none = dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, ticket_spread=0.0)
                                                         for c in hw.kernel_configs))
     assert without_drift(none) is None
+
+
+def test_the_wave_profile_is_h200_x1_calibrated_but_for_the_drift_form_and_its_l2_constants():
+    """h200-x1-calibrated-wave (registered plan 20's second model) differs from the profile only where the form does."""
+    wave = load_hardware("h200-x1-calibrated-wave")
+    assert dataclasses.replace(wave, name=X1.name, l2_hbm_exposed=X1.l2_hbm_exposed, kernel_configs=X1.kernel_configs) == X1
+    for a, b in zip(X1.kernel_configs, wave.kernel_configs, strict=True):
+        if a.key() == "128x256":
+            assert (a.drift_form, b.drift_form) == ("carried", "wave")
+            assert (b.l2_sm_tflops, wave.l2_hbm_exposed) == (6.64, 0.19)  # plan 8's fit (tests/test_calibration.py)
+            b = dataclasses.replace(b, drift_form=a.drift_form, l2_sm_tflops=a.l2_sm_tflops, source=a.source)
+        assert a == b
+
+
+@pytest.mark.parametrize("plan20,earlier", [("reg20-llama2-13b-1gpu", "reg8-llama2-13b-1gpu"),
+                                            ("reg20-yi-34b-1gpu", "reg8-yi-34b-1gpu"),
+                                            ("reg20-falcon-40b-1gpu", "reg8-falcon-40b-1gpu"),
+                                            ("reg20-qwen2.5-32b-1gpu", "reg7-qwen2.5-32b-1gpu"),
+                                            ("reg20-reference", "reg8-reference")])
+def test_registered_plan_20_runs_the_blocks_of_plans_7_and_8_at_longer_m(plan20, earlier):
+    from ctasim.cases import load_experiment
+
+    new, old = load_experiment(plan20), load_experiment(earlier)
+    assert new.workload.layers == old.workload.layers and new.hardware.name == "h200-x1-calibrated"
+    assert [s.kind for s in new.strategies] == ["sequential"] and new.gpus == 1
+    ms, before = dict(new.sweep)["m"], dict(old.sweep)["m"]
+    if plan20 == "reg20-reference":  # the machine's speed on the calibration GEMM: plan 8's cases again
+        assert ms == before
+    else:
+        assert min(ms) >= 24576 and not set(ms) & set(before)  # never measured at these M
