@@ -341,3 +341,29 @@ def test_plan_9s_post_hoc_table_keeps_the_registered_errors_and_beats_them_by_wh
     before, after = 100 * post["error_registered"].abs().mean(), 100 * post["error_posthoc"].abs().mean()
     assert f"MAPE over the 25 cases {before:.2f}% → {after:.2f}%" in doc
     assert after < before / 2
+
+
+def test_registered_plan_20s_claims_are_what_its_committed_reports_give(tmp_path):
+    """bench/plan20_judge.py on the committed reports of registered plan 20 gives the committed claims table, and the
+    claims as docs/validation.md reports them: the carried model within the targets and under half the naive line's
+    MAPE, the wave form closer still (claim b failed), lockstep under every case."""
+    import importlib.util
+    import shutil
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("plan20_judge", root / "bench/plan20_judge.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    reports = tmp_path / "r"
+    shutil.copytree(root / "bench/results/validation-registered20", reports)
+    assert mod.main(["--reports", str(reports)]) == 0
+    got = pd.read_csv(reports / "claims.csv").set_index("predictor")
+    committed = pd.read_csv(root / "bench/results/validation-registered20/claims.csv").set_index("predictor")
+    pd.testing.assert_frame_equal(got, committed)
+    c = got.loc["carried"]
+    assert c.cases == 8 and c.mape_pct <= 3 and abs(c.worst_pct) <= 6
+    assert c.mape_pct <= got.loc["naive", "mape_pct"] / 2 and c.mape_pct <= got.loc["waves", "mape_pct"] / 2
+    assert got.loc["wave", "mape_pct"] < c.mape_pct and got.loc["wave", "over"] >= 6
+    assert got.loc["lockstep", "over"] == 0
+    (reports / "reg20-yi-34b-1gpu-wave" / "accuracy.csv").unlink()
+    assert mod.main(["--reports", str(reports)]) == 2  # a missing report is refused, not skipped
