@@ -1,9 +1,9 @@
 """Device probe (one GPU): the CUTLASS GEMM's rate over shapes and tile orders, every run rested (data for a
 memory-hierarchy model of the tile time; the profile holds one rate per kernel config).
 
-    python bench/hw/gemm_shape_probe.py OUT.csv [--reps 3] [--rest-ms 80]
+    python bench/hw/gemm_shape_probe.py OUT.csv [--reps 3] [--rest-ms 80] [--shapes MxNxK,...]
 
-Shapes: K = 8192 with N in {4096, 8192, 14336, 28672} and M in {2048, 4096, 8192, 12288, 16384, 32768}; and
+Shapes (default; ``--shapes`` names others): K = 8192 with N in {4096, 8192, 14336, 28672} and M in {2048, 4096, 8192, 12288, 16384, 32768}; and
 M = 16384, N = 8192 with K in {4096, 14336, 28672}. Each shape: the project's CUTLASS kernel (128x256x64,
 persistent, cluster 2x1) at each of its 12 tile orders (``ctahw.gemm.SCHEDULES``: raster along M or N, swizzle 1-8)
 and cuBLAS, interleaved, each timed run behind a ``--rest-ms`` host sleep and the 3 ms gate of
@@ -29,18 +29,37 @@ def shapes() -> list[tuple[int, int, int]]:
     return [(m, n, 8192) for n in NS for m in MS] + [(16384, 8192, k) for k in KS]
 
 
+def parse_shapes(text: str) -> list[tuple[int, int, int]]:
+    """``"32768x40960x7168,..."`` -> [(32768, 40960, 7168), ...] (M x N x K); ValueError naming the bad item."""
+    out = []
+    for item in text.split(","):
+        parts = item.strip().split("x")
+        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise ValueError(f"--shapes: {item!r} is not MxNxK with positive integers (e.g. 32768x40960x7168)")
+        out.append(tuple(int(p) for p in parts))
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--rest-ms", type=float, default=80.0)
+    ap.add_argument("--shapes", default=None, help="MxNxK,... (default: the probe's 27 shapes)")
     args = ap.parse_args(argv)
+    try:
+        todo = parse_shapes(args.shapes) if args.shapes else shapes()
+        if args.reps < 1:
+            raise ValueError(f"--reps must be >= 1, got {args.reps}")
+    except ValueError as e:
+        print(f"gemm_shape_probe: {e}", file=sys.stderr)
+        return 2
 
     import pandas as pd
 
     from ctahw.tile_orders import time_orders
 
-    rows = time_orders(shapes(), reps=args.reps, rest_ms=args.rest_ms, cublas=True, log=lambda s: print(s, flush=True))
+    rows = time_orders(todo, reps=args.reps, rest_ms=args.rest_ms, cublas=True, log=lambda s: print(s, flush=True))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(args.out, index=False)
     return 0
