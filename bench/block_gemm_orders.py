@@ -1,0 +1,100 @@
+"""Registered plan 20's blocks taken apart (post-hoc, no GPU): their GEMMs alone against both drift forms.
+
+    python bench/block_gemm_orders.py [--out bench/results/block-gemm-orders]
+
+Reads ``bench/results/hw/2026-12-02-block-gemm-orders/gemm_shapes.csv`` (the eight GEMM shapes of plan 20's blocks at
+M = 32768, every CUTLASS tile order, measured after plan 20) and writes:
+
+* ``orders.csv``: each CUTLASS run beside ``ctasim.costs.order_waves`` in its order under h200-x1-calibrated (drift
+  form "carried") and h200-x1-calibrated-wave (plan 8's "wave"), error in %;
+* ``blocks.csv``: per block at M = 32768, its two GEMMs at the best measured order and plan 20's measured block
+  (``bench/results/hw/2026-12-02-registered20-1gpu``), beside each profile's tuned GEMMs (``ctasim.costs.tuned_gemm``,
+  fused epilogue included) and registered block prediction; ``rest`` = block minus its two GEMMs (the SwiGLU and
+  norm passes, the residual epilogue, the gaps).
+
+Prints both. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import pandas as pd  # noqa: E402
+
+from ctasim import costs, l2  # noqa: E402
+from ctasim.cases import load_experiment  # noqa: E402
+from ctasim.spec import Layer, load_hardware  # noqa: E402
+
+PROBE = ROOT / "bench/results/hw/2026-12-02-block-gemm-orders/gemm_shapes.csv"
+BLOCKS = ROOT / "bench/results/hw/2026-12-02-registered20-1gpu"
+PROFILES = {"carried": "h200-x1-calibrated", "wave": "h200-x1-calibrated-wave"}
+EXPERIMENTS = ("reg20-llama2-13b-1gpu", "reg20-yi-34b-1gpu", "reg20-falcon-40b-1gpu", "reg20-qwen2.5-32b-1gpu")
+M = 32768
+
+
+def orders(runs: pd.DataFrame, hws: dict) -> pd.DataFrame:
+    rows = []
+    for r in runs.itertuples():
+        raster, swizzle = r.order.split("/swizzle")
+        lay = Layer(m=r.m, n=r.n, k=r.k)
+        row = {"m": r.m, "n": r.n, "k": r.k, "order": r.order, "measured_ms": r.median_ms}
+        for name, hw in hws.items():
+            cfg = hw.config(lay.tile_m, lay.tile_n)
+            cluster = (cfg.cluster_m, cfg.cluster_n)
+            order = l2.cutlass_sm90_order(lay.tiles_m, lay.tiles_n, raster, int(swizzle), cluster)
+            slots = l2.cutlass_sm90_grid_ctas(lay.tiles_m, lay.tiles_n, raster, int(swizzle), cluster,
+                                              sm_count=hw.sm_count * cfg.cta_slots_per_sm)
+            row[f"{name}_pct"] = (costs.order_waves(lay, hw, 2, order, slots).sum() / 1e6 / r.median_ms - 1) * 100
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def blocks(runs: pd.DataFrame, hws: dict) -> pd.DataFrame:
+    best = runs.groupby(["m", "n", "k"]).median_ms.min()
+    rows = []
+    for exp in EXPERIMENTS:
+        layers = [dataclasses.replace(layer, m=M) for layer in load_experiment(exp).workload.layers]
+        measured = pd.read_csv(BLOCKS / exp / "results.csv")
+        block = float(measured[(measured.m == M) & (measured.status == "ok")].makespan_ms.iloc[0])
+        gemms = [float(best[(M, layer.n, layer.k)]) for layer in layers]
+        rows.append({"block": exp, "source": "measured", "gemm1_ms": gemms[0], "gemm2_ms": gemms[1],
+                     "rest_ms": block - sum(gemms), "block_ms": block})
+        for name, hw in hws.items():
+            tuned = [costs.tuned_gemm(layer, hw, 2).total_ns / 1e6 for layer in layers]
+            reg = ROOT / "bench/predictions" / (exp + ("" if name == "carried" else "-wave")) / "predictions.csv"
+            p = pd.read_csv(reg)
+            pb = float(p[(p.m == M) & (p.source == "model")].makespan_ms.iloc[0])
+            rows.append({"block": exp, "source": name, "gemm1_ms": tuned[0], "gemm2_ms": tuned[1],
+                         "rest_ms": pb - sum(tuned), "block_ms": pb})
+    return pd.DataFrame(rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/block-gemm-orders")
+    args = ap.parse_args(argv)
+    runs = pd.read_csv(PROBE)
+    runs = runs[runs.backend == "cutlass"]
+    hws = {name: load_hardware(p) for name, p in PROFILES.items()}
+    o, b = orders(runs, hws), blocks(runs, hws)
+    args.out.mkdir(parents=True, exist_ok=True)
+    o.round(4).to_csv(args.out / "orders.csv", index=False)
+    b.round(4).to_csv(args.out / "blocks.csv", index=False)
+    pd.set_option("display.width", 200)
+    best = o.loc[o.groupby(["m", "n", "k"]).measured_ms.idxmin()]
+    print("best measured order per shape:")
+    print(best.round(2).to_string(index=False))
+    print("mean |error| over the 12 orders:")
+    print(o.groupby(["m", "n", "k"])[[f"{n}_pct" for n in hws]].agg(lambda x: x.abs().mean()).round(2).to_string())
+    print(b.round(3).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
