@@ -10,7 +10,9 @@ M = 32768, every CUTLASS tile order, measured after plan 20) and writes:
 * ``blocks.csv``: per block at M = 32768, its two GEMMs at the best measured order and plan 20's measured block
   (``bench/results/hw/2026-12-02-registered20-1gpu``), beside each profile's tuned GEMMs (``ctasim.costs.tuned_gemm``,
   fused epilogue included) and registered block prediction; ``rest`` = block minus its two GEMMs (the SwiGLU and
-  norm passes, the residual epilogue, the gaps).
+  norm passes, the residual epilogue, the gaps);
+* ``picks.csv``: per shape and profile, the order the model finds fastest, its time, what that order measured, and
+  the measured best.
 
 Prints both. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
 """
@@ -75,6 +77,22 @@ def blocks(runs: pd.DataFrame, hws: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def picks(runs: pd.DataFrame, hws: dict) -> pd.DataFrame:
+    """Per shape and profile: the order the model finds fastest (``tuned_gemm``), its modelled time, what that
+    order measured, and the measured best order and time."""
+    rows = []
+    for (m, n, k), g in runs.groupby(["m", "n", "k"]):
+        best = g.loc[g.median_ms.idxmin()]
+        for name, hw in hws.items():
+            t = costs.tuned_gemm(Layer(m=m, n=n, k=k), hw, 2)
+            there = g[g.order == t.schedule].median_ms
+            rows.append({"m": m, "n": n, "k": k, "profile": name, "model_order": t.schedule,
+                         "model_ms": t.total_ns / 1e6, "measured_there_ms": float(there.iloc[0]) if len(there) else None,
+                         "best_order": best.order, "best_ms": best.median_ms,
+                         "model_vs_best_pct": (t.total_ns / 1e6 / best.median_ms - 1) * 100})
+    return pd.DataFrame(rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/block-gemm-orders")
@@ -82,10 +100,11 @@ def main(argv=None) -> int:
     runs = pd.read_csv(PROBE)
     runs = runs[runs.backend == "cutlass"]
     hws = {name: load_hardware(p) for name, p in PROFILES.items()}
-    o, b = orders(runs, hws), blocks(runs, hws)
+    o, b, p = orders(runs, hws), blocks(runs, hws), picks(runs, hws)
     args.out.mkdir(parents=True, exist_ok=True)
     o.round(4).to_csv(args.out / "orders.csv", index=False)
     b.round(4).to_csv(args.out / "blocks.csv", index=False)
+    p.round(4).to_csv(args.out / "picks.csv", index=False)
     pd.set_option("display.width", 200)
     best = o.loc[o.groupby(["m", "n", "k"]).measured_ms.idxmin()]
     print("best measured order per shape:")
@@ -93,6 +112,7 @@ def main(argv=None) -> int:
     print("mean |error| over the 12 orders:")
     print(o.groupby(["m", "n", "k"])[[f"{n}_pct" for n in hws]].agg(lambda x: x.abs().mean()).round(2).to_string())
     print(b.round(3).to_string(index=False))
+    print(p.round(3).to_string(index=False))
     return 0
 
 
