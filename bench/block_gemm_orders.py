@@ -26,17 +26,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402
+from plan20_judge import BLOCKS, WAVE  # noqa: E402
 
 from ctasim import costs, l2  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
 
 PROBE = ROOT / "bench/results/hw/2026-12-02-block-gemm-orders/gemm_shapes.csv"
-BLOCKS = ROOT / "bench/results/hw/2026-12-02-registered20-1gpu"
+MEASURED = ROOT / "bench/results/hw/2026-12-02-registered20-1gpu"
 PROFILES = {"carried": "h200-x1-calibrated", "wave": "h200-x1-calibrated-wave"}
-EXPERIMENTS = ("reg20-llama2-13b-1gpu", "reg20-yi-34b-1gpu", "reg20-falcon-40b-1gpu", "reg20-qwen2.5-32b-1gpu")
 M = 32768
 
 
@@ -60,16 +61,16 @@ def orders(runs: pd.DataFrame, hws: dict) -> pd.DataFrame:
 def blocks(runs: pd.DataFrame, hws: dict) -> pd.DataFrame:
     best = runs.groupby(["m", "n", "k"]).median_ms.min()
     rows = []
-    for exp in EXPERIMENTS:
+    for exp in BLOCKS:
         layers = [dataclasses.replace(layer, m=M) for layer in load_experiment(exp).workload.layers]
-        measured = pd.read_csv(BLOCKS / exp / "results.csv")
+        measured = pd.read_csv(MEASURED / exp / "results.csv")
         block = float(measured[(measured.m == M) & (measured.status == "ok")].makespan_ms.iloc[0])
         gemms = [float(best[(M, layer.n, layer.k)]) for layer in layers]
         rows.append({"block": exp, "source": "measured", "gemm1_ms": gemms[0], "gemm2_ms": gemms[1],
                      "rest_ms": block - sum(gemms), "block_ms": block})
         for name, hw in hws.items():
             tuned = [costs.tuned_gemm(layer, hw, 2).total_ns / 1e6 for layer in layers]
-            reg = ROOT / "bench/predictions" / (exp + ("" if name == "carried" else "-wave")) / "predictions.csv"
+            reg = ROOT / "bench/predictions" / (exp + ("" if name == "carried" else WAVE)) / "predictions.csv"
             p = pd.read_csv(reg)
             pb = float(p[(p.m == M) & (p.source == "model")].makespan_ms.iloc[0])
             rows.append({"block": exp, "source": name, "gemm1_ms": tuned[0], "gemm2_ms": tuned[1],

@@ -100,7 +100,13 @@ def main(argv=None) -> int:
             print(f"drift_rounds: {f} has no timing.csv and tiles-*.csv.gz (bench/hw/order_trace_probe.py)",
                   file=sys.stderr)
             return 2
-    hw = load_hardware(args.profile)
+    try:
+        hw = load_hardware(args.profile)
+        if not costs.memory_model(hw, hw.config(128, 256)):
+            raise ValueError(f"profile {hw.name!r} has no memory hierarchy for 128x256 tiles")
+    except (ValueError, OSError) as e:  # SpecError is a ValueError
+        print(f"drift_rounds: {e}", file=sys.stderr)
+        return 2
     rounds, totals = [], []
     for f in folders:
         r, t = analyse(f, hw)

@@ -17,15 +17,20 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
-BLOCKS = ("reg20-llama2-13b-1gpu", "reg20-yi-34b-1gpu", "reg20-falcon-40b-1gpu", "reg20-qwen2.5-32b-1gpu")
+WAVE = "-wave"
+"""The suffix of a registration predicted with plan 8's drift form (``--hardware h200-x1-calibrated-wave``)."""
+REFERENCE = "reg20-reference"
+BLOCKS = tuple(sorted(p.name for p in (ROOT / "bench/predictions").glob("reg20-*")
+                      if not p.name.endswith(WAVE) and p.name != REFERENCE))
+"""Plan 20's block registrations, as committed under bench/predictions (each with its ``-wave`` twin)."""
 
 
 def load(reports: Path) -> pd.DataFrame:
     """Every judged row, one predictor name each: the registration's own sources, its model as ``carried`` and the
     ``-wave`` registration's model as ``wave``."""
     rows = []
-    for exp in BLOCKS + ("reg20-reference",):
-        for suffix in ("", "-wave"):
+    for exp in BLOCKS + (REFERENCE,):
+        for suffix in ("", WAVE):
             path = reports / f"{exp}{suffix}" / "accuracy.csv"
             if not path.is_file():
                 raise FileNotFoundError(f"plan20_judge: no {path} (run ctasim compare first)")
@@ -47,7 +52,7 @@ def main(argv=None) -> int:
     except (FileNotFoundError, ValueError) as e:
         print(e, file=sys.stderr)
         return 2
-    ref = d[(d.experiment == "reg20-reference") & (d.m == 16384)].set_index("predictor").error
+    ref = d[(d.experiment == REFERENCE) & (d.m == 16384)].set_index("predictor").error
     blocks = d[d.experiment.isin(BLOCKS)].copy()
     blocks["error_pct"] = 100 * blocks.error
     blocks["normalised_pct"] = 100 * ((1 + blocks.error) / (1 + blocks.predictor.map(ref)) - 1)

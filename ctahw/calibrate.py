@@ -46,6 +46,7 @@ l2_hbm_exposed,             *fitted*: least mean |error| over the tile-order pro
                             measured L2 size, HBM rate, tile fixed time and drift
                             (``ctasim.calibration.fit_l2_constants``); the 128x256 tile_cv is set to 0 beside them
                             (they are fitted without tile-time variation)
+128x256 drift_form          *chosen*, not measured: the drift form the fit used (:data:`DRIFT_FORM`, written with it)
 ==========================  ===================================================================================
 
 The memory hierarchy's fields (the last four rows) are written all together or not at all

@@ -77,8 +77,8 @@ def parser() -> argparse.ArgumentParser:
                                                         "per tile order in the memory hierarchy's probes")
     c.add_argument("--no-memory", action="store_true",
                    help="skip the memory hierarchy's probes (tile orders, per-tile traces; ~50 s): l2_bytes, "
-                        "l2_hbm_exposed, local_signal_ns and the 128x256 l2_sm_tflops, cta_drift, cluster_m, "
-                        "ticket_spread stay copied from --base")
+                        "l2_hbm_exposed, local_signal_ns and the 128x256 l2_sm_tflops, cta_drift, drift_form, "
+                        "cluster_m, ticket_spread stay copied from --base")
     c.add_argument("--no-percta", action="store_true",
                    help="skip the one-CTA-per-tile producer's per-tile traces (ctahw.percta; ~15 s), whose steps go "
                         "into calibration.json, the probe folder and the profile's header")

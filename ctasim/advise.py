@@ -155,15 +155,18 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
         return lines
     s = pd.concat([pd.read_csv(p).assign(registration=p.parent.name) for p in found], ignore_index=True)
     s = s[(s["predictor"] == "model") & (s["kind"] != "all") & s["registered"].astype(bool)]
-    s = s.assign(profile=[_registered_profile(root, r) for r in s["registration"]])
+    profiles = [_registered_profile(root, r) for r in s["registration"]]
+    s = s.assign(profile=[p for p, _ in profiles], earlier=[not same for _, same in profiles])
     for kind in kinds:
         k = s[s["kind"] == kind]
         if len(k):
             parts = []
             for prof, g in k.groupby("profile", sort=True):
+                earlier = g.loc[g["earlier"], "registration"].nunique()
+                then = (f", {earlier} of them with an earlier version of the profile's file" if earlier else "")
                 parts.append(f"profile {prof}: MAPE {g['mape_pct'].min():.1f}-{g['mape_pct'].max():.1f}%, worst "
                              f"{g.loc[g['worst_pct'].abs().idxmax(), 'worst_pct']:+.1f}% over {len(g)} measured "
-                             f"runs of {g['registration'].nunique()} registrations "
+                             f"runs of {g['registration'].nunique()} registrations{then} "
                              f"({', '.join(sorted(set(g['registration'])))})")
             lines.append(f"{kind}: registered model " + "; ".join(parts))
         else:
@@ -172,16 +175,25 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
     return lines
 
 
-def _registered_profile(results_root: Path, registration: str) -> str:
+def _registered_profile(results_root: Path, registration: str) -> tuple[str, bool]:
     """The hardware profile a registration was predicted with (its ``registration.json``, beside the results in a
-    checkout's bench/predictions); '?' where that file is not there."""
+    checkout's bench/predictions; '?' where that file is not there), and whether the profile's file is still the one
+    it recorded (its sha256 against ``specs/hardware/NAME.toml`` today; True where either is unknown)."""
+    import hashlib
     import json
 
+    from ctasim.spec import SPECS_DIR
+
     try:
-        return str(json.loads((results_root.parent / "predictions" / registration / "registration.json")
-                              .read_text())["hardware"])
+        reg = json.loads((results_root.parent / "predictions" / registration / "registration.json").read_text())
+        name = str(reg["hardware"])
     except (OSError, ValueError, KeyError):
-        return "?"
+        return "?", True
+    recorded = reg.get("spec_sha256", {}).get(f"{name}.toml")
+    path = SPECS_DIR / "hardware" / f"{name}.toml"
+    if recorded is None or not path.is_file():
+        return name, True
+    return name, hashlib.sha256(path.read_bytes()).hexdigest() == recorded
 
 
 def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_dir: Path | None = None,

@@ -37,7 +37,7 @@ What is modelled
       waves' whatever the drift), so only the other shared panels count, and what the L2 keeps of the carried panels
       is not free to hold them; the later sharers miss by the share ``held / (held + free)``, no threshold. Per-tile
       traces of 125-249 rounds (``bench/results/hw/2026-12-02-long-order-traces``) show the loss of the high-reuse
-      orders level off at 7-12% once the spread passes ~0.5 tile times, where ``"wave"`` keeps growing towards
+      orders level off at +10 to +14% once the spread passes ~0.5 tile times, where ``"wave"`` keeps growing towards
       every later sharer missing (+8 to +16% at 249 rounds); ``"carried"`` was chosen after those traces were seen.
 
     * **Ticket spread** (optional, ``ticket_spread > 0``): a grid that hands out tiles by tickets (the chain kernel)
@@ -66,6 +66,7 @@ import numpy as np
 
 __all__ = [
     "DRIFT_FORMS",
+    "DRIFT_LAWS",
     "TICKET_STATES",
     "RASTERS",
     "WaveTraffic",
@@ -285,10 +286,13 @@ def expected_range(n: np.ndarray) -> np.ndarray:
     return out
 
 
-DRIFT_FORMS = ("wave", "carried")
-"""How :func:`wave_traffic` charges a persistent grid's drift (module docstring): ``"wave"`` every panel shared in a
-wave and a hard capacity (registered plan 8's), ``"carried"`` only panels not carried from the wave before, against
-the capacity the carried ones leave, by a share without threshold."""
+DRIFT_LAWS = {"wave": "threshold", "carried": "share"}
+"""How :func:`wave_traffic` charges a persistent grid's drift (module docstring), per form: the law
+:func:`drift_rereads` applies. ``"wave"``: every panel shared in a wave, a hard capacity (registered plan 8's);
+``"carried"``: only panels not carried from the wave before, against the capacity the carried ones leave, by a
+share without threshold."""
+DRIFT_FORMS = tuple(DRIFT_LAWS)
+"""The drift forms (:data:`DRIFT_LAWS`' keys); ``"wave"`` first, the default of ``KernelConfig.drift_form``."""
 
 
 def drift_rereads(sharers: list[tuple[np.ndarray, np.ndarray, float]], waves: int, drift: float,
@@ -305,8 +309,11 @@ def drift_rereads(sharers: list[tuple[np.ndarray, np.ndarray, float]], waves: in
     ``sharers``: per panel kind, (wave index, sharer count, panel bytes) arrays of the (panel, wave) incidences with
     at least one tile; ``capacity``: bytes, one for every wave or one per wave.
     """
-    if law not in ("threshold", "share"):
-        raise ValueError(f"law must be 'threshold' or 'share', got {law!r}")
+    if law not in DRIFT_LAWS.values():
+        raise ValueError(f"law must be one of {tuple(DRIFT_LAWS.values())}, got {law!r}")
+    cap = np.asarray(capacity, dtype=np.float64)
+    if cap.shape not in ((), (waves,)) or not np.all(cap >= 0):
+        raise ValueError(f"capacity must be bytes >= 0, one value or one per wave ({waves}), got shape {cap.shape}")
     held = np.zeros(waves)
     again = np.zeros(waves)
     spread = drift * np.arange(waves, dtype=np.float64)
@@ -314,7 +321,7 @@ def drift_rereads(sharers: list[tuple[np.ndarray, np.ndarray, float]], waves: in
         held += np.bincount(wv, weights=size * expected_range(count), minlength=waves)
         again += np.bincount(wv, weights=size * np.maximum(count - 1.0, 0.0), minlength=waves)
     held *= spread
-    capacity = np.broadcast_to(np.asarray(capacity, dtype=np.float64), held.shape)
+    capacity = np.broadcast_to(cap, held.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         if law == "share":
             miss = np.where(held > 0, held / (held + capacity), 0.0)
@@ -441,7 +448,7 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
         cap = float(l2_bytes) * float(l2_efficiency)
         carried = None
         if drift_form == "carried":
-            cont = prev == w - 1  # (panel, wave) incidences whose panel the wave before read too
+            cont = (prev >= 0) & (prev == w - 1)  # (panel, wave) incidences whose panel the wave before read too
             carried = np.zeros((Q, W), dtype=bool)
             carried[q[cont], w[cont]] = True
             cap = np.maximum(cap - np.bincount(w[cont], weights=(size[q] * hit)[cont], minlength=W), 0.0)
@@ -452,7 +459,7 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
             uw, up = uniq // Q, uniq % Q
             keep = np.ones(len(uw), dtype=bool) if carried is None else ~carried[up + first_id, uw]
             sharers.append((uw[keep], (cnt * per_tile)[keep], nbytes[up[keep]]))
-        again = drift_rereads(sharers, W, drift, cap, law="share" if drift_form == "carried" else "threshold")
+        again = drift_rereads(sharers, W, drift, cap, law=DRIFT_LAWS[drift_form])
     tickets = None
     if ticket_spread > 0:
         pos = np.flatnonzero(valid)

@@ -188,6 +188,9 @@ def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(t
     assert "reg8-yi-34b-1gpu" in parts["h200-x1-calibrated"] and "reg8-yi-34b-1gpu" not in parts["h200-x2-calibrated"]
     assert "reg20-yi-34b-1gpu-wave" in parts["h200-x1-calibrated-wave"]  # plan 20's second model, its own profile
     assert "reg20-yi-34b-1gpu-wave" not in parts["h200-x1-calibrated"]
+    # plans 7-10 were predicted before h200-x1-calibrated took the carried drift form: said, and not of plan 20's
+    assert "of them with an earlier version of the profile's file" in parts["h200-x1-calibrated"]
+    assert "earlier version" not in parts["h200-x1-calibrated-wave"]
     assert "reg5-llama8b-1gpu" in parts["h200-x2-calibrated"]
     # results without the registrations beside them: the profile is unknown, said so
     root = SPECS_DIR.parent / "bench" / "results"

@@ -260,6 +260,9 @@ def test_the_share_law_misses_held_over_held_plus_free_capacity_and_takes_a_capa
     assert got[2] == pytest.approx(100.0)  # no capacity left: every later sharer misses
     with pytest.raises(ValueError, match="law must be"):
         l2.drift_rereads(sharers, 5, 1.0, capacity=1.0, law="hard")
+    for bad in (-1.0, np.ones(4)):  # a negative capacity or one of the wrong length is refused, not broadcast
+        with pytest.raises(ValueError, match="capacity must be bytes >= 0"):
+            l2.drift_rereads(sharers, 5, 1.0, capacity=bad, law="share")
 
 
 def test_the_carried_form_leaves_panels_read_by_every_wave_alone():
@@ -279,3 +282,19 @@ def test_the_carried_form_leaves_panels_read_by_every_wave_alone():
     assert carried.drift_hbm[5] > 0 == wave.drift_hbm[5]  # the share law starts with the drift, no threshold
     with pytest.raises(ValueError, match="drift_form must be one of"):
         wave_traffic(o, **kw, drift_form="per-wave")
+
+
+def test_the_carried_form_takes_the_carried_panels_cached_bytes_off_the_capacity():
+    """Two row-blocks, two column tiles, two slots: wave 0 reads A0, W0, W1; wave 1 reads A1 (two sharers) and W0, W1
+    again (carried, and with this L2 every byte of them hits). Wave 1's drift re-reads: A1's later sharer misses the
+    share held / (held + free) with free = capacity - the carried panels' cached bytes."""
+    m, n, k, tm, tn, eb = 256, 512, 64, 128, 256, 2
+    size_a, size_w = tm * k * eb, tn * k * eb
+    cap = 3.0 * size_w  # W0 and W1 both fit between their two uses; 1 x size_w of it is left free
+    drift = 0.5
+    tr = wave_traffic([0, 1, 2, 3], m, n, k, tm, tn, eb, 2, cap, drift=drift, drift_form="carried")
+    assert tr.w_hbm[1] == 0.0  # the carried W panels hit in wave 1
+    held = drift * 1 * size_a * float(l2.expected_range(np.array([2]))[0])
+    free = cap - 2 * size_w
+    assert tr.drift_hbm[1] == pytest.approx(held / (held + free) * size_a)
+    assert tr.drift_hbm[0] == 0.0  # wave 0: no spread yet

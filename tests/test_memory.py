@@ -148,7 +148,8 @@ def test_memory_fields_of_the_profile_are_checked(field, value, words):
     assert words in str(e.value)
 
 
-@pytest.mark.parametrize("field,value", [("l2_sm_tflops", -1.0), ("cluster_m", 0), ("cluster_n", 0)])
+@pytest.mark.parametrize("field,value", [("l2_sm_tflops", -1.0), ("cluster_m", 0), ("cluster_n", 0),
+                                         ("drift_form", "per-wave")])
 def test_memory_fields_of_a_kernel_config_are_checked(field, value):
     from ctasim.spec import validate_hardware
 

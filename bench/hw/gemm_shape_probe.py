@@ -36,6 +36,8 @@ def parse_shapes(text: str) -> list[tuple[int, int, int]]:
         parts = item.strip().split("x")
         if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
             raise ValueError(f"--shapes: {item!r} is not MxNxK with positive integers (e.g. 32768x40960x7168)")
+        if tuple(int(p) for p in parts) in out:
+            raise ValueError(f"--shapes: {item.strip()!r} twice")
         out.append(tuple(int(p) for p in parts))
     return out
 
@@ -48,9 +50,11 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", default=None, help="MxNxK,... (default: the probe's 27 shapes)")
     args = ap.parse_args(argv)
     try:
-        todo = parse_shapes(args.shapes) if args.shapes else shapes()
+        todo = parse_shapes(args.shapes) if args.shapes is not None else shapes()
         if args.reps < 1:
             raise ValueError(f"--reps must be >= 1, got {args.reps}")
+        if not args.rest_ms >= 0:
+            raise ValueError(f"--rest-ms must be >= 0, got {args.rest_ms}")
     except ValueError as e:
         print(f"gemm_shape_probe: {e}", file=sys.stderr)
         return 2

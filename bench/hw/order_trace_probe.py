@@ -33,6 +33,8 @@ def parse_shapes(text: str) -> list[tuple[int, int]]:
         m, sep, h = item.strip().partition("x")
         if not (sep and m.isdigit() and h.isdigit() and int(m) > 0 and int(h) > 0):
             raise ValueError(f"--shapes: {item!r} is not MxH with positive integers (e.g. 32768x8192)")
+        if (int(m), int(h)) in out:
+            raise ValueError(f"--shapes: {item.strip()!r} twice (its trace would overwrite the first)")
         out.append((int(m), int(h)))
     return out
 
@@ -45,6 +47,8 @@ def parse_orders(text: str) -> list[tuple[str, int]]:
         if not (sep and raster in ("along_m", "along_n") and swizzle in ("1", "2", "4", "8")):
             raise ValueError(f"--orders: {item!r} is not RASTER/SWIZZLE with RASTER along_m or along_n and SWIZZLE "
                              "1, 2, 4 or 8")
+        if (raster, int(swizzle)) in out:
+            raise ValueError(f"--orders: {item.strip()!r} twice (its trace would overwrite the first)")
         out.append((raster, int(swizzle)))
     return out
 
@@ -61,10 +65,12 @@ def main(argv=None) -> int:
     from ctahw.tile_orders import TRACE_ORDERS, TRACE_SHAPES, trace_orders, trace_plan, write_traces
 
     try:
-        shapes = parse_shapes(args.shapes) if args.shapes else list(TRACE_SHAPES)
-        orders = parse_orders(args.orders) if args.orders else list(TRACE_ORDERS)
+        shapes = parse_shapes(args.shapes) if args.shapes is not None else list(TRACE_SHAPES)
+        orders = parse_orders(args.orders) if args.orders is not None else list(TRACE_ORDERS)
         if args.reps < 1:
             raise ValueError(f"--reps must be >= 1, got {args.reps}")
+        if not args.rest_ms >= 0:
+            raise ValueError(f"--rest-ms must be >= 0, got {args.rest_ms}")
         for m, h in shapes:
             for raster, swizzle in orders:
                 trace_plan(m, h, raster, swizzle)  # refuses a padded grid before anything is written

@@ -393,6 +393,11 @@ def test_the_memory_hierarchy_goes_into_the_profile_with_a_source_each(tmp_path)
     assert "# measured: the kernel's cluster shape" in lines["cluster_m"]
     assert "# 0: the L2 model's constants were fitted without" in lines["tile_cv"]
     assert "# chosen: the form the L2 constants were fitted with" in lines["drift_form"]
+    assert cfg.drift_form == "carried"
+    # a measurement fitted with plan 8's form writes that form, not the default
+    wave = cal.write_profile(dict(fitted, **dict(MEMORY_RESULT, drift_form="wave")), "h200-x2", tmp_path / "w.toml",
+                             "w", PROV)
+    assert load_hardware(tmp_path / "w.toml").config(128, 256).drift_form == "wave" and 'drift_form = "wave"' in wave
     assert "Memory hierarchy: l2_hbm_exposed and the 128x256 l2_sm_tflops fitted (mean |error| 0.69%" in text
 
 

@@ -60,6 +60,9 @@ def test_written_traces_are_what_bench_order_drift_reads(tmp_path):
     (["--orders", "along_m/3"], "--orders: 'along_m/3' is not RASTER/SWIZZLE"),
     (["--shapes", "384x768", "--orders", "along_n/8"], "CUTLASS pads this grid"),
     (["--reps", "0"], "--reps must be >= 1"),
+    (["--shapes="], "--shapes: '' is not MxH"),
+    (["--orders", "along_m/8,along_m/8"], "--orders: 'along_m/8' twice"),
+    (["--rest-ms", "-5"], "--rest-ms must be >= 0"),
 ])
 def test_the_order_trace_probe_refuses_bad_arguments_in_one_line_and_writes_nothing(tmp_path, args, message):
     import subprocess
@@ -94,6 +97,9 @@ def test_the_gemm_shape_probe_refuses_bad_shapes_in_one_line_and_parses_good_one
 
     path = Path(__file__).resolve().parents[2] / "bench/hw/gemm_shape_probe.py"
     for args, words in ((["--shapes", "32768x40960"], "--shapes: '32768x40960' is not MxNxK"),
+                        (["--shapes="], "--shapes: '' is not MxNxK"),
+                        (["--shapes", "1x2x3,1x2x3"], "--shapes: '1x2x3' twice"),
+                        (["--rest-ms", "-1"], "--rest-ms must be >= 0"),
                         (["--reps", "0"], "--reps must be >= 1")):
         r = subprocess.run([sys.executable, str(path), str(tmp_path / "o.csv"), *args], capture_output=True,
                            text=True, timeout=120)
