@@ -367,3 +367,19 @@ def test_registered_plan_20s_claims_are_what_its_committed_reports_give(tmp_path
     assert got.loc["lockstep", "over"] == 0
     (reports / "reg20-yi-34b-1gpu-wave" / "accuracy.csv").unlink()
     assert mod.main(["--reports", str(reports)]) == 2  # a missing report is refused, not skipped
+
+
+def test_the_committed_post_hoc_drift_form_table_is_what_the_script_writes(tmp_path):
+    """bench/posthoc_drift_form.py reproduces its committed summary; plan 8's form with its constants gives plan 8's
+    registered figures back (1.24% and 1.19%), so the script judges the registered model."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("posthoc_drift_form", root / "bench/posthoc_drift_form.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--out", str(tmp_path)]) == 0
+    got = pd.read_csv(tmp_path / "summary.csv")
+    pd.testing.assert_frame_equal(got, pd.read_csv(root / "bench/results/posthoc-drift-form/summary.csv"))
+    wave = got[got.predictor == "wave"].set_index("run").mape_pct
+    assert wave["2026-12-02-registered8-1gpu"] == 1.24 and wave["2026-12-02-registered8-1gpu-run2"] == 1.19

@@ -1,0 +1,80 @@
+"""Post-hoc: registered plans 7 and 8 (the memory hierarchy's block registrations) under both drift forms (no GPU).
+
+    python bench/posthoc_drift_form.py [--out bench/results/posthoc-drift-form]
+
+Plans 7 and 8 were predicted with h200-x1-calibrated when it charged the drift in the form ``"wave"`` (plan 7 before
+the drift existed, in lockstep). Each of their experiments is predicted again with the profile as it is now (form
+``"carried"``, its refit L2 constants) and with ``h200-x1-calibrated-wave`` (plan 8's form and constants), and judged
+against the committed measurements (plan 7's run, plan 8's two runs). Every figure here is post-hoc: the measurements
+existed before the carried form was chosen. Writes ``cases.csv`` (every judged case and predictor) and
+``summary.csv`` (MAPE and worst per run and predictor over the model blocks, reference GEMMs left out) and prints the
+summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import pandas as pd  # noqa: E402
+
+from ctasim import results  # noqa: E402
+from ctasim.accuracy import judge  # noqa: E402
+from ctasim.cases import load_experiment  # noqa: E402
+from ctasim.harness import load_harness  # noqa: E402
+from ctasim.predict import predict  # noqa: E402
+from ctasim.spec import load_hardware  # noqa: E402
+
+HW = ROOT / "bench/results/hw"
+RUNS = {"2026-12-02-registered7-1gpu": ("reg7-qwen2.5-32b-1gpu", "reg7-mistral-large-2-1gpu", "reg7-gpt3-175b-1gpu"),
+        "2026-12-02-registered8-1gpu": ("reg8-llama2-13b-1gpu", "reg8-yi-34b-1gpu", "reg8-command-r-plus-1gpu",
+                                        "reg8-falcon-40b-1gpu"),
+        "2026-12-02-registered8-1gpu-run2": ("reg8-llama2-13b-1gpu", "reg8-yi-34b-1gpu", "reg8-command-r-plus-1gpu",
+                                             "reg8-falcon-40b-1gpu")}
+PROFILES = {"carried": "h200-x1-calibrated", "wave": "h200-x1-calibrated-wave"}
+
+
+def judged(run: str, name: str) -> pd.DataFrame:
+    """One experiment of one run: each profile's model (and lockstep) judged against the committed measurement."""
+    import dataclasses
+    import json
+
+    reg = ROOT / "bench/predictions" / name
+    meas = results.read(HW / run / name / "results.csv")
+    meas = meas[meas["kind"] == "sequential"]
+    harness = load_harness(json.loads((reg / "registration.json").read_text())["harness"]["name"])
+    parts = []
+    for form, profile in PROFILES.items():
+        exp = dataclasses.replace(load_experiment(name), hardware=load_hardware(profile))
+        p = predict(exp, harness, None)
+        p = p[p["source"].isin(["model", "lockstep"])]
+        p["source"] = p["source"].map({"model": form, "lockstep": f"lockstep ({form}'s constants)"})
+        parts.append(p)
+    return judge(pd.concat(parts, ignore_index=True), meas).assign(run=run, registration=name)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-drift-form")
+    args = ap.parse_args(argv)
+    cases = pd.concat([judged(run, name) for run, names in RUNS.items() for name in names], ignore_index=True)
+    rows = []
+    for (run, src), g in cases.groupby(["run", "source"]):
+        w = g.loc[g["error"].abs().idxmax()]
+        rows.append({"run": run, "predictor": src, "cases": len(g), "mape_pct": round(100 * g["error"].abs().mean(), 2),
+                     "worst_pct": round(100 * w["error"], 2), "bias_pct": round(100 * g["error"].mean(), 2)})
+    summary = pd.DataFrame(rows)
+    args.out.mkdir(parents=True, exist_ok=True)
+    cases.to_csv(args.out / "cases.csv", index=False, float_format="%.6g")
+    summary.to_csv(args.out / "summary.csv", index=False)
+    pd.set_option("display.width", 200)
+    print(summary.to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
