@@ -343,10 +343,13 @@ def test_plan_9s_post_hoc_table_keeps_the_registered_errors_and_beats_them_by_wh
     assert after < before / 2
 
 
-def test_registered_plan_20s_claims_are_what_its_committed_reports_give(tmp_path):
-    """bench/plan20_judge.py on the committed reports of registered plan 20 gives the committed claims table, and the
-    claims as docs/validation.md reports them: the carried model within the targets and under half the naive line's
-    MAPE, the wave form closer still (claim b failed), lockstep under every case."""
+@pytest.mark.parametrize("folder,carried_within", [("validation-registered20", True),
+                                                   ("validation-registered20-run2", False)])
+def test_registered_plan_20s_claims_are_what_its_committed_reports_give(tmp_path, folder, carried_within):
+    """bench/plan20_judge.py on the committed reports of registered plan 20 (two machines) gives the committed claims
+    table, and the claims as docs/validation.md reports them: the carried model under half the naive line's MAPE,
+    within the targets on the first machine and not on the second, the wave form closer on both (claim b failed),
+    lockstep under every case."""
     import importlib.util
     import shutil
 
@@ -355,13 +358,13 @@ def test_registered_plan_20s_claims_are_what_its_committed_reports_give(tmp_path
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     reports = tmp_path / "r"
-    shutil.copytree(root / "bench/results/validation-registered20", reports)
+    shutil.copytree(root / "bench/results" / folder, reports)
     assert mod.main(["--reports", str(reports)]) == 0
     got = pd.read_csv(reports / "claims.csv").set_index("predictor")
-    committed = pd.read_csv(root / "bench/results/validation-registered20/claims.csv").set_index("predictor")
+    committed = pd.read_csv(root / "bench/results" / folder / "claims.csv").set_index("predictor")
     pd.testing.assert_frame_equal(got, committed)
     c = got.loc["carried"]
-    assert c.cases == 8 and c.mape_pct <= 3 and abs(c.worst_pct) <= 6
+    assert c.cases == 8 and (c.mape_pct <= 3 and abs(c.worst_pct) <= 6) == carried_within
     assert c.mape_pct <= got.loc["naive", "mape_pct"] / 2 and c.mape_pct <= got.loc["waves", "mape_pct"] / 2
     assert got.loc["wave", "mape_pct"] < c.mape_pct and got.loc["wave", "over"] >= 6
     assert got.loc["lockstep", "over"] == 0
