@@ -365,7 +365,9 @@ def test_registered_plan_20s_claims_are_what_its_committed_reports_give(tmp_path
     pd.testing.assert_frame_equal(got, committed)
     c = got.loc["carried"]
     assert c.cases == 8 and (c.mape_pct <= 3 and abs(c.worst_pct) <= 6) == carried_within
-    assert c.mape_pct <= got.loc["naive", "mape_pct"] / 2 and c.mape_pct <= got.loc["waves", "mape_pct"] / 2
+    half = c.mape_pct <= got.loc["naive", "mape_pct"] / 2 and c.mape_pct <= got.loc["waves", "mape_pct"] / 2
+    assert half == carried_within  # 3.85% against the naive line's 6.48% on the second machine: not half
+    assert c.mape_pct < got.loc["naive", "mape_pct"] / 1.5
     assert got.loc["wave", "mape_pct"] < c.mape_pct and got.loc["wave", "over"] >= 6
     assert got.loc["lockstep", "over"] == 0
     (reports / "reg20-yi-34b-1gpu-wave" / "accuracy.csv").unlink()
