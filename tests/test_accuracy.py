@@ -368,7 +368,8 @@ def test_registered_plan_20s_claims_are_what_its_committed_reports_give(tmp_path
     half = c.mape_pct <= got.loc["naive", "mape_pct"] / 2 and c.mape_pct <= got.loc["waves", "mape_pct"] / 2
     assert half == carried_within  # 3.85% against the naive line's 6.48% on the second machine: not half
     assert c.mape_pct < got.loc["naive", "mape_pct"] / 1.5
-    assert got.loc["wave", "mape_pct"] < c.mape_pct and got.loc["wave", "over"] >= 6
+    # claim (d): the wave form over-predicts at least 6 of 8 -- on the first machine (6), not the second (5)
+    assert got.loc["wave", "mape_pct"] < c.mape_pct and (got.loc["wave", "over"] >= 6) == carried_within
     assert got.loc["lockstep", "over"] == 0
     (reports / "reg20-yi-34b-1gpu-wave" / "accuracy.csv").unlink()
     assert mod.main(["--reports", str(reports)]) == 2  # a missing report is refused, not skipped
