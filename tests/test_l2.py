@@ -185,11 +185,22 @@ def test_both_distinct_byte_methods_agree_with_brute_force():
         assert np.allclose(l2._distinct_bytes(prev, w, size[q], W, a, b, method), brute)
 
 
-def test_100k_tiles_in_well_under_a_second():
+def test_100k_tiles_give_one_traffic_entry_per_wave_of_the_grid():
     o = cutlass_sm90_order(782, 128, "along_m", 1)
-    wave_traffic(o, 782 * 128, 128 * 256, 8192, 128, 256, 2, 132, 60 * 2**20)
+    for form in l2.DRIFT_FORMS:
+        tr = wave_traffic(o, 782 * 128, 128 * 256, 8192, 128, 256, 2, 132, 60 * 2**20, drift=0.0078, drift_form=form)
+        assert tr.waves == 759 and tr.tiles.sum() == 782 * 128 and (tr.drift_hbm >= 0).all()
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize("form", l2.DRIFT_FORMS)
+def test_100k_tiles_in_well_under_a_second(form):
+    """A benchmark (pytest -m bench), not a default test: wall time depends on the machine and its load."""
+    o = cutlass_sm90_order(782, 128, "along_m", 1)
+    kw = dict(drift=0.0078, drift_form=form)
+    wave_traffic(o, 782 * 128, 128 * 256, 8192, 128, 256, 2, 132, 60 * 2**20, **kw)
     t = time.perf_counter()
-    tr = wave_traffic(o, 782 * 128, 128 * 256, 8192, 128, 256, 2, 132, 60 * 2**20)
+    tr = wave_traffic(o, 782 * 128, 128 * 256, 8192, 128, 256, 2, 132, 60 * 2**20, **kw)
     assert time.perf_counter() - t < 0.5 and tr.waves == 759
 
 
