@@ -448,9 +448,9 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
         cap = float(l2_bytes) * float(l2_efficiency)
         carried = None
         if drift_form == "carried":
-            cont = (prev >= 0) & (prev == w - 1)  # (panel, wave) incidences whose panel the wave before read too
-            carried = np.zeros((Q, W), dtype=bool)
-            carried[q[cont], w[cont]] = True
+            carried = np.zeros_like(used)  # (panel, wave): the wave before read the panel too
+            carried[:, 1:] = used[:, 1:] & used[:, :-1]
+            cont = carried[q, w]
             cap = np.maximum(cap - np.bincount(w[cont], weights=(size[q] * hit)[cont], minlength=W), 0.0)
         sharers = []  # per panel kind: (wave, sharers, panel bytes) of each (panel, wave) with a tile
         for panel, per_tile, nbytes, first_id in ((ri, 1.0, size[:tiles_m], 0),
