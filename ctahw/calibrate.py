@@ -1006,7 +1006,7 @@ def measured_configs(res: Mapping) -> dict[str, tuple]:
         per = [r["start_sd_per_round"] for r in res.get("order_drift", ())]
         spread = f"{min(per):.4f}-{max(per):.4f} tile times per round; " if per else ""
         vals.update(l2_sm_tflops=res["l2_sm_tflops"], cta_drift=res["cta_drift"],
-                    drift_form=res.get("drift_form", DRIFT_FORM), cluster_m=res["cluster_m"], tile_cv=0.0)
+                    drift_form=res["drift_form"], cluster_m=res["cluster_m"], tile_cv=0.0)
         if "ticket_spread" in res and "ticket_runs" in res:
             runs = res["ticket_runs"]
             fitted = [r["spread_per_window"] for r in runs if r.get("spread_per_window") is not None]
