@@ -155,8 +155,9 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
         return lines
     s = pd.concat([pd.read_csv(p).assign(registration=p.parent.name) for p in found], ignore_index=True)
     s = s[(s["predictor"] == "model") & (s["kind"] != "all") & s["registered"].astype(bool)]
-    profiles = [_registered_profile(root, r) for r in s["registration"]]
-    s = s.assign(profile=[p for p, _ in profiles], earlier=[not same for _, same in profiles])
+    profiles = {r: _registered_profile(root, r) for r in s["registration"].unique()}  # read and hashed once each
+    s = s.assign(profile=[profiles[r][0] for r in s["registration"]],
+                 earlier=[not profiles[r][1] for r in s["registration"]])
     for kind in kinds:
         k = s[s["kind"] == kind]
         if len(k):
