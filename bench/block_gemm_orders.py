@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import pandas as pd  # noqa: E402
 from plan20_judge import BLOCKS, WAVE  # noqa: E402
 
-from ctasim import costs, l2  # noqa: E402
+from ctasim import costs  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
 
@@ -48,12 +48,8 @@ def orders(runs: pd.DataFrame, hws: dict) -> pd.DataFrame:
         lay = Layer(m=r.m, n=r.n, k=r.k)
         row = {"m": r.m, "n": r.n, "k": r.k, "order": r.order, "measured_ms": r.median_ms}
         for name, hw in hws.items():
-            cfg = hw.config(lay.tile_m, lay.tile_n)
-            cluster = (cfg.cluster_m, cfg.cluster_n)
-            order = l2.cutlass_sm90_order(lay.tiles_m, lay.tiles_n, raster, int(swizzle), cluster)
-            slots = l2.cutlass_sm90_grid_ctas(lay.tiles_m, lay.tiles_n, raster, int(swizzle), cluster,
-                                              sm_count=hw.sm_count * cfg.cta_slots_per_sm)
-            row[f"{name}_pct"] = (costs.order_waves(lay, hw, 2, order, slots).sum() / 1e6 / r.median_ms - 1) * 100
+            waves = costs.cutlass_waves(lay, hw, 2, raster, int(swizzle))[2]
+            row[f"{name}_pct"] = (waves.sum() / 1e6 / r.median_ms - 1) * 100
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ctasim import costs, l2  # noqa: E402
+from ctasim import costs  # noqa: E402
 from ctasim.calibration import trace_drift  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
 
@@ -41,24 +41,19 @@ WAVE_PROFILE = "h200-x1-calibrated-wave"
 """The profile as registered plans 7-10 judged it: drift_form "wave" with the L2 constants fitted with it."""
 
 
-def predictors(hw, m: int, h: int, raster: str, swizzle: int, own_drift: float) -> dict[str, np.ndarray]:
+def predictors(hw, wave, m: int, h: int, raster: str, swizzle: int, own_drift: float) -> dict[str, np.ndarray]:
     """Wave times (ns) of an M x H x H layer in CUTLASS's (raster, swizzle) order on the profile's grid: lockstep,
-    the profile (its drift and drift form), :data:`WAVE_PROFILE` (registered plan 8's form and constants), and the
-    profile at the trace's own drift."""
+    the profile (its drift and drift form), ``wave`` (:data:`WAVE_PROFILE`: registered plan 8's form and constants),
+    and the profile at the trace's own drift."""
     lay = Layer(m=m, n=h, k=h)
-    cfg = hw.config(lay.tile_m, lay.tile_n)
-    cluster = (cfg.cluster_m, cfg.cluster_n)
-    order = l2.cutlass_sm90_order(lay.tiles_m, lay.tiles_n, raster, swizzle, cluster)
-    slots = l2.cutlass_sm90_grid_ctas(lay.tiles_m, lay.tiles_n, raster, swizzle, cluster,
-                                      sm_count=hw.sm_count * cfg.cta_slots_per_sm)
-    out = {"lockstep": costs.order_waves(lay, hw, 2, order, slots, drift=0.0),
-           "profile": costs.order_waves(lay, hw, 2, order, slots),
-           "wave": costs.order_waves(lay, load_hardware(WAVE_PROFILE), 2, order, slots),
-           "own_drift": costs.order_waves(lay, hw, 2, order, slots, drift=own_drift)}
-    return out
+    order, slots, profile = costs.cutlass_waves(lay, hw, 2, raster, swizzle)
+    return {"lockstep": costs.order_waves(lay, hw, 2, order, slots, drift=0.0),
+            "profile": profile,
+            "wave": costs.cutlass_waves(lay, wave, 2, raster, swizzle)[2],
+            "own_drift": costs.order_waves(lay, hw, 2, order, slots, drift=own_drift)}
 
 
-def analyse(folder: Path, hw) -> tuple[list[dict], list[dict]]:
+def analyse(folder: Path, hw, wave) -> tuple[list[dict], list[dict]]:
     timing = pd.read_csv(folder / "timing.csv")
     timing = timing[timing.variant == "cutlass"]
     rounds, totals = [], []
@@ -73,7 +68,7 @@ def analyse(folder: Path, hw) -> tuple[list[dict], list[dict]]:
         t["tile"] = t.t_compute_end - t.t_acquire
         g = t.groupby("round")
         tile, sd = g.tile.mean().to_numpy(), (g.t_acquire.std() / d["mainloop_start_ns"]).to_numpy()
-        pred = predictors(hw, m, h, raster, swizzle, d["start_sd_per_round"])
+        pred = predictors(hw, wave, m, h, raster, swizzle, d["start_sd_per_round"])
         last = len(tile) - 1  # the last round is partial
         edges = [b for b in BANDS if b < last] + [last]
         for a, b in zip(edges[:-1], edges[1:]):
@@ -107,9 +102,10 @@ def main(argv=None) -> int:
     except (ValueError, OSError) as e:  # SpecError is a ValueError
         print(f"drift_rounds: {e}", file=sys.stderr)
         return 2
+    wave = load_hardware(WAVE_PROFILE)
     rounds, totals = [], []
     for f in folders:
-        r, t = analyse(f, hw)
+        r, t = analyse(f, hw, wave)
         rounds += r
         totals += t
     args.out.mkdir(parents=True, exist_ok=True)

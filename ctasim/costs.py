@@ -47,6 +47,7 @@ __all__ = [
     "tuned_gemm",
     "remote_store_ns",
     "order_waves",
+    "cutlass_waves",
     "order_tile_times",
 ]
 
@@ -208,6 +209,18 @@ def order_tile_times(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndar
     return out
 
 
+def cutlass_waves(layer: Layer, hw: Hardware, elem_bytes: int, raster: str, swizzle: int,
+                  kernel: str = "") -> tuple[np.ndarray, int, np.ndarray]:
+    """``layer`` in CUTLASS 4.2's persistent order at (``raster``, ``swizzle``) on the config's cluster shape and
+    CUTLASS's grid: (the order with its padding slots, the grid's CTA slots, each wave's time by
+    :func:`order_waves`)."""
+    cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
+    tm, tn, cluster = layer.tiles_m, layer.tiles_n, (cfg.cluster_m, cfg.cluster_n)
+    order = l2.cutlass_sm90_order(tm, tn, raster, swizzle, cluster)
+    slots = l2.cutlass_sm90_grid_ctas(tm, tn, raster, swizzle, cluster, sm_count=hw.sm_count * cfg.cta_slots_per_sm)
+    return order, slots, order_waves(layer, hw, elem_bytes, order, slots, kernel=kernel)
+
+
 @functools.lru_cache(maxsize=512)
 def tuned_gemm(layer: Layer, hw: Hardware, elem_bytes: int, kernel: str = "") -> TunedGemm | None:
     """The memory hierarchy's timing of ``layer`` run as one plain GEMM kernel; None when it is off for the config.
@@ -223,19 +236,15 @@ def tuned_gemm(layer: Layer, hw: Hardware, elem_bytes: int, kernel: str = "") ->
     cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
     if not memory_model(hw, cfg):
         return None
-    tm, tn = layer.tiles_m, layer.tiles_n
     cluster = (cfg.cluster_m, cfg.cluster_n)
-    sm = hw.sm_count * cfg.cta_slots_per_sm
     best, seen = None, set()
     for raster in ("along_m", "along_n"):
         for swizzle in (1, 2, 4, 8):
-            used = l2.cutlass_sm90_swizzle(tm, tn, swizzle, cluster)
+            used = l2.cutlass_sm90_swizzle(layer.tiles_m, layer.tiles_n, swizzle, cluster)
             if (raster, used) in seen:
                 continue
             seen.add((raster, used))
-            order = l2.cutlass_sm90_order(tm, tn, raster, swizzle, cluster)
-            slots = l2.cutlass_sm90_grid_ctas(tm, tn, raster, swizzle, cluster, sm_count=sm)
-            waves = order_waves(layer, hw, elem_bytes, order, slots, kernel=kernel)
+            order, slots, waves = cutlass_waves(layer, hw, elem_bytes, raster, swizzle, kernel)
             total = float(waves.sum())
             if best is None or total < best[0]:
                 best = (total, waves, order, slots, f"{raster}/swizzle{used}")
