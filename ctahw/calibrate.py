@@ -29,6 +29,9 @@ kernel_config 128x256       CUTLASS GEMM at M=16384, N=8192, K in {2048, 4096, 8
 clock_onset_ns,             the plain GEMM back to back after a rest (:func:`clock_trajectory`, :func:`clock_regime`)
 clock_sustained_slowdown
 activation_epilogue_...     GEMM1 of the MLP block with and without the fused erf-GeLU, rested
+epilogue_pass_gbps,         ctahw's elementwise epilogue kernel (swiglu, gelu, residual) and row-wise kernel
+rowwise_gbps                (layernorm, rmsnorm) alone at sizes of no registered block (:data:`PASS_ITEMS`), rested
+                            50 ms, medians: bytes read + written / time, the median over each kind's items
 norm_stats_epilogue_...,    the LayerNorm fold: one traced run of the block boundary's ring pair of chain kernels on
 norm_fold_epilogue_...      GPU 0 with the fold's ops and with the ops they replace, M = 4096 and 16384; each side's
                             median tile epilogue difference per element (:func:`fold_probe`; ``--no-fold``: copied)
@@ -89,6 +92,10 @@ from ctasim.spec import Hardware, KernelConfig, find_spec, hardware_from_dict, l
 __all__ = [
     "clock_regime",
     "activation_epilogue_cost",
+    "pass_bytes",
+    "pass_rates",
+    "pass_probe",
+    "PASS_ITEMS",
     "norm_fold_epilogue_cost",
     "kernel_cluster",
     "memory_hierarchy",
@@ -336,6 +343,94 @@ def activation_epilogue_cost(breakdown, tile_elems: int = 128 * 256, slots: int 
     return statistics.median(r["ns_per_element"] for r in rows), rows
 
 
+PASS_ITEMS = (
+    ("epilogue", "swiglu", 16384, 2 * 14336),
+    ("epilogue", "swiglu", 32768, 2 * 8192),
+    ("epilogue", "gelu", 16384, 28672),
+    ("epilogue", "residual", 32768, 8192),
+    ("rowwise", "layernorm", 32768, 4096),
+    ("rowwise", "layernorm", 16384, 8192),
+    ("rowwise", "rmsnorm", 16384, 8192),
+    ("rowwise", "rmsnorm", 16384, 12288),
+)
+"""The memory passes :func:`pass_probe` times: (kind, op, rows, n) with ``n`` the columns the pass reads (a swiglu
+pass reads ``n`` and writes ``n / 2``). Sizes of no registered block, so that the rates are measured apart from the
+blocks they price."""
+
+PASS_FIELDS = {"epilogue": "epilogue_pass_gbps", "rowwise": "rowwise_gbps"}
+"""Each pass kind's profile field (``ctasim.spec.Hardware``)."""
+
+
+def pass_bytes(op: str, rows: int, n: int, elem_bytes: int = 2) -> float:
+    """HBM bytes (read + written) of one memory pass as ``ctasim.costs`` counts them: swiglu reads ``n`` columns and
+    writes ``n / 2``; residual reads the GEMM's output and the residual and writes one; the other elementwise ops
+    and the row-wise norms read and write ``n`` columns once each."""
+    per_row = {"swiglu": n + n // 2, "residual": 3 * n}.get(op, 2 * n)
+    if op not in ("swiglu", "residual", "gelu", "silu", "relu", "layernorm", "rmsnorm"):
+        raise ValueError(f"unknown memory pass {op!r}")
+    return float(rows) * per_row * elem_bytes
+
+
+def pass_rates(rows) -> tuple[dict[str, float], list[dict]]:
+    """The profile's pass rates from :func:`pass_probe` rows (kind, op, rows, n, median_ms): per kind of
+    :data:`PASS_FIELDS`, the median over its items of bytes (:func:`pass_bytes`) / time, GB/s. Returns (field ->
+    rate, the rows with their ``gbps``); ValueError when a kind has no item or an item has no positive time."""
+    out, per = {}, []
+    for r in rows:
+        ms = float(r["median_ms"])
+        if not ms > 0:
+            raise ValueError(f"memory pass {r['op']} {r['rows']}x{r['n']}: time {ms} ms is not positive")
+        per.append(dict(r, gbps=pass_bytes(str(r["op"]), int(r["rows"]), int(r["n"])) / (ms * 1e6)))
+    for kind, name in PASS_FIELDS.items():
+        rates = [p["gbps"] for p in per if p["kind"] == kind]
+        if not rates:
+            raise ValueError(f"memory passes: no {kind} item")
+        out[name] = statistics.median(rates)
+    return out, per
+
+
+def pass_probe(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), reps: int = 9,
+               rest_ms: float = 50.0, items=PASS_ITEMS) -> list[dict]:
+    """Time ctahw's memory-pass kernels (``ctahw.rowwise.epilogue``, ``ctahw.rowwise.rowwise``) on GPU 0 in the
+    executor's harness (``ctahw.baselines.Timed``, ``rest_ms`` of host sleep before every timed run, burst
+    regime), items interleaved round by round after one untimed round: medians of ``reps``. Random bf16 inputs.
+    Rows: kind, op, rows, n, median_ms, samples (;-joined)."""
+    from ctahw import rowwise  # noqa: PLC0415
+    from ctahw.baselines import Timed  # noqa: PLC0415
+    from ctahw.device import random_bf16, require_cupy, require_gpus, summarize  # noqa: PLC0415
+
+    cp = require_cupy()
+    require_gpus(1)
+    rng = cp.random.default_rng(20261202)
+    T = Timed([0], gate_ms=2.0, rest_ms=rest_ms)
+    s = T.compute[0]
+    calls = []
+    with cp.cuda.Device(0):
+        for kind, op, m, n in items:
+            x = random_bf16((m, n), cp, rng)
+            if kind == "rowwise":
+                out = cp.empty((m, n), dtype=cp.uint16)
+                calls.append(lambda op=op, x=x, out=out, m=m, n=n: rowwise.rowwise(op, x, out, m, n, s))
+                continue
+            out = cp.empty((m, n // 2 if op == "swiglu" else n), dtype=cp.uint16)
+            res = random_bf16((m, n), cp, rng) if op == "residual" else None
+            calls.append(lambda op=op, x=x, out=out, res=res, m=m, n=n:
+                         rowwise.epilogue((op,), x, out, m, n, 256, residual=res, stream=s))
+    log(f"calibrate: memory passes ({len(items)} kernels, {reps} runs each)")
+    samples = [[] for _ in items]
+    for i in range(reps + 1):
+        idx = list(range(len(items)))
+        for j in (idx if i % 2 == 0 else idx[::-1]):
+            ms = T.run(lambda t, fn=calls[j]: (fn(), [(s, 0)])[1])[0]
+            if i:
+                samples[j].append(ms)
+    rows = [{"kind": kind, "op": op, "rows": m, "n": n, "median_ms": summarize(v).median_ms,
+             "samples": ";".join(f"{x:.5f}" for x in v)} for (kind, op, m, n), v in zip(items, samples)]
+    del calls
+    cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
 def norm_fold_epilogue_cost(rows, tile_elems: int = 128 * 256) -> tuple[float, float, list[dict]]:
     """ns per tile element that the LayerNorm fold's two epilogues add, from ``chain_probe.py --fold`` rows (m,
     variant, l0_epilogue_ns, l1_epilogue_ns: the median tile's epilogue of one traced run of each pair): per M, the
@@ -468,6 +563,7 @@ MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_eng
                    "remote_atomic_ns", "fence_sys_ns", "launch_ns", "kernel_gap_ns", "event_wait_ns",
                    "allreduce_bus_gbps", "allreduce_latency_ns", "epilogue_store_overlap", "sm_remote_store_gbps",
                    "clock_onset_ns", "clock_sustained_slowdown", "activation_epilogue_ns_per_element",
+                   "epilogue_pass_gbps", "rowwise_gbps",
                    "norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element", "local_signal_ns",
                    "l2_bytes", "l2_hbm_exposed")
 FITTED_FIELDS = ("l2_hbm_exposed",)
@@ -788,6 +884,10 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
     res["activation_rows"] = act_rows
     res["activation_epilogue_ns_per_element"], res["activation_per_m"] = activation_epilogue_cost(
         act_rows, slots=found[0].sm_count)
+    # The memory passes' rates (ctahw's elementwise epilogue and row-wise kernels)
+    res["pass_rows"] = pass_probe(log, reps=max(3, reps // 2) if quick else reps)
+    fields_, res["pass_rows"] = pass_rates(res["pass_rows"])
+    res.update(fields_)
     if memory:
         res.update(measure_memory(log, quick, probe_out))
         try:
@@ -955,6 +1055,12 @@ def measured_fields(res: Mapping) -> dict[str, tuple]:
         out["activation_epilogue_ns_per_element"] = (
             res["activation_epilogue_ns_per_element"], f"CUTLASS Mx28672x8192 with the fused erf-GeLU vs plain, rested: "
             f"{per} (ctahw.calibrate.activation_epilogue_cost); silu and relu assumed the same")
+    for kind, name in PASS_FIELDS.items():
+        if name in res:
+            per = ", ".join(f"{r['op']} {r['rows']}x{r['n']} {r['gbps']:.0f}" for r in res.get("pass_rows", [])
+                            if r["kind"] == kind)
+            out[name] = (res[name], f"median rate of ctahw's {kind} pass kernels, bytes read + written ({per} GB/s; "
+                         "ctahw.calibrate.pass_probe)")
     if "local_signal_ns" in res:
         per = ", ".join(f"{r['m']}x{r['h']}x{r['layers']} {r['local_signal_ns']:.0f}" for r in res.get("ticket_runs", [])
                         if r.get("local_signal_ns") is not None)

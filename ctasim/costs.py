@@ -5,8 +5,9 @@ count of bytes/FLOPs.  Sharing of a link between transfers is not decided here b
 :mod:`ctasim.machine`; these are the times of an operation running alone.
 
 A fused activation costs ``Hardware.activation_epilogue_ns_per_element`` per accumulator element of the tile (a
-microbenchmark value); an unfused epilogue (``Layer.epilogue_fused = false``) is a memory pass at HBM bandwidth
-(:func:`epilogue_pass_ns`), as a row-wise op is.
+microbenchmark value); an unfused epilogue (``Layer.epilogue_fused = false``) and a row-wise op are memory passes,
+their bytes at the rate measured for ctahw's pass kernels (``Hardware.epilogue_pass_gbps``, ``rowwise_gbps``;
+``hbm_gbps`` where a profile has none) (:func:`epilogue_pass_ns`, :func:`rowwise_ns`).
 
 The memory hierarchy (:func:`tuned_gemm`, on when the profile sets ``Hardware.l2_bytes`` and the config
 ``l2_sm_tflops``): a plain GEMM's tiles take the time of their wave, which :mod:`ctasim.l2` computes from the HBM
@@ -138,16 +139,17 @@ def allreduce_ns(nbytes: float, gpus: int, hw: Hardware) -> float:
 
 
 def rowwise_ns(rows: int, cols: int, elem_bytes: int, hw: Hardware) -> float:
-    """A row-wise op (LayerNorm/RMSNorm) over ``rows x cols``: one read and one write at HBM bandwidth."""
-    return 2.0 * rows * cols * elem_bytes / hw.hbm_gbps
+    """A row-wise op (LayerNorm/RMSNorm) over ``rows x cols``: one read and one write at the row-wise kernel's
+    measured rate (``rowwise_gbps``; ``hbm_gbps`` where the profile has none)."""
+    return 2.0 * rows * cols * elem_bytes / (hw.rowwise_gbps or hw.hbm_gbps)
 
 
 def epilogue_pass_ns(layer: Layer, elem_bytes: int, hw: Hardware) -> float:
     """A layer's epilogue ops as their own elementwise kernel (``epilogue_fused = false``): the GEMM's ``m x n``
-    output read once, a residual (``m x out_n``) read once, the ``m x out_n`` result written once, at HBM
-    bandwidth."""
+    output read once, a residual (``m x out_n``) read once, the ``m x out_n`` result written once, at the
+    epilogue kernel's measured rate (``epilogue_pass_gbps``; ``hbm_gbps`` where the profile has none)."""
     elems = layer.m * layer.n + layer.m * layer.out_n * (2 if "residual" in layer.epilogue else 1)
-    return elems * elem_bytes / hw.hbm_gbps
+    return elems * elem_bytes / (hw.epilogue_pass_gbps or hw.hbm_gbps)
 
 
 def memory_model(hw: Hardware, cfg: KernelConfig) -> bool:

@@ -239,6 +239,11 @@ class Hardware:
         "time a fused activation epilogue (gelu, silu, relu, swiglu) adds to a tile, per element of the tile's "
         "accumulator (tile_m x tile_n, before swiglu halves what is stored), ns",
         0.0)
+    epilogue_pass_gbps: float = _f(
+        "rate of an epilogue run as a kernel of its own (Layer.epilogue_fused = false: swiglu, gelu, residual), "
+        "bytes read + written, GB/s; 0 = hbm_gbps", 0.0)
+    rowwise_gbps: float = _f(
+        "rate of a row-wise op's kernel (layernorm, rmsnorm), bytes read + written, GB/s; 0 = hbm_gbps", 0.0)
     norm_stats_epilogue_ns_per_element: float = _f(
         "the LayerNorm fold, producer side: time a residual epilogue that also adds every row's sum and sum of squares "
         "into the next layer's row statistics adds over the residual epilogue alone, per element of the tile, ns",
@@ -562,7 +567,8 @@ def validate_hardware(hw: Hardware, where: str) -> None:
     require(hw.clock_onset_ns >= 0, where, p + "clock_onset_ns", f"must be >= 0, got {hw.clock_onset_ns}")
     require(math.isfinite(hw.clock_sustained_slowdown) and hw.clock_sustained_slowdown >= 1.0, where,
              p + "clock_sustained_slowdown", f"must be >= 1, got {hw.clock_sustained_slowdown}")
-    for name in ("norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element"):
+    for name in ("norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element", "epilogue_pass_gbps",
+                 "rowwise_gbps"):
         v = getattr(hw, name)
         require(math.isfinite(v) and v >= 0, where, p + name, f"must be >= 0, got {v}")
     require(math.isfinite(hw.activation_epilogue_ns_per_element) and hw.activation_epilogue_ns_per_element >= 0,

@@ -159,7 +159,10 @@ CLOCK_RESULT = {"clock_onset_ns": 5.6e7, "clock_sustained_slowdown": 1.17,
                 "activation_epilogue_ns_per_element": 0.11,
                 "activation_per_m": [{"m": 4096, "per_tile_ns": 3970.0}, {"m": 16384, "per_tile_ns": 3420.0}],
                 "norm_stats_epilogue_ns_per_element": 0.059, "norm_fold_epilogue_ns_per_element": 0.045,
-                "fold_per_m": [{"m": 4096, "stats_ns_per_tile": 1600.0, "fold_ns_per_tile": 1440.0}]}
+                "fold_per_m": [{"m": 4096, "stats_ns_per_tile": 1600.0, "fold_ns_per_tile": 1440.0}],
+                "epilogue_pass_gbps": 3900.0, "rowwise_gbps": 4150.0,
+                "pass_rows": [{"kind": "epilogue", "op": "swiglu", "rows": 16384, "n": 28672, "gbps": 3900.0},
+                              {"kind": "rowwise", "op": "rmsnorm", "rows": 16384, "n": 8192, "gbps": 4150.0}]}
 
 
 def test_a_calibrated_profile_carries_the_folds_measured_costs_with_their_source(tmp_path):
@@ -439,3 +442,48 @@ def test_the_ticket_spread_goes_into_the_profile_with_its_traces(tmp_path):
     # an older measurement without ticket traces keeps the base profile's value
     cal.write_profile(dict(fitted, **MEMORY_RESULT), "h200-x2", tmp_path / "q.toml", "q", PROV)
     assert load_hardware(tmp_path / "q.toml").config(128, 256).ticket_spread == 0.0
+
+
+def test_pass_bytes_count_what_ctasim_prices():
+    from ctasim import costs
+    from ctasim.spec import Layer
+
+    hw = load_hardware("h200-x2")
+    # swiglu: reads the GEMM's n columns, writes n / 2; residual: reads y and the residual, writes one
+    for op, n, out_n in (("swiglu", 28672, 14336), ("residual", 8192, 8192), ("gelu", 28672, 28672)):
+        layer = Layer(m=4096, n=n, k=1024, tile_m=128, tile_n=256, epilogue=(op,), epilogue_fused=False)
+        assert layer.out_n == out_n
+        assert cal.pass_bytes(op, 4096, n) / hw.hbm_gbps == pytest.approx(costs.epilogue_pass_ns(layer, 2, hw))
+    assert cal.pass_bytes("rmsnorm", 4096, 8192) / hw.hbm_gbps == pytest.approx(costs.rowwise_ns(4096, 8192, 2, hw))
+    with pytest.raises(ValueError, match="unknown memory pass"):
+        cal.pass_bytes("softmax", 1, 2)
+
+
+def test_pass_rates_are_each_kinds_median_rate():
+    rows = [{"kind": "epilogue", "op": "swiglu", "rows": 1000, "n": 2000, "median_ms": 1.0},   # 6e6 B -> 6 GB/s
+            {"kind": "epilogue", "op": "gelu", "rows": 1000, "n": 2000, "median_ms": 2.0},     # 8e6 B -> 4 GB/s
+            {"kind": "epilogue", "op": "residual", "rows": 1000, "n": 1000, "median_ms": 1.2},  # 6e6 B -> 5 GB/s
+            {"kind": "rowwise", "op": "rmsnorm", "rows": 1000, "n": 1000, "median_ms": 0.5}]   # 4e6 B -> 8 GB/s
+    fields, per = cal.pass_rates(rows)
+    assert fields == {"epilogue_pass_gbps": pytest.approx(5.0), "rowwise_gbps": pytest.approx(8.0)}
+    assert [round(r["gbps"], 6) for r in per] == [6.0, 4.0, 5.0, 8.0]
+    with pytest.raises(ValueError, match="no rowwise item"):
+        cal.pass_rates(rows[:3])
+    with pytest.raises(ValueError, match="not positive"):
+        cal.pass_rates([dict(rows[0], median_ms=0.0)] + rows[1:])
+
+
+def test_a_calibrated_profile_prices_the_passes_at_their_measured_rates(tmp_path):
+    from ctasim import costs
+
+    out = tmp_path / "p.toml"
+    cal.write_profile(dict(FAKE_RESULT, **NO_FIT, **CLOCK_RESULT), "h200-x2", out, "p", PROV)
+    hw = load_hardware(out)
+    assert (hw.epilogue_pass_gbps, hw.rowwise_gbps) == (3900.0, 4150.0)
+    assert costs.rowwise_ns(4096, 8192, 2, hw) == pytest.approx(2 * 4096 * 8192 * 2 / 4150.0)
+    line = next(l for l in out.read_text().splitlines() if l.startswith("rowwise_gbps"))
+    assert "# measured:" in line and "rmsnorm 16384x8192 4150" in line
+    cal.write_profile(dict(FAKE_RESULT, **NO_FIT), "h200-x2", out, "p", PROV)  # not measured: the base's (none)
+    hw = load_hardware(out)
+    assert (hw.epilogue_pass_gbps, hw.rowwise_gbps) == (0.0, 0.0)
+    assert costs.rowwise_ns(4096, 8192, 2, hw) == pytest.approx(2 * 4096 * 8192 * 2 / hw.hbm_gbps)
