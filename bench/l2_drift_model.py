@@ -57,7 +57,8 @@ def main() -> int:
     drift = measured_drift()
     rows, consts = [], {}
     for name, dr, form in (("lockstep (drift 0)", 0.0, "wave"), (f"drift {drift:.4f} (measured)", drift, "wave"),
-                           (f"drift {drift:.4f}, carried", drift, "carried")):
+                           (f"drift {drift:.4f}, carried", drift, "carried"),
+                           (f"drift {drift:.4f}, interleaved", drift, "interleaved")):
         ta = {1.0: C.run_traffic(a, L.L2_BYTES, drift=dr, sm_count=L.SLOTS, drift_form=form)}
         tb = {1.0: C.run_traffic(b, L.L2_BYTES, drift=dr, sm_count=L.SLOTS, drift_form=form)}
         c = C.fit_l2_constants(pd.read_csv(L.DATA), l2_bytes=L.L2_BYTES, hbm_gbps=L.HBM_GBPS,
@@ -75,7 +76,8 @@ def main() -> int:
     out.to_csv(dest, index=False, float_format="%.4f")
     pd.set_option("display.width", 200)
     print(out.round(2).to_string(index=False))
-    for form, key in (("wave", f"drift {drift:.4f} (measured)"), ("carried", f"drift {drift:.4f}, carried")):
+    for form, key in (("wave", f"drift {drift:.4f} (measured)"), ("carried", f"drift {drift:.4f}, carried"),
+                      ("interleaved", f"drift {drift:.4f}, interleaved")):
         rate, exposed, dr = consts[key]
         print(f"\ndrift_form = {form!r}: l2_sm_tflops = {rate}, l2_hbm_exposed = {exposed}, cta_drift = {dr:.4f}")
     print(f"wrote {dest}")

@@ -34,8 +34,12 @@ RUNS = {"2026-12-02-registered7-1gpu": ("reg7-qwen2.5-32b-1gpu", "reg7-mistral-l
         "2026-12-02-registered8-1gpu": ("reg8-llama2-13b-1gpu", "reg8-yi-34b-1gpu", "reg8-command-r-plus-1gpu",
                                         "reg8-falcon-40b-1gpu"),
         "2026-12-02-registered8-1gpu-run2": ("reg8-llama2-13b-1gpu", "reg8-yi-34b-1gpu", "reg8-command-r-plus-1gpu",
-                                             "reg8-falcon-40b-1gpu")}
-PROFILES = {"carried": "h200-x1-calibrated", "wave": "h200-x1-calibrated-wave"}
+                                             "reg8-falcon-40b-1gpu"),
+        "2026-12-02-registered20-1gpu": ("reg20-llama2-13b-1gpu", "reg20-yi-34b-1gpu", "reg20-falcon-40b-1gpu",
+                                         "reg20-qwen2.5-32b-1gpu"),
+        "2026-12-02-registered20-1gpu-run2": ("reg20-llama2-13b-1gpu", "reg20-yi-34b-1gpu", "reg20-falcon-40b-1gpu",
+                                              "reg20-qwen2.5-32b-1gpu")}
+PROFILES = {"interleaved": "h200-x1-calibrated", "carried": "h200-x1-calibrated-carried", "wave": "h200-x1-calibrated-wave"}
 
 
 def judged(run: str, name: str) -> pd.DataFrame:

@@ -463,9 +463,10 @@ def kernel_cluster(describe: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-DRIFT_FORM = "carried"
+DRIFT_FORM = "interleaved"
 """The drift form (``ctasim.l2.DRIFT_FORMS``) ``ctahw calibrate`` fits the L2 constants with and writes into the
-128x256 config (docs/model.md: chosen 2026-12-02 on the long order traces; registered plan 8 judged ``"wave"``)."""
+128x256 config (docs/model.md: "carried" chosen 2026-12-02 on the long order traces, "interleaved" after registered
+plan 20's take-apart; registered plan 8 judged ``"wave"``, plan 20 "carried" beside "wave")."""
 
 
 def memory_hierarchy(res: Mapping) -> dict:

@@ -31,7 +31,7 @@ What is modelled
       together; once the bytes the L2 must hold between the first and the last sharer exceed its capacity, later
       sharers read again (:func:`drift_rereads`).
 
-      Two forms (``drift_form``, :data:`DRIFT_FORMS`). ``"wave"`` (registered plan 8): every panel shared within a
+      Three forms (``drift_form``, :data:`DRIFT_FORMS`). ``"wave"`` (registered plan 8): every panel shared within a
       wave counts, and the later sharers miss by a hard capacity, the share ``1 - L2 / held``. ``"carried"``: a
       panel read in the wave before too is read all along (its sharers' reads interleave with the neighbouring
       waves' whatever the drift), so only the other shared panels count, and what the L2 keeps of the carried panels
@@ -39,6 +39,13 @@ What is modelled
       traces of 125-249 rounds (``bench/results/hw/2026-12-02-long-order-traces``) show the loss of the high-reuse
       orders level off at +10 to +14% once the spread passes ~0.5 tile times, where ``"wave"`` keeps growing towards
       every later sharer missing (+8 to +16% at 249 rounds); ``"carried"`` was chosen after those traces were seen.
+      ``"interleaved"``: as ``"carried"``, but a carried panel is exempt only by the share of its reads that the L2
+      outlasts: its ``n`` sharers a wave read it ``n`` times a tile time, the L2 keeps a line ``tau`` = capacity /
+      the wave's HBM bytes tile times (a wave takes one), and with exponential gaps the share ``1 - exp(-n tau)`` of
+      the reads comes soon enough; the rest joins the held bytes as a panel not carried does. Long-K GEMMs bring in
+      many bytes a tile time, so their carried panels are not free: ``"carried"`` prices the along-N orders of long-K
+      narrow-N GEMMs 3-4% fast and picks them where along-M measures faster (``bench/results/block-gemm-orders``,
+      ``bench/results/hw/2026-12-02-pass-rates``); chosen after those runs were seen.
 
     * **Ticket spread** (optional, ``ticket_spread > 0``): a grid that hands out tiles by tickets (the chain kernel)
       keeps the running tiles one window of the order, but their start times spread over up to a tile time; a
@@ -286,11 +293,12 @@ def expected_range(n: np.ndarray) -> np.ndarray:
     return out
 
 
-DRIFT_LAWS = {"wave": "threshold", "carried": "share"}
+DRIFT_LAWS = {"wave": "threshold", "carried": "share", "interleaved": "share"}
 """How :func:`wave_traffic` charges a persistent grid's drift (module docstring), per form: the law
 :func:`drift_rereads` applies. ``"wave"``: every panel shared in a wave, a hard capacity (registered plan 8's);
 ``"carried"``: only panels not carried from the wave before, against the capacity the carried ones leave, by a
-share without threshold."""
+share without threshold; ``"interleaved"``: as ``"carried"``, with a carried panel's bytes counted by the share of its
+reads that come after the L2 let it go, ``exp(-n tau)``."""
 DRIFT_FORMS = tuple(DRIFT_LAWS)
 """The drift forms (:data:`DRIFT_LAWS`' keys); ``"wave"`` first, the default of ``KernelConfig.drift_form``."""
 
@@ -447,18 +455,29 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
     if drift > 0:
         cap = float(l2_bytes) * float(l2_efficiency)
         carried = None
-        if drift_form == "carried":
+        full = cap
+        if drift_form in ("carried", "interleaved"):
             carried = np.zeros_like(used)  # (panel, wave): the wave before read the panel too
             carried[:, 1:] = used[:, 1:] & used[:, :-1]
             cont = carried[q, w]
             cap = np.maximum(cap - np.bincount(w[cont], weights=(size[q] * hit)[cont], minlength=W), 0.0)
+        # "interleaved": how long the L2 keeps a line, in tile times (one wave takes one): its capacity over the bytes
+        # the wave brings in before any drift re-read
+        keep_tt = full / np.maximum(a_hbm + w_hbm + store, 1.0)
         sharers = []  # per panel kind: (wave, sharers, panel bytes) of each (panel, wave) with a tile
         for panel, per_tile, nbytes, first_id in ((ri, 1.0, size[:tiles_m], 0),
                                                   (ci, 1.0 / max(1, cluster_m), size[tiles_m:], tiles_m)):
             uniq, cnt = np.unique(wv * Q + panel, return_counts=True)
             uw, up = uniq // Q, uniq % Q
-            keep = np.ones(len(uw), dtype=bool) if carried is None else ~carried[up + first_id, uw]
-            sharers.append((uw[keep], (cnt * per_tile)[keep], nbytes[up[keep]]))
+            n, nb = cnt * per_tile, nbytes[up]
+            if carried is None:
+                sharers.append((uw, n, nb))
+            elif drift_form == "carried":
+                keep = ~carried[up + first_id, uw]
+                sharers.append((uw[keep], n[keep], nb[keep]))
+            else:  # a carried panel's reads come n a tile time; the share whose gap the L2 outlasts is exempt
+                exempt = np.where(carried[up + first_id, uw], 1.0 - np.exp(-n * keep_tt[uw]), 0.0)
+                sharers.append((uw, n, nb * (1.0 - exempt)))
         again = drift_rereads(sharers, W, drift, cap, law=DRIFT_LAWS[drift_form])
     tickets = None
     if ticket_spread > 0:

@@ -148,9 +148,10 @@ class KernelConfig:
         "0 = lockstep waves", 0.0)
     drift_form: str = _f(
         "how the memory hierarchy charges cta_drift (ctasim.l2.DRIFT_FORMS): 'wave' (registered plan 8's: every "
-        "panel shared in a wave, later sharers missing past a hard capacity) or 'carried' (panels carried from the "
+        "panel shared in a wave, later sharers missing past a hard capacity), 'carried' (panels carried from the "
         "wave before are not parted and take their cached bytes off the capacity; the rest miss by the share "
-        "held / (held + free capacity))", "wave")
+        "held / (held + free capacity)) or 'interleaved' (as 'carried', a carried panel exempt only by the share "
+        "1 - exp(-n tau) of its reads the L2 outlasts)", "wave")
     ticket_spread: float = _f(
         "growth per round of the span of the start times of a grid's worth of consecutive tickets, in tile times, "
         "for kernels that hand out tiles by tickets (the chain kernel's tickets design): the memory hierarchy "

@@ -309,3 +309,51 @@ def test_the_carried_form_takes_the_carried_panels_cached_bytes_off_the_capacity
     free = cap - 2 * size_w
     assert tr.drift_hbm[1] == pytest.approx(held / (held + free) * size_a)
     assert tr.drift_hbm[0] == 0.0  # wave 0: no spread yet
+
+
+def test_the_interleaved_form_exempts_a_carried_panel_by_the_share_of_its_reads_the_l2_outlasts():
+    """The example above in the form "interleaved": the carried W panels are exempt by 1 - exp(-n tau) with n their
+    sharers in the wave (one each) and tau = capacity / the wave's HBM bytes; the rest of their bytes joins A1's."""
+    m, n, k, tm, tn, eb = 256, 512, 64, 128, 256, 2
+    size_a, size_w = tm * k * eb, tn * k * eb
+    cap, drift = 3.0 * size_w, 0.5
+    kw = dict(drift=drift, cluster_m=1)
+    tr = wave_traffic([0, 1, 2, 3], m, n, k, tm, tn, eb, 2, cap, **kw, drift_form="interleaved")
+    carried = wave_traffic([0, 1, 2, 3], m, n, k, tm, tn, eb, 2, cap, **kw, drift_form="carried")
+    base = tr.a_hbm[1] + tr.w_hbm[1] + tr.store[1]  # A1 missed, W0 and W1 hit, the stores
+    share = np.exp(-1.0 * cap / base)  # each W panel: one sharer in wave 1
+    r2 = float(l2.expected_range(np.array([2]))[0])
+    held = drift * (size_a * r2 + 2 * size_w * share * 0.0)  # one sharer each: a range of 0, nothing held
+    free = cap - 2 * size_w
+    assert tr.drift_hbm[1] == pytest.approx(held / (held + free) * size_a) == pytest.approx(carried.drift_hbm[1])
+    # with two sharers a W panel (two row-blocks a wave, cluster_m = 1) its unexempt share is held and re-read
+    m2 = 512
+    o = list(range(8))  # 4 row-blocks x 2 column tiles, 4 slots: wave 0 rows 0-1, wave 1 rows 2-3; W carried
+    tr = wave_traffic(o, m2, n, k, tm, tn, eb, 4, cap, **kw, drift_form="interleaved")
+    carried = wave_traffic(o, m2, n, k, tm, tn, eb, 4, cap, **kw, drift_form="carried")
+    base = tr.a_hbm[1] + tr.w_hbm[1] + tr.store[1]
+    share = np.exp(-2.0 * cap / base)
+    held_a = drift * 2 * size_a * r2  # rows 2 and 3, two sharers each
+    held_w = drift * 2 * size_w * share * r2
+    free = max(cap - 2 * size_w * (1.0 - tr.w_hbm[1] / (2 * size_w)), 0.0)
+    held = held_a + held_w
+    again = 2 * size_a + 2 * size_w * share
+    assert tr.drift_hbm[1] == pytest.approx(held / (held + free) * again)
+    assert tr.drift_hbm[1] > carried.drift_hbm[1] > 0
+
+
+def test_the_interleaved_form_picks_along_m_for_a_long_k_narrow_n_gemm():
+    """32768 x 5120 x 27648 (a down projection): measured along_m/swizzle4 fastest, along_n/swizzle4 1.5% slower
+    (bench/results/hw/2026-12-02-block-gemm-orders); the carried form picks along N and prices it 2.8% under the
+    best measured order, the interleaved form picks along M. A square GEMM keeps its high-reuse order's time."""
+    from ctasim import costs
+    from ctasim.spec import Layer, load_hardware
+
+    hw, carried = load_hardware("h200-x1-calibrated"), load_hardware("h200-x1-calibrated-carried")
+    down = Layer(m=32768, n=5120, k=27648)
+    assert costs.tuned_gemm(down, hw, 2).schedule == "along_m/swizzle4"
+    assert costs.tuned_gemm(down, carried, 2).schedule.startswith("along_n")
+    assert costs.tuned_gemm(down, hw, 2).total_ns / 1e6 == pytest.approx(11.80, rel=0.01)  # measured 11.8027 ms
+    square = Layer(m=32768, n=8192, k=8192)
+    assert costs.tuned_gemm(square, hw, 2).total_ns == pytest.approx(costs.tuned_gemm(square, carried, 2).total_ns,
+                                                                      rel=0.01)

@@ -188,8 +188,8 @@ def test_the_profiles_memory_constants_are_the_committed_derivations():
     assert cfg.cta_drift == pytest.approx(drift, abs=5e-5)
     fit = pd.read_csv(root / "bench/results/l2-model/drift-summary.csv")
     fit = fit[fit.model.str.startswith("drift") & (fit.split == "A calibration")]
-    row = fit[fit.model.str.endswith(", carried") == (cfg.drift_form == "carried")].iloc[0]
-    assert cfg.drift_form == "carried"
+    row = fit[fit.model.str.endswith(f", {cfg.drift_form}")].iloc[0]
+    assert cfg.drift_form == "interleaved"
     assert (cfg.l2_sm_tflops, X1.l2_hbm_exposed) == (pytest.approx(row.rate), pytest.approx(row.exposed))
 
 
@@ -365,14 +365,19 @@ def test_lockstep_also_takes_the_ticket_spread_away():
     assert without_drift(none) is None
 
 
-def test_the_wave_profile_is_h200_x1_calibrated_but_for_the_drift_form_and_its_l2_constants():
-    """h200-x1-calibrated-wave (registered plan 20's second model) differs from the profile only where the form does."""
-    wave = load_hardware("h200-x1-calibrated-wave")
-    assert dataclasses.replace(wave, name=X1.name, l2_hbm_exposed=X1.l2_hbm_exposed, kernel_configs=X1.kernel_configs) == X1
-    for a, b in zip(X1.kernel_configs, wave.kernel_configs, strict=True):
+@pytest.mark.parametrize("name, form, constants", [("h200-x1-calibrated-wave", "wave", (6.64, 0.19)),
+                                                    ("h200-x1-calibrated-carried", "carried", (6.73, 0.2))])
+def test_the_other_forms_profiles_are_h200_x1_calibrated_but_for_the_drift_form_and_its_l2_constants(name, form,
+                                                                                                   constants):
+    """h200-x1-calibrated-wave (plan 8's form, registered plan 20's second model) and -carried (plan 20's model)
+    differ from the profile only where the form does: their forms' fits (tests/test_calibration.py)."""
+    other = load_hardware(name)
+    assert dataclasses.replace(other, name=X1.name, l2_hbm_exposed=X1.l2_hbm_exposed,
+                               kernel_configs=X1.kernel_configs) == X1
+    for a, b in zip(X1.kernel_configs, other.kernel_configs, strict=True):
         if a.key() == "128x256":
-            assert (a.drift_form, b.drift_form) == ("carried", "wave")
-            assert (b.l2_sm_tflops, wave.l2_hbm_exposed) == (6.64, 0.19)  # plan 8's fit (tests/test_calibration.py)
+            assert (a.drift_form, b.drift_form) == ("interleaved", form)
+            assert (b.l2_sm_tflops, other.l2_hbm_exposed) == constants
             b = dataclasses.replace(b, drift_form=a.drift_form, l2_sm_tflops=a.l2_sm_tflops, source=a.source)
         assert a == b
 

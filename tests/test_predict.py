@@ -141,7 +141,10 @@ MODEL_EXPERIMENTS = {"llama3.1-8b": "reg5-llama8b-1gpu", "llama3.1-70b": "reg5-l
                      "deepseek-v3-dense": "reg6-deepseek-v3-dense-1gpu", "llama3.1-405b": "reg6-llama3.1-405b-1gpu",
                      "qwen2.5-32b": "reg7-qwen2.5-32b-1gpu", "mistral-large-2": "reg7-mistral-large-2-1gpu",
                      "gpt3-175b": "reg7-gpt3-175b-1gpu", "llama2-13b": "reg8-llama2-13b-1gpu", "yi-34b": "reg8-yi-34b-1gpu",
-                     "command-r-plus": "reg8-command-r-plus-1gpu", "falcon-40b": "reg8-falcon-40b-1gpu"}
+                     "command-r-plus": "reg8-command-r-plus-1gpu", "falcon-40b": "reg8-falcon-40b-1gpu",
+                     "mistral-nemo-12b": "reg21-mistral-nemo-12b-1gpu", "phi3-medium": "reg21-phi3-medium-1gpu",
+                     "internlm2-20b": "reg21-internlm2-20b-1gpu", "gpt-neox-20b": "reg21-gpt-neox-20b-1gpu",
+                     "opt-66b": "reg21-opt-66b-1gpu"}
 
 
 def test_every_model_has_a_registered_one_gpu_experiment():
