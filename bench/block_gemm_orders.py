@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402
-from plan20_judge import BLOCKS, WAVE  # noqa: E402
+from plan_judge import BLOCKS, WAVE  # noqa: E402
 
 from ctasim import costs  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402

@@ -346,7 +346,7 @@ def test_plan_9s_post_hoc_table_keeps_the_registered_errors_and_beats_them_by_wh
 @pytest.mark.parametrize("folder,carried_within", [("validation-registered20", True),
                                                    ("validation-registered20-run2", False)])
 def test_registered_plan_20s_claims_are_what_its_committed_reports_give(tmp_path, folder, carried_within):
-    """bench/plan20_judge.py on the committed reports of registered plan 20 (two machines) gives the committed claims
+    """bench/plan_judge.py 20 on the committed reports of registered plan 20 (two machines) gives the committed claims
     table, and the claims as docs/validation.md reports them: the carried model under half the naive line's MAPE,
     within the targets on the first machine and not on the second, the wave form closer on both (claim b failed),
     lockstep under every case."""
@@ -354,12 +354,12 @@ def test_registered_plan_20s_claims_are_what_its_committed_reports_give(tmp_path
     import shutil
 
     root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("plan20_judge", root / "bench/plan20_judge.py")
+    spec = importlib.util.spec_from_file_location("plan_judge", root / "bench/plan_judge.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     reports = tmp_path / "r"
     shutil.copytree(root / "bench/results" / folder, reports)
-    assert mod.main(["--reports", str(reports)]) == 0
+    assert mod.main(["20", "--reports", str(reports)]) == 0
     got = pd.read_csv(reports / "claims.csv").set_index("predictor")
     committed = pd.read_csv(root / "bench/results" / folder / "claims.csv").set_index("predictor")
     pd.testing.assert_frame_equal(got, committed)
@@ -372,7 +372,37 @@ def test_registered_plan_20s_claims_are_what_its_committed_reports_give(tmp_path
     assert got.loc["wave", "mape_pct"] < c.mape_pct and (got.loc["wave", "over"] >= 6) == carried_within
     assert got.loc["lockstep", "over"] == 0
     (reports / "reg20-yi-34b-1gpu-wave" / "accuracy.csv").unlink()
-    assert mod.main(["--reports", str(reports)]) == 2  # a missing report is refused, not skipped
+    assert mod.main(["20", "--reports", str(reports)]) == 2  # a missing report is refused, not skipped
+
+
+PLAN21_CLAIMS = {"validation-registered21": dict(a=True, b=False, c=False, d=True)}
+"""Registered plan 21's claims per measuring machine, as docs/validation.md reports them: (a) the interleaved model
+within MAPE 3% and worst 6%, (b) at most half the naive line's and waves' MAPE, (c) at most the carried form's,
+(d) below the wave form's."""
+
+
+@pytest.mark.parametrize("folder", sorted(PLAN21_CLAIMS))
+def test_registered_plan_21s_claims_are_what_its_committed_reports_give(tmp_path, folder):
+    import importlib.util
+    import shutil
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("plan_judge", root / "bench/plan_judge.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    reports = tmp_path / "r"
+    shutil.copytree(root / "bench/results" / folder, reports)
+    assert mod.main(["21", "--reports", str(reports)]) == 0
+    got = pd.read_csv(reports / "claims.csv").set_index("predictor")
+    pd.testing.assert_frame_equal(got, pd.read_csv(root / "bench/results" / folder / "claims.csv").set_index("predictor"))
+    m, want = got.loc["interleaved"], PLAN21_CLAIMS[folder]
+    assert m.cases == 10
+    assert (m.mape_pct <= 3 and abs(m.worst_pct) <= 6) == want["a"]
+    assert (m.mape_pct <= got.loc["naive", "mape_pct"] / 2 and m.mape_pct <= got.loc["waves", "mape_pct"] / 2) == want["b"]
+    assert (m.mape_pct <= got.loc["carried", "mape_pct"]) == want["c"]
+    assert (m.mape_pct < got.loc["wave", "mape_pct"]) == want["d"]
+    (reports / "reg21-opt-66b-1gpu-carried" / "accuracy.csv").unlink()
+    assert mod.main(["21", "--reports", str(reports)]) == 2
 
 
 def test_the_committed_post_hoc_drift_form_table_is_what_the_script_writes(tmp_path):

@@ -1,0 +1,92 @@
+"""A registered block plan's claims (bench/predictions/README.md) from its committed reports (no GPU).
+
+    python bench/plan_judge.py PLAN [--reports bench/results/validation-registeredPLAN]
+
+PLAN is 20 or 21 (:data:`PLANS`). Reads each registration's ``accuracy.csv`` (``ctasim compare``): the model of
+``regPLAN-X`` and of each twin registration ``regPLAN-X<suffix>`` (the same experiment predicted with another drift
+form's profile), lockstep, flat, naive and waves; writes ``judged.csv`` (every block case's error per predictor) and
+``claims.csv`` (per predictor over the block cases: MAPE, worst, cases over-predicted, and the same
+machine-normalised by the reference GEMM at M = 16384) into the reports folder, and prints both. A missing or
+unregistered report is refused (one line, exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+PLANS = {20: {"": "carried", "-wave": "wave"},
+         21: {"": "interleaved", "-carried": "carried", "-wave": "wave"}}
+"""Per plan, each registration suffix and the name of its model: plan 20 predicted with h200-x1-calibrated when its
+drift form was "carried" and with h200-x1-calibrated-wave; plan 21 with the profile's "interleaved" form and with
+h200-x1-calibrated-carried and -wave."""
+WAVE = "-wave"
+
+
+def reference(plan: int) -> str:
+    return f"reg{plan}-reference"
+
+
+def blocks(plan: int) -> tuple[str, ...]:
+    """The plan's block registrations, as committed under bench/predictions (each with its twins)."""
+    twins = tuple(s for s in PLANS[plan] if s)
+    return tuple(sorted(p.name for p in (ROOT / "bench/predictions").glob(f"reg{plan}-*")
+                        if not p.name.endswith(twins) and p.name != reference(plan)))
+
+
+BLOCKS = blocks(20)
+"""Plan 20's block registrations (bench/block_gemm_orders.py takes them apart)."""
+
+
+def load(plan: int, reports: Path) -> pd.DataFrame:
+    """Every judged row, one predictor name each: the registration's own sources with its model named by
+    :data:`PLANS`, and each twin's model by its name."""
+    rows = []
+    for exp in blocks(plan) + (reference(plan),):
+        for suffix, name in PLANS[plan].items():
+            path = reports / f"{exp}{suffix}" / "accuracy.csv"
+            if not path.is_file():
+                raise FileNotFoundError(f"plan_judge: no {path} (run ctasim compare first)")
+            a = pd.read_csv(path)
+            if not a.registered.all():
+                raise ValueError(f"plan_judge: {path} holds rows not labelled registered")
+            a = a[a.source == "model"] if suffix else a
+            a = a.assign(predictor=a.source.replace({"model": name}))
+            rows.append(a[["experiment", "m", "measured_ms", "predictor", "predicted_ms", "error"]])
+    return pd.concat(rows, ignore_index=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("plan", type=int, choices=sorted(PLANS))
+    ap.add_argument("--reports", type=Path, help="default: bench/results/validation-registeredPLAN")
+    args = ap.parse_args(argv)
+    reports = args.reports or ROOT / f"bench/results/validation-registered{args.plan}"
+    try:
+        d = load(args.plan, reports)
+    except (FileNotFoundError, ValueError) as e:
+        print(e, file=sys.stderr)
+        return 2
+    ref = d[(d.experiment == reference(args.plan)) & (d.m == 16384)].set_index("predictor").error
+    judged = d[d.experiment.isin(blocks(args.plan))].copy()
+    judged["error_pct"] = 100 * judged.error
+    judged["normalised_pct"] = 100 * ((1 + judged.error) / (1 + judged.predictor.map(ref)) - 1)
+    claims = judged.groupby("predictor").agg(
+        cases=("error_pct", "size"), mape_pct=("error_pct", lambda x: x.abs().mean()),
+        worst_pct=("error_pct", lambda x: x.iloc[x.abs().argmax()]), over=("error_pct", lambda x: int((x > 0).sum())),
+        normalised_mape_pct=("normalised_pct", lambda x: x.abs().mean()),
+        normalised_worst_pct=("normalised_pct", lambda x: x.iloc[x.abs().argmax()])).reset_index()
+    judged.drop(columns="error").round(4).to_csv(reports / "judged.csv", index=False)
+    claims.round(4).to_csv(reports / "claims.csv", index=False)
+    pd.set_option("display.width", 200)
+    print(judged.pivot_table(index=["experiment", "m"], columns="predictor", values="error_pct").round(2).to_string())
+    print(claims.round(2).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
