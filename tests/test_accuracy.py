@@ -375,7 +375,8 @@ def test_registered_plan_20s_claims_are_what_its_committed_reports_give(tmp_path
     assert mod.main(["20", "--reports", str(reports)]) == 2  # a missing report is refused, not skipped
 
 
-PLAN21_CLAIMS = {"validation-registered21": dict(a=True, b=False, c=False, d=True)}
+PLAN21_CLAIMS = {"validation-registered21": dict(a=True, b=False, c=False, d=True),
+                 "validation-registered21-run2": dict(a=False, b=False, c=True, d=False)}
 """Registered plan 21's claims per measuring machine, as docs/validation.md reports them: (a) the interleaved model
 within MAPE 3% and worst 6%, (b) at most half the naive line's and waves' MAPE, (c) at most the carried form's,
 (d) below the wave form's."""
