@@ -92,6 +92,7 @@ from ctasim.spec import Hardware, KernelConfig, find_spec, hardware_from_dict, l
 __all__ = [
     "clock_regime",
     "activation_epilogue_cost",
+    "activation_probe",
     "pass_bytes",
     "pass_rates",
     "pass_probe",
@@ -428,6 +429,38 @@ def pass_probe(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
              "samples": ";".join(f"{x:.5f}" for x in v)} for (kind, op, m, n), v in zip(items, samples)]
     del calls
     cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def activation_probe(g, ms: Sequence[int] = (4096, 16384), ops: Sequence[str] = ("gelu",), reps: int = 10,
+                     rest_ms: float = 300.0, n: int = 28672, k: int = 8192) -> list[dict]:
+    """GEMM1 of the MLP block (``M x n x k``, CUTLASS ``g`` on GPU 0, its tuned order as set) plain and with each
+    fused activation of ``ops``, every run behind ``rest_ms`` of rest, the items interleaved round by round after one
+    untimed round: rows (m, item ``gemm1_plain`` / ``gemm1_<op>``, per_op_ms = the median of ``reps``), what
+    :func:`activation_epilogue_cost` reads."""
+    from ctahw.baselines import Timed  # noqa: PLC0415
+    from ctahw.device import random_bf16, require_cupy, summarize  # noqa: PLC0415
+
+    cp = require_cupy()
+    rng = cp.random.default_rng(20261129)
+    rested = Timed([0], gate_ms=2.0, rest_ms=rest_ms)
+    items = [("gemm1_plain", ())] + [(f"gemm1_{op}", (op,)) for op in ops]
+    rows = []
+    for mm in ms:
+        with cp.cuda.Device(0):
+            a1 = random_bf16((mm, k), cp, rng)
+            w1 = random_bf16((n, k), cp, rng, 1 / 90.5)
+            d1 = cp.empty((mm, n), dtype=cp.uint16)
+        times = {item: [] for item, _ in items}
+        for i in range(reps + 1):
+            for item, ep in (items if i % 2 == 0 else items[::-1]):
+                t = rested.run(lambda T, ep=ep: (g(a1, w1, d1, mm, n, k, rested.compute[0], epilogue=ep),
+                                                 [(rested.compute[0], 0)])[1])[0]
+                if i:
+                    times[item].append(t)
+        rows += [{"m": mm, "item": item, "per_op_ms": summarize(v).median_ms} for item, v in times.items()]
+        del a1, w1, d1
+        cp.get_default_memory_pool().free_all_blocks()
     return rows
 
 
@@ -865,23 +898,7 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
 
     # The fused activation's cost (GEMM1 of the MLP block, plain and with the erf-GeLU, rested)
     log("calibrate: fused activation cost")
-    act_rows = []
-    rested = Timed([0], gate_ms=2.0, rest_ms=300.0)
-    for mm in ((4096,) if quick else (4096, 16384)):
-        nn, kk = 28672, 8192
-        a1 = random_bf16((mm, kk), cp, rng)
-        w1 = random_bf16((nn, kk), cp, rng, 1 / 90.5)
-        d1 = cp.empty((mm, nn), dtype=cp.uint16)
-        times = {"gemm1_plain": [], "gemm1_gelu": []}
-        for i in range(reps + 1):
-            for item, ep in ((("gemm1_plain", ()), ("gemm1_gelu", ("gelu",))) if i % 2 == 0
-                             else (("gemm1_gelu", ("gelu",)), ("gemm1_plain", ()))):
-                ms = rested.run(lambda T, ep=ep: (g(a1, w1, d1, mm, nn, kk, rested.compute[0], epilogue=ep),
-                                                  [(rested.compute[0], 0)])[1])[0]
-                if i:
-                    times[item].append(ms)
-        act_rows += [{"m": mm, "item": item, "per_op_ms": summarize(v).median_ms} for item, v in times.items()]
-        del a1, w1, d1
+    act_rows = activation_probe(g, (4096,) if quick else (4096, 16384), reps=reps)
     res["activation_rows"] = act_rows
     res["activation_epilogue_ns_per_element"], res["activation_per_m"] = activation_epilogue_cost(
         act_rows, slots=found[0].sm_count)

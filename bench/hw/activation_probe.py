@@ -1,0 +1,75 @@
+"""Device probe (one GPU): what each fused activation adds to a GEMM tile, the measurement behind the profile's
+``activation_epilogue_ns_per_element`` (``ctahw calibrate`` measures it for the erf-GeLU only).
+
+    python bench/hw/activation_probe.py OUT.csv [--ops gelu,silu,relu] [--ms 4096,16384] [--reps 10]
+
+GEMM1 of the MLP block (M x 28672 x 8192) plain and with each fused activation, CUTLASS at its tuned tile order,
+every run rested 300 ms (``ctahw.calibrate.activation_probe``); per op the cost per accumulator element
+(``ctahw.calibrate.activation_epilogue_cost``). Writes the rows (m, item, per_op_ms) and prints the costs. Bad values get
+one line and exit 2; nothing is written unless every item ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+OPS = ("gelu", "silu", "relu")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--ms", default="4096,16384")
+    ap.add_argument("--reps", type=int, default=10)
+    args = ap.parse_args(argv)
+    ops = [o for o in args.ops.split(",") if o]
+    try:
+        ms = [int(x) for x in args.ms.split(",")]
+    except ValueError:
+        ms = []
+    if not ops or set(ops) - set(OPS) or len(set(ops)) != len(ops):
+        print(f"activation_probe: --ops must name some of {', '.join(OPS)} once each, got {args.ops!r}", file=sys.stderr)
+        return 2
+    if not ms or min(ms) < 128 or any(m % 128 for m in ms) or args.reps < 1:
+        print(f"activation_probe: --ms must be multiples of 128 and --reps >= 1 (got {args.ms!r}, {args.reps})",
+              file=sys.stderr)
+        return 2
+    if args.out.suffix != ".csv" or not args.out.parent.is_dir():
+        print(f"activation_probe: {args.out}: a .csv path in an existing folder expected", file=sys.stderr)
+        return 2
+
+    import pandas as pd
+
+    from ctahw.baselines import Timed, tune_schedule
+    from ctahw.calibrate import activation_epilogue_cost, activation_probe
+    from ctahw.device import random_bf16, require_cupy, require_gpus
+    from ctahw.gemm import CutlassGemm
+
+    cp = require_cupy()
+    found = require_gpus(1)
+    g = CutlassGemm(0)
+    timed = Timed([0], gate_ms=2.0)
+    rng = cp.random.default_rng(1)
+    for m in ms:  # the executor's tile order for each shape
+        with cp.cuda.Device(0):
+            a = random_bf16((m, 8192), cp, rng)
+            w = random_bf16((28672, 8192), cp, rng, 1 / 90.5)
+            d = cp.empty((m, 28672), dtype=cp.uint16)
+        g.schedule[(m, 28672, 8192)], _ = tune_schedule(g, timed, a, w, d, m, 28672, 8192, timed.compute[0], 2)
+        del a, w, d
+    rows = activation_probe(g, ms, ops, reps=args.reps)
+    for op in ops:
+        cost, per = activation_epilogue_cost(rows, slots=found[0].sm_count, fused=f"gemm1_{op}")
+        print(f"{op}: {cost:.4f} ns per element (" + ", ".join(f"M={r['m']} {r['per_tile_ns']:.0f} ns/tile" for r in per)
+              + ")")
+    tmp = args.out.with_suffix(".csv.tmp")
+    pd.DataFrame(rows).to_csv(tmp, index=False)
+    tmp.replace(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
