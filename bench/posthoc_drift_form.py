@@ -1,14 +1,16 @@
-"""Post-hoc: registered plans 7 and 8 (the memory hierarchy's block registrations) under both drift forms (no GPU).
+"""Post-hoc: the memory hierarchy's registered block plans (7, 8, 20) under each drift form (no GPU).
 
     python bench/posthoc_drift_form.py [--out bench/results/posthoc-drift-form]
 
 Plans 7 and 8 were predicted with h200-x1-calibrated when it charged the drift in the form ``"wave"`` (plan 7 before
-the drift existed, in lockstep). Each of their experiments is predicted again with the profile as it is now (form
-``"carried"``, its refit L2 constants) and with ``h200-x1-calibrated-wave`` (plan 8's form and constants), and judged
-against the committed measurements (plan 7's run, plan 8's two runs). Every figure here is post-hoc: the measurements
-existed before the carried form was chosen. Writes ``cases.csv`` (every judged case and predictor) and
-``summary.csv`` (MAPE and worst per run and predictor over the model blocks, reference GEMMs left out) and prints the
-summary.
+the drift existed, in lockstep), plan 20 when it charged it ``"carried"``. Each of their experiments is predicted again
+with the profile as it is now (form ``"interleaved"``, its refit L2 constants, the memory passes at their measured
+rates), with ``h200-x1-calibrated-carried`` and ``h200-x1-calibrated-wave`` (those forms and constants, the same pass
+rates), and with the last two as registered (the passes at ``hbm_gbps``: ``"... (registered)"``, which give the
+plans' registered figures back), and judged against the committed measurements (plan 7's run, plan 8's and plan
+20's two runs each). Every figure here is post-hoc: the measurements existed before the carried and interleaved
+forms and the pass rates were chosen. Writes ``cases.csv`` (every judged case and predictor) and ``summary.csv``
+(MAPE and worst per run and predictor over the model blocks, reference GEMMs left out) and prints the summary.
 """
 
 from __future__ import annotations
@@ -39,7 +41,10 @@ RUNS = {"2026-12-02-registered7-1gpu": ("reg7-qwen2.5-32b-1gpu", "reg7-mistral-l
                                          "reg20-qwen2.5-32b-1gpu"),
         "2026-12-02-registered20-1gpu-run2": ("reg20-llama2-13b-1gpu", "reg20-yi-34b-1gpu", "reg20-falcon-40b-1gpu",
                                               "reg20-qwen2.5-32b-1gpu")}
-PROFILES = {"interleaved": "h200-x1-calibrated", "carried": "h200-x1-calibrated-carried", "wave": "h200-x1-calibrated-wave"}
+PROFILES = {"interleaved": ("h200-x1-calibrated", False), "carried": ("h200-x1-calibrated-carried", False),
+            "wave": ("h200-x1-calibrated-wave", False), "carried (registered)": ("h200-x1-calibrated-carried", True),
+            "wave (registered)": ("h200-x1-calibrated-wave", True)}
+"""Predictor -> (profile, as registered: the memory passes at hbm_gbps, as before the pass rates were measured)."""
 
 
 def judged(run: str, name: str) -> pd.DataFrame:
@@ -52,10 +57,13 @@ def judged(run: str, name: str) -> pd.DataFrame:
     meas = meas[meas["kind"] == "sequential"]
     harness = load_harness(json.loads((reg / "registration.json").read_text())["harness"]["name"])
     parts = []
-    for form, profile in PROFILES.items():
-        exp = dataclasses.replace(load_experiment(name), hardware=load_hardware(profile))
+    for form, (profile, registered) in PROFILES.items():
+        hw = load_hardware(profile)
+        if registered:
+            hw = dataclasses.replace(hw, epilogue_pass_gbps=0.0, rowwise_gbps=0.0)
+        exp = dataclasses.replace(load_experiment(name), hardware=hw)
         p = predict(exp, harness, None)
-        p = p[p["source"].isin(["model", "lockstep"])]
+        p = p[p["source"].isin(["model"] if registered else ["model", "lockstep"])]
         p["source"] = p["source"].map({"model": form, "lockstep": f"lockstep ({form}'s constants)"})
         parts.append(p)
     return judge(pd.concat(parts, ignore_index=True), meas).assign(run=run, registration=name)

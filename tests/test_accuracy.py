@@ -407,8 +407,9 @@ def test_registered_plan_21s_claims_are_what_its_committed_reports_give(tmp_path
 
 
 def test_the_committed_post_hoc_drift_form_table_is_what_the_script_writes(tmp_path):
-    """bench/posthoc_drift_form.py reproduces its committed summary; plan 8's form with its constants gives plan 8's
-    registered figures back (1.24% and 1.19%), so the script judges the registered model."""
+    """bench/posthoc_drift_form.py reproduces its committed summary; plan 8's and plan 20's profiles as registered
+    give their registered figures back (1.24% and 1.19%; 2.53% and 3.85%), so the script judges the registered
+    models."""
     import importlib.util
 
     root = Path(__file__).resolve().parent.parent
@@ -418,5 +419,7 @@ def test_the_committed_post_hoc_drift_form_table_is_what_the_script_writes(tmp_p
     assert mod.main(["--out", str(tmp_path)]) == 0
     got = pd.read_csv(tmp_path / "summary.csv")
     pd.testing.assert_frame_equal(got, pd.read_csv(root / "bench/results/posthoc-drift-form/summary.csv"))
-    wave = got[got.predictor == "wave"].set_index("run").mape_pct
+    wave = got[got.predictor == "wave (registered)"].set_index("run").mape_pct
     assert wave["2026-12-02-registered8-1gpu"] == 1.24 and wave["2026-12-02-registered8-1gpu-run2"] == 1.19
+    carried = got[got.predictor == "carried (registered)"].set_index("run").mape_pct  # plan 20's registered model
+    assert carried["2026-12-02-registered20-1gpu"] == 2.53 and carried["2026-12-02-registered20-1gpu-run2"] == 3.85
