@@ -1,20 +1,22 @@
 """Registered plan 20's blocks taken apart (post-hoc, no GPU): their GEMMs alone against both drift forms.
 
-    python bench/block_gemm_orders.py [--out bench/results/block-gemm-orders]
+    python bench/block_gemm_orders.py [--out bench/results/block-gemm-orders] [--probe TABLE]
 
 Reads ``bench/results/hw/2026-12-02-block-gemm-orders/gemm_shapes.csv`` (the eight GEMM shapes of plan 20's blocks at
 M = 32768, every CUTLASS tile order, measured after plan 20) and writes:
 
 * ``orders.csv``: each CUTLASS run beside ``ctasim.costs.order_waves`` in its order under h200-x1-calibrated (drift
-  form "carried") and h200-x1-calibrated-wave (plan 8's "wave"), error in %;
+  form "interleaved", chosen after these runs), h200-x1-calibrated-carried (plan 20's "carried") and
+  h200-x1-calibrated-wave (plan 8's "wave"), error in %;
 * ``blocks.csv``: per block at M = 32768, its two GEMMs at the best measured order and plan 20's measured block
   (``bench/results/hw/2026-12-02-registered20-1gpu``), beside each profile's tuned GEMMs (``ctasim.costs.tuned_gemm``,
-  fused epilogue included) and registered block prediction; ``rest`` = block minus its two GEMMs (the SwiGLU and
+  fused epilogue included) and registered block prediction (none for "interleaved"); ``rest`` = block minus its two GEMMs (the SwiGLU and
   norm passes, the residual epilogue, the gaps);
 * ``picks.csv``: per shape and profile, the order the model finds fastest, its time, what that order measured, and
   the measured best.
 
-Prints both. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
+``--probe TABLE`` reads another ``gemm_shape_probe.py`` table instead (orders and picks only), e.g. the six long-K
+shapes of ``bench/results/hw/2026-12-02-pass-rates`` into ``bench/results/long-k-orders``. Prints them. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
 """
 
 from __future__ import annotations
@@ -37,7 +39,10 @@ from ctasim.spec import Layer, load_hardware  # noqa: E402
 
 PROBE = ROOT / "bench/results/hw/2026-12-02-block-gemm-orders/gemm_shapes.csv"
 MEASURED = ROOT / "bench/results/hw/2026-12-02-registered20-1gpu"
-PROFILES = {"carried": "h200-x1-calibrated", "wave": "h200-x1-calibrated-wave"}
+PROFILES = {"interleaved": "h200-x1-calibrated", "carried": "h200-x1-calibrated-carried",
+            "wave": "h200-x1-calibrated-wave"}
+REGISTERED = {"carried": "", "wave": WAVE}
+"""The forms plan 20 registered block predictions with (the suffix of their registration); "interleaved" came after."""
 M = 32768
 
 
@@ -66,9 +71,10 @@ def blocks(runs: pd.DataFrame, hws: dict) -> pd.DataFrame:
                      "rest_ms": block - sum(gemms), "block_ms": block})
         for name, hw in hws.items():
             tuned = [costs.tuned_gemm(layer, hw, 2).total_ns / 1e6 for layer in layers]
-            reg = ROOT / "bench/predictions" / (exp + ("" if name == "carried" else WAVE)) / "predictions.csv"
-            p = pd.read_csv(reg)
-            pb = float(p[(p.m == M) & (p.source == "model")].makespan_ms.iloc[0])
+            pb = float("nan")
+            if name in REGISTERED:
+                p = pd.read_csv(ROOT / "bench/predictions" / (exp + REGISTERED[name]) / "predictions.csv")
+                pb = float(p[(p.m == M) & (p.source == "model")].makespan_ms.iloc[0])
             rows.append({"block": exp, "source": name, "gemm1_ms": tuned[0], "gemm2_ms": tuned[1],
                          "rest_ms": pb - sum(tuned), "block_ms": pb})
     return pd.DataFrame(rows)
@@ -93,14 +99,21 @@ def picks(runs: pd.DataFrame, hws: dict) -> pd.DataFrame:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/block-gemm-orders")
+    ap.add_argument("--probe", type=Path, default=PROBE,
+                    help="another gemm_shape_probe.py table: orders.csv and picks.csv only (no blocks)")
     args = ap.parse_args(argv)
-    runs = pd.read_csv(PROBE)
+    if not args.probe.is_file():
+        print(f"block_gemm_orders: no probe table {args.probe}", file=sys.stderr)
+        return 2
+    runs = pd.read_csv(args.probe)
     runs = runs[runs.backend == "cutlass"]
     hws = {name: load_hardware(p) for name, p in PROFILES.items()}
-    o, b, p = orders(runs, hws), blocks(runs, hws), picks(runs, hws)
+    o, p = orders(runs, hws), picks(runs, hws)
+    b = blocks(runs, hws) if args.probe.resolve() == PROBE.resolve() else pd.DataFrame()
     args.out.mkdir(parents=True, exist_ok=True)
     o.round(4).to_csv(args.out / "orders.csv", index=False)
-    b.round(4).to_csv(args.out / "blocks.csv", index=False)
+    if not b.empty:
+        b.round(4).to_csv(args.out / "blocks.csv", index=False)
     p.round(4).to_csv(args.out / "picks.csv", index=False)
     pd.set_option("display.width", 200)
     best = o.loc[o.groupby(["m", "n", "k"]).measured_ms.idxmin()]
@@ -108,7 +121,8 @@ def main(argv=None) -> int:
     print(best.round(2).to_string(index=False))
     print("mean |error| over the 12 orders:")
     print(o.groupby(["m", "n", "k"])[[f"{n}_pct" for n in hws]].agg(lambda x: x.abs().mean()).round(2).to_string())
-    print(b.round(3).to_string(index=False))
+    if not b.empty:
+        print(b.round(3).to_string(index=False))
     print(p.round(3).to_string(index=False))
     return 0
 
