@@ -42,7 +42,8 @@ What is modelled
       ``"interleaved"``: as ``"carried"``, but a carried panel is exempt only by the share of its reads that the L2
       outlasts: its ``n`` sharers a wave read it ``n`` times a tile time, the L2 keeps a line ``tau`` = capacity /
       the wave's HBM bytes tile times (a wave takes one), and with exponential gaps the share ``1 - exp(-n tau)`` of
-      the reads comes soon enough; the rest joins the held bytes as a panel not carried does. Long-K GEMMs bring in
+      the reads comes soon enough; the rest joins the held bytes as a panel not carried does (what the L2 keeps of
+      every carried panel still comes off the capacity, as in ``"carried"``). Long-K GEMMs bring in
       many bytes a tile time, so their carried panels are not free: ``"carried"`` prices the along-N orders of long-K
       narrow-N GEMMs 3-4% fast and picks them where along-M measures faster (``bench/results/block-gemm-orders``,
       ``bench/results/hw/2026-12-02-pass-rates``); chosen after those runs were seen.

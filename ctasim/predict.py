@@ -134,8 +134,9 @@ class Naive:
 
 
 def _pass_ms(layers, eb: int, hw: Hardware) -> list[float]:
-    """Each layer's memory passes, ms: its row-wise op (its stored output read and written once at HBM bandwidth)
-    and its unfused epilogue (:func:`ctasim.costs.epilogue_pass_ns`); 0 without either."""
+    """Each layer's memory passes, ms: its row-wise op (its stored output read and written once,
+    :func:`ctasim.costs.rowwise_ns`) and its unfused epilogue (:func:`ctasim.costs.epilogue_pass_ns`), at the
+    profile's pass rates; 0 without either."""
     return [((costs.rowwise_ns(l.m, l.out_n, eb, hw) if l.rowwise else 0.0)
              + (costs.epilogue_pass_ns(l, eb, hw) if l.epilogue_pass else 0.0)) / 1e6 for l in layers]
 
@@ -146,7 +147,7 @@ class Waves:
     estimate from the calibrated rates says, so that a report shows what the event model adds.
 
     One GEMM: ``kernel_fixed_ns + ceil(tiles / slots) x tile time`` (the profile's tile time of the layer's config:
-    mainloop, epilogue, fused ops), the row-wise pass at HBM bandwidth. Sequential: the sum. Micro-batching with ``c``
+    mainloop, epilogue, fused ops), the row-wise pass at the profile's row-wise rate. Sequential: the sum. Micro-batching with ``c``
     chunks over ``L`` GPUs: ``(c + L - 1)`` stages of the slowest layer's chunk, plus ``L - 1`` copies of one chunk
     at the copy-engine rate. TP: each GPU's share of every GEMM plus the profile's all-reduce per layer pair.
     CTA-pipelining and hybrid: the slower layer (on its share of the GPUs) plus one wave of each other layer;

@@ -323,7 +323,8 @@ def test_the_interleaved_form_exempts_a_carried_panel_by_the_share_of_its_reads_
     base = tr.a_hbm[1] + tr.w_hbm[1] + tr.store[1]  # A1 missed, W0 and W1 hit, the stores
     share = np.exp(-1.0 * cap / base)  # each W panel: one sharer in wave 1
     r2 = float(l2.expected_range(np.array([2]))[0])
-    held = drift * (size_a * r2 + 2 * size_w * share * 0.0)  # one sharer each: a range of 0, nothing held
+    assert 0 < share < 1
+    held = drift * size_a * r2  # a W panel with one sharer has a range of 0: nothing of it held, nothing re-read
     free = cap - 2 * size_w
     assert tr.drift_hbm[1] == pytest.approx(held / (held + free) * size_a) == pytest.approx(carried.drift_hbm[1])
     # with two sharers a W panel (two row-blocks a wave, cluster_m = 1) its unexempt share is held and re-read
@@ -340,6 +341,22 @@ def test_the_interleaved_form_exempts_a_carried_panel_by_the_share_of_its_reads_
     again = 2 * size_a + 2 * size_w * share
     assert tr.drift_hbm[1] == pytest.approx(held / (held + free) * again)
     assert tr.drift_hbm[1] > carried.drift_hbm[1] > 0
+
+
+def test_the_interleaved_form_counts_a_w_panels_sharers_in_clusters():
+    """8 row-blocks x 2 column tiles on 8 slots with 2x1 clusters: wave 1 (rows 4-7) reads each carried W panel from
+    4 tiles, 2 clusters (multicast), so n = 2 in the exemption and in the range, and A's 4 panels 2 sharers each."""
+    m, n, k, tm, tn, eb = 1024, 512, 64, 128, 256, 2
+    size_a, size_w = tm * k * eb, tn * k * eb
+    cap, drift = 3.0 * size_w, 0.5
+    tr = wave_traffic(list(range(16)), m, n, k, tm, tn, eb, 8, cap, drift=drift, cluster_m=2, drift_form="interleaved")
+    base = tr.a_hbm[1] + tr.w_hbm[1] + tr.store[1]
+    share = np.exp(-2.0 * cap / base)  # two cluster sharers a tile time
+    r2 = float(l2.expected_range(np.array([2]))[0])
+    held = drift * (4 * size_a * r2 + 2 * size_w * share * r2)
+    again = 4 * size_a + 2 * size_w * share
+    free = max(cap - (2 * size_w - tr.w_hbm[1]), 0.0)  # the carried W panels' cached bytes off the capacity
+    assert tr.drift_hbm[1] == pytest.approx(held / (held + free) * again)
 
 
 def test_the_interleaved_form_picks_along_m_for_a_long_k_narrow_n_gemm():

@@ -194,7 +194,7 @@ def _hw(**changes):
     ("clock_sustained_slowdown", 0.99, 1.0, "must be >= 1, got 0.99"),
     ("activation_epilogue_ns_per_element", -0.01, 0.0, "must be >= 0, got -0.01"),
     ("epilogue_pass_gbps", -1.0, 0.0, "must be >= 0, got -1.0"),
-    ("rowwise_gbps", -0.5, 4150.0, "must be >= 0, got -0.5"),
+    ("rowwise_gbps", -0.5, 0.0, "must be >= 0, got -0.5"),
     ("link_sharing", "lifo", "fair", "must be one of ('fcfs', 'fair'), got 'lifo'"),
     ("epilogue_store_overlap", 1.01, 1.0, "must be within [0, 1], got 1.01"),
     ("epilogue_store_overlap", -0.01, 0.0, "must be within [0, 1], got -0.01"),

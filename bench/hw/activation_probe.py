@@ -37,7 +37,7 @@ def main(argv=None) -> int:
         print(f"activation_probe: --ms must be multiples of 128 and --reps >= 1 (got {args.ms!r}, {args.reps})",
               file=sys.stderr)
         return 2
-    if args.out.suffix != ".csv" or not args.out.parent.is_dir():
+    if args.out.suffix != ".csv" or not args.out.parent.is_dir() or args.out.is_dir():
         print(f"activation_probe: {args.out}: a .csv path in an existing folder expected", file=sys.stderr)
         return 2
 

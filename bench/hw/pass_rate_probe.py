@@ -21,11 +21,11 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--rest-ms", type=float, default=50.0)
     args = ap.parse_args(argv)
-    if args.reps < 1 or not args.rest_ms >= 0:
-        print(f"pass_rate_probe: --reps must be >= 1 and --rest-ms >= 0 (got {args.reps}, {args.rest_ms})",
+    if args.reps < 1 or not 0 <= args.rest_ms < 60_000:
+        print(f"pass_rate_probe: --reps must be >= 1 and --rest-ms in [0, 60000) (got {args.reps}, {args.rest_ms})",
               file=sys.stderr)
         return 2
-    if args.out.suffix != ".csv" or not args.out.parent.is_dir():
+    if args.out.suffix != ".csv" or not args.out.parent.is_dir() or args.out.is_dir():
         print(f"pass_rate_probe: {args.out}: a .csv path in an existing folder expected", file=sys.stderr)
         return 2
 
