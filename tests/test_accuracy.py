@@ -423,3 +423,28 @@ def test_the_committed_post_hoc_drift_form_table_is_what_the_script_writes(tmp_p
     assert wave["2026-12-02-registered8-1gpu"] == 1.24 and wave["2026-12-02-registered8-1gpu-run2"] == 1.19
     carried = got[got.predictor == "carried (registered)"].set_index("run").mape_pct  # plan 20's registered model
     assert carried["2026-12-02-registered20-1gpu"] == 2.53 and carried["2026-12-02-registered20-1gpu-run2"] == 3.85
+
+
+def test_the_machine_spread_tables_are_what_the_script_writes(tmp_path):
+    """bench/machine_spread.py over the committed reference GEMMs: nine lent H200s within 3% of each other on the
+    calibration GEMM, the profile's prediction (2.770 ms at M = 16384, plan 21's registration) at their median; a
+    reference run whose folder names no machine is refused."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("machine_spread", ROOT / "bench" / "machine_spread.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--out", str(tmp_path)]) == 0
+    for name in ("reference.csv", "summary.csv", "pairs.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name),
+                                      pd.read_csv(ROOT / "bench" / "results" / "machine-spread" / name))
+    s = pd.read_csv(tmp_path / "summary.csv").set_index("m")
+    assert s.loc[16384, "machines"] == 9 and s.loc[16384, "spread_pct"] < 3
+    pred = pd.read_csv(ROOT / "bench/predictions/reg21-reference/predictions.csv")
+    model = float(pred[(pred.m == 16384) & (pred.source == "model")].makespan_ms.iloc[0])
+    assert abs(model / s.loc[16384, "median"] - 1) < 0.002
+    fake = tmp_path / "hw" / "x" / "reg0-reference"
+    fake.mkdir(parents=True)
+    (fake / "results.csv").write_text("case,strategy,m,status,makespan_ms\nm=16384,sequential,16384,ok,2.8\n")
+    mod.HW = tmp_path / "hw"
+    assert mod.main(["--out", str(tmp_path / "o")]) == 2 and not (tmp_path / "o").exists()
