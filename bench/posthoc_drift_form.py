@@ -44,7 +44,8 @@ RUNS = {"2026-12-02-registered7-1gpu": ("reg7-qwen2.5-32b-1gpu", "reg7-mistral-l
 PROFILES = {"interleaved": ("h200-x1-calibrated", False), "carried": ("h200-x1-calibrated-carried", False),
             "wave": ("h200-x1-calibrated-wave", False), "carried (registered)": ("h200-x1-calibrated-carried", True),
             "wave (registered)": ("h200-x1-calibrated-wave", True)}
-"""Predictor -> (profile, as registered: the memory passes at hbm_gbps, as before the pass rates were measured)."""
+"""Predictor -> (profile, as registered: the memory passes at hbm_gbps and every activation at the GeLU's cost, as
+before the pass rates and the activation factors were measured)."""
 
 
 def judged(run: str, name: str) -> pd.DataFrame:
@@ -60,7 +61,8 @@ def judged(run: str, name: str) -> pd.DataFrame:
     for form, (profile, registered) in PROFILES.items():
         hw = load_hardware(profile)
         if registered:
-            hw = dataclasses.replace(hw, epilogue_pass_gbps=0.0, rowwise_gbps=0.0)
+            hw = dataclasses.replace(hw, epilogue_pass_gbps=0.0, rowwise_gbps=0.0, silu_epilogue_factor=1.0,
+                                     relu_epilogue_factor=1.0)
         exp = dataclasses.replace(load_experiment(name), hardware=hw)
         p = predict(exp, harness, None)
         p = p[p["source"].isin(["model"] if registered else ["model", "lockstep"])]

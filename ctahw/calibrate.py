@@ -29,6 +29,7 @@ kernel_config 128x256       CUTLASS GEMM at M=16384, N=8192, K in {2048, 4096, 8
 clock_onset_ns,             the plain GEMM back to back after a rest (:func:`clock_trajectory`, :func:`clock_regime`)
 clock_sustained_slowdown
 activation_epilogue_...     GEMM1 of the MLP block with and without the fused erf-GeLU, rested
+silu_/relu_epilogue_factor  the same run with the fused silu and relu: each one's cost over the GeLU's
 epilogue_pass_gbps,         ctahw's elementwise epilogue kernel (swiglu, gelu, residual) and row-wise kernel
 rowwise_gbps                (layernorm, rmsnorm) alone at sizes of no registered block (:data:`PASS_ITEMS`), rested
                             50 ms, medians: bytes read + written / time, the median over each kind's items
@@ -93,6 +94,7 @@ __all__ = [
     "clock_regime",
     "activation_epilogue_cost",
     "activation_probe",
+    "activation_factors",
     "pass_bytes",
     "pass_rates",
     "pass_probe",
@@ -464,6 +466,22 @@ def activation_probe(g, ms: Sequence[int] = (4096, 16384), ops: Sequence[str] = 
     return rows
 
 
+ACTIVATION_FACTORS = ("gelu", "silu", "relu")
+"""The fused activations :func:`measure` times: the erf-GeLU (``activation_epilogue_ns_per_element``) and the two
+whose cost the profile holds as a factor of it (``silu_epilogue_factor``, ``relu_epilogue_factor``)."""
+
+
+def activation_factors(rows, slots: int = 132) -> dict[str, float]:
+    """``silu_epilogue_factor`` and ``relu_epilogue_factor`` from :func:`activation_probe` rows with gelu, silu and
+    relu: each op's :func:`activation_epilogue_cost` over the gelu's, at least 0 (a ReLU measures within noise of
+    the plain kernel); ValueError when the gelu's cost is not positive."""
+    gelu = activation_epilogue_cost(rows, slots=slots, fused="gemm1_gelu")[0]
+    if not gelu > 0:
+        raise ValueError(f"activation factors: the gelu's cost {gelu} is not positive")
+    return {f"{op}_epilogue_factor": max(0.0, activation_epilogue_cost(rows, slots=slots, fused=f"gemm1_{op}")[0] / gelu)
+            for op in ("silu", "relu")}
+
+
 def norm_fold_epilogue_cost(rows, tile_elems: int = 128 * 256) -> tuple[float, float, list[dict]]:
     """ns per tile element that the LayerNorm fold's two epilogues add, from ``chain_probe.py --fold`` rows (m,
     variant, l0_epilogue_ns, l1_epilogue_ns: the median tile's epilogue of one traced run of each pair): per M, the
@@ -597,6 +615,7 @@ MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_eng
                    "remote_atomic_ns", "fence_sys_ns", "launch_ns", "kernel_gap_ns", "event_wait_ns",
                    "allreduce_bus_gbps", "allreduce_latency_ns", "epilogue_store_overlap", "sm_remote_store_gbps",
                    "clock_onset_ns", "clock_sustained_slowdown", "activation_epilogue_ns_per_element",
+                   "silu_epilogue_factor", "relu_epilogue_factor",
                    "epilogue_pass_gbps", "rowwise_gbps",
                    "norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element", "local_signal_ns",
                    "l2_bytes", "l2_hbm_exposed")
@@ -896,12 +915,13 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
         res["clock_regime_note"] = str(e)
         log(f"calibrate: clock regime not measured: {e}")
 
-    # The fused activation's cost (GEMM1 of the MLP block, plain and with the erf-GeLU, rested)
+    # The fused activations' cost (GEMM1 of the MLP block, plain and with each activation, rested)
     log("calibrate: fused activation cost")
-    act_rows = activation_probe(g, (4096,) if quick else (4096, 16384), reps=reps)
+    act_rows = activation_probe(g, (4096,) if quick else (4096, 16384), ops=ACTIVATION_FACTORS, reps=reps)
     res["activation_rows"] = act_rows
     res["activation_epilogue_ns_per_element"], res["activation_per_m"] = activation_epilogue_cost(
         act_rows, slots=found[0].sm_count)
+    res.update(activation_factors(act_rows, slots=found[0].sm_count))
     # The memory passes' rates (ctahw's elementwise epilogue and row-wise kernels)
     res["pass_rows"] = pass_probe(log, reps=max(3, reps // 2) if quick else reps)
     fields_, res["pass_rows"] = pass_rates(res["pass_rows"])
@@ -1072,7 +1092,11 @@ def measured_fields(res: Mapping) -> dict[str, tuple]:
         per = ", ".join(f"M={r['m']} {r['per_tile_ns'] / 1e3:.2f} us/tile" for r in res.get("activation_per_m", []))
         out["activation_epilogue_ns_per_element"] = (
             res["activation_epilogue_ns_per_element"], f"CUTLASS Mx28672x8192 with the fused erf-GeLU vs plain, rested: "
-            f"{per} (ctahw.calibrate.activation_epilogue_cost); silu and relu assumed the same")
+            f"{per} (ctahw.calibrate.activation_epilogue_cost); silu and relu by their factors")
+    for op in ("silu", "relu"):
+        if f"{op}_epilogue_factor" in res:
+            out[f"{op}_epilogue_factor"] = (res[f"{op}_epilogue_factor"], f"the fused {op}'s cost over the erf-GeLU's, "
+                                            "same GEMM, same run (ctahw.calibrate.activation_factors)")
     for kind, name in PASS_FIELDS.items():
         if name in res:
             per = ", ".join(f"{r['op']} {r['rows']}x{r['n']} {r['gbps']:.0f}" for r in res.get("pass_rows", [])

@@ -5,7 +5,7 @@ count of bytes/FLOPs.  Sharing of a link between transfers is not decided here b
 :mod:`ctasim.machine`; these are the times of an operation running alone.
 
 A fused activation costs ``Hardware.activation_epilogue_ns_per_element`` per accumulator element of the tile (a
-microbenchmark value); an unfused epilogue (``Layer.epilogue_fused = false``) and a row-wise op are memory passes,
+microbenchmark value, the erf-GeLU's; silu and relu at their measured factors of it); an unfused epilogue (``Layer.epilogue_fused = false``) and a row-wise op are memory passes,
 their bytes at the rate measured for ctahw's pass kernels (``Hardware.epilogue_pass_gbps``, ``rowwise_gbps``;
 ``hbm_gbps`` where a profile has none) (:func:`epilogue_pass_ns`, :func:`rowwise_ns`).
 
@@ -34,6 +34,7 @@ from ctasim.spec import ACTIVATION_OPS, Hardware, KernelConfig, Layer
 
 __all__ = [
     "tile_ns",
+    "activation_factor",
     "tile_bytes",
     "transfer_ns",
     "allreduce_ns",
@@ -63,13 +64,20 @@ def tile_bytes(layer: Layer, elem_bytes: int) -> int:
     return layer.tile_m * layer.out_tile_n * elem_bytes
 
 
+def activation_factor(hw: Hardware, op: str) -> float:
+    """A fused activation's epilogue cost in units of ``activation_epilogue_ns_per_element`` (the erf-GeLU's): the
+    profile's ``silu_epilogue_factor`` / ``relu_epilogue_factor``, 1 for gelu and swiglu."""
+    return {"silu": hw.silu_epilogue_factor, "relu": hw.relu_epilogue_factor}.get(op, 1.0)
+
+
 def tile_ns(layer: Layer, k: int, hw: Hardware, elem_bytes: int, kernel: str = "",
             rate_tflops: float | None = None) -> float:
     """Time one CTA slot holds for one output tile of ``layer`` with reduction depth ``k`` (local output).
 
     Mainloop + fixed part from the kernel config; a fused ``residual`` epilogue reads one more tile from HBM at
     the slot's share of HBM bandwidth; a fused activation (gelu, silu, relu, swiglu) adds
-    ``Hardware.activation_epilogue_ns_per_element`` per output element of the tile.  ``kernel`` picks a kernel
+    ``Hardware.activation_epilogue_ns_per_element`` per output element of the tile, times its
+    :func:`activation_factor` (silu and relu measured against gelu).  ``kernel`` picks a kernel
     variant's config ('' = the default). ``rate_tflops`` replaces the config's ``sm_tflops`` (the memory
     hierarchy's L2-resident rate, :func:`tuned_gemm`).
     """
@@ -77,7 +85,7 @@ def tile_ns(layer: Layer, k: int, hw: Hardware, elem_bytes: int, kernel: str = "
     t = cfg.tile_ns(k, rate_tflops)
     if not layer.epilogue_fused:
         return t  # the GEMM's epilogue only stores; the ops are a pass of their own (epilogue_pass_ns)
-    acts = sum(op in ACTIVATION_OPS for op in layer.epilogue)
+    acts = sum(activation_factor(hw, op) for op in layer.epilogue if op in ACTIVATION_OPS)
     if acts:
         t += acts * layer.tile_m * layer.tile_n * hw.activation_epilogue_ns_per_element
     if "residual" in layer.epilogue:

@@ -240,6 +240,12 @@ class Hardware:
         "time a fused activation epilogue (gelu, silu, relu, swiglu) adds to a tile, per element of the tile's "
         "accumulator (tile_m x tile_n, before swiglu halves what is stored), ns",
         0.0)
+    silu_epilogue_factor: float = _f(
+        "a fused silu's epilogue cost over activation_epilogue_ns_per_element (the erf-GeLU's), measured on one "
+        "machine beside it; 1 = the same", 1.0)
+    relu_epilogue_factor: float = _f(
+        "a fused relu's epilogue cost over activation_epilogue_ns_per_element (the erf-GeLU's), measured on one "
+        "machine beside it; 1 = the same", 1.0)
     epilogue_pass_gbps: float = _f(
         "rate of an epilogue run as a kernel of its own (Layer.epilogue_fused = false: swiglu, gelu, residual), "
         "bytes read + written, GB/s; 0 = hbm_gbps", 0.0)
@@ -569,7 +575,7 @@ def validate_hardware(hw: Hardware, where: str) -> None:
     require(math.isfinite(hw.clock_sustained_slowdown) and hw.clock_sustained_slowdown >= 1.0, where,
              p + "clock_sustained_slowdown", f"must be >= 1, got {hw.clock_sustained_slowdown}")
     for name in ("norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element", "epilogue_pass_gbps",
-                 "rowwise_gbps"):
+                 "rowwise_gbps", "silu_epilogue_factor", "relu_epilogue_factor"):
         v = getattr(hw, name)
         require(math.isfinite(v) and v >= 0, where, p + name, f"must be >= 0, got {v}")
     require(math.isfinite(hw.activation_epilogue_ns_per_element) and hw.activation_epilogue_ns_per_element >= 0,

@@ -448,3 +448,18 @@ def test_the_machine_spread_tables_are_what_the_script_writes(tmp_path):
     (fake / "results.csv").write_text("case,strategy,m,status,makespan_ms\nm=16384,sequential,16384,ok,2.8\n")
     mod.HW = tmp_path / "hw"
     assert mod.main(["--out", str(tmp_path / "o")]) == 2 and not (tmp_path / "o").exists()
+
+
+def test_the_post_hoc_activation_table_is_what_the_script_writes(tmp_path):
+    """bench/posthoc_activation.py reproduces its committed summary; the profile as registered (every activation at
+    the GeLU's cost) gives plan 21's registered figures back (1.16% and 3.25%)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("posthoc_activation", ROOT / "bench" / "posthoc_activation.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--out", str(tmp_path)]) == 0
+    got = pd.read_csv(tmp_path / "summary.csv")
+    pd.testing.assert_frame_equal(got, pd.read_csv(ROOT / "bench/results/posthoc-activation/summary.csv"))
+    reg = got[got.predictor == "interleaved (registered)"].set_index("run").mape_pct
+    assert reg["2026-12-02-registered21-1gpu"] == 1.16 and reg["2026-12-02-registered21-1gpu-run2"] == 3.25

@@ -130,3 +130,17 @@ def test_the_private_import_check_finds_one(tmp_path):
     (pkg / "a.py").write_text("def f():\n    from ctasim.spec import _resolve, Hardware\n    from .b import __all__\n")
     (pkg / "b.py").write_text("from .a import _g\nfrom numpy import _private\n")
     assert private_imports(pkg) == {"ctahw.a": ["_resolve"], "ctahw.b": ["_g"]}
+
+
+def test_a_fused_activation_costs_its_factor_of_the_gelus_epilogue():
+    """tile_ns charges gelu (and swiglu) activation_epilogue_ns_per_element a tile element, silu and relu their
+    measured factors of it (h200-x1-calibrated: 1.1924 and 0)."""
+    from ctasim import costs
+    from ctasim.spec import Layer, load_hardware
+
+    hw = load_hardware("h200-x1-calibrated")
+    plain = costs.tile_ns(Layer(m=4096, n=8192, k=8192), 8192, hw, 2)
+    per = 128 * 256 * hw.activation_epilogue_ns_per_element
+    for op, factor in (("gelu", 1.0), ("silu", 1.1924), ("relu", 0.0)):
+        t = costs.tile_ns(Layer(m=4096, n=8192, k=8192, epilogue=(op,)), 8192, hw, 2)
+        assert t - plain == pytest.approx(factor * per)

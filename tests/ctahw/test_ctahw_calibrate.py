@@ -161,6 +161,7 @@ CLOCK_RESULT = {"clock_onset_ns": 5.6e7, "clock_sustained_slowdown": 1.17,
                 "norm_stats_epilogue_ns_per_element": 0.059, "norm_fold_epilogue_ns_per_element": 0.045,
                 "fold_per_m": [{"m": 4096, "stats_ns_per_tile": 1600.0, "fold_ns_per_tile": 1440.0}],
                 "epilogue_pass_gbps": 3900.0, "rowwise_gbps": 4150.0,
+                "silu_epilogue_factor": 1.19, "relu_epilogue_factor": 0.0,
                 "pass_rows": [{"kind": "epilogue", "op": "swiglu", "rows": 16384, "n": 28672, "gbps": 3900.0},
                               {"kind": "rowwise", "op": "rmsnorm", "rows": 16384, "n": 8192, "gbps": 4150.0}]}
 
@@ -490,3 +491,21 @@ def test_a_calibrated_profile_prices_the_passes_at_their_measured_rates(tmp_path
     hw = load_hardware(out)
     assert (hw.epilogue_pass_gbps, hw.rowwise_gbps) == (0.0, 0.0)
     assert costs.rowwise_ns(4096, 8192, 2, hw) == pytest.approx(2 * 4096 * 8192 * 2 / hw.hbm_gbps)
+
+
+def test_the_activation_factors_are_each_ops_cost_over_the_gelus():
+    """The committed probe (bench/results/hw/2026-12-02-activation-costs): silu 1.19 times the gelu's cost, relu
+    none (its -0.0001 ns clipped at 0); the profile carries them."""
+    import csv
+
+    rows = list(csv.DictReader(open(Path(__file__).resolve().parents[2] / "bench/results/hw/2026-12-02-activation-costs/activation.csv")))
+    f = cal.activation_factors(rows)
+    assert f["silu_epilogue_factor"] == pytest.approx(0.1490 / 0.1250, rel=2e-3) and f["relu_epilogue_factor"] == 0.0
+    hw = load_hardware("h200-x1-calibrated")
+    assert (hw.silu_epilogue_factor, hw.relu_epilogue_factor) == (round(f["silu_epilogue_factor"], 4), 0.0)
+    slow = [dict(r, per_op_ms=float(r["per_op_ms"]) * (1.01 if r["item"] == "gemm1_relu" else 1.0)) for r in rows]
+    assert cal.activation_factors(slow)["relu_epilogue_factor"] > 0.1  # a relu that costs is measured, not clipped
+    flat = [dict(r, per_op_ms=r["per_op_ms"] if r["item"] != "gemm1_gelu" else
+                 next(q["per_op_ms"] for q in rows if q["m"] == r["m"] and q["item"] == "gemm1_plain")) for r in rows]
+    with pytest.raises(ValueError, match="gelu's cost"):
+        cal.activation_factors(flat)
