@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from pathlib import Path
 
@@ -25,49 +24,22 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402
 from plan_judge import blocks  # noqa: E402
+from posthoc_drift_form import judged, write  # noqa: E402
 
-from ctasim import results  # noqa: E402
-from ctasim.accuracy import judge  # noqa: E402
-from ctasim.cases import load_experiment  # noqa: E402
-from ctasim.harness import load_harness  # noqa: E402
-from ctasim.predict import predict  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 
-HW = ROOT / "bench/results/hw"
 RUNS = ("2026-12-02-registered21-1gpu", "2026-12-02-registered21-1gpu-run2")
-
-
-def judged(run: str, name: str) -> pd.DataFrame:
-    reg = ROOT / "bench/predictions" / name
-    meas = results.read(HW / run / name / "results.csv")
-    harness = load_harness(json.loads((reg / "registration.json").read_text())["harness"]["name"])
-    hw = load_hardware("h200-x1-calibrated")
-    parts = []
-    for label, h in (("interleaved", hw),
-                     ("interleaved (registered)", dataclasses.replace(hw, silu_epilogue_factor=1.0,
-                                                                      relu_epilogue_factor=1.0))):
-        p = predict(dataclasses.replace(load_experiment(name), hardware=h), harness, None)
-        p = p[p["source"] == "model"].assign(source=label)
-        parts.append(p)
-    return judge(pd.concat(parts, ignore_index=True), meas).assign(run=run, registration=name)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-activation")
     args = ap.parse_args(argv)
-    cases = pd.concat([judged(run, name) for run in RUNS for name in blocks(21)], ignore_index=True)
-    rows = []
-    for (run, src), g in cases.groupby(["run", "source"]):
-        w = g.loc[g["error"].abs().idxmax()]
-        rows.append({"run": run, "predictor": src, "cases": len(g), "mape_pct": round(100 * g["error"].abs().mean(), 2),
-                     "worst_pct": round(100 * w["error"], 2), "bias_pct": round(100 * g["error"].mean(), 2)})
-    summary = pd.DataFrame(rows)
-    args.out.mkdir(parents=True, exist_ok=True)
-    cases.to_csv(args.out / "cases.csv", index=False, float_format="%.6g")
-    summary.to_csv(args.out / "summary.csv", index=False)
-    pd.set_option("display.width", 200)
-    print(summary.to_string(index=False))
+    hw = load_hardware("h200-x1-calibrated")
+    preds = {"interleaved": (hw, ("model",)),
+             "interleaved (registered)": (dataclasses.replace(hw, silu_epilogue_factor=1.0, relu_epilogue_factor=1.0),
+                                          ("model",))}
+    write(pd.concat([judged(run, name, preds) for run in RUNS for name in blocks(21)], ignore_index=True), args.out)
     return 0
 
 

@@ -48,8 +48,23 @@ PROFILES = {"interleaved": ("h200-x1-calibrated", False), "carried": ("h200-x1-c
 before the pass rates and the activation factors were measured)."""
 
 
-def judged(run: str, name: str) -> pd.DataFrame:
-    """One experiment of one run: each profile's model (and lockstep) judged against the committed measurement."""
+def predictors() -> dict[str, tuple]:
+    """:data:`PROFILES` as :func:`judged` takes them: predictor -> (hardware, the sources of its prediction kept)."""
+    import dataclasses
+
+    out = {}
+    for form, (profile, registered) in PROFILES.items():
+        hw = load_hardware(profile)
+        if registered:
+            hw = dataclasses.replace(hw, epilogue_pass_gbps=0.0, rowwise_gbps=0.0, silu_epilogue_factor=1.0,
+                                     relu_epilogue_factor=1.0)
+        out[form] = (hw, ("model",) if registered else ("model", "lockstep"))
+    return out
+
+
+def judged(run: str, name: str, preds: dict[str, tuple]) -> pd.DataFrame:
+    """One experiment of one run: each predictor's model (and lockstep where kept; ``preds``: predictor ->
+    (hardware, sources)) judged against the committed measurement's sequential cases."""
     import dataclasses
     import json
 
@@ -58,35 +73,37 @@ def judged(run: str, name: str) -> pd.DataFrame:
     meas = meas[meas["kind"] == "sequential"]
     harness = load_harness(json.loads((reg / "registration.json").read_text())["harness"]["name"])
     parts = []
-    for form, (profile, registered) in PROFILES.items():
-        hw = load_hardware(profile)
-        if registered:
-            hw = dataclasses.replace(hw, epilogue_pass_gbps=0.0, rowwise_gbps=0.0, silu_epilogue_factor=1.0,
-                                     relu_epilogue_factor=1.0)
-        exp = dataclasses.replace(load_experiment(name), hardware=hw)
-        p = predict(exp, harness, None)
-        p = p[p["source"].isin(["model"] if registered else ["model", "lockstep"])]
+    for form, (hw, sources) in preds.items():
+        p = predict(dataclasses.replace(load_experiment(name), hardware=hw), harness, None)
+        p = p[p["source"].isin(sources)]
         p["source"] = p["source"].map({"model": form, "lockstep": f"lockstep ({form}'s constants)"})
         parts.append(p)
     return judge(pd.concat(parts, ignore_index=True), meas).assign(run=run, registration=name)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-drift-form")
-    args = ap.parse_args(argv)
-    cases = pd.concat([judged(run, name) for run, names in RUNS.items() for name in names], ignore_index=True)
+def write(cases: pd.DataFrame, out: Path) -> None:
+    """``cases.csv`` and ``summary.csv`` (MAPE, worst and bias per run and predictor) into ``out``; prints the
+    summary."""
     rows = []
     for (run, src), g in cases.groupby(["run", "source"]):
         w = g.loc[g["error"].abs().idxmax()]
         rows.append({"run": run, "predictor": src, "cases": len(g), "mape_pct": round(100 * g["error"].abs().mean(), 2),
                      "worst_pct": round(100 * w["error"], 2), "bias_pct": round(100 * g["error"].mean(), 2)})
     summary = pd.DataFrame(rows)
-    args.out.mkdir(parents=True, exist_ok=True)
-    cases.to_csv(args.out / "cases.csv", index=False, float_format="%.6g")
-    summary.to_csv(args.out / "summary.csv", index=False)
+    out.mkdir(parents=True, exist_ok=True)
+    cases.to_csv(out / "cases.csv", index=False, float_format="%.6g")
+    summary.to_csv(out / "summary.csv", index=False)
     pd.set_option("display.width", 200)
     print(summary.to_string(index=False))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-drift-form")
+    args = ap.parse_args(argv)
+    preds = predictors()
+    write(pd.concat([judged(run, name, preds) for run, names in RUNS.items() for name in names], ignore_index=True),
+          args.out)
     return 0
 
 
