@@ -343,6 +343,23 @@ def test_plan_9s_post_hoc_table_keeps_the_registered_errors_and_beats_them_by_wh
     assert after < before / 2
 
 
+def judge_plan(tmp_path, plan: int, folder: str):
+    """bench/plan_judge.py PLAN on a copy of the committed reports ``folder``: (its claims, which must equal the
+    committed claims.csv; the script's module; the copy)."""
+    import importlib.util
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("plan_judge", ROOT / "bench/plan_judge.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    reports = tmp_path / "r"
+    shutil.copytree(ROOT / "bench/results" / folder, reports)
+    assert mod.main([str(plan), "--reports", str(reports)]) == 0
+    got = pd.read_csv(reports / "claims.csv").set_index("predictor")
+    pd.testing.assert_frame_equal(got, pd.read_csv(ROOT / "bench/results" / folder / "claims.csv").set_index("predictor"))
+    return got, mod, reports
+
+
 @pytest.mark.parametrize("folder,carried_within", [("validation-registered20", True),
                                                    ("validation-registered20-run2", False)])
 def test_registered_plan_20s_claims_are_what_its_committed_reports_give(tmp_path, folder, carried_within):
@@ -350,19 +367,7 @@ def test_registered_plan_20s_claims_are_what_its_committed_reports_give(tmp_path
     table, and the claims as docs/validation.md reports them: the carried model under half the naive line's MAPE,
     within the targets on the first machine and not on the second, the wave form closer on both (claim b failed),
     lockstep under every case."""
-    import importlib.util
-    import shutil
-
-    root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("plan_judge", root / "bench/plan_judge.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    reports = tmp_path / "r"
-    shutil.copytree(root / "bench/results" / folder, reports)
-    assert mod.main(["20", "--reports", str(reports)]) == 0
-    got = pd.read_csv(reports / "claims.csv").set_index("predictor")
-    committed = pd.read_csv(root / "bench/results" / folder / "claims.csv").set_index("predictor")
-    pd.testing.assert_frame_equal(got, committed)
+    got, mod, reports = judge_plan(tmp_path, 20, folder)
     c = got.loc["carried"]
     assert c.cases == 8 and (c.mape_pct <= 3 and abs(c.worst_pct) <= 6) == carried_within
     half = c.mape_pct <= got.loc["naive", "mape_pct"] / 2 and c.mape_pct <= got.loc["waves", "mape_pct"] / 2
@@ -384,18 +389,7 @@ within MAPE 3% and worst 6%, (b) at most half the naive line's and waves' MAPE, 
 
 @pytest.mark.parametrize("folder", sorted(PLAN21_CLAIMS))
 def test_registered_plan_21s_claims_are_what_its_committed_reports_give(tmp_path, folder):
-    import importlib.util
-    import shutil
-
-    root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("plan_judge", root / "bench/plan_judge.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    reports = tmp_path / "r"
-    shutil.copytree(root / "bench/results" / folder, reports)
-    assert mod.main(["21", "--reports", str(reports)]) == 0
-    got = pd.read_csv(reports / "claims.csv").set_index("predictor")
-    pd.testing.assert_frame_equal(got, pd.read_csv(root / "bench/results" / folder / "claims.csv").set_index("predictor"))
+    got, mod, reports = judge_plan(tmp_path, 21, folder)
     m, want = got.loc["interleaved"], PLAN21_CLAIMS[folder]
     assert m.cases == 10
     assert (m.mape_pct <= 3 and abs(m.worst_pct) <= 6) == want["a"]
