@@ -11,7 +11,6 @@ one line and exit 2; nothing is written unless every item ran.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -19,7 +18,9 @@ OPS = ("gelu", "silu", "relu")
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser
+
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--ms", default="4096,16384")
@@ -47,6 +48,7 @@ def main(argv=None) -> int:
     from ctahw.calibrate import activation_epilogue_cost, activation_probe
     from ctahw.device import random_bf16, require_cupy, require_gpus
     from ctahw.gemm import CutlassGemm
+    from ctasim.results import staged_file
 
     cp = require_cupy()
     found = require_gpus(1)
@@ -65,9 +67,8 @@ def main(argv=None) -> int:
         cost, per = activation_epilogue_cost(rows, slots=found[0].sm_count, fused=f"gemm1_{op}")
         print(f"{op}: {cost:.4f} ns per element (" + ", ".join(f"M={r['m']} {r['per_tile_ns']:.0f} ns/tile" for r in per)
               + ")")
-    tmp = args.out.with_suffix(".csv.tmp")
-    pd.DataFrame(rows).to_csv(tmp, index=False)
-    tmp.replace(args.out)
+    with staged_file(args.out) as tmp:
+        pd.DataFrame(rows).to_csv(tmp, index=False)
     return 0
 
 

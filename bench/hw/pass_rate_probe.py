@@ -10,13 +10,14 @@ line and exit 2; nothing is written unless every pass ran.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser
+
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--rest-ms", type=float, default=50.0)
@@ -32,15 +33,15 @@ def main(argv=None) -> int:
     import pandas as pd
 
     from ctahw.calibrate import pass_probe, pass_rates
+    from ctasim.results import staged_file
 
     fields, rows = pass_rates(pass_probe(reps=args.reps, rest_ms=args.rest_ms))
     for r in rows:
         print(f"{r['kind']:>8} {r['op']:>9} {r['rows']:>6}x{r['n']:<6} {r['median_ms']:8.4f} ms {r['gbps']:7.1f} GB/s")
     for name, v in fields.items():
         print(f"{name} = {v:.1f}")
-    tmp = args.out.with_suffix(".csv.tmp")
-    pd.DataFrame(rows).to_csv(tmp, index=False)
-    tmp.replace(args.out)
+    with staged_file(args.out) as tmp:
+        pd.DataFrame(rows).to_csv(tmp, index=False)
     return 0
 
 
