@@ -456,15 +456,15 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
     if drift > 0:
         cap = float(l2_bytes) * float(l2_efficiency)
         carried = None
-        full = cap
         if drift_form in ("carried", "interleaved"):
+            if drift_form == "interleaved":
+                # how long the L2 keeps a line, in tile times (one wave takes one): its whole capacity over the bytes
+                # the wave brings in before any drift re-read
+                keep_tt = cap / np.maximum(a_hbm + w_hbm + store, 1.0)
             carried = np.zeros_like(used)  # (panel, wave): the wave before read the panel too
             carried[:, 1:] = used[:, 1:] & used[:, :-1]
             cont = carried[q, w]
             cap = np.maximum(cap - np.bincount(w[cont], weights=(size[q] * hit)[cont], minlength=W), 0.0)
-        # "interleaved": how long the L2 keeps a line, in tile times (one wave takes one): its capacity over the bytes
-        # the wave brings in before any drift re-read
-        keep_tt = full / np.maximum(a_hbm + w_hbm + store, 1.0)
         sharers = []  # per panel kind: (wave, sharers, panel bytes) of each (panel, wave) with a tile
         for panel, per_tile, nbytes, first_id in ((ri, 1.0, size[:tiles_m], 0),
                                                   (ci, 1.0 / max(1, cluster_m), size[tiles_m:], tiles_m)):
