@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ctasim.predict import PREDICTORS
+
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = {  # plan: (registrations, orders other than groups of 8)
     9: (("reg9-chain-order", "reg9-chain-order-h12288"), ("intragpu-g16", "intragpu-g2", "intragpu-row")),
@@ -79,7 +81,7 @@ def main(argv=None) -> int:
             use_plan(int(argv[0]))
     d = load()
     oe = order_effect(d)
-    preds = [c for c in ("model", "flat", "lockstep", "naive", "waves") if c in oe]
+    preds = [c for c in PREDICTORS if c in oe]
     OUT.mkdir(parents=True, exist_ok=True)
     oe.to_csv(OUT / "order-effect.csv", index=False, float_format="%.4f")
     pd.set_option("display.width", 200)

@@ -2,9 +2,9 @@
 
     python bench/plan_judge.py PLAN [--reports bench/results/validation-registeredPLAN]
 
-PLAN is 20 or 21 (:data:`PLANS`). Reads each registration's ``accuracy.csv`` (``ctasim compare``): the model of
+PLAN is 20, 21 or 22 (:data:`PLANS`). Reads each registration's ``accuracy.csv`` (``ctasim compare``): the model of
 ``regPLAN-X`` and of each twin registration ``regPLAN-X<suffix>`` (the same experiment predicted with another drift
-form's profile), lockstep, flat, naive and waves; writes ``judged.csv`` (every block case's error per predictor) and
+form's profile), lockstep, flat, gelu-priced (where there), naive and waves; writes ``judged.csv`` (every block case's error per predictor) and
 ``claims.csv`` (per predictor over the block cases: MAPE, worst, cases over-predicted, and the same
 machine-normalised by the reference GEMM at M = 16384) into the reports folder, and prints both. A missing or
 unregistered report is refused (one line, exit 2).
@@ -20,10 +20,11 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = {20: {"": "carried", "-wave": "wave"},
-         21: {"": "interleaved", "-carried": "carried", "-wave": "wave"}}
+         21: {"": "interleaved", "-carried": "carried", "-wave": "wave"},
+         22: {"": "interleaved", "-carried": "carried", "-wave": "wave"}}
 """Per plan, each registration suffix and the name of its model: plan 20 predicted with h200-x1-calibrated when its
-drift form was "carried" and with h200-x1-calibrated-wave; plan 21 with the profile's "interleaved" form and with
-h200-x1-calibrated-carried and -wave."""
+drift form was "carried" and with h200-x1-calibrated-wave; plans 21 and 22 with the profile's "interleaved" form and
+with h200-x1-calibrated-carried and -wave."""
 WAVE = "-wave"
 
 

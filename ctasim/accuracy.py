@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from ctasim import results
+from ctasim.predict import PREDICTORS
 
 __all__ = ["Provenance", "provenance_order", "judge", "summary", "report", "write_report"]
 
@@ -136,7 +137,7 @@ def report(j: pd.DataFrame, s: pd.DataFrame, ch: pd.DataFrame, prov: Provenance,
               "| --- | --- | --- | --- | --- | --- |"]
     for r in s.itertuples():
         lines.append(f"| {r.predictor} | {r.kind} | {r.cases} | {r.mape_pct:.2f}% | {r.worst_pct:+.2f}% | {r.worst_case} |")
-    others = [src for src in ("flat", "lockstep", "naive", "waves") if src in set(j["source"])]
+    others = [src for src in PREDICTORS[1:] if src in set(j["source"])]
     lines += ["", "| case | strategy | variant | measured ms | model ms | model error | "
               + " | ".join(f"{src} ms | {src} error" for src in others) + " |",
               "| --- | --- | --- | --- | --- | --- |" + " --- | --- |" * len(others)]

@@ -8,7 +8,9 @@
 * where the profile has the memory hierarchy (``Hardware.l2_bytes``, :func:`ctasim.costs.tuned_gemm`), the same
   event model with it off (``source = flat``: every tile at the config's ``sm_tflops``), so that a report shows
   what the memory hierarchy adds; and where its configs have drift (``KernelConfig.cta_drift``), the memory hierarchy
-  with the CTAs in lockstep (``source = lockstep``);
+  with the CTAs in lockstep (``source = lockstep``); and where a layer fuses an activation the profile prices apart
+  from the GeLU (``Hardware.relu_epilogue_factor``, ``silu_epilogue_factor``), the model with every fused activation at
+  the GeLU's cost (``source = gelu-priced``: the assumption before the activation probe);
 * ``schedules/<case>-<strategy>.tiles.csv.gz``: the per-CTA schedule of every CTA-pipelined strategy, on the clock of
   its first CTA (as the hardware traces are);
 * ``registration.json``: the commit of the code and specs, sha256 of every spec file read, the harness values, the
@@ -42,7 +44,7 @@ from ctasim.spec import Experiment, Hardware, Strategy
 from ctasim.strategies import build_plans, check_placement
 from ctasim.strategies.ctapipe import fold_sides, is_ring, norm_folds
 
-__all__ = ["Naive", "Waves", "RULES", "without_memory", "without_drift", "predict", "register", "spec_files", "git_commit", "schedule_name"]
+__all__ = ["Naive", "Waves", "RULES", "ABLATIONS", "PREDICTORS", "without_memory", "without_drift", "gelu_priced", "predict", "register", "spec_files", "git_commit", "schedule_name"]
 
 RULES = {
     "judged": "every (case, strategy, variant) the measurement reports with status ok; nothing is left out after "
@@ -63,6 +65,9 @@ RULES = {
     "flat": "where the profile has a memory hierarchy, the same event model without it (source = flat), and where "
             "it has drift the memory hierarchy in lockstep (source = lockstep), are judged by the same rules beside "
             "the model",
+    "gelu-priced": "where a layer fuses a ReLU or SiLU that the profile prices apart from the GeLU, the model with "
+                   "every fused activation at the GeLU's epilogue cost (source = gelu-priced) is judged by the same "
+                   "rules beside the model",
 }
 """The judging rules a registration fixes (``registration.json`` holds them; the report quotes them)."""
 
@@ -231,6 +236,25 @@ def without_drift(hw: Hardware) -> Hardware | None:
                                                         for c in hw.kernel_configs))
 
 
+def gelu_priced(hw: Hardware, layers) -> Hardware | None:
+    """The profile with every fused activation at the GeLU's epilogue cost (``silu_epilogue_factor`` =
+    ``relu_epilogue_factor`` = 1), the ``gelu-priced`` predictor beside a profile that prices a fused activation of
+    ``layers`` apart from the GeLU; None when none of ``layers`` fuses one it prices apart."""
+    apart = {op for op in ("relu", "silu") if costs.activation_factor(hw, op) != 1.0}
+    if not any(l.epilogue_fused and apart & set(l.epilogue) for l in layers):
+        return None
+    return dataclasses.replace(hw, silu_epilogue_factor=1.0, relu_epilogue_factor=1.0)
+
+
+ABLATIONS = (("flat", lambda hw, layers: without_memory(hw)), ("lockstep", lambda hw, layers: without_drift(hw)),
+             ("gelu-priced", gelu_priced))
+"""The model with one mechanism off, each a predictor beside it (its ``source``): name and the profile it predicts
+with, given the profile and the experiment's layers (None: the mechanism is not there to switch off)."""
+
+PREDICTORS = ("model",) + tuple(name for name, _ in ABLATIONS) + ("naive", "waves")
+"""Every ``source`` a registration's ``predictions.csv`` may hold, in the order reports list them."""
+
+
 def _variant(kind: str, params: dict) -> str:
     return f"chunks={params['chunks']}" if kind == "microbatch" else ""
 
@@ -243,9 +267,8 @@ def schedule_name(case: str, strategy: str) -> str:
 def predict(exp: Experiment, harness: Harness, naive: Naive | None, seed: int = 0,
             schedules: Path | None = None) -> pd.DataFrame:
     """One row per (case, strategy, variant) and predictor: see the module docstring."""
-    flat = without_memory(exp.hardware)
-    lockstep = without_drift(exp.hardware)
-    others = [(name, hw) for name, hw in (("flat", flat), ("lockstep", lockstep)) if hw is not None]
+    others = [(name, hw) for name, hw in ((name, off(exp.hardware, exp.workload.layers)) for name, off in ABLATIONS)
+              if hw is not None]
     rows = []
     for case in expand(exp):
         layers = len(case.workload.layers)

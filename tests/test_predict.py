@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import json
+import math
 
 import pandas as pd
 import pytest
@@ -144,7 +145,9 @@ MODEL_EXPERIMENTS = {"llama3.1-8b": "reg5-llama8b-1gpu", "llama3.1-70b": "reg5-l
                      "command-r-plus": "reg8-command-r-plus-1gpu", "falcon-40b": "reg8-falcon-40b-1gpu",
                      "mistral-nemo-12b": "reg21-mistral-nemo-12b-1gpu", "phi3-medium": "reg21-phi3-medium-1gpu",
                      "internlm2-20b": "reg21-internlm2-20b-1gpu", "gpt-neox-20b": "reg21-gpt-neox-20b-1gpu",
-                     "opt-66b": "reg21-opt-66b-1gpu"}
+                     "opt-66b": "reg21-opt-66b-1gpu", "opt-30b": "reg22-opt-30b-1gpu",
+                     "pythia-6.9b": "reg22-pythia-6.9b-1gpu", "qwen2.5-7b": "reg22-qwen2.5-7b-1gpu",
+                     "qwen2.5-14b": "reg22-qwen2.5-14b-1gpu"}
 
 
 def test_every_model_has_a_registered_one_gpu_experiment():
@@ -183,3 +186,28 @@ def test_naive_counts_an_unfused_epilogue_as_a_memory_pass():
         c.workload, layers=(dataclasses.replace(l0, epilogue_fused=True), l1)))
     assert naive.predict_ms(Strategy("sequential"), fused, hw, {}) == pytest.approx(
         gemms + costs.rowwise_ns(l1.m, l1.out_n, 2, hw) / 1e6)
+
+
+def test_gelu_priced_is_the_model_with_a_fused_relu_or_silu_at_the_gelus_cost():
+    """Beside a profile that prices a fused ReLU apart from the GeLU (h200-x1-calibrated: 0), the gelu-priced
+    predictor prices it as a GeLU: only the layer with the fused ReLU is slower, by its tiles' GeLU epilogue time;
+    an experiment with no fused ReLU or SiLU has no gelu-priced rows, nor does a profile with both factors 1."""
+    from ctasim.predict import PREDICTORS, gelu_priced
+
+    exp = load_experiment("reg22-opt-30b-1gpu")
+    exp = dataclasses.replace(exp, sweep=(("m", (4096,)),))
+    hw = exp.hardware
+    assert hw.relu_epilogue_factor == 0.0
+    df = predict(exp, HARNESS, None).set_index("source")["makespan_ms"]
+    assert "gelu-priced" in PREDICTORS and "gelu-priced" in df.index
+    relu = exp.workload.layers[0]
+    tiles = (4096 // relu.tile_m) * (relu.n // relu.tile_n)
+    cfg = hw.config(relu.tile_m, relu.tile_n)
+    waves = math.ceil(tiles / (hw.sm_count * cfg.cta_slots_per_sm))
+    extra_ms = hw.activation_epilogue_ns_per_element * relu.tile_m * relu.tile_n * waves / 1e6
+    assert df["gelu-priced"] - df["model"] == pytest.approx(extra_ms, rel=0.05)
+    assert gelu_priced(dataclasses.replace(hw, relu_epilogue_factor=1.0, silu_epilogue_factor=1.0),
+                       exp.workload.layers) is None
+    plain = load_experiment("reg22-pythia-6.9b-1gpu")
+    assert gelu_priced(plain.hardware, plain.workload.layers) is None
+    assert "gelu-priced" not in set(predict(dataclasses.replace(plain, sweep=(("m", (4096,)),)), HARNESS, None)["source"])
