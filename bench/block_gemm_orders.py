@@ -17,7 +17,10 @@ M = 32768, every CUTLASS tile order, measured after plan 20) and writes:
   the measured best.
 
 ``--probe TABLE`` reads another ``gemm_shape_probe.py`` table instead (orders and picks only), e.g. the six long-K
-shapes of ``bench/results/hw/2026-12-02-pass-rates`` into ``bench/results/long-k-orders``. Prints them. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
+shapes of ``bench/results/hw/2026-12-02-pass-rates`` into ``bench/results/long-k-orders``. ``--predict MxNxK,...``
+measures nothing: it writes ``predicted.csv`` (every CUTLASS order of each shape, each profile's time, ``padded``,
+the order each profile picks, and the naive FLOPs line of ``ctasim.predict.Naive``, order-blind) into ``--out``, for a
+registration before the probe runs. Prints them. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 import pandas as pd  # noqa: E402
 from plan_judge import BLOCKS, WAVE  # noqa: E402
 
-from ctasim import costs  # noqa: E402
+from ctasim import costs, l2  # noqa: E402
+from ctasim.predict import Naive  # noqa: E402
+from hw.gemm_shape_probe import parse_shapes  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
 
@@ -45,6 +50,8 @@ PROFILES = {"interleaved": "h200-x1-calibrated", "carried": "h200-x1-calibrated-
 REGISTERED = {"carried": "", "wave": WAVE}
 """The forms plan 20 registered block predictions with (the suffix of their registration); "interleaved" came after."""
 M = 32768
+NAIVE_FROM = ROOT / "bench/results/hw/2026-11-29-run2/baselines.csv"
+"""The CUTLASS GEMM rows every registration's naive FLOPs line is fitted on."""
 
 
 def orders(runs: pd.DataFrame, hws: dict) -> pd.DataFrame:
@@ -100,18 +107,55 @@ def picks(runs: pd.DataFrame, hws: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def predicted(shapes: list[tuple[int, int, int]], hws: dict, naive) -> pd.DataFrame:
+    """Per shape (M x N x K) and CUTLASS order (``ctahw.gemm.SCHEDULES``' raster along M or N, swizzle 1-8): each
+    profile's :func:`ctasim.costs.cutlass_waves` time, ``padded``, whether it is the profile's pick
+    (:func:`ctasim.costs.tuned_gemm`), and the naive FLOPs line's time (the same for every order)."""
+    rows = []
+    for m, n, k in shapes:
+        lay = Layer(m=m, n=n, k=k)
+        pick = {name: costs.tuned_gemm(lay, hw, 2).schedule for name, hw in hws.items()}
+        cfg = next(iter(hws.values())).config(lay.tile_m, lay.tile_n)
+        for raster in ("along_m", "along_n"):
+            for swizzle in (1, 2, 4, 8):
+                row = {"m": m, "n": n, "k": k, "order": f"{raster}/swizzle{swizzle}"}
+                for name, hw in hws.items():
+                    order, _, waves = costs.cutlass_waves(lay, hw, 2, raster, swizzle)
+                    used = f"{raster}/swizzle{l2.cutlass_sm90_swizzle(lay.tiles_m, lay.tiles_n, swizzle, (cfg.cluster_m, cfg.cluster_n))}"
+                    row["padded"] = bool((order < 0).any())
+                    row[f"{name}_ms"] = waves.sum() / 1e6
+                    row[f"{name}_pick"] = used == pick[name] and f"{raster}/swizzle{swizzle}" == used
+                row["naive_ms"] = naive.gemm_ms(m, k, n)
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/block-gemm-orders")
     ap.add_argument("--probe", type=Path, default=PROBE,
                     help="another gemm_shape_probe.py table: orders.csv and picks.csv only (no blocks)")
+    ap.add_argument("--predict", metavar="MxNxK,...", help="write predicted.csv for these shapes; measure nothing")
     args = ap.parse_args(argv)
+    hws = {name: load_hardware(p) for name, p in PROFILES.items()}
+    if args.predict:
+        try:
+            shapes = parse_shapes(args.predict)
+        except ValueError as e:
+            print(f"block_gemm_orders: {str(e).replace('--shapes', '--predict')}", file=sys.stderr)
+            return 2
+        naive = Naive.fit(NAIVE_FROM)
+        out = predicted(shapes, hws, naive)
+        args.out.mkdir(parents=True, exist_ok=True)
+        out.round(4).to_csv(args.out / "predicted.csv", index=False)
+        pd.set_option("display.width", 200)
+        print(out.round(3).to_string(index=False))
+        return 0
     if not args.probe.is_file():
         print(f"block_gemm_orders: no probe table {args.probe}", file=sys.stderr)
         return 2
     runs = pd.read_csv(args.probe)
     runs = runs[runs.backend == "cutlass"]
-    hws = {name: load_hardware(p) for name, p in PROFILES.items()}
     o, p = orders(runs, hws), picks(runs, hws)
     b = blocks(runs, hws) if args.probe.resolve() == PROBE.resolve() else pd.DataFrame()
     args.out.mkdir(parents=True, exist_ok=True)
