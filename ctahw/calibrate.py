@@ -326,10 +326,11 @@ def clock_regime(trajectory, kernels: Sequence[str] = CLOCK_KERNELS) -> tuple[di
 
 
 def activation_epilogue_cost(breakdown, tile_elems: int = 128 * 256, slots: int = 132,
-                             plain: str = "gemm1_plain", fused: str = "gemm1_gelu") -> tuple[float, list[dict]]:
+                             plain: str = "gemm1_plain", fused: str = "gemm1_gelu",
+                             n: int = 28672) -> tuple[float, list[dict]]:
     """ns per output element that a fused activation adds to a tile, from ``mlp_block_breakdown.py`` rows (m, item,
     per_op_ms) of a rested run: per M, (fused - plain) spread over the kernel's tiles run ``slots`` at a time,
-    over the tile's elements; the median over the M values. GEMM1 of the block: N = 28672."""
+    over the tile's elements; the median over the M values. ``n``: the GEMM's N (GEMM1 of the block: 28672)."""
     by = {}
     for r in breakdown:
         by[(int(r["m"]), str(r["item"]))] = float(r["per_op_ms"])
@@ -337,7 +338,7 @@ def activation_epilogue_cost(breakdown, tile_elems: int = 128 * 256, slots: int 
     for m in sorted({m for m, _ in by}):
         if (m, plain) not in by or (m, fused) not in by:
             continue
-        tiles = (m // 128) * (28672 // 256)
+        tiles = (m // 128) * (n // 256)
         per_tile_ns = (by[(m, fused)] - by[(m, plain)]) * 1e6 * slots / tiles
         rows.append({"m": m, "plain_ms": by[(m, plain)], "fused_ms": by[(m, fused)], "per_tile_ns": per_tile_ns,
                      "ns_per_element": per_tile_ns / tile_elems})

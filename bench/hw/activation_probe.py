@@ -1,9 +1,9 @@
 """Device probe (one GPU): what each fused activation adds to a GEMM tile, the measurement behind the profile's
 ``activation_epilogue_ns_per_element`` (``ctahw calibrate`` measures it for the erf-GeLU only).
 
-    python bench/hw/activation_probe.py OUT.csv [--ops gelu,silu,relu] [--ms 4096,16384] [--reps 10]
+    python bench/hw/activation_probe.py OUT.csv [--ops gelu,silu,relu] [--ms 4096,16384] [--reps 10] [--n 28672 --k 8192]
 
-GEMM1 of the MLP block (M x 28672 x 8192) plain and with each fused activation, CUTLASS at its tuned tile order,
+GEMM1 of the MLP block (M x N x K, default M x 28672 x 8192) plain and with each fused activation, CUTLASS at its tuned tile order,
 every run rested 300 ms (``ctahw.calibrate.activation_probe``); per op the cost per accumulator element
 (``ctahw.calibrate.activation_epilogue_cost``). Writes the rows (m, item, per_op_ms) and prints the costs. Bad values get
 one line and exit 2; nothing is written unless every item ran.
@@ -25,6 +25,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--ms", default="4096,16384")
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--n", type=int, default=28672, help="the GEMM's N (a multiple of 256)")
+    ap.add_argument("--k", type=int, default=8192, help="the GEMM's K (a multiple of 64)")
     args = ap.parse_args(argv)
     ops = [o for o in args.ops.split(",") if o]
     try:
@@ -37,6 +39,9 @@ def main(argv=None) -> int:
     if not ms or min(ms) < 128 or any(m % 128 for m in ms) or args.reps < 1:
         print(f"activation_probe: --ms must be multiples of 128 and --reps >= 1 (got {args.ms!r}, {args.reps})",
               file=sys.stderr)
+        return 2
+    if args.n < 256 or args.n % 256 or args.k < 64 or args.k % 64:
+        print(f"activation_probe: --n must be a multiple of 256 and --k of 64 (got {args.n}, {args.k})", file=sys.stderr)
         return 2
     if args.out.suffix != ".csv" or not args.out.parent.is_dir() or args.out.is_dir():
         print(f"activation_probe: {args.out}: a .csv path in an existing folder expected", file=sys.stderr)
@@ -57,14 +62,14 @@ def main(argv=None) -> int:
     rng = cp.random.default_rng(1)
     for m in ms:  # the executor's tile order for each shape
         with cp.cuda.Device(0):
-            a = random_bf16((m, 8192), cp, rng)
-            w = random_bf16((28672, 8192), cp, rng, 1 / 90.5)
-            d = cp.empty((m, 28672), dtype=cp.uint16)
-        g.schedule[(m, 28672, 8192)], _ = tune_schedule(g, timed, a, w, d, m, 28672, 8192, timed.compute[0], 2)
+            a = random_bf16((m, args.k), cp, rng)
+            w = random_bf16((args.n, args.k), cp, rng, 1 / 90.5)
+            d = cp.empty((m, args.n), dtype=cp.uint16)
+        g.schedule[(m, args.n, args.k)], _ = tune_schedule(g, timed, a, w, d, m, args.n, args.k, timed.compute[0], 2)
         del a, w, d
-    rows = activation_probe(g, ms, ops, reps=args.reps)
+    rows = activation_probe(g, ms, ops, reps=args.reps, n=args.n, k=args.k)
     for op in ops:
-        cost, per = activation_epilogue_cost(rows, slots=found[0].sm_count, fused=f"gemm1_{op}")
+        cost, per = activation_epilogue_cost(rows, slots=found[0].sm_count, fused=f"gemm1_{op}", n=args.n)
         print(f"{op}: {cost:.4f} ns per element (" + ", ".join(f"M={r['m']} {r['per_tile_ns']:.0f} ns/tile" for r in per)
               + ")")
     with staged_file(args.out) as tmp:
