@@ -20,7 +20,11 @@ M = 32768, every CUTLASS tile order, measured after plan 20) and writes:
 shapes of ``bench/results/hw/2026-12-02-pass-rates`` into ``bench/results/long-k-orders``. ``--predict MxNxK,...``
 measures nothing: it writes ``predicted.csv`` (every CUTLASS order of each shape, each profile's time, ``padded``,
 the order each profile picks, and the naive FLOPs line of ``ctasim.predict.Naive``, order-blind) into ``--out``, for a
-registration before the probe runs. Prints them. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
+registration before the probe runs; ``--probe TABLE --registered DIR`` then judges that registration
+(``DIR/predicted.csv``, registered plan 23's rules in its README): ``shapes.csv`` (per shape: best measured order
+and time, each profile's pick, its registered time and what it measured, the naive line) and ``claims.csv`` (per
+predictor: MAPE over the unpadded runs, MAPE of the pick time against the best measured, the worst pick's
+measured distance from the best); refused (one line, exit 2) if the profiles no longer give the registered times. Prints them. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
 """
 
 from __future__ import annotations
@@ -130,12 +134,50 @@ def predicted(shapes: list[tuple[int, int, int]], hws: dict, naive) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
+def judge(runs: pd.DataFrame, o: pd.DataFrame, reg: pd.DataFrame, hws: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Registered plan 23's tables from the probe's CUTLASS ``runs``, their :func:`orders` errors ``o`` and the
+    registration ``reg`` (:func:`predicted`'s rows). ValueError if the profiles' times of a registered order moved."""
+    key = ["m", "n", "k", "order"]
+    now = o.merge(reg, on=key, how="inner")
+    for name in hws:
+        again = (1 + now[f"{name}_pct"] / 100) * now.measured_ms
+        if not ((again - now[f"{name}_ms"]).abs() <= 2e-4 + 1e-5 * now[f"{name}_ms"]).all():
+            raise ValueError(f"block_gemm_orders: profile {name} no longer gives the registered times")
+    shapes, claims = [], {}
+    for (m, n, k), g in runs.groupby(["m", "n", "k"]):
+        r = reg[(reg.m == m) & (reg.n == n) & (reg.k == k)]
+        if r.empty:
+            continue
+        best = g.loc[g.median_ms.idxmin()]
+        row = {"m": m, "n": n, "k": k, "best_order": best.order, "best_ms": best.median_ms,
+               "naive_ms": float(r.naive_ms.iloc[0])}
+        for name in hws:
+            pick = r[r[f"{name}_pick"]].iloc[0]
+            there = g[g.order == pick.order].median_ms
+            row |= {f"{name}_pick": pick.order, f"{name}_ms": pick[f"{name}_ms"],
+                    f"{name}_pick_measured_ms": float(there.iloc[0]) if len(there) else float("nan")}
+        shapes.append(row)
+    shapes = pd.DataFrame(shapes)
+    unpadded = o[~o.padded]
+    for name in hws:
+        err = 100 * (shapes[f"{name}_ms"] / shapes.best_ms - 1)
+        lost = 100 * (shapes[f"{name}_pick_measured_ms"] / shapes.best_ms - 1)
+        claims[name] = {"unpadded_runs": len(unpadded), "unpadded_mape_pct": unpadded[f"{name}_pct"].abs().mean(),
+                        "shapes": len(shapes), "best_mape_pct": err.abs().mean(), "best_worst_pct": err.iloc[err.abs().argmax()],
+                        "pick_lost_max_pct": lost.max()}
+    err = 100 * (shapes.naive_ms / shapes.best_ms - 1)
+    claims["naive"] = {"unpadded_runs": len(unpadded), "shapes": len(shapes), "best_mape_pct": err.abs().mean(),
+                       "best_worst_pct": err.iloc[err.abs().argmax()]}
+    return shapes, pd.DataFrame(claims).T.rename_axis("predictor").reset_index()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/block-gemm-orders")
     ap.add_argument("--probe", type=Path, default=PROBE,
                     help="another gemm_shape_probe.py table: orders.csv and picks.csv only (no blocks)")
     ap.add_argument("--predict", metavar="MxNxK,...", help="write predicted.csv for these shapes; measure nothing")
+    ap.add_argument("--registered", type=Path, help="a --predict folder: judge it against --probe (shapes.csv, claims.csv)")
     args = ap.parse_args(argv)
     hws = {name: load_hardware(p) for name, p in PROFILES.items()}
     if args.predict:
@@ -157,12 +199,24 @@ def main(argv=None) -> int:
     runs = pd.read_csv(args.probe)
     runs = runs[runs.backend == "cutlass"]
     o, p = orders(runs, hws), picks(runs, hws)
+    if args.registered:
+        if not (args.registered / "predicted.csv").is_file():
+            print(f"block_gemm_orders: no {args.registered / 'predicted.csv'}", file=sys.stderr)
+            return 2
+        try:
+            sh, cl = judge(runs, o, pd.read_csv(args.registered / "predicted.csv"), hws)
+        except ValueError as e:
+            print(e, file=sys.stderr)
+            return 2
     b = blocks(runs, hws) if args.probe.resolve() == PROBE.resolve() else pd.DataFrame()
     args.out.mkdir(parents=True, exist_ok=True)
     o.round(4).to_csv(args.out / "orders.csv", index=False)
     if not b.empty:
         b.round(4).to_csv(args.out / "blocks.csv", index=False)
     p.round(4).to_csv(args.out / "picks.csv", index=False)
+    if args.registered:
+        sh.round(4).to_csv(args.out / "shapes.csv", index=False)
+        cl.round(4).to_csv(args.out / "claims.csv", index=False)
     summary = pd.DataFrame([{"runs": f"{'padded' if pad else 'unpadded'} grids", "count": len(g),
                              **{f"{n}_mape_pct": g[f"{n}_pct"].abs().mean() for n in hws}}
                             for pad, g in o.groupby("padded")])
@@ -177,6 +231,9 @@ def main(argv=None) -> int:
         print(b.round(3).to_string(index=False))
     print(p.round(3).to_string(index=False))
     print(summary.round(2).to_string(index=False))
+    if args.registered:
+        print(sh.round(3).to_string(index=False))
+        print(cl.round(2).to_string(index=False))
     return 0
 
 

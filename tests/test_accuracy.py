@@ -401,7 +401,8 @@ def test_registered_plan_21s_claims_are_what_its_committed_reports_give(tmp_path
 
 
 PLAN22_CLAIMS = {"validation-registered22": dict(a=True, b=True, c=True, d=True),
-                 "validation-registered22-run2": dict(a=True, b=True, c=True, d=True)}
+                 "validation-registered22-run2": dict(a=True, b=True, c=True, d=True),
+                 "validation-registered22-run3": dict(a=True, b=True, c=True, d=True)}
 """Registered plan 22's claims per measuring machine, as docs/validation.md reports them: (a) the interleaved model
 within MAPE 3% and worst 6%, (b) at most half the naive line's and waves' MAPE, (c) on OPT-30B below gelu-priced's
 |error| at both M, (d) below the wave form's MAPE."""
@@ -442,7 +443,7 @@ def test_the_committed_post_hoc_drift_form_table_is_what_the_script_writes(tmp_p
 
 
 def test_the_machine_spread_tables_are_what_the_script_writes(tmp_path):
-    """bench/machine_spread.py over the committed reference GEMMs: eleven lent H200s within 3% of each other on the
+    """bench/machine_spread.py over the committed reference GEMMs: twelve lent H200s within 3% of each other on the
     calibration GEMM, the profile's prediction (2.770 ms at M = 16384, plan 21's registration) at their median; a
     reference run whose folder names no machine is refused."""
     import importlib.util
@@ -455,7 +456,7 @@ def test_the_machine_spread_tables_are_what_the_script_writes(tmp_path):
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name),
                                       pd.read_csv(ROOT / "bench" / "results" / "machine-spread" / name))
     s = pd.read_csv(tmp_path / "summary.csv").set_index("m")
-    assert s.loc[16384, "machines"] == 11 and s.loc[16384, "spread_pct"] < 3
+    assert s.loc[16384, "machines"] == 12 and s.loc[16384, "spread_pct"] < 3
     pred = pd.read_csv(ROOT / "bench/predictions/reg21-reference/predictions.csv")
     model = float(pred[(pred.m == 16384) & (pred.source == "model")].makespan_ms.iloc[0])
     assert abs(model / s.loc[16384, "median"] - 1) < 0.002
@@ -479,3 +480,52 @@ def test_the_post_hoc_activation_table_is_what_the_script_writes(tmp_path):
     pd.testing.assert_frame_equal(got, pd.read_csv(ROOT / "bench/results/posthoc-activation/summary.csv"))
     reg = got[got.predictor == "interleaved (registered)"].set_index("run").mape_pct
     assert reg["2026-12-02-registered21-1gpu"] == 1.16 and reg["2026-12-02-registered21-1gpu-run2"] == 3.25
+
+
+def _block_gemm_orders():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("block_gemm_orders", ROOT / "bench" / "block_gemm_orders.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+REG23 = ROOT / "bench/predictions/reg23-gemm-orders"
+RUN3 = ROOT / "bench/results/hw/2026-12-03-registered22-23-1gpu-run3/gemm_shapes.csv"
+
+
+def test_registered_plan_23s_predictions_are_what_the_script_writes(tmp_path, capsys):
+    """block_gemm_orders.py --predict reproduces registered plan 23 (the command in its README); a bad shape is one
+    line and exit 2."""
+    mod = _block_gemm_orders()
+    cmd = (REG23 / "README.md").read_text().split("--predict ")[1].split()[0]
+    assert mod.main(["--predict", cmd, "--out", str(tmp_path)]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "predicted.csv"), pd.read_csv(REG23 / "predicted.csv"))
+    got = pd.read_csv(tmp_path / "predicted.csv")
+    assert len(got) == 64 and (got.groupby(["m", "n", "k"]).interleaved_pick.sum() == 1).all()
+    assert mod.main(["--predict", "32768x7168", "--out", str(tmp_path / "bad")]) == 2
+    assert "--predict" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+
+
+def test_registered_plan_23s_claims_are_what_its_committed_tables_give(tmp_path):
+    """block_gemm_orders.py --registered on the committed probe gives the committed claims, and the claims as
+    docs/validation.md reports them: (a) unpadded MAPE <= 3%, (b) at most half the naive line's at the best orders,
+    (c) every pick within 2% of the best measured. Registered times the profiles no longer give are refused."""
+    mod = _block_gemm_orders()
+    out = tmp_path / "o"
+    assert mod.main(["--probe", str(RUN3), "--registered", str(REG23), "--out", str(out)]) == 0
+    committed = ROOT / "bench/results/validation-registered23"
+    for name in ("claims.csv", "shapes.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(out / name), pd.read_csv(committed / name))
+    c = pd.read_csv(out / "claims.csv").set_index("predictor")
+    assert c.loc["interleaved", "unpadded_mape_pct"] <= 3
+    assert c.loc["interleaved", "best_mape_pct"] <= c.loc["naive", "best_mape_pct"] / 2
+    assert c.loc["interleaved", "pick_lost_max_pct"] <= 2
+    tampered = tmp_path / "reg"
+    tampered.mkdir()
+    reg = pd.read_csv(REG23 / "predicted.csv")
+    reg.loc[5, "carried_ms"] *= 1.01
+    reg.to_csv(tampered / "predicted.csv", index=False)
+    assert mod.main(["--probe", str(RUN3), "--registered", str(tampered), "--out", str(tmp_path / "t")]) == 2
+    assert not (tmp_path / "t").exists()
