@@ -438,9 +438,9 @@ def pass_probe(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
 def activation_probe(g, ms: Sequence[int] = (4096, 16384), ops: Sequence[str] = ("gelu",), reps: int = 10,
                      rest_ms: float = 300.0, n: int = 28672, k: int = 8192) -> list[dict]:
     """GEMM1 of the MLP block (``M x n x k``, CUTLASS ``g`` on GPU 0, its tuned order as set) plain and with each
-    fused activation of ``ops``, every run behind ``rest_ms`` of rest, the items interleaved round by round after one
-    untimed round: rows (m, item ``gemm1_plain`` / ``gemm1_<op>``, per_op_ms = the median of ``reps``), what
-    :func:`activation_epilogue_cost` reads."""
+    fused epilogue op of ``ops`` (an activation, or ``residual``: D = A @ W^T + C with a random C), every run behind
+    ``rest_ms`` of rest, the items interleaved round by round after one untimed round: rows (m, item ``gemm1_plain``
+    / ``gemm1_<op>``, per_op_ms = the median of ``reps``), what :func:`activation_epilogue_cost` reads."""
     from ctahw.baselines import Timed  # noqa: PLC0415
     from ctahw.device import random_bf16, require_cupy, summarize  # noqa: PLC0415
 
@@ -454,15 +454,17 @@ def activation_probe(g, ms: Sequence[int] = (4096, 16384), ops: Sequence[str] = 
             a1 = random_bf16((mm, k), cp, rng)
             w1 = random_bf16((n, k), cp, rng, 1 / 90.5)
             d1 = cp.empty((mm, n), dtype=cp.uint16)
+            c1 = random_bf16((mm, n), cp, rng) if "residual" in ops else None
         times = {item: [] for item, _ in items}
         for i in range(reps + 1):
             for item, ep in (items if i % 2 == 0 else items[::-1]):
-                t = rested.run(lambda T, ep=ep: (g(a1, w1, d1, mm, n, k, rested.compute[0], epilogue=ep),
-                                                 [(rested.compute[0], 0)])[1])[0]
+                c = c1 if ep == ("residual",) else None
+                t = rested.run(lambda T, ep=ep, c=c: (g(a1, w1, d1, mm, n, k, rested.compute[0], epilogue=ep, c=c),
+                                                      [(rested.compute[0], 0)])[1])[0]
                 if i:
                     times[item].append(t)
         rows += [{"m": mm, "item": item, "per_op_ms": summarize(v).median_ms} for item, v in times.items()]
-        del a1, w1, d1
+        del a1, w1, d1, c1
         cp.get_default_memory_pool().free_all_blocks()
     return rows
 

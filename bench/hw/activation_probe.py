@@ -3,7 +3,8 @@
 
     python bench/hw/activation_probe.py OUT.csv [--ops gelu,silu,relu] [--ms 4096,16384] [--reps 10] [--n 28672 --k 8192]
 
-GEMM1 of the MLP block (M x N x K, default M x 28672 x 8192) plain and with each fused activation, CUTLASS at its tuned tile order,
+GEMM1 of the MLP block (M x N x K, default M x 28672 x 8192) plain and with each fused activation (``--ops`` may name
+``residual`` too: D = A @ W^T + C, the down projection's epilogue), CUTLASS at its tuned tile order,
 every run rested 300 ms (``ctahw.calibrate.activation_probe``); per op the cost per accumulator element
 (``ctahw.calibrate.activation_epilogue_cost``). Writes the rows (m, item, per_op_ms) and prints the costs. Bad values get
 one line and exit 2; nothing is written unless every item ran.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-OPS = ("gelu", "silu", "relu")
+OPS = ("gelu", "silu", "relu", "residual")
 
 
 def main(argv=None) -> int:
@@ -22,7 +23,7 @@ def main(argv=None) -> int:
 
     ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--ops", default="gelu,silu,relu")
     ap.add_argument("--ms", default="4096,16384")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--n", type=int, default=28672, help="the GEMM's N (a multiple of 256)")
