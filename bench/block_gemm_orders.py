@@ -24,7 +24,11 @@ registration before the probe runs; ``--probe TABLE --registered DIR`` then judg
 (``DIR/predicted.csv``, registered plan 23's rules in its README): ``shapes.csv`` (per shape: best measured order
 and time, each profile's pick, its registered time and what it measured, the naive line) and ``claims.csv`` (per
 predictor: MAPE over the unpadded runs, MAPE of the pick time against the best measured, the worst pick's
-measured distance from the best); refused (one line, exit 2) if the profiles no longer give the registered times. Prints them. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
+measured distance from the best); refused (one line, exit 2) if the profiles no longer give the registered times.
+Where the probe's folder holds the blocks' runs too (``<folder>/regNN-*/results.csv``, ``--blocks regNN``),
+``rest.csv``: per block at M = 32768, the measured block minus its GEMMs alone at the orders the block's run tuned to
+(``results.csv``'s ``schedules``), beside the model's block (its registration) minus its plain GEMMs (``tuned_gemm``):
+what the passes, fused epilogues and gaps take, measured and modelled. Prints them. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
 """
 
 from __future__ import annotations
@@ -171,6 +175,38 @@ def judge(runs: pd.DataFrame, o: pd.DataFrame, reg: pd.DataFrame, hws: dict) -> 
     return shapes, pd.DataFrame(claims).T.rename_axis("predictor").reset_index()
 
 
+def rest(runs: pd.DataFrame, folder: Path, prefix: str, hw) -> pd.DataFrame:
+    """Per block run ``folder/<prefix>-*`` (not the reference) at M = 32768: measured block, its GEMMs alone at the
+    block's tuned orders (``runs``), and the same for the model (the block's registration, ``source = model``; its
+    plain GEMMs by ``tuned_gemm`` on ``hw``)."""
+    from ctahw.gemm import RASTER_NAMES
+
+    rows = []
+    for exp_dir in sorted(p for p in folder.glob(f"{prefix}-*") if p.is_dir() and not p.name.endswith("reference")):
+        r = pd.read_csv(exp_dir / "results.csv")
+        r = r[(r.m == M) & (r.status == "ok")]
+        if r.empty:
+            continue
+        gemms = []
+        for item in str(r.schedules.iloc[0]).split(";"):
+            shape, code = item.split(":")
+            m, n, k = map(int, shape.split("x"))
+            raster, swizzle = code.split("/")
+            there = runs[(runs.m == m) & (runs.n == n) & (runs.k == k)
+                         & (runs.order == f"{RASTER_NAMES[int(raster)]}/swizzle{swizzle}")].median_ms
+            if there.empty:
+                raise ValueError(f"block_gemm_orders: the probe has no {shape} at {RASTER_NAMES[int(raster)]}/swizzle{swizzle}")
+            gemms.append((m, n, k, float(there.iloc[0])))
+        pred = pd.read_csv(ROOT / "bench/predictions" / exp_dir.name / "predictions.csv")
+        model_block = float(pred[(pred.m == M) & (pred.source == "model")].makespan_ms.iloc[0])
+        model_gemms = sum(costs.tuned_gemm(Layer(m=m, n=n, k=k), hw, 2).total_ns / 1e6 for m, n, k, _ in gemms)
+        block = float(r.makespan_ms.iloc[0])
+        rows.append({"block": exp_dir.name, "measured_ms": block, "gemms_alone_ms": sum(g[3] for g in gemms),
+                     "rest_ms": block - sum(g[3] for g in gemms), "model_ms": model_block,
+                     "model_gemms_ms": model_gemms, "model_rest_ms": model_block - model_gemms})
+    return pd.DataFrame(rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/block-gemm-orders")
@@ -178,6 +214,7 @@ def main(argv=None) -> int:
                     help="another gemm_shape_probe.py table: orders.csv and picks.csv only (no blocks)")
     ap.add_argument("--predict", metavar="MxNxK,...", help="write predicted.csv for these shapes; measure nothing")
     ap.add_argument("--registered", type=Path, help="a --predict folder: judge it against --probe (shapes.csv, claims.csv)")
+    ap.add_argument("--blocks", metavar="PREFIX", help="with --registered: the blocks' runs beside the probe (e.g. reg22)")
     args = ap.parse_args(argv)
     hws = {name: load_hardware(p) for name, p in PROFILES.items()}
     if args.predict:
@@ -205,6 +242,7 @@ def main(argv=None) -> int:
             return 2
         try:
             sh, cl = judge(runs, o, pd.read_csv(args.registered / "predicted.csv"), hws)
+            rs = rest(runs, args.probe.parent, args.blocks, hws["interleaved"]) if args.blocks else pd.DataFrame()
         except ValueError as e:
             print(e, file=sys.stderr)
             return 2
@@ -217,6 +255,8 @@ def main(argv=None) -> int:
     if args.registered:
         sh.round(4).to_csv(args.out / "shapes.csv", index=False)
         cl.round(4).to_csv(args.out / "claims.csv", index=False)
+        if not rs.empty:
+            rs.round(4).to_csv(args.out / "rest.csv", index=False)
     summary = pd.DataFrame([{"runs": f"{'padded' if pad else 'unpadded'} grids", "count": len(g),
                              **{f"{n}_mape_pct": g[f"{n}_pct"].abs().mean() for n in hws}}
                             for pad, g in o.groupby("padded")])
@@ -234,6 +274,8 @@ def main(argv=None) -> int:
     if args.registered:
         print(sh.round(3).to_string(index=False))
         print(cl.round(2).to_string(index=False))
+        if not rs.empty:
+            print(rs.round(3).to_string(index=False))
     return 0
 
 
