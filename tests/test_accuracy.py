@@ -495,15 +495,18 @@ REG23 = ROOT / "bench/predictions/reg23-gemm-orders"
 RUN3 = ROOT / "bench/results/hw/2026-12-03-registered22-23-1gpu-run3/gemm_shapes.csv"
 
 
-def test_registered_plan_23s_predictions_are_what_the_script_writes(tmp_path, capsys):
-    """block_gemm_orders.py --predict reproduces registered plan 23 (the command in its README); a bad shape is one
-    line and exit 2."""
+@pytest.mark.parametrize("reg,shapes", [(REG23, 8), (ROOT / "bench/predictions/reg24-padded-orders", 5)])
+def test_registered_gemm_order_predictions_are_what_the_script_writes(tmp_path, capsys, reg, shapes):
+    """block_gemm_orders.py --predict reproduces registered plans 23 and 24 (the command in each README), one pick
+    per shape and profile; a bad shape is one line and exit 2."""
     mod = _block_gemm_orders()
-    cmd = (REG23 / "README.md").read_text().split("--predict ")[1].split()[0]
+    cmd = (reg / "README.md").read_text().split("--predict ")[1].split()[0]
     assert mod.main(["--predict", cmd, "--out", str(tmp_path)]) == 0
-    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "predicted.csv"), pd.read_csv(REG23 / "predicted.csv"))
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "predicted.csv"), pd.read_csv(reg / "predicted.csv"))
     got = pd.read_csv(tmp_path / "predicted.csv")
-    assert len(got) == 64 and (got.groupby(["m", "n", "k"]).interleaved_pick.sum() == 1).all()
+    assert len(got) == 8 * shapes
+    for name in ("interleaved", "carried", "wave"):
+        assert (got.groupby(["m", "n", "k"])[f"{name}_pick"].sum() == 1).all()
     assert mod.main(["--predict", "32768x7168", "--out", str(tmp_path / "bad")]) == 2
     assert "--predict" in capsys.readouterr().err and not (tmp_path / "bad").exists()
 
