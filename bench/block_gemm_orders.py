@@ -126,13 +126,15 @@ def predicted(shapes: list[tuple[int, int, int]], hws: dict, naive) -> pd.DataFr
         cfg = next(iter(hws.values())).config(lay.tile_m, lay.tile_n)
         for raster in ("along_m", "along_n"):
             for swizzle in (1, 2, 4, 8):
-                row = {"m": m, "n": n, "k": k, "order": f"{raster}/swizzle{swizzle}"}
+                name_here = f"{raster}/swizzle{swizzle}"
+                # a swizzle the grid clamps is the clamped order: only the row that names it can be the pick
+                unclamped = l2.cutlass_sm90_swizzle(lay.tiles_m, lay.tiles_n, swizzle, (cfg.cluster_m, cfg.cluster_n)) == swizzle
+                row = {"m": m, "n": n, "k": k, "order": name_here}
                 for name, hw in hws.items():
                     order, _, waves = costs.cutlass_waves(lay, hw, 2, raster, swizzle)
-                    used = f"{raster}/swizzle{l2.cutlass_sm90_swizzle(lay.tiles_m, lay.tiles_n, swizzle, (cfg.cluster_m, cfg.cluster_n))}"
                     row["padded"] = bool((order < 0).any())
                     row[f"{name}_ms"] = waves.sum() / 1e6
-                    row[f"{name}_pick"] = used == pick[name] and f"{raster}/swizzle{swizzle}" == used
+                    row[f"{name}_pick"] = unclamped and pick[name] == name_here
                 row["naive_ms"] = naive.gemm_ms(m, k, n)
                 rows.append(row)
     return pd.DataFrame(rows)
@@ -179,7 +181,7 @@ def rest(runs: pd.DataFrame, folder: Path, prefix: str, hw) -> pd.DataFrame:
     """Per block run ``folder/<prefix>-*`` (not the reference) at M = 32768: measured block, its GEMMs alone at the
     block's tuned orders (``runs``), and the same for the model (the block's registration, ``source = model``; its
     plain GEMMs by ``tuned_gemm`` on ``hw``)."""
-    from ctahw.gemm import RASTER_NAMES
+    from ctahw.gemm import schedule_name
 
     rows = []
     for exp_dir in sorted(p for p in folder.glob(f"{prefix}-*") if p.is_dir() and not p.name.endswith("reference")):
@@ -191,11 +193,10 @@ def rest(runs: pd.DataFrame, folder: Path, prefix: str, hw) -> pd.DataFrame:
         for item in str(r.schedules.iloc[0]).split(";"):
             shape, code = item.split(":")
             m, n, k = map(int, shape.split("x"))
-            raster, swizzle = code.split("/")
-            there = runs[(runs.m == m) & (runs.n == n) & (runs.k == k)
-                         & (runs.order == f"{RASTER_NAMES[int(raster)]}/swizzle{swizzle}")].median_ms
+            order = schedule_name(tuple(int(x) for x in code.split("/")))
+            there = runs[(runs.m == m) & (runs.n == n) & (runs.k == k) & (runs.order == order)].median_ms
             if there.empty:
-                raise ValueError(f"block_gemm_orders: the probe has no {shape} at {RASTER_NAMES[int(raster)]}/swizzle{swizzle}")
+                raise ValueError(f"block_gemm_orders: the probe has no {shape} at {order}")
             gemms.append((m, n, k, float(there.iloc[0])))
         pred = pd.read_csv(ROOT / "bench/predictions" / exp_dir.name / "predictions.csv")
         model_block = float(pred[(pred.m == M) & (pred.source == "model")].makespan_ms.iloc[0])
