@@ -440,7 +440,9 @@ def activation_probe(g, ms: Sequence[int] = (4096, 16384), ops: Sequence[str] = 
     """GEMM1 of the MLP block (``M x n x k``, CUTLASS ``g`` on GPU 0, its tuned order as set) plain and with each
     fused epilogue op of ``ops`` (an activation, or ``residual``: D = A @ W^T + C with a random C), every run behind
     ``rest_ms`` of rest, the items interleaved round by round after one untimed round: rows (m, item ``gemm1_plain``
-    / ``gemm1_<op>``, per_op_ms = the median of ``reps``), what :func:`activation_epilogue_cost` reads."""
+    / ``gemm1_<op>``, per_op_ms = the median of ``reps``), what :func:`activation_epilogue_cost` reads.
+    ``relu_input`` is not an epilogue: the plain GEMM on A with its negative elements zeroed, as a ReLU leaves the
+    down projection's input (half of A zero; data-dependent power, hence clock, is what it can show)."""
     from ctahw.baselines import Timed  # noqa: PLC0415
     from ctahw.device import random_bf16, require_cupy, summarize  # noqa: PLC0415
 
@@ -455,16 +457,19 @@ def activation_probe(g, ms: Sequence[int] = (4096, 16384), ops: Sequence[str] = 
             w1 = random_bf16((n, k), cp, rng, 1 / 90.5)
             d1 = cp.empty((mm, n), dtype=cp.uint16)
             c1 = random_bf16((mm, n), cp, rng) if "residual" in ops else None
+            # bf16 bits: a set sign bit is a negative value, zeroed as ReLU would
+            a0 = cp.where(a1 >= 0x8000, cp.uint16(0), a1).astype(cp.uint16) if "relu_input" in ops else None
         times = {item: [] for item, _ in items}
         for i in range(reps + 1):
             for item, ep in (items if i % 2 == 0 else items[::-1]):
                 c = c1 if ep == ("residual",) else None
-                t = rested.run(lambda T, ep=ep, c=c: (g(a1, w1, d1, mm, n, k, rested.compute[0], epilogue=ep, c=c),
-                                                      [(rested.compute[0], 0)])[1])[0]
+                a, ep = (a0, ()) if ep == ("relu_input",) else (a1, ep)
+                t = rested.run(lambda T, a=a, ep=ep, c=c: (g(a, w1, d1, mm, n, k, rested.compute[0], epilogue=ep, c=c),
+                                                           [(rested.compute[0], 0)])[1])[0]
                 if i:
                     times[item].append(t)
         rows += [{"m": mm, "item": item, "per_op_ms": summarize(v).median_ms} for item, v in times.items()]
-        del a1, w1, d1, c1
+        del a1, w1, d1, c1, a0
         cp.get_default_memory_pool().free_all_blocks()
     return rows
 

@@ -4,7 +4,8 @@
     python bench/hw/activation_probe.py OUT.csv [--ops gelu,silu,relu] [--ms 4096,16384] [--reps 10] [--n 28672 --k 8192]
 
 GEMM1 of the MLP block (M x N x K, default M x 28672 x 8192) plain and with each fused activation (``--ops`` may name
-``residual`` too: D = A @ W^T + C, the down projection's epilogue), CUTLASS at its tuned tile order,
+``residual`` too: D = A @ W^T + C, the down projection's epilogue; or ``relu_input``: the plain GEMM on A with its
+negative elements zeroed, as the down projection of a ReLU block reads it), CUTLASS at its tuned tile order,
 every run rested 300 ms (``ctahw.calibrate.activation_probe``); per op the cost per accumulator element
 (``ctahw.calibrate.activation_epilogue_cost``). Writes the rows (m, item, per_op_ms) and prints the costs. Bad values get
 one line and exit 2; nothing is written unless every item ran.
@@ -15,7 +16,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-OPS = ("gelu", "silu", "relu", "residual")
+OPS = ("gelu", "silu", "relu", "residual", "relu_input")
 
 
 def main(argv=None) -> int:
@@ -70,6 +71,11 @@ def main(argv=None) -> int:
         del a, w, d
     rows = activation_probe(g, ms, ops, reps=args.reps, n=args.n, k=args.k)
     for op in ops:
+        if op == "relu_input":  # not an epilogue: the time against the plain GEMM's
+            by = {(r["m"], r["item"]): r["per_op_ms"] for r in rows}
+            print("relu_input: " + ", ".join(f"M={m} {by[(m, 'gemm1_relu_input')]:.3f} vs plain "
+                                             f"{by[(m, 'gemm1_plain')]:.3f} ms" for m in ms))
+            continue
         cost, per = activation_epilogue_cost(rows, slots=found[0].sm_count, fused=f"gemm1_{op}", n=args.n)
         print(f"{op}: {cost:.4f} ns per element (" + ", ".join(f"M={r['m']} {r['per_tile_ns']:.0f} ns/tile" for r in per)
               + ")")
