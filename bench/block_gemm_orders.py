@@ -26,9 +26,12 @@ and time, each profile's pick, its registered time and what it measured, the nai
 predictor: MAPE over the unpadded runs, MAPE of the pick time against the best measured, the worst pick's
 measured distance from the best); refused (one line, exit 2) if the profiles no longer give the registered times.
 Where the probe's folder holds the blocks' runs too (``<folder>/regNN-*/results.csv``, ``--blocks regNN``),
-``rest.csv``: per block at M = 32768, the measured block minus its GEMMs alone at the orders the block's run tuned to
-(``results.csv``'s ``schedules``), beside the model's block (its registration) minus its plain GEMMs (``tuned_gemm``):
-what the passes, fused epilogues and gaps take, measured and modelled. Prints them. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
+``rest.csv``: per block at its largest M whose GEMMs the probe ran, the measured block minus its GEMMs alone at the
+orders the block's run tuned to (``results.csv``'s ``schedules``), beside the model's block (its registration) minus its
+plain GEMMs (``tuned_gemm``): what the passes, fused epilogues, gaps and a ReLU'd input take, measured and modelled
+(``off_rest_ms``: the registration's ``relu-input-off`` predictor, where it has one). With ``--registered``,
+``padded.csv``: each run on a padded grid, its padding share and error beside the mean error of its shape's unpadded
+runs. Prints them. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ def orders(runs: pd.DataFrame, hws: dict) -> pd.DataFrame:
         for name, hw in hws.items():
             order, _, waves = costs.cutlass_waves(lay, hw, 2, raster, int(swizzle))
             row["padded"] = bool((order < 0).any())
+            row["padding_pct"] = 100 * float((order < 0).mean())
             row[f"{name}_pct"] = (waves.sum() / 1e6 / r.median_ms - 1) * 100
         rows.append(row)
     return pd.DataFrame(rows)
@@ -177,34 +181,46 @@ def judge(runs: pd.DataFrame, o: pd.DataFrame, reg: pd.DataFrame, hws: dict) -> 
     return shapes, pd.DataFrame(claims).T.rename_axis("predictor").reset_index()
 
 
+def padded(o: pd.DataFrame, hws: dict) -> pd.DataFrame:
+    """:func:`orders`'s runs on a padded grid, each beside the mean error of its shape's unpadded runs per profile."""
+    unpadded = o[~o.padded].groupby(["m", "n", "k"])[[f"{n}_pct" for n in hws]].mean()
+    out = o[o.padded][["m", "n", "k", "order", "measured_ms", "padding_pct"] + [f"{n}_pct" for n in hws]]
+    return out.join(unpadded.add_suffix("_unpadded_mean"), on=["m", "n", "k"])
+
+
 def rest(runs: pd.DataFrame, folder: Path, prefix: str, hw) -> pd.DataFrame:
-    """Per block run ``folder/<prefix>-*`` (not the reference) at M = 32768: measured block, its GEMMs alone at the
-    block's tuned orders (``runs``), and the same for the model (the block's registration, ``source = model``; its
-    plain GEMMs by ``tuned_gemm`` on ``hw``)."""
+    """Per block run ``folder/<prefix>-*`` (not the reference) at its largest M whose GEMMs the probe ran (``runs``, at
+    the orders the block's run tuned to): measured block, its GEMMs alone, and the same for the model (the block's
+    registration, ``source = model``; its plain GEMMs by ``tuned_gemm`` on ``hw``). ``off_rest_ms``: the same for the
+    registration's ``relu-input-off`` predictor where it has one (a block that reads a ReLU's output), else empty."""
     from ctahw.gemm import schedule_name
 
     rows = []
     for exp_dir in sorted(p for p in folder.glob(f"{prefix}-*") if p.is_dir() and not p.name.endswith("reference")):
-        r = pd.read_csv(exp_dir / "results.csv")
-        r = r[(r.m == M) & (r.status == "ok")]
-        if r.empty:
-            continue
-        gemms = []
-        for item in str(r.schedules.iloc[0]).split(";"):
-            shape, code = item.split(":")
-            m, n, k = map(int, shape.split("x"))
-            order = schedule_name(tuple(int(x) for x in code.split("/")))
-            there = runs[(runs.m == m) & (runs.n == n) & (runs.k == k) & (runs.order == order)].median_ms
-            if there.empty:
-                raise ValueError(f"block_gemm_orders: the probe has no {shape} at {order}")
-            gemms.append((m, n, k, float(there.iloc[0])))
-        pred = pd.read_csv(ROOT / "bench/predictions" / exp_dir.name / "predictions.csv")
-        model_block = float(pred[(pred.m == M) & (pred.source == "model")].makespan_ms.iloc[0])
-        model_gemms = sum(costs.tuned_gemm(Layer(m=m, n=n, k=k), hw, 2).total_ns / 1e6 for m, n, k, _ in gemms)
-        block = float(r.makespan_ms.iloc[0])
-        rows.append({"block": exp_dir.name, "measured_ms": block, "gemms_alone_ms": sum(g[3] for g in gemms),
-                     "rest_ms": block - sum(g[3] for g in gemms), "model_ms": model_block,
-                     "model_gemms_ms": model_gemms, "model_rest_ms": model_block - model_gemms})
+        res = pd.read_csv(exp_dir / "results.csv")
+        res = res[res.status == "ok"].sort_values("m", ascending=False)
+        for _, r in res.iterrows():
+            gemms = []
+            for item in str(r.schedules).split(";"):
+                shape, code = item.split(":")
+                m, n, k = map(int, shape.split("x"))
+                order = schedule_name(tuple(int(x) for x in code.split("/")))
+                there = runs[(runs.m == m) & (runs.n == n) & (runs.k == k) & (runs.order == order)].median_ms
+                gemms.append((m, n, k, float(there.iloc[0]) if len(there) else float("nan")))
+            if not runs[(runs.m == r.m)].empty and any(g[3] != g[3] for g in gemms):
+                raise ValueError(f"block_gemm_orders: the probe has M = {r.m} but not every GEMM of {exp_dir.name} "
+                                 "at its tuned order")
+            if any(g[3] != g[3] for g in gemms):
+                continue
+            pred = pd.read_csv(ROOT / "bench/predictions" / exp_dir.name / "predictions.csv")
+            pred = pred[pred.m == r.m].set_index("source").makespan_ms
+            model_gemms = sum(costs.tuned_gemm(Layer(m=m, n=n, k=k), hw, 2).total_ns / 1e6 for m, n, k, _ in gemms)
+            alone = sum(g[3] for g in gemms)
+            rows.append({"block": exp_dir.name, "m": int(r.m), "measured_ms": r.makespan_ms, "gemms_alone_ms": alone,
+                         "rest_ms": r.makespan_ms - alone, "model_ms": float(pred["model"]),
+                         "model_gemms_ms": model_gemms, "model_rest_ms": float(pred["model"]) - model_gemms,
+                         "off_rest_ms": float(pred.get("relu-input-off", float("nan"))) - model_gemms})
+            break
     return pd.DataFrame(rows)
 
 
@@ -258,6 +274,7 @@ def main(argv=None) -> int:
         cl.round(4).to_csv(args.out / "claims.csv", index=False)
         if not rs.empty:
             rs.round(4).to_csv(args.out / "rest.csv", index=False)
+        padded(o, hws).round(4).to_csv(args.out / "padded.csv", index=False)
     summary = pd.DataFrame([{"runs": f"{'padded' if pad else 'unpadded'} grids", "count": len(g),
                              **{f"{n}_mape_pct": g[f"{n}_pct"].abs().mean() for n in hws}}
                             for pad, g in o.groupby("padded")])

@@ -2,11 +2,12 @@
 
     python bench/plan_judge.py PLAN [--reports bench/results/validation-registeredPLAN]
 
-PLAN is 20, 21 or 22 (:data:`PLANS`). Reads each registration's ``accuracy.csv`` (``ctasim compare``): the model of
+PLAN is 20, 21, 22 or 25 (:data:`PLANS`). Reads each registration's ``accuracy.csv`` (``ctasim compare``): the model of
 ``regPLAN-X`` and of each twin registration ``regPLAN-X<suffix>`` (the same experiment predicted with another drift
 form's profile), lockstep, flat, gelu-priced (where there), naive and waves; writes ``judged.csv`` (every block case's error per predictor) and
 ``claims.csv`` (per predictor over the block cases: MAPE, worst, cases over-predicted, and the same
-machine-normalised by the reference GEMM at M = 16384) into the reports folder, and prints both. A missing or
+machine-normalised by the reference GEMM at M = 16384) into the reports folder, and prints both; for a plan with
+:data:`PAIRS`, ``pairs.csv`` too. A missing or
 unregistered report is refused (one line, exit 2).
 """
 
@@ -21,10 +22,15 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = {20: {"": "carried", "-wave": "wave"},
          21: {"": "interleaved", "-carried": "carried", "-wave": "wave"},
-         22: {"": "interleaved", "-carried": "carried", "-wave": "wave"}}
+         22: {"": "interleaved", "-carried": "carried", "-wave": "wave"},
+         25: {"": "interleaved"}}
 """Per plan, each registration suffix and the name of its model: plan 20 predicted with h200-x1-calibrated when its
 drift form was "carried" and with h200-x1-calibrated-wave; plans 21 and 22 with the profile's "interleaved" form and
-with h200-x1-calibrated-carried and -wave."""
+with h200-x1-calibrated-carried and -wave; plan 25 with the interleaved form only."""
+PAIRS = {25: (("reg25-opt-175b-1gpu", "reg25-gpt3-175b-1gpu"),)}
+"""Per plan, blocks of the same GEMM shapes run in one call (a ReLU block, its GeLU twin): ``pairs.csv`` holds, per M,
+the measured ratio of their makespans beside each predictor's (the machine's speed and the GEMMs' shared error
+cancel in it)."""
 WAVE = "-wave"
 
 
@@ -61,6 +67,24 @@ def load(plan: int, reports: Path) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
+def pair_ratios(d: pd.DataFrame, pairs, model: str) -> pd.DataFrame:
+    """Per pair (a, b) of :data:`PAIRS` and M both ran: measured makespan of a over b, and per predictor its predicted
+    ratio and the difference from the measured, in points. A predictor that predicts only a (an ablation with nothing
+    to switch off in b: relu-input-off, gelu-priced) takes the prediction of ``model`` (the plan's model) for b."""
+    rows = []
+    for a, b in pairs:
+        for m in sorted(set(d[d.experiment == a].m) & set(d[d.experiment == b].m)):
+            da, db = (d[(d.experiment == x) & (d.m == m)].set_index("predictor") for x in (a, b))
+            measured = float(da.measured_ms.iloc[0] / db.measured_ms.iloc[0])
+            model_b = float(db.loc[model, "predicted_ms"])
+            for pred in da.index:
+                pb = float(db.predicted_ms.get(pred, model_b))
+                ratio = float(da.loc[pred, "predicted_ms"]) / pb
+                rows.append({"pair": f"{a}/{b}", "m": int(m), "measured_ratio": measured, "predictor": pred,
+                             "predicted_ratio": ratio, "points": 100 * (ratio - measured)})
+    return pd.DataFrame(rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("plan", type=int, choices=sorted(PLANS))
@@ -83,11 +107,16 @@ def main(argv=None) -> int:
         worst_pct=("error_pct", lambda x: x.iloc[x.abs().argmax()]), over=("error_pct", lambda x: int((x > 0).sum())),
         normalised_mape_pct=("normalised_pct", lambda x: x.abs().mean()),
         normalised_worst_pct=("normalised_pct", lambda x: x.iloc[x.abs().argmax()])).reset_index()
+    pairs = pair_ratios(d, PAIRS.get(args.plan, ()), PLANS[args.plan][""])
+    if not pairs.empty:
+        pairs.round(4).to_csv(reports / "pairs.csv", index=False)
     judged.drop(columns="error").round(4).to_csv(reports / "judged.csv", index=False)
     claims.round(4).to_csv(reports / "claims.csv", index=False)
     pd.set_option("display.width", 200)
     print(judged.pivot_table(index=["experiment", "m"], columns="predictor", values="error_pct").round(2).to_string())
     print(claims.round(2).to_string(index=False))
+    if not pairs.empty:
+        print(pairs.round(4).to_string(index=False))
     return 0
 
 

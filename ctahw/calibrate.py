@@ -30,6 +30,7 @@ clock_onset_ns,             the plain GEMM back to back after a rest (:func:`clo
 clock_sustained_slowdown
 activation_epilogue_...     GEMM1 of the MLP block with and without the fused erf-GeLU, rested
 silu_/relu_epilogue_factor  the same run with the fused silu and relu: each one's cost over the GeLU's
+relu_input_tile_factor      the same run with the plain GEMM on a ReLU'd A (half zero): its time over the plain's
 epilogue_pass_gbps,         ctahw's elementwise epilogue kernel (swiglu, gelu, residual) and row-wise kernel
 rowwise_gbps                (layernorm, rmsnorm) alone at sizes of no registered block (:data:`PASS_ITEMS`), rested
                             50 ms, medians: bytes read + written / time, the median over each kind's items
@@ -95,6 +96,7 @@ __all__ = [
     "activation_epilogue_cost",
     "activation_probe",
     "activation_factors",
+    "relu_input_factor",
     "pass_bytes",
     "pass_rates",
     "pass_probe",
@@ -490,6 +492,19 @@ def activation_factors(rows, slots: int = 132) -> dict[str, float]:
             for op in ("silu", "relu")}
 
 
+def relu_input_factor(rows) -> tuple[float, list[dict]]:
+    """``relu_input_tile_factor`` from :func:`activation_probe` rows with ``relu_input``: per M, the plain GEMM's time
+    on a ReLU'd A over its time on random A; the median over the M values, and the per-M rows. ValueError when no M
+    has both items."""
+    by = {(int(r["m"]), str(r["item"])): float(r["per_op_ms"]) for r in rows}
+    per = [{"m": m, "plain_ms": by[(m, "gemm1_plain")], "relu_input_ms": by[(m, "gemm1_relu_input")],
+            "factor": by[(m, "gemm1_relu_input")] / by[(m, "gemm1_plain")]}
+           for m in sorted({m for m, _ in by}) if (m, "gemm1_plain") in by and (m, "gemm1_relu_input") in by]
+    if not per:
+        raise ValueError("activation rows: no M with both gemm1_plain and gemm1_relu_input")
+    return statistics.median(r["factor"] for r in per), per
+
+
 def norm_fold_epilogue_cost(rows, tile_elems: int = 128 * 256) -> tuple[float, float, list[dict]]:
     """ns per tile element that the LayerNorm fold's two epilogues add, from ``chain_probe.py --fold`` rows (m,
     variant, l0_epilogue_ns, l1_epilogue_ns: the median tile's epilogue of one traced run of each pair): per M, the
@@ -623,7 +638,7 @@ MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_eng
                    "remote_atomic_ns", "fence_sys_ns", "launch_ns", "kernel_gap_ns", "event_wait_ns",
                    "allreduce_bus_gbps", "allreduce_latency_ns", "epilogue_store_overlap", "sm_remote_store_gbps",
                    "clock_onset_ns", "clock_sustained_slowdown", "activation_epilogue_ns_per_element",
-                   "silu_epilogue_factor", "relu_epilogue_factor",
+                   "silu_epilogue_factor", "relu_epilogue_factor", "relu_input_tile_factor",
                    "epilogue_pass_gbps", "rowwise_gbps",
                    "norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element", "local_signal_ns",
                    "l2_bytes", "l2_hbm_exposed")
@@ -925,11 +940,13 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
 
     # The fused activations' cost (GEMM1 of the MLP block, plain and with each activation, rested)
     log("calibrate: fused activation cost")
-    act_rows = activation_probe(g, (4096,) if quick else (4096, 16384), ops=ACTIVATION_FACTORS, reps=reps)
+    act_rows = activation_probe(g, (4096,) if quick else (4096, 16384), ops=ACTIVATION_FACTORS + ("relu_input",),
+                                reps=reps)
     res["activation_rows"] = act_rows
     res["activation_epilogue_ns_per_element"], res["activation_per_m"] = activation_epilogue_cost(
         act_rows, slots=found[0].sm_count)
     res.update(activation_factors(act_rows, slots=found[0].sm_count))
+    res["relu_input_tile_factor"], res["relu_input_per_m"] = relu_input_factor(act_rows)
     # The memory passes' rates (ctahw's elementwise epilogue and row-wise kernels)
     res["pass_rows"] = pass_probe(log, reps=max(3, reps // 2) if quick else reps)
     fields_, res["pass_rows"] = pass_rates(res["pass_rows"])
@@ -1105,6 +1122,10 @@ def measured_fields(res: Mapping) -> dict[str, tuple]:
         if f"{op}_epilogue_factor" in res:
             out[f"{op}_epilogue_factor"] = (res[f"{op}_epilogue_factor"], f"the fused {op}'s cost over the erf-GeLU's, "
                                             "same GEMM, same run (ctahw.calibrate.activation_factors)")
+    if "relu_input_tile_factor" in res:
+        per = ", ".join(f"M={r['m']} {r['factor']:.4f}" for r in res.get("relu_input_per_m", []))
+        out["relu_input_tile_factor"] = (res["relu_input_tile_factor"], "CUTLASS Mx28672x8192 plain on a ReLU'd A "
+                                         f"over plain on random A, same run: {per} (ctahw.calibrate.relu_input_factor)")
     for kind, name in PASS_FIELDS.items():
         if name in res:
             per = ", ".join(f"{r['op']} {r['rows']}x{r['n']} {r['gbps']:.0f}" for r in res.get("pass_rows", [])

@@ -18,7 +18,12 @@ GEMM shape's order by timing them all.
 The chain kernel's tiles (one GPU, every layer in one kernel) are timed the same way in its ticket order
 (:func:`order_tile_times`, the layers' panels apart).
 
-Left out: clock and power variation, L2 hit rates of the CTA-pipelined kernels of two or more GPUs (their tiles run
+What the data does to power: a GEMM whose A operand is a ReLU's output (about half of it zero) takes
+``Hardware.relu_input_tile_factor`` of its time (:func:`input_tile_factor`): it draws less power and the power cap
+holds its clock higher. Measured on the plain GEMM at four shapes in the burst regime; any other distribution
+(GeLU's, SwiGLU's outputs) is priced as random data.
+
+Left out: clock and power variation beyond that factor and the clock regime's, L2 hit rates of the CTA-pipelined kernels of two or more GPUs (their tiles run
 at the config's ``sm_tflops``), tile-to-tile variation (the engine can add seeded
 jitter), the arithmetic of an unfused epilogue pass (bandwidth-bound: a few operations per 2-byte element).
 """
@@ -35,6 +40,7 @@ from ctasim.spec import ACTIVATION_OPS, Hardware, KernelConfig, Layer
 __all__ = [
     "tile_ns",
     "activation_factor",
+    "input_tile_factor",
     "tile_bytes",
     "transfer_ns",
     "allreduce_ns",
@@ -68,6 +74,16 @@ def activation_factor(hw: Hardware, op: str) -> float:
     """A fused activation's epilogue cost in units of ``activation_epilogue_ns_per_element`` (the erf-GeLU's): the
     profile's ``silu_epilogue_factor`` / ``relu_epilogue_factor``, 1 for gelu and swiglu."""
     return {"silu": hw.silu_epilogue_factor, "relu": hw.relu_epilogue_factor}.get(op, 1.0)
+
+
+def input_tile_factor(layers, idx: int, hw: Hardware) -> float:
+    """Tile-time factor of layer ``idx`` of ``layers`` from what its A operand holds: the profile's
+    ``relu_input_tile_factor`` when it reads a ReLU's output (layer ``idx - 1`` applies a relu, fused or in its
+    epilogue pass, and no row-wise op after it), else 1. Layer 0 reads the workload's input (random data)."""
+    if idx <= 0 or idx >= len(layers):
+        return 1.0
+    prev = layers[idx - 1]
+    return hw.relu_input_tile_factor if "relu" in prev.epilogue and not prev.rowwise else 1.0
 
 
 def tile_ns(layer: Layer, k: int, hw: Hardware, elem_bytes: int, kernel: str = "",

@@ -10,7 +10,9 @@
   what the memory hierarchy adds; and where its configs have drift (``KernelConfig.cta_drift``), the memory hierarchy
   with the CTAs in lockstep (``source = lockstep``); and where a layer fuses an activation the profile prices apart
   from the GeLU (``Hardware.relu_epilogue_factor``, ``silu_epilogue_factor``), the model with every fused activation at
-  the GeLU's cost (``source = gelu-priced``: the assumption before the activation probe);
+  the GeLU's cost (``source = gelu-priced``: the assumption before the activation probe); and where a layer reads a
+  ReLU's output that the profile prices apart (``Hardware.relu_input_tile_factor``), the model with it priced as
+  random data (``source = relu-input-off``);
 * ``schedules/<case>-<strategy>.tiles.csv.gz``: the per-CTA schedule of every CTA-pipelined strategy, on the clock of
   its first CTA (as the hardware traces are);
 * ``registration.json``: the commit of the code and specs, sha256 of every spec file read, the harness values, the
@@ -44,7 +46,7 @@ from ctasim.spec import Experiment, Hardware, Strategy
 from ctasim.strategies import build_plans, check_placement
 from ctasim.strategies.ctapipe import fold_sides, is_ring, norm_folds
 
-__all__ = ["Naive", "Waves", "RULES", "ABLATIONS", "PREDICTORS", "without_memory", "without_drift", "gelu_priced", "predict", "register", "spec_files", "git_commit", "schedule_name"]
+__all__ = ["Naive", "Waves", "RULES", "ABLATIONS", "PREDICTORS", "without_memory", "without_drift", "gelu_priced", "relu_input_off", "predict", "register", "spec_files", "git_commit", "schedule_name"]
 
 RULES = {
     "judged": "every (case, strategy, variant) the measurement reports with status ok; nothing is left out after "
@@ -68,6 +70,9 @@ RULES = {
     "gelu-priced": "where a layer fuses a ReLU or SiLU that the profile prices apart from the GeLU, the model with "
                    "every fused activation at the GeLU's epilogue cost (source = gelu-priced) is judged by the same "
                    "rules beside the model",
+    "relu-input-off": "where a layer reads a ReLU's output that the profile prices apart from random data, the model "
+                      "with it priced as random data (source = relu-input-off) is judged by the same rules beside the "
+                      "model",
 }
 """The judging rules a registration fixes (``registration.json`` holds them; the report quotes them)."""
 
@@ -246,8 +251,17 @@ def gelu_priced(hw: Hardware, layers) -> Hardware | None:
     return dataclasses.replace(hw, silu_epilogue_factor=1.0, relu_epilogue_factor=1.0)
 
 
+def relu_input_off(hw: Hardware, layers) -> Hardware | None:
+    """The profile with a ReLU's output priced as random data (``relu_input_tile_factor`` = 1), the
+    ``relu-input-off`` predictor beside a profile that prices it apart; None when no layer of ``layers`` reads a
+    ReLU's output there (:func:`ctasim.costs.input_tile_factor`)."""
+    if all(costs.input_tile_factor(layers, i, hw) == 1.0 for i in range(len(layers))):
+        return None
+    return dataclasses.replace(hw, relu_input_tile_factor=1.0)
+
+
 ABLATIONS = (("flat", lambda hw, layers: without_memory(hw)), ("lockstep", lambda hw, layers: without_drift(hw)),
-             ("gelu-priced", gelu_priced))
+             ("gelu-priced", gelu_priced), ("relu-input-off", relu_input_off))
 """The model with one mechanism off, each a predictor beside it (its ``source``): name and the profile it predicts
 with, given the profile and the experiment's layers (None: the mechanism is not there to switch off)."""
 

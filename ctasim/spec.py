@@ -246,6 +246,10 @@ class Hardware:
     relu_epilogue_factor: float = _f(
         "a fused relu's epilogue cost over activation_epilogue_ns_per_element (the erf-GeLU's), measured on one "
         "machine beside it; 1 = the same", 1.0)
+    relu_input_tile_factor: float = _f(
+        "tile-time factor of a GEMM whose A operand is a ReLU's output (about half its elements zero): such a GEMM "
+        "draws less power and the power cap holds its clock higher; the plain GEMM on a ReLU'd A over the same GEMM on "
+        "random A, rested (burst regime); 1 = off", 1.0)
     epilogue_pass_gbps: float = _f(
         "rate of an epilogue run as a kernel of its own (Layer.epilogue_fused = false: swiglu, gelu, residual), "
         "bytes read + written, GB/s; 0 = hbm_gbps", 0.0)
@@ -574,6 +578,8 @@ def validate_hardware(hw: Hardware, where: str) -> None:
     require(hw.clock_onset_ns >= 0, where, p + "clock_onset_ns", f"must be >= 0, got {hw.clock_onset_ns}")
     require(math.isfinite(hw.clock_sustained_slowdown) and hw.clock_sustained_slowdown >= 1.0, where,
              p + "clock_sustained_slowdown", f"must be >= 1, got {hw.clock_sustained_slowdown}")
+    require(math.isfinite(hw.relu_input_tile_factor) and 0.5 <= hw.relu_input_tile_factor <= 1.5, where,
+             p + "relu_input_tile_factor", f"must be within [0.5, 1.5], got {hw.relu_input_tile_factor}")
     for name in ("norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element", "epilogue_pass_gbps",
                  "rowwise_gbps", "silu_epilogue_factor", "relu_epilogue_factor"):
         v = getattr(hw, name)

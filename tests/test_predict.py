@@ -147,7 +147,10 @@ MODEL_EXPERIMENTS = {"llama3.1-8b": "reg5-llama8b-1gpu", "llama3.1-70b": "reg5-l
                      "internlm2-20b": "reg21-internlm2-20b-1gpu", "gpt-neox-20b": "reg21-gpt-neox-20b-1gpu",
                      "opt-66b": "reg21-opt-66b-1gpu", "opt-30b": "reg22-opt-30b-1gpu",
                      "pythia-6.9b": "reg22-pythia-6.9b-1gpu", "qwen2.5-7b": "reg22-qwen2.5-7b-1gpu",
-                     "qwen2.5-14b": "reg22-qwen2.5-14b-1gpu"}
+                     "qwen2.5-14b": "reg22-qwen2.5-14b-1gpu", "opt-13b": "reg25-opt-13b-1gpu",
+                     "opt-175b": "reg25-opt-175b-1gpu"}
+TWIN_EXPERIMENTS = {"reg25-gpt3-175b-1gpu": "gpt3-175b"}
+"""Further registered experiments of a model spec (the first is MODEL_EXPERIMENTS'), held to its layers too."""
 
 
 def test_every_model_has_a_registered_one_gpu_experiment():
@@ -156,13 +159,14 @@ def test_every_model_has_a_registered_one_gpu_experiment():
     assert sorted(MODEL_EXPERIMENTS) == sorted(list_specs()["models"])
 
 
-@pytest.mark.parametrize("model", sorted(MODEL_EXPERIMENTS))
-def test_registered_model_experiments_run_the_model_specs_layers_with_the_swiglu_unfused(model):
+@pytest.mark.parametrize("model, experiment", sorted(MODEL_EXPERIMENTS.items())
+                         + sorted((m, e) for e, m in TWIN_EXPERIMENTS.items()))
+def test_registered_model_experiments_run_the_model_specs_layers_with_the_swiglu_unfused(model, experiment):
     """reg5's, reg6's and reg7's workloads are the model spec's MLP block with epilogue_fused = false on its gated
     layer: nothing else differs (the model spec is the one source of the shapes)."""
     from ctasim.spec import load_model
 
-    exp = load_experiment(MODEL_EXPERIMENTS[model])
+    exp = load_experiment(experiment)
     want = tuple(dataclasses.replace(l, epilogue_fused="swiglu" not in l.epilogue)
                  for l in load_model(model).workload.layers)
     assert exp.workload.layers == want
@@ -211,3 +215,54 @@ def test_gelu_priced_is_the_model_with_a_fused_relu_or_silu_at_the_gelus_cost():
     plain = load_experiment("reg22-pythia-6.9b-1gpu")
     assert gelu_priced(plain.hardware, plain.workload.layers) is None
     assert "gelu-priced" not in set(predict(dataclasses.replace(plain, sweep=(("m", (4096,)),)), HARNESS, None)["source"])
+
+
+def test_a_gemm_reading_a_relus_output_runs_at_the_profiles_relu_input_factor():
+    """input_tile_factor: the down GEMM of a ReLU block (layer 1, its A the ReLU's output) takes relu_input_tile_factor
+    of its time; layer 0 (the workload's input), a layer after a GeLU, and a layer after a ReLU with a row-wise op
+    between take 1. In the sequential plan only the down kernel's tiles scale; relu-input-off is the model with the
+    factor at 1, and no relu-input-off rows come where no layer reads a ReLU's output."""
+    from ctasim import costs
+    from ctasim.predict import PREDICTORS, relu_input_off
+    from ctasim.strategies import build_plans
+
+    exp = load_experiment("reg22-opt-30b-1gpu")
+    hw, layers = exp.hardware, exp.workload.layers
+    assert hw.relu_input_tile_factor == 0.946
+    assert [costs.input_tile_factor(layers, i, hw) for i in range(2)] == [1.0, 0.946]
+    normed = (dataclasses.replace(layers[0], rowwise="layernorm"), layers[1])
+    assert costs.input_tile_factor(normed, 1, hw) == 1.0
+    gelu = (dataclasses.replace(layers[0], epilogue=("gelu",)), layers[1])
+    assert costs.input_tile_factor(gelu, 1, hw) == 1.0
+    (case,) = [c for c in __import__("ctasim.cases", fromlist=["expand"]).expand(exp) if c.label == "m=16384"]
+    off = relu_input_off(hw, layers)
+    assert off is not None and off.relu_input_tile_factor == 1.0
+    on_k = {k.layer: k for k in build_plans(Strategy("sequential"), case.workload, hw, 1, "c")[0].kernels()}
+    off_k = {k.layer: k for k in build_plans(Strategy("sequential"), case.workload, off, 1, "c")[0].kernels()}
+    assert on_k[0].tile_ns == off_k[0].tile_ns and (on_k[0].tile_times == off_k[0].tile_times).all()
+    assert on_k[1].tile_ns == pytest.approx(0.946 * off_k[1].tile_ns)
+    assert on_k[1].tile_times == pytest.approx(0.946 * off_k[1].tile_times)
+    df = predict(dataclasses.replace(exp, sweep=(("m", (16384,)),)), HARNESS, None).set_index("source")["makespan_ms"]
+    assert "relu-input-off" in PREDICTORS and df["model"] < df["relu-input-off"]
+    plain = load_experiment("reg22-pythia-6.9b-1gpu")
+    assert relu_input_off(plain.hardware, plain.workload.layers) is None
+    assert relu_input_off(dataclasses.replace(hw, relu_input_tile_factor=1.0), layers) is None
+
+
+def test_a_chain_kernel_scales_each_entry_by_its_own_layers_input():
+    """scale_by_input on a chain kernel (every layer in one kernel): the entries of layer j > 0 after a ReLU layer
+    take the factor, layer 0's entries keep their time."""
+    from ctasim.spec import Layer, Workload, load_hardware
+    from ctasim.strategies import build_plans
+
+    hw = load_hardware("h200-x1-calibrated")
+    relu = Layer(m=4096, n=4096, k=4096, epilogue=("relu",))
+    wl = Workload("relu-chain", "bf16", (relu, relu, relu))
+    off = dataclasses.replace(hw, relu_input_tile_factor=1.0)
+    (k_on,) = build_plans(Strategy("ctapipe", gpus=1), wl, hw, 1, "c")[0].kernels()
+    (k_off,) = build_plans(Strategy("ctapipe", gpus=1), wl, off, 1, "c")[0].kernels()
+    assert k_on.chain_layers == 3
+    layer_of = k_on.order // (k_on.tiles_m * k_on.tiles_n)
+    ratio = k_on.tile_times / k_off.tile_times
+    assert ratio[layer_of == 0] == pytest.approx(1.0) and ratio[layer_of > 0] == pytest.approx(0.946)
+    assert k_on.tile_ns == pytest.approx(float(k_on.tile_times.mean()))

@@ -7,11 +7,14 @@ anything runs, why a strategy cannot place a workload on a number of GPUs (or No
 
 from __future__ import annotations
 
+import numpy as np
+
+from ctasim import costs
 from ctasim.plan import Plan
 from ctasim.spec import Hardware, Strategy, Workload
 from ctasim.strategies import ctapipe, hybrid, microbatch, sequential, tp
 
-__all__ = ["REGISTRY", "build_plans", "check_placement", "gpus_needed"]
+__all__ = ["REGISTRY", "build_plans", "check_placement", "gpus_needed", "scale_by_input"]
 
 REGISTRY = {
     "sequential": sequential,
@@ -41,4 +44,30 @@ def build_plans(strategy: Strategy, workload: Workload, hw: Hardware, gpus: int,
     problem = check_placement(strategy, workload, hw, gpus)
     if problem is not None:
         raise ValueError(problem)
-    return REGISTRY[strategy.kind].build(strategy, workload, hw, gpus, case)
+    plans = REGISTRY[strategy.kind].build(strategy, workload, hw, gpus, case)
+    for plan in plans:
+        scale_by_input(plan, workload, hw)
+    return plans
+
+
+def scale_by_input(plan: Plan, workload: Workload, hw: Hardware) -> None:
+    """Every GEMM kernel's tile times scaled by what its layer's A operand holds (:func:`ctasim.costs.input_tile_factor`:
+    a ReLU's output runs faster under the power cap), a chain kernel's per entry of its order by the entry's layer.
+    Done once here, after a strategy built its plan, so that no strategy prices it on its own."""
+    layers = workload.layers
+    for k in plan.kernels():
+        if k.chain_layers > 1:
+            per = np.array([costs.input_tile_factor(layers, k.layer + j * k.chain_stride, hw)
+                            for j in range(k.chain_layers)])
+            if np.all(per == 1.0):
+                continue
+            entry = per[np.asarray(k.order, dtype=np.int64) // (k.tiles_m * k.tiles_n)]
+            base = k.tile_times if len(k.tile_times) else np.full(len(entry), k.tile_ns)
+            k.tile_times = base * entry
+            k.tile_ns = float(k.tile_times.mean())
+            continue
+        f = costs.input_tile_factor(layers, k.layer, hw)
+        if f != 1.0:
+            k.tile_ns *= f
+            if len(k.tile_times):
+                k.tile_times = k.tile_times * f

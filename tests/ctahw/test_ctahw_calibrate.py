@@ -161,7 +161,8 @@ CLOCK_RESULT = {"clock_onset_ns": 5.6e7, "clock_sustained_slowdown": 1.17,
                 "norm_stats_epilogue_ns_per_element": 0.059, "norm_fold_epilogue_ns_per_element": 0.045,
                 "fold_per_m": [{"m": 4096, "stats_ns_per_tile": 1600.0, "fold_ns_per_tile": 1440.0}],
                 "epilogue_pass_gbps": 3900.0, "rowwise_gbps": 4150.0,
-                "silu_epilogue_factor": 1.19, "relu_epilogue_factor": 0.0,
+                "silu_epilogue_factor": 1.19, "relu_epilogue_factor": 0.0, "relu_input_tile_factor": 0.946,
+                "relu_input_per_m": [{"m": 4096, "factor": 0.945}, {"m": 16384, "factor": 0.947}],
                 "pass_rows": [{"kind": "epilogue", "op": "swiglu", "rows": 16384, "n": 28672, "gbps": 3900.0},
                               {"kind": "rowwise", "op": "rmsnorm", "rows": 16384, "n": 8192, "gbps": 4150.0}]}
 
@@ -491,6 +492,28 @@ def test_a_calibrated_profile_prices_the_passes_at_their_measured_rates(tmp_path
     hw = load_hardware(out)
     assert (hw.epilogue_pass_gbps, hw.rowwise_gbps) == (0.0, 0.0)
     assert costs.rowwise_ns(4096, 8192, 2, hw) == pytest.approx(2 * 4096 * 8192 * 2 / hw.hbm_gbps)
+
+
+def test_the_relu_input_factor_is_the_median_over_the_committed_probes_ratios():
+    """The committed ReLU-input probe (bench/results/hw/2026-12-03-padded-orders-relu-input, four shapes x two M): each
+    ratio of the plain GEMM on a ReLU'd A over random A, and the profile's relu_input_tile_factor their median."""
+    import csv
+    import statistics
+
+    folder = Path(__file__).resolve().parents[2] / "bench/results/hw/2026-12-03-padded-orders-relu-input"
+    per_shape = []
+    for path in sorted(folder.glob("act-*.csv")):
+        f, per = cal.relu_input_factor(list(csv.DictReader(open(path))))
+        assert len(per) == 2 and 0.93 < f < 0.95
+        per_shape += [r["factor"] for r in per]
+    assert len(per_shape) == 8
+    assert load_hardware("h200-x1-calibrated").relu_input_tile_factor == round(statistics.median(per_shape), 3)
+    rows = list(csv.DictReader(open(folder / "act-mlp-down.csv")))
+    swapped = [dict(r, item={"gemm1_plain": "gemm1_relu_input", "gemm1_relu_input": "gemm1_plain"}[r["item"]])
+               for r in rows]
+    assert cal.relu_input_factor(swapped)[0] > 1.05  # the ratio's direction is read, not assumed
+    with pytest.raises(ValueError, match="relu_input"):
+        cal.relu_input_factor([r for r in rows if r["item"] == "gemm1_plain"])
 
 
 def test_the_activation_factors_are_each_ops_cost_over_the_gelus():
