@@ -42,7 +42,8 @@ def blocks(plan: int) -> tuple[str, ...]:
     """The plan's block registrations, as committed under bench/predictions (each with its twins)."""
     twins = tuple(s for s in PLANS[plan] if s)
     return tuple(sorted(p.name for p in (ROOT / "bench/predictions").glob(f"reg{plan}-*")
-                        if not p.name.endswith(twins) and p.name != reference(plan)))
+                        if not p.name.endswith(twins) and p.name != reference(plan)
+                        and (p / "registration.json").is_file()))  # not a GEMM-order registration (predicted.csv)
 
 
 BLOCKS = blocks(20)
