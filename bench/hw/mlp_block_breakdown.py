@@ -2,10 +2,12 @@
 
     python bench/hw/mlp_block_breakdown.py OUT.csv [--ms 4096,16384] [--reps 9] [--rest-ms 0] [--model NAME]
 
-``--model NAME`` (a model of ``specs/models/``, e.g. ``llama3.1-70b``) times that model's SwiGLU block instead, as
-``ctahw run`` runs it with ``epilogue_fused = false``: GEMM1 (N = 2 x intermediate) plain, the swiglu kernel
-(``ctahw.rowwise.epilogue``), GEMM2 with the residual, RMSNorm (items ``gemm1_plain``, ``swiglu``,
-``gemm2_residual``, ``gemm2_plain``, ``rmsnorm``, the cuBLAS GEMMs, ``square_gemm`` at H x H, ``block``).
+``--model NAME`` (a model of ``specs/models/``, e.g. ``llama3.1-70b``) times that model's block instead, as ``ctahw
+run`` runs it: a SwiGLU block with ``epilogue_fused = false`` (GEMM1 (N = 2 x intermediate) plain, the swiglu kernel
+(``ctahw.rowwise.epilogue``), GEMM2 with the residual, RMSNorm: items ``gemm1_plain``, ``swiglu``,
+``gemm2_residual``, ``gemm2_plain``, ``rmsnorm``, the cuBLAS GEMMs, ``square_gemm`` at H x H, ``block``), or a block
+with its activation fused into GEMM1 (GeLU or ReLU: items ``gemm1_gelu`` / ``gemm1_relu`` and ``gemm1_<act>_x<r>``).
+GEMM2 reads GEMM1's output as the block leaves it (the activation applied).
 
 The registered sequential MLP block (``reg-mlp``: 8192 -> 28672 with GeLU -> 8192 with the residual, LayerNorm)
 measured 22.44 ms at M = 16384 against 19.15 ms predicted (-14.7%), while the square chains were within 3%. This
@@ -41,7 +43,7 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--rest-ms", type=float, default=0.0,
                     help="host sleep before every timed run (0: the executor's harness alone, a 3 ms gate)")
-    ap.add_argument("--model", default="", help="a model of specs/models/: its SwiGLU block (swiglu unfused)")
+    ap.add_argument("--model", default="", help="a model of specs/models/: its block (swiglu unfused, gelu or relu fused)")
     args = ap.parse_args(argv)
 
     import pandas as pd
@@ -56,12 +58,13 @@ def main(argv=None) -> int:
     cp, s = timed.cp, timed.compute[0]
     g, cb = CutlassGemm(0), make_backend("cublas", 0)
     data = Chain(cp, 20261201)
-    H, F, gated, norm = 8192, 28672, False, "layernorm"
+    H, F, gated, norm, act_op = 8192, 28672, False, "layernorm", "gelu"
     if args.model:
         from ctasim.spec import load_model
 
         l0, l1 = load_model(args.model).workload.layers
         H, F, gated, norm = l0.k, l0.out_n, l0.gated, l1.rowwise or "rmsnorm"
+        act_op = next((op for op in l0.epilogue if op in ("gelu", "relu")), "gelu")
     N1 = 2 * F if gated else F  # GEMM1's columns
     rows = []
     for m in (int(x) for x in args.ms.split(",")):
@@ -72,18 +75,27 @@ def main(argv=None) -> int:
         with cp.cuda.Device(0):
             g1 = cp.empty((m, N1), dtype=cp.uint16) if gated else None  # GEMM1's output before the swiglu kernel
             y1 = cp.empty((m, F), dtype=cp.uint16)
+            # GEMM1 without its activation writes elsewhere: GEMM2 always reads the block's activated y1
+            y1s = cp.empty((m, F), dtype=cp.uint16) if not gated else None
             y2 = cp.empty((m, H), dtype=cp.uint16)
             z = cp.empty((m, H), dtype=cp.uint16)
             ysq = cp.empty((m, H), dtype=cp.uint16)
-        for (mm, n, k), a, w, d in (((m, N1, H), x, w1, g1 if gated else y1), ((m, H, F), y1, w2, y2),
-                                    ((m, H, H), x, wsq, ysq)):
+        g.schedule[(m, N1, H)], _ = tune_schedule(g, timed, x, w1, g1 if gated else y1s, m, N1, H, s, 2)
+        with cp.cuda.Device(0):  # y1 as the block leaves it (activated) before GEMM2's order is tuned on it
+            if gated:
+                g(x, w1, g1, m, N1, H, s)
+                rowwise.epilogue(("swiglu",), g1, y1, m, N1, 256, stream=s)
+            else:
+                g(x, w1, y1, m, F, H, s, epilogue=(act_op,))
+            s.synchronize()
+        for (mm, n, k), a, w, d in (((m, H, F), y1, w2, y2), ((m, H, H), x, wsq, ysq)):
             g.schedule[(mm, n, k)], _ = tune_schedule(g, timed, a, w, d, mm, n, k, s, 2)
         flops1, flops2, flopsq = 2.0 * m * N1 * H, 2.0 * m * H * F, 2.0 * m * H * H
 
-        def gemm1(ep=("gelu",)):
+        def gemm1(ep=(act_op,)):
             if gated:
                 return lambda: g(x, w1, g1, m, N1, H, s)
-            return lambda: g(x, w1, y1, m, F, H, s, epilogue=ep)
+            return lambda: g(x, w1, y1 if ep else y1s, m, F, H, s, epilogue=ep)
 
         def swiglu():
             return lambda: rowwise.epilogue(("swiglu",), g1, y1, m, N1, 256, stream=s)
@@ -95,11 +107,11 @@ def main(argv=None) -> int:
             rowwise.rowwise(norm, y2, z, m, H, s)
 
         # GEMM1's activation: the swiglu kernel after the plain GEMM, or GeLU fused
-        act = ("swiglu", 0.0, [swiglu()]) if gated else ("gemm1_gelu", flops1, [gemm1()])
+        act = ("swiglu", 0.0, [swiglu()]) if gated else (f"gemm1_{act_op}", flops1, [gemm1()])
         items = {
             "gemm1_plain": (1, flops1, [gemm1(())]),
             act[0]: (1, act[1], act[2]),
-            "gemm1_cublas": (1, flops1, [lambda: cb(x, w1, g1 if gated else y1, m, N1, H, s)]),
+            "gemm1_cublas": (1, flops1, [lambda: cb(x, w1, g1 if gated else y1s, m, N1, H, s)]),
             "gemm2_plain": (1, flops2, [gemm2(())]),
             "gemm2_residual": (1, flops2, [gemm2()]),
             "gemm2_cublas": (1, flops2, [lambda: cb(y1, w2, y2, m, H, F, s)]),
@@ -108,7 +120,7 @@ def main(argv=None) -> int:
             "block": (1, flops1 + flops2, [gemm1()] + ([swiglu()] if gated else []) + [gemm2(), norm_op]),
         }
         for r in (2, 4) if gated else (2, 4, 8):
-            items[f"gemm1_x{r}" if gated else f"gemm1_gelu_x{r}"] = (r, flops1 * r, [gemm1()] * r)
+            items[f"gemm1_x{r}" if gated else f"gemm1_{act_op}_x{r}"] = (r, flops1 * r, [gemm1()] * r)
         samples = {name: [] for name in items}
         order = list(items)
         for rep in range(args.reps + 1):  # one untimed round first
@@ -135,7 +147,7 @@ def main(argv=None) -> int:
                              samples=";".join(f"{v:.4f}" for v in samples[name])))
             print(f"M={m:>6} {name:>16}: {med:9.4f} ms" + (f" {flops / (med * 1e9):6.1f} TFLOP/s" if flops else "")
                   + (f" {gbps:7.1f} GB/s" if name in nbytes else ""), flush=True)
-        del x, w1, w2, wsq, g1, y1, y2, z, ysq
+        del x, w1, w2, wsq, g1, y1, y1s, y2, z, ysq
         cp.get_default_memory_pool().free_all_blocks()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(args.out, index=False)
