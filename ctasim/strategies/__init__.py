@@ -2,7 +2,10 @@
 
 Registry keyed by the strategy kind of the spec.  ``build_plans`` returns one plan per variant a strategy
 tries (micro-batching: one per chunk count; the best is reported).  ``check_placement`` says, before
-anything runs, why a strategy cannot place a workload on a number of GPUs (or None if it can).
+anything runs, why a strategy cannot place a workload on a number of GPUs (or None if it can).  After a strategy
+built its plans, ``build_plans`` scales every GEMM kernel's tiles by what its layer's A operand holds
+(``scale_by_input``: a ReLU's output runs at the profile's ``relu_input_tile_factor``), so that no strategy prices
+the data on its own.
 """
 
 from __future__ import annotations
