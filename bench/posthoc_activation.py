@@ -9,7 +9,9 @@ time on random A (``relu_input_tile_factor``). Each of plan 21's block experimen
 h200-x1-calibrated as it is now (both in), without the ReLU input (``interleaved (no relu input)``: the factors only),
 and as registered (``silu_epilogue_factor`` = ``relu_epilogue_factor`` = ``relu_input_tile_factor`` = 1, which gives
 the registered figures back), judged against both committed measurements. Post-hoc: OPT-66B's over-prediction was
-seen before either was measured. Writes ``cases.csv`` and ``summary.csv`` (MAPE, worst, bias per run and predictor over the 10 blocks) and
+seen before either was measured. Plan 22's blocks (OPT-30B's ReLU input) too, on its three machines, with the profile
+as it is now and without the ReLU input (``interleaved (no relu input)``: plan 22's registered profile, which gives its
+registered figures back). Writes ``cases.csv`` and ``summary.csv`` (MAPE, worst, bias per run and predictor over the 10 blocks) and
 prints the summary.
 """
 
@@ -31,6 +33,7 @@ from posthoc_drift_form import judged, write  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 
 RUNS = ("2026-12-02-registered21-1gpu", "2026-12-02-registered21-1gpu-run2")
+RUNS22 = ("2026-12-03-registered22-1gpu", "2026-12-03-registered22-1gpu-run2", "2026-12-03-registered22-23-1gpu-run3")
 
 
 def main(argv=None) -> int:
@@ -42,7 +45,9 @@ def main(argv=None) -> int:
              "interleaved (no relu input)": (dataclasses.replace(hw, relu_input_tile_factor=1.0), ("model",)),
              "interleaved (registered)": (dataclasses.replace(hw, silu_epilogue_factor=1.0, relu_epilogue_factor=1.0,
                                                               relu_input_tile_factor=1.0), ("model",))}
-    write(pd.concat([judged(run, name, preds) for run in RUNS for name in blocks(21)], ignore_index=True), args.out)
+    preds22 = {k: v for k, v in preds.items() if k != "interleaved (registered)"}
+    write(pd.concat([judged(run, name, preds) for run in RUNS for name in blocks(21)]
+                    + [judged(run, name, preds22) for run in RUNS22 for name in blocks(22)], ignore_index=True), args.out)
     return 0
 
 

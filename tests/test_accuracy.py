@@ -533,7 +533,8 @@ def test_the_machine_spread_tables_are_what_the_script_writes(tmp_path):
 
 def test_the_post_hoc_activation_table_is_what_the_script_writes(tmp_path):
     """bench/posthoc_activation.py reproduces its committed summary; the profile as registered (every activation at
-    the GeLU's cost) gives plan 21's registered figures back (1.16% and 3.25%)."""
+    the GeLU's cost) gives plan 21's registered figures back (1.16% and 3.25%), and without the ReLU input plan 22's
+    (1.74, 0.86, 0.92%)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("posthoc_activation", ROOT / "bench" / "posthoc_activation.py")
@@ -544,6 +545,10 @@ def test_the_post_hoc_activation_table_is_what_the_script_writes(tmp_path):
     pd.testing.assert_frame_equal(got, pd.read_csv(ROOT / "bench/results/posthoc-activation/summary.csv"))
     reg = got[got.predictor == "interleaved (registered)"].set_index("run").mape_pct
     assert reg["2026-12-02-registered21-1gpu"] == 1.16 and reg["2026-12-02-registered21-1gpu-run2"] == 3.25
+    # plan 22 was registered with the activation factors and no ReLU input: its figures come back
+    reg22 = got[got.predictor == "interleaved (no relu input)"].set_index("run").mape_pct
+    assert [reg22[r] for r in ("2026-12-03-registered22-1gpu", "2026-12-03-registered22-1gpu-run2",
+                               "2026-12-03-registered22-23-1gpu-run3")] == [1.74, 0.86, 0.92]
 
 
 def _block_gemm_orders():
