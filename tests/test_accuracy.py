@@ -626,3 +626,27 @@ def test_the_block_plans_summary_in_the_docs_is_what_the_committed_claims_give()
         assert row[4] == fmt([c.loc[model[plan], "mape_pct"] for c in claims])
         assert row[5] == fmt([c.loc[model[plan], "worst_pct"] for c in claims], "+").replace("-", "−")
         assert row[6] == fmt([c.loc["naive", "mape_pct"] for c in claims])
+
+
+def test_the_post_hoc_onset_table_is_what_the_script_writes(tmp_path, capsys):
+    """bench/posthoc_onset.py reproduces its committed table for plan 25; at the profile's onset (52.9 ms) it gives
+    the registered model errors back, and an earlier onset (45 ms) moves only the ~50 ms blocks (the 175B pair at
+    M = 16384) to within 1%; bad input is one line and exit 2."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("posthoc_onset", ROOT / "bench" / "posthoc_onset.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    run = ROOT / "bench/results/hw/2026-12-03-registered25-1gpu"
+    exps = ["reg25-opt-13b-1gpu", "reg25-opt-175b-1gpu", "reg25-gpt3-175b-1gpu"]
+    assert mod.main([str(run), *exps, "--out", str(tmp_path)]) == 0
+    got = pd.read_csv(tmp_path / "onset.csv")
+    pd.testing.assert_frame_equal(got, pd.read_csv(ROOT / "bench/results/posthoc-onset-reg25/onset.csv"))
+    judged = pd.read_csv(ROOT / "bench/results/validation-registered25/judged.csv")
+    reg = judged[judged.predictor == "interleaved"].set_index(["experiment", "m"]).error_pct
+    at = got[got.onset_ms == 52.9].set_index(["exp", "m"]).error_pct
+    assert ((at - reg.reindex(at.index)).abs() < 1e-3).all()
+    early = got[got.onset_ms == 45.0].set_index(["exp", "m"]).error_pct
+    long_blocks = [("reg25-opt-175b-1gpu", 16384), ("reg25-gpt3-175b-1gpu", 16384)]
+    assert (early[long_blocks].abs() < 1).all() and (early.drop(long_blocks) == at.drop(long_blocks)).all()
+    assert mod.main([str(run), "reg25-nope"]) == 2 and "reg25-nope" in capsys.readouterr().err
