@@ -196,6 +196,8 @@ def _hw(**changes):
     ("epilogue_pass_gbps", -1.0, 0.0, "must be >= 0, got -1.0"),
     ("rowwise_gbps", -0.5, 0.0, "must be >= 0, got -0.5"),
     ("relu_epilogue_factor", -0.1, 0.0, "must be >= 0, got -0.1"),
+    ("relu_input_tile_factor", 0.49, 0.5, "must be within [0.5, 1.5], got 0.49"),
+    ("relu_input_tile_factor", 1.51, 1.5, "must be within [0.5, 1.5], got 1.51"),
     ("link_sharing", "lifo", "fair", "must be one of ('fcfs', 'fair'), got 'lifo'"),
     ("epilogue_store_overlap", 1.01, 1.0, "must be within [0, 1], got 1.01"),
     ("epilogue_store_overlap", -0.01, 0.0, "must be within [0, 1], got -0.01"),
