@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -650,3 +651,34 @@ def test_the_post_hoc_onset_table_is_what_the_script_writes(tmp_path, capsys):
     long_blocks = [("reg25-opt-175b-1gpu", 16384), ("reg25-gpt3-175b-1gpu", 16384)]
     assert (early[long_blocks].abs() < 1).all() and (early.drop(long_blocks) == at.drop(long_blocks)).all()
     assert mod.main([str(run), "reg25-nope"]) == 2 and "reg25-nope" in capsys.readouterr().err
+
+
+def test_the_175b_breakdown_figures_in_the_docs_are_the_committed_probes():
+    """docs/validation.md's diagnostic of plan 25's 175B blocks quotes bench/results/hw/2026-12-03-breakdown-175b: the
+    block over its ops alone, GEMM1 twice back to back, the fused GeLU's cost against the profile's price, and the
+    down GEMM on the ReLU's output over the same GEMM on GeLU's output."""
+    from ctasim import costs
+    from ctasim.spec import Layer, load_hardware
+
+    folder = ROOT / "bench/results/hw/2026-12-03-breakdown-175b"
+    d = {mdl: pd.read_csv(folder / f"breakdown-{mdl}.csv").set_index(["m", "item"]).per_op_ms
+         for mdl in ("gpt3-175b", "opt-175b")}
+    doc = " ".join((ROOT / "docs" / "validation.md").read_text().split())
+    over = [d[mdl][(m, "block")] - d[mdl][(m, f"gemm1_{act}")] - d[mdl][(m, "gemm2_residual")] - d[mdl][(m, "layernorm")]
+            for m in (16384, 8192) for mdl, act in (("gpt3-175b", "gelu"), ("opt-175b", "relu"))]
+    assert "runs 0.50 ms (GPT-3) and 1.06 ms (OPT) over its ops alone, where at M = 8192 it is 0.20 and 0.07 ms" in doc
+    assert [round(x, 2) for x in over] == [0.50, 1.06, 0.20, 0.07]
+    twice = [100 * (d[mdl][(16384, f"gemm1_{act}_x2")] / d[mdl][(16384, f"gemm1_{act}")] - 1)
+             for mdl, act in (("gpt3-175b", "gelu"), ("opt-175b", "relu"))]
+    assert [round(x, 1) for x in twice] == [3.4, 1.3] and "+3.4% (GPT-3) and +1.3% (OPT)" in doc
+    hw = load_hardware("h200-x1-calibrated")
+    gelu = d["gpt3-175b"]
+    for m, meas, model in ((8192, 0.46, 0.35), (16384, 1.22, 0.68)):
+        assert round(gelu[(m, "gemm1_gelu")] - gelu[(m, "gemm1_plain")], 2) == meas
+        lay = Layer(m=m, n=49152, k=12288)
+        priced = (costs.tuned_gemm(dataclasses.replace(lay, epilogue=("gelu",)), hw, 2).total_ns
+                  - costs.tuned_gemm(lay, hw, 2).total_ns) / 1e6
+        assert round(priced, 2) == model
+    assert "costs 0.46 and 1.22 ms (M = 8192, 16384) where the profile's per-element cost gives 0.35 and 0.68" in doc
+    ratio = [d["opt-175b"][(m, "gemm2_plain")] / gelu[(m, "gemm2_plain")] for m in (16384, 8192)]
+    assert [round(x, 3) for x in ratio] == [0.932, 0.939] and "took 0.932 and 0.939 (M = 16384, 8192)" in doc
