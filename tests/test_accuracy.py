@@ -682,3 +682,25 @@ def test_the_175b_breakdown_figures_in_the_docs_are_the_committed_probes():
     assert "costs 0.46 and 1.22 ms (M = 8192, 16384) where the profile's per-element cost gives 0.35 and 0.68" in doc
     ratio = [d["opt-175b"][(m, "gemm2_plain")] / gelu[(m, "gemm2_plain")] for m in (16384, 8192)]
     assert [round(x, 3) for x in ratio] == [0.932, 0.939] and "took 0.932 and 0.939 (M = 16384, 8192)" in doc
+
+
+def test_the_gelu_width_figures_in_the_docs_are_the_committed_probes():
+    """docs/model.md and docs/validation.md quote bench/results/hw/2026-12-03-gelu-width: the fused GeLU at N = 49152
+    (0.31 and 0.75 ms at M = 8192, 16384), its per-tile cost 17-21% higher at M = 16384 than at 8192 at both widths,
+    and the ReLU input at 0.945-0.954."""
+    folder = ROOT / "bench/results/hw/2026-12-03-gelu-width"
+    grow, relu = [], []
+    for n, k in ((49152, 12288), (28672, 8192)):
+        d = pd.read_csv(folder / f"gelu-n{n}.csv").set_index(["m", "item"]).per_op_ms
+        extra = {m: d[(m, "gemm1_gelu")] - d[(m, "gemm1_plain")] for m in (4096, 8192, 16384)}
+        per_tile = {m: extra[m] / ((m // 128) * (n // 256)) for m in extra}
+        grow.append(per_tile[16384] / per_tile[8192] - 1)
+        relu += [d[(m, "gemm1_relu_input")] / d[(m, "gemm1_plain")] for m in extra]
+        if n == 49152:
+            assert (round(extra[8192], 2), round(extra[16384], 2)) == (0.31, 0.75)
+    assert (round(100 * min(grow)), round(100 * max(grow))) == (17, 21)
+    assert (round(min(relu), 3), round(max(relu), 3)) == (0.945, 0.954)
+    for doc in ("model.md", "validation.md"):
+        text = " ".join((ROOT / "docs" / doc).read_text().split())
+        assert "0.31 and 0.75 ms" in text and "17-21%" in text
+    assert "timed the ReLU input at 0.945-0.954" in " ".join((ROOT / "docs/validation.md").read_text().split())
