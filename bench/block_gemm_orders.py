@@ -206,11 +206,11 @@ def rest(runs: pd.DataFrame, folder: Path, prefix: str, hw) -> pd.DataFrame:
                 m, n, k = map(int, shape.split("x"))
                 order = schedule_name(tuple(int(x) for x in code.split("/")))
                 there = runs[(runs.m == m) & (runs.n == n) & (runs.k == k) & (runs.order == order)].median_ms
-                gemms.append((m, n, k, float(there.iloc[0]) if len(there) else float("nan")))
-            if not runs[(runs.m == r.m)].empty and any(g[3] != g[3] for g in gemms):
-                raise ValueError(f"block_gemm_orders: the probe has M = {r.m} but not every GEMM of {exp_dir.name} "
-                                 "at its tuned order")
-            if any(g[3] != g[3] for g in gemms):
+                gemms.append((m, n, k, float(there.iloc[0]) if len(there) else None))
+            if any(g[3] is None for g in gemms):
+                if not runs[runs.m == r.m].empty:
+                    raise ValueError(f"block_gemm_orders: the probe has M = {r.m} but not every GEMM of {exp_dir.name} "
+                                     "at its tuned order")
                 continue
             pred = pd.read_csv(ROOT / "bench/predictions" / exp_dir.name / "predictions.csv")
             pred = pred[pred.m == r.m].set_index("source").makespan_ms

@@ -13,38 +13,33 @@ onset the measurement is consistent with; nothing here changes the profile. Bad 
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402
+from posthoc_drift_form import judged  # noqa: E402
 
 from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.cliargs import OneLineParser  # noqa: E402
-from ctasim.harness import load_harness  # noqa: E402
-from ctasim.predict import predict  # noqa: E402
 
 
 def errors(run: Path, exps, onsets_ms) -> pd.DataFrame:
-    rows = []
-    for e in exps:
-        res = pd.read_csv(run / e / "results.csv")
-        res = res[(res.status == "ok") & (res.kind == "sequential")]
-        measured = dict(zip(res.m, res.makespan_ms))
-        reg = json.loads((ROOT / "bench/predictions" / e / "registration.json").read_text())
-        harness = load_harness(reg["harness"]["name"])
-        exp = load_experiment(e)
-        for onset in onsets_ms:
-            hw = dataclasses.replace(exp.hardware, clock_onset_ns=onset * 1e6)
-            p = predict(dataclasses.replace(exp, hardware=hw), harness, None)
-            for r in p[(p.source == "model") & (p.kind == "sequential")].itertuples():
-                if r.m in measured:
-                    rows.append({"exp": e, "m": int(r.m), "measured_ms": measured[r.m], "onset_ms": onset,
-                                 "model_ms": r.makespan_ms, "error_pct": 100 * (r.makespan_ms / measured[r.m] - 1)})
-    return pd.DataFrame(rows)
+    """Each experiment's sequential cases under its profile at each onset (``posthoc_drift_form.judged``, one
+    predictor per onset), in the order given: exp, m, measured_ms, onset_ms, model_ms, error_pct."""
+    parts = []
+    for i, e in enumerate(exps):
+        hw = load_experiment(e).hardware
+        preds = {onset: (dataclasses.replace(hw, clock_onset_ns=onset * 1e6), ("model",)) for onset in onsets_ms}
+        j = judged(str(run.resolve()), e, preds)  # an absolute run folder, not one under bench/results/hw
+        parts.append(pd.DataFrame({"exp": e, "m": j.m.astype(int), "measured_ms": j.measured_ms, "onset_ms": j.source,
+                                   "model_ms": j.predicted_ms, "error_pct": 100 * j.error,
+                                   "_exp": i, "_onset": j.source.map({o: n for n, o in enumerate(onsets_ms)})}))
+    d = pd.concat(parts, ignore_index=True).sort_values(["_exp", "_onset", "m"], kind="stable")
+    return d.drop(columns=["_exp", "_onset"]).reset_index(drop=True)
 
 
 def main(argv=None) -> int:

@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     import pandas as pd
 
     from ctahw.baselines import Timed, tune_schedule
-    from ctahw.calibrate import activation_epilogue_cost, activation_probe
+    from ctahw.calibrate import activation_epilogue_cost, activation_probe, relu_input_factor
     from ctahw.device import random_bf16, require_cupy, require_gpus
     from ctahw.gemm import CutlassGemm
     from ctasim.results import staged_file
@@ -72,9 +72,8 @@ def main(argv=None) -> int:
     rows = activation_probe(g, ms, ops, reps=args.reps, n=args.n, k=args.k)
     for op in ops:
         if op == "relu_input":  # not an epilogue: the time against the plain GEMM's
-            by = {(r["m"], r["item"]): r["per_op_ms"] for r in rows}
-            print("relu_input: " + ", ".join(f"M={m} {by[(m, 'gemm1_relu_input')]:.3f} vs plain "
-                                             f"{by[(m, 'gemm1_plain')]:.3f} ms" for m in ms))
+            print("relu_input: " + ", ".join(f"M={r['m']} {r['relu_input_ms']:.3f} vs plain {r['plain_ms']:.3f} ms"
+                                             for r in relu_input_factor(rows)[1]))
             continue
         cost, per = activation_epilogue_cost(rows, slots=found[0].sm_count, fused=f"gemm1_{op}", n=args.n)
         print(f"{op}: {cost:.4f} ns per element (" + ", ".join(f"M={r['m']} {r['per_tile_ns']:.0f} ns/tile" for r in per)
