@@ -28,6 +28,8 @@ kernel_config 128x256       CUTLASS GEMM at M=16384, N=8192, K in {2048, 4096, 8
                             t / ceil(tiles / (sm_count * slots)) fitted as tile_fixed_ns + 2*128*256*K/(sm_tflops*1e3)
 clock_onset_ns,             the plain GEMM back to back after a rest (:func:`clock_trajectory`, :func:`clock_regime`)
 clock_sustained_slowdown
+clock_curve_ns,             the same rounds: the mean tile-time factor at every 5 ms of busy time (:func:`clock_curve`)
+clock_curve_factor
 activation_epilogue_...     GEMM1 of the MLP block with and without the fused erf-GeLU, rested
 silu_/relu_epilogue_factor  the same run with the fused silu and relu: each one's cost over the GeLU's
 relu_input_tile_factor      the same run with the plain GEMM on a ReLU'd A (half zero): its time over the plain's
@@ -79,6 +81,7 @@ import dataclasses
 import json
 import math
 import re
+import bisect
 import statistics
 import sys
 import time
@@ -325,6 +328,66 @@ def clock_regime(trajectory, kernels: Sequence[str] = CLOCK_KERNELS) -> tuple[di
     fields = {"clock_onset_ns": statistics.median(r["onset_ms"] for r in used) * 1e6,
               "clock_sustained_slowdown": statistics.median(r["sustained_slowdown"] for r in used)}
     return fields, per_round
+
+
+CURVE_STEP_MS = 5.0
+"""Spacing of the clock curve's knots (ms of busy time): a launch of the trajectory's square-4096 GEMM is 0.7 ms,
+of its square-16384 GEMM 2.8 ms."""
+CURVE_HORIZON_MS = 150.0
+"""The clock curve's last knot: from here on the factor is the curve's mean over the rest of the trajectory (every
+round of the calibrations so far has reached its sustained level by 100 ms)."""
+
+
+def clock_curve(trajectory, kernels: Sequence[str] = CLOCK_KERNELS, step_ms: float = CURVE_STEP_MS,
+                horizon_ms: float = CURVE_HORIZON_MS) -> tuple[dict, list[dict]]:
+    """The burst regime's mean clock curve from ``clock_trajectory.py`` rows (kernel, round, i, t_start_ms, dur_ms).
+
+    Per round of ``kernels``: launch 0 is dropped (the clock still rising from idle) and counts as rested; the rested
+    time is the median of launches 1-3 (as :func:`clock_regime`); at every multiple of ``step_ms`` the factor is the
+    duration, over the rested time, of the launch in progress then. The curve is the mean over the rounds at each knot
+    before ``horizon_ms``; its last knot, at ``horizon_ms``, holds the mean of those knot values from there to the
+    shortest round's last launch start (the sustained level). Knots that repeat the previous factor (to 4 decimals)
+    are dropped.
+    Returns ``({"clock_curve_ns": (...), "clock_curve_factor": (...)}, rows (t_ms, factor, rounds))``. The mean, not
+    the median: where the onset falls differs between rounds (27-86 ms), and a prediction is to be right on average.
+    Raises ValueError as :func:`clock_regime` does (a round of fewer than 8 launches, no round of ``kernels``).
+    """
+    if not step_ms > 0:
+        raise ValueError(f"clock curve: step_ms must be > 0, got {step_ms}")
+    runs: dict[tuple, list] = {}
+    for r in trajectory:
+        if str(r["kernel"]) in kernels:
+            runs.setdefault((str(r["kernel"]), int(r["round"])), []).append(
+                (int(r["i"]), float(r["t_start_ms"]), float(r["dur_ms"])))
+    if not runs:
+        raise ValueError(f"clock trajectory: no round of {', '.join(kernels)}")
+    series = []
+    for key in sorted(runs):
+        launches = sorted(runs[key])
+        if len(launches) < 9:
+            raise ValueError(f"clock trajectory {key[0]} round {key[1]}: {len(launches) - 1} launches after the "
+                             "first, need >= 8")
+        rested = statistics.median(d for i, _, d in launches[1:4])
+        starts = [t for _, t, _ in launches]
+        factors = [1.0] + [d / rested for _, _, d in launches[1:]]
+        series.append((starts, factors))
+    end = min(starts[-1] for starts, _ in series)
+    if end < horizon_ms + step_ms:
+        raise ValueError(f"clock trajectory: the shortest round ends at {end:.1f} ms, before the curve's horizon "
+                         f"{horizon_ms:g} ms + one step (run longer)")
+
+    def at(t: float) -> float:
+        return statistics.fmean(fs[bisect.bisect_right(ts, t) - 1] for ts, fs in series)
+
+    grid = [j * step_ms for j in range(int(end // step_ms) + 1)]
+    rows, last = [], None
+    for t in [t for t in grid if t < horizon_ms] + [horizon_ms]:
+        f = at(t) if t < horizon_ms else statistics.fmean(at(u) for u in grid if u >= horizon_ms)
+        if last is None or round(f, 4) != last:
+            rows.append({"t_ms": t, "factor": round(f, 4), "rounds": len(series)})
+            last = round(f, 4)
+    return ({"clock_curve_ns": tuple(r["t_ms"] * 1e6 for r in rows),
+             "clock_curve_factor": tuple(r["factor"] for r in rows)}, rows)
 
 
 def activation_epilogue_cost(breakdown, tile_elems: int = 128 * 256, slots: int = 132,
@@ -631,13 +694,16 @@ def _toml_value(v) -> str:
         return repr(round(v, 4))
     if isinstance(v, str):
         return json.dumps(v)
+    if isinstance(v, tuple) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        return "[" + ", ".join(_toml_value(float(x)) for x in v) + "]"
     raise TypeError(f"cannot write {v!r} to TOML")
 
 
 MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_engine_gbps", "link_latency_ns",
                    "remote_atomic_ns", "fence_sys_ns", "launch_ns", "kernel_gap_ns", "event_wait_ns",
                    "allreduce_bus_gbps", "allreduce_latency_ns", "epilogue_store_overlap", "sm_remote_store_gbps",
-                   "clock_onset_ns", "clock_sustained_slowdown", "activation_epilogue_ns_per_element",
+                   "clock_onset_ns", "clock_sustained_slowdown", "clock_curve_ns", "clock_curve_factor",
+                   "activation_epilogue_ns_per_element",
                    "silu_epilogue_factor", "relu_epilogue_factor", "relu_input_tile_factor",
                    "epilogue_pass_gbps", "rowwise_gbps",
                    "norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element", "local_signal_ns",
@@ -937,6 +1003,12 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
     except ValueError as e:  # the run never reached the cap: the fields stay copied, and the profile says why
         res["clock_regime_note"] = str(e)
         log(f"calibrate: clock regime not measured: {e}")
+    try:
+        fields_, _ = clock_curve(res["clock_trajectory"])
+        res.update(fields_)
+    except ValueError as e:  # a quick run ends before the curve's horizon: the curve stays copied
+        res["clock_curve_note"] = str(e)
+        log(f"calibrate: clock curve not measured: {e}")
 
     # The fused activations' cost (GEMM1 of the MLP block, plain and with each activation, rested)
     log("calibrate: fused activation cost")
@@ -1113,6 +1185,11 @@ def measured_fields(res: Mapping) -> dict[str, tuple]:
                                  "ctahw.calibrate.clock_regime)")
         out["clock_sustained_slowdown"] = (res["clock_sustained_slowdown"], "median launch of each round's second half "
                                            "over its rested launches (ctahw.calibrate.clock_regime)")
+    if "clock_curve_ns" in res:
+        how = (f"mean over the rounds of CUTLASS {', '.join(CLOCK_KERNELS)} of the launch in progress over the rested "
+               f"launches, every {CURVE_STEP_MS:g} ms to {CURVE_HORIZON_MS:g} ms (ctahw.calibrate.clock_curve)")
+        out["clock_curve_ns"] = (tuple(res["clock_curve_ns"]), "busy times of " + how)
+        out["clock_curve_factor"] = (tuple(res["clock_curve_factor"]), "factors of " + how)
     if "activation_epilogue_ns_per_element" in res:
         per = ", ".join(f"M={r['m']} {r['per_tile_ns'] / 1e3:.2f} us/tile" for r in res.get("activation_per_m", []))
         out["activation_epilogue_ns_per_element"] = (

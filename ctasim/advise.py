@@ -140,8 +140,18 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
     lines = [f"profile {hw.name}: " + ("measured on the machine it describes" if hw.measured else
                                        "datasheet figures, not measured (no validation applies to it as such)")]
     if hw.clock_sustained_slowdown > 1.0:
-        onset = (f"a burst run slows after {hw.clock_onset_ns / 1e6:.0f} ms busy" if hw.clock_onset_ns < float("inf")
-                 else "a burst run never reaches the cap")
+        if hw.clock_curve_ns:
+            from bisect import bisect_right  # noqa: PLC0415
+
+            def at(t: float) -> float:
+                j = bisect_right(hw.clock_curve_ns, t)
+                return hw.clock_curve_factor[j - 1] if j else 1.0
+
+            onset = ("a burst run follows the measured mean clock curve (" + ", ".join(
+                f"{at(t):.3f}x at {t / 1e6:.0f} ms" for t in (3e7, 5e7, 7e7)) + " busy)")
+        else:
+            onset = (f"a burst run slows after {hw.clock_onset_ns / 1e6:.0f} ms busy"
+                     if hw.clock_onset_ns < float("inf") else "a burst run never reaches the cap")
         lines.append(f"clock regime: in the profile (power-capped tiles take {hw.clock_sustained_slowdown:.3f}x; "
                      f"{onset}); --regime sustained applies the cap from the start")
     else:

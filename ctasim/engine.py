@@ -26,9 +26,11 @@ What is simulated
       to the producer, slot reservation round trip, slot write and release-publish.
     * A consumer CTA claims the next head index and waits for that slot to be published; it sees the
       slot half a poll interval after it became visible (the mean delay of a polling loop).
-    * Clock regime (``Hardware.clock_onset_ns``, ``clock_sustained_slowdown``): a kernel tile that starts
-      at or after the onset (``regime = "burst"``: every GPU rested at time 0; ``"sustained"``: onset 0)
-      takes ``clock_sustained_slowdown`` times its time (the CTA launch included).
+    * Clock regime (``Hardware.clock_onset_ns``, ``clock_sustained_slowdown``; :func:`clock_steps`): a kernel
+      tile that starts at or after the onset (``regime = "burst"``: every GPU rested at time 0; ``"sustained"``:
+      onset 0) takes ``clock_sustained_slowdown`` times its time (the CTA launch included).  Where the profile holds
+      a clock curve (``clock_curve_ns``, ``clock_curve_factor``: measured trajectories averaged), a burst tile
+      takes the curve's factor at its start time instead: a step function of the run's time, the same on every GPU.
     * The chain kernel (``Kernel.source = "chain"``, intra-GPU CTA-pipelining): persistent CTAs take the tiles of
       every layer by tickets in the plan's topological order, the next ticket when the current tile starts; a
       tile of layer l > 0 waits until its row-block of layer l - 1 is complete (seen half a poll interval
@@ -63,7 +65,7 @@ Left out
     SM contention between two kernels on one GPU (plans keep one kernel per GPU at a time; the chain kernel is
     one kernel), L2 and HBM
     contention beyond the per-tile costs, clock variation (see ``jitter``), the clock's recovery while a
-    GPU idles and any dependence of the cap's onset on the kernel's power (one onset per machine), the
+    GPU idles and any dependence of the cap's onset on the kernel's power (one onset or one curve per machine), the
     cap's effect on memory-bound operations (copies, collectives, memory passes), host-side launch
     throughput, and the protocol's memory-ordering details (modelled separately in
     :mod:`ctasim.protocol`).
@@ -75,6 +77,7 @@ import gc
 import math
 import struct
 from collections import deque
+from bisect import bisect_right
 from heapq import heappop, heappush
 
 import numpy as np
@@ -279,19 +282,36 @@ def push_ns(hw: Hardware) -> float:
     return hw.remote_atomic_ns + 2.0 * hw.remote_atomic_ns + hw.fence_sys_ns + hw.link_latency_ns
 
 
+def clock_steps(hw: Hardware, regime: str) -> tuple[list[float], list[float]]:
+    """The clock regime as steps: (times, factors), a tile starting at time t >= times[j] (the last such j) taking
+    factors[j] times its time, 1 before times[0]; ([], []) when nothing slows.  Sustained: one step at 0 to
+    ``clock_sustained_slowdown``; burst: the profile's clock curve where it has one, else one step at
+    ``clock_onset_ns``.  Leading steps of factor 1 are dropped (``times[0]`` is where the clock first costs)."""
+    if regime not in ("burst", "sustained"):
+        raise ValueError(f"regime must be 'burst' or 'sustained', got {regime!r}")
+    if regime == "sustained":
+        steps = [(0.0, float(hw.clock_sustained_slowdown))]
+    elif hw.clock_curve_ns:
+        steps = list(zip(map(float, hw.clock_curve_ns), map(float, hw.clock_curve_factor)))
+    else:
+        steps = [(float(hw.clock_onset_ns), float(hw.clock_sustained_slowdown))]
+    while steps and (steps[0][1] == 1.0 or steps[0][0] == math.inf):
+        steps.pop(0)
+    return [t for t, _ in steps], [f for _, f in steps]
+
+
 class _Run:
     """State of one simulation (one plan on one machine)."""
 
     def __init__(self, plan: Plan, hw: Hardware, seed: int, jitter: float, closed_form: bool = True,
                  regime: str = "burst"):
         self.plan, self.hw = plan, hw
-        if regime not in ("burst", "sustained"):
-            raise ValueError(f"regime must be 'burst' or 'sustained', got {regime!r}")
-        # Tiles starting at or after slow_from take `slow` times longer (the power-capped clock); off when slow == 1.
-        self.slow = float(hw.clock_sustained_slowdown)
-        self.slow_from = hw.clock_onset_ns if regime == "burst" else 0.0
-        if self.slow == 1.0:
-            self.slow_from = math.inf
+        # A tile starting at t >= slow_from takes clock(t) times longer (the power-capped clock); from flat_from on
+        # the factor is `slow`; slow_from = inf: no cap.
+        self.clock_t, self.clock_f = clock_steps(hw, regime)
+        self.slow_from = self.clock_t[0] if self.clock_t else math.inf
+        self.flat_from = self.clock_t[-1] if self.clock_t else math.inf
+        self.slow = self.clock_f[-1] if self.clock_f else 1.0
         self.env = simpy.Environment()
         self.lane = _Lane(self.env)
         self.fabric = Fabric(hw, self.env, self.lane.push)
@@ -421,9 +441,9 @@ class _Run:
         the per-tile event path (a test holds them equal); returns the kernel's end time.
         """
         t0, n = self.env.now, k.tiles
-        slow, slow_from = self.slow, self.slow_from
-        if t0 >= slow_from:  # the whole kernel under the cap
-            durations = durations * slow
+        slow_from, clock = self.slow_from, self.clock
+        if t0 >= self.flat_from:  # the whole kernel at the last step
+            durations = durations * self.slow
             slow_from = math.inf
         if k.persistent:
             rounds = -(-n // n_workers)
@@ -431,10 +451,11 @@ class _Run:
             d[:n] = durations
             d = d.reshape(rounds, n_workers)
             end = t0 + np.cumsum(d, axis=0)
-            if end.max() > slow_from:  # the kernel reaches the onset: round by round (exact at the boundary)
+            if end.max() > slow_from:  # the kernel reaches a step: round by round (exact at the boundaries)
+                ct, cf = np.asarray(self.clock_t), np.asarray([1.0] + self.clock_f)
                 t = np.full(n_workers, t0)
                 for r in range(rounds):
-                    d[r] = np.where(t >= slow_from, d[r] * slow, d[r])
+                    d[r] = d[r] * cf[np.searchsorted(ct, t, side="right")]
                     t = t + d[r]
                     end[r] = t
             end = end.ravel()[:n]
@@ -451,7 +472,7 @@ class _Run:
                 t, w = heapq.heappop(free)
                 start[i], slot_of[i] = t, w
                 if t >= slow_from:
-                    dl[i] *= slow
+                    dl[i] *= clock(t)
                 heapq.heappush(free, (t + dl[i], w))
             durations = np.asarray(dl)
             end = start + durations
@@ -465,6 +486,14 @@ class _Run:
             block[c] = v
         self.blocks.append(block)
         return float(end.max())
+
+    def clock(self, t: float) -> float:
+        """The tile-time factor of a tile starting at ``t`` (1 before ``slow_from``)."""
+        if t < self.slow_from:
+            return 1.0
+        if t >= self.flat_from:
+            return self.slow
+        return self.clock_f[bisect_right(self.clock_t, t) - 1]
 
     # ---------------------------------------------------------------- one CTA slot
     def worker(self, k: Kernel, w: int, n_workers: int, state: dict, finished, me: _Cta):
@@ -481,7 +510,7 @@ class _Run:
         extra = state["extra"]  # a queue kernel's wave slowdown, by slot (its grid position)
         extra_mult = state["extra_mult"]  # its tile_cv multiplier, by tile id (None: 1)
         tiles, kid = k.tiles, k.id
-        slow, slow_from = self.slow, self.slow_from
+        slow_from, clock = self.slow_from, self.clock
         source, persistent = k.source, k.persistent
         from_queue, waits = source == "queue", source == "wait"
         inbound = self.plan.pipes[k.inbound] if k.inbound >= 0 else None
@@ -563,7 +592,7 @@ class _Run:
             if extra is not None:
                 dur += extra[slot] if extra_mult is None else extra[slot] * extra_mult[i]
             if t_acquire >= slow_from:
-                dur *= slow
+                dur *= clock(t_acquire)
             t_ce = t_acquire + dur
             if outbound is None:
                 t_store = t_sig = t_ce
@@ -645,7 +674,7 @@ class _Run:
         finished = env.event()
         hold, half_poll = k.chain_signal_ns, self.half_poll
         store_ns, rsig, rhold = k.chain_store_ns, k.chain_remote_signal_ns, k.chain_remote_hold_ns
-        slow, slow_from = self.slow, self.slow_from
+        slow_from, clock = self.slow_from, self.clock
         gpu, kid, sm_count, n_tiles = k.gpu, k.id, self.hw.sm_count, k.tiles
         events_append = self.events.append
         records, pack = self.records, _RECORD.pack
@@ -697,7 +726,7 @@ class _Run:
                 else:
                     nxt = state["next"]
                     state["next"] = nxt + 1
-                dur = durations[i] * (slow if t_acquire >= slow_from else 1.0)
+                dur = durations[i] * (clock(t_acquire) if t_acquire >= slow_from else 1.0)
                 t_ce = t_acquire + dur
                 if remote_of[tile]:  # stored into the next GPU's memory, signalled there: decided now, at issue
                     t_store = t_ce + store_ns

@@ -12,7 +12,8 @@
   from the GeLU (``Hardware.relu_epilogue_factor``, ``silu_epilogue_factor``), the model with every fused activation at
   the GeLU's cost (``source = gelu-priced``: the assumption before the activation probe); and where a layer reads a
   ReLU's output that the profile prices apart (``Hardware.relu_input_tile_factor``), the model with it priced as
-  random data (``source = relu-input-off``);
+  random data (``source = relu-input-off``); and where the profile has a clock curve (``Hardware.clock_curve_ns``),
+  the model with the burst regime's one step instead (``source = clock-step``);
 * ``schedules/<case>-<strategy>.tiles.csv.gz``: the per-CTA schedule of every CTA-pipelined strategy, on the clock of
   its first CTA (as the hardware traces are);
 * ``registration.json``: the commit of the code and specs, sha256 of every spec file read, the harness values, the
@@ -46,7 +47,7 @@ from ctasim.spec import Experiment, Hardware, Strategy
 from ctasim.strategies import build_plans, check_placement
 from ctasim.strategies.ctapipe import fold_sides, is_ring, norm_folds
 
-__all__ = ["Naive", "Waves", "RULES", "ABLATIONS", "PREDICTORS", "without_memory", "without_drift", "gelu_priced", "relu_input_off", "predict", "register", "spec_files", "git_commit", "schedule_name"]
+__all__ = ["Naive", "Waves", "RULES", "ABLATIONS", "PREDICTORS", "without_memory", "without_drift", "gelu_priced", "relu_input_off", "clock_step", "predict", "register", "spec_files", "git_commit", "schedule_name"]
 
 RULES = {
     "judged": "every (case, strategy, variant) the measurement reports with status ok; nothing is left out after "
@@ -73,6 +74,8 @@ RULES = {
     "relu-input-off": "where a layer reads a ReLU's output that the profile prices apart from random data, the model "
                       "with it priced as random data (source = relu-input-off) is judged by the same rules beside the "
                       "model",
+    "clock-step": "where the profile has a clock curve (the burst regime's mean trajectory), the model with the one "
+                  "step at the median onset instead (source = clock-step) is judged by the same rules beside the model",
 }
 """The judging rules a registration fixes (``registration.json`` holds them; the report quotes them)."""
 
@@ -260,8 +263,16 @@ def relu_input_off(hw: Hardware, layers) -> Hardware | None:
     return dataclasses.replace(hw, relu_input_tile_factor=1.0)
 
 
+def clock_step(hw: Hardware, layers) -> Hardware | None:
+    """The profile with the burst regime's one step (``clock_onset_ns``, ``clock_sustained_slowdown``) instead of its
+    clock curve, the ``clock-step`` predictor beside a profile that has one; None when it has none."""
+    if not hw.clock_curve_ns:
+        return None
+    return dataclasses.replace(hw, clock_curve_ns=(), clock_curve_factor=())
+
+
 ABLATIONS = (("flat", lambda hw, layers: without_memory(hw)), ("lockstep", lambda hw, layers: without_drift(hw)),
-             ("gelu-priced", gelu_priced), ("relu-input-off", relu_input_off))
+             ("gelu-priced", gelu_priced), ("relu-input-off", relu_input_off), ("clock-step", clock_step))
 """The model with one mechanism off, each a predictor beside it (its ``source``): name and the profile it predicts
 with, given the profile and the experiment's layers (None: the mechanism is not there to switch off)."""
 

@@ -198,7 +198,11 @@ class Hardware:
     ``clock_onset_ns`` of busy time; from then on kernel tiles take ``clock_sustained_slowdown`` times
     longer (the capped clock).  An experiment's ``regime`` says which one a prediction describes:
     ``burst`` (every GPU rested when the run starts: the onset counts from the run's start) or
-    ``sustained`` (the cap holds from the start: a GPU kept busy by the runs before).
+    ``sustained`` (the cap holds from the start: a GPU kept busy by the runs before).  Where the profile holds a
+    clock curve (``clock_curve_ns``, ``clock_curve_factor``), the burst regime follows it instead of the one step: the
+    tile-time factor at each busy time averaged over measured trajectories, whose onsets spread widely (27-86 ms on
+    one H200) and which step down in two or three stages; a prediction then gives the mean over where the onset falls,
+    not the run at the median onset.
     """
 
     name: str = _f("profile name")
@@ -236,6 +240,13 @@ class Hardware:
         math.inf)
     clock_sustained_slowdown: float = _f(
         "tile-time factor of kernels once the power cap holds the clock (>= 1; 1 = no cap)", 1.0)
+    clock_curve_ns: tuple[float, ...] = _f(
+        "busy times from a rested start (ns, ascending, the first >= 0) at which the burst regime's tile-time factor "
+        "changes to the matching clock_curve_factor (the mean of measured clock trajectories); empty = the one step "
+        "at clock_onset_ns to clock_sustained_slowdown", ())
+    clock_curve_factor: tuple[float, ...] = _f(
+        "tile-time factor from the matching clock_curve_ns on (each within [0.5, 2]; 1 before the first; the last "
+        "holds to the end of the run)", ())
     activation_epilogue_ns_per_element: float = _f(
         "time a fused activation epilogue (gelu, silu, relu, swiglu) adds to a tile, per element of the tile's "
         "accumulator (tile_m x tile_n, before swiglu halves what is stored), ns",
@@ -517,6 +528,11 @@ def coerce(value: Any, typ: Any, default: Any, where: str, fld: str) -> Any:
         require(isinstance(value, list) and all(isinstance(v, str) for v in value), where, fld,
                  f"expected a list of strings, got {value!r}")
         return tuple(value)
+    if t.startswith("tuple[float"):
+        require(isinstance(value, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                and math.isfinite(v) for v in value), where, fld,
+                 f"expected a list of numbers, got {value!r}")
+        return tuple(float(v) for v in value)
     if t.startswith("tuple[int"):
         if isinstance(value, int) and not isinstance(value, bool):
             value = [value]
@@ -578,6 +594,12 @@ def validate_hardware(hw: Hardware, where: str) -> None:
     require(hw.clock_onset_ns >= 0, where, p + "clock_onset_ns", f"must be >= 0, got {hw.clock_onset_ns}")
     require(math.isfinite(hw.clock_sustained_slowdown) and hw.clock_sustained_slowdown >= 1.0, where,
              p + "clock_sustained_slowdown", f"must be >= 1, got {hw.clock_sustained_slowdown}")
+    require(len(hw.clock_curve_ns) == len(hw.clock_curve_factor), where, p + "clock_curve_factor",
+             f"needs one factor per clock_curve_ns entry ({len(hw.clock_curve_ns)}), got {len(hw.clock_curve_factor)}")
+    require(all(t >= 0 for t in hw.clock_curve_ns) and all(a < b for a, b in zip(hw.clock_curve_ns, hw.clock_curve_ns[1:])),
+             where, p + "clock_curve_ns", "must be >= 0 and strictly ascending")
+    require(all(0.5 <= f <= 2.0 for f in hw.clock_curve_factor), where, p + "clock_curve_factor",
+             f"each must be within [0.5, 2], got {[f for f in hw.clock_curve_factor if not 0.5 <= f <= 2.0][:1]}")
     require(math.isfinite(hw.relu_input_tile_factor) and 0.5 <= hw.relu_input_tile_factor <= 1.5, where,
              p + "relu_input_tile_factor", f"must be within [0.5, 1.5], got {hw.relu_input_tile_factor}")
     for name in ("norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element", "epilogue_pass_gbps",

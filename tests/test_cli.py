@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pytest
 
@@ -170,6 +172,23 @@ def test_advise_says_that_the_hardware_runs_swiglu_unfused_only_where_the_model_
     unfused = dataclasses.replace(model, workload=dataclasses.replace(
         model.workload, layers=(dataclasses.replace(l0, epilogue_fused=False), l1)))
     assert "ctahw runs it as a kernel of its own" not in A.markdown(unfused, hw, df, "burst")
+
+
+def test_advise_states_the_clock_curve_or_the_one_step_of_the_profile():
+    """The trust line on the clock: a profile with a clock curve reads its factors at 30, 50 and 70 ms busy (the step
+    function's value there); without it, the one step's onset; without a slowdown, none."""
+    from ctasim import advise as A
+    from ctasim.spec import load_hardware
+
+    hw = dataclasses.replace(load_hardware("h200-x2-calibrated"), clock_curve_ns=(0.0, 4e7, 6e7),
+                             clock_curve_factor=(1.0, 1.05, 1.2))
+    (line,) = [l for l in A.trust(hw, []) if l.startswith("clock regime")]
+    assert "1.000x at 30 ms, 1.050x at 50 ms, 1.200x at 70 ms" in line
+    step = dataclasses.replace(hw, clock_curve_ns=(), clock_curve_factor=(), clock_onset_ns=5.6e7)
+    (line,) = [l for l in A.trust(step, []) if l.startswith("clock regime")]
+    assert "slows after 56 ms busy" in line and "curve" not in line
+    (line,) = [l for l in A.trust(dataclasses.replace(hw, clock_sustained_slowdown=1.0), []) if l.startswith("clock")]
+    assert "not in this profile" in line
 
 
 def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(tmp_path):

@@ -405,6 +405,42 @@ def test_clock_onset_slows_exactly_the_tiles_that_start_after_it(kind, kw, gpus,
         simulate(plan, hw, regime="hot")
 
 
+@pytest.mark.parametrize("kind, kw, gpus", [("sequential", {}, 1), ("ctapipe", {}, 2)])
+@pytest.mark.parametrize("persistent", [True, False])
+def test_a_clock_curve_slows_each_tile_by_its_factor_at_its_start(kind, kw, gpus, persistent):
+    """Burst regime with a clock curve: a tile starting in [t_j, t_j+1) takes factor_j times its time (1 before the
+    first knot; the last factor holds), the closed form equal to the event path; the curve replaces the one step
+    (clock_onset_ns is ignored); sustained: every tile at clock_sustained_slowdown."""
+    from ctasim.engine import clock_steps
+
+    hw = tiny_hw()
+    wl = chain(2, m=1280, k=128, n=512)
+    plan = build_plans(Strategy(kind, **kw), wl, hw, gpus, "t")[0]
+    for k in plan.kernels():
+        k.persistent = persistent
+        k.cta_launch_ns = 0.0 if persistent else 3.0
+    base = simulate(plan, hw)
+    span = base.makespan_ns
+    knots, factors = (0.0, 0.3 * span, 0.6 * span), (1.0, 1.1, 1.3)
+    curved = dataclasses.replace(hw, clock_onset_ns=0.0, clock_sustained_slowdown=1.7, clock_curve_ns=knots,
+                                 clock_curve_factor=factors)
+    assert clock_steps(curved, "burst") == ([0.3 * span, 0.6 * span], [1.1, 1.3])  # the leading factor 1 dropped
+    assert clock_steps(curved, "sustained") == ([0.0], [1.7])
+    key = ["kernel", "tile_m", "tile_n"]
+    traces = {cf: simulate(plan, curved, closed_form=cf) for cf in (True, False)}
+    a, b = (traces[cf].tiles.sort_values(key).reset_index(drop=True) for cf in (True, False))
+    pd.testing.assert_frame_equal(a[key + ["t_acquire", "t_compute_end"]], b[key + ["t_acquire", "t_compute_end"]],
+                                  check_exact=False, rtol=1e-12)
+    ratio = (b.t_compute_end - b.t_acquire) / (base.tiles.sort_values(key).reset_index(drop=True).pipe(
+        lambda t: t.t_compute_end - t.t_acquire))
+    want = np.select([b.t_acquire >= knots[2], b.t_acquire >= knots[1]], [1.3, 1.1], 1.0)
+    assert len(set(want)) == 3  # tiles in every step
+    assert ratio.to_numpy() == pytest.approx(want)
+    sus = simulate(plan, curved, regime="sustained")
+    assert sus.makespan_ns == pytest.approx(1.7 * simulate(plan, dataclasses.replace(
+        hw, clock_sustained_slowdown=1.0)).makespan_ns, rel=0.05)
+
+
 def test_an_activation_epilogue_adds_its_per_element_cost_to_every_tile():
     from ctasim.costs import tile_ns
 
@@ -538,7 +574,7 @@ def _reference_cases():
                                 {"seed": 0})
     out["cal-variant-c21"] = (one("ctapipe", big(1024, 2), cal, 2, variant="cutlass_ctapipe_c21")[0], cal,
                                {"seed": 0})
-    conset = dataclasses.replace(cal, clock_onset_ns=20000.0)
+    conset = dataclasses.replace(cal, clock_onset_ns=20000.0, clock_curve_ns=(), clock_curve_factor=())  # the one step
     out["cal-fair-queue-onset"] = (one("ctapipe", big(2048, 2), conset, 2)[0], conset, {"seed": 0})
     for src in ("queue", "static"):
         plan = ctapipe.build_chain(Strategy("ctapipe", gpus=1, tile_source=src), big(512, 3), cal, "ref")

@@ -56,7 +56,8 @@ def test_a_strategy_that_needs_more_gpus_is_a_skipped_row_with_its_reason():
     exp = dataclasses.replace(exp, strategies=exp.strategies + (Strategy("tp", tp_degree=2),))
     df = predict(exp, HARNESS, None)
     tp = df[df["strategy"] == "tp"]
-    assert sorted(tp["source"]) == ["model"] * 3 + ["waves"] * 3  # no naive line given: model and waves only
+    # no naive line given: model, the clock's one step (the profile has a clock curve) and waves only
+    assert sorted(tp["source"]) == ["clock-step"] * 3 + ["model"] * 3 + ["waves"] * 3
     assert (tp["status"] == "skipped").all() and tp["reason"].str.contains("GPU").all()
 
 
@@ -75,7 +76,7 @@ def test_predict_cli_registers_once_and_refuses_to_overwrite(tmp_path, capsys):
     rec = json.loads((out / "registration.json").read_text())
     assert rec["rules"]["judged"] and rec["harness"]["run_ns"] > 0 and "reg-gemm-h4096.toml" in rec["spec_sha256"]
     df = results.read(out / "predictions.csv")
-    assert set(df["status"]) == {"ok"} and sorted(df["source"]) == ["model"] * 3 + ["waves"] * 3
+    assert set(df["status"]) == {"ok"} and sorted(df["source"]) == ["clock-step"] * 3 + ["model"] * 3 + ["waves"] * 3
     assert main(["predict", "reg-gemm-h4096", "--out", str(out)]) == 2
     assert "never overwritten" in capsys.readouterr().err
 
@@ -149,7 +150,9 @@ MODEL_EXPERIMENTS = {"llama3.1-8b": "reg5-llama8b-1gpu", "llama3.1-70b": "reg5-l
                      "pythia-6.9b": "reg22-pythia-6.9b-1gpu", "qwen2.5-7b": "reg22-qwen2.5-7b-1gpu",
                      "qwen2.5-14b": "reg22-qwen2.5-14b-1gpu", "opt-13b": "reg25-opt-13b-1gpu",
                      "opt-175b": "reg25-opt-175b-1gpu"}
-TWIN_EXPERIMENTS = {"reg25-gpt3-175b-1gpu": "gpt3-175b"}
+TWIN_EXPERIMENTS = {"reg25-gpt3-175b-1gpu": "gpt3-175b", "reg26-llama3.1-70b-1gpu": "llama3.1-70b",
+                    "reg26-deepseek-v3-dense-1gpu": "deepseek-v3-dense",
+                    "reg26-mixtral-8x22b-expert-1gpu": "mixtral-8x22b-expert"}
 """Further registered experiments of a model spec (the first is MODEL_EXPERIMENTS'), held to its layers too."""
 
 

@@ -155,6 +155,7 @@ def test_launch_is_measured_when_globaltimer_is_on_the_host_clock(tmp_path):
 
 
 CLOCK_RESULT = {"clock_onset_ns": 5.6e7, "clock_sustained_slowdown": 1.17,
+                "clock_curve_ns": (0.0, 3e7, 1.5e8), "clock_curve_factor": (1.0, 1.08, 1.17),
                 "clock_rounds": [{"onset_ms": 30.0, "used": True}, {"onset_ms": 80.0, "used": True}],
                 "activation_epilogue_ns_per_element": 0.11,
                 "activation_per_m": [{"m": 4096, "per_tile_ns": 3970.0}, {"m": 16384, "per_tile_ns": 3420.0}],
@@ -216,7 +217,8 @@ def test_the_clock_regime_and_activation_cost_go_into_the_profile_when_measured(
     text = cal.write_profile(dict(fitted, **CLOCK_RESULT), "h200-x2", tmp_path / "p.toml", "p", PROV)
     hw = load_hardware(tmp_path / "p.toml")
     assert (hw.clock_onset_ns, hw.clock_sustained_slowdown, hw.activation_epilogue_ns_per_element) == (5.6e7, 1.17, 0.11)
-    assert "30-80 ms" in text and "3.97 us/tile" in text
+    assert (hw.clock_curve_ns, hw.clock_curve_factor) == ((0.0, 3e7, 1.5e8), (1.0, 1.08, 1.17))
+    assert "30-80 ms" in text and "3.97 us/tile" in text and "ctahw.calibrate.clock_curve" in text
     cal.write_profile(fitted, "h200-x2", tmp_path / "q.toml", "q", PROV)
     assert load_hardware(tmp_path / "q.toml").clock_onset_ns == load_hardware("h200-x2").clock_onset_ns  # copied
 
@@ -270,6 +272,11 @@ def test_the_profiles_clock_regime_and_activation_cost_are_the_committed_measure
     assert hw.clock_onset_ns == pytest.approx(fields["clock_onset_ns"], rel=1e-6)
     assert hw.clock_sustained_slowdown == pytest.approx(fields["clock_sustained_slowdown"], rel=1e-5)
     assert sum(r["used"] for r in rounds) == 6 and all(r["sustained_slowdown"] > 1.1 for r in rounds)
+    curve, _ = cal.clock_curve(pd.read_csv(CLOCK_RUN / "trajectory.csv").to_dict("records"))
+    for name in ("h200-x2-calibrated", "h200-x2-mechanism"):
+        h = load_hardware(name)
+        assert h.clock_curve_ns == pytest.approx(curve["clock_curve_ns"])
+        assert h.clock_curve_factor == pytest.approx(curve["clock_curve_factor"], abs=1e-4)
     act, per_m = cal.activation_epilogue_cost(pd.read_csv(CLOCK_RUN / "breakdown-rested.csv").to_dict("records"))
     assert hw.activation_epilogue_ns_per_element == pytest.approx(act, rel=1e-5)
     assert [r["m"] for r in per_m] == [4096, 16384]
@@ -326,6 +333,39 @@ def test_clock_regime_finds_a_known_onset_and_slowdown_and_refuses_a_run_that_ne
         cal.clock_regime(_trajectory(1e9, 1.2))
     with pytest.raises(ValueError, match="no round of"):
         cal.clock_regime(_trajectory(40.0, 1.2), kernels=("square-16384",))
+
+
+def test_clock_curve_is_the_mean_over_rounds_of_the_launch_in_progress():
+    """Two rounds stepping to 1.2 at 40 and at 80 ms: the curve is 1 before 40 ms, 1.1 from the first knot past 40
+    (half the rounds slowed) to 80, 1.2 after; launch 0 (1.3x, the clock waking) counts as rested; the horizon knot
+    holds the mean beyond it; repeated factors are dropped; too short a run and no round of the kernels are refused."""
+    rows = [dict(r, round=0) for r in _trajectory(40.0, 1.2, rounds=1, n=200)]
+    rows += [dict(r, round=1) for r in _trajectory(80.0, 1.2, rounds=1, n=200)]
+    fields, knots = cal.clock_curve(rows, step_ms=5.0, horizon_ms=150.0)
+    got = dict(zip((t / 1e6 for t in fields["clock_curve_ns"]), fields["clock_curve_factor"]))
+    # launch 0 takes 1.3 ms, so the launches run 1.3 ms out of step with the knots: the launch in progress at 40 ms
+    # started at 39.3, before the step; the knot at 45 ms is the first that sees it
+    assert got == {0.0: 1.0, 45.0: pytest.approx(1.1), 85.0: pytest.approx(1.2)}  # 150: 1.2 again, dropped
+    assert knots[0]["rounds"] == 2
+    with pytest.raises(ValueError, match="horizon"):
+        cal.clock_curve(_trajectory(40.0, 1.2, n=100), horizon_ms=150.0)
+    with pytest.raises(ValueError, match="no round of"):
+        cal.clock_curve(rows, kernels=("square-16384",))
+
+
+def test_the_1gpu_profiles_clock_curve_is_the_committed_calibrations():
+    """h200-x1-calibrated (and its drift-form twins) hold the clock curve that ctahw.calibrate.clock_curve derives
+    from the trajectory in bench/results/hw/2026-12-01-calibrate-1gpu/calibration.json (no hand-kept copy)."""
+    import json
+
+    from ctasim.spec import load_hardware
+
+    path = Path(__file__).resolve().parents[2] / "bench/results/hw/2026-12-01-calibrate-1gpu/calibration.json"
+    curve, _ = cal.clock_curve(json.loads(path.read_text())["measured"]["clock_trajectory"])
+    for name in ("h200-x1-calibrated", "h200-x1-calibrated-carried", "h200-x1-calibrated-wave"):
+        hw = load_hardware(name)
+        assert hw.clock_curve_ns == pytest.approx(curve["clock_curve_ns"])
+        assert hw.clock_curve_factor == pytest.approx(curve["clock_curve_factor"], abs=1e-4)
 
 
 # ---------------------------------------------------------------------------------------- the memory hierarchy
