@@ -2,12 +2,12 @@
 
     python bench/plan_judge.py PLAN [--reports bench/results/validation-registeredPLAN]
 
-PLAN is 20, 21, 22 or 25 (:data:`PLANS`). Reads each registration's ``accuracy.csv`` (``ctasim compare``): the model of
+PLAN is 20, 21, 22, 25 or 26 (:data:`PLANS`). Reads each registration's ``accuracy.csv`` (``ctasim compare``): the model of
 ``regPLAN-X`` and of each twin registration ``regPLAN-X<suffix>`` (the same experiment predicted with another drift
 form's profile), lockstep, flat, gelu-priced (where there), naive and waves; writes ``judged.csv`` (every block case's error per predictor) and
 ``claims.csv`` (per predictor over the block cases: MAPE, worst, cases over-predicted, and the same
 machine-normalised by the reference GEMM at M = 16384) into the reports folder, and prints both; for a plan with
-:data:`PAIRS`, ``pairs.csv`` too. A missing or
+:data:`PAIRS`, ``pairs.csv`` too; for a plan in :data:`CONTROLS`, ``drift.csv`` and ``drift_claims.csv``. A missing or
 unregistered report is refused (one line, exit 2).
 """
 
@@ -23,14 +23,21 @@ ROOT = Path(__file__).resolve().parent.parent
 PLANS = {20: {"": "carried", "-wave": "wave"},
          21: {"": "interleaved", "-carried": "carried", "-wave": "wave"},
          22: {"": "interleaved", "-carried": "carried", "-wave": "wave"},
-         25: {"": "interleaved"}}
+         25: {"": "interleaved"},
+         26: {"": "curve"}}
 """Per plan, each registration suffix and the name of its model: plan 20 predicted with h200-x1-calibrated when its
 drift form was "carried" and with h200-x1-calibrated-wave; plans 21 and 22 with the profile's "interleaved" form and
-with h200-x1-calibrated-carried and -wave; plan 25 with the interleaved form only."""
+with h200-x1-calibrated-carried and -wave; plan 25 with the interleaved form only; plan 26 with the profile's clock
+curve (its one step beside it: clock-step)."""
 PAIRS = {25: (("reg25-opt-175b-1gpu", "reg25-gpt3-175b-1gpu"),)}
 """Per plan, blocks of the same GEMM shapes run in one call (a ReLU block, its GeLU twin): ``pairs.csv`` holds, per M,
 the measured ratio of their makespans beside each predictor's (the machine's speed and the GEMMs' shared error
 cancel in it)."""
+CONTROLS = (26,)
+"""Plans whose blocks each hold a short control M (the block's smallest, ending before the clock slows a tile):
+``drift.csv`` holds, per block, long M and predictor, the error there minus the error at the control (the GEMMs'
+shared pricing error and the machine's speed cancel in it), and ``drift_claims.csv`` per predictor over the long
+cases: their MAPE and the mean |drift|."""
 WAVE = "-wave"
 
 
@@ -86,6 +93,24 @@ def pair_ratios(d: pd.DataFrame, pairs, model: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def length_drift(judged: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per block (its smallest M the control) and long M, each predictor's error minus its error at the control
+    (points); and per predictor over the long cases: cases, MAPE, mean |drift|, mean drift."""
+    rows = []
+    for exp, g in judged.groupby("experiment"):
+        control = int(g.m.min())
+        base = g[g.m == control].set_index("predictor").error_pct
+        for _, r in g[g.m > control].iterrows():
+            rows.append({"experiment": exp, "m": int(r.m), "measured_ms": r.measured_ms, "control_m": control,
+                         "predictor": r.predictor, "error_pct": r.error_pct, "control_error_pct": base[r.predictor],
+                         "drift_pts": r.error_pct - base[r.predictor]})
+    drift = pd.DataFrame(rows)
+    claims = drift.groupby("predictor").agg(
+        cases=("error_pct", "size"), long_mape_pct=("error_pct", lambda x: x.abs().mean()),
+        mean_abs_drift_pts=("drift_pts", lambda x: x.abs().mean()), mean_drift_pts=("drift_pts", "mean")).reset_index()
+    return drift, claims
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("plan", type=int, choices=sorted(PLANS))
@@ -111,6 +136,10 @@ def main(argv=None) -> int:
     pairs = pair_ratios(d, PAIRS.get(args.plan, ()), PLANS[args.plan][""])
     if not pairs.empty:
         pairs.round(4).to_csv(reports / "pairs.csv", index=False)
+    if args.plan in CONTROLS:
+        drift, drift_claims = length_drift(judged)
+        drift.round(4).to_csv(reports / "drift.csv", index=False)
+        drift_claims.round(4).to_csv(reports / "drift_claims.csv", index=False)
     judged.drop(columns="error").round(4).to_csv(reports / "judged.csv", index=False)
     claims.round(4).to_csv(reports / "claims.csv", index=False)
     pd.set_option("display.width", 200)
@@ -118,6 +147,8 @@ def main(argv=None) -> int:
     print(claims.round(2).to_string(index=False))
     if not pairs.empty:
         print(pairs.round(4).to_string(index=False))
+    if args.plan in CONTROLS:
+        print(drift_claims.round(2).to_string(index=False))
     return 0
 
 

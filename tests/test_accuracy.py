@@ -730,3 +730,26 @@ def test_the_post_hoc_clock_curve_table_is_what_the_script_writes(tmp_path, caps
     assert (big[big.predictor == "curve"].error_pct.abs() < 1).all() and (big[big.predictor == "step"].error_pct < -2).all()
     assert mod.main(["--runs", "no-such-run"]) == 2
     assert "no registered run" in capsys.readouterr().err
+
+
+def test_length_drift_takes_each_blocks_error_at_its_smallest_m_off_its_long_cases():
+    """plan_judge.length_drift: the control is the block's smallest M; drift = error - control's error per predictor;
+    the claims average over the long cases only."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("plan_judge", ROOT / "bench/plan_judge.py")
+    pj = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pj)
+    rows = [("a", 8192, "curve", -2.0), ("a", 20480, "curve", -2.5), ("a", 28672, "curve", -1.0),
+            ("a", 8192, "clock-step", -2.0), ("a", 20480, "clock-step", -3.0), ("a", 28672, "clock-step", -4.0),
+            ("b", 65536, "curve", 1.0), ("b", 16384, "curve", 0.5), ("b", 65536, "clock-step", 0.0),
+            ("b", 16384, "clock-step", 0.5)]
+    judged = pd.DataFrame(rows, columns=["experiment", "m", "predictor", "error_pct"]).assign(measured_ms=1.0)
+    drift, claims = pj.length_drift(judged)
+    d = drift.set_index(["experiment", "m", "predictor"]).drift_pts
+    assert d[("a", 28672, "curve")] == 1.0 and d[("a", 28672, "clock-step")] == -2.0 and d[("b", 65536, "curve")] == 0.5
+    assert set(drift.control_m) == {8192, 16384} and len(drift) == 6
+    c = claims.set_index("predictor")
+    assert c.loc["curve", "cases"] == 3 and c.loc["curve", "long_mape_pct"] == pytest.approx((2.5 + 1 + 1) / 3)
+    assert c.loc["clock-step", "mean_abs_drift_pts"] == pytest.approx((1 + 2 + 0.5) / 3)
+    assert c.loc["curve", "mean_drift_pts"] == pytest.approx((-0.5 + 1 + 0.5) / 3)
