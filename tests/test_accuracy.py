@@ -753,3 +753,22 @@ def test_length_drift_takes_each_blocks_error_at_its_smallest_m_off_its_long_cas
     assert c.loc["curve", "cases"] == 3 and c.loc["curve", "long_mape_pct"] == pytest.approx((2.5 + 1 + 1) / 3)
     assert c.loc["clock-step", "mean_abs_drift_pts"] == pytest.approx((1 + 2 + 0.5) / 3)
     assert c.loc["curve", "mean_drift_pts"] == pytest.approx((-0.5 + 1 + 0.5) / 3)
+
+
+def test_the_docs_clock_curve_table_is_the_committed_summary():
+    """docs/validation.md's post-hoc table of the clock curve against the one step is bench/results/posthoc-clock-curve
+    /summary.csv, row for row."""
+    import re
+
+    doc = (ROOT / "docs/validation.md").read_text().split("### The clock's mean curve", 1)[1].split("**Registered", 1)[0]
+    rows = [r for r in doc.splitlines() if re.match(r"\| (\d|≥|all)", r)]
+    s = pd.read_csv(ROOT / "bench/results/posthoc-clock-curve/summary.csv").set_index(["band_ms", "predictor"])
+    bands = {"20-30 ms": "0-30", "30-45 ms": "30-45", "45-60 ms": "45-60", "≥ 80 ms": ">=80", "all": "all"}
+    assert len(rows) == len(bands)
+    for r in rows:
+        cells = [c.strip() for c in r.strip("|").split("|")]
+        band = bands[cells[0]]
+        nums = [float(c.rstrip("%").replace("−", "-")) for c in cells[1:]]
+        want = [s.loc[(band, "curve"), "cases"], s.loc[(band, "curve"), "mape_pct"], s.loc[(band, "step"), "mape_pct"],
+                s.loc[(band, "curve"), "bias_pct"], s.loc[(band, "step"), "bias_pct"]]
+        assert nums == pytest.approx(want), r
