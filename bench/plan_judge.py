@@ -2,7 +2,7 @@
 
     python bench/plan_judge.py PLAN [--reports bench/results/validation-registeredPLAN]
 
-PLAN is 20, 21, 22, 25 or 26 (:data:`PLANS`). Reads each registration's ``accuracy.csv`` (``ctasim compare``): the model of
+PLAN is 20, 21, 22, 25, 26 or 27 (:data:`PLANS`). Reads each registration's ``accuracy.csv`` (``ctasim compare``): the model of
 ``regPLAN-X`` and of each twin registration ``regPLAN-X<suffix>`` (the same experiment predicted with another drift
 form's profile), lockstep, flat, gelu-priced (where there), naive and waves; writes ``judged.csv`` (every block case's error per predictor) and
 ``claims.csv`` (per predictor over the block cases: MAPE, worst, cases over-predicted, and the same
@@ -24,16 +24,17 @@ PLANS = {20: {"": "carried", "-wave": "wave"},
          21: {"": "interleaved", "-carried": "carried", "-wave": "wave"},
          22: {"": "interleaved", "-carried": "carried", "-wave": "wave"},
          25: {"": "interleaved"},
-         26: {"": "curve"}}
+         26: {"": "curve"},
+         27: {"": "curve"}}
 """Per plan, each registration suffix and the name of its model: plan 20 predicted with h200-x1-calibrated when its
 drift form was "carried" and with h200-x1-calibrated-wave; plans 21 and 22 with the profile's "interleaved" form and
-with h200-x1-calibrated-carried and -wave; plan 25 with the interleaved form only; plan 26 with the profile's clock
-curve (its one step beside it: clock-step)."""
+with h200-x1-calibrated-carried and -wave; plan 25 with the interleaved form only; plans 26 and 27 with the profile's
+clock curve (its one step beside it: clock-step)."""
 PAIRS = {25: (("reg25-opt-175b-1gpu", "reg25-gpt3-175b-1gpu"),)}
 """Per plan, blocks of the same GEMM shapes run in one call (a ReLU block, its GeLU twin): ``pairs.csv`` holds, per M,
 the measured ratio of their makespans beside each predictor's (the machine's speed and the GEMMs' shared error
 cancel in it)."""
-CONTROLS = (26,)
+CONTROLS = (26, 27)
 """Plans whose blocks each hold a short control M (the block's smallest, ending before the clock slows a tile):
 ``drift.csv`` holds, per block, long M and predictor, the error there minus the error at the control (the GEMMs'
 shared pricing error and the machine's speed cancel in it), and ``drift_claims.csv`` per predictor over the long

@@ -152,7 +152,8 @@ MODEL_EXPERIMENTS = {"llama3.1-8b": "reg5-llama8b-1gpu", "llama3.1-70b": "reg5-l
                      "opt-175b": "reg25-opt-175b-1gpu"}
 TWIN_EXPERIMENTS = {"reg25-gpt3-175b-1gpu": "gpt3-175b", "reg26-llama3.1-70b-1gpu": "llama3.1-70b",
                     "reg26-deepseek-v3-dense-1gpu": "deepseek-v3-dense",
-                    "reg26-mixtral-8x22b-expert-1gpu": "mixtral-8x22b-expert"}
+                    "reg26-mixtral-8x22b-expert-1gpu": "mixtral-8x22b-expert", "reg27-llama3.1-405b-1gpu": "llama3.1-405b",
+                    "reg27-qwen2.5-72b-1gpu": "qwen2.5-72b", "reg27-gpt3-175b-1gpu": "gpt3-175b"}
 """Further registered experiments of a model spec (the first is MODEL_EXPERIMENTS'), held to its layers too."""
 
 
