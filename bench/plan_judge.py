@@ -4,7 +4,7 @@
 
 PLAN is 20, 21, 22, 25, 26 or 27 (:data:`PLANS`). Reads each registration's ``accuracy.csv`` (``ctasim compare``): the model of
 ``regPLAN-X`` and of each twin registration ``regPLAN-X<suffix>`` (the same experiment predicted with another drift
-form's profile), lockstep, flat, gelu-priced (where there), naive and waves; writes ``judged.csv`` (every block case's error per predictor) and
+form's profile), lockstep, flat, gelu-priced, relu-input-off and clock-step (where there), naive and waves; writes ``judged.csv`` (every block case's error per predictor) and
 ``claims.csv`` (per predictor over the block cases: MAPE, worst, cases over-predicted, and the same
 machine-normalised by the reference GEMM at M = 16384) into the reports folder, and prints both; for a plan with
 :data:`PAIRS`, ``pairs.csv`` too; for a plan in :data:`CONTROLS`, ``drift.csv`` and ``drift_claims.csv``. A missing or
@@ -34,11 +34,13 @@ PAIRS = {25: (("reg25-opt-175b-1gpu", "reg25-gpt3-175b-1gpu"),)}
 """Per plan, blocks of the same GEMM shapes run in one call (a ReLU block, its GeLU twin): ``pairs.csv`` holds, per M,
 the measured ratio of their makespans beside each predictor's (the machine's speed and the GEMMs' shared error
 cancel in it)."""
-CONTROLS = (26, 27)
-"""Plans whose blocks each hold a short control M (the block's smallest, ending before the clock slows a tile):
-``drift.csv`` holds, per block, long M and predictor, the error there minus the error at the control (the GEMMs'
-shared pricing error and the machine's speed cancel in it), and ``drift_claims.csv`` per predictor over the long
-cases: their MAPE and the mean |drift|."""
+CONTROLS = {26: {"reg26-llama3.1-70b-1gpu": 8192, "reg26-deepseek-v3-dense-1gpu": 8192,
+                 "reg26-mixtral-8x22b-expert-1gpu": 16384},
+            27: {"reg27-llama3.1-405b-1gpu": 2048, "reg27-qwen2.5-72b-1gpu": 8192, "reg27-gpt3-175b-1gpu": 4096}}
+"""Per plan, each block's registered control M (short: it ends before the clock slows a tile): ``drift.csv`` holds,
+per block, long M and predictor, the error there minus the error at the control (the GEMMs' shared pricing error and
+the machine's speed cancel in it), and ``drift_claims.csv`` per predictor over the long cases: their MAPE and the mean
+|drift|. A block without its control's row is refused."""
 WAVE = "-wave"
 
 
@@ -94,14 +96,19 @@ def pair_ratios(d: pd.DataFrame, pairs, model: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def length_drift(judged: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per block (its smallest M the control) and long M, each predictor's error minus its error at the control
-    (points); and per predictor over the long cases: cases, MAPE, mean |drift|, mean drift."""
+def length_drift(judged: pd.DataFrame, controls: dict[str, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per block (``controls``: its control M) and long M, each predictor's error minus its error at the control
+    (points); and per predictor over the long cases: cases, MAPE, mean |drift|, mean drift. Raises ValueError (one
+    line) if a block has no control, or a predictor no row at its block's control."""
     rows = []
     for exp, g in judged.groupby("experiment"):
-        control = int(g.m.min())
+        if exp not in controls:
+            raise ValueError(f"plan_judge: {exp} has no registered control M")
+        control = controls[exp]
         base = g[g.m == control].set_index("predictor").error_pct
-        for _, r in g[g.m > control].iterrows():
+        for _, r in g[g.m != control].iterrows():
+            if r.predictor not in base.index:
+                raise ValueError(f"plan_judge: {exp} has no {r.predictor} row at its control M = {control}")
             rows.append({"experiment": exp, "m": int(r.m), "measured_ms": r.measured_ms, "control_m": control,
                          "predictor": r.predictor, "error_pct": r.error_pct, "control_error_pct": base[r.predictor],
                          "drift_pts": r.error_pct - base[r.predictor]})
@@ -138,7 +145,11 @@ def main(argv=None) -> int:
     if not pairs.empty:
         pairs.round(4).to_csv(reports / "pairs.csv", index=False)
     if args.plan in CONTROLS:
-        drift, drift_claims = length_drift(judged)
+        try:
+            drift, drift_claims = length_drift(judged, CONTROLS[args.plan])
+        except ValueError as e:
+            print(e, file=sys.stderr)
+            return 2
         drift.round(4).to_csv(reports / "drift.csv", index=False)
         drift_claims.round(4).to_csv(reports / "drift_claims.csv", index=False)
     judged.drop(columns="error").round(4).to_csv(reports / "judged.csv", index=False)

@@ -28,7 +28,7 @@ kernel_config 128x256       CUTLASS GEMM at M=16384, N=8192, K in {2048, 4096, 8
                             t / ceil(tiles / (sm_count * slots)) fitted as tile_fixed_ns + 2*128*256*K/(sm_tflops*1e3)
 clock_onset_ns,             the plain GEMM back to back after a rest (:func:`clock_trajectory`, :func:`clock_regime`)
 clock_sustained_slowdown
-clock_curve_ns,             the same rounds: the mean tile-time factor at every 5 ms of busy time (:func:`clock_curve`)
+clock_curve_ns,             the same rounds: the mean tile-time factor over every 5 ms of busy time (:func:`clock_curve`)
 clock_curve_factor
 activation_epilogue_...     GEMM1 of the MLP block with and without the fused erf-GeLU, rested
 silu_/relu_epilogue_factor  the same run with the fused silu and relu: each one's cost over the GeLU's
@@ -333,6 +333,8 @@ def clock_regime(trajectory, kernels: Sequence[str] = CLOCK_KERNELS) -> tuple[di
 CURVE_STEP_MS = 5.0
 """Spacing of the clock curve's knots (ms of busy time): a launch of the trajectory's square-4096 GEMM is 0.7 ms,
 of its square-16384 GEMM 2.8 ms."""
+SUBSTEPS = 100
+"""Samples per knot interval of :func:`clock_curve` (every 0.05 ms at the 5 ms step)."""
 CURVE_HORIZON_MS = 150.0
 """The clock curve's last knot: from here on the factor is the curve's mean over the rest of the trajectory (every
 round of the calibrations so far has reached its sustained level by 100 ms)."""
@@ -343,9 +345,11 @@ def clock_curve(trajectory, kernels: Sequence[str] = CLOCK_KERNELS, step_ms: flo
     """The burst regime's mean clock curve from ``clock_trajectory.py`` rows (kernel, round, i, t_start_ms, dur_ms).
 
     Per round of ``kernels``: launch 0 is dropped (the clock still rising from idle) and counts as rested; the rested
-    time is the median of launches 1-3 (as :func:`clock_regime`); at every multiple of ``step_ms`` the factor is the
-    duration, over the rested time, of the launch in progress then. The curve is the mean over the rounds at each knot
-    before ``horizon_ms``; its last knot, at ``horizon_ms``, holds the mean of those knot values from there to the
+    time is the median of launches 1-3 (as :func:`clock_regime`); a round's factor at time t is the duration, over the
+    rested time, of the launch in progress then. A knot at every multiple of ``step_ms`` before ``horizon_ms`` holds the
+    rounds' mean factor over the interval to the next knot (sampled every ``step_ms / SUBSTEPS``), which the engine
+    applies to a tile starting anywhere in it (the first, at 0, is 1: its interval holds the rested launches that
+    define the factor); the last knot, at ``horizon_ms``, holds their mean from there to the
     shortest round's last launch start (the sustained level). Knots that repeat the previous factor (to 4 decimals)
     are dropped.
     Returns ``({"clock_curve_ns": (...), "clock_curve_factor": (...)}, rows (t_ms, factor, rounds))``. The mean, not
@@ -367,6 +371,8 @@ def clock_curve(trajectory, kernels: Sequence[str] = CLOCK_KERNELS, step_ms: flo
         if len(launches) < 9:
             raise ValueError(f"clock trajectory {key[0]} round {key[1]}: {len(launches) - 1} launches after the "
                              "first, need >= 8")
+        if launches[0][:2] != (0, 0.0):
+            raise ValueError(f"clock trajectory {key[0]} round {key[1]}: no launch 0 starting at 0 ms")
         rested = statistics.median(d for i, _, d in launches[1:4])
         starts = [t for _, t, _ in launches]
         factors = [1.0] + [d / rested for _, _, d in launches[1:]]
@@ -376,18 +382,34 @@ def clock_curve(trajectory, kernels: Sequence[str] = CLOCK_KERNELS, step_ms: flo
         raise ValueError(f"clock trajectory: the shortest round ends at {end:.1f} ms, before the curve's horizon "
                          f"{horizon_ms:g} ms + one step (run longer)")
 
-    def at(t: float) -> float:
-        return statistics.fmean(fs[bisect.bisect_right(ts, t) - 1] for ts, fs in series)
+    sub = step_ms / SUBSTEPS
 
-    grid = [j * step_ms for j in range(int(end // step_ms) + 1)]
+    def over(t0: float, t1: float) -> float:  # the rounds' mean factor over [t0, t1), sampled every step / SUBSTEPS
+        n = max(1, round((t1 - t0) / sub))
+        return statistics.fmean(fs[bisect.bisect_right(ts, t0 + (k + 0.5) * sub) - 1]
+                                for ts, fs in series for k in range(n))
+
     rows, last = [], None
-    for t in [t for t in grid if t < horizon_ms] + [horizon_ms]:
-        f = at(t) if t < horizon_ms else statistics.fmean(at(u) for u in grid if u >= horizon_ms)
+    for t in [j * step_ms for j in range(int(horizon_ms // step_ms) + (horizon_ms % step_ms > 0))] + [horizon_ms]:
+        # the first interval holds the rested launches that define 1: its factor is 1 by definition, not their noise
+        f = 1.0 if t == 0 else over(t, min(t + step_ms, horizon_ms)) if t < horizon_ms else over(horizon_ms, end)
         if last is None or round(f, 4) != last:
             rows.append({"t_ms": t, "factor": round(f, 4), "rounds": len(series)})
             last = round(f, 4)
     return ({"clock_curve_ns": tuple(r["t_ms"] * 1e6 for r in rows),
              "clock_curve_factor": tuple(r["factor"] for r in rows)}, rows)
+
+
+def clock_fields_together(res: Mapping) -> dict:
+    """The clock fields of a measurement made consistent: a curve without its step (the regime not measured) is
+    dropped, so that the base's curve and step are copied together; a step without its curve (the run too short for
+    the curve) writes an empty curve, so that no other machine's curve overrides the step just measured. Returns the
+    fields to update ``res`` with."""
+    if "clock_onset_ns" not in res:
+        return {"clock_curve_ns": None, "clock_curve_factor": None} if "clock_curve_ns" in res else {}
+    if "clock_curve_ns" not in res:
+        return {"clock_curve_ns": (), "clock_curve_factor": ()}
+    return {}
 
 
 def activation_epilogue_cost(breakdown, tile_elems: int = 128 * 256, slots: int = 132,
@@ -1006,9 +1028,10 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
     try:
         fields_, _ = clock_curve(res["clock_trajectory"])
         res.update(fields_)
-    except ValueError as e:  # a quick run ends before the curve's horizon: the curve stays copied
+    except ValueError as e:  # a quick run ends before the curve's horizon
         res["clock_curve_note"] = str(e)
         log(f"calibrate: clock curve not measured: {e}")
+    res.update(clock_fields_together(res))
 
     # The fused activations' cost (GEMM1 of the MLP block, plain and with each activation, rested)
     log("calibrate: fused activation cost")
@@ -1185,9 +1208,13 @@ def measured_fields(res: Mapping) -> dict[str, tuple]:
                                  "ctahw.calibrate.clock_regime)")
         out["clock_sustained_slowdown"] = (res["clock_sustained_slowdown"], "median launch of each round's second half "
                                            "over its rested launches (ctahw.calibrate.clock_regime)")
-    if "clock_curve_ns" in res:
+    if res.get("clock_curve_ns") == ():
+        why = res.get("clock_curve_note", "not measured")
+        out["clock_curve_ns"] = ((), f"not measured ({why}): empty, the burst regime is the measured step")
+        out["clock_curve_factor"] = ((), "not measured: empty")
+    elif res.get("clock_curve_ns") is not None:
         how = (f"mean over the rounds of CUTLASS {', '.join(CLOCK_KERNELS)} of the launch in progress over the rested "
-               f"launches, every {CURVE_STEP_MS:g} ms to {CURVE_HORIZON_MS:g} ms (ctahw.calibrate.clock_curve)")
+               f"launches, over every {CURVE_STEP_MS:g} ms to {CURVE_HORIZON_MS:g} ms (ctahw.calibrate.clock_curve)")
         out["clock_curve_ns"] = (tuple(res["clock_curve_ns"]), "busy times of " + how)
         out["clock_curve_factor"] = (tuple(res["clock_curve_factor"]), "factors of " + how)
     if "activation_epilogue_ns_per_element" in res:
@@ -1298,6 +1325,9 @@ def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance:
     if not res.get("globaltimer_on_host_clock"):
         header.append("launch_ns is copied: %globaltimer is not on the host clock here, so the launch latency "
                       f"could not be split from the sync (launch + sync round trip {res.get('launch_roundtrip_ns')} ns)")
+    for key in ("clock_regime_note", "clock_curve_note"):
+        if res.get(key):
+            header.append(f"{key.replace('_note', '').replace('_', ' ')} not measured: {res[key]}")
     if "l2_sm_tflops" in res:
         header.append(f"Memory hierarchy: l2_hbm_exposed and the 128x256 l2_sm_tflops fitted (mean |error| "
                       f"{100 * res['l2_fit_error']:.2f}% over {res['l2_fit_runs']} runs of the tile-order probe), "

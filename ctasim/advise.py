@@ -24,6 +24,8 @@ run`` checks them).
 
 from __future__ import annotations
 
+import math
+
 import dataclasses
 from pathlib import Path
 
@@ -139,21 +141,20 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
     """Lines on how far to trust the answer: the profile's provenance, the registered validation per kind."""
     lines = [f"profile {hw.name}: " + ("measured on the machine it describes" if hw.measured else
                                        "datasheet figures, not measured (no validation applies to it as such)")]
-    if hw.clock_sustained_slowdown > 1.0:
+    from ctasim.engine import clock_factor, clock_steps  # noqa: PLC0415
+
+    burst, sustained = clock_steps(hw, "burst"), clock_steps(hw, "sustained")
+    if burst[0] or sustained[0]:
         if hw.clock_curve_ns:
-            from bisect import bisect_right  # noqa: PLC0415
-
-            def at(t: float) -> float:
-                j = bisect_right(hw.clock_curve_ns, t)
-                return hw.clock_curve_factor[j - 1] if j else 1.0
-
-            onset = ("a burst run follows the measured mean clock curve (" + ", ".join(
-                f"{at(t):.3f}x at {t / 1e6:.0f} ms" for t in (3e7, 5e7, 7e7)) + " busy)")
+            how = ("a burst run follows the measured mean clock curve (" + ", ".join(
+                f"{clock_factor(hw, 'burst', t):.3f}x at {t / 1e6:.0f} ms" for t in (3e7, 5e7, 7e7))
+                + f" busy, {clock_factor(hw, 'burst', math.inf):.3f}x from {hw.clock_curve_ns[-1] / 1e6:.0f} ms)")
+        elif burst[0]:
+            how = f"a burst run slows {burst[1][-1]:.3f}x after {burst[0][0] / 1e6:.0f} ms busy"
         else:
-            onset = (f"a burst run slows after {hw.clock_onset_ns / 1e6:.0f} ms busy"
-                     if hw.clock_onset_ns < float("inf") else "a burst run never reaches the cap")
-        lines.append(f"clock regime: in the profile (power-capped tiles take {hw.clock_sustained_slowdown:.3f}x; "
-                     f"{onset}); --regime sustained applies the cap from the start")
+            how = "a burst run never reaches the cap"
+        lines.append(f"clock regime: in the profile ({how}); --regime sustained: every tile "
+                     f"{clock_factor(hw, 'sustained', 0.0):.3f}x from the start")
     else:
         lines.append("clock regime: not in this profile (no power-cap slowdown): burst and sustained give the same "
                      "figures, both at full clock")

@@ -300,6 +300,13 @@ def clock_steps(hw: Hardware, regime: str) -> tuple[list[float], list[float]]:
     return [t for t, _ in steps], [f for _, f in steps]
 
 
+def clock_factor(hw: Hardware, regime: str, t: float) -> float:
+    """The tile-time factor of a tile starting at busy time ``t`` (ns) under :func:`clock_steps`."""
+    times, factors = clock_steps(hw, regime)
+    j = bisect_right(times, t)
+    return factors[j - 1] if j else 1.0
+
+
 class _Run:
     """State of one simulation (one plan on one machine)."""
 

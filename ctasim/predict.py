@@ -13,7 +13,8 @@
   the GeLU's cost (``source = gelu-priced``: the assumption before the activation probe); and where a layer reads a
   ReLU's output that the profile prices apart (``Hardware.relu_input_tile_factor``), the model with it priced as
   random data (``source = relu-input-off``); and where the profile has a clock curve (``Hardware.clock_curve_ns``),
-  the model with the burst regime's one step instead (``source = clock-step``);
+  the model with the burst regime's one step instead (``source = clock-step``; burst experiments only: under the
+  sustained regime the two are the same);
 * ``schedules/<case>-<strategy>.tiles.csv.gz``: the per-CTA schedule of every CTA-pipelined strategy, on the clock of
   its first CTA (as the hardware traces are);
 * ``registration.json``: the commit of the code and specs, sha256 of every spec file read, the harness values, the
@@ -293,7 +294,7 @@ def predict(exp: Experiment, harness: Harness, naive: Naive | None, seed: int = 
             schedules: Path | None = None) -> pd.DataFrame:
     """One row per (case, strategy, variant) and predictor: see the module docstring."""
     others = [(name, hw) for name, hw in ((name, off(exp.hardware, exp.workload.layers)) for name, off in ABLATIONS)
-              if hw is not None]
+              if hw is not None and not (name == "clock-step" and exp.regime != "burst")]  # the same model, sustained
     rows = []
     for case in expand(exp):
         layers = len(case.workload.layers)

@@ -175,20 +175,22 @@ def test_advise_says_that_the_hardware_runs_swiglu_unfused_only_where_the_model_
 
 
 def test_advise_states_the_clock_curve_or_the_one_step_of_the_profile():
-    """The trust line on the clock: a profile with a clock curve reads its factors at 30, 50 and 70 ms busy (the step
-    function's value there); without it, the one step's onset; without a slowdown, none."""
+    """The trust line on the clock says what the engine applies (ctasim.engine.clock_steps): a profile with a clock
+    curve, its factors at 30, 50 and 70 ms busy and its last; without one, the step's onset and slowdown; the
+    sustained regime's factor; a curve with no sustained slowdown is still a clock in the profile; none: none."""
     from ctasim import advise as A
     from ctasim.spec import load_hardware
 
     hw = dataclasses.replace(load_hardware("h200-x2-calibrated"), clock_curve_ns=(0.0, 4e7, 6e7),
                              clock_curve_factor=(1.0, 1.05, 1.2))
-    (line,) = [l for l in A.trust(hw, []) if l.startswith("clock regime")]
-    assert "1.000x at 30 ms, 1.050x at 50 ms, 1.200x at 70 ms" in line
+    line = lambda h: next(l for l in A.trust(h, []) if l.startswith("clock regime"))  # noqa: E731
+    assert "1.000x at 30 ms, 1.050x at 50 ms, 1.200x at 70 ms busy, 1.200x from 60 ms" in line(hw)
+    assert f"sustained: every tile {hw.clock_sustained_slowdown:.3f}x" in line(hw)
     step = dataclasses.replace(hw, clock_curve_ns=(), clock_curve_factor=(), clock_onset_ns=5.6e7)
-    (line,) = [l for l in A.trust(step, []) if l.startswith("clock regime")]
-    assert "slows after 56 ms busy" in line and "curve" not in line
-    (line,) = [l for l in A.trust(dataclasses.replace(hw, clock_sustained_slowdown=1.0), []) if l.startswith("clock")]
-    assert "not in this profile" in line
+    assert f"slows {hw.clock_sustained_slowdown:.3f}x after 56 ms busy" in line(step) and "curve" not in line(step)
+    only_curve = dataclasses.replace(hw, clock_sustained_slowdown=1.0)
+    assert "curve" in line(only_curve) and "sustained: every tile 1.000x" in line(only_curve)
+    assert "not in this profile" in line(dataclasses.replace(step, clock_sustained_slowdown=1.0))
 
 
 def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(tmp_path):

@@ -270,3 +270,18 @@ def test_a_chain_kernel_scales_each_entry_by_its_own_layers_input():
     ratio = k_on.tile_times / k_off.tile_times
     assert ratio[layer_of == 0] == pytest.approx(1.0) and ratio[layer_of > 0] == pytest.approx(0.946)
     assert k_on.tile_ns == pytest.approx(float(k_on.tile_times.mean()))
+
+
+def test_clock_step_sits_beside_a_profile_with_a_clock_curve_in_the_burst_regime_only():
+    """The clock-step predictor is the profile with its curve removed (the one step): present for a burst experiment
+    whose profile has a curve, where a long run differs from the model; absent under the sustained regime (the same
+    model) and beside a profile without a curve."""
+    from ctasim.predict import clock_step
+
+    exp = load_experiment("reg26-mixtral-8x22b-expert-1gpu")
+    exp = dataclasses.replace(exp, sweep=(("m", (65536,)),))
+    df = predict(exp, HARNESS, None).set_index("source").makespan_ms
+    assert "clock-step" in df.index and abs(df["clock-step"] / df["model"] - 1) > 0.005
+    sus = predict(dataclasses.replace(exp, regime="sustained"), HARNESS, None)
+    assert "clock-step" not in set(sus["source"])
+    assert clock_step(exp.hardware, ()).clock_curve_ns == () and clock_step(clock_step(exp.hardware, ()), ()) is None

@@ -336,21 +336,45 @@ def test_clock_regime_finds_a_known_onset_and_slowdown_and_refuses_a_run_that_ne
 
 
 def test_clock_curve_is_the_mean_over_rounds_of_the_launch_in_progress():
-    """Two rounds stepping to 1.2 at 40 and at 80 ms: the curve is 1 before 40 ms, 1.1 from the first knot past 40
-    (half the rounds slowed) to 80, 1.2 after; launch 0 (1.3x, the clock waking) counts as rested; the horizon knot
-    holds the mean beyond it; repeated factors are dropped; too short a run and no round of the kernels are refused."""
+    """Two rounds stepping to 1.2 at 40 and at 80 ms: a knot holds the rounds' mean factor over its 5 ms interval
+    (the engine applies it to a tile starting anywhere in it); launch 0 (1.3x, the clock waking) counts as rested; the
+    horizon knot holds the mean beyond it; repeated factors are dropped; too short a run, a round without launch 0 at
+    0 ms, and no round of the kernels are refused."""
     rows = [dict(r, round=0) for r in _trajectory(40.0, 1.2, rounds=1, n=200)]
     rows += [dict(r, round=1) for r in _trajectory(80.0, 1.2, rounds=1, n=200)]
     fields, knots = cal.clock_curve(rows, step_ms=5.0, horizon_ms=150.0)
     got = dict(zip((t / 1e6 for t in fields["clock_curve_ns"]), fields["clock_curve_factor"]))
-    # launch 0 takes 1.3 ms, so the launches run 1.3 ms out of step with the knots: the launch in progress at 40 ms
-    # started at 39.3, before the step; the knot at 45 ms is the first that sees it
-    assert got == {0.0: 1.0, 45.0: pytest.approx(1.1), 85.0: pytest.approx(1.2)}  # 150: 1.2 again, dropped
+    # launch 0 takes 1.3 ms, so the launches run 1.3 ms out of step with the knots: a round's first slow launch starts
+    # at 40.3 ms, so the interval [40, 45) is slow for 4.7 of its 5 ms in that round and not at all in the other
+    assert got == {0.0: 1.0, 40.0: pytest.approx(1 + 0.2 * 0.94 / 2), 45.0: pytest.approx(1.1),
+                   80.0: pytest.approx(1.1 + 0.2 * 0.94 / 2), 85.0: pytest.approx(1.2)}  # 150: 1.2 again, dropped
     assert knots[0]["rounds"] == 2
     with pytest.raises(ValueError, match="horizon"):
         cal.clock_curve(_trajectory(40.0, 1.2, n=100), horizon_ms=150.0)
     with pytest.raises(ValueError, match="no round of"):
         cal.clock_curve(rows, kernels=("square-16384",))
+    with pytest.raises(ValueError, match="no launch 0"):
+        cal.clock_curve([r for r in rows if r["i"] > 0])
+
+
+def test_clock_fields_go_together_and_a_missing_curve_never_borrows_another_machines(tmp_path):
+    """A step measured without its curve writes an empty curve (the base's curve would override the measured step) and
+    says why in the header; a curve without its step is dropped, so that the base's step and curve are copied
+    together."""
+    step_only = {k: v for k, v in CLOCK_RESULT.items() if not k.startswith("clock_curve")}
+    res = dict(FAKE_RESULT, **NO_FIT, **step_only, clock_curve_note="the shortest round ends at 140.0 ms")
+    res.update(cal.clock_fields_together(res))
+    text = cal.write_profile(res, "h200-x2-calibrated", tmp_path / "p.toml", "p", PROV)
+    hw = load_hardware(tmp_path / "p.toml")
+    assert hw.clock_curve_ns == () and hw.clock_onset_ns == 5.6e7
+    assert "clock curve not measured: the shortest round ends at 140.0 ms" in text
+    curve_only = {k: v for k, v in CLOCK_RESULT.items() if k not in ("clock_onset_ns", "clock_sustained_slowdown")}
+    res = dict(FAKE_RESULT, **NO_FIT, **curve_only)
+    res.update(cal.clock_fields_together(res))
+    cal.write_profile(res, "h200-x2-calibrated", tmp_path / "q.toml", "q", PROV)
+    base, q = load_hardware("h200-x2-calibrated"), load_hardware(tmp_path / "q.toml")
+    assert q.clock_curve_factor == pytest.approx(base.clock_curve_factor, abs=1e-4)
+    assert q.clock_onset_ns == pytest.approx(base.clock_onset_ns)
 
 
 def test_the_1gpu_profiles_clock_curve_is_the_committed_calibrations():
