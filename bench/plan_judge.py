@@ -2,7 +2,7 @@
 
     python bench/plan_judge.py PLAN [--reports bench/results/validation-registeredPLAN]
 
-PLAN is 20, 21, 22, 25, 26 or 27 (:data:`PLANS`). Reads each registration's ``accuracy.csv`` (``ctasim compare``): the model of
+PLAN is 20, 21, 22 or 25-28 (:data:`PLANS`). Reads each registration's ``accuracy.csv`` (``ctasim compare``): the model of
 ``regPLAN-X`` and of each twin registration ``regPLAN-X<suffix>`` (the same experiment predicted with another drift
 form's profile), lockstep, flat, gelu-priced, relu-input-off and clock-step (where there), naive and waves; writes ``judged.csv`` (every block case's error per predictor) and
 ``claims.csv`` (per predictor over the block cases: MAPE, worst, cases over-predicted, and the same
@@ -25,10 +25,11 @@ PLANS = {20: {"": "carried", "-wave": "wave"},
          22: {"": "interleaved", "-carried": "carried", "-wave": "wave"},
          25: {"": "interleaved"},
          26: {"": "curve"},
-         27: {"": "curve"}}
+         27: {"": "curve"},
+         28: {"": "curve"}}
 """Per plan, each registration suffix and the name of its model: plan 20 predicted with h200-x1-calibrated when its
 drift form was "carried" and with h200-x1-calibrated-wave; plans 21 and 22 with the profile's "interleaved" form and
-with h200-x1-calibrated-carried and -wave; plan 25 with the interleaved form only; plans 26 and 27 with the profile's
+with h200-x1-calibrated-carried and -wave; plan 25 with the interleaved form only; plans 26-28 with the profile's
 clock curve (its one step beside it: clock-step)."""
 PAIRS = {25: (("reg25-opt-175b-1gpu", "reg25-gpt3-175b-1gpu"),)}
 """Per plan, blocks of the same GEMM shapes run in one call (a ReLU block, its GeLU twin): ``pairs.csv`` holds, per M,
@@ -36,7 +37,8 @@ the measured ratio of their makespans beside each predictor's (the machine's spe
 cancel in it)."""
 CONTROLS = {26: {"reg26-llama3.1-70b-1gpu": 8192, "reg26-deepseek-v3-dense-1gpu": 8192,
                  "reg26-mixtral-8x22b-expert-1gpu": 16384},
-            27: {"reg27-llama3.1-405b-1gpu": 2048, "reg27-qwen2.5-72b-1gpu": 8192, "reg27-gpt3-175b-1gpu": 4096}}
+            27: {"reg27-llama3.1-405b-1gpu": 2048, "reg27-qwen2.5-72b-1gpu": 8192, "reg27-gpt3-175b-1gpu": 4096},
+            28: {"reg28-command-r-plus-1gpu": 6144, "reg28-yi-34b-1gpu": 8192, "reg28-mistral-large-2-1gpu": 6144}}
 """Per plan, each block's registered control M (short: it ends before the clock slows a tile): ``drift.csv`` holds,
 per block, long M and predictor, the error there minus the error at the control (the GEMMs' shared pricing error and
 the machine's speed cancel in it), and ``drift_claims.csv`` per predictor over the long cases: their MAPE and the mean

@@ -153,7 +153,9 @@ MODEL_EXPERIMENTS = {"llama3.1-8b": "reg5-llama8b-1gpu", "llama3.1-70b": "reg5-l
 TWIN_EXPERIMENTS = {"reg25-gpt3-175b-1gpu": "gpt3-175b", "reg26-llama3.1-70b-1gpu": "llama3.1-70b",
                     "reg26-deepseek-v3-dense-1gpu": "deepseek-v3-dense",
                     "reg26-mixtral-8x22b-expert-1gpu": "mixtral-8x22b-expert", "reg27-llama3.1-405b-1gpu": "llama3.1-405b",
-                    "reg27-qwen2.5-72b-1gpu": "qwen2.5-72b", "reg27-gpt3-175b-1gpu": "gpt3-175b"}
+                    "reg27-qwen2.5-72b-1gpu": "qwen2.5-72b", "reg27-gpt3-175b-1gpu": "gpt3-175b",
+                    "reg28-command-r-plus-1gpu": "command-r-plus", "reg28-yi-34b-1gpu": "yi-34b",
+                    "reg28-mistral-large-2-1gpu": "mistral-large-2"}
 """Further registered experiments of a model spec (the first is MODEL_EXPERIMENTS'), held to its layers too."""
 
 
