@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 from pathlib import Path
 
@@ -784,11 +785,31 @@ def test_the_docs_clock_curve_table_is_the_committed_summary():
         assert nums == pytest.approx(want), r
 
 
+ERROR_COLUMNS = (("error_pct", "curve"), ("error_pct", "clock-step"), ("error_pct", "naive"), ("error_pct", "waves"),
+                 ("error_pct", "flat"), ("error_pct", "lockstep"))
+"""The per-case error columns of the docs' tables of plans 26-28 after the measured ms: (judged.csv column, predictor)."""
+
+
+def assert_docs_errors(gpu: str, committed: Path, names: dict, cases: int, columns=ERROR_COLUMNS) -> None:
+    """docs/validation.md's per-case table after "Measured 2026-12-03 on one H200 (GPU" + ``gpu``: one row per block
+    (``names``: its name there -> registration) and M, each value the committed judged.csv's, to 2 decimals."""
+    doc = (ROOT / "docs/validation.md").read_text().split(f"Measured 2026-12-03 on one H200 (GPU-{gpu}", 1)[1]
+    lead = "|".join(re.escape(n) for n in names)
+    rows = [r for r in doc.split("| claim |", 1)[0].splitlines() if re.match(rf"\| ({lead}) \|", r)]
+    judged = pd.read_csv(committed / "judged.csv")
+    tables = {col: judged.pivot_table(index=["experiment", "m"], columns="predictor", values=col)
+              for col in {c for c, _ in columns}}
+    assert len(rows) == cases
+    for r in rows:
+        c = [x.strip() for x in r.strip("|").split("|")]
+        key = (names[c[0]], int(c[1]))
+        nums = [float(x.replace("−", "-")) for x in c[3:]]
+        assert nums == pytest.approx([round(tables[col].loc[key, p], 2) for col, p in columns], abs=1e-9), r
+
+
 def test_plan_26s_claims_and_the_docs_table_are_what_the_judge_writes(tmp_path):
     """bench/plan_judge.py 26 on the committed reports (one machine) gives the committed claims and drift claims; all
     four registered claims are met as docs/validation.md says, and its per-case table is the committed judged.csv."""
-    import re
-
     got, mod, reports = judge_plan(tmp_path, 26, "validation-registered26")
     committed = ROOT / "bench/results/validation-registered26"
     drift = pd.read_csv(reports / "drift_claims.csv").set_index("predictor")
@@ -800,26 +821,13 @@ def test_plan_26s_claims_and_the_docs_table_are_what_the_judge_writes(tmp_path):
     assert drift.loc["curve", "mean_abs_drift_pts"] <= 1.5 and drift.loc["curve", "cases"] == 7
     assert m.mape_pct <= got.loc["naive", "mape_pct"] / 2 and m.mape_pct <= got.loc["waves", "mape_pct"] / 2  # (d)
     assert step.mape_pct > m.mape_pct
-    doc = (ROOT / "docs/validation.md").read_text().split("Measured 2026-12-03 on one H200 (GPU-65f8abd7", 1)[1]
-    rows = [r for r in doc.split("| claim |", 1)[0].splitlines() if re.match(r"\| (Llama|DeepSeek|Mixtral)", r)]
-    judged = pd.read_csv(committed / "judged.csv").pivot_table(index=["experiment", "m"], columns="predictor",
-                                                               values="error_pct")
-    names = {"Llama-3.1-70B": "reg26-llama3.1-70b-1gpu", "DeepSeek-V3 dense": "reg26-deepseek-v3-dense-1gpu",
-             "Mixtral-8x22B expert": "reg26-mixtral-8x22b-expert-1gpu"}
-    assert len(rows) == 10
-    for r in rows:
-        c = [x.strip() for x in r.strip("|").split("|")]
-        want = judged.loc[(names[c[0]], int(c[1]))]
-        nums = [float(x.replace("−", "-")) for x in c[3:]]
-        assert nums == pytest.approx([round(want[p], 2) for p in ("curve", "clock-step", "naive", "waves", "flat",
-                                                                    "lockstep")], abs=1e-9), r
-
+    assert_docs_errors("65f8abd7", committed, {"Llama-3.1-70B": "reg26-llama3.1-70b-1gpu",
+                                               "DeepSeek-V3 dense": "reg26-deepseek-v3-dense-1gpu",
+                                               "Mixtral-8x22B expert": "reg26-mixtral-8x22b-expert-1gpu"}, 10)
 
 def test_plan_27s_claims_and_the_docs_table_are_what_the_judge_writes(tmp_path):
     """bench/plan_judge.py 27 on the committed reports: claim (a) missed (MAPE 4.76% on the slowest machine timed), (b)
     and (c) met, as docs/validation.md says; its per-case table is the committed judged.csv."""
-    import re
-
     got, mod, reports = judge_plan(tmp_path, 27, "validation-registered27")
     committed = ROOT / "bench/results/validation-registered27"
     drift = pd.read_csv(reports / "drift_claims.csv").set_index("predictor")
@@ -829,28 +837,14 @@ def test_plan_27s_claims_and_the_docs_table_are_what_the_judge_writes(tmp_path):
     assert round(m.mape_pct, 2) == 4.76 and round(m.normalised_mape_pct, 2) == 3.10
     assert m.mape_pct <= got.loc["naive", "mape_pct"] / 2 and m.mape_pct <= got.loc["waves", "mape_pct"] / 2  # (b)
     assert drift.loc["curve", "cases"] == 5 and drift.loc["curve", "mean_abs_drift_pts"] <= 2  # (c)
-    doc = (ROOT / "docs/validation.md").read_text().split("Measured 2026-12-03 on one H200 (GPU-779ebca8", 1)[1]
-    rows = [r for r in doc.split("| claim |", 1)[0].splitlines() if re.match(r"\| (Llama|Qwen|GPT)", r)]
-    judged = pd.read_csv(committed / "judged.csv")
-    err = judged.pivot_table(index=["experiment", "m"], columns="predictor", values="error_pct")
-    norm = judged.pivot_table(index=["experiment", "m"], columns="predictor", values="normalised_pct")
-    names = {"Llama-3.1-405B": "reg27-llama3.1-405b-1gpu", "Qwen2.5-72B": "reg27-qwen2.5-72b-1gpu",
-             "GPT-3 175B": "reg27-gpt3-175b-1gpu"}
-    assert len(rows) == 8
-    for r in rows:
-        c = [x.strip() for x in r.strip("|").split("|")]
-        key = (names[c[0]], int(c[1]))
-        nums = [float(x.replace("−", "-")) for x in c[3:]]
-        want = [err.loc[key, "curve"], norm.loc[key, "curve"]] + [err.loc[key, p] for p in
-                                                                 ("clock-step", "naive", "waves", "flat", "lockstep")]
-        assert nums == pytest.approx([round(w, 2) for w in want], abs=1e-9), r
-
+    cols = ERROR_COLUMNS[:1] + (("normalised_pct", "curve"),) + ERROR_COLUMNS[1:]
+    assert_docs_errors("779ebca8", committed, {"Llama-3.1-405B": "reg27-llama3.1-405b-1gpu",
+                                               "Qwen2.5-72B": "reg27-qwen2.5-72b-1gpu",
+                                               "GPT-3 175B": "reg27-gpt3-175b-1gpu"}, 8, cols)
 
 def test_plan_28s_claims_and_the_docs_table_are_what_the_judge_writes(tmp_path):
     """bench/plan_judge.py 28 on the committed reports: all four claims met, as docs/validation.md says; its per-case
     table is the committed judged.csv."""
-    import re
-
     got, mod, reports = judge_plan(tmp_path, 28, "validation-registered28")
     committed = ROOT / "bench/results/validation-registered28"
     drift = pd.read_csv(reports / "drift_claims.csv").set_index("predictor")
@@ -862,16 +856,5 @@ def test_plan_28s_claims_and_the_docs_table_are_what_the_judge_writes(tmp_path):
     assert drift.loc["curve", "long_mape_pct"] < drift.loc["clock-step", "long_mape_pct"]  # (c)
     assert drift.loc["curve", "mean_abs_drift_pts"] < drift.loc["clock-step", "mean_abs_drift_pts"]  # (d)
     assert drift.loc["curve", "mean_abs_drift_pts"] <= 1.5
-    doc = (ROOT / "docs/validation.md").read_text().split("Measured 2026-12-03 on one H200 (GPU-f00f7961", 1)[1]
-    rows = [r for r in doc.split("| claim |", 1)[0].splitlines() if re.match(r"\| (Command|Yi|Mistral)", r)]
-    err = pd.read_csv(committed / "judged.csv").pivot_table(index=["experiment", "m"], columns="predictor",
-                                                           values="error_pct")
-    names = {"Command R+": "reg28-command-r-plus-1gpu", "Yi-34B": "reg28-yi-34b-1gpu",
-             "Mistral-Large-2": "reg28-mistral-large-2-1gpu"}
-    assert len(rows) == 9
-    for r in rows:
-        c = [x.strip() for x in r.strip("|").split("|")]
-        want = err.loc[(names[c[0]], int(c[1]))]
-        nums = [float(x.replace("−", "-")) for x in c[3:]]
-        assert nums == pytest.approx([round(want[p], 2) for p in ("curve", "clock-step", "naive", "waves", "flat",
-                                                                    "lockstep")], abs=1e-9), r
+    assert_docs_errors("f00f7961", committed, {"Command R+": "reg28-command-r-plus-1gpu", "Yi-34B": "reg28-yi-34b-1gpu",
+                                               "Mistral-Large-2": "reg28-mistral-large-2-1gpu"}, 9)

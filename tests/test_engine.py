@@ -372,27 +372,38 @@ def test_tile_cv_scales_a_queue_kernels_wave_slowdown_too():
     assert d.std() / d.mean() == pytest.approx(0.1, rel=0.2)
 
 
-@pytest.mark.parametrize("kind, kw, gpus", [("sequential", {}, 1), ("ctapipe", {}, 2)])
-@pytest.mark.parametrize("persistent", [True, False])
-def test_clock_onset_slows_exactly_the_tiles_that_start_after_it(kind, kw, gpus, persistent):
-    """Burst regime: tiles starting at or after clock_onset_ns take clock_sustained_slowdown times longer; the
-    closed form equals the event path; sustained: every tile is slow; no onset (inf) or slowdown 1: unchanged."""
+def _clock_case(kind, kw, gpus, persistent):
+    """A small 2-layer plan of ``kind`` on tiny_hw, its kernels persistent or not: (hw, plan, its trace)."""
     hw = tiny_hw()
-    wl = chain(2, m=1280, k=128, n=512)
-    plan = build_plans(Strategy(kind, **kw), wl, hw, gpus, "t")[0]
+    plan = build_plans(Strategy(kind, **kw), chain(2, m=1280, k=128, n=512), hw, gpus, "t")[0]
     for k in plan.kernels():
         k.persistent = persistent
         k.cta_launch_ns = 0.0 if persistent else 3.0
-    base = simulate(plan, hw)
-    onset = base.makespan_ns * 0.5
-    capped = dataclasses.replace(hw, clock_onset_ns=onset, clock_sustained_slowdown=1.25)
+    return hw, plan, simulate(plan, hw)
+
+
+def _closed_equals_event(plan, hw, base):
+    """The plan on ``hw`` by the closed form and the event path, their tiles asserted equal: (traces by closed_form,
+    the event path's tiles in tile order, each tile's time over its time in ``base``)."""
     key = ["kernel", "tile_m", "tile_n"]
-    traces = {cf: simulate(plan, capped, closed_form=cf) for cf in (True, False)}
+    traces = {cf: simulate(plan, hw, closed_form=cf) for cf in (True, False)}
     a, b = (traces[cf].tiles.sort_values(key).reset_index(drop=True) for cf in (True, False))
     pd.testing.assert_frame_equal(a[key + ["t_acquire", "t_compute_end"]], b[key + ["t_acquire", "t_compute_end"]],
                                   check_exact=False, rtol=1e-12)
     ratio = (b.t_compute_end - b.t_acquire) / (base.tiles.sort_values(key).reset_index(drop=True).pipe(
         lambda t: t.t_compute_end - t.t_acquire))
+    return traces, b, ratio
+
+
+@pytest.mark.parametrize("kind, kw, gpus", [("sequential", {}, 1), ("ctapipe", {}, 2)])
+@pytest.mark.parametrize("persistent", [True, False])
+def test_clock_onset_slows_exactly_the_tiles_that_start_after_it(kind, kw, gpus, persistent):
+    """Burst regime: tiles starting at or after clock_onset_ns take clock_sustained_slowdown times longer; the
+    closed form equals the event path; sustained: every tile is slow; no onset (inf) or slowdown 1: unchanged."""
+    hw, plan, base = _clock_case(kind, kw, gpus, persistent)
+    onset = base.makespan_ns * 0.5
+    capped = dataclasses.replace(hw, clock_onset_ns=onset, clock_sustained_slowdown=1.25)
+    traces, b, ratio = _closed_equals_event(plan, capped, base)
     late = b.t_acquire >= onset
     assert late.any() and (~late).any()
     assert ratio[late].to_numpy() == pytest.approx(1.25) and ratio[~late].to_numpy() == pytest.approx(1.0)
@@ -414,26 +425,14 @@ def test_a_clock_curve_slows_each_tile_by_its_factor_at_its_start(kind, kw, gpus
     tile at clock_sustained_slowdown."""
     from ctasim.engine import clock_steps
 
-    hw = tiny_hw()
-    wl = chain(2, m=1280, k=128, n=512)
-    plan = build_plans(Strategy(kind, **kw), wl, hw, gpus, "t")[0]
-    for k in plan.kernels():
-        k.persistent = persistent
-        k.cta_launch_ns = 0.0 if persistent else 3.0
-    base = simulate(plan, hw)
+    hw, plan, base = _clock_case(kind, kw, gpus, persistent)
     span = base.makespan_ns
     knots, factors = (0.0, 0.3 * span, 0.6 * span), (1.0, 1.1, 1.3)
     curved = dataclasses.replace(hw, clock_onset_ns=0.0, clock_sustained_slowdown=1.7, clock_curve_ns=knots,
                                  clock_curve_factor=factors)
     assert clock_steps(curved, "burst") == ([0.3 * span, 0.6 * span], [1.1, 1.3])  # the leading factor 1 dropped
     assert clock_steps(curved, "sustained") == ([0.0], [1.7])
-    key = ["kernel", "tile_m", "tile_n"]
-    traces = {cf: simulate(plan, curved, closed_form=cf) for cf in (True, False)}
-    a, b = (traces[cf].tiles.sort_values(key).reset_index(drop=True) for cf in (True, False))
-    pd.testing.assert_frame_equal(a[key + ["t_acquire", "t_compute_end"]], b[key + ["t_acquire", "t_compute_end"]],
-                                  check_exact=False, rtol=1e-12)
-    ratio = (b.t_compute_end - b.t_acquire) / (base.tiles.sort_values(key).reset_index(drop=True).pipe(
-        lambda t: t.t_compute_end - t.t_acquire))
+    traces, b, ratio = _closed_equals_event(plan, curved, base)
     want = np.select([b.t_acquire >= knots[2], b.t_acquire >= knots[1]], [1.3, 1.1], 1.0)
     assert len(set(want)) == 3  # tiles in every step
     assert ratio.to_numpy() == pytest.approx(want)
