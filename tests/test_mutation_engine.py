@@ -152,13 +152,17 @@ def test_a_tile_that_starts_exactly_at_the_clock_onset_is_slowed(case, closed_fo
     base = simulate(plan, hw, closed_form=closed_form)
     starts = np.unique(base.tiles.t_acquire)
     onset = float(starts[1])  # the start of the second round
-    capped = simulate(plan, dataclasses.replace(hw, clock_onset_ns=onset, clock_sustained_slowdown=1.25),
-                      closed_form=closed_form)
-    a = capped.tiles.sort_values(KEY).reset_index(drop=True)
-    ratio = _durations(capped) / _durations(base)
-    late = (a.t_acquire >= onset).to_numpy()
-    assert (a.t_acquire == onset).any() and (~late).any()
-    assert ratio[late] == pytest.approx(1.25) and ratio[~late] == pytest.approx(1.0)
+    step = dataclasses.replace(hw, clock_onset_ns=onset, clock_sustained_slowdown=1.25)
+    curve = dataclasses.replace(hw, clock_curve_ns=(0.0, onset), clock_curve_factor=(1.0, 1.25))  # the same, as a curve
+    # and with a later knot the run never reaches: the onset is then a knot inside the curve, not its last
+    inner = dataclasses.replace(hw, clock_curve_ns=(0.0, onset, 1e12), clock_curve_factor=(1.0, 1.25, 1.5))
+    for h in (step, curve, inner):
+        capped = simulate(plan, h, closed_form=closed_form)
+        a = capped.tiles.sort_values(KEY).reset_index(drop=True)
+        ratio = _durations(capped) / _durations(base)
+        late = (a.t_acquire >= onset).to_numpy()
+        assert (a.t_acquire == onset).any() and (~late).any()
+        assert ratio[late] == pytest.approx(1.25) and ratio[~late] == pytest.approx(1.0)
 
 
 # ----------------------------------------------------------------------------------------------- tile times
