@@ -13,7 +13,7 @@ seen before either was measured. Plan 22's blocks (OPT-30B's ReLU input) too, on
 as it is now and without the ReLU input (``interleaved (no relu input)``: plan 22's registered profile, which gives its
 registered figures back). Writes ``cases.csv`` and ``summary.csv`` (MAPE, worst, bias per run and predictor over the 10 blocks) and
 prints the summary.
-The profiles are taken with the clock's one step (``ctasim.predict.clock_step``), as the plans judged here were
+The profiles are taken with the clock's one step (``ctasim.predict.one_step``), as the plans judged here were
 registered; ``bench/posthoc_clock_curve.py`` judges the clock curve.
 """
 
@@ -32,7 +32,7 @@ import pandas as pd  # noqa: E402
 from plan_judge import blocks  # noqa: E402
 from posthoc_drift_form import judged, write  # noqa: E402
 
-from ctasim.predict import clock_step  # noqa: E402
+from ctasim.predict import one_step  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 
 RUNS = ("2026-12-02-registered21-1gpu", "2026-12-02-registered21-1gpu-run2")
@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-activation")
     args = ap.parse_args(argv)
     hw = load_hardware("h200-x1-calibrated")
-    hw = clock_step(hw, ()) or hw  # the clock's one step, as plans 21 and 22 were registered
+    hw = one_step(hw)  # the clock's one step, as plans 21 and 22 were registered
     preds = {"interleaved": (hw, ("model",)),
              "interleaved (no relu input)": (dataclasses.replace(hw, relu_input_tile_factor=1.0), ("model",)),
              "interleaved (registered)": (dataclasses.replace(hw, silu_epilogue_factor=1.0, relu_epilogue_factor=1.0,

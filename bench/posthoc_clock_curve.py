@@ -11,7 +11,7 @@ the same rounds at each busy time: the same measurement, averaged instead of red
 For every committed run folder ``bench/results/hw/*registered*-1gpu*`` and every experiment in it with a registration,
 each measured case whose model makespan is at least ``--min-ms`` (shorter runs end before either form slows a tile)
 is predicted with the experiment's profile as it is (``curve``: the profiles hold the curve of the calibration their
-clock fields come from) and with its one step (``step``, ``ctasim.predict.clock_step``), both with today's model, and
+clock fields come from) and with its one step (``step``, ``ctasim.predict.one_step``), both with today's model, and
 judged against the measurement. Post-hoc twice over:
 the measurements exist, and today's model is not what was registered. Writes ``cases.csv`` (run, registration, case,
 strategy, variant, kind, m, measured_ms, predictor, predicted_ms, error_pct) and ``summary.csv`` (per makespan band and
@@ -35,7 +35,7 @@ from ctasim.accuracy import judge  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.cliargs import OneLineParser  # noqa: E402
 from ctasim.harness import load_harness  # noqa: E402
-from ctasim.predict import clock_step, predict  # noqa: E402
+from ctasim.predict import one_step, predict  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
 BANDS = ((0, 30), (30, 45), (45, 60), (60, 80), (80, 1e9))
@@ -63,7 +63,7 @@ def judged(run: str, name: str, min_ms: float) -> pd.DataFrame:
     if not hw.clock_curve_ns:
         raise ValueError(f"{name}: profile {hw.name} has no clock curve")
     parts = []
-    for src, h in (("step", clock_step(hw, ())), ("curve", hw)):
+    for src, h in (("step", one_step(hw)), ("curve", hw)):
         p = predict(dataclasses.replace(e, hardware=h), harness, None)
         p = p[p["source"] == "model"].assign(source=src)
         parts.append(p)
@@ -74,19 +74,15 @@ def judged(run: str, name: str, min_ms: float) -> pd.DataFrame:
 
 
 def summary(cases: pd.DataFrame) -> pd.DataFrame:
+    """Per makespan band (:data:`BANDS`, then all) and predictor: cases, MAPE, bias, worst (%)."""
+    bands = [(f"{lo:g}-{hi:g}" if hi < 1e9 else f">={lo:g}", cases[cases.measured_ms.between(lo, hi, inclusive="left")])
+             for lo, hi in BANDS] + [("all", cases)]
     rows = []
-    for lo, hi in BANDS:
-        band = cases[(cases["measured_ms"] >= lo) & (cases["measured_ms"] < hi)]
-        for src, g in band.groupby("source", sort=False):
-            w = g.loc[g["error"].abs().idxmax()]
-            rows.append({"band_ms": f"{lo:g}-{hi:g}" if hi < 1e9 else f">={lo:g}", "predictor": src, "cases": len(g),
-                         "mape_pct": round(100 * g["error"].abs().mean(), 2),
-                         "bias_pct": round(100 * g["error"].mean(), 2), "worst_pct": round(100 * w["error"], 2)})
-    for src, g in cases.groupby("source", sort=False):
-        w = g.loc[g["error"].abs().idxmax()]
-        rows.append({"band_ms": "all", "predictor": src, "cases": len(g),
-                     "mape_pct": round(100 * g["error"].abs().mean(), 2),
-                     "bias_pct": round(100 * g["error"].mean(), 2), "worst_pct": round(100 * w["error"], 2)})
+    for band, b in bands:
+        for src, g in b.groupby("predictor", sort=False):
+            rows.append({"band_ms": band, "predictor": src, "cases": len(g),
+                         "mape_pct": round(g.error_pct.abs().mean(), 2), "bias_pct": round(g.error_pct.mean(), 2),
+                         "worst_pct": round(g.error_pct.loc[g.error_pct.abs().idxmax()], 2)})
     return pd.DataFrame(rows)
 
 
@@ -103,13 +99,11 @@ def main(argv=None) -> int:
     if not todo:
         print(f"posthoc_clock_curve: no registered run under bench/results/hw matches {args.runs!r}", file=sys.stderr)
         return 2
-    parts = [judged(run, name, args.min_ms) for run, name in todo]
-    cases = pd.concat(parts, ignore_index=True)
-    cases = cases.rename(columns={"source": "predictor"})
-    cases["error_pct"] = 100 * cases["error"]
+    cases = pd.concat([judged(run, name, args.min_ms) for run, name in todo], ignore_index=True)
+    cases = cases.rename(columns={"source": "predictor"}).assign(error_pct=lambda d: 100 * d.error)
     cols = ["run", "registration", "case", "strategy", "variant", "kind", "m", "measured_ms", "predictor",
             "predicted_ms", "error_pct"]
-    s = summary(cases.rename(columns={"predictor": "source"}))
+    s = summary(cases)
     args.out.mkdir(parents=True, exist_ok=True)
     cases[cols].to_csv(args.out / "cases.csv", index=False, float_format="%.6g")
     s.to_csv(args.out / "summary.csv", index=False)

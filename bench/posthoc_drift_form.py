@@ -11,7 +11,7 @@ plans' registered figures back), and judged against the committed measurements (
 20's two runs each). Every figure here is post-hoc: the measurements existed before the carried and interleaved
 forms and the pass rates were chosen. Writes ``cases.csv`` (every judged case and predictor) and ``summary.csv``
 (MAPE and worst per run and predictor over the model blocks, reference GEMMs left out) and prints the summary.
-The profiles are taken with the clock's one step (``ctasim.predict.clock_step``), as the plans judged here were
+The profiles are taken with the clock's one step (``ctasim.predict.one_step``), as the plans judged here were
 registered; ``bench/posthoc_clock_curve.py`` judges the clock curve.
 """
 
@@ -30,7 +30,7 @@ from ctasim import results  # noqa: E402
 from ctasim.accuracy import judge  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.harness import load_harness  # noqa: E402
-from ctasim.predict import clock_step, predict  # noqa: E402
+from ctasim.predict import one_step, predict  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
@@ -57,7 +57,7 @@ def predictors() -> dict[str, tuple]:
     out = {}
     for form, (profile, registered) in PROFILES.items():
         hw = load_hardware(profile)
-        hw = clock_step(hw, ()) or hw  # the clock's one step, as these plans were registered
+        hw = one_step(hw)  # the clock's one step, as these plans were registered
         if registered:
             hw = dataclasses.replace(hw, epilogue_pass_gbps=0.0, rowwise_gbps=0.0, silu_epilogue_factor=1.0,
                                      relu_epilogue_factor=1.0)

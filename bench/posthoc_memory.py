@@ -11,7 +11,7 @@ kernel's tiles do not use the memory hierarchy).
 **Post-hoc**: every measurement here existed before the memory hierarchy joined the engine; these figures say how it
 would have done, not that it predicts. Writes ``cases.csv`` (every judged case and predictor) and ``summary.csv``
 (MAPE and worst per registration and predictor, and over all), and prints the summary.
-The profiles are taken with the clock's one step (``ctasim.predict.clock_step``), as the plans judged here were
+The profiles are taken with the clock's one step (``ctasim.predict.one_step``), as the plans judged here were
 registered; ``bench/posthoc_clock_curve.py`` judges the clock curve.
 """
 
@@ -31,7 +31,7 @@ from ctasim import results  # noqa: E402
 from ctasim.accuracy import judge  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.harness import load_harness  # noqa: E402
-from ctasim.predict import clock_step, predict  # noqa: E402
+from ctasim.predict import one_step, predict  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 
 PROFILE = "h200-x1-calibrated"
@@ -56,7 +56,7 @@ def judged(name: str, meas_dir: Path) -> pd.DataFrame:
     registered = registered[registered["kind"] == "sequential"]
     registered["source"] = registered["source"].map({"model": "registered model"}).fillna(registered["source"])
     exp = load_experiment(name)
-    exp = dataclasses.replace(exp, hardware=clock_step(load_hardware(PROFILE), ()) or load_hardware(PROFILE),
+    exp = dataclasses.replace(exp, hardware=one_step(load_hardware(PROFILE)),
                               strategies=tuple(s for s in exp.strategies if s.kind == "sequential"))
     import json
 

@@ -8,7 +8,7 @@ sustained slowdown. For each experiment (its registration's harness, the profile
 model's makespan against the committed measurement ``RUN_FOLDER/EXP/results.csv``; writes ``onset.csv`` (exp, m,
 measured_ms, onset_ms, model_ms, error_pct) into ``--out`` if given, and prints the errors. Post-hoc: it asks what
 onset the measurement is consistent with; nothing here changes the profile. Bad input: one line, exit 2.
-The profiles are taken with the clock's one step (``ctasim.predict.clock_step``), as the plans judged here were
+The profiles are taken with the clock's one step (``ctasim.predict.one_step``), as the plans judged here were
 registered; ``bench/posthoc_clock_curve.py`` judges the clock curve.
 """
 
@@ -25,9 +25,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 import pandas as pd  # noqa: E402
 from posthoc_drift_form import judged  # noqa: E402
 
-from ctasim.predict import clock_step  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.cliargs import OneLineParser  # noqa: E402
+from ctasim.predict import one_step  # noqa: E402
 
 
 def errors(run: Path, exps, onsets_ms) -> pd.DataFrame:
@@ -36,7 +36,7 @@ def errors(run: Path, exps, onsets_ms) -> pd.DataFrame:
     parts = []
     for i, e in enumerate(exps):
         hw = load_experiment(e).hardware
-        hw = clock_step(hw, ()) or hw  # the one step whose onset this varies (a clock curve would ignore it)
+        hw = one_step(hw)  # the one step whose onset this varies (a clock curve would ignore it)
         preds = {onset: (dataclasses.replace(hw, clock_onset_ns=onset * 1e6), ("model",)) for onset in onsets_ms}
         j = judged(str(run.resolve()), e, preds)  # an absolute run folder, not one under bench/results/hw
         parts.append(pd.DataFrame({"exp": e, "m": j.m.astype(int), "measured_ms": j.measured_ms, "onset_ms": j.source,

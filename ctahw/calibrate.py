@@ -28,8 +28,8 @@ kernel_config 128x256       CUTLASS GEMM at M=16384, N=8192, K in {2048, 4096, 8
                             t / ceil(tiles / (sm_count * slots)) fitted as tile_fixed_ns + 2*128*256*K/(sm_tflops*1e3)
 clock_onset_ns,             the plain GEMM back to back after a rest (:func:`clock_trajectory`, :func:`clock_regime`)
 clock_sustained_slowdown
-clock_curve_ns,             the same rounds: the mean tile-time factor over every 5 ms of busy time (:func:`clock_curve`)
-clock_curve_factor
+clock_curve_ns,             the same rounds: the mean tile-time factor over every 5 ms of busy time
+clock_curve_factor          (:func:`clock_curve`)
 activation_epilogue_...     GEMM1 of the MLP block with and without the fused erf-GeLU, rested
 silu_/relu_epilogue_factor  the same run with the fused silu and relu: each one's cost over the GeLU's
 relu_input_tile_factor      the same run with the plain GEMM on a ReLU'd A (half zero): its time over the plain's
@@ -77,11 +77,11 @@ its fit fails (the profile's header says why).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import math
 import re
-import bisect
 import statistics
 import sys
 import time
@@ -296,24 +296,42 @@ ONSET_RATIO = 1.05
 """A launch at least this much slower than the round's rested launches marks the power cap's onset."""
 
 
+def trajectory_rounds(trajectory, kernels: Sequence[str] | None = None) -> dict[tuple[str, int], list[tuple]]:
+    """``clock_trajectory.py`` rows (kernel, round, i, t_start_ms, dur_ms) as rounds: (kernel, round) -> its launches
+    (i, t_start_ms, dur_ms) in launch order, in (kernel, round) order; only ``kernels``' where given. Raises ValueError
+    for a round of fewer than 8 launches after launch 0."""
+    out: dict[tuple[str, int], list[tuple]] = {}
+    for r in trajectory:
+        if kernels is None or str(r["kernel"]) in kernels:
+            out.setdefault((str(r["kernel"]), int(r["round"])), []).append(
+                (int(r["i"]), float(r["t_start_ms"]), float(r["dur_ms"])))
+    for key, launches in out.items():
+        launches.sort()
+        after = sum(1 for x in launches if x[0] >= 1)
+        if after < 8:
+            raise ValueError(f"clock trajectory {key[0]} round {key[1]}: {after} launches after the first, need >= 8")
+    return dict(sorted(out.items()))
+
+
+def rested_ms(launches: Sequence[tuple]) -> float:
+    """A round's rested launch time: the median of launches 1-3 (launch 0 is dropped: the clock is still rising from
+    idle). ``launches``: (i, t_start_ms, dur_ms) in launch order."""
+    return statistics.median(d for i, _, d in [x for x in launches if x[0] >= 1][:3])
+
+
 def clock_regime(trajectory, kernels: Sequence[str] = CLOCK_KERNELS) -> tuple[dict, list[dict]]:
     """The clock regime from ``clock_trajectory.py`` rows (kernel, round, i, t_start_ms, dur_ms).
 
-    Per round: the launch 0 is dropped (the clock is still rising from idle), the rested time is the median of
-    launches 1-3, the onset the start of the first later launch at least :data:`ONSET_RATIO` times slower, the
-    sustained slowdown the median launch of the round's second half over the rested time. Returns
-    ``({"clock_onset_ns", "clock_sustained_slowdown"}: medians over the rounds of ``kernels``, per-round rows)``.
-    Raises ValueError if a round never slows down (no onset) or no round of ``kernels`` is given.
+    Per round (:func:`trajectory_rounds`): the rested time is :func:`rested_ms` (launch 0 dropped), the onset the
+    start of the first later launch at least :data:`ONSET_RATIO` times slower, the sustained slowdown the median
+    launch of the round's second half over the rested time. Returns ``({"clock_onset_ns",
+    "clock_sustained_slowdown"}: medians over the rounds of ``kernels``, per-round rows)``. Raises ValueError if a
+    round never slows down (no onset) or no round of ``kernels`` is given.
     """
-    rows = []
-    for r in trajectory:
-        rows.append((str(r["kernel"]), int(r["round"]), int(r["i"]), float(r["t_start_ms"]), float(r["dur_ms"])))
     per_round = []
-    for key in sorted({(k, rd) for k, rd, *_ in rows}):
-        runs = sorted((i, t, d) for k, rd, i, t, d in rows if (k, rd) == key and i >= 1)
-        if len(runs) < 8:
-            raise ValueError(f"clock trajectory {key[0]} round {key[1]}: {len(runs)} launches, need >= 8")
-        rested = statistics.median(d for _, _, d in runs[:3])
+    for key, launches in trajectory_rounds(trajectory).items():
+        runs = [x for x in launches if x[0] >= 1]
+        rested = rested_ms(launches)
         late = [t for _, t, d in runs[3:] if d >= ONSET_RATIO * rested]
         if not late:
             raise ValueError(f"clock trajectory {key[0]} round {key[1]}: no launch {ONSET_RATIO}x slower than the "
@@ -354,26 +372,19 @@ def clock_curve(trajectory, kernels: Sequence[str] = CLOCK_KERNELS, step_ms: flo
     are dropped.
     Returns ``({"clock_curve_ns": (...), "clock_curve_factor": (...)}, rows (t_ms, factor, rounds))``. The mean, not
     the median: where the onset falls differs between rounds (27-86 ms), and a prediction is to be right on average.
-    Raises ValueError as :func:`clock_regime` does (a round of fewer than 8 launches, no round of ``kernels``).
+    Raises ValueError as :func:`trajectory_rounds` does, and for no round of ``kernels``, a round without launch 0 at
+    0 ms or too short a run.
     """
     if not step_ms > 0:
         raise ValueError(f"clock curve: step_ms must be > 0, got {step_ms}")
-    runs: dict[tuple, list] = {}
-    for r in trajectory:
-        if str(r["kernel"]) in kernels:
-            runs.setdefault((str(r["kernel"]), int(r["round"])), []).append(
-                (int(r["i"]), float(r["t_start_ms"]), float(r["dur_ms"])))
-    if not runs:
+    rounds = trajectory_rounds(trajectory, kernels)
+    if not rounds:
         raise ValueError(f"clock trajectory: no round of {', '.join(kernels)}")
     series = []
-    for key in sorted(runs):
-        launches = sorted(runs[key])
-        if len(launches) < 9:
-            raise ValueError(f"clock trajectory {key[0]} round {key[1]}: {len(launches) - 1} launches after the "
-                             "first, need >= 8")
+    for key, launches in rounds.items():
         if launches[0][:2] != (0, 0.0):
             raise ValueError(f"clock trajectory {key[0]} round {key[1]}: no launch 0 starting at 0 ms")
-        rested = statistics.median(d for i, _, d in launches[1:4])
+        rested = rested_ms(launches)
         starts = [t for _, t, _ in launches]
         factors = [1.0] + [d / rested for _, _, d in launches[1:]]
         series.append((starts, factors))
@@ -401,15 +412,16 @@ def clock_curve(trajectory, kernels: Sequence[str] = CLOCK_KERNELS, step_ms: flo
 
 
 def clock_fields_together(res: Mapping) -> dict:
-    """The clock fields of a measurement made consistent: a curve without its step (the regime not measured) is
+    """A measurement with its clock fields made consistent: a curve without its step (the regime not measured) is
     dropped, so that the base's curve and step are copied together; a step without its curve (the run too short for
-    the curve) writes an empty curve, so that no other machine's curve overrides the step just measured. Returns the
-    fields to update ``res`` with."""
-    if "clock_onset_ns" not in res:
-        return {"clock_curve_ns": None, "clock_curve_factor": None} if "clock_curve_ns" in res else {}
-    if "clock_curve_ns" not in res:
-        return {"clock_curve_ns": (), "clock_curve_factor": ()}
-    return {}
+    the curve) gets an empty curve, so that no other machine's curve overrides the step just measured."""
+    out = dict(res)
+    if "clock_onset_ns" not in out:
+        out.pop("clock_curve_ns", None)
+        out.pop("clock_curve_factor", None)
+    elif "clock_curve_ns" not in out:
+        out.update(clock_curve_ns=(), clock_curve_factor=())
+    return out
 
 
 def activation_epilogue_cost(breakdown, tile_elems: int = 128 * 256, slots: int = 132,
@@ -1031,7 +1043,7 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
     except ValueError as e:  # a quick run ends before the curve's horizon
         res["clock_curve_note"] = str(e)
         log(f"calibrate: clock curve not measured: {e}")
-    res.update(clock_fields_together(res))
+    res = clock_fields_together(res)
 
     # The fused activations' cost (GEMM1 of the MLP block, plain and with each activation, rested)
     log("calibrate: fused activation cost")
@@ -1212,7 +1224,7 @@ def measured_fields(res: Mapping) -> dict[str, tuple]:
         why = res.get("clock_curve_note", "not measured")
         out["clock_curve_ns"] = ((), f"not measured ({why}): empty, the burst regime is the measured step")
         out["clock_curve_factor"] = ((), "not measured: empty")
-    elif res.get("clock_curve_ns") is not None:
+    elif "clock_curve_ns" in res:
         how = (f"mean over the rounds of CUTLASS {', '.join(CLOCK_KERNELS)} of the launch in progress over the rested "
                f"launches, over every {CURVE_STEP_MS:g} ms to {CURVE_HORIZON_MS:g} ms (ctahw.calibrate.clock_curve)")
         out["clock_curve_ns"] = (tuple(res["clock_curve_ns"]), "busy times of " + how)

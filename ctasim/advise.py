@@ -24,9 +24,8 @@ run`` checks them).
 
 from __future__ import annotations
 
-import math
-
 import dataclasses
+import math
 from pathlib import Path
 
 import pandas as pd

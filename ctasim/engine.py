@@ -76,8 +76,8 @@ from __future__ import annotations
 import gc
 import math
 import struct
-from collections import deque
 from bisect import bisect_right
+from collections import deque
 from heapq import heappop, heappush
 
 import numpy as np
@@ -300,11 +300,15 @@ def clock_steps(hw: Hardware, regime: str) -> tuple[list[float], list[float]]:
     return [t for t, _ in steps], [f for _, f in steps]
 
 
-def clock_factor(hw: Hardware, regime: str, t: float) -> float:
-    """The tile-time factor of a tile starting at busy time ``t`` (ns) under :func:`clock_steps`."""
-    times, factors = clock_steps(hw, regime)
+def step_factor(times: list[float], factors: list[float], t: float) -> float:
+    """The factor of steps (:func:`clock_steps`) at time ``t``: the last step at or before it, 1 before the first."""
     j = bisect_right(times, t)
     return factors[j - 1] if j else 1.0
+
+
+def clock_factor(hw: Hardware, regime: str, t: float) -> float:
+    """The tile-time factor of a tile starting at busy time ``t`` (ns) under :func:`clock_steps`."""
+    return step_factor(*clock_steps(hw, regime), t)
 
 
 class _Run:
@@ -495,12 +499,10 @@ class _Run:
         return float(end.max())
 
     def clock(self, t: float) -> float:
-        """The tile-time factor of a tile starting at ``t`` (1 before ``slow_from``)."""
-        if t < self.slow_from:
-            return 1.0
-        if t >= self.flat_from:
+        """The tile-time factor of a tile starting at ``t`` (1 before ``slow_from``, which the callers test first)."""
+        if t >= self.flat_from:  # past the last step: most tiles of a long run
             return self.slow
-        return self.clock_f[bisect_right(self.clock_t, t) - 1]
+        return step_factor(self.clock_t, self.clock_f, t)
 
     # ---------------------------------------------------------------- one CTA slot
     def worker(self, k: Kernel, w: int, n_workers: int, state: dict, finished, me: _Cta):

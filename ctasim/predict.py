@@ -48,7 +48,7 @@ from ctasim.spec import Experiment, Hardware, Strategy
 from ctasim.strategies import build_plans, check_placement
 from ctasim.strategies.ctapipe import fold_sides, is_ring, norm_folds
 
-__all__ = ["Naive", "Waves", "RULES", "ABLATIONS", "PREDICTORS", "without_memory", "without_drift", "gelu_priced", "relu_input_off", "clock_step", "predict", "register", "spec_files", "git_commit", "schedule_name"]
+__all__ = ["Naive", "Waves", "RULES", "ABLATIONS", "PREDICTORS", "without_memory", "without_drift", "gelu_priced", "relu_input_off", "one_step", "clock_step", "predict", "register", "spec_files", "git_commit", "schedule_name"]
 
 RULES = {
     "judged": "every (case, strategy, variant) the measurement reports with status ok; nothing is left out after "
@@ -264,18 +264,24 @@ def relu_input_off(hw: Hardware, layers) -> Hardware | None:
     return dataclasses.replace(hw, relu_input_tile_factor=1.0)
 
 
-def clock_step(hw: Hardware, layers) -> Hardware | None:
-    """The profile with the burst regime's one step (``clock_onset_ns``, ``clock_sustained_slowdown``) instead of its
-    clock curve, the ``clock-step`` predictor beside a profile that has one; None when it has none."""
-    if not hw.clock_curve_ns:
-        return None
-    return dataclasses.replace(hw, clock_curve_ns=(), clock_curve_factor=())
+def one_step(hw: Hardware) -> Hardware:
+    """The profile with the burst regime's one step (``clock_onset_ns``, ``clock_sustained_slowdown``) instead of any
+    clock curve (itself where it has none): how every plan before 26 was registered."""
+    return dataclasses.replace(hw, clock_curve_ns=(), clock_curve_factor=()) if hw.clock_curve_ns else hw
 
 
-ABLATIONS = (("flat", lambda hw, layers: without_memory(hw)), ("lockstep", lambda hw, layers: without_drift(hw)),
-             ("gelu-priced", gelu_priced), ("relu-input-off", relu_input_off), ("clock-step", clock_step))
+def clock_step(hw: Hardware, regime: str) -> Hardware | None:
+    """:func:`one_step`, the ``clock-step`` predictor beside a profile with a clock curve; None when it has none, or
+    under the sustained regime (which never reads the curve: the same model)."""
+    return one_step(hw) if hw.clock_curve_ns and regime == "burst" else None
+
+
+ABLATIONS = (("flat", lambda e: without_memory(e.hardware)), ("lockstep", lambda e: without_drift(e.hardware)),
+             ("gelu-priced", lambda e: gelu_priced(e.hardware, e.workload.layers)),
+             ("relu-input-off", lambda e: relu_input_off(e.hardware, e.workload.layers)),
+             ("clock-step", lambda e: clock_step(e.hardware, e.regime)))
 """The model with one mechanism off, each a predictor beside it (its ``source``): name and the profile it predicts
-with, given the profile and the experiment's layers (None: the mechanism is not there to switch off)."""
+with, given the experiment (None: the mechanism is not there to switch off)."""
 
 PREDICTORS = ("model",) + tuple(name for name, _ in ABLATIONS) + ("naive", "waves")
 """Every ``source`` a registration's ``predictions.csv`` may hold, in the order reports list them."""
@@ -293,8 +299,7 @@ def schedule_name(case: str, strategy: str) -> str:
 def predict(exp: Experiment, harness: Harness, naive: Naive | None, seed: int = 0,
             schedules: Path | None = None) -> pd.DataFrame:
     """One row per (case, strategy, variant) and predictor: see the module docstring."""
-    others = [(name, hw) for name, hw in ((name, off(exp.hardware, exp.workload.layers)) for name, off in ABLATIONS)
-              if hw is not None and not (name == "clock-step" and exp.regime != "burst")]  # the same model, sustained
+    others = [(name, hw) for name, hw in ((name, off(exp)) for name, off in ABLATIONS) if hw is not None]
     rows = []
     for case in expand(exp):
         layers = len(case.workload.layers)

@@ -278,7 +278,7 @@ def test_clock_step_sits_beside_a_profile_with_a_clock_curve_in_the_burst_regime
     """The clock-step predictor is the profile with its curve removed (the one step): present for a burst experiment
     whose profile has a curve, where a long run differs from the model; absent under the sustained regime (the same
     model) and beside a profile without a curve."""
-    from ctasim.predict import clock_step
+    from ctasim.predict import clock_step, one_step
 
     exp = load_experiment("reg26-mixtral-8x22b-expert-1gpu")
     exp = dataclasses.replace(exp, sweep=(("m", (65536,)),))
@@ -286,4 +286,5 @@ def test_clock_step_sits_beside_a_profile_with_a_clock_curve_in_the_burst_regime
     assert "clock-step" in df.index and abs(df["clock-step"] / df["model"] - 1) > 0.005
     sus = predict(dataclasses.replace(exp, regime="sustained"), HARNESS, None)
     assert "clock-step" not in set(sus["source"])
-    assert clock_step(exp.hardware, ()).clock_curve_ns == () and clock_step(clock_step(exp.hardware, ()), ()) is None
+    assert clock_step(exp.hardware, "burst").clock_curve_ns == () and clock_step(exp.hardware, "sustained") is None
+    assert clock_step(one_step(exp.hardware), "burst") is None and one_step(one_step(exp.hardware)) == one_step(exp.hardware)

@@ -363,14 +363,14 @@ def test_clock_fields_go_together_and_a_missing_curve_never_borrows_another_mach
     together."""
     step_only = {k: v for k, v in CLOCK_RESULT.items() if not k.startswith("clock_curve")}
     res = dict(FAKE_RESULT, **NO_FIT, **step_only, clock_curve_note="the shortest round ends at 140.0 ms")
-    res.update(cal.clock_fields_together(res))
+    res = cal.clock_fields_together(res)
     text = cal.write_profile(res, "h200-x2-calibrated", tmp_path / "p.toml", "p", PROV)
     hw = load_hardware(tmp_path / "p.toml")
     assert hw.clock_curve_ns == () and hw.clock_onset_ns == 5.6e7
     assert "clock curve not measured: the shortest round ends at 140.0 ms" in text
     curve_only = {k: v for k, v in CLOCK_RESULT.items() if k not in ("clock_onset_ns", "clock_sustained_slowdown")}
     res = dict(FAKE_RESULT, **NO_FIT, **curve_only)
-    res.update(cal.clock_fields_together(res))
+    res = cal.clock_fields_together(res)
     cal.write_profile(res, "h200-x2-calibrated", tmp_path / "q.toml", "q", PROV)
     base, q = load_hardware("h200-x2-calibrated"), load_hardware(tmp_path / "q.toml")
     assert q.clock_curve_factor == pytest.approx(base.clock_curve_factor, abs=1e-4)
