@@ -31,7 +31,9 @@ orders the block's run tuned to (``results.csv``'s ``schedules``), beside the mo
 plain GEMMs (``tuned_gemm``): what the passes, fused epilogues, gaps and a ReLU'd input take, measured and modelled
 (``off_rest_ms``: the registration's ``relu-input-off`` predictor, where it has one). With ``--registered``,
 ``padded.csv``: each run on a padded grid, its padding share and error beside the mean error of its shape's unpadded
-runs. Prints them. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
+runs. ``--reference MxNxK`` (with ``--registered``; registered plan 29): ``normalised.csv``, each shape's error at its
+best measured order less the reference shape's, with its class (wide N, long K), and ``normalised_classes.csv``, the
+classes' means. Prints them. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
 """
 
 from __future__ import annotations
@@ -181,6 +183,35 @@ def judge(runs: pd.DataFrame, o: pd.DataFrame, reg: pd.DataFrame, hws: dict) -> 
     return shapes, pd.DataFrame(claims).T.rename_axis("predictor").reset_index()
 
 
+WIDE_N, LONG_K = 27648, 20480
+"""Registered plan 29's shape classes: wide N (N >= WIDE_N with K <= 16384, gate-and-up GEMMs) and long K
+(K >= LONG_K, down GEMMs)."""
+
+
+def normalised(shapes: pd.DataFrame, reference: tuple[int, int, int], hws: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Registered plan 29's rules 4-5: per shape (:func:`judge`'s ``shapes``), each profile's error at the measured
+    best order minus the ``reference`` shape's (the same call's; what the machine's speed adds to every shape
+    cancels), with its class; and per class the mean. ValueError if the reference was not judged."""
+    key = shapes.set_index(["m", "n", "k"])
+    if reference not in key.index:
+        raise ValueError(f"block_gemm_orders: the reference {'x'.join(map(str, reference))} is not among the judged shapes")
+    rows = []
+    for (m, n, k), r in key.iterrows():
+        cls = "reference" if (m, n, k) == reference else "wide-N" if n >= WIDE_N and k <= 16384 else \
+            "long-K" if k >= LONG_K else "other"
+        row = {"m": m, "n": n, "k": k, "class": cls}
+        for name in hws:
+            err = 100 * (r[f"{name}_ms"] / r.best_ms - 1)
+            ref = 100 * (key.loc[reference, f"{name}_ms"] / key.loc[reference, "best_ms"] - 1)
+            row |= {f"{name}_err_pct": err, f"{name}_normalised_pct": err - ref}
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    cols = [f"{name}_normalised_pct" for name in hws]
+    by_class = out[out["class"] != "reference"].groupby("class")[cols].agg(["mean", "count"])
+    by_class.columns = [f"{a}_{b}" for a, b in by_class.columns]
+    return out, by_class.reset_index()
+
+
 def padded(o: pd.DataFrame, hws: dict) -> pd.DataFrame:
     """:func:`orders`'s runs on a padded grid, each beside the mean error of its shape's unpadded runs per profile."""
     unpadded = o[~o.padded].groupby(["m", "n", "k"])[[f"{n}_pct" for n in hws]].mean()
@@ -232,6 +263,7 @@ def main(argv=None) -> int:
     ap.add_argument("--predict", metavar="MxNxK,...", help="write predicted.csv for these shapes; measure nothing")
     ap.add_argument("--registered", type=Path, help="a --predict folder: judge it against --probe (shapes.csv, claims.csv)")
     ap.add_argument("--blocks", metavar="PREFIX", help="with --registered: the blocks' runs beside the probe (e.g. reg22)")
+    ap.add_argument("--reference", metavar="MxNxK", help="with --registered: errors less this shape's (normalised.csv)")
     args = ap.parse_args(argv)
     hws = {name: load_hardware(p) for name, p in PROFILES.items()}
     if args.predict:
@@ -260,6 +292,7 @@ def main(argv=None) -> int:
         try:
             sh, cl = judge(runs, o, pd.read_csv(args.registered / "predicted.csv"), hws)
             rs = rest(runs, args.probe.parent, args.blocks, hws["interleaved"]) if args.blocks else pd.DataFrame()
+            nm = normalised(sh, parse_shapes(args.reference)[0], hws) if args.reference else None
         except ValueError as e:
             print(e, file=sys.stderr)
             return 2
@@ -275,6 +308,9 @@ def main(argv=None) -> int:
         if not rs.empty:
             rs.round(4).to_csv(args.out / "rest.csv", index=False)
         padded(o, hws).round(4).to_csv(args.out / "padded.csv", index=False)
+        if nm is not None:
+            nm[0].round(4).to_csv(args.out / "normalised.csv", index=False)
+            nm[1].round(4).to_csv(args.out / "normalised_classes.csv", index=False)
     summary = pd.DataFrame([{"runs": f"{'padded' if pad else 'unpadded'} grids", "count": len(g),
                              **{f"{n}_mape_pct": g[f"{n}_pct"].abs().mean() for n in hws}}
                             for pad, g in o.groupby("padded")])
@@ -294,6 +330,9 @@ def main(argv=None) -> int:
         print(cl.round(2).to_string(index=False))
         if not rs.empty:
             print(rs.round(3).to_string(index=False))
+        if nm is not None:
+            print(nm[0].round(3).to_string(index=False))
+            print(nm[1].round(3).to_string(index=False))
     return 0
 
 

@@ -243,7 +243,9 @@ def clock_trajectory(g, s, kernels: Mapping[str, tuple], rest_s: float = 2.0, ru
                      rounds: int = 3, log: Callable[[str], None] = lambda x: None) -> list[dict]:
     """Rows (kernel, m, n, k, epilogue, round, i, t_start_ms, dur_ms) of ``bench/hw/clock_trajectory.py``'s
     measurement: per kernel (name -> (m, n, k, epilogue ops)) and round, a ``rest_s`` host sleep with the GPU idle,
-    then back-to-back launches of CUTLASS GEMM ``g`` on stream ``s`` for about ``run_ms``, an event between each."""
+    then back-to-back launches of CUTLASS GEMM ``g`` on stream ``s`` for about ``run_ms``, an event between each.
+    ``relu_input`` among the ops is not an epilogue: the plain GEMM on A with its negative elements zeroed (as
+    :func:`activation_probe`), so the trajectory of a half-zero operand's lower power can be timed."""
     import math as _m
     import time as _t
 
@@ -253,8 +255,11 @@ def clock_trajectory(g, s, kernels: Mapping[str, tuple], rest_s: float = 2.0, ru
     cp = require_cupy()
     data = Chain(cp, 20261201)
     rows: list[dict] = []
-    for name, (m, n, k, ep) in kernels.items():
+    for name, (m, n, k, ops) in kernels.items():
+        ep = tuple(o for o in ops if o != "relu_input")
         a = data.rand(0, (m, k), salt=1)
+        if "relu_input" in ops:  # bf16 bits: a set sign bit is a negative value, zeroed as ReLU would
+            a = cp.where(a >= 0x8000, cp.uint16(0), a).astype(cp.uint16)
         w = data.rand(0, (n, k), 1 / _m.sqrt(k), salt=2)
         d = cp.empty((m, n), dtype=cp.uint16)
         g(a, w, d, m, n, k, s, epilogue=ep)  # load the kernel
@@ -276,7 +281,7 @@ def clock_trajectory(g, s, kernels: Mapping[str, tuple], rest_s: float = 2.0, ru
             t = 0.0
             for i in range(count):
                 dur = cp.cuda.get_elapsed_time(evs[i], evs[i + 1])
-                rows.append(dict(kernel=name, m=m, n=n, k=k, epilogue="+".join(ep), round=rnd, i=i, t_start_ms=t,
+                rows.append(dict(kernel=name, m=m, n=n, k=k, epilogue="+".join(ops), round=rnd, i=i, t_start_ms=t,
                                  dur_ms=dur))
                 t += dur
             log(f"calibrate: clock trajectory {name} round {rnd}: {count} launches, {t:.1f} ms")

@@ -1,6 +1,6 @@
 """Device probe (one GPU): how a rested GPU's GEMM rate falls once a run keeps it busy (the power cap's onset).
 
-    python bench/hw/clock_trajectory.py OUT.csv [--rest-s 2.0] [--run-ms 400] [--rounds 3]
+    python bench/hw/clock_trajectory.py OUT.csv [--rest-s 2.0] [--run-ms 400] [--rounds 3] [--kernels NAME=MxNxK[+OP],...]
 
 For each kernel below, ``--rounds`` times: the GPU rests ``--rest-s`` seconds (host sleep, nothing queued), then
 the kernel is launched back to back for about ``--run-ms`` with a CUDA event between launches, so each launch's
@@ -11,6 +11,9 @@ Kernels (the project's CUTLASS GEMM, 128x256 cooperative, persistent, tuned tile
 * ``square-16384``: 16384 x 8192 x 8192 (2.2 TFLOP, ~2.7 ms rested);
 * ``square-4096``: 4096 x 8192 x 8192 (~0.7 ms);
 * ``gelu-16384``: 16384 x 28672 x 8192 with the fused GeLU (~10 ms).
+
+``--kernels`` times others instead: ``name=MxNxK`` with ``+gelu``, ``+silu`` or ``+relu`` for a fused activation, or
+``+relu_input`` for the plain GEMM on a ReLU'd A (negative elements zeroed, about half of A zero).
 
 Rows: kernel, round, i, t_start_ms (since the round's first launch began), dur_ms. The measurement is
 ``ctahw.calibrate.clock_trajectory`` (what ``ctahw calibrate`` runs too).
@@ -23,13 +26,46 @@ import sys
 from pathlib import Path
 
 
+KERNEL_OPS = ("gelu", "silu", "relu", "relu_input")
+"""What ``--kernels`` may add to a shape: a fused activation, or ``relu_input`` (a ReLU'd A, not an epilogue)."""
+
+
+def parse_kernels(text: str) -> dict[str, tuple]:
+    """``"square-16384=16384x8192x8192,relu-16384=16384x8192x8192+relu_input"`` -> {name: (m, n, k, ops)};
+    ValueError naming the bad item."""
+    out: dict[str, tuple] = {}
+    for item in text.split(","):
+        name, eq, rest = item.strip().partition("=")
+        if not eq or not name:
+            raise ValueError(f"--kernels: {item!r} is not NAME=MxNxK[+OP]")
+        shape, *ops = rest.split("+")
+        parts = shape.split("x")
+        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise ValueError(f"--kernels: {item!r}: {shape!r} is not MxNxK with positive integers")
+        bad = [o for o in ops if o not in KERNEL_OPS]
+        if bad or len(ops) > 1:
+            raise ValueError(f"--kernels: {item!r}: at most one of {', '.join(KERNEL_OPS)} after the shape")
+        if name in out:
+            raise ValueError(f"--kernels: {name!r} twice")
+        out[name] = (*(int(p) for p in parts), tuple(ops))
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--rest-s", type=float, default=2.0)
     ap.add_argument("--run-ms", type=float, default=400.0)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--kernels", default=None, help="NAME=MxNxK[+OP],... (default: the calibration's three)")
     args = ap.parse_args(argv)
+    try:
+        kernels = parse_kernels(args.kernels) if args.kernels is not None else None
+        if args.rounds < 1 or not args.rest_s >= 0 or not args.run_ms > 0:
+            raise ValueError("--rounds must be >= 1, --rest-s >= 0 and --run-ms > 0")
+    except ValueError as e:
+        print(f"clock_trajectory: {e}", file=sys.stderr)
+        return 2
 
     import pandas as pd
 
@@ -41,7 +77,7 @@ def main(argv=None) -> int:
     import cupy as cp
 
     s = cp.cuda.Stream(non_blocking=True)
-    rows = clock_trajectory(CutlassGemm(0), s, TRAJECTORY_KERNELS, rest_s=args.rest_s, run_ms=args.run_ms,
+    rows = clock_trajectory(CutlassGemm(0), s, kernels or TRAJECTORY_KERNELS, rest_s=args.rest_s, run_ms=args.run_ms,
                             rounds=args.rounds, log=lambda x: print(x, flush=True))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(args.out, index=False)
