@@ -1,0 +1,149 @@
+"""Registered plan 29's judges, on synthetic inputs whose answer is known: bench/clock_kernels.py (does the clock slow
+every kernel alike?) and block_gemm_orders.py's errors less the reference GEMM's."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+REG = ROOT / "bench/predictions/reg29-clock-kernels"
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def ck():
+    return _load("clock_kernels", ROOT / "bench/clock_kernels.py")
+
+
+def _rounds(kernel: str, shape: tuple, rested: float, curve, rounds: int = 3, run_ms: float = 400.0) -> list[dict]:
+    """A trajectory whose every launch takes ``rested`` times the curve's factor at its start (a step function of
+    ((t_ms, factor), ...)), as clock_trajectory.py writes it."""
+    rows = []
+    for rnd in range(rounds):
+        t, i = 0.0, 0
+        while t < run_ms:
+            f = [fac for at, fac in curve if at <= t][-1]
+            d = rested * f
+            rows.append({"kernel": kernel, "m": shape[0], "n": shape[1], "k": shape[2], "epilogue": "", "round": rnd,
+                         "i": i, "t_start_ms": t, "dur_ms": d})
+            t, i = t + d, i + 1
+    return rows
+
+
+def _trajectory(reg: pd.DataFrame, curve, sustained=None, relu_scale: float = 0.946) -> pd.DataFrame:
+    """Every registered kernel on ``curve`` (its last factor the sustained level), kernel ``k`` instead levelling at
+    ``sustained[k]``; relu-16384 at ``relu_scale`` of square-16384's rested time."""
+    rows = []
+    for r in reg.itertuples():
+        c = list(curve)
+        if sustained and r.kernel in sustained:
+            c[-1] = (c[-1][0], sustained[r.kernel])
+        rested = {"square-16384": 2.8, "relu-16384": 2.8 * relu_scale, "square-4096": 0.7}.get(r.kernel, 10.0)
+        rows += _rounds(r.kernel, (r.m, r.n, r.k), rested, c)
+    return pd.DataFrame(rows)
+
+
+CURVE = ((0.0, 1.0), (30.0, 1.05), (60.0, 1.1683))
+
+
+def test_the_registration_is_what_the_script_writes(ck, tmp_path):
+    """--predict with the README's kernels reproduces predicted.csv and curve.csv; --spec gives them back."""
+    text = (REG / "README.md").read_text()
+    kernels = text.split('--predict "')[1].split('"')[0]
+    assert ck.main(["--predict", kernels, "--out", str(tmp_path)]) == 0
+    for name in ("predicted.csv", "curve.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), pd.read_csv(REG / name))
+    reg = pd.read_csv(REG / "predicted.csv")
+    assert ck.spec(reg) == kernels
+    assert (reg.model_sustained_slowdown == 1.1683).all() and (reg.model_relu_input_factor == 0.946).all()
+    by = reg.set_index("kernel").model_rested_ms
+    assert by["relu-16384"] == pytest.approx(0.946 * by["square-16384"], abs=1e-3) and pd.isna(by["gelu-16384"])
+
+
+def test_kernels_on_one_curve_meet_every_claim(ck):
+    reg = pd.read_csv(REG / "predicted.csv")
+    t = ck.judge(_trajectory(reg, CURVE), reg, pd.read_csv(REG / "curve.csv"))
+    claims = t["claims"].set_index("claim")
+    assert list(claims.index) == ["a", "b", "c", "d"] and claims.met.all(), claims
+    kern = t["kernels"].set_index("kernel")
+    assert kern.sustained_slowdown.round(4).eq(1.1683).all()
+    assert kern.rounds.eq(3).all()
+    relu = t["relu"].set_index("regime")
+    assert relu.factor.round(4).eq(0.946).all()
+    # launches of other lengths meet the curve's steps at other times: the pooled curves differ by that much only
+    assert claims.loc["c", "value"] == pytest.approx(0.0, abs=0.005)
+
+
+def test_a_kernel_that_sustains_apart_or_a_relu_factor_off_misses(ck):
+    reg = pd.read_csv(REG / "predicted.csv")
+    curve = pd.read_csv(REG / "curve.csv")
+    t = ck.judge(_trajectory(reg, CURVE, sustained={"wide-8192": 1.12}), reg, curve)
+    claims = t["claims"].set_index("claim")
+    assert not claims.loc["a", "met"] and not claims.loc["d", "met"]
+    assert claims.loc["a", "value"] == pytest.approx(0.0483, abs=1e-3) and claims.loc["b", "met"]
+    assert claims.loc["c", "met"]  # one kernel of four moves the pooled curve by a quarter of its gap
+    new = {k: 1.10 for k in ("relu-16384", "wide-8192", "longk-16384", "gelu-16384")}
+    claims = ck.judge(_trajectory(reg, CURVE, sustained=new), reg, curve)["claims"].set_index("claim")
+    assert not claims.loc["c", "met"] and claims.loc["c", "value"] > 0.03
+    # the ReLU'd A loses less clock: its sustained factor drifts from the rested one
+    t = ck.judge(_trajectory(reg, CURVE, sustained={"relu-16384": 1.10}), reg, curve)
+    claims = t["claims"].set_index("claim")
+    relu = t["relu"].set_index("regime")
+    assert relu.loc["rested", "factor"] == pytest.approx(0.946, abs=1e-4)
+    assert relu.loc["sustained", "factor"] == pytest.approx(0.946 * 1.10 / 1.1683, abs=1e-3)
+    assert not claims.loc["b", "met"] and claims.loc["b", "naive_value"] > claims.loc["b", "value"]
+
+
+def test_bad_input_is_one_line(ck, tmp_path, capsys):
+    reg = pd.read_csv(REG / "predicted.csv")
+    traj = _trajectory(reg, CURVE)
+    traj[traj.kernel != "wide-8192"].to_csv(tmp_path / "t.csv", index=False)
+    assert ck.main(["--trajectory", str(tmp_path / "t.csv"), "--registered", str(REG), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["clock_kernels: the trajectory has no kernel 'wide-8192'"] and not (tmp_path / "o").exists()
+    moved = traj.copy()
+    moved.loc[moved.kernel == "wide-8192", "n"] = 1024
+    moved.to_csv(tmp_path / "t.csv", index=False)
+    assert ck.main(["--trajectory", str(tmp_path / "t.csv"), "--registered", str(REG), "--out", str(tmp_path / "o")]) == 2
+    assert "another shape" in capsys.readouterr().err and not (tmp_path / "o").exists()
+    for bad, word in (("a=1x2", "not MxNxK"), ("a=1x2x3+tanh", "at most one of"), ("1x2x3", "NAME=MxNxK"),
+                      ("a=1x2x3,a=4x5x6", "twice")):
+        assert ck.main(["--predict", bad, "--out", str(tmp_path / "p")]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and word in lines[0], lines
+    assert not (tmp_path / "p").exists()
+
+
+def test_errors_less_the_reference_cancel_the_machine():
+    """block_gemm_orders.normalised: a machine 3% slow on every shape leaves each shape's own error; the classes are
+    plan 29's (wide N, long K); a reference not judged is refused."""
+    bgo = _load("block_gemm_orders", ROOT / "bench/block_gemm_orders.py")
+    own = {(16384, 8192, 8192): 0.0, (8192, 59136, 8192): -1.0, (16384, 40960, 7168): -2.0,
+           (16384, 8192, 28672): 1.5, (2048, 4096, 8192): 0.5}
+    rows = []
+    for (m, n, k), e in own.items():
+        best = 10.0 * 1.03  # the machine: 3% slower than the model on everything
+        rows.append({"m": m, "n": n, "k": k, "best_ms": best, "interleaved_ms": 10.0 * (1 + e / 100)})
+    shapes = pd.DataFrame(rows)
+    out, classes = bgo.normalised(shapes, (16384, 8192, 8192), {"interleaved": None})
+    got = out.set_index(["m", "n", "k"])
+    for key, e in own.items():
+        assert got.loc[key, "interleaved_normalised_pct"] == pytest.approx(e * 1 / 1.03, abs=1e-9)
+    assert got.interleaved_err_pct.max() < -1  # the raw errors all carry the machine
+    assert dict(zip(got["class"], got.index)) == {"reference": (16384, 8192, 8192), "wide-N": (16384, 40960, 7168),
+                                                   "long-K": (16384, 8192, 28672), "other": (2048, 4096, 8192)}
+    c = classes.set_index("class")
+    assert c.loc["wide-N", "interleaved_normalised_pct_count"] == 2
+    assert c.loc["wide-N", "interleaved_normalised_pct_mean"] == pytest.approx(-1.5 / 1.03)
+    with pytest.raises(ValueError, match="reference 4096x8192x8192 is not among"):
+        bgo.normalised(shapes, (4096, 8192, 8192), {"interleaved": None})
