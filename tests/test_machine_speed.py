@@ -1,0 +1,64 @@
+"""bench/machine_speed.py: its statistics on hand-checked inputs, and its committed tables are what it computes from
+the committed measurements (about 2 s)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "results" / "machine-speed"
+
+
+@pytest.fixture(scope="module")
+def ms():
+    spec = importlib.util.spec_from_file_location("machine_speed", ROOT / "bench" / "machine_speed.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_kendall_w_spearman_slope_on_hand_checked_inputs(ms):
+    assert ms.kendall_w([[1, 2, 3, 4], [10, 20, 30, 40], [0.1, 0.2, 0.3, 0.4]]) == pytest.approx(1.0)
+    assert ms.kendall_w([[1, 2, 3], [3, 2, 1]]) == pytest.approx(0.0)
+    # 3 raters x 3 objects, rank sums 4, 5, 9: S = 4 + 1 + 9 = 14, W = 12 * 14 / (3**2 * (3**3 - 3)) = 7/9
+    assert ms.kendall_w([[1, 2, 3], [1, 2, 3], [2, 1, 3]]) == pytest.approx(7 / 9)
+    assert ms.spread_pct([2.0, 3.0, 2.5]) == pytest.approx(50.0)
+    assert ms.slope([0, 1, 2], [1, 3, 5]) == pytest.approx(2.0)
+    # scipy.stats.spearmanr([1, 2, 3, 4, 5], [5, 6, 7, 8, 7]): rho 0.8207826816681233, p 0.08858700531354384
+    rho, p, n = ms.spearman([1, 2, 3, 4, 5], [5, 6, 7, 8, 7])
+    assert (rho, p, n) == (pytest.approx(0.8207826816681233, abs=1e-12), pytest.approx(0.08858700531354384,
+                                                                                        abs=1e-12), 5)
+    assert ms.spearman([1, 2, 3, 4], [4, 3, 2, 1])[:2] == (-1.0, 0.0)
+    # NaN pairs are dropped; a constant side has no rho
+    assert ms.spearman([1, 2, float("nan"), 3], [1, 2, 9, 3])[2] == 3
+    assert all(math.isnan(v) for v in ms.spearman([1, 2, 3], [5, 5, 5])[:2])
+    # p of rho = 0.5 at n = 12 (10 df): I_0.75(5, 1/2) = 0.0978546142578125 (scipy.special.betainc)
+    assert ms.betainc(5, 0.5, 0.75) == pytest.approx(0.0978546142578125, abs=1e-12)
+
+
+def test_the_committed_tables_are_what_the_script_computes(ms, tmp_path):
+    assert ms.main(["--out", str(tmp_path)]) == 0
+    for name in ("probe_shapes.csv", "trajectories.csv", "blocks.csv", "machines.csv", "correlations.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), pd.read_csv(OUT / name))
+    p = pd.read_csv(OUT / "probe_shapes.csv").drop_duplicates("m").set_index("m")
+    assert (p.machines == 5).all() and (p.kendall_w == 1.0).all()
+    assert p.spread_pct.round(2).to_dict() == {2048: 1.03, 4096: 0.87, 8192: 1.0, 12288: 1.32, 16384: 2.14,
+                                               32768: 2.53}
+    t = pd.read_csv(OUT / "trajectories.csv").drop_duplicates("context").set_index("context")
+    assert t.loc["calibration", "context_machines"] == 5 and t.loc["after-experiments", "context_machines"] == 2
+    assert round(t.loc["calibration", "context_rested_spread_pct"], 2) == 3.22
+    assert round(t.loc["calibration", "context_sustained_ms_spread_pct"], 2) == 1.66
+    b = pd.read_csv(OUT / "blocks.csv").set_index("scope")
+    assert b.loc["pooled", "cases"] == 76 and round(b.loc["pooled", "spearman"], 3) == 0.849
+    assert round(b.loc["pooled", "abs_dev_pct"], 2) == 0.89
+    assert round(b.loc["pooled", "abs_dev_less_ref16384_pct"], 2) == 0.48
+    c = pd.read_csv(OUT / "correlations.csv").set_index(["y", "x"])
+    assert len(pd.read_csv(OUT / "machines.csv")) == 16
+    assert round(c.loc[("ref16384_ms", "ref4096_ms"), "rho"], 3) == 0.785
+    assert round(c.loc[("ref16384_ms", "idle_w"), "rho"], 3) == 0.453
+    assert c.loc[("ref16384_ms", "refw_sm_med"), "note"] == "constant"
