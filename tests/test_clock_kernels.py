@@ -147,3 +147,36 @@ def test_errors_less_the_reference_cancel_the_machine():
     assert c.loc["wide-N", "interleaved_normalised_pct_mean"] == pytest.approx(-1.5 / 1.03)
     with pytest.raises(ValueError, match="reference 4096x8192x8192 is not among"):
         bgo.normalised(shapes, (4096, 8192, 8192), {"interleaved": None})
+
+
+RUN29 = ROOT / "bench/results/hw/2026-12-03-registered29-1gpu"
+VAL29 = ROOT / "bench/results/validation-registered29"
+
+
+def test_registered_plan_29s_judgement_is_what_the_scripts_write(tmp_path, ck):
+    """Registered plan 29 on its committed measurement: block_gemm_orders.py --reference and clock_kernels.py give
+    the committed tables (the figures docs/validation.md quotes)."""
+    bgo = _load("block_gemm_orders", ROOT / "bench/block_gemm_orders.py")
+    out = tmp_path / "g"
+    assert bgo.main(["--probe", str(RUN29 / "gemm_shapes.csv"), "--registered",
+                     str(ROOT / "bench/predictions/reg29-gemm-reference"), "--reference", "16384x8192x8192",
+                     "--out", str(out)]) == 0
+    for name in ("claims.csv", "shapes.csv", "normalised.csv", "normalised_classes.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(out / name), pd.read_csv(VAL29 / "gemm-reference" / name))
+    out = tmp_path / "c"
+    assert ck.main(["--trajectory", str(RUN29 / "trajectory.csv"), "--registered", str(REG), "--out", str(out)]) == 0
+    for name in ("kernels.csv", "relu.csv", "claims.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(out / name), pd.read_csv(VAL29 / "clock-kernels" / name))
+    # the claims as docs/validation.md states them
+    g = pd.read_csv(VAL29 / "gemm-reference" / "claims.csv").set_index("predictor")
+    assert round(g.loc["interleaved", "unpadded_mape_pct"], 2) == 2.32 and round(g.loc["interleaved", "best_mape_pct"], 2) == 1.49
+    assert round(g.loc["interleaved", "best_worst_pct"], 2) == 5.10 and round(g.loc["naive", "best_mape_pct"], 2) == 0.94
+    assert g.loc["interleaved", "pick_lost_max_pct"] < 2  # (c) met
+    assert g.loc["interleaved", "best_mape_pct"] > g.loc["naive", "best_mape_pct"] / 2  # (b) missed
+    cls = pd.read_csv(VAL29 / "gemm-reference" / "normalised_classes.csv").set_index("class")
+    assert abs(cls.loc["wide-N", "interleaved_normalised_pct_mean"]) <= 1.0  # (d) met: -0.60
+    assert cls.loc["long-K", "interleaved_normalised_pct_mean"] > 0  # (e) met: +1.86
+    c = pd.read_csv(VAL29 / "clock-kernels" / "claims.csv").set_index("claim")
+    assert not c.met.any() and list(c.index) == ["a", "b", "c", "d"]  # every claim of part 2 missed
+    relu = pd.read_csv(VAL29 / "clock-kernels" / "relu.csv").set_index("regime").factor
+    assert (round(relu["rested"], 3), round(relu["sustained"], 3)) == (0.848, 0.785)
