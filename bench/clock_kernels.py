@@ -18,7 +18,9 @@ profile's clock curve). ``--trajectory ... --registered`` judges: ``kernels.csv`
 rounds: rested time, onset, sustained slowdown, sustained time; its own mean curve's mean |difference| from the
 profile's over the knots to 150 ms), ``relu.csv`` (the ReLU'd A over the plain GEMM, rested and sustained),
 ``curves.csv`` (each kernel's curve beside the profile's at every knot) and ``claims.csv`` (the rules in the
-registration's README). Every figure is the registration's against one machine's trajectory.
+registration's README). Every figure is the registration's against one machine's trajectory. ``--smi SMI.csv[.gz]
+--smi-start TIME`` adds ``smi.csv``, a diagnostic outside the rules: each kernel's SM clock in its rounds from the
+call's nvidia-smi samples (:func:`smi_rounds`).
 """
 
 from __future__ import annotations
@@ -155,12 +157,50 @@ def judge(traj: pd.DataFrame, reg: pd.DataFrame, curve: pd.DataFrame) -> dict[st
     return {"kernels": kern, "relu": relu, "curves": pd.DataFrame(curves), "claims": pd.DataFrame(claims)}
 
 
+LOW_MHZ = 1900.0
+"""nvidia-smi samples below this SM clock mark a trajectory round's back-to-back run (the GPU holds ~1965 MHz through
+the 2 s rests between rounds: it does not idle down that fast)."""
+
+
+def smi_rounds(smi: pd.DataFrame, kernels: list[str], rounds: int, start: str, min_samples: int = 4) -> pd.DataFrame:
+    """A diagnostic beside the judgement, from the call's nvidia-smi samples (every 50 ms): after ``start``
+    (``YYYY/MM/DD HH:MM:SS``, the trajectory's log line), each run of at least ``min_samples`` samples under
+    :data:`LOW_MHZ` is one round, in the order ``kernels`` ran (``rounds`` each); per kernel the median over its rounds
+    of the round's median and lowest SM clock. ValueError if the count of such runs is not ``len(kernels) * rounds``."""
+    cols = {c: c.strip() for c in smi.columns}
+    d = smi.rename(columns=cols)
+    d = d[d.timestamp >= start]
+    mhz = d["clocks.current.sm [MHz]"].astype(str).str.replace(" MHz", "").astype(float).to_numpy()
+    runs, cur = [], []
+    for m in mhz:
+        if m < LOW_MHZ:
+            cur.append(m)
+        else:
+            if len(cur) >= min_samples:
+                runs.append(cur)
+            cur = []
+    if len(cur) >= min_samples:
+        runs.append(cur)
+    if len(runs) != len(kernels) * rounds:
+        raise ValueError(f"clock_kernels: {len(runs)} runs of the clock under {LOW_MHZ:g} MHz after {start}, "
+                         f"expected {len(kernels) * rounds} ({len(kernels)} kernels x {rounds} rounds)")
+    rows = []
+    for i, name in enumerate(kernels):
+        mine = runs[i * rounds:(i + 1) * rounds]
+        rows.append({"kernel": name, "rounds": rounds, "samples": sum(len(r) for r in mine),
+                     "median_mhz": statistics.median(statistics.median(r) for r in mine),
+                     "lowest_mhz": statistics.median(min(r) for r in mine)})
+    return pd.DataFrame(rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--predict", metavar="NAME=MxNxK[+OP],...", help="write predicted.csv and curve.csv into --out")
     ap.add_argument("--spec", type=Path, metavar="DIR", help="print a registration's --kernels line")
     ap.add_argument("--trajectory", type=Path, help="a clock_trajectory.py table to judge (with --registered)")
     ap.add_argument("--registered", type=Path, metavar="DIR", help="a --predict folder")
+    ap.add_argument("--smi", type=Path, help="with --trajectory: the call's nvidia-smi samples, for smi.csv (diagnostic)")
+    ap.add_argument("--smi-start", default=None, metavar="'YYYY/MM/DD HH:MM:SS'", help="when the trajectory began")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     try:
@@ -187,8 +227,14 @@ def main(argv=None) -> int:
         for p in (args.trajectory, args.registered / "predicted.csv", args.registered / "curve.csv"):
             if not p.is_file():
                 raise ValueError(f"no {p}")
-        tables = judge(pd.read_csv(args.trajectory), pd.read_csv(args.registered / "predicted.csv"),
-                       pd.read_csv(args.registered / "curve.csv"))
+        reg = pd.read_csv(args.registered / "predicted.csv")
+        traj = pd.read_csv(args.trajectory)
+        tables = judge(traj, reg, pd.read_csv(args.registered / "curve.csv"))
+        if args.smi:
+            if not args.smi.is_file() or not args.smi_start:
+                raise ValueError("--smi needs an existing file and --smi-start")
+            tables["smi"] = smi_rounds(pd.read_csv(args.smi), list(reg.kernel), int(traj["round"].nunique()),
+                                       args.smi_start)
     except ValueError as e:
         msg = str(e)
         print(msg if msg.startswith("clock_kernels:") else f"clock_kernels: {msg}", file=sys.stderr)

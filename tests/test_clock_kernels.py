@@ -180,3 +180,20 @@ def test_registered_plan_29s_judgement_is_what_the_scripts_write(tmp_path, ck):
     assert not c.met.any() and list(c.index) == ["a", "b", "c", "d"]  # every claim of part 2 missed
     relu = pd.read_csv(VAL29 / "clock-kernels" / "relu.csv").set_index("regime").factor
     assert (round(relu["rested"], 3), round(relu["sustained"], 3)) == (0.848, 0.785)
+
+
+def test_the_smi_diagnostic_finds_each_round_and_refuses_a_miscount(ck):
+    """smi_rounds: runs of samples under 1900 MHz after the start are the rounds, in the kernels' order; a count that
+    is not kernels x rounds is refused; plan 29's committed samples give the committed smi.csv."""
+    clocks = [1965] * 3 + [1500, 1420, 1410, 1400] + [1965] * 5 + [1880, 1830, 1830, 1840] + [1965] * 2
+    smi = pd.DataFrame({"timestamp": [f"2026/12/03 12:00:{i:02d}.000" for i in range(len(clocks))],
+                        " clocks.current.sm [MHz]": [f" {c} MHz" for c in clocks]})
+    got = ck.smi_rounds(smi, ["plain", "relu"], 1, "2026/12/03 12:00:00").set_index("kernel")
+    assert got.loc["plain", "lowest_mhz"] == 1400 and got.loc["relu", "median_mhz"] == 1835
+    with pytest.raises(ValueError, match="2 runs .* expected 4"):
+        ck.smi_rounds(smi, ["plain", "relu"], 2, "2026/12/03 12:00:00")
+    # a round before the start is not counted
+    assert ck.smi_rounds(smi, ["relu"], 1, "2026/12/03 12:00:08").median_mhz.tolist() == [1835]
+    s = ck.smi_rounds(pd.read_csv(RUN29 / "smi.csv.gz"), list(pd.read_csv(REG / "predicted.csv").kernel), 3,
+                      "2026/12/03 12:51:19")
+    pd.testing.assert_frame_equal(s.round(4), pd.read_csv(VAL29 / "clock-kernels" / "smi.csv"), check_dtype=False)
