@@ -116,6 +116,9 @@ def test_bad_input_is_one_line(ck, tmp_path, capsys):
     moved.to_csv(tmp_path / "t.csv", index=False)
     assert ck.main(["--trajectory", str(tmp_path / "t.csv"), "--registered", str(REG), "--out", str(tmp_path / "o")]) == 2
     assert "another shape" in capsys.readouterr().err and not (tmp_path / "o").exists()
+    lone = reg[reg.kernel != "square-16384"]  # the ReLU'd A without its plain kernel
+    with pytest.raises(ValueError, match="'relu-16384' has no plain kernel of its shape"):
+        ck.judge(traj[traj.kernel != "square-16384"], lone, pd.read_csv(REG / "curve.csv"))
     for bad, word in (("a=1x2", "not MxNxK"), ("a=1x2x3+tanh", "at most one of"), ("1x2x3", "NAME=MxNxK"),
                       ("a=1x2x3,a=4x5x6", "twice")):
         assert ck.main(["--predict", bad, "--out", str(tmp_path / "p")]) == 2
