@@ -169,23 +169,31 @@ LOW_MHZ = 1900.0
 the 2 s rests between rounds: it does not idle down that fast)."""
 
 
-def smi_rounds(smi: pd.DataFrame, kernels: list[str], rounds: int, start: str, min_samples: int = 4) -> pd.DataFrame:
+IDLE_MHZ = 345.0
+"""An idle H200's SM clock (before the first kernel): not a round."""
+
+
+def smi_rounds(smi: pd.DataFrame, kernels: list[str], rounds: int, start: str, min_samples: int = 4,
+               max_gap: int = 10) -> pd.DataFrame:
     """A diagnostic beside the judgement, from the call's nvidia-smi samples (every 50 ms): after ``start``
-    (``YYYY/MM/DD HH:MM:SS``, the trajectory's log line), each run of at least ``min_samples`` samples under
-    :data:`LOW_MHZ` is one round, in the order ``kernels`` ran (``rounds`` each); per kernel the median over its rounds
+    (``YYYY/MM/DD HH:MM:SS``, the trajectory's log line), each run of at least ``min_samples`` samples above
+    :data:`IDLE_MHZ` and under :data:`LOW_MHZ` (samples at or above it for at most ``max_gap`` in a row do not end a run) is one round, in the order ``kernels`` ran (``rounds`` each); per kernel the median over its rounds
     of the round's median and lowest SM clock. ValueError if the count of such runs is not ``len(kernels) * rounds``."""
     cols = {c: c.strip() for c in smi.columns}
     d = smi.rename(columns=cols)
     d = d[d.timestamp >= start]
     mhz = d["clocks.current.sm [MHz]"].astype(str).str.replace(" MHz", "").astype(float).to_numpy()
-    runs, cur = [], []
+    runs, cur, gap = [], [], 0
     for m in mhz:
-        if m < LOW_MHZ:
+        if IDLE_MHZ < m < LOW_MHZ:
             cur.append(m)
-        else:
-            if len(cur) >= min_samples:
-                runs.append(cur)
-            cur = []
+            gap = 0
+        elif cur:
+            gap += 1
+            if gap > max_gap:  # a rest between rounds (40 samples at 50 ms), not a blip inside one
+                if len(cur) >= min_samples:
+                    runs.append(cur)
+                cur, gap = [], 0
     if len(cur) >= min_samples:
         runs.append(cur)
     if len(runs) != len(kernels) * rounds:

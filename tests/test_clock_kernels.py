@@ -188,7 +188,8 @@ def test_registered_plan_29s_judgement_is_what_the_scripts_write(tmp_path, ck):
 def test_the_smi_diagnostic_finds_each_round_and_refuses_a_miscount(ck):
     """smi_rounds: runs of samples under 1900 MHz after the start are the rounds, in the kernels' order; a count that
     is not kernels x rounds is refused; plan 29's committed samples give the committed smi.csv."""
-    clocks = [1965] * 3 + [1500, 1420, 1410, 1400] + [1965] * 5 + [1880, 1830, 1830, 1840] + [1965] * 2
+    # idle at 345 MHz first (not a round), a rest of 12 samples between the rounds, a one-sample blip inside the second
+    clocks = [345] * 6 + [1965] * 3 + [1500, 1420, 1410, 1400] + [1965] * 12 + [1880, 1830, 1965, 1830, 1840] + [1965] * 2
     smi = pd.DataFrame({"timestamp": [f"2026/12/03 12:00:{i:02d}.000" for i in range(len(clocks))],
                         " clocks.current.sm [MHz]": [f" {c} MHz" for c in clocks]})
     got = ck.smi_rounds(smi, ["plain", "relu"], 1, "2026/12/03 12:00:00").set_index("kernel")
@@ -196,7 +197,24 @@ def test_the_smi_diagnostic_finds_each_round_and_refuses_a_miscount(ck):
     with pytest.raises(ValueError, match="2 runs .* expected 4"):
         ck.smi_rounds(smi, ["plain", "relu"], 2, "2026/12/03 12:00:00")
     # a round before the start is not counted
-    assert ck.smi_rounds(smi, ["relu"], 1, "2026/12/03 12:00:08").median_mhz.tolist() == [1835]
+    assert ck.smi_rounds(smi, ["relu"], 1, "2026/12/03 12:00:14").median_mhz.tolist() == [1835]
     s = ck.smi_rounds(pd.read_csv(RUN29 / "smi.csv.gz"), list(pd.read_csv(REG / "predicted.csv").kernel), 3,
                       "2026/12/03 12:51:19")
     pd.testing.assert_frame_equal(s.round(4), pd.read_csv(VAL29 / "clock-kernels" / "smi.csv"), check_dtype=False)
+
+
+def test_registered_plan_30s_judgement_is_what_the_script_writes(tmp_path, ck):
+    """Registered plan 30 on its committed measurement: clock_kernels.py gives the committed tables, and its three
+    rules as docs/validation.md states them: (a) met, (b) met, (c) plan 29's square pair not replicated."""
+    run = ROOT / "bench/results/hw/2026-12-03-registered30-1gpu"
+    val = ROOT / "bench/results/validation-registered30"
+    reg = ROOT / "bench/predictions/reg30-relu-shapes"
+    assert ck.main(["--trajectory", str(run / "trajectory.csv"), "--registered", str(reg), "--smi",
+                    str(run / "smi.csv.gz"), "--smi-start", "2026/12/03 13:03:44", "--out", str(tmp_path)]) == 0
+    for name in ("kernels.csv", "relu.csv", "claims.csv", "smi.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), pd.read_csv(val / name))
+    f = pd.read_csv(val / "relu.csv").set_index(["kernel", "regime"]).factor
+    assert all(abs(f[(k, "rested")] - 0.946) <= 0.02 for k in ("relu-longk-16384", "relu-wide-8192"))  # (a)
+    assert all(abs(f[(k, "sustained")] - 0.946) <= 0.02 for k in ("relu-16384", "relu-longk-16384", "relu-wide-8192"))
+    assert abs(f[("relu-16384", "rested")] - 0.848) > 0.03  # (c) missed: 0.944 here
+    assert round(f[("relu-16384", "rested")], 3) == 0.944
