@@ -17,7 +17,9 @@ Every form prices a wave as ``max(compute(rate) + p * x, y)`` (compute = ``ctasi
 * 1  fixed per-wave cost: "interleaved", x = 1 ns (p = a cost in ns a wave);
 * 2  drift re-reads hidden: "interleaved", x = the HBM time without the drift's re-reads;
 * 3  drift off: drift 0, x = y;
-* 4a "carried" (plan 20's form), x = y;  4b "wave" (plan 8's form), x = y.
+* 4a "carried" (plan 20's form), x = y;  4b "wave" (plan 8's form), x = y;
+* 5  the pipeline's fill: "interleaved", x = y * min(1, 8192 / K) (at the 72's K the same as form 0; on long K a
+  smaller exposure).
 
 Each form's two constants (rate, p) are refit on the 72 by least mean |relative error| over a grid (rate 6.00-7.50 by
 0.01; p 0-0.5 by 0.005, or 0-15000 ns by 25 for form 1): ``ctasim.calibration.grid_fit`` where x = y, the same search
@@ -79,9 +81,12 @@ TABLES = {
 """Call folder -> (its probe table under bench/results/hw, its GPU: None = read from the folder's env.txt or
 README.md; "" = not recorded)."""
 FORMS = {"0": ("interleaved", "all"), "1": ("interleaved", "one"), "2": ("interleaved", "no-drift"),
-         "3": ("none", "all"), "4a": ("carried", "all"), "4b": ("wave", "all")}
+         "3": ("none", "all"), "4a": ("carried", "all"), "4b": ("wave", "all"), "5": ("interleaved", "per-k")}
 """Form -> (the drift form its traffic is charged by, "none" = drift 0; x: "all" = the wave's HBM time, "one" = 1 ns,
-"no-drift" = the HBM time without the drift's re-reads)."""
+"no-drift" = the HBM time without the drift's re-reads, "per-k" = the HBM time times min(1, K_FILL / K): an exposure
+that is the pipeline's fill, the bytes of a fixed depth of k-slices, not a share of the whole loop)."""
+K_FILL = 8192
+"""Form 5's K at which its exposure equals form 0's (the calibration runs' K, so both fit the 72 alike)."""
 RATES = np.round(np.arange(6.00, 7.501, 0.01), 4)
 EXPOSED = C.EXPOSED_GRID
 COST_NS = np.arange(0.0, 15001.0, 25.0)
@@ -132,10 +137,13 @@ def traffic(runs: pd.DataFrame, drift_form: str) -> list:
     return C.run_traffic(runs, L.L2_BYTES, drift=LD.measured_drift(), sm_count=L.SLOTS, drift_form=drift_form)
 
 
-def xy(t, form: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per wave of one run's traffic ``t`` (of the form's drift form): (x, y) of ``max(compute + p * x, y)``."""
+def xy(t, form: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per wave of one run's traffic ``t`` (of the form's drift form, at depth ``k``): (x, y) of ``max(compute + p * x,
+    y)``."""
     full = t.hbm / L.HBM_GBPS
     kind = FORMS[form][1]
+    if kind == "per-k":
+        return full * min(1.0, K_FILL / k), full
     if kind == "one":
         return np.ones_like(full), full
     if kind == "no-drift":
@@ -152,7 +160,7 @@ def fit(ks: np.ndarray, ns: np.ndarray, trs: list, form: str) -> tuple[float, fl
     p = COST_NS if FORMS[form][1] == "one" else EXPOSED
     err = np.zeros((len(RATES), len(p)))
     for k, n, t in zip(ks, ns, trs):
-        x, y = xy(t, form)
+        x, y = xy(t, form, k)
         comp = np.array([C.compute_ns(k, r, L.TILE_FIXED_NS) for r in RATES])
         pred = np.maximum(comp[:, None, None] + p[None, :, None] * x[None, None, :], y[None, None, :]).sum(-1)
         err += np.abs(pred / n - 1)
@@ -168,7 +176,7 @@ def predict(ks: np.ndarray, trs: list, form: str, rate: float, p: float) -> np.n
         return C.predict_ns(ks, trs, rate, L.HBM_GBPS, p, L.TILE_FIXED_NS)
     out = np.empty(len(ks))
     for i, (k, t) in enumerate(zip(ks, trs)):
-        x, y = xy(t, form)
+        x, y = xy(t, form, k)
         out[i] = np.maximum(C.compute_ns(k, rate, L.TILE_FIXED_NS) + p * x, y).sum()
     return out
 
