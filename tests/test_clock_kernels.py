@@ -3,7 +3,6 @@ every kernel alike?) and block_gemm_orders.py's errors less the reference GEMM's
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
@@ -13,16 +12,9 @@ ROOT = Path(__file__).resolve().parent.parent
 REG = ROOT / "bench/predictions/reg29-clock-kernels"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
-def ck():
-    return _load("clock_kernels", ROOT / "bench/clock_kernels.py")
+def ck(bench_module):
+    return bench_module("clock_kernels")
 
 
 def _rounds(kernel: str, shape: tuple, rested: float, curve, rounds: int = 3, run_ms: float = 400.0) -> list[dict]:
@@ -127,10 +119,10 @@ def test_bad_input_is_one_line(ck, tmp_path, capsys):
     assert not (tmp_path / "p").exists()
 
 
-def test_errors_less_the_reference_cancel_the_machine():
+def test_errors_less_the_reference_cancel_the_machine(bench_module):
     """block_gemm_orders.normalised: a machine 3% slow on every shape leaves each shape's own error; the classes are
     plan 29's (wide N, long K); a reference not judged is refused."""
-    bgo = _load("block_gemm_orders", ROOT / "bench/block_gemm_orders.py")
+    bgo = bench_module("block_gemm_orders")
     own = {(16384, 8192, 8192): 0.0, (8192, 59136, 8192): -1.0, (16384, 40960, 7168): -2.0,
            (16384, 8192, 28672): 1.5, (2048, 4096, 8192): 0.5}
     rows = []
@@ -156,10 +148,10 @@ RUN29 = ROOT / "bench/results/hw/2026-12-03-registered29-1gpu"
 VAL29 = ROOT / "bench/results/validation-registered29"
 
 
-def test_registered_plan_29s_judgement_is_what_the_scripts_write(tmp_path, ck):
+def test_registered_plan_29s_judgement_is_what_the_scripts_write(tmp_path, ck, bench_module):
     """Registered plan 29 on its committed measurement: block_gemm_orders.py --reference and clock_kernels.py give
     the committed tables (the figures docs/validation.md quotes)."""
-    bgo = _load("block_gemm_orders", ROOT / "bench/block_gemm_orders.py")
+    bgo = bench_module("block_gemm_orders")
     out = tmp_path / "g"
     assert bgo.main(["--probe", str(RUN29 / "gemm_shapes.csv"), "--registered",
                      str(ROOT / "bench/predictions/reg29-gemm-reference"), "--reference", "16384x8192x8192",

@@ -3,7 +3,6 @@ the committed measurements (about 2 s)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
@@ -15,11 +14,8 @@ OUT = ROOT / "bench" / "results" / "machine-speed"
 
 
 @pytest.fixture(scope="module")
-def ms():
-    spec = importlib.util.spec_from_file_location("machine_speed", ROOT / "bench" / "machine_speed.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def ms(bench_module):
+    return bench_module("machine_speed")
 
 
 def test_kendall_w_spearman_slope_on_hand_checked_inputs(ms):

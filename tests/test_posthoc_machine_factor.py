@@ -8,7 +8,6 @@ curve transforms by hand."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
@@ -21,12 +20,8 @@ OUT = ROOT / "bench" / "results" / "posthoc-machine-factor"
 
 
 @pytest.fixture(scope="module")
-def mod():
-    path = ROOT / "bench" / "posthoc_machine_factor.py"
-    spec = importlib.util.spec_from_file_location("posthoc_machine_factor", path)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
+def mod(bench_module):
+    return bench_module("posthoc_machine_factor")
 
 
 def _committed_cases():

@@ -6,7 +6,6 @@ the script's own grid fit, on form 0's traffic); ~4 s on the 2-core machine."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
@@ -15,15 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "bench" / "results" / "posthoc-wave-forms" / "forms.csv"
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("posthoc_wave_forms", ROOT / "bench" / "posthoc_wave_forms.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_the_committed_forms_0_and_2_are_what_the_script_computes(tmp_path):
-    mod = _script()
+def test_the_committed_forms_0_and_2_are_what_the_script_computes(tmp_path, bench_module):
+    mod = bench_module("posthoc_wave_forms")
     rows = mod.load_rows()
     rows = rows[rows.main].reset_index(drop=True)
     assert (len(rows), int(rows.cal.sum()), int(rows.held.sum())) == (1197, 72, 1125)
