@@ -210,3 +210,20 @@ def test_registered_plan_30s_judgement_is_what_the_script_writes(tmp_path, ck):
     assert all(abs(f[(k, "sustained")] - 0.946) <= 0.02 for k in ("relu-16384", "relu-longk-16384", "relu-wide-8192"))
     assert abs(f[("relu-16384", "rested")] - 0.848) > 0.03  # (c) missed: 0.944 here
     assert round(f[("relu-16384", "rested")], 3) == 0.944
+
+
+def test_registered_plan_31s_judgement_is_what_the_script_writes(tmp_path, ck):
+    """Registered plan 31 on its committed measurement: the committed tables, and its rules as docs/validation.md states
+    them: (a), (b), (c) met -- the ReLU'd-A factor at the profile's 0.946 on a third machine."""
+    run = ROOT / "bench/results/hw/2026-12-03-registered31-1gpu"
+    val = ROOT / "bench/results/validation-registered31"
+    assert ck.main(["--trajectory", str(run / "trajectory.csv"), "--registered",
+                    str(ROOT / "bench/predictions/reg31-relu-machine"), "--smi", str(run / "smi.csv.gz"),
+                    "--smi-start", "2026/12/03 13:33:57", "--out", str(tmp_path)]) == 0
+    for name in ("kernels.csv", "relu.csv", "claims.csv", "smi.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), pd.read_csv(val / name))
+    f = pd.read_csv(val / "relu.csv").set_index(["kernel", "regime"]).factor
+    assert abs(f[("relu-16384", "rested")] - 0.946) <= 0.02  # (a)
+    assert all(abs(f[(k, "sustained")] - 0.946) <= 0.02 for k in ("relu-16384", "relu-4096"))  # (b)
+    assert abs(f[("relu-4096", "rested")] - 0.946) <= 0.02  # (c)
+    assert (round(f[("relu-16384", "rested")], 3), round(f[("relu-4096", "rested")], 3)) == (0.951, 0.944)
