@@ -250,7 +250,7 @@ def clock_trajectory(g, s, kernels: Mapping[str, tuple], rest_s: float = 2.0, ru
     import time as _t
 
     from ctahw.baselines import Chain  # noqa: PLC0415
-    from ctahw.device import require_cupy  # noqa: PLC0415
+    from ctahw.device import relu_bf16_bits, require_cupy  # noqa: PLC0415
 
     cp = require_cupy()
     data = Chain(cp, 20261201)
@@ -258,8 +258,8 @@ def clock_trajectory(g, s, kernels: Mapping[str, tuple], rest_s: float = 2.0, ru
     for name, (m, n, k, ops) in kernels.items():
         ep = tuple(o for o in ops if o != "relu_input")
         a = data.rand(0, (m, k), salt=1)
-        if "relu_input" in ops:  # bf16 bits: a set sign bit is a negative value, zeroed as ReLU would
-            a = cp.where(a >= 0x8000, cp.uint16(0), a).astype(cp.uint16)
+        if "relu_input" in ops:
+            a = relu_bf16_bits(a, cp)
         w = data.rand(0, (n, k), 1 / _m.sqrt(k), salt=2)
         d = cp.empty((m, n), dtype=cp.uint16)
         g(a, w, d, m, n, k, s, epilogue=ep)  # load the kernel
@@ -548,7 +548,7 @@ def activation_probe(g, ms: Sequence[int] = (4096, 16384), ops: Sequence[str] = 
     ``relu_input`` is not an epilogue: the plain GEMM on A with its negative elements zeroed, as a ReLU leaves the
     down projection's input (half of A zero; data-dependent power, hence clock, is what it can show)."""
     from ctahw.baselines import Timed  # noqa: PLC0415
-    from ctahw.device import random_bf16, require_cupy, summarize  # noqa: PLC0415
+    from ctahw.device import random_bf16, relu_bf16_bits, require_cupy, summarize  # noqa: PLC0415
 
     cp = require_cupy()
     rng = cp.random.default_rng(20261129)
@@ -561,8 +561,7 @@ def activation_probe(g, ms: Sequence[int] = (4096, 16384), ops: Sequence[str] = 
             w1 = random_bf16((n, k), cp, rng, 1 / 90.5)
             d1 = cp.empty((mm, n), dtype=cp.uint16)
             c1 = random_bf16((mm, n), cp, rng) if "residual" in ops else None
-            # bf16 bits: a set sign bit is a negative value, zeroed as ReLU would
-            a0 = cp.where(a1 >= 0x8000, cp.uint16(0), a1).astype(cp.uint16) if "relu_input" in ops else None
+            a0 = relu_bf16_bits(a1, cp) if "relu_input" in ops else None
         times = {item: [] for item, _ in items}
         for i in range(reps + 1):
             for item, ep in (items if i % 2 == 0 else items[::-1]):

@@ -26,6 +26,7 @@ from typing import Sequence
 
 __all__ = [
     "CUDA_FAULTS",
+    "relu_bf16_bits",
     "is_cuda_fault",
     "to_device",
     "chain_flops",
@@ -188,6 +189,12 @@ def random_bf16(shape, xp, rng, scale: float = 1.0):
     if scale != 1.0:
         x *= xp.float32(scale)
     return f32_to_bf16_bits(x, xp)
+
+
+def relu_bf16_bits(bits, xp):
+    """bf16 bits with every negative value zeroed, as a ReLU leaves them (a set sign bit is a negative value;
+    -0.0 becomes +0.0). ``xp``: numpy or cupy, the array's module."""
+    return xp.where(bits >= 0x8000, xp.uint16(0), bits).astype(xp.uint16)
 
 
 def poison(bits) -> None:

@@ -93,3 +93,14 @@ def test_importing_ctahw_does_not_import_cupy():
     code = "import sys, ctahw.cli, ctahw.baselines, ctahw.calibrate, ctahw.gemm, ctahw.comm; print('cupy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_relu_bf16_bits_zeroes_the_negative_values_only():
+    """The ReLU'd A of the clock and activation probes: negative bf16 values (sign bit set, -0.0 included) become +0,
+    the rest keep their bits; the same array module in and out."""
+    x = np.array([-2.5, -0.0, 0.0, 1.0, 3.0e-3, -1e-30, np.inf, -np.inf], dtype=np.float32)
+    bits = dv.f32_to_bf16_bits(x, np)
+    out = dv.relu_bf16_bits(bits, np)
+    assert out.dtype == np.uint16 and out.shape == bits.shape
+    np.testing.assert_array_equal(dv.bf16_bits_to_f32(out, np), np.maximum(dv.bf16_bits_to_f32(bits, np), 0))
+    assert (out[x > 0] == bits[x > 0]).all() and (out[np.signbit(x)] == 0).all()
