@@ -26,7 +26,6 @@ call's nvidia-smi samples (:func:`smi_rounds`).
 from __future__ import annotations
 
 import argparse
-import bisect
 import statistics
 import sys
 from pathlib import Path
@@ -39,6 +38,7 @@ import pandas as pd  # noqa: E402
 
 from ctahw.calibrate import CLOCK_KERNELS, CURVE_HORIZON_MS, CURVE_STEP_MS, clock_curve, clock_regime  # noqa: E402
 from ctasim import costs  # noqa: E402
+from ctasim.engine import step_factor  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
 from hw.clock_trajectory import parse_kernels  # noqa: E402
 
@@ -57,8 +57,16 @@ SAME_MACHINE_TOL = 0.03
 machine (the machine's own level, so what is left is the kernel)."""
 
 
-def _factor_at(ts, fs, t: float) -> float:
-    return fs[max(0, bisect.bisect_right(ts, t) - 1)]
+def _curve(records: list[dict], kernels) -> tuple[list[float], list[float]]:
+    """The mean clock curve (:func:`ctahw.calibrate.clock_curve`) of ``kernels``' rounds as steps (knots in ms,
+    factors) for :func:`ctasim.engine.step_factor`."""
+    fields, _ = clock_curve(records, kernels=tuple(kernels))
+    return [t / 1e6 for t in fields["clock_curve_ns"]], list(fields["clock_curve_factor"])
+
+
+def _ops(reg: pd.DataFrame) -> pd.DataFrame:
+    """A registration with its ``op`` column as strings ('' for a plain kernel, which a CSV reads back as NaN)."""
+    return reg.assign(op=reg.op.fillna(""))
 
 
 def predicted(kernels: dict[str, tuple], hw) -> pd.DataFrame:
@@ -79,13 +87,13 @@ def predicted(kernels: dict[str, tuple], hw) -> pd.DataFrame:
 
 def spec(reg: pd.DataFrame) -> str:
     """The ``clock_trajectory.py --kernels`` line of a registration (its kernels, in its order)."""
-    return ",".join(f"{r.kernel}={r.m}x{r.n}x{r.k}" + (f"+{r.op}" if isinstance(r.op, str) and r.op else "")
-                    for r in reg.itertuples())
+    return ",".join(f"{r.kernel}={r.m}x{r.n}x{r.k}" + (f"+{r.op}" if r.op else "") for r in _ops(reg).itertuples())
 
 
 def judge(traj: pd.DataFrame, reg: pd.DataFrame, curve: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Registered plan 29's tables from one trajectory table and the registration. ValueError if the trajectory
     lacks a registered kernel or times one at another shape."""
+    reg = _ops(reg)
     records = traj.to_dict("records")
     _, per_round = clock_regime(records, kernels=tuple(reg.kernel))
     per = pd.DataFrame(per_round)
@@ -99,16 +107,15 @@ def judge(traj: pd.DataFrame, reg: pd.DataFrame, curve: pd.DataFrame) -> dict[st
         if (got[["m", "n", "k"]].drop_duplicates().values.tolist() != [[r.m, r.n, r.k]]):
             raise ValueError(f"clock_kernels: {r.kernel!r} was timed at another shape than registered")
         pr = per[per.kernel == r.kernel]
-        _, crow = clock_curve(records, kernels=(r.kernel,))
-        cts, cfs = [c["t_ms"] for c in crow], [c["factor"] for c in crow]
+        own = _curve(records, (r.kernel,))
         diffs = []
         for t in knots:
-            here, there = _factor_at(cts, cfs, t), _factor_at(ts, fs, t)
+            here, there = step_factor(*own, t), step_factor(ts, fs, t)
             curves.append({"kernel": r.kernel, "t_ms": t, "factor": here, "profile_factor": there})
             diffs.append(abs(here - there))
         rested = statistics.median(pr.rested_ms)
         sustained = statistics.median(pr.sustained_slowdown)
-        rows.append({"kernel": r.kernel, "m": r.m, "n": r.n, "k": r.k, "op": r.op if isinstance(r.op, str) else "",
+        rows.append({"kernel": r.kernel, "m": r.m, "n": r.n, "k": r.k, "op": r.op,
                      "rounds": len(pr), "rested_ms": rested, "model_rested_ms": r.model_rested_ms,
                      "rested_err_pct": 100 * (r.model_rested_ms / rested - 1), "onset_ms": statistics.median(pr.onset_ms),
                      "sustained_slowdown": sustained, "model_sustained_slowdown": r.model_sustained_slowdown,
@@ -119,7 +126,7 @@ def judge(traj: pd.DataFrame, reg: pd.DataFrame, curve: pd.DataFrame) -> dict[st
     kern = pd.DataFrame(rows)
     by = kern.set_index("kernel")
     rows = []
-    regd = reg.assign(op=reg.op.fillna("")).set_index("kernel")
+    regd = reg.set_index("kernel")
     for name, r in regd.iterrows():  # each ReLU'd-A kernel beside the plain kernel of its shape
         if r.op != "relu_input":
             continue
@@ -146,11 +153,8 @@ def judge(traj: pd.DataFrame, reg: pd.DataFrame, curve: pd.DataFrame) -> dict[st
     calib = [k for k in reg.kernel if k in CLOCK_KERNELS]
     others = [k for k in reg.kernel if k not in CLOCK_KERNELS]
     if calib and others:
-        pooled = {}
-        for name, group in (("calibration", calib), ("others", others)):
-            _, crow = clock_curve(records, kernels=tuple(group))
-            pooled[name] = ([c["t_ms"] for c in crow], [c["factor"] for c in crow])
-        gap = statistics.fmean(abs(_factor_at(*pooled["others"], t) - _factor_at(*pooled["calibration"], t))
+        pooled = {"calibration": _curve(records, calib), "others": _curve(records, others)}
+        gap = statistics.fmean(abs(step_factor(*pooled["others"], t) - step_factor(*pooled["calibration"], t))
                                for t in knots)
         level = statistics.median(per[per.kernel.isin(calib)].sustained_slowdown)
         off = kern[kern.kernel.isin(others)].set_index("kernel").sustained_slowdown - level
