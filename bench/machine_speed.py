@@ -58,6 +58,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ctahw.calibrate import clock_regime  # noqa: E402
+from ctasim.validation import traces  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
 PROBE_M = (2048, 4096, 8192, 12288, 16384, 32768)
@@ -105,15 +106,14 @@ def betainc(a: float, b: float, x: float) -> float:
 
 
 def spearman(x, y) -> tuple[float, float, int]:
-    """Spearman's rho of the pairs where both are present (average ranks for ties), its two-sided p from Student's t
-    with n - 2 degrees of freedom (as scipy.stats.spearmanr), and n. NaN rho and p where either side is constant or
-    n < 3."""
+    """Spearman's rho of the pairs where both are present (:func:`ctasim.validation.traces.spearman`: average ranks
+    for ties), its two-sided p from Student's t with n - 2 degrees of freedom (as scipy.stats.spearmanr; scipy is not
+    a dependency), and n. NaN rho and p where either side is constant or n < 3."""
     d = pd.DataFrame({"x": np.asarray(x, dtype=float), "y": np.asarray(y, dtype=float)}).dropna()
     n = len(d)
     if n < 3 or d.x.nunique() < 2 or d.y.nunique() < 2:
         return math.nan, math.nan, n
-    r = float(np.corrcoef(d.x.rank(), d.y.rank())[0, 1])
-    r = max(-1.0, min(1.0, r))
+    r = max(-1.0, min(1.0, traces.spearman(d.x, d.y)))
     p = 0.0 if abs(r) == 1 else betainc((n - 2) / 2, 0.5, 1 - r * r)
     return r, p, n
 
