@@ -148,6 +148,18 @@ RUN29 = ROOT / "bench/results/hw/2026-12-03-registered29-1gpu"
 VAL29 = ROOT / "bench/results/validation-registered29"
 
 
+def _rejudge(ck, out: Path, run: Path, registration: Path, committed: Path, smi_start: str | None = None):
+    """clock_kernels.py on a committed trajectory (``run``) and registration gives the ``committed`` tables (smi.csv
+    too where ``smi_start`` is given); returns the committed ReLU'd-A factors by (kernel, regime)."""
+    args = ["--trajectory", str(run / "trajectory.csv"), "--registered", str(registration), "--out", str(out)]
+    if smi_start:
+        args += ["--smi", str(run / "smi.csv.gz"), "--smi-start", smi_start]
+    assert ck.main(args) == 0
+    for name in ("kernels.csv", "relu.csv", "claims.csv") + (("smi.csv",) if smi_start else ()):
+        pd.testing.assert_frame_equal(pd.read_csv(out / name), pd.read_csv(committed / name))
+    return pd.read_csv(committed / "relu.csv").set_index(["kernel", "regime"]).factor
+
+
 def test_registered_plan_29s_judgement_is_what_the_scripts_write(tmp_path, ck, bench_module):
     """Registered plan 29 on its committed measurement: block_gemm_orders.py --reference and clock_kernels.py give
     the committed tables (the figures docs/validation.md quotes)."""
@@ -158,10 +170,7 @@ def test_registered_plan_29s_judgement_is_what_the_scripts_write(tmp_path, ck, b
                      "--out", str(out)]) == 0
     for name in ("claims.csv", "shapes.csv", "normalised.csv", "normalised_classes.csv"):
         pd.testing.assert_frame_equal(pd.read_csv(out / name), pd.read_csv(VAL29 / "gemm-reference" / name))
-    out = tmp_path / "c"
-    assert ck.main(["--trajectory", str(RUN29 / "trajectory.csv"), "--registered", str(REG), "--out", str(out)]) == 0
-    for name in ("kernels.csv", "relu.csv", "claims.csv"):
-        pd.testing.assert_frame_equal(pd.read_csv(out / name), pd.read_csv(VAL29 / "clock-kernels" / name))
+    relu = _rejudge(ck, tmp_path / "c", RUN29, REG, VAL29 / "clock-kernels")
     # the claims as docs/validation.md states them
     g = pd.read_csv(VAL29 / "gemm-reference" / "claims.csv").set_index("predictor")
     assert round(g.loc["interleaved", "unpadded_mape_pct"], 2) == 2.32 and round(g.loc["interleaved", "best_mape_pct"], 2) == 1.49
@@ -173,8 +182,7 @@ def test_registered_plan_29s_judgement_is_what_the_scripts_write(tmp_path, ck, b
     assert cls.loc["long-K", "interleaved_normalised_pct_mean"] > 0  # (e) met: +1.86
     c = pd.read_csv(VAL29 / "clock-kernels" / "claims.csv").set_index("claim")
     assert not c.met.any() and list(c.index) == ["a", "b", "c", "d"]  # every claim of part 2 missed
-    relu = pd.read_csv(VAL29 / "clock-kernels" / "relu.csv").set_index("regime").factor
-    assert (round(relu["rested"], 3), round(relu["sustained"], 3)) == (0.848, 0.785)
+    assert (round(relu[("relu-16384", "rested")], 3), round(relu[("relu-16384", "sustained")], 3)) == (0.848, 0.785)
 
 
 def test_the_smi_diagnostic_finds_each_round_and_refuses_a_miscount(ck):
@@ -198,14 +206,9 @@ def test_the_smi_diagnostic_finds_each_round_and_refuses_a_miscount(ck):
 def test_registered_plan_30s_judgement_is_what_the_script_writes(tmp_path, ck):
     """Registered plan 30 on its committed measurement: clock_kernels.py gives the committed tables, and its three
     rules as docs/validation.md states them: (a) met, (b) met, (c) plan 29's square pair not replicated."""
-    run = ROOT / "bench/results/hw/2026-12-03-registered30-1gpu"
-    val = ROOT / "bench/results/validation-registered30"
-    reg = ROOT / "bench/predictions/reg30-relu-shapes"
-    assert ck.main(["--trajectory", str(run / "trajectory.csv"), "--registered", str(reg), "--smi",
-                    str(run / "smi.csv.gz"), "--smi-start", "2026/12/03 13:03:44", "--out", str(tmp_path)]) == 0
-    for name in ("kernels.csv", "relu.csv", "claims.csv", "smi.csv"):
-        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), pd.read_csv(val / name))
-    f = pd.read_csv(val / "relu.csv").set_index(["kernel", "regime"]).factor
+    f = _rejudge(ck, tmp_path, ROOT / "bench/results/hw/2026-12-03-registered30-1gpu",
+                 ROOT / "bench/predictions/reg30-relu-shapes", ROOT / "bench/results/validation-registered30",
+                 "2026/12/03 13:03:44")
     assert all(abs(f[(k, "rested")] - 0.946) <= 0.02 for k in ("relu-longk-16384", "relu-wide-8192"))  # (a)
     assert all(abs(f[(k, "sustained")] - 0.946) <= 0.02 for k in ("relu-16384", "relu-longk-16384", "relu-wide-8192"))
     assert abs(f[("relu-16384", "rested")] - 0.848) > 0.03  # (c) missed: 0.944 here
@@ -215,14 +218,9 @@ def test_registered_plan_30s_judgement_is_what_the_script_writes(tmp_path, ck):
 def test_registered_plan_31s_judgement_is_what_the_script_writes(tmp_path, ck):
     """Registered plan 31 on its committed measurement: the committed tables, and its rules as docs/validation.md states
     them: (a), (b), (c) met -- the ReLU'd-A factor at the profile's 0.946 on a third machine."""
-    run = ROOT / "bench/results/hw/2026-12-03-registered31-1gpu"
-    val = ROOT / "bench/results/validation-registered31"
-    assert ck.main(["--trajectory", str(run / "trajectory.csv"), "--registered",
-                    str(ROOT / "bench/predictions/reg31-relu-machine"), "--smi", str(run / "smi.csv.gz"),
-                    "--smi-start", "2026/12/03 13:33:57", "--out", str(tmp_path)]) == 0
-    for name in ("kernels.csv", "relu.csv", "claims.csv", "smi.csv"):
-        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), pd.read_csv(val / name))
-    f = pd.read_csv(val / "relu.csv").set_index(["kernel", "regime"]).factor
+    f = _rejudge(ck, tmp_path, ROOT / "bench/results/hw/2026-12-03-registered31-1gpu",
+                 ROOT / "bench/predictions/reg31-relu-machine", ROOT / "bench/results/validation-registered31",
+                 "2026/12/03 13:33:57")
     assert abs(f[("relu-16384", "rested")] - 0.946) <= 0.02  # (a)
     assert all(abs(f[(k, "sustained")] - 0.946) <= 0.02 for k in ("relu-16384", "relu-4096"))  # (b)
     assert abs(f[("relu-4096", "rested")] - 0.946) <= 0.02  # (c)
