@@ -91,6 +91,7 @@ from typing import Callable, Mapping, Sequence
 
 import tomllib
 
+from ctahw.gemm import EPILOGUE_OPS_FUSED
 from ctahw.probes import pingpong_stats
 from ctasim.spec import Hardware, KernelConfig, find_spec, hardware_from_dict, load_hardware
 
@@ -239,28 +240,54 @@ def fit_sm_remote_store(hw: Hardware, ratio: float, slowdown=remote_d_slowdown, 
     return rate, f"simulated slowdown {f(rate):.4f} vs measured {ratio:.4f} ({under})"
 
 
+EPILOGUE_OPS = tuple(ops[0] for ops in EPILOGUE_OPS_FUSED if len(ops) == 1 and ops[0] != "residual")
+"""Fused activations a timed kernel may carry: the one-op epilogues of ``ctahw.gemm.EPILOGUE_OPS_FUSED`` but the
+residual (which reads a third operand)."""
+INPUT_OPS = ("relu_input", "relu_both", "zero_input")
+"""What a timed kernel may do to its operands instead (same GEMM, other bits, so another draw): ``relu_input`` zeroes
+A's negative elements (about half of A zero, as the down GEMM reads a ReLU's output), ``relu_both`` A's and W's
+(about three products in four zero), ``zero_input`` every element of A."""
+
+
+def kernel_operands(cp, data, m: int, n: int, k: int, ops: Sequence[str]):
+    """(A bits, W bits, epilogue ops) of a timed kernel ``(m, n, k, ops)``: random normal operands of ``data`` (a
+    :class:`ctahw.baselines.Chain`), W scaled by 1/sqrt(k), changed as :data:`INPUT_OPS` in ``ops`` say; the rest of
+    ``ops`` is the epilogue. ValueError for an op that is neither."""
+    import math as _m
+
+    from ctahw.device import relu_bf16_bits  # noqa: PLC0415
+
+    bad = [o for o in ops if o not in EPILOGUE_OPS + INPUT_OPS]
+    if bad:
+        raise ValueError(f"kernel ops {bad}: not one of {', '.join(EPILOGUE_OPS + INPUT_OPS)}")
+    a = data.rand(0, (m, k), salt=1)
+    w = data.rand(0, (n, k), 1 / _m.sqrt(k), salt=2)
+    if "relu_input" in ops or "relu_both" in ops:
+        a = relu_bf16_bits(a, cp)
+    if "relu_both" in ops:
+        w = relu_bf16_bits(w, cp)
+    if "zero_input" in ops:
+        a[...] = 0
+    return a, w, tuple(o for o in ops if o in EPILOGUE_OPS)
+
+
 def clock_trajectory(g, s, kernels: Mapping[str, tuple], rest_s: float = 2.0, run_ms: float = 400.0,
                      rounds: int = 3, log: Callable[[str], None] = lambda x: None) -> list[dict]:
     """Rows (kernel, m, n, k, epilogue, round, i, t_start_ms, dur_ms) of ``bench/hw/clock_trajectory.py``'s
     measurement: per kernel (name -> (m, n, k, epilogue ops)) and round, a ``rest_s`` host sleep with the GPU idle,
     then back-to-back launches of CUTLASS GEMM ``g`` on stream ``s`` for about ``run_ms``, an event between each.
-    ``relu_input`` among the ops is not an epilogue: the plain GEMM on A with its negative elements zeroed (as
-    :func:`activation_probe`), so the trajectory of a half-zero operand's lower power can be timed."""
-    import math as _m
+    :data:`INPUT_OPS` among the ops are not epilogues: the plain GEMM on changed operands (:func:`kernel_operands`),
+    so the trajectory of a lower-power kernel can be timed."""
     import time as _t
 
     from ctahw.baselines import Chain  # noqa: PLC0415
-    from ctahw.device import relu_bf16_bits, require_cupy  # noqa: PLC0415
+    from ctahw.device import require_cupy  # noqa: PLC0415
 
     cp = require_cupy()
     data = Chain(cp, 20261201)
     rows: list[dict] = []
     for name, (m, n, k, ops) in kernels.items():
-        ep = tuple(o for o in ops if o != "relu_input")
-        a = data.rand(0, (m, k), salt=1)
-        if "relu_input" in ops:
-            a = relu_bf16_bits(a, cp)
-        w = data.rand(0, (n, k), 1 / _m.sqrt(k), salt=2)
+        a, w, ep = kernel_operands(cp, data, m, n, k, ops)
         d = cp.empty((m, n), dtype=cp.uint16)
         g(a, w, d, m, n, k, s, epilogue=ep)  # load the kernel
         e0, e1 = cp.cuda.Event(), cp.cuda.Event()

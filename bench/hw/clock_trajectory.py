@@ -13,7 +13,8 @@ Kernels (the project's CUTLASS GEMM, 128x256 cooperative, persistent, tuned tile
 * ``gelu-16384``: 16384 x 28672 x 8192 with the fused GeLU (~10 ms).
 
 ``--kernels`` times others instead: ``name=MxNxK`` with ``+gelu``, ``+silu`` or ``+relu`` for a fused activation, or
-``+relu_input`` for the plain GEMM on a ReLU'd A (negative elements zeroed, about half of A zero).
+one of ``ctahw.calibrate.INPUT_OPS`` for the plain GEMM on changed operands: ``+relu_input`` (a ReLU'd A, about half
+of A zero), ``+relu_both`` (A and W ReLU'd), ``+zero_input`` (A all zero).
 
 Rows: kernel, round, i, t_start_ms (since the round's first launch began), dur_ms. The measurement is
 ``ctahw.calibrate.clock_trajectory`` (what ``ctahw calibrate`` runs too).
@@ -25,9 +26,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from ctahw.calibrate import EPILOGUE_OPS, INPUT_OPS
 
-KERNEL_OPS = ("gelu", "silu", "relu", "relu_input")
-"""What ``--kernels`` may add to a shape: a fused activation, or ``relu_input`` (a ReLU'd A, not an epilogue)."""
+KERNEL_OPS = EPILOGUE_OPS + INPUT_OPS
+"""What ``--kernels`` may add to a shape: a fused activation, or a change of the operands (not an epilogue)."""
 
 
 def parse_kernels(text: str) -> dict[str, tuple]:

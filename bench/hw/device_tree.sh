@@ -3,7 +3,7 @@
 # carry: the code of COMMIT (ctahw, ctasim without its protocol model, specs, pyproject.toml, bench/hw/device_env.sh, run_experiments.sh and ctapipe_onegpu.py (tests/hw loads it),
 # and any further paths named with --with), the kernel libraries named with --libs built from that code into
 # DEST/.kcache (a library already in .cache/ctahw under the same key is copied, not rebuilt) and stripped of their
-# static symbols, and the simpy wheel from .whl/. Nothing uncommitted travels.
+# static symbols, and the simpy and nvidia-ml-py wheels from .whl/. Nothing uncommitted travels.
 #
 #   bash bench/hw/device_tree.sh COMMIT DEST --libs ctapipe_sm90_bf16,probes [--with bench/predictions/reg13-percta]
 #
@@ -29,6 +29,7 @@ rm -rf "$DEST"; mkdir -p "$DEST/.kcache" "$DEST/.whl"
 git archive "$COMMIT" ctahw ctasim specs pyproject.toml bench/hw/device_env.sh bench/hw/run_experiments.sh bench/hw/ctapipe_onegpu.py "${WITH[@]}" | tar -x -C "$DEST"
 rm -rf "$DEST/ctasim/protocol"
 cp .whl/simpy-*.whl "$DEST/.whl/" 2>/dev/null || echo "device_tree.sh: no simpy wheel in .whl/ (run ../shared/device/wheels.sh)" >&2
+cp .whl/nvidia_ml_py-*.whl "$DEST/.whl/" 2>/dev/null || echo "device_tree.sh: no nvidia-ml-py wheel in .whl/ (run ../shared/device/wheels.sh nvidia-ml-py==13.615.71; ctahw.power needs it)" >&2
 for lib in ${LIBS//,/ }; do
   for d in .cache/ctahw/"$lib"-*; do [ -d "$d" ] && cp -r "$d" "$DEST/.kcache/"; done
 done

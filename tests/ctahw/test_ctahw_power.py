@@ -1,0 +1,101 @@
+"""ctahw.power's CPU-side logic (the counter's steps, the duty-window fit, the power over a round's steps) and
+ctahw.calibrate.kernel_operands on numpy; the NVML readings themselves run on the device (bench/hw/power_probe.py)."""
+
+import numpy as np
+import pytest
+
+from ctahw import power as pw
+from ctahw.calibrate import INPUT_OPS, kernel_operands
+from ctahw.device import DeviceError, bf16_bits_to_f32, random_bf16
+
+
+def test_bus_key_reads_cuda_and_nvml_spellings_alike():
+    assert pw.bus_key("0000:1B:00.0") == pw.bus_key(b"00000000:1b:00.0") == (0, 0x1B, 0, 0)
+    assert pw.bus_key("0000:1B:00.0") != pw.bus_key("0000:1C:00.0")
+    with pytest.raises(ValueError, match="not a PCI bus id"):
+        pw.bus_key("GPU-2eea0403")
+
+
+class _Counter:
+    """A counter that steps by ``step`` every ``every`` reads, on a fake clock that advances 1 ms per read."""
+
+    def __init__(self, every: int, step: int = 7):
+        self.reads, self.every, self.step, self.now = 0, every, step, 0.0
+
+    def read(self) -> int:
+        self.reads += 1
+        self.now += 0.001
+        return (self.reads // self.every) * self.step
+
+    def clock(self) -> float:
+        return self.now
+
+
+def test_next_step_returns_the_first_read_that_differs_and_times_out_on_a_counter_that_never_moves():
+    c = _Counter(every=10)
+    t, v = pw.next_step(c.read, clock=c.clock, sleep=lambda s: None)
+    assert (v, c.reads) == (7, 10) and t == pytest.approx(0.010)
+    t2, v2 = pw.next_step(c.read, clock=c.clock, sleep=lambda s: None)
+    assert v2 == 14 and t2 - t == pytest.approx(0.010)
+    frozen = _Counter(every=10**9)
+    with pytest.raises(DeviceError, match="did not change in 0.05 s"):
+        pw.next_step(frozen.read, clock=frozen.clock, sleep=lambda s: None, timeout_s=0.05)
+
+
+def test_energy_fit_recovers_a_launchs_energy_and_the_draw_between_launches():
+    between, energy, launch_ms = 160.0, 2.5, 2.8  # W, J, ms -> 893 W above the between-launch draw
+    windows = [{"launches": n, "window_s": 1.5, "energy_j": (between + energy * n / 1.5) * 1.5, "launch_ms": launch_ms}
+               for n in (178, 119, 89)]
+    fit = pw.energy_fit(windows)
+    assert fit["energy_j"] == pytest.approx(energy) and fit["between_w"] == pytest.approx(between)
+    assert fit["dynamic_w"] == pytest.approx(energy / 2.8e-3) and fit["max_residual_pct"] == pytest.approx(0, abs=1e-9)
+    windows[1]["energy_j"] += 30.0  # 20 W off the line in the middle window
+    bent = pw.energy_fit(windows)
+    assert bent["max_residual_pct"] > 2.0
+    with pytest.raises(ValueError, match="different launch rates"):
+        pw.energy_fit([windows[0], dict(windows[0])])
+    with pytest.raises(ValueError, match="does not rise"):
+        pw.energy_fit([{**w, "energy_j": 300.0} for w in windows])
+
+
+def test_step_power_takes_the_energy_between_the_counter_steps_after_the_given_time():
+    # the counter steps every 20 ms: 100 J/s for the first 0.2 s, then 700 J/s; samples every 5 ms
+    samples, e = [], 0.0
+    for i in range(1, 121):
+        t = i * 0.005
+        if i % 4 == 0:
+            e += (100.0 if t <= 0.2 else 700.0) * 0.020 * 1e3
+        samples.append((t, int(round(e))))
+    assert pw.step_power(samples, 0.3) == pytest.approx(700.0, rel=1e-6)
+    assert pw.step_power(samples, 0.0) < 700.0
+    with pytest.raises(ValueError, match="need two"):
+        pw.step_power(samples, 0.59)
+
+
+class _Data:
+    def rand(self, device, shape, scale=1.0, salt=0):
+        return random_bf16(shape, np, np.random.default_rng(salt), scale)
+
+
+@pytest.mark.parametrize("ops", [(), ("relu_input",), ("relu_both",), ("zero_input",), ("relu_input", "gelu")])
+def test_kernel_operands_change_the_operands_each_input_op_names_and_keep_the_epilogue(ops):
+    a, w, ep = kernel_operands(np, _Data(), 64, 32, 128, ops)
+    fa, fw = bf16_bits_to_f32(a, np), bf16_bits_to_f32(w, np)
+    assert a.shape == (64, 128) and w.shape == (32, 128) and ep == tuple(o for o in ops if o not in INPUT_OPS)
+    zero_a = (fa == 0).mean()
+    if "zero_input" in ops:
+        assert zero_a == 1.0
+    elif "relu_input" in ops or "relu_both" in ops:
+        assert 0.4 < zero_a < 0.6 and (fa >= 0).all()
+    else:
+        assert zero_a < 0.01 and (fa < 0).mean() > 0.4
+    if "relu_both" in ops:
+        assert 0.4 < (fw == 0).mean() < 0.6 and (fw >= 0).all()
+    else:
+        assert (fw < 0).mean() > 0.4
+    assert np.abs(fw).max() < 6 / np.sqrt(128)  # W is scaled by 1/sqrt(K)
+
+
+def test_kernel_operands_refuse_an_op_they_do_not_know():
+    with pytest.raises(ValueError, match="relu_output"):
+        kernel_operands(np, _Data(), 8, 8, 8, ("relu_output",))
