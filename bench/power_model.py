@@ -18,7 +18,8 @@ Judged (``--probe ... --registered``): ``kernels.csv`` (per kernel: the duty fit
 between-launch draw, that draw, the launch time, the dynamic draw, the fit's largest residual; the back-to-back
 rounds' medians -- rested launch time (launches 1-3), sustained launch time (the round's second half), the power over
 the second half's counter steps and the SM clock there; the model's sustained time and the naive one (the calibration
-kernel's sustained-over-rested ratio times the kernel's rested time), both errors) and ``claims.csv``.
+kernel's sustained-over-rested ratio times the kernel's rested time), both errors) and ``claims.csv``. ``--posthoc``
+adds ``posthoc-cycles.csv`` (:func:`posthoc_cycles`), written after the judgement was seen.
 """
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ def spec(reg: pd.DataFrame) -> str:
     return ",".join(f"{r.kernel}={r.m}x{r.n}x{r.k}" + (f"+{o}" if o else "") for r, o in zip(reg.itertuples(), ops))
 
 
+def _median_or_nan(xs: list[float]) -> float:
+    ok = [x for x in xs if x == x]
+    return statistics.median(ok) if ok else float("nan")
+
+
 def measured(probe: dict[str, pd.DataFrame], reg: pd.DataFrame) -> pd.DataFrame:
     """Per registered kernel, the probe's figures (no model): duty fit, rested and sustained launch times, power and
     SM clock over the rounds' second halves. ValueError for a kernel the probe lacks."""
@@ -90,13 +96,16 @@ def measured(probe: dict[str, pd.DataFrame], reg: pd.DataFrame) -> pd.DataFrame:
             sustained.append(statistics.median(d for _, t, d in runs if t >= half))
             s = samples[(samples["kernel"] == r.kernel) & (samples["round"] == rnd)].sort_values("t_s")
             span = float(s["t_s"].iloc[-1])
-            watts.append(step_power(list(zip(s["t_s"], s["energy_mj"])), span / 2))
+            try:
+                watts.append(step_power(list(zip(s["t_s"], s["energy_mj"])), span / 2))
+            except ValueError:  # a round shorter than two counter steps' half: its power is not measured
+                watts.append(float("nan"))
             mhz.append(float(s.loc[s["t_s"] >= span / 2, "sm_mhz"].median()))
         rows.append({"kernel": r.kernel, "role": r.role, "energy_j": fit["energy_j"], "between_w": fit["between_w"],
                      "duty_launch_ms": fit["launch_ms"], "dynamic_w": fit["dynamic_w"],
                      "duty_residual_pct": fit["max_residual_pct"], "duty_sm_mhz": float(duty["sm_mhz"].median()),
                      "rested_ms": statistics.median(rested), "sustained_ms": statistics.median(sustained),
-                     "sustained_w": statistics.median(watts), "sustained_sm_mhz": statistics.median(mhz),
+                     "sustained_w": _median_or_nan(watts), "sustained_sm_mhz": statistics.median(mhz),
                      "limit_w": limit})
     return pd.DataFrame(rows)
 
@@ -117,6 +126,8 @@ def judge(probe: dict[str, pd.DataFrame], reg: pd.DataFrame) -> dict[str, pd.Dat
     model_mae, naive_mae = held["model_err_pct"].abs().mean(), held["naive_err_pct"].abs().mean()
     worst = held.loc[held["model_err_pct"].abs().idxmax()]
     slowed = k[k["model_slowdown"] > SLOWED]
+    unmeasured = list(slowed.loc[slowed["sustained_w"].isna(), "kernel"])
+    slowed = slowed[slowed["sustained_w"].notna()]
     off_limit = (100 * (slowed["sustained_w"] / slowed["limit_w"] - 1)).abs()
     claims = pd.DataFrame([
         {"claim": "a", "rule": f"held-out model MAE <= {HALF} x naive MAE",
@@ -125,13 +136,38 @@ def judge(probe: dict[str, pd.DataFrame], reg: pd.DataFrame) -> dict[str, pd.Dat
          "value": f"worst {worst.kernel} {worst.model_err_pct:+.2f}%",
          "met": bool(held["model_err_pct"].abs().max() <= EACH_TOL_PCT)},
         {"claim": "c", "rule": f"every kernel the model slows draws the limit within {LIMIT_TOL_PCT}% (premise)",
-         "value": f"{len(slowed)} kernels, worst {off_limit.max():.2f}%" if len(slowed) else "none slowed",
+         "value": (f"{len(slowed)} kernels, worst {off_limit.max():.2f}%" if len(slowed) else "none slowed")
+         + (f"; not measured (rounds under two counter steps' half): {', '.join(unmeasured)}" if unmeasured else ""),
          "met": bool((off_limit <= LIMIT_TOL_PCT).all())},
         {"claim": "d", "rule": f"every kernel's duty windows on one line within {RESIDUAL_TOL_PCT}% (premise)",
          "value": f"worst {k['duty_residual_pct'].max():.2f}%",
          "met": bool((k["duty_residual_pct"] <= RESIDUAL_TOL_PCT).all())},
     ])
     return {"kernels": k, "claims": claims}
+
+
+def posthoc_cycles(k: pd.DataFrame, reg: pd.DataFrame) -> pd.DataFrame:
+    """Post-hoc (written after plan 32's judgement was seen; not a test): the work each kernel does per reported SM
+    cycle, rested (launches 1-3 of the rounds, at the duty windows' median clock) and sustained (the rounds' second
+    half, at its median clock), in TFLOP per GHz; and the sustained clock of the model read as a clock law,
+    ``f_s = f_duty / (dynamic_w / (limit_w - between_w)) ** (1 / gamma_clock)`` with ``gamma_clock`` from the
+    calibration kernel's clocks."""
+    shape = reg.set_index("kernel")[["m", "n", "k"]]
+    out = k[["kernel", "role", "duty_sm_mhz", "sustained_sm_mhz", "rested_ms", "sustained_ms"]].copy()
+    tflop = [2 * shape.loc[n, "m"] * shape.loc[n, "n"] * shape.loc[n, "k"] / 1e12 for n in out["kernel"]]
+    out["rested_tflop_per_ghz"] = [f / (t / 1e3) / (c / 1e3) for f, t, c in
+                                   zip(tflop, out["rested_ms"], out["duty_sm_mhz"])]
+    out["sustained_tflop_per_ghz"] = [f / (t / 1e3) / (c / 1e3) for f, t, c in
+                                      zip(tflop, out["sustained_ms"], out["sustained_sm_mhz"])]
+    out["clock_ratio"] = out["duty_sm_mhz"] / out["sustained_sm_mhz"]
+    out["time_ratio"] = out["sustained_ms"] / out["rested_ms"]
+    cal = k[k["role"] == "calibrate"].iloc[0]
+    gamma = gamma_from(cal.dynamic_w, cal.between_w, cal.limit_w, cal.duty_sm_mhz / cal.sustained_sm_mhz)
+    out["gamma_clock"] = gamma
+    out["clock_law_mhz"] = [c / sustained_slowdown(d, b, lim, gamma) for c, d, b, lim in
+                            zip(k["duty_sm_mhz"], k["dynamic_w"], k["between_w"], k["limit_w"])]
+    out["clock_law_err_pct"] = 100 * (out["clock_law_mhz"] / out["sustained_sm_mhz"] - 1)
+    return out
 
 
 def read_probe(folder: Path) -> dict[str, pd.DataFrame]:
@@ -152,6 +188,8 @@ def main(argv=None) -> int:
     ap.add_argument("--spec", type=Path, metavar="DIR", help="print a registration's --kernels line")
     ap.add_argument("--probe", type=Path, metavar="DIR", help="a power_probe.py folder to judge (with --registered)")
     ap.add_argument("--registered", type=Path, metavar="DIR", help="a --register folder")
+    ap.add_argument("--posthoc", action="store_true",
+                    help="with --probe: also posthoc-cycles.csv (written after plan 32 was judged; not a test)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     try:
@@ -173,7 +211,10 @@ def main(argv=None) -> int:
                 raise ValueError("give --register, --spec, or --probe with --registered")
             if not (args.registered / "kernels.csv").is_file():
                 raise ValueError(f"no {args.registered / 'kernels.csv'}")
-            tables = judge(read_probe(args.probe), pd.read_csv(args.registered / "kernels.csv"))
+            reg = pd.read_csv(args.registered / "kernels.csv")
+            tables = judge(read_probe(args.probe), reg)
+            if args.posthoc:
+                tables["posthoc-cycles"] = posthoc_cycles(tables["kernels"], reg)
     except ValueError as e:
         print(f"power_model: {e}", file=sys.stderr)
         return 2

@@ -16,10 +16,11 @@ def pm(bench_module):
     return bench_module("power_model")
 
 
-def _probe(kernels=KERNELS, off=None, bent=None, under=None) -> dict[str, pd.DataFrame]:
+def _probe(kernels=KERNELS, off=None, bent=None, under=None, short=None) -> dict[str, pd.DataFrame]:
     """Tables as power_probe.py writes them for a chip that follows the model; ``off`` = (kernel, factor) scales one
     kernel's sustained launches, ``bent`` adds 40 W to one kernel's middle duty window, ``under`` makes one slowed
-    kernel's sustained power 10% under the limit."""
+    kernel's sustained power 10% under the limit, ``short`` one kernel's rounds 30 ms long (under two counter steps
+    in their second half)."""
     duty, launches, samples = [], [], []
     for name, (t_ms, dyn) in kernels.items():
         energy = dyn * t_ms / 1e3
@@ -31,7 +32,7 @@ def _probe(kernels=KERNELS, off=None, bent=None, under=None) -> dict[str, pd.Dat
         slow = sustained_slowdown(dyn, BETWEEN, LIMIT, GAMMA) * (off[1] if off and off[0] == name else 1.0)
         for rnd in range(2):
             t = 0.0
-            for i in range(60):
+            for i in range(60 if short != name else 10):
                 d = t_ms * (1.0 if i < 10 else slow)
                 launches.append({"kernel": name, "m": 1, "n": 1, "k": 1, "epilogue": "", "round": rnd, "i": i,
                                  "t_start_ms": t, "dur_ms": d})
@@ -82,6 +83,28 @@ def test_each_claim_misses_when_its_rule_is_broken(pm):
     assert not claims.loc["c", "met"] and claims.loc["b", "met"]
     claims = pm.judge(_probe(bent="wide"), reg)["claims"].set_index("claim")
     assert not claims.loc["d", "met"]
+
+
+def test_a_round_too_short_for_two_counter_steps_leaves_its_power_unmeasured_and_named(pm):
+    out = pm.judge(_probe(short="relu"), _reg(pm))
+    k = out["kernels"].set_index("kernel")
+    assert pd.isna(k.loc["relu", "sustained_w"]) and k.loc["square", "sustained_w"] == pytest.approx(LIMIT, rel=1e-3)
+    c = out["claims"].set_index("claim").loc["c"]
+    assert c["met"] and "not measured" in c["value"] and "relu" in c["value"]
+
+
+def test_plan_32s_committed_judgement_is_what_the_script_writes(pm):
+    """The committed tables of bench/results/validation-registered32 from the committed probe and registration."""
+    root = pm.ROOT
+    reg = pd.read_csv(root / "bench/predictions/reg32-power/kernels.csv")
+    out = pm.judge(pm.read_probe(root / "bench/results/hw/2026-12-03-registered32-1gpu/probe"), reg)
+    out["posthoc-cycles"] = pm.posthoc_cycles(out["kernels"], reg)
+    for name, table in out.items():
+        committed = pd.read_csv(root / f"bench/results/validation-registered32/{name}.csv")
+        pd.testing.assert_frame_equal(table.round(4).reset_index(drop=True), committed, check_dtype=False,
+                                      check_exact=False, rtol=1e-9, atol=1e-4)
+    claims = out["claims"].set_index("claim")["met"]
+    assert not claims.any()  # plan 32 missed every claim (docs/validation.md)
 
 
 def test_bad_input_is_one_line(pm, tmp_path, capsys):
