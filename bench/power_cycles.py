@@ -1,0 +1,111 @@
+"""Does a kernel's time follow the reported SM clock? Registered plan 33's claims on one call's power probe (no GPU).
+
+    python bench/power_cycles.py --register NAME=MxNxK[+OP],... --family NAME,NAME,... --out bench/predictions/reg33-cycles
+    python bench/power_model.py --spec bench/predictions/reg33-cycles        # the --kernels line to time
+    python bench/power_cycles.py --probe PROBE_DIR --registered bench/predictions/reg33-cycles --out OUT
+
+Plan 32 (post-hoc, ``power_model.py --posthoc``) found that back to back, under the power limit, the square GEMM does
+the same work per reported SM cycle whatever its operands hold (457-461 TFLOP per GHz on dense, ReLU'd, both-ReLU'd
+and zero A), while rested, at a reported 1980 MHz with no clock-event reason active, it does less the more its
+operands toggle (378, 399, 424, 460): a limiter NVML does not report slows dense operands at rest, and the reported
+clock is the whole story once the power limit holds the clock. The ``--family`` kernels are one shape on operands
+ordered from most to least toggling (dense first); the claims (README of the registration) are checked on a fresh
+machine's ``bench/hw/power_probe.py`` tables. ``kernels.csv`` gives every kernel's work per reported GHz, rested and
+sustained (``power_model.posthoc_cycles``), ``claims.csv`` the rules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import pandas as pd  # noqa: E402
+
+from hw.clock_trajectory import parse_kernels  # noqa: E402
+from power_model import measured, posthoc_cycles, read_probe, register  # noqa: E402
+
+SAME_TOL_PCT = 2.0
+"""Claims (a), (b): 'the same work per cycle' means within this (plan 32: the family's sustained figures 0.75% apart,
+the zero A's rested against sustained 0.6%)."""
+DENSE_GAP_PCT = 10.0
+"""Claim (d): the dense kernel's rested work per reported cycle at least this far under its sustained (plan 32: 18%)."""
+
+
+def register_family(kernels: dict[str, tuple], family: list[str]) -> pd.DataFrame:
+    """kernels.csv: shape, op, and ``family`` rank (0 = densest operands; -1 for kernels outside the family, reported
+    only). The first family kernel is the calibration kernel of ``power_model.measured``'s duty fit."""
+    missing = [f for f in family if f not in kernels]
+    if missing or len(family) < 3:
+        raise ValueError(f"--family needs three or more of the kernels (unknown: {', '.join(missing) or 'none'})")
+    shapes = {kernels[f][:3] for f in family}
+    if len(shapes) != 1:
+        raise ValueError(f"--family kernels must share one shape, got {sorted(shapes)}")
+    reg = register(kernels, family[0])
+    reg["family"] = [family.index(n) if n in family else -1 for n in reg["kernel"]]
+    return reg
+
+
+def judge(probe: dict[str, pd.DataFrame], reg: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    k = posthoc_cycles(measured(probe, reg), reg).drop(columns=["gamma_clock", "clock_law_mhz", "clock_law_err_pct"])
+    k = k.merge(reg[["kernel", "family"]], on="kernel")
+    fam = k[k["family"] >= 0].sort_values("family")
+    sus = fam["sustained_tflop_per_ghz"]
+    spread = (100 * (sus / sus.mean() - 1)).abs().max()
+    last = fam.iloc[-1]
+    zero_gap = 100 * (last.rested_tflop_per_ghz / last.sustained_tflop_per_ghz - 1)
+    rested = list(fam["rested_tflop_per_ghz"])
+    dense = fam.iloc[0]
+    dense_gap = 100 * (dense.rested_tflop_per_ghz / dense.sustained_tflop_per_ghz - 1)
+    claims = pd.DataFrame([
+        {"claim": "a", "rule": f"the family's sustained TFLOP/GHz each within {SAME_TOL_PCT}% of their mean",
+         "value": f"worst {spread:.2f}%", "met": bool(spread <= SAME_TOL_PCT)},
+        {"claim": "b", "rule": f"the least-toggling kernel's rested TFLOP/GHz within {SAME_TOL_PCT}% of its sustained",
+         "value": f"{last.kernel} {zero_gap:+.2f}%", "met": bool(abs(zero_gap) <= SAME_TOL_PCT)},
+        {"claim": "c", "rule": "rested TFLOP/GHz rises strictly along the family (densest to least toggling)",
+         "value": " < ".join(f"{x:.1f}" for x in rested),
+         "met": bool(all(a < b for a, b in zip(rested, rested[1:])))},
+        {"claim": "d", "rule": f"the densest kernel's rested TFLOP/GHz at least {DENSE_GAP_PCT}% under its sustained",
+         "value": f"{dense.kernel} {dense_gap:+.2f}%", "met": bool(dense_gap <= -DENSE_GAP_PCT)},
+    ])
+    return {"kernels": k, "claims": claims}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--register", metavar="NAME=MxNxK[+OP],...")
+    ap.add_argument("--family", metavar="NAME,NAME,...", help="with --register: one shape, densest operands first")
+    ap.add_argument("--probe", type=Path, metavar="DIR")
+    ap.add_argument("--registered", type=Path, metavar="DIR")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    try:
+        if args.out.exists() and not args.out.is_dir():
+            raise ValueError(f"--out {args.out} exists and is not a folder")
+        if args.register:
+            if not args.family:
+                raise ValueError("--register needs --family NAME,NAME,...")
+            tables = {"kernels": register_family(parse_kernels(args.register), args.family.split(","))}
+        else:
+            if not (args.probe and args.registered):
+                raise ValueError("give --register with --family, or --probe with --registered")
+            if not (args.registered / "kernels.csv").is_file():
+                raise ValueError(f"no {args.registered / 'kernels.csv'}")
+            tables = judge(read_probe(args.probe), pd.read_csv(args.registered / "kernels.csv"))
+    except ValueError as e:
+        print(f"power_cycles: {e}", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    pd.set_option("display.width", 250)
+    for name, t in tables.items():
+        t.round(4).to_csv(args.out / f"{name}.csv", index=False)
+        print(t.round(4).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
