@@ -1,0 +1,70 @@
+"""bench/power_cycles.py: the family registration, plan 33's committed judgement, and each claim made to miss by
+changing the committed probe where the claim looks."""
+
+import pandas as pd
+import pytest
+
+PROBE = "bench/results/hw/2026-12-03-registered33-1gpu/probe"
+REG = "bench/predictions/reg33-cycles"
+
+
+@pytest.fixture
+def pc(bench_module):
+    return bench_module("power_cycles")
+
+
+@pytest.fixture
+def probe(pc):
+    return pc.read_probe(pc.ROOT / PROBE)
+
+
+@pytest.fixture
+def reg(pc):
+    return pd.read_csv(pc.ROOT / REG / "kernels.csv")
+
+
+def _scale(probe, kernel, factor, rested: bool):
+    """The probe with one kernel's rested launches (1-3) or second-half launches scaled by ``factor``."""
+    out = dict(probe)
+    la = probe["launches"].copy()
+    mine = la["kernel"] == kernel
+    if rested:
+        sel = mine & la["i"].between(1, 3)
+    else:
+        half = la[mine].groupby("round")["t_start_ms"].transform("max") / 2
+        sel = mine & (la["t_start_ms"] >= half.reindex(la.index).fillna(float("inf")))
+    la.loc[sel, "dur_ms"] *= factor
+    out["launches"] = la
+    return out
+
+
+def test_the_family_must_be_one_shape_of_three_or_more(pc):
+    k = {"a": (16, 16, 16, ()), "b": (16, 16, 16, ("relu_input",)), "c": (16, 16, 16, ("zero_input",)),
+         "d": (32, 16, 16, ())}
+    reg = pc.register_family(k, ["a", "b", "c"])
+    assert list(reg["family"]) == [0, 1, 2, -1] and list(reg["role"])[:2] == ["calibrate", "held"]
+    with pytest.raises(ValueError, match="one shape"):
+        pc.register_family(k, ["a", "b", "d"])
+    with pytest.raises(ValueError, match="three or more"):
+        pc.register_family(k, ["a", "b"])
+
+
+def test_plan_33s_committed_judgement_is_what_the_script_writes(pc, probe, reg):
+    out = pc.judge(probe, reg)
+    for name, table in out.items():
+        committed = pd.read_csv(pc.ROOT / f"bench/results/validation-registered33/{name}.csv")
+        pd.testing.assert_frame_equal(table.round(4).reset_index(drop=True), committed, check_dtype=False,
+                                      check_exact=False, rtol=1e-9, atol=1e-4)
+    assert out["claims"]["met"].all()
+
+
+def test_each_claim_misses_when_the_probe_says_otherwise(pc, probe, reg):
+    met = lambda p: pc.judge(p, reg)["claims"].set_index("claim")["met"]  # noqa: E731
+    m = met(_scale(probe, "relu-16384", 1.03, rested=False))  # relu's sustained launches 3% slower
+    assert not m["a"] and m["b"] and m["c"] and m["d"]
+    m = met(_scale(probe, "zero-16384", 1.03, rested=True))  # the zero A slower at rest than sustained per cycle
+    assert not m["b"] and m["a"]
+    m = met(_scale(probe, "both-16384", 1.07, rested=True))  # both-ReLU'd below ReLU'd at rest
+    assert not m["c"] and m["a"] and m["b"]
+    m = met(_scale(probe, "square-16384", 0.9, rested=True))  # the dense GEMM at rest within 6% of sustained
+    assert not m["d"]
