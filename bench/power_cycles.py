@@ -36,24 +36,51 @@ DENSE_GAP_PCT = 10.0
 """Claim (d): the dense kernel's rested work per reported cycle at least this far under its sustained (plan 32: 18%)."""
 
 
-def register_family(kernels: dict[str, tuple], family: list[str]) -> pd.DataFrame:
-    """kernels.csv: shape, op, and ``family`` rank (0 = densest operands; -1 for kernels outside the family, reported
-    only). The first family kernel is the calibration kernel of ``power_model.measured``'s duty fit."""
-    missing = [f for f in family if f not in kernels]
-    if missing or len(family) < 3:
-        raise ValueError(f"--family needs three or more of the kernels (unknown: {', '.join(missing) or 'none'})")
-    shapes = {kernels[f][:3] for f in family}
-    if len(shapes) != 1:
-        raise ValueError(f"--family kernels must share one shape, got {sorted(shapes)}")
-    reg = register(kernels, family[0])
-    reg["family"] = [family.index(n) if n in family else -1 for n in reg["kernel"]]
-    return reg
+def register_family(kernels: dict[str, tuple], family: list[str] | list[list[str]],
+                    constants: list[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """kernels.csv and constants.csv of a registration. ``family``: one list of kernel names, or several; each is
+    one shape on operands ordered from most to least toggling (two or more kernels). kernels.csv gives each kernel
+    its ``group`` (which family, -1 outside every family, reported only) and its ``family`` rank in it (0 = densest);
+    the first family's first kernel is the calibration kernel of ``power_model.measured``'s duty fit. ``constants``:
+    ``KERNEL:COLUMN=VALUE+-TOL`` (TOL in percent), a figure of ``kernels.csv`` claimed on this machine as measured on
+    earlier ones."""
+    families = [family] if family and isinstance(family[0], str) else list(family)
+    for fam in families:
+        missing = [f for f in fam if f not in kernels]
+        if missing or len(fam) < 2:
+            raise ValueError(f"--family needs two or more of the kernels (unknown: {', '.join(missing) or 'none'})")
+        shapes = {kernels[f][:3] for f in fam}
+        if len(shapes) != 1:
+            raise ValueError(f"--family kernels must share one shape, got {sorted(shapes)}")
+    named = [f for fam in families for f in fam]
+    if len(set(named)) != len(named):
+        raise ValueError("--family: a kernel is in two families")
+    reg = register(kernels, families[0][0])
+    where = {f: (g, fam.index(f)) for g, fam in enumerate(families) for f in fam}
+    reg["group"] = [where.get(n, (-1, -1))[0] for n in reg["kernel"]]
+    reg["family"] = [where.get(n, (-1, -1))[1] for n in reg["kernel"]]
+    if len(families) == 1:  # plan 33's layout: one family, no group column
+        reg = reg.drop(columns=["group"])
+    rows = []
+    for text in constants:
+        try:
+            who, _, rest = text.partition(":")
+            col, _, val = rest.partition("=")
+            value, _, tol = val.partition("+-")
+            rows.append({"kernel": who, "column": col, "value": float(value), "tol_pct": float(tol)})
+        except ValueError:
+            raise ValueError(f"--constant {text!r} is not KERNEL:COLUMN=VALUE+-TOL") from None
+        if who not in kernels or col not in CONSTANT_COLUMNS:
+            raise ValueError(f"--constant {text!r}: kernel not registered or column not one of "
+                             f"{', '.join(CONSTANT_COLUMNS)}")
+    return reg, pd.DataFrame(rows, columns=["kernel", "column", "value", "tol_pct"])
 
 
-def judge(probe: dict[str, pd.DataFrame], reg: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    k = posthoc_cycles(measured(probe, reg), reg).drop(columns=["gamma_clock", "clock_law_mhz", "clock_law_err_pct"])
-    k = k.merge(reg[["kernel", "family"]], on="kernel")
-    fam = k[k["family"] >= 0].sort_values("family")
+CONSTANT_COLUMNS = ("rested_ms", "sustained_ms", "rested_tflop_per_ghz", "sustained_tflop_per_ghz")
+"""The figures a ``--constant`` may claim."""
+
+
+def _family_claims(fam: pd.DataFrame, suffix: str) -> list[dict]:
     sus = fam["sustained_tflop_per_ghz"]
     spread = (100 * (sus / sus.mean() - 1)).abs().max()
     last = fam.iloc[-1]
@@ -61,24 +88,48 @@ def judge(probe: dict[str, pd.DataFrame], reg: pd.DataFrame) -> dict[str, pd.Dat
     rested = list(fam["rested_tflop_per_ghz"])
     dense = fam.iloc[0]
     dense_gap = 100 * (dense.rested_tflop_per_ghz / dense.sustained_tflop_per_ghz - 1)
-    claims = pd.DataFrame([
-        {"claim": "a", "rule": f"the family's sustained TFLOP/GHz each within {SAME_TOL_PCT}% of their mean",
+    return [
+        {"claim": "a" + suffix, "rule": f"the family's sustained TFLOP/GHz each within {SAME_TOL_PCT}% of their mean",
          "value": f"worst {spread:.2f}%", "met": bool(spread <= SAME_TOL_PCT)},
-        {"claim": "b", "rule": f"the least-toggling kernel's rested TFLOP/GHz within {SAME_TOL_PCT}% of its sustained",
+        {"claim": "b" + suffix,
+         "rule": f"the least-toggling kernel's rested TFLOP/GHz within {SAME_TOL_PCT}% of its sustained",
          "value": f"{last.kernel} {zero_gap:+.2f}%", "met": bool(abs(zero_gap) <= SAME_TOL_PCT)},
-        {"claim": "c", "rule": "rested TFLOP/GHz rises strictly along the family (densest to least toggling)",
+        {"claim": "c" + suffix, "rule": "rested TFLOP/GHz rises strictly along the family (densest to least toggling)",
          "value": " < ".join(f"{x:.1f}" for x in rested),
          "met": bool(all(a < b for a, b in zip(rested, rested[1:])))},
-        {"claim": "d", "rule": f"the densest kernel's rested TFLOP/GHz at least {DENSE_GAP_PCT}% under its sustained",
+        {"claim": "d" + suffix,
+         "rule": f"the densest kernel's rested TFLOP/GHz at least {DENSE_GAP_PCT}% under its sustained",
          "value": f"{dense.kernel} {dense_gap:+.2f}%", "met": bool(dense_gap <= -DENSE_GAP_PCT)},
-    ])
-    return {"kernels": k, "claims": claims}
+    ]
+
+
+def judge(probe: dict[str, pd.DataFrame], reg: pd.DataFrame,
+          constants: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """kernels.csv (work per reported cycle, rested and sustained) and claims.csv: claims a-d per family (suffixed
+    with the family's number where there are several) and one claim per registered constant (``k1``, ``k2``, ...)."""
+    k = posthoc_cycles(measured(probe, reg), reg).drop(columns=["gamma_clock", "clock_law_mhz", "clock_law_err_pct"])
+    cols = ["kernel", "family"] + (["group"] if "group" in reg else [])
+    k = k.merge(reg[cols], on="kernel")
+    groups = sorted(g for g in k["group"].unique() if g >= 0) if "group" in k else [None]
+    claims = []
+    for g in groups:
+        fam = k[(k["family"] >= 0) & ((k["group"] == g) if g is not None else True)].sort_values("family")
+        claims += _family_claims(fam, "" if g is None else str(g))
+    for i, c in enumerate((constants if constants is not None else pd.DataFrame()).itertuples(), 1):
+        got = float(k.loc[k["kernel"] == c.kernel, c.column].iloc[0])
+        off = 100 * (got / c.value - 1)
+        claims.append({"claim": f"k{i}", "rule": f"{c.kernel} {c.column} within {c.tol_pct}% of {c.value}",
+                       "value": f"{got:.4f} ({off:+.2f}%)", "met": bool(abs(off) <= c.tol_pct)})
+    return {"kernels": k, "claims": pd.DataFrame(claims)}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--register", metavar="NAME=MxNxK[+OP],...")
-    ap.add_argument("--family", metavar="NAME,NAME,...", help="with --register: one shape, densest operands first")
+    ap.add_argument("--family", metavar="NAME,NAME,...", action="append",
+                    help="with --register: one shape, densest operands first (repeat for more families)")
+    ap.add_argument("--constant", metavar="KERNEL:COLUMN=VALUE+-TOL", action="append", default=[],
+                    help="with --register: a figure claimed as earlier machines measured it (TOL in percent)")
     ap.add_argument("--probe", type=Path, metavar="DIR")
     ap.add_argument("--registered", type=Path, metavar="DIR")
     ap.add_argument("--out", type=Path, required=True)
@@ -89,13 +140,17 @@ def main(argv=None) -> int:
         if args.register:
             if not args.family:
                 raise ValueError("--register needs --family NAME,NAME,...")
-            tables = {"kernels": register_family(parse_kernels(args.register), args.family.split(","))}
+            reg, constants = register_family(parse_kernels(args.register), [f.split(",") for f in args.family],
+                                             args.constant)
+            tables = {"kernels": reg, **({"constants": constants} if len(constants) else {})}
         else:
             if not (args.probe and args.registered):
                 raise ValueError("give --register with --family, or --probe with --registered")
             if not (args.registered / "kernels.csv").is_file():
                 raise ValueError(f"no {args.registered / 'kernels.csv'}")
-            tables = judge(read_probe(args.probe), pd.read_csv(args.registered / "kernels.csv"))
+            const = args.registered / "constants.csv"
+            tables = judge(read_probe(args.probe), pd.read_csv(args.registered / "kernels.csv"),
+                           pd.read_csv(const) if const.is_file() else None)
     except ValueError as e:
         print(f"power_cycles: {e}", file=sys.stderr)
         return 2

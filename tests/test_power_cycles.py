@@ -41,12 +41,23 @@ def _scale(probe, kernel, factor, rested: bool):
 def test_the_family_must_be_one_shape_of_three_or_more(pc):
     k = {"a": (16, 16, 16, ()), "b": (16, 16, 16, ("relu_input",)), "c": (16, 16, 16, ("zero_input",)),
          "d": (32, 16, 16, ())}
-    reg = pc.register_family(k, ["a", "b", "c"])
+    reg, const = pc.register_family(k, ["a", "b", "c"])
     assert list(reg["family"]) == [0, 1, 2, -1] and list(reg["role"])[:2] == ["calibrate", "held"]
+    assert "group" not in reg and const.empty
     with pytest.raises(ValueError, match="one shape"):
         pc.register_family(k, ["a", "b", "d"])
-    with pytest.raises(ValueError, match="three or more"):
-        pc.register_family(k, ["a", "b"])
+    with pytest.raises(ValueError, match="two or more"):
+        pc.register_family(k, ["a"])
+    k["e"] = (32, 16, 16, ("zero_input",))
+    reg, const = pc.register_family(k, [["a", "b", "c"], ["d", "e"]], ["c:rested_ms=2.4142+-1"])
+    assert list(reg["group"]) == [0, 0, 0, 1, 1] and list(reg["family"]) == [0, 1, 2, 0, 1]
+    assert const.iloc[0].to_dict() == {"kernel": "c", "column": "rested_ms", "value": 2.4142, "tol_pct": 1.0}
+    with pytest.raises(ValueError, match="not KERNEL"):
+        pc.register_family(k, ["a", "b"], ["c:rested_ms=fast"])
+    with pytest.raises(ValueError, match="not registered"):
+        pc.register_family(k, ["a", "b"], ["c:power=1+-1"])
+    with pytest.raises(ValueError, match="two families"):
+        pc.register_family(k, [["a", "b"], ["b", "c"]])
 
 
 def test_plan_33s_committed_judgement_is_what_the_script_writes(pc, probe, reg):
@@ -56,6 +67,14 @@ def test_plan_33s_committed_judgement_is_what_the_script_writes(pc, probe, reg):
         pd.testing.assert_frame_equal(table.round(4).reset_index(drop=True), committed, check_dtype=False,
                                       check_exact=False, rtol=1e-9, atol=1e-4)
     assert out["claims"]["met"].all()
+
+
+def test_a_registered_constant_is_met_within_its_tolerance_and_missed_outside_it(pc, probe, reg):
+    const = pd.DataFrame([{"kernel": "zero-16384", "column": "rested_ms", "value": 2.4142, "tol_pct": 1.0},
+                          {"kernel": "square-16384", "column": "sustained_tflop_per_ghz", "value": 470.0,
+                           "tol_pct": 1.5}])
+    claims = pc.judge(probe, reg, const)["claims"].set_index("claim")
+    assert claims.loc["k1", "met"] and not claims.loc["k2", "met"] and "-2.26%" in claims.loc["k2", "value"]
 
 
 def test_each_claim_misses_when_the_probe_says_otherwise(pc, probe, reg):
