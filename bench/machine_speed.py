@@ -12,7 +12,8 @@ Everything is read from the repository's ``bench/results/hw`` as committed; it w
   best of the swizzle-8 orders). Per machine and M: the time, its ratio to the shape's median machine and its rank;
   per M: the spread across machines (max/min - 1), sd/median, the Spearman of the machines' times against M = 16384;
   and Kendall's W of the machines' rankings over the six shapes (1: the same ranking in every shape).
-* ``trajectories.csv``: per committed clock trajectory (``*/trajectory.csv`` and ``calibration.json``'s
+* ``trajectories.csv``: per committed clock trajectory (``*/trajectory.csv``, ``*/probe/launches.csv.gz`` of the power
+  probe and ``calibration.json``'s
   ``measured.clock_trajectory``), its square-16384 rounds through ``ctahw.calibrate.clock_regime``: the rested launch
   (launches 1-3), the sustained launch (the round's second half; as a ratio and in ms) and the onset, medians over the
   rounds; with the folder's reference GEMM where it has one. Per context (``calibration``: a calibration or clock
@@ -368,6 +369,8 @@ def trajectory_sources() -> list[tuple[Path, str, list[dict]]]:
     out = []
     for f in sorted([*HW.glob("*/trajectory.csv"), *HW.glob("*/*/trajectory.csv")]):
         out.append((f.parent, f.name, pd.read_csv(f).to_dict("records")))
+    for f in sorted(HW.glob("*/probe/launches.csv.gz")):  # bench/hw/power_probe.py's back-to-back rounds
+        out.append((f.parent.parent, "probe/" + f.name, pd.read_csv(f).to_dict("records")))
     for f in sorted([*HW.glob("*/calibration.json"), *HW.glob("*/*/calibration.json")]):
         tr = json.loads(f.read_text()).get("measured", {}).get("clock_trajectory")
         if tr:
