@@ -60,10 +60,15 @@ def test_the_family_must_be_one_shape_of_three_or_more(pc):
         pc.register_family(k, [["a", "b"], ["b", "c"]])
 
 
-def test_plan_33s_committed_judgement_is_what_the_script_writes(pc, probe, reg):
-    out = pc.judge(probe, reg)
+@pytest.mark.parametrize("plan, registration", [("33", "reg33-cycles"), ("34", "reg34-cycles-machines")])
+def test_the_committed_judgements_are_what_the_script_writes(pc, plan, registration):
+    folder = pc.ROOT / "bench/predictions" / registration
+    const = folder / "constants.csv"
+    out = pc.judge(pc.read_probe(pc.ROOT / f"bench/results/hw/2026-12-03-registered{plan}-1gpu/probe"),
+                   pd.read_csv(folder / "kernels.csv"), pd.read_csv(const) if const.is_file() else None)
+    assert len(out["claims"]) == {"33": 4, "34": 15}[plan]
     for name, table in out.items():
-        committed = pd.read_csv(pc.ROOT / f"bench/results/validation-registered33/{name}.csv")
+        committed = pd.read_csv(pc.ROOT / f"bench/results/validation-registered{plan}/{name}.csv")
         pd.testing.assert_frame_equal(table.round(4).reset_index(drop=True), committed, check_dtype=False,
                                       check_exact=False, rtol=1e-9, atol=1e-4)
     assert out["claims"]["met"].all()
