@@ -43,7 +43,7 @@ def register_family(kernels: dict[str, tuple], family: list[str] | list[list[str
     its ``group`` (which family, -1 outside every family, reported only) and its ``family`` rank in it (0 = densest);
     the first family's first kernel is the calibration kernel of ``power_model.measured``'s duty fit. ``constants``:
     ``KERNEL:COLUMN=VALUE+-TOL`` (TOL in percent), a figure of ``kernels.csv`` claimed on this machine as measured on
-    earlier ones."""
+    earlier ones, or ``KERNEL/KERNEL:COLUMN=...``, the ratio of two kernels' figures."""
     families = [family] if family and isinstance(family[0], str) else list(family)
     for fam in families:
         missing = [f for f in fam if f not in kernels]
@@ -70,7 +70,7 @@ def register_family(kernels: dict[str, tuple], family: list[str] | list[list[str
             rows.append({"kernel": who, "column": col, "value": float(value), "tol_pct": float(tol)})
         except ValueError:
             raise ValueError(f"--constant {text!r} is not KERNEL:COLUMN=VALUE+-TOL") from None
-        if who not in kernels or col not in CONSTANT_COLUMNS:
+        if any(w not in kernels for w in who.split("/")) or who.count("/") > 1 or col not in CONSTANT_COLUMNS:
             raise ValueError(f"--constant {text!r}: kernel not registered or column not one of "
                              f"{', '.join(CONSTANT_COLUMNS)}")
     return reg, pd.DataFrame(rows, columns=["kernel", "column", "value", "tol_pct"])
@@ -116,7 +116,10 @@ def judge(probe: dict[str, pd.DataFrame], reg: pd.DataFrame,
         fam = k[(k["family"] >= 0) & ((k["group"] == g) if g is not None else True)].sort_values("family")
         claims += _family_claims(fam, "" if g is None else str(g))
     for i, c in enumerate((constants if constants is not None else pd.DataFrame()).itertuples(), 1):
-        got = float(k.loc[k["kernel"] == c.kernel, c.column].iloc[0])
+        top, _, bottom = c.kernel.partition("/")
+        got = float(k.loc[k["kernel"] == top, c.column].iloc[0])
+        if bottom:
+            got /= float(k.loc[k["kernel"] == bottom, c.column].iloc[0])
         off = 100 * (got / c.value - 1)
         claims.append({"claim": f"k{i}", "rule": f"{c.kernel} {c.column} within {c.tol_pct}% of {c.value}",
                        "value": f"{got:.4f} ({off:+.2f}%)", "met": bool(abs(off) <= c.tol_pct)})
@@ -129,7 +132,8 @@ def main(argv=None) -> int:
     ap.add_argument("--family", metavar="NAME,NAME,...", action="append",
                     help="with --register: one shape, densest operands first (repeat for more families)")
     ap.add_argument("--constant", metavar="KERNEL:COLUMN=VALUE+-TOL", action="append", default=[],
-                    help="with --register: a figure claimed as earlier machines measured it (TOL in percent)")
+                    help="with --register: a figure claimed as earlier machines measured it (TOL in percent); "
+                         "KERNEL/KERNEL for the ratio of two kernels' figures")
     ap.add_argument("--probe", type=Path, metavar="DIR")
     ap.add_argument("--registered", type=Path, metavar="DIR")
     ap.add_argument("--out", type=Path, required=True)

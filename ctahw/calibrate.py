@@ -243,10 +243,12 @@ def fit_sm_remote_store(hw: Hardware, ratio: float, slowdown=remote_d_slowdown, 
 EPILOGUE_OPS = tuple(ops[0] for ops in EPILOGUE_OPS_FUSED if len(ops) == 1 and ops[0] != "residual")
 """Fused activations a timed kernel may carry: the one-op epilogues of ``ctahw.gemm.EPILOGUE_OPS_FUSED`` but the
 residual (which reads a third operand)."""
-INPUT_OPS = ("relu_input", "relu_both", "zero_input")
+INPUT_OPS = ("relu_input", "relu_both", "zero_input", "gelu_input", "silu_input", "swiglu_input")
 """What a timed kernel may do to its operands instead (same GEMM, other bits, so another draw): ``relu_input`` zeroes
 A's negative elements (about half of A zero, as the down GEMM reads a ReLU's output), ``relu_both`` A's and W's
-(about three products in four zero), ``zero_input`` every element of A."""
+(about three products in four zero), ``zero_input`` every element of A; ``gelu_input`` and ``silu_input`` put A
+through the activation (erf-form GeLU, SiLU: what an MLP's down GEMM reads after them), ``swiglu_input`` makes A
+SiLU(A) times a second random normal matrix (a SwiGLU block's gate times up)."""
 
 
 def kernel_operands(cp, data, m: int, n: int, k: int, ops: Sequence[str]):
@@ -268,6 +270,16 @@ def kernel_operands(cp, data, m: int, n: int, k: int, ops: Sequence[str]):
         w = relu_bf16_bits(w, cp)
     if "zero_input" in ops:
         a[...] = 0
+    act = {"gelu_input": "gelu", "silu_input": "silu", "swiglu_input": "silu"}
+    for op in (o for o in ops if o in act):
+        from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits  # noqa: PLC0415
+        from ctahw.rowwise import reference_epilogue  # noqa: PLC0415
+
+        y = reference_epilogue(bf16_bits_to_f32(a, cp), (act[op],))
+        if op == "swiglu_input":
+            y = y * bf16_bits_to_f32(data.rand(0, (m, k), salt=3), cp)
+        a = f32_to_bf16_bits(y, cp)
+        del y
     return a, w, tuple(o for o in ops if o in EPILOGUE_OPS)
 
 

@@ -56,6 +56,10 @@ def test_the_family_must_be_one_shape_of_three_or_more(pc):
         pc.register_family(k, ["a", "b"], ["c:rested_ms=fast"])
     with pytest.raises(ValueError, match="not registered"):
         pc.register_family(k, ["a", "b"], ["c:power=1+-1"])
+    with pytest.raises(ValueError, match="not registered"):
+        pc.register_family(k, ["a", "b"], ["c/x:rested_ms=1+-2"])
+    _, const = pc.register_family(k, ["a", "b"], ["c/a:rested_ms=1+-2"])
+    assert const.iloc[0]["kernel"] == "c/a"
     with pytest.raises(ValueError, match="two families"):
         pc.register_family(k, [["a", "b"], ["b", "c"]])
 
@@ -77,9 +81,13 @@ def test_the_committed_judgements_are_what_the_script_writes(pc, plan, registrat
 def test_a_registered_constant_is_met_within_its_tolerance_and_missed_outside_it(pc, probe, reg):
     const = pd.DataFrame([{"kernel": "zero-16384", "column": "rested_ms", "value": 2.4142, "tol_pct": 1.0},
                           {"kernel": "square-16384", "column": "sustained_tflop_per_ghz", "value": 470.0,
-                           "tol_pct": 1.5}])
+                           "tol_pct": 1.5},
+                          {"kernel": "zero-16384/square-16384", "column": "rested_ms", "value": 0.853, "tol_pct": 0.5},
+                          {"kernel": "zero-16384/square-16384", "column": "rested_ms", "value": 1.0, "tol_pct": 2.0}])
     claims = pc.judge(probe, reg, const)["claims"].set_index("claim")
     assert claims.loc["k1", "met"] and not claims.loc["k2", "met"] and "-2.26%" in claims.loc["k2", "value"]
+    assert claims.loc["k3", "met"] and claims.loc["k3", "value"].startswith("0.8528")  # 2.4142 / 2.8308
+    assert not claims.loc["k4", "met"]
 
 
 def test_each_claim_misses_when_the_probe_says_otherwise(pc, probe, reg):

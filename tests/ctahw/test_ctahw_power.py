@@ -1,6 +1,8 @@
 """ctahw.power's CPU-side logic (the counter's steps, the duty-window fit, the power over a round's steps) and
 ctahw.calibrate.kernel_operands on numpy; the NVML readings themselves run on the device (bench/hw/power_probe.py)."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -77,18 +79,28 @@ class _Data:
         return random_bf16(shape, np, np.random.default_rng(salt), scale)
 
 
-@pytest.mark.parametrize("ops", [(), ("relu_input",), ("relu_both",), ("zero_input",), ("relu_input", "gelu")])
+@pytest.mark.parametrize("ops", [(), ("relu_input",), ("relu_both",), ("zero_input",), ("relu_input", "gelu"),
+                                 ("gelu_input",), ("silu_input",), ("swiglu_input",)])
 def test_kernel_operands_change_the_operands_each_input_op_names_and_keep_the_epilogue(ops):
     a, w, ep = kernel_operands(np, _Data(), 64, 32, 128, ops)
     fa, fw = bf16_bits_to_f32(a, np), bf16_bits_to_f32(w, np)
     assert a.shape == (64, 128) and w.shape == (32, 128) and ep == tuple(o for o in ops if o not in INPUT_OPS)
     zero_a = (fa == 0).mean()
-    if "zero_input" in ops:
+    x = bf16_bits_to_f32(_Data().rand(0, (64, 128), salt=1), np)  # the A every op starts from
+    if "gelu_input" in ops or "silu_input" in ops:
+        act = {"gelu_input": lambda v: 0.5 * v * (1 + np.vectorize(math.erf)(v / math.sqrt(2))),
+               "silu_input": lambda v: v / (1 + np.exp(-v))}[ops[0]]
+        np.testing.assert_allclose(fa, act(x), rtol=1e-2, atol=1e-6)  # bf16 rounding of the activation
+        assert fa.min() > -0.3 and (fa < 0).mean() > 0.3  # small negatives, not zeros
+    elif "swiglu_input" in ops:
+        up = bf16_bits_to_f32(_Data().rand(0, (64, 128), salt=3), np)
+        np.testing.assert_allclose(fa, x / (1 + np.exp(-x)) * up, rtol=2e-2, atol=1e-6)
+    elif "zero_input" in ops:
         assert zero_a == 1.0
     elif "relu_input" in ops or "relu_both" in ops:
         assert 0.4 < zero_a < 0.6 and (fa >= 0).all()
     else:
-        assert zero_a < 0.01 and (fa < 0).mean() > 0.4
+        assert zero_a < 0.01 and (fa < 0).mean() > 0.4 and np.array_equal(fa, x)
     if "relu_both" in ops:
         assert 0.4 < (fw == 0).mean() < 0.6 and (fw >= 0).all()
     else:
