@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib.util
+from pathlib import Path
 
 from ctasim.spec import Hardware, KernelConfig, Layer, Workload, hardware_from_dict
 
@@ -83,3 +86,16 @@ def finish_times(transfers, link_factory=None):
         env.process(one(i, *tr))
     env.run()
     return ends, link
+
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+@functools.cache
+def load_bench(name: str):
+    """``load_bench("clock_kernels")``, ``load_bench("hw/copy_wait_report")``: a ``bench/`` script loaded as a module
+    (the scripts are not a package), once per process; ``tests/conftest.py``'s ``bench_module`` fixture is the same."""
+    spec = importlib.util.spec_from_file_location(name.replace("/", "."), BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -12,6 +12,7 @@ import pytest
 
 from ctasim import accuracy, results
 from ctasim.cli import main
+from tests.helpers import load_bench
 
 ROOT = Path(__file__).resolve().parent.parent
 PRED = ROOT / "bench" / "predictions"
@@ -284,11 +285,7 @@ def test_choices_rank_the_measured_strategies_and_pick_the_best_chunk_count_amon
 
 def test_the_committed_post_hoc_memory_table_is_what_the_script_writes(tmp_path):
     """bench/results/posthoc-memory/ (docs/validation.md quotes it) comes out of the committed runs and specs."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("posthoc_memory", ROOT / "bench" / "posthoc_memory.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("posthoc_memory")
     assert mod.main(["--out", str(tmp_path)]) == 0
     for name in ("summary.csv", "cases.csv"):
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name),
@@ -298,11 +295,7 @@ def test_the_committed_post_hoc_memory_table_is_what_the_script_writes(tmp_path)
 def test_plan_9s_order_tables_are_what_the_judge_writes(tmp_path, monkeypatch):
     """bench/chain_order_judge.py's committed rule tables (order effect, chain against sequential) and the figures
     docs/validation.md quotes from them."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("chain_order_judge", ROOT / "bench" / "chain_order_judge.py")
-    judge = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(judge)
+    judge = load_bench("chain_order_judge")
     for plan in (10, 9):
         judge.use_plan(plan)
         monkeypatch.setattr(judge, "OUT", tmp_path / str(plan))
@@ -348,12 +341,9 @@ def test_plan_9s_post_hoc_table_keeps_the_registered_errors_and_beats_them_by_wh
 def judge_plan(tmp_path, plan: int, folder: str):
     """bench/plan_judge.py PLAN on a copy of the committed reports ``folder``: (its claims, which must equal the
     committed claims.csv; the script's module; the copy)."""
-    import importlib.util
     import shutil
 
-    spec = importlib.util.spec_from_file_location("plan_judge", ROOT / "bench/plan_judge.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("plan_judge")
     reports = tmp_path / "r"
     shutil.copytree(ROOT / "bench/results" / folder, reports)
     assert mod.main([str(plan), "--reports", str(reports)]) == 0
@@ -493,12 +483,8 @@ def test_the_committed_post_hoc_drift_form_table_is_what_the_script_writes(tmp_p
     """bench/posthoc_drift_form.py reproduces its committed summary; plan 8's and plan 20's profiles as registered
     give their registered figures back (1.24% and 1.19%; 2.53% and 3.85%), so the script judges the registered
     models."""
-    import importlib.util
-
     root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("posthoc_drift_form", root / "bench/posthoc_drift_form.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("posthoc_drift_form")
     assert mod.main(["--out", str(tmp_path)]) == 0
     got = pd.read_csv(tmp_path / "summary.csv")
     pd.testing.assert_frame_equal(got, pd.read_csv(root / "bench/results/posthoc-drift-form/summary.csv"))
@@ -512,11 +498,7 @@ def test_the_machine_spread_tables_are_what_the_script_writes(tmp_path):
     """bench/machine_spread.py over the committed reference GEMMs: sixteen lent H200s within 4.5% of each other on the
     calibration GEMM, the profile's prediction (2.770 ms at M = 16384, plan 21's registration) at their median; a
     reference run whose folder names no machine is refused."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("machine_spread", ROOT / "bench" / "machine_spread.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("machine_spread")
     assert mod.main(["--out", str(tmp_path)]) == 0
     for name in ("reference.csv", "summary.csv", "pairs.csv"):
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name),
@@ -537,11 +519,7 @@ def test_the_post_hoc_activation_table_is_what_the_script_writes(tmp_path):
     """bench/posthoc_activation.py reproduces its committed summary; the profile as registered (every activation at
     the GeLU's cost) gives plan 21's registered figures back (1.16% and 3.25%), and without the ReLU input plan 22's
     (1.74, 0.86, 0.92%)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("posthoc_activation", ROOT / "bench" / "posthoc_activation.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("posthoc_activation")
     assert mod.main(["--out", str(tmp_path)]) == 0
     got = pd.read_csv(tmp_path / "summary.csv")
     pd.testing.assert_frame_equal(got, pd.read_csv(ROOT / "bench/results/posthoc-activation/summary.csv"))
@@ -554,11 +532,7 @@ def test_the_post_hoc_activation_table_is_what_the_script_writes(tmp_path):
 
 
 def _block_gemm_orders():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("block_gemm_orders", ROOT / "bench" / "block_gemm_orders.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("block_gemm_orders")
     return mod
 
 
@@ -637,11 +611,7 @@ def test_the_post_hoc_onset_table_is_what_the_script_writes(tmp_path, capsys):
     """bench/posthoc_onset.py reproduces its committed table for plan 25; at the profile's onset (52.9 ms) it gives
     the registered model errors back, and an earlier onset (45 ms) moves only the ~50 ms blocks (the 175B pair at
     M = 16384) to within 1%; bad input is one line and exit 2."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("posthoc_onset", ROOT / "bench" / "posthoc_onset.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("posthoc_onset")
     run = ROOT / "bench/results/hw/2026-12-03-registered25-1gpu"
     exps = ["reg25-opt-13b-1gpu", "reg25-opt-175b-1gpu", "reg25-gpt3-175b-1gpu"]
     assert mod.main([str(run), *exps, "--out", str(tmp_path)]) == 0
@@ -714,11 +684,7 @@ def test_the_post_hoc_clock_curve_table_is_what_the_script_writes(tmp_path, caps
     """bench/posthoc_clock_curve.py, on plan 25's run (the whole table takes ~20 s), writes the committed rows; the
     committed summary holds the docs' figures: over the 61 cases of 20 ms or more the curve's MAPE is 2.65% against the
     one step's 3.20%, 1.54 against 2.88 at 45-60 ms, and both 175B blocks at M = 16384 come within 1%."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("posthoc_clock_curve", ROOT / "bench" / "posthoc_clock_curve.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("posthoc_clock_curve")
     run = "2026-12-03-registered25-1gpu"
     assert mod.main(["--runs", run, "--out", str(tmp_path)]) == 0
     committed = pd.read_csv(ROOT / "bench/results/posthoc-clock-curve/cases.csv")
@@ -740,11 +706,7 @@ def test_length_drift_takes_each_blocks_error_at_its_smallest_m_off_its_long_cas
     """plan_judge.length_drift: the control is the block's registered control M; drift = error - control's error per
     predictor; the claims average over the long cases only; a block without a control, or a predictor without a row
     there, is refused; every block of plans 26 and 27 has its control named."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("plan_judge", ROOT / "bench/plan_judge.py")
-    pj = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(pj)
+    pj = load_bench("plan_judge")
     rows = [("a", 8192, "curve", -2.0), ("a", 20480, "curve", -2.5), ("a", 28672, "curve", -1.0),
             ("a", 8192, "clock-step", -2.0), ("a", 20480, "clock-step", -3.0), ("a", 28672, "clock-step", -4.0),
             ("b", 65536, "curve", 1.0), ("b", 16384, "curve", 0.5), ("b", 65536, "clock-step", 0.0),

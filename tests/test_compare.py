@@ -18,6 +18,7 @@ from ctasim.validation.traces import compare, gates, spearman
 from ctasim.engine import simulate
 from ctasim.plan import Kernel, Transfer
 from ctasim.spec import Layer, Strategy, Workload, load_hardware
+from tests.helpers import load_bench
 from ctasim.strategies import build_plans
 from ctasim.validation import baselines as V
 from ctasim.validation import pipeline as P
@@ -231,13 +232,10 @@ def test_fit_of_the_waits_recovers_them_from_simulated_runs(measured):
 def test_fitted_harness_waits_agree_with_the_probe(measured):
     """The waits fitted on the GEMM runs against the direct measurement of bench/hw/copy_wait_probe.py (same harness,
     sleep kernels, 8 MiB copies: bench/results/hw/2026-11-29-copy-wait)."""
-    import importlib.util
     import json
 
     root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("copy_wait_report", root / "bench" / "hw" / "copy_wait_report.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("hw/copy_wait_report")
     hw, _, _, harness = measured
     probe = mod.analyse(json.loads((root / "bench/results/hw/2026-11-29-copy-wait/copy_wait_k60_8mib.json").read_text()), hw)
     assert probe["wait_ns"] == pytest.approx(harness.wait_ns, abs=1500.0)

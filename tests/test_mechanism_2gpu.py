@@ -4,7 +4,6 @@ queue consumer's times per slot, and the committed judgement of the 2xH200 trace
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ from ctasim.plan import pair_rows_order, push_order, raster_order, row_block_pip
 from ctasim.spec import Layer, SpecError, Strategy, Workload, load_hardware
 from ctasim.strategies import build_plans
 from ctasim.strategies.ctapipe import apply_memory
+from tests.helpers import load_bench
 
 ROOT = Path(__file__).resolve().parent.parent
 MECH = "h200-x2-mechanism"
@@ -121,10 +121,7 @@ def test_jitter_varies_a_queue_consumers_tiles_too():
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("ctapipe_mechanism", ROOT / "bench/ctapipe_mechanism.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("ctapipe_mechanism")
 
 
 def test_the_committed_mechanism_judgement_is_what_the_profile_gives():
@@ -181,9 +178,7 @@ def test_the_committed_probe_waves_are_what_the_profiles_give():
 
 
 def test_the_committed_judgement_of_registered_plan_13_is_what_the_script_gives(tmp_path):
-    spec = importlib.util.spec_from_file_location("percta_predict", ROOT / "bench/percta_predict.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("percta_predict")
     got = mod.judge(ROOT / "bench/results/hw/2026-12-02-registered13-1gpu/probe", tmp_path)
     committed = pd.read_csv(ROOT / "bench/results/validation-registered13/judged.csv")
     pd.testing.assert_frame_equal(got.reset_index(drop=True), committed, check_dtype=False)
@@ -195,9 +190,7 @@ def test_the_committed_judgement_of_registered_plan_13_is_what_the_script_gives(
 
 
 def test_the_committed_judgement_of_registered_plan_14_is_what_the_script_gives(tmp_path):
-    spec = importlib.util.spec_from_file_location("percta_rule_predict", ROOT / "bench/percta_rule_predict.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("percta_rule_predict")
     run = ROOT / "bench/results/hw/2026-12-02-registered14-1gpu"
     got = mod.judge({h: run / f"OUT_H{h}" for h in mod.HS}, tmp_path)
     committed = pd.read_csv(ROOT / "bench/results/validation-registered14/judged.csv")

@@ -10,6 +10,7 @@ from ctasim.engine import simulate
 from ctasim.predict import predict, without_drift, without_memory
 from ctasim.spec import Experiment, Layer, SpecError, Strategy, Workload, load_hardware
 from ctasim.strategies import build_plans
+from tests.helpers import load_bench
 
 X1 = load_hardware("h200-x1-calibrated")
 FLAT = dataclasses.replace(X1, l2_bytes=0.0)
@@ -173,15 +174,12 @@ def test_lockstep_is_the_memory_hierarchy_without_drift_and_drift_costs_time_on_
 def test_the_profiles_memory_constants_are_the_committed_derivations():
     """h200-x1-calibrated's cta_drift is the median drift of the committed per-tile traces (bench/order_drift.py), and
     its two L2 constants the drift model's fit of the committed tile-order probe (bench/l2_drift_model.py's table)."""
-    import importlib.util
     from pathlib import Path
 
     import pandas as pd
 
     root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("order_drift", root / "bench" / "order_drift.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("order_drift")
     traces = sorted((root / "bench/results/hw/2026-12-02-order-traces").glob("tiles-*.csv.gz"))
     assert len(traces) == 9
     drift = float(np.median([mod.drift(p)["start_sd_per_round"] for p in traces]))
@@ -343,13 +341,10 @@ def test_ticket_spread_makes_row_order_lose_its_weight_sharing_and_leaves_groupe
 
 
 def test_the_profiles_ticket_spread_is_the_committed_derivation():
-    import importlib.util
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("ticket_spread", root / "bench" / "ticket_spread.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("ticket_spread")
     assert X1.config(128, 256).ticket_spread == mod.ticket_spread(mod.measure())
     from ctasim.calibration import span_rate
 

@@ -111,3 +111,24 @@ def test_kernel_operands_change_the_operands_each_input_op_names_and_keep_the_ep
 def test_kernel_operands_refuse_an_op_they_do_not_know():
     with pytest.raises(ValueError, match="relu_output"):
         kernel_operands(np, _Data(), 8, 8, 8, ("relu_output",))
+
+
+def test_the_power_probe_refuses_bad_input_in_one_line_and_writes_nothing(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench/hw/power_probe.py"
+    (tmp_path / "taken").mkdir()
+    for args, words in ((["o", "--kernels", "a=1x2"], "is not MxNxK"),
+                        (["o", "--kernels", "a=1x2x3+bogus"], "at most one of"),
+                        (["o", "--kernels", "a=1x2x3", "--periods", "3,3"], "two or more distinct"),
+                        (["o", "--kernels", "a=1x2x3", "--periods", "1,2"], "each >= 1.5"),
+                        (["o", "--kernels", "a=1x2x3", "--periods", "3,x"], "not numbers"),
+                        (["o", "--kernels", "a=1x2x3", "--rounds", "0"], "--rounds must be >= 1"),
+                        (["taken", "--kernels", "a=1x2x3"], "exists; give a new folder"),
+                        (["no/such/o", "--kernels", "a=1x2x3"], "is not a folder")):
+        r = subprocess.run([sys.executable, str(path), str(tmp_path / args[0]), *args[1:]], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]

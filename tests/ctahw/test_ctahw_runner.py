@@ -17,7 +17,7 @@ from ctahw import runner
 from ctasim.invariants import InvariantError, check_trace
 from ctasim.spec import Strategy, load_hardware, load_workload
 from ctasim.strategies import build_plans
-from tests.helpers import FakeCudaDevice
+from tests.helpers import FakeCudaDevice, load_bench
 
 
 def chain_plan(m: int = 1024, source: str = "queue"):
@@ -240,12 +240,8 @@ def test_a_saved_trace_rebuilds_the_plan_it_ran(tmp_path):
 def test_committed_trace_bundles_are_the_conversion_of_the_raw_stamps():
     """bench/results/hw/*-ctapipe*/ctapipe_traces.trace.npz (what ctasim reads) against a fresh conversion of the
     raw stamp file beside it, for the smallest run; bench/hw/convert_raw_traces.py --check does every folder."""
-    import importlib.util
-
     root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("convert_raw_traces", root / "bench/hw/convert_raw_traces.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("hw/convert_raw_traces")
     assert mod.main([str(root / "bench/results/hw/2026-11-29-ctapipe-run1"), "--check"]) == 0
 
 

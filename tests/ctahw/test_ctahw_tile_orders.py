@@ -7,6 +7,7 @@ import pytest
 
 from ctahw import tile_orders as T
 from ctasim.l2 import cutlass_sm90_order
+from tests.helpers import load_bench
 
 
 @pytest.mark.parametrize("m,h", T.TRACE_SHAPES)
@@ -78,19 +79,12 @@ def test_the_order_trace_probe_refuses_bad_arguments_in_one_line_and_writes_noth
 
 
 def test_the_order_trace_probe_parses_shapes_and_orders():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "bench/hw/order_trace_probe.py"
-    spec = importlib.util.spec_from_file_location("order_trace_probe", path)
-    probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probe)
+    probe = load_bench("hw/order_trace_probe")
     assert probe.parse_shapes("131072x8192, 65536x16384") == [(131072, 8192), (65536, 16384)]
     assert probe.parse_orders("along_m/8,along_n/1") == [("along_m", 8), ("along_n", 1)]
 
 
 def test_the_gemm_shape_probe_refuses_bad_shapes_in_one_line_and_parses_good_ones(tmp_path):
-    import importlib.util
     import subprocess
     import sys
     from pathlib import Path
@@ -105,7 +99,5 @@ def test_the_gemm_shape_probe_refuses_bad_shapes_in_one_line_and_parses_good_one
                            text=True, timeout=120)
         assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "o.csv").exists()
-    spec = importlib.util.spec_from_file_location("gemm_shape_probe", path)
-    probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probe)
+    probe = load_bench("hw/gemm_shape_probe")
     assert probe.parse_shapes("32768x40960x7168, 4096x8192x8192") == [(32768, 40960, 7168), (4096, 8192, 8192)]
