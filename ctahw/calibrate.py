@@ -240,7 +240,7 @@ def fit_sm_remote_store(hw: Hardware, ratio: float, slowdown=remote_d_slowdown, 
     return rate, f"simulated slowdown {f(rate):.4f} vs measured {ratio:.4f} ({under})"
 
 
-EPILOGUE_OPS = tuple(ops[0] for ops in EPILOGUE_OPS_FUSED if len(ops) == 1 and ops[0] != "residual")
+FUSED_ACTIVATIONS = tuple(ops[0] for ops in EPILOGUE_OPS_FUSED if len(ops) == 1 and ops[0] != "residual")
 """Fused activations a timed kernel may carry: the one-op epilogues of ``ctahw.gemm.EPILOGUE_OPS_FUSED`` but the
 residual (which reads a third operand)."""
 INPUT_OPS = ("relu_input", "relu_both", "zero_input", "gelu_input", "silu_input", "swiglu_input")
@@ -259,9 +259,9 @@ def kernel_operands(cp, data, m: int, n: int, k: int, ops: Sequence[str]):
 
     from ctahw.device import relu_bf16_bits  # noqa: PLC0415
 
-    bad = [o for o in ops if o not in EPILOGUE_OPS + INPUT_OPS]
+    bad = [o for o in ops if o not in FUSED_ACTIVATIONS + INPUT_OPS]
     if bad:
-        raise ValueError(f"kernel ops {bad}: not one of {', '.join(EPILOGUE_OPS + INPUT_OPS)}")
+        raise ValueError(f"kernel ops {bad}: not one of {', '.join(FUSED_ACTIVATIONS + INPUT_OPS)}")
     a = data.rand(0, (m, k), salt=1)
     w = data.rand(0, (n, k), 1 / _m.sqrt(k), salt=2)
     if "relu_input" in ops or "relu_both" in ops:
@@ -280,16 +280,65 @@ def kernel_operands(cp, data, m: int, n: int, k: int, ops: Sequence[str]):
             y = y * bf16_bits_to_f32(data.rand(0, (m, k), salt=3), cp)
         a = f32_to_bf16_bits(y, cp)
         del y
-    return a, w, tuple(o for o in ops if o in EPILOGUE_OPS)
+    return a, w, tuple(o for o in ops if o in FUSED_ACTIVATIONS)
+
+
+def round_count(cp, launch: Callable[[], tuple], run_ms: float) -> int:
+    """Launches in a back-to-back round of about ``run_ms``: ``run_ms`` over the median of three warm launches
+    (``launch()`` enqueues one between two events and returns them; one untimed launch first, so the kernel is loaded
+    and the clock is up), and at least 9, so that 8 remain after launch 0 (:func:`trajectory_rounds`)."""
+    ev = launch()
+    ev[1].synchronize()
+    times = []
+    for _ in range(3):
+        e0, e1 = launch()
+        e1.synchronize()
+        times.append(cp.cuda.get_elapsed_time(e0, e1))
+    return max(9, int(run_ms / statistics.median(times)))
+
+
+def back_to_back(cp, s, run: Callable[[], None], count: int, poll: Callable[[], None] | None = None,
+                 poll_s: float = 0.001, timeout_s: float = 60.0) -> list[float]:
+    """``count`` launches of ``run()`` on stream ``s`` back to back, an event between each; the launch times (ms).
+    ``poll()``, if given, is called every ``poll_s`` while they run (the host is free once they are enqueued).
+    Raises ``ctahw.device.DeviceError`` if they have not finished ``timeout_s`` after the last was enqueued."""
+    import time as _t
+
+    from ctahw.device import DeviceError  # noqa: PLC0415
+
+    evs = [cp.cuda.Event() for _ in range(count + 1)]
+    evs[0].record(s)
+    for i in range(count):
+        run()
+        evs[i + 1].record(s)
+    deadline = _t.perf_counter() + timeout_s
+    while not evs[-1].done:
+        if poll is not None:
+            poll()
+        if _t.perf_counter() > deadline:
+            raise DeviceError(f"{count} back-to-back launches did not finish within {timeout_s:.0f} s")
+        _t.sleep(poll_s)
+    if poll is not None:
+        poll()
+    return [cp.cuda.get_elapsed_time(evs[i], evs[i + 1]) for i in range(count)]
+
+
+def launch_pair(cp, s, run: Callable[[], None]) -> tuple:
+    """``run()`` on stream ``s`` between two fresh events; the events."""
+    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+    e0.record(s)
+    run()
+    e1.record(s)
+    return e0, e1
 
 
 def clock_trajectory(g, s, kernels: Mapping[str, tuple], rest_s: float = 2.0, run_ms: float = 400.0,
                      rounds: int = 3, log: Callable[[str], None] = lambda x: None) -> list[dict]:
     """Rows (kernel, m, n, k, epilogue, round, i, t_start_ms, dur_ms) of ``bench/hw/clock_trajectory.py``'s
     measurement: per kernel (name -> (m, n, k, epilogue ops)) and round, a ``rest_s`` host sleep with the GPU idle,
-    then back-to-back launches of CUTLASS GEMM ``g`` on stream ``s`` for about ``run_ms``, an event between each.
-    :data:`INPUT_OPS` among the ops are not epilogues: the plain GEMM on changed operands (:func:`kernel_operands`),
-    so the trajectory of a lower-power kernel can be timed."""
+    then back-to-back launches of CUTLASS GEMM ``g`` on stream ``s`` for about ``run_ms`` (:func:`round_count`,
+    :func:`back_to_back`), an event between each. :data:`INPUT_OPS` among the ops are not epilogues: the plain GEMM
+    on changed operands (:func:`kernel_operands`), so the trajectory of a lower-power kernel can be timed."""
     import time as _t
 
     from ctahw.baselines import Chain  # noqa: PLC0415
@@ -301,25 +350,16 @@ def clock_trajectory(g, s, kernels: Mapping[str, tuple], rest_s: float = 2.0, ru
     for name, (m, n, k, ops) in kernels.items():
         a, w, ep = kernel_operands(cp, data, m, n, k, ops)
         d = cp.empty((m, n), dtype=cp.uint16)
-        g(a, w, d, m, n, k, s, epilogue=ep)  # load the kernel
-        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-        e0.record(s)
-        g(a, w, d, m, n, k, s, epilogue=ep)
-        e1.record(s)
-        e1.synchronize()
-        count = max(8, int(run_ms / cp.cuda.get_elapsed_time(e0, e1)))
+
+        def run():
+            g(a, w, d, m, n, k, s, epilogue=ep)
+
+        count = round_count(cp, lambda: launch_pair(cp, s, run), run_ms)
         for rnd in range(rounds):
             cp.cuda.Device(0).synchronize()
             _t.sleep(rest_s)
-            evs = [cp.cuda.Event() for _ in range(count + 1)]
-            evs[0].record(s)
-            for i in range(count):
-                g(a, w, d, m, n, k, s, epilogue=ep)
-                evs[i + 1].record(s)
-            evs[-1].synchronize()
             t = 0.0
-            for i in range(count):
-                dur = cp.cuda.get_elapsed_time(evs[i], evs[i + 1])
+            for i, dur in enumerate(back_to_back(cp, s, run, count)):
                 rows.append(dict(kernel=name, m=m, n=n, k=k, epilogue="+".join(ops), round=rnd, i=i, t_start_ms=t,
                                  dur_ms=dur))
                 t += dur
@@ -363,6 +403,14 @@ def rested_ms(launches: Sequence[tuple]) -> float:
     return statistics.median(d for i, _, d in [x for x in launches if x[0] >= 1][:3])
 
 
+def sustained_ms(launches: Sequence[tuple]) -> float:
+    """A round's sustained launch time: the median launch of its second half (launches after launch 0 that start at
+    or after half the start of its last). ``launches``: (i, t_start_ms, dur_ms) in launch order."""
+    runs = [x for x in launches if x[0] >= 1]
+    half = runs[-1][1] / 2
+    return statistics.median(d for _, t, d in runs if t >= half)
+
+
 def clock_regime(trajectory, kernels: Sequence[str] = CLOCK_KERNELS) -> tuple[dict, list[dict]]:
     """The clock regime from ``clock_trajectory.py`` rows (kernel, round, i, t_start_ms, dur_ms).
 
@@ -380,8 +428,7 @@ def clock_regime(trajectory, kernels: Sequence[str] = CLOCK_KERNELS) -> tuple[di
         if not late:
             raise ValueError(f"clock trajectory {key[0]} round {key[1]}: no launch {ONSET_RATIO}x slower than the "
                              f"rested {rested:.4f} ms (the run never reached the power cap; run longer)")
-        half = runs[-1][1] / 2
-        slowdown = statistics.median(d for _, t, d in runs if t >= half) / rested
+        slowdown = sustained_ms(launches) / rested
         per_round.append({"kernel": key[0], "round": key[1], "rested_ms": rested, "onset_ms": late[0],
                           "sustained_slowdown": slowdown, "used": key[0] in kernels})
     used = [r for r in per_round if r["used"]]

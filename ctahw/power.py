@@ -10,15 +10,17 @@ What is measured (``bench/hw/power_probe.py``; the model that uses it is ``ctasi
       launch's energy above the draw between launches, and over the launch's median time it is the kernel's draw
       above that (``dynamic_w``). The SM clock is read while each launch runs.
     * **Back-to-back rounds**: after a rest, launches back to back for ``run_ms`` with an event between them (the
-      rows of ``bench/hw/clock_trajectory.py``), the energy counter and SM clock sampled every 5 ms meanwhile;
+      rows of ``bench/hw/clock_trajectory.py``), the energy counter and SM clock sampled every ~1 ms meanwhile (plans
+      32-35's probe, commit b6aeae8, slept 5 ms between samples and stamped them before the reads: ~10 ms apart);
       :func:`step_power` gives the draw over the round's second half (the sustained level, where the power limit
       should hold it).
     * The device: enforced power limit, maximum SM clock, the idle draw over a window with nothing queued.
 
 Left out
-    What the counter integrates inside a step (its steps are taken as the energy of their interval); the host's
-    pacing jitter (a launch rate is launches over the window's measured length); the GPU's temperature (a window's
-    rest before it is the only control); the clock between the 5 ms samples.
+    What the counter integrates inside a step (its steps are taken as the energy of their interval: on driver 580 they
+    come ~100 ms apart, so a round's second half holds only a few and its power is uncertain by about a sample
+    interval over a step); the host's pacing jitter (a launch rate is launches over the window's measured length);
+    the GPU's temperature (a window's rest before it is the only control); the clock between samples.
 """
 
 from __future__ import annotations
@@ -130,9 +132,13 @@ def step_power(samples: Sequence[tuple[float, int]], t_from: float) -> float:
     return (steps[-1][1] - steps[0][1]) / 1e3 / (steps[-1][0] - steps[0][0])
 
 
-def _window(nv: Nvml, launch: Callable[[], tuple], period_s: float, window_s: float) -> dict:
+def _window(nv: Nvml, launch: Callable[[], tuple], period_s: float, window_s: float,
+            elapsed: Callable[[object, object], float], launch_timeout_s: float = 10.0) -> dict:
     """One duty window: ``launch()`` enqueues the kernel between two events and returns them; launched every
-    ``period_s`` from one counter step until ``window_s`` has passed, then to the next step."""
+    ``period_s`` from one counter step until ``window_s`` has passed, then to the next step; the SM clock read while
+    each launch runs. ``elapsed(e0, e1)``: ms between two events."""
+    from ctahw.device import DeviceError  # noqa: PLC0415
+
     t0, e0 = next_step(nv.energy_mj)
     due, durs, clocks = t0, [], []
     while time.perf_counter() - t0 < window_s:
@@ -140,18 +146,13 @@ def _window(nv: Nvml, launch: Callable[[], tuple], period_s: float, window_s: fl
         if wait > 0:
             time.sleep(wait)
         ev0, ev1 = launch()
-        spins = 0
-        while not ev1.done:  # bounded: a launch of this probe is at most tens of ms
+        deadline = time.perf_counter() + launch_timeout_s
+        while not ev1.done:
             clocks.append(nv.sm_mhz())
+            if time.perf_counter() > deadline:
+                raise DeviceError(f"power probe: a launch did not finish within {launch_timeout_s:g} s")
             time.sleep(0.0005)
-            spins += 1
-            if spins > 20000:
-                from ctahw.device import DeviceError  # noqa: PLC0415
-
-                raise DeviceError("power probe: a launch did not finish within 10 s")
-        import cupy as cp  # noqa: PLC0415
-
-        durs.append(cp.cuda.get_elapsed_time(ev0, ev1))
+        durs.append(elapsed(ev0, ev1))
         due = max(due + period_s, time.perf_counter())
     t1, e1 = next_step(nv.energy_mj)
     return {"launches": len(durs), "window_s": t1 - t0, "energy_j": (e1 - e0) / 1e3,
@@ -162,14 +163,16 @@ def power_probe(g, s, kernels: Mapping[str, tuple], nv: Nvml, periods: Sequence[
                 window_s: float = 1.5, rest_s: float = 1.0, run_ms: float = 400.0, rounds: int = 2,
                 log: Callable[[str], None] = lambda x: None) -> dict[str, list[dict]]:
     """``bench/hw/power_probe.py``'s measurement on CUTLASS GEMM ``g``, stream ``s``: per kernel (name -> (m, n, k,
-    ops), operands as ``ctahw.calibrate.kernel_operands``), ``rounds`` back-to-back rounds and one duty window per
-    period (a multiple of the kernel's launch time), each after ``rest_s`` (``2 rest_s`` before a round). Returns
-    tables ``duty``, ``launches`` (the back-to-back rows, as ``clock_trajectory.py``'s), ``samples`` (kernel, round,
-    t_s since the round's launches were enqueued, energy_mj, sm_mhz) and ``device`` (one row)."""
+    ops), operands as ``ctahw.calibrate.kernel_operands``), ``rounds`` back-to-back rounds of about ``run_ms``
+    (``ctahw.calibrate.round_count``, ``back_to_back``) and one duty window per period (a multiple of the kernel's
+    warm launch time), each after ``rest_s`` (``2 rest_s`` before a round). Returns tables ``duty``, ``launches`` (the
+    back-to-back rows, as ``clock_trajectory.py``'s), ``samples`` (kernel, round, t_s since the round's launches were
+    enqueued -- taken after the energy read --, energy_mj, sm_mhz; every ~1 ms while the round runs) and ``device``
+    (one row)."""
     import cupy as cp  # noqa: PLC0415
 
     from ctahw.baselines import Chain  # noqa: PLC0415
-    from ctahw.calibrate import kernel_operands  # noqa: PLC0415
+    from ctahw.calibrate import back_to_back, kernel_operands, launch_pair, round_count  # noqa: PLC0415
 
     data = Chain(cp, 20261201)
     cp.cuda.Device(0).synchronize()
@@ -186,53 +189,41 @@ def power_probe(g, s, kernels: Mapping[str, tuple], nv: Nvml, periods: Sequence[
         d = cp.empty((m, n), dtype=cp.uint16)
         head = {"kernel": name, "m": m, "n": n, "k": k, "epilogue": "+".join(ops)}
 
-        def launch():
-            ev0, ev1 = cp.cuda.Event(), cp.cuda.Event()
-            ev0.record(s)
+        def run():
             g(a, w, d, m, n, k, s, epilogue=ep)
-            ev1.record(s)
-            return ev0, ev1
 
-        ev0, ev1 = launch()  # load the kernel
-        ev1.synchronize()
-        ev0, ev1 = launch()
-        ev1.synchronize()
-        t_launch = cp.cuda.get_elapsed_time(ev0, ev1)
-        count = max(8, int(run_ms / t_launch))
+        def launch():
+            return launch_pair(cp, s, run)
+
+        count = round_count(cp, launch, run_ms)
+        t_launch = statistics.median(cp.cuda.get_elapsed_time(*_synced(launch())) for _ in range(3))
         for rnd in range(rounds):
             cp.cuda.Device(0).synchronize()
             time.sleep(2 * rest_s)
-            evs = [cp.cuda.Event() for _ in range(count + 1)]
             h0 = time.perf_counter()
-            evs[0].record(s)
-            for i in range(count):
-                g(a, w, d, m, n, k, s, epilogue=ep)
-                evs[i + 1].record(s)
-            deadline = h0 + 10 + count * t_launch / 1e3 * 3
-            while not evs[-1].done:
-                now = time.perf_counter()
-                samples.append({"kernel": name, "round": rnd, "t_s": now - h0, "energy_mj": nv.energy_mj(),
-                                "sm_mhz": nv.sm_mhz()})
-                if now > deadline:
-                    from ctahw.device import DeviceError  # noqa: PLC0415
 
-                    raise DeviceError(f"power probe: {name} round {rnd} did not finish by {deadline - h0:.1f} s")
-                time.sleep(0.005)
-            samples.append({"kernel": name, "round": rnd, "t_s": time.perf_counter() - h0,
-                            "energy_mj": nv.energy_mj(), "sm_mhz": nv.sm_mhz()})
+            def sample(rnd=rnd, h0=h0):
+                e = nv.energy_mj()
+                samples.append({"kernel": name, "round": rnd, "t_s": time.perf_counter() - h0, "energy_mj": e,
+                                "sm_mhz": nv.sm_mhz()})
+
             t = 0.0
-            for i in range(count):
-                dur = cp.cuda.get_elapsed_time(evs[i], evs[i + 1])
+            for i, dur in enumerate(back_to_back(cp, s, run, count, poll=sample)):
                 launches.append({**head, "round": rnd, "i": i, "t_start_ms": t, "dur_ms": dur})
                 t += dur
             log(f"power probe: {name} round {rnd}: {count} launches, {t:.1f} ms")
         for mult in periods:
             cp.cuda.Device(0).synchronize()
             time.sleep(rest_s)
-            row = _window(nv, launch, mult * t_launch / 1e3, window_s)
+            row = _window(nv, launch, mult * t_launch / 1e3, window_s, cp.cuda.get_elapsed_time)
             duty.append({**head, "period_ms": mult * t_launch, **row})
             log(f"power probe: {name} every {mult * t_launch:.2f} ms: {row['launches']} launches, "
                 f"{row['energy_j'] / row['window_s']:.1f} W, launch {row['launch_ms']:.4f} ms, {row['sm_mhz']:.0f} MHz")
         del a, w, d
         cp.get_default_memory_pool().free_all_blocks()
     return {"duty": duty, "launches": launches, "samples": samples, "device": device}
+
+
+def _synced(events: tuple) -> tuple:
+    events[1].synchronize()
+    return events

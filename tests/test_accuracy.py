@@ -494,7 +494,7 @@ def test_the_committed_post_hoc_drift_form_table_is_what_the_script_writes(tmp_p
     assert carried["2026-12-02-registered20-1gpu"] == 2.53 and carried["2026-12-02-registered20-1gpu-run2"] == 3.85
 
 
-def test_the_machine_spread_tables_are_what_the_script_writes(tmp_path):
+def test_the_machine_spread_tables_are_what_the_script_writes(tmp_path, monkeypatch):
     """bench/machine_spread.py over the committed reference GEMMs: sixteen lent H200s within 4.5% of each other on the
     calibration GEMM, the profile's prediction (2.770 ms at M = 16384, plan 21's registration) at their median; a
     reference run whose folder names no machine is refused."""
@@ -511,7 +511,7 @@ def test_the_machine_spread_tables_are_what_the_script_writes(tmp_path):
     fake = tmp_path / "hw" / "x" / "reg0-reference"
     fake.mkdir(parents=True)
     (fake / "results.csv").write_text("case,strategy,m,status,makespan_ms\nm=16384,sequential,16384,ok,2.8\n")
-    mod.HW = tmp_path / "hw"
+    monkeypatch.setattr(mod, "HW", tmp_path / "hw")  # the loaded script is shared by the process: undo after
     assert mod.main(["--out", str(tmp_path / "o")]) == 2 and not (tmp_path / "o").exists()
 
 

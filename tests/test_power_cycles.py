@@ -103,3 +103,21 @@ def test_each_claim_misses_when_the_probe_says_otherwise(pc, probe, reg):
     assert not m["c"] and m["a"] and m["b"]
     m = met(_scale(probe, "square-16384", 0.9, rested=True))  # the dense GEMM at rest within 6% of sustained
     assert not m["d"]
+
+
+def test_the_family_rules_are_signed_and_strict(pc, probe, reg):
+    """(d) wants the dense kernel's rested figure under its sustained one, not merely far from it; (b) misses a zero A
+    that runs faster at rest than sustained as well as slower; (c) misses two equal rested figures."""
+    met = lambda p: pc.judge(p, reg)["claims"].set_index("claim")["met"]  # noqa: E731
+    assert not met(_scale(probe, "square-16384", 1 / 1.4, rested=True))["d"]  # rested 20% above sustained
+    assert not met(_scale(probe, "zero-16384", 1 / 1.03, rested=True))["b"]  # rested 3% above sustained
+    tied = dict(probe)
+    la = probe["launches"].copy()
+    for rnd in la["round"].unique():
+        for i in (1, 2, 3):
+            src = (la.kernel == "relu-16384") & (la["round"] == rnd) & (la.i == i)
+            la.loc[(la.kernel == "both-16384") & (la["round"] == rnd) & (la.i == i), "dur_ms"] = la.loc[src, "dur_ms"].iloc[0]
+    tied["launches"] = la
+    k = pc.judge(tied, reg)["kernels"].set_index("kernel")
+    assert k.loc["both-16384", "rested_tflop_per_ghz"] == k.loc["relu-16384", "rested_tflop_per_ghz"]
+    assert not met(tied)["c"]

@@ -26,9 +26,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ctahw.calibrate import EPILOGUE_OPS, INPUT_OPS
+from ctahw.calibrate import FUSED_ACTIVATIONS, INPUT_OPS
 
-KERNEL_OPS = EPILOGUE_OPS + INPUT_OPS
+KERNEL_OPS = FUSED_ACTIVATIONS + INPUT_OPS
 """What ``--kernels`` may add to a shape: a fused activation, or a change of the operands (not an epilogue)."""
 
 

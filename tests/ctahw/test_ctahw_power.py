@@ -132,3 +132,51 @@ def test_the_power_probe_refuses_bad_input_in_one_line_and_writes_nothing(tmp_pa
                            text=True, timeout=120)
         assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+class _FakeNvml:
+    """A card drawing ``watts`` steadily, its energy counter stepping every 20 ms (as NVML's does, more often)."""
+
+    def __init__(self, watts: float):
+        import time
+
+        self.watts, self.t0, self.time = watts, time.perf_counter(), time
+
+    def energy_mj(self) -> int:
+        steps = (self.time.perf_counter() - self.t0) // 0.020
+        return int(steps * 0.020 * self.watts * 1e3)
+
+    def sm_mhz(self) -> int:
+        return 1980
+
+
+class _Event:
+    def __init__(self, done_at: float):
+        import time
+
+        self.done_at, self.time = done_at, time
+
+    @property
+    def done(self) -> bool:
+        return self.time.perf_counter() >= self.done_at
+
+
+def test_a_duty_window_counts_its_launches_and_the_energy_between_two_counter_steps():
+    import time
+
+    launches = []
+
+    def launch(runs_s=0.002):
+        now = time.perf_counter()
+        launches.append(now)
+        return _Event(now), _Event(now + runs_s)
+
+    row = pw._window(_FakeNvml(300.0), launch, period_s=0.010, window_s=0.3, elapsed=lambda a, b: 2.0)
+    assert row["energy_j"] / row["window_s"] == pytest.approx(300.0, rel=0.1)  # whole counter steps over their time
+    assert row["launches"] == len(launches) and abs(row["launches"] - 30) <= 3  # one every 10 ms for 0.3 s
+    assert 0.3 <= row["window_s"] < 0.36 and row["launch_ms"] == 2.0 and row["sm_mhz"] == 1980
+    gaps = [b - a for a, b in zip(launches, launches[1:])]
+    assert min(gaps) >= 0.0095  # paced, not back to back
+    with pytest.raises(DeviceError, match="did not finish within 0.05 s"):
+        pw._window(_FakeNvml(300.0), lambda: launch(runs_s=10.0), 0.010, 0.3, lambda a, b: 2.0,
+                   launch_timeout_s=0.05)
