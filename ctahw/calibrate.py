@@ -350,6 +350,7 @@ def clock_trajectory(g, s, kernels: Mapping[str, tuple], rest_s: float = 2.0, ru
     for name, (m, n, k, ops) in kernels.items():
         a, w, ep = kernel_operands(cp, data, m, n, k, ops)
         d = cp.empty((m, n), dtype=cp.uint16)
+        cp.cuda.Device(0).synchronize()  # the operands are made on CuPy's stream, not on s: done before any timing
 
         def run():
             g(a, w, d, m, n, k, s, epilogue=ep)

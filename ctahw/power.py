@@ -10,8 +10,9 @@ What is measured (``bench/hw/power_probe.py``; the model that uses it is ``ctasi
       launch's energy above the draw between launches, and over the launch's median time it is the kernel's draw
       above that (``dynamic_w``). The SM clock is read while each launch runs.
     * **Back-to-back rounds**: after a rest, launches back to back for ``run_ms`` with an event between them (the
-      rows of ``bench/hw/clock_trajectory.py``), the energy counter and SM clock sampled every ~1 ms meanwhile (plans
-      32-35's probe, commit b6aeae8, slept 5 ms between samples and stamped them before the reads: ~10 ms apart);
+      rows of ``bench/hw/clock_trajectory.py``), the energy counter and SM clock sampled every ~5 ms meanwhile (two
+      NVML reads and a 1 ms sleep; plans 32-35's probe, commit b6aeae8, slept 5 ms and stamped before the reads:
+      ~10 ms apart);
       :func:`step_power` gives the draw over the round's second half (the sustained level, where the power limit
       should hold it).
     * The device: enforced power limit, maximum SM clock, the idle draw over a window with nothing queued.
@@ -167,7 +168,8 @@ def power_probe(g, s, kernels: Mapping[str, tuple], nv: Nvml, periods: Sequence[
     (``ctahw.calibrate.round_count``, ``back_to_back``) and one duty window per period (a multiple of the kernel's
     warm launch time), each after ``rest_s`` (``2 rest_s`` before a round). Returns tables ``duty``, ``launches`` (the
     back-to-back rows, as ``clock_trajectory.py``'s), ``samples`` (kernel, round, t_s since the round's launches were
-    enqueued -- taken after the energy read --, energy_mj, sm_mhz; every ~1 ms while the round runs) and ``device``
+    enqueued -- taken after the energy read --, energy_mj, sm_mhz; every ~5 ms while the round runs: two NVML reads and
+    a 1 ms sleep) and ``device``
     (one row)."""
     import cupy as cp  # noqa: PLC0415
 
@@ -187,6 +189,7 @@ def power_probe(g, s, kernels: Mapping[str, tuple], nv: Nvml, periods: Sequence[
     for name, (m, n, k, ops) in kernels.items():
         a, w, ep = kernel_operands(cp, data, m, n, k, ops)
         d = cp.empty((m, n), dtype=cp.uint16)
+        cp.cuda.Device(0).synchronize()  # the operands are made on CuPy's stream, not on s: done before any timing
         head = {"kernel": name, "m": m, "n": n, "k": k, "epilogue": "+".join(ops)}
 
         def run():

@@ -5,7 +5,7 @@
 
 Per kernel (``--kernels`` as ``clock_trajectory.py``'s, operands as ``ctahw.calibrate.kernel_operands``): ``--rounds``
 back-to-back rounds of about ``--run-ms`` after a rest of twice ``--rest-s``, NVML's energy counter and SM clock
-sampled every ~1 ms meanwhile; then one duty window per period (a multiple of the kernel's launch time: launched
+sampled every ~5 ms meanwhile; then one duty window per period (a multiple of the kernel's launch time: launched
 once a period, host-paced) of ``--window-s``, each after ``--rest-s``. The measurement is ``ctahw.power.power_probe``.
 
 Writes, all or nothing, into OUT_DIR (which must not exist): ``duty.csv`` (kernel, m, n, k, epilogue, period_ms,
