@@ -186,6 +186,47 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
     return lines
 
 
+ACTIVATION_OUTPUTS = ("gelu", "silu", "swiglu")
+"""Epilogue ops whose output the next layer reads as A, priced by the model at the random-operand rate (factor 1;
+a ``relu``'s output has ``Hardware.relu_input_tile_factor``)."""
+OPERAND_PLAN = ("reg36-gelu-k", "validation-registered36")
+"""The registered measurement of a GEMM on a GeLU's output against K (docs/validation.md, registered plan 36): its
+registration under bench/predictions and its judged tables under bench/results."""
+
+
+def operand_lines(model: Model, results_dir: Path | None = None) -> list[str]:
+    """Trust lines on what the profile's rates leave out about the operands and the machine: where a layer reads a
+    GeLU's, SiLU's or SwiGLU's output, registered plan 36's factors of that GEMM against random operands at rest by K
+    (from its committed tables; nothing where this installation has none); and the lent machines' spread on the
+    reference GEMM (``bench/results/machine-spread/summary.csv``)."""
+    root = results_dir or Path(__file__).resolve().parent.parent / "bench" / "results"
+    layers = model.workload.layers
+    ks = sorted({nxt.k for prev, nxt in zip(layers, layers[1:]) if set(prev.epilogue) & set(ACTIVATION_OUTPUTS)})
+    lines = []
+    reg, kernels = (root.parent / "predictions" / OPERAND_PLAN[0] / "kernels.csv",
+                    root / OPERAND_PLAN[1] / "kernels.csv")
+    if ks and kernels.is_file() and reg.is_file():
+        t = pd.read_csv(kernels).merge(pd.read_csv(reg)[["kernel", "k", "op"]], on="kernel")
+        t["op"] = t["op"].fillna("")
+        plain = t[t["op"] == ""].set_index("k")["rested_ms"]
+        gelu = t[t["op"] == "gelu_input"].set_index("k")["rested_ms"]
+        factors = ", ".join(f"{gelu[k] / plain[k]:.3f}x at K = {k}" for k in sorted(set(plain.index) & set(gelu.index)))
+        lines.append(f"operands: the profile's tile rates come from random normal operands; this block's GEMM at "
+                     f"K = {', '.join(map(str, ks))} reads an activation's output, which the model prices at the same "
+                     f"rate; registered plan 36 timed a GEMM on a GeLU's output at {factors} of the random-operand "
+                     f"time at rest (16384 x 8192 x K, one H200; docs/validation.md): not modelled")
+    spread = root / "machine-spread" / "summary.csv"
+    if spread.is_file():
+        m = pd.read_csv(spread).set_index("m")
+        if 16384 in m.index:
+            r = m.loc[16384]
+            lines.append(f"machine: {int(r.machines)} lent H200s timed the 16384 x 8192 x 8192 GEMM "
+                         f"{r['min']:.3f}-{r['max']:.3f} ms ({r.spread_pct:.1f}% apart; the profile describes one): "
+                         f"at rest a limiter NVML does not report slows random operands by a machine's own amount "
+                         f"(registered plans 32-36)")
+    return lines
+
+
 def _registered_profile(results_root: Path, registration: str) -> tuple[str, bool]:
     """The hardware profile a registration was predicted with (its ``registration.json``, beside the results in a
     checkout's bench/predictions; '?' where that file is not there), and whether the profile's file is still the one
@@ -231,6 +272,7 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
         lines.append(f"\nNot run: {label} ({why}).")
     lines += ["", "How far to trust it:", ""]
     lines += [f"* {t}" for t in trust(hw, list(dict.fromkeys(df["kind"])), results_dir)]
+    lines += [f"* {t}" for t in operand_lines(model, results_dir)]
     if any(l.gated and l.epilogue_fused for l in model.workload.layers):
         lines.append("* SwiGLU is modelled fused into the gate-and-up GEMM's epilogue; ctahw runs it as a kernel of its "
                      "own after the plain GEMM (no fused gated epilogue is built; its measured cost: docs/hardware.md, "

@@ -225,3 +225,19 @@ def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(t
     shutil.copy(root / "validation-registered8" / "reg8-yi-34b-1gpu" / "summary.csv", dest)
     (line,) = [l for l in A.trust(hw, ["sequential"], tmp_path / "results") if l.startswith("sequential:")]
     assert "profile ?: " in line and "reg8-yi-34b-1gpu" in line
+
+
+def test_advise_says_what_the_operands_and_the_machine_leave_out(tmp_path):
+    """Where a layer reads a GeLU's, SiLU's or SwiGLU's output: that GEMM's K and registered plan 36's factors from its
+    committed tables; a ReLU's output (modelled) gets no such line; the machines' spread from machine-spread; an
+    installation without the tables says neither."""
+    from ctasim import advise as A
+    from ctasim.spec import load_model
+
+    (ops, machine) = A.operand_lines(load_model("llama3.1-8b"))
+    assert "GEMM at K = 14336 reads an activation's output" in ops  # SwiGLU: the down GEMM reads N/2 = 14336 columns
+    assert "0.923x at K = 4096, 0.969x at K = 8192, 0.979x at K = 14336, 1.007x at K = 28672" in ops
+    assert machine.startswith("machine: 16 lent H200s") and "4.2% apart" in machine
+    relu = [l for l in A.operand_lines(load_model("opt-13b")) if l.startswith("operands")]
+    assert relu == []
+    assert A.operand_lines(load_model("llama3.1-8b"), results_dir=tmp_path) == []
