@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import pandas as pd  # noqa: E402
 
 from hw.clock_trajectory import parse_kernels  # noqa: E402
-from power_model import measured, posthoc_cycles, read_probe, register  # noqa: E402
+from power_model import measured, posthoc_cycles, read_probe, register, registered_table, write_tables  # noqa: E402
 
 SAME_TOL_PCT = 2.0
 """Claims (a), (b): 'the same work per cycle' means within this (plan 32: the family's sustained figures 0.75% apart,
@@ -150,19 +150,13 @@ def main(argv=None) -> int:
         else:
             if not (args.probe and args.registered):
                 raise ValueError("give --register with --family, or --probe with --registered")
-            if not (args.registered / "kernels.csv").is_file():
-                raise ValueError(f"no {args.registered / 'kernels.csv'}")
             const = args.registered / "constants.csv"
-            tables = judge(read_probe(args.probe), pd.read_csv(args.registered / "kernels.csv"),
+            tables = judge(read_probe(args.probe), registered_table(args.registered),
                            pd.read_csv(const) if const.is_file() else None)
     except ValueError as e:
         print(f"power_cycles: {e}", file=sys.stderr)
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    pd.set_option("display.width", 250)
-    for name, t in tables.items():
-        t.round(4).to_csv(args.out / f"{name}.csv", index=False)
-        print(t.round(4).to_string(index=False))
+    write_tables(args.out, tables)
     return 0
 
 

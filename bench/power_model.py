@@ -182,6 +182,22 @@ def read_probe(folder: Path) -> dict[str, pd.DataFrame]:
     return out
 
 
+def registered_table(folder: Path, name: str = "kernels.csv") -> pd.DataFrame:
+    """A registration's table; ValueError naming it where it is not there."""
+    if not (folder / name).is_file():
+        raise ValueError(f"no {folder / name}")
+    return pd.read_csv(folder / name)
+
+
+def write_tables(out: Path, tables: dict[str, pd.DataFrame]) -> None:
+    """Each table to ``out/NAME.csv`` (rounded to 4 places, as committed) and printed."""
+    out.mkdir(parents=True, exist_ok=True)
+    pd.set_option("display.width", 250)
+    for name, t in tables.items():
+        t.round(4).to_csv(out / f"{name}.csv", index=False)
+        print(t.round(4).to_string(index=False))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--register", metavar="NAME=MxNxK[+OP],...", help="write kernels.csv into --out")
@@ -195,9 +211,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         if args.spec:
-            if not (args.spec / "kernels.csv").is_file():
-                raise ValueError(f"no {args.spec / 'kernels.csv'}")
-            print(spec(pd.read_csv(args.spec / "kernels.csv")))
+            print(spec(registered_table(args.spec)))
             return 0
         if args.out is None:
             raise ValueError("--out is needed with --register or --probe")
@@ -210,20 +224,14 @@ def main(argv=None) -> int:
         else:
             if not (args.probe and args.registered):
                 raise ValueError("give --register, --spec, or --probe with --registered")
-            if not (args.registered / "kernels.csv").is_file():
-                raise ValueError(f"no {args.registered / 'kernels.csv'}")
-            reg = pd.read_csv(args.registered / "kernels.csv")
+            reg = registered_table(args.registered)
             tables = judge(read_probe(args.probe), reg)
             if args.posthoc:
                 tables["posthoc-cycles"] = posthoc_cycles(tables["kernels"], reg)
     except ValueError as e:
         print(f"power_model: {e}", file=sys.stderr)
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    pd.set_option("display.width", 250)
-    for name, t in tables.items():
-        t.round(4).to_csv(args.out / f"{name}.csv", index=False)
-        print(t.round(4).to_string(index=False))
+    write_tables(args.out, tables)
     return 0
 
 
