@@ -173,10 +173,11 @@ def test_a_duty_window_counts_its_launches_and_the_energy_between_two_counter_st
 
     row = pw._window(_FakeNvml(300.0), launch, period_s=0.010, window_s=0.3, elapsed=lambda a, b: 2.0)
     assert row["energy_j"] / row["window_s"] == pytest.approx(300.0, rel=0.1)  # whole counter steps over their time
-    assert row["launches"] == len(launches) and abs(row["launches"] - 30) <= 3  # one every 10 ms for 0.3 s
-    assert 0.3 <= row["window_s"] < 0.36 and row["launch_ms"] == 2.0 and row["sm_mhz"] == 1980
-    gaps = [b - a for a, b in zip(launches, launches[1:])]
-    assert min(gaps) >= 0.0095  # paced, not back to back
+    assert row["launches"] == len(launches) and 24 <= row["launches"] <= 31  # one every 10 ms for 0.3 s
+    assert 0.3 <= row["window_s"] < 0.45 and row["launch_ms"] == 2.0 and row["sm_mhz"] == 1980
+    # paced on a schedule from the window's start (a late launch is caught up, never launched early): on average one
+    # period apart, not back to back
+    assert (launches[-1] - launches[0]) / (len(launches) - 1) >= 0.0095
     with pytest.raises(DeviceError, match="did not finish within 0.05 s"):
         pw._window(_FakeNvml(300.0), lambda: launch(runs_s=10.0), 0.010, 0.3, lambda a, b: 2.0,
                    launch_timeout_s=0.05)
