@@ -330,6 +330,14 @@ def cmd_run_spec(args) -> int:
             raise _UsageError(f"--strategies: {', '.join(unknown)} not in {exp.name} (its strategies: "
                               f"{', '.join(labels)})")
         exp = dataclasses.replace(exp, strategies=tuple(st for st in exp.strategies if st.label in args.strategies))
+    # the spec's clock regime is what its predictions describe (ctasim runs it as exp.regime): the measurement must be
+    # of the same regime, or compare would judge a burst prediction against sustained runs (or the reverse)
+    if exp.regime == "sustained" and not args.sustain_s > 0:
+        raise _UsageError(f"{exp.name} is a sustained-regime experiment (experiment.regime): give --sustain-s S > 0, "
+                          f"how long each run repeats back to back")
+    if exp.regime == "burst" and args.sustain_s > 0:
+        raise _UsageError(f"--sustain-s {args.sustain_s:g}: {exp.name} is a burst-regime experiment "
+                          f"(experiment.regime = 'burst'); a sustained measurement needs a sustained spec")
     _check_out(args.out)
     reg = None
     if args.registration is not None:

@@ -162,3 +162,26 @@ def test_validate_predicts_runs_and_compares_in_one_go_and_says_post_hoc(monkeyp
     acc = pd.read_csv(tmp_path / "v" / "report" / "accuracy.csv")
     assert len(acc[acc["source"] == "model"]) == 3 and not acc["registered"].any()
     assert cli.main(["validate", "reg-gemm-h4096", "--out", str(tmp_path / "v")]) == 2  # predictions never overwritten
+
+
+def test_a_specs_clock_regime_must_match_the_measurement(tmp_path, capsys):
+    """A sustained-regime spec's predictions describe runs repeated back to back: ctahw run refuses it without
+    --sustain-s, and refuses --sustain-s for a burst spec, in one line each, before anything runs; matched, it plans."""
+    from ctahw import cli
+    from ctasim.spec import SPECS_DIR
+
+    text = (SPECS_DIR / "experiments" / "reg28-reference.toml").read_text()
+    burst = tmp_path / "burst.toml"
+    burst.write_text(text)
+    sustained = tmp_path / "sustained.toml"
+    sustained.write_text(text.replace('regime = "burst"', 'regime = "sustained"'))
+    assert 'regime = "sustained"' in sustained.read_text()
+    for args, words in (([str(sustained)], "is a sustained-regime experiment"),
+                        ([str(burst), "--sustain-s", "1"], "is a burst-regime experiment")):
+        assert cli.main(["run", *args, "--out", str(tmp_path / "o"), "--dry-run"]) == 2
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1
+    assert cli.main(["run", str(sustained), "--sustain-s", "1", "--out", str(tmp_path / "o"), "--dry-run",
+                     "--gpus-assumed", "1"]) == 0
+    assert cli.main(["run", str(burst), "--out", str(tmp_path / "o"), "--dry-run", "--gpus-assumed", "1"]) == 0
+    assert not (tmp_path / "o").exists()
