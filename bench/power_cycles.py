@@ -11,7 +11,7 @@ operands toggle (378, 399, 424, 460): a limiter NVML does not report slows dense
 clock is the whole story once the power limit holds the clock. The ``--family`` kernels are one shape on operands
 ordered from most to least toggling (dense first); the claims (README of the registration) are checked on a fresh
 machine's ``bench/hw/power_probe.py`` tables. ``kernels.csv`` gives every kernel's work per reported GHz, rested and
-sustained (``power_model.posthoc_cycles``), ``claims.csv`` the rules.
+sustained (``power_model.work_per_cycle``), ``claims.csv`` the rules.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import pandas as pd  # noqa: E402
 
 from hw.clock_trajectory import parse_kernels  # noqa: E402
-from power_model import measured, posthoc_cycles, read_probe, register, registered_table, write_tables  # noqa: E402
+from power_model import measured, read_probe, register, registered_table, work_per_cycle, write_tables  # noqa: E402
 
 SAME_TOL_PCT = 2.0
 """Claims (a), (b): 'the same work per cycle' means within this (plan 32: the family's sustained figures 0.75% apart,
@@ -107,7 +107,7 @@ def judge(probe: dict[str, pd.DataFrame], reg: pd.DataFrame,
           constants: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
     """kernels.csv (work per reported cycle, rested and sustained) and claims.csv: claims a-d per family (suffixed
     with the family's number where there are several) and one claim per registered constant (``k1``, ``k2``, ...)."""
-    k = posthoc_cycles(measured(probe, reg), reg).drop(columns=["gamma_clock", "clock_law_mhz", "clock_law_err_pct"])
+    k = work_per_cycle(measured(probe, reg), reg)
     cols = ["kernel", "family"] + (["group"] if "group" in reg else [])
     k = k.merge(reg[cols], on="kernel")
     groups = sorted(g for g in k["group"].unique() if g >= 0) if "group" in k else [None]

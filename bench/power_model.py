@@ -144,12 +144,10 @@ def judge(probe: dict[str, pd.DataFrame], reg: pd.DataFrame) -> dict[str, pd.Dat
     return {"kernels": k, "claims": claims}
 
 
-def posthoc_cycles(k: pd.DataFrame, reg: pd.DataFrame) -> pd.DataFrame:
-    """Post-hoc (written after plan 32's judgement was seen; not a test): the work each kernel does per reported SM
-    cycle, rested (launches 1-3 of the rounds, at the duty windows' median clock) and sustained (the rounds' second
-    half, at its median clock), in TFLOP per GHz; and the sustained clock of the model read as a clock law,
-    ``f_s = f_duty / (dynamic_w / (limit_w - between_w)) ** (1 / gamma_clock)`` with ``gamma_clock`` from the
-    calibration kernel's clocks."""
+def work_per_cycle(k: pd.DataFrame, reg: pd.DataFrame) -> pd.DataFrame:
+    """The work each kernel of :func:`measured`'s table does per reported SM cycle, rested (launches 1-3 of the
+    rounds, at the duty windows' median clock) and sustained (the rounds' second half, at its median clock), in TFLOP
+    per GHz; with the clock and time ratios (sustained over rested)."""
     shape = reg.set_index("kernel")[["m", "n", "k"]]
     out = k[["kernel", "role", "duty_sm_mhz", "sustained_sm_mhz", "rested_ms", "sustained_ms"]].copy()
     tflop = [2 * shape.loc[n, "m"] * shape.loc[n, "n"] * shape.loc[n, "k"] / 1e12 for n in out["kernel"]]
@@ -159,6 +157,14 @@ def posthoc_cycles(k: pd.DataFrame, reg: pd.DataFrame) -> pd.DataFrame:
                                       zip(tflop, out["sustained_ms"], out["sustained_sm_mhz"])]
     out["clock_ratio"] = out["duty_sm_mhz"] / out["sustained_sm_mhz"]
     out["time_ratio"] = out["sustained_ms"] / out["rested_ms"]
+    return out
+
+
+def posthoc_cycles(k: pd.DataFrame, reg: pd.DataFrame) -> pd.DataFrame:
+    """Post-hoc (written after plan 32's judgement was seen; not a test): :func:`work_per_cycle`, and the sustained
+    clock of the model read as a clock law, ``f_s = f_duty / (dynamic_w / (limit_w - between_w)) ** (1 / gamma_clock)``
+    with ``gamma_clock`` from the calibration kernel's clocks."""
+    out = work_per_cycle(k, reg)
     cal = k[k["role"] == "calibrate"].iloc[0]
     try:  # a calibration kernel the limit does not slow says nothing of the exponent: the clock law is left blank
         gamma = gamma_from(cal.dynamic_w, cal.between_w, cal.limit_w, cal.duty_sm_mhz / cal.sustained_sm_mhz)

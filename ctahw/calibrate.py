@@ -127,7 +127,7 @@ __all__ = [
 # Pure fits (tested on the CPU)
 
 
-def _linfit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+def linfit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
     """Least squares y = a + b x; returns (a, b)."""
     n = len(xs)
     if n < 2 or len(set(xs)) < 2:
@@ -155,7 +155,7 @@ def fit_tile_rate(samples: Sequence[tuple[int, int, int, float]], tile_m: int, t
     ks = sorted({k for k, _ in pts})
     fixed, note = 0.0, "one K: tile_fixed_ns = 0"
     if len(ks) >= 2:
-        a, b = _linfit([k for k, _ in pts], [r for _, r in pts])
+        a, b = linfit([k for k, _ in pts], [r for _, r in pts])
         if a >= 0 and b > 0:
             fixed, note = a, f"fit over K = {ks}"
         else:
@@ -175,7 +175,7 @@ def fit_allreduce(sizes_bytes: Sequence[int], ms: Sequence[float], gpus: int) ->
     """NCCL all-reduce model t = a + bytes/algbw; busbw = algbw * 2(G-1)/G; latency per ring step a/(2(G-1))."""
     if gpus < 2:
         raise ValueError("an all-reduce needs at least 2 GPUs")
-    a_ms, b = _linfit([float(s) for s in sizes_bytes], list(ms))
+    a_ms, b = linfit([float(s) for s in sizes_bytes], list(ms))
     if b <= 0:
         raise ValueError("all-reduce time does not grow with size: cannot fit a bandwidth")
     algbw_gbps = 1.0 / (b * 1e6)  # b: ms per byte -> bytes per ns = GB/s
@@ -257,7 +257,8 @@ def kernel_operands(cp, data, m: int, n: int, k: int, ops: Sequence[str]):
     ``ops`` is the epilogue. ValueError for an op that is neither."""
     import math as _m
 
-    from ctahw.device import relu_bf16_bits  # noqa: PLC0415
+    from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits, relu_bf16_bits  # noqa: PLC0415
+    from ctahw.rowwise import reference_epilogue  # noqa: PLC0415
 
     bad = [o for o in ops if o not in FUSED_ACTIVATIONS + INPUT_OPS]
     if bad:
@@ -272,9 +273,6 @@ def kernel_operands(cp, data, m: int, n: int, k: int, ops: Sequence[str]):
         a[...] = 0
     act = {"gelu_input": "gelu", "silu_input": "silu", "swiglu_input": "silu"}
     for op in (o for o in ops if o in act):
-        from ctahw.device import bf16_bits_to_f32, f32_to_bf16_bits  # noqa: PLC0415
-        from ctahw.rowwise import reference_epilogue  # noqa: PLC0415
-
         y = reference_epilogue(bf16_bits_to_f32(a, cp), (act[op],))
         if op == "swiglu_input":
             y = y * bf16_bits_to_f32(data.rand(0, (m, k), salt=3), cp)
@@ -283,10 +281,9 @@ def kernel_operands(cp, data, m: int, n: int, k: int, ops: Sequence[str]):
     return a, w, tuple(o for o in ops if o in FUSED_ACTIVATIONS)
 
 
-def round_count(cp, launch: Callable[[], tuple], run_ms: float) -> int:
-    """Launches in a back-to-back round of about ``run_ms``: ``run_ms`` over the median of three warm launches
-    (``launch()`` enqueues one between two events and returns them; one untimed launch first, so the kernel is loaded
-    and the clock is up), and at least 9, so that 8 remain after launch 0 (:func:`trajectory_rounds`)."""
+def warm_launch_ms(cp, launch: Callable[[], tuple]) -> float:
+    """The median of three warm launches (ms): ``launch()`` enqueues one between two events and returns them; one
+    untimed launch first, so the kernel is loaded and the clock is up."""
     ev = launch()
     ev[1].synchronize()
     times = []
@@ -294,7 +291,13 @@ def round_count(cp, launch: Callable[[], tuple], run_ms: float) -> int:
         e0, e1 = launch()
         e1.synchronize()
         times.append(cp.cuda.get_elapsed_time(e0, e1))
-    return max(9, int(run_ms / statistics.median(times)))
+    return statistics.median(times)
+
+
+def round_count(run_ms: float, launch_ms: float) -> int:
+    """Launches in a back-to-back round of about ``run_ms`` of ``launch_ms`` each (:func:`warm_launch_ms`), at least
+    9, so that 8 remain after launch 0 (:func:`trajectory_rounds`)."""
+    return max(9, int(run_ms / launch_ms))
 
 
 def back_to_back(cp, s, run: Callable[[], None], count: int, poll: Callable[[], None] | None = None,
@@ -336,8 +339,8 @@ def clock_trajectory(g, s, kernels: Mapping[str, tuple], rest_s: float = 2.0, ru
                      rounds: int = 3, log: Callable[[str], None] = lambda x: None) -> list[dict]:
     """Rows (kernel, m, n, k, epilogue, round, i, t_start_ms, dur_ms) of ``bench/hw/clock_trajectory.py``'s
     measurement: per kernel (name -> (m, n, k, epilogue ops)) and round, a ``rest_s`` host sleep with the GPU idle,
-    then back-to-back launches of CUTLASS GEMM ``g`` on stream ``s`` for about ``run_ms`` (:func:`round_count`,
-    :func:`back_to_back`), an event between each. :data:`INPUT_OPS` among the ops are not epilogues: the plain GEMM
+    then back-to-back launches of CUTLASS GEMM ``g`` on stream ``s`` for about ``run_ms`` (:func:`warm_launch_ms`,
+    :func:`round_count`, :func:`back_to_back`), an event between each. :data:`INPUT_OPS` among the ops are not epilogues: the plain GEMM
     on changed operands (:func:`kernel_operands`), so the trajectory of a lower-power kernel can be timed."""
     import time as _t
 
@@ -355,7 +358,7 @@ def clock_trajectory(g, s, kernels: Mapping[str, tuple], rest_s: float = 2.0, ru
         def run():
             g(a, w, d, m, n, k, s, epilogue=ep)
 
-        count = round_count(cp, lambda: launch_pair(cp, s, run), run_ms)
+        count = round_count(run_ms, warm_launch_ms(cp, lambda: launch_pair(cp, s, run)))
         for rnd in range(rounds):
             cp.cuda.Device(0).synchronize()
             _t.sleep(rest_s)

@@ -30,6 +30,8 @@ import statistics
 import time
 from typing import Callable, Mapping, Sequence
 
+from ctahw.calibrate import linfit
+
 __all__ = ["Nvml", "bus_key", "next_step", "energy_fit", "step_power", "power_probe"]
 
 
@@ -112,11 +114,10 @@ def energy_fit(windows: Sequence[Mapping]) -> dict:
     watts = [float(w["energy_j"]) / float(w["window_s"]) for w in windows]
     if len(windows) < 2 or max(rate) - min(rate) <= 1e-9 * max(max(rate), 1.0):
         raise ValueError(f"energy fit: need two or more windows of different launch rates, got rates {rate}")
-    mr, mp = statistics.fmean(rate), statistics.fmean(watts)
-    slope = sum((r - mr) * (p - mp) for r, p in zip(rate, watts)) / sum((r - mr) ** 2 for r in rate)
+    between, slope = linfit(rate, watts)
     if not slope > 0:
         raise ValueError(f"energy fit: power does not rise with the launch rate (slope {slope:.4g} J)")
-    between = mp - slope * mr
+    mp = statistics.fmean(watts)
     launch_ms = statistics.median(float(w["launch_ms"]) for w in windows)
     resid = max(abs(p - between - slope * r) for r, p in zip(rate, watts))
     return {"energy_j": slope, "between_w": between, "launch_ms": launch_ms, "dynamic_w": slope / (launch_ms / 1e3),
@@ -165,7 +166,7 @@ def power_probe(g, s, kernels: Mapping[str, tuple], nv: Nvml, periods: Sequence[
                 log: Callable[[str], None] = lambda x: None) -> dict[str, list[dict]]:
     """``bench/hw/power_probe.py``'s measurement on CUTLASS GEMM ``g``, stream ``s``: per kernel (name -> (m, n, k,
     ops), operands as ``ctahw.calibrate.kernel_operands``), ``rounds`` back-to-back rounds of about ``run_ms``
-    (``ctahw.calibrate.round_count``, ``back_to_back``) and one duty window per period (a multiple of the kernel's
+    (``ctahw.calibrate.warm_launch_ms``, ``round_count``, ``back_to_back``) and one duty window per period (a multiple of the kernel's
     warm launch time), each after ``rest_s`` (``2 rest_s`` before a round). Returns tables ``duty``, ``launches`` (the
     back-to-back rows, as ``clock_trajectory.py``'s), ``samples`` (kernel, round, t_s since the round's launches were
     enqueued -- taken after the energy read --, energy_mj, sm_mhz; every ~5 ms while the round runs: two NVML reads and
@@ -174,7 +175,7 @@ def power_probe(g, s, kernels: Mapping[str, tuple], nv: Nvml, periods: Sequence[
     import cupy as cp  # noqa: PLC0415
 
     from ctahw.baselines import Chain  # noqa: PLC0415
-    from ctahw.calibrate import back_to_back, kernel_operands, launch_pair, round_count  # noqa: PLC0415
+    from ctahw.calibrate import back_to_back, kernel_operands, launch_pair, round_count, warm_launch_ms  # noqa: PLC0415
 
     data = Chain(cp, 20261201)
     cp.cuda.Device(0).synchronize()
@@ -198,8 +199,8 @@ def power_probe(g, s, kernels: Mapping[str, tuple], nv: Nvml, periods: Sequence[
         def launch():
             return launch_pair(cp, s, run)
 
-        count = round_count(cp, launch, run_ms)
-        t_launch = statistics.median(cp.cuda.get_elapsed_time(*_synced(launch())) for _ in range(3))
+        t_launch = warm_launch_ms(cp, launch)
+        count = round_count(run_ms, t_launch)
         for rnd in range(rounds):
             cp.cuda.Device(0).synchronize()
             time.sleep(2 * rest_s)
@@ -225,8 +226,3 @@ def power_probe(g, s, kernels: Mapping[str, tuple], nv: Nvml, periods: Sequence[
         del a, w, d
         cp.get_default_memory_pool().free_all_blocks()
     return {"duty": duty, "launches": launches, "samples": samples, "device": device}
-
-
-def _synced(events: tuple) -> tuple:
-    events[1].synchronize()
-    return events

@@ -181,3 +181,27 @@ def test_a_duty_window_counts_its_launches_and_the_energy_between_two_counter_st
     with pytest.raises(DeviceError, match="did not finish within 0.05 s"):
         pw._window(_FakeNvml(300.0), lambda: launch(runs_s=10.0), 0.010, 0.3, lambda a, b: 2.0,
                    launch_timeout_s=0.05)
+
+
+def test_a_round_is_counted_from_the_median_of_three_warm_launches_and_keeps_eight_after_the_first():
+    from types import SimpleNamespace
+
+    from ctahw.calibrate import round_count, warm_launch_ms
+
+    times = iter([50.0, 3.0, 2.0, 2.5])  # the untimed first launch (kernel load, clock rising), then three warm ones
+    events = []
+
+    class Ev:
+        def __init__(self, ms):
+            self.ms = ms
+
+        def synchronize(self):
+            events.append(self.ms)
+
+    def launch():
+        ms = next(times)
+        return Ev(0.0), Ev(ms)
+
+    cp = SimpleNamespace(cuda=SimpleNamespace(get_elapsed_time=lambda a, b: b.ms - a.ms))
+    assert warm_launch_ms(cp, launch) == 2.5 and len(events) == 4
+    assert round_count(400.0, 2.5) == 160 and round_count(400.0, 100.0) == 9
