@@ -110,9 +110,10 @@ def reason_for(strategy: Strategy, case: Case, gpus: int, hw: Hardware | None = 
         return f"{strategy.kind} is not yet run from an experiment spec"
     layers = case.workload.layers
     if strategy.kind == "ctapipe" and _chain_kernel_strategy(strategy, case):
-        from ctasim.strategies.ctapipe import chain_reason, ring_reason  # noqa: PLC0415
+        from ctasim.strategies.ctapipe import chain_reason, ring_gpus, ring_reason  # noqa: PLC0415
 
-        why = chain_reason(case.workload) if strategy.gpus == 1 else ring_reason(case.workload, strategy.gpus)
+        why = (chain_reason(case.workload) if strategy.gpus == 1
+               else ring_reason(case.workload, ring_gpus(strategy, case.workload)))
         if why:
             return why
         for i, l in enumerate(layers):
@@ -344,11 +345,11 @@ def chain_case(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, 
     from ctahw.chain import ChainRunner, output_place  # noqa: PLC0415
     from ctahw.device import REL_TOL_BF16, output_error, poison, summarize, to_device  # noqa: PLC0415
     from ctahw.executor import reference_bf16  # noqa: PLC0415
-    from ctasim.strategies.ctapipe import build_chain, build_ring, norm_folds, ring_ops  # noqa: PLC0415
+    from ctasim.strategies.ctapipe import build_chain, build_ring, norm_folds, ring_gpus, ring_ops  # noqa: PLC0415
 
     cp = timed.cp
     layers = case.workload.layers
-    G = strategy.gpus
+    G = 1 if strategy.gpus == 1 else ring_gpus(strategy, case.workload)
     devices = list(devices) if devices is not None else list(range(G))
     plan = (build_chain if G == 1 else build_ring)(strategy, case.workload, exp.hardware, case.label)
     data = Chain(cp, cfg.seed)
@@ -578,7 +579,7 @@ def run(exp: Experiment, cfg: RunConfig, log: Callable[[str], None] = lambda s: 
         case, st = cases[r["case"]], strategies[r["strategy"]]
         try:
             if i in chain_rows:
-                timed, _ = machines.get(st.gpus)
+                timed, _ = machines.get(gpus_needed(st, case.workload, case.gpus))
                 res = chain_case(exp, case, st, cfg, timed, log, traces)
             else:
                 res = _planned(case, _plan_of(st, case, exp.hardware, r["variant"]), cfg, machines, log)

@@ -141,7 +141,7 @@ def cmd_run(args) -> int:
                                  check=not args.no_check, jobs=jobs, scheduler=args.scheduler)
     wall = time.perf_counter() - t0
     print(f"{exp.name}: {exp.description}" if exp.description else exp.name)
-    print(f"hardware {exp.hardware.name} ({'measured' if exp.hardware.measured else 'datasheet, not measured'}), "
+    print(f"hardware {exp.hardware.name} ({'measured' if exp.hardware.measured else 'not measured'}), "
           f"{len(df)} runs, {int(df['ctas_simulated'].sum()):,} CTAs simulated in {wall:.2f} s"
           + ("" if args.no_check else ", invariants checked on every trace")
           + (f", on the Dask cluster at {args.scheduler.scheduler.address}" if args.scheduler

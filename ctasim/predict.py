@@ -46,7 +46,7 @@ from ctasim.harness import Harness, timed_makespan_ns, timed_plans
 from ctasim.results import COLUMNS, staged_folder, write
 from ctasim.spec import Experiment, Hardware, Strategy
 from ctasim.strategies import build_plans, check_placement
-from ctasim.strategies.ctapipe import fold_sides, is_ring, norm_folds
+from ctasim.strategies.ctapipe import fold_sides, is_ring, norm_folds, ring_gpus
 
 __all__ = ["Naive", "Waves", "RULES", "ABLATIONS", "PREDICTORS", "without_memory", "without_drift", "gelu_priced", "relu_input_off", "one_step", "clock_step", "predict", "register", "spec_files", "git_commit", "schedule_name"]
 
@@ -137,7 +137,7 @@ class Naive:
         if kind == "ctapipe" and strategy.gpus == 1:  # one GPU does every FLOP: the line sees no gain
             return sum(full)
         if kind == "ctapipe" and is_ring(strategy, case.workload):  # ring: GPU 0 (the most layers of equal ones)
-            g = strategy.gpus
+            g = ring_gpus(strategy, case.workload)
             folded = norm_folds(case.workload, g)  # their LayerNorm runs as no pass of its own
             full = [f - (r if j in folded else 0.0) for j, (f, r) in enumerate(zip(full, row))]
             return sum(full[::g]) + sum(f / layers[j].tiles_m for j, f in enumerate(full) if j % g)
@@ -205,7 +205,7 @@ class Waves:
             tiles = sum(-(-l.m // l.tile_m) * -(-l.n // l.tile_n) for l in layers)
             return (cfg.kernel_fixed_ns + -(-tiles // slots) * costs.tile_ns(first, first.k, hw, eb)) / 1e6 + sum(row)
         if kind == "ctapipe" and is_ring(strategy, case.workload):  # ring: the busiest GPU's kernel, a wave of the rest
-            g = strategy.gpus
+            g = ring_gpus(strategy, case.workload)
             first = layers[0]
             cfg = hw.config(first.tile_m, first.tile_n)
             slots = hw.sm_count * cfg.cta_slots_per_sm

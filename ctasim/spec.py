@@ -447,7 +447,8 @@ class Strategy:
     placement: str = _f(
         "ctapipe: '' (the default: one GPU per layer, or a ring where 1 < gpus < layers) or 'ring' (the chain "
         "kernel on every GPU, layer l on GPU l mod gpus, also where there are as many GPUs as layers: the "
-        "persistent 2-GPU pair of a 2-layer chain); needs gpus >= 2", "")
+        "persistent 2-GPU pair of a 2-layer chain); needs gpus >= 2, or 0: one GPU per layer of each case (a "
+        "layer-count sweep, the paper's Fig. 4 placement)", "")
     chain_group: int = _f(
         "ctapipe with the chain kernel (gpus = 1, or a ring): row-blocks per group of its tile order within a layer "
         "(a group's "
@@ -745,8 +746,9 @@ def strategy_from_dict(data: Mapping[str, Any], where: str, prefix: str) -> Stra
     require(s.chain_group >= 0, where, prefix + "chain_group", f"must be >= 0, got {s.chain_group}")
     require(s.placement in PLACEMENTS, where, prefix + "placement",
             f"must be one of {PLACEMENTS}, got {s.placement!r}")
-    require(not s.placement or (s.kind == "ctapipe" and s.gpus >= 2), where, prefix + "placement",
-            "placement 'ring' is a ctapipe strategy's, on gpus >= 2 (gpus = 1 is the chain kernel on one GPU)")
+    require(not s.placement or (s.kind == "ctapipe" and s.gpus != 1), where, prefix + "placement",
+            "placement 'ring' is a ctapipe strategy's, on gpus >= 2 or 0 (one GPU per layer; gpus = 1 is the chain "
+            "kernel on one GPU)")
     require(not s.chain_group or (s.kind == "ctapipe" and s.gpus >= 1), where, prefix + "chain_group",
             "only the chain kernel (a ctapipe strategy with gpus = 1, or a ring) has a chain order")
     if s.kind == "hybrid":

@@ -16,7 +16,7 @@ def test_run_default_prints_every_strategy(capsys):
     out = capsys.readouterr().out
     for label in ("sequential", "microbatch", "tp2", "tp8", "ctapipe", "hybrid-tp4"):
         assert f" {label} " in out
-    assert "datasheet, not measured" in out and "invariants checked" in out
+    assert "(not measured)" in out and "invariants checked" in out
 
 
 def test_run_writes_table_and_plots(tmp_path, capsys):

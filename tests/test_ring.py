@@ -235,3 +235,37 @@ def test_the_naive_predictors_run_no_layernorm_pass_where_the_ring_folds_it():
     fold = (-(-wl.layers[0].tiles // slots) * costs.norm_fold_ns(wl.layers[0], HW, "stats")
             + costs.norm_fold_ns(wl.layers[1], HW, "fold")) / 1e6
     assert w.predict_ms(s, case, HW, {}) == pytest.approx(w.predict_ms(s, Case("m", unfolded, 2), HW, {}) + fold)
+
+
+# -- placement = "ring" with gpus = 0: one GPU per layer of each case (the Fig. 4 sweep of registered plan 38)
+
+
+def test_a_ring_of_one_gpu_per_layer_follows_the_case_layer_count():
+    hw = load_hardware("h200-x8-mechanism")
+    s = Strategy("ctapipe", placement="ring")
+    for layers in (2, 3, 5):
+        wl = _wl(m=2048, layers=layers)
+        assert ctapipe.is_ring(s, wl) and ctapipe.ring_gpus(s, wl) == layers
+        assert ctapipe.check(s, wl, hw, layers) is None
+        (plan,) = build_plans(s, wl, hw, layers, "m=2048")
+        assert plan.gpus == layers and plan.params["gpus"] == layers
+        # layer l on GPU l: each GPU's kernel runs one layer's tiles, the same plan as gpus = L named outright
+        assert [k.chain_layers for k in plan.kernels()] == [1] * layers and [k.gpu for k in plan.kernels()] == list(range(layers))
+        named = build_plans(Strategy("ctapipe", gpus=layers, placement="ring"), wl, hw, layers, "m=2048")[0]
+        assert simulate(plan, hw).makespan_ns == simulate(named, hw).makespan_ns
+    one = _wl(m=2048, layers=1)
+    assert "2 GPUs or more" in ctapipe.check(s, one, hw, 1)
+
+
+def test_ctahw_and_the_naive_predictors_place_the_layer_count_ring():
+    from ctahw.experiment import reason_for
+
+    s = Strategy("ctapipe", placement="ring")
+    wl = _wl(m=4096, layers=3)
+    case = Case("layers=3", wl, 3)
+    assert reason_for(s, case, 3) is None
+    assert "needs 3 GPUs" in reason_for(s, case, 2)
+    naive = Naive(a_ms=0.01, tflops=600.0, source="test")
+    full = naive.gemm_ms(4096, 8192, 8192)
+    # one layer per GPU: GPU 0's layer plus one row-block of each other layer
+    assert naive.predict_ms(s, case, HW, {}) == pytest.approx(full + 2 * full / 32)

@@ -158,7 +158,13 @@ def resolve(strategy: Strategy) -> Strategy:
 def is_ring(strategy: Strategy, wl: Workload) -> bool:
     """Whether ``strategy`` places ``wl`` as a ring of chain kernels (:func:`build_ring`): 1 < gpus < layers, or
     ``placement = "ring"``."""
-    return strategy.gpus > 1 and (strategy.placement == "ring" or strategy.gpus < len(wl.layers))
+    return strategy.placement == "ring" or 1 < strategy.gpus < len(wl.layers)
+
+
+def ring_gpus(strategy: Strategy, wl: Workload) -> int:
+    """The GPUs a ring places ``wl`` on: the strategy's ``gpus``, or with ``gpus = 0`` one per layer (a layer-count
+    sweep of the ring with as many GPUs as layers, the paper's Fig. 4 placement)."""
+    return strategy.gpus or len(wl.layers)
 
 
 def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | None:
@@ -170,7 +176,9 @@ def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | No
     if strategy.gpus and strategy.gpus > len(wl.layers):
         return f"gpus = {strategy.gpus} places {len(wl.layers)} layers: at most one GPU per layer"
     if is_ring(strategy, wl):
-        why = ring_reason(wl, strategy.gpus)
+        if ring_gpus(strategy, wl) < 2:
+            return f"the ring placement needs 2 GPUs or more; {len(wl.layers)} layer(s), one GPU per layer"
+        why = ring_reason(wl, ring_gpus(strategy, wl))
         if why:
             return why
         if strategy.variant:
@@ -343,7 +351,7 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
     Deadlock-free by the chain kernel's rule: every GPU takes
     its tickets in an order that is one topological order of the whole chain, and a CTA takes its next ticket only
     while its tile has its inputs."""
-    G, L = strategy.gpus, len(wl.layers)
+    G, L = ring_gpus(strategy, wl), len(wl.layers)
     why = ring_reason(wl, G)
     if why:
         raise ValueError(why)

@@ -1,0 +1,117 @@
+"""Profiles derived from a measured one, for machines nobody has measured yet.
+
+A derived profile is the text of a measured profile (its base) with a few fields set to estimates, each with its
+reason; every other field, kernel config and comment is the base's, so what was measured stays traceable to its
+measurement. :data:`DERIVED` holds each derivation (the one source of truth); ``python -m ctasim.profiles`` writes
+the files under ``specs/hardware/`` and ``--check`` fails when a committed file is not what its derivation gives
+(the test suite runs it).
+
+``h200-x8-mechanism``: the 8xH200 machine as the 2xH200 mechanism profile sees it. The lent 2xH200, 4xH200 and
+8xH200 machines are GPUs of one HGX H200 host kind (``nvidia-smi topo -m`` shows NV18 between the two lent GPUs:
+every H200 SXM reaches its peers through the NVSwitch fabric), so the per-GPU figures, the link's rate and
+latency, the fence and the remote atomic are the ones measured on two of its GPUs; what changes is the GPU count,
+the topology (a switch: one egress and one ingress port per GPU, :mod:`ctasim.machine`) and the all-reduce, whose
+bus bandwidth and per-step latency were fitted at two GPUs only.
+
+Left out: anything that depends on more than two GPUs being busy at once (the switch's aggregate rate under eight
+concurrent streams, NCCL's choice of algorithm and channel count at eight, host-side launch contention across
+eight streams) is not in the base and not estimated here: the derived profile predicts it as two GPUs' figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from ctasim.spec import SPECS_DIR
+
+__all__ = ["Derivation", "DERIVED", "derive", "main"]
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """A profile from ``base`` (a hardware profile's name) with ``fields`` (name -> (TOML value text, reason))
+    set, and ``header`` lines of comment first."""
+
+    base: str
+    fields: Mapping[str, tuple[str, str]]
+    header: tuple[str, ...]
+
+
+_X8_NOTE = ("estimate (8 GPUs): not measured on eight GPUs; ")
+
+DERIVED: dict[str, Derivation] = {
+    "h200-x8-mechanism": Derivation(
+        base="h200-x2-mechanism",
+        fields={
+            "gpus": ("8", "the HGX H200 host's eight GPUs (the lent nvidia-h200-x8 kind)"),
+            "topology": ('"switch"', _X8_NOTE + "every H200 SXM of an HGX host has 18 NVLink4 links into the "
+                         "NVSwitch fabric; the two-GPU figures below were measured through it"),
+            "measured": ("false", "derived by ctasim.profiles, not measured as a whole"),
+            "source": ('"derived by ctasim.profiles from h200-x2-mechanism: its fields, measured on two GPUs of an '
+                       'HGX H200 host, with the GPU count and topology of the whole host"', ""),
+            "allreduce_bus_gbps": ("307.1058", _X8_NOTE + "h200-x2-mechanism's NCCL ring bus bandwidth, fitted on "
+                                   "two GPUs; the bus bandwidth is the G-independent figure of a ring all-reduce"),
+            "allreduce_latency_ns": ("19284.6533", _X8_NOTE + "h200-x2-mechanism's per-ring-step latency (its fit "
+                                     "intercept 38.6 us over 2(G-1) = 2 steps), charged on 2(G-1) steps at G GPUs"),
+        },
+        header=(
+            "# DERIVED, NOT MEASURED AS A WHOLE: written by `python -m ctasim.profiles` (ctasim.profiles.DERIVED).",
+            "# The 8xH200 HGX host as the 2xH200 mechanism profile sees it: every field, kernel config and comment "
+            "below is",
+            "# h200-x2-mechanism's (measured on two GPUs of such a host) except those marked 'estimate (8 GPUs)'.",
+            "# Registered plan 38 predicts the paper's 4- and 8-GPU experiments with it.",
+        ),
+    ),
+}
+
+_LINE = re.compile(r"^(?P<key>[a-z_]+) = (?P<value>.*?)(?P<comment>\s+#.*)?$")
+
+
+def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
+    """The text of profile ``name``: the base's text with the derivation's fields set (a ``[hardware]`` line each,
+    its comment replaced by the reason) and its header first. Raises ValueError when a field is not a one-line
+    assignment of the base's ``[hardware]`` table."""
+    base_text = (specs / "hardware" / f"{derivation.base}.toml").read_text()
+    out = list(derivation.header)
+    section = None
+    todo = {"name": (f'"{name}"', ""), **derivation.fields}
+    for line in base_text.splitlines():
+        if line.startswith("["):
+            section = line.strip()
+        m = _LINE.match(line)
+        if section == "[hardware]" and m and m["key"] in todo:
+            value, why = todo.pop(m["key"])
+            line = f"{m['key']} = {value}" + (f"  # {why}" if why else "")
+        out.append(line)
+    if todo:
+        raise ValueError(f"{name}: {derivation.base} has no one-line [hardware] field {', '.join(sorted(todo))}")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write every derived profile (or, with ``--check``, say which committed one differs); exit 1 on a difference."""
+    p = argparse.ArgumentParser(prog="python -m ctasim.profiles", description=__doc__.splitlines()[0])
+    p.add_argument("--check", action="store_true", help="compare with the committed files, write nothing")
+    args = p.parse_args(argv)
+    stale = []
+    for name, d in DERIVED.items():
+        path = SPECS_DIR / "hardware" / f"{name}.toml"
+        text = derive(name, d, SPECS_DIR)
+        if args.check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(name)
+        else:
+            path.write_text(text)
+    if stale:
+        print(f"derived profiles out of date: {', '.join(stale)} (run python -m ctasim.profiles)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

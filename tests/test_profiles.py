@@ -1,0 +1,51 @@
+"""Derived profiles (ctasim.profiles): the committed files are what their derivations give, a derived profile is its
+base but for the fields it names, and a stale file or a field the base lacks is caught."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+
+import pytest
+
+from ctasim import profiles
+from ctasim.spec import SPECS_DIR, load_hardware
+
+
+def test_the_committed_derived_profiles_are_current():
+    assert profiles.main(["--check"]) == 0
+
+
+@pytest.mark.parametrize("name", sorted(profiles.DERIVED))
+def test_a_derived_profile_is_its_base_but_for_the_fields_it_names(name):
+    d = profiles.DERIVED[name]
+    got, base = load_hardware(name), load_hardware(d.base)
+    differ = {f.name for f in dataclasses.fields(got) if getattr(got, f.name) != getattr(base, f.name)}
+    assert differ <= set(d.fields) | {"name"} and "name" in differ
+    assert got.kernel_configs == base.kernel_configs
+    assert not got.measured
+    text = (SPECS_DIR / "hardware" / f"{name}.toml").read_text()
+    for field, (_, why) in d.fields.items():
+        if why:
+            assert f"{field} = " in text and why in text  # each estimate carries its reason
+
+
+def test_the_x8_profile_is_the_whole_host_on_a_switch():
+    hw = load_hardware("h200-x8-mechanism")
+    assert (hw.gpus, hw.topology) == (8, "switch")
+    assert hw.link_gbps == load_hardware("h200-x2-mechanism").link_gbps
+
+
+def test_a_stale_file_and_a_missing_field_are_caught(tmp_path, monkeypatch, capsys):
+    specs = tmp_path / "specs"
+    shutil.copytree(SPECS_DIR / "hardware", specs / "hardware")
+    monkeypatch.setattr(profiles, "SPECS_DIR", specs)
+    assert profiles.main(["--check"]) == 0
+    path = specs / "hardware" / "h200-x8-mechanism.toml"
+    path.write_text(path.read_text().replace("gpus = 8", "gpus = 4"))
+    assert profiles.main(["--check"]) == 1
+    assert "h200-x8-mechanism" in capsys.readouterr().err
+    assert profiles.main([]) == 0 and profiles.main(["--check"]) == 0  # rewritten
+    bad = profiles.Derivation(base="h200-x2-mechanism", fields={"no_such_field": ("1", "x")}, header=())
+    with pytest.raises(ValueError, match="no_such_field"):
+        profiles.derive("x", bad, specs)
