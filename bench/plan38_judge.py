@@ -1,0 +1,177 @@
+"""Registered plan 38's claims (the paper's Fig. 4 and Fig. 7 on 4 or 8 H200s) from its two ``ctasim compare`` reports.
+
+    python bench/plan38_judge.py --fig4 REPORT4 --fig7 REPORT7 --out bench/results/validation-registered38
+
+REPORT4 / REPORT7: the folders ``ctasim compare bench/predictions/reg38-fig4-x8 ...`` and ``... reg38-fig7-x8 ...``
+wrote (their ``accuracy.csv``: every judged row, each predictor's prediction beside the measurement). A 4-GPU machine
+measures the Fig. 4 cases L <= 4 and TP4 / TP2; every claim is judged on the rows measured, never on a row chosen
+after the measurement. The claims, registered with the predictions (bench/predictions/reg38-fig4-x8/README.md):
+
+* (a) the targets: MAPE <= 3% and worst |error| <= 6% over every judged row of both reports;
+* (b) ring vs the best micro-batching (each side's best over the chunk counts both ran, per case): the ring faster
+  at every measured L where the registered model's margin is at least :data:`SIGN_MARGIN` (2%), and the measured
+  margin within :data:`MARGIN_POINTS` (3) points of the model's at every measured L;
+* (c) the growth per added layer (least-squares slope of the makespan over the measured L, three L or more) of the
+  ring and of the best micro-batching each within :data:`SLOPE_REL` (25%) of the model's over the same L;
+* (d) the paper's 31.8% is not there: measured ring / best micro-batching >= :data:`PAPER_FLOOR` (0.90) at every L;
+* (e) Fig. 7: per M, the measured strategies (micro-batching at its best) in the model's order, and TP8 and TP4 each
+  within 6% of the model;
+* (f) the model's MAPE at most half the naive FLOPs line's over every judged row.
+
+Each claim is also evaluated for the naive predictors (naive, waves) where it applies. Writes ``claims.csv`` (claim,
+predictor, value, threshold, met) and ``fig4.csv`` (per L: the ring's and the best micro-batching's measured and
+predicted makespans and margins) into ``--out``. A report that is missing, not registered (``registered`` false on a
+row) or of another experiment is refused in one line (exit 2), before anything is written.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
+from ctasim.spec import SpecError  # noqa: E402
+
+FIG4, FIG7 = "reg38-fig4-x8", "reg38-fig7-x8"
+SIGN_MARGIN = 0.02
+MARGIN_POINTS = 3.0
+SLOPE_REL = 0.25
+PAPER_FLOOR = 0.90
+TP_WORST = 0.06
+PREDICTORS = ("model", "naive", "waves")
+
+
+def read_report(folder: Path, experiment: str) -> pd.DataFrame:
+    """A report's judged rows (``accuracy.csv``); ValueError (one line) when it is missing, of another experiment or
+    holds a row not labelled registered."""
+    path = Path(folder) / "accuracy.csv"
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file (run ctasim compare bench/predictions/{experiment} ... first)")
+    df = pd.read_csv(path).fillna({"variant": ""})
+    if set(df["experiment"]) != {experiment}:
+        raise ValueError(f"{path}: holds {sorted(set(df['experiment']))}, not {experiment}")
+    if not df["registered"].astype(bool).all():
+        raise ValueError(f"{path}: rows not labelled registered (the measurement came before the predictions?)")
+    return df
+
+
+def _layers(case: str) -> int:
+    return int(case.split("=")[1])
+
+
+def fig4_table(df: pd.DataFrame, source: str) -> pd.DataFrame:
+    """Per measured L (with both the ring and micro-batching): measured and ``source``'s ring and best micro-batching
+    (each side's minimum over the chunk counts it ran), and the margins 1 - ring / best."""
+    d = df[df["source"] == source]
+    rows = []
+    for case, g in d.groupby("case"):
+        ring, mb = g[g["strategy"] == "ring"], g[g["strategy"] == "microbatch"]
+        if ring.empty or mb.empty:
+            continue
+        r = ring.iloc[0]
+        rows.append({"layers": _layers(case), "source": source,
+                     "ring_measured_ms": r["measured_ms"], "ring_predicted_ms": r["predicted_ms"],
+                     "mb_measured_ms": mb["measured_ms"].min(), "mb_predicted_ms": mb["predicted_ms"].min(),
+                     "mb_measured_best": mb.loc[mb["measured_ms"].idxmin(), "variant"],
+                     "mb_predicted_best": mb.loc[mb["predicted_ms"].idxmin(), "variant"]})
+    t = pd.DataFrame(rows).sort_values("layers").reset_index(drop=True)
+    if not t.empty:
+        t["margin_measured"] = 1 - t["ring_measured_ms"] / t["mb_measured_ms"]
+        t["margin_predicted"] = 1 - t["ring_predicted_ms"] / t["mb_predicted_ms"]
+    return t
+
+
+def _slope(x, y) -> float:
+    return float(np.polyfit(np.asarray(x, float), np.asarray(y, float), 1)[0])
+
+
+def _order(g: pd.DataFrame, col: str) -> list[str]:
+    best = g.groupby("strategy")[col].min()
+    return list(best.sort_values(kind="mergesort").index)
+
+
+def claims(fig4: pd.DataFrame, fig7: pd.DataFrame) -> pd.DataFrame:
+    """Every claim per predictor: (claim, predictor, value, threshold, met)."""
+    both = pd.concat([fig4, fig7], ignore_index=True)
+    out = []
+
+    def add(claim, source, value, threshold, met):
+        out.append({"claim": claim, "predictor": source, "value": value, "threshold": threshold, "met": bool(met)})
+
+    model_t = fig4_table(fig4, "model")  # the registered model's margins pick the L of claim (b)'s sign
+    sign_l = set(model_t.loc[model_t["margin_predicted"] >= SIGN_MARGIN, "layers"]) if not model_t.empty else set()
+    mape = {}
+    for s in PREDICTORS:
+        d = both[both["source"] == s]
+        if d.empty:
+            continue
+        err = 100 * d["error"].abs()
+        mape[s] = float(err.mean())
+        worst = float(100 * d.loc[d["error"].abs().idxmax(), "error"])
+        add("a: MAPE % over every judged row", s, mape[s], 3.0, mape[s] <= 3.0)
+        add("a: worst error %", s, worst, 6.0, abs(worst) <= 6.0)
+        t = fig4_table(fig4, s)
+        if not t.empty:
+            signs = t[t["layers"].isin(sign_l)]
+            add("b: L where the ring is faster than the best micro-batching, of the L where the model's margin >= 2%",
+                s, float((signs["margin_measured"] > 0).sum()), float(len(signs)),
+                len(signs) > 0 and bool((signs["margin_measured"] > 0).all()))
+            gap = float(100 * (t["margin_predicted"] - t["margin_measured"]).abs().max())
+            add("b: worst |margin error|, points", s, gap, MARGIN_POINTS, gap <= MARGIN_POINTS)
+            if len(t) >= 3:
+                for side in ("ring", "mb"):
+                    sm = _slope(t["layers"], t[f"{side}_measured_ms"])
+                    sp = _slope(t["layers"], t[f"{side}_predicted_ms"])
+                    rel = sp / sm - 1 if sm else float("inf")
+                    add(f"c: {side} growth per layer, predicted / measured - 1 (measured {sm:.4f} ms/layer)", s,
+                        float(rel), SLOPE_REL, abs(rel) <= SLOPE_REL)
+            low = float((1 - t["margin_measured"]).min())
+            if s == "model":
+                add("d: measured ring / best micro-batching, lowest over L", "measured", low, PAPER_FLOOR,
+                    low >= PAPER_FLOOR)
+        f7 = fig7[fig7["source"] == s]
+        for case, g in f7.groupby("case"):
+            same = _order(g, "measured_ms") == _order(g, "predicted_ms")
+            add(f"e: {case} strategies in the measured order ({' < '.join(_order(g, 'measured_ms'))})", s,
+                float(same), 1.0, same)
+            for tp in ("tp8", "tp4"):
+                row = g[g["strategy"] == tp]
+                if not row.empty:
+                    e = float(row["error"].iloc[0])
+                    add(f"e: {case} {tp} error %", s, 100 * e, 100 * TP_WORST, abs(e) <= TP_WORST)
+    if "model" in mape and "naive" in mape:
+        add("f: model MAPE / naive MAPE", "model", mape["model"] / mape["naive"], 0.5,
+            mape["model"] <= 0.5 * mape["naive"])
+    return pd.DataFrame(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = OneLineParser(prog="python bench/plan38_judge.py", description=__doc__.splitlines()[0])
+    p.add_argument("--fig4", required=True, help=f"ctasim compare's report folder for {FIG4}")
+    p.add_argument("--fig7", required=True, help=f"ctasim compare's report folder for {FIG7}")
+    p.add_argument("--out", required=True, help="folder for claims.csv and fig4.csv")
+    args = p.parse_args(argv)
+    try:
+        out = writable_folder(args.out)
+        fig4, fig7 = read_report(Path(args.fig4), FIG4), read_report(Path(args.fig7), FIG7)
+    except (SpecError, ValueError) as e:
+        p.error(str(e))
+    table = pd.concat([fig4_table(fig4, s) for s in PREDICTORS], ignore_index=True)
+    result = claims(fig4, fig7)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "fig4.csv", index=False, float_format="%.6g")
+    result.to_csv(out / "claims.csv", index=False, float_format="%.6g")
+    with pd.option_context("display.width", 200, "display.max_colwidth", 100):
+        print(table.to_string(index=False))
+        print(result.to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
