@@ -146,11 +146,28 @@ class Timed:
         self.rest_s = float(rest_ms) * 1e-3
         cp = self.cp
         self.compute, self.copy = {}, {}
+        self.more: dict[int, list] = {}  # further streams per device (stream(d, i), i >= 2), gated as the copy stream
         for d in self.devices:
             with cp.cuda.Device(d):
                 # Blocking streams: they order with CuPy's default stream, where inputs are made and poisoned.
                 self.compute[d] = cp.cuda.Stream()
                 self.copy[d] = cp.cuda.Stream()
+            self.more[d] = []
+
+    def stream(self, device: int, i: int):
+        """Stream ``i`` of ``device``: 0 its compute stream, 1 its copy stream, 2 and up further streams (made on
+        first use), each gated by a run's start as the copy stream is: work that needs more than two concurrent
+        streams on one device (the kernels of a ring sharing one GPU)."""
+        if i < 2:
+            return (self.compute, self.copy)[i][device]
+        more = self.more[device]
+        while len(more) < i - 1:
+            with self.cp.cuda.Device(device):
+                more.append(self.cp.cuda.Stream())
+        return more[i - 2]
+
+    def _streams(self, device: int) -> tuple:
+        return (self.compute[device], self.copy[device], *self.more[device])
 
     def event(self, device: int):
         with self.cp.cuda.Device(device):
@@ -175,7 +192,7 @@ class Timed:
         start.record(s0)
         for d in self.devices:
             with self.cp.cuda.Device(d):
-                for s in (self.compute[d], self.copy[d]):
+                for s in self._streams(d):
                     if s is not s0:
                         s.wait_event(start)
         finals = enqueue(self)
@@ -211,7 +228,7 @@ class Timed:
             prev = marks[-1]
             for d in self.devices:
                 with cp.cuda.Device(d):
-                    for s in (self.compute[d], self.copy[d]):
+                    for s in self._streams(d):
                         if s is not s0:
                             s.wait_event(prev)
             self._parts = []

@@ -320,13 +320,12 @@ def _chain_rows(exp: Experiment, df: pd.DataFrame) -> list:
 
 def chain_streams(timed, devices) -> list:
     """The stream each chain kernel is enqueued on: kernel g on device ``devices[g]``, the first kernel of a device on
-    its compute stream, a second on its copy stream (both gated by the harness's start); ValueError for a third."""
+    its compute stream, a second on its copy stream, a third and more on further streams (``Timed.stream``; all gated
+    by the harness's start)."""
     streams, used = [], {}
     for d in devices:
         n = used[d] = used.get(d, 0) + 1
-        if n > 2:
-            raise ValueError(f"at most two chain kernels share a device (the harness has two streams), device {d}")
-        streams.append(timed.compute[d] if n == 1 else timed.copy[d])
+        streams.append(timed.stream(d, n - 1))
     return streams
 
 

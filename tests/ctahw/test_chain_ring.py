@@ -167,17 +167,29 @@ def test_reg15_plans_the_chain_pair_beside_variant_a():
     assert set(df.loc[sorted(chain), "strategy"]) == {"chain-pair"}  # the chain kernels; w21g4 through its session
 
 
-def test_chain_streams_give_a_device_s_second_kernel_its_copy_stream():
+def test_chain_streams_give_each_kernel_of_a_device_its_own_gated_stream():
     from types import SimpleNamespace
 
+    from ctahw.baselines import Timed
     from ctahw.experiment import chain_streams
+    from tests.helpers import FakeCudaDevice
 
-    t = SimpleNamespace(compute={0: "c0", 1: "c1"}, copy={0: "x0", 1: "x1"})
+    made = []
+
+    class Stream:
+        def __init__(self):
+            made.append(self)
+
+    t = object.__new__(Timed)  # the stream bookkeeping of Timed, without CuPy
+    t.cp = SimpleNamespace(cuda=SimpleNamespace(Device=FakeCudaDevice, Stream=Stream))
+    t.compute, t.copy, t.more = {0: "c0", 1: "c1"}, {0: "x0", 1: "x1"}, {0: [], 1: []}
     assert chain_streams(t, [0, 1]) == ["c0", "c1"]
     assert chain_streams(t, [0, 0]) == ["c0", "x0"]  # two kernels of a ring on one device run concurrently
-    assert chain_streams(t, [0]) == ["c0"]
-    with pytest.raises(ValueError, match="at most two"):
-        chain_streams(t, [0, 0, 0])
+    assert chain_streams(t, [0]) == ["c0"] and made == []
+    four = chain_streams(t, [0, 0, 0, 0, 1])  # a 4-layer ring's kernels on device 0: two more streams there
+    assert four[:2] == ["c0", "x0"] and four[4] == "c1" and four[2:4] == made and len(set(map(id, made))) == 2
+    assert chain_streams(t, [0, 0, 0, 0]) == four[:4] and len(made) == 2  # made once, then reused
+    assert t._streams(0) == ("c0", "x0", *made) and t._streams(1) == ("c1", "x1")  # every one gated by a run's start
 
 
 def _mlp(m: int = 1024, h: int = 1024, ffn: int = 3584):

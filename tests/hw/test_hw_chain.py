@@ -249,6 +249,32 @@ def test_the_experiment_path_runs_a_ring_with_its_kernels_on_one_gpu(cp, layers)
     assert sorted(tr.tiles.gpu.unique().tolist()) == [0, 1] and tr.meta["offsets_ns"] == {}
 
 
+@pytest.mark.parametrize("layers", [3, 8])
+def test_the_fig4_ring_of_one_gpu_per_layer_runs_with_its_kernels_on_one_gpu(cp, layers):
+    """Registered plan 38's Fig. 4 ring (placement "ring", one GPU per layer) through ctahw run's path with all of
+    its L kernels on device 0, each on its own stream with its share of the SMs (8 layers: 16 CTAs each): correct
+    against the fp32 chain, timed, its trace through ctasim's invariants on L plan GPUs -- what a 4- or 8-GPU call
+    runs, short of the devices."""
+    from ctahw.baselines import Timed
+    from ctahw.experiment import RunConfig, chain_case
+    from ctasim.cases import expand, load_experiment
+    from ctasim.invariants import check_trace
+    from ctasim.strategies.ctapipe import build_ring
+
+    exp = load_experiment("reg38-fig4-x8")
+    case = next(c for c in expand(exp) if c.label == f"layers={layers}")
+    layer = dataclasses.replace(case.workload.layers[0], m=1024, k=2048, n=2048)
+    case = dataclasses.replace(case, workload=dataclasses.replace(case.workload, layers=(layer,) * layers))
+    st = next(s for s in exp.strategies if s.label == "ring")
+    traces = {}
+    res = chain_case(exp, case, st, RunConfig(reps=3, warmup=1, rest_ms=0.0), Timed([0], 1.0), lambda s: None, traces,
+                     devices=[0] * layers)
+    assert res["ok"] and res["makespan_ms"] > 0, res["rel_err"]
+    (tr,) = traces.values()
+    check_trace(tr, build_ring(st, case.workload, exp.hardware, case.label), tol_ns=32.0)
+    assert sorted(tr.tiles.gpu.unique().tolist()) == list(range(layers))
+
+
 def _pair_case(cp, experiment: str, dims):
     """A 2-layer experiment's first case with its layers at ``dims`` ((K, N) per layer, M = 1024) as a ring pair
     through ctahw run's path (``ctahw.experiment.chain_case``), both kernels on device 0: the result row, the trace

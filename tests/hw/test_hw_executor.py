@@ -41,6 +41,9 @@ def _layers():
         # activations on the column-parallel (even) layers, residuals on the row-parallel ones: what TP allows
         "deep": _wl(*(Layer(m=M, k=1024, n=1024, epilogue=("relu",) if i % 2 == 0 else ("residual",),
                             rowwise="rmsnorm" if i == 1 else "") for i in range(4))),
+        # wide enough for TP8 (N and K in 8 slices of whole 256-wide tiles)
+        "wide": _wl(Layer(m=M, k=2048, n=2048, epilogue=("relu",)),
+                    Layer(m=M, k=2048, n=2048, epilogue=("residual",), rowwise="rmsnorm")),
     }
 
 
@@ -49,8 +52,8 @@ def _plans(kind, wl):
     from ctasim.strategies import build_plans
 
     s = {"sequential": Strategy(kind="sequential"), "microbatch": Strategy(kind="microbatch", chunks=(1, 2, 8)),
-         "tp": Strategy(kind="tp", tp_degree=2)}[kind]
-    gpus = max(2, len(wl.layers))
+         "tp": Strategy(kind="tp", tp_degree=2), "tp8": Strategy(kind="tp", tp_degree=8)}[kind]
+    gpus = max(2, len(wl.layers), s.tp_degree)
     return build_plans(s, wl, dataclasses.replace(load_hardware("h200-x2"), gpus=gpus), gpus, "t")
 
 
@@ -78,14 +81,16 @@ def _run(gpu, plan, wl):
     return {g: output_error(cp, out, ref, 0) for g, out in ex.outputs().items()}, ex
 
 
-@pytest.mark.parametrize("kind", ["sequential", "microbatch", "tp"])
-@pytest.mark.parametrize("name", ["mlp", "swiglu", "deep"])
+@pytest.mark.parametrize("kind", ["sequential", "microbatch", "tp", "tp8"])
+@pytest.mark.parametrize("name", ["mlp", "swiglu", "deep", "wide"])
 def test_plan_executor_matches_the_fp32_workload(gpu, kind, name):
     from ctahw.device import REL_TOL_BF16
 
     wl = _layers()[name]
-    if kind == "tp" and name == "swiglu":
+    if kind.startswith("tp") and name == "swiglu":
         pytest.skip("TP fuses epilogues only (ctasim refuses an unfused one)")
+    if kind == "tp8" and name != "wide":
+        pytest.skip("TP8 splits N into 8 slices of whole 256-wide tiles: the wide workload's")
     for plan in _plans(kind, wl):
         errs, _ = _run(gpu, plan, wl)
         assert errs and all(e <= REL_TOL_BF16 for e in errs.values()), (kind, name, plan.params, errs)
