@@ -749,7 +749,8 @@ def strategy_from_dict(data: Mapping[str, Any], where: str, prefix: str) -> Stra
     require(not s.placement or (s.kind == "ctapipe" and s.gpus != 1), where, prefix + "placement",
             "placement 'ring' is a ctapipe strategy's, on gpus >= 2 or 0 (one GPU per layer; gpus = 1 is the chain "
             "kernel on one GPU)")
-    require(not s.chain_group or (s.kind == "ctapipe" and s.gpus >= 1), where, prefix + "chain_group",
+    require(not s.chain_group or (s.kind == "ctapipe" and (s.gpus >= 1 or s.placement == "ring")), where,
+            prefix + "chain_group",
             "only the chain kernel (a ctapipe strategy with gpus = 1, or a ring) has a chain order")
     if s.kind == "hybrid":
         require(s.tp_degree >= 1, where, prefix + "tp_degree", "hybrid needs tp_degree >= 1")

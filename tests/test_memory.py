@@ -286,6 +286,15 @@ def test_chain_group_is_checked(fields, words):
         strategy_from_dict(fields, "x.toml", "strategy.")
 
 
+def test_a_ring_of_one_gpu_per_layer_takes_a_chain_group():
+    from ctasim.spec import strategy_from_dict  # noqa: PLC0415
+
+    s = strategy_from_dict({"kind": "ctapipe", "placement": "ring", "chain_group": 4}, "x.toml", "strategy.")
+    wl = Workload("ring", "bf16", (Layer(m=4096, k=8192, n=8192),) * 3)
+    plan = build_plans(s, wl, load_hardware("h200-x8-mechanism"), 3, "c")[0]
+    assert plan.gpus == 3 and plan.params["order"] == "chain_group4"
+
+
 def test_the_chain_group_names_the_plans_order_and_the_static_design_pairs_only_grouped_rows():
     from ctasim.plan import chain_group_used  # noqa: PLC0415
     from ctasim.strategies.ctapipe import chain_cluster_m  # noqa: PLC0415
