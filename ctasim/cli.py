@@ -340,7 +340,7 @@ def cmd_predict(args) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise SpecError("--out", str(out), f"cannot create its parent folder ({e.strerror})") from None
-    files = register(exp, exp_path, out, harness, naive, seed=args.seed)
+    files = register(exp, exp_path, out, harness, naive, seed=args.seed, schedules=not args.no_schedules)
     import pandas as pd
 
     df = pd.read_csv(out / "predictions.csv", keep_default_na=False, na_values=[""])
@@ -554,6 +554,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--hardware", default=None, help="predict with this profile (specs/hardware) instead of the "
                                                     "experiment's")
     p.add_argument("--force", action="store_true", help="replace an existing --out folder")
+    p.add_argument("--no-schedules", action="store_true",
+                   help="leave out the per-CTA schedules of the pipelined strategies (compare judges makespans only)")
     _max_ctas(p)
     p.set_defaults(func=cmd_predict)
     p = sub.add_parser("compare", help="accuracy report: registered predictions against a ctahw run")

@@ -371,10 +371,12 @@ def git_commit(where: Path) -> tuple[str, bool]:
         return "", False
 
 
-def register(exp: Experiment, exp_path: Path, out: Path, harness: Harness, naive: Naive | None, seed: int = 0) -> list[Path]:
-    """Write a registration into ``out`` (a new folder, written whole or not at all)."""
+def register(exp: Experiment, exp_path: Path, out: Path, harness: Harness, naive: Naive | None, seed: int = 0,
+             schedules: bool = True) -> list[Path]:
+    """Write a registration into ``out`` (a new folder, written whole or not at all); ``schedules = False`` leaves
+    out the per-CTA schedules (``ctasim compare`` then judges makespans only; the record says so)."""
     with staged_folder(out) as tmp:
-        df = predict(exp, harness, naive, seed=seed, schedules=tmp / "schedules")
+        df = predict(exp, harness, naive, seed=seed, schedules=tmp / "schedules" if schedules else None)
         write(df, tmp / "predictions.csv")
         commit, dirty = git_commit(Path(__file__).parent)
         record = {
@@ -389,6 +391,7 @@ def register(exp: Experiment, exp_path: Path, out: Path, harness: Harness, naive
             "harness": {"name": harness.name, "source": harness.source, **harness.values()},
             "naive": dataclasses.asdict(naive) if naive else None,
             "seed": seed,
+            "schedules": schedules,
             "rules": RULES,
         }
         (tmp / "registration.json").write_text(json.dumps(record, indent=1) + "\n")

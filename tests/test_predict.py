@@ -81,6 +81,21 @@ def test_predict_cli_registers_once_and_refuses_to_overwrite(tmp_path, capsys):
     assert "never overwritten" in capsys.readouterr().err
 
 
+def test_predict_writes_the_schedules_unless_told_not_to(tmp_path):
+    wl = "[workload]\nname = \"w\"\n[[workload.layer]]\nm = 1024\nk = 2048\nn = 2048\n[[workload.layer]]\nm = 1024\nk = 2048\nn = 2048\n"
+    (tmp_path / "e.toml").write_text('[experiment]\nname = "e"\nhardware = "h200-x8-mechanism"\n' + wl.replace(
+        "[workload]", "[experiment.workload]").replace("[[workload.layer]]", "[[experiment.workload.layer]]")
+        + '[[experiment.strategy]]\nkind = "ctapipe"\nplacement = "ring"\n')
+    assert main(["predict", str(tmp_path / "e.toml"), "--out", str(tmp_path / "with")]) == 0
+    assert main(["predict", str(tmp_path / "e.toml"), "--out", str(tmp_path / "without"), "--no-schedules"]) == 0
+    assert [p.name for p in (tmp_path / "with/schedules").iterdir()] == ["w-ctapipe.tiles.csv.gz"]
+    assert not (tmp_path / "without/schedules").exists()
+    assert json.loads((tmp_path / "with/registration.json").read_text())["schedules"] is True
+    assert json.loads((tmp_path / "without/registration.json").read_text())["schedules"] is False
+    # the makespans do not depend on it
+    assert (tmp_path / "with/predictions.csv").read_text() == (tmp_path / "without/predictions.csv").read_text()
+
+
 def test_results_read_rejects_garbage_missing_and_bad_rows(tmp_path):
     with pytest.raises(results.ResultsError, match="no such results file"):
         results.read(tmp_path / "none.csv")
