@@ -31,7 +31,7 @@ from ctasim.spec import EPILOGUE_OPS as SPEC_EPILOGUE_OPS
 
 __all__ = ["GemmError", "GemmBackend", "CutlassGemm", "CublasGemm", "TorchGemm", "BACKENDS", "make_backend",
            "SCHEDULES", "RASTER_NAMES", "schedule_name", "EPILOGUE_OPS", "EPILOGUE_OPS_FUSED",
-           "fused_epilogue_reason", "residual_problem"]
+           "fused_epilogue_reason", "residual_problem", "parse_mnk"]
 
 # cuBLAS / CUDA constants (library_types.h: CUDA_R_16BF = 14; cublas_api.h: CUBLAS_COMPUTE_32F = 68,
 # CUBLAS_GEMM_DEFAULT = -1, CUBLAS_OP_N = 0, CUBLAS_OP_T = 1).
@@ -66,6 +66,15 @@ EPILOGUE_OPS_FUSED: dict[tuple[str, ...], int] = {(): 0, ("gelu",): 1, ("silu",)
 
 def _ops_tuple(ops) -> tuple[str, ...]:
     return (ops,) if isinstance(ops, str) else tuple(ops)
+
+
+def parse_mnk(text: str, flag: str) -> tuple[int, int, int]:
+    """``"16384x8192x8192"`` -> (M, N, K) of a GEMM; ValueError naming ``flag`` and the text when it is not three
+    positive integers joined by x (the probes' command lines)."""
+    parts = text.strip().split("x")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise ValueError(f"{flag}: {text.strip()!r} is not MxNxK with positive integers (e.g. 16384x8192x8192)")
+    return int(parts[0]), int(parts[1]), int(parts[2])
 
 
 def fused_epilogue_reason(ops) -> str | None:

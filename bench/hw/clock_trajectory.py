@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from ctahw.calibrate import FUSED_ACTIVATIONS, INPUT_OPS
+from ctahw.gemm import parse_mnk
 
 KERNEL_OPS = FUSED_ACTIVATIONS + INPUT_OPS
 """What ``--kernels`` may add to a shape: a fused activation, or a change of the operands (not an epilogue)."""
@@ -41,15 +42,13 @@ def parse_kernels(text: str) -> dict[str, tuple]:
         if not eq or not name:
             raise ValueError(f"--kernels: {item!r} is not NAME=MxNxK[+OP]")
         shape, *ops = rest.split("+")
-        parts = shape.split("x")
-        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
-            raise ValueError(f"--kernels: {item!r}: {shape!r} is not MxNxK with positive integers")
+        mnk = parse_mnk(shape, f"--kernels: {item.strip()!r}")
         bad = [o for o in ops if o not in KERNEL_OPS]
         if bad or len(ops) > 1:
             raise ValueError(f"--kernels: {item!r}: at most one of {', '.join(KERNEL_OPS)} after the shape")
         if name in out:
             raise ValueError(f"--kernels: {name!r} twice")
-        out[name] = (*(int(p) for p in parts), tuple(ops))
+        out[name] = (*mnk, tuple(ops))
     return out
 
 

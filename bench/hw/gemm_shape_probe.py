@@ -31,14 +31,14 @@ def shapes() -> list[tuple[int, int, int]]:
 
 def parse_shapes(text: str) -> list[tuple[int, int, int]]:
     """``"32768x40960x7168,..."`` -> [(32768, 40960, 7168), ...] (M x N x K); ValueError naming the bad item."""
+    from ctahw.gemm import parse_mnk
+
     out = []
     for item in text.split(","):
-        parts = item.strip().split("x")
-        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
-            raise ValueError(f"--shapes: {item!r} is not MxNxK with positive integers (e.g. 32768x40960x7168)")
-        if tuple(int(p) for p in parts) in out:
+        shape = parse_mnk(item, "--shapes")
+        if shape in out:
             raise ValueError(f"--shapes: {item.strip()!r} twice")
-        out.append(tuple(int(p) for p in parts))
+        out.append(shape)
     return out
 
 

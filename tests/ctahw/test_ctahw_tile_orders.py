@@ -101,3 +101,20 @@ def test_the_gemm_shape_probe_refuses_bad_shapes_in_one_line_and_parses_good_one
     assert not (tmp_path / "o.csv").exists()
     probe = load_bench("hw/gemm_shape_probe")
     assert probe.parse_shapes("32768x40960x7168, 4096x8192x8192") == [(32768, 40960, 7168), (4096, 8192, 8192)]
+
+
+def test_the_probes_parse_gemm_shapes_one_way():
+    """ctahw.gemm.parse_mnk: the shape grammar the shape probe and the clock trajectory's --kernels share."""
+    from ctahw.gemm import parse_mnk
+
+    assert parse_mnk(" 16384x8192x28672", "--x") == (16384, 8192, 28672)
+    for bad in ("16384x8192", "0x1x1", "ax1x1", "1x1x1x1", ""):
+        with pytest.raises(ValueError, match="--x: .* is not MxNxK"):
+            parse_mnk(bad, "--x")
+    traj = load_bench("hw/clock_trajectory")
+    assert traj.parse_kernels("sq=16384x8192x8192,relu=16384x8192x8192+relu_input") == {
+        "sq": (16384, 8192, 8192, ()), "relu": (16384, 8192, 8192, ("relu_input",))}
+    with pytest.raises(ValueError, match="--kernels: 'sq=16384x8192': '16384x8192' is not MxNxK"):
+        traj.parse_kernels("sq=16384x8192")
+    with pytest.raises(ValueError, match="twice"):
+        traj.parse_kernels("a=1x1x64,a=1x1x64")
