@@ -30,7 +30,9 @@ What runs today:
   order with 2x1 clusters (:func:`chain_design`). With ``gpus = G`` below the layer count (a ring: layer l on GPU
   l mod G) one chain kernel per GPU, the same checks, the trace on GPU 0's clock (measured offsets); with as many GPUs
   as layers and ``placement = "ring"``, layers of any shapes with one fused op each, a LayerNorm between a residual
-  layer and a GeLU layer folded into the second (:func:`chain_case`).
+  layer and a GeLU layer folded into the second (:func:`chain_case`). An experiment with ``shared_device = true``
+  runs a ring's kernels all on device 0, each on its own stream with its share of the SMs (the one-GPU test of a
+  ring, against a profile of one share).
 * Everything else is a ``skipped`` row with its reason: a strategy that needs more GPUs than the machine has; a
   plan the executor cannot issue (an all-gather: TP's unpaired last layer); a fused epilogue with no fused kernel
   (swiglu); a GEMM shape the CUTLASS kernel does not take; a ctapipe workload its kernels do not run (more than 2
@@ -205,7 +207,9 @@ def plan_runs(exp: Experiment, gpus: int) -> pd.DataFrame:
     for case in expand(exp):
         m = case.workload.layers[0].m
         for s in exp.strategies:
-            why = reason_for(s, case, gpus, _structure_profile(None))
+            # a shared device: the ring's plan GPUs are kernels on device 0 (one GPU is enough)
+            have = max(gpus, gpus_needed(s, case.workload, case.gpus)) if exp.shared_device and gpus >= 1 else gpus
+            why = reason_for(s, case, have, _structure_profile(None))
             base = {"experiment": exp.name, "case": case.label, "strategy": s.label, "kind": s.kind,
                     "variant": "", "gpus": gpus_needed(s, case.workload, case.gpus), "m": m,
                     "layers": len(case.workload.layers), "source": "hw",
@@ -577,7 +581,11 @@ def run(exp: Experiment, cfg: RunConfig, log: Callable[[str], None] = lambda s: 
         log(f"{exp.name}: {r['strategy']} {r['case']}{' ' + r['variant'] if r['variant'] else ''}")
         case, st = cases[r["case"]], strategies[r["strategy"]]
         try:
-            if i in chain_rows:
+            if i in chain_rows and exp.shared_device:  # every plan GPU a kernel on device 0, with its share of SMs
+                timed, _ = machines.get(1)
+                res = chain_case(exp, case, st, cfg, timed, log, traces,
+                                 devices=[0] * gpus_needed(st, case.workload, case.gpus))
+            elif i in chain_rows:
                 timed, _ = machines.get(gpus_needed(st, case.workload, case.gpus))
                 res = chain_case(exp, case, st, cfg, timed, log, traces)
             else:

@@ -6,6 +6,11 @@ measurement. :data:`DERIVED` holds each derivation (the one source of truth); ``
 the files under ``specs/hardware/`` and ``--check`` fails when a committed file is not what its derivation gives
 (the test suite runs it).
 
+``h200-x1-shared3``, ``h200-x1-shared4``: one H200 shared by the 3 or 4 chain kernels of a ring (``ctahw``'s
+one-GPU test of a ring, an experiment with ``shared_device = true``), one kernel's share as a GPU: its share of the
+SMs, of the L2 and of the HBM rate, no link (the next kernel's buffers are local). The even split of L2 and HBM is
+the estimate that matters: the kernels share them as they come.
+
 ``h200-x8-mechanism``: the 8xH200 machine as the 2xH200 mechanism profile sees it. The lent 2xH200, 4xH200 and
 8xH200 machines are GPUs of one HGX H200 host kind (``nvidia-smi topo -m`` shows NV18 between the two lent GPUs:
 every H200 SXM reaches its peers through the NVSwitch fabric), so the per-GPU figures, the link's rate and
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from ctasim.spec import SPECS_DIR
+from ctasim.spec import SPECS_DIR, load_hardware
 
 __all__ = ["Derivation", "DERIVED", "derive", "main"]
 
@@ -69,7 +74,43 @@ DERIVED: dict[str, Derivation] = {
     ),
 }
 
-_LINE = re.compile(r"^(?P<key>[a-z_]+) = (?P<value>.*?)(?P<comment>\s+#.*)?$")
+
+
+def _shared(kernels: int) -> Derivation:
+    """One H200 shared by ``kernels`` chain kernels of a ring, each with its share of the SMs: one share as a GPU."""
+    why = "estimate (shared device): "
+    base = load_hardware("h200-x1-calibrated")
+    return Derivation(
+        base="h200-x1-calibrated",
+        fields={
+            "gpus": (str(kernels), f"the ring's {kernels} chain kernels, each a plan GPU, all on one H200"),
+            "sm_count": (str(base.sm_count // kernels), why + f"a kernel's share of the {base.sm_count} SMs "
+                         "(ctahw.chain.ChainRunner: the device's SMs // its kernels, all resident)"),
+            "l2_bytes": (repr(base.l2_bytes / kernels), why + f"the one L2 ({base.l2_bytes:.0f} bytes, measured) split "
+                         "evenly between the kernels; they share it, unevenly at times"),
+            "hbm_gbps": (repr(round(base.hbm_gbps / kernels, 4)), why + f"the measured HBM rate ({base.hbm_gbps}) split "
+                         "evenly between the kernels"),
+            "link_gbps": ("1000000.0", why + "no link: the next kernel's buffers are on the same device"),
+            "link_latency_ns": ("0.0", why + "no link"),
+            "sm_remote_store_gbps": ("1000000.0", why + "a tile's store into the next kernel's buffers is a local "
+                                     "store, in the tile's measured time already"),
+            "measured": ("false", "derived by ctasim.profiles, not measured as a whole"),
+            "source": (f'"derived by ctasim.profiles from h200-x1-calibrated: one H200 shared by {kernels} chain '
+                       f'kernels, one share as a GPU"', ""),
+        },
+        header=(
+            "# DERIVED, NOT MEASURED AS A WHOLE: written by `python -m ctasim.profiles` (ctasim.profiles.DERIVED).",
+            f"# One H200 shared by the {kernels} chain kernels of a ring (an experiment with shared_device = true), one "
+            "share as a GPU:",
+            "# every field, kernel config and comment below is h200-x1-calibrated's (measured on one H200) except those",
+            "# marked 'estimate (shared device)'. Registered plan 40 predicts rings on one H200 with it.",
+        ),
+    )
+
+
+DERIVED.update({f"h200-x1-shared{n}": _shared(n) for n in (3, 4)})
+
+_LINE = re.compile(r"^(?P<key>[a-z][a-z0-9_]*) = (?P<value>.*?)(?P<comment>\s+#.*)?$")
 
 
 def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:

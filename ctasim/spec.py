@@ -476,6 +476,10 @@ class Experiment:
     regime: str = _f(
         "clock regime: 'burst' (GPUs rested when the run starts; the profile's clock_onset_ns counts from it) "
         "or 'sustained' (the power cap holds from the start)", "burst")
+    shared_device: bool = _f(
+        "the plan's GPUs are chain kernels sharing one device, each with its share of the SMs (a ring's one-GPU "
+        "test; its profile describes one share: ctasim.profiles' h200-x1-sharedN): ctahw runs every plan GPU on device "
+        "0; only ctapipe strategies with placement 'ring' are allowed", False)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -842,6 +846,9 @@ def parse_experiment(data: Mapping[str, Any], where: str, base: Path | None = No
     require(0 <= exp.gpus <= hw.gpus, where, "experiment.gpus",
              f"asks for {exp.gpus} GPUs but profile {hw.name!r} has {hw.gpus}")
     require(exp.regime in REGIMES, where, "experiment.regime", f"must be one of {REGIMES}, got {exp.regime!r}")
+    bad = [st.label for st in strats if st.kind != "ctapipe" or st.placement != "ring"]
+    require(not exp.shared_device or not bad, where, "experiment.shared_device",
+            f"a shared device runs rings of chain kernels only (placement 'ring'); not {', '.join(bad)}")
     return exp
 
 

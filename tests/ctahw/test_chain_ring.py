@@ -395,3 +395,54 @@ def test_the_fold_pair_s_reference_is_layernorm_between_the_gemms():
     assert np.abs(no_beta - want).max() > 1e-2 * np.abs(want).max()  # beta is applied
     plan = fold_pair_plan(1024, 2048, 4096)
     assert [kernel_shape(k) for k in chain_kernels(plan)] == [(1024, 2048, 4096), (1024, 4096, 2048)]
+
+
+# -- a shared device (experiment.shared_device): a ring's kernels all on device 0, the one-GPU test of plan 40
+
+
+def test_a_shared_device_plans_a_rings_kernels_on_one_gpu_and_refuses_other_strategies(tmp_path):
+    from ctahw.experiment import plan_runs
+    from ctasim.cases import load_experiment
+    from ctasim.spec import SpecError
+
+    exp = load_experiment("reg40-ring-shared-l4")
+    df = plan_runs(exp, gpus=1)
+    assert (df["status"] == "planned").all() and (df["gpus"] == 4).all() and len(df) == 8
+    # the same rings without shared_device need their four GPUs
+    alone = plan_runs(dataclasses.replace(exp, shared_device=False), gpus=1)
+    assert (alone["status"] == "skipped").all() and alone["reason"].str.contains("needs 4 GPUs").all()
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[experiment]\nname = "b"\nhardware = "h200-x1-shared4"\nworkload = "chain2-16384"\n'
+                   'shared_device = true\n[[experiment.strategy]]\nkind = "sequential"\n')
+    with pytest.raises(SpecError, match="shared device runs rings of chain kernels only"):
+        load_experiment(str(bad))
+
+
+def test_ctahw_run_puts_every_kernel_of_a_shared_ring_on_device_0(monkeypatch):
+    import ctahw.device
+    import ctahw.experiment as E
+    from ctasim.cases import load_experiment
+
+    seen = []
+
+    class Machines:
+        def __init__(self, cfg, log):
+            pass
+
+        def get(self, gpus):
+            seen.append(("get", gpus))
+            return "timed", None
+
+    def chain_case(exp, case, st, cfg, timed, log, traces, devices=None):
+        seen.append((case.label, st.label, devices))
+        return {"makespan_ms": 1.0, "rel_err": 0.0, "ok": True}
+
+    monkeypatch.setattr(ctahw.device, "gpus", lambda: [0])
+    monkeypatch.setattr(E, "_Machines", Machines)
+    monkeypatch.setattr(E, "chain_case", chain_case)
+    monkeypatch.setattr(E, "_free", lambda n: None)
+    df = E.run(load_experiment("reg40-ring-shared-l3"), E.RunConfig(), log=lambda s: None)
+    assert (df["status"] == "ok").all() and len(df) == 8
+    rows = [s for s in seen if s[0] != "get"]
+    assert len(rows) == 8 and all(d == [0, 0, 0] for *_, d in rows)  # three plan GPUs, one device
+    assert all(s == ("get", 1) for s in seen if s[0] == "get")  # the harness of one GPU
