@@ -1,0 +1,129 @@
+"""Registered plan 40's claims (a ring's chain group on one H200, its kernels sharing the device) from its two reports.
+
+    python bench/plan40_judge.py REPORT3 REPORT4 --out bench/results/validation-registered40
+
+REPORT3 / REPORT4: the folders ``ctasim compare bench/predictions/reg40-ring-shared-l3 ...`` and ``...-l4 ...`` wrote
+(``accuracy.csv``: every judged row; ``per-cta.csv``: the traced runs). The claims, registered with the predictions
+(bench/predictions/reg40-ring-shared-l4/README.md), per case (M = 4096, 16384 at 3 and 4 kernels):
+
+* (a) the fill: groups of 8 slower than the faster of groups of 2 and 4, predicted and measured;
+* (b) the slowest of the four groups the predictor's (the model: row order, which loses the weights' reuse, except
+  at M = 4096 on 4 kernels, where groups of 8 are slower still);
+* (c) the fill's size: the measured margin 1 - min(g2, g4) / g8 within :data:`MARGIN_POINTS` (4) points of the
+  predictor's;
+* (d) the targets over every row: MAPE <= 3%, worst |error| <= 6%;
+* (e) the model's MAPE below the flat event model's (no memory hierarchy) and the waves predictor's;
+* (f) the traced runs: median per-CTA start error <= 2% of the makespan, the median over the runs.
+
+Each claim is evaluated for every predictor of the reports (model, flat, lockstep, clock-step, naive, waves) where it
+applies. Writes ``claims.csv`` (claim, predictor, value, threshold, met) and ``groups.csv`` (per case and group: the
+measured and predicted makespans) into ``--out``. A missing, foreign or unregistered report is refused in one line
+(exit 2), before anything is written.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
+from ctasim.spec import SpecError  # noqa: E402
+
+EXPERIMENTS = ("reg40-ring-shared-l3", "reg40-ring-shared-l4")
+MARGIN_POINTS = 4.0
+START_FRAC = 0.02
+
+
+def read_report(folder: Path, experiment: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(accuracy rows, per-CTA rows) of a report; ValueError (one line) when missing, foreign or not registered."""
+    path = Path(folder) / "accuracy.csv"
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file (run ctasim compare bench/predictions/{experiment} ... first)")
+    acc = pd.read_csv(path, dtype={"variant": str}).fillna({"variant": ""})
+    if set(acc["experiment"]) != {experiment}:
+        raise ValueError(f"{path}: holds {sorted(set(acc['experiment']))}, not {experiment}")
+    if not acc["registered"].astype(bool).all():
+        raise ValueError(f"{path}: rows not labelled registered (the measurement came before the predictions?)")
+    per = Path(folder) / "per-cta.csv"
+    return acc, (pd.read_csv(per) if per.is_file() else pd.DataFrame())
+
+
+def groups_table(acc: pd.DataFrame) -> pd.DataFrame:
+    """Per (experiment, case, predictor): each group's measured and predicted makespans (wide)."""
+    d = acc.assign(group=acc["strategy"].str.removeprefix("ring-"))
+    return d.pivot_table(index=["experiment", "case", "source"], columns="group",
+                         values=["measured_ms", "predicted_ms"]).reset_index()
+
+
+def claims(reports: list[tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:
+    acc = pd.concat([a for a, _ in reports], ignore_index=True)
+    per = pd.concat([p for _, p in reports if not p.empty], ignore_index=True) if any(
+        not p.empty for _, p in reports) else pd.DataFrame()
+    out = []
+
+    def add(claim, source, value, threshold, met):
+        out.append({"claim": claim, "predictor": source, "value": value, "threshold": threshold, "met": bool(met)})
+
+    mape = {}
+    for s, d in acc.groupby("source", sort=False):
+        err = 100 * d["error"].abs()
+        mape[s] = float(err.mean())
+        worst = float(100 * d.loc[d["error"].abs().idxmax(), "error"])
+        add("d: MAPE %", s, mape[s], 3.0, mape[s] <= 3.0)
+        add("d: worst error %", s, worst, 6.0, abs(worst) <= 6.0)
+        fill, reuse, gaps = [], [], []
+        for (_, case), g in d.groupby(["experiment", "case"]):
+            m = g.set_index("strategy")["measured_ms"]
+            p = g.set_index("strategy")["predicted_ms"]
+            if not {"ring-g1", "ring-g2", "ring-g4", "ring-g8"} <= set(m.index):
+                continue
+            best_m, best_p = min(m["ring-g2"], m["ring-g4"]), min(p["ring-g2"], p["ring-g4"])
+            fill.append(m["ring-g8"] > best_m and p["ring-g8"] > best_p)
+            slowest = p.idxmax()
+            reuse.append(m[slowest] > m.drop(slowest).max() and p[slowest] > p.drop(slowest).max())
+            gaps.append(100 * abs((1 - best_m / m["ring-g8"]) - (1 - best_p / p["ring-g8"])))
+        if fill:
+            add("a: cases where groups of 8 are slower than the best of 2 and 4, predicted and measured", s,
+                float(sum(fill)), float(len(fill)), all(fill))
+            add("b: cases where the slowest group is the predicted one", s, float(sum(reuse)),
+                float(len(reuse)), all(reuse))
+            add("c: worst |fill margin error|, points", s, max(gaps), MARGIN_POINTS, max(gaps) <= MARGIN_POINTS)
+    for other in ("flat", "waves"):
+        if "model" in mape and other in mape:
+            add(f"e: model MAPE - {other} MAPE, points", "model", mape["model"] - mape[other], 0.0,
+                mape["model"] < mape[other])
+    if not per.empty:
+        med = float(per["start_median_frac"].median())
+        add("f: median over the traced runs of the median per-CTA start error, fraction of the makespan", "model",
+            med, START_FRAC, med <= START_FRAC)
+    return pd.DataFrame(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = OneLineParser(prog="python bench/plan40_judge.py", description=__doc__.splitlines()[0])
+    p.add_argument("report3", help=f"ctasim compare's report folder for {EXPERIMENTS[0]}")
+    p.add_argument("report4", help=f"ctasim compare's report folder for {EXPERIMENTS[1]}")
+    p.add_argument("--out", required=True, help="folder for claims.csv and groups.csv")
+    args = p.parse_args(argv)
+    try:
+        out = writable_folder(args.out)
+        reports = [read_report(Path(f), e) for f, e in zip((args.report3, args.report4), EXPERIMENTS)]
+    except (SpecError, ValueError) as e:
+        p.error(str(e))
+    result = claims(reports)
+    table = groups_table(pd.concat([a for a, _ in reports], ignore_index=True))
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "groups.csv", index=False, float_format="%.6g")
+    result.to_csv(out / "claims.csv", index=False, float_format="%.6g")
+    with pd.option_context("display.width", 200, "display.max_colwidth", 100):
+        print(result.to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""bench/plan40_judge.py: registered plan 40's claims (a ring's chain group on one shared H200) judged on
+measurements made up from the committed registrations -- the model right, the fill absent, the flat model right --
+and a report it must refuse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+
+ROOT = Path(__file__).resolve().parent.parent
+J = load_bench("plan40_judge")
+
+
+def _report(experiment: str, measured) -> pd.DataFrame:
+    """accuracy.csv rows of every ok prediction: ``measured(row, model_ms)`` in ms."""
+    p = pd.read_csv(ROOT / "bench/predictions" / experiment / "predictions.csv", dtype={"variant": str})
+    p = p[p["status"] == "ok"].fillna({"variant": ""})
+    model = p[p["source"] == "model"].set_index(["case", "strategy"])["makespan_ms"]
+    rows = []
+    for _, r in p.iterrows():
+        m = measured(r, model[(r["case"], r["strategy"])])
+        rows.append({"experiment": experiment, "case": r["case"], "strategy": r["strategy"], "variant": r["variant"],
+                     "kind": r["kind"], "m": r["m"], "measured_ms": m, "source": r["source"],
+                     "predicted_ms": r["makespan_ms"], "error": r["makespan_ms"] / m - 1, "registered": True})
+    return pd.DataFrame(rows)
+
+
+def _claims(measured, per=pd.DataFrame()):
+    return J.claims([(_report(e, measured), per) for e in J.EXPERIMENTS])
+
+
+def _met(c, prefix, predictor="model"):
+    got = c[c["claim"].str.startswith(prefix) & (c["predictor"] == predictor)]["met"].tolist()
+    assert got, (prefix, predictor)
+    return all(got)
+
+
+def test_a_measurement_the_model_predicted_meets_its_claims_and_not_the_flat_models():
+    per = pd.DataFrame({"start_median_frac": [0.01, 0.015]})
+    c = _claims(lambda r, m: m * 1.01, per)
+    assert c[c["predictor"] == "model"]["met"].all(), c[~c["met"]]
+    assert not _met(c, "b:", "flat")  # the flat model has row order the fastest: no L2
+    assert not _met(c, "d: MAPE", "naive")
+
+
+def test_no_fill_and_no_reuse_miss_claims_a_to_c():
+    def same(r, m):  # every group as fast as groups of 2 would be: the order does not move the ring
+        return float(_report(r["experiment"], lambda r, m: m).query(
+            "source == 'model' and strategy == 'ring-g2' and case == @r['case']")["measured_ms"].iloc[0])
+
+    c = _claims(same)
+    assert not _met(c, "a:") and not _met(c, "b:") and not _met(c, "c:")
+
+
+def test_a_flat_world_meets_the_flat_models_claims_and_the_per_cta_claim_can_miss():
+    flat = {}
+    for e in J.EXPERIMENTS:
+        p = pd.read_csv(ROOT / "bench/predictions" / e / "predictions.csv")
+        flat.update({(r.case, r.strategy): r.makespan_ms for r in p[p.source == "flat"].itertuples()})
+    c = _claims(lambda r, m: flat[(r["case"], r["strategy"])], pd.DataFrame({"start_median_frac": [0.05]}))
+    assert _met(c, "d: MAPE", "flat") and not _met(c, "e: model MAPE - flat")
+    assert not _met(c, "f:")
+
+
+def test_a_foreign_or_unregistered_report_is_refused(tmp_path):
+    good = _report(J.EXPERIMENTS[0], lambda r, m: m)
+    (tmp_path / "a").mkdir()
+    good.assign(registered=False).to_csv(tmp_path / "a/accuracy.csv", index=False)
+    with pytest.raises(ValueError, match="not labelled registered"):
+        J.read_report(tmp_path / "a", J.EXPERIMENTS[0])
+    good.to_csv(tmp_path / "a/accuracy.csv", index=False)
+    with pytest.raises(ValueError, match="not reg40-ring-shared-l4"):
+        J.read_report(tmp_path / "a", J.EXPERIMENTS[1])
