@@ -71,15 +71,19 @@ def provenance_order(predictions: Path, measurement: Path) -> Provenance:
 
 ONE_GPU_CTAPIPE = "ctapipe-1gpu"
 """The kind under which :func:`summary` reports CTA-pipelining on one GPU (``Strategy.gpus = 1``)."""
+SHARED_CTAPIPE = "ctapipe-shared"
+"""The kind under which :func:`summary` reports a ring whose kernels share one device (``Experiment.shared_device``)."""
 
 
-def judge(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
-    """One row per measured ``ok`` (case, strategy, variant) and predictor: predicted, measured, error."""
+def judge(pred: pd.DataFrame, meas: pd.DataFrame, shared_device: bool = False) -> pd.DataFrame:
+    """One row per measured ``ok`` (case, strategy, variant) and predictor: predicted, measured, error.
+    ``shared_device``: the experiment ran its rings' kernels on one device (their kind is :data:`SHARED_CTAPIPE`)."""
     hw = meas[(meas["status"] == "ok")][list(results.KEY) + ["kind", "gpus", "m", "makespan_ms"]]
     hw = hw.rename(columns={"makespan_ms": "measured_ms"})
-    # CTA-pipelining on one GPU (the chain kernel) is judged as its own kind: its accuracy says nothing of the
-    # multi-GPU protocol's (what `ctasim advise` reads per kind)
-    hw["kind"] = hw["kind"].where(~((hw["kind"] == "ctapipe") & (hw["gpus"] == 1)), ONE_GPU_CTAPIPE)
+    # CTA-pipelining on one GPU (the chain kernel, or a ring's kernels sharing one device) is judged as its own kind:
+    # its accuracy says nothing of the multi-GPU protocol's (what `ctasim advise` reads per kind)
+    one = SHARED_CTAPIPE if shared_device else ONE_GPU_CTAPIPE
+    hw["kind"] = hw["kind"].where(~((hw["kind"] == "ctapipe") & ((hw["gpus"] == 1) | shared_device)), one)
     hw = hw.drop(columns="gpus")
     pr = pred[pred["status"] == "ok"][list(results.KEY) + ["source", "makespan_ms"]]
     pr = pr.rename(columns={"makespan_ms": "predicted_ms"})
@@ -209,6 +213,17 @@ def _has_tabulate() -> bool:
         return False
 
 
+def _shared_device(reg_file: Path) -> bool:
+    """Whether a registration's experiment (its spec under specs/experiments, by the name ``registration.json``
+    records) runs its rings on one shared device; False where the spec is not found or does not load."""
+    from ctasim.spec import SpecError, read_experiment  # noqa: PLC0415
+
+    try:
+        return bool(read_experiment(json.loads(reg_file.read_text())["experiment"])[0].shared_device)
+    except (OSError, ValueError, KeyError, TypeError, SpecError):
+        return False
+
+
 def write_report(pred_dir: Path, meas_dir: Path, out: Path) -> tuple[str, list[Path]]:
     """Judge and write ``report.md``, ``accuracy.csv``, ``summary.csv`` and ``predicted-vs-measured.png`` into ``out``
     (written whole into a temporary folder, then renamed)."""
@@ -222,7 +237,7 @@ def write_report(pred_dir: Path, meas_dir: Path, out: Path) -> tuple[str, list[P
     if set(pred["experiment"]) != set(meas["experiment"]):
         raise results.ResultsError(f"{meas_file}: measures {sorted(set(meas['experiment']))}, the predictions are of "
                                    f"{sorted(set(pred['experiment']))}")
-    j = judge(pred, meas)
+    j = judge(pred, meas, shared_device=_shared_device(reg_file))
     if j.empty:
         raise results.ResultsError(f"{meas_file}: no measured 'ok' row to judge")
     s, ch = summary(j), choices(pred, meas)

@@ -52,6 +52,8 @@ EXPS19 = ("reg19-fold-boundary",)
 
 MEAS37 = ROOT / "bench" / "results" / "hw" / "2026-12-03-registered37-1gpu"
 EXPS37 = ("reg37-reference-sustained", "reg37-yi-34b-sustained")
+MEAS40 = ROOT / "bench" / "results" / "hw" / "2026-12-03-registered40-1gpu"
+EXPS40 = ("reg40-ring-shared-l3", "reg40-ring-shared-l4")
 
 
 @pytest.mark.parametrize("exp, meas, reports", [(e, MEAS, "validation-registered") for e in EXPS]
@@ -64,7 +66,8 @@ EXPS37 = ("reg37-reference-sustained", "reg37-yi-34b-sustained")
                          + [(e, MEAS12, "validation-registered12") for e in EXPS12]
                          + [(e, MEAS18, "validation-registered18") for e in EXPS18]
                          + [(e, MEAS19, "validation-registered19") for e in EXPS19]
-                         + [(e, MEAS37, "validation-registered37") for e in EXPS37])
+                         + [(e, MEAS37, "validation-registered37") for e in EXPS37]
+                         + [(e, MEAS40, "validation-registered40") for e in EXPS40])
 def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
     """The committed accuracy tables (bench/results/validation-registered*) come out of the committed files."""
     assert main(["compare", str(PRED / exp), str(meas / exp), "--out", str(tmp_path / exp)]) == 0
@@ -82,6 +85,19 @@ def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
         text, committed = (t.replace("**POST-HOC**", "**REGISTERED**").replace("Post-hoc figures", "Registered figures")
                            .split("\n", 3)[3] for t in (text, committed))
     assert text == committed
+
+
+def test_a_ring_on_a_shared_device_is_judged_as_its_own_kind():
+    """Plan 40's rings ran their kernels on one device: their accuracy is not the multi-GPU protocol's (the kind
+    ctasim advise reads), so compare files them under ctapipe-shared, from the experiment's spec."""
+    pred = results.read(PRED / "reg40-ring-shared-l3" / "predictions.csv")
+    meas = results.read(MEAS40 / "reg40-ring-shared-l3" / "results.csv")
+    assert set(accuracy.judge(pred, meas)["kind"]) == {"ctapipe"}
+    assert set(accuracy.judge(pred, meas, shared_device=True)["kind"]) == {accuracy.SHARED_CTAPIPE}
+    assert accuracy._shared_device(PRED / "reg40-ring-shared-l3" / "registration.json")
+    assert not accuracy._shared_device(PRED / "reg38-fig4-x8" / "registration.json")
+    s = pd.read_csv(ROOT / "bench/results/validation-registered40/reg40-ring-shared-l3/summary.csv")
+    assert set(s["kind"]) == {accuracy.SHARED_CTAPIPE, "all"}
 
 
 def test_errors_are_predicted_minus_measured_over_measured():
