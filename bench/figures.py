@@ -48,6 +48,21 @@ def _reduction(df, case_col, a, b):
     return (1.0 - piv[a] / piv[b]) * 100.0
 
 
+def _best_ctapipe(df, case_col, b):
+    """Per case: the latency reduction of the fastest CTA-pipelining strategy (every strategy of kind ctapipe: the
+    paper's design and the chain kernel's ring) against strategy ``b`` in percent, and which strategy it is."""
+    c = df[df["kind"] == "ctapipe"].sort_values("latency_us").drop_duplicates(case_col).set_index(case_col)
+    ref = df[df["strategy"] == b].set_index(case_col)["latency_us"]
+    red = (1.0 - c["latency_us"] / ref.reindex(c.index)) * 100.0
+    return red, c["strategy"]
+
+
+def _max_at(red, which):
+    """(the largest reduction, 'case (strategy)' where it is)."""
+    at = red.idxmax()
+    return red.max(), f"{at} ({which[at]})"
+
+
 def headline_table(out: Path):
     """The paper's headline claims next to what the model predicts for the same comparisons."""
     import pandas as pd
@@ -55,16 +70,15 @@ def headline_table(out: Path):
     fig4 = pd.read_csv(out / "fig4.csv")
     fig5 = pd.read_csv(out / "fig5.csv")
     fig7 = pd.read_csv(out / "fig7.csv")
-    r4 = _reduction(fig4, "case", "ctapipe", "microbatch")
-    r5m = _reduction(fig5, "case", "ctapipe", "microbatch")
-    r5t = _reduction(fig5, "case", "ctapipe", "tp")
+    r4 = _max_at(*_best_ctapipe(fig4, "case", "microbatch"))
+    r5m = _max_at(*_best_ctapipe(fig5, "case", "microbatch"))
+    r5t = _max_at(*_best_ctapipe(fig5, "case", "tp"))
     r7 = _reduction(fig7, "case", "hybrid-tp4x2", "tp8")
     r7b = _reduction(fig7, "case", "hybrid-tp4x2", "tp4")
     rows = [
-        ("Fig. 4 CTA-pipelining vs best micro-batching (max over L = 2..8)", PAPER["vs micro-batching"],
-         r4.max(), r4.idxmax()),
-        ("Fig. 5 CTA-pipelining vs best micro-batching (max over M)", PAPER["vs micro-batching"], r5m.max(), r5m.idxmax()),
-        ("Fig. 5 CTA-pipelining vs TP on 2 GPUs (max over M)", PAPER["vs tensor parallelism"], r5t.max(), r5t.idxmax()),
+        ("Fig. 4 CTA-pipelining vs best micro-batching (max over L = 2..8)", PAPER["vs micro-batching"], *r4),
+        ("Fig. 5 CTA-pipelining vs best micro-batching (max over M)", PAPER["vs micro-batching"], *r5m),
+        ("Fig. 5 CTA-pipelining vs TP on 2 GPUs (max over M)", PAPER["vs tensor parallelism"], *r5t),
         ("Fig. 7 hybrid TP4 x 2 stages vs TP8 (8 GPUs)", None, r7.iloc[0], r7.index[0]),
         ("Fig. 7 hybrid TP4 x 2 stages vs TP4 (reduced world size)", None, r7b.iloc[0], r7b.index[0]),
     ]
