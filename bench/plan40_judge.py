@@ -30,7 +30,9 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
+import judge_reports as JR  # noqa: E402
 from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
 from ctasim.spec import SpecError  # noqa: E402
 
@@ -40,17 +42,18 @@ START_FRAC = 0.02
 
 
 def read_report(folder: Path, experiment: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(accuracy rows, per-CTA rows) of a report; ValueError (one line) when missing, foreign or not registered."""
-    path = Path(folder) / "accuracy.csv"
-    if not path.is_file():
-        raise ValueError(f"{path}: no such file (run ctasim compare bench/predictions/{experiment} ... first)")
-    acc = pd.read_csv(path, dtype={"variant": str}).fillna({"variant": ""})
-    if set(acc["experiment"]) != {experiment}:
-        raise ValueError(f"{path}: holds {sorted(set(acc['experiment']))}, not {experiment}")
-    if not acc["registered"].astype(bool).all():
-        raise ValueError(f"{path}: rows not labelled registered (the measurement came before the predictions?)")
-    per = Path(folder) / "per-cta.csv"
-    return acc, (pd.read_csv(per) if per.is_file() else pd.DataFrame())
+    """(accuracy rows, per-CTA rows) of a report (:func:`judge_reports.read_report` refuses a bad one)."""
+    return JR.read_report(folder, experiment)
+
+
+def registered_cases(experiments=EXPERIMENTS) -> list[tuple[str, str]]:
+    """Every (experiment, case) the registrations predicted: the cases each claim is judged over (a case whose rows
+    failed counts as not met)."""
+    out = []
+    for e in experiments:
+        p = pd.read_csv(ROOT / "bench" / "predictions" / e / "predictions.csv")
+        out += [(e, c) for c in dict.fromkeys(p.loc[p["status"] == "ok", "case"])]
+    return out
 
 
 def groups_table(acc: pd.DataFrame) -> pd.DataFrame:
@@ -65,9 +68,10 @@ def claims(reports: list[tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:
     per = pd.concat([p for _, p in reports if not p.empty], ignore_index=True) if any(
         not p.empty for _, p in reports) else pd.DataFrame()
     out = []
+    cases = registered_cases(sorted(set(acc["experiment"])))
 
-    def add(claim, source, value, threshold, met):
-        out.append({"claim": claim, "predictor": source, "value": value, "threshold": threshold, "met": bool(met)})
+    def add(*row):
+        JR.claim(out, *row)
 
     mape = {}
     for s, d in acc.groupby("source", sort=False):
@@ -77,10 +81,14 @@ def claims(reports: list[tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:
         add("d: MAPE %", s, mape[s], 3.0, mape[s] <= 3.0)
         add("d: worst error %", s, worst, 6.0, abs(worst) <= 6.0)
         fill, reuse, gaps = [], [], []
-        for (_, case), g in d.groupby(["experiment", "case"]):
+        for exp, case in cases:
+            g = d[(d["experiment"] == exp) & (d["case"] == case)]
             m = g.set_index("strategy")["measured_ms"]
             p = g.set_index("strategy")["predicted_ms"]
-            if not {"ring-g1", "ring-g2", "ring-g4", "ring-g8"} <= set(m.index):
+            if not {"ring-g1", "ring-g2", "ring-g4", "ring-g8"} <= set(m.index):  # a group failed: the case misses
+                fill.append(False)
+                reuse.append(False)
+                gaps.append(float("inf"))
                 continue
             best_m, best_p = min(m["ring-g2"], m["ring-g4"]), min(p["ring-g2"], p["ring-g4"])
             fill.append(m["ring-g8"] > best_m and p["ring-g8"] > best_p)
@@ -97,10 +105,10 @@ def claims(reports: list[tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:
         if "model" in mape and other in mape:
             add(f"e: model MAPE - {other} MAPE, points", "model", mape["model"] - mape[other], 0.0,
                 mape["model"] < mape[other])
-    if not per.empty:
-        med = float(per["start_median_frac"].median())
-        add("f: median over the traced runs of the median per-CTA start error, fraction of the makespan", "model",
-            med, START_FRAC, med <= START_FRAC)
+    kept = per[per["kept"].astype(bool)] if "kept" in per.columns else per
+    med = float(kept["start_median_frac"].median()) if len(kept) else float("nan")
+    add("f: median over the traced runs of the median per-CTA start error, fraction of the makespan", "model",
+        med, START_FRAC, med <= START_FRAC)  # no traced run: not met
     return pd.DataFrame(out)
 
 

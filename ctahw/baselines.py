@@ -157,7 +157,8 @@ class Timed:
     def stream(self, device: int, i: int):
         """Stream ``i`` of ``device``: 0 its compute stream, 1 its copy stream, 2 and up further streams (made on
         first use), each gated by a run's start as the copy stream is: work that needs more than two concurrent
-        streams on one device (the kernels of a ring sharing one GPU)."""
+        streams on one device (the kernels of a ring sharing one GPU). A further stream is gated from the first
+        :meth:`run` after it is made: make it before the run that uses it (``ctahw.experiment.chain_case`` does)."""
         if i < 2:
             return (self.compute, self.copy)[i][device]
         more = self.more[device]

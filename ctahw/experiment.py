@@ -114,6 +114,8 @@ def reason_for(strategy: Strategy, case: Case, gpus: int, hw: Hardware | None = 
     if strategy.kind == "ctapipe" and _chain_kernel_strategy(strategy, case):
         from ctasim.strategies.ctapipe import chain_reason, ring_gpus, ring_reason  # noqa: PLC0415
 
+        if strategy.gpus != 1 and ring_gpus(strategy, case.workload) < 2:
+            return f"the ring placement needs 2 GPUs or more; {len(case.workload.layers)} layer(s), one GPU per layer"
         why = (chain_reason(case.workload) if strategy.gpus == 1
                else ring_reason(case.workload, ring_gpus(strategy, case.workload)))
         if why:

@@ -3,13 +3,15 @@
 :func:`judge` joins the two tables of :mod:`ctasim.results` on their key and computes, for the model and for the
 naive predictor beside it, the error of every measured ``ok`` row, MAPE and the worst error per strategy kind, the
 best micro-batching chunk count and the per-case ranking of strategies (where more than one was measured).
+CTA-pipelining on one GPU (the chain kernel) and a ring whose kernels share one device are kinds of their own
+(:data:`ONE_GPU_CTAPIPE`, :data:`SHARED_CTAPIPE`): their accuracy is not the multi-GPU protocol's. :func:`per_cta`
+judges every traced run of a pipelined strategy against its predicted per-CTA schedule (errors and overlays).
 
 :func:`provenance_order` decides whether the figures are **registered** or **post-hoc**: registered only when git
 history shows the commit that added the predictions before (an ancestor of) the commit that added the measurement;
 anything else -- either file uncommitted, no git, the wrong order -- is post-hoc, and the report says which.
 
-Left out: per-CTA schedule overlays (the 2-GPU measurements that would carry traces come with the 2-GPU runs), and
-run-to-run spread beyond what the measurement file holds.
+Left out: run-to-run spread beyond what the measurement file holds.
 """
 
 from __future__ import annotations
@@ -214,14 +216,23 @@ def _has_tabulate() -> bool:
 
 
 def _shared_device(reg_file: Path) -> bool:
-    """Whether a registration's experiment (its spec under specs/experiments, by the name ``registration.json``
-    records) runs its rings on one shared device; False where the spec is not found or does not load."""
-    from ctasim.spec import SpecError, read_experiment  # noqa: PLC0415
+    """Whether a registration's experiment runs its rings on one shared device: ``registration.json``'s
+    ``shared_device`` (recorded since registered plan 40), else its experiment's spec under specs/experiments by the
+    name it records (plan 40's two registrations); a registration with neither predates shared devices (False).
+    ResultsError where the record names a spec that does not load."""
+    from ctasim.spec import SpecError, read_experiment, resolve_ref  # noqa: PLC0415
 
+    reg = json.loads(reg_file.read_text())
+    if "shared_device" in reg:
+        return bool(reg["shared_device"])
     try:
-        return bool(read_experiment(json.loads(reg_file.read_text())["experiment"])[0].shared_device)
-    except (OSError, ValueError, KeyError, TypeError, SpecError):
+        path = resolve_ref(str(reg["experiment"]), "experiments", None)
+    except SpecError:  # an experiment given as a path, or one removed since
         return False
+    try:
+        return bool(read_experiment(path)[0].shared_device)
+    except SpecError as e:
+        raise results.ResultsError(f"{reg_file}: its experiment's spec does not load ({e})") from None
 
 
 def write_report(pred_dir: Path, meas_dir: Path, out: Path) -> tuple[str, list[Path]]:

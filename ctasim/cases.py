@@ -76,7 +76,23 @@ def check_experiment(exp: Experiment, where: str) -> Experiment:
         for s in exp.strategies:
             problem = check_placement(s, case.workload, exp.hardware, case.gpus)
             require(problem is None, where, f"experiment.strategy ({s.label})", f"case {case.label}: {problem}")
+            if exp.shared_device:
+                _check_shared(exp, case, s, where)
     return exp
+
+
+def _check_shared(exp: Experiment, case: Case, s, where: str) -> None:
+    """A shared device's profile describes one share of a device split between a fixed number of kernels
+    (:data:`ctasim.profiles.SHARED`): each ring must have exactly that many (ctahw splits the SMs by the ring's)."""
+    from ctasim.profiles import SHARED  # noqa: PLC0415
+    from ctasim.strategies.ctapipe import ring_gpus  # noqa: PLC0415
+
+    n = SHARED.get(exp.hardware.name)
+    require(n is not None, where, "experiment.hardware",
+            f"a shared device needs a profile of one share ({', '.join(SHARED)}), not {exp.hardware.name!r}")
+    require(ring_gpus(s, case.workload) == n, where, f"experiment.strategy ({s.label})",
+            f"case {case.label}: a ring of {ring_gpus(s, case.workload)} kernels, but {exp.hardware.name!r} is one "
+            f"share of a device split between {n}")
 
 
 def load_experiment(ref) -> Experiment:

@@ -388,6 +388,7 @@ def register(exp: Experiment, exp_path: Path, out: Path, harness: Harness, naive
             "hardware": exp.hardware.name,
             "hardware_measured": exp.hardware.measured,
             "regime": exp.regime,
+            "shared_device": exp.shared_device,
             "harness": {"name": harness.name, "source": harness.source, **harness.values()},
             "naive": dataclasses.asdict(naive) if naive else None,
             "seed": seed,

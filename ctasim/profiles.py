@@ -34,7 +34,7 @@ from typing import Mapping
 
 from ctasim.spec import SPECS_DIR, load_hardware
 
-__all__ = ["Derivation", "DERIVED", "derive", "main"]
+__all__ = ["Derivation", "DERIVED", "SHARED", "derive", "main"]
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,11 @@ def _shared(kernels: int) -> Derivation:
     )
 
 
-DERIVED.update({f"h200-x1-shared{n}": _shared(n) for n in (3, 4)})
+SHARED: dict[str, int] = {f"h200-x1-shared{n}": n for n in (3, 4)}
+"""The derived profiles of one device shared by a ring's kernels, and how many kernels each describes (an experiment
+with ``shared_device = true`` must run rings of exactly that many kernels on one of them:
+:func:`ctasim.cases.check_experiment`)."""
+DERIVED.update({name: _shared(n) for name, n in SHARED.items()})
 
 _LINE = re.compile(r"^(?P<key>[a-z][a-z0-9_]*) = (?P<value>.*?)(?P<comment>\s+#.*)?$")
 

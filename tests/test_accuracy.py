@@ -94,10 +94,31 @@ def test_a_ring_on_a_shared_device_is_judged_as_its_own_kind():
     meas = results.read(MEAS40 / "reg40-ring-shared-l3" / "results.csv")
     assert set(accuracy.judge(pred, meas)["kind"]) == {"ctapipe"}
     assert set(accuracy.judge(pred, meas, shared_device=True)["kind"]) == {accuracy.SHARED_CTAPIPE}
-    assert accuracy._shared_device(PRED / "reg40-ring-shared-l3" / "registration.json")
+    assert accuracy._shared_device(PRED / "reg40-ring-shared-l3" / "registration.json")  # from its spec
     assert not accuracy._shared_device(PRED / "reg38-fig4-x8" / "registration.json")
     s = pd.read_csv(ROOT / "bench/results/validation-registered40/reg40-ring-shared-l3/summary.csv")
     assert set(s["kind"]) == {accuracy.SHARED_CTAPIPE, "all"}
+
+
+def test_a_registration_records_whether_its_device_is_shared_and_compare_reads_it_first(tmp_path):
+    """registration.json's shared_device (ctasim predict writes it) decides; without it the experiment's spec by
+    name; an experiment given as a path that is gone predates shared devices; a spec that no longer loads is an
+    error, not a silent 'not shared'."""
+    import json
+
+    reg = json.loads((PRED / "reg40-ring-shared-l3" / "registration.json").read_text())
+    for value in (True, False):
+        (tmp_path / "r.json").write_text(json.dumps(dict(reg, shared_device=value)))
+        assert accuracy._shared_device(tmp_path / "r.json") is value
+    (tmp_path / "r.json").write_text(json.dumps(dict(reg, experiment="/gone/exp.toml")))
+    assert accuracy._shared_device(tmp_path / "r.json") is False
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[experiment]\nname = "b"\nhardware = "nope"\n')
+    (tmp_path / "r.json").write_text(json.dumps(dict(reg, experiment=str(bad))))
+    with pytest.raises(results.ResultsError, match="does not load"):
+        accuracy._shared_device(tmp_path / "r.json")
+    assert main(["predict", "reg40-ring-shared-l3", "--out", str(tmp_path / "p"), "--no-schedules"]) == 0
+    assert json.loads((tmp_path / "p" / "registration.json").read_text())["shared_device"] is True
 
 
 def test_errors_are_predicted_minus_measured_over_measured():

@@ -49,3 +49,13 @@ def test_a_stale_file_and_a_missing_field_are_caught(tmp_path, monkeypatch, caps
     bad = profiles.Derivation(base="h200-x2-mechanism", fields={"no_such_field": ("1", "x")}, header=())
     with pytest.raises(ValueError, match="no_such_field"):
         profiles.derive("x", bad, specs)
+
+
+@pytest.mark.parametrize("name", sorted(profiles.SHARED))
+def test_a_shared_profile_is_one_even_share_of_the_h200(name):
+    """What ctahw gives each kernel of a ring on one device (ChainRunner: the SMs // the kernels), and the L2 and HBM
+    split as the profile says."""
+    n, hw, base = profiles.SHARED[name], load_hardware(name), load_hardware("h200-x1-calibrated")
+    assert (hw.gpus, hw.sm_count) == (n, base.sm_count // n)
+    assert hw.l2_bytes == pytest.approx(base.l2_bytes / n) and hw.hbm_gbps == pytest.approx(base.hbm_gbps / n, rel=1e-6)
+    assert hw.link_latency_ns == 0.0 and hw.sm_remote_store_gbps >= 1e5  # the next kernel's buffers are local

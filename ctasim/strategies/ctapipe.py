@@ -47,6 +47,8 @@ from ctasim.strategies.common import add_gemm, add_rowwise, epilogue_pass_reason
 
 
 def gpus_needed(strategy: Strategy, wl: Workload, gpus: int) -> int:
+    """The strategy's ``gpus``, or with ``gpus = 0`` one GPU per layer (the 2-GPU kernels' layer i on GPU i; a ring of
+    one GPU per layer: :func:`ring_gpus`)."""
     return strategy.gpus or len(wl.layers)
 
 
@@ -163,8 +165,8 @@ def is_ring(strategy: Strategy, wl: Workload) -> bool:
 
 def ring_gpus(strategy: Strategy, wl: Workload) -> int:
     """The GPUs a ring places ``wl`` on: the strategy's ``gpus``, or with ``gpus = 0`` one per layer (a layer-count
-    sweep of the ring with as many GPUs as layers, the paper's Fig. 4 placement)."""
-    return strategy.gpus or len(wl.layers)
+    sweep of the ring with as many GPUs as layers, the paper's Fig. 4 placement): :func:`gpus_needed`'s rule."""
+    return gpus_needed(strategy, wl, 0)
 
 
 def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | None:
@@ -332,7 +334,7 @@ def chain_tile_times(k, layer, hw: Hardware, elem_bytes: int, static: bool, grou
 
 
 def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Plan:
-    """The layers of a chain placed round-robin on ``strategy.gpus`` GPUs (layer l on GPU l mod G; more layers than
+    """The layers of a chain placed round-robin on G = :func:`ring_gpus` GPUs (layer l on GPU l mod G; more layers than
     GPUs: one square shape; one layer per GPU: any shapes, fused epilogues, a last row-wise op, :func:`ring_reason`), one
     persistent chain kernel per GPU running its layers' tiles by tickets in the chain's one topological order
     (:func:`ctasim.plan.chain_order` restricted to its layers). A tile of layer l > 0 waits for row-block r of layer

@@ -446,3 +446,19 @@ def test_ctahw_run_puts_every_kernel_of_a_shared_ring_on_device_0(monkeypatch):
     rows = [s for s in seen if s[0] != "get"]
     assert len(rows) == 8 and all(d == [0, 0, 0] for *_, d in rows)  # three plan GPUs, one device
     assert all(s == ("get", 1) for s in seen if s[0] == "get")  # the harness of one GPU
+
+
+def test_a_shared_device_takes_only_rings_of_its_profiles_kernel_count(tmp_path):
+    from ctasim.cases import load_experiment
+    from ctasim.spec import SpecError
+
+    from ctasim.spec import SPECS_DIR
+
+    text = (SPECS_DIR / "experiments/reg40-ring-shared-l4.toml").read_text()
+    (tmp_path / "l3.toml").write_text(text.replace("layers = [4]", "layers = [3]"))
+    with pytest.raises(SpecError, match="a ring of 3 kernels, but 'h200-x1-shared4' is one share of a device split "
+                                        "between 4"):
+        load_experiment(str(tmp_path / "l3.toml"))
+    (tmp_path / "x8.toml").write_text(text.replace('"h200-x1-shared4"', '"h200-x8-mechanism"'))
+    with pytest.raises(SpecError, match="a shared device needs a profile of one share"):
+        load_experiment(str(tmp_path / "x8.toml"))

@@ -1,0 +1,32 @@
+"""What the registered plans' judges share: reading a ``ctasim compare`` report (one line of refusal for a missing,
+foreign or unregistered one) and writing a claim row.
+
+Used by ``bench/plan38_judge.py`` and ``bench/plan40_judge.py``; not a script.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+
+def read_report(folder: Path, experiment: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(``accuracy.csv``: every judged row, ``per-cta.csv``: the traced runs' per-CTA errors, empty where there is
+    none) of a ``ctasim compare`` report of ``experiment``; ValueError (one line) when the accuracy table is missing,
+    of another experiment, or holds a row not labelled registered."""
+    path = Path(folder) / "accuracy.csv"
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file (run ctasim compare bench/predictions/{experiment} ... first)")
+    acc = pd.read_csv(path, dtype={"variant": str}).fillna({"variant": ""})
+    if set(acc["experiment"]) != {experiment}:
+        raise ValueError(f"{path}: holds {sorted(set(acc['experiment']))}, not {experiment}")
+    if not acc["registered"].astype(bool).all():
+        raise ValueError(f"{path}: rows not labelled registered (the measurement came before the predictions?)")
+    per = Path(folder) / "per-cta.csv"
+    return acc, (pd.read_csv(per) if per.is_file() else pd.DataFrame())
+
+
+def claim(rows: list, name: str, predictor: str, value: float, threshold: float, met: bool) -> None:
+    """Append one claim's row (claim, predictor, value, threshold, met) to ``rows``."""
+    rows.append({"claim": name, "predictor": predictor, "value": value, "threshold": threshold, "met": bool(met)})
