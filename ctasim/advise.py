@@ -138,8 +138,16 @@ def best_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
     """Lines on how far to trust the answer: the profile's provenance, the registered validation per kind."""
-    lines = [f"profile {hw.name}: " + ("measured on the machine it describes" if hw.measured else
-                                       "datasheet figures, not measured (no validation applies to it as such)")]
+    from ctasim.profiles import DERIVED  # noqa: PLC0415
+
+    if hw.measured:
+        how = "measured on the machine it describes"
+    elif hw.name in DERIVED:
+        how = (f"derived from {DERIVED[hw.name].base} by ctasim.profiles: its measured figures, estimates where the "
+               "file marks them; not measured as a whole (no validation applies to it as such)")
+    else:
+        how = "datasheet figures, not measured (no validation applies to it as such)"
+    lines = [f"profile {hw.name}: {how}"]
     from ctasim.engine import clock_factor, clock_steps  # noqa: PLC0415
 
     burst, sustained = clock_steps(hw, "burst"), clock_steps(hw, "sustained")

@@ -380,7 +380,7 @@ def _tokens(s: str) -> tuple[int, ...]:
     return v
 
 
-DOC_HARDWARE = ("h200-x2-calibrated", "h100-x8", "h200-x8", "b200-x8", "gb200-nvl72")
+DOC_HARDWARE = ("h200-x2-calibrated", "h200-x8-mechanism", "h100-x8", "h200-x8", "b200-x8", "gb200-nvl72")
 """The machines docs/advice.md covers (every model of specs/models on each)."""
 
 
@@ -461,9 +461,10 @@ def _advise_doc(args) -> int:
         "Read the verdict column: the best CTA-pipelined strategy (ctapipe on 2 GPUs -- the simulator's default design",
         "or, for blocks whose ops the chain kernel fuses, its persistent ring pair `ctapipe-ring` -- or hybrid: TP groups",
         "pipelined between them) against the best of the others, on the whole machine, and the faster ctapipe design",
-        "against micro-batching and TP on two GPUs. Only `h200-x2-calibrated` was measured; the others (H100 and H200 HGX, B200 HGX, GB200",
-        "NVL72) are datasheet profiles, and no multi-GPU strategy has yet been predicted before it was measured (the",
-        "trust lines under each table).",
+        "against micro-batching and TP on two GPUs. Only `h200-x2-calibrated` was measured; `h200-x8-mechanism` is derived",
+        "from the 2xH200 mechanism profile for the whole HGX host (`ctasim.profiles`); the others (H100 and H200 HGX, B200",
+        "HGX, GB200 NVL72) are datasheet profiles, and no multi-GPU strategy has yet been predicted before it was measured",
+        "(the trust lines under each table).",
         "",
         f"**In short (model estimates):** a CTA-pipelined strategy is the fastest at {len(wins)} of {len(points)} "
         f"(model, machine, token count) points"

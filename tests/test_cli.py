@@ -132,6 +132,14 @@ def test_docs_advice_is_what_ctasim_advise_writes_now():
     assert section in doc, "run: ctasim advise --doc docs/advice.md"
 
 
+def test_advise_says_a_derived_profile_is_derived_not_datasheet(capsys):
+    assert main(["advise", "--model", "llama3.1-8b", "--hardware", "h200-x8-mechanism", "--tokens", "1024"]) == 0
+    out = capsys.readouterr().out
+    assert "profile h200-x8-mechanism: derived from h200-x2-mechanism by ctasim.profiles" in out
+    assert main(["advise", "--model", "llama3.1-8b", "--hardware", "h200-x8", "--tokens", "1024"]) == 0
+    assert "profile h200-x8: datasheet figures" in capsys.readouterr().out
+
+
 def test_advise_puts_the_fastest_strategy_first_and_says_what_it_could_not_run(capsys):
     assert main(["advise", "--model", "qwen2.5-72b", "--hardware", "h200-x2-calibrated", "--tokens", "1024,4096"]) == 0
     out = capsys.readouterr().out
