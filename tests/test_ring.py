@@ -255,6 +255,11 @@ def test_a_ring_of_one_gpu_per_layer_follows_the_case_layer_count():
         assert simulate(plan, hw).makespan_ns == simulate(named, hw).makespan_ns
     one = _wl(m=2048, layers=1)
     assert "2 GPUs or more" in ctapipe.check(s, one, hw, 1)
+    # a chain group where no chain kernel runs (the 2-GPU kernels, one layer per GPU) is refused, not ignored
+    two = _wl(m=2048, layers=2)
+    assert "chain_group applies to the chain kernel" in ctapipe.check(Strategy("ctapipe", gpus=2, chain_group=4), two,
+                                                                      hw, 2)
+    assert ctapipe.check(Strategy("ctapipe", gpus=2, chain_group=4), _wl(m=2048, layers=4), hw, 2) is None  # a ring
 
 
 def test_ctahw_and_the_naive_predictors_place_the_layer_count_ring():

@@ -175,6 +175,9 @@ def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | No
         return why
     if strategy.gpus == 1:
         return chain_reason(wl)
+    if strategy.chain_group and not is_ring(strategy, wl):
+        return (f"chain_group applies to the chain kernel (gpus = 1) or a ring; gpus = {strategy.gpus} places "
+                f"{len(wl.layers)} layers one per GPU with the 2-GPU kernels, which have no chain order")
     if strategy.gpus and strategy.gpus > len(wl.layers):
         return f"gpus = {strategy.gpus} places {len(wl.layers)} layers: at most one GPU per layer"
     if is_ring(strategy, wl):
