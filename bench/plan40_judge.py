@@ -59,8 +59,9 @@ def registered_cases(experiments=EXPERIMENTS) -> list[tuple[str, str]]:
 def groups_table(acc: pd.DataFrame) -> pd.DataFrame:
     """Per (experiment, case, predictor): each group's measured and predicted makespans (wide)."""
     d = acc.assign(group=acc["strategy"].str.removeprefix("ring-"))
-    return d.pivot_table(index=["experiment", "case", "source"], columns="group",
-                         values=["measured_ms", "predicted_ms"]).reset_index()
+    t = d.pivot_table(index=["experiment", "case", "source"], columns="group", values=["measured_ms", "predicted_ms"])
+    t.columns = [f"{v.removesuffix('_ms')}_{g}_ms" for v, g in t.columns]  # measured_g1_ms, ..., predicted_g8_ms
+    return t.reset_index()
 
 
 def claims(reports: list[tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:

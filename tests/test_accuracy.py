@@ -54,6 +54,8 @@ MEAS37 = ROOT / "bench" / "results" / "hw" / "2026-12-03-registered37-1gpu"
 EXPS37 = ("reg37-reference-sustained", "reg37-yi-34b-sustained")
 MEAS40 = ROOT / "bench" / "results" / "hw" / "2026-12-03-registered40-1gpu"
 EXPS40 = ("reg40-ring-shared-l3", "reg40-ring-shared-l4")
+MEAS38_40 = ROOT / "bench" / "results" / "hw" / "2026-12-03-registered38-40-1gpu"
+EXPS38 = ("reg38-fig4-x8", "reg38-fig7-x8")
 
 
 @pytest.mark.parametrize("exp, meas, reports", [(e, MEAS, "validation-registered") for e in EXPS]
@@ -67,7 +69,9 @@ EXPS40 = ("reg40-ring-shared-l3", "reg40-ring-shared-l4")
                          + [(e, MEAS18, "validation-registered18") for e in EXPS18]
                          + [(e, MEAS19, "validation-registered19") for e in EXPS19]
                          + [(e, MEAS37, "validation-registered37") for e in EXPS37]
-                         + [(e, MEAS40, "validation-registered40") for e in EXPS40])
+                         + [(e, MEAS40, "validation-registered40") for e in EXPS40]
+                         + [(e, MEAS38_40, "validation-registered40-run2") for e in EXPS40]
+                         + [(e, MEAS38_40, "validation-registered38-1gpu") for e in EXPS38])
 def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
     """The committed accuracy tables (bench/results/validation-registered*) come out of the committed files."""
     assert main(["compare", str(PRED / exp), str(meas / exp), "--out", str(tmp_path / exp)]) == 0

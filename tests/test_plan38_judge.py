@@ -154,3 +154,20 @@ def test_plan_39s_claims_hold_where_the_model_is_right_and_miss_where_order_does
     four = J.groups_claims(_report(J.GROUPS, lambda r, m: m, lambda r: r["gpus"] <= 4),
                            _report(J.FIG4, lambda r, m: m, lambda r: r["gpus"] <= 4))
     assert four[four["predictor"] == "model"]["met"].all()
+
+
+def test_a_one_gpu_machine_is_judged_on_its_sequential_rows_only():
+    """One GPU runs only the layers one after another: the targets and the naive comparison are judged, no order of
+    strategies (one strategy per case) and nothing of the ring."""
+    def one(r):
+        return r["strategy"] == "sequential"
+
+    c = J.claims(_report(J.FIG4, lambda r, m: m, one), _report(J.FIG7, lambda r, m: m, one))
+    assert not c["claim"].str.startswith(("b:", "c:", "d:", "e:")).any()
+    assert set(c["claim"].str[:2]) == {"a:", "f:"}
+
+
+def test_the_committed_one_gpu_judgement_is_what_the_judge_writes(tmp_path):
+    out = ROOT / "bench/results/validation-registered38-1gpu"
+    assert J.main(["--fig4", str(out / J.FIG4), "--fig7", str(out / J.FIG7), "--out", str(tmp_path)]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "claims.csv"), pd.read_csv(out / "claims.csv"))
