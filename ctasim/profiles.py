@@ -6,7 +6,7 @@ measurement. :data:`DERIVED` holds each derivation (the one source of truth); ``
 the files under ``specs/hardware/`` and ``--check`` fails when a committed file is not what its derivation gives
 (the test suite runs it).
 
-``h200-x1-shared3``, ``h200-x1-shared4``: one H200 shared by the 3 or 4 chain kernels of a ring (``ctahw``'s
+``h200-x1-shared2`` to ``-shared4``: one H200 shared by the 2, 3 or 4 chain kernels of a ring (``ctahw``'s
 one-GPU test of a ring, an experiment with ``shared_device = true``), one kernel's share as a GPU: its share of the
 SMs, of the L2 and of the HBM rate, no link (the next kernel's buffers are local). The even split of L2 and HBM is
 the estimate that matters: the kernels share them as they come.
@@ -108,7 +108,7 @@ def _shared(kernels: int) -> Derivation:
     )
 
 
-SHARED: dict[str, int] = {f"h200-x1-shared{n}": n for n in (3, 4)}
+SHARED: dict[str, int] = {f"h200-x1-shared{n}": n for n in (2, 3, 4)}
 """The derived profiles of one device shared by a ring's kernels, and how many kernels each describes (an experiment
 with ``shared_device = true`` must run rings of exactly that many kernels on one of them:
 :func:`ctasim.cases.check_experiment`)."""
