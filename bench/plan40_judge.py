@@ -1,10 +1,13 @@
-"""Registered plan 40's claims (a ring's chain group on one H200, its kernels sharing the device) from its two reports.
+"""Registered plans 40 and 41's claims (a ring's chain group on one H200, its kernels sharing the device) from their
+reports.
 
-    python bench/plan40_judge.py REPORT3 REPORT4 --out bench/results/validation-registered40
+    python bench/plan40_judge.py REPORT [REPORT ...] --out bench/results/validation-registered40
 
-REPORT3 / REPORT4: the folders ``ctasim compare bench/predictions/reg40-ring-shared-l3 ...`` and ``...-l4 ...`` wrote
-(``accuracy.csv``: every judged row; ``per-cta.csv``: the traced runs). The claims, registered with the predictions
-(bench/predictions/reg40-ring-shared-l4/README.md), per case (M = 4096, 16384 at 3 and 4 kernels):
+Each REPORT: a folder ``ctasim compare bench/predictions/NAME ...`` wrote, named after its registration NAME, one of
+:data:`EXPERIMENTS` (``accuracy.csv``: every judged row; ``per-cta.csv``: the traced runs); plan 40 is
+``reg40-ring-shared-l3`` and ``-l4`` together, plan 41 ``reg41-ring-shared-l2``. The claims, registered with the
+predictions (bench/predictions/reg40-ring-shared-l4/README.md, reg41-ring-shared-l2/README.md), per case (plan 40:
+M = 4096, 16384 at 3 and 4 kernels; plan 41: M = 1024, 2048, 4096 at 2 kernels):
 
 * (a) the fill: groups of 8 slower than the faster of groups of 2 and 4, predicted and measured;
 * (b) the slowest of the four groups the predictor's (the model: row order, which loses the weights' reuse, except
@@ -36,7 +39,7 @@ import judge_reports as JR  # noqa: E402
 from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
 from ctasim.spec import SpecError  # noqa: E402
 
-EXPERIMENTS = ("reg40-ring-shared-l3", "reg40-ring-shared-l4")
+EXPERIMENTS = ("reg40-ring-shared-l3", "reg40-ring-shared-l4", "reg41-ring-shared-l2")
 MARGIN_POINTS = 4.0
 START_FRAC = 0.02
 
@@ -115,13 +118,17 @@ def claims(reports: list[tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     p = OneLineParser(prog="python bench/plan40_judge.py", description=__doc__.splitlines()[0])
-    p.add_argument("report3", help=f"ctasim compare's report folder for {EXPERIMENTS[0]}")
-    p.add_argument("report4", help=f"ctasim compare's report folder for {EXPERIMENTS[1]}")
+    p.add_argument("reports", nargs="+", help=f"ctasim compare's report folders, each named after its registration "
+                                              f"({', '.join(EXPERIMENTS)})")
     p.add_argument("--out", required=True, help="folder for claims.csv and groups.csv")
     args = p.parse_args(argv)
     try:
         out = writable_folder(args.out)
-        reports = [read_report(Path(f), e) for f, e in zip((args.report3, args.report4), EXPERIMENTS)]
+        names = [Path(f).name for f in args.reports]
+        bad = [n for n in names if n not in EXPERIMENTS]
+        if bad:
+            raise ValueError(f"{bad[0]}: not a shared-device ring registration ({', '.join(EXPERIMENTS)})")
+        reports = [read_report(Path(f), n) for f, n in zip(args.reports, names)]
     except (SpecError, ValueError) as e:
         p.error(str(e))
     result = claims(reports)

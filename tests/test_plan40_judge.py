@@ -29,8 +29,11 @@ def _report(experiment: str, measured) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+PLAN40 = J.EXPERIMENTS[:2]
+
+
 def _claims(measured, per=pd.DataFrame()):
-    return J.claims([(_report(e, measured), per) for e in J.EXPERIMENTS])
+    return J.claims([(_report(e, measured), per) for e in PLAN40])
 
 
 def _met(c, prefix, predictor="model"):
@@ -58,7 +61,7 @@ def test_no_fill_and_no_reuse_miss_claims_a_to_c():
 
 def test_a_flat_world_meets_the_flat_models_claims_and_the_per_cta_claim_can_miss():
     flat = {}
-    for e in J.EXPERIMENTS:
+    for e in PLAN40:
         p = pd.read_csv(ROOT / "bench/predictions" / e / "predictions.csv")
         flat.update({(r.case, r.strategy): r.makespan_ms for r in p[p.source == "flat"].itertuples()})
     c = _claims(lambda r, m: flat[(r["case"], r["strategy"])], pd.DataFrame({"start_median_frac": [0.05]}))
@@ -80,7 +83,7 @@ def test_a_foreign_or_unregistered_report_is_refused(tmp_path):
 def test_the_fill_margin_claim_is_measured_minus_predicted_in_points():
     """(c): |(1 - min(g2, g4) / g8) measured - the same predicted| <= 4 points: g8 slowed so that the measured fill
     is 3 points above the model's meets it at that case, 5 points does not."""
-    base = pd.concat([_report(e, lambda r, m: m) for e in J.EXPERIMENTS])
+    base = pd.concat([_report(e, lambda r, m: m) for e in PLAN40])
     model = base[base["source"] == "model"].set_index(["case", "strategy"])["predicted_ms"]
 
     def g8_for(points):
@@ -115,3 +118,15 @@ def test_the_committed_judgement_is_what_the_judge_writes(tmp_path, folder):
     # what docs/validation.md reports, on both machines: (a) and (e) met, (b)-(d) and (f) missed for the model
     model = {k[0][:2]: v for k, v in c.items() if k[1] == "model"}
     assert model["a:"] and model["e:"] and not (model["b:"] or model["c:"] or model["d:"] or model["f:"])
+
+
+def test_plan_41s_claims_hold_where_the_model_is_right_and_a_foreign_folder_is_refused(tmp_path, capsys):
+    e = "reg41-ring-shared-l2"
+    c = J.claims([(_report(e, lambda r, m: m * 1.01), pd.DataFrame({"start_median_frac": [0.01]}))])
+    model = c[c["predictor"] == "model"]
+    assert model["met"].all() and model[model["claim"].str.startswith("a:")]["threshold"].item() == 3.0
+    (tmp_path / "elsewhere").mkdir()
+    with pytest.raises(SystemExit) as ex:
+        J.main([str(tmp_path / "elsewhere"), "--out", str(tmp_path / "o")])
+    assert ex.value.code == 2 and "not a shared-device ring registration" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
