@@ -56,6 +56,7 @@ MEAS40 = ROOT / "bench" / "results" / "hw" / "2026-12-03-registered40-1gpu"
 EXPS40 = ("reg40-ring-shared-l3", "reg40-ring-shared-l4")
 MEAS38_40 = ROOT / "bench" / "results" / "hw" / "2026-12-03-registered38-40-1gpu"
 EXPS38 = ("reg38-fig4-x8", "reg38-fig7-x8")
+MEAS41 = ROOT / "bench" / "results" / "hw" / "2026-12-03-registered41-1gpu"
 
 
 @pytest.mark.parametrize("exp, meas, reports", [(e, MEAS, "validation-registered") for e in EXPS]
@@ -71,7 +72,8 @@ EXPS38 = ("reg38-fig4-x8", "reg38-fig7-x8")
                          + [(e, MEAS37, "validation-registered37") for e in EXPS37]
                          + [(e, MEAS40, "validation-registered40") for e in EXPS40]
                          + [(e, MEAS38_40, "validation-registered40-run2") for e in EXPS40]
-                         + [(e, MEAS38_40, "validation-registered38-1gpu") for e in EXPS38])
+                         + [(e, MEAS38_40, "validation-registered38-1gpu") for e in EXPS38]
+                         + [("reg41-ring-shared-l2", MEAS41, "validation-registered41")])
 def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
     """The committed accuracy tables (bench/results/validation-registered*) come out of the committed files."""
     assert main(["compare", str(PRED / exp), str(meas / exp), "--out", str(tmp_path / exp)]) == 0

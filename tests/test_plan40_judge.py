@@ -130,3 +130,14 @@ def test_plan_41s_claims_hold_where_the_model_is_right_and_a_foreign_folder_is_r
         J.main([str(tmp_path / "elsewhere"), "--out", str(tmp_path / "o")])
     assert ex.value.code == 2 and "not a shared-device ring registration" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_plan_41s_committed_judgement_is_what_the_judge_writes(tmp_path):
+    out = ROOT / "bench/results/validation-registered41"
+    assert J.main([str(out / "reg41-ring-shared-l2"), "--out", str(tmp_path)]) == 0
+    for name in ("claims.csv", "groups.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), pd.read_csv(out / name))
+    c = pd.read_csv(out / "claims.csv").set_index(["claim", "predictor"])["met"]
+    model = {k[0][:2]: v for k, v in c.items() if k[1] == "model"}
+    # what docs/validation.md reports: (a) and (e) met; (b), (c) (4.4 points), (d) and (f) missed
+    assert model["a:"] and model["e:"] and not (model["b:"] or model["c:"] or model["d:"] or model["f:"])
