@@ -214,7 +214,10 @@ def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(t
     (line,) = [l for l in A.trust(hw, ["sequential"]) if l.startswith("sequential:")]
     parts = dict(re.findall(r"profile ([\w.-]+): ([^;]+)", line))
     assert set(parts) == {"h200-x1-calibrated", "h200-x1-calibrated-carried", "h200-x1-calibrated-wave",
-                          "h200-x2-calibrated"}
+                          "h200-x2-calibrated", "h200-x8-mechanism"}
+    # plan 38's one-GPU rows (the layers one after another), predicted with the whole host's profile and not yet
+    # with an earlier version of it
+    assert "reg38-fig4-x8" in parts["h200-x8-mechanism"] and "earlier version" not in parts["h200-x8-mechanism"]
     assert "reg8-yi-34b-1gpu" in parts["h200-x1-calibrated"] and "reg8-yi-34b-1gpu" not in parts["h200-x2-calibrated"]
     assert "reg20-yi-34b-1gpu-wave" in parts["h200-x1-calibrated-wave"]  # plan 20's second model, its own profile
     assert "reg20-yi-34b-1gpu-wave" not in parts["h200-x1-calibrated"]
