@@ -112,12 +112,11 @@ def reason_for(strategy: Strategy, case: Case, gpus: int, hw: Hardware | None = 
         return f"{strategy.kind} is not yet run from an experiment spec"
     layers = case.workload.layers
     if strategy.kind == "ctapipe" and _chain_kernel_strategy(strategy, case):
-        from ctasim.strategies.ctapipe import chain_reason, ring_gpus, ring_reason  # noqa: PLC0415
+        from ctasim.strategies.ctapipe import chain_reason, ring_gpus, ring_reason, ring_size_reason  # noqa: PLC0415
 
-        if strategy.gpus != 1 and ring_gpus(strategy, case.workload) < 2:
-            return f"the ring placement needs 2 GPUs or more; {len(case.workload.layers)} layer(s), one GPU per layer"
         why = (chain_reason(case.workload) if strategy.gpus == 1
-               else ring_reason(case.workload, ring_gpus(strategy, case.workload)))
+               else ring_size_reason(strategy, case.workload)
+               or ring_reason(case.workload, ring_gpus(strategy, case.workload)))
         if why:
             return why
         for i, l in enumerate(layers):
@@ -350,11 +349,11 @@ def chain_case(exp: Experiment, case: Case, strategy: Strategy, cfg: RunConfig, 
     from ctahw.chain import ChainRunner, output_place  # noqa: PLC0415
     from ctahw.device import REL_TOL_BF16, output_error, poison, summarize, to_device  # noqa: PLC0415
     from ctahw.executor import reference_bf16  # noqa: PLC0415
-    from ctasim.strategies.ctapipe import build_chain, build_ring, norm_folds, ring_gpus, ring_ops  # noqa: PLC0415
+    from ctasim.strategies.ctapipe import build_chain, build_ring, norm_folds, ring_ops  # noqa: PLC0415
 
     cp = timed.cp
     layers = case.workload.layers
-    G = 1 if strategy.gpus == 1 else ring_gpus(strategy, case.workload)
+    G = gpus_needed(strategy, case.workload, case.gpus)  # 1: the chain kernel; else the ring's GPUs
     devices = list(devices) if devices is not None else list(range(G))
     plan = (build_chain if G == 1 else build_ring)(strategy, case.workload, exp.hardware, case.label)
     data = Chain(cp, cfg.seed)
@@ -583,13 +582,12 @@ def run(exp: Experiment, cfg: RunConfig, log: Callable[[str], None] = lambda s: 
         log(f"{exp.name}: {r['strategy']} {r['case']}{' ' + r['variant'] if r['variant'] else ''}")
         case, st = cases[r["case"]], strategies[r["strategy"]]
         try:
-            if i in chain_rows and exp.shared_device:  # every plan GPU a kernel on device 0, with its share of SMs
-                timed, _ = machines.get(1)
+            if i in chain_rows:
+                G = gpus_needed(st, case.workload, case.gpus)
+                # a shared device: every plan GPU a kernel on device 0, with its share of the SMs
+                timed, _ = machines.get(1 if exp.shared_device else G)
                 res = chain_case(exp, case, st, cfg, timed, log, traces,
-                                 devices=[0] * gpus_needed(st, case.workload, case.gpus))
-            elif i in chain_rows:
-                timed, _ = machines.get(gpus_needed(st, case.workload, case.gpus))
-                res = chain_case(exp, case, st, cfg, timed, log, traces)
+                                 devices=[0] * G if exp.shared_device else None)
             else:
                 res = _planned(case, _plan_of(st, case, exp.hardware, r["variant"]), cfg, machines, log)
         except (RuntimeError, ValueError) as e:  # a failed check or a protocol timeout: a failed row

@@ -169,6 +169,13 @@ def ring_gpus(strategy: Strategy, wl: Workload) -> int:
     return gpus_needed(strategy, wl, 0)
 
 
+def ring_size_reason(strategy: Strategy, wl: Workload) -> str | None:
+    """Why a ring cannot place ``wl`` on :func:`ring_gpus` GPUs for want of GPUs (fewer than 2), or None."""
+    if ring_gpus(strategy, wl) < 2:
+        return f"the ring placement needs 2 GPUs or more; {len(wl.layers)} layer(s), one GPU per layer"
+    return None
+
+
 def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | None:
     why = epilogue_pass_reason("ctapipe", wl)
     if why:
@@ -181,9 +188,7 @@ def check(strategy: Strategy, wl: Workload, hw: Hardware, gpus: int) -> str | No
     if strategy.gpus and strategy.gpus > len(wl.layers):
         return f"gpus = {strategy.gpus} places {len(wl.layers)} layers: at most one GPU per layer"
     if is_ring(strategy, wl):
-        if ring_gpus(strategy, wl) < 2:
-            return f"the ring placement needs 2 GPUs or more; {len(wl.layers)} layer(s), one GPU per layer"
-        why = ring_reason(wl, ring_gpus(strategy, wl))
+        why = ring_size_reason(strategy, wl) or ring_reason(wl, ring_gpus(strategy, wl))
         if why:
             return why
         if strategy.variant:
