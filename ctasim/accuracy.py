@@ -235,9 +235,17 @@ def _shared_device(reg_file: Path) -> bool:
         raise results.ResultsError(f"{reg_file}: its experiment's spec does not load ({e})") from None
 
 
-def write_report(pred_dir: Path, meas_dir: Path, out: Path) -> tuple[str, list[Path]]:
+OVERLAYS = "Overlays: `overlay-<case>-<strategy>-run<i>.png`."
+"""The per-CTA section's last sentence where the overlays are drawn ..."""
+NO_OVERLAYS = "Overlays: not drawn (`ctasim compare --no-plots`)."
+"""... and where they are not."""
+
+
+def write_report(pred_dir: Path, meas_dir: Path, out: Path, *, plots: bool = True) -> tuple[str, list[Path]]:
     """Judge and write ``report.md``, ``accuracy.csv``, ``summary.csv`` and ``predicted-vs-measured.png`` into ``out``
-    (written whole into a temporary folder, then renamed)."""
+    (written whole into a temporary folder, then renamed). ``plots=False`` leaves out the figures (the scatter and
+    the per-CTA overlays, most of the time a report takes); the tables and the report's text are the same but for
+    the overlays' sentence (:data:`OVERLAYS`, :data:`NO_OVERLAYS`)."""
     pred_file, meas_file = pred_dir / "predictions.csv", meas_dir / "results.csv"
     pred, meas = results.read(pred_file), results.read(meas_file)
     reg_file = pred_dir / "registration.json"
@@ -260,7 +268,7 @@ def write_report(pred_dir: Path, meas_dir: Path, out: Path) -> tuple[str, list[P
         lines = ["", f"## Per-CTA schedules of the pipelined strategies ({label})", "",
                  "Every traced run against the predicted schedule of its case and strategy; each trace shifted so "
                  "that its first tile starts at 0; errors as fractions of the measured makespan (`tiles_error`: the "
-                 "tiles' span, not the harness's makespan above). Overlays: `overlay-<case>-<strategy>-run<i>.png`.",
+                 "tiles' span, not the harness's makespan above). " + (OVERLAYS if plots else NO_OVERLAYS),
                  "", "| case | strategy | run | kept | measured µs | predicted µs | tiles error | start median | "
                  "start p95 | end median | dequeue ρ |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for r in cta.itertuples():
@@ -273,16 +281,18 @@ def write_report(pred_dir: Path, meas_dir: Path, out: Path) -> tuple[str, list[P
         j.assign(registered=prov.registered).to_csv(tmp / "accuracy.csv", index=False)
         s.assign(registered=prov.registered).to_csv(tmp / "summary.csv", index=False)
         (tmp / "report.md").write_text(text)
-        _plot(j, tmp / "predicted-vs-measured.png",
-              f"{pred_dir.name} ({'registered' if prov.registered else 'post-hoc'})")
+        if plots:
+            _plot(j, tmp / "predicted-vs-measured.png",
+                  f"{pred_dir.name} ({'registered' if prov.registered else 'post-hoc'})")
         if len(cta):
-            from ctasim import plots  # noqa: PLC0415
-
             cta.assign(registered=prov.registered).to_csv(tmp / "per-cta.csv", index=False)
+        if plots and pairs:
+            from ctasim import plots as figures  # noqa: PLC0415
+
             for stem, measured, predicted in pairs:
-                plots.cta_overlay(measured, predicted, tmp / f"overlay-{stem}.png",
-                                  f"{pred_dir.name}: {predicted.meta['strategy']} {predicted.meta['case']}, run "
-                                  f"{measured.meta.get('run', 0)} ({'registered' if prov.registered else 'post-hoc'})")
+                figures.cta_overlay(measured, predicted, tmp / f"overlay-{stem}.png",
+                                    f"{pred_dir.name}: {predicted.meta['strategy']} {predicted.meta['case']}, run "
+                                    f"{measured.meta.get('run', 0)} ({'registered' if prov.registered else 'post-hoc'})")
     return text, sorted(out.iterdir())
 
 

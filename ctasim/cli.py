@@ -359,7 +359,8 @@ def cmd_compare(args) -> int:
     from ctasim.results import ResultsError
 
     try:
-        text, files = write_report(Path(args.predictions), Path(args.results), Path(args.out))
+        text, files = write_report(Path(args.predictions), Path(args.results), Path(args.out),
+                                   plots=not args.no_plots)
     except ResultsError as e:
         raise SpecError(str(args.results), "(results)", str(e)) from None
     except OSError as e:
@@ -563,6 +564,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("predictions", help="a ctasim predict folder (predictions.csv, registration.json)")
     p.add_argument("results", help="a ctahw run EXPERIMENT --out folder (results.csv)")
     p.add_argument("--out", default="report", help="report folder (default: report)")
+    p.add_argument("--no-plots", action="store_true",
+                   help="tables and report only: no predicted-vs-measured scatter, no per-CTA overlays (the figures "
+                        "take most of a report's time)")
     p.set_defaults(func=cmd_compare)
     p = sub.add_parser("advise", help="which strategy is fastest for a model's MLP block on a machine, per token count")
     p.add_argument("--model", help="a model from specs/models (ctasim list)")

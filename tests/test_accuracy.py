@@ -75,8 +75,10 @@ MEAS41 = ROOT / "bench" / "results" / "hw" / "2026-12-03-registered41-1gpu"
                          + [(e, MEAS38_40, "validation-registered38-1gpu") for e in EXPS38]
                          + [("reg41-ring-shared-l2", MEAS41, "validation-registered41")])
 def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
-    """The committed accuracy tables (bench/results/validation-registered*) come out of the committed files."""
-    assert main(["compare", str(PRED / exp), str(meas / exp), "--out", str(tmp_path / exp)]) == 0
+    """The committed accuracy tables (bench/results/validation-registered*) come out of the committed files (without
+    the figures, which take most of a report's time: the overlays' test below draws them)."""
+    assert main(["compare", str(PRED / exp), str(meas / exp), "--out", str(tmp_path / exp), "--no-plots"]) == 0
+    assert not list((tmp_path / exp).glob("*.png"))
     got = pd.read_csv(tmp_path / exp / "accuracy.csv")
     committed = pd.read_csv(ROOT / "bench" / "results" / reports / exp / "accuracy.csv")
     pd.testing.assert_frame_equal(got.drop(columns="registered"), committed.drop(columns="registered"))
@@ -85,6 +87,7 @@ def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
                                   pd.read_csv(ROOT / "bench" / "results" / reports / exp / "summary.csv")
                                   .drop(columns="registered"))
     text = (tmp_path / exp / "report.md").read_text().replace(str(meas / exp), str((meas / exp).relative_to(ROOT)))
+    text = text.replace(accuracy.NO_OVERLAYS, accuracy.OVERLAYS)
     committed = (ROOT / "bench" / "results" / reports / exp / "report.md").read_text()
     if not accuracy.provenance_order(PRED / exp / "predictions.csv", meas / exp / "results.csv").registered:
         # no git history here (an export, a shallow clone): only the provenance line may differ
@@ -258,11 +261,14 @@ def test_compare_overlays_predicted_and_measured_per_cta_schedules_on_a_committe
     assert "## Per-CTA schedules of the pipelined strategies" in text
     names = {p.name for p in files}
     assert "per-cta.csv" in names and any(n.startswith("overlay-m1024-ctapipe-w21g4-run0") for n in names)
+    assert "predicted-vs-measured.png" in names and accuracy.OVERLAYS in text
     good = pd.read_csv(tmp_path / "report" / "per-cta.csv")
     assert len(good) == 1 and good["tiles_matched"].iloc[0] == 2 * (1024 // 128) * (8192 // 256)
     assert good["start_median_frac"].iloc[0] < 0.05
     _, shifted = _pipe_measurement(tmp_path, shift_layer1_frac=0.2)
-    accuracy.write_report(pred, shifted, tmp_path / "report-shifted")
+    text, files = accuracy.write_report(pred, shifted, tmp_path / "report-shifted", plots=False)
+    assert accuracy.NO_OVERLAYS in text and accuracy.OVERLAYS not in text
+    assert not [p for p in files if p.suffix == ".png"] and "per-cta.csv" in {p.name for p in files}
     bad = pd.read_csv(tmp_path / "report-shifted" / "per-cta.csv")
     assert bad["start_median_frac"].iloc[0] > good["start_median_frac"].iloc[0] + 0.05
 
