@@ -21,8 +21,6 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
-
 from ctasim.cases import load_experiment
 from ctasim.cliargs import OneLineParser, writable_folder
 from ctasim.spec import Experiment, SpecError, coerce, validate_hardware, list_specs, validate_layer
@@ -260,6 +258,8 @@ def cmd_sweep(args) -> int:
                 df = df.drop(columns=name)
             df.insert(0, name, v)
         frames.append(df)
+    import pandas as pd  # noqa: PLC0415 (a bad command line fails without pandas' import time)
+
     out = pd.concat(frames, ignore_index=True)
     path = _write_table(out, out_path)
     cols = [n for n, _ in grid] + ["case", "strategy", "variant", "latency_us"]
@@ -443,6 +443,8 @@ def _advise_doc(args) -> int:
             frames[(mname, hname)] = df
             sections.append(A.markdown(model, hw, df, args.regime)
                             + f"\n![{mname} on {hname}](advice/{mname}-{hname}.png)\n")
+    import pandas as pd  # noqa: PLC0415
+
     points = pd.concat([A.best_table(df).assign(model=m, hardware=h) for (m, h), df in frames.items()])
     wins = points[points["pipelined_vs_other"] < 1]
     # a strategy that could not run a block's shape makes its comparison incomplete; the ring pair left out of a gated
