@@ -30,6 +30,7 @@ jitter), the arithmetic of an unfused epilogue pass (bandwidth-bound: a few oper
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -39,6 +40,7 @@ from ctasim.spec import ACTIVATION_OPS, Hardware, KernelConfig, Layer
 
 __all__ = [
     "tile_ns",
+    "active_share",
     "activation_factor",
     "input_tile_factor",
     "tile_bytes",
@@ -198,7 +200,7 @@ class TunedGemm:
 
 def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, slots: int, *, kernel: str = "",
                 drift: float | None = None, cluster_m: int | None = None, layers: int = 1,
-                ticket_spread: float = 0.0, ticket_state: str = "thrash") -> np.ndarray:
+                ticket_spread: float = 0.0, ticket_state: str = "thrash", boost: float = 1.0) -> np.ndarray:
     """Each wave's time (ns) when the tiles of ``layer`` run in ``order`` on ``slots`` CTA slots, by the memory
     hierarchy (:func:`ctasim.l2.wave_traffic`, :func:`ctasim.l2.wave_ns`); the config must have it on
     (:func:`memory_model`).
@@ -209,14 +211,14 @@ def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, 
     no drift. ``layers``: a chain kernel's equal-shaped layers in one order (:func:`ctasim.plan.chain_order`).
     ``ticket_spread``: a ticket-scheduled kernel's spread of start times per round (``KernelConfig.ticket_spread``;
     :func:`ctasim.l2.ticket_rereads`), 0 for a grid with a fixed assignment; ``ticket_state``: its consistent state
-    (:data:`ctasim.l2.TICKET_STATES`)."""
+    (:data:`ctasim.l2.TICKET_STATES`). ``boost``: a further clock gain of the compute (:func:`active_share`)."""
     cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
     if not memory_model(hw, cfg):
         raise ValueError(f"profile {hw.name!r} has no memory hierarchy for config {cfg.key()}")
     sm = hw.sm_count * cfg.cta_slots_per_sm
     store = elem_bytes // 2 if layer.gated and layer.epilogue_fused else elem_bytes
     compute = tile_ns(layer, layer.k, hw, elem_bytes, kernel, rate_tflops=cfg.l2_sm_tflops)
-    compute /= clock_boost(hw, min(layer.tiles * layers, sm), sm)
+    compute /= clock_boost(hw, min(layer.tiles * layers, sm), sm) * boost
     traffic = l2.wave_traffic(order, layer.m, layer.n, layer.k, layer.tile_m, layer.tile_n, elem_bytes, slots,
                               hw.l2_bytes, store_elem_bytes=store,
                               drift=cfg.cta_drift if drift is None else drift,
@@ -233,6 +235,25 @@ def order_tile_times(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndar
     out = waves[np.arange(order.size) // slots]
     out.flags.writeable = False
     return out
+
+
+def active_share(hw: Hardware, active: int, slots: int) -> tuple[Hardware, float]:
+    """One share of a device split ``hw.device_shares`` ways, while ``active`` of its shares compute: the profile with
+    ``N / active`` times its L2 bytes and HBM rate (the shares that compute use what the idle ones leave) and no
+    boost of its own, and the clock boost of the device (:func:`clock_boost` of ``active`` shares' ``slots`` CTA
+    slots out of N's). ``(hw, 1.0)`` unchanged where the profile is not a share (``device_shares`` < 2) or every share
+    computes.
+
+    What it leaves out: any unevenness between the computing shares (each gets the same part), L2 lines an idle
+    share left behind, and the time an L2 takes to change hands (the share is the one at a tile's start)."""
+    n = hw.device_shares
+    if n < 2 or active >= n:
+        return dataclasses.replace(hw, max_clock_boost=1.0) if n >= 2 else hw, 1.0
+    if active < 1:
+        raise ValueError(f"active shares must be >= 1, got {active}")
+    f = n / active
+    return (dataclasses.replace(hw, l2_bytes=hw.l2_bytes * f, hbm_gbps=hw.hbm_gbps * f, max_clock_boost=1.0),
+            clock_boost(hw, active * slots, n * slots))
 
 
 def cutlass_waves(layer: Layer, hw: Hardware, elem_bytes: int, raster: str, swizzle: int,

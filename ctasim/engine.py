@@ -371,6 +371,9 @@ class _Run:
         n = max((k.tiles_m * (k.layer + (k.chain_layers - 1) * k.chain_stride + 1) for k in chains), default=0)
         self.chain_count, self.chain_last = [0] * n, [0.0] * n
         self.chain_visible, self.chain_waiters = [math.inf] * n, {}
+        # Chain kernels on shares of one device (Hardware.device_shares): when each one's latest issued tile computes
+        # until; a kernel is computing while that is ahead of now.
+        self.share_busy = {k.id: -math.inf for k in chains if len(k.tile_scale_by_active)}
 
     # ---------------------------------------------------------------- operations
     def op_process(self, op):
@@ -696,6 +699,10 @@ class _Run:
                 _wake_all(lane, ctas)
 
         static = k.chain_static
+        # one share of a device: each entry's time scaled by how many shares compute as it starts (costs.active_share)
+        scales = [sc.tolist() for sc in k.tile_scale_by_active] or None
+        busy = self.share_busy
+        others = [o for o in busy if o != kid]
 
         # a remote counter lives on the next GPU of the ring (layer l + 1 on GPU (l + 1) mod stride)
         remote_gpu = (gpu + 1) % stride if stride > 1 else gpu
@@ -736,7 +743,12 @@ class _Run:
                     nxt = state["next"]
                     state["next"] = nxt + 1
                 dur = durations[i] * (clock(t_acquire) if t_acquire >= slow_from else 1.0)
+                if scales is not None:
+                    active = 1 + sum(1 for o in others if busy[o] > t_acquire)
+                    dur *= scales[min(active, len(scales)) - 1][i]
                 t_ce = t_acquire + dur
+                if scales is not None and t_ce > busy[kid]:
+                    busy[kid] = t_ce
                 if remote_of[tile]:  # stored into the next GPU's memory, signalled there: decided now, at issue
                     t_store = t_ce + store_ns
                     t_sig = t_store + rsig

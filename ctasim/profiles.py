@@ -26,6 +26,7 @@ eight streams) is not in the base and not estimated here: the derived profile pr
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 from dataclasses import dataclass
@@ -45,6 +46,8 @@ class Derivation:
     base: str
     fields: Mapping[str, tuple[str, str]]
     header: tuple[str, ...]
+    added: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
+    """Fields the base does not write (they take their default there), appended to its ``[hardware]`` table."""
 
 
 _X8_NOTE = ("estimate (8 GPUs): not measured on eight GPUs; ")
@@ -108,11 +111,49 @@ def _shared(kernels: int) -> Derivation:
     )
 
 
-SHARED: dict[str, int] = {f"h200-x1-shared{n}": n for n in (2, 3, 4)}
+def _shared_active(kernels: int) -> Derivation:
+    """:func:`_shared`'s profile whose kernels share the L2, the HBM and the clock among those computing
+    (``device_shares``), with the partial-grid clock boost of the H200 (measured on the 2xH200 machine)."""
+    static = _shared(kernels)
+    boost = load_hardware("h200-x2-calibrated").max_clock_boost
+    why = "estimate (shared device): "
+    return Derivation(
+        base=static.base,
+        fields={
+            **static.fields,
+            "l2_bytes": (static.fields["l2_bytes"][0], why + "one share of the L2 (measured) when every kernel "
+                         "computes; a kernel computing while a of them do gets N/a of it (device_shares)"),
+            "hbm_gbps": (static.fields["hbm_gbps"][0], why + "one share of the measured HBM rate when every kernel "
+                         "computes; N/a of it while a of them do (device_shares)"),
+            "max_clock_boost": (repr(boost), "copied from h200-x2-calibrated (fitted there: partial-grid CUTLASS "
+                                "kernels of 32-128 tiles on one H200 of the 2xH200 machine, docs/validation.md): the "
+                                "clock gain while only some of the device's kernels compute"),
+            "source": (f'"derived by ctasim.profiles from h200-x1-calibrated: one H200 shared by {kernels} chain '
+                       f'kernels, one share as a GPU, the L2, HBM and clock shared among the kernels computing"', ""),
+        },
+        added={"device_shares": (str(kernels), f"the {kernels} plan GPUs are shares of one device (ctasim.costs."
+                                 "active_share): not measured as a whole; the sharing rule was chosen after registered "
+                                 "plans 40 and 41's traces (post-hoc)")},
+        header=(
+            "# DERIVED, NOT MEASURED AS A WHOLE: written by `python -m ctasim.profiles` (ctasim.profiles.DERIVED).",
+            f"# One H200 shared by the {kernels} chain kernels of a ring (an experiment with shared_device = true), one "
+            "share as a GPU,",
+            "# the L2, HBM and clock shared among the kernels computing at each tile's start (device_shares): every "
+            "field, kernel",
+            "# config and comment below is h200-x1-calibrated's (measured on one H200) except those marked 'estimate "
+            "(shared device)'",
+            "# and max_clock_boost (h200-x2-calibrated's). Registered plan 42 predicts rings on one H200 with it.",
+        ),
+    )
+
+
+SHARED: dict[str, int] = {**{f"h200-x1-shared{n}": n for n in (2, 3, 4)},
+                          **{f"h200-x1-shared{n}-active": n for n in (2, 3, 4)}}
 """The derived profiles of one device shared by a ring's kernels, and how many kernels each describes (an experiment
 with ``shared_device = true`` must run rings of exactly that many kernels on one of them:
-:func:`ctasim.cases.check_experiment`)."""
-DERIVED.update({name: _shared(n) for name, n in SHARED.items()})
+:func:`ctasim.cases.check_experiment`). ``-sharedN``: an even split for the whole run (registered plans 40, 41);
+``-sharedN-active``: shared among the kernels computing (``device_shares``; registered plan 42)."""
+DERIVED.update({name: (_shared_active(n) if name.endswith("-active") else _shared(n)) for name, n in SHARED.items()})
 
 _LINE = re.compile(r"^(?P<key>[a-z][a-z0-9_]*) = (?P<value>.*?)(?P<comment>\s+#.*)?$")
 
@@ -125,16 +166,26 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
     out = list(derivation.header)
     section = None
     todo = {"name": (f'"{name}"', ""), **derivation.fields}
+    added = [f"{key} = {value}" + (f"  # {why}" if why else "") for key, (value, why) in derivation.added.items()]
     for line in base_text.splitlines():
         if line.startswith("["):
+            if section == "[hardware]" and added:  # the table ends: the added fields go last in it
+                while out and not out[-1].strip():
+                    out.pop()
+                out += added + [""]
+                added = []
             section = line.strip()
         m = _LINE.match(line)
         if section == "[hardware]" and m and m["key"] in todo:
             value, why = todo.pop(m["key"])
             line = f"{m['key']} = {value}" + (f"  # {why}" if why else "")
         out.append(line)
-    if todo:
-        raise ValueError(f"{name}: {derivation.base} has no one-line [hardware] field {', '.join(sorted(todo))}")
+    if section == "[hardware]" and added:
+        out += added
+        added = []
+    if todo or added:
+        missing = sorted(todo) or ["[hardware] table"]
+        raise ValueError(f"{name}: {derivation.base} has no one-line [hardware] field {', '.join(missing)}")
     return "\n".join(out) + "\n"
 
 

@@ -333,10 +333,17 @@ def chain_tile_times(k, layer, hw: Hardware, elem_bytes: int, static: bool, grou
     cfg = hw.config(layer.tile_m, layer.tile_n)
     if not costs.memory_model(hw, cfg):
         return False
-    k.tile_times = costs.order_tile_times(
-        layer, hw, elem_bytes, k.order, k.slots, drift=None if static else 0.0,
-        cluster_m=chain_cluster_m(static, layer.tiles_m, group), layers=k.chain_layers,
-        ticket_spread=0.0 if static else cfg.ticket_spread)
+    kw = dict(drift=None if static else 0.0, cluster_m=chain_cluster_m(static, layer.tiles_m, group),
+              layers=k.chain_layers, ticket_spread=0.0 if static else cfg.ticket_spread)
+    if hw.device_shares >= 2:  # one share of a device: a table per count of computing shares (costs.active_share)
+        tables = []
+        for active in range(1, hw.device_shares + 1):
+            share, boost = costs.active_share(hw, active, k.slots)
+            tables.append(costs.order_tile_times(layer, share, elem_bytes, k.order, k.slots, boost=boost, **kw))
+        k.tile_times = tables[-1]
+        k.tile_scale_by_active = tuple(t / tables[-1] for t in tables)
+    else:
+        k.tile_times = costs.order_tile_times(layer, hw, elem_bytes, k.order, k.slots, **kw)
     k.tile_ns = float(k.tile_times.mean())
     return True
 
