@@ -669,7 +669,10 @@ class _Run:
         compute, its counter update ``chain_remote_signal_ns`` later, and it holds its CTA until
         ``chain_remote_hold_ns`` after the arrival (the link's sharing is left out: the per-SM store rate binds
         first). Durations are indexed by ticket. ``Kernel.chain_static``: CTA ``w`` runs order entries
-        ``w, w + W, ...`` instead (the static design; all CTAs resident)."""
+        ``w, w + W, ...`` instead (the static design; all CTAs resident). On a share of one device
+        (``Kernel.tile_scale_by_active``, ``Hardware.device_shares``) a tile's time is its entry's in the table of the
+        number of the plan's shared kernels computing as it starts (a kernel computes while its latest issued tile
+        has not reached its compute end): ``ctasim.costs.active_share``."""
         env, lane = self.env, self.lane
         push = lane.push
         per = k.tiles_m * k.tiles_n

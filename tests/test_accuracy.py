@@ -57,6 +57,9 @@ EXPS40 = ("reg40-ring-shared-l3", "reg40-ring-shared-l4")
 MEAS38_40 = ROOT / "bench" / "results" / "hw" / "2026-12-03-registered38-40-1gpu"
 EXPS38 = ("reg38-fig4-x8", "reg38-fig7-x8")
 MEAS41 = ROOT / "bench" / "results" / "hw" / "2026-12-03-registered41-1gpu"
+MEAS42 = ROOT / "bench" / "results" / "hw" / "2026-12-03-registered42-1gpu"
+EXPS42 = tuple(f"reg42-ring-shared-{t}{s}" for t in ("l2", "l3", "l4") for s in ("", "-even"))
+"""Plan 42's registrations; a '-even' one predicts its base experiment (the same measurement) with plan 40's profile."""
 
 
 @pytest.mark.parametrize("exp, meas, reports", [(e, MEAS, "validation-registered") for e in EXPS]
@@ -73,11 +76,13 @@ MEAS41 = ROOT / "bench" / "results" / "hw" / "2026-12-03-registered41-1gpu"
                          + [(e, MEAS40, "validation-registered40") for e in EXPS40]
                          + [(e, MEAS38_40, "validation-registered40-run2") for e in EXPS40]
                          + [(e, MEAS38_40, "validation-registered38-1gpu") for e in EXPS38]
-                         + [("reg41-ring-shared-l2", MEAS41, "validation-registered41")])
+                         + [("reg41-ring-shared-l2", MEAS41, "validation-registered41")]
+                         + [(e, MEAS42, "validation-registered42") for e in EXPS42])
 def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
     """The committed accuracy tables (bench/results/validation-registered*) come out of the committed files (without
     the figures, which take most of a report's time: the overlays' test below draws them)."""
-    assert main(["compare", str(PRED / exp), str(meas / exp), "--out", str(tmp_path / exp), "--no-plots"]) == 0
+    meas = meas / exp.removesuffix("-even")  # a '-even' registration predicts its base experiment's measurement
+    assert main(["compare", str(PRED / exp), str(meas), "--out", str(tmp_path / exp), "--no-plots"]) == 0
     assert not list((tmp_path / exp).glob("*.png"))
     got = pd.read_csv(tmp_path / exp / "accuracy.csv")
     committed = pd.read_csv(ROOT / "bench" / "results" / reports / exp / "accuracy.csv")
@@ -86,10 +91,10 @@ def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / exp / "summary.csv").drop(columns="registered"),
                                   pd.read_csv(ROOT / "bench" / "results" / reports / exp / "summary.csv")
                                   .drop(columns="registered"))
-    text = (tmp_path / exp / "report.md").read_text().replace(str(meas / exp), str((meas / exp).relative_to(ROOT)))
+    text = (tmp_path / exp / "report.md").read_text().replace(str(meas), str(meas.relative_to(ROOT)))
     text = text.replace(accuracy.NO_OVERLAYS, accuracy.OVERLAYS)
     committed = (ROOT / "bench" / "results" / reports / exp / "report.md").read_text()
-    if not accuracy.provenance_order(PRED / exp / "predictions.csv", meas / exp / "results.csv").registered:
+    if not accuracy.provenance_order(PRED / exp / "predictions.csv", meas / "results.csv").registered:
         # no git history here (an export, a shallow clone): only the provenance line may differ
         text, committed = (t.replace("**POST-HOC**", "**REGISTERED**").replace("Post-hoc figures", "Registered figures")
                            .split("\n", 3)[3] for t in (text, committed))
