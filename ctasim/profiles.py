@@ -183,9 +183,8 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
     if section == "[hardware]" and added:
         out += added
         added = []
-    if todo or added:
-        missing = sorted(todo) or ["[hardware] table"]
-        raise ValueError(f"{name}: {derivation.base} has no one-line [hardware] field {', '.join(missing)}")
+    if todo:  # (a base without a [hardware] table lacks its name too)
+        raise ValueError(f"{name}: {derivation.base} has no one-line [hardware] field {', '.join(sorted(todo))}")
     return "\n".join(out) + "\n"
 
 
