@@ -1,7 +1,7 @@
 """What the registered plans' judges share: reading a ``ctasim compare`` report (one line of refusal for a missing,
-foreign or unregistered one) and writing a claim row.
+foreign or unregistered one), writing a claim row, and writing the claims and tables.
 
-Used by ``bench/plan38_judge.py`` and ``bench/plan40_judge.py``; not a script.
+Used by ``bench/plan38_judge.py``, ``bench/plan40_judge.py`` and ``bench/plan42_judge.py``; not a script.
 """
 
 from __future__ import annotations
@@ -30,3 +30,13 @@ def read_report(folder: Path, experiment: str) -> tuple[pd.DataFrame, pd.DataFra
 def claim(rows: list, name: str, predictor: str, value: float, threshold: float, met: bool) -> None:
     """Append one claim's row (claim, predictor, value, threshold, met) to ``rows``."""
     rows.append({"claim": name, "predictor": predictor, "value": value, "threshold": threshold, "met": bool(met)})
+
+
+def write_judgement(out: Path, claims: pd.DataFrame, tables: dict[str, pd.DataFrame]) -> None:
+    """Write ``claims.csv`` and each table (file name -> frame) into ``out`` (made if missing), and print the claims."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, table in tables.items():
+        table.to_csv(out / name, index=False, float_format="%.6g")
+    claims.to_csv(out / "claims.csv", index=False, float_format="%.6g")
+    with pd.option_context("display.width", 200, "display.max_colwidth", 100):
+        print(claims.to_string(index=False))

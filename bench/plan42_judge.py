@@ -103,12 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         result = claims(active, even)
     except (SpecError, ValueError) as e:
         p.error(str(e))
-    table = groups_table(active, even)
-    out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "groups.csv", index=False, float_format="%.6g")
-    result.to_csv(out / "claims.csv", index=False, float_format="%.6g")
-    with pd.option_context("display.width", 200, "display.max_colwidth", 100):
-        print(result.to_string(index=False))
+    JR.write_judgement(out, result, {"groups.csv": groups_table(active, even)})
     return 0
 
 
