@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 sys.path.insert(0, str(ROOT / "bench"))
 
+from ctasim.cliargs import OneLineParser  # noqa: E402
 from ctasim.trace import load_traces  # noqa: E402
 from ctasim.calibration import window_spans  # noqa: E402
 from ticket_spread import SLOTS  # noqa: E402
@@ -53,7 +54,8 @@ def row(exp: str, key: str, tr) -> dict:
             "w_panel_reads_per_window": SLOTS / float(np.median(w_distinct)), "tiles_n": per_layer_cols}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    OneLineParser(prog="python bench/chain_order_traces.py", description=__doc__.splitlines()[0]).parse_args(argv or [])  # --help only
     rows = []
     for exp in ("reg9-chain-order", "reg9-chain-order-h12288"):
         for key, tr in load_traces(RUN / exp / "ctapipe_traces.trace.npz").items():
@@ -67,4 +69,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

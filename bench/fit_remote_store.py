@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 
 import pandas as pd  # noqa: E402
 
+from ctasim.cliargs import OneLineParser  # noqa: E402
 from ctasim.engine import simulate  # noqa: E402
 from ctasim.spec import Layer, Strategy, Workload, load_hardware  # noqa: E402
 from ctasim.strategies import build_plans  # noqa: E402
@@ -41,7 +42,8 @@ def slowdown(hw, m: int, tile: tuple[int, int]) -> float:
     return span(remote) / span(local)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    OneLineParser(prog="python bench/fit_remote_store.py", description=__doc__.splitlines()[0]).parse_args(argv or [])
     base = dataclasses.replace(load_hardware("h200-x2"), epilogue_store_overlap=0.0)
     name, m, tile, t_local, t_remote = TARGET
     target = t_remote / t_local
@@ -74,4 +76,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

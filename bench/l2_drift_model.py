@@ -29,6 +29,7 @@ import pandas as pd  # noqa: E402
 
 import l2_model as L  # noqa: E402
 
+from ctasim.cliargs import OneLineParser  # noqa: E402
 from ctasim import calibration as C  # noqa: E402
 
 PROBE_B = ROOT / "bench/results/hw/2026-12-02-registered7-1gpu/diag/gemm_shapes.csv"
@@ -51,7 +52,8 @@ def judge(d: pd.DataFrame, pred: np.ndarray, mask: np.ndarray) -> dict:
                 large_bias_pct=100 * e[big].mean() if big.any() else np.nan)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    OneLineParser(prog="python bench/l2_drift_model.py", description=__doc__.splitlines()[0]).parse_args(argv or [])  # --help only
     a = L.load()
     b = L.load(PROBE_B)
     drift = measured_drift()
@@ -85,4 +87,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's ctasim
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ctasim.cliargs import OneLineParser  # noqa: E402
 from ctasim import calibration as C  # noqa: E402
 from ctasim.l2 import cutlass_sm90_raster  # noqa: E402
 
@@ -93,7 +94,8 @@ def metrics(d: pd.DataFrame, pred: np.ndarray, mask: np.ndarray) -> dict:
                 picked_order_loss_pct=100 * np.mean(pick), spread_err_pts=100 * np.mean(spread_err))
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    OneLineParser(prog="python bench/l2_model.py", description=__doc__.splitlines()[0]).parse_args(argv or [])  # --help only
     d = load()
     cal = d.cal.values
     effs_max = (0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -275,4 +277,4 @@ def _has_tabulate() -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

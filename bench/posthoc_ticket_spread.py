@@ -20,6 +20,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ctasim.cliargs import OneLineParser  # noqa: E402
 from ctasim import accuracy, results  # noqa: E402
 from ctasim.cli import main as ctasim_main  # noqa: E402
 
@@ -28,7 +29,8 @@ MEASURED = ROOT / "bench/results/hw/2026-12-02-registered9-1gpu"
 OUT = ROOT / "bench/results/validation-registered9/posthoc-ticket-spread.csv"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    OneLineParser(prog="python bench/posthoc_ticket_spread.py", description=__doc__.splitlines()[0]).parse_args(argv or [])  # --help only
     rows = []
     tmp = Path(tempfile.mkdtemp(prefix="posthoc-ticket-spread-"))
     for reg in REGS:
@@ -53,4 +55,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

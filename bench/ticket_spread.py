@@ -24,6 +24,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ctasim.cliargs import OneLineParser  # noqa: E402
 from ctasim.trace import load_traces  # noqa: E402
 from ctasim.calibration import span_rate, window_spans  # noqa: E402
 
@@ -47,7 +48,8 @@ def ticket_spread(d: pd.DataFrame) -> float:
     return round(float(d["rate"].dropna().median()), 4)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    OneLineParser(prog="python bench/ticket_spread.py", description=__doc__.splitlines()[0]).parse_args(argv or [])  # --help only
     d = measure()
     OUT.parent.mkdir(parents=True, exist_ok=True)
     d.to_csv(OUT, index=False, float_format="%.4f")
@@ -57,4 +59,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
