@@ -77,7 +77,8 @@ EXPS42 = tuple(f"reg42-ring-shared-{t}{s}" for t in ("l2", "l3", "l4") for s in 
                          + [(e, MEAS38_40, "validation-registered40-run2") for e in EXPS40]
                          + [(e, MEAS38_40, "validation-registered38-1gpu") for e in EXPS38]
                          + [("reg41-ring-shared-l2", MEAS41, "validation-registered41")]
-                         + [(e, MEAS42, "validation-registered42") for e in EXPS42])
+                         + [(e, MEAS42, "validation-registered42") for e in EXPS42]
+                         + [(e, MEAS42.with_name(MEAS42.name + "-run2"), "validation-registered42-run2") for e in EXPS42])
 def test_committed_report_is_what_compare_writes(exp, meas, reports, tmp_path):
     """The committed accuracy tables (bench/results/validation-registered*) come out of the committed files (without
     the figures, which take most of a report's time: the overlays' test below draws them)."""
