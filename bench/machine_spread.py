@@ -8,8 +8,9 @@ machine that runs the rest of the plan, so that a report can tell the machine's 
 gathers every committed ``bench/results/hw/*/reg*-reference/results.csv`` with the GPU of its folder's ``env.txt``
 and writes ``reference.csv`` (folder, gpu, m, measured ms, the ratio to the median machine) and ``summary.csv`` (per
 M: machines, median, min, max, spread max/min - 1, standard deviation / median), and ``pairs.csv``: where a plan ran
-on two machines (a folder and its ``-run2``), per plan the second machine's time over the first's on the reference
-GEMM at M = 16384 and on the plan's other cases (mean, min, max); prints all three. What it says is
+on two machines (a folder and its ``-run2``) with the reference GEMM beside it, per plan the second machine's time over
+the first's on the reference GEMM at M = 16384 and on the plan's other cases (mean, min, max; a pair without a reference
+run, such as plan 42's, is left out); prints all three. What it says is
 the floor under any prediction for a machine nobody has timed: the profile's own calibration is one of these
 machines.
 """
@@ -60,7 +61,7 @@ def pairs() -> pd.DataFrame:
                 ref = float(r[[c for c in r.index if c[0] == "m=16384"]].iloc[0])
             else:
                 ratios += list(r.values)
-        if ratios:
+        if ratios and ref == ref:  # a pair without a reference GEMM (ref NaN) says nothing of the reference's relation
             rows.append({"first": first.name, "second": second.name, "cases": len(ratios),
                          "reference_16384": ref, "cases_mean": sum(ratios) / len(ratios), "cases_min": min(ratios),
                          "cases_max": max(ratios)})

@@ -66,6 +66,9 @@ def estimate_ctas(exp: Experiment) -> int:
 
 def check_experiment(exp: Experiment, where: str) -> Experiment:
     """``exp`` if every case tiles on its profile and every strategy fits the case's GPUs; else SpecError."""
+    require(exp.hardware.device_shares < 2 or exp.shared_device, where, "experiment.hardware",
+            f"{exp.hardware.name!r} is one of {exp.hardware.device_shares} shares of one device (device_shares): it "
+            "describes a ring whose kernels share that device, an experiment with shared_device = true")
     for case in expand(exp):
         for i, layer in enumerate(case.workload.layers):
             validate_layer(layer, where, f"case {case.label}: workload.layer[{i}].")

@@ -20,10 +20,14 @@ import itertools
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ctasim.cases import load_experiment
 from ctasim.cliargs import OneLineParser, writable_folder
 from ctasim.spec import Experiment, SpecError, coerce, validate_hardware, list_specs, validate_layer
+
+if TYPE_CHECKING:  # pandas is imported where a command needs it (a bad command line fails without its import time)
+    import pandas as pd
 
 __all__ = ["main", "OneLineParser"]
 

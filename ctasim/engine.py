@@ -371,8 +371,8 @@ class _Run:
         n = max((k.tiles_m * (k.layer + (k.chain_layers - 1) * k.chain_stride + 1) for k in chains), default=0)
         self.chain_count, self.chain_last = [0] * n, [0.0] * n
         self.chain_visible, self.chain_waiters = [math.inf] * n, {}
-        # Chain kernels on shares of one device (Hardware.device_shares): when each one's latest issued tile computes
-        # until; a kernel is computing while that is ahead of now.
+        # Chain kernels on shares of one device (Hardware.device_shares): the latest compute end of any tile each has
+        # issued; a kernel is computing while that is ahead of now.
         self.share_busy = {k.id: -math.inf for k in chains if len(k.tile_scale_by_active)}
 
     # ---------------------------------------------------------------- operations
@@ -671,8 +671,8 @@ class _Run:
         first). Durations are indexed by ticket. ``Kernel.chain_static``: CTA ``w`` runs order entries
         ``w, w + W, ...`` instead (the static design; all CTAs resident). On a share of one device
         (``Kernel.tile_scale_by_active``, ``Hardware.device_shares``) a tile's time is its entry's in the table of the
-        number of the plan's shared kernels computing as it starts (a kernel computes while its latest issued tile
-        has not reached its compute end): ``ctasim.costs.active_share``."""
+        number of the plan's shared kernels computing as it starts (a kernel computes until the latest compute end
+        of the tiles it has issued): ``ctasim.costs.active_share``."""
         env, lane = self.env, self.lane
         push = lane.push
         per = k.tiles_m * k.tiles_n

@@ -106,7 +106,7 @@ class Kernel(Op):
     order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     tile_times: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per entry of order / queue slot (else tile_ns)
     # a chain kernel on one share of a device (Hardware.device_shares): per count a of computing shares (a - 1), each
-    # entry's time over its tile_times time (1 at a = the share count)
+    # entry's time over its tile_times time (1 at a = the share count); the engine multiplies its duration by it
     tile_scale_by_active: tuple = ()
     schedule: str = ""  # the CUTLASS tile order the memory hierarchy picked (ctasim.costs.tuned_gemm), or ''
     source: str = "static"

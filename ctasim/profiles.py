@@ -8,8 +8,11 @@ the files under ``specs/hardware/`` and ``--check`` fails when a committed file 
 
 ``h200-x1-shared2`` to ``-shared4``: one H200 shared by the 2, 3 or 4 chain kernels of a ring (``ctahw``'s
 one-GPU test of a ring, an experiment with ``shared_device = true``), one kernel's share as a GPU: its share of the
-SMs, of the L2 and of the HBM rate, no link (the next kernel's buffers are local). The even split of L2 and HBM is
-the estimate that matters: the kernels share them as they come.
+SMs, of the L2 and of the HBM rate, no link (the next kernel's buffers are local), the L2 and HBM split evenly for the
+whole run (registered plans 40, 41). ``h200-x1-shared2-active`` to ``-shared4-active``: the same shares, the L2, HBM
+and clock shared among the kernels computing at each tile's start (``Hardware.device_shares``, a field the base does
+not write: :attr:`Derivation.added`; registered plan 42). Either split is the estimate that matters: the kernels share
+them as they come, and what grows over the run with every kernel computing is in neither (docs/validation.md).
 
 ``h200-x8-mechanism``: the 8xH200 machine as the 2xH200 mechanism profile sees it. The lent 2xH200, 4xH200 and
 8xH200 machines are GPUs of one HGX H200 host kind (``nvidia-smi topo -m`` shows NV18 between the two lent GPUs:
@@ -167,6 +170,9 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
     section = None
     todo = {"name": (f'"{name}"', ""), **derivation.fields}
     added = [f"{key} = {value}" + (f"  # {why}" if why else "") for key, (value, why) in derivation.added.items()]
+    both = sorted(set(derivation.added) & set(todo))
+    if both:
+        raise ValueError(f"{name}: {', '.join(both)} both set and added")
     for line in base_text.splitlines():
         if line.startswith("["):
             if section == "[hardware]" and added:  # the table ends: the added fields go last in it
@@ -176,6 +182,8 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
                 added = []
             section = line.strip()
         m = _LINE.match(line)
+        if section == "[hardware]" and m and m["key"] in derivation.added:
+            raise ValueError(f"{name}: {derivation.base} already writes {m['key']}, which the derivation adds")
         if section == "[hardware]" and m and m["key"] in todo:
             value, why = todo.pop(m["key"])
             line = f"{m['key']} = {value}" + (f"  # {why}" if why else "")

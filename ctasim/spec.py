@@ -236,9 +236,9 @@ class Hardware:
         "ceiling of the tile-rate gain of a kernel that occupies few CTA slots (power-capped clock): tiles "
         "run min(max_clock_boost, (slots / active)^(1/3)) times faster; 1 = off", 1.0)
     device_shares: int = _f(
-        "0: each plan GPU is a device of its own, or an even share of one for the whole run; N >= 2: each plan GPU "
-        "is one of N equal shares of ONE device (SMs, L2, HBM) whose chain kernels share the L2 and HBM among "
-        "those computing: a tile that starts while a of the N shares compute gets N/a of this profile's l2_bytes "
+        "0: each plan GPU is a device of its own, or an even share of one for the whole run; N = gpus >= 2: each "
+        "plan GPU is one of N equal shares of ONE device (SMs, L2, HBM; experiments with shared_device only) whose "
+        "chain kernels share the L2 and HBM among those computing: a tile that starts while a of the N shares compute gets N/a of this profile's l2_bytes "
         "and hbm_gbps and the clock boost of a/N of the device's CTA slots (ctasim.costs.active_share)", 0)
     clock_onset_ns: float = _f(
         "busy time, from a rested start, before the power cap slows kernel tiles (regime 'burst'); inf = never",
@@ -601,8 +601,9 @@ def validate_hardware(hw: Hardware, where: str) -> None:
         v = getattr(hw, name)
         require(v >= 0, where, p + name, f"must be >= 0, got {v}")
     require(hw.max_clock_boost >= 1.0, where, p + "max_clock_boost", f"must be >= 1, got {hw.max_clock_boost}")
-    require(hw.device_shares == 0 or 2 <= hw.device_shares <= hw.gpus, where, p + "device_shares",
-            f"must be 0 or from 2 to the profile's gpus ({hw.gpus}), got {hw.device_shares}")
+    require(hw.device_shares == 0 or (hw.device_shares >= 2 and hw.device_shares == hw.gpus), where,
+            p + "device_shares", f"must be 0 or the profile's gpus ({hw.gpus}, >= 2: every plan GPU a share of one "
+            f"device), got {hw.device_shares}")
     require(hw.clock_onset_ns >= 0, where, p + "clock_onset_ns", f"must be >= 0, got {hw.clock_onset_ns}")
     require(math.isfinite(hw.clock_sustained_slowdown) and hw.clock_sustained_slowdown >= 1.0, where,
              p + "clock_sustained_slowdown", f"must be >= 1, got {hw.clock_sustained_slowdown}")

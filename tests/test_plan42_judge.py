@@ -145,3 +145,72 @@ def test_j_is_not_met_when_a_group_of_the_gap_case_is_missing(committed):
     keep = ~((even["case"] == J.GAP_CASE[1]) & (even["experiment"] == J.GAP_CASE[0]) & (even["strategy"] == "ring-g4"))
     j = _row(J.claims(cut, even[keep]), "j:")
     assert pd.isna(j["value"]) and not j["met"]
+
+
+def _independent_g_to_i(acc_files: list[Path], even_files: list[Path]) -> dict[str, float]:
+    """Claims (g)-(i)'s values recomputed from the reports' accuracy tables by hand (not through the judge)."""
+    m = pd.concat([pd.read_csv(f) for f in acc_files]).query("source == 'model'")
+    e = pd.concat([pd.read_csv(f) for f in even_files]).query("source == 'model'")
+    groups = ["ring-g2", "ring-g4", "ring-g8"]
+    mg, eg = m[m.strategy.isin(groups)], e[e.strategy.isin(groups)]
+    return {"g": 100 * (m.error.abs().mean() - e.error.abs().mean()), "h": 100 * mg.error.abs().mean(),
+            "h_worst": 100 * mg.error.abs().max(), "i": mg.error.abs().mean() / eg.error.abs().mean(),
+            "rows": len(m), "group_rows": len(mg)}
+
+
+@pytest.mark.parametrize("folder", [COMMITTED, COMMITTED.with_name(COMMITTED.name + "-run2")], ids=["run1", "run2"])
+def test_g_to_i_are_what_the_accuracy_tables_give(folder):
+    names = [f"reg42-ring-shared-{t}" for t in ("l2", "l3", "l4")]
+    v = _independent_g_to_i([folder / n / "accuracy.csv" for n in names],
+                            [folder / f"{n}-even" / "accuracy.csv" for n in names])
+    assert (v["rows"], v["group_rows"]) == (16, 12)  # the registered rows, every one measured
+    c = J.claims(*J.read_reports(folder))
+    assert _row(c, "g:")["value"] == pytest.approx(v["g"], abs=1e-9)
+    assert _row(c, "h: MAPE")["value"] == pytest.approx(v["h"], abs=1e-9)
+    assert abs(_row(c, "h: worst")["value"]) == pytest.approx(v["h_worst"], abs=1e-9)
+    assert _row(c, "i:")["value"] == pytest.approx(v["i"], abs=1e-12)
+    assert _row(c, "h: MAPE")["met"] == (v["h"] <= 3.0) and _row(c, "i:")["met"] == (v["i"] <= 0.5)
+
+
+def _scaled(active, even, model_factor: float):
+    """The reports with every model error of the groups 2-8 scaled so that their MAPE is ``model_factor`` x the even
+    split's over those rows (a boundary case for (i))."""
+    acc = pd.concat([a for a, _ in active], ignore_index=True)
+    rows = (acc["source"] == "model") & acc["strategy"].isin(J.GROUPS)
+    target = model_factor * even[even["strategy"].isin(J.GROUPS)]["error"].abs().mean()
+    out = []
+    for a, per in active:
+        a = a.copy()
+        r = (a["source"] == "model") & a["strategy"].isin(J.GROUPS)
+        a.loc[r, "error"] *= target / acc.loc[rows, "error"].abs().mean()
+        out.append((a, per))
+    return out
+
+
+def test_i_is_met_at_exactly_half_and_not_above(committed):
+    active, even = committed
+    assert _row(J.claims(_scaled(active, even, 0.5), even), "i:")["met"]
+    assert not _row(J.claims(_scaled(active, even, 0.5001), even), "i:")["met"]
+
+
+def test_a_missing_row_leaves_g_to_i_unmet(committed):
+    """A registered row that did not come back (a failed run) is not dropped from the averages: (g)-(i) miss."""
+    active, even = committed
+    better = _scaled(active, even, 0.1)  # would meet (h) and (i)
+    c = J.claims(better, even)
+    assert _row(c, "h: MAPE")["met"] and _row(c, "i:")["met"]
+    cut = []
+    for acc, per in better:
+        drop = (acc["case"] == "m=3072,layers=2") & (acc["strategy"] == "ring-g8")
+        cut.append((acc[~drop], per))
+    keep = ~((even["case"] == "m=3072,layers=2") & (even["strategy"] == "ring-g8"))
+    c = J.claims(cut, even[keep])
+    assert not (_row(c, "h: MAPE")["met"] or _row(c, "i:")["met"] or _row(c, "h: worst")["met"])
+
+
+def test_a_report_without_its_error_column_is_refused(tmp_path, capsys):
+    folder = _copy(tmp_path)
+    path = folder / "reg42-ring-shared-l3-even" / "accuracy.csv"
+    pd.read_csv(path).drop(columns="error").to_csv(path, index=False)
+    out = tmp_path / "out"
+    assert "no column error" in _refused(capsys, [str(folder), "--out", str(out)], out)

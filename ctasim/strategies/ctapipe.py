@@ -404,6 +404,9 @@ def build_ring(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pla
             extra = costs.norm_fold_ns(layer, hw, sides[g])
             k.tile_ns += extra
             if len(k.tile_times):
+                # a shared device's tables scale the memory-bound tile time, not the fold's fixed epilogue work
+                k.tile_scale_by_active = tuple((s * k.tile_times + extra) / (k.tile_times + extra)
+                                               for s in k.tile_scale_by_active)
                 k.tile_times = k.tile_times + extra
     if folds:
         plan.params["norm_fold"] = ",".join(map(str, folds))
