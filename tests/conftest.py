@@ -14,12 +14,18 @@ def bench_module():
     return load_bench
 
 
+OPT_IN = ("bench", "long")
+"""Markers whose tests run only when ``-m`` names them: ``bench`` (timings: their result depends on the machine and
+its load) and ``long`` (the protocol's deeper searches, minutes), as pyproject.toml's markers say."""
+
+
 def pytest_collection_modifyitems(config, items):
-    """``bench`` tests (timings: their result depends on the machine and its load) run only when ``-m`` names them,
-    as pyproject.toml's marker says."""
-    if "bench" in (config.getoption("markexpr") or ""):
-        return
-    keep = [i for i in items if i.get_closest_marker("bench") is None]
-    if len(keep) != len(items):
-        config.hook.pytest_deselected(items=[i for i in items if i.get_closest_marker("bench") is not None])
-        items[:] = keep
+    """Deselect the tests of each :data:`OPT_IN` marker that ``-m`` does not name."""
+    expr = config.getoption("markexpr") or ""
+    for marker in OPT_IN:
+        if marker in expr:
+            continue
+        drop = [i for i in items if i.get_closest_marker(marker) is not None]
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = [i for i in items if i.get_closest_marker(marker) is None]

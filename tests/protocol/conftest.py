@@ -33,13 +33,3 @@ def protocol_profile() -> str:
 @pytest.fixture(scope="session")
 def protocol_settings(protocol_profile) -> settings:
     return settings.get_profile(f"protocol-{protocol_profile}")
-
-
-def pytest_collection_modifyitems(config, items):
-    """``long`` tests (deeper protocol searches) run only when ``-m`` names them."""
-    if "long" in (config.getoption("markexpr") or ""):
-        return
-    keep = [i for i in items if i.get_closest_marker("long") is None]
-    if len(keep) != len(items):
-        config.hook.pytest_deselected(items=[i for i in items if i.get_closest_marker("long") is not None])
-        items[:] = keep
