@@ -90,9 +90,9 @@ def active_table() -> pd.DataFrame:
 def spread_table() -> pd.DataFrame:
     rows = []
     for reg, machine, meta, tiles in traces():
-        first = tiles[tiles["kernel"] == tiles["kernel"].min()]
         if tiles["kernel"].nunique() != 2:
             continue
+        first = tiles[tiles["kernel"] == tiles["kernel"].min()]
         s = window_spans(first, 132 // 2)
         rate = span_rate(s)
         rows.append({"registration": reg, "machine": machine, "case": meta["case"], "strategy": meta["strategy"],

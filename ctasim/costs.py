@@ -241,8 +241,8 @@ def active_share(hw: Hardware, active: int, slots: int) -> tuple[Hardware, float
     """One share of a device split ``hw.device_shares`` ways, while ``active`` of its shares compute: the profile with
     ``N / active`` times its L2 bytes and HBM rate (the shares that compute use what the idle ones leave) and no
     boost of its own, and the clock boost of the device (:func:`clock_boost` of ``active`` shares' ``slots`` CTA
-    slots out of N's). ``(hw, 1.0)`` unchanged where the profile is not a share (``device_shares`` < 2) or every share
-    computes.
+    slots out of N's). ``(hw, 1.0)`` where the profile is not a share (``device_shares`` < 2); where every share
+    computes, the profile as it is but without its own boost, and 1.0 (the even split).
 
     What it leaves out: any unevenness between the computing shares (each gets the same part), L2 lines an idle
     share left behind, and the time an L2 takes to change hands (the share is the one at a tile's start)."""

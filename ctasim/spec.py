@@ -238,8 +238,9 @@ class Hardware:
     device_shares: int = _f(
         "0: each plan GPU is a device of its own, or an even share of one for the whole run; N = gpus >= 2: each "
         "plan GPU is one of N equal shares of ONE device (SMs, L2, HBM; experiments with shared_device only) whose "
-        "chain kernels share the L2 and HBM among those computing: a tile that starts while a of the N shares compute gets N/a of this profile's l2_bytes "
-        "and hbm_gbps and the clock boost of a/N of the device's CTA slots (ctasim.costs.active_share)", 0)
+        "chain kernels share the L2 and HBM among those computing: a tile that starts while a of the N shares "
+        "compute gets N/a of this profile's l2_bytes and hbm_gbps and the clock boost of a/N of the device's CTA "
+        "slots (ctasim.costs.active_share)", 0)
     clock_onset_ns: float = _f(
         "busy time, from a rested start, before the power cap slows kernel tiles (regime 'burst'); inf = never",
         math.inf)
