@@ -402,6 +402,8 @@ class ChainRunner:
     that alternate by epoch (the reader zeroes the other). ``devices[g]``: the CUDA device of the plan's GPU g
     (default g); a ring may put every kernel on one device, each on its own stream with its share of the SMs (the
     one-GPU check of the ring's protocol: the kernels must then be resident together, which the grids ensure).
+    ``library``: a loaded build of the chain kernel to run instead of the shipped one (:mod:`ctahw.stress`'s
+    seeded-bug builds; its descriptor names are checked as the shipped one's are).
 
     ``launch`` enqueues one run (every kernel; on ``stream`` for a one-kernel plan, default: the runner's); runs
     are ordered per stream, so the epoch just advances. ``out`` is the chain's output. ``protocol=False`` launches
@@ -410,7 +412,7 @@ class ChainRunner:
 
     def __init__(self, plan: Plan, x, weights, *, device: int = 0, devices=None, trace: bool = False,
                  timeout_ns: int = 2_000_000_000, grid: int = 0, design: str = "tickets",
-                 epilogues: Mapping[int, str] | None = None, residual=None, layernorm=None):
+                 epilogues: Mapping[int, str] | None = None, residual=None, layernorm=None, library=None):
         from ctahw import build
         from ctahw.device import require_cupy
 
@@ -434,7 +436,7 @@ class ChainRunner:
         devices = list(devices) if devices is not None else ([device] if G == 1 else list(range(G)))
         if len(devices) != G:
             raise ValueError(f"the plan runs {G} chain kernels, {len(devices)} device(s) given")
-        self.lib = build.library(LIBRARY)
+        self.lib = library if library is not None else build.library(LIBRARY)
         check_desc_names(self.lib.ctahw_chain_desc_names(), DESC_FIELDS, "chain")
         if self.lib.ctahw_chain_tile_stamp_words() != TILE_STAMP_WORDS:
             raise RuntimeError("stamp record size differs between Python and the built library")

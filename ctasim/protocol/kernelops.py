@@ -88,7 +88,9 @@ def normalize(instr: str) -> str:
             return f"{op}.relaxed.sys"
         return f"{op}.{sem}.{scope or 'gpu'}"
     if op == "cp" and "wait_group" in quals:
-        return "cp.async.bulk.wait_group"
+        # .read waits only until the bulk stores' shared-memory sources were read, not for their writes: no
+        # completion, so not the model's bulk wait (ctahw.stress's wait-group-read build)
+        return "cp.async.bulk.wait_group.read" if "read" in quals else "cp.async.bulk.wait_group"
     return ""
 
 
@@ -330,6 +332,8 @@ def _normalize_chain(instr: str) -> str:
     head = instr.strip().split()[0].rstrip(";") if instr.strip() else ""
     if head in ("bar.sync", "barrier.sync", "bar.warp.sync"):
         return "bar.warp.sync" if head == "bar.warp.sync" else "bar.sync"
+    if head in ("bar.arrive", "barrier.arrive"):
+        return "bar.arrive"  # arrives without waiting: orders nothing after it (no model operation issues it)
     return normalize(instr)
 
 

@@ -156,6 +156,13 @@ def chain_mutations(chain: str, header: str, sched: str) -> dict[str, tuple[str,
              header),
         "complete_stores without wait_group (ctapipe.cuh)":
             (chain, _drop_in(header, None, "complete_stores", "bulk_wait_all_complete();")),
+        "complete_stores with wait_group.read (ctapipe.cuh: the writes may still be pending)":
+            (chain, header.replace("cp.async.bulk.wait_group 0;", "cp.async.bulk.wait_group.read 0;", 1)),
+        "finish: the signalling thread arrives at the storers' barrier without waiting (bar.arrive)":
+            (chain.replace('asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");',
+                           'if (leader) asm volatile("bar.arrive %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads)'
+                           ' : "memory"); else asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), '
+                           '"n"(kEpilogueThreads) : "memory");', 1), header),
     }
     out = {name: (c, h, sched) for name, (c, h) in out.items()}
     # the scheduler-warp adapter (ctapipe_gemm.cuh) that the tickets design inherits

@@ -1,0 +1,84 @@
+"""Protocol stress on one GPU: every seeded-bug build of the chain kernel (ctahw.stress), run with random delays.
+
+    python bench/hw/protocol_stress.py --out DIR [--builds NAME,...] [--runs N] [--delays NS,...]
+    python bench/hw/protocol_stress.py --build-only      # compile the builds here (nvcc, no GPU), into the kernel cache
+
+Writes DIR/stress.csv (one row per build, chain and delay bound: runs, runs with stale data, stale layer x row-block
+cells, runs that read NaN poison, runs that recorded a protocol error) and DIR/provenance.json, then prints the table.
+Each build's verdict beside the protocol model's: docs/protocol.md, "The mutants on the GPU". Device command:
+bench/hw/run_protocol_stress.sh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from ctahw import stress  # noqa: E402
+
+
+def _ints(text: str, what: str) -> tuple[int, ...]:
+    try:
+        out = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise SystemExit(f"protocol_stress: --{what} takes comma-separated integers, got {text!r}") from None
+    if not out or min(out) < 0:
+        raise SystemExit(f"protocol_stress: --{what} takes integers >= 0, got {text!r}")
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, help="folder for stress.csv and provenance.json (must not hold a stress.csv)")
+    ap.add_argument("--builds", default=",".join(stress.MUTATIONS), help="stress builds to run (default: all)")
+    ap.add_argument("--runs", type=int, default=0, help="runs per build, chain and delay (default: each case's)")
+    ap.add_argument("--delays", default="", help="delay bounds in ns (default: each case's, 0, 2000 and 20000)")
+    ap.add_argument("--build-only", action="store_true", help="compile the builds into the kernel cache and stop")
+    a = ap.parse_args(argv)
+    names = [n for n in a.builds.split(",") if n]
+    unknown = [n for n in names if n not in stress.MUTATIONS]
+    if unknown or not names:
+        raise SystemExit(f"protocol_stress: unknown build(s) {unknown or a.builds!r} (known: {', '.join(stress.MUTATIONS)})")
+    if a.runs < 0:
+        raise SystemExit(f"protocol_stress: --runs must be >= 0, got {a.runs}")
+    cases = list(stress.CASES)
+    if a.runs:
+        cases = [dataclasses.replace(c, runs=a.runs) for c in cases]
+    if a.delays:
+        cases = [dataclasses.replace(c, delays_ns=_ints(a.delays, "delays")) for c in cases]
+    with tempfile.TemporaryDirectory(prefix="ctahw-stress-") as tmp:
+        if a.build_only:
+            for n in names:
+                print(f"{n}: {stress.mutant_library(n, Path(tmp)).build()}", flush=True)
+            return 0
+        if a.out is None:
+            raise SystemExit("protocol_stress: --out is required (or --build-only)")
+        if (a.out / "stress.csv").exists():
+            raise SystemExit(f"protocol_stress: {a.out / 'stress.csv'} exists; choose a new --out")
+        import pandas as pd  # noqa: PLC0415
+
+        from ctahw.provenance import collect  # noqa: PLC0415
+
+        rows = stress.stress(names, cases, root=Path(tmp))
+    a.out.mkdir(parents=True, exist_ok=True)
+    df = pd.DataFrame(rows)
+    tmp_csv = a.out / ".stress.csv.tmp"
+    df.to_csv(tmp_csv, index=False)
+    tmp_csv.replace(a.out / "stress.csv")
+    prov = dict(collect(), command=" ".join(["python bench/hw/protocol_stress.py", *(argv or sys.argv[1:])]),
+                cases=[dataclasses.asdict(c) for c in cases])
+    (a.out / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
+    print(df.to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

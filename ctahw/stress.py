@@ -1,0 +1,318 @@
+"""Protocol stress on the GPU: the chain kernel built with one seeded ordering bug, run many times with random delays.
+
+The protocol model (:mod:`ctasim.protocol.chain`) says which changes of the chain kernel's protocol PTX's memory model
+lets read stale data; this module asks the hardware. Each entry of :data:`MUTATIONS` is the kernel form of one of the
+model's mutants (or a control): a list of exact text edits of a copy of ``ctahw/kernels/`` (:func:`mutant_sources`),
+each of which must match exactly once, so a kernel that changed shape fails loudly instead of building the wrong
+mutant. Every stress build also gets :data:`JITTER`: before each ticket the CTA's scheduler thread sleeps a random
+0 .. D ns (``__nanosleep`` of a hash of the clock, the CTA and the epoch), D set per run through the exported
+``ctahw_stress_set_delay``, so producers and consumers meet at varied phases.
+
+How a stale read shows (:func:`stress`, one GPU): before every run the chain's activations ``X[1..L]`` are poisoned
+(bf16 NaN bits, on the runner's stream); after it every layer's output is compared bit for bit with the same chain
+computed by the unmodified kernel (itself checked against an fp32 reference). A CTA's tile is a fixed sequence of
+wgmma over K, so a correct run is bitwise equal to the reference; a tile that read its input before the producer's
+write was visible reads poison or a partial row-block and differs (NaN propagates down the chain). A run that records
+a protocol error (a bounded wait timed out, a counter overran) counts as an error, not as stale data, and the runner
+is reset.
+
+What it leaves out: two GPUs (the ``.gpu``-scope mutants between GPUs, the ring: they need the 2-GPU machine), the
+static designs (every mutation edits the tickets design's path; the shared header's edits also reach the static
+design, which is not run), and any claim of safety: a mutant that never showed stale data in these runs is not shown
+correct, only not caught by this hardware, these shapes and these delays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+__all__ = ["Edit", "Mutation", "JITTER", "MUTATIONS", "CONTROLS", "EditError", "apply_edits", "mutant_texts",
+           "mutant_sources", "mutant_library", "StressCase", "CASES", "stress", "model_variants"]
+
+CHAIN_FILE = "ctapipe_sm90_bf16_chain.cu"
+HEADER_FILE = "ctapipe.cuh"
+SCHEDULER_FILE = "ctapipe_gemm.cuh"
+
+
+class EditError(ValueError):
+    """A mutation's edit does not match the kernel source exactly once (the kernel changed shape)."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace ``old`` by ``new`` in kernel file ``file`` (``old`` must occur exactly once); ``old = ""`` appends."""
+
+    file: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """The kernel form of a protocol mutant. ``model``: the model's variants that the edited source issues, tickets
+    design first (:data:`ctasim.protocol.chain.CHAIN_MUTANTS` / ``CHAIN_PASSING`` names; empty for a bug the model
+    does not express). ``control``: ``"stale"`` for a counting bug that must show stale data (the detector's positive
+    control), ``"clean"`` for the unmodified protocol (the negative control), ``""`` for a memory-ordering mutant."""
+
+    name: str
+    what: str
+    edits: tuple[Edit, ...] = ()
+    model: tuple[str, ...] = ()
+    control: str = ""
+
+
+_DELAY = """\
+// [ctahw.stress] A random delay before each ticket: 0 .. stress_delay_ns ns (0: none), set per run by
+// ctahw_stress_set_delay. A hash of the clock, the CTA and the epoch picks it.
+__device__ unsigned stress_delay_ns = 0;
+__device__ __forceinline__ void stress_delay(unsigned epoch) {
+  const unsigned d = stress_delay_ns;
+  if (d == 0) return;
+  unsigned h = static_cast<unsigned>(ctapipe::now_ns()) ^ (blockIdx.x * 2654435761u) ^ (epoch * 40503u);
+  h ^= h << 13;
+  h ^= h >> 17;
+  h ^= h << 5;
+  __nanosleep(h % (d + 1));
+}
+
+"""
+
+_SETTER = """
+// [ctahw.stress] The delay bound of every later launch on `device`: 0, or -1 on a CUDA error.
+extern "C" int ctahw_stress_set_delay(unsigned ns, int device) {
+  int prev = 0;
+  if (cudaGetDevice(&prev) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) return -1;
+  const cudaError_t e = cudaMemcpyToSymbol(ctahw::chain::stress_delay_ns, &ns, sizeof ns);
+  cudaSetDevice(prev);
+  return e == cudaSuccess ? 0 : -1;
+}
+"""
+
+_TAKE = "// Take the next ticket and, for a tile of layer > 0, wait until its row-block of the layer before is complete."
+_TICKET = "const unsigned t = atomicAdd(p.ticket, 1u);"
+
+JITTER: tuple[Edit, ...] = (
+    Edit(CHAIN_FILE, _TAKE, _DELAY + _TAKE),
+    Edit(CHAIN_FILE, _TICKET, "stress_delay(p.epoch);\n  " + _TICKET),
+    Edit(CHAIN_FILE, "", _SETTER),
+)
+"""Edits of every stress build: the random delay before each ticket, and its setter."""
+
+_BAR = 'asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");'
+_TARGET = "const unsigned target = p.epoch * static_cast<unsigned>(p.wait_tiles);"
+_OVERRUN = "if (v > target) {  // runs are ordered on the host: the next epoch's tiles cannot have signalled"
+
+MUTATIONS: dict[str, Mutation] = {m.name: m for m in (
+    Mutation("clean", "the kernel's protocol, unchanged (with the delays)", control="clean",
+             model=("chain-tickets", "chain-static")),
+    Mutation("short-wait", "take() waits for all but one column tile of the row-block before (a counting bug)",
+             (Edit(CHAIN_FILE, _TARGET, _TARGET.replace("p.wait_tiles);", "p.wait_tiles) - 1u;")),
+              Edit(CHAIN_FILE, _OVERRUN, _OVERRUN.replace("v > target", "v > target + 1u"))),
+             control="stale"),
+    Mutation("chain-tickets-relaxed-poll", "take() polls the counter with ld.relaxed.gpu instead of ld.acquire.gpu",
+             (Edit(HEADER_FILE, "ld.acquire.gpu.global.u32", "ld.relaxed.gpu.global.u32"),),
+             model=("chain-tickets-relaxed-poll", "chain-static-relaxed-poll")),
+    Mutation("chain-tickets-cta-scope-red", "the counter update is red.release.cta instead of .gpu",
+             (Edit(HEADER_FILE, "red.release.gpu.global.add", "red.release.cta.global.add"),),
+             model=("chain-tickets-cta-scope-red", "chain-static-cta-scope-red")),
+    Mutation("chain-tickets-no-proxy-fence",
+             "no fence.proxy.async after the poll: neither in take() nor in the load warp (first tile and later ones)",
+             (Edit(CHAIN_FILE, "    ctapipe::fence_proxy_async_global();\n  }\n  return g;", "  }\n  return g;"),
+              Edit(CHAIN_FILE, "if (threadIdx.x < 32 && tile_ >= 0 && chain().protocol) "
+                               "ctapipe::fence_proxy_async_global();", ""),
+              Edit(CHAIN_FILE, "if (threadIdx.x < 32 && tile >= 0 && chain().protocol) "
+                               "ctapipe::fence_proxy_async_global();", "")),
+             model=("chain-tickets-no-proxy-fence", "chain-static")),
+    Mutation("chain-tickets-signal-before-storers",
+             "the signalling thread arrives at the storers' barrier without waiting there (bar.arrive), then signals",
+             (Edit(CHAIN_FILE, _BAR, "if (leader) "
+                   'asm volatile("bar.arrive %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");\n'
+                   "      else " + _BAR),),
+             model=("chain-tickets-signal-before-storers", "chain-static-signal-before-storers")),
+    Mutation("wait-group-read",
+             "the storers wait with cp.async.bulk.wait_group.read 0 (the tile's shared memory read, its global writes "
+             "maybe not done) before the fence and signal",
+             (Edit(HEADER_FILE, "cp.async.bulk.wait_group 0;", "cp.async.bulk.wait_group.read 0;"),)),
+    Mutation("no-bulk-wait", "the storers do not wait for their bulk stores at all before the fence and signal",
+             (Edit(HEADER_FILE, "  bulk_wait_all_complete();\n", ""),)),
+)}
+"""Every stress build, by name: the model's mutant names where the model has the bug; the kernel files they edit are
+copies (the shipped kernels are never edited)."""
+
+CONTROLS = {name: m.control for name, m in MUTATIONS.items() if m.control}
+
+
+def apply_edits(texts: dict[str, str], edits: Sequence[Edit], label: str) -> dict[str, str]:
+    """``texts`` (file name -> source) with ``edits`` applied in order; :class:`EditError` names the first that does
+    not match exactly once."""
+    out = dict(texts)
+    for e in edits:
+        if e.file not in out:
+            raise EditError(f"stress build {label}: no kernel file {e.file}")
+        if e.old == "":
+            out[e.file] += e.new
+            continue
+        n = out[e.file].count(e.old)
+        if n != 1:
+            raise EditError(f"stress build {label}: {e.old[:60]!r} occurs {n} times in {e.file}, not once "
+                            "(the kernel changed shape: update ctahw.stress.MUTATIONS)")
+        out[e.file] = out[e.file].replace(e.old, e.new)
+    return out
+
+
+def _kernel_texts(kernels_dir: Path | None = None) -> dict[str, str]:
+    from ctahw.build import KERNELS_DIR  # noqa: PLC0415
+
+    d = kernels_dir or KERNELS_DIR
+    return {p.name: p.read_text() for p in sorted(d.iterdir()) if p.suffix in (".cu", ".cuh")}
+
+
+def mutant_texts(name: str, kernels_dir: Path | None = None) -> dict[str, str]:
+    """The kernel files of stress build ``name`` (every ``.cu`` / ``.cuh`` of ``kernels_dir``, edited)."""
+    if name not in MUTATIONS:
+        raise KeyError(f"no stress build {name!r} (known: {', '.join(MUTATIONS)})")
+    return apply_edits(_kernel_texts(kernels_dir), JITTER + MUTATIONS[name].edits, name)
+
+
+def mutant_sources(name: str, root: Path) -> Path:
+    """Write stress build ``name``'s kernel files into ``root/name/`` (replacing what was there); returns the chain
+    kernel's path there."""
+    texts = mutant_texts(name)
+    d = Path(root) / name
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    for f, t in texts.items():
+        (d / f).write_text(t)
+    return d / CHAIN_FILE
+
+
+def mutant_library(name: str, root: Path):
+    """The :class:`ctahw.build.KernelLibrary` of stress build ``name`` (sources written under ``root``): the chain
+    library's spec with the edited files, plus the delay setter. Its cache key is the edited sources' hash, so it is
+    built once and found again wherever the same sources are written."""
+    import ctypes  # noqa: PLC0415
+
+    from ctahw.build import LIBRARIES  # noqa: PLC0415
+    from ctahw.chain import LIBRARY  # noqa: PLC0415
+
+    src = mutant_sources(name, root)
+    base = LIBRARIES[LIBRARY]
+    sigs = dict(base.signatures, ctahw_stress_set_delay=(ctypes.c_int, (ctypes.c_uint, ctypes.c_int)))
+    return dataclasses.replace(base, source=src, headers=tuple(src.parent / h.name for h in base.headers),
+                               signatures=sigs)
+
+
+def model_variants(name: str):
+    """The model's variants (tickets design, static design) whose operations stress build ``name``'s edited source
+    must issue, or None where the model does not express the bug."""
+    from ctasim.protocol.chain import CHAIN_MUTANTS, CHAIN_PASSING  # noqa: PLC0415
+
+    known = CHAIN_MUTANTS | CHAIN_PASSING
+    names = MUTATIONS[name].model
+    return tuple(known[n] for n in names) if names else None
+
+
+@dataclass(frozen=True)
+class StressCase:
+    """One chain (``layers`` M x H x H layers, the tickets design) run ``runs`` times per delay bound."""
+
+    m: int
+    h: int
+    layers: int
+    delays_ns: tuple[int, ...] = (0, 2000, 20000)
+    runs: int = 300
+
+    @property
+    def name(self) -> str:
+        return f"{self.m}x{self.h}x{self.layers}"
+
+
+CASES: tuple[StressCase, ...] = (StressCase(4096, 4096, 4), StressCase(8192, 2048, 8))
+"""The chains stressed: a square 4096 chain (tiles of ~40 us), and short tiles at H = 2048 (K = 2048: a signal every
+few microseconds per SM), 8 layers."""
+
+
+def stress(names: Sequence[str], cases: Sequence[StressCase] = CASES, *, root: Path, seed: int = 20261204,
+           timeout_ns: int = 50_000_000, log: Callable[[str], None] = print) -> list[dict]:
+    """Run every stress build of ``names`` on every case (GPU 0). Returns one row per (build, case, delay): runs,
+    runs_stale (a bit of some layer's output differed from the reference), cells_stale (layer x row-block cells that
+    differed, summed over the runs), nan_runs (runs whose output held NaN: poison read), errors (runs that recorded a
+    protocol error), first_error, seconds. Raises if the reference kernel is wrong against fp32 (the check cannot
+    then judge anything)."""
+    import ctypes  # noqa: PLC0415
+
+    from ctahw.baselines import Chain  # noqa: PLC0415
+    from ctahw.build import Toolchain  # noqa: PLC0415
+    from ctahw.chain import ChainRunner  # noqa: PLC0415
+    from ctahw.device import BF16_NAN_BITS, output_error, reference_chain, require_cupy  # noqa: PLC0415
+    from ctahw.runner import ProtocolError  # noqa: PLC0415
+    from ctahw.tile_orders import ticket_plan  # noqa: PLC0415
+
+    for n in names:
+        if n not in MUTATIONS:
+            raise KeyError(f"no stress build {n!r} (known: {', '.join(MUTATIONS)})")
+    cp = require_cupy()
+    tc = Toolchain.detect()
+    libs = {n: mutant_library(n, root) for n in names}
+    loaded: dict[str, ctypes.CDLL] = {}
+    for n, spec in libs.items():
+        loaded[n] = spec.build_and_load(tc)
+    data = Chain(cp, seed)
+    rows: list[dict] = []
+    for case in cases:
+        plan = ticket_plan(case.m, case.layers, case.h)
+        x = data.rand(0, (case.m, case.h), salt=1)
+        ws = [data.rand(0, (case.h, case.h), 1 / math.sqrt(case.h), salt=2 + i) for i in range(case.layers)]
+        ref_runner = ChainRunner(plan, x, ws, timeout_ns=timeout_ns)  # the shipped kernel
+        with ref_runner.stream:
+            ref_runner.x[1:].fill(BF16_NAN_BITS)
+        ref_runner.launch()
+        ref_runner.synchronize()
+        ref_runner.check_errors()
+        err = output_error(cp, ref_runner.out, reference_chain(cp, x, ws, 0))
+        if not err < 1e-2:
+            raise RuntimeError(f"stress {case.name}: the shipped kernel's relative error {err:.2e} against fp32")
+        ref = ref_runner.x[1:].copy()
+        rb = 128  # the kernel's tile rows: a row-block
+        for n in names:
+            r = ChainRunner(plan, x, ws, timeout_ns=timeout_ns, library=loaded[n])
+            for delay in case.delays_ns:
+                if int(loaded[n].ctahw_stress_set_delay(int(delay), 0)) != 0:
+                    raise RuntimeError(f"stress build {n}: setting the delay failed")
+                row = dict(build=n, control=MUTATIONS[n].control, model=" ".join(MUTATIONS[n].model[:1]),
+                           case=case.name, m=case.m, h=case.h, layers=case.layers, delay_ns=delay, runs=case.runs,
+                           runs_stale=0, cells_stale=0, nan_runs=0, errors=0, first_error="")
+                t0 = time.perf_counter()
+                for _ in range(case.runs):
+                    with r.stream:
+                        r.x[1:].fill(BF16_NAN_BITS)
+                    r.launch()
+                    r.synchronize()
+                    try:
+                        r.check_errors()
+                    except (ProtocolError, RuntimeError) as e:
+                        row["errors"] += 1
+                        row["first_error"] = row["first_error"] or str(e).splitlines()[0][:160]
+                        r.reset()
+                        continue
+                    with r.stream:
+                        diff = r.x[1:] != ref
+                        cells = int(diff.reshape(case.layers, case.m // rb, rb * case.h).any(axis=2).sum())
+                        nan = bool(((r.x[1:] & 0x7F80) == 0x7F80).any())
+                    if cells:
+                        row["runs_stale"] += 1
+                        row["cells_stale"] += cells
+                        row["nan_runs"] += int(nan)
+                row["seconds"] = round(time.perf_counter() - t0, 2)
+                log(f"stress {n} {case.name} delay {delay} ns: {row['runs_stale']}/{row['runs']} runs stale, "
+                    f"{row['errors']} errors ({row['seconds']} s)")
+                rows.append(row)
+            del r
+    return rows

@@ -1,0 +1,146 @@
+"""The protocol stress's seeded-bug builds (ctahw.stress), checked without a GPU: every edit applies exactly once to
+the shipped kernels, each build is the protocol model's mutant where the model has it (the same ordering operations,
+read by ctasim.protocol.kernelops), every mutant fails the source check, and a kernel that changed shape is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctahw import stress
+from ctasim.protocol.kernelops import chain_compare, chain_program_ops, chain_source_ops
+
+
+def _source_ops(texts):
+    return chain_source_ops(texts[stress.CHAIN_FILE], texts[stress.HEADER_FILE],
+                            scheduler_text=texts[stress.SCHEDULER_FILE])
+
+
+@pytest.fixture(scope="module")
+def correct():
+    return chain_program_ops()
+
+
+# Builds whose edited source the check reads with its branches flattened: the signalling thread's bar.arrive and the
+# other threads' bar.sync are both read, so the sequence is not the model mutant's (release before the wait).
+FLATTENED = {"chain-tickets-signal-before-storers"}
+
+
+@pytest.mark.parametrize("name", sorted(stress.MUTATIONS))
+def test_build_is_the_model_mutant_it_names(name, correct):
+    texts = stress.mutant_texts(name)
+    src = _source_ops(texts)
+    m = stress.MUTATIONS[name]
+    if m.control:  # a counting bug or none: the same ordering operations as the shipped kernel
+        assert chain_compare(correct, src) == []
+        return
+    assert chain_compare(correct, src), f"{name}: the edited kernel still passes the source check"
+    variants = stress.model_variants(name)
+    if variants is not None and name not in FLATTENED:
+        assert chain_compare(chain_program_ops(variants), src) == [], name
+
+
+def test_every_named_model_mutant_exists_and_is_caught_by_the_model():
+    from ctasim.protocol.chain import CHAIN_MUTANTS, CHAIN_PASSING
+
+    for name, m in stress.MUTATIONS.items():
+        for v in m.model:
+            assert v in CHAIN_MUTANTS or v in CHAIN_PASSING, (name, v)
+        if m.model and not m.control:
+            assert m.model[0] == name and name in CHAIN_MUTANTS  # the stress row names the model's mutant
+        if m.control == "clean":
+            assert all(v in CHAIN_PASSING for v in m.model)
+
+
+def test_builds_differ_from_each_other_and_only_where_edited():
+    base = stress._kernel_texts()
+    seen = {}
+    for name in stress.MUTATIONS:
+        texts = stress.mutant_texts(name)
+        assert texts.keys() == base.keys()
+        changed = {f for f in texts if texts[f] != base[f]}
+        assert stress.CHAIN_FILE in changed  # the delay is in every build
+        assert changed <= {e.file for e in stress.JITTER + stress.MUTATIONS[name].edits}
+        key = tuple(texts[f] for f in sorted(texts))
+        assert key not in seen, f"{name} builds the same sources as {seen.get(key)}"
+        seen[key] = name
+
+
+def test_the_delay_reaches_take_and_its_setter_is_exported():
+    t = stress.mutant_texts("clean")[stress.CHAIN_FILE]
+    take = t[t.index("__device__ __forceinline__ int take("):]
+    assert take.index("stress_delay(p.epoch);") < take.index("atomicAdd(p.ticket, 1u)")
+    assert 'extern "C" int ctahw_stress_set_delay(unsigned ns, int device)' in t
+
+
+def test_an_edit_that_no_longer_matches_is_refused():
+    texts = {"a.cu": "x = 1;\nx = 1;\n"}
+    with pytest.raises(stress.EditError, match="occurs 2 times in a.cu"):
+        stress.apply_edits(texts, (stress.Edit("a.cu", "x = 1;", "x = 2;"),), "demo")
+    with pytest.raises(stress.EditError, match="occurs 0 times"):
+        stress.apply_edits(texts, (stress.Edit("a.cu", "y = 1;", "y = 2;"),), "demo")
+    with pytest.raises(stress.EditError, match="no kernel file b.cu"):
+        stress.apply_edits(texts, (stress.Edit("b.cu", "x", "y"),), "demo")
+    assert stress.apply_edits(texts, (stress.Edit("a.cu", "", "z;\n"),), "demo")["a.cu"].endswith("z;\n")
+
+
+def test_a_changed_kernel_breaks_the_builds_loudly(tmp_path):
+    from ctahw.build import KERNELS_DIR
+
+    for p in KERNELS_DIR.iterdir():
+        if p.suffix in (".cu", ".cuh"):
+            text = p.read_text()
+            if p.name == stress.HEADER_FILE:
+                text = text.replace("ld.acquire.gpu.global.u32", "ld.acquire.gpu.global.b32")
+            (tmp_path / p.name).write_text(text)
+    with pytest.raises(stress.EditError, match="chain-tickets-relaxed-poll"):
+        stress.mutant_texts("chain-tickets-relaxed-poll", tmp_path)
+    assert stress.mutant_texts("clean", tmp_path)  # builds that do not edit the changed line still apply
+
+
+def test_unknown_build_is_refused():
+    with pytest.raises(KeyError, match="no stress build 'nope'"):
+        stress.mutant_texts("nope")
+
+
+def test_mutant_library_is_the_chain_library_with_the_edited_sources(tmp_path):
+    from ctahw.build import LIBRARIES
+
+    lib = stress.mutant_library("no-bulk-wait", tmp_path)
+    base = LIBRARIES["ctapipe_sm90_bf16_chain"]
+    assert lib.source == tmp_path / "no-bulk-wait" / stress.CHAIN_FILE and lib.source.is_file()
+    assert all(h.is_file() and h.parent == lib.source.parent for h in lib.headers)
+    assert lib.name == base.name and lib.flags == base.flags
+    assert lib.source_sha256() != base.source_sha256()
+    assert "ctahw_stress_set_delay" in lib.signatures
+    again = stress.mutant_library("no-bulk-wait", tmp_path / "elsewhere")
+    assert again.source_sha256() == lib.source_sha256()  # found in the cache wherever the sources are written
+
+
+def _script():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "hw" / "protocol_stress.py"
+    spec = importlib.util.spec_from_file_location("protocol_stress", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--builds", "nope", "--out", "x"], "unknown build(s) ['nope']"),
+    (["--runs", "-1", "--out", "x"], "--runs must be >= 0"),
+    (["--delays", "5,a", "--out", "x"], "--delays takes comma-separated integers"),
+    ([], "--out is required"),
+])
+def test_the_script_refuses_bad_input_with_one_line(argv, message):
+    with pytest.raises(SystemExit) as e:
+        _script().main(argv)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_script_refuses_to_overwrite_a_result(tmp_path):
+    (tmp_path / "stress.csv").write_text("build\n")
+    with pytest.raises(SystemExit, match="exists; choose a new --out"):
+        _script().main(["--out", str(tmp_path)])
+    assert (tmp_path / "stress.csv").read_text() == "build\n"
