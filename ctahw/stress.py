@@ -130,10 +130,12 @@ MUTATIONS: dict[str, Mutation] = {m.name: m for m in (
                                "ctapipe::fence_proxy_async_global();", "")),
              model=("chain-tickets-no-proxy-fence", "chain-static")),
     Mutation("chain-tickets-signal-before-storers",
-             "the signalling thread arrives at the storers' barrier without waiting there (bar.arrive), then signals",
+             "the signalling thread arrives at the storers' barrier without waiting there, then signals (the non-aligned "
+             "barrier.arrive / barrier.sync: its warp diverges there, which the .aligned bar.sync forbids)",
              (Edit(CHAIN_FILE, _BAR, "if (leader) "
-                   'asm volatile("bar.arrive %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");\n'
-                   "      else " + _BAR),),
+                   'asm volatile("barrier.arrive %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");\n'
+                   '      else asm volatile("barrier.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : '
+                   '"memory");'),),
              model=("chain-tickets-signal-before-storers", "chain-static-signal-before-storers")),
     Mutation("wait-group-read",
              "the storers wait with cp.async.bulk.wait_group.read 0 (the tile's shared memory read, its global writes "
@@ -240,12 +242,13 @@ few microseconds per SM), 8 layers."""
 
 
 def stress(names: Sequence[str], cases: Sequence[StressCase] = CASES, *, root: Path, seed: int = 20261204,
-           timeout_ns: int = 50_000_000, log: Callable[[str], None] = print) -> list[dict]:
+           timeout_ns: int = 50_000_000, log: Callable[[str], None] = print,
+           on_row: Callable[[dict], object] | None = None) -> list[dict]:
     """Run every stress build of ``names`` on every case (GPU 0). Returns one row per (build, case, delay): runs,
     runs_stale (a bit of some layer's output differed from the reference), cells_stale (layer x row-block cells that
     differed, summed over the runs), nan_runs (runs whose output held NaN: poison read), errors (runs that recorded a
-    protocol error), first_error, seconds. Raises if the reference kernel is wrong against fp32 (the check cannot
-    then judge anything)."""
+    protocol error), first_error, seconds; ``on_row`` gets each row as it is finished. Raises if the reference kernel
+    is wrong against fp32 (the check cannot then judge anything)."""
     import ctypes  # noqa: PLC0415
 
     from ctahw.baselines import Chain  # noqa: PLC0415
@@ -314,5 +317,7 @@ def stress(names: Sequence[str], cases: Sequence[StressCase] = CASES, *, root: P
                 log(f"stress {n} {case.name} delay {delay} ns: {row['runs_stale']}/{row['runs']} runs stale, "
                     f"{row['errors']} errors ({row['seconds']} s)")
                 rows.append(row)
+                if on_row is not None:
+                    on_row(row)
             del r
     return rows

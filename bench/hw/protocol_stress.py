@@ -4,7 +4,10 @@
     python bench/hw/protocol_stress.py --build-only      # compile the builds here (nvcc, no GPU), into the kernel cache
 
 Writes DIR/stress.csv (one row per build, chain and delay bound: runs, runs with stale data, stale layer x row-block
-cells, runs that read NaN poison, runs that recorded a protocol error) and DIR/provenance.json, then prints the table.
+cells, runs that read NaN poison, runs that recorded a protocol error, and `hung` for a cell whose build stopped
+answering) and DIR/provenance.json, then prints the table. Each build runs in a child process with a wall-clock
+limit (--build-limit): a seeded bug may hang the GPU where no bounded wait reaches (a CTA barrier); the child is
+killed, its finished rows kept, and the rest of its cells recorded as hung.
 Each build's verdict beside the protocol model's: docs/protocol.md, "The mutants on the GPU". Device command:
 bench/hw/run_protocol_stress.sh.
 """
@@ -35,6 +38,45 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
     return out
 
 
+def run_child(name: str, cases, a) -> list[dict]:
+    """Build ``name``'s rows in a child process limited to ``a.build_limit`` s: its finished rows, then a ``hung`` row
+    for every (case, delay) it did not finish when it was killed or failed."""
+    import subprocess  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    jsonl = a.out / f"{name}.jsonl"
+    jsonl.unlink(missing_ok=True)
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--out", str(a.out)]
+    if a.runs:
+        cmd += ["--runs", str(a.runs)]
+    if a.delays:
+        cmd += ["--delays", a.delays]
+    t0 = time.perf_counter()
+    why = ""
+    try:
+        proc = subprocess.run(cmd, timeout=a.build_limit, capture_output=True, text=True)
+        sys.stdout.write(proc.stdout)
+        if proc.returncode != 0:
+            why = f"exit {proc.returncode}: " + (proc.stderr.strip().splitlines() or [""])[-1][:200]
+    except subprocess.TimeoutExpired:
+        why = f"killed after {a.build_limit:g} s (no answer: a hang no bounded wait reaches)"
+    rows = [json.loads(line) for line in jsonl.read_text().splitlines()] if jsonl.exists() else []
+    jsonl.unlink(missing_ok=True)
+    done = {(r["case"], r["delay_ns"]) for r in rows}
+    for c in cases:
+        for d in c.delays_ns:
+            if (c.name, d) not in done:
+                rows.append(dict(build=name, control=stress.MUTATIONS[name].control,
+                                 model=" ".join(stress.MUTATIONS[name].model[:1]), case=c.name, m=c.m, h=c.h,
+                                 layers=c.layers, delay_ns=d, runs=0, runs_stale=0, cells_stale=0, nan_runs=0,
+                                 errors=0, first_error=why, hung=1, seconds=round(time.perf_counter() - t0, 1)))
+                print(f"stress {name} {c.name} delay {d} ns: not finished ({why})", flush=True)
+                why = why and "after the cell before it stopped"
+    for r in rows:
+        r.setdefault("hung", 0)
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, help="folder for stress.csv and provenance.json (must not hold a stress.csv)")
@@ -42,6 +84,8 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=0, help="runs per build, chain and delay (default: each case's)")
     ap.add_argument("--delays", default="", help="delay bounds in ns (default: each case's, 0, 2000 and 20000)")
     ap.add_argument("--build-only", action="store_true", help="compile the builds into the kernel cache and stop")
+    ap.add_argument("--build-limit", type=float, default=90.0, help="seconds one build may run (default 90)")
+    ap.add_argument("--child", default="", help=argparse.SUPPRESS)  # run one build, rows appended to --out/NAME.jsonl
     a = ap.parse_args(argv)
     names = [n for n in a.builds.split(",") if n]
     unknown = [n for n in names if n not in stress.MUTATIONS]
@@ -54,21 +98,30 @@ def main(argv=None) -> int:
         cases = [dataclasses.replace(c, runs=a.runs) for c in cases]
     if a.delays:
         cases = [dataclasses.replace(c, delays_ns=_ints(a.delays, "delays")) for c in cases]
-    with tempfile.TemporaryDirectory(prefix="ctahw-stress-") as tmp:
-        if a.build_only:
+    if a.build_limit <= 0:
+        raise SystemExit(f"protocol_stress: --build-limit must be > 0, got {a.build_limit}")
+    if a.child:
+        with tempfile.TemporaryDirectory(prefix="ctahw-stress-") as tmp, open(a.out / f"{a.child}.jsonl", "a") as f:
+            stress.stress([a.child], cases, root=Path(tmp),
+                          on_row=lambda row: (f.write(json.dumps(row) + "\n"), f.flush()))
+        return 0
+    if a.build_only:
+        with tempfile.TemporaryDirectory(prefix="ctahw-stress-") as tmp:
             for n in names:
                 print(f"{n}: {stress.mutant_library(n, Path(tmp)).build()}", flush=True)
-            return 0
-        if a.out is None:
-            raise SystemExit("protocol_stress: --out is required (or --build-only)")
-        if (a.out / "stress.csv").exists():
-            raise SystemExit(f"protocol_stress: {a.out / 'stress.csv'} exists; choose a new --out")
-        import pandas as pd  # noqa: PLC0415
+        return 0
+    if a.out is None:
+        raise SystemExit("protocol_stress: --out is required (or --build-only)")
+    if (a.out / "stress.csv").exists():
+        raise SystemExit(f"protocol_stress: {a.out / 'stress.csv'} exists; choose a new --out")
+    import pandas as pd  # noqa: PLC0415
 
-        from ctahw.provenance import collect  # noqa: PLC0415
+    from ctahw.provenance import collect  # noqa: PLC0415
 
-        rows = stress.stress(names, cases, root=Path(tmp))
     a.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for n in names:
+        rows += run_child(n, cases, a)
     df = pd.DataFrame(rows)
     tmp_csv = a.out / ".stress.csv.tmp"
     df.to_csv(tmp_csv, index=False)

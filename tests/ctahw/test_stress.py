@@ -144,3 +144,34 @@ def test_the_script_refuses_to_overwrite_a_result(tmp_path):
     with pytest.raises(SystemExit, match="exists; choose a new --out"):
         _script().main(["--out", str(tmp_path)])
     assert (tmp_path / "stress.csv").read_text() == "build\n"
+
+
+def test_a_build_that_hangs_keeps_its_finished_rows_and_the_rest_are_hung(tmp_path, monkeypatch):
+    import argparse
+    import json
+    import subprocess
+
+    mod = _script()
+    cases = [stress.StressCase(256, 256, 2, delays_ns=(0, 100), runs=3)]
+    a = argparse.Namespace(out=tmp_path, runs=0, delays="", build_limit=5.0)
+    finished = dict(build="clean", case=cases[0].name, delay_ns=0, runs=3, runs_stale=0)
+
+    def hangs(cmd, timeout, **kw):
+        assert "--child" in cmd and "clean" in cmd and timeout == 5.0
+        (tmp_path / "clean.jsonl").write_text(json.dumps(finished) + "\n")  # one cell done, then no answer
+        raise subprocess.TimeoutExpired(cmd, timeout)
+
+    monkeypatch.setattr(subprocess, "run", hangs)
+    rows = mod.run_child("clean", cases, a)
+    assert [(r["delay_ns"], r["hung"]) for r in rows] == [(0, 0), (100, 1)]
+    assert "killed after 5 s" in rows[1]["first_error"] and rows[1]["runs"] == 0
+    assert not (tmp_path / "clean.jsonl").exists()
+
+    def fails(cmd, timeout, **kw):
+        return subprocess.CompletedProcess(cmd, 1, "", "Traceback ...\nRuntimeError: launch failed\n")
+
+    monkeypatch.setattr(subprocess, "run", fails)
+    rows = mod.run_child("short-wait", cases, a)
+    assert [r["hung"] for r in rows] == [1, 1]
+    assert rows[0]["first_error"] == "exit 1: RuntimeError: launch failed"
+    assert rows[1]["first_error"] == "after the cell before it stopped"
