@@ -115,6 +115,9 @@ MUTATIONS: dict[str, Mutation] = {m.name: m for m in (
              (Edit(CHAIN_FILE, _TARGET, _TARGET.replace("p.wait_tiles);", "p.wait_tiles) - 1u;")),
               Edit(CHAIN_FILE, _OVERRUN, _OVERRUN.replace("v > target", "v > target + 1u"))),
              control="stale"),
+    Mutation("no-wait", "take() does not wait for the row-block before at all (a gross bug: the detector's coarse "
+             "control)", (Edit(CHAIN_FILE, "if (p.protocol && waits(p, l)) {", "if (false && p.protocol && waits(p, l)) {"),),
+             control="stale"),
     Mutation("chain-tickets-relaxed-poll", "take() polls the counter with ld.relaxed.gpu instead of ld.acquire.gpu",
              (Edit(HEADER_FILE, "ld.acquire.gpu.global.u32", "ld.relaxed.gpu.global.u32"),),
              model=("chain-tickets-relaxed-poll", "chain-static-relaxed-poll")),
@@ -130,12 +133,12 @@ MUTATIONS: dict[str, Mutation] = {m.name: m for m in (
                                "ctapipe::fence_proxy_async_global();", "")),
              model=("chain-tickets-no-proxy-fence", "chain-static")),
     Mutation("chain-tickets-signal-before-storers",
-             "the signalling thread arrives at the storers' barrier without waiting there, then signals (the non-aligned "
-             "barrier.arrive / barrier.sync: its warp diverges there, which the .aligned bar.sync forbids)",
-             (Edit(CHAIN_FILE, _BAR, "if (leader) "
-                   'asm volatile("barrier.arrive %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");\n'
-                   '      else asm volatile("barrier.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : '
-                   '"memory");'),),
+             "the signalling thread's warp arrives at the storers' barrier without waiting there (bar.arrive), then "
+             "signals; the other warps wait (bar.sync). Warp-uniform: CUTLASS's SM90 TMA epilogue issues the tile's "
+             "stores from that same warp, so in this kernel the bug has no other storer to pass",
+             (Edit(CHAIN_FILE, _BAR, "if (threadIdx.x / 32 == kThreadsPerWarpGroup / 32) "
+                   'asm volatile("bar.arrive %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");\n'
+                   "      else " + _BAR),),
              model=("chain-tickets-signal-before-storers", "chain-static-signal-before-storers")),
     Mutation("wait-group-read",
              "the storers wait with cp.async.bulk.wait_group.read 0 (the tile's shared memory read, its global writes "
@@ -236,9 +239,31 @@ class StressCase:
         return f"{self.m}x{self.h}x{self.layers}"
 
 
-CASES: tuple[StressCase, ...] = (StressCase(4096, 4096, 4), StressCase(8192, 2048, 8))
-"""The chains stressed: a square 4096 chain (tiles of ~40 us), and short tiles at H = 2048 (K = 2048: a signal every
-few microseconds per SM), 8 layers."""
+CASES: tuple[StressCase, ...] = (StressCase(4096, 4096, 4), StressCase(8192, 2048, 8), StressCase(1024, 4096, 8),
+                                 StressCase(512, 2048, 16))
+"""The chains stressed: a square 4096 chain (tiles of ~40 us) and short tiles at H = 2048 (K = 2048), 8 layers, where
+the ticket order runs the consumers far behind their producers; and two chains of less than one wave per layer
+(1024 x 4096: 128 tiles a layer; 512 x 2048: 32 tiles a layer, 16 layers), where nearly every consumer tile spins on
+its counter when the row-block completes -- the race a seeded bug opens. :func:`handoffs` counts them."""
+
+
+def handoffs(tiles) -> dict:
+    """How often one traced run exercised the hand-off a seeded bug races: of its consumer tiles (layer > 0; a
+    :class:`ctasim.trace.Trace`'s ``tiles`` from the chain kernel), ``contended`` = those whose ticket was taken before
+    the last producer tile of their row-block signalled (they spun on the counter when it completed), with
+    ``react_ns_min`` / ``react_ns_p50`` = their inputs visible minus that last signal. Consumers that arrive after
+    their row-block completed pass the poll at once, long after the data landed: no bug of the release or acquire can
+    show there."""
+    import numpy as np  # noqa: PLC0415
+
+    last = tiles.groupby(["layer", "tile_m"])["t_signal"].max()
+    c = tiles[tiles["layer"] > 0]
+    done = np.array([last[(ly - 1, m)] for ly, m in zip(c["layer"], c["tile_m"])], dtype=float)
+    hot = c["t_start"].to_numpy() < done
+    react = c["t_ready"].to_numpy()[hot] - done[hot]
+    return dict(handoffs=int(len(c)), contended=int(hot.sum()),
+                react_ns_min=float(react.min()) if hot.any() else float("nan"),
+                react_ns_p50=float(np.median(react)) if hot.any() else float("nan"))
 
 
 def stress(names: Sequence[str], cases: Sequence[StressCase] = CASES, *, root: Path, seed: int = 20261204,
@@ -247,7 +272,7 @@ def stress(names: Sequence[str], cases: Sequence[StressCase] = CASES, *, root: P
     """Run every stress build of ``names`` on every case (GPU 0). Returns one row per (build, case, delay): runs,
     runs_stale (a bit of some layer's output differed from the reference), cells_stale (layer x row-block cells that
     differed, summed over the runs), nan_runs (runs whose output held NaN: poison read), errors (runs that recorded a
-    protocol error), first_error, seconds; ``on_row`` gets each row as it is finished. Raises if the reference kernel
+    protocol error), first_error, seconds, and the case's :func:`handoffs` (one traced run of the shipped kernel); ``on_row`` gets each row as it is finished. Raises if the reference kernel
     is wrong against fp32 (the check cannot then judge anything)."""
     import ctypes  # noqa: PLC0415
 
@@ -283,6 +308,12 @@ def stress(names: Sequence[str], cases: Sequence[StressCase] = CASES, *, root: P
         if not err < 1e-2:
             raise RuntimeError(f"stress {case.name}: the shipped kernel's relative error {err:.2e} against fp32")
         ref = ref_runner.x[1:].copy()
+        traced = ChainRunner(plan, x, ws, timeout_ns=timeout_ns, trace=True)  # the shipped kernel, once, traced
+        traced.launch()
+        traced.synchronize()
+        traced.check_errors()
+        hand = handoffs(traced.read_trace().tiles)
+        del traced
         rb = 128  # the kernel's tile rows: a row-block
         for n in names:
             r = ChainRunner(plan, x, ws, timeout_ns=timeout_ns, library=loaded[n])
@@ -291,7 +322,7 @@ def stress(names: Sequence[str], cases: Sequence[StressCase] = CASES, *, root: P
                     raise RuntimeError(f"stress build {n}: setting the delay failed")
                 row = dict(build=n, control=MUTATIONS[n].control, model=" ".join(MUTATIONS[n].model[:1]),
                            case=case.name, m=case.m, h=case.h, layers=case.layers, delay_ns=delay, runs=case.runs,
-                           runs_stale=0, cells_stale=0, nan_runs=0, errors=0, first_error="")
+                           runs_stale=0, cells_stale=0, nan_runs=0, errors=0, first_error="", **hand)
                 t0 = time.perf_counter()
                 for _ in range(case.runs):
                     with r.stream:

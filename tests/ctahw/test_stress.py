@@ -30,7 +30,9 @@ def test_build_is_the_model_mutant_it_names(name, correct):
     texts = stress.mutant_texts(name)
     src = _source_ops(texts)
     m = stress.MUTATIONS[name]
-    if m.control:  # a counting bug or none: the same ordering operations as the shipped kernel
+    if m.control:
+        # none, a counting bug, or a condition that skips the wait: the same operations in the same order, so the
+        # source check (operations, not conditions: section 7) passes them -- what the controls on the GPU are for
         assert chain_compare(correct, src) == []
         return
     assert chain_compare(correct, src), f"{name}: the edited kernel still passes the source check"
@@ -175,3 +177,16 @@ def test_a_build_that_hangs_keeps_its_finished_rows_and_the_rest_are_hung(tmp_pa
     assert [r["hung"] for r in rows] == [1, 1]
     assert rows[0]["first_error"] == "exit 1: RuntimeError: launch failed"
     assert rows[1]["first_error"] == "after the cell before it stopped"
+
+
+def test_handoffs_counts_the_consumers_that_spun_on_their_counter():
+    import pandas as pd
+
+    # layer 0: row-block 0 signals at 10 and 30, row-block 1 at 20; layer 1: (0, 0) took its ticket at 25 (before 30:
+    # contended, inputs visible at 31), (1, 0) at 40 (after 20: not contended)
+    tiles = pd.DataFrame({"layer": [0, 0, 0, 1, 1], "tile_m": [0, 0, 1, 0, 1], "t_start": [0, 0, 0, 25, 40],
+                          "t_ready": [0, 0, 0, 31, 41], "t_signal": [10, 30, 20, 50, 60]})
+    h = stress.handoffs(tiles)
+    assert h == dict(handoffs=2, contended=1, react_ns_min=1.0, react_ns_p50=1.0)
+    tiles.loc[3, "t_start"] = 35
+    assert stress.handoffs(tiles)["contended"] == 0
