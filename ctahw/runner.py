@@ -636,12 +636,14 @@ class CtaPipeRunner:
     ``residual`` is the C operand of the residual layer (D = A @ W^T + C: an ``m x N`` uint16 CuPy array on that
     layer's GPU, read as it is at launch, e.g. the workload's input X). Checked before anything is allocated
     (:func:`epilogue_codes`, :func:`check_residuals`). Variant (b) (``persistent``) runs no epilogue op.
+    ``libraries``: loaded builds to run instead of the shipped ones, by library name (:mod:`ctahw.stress`'s seeded-bug
+    builds; their descriptor names are checked as the shipped ones' are).
     """
 
     def __init__(self, plan: Plan, m: int, dims: Sequence[int], x, weights: Sequence, *, trace: bool = False,
                  timeout_ns: int = 2_000_000_000, clusters: Mapping[int, str] | None = None,
                  persistent: bool | str = False, epilogues: Mapping[int, Sequence[str] | str] | None = None,
-                 residual=None):
+                 residual=None, libraries: Mapping[str, object] | None = None):
         from ctahw import build
         from ctahw.device import require_cupy
 
@@ -658,7 +660,8 @@ class CtaPipeRunner:
             check_cluster(k, self.pipes, self.clusters[k.op])
             if self.persistent:
                 check_persistent(k, self.clusters[k.op])
-            lib = build.library(library_of(self.clusters[k.op], self.persistent))
+            name = library_of(self.clusters[k.op], self.persistent)
+            lib = (libraries or {}).get(name) or build.library(name)
             check_desc_names(lib.ctahw_ctapipe_desc_names(), DESC_FIELDS, "ctapipe")
             if not self.persistent:  # variant (a)'s libraries run the epilogue ops: their codes must be ours
                 check_epilogue_names(lib.ctahw_ctapipe_epilogue_names(), library_of(self.clusters[k.op]))

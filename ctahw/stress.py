@@ -1,4 +1,5 @@
-"""Protocol stress on the GPU: the chain kernel built with one seeded ordering bug, run many times with random delays.
+"""Protocol stress on the GPU: the chain kernel, or the work-queue kernels, built with one seeded ordering bug each
+and run many times with random delays.
 
 The protocol model (:mod:`ctasim.protocol.chain`) says which changes of the chain kernel's protocol PTX's memory model
 lets read stale data; this module asks the hardware. Each entry of :data:`MUTATIONS` is the kernel form of one of the
@@ -8,6 +9,11 @@ mutant. Every stress build also gets :data:`JITTER`: before each ticket the CTA'
 0 .. D ns (``__nanosleep`` of a hash of the clock, the CTA and the epoch), D set per run through the exported
 ``ctahw_stress_set_delay``, so producers and consumers meet at varied phases.
 
+The work-queue protocol (:func:`stress_queue`): builds of ctapipe_sm90_bf16 (``library = "queue"``), the producer's
+signal and push and the consumer's pop of a square 2-layer chain, both kernels on GPU 0
+(:class:`ctahw.onegpu.OneGpuRunner`), every consumer CTA resident and spinning on its slot; the delay is before each
+pop; the consumer's input and the output are poisoned before each run and the output compared bit for bit.
+
 How a stale read shows (:func:`stress`, one GPU): before every run the chain's activations ``X[1..L]`` are poisoned
 (bf16 NaN bits, on the runner's stream); after it every layer's output is compared bit for bit with the same chain
 computed by the unmodified kernel (itself checked against an fp32 reference). A CTA's tile is a fixed sequence of
@@ -16,8 +22,9 @@ write was visible reads poison or a partial row-block and differs (NaN propagate
 a protocol error (a bounded wait timed out, a counter overran) counts as an error, not as stale data, and the runner
 is reset.
 
-What it leaves out: two GPUs (the ``.gpu``-scope mutants between GPUs, the ring: they need the 2-GPU machine), the
-static designs (every mutation edits the tickets design's path; the shared header's edits also reach the static
+What it leaves out: two GPUs (the ``.gpu``-scope mutants between GPUs, the ring, NVLink's store latency: they need
+the 2-GPU machine), the queue kernels' other variants (clusters, persistent designs, waiting consumers), the chain
+kernel's static designs (every mutation edits the tickets design's path; the shared header's edits also reach the static
 design, which is not run), and any claim of safety: a mutant that never showed stale data in these runs is not shown
 correct, only not caught by this hardware, these shapes and these delays.
 """
@@ -32,10 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-__all__ = ["Edit", "Mutation", "JITTER", "MUTATIONS", "CONTROLS", "EditError", "apply_edits", "mutant_texts",
+__all__ = ["Edit", "Mutation", "JITTERS", "MUTATIONS", "QueueCase", "QUEUE_CASES", "stress_queue", "CONTROLS", "EditError", "apply_edits", "mutant_texts",
            "mutant_sources", "mutant_library", "StressCase", "CASES", "stress", "model_variants"]
 
 CHAIN_FILE = "ctapipe_sm90_bf16_chain.cu"
+QUEUE_FILE = "ctapipe_sm90_bf16.cu"
+LIBRARY_OF = {"chain": "ctapipe_sm90_bf16_chain", "queue": "ctapipe_sm90_bf16"}
 HEADER_FILE = "ctapipe.cuh"
 SCHEDULER_FILE = "ctapipe_gemm.cuh"
 
@@ -65,6 +74,10 @@ class Mutation:
     edits: tuple[Edit, ...] = ()
     model: tuple[str, ...] = ()
     control: str = ""
+    library: str = "chain"
+    """``chain``: the chain kernel (ctapipe_sm90_bf16_chain, one kernel, counters and waits); ``queue``: the 2-GPU
+    pipelined kernels' work-queue protocol (ctapipe_sm90_bf16: producer signals and pushes, consumer pops), both
+    kernels of a square 2-layer chain on one GPU (:class:`ctahw.onegpu.OneGpuRunner`)."""
 
 
 _DELAY = """\
@@ -97,12 +110,23 @@ extern "C" int ctahw_stress_set_delay(unsigned ns, int device) {
 _TAKE = "// Take the next ticket and, for a tile of layer > 0, wait until its row-block of the layer before is complete."
 _TICKET = "const unsigned t = atomicAdd(p.ticket, 1u);"
 
-JITTER: tuple[Edit, ...] = (
-    Edit(CHAIN_FILE, _TAKE, _DELAY + _TAKE),
-    Edit(CHAIN_FILE, _TICKET, "stress_delay(p.epoch);\n  " + _TICKET),
-    Edit(CHAIN_FILE, "", _SETTER),
-)
-"""Edits of every stress build: the random delay before each ticket, and its setter."""
+_POP = "// Consumer prologue (one thread): claim the next n head reservations at once"
+_HEAD = "  unsigned h = atomicAdd(p.in_head, static_cast<unsigned>(n));"
+
+JITTERS: dict[str, tuple[Edit, ...]] = {
+    "chain": (
+        Edit(CHAIN_FILE, _TAKE, _DELAY + _TAKE),
+        Edit(CHAIN_FILE, _TICKET, "stress_delay(p.epoch);\n  " + _TICKET),
+        Edit(CHAIN_FILE, "", _SETTER),
+    ),
+    "queue": (
+        Edit(HEADER_FILE, _POP, _DELAY + _POP),
+        Edit(HEADER_FILE, _HEAD, "  stress_delay(p.epoch);\n" + _HEAD),
+        Edit(QUEUE_FILE, "", _SETTER.replace("ctahw::chain::stress_delay_ns", "ctapipe::stress_delay_ns")),
+    ),
+}
+"""Edits of every stress build of a library: the random delay (before each ticket of the chain kernel; before each
+queue consumer's pop), and its setter."""
 
 _BAR = 'asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");'
 _TARGET = "const unsigned target = p.epoch * static_cast<unsigned>(p.wait_tiles);"
@@ -146,6 +170,32 @@ MUTATIONS: dict[str, Mutation] = {m.name: m for m in (
              (Edit(HEADER_FILE, "cp.async.bulk.wait_group 0;", "cp.async.bulk.wait_group.read 0;"),)),
     Mutation("no-bulk-wait", "the storers do not wait for their bulk stores at all before the fence and signal",
              (Edit(HEADER_FILE, "  bulk_wait_all_complete();\n", ""),)),
+    # the work-queue protocol (ctapipe.cuh's signal / push / pop_n), both kernels on one GPU
+    Mutation("queue-clean", "the queue protocol, unchanged (with the delays)", control="clean", library="queue",
+             model=("kernel",)),
+    Mutation("queue-push-first", "the first producer update of a counter in the epoch pushes its consumer tiles (a "
+             "gross counting bug: the coarse control)",
+             (Edit(HEADER_FILE, "    if (old + 1 == target) {",
+                   "    if (old + static_cast<unsigned>(p.threshold[dep]) == target) {"),
+              Edit(HEADER_FILE, "    } else if (old + 1 > target) {", "    } else if (false) {")),
+             control="stale", library="queue"),
+    Mutation("push-off-by-one", "the producer update that brings a counter to threshold - 1 pushes (one producer tile "
+             "early)", (Edit(HEADER_FILE, "    if (old + 1 == target) {", "    if (old + 2 == target) {"),),
+             model=("push-off-by-one",), library="queue"),
+    Mutation("relaxed-poll", "the consumer polls its slot word with ld.relaxed.sys instead of ld.acquire.sys",
+             (Edit(HEADER_FILE, "ld.acquire.sys.global.u64", "ld.relaxed.sys.global.u64"),),
+             model=("relaxed-poll",), library="queue"),
+    Mutation("no-signal-fence", "the producer's counter update is atom.relaxed.sys (no release) instead of "
+             "atom.acq_rel.sys", (Edit(HEADER_FILE, "atom.acq_rel.sys.global.add.u32", "atom.relaxed.sys.global.add.u32"),),
+             model=("no-signal-fence",), library="queue"),
+    Mutation("no-proxy-fence-loads", "no fence.proxy.async between the consumer's acquire and its TMA loads",
+             (Edit(HEADER_FILE, "    slots[i] = static_cast<int>(slot);\n  }\n  fence_proxy_async_global();",
+                   "    slots[i] = static_cast<int>(slot);\n  }\n"),),
+             model=("no-proxy-fence-loads",), library="queue"),
+    Mutation("push-no-release", "push stores the slot words without its fence.acq_rel.sys (no release of what the "
+             "completing update acquired)",
+             (Edit(HEADER_FILE, "  fence_acq_rel_sys();  // release: everything acquired by the completing update",
+                   "  // (no release)"),), library="queue"),
 )}
 """Every stress build, by name: the model's mutant names where the model has the bug; the kernel files they edit are
 copies (the shipped kernels are never edited)."""
@@ -182,7 +232,8 @@ def mutant_texts(name: str, kernels_dir: Path | None = None) -> dict[str, str]:
     """The kernel files of stress build ``name`` (every ``.cu`` / ``.cuh`` of ``kernels_dir``, edited)."""
     if name not in MUTATIONS:
         raise KeyError(f"no stress build {name!r} (known: {', '.join(MUTATIONS)})")
-    return apply_edits(_kernel_texts(kernels_dir), JITTER + MUTATIONS[name].edits, name)
+    m = MUTATIONS[name]
+    return apply_edits(_kernel_texts(kernels_dir), JITTERS[m.library] + m.edits, name)
 
 
 def mutant_sources(name: str, root: Path) -> Path:
@@ -195,7 +246,7 @@ def mutant_sources(name: str, root: Path) -> Path:
     d.mkdir(parents=True)
     for f, t in texts.items():
         (d / f).write_text(t)
-    return d / CHAIN_FILE
+    return d / (CHAIN_FILE if MUTATIONS[name].library == "chain" else QUEUE_FILE)
 
 
 def mutant_library(name: str, root: Path):
@@ -205,21 +256,22 @@ def mutant_library(name: str, root: Path):
     import ctypes  # noqa: PLC0415
 
     from ctahw.build import LIBRARIES  # noqa: PLC0415
-    from ctahw.chain import LIBRARY  # noqa: PLC0415
 
     src = mutant_sources(name, root)
-    base = LIBRARIES[LIBRARY]
+    base = LIBRARIES[LIBRARY_OF[MUTATIONS[name].library]]
     sigs = dict(base.signatures, ctahw_stress_set_delay=(ctypes.c_int, (ctypes.c_uint, ctypes.c_int)))
     return dataclasses.replace(base, source=src, headers=tuple(src.parent / h.name for h in base.headers),
                                signatures=sigs)
 
 
 def model_variants(name: str):
-    """The model's variants (tickets design, static design) whose operations stress build ``name``'s edited source
-    must issue, or None where the model does not express the bug."""
+    """The model's variants whose operations stress build ``name``'s edited source must issue (a chain build: the
+    tickets and static designs' chain variants; a queue build: the protocol's variant of that name), or None where the
+    model does not express the bug."""
     from ctasim.protocol.chain import CHAIN_MUTANTS, CHAIN_PASSING  # noqa: PLC0415
+    from ctasim.protocol.programs import KERNEL, MUTANTS  # noqa: PLC0415
 
-    known = CHAIN_MUTANTS | CHAIN_PASSING
+    known = CHAIN_MUTANTS | CHAIN_PASSING if MUTATIONS[name].library == "chain" else MUTANTS | {KERNEL.name: KERNEL}
     names = MUTATIONS[name].model
     return tuple(known[n] for n in names) if names else None
 
@@ -266,6 +318,121 @@ def handoffs(tiles) -> dict:
                 react_ns_p50=float(np.median(react)) if hot.any() else float("nan"))
 
 
+@dataclass(frozen=True)
+class QueueCase:
+    """A square 2-layer M x H x H chain on the work-queue protocol (variant ``cutlass_ctapipe``: 1x1 CTAs, queue
+    consumer), both kernels on one GPU with every CTA of both grids resident, run ``runs`` times per delay bound."""
+
+    m: int
+    h: int
+    delays_ns: tuple[int, ...] = (0, 2000, 20000)
+    runs: int = 300
+
+    @property
+    def name(self) -> str:
+        return f"{self.m}x{self.h}x2-queue"
+
+
+QUEUE_CASES: tuple[QueueCase, ...] = (QueueCase(1024, 1024), QueueCase(1024, 2048), QueueCase(512, 4096))
+"""Chains of 32-64 tiles a layer (both grids resident on 132 SMs): every consumer CTA pops at launch and spins on its
+slot until the push, so every hand-off is contended."""
+
+
+def stress_queue(names: Sequence[str], cases: Sequence[QueueCase] = QUEUE_CASES, *, root: Path, seed: int = 20261204,
+                 timeout_ns: int = 50_000_000, log: Callable[[str], None] = print,
+                 on_row: Callable[[dict], object] | None = None) -> list[dict]:
+    """:func:`stress` for the queue builds: per run the consumer's input and the output are poisoned (then the device
+    synchronised: the kernels' streams do not wait for the poison's), both kernels launched, and the output compared
+    bit for bit with the shipped kernels' (checked against fp32). Rows as :func:`stress`'s, with ``handoffs`` =
+    ``contended`` = the consumer's tiles (each pops at launch and waits for its push) and no reaction time.
+    """
+    import ctypes  # noqa: PLC0415
+
+    from ctahw.baselines import Chain  # noqa: PLC0415
+    from ctahw.build import Toolchain  # noqa: PLC0415
+    from ctahw.device import REL_TOL_BF16, output_error, poison, require_cupy  # noqa: PLC0415
+    from ctahw.executor import reference_bf16  # noqa: PLC0415
+    from ctahw.onegpu import OneGpuRunner  # noqa: PLC0415
+    from ctahw.pipelined import square_chain, variant_plan, workload_plan  # noqa: PLC0415
+    from ctahw.runner import ProtocolError  # noqa: PLC0415
+    from ctasim.variants import VARIANTS, clusters_of  # noqa: PLC0415
+
+    for n in names:
+        if MUTATIONS.get(n) is None or MUTATIONS[n].library != "queue":
+            raise KeyError(f"no queue stress build {n!r}")
+    cp = require_cupy()
+    tc = Toolchain.detect()
+    lib = LIBRARY_OF["queue"]
+    loaded: dict[str, ctypes.CDLL] = {n: mutant_library(n, root).build_and_load(tc) for n in names}
+    v = VARIANTS["cutlass_ctapipe"]
+    data = Chain(cp, seed)
+    rows: list[dict] = []
+    rb = 128
+    for case in cases:
+        wl = square_chain(case.m, case.h, 2)
+        plan = variant_plan(workload_plan(wl), v, wl=wl)
+        dims = [case.h, case.h, case.h]
+        x = data.rand(0, (case.m, case.h), salt=1)
+        ws = [data.rand(0, (case.h, case.h), 1 / math.sqrt(case.h), salt=2 + i) for i in range(2)]
+
+        def runner(libs=None):
+            return OneGpuRunner(plan, case.m, dims, x, ws, clusters=clusters_of(plan, v), timeout_ns=timeout_ns,
+                                libraries=libs)
+
+        def one_run(r):
+            poison(r.out)
+            for buf in r.inputs.values():
+                if buf is not x:
+                    poison(buf)
+            r.sync()
+            r.launch()
+            r.sync()
+
+        ref_runner = runner()
+        one_run(ref_runner)
+        ref_runner.check_errors()
+        err = output_error(cp, ref_runner.out, reference_bf16(cp, x, ws, wl.layers))
+        if not err <= REL_TOL_BF16:
+            raise RuntimeError(f"stress {case.name}: the shipped kernels' relative error {err:.2e} against fp32")
+        ref = ref_runner.out.copy()
+        consumer_tiles = max(k.tiles for k in ref_runner.kernels if k.layer == 1)
+        del ref_runner
+        for n in names:
+            r = runner({lib: loaded[n]})
+            for delay in case.delays_ns:
+                if int(loaded[n].ctahw_stress_set_delay(int(delay), 0)) != 0:
+                    raise RuntimeError(f"stress build {n}: setting the delay failed")
+                row = dict(build=n, control=MUTATIONS[n].control, model=" ".join(MUTATIONS[n].model[:1]),
+                           case=case.name, m=case.m, h=case.h, layers=2, delay_ns=delay, runs=case.runs,
+                           runs_stale=0, cells_stale=0, nan_runs=0, errors=0, first_error="",
+                           handoffs=consumer_tiles, contended=consumer_tiles, react_ns_min=float("nan"),
+                           react_ns_p50=float("nan"))
+                t0 = time.perf_counter()
+                for _ in range(case.runs):
+                    one_run(r)
+                    try:
+                        r.check_errors()
+                    except (ProtocolError, RuntimeError) as e:
+                        row["errors"] += 1
+                        row["first_error"] = row["first_error"] or str(e).splitlines()[0][:160]
+                        r.reset()
+                        continue
+                    diff = r.out != ref
+                    cells = int(diff.reshape(case.m // rb, rb * case.h).any(axis=1).sum())
+                    if cells:
+                        row["runs_stale"] += 1
+                        row["cells_stale"] += cells
+                        row["nan_runs"] += int(bool(((r.out & 0x7F80) == 0x7F80).any()))
+                row["seconds"] = round(time.perf_counter() - t0, 2)
+                log(f"stress {n} {case.name} delay {delay} ns: {row['runs_stale']}/{row['runs']} runs stale, "
+                    f"{row['errors']} errors ({row['seconds']} s)")
+                rows.append(row)
+                if on_row is not None:
+                    on_row(row)
+            del r
+    return rows
+
+
 def stress(names: Sequence[str], cases: Sequence[StressCase] = CASES, *, root: Path, seed: int = 20261204,
            timeout_ns: int = 50_000_000, log: Callable[[str], None] = print,
            on_row: Callable[[dict], object] | None = None) -> list[dict]:
@@ -284,8 +451,8 @@ def stress(names: Sequence[str], cases: Sequence[StressCase] = CASES, *, root: P
     from ctahw.tile_orders import ticket_plan  # noqa: PLC0415
 
     for n in names:
-        if n not in MUTATIONS:
-            raise KeyError(f"no stress build {n!r} (known: {', '.join(MUTATIONS)})")
+        if n not in MUTATIONS or MUTATIONS[n].library != "chain":
+            raise KeyError(f"no chain stress build {n!r} (known: {', '.join(MUTATIONS)})")
     cp = require_cupy()
     tc = Toolchain.detect()
     libs = {n: mutant_library(n, root) for n in names}

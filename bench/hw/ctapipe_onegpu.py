@@ -32,7 +32,6 @@ Writes ``OUT/onegpu.json`` (one row per variant); exits 1 if any variant failed.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import sys
@@ -40,40 +39,7 @@ import time
 from pathlib import Path
 
 from ctahw import runner as rn
-
-
-class OneGpuRunner(rn.CtaPipeRunner):
-    """A :class:`ctahw.runner.CtaPipeRunner` with every kernel and pipe of a plan on GPU 0, each kernel launched on a
-    stream of its own (:meth:`stream_of`). ``serial=True``: every kernel on one stream, producers first, so a
-    consumer starts once its producer finished (every queue slot published, every counter complete): the data path
-    and the protocol's bookkeeping without relying on the two grids running side by side."""
-
-    def __init__(self, plan, *args, serial: bool = False, **kwargs):
-        self.serial = serial
-        plan_arrays = rn.plan_arrays
-
-        def on_gpu0(p):
-            ks, ps = plan_arrays(p)  # the runner's checks on the plan as it is (one kernel per GPU)
-            return ([dataclasses.replace(k, gpu=0) for k in ks],
-                    [dataclasses.replace(q, src_gpu=0, dst_gpu=0) for q in ps])
-
-        rn.plan_arrays = on_gpu0  # the constructor's only call of it
-        try:
-            super().__init__(plan, *args, **kwargs)
-        finally:
-            rn.plan_arrays = plan_arrays
-        with self.cp.cuda.Device(0):
-            self.kernel_streams = {k.op: self.cp.cuda.Stream(non_blocking=True) for k in self.kernels}
-
-    def stream_of(self, k, streams):
-        return self.kernel_streams[min(self.kernel_streams)] if self.serial else self.kernel_streams[k.op]
-
-    def launch_order(self):
-        return sorted(self.kernels, key=lambda k: k.layer) if self.serial else super().launch_order()
-
-    def sync(self) -> None:
-        with self.cp.cuda.Device(0):
-            self.cp.cuda.runtime.deviceSynchronize()
+from ctahw.onegpu import OneGpuRunner  # noqa: F401  (the runner lives in ctahw; re-exported for the scripts and tests that load this file)
 
 
 def mlp_workload(m: int, h: int, ffn: int):

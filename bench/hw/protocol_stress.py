@@ -1,4 +1,4 @@
-"""Protocol stress on one GPU: every seeded-bug build of the chain kernel (ctahw.stress), run with random delays.
+"""Protocol stress on one GPU: every seeded-bug build of the chain and queue kernels (ctahw.stress), with random delays.
 
     python bench/hw/protocol_stress.py --out DIR [--builds NAME,...] [--runs N] [--delays NS,...]
     python bench/hw/protocol_stress.py --build-only      # compile the builds here (nvcc, no GPU), into the kernel cache
@@ -68,7 +68,7 @@ def run_child(name: str, cases, a) -> list[dict]:
             if (c.name, d) not in done:
                 rows.append(dict(build=name, control=stress.MUTATIONS[name].control,
                                  model=" ".join(stress.MUTATIONS[name].model[:1]), case=c.name, m=c.m, h=c.h,
-                                 layers=c.layers, delay_ns=d, runs=0, runs_stale=0, cells_stale=0, nan_runs=0,
+                                 layers=getattr(c, "layers", 2), delay_ns=d, runs=0, runs_stale=0, cells_stale=0, nan_runs=0,
                                  errors=0, first_error=why, hung=1, seconds=round(time.perf_counter() - t0, 1)))
                 print(f"stress {name} {c.name} delay {d} ns: not finished ({why})", flush=True)
                 why = why and "after the cell before it stopped"
@@ -93,17 +93,19 @@ def main(argv=None) -> int:
         raise SystemExit(f"protocol_stress: unknown build(s) {unknown or a.builds!r} (known: {', '.join(stress.MUTATIONS)})")
     if a.runs < 0:
         raise SystemExit(f"protocol_stress: --runs must be >= 0, got {a.runs}")
-    cases = list(stress.CASES)
-    if a.runs:
-        cases = [dataclasses.replace(c, runs=a.runs) for c in cases]
-    if a.delays:
-        cases = [dataclasses.replace(c, delays_ns=_ints(a.delays, "delays")) for c in cases]
+    cases = {"chain": list(stress.CASES), "queue": list(stress.QUEUE_CASES)}
+    for lib, cs in cases.items():
+        if a.runs:
+            cs[:] = [dataclasses.replace(c, runs=a.runs) for c in cs]
+        if a.delays:
+            cs[:] = [dataclasses.replace(c, delays_ns=_ints(a.delays, "delays")) for c in cs]
     if a.build_limit <= 0:
         raise SystemExit(f"protocol_stress: --build-limit must be > 0, got {a.build_limit}")
     if a.child:
         with tempfile.TemporaryDirectory(prefix="ctahw-stress-") as tmp, open(a.out / f"{a.child}.jsonl", "a") as f:
-            stress.stress([a.child], cases, root=Path(tmp),
-                          on_row=lambda row: (f.write(json.dumps(row) + "\n"), f.flush()))
+            run = stress.stress if stress.MUTATIONS[a.child].library == "chain" else stress.stress_queue
+            run([a.child], cases[stress.MUTATIONS[a.child].library], root=Path(tmp),
+                on_row=lambda row: (f.write(json.dumps(row) + "\n"), f.flush()))
         return 0
     if a.build_only:
         with tempfile.TemporaryDirectory(prefix="ctahw-stress-") as tmp:
@@ -121,13 +123,13 @@ def main(argv=None) -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in names:
-        rows += run_child(n, cases, a)
+        rows += run_child(n, cases[stress.MUTATIONS[n].library], a)
     df = pd.DataFrame(rows)
     tmp_csv = a.out / ".stress.csv.tmp"
     df.to_csv(tmp_csv, index=False)
     tmp_csv.replace(a.out / "stress.csv")
     prov = dict(collect(), command=" ".join(["python bench/hw/protocol_stress.py", *(argv or sys.argv[1:])]),
-                cases=[dataclasses.asdict(c) for c in cases])
+                cases={lib: [dataclasses.asdict(c) for c in cs] for lib, cs in cases.items()})
     (a.out / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
     print(df.to_string(index=False))
     return 0

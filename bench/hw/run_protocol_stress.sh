@@ -8,7 +8,7 @@ set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 run_begin 100 timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active
 say "GPU test: tests/hw/test_stress_gpu.py"
-timeout 200 python3 -m pytest tests/hw/test_stress_gpu.py -q -rs -p no:cacheprovider > "$R/hw-tests.txt" 2>&1
+timeout 240 python3 -m pytest tests/hw/test_stress_gpu.py -q -rs -p no:cacheprovider > "$R/hw-tests.txt" 2>&1
 tail -3 "$R/hw-tests.txt"
 say "protocol_stress.py $*"
 timeout "${CTAHW_RUN_LIMIT:-400}" python3 bench/hw/protocol_stress.py --out "$R/stress" "$@" > "$R/stress.log" 2>&1

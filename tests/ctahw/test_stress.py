@@ -25,14 +25,23 @@ def correct():
 FLATTENED = {"chain-tickets-signal-before-storers"}
 
 
+# None, a counting bug, or a condition that skips the wait: the same operations in the same order, so the source check
+# (operations, not conditions: docs/protocol.md section 7) passes them -- what the GPU's controls are for.
+PASSES_SOURCE_CHECK = {"clean", "short-wait", "no-wait", "queue-clean", "queue-push-first", "push-off-by-one"}
+
+
 @pytest.mark.parametrize("name", sorted(stress.MUTATIONS))
 def test_build_is_the_model_mutant_it_names(name, correct):
+    from ctasim.protocol.kernelops import compare, header_ops, program_ops
+
     texts = stress.mutant_texts(name)
-    src = _source_ops(texts)
     m = stress.MUTATIONS[name]
-    if m.control:
-        # none, a counting bug, or a condition that skips the wait: the same operations in the same order, so the
-        # source check (operations, not conditions: section 7) passes them -- what the controls on the GPU are for
+    if m.library == "queue":
+        problems = compare(program_ops(), header_ops(texts[stress.HEADER_FILE]))
+        assert (problems == []) == (name in PASSES_SOURCE_CHECK), (name, problems)
+        return
+    src = _source_ops(texts)
+    if name in PASSES_SOURCE_CHECK:
         assert chain_compare(correct, src) == []
         return
     assert chain_compare(correct, src), f"{name}: the edited kernel still passes the source check"
@@ -44,13 +53,17 @@ def test_build_is_the_model_mutant_it_names(name, correct):
 def test_every_named_model_mutant_exists_and_is_caught_by_the_model():
     from ctasim.protocol.chain import CHAIN_MUTANTS, CHAIN_PASSING
 
+    from ctasim.protocol.programs import KERNEL, MUTANTS
+
     for name, m in stress.MUTATIONS.items():
+        known = CHAIN_MUTANTS | CHAIN_PASSING if m.library == "chain" else MUTANTS | {KERNEL.name: KERNEL}
         for v in m.model:
-            assert v in CHAIN_MUTANTS or v in CHAIN_PASSING, (name, v)
-        if m.model and not m.control:
-            assert m.model[0] == name and name in CHAIN_MUTANTS  # the stress row names the model's mutant
+            assert v in known, (name, v)
+        if m.model and not m.control:  # the stress row names the model's mutant
+            assert m.model[0] == name and name in (CHAIN_MUTANTS if m.library == "chain" else MUTANTS)
         if m.control == "clean":
-            assert all(v in CHAIN_PASSING for v in m.model)
+            assert all(v in CHAIN_PASSING or v == KERNEL.name for v in m.model)
+        assert stress.model_variants(name) == (tuple(known[v] for v in m.model) if m.model else None)
 
 
 def test_builds_differ_from_each_other_and_only_where_edited():
@@ -60,18 +73,23 @@ def test_builds_differ_from_each_other_and_only_where_edited():
         texts = stress.mutant_texts(name)
         assert texts.keys() == base.keys()
         changed = {f for f in texts if texts[f] != base[f]}
-        assert stress.CHAIN_FILE in changed  # the delay is in every build
-        assert changed <= {e.file for e in stress.JITTER + stress.MUTATIONS[name].edits}
+        m = stress.MUTATIONS[name]
+        assert {e.file for e in stress.JITTERS[m.library]} <= changed  # the delay is in every build
+        assert changed <= {e.file for e in stress.JITTERS[m.library] + m.edits}
         key = tuple(texts[f] for f in sorted(texts))
         assert key not in seen, f"{name} builds the same sources as {seen.get(key)}"
         seen[key] = name
 
 
-def test_the_delay_reaches_take_and_its_setter_is_exported():
+def test_the_delay_reaches_take_and_pop_and_its_setter_is_exported():
     t = stress.mutant_texts("clean")[stress.CHAIN_FILE]
     take = t[t.index("__device__ __forceinline__ int take("):]
     assert take.index("stress_delay(p.epoch);") < take.index("atomicAdd(p.ticket, 1u)")
     assert 'extern "C" int ctahw_stress_set_delay(unsigned ns, int device)' in t
+    q = stress.mutant_texts("queue-clean")
+    pop = q[stress.HEADER_FILE][q[stress.HEADER_FILE].index("__device__ __forceinline__ bool pop_n("):]
+    assert pop.index("stress_delay(p.epoch);") < pop.index("atomicAdd(p.in_head")
+    assert "cudaMemcpyToSymbol(ctapipe::stress_delay_ns" in q[stress.QUEUE_FILE]
 
 
 def test_an_edit_that_no_longer_matches_is_refused():
@@ -110,6 +128,9 @@ def test_mutant_library_is_the_chain_library_with_the_edited_sources(tmp_path):
     lib = stress.mutant_library("no-bulk-wait", tmp_path)
     base = LIBRARIES["ctapipe_sm90_bf16_chain"]
     assert lib.source == tmp_path / "no-bulk-wait" / stress.CHAIN_FILE and lib.source.is_file()
+    q = stress.mutant_library("relaxed-poll", tmp_path)
+    assert q.name == "ctapipe_sm90_bf16" and q.source == tmp_path / "relaxed-poll" / stress.QUEUE_FILE
+    assert q.source_sha256() != LIBRARIES["ctapipe_sm90_bf16"].source_sha256()
     assert all(h.is_file() and h.parent == lib.source.parent for h in lib.headers)
     assert lib.name == base.name and lib.flags == base.flags
     assert lib.source_sha256() != base.source_sha256()

@@ -20,3 +20,15 @@ def test_clean_build_reads_no_stale_data_and_the_control_does(cp, tmp_path):
     assert control["errors"] == 0, control
     assert control["runs_stale"] > 0, f"the detector saw no stale read without a wait in {case.runs} runs: {control}"
     assert 0 < clean["contended"] <= clean["handoffs"], clean
+
+
+def test_queue_clean_build_reads_no_stale_data_and_the_control_does(cp, tmp_path):
+    from ctahw.stress import QueueCase, stress_queue
+
+    case = QueueCase(1024, 1024, delays_ns=(2000,), runs=30)
+    rows = {r["build"]: r for r in stress_queue(["queue-clean", "queue-push-first"], [case], root=tmp_path,
+                                                log=lambda s: None)}
+    clean, control = rows["queue-clean"], rows["queue-push-first"]
+    assert clean["errors"] == 0 and clean["runs_stale"] == 0, clean
+    assert control["errors"] == 0, control
+    assert control["runs_stale"] > 0, f"the detector saw no stale read of the first-update push in {case.runs} runs"
