@@ -12,7 +12,8 @@ mutant. Every stress build also gets :data:`JITTER`: before each ticket the CTA'
 The work-queue protocol (:func:`stress_queue`): builds of ctapipe_sm90_bf16 (``library = "queue"``), the producer's
 signal and push and the consumer's pop of a square 2-layer chain, both kernels on GPU 0
 (:class:`ctahw.onegpu.OneGpuRunner`), every consumer CTA resident and spinning on its slot; the delay is before each
-pop; the consumer's input and the output are poisoned before each run and the output compared bit for bit.
+pop and before each producer CTA's tile (one wave of producers with the same work otherwise finishes within the
+consumers' reaction time); the consumer's input and the output are poisoned before each run and the output compared bit for bit.
 
 How a stale read shows (:func:`stress`, one GPU): before every run the chain's activations ``X[1..L]`` are poisoned
 (bf16 NaN bits, on the runner's stream); after it every layer's output is compared bit for bit with the same chain
@@ -110,7 +111,21 @@ extern "C" int ctahw_stress_set_delay(unsigned ns, int device) {
 _TAKE = "// Take the next ticket and, for a tile of layer > 0, wait until its row-block of the layer before is complete."
 _TICKET = "const unsigned t = atomicAdd(p.ticket, 1u);"
 
+_DELAY_STATIC = """\
+// [ctahw.stress] A producer CTA's delay before its tile (every thread the same: a hash of the CTA and the epoch).
+__device__ __forceinline__ void stress_delay_static(unsigned epoch) {
+  const unsigned d = stress_delay_ns;
+  if (d == 0) return;
+  unsigned h = (blockIdx.x * 2654435761u) ^ (epoch * 40503u) ^ 0x9e3779b9u;
+  h ^= h << 13;
+  h ^= h >> 17;
+  h ^= h << 5;
+  __nanosleep(h % (d + 1));
+}
+
+"""
 _POP = "// Consumer prologue (one thread): claim the next n head reservations at once"
+_STATIC_TILE = "      tile_ = cta < pipe_.num_tiles ? pipe_.order[cta] : -1;  // every thread reads it"
 _HEAD = "  unsigned h = atomicAdd(p.in_head, static_cast<unsigned>(n));"
 
 JITTERS: dict[str, tuple[Edit, ...]] = {
@@ -120,13 +135,14 @@ JITTERS: dict[str, tuple[Edit, ...]] = {
         Edit(CHAIN_FILE, "", _SETTER),
     ),
     "queue": (
-        Edit(HEADER_FILE, _POP, _DELAY + _POP),
+        Edit(HEADER_FILE, _POP, _DELAY + _DELAY_STATIC + _POP),
         Edit(HEADER_FILE, _HEAD, "  stress_delay(p.epoch);\n" + _HEAD),
+        Edit(SCHEDULER_FILE, _STATIC_TILE, _STATIC_TILE + "\n      ctapipe::stress_delay_static(pipe_.epoch);"),
         Edit(QUEUE_FILE, "", _SETTER.replace("ctahw::chain::stress_delay_ns", "ctapipe::stress_delay_ns")),
     ),
 }
 """Edits of every stress build of a library: the random delay (before each ticket of the chain kernel; before each
-queue consumer's pop), and its setter."""
+queue consumer's pop and each producer CTA's tile), and its setter."""
 
 _BAR = 'asm volatile("bar.sync %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");'
 _TARGET = "const unsigned target = p.epoch * static_cast<unsigned>(p.wait_tiles);"

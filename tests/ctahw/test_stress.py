@@ -90,6 +90,8 @@ def test_the_delay_reaches_take_and_pop_and_its_setter_is_exported():
     pop = q[stress.HEADER_FILE][q[stress.HEADER_FILE].index("__device__ __forceinline__ bool pop_n("):]
     assert pop.index("stress_delay(p.epoch);") < pop.index("atomicAdd(p.in_head")
     assert "cudaMemcpyToSymbol(ctapipe::stress_delay_ns" in q[stress.QUEUE_FILE]
+    sched = q[stress.SCHEDULER_FILE]  # the producer's static tile, then its delay
+    assert sched.index("pipe_.order[cta] : -1;") < sched.index("ctapipe::stress_delay_static(pipe_.epoch);")
 
 
 def test_an_edit_that_no_longer_matches_is_refused():
