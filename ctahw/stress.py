@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-__all__ = ["Edit", "Mutation", "JITTERS", "MUTATIONS", "QueueCase", "QUEUE_CASES", "stress_queue", "CONTROLS", "EditError", "apply_edits", "mutant_texts",
+__all__ = ["Edit", "Mutation", "JITTERS", "MUTATIONS", "QueueCase", "QUEUE_CASES", "stress_queue", "leads", "handoffs", "CONTROLS", "EditError", "apply_edits", "mutant_texts",
            "mutant_sources", "mutant_library", "StressCase", "CASES", "stress", "model_variants"]
 
 CHAIN_FILE = "ctapipe_sm90_bf16_chain.cu"
@@ -334,6 +334,18 @@ def handoffs(tiles) -> dict:
                 react_ns_p50=float(np.median(react)) if hot.any() else float("nan"))
 
 
+def leads(tiles) -> dict:
+    """Of one traced run's consumer tiles (layer > 0), ``early_tiles`` = those whose inputs were taken as visible
+    (``t_acquire``: the slot acquired) before the last producer tile of their row-block had completed its stores, and
+    ``lead_ns_max`` = the most by which one was early (0 when none was): where a stale read was possible at all. The
+    shipped protocol has none; a counting bug has some when the delays spread the producers; an ordering bug's
+    window is below what the stamps resolve."""
+    last = tiles[tiles["layer"] == 0].groupby("tile_m")["t_store_end"].max()
+    c = tiles[tiles["layer"] == 1]
+    lead = last.reindex(c["tile_m"]).to_numpy() - c["t_acquire"].to_numpy()
+    return dict(early_tiles=int((lead > 0).sum()), lead_ns_max=float(max(lead.max(), 0.0)) if len(lead) else 0.0)
+
+
 @dataclass(frozen=True)
 class QueueCase:
     """A square 2-layer M x H x H chain on the work-queue protocol (variant ``cutlass_ctapipe``: 1x1 CTAs, queue
@@ -360,7 +372,8 @@ def stress_queue(names: Sequence[str], cases: Sequence[QueueCase] = QUEUE_CASES,
     """:func:`stress` for the queue builds: per run the consumer's input and the output are poisoned (then the device
     synchronised: the kernels' streams do not wait for the poison's), both kernels launched, and the output compared
     bit for bit with the shipped kernels' (checked against fp32). Rows as :func:`stress`'s, with ``handoffs`` =
-    ``contended`` = the consumer's tiles (each pops at launch and waits for its push) and no reaction time.
+    ``contended`` = the consumer's tiles (each pops at launch and waits for its push), no reaction time, and the
+    :func:`leads` of one traced run of the build at that delay.
     """
     import ctypes  # noqa: PLC0415
 
@@ -391,9 +404,9 @@ def stress_queue(names: Sequence[str], cases: Sequence[QueueCase] = QUEUE_CASES,
         x = data.rand(0, (case.m, case.h), salt=1)
         ws = [data.rand(0, (case.h, case.h), 1 / math.sqrt(case.h), salt=2 + i) for i in range(2)]
 
-        def runner(libs=None):
+        def runner(libs=None, trace=False):
             return OneGpuRunner(plan, case.m, dims, x, ws, clusters=clusters_of(plan, v), timeout_ns=timeout_ns,
-                                libraries=libs)
+                                libraries=libs, trace=trace)
 
         def one_run(r):
             poison(r.out)
@@ -415,14 +428,23 @@ def stress_queue(names: Sequence[str], cases: Sequence[QueueCase] = QUEUE_CASES,
         del ref_runner
         for n in names:
             r = runner({lib: loaded[n]})
+            traced = runner({lib: loaded[n]}, trace=True)
             for delay in case.delays_ns:
                 if int(loaded[n].ctahw_stress_set_delay(int(delay), 0)) != 0:
                     raise RuntimeError(f"stress build {n}: setting the delay failed")
+                one_run(traced)  # this build, this delay, traced: where a stale read was possible
+                try:
+                    traced.check_errors()
+                    lead = leads(traced.read_trace({0: 0.0}).tiles)
+                except (ProtocolError, RuntimeError) as e:
+                    lead = dict(early_tiles=-1, lead_ns_max=float("nan"))
+                    traced.reset()
+                    log(f"stress {n} {case.name}: the traced run failed: {str(e).splitlines()[0][:120]}")
                 row = dict(build=n, control=MUTATIONS[n].control, model=" ".join(MUTATIONS[n].model[:1]),
                            case=case.name, m=case.m, h=case.h, layers=2, delay_ns=delay, runs=case.runs,
                            runs_stale=0, cells_stale=0, nan_runs=0, errors=0, first_error="",
                            handoffs=consumer_tiles, contended=consumer_tiles, react_ns_min=float("nan"),
-                           react_ns_p50=float("nan"))
+                           react_ns_p50=float("nan"), **lead)
                 t0 = time.perf_counter()
                 for _ in range(case.runs):
                     one_run(r)
@@ -445,7 +467,7 @@ def stress_queue(names: Sequence[str], cases: Sequence[QueueCase] = QUEUE_CASES,
                 rows.append(row)
                 if on_row is not None:
                     on_row(row)
-            del r
+            del r, traced
     return rows
 
 

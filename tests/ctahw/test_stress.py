@@ -213,3 +213,15 @@ def test_handoffs_counts_the_consumers_that_spun_on_their_counter():
     assert h == dict(handoffs=2, contended=1, react_ns_min=1.0, react_ns_p50=1.0)
     tiles.loc[3, "t_start"] = 35
     assert stress.handoffs(tiles)["contended"] == 0
+
+
+def test_leads_counts_the_consumers_that_started_before_their_inputs_were_stored():
+    import pandas as pd
+
+    # row-block 0's producers store until 30, row-block 1's until 20; consumer (0, .) acquired at 25 (5 early), (1, .)
+    # at 40 (in time)
+    tiles = pd.DataFrame({"layer": [0, 0, 0, 1, 1], "tile_m": [0, 0, 1, 0, 1], "t_acquire": [0, 0, 0, 25, 40],
+                          "t_store_end": [10, 30, 20, 50, 60]})
+    assert stress.leads(tiles) == dict(early_tiles=1, lead_ns_max=5.0)
+    tiles.loc[3, "t_acquire"] = 31
+    assert stress.leads(tiles) == dict(early_tiles=0, lead_ns_max=0.0)
