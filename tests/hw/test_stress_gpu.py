@@ -25,7 +25,7 @@ def test_clean_build_reads_no_stale_data_and_the_control_does(cp, tmp_path):
 def test_queue_clean_build_reads_no_stale_data_and_the_control_does(cp, tmp_path):
     from ctahw.stress import QueueCase, stress_queue
 
-    case = QueueCase(1024, 1024, delays_ns=(2000,), runs=30)
+    case = QueueCase(1024, 1024, delays_ns=(20000,), runs=30)
     rows = {r["build"]: r for r in stress_queue(["queue-clean", "queue-push-first"], [case], root=tmp_path,
                                                 log=lambda s: None)}
     clean, control = rows["queue-clean"], rows["queue-push-first"]
