@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-__all__ = ["Edit", "Mutation", "JITTERS", "MUTATIONS", "QueueCase", "QUEUE_CASES", "stress_queue", "leads", "handoffs", "CONTROLS", "EditError", "apply_edits", "mutant_texts",
+__all__ = ["Edit", "Mutation", "JITTERS", "MUTATIONS", "QueueCase", "QUEUE_CASES", "stress_queue", "leads", "handoffs", "fill_cell", "CONTROLS", "EditError", "apply_edits", "mutant_texts",
            "mutant_sources", "mutant_library", "StressCase", "CASES", "stress", "model_variants"]
 
 CHAIN_FILE = "ctapipe_sm90_bf16_chain.cu"
@@ -334,6 +334,45 @@ def handoffs(tiles) -> dict:
                 react_ns_p50=float(np.median(react)) if hot.any() else float("nan"))
 
 
+def _row(name: str, case, delay: int, layers: int, **extra) -> dict:
+    """A result row of build ``name`` on ``case`` at ``delay`` ns, its counts at zero."""
+    m = MUTATIONS[name]
+    return dict(build=name, control=m.control, model=" ".join(m.model[:1]), case=case.name, m=case.m, h=case.h,
+                layers=layers, delay_ns=delay, runs=case.runs, runs_stale=0, cells_stale=0, nan_runs=0, errors=0,
+                first_error="", **extra)
+
+
+def fill_cell(row: dict, attempt: Callable[[], tuple[int, bool]], reset: Callable[[], None]) -> dict:
+    """Count ``row["runs"]`` runs into ``row``: ``attempt()`` launches one, checks its errors (raising
+    :class:`ctahw.runner.ProtocolError` or RuntimeError) and returns (stale cells, NaN seen); an error counts as one
+    (the first one's message kept) and ``reset()`` readies the runner for the next run. Adds ``seconds``."""
+    from ctahw.runner import ProtocolError  # noqa: PLC0415
+
+    t0 = time.perf_counter()
+    for _ in range(row["runs"]):
+        try:
+            cells, nan = attempt()
+        except (ProtocolError, RuntimeError) as e:
+            row["errors"] += 1
+            row["first_error"] = row["first_error"] or str(e).splitlines()[0][:160]
+            reset()
+            continue
+        if cells:
+            row["runs_stale"] += 1
+            row["cells_stale"] += cells
+            row["nan_runs"] += int(nan)
+    row["seconds"] = round(time.perf_counter() - t0, 2)
+    return row
+
+
+def _done(row: dict, rows: list, log: Callable[[str], None], on_row) -> None:
+    log(f"stress {row['build']} {row['case']} delay {row['delay_ns']} ns: {row['runs_stale']}/{row['runs']} runs "
+        f"stale, {row['errors']} errors ({row['seconds']} s)")
+    rows.append(row)
+    if on_row is not None:
+        on_row(row)
+
+
 def leads(tiles) -> dict:
     """Of one traced run's consumer tiles (layer > 0), ``early_tiles`` = those whose inputs were taken as visible
     (``t_acquire``: the slot acquired) before the last producer tile of their row-block had completed its stores, and
@@ -440,33 +479,16 @@ def stress_queue(names: Sequence[str], cases: Sequence[QueueCase] = QUEUE_CASES,
                     lead = dict(early_tiles=-1, lead_ns_max=float("nan"))
                     traced.reset()
                     log(f"stress {n} {case.name}: the traced run failed: {str(e).splitlines()[0][:120]}")
-                row = dict(build=n, control=MUTATIONS[n].control, model=" ".join(MUTATIONS[n].model[:1]),
-                           case=case.name, m=case.m, h=case.h, layers=2, delay_ns=delay, runs=case.runs,
-                           runs_stale=0, cells_stale=0, nan_runs=0, errors=0, first_error="",
-                           handoffs=consumer_tiles, contended=consumer_tiles, react_ns_min=float("nan"),
-                           react_ns_p50=float("nan"), **lead)
-                t0 = time.perf_counter()
-                for _ in range(case.runs):
+                row = _row(n, case, delay, 2, handoffs=consumer_tiles, contended=consumer_tiles,
+                           react_ns_min=float("nan"), react_ns_p50=float("nan"), **lead)
+
+                def attempt(r=r):
                     one_run(r)
-                    try:
-                        r.check_errors()
-                    except (ProtocolError, RuntimeError) as e:
-                        row["errors"] += 1
-                        row["first_error"] = row["first_error"] or str(e).splitlines()[0][:160]
-                        r.reset()
-                        continue
-                    diff = r.out != ref
-                    cells = int(diff.reshape(case.m // rb, rb * case.h).any(axis=1).sum())
-                    if cells:
-                        row["runs_stale"] += 1
-                        row["cells_stale"] += cells
-                        row["nan_runs"] += int(bool(((r.out & 0x7F80) == 0x7F80).any()))
-                row["seconds"] = round(time.perf_counter() - t0, 2)
-                log(f"stress {n} {case.name} delay {delay} ns: {row['runs_stale']}/{row['runs']} runs stale, "
-                    f"{row['errors']} errors ({row['seconds']} s)")
-                rows.append(row)
-                if on_row is not None:
-                    on_row(row)
+                    r.check_errors()
+                    cells = int((r.out != ref).reshape(case.m // rb, rb * case.h).any(axis=1).sum())
+                    return cells, bool(((r.out & 0x7F80) == 0x7F80).any())
+
+                _done(fill_cell(row, attempt, r.reset), rows, log, on_row)
             del r, traced
     return rows
 
@@ -477,15 +499,15 @@ def stress(names: Sequence[str], cases: Sequence[StressCase] = CASES, *, root: P
     """Run every stress build of ``names`` on every case (GPU 0). Returns one row per (build, case, delay): runs,
     runs_stale (a bit of some layer's output differed from the reference), cells_stale (layer x row-block cells that
     differed, summed over the runs), nan_runs (runs whose output held NaN: poison read), errors (runs that recorded a
-    protocol error), first_error, seconds, and the case's :func:`handoffs` (one traced run of the shipped kernel); ``on_row`` gets each row as it is finished. Raises if the reference kernel
-    is wrong against fp32 (the check cannot then judge anything)."""
+    protocol error), first_error, seconds, and the case's :func:`handoffs` (one traced run of the shipped kernel);
+    ``on_row`` gets each row as it is finished. Raises if the reference kernel is wrong against fp32 (the check
+    cannot then judge anything)."""
     import ctypes  # noqa: PLC0415
 
     from ctahw.baselines import Chain  # noqa: PLC0415
     from ctahw.build import Toolchain  # noqa: PLC0415
     from ctahw.chain import ChainRunner  # noqa: PLC0415
     from ctahw.device import BF16_NAN_BITS, output_error, reference_chain, require_cupy  # noqa: PLC0415
-    from ctahw.runner import ProtocolError  # noqa: PLC0415
     from ctahw.tile_orders import ticket_plan  # noqa: PLC0415
 
     for n in names:
@@ -525,35 +547,19 @@ def stress(names: Sequence[str], cases: Sequence[StressCase] = CASES, *, root: P
             for delay in case.delays_ns:
                 if int(loaded[n].ctahw_stress_set_delay(int(delay), 0)) != 0:
                     raise RuntimeError(f"stress build {n}: setting the delay failed")
-                row = dict(build=n, control=MUTATIONS[n].control, model=" ".join(MUTATIONS[n].model[:1]),
-                           case=case.name, m=case.m, h=case.h, layers=case.layers, delay_ns=delay, runs=case.runs,
-                           runs_stale=0, cells_stale=0, nan_runs=0, errors=0, first_error="", **hand)
-                t0 = time.perf_counter()
-                for _ in range(case.runs):
+                row = _row(n, case, delay, case.layers, **hand)
+
+                def attempt(r=r):
                     with r.stream:
                         r.x[1:].fill(BF16_NAN_BITS)
                     r.launch()
                     r.synchronize()
-                    try:
-                        r.check_errors()
-                    except (ProtocolError, RuntimeError) as e:
-                        row["errors"] += 1
-                        row["first_error"] = row["first_error"] or str(e).splitlines()[0][:160]
-                        r.reset()
-                        continue
+                    r.check_errors()
                     with r.stream:
                         diff = r.x[1:] != ref
                         cells = int(diff.reshape(case.layers, case.m // rb, rb * case.h).any(axis=2).sum())
-                        nan = bool(((r.x[1:] & 0x7F80) == 0x7F80).any())
-                    if cells:
-                        row["runs_stale"] += 1
-                        row["cells_stale"] += cells
-                        row["nan_runs"] += int(nan)
-                row["seconds"] = round(time.perf_counter() - t0, 2)
-                log(f"stress {n} {case.name} delay {delay} ns: {row['runs_stale']}/{row['runs']} runs stale, "
-                    f"{row['errors']} errors ({row['seconds']} s)")
-                rows.append(row)
-                if on_row is not None:
-                    on_row(row)
+                        return cells, bool(((r.x[1:] & 0x7F80) == 0x7F80).any())
+
+                _done(fill_cell(row, attempt, r.reset), rows, log, on_row)
             del r
     return rows

@@ -225,3 +225,21 @@ def test_leads_counts_the_consumers_that_started_before_their_inputs_were_stored
     assert stress.leads(tiles) == dict(early_tiles=1, lead_ns_max=5.0)
     tiles.loc[3, "t_acquire"] = 31
     assert stress.leads(tiles) == dict(early_tiles=0, lead_ns_max=0.0)
+
+
+def test_fill_cell_counts_stale_runs_and_errors_and_resets_after_each_error():
+    from ctahw.runner import ProtocolError
+
+    results = iter([(0, False), (3, True), ProtocolError("k", 8, 0, 1, 0, 1, 1), (2, False), RuntimeError("x\ny")])
+    resets = []
+
+    def attempt():
+        r = next(results)
+        if isinstance(r, Exception):
+            raise r
+        return r
+
+    row = stress.fill_cell(dict(runs=5, runs_stale=0, cells_stale=0, nan_runs=0, errors=0, first_error=""), attempt,
+                           lambda: resets.append(1))
+    assert (row["runs_stale"], row["cells_stale"], row["nan_runs"], row["errors"]) == (2, 5, 1, 2)
+    assert len(resets) == 2 and row["first_error"].startswith("k: ") and row["seconds"] >= 0
