@@ -1,33 +1,36 @@
 """Protocol stress on the GPU: the chain kernel, or the work-queue kernels, built with one seeded ordering bug each
 and run many times with random delays.
 
-The protocol model (:mod:`ctasim.protocol.chain`) says which changes of the chain kernel's protocol PTX's memory model
-lets read stale data; this module asks the hardware. Each entry of :data:`MUTATIONS` is the kernel form of one of the
-model's mutants (or a control): a list of exact text edits of a copy of ``ctahw/kernels/`` (:func:`mutant_sources`),
-each of which must match exactly once, so a kernel that changed shape fails loudly instead of building the wrong
-mutant. Every stress build also gets :data:`JITTER`: before each ticket the CTA's scheduler thread sleeps a random
-0 .. D ns (``__nanosleep`` of a hash of the clock, the CTA and the epoch), D set per run through the exported
-``ctahw_stress_set_delay``, so producers and consumers meet at varied phases.
+The protocol model (:mod:`ctasim.protocol`) says which changes of the protocol PTX's memory model lets read stale
+data; this module asks the hardware. Each entry of :data:`MUTATIONS` is the kernel form of one of the model's mutants
+(or a control): a list of exact text edits of a copy of ``ctahw/kernels/`` (:func:`mutant_sources`), each of which
+must match exactly once, so a kernel that changed shape fails loudly instead of building the wrong mutant. Every
+stress build also gets its library's :data:`JITTERS`: a random sleep of 0 .. D ns (``__nanosleep`` of a hash) before
+each ticket of the chain kernel, or before each queue consumer's pop and each producer CTA's tile (one wave of
+producers with the same work otherwise finishes within the consumers' reaction time); D is set per run through the
+exported ``ctahw_stress_set_delay``, so producers and consumers meet at varied phases.
+
+The chain kernel (:func:`stress`, one GPU): before every run the chain's activations ``X[1..L]`` are poisoned (bf16
+NaN bits, on the runner's stream); after it every layer's output is compared bit for bit with the same chain computed
+by the unmodified kernel (itself checked against an fp32 reference). A CTA's tile is a fixed sequence of wgmma over K,
+so a correct run is bitwise equal to the reference; a tile that read its input before the producer's write was
+visible reads poison or a partial row-block and differs (NaN propagates down the chain). :func:`handoffs` counts, in
+one traced run, the consumers that spun on their counter: the only hand-offs a seeded bug can race.
 
 The work-queue protocol (:func:`stress_queue`): builds of ctapipe_sm90_bf16 (``library = "queue"``), the producer's
 signal and push and the consumer's pop of a square 2-layer chain, both kernels on GPU 0
-(:class:`ctahw.onegpu.OneGpuRunner`), every consumer CTA resident and spinning on its slot; the delay is before each
-pop and before each producer CTA's tile (one wave of producers with the same work otherwise finishes within the
-consumers' reaction time); the consumer's input and the output are poisoned before each run and the output compared bit for bit.
+(:class:`ctahw.onegpu.OneGpuRunner`), every consumer CTA resident and spinning on its slot; the consumer's input and
+the output are poisoned before each run and the output compared bit for bit; :func:`leads` counts, in one traced run,
+the consumers that acquired before their row-block's last store.
 
-How a stale read shows (:func:`stress`, one GPU): before every run the chain's activations ``X[1..L]`` are poisoned
-(bf16 NaN bits, on the runner's stream); after it every layer's output is compared bit for bit with the same chain
-computed by the unmodified kernel (itself checked against an fp32 reference). A CTA's tile is a fixed sequence of
-wgmma over K, so a correct run is bitwise equal to the reference; a tile that read its input before the producer's
-write was visible reads poison or a partial row-block and differs (NaN propagates down the chain). A run that records
-a protocol error (a bounded wait timed out, a counter overran) counts as an error, not as stale data, and the runner
-is reset.
+In both, a run that records a protocol error (a bounded wait timed out, a counter overran) counts as an error, not as
+stale data, and the runner is reset (:func:`fill_cell`).
 
 What it leaves out: two GPUs (the ``.gpu``-scope mutants between GPUs, the ring, NVLink's store latency: they need
 the 2-GPU machine), the queue kernels' other variants (clusters, persistent designs, waiting consumers), the chain
-kernel's static designs (every mutation edits the tickets design's path; the shared header's edits also reach the static
-design, which is not run), and any claim of safety: a mutant that never showed stale data in these runs is not shown
-correct, only not caught by this hardware, these shapes and these delays.
+kernel's static designs (every mutation edits the tickets design's path; the shared header's edits also reach the
+static design, which is not run), and any claim of safety: a mutant that never showed stale data in these runs is not
+shown correct, only not caught by this hardware, these shapes and these delays.
 """
 
 from __future__ import annotations
