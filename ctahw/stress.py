@@ -28,8 +28,8 @@ stale data, and the runner is reset (:func:`fill_cell`).
 
 What it leaves out: two GPUs (the ``.gpu``-scope mutants between GPUs, the ring, NVLink's store latency: they need
 the 2-GPU machine), the queue kernels' other variants (clusters, persistent designs, waiting consumers), the chain
-kernel's static designs (every mutation edits the tickets design's path; the shared header's edits also reach the
-static design, which is not run), and any claim of safety: a mutant that never showed stale data in these runs is not
+kernel's static design with clusters (static2x1), the delays in the static design (its builds run without them:
+the jitter sits in the tickets' ``take``), and any claim of safety: a mutant that never showed stale data in these runs is not
 shown correct, only not caught by this hardware, these shapes and these delays.
 """
 
@@ -79,6 +79,9 @@ class Mutation:
     model: tuple[str, ...] = ()
     control: str = ""
     library: str = "chain"
+    design: str = "tickets"
+    """The chain kernel's design the build runs (``tickets`` or ``static``: every CTA resident, CTA i running
+    order[i], order[i + grid], ...; its load warp's lane 0 polls, then the lanes meet at ``__syncwarp``)."""
     """``chain``: the chain kernel (ctapipe_sm90_bf16_chain, one kernel, counters and waits); ``queue``: the 2-GPU
     pipelined kernels' work-queue protocol (ctapipe_sm90_bf16: producer signals and pushes, consumer pops), both
     kernels of a square 2-layer chain on one GPU (:class:`ctahw.onegpu.OneGpuRunner`)."""
@@ -183,6 +186,17 @@ MUTATIONS: dict[str, Mutation] = {m.name: m for m in (
                    'asm volatile("bar.arrive %0, %1;" ::"n"(kSignalBarrier), "n"(kEpilogueThreads) : "memory");\n'
                    "      else " + _BAR),),
              model=("chain-tickets-signal-before-storers", "chain-static-signal-before-storers")),
+    Mutation("static-clean", "the static design's protocol, unchanged (the clean build's sources)", control="clean",
+             model=("chain-static", "chain-tickets"), design="static"),
+    Mutation("chain-static-no-syncwarp", "static: the load warp's lanes fence and go on to the TMA loads without "
+             "__syncwarp after lane 0's poll",
+             (Edit(CHAIN_FILE, "    __syncwarp();\n    ctapipe::fence_proxy_async_global();\n  }\n\n  // Layer-0 tiles",
+                   "    ctapipe::fence_proxy_async_global();\n  }\n\n  // Layer-0 tiles"),),
+             model=("chain-static-no-syncwarp", "chain-tickets"), design="static"),
+    Mutation("chain-static-no-load-fence", "static: no fence.proxy.async in the load warp after wait_inputs' poll",
+             (Edit(CHAIN_FILE, "    __syncwarp();\n    ctapipe::fence_proxy_async_global();\n  }\n\n  // Layer-0 tiles",
+                   "    __syncwarp();\n  }\n\n  // Layer-0 tiles"),),
+             model=("chain-static-no-load-fence", "chain-tickets"), design="static"),
     Mutation("wait-group-read",
              "the storers wait with cp.async.bulk.wait_group.read 0 (the tile's shared memory read, its global writes "
              "maybe not done) before the fence and signal",
@@ -538,19 +552,21 @@ def stress(names: Sequence[str], cases: Sequence[StressCase] = CASES, *, root: P
         if not err < 1e-2:
             raise RuntimeError(f"stress {case.name}: the shipped kernel's relative error {err:.2e} against fp32")
         ref = ref_runner.x[1:].copy()
-        traced = ChainRunner(plan, x, ws, timeout_ns=timeout_ns, trace=True)  # the shipped kernel, once, traced
-        traced.launch()
-        traced.synchronize()
-        traced.check_errors()
-        hand = handoffs(traced.read_trace().tiles)
-        del traced
+        hands: dict[str, dict] = {}
+        for design in sorted({MUTATIONS[n].design for n in names}):  # the shipped kernel, once per design, traced
+            traced = ChainRunner(plan, x, ws, timeout_ns=timeout_ns, trace=True, design=design)
+            traced.launch()
+            traced.synchronize()
+            traced.check_errors()
+            hands[design] = handoffs(traced.read_trace().tiles)
+            del traced
         rb = 128  # the kernel's tile rows: a row-block
         for n in names:
-            r = ChainRunner(plan, x, ws, timeout_ns=timeout_ns, library=loaded[n])
+            r = ChainRunner(plan, x, ws, timeout_ns=timeout_ns, library=loaded[n], design=MUTATIONS[n].design)
             for delay in case.delays_ns:
                 if int(loaded[n].ctahw_stress_set_delay(int(delay), 0)) != 0:
                     raise RuntimeError(f"stress build {n}: setting the delay failed")
-                row = _row(n, case, delay, case.layers, **hand)
+                row = _row(n, case, delay, case.layers, design=MUTATIONS[n].design, **hands[MUTATIONS[n].design])
 
                 def attempt(r=r):
                     with r.stream:
