@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-__all__ = ["Edit", "Mutation", "JITTERS", "MUTATIONS", "QueueCase", "QUEUE_CASES", "stress_queue", "leads", "handoffs", "fill_cell", "CONTROLS", "EditError", "apply_edits", "mutant_texts",
+__all__ = ["Edit", "Mutation", "JITTERS", "MUTATIONS", "QueueCase", "QUEUE_CASES", "stress_queue", "leads",
+           "handoffs", "fill_cell", "result_row", "CONTROLS", "EditError", "apply_edits", "mutant_texts",
            "mutant_sources", "mutant_library", "StressCase", "CASES", "stress", "model_variants"]
 
 CHAIN_FILE = "ctapipe_sm90_bf16_chain.cu"
@@ -270,8 +271,8 @@ def mutant_texts(name: str, kernels_dir: Path | None = None) -> dict[str, str]:
 
 
 def mutant_sources(name: str, root: Path) -> Path:
-    """Write stress build ``name``'s kernel files into ``root/name/`` (replacing what was there); returns the chain
-    kernel's path there."""
+    """Write stress build ``name``'s kernel files into ``root/name/`` (replacing what was there); returns the path
+    there of its library's source (the chain kernel's, or the queue kernels')."""
     texts = mutant_texts(name)
     d = Path(root) / name
     if d.exists():
@@ -283,8 +284,8 @@ def mutant_sources(name: str, root: Path) -> Path:
 
 
 def mutant_library(name: str, root: Path):
-    """The :class:`ctahw.build.KernelLibrary` of stress build ``name`` (sources written under ``root``): the chain
-    library's spec with the edited files, plus the delay setter. Its cache key is the edited sources' hash, so it is
+    """The :class:`ctahw.build.KernelLibrary` of stress build ``name`` (sources written under ``root``): its shipped
+    library's spec (:data:`LIBRARY_OF`) with the edited files, plus the delay setter. Its cache key is the edited sources' hash, so it is
     built once and found again wherever the same sources are written."""
     import ctypes  # noqa: PLC0415
 
@@ -311,7 +312,7 @@ def model_variants(name: str):
 
 @dataclass(frozen=True)
 class StressCase:
-    """One chain (``layers`` M x H x H layers, the tickets design) run ``runs`` times per delay bound."""
+    """One chain of ``layers`` M x H x H layers, run ``runs`` times per delay bound (in each build's design)."""
 
     m: int
     h: int
@@ -351,12 +352,20 @@ def handoffs(tiles) -> dict:
                 react_ns_p50=float(np.median(react)) if hot.any() else float("nan"))
 
 
-def _row(name: str, case, delay: int, layers: int, **extra) -> dict:
-    """A result row of build ``name`` on ``case`` at ``delay`` ns, its counts at zero."""
+def result_row(name: str, case, delay: int, **extra) -> dict:
+    """A result row of build ``name`` on ``case`` (a :class:`StressCase` or :class:`QueueCase`) at ``delay`` ns, its
+    counts at zero and ``hung`` = 0; ``extra`` adds or overrides columns."""
     m = MUTATIONS[name]
-    return dict(build=name, control=m.control, model=" ".join(m.model[:1]), case=case.name, m=case.m, h=case.h,
-                layers=layers, delay_ns=delay, runs=case.runs, runs_stale=0, cells_stale=0, nan_runs=0, errors=0,
-                first_error="", **extra)
+    row = dict(build=name, control=m.control, model=" ".join(m.model[:1]), case=case.name, m=case.m, h=case.h,
+               layers=getattr(case, "layers", 2), delay_ns=delay, runs=case.runs, runs_stale=0, cells_stale=0,
+               nan_runs=0, errors=0, first_error="", hung=0)
+    row.update(extra)
+    return row
+
+
+def _poison_read(bits) -> bool:
+    """Whether bf16 ``bits`` (a CuPy uint16 array) hold a NaN or an infinity: the poison, or what reading it made."""
+    return bool(((bits & 0x7F80) == 0x7F80).any())
 
 
 def fill_cell(row: dict, attempt: Callable[[], tuple[int, bool]], reset: Callable[[], None]) -> dict:
@@ -496,14 +505,14 @@ def stress_queue(names: Sequence[str], cases: Sequence[QueueCase] = QUEUE_CASES,
                     lead = dict(early_tiles=-1, lead_ns_max=float("nan"))
                     traced.reset()
                     log(f"stress {n} {case.name}: the traced run failed: {str(e).splitlines()[0][:120]}")
-                row = _row(n, case, delay, 2, handoffs=consumer_tiles, contended=consumer_tiles,
+                row = result_row(n, case, delay, handoffs=consumer_tiles, contended=consumer_tiles,
                            react_ns_min=float("nan"), react_ns_p50=float("nan"), **lead)
 
                 def attempt(r=r):
                     one_run(r)
                     r.check_errors()
                     cells = int((r.out != ref).reshape(case.m // rb, rb * case.h).any(axis=1).sum())
-                    return cells, bool(((r.out & 0x7F80) == 0x7F80).any())
+                    return cells, _poison_read(r.out)
 
                 _done(fill_cell(row, attempt, r.reset), rows, log, on_row)
             del r, traced
@@ -532,10 +541,7 @@ def stress(names: Sequence[str], cases: Sequence[StressCase] = CASES, *, root: P
             raise KeyError(f"no chain stress build {n!r} (known: {', '.join(MUTATIONS)})")
     cp = require_cupy()
     tc = Toolchain.detect()
-    libs = {n: mutant_library(n, root) for n in names}
-    loaded: dict[str, ctypes.CDLL] = {}
-    for n, spec in libs.items():
-        loaded[n] = spec.build_and_load(tc)
+    loaded: dict[str, ctypes.CDLL] = {n: mutant_library(n, root).build_and_load(tc) for n in names}
     data = Chain(cp, seed)
     rows: list[dict] = []
     for case in cases:
@@ -566,7 +572,7 @@ def stress(names: Sequence[str], cases: Sequence[StressCase] = CASES, *, root: P
             for delay in case.delays_ns:
                 if int(loaded[n].ctahw_stress_set_delay(int(delay), 0)) != 0:
                     raise RuntimeError(f"stress build {n}: setting the delay failed")
-                row = _row(n, case, delay, case.layers, design=MUTATIONS[n].design, **hands[MUTATIONS[n].design])
+                row = result_row(n, case, delay, design=MUTATIONS[n].design, **hands[MUTATIONS[n].design])
 
                 def attempt(r=r):
                     with r.stream:
@@ -577,7 +583,7 @@ def stress(names: Sequence[str], cases: Sequence[StressCase] = CASES, *, root: P
                     with r.stream:
                         diff = r.x[1:] != ref
                         cells = int(diff.reshape(case.layers, case.m // rb, rb * case.h).any(axis=2).sum())
-                        return cells, bool(((r.x[1:] & 0x7F80) == 0x7F80).any())
+                        return cells, _poison_read(r.x[1:])
 
                 _done(fill_cell(row, attempt, r.reset), rows, log, on_row)
             del r

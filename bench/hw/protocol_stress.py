@@ -66,14 +66,10 @@ def run_child(name: str, cases, a) -> list[dict]:
     for c in cases:
         for d in c.delays_ns:
             if (c.name, d) not in done:
-                rows.append(dict(build=name, control=stress.MUTATIONS[name].control,
-                                 model=" ".join(stress.MUTATIONS[name].model[:1]), case=c.name, m=c.m, h=c.h,
-                                 layers=getattr(c, "layers", 2), delay_ns=d, runs=0, runs_stale=0, cells_stale=0, nan_runs=0,
-                                 errors=0, first_error=why, hung=1, seconds=round(time.perf_counter() - t0, 1)))
+                rows.append(stress.result_row(name, c, d, runs=0, first_error=why, hung=1,
+                                              seconds=round(time.perf_counter() - t0, 1)))
                 print(f"stress {name} {c.name} delay {d} ns: not finished ({why})", flush=True)
                 why = why and "after the cell before it stopped"
-    for r in rows:
-        r.setdefault("hung", 0)
     return rows
 
 

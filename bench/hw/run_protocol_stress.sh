@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The device command of the protocol stress (one GPU): the stress GPU test, then every seeded-bug build of the chain
-# kernel (ctahw.stress) with random delays. Run from a tree whose kernel cache holds the builds
+# The device command of the protocol stress (one GPU): the stress GPU tests, then every seeded-bug build of the chain
+# and work-queue kernels (ctahw.stress) with random delays. Run from a tree whose kernel cache holds the builds
 # (python bench/hw/protocol_stress.py --build-only with CTAHW_CACHE pointing there).
 #   CTAHW_COMMIT=<commit> bash bench/hw/run_protocol_stress.sh [protocol_stress.py options]
 # Writes $OUT/run.tar.gz: env.txt, log.txt, hw-tests.txt, stress/ (stress.csv, provenance.json), stress.log, smi.csv.

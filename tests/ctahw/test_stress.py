@@ -182,7 +182,7 @@ def test_a_build_that_hangs_keeps_its_finished_rows_and_the_rest_are_hung(tmp_pa
     mod = _script()
     cases = [stress.StressCase(256, 256, 2, delays_ns=(0, 100), runs=3)]
     a = argparse.Namespace(out=tmp_path, runs=0, delays="", build_limit=5.0)
-    finished = dict(build="clean", case=cases[0].name, delay_ns=0, runs=3, runs_stale=0)
+    finished = stress.result_row("clean", cases[0], 0)  # what a child writes for a finished cell
 
     def hangs(cmd, timeout, **kw):
         assert "--child" in cmd and "clean" in cmd and timeout == 5.0
@@ -246,3 +246,15 @@ def test_fill_cell_counts_stale_runs_and_errors_and_resets_after_each_error():
                            lambda: resets.append(1))
     assert (row["runs_stale"], row["cells_stale"], row["nan_runs"], row["errors"]) == (2, 5, 1, 2)
     assert len(resets) == 2 and row["first_error"].startswith("k: ") and row["seconds"] >= 0
+
+
+def test_result_row_and_the_poison_check():
+    import numpy as np
+
+    chain = stress.result_row("no-wait", stress.StressCase(512, 2048, 16), 2000, design="static")
+    queue = stress.result_row("queue-clean", stress.QUEUE_CASES[0], 0, runs=0, hung=1)
+    assert (chain["layers"], chain["runs"], chain["hung"], chain["control"], chain["design"]) == (16, 300, 0, "stale", "static")
+    assert (queue["layers"], queue["runs"], queue["hung"], queue["model"], queue["case"]) == (2, 0, 1, "kernel", "1024x1024x2-queue")
+    assert not stress._poison_read(np.array([0x3F80, 0x0000, 0x7F7F], dtype=np.uint16))
+    assert stress._poison_read(np.array([0x3F80, 0x7FC1], dtype=np.uint16))  # the poison (BF16_NAN_BITS)
+    assert stress._poison_read(np.array([0xFF80], dtype=np.uint16))  # -inf
