@@ -28,13 +28,19 @@ if str(ROOT) not in sys.path:
 from ctahw import stress  # noqa: E402
 
 
+def _refuse(message: str):
+    """Bad input: one line on stderr naming the problem, exit status 2, nothing written."""
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
+
+
 def _ints(text: str, what: str) -> tuple[int, ...]:
     try:
         out = tuple(int(v) for v in text.split(","))
     except ValueError:
-        raise SystemExit(f"protocol_stress: --{what} takes comma-separated integers, got {text!r}") from None
+        _refuse(f"protocol_stress: --{what} takes comma-separated integers, got {text!r}")
     if not out or min(out) < 0:
-        raise SystemExit(f"protocol_stress: --{what} takes integers >= 0, got {text!r}")
+        _refuse(f"protocol_stress: --{what} takes integers >= 0, got {text!r}")
     return out
 
 
@@ -86,9 +92,9 @@ def main(argv=None) -> int:
     names = [n for n in a.builds.split(",") if n]
     unknown = [n for n in names if n not in stress.MUTATIONS]
     if unknown or not names:
-        raise SystemExit(f"protocol_stress: unknown build(s) {unknown or a.builds!r} (known: {', '.join(stress.MUTATIONS)})")
+        _refuse(f"protocol_stress: unknown build(s) {unknown or a.builds!r} (known: {', '.join(stress.MUTATIONS)})")
     if a.runs < 0:
-        raise SystemExit(f"protocol_stress: --runs must be >= 0, got {a.runs}")
+        _refuse(f"protocol_stress: --runs must be >= 0, got {a.runs}")
     cases = {"chain": list(stress.CASES), "queue": list(stress.QUEUE_CASES)}
     for lib, cs in cases.items():
         if a.runs:
@@ -96,7 +102,7 @@ def main(argv=None) -> int:
         if a.delays:
             cs[:] = [dataclasses.replace(c, delays_ns=_ints(a.delays, "delays")) for c in cs]
     if a.build_limit <= 0:
-        raise SystemExit(f"protocol_stress: --build-limit must be > 0, got {a.build_limit}")
+        _refuse(f"protocol_stress: --build-limit must be > 0, got {a.build_limit}")
     if a.child:
         with tempfile.TemporaryDirectory(prefix="ctahw-stress-") as tmp, open(a.out / f"{a.child}.jsonl", "a") as f:
             run = stress.stress if stress.MUTATIONS[a.child].library == "chain" else stress.stress_queue
@@ -109,9 +115,9 @@ def main(argv=None) -> int:
                 print(f"{n}: {stress.mutant_library(n, Path(tmp)).build()}", flush=True)
         return 0
     if a.out is None:
-        raise SystemExit("protocol_stress: --out is required (or --build-only)")
+        _refuse("protocol_stress: --out is required (or --build-only)")
     if (a.out / "stress.csv").exists():
-        raise SystemExit(f"protocol_stress: {a.out / 'stress.csv'} exists; choose a new --out")
+        _refuse(f"protocol_stress: {a.out / 'stress.csv'} exists; choose a new --out")
     import pandas as pd  # noqa: PLC0415
 
     from ctahw.provenance import collect  # noqa: PLC0415
