@@ -1,6 +1,7 @@
 """The committed protocol-stress measurements (bench/results/hw/2026-12-04-protocol-stress*) hold what
 docs/protocol.md section 10 and their READMEs quote: per build, stale runs in the chains where consumers spin and in
-those where they do not, and the contended hand-offs behind the "1.24 million" (no GPU)."""
+those where they do not, and the contended hand-offs behind the "1.24 million" (no GPU); the static design's run
+(no stale run in any build, 412,800 contended hand-offs each)."""
 
 from __future__ import annotations
 
@@ -55,3 +56,17 @@ def test_queue_stress_says_what_the_docs_quote(folder, push_first, off_by_one):
         assert tuple(got) == want, build
     for b in ["queue-clean"] + ORDERING_QUEUE:
         assert d[d["build"] == b]["runs_stale"].sum() == 0, b
+
+
+def test_static_stress_says_what_the_docs_quote():
+    d = _csv("2026-12-04-protocol-stress-static")
+    assert set(d["build"]) == {"static-clean", "chain-static-no-syncwarp", "chain-static-no-load-fence"}
+    assert (d["design"] == "static").all() and (d["delay_ns"] == 0).all()
+    assert (d["errors"] == 0).all() and (d["hung"] == 0).all() and (d["runs"] == 300).all()
+    assert d["runs_stale"].sum() == 0 and d["cells_stale"].sum() == 0
+    small = d["contended"] > 0
+    assert set(d.loc[small, "case"]) == {"1024x4096x8", "512x2048x16"}
+    assert (d.loc[small, "contended"] == d.loc[small, "handoffs"]).all()
+    per_build = (d.loc[small, "contended"] * d.loc[small, "runs"]).groupby(d.loc[small, "build"]).sum()
+    assert (per_build == 412_800).all()
+    assert d.loc[small, "react_ns_min"].min() == 224
