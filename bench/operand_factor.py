@@ -22,7 +22,8 @@ K = 4096-28672 (``bench/hw/power_probe.py``; rested = the median of a back-to-ba
 ``--register`` writes ``factors.csv`` (per pair: shape, both readings' factors, the launch estimate, the naive
 factor 1 that the model uses today) into a registration folder and prints the ``bench/power_cycles.py --constant``
 arguments that claim the by-K factor; ``--judge`` reads a judged probe's ``kernels.csv`` (``power_cycles.py
---probe``) and writes ``pairs.csv`` (measured factor, each reading's error) and ``claims.csv`` (:data:`CLAIMS`).
+--probe``) and writes ``pairs.csv`` (measured factor, each reading's error) and ``factor_claims.csv`` (:data:`CLAIMS`;
+beside ``power_cycles.py``'s own ``claims.csv`` in the same folder).
 ``--elapsed`` (post-hoc, on a probe's back-to-back launches): the GeLU'd over the random kernel's median launch per
 bin of elapsed time since the round's start, so that the pairs are compared at the same time since rest.
 
@@ -130,7 +131,7 @@ def register(kernels: dict[str, tuple], tab: pd.DataFrame) -> pd.DataFrame:
 
 
 def judge(factors: pd.DataFrame, judged: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """pairs.csv and claims.csv: each registered pair's measured factor (GeLU'd over random rested launch, from a
+    """pairs.csv and factor_claims.csv: each registered pair's measured factor (GeLU'd over random rested launch, from a
     judged probe's kernels.csv) against the two readings and the naive 1."""
     rested = judged.set_index("kernel")["rested_ms"]
     missing = [name for p in factors["pair"] for name in (p, f"{p}-gelu") if name not in rested.index]
@@ -155,7 +156,7 @@ def judge(factors: pd.DataFrame, judged: pd.DataFrame) -> dict[str, pd.DataFrame
          "value": f"{int((sep['nearer'] == 'by_k').sum())} of {len(sep)}",
          "met": bool(len(sep) > 0 and (sep["nearer"] == "by_k").all())},
     ])
-    return {"pairs": p, "claims": claims}
+    return {"pairs": p, "factor_claims": claims}
 
 
 ELAPSED_BINS = (0, 2, 4, 6, 10, 15, 20, 30, 45, 60, 100, 150, 200, 300, 450)
