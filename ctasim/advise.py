@@ -200,15 +200,15 @@ a ``relu``'s output has ``Hardware.relu_input_tile_factor``)."""
 OPERAND_PLAN = ("reg36-gelu-k", "validation-registered36")
 """The registered measurement of a GEMM on a GeLU's output against K (docs/validation.md, registered plan 36): its
 registration under bench/predictions and its judged tables under bench/results."""
-OPERAND_MACHINE_PLAN = "validation-registered43"
-"""Registered plan 43's judged pairs (``pairs.csv``: the factor measured at ten shapes on another machine), which
-say how far plan 36's factors are the machine's."""
+OPERAND_MACHINE_PLANS = ("validation-registered43", "validation-registered44")
+"""Registered plans 43 and 44's judged pairs (``pairs.csv``: the GeLU'd-A factor measured at ten and five shapes on two
+other machines), which say how far plan 36's factors are the machine's."""
 
 
 def operand_lines(model: Model, results_dir: Path | None = None) -> list[str]:
     """Trust lines on what the profile's rates leave out about the operands and the machine: where a layer reads a
     GeLU's, SiLU's or SwiGLU's output, registered plan 36's factors of that GEMM against random operands at rest by K
-    and plan 43's range of them on another machine (from their committed tables; nothing where this installation has
+    and plans 43 and 44's range of them on two other machines (from their committed tables; nothing where this installation has
     none); and the lent machines' spread on the
     reference GEMM (``bench/results/machine-spread/summary.csv``)."""
     root = results_dir or Path(__file__).resolve().parent.parent / "bench" / "results"
@@ -227,12 +227,12 @@ def operand_lines(model: Model, results_dir: Path | None = None) -> list[str]:
                      f"K = {', '.join(map(str, ks))} reads an activation's output, which the model prices at the same "
                      f"rate; registered plan 36 timed a GEMM on a GeLU's output at {factors} of the random-operand "
                      f"time at rest (16384 x 8192 x K, one H200; docs/validation.md): not modelled")
-        pairs = root / OPERAND_MACHINE_PLAN / "pairs.csv"
-        if pairs.is_file():
-            p = pd.read_csv(pairs)
-            lines[-1] += (f"; registered plan 43 timed {p['measured'].min():.3f}-{p['measured'].max():.3f}x at "
-                          f"{len(p)} shapes (K = {p['k'].min()}-{p['k'].max()}) on another H200: the gain is the "
-                          f"machine's as much as the shape's")
+        found = [f for f in (root / name / "pairs.csv" for name in OPERAND_MACHINE_PLANS) if f.is_file()]
+        if found:
+            p = pd.concat(pd.read_csv(f) for f in found)
+            lines[-1] += (f"; registered plans 43 and 44 timed {p['measured'].min():.3f}-{p['measured'].max():.3f}x "
+                          f"at {len(p)} shapes (K = {p['k'].min()}-{p['k'].max()}) on {len(found)} other H200s: the "
+                          f"gain is the machine's as much as the shape's")
     spread = root / "machine-spread" / "summary.csv"
     if spread.is_file():
         m = pd.read_csv(spread).set_index("m")
