@@ -23,7 +23,7 @@ and without it (``ctasim.costs.order_waves``), the naive FLOPs line's (``ctasim.
 late-over-early wave time (the median wave of the late half over that of waves 1-3: what ``trace_drift``'s
 ``mainloop_late_rel`` measures on the trace, reported only). ``--judge`` reads the probe's ``timing.csv`` and
 ``tiles-*.csv.gz`` and writes ``results.csv`` (the measured drift, late-over-early mainloop, plain GEMM time and every
-error) and ``claims.csv`` (:data:`CLAIMS`).
+error), ``claims.csv`` (:data:`CLAIMS`) and, post-hoc, ``decomposition.csv`` (:func:`decompose`).
 
 Left out: why the CTAs drift (the jitter's source); the chain kernel's own time (timed, reported, not predicted).
 """
@@ -131,6 +131,41 @@ def judge(pred: pd.DataFrame, probe: Path) -> dict[str, pd.DataFrame]:
     return {"results": r, "claims": claims}
 
 
+def decompose(pred: pd.DataFrame, probe: Path) -> pd.DataFrame:
+    """Post-hoc (written after plan 45's measurement was seen): per case, the median tile (``t_store_end -
+    t_acquire``) of rounds 1-3 and of the late half (rounds >= last // 2) in the trace, beside the model's median wave
+    of the same rounds with its drift and without it, and the model's compute alone (the tile at ``l2_sm_tflops``,
+    boosted): which part of the model's time the measurement does not bear out."""
+    from ctasim import costs
+    from ctasim.spec import Layer, load_hardware
+
+    hw = load_hardware(PROFILE)
+    rows = []
+    for p in pred.itertuples():
+        tiles = pd.read_csv(probe / f"tiles-{p.case}.csv.gz").sort_values("t_acquire")
+        tiles["round"] = tiles.groupby("cta").t_acquire.rank(method="first").astype(int) - 1
+        tiles["tile_us"] = (tiles.t_store_end - tiles.t_acquire) / 1e3
+        last = int(tiles["round"].max())
+        raster, swizzle = p.order.split("/swizzle")
+        lay = Layer(m=p.m, n=p.h, k=p.h)
+        order, slots, waves = costs.cutlass_waves(lay, hw, 2, raster, int(swizzle))
+        flat = costs.order_waves(lay, hw, 2, order, slots, drift=0.0)
+        cfg = hw.config(lay.tile_m, lay.tile_n)
+        compute = costs.tile_ns(lay, lay.k, hw, 2, "", rate_tflops=cfg.l2_sm_tflops) / costs.clock_boost(
+            hw, min(lay.tiles, slots), slots)
+        early, late = slice(1, 4), slice(last // 2, None)
+        rows.append({"case": p.case, "role": p.role,
+                     "measured_early_us": tiles[tiles["round"].between(1, 3)].tile_us.median(),
+                     "measured_late_us": tiles[tiles["round"] >= last // 2].tile_us.median(),
+                     "model_early_us": np.median(waves[early]) / 1e3, "model_late_us": np.median(waves[late]) / 1e3,
+                     "nodrift_early_us": np.median(flat[early]) / 1e3, "nodrift_late_us": np.median(flat[late]) / 1e3,
+                     "compute_us": compute / 1e3})
+    d = pd.DataFrame(rows)
+    # the share of the model's drift cost (late wave with drift less without) that the trace shows (late less early)
+    d["drift_cost_seen"] = ((d.measured_late_us - d.measured_early_us) / (d.model_late_us - d.nodrift_late_us))
+    return d
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--register", action="store_true")
@@ -150,7 +185,8 @@ def main(argv=None) -> int:
                 raise ValueError("--judge needs --registered DIR holding predicted.csv")
             if not (args.judge / "timing.csv").is_file():
                 raise ValueError(f"no {args.judge / 'timing.csv'}")
-            tables = judge(pd.read_csv(args.registered / "predicted.csv"), args.judge)
+            pred = pd.read_csv(args.registered / "predicted.csv")
+            tables = {**judge(pred, args.judge), "decomposition": decompose(pred, args.judge)}
     except ValueError as e:
         print(f"long_k_drift: {e}", file=sys.stderr)
         return 2

@@ -77,3 +77,21 @@ def test_bad_input_is_one_line_and_exit_2(args, says, tmp_path):
                        capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 2 and says in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_the_committed_judgement_is_what_the_script_writes_and_the_docs_quote(lk):
+    """bench/results/validation-registered45 from the committed probe; the figures docs/validation.md quotes."""
+    probe = ROOT / "bench" / "results" / "hw" / "2026-12-04-registered45-1gpu" / "probe"
+    folder = ROOT / "bench" / "results" / "validation-registered45"
+    pred = pd.read_csv(REG / "predicted.csv")
+    out = {**lk.judge(pred, probe), "decomposition": lk.decompose(pred, probe)}
+    for name, table in out.items():
+        pd.testing.assert_frame_equal(table.round(4).reset_index(drop=True), pd.read_csv(folder / f"{name}.csv"),
+                                      check_dtype=False, check_exact=False, rtol=1e-9, atol=1e-4)
+    met = out["claims"].set_index("claim")["met"]
+    assert met["a"] and met["b"] and not met["c"] and met["d"] and met["e"]
+    long = out["results"][out["results"]["role"] == "long"]
+    assert round(long["drift"].min(), 4) == 0.0071 and round(long["drift"].max(), 4) == 0.0077
+    assert round(long["model_err_pct"].min(), 2) == 3.06 and round(long["model_err_pct"].max(), 2) == 5.77
+    seen = out["decomposition"].set_index("case")["drift_cost_seen"]
+    assert 0.57 < seen.drop("16384x16384-along_m-swizzle8").min() and seen.max() < 1.3
