@@ -245,6 +245,30 @@ def operand_lines(model: Model, results_dir: Path | None = None) -> list[str]:
     return lines
 
 
+LONG_K = 20480
+"""A GEMM's K from which the model's memory hierarchy prices it slow (registered plans 29 and 45)."""
+LONG_K_PLAN = "validation-registered45"
+"""Registered plan 45's judged table (``results.csv``: square GEMMs at K = 28672 and 45056, the model's and the naive
+line's errors)."""
+
+
+def long_k_lines(model: Model, results_dir: Path | None = None) -> list[str]:
+    """A trust line where a layer's K is at least :data:`LONG_K`: registered plan 45's errors of the model and of the
+    naive FLOPs line on long-K GEMMs (from its committed table; nothing where this installation has none)."""
+    root = results_dir or Path(__file__).resolve().parent.parent / "bench" / "results"
+    ks = sorted({layer.k for layer in model.workload.layers if layer.k >= LONG_K})
+    table = root / LONG_K_PLAN / "results.csv"
+    if not ks or not table.is_file():
+        return []
+    r = pd.read_csv(table)
+    r = r[r["role"] == "long"]
+    return [f"long K: this block's GEMM at K = {', '.join(map(str, ks))} is where the model prices GEMMs slow: "
+            f"registered plan 45 timed square GEMMs at K = {r['h'].min()}-{r['h'].max()} "
+            f"{r['model_err_pct'].min():.1f}-{r['model_err_pct'].max():.1f}% faster than the model prices them "
+            f"(its drift re-reads cost more the longer K; the naive FLOPs line within "
+            f"{r['naive_err_pct'].abs().max():.1f}%; docs/validation.md)"]
+
+
 def _registered_profile(results_root: Path, registration: str) -> tuple[str, bool]:
     """The hardware profile a registration was predicted with (its ``registration.json``, beside the results in a
     checkout's bench/predictions; '?' where that file is not there), and whether the profile's file is still the one
@@ -291,6 +315,7 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
     lines += ["", "How far to trust it:", ""]
     lines += [f"* {t}" for t in trust(hw, list(dict.fromkeys(df["kind"])), results_dir)]
     lines += [f"* {t}" for t in operand_lines(model, results_dir)]
+    lines += [f"* {t}" for t in long_k_lines(model, results_dir)]
     if any(l.gated and l.epilogue_fused for l in model.workload.layers):
         lines.append("* SwiGLU is modelled fused into the gate-and-up GEMM's epilogue; ctahw runs it as a kernel of its "
                      "own after the plain GEMM (no fused gated epilogue is built; its measured cost: docs/hardware.md, "

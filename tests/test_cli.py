@@ -253,3 +253,17 @@ def test_advise_says_what_the_operands_and_the_machine_leave_out(tmp_path):
     relu = [l for l in A.operand_lines(load_model("opt-13b")) if l.startswith("operands")]
     assert relu == []
     assert A.operand_lines(load_model("llama3.1-8b"), results_dir=tmp_path) == []
+
+
+def test_advise_says_where_the_model_prices_long_k_slow(tmp_path):
+    """A block with a GEMM at K >= 20480 (llama3.1-70b's down GEMM, K = 28672) gets registered plan 45's errors from
+    its committed table; a block without one (llama3.1-8b, K <= 14336) and an installation without the table get
+    nothing."""
+    from ctasim import advise as A
+    from ctasim.spec import load_model
+
+    (line,) = A.long_k_lines(load_model("llama3.1-70b"))
+    assert line.startswith("long K: this block's GEMM at K = 28672 is where the model prices GEMMs slow")
+    assert "K = 28672-45056 3.1-5.8% faster than the model" in line and "naive FLOPs line within 0.8%" in line
+    assert A.long_k_lines(load_model("llama3.1-8b")) == []
+    assert A.long_k_lines(load_model("llama3.1-70b"), results_dir=tmp_path) == []
