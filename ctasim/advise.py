@@ -200,15 +200,15 @@ a ``relu``'s output has ``Hardware.relu_input_tile_factor``)."""
 OPERAND_PLAN = ("reg36-gelu-k", "validation-registered36")
 """The registered measurement of a GEMM on a GeLU's output against K (docs/validation.md, registered plan 36): its
 registration under bench/predictions and its judged tables under bench/results."""
-OPERAND_MACHINE_PLANS = ("validation-registered43", "validation-registered44")
-"""Registered plans 43 and 44's judged pairs (``pairs.csv``: the GeLU'd-A factor measured at ten and five shapes on two
-other machines), which say how far plan 36's factors are the machine's."""
+OPERAND_MACHINE_PLANS = ("validation-registered43", "validation-registered44", "validation-registered44-run2")
+"""Registered plans 43 and 44's judged pairs (``pairs.csv``: the GeLU'd-A factor measured at ten, five and five shapes
+on three other machines), which say how far plan 36's factors are the machine's."""
 
 
 def operand_lines(model: Model, results_dir: Path | None = None) -> list[str]:
     """Trust lines on what the profile's rates leave out about the operands and the machine: where a layer reads a
     GeLU's, SiLU's or SwiGLU's output, registered plan 36's factors of that GEMM against random operands at rest by K
-    and plans 43 and 44's range of them on two other machines (from their committed tables; nothing where this installation has
+    and plans 43 and 44's range of them on three other machines (from their committed tables; nothing where this installation has
     none); and the lent machines' spread on the
     reference GEMM (``bench/results/machine-spread/summary.csv``)."""
     root = results_dir or Path(__file__).resolve().parent.parent / "bench" / "results"
@@ -247,23 +247,23 @@ def operand_lines(model: Model, results_dir: Path | None = None) -> list[str]:
 
 LONG_K = 20480
 """A GEMM's K from which the model's memory hierarchy prices it slow (registered plans 29 and 45)."""
-LONG_K_PLAN = "validation-registered45"
-"""Registered plan 45's judged table (``results.csv``: square GEMMs at K = 28672 and 45056, the model's and the naive
-line's errors)."""
+LONG_K_PLANS = ("validation-registered45", "validation-registered45-run2")
+"""Registered plan 45's judged tables on its two machines (``results.csv``: square GEMMs at K = 28672 and 45056, the
+model's and the naive line's errors)."""
 
 
 def long_k_lines(model: Model, results_dir: Path | None = None) -> list[str]:
     """A trust line where a layer's K is at least :data:`LONG_K`: registered plan 45's errors of the model and of the
-    naive FLOPs line on long-K GEMMs (from its committed table; nothing where this installation has none)."""
+    naive FLOPs line on long-K GEMMs (from its committed tables; nothing where this installation has none)."""
     root = results_dir or Path(__file__).resolve().parent.parent / "bench" / "results"
     ks = sorted({layer.k for layer in model.workload.layers if layer.k >= LONG_K})
-    table = root / LONG_K_PLAN / "results.csv"
-    if not ks or not table.is_file():
+    found = [f for f in (root / name / "results.csv" for name in LONG_K_PLANS) if f.is_file()]
+    if not ks or not found:
         return []
-    r = pd.read_csv(table)
+    r = pd.concat(pd.read_csv(f) for f in found)
     r = r[r["role"] == "long"]
     return [f"long K: this block's GEMM at K = {', '.join(map(str, ks))} is where the model prices GEMMs slow: "
-            f"registered plan 45 timed square GEMMs at K = {r['h'].min()}-{r['h'].max()} "
+            f"registered plan 45 timed square GEMMs at K = {r['h'].min()}-{r['h'].max()} on {len(found)} H200s "
             f"{r['model_err_pct'].min():.1f}-{r['model_err_pct'].max():.1f}% faster than the model prices them "
             f"(its drift re-reads cost more the longer K; the naive FLOPs line within "
             f"{r['naive_err_pct'].abs().max():.1f}%; docs/validation.md)"]
