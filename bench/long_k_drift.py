@@ -40,6 +40,9 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from power_model import write_tables  # noqa: E402
 
 PROFILE = "h200-x1-calibrated"
 K_REF = 8192
@@ -190,11 +193,7 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"long_k_drift: {e}", file=sys.stderr)
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    pd.set_option("display.width", 250)
-    for name, t in tables.items():
-        t.round(4).to_csv(args.out / f"{name}.csv", index=False)
-        print(t.round(4).to_string(index=False))
+    write_tables(args.out, tables)
     return 0
 
 

@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 from hw.clock_trajectory import parse_kernels  # noqa: E402
+from power_model import write_tables  # noqa: E402
 
 SOURCES = (("reg36-gelu-k", "validation-registered36"), ("reg35-activation-operands", "validation-registered35"))
 """The registered measurements the table is built from: (registration under bench/predictions, judged tables under
@@ -205,11 +206,7 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"operand_factor: {e}", file=sys.stderr)
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    pd.set_option("display.width", 250)
-    for name, t in tables.items():
-        t.round(4).to_csv(args.out / f"{name}.csv", index=False)
-        print(t.round(4).to_string(index=False))
+    write_tables(args.out, tables)
     if args.register:
         f = tables["factors"]
         print("power_cycles.py --constant arguments (the by-K reading):")
