@@ -200,15 +200,16 @@ a ``relu``'s output has ``Hardware.relu_input_tile_factor``)."""
 OPERAND_PLAN = ("reg36-gelu-k", "validation-registered36")
 """The registered measurement of a GEMM on a GeLU's output against K (docs/validation.md, registered plan 36): its
 registration under bench/predictions and its judged tables under bench/results."""
-OPERAND_MACHINE_PLANS = ("validation-registered43", "validation-registered44", "validation-registered44-run2")
-"""Registered plans 43 and 44's judged pairs (``pairs.csv``: the GeLU'd-A factor measured at ten, five and five shapes
-on three other machines), which say how far plan 36's factors are the machine's."""
+OPERAND_MACHINE_PLANS = ("validation-registered43", "validation-registered43-run2", "validation-registered44",
+                         "validation-registered44-run2")
+"""Registered plans 43 and 44's judged pairs, each on two machines (``pairs.csv``: the GeLU'd-A factor measured at ten
+and five shapes on four other machines), which say how far plan 36's factors are the machine's."""
 
 
 def operand_lines(model: Model, results_dir: Path | None = None) -> list[str]:
     """Trust lines on what the profile's rates leave out about the operands and the machine: where a layer reads a
     GeLU's, SiLU's or SwiGLU's output, registered plan 36's factors of that GEMM against random operands at rest by K
-    and plans 43 and 44's range of them on three other machines (from their committed tables; nothing where this installation has
+    and plans 43 and 44's range of them on four other machines (from their committed tables; nothing where this installation has
     none); and the lent machines' spread on the
     reference GEMM (``bench/results/machine-spread/summary.csv``)."""
     root = results_dir or Path(__file__).resolve().parent.parent / "bench" / "results"

@@ -109,7 +109,8 @@ def test_bad_input_is_one_line_and_exit_2(args, says, tmp_path):
                                                                 ("44", REG.parent / "reg44-activation-factor-one",
                                                                  0.995, 1.002, 0.5),
                                                                 ("44-run2", REG.parent / "reg44-activation-factor-one",
-                                                                 0.997, 1.0, 0.3)])
+                                                                 0.997, 1.0, 0.3),
+                                                                ("43-run2", REG, 0.999, 1.002, 0.3)])
 def test_the_committed_judgement_is_what_the_script_writes_and_the_docs_quote(of, plan, registration, lo, hi, naive):
     """bench/results/validation-registered43 and -44's pairs.csv and factor_claims.csv from the committed judged
     kernels; the figures docs/validation.md quotes (the by-K reading's claims all missed, the GeLU'd factor's range,
