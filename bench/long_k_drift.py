@@ -140,13 +140,13 @@ def decompose(pred: pd.DataFrame, probe: Path) -> pd.DataFrame:
     of the same rounds with its drift and without it, and the model's compute alone (the tile at ``l2_sm_tflops``,
     boosted): which part of the model's time the measurement does not bear out."""
     from ctasim import costs
+    from ctasim.calibration import tile_rounds
     from ctasim.spec import Layer, load_hardware
 
     hw = load_hardware(PROFILE)
     rows = []
     for p in pred.itertuples():
-        tiles = pd.read_csv(probe / f"tiles-{p.case}.csv.gz").sort_values("t_acquire")
-        tiles["round"] = tiles.groupby("cta").t_acquire.rank(method="first").astype(int) - 1
+        tiles = tile_rounds(pd.read_csv(probe / f"tiles-{p.case}.csv.gz"))
         tiles["tile_us"] = (tiles.t_store_end - tiles.t_acquire) / 1e3
         last = int(tiles["round"].max())
         raster, swizzle = p.order.split("/swizzle")

@@ -80,12 +80,12 @@ class Mutation:
     model: tuple[str, ...] = ()
     control: str = ""
     library: str = "chain"
-    design: str = "tickets"
-    """The chain kernel's design the build runs (``tickets`` or ``static``: every CTA resident, CTA i running
-    order[i], order[i + grid], ...; its load warp's lane 0 polls, then the lanes meet at ``__syncwarp``)."""
     """``chain``: the chain kernel (ctapipe_sm90_bf16_chain, one kernel, counters and waits); ``queue``: the 2-GPU
     pipelined kernels' work-queue protocol (ctapipe_sm90_bf16: producer signals and pushes, consumer pops), both
     kernels of a square 2-layer chain on one GPU (:class:`ctahw.onegpu.OneGpuRunner`)."""
+    design: str = "tickets"
+    """The chain kernel's design the build runs (``tickets`` or ``static``: every CTA resident, CTA i running
+    order[i], order[i + grid], ...; its load warp's lane 0 polls, then the lanes meet at ``__syncwarp``)."""
 
 
 _DELAY = """\

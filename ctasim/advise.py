@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
+from typing import Sequence
 
 import pandas as pd
 
@@ -165,7 +166,7 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
     else:
         lines.append("clock regime: not in this profile (no power-cap slowdown): burst and sustained give the same "
                      "figures, both at full clock")
-    root = results_dir or Path(__file__).resolve().parent.parent / "bench" / "results"
+    root = _results_root(results_dir)
     found = sorted(root.glob("validation-registered*/*/summary.csv")) if root.is_dir() else []
     if not found:
         lines.append("registered validation: none found in this installation (a checkout has it under "
@@ -197,6 +198,18 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
 ACTIVATION_OUTPUTS = ("gelu", "silu", "swiglu")
 """Epilogue ops whose output the next layer reads as A, priced by the model at the random-operand rate (factor 1;
 a ``relu``'s output has ``Hardware.relu_input_tile_factor``)."""
+def _results_root(results_dir: Path | None) -> Path:
+    """``results_dir``, or this checkout's bench/results."""
+    return results_dir or Path(__file__).resolve().parent.parent / "bench" / "results"
+
+
+def _pooled(root: Path, folders: Sequence[str], name: str) -> tuple[pd.DataFrame | None, int]:
+    """The committed table ``name`` of each of ``folders`` under ``root`` (one folder per machine) that this
+    installation has, concatenated, and how many there were (None, 0 where none)."""
+    found = [f for f in (root / folder / name for folder in folders) if f.is_file()]
+    return (pd.concat(pd.read_csv(f) for f in found) if found else None), len(found)
+
+
 OPERAND_PLAN = ("reg36-gelu-k", "validation-registered36")
 """The registered measurement of a GEMM on a GeLU's output against K (docs/validation.md, registered plan 36): its
 registration under bench/predictions and its judged tables under bench/results."""
@@ -212,7 +225,7 @@ def operand_lines(model: Model, results_dir: Path | None = None) -> list[str]:
     and plans 43 and 44's range of them on four other machines (from their committed tables; nothing where this installation has
     none); and the lent machines' spread on the
     reference GEMM (``bench/results/machine-spread/summary.csv``)."""
-    root = results_dir or Path(__file__).resolve().parent.parent / "bench" / "results"
+    root = _results_root(results_dir)
     layers = model.workload.layers
     ks = sorted({nxt.k for prev, nxt in zip(layers, layers[1:]) if set(prev.epilogue) & set(ACTIVATION_OUTPUTS)})
     lines = []
@@ -228,11 +241,10 @@ def operand_lines(model: Model, results_dir: Path | None = None) -> list[str]:
                      f"K = {', '.join(map(str, ks))} reads an activation's output, which the model prices at the same "
                      f"rate; registered plan 36 timed a GEMM on a GeLU's output at {factors} of the random-operand "
                      f"time at rest (16384 x 8192 x K, one H200; docs/validation.md): not modelled")
-        found = [f for f in (root / name / "pairs.csv" for name in OPERAND_MACHINE_PLANS) if f.is_file()]
-        if found:
-            p = pd.concat(pd.read_csv(f) for f in found)
+        p, machines = _pooled(root, OPERAND_MACHINE_PLANS, "pairs.csv")
+        if machines:
             lines[-1] += (f"; registered plans 43 and 44 timed {p['measured'].min():.3f}-{p['measured'].max():.3f}x "
-                          f"at {len(p)} shapes (K = {p['k'].min()}-{p['k'].max()}) on {len(found)} other H200s: the "
+                          f"at {len(p)} shapes (K = {p['k'].min()}-{p['k'].max()}) on {machines} other H200s: the "
                           f"gain is the machine's as much as the shape's")
     spread = root / "machine-spread" / "summary.csv"
     if spread.is_file():
@@ -256,15 +268,13 @@ model's and the naive line's errors)."""
 def long_k_lines(model: Model, results_dir: Path | None = None) -> list[str]:
     """A trust line where a layer's K is at least :data:`LONG_K`: registered plan 45's errors of the model and of the
     naive FLOPs line on long-K GEMMs (from its committed tables; nothing where this installation has none)."""
-    root = results_dir or Path(__file__).resolve().parent.parent / "bench" / "results"
     ks = sorted({layer.k for layer in model.workload.layers if layer.k >= LONG_K})
-    found = [f for f in (root / name / "results.csv" for name in LONG_K_PLANS) if f.is_file()]
-    if not ks or not found:
+    r, machines = _pooled(_results_root(results_dir), LONG_K_PLANS, "results.csv")
+    if not ks or not machines:
         return []
-    r = pd.concat(pd.read_csv(f) for f in found)
     r = r[r["role"] == "long"]
     return [f"long K: this block's GEMM at K = {', '.join(map(str, ks))} is where the model prices GEMMs slow: "
-            f"registered plan 45 timed square GEMMs at K = {r['h'].min()}-{r['h'].max()} on {len(found)} H200s "
+            f"registered plan 45 timed square GEMMs at K = {r['h'].min()}-{r['h'].max()} on {machines} H200s "
             f"{r['model_err_pct'].min():.1f}-{r['model_err_pct'].max():.1f}% faster than the model prices them "
             f"(its drift re-reads cost more the longer K; the naive FLOPs line within "
             f"{r['naive_err_pct'].abs().max():.1f}%; docs/validation.md)"]

@@ -56,7 +56,7 @@ from ctasim.l2 import RASTERS, WaveTraffic, cutlass_sm90_grid_ctas, cutlass_sm90
 __all__ = [
     "TILE_M", "TILE_N", "ELEM_BYTES", "CALIBRATION_N", "CALIBRATION_K", "CALIBRATION_MS", "RATE_GRID", "EXPOSED_GRID",
     "is_calibration", "calibration_shapes", "tile_order_table", "run_traffic", "compute_ns", "predict_ns", "GridFit",
-    "grid_fit", "fit_l2_constants", "trace_drift", "cta_drift", "PERCTA_COLUMNS", "PERCTA_STEPS", "percta_table",
+    "grid_fit", "fit_l2_constants", "tile_rounds", "trace_drift", "cta_drift", "PERCTA_COLUMNS", "PERCTA_STEPS", "percta_table",
     "percta_turnover", "percta_steps", "percta_medians", "SPAN_SATURATED", "window_spans", "span_rate",
     "ticket_spread", "local_signal",
 ]
@@ -212,6 +212,14 @@ def fit_l2_constants(table: pd.DataFrame, *, l2_bytes: float, hbm_gbps: float, t
                     exposed=exposed)
 
 
+def tile_rounds(tiles: pd.DataFrame) -> pd.DataFrame:
+    """A per-tile trace of a persistent GEMM sorted by ``t_acquire``, with ``round``: each tile's rank (from 0) among
+    its CTA's tiles by ``t_acquire``."""
+    t = tiles.sort_values("t_acquire")
+    t["round"] = t.groupby("cta").t_acquire.rank(method="first").astype(int) - 1
+    return t
+
+
 def trace_drift(tiles: pd.DataFrame, where: str = "trace") -> dict:
     """The drift of one per-tile trace of a persistent GEMM (columns cta, t_acquire, t_mainloop_end; ns).
 
@@ -224,9 +232,8 @@ def trace_drift(tiles: pd.DataFrame, where: str = "trace") -> dict:
     missing = [c for c in _TRACE_COLUMNS if c not in tiles.columns]
     if missing:
         raise ValueError(f"{where}: no column {', '.join(missing)} (a per-tile trace has {', '.join(_TRACE_COLUMNS)})")
-    t = tiles.sort_values("t_acquire")
+    t = tile_rounds(tiles)
     t["mainloop"] = t.t_mainloop_end - t.t_acquire
-    t["round"] = t.groupby("cta").t_acquire.rank(method="first").astype(int) - 1
     last = int(t["round"].max())
     if last < 3:
         raise ValueError(f"{where}: {last + 1} round(s) of tiles; the drift needs at least 4 (rounds 1 .. last - 1)")
