@@ -191,7 +191,8 @@ WIDE_N, LONG_K = 27648, 20480
 def normalised(shapes: pd.DataFrame, reference: tuple[int, int, int], hws: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Registered plan 29's rules 4-5: per shape (:func:`judge`'s ``shapes``), each profile's error at the measured
     best order minus the ``reference`` shape's (the same call's; what the machine's speed adds to every shape
-    cancels), with its class; and per class the mean. ValueError if the reference was not judged."""
+    cancels), with its class; and per class the mean and the mean |.| (registered plan 46's rule). ValueError if the
+    reference was not judged."""
     key = shapes.set_index(["m", "n", "k"])
     if reference not in key.index:
         raise ValueError(f"block_gemm_orders: the reference {'x'.join(map(str, reference))} is not among the judged shapes")
@@ -207,7 +208,10 @@ def normalised(shapes: pd.DataFrame, reference: tuple[int, int, int], hws: dict)
         rows.append(row)
     out = pd.DataFrame(rows)
     cols = [f"{name}_normalised_pct" for name in hws]
-    by_class = out[out["class"] != "reference"].groupby("class")[cols].agg(["mean", "count"])
+    def absmean(x):
+        return x.abs().mean()
+
+    by_class = out[out["class"] != "reference"].groupby("class")[cols].agg(["mean", absmean, "count"])
     by_class.columns = [f"{a}_{b}" for a, b in by_class.columns]
     return out, by_class.reset_index()
 

@@ -1,9 +1,15 @@
 """Long K: do the CTAs of a persistent GEMM drift apart by tile times (the model's law) or by less, and is the model
-slow there because of what the drift costs? Registered plan 45's tables (no GPU).
+slow there because of what the drift costs? Registered plans 45 and 46's trace tables (no GPU).
 
-    python bench/long_k_drift.py --register --out bench/predictions/reg45-long-k-drift
-    python bench/long_k_drift.py --judge PROBE_DIR --registered bench/predictions/reg45-long-k-drift \\
+    python bench/long_k_drift.py --register [--plan 46] --out bench/predictions/reg45-long-k-drift
+    python bench/long_k_drift.py --judge PROBE_DIR [--plan 46] --registered bench/predictions/reg45-long-k-drift \\
         --out bench/results/validation-registered45
+
+``--plan`` (default 45) picks the cases and the claims (:data:`PLANS`). Plan 46 asks whether the drift's cost, the
+late-half tile over the early rounds', stays the same share of the tile at every K (what plan 45's traces and the
+2026-12-02 traces showed, post-hoc) where every drift form of the model lets it grow with K; its registration adds
+each other form's prediction (``<form>_ms``, ``<form>_late_rel``: the profiles of ``bench/block_gemm_orders.py``'s
+``PROFILES``) and the swizzle-1 order, whose drift the 2026-12-02 traces found almost free at M >= 16384.
 
 The memory hierarchy's drift (``ctasim.l2``, ``KernelConfig.cta_drift``) spreads the start times of a persistent
 grid's CTAs by ``cta_drift`` tile times a round: 0.0078 in ``h200-x1-calibrated``, the median of nine per-tile traces
@@ -56,6 +62,17 @@ CASES = (
     (4096, 45056, "along_n", 8, "long"),
 )
 """(M, H, raster, swizzle, role): M x H x H GEMMs; the control is a committed trace's case (its drift 0.0084 then)."""
+CASES46 = tuple((m, h, "along_m", swizzle, role + ("" if swizzle == 8 else "-swizzle1"))
+                for m, h, role in ((16384, 16384, "control"), (8192, 36864, "long"), (4096, 53248, "long"))
+                for swizzle in (8, 1))
+"""Registered plan 46's traces: the control and two K beyond plan 45's (8192 x 36864 x 36864, 4096 x 53248 x 53248),
+each in the high-reuse order (along M, swizzle 8) and with swizzle 1 (at M = 16384 a wave shares each W panel between
+128 tiles and reads every A panel once; at M = 4096-8192 a W panel between 32-64 tiles): the probe's ``--shapes
+16384x16384,8192x36864,4096x53248 --orders along_m/8,along_m/1``."""
+FORMS46 = ("carried", "wave")
+"""The drift forms plan 46 registers beside the profile's ("interleaved")."""
+LATE_TOL = 0.03
+"""Plan 46's claim (f): the long-K late-half tile over rounds 1-3 within this of the control's, in the same call."""
 DRIFT_TOL = 0.35
 GEMM_TOL_PCT = 3.0
 CLAIMS = {
@@ -65,6 +82,12 @@ CLAIMS = {
     "d": "the model slow (error > 0) at every long-K case (plan 29's long-K finding)",
     "e": "the measured plain-GEMM time between the model without drift and with it at every long-K case",
 }
+CLAIMS46 = {
+    "f": f"every long-K high-reuse trace's late-half mainloop over rounds 1-3 within {LATE_TOL} of the control's (same call)",
+    "g": "every long-K high-reuse trace's late_rel less the control's nearer 0 than the profile's predicted difference",
+    "h": f"every long-K high-reuse trace's drift within {int(DRIFT_TOL * 100)}% of the tile law",
+    "i": "at each K the swizzle-1 order's late-half loss (late_rel - 1) under half the swizzle-8 order's",
+}
 
 
 def case_name(m: int, h: int, raster: str, swizzle: int) -> str:
@@ -72,32 +95,47 @@ def case_name(m: int, h: int, raster: str, swizzle: int) -> str:
     return f"{m}x{h}-{raster}-swizzle{swizzle}"
 
 
-def register() -> pd.DataFrame:
+def register(cases=CASES, forms: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The registration's rows, one per case of ``cases``; ``forms``: other drift forms whose plain-GEMM time and
+    late-half wave over waves 1-3 are added (``<form>_ms``, ``<form>_late_rel``)."""
+    from block_gemm_orders import PROFILES
     from ctahw.tile_orders import trace_plan
     from ctasim import costs
     from ctasim.predict import Naive
     from ctasim.spec import Layer, load_hardware
 
     hw = load_hardware(PROFILE)
+    others = {form: load_hardware(PROFILES[form]) for form in forms}
     naive = Naive.fit(NAIVE_FROM)
     rows = []
-    for m, h, raster, swizzle, role in CASES:
+    for m, h, raster, swizzle, role in cases:
         trace_plan(m, h, raster, swizzle)  # the probe refuses a padded grid: so does the registration
         lay = Layer(m=m, n=h, k=h)
         cfg = hw.config(lay.tile_m, lay.tile_n)
         order, slots, waves = costs.cutlass_waves(lay, hw, 2, raster, swizzle)
         flat = costs.order_waves(lay, hw, 2, order, slots, drift=0.0)
-        last = len(waves) - 1
         rows.append({"case": case_name(m, h, raster, swizzle), "role": role, "m": m, "h": h, "order": f"{raster}/swizzle{swizzle}",
                      "rounds": len(waves), "drift_tile": cfg.cta_drift,
                      "drift_sqrt": cfg.cta_drift * math.sqrt(K_REF / h), "drift_abs": cfg.cta_drift * K_REF / h,
                      "model_ms": waves.sum() / 1e6, "model_nodrift_ms": flat.sum() / 1e6,
                      "naive_ms": naive.gemm_ms(m, h, h),
-                     "model_late_rel": float(np.median(waves[last // 2:]) / np.median(waves[1:4]))})
+                     "model_late_rel": late_rel(waves)})
+        for form, other in others.items():
+            w = costs.cutlass_waves(lay, other, 2, raster, swizzle)[2]
+            rows[-1] |= {f"{form}_ms": w.sum() / 1e6, f"{form}_late_rel": late_rel(w)}
     return pd.DataFrame(rows)
 
 
-def judge(pred: pd.DataFrame, probe: Path) -> dict[str, pd.DataFrame]:
+def late_rel(waves: np.ndarray) -> float:
+    """The median wave of the late half over that of waves 1-3 (what ``trace_drift``'s ``mainloop_late_rel`` measures
+    on a trace)."""
+    last = len(waves) - 1
+    return float(np.median(waves[last // 2:]) / np.median(waves[1:4]))
+
+
+def judge(pred: pd.DataFrame, probe: Path, plan: int = 45) -> dict[str, pd.DataFrame]:
+    """``results`` (per case: the measured drift and late-half mainloop, the plain GEMM's time and every predictor's
+    error) and ``claims`` (the plan's, :data:`PLANS`) of a registration ``pred`` against a probe folder."""
     from ctasim.calibration import trace_drift
 
     timing = pd.read_csv(probe / "timing.csv")
@@ -116,11 +154,19 @@ def judge(pred: pd.DataFrame, probe: Path) -> dict[str, pd.DataFrame]:
     r["model_err_pct"] = 100 * (r["model_ms"] / r["cutlass_ms"] - 1)
     r["nodrift_err_pct"] = 100 * (r["model_nodrift_ms"] / r["cutlass_ms"] - 1)
     r["naive_err_pct"] = 100 * (r["naive_ms"] / r["cutlass_ms"] - 1)
+    for form in FORMS46:
+        if f"{form}_ms" in r:
+            r[f"{form}_err_pct"] = 100 * (r[f"{form}_ms"] / r["cutlass_ms"] - 1)
     r["drift_vs_tile"] = r["drift"] / r["drift_tile"] - 1
+    return {"results": r, "claims": PLANS[plan][1](r)}
+
+
+def claims45(r: pd.DataFrame) -> pd.DataFrame:
+    """Registered plan 45's claims (:data:`CLAIMS`) on :func:`judge`'s results."""
     long = r[r["role"] == "long"]
     nearer = (long["drift"] - long["drift_tile"]).abs() < (long["drift"] - long["drift_sqrt"]).abs()
     between = (long["cutlass_ms"] >= long["model_nodrift_ms"]) & (long["cutlass_ms"] <= long["model_ms"])
-    claims = pd.DataFrame([
+    return pd.DataFrame([
         {"claim": "a", "rule": CLAIMS["a"], "value": f"drift / tile law - 1: {', '.join(f'{x:+.2f}' for x in long.drift_vs_tile)}",
          "met": bool((long["drift_vs_tile"].abs() <= DRIFT_TOL).all())},
         {"claim": "b", "rule": CLAIMS["b"], "value": f"{int(nearer.sum())} of {len(long)}", "met": bool(nearer.all())},
@@ -131,7 +177,35 @@ def judge(pred: pd.DataFrame, probe: Path) -> dict[str, pd.DataFrame]:
          "met": bool((long["model_err_pct"] > 0).all())},
         {"claim": "e", "rule": CLAIMS["e"], "value": f"{int(between.sum())} of {len(long)}", "met": bool(between.all())},
     ])
-    return {"results": r, "claims": claims}
+
+
+def claims46(r: pd.DataFrame) -> pd.DataFrame:
+    """Registered plan 46's claims (:data:`CLAIMS46`) on :func:`judge`'s results; (g) sets the measured differences
+    beside what the profile's form predicted (``model_late_rel``) for the same comparison."""
+    ctrl = r[r["role"] == "control"]
+    if len(ctrl) != 1:
+        raise ValueError(f"plan 46 needs one control case, the results have {len(ctrl)}")
+    ctrl = ctrl.iloc[0]
+    long = r[r["role"] == "long"]
+    gap = long["late_rel"] - ctrl["late_rel"]
+    model_gap = long["model_late_rel"] - ctrl["model_late_rel"]
+    loss = r.assign(loss=r["late_rel"] - 1).pivot_table(index="h", columns="order", values="loss")
+    fast, slow = loss["along_m/swizzle1"], loss["along_m/swizzle8"]
+    return pd.DataFrame([
+        {"claim": "f", "rule": CLAIMS46["f"], "value": f"long less control: {', '.join(f'{x:+.3f}' for x in gap)}",
+         "met": bool((gap.abs() <= LATE_TOL).all())},
+        {"claim": "g", "rule": CLAIMS46["g"], "value": f"the profile's: {', '.join(f'{x:+.3f}' for x in model_gap)}",
+         "met": bool((gap.abs() < model_gap.abs()).all())},
+        {"claim": "h", "rule": CLAIMS46["h"], "value": "drift / tile law - 1: "
+         f"{', '.join(f'{x:+.2f}' for x in long.drift_vs_tile)}", "met": bool((long["drift_vs_tile"].abs() <= DRIFT_TOL).all())},
+        {"claim": "i", "rule": CLAIMS46["i"], "value": ", ".join(f"K {k}: {a:+.3f} against {b:+.3f}"
+                                                               for k, a, b in zip(loss.index, fast, slow)),
+         "met": bool((fast < slow / 2).all())},
+    ])
+
+
+PLANS = {45: (CASES, claims45, ()), 46: (CASES46, claims46, FORMS46)}
+"""Plan -> (its cases, its claims on the judged results, the other drift forms its registration adds)."""
 
 
 def decompose(pred: pd.DataFrame, probe: Path) -> pd.DataFrame:
@@ -174,6 +248,7 @@ def main(argv=None) -> int:
     ap.add_argument("--register", action="store_true")
     ap.add_argument("--judge", type=Path, metavar="PROBE_DIR", help="an order_trace_probe.py folder")
     ap.add_argument("--registered", type=Path, metavar="DIR")
+    ap.add_argument("--plan", type=int, choices=sorted(PLANS), default=45, help="the registered plan (default 45)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     try:
@@ -182,14 +257,15 @@ def main(argv=None) -> int:
         if args.out.exists() and not args.out.is_dir():
             raise ValueError(f"--out {args.out} exists and is not a folder")
         if args.register:
-            tables = {"predicted": register()}
+            cases, _, forms = PLANS[args.plan]
+            tables = {"predicted": register(cases, forms)}
         else:
             if args.registered is None or not (args.registered / "predicted.csv").is_file():
                 raise ValueError("--judge needs --registered DIR holding predicted.csv")
             if not (args.judge / "timing.csv").is_file():
                 raise ValueError(f"no {args.judge / 'timing.csv'}")
             pred = pd.read_csv(args.registered / "predicted.csv")
-            tables = {**judge(pred, args.judge), "decomposition": decompose(pred, args.judge)}
+            tables = {**judge(pred, args.judge, args.plan), "decomposition": decompose(pred, args.judge)}
     except ValueError as e:
         print(f"long_k_drift: {e}", file=sys.stderr)
         return 2

@@ -601,9 +601,10 @@ RUN3 = ROOT / "bench/results/hw/2026-12-03-registered22-23-1gpu-run3/gemm_shapes
 
 @pytest.mark.parametrize("reg,shapes", [(REG23, 8), (ROOT / "bench/predictions/reg24-padded-orders", 5),
                                         (ROOT / "bench/predictions/reg25-gemm-orders", 4),
-                                        (ROOT / "bench/predictions/reg29-gemm-reference", 8)])
+                                        (ROOT / "bench/predictions/reg29-gemm-reference", 8),
+                                        (ROOT / "bench/predictions/reg46-long-k-forms", 8)])
 def test_registered_gemm_order_predictions_are_what_the_script_writes(tmp_path, capsys, reg, shapes):
-    """block_gemm_orders.py --predict reproduces registered plans 23, 24, 25 and 29 (the command in each README), one pick
+    """block_gemm_orders.py --predict reproduces registered plans 23, 24, 25, 29 and 46 (the command in each README), one pick
     per shape and profile; a bad shape is one line and exit 2."""
     mod = _block_gemm_orders()
     cmd = (reg / "README.md").read_text().split("--predict ")[1].split()[0]
