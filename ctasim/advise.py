@@ -259,25 +259,27 @@ def operand_lines(model: Model, results_dir: Path | None = None) -> list[str]:
 
 
 LONG_K = 20480
-"""A GEMM's K from which the model's memory hierarchy prices it slow (registered plans 29 and 45)."""
-LONG_K_PLANS = ("validation-registered45", "validation-registered45-run2")
-"""Registered plan 45's judged tables on its two machines (``results.csv``: square GEMMs at K = 28672 and 45056, the
-model's and the naive line's errors)."""
+"""A GEMM's K from which the model's long-K error goes with the machine (registered plans 29, 45 and 46)."""
+LONG_K_PLANS = ("validation-registered45", "validation-registered45-run2", "validation-registered46/traces",
+                "validation-registered46-run2/traces")
+"""Registered plans 45 and 46's judged traces, each on two machines (``results.csv``: square GEMMs at K = 28672-53248,
+the model's and the naive line's errors)."""
 
 
 def long_k_lines(model: Model, results_dir: Path | None = None) -> list[str]:
-    """A trust line where a layer's K is at least :data:`LONG_K`: registered plan 45's errors of the model and of the
-    naive FLOPs line on long-K GEMMs (from its committed tables; nothing where this installation has none)."""
+    """A trust line where a layer's K is at least :data:`LONG_K`: registered plans 45 and 46's errors of the model and
+    of the naive FLOPs line on long-K GEMMs in the high-reuse order (from their committed tables; nothing where this
+    installation has none)."""
     ks = sorted({layer.k for layer in model.workload.layers if layer.k >= LONG_K})
     r, machines = _pooled(_results_root(results_dir), LONG_K_PLANS, "results.csv")
     if not ks or not machines:
         return []
     r = r[r["role"] == "long"]
-    return [f"long K: this block's GEMM at K = {', '.join(map(str, ks))} is where the model prices GEMMs slow: "
-            f"registered plan 45 timed square GEMMs at K = {r['h'].min()}-{r['h'].max()} on {machines} H200s "
-            f"{r['model_err_pct'].min():.1f}-{r['model_err_pct'].max():.1f}% faster than the model prices them "
-            f"(its drift re-reads cost more the longer K; the naive FLOPs line within "
-            f"{r['naive_err_pct'].abs().max():.1f}%; docs/validation.md)"]
+    return [f"long K: this block's GEMM at K = {', '.join(map(str, ks))} is where the machine decides the model's "
+            f"error: registered plans 45-46 timed square GEMMs at K = {r['h'].min()}-{r['h'].max()} on {machines} "
+            f"H200s, the model's time {r['model_err_pct'].min():+.1f} to {r['model_err_pct'].max():+.1f}% from the "
+            f"measured (over it on the fast machines, under it on the slow one; the naive FLOPs line's "
+            f"{r['naive_err_pct'].min():+.1f} to {r['naive_err_pct'].max():+.1f}%; docs/validation.md)"]
 
 
 def _registered_profile(results_root: Path, registration: str) -> tuple[str, bool]:

@@ -255,15 +255,16 @@ def test_advise_says_what_the_operands_and_the_machine_leave_out(tmp_path):
     assert A.operand_lines(load_model("llama3.1-8b"), results_dir=tmp_path) == []
 
 
-def test_advise_says_where_the_model_prices_long_k_slow(tmp_path):
-    """A block with a GEMM at K >= 20480 (llama3.1-70b's down GEMM, K = 28672) gets registered plan 45's errors from
-    its committed tables (two machines); a block without one (llama3.1-8b, K <= 14336) and an installation without the table get
-    nothing."""
+def test_advise_says_where_the_machine_decides_the_long_k_error(tmp_path):
+    """A block with a GEMM at K >= 20480 (llama3.1-70b's down GEMM, K = 28672) gets registered plans 45 and 46's errors
+    from their committed tables (four machines); a block without one (llama3.1-8b, K <= 14336) and an installation
+    without the tables get nothing."""
     from ctasim import advise as A
     from ctasim.spec import load_model
 
     (line,) = A.long_k_lines(load_model("llama3.1-70b"))
-    assert line.startswith("long K: this block's GEMM at K = 28672 is where the model prices GEMMs slow")
-    assert "K = 28672-45056 on 2 H200s 1.6-5.8% faster than the model" in line and "naive FLOPs line within 2.6%" in line
+    assert line.startswith("long K: this block's GEMM at K = 28672 is where the machine decides the model's error")
+    assert "K = 28672-53248 on 4 H200s, the model's time -2.7 to +5.8% from the measured" in line
+    assert "the naive FLOPs line's -8.9 to +0.8%" in line
     assert A.long_k_lines(load_model("llama3.1-8b")) == []
     assert A.long_k_lines(load_model("llama3.1-70b"), results_dir=tmp_path) == []

@@ -133,3 +133,49 @@ def test_the_committed_judgement_is_what_the_script_writes_and_the_docs_quote(lk
     assert (round(long["model_err_pct"].min(), 2), round(long["model_err_pct"].max(), 2)) == err
     seen = out["decomposition"].set_index("case")["drift_cost_seen"].drop("16384x16384-along_m-swizzle8")
     assert seen_long[0] < seen.min() and seen.max() < seen_long[1]
+
+
+@pytest.mark.parametrize("run, missed, gap, drift", [
+    ("", {"i"}, (0.018, 0.001), (0.0089, 0.0097)),
+    ("-run2", {"f", "g", "h", "i"}, (0.010, 0.046), (0.0041, 0.0056)),
+])
+def test_plan_46s_committed_traces_are_what_the_script_writes_and_the_docs_quote(lk, run, missed, gap, drift):
+    """bench/results/validation-registered46{,-run2}/traces from the committed probes (two machines); the figures
+    docs/validation.md quotes: the long-K late-half loss less the control's, and the drift."""
+    probe = ROOT / "bench" / "results" / "hw" / f"2026-12-04-registered46-1gpu{run}" / "probe"
+    folder = ROOT / "bench" / "results" / f"validation-registered46{run}" / "traces"
+    pred = pd.read_csv(REG46 / "predicted.csv")
+    out = {**lk.judge(pred, probe, 46), "decomposition": lk.decompose(pred, probe)}
+    for name, table in out.items():
+        pd.testing.assert_frame_equal(table.round(4).reset_index(drop=True), pd.read_csv(folder / f"{name}.csv"),
+                                      check_dtype=False, check_exact=False, rtol=1e-9, atol=1e-4)
+    met = out["claims"].set_index("claim")["met"]
+    assert set(met[~met].index) == missed
+    r = out["results"].set_index("case")
+    ctrl = r.loc["16384x16384-along_m-swizzle8", "late_rel"]
+    long = r[r["role"] == "long"]
+    assert tuple(round(x - ctrl, 3) for x in long["late_rel"]) == gap
+    assert (round(long["drift"].min(), 4), round(long["drift"].max(), 4)) == drift
+
+
+@pytest.mark.parametrize("run, figures", [
+    # (interleaved best MAPE, worst, pick loss; long-K less the reference: interleaved mean, |.| means; naive MAPE)
+    ("", (2.56, -4.33, 3.67, -0.92, 1.76, 3.26, 6.37)),
+    ("-run2", (3.52, 7.27, 0.80, 2.37, 2.37, 0.43, 0.83)),
+])
+def test_plan_46s_committed_gemm_orders_are_what_the_script_writes_and_the_docs_quote(bench_module, tmp_path, run, figures):
+    """bench/results/validation-registered46{,-run2}/gemm-orders from the committed probe tables, and claims (a)-(e)
+    as docs/validation.md reports them."""
+    bgo = bench_module("block_gemm_orders")
+    out = tmp_path / "g"
+    assert bgo.main(["--probe", str(ROOT / f"bench/results/hw/2026-12-04-registered46-1gpu{run}/gemm_shapes.csv"),
+                     "--registered", str(REG46.parent), "--reference", "16384x8192x8192", "--out", str(out)]) == 0
+    committed = ROOT / "bench" / "results" / f"validation-registered46{run}" / "gemm-orders"
+    for name in ("claims.csv", "shapes.csv", "normalised.csv", "normalised_classes.csv", "padded.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(out / name), pd.read_csv(committed / name))
+    c = pd.read_csv(out / "claims.csv").set_index("predictor")
+    k = pd.read_csv(out / "normalised_classes.csv").set_index("class").loc["long-K"]
+    got = (c.loc["interleaved", "best_mape_pct"], c.loc["interleaved", "best_worst_pct"],
+           c.loc["interleaved", "pick_lost_max_pct"], k["interleaved_normalised_pct_mean"],
+           k["interleaved_normalised_pct_absmean"], k["carried_normalised_pct_absmean"], c.loc["naive", "best_mape_pct"])
+    assert tuple(round(x, 2) for x in got) == figures
