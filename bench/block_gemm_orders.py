@@ -121,10 +121,11 @@ def picks(runs: pd.DataFrame, hws: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def predicted(shapes: list[tuple[int, int, int]], hws: dict, naive) -> pd.DataFrame:
+def predicted(shapes: list[tuple[int, int, int]], hws: dict, naive, naive_own=None) -> pd.DataFrame:
     """Per shape (M x N x K) and CUTLASS order (``ctahw.gemm.SCHEDULES``' raster along M or N, swizzle 1-8): each
     profile's :func:`ctasim.costs.cutlass_waves` time, ``padded``, whether it is the profile's pick
-    (:func:`ctasim.costs.tuned_gemm`), and the naive FLOPs line's time (the same for every order)."""
+    (:func:`ctasim.costs.tuned_gemm`), and the naive FLOPs line's time (the same for every order; ``naive_own_ms``
+    beside it where a second line, fitted on the machine's own timings, is given)."""
     rows = []
     for m, n, k in shapes:
         lay = Layer(m=m, n=n, k=k)
@@ -142,6 +143,8 @@ def predicted(shapes: list[tuple[int, int, int]], hws: dict, naive) -> pd.DataFr
                     row[f"{name}_ms"] = waves.sum() / 1e6
                     row[f"{name}_pick"] = unclamped and pick[name] == name_here
                 row["naive_ms"] = naive.gemm_ms(m, k, n)
+                if naive_own is not None:
+                    row["naive_own_ms"] = naive_own.gemm_ms(m, k, n)
                 rows.append(row)
     return pd.DataFrame(rows)
 
@@ -150,6 +153,7 @@ def judge(runs: pd.DataFrame, o: pd.DataFrame, reg: pd.DataFrame, hws: dict) -> 
     """Registered plan 23's tables from the probe's CUTLASS ``runs``, their :func:`orders` errors ``o`` and the
     registration ``reg`` (:func:`predicted`'s rows). ValueError if the profiles' times of a registered order moved."""
     key = ["m", "n", "k", "order"]
+    naives = [c for c in ("naive_ms", "naive_own_ms") if c in reg.columns]
     now = o.merge(reg, on=key, how="inner")
     for name in hws:
         again = (1 + now[f"{name}_pct"] / 100) * now.measured_ms
@@ -162,7 +166,7 @@ def judge(runs: pd.DataFrame, o: pd.DataFrame, reg: pd.DataFrame, hws: dict) -> 
             continue
         best = g.loc[g.median_ms.idxmin()]
         row = {"m": m, "n": n, "k": k, "best_order": best.order, "best_ms": best.median_ms,
-               "naive_ms": float(r.naive_ms.iloc[0])}
+               **{c: float(r[c].iloc[0]) for c in naives}}
         for name in hws:
             pick = r[r[f"{name}_pick"]].iloc[0]
             there = g[g.order == pick.order].median_ms
@@ -177,9 +181,10 @@ def judge(runs: pd.DataFrame, o: pd.DataFrame, reg: pd.DataFrame, hws: dict) -> 
         claims[name] = {"unpadded_runs": len(unpadded), "unpadded_mape_pct": unpadded[f"{name}_pct"].abs().mean(),
                         "shapes": len(shapes), "best_mape_pct": err.abs().mean(), "best_worst_pct": err.iloc[err.abs().argmax()],
                         "pick_lost_max_pct": lost.max()}
-    err = 100 * (shapes.naive_ms / shapes.best_ms - 1)
-    claims["naive"] = {"unpadded_runs": len(unpadded), "shapes": len(shapes), "best_mape_pct": err.abs().mean(),
-                       "best_worst_pct": err.iloc[err.abs().argmax()]}
+    for c in naives:
+        err = 100 * (shapes[c] / shapes.best_ms - 1)
+        claims[c[:-3]] = {"unpadded_runs": len(unpadded), "shapes": len(shapes), "best_mape_pct": err.abs().mean(),
+                          "best_worst_pct": err.iloc[err.abs().argmax()]}
     return shapes, pd.DataFrame(claims).T.rename_axis("predictor").reset_index()
 
 
@@ -259,6 +264,22 @@ def rest(runs: pd.DataFrame, folder: Path, prefix: str, hw) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def parse_profiles(items: list[str]) -> dict[str, str]:
+    """``["own=out/h200-x1-own.toml"]`` -> {"own": "out/h200-x1-own.toml"}; ValueError (one line) on an item that is
+    not NAME=PATH, a name taken by :data:`PROFILES` or given twice, or a path that is not a file."""
+    out = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not (sep and name.isidentifier() and path):
+            raise ValueError(f"--profile {item!r} is not NAME=PATH")
+        if name in PROFILES or name in out or name.startswith("naive"):
+            raise ValueError(f"--profile name {name!r} is taken")
+        if not Path(path).is_file():
+            raise ValueError(f"--profile {name}: no file {path}")
+        out[name] = path
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/block-gemm-orders")
@@ -268,8 +289,18 @@ def main(argv=None) -> int:
     ap.add_argument("--registered", type=Path, help="a --predict folder: judge it against --probe (shapes.csv, claims.csv)")
     ap.add_argument("--blocks", metavar="PREFIX", help="with --registered: the blocks' runs beside the probe (e.g. reg22)")
     ap.add_argument("--reference", metavar="MxNxK", help="with --registered: errors less this shape's (normalised.csv)")
+    ap.add_argument("--profile", action="append", default=[], metavar="NAME=PATH",
+                    help="a further profile (a machine's own ctahw calibrate output), predicted and judged beside "
+                         f"{', '.join(PROFILES)}; repeatable")
+    ap.add_argument("--naive-probe", type=Path, metavar="TABLE",
+                    help="with --predict: a second naive line (naive_own) fitted on this tile-order table's best orders")
     args = ap.parse_args(argv)
-    hws = {name: load_hardware(p) for name, p in PROFILES.items()}
+    try:
+        hws = {name: load_hardware(p) for name, p in {**PROFILES, **parse_profiles(args.profile)}.items()}
+        naive_own = Naive.fit_shapes(args.naive_probe) if args.naive_probe else None
+    except (ValueError, OSError) as e:
+        print(f"block_gemm_orders: {e}", file=sys.stderr)
+        return 2
     if args.predict:
         try:
             shapes = parse_shapes(args.predict)
@@ -277,7 +308,7 @@ def main(argv=None) -> int:
             print(f"block_gemm_orders: {str(e).replace('--shapes', '--predict')}", file=sys.stderr)
             return 2
         naive = Naive.fit(NAIVE_FROM)
-        out = predicted(shapes, hws, naive)
+        out = predicted(shapes, hws, naive, naive_own)
         args.out.mkdir(parents=True, exist_ok=True)
         out.round(4).to_csv(args.out / "predicted.csv", index=False)
         pd.set_option("display.width", 200)

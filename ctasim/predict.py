@@ -117,6 +117,21 @@ class Naive:
                    f"least squares of {len(g)} {backend} gemm medians (M = {sorted(set(g['m'].astype(int)))}, "
                    f"N = K = {sorted(set(g['k'].astype(int)))}) of {Path(baselines_csv).parent.name}")
 
+    @classmethod
+    def fit_shapes(cls, table_csv: str | Path, backend: str = "cutlass") -> "Naive":
+        """The line through each shape's best measured order (the least median over its tile orders) of a
+        ``gemm_shape_probe.py`` table or a calibration's ``tile_orders.csv`` (columns m, n, k, backend, order,
+        median_ms): the FLOPs line a machine's own GEMM timings give. ValueError (one line) on fewer than two shapes."""
+        df = pd.read_csv(table_csv)
+        g = df[df["backend"] == backend].groupby(["m", "n", "k"], as_index=False)["median_ms"].min()
+        if len(g) < 2:
+            raise ValueError(f"{table_csv}: fewer than two {backend} shapes to fit the naive line on")
+        flops = 2.0 * g["m"].to_numpy(float) * g["n"].to_numpy(float) * g["k"].to_numpy(float)
+        slope, a = np.polyfit(flops, g["median_ms"].to_numpy(float), 1)
+        return cls(float(a), float(1.0 / slope / 1e9),
+                   f"least squares of the best-order {backend} medians of {len(g)} shapes of {Path(table_csv).name} "
+                   f"in {Path(table_csv).parent.name}")
+
     def predict_ms(self, strategy: Strategy, case: Case, hw: Hardware, variant: dict) -> float:
         layers = case.workload.layers
         eb = case.workload.elem_bytes

@@ -894,3 +894,41 @@ def test_registered_plan_37s_claims_are_what_its_committed_reports_give():
     ref = err[("reg37-reference-sustained", "m=16384")]
     above = sorted(round(v - ref, 2) for (e, _), v in err.items() if e == "reg37-yi-34b-sustained")
     assert above == [0.33, 0.7] and not all(a >= 1.0 for a in above)
+
+
+def test_a_machines_own_profile_and_naive_line_join_the_gemm_order_predictions(tmp_path, capsys):
+    """block_gemm_orders.py --profile NAME=PATH adds a profile (registered plan 47's "own": a ctahw calibrate output)
+    and --naive-probe TABLE a naive line through that calibration's tile-order timings; bad values are one line and
+    exit 2, nothing written."""
+    mod = _block_gemm_orders()
+    cal = ROOT / "bench/results/hw/2026-12-02-calibrate-memory"
+    out = tmp_path / "p"
+    assert mod.main(["--predict", "16384x8192x8192,8192x12288x49152", "--profile",
+                     f"own={cal / 'h200-x1-calibrated.toml'}", "--naive-probe", str(cal / "probes/tile_orders.csv"),
+                     "--out", str(out)]) == 0
+    got = pd.read_csv(out / "predicted.csv")
+    assert {"own_ms", "own_pick", "naive_own_ms"} <= set(got.columns) and (got.groupby(["m", "n", "k"]).own_pick.sum() == 1).all()
+    # the own profile is that machine's: its l2 constants differ from the committed profile's, so do its times
+    assert (got.own_ms != got.interleaved_ms).all()
+    for bad, says in ((["--profile", "carried=x"], "is taken"), (["--profile", "own"], "is not NAME=PATH"),
+                      (["--profile", "own=nowhere.toml"], "no file"), (["--naive-probe", "nowhere.csv"], "nowhere.csv")):
+        assert mod.main(["--predict", "16384x8192x8192", *bad, "--out", str(tmp_path / "bad")]) == 2
+        err = capsys.readouterr().err
+        assert says in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "bad").exists()
+
+
+def test_the_naive_line_through_a_machines_own_timings_is_the_best_orders_line(tmp_path):
+    """Naive.fit_shapes: the least-squares line of each shape's best-order median against FLOPs (a slower order of the
+    same shape does not move it); fewer than two shapes is refused in one line."""
+    from ctasim.predict import Naive
+
+    rows = [{"m": m, "n": 8192, "k": 8192, "backend": "cutlass", "order": o, "median_ms": 1e-3 + 2.0 * m * 8192 * 8192
+             / 700e12 * 1e3 * slow} for m in (2048, 8192, 16384) for o, slow in (("a", 1.0), ("b", 1.3))]
+    rows.append({"m": 4096, "n": 8192, "k": 8192, "backend": "cublas", "order": "-", "median_ms": 99.0})
+    pd.DataFrame(rows).to_csv(tmp_path / "t.csv", index=False)
+    line = Naive.fit_shapes(tmp_path / "t.csv")
+    assert line.tflops == pytest.approx(700.0, rel=1e-9) and line.a_ms == pytest.approx(1e-3, abs=1e-12)
+    pd.DataFrame(rows[:2]).to_csv(tmp_path / "one.csv", index=False)
+    with pytest.raises(ValueError, match="fewer than two cutlass shapes"):
+        Naive.fit_shapes(tmp_path / "one.csv")
