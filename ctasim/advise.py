@@ -260,16 +260,16 @@ def operand_lines(model: Model, results_dir: Path | None = None) -> list[str]:
 
 LONG_K = 20480
 """A GEMM's K from which the model's long-K error goes with the machine (registered plans 29, 45 and 46)."""
-LONG_K_PLANS = ("validation-registered45", "validation-registered45-run2", "validation-registered46/traces",
-                "validation-registered46-run2/traces")
-"""Registered plans 45 and 46's judged traces, each on two machines (``results.csv``: square GEMMs at K = 28672-53248,
-the model's and the naive line's errors)."""
+LONG_K_PLANS = ("validation-registered45", "validation-registered45-run2", *(
+    f"validation-registered46{run}/traces" for run in ("", "-run2", "-run3", "-run4")))
+"""Registered plans 45 and 46's judged traces, on two and four machines (``results.csv``: square GEMMs at K =
+28672-53248, the model's and the naive line's errors)."""
 
 
 def long_k_lines(model: Model, results_dir: Path | None = None) -> list[str]:
     """A trust line where a layer's K is at least :data:`LONG_K`: registered plans 45 and 46's errors of the model and
     of the naive FLOPs line on long-K GEMMs in the high-reuse order (from their committed tables; nothing where this
-    installation has none)."""
+    installation has none). Where the machine matters most, :func:`own_profile_lines` says how to calibrate it."""
     ks = sorted({layer.k for layer in model.workload.layers if layer.k >= LONG_K})
     r, machines = _pooled(_results_root(results_dir), LONG_K_PLANS, "results.csv")
     if not ks or not machines:
@@ -278,8 +278,33 @@ def long_k_lines(model: Model, results_dir: Path | None = None) -> list[str]:
     return [f"long K: this block's GEMM at K = {', '.join(map(str, ks))} is where the machine decides the model's "
             f"error: registered plans 45-46 timed square GEMMs at K = {r['h'].min()}-{r['h'].max()} on {machines} "
             f"H200s, the model's time {r['model_err_pct'].min():+.1f} to {r['model_err_pct'].max():+.1f}% from the "
-            f"measured (over it on the fast machines, under it on the slow one; the naive FLOPs line's "
+            f"measured (over it on all but the slowest machine; the naive FLOPs line's "
             f"{r['naive_err_pct'].min():+.1f} to {r['naive_err_pct'].max():+.1f}%; docs/validation.md)"]
+
+
+OWN_PROFILE_PLANS = ("validation-registered47", "validation-registered47-run2")
+"""Registered plan 47's judged tables on its two machines (``claims.csv``: eight GEMMs priced with the profile
+``ctahw calibrate`` wrote on the machine ("own") and with the committed one ("interleaved"), before they were timed)."""
+
+
+def own_profile_lines(results_dir: Path | None = None) -> list[str]:
+    """A trust line on calibrating the user's own machine: registered plan 47's errors of a machine's own profile
+    against the committed profile's (from its committed tables; nothing where this installation has none)."""
+    c, machines = _pooled(_results_root(results_dir), OWN_PROFILE_PLANS, "claims.csv")
+    if not machines:
+        return []
+    own, committed = c[c["predictor"] == "own"], c[c["predictor"] == "interleaved"]
+
+    def worst(g: pd.DataFrame) -> str:
+        w = g["best_worst_pct"].to_numpy(float)
+        return f"{w[abs(w).argmax()]:+.1f}%"
+
+    return [f"your machine: registered plan 47 ran `ctahw calibrate` on {machines} H200s and priced eight GEMMs "
+            f"with each machine's own profile before timing them, at MAPE {own['best_mape_pct'].min():.2f}-"
+            f"{own['best_mape_pct'].max():.2f}% (worst {worst(own)}) where the committed profile was at "
+            f"{committed['best_mape_pct'].min():.2f}-{committed['best_mape_pct'].max():.2f}% (worst {worst(committed)}): "
+            f"lent H200s differ, so calibrate yours (`ctahw calibrate --name NAME --out specs/hardware/NAME.toml`, "
+            f"about 100 s on one GPU) and pass --hardware NAME (docs/validation.md)"]
 
 
 def _registered_profile(results_root: Path, registration: str) -> tuple[str, bool]:
@@ -327,6 +352,7 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
         lines.append(f"\nNot run: {label} ({why}).")
     lines += ["", "How far to trust it:", ""]
     lines += [f"* {t}" for t in trust(hw, list(dict.fromkeys(df["kind"])), results_dir)]
+    lines += [f"* {t}" for t in own_profile_lines(results_dir)]
     lines += [f"* {t}" for t in operand_lines(model, results_dir)]
     lines += [f"* {t}" for t in long_k_lines(model, results_dir)]
     if any(l.gated and l.epilogue_fused for l in model.workload.layers):

@@ -257,14 +257,27 @@ def test_advise_says_what_the_operands_and_the_machine_leave_out(tmp_path):
 
 def test_advise_says_where_the_machine_decides_the_long_k_error(tmp_path):
     """A block with a GEMM at K >= 20480 (llama3.1-70b's down GEMM, K = 28672) gets registered plans 45 and 46's errors
-    from their committed tables (four machines); a block without one (llama3.1-8b, K <= 14336) and an installation
+    from their committed tables (six machines); a block without one (llama3.1-8b, K <= 14336) and an installation
     without the tables get nothing."""
     from ctasim import advise as A
     from ctasim.spec import load_model
 
     (line,) = A.long_k_lines(load_model("llama3.1-70b"))
     assert line.startswith("long K: this block's GEMM at K = 28672 is where the machine decides the model's error")
-    assert "K = 28672-53248 on 4 H200s, the model's time -2.7 to +5.8% from the measured" in line
+    assert "K = 28672-53248 on 6 H200s, the model's time -2.7 to +6.1% from the measured" in line
+    assert "over it on all but the slowest machine" in line
     assert "the naive FLOPs line's -8.9 to +0.8%" in line
     assert A.long_k_lines(load_model("llama3.1-8b")) == []
     assert A.long_k_lines(load_model("llama3.1-70b"), results_dir=tmp_path) == []
+
+
+def test_advise_says_what_a_machines_own_calibration_gave(tmp_path):
+    """Registered plan 47's errors from its committed tables (two machines): the own profile's MAPE range beside the
+    committed profile's, and how to calibrate; an installation without the tables gets nothing."""
+    from ctasim import advise as A
+
+    (line,) = A.own_profile_lines()
+    assert "ran `ctahw calibrate` on 2 H200s" in line
+    assert "at MAPE 1.00-1.42% (worst +3.9%) where the committed profile was at 2.01-3.49% (worst +6.6%)" in line
+    assert "--hardware NAME" in line
+    assert A.own_profile_lines(results_dir=tmp_path) == []

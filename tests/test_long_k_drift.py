@@ -135,14 +135,17 @@ def test_the_committed_judgement_is_what_the_script_writes_and_the_docs_quote(lk
     assert seen_long[0] < seen.min() and seen.max() < seen_long[1]
 
 
-@pytest.mark.parametrize("run, missed, gap, drift", [
-    ("", {"i"}, (0.018, 0.001), (0.0089, 0.0097)),
-    ("-run2", {"f", "g", "h", "i"}, (0.010, 0.046), (0.0041, 0.0056)),
+@pytest.mark.parametrize("run, probe_run, missed, gap, drift", [
+    ("", "2026-12-04-registered46-1gpu", {"i"}, (0.018, 0.001), (0.0089, 0.0097)),
+    ("-run2", "2026-12-04-registered46-1gpu-run2", {"f", "g", "h", "i"}, (0.010, 0.046), (0.0041, 0.0056)),
+    ("-run3", "2026-12-04-registered47-1gpu", {"i"}, (0.006, 0.019), (0.0069, 0.0080)),
+    ("-run4", "2026-12-04-registered47-1gpu-run2", {"i"}, (-0.007, -0.008), (0.0074, 0.0076)),
 ])
-def test_plan_46s_committed_traces_are_what_the_script_writes_and_the_docs_quote(lk, run, missed, gap, drift):
-    """bench/results/validation-registered46{,-run2}/traces from the committed probes (two machines); the figures
-    docs/validation.md quotes: the long-K late-half loss less the control's, and the drift."""
-    probe = ROOT / "bench" / "results" / "hw" / f"2026-12-04-registered46-1gpu{run}" / "probe"
+def test_plan_46s_committed_traces_are_what_the_script_writes_and_the_docs_quote(lk, run, probe_run, missed, gap, drift):
+    """bench/results/validation-registered46{,-run2,-run3,-run4}/traces from the committed probes (four machines; the
+    last two ran in registered plan 47's calls); the figures docs/validation.md quotes: the long-K late-half loss less
+    the control's, and the drift."""
+    probe = ROOT / "bench" / "results" / "hw" / probe_run / "probe"
     folder = ROOT / "bench" / "results" / f"validation-registered46{run}" / "traces"
     pred = pd.read_csv(REG46 / "predicted.csv")
     out = {**lk.judge(pred, probe, 46), "decomposition": lk.decompose(pred, probe)}
@@ -158,17 +161,20 @@ def test_plan_46s_committed_traces_are_what_the_script_writes_and_the_docs_quote
     assert (round(long["drift"].min(), 4), round(long["drift"].max(), 4)) == drift
 
 
-@pytest.mark.parametrize("run, figures", [
+@pytest.mark.parametrize("run, probe_run, figures", [
     # (interleaved best MAPE, worst, pick loss; long-K less the reference: interleaved mean, |.| means; naive MAPE)
-    ("", (2.56, -4.33, 3.67, -0.92, 1.76, 3.26, 6.37)),
-    ("-run2", (3.52, 7.27, 0.80, 2.37, 2.37, 0.43, 0.83)),
+    ("", "2026-12-04-registered46-1gpu", (2.56, -4.33, 3.67, -0.92, 1.76, 3.26, 6.37)),
+    ("-run2", "2026-12-04-registered46-1gpu-run2", (3.52, 7.27, 0.80, 2.37, 2.37, 0.43, 0.83)),
+    ("-run3", "2026-12-04-registered47-1gpu", (3.49, 6.01, 0.28, 1.39, 1.53, 1.09, 1.21)),
+    ("-run4", "2026-12-04-registered47-1gpu-run2", (2.01, 6.64, 3.86, 1.33, 1.94, 1.32, 2.14)),
 ])
-def test_plan_46s_committed_gemm_orders_are_what_the_script_writes_and_the_docs_quote(bench_module, tmp_path, run, figures):
-    """bench/results/validation-registered46{,-run2}/gemm-orders from the committed probe tables, and claims (a)-(e)
-    as docs/validation.md reports them."""
+def test_plan_46s_committed_gemm_orders_are_what_the_script_writes_and_the_docs_quote(bench_module, tmp_path, run,
+                                                                                        probe_run, figures):
+    """bench/results/validation-registered46{,-run2,-run3,-run4}/gemm-orders from the committed probe tables, and
+    claims (a)-(e) as docs/validation.md reports them."""
     bgo = bench_module("block_gemm_orders")
     out = tmp_path / "g"
-    assert bgo.main(["--probe", str(ROOT / f"bench/results/hw/2026-12-04-registered46-1gpu{run}/gemm_shapes.csv"),
+    assert bgo.main(["--probe", str(ROOT / f"bench/results/hw/{probe_run}/gemm_shapes.csv"),
                      "--registered", str(REG46.parent), "--reference", "16384x8192x8192", "--out", str(out)]) == 0
     committed = ROOT / "bench" / "results" / f"validation-registered46{run}" / "gemm-orders"
     for name in ("claims.csv", "shapes.csv", "normalised.csv", "normalised_classes.csv", "padded.csv"):
@@ -178,4 +184,45 @@ def test_plan_46s_committed_gemm_orders_are_what_the_script_writes_and_the_docs_
     got = (c.loc["interleaved", "best_mape_pct"], c.loc["interleaved", "best_worst_pct"],
            c.loc["interleaved", "pick_lost_max_pct"], k["interleaved_normalised_pct_mean"],
            k["interleaved_normalised_pct_absmean"], k["carried_normalised_pct_absmean"], c.loc["naive", "best_mape_pct"])
+    assert tuple(round(x, 2) for x in got) == figures
+
+
+REG47 = ROOT / "bench" / "results" / "hw" / "2026-12-04-registered47-1gpu"
+
+
+@pytest.mark.parametrize("run, met, figures", [
+    # claims (a)-(e) met; (own best MAPE, worst, interleaved best MAPE, naive_own best MAPE, own and interleaved
+    # long-K mean |less ref|, own pick loss)
+    ("", {"a", "b", "c", "d", "e"}, (1.00, 2.55, 3.49, 2.25, 0.97, 1.53, 0.28)),
+    ("-run2", {"a", "b", "d"}, (1.42, 3.90, 2.01, 1.34, 1.66, 1.94, 3.86)),
+])
+def test_plan_47s_predictions_and_judgement_are_what_the_committed_code_gives(bench_module, tmp_path, run, met, figures):
+    """Registered plan 47 on its two machines: the predictions the device wrote before the timing are what
+    block_gemm_orders.py --predict gives from the committed own profile and tile-order table (so nothing was chosen
+    after the timing), the judged tables are what the judge writes, and claims (a)-(e) are as docs/validation.md says."""
+    bgo = bench_module("block_gemm_orders")
+    run_dir = Path(f"{REG47}{run}")
+    shapes = pd.read_csv(REG46.parent / "predicted.csv")[["m", "n", "k"]].drop_duplicates()
+    pred = tmp_path / "p"
+    assert bgo.main(["--predict", ",".join(f"{m}x{n}x{k}" for m, n, k in shapes.itertuples(index=False)),
+                     "--profile", f"own={run_dir / 'h200-x1-own.toml'}", "--naive-probe",
+                     str(run_dir / "calibration-probes" / "tile_orders.csv"), "--out", str(pred)]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(pred / "predicted.csv"), pd.read_csv(run_dir / "predicted-own" / "predicted.csv"))
+    out = tmp_path / "j"
+    assert bgo.main(["--probe", str(run_dir / "gemm_shapes.csv"), "--registered", str(run_dir / "predicted-own"),
+                     "--profile", f"own={run_dir / 'h200-x1-own.toml'}", "--reference", "16384x8192x8192",
+                     "--out", str(out)]) == 0
+    committed = ROOT / "bench" / "results" / f"validation-registered47{run}"
+    for name in ("claims.csv", "shapes.csv", "normalised.csv", "normalised_classes.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(out / name), pd.read_csv(committed / name))
+    c = pd.read_csv(out / "claims.csv").set_index("predictor")
+    k = pd.read_csv(out / "normalised_classes.csv").set_index("class").loc["long-K"]
+    own, model = c.loc["own"], c.loc["interleaved"]
+    claims = {"a": own.best_mape_pct <= 3 and abs(own.best_worst_pct) <= 6, "b": own.best_mape_pct < model.best_mape_pct,
+              "c": own.best_mape_pct <= c.loc["naive_own", "best_mape_pct"] / 2,
+              "d": k["own_normalised_pct_absmean"] < k["interleaved_normalised_pct_absmean"],
+              "e": own.pick_lost_max_pct <= 2}
+    assert {name for name, ok in claims.items() if ok} == met
+    got = (own.best_mape_pct, own.best_worst_pct, model.best_mape_pct, c.loc["naive_own", "best_mape_pct"],
+           k["own_normalised_pct_absmean"], k["interleaved_normalised_pct_absmean"], own.pick_lost_max_pct)
     assert tuple(round(x, 2) for x in got) == figures
