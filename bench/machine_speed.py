@@ -17,7 +17,8 @@ Everything is read from the repository's ``bench/results/hw`` as committed; it w
   ``measured.clock_trajectory``), its square-16384 rounds through ``ctahw.calibrate.clock_regime``: the rested launch
   (launches 1-3), the sustained launch (the round's second half; as a ratio and in ms) and the onset, medians over the
   rounds; with the folder's reference GEMM where it has one. Per context (``calibration``: a calibration or clock
-  call; ``after-experiments``: run after a registered plan's experiments in the same call), the spread across machines
+  call, or ``ctahw calibrate`` at the start of a plan's call; ``after-experiments``: ``trajectory.csv`` run after a
+  registered plan's experiments in the same call), the spread across machines
   of the rested and of the sustained launch, and the Spearman of rested time against sustained ratio.
 * ``blocks.csv``: the block cases of plans run on two or three of these machines (the same registration, a folder and
   its ``-run2``/``-run3``). Each case's log deviation from the mean over its machines, against the same for the
@@ -399,7 +400,10 @@ def trajectories() -> pd.DataFrame:
         sustained = statistics.median(r["sustained_slowdown"] for r in per_round)
         rows.append({"folder": str(folder.relative_to(HW)), "machine": short(str(folder.relative_to(HW))),
                      "source": source, "gpu": read_env(folder / "env.txt").get("gpu") or "(not recorded)",
-                     "context": "after-experiments" if any(folder.glob("reg*/results.csv")) else "calibration",
+                     # calibrate's trajectory opens its call (registered plan 48's came before its experiments);
+                     # clock_trajectory.py's closes the plans that ran it after their experiments
+                     "context": "after-experiments" if source == "trajectory.csv" and any(folder.glob("reg*/results.csv"))
+                     else "calibration",
                      "rounds": len(per_round), "rested_ms": rested, "sustained": sustained,
                      "sustained_ms": rested * sustained,
                      "onset_ms": statistics.median(r["onset_ms"] for r in per_round), "ref16384_ms": ref_ms})

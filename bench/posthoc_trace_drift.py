@@ -4,7 +4,7 @@ its own measured drift beside the profile's (no GPU).
     python bench/posthoc_trace_drift.py [--out bench/results/posthoc-trace-drift]
 
 Reads every committed folder of ``bench/hw/order_trace_probe.py`` (``timing.csv`` beside ``tiles-*.csv.gz``; six
-rested calls on nine machines, 2026-12-02 to registered plan 47) and writes ``cases.csv``: per traced case, the trace's drift and
+rested calls on eleven machines, 2026-12-02 to registered plan 48) and writes ``cases.csv``: per traced case, the trace's drift and
 late-half mainloop (``ctasim.calibration.trace_drift``), the plain CUTLASS GEMM's measured time, and the error of
 ``ctasim.costs.order_waves`` at that order under h200-x1-calibrated ("interleaved") and -carried, each with the
 profile's ``cta_drift`` and with the trace's own drift (``*_own``), and without drift; ``summary.csv``: over the

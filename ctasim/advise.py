@@ -285,26 +285,41 @@ def long_k_lines(model: Model, results_dir: Path | None = None) -> list[str]:
 OWN_PROFILE_PLANS = ("validation-registered47", "validation-registered47-run2")
 """Registered plan 47's judged tables on its two machines (``claims.csv``: eight GEMMs priced with the profile
 ``ctahw calibrate`` wrote on the machine ("own") and with the committed one ("interleaved"), before they were timed)."""
+OWN_PROFILE_BLOCK_PLANS = ("validation-registered48", "validation-registered48-run2")
+"""Registered plan 48's judged tables on its two machines (``summary.csv``: the reference GEMM, the chain kernel's
+orders and a model block, "own" and "committed" as in plan 47)."""
 
 
 def own_profile_lines(results_dir: Path | None = None) -> list[str]:
-    """A trust line on calibrating the user's own machine: registered plan 47's errors of a machine's own profile
-    against the committed profile's (from its committed tables; nothing where this installation has none)."""
-    c, machines = _pooled(_results_root(results_dir), OWN_PROFILE_PLANS, "claims.csv")
+    """A trust line on calibrating the user's own machine: registered plans 47 and 48's errors of a machine's own
+    profile against the committed profile's (from their committed tables; nothing where this installation has
+    none)."""
+    root = _results_root(results_dir)
+    c, machines = _pooled(root, OWN_PROFILE_PLANS, "claims.csv")
     if not machines:
         return []
     own, committed = c[c["predictor"] == "own"], c[c["predictor"] == "interleaved"]
 
-    def worst(g: pd.DataFrame) -> str:
-        w = g["best_worst_pct"].to_numpy(float)
+    def worst(w) -> str:
+        w = w.to_numpy(float)
         return f"{w[abs(w).argmax()]:+.1f}%"
 
-    return [f"your machine: registered plan 47 ran `ctahw calibrate` on {machines} H200s and priced eight GEMMs "
-            f"with each machine's own profile before timing them, at MAPE {own['best_mape_pct'].min():.2f}-"
-            f"{own['best_mape_pct'].max():.2f}% (worst {worst(own)}) where the committed profile was at "
-            f"{committed['best_mape_pct'].min():.2f}-{committed['best_mape_pct'].max():.2f}% (worst {worst(committed)}): "
-            f"lent H200s differ, so calibrate yours (`ctahw calibrate --name NAME --out specs/hardware/NAME.toml`, "
-            f"about 100 s on one GPU) and pass --hardware NAME (docs/validation.md)"]
+    def span(g: pd.DataFrame, col: str) -> str:
+        return f"{g[col].min():.2f}-{g[col].max():.2f}%"
+
+    line = (f"your machine: registered plan 47 ran `ctahw calibrate` on {machines} H200s and priced eight GEMMs with "
+            f"each machine's own profile before timing them, at MAPE {span(own, 'best_mape_pct')} (worst "
+            f"{worst(own['best_worst_pct'])}) where the committed profile was at {span(committed, 'best_mape_pct')} "
+            f"(worst {worst(committed['best_worst_pct'])})")
+    s, blocks = _pooled(root, OWN_PROFILE_BLOCK_PLANS, "summary.csv")
+    if blocks:
+        s = s[s["kind"] == "all"]
+        b_own, b_committed = s[s["predictor"] == "own"], s[s["predictor"] == "committed"]
+        line += (f"; plan 48, on {blocks} more, the reference GEMM, the chain kernel against sequential and the "
+                 f"Llama-3.1-70B block at {span(b_own, 'mape_pct')} (worst {worst(b_own['worst_pct'])}) against "
+                 f"{span(b_committed, 'mape_pct')} (worst {worst(b_committed['worst_pct'])})")
+    return [line + ": lent H200s differ, so calibrate yours (`ctahw calibrate --name NAME --out "
+            "specs/hardware/NAME.toml`, about 100 s on one GPU) and pass --hardware NAME (docs/validation.md)"]
 
 
 def _registered_profile(results_root: Path, registration: str) -> tuple[str, bool]:

@@ -249,7 +249,7 @@ def test_advise_says_what_the_operands_and_the_machine_leave_out(tmp_path):
     assert "GEMM at K = 14336 reads an activation's output" in ops  # SwiGLU: the down GEMM reads N/2 = 14336 columns
     assert "0.923x at K = 4096, 0.969x at K = 8192, 0.979x at K = 14336, 1.007x at K = 28672" in ops
     assert "plans 43 and 44 timed 0.987-1.003x at 30 shapes (K = 4096-28672) on 4 other H200s" in ops
-    assert machine.startswith("machine: 16 lent H200s") and "4.2% apart" in machine
+    assert machine.startswith("machine: 18 lent H200s") and "4.2% apart" in machine
     relu = [l for l in A.operand_lines(load_model("opt-13b")) if l.startswith("operands")]
     assert relu == []
     assert A.operand_lines(load_model("llama3.1-8b"), results_dir=tmp_path) == []
@@ -272,12 +272,13 @@ def test_advise_says_where_the_machine_decides_the_long_k_error(tmp_path):
 
 
 def test_advise_says_what_a_machines_own_calibration_gave(tmp_path):
-    """Registered plan 47's errors from its committed tables (two machines): the own profile's MAPE range beside the
-    committed profile's, and how to calibrate; an installation without the tables gets nothing."""
+    """Registered plans 47 and 48's errors from their committed tables (two machines each): the own profile's MAPE
+    range beside the committed profile's, and how to calibrate; an installation without the tables gets nothing."""
     from ctasim import advise as A
 
     (line,) = A.own_profile_lines()
     assert "ran `ctahw calibrate` on 2 H200s" in line
     assert "at MAPE 1.00-1.42% (worst +3.9%) where the committed profile was at 2.01-3.49% (worst +6.6%)" in line
+    assert "plan 48, on 2 more," in line and "at 1.65-1.68% (worst -7.8%) against 1.56-2.87% (worst -6.1%)" in line
     assert "--hardware NAME" in line
     assert A.own_profile_lines(results_dir=tmp_path) == []

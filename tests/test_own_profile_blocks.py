@@ -90,3 +90,40 @@ def test_bad_input_is_one_line_and_exit_2(opb, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "give --register or --judge" in err[0] and "no " in err[1]
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("run, met, figures", [
+    # claims met; (own, committed, naive MAPE over the 26 cases; own worst; chain cases whose fastest own and
+    # committed got right)
+    ("", {"b", "c", "d"}, (1.65, 2.87, 5.89, -7.12, 4, 2)),
+    ("-run2", {"c"}, (1.68, 1.56, 4.42, -7.83, 3, 3)),
+])
+def test_plan_48s_judgement_is_what_the_committed_run_gives_and_the_docs_quote(opb, tmp_path, run, met, figures):
+    """Registered plan 48 on its two machines: the own registrations the device wrote before the experiments ran are
+    what ctasim predict gives from the committed own profile (one chain experiment and the block re-derived: nothing
+    chosen after the runs), the judged tables are what the judge writes, and the claims as docs/validation.md says."""
+    import subprocess
+    import sys
+
+    from ctasim import results
+
+    run_dir = HW / f"2026-12-04-registered48-1gpu{run}"
+    for exp in ("reg10-chain-order-h6144", "reg26-llama3.1-70b-1gpu"):
+        subprocess.run([sys.executable, "-m", "ctasim.cli", "predict", exp, "--hardware", str(run_dir / "h200-x1-own.toml"),
+                        "--out", str(tmp_path / exp), "--naive-from", str(opb.NAIVE_FROM), "--no-schedules"],
+                       check=True, cwd=ROOT, capture_output=True)
+        pd.testing.assert_frame_equal(results.read(tmp_path / exp / "predictions.csv"),
+                                      results.read(run_dir / "reg48-own" / exp / "predictions.csv"))
+    c = opb.cases(run_dir)
+    s, r = opb.summary(c), opb.rankings(c)
+    cl = opb.claims(s, r)
+    committed = ROOT / "bench" / "results" / f"validation-registered48{run}"
+    for name, table in (("cases", c), ("summary", s), ("rankings", r), ("claims", cl)):
+        assert table.round(4).to_csv(index=False) == (committed / f"{name}.csv").read_text(), name
+    assert set(cl.loc[cl["met"], "claim"]) == met
+    a = s[s["kind"] == "all"].set_index("predictor")
+    chains = r[r["experiment"].str.startswith("reg10-")]
+    got = (round(a.loc["own", "mape_pct"], 2), round(a.loc["committed", "mape_pct"], 2), round(a.loc["naive", "mape_pct"], 2),
+           round(a.loc["own", "worst_pct"], 2), int(chains["own_fastest_right"].sum()),
+           int(chains["committed_fastest_right"].sum()))
+    assert got == figures
