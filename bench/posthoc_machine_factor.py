@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -106,13 +107,17 @@ class Model:
 
 def calls(pattern: str = "*registered*-1gpu*") -> list[dict]:
     """Every committed single-GPU registered call (run folders matching ``pattern``) with its plan's reference GEMM:
-    call tag (plan, and -runN), run folder, plan, and its block registrations (every other measured ``regPLAN-*``)."""
+    call tag (plan, and -runN), run folder, plan, and its block registrations (every other measured ``regPLAN-*``).
+    A call that re-ran another plan's reference (registered plan 48's, ``registered48`` running ``reg28-reference``)
+    is not that plan's call and is left out."""
     out = []
     for run in sorted(p for p in HW.glob(pattern) if p.is_dir()):
         refs = sorted(p.parent.name for p in run.glob("reg*-reference/results.csv"))
         if not refs:
             continue
         plan = int(refs[0].split("-")[0][3:])
+        if int(re.search(r"registered(\d+)", run.name).group(1)) != plan:
+            continue
         assert refs[0] == plan_judge.reference(plan), refs
         suffix = run.name.rsplit("-1gpu", 1)[1]  # '' or '-runN'
         blocks = sorted(p.parent.name for p in run.glob(f"reg{plan}-*/results.csv")
