@@ -34,6 +34,8 @@ def test_a_trace_priced_with_its_own_drift_moves_with_that_drift(ptd, monkeypatc
     (larger) own-drift time on a high-reuse order, the profile-drift column unchanged."""
     from ctasim import calibration
 
+    one = [ptd.HW / "2026-12-04-registered46-1gpu" / "probe"]  # one call's six traces: enough, and fast
+    monkeypatch.setattr(ptd, "probe_folders", lambda: one)
     base = ptd.cases()
     real = calibration.trace_drift
 
