@@ -73,15 +73,10 @@ def cases(run_dir: Path, registered: Path = REGISTERED):
 
 
 def summary(c):
-    import pandas as pd
+    """``ctasim.accuracy.summary`` of the pooled cases, per predictor."""
+    from ctasim import accuracy
 
-    rows = []
-    for (pred, kind), g in list(c.groupby(["predictor", "kind"])) + [((p, "all"), g) for p, g in c.groupby("predictor")]:
-        err = 100 * g["error"]
-        w = g.loc[err.abs().idxmax()]
-        rows.append({"predictor": pred, "kind": kind, "cases": len(g), "mape_pct": err.abs().mean(),
-                     "worst_pct": 100 * w["error"], "worst_case": f"{w['experiment']} {w['case']} {w['strategy']}"})
-    return pd.DataFrame(rows)
+    return accuracy.summary(c.rename(columns={"predictor": "source"}))
 
 
 def rankings(c):

@@ -100,12 +100,16 @@ def judge(pred: pd.DataFrame, meas: pd.DataFrame, shared_device: bool = False) -
 
 
 def summary(j: pd.DataFrame) -> pd.DataFrame:
-    """MAPE and worst error per predictor, per strategy kind and over all."""
+    """MAPE and worst error per predictor, per strategy kind and over all. Where ``j`` pools several experiments the
+    worst case names its experiment too."""
+    pooled = j["experiment"].nunique() > 1
     rows = []
     for (src, kind), g in list(j.groupby(["source", "kind"])) + [((s, "all"), g) for s, g in j.groupby("source")]:
         w = g.loc[g["error"].abs().idxmax()]
+        where = f"{w['experiment']} " if pooled else ""
         rows.append({"predictor": src, "kind": kind, "cases": len(g), "mape_pct": 100 * g["error"].abs().mean(),
-                     "worst_pct": 100 * w["error"], "worst_case": f"{w['case']} {w['strategy']} {w['variant']}".strip()})
+                     "worst_pct": 100 * w["error"],
+                     "worst_case": f"{where}{w['case']} {w['strategy']} {w['variant']}".strip()})
     return pd.DataFrame(rows)
 
 

@@ -207,7 +207,7 @@ def _pooled(root: Path, folders: Sequence[str], name: str) -> tuple[pd.DataFrame
     """The committed table ``name`` of each of ``folders`` under ``root`` (one folder per machine) that this
     installation has, concatenated, and how many there were (None, 0 where none)."""
     found = [f for f in (root / folder / name for folder in folders) if f.is_file()]
-    return (pd.concat(pd.read_csv(f) for f in found) if found else None), len(found)
+    return (pd.concat((pd.read_csv(f) for f in found), ignore_index=True) if found else None), len(found)
 
 
 OPERAND_PLAN = ("reg36-gelu-k", "validation-registered36")
@@ -300,9 +300,8 @@ def own_profile_lines(results_dir: Path | None = None) -> list[str]:
         return []
     own, committed = c[c["predictor"] == "own"], c[c["predictor"] == "interleaved"]
 
-    def worst(w) -> str:
-        w = w.to_numpy(float)
-        return f"{w[abs(w).argmax()]:+.1f}%"
+    def worst(w: pd.Series) -> str:
+        return f"{w[w.abs().idxmax()]:+.1f}%"
 
     def span(g: pd.DataFrame, col: str) -> str:
         return f"{g[col].min():.2f}-{g[col].max():.2f}%"

@@ -111,11 +111,15 @@ class Naive:
         if len(g) < 2:
             raise ValueError(f"{baselines_csv}: fewer than two {backend} gemm rows to fit the naive line on")
         h = g["k"].to_numpy(float)  # the baselines run square chains: K = N = H (column ``k``)
-        flops = 2.0 * g["m"].to_numpy(float) * h * h
-        slope, a = np.polyfit(flops, g["median_ms"].to_numpy(float), 1)
-        return cls(float(a), float(1.0 / slope / 1e9),
-                   f"least squares of {len(g)} {backend} gemm medians (M = {sorted(set(g['m'].astype(int)))}, "
-                   f"N = K = {sorted(set(g['k'].astype(int)))}) of {Path(baselines_csv).parent.name}")
+        return cls._line(2.0 * g["m"].to_numpy(float) * h * h, g["median_ms"],
+                         f"least squares of {len(g)} {backend} gemm medians (M = {sorted(set(g['m'].astype(int)))}, "
+                         f"N = K = {sorted(set(g['k'].astype(int)))}) of {Path(baselines_csv).parent.name}")
+
+    @classmethod
+    def _line(cls, flops, ms, source: str) -> "Naive":
+        """The least-squares line of ``ms`` against ``flops``."""
+        slope, a = np.polyfit(np.asarray(flops, dtype=float), np.asarray(ms, dtype=float), 1)
+        return cls(float(a), float(1.0 / slope / 1e9), source)
 
     @classmethod
     def fit_shapes(cls, table_csv: str | Path, backend: str = "cutlass") -> "Naive":
@@ -126,11 +130,9 @@ class Naive:
         g = df[df["backend"] == backend].groupby(["m", "n", "k"], as_index=False)["median_ms"].min()
         if len(g) < 2:
             raise ValueError(f"{table_csv}: fewer than two {backend} shapes to fit the naive line on")
-        flops = 2.0 * g["m"].to_numpy(float) * g["n"].to_numpy(float) * g["k"].to_numpy(float)
-        slope, a = np.polyfit(flops, g["median_ms"].to_numpy(float), 1)
-        return cls(float(a), float(1.0 / slope / 1e9),
-                   f"least squares of the best-order {backend} medians of {len(g)} shapes of {Path(table_csv).name} "
-                   f"in {Path(table_csv).parent.name}")
+        return cls._line(2.0 * g["m"].to_numpy(float) * g["n"].to_numpy(float) * g["k"].to_numpy(float), g["median_ms"],
+                         f"least squares of the best-order {backend} medians of {len(g)} shapes of "
+                         f"{Path(table_csv).name} in {Path(table_csv).parent.name}")
 
     def predict_ms(self, strategy: Strategy, case: Case, hw: Hardware, variant: dict) -> float:
         layers = case.workload.layers
