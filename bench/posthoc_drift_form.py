@@ -65,6 +65,10 @@ def predictors() -> dict[str, tuple]:
     return out
 
 
+_PREDICTED: dict[tuple, pd.DataFrame] = {}
+"""(experiment, hardware, harness) -> its prediction, for :func:`judged` (a prediction is deterministic)."""
+
+
 def judged(run: str, name: str, preds: dict[str, tuple]) -> pd.DataFrame:
     """One experiment of one run: each predictor's model (and lockstep where kept; ``preds``: predictor ->
     (hardware, sources)) judged against the committed measurement's sequential cases."""
@@ -77,8 +81,11 @@ def judged(run: str, name: str, preds: dict[str, tuple]) -> pd.DataFrame:
     harness = load_harness(json.loads((reg / "registration.json").read_text())["harness"]["name"])
     parts = []
     for form, (hw, sources) in preds.items():
-        p = predict(dataclasses.replace(load_experiment(name), hardware=hw), harness, None)
-        p = p[p["source"].isin(sources)]
+        key = (name, hw, harness)  # several runs measured the same experiment: predicted once
+        if key not in _PREDICTED:
+            _PREDICTED[key] = predict(dataclasses.replace(load_experiment(name), hardware=hw), harness, None)
+        p = _PREDICTED[key]
+        p = p[p["source"].isin(sources)].copy()
         p["source"] = p["source"].map({"model": form, "lockstep": f"lockstep ({form}'s constants)"})
         parts.append(p)
     return judge(pd.concat(parts, ignore_index=True), meas).assign(run=run, registration=name)

@@ -210,8 +210,8 @@ def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, 
     persistent GEMM's): a kernel whose CTAs do not keep a fixed share of the tiles (tickets, one CTA per tile) has
     no drift. ``layers``: a chain kernel's equal-shaped layers in one order (:func:`ctasim.plan.chain_order`).
     ``ticket_spread``: a ticket-scheduled kernel's spread of start times per round (``KernelConfig.ticket_spread``;
-    :func:`ctasim.l2.ticket_rereads`), 0 for a grid with a fixed assignment; ``ticket_state``: its consistent state
-    (:data:`ctasim.l2.TICKET_STATES`). ``boost``: a further clock gain of the compute (:func:`active_share`)."""
+    :func:`ctasim.l2.ticket_rereads`, by the config's ``ticket_law``), 0 for a grid with a fixed assignment;
+    ``ticket_state``: its consistent state (:data:`ctasim.l2.TICKET_STATES`). ``boost``: a further clock gain of the compute (:func:`active_share`)."""
     cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
     if not memory_model(hw, cfg):
         raise ValueError(f"profile {hw.name!r} has no memory hierarchy for config {cfg.key()}")
@@ -223,7 +223,8 @@ def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, 
                               hw.l2_bytes, store_elem_bytes=store,
                               drift=cfg.cta_drift if drift is None else drift,
                               cluster_m=cfg.cluster_m if cluster_m is None else cluster_m, layers=layers,
-                              ticket_spread=ticket_spread, ticket_state=ticket_state, drift_form=cfg.drift_form)
+                              ticket_spread=ticket_spread, ticket_state=ticket_state, drift_form=cfg.drift_form,
+                              ticket_law=cfg.ticket_law)
     return l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed)
 
 

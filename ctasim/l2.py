@@ -50,12 +50,14 @@ What is modelled
 
     * **Ticket spread** (optional, ``ticket_spread > 0``): a grid that hands out tiles by tickets (the chain kernel)
       keeps the running tiles one window of the order, but their start times spread over up to a tile time; a
-      panel's later sharer then hits only if the bytes the L2 takes in between fit (:func:`ticket_rereads`).
+      panel's later sharer then hits only if the bytes the L2 takes in between fit (:func:`ticket_rereads`), all or
+      nothing (``ticket_law = "threshold"``), or loses a share that grows with them from the first byte, as random
+      replacement in one of the L2's two partitions would (``"partition"``, :data:`TICKET_LAWS`).
 
 Left out
     Reuse of panels between kernels (each kernel starts cold) and of D (stores do not occupy the cache and
     are never read back); the L2's set associativity, hashing and its two partitions (lumped into
-    ``l2_efficiency``); sharing that drift creates between neighbouring waves (a CTA a tile ahead shares with the
+    ``l2_efficiency``; only the ``"partition"`` ticket law counts them, and only for a ticket grid's later sharers); sharing that drift creates between neighbouring waves (a CTA a tile ahead shares with the
     next wave's tiles: the re-reads are counted from the lockstep waves' sharers, so a long drift is overcharged);
     overlap of one wave's loads with the
     next wave's math (waves are timed one after another); L2-to-SM bandwidth and the cluster's multicast
@@ -75,6 +77,7 @@ import numpy as np
 __all__ = [
     "DRIFT_FORMS",
     "DRIFT_LAWS",
+    "TICKET_LAWS",
     "TICKET_STATES",
     "RASTERS",
     "WaveTraffic",
@@ -339,6 +342,16 @@ def drift_rereads(sharers: list[tuple[np.ndarray, np.ndarray, float]], waves: in
     return miss * again
 
 
+TICKET_LAWS = ("threshold", "partition")
+"""How :func:`ticket_rereads` decides whether a later sharer finds its panel in L2. ``"threshold"`` (the model's since
+registered plan 10): an LRU cache of the whole L2, so the sharer hits while the bytes taken in between fit and misses
+once they do not (all or nothing; the state picked by :data:`TICKET_STATES`). ``"partition"`` (post-hoc on plans
+9, 10 and 48, registered plan 49 tests it): the L2 is two partitions, each caching what the SMs wired to it read
+(the A100 and H100 whitepapers; a panel read from both sides is held twice), so a partition takes in the wave's whole
+traffic into half the capacity, and a line there survives ``B`` bytes taken in as under random replacement: the
+later sharer misses by the share ``1 - exp(-2 B / capacity)``, a smooth loss from the first byte (one consistent
+state)."""
+
 TICKET_STATES = ("thrash", "hold")
 """Which state :func:`ticket_rereads` takes where several are consistent: ``"thrash"`` the most-missing (iterated down
 from every later sharer missing; the model's), ``"hold"`` the least-missing (iterated up from every later sharer
@@ -346,7 +359,8 @@ hitting: a grid keeps its reuse until that is inconsistent; registered plan 14 t
 
 
 def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: int, slots: int, spread: float,
-                   capacity: float, base: np.ndarray, max_rounds: int = 100, state: str = "thrash") -> np.ndarray:
+                   capacity: float, base: np.ndarray, max_rounds: int = 100, state: str = "thrash",
+                   law: str = "threshold") -> np.ndarray:
     """Bytes per wave of shared panels read again from HBM by a ticket-scheduled grid whose start times spread.
 
     Tickets are taken in order as CTAs free, so the ``slots`` tickets of wave ``v`` start within
@@ -357,7 +371,9 @@ def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: 
     ``H_v * g / slots * S_v <= capacity``; otherwise it reads the panel again, which adds to ``H_v``. The traffic
     and the misses so feed each other; the state taken is the most-missing one consistent with itself (iterated
     down from every later sharer missing), as a grid that thrashed keeps thrashing; ``state = "hold"`` takes the
-    least-missing one instead (:data:`TICKET_STATES`).
+    least-missing one instead (:data:`TICKET_STATES`). ``law = "partition"`` (:data:`TICKET_LAWS`) charges the
+    later sharer the share ``1 - exp(-2 H_v * g / slots * S_v / capacity)`` of its panel instead, iterated from
+    every later sharer missing to the consistent state (``state`` is then unused: there is one).
 
     ``pos``, ``panel``: one entry per (tile, panel it reads): its position in the order and a panel id;
     ``size``: bytes per panel id; ``base``: each wave's HBM bytes without these re-reads.
@@ -373,6 +389,10 @@ def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: 
     reach = (p[1:] - p[:-1])[later] / slots * np.minimum(1.0, spread * gw)  # tile times between the two reads
     if state not in TICKET_STATES:
         raise ValueError(f"state must be one of {TICKET_STATES}, got {state!r}")
+    if law not in TICKET_LAWS:
+        raise ValueError(f"law must be one of {TICKET_LAWS}, got {law!r}")
+    if law == "partition":
+        return _partition_rereads(gw, nbytes, reach, waves, capacity, base, max_rounds)
     miss = reach > 0 if state == "thrash" else np.zeros(len(reach), dtype=bool)
     for _ in range(max_rounds):
         again = np.bincount(gw, weights=nbytes * miss, minlength=waves)
@@ -383,11 +403,35 @@ def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: 
     return np.bincount(gw, weights=nbytes * miss, minlength=waves)
 
 
+PARTITIONS = 2
+"""The L2's partitions, each caching what its own SMs read (NVIDIA A100 and H100 whitepapers: "the L2 cache is
+divided into two partitions"; the H200 is the H100's GH100 die): the ``"partition"`` ticket law's factor."""
+
+
+def _partition_rereads(gw: np.ndarray, nbytes: np.ndarray, reach: np.ndarray, waves: int, capacity: float,
+                       base: np.ndarray, max_rounds: int) -> np.ndarray:
+    """:func:`ticket_rereads` under ``law = "partition"``: each later sharer (wave ``gw``, ``nbytes``, ``reach`` tile
+    times after the one before) misses by the share ``1 - exp(-PARTITIONS * H * reach / capacity)``, ``H`` its wave's
+    traffic with the misses; the misses and the traffic iterated to their fixed point from every sharer missing
+    (damped by half a step; the share falls as the traffic falls, so the iteration settles)."""
+    if capacity <= 0:
+        return np.bincount(gw, weights=nbytes * (reach > 0), minlength=waves)
+    miss = (reach > 0).astype(float)
+    for _ in range(max_rounds):
+        again = np.bincount(gw, weights=nbytes * miss, minlength=waves)
+        new = 1.0 - np.exp(-PARTITIONS * (base + again)[gw] * reach / capacity)
+        if np.max(np.abs(new - miss), initial=0.0) < 1e-6:
+            miss = new
+            break
+        miss = 0.5 * (miss + new)
+    return np.bincount(gw, weights=nbytes * miss, minlength=waves)
+
+
 def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n: int, elem_bytes: int,
                  slots: int, l2_bytes: float, l2_efficiency: float = 1.0,
                  store_elem_bytes: int | None = None, drift: float = 0.0, cluster_m: int = 1,
                  layers: int = 1, ticket_spread: float = 0.0, ticket_state: str = "thrash",
-                 drift_form: str = "wave") -> WaveTraffic:
+                 drift_form: str = "wave", ticket_law: str = "threshold") -> WaveTraffic:
     """HBM traffic of each wave of a GEMM whose tiles run in ``order`` on ``slots`` CTA slots (module docstring).
 
     ``order``: row-major tile ids (``i * ceil(n / tile_n) + j``), each once, -1 for padding slots.
@@ -400,7 +444,8 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
     ``layer * tiles + row-major id`` (:func:`ctasim.plan.chain_order`); each layer has A and W panels of its own
     (layer l + 1's A is layer l's output: a first use of it misses, as any first use does).
     ``ticket_spread``: the tiles are handed out by tickets and their start times spread by this many tile times
-    per round (:func:`ticket_rereads`; 0 = lockstep waves); ``ticket_state``: which consistent state it takes.
+    per round (:func:`ticket_rereads`; 0 = lockstep waves); ``ticket_state``: which consistent state it takes;
+    ``ticket_law``: how a later sharer misses (:data:`TICKET_LAWS`).
     """
     tiles_m, tiles_n = -(-m // tile_m), -(-n // tile_n)
     order = np.asarray(order, dtype=np.int64)
@@ -485,7 +530,8 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
         pos = np.flatnonzero(valid)
         base = a_hbm + w_hbm + store + (again if again is not None else 0.0)
         tickets = ticket_rereads(np.concatenate([pos, pos]), np.concatenate([ri, tiles_m + ci]), size, W, slots,
-                                 ticket_spread, float(l2_bytes) * float(l2_efficiency), base, state=ticket_state)
+                                 ticket_spread, float(l2_bytes) * float(l2_efficiency), base, state=ticket_state,
+                                 law=ticket_law)
     return WaveTraffic(a_hbm=a_hbm, w_hbm=w_hbm, footprint=footprint, store=store,
                        tiles=np.bincount(wv, minlength=W), drift_hbm=again, ticket_hbm=tickets)
 

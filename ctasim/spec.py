@@ -156,6 +156,11 @@ class KernelConfig:
         "growth per round of the span of the start times of a grid's worth of consecutive tickets, in tile times, "
         "for kernels that hand out tiles by tickets (the chain kernel's tickets design): the memory hierarchy "
         "charges a panel's later sharer that the L2 lost in between (ctasim.l2.ticket_rereads); 0 = lockstep waves", 0.0)
+    ticket_law: str = _f(
+        "how a ticket grid's later sharer of a panel misses (ctasim.l2.TICKET_LAWS): 'threshold' (LRU over the whole "
+        "L2: all or nothing once the bytes taken in between exceed it) or 'partition' (a share 1 - exp(-2 B / L2) of "
+        "it, B the bytes taken in between: random replacement in one of the L2's two partitions; registered plan 49)",
+        "threshold")
     cluster_m: int = _f("CTAs of a cluster along M (the persistent scheduler pairs row-blocks; ctasim.l2's order)", 1)
     cluster_n: int = _f("CTAs of a cluster along N", 1)
     source: str = _f("where the figures come from (measurement with date and machine, or datasheet)", "")
@@ -654,6 +659,8 @@ def validate_hardware(hw: Hardware, where: str) -> None:
                  f"must be >= 0, got {c.cta_drift}")
         require(c.drift_form in l2.DRIFT_FORMS, where, q + "drift_form",
                 f"must be one of {', '.join(l2.DRIFT_FORMS)}, got {c.drift_form!r}")
+        require(c.ticket_law in l2.TICKET_LAWS, where, q + "ticket_law",
+                f"must be one of {', '.join(l2.TICKET_LAWS)}, got {c.ticket_law!r}")
         require(math.isfinite(c.ticket_spread) and c.ticket_spread >= 0, where, q + "ticket_spread",
                  f"must be >= 0, got {c.ticket_spread}")
         for name in ("cluster_m", "cluster_n"):

@@ -331,6 +331,54 @@ def test_a_grid_that_can_thrash_or_not_is_taken_to_thrash():
     assert got.tolist() == [0.0, 0.0]
 
 
+def test_the_partition_law_charges_the_share_lost_to_random_replacement_in_half_the_l2():
+    # the pair of test_a_later_sharer_misses...: the second read 0.25 tile times after the first, wave 1 moving 100
+    # bytes besides the re-read; the law's miss share m solves m = 1 - exp(-2 (100 + 10 m) 0.25 / C)
+    pos, panel, size, base = np.array([100, 150]), np.array([0, 0]), np.array([10.0]), np.array([0.0, 100.0])
+
+    def law(cap, spread=0.5, p=pos):
+        return l2.ticket_rereads(p, panel, size, 2, 100, spread=spread, capacity=cap, base=base, law="partition")
+
+    for cap in (20.0, 26.0, 1000.0):
+        m = law(cap)[1] / 10.0
+        assert m == pytest.approx(1.0 - np.exp(-2.0 * (100.0 + 10.0 * m) * 0.25 / cap), abs=1e-5)
+        assert law(cap)[0] == 0.0
+    # smooth where the threshold is all or nothing: a small loss where it keeps everything, not all where it loses all
+    assert 0.0 < law(1000.0)[1] < 0.6 and law(1000.0)[1] == pytest.approx(10 * (1 - np.exp(-0.05)), rel=0.01)
+    assert 9.0 < law(20.0)[1] < 10.0
+    assert law(20.0, spread=0.0).tolist() == [0.0, 0.0] and law(0.0, p=pos - 100).tolist() == [0.0, 0.0]
+    assert law(0.0).tolist() == [0.0, 10.0]  # no L2: every later sharer reads again
+    # one consistent state, so the two states of the threshold law give the same
+    assert law(26.0).tolist() == l2.ticket_rereads(pos, panel, size, 2, 100, spread=0.5, capacity=26.0, base=base,
+                                                   law="partition", state="hold").tolist()
+    with pytest.raises(ValueError, match="law must be one of"):
+        l2.ticket_rereads(pos, panel, size, 2, 100, spread=0.5, capacity=26.0, base=base, law="lru")
+
+
+def test_the_partition_profile_is_h200_x1_calibrated_but_for_the_chain_kernels_ticket_law():
+    part = load_hardware("h200-x1-calibrated-partition")
+    assert dataclasses.replace(part, name=X1.name, kernel_configs=X1.kernel_configs) == X1
+    for a, b in zip(X1.kernel_configs, part.kernel_configs, strict=True):
+        if a.key() == "128x256":
+            assert (a.ticket_law, b.ticket_law) == ("threshold", "partition") and b.ticket_spread > 0
+            b = dataclasses.replace(b, ticket_law=a.ticket_law)
+        assert a == b
+
+    def total(hw, group):
+        st = Strategy("ctapipe", gpus=1, chain_group=group)
+        return build_plans(st, chain_wl(m=5120), hw, 1, "c")[0].kernels()[0].tile_times.sum()
+
+    # plan 9's pairs at M = 5120 lost their sharing long before the threshold's spread allowed: the law charges them
+    assert total(part, 2) > 1.02 * total(X1, 2)
+    assert total(X1, 8) <= total(part, 8) < 1.02 * total(X1, 8)  # groups of 8: their sharers consecutive
+    bad = dataclasses.replace(part, kernel_configs=(dataclasses.replace(part.kernel_configs[0], ticket_law="lru"),
+                                                    *part.kernel_configs[1:]))
+    with pytest.raises(SpecError, match="ticket_law"):
+        from ctasim.spec import validate_hardware  # noqa: PLC0415
+
+        validate_hardware(bad, "test")
+
+
 def test_ticket_spread_makes_row_order_lose_its_weight_sharing_and_leaves_grouped_orders_alone():
     def total(group, spread):
         hw = dataclasses.replace(X1, kernel_configs=tuple(dataclasses.replace(c, ticket_spread=spread)
