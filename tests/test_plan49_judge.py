@@ -1,0 +1,63 @@
+"""bench/plan49_judge.py on measurements made up from plan 49's own registrations (no GPU): a machine that runs as
+the partition law says meets every claim of it; one that runs as the threshold law says fails the claims that the
+partition law is nearer; bad run folders are refused in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def pj(bench_module):
+    return bench_module("plan49_judge")
+
+
+def fake_run(pj, tmp: Path, law: str, scale: float = 1.0) -> Path:
+    """A run folder whose every case measures what ``law``'s registration predicted (the reference GEMM the
+    threshold registration's), times ``scale``."""
+    for exp in pj.EXPERIMENTS:
+        reg = exp if law == "threshold" or exp == pj.REFERENCE else f"{exp}-partition"
+        p = pd.read_csv(pj.PREDICTIONS / reg / "predictions.csv")
+        m = p[p["source"] == "model"].assign(source="hw")
+        m["makespan_ms"] *= scale
+        (tmp / exp).mkdir(parents=True)
+        m.to_csv(tmp / exp / "results.csv", index=False)
+    return tmp
+
+
+def test_a_machine_that_runs_as_the_partition_law_says_meets_its_claims(pj, tmp_path):
+    run = fake_run(pj, tmp_path / "run", "partition", scale=1.02)  # a machine 2% slower than the profile
+    assert pj.main([str(run), "--out", str(tmp_path / "out")]) == 0
+    cl = pd.read_csv(tmp_path / "out" / "claims.csv").set_index("claim")
+    assert cl.loc[list("abcdeg"), "met"].all(), cl
+    s = pd.read_csv(tmp_path / "out" / "summary.csv").set_index(["predictor", "cases"])
+    assert s.loc[("partition", "all"), "mape_pct"] == pytest.approx(100 * 0.02 / 1.02, abs=0.01)
+    # the machine's 2% is the reference GEMM's too: normalised, the partition law is exact
+    assert s.loc[("partition", "all"), "normalised_mape_pct"] == pytest.approx(0.0, abs=0.01)
+    oe = pd.read_csv(tmp_path / "out" / "order-effect.csv")
+    assert (oe["partition"] - oe["measured"]).abs().max() < 1e-3 and len(oe) == 8 * 3
+
+
+def test_a_machine_that_runs_as_the_threshold_law_says_fails_the_partition_laws_claims(pj, tmp_path):
+    run = fake_run(pj, tmp_path / "run", "threshold")
+    assert pj.main([str(run), "--out", str(tmp_path / "out")]) == 0
+    cl = pd.read_csv(tmp_path / "out" / "claims.csv").set_index("claim")
+    assert not cl.loc["a", "met"] and not cl.loc["b", "met"]
+    r = pd.read_csv(tmp_path / "out" / "rankings.csv")
+    assert r["threshold_fastest_right"].all() and len(r) == 8
+
+
+def test_bad_run_folders_are_refused_in_one_line(pj, tmp_path, capsys):
+    assert pj.main([str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 2
+    assert "no measurement of reg49-reference" in capsys.readouterr().err
+    run = fake_run(pj, tmp_path / "run", "threshold")
+    other = pd.read_csv(run / pj.CHAINS[0] / "results.csv").assign(experiment="reg10-chain-order-h6144")
+    other.to_csv(run / pj.CHAINS[0] / "results.csv", index=False)
+    assert pj.main([str(run), "--out", str(tmp_path / "out")]) == 2
+    assert "not reg49-chain-order-h5120" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
