@@ -61,3 +61,22 @@ def test_bad_run_folders_are_refused_in_one_line(pj, tmp_path, capsys):
     assert pj.main([str(run), "--out", str(tmp_path / "out")]) == 2
     assert "not reg49-chain-order-h5120" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("run,met,figures", [
+    ("", "ab", {("partition", "chain kernel"): 5.42, ("threshold", "chain kernel"): 6.90,
+                ("naive", "chain kernel"): 8.69, ("partition", "groups of 8"): 3.72}),
+    ("-run2", "abcd", {("partition", "chain kernel"): 3.21, ("threshold", "chain kernel"): 3.26,
+                       ("naive", "chain kernel"): 3.80, ("partition", "groups of 8"): 1.14}),
+])
+def test_the_committed_judgements_are_what_the_committed_runs_give_and_the_docs_quote(pj, tmp_path, run, met, figures):
+    """docs/validation.md, registered plan 49: on GPU-f1bbaa8b (a slow machine) claims (a) and (b) met, on
+    GPU-183b3560 (a fast one) (a)-(d); (e)-(g) missed on both."""
+    committed = ROOT / f"bench/results/validation-registered49{run}"
+    assert pj.main([str(ROOT / f"bench/results/hw/2026-12-04-registered49-1gpu{run}"), "--out", str(tmp_path)]) == 0
+    for name in ("summary", "order-effect", "rankings", "claims"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / f"{name}.csv"), pd.read_csv(committed / f"{name}.csv"))
+    cl = pd.read_csv(committed / "claims.csv").set_index("claim")["met"]
+    assert sorted(cl[cl].index) == list(met)
+    s = pd.read_csv(committed / "summary.csv").set_index(["predictor", "cases"])["mape_pct"]
+    assert {k: s[k] for k in figures} == figures
