@@ -80,3 +80,18 @@ def test_the_committed_judgements_are_what_the_committed_runs_give_and_the_docs_
     assert sorted(cl[cl].index) == list(met)
     s = pd.read_csv(committed / "summary.csv").set_index(["predictor", "cases"])["mape_pct"]
     assert {k: s[k] for k in figures} == figures
+
+
+def test_the_committed_trace_table_is_what_the_script_writes_and_the_docs_quote(bench_module):
+    """docs/validation.md, plan 49: the two machines' tickets spread alike (median 0.024 and 0.022 tile a round),
+    yet row order's late-half mainloop grows 4-15% over its cold first wave on the slow machine, -6 to +4% on the
+    fast one."""
+    pt = bench_module("posthoc_plan49_traces")
+    d = pt.table()
+    pd.testing.assert_frame_equal(d, pd.read_csv(ROOT / "bench/results/validation-registered49/traces.csv"))
+    assert len(d) == 2 * 8 * 4
+    med = d.groupby("machine")["span_rate"].median().round(3)
+    assert (med["GPU-f1bbaa8b"], med["GPU-183b3560"]) == (0.024, 0.022)
+    row = d[d["order"] == "intragpu-row"].groupby("machine")["late_over_first"]
+    assert (round(row.min()["GPU-f1bbaa8b"], 2), round(row.max()["GPU-f1bbaa8b"], 2)) == (1.04, 1.15)
+    assert (round(row.min()["GPU-183b3560"], 2), round(row.max()["GPU-183b3560"], 2)) == (0.94, 1.04)
