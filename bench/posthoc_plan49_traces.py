@@ -2,13 +2,13 @@
 
     python bench/posthoc_plan49_traces.py [--out bench/results/validation-registered49/traces.csv]
 
-Reads the one traced run per chain-kernel case and order of both machines' calls
-(``bench/results/hw/2026-12-04-registered49-1gpu``, ``-run2``; per-tile %globaltimer stamps, tickets design, 132 CTAs)
+Reads the one traced run per chain-kernel case and order of the three machines' calls
+(``bench/results/hw/2026-12-04-registered49-1gpu``, ``-run2``, ``-run3``; per-tile %globaltimer stamps, tickets design, 132 CTAs)
 and writes one row per machine, case and order: ``span_rate``, the growth per round of the start-time span of 132
 consecutive tickets (``ctasim.calibration.span_rate``, the profile's ``ticket_spread`` is 0.0189); ``first_us``, the
 median mainloop (``t_mainloop_end - t_acquire``) of the first 132 tiles taken (the cold first wave);
 ``late_us``, the same over the second half of the tiles; ``late_over_first``. Prints the table. Post-hoc: written
-after both calls were judged.
+after the calls were judged.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT))
 from ctasim.calibration import span_rate, window_spans  # noqa: E402
 from ctasim.trace import load_traces  # noqa: E402
 
-RUNS = {"GPU-f1bbaa8b": "2026-12-04-registered49-1gpu", "GPU-183b3560": "2026-12-04-registered49-1gpu-run2"}
+RUNS = {"GPU-f1bbaa8b": "2026-12-04-registered49-1gpu", "GPU-183b3560": "2026-12-04-registered49-1gpu-run2",
+        "GPU-e5361f9f": "2026-12-04-registered49-1gpu-run3"}
 CHAINS = ("reg49-chain-order-h5120", "reg49-chain-order-h7168", "reg49-chain-order-h9216")
 SLOTS = 132
 

@@ -68,10 +68,12 @@ def test_bad_run_folders_are_refused_in_one_line(pj, tmp_path, capsys):
                 ("naive", "chain kernel"): 8.69, ("partition", "groups of 8"): 3.72}),
     ("-run2", "abcd", {("partition", "chain kernel"): 3.21, ("threshold", "chain kernel"): 3.26,
                        ("naive", "chain kernel"): 3.80, ("partition", "groups of 8"): 1.14}),
+    ("-run3", "abcd", {("partition", "chain kernel"): 2.56, ("threshold", "chain kernel"): 2.84,
+                       ("naive", "chain kernel"): 4.66, ("partition", "groups of 8"): 1.11}),
 ])
 def test_the_committed_judgements_are_what_the_committed_runs_give_and_the_docs_quote(pj, tmp_path, run, met, figures):
     """docs/validation.md, registered plan 49: on GPU-f1bbaa8b (a slow machine) claims (a) and (b) met, on
-    GPU-183b3560 (a fast one) (a)-(d); (e)-(g) missed on both."""
+    GPU-183b3560 and GPU-e5361f9f (fast ones) (a)-(d); (e)-(g) missed on all three."""
     committed = ROOT / f"bench/results/validation-registered49{run}"
     assert pj.main([str(ROOT / f"bench/results/hw/2026-12-04-registered49-1gpu{run}"), "--out", str(tmp_path)]) == 0
     for name in ("summary", "order-effect", "rankings", "claims"):
@@ -83,15 +85,19 @@ def test_the_committed_judgements_are_what_the_committed_runs_give_and_the_docs_
 
 
 def test_the_committed_trace_table_is_what_the_script_writes_and_the_docs_quote(bench_module):
-    """docs/validation.md, plan 49: the two machines' tickets spread alike (median 0.024 and 0.022 tile a round),
-    yet row order's late-half mainloop grows 4-15% over its cold first wave on the slow machine, -6 to +4% on the
-    fast one."""
+    """docs/validation.md, plan 49: the first two machines' tickets spread alike (median 0.024 and 0.022 tile a
+    round), yet row order's late-half mainloop grows 4-15% over its cold first wave on the slow machine, -6 to +4% on
+    the second; the third (0.018) collapses at H = 9216 (21-33%)."""
     pt = bench_module("posthoc_plan49_traces")
     d = pt.table()
     pd.testing.assert_frame_equal(d, pd.read_csv(ROOT / "bench/results/validation-registered49/traces.csv"))
-    assert len(d) == 2 * 8 * 4
+    assert len(d) == 3 * 8 * 4
     med = d.groupby("machine")["span_rate"].median().round(3)
     assert (med["GPU-f1bbaa8b"], med["GPU-183b3560"]) == (0.024, 0.022)
     row = d[d["order"] == "intragpu-row"].groupby("machine")["late_over_first"]
     assert (round(row.min()["GPU-f1bbaa8b"], 2), round(row.max()["GPU-f1bbaa8b"], 2)) == (1.04, 1.15)
     assert (round(row.min()["GPU-183b3560"], 2), round(row.max()["GPU-183b3560"], 2)) == (0.94, 1.04)
+    assert med["GPU-e5361f9f"] == 0.018
+    h9216 = d[(d["order"] == "intragpu-row") & (d["experiment"] == "reg49-chain-order-h9216")
+              & (d["machine"] == "GPU-e5361f9f")]["late_over_first"]
+    assert (round(h9216.min(), 2), round(h9216.max(), 2)) == (1.21, 1.33)
