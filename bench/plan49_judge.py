@@ -26,7 +26,6 @@ A missing measurement or one that is not these experiments' is refused (one line
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -173,13 +172,17 @@ def claims(s: pd.DataFrame, oe: pd.DataFrame, r: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python bench/plan49_judge.py", description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser, writable_folder  # noqa: PLC0415
+    from ctasim.spec import SpecError  # noqa: PLC0415
+
+    ap = OneLineParser(prog="python bench/plan49_judge.py", description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/validation-registered49")
     args = ap.parse_args(argv)
     try:
+        writable_folder(args.out)
         c = cases(args.run_dir)
-    except JudgeError as e:
+    except (JudgeError, SpecError) as e:
         print(f"plan49_judge: {e}", file=sys.stderr)
         return 2
     s, oe, r = summary(c), order_effect(c), rankings(c)

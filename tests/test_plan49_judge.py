@@ -61,6 +61,10 @@ def test_bad_run_folders_are_refused_in_one_line(pj, tmp_path, capsys):
     assert pj.main([str(run), "--out", str(tmp_path / "out")]) == 2
     assert "not reg49-chain-order-h5120" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+    (tmp_path / "afile").write_text("x")
+    assert pj.main([str(fake_run(pj, tmp_path / "run2", "threshold")), "--out", str(tmp_path / "afile")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a folder" in err[0]
 
 
 @pytest.mark.parametrize("run,met,figures", [
