@@ -22,7 +22,6 @@ the makespan ratio to groups of 8 -- the part of the order effect no machine's s
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -115,9 +114,17 @@ def order_effect(c: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python bench/posthoc_ticket_law.py", description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser, writable_folder  # noqa: PLC0415
+    from ctasim.spec import SpecError  # noqa: PLC0415
+
+    ap = OneLineParser(prog="python bench/posthoc_ticket_law.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-ticket-law")
     args = ap.parse_args(argv)
+    try:
+        writable_folder(args.out)
+    except SpecError as e:
+        print(f"posthoc_ticket_law: {e}", file=sys.stderr)
+        return 2
     c = cases()
     s, o = summary(c), order_effect(c)
     args.out.mkdir(parents=True, exist_ok=True)

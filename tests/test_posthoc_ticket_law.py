@@ -60,3 +60,10 @@ def test_the_summary_names_a_wrong_case(ptl, committed):
     i = bad.index[(bad["source"] == "partition") & (bad["strategy"] == "intragpu-g2")][0]
     bad.loc[i, "error"] = 0.5
     assert not ptl.summary(bad).equals(pd.read_csv(COMMITTED / "summary.csv"))
+
+
+def test_an_out_that_cannot_be_a_folder_is_refused_in_one_line(ptl, tmp_path, capsys):
+    (tmp_path / "afile").write_text("x")
+    assert ptl.main(["--out", str(tmp_path / "afile")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a folder" in err[0]
