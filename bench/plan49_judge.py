@@ -31,10 +31,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402
 
+import own_profile_blocks  # noqa: E402
 from ctasim import accuracy, results  # noqa: E402
+from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
+from ctasim.spec import SpecError  # noqa: E402
 
 REFERENCE = "reg49-reference"
 CHAINS = ("reg49-chain-order-h5120", "reg49-chain-order-h7168", "reg49-chain-order-h9216")
@@ -106,8 +110,8 @@ def summary(c: pd.DataFrame) -> pd.DataFrame:
             if s.empty:
                 continue
             w = s.loc[s["error"].abs().idxmax()]
-            rows.append({"predictor": src, "cases": name, "n": len(s), "mape_pct": round(100 * s["error"].abs().mean(), 2),
-                         "worst_pct": round(100 * w["error"], 2),
+            rows.append({"predictor": src, "cases": name, "n": len(s),
+                         "mape_pct": round(100 * s["error"].abs().mean(), 2), "worst_pct": round(100 * w["error"], 2),
                          "worst_case": f"{w['experiment']} {w['case']} {w['strategy']}",
                          "normalised_mape_pct": round(100 * s["error_normalised"].abs().mean(), 2)})
     return pd.DataFrame(rows)
@@ -130,17 +134,9 @@ def order_effect(c: pd.DataFrame) -> pd.DataFrame:
 
 
 def rankings(c: pd.DataFrame) -> pd.DataFrame:
-    rows = []
-    chains = c[c["experiment"].isin(CHAINS)]
-    for (exp, case), g in chains.groupby(["experiment", "case"], sort=False):
-        measured = g.drop_duplicates("strategy").sort_values("measured_ms")["strategy"].tolist()
-        row = {"experiment": exp, "case": case, "measured": " < ".join(measured)}
-        for src, gp in g.groupby("source"):
-            order = gp.sort_values("predicted_ms")["strategy"].tolist()
-            row[src] = " < ".join(order)
-            row[f"{src}_fastest_right"] = order[0] == measured[0]
-        rows.append(row)
-    return pd.DataFrame(rows)
+    """Per chain experiment and case: the measured ranking of the five strategies and each predictor's
+    (``own_profile_blocks.rankings``, plan 48's)."""
+    return own_profile_blocks.rankings(c[c["experiment"].isin(CHAINS)].rename(columns={"source": "predictor"}))
 
 
 def claims(s: pd.DataFrame, oe: pd.DataFrame, r: pd.DataFrame) -> pd.DataFrame:
@@ -172,9 +168,6 @@ def claims(s: pd.DataFrame, oe: pd.DataFrame, r: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ctasim.cliargs import OneLineParser, writable_folder  # noqa: PLC0415
-    from ctasim.spec import SpecError  # noqa: PLC0415
-
     ap = OneLineParser(prog="python bench/plan49_judge.py", description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/validation-registered49")

@@ -3,8 +3,8 @@
     python bench/posthoc_plan49_traces.py [--out bench/results/validation-registered49/traces.csv]
 
 Reads the one traced run per chain-kernel case and order of the three machines' calls
-(``bench/results/hw/2026-12-04-registered49-1gpu``, ``-run2``, ``-run3``; per-tile %globaltimer stamps, tickets design, 132 CTAs)
-and writes one row per machine, case and order: ``span_rate``, the growth per round of the start-time span of 132
+(``bench/results/hw/2026-12-04-registered49-1gpu``, ``-run2``, ``-run3``; per-tile %globaltimer stamps, tickets
+design, 132 CTAs) and writes one row per machine, case and order: ``span_rate``, the growth per round of the start-time span of 132
 consecutive tickets (``ctasim.calibration.span_rate``, the profile's ``ticket_spread`` is 0.0189); ``first_us``, the
 median mainloop (``t_mainloop_end - t_acquire``) of the first 132 tiles taken (the cold first wave);
 ``late_us``, the same over the second half of the tiles; ``late_over_first``. Prints the table. Post-hoc: written
