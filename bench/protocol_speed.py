@@ -25,7 +25,7 @@ from ctasim.protocol.walk import SPACES, search_parallel  # noqa: E402
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--walks", type=int, default=10_400, help="walks of the correct protocol (CI runs 10,400)")
+    ap.add_argument("--walks", type=int, default=10_400, help="walks of the correct protocol (a CI run made 10,400 until 2026-12-04, 4,160 since)")
     ap.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="worker processes")
     ap.add_argument("--out", type=Path, help="write the rows and the provenance as JSON here")
     args = ap.parse_args(argv)
