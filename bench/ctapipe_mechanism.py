@@ -9,6 +9,9 @@ Every kept traced run of the six committed ctapipe runs (``ctasim.validation.pip
 * ``mechanism``: ``specs/hardware/h200-x2-mechanism.toml``, one config for every variant of the kernel (no
   per-variant figure; the tiles' times from the memory hierarchy of the order each grid walks and the
   one-CTA-per-tile grid's start-time spread);
+* ``partition law``: the same with the family config under the ticket law ``"partition"`` (``ctasim.l2.TICKET_LAWS``:
+  the one-H200 profile's law since registered plan 49, tested there on the chain kernel's tickets only; this profile
+  keeps ``"threshold"`` for the family config because of this row);
 * ``lockstep``: the same with the spread off (``ctasim.predict.without_drift``);
 * ``flat``: the same with the memory hierarchy off (every tile at the family config's ``sm_tflops``);
 * ``per-variant``: the committed ``h200-x2-calibrated`` (4 kernel configs fitted per variant on the traces at
@@ -113,6 +116,12 @@ def judge_all(traces, profiles: dict, naive_hw) -> tuple[pd.DataFrame, pd.DataFr
     return df, pd.DataFrame(waves)
 
 
+def partition_law(mech):
+    """``mech`` with its one-CTA-per-tile family config (kernel ``ctapipe``) under the ticket law ``"partition"``."""
+    return dataclasses.replace(mech, kernel_configs=tuple(
+        dataclasses.replace(c, ticket_law="partition") if c.kernel == "ctapipe" else c for c in mech.kernel_configs))
+
+
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     out = []
     for (pred, subset), g in [((p, s), g) for p, g0 in df[~df["stalled"]].groupby("predictor", sort=False)
@@ -174,8 +183,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     mech = load_hardware(MECHANISM)
     per_variant = load_hardware(PER_VARIANT)
-    profiles = {"mechanism": mech, "lockstep": without_drift(mech), "flat": without_memory(mech),
-                "per-variant": per_variant}
+    profiles = {"mechanism": mech, "partition law": partition_law(mech), "lockstep": without_drift(mech),
+                "flat": without_memory(mech), "per-variant": per_variant}
     traces = load_runs()
     df, waves = judge_all(traces, profiles, per_variant)
     fam_traces = [mt for mt in traces if mt.run in (CTAPIPE_RUN, *CTAPIPE_FIT_ALSO)]

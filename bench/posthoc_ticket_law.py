@@ -4,9 +4,10 @@
 
 Every chain-kernel order experiment measured so far -- registered plans 9 (H = 8192, 12288) and 10 (H = 6144, 10240,
 a 3-layer 8192), and plan 48's two machines re-running plan 10's H = 6144 and 10240 -- predicted again with this
-checkout's model under h200-x1-calibrated (ticket law ``"threshold"``: a later sharer hits while the bytes the L2
-takes in between fit, all or nothing) and h200-x1-calibrated-partition (``"partition"``: it misses by the share
-``1 - exp(-2 B / L2)``, the L2's two partitions), and, as a sensitivity and not a choice, with the partition law's
+checkout's model under h200-x1-calibrated with each ticket law (``Hardware.with_ticket_law``): ``"threshold"`` (a
+later sharer hits while the bytes the L2 takes in between fit, all or nothing; the profile's until 2026-12-04) and
+``"partition"`` (it misses by the share ``1 - exp(-2 B / L2)``, the L2's two partitions; the profile's since registered
+plan 49), and, as a sensitivity and not a choice, with the partition law's
 factor at 1, 1.5 and 3 in place of the two partitions (``ctasim.l2.PARTITIONS``). Judged against the committed
 measurements with ``ctasim.accuracy.judge``.
 
@@ -50,26 +51,28 @@ RUNS = {  # experiment -> the committed runs that measured it
     "reg10-chain-order-h10240": ("2026-12-02-registered10-1gpu", "2026-12-04-registered48-1gpu",
                                  "2026-12-04-registered48-1gpu-run2"),
 }
-PREDICTORS = {  # predictor -> (profile, the partition law's factor; None: the profile's own law)
-    "threshold": ("h200-x1-calibrated", None),
-    "partition": ("h200-x1-calibrated-partition", None),
-    "partition x1": ("h200-x1-calibrated-partition", 1.0),
-    "partition x1.5": ("h200-x1-calibrated-partition", 1.5),
-    "partition x3": ("h200-x1-calibrated-partition", 3.0),
+PROFILE = "h200-x1-calibrated"
+PREDICTORS = {  # predictor -> (ticket law, the partition law's factor; None: ctasim.l2.PARTITIONS)
+    "threshold": ("threshold", None),
+    "partition": ("partition", None),
+    "partition x1": ("partition", 1.0),
+    "partition x1.5": ("partition", 1.5),
+    "partition x3": ("partition", 3.0),
 }
 BASE = "intragpu"  # groups of 8, the chain kernel's default order
 
 
-def predicted(name: str, profile: str, factor: float | None) -> pd.DataFrame:
-    """``name`` as ``ctasim predict`` would predict it with ``profile`` (the model source only), with
-    ``ctasim.l2.PARTITIONS`` at ``factor`` for the call where one is given."""
+def predicted(name: str, law: str, factor: float | None) -> pd.DataFrame:
+    """``name`` as ``ctasim predict`` would predict it with :data:`PROFILE` under ticket law ``law`` (the model
+    source only), with ``ctasim.l2.PARTITIONS`` at ``factor`` for the call where one is given."""
     reg = ROOT / "bench/predictions" / name
     harness = load_harness(json.loads((reg / "registration.json").read_text())["harness"]["name"])
     saved = l2.PARTITIONS
     try:
         if factor is not None:
             l2.PARTITIONS = factor
-        p = predict(dataclasses.replace(load_experiment(name), hardware=load_hardware(profile)), harness, None)
+        hw = load_hardware(PROFILE).with_ticket_law(law)
+        p = predict(dataclasses.replace(load_experiment(name), hardware=hw), harness, None)
     finally:
         l2.PARTITIONS = saved
     return p[p["source"] == "model"]

@@ -159,8 +159,8 @@ class KernelConfig:
     ticket_law: str = _f(
         "how a ticket grid's later sharer of a panel misses (ctasim.l2.TICKET_LAWS): 'threshold' (LRU over the whole "
         "L2: all or nothing once the bytes taken in between exceed it) or 'partition' (a share 1 - exp(-2 B / L2) of "
-        "it, B the bytes taken in between: random replacement in one of the L2's two partitions; registered plan 49)",
-        "threshold")
+        "it, B the bytes taken in between: random replacement in one of the L2's two partitions; registered plan 49; the "
+        "H200 profiles' law since 2026-12-04)", "threshold")
     cluster_m: int = _f("CTAs of a cluster along M (the persistent scheduler pairs row-blocks; ctasim.l2's order)", 1)
     cluster_n: int = _f("CTAs of a cluster along N", 1)
     source: str = _f("where the figures come from (measurement with date and machine, or datasheet)", "")
@@ -318,6 +318,16 @@ class Hardware:
     @property
     def slots_per_gpu_max(self) -> int:
         return self.sm_count * max(c.cta_slots_per_sm for c in self.kernel_configs)
+
+    def with_ticket_law(self, law: str) -> "Hardware":
+        """This profile with every ticket-scheduled config (``ticket_spread`` > 0) under ticket law ``law``
+        (ctasim.l2.TICKET_LAWS): the comparisons of the laws on one profile (bench/posthoc_ticket_law.py)."""
+        from ctasim import l2  # noqa: PLC0415
+
+        if law not in l2.TICKET_LAWS:
+            raise ValueError(f"ticket law must be one of {', '.join(l2.TICKET_LAWS)}, got {law!r}")
+        return dataclasses.replace(self, kernel_configs=tuple(
+            dataclasses.replace(c, ticket_law=law) if c.ticket_spread > 0 else c for c in self.kernel_configs))
 
 
 # --------------------------------------------------------------------------------------------------

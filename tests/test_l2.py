@@ -240,7 +240,7 @@ def test_the_ticket_state_hold_takes_the_least_missing_consistent_state():
     from ctasim.plan import raster_order
     from ctasim.spec import Layer, load_hardware
 
-    hw = load_hardware("h200-x2-mechanism")
+    hw = load_hardware("h200-x2-mechanism").with_ticket_law("threshold")  # the states are the threshold law's
     layer = Layer(16384, 8192, 8192, 128, 256)
     order = raster_order(layer.tiles_m, layer.tiles_n, "row")
     kw = dict(kernel="ctapipe", drift=0.0, ticket_spread=0.0524)

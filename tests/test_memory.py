@@ -230,7 +230,8 @@ def test_a_chain_orders_tiles_take_their_waves_time_and_the_engine_runs_them():
     plan = build_plans(Strategy("ctapipe", gpus=1), wl, X1, 1, "c")[0]
     k = plan.kernels()[0]
     layer = wl.layers[0]
-    waves = costs.order_waves(layer, X1, 2, k.order, k.slots, drift=0.0, cluster_m=1, layers=2)
+    waves = costs.order_waves(layer, X1, 2, k.order, k.slots, drift=0.0, cluster_m=1, layers=2,
+                              ticket_spread=X1.config(128, 256).ticket_spread)  # tickets: no drift, their spread
     assert len(k.tile_times) == k.tiles == 2 * layer.tiles
     assert np.array_equal(k.tile_times, waves[np.arange(k.tiles) // k.slots])
     assert plan.params["memory"] == "l2"
@@ -355,22 +356,25 @@ def test_the_partition_law_charges_the_share_lost_to_random_replacement_in_half_
         l2.ticket_rereads(pos, panel, size, 2, 100, spread=0.5, capacity=26.0, base=base, law="lru")
 
 
-def test_the_partition_profile_is_h200_x1_calibrated_but_for_the_chain_kernels_ticket_law():
+def test_the_profile_takes_the_partition_law_and_its_registered_twin_is_now_the_profile():
+    """Since registered plan 49 the profile's ticket-scheduled config has the partition law; h200-x1-calibrated-partition
+    (plan 49's twin) is the profile but for its name; ``with_ticket_law`` gives back the threshold law."""
     part = load_hardware("h200-x1-calibrated-partition")
-    assert dataclasses.replace(part, name=X1.name, kernel_configs=X1.kernel_configs) == X1
-    for a, b in zip(X1.kernel_configs, part.kernel_configs, strict=True):
-        if a.key() == "128x256":
-            assert (a.ticket_law, b.ticket_law) == ("threshold", "partition") and b.ticket_spread > 0
-            b = dataclasses.replace(b, ticket_law=a.ticket_law)
-        assert a == b
+    assert dataclasses.replace(part, name=X1.name) == X1
+    assert [c.ticket_law for c in X1.kernel_configs if c.ticket_spread > 0] == ["partition"]
+    thr = X1.with_ticket_law("threshold")
+    assert [c.ticket_law for c in thr.kernel_configs] == ["threshold"] * len(X1.kernel_configs)
+    assert thr.with_ticket_law("partition") == X1
+    with pytest.raises(ValueError, match="ticket law"):
+        X1.with_ticket_law("lru")
 
     def total(hw, group):
         st = Strategy("ctapipe", gpus=1, chain_group=group)
         return build_plans(st, chain_wl(m=5120), hw, 1, "c")[0].kernels()[0].tile_times.sum()
 
     # plan 9's pairs at M = 5120 lost their sharing long before the threshold's spread allowed: the law charges them
-    assert total(part, 2) > 1.02 * total(X1, 2)
-    assert total(X1, 8) <= total(part, 8) < 1.02 * total(X1, 8)  # groups of 8: their sharers consecutive
+    assert total(X1, 2) > 1.02 * total(thr, 2)
+    assert total(thr, 8) <= total(X1, 8) < 1.02 * total(thr, 8)  # groups of 8: their sharers consecutive
     bad = dataclasses.replace(part, kernel_configs=(dataclasses.replace(part.kernel_configs[0], ticket_law="lru"),
                                                     *part.kernel_configs[1:]))
     with pytest.raises(SpecError, match="ticket_law"):
@@ -380,8 +384,10 @@ def test_the_partition_profile_is_h200_x1_calibrated_but_for_the_chain_kernels_t
 
 
 def test_ticket_spread_makes_row_order_lose_its_weight_sharing_and_leaves_grouped_orders_alone():
+    """Under the threshold law (the profile's until registered plan 49) groups of 8 keep every sharer."""
     def total(group, spread):
-        hw = dataclasses.replace(X1, kernel_configs=tuple(dataclasses.replace(c, ticket_spread=spread)
+        hw = dataclasses.replace(X1, kernel_configs=tuple(dataclasses.replace(c, ticket_spread=spread,
+                                                                              ticket_law="threshold")
                                                           for c in X1.kernel_configs))
         st = Strategy("ctapipe", gpus=1, chain_group=group)
         return build_plans(st, chain_wl(m=14336), hw, 1, "c")[0].kernels()[0].tile_times.sum()

@@ -217,12 +217,21 @@ def _assert_fill_is_not_faster(trace) -> None:
     assert fill.mean() == pytest.approx(full.mean(), rel=0.01)
 
 
+def _lockstep(exp):
+    """``exp`` with no ticket spread: the tickets' later sharers never miss, so no wave is slower than the one before
+    but for the sharing of the device (the partition ticket law charges them from the first round on)."""
+    hw = exp.hardware
+    return dataclasses.replace(exp, hardware=dataclasses.replace(hw, kernel_configs=tuple(
+        dataclasses.replace(c, ticket_spread=0.0) for c in hw.kernel_configs)))
+
+
 def test_tiles_computed_alone_are_shorter_than_with_every_kernel_computing(exp3):
+    exp3 = _lockstep(exp3)
     _assert_fill_is_faster(simulate(_plan(exp3, "ring-g4"), exp3.hardware))
     ones = _plan(exp3, "ring-g4")
     _set_ones(ones)  # the mechanism neutral: the fill is as long as the rest
     _assert_fill_is_not_faster(simulate(ones, exp3.hardware))
-    even3 = _with_hw(exp3, EVEN3)
+    even3 = _lockstep(_with_hw(exp3, EVEN3))
     _assert_fill_is_not_faster(simulate(_plan(even3, "ring-g4"), even3.hardware))
     with pytest.raises(AssertionError):
         _assert_fill_is_faster(simulate(ones, exp3.hardware))
@@ -269,6 +278,7 @@ def test_each_tile_takes_the_table_of_the_kernels_computing_as_it_starts(exp3, s
 def test_the_engine_checks_fail_when_active_share_ignores_the_count(exp3, monkeypatch):
     """active_share broken: every count gets the a = N profile (no more L2/HBM, no boost). The fill is then as slow as
     the rest, and the tile-by-tile check, given the honest tables, sees tiles off their count's table."""
+    exp3 = _lockstep(exp3)
     real = costs.active_share
     monkeypatch.setattr(costs, "active_share", lambda hw, active, slots: real(hw, hw.device_shares, slots))
     broken = _plan(exp3, "ring-g4")
