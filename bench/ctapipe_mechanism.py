@@ -145,7 +145,8 @@ PROBE = HW_DIR / "2026-12-02-percta-probe"
 
 def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
     """Per probe tile table and wave: the measured median tile time (acquire to compute end) against the mechanism
-    profile's (its memory hierarchy over the probe's own order with the family config's ``ticket_spread``), the same without the spread (lockstep) and the per-variant profile's (the variant's producer
+    profile's (its memory hierarchy over the probe's own order with the family config's ``ticket_spread``), the same without
+    the spread (lockstep) and under the partition ticket law (:func:`partition_law`), and the per-variant profile's (the variant's producer
     config: ``sm_tflops``, ``tile_fixed_ns`` and its wave slowdown). The producer alone: no remote store, no consumer."""
     from ctasim.variants import VARIANTS  # noqa: PLC0415
 
@@ -161,8 +162,9 @@ def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
         meas = (t["t_compute_end"] - t["t_acquire"]).groupby(wave).median().to_numpy() / 1e3
         cfg = mech.config(*VC.TILE, kernel="ctapipe")
         model = {}
-        for name, spread in (("mechanism", cfg.ticket_spread), ("lockstep", 0.0)):
-            times = costs.order_tile_times(layer, mech, 2, order, slots, kernel="ctapipe", drift=0.0,
+        for name, hw, spread in (("mechanism", mech, cfg.ticket_spread), ("lockstep", mech, 0.0),
+                                 ("partition_law", partition_law(mech), cfg.ticket_spread)):
+            times = costs.order_tile_times(layer, hw, 2, order, slots, kernel="ctapipe", drift=0.0,
                                            ticket_spread=spread)
             model[name] = times[::slots][:len(meas)] / 1e3
         pv = per_variant.config(*VC.TILE, kernel=VARIANTS[variant].kernels[0]) if VARIANTS[variant].kernels else None
