@@ -367,6 +367,7 @@ def test_the_profile_takes_the_partition_law_and_its_registered_twin_is_now_the_
     assert thr.with_ticket_law("partition") == X1
     with pytest.raises(ValueError, match="ticket law"):
         X1.with_ticket_law("lru")
+    assert dataclasses.replace(load_hardware("h200-x1-calibrated-threshold"), name=X1.name) == thr  # plan 50's twin
 
     def total(hw, group):
         st = Strategy("ctapipe", gpus=1, chain_group=group)
