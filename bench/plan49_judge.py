@@ -71,30 +71,32 @@ def registrations(exp: str) -> dict[str, tuple[str, str]]:
     return out
 
 
-def cases(run_dir: Path) -> pd.DataFrame:
-    """Every measured case of :data:`EXPERIMENTS` judged (``ctasim.accuracy.judge``) per predictor, with the
-    machine-normalised error."""
+def cases(run_dir: Path, experiments=EXPERIMENTS, regs=registrations, reference: str = REFERENCE,
+          plain: str = "threshold", plan: int = 49) -> pd.DataFrame:
+    """Every measured case of ``experiments`` judged (``ctasim.accuracy.judge``) per predictor of ``regs(exp)``, with
+    the machine-normalised error (by ``reference``'s M = 16384 case; a predictor without a reference row takes
+    predictor ``plain``'s factor: every predictor here prices a plain GEMM alike)."""
     parts = []
-    for exp in EXPERIMENTS:
+    for exp in experiments:
         f = run_dir / exp / "results.csv"
         if not f.is_file():
-            raise JudgeError(f"{f}: no measurement of {exp} (is {run_dir} plan 49's run folder?)")
+            raise JudgeError(f"{f}: no measurement of {exp} (is {run_dir} plan {plan}'s run folder?)")
         try:
             meas = results.read(f)
         except results.ResultsError as e:
             raise JudgeError(f"{f}: {e}") from None
         if set(meas["experiment"]) != {exp}:
             raise JudgeError(f"{f}: measures {sorted(set(meas['experiment']))}, not {exp}")
-        for name, (reg, source) in registrations(exp).items():
+        for name, (reg, source) in regs(exp).items():
             pred = results.read(PREDICTIONS / reg / "predictions.csv")
             j = accuracy.judge(pred[pred["source"] == source], meas)
             parts.append(j.assign(source=name))
     c = pd.concat(parts, ignore_index=True)
-    ref = c[(c["experiment"] == REFERENCE) & (c["m"] == 16384)].set_index("source")
+    ref = c[(c["experiment"] == reference) & (c["m"] == 16384)].set_index("source")
     if ref.empty:
-        raise JudgeError(f"{run_dir / REFERENCE}: no M = 16384 case of the reference GEMM")
+        raise JudgeError(f"{run_dir / reference}: no M = 16384 case of the reference GEMM")
     factor = ref["predicted_ms"] / ref["measured_ms"]  # per predictor: how fast the profile says this machine is
-    f = c["source"].map(factor).fillna(factor["threshold"])  # partition prices plain GEMMs as threshold does
+    f = c["source"].map(factor).fillna(factor[plain])  # the ticket laws price plain GEMMs alike
     c["error_normalised"] = (c["predicted_ms"] / f - c["measured_ms"]) / c["measured_ms"]
     return c
 
@@ -117,8 +119,10 @@ def summary(c: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def order_effect(c: pd.DataFrame) -> pd.DataFrame:
-    chains = c[c["experiment"].isin(CHAINS)]
+def order_effect(c: pd.DataFrame, experiments=CHAINS) -> pd.DataFrame:
+    """Per chain experiment (of ``experiments``), case and order other than groups of 8: the makespan ratio to groups
+    of 8, measured and per predictor."""
+    chains = c[c["experiment"].isin(experiments)]
     meas = chains.drop_duplicates(["experiment", "case", "strategy"]).pivot_table(
         index=["experiment", "case"], columns="strategy", values="measured_ms")
     pred = chains.pivot_table(index=["experiment", "case", "source"], columns="strategy", values="predicted_ms")
@@ -133,10 +137,10 @@ def order_effect(c: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def rankings(c: pd.DataFrame) -> pd.DataFrame:
-    """Per chain experiment and case: the measured ranking of the five strategies and each predictor's
-    (``own_profile_blocks.rankings``, plan 48's)."""
-    return own_profile_blocks.rankings(c[c["experiment"].isin(CHAINS)].rename(columns={"source": "predictor"}))
+def rankings(c: pd.DataFrame, experiments=CHAINS) -> pd.DataFrame:
+    """Per chain experiment (of ``experiments``) and case: the measured ranking of the five strategies and each
+    predictor's (``own_profile_blocks.rankings``, plan 48's)."""
+    return own_profile_blocks.rankings(c[c["experiment"].isin(experiments)].rename(columns={"source": "predictor"}))
 
 
 def claims(s: pd.DataFrame, oe: pd.DataFrame, r: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,96 @@
+"""bench/plan50_judge.py on measurements made up from plan 50's own registrations, and on the committed run (no GPU):
+a machine that runs as the profile's registration says meets the claims that compare it, one that runs as the
+threshold twin says fails them; the committed judgement is what the committed run gives and the docs quote; bad run
+folders are refused in one line."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ROOT / "bench/results/hw/2026-12-04-registered50-1gpu"
+COMMITTED = ROOT / "bench/results/validation-registered50"
+
+
+@pytest.fixture(scope="module")
+def pj(bench_module):
+    return bench_module("plan50_judge")
+
+
+def fake_run(pj, tmp: Path, law: str, scale: float = 1.0) -> Path:
+    """A run folder whose every case measures what ``law``'s registration ("profile" or "threshold") predicted (the
+    reference GEMM plan 49's registration), times ``scale``."""
+    for exp in pj.EXPERIMENTS:
+        reg = exp if law == "profile" or exp == pj.REFERENCE else f"{exp}-threshold"
+        p = pd.read_csv(ROOT / "bench/predictions" / reg / "predictions.csv")
+        m = p[p["source"] == "model"].assign(source="hw")
+        m["makespan_ms"] *= scale
+        (tmp / exp).mkdir(parents=True)
+        m.to_csv(tmp / exp / "results.csv", index=False)
+    return tmp
+
+
+def test_a_machine_that_runs_as_the_profile_says_meets_the_comparing_claims(pj, tmp_path):
+    run = fake_run(pj, tmp_path / "run", "profile", scale=1.02)
+    assert pj.main([str(run), "--out", str(tmp_path / "out")]) == 0
+    cl = pd.read_csv(tmp_path / "out" / "claims.csv").set_index("claim")
+    assert cl.loc[list("abcdeg"), "met"].all(), cl
+    cs = pd.read_csv(tmp_path / "out" / "chain-vs-sequential.csv")
+    assert (cs["profile"] - cs["measured"]).abs().max() < 1e-3 and len(cs) == 6
+    assert not (tmp_path / "out" / "row-state.csv").exists()  # no second call in this folder
+
+
+def test_a_machine_that_runs_as_the_threshold_twin_says_fails_them(pj, tmp_path):
+    run = fake_run(pj, tmp_path / "run", "threshold")
+    assert pj.main([str(run), "--out", str(tmp_path / "out")]) == 0
+    cl = pd.read_csv(tmp_path / "out" / "claims.csv").set_index("claim")
+    assert not cl.loc[list("abcd"), "met"].any(), cl
+    assert pd.read_csv(tmp_path / "out" / "rankings.csv")["threshold_fastest_right"].all()
+
+
+def test_bad_run_folders_are_refused_in_one_line(pj, tmp_path, capsys):
+    assert pj.main([str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 2
+    assert "no measurement of reg49-reference" in capsys.readouterr().err
+    run = fake_run(pj, tmp_path / "run", "profile")
+    other = pd.read_csv(run / pj.CHAINS[0] / "results.csv").assign(experiment="reg49-chain-order-h9216")
+    other.to_csv(run / pj.CHAINS[0] / "results.csv", index=False)
+    assert pj.main([str(run), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not reg50-chain-order-h11264" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_committed_judgement_is_what_the_committed_run_gives_and_the_docs_quote(pj, tmp_path):
+    """docs/validation.md, registered plan 50: the threshold twin nearer than the profile's partition law on every
+    comparing claim; (e) and (g) met, the rest missed."""
+    assert pj.main([str(RUN), "--out", str(tmp_path)]) == 0
+    for name in ("summary.csv", "order-effect.csv", "rankings.csv", "chain-vs-sequential.csv", "claims.csv",
+                 "row-state.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), pd.read_csv(COMMITTED / name), check_dtype=False)
+    cl = pd.read_csv(COMMITTED / "claims.csv").set_index("claim")
+    assert "".join(k for k in cl.index if cl.loc[k, "met"]) == "eg"
+    s = pd.read_csv(COMMITTED / "summary.csv").set_index(["predictor", "cases"])["mape_pct"]
+    assert (s["profile", "chain kernel"], s["threshold", "chain kernel"], s["naive", "chain kernel"]) == (3.03, 0.96, 9.27)
+    assert (s["profile", "row order"], s["threshold", "row order"]) == (5.11, 0.89)
+    rs = pd.read_csv(COMMITTED / "row-state.csv")
+    assert len(rs) == 7 * 3 and rs[rs["run"] == RUN.name]["intragpu-row"].round(2).tolist() == [1.13, 1.16, 1.18]
+
+
+def test_a_changed_measurement_changes_the_judgement(pj, tmp_path):
+    """The check can fail: the committed run with groups of 8 at H = 14336, M = 16384 as the profile priced it."""
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run, ignore=shutil.ignore_patterns("*.npz", "*.gz", "*.log"))
+    f = run / "reg50-chain-order-h14336" / "results.csv"
+    m = pd.read_csv(f)
+    sel = (m["strategy"] == "intragpu") & (m["m"] == 16384)
+    m.loc[sel, "makespan_ms"] = 17.639
+    m.to_csv(f, index=False)
+    assert pj.main([str(run), "--out", str(tmp_path / "out")]) == 0
+    got = pd.read_csv(tmp_path / "out" / "summary.csv").set_index(["predictor", "cases"])["mape_pct"]
+    was = pd.read_csv(COMMITTED / "summary.csv").set_index(["predictor", "cases"])["mape_pct"]
+    assert got["profile", "groups of 8"] < was["profile", "groups of 8"] - 1.0  # its +6.39% case now exact
+    assert got["threshold", "groups of 8"] > was["threshold", "groups of 8"]
