@@ -9,8 +9,9 @@ Every kept traced run of the six committed ctapipe runs (``ctasim.validation.pip
 * ``mechanism``: ``specs/hardware/h200-x2-mechanism.toml``, one config for every variant of the kernel (no
   per-variant figure; the tiles' times from the memory hierarchy of the order each grid walks and the
   one-CTA-per-tile grid's start-time spread);
-* ``partition law``: the same with the family config under the ticket law ``"partition"`` (``ctasim.l2.TICKET_LAWS``;
-  registered plans 49 and 50 tested it on the chain kernel's tickets, and no profile has it);
+* ``partition law``: the same with the family config under the ticket law ``"partition"`` (``ctasim.l2.TICKET_LAWS``:
+  the one-H200 profile's and the chain config's here since registered plan 49, tested on the chain kernel's tickets
+  only; this profile keeps ``"threshold"`` for the family config because of this row);
 * ``lockstep``: the same with the spread off (``ctasim.predict.without_drift``);
 * ``flat``: the same with the memory hierarchy off (every tile at the family config's ``sm_tflops``);
 * ``per-variant``: the committed ``h200-x2-calibrated`` (4 kernel configs fitted per variant on the traces at

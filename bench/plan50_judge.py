@@ -5,9 +5,9 @@
 RUN_DIR holds ``ctahw run``'s measurement of each of :data:`EXPERIMENTS` (``RUN_DIR/EXP/results.csv``; the device
 runs them with ``bash bench/hw/run_registered.sh --no-hw-tests reg49-reference reg50-chain-order-h11264
 reg50-chain-order-h14336``). Each chain experiment has two registrations, written before it ran:
-``bench/predictions/EXP`` (h200-x1-calibrated, which had the ticket law ``"partition"`` from plan 49 until this plan's
-judgement; its naive FLOPs line and waves predictor too) and ``bench/predictions/EXP-threshold``
-(h200-x1-calibrated-threshold, the law ``"threshold"``, the profile's before and since). The machine's
+``bench/predictions/EXP`` (h200-x1-calibrated, ticket law ``"partition"`` since plan 49; its naive FLOPs line and waves
+predictor too) and ``bench/predictions/EXP-threshold`` (h200-x1-calibrated-threshold, the law ``"threshold"``, the
+profile's before plan 49). The machine's
 speed comes from plan 49's reference GEMM (``reg49-reference``, registered by plan 49). Predictors: "profile" and
 "threshold" (each registration's model), "naive", "waves". The rules are in
 ``bench/predictions/reg50-chain-order-h11264/README.md`` (:data:`CLAIMS`).

@@ -5,9 +5,9 @@
 Every chain-kernel order experiment measured so far -- registered plans 9 (H = 8192, 12288) and 10 (H = 6144, 10240,
 a 3-layer 8192), and plan 48's two machines re-running plan 10's H = 6144 and 10240 -- predicted again with this
 checkout's model under h200-x1-calibrated with each ticket law (``Hardware.with_ticket_law``): ``"threshold"`` (a
-later sharer hits while the bytes the L2 takes in between fit, all or nothing; the profile's) and ``"partition"`` (it
-misses by the share ``1 - exp(-2 B / L2)``, the L2's two partitions; registered plans 49 and 50 tested it), and, as a
-sensitivity and not a choice, with the partition law's
+later sharer hits while the bytes the L2 takes in between fit, all or nothing; the profile's until registered plan 49)
+and ``"partition"`` (it misses by the share ``1 - exp(-2 B / L2)``, the L2's two partitions; the profile's since), and,
+as a sensitivity and not a choice, with the partition law's
 factor at 1, 1.5 and 3 in place of the two partitions (``ctasim.l2.PARTITIONS``). Judged against the committed
 measurements with ``ctasim.accuracy.judge``.
 

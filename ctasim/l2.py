@@ -344,10 +344,12 @@ def drift_rereads(sharers: list[tuple[np.ndarray, np.ndarray, float]], waves: in
 
 TICKET_LAWS = ("threshold", "partition")
 """How :func:`ticket_rereads` decides whether a later sharer finds its panel in L2. ``"threshold"`` (the profiles' law
-since registered plan 10): an LRU cache of the whole L2, so the sharer hits while the bytes taken in between fit and
-misses once they do not (all or nothing; the state picked by :data:`TICKET_STATES`). ``"partition"`` (post-hoc on
-plans 9, 10 and 48; registered plan 49 found it nearer on weights up to 2.6x the L2, plan 50 further on 4-6.5x, so no
-profile has it but plan 49's twin): the L2 is two partitions, each caching what the SMs wired to it read
+from registered plan 10 to plan 49; the mechanism profiles' one-CTA-per-tile config keeps it): an LRU cache of the
+whole L2, so the sharer hits while the bytes taken in between fit and misses once they do not (all or nothing; the
+state picked by :data:`TICKET_STATES`). ``"partition"`` (post-hoc on plans 9, 10 and 48; registered plan 49 found it
+nearer, plan 50 further where a layer's weights are 4-6.5x the L2; nearer pooled over both,
+``bench/ticket_law_record.py``; the H200 profiles' chain config since 2026-12-04): the L2 is two partitions, each
+caching what the SMs wired to it read
 (the A100 and H100 whitepapers; a panel read from both sides is held twice), so a partition takes in the wave's whole
 traffic into half the capacity, and a line there survives ``B`` bytes taken in as under random replacement: the
 later sharer misses by the share ``1 - exp(-2 B / capacity)``, a smooth loss from the first byte (one consistent

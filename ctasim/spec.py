@@ -159,8 +159,8 @@ class KernelConfig:
     ticket_law: str = _f(
         "how a ticket grid's later sharer of a panel misses (ctasim.l2.TICKET_LAWS): 'threshold' (LRU over the whole "
         "L2: all or nothing once the bytes taken in between exceed it) or 'partition' (a share 1 - exp(-2 B / L2) of "
-        "it, B the bytes taken in between: random replacement in one of the L2's two partitions; registered plans 49 and "
-        "50: nearer at weights up to 2.6x the L2, further at 4-6.5x)", "threshold")
+        "it, B the bytes taken in between: random replacement in one of the L2's two partitions; the H200 profiles' law "
+        "since registered plan 49, nearer over plans 49 and 50, further at weights 4-6.5x the L2)", "threshold")
     cluster_m: int = _f("CTAs of a cluster along M (the persistent scheduler pairs row-blocks; ctasim.l2's order)", 1)
     cluster_n: int = _f("CTAs of a cluster along N", 1)
     source: str = _f("where the figures come from (measurement with date and machine, or datasheet)", "")

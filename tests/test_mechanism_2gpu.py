@@ -147,9 +147,9 @@ def test_the_committed_summary_agrees_with_the_committed_traces():
     assert np.allclose(s.loc[committed.index, "mape_pct"], committed["mape_pct"], atol=0.01)
     # the naive predictor is there and the mechanism profile beats it
     assert committed.loc[("mechanism", "all"), "mape_pct"] < committed.loc[("naive", "all"), "mape_pct"]
-    # the partition ticket law on the family config is further (post-hoc; the profile keeps the threshold law)
+    # the partition ticket law on the family config is further (post-hoc; the profile keeps the threshold law there)
     assert (committed.loc[("mechanism", "all"), "mape_pct"], committed.loc[("partition law", "all"), "mape_pct"]) == (9.21, 13.54)
-    assert [c.ticket_law for c in load_hardware(MECH).kernel_configs if c.ticket_spread > 0] == ["threshold", "threshold"]
+    assert [c.ticket_law for c in load_hardware(MECH).kernel_configs if c.ticket_spread > 0] == ["partition", "threshold"]
 
 
 def test_the_mechanism_profile_holds_the_family_fit_of_the_committed_traces():

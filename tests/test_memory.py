@@ -356,16 +356,17 @@ def test_the_partition_law_charges_the_share_lost_to_random_replacement_in_half_
         l2.ticket_rereads(pos, panel, size, 2, 100, spread=0.5, capacity=26.0, base=base, law="lru")
 
 
-def test_the_profile_keeps_the_threshold_law_and_its_twins_are_the_profile_under_each_law():
-    """The profile's ticket-scheduled config has the threshold law (it had the partition law between registered plans
-    49 and 50); h200-x1-calibrated-partition (plan 49's twin) is ``with_ticket_law("partition")`` of it and
-    h200-x1-calibrated-threshold (plan 50's) the profile itself, each but for the name."""
+def test_the_profile_has_the_partition_law_and_its_twins_are_the_profile_under_each_law():
+    """The profile's ticket-scheduled config has the partition law (since registered plan 49, kept after plan 50);
+    h200-x1-calibrated-partition (plan 49's twin) is the profile and h200-x1-calibrated-threshold (plan 50's) is
+    ``with_ticket_law("threshold")`` of it, each but for the name."""
     part = load_hardware("h200-x1-calibrated-partition")
-    assert [c.ticket_law for c in X1.kernel_configs] == ["threshold"] * len(X1.kernel_configs)
-    assert dataclasses.replace(part, name=X1.name) == X1.with_ticket_law("partition")
-    assert [c.ticket_law for c in part.kernel_configs if c.ticket_spread > 0] == ["partition"]
-    assert dataclasses.replace(load_hardware("h200-x1-calibrated-threshold"), name=X1.name) == X1
-    assert part.with_ticket_law("threshold") == dataclasses.replace(X1, name=part.name)
+    thr = X1.with_ticket_law("threshold")
+    assert [c.ticket_law for c in X1.kernel_configs if c.ticket_spread > 0] == ["partition"]
+    assert [c.ticket_law for c in thr.kernel_configs] == ["threshold"] * len(X1.kernel_configs)
+    assert dataclasses.replace(part, name=X1.name) == X1
+    assert dataclasses.replace(load_hardware("h200-x1-calibrated-threshold"), name=X1.name) == thr
+    assert thr.with_ticket_law("partition") == X1
     with pytest.raises(ValueError, match="ticket law"):
         X1.with_ticket_law("lru")
 
@@ -374,8 +375,8 @@ def test_the_profile_keeps_the_threshold_law_and_its_twins_are_the_profile_under
         return build_plans(st, chain_wl(m=5120), hw, 1, "c")[0].kernels()[0].tile_times.sum()
 
     # plan 9's pairs at M = 5120 lost their sharing long before the threshold's spread allowed: the law charges them
-    assert total(part, 2) > 1.02 * total(X1, 2)
-    assert total(X1, 8) <= total(part, 8) < 1.02 * total(X1, 8)  # groups of 8: their sharers consecutive
+    assert total(X1, 2) > 1.02 * total(thr, 2)
+    assert total(thr, 8) <= total(X1, 8) < 1.02 * total(thr, 8)  # groups of 8: their sharers consecutive
     bad = dataclasses.replace(part, kernel_configs=(dataclasses.replace(part.kernel_configs[0], ticket_law="lru"),
                                                     *part.kernel_configs[1:]))
     with pytest.raises(SpecError, match="ticket_law"):
@@ -385,7 +386,7 @@ def test_the_profile_keeps_the_threshold_law_and_its_twins_are_the_profile_under
 
 
 def test_ticket_spread_makes_row_order_lose_its_weight_sharing_and_leaves_grouped_orders_alone():
-    """Under the threshold law (the profile's) groups of 8 keep every sharer."""
+    """Under the threshold law (the profile's until registered plan 49) groups of 8 keep every sharer."""
     def total(group, spread):
         hw = dataclasses.replace(X1, kernel_configs=tuple(dataclasses.replace(c, ticket_spread=spread,
                                                                               ticket_law="threshold")

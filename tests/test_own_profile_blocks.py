@@ -23,6 +23,7 @@ def opb(bench_module):
 
 
 def test_the_committed_registrations_are_what_ctasim_predict_writes(opb, tmp_path):
+    """With the profile as plan 48 registered it: its ticket law "threshold" (the profile's until plan 49)."""
     from ctasim import results
 
     assert tuple(EARLIER) == opb.EXPERIMENTS
@@ -30,8 +31,12 @@ def test_the_committed_registrations_are_what_ctasim_predict_writes(opb, tmp_pat
     import subprocess
     import sys
 
+    text = (ROOT / "specs" / "hardware" / "h200-x1-calibrated.toml").read_text()
+    assert text.count('ticket_law = "partition"') == 1
+    (tmp_path / "h200-x1-calibrated.toml").write_text(text.replace('ticket_law = "partition"', 'ticket_law = "threshold"'))
     subprocess.run([sys.executable, "-m", "ctasim.cli", "predict", exp, "--out", str(tmp_path / exp), "--naive-from",
-                    str(opb.NAIVE_FROM), "--no-schedules"], check=True, cwd=ROOT, capture_output=True)
+                    str(opb.NAIVE_FROM), "--no-schedules", "--hardware", str(tmp_path / "h200-x1-calibrated.toml")],
+                   check=True, cwd=ROOT, capture_output=True)
     pd.testing.assert_frame_equal(results.read(tmp_path / exp / "predictions.csv"),
                                   results.read(opb.REGISTERED / exp / "predictions.csv"))
 
