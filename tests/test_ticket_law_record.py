@@ -24,14 +24,15 @@ def test_the_committed_record_is_what_the_script_computes_and_the_docs_quote(tlr
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), pd.read_csv(COMMITTED / name), check_dtype=False)
     s = pd.read_csv(COMMITTED / "summary.csv").set_index(["scope", "law"])
     every = s.xs("every machine")
-    assert every["chain_cases"].tolist() == [132, 132] and every["machines"].tolist() == [4, 4]
-    assert (every.loc["partition", "chain_mape_pct"], every.loc["threshold", "chain_mape_pct"]) == (3.59, 3.69)
+    assert every["chain_cases"].tolist() == [156, 156] and every["machines"].tolist() == [5, 5]
+    assert (every.loc["partition", "chain_mape_pct"], every.loc["threshold", "chain_mape_pct"]) == (3.36, 3.59)
     assert (every.loc["partition", "chain_vs_sequential_mean_abs_points"],
-            every.loc["threshold", "chain_vs_sequential_mean_abs_points"]) == (1.56, 2.11)
-    assert (every.loc["partition", "faster_right"], every.loc["threshold", "faster_right"]) == (23, 18)
+            every.loc["threshold", "chain_vs_sequential_mean_abs_points"]) == (1.79, 1.96)
+    assert (every.loc["partition", "faster_right"], every.loc["threshold", "faster_right"]) == (26, 22)
     near = s.xs("reference within 2% of the profile")
-    assert near["machines"].tolist() == [3, 3]
-    assert (near.loc["partition", "chain_mape_pct"], near.loc["threshold", "chain_mape_pct"]) == (3.0, 2.67)
+    assert near["machines"].tolist() == [4, 4]
+    assert (near.loc["partition", "chain_mape_pct"], near.loc["threshold", "chain_mape_pct"]) == (2.83, 2.74)
+    assert (near.loc["partition", "faster_right"], near.loc["threshold", "faster_right"]) == (20, 18)
     # the profile has the law the record favours
     from ctasim.spec import load_hardware
 
