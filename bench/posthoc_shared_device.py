@@ -117,7 +117,10 @@ def errors(profile_of, regs) -> pd.DataFrame:
 
 
 def _profile(kernels: int, spread: float | None = None, active: bool = True):
-    hw = load_hardware(f"h200-x1-shared{kernels}" + ("-active" if active else ""))
+    """The shared-device profile of ``kernels`` kernels under the ticket law of plans 40-42's registrations
+    ("threshold"; the profiles' law is "partition" since registered plan 49: bench/ticket_law_record.py's rings.csv
+    has both), with ``ticket_spread`` at ``spread`` where given."""
+    hw = load_hardware(f"h200-x1-shared{kernels}" + ("-active" if active else "")).with_ticket_law("threshold")
     if spread is None:
         return hw
     return dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, ticket_spread=spread)

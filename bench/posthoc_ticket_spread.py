@@ -3,7 +3,8 @@
     python bench/posthoc_ticket_spread.py
 
 Predicts reg9-chain-order and reg9-chain-order-h12288 with this checkout's model (`ctasim predict`, the
-registrations' own experiment specs and profile, into a temporary folder) and judges them against the committed measurement
+registrations' own experiment specs, their profile under the threshold ticket law (:data:`PROFILE`), into a temporary
+folder) and judges them against the committed measurement
 (bench/results/hw/2026-12-02-registered9-1gpu) with `ctasim.accuracy.judge`; writes
 bench/results/validation-registered9/posthoc-ticket-spread.csv (one row per case: measured, registered model, this
 model) and prints MAPE per strategy. ~1 minute.
@@ -27,6 +28,9 @@ from ctasim.cli import main as ctasim_main  # noqa: E402
 REGS = ("reg9-chain-order", "reg9-chain-order-h12288")
 MEASURED = ROOT / "bench/results/hw/2026-12-02-registered9-1gpu"
 OUT = ROOT / "bench/results/validation-registered9/posthoc-ticket-spread.csv"
+PROFILE = "h200-x1-calibrated-threshold"
+"""The registrations' profile under the ticket law the spread mechanism came with ("threshold"; the profile's law is
+"partition" since registered plan 49, and bench/posthoc_ticket_law.py compares the two on these runs)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     for reg in REGS:
         meas = results.read(MEASURED / reg / "results.csv")
         registered = accuracy.judge(results.read(ROOT / "bench/predictions" / reg / "predictions.csv"), meas)
-        if ctasim_main(["predict", reg, "--out", str(tmp / reg), "--naive-from",
+        if ctasim_main(["predict", reg, "--out", str(tmp / reg), "--hardware", PROFILE, "--naive-from",
                         str(ROOT / "bench/results/hw/2026-11-29-run2/baselines.csv")]) != 0:
             return 1
         now = accuracy.judge(results.read(tmp / reg / "predictions.csv"), meas)

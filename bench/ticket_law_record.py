@@ -12,8 +12,10 @@ plan 50's second machine (``-run2``) ran its two experiments again.
 Writes ``cases.csv`` (per measured chain-kernel case and law: predicted, measured, error), ``chain-vs-sequential.csv``
 (per (run, H, M) and law: groups of 8 over sequential, predicted and measured, and whether the faster of the two and
 the fastest strategy are right) and ``summary.csv`` (per law, over every machine and over the machines within 2% of
-the profile's reference GEMM: chain-kernel MAPE, the chain-vs-sequential error in points, its sign and the fastest
-strategy right); prints the summary.
+the profile's reference GEMM: chain-kernel MAPE, the same over the grouped orders -- groups of 8, 4 and pairs, the ones
+a user runs; row order is explained by neither law --, the chain-vs-sequential error in points, its sign and the
+fastest strategy right), and ``rings.csv``: the rings of registered plans 40-42 on one shared H200 under each law (post-hoc
+for the law, :func:`rings`); prints both.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402
 
@@ -100,12 +103,32 @@ def summary(c: pd.DataFrame, cs: pd.DataFrame) -> pd.DataFrame:
     for scope, runs in (("every machine", set(speed)), (f"reference within {NEAR_PCT:g}% of the profile", near)):
         for law in sorted(c["law"].unique()):
             k = c[(c["law"] == law) & c["run"].isin(runs) & c["strategy"].str.startswith("intragpu")]
+            grouped = k[k["strategy"] != "intragpu-row"]
             s = cs[(cs["law"] == law) & cs["run"].isin(runs)]
             rows.append({"scope": scope, "law": law, "machines": len(runs), "chain_cases": len(k),
                          "chain_mape_pct": round(100 * k["error"].abs().mean(), 2),
+                         "grouped_cases": len(grouped),
+                         "grouped_mape_pct": round(100 * grouped["error"].abs().mean(), 2),
                          "chain_vs_sequential_cases": len(s),
                          "chain_vs_sequential_mean_abs_points": round(s["error_points"].abs().mean(), 2),
                          "faster_right": int(s["faster_right"].sum()), "fastest_right": int(s["fastest_right"].sum())})
+    return pd.DataFrame(rows)
+
+
+def rings() -> pd.DataFrame:
+    """The rings on one shared H200 (registered plans 40-42, every measured row) under each law: the shared-device
+    profiles (``bench/posthoc_shared_device.py``: the even split for plans 40-41, the ``-active`` rule for all) with
+    ``Hardware.with_ticket_law``. Post-hoc for the law: plans 40-42 registered the threshold law only; both columns are
+    today's model."""
+    import posthoc_shared_device as S  # noqa: PLC0415
+
+    n = {reg: int(reg[-1]) for reg in S.RUNS}
+    early = [r for r in S.RUNS if r.startswith(("reg40", "reg41"))]
+    rows = []
+    for law in ("partition", "threshold"):
+        for label, active, regs in (("even split, plans 40-41", False, early), ("active, plans 40-42", True, list(S.RUNS))):
+            d = S.errors(lambda r, a=active: S._profile(n[r], active=a).with_ticket_law(law), regs)
+            rows.append({"law": law, **S._summary(d, label)})
     return pd.DataFrame(rows)
 
 
@@ -121,12 +144,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cs = chain_vs_sequential(c)
     s = summary(c, cs)
+    r = rings()
     args.out.mkdir(parents=True, exist_ok=True)
     c.to_csv(args.out / "cases.csv", index=False, float_format="%.6g")
     cs.to_csv(args.out / "chain-vs-sequential.csv", index=False)
     s.to_csv(args.out / "summary.csv", index=False)
+    r.to_csv(args.out / "rings.csv", index=False)
     pd.set_option("display.width", 250)
     print(s.to_string(index=False))
+    print()
+    print(r.to_string(index=False))
     return 0
 
 

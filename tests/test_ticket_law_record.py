@@ -20,7 +20,7 @@ def tlr(bench_module):
 
 def test_the_committed_record_is_what_the_script_computes_and_the_docs_quote(tlr, tmp_path):
     assert tlr.main(["--out", str(tmp_path)]) == 0
-    for name in ("chain-vs-sequential.csv", "summary.csv"):
+    for name in ("chain-vs-sequential.csv", "summary.csv", "rings.csv"):
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), pd.read_csv(COMMITTED / name), check_dtype=False)
     s = pd.read_csv(COMMITTED / "summary.csv").set_index(["scope", "law"])
     every = s.xs("every machine")
@@ -33,6 +33,15 @@ def test_the_committed_record_is_what_the_script_computes_and_the_docs_quote(tlr
     assert near["machines"].tolist() == [4, 4]
     assert (near.loc["partition", "chain_mape_pct"], near.loc["threshold", "chain_mape_pct"]) == (2.83, 2.74)
     assert (near.loc["partition", "faster_right"], near.loc["threshold", "faster_right"]) == (20, 18)
+    # the grouped orders (groups of 8, 4, pairs): the partition law nearer in both scopes
+    assert (every.loc["partition", "grouped_mape_pct"], every.loc["threshold", "grouped_mape_pct"]) == (2.1, 2.69)
+    assert (near.loc["partition", "grouped_mape_pct"], near.loc["threshold", "grouped_mape_pct"]) == (1.48, 1.81)
+    # the rings on one shared H200 (plans 40-42, post-hoc for the law): the threshold law nearer on groups 2-8
+    r = pd.read_csv(COMMITTED / "rings.csv").set_index(["law", "predictor"])
+    assert (r.loc[("partition", "active, plans 40-42"), "groups_2_8_mape_pct"],
+            r.loc[("threshold", "active, plans 40-42"), "groups_2_8_mape_pct"]) == (4.73, 3.22)
+    assert (r.loc[("partition", "even split, plans 40-41"), "mape_pct"],
+            r.loc[("threshold", "even split, plans 40-41"), "mape_pct"]) == (12.22, 5.89)
     # the profile has the law the record favours
     from ctasim.spec import load_hardware
 
