@@ -5,9 +5,9 @@
 Registered plans 49 and 50 each predicted their chain-order experiments with both ticket laws before the GPUs ran them
 (``ctasim.l2.TICKET_LAWS``: ``"threshold"``, all or nothing once the bytes the L2 takes in between pass its capacity;
 ``"partition"``, the share ``1 - exp(-2 B / L2)``). This pools every measurement of them -- plan 49's three machines,
-plan 50's two, and plan 50's first machine's second call re-running plan 49's H = 9216 experiment -- judged against the committed
-registrations' model rows (nothing is predicted again), so that the choice of the profile's law rests on all of it;
-plan 50's second machine (``-run2``) ran its two experiments again.
+plan 50's three (``-run2`` and ``-run3`` ran its two experiments again), and plan 50's first machine's second call
+re-running plan 49's H = 9216 experiment -- judged against the committed registrations' model rows (nothing is
+predicted again), so that the choice of the profile's law rests on all of it.
 
 Writes ``cases.csv`` (per measured chain-kernel case and law: predicted, measured, error), ``chain-vs-sequential.csv``
 (per (run, H, M) and law: groups of 8 over sequential, predicted and measured, and whether the faster of the two and
@@ -36,7 +36,7 @@ from ctasim.spec import SpecError  # noqa: E402
 HW = ROOT / "bench/results/hw"
 PREDICTIONS = ROOT / "bench/predictions"
 PLAN49 = tuple(f"2026-12-04-registered49-1gpu{s}" for s in ("", "-run2", "-run3"))
-PLAN50 = tuple(f"2026-12-04-registered50-1gpu{s}" for s in ("", "-run2"))
+PLAN50 = tuple(f"2026-12-04-registered50-1gpu{s}" for s in ("", "-run2", "-run3"))
 MEASURED = {  # experiment -> the run folders that measured it (registered: each came after its registrations)
     "reg49-chain-order-h5120": PLAN49,
     "reg49-chain-order-h7168": PLAN49,
