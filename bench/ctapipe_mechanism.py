@@ -9,9 +9,10 @@ Every kept traced run of the six committed ctapipe runs (``ctasim.validation.pip
 * ``mechanism``: ``specs/hardware/h200-x2-mechanism.toml``, one config for every variant of the kernel (no
   per-variant figure; the tiles' times from the memory hierarchy of the order each grid walks and the
   one-CTA-per-tile grid's start-time spread);
-* ``partition law``: the same with the family config under the ticket law ``"partition"`` (``ctasim.l2.TICKET_LAWS``:
-  the one-H200 profile's and the chain config's here since registered plan 49, tested on the chain kernel's tickets
-  only; this profile keeps ``"threshold"`` for the family config because of this row);
+* ``partition law``: the same with the family config under the ticket law ``"partition"``
+  (``Hardware.with_ticket_law``; ``ctasim.l2.TICKET_LAWS``: the one-H200 profile's and the chain config's here since
+  registered plan 49, tested on the chain kernel's tickets only; this profile keeps ``"threshold"`` for the family
+  config because of this row);
 * ``lockstep``: the same with the spread off (``ctasim.predict.without_drift``);
 * ``flat``: the same with the memory hierarchy off (every tile at the family config's ``sm_tflops``);
 * ``per-variant``: the committed ``h200-x2-calibrated`` (4 kernel configs fitted per variant on the traces at
@@ -32,7 +33,6 @@ Every figure here is post-hoc: all of these traces were seen before the mechanis
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -116,12 +116,6 @@ def judge_all(traces, profiles: dict, naive_hw) -> tuple[pd.DataFrame, pd.DataFr
     return df, pd.DataFrame(waves)
 
 
-def partition_law(mech):
-    """``mech`` with its one-CTA-per-tile family config (kernel ``ctapipe``) under the ticket law ``"partition"``."""
-    return dataclasses.replace(mech, kernel_configs=tuple(
-        dataclasses.replace(c, ticket_law="partition") if c.kernel == "ctapipe" else c for c in mech.kernel_configs))
-
-
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     out = []
     for (pred, subset), g in [((p, s), g) for p, g0 in df[~df["stalled"]].groupby("predictor", sort=False)
@@ -145,9 +139,10 @@ PROBE = HW_DIR / "2026-12-02-percta-probe"
 
 def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
     """Per probe tile table and wave: the measured median tile time (acquire to compute end) against the mechanism
-    profile's (its memory hierarchy over the probe's own order with the family config's ``ticket_spread``), the same without
-    the spread (lockstep) and under the partition ticket law (:func:`partition_law`), and the per-variant profile's (the variant's producer
-    config: ``sm_tflops``, ``tile_fixed_ns`` and its wave slowdown). The producer alone: no remote store, no consumer."""
+    profile's (its memory hierarchy over the probe's own order with the family config's ``ticket_spread``), the same
+    without the spread (lockstep) and under the partition ticket law (``Hardware.with_ticket_law``; the chain config
+    has it already), and the per-variant profile's (the variant's producer config: ``sm_tflops``, ``tile_fixed_ns`` and
+    its wave slowdown). The producer alone: no remote store, no consumer."""
     from ctasim.variants import VARIANTS  # noqa: PLC0415
 
     rows = []
@@ -163,7 +158,7 @@ def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
         cfg = mech.config(*VC.TILE, kernel="ctapipe")
         model = {}
         for name, hw, spread in (("mechanism", mech, cfg.ticket_spread), ("lockstep", mech, 0.0),
-                                 ("partition_law", partition_law(mech), cfg.ticket_spread)):
+                                 ("partition_law", mech.with_ticket_law("partition"), cfg.ticket_spread)):
             times = costs.order_tile_times(layer, hw, 2, order, slots, kernel="ctapipe", drift=0.0,
                                            ticket_spread=spread)
             model[name] = times[::slots][:len(meas)] / 1e3
@@ -185,7 +180,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     mech = load_hardware(MECHANISM)
     per_variant = load_hardware(PER_VARIANT)
-    profiles = {"mechanism": mech, "partition law": partition_law(mech), "lockstep": without_drift(mech),
+    profiles = {"mechanism": mech, "partition law": mech.with_ticket_law("partition"), "lockstep": without_drift(mech),
                 "flat": without_memory(mech), "per-variant": per_variant}
     traces = load_runs()
     df, waves = judge_all(traces, profiles, per_variant)

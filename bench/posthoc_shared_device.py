@@ -49,6 +49,10 @@ RUNS = {  # registration -> the call folders that measured it (machine order)
     "reg42-ring-shared-l3": ("2026-12-03-registered42-1gpu", "2026-12-03-registered42-1gpu-run2"),
     "reg42-ring-shared-l4": ("2026-12-03-registered42-1gpu", "2026-12-03-registered42-1gpu-run2"),
 }
+KERNELS = {reg: int(reg[-1]) for reg in RUNS}
+"""Registration -> the kernels of its ring sharing the device (its name's last digit)."""
+EARLY = tuple(r for r in RUNS if r.startswith(("reg40", "reg41")))
+"""Plans 40 and 41's registrations (predicted with the even split, before plan 42's ``-active`` rule)."""
 SPREADS = (0.0189, 0.05, 0.1, 0.2)
 CHAIN_SPREAD = 0.0189
 """``KernelConfig.ticket_spread`` of h200-x1-calibrated (the chain kernel alone on a device, registered plan 3)."""
@@ -116,11 +120,11 @@ def errors(profile_of, regs) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _profile(kernels: int, spread: float | None = None, active: bool = True):
-    """The shared-device profile of ``kernels`` kernels under the ticket law of plans 40-42's registrations
-    ("threshold"; the profiles' law is "partition" since registered plan 49: bench/ticket_law_record.py's rings.csv
-    has both), with ``ticket_spread`` at ``spread`` where given."""
-    hw = load_hardware(f"h200-x1-shared{kernels}" + ("-active" if active else "")).with_ticket_law("threshold")
+def _profile(kernels: int, spread: float | None = None, active: bool = True, law: str = "threshold"):
+    """The shared-device profile of ``kernels`` kernels under ticket law ``law`` (default: the law of plans 40-42's
+    registrations, "threshold"; the profiles' law is "partition" since registered plan 49: bench/ticket_law_record.py's
+    rings.csv has both), with ``ticket_spread`` at ``spread`` where given."""
+    hw = load_hardware(f"h200-x1-shared{kernels}" + ("-active" if active else "")).with_ticket_law(law)
     if spread is None:
         return hw
     return dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, ticket_spread=spread)
@@ -135,10 +139,9 @@ def _summary(d: pd.DataFrame, label: str) -> dict:
 
 
 def sensitivity_table() -> pd.DataFrame:
-    n = {reg: int(reg[-1]) for reg in RUNS}
-    early = [r for r in RUNS if r.startswith(("reg40", "reg41"))]
-    rows = [_summary(errors(lambda r: _profile(n[r], active=False), early), "even split, plans 40-41"),
-            _summary(errors(lambda r: _profile(n[r]), early), "active, plans 40-41")]
+    n = KERNELS
+    rows = [_summary(errors(lambda r: _profile(n[r], active=False), EARLY), "even split, plans 40-41"),
+            _summary(errors(lambda r: _profile(n[r]), EARLY), "active, plans 40-41")]
     for s in SPREADS:
         rows.append(_summary(errors(lambda r, s=s: _profile(n[r], s), list(RUNS)), f"active, ticket_spread {s}"))
     return pd.DataFrame(rows)

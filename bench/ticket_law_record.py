@@ -14,8 +14,8 @@ Writes ``cases.csv`` (per measured chain-kernel case and law: predicted, measure
 the fastest strategy are right) and ``summary.csv`` (per law, over every machine and over the machines within 2% of
 the profile's reference GEMM: chain-kernel MAPE, the same over the grouped orders -- groups of 8, 4 and pairs, the ones
 a user runs; row order is explained by neither law --, the chain-vs-sequential error in points, its sign and the
-fastest strategy right), and ``rings.csv``: the rings of registered plans 40-42 on one shared H200 under each law (post-hoc
-for the law, :func:`rings`); prints both.
+fastest strategy right), and ``rings.csv``: the rings of registered plans 40-42 on one shared H200 under each law
+(post-hoc for the law, :func:`rings`); prints both.
 """
 
 from __future__ import annotations
@@ -47,8 +47,11 @@ MEASURED = {  # experiment -> the run folders that measured it (registered: each
 TWIN = {"reg49": ("threshold", "partition", "-partition"), "reg50": ("partition", "threshold", "-threshold")}
 """Plan -> (the law of the registration ``EXP``, the law of its twin, the twin's suffix): plan 49's registrations
 were made with the threshold law (the profile's then), plan 50's with the partition law (the profile's then)."""
-REFERENCE = {r: "reg49-reference" for r in (*PLAN49, *PLAN50)}
-NEAR_PCT = 2.0  # machines whose reference GEMM ran within this of the profile's prediction (all but plan 49's first, 4.6% slow)
+RUNS = (*PLAN49, *PLAN50)
+REFERENCE = "reg49-reference"
+"""Every run's reference GEMM (plan 49's registration; plan 50 re-ran it)."""
+NEAR_PCT = 2.0
+"""Machines whose reference GEMM ran within this (%) of the profile's prediction: all but plan 49's first, 4.6% slow."""
 BASE = "intragpu"
 
 
@@ -61,24 +64,28 @@ def registrations(exp: str) -> dict[str, str]:
 def cases() -> pd.DataFrame:
     parts = []
     for exp, runs in MEASURED.items():
+        preds = {law: model_rows(reg) for law, reg in registrations(exp).items()}
         for run in runs:
             f = HW / run / exp / "results.csv"
             if not f.is_file():
                 raise SpecError(str(f), "results", "missing: a committed measurement of the record")
             meas = results.read(f)
-            for law, reg in registrations(exp).items():
-                pred = results.read(PREDICTIONS / reg / "predictions.csv")
-                parts.append(accuracy.judge(pred[pred["source"] == "model"], meas).assign(law=law, run=run))
+            for law, pred in preds.items():
+                parts.append(accuracy.judge(pred, meas).assign(law=law, run=run))
     c = pd.concat(parts, ignore_index=True)
     c["h"] = c["experiment"].str.extract(r"-h(\d+)$", expand=False).astype(int)
     return c
 
 
+def model_rows(registration: str) -> pd.DataFrame:
+    """A registration's model predictions."""
+    pred = results.read(PREDICTIONS / registration / "predictions.csv")
+    return pred[pred["source"] == "model"]
+
+
 def machine_speed(run: str) -> float:
     """The run's reference GEMM at M = 16384, measured over predicted (the profile's, the same under either law)."""
-    meas = results.read(HW / run / REFERENCE[run] / "results.csv")
-    pred = results.read(PREDICTIONS / REFERENCE[run] / "predictions.csv")
-    j = accuracy.judge(pred[pred["source"] == "model"], meas)
+    j = accuracy.judge(model_rows(REFERENCE), results.read(HW / run / REFERENCE / "results.csv"))
     r = j[j["m"] == 16384].iloc[0]
     return float(r["measured_ms"] / r["predicted_ms"])
 
@@ -97,7 +104,7 @@ def chain_vs_sequential(c: pd.DataFrame) -> pd.DataFrame:
 
 
 def summary(c: pd.DataFrame, cs: pd.DataFrame) -> pd.DataFrame:
-    speed = {r: machine_speed(r) for r in REFERENCE}
+    speed = {r: machine_speed(r) for r in RUNS}
     near = {r for r, s in speed.items() if abs(s - 1) * 100 <= NEAR_PCT}
     rows = []
     for scope, runs in (("every machine", set(speed)), (f"reference within {NEAR_PCT:g}% of the profile", near)):
@@ -122,12 +129,11 @@ def rings() -> pd.DataFrame:
     today's model."""
     import posthoc_shared_device as S  # noqa: PLC0415
 
-    n = {reg: int(reg[-1]) for reg in S.RUNS}
-    early = [r for r in S.RUNS if r.startswith(("reg40", "reg41"))]
     rows = []
     for law in ("partition", "threshold"):
-        for label, active, regs in (("even split, plans 40-41", False, early), ("active, plans 40-42", True, list(S.RUNS))):
-            d = S.errors(lambda r, a=active: S._profile(n[r], active=a).with_ticket_law(law), regs)
+        for label, active, regs in (("even split, plans 40-41", False, S.EARLY),
+                                    ("active, plans 40-42", True, list(S.RUNS))):
+            d = S.errors(lambda r, a=active: S._profile(S.KERNELS[r], active=a, law=law), regs)
             rows.append({"law": law, **S._summary(d, label)})
     return pd.DataFrame(rows)
 

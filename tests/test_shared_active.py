@@ -19,6 +19,7 @@ import pytest
 from ctasim import costs, profiles
 from ctasim.cases import expand, load_experiment
 from ctasim.engine import clock_factor, simulate
+from ctasim.predict import without_drift
 from ctasim.plan import Kernel
 from ctasim.spec import SpecError, hardware_from_dict, load_hardware, validate_hardware
 from ctasim.strategies import build_plans
@@ -218,11 +219,10 @@ def _assert_fill_is_not_faster(trace) -> None:
 
 
 def _lockstep(exp):
-    """``exp`` with no ticket spread: the tickets' later sharers never miss, so no wave is slower than the one before
-    but for the sharing of the device (the partition ticket law charges them from the first round on)."""
-    hw = exp.hardware
-    return dataclasses.replace(exp, hardware=dataclasses.replace(hw, kernel_configs=tuple(
-        dataclasses.replace(c, ticket_spread=0.0) for c in hw.kernel_configs)))
+    """``exp`` with no ticket spread (``ctasim.predict.without_drift``): the tickets' later sharers never miss, so no
+    wave is slower than the one before but for the sharing of the device (the partition ticket law charges them from
+    the first round on)."""
+    return dataclasses.replace(exp, hardware=without_drift(exp.hardware))
 
 
 def test_tiles_computed_alone_are_shorter_than_with_every_kernel_computing(exp3):
