@@ -73,9 +73,9 @@ def cases(run_dir: Path) -> pd.DataFrame:
     return P49.cases(run_dir, EXPERIMENTS, registrations, REFERENCE, plain="profile", plan=50)
 
 
-def chain_vs_sequential(c: pd.DataFrame) -> pd.DataFrame:
-    """Per chain experiment and case: groups of 8 over sequential, measured and per predictor."""
-    chains = c[c["experiment"].isin(CHAINS)]
+def chain_vs_sequential(c: pd.DataFrame, experiments=CHAINS) -> pd.DataFrame:
+    """Per chain experiment (of ``experiments``) and case: groups of 8 over sequential, measured and per predictor."""
+    chains = c[c["experiment"].isin(experiments)]
     rows = []
     for (exp, case), g in chains.groupby(["experiment", "case"], sort=False):
         meas = g.drop_duplicates("strategy").set_index("strategy")["measured_ms"]

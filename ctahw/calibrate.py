@@ -48,6 +48,11 @@ l2_bytes                    cudaDeviceProp.l2CacheSize
                             ``ctasim.calibration.ticket_spread``; ``--quick``: 2 traces)
 local_signal_ns             the same traces: median of each tile's t_signal - t_compute_end (its stores complete,
                             the epilogue threads' barrier, the GPU-scope release; ``ctasim.calibration.local_signal``)
+l2_survival_taken,          the L2 survival probe (``ctahw.l2probe``): a 2 MiB target each line read by one SM, B bytes
+l2_survival_share           streamed by every SM, the share of lines another SM still finds (load latency under the
+                            cut between hot and cold trials), median of 5 repetitions per B (``--quick``: 3), scaled
+                            between hot and cold (``ctahw.l2probe.survival_curve``): the curve of the "survival"
+                            ticket law (~1 s)
 l2_hbm_exposed,             *fitted*: least mean |error| over the tile-order probe at the calibration split (N = K =
 128x256 l2_sm_tflops        8192, M = 2048 ... 32768, 12 orders: 72 runs, ``ctahw.tile_orders.time_orders``), given the
                             measured L2 size, HBM rate, tile fixed time and drift
@@ -57,7 +62,8 @@ l2_hbm_exposed,             *fitted*: least mean |error| over the tile-order pro
 ==========================  ===================================================================================
 
 The memory hierarchy's fields (the last four rows) are written all together or not at all
-(:func:`memory_hierarchy`); the probes behind them take ~50 s of device time (``--quick``: ~20 s).
+(:func:`memory_hierarchy`); the probes behind them take ~50 s of device time (``--quick``: ~20 s). The L2 survival
+curve is written wherever its probe ran, fit or no fit.
 
 Also measured, written into calibration.json (``percta``, ``percta_runs``), the probe folder (``percta.csv``,
 ``percta-runs.csv``, ``percta-tiles-<M>-<variant>.csv.gz``) and the profile's header, not into any field
@@ -835,7 +841,7 @@ MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_eng
                    "silu_epilogue_factor", "relu_epilogue_factor", "relu_input_tile_factor",
                    "epilogue_pass_gbps", "rowwise_gbps",
                    "norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element", "local_signal_ns",
-                   "l2_bytes", "l2_hbm_exposed")
+                   "l2_bytes", "l2_survival_taken", "l2_survival_share", "l2_hbm_exposed")
 FITTED_FIELDS = ("l2_hbm_exposed",)
 """Fields of :data:`MEASURED_FIELDS` that are fitted to measurements rather than measured: marked ``fitted:``."""
 CONFIG_FIELDS = ("sm_tflops", "tile_fixed_ns", "l2_sm_tflops", "cta_drift", "drift_form", "cluster_m", "tile_cv",
@@ -1264,13 +1270,32 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
     res["local_signal_ns"], signals = local_signal(tickets.values())
     res["ticket_runs"] = [dict(r, spread_per_window=rate, local_signal_ns=sig)
                           for r, rate, sig in zip(rows, rates, signals)]
+    log("calibrate: L2 survival probe")
+    from ctahw import l2probe  # noqa: PLC0415
+
+    rows, raw = l2probe.measure(reps=3 if quick else 5, log=log)
+    res.update(l2_survival_fields(rows))
+    res["l2_survival_rows"] = [{k: (float(v) if isinstance(v, float) else v) for k, v in r.items()} for r in rows]
     if probe_out is not None:
+        pd.DataFrame(rows).to_csv(probe_out / "l2-survival.csv", index=False)
+        l2probe.latency_table(raw).to_csv(probe_out / "l2-survival-latency.csv.gz", index=False)
         tile_orders.write_traces(probe_out, timing, traces)
         pd.DataFrame(res["tile_order_runs"]).to_csv(probe_out / "tile_orders.csv", index=False)
         for name, tiles in tickets.items():
             tiles.to_csv(probe_out / f"tiles-{name}.csv.gz", index=False, float_format="%.0f")
         pd.DataFrame(res["ticket_runs"]).to_csv(probe_out / "tickets.csv", index=False)
     return res
+
+
+def l2_survival_fields(rows: Sequence[Mapping]) -> dict:
+    """``l2_survival_taken`` / ``l2_survival_share`` (the share rounded to 3 places, as profiles hold it) from the L2
+    survival probe's rows (:func:`ctahw.l2probe.measure`; touches 1), with the probe's cut in cycles."""
+    from ctahw.l2probe import survival_curve  # noqa: PLC0415
+
+    curve = survival_curve(rows, touches=1)
+    return {"l2_survival_taken": tuple(b for b, _ in curve), "l2_survival_share": tuple(round(v, 3) for _, v in curve),
+            "l2_survival_cut_cycles": float(rows[0]["threshold_cycles"]),
+            "l2_survival_reps": len({r["rep"] for r in rows})}
 
 
 def measured_fields(res: Mapping) -> dict[str, tuple]:
@@ -1358,6 +1383,15 @@ def measured_fields(res: Mapping) -> dict[str, tuple]:
                                                      how.format(what="op residual_stats vs residual", per=per))
         out["norm_fold_epilogue_ns_per_element"] = (res["norm_fold_epilogue_ns_per_element"],
                                                     how.format(what="op lnfold_gelu vs gelu", per=per))
+    if "l2_survival_taken" in res:
+        how = (f"the L2 survival probe (ctahw.l2probe): a 2 MiB target each line read by one SM, then the bytes taken "
+               f"in (in L2 sizes) streamed by every SM; median over {res.get('l2_survival_reps', '?')} repetitions, "
+               "touches 1, scaled between hot and cold trials (ctahw.l2probe.survival_curve)")
+        out["l2_survival_taken"] = (tuple(res["l2_survival_taken"]), how)
+        out["l2_survival_share"] = (tuple(res["l2_survival_share"]), "the share of the target's lines another SM "
+                                    "still found in L2 (load latency under the cut between hot and cold trials, "
+                                    f"{res.get('l2_survival_cut_cycles', float('nan')):.0f} cycles) after the matching "
+                                    "l2_survival_taken, same run")
     if "l2_sm_tflops" in res:  # the memory hierarchy (memory_hierarchy): all its fields or none
         out["l2_bytes"] = (float(res["l2_bytes"]), "cudaDeviceProp.l2CacheSize")
         out["l2_hbm_exposed"] = (res["l2_hbm_exposed"], f"{_l2_fit_how(res)}; fitted together with the 128x256 "

@@ -223,15 +223,16 @@ def cmd_calibrate(args) -> int:
     if args.dry_run:
         skip = set(calibrate.FITTED_FIELDS) | {"l2_bytes"} if args.no_memory else set()
         if args.no_memory:
-            skip |= {"local_signal_ns"}  # from the memory probes' ticket traces
+            skip |= {"local_signal_ns", "l2_survival_taken", "l2_survival_share"}  # from the memory probes
         if args.no_fold:
             skip |= {"norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element"}
         cfg = calibrate.CONFIG_FIELDS[:2] if args.no_memory else calibrate.CONFIG_FIELDS
         print(f"would measure (see ctahw.calibrate): {', '.join(f for f in calibrate.MEASURED_FIELDS if f not in skip)}, "
               f"kernel_config 128x256 ({', '.join(cfg)})")
         if not args.no_memory:
-            print("memory probes: the tile-order probe at N = K = 8192 (M = 2048 ... 32768, 12 orders) and 9 per-tile "
-                  f"traces (ctahw.tile_orders){'; raw files into ' + str(args.probe_out) if args.probe_out else ''}")
+            print("memory probes: the tile-order probe at N = K = 8192 (M = 2048 ... 32768, 12 orders), 9 per-tile "
+                  "traces (ctahw.tile_orders) and the L2 survival probe (ctahw.l2probe)"
+                  f"{'; raw files into ' + str(args.probe_out) if args.probe_out else ''}")
         if not args.no_percta:
             from ctahw import percta  # noqa: PLC0415
 

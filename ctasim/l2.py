@@ -52,13 +52,15 @@ What is modelled
       keeps the running tiles one window of the order, but their start times spread over up to a tile time; a
       panel's later sharer then hits only if the bytes the L2 takes in between fit (:func:`ticket_rereads`), all or
       nothing (``ticket_law = "threshold"``), or loses a share that grows with them from the first byte, as random
-      replacement in one of the L2's two partitions would (``"partition"``, :data:`TICKET_LAWS`).
+      replacement in one of the L2's two partitions would (``"partition"``, :data:`TICKET_LAWS`), or loses what the
+      machine's measured L2 survival curve says a line loses after those bytes (``"survival"``: the L2 survival
+      probe, ``ctahw.l2probe``).
 
 Left out
     Reuse of panels between kernels (each kernel starts cold) and of D (stores do not occupy the cache and
     are never read back); the L2's set associativity, hashing and its two partitions (lumped into
-    ``l2_efficiency``; only the ``"partition"`` ticket law counts them, and only for a ticket grid's later
-    sharers); sharing that drift creates between neighbouring waves (a CTA a tile ahead shares with the next wave's
+    ``l2_efficiency``; only the ``"partition"`` and ``"survival"`` ticket laws count them, and only for a ticket
+    grid's later sharers); sharing that drift creates between neighbouring waves (a CTA a tile ahead shares with the next wave's
     tiles: the re-reads are counted from the lockstep waves' sharers, so a long drift is overcharged); overlap of one
     wave's loads with the next wave's math (waves are timed one after another); L2-to-SM bandwidth and the cluster's
     multicast (which cut L2 reads, not HBM reads); why a share of the HBM time is exposed (latency, bursts of a
@@ -71,6 +73,7 @@ for 100k tiles on a 2-core machine.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -90,6 +93,7 @@ __all__ = [
     "expected_range",
     "drift_rereads",
     "ticket_rereads",
+    "survival_share",
     "wave_ns",
     "gemm_ns",
 ]
@@ -342,7 +346,7 @@ def drift_rereads(sharers: list[tuple[np.ndarray, np.ndarray, float]], waves: in
     return miss * again
 
 
-TICKET_LAWS = ("threshold", "partition")
+TICKET_LAWS = ("threshold", "partition", "survival")
 """How :func:`ticket_rereads` decides whether a later sharer finds its panel in L2. ``"threshold"`` (the profiles' law
 from registered plan 10 to plan 49; the mechanism profiles' one-CTA-per-tile config keeps it): an LRU cache of the
 whole L2, so the sharer hits while the bytes taken in between fit and misses once they do not (all or nothing; the
@@ -353,7 +357,11 @@ caching what the SMs wired to it read
 (the A100 and H100 whitepapers; a panel read from both sides is held twice), so a partition takes in the wave's whole
 traffic into half the capacity, and a line there survives ``B`` bytes taken in as under random replacement: the
 later sharer misses by the share ``1 - exp(-2 B / capacity)``, a smooth loss from the first byte (one consistent
-state)."""
+state); the L2 survival probe found no such loss for a line read once (the form is empirical, docs/validation.md).
+``"survival"`` (2026-12-04, post-hoc for its form): the share the machine's measured L2 survival curve
+loses after ``B`` (``ctahw.l2probe``: a line one SM read, ``B`` bytes streamed by every SM, the share another SM
+still finds; on the H200 a sharp edge near 0.6 of ``l2_bytes``), taken in the most-missing consistent state as the
+threshold law's; its curve is the profile's ``l2_survival_taken`` / ``l2_survival_share``."""
 
 TICKET_STATES = ("thrash", "hold")
 """Which state :func:`ticket_rereads` takes where several are consistent: ``"thrash"`` the most-missing (iterated down
@@ -363,7 +371,8 @@ hitting: a grid keeps its reuse until that is inconsistent; registered plan 14 t
 
 def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: int, slots: int, spread: float,
                    capacity: float, base: np.ndarray, max_rounds: int = 100, state: str = "thrash",
-                   law: str = "threshold") -> np.ndarray:
+                   law: str = "threshold", survival: tuple[Sequence[float], Sequence[float]] = ((), ())
+                   ) -> np.ndarray:
     """Bytes per wave of shared panels read again from HBM by a ticket-scheduled grid whose start times spread.
 
     Tickets are taken in order as CTAs free, so the ``slots`` tickets of wave ``v`` start within
@@ -376,7 +385,10 @@ def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: 
     down from every later sharer missing), as a grid that thrashed keeps thrashing; ``state = "hold"`` takes the
     least-missing one instead (:data:`TICKET_STATES`). ``law = "partition"`` (:data:`TICKET_LAWS`) charges the
     later sharer the share ``1 - exp(-2 H_v * g / slots * S_v / capacity)`` of its panel instead, iterated from
-    every later sharer missing to the consistent state (``state`` is then unused: there is one).
+    every later sharer missing to the consistent state (``state`` is then unused: there is one). ``law = "survival"``
+    charges it ``1 - S(H_v * g / slots * S_v / capacity)``, ``S`` the measured survival curve ``survival`` = (bytes
+    taken in, in L2 sizes; share left), iterated down from every later sharer missing (the most-missing consistent
+    state; ``state`` unused).
 
     ``pos``, ``panel``: one entry per (tile, panel it reads): its position in the order and a panel id;
     ``size``: bytes per panel id; ``base``: each wave's HBM bytes without these re-reads.
@@ -396,6 +408,8 @@ def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: 
         raise ValueError(f"law must be one of {TICKET_LAWS}, got {law!r}")
     if law == "partition":
         return _partition_rereads(gw, nbytes, reach, waves, capacity, base, max_rounds)
+    if law == "survival":
+        return _survival_rereads(gw, nbytes, reach, waves, capacity, base, max_rounds, survival)
     miss = reach > 0 if state == "thrash" else np.zeros(len(reach), dtype=bool)
     for _ in range(max_rounds):
         again = np.bincount(gw, weights=nbytes * miss, minlength=waves)
@@ -430,11 +444,40 @@ def _partition_rereads(gw: np.ndarray, nbytes: np.ndarray, reach: np.ndarray, wa
     return np.bincount(gw, weights=nbytes * miss, minlength=waves)
 
 
+def survival_share(taken: np.ndarray, curve: tuple[Sequence[float], Sequence[float]]) -> np.ndarray:
+    """The share of a line left in L2 after ``taken`` bytes (in L2 sizes) came in, by the measured ``curve`` =
+    (points ascending from 0, share at each): linear between points, the last share beyond the last point."""
+    xs, ys = (np.asarray(c, dtype=np.float64) for c in curve)
+    if xs.size == 0 or xs.size != ys.size or xs[0] != 0:
+        raise ValueError("the survival curve needs matching points from 0 (l2_survival_taken, l2_survival_share)")
+    return np.interp(np.asarray(taken, dtype=np.float64), xs, ys)
+
+
+def _survival_rereads(gw: np.ndarray, nbytes: np.ndarray, reach: np.ndarray, waves: int, capacity: float,
+                      base: np.ndarray, max_rounds: int, curve: tuple[Sequence[float], Sequence[float]]
+                      ) -> np.ndarray:
+    """:func:`ticket_rereads` under ``law = "survival"``: each later sharer misses by ``1 - S(H reach / capacity)``
+    (:func:`survival_share`), ``H`` its wave's traffic with the misses, iterated down from every sharer missing. The
+    share missed grows with the traffic, so the iteration falls monotonically to the most-missing fixed point."""
+    if capacity <= 0:
+        return np.bincount(gw, weights=nbytes * (reach > 0), minlength=waves)
+    miss = (reach > 0).astype(float)
+    for _ in range(max_rounds):
+        again = np.bincount(gw, weights=nbytes * miss, minlength=waves)
+        new = np.where(reach > 0, 1.0 - survival_share((base + again)[gw] * reach / capacity, curve), 0.0)
+        if np.max(np.abs(new - miss), initial=0.0) < 1e-9:
+            miss = new
+            break
+        miss = new
+    return np.bincount(gw, weights=nbytes * miss, minlength=waves)
+
+
 def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n: int, elem_bytes: int,
                  slots: int, l2_bytes: float, l2_efficiency: float = 1.0,
                  store_elem_bytes: int | None = None, drift: float = 0.0, cluster_m: int = 1,
                  layers: int = 1, ticket_spread: float = 0.0, ticket_state: str = "thrash",
-                 drift_form: str = "wave", ticket_law: str = "threshold") -> WaveTraffic:
+                 drift_form: str = "wave", ticket_law: str = "threshold",
+                 survival: tuple[Sequence[float], Sequence[float]] = ((), ())) -> WaveTraffic:
     """HBM traffic of each wave of a GEMM whose tiles run in ``order`` on ``slots`` CTA slots (module docstring).
 
     ``order``: row-major tile ids (``i * ceil(n / tile_n) + j``), each once, -1 for padding slots.
@@ -448,7 +491,8 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
     (layer l + 1's A is layer l's output: a first use of it misses, as any first use does).
     ``ticket_spread``: the tiles are handed out by tickets and their start times spread by this many tile times
     per round (:func:`ticket_rereads`; 0 = lockstep waves); ``ticket_state``: which consistent state it takes;
-    ``ticket_law``: how a later sharer misses (:data:`TICKET_LAWS`).
+    ``ticket_law``: how a later sharer misses (:data:`TICKET_LAWS`); ``survival``: the measured L2 survival curve
+    that the ``"survival"`` law reads (:func:`survival_share`).
     """
     tiles_m, tiles_n = -(-m // tile_m), -(-n // tile_n)
     order = np.asarray(order, dtype=np.int64)
@@ -534,7 +578,7 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
         base = a_hbm + w_hbm + store + (again if again is not None else 0.0)
         tickets = ticket_rereads(np.concatenate([pos, pos]), np.concatenate([ri, tiles_m + ci]), size, W, slots,
                                  ticket_spread, float(l2_bytes) * float(l2_efficiency), base, state=ticket_state,
-                                 law=ticket_law)
+                                 law=ticket_law, survival=survival)
     return WaveTraffic(a_hbm=a_hbm, w_hbm=w_hbm, footprint=footprint, store=store,
                        tiles=np.bincount(wv, minlength=W), drift_hbm=again, ticket_hbm=tickets)
 

@@ -158,9 +158,15 @@ class KernelConfig:
         "charges a panel's later sharer that the L2 lost in between (ctasim.l2.ticket_rereads); 0 = lockstep waves", 0.0)
     ticket_law: str = _f(
         "how a ticket grid's later sharer of a panel misses (ctasim.l2.TICKET_LAWS): 'threshold' (LRU over the whole "
-        "L2: all or nothing once the bytes taken in between exceed it) or 'partition' (a share 1 - exp(-2 B / L2) of "
+        "L2: all or nothing once the bytes taken in between exceed it), 'partition' (a share 1 - exp(-2 B / L2) of "
         "it, B the bytes taken in between: random replacement in one of the L2's two partitions; the H200 profiles' law "
-        "since registered plan 49, nearer over plans 49 and 50, further at weights 4-6.5x the L2)", "threshold")
+        "since registered plan 49, nearer over plans 49 and 50, further at weights 4-6.5x the L2) or 'survival' (the "
+        "share the profile's measured L2 survival curve loses after B, l2_survival_taken / l2_survival_share)",
+        "threshold")
+    ticket_mainloop_factor: float = _f(
+        "tile-time factor of the chain kernel's tickets design on this config over the plain GEMM's compute at the "
+        "same tile (its scheduler warp hands out tickets; ctasim.strategies.ctapipe.chain_tile_times), measured by a "
+        "one-layer chain kernel against the plain GEMM; 1 = the plain GEMM's rate", 1.0)
     cluster_m: int = _f("CTAs of a cluster along M (the persistent scheduler pairs row-blocks; ctasim.l2's order)", 1)
     cluster_n: int = _f("CTAs of a cluster along N", 1)
     source: str = _f("where the figures come from (measurement with date and machine, or datasheet)", "")
@@ -292,6 +298,13 @@ class Hardware:
     l2_bytes: float = _f(
         "L2 capacity that reuse distances of GEMM operand panels are measured against (ctasim.l2), bytes; 0 = no "
         "memory hierarchy in the model (every tile at its config's sm_tflops)", 0.0)
+    l2_survival_taken: tuple[float, ...] = _f(
+        "the L2 survival curve's points (ctasim.l2's 'survival' ticket law): bytes taken in from HBM after a line was "
+        "read, in L2 sizes (l2_bytes), ascending from 0; measured by the L2 survival probe (ctahw.l2probe); empty = no "
+        "curve", ())
+    l2_survival_share: tuple[float, ...] = _f(
+        "the share of lines another SM still finds in L2 after the matching l2_survival_taken (each within [0, 1], "
+        "not rising; linear between points, the last held beyond)", ())
     l2_hbm_exposed: float = _f(
         "share of a GEMM wave's HBM time (its operand misses and stores at hbm_gbps) that its math does not hide "
         "(0 = roofline max(compute, HBM), 1 = serial); used with l2_bytes > 0", 0.0)
@@ -326,6 +339,9 @@ class Hardware:
 
         if law not in l2.TICKET_LAWS:
             raise ValueError(f"ticket law must be one of {', '.join(l2.TICKET_LAWS)}, got {law!r}")
+        if law == "survival" and not self.l2_survival_taken:
+            raise ValueError(f"profile {self.name!r} has no L2 survival curve (l2_survival_taken) for the "
+                             "'survival' ticket law")
         return dataclasses.replace(self, kernel_configs=tuple(
             dataclasses.replace(c, ticket_law=law) if c.ticket_spread > 0 else c for c in self.kernel_configs))
 
@@ -627,6 +643,15 @@ def validate_hardware(hw: Hardware, where: str) -> None:
              f"needs one factor per clock_curve_ns entry ({len(hw.clock_curve_ns)}), got {len(hw.clock_curve_factor)}")
     require(all(t >= 0 for t in hw.clock_curve_ns) and all(a < b for a, b in zip(hw.clock_curve_ns, hw.clock_curve_ns[1:])),
              where, p + "clock_curve_ns", "must be >= 0 and strictly ascending")
+    require(len(hw.l2_survival_taken) == len(hw.l2_survival_share), where, p + "l2_survival_share",
+             f"needs one share per l2_survival_taken entry ({len(hw.l2_survival_taken)}), got "
+             f"{len(hw.l2_survival_share)}")
+    require(not hw.l2_survival_taken or (hw.l2_survival_taken[0] == 0 and all(
+        a < b for a, b in zip(hw.l2_survival_taken, hw.l2_survival_taken[1:]))), where, p + "l2_survival_taken",
+        "must start at 0 and be strictly ascending")
+    require(all(0 <= v <= 1 for v in hw.l2_survival_share) and all(
+        a >= b for a, b in zip(hw.l2_survival_share, hw.l2_survival_share[1:])), where, p + "l2_survival_share",
+        "each must be within [0, 1], and none above the one before")
     require(all(0.5 <= f <= 2.0 for f in hw.clock_curve_factor), where, p + "clock_curve_factor",
              f"each must be within [0.5, 2], got {[f for f in hw.clock_curve_factor if not 0.5 <= f <= 2.0][:1]}")
     require(math.isfinite(hw.relu_input_tile_factor) and 0.5 <= hw.relu_input_tile_factor <= 1.5, where,
@@ -671,8 +696,12 @@ def validate_hardware(hw: Hardware, where: str) -> None:
                 f"must be one of {', '.join(l2.DRIFT_FORMS)}, got {c.drift_form!r}")
         require(c.ticket_law in l2.TICKET_LAWS, where, q + "ticket_law",
                 f"must be one of {', '.join(l2.TICKET_LAWS)}, got {c.ticket_law!r}")
+        require(c.ticket_law != "survival" or hw.l2_survival_taken, where, q + "ticket_law",
+                "'survival' needs the profile's L2 survival curve (l2_survival_taken, l2_survival_share)")
         require(math.isfinite(c.ticket_spread) and c.ticket_spread >= 0, where, q + "ticket_spread",
                  f"must be >= 0, got {c.ticket_spread}")
+        require(math.isfinite(c.ticket_mainloop_factor) and 0.8 <= c.ticket_mainloop_factor <= 1.25, where,
+                q + "ticket_mainloop_factor", f"must be within [0.8, 1.25], got {c.ticket_mainloop_factor}")
         for name in ("cluster_m", "cluster_n"):
             require(getattr(c, name) >= 1, where, q + name, f"must be >= 1, got {getattr(c, name)}")
         require(c.key() not in seen, where, q + "tile_m", f"duplicate kernel config {c.key()}")

@@ -13,6 +13,9 @@ from ctasim.strategies import build_plans
 from tests.helpers import load_bench
 
 X1 = load_hardware("h200-x1-calibrated")
+X1_BEFORE_CURVE = dataclasses.replace(X1, l2_survival_taken=(), l2_survival_share=())
+"""The profile as its twins (-partition, -threshold, -wave, -carried) hold it: they are registrations' records, made
+before the L2 survival curve was measured (2026-12-04) and left unchanged; the curve is read by no law they have."""
 FLAT = dataclasses.replace(X1, l2_bytes=0.0)
 
 
@@ -210,6 +213,30 @@ def chain_wl(m=4096, h=8192, layers=2) -> Workload:
     return Workload(name="c", dtype="bf16", layers=tuple(Layer(m=m, k=h, n=h) for _ in range(layers)))
 
 
+def test_the_tickets_mainloop_factor_slows_the_tickets_designs_compute_only():
+    """ticket_mainloop_factor scales the chain kernel's tickets-design compute (a compute-bound wave by the factor,
+    not its HBM time) and leaves the static design and the plain GEMM as they were."""
+    slow = dataclasses.replace(X1, kernel_configs=tuple(
+        dataclasses.replace(c, ticket_mainloop_factor=1.02) if c.key() == "128x256" else c for c in X1.kernel_configs))
+
+    def plan(hw, **kw):
+        return build_plans(Strategy("ctapipe", gpus=1, **kw), chain_wl(m=8192), hw, 1, "c")[0]
+
+    base, faster = plan(X1).kernels()[0], plan(slow).kernels()[0]
+    ratio = np.asarray(faster.tile_times) / np.asarray(base.tile_times)
+    assert ratio.min() > 1.0 and ratio.max() <= 1.02 + 1e-9 and np.median(ratio) == pytest.approx(1.02, abs=2e-3)
+    static = [np.asarray(plan(hw, tile_source="static").kernels()[0].tile_times) for hw in (X1, slow)]
+    assert np.array_equal(static[0], static[1])
+    seq = [build_plans(Strategy("sequential"), chain_wl(m=8192), hw, 1, "c")[0] for hw in (X1, slow)]
+    assert [k.tile_ns for k in seq[0].kernels()] == [k.tile_ns for k in seq[1].kernels()]
+    with pytest.raises(SpecError, match="ticket_mainloop_factor"):
+        from ctasim.spec import hardware_from_dict  # noqa: PLC0415
+        from tests.helpers import TINY  # noqa: PLC0415
+
+        hardware_from_dict(dict(TINY, kernel_config=[dict(TINY["kernel_config"][0], ticket_mainloop_factor=1.3)]),
+                           "hw.toml")
+
+
 def test_each_layer_of_a_chain_reads_panels_of_its_own():
     # Both layers in one wave with an L2 that holds everything: every panel of both layers is read once.
     m, h = 512, 1024
@@ -356,6 +383,40 @@ def test_the_partition_law_charges_the_share_lost_to_random_replacement_in_half_
         l2.ticket_rereads(pos, panel, size, 2, 100, spread=0.5, capacity=26.0, base=base, law="lru")
 
 
+def test_the_survival_law_charges_what_the_measured_curve_loses():
+    # the pair of test_a_later_sharer_misses...: the second read 0.25 tile times after the first, wave 1 moving 100
+    # bytes besides the re-read, so the L2 takes in (100 + 10 m) * 0.25 bytes between the two reads
+    pos, panel, size, base = np.array([100, 150]), np.array([0, 0]), np.array([10.0]), np.array([0.0, 100.0])
+
+    def law(cap, curve, spread=0.5):
+        return l2.ticket_rereads(pos, panel, size, 2, 100, spread=spread, capacity=cap, base=base, law="survival",
+                                 survival=curve)
+
+    step = ((0.0, 1.0, 1.0 + 1e-9), (1.0, 1.0, 0.0))  # all kept up to one L2, none after: the threshold law
+    for cap in (20.0, 26.0, 28.0, 1000.0):
+        assert law(cap, step).tolist() == l2.ticket_rereads(pos, panel, size, 2, 100, spread=0.5, capacity=cap,
+                                                            base=base).tolist()
+    assert law(20.0, ((0.0,), (1.0,))).tolist() == [0.0, 0.0]  # a curve that keeps everything
+    assert law(1000.0, ((0.0, 1e-9), (0.0, 0.0))).tolist() == [0.0, 10.0]  # one that keeps nothing
+    # linear between points: at C = 100 the share left s(x) = 1 - x, x = (100 + 10 m) 0.25 / 100; m = 1 - s(x)
+    m = law(100.0, ((0.0, 1.0), (1.0, 0.0)))[1] / 10.0
+    assert m == pytest.approx((100.0 + 10.0 * m) * 0.25 / 100.0, abs=1e-6) and 0.25 < m < 0.3
+    assert law(100.0, ((0.0, 1.0), (1.0, 0.0)), spread=0.0).tolist() == [0.0, 0.0]
+    # the curve the profile holds, as measured: a sharp edge, nothing lost below 0.375 of the L2
+    curve = (X1.l2_survival_taken, X1.l2_survival_share)
+    assert l2.survival_share(np.array([0.0, 0.3, 0.7, 5.0]), curve).round(3).tolist()[0] == 1.0
+    assert l2.survival_share(np.array([0.3]), curve)[0] > 0.99 and l2.survival_share(np.array([0.8]), curve)[0] < 0.05
+    with pytest.raises(ValueError, match="survival curve"):
+        law(100.0, ((0.5, 1.0), (1.0, 0.0)))
+
+
+def test_the_survival_law_needs_a_curve_in_the_profile():
+    bare = dataclasses.replace(X1, l2_survival_taken=(), l2_survival_share=())
+    with pytest.raises(ValueError, match="no L2 survival curve"):
+        bare.with_ticket_law("survival")
+    assert X1.with_ticket_law("survival").config(128, 256).ticket_law == "survival"
+
+
 def test_the_profile_has_the_partition_law_and_its_twins_are_the_profile_under_each_law():
     """The profile's ticket-scheduled config has the partition law (since registered plan 49, kept after plan 50);
     h200-x1-calibrated-partition (plan 49's twin) is the profile and h200-x1-calibrated-threshold (plan 50's) is
@@ -364,8 +425,9 @@ def test_the_profile_has_the_partition_law_and_its_twins_are_the_profile_under_e
     thr = X1.with_ticket_law("threshold")
     assert [c.ticket_law for c in X1.kernel_configs if c.ticket_spread > 0] == ["partition"]
     assert [c.ticket_law for c in thr.kernel_configs] == ["threshold"] * len(X1.kernel_configs)
-    assert dataclasses.replace(part, name=X1.name) == X1
-    assert dataclasses.replace(load_hardware("h200-x1-calibrated-threshold"), name=X1.name) == thr
+    assert dataclasses.replace(part, name=X1.name) == X1_BEFORE_CURVE
+    assert dataclasses.replace(load_hardware("h200-x1-calibrated-threshold"), name=X1.name) == \
+        dataclasses.replace(thr, l2_survival_taken=(), l2_survival_share=())
     assert thr.with_ticket_law("partition") == X1
     with pytest.raises(ValueError, match="ticket law"):
         X1.with_ticket_law("lru")
@@ -434,7 +496,7 @@ def test_the_other_forms_profiles_are_h200_x1_calibrated_but_for_the_drift_form_
     differ from the profile only where the form does: their forms' fits (tests/test_calibration.py)."""
     other = load_hardware(name)
     assert dataclasses.replace(other, name=X1.name, l2_hbm_exposed=X1.l2_hbm_exposed,
-                               kernel_configs=X1.kernel_configs) == X1
+                               kernel_configs=X1.kernel_configs) == X1_BEFORE_CURVE
     for a, b in zip(X1.kernel_configs, other.kernel_configs, strict=True):
         if a.key() == "128x256":
             assert (a.drift_form, b.drift_form) == ("interleaved", form)

@@ -209,6 +209,27 @@ def test_each_hardware_bound_is_checked_at_its_edge(field, bad, good, words):
     assert getattr(_hw(**{field: good}), field) == good
 
 
+@pytest.mark.parametrize("taken, share, field, words", [
+    ([0.0, 0.5], [1.0], "l2_survival_share", "needs one share per l2_survival_taken entry (2), got 1"),
+    ([0.1, 0.5], [1.0, 0.5], "l2_survival_taken", "must start at 0 and be strictly ascending"),
+    ([0.0, 0.5, 0.5], [1.0, 0.5, 0.2], "l2_survival_taken", "must start at 0 and be strictly ascending"),
+    ([0.0, 0.5], [1.0, 1.01], "l2_survival_share", "each must be within [0, 1], and none above the one before"),
+    ([0.0, 0.5, 1.0], [1.0, 0.2, 0.3], "l2_survival_share", "each must be within [0, 1], and none above the one before"),
+    ([0.0, 0.5], [1.0, -0.01], "l2_survival_share", "each must be within [0, 1], and none above the one before"),
+])
+def test_the_l2_survival_curve_is_checked(taken, share, field, words):
+    with pytest.raises(SpecError) as ei:
+        _hw(l2_survival_taken=taken, l2_survival_share=share)
+    assert str(ei.value) == f"hw.toml: hardware.{field}: {words}"
+    assert _hw(l2_survival_taken=[0.0, 0.5, 1.0], l2_survival_share=[1.0, 0.5, 0.5]).l2_survival_share == (1.0, 0.5, 0.5)
+
+
+def test_the_survival_ticket_law_needs_the_curve():
+    with pytest.raises(SpecError, match=r"ticket_law: 'survival' needs the profile's L2 survival curve"):
+        _hw(config={"ticket_law": "survival"})
+    assert _hw(config={"ticket_law": "survival"}, l2_survival_taken=[0.0], l2_survival_share=[1.0])
+
+
 def test_fair_sharing_needs_no_store_overlap():
     with pytest.raises(SpecError, match=r"hardware\.link_sharing: 'fair' needs epilogue_store_overlap = 0"):
         _hw(link_sharing="fair", epilogue_store_overlap=0.5)

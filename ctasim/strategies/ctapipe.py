@@ -329,21 +329,25 @@ def chain_tile_times(k, layer, hw: Hardware, elem_bytes: int, static: bool, grou
     """Where the profile has the memory hierarchy, give chain kernel ``k`` its tiles' times over its ``order`` (its
     ``chain_layers`` layers' panels apart); True if it did. Tickets hand each CTA the next tile as it frees, so the
     running tiles stay one grid-wide window of the order (no drift) whose start times spread (``ticket_spread``); the
-    static design's CTAs keep a fixed share, as the plain persistent GEMM's do (``cta_drift``)."""
+    static design's CTAs keep a fixed share, as the plain persistent GEMM's do (``cta_drift``). The tickets design's
+    compute is the plain GEMM's times the config's ``ticket_mainloop_factor`` (measured: a one-layer chain kernel
+    against the plain GEMM)."""
     cfg = hw.config(layer.tile_m, layer.tile_n)
     if not costs.memory_model(hw, cfg):
         return False
+    slow = 1.0 if static else cfg.ticket_mainloop_factor
     kw = dict(drift=None if static else 0.0, cluster_m=chain_cluster_m(static, layer.tiles_m, group),
               layers=k.chain_layers, ticket_spread=0.0 if static else cfg.ticket_spread)
     if hw.device_shares >= 2:  # one share of a device: a table per count of computing shares (costs.active_share)
         tables = []
         for active in range(1, hw.device_shares + 1):
             share, boost = costs.active_share(hw, active, k.slots)
-            tables.append(costs.order_tile_times(layer, share, elem_bytes, k.order, k.slots, boost=boost, **kw))
+            tables.append(costs.order_tile_times(layer, share, elem_bytes, k.order, k.slots, boost=boost / slow,
+                                                 **kw))
         k.tile_times = tables[-1]
         k.tile_scale_by_active = tuple(t / tables[-1] for t in tables)
     else:
-        k.tile_times = costs.order_tile_times(layer, hw, elem_bytes, k.order, k.slots, **kw)
+        k.tile_times = costs.order_tile_times(layer, hw, elem_bytes, k.order, k.slots, boost=1.0 / slow, **kw)
     k.tile_ns = float(k.tile_times.mean())
     return True
 

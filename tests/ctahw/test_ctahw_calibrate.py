@@ -196,8 +196,32 @@ MEMORY_RESULT = {"l2_bytes": 62914560, "l2_sm_tflops": 6.72, "l2_hbm_exposed": 0
                  "tile_order_runs": [{"m": m, "n": 8192, "k": 8192, "backend": "cutlass", "order": f"along_m/swizzle{s}"}
                                      for m in (2048, 32768) for s in (1, 8)],
                  "order_drift": [{"case": "a", "start_sd_per_round": 0.0061},
-                                 {"case": "b", "start_sd_per_round": 0.009}], "local_signal_ns": 912.0}
+                                 {"case": "b", "start_sd_per_round": 0.009}], "local_signal_ns": 912.0,
+                 "l2_survival_taken": (0.0, 0.5, 0.75, 1.0), "l2_survival_share": (1.0, 0.91, 0.026, 0.0),
+                 "l2_survival_cut_cycles": 510.5, "l2_survival_reps": 5}
 """What :func:`ctahw.calibrate.memory_hierarchy` adds to a measurement (h200-x1-calibrated's values)."""
+
+
+def test_the_l2_survival_curve_goes_into_the_profile_with_its_source(tmp_path):
+    """The committed probe's rows give h200-x1-calibrated's curve through l2_survival_fields, and a calibration
+    with a curve writes it into the profile, loadable, with how it was measured; one without keeps the base's."""
+    import pandas as pd
+
+    rows = pd.read_csv(Path(__file__).resolve().parents[2] /
+                       "bench/results/hw/2026-12-04-l2-survival-1gpu/target-2mib/l2-survival.csv").to_dict("records")
+    got = cal.l2_survival_fields(rows)
+    x1 = load_hardware("h200-x1-calibrated")
+    assert (got["l2_survival_taken"], got["l2_survival_share"]) == (x1.l2_survival_taken, x1.l2_survival_share)
+    assert got["l2_survival_cut_cycles"] == 510.5 and got["l2_survival_reps"] == 9
+    fitted = dict(FAKE_RESULT, sm_remote_store_gbps=7.0, sm_remote_store_note="fit")
+    text = cal.write_profile(dict(fitted, **MEMORY_RESULT), "h200-x2", tmp_path / "p.toml", "p", PROV)
+    hw = load_hardware(tmp_path / "p.toml")
+    assert hw.l2_survival_share == (1.0, 0.91, 0.026, 0.0) and hw.with_ticket_law("survival")
+    line = next(l for l in text.splitlines() if l.startswith("l2_survival_share"))
+    assert "measured" in line and "510 cycles" in line
+    no_curve = {k: v for k, v in MEMORY_RESULT.items() if not k.startswith("l2_survival")}
+    cal.write_profile(dict(fitted, **no_curve), "h200-x2", tmp_path / "q.toml", "q", PROV)
+    assert load_hardware(tmp_path / "q.toml").l2_survival_taken == load_hardware("h200-x2").l2_survival_taken
 
 
 def test_a_measured_local_signal_replaces_the_bases_estimate(tmp_path):

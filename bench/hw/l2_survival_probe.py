@@ -1,0 +1,70 @@
+"""Run the L2 survival probe (``ctahw.l2probe``) on GPU 0 and write what it measured.
+
+    python bench/hw/l2_survival_probe.py OUTDIR [--reps 5] [--target-mib 2]
+
+Writes OUTDIR/l2-survival.csv (one row per trial), OUTDIR/l2-survival-curve.csv (median survival per streamed
+bytes / L2, touches 1 and 2; ``ctahw.l2probe.survival_curve``), OUTDIR/l2-survival-latency.csv.gz (every trial's
+latency counts, cycle by cycle: ``ctahw.l2probe.latency_table``) and
+OUTDIR/l2-survival.json (the curves, the hit threshold and provenance), then prints the curves. Exit 2 without a
+GPU, 1 if the probe's hot and cold latencies cannot be told apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from probe_common import no_gpus  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--target-mib", type=float, default=2.0)
+    a = ap.parse_args(argv)
+    if a.reps < 1:
+        print("l2_survival_probe: --reps must be >= 1", file=sys.stderr)
+        return 2
+    rc = no_gpus("l2_survival_probe")
+    if rc is not None:
+        return rc
+    import pandas as pd
+
+    from ctahw import l2probe
+    from ctahw.provenance import collect
+
+    try:
+        rows, raw = l2probe.measure(target_bytes=int(a.target_mib * (1 << 20)) // l2probe.LINE_BYTES
+                                    * l2probe.LINE_BYTES, reps=a.reps,
+                                    log=lambda s: print(s, file=sys.stderr, flush=True))
+    except ValueError as e:
+        print(f"l2_survival_probe: {e}", file=sys.stderr)
+        return 1
+    a.out.mkdir(parents=True, exist_ok=True)
+    df = pd.DataFrame(rows)
+    df.to_csv(a.out / "l2-survival.csv", index=False)
+    l2probe.latency_table(raw).to_csv(a.out / "l2-survival-latency.csv.gz", index=False)
+    curves = {t: l2probe.survival_curve(rows, touches=t) for t in sorted({int(r["touches"]) for r in rows
+                                                                           if r["kind"] == "trial"})}
+    pd.DataFrame([{"touches": t, "b_l2": b, "survival": s} for t, c in curves.items() for b, s in c]).to_csv(
+        a.out / "l2-survival-curve.csv", index=False)
+    with open(a.out / "l2-survival.json", "w") as f:
+        json.dump({"curves": {str(t): c for t, c in curves.items()}, "threshold_cycles": rows[0]["threshold_cycles"],
+                   "l2_bytes": rows[0]["l2_bytes"], "sm_count": rows[0]["sm_count"],
+                   "cold_survival": [r["survival"] for r in rows if r["kind"] == "cold"],
+                   "provenance": collect()}, f, indent=1, default=str)
+    print(f"hit threshold {rows[0]['threshold_cycles']:.0f} cycles; cold survival "
+          f"{max(r['survival'] for r in rows if r['kind'] == 'cold'):.3f} at most")
+    print("b_l2  " + "  ".join(f"touches={t}" for t in curves))
+    for i, (b, _) in enumerate(next(iter(curves.values()))):
+        print(f"{b:5.3f} " + "  ".join(f"{curves[t][i][1]:10.3f}" for t in curves))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

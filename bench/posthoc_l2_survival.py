@@ -1,0 +1,114 @@
+"""Post-hoc: the chain kernel's committed order runs under the ticket law read from the measured L2 survival curve.
+
+    python bench/posthoc_l2_survival.py [--out bench/results/posthoc-l2-survival]
+
+The L2 survival probe (``ctahw.l2probe``, bench/results/hw/2026-12-04-l2-survival-1gpu) measured what the ticket laws
+assume: after one SM read a line and every SM streamed ``B`` more bytes, the share of the lines another SM still finds
+in L2. On the H200 the curve is a sharp edge -- all kept up to 0.375 of ``l2_bytes``, 91% at 0.5, 48% at 0.625, 3%
+at 0.75 -- not the partition law's smooth ``exp(-2 B / L2)``. This predicts every chain-kernel order experiment
+measured so far (registered plans 9, 10, 48, 49, 50: the runs of ``posthoc_ticket_law.RUNS`` and
+``ticket_law_record.MEASURED``) again with this checkout's h200-x1-calibrated under each ticket law
+(``Hardware.with_ticket_law``): ``"threshold"``, ``"partition"`` (the profile's) and ``"survival"`` (the curve), and
+judges them against the committed measurements (``ctasim.accuracy.judge``).
+
+Every figure is post-hoc: the runs were seen before the probe was written. No parameter is fitted: the curve is the
+probe's.
+
+Writes ``cases.csv`` (every judged case and law), ``summary.csv`` (MAPE, worst and bias per law and strategy, and over
+the chain kernel's orders), ``order-effect.csv`` (per law and order: error of the ratio to groups of 8, points) and
+``chain-over-sequential.csv`` (per experiment, M and law: the error of groups of 8 less the error of sequential on the
+same run, points -- what no machine's speed moves); prints the summaries. ~25 s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import pandas as pd  # noqa: E402
+
+import posthoc_ticket_law as ptl  # noqa: E402
+import ticket_law_record as tlr  # noqa: E402
+from ctasim import results  # noqa: E402
+from ctasim.accuracy import judge  # noqa: E402
+from ctasim.cases import load_experiment  # noqa: E402
+from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
+from ctasim.harness import load_harness  # noqa: E402
+from ctasim.predict import predict  # noqa: E402
+from ctasim.spec import SpecError, load_hardware  # noqa: E402
+
+LAWS = ("threshold", "partition", "survival")
+RUNS = {**ptl.RUNS, **tlr.MEASURED}
+"""Experiment -> the committed runs that measured it (plans 9, 10 and 48; 49 and 50)."""
+PROFILE = "h200-x1-calibrated"
+BASE = ptl.BASE
+
+
+def predicted(name: str, law: str) -> pd.DataFrame:
+    """``name`` as ``ctasim predict`` predicts it with :data:`PROFILE` under ticket law ``law`` (model rows)."""
+    reg = ROOT / "bench/predictions" / name
+    harness = load_harness(json.loads((reg / "registration.json").read_text())["harness"]["name"])
+    hw = load_hardware(PROFILE).with_ticket_law(law)
+    p = predict(dataclasses.replace(load_experiment(name), hardware=hw), harness, None)
+    return p[p["source"] == "model"].assign(source=law)
+
+
+def cases(names=tuple(RUNS), laws=LAWS) -> pd.DataFrame:
+    parts = []
+    for name in names:
+        preds = pd.concat([predicted(name, law) for law in laws], ignore_index=True)
+        for run in RUNS[name]:
+            parts.append(judge(preds, results.read(ptl.HW / run / name / "results.csv")).assign(run=run))
+    return pd.concat(parts, ignore_index=True)
+
+
+def summary(c: pd.DataFrame) -> pd.DataFrame:
+    s = ptl.summary(c)
+    chain = c[c["strategy"].str.startswith(BASE)]
+    rows = [{"predictor": src, "strategy": "chain kernel", "cases": len(g),
+             "mape_pct": round(100 * g["error"].abs().mean(), 2),
+             "worst_pct": round(100 * g.loc[g["error"].abs().idxmax(), "error"], 2),
+             "bias_pct": round(100 * g["error"].mean(), 2)} for src, g in chain.groupby("source")]
+    return pd.concat([s, pd.DataFrame(rows)], ignore_index=True)
+
+
+def chain_over_sequential(c: pd.DataFrame) -> pd.DataFrame:
+    """Per experiment, M and law: the mean over runs of (groups of 8's error - sequential's error), in points."""
+    t = c.pivot_table(index=["experiment", "m", "run", "source"], columns="strategy", values="error")
+    d = (100 * (t[BASE] - t["sequential"])).dropna().groupby(level=["experiment", "m", "source"]).mean()
+    return d.round(2).rename("points").reset_index()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = OneLineParser(prog="python bench/posthoc_l2_survival.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-l2-survival")
+    args = ap.parse_args(argv)
+    try:
+        writable_folder(args.out)
+    except SpecError as e:
+        print(f"posthoc_l2_survival: {e}", file=sys.stderr)
+        return 2
+    c = cases()
+    s, o, cs = summary(c), ptl.order_effect(c), chain_over_sequential(c)
+    args.out.mkdir(parents=True, exist_ok=True)
+    c.to_csv(args.out / "cases.csv", index=False, float_format="%.6g")
+    s.to_csv(args.out / "summary.csv", index=False)
+    o.to_csv(args.out / "order-effect.csv", index=False)
+    cs.to_csv(args.out / "chain-over-sequential.csv", index=False)
+    pd.set_option("display.width", 200)
+    print(s.pivot_table(index="strategy", columns="predictor", values="mape_pct").to_string())
+    print()
+    print(o.pivot_table(index="order", columns="predictor", values="mean_abs_points").to_string())
+    print()
+    print(cs.pivot_table(index="experiment", columns="source", values="points", aggfunc="mean").round(2).to_string())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
