@@ -488,6 +488,32 @@ def test_lockstep_also_takes_the_ticket_spread_away():
     assert without_drift(none) is None
 
 
+@pytest.mark.parametrize("name, law", [("h200-x1-calibrated-mechanism", "survival"),
+                                       ("h200-x1-calibrated-threshold-rate", "threshold")])
+def test_plan_51s_twins_are_the_profile_under_their_law_with_the_measured_mainloop_factor(name, law):
+    """Registered plan 51's twins: h200-x1-calibrated but for the name, the 128x256 config's ticket law and the
+    tickets design's mainloop factor (1.008: the rule of bench/predictions/reg51-chain-order-h6656/README.md applied to
+    the committed microbenchmark, bench/plan51_judge.py's mainloop_factor)."""
+    twin = load_hardware(name)
+    cfg = twin.config(128, 256)
+    assert (cfg.ticket_law, cfg.ticket_mainloop_factor) == (law, 1.008)
+    want = X1.with_ticket_law(law)
+    want = dataclasses.replace(want, name=name, kernel_configs=tuple(
+        dataclasses.replace(c, ticket_mainloop_factor=1.008) if c.ticket_spread > 0 else c
+        for c in want.kernel_configs))
+    assert dataclasses.replace(twin, kernel_configs=tuple(
+        dataclasses.replace(c, source=w.source) for c, w in zip(twin.kernel_configs, want.kernel_configs))) == want
+
+
+def test_plan_51s_factor_is_its_rule_on_the_committed_microbenchmark(bench_module):
+    pj = bench_module("plan51_judge")
+    from pathlib import Path  # noqa: PLC0415
+
+    rc = pj.rate_cases(Path(__file__).resolve().parents[1] / "bench/results/hw/2026-12-04-registered51-1gpu")
+    assert len(rc) == 4 and pj.mainloop_factor(rc) == 1.008
+    assert rc["factor"].round(4).tolist() == [1.0064, 1.0231, 0.9842, 1.0092]
+
+
 @pytest.mark.parametrize("name, form, constants", [("h200-x1-calibrated-wave", "wave", (6.64, 0.19)),
                                                     ("h200-x1-calibrated-carried", "carried", (6.73, 0.2))])
 def test_the_other_forms_profiles_are_h200_x1_calibrated_but_for_the_drift_form_and_its_l2_constants(name, form,
