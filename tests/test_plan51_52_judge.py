@@ -1,0 +1,87 @@
+"""bench/plan51_judge.py and bench/plan52_judge.py on measurements made up from the plans' own registrations, and on
+the committed runs (no GPU): a machine that runs as the mechanism twin says meets the claims that compare it with the
+profile, one that runs as the profile says fails them; the microbenchmark's factor is the rule's; the committed
+judgement is what the committed run gives; bad run folders are refused in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN51 = ROOT / "bench/results/hw/2026-12-04-registered51-1gpu"
+
+
+@pytest.fixture(scope="module")
+def p51(bench_module):
+    return bench_module("plan51_judge")
+
+
+@pytest.fixture(scope="module")
+def p52(bench_module):
+    return bench_module("plan52_judge")
+
+
+def fake_run(experiments, reference, tmp: Path, twin: str, scale: float = 1.0) -> Path:
+    """A run folder whose every case measures what ``twin``'s registration ("" the profile's, or "-mechanism") predicted
+    (the reference GEMM its own registration's), times ``scale``."""
+    for exp in experiments:
+        reg = exp if exp == reference else f"{exp}{twin}"
+        p = pd.read_csv(ROOT / "bench/predictions" / reg / "predictions.csv")
+        m = p[p["source"] == "model"].assign(source="hw")
+        m["makespan_ms"] *= scale
+        (tmp / exp).mkdir(parents=True)
+        m.to_csv(tmp / exp / "results.csv", index=False)
+    return tmp
+
+
+def test_plan_51_meets_its_comparing_claims_only_where_the_mechanism_is_right(p51, tmp_path):
+    run = fake_run(p51.EXPERIMENTS, p51.REFERENCE, tmp_path / "m", "-mechanism", scale=1.01)
+    assert p51.main([str(run), "--out", str(tmp_path / "out")]) == 0
+    cl = pd.read_csv(tmp_path / "out" / "claims.csv").set_index("claim")
+    assert cl.loc[list("abcd"), "met"].all(), cl
+    assert not cl.loc["h", "met"] and "not judged" in cl.loc["h", "value"]
+    run = fake_run(p51.EXPERIMENTS, p51.REFERENCE, tmp_path / "p", "")
+    assert p51.main([str(run), "--out", str(tmp_path / "out2"), "--rate-dir", str(RUN51)]) == 0
+    cl = pd.read_csv(tmp_path / "out2" / "claims.csv").set_index("claim")
+    assert not cl.loc[["a", "b", "d"], "met"].any(), cl
+    assert "factor 1.008" in cl.loc["h", "value"] and not cl.loc["h", "met"]
+
+
+def test_the_committed_plan_51_judgement_is_what_its_run_gives(p51, tmp_path):
+    assert p51.main([str(RUN51), "--rate-dir", str(RUN51), "--out", str(tmp_path / "o")]) == 0
+    want = ROOT / "bench/results/validation-registered51"
+    for name in ("claims", "summary", "chain-vs-sequential", "rate"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o" / f"{name}.csv"), pd.read_csv(want / f"{name}.csv"))
+    met = pd.read_csv(want / "claims.csv").set_index("claim")["met"]
+    assert met.to_dict() == dict(a=True, b=False, c=False, d=False, e=True, f=False, g=True, h=False)
+
+
+def test_plan_52_adopts_the_mechanism_only_where_it_is_nearer(p52, tmp_path):
+    run = fake_run(p52.EXPERIMENTS, p52.REFERENCE, tmp_path / "m", "-mechanism")
+    assert p52.main([str(run), "--out", str(tmp_path / "out")]) == 0
+    cl = pd.read_csv(tmp_path / "out" / "claims.csv").set_index("claim")
+    assert cl.loc[list("abcd"), "met"].all(), cl
+    ad = pd.read_csv(tmp_path / "out" / "adoption.csv").set_index("predictor")
+    assert ad["adopt_mechanism"].all() and ad.loc["mechanism", "comparisons"] == 14
+    run = fake_run(p52.EXPERIMENTS, p52.REFERENCE, tmp_path / "p", "")
+    assert p52.main([str(run), "--out", str(tmp_path / "out2")]) == 0
+    cl = pd.read_csv(tmp_path / "out2" / "claims.csv").set_index("claim")
+    assert not cl.loc[["a", "b"], "met"].any()
+    assert not pd.read_csv(tmp_path / "out2" / "adoption.csv")["adopt_mechanism"].any()
+
+
+def test_bad_run_folders_are_refused_in_one_line(p51, p52, tmp_path, capsys):
+    assert p52.main([str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]) == 2
+    assert "no measurement of reg49-reference" in capsys.readouterr().err
+    assert p51.main(["--factor", str(tmp_path / "nowhere")]) == 2
+    assert "no measurement of reg51-chain-rate-h8192" in capsys.readouterr().err
+    assert p51.main([]) == 2 and "one of the two" in capsys.readouterr().err
+    run = fake_run(p52.EXPERIMENTS, p52.REFERENCE, tmp_path / "r", "")
+    other = pd.read_csv(run / p52.CHAINS[0] / "results.csv").assign(experiment="reg51-chain-order-h6656")
+    other.to_csv(run / p52.CHAINS[0] / "results.csv", index=False)
+    assert p52.main([str(run), "--out", str(tmp_path / "o")]) == 2
+    assert "not reg52-chain-faster-h7680" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
