@@ -17,7 +17,12 @@ probe's.
 Writes ``cases.csv`` (every judged case and law), ``summary.csv`` (MAPE, worst and bias per law and strategy, and over
 the chain kernel's orders), ``order-effect.csv`` (per law and order: error of the ratio to groups of 8, points) and
 ``chain-over-sequential.csv`` (per experiment, M and law: the error of groups of 8 less the error of sequential on the
-same run, points -- what no machine's speed moves); prints the summaries. ~25 s.
+same run, points -- what no machine's speed moves); prints the summaries. With ``--factor``, also ``factor.csv``: the
+same runs and registered plan 51's chains (:data:`FACTOR_RUNS`) under :data:`FACTOR_PREDICTORS` -- each law with and
+without plan 51's tickets mainloop factor (1.008, measured by its one-layer microbenchmark after every run here but
+plan 51's chains was seen) -- per predictor the chain-kernel MAPE, the mean |error| of groups of 8 over sequential and
+how often the faster of the two is right (what registered plan 52 then tested), and ``factor-cases.csv``, its cases.
+~25 s, ~75 s with ``--factor``.
 """
 
 from __future__ import annotations
@@ -50,20 +55,38 @@ PROFILE = "h200-x1-calibrated"
 BASE = ptl.BASE
 
 
-def predicted(name: str, law: str) -> pd.DataFrame:
-    """``name`` as ``ctasim predict`` predicts it with :data:`PROFILE` under ticket law ``law`` (model rows)."""
+FACTOR = 1.008
+"""Registered plan 51's tickets mainloop factor (h200-x1-calibrated-mechanism's)."""
+FACTOR_PREDICTORS = {"partition": ("partition", 1.0), "threshold": ("threshold", 1.0), "survival": ("survival", 1.0),
+                     "partition+f": ("partition", FACTOR), "threshold+f": ("threshold", FACTOR),
+                     "survival+f": ("survival", FACTOR)}
+"""Predictor -> (ticket law, tickets mainloop factor) for ``--factor``."""
+FACTOR_RUNS = {**RUNS, "reg51-chain-order-h6656": ("2026-12-04-registered51-1gpu",),
+               "reg51-chain-order-h13312": ("2026-12-04-registered51-1gpu",)}
+
+
+def profile(law: str, factor: float = 1.0):
+    """:data:`PROFILE` under ticket law ``law`` with the tickets design's mainloop ``factor``."""
+    hw = load_hardware(PROFILE).with_ticket_law(law)
+    return dataclasses.replace(hw, kernel_configs=tuple(
+        dataclasses.replace(c, ticket_mainloop_factor=factor) if c.ticket_spread > 0 else c for c in hw.kernel_configs))
+
+
+def predicted(name: str, law: str, factor: float = 1.0, label: str | None = None) -> pd.DataFrame:
+    """``name`` as ``ctasim predict`` predicts it with :func:`profile` (model rows, source ``label`` or ``law``)."""
     reg = ROOT / "bench/predictions" / name
     harness = load_harness(json.loads((reg / "registration.json").read_text())["harness"]["name"])
-    hw = load_hardware(PROFILE).with_ticket_law(law)
-    p = predict(dataclasses.replace(load_experiment(name), hardware=hw), harness, None)
-    return p[p["source"] == "model"].assign(source=law)
+    p = predict(dataclasses.replace(load_experiment(name), hardware=profile(law, factor)), harness, None)
+    return p[p["source"] == "model"].assign(source=label or law)
 
 
-def cases(names=tuple(RUNS), laws=LAWS) -> pd.DataFrame:
+def cases(names=tuple(RUNS), laws=LAWS, runs=RUNS, predictors=None) -> pd.DataFrame:
+    """Every run of ``names`` judged under ``laws`` (or ``predictors``: label -> (law, factor))."""
+    preds_of = predictors or {law: (law, 1.0) for law in laws}
     parts = []
     for name in names:
-        preds = pd.concat([predicted(name, law) for law in laws], ignore_index=True)
-        for run in RUNS[name]:
+        preds = pd.concat([predicted(name, law, f, label) for label, (law, f) in preds_of.items()], ignore_index=True)
+        for run in runs[name]:
             parts.append(judge(preds, results.read(ptl.HW / run / name / "results.csv")).assign(run=run))
     return pd.concat(parts, ignore_index=True)
 
@@ -85,9 +108,27 @@ def chain_over_sequential(c: pd.DataFrame) -> pd.DataFrame:
     return d.round(2).rename("points").reset_index()
 
 
+def factor_table(c: pd.DataFrame) -> pd.DataFrame:
+    """Per predictor: chain-kernel MAPE, mean |error| of groups of 8 over sequential (points) and the faster of the two
+    right, over every (run, experiment, M)."""
+    t = c.pivot_table(index=["experiment", "m", "run", "source"], columns="strategy",
+                      values=["measured_ms", "predicted_ms"])
+    ratio_m = t[("measured_ms", BASE)] / t[("measured_ms", "sequential")]
+    ratio_p = t[("predicted_ms", BASE)] / t[("predicted_ms", "sequential")]
+    ok = ratio_m.notna() & ratio_p.notna()
+    right = ((ratio_m < 1) == (ratio_p < 1))[ok].groupby(level="source")
+    pts = (100 * (ratio_p - ratio_m)).abs()[ok].groupby(level="source").mean()
+    chain = c[c["strategy"].str.startswith(BASE)]
+    mape = (100 * chain["error"].abs()).groupby(chain["source"]).mean()
+    return pd.DataFrame({"chain_kernel_mape_pct": mape.round(2), "chain_vs_sequential_points": pts.round(2),
+                         "faster_right": right.sum().astype(int), "comparisons": right.size()}).reset_index().rename(
+        columns={"source": "predictor"})
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_l2_survival.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-l2-survival")
+    ap.add_argument("--factor", action="store_true", help="also factor.csv (plan 51's factor; ~50 s more)")
     args = ap.parse_args(argv)
     try:
         writable_folder(args.out)
@@ -107,6 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     print(o.pivot_table(index="order", columns="predictor", values="mean_abs_points").to_string())
     print()
     print(cs.pivot_table(index="experiment", columns="source", values="points", aggfunc="mean").round(2).to_string())
+    if args.factor:
+        fc = cases(tuple(FACTOR_RUNS), runs=FACTOR_RUNS, predictors=FACTOR_PREDICTORS)
+        ft = factor_table(fc)
+        fc.to_csv(args.out / "factor-cases.csv", index=False, float_format="%.6g")
+        ft.to_csv(args.out / "factor.csv", index=False)
+        print()
+        print(ft.to_string(index=False))
     return 0
 
 

@@ -1246,7 +1246,9 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
     (:func:`ctahw.tile_orders.trace_orders`) with each trace's drift and their median (``cta_drift``), and the ticket
     traces of the chain kernel (:func:`ctahw.tile_orders.trace_tickets`; ``quick``: two) with each one's spread per
     window of its grid and their median (``ticket_spread``, ``ticket_runs``), and from the same traces each tile's
-    store-complete and release step (``local_signal_ns``: ``ctasim.calibration.local_signal``). With ``probe_out``: ``tile_orders.csv``
+    store-complete and release step (``local_signal_ns``: ``ctasim.calibration.local_signal``), and the L2 survival
+    probe (``ctahw.l2probe``; :func:`l2_survival_fields`; where it cannot tell hits from misses,
+    ``l2_survival_note`` says why and the curve stays the base's). With ``probe_out``: ``tile_orders.csv``
     (the probe's rows, the columns of the committed ``gemm_shapes.csv``), ``timing.csv`` and ``tiles-*.csv.gz``
     (what ``bench/order_drift.py DIR`` reads), ``tickets.csv`` and ``tiles-*-tickets.csv.gz`` written there."""
     import pandas as pd  # noqa: PLC0415
@@ -1270,20 +1272,26 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
     res["local_signal_ns"], signals = local_signal(tickets.values())
     res["ticket_runs"] = [dict(r, spread_per_window=rate, local_signal_ns=sig)
                           for r, rate, sig in zip(rows, rates, signals)]
-    log("calibrate: L2 survival probe")
-    from ctahw import l2probe  # noqa: PLC0415
-
-    rows, raw = l2probe.measure(reps=3 if quick else 5, log=log)
-    res.update(l2_survival_fields(rows))
-    res["l2_survival_rows"] = [{k: (float(v) if isinstance(v, float) else v) for k, v in r.items()} for r in rows]
     if probe_out is not None:
-        pd.DataFrame(rows).to_csv(probe_out / "l2-survival.csv", index=False)
-        l2probe.latency_table(raw).to_csv(probe_out / "l2-survival-latency.csv.gz", index=False)
         tile_orders.write_traces(probe_out, timing, traces)
         pd.DataFrame(res["tile_order_runs"]).to_csv(probe_out / "tile_orders.csv", index=False)
         for name, tiles in tickets.items():
             tiles.to_csv(probe_out / f"tiles-{name}.csv.gz", index=False, float_format="%.0f")
         pd.DataFrame(res["ticket_runs"]).to_csv(probe_out / "tickets.csv", index=False)
+    log("calibrate: L2 survival probe")
+    from ctahw import l2probe  # noqa: PLC0415
+
+    try:
+        l2_rows, raw = l2probe.measure(reps=3 if quick else 5, log=log)
+        res.update(l2_survival_fields(l2_rows))
+    except ValueError as e:  # hits and misses not told apart: the curve stays the base's, and the profile says why
+        res["l2_survival_note"] = str(e)
+        log(f"calibrate: L2 survival curve not measured: {e}")
+        return res
+    res["l2_survival_rows"] = [{k: (float(v) if isinstance(v, float) else v) for k, v in r.items()} for r in l2_rows]
+    if probe_out is not None:
+        pd.DataFrame(l2_rows).to_csv(probe_out / "l2-survival.csv", index=False)
+        l2probe.latency_table(raw).to_csv(probe_out / "l2-survival-latency.csv.gz", index=False)
     return res
 
 
@@ -1465,7 +1473,7 @@ def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance:
     if not res.get("globaltimer_on_host_clock"):
         header.append("launch_ns is copied: %globaltimer is not on the host clock here, so the launch latency "
                       f"could not be split from the sync (launch + sync round trip {res.get('launch_roundtrip_ns')} ns)")
-    for key in ("clock_regime_note", "clock_curve_note"):
+    for key in ("clock_regime_note", "clock_curve_note", "l2_survival_note"):
         if res.get(key):
             header.append(f"{key.replace('_note', '').replace('_', ' ')} not measured: {res[key]}")
     if "l2_sm_tflops" in res:

@@ -13,8 +13,9 @@ of two partitions). This probe answers it on the machine, by microbenchmark, wit
 3. *stream*: every SM reads ``B`` bytes of fresh data (a stream buffer the flush evicted), at full bandwidth, with
    L2-only loads as the first two steps;
 4. *check*: one thread per CTA, one CTA per SM, reads one word of each line of the target in a dependent chain
-   (the next address needs the last value) and times each load with ``clock64``: the line a CTA checks was touched by
-   another CTA. A load's latency says where it was served: a hit (near or far partition) or HBM.
+   (the next address needs the last value) and times each load with ``clock64``; which CTA checks a line is chosen
+   without regard to which one read it (mostly another SM; L2-only loads either way). A load's latency says where it
+   was served: a hit (near or far partition) or HBM.
 
 A trial is one (``B``, touches, repetition); a cold trial checks with no touch (every load from HBM), a hot one with
 ``B = 0``. :func:`hit_threshold` splits the latencies at the cycle count that best separates the hot and the cold
@@ -81,8 +82,9 @@ extern "C" __global__ void l2_check(const unsigned int* __restrict__ target, uns
 
 def hit_threshold(hot: np.ndarray, cold: np.ndarray) -> float:
     """The latency (cycles) that best splits hot loads (``B = 0``: hits) from cold ones (no touch: misses): the cut
-    ``c`` with the fewest hot loads above it plus cold loads at or below it, the middle of the best run of cuts.
-    Raises ValueError if either set is empty or the two overlap so much that a cut misplaces over 10% of them."""
+    ``c`` with the fewest hot loads above it plus cold loads at or below it, halfway to the next observed latency
+    (the first run of equally good cuts). Raises ValueError if either set is empty or the best cut misplaces over
+    5% of all the loads (10% of the smaller set's size when the two are equal)."""
     hot, cold = np.asarray(hot, dtype=np.float64).ravel(), np.asarray(cold, dtype=np.float64).ravel()
     if hot.size == 0 or cold.size == 0:
         raise ValueError("hit_threshold needs hot and cold latencies")
@@ -90,12 +92,14 @@ def hit_threshold(hot: np.ndarray, cold: np.ndarray) -> float:
     hs, cs = np.sort(hot), np.sort(cold)
     wrong = (hot.size - np.searchsorted(hs, cuts, side="right")) + np.searchsorted(cs, cuts, side="right")
     best = np.flatnonzero(wrong == wrong.min())
-    if wrong.min() > 0.1 * (hot.size + cold.size) / 2:
+    if wrong.min() > 0.05 * (hot.size + cold.size):
         raise ValueError(f"hot and cold latencies overlap: the best cut misplaces {int(wrong.min())} of "
                          f"{hot.size + cold.size} loads")
-    lo = cuts[best[0]]
-    nxt = cuts[best[-1] + 1] if best[-1] + 1 < cuts.size else cuts[best[-1]]
-    return float((lo + nxt) / 2)
+    end = best[0]  # the first run of consecutive best cuts, and halfway from its last to the next latency seen
+    while end + 1 < cuts.size and wrong[end + 1] == wrong.min():
+        end += 1
+    nxt = cuts[end + 1] if end + 1 < cuts.size else cuts[end]
+    return float((cuts[end] + nxt) / 2)
 
 
 def survival(latencies: np.ndarray, threshold: float) -> float:

@@ -73,6 +73,20 @@ def test_plan_52_adopts_the_mechanism_only_where_it_is_nearer(p52, tmp_path):
     assert not pd.read_csv(tmp_path / "out2" / "adoption.csv")["adopt_mechanism"].any()
 
 
+def test_the_committed_plan_52_judgement_is_what_its_run_gives(p52, tmp_path):
+    run = ROOT / "bench/results/hw/2026-12-04-registered52-1gpu"
+    assert p52.main([str(run), "--out", str(tmp_path / "o")]) == 0
+    want = ROOT / "bench/results/validation-registered52"
+    for name in ("claims", "summary", "chain-vs-sequential", "adoption"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o" / f"{name}.csv"), pd.read_csv(want / f"{name}.csv"))
+    met = pd.read_csv(want / "claims.csv").set_index("claim")["met"]
+    assert met.to_dict() == dict(a=False, b=False, c=True, d=True, e=True, f=True)
+    ad = pd.read_csv(want / "adoption.csv").set_index("predictor")
+    # docs/validation.md: pooled over plans 51 and 52, 1.33 against 1.76 points; not adopted
+    assert (round(ad.loc["profile", "chain_vs_sequential_points"], 2), round(ad.loc["mechanism",
+            "chain_vs_sequential_points"], 2)) == (1.33, 1.76) and not ad["adopt_mechanism"].any()
+
+
 def test_bad_run_folders_are_refused_in_one_line(p51, p52, tmp_path, capsys):
     assert p52.main([str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]) == 2
     assert "no measurement of reg49-reference" in capsys.readouterr().err

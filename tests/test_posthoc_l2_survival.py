@@ -61,3 +61,22 @@ def test_a_moved_case_moves_the_tables(pls, committed):
     bad.loc[i, "error"] += 0.2
     assert not pls.summary(bad).equals(pls.summary(committed))
     assert not pls.chain_over_sequential(bad).equals(pls.chain_over_sequential(committed))
+
+
+def test_the_factor_table_is_what_its_committed_cases_give_and_the_docs_quote(pls):
+    """factor.csv is factor_table of the committed factor cases; one experiment of them re-predicted here (plan 51's
+    H = 6656 chains under two of the predictors); docs/validation.md's plan-52 section quotes 60 against 45 of 69."""
+    fc = pd.read_csv(COMMITTED / "factor-cases.csv")
+    ft = pls.factor_table(fc)
+    pd.testing.assert_frame_equal(ft, pd.read_csv(COMMITTED / "factor.csv"), check_dtype=False)
+    t = ft.set_index("predictor")
+    assert (t.loc["survival+f", "faster_right"], t.loc["partition", "faster_right"], t["comparisons"].iloc[0]) == \
+        (60, 45, 69)
+    assert t.loc["survival+f", "chain_vs_sequential_points"] < t.loc["partition", "chain_vs_sequential_points"]
+    pick = {k: pls.FACTOR_PREDICTORS[k] for k in ("partition", "survival+f")}
+    got = pls.cases(["reg51-chain-order-h6656"], runs=pls.FACTOR_RUNS, predictors=pick)
+    want = fc[(fc["experiment"] == "reg51-chain-order-h6656") & fc["source"].isin(pick)]
+    key = ["run", "case", "strategy", "source"]
+    got, want = (d.sort_values(key).reset_index(drop=True) for d in (got, want))
+    pd.testing.assert_frame_equal(got[key], want[key], check_dtype=False)
+    assert got["predicted_ms"].to_numpy() == pytest.approx(want["predicted_ms"].to_numpy(), rel=1e-5)

@@ -3,10 +3,10 @@
     python bench/hw/l2_survival_probe.py OUTDIR [--reps 5] [--target-mib 2]
 
 Writes OUTDIR/l2-survival.csv (one row per trial), OUTDIR/l2-survival-curve.csv (median survival per streamed
-bytes / L2, touches 1 and 2; ``ctahw.l2probe.survival_curve``), OUTDIR/l2-survival-latency.csv.gz (every trial's
+bytes / L2 scaled between hot and cold, touches 1 and 2; ``ctahw.l2probe.survival_curve``), OUTDIR/l2-survival-latency.csv.gz (every trial's
 latency counts, cycle by cycle: ``ctahw.l2probe.latency_table``) and
 OUTDIR/l2-survival.json (the curves, the hit threshold and provenance), then prints the curves. Exit 2 without a
-GPU, 1 if the probe's hot and cold latencies cannot be told apart.
+GPU or on a bad option, 1 if the probe's hot and cold latencies cannot be told apart (nothing written then).
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.reps < 1:
         print("l2_survival_probe: --reps must be >= 1", file=sys.stderr)
         return 2
+    if not 0.0 < a.target_mib <= 64.0:
+        print(f"l2_survival_probe: --target-mib must be in (0, 64], got {a.target_mib:g}", file=sys.stderr)
+        return 2
     rc = no_gpus("l2_survival_probe")
     if rc is not None:
         return rc
@@ -45,12 +48,16 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"l2_survival_probe: {e}", file=sys.stderr)
         return 1
+    try:
+        curves = {t: l2probe.survival_curve(rows, touches=t) for t in sorted({int(r["touches"]) for r in rows
+                                                                               if r["kind"] == "trial"})}
+    except ValueError as e:
+        print(f"l2_survival_probe: {e}", file=sys.stderr)
+        return 1
     a.out.mkdir(parents=True, exist_ok=True)
     df = pd.DataFrame(rows)
     df.to_csv(a.out / "l2-survival.csv", index=False)
     l2probe.latency_table(raw).to_csv(a.out / "l2-survival-latency.csv.gz", index=False)
-    curves = {t: l2probe.survival_curve(rows, touches=t) for t in sorted({int(r["touches"]) for r in rows
-                                                                           if r["kind"] == "trial"})}
     pd.DataFrame([{"touches": t, "b_l2": b, "survival": s} for t, c in curves.items() for b, s in c]).to_csv(
         a.out / "l2-survival-curve.csv", index=False)
     with open(a.out / "l2-survival.json", "w") as f:

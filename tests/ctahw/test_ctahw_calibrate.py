@@ -220,8 +220,10 @@ def test_the_l2_survival_curve_goes_into_the_profile_with_its_source(tmp_path):
     line = next(l for l in text.splitlines() if l.startswith("l2_survival_share"))
     assert "measured" in line and "510 cycles" in line
     no_curve = {k: v for k, v in MEMORY_RESULT.items() if not k.startswith("l2_survival")}
-    cal.write_profile(dict(fitted, **no_curve), "h200-x2", tmp_path / "q.toml", "q", PROV)
+    text = cal.write_profile(dict(fitted, **no_curve, l2_survival_note="hot and cold latencies overlap"), "h200-x2",
+                             tmp_path / "q.toml", "q", PROV)
     assert load_hardware(tmp_path / "q.toml").l2_survival_taken == load_hardware("h200-x2").l2_survival_taken
+    assert "# l2 survival not measured: hot and cold latencies overlap" in text
 
 
 def test_a_measured_local_signal_replaces_the_bases_estimate(tmp_path):

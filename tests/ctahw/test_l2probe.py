@@ -33,6 +33,15 @@ def test_the_cut_separates_hits_from_misses_with_two_partitions_each():
     assert l2probe.survival(half, cut) == pytest.approx(0.5, abs=0.03)
 
 
+def test_the_cut_is_one_of_the_best_not_between_two_of_them():
+    # two equally good cuts apart (100 and 400, one load misplaced each): the cut lands after the first, at 150, not
+    # at the midpoint of the pair, where two loads would be misplaced
+    hot, cold = np.array([100.0] * 100 + [400.0]), np.array([200.0] + [500.0] * 100)
+    assert l2probe.hit_threshold(hot, cold) == 150.0
+    # a run of equally good cuts: halfway from its last to the next latency
+    assert l2probe.hit_threshold(np.array([1.0, 2.0, 3.0]), np.array([7.0, 8.0])) == 5.0
+
+
 def test_latencies_that_cannot_be_told_apart_are_refused():
     rng = np.random.default_rng(2)
     with pytest.raises(ValueError, match="overlap"):

@@ -74,12 +74,23 @@ def test_mutant_is_caught(name, seed0):
 
 def wait_early_reason(message: str) -> bool:
     """What the wait-early mutant (poll until threshold - 1) can do: dispatch with a producer tile missing (the
-    counter rule, invariant (3)), or, when its producers pass threshold - 1 before the poll reads it, spin on the
-    counter for good (progress, invariant (5); the kernels' ``v > target`` check reports that as
-    ``kCounterOverrun``)."""
+    counter rule, invariant (3)), or read that tile's data before its write is visible (invariant (1), where the read
+    comes before the dispatch check: seed 1012300980 of a local run), or, when its producers pass threshold - 1 before
+    the poll reads it, spin on the counter for good (progress, invariant (5); the kernels' ``v > target`` check
+    reports that as ``kCounterOverrun``)."""
     if "invariant (3)" in message:
         return True
+    if "invariant (1)" in message and "before the producer's write" in message:
+        return True
     return "invariant (5)" in message and re.search(r"spin ld\.acquire\.\w+ \[ctr@", message) is not None
+
+
+def test_the_wait_early_mutant_caught_by_a_stale_read_is_its_reason():
+    st = find_violation("wait-early", space_of("wait-early"), budget=4_000, seed0=1012300980)
+    assert st.violations == 1 and "invariant (1)" in st.first_failure[2]
+    assert wait_early_reason(st.first_failure[2])
+    assert not wait_early_reason("invariant (1) violated: tile (0, 1) of gpu1 (epoch 0) read (0, 0)[1] = 3, "
+                                 "expected 2")
 
 
 def test_the_wait_early_reasons_are_the_counter_rule_or_a_spin_on_a_passed_counter():
