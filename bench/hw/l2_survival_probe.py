@@ -1,6 +1,6 @@
 """Run the L2 survival probe (``ctahw.l2probe``) on GPU 0 and write what it measured.
 
-    python bench/hw/l2_survival_probe.py OUTDIR [--reps 5] [--target-mib 2]
+    python bench/hw/l2_survival_probe.py OUTDIR [--reps 5] [--target-mib 2] [--touches 1,2]
 
 Writes OUTDIR/l2-survival.csv (one row per trial), OUTDIR/l2-survival-curve.csv (median survival per streamed
 bytes / L2 scaled between hot and cold, touches 1 and 2; ``ctahw.l2probe.survival_curve``), OUTDIR/l2-survival-latency.csv.gz (every trial's
@@ -26,7 +26,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--target-mib", type=float, default=2.0)
+    ap.add_argument("--touches", default="1,2", help="comma-separated touch counts before the stream (default 1,2)")
     a = ap.parse_args(argv)
+    try:
+        touches = tuple(int(x) for x in a.touches.split(","))
+    except ValueError:
+        touches = ()
+    if not touches or min(touches) < 1 or max(touches) > 32:
+        print(f"l2_survival_probe: --touches must be integers in 1..32, comma-separated, got {a.touches!r}",
+              file=sys.stderr)
+        return 2
     if a.reps < 1:
         print("l2_survival_probe: --reps must be >= 1", file=sys.stderr)
         return 2
@@ -43,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         rows, raw = l2probe.measure(target_bytes=int(a.target_mib * (1 << 20)) // l2probe.LINE_BYTES
-                                    * l2probe.LINE_BYTES, reps=a.reps,
+                                    * l2probe.LINE_BYTES, reps=a.reps, touches=touches,
                                     log=lambda s: print(s, file=sys.stderr, flush=True))
     except ValueError as e:
         print(f"l2_survival_probe: {e}", file=sys.stderr)
