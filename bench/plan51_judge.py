@@ -104,8 +104,25 @@ def mainloop_factor(rc: pd.DataFrame) -> float:
     return round(float(rc["factor"].median()), 3)
 
 
+CHAIN_CASES = 24
+"""The registered chain-kernel cases (2 H x 3 M x 4 orders): a judgement on fewer is refused."""
+
+
+def check_count(c: pd.DataFrame, want: int, plan: int) -> pd.DataFrame:
+    """``c`` unchanged if every predictor has ``want`` chain-kernel cases with a measurement; else a one-line
+    JudgeError (a failed or missing case would otherwise drop out of every mean)."""
+    chain = c[c["strategy"].str.startswith(BASE) & c["measured_ms"].notna() & c["predicted_ms"].notna()]
+    got = chain.groupby("source").size()
+    short = got[got != want]
+    if len(short) or got.empty:
+        raise P49.JudgeError(f"plan {plan} registered {want} chain-kernel cases; measured and predicted: "
+                             f"{dict(got) if len(got) else 0}")
+    return c
+
+
 def cases(run_dir: Path) -> pd.DataFrame:
-    return P49.cases(run_dir, EXPERIMENTS, registrations, REFERENCE, plain="profile", plan=51)
+    return check_count(P49.cases(run_dir, EXPERIMENTS, registrations, REFERENCE, plain="profile", plan=51),
+                       CHAIN_CASES, 51)
 
 
 def claims(c: pd.DataFrame, s: pd.DataFrame, oe: pd.DataFrame, r: pd.DataFrame, cs: pd.DataFrame,

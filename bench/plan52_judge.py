@@ -48,8 +48,13 @@ CLAIMS = {
 }
 
 
+CHAIN_CASES = 24
+"""The registered chain-kernel cases (2 H x 4 M x 3 orders)."""
+
+
 def cases(run_dir: Path, experiments=EXPERIMENTS, plan: int = 52) -> pd.DataFrame:
-    return P49.cases(run_dir, experiments, P51.registrations, REFERENCE, plain="profile", plan=plan)
+    c = P49.cases(run_dir, experiments, P51.registrations, REFERENCE, plain="profile", plan=plan)
+    return P51.check_count(c, CHAIN_CASES if plan == 52 else P51.CHAIN_CASES, plan)
 
 
 def faster_right(cs: pd.DataFrame, src: str) -> pd.Series:

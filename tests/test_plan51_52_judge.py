@@ -99,3 +99,9 @@ def test_bad_run_folders_are_refused_in_one_line(p51, p52, tmp_path, capsys):
     assert p52.main([str(run), "--out", str(tmp_path / "o")]) == 2
     assert "not reg52-chain-faster-h7680" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+    # a case that failed on the device (no row) is refused, not dropped from the means
+    run = fake_run(p51.EXPERIMENTS, p51.REFERENCE, tmp_path / "short", "")
+    f = run / p51.CHAINS[1] / "results.csv"
+    pd.read_csv(f).iloc[:-1].to_csv(f, index=False)
+    assert p51.main([str(run), "--out", str(tmp_path / "o")]) == 2
+    assert "registered 24 chain-kernel cases" in capsys.readouterr().err
