@@ -101,6 +101,21 @@ def cases(run_dir: Path, experiments=EXPERIMENTS, regs=registrations, reference:
     return c
 
 
+CHAIN_CASES = 32
+"""The registered chain-kernel cases (H = 5120 at two M, 7168 and 9216 at three, four orders): fewer are refused."""
+
+
+def check_count(c: pd.DataFrame, want: int, plan: int) -> pd.DataFrame:
+    """``c`` unchanged if every predictor has ``want`` chain-kernel cases with a measurement; else a one-line
+    JudgeError (a failed or missing case would otherwise drop out of every mean)."""
+    chain = c[c["strategy"].str.startswith(BASE) & c["measured_ms"].notna() & c["predicted_ms"].notna()]
+    got = chain.groupby("source").size()
+    if got.empty or (got != want).any():
+        raise JudgeError(f"plan {plan} registered {want} chain-kernel cases; measured and predicted: "
+                         f"{dict(got) if len(got) else 0}")
+    return c
+
+
 def summary(c: pd.DataFrame) -> pd.DataFrame:
     groups = {"chain kernel": c["strategy"].str.startswith("intragpu"), "sequential": c["strategy"] == "sequential",
               "groups of 8": c["strategy"] == BASE, "pairs": c["strategy"] == "intragpu-g2",
@@ -178,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         writable_folder(args.out)
-        c = cases(args.run_dir)
+        c = check_count(cases(args.run_dir), CHAIN_CASES, 49)
     except (JudgeError, SpecError) as e:
         print(f"plan49_judge: {e}", file=sys.stderr)
         return 2

@@ -69,8 +69,13 @@ def registrations(exp: str) -> dict[str, tuple[str, str]]:
     return out
 
 
+CHAIN_CASES = 24
+"""The registered chain-kernel cases (2 H x 3 M x 4 orders): fewer are refused."""
+
+
 def cases(run_dir: Path) -> pd.DataFrame:
-    return P49.cases(run_dir, EXPERIMENTS, registrations, REFERENCE, plain="profile", plan=50)
+    return P49.check_count(P49.cases(run_dir, EXPERIMENTS, registrations, REFERENCE, plain="profile", plan=50),
+                           CHAIN_CASES, 50)
 
 
 def chain_vs_sequential(c: pd.DataFrame, experiments=CHAINS) -> pd.DataFrame:

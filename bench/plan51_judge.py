@@ -106,18 +106,7 @@ def mainloop_factor(rc: pd.DataFrame) -> float:
 
 CHAIN_CASES = 24
 """The registered chain-kernel cases (2 H x 3 M x 4 orders): a judgement on fewer is refused."""
-
-
-def check_count(c: pd.DataFrame, want: int, plan: int) -> pd.DataFrame:
-    """``c`` unchanged if every predictor has ``want`` chain-kernel cases with a measurement; else a one-line
-    JudgeError (a failed or missing case would otherwise drop out of every mean)."""
-    chain = c[c["strategy"].str.startswith(BASE) & c["measured_ms"].notna() & c["predicted_ms"].notna()]
-    got = chain.groupby("source").size()
-    short = got[got != want]
-    if len(short) or got.empty:
-        raise P49.JudgeError(f"plan {plan} registered {want} chain-kernel cases; measured and predicted: "
-                             f"{dict(got) if len(got) else 0}")
-    return c
+check_count = P49.check_count
 
 
 def cases(run_dir: Path) -> pd.DataFrame:

@@ -101,3 +101,13 @@ def test_a_changed_measurement_changes_the_judgement(pj, tmp_path):
     was = pd.read_csv(COMMITTED / "summary.csv").set_index(["predictor", "cases"])["mape_pct"]
     assert got["profile", "groups of 8"] < was["profile", "groups of 8"] - 1.0  # its +6.39% case now exact
     assert got["threshold", "groups of 8"] > was["threshold", "groups of 8"]
+
+
+def test_a_run_short_of_its_registered_cases_is_refused(pj, tmp_path, capsys):
+    """A case that failed on the device (no row) is refused in one line, not dropped from the means."""
+    run = fake_run(pj, tmp_path / "run", "profile")
+    f = run / pj.CHAINS[0] / "results.csv"
+    pd.read_csv(f).iloc[:-1].to_csv(f, index=False)
+    assert pj.main([str(run), "--out", str(tmp_path / "out")]) == 2
+    assert "plan 50 registered 24 chain-kernel cases" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
