@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -71,6 +72,21 @@ def registrations(exp: str) -> dict[str, tuple[str, str]]:
     return out
 
 
+def measured(run_dir: Path, exp: str, plan: int) -> pd.DataFrame:
+    """``run_dir``'s measurement of ``exp`` (``EXP/results.csv``), or a one-line JudgeError where it is missing, not
+    a results file, or another experiment's."""
+    f = run_dir / exp / "results.csv"
+    if not f.is_file():
+        raise JudgeError(f"{f}: no measurement of {exp} (is {run_dir} plan {plan}'s run folder?)")
+    try:
+        meas = results.read(f)
+    except results.ResultsError as e:
+        raise JudgeError(f"{f}: {e}") from None
+    if set(meas["experiment"]) != {exp}:
+        raise JudgeError(f"{f}: measures {sorted(set(meas['experiment']))}, not {exp}")
+    return meas
+
+
 def cases(run_dir: Path, experiments=EXPERIMENTS, regs=registrations, reference: str = REFERENCE,
           plain: str = "threshold", plan: int = 49) -> pd.DataFrame:
     """Every measured case of ``experiments`` judged (``ctasim.accuracy.judge``) per predictor of ``regs(exp)``, with
@@ -78,15 +94,7 @@ def cases(run_dir: Path, experiments=EXPERIMENTS, regs=registrations, reference:
     predictor ``plain``'s factor: every predictor here prices a plain GEMM alike)."""
     parts = []
     for exp in experiments:
-        f = run_dir / exp / "results.csv"
-        if not f.is_file():
-            raise JudgeError(f"{f}: no measurement of {exp} (is {run_dir} plan {plan}'s run folder?)")
-        try:
-            meas = results.read(f)
-        except results.ResultsError as e:
-            raise JudgeError(f"{f}: {e}") from None
-        if set(meas["experiment"]) != {exp}:
-            raise JudgeError(f"{f}: measures {sorted(set(meas['experiment']))}, not {exp}")
+        meas = measured(run_dir, exp, plan)
         for name, (reg, source) in regs(exp).items():
             pred = results.read(PREDICTIONS / reg / "predictions.csv")
             j = accuracy.judge(pred[pred["source"] == source], meas)
@@ -114,6 +122,17 @@ def check_count(c: pd.DataFrame, want: int, plan: int) -> pd.DataFrame:
         raise JudgeError(f"plan {plan} registered {want} chain-kernel cases; measured and predicted: "
                          f"{dict(got) if len(got) else 0}")
     return c
+
+
+def write_judgement(out: Path, c: pd.DataFrame, tables: dict[str, pd.DataFrame], show: Sequence[str]) -> None:
+    """Write a judge's ``cases.csv`` and each of ``tables`` (name -> frame) into ``out`` as ``name.csv``, then print
+    the tables named in ``show``, a blank line between them: what every registered plan's judge ends with."""
+    out.mkdir(parents=True, exist_ok=True)
+    c.to_csv(out / "cases.csv", index=False, float_format="%.6g")
+    for name, d in tables.items():
+        d.to_csv(out / f"{name}.csv", index=False)
+    pd.set_option("display.width", 250)
+    print("\n\n".join(tables[name].to_string(index=False) for name in show))
 
 
 def summary(c: pd.DataFrame) -> pd.DataFrame:
@@ -199,14 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     s, oe, r = summary(c), order_effect(c), rankings(c)
     cl = claims(s, oe, r)
-    args.out.mkdir(parents=True, exist_ok=True)
-    c.to_csv(args.out / "cases.csv", index=False, float_format="%.6g")
-    for name, d in (("summary", s), ("order-effect", oe), ("rankings", r), ("claims", cl)):
-        d.to_csv(args.out / f"{name}.csv", index=False)
-    pd.set_option("display.width", 250)
-    print(s.to_string(index=False))
-    print()
-    print(cl.to_string(index=False))
+    write_judgement(args.out, c, {"summary": s, "order-effect": oe, "rankings": r, "claims": cl}, ("summary", "claims"))
     return 0
 
 

@@ -152,22 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     s, oe, r = P49.summary(c), P49.order_effect(c, CHAINS), P49.rankings(c, CHAINS)
     cs = chain_vs_sequential(c)
     cl = claims(c, s, oe, r, cs)
-    args.out.mkdir(parents=True, exist_ok=True)
-    c.to_csv(args.out / "cases.csv", index=False, float_format="%.6g")
     tables = {"summary": s, "order-effect": oe, "rankings": r, "chain-vs-sequential": cs, "claims": cl}
     if rs is not None:
         tables["row-state"] = rs
-    for name, d in tables.items():
-        d.to_csv(args.out / f"{name}.csv", index=False)
-    pd.set_option("display.width", 250)
-    print(s.to_string(index=False))
-    print()
-    print(cs.to_string(index=False))
-    print()
-    print(cl.to_string(index=False))
-    if rs is not None:
-        print()
-        print(rs.to_string(index=False))
+    P49.write_judgement(args.out, c, tables, [n for n in ("summary", "chain-vs-sequential", "claims", "row-state")
+                                              if n in tables])
     return 0
 
 

@@ -68,26 +68,13 @@ def registrations(exp: str) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _measured(run_dir: Path, exp: str) -> pd.DataFrame:
-    f = run_dir / exp / "results.csv"
-    if not f.is_file():
-        raise P49.JudgeError(f"{f}: no measurement of {exp} (is {run_dir} plan 51's run folder?)")
-    try:
-        meas = results.read(f)
-    except results.ResultsError as e:
-        raise P49.JudgeError(f"{f}: {e}") from None
-    if set(meas["experiment"]) != {exp}:
-        raise P49.JudgeError(f"{f}: measures {sorted(set(meas['experiment']))}, not {exp}")
-    return meas
-
-
 def rate_cases(rate_dir: Path) -> pd.DataFrame:
     """Per microbenchmark case: groups of 8 over sequential, measured and as the profile's registration predicted it,
     and their ratio (the case's factor)."""
     rows = []
     for exp in RATE:
         pred = results.read(P49.PREDICTIONS / exp / "predictions.csv")
-        j = accuracy.judge(pred[pred["source"] == "model"], _measured(rate_dir, exp))
+        j = accuracy.judge(pred[pred["source"] == "model"], P49.measured(rate_dir, exp, 51))
         for case, g in j.groupby("case", sort=False):
             t = g.set_index("strategy")
             if not {BASE, "sequential"} <= set(t.index):
@@ -106,12 +93,11 @@ def mainloop_factor(rc: pd.DataFrame) -> float:
 
 CHAIN_CASES = 24
 """The registered chain-kernel cases (2 H x 3 M x 4 orders): a judgement on fewer is refused."""
-check_count = P49.check_count
 
 
 def cases(run_dir: Path) -> pd.DataFrame:
-    return check_count(P49.cases(run_dir, EXPERIMENTS, registrations, REFERENCE, plain="profile", plan=51),
-                       CHAIN_CASES, 51)
+    return P49.check_count(P49.cases(run_dir, EXPERIMENTS, registrations, REFERENCE, plain="profile", plan=51),
+                           CHAIN_CASES, 51)
 
 
 def claims(c: pd.DataFrame, s: pd.DataFrame, oe: pd.DataFrame, r: pd.DataFrame, cs: pd.DataFrame,
@@ -177,19 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     s, oe, r = P49.summary(c), P49.order_effect(c, CHAINS), P49.rankings(c, CHAINS)
     cs = P50.chain_vs_sequential(c, CHAINS)
     cl = claims(c, s, oe, r, cs, rc)
-    args.out.mkdir(parents=True, exist_ok=True)
-    c.to_csv(args.out / "cases.csv", index=False, float_format="%.6g")
     tables = {"summary": s, "order-effect": oe, "rankings": r, "chain-vs-sequential": cs, "claims": cl}
     if rc is not None:
         tables["rate"] = rc
-    for name, d in tables.items():
-        d.to_csv(args.out / f"{name}.csv", index=False)
-    pd.set_option("display.width", 250)
-    print(s.to_string(index=False))
-    print()
-    print(cs.to_string(index=False))
-    print()
-    print(cl.to_string(index=False))
+    P49.write_judgement(args.out, c, tables, ("summary", "chain-vs-sequential", "claims"))
     return 0
 
 

@@ -54,7 +54,7 @@ CHAIN_CASES = 24
 
 def cases(run_dir: Path, experiments=EXPERIMENTS, plan: int = 52) -> pd.DataFrame:
     c = P49.cases(run_dir, experiments, P51.registrations, REFERENCE, plain="profile", plan=plan)
-    return P51.check_count(c, CHAIN_CASES if plan == 52 else P51.CHAIN_CASES, plan)
+    return P49.check_count(c, CHAIN_CASES if plan == 52 else P51.CHAIN_CASES, plan)
 
 
 def faster_right(cs: pd.DataFrame, src: str) -> pd.Series:
@@ -121,18 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     cs = P50.chain_vs_sequential(c, CHAINS)
     cl = claims(c, s, r, cs)
     ad = adoption(c, cs, c51, P50.chain_vs_sequential(c51, P51.CHAINS), cl)
-    args.out.mkdir(parents=True, exist_ok=True)
-    c.to_csv(args.out / "cases.csv", index=False, float_format="%.6g")
-    for name, d in {"summary": s, "rankings": r, "chain-vs-sequential": cs, "claims": cl, "adoption": ad}.items():
-        d.to_csv(args.out / f"{name}.csv", index=False)
-    pd.set_option("display.width", 250)
-    print(s.to_string(index=False))
-    print()
-    print(cs.to_string(index=False))
-    print()
-    print(cl.to_string(index=False))
-    print()
-    print(ad.to_string(index=False))
+    tables = {"summary": s, "rankings": r, "chain-vs-sequential": cs, "claims": cl, "adoption": ad}
+    P49.write_judgement(args.out, c, tables, ("summary", "chain-vs-sequential", "claims", "adoption"))
     return 0
 
 

@@ -27,8 +27,6 @@ how often the faster of the two is right (what registered plan 52 then tested), 
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import sys
 from pathlib import Path
 
@@ -42,10 +40,7 @@ import posthoc_ticket_law as ptl  # noqa: E402
 import ticket_law_record as tlr  # noqa: E402
 from ctasim import results  # noqa: E402
 from ctasim.accuracy import judge  # noqa: E402
-from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
-from ctasim.harness import load_harness  # noqa: E402
-from ctasim.predict import predict  # noqa: E402
 from ctasim.spec import SpecError, load_hardware  # noqa: E402
 
 LAWS = ("threshold", "partition", "survival")
@@ -65,19 +60,11 @@ FACTOR_RUNS = {**RUNS, "reg51-chain-order-h6656": ("2026-12-04-registered51-1gpu
                "reg51-chain-order-h13312": ("2026-12-04-registered51-1gpu",)}
 
 
-def profile(law: str, factor: float = 1.0):
-    """:data:`PROFILE` under ticket law ``law`` with the tickets design's mainloop ``factor``."""
-    hw = load_hardware(PROFILE).with_ticket_law(law)
-    return dataclasses.replace(hw, kernel_configs=tuple(
-        dataclasses.replace(c, ticket_mainloop_factor=factor) if c.ticket_spread > 0 else c for c in hw.kernel_configs))
-
-
 def predicted(name: str, law: str, factor: float = 1.0, label: str | None = None) -> pd.DataFrame:
-    """``name`` as ``ctasim predict`` predicts it with :func:`profile` (model rows, source ``label`` or ``law``)."""
-    reg = ROOT / "bench/predictions" / name
-    harness = load_harness(json.loads((reg / "registration.json").read_text())["harness"]["name"])
-    p = predict(dataclasses.replace(load_experiment(name), hardware=profile(law, factor)), harness, None)
-    return p[p["source"] == "model"].assign(source=label or law)
+    """``name`` as ``ctasim predict`` predicts it with :data:`PROFILE` under ticket law ``law`` and the tickets
+    design's mainloop ``factor`` (model rows, source ``label`` or ``law``)."""
+    hw = load_hardware(PROFILE).with_ticket_law(law, mainloop_factor=factor)
+    return ptl.model_rows(name, hw).assign(source=label or law)
 
 
 def cases(names=tuple(RUNS), laws=LAWS, runs=RUNS, predictors=None) -> pd.DataFrame:

@@ -62,20 +62,25 @@ PREDICTORS = {  # predictor -> (ticket law, the partition law's factor; None: ct
 BASE = "intragpu"  # groups of 8, the chain kernel's default order
 
 
-def predicted(name: str, law: str, factor: float | None) -> pd.DataFrame:
-    """``name`` as ``ctasim predict`` would predict it with :data:`PROFILE` under ticket law ``law`` (the model
-    source only), with ``ctasim.l2.PARTITIONS`` at ``factor`` for the call where one is given."""
+def model_rows(name: str, hw) -> pd.DataFrame:
+    """``name`` as ``ctasim predict`` would predict it with profile ``hw`` and its registration's harness (the model
+    source only)."""
     reg = ROOT / "bench/predictions" / name
     harness = load_harness(json.loads((reg / "registration.json").read_text())["harness"]["name"])
+    p = predict(dataclasses.replace(load_experiment(name), hardware=hw), harness, None)
+    return p[p["source"] == "model"]
+
+
+def predicted(name: str, law: str, factor: float | None) -> pd.DataFrame:
+    """:func:`model_rows` of ``name`` with :data:`PROFILE` under ticket law ``law``, with ``ctasim.l2.PARTITIONS``
+    at ``factor`` for the call where one is given."""
     saved = l2.PARTITIONS
     try:
         if factor is not None:
             l2.PARTITIONS = factor
-        hw = load_hardware(PROFILE).with_ticket_law(law)
-        p = predict(dataclasses.replace(load_experiment(name), hardware=hw), harness, None)
+        return model_rows(name, load_hardware(PROFILE).with_ticket_law(law))
     finally:
         l2.PARTITIONS = saved
-    return p[p["source"] == "model"]
 
 
 def cases(names=tuple(RUNS), predictors=tuple(PREDICTORS)) -> pd.DataFrame:

@@ -332,9 +332,10 @@ class Hardware:
     def slots_per_gpu_max(self) -> int:
         return self.sm_count * max(c.cta_slots_per_sm for c in self.kernel_configs)
 
-    def with_ticket_law(self, law: str) -> "Hardware":
+    def with_ticket_law(self, law: str, mainloop_factor: float | None = None) -> "Hardware":
         """This profile with every ticket-scheduled config (``ticket_spread`` > 0) under ticket law ``law``
-        (ctasim.l2.TICKET_LAWS): the comparisons of the laws on one profile (bench/posthoc_ticket_law.py)."""
+        (ctasim.l2.TICKET_LAWS), and with ``ticket_mainloop_factor`` = ``mainloop_factor`` where one is given: the
+        comparisons of the laws on one profile (bench/posthoc_ticket_law.py, bench/posthoc_l2_survival.py)."""
         from ctasim import l2  # noqa: PLC0415
 
         if law not in l2.TICKET_LAWS:
@@ -342,8 +343,10 @@ class Hardware:
         if law == "survival" and not self.l2_survival_taken:
             raise ValueError(f"profile {self.name!r} has no L2 survival curve (l2_survival_taken) for the "
                              "'survival' ticket law")
+        change = {"ticket_law": law} if mainloop_factor is None else {"ticket_law": law,
+                                                                     "ticket_mainloop_factor": mainloop_factor}
         return dataclasses.replace(self, kernel_configs=tuple(
-            dataclasses.replace(c, ticket_law=law) if c.ticket_spread > 0 else c for c in self.kernel_configs))
+            dataclasses.replace(c, **change) if c.ticket_spread > 0 else c for c in self.kernel_configs))
 
 
 # --------------------------------------------------------------------------------------------------
