@@ -502,6 +502,29 @@ def test_plan_51s_twins_are_the_profile_under_their_law_with_the_measured_mainlo
         dataclasses.replace(c, source=w.source) for c, w in zip(twin.kernel_configs, want.kernel_configs))) == want
 
 
+@pytest.mark.parametrize("name, law", [("h200-x1-calibrated-survival-own", "survival"),
+                                       ("h200-x1-calibrated-threshold-own", "threshold")])
+def test_plan_53s_twins_are_the_profile_under_their_law_with_the_factor_measured_under_it(name, law):
+    """Registered plan 53's twins: h200-x1-calibrated but for the name, the 128x256 config's ticket law and the tickets
+    mainloop factor plan 51's rule gives under that law (1.019: bench/posthoc_law_factor.py)."""
+    twin = load_hardware(name)
+    assert (twin.config(128, 256).ticket_law, twin.config(128, 256).ticket_mainloop_factor) == (law, 1.019)
+    want = dataclasses.replace(X1.with_ticket_law(law, mainloop_factor=1.019), name=name)
+    assert dataclasses.replace(twin, kernel_configs=tuple(
+        dataclasses.replace(c, source=w.source) for c, w in zip(twin.kernel_configs, want.kernel_configs))) == want
+
+
+def test_the_factor_measured_under_each_law_is_plan_51s_rule_with_that_laws_predictions(bench_module):
+    """bench/posthoc_law_factor.py: under "survival" (and "threshold", which prices the one-layer cases alike) plan 51's
+    microbenchmark gives 1.019, its cases within a point; under "partition" (plan 51's registration) 1.008."""
+    plf = bench_module("posthoc_law_factor")
+    run = plf.RATE_RUNS[0][1]
+    rc = {law: plf.rate_cases(run, law) for law in ("partition", "survival")}
+    assert plf.law_factor(rc["partition"]) == 1.008 and plf.law_factor(rc["survival"]) == 1.019
+    assert rc["survival"]["factor"].round(4).tolist() == [1.0176, 1.0278, 1.0165, 1.0214]
+    assert (rc["survival"]["predicted"] < rc["partition"]["predicted"]).all()
+
+
 def test_plan_51s_factor_is_its_rule_on_the_committed_microbenchmark(bench_module):
     pj = bench_module("plan51_judge")
     from pathlib import Path  # noqa: PLC0415

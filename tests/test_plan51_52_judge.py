@@ -1,7 +1,8 @@
-"""bench/plan51_judge.py and bench/plan52_judge.py on measurements made up from the plans' own registrations, and on
-the committed runs (no GPU): a machine that runs as the mechanism twin says meets the claims that compare it with the
-profile, one that runs as the profile says fails them; the microbenchmark's factor is the rule's; the committed
-judgement is what the committed run gives; bad run folders are refused in one line."""
+"""bench/plan51_judge.py, bench/plan52_judge.py and bench/plan53_judge.py on measurements made up from the plans' own
+registrations, and on the committed runs (no GPU): a machine that runs as the twin says meets the claims that compare
+it with the profile, one that runs as the profile says fails them, whatever the machine's speed; the microbenchmark's
+factor is the rule's; the committed judgement is what the committed run gives; bad run folders are refused in one
+line."""
 
 from __future__ import annotations
 
@@ -24,8 +25,13 @@ def p52(bench_module):
     return bench_module("plan52_judge")
 
 
+@pytest.fixture(scope="module")
+def p53(bench_module):
+    return bench_module("plan53_judge")
+
+
 def fake_run(experiments, reference, tmp: Path, twin: str, scale: float = 1.0) -> Path:
-    """A run folder whose every case measures what ``twin``'s registration ("" the profile's, or "-mechanism") predicted
+    """A run folder whose every case measures what ``twin``'s registration ("" the profile's, or a suffix) predicted
     (the reference GEMM its own registration's), times ``scale``."""
     for exp in experiments:
         reg = exp if exp == reference else f"{exp}{twin}"
@@ -105,3 +111,31 @@ def test_bad_run_folders_are_refused_in_one_line(p51, p52, tmp_path, capsys):
     pd.read_csv(f).iloc[:-1].to_csv(f, index=False)
     assert p51.main([str(run), "--out", str(tmp_path / "o")]) == 2
     assert "registered 24 chain-kernel cases" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("twin, scale, adopt", [("-survival-own", 1.03, True), ("", 0.97, False)])
+def test_plan_53_adopts_the_law_and_its_factor_only_where_they_are_nearer_whatever_the_machines_speed(p53, tmp_path,
+                                                                                                    twin, scale, adopt):
+    """A machine 3% slower than the candidate twin says, every case alike, still adopts it: (b) compares errors
+    normalised by the reference GEMM (a raw MAPE would favour the profile's slower chain kernel there); a machine that
+    runs as the profile says, 3% fast, does not."""
+    run = fake_run(p53.EXPERIMENTS, p53.REFERENCE, tmp_path / "r", twin, scale=scale)
+    assert p53.main([str(run), "--out", str(tmp_path / "o")]) == 0
+    met = pd.read_csv(tmp_path / "o" / "claims.csv").set_index("claim")["met"]
+    assert met[list("abgh")].all() if adopt else not met[list("abgh")].any(), met
+    assert met[list("cd")].all()  # both put groups of 8 ahead of sequential at every (H, M)
+    ad = pd.read_csv(tmp_path / "o" / "adoption.csv").set_index("predictor")
+    assert ad["adopt_survival_own"].eq(adopt).all() and ad.loc["survival-own", "comparisons"] == 8
+    cs = pd.read_csv(tmp_path / "o" / "chain-vs-sequential.csv")
+    assert len(cs) == 10 and set(cs["experiment"]) == {*p53.CHAINS, p53.RATE}
+
+
+def test_plan_53_refuses_a_short_run_and_a_missing_one(p53, tmp_path, capsys):
+    assert p53.main([str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]) == 2
+    assert "no measurement of reg49-reference" in capsys.readouterr().err
+    run = fake_run(p53.EXPERIMENTS, p53.REFERENCE, tmp_path / "short", "")
+    f = run / p53.RATE / "results.csv"
+    pd.read_csv(f).iloc[:-1].to_csv(f, index=False)
+    assert p53.main([str(run), "--out", str(tmp_path / "o")]) == 2
+    assert "registered 26 chain-kernel cases" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

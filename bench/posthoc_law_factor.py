@@ -1,0 +1,142 @@
+"""Post-hoc: the tickets mainloop factor measured under the ticket law it is used with, and what that does to every chain run.
+
+    python bench/posthoc_law_factor.py [--out bench/results/posthoc-law-factor]
+
+Registered plan 51 defined the tickets design's mainloop factor (``KernelConfig.ticket_mainloop_factor``) from a
+one-layer microbenchmark: the median over its cases of (measured groups of 8 / measured sequential) over (predicted
+groups of 8 / predicted sequential), the predictions those of the profile's registration -- the ``"partition"``
+ticket law. Its mechanism twin then used the factor (1.008) with a different law, ``"survival"``. Even with one layer
+the two laws price the chain kernel differently (a group of 8 row-blocks' weight panels, re-read by the next group,
+lose a share under ``"partition"`` from the first byte taken in between, none under ``"survival"`` or
+``"threshold"`` while those bytes are under ~0.4 of the L2), so the factor measured under one law and used under
+another counts that difference twice: the twin's one-layer ratio was 0.5-3.2 points under the partition profile's.
+
+This applies plan 51's rule with each law's own predictions (:func:`law_factor`, on both machines that ran the
+microbenchmark) and judges every committed chain-kernel order run (registered plans 9, 10, 48-52) under the profile
+(partition law, factor 1), plan 51's twin (survival, 1.008) and each law at its own factor (:data:`PREDICTORS`).
+
+Every figure is post-hoc: the chains of plans 51 and 52 were seen before the factor was recomputed. What it leads to
+is tested by registered plan 53 (bench/predictions/reg53-chain-law-factor-h8704/README.md).
+
+Writes ``factors.csv`` (per machine, law and microbenchmark case: measured, predicted and the case's factor; the
+factor per machine and law) and ``record.csv`` (per predictor and plan group: chain-kernel MAPE, mean |error| of
+groups of 8 over sequential in points, the faster of the two right), and ``chain-vs-sequential.csv`` (per run,
+experiment, M and predictor: the ratio measured and predicted); prints the tables. ~60 s.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import pandas as pd  # noqa: E402
+
+import plan49_judge as P49  # noqa: E402
+import posthoc_l2_survival as pls  # noqa: E402
+from ctasim.accuracy import judge  # noqa: E402
+from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
+from ctasim.spec import SpecError  # noqa: E402
+
+HW = ROOT / "bench/results/hw"
+RATE = ("reg51-chain-rate-h8192", "reg51-chain-rate-h12288")
+"""Registered plan 51's one-layer microbenchmark (the chain kernel's tickets design against the plain GEMM)."""
+RATE_RUNS = (("GPU-cc9b1fb6", "2026-12-04-registered51-1gpu"),
+             ("GPU-4d76155d", "2026-12-04-registered51-1gpu/call2-rate"))
+"""(machine, run folder) of each committed run of the microbenchmark: plan 51's call 1 (its rule's) and call 2."""
+LAWS = ("partition", "survival", "threshold")
+BASE, SEQ = "intragpu", "sequential"
+RUNS = {**pls.FACTOR_RUNS, "reg52-chain-faster-h7680": ("2026-12-04-registered52-1gpu",),
+        "reg52-chain-faster-h10752": ("2026-12-04-registered52-1gpu",)}
+"""Experiment -> the committed runs that measured it: every chain-kernel order run of registered plans 9, 10, 48-52."""
+
+
+def rate_cases(run: str, law: str) -> pd.DataFrame:
+    """Plan 51's rule on one run of the microbenchmark with ``law``'s predictions (factor 1): per case, groups of 8
+    over sequential measured and predicted, and their ratio (the case's factor)."""
+    rows = []
+    for exp in RATE:
+        pred = pls.predicted(exp, law, 1.0, "model")
+        j = judge(pred, P49.measured(HW / run, exp, 51))
+        for case, g in j.groupby("case", sort=False):
+            t = g.set_index("strategy")
+            meas = t.loc[BASE, "measured_ms"] / t.loc[SEQ, "measured_ms"]
+            prd = t.loc[BASE, "predicted_ms"] / t.loc[SEQ, "predicted_ms"]
+            rows.append({"experiment": exp, "case": case, "law": law, "measured": round(meas, 5),
+                         "predicted": round(prd, 5), "factor": round(meas / prd, 5)})
+    return pd.DataFrame(rows)
+
+
+def law_factor(rc: pd.DataFrame) -> float:
+    """Plan 51's rule: the median of the cases' factors, rounded to 3 places."""
+    return round(float(statistics.median(rc["factor"])), 3)
+
+
+def factors() -> tuple[pd.DataFrame, dict[str, float]]:
+    """Every microbenchmark case under every law on both machines, and each law's factor from plan 51's call 1 (the
+    run its rule named)."""
+    parts = [rate_cases(run, law).assign(machine=machine, run=run) for machine, run in RATE_RUNS for law in LAWS]
+    fc = pd.concat(parts, ignore_index=True)
+    rule_run = RATE_RUNS[0][1]
+    own = {law: law_factor(fc[(fc["law"] == law) & (fc["run"] == rule_run)]) for law in LAWS}
+    return fc, own
+
+
+def predictors(own: dict[str, float]) -> dict[str, tuple[str, float]]:
+    """Label -> (ticket law, factor): the profile, plan 51's twin and each law at its own factor."""
+    out = {"profile (partition, 1)": ("partition", 1.0), "plan 51 twin (survival, 1.008)": ("survival", 1.008)}
+    out.update({f"{law} at its own factor {own[law]:.3f}": (law, own[law]) for law in LAWS})
+    return out
+
+
+def plan_group(experiment: pd.Series) -> pd.Series:
+    plan = experiment.str.extract(r"^reg(\d+)-")[0].astype(int)
+    return plan.map(lambda p: "plans 51-52" if p >= 51 else "plans 9-50")
+
+
+def record(c: pd.DataFrame) -> pd.DataFrame:
+    """Per plan group (and over all): :func:`posthoc_l2_survival.factor_table`."""
+    parts = [pls.factor_table(g).assign(runs=grp) for grp, g in c.groupby(plan_group(c["experiment"]))]
+    parts.append(pls.factor_table(c).assign(runs="all"))
+    return pd.concat(parts, ignore_index=True)
+
+
+def chain_vs_sequential(c: pd.DataFrame) -> pd.DataFrame:
+    t = c.pivot_table(index=["run", "experiment", "m", "source"], columns="strategy",
+                      values=["measured_ms", "predicted_ms"])
+    out = pd.DataFrame({"measured": t[("measured_ms", BASE)] / t[("measured_ms", SEQ)],
+                        "predicted": t[("predicted_ms", BASE)] / t[("predicted_ms", SEQ)]}).dropna()
+    out["error_points"] = 100 * (out["predicted"] - out["measured"])
+    return out.round(4).reset_index()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = OneLineParser(prog="python bench/posthoc_law_factor.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-law-factor")
+    args = ap.parse_args(argv)
+    try:
+        writable_folder(args.out)
+    except SpecError as e:
+        print(f"posthoc_law_factor: {e}", file=sys.stderr)
+        return 2
+    fc, own = factors()
+    c = pls.cases(tuple(RUNS), runs=RUNS, predictors=predictors(own))
+    rec, cvs = record(c), chain_vs_sequential(c)
+    args.out.mkdir(parents=True, exist_ok=True)
+    fc.to_csv(args.out / "factors.csv", index=False)
+    rec.to_csv(args.out / "record.csv", index=False)
+    cvs.to_csv(args.out / "chain-vs-sequential.csv", index=False)
+    pd.set_option("display.width", 200)
+    print(fc.pivot_table(index=["machine", "experiment", "case"], columns="law", values="factor").to_string())
+    print("factor by plan 51's rule (call 1), per law:", ", ".join(f"{k} {v:.3f}" for k, v in own.items()))
+    print()
+    print(rec.to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
