@@ -72,13 +72,14 @@ def model_rows(name: str, hw) -> pd.DataFrame:
 
 
 def predicted(name: str, law: str, factor: float | None) -> pd.DataFrame:
-    """:func:`model_rows` of ``name`` with :data:`PROFILE` under ticket law ``law``, with ``ctasim.l2.PARTITIONS``
-    at ``factor`` for the call where one is given."""
+    """:func:`model_rows` of ``name`` with :data:`PROFILE` under ticket law ``law`` and the tickets mainloop factor 1
+    (the profile's before registered plan 53), with ``ctasim.l2.PARTITIONS`` at ``factor`` for the call where one is
+    given."""
     saved = l2.PARTITIONS
     try:
         if factor is not None:
             l2.PARTITIONS = factor
-        return model_rows(name, load_hardware(PROFILE).with_ticket_law(law))
+        return model_rows(name, load_hardware(PROFILE).with_ticket_law(law, mainloop_factor=1.0))
     finally:
         l2.PARTITIONS = saved
 

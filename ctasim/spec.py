@@ -160,13 +160,15 @@ class KernelConfig:
         "how a ticket grid's later sharer of a panel misses (ctasim.l2.TICKET_LAWS): 'threshold' (LRU over the whole "
         "L2: all or nothing once the bytes taken in between exceed it), 'partition' (a share 1 - exp(-2 B / L2) of "
         "it, B the bytes taken in between: random replacement in one of the L2's two partitions; the H200 profiles' law "
-        "since registered plan 49, nearer over plans 49 and 50, further at weights 4-6.5x the L2) or 'survival' (the "
-        "share the profile's measured L2 survival curve loses after B, l2_survival_taken / l2_survival_share)",
+        "from registered plan 49, nearer over plans 49 and 50, further at weights 4-6.5x the L2; the mechanism "
+        "profiles' still) or 'survival' (the share the profile's measured L2 survival curve loses after B, "
+        "l2_survival_taken / l2_survival_share; h200-x1-calibrated's since registered plan 53)",
         "threshold")
     ticket_mainloop_factor: float = _f(
         "tile-time factor of the chain kernel's tickets design on this config over the plain GEMM's compute at the "
         "same tile (its scheduler warp hands out tickets; ctasim.strategies.ctapipe.chain_tile_times), measured by a "
-        "one-layer chain kernel against the plain GEMM; 1 = the plain GEMM's rate", 1.0)
+        "one-layer chain kernel against the plain GEMM, under the config's own ticket_law (the law prices the "
+        "one-layer chain too: bench/posthoc_law_factor.py); 1 = the plain GEMM's rate", 1.0)
     cluster_m: int = _f("CTAs of a cluster along M (the persistent scheduler pairs row-blocks; ctasim.l2's order)", 1)
     cluster_n: int = _f("CTAs of a cluster along N", 1)
     source: str = _f("where the figures come from (measurement with date and machine, or datasheet)", "")

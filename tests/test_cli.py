@@ -215,10 +215,14 @@ def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(t
     parts = dict(re.findall(r"profile ([\w.-]+): ([^;]+)", line))
     assert set(parts) == {"h200-x1-calibrated", "h200-x1-calibrated-carried", "h200-x1-calibrated-wave",
                           "h200-x1-calibrated-partition", "h200-x1-calibrated-threshold", "h200-x2-calibrated",
-                          "h200-x8-mechanism", "h200-x1-calibrated-mechanism", "h200-x1-calibrated-threshold-rate"}
+                          "h200-x8-mechanism", "h200-x1-calibrated-mechanism", "h200-x1-calibrated-threshold-rate",
+                          "h200-x1-calibrated-survival-own", "h200-x1-calibrated-threshold-own"}
     # plans 51 and 52's twins (the measured L2 curve's law or the threshold law, each with the tickets mainloop factor)
     assert "reg52-chain-faster-h7680-mechanism" in parts["h200-x1-calibrated-mechanism"]
     assert "reg52-chain-faster-h7680-mechanism" not in parts["h200-x1-calibrated"]
+    # plan 53's twins (the survival or threshold law, each with the factor measured under it)
+    assert "reg53-chain-law-h8704-survival-own" in parts["h200-x1-calibrated-survival-own"]
+    assert "reg53-chain-law-h8704-survival-own" not in parts["h200-x1-calibrated"]
     # plan 49's twin registrations, the ticket law "partition": their sequential rows quoted under their own profile
     assert "reg49-chain-order-h7168-partition" in parts["h200-x1-calibrated-partition"]
     assert "reg49-chain-order-h7168-partition" not in parts["h200-x1-calibrated"]
@@ -257,7 +261,7 @@ def test_advise_says_what_the_operands_and_the_machine_leave_out(tmp_path):
     assert "GEMM at K = 14336 reads an activation's output" in ops  # SwiGLU: the down GEMM reads N/2 = 14336 columns
     assert "0.923x at K = 4096, 0.969x at K = 8192, 0.979x at K = 14336, 1.007x at K = 28672" in ops
     assert "plans 43 and 44 timed 0.987-1.003x at 30 shapes (K = 4096-28672) on 4 other H200s" in ops
-    assert machine.startswith("machine: 26 lent H200s") and "7.1% apart" in machine
+    assert machine.startswith("machine: 27 lent H200s") and "7.1% apart" in machine
     relu = [l for l in A.operand_lines(load_model("opt-13b")) if l.startswith("operands")]
     assert relu == []
     assert A.operand_lines(load_model("llama3.1-8b"), results_dir=tmp_path) == []

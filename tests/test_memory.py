@@ -13,7 +13,9 @@ from ctasim.strategies import build_plans
 from tests.helpers import load_bench
 
 X1 = load_hardware("h200-x1-calibrated")
-X1_BEFORE_CURVE = dataclasses.replace(X1, l2_survival_taken=(), l2_survival_share=())
+X1_BEFORE_53 = X1.with_ticket_law("partition", mainloop_factor=1.0)
+"""The profile before registered plan 53's adoption: the partition ticket law, no tickets mainloop factor."""
+X1_BEFORE_CURVE = dataclasses.replace(X1_BEFORE_53, l2_survival_taken=(), l2_survival_share=())
 """The profile as its twins (-partition, -threshold, -wave, -carried) hold it: they are registrations' records, made
 before the L2 survival curve was measured (2026-12-04) and left unchanged; the curve is read by no law they have."""
 FLAT = dataclasses.replace(X1, l2_bytes=0.0)
@@ -216,18 +218,18 @@ def chain_wl(m=4096, h=8192, layers=2) -> Workload:
 def test_the_tickets_mainloop_factor_slows_the_tickets_designs_compute_only():
     """ticket_mainloop_factor scales the chain kernel's tickets-design compute (a compute-bound wave by the factor,
     not its HBM time) and leaves the static design and the plain GEMM as they were."""
-    slow = X1.with_ticket_law("partition", mainloop_factor=1.02)
+    slow = X1_BEFORE_53.with_ticket_law("partition", mainloop_factor=1.02)
     assert slow.config(128, 256).ticket_mainloop_factor == 1.02 and slow.config(128, 256).ticket_law == "partition"
 
     def plan(hw, **kw):
         return build_plans(Strategy("ctapipe", gpus=1, **kw), chain_wl(m=8192), hw, 1, "c")[0]
 
-    base, slower = plan(X1).kernels()[0], plan(slow).kernels()[0]
+    base, slower = plan(X1_BEFORE_53).kernels()[0], plan(slow).kernels()[0]
     ratio = np.asarray(slower.tile_times) / np.asarray(base.tile_times)
     assert ratio.min() > 1.0 and ratio.max() <= 1.02 + 1e-9 and np.median(ratio) == pytest.approx(1.02, abs=2e-3)
-    static = [np.asarray(plan(hw, tile_source="static").kernels()[0].tile_times) for hw in (X1, slow)]
+    static = [np.asarray(plan(hw, tile_source="static").kernels()[0].tile_times) for hw in (X1_BEFORE_53, slow)]
     assert np.array_equal(static[0], static[1])
-    seq = [build_plans(Strategy("sequential"), chain_wl(m=8192), hw, 1, "c")[0] for hw in (X1, slow)]
+    seq = [build_plans(Strategy("sequential"), chain_wl(m=8192), hw, 1, "c")[0] for hw in (X1_BEFORE_53, slow)]
     assert [k.tile_ns for k in seq[0].kernels()] == [k.tile_ns for k in seq[1].kernels()]
     with pytest.raises(SpecError, match="ticket_mainloop_factor"):
         from ctasim.spec import hardware_from_dict  # noqa: PLC0415
@@ -257,8 +259,10 @@ def test_a_chain_orders_tiles_take_their_waves_time_and_the_engine_runs_them():
     plan = build_plans(Strategy("ctapipe", gpus=1), wl, X1, 1, "c")[0]
     k = plan.kernels()[0]
     layer = wl.layers[0]
+    cfg = X1.config(128, 256)  # tickets: no drift, their spread, the profile's mainloop factor (1.019, plan 53)
     waves = costs.order_waves(layer, X1, 2, k.order, k.slots, drift=0.0, cluster_m=1, layers=2,
-                              ticket_spread=X1.config(128, 256).ticket_spread)  # tickets: no drift, their spread
+                              ticket_spread=cfg.ticket_spread, boost=1.0 / cfg.ticket_mainloop_factor)
+    assert cfg.ticket_mainloop_factor == 1.019
     assert len(k.tile_times) == k.tiles == 2 * layer.tiles
     assert np.array_equal(k.tile_times, waves[np.arange(k.tiles) // k.slots])
     assert plan.params["memory"] == "l2"
@@ -291,7 +295,8 @@ def test_tickets_have_no_drift_and_the_static_design_has_the_plain_gemms():
     assert np.array_equal(static.tile_times, costs.order_tile_times(layer, X1, 2, static.order, static.slots,
                                                                     drift=cfg.cta_drift, cluster_m=2, layers=2))
     assert np.array_equal(tickets.tile_times, costs.order_tile_times(
-        layer, X1, 2, tickets.order, tickets.slots, drift=0.0, cluster_m=1, layers=2, ticket_spread=cfg.ticket_spread))
+        layer, X1, 2, tickets.order, tickets.slots, drift=0.0, cluster_m=1, layers=2, ticket_spread=cfg.ticket_spread,
+        boost=1.0 / cfg.ticket_mainloop_factor))
     assert cfg.ticket_spread > 0
     assert static.tile_times.sum() > tickets.tile_times.sum()  # 63 rounds of drift re-read shared panels
 
@@ -417,18 +422,20 @@ def test_the_survival_law_needs_a_curve_in_the_profile():
     assert X1.with_ticket_law("survival").config(128, 256).ticket_law == "survival"
 
 
-def test_the_profile_has_the_partition_law_and_its_twins_are_the_profile_under_each_law():
-    """The profile's ticket-scheduled config has the partition law (since registered plan 49, kept after plan 50);
-    h200-x1-calibrated-partition (plan 49's twin) is the profile and h200-x1-calibrated-threshold (plan 50's) is
-    ``with_ticket_law("threshold")`` of it, each but for the name."""
+def test_the_profile_has_the_survival_law_and_its_earlier_twins_are_the_profile_before_under_each_law():
+    """The profile's ticket-scheduled config has the survival law and the factor measured under it (since registered
+    plan 53; the partition law from plan 49); h200-x1-calibrated-partition (plan 49's twin) is the profile as it was
+    before plan 53 and h200-x1-calibrated-threshold (plan 50's) is ``with_ticket_law("threshold")`` of that, each but
+    for the name."""
     part = load_hardware("h200-x1-calibrated-partition")
-    thr = X1.with_ticket_law("threshold")
-    assert [c.ticket_law for c in X1.kernel_configs if c.ticket_spread > 0] == ["partition"]
+    thr = X1_BEFORE_53.with_ticket_law("threshold")
+    assert [(c.ticket_law, c.ticket_mainloop_factor) for c in X1.kernel_configs if c.ticket_spread > 0] == \
+        [("survival", 1.019)]
     assert [c.ticket_law for c in thr.kernel_configs] == ["threshold"] * len(X1.kernel_configs)
     assert dataclasses.replace(part, name=X1.name) == X1_BEFORE_CURVE
     assert dataclasses.replace(load_hardware("h200-x1-calibrated-threshold"), name=X1.name) == \
         dataclasses.replace(thr, l2_survival_taken=(), l2_survival_share=())
-    assert thr.with_ticket_law("partition") == X1
+    assert thr.with_ticket_law("partition") == X1_BEFORE_53
     with pytest.raises(ValueError, match="ticket law"):
         X1.with_ticket_law("lru")
 
@@ -437,7 +444,7 @@ def test_the_profile_has_the_partition_law_and_its_twins_are_the_profile_under_e
         return build_plans(st, chain_wl(m=5120), hw, 1, "c")[0].kernels()[0].tile_times.sum()
 
     # plan 9's pairs at M = 5120 lost their sharing long before the threshold's spread allowed: the law charges them
-    assert total(X1, 2) > 1.02 * total(thr, 2)
+    assert total(X1_BEFORE_53, 2) > 1.02 * total(thr, 2)
     assert total(thr, 8) <= total(X1, 8) < 1.02 * total(thr, 8)  # groups of 8: their sharers consecutive
     bad = dataclasses.replace(part, kernel_configs=(dataclasses.replace(part.kernel_configs[0], ticket_law="lru"),
                                                     *part.kernel_configs[1:]))
@@ -542,8 +549,8 @@ def test_the_other_forms_profiles_are_h200_x1_calibrated_but_for_the_drift_form_
     differ from the profile only where the form does: their forms' fits (tests/test_calibration.py)."""
     other = load_hardware(name)
     assert dataclasses.replace(other, name=X1.name, l2_hbm_exposed=X1.l2_hbm_exposed,
-                               kernel_configs=X1.kernel_configs) == X1_BEFORE_CURVE
-    for a, b in zip(X1.kernel_configs, other.kernel_configs, strict=True):
+                               kernel_configs=X1_BEFORE_53.kernel_configs) == X1_BEFORE_CURVE
+    for a, b in zip(X1_BEFORE_53.kernel_configs, other.kernel_configs, strict=True):
         if a.key() == "128x256":
             assert (a.drift_form, b.drift_form) == ("interleaved", form)
             assert (b.l2_sm_tflops, other.l2_hbm_exposed) == constants

@@ -31,9 +31,13 @@ def test_the_committed_registrations_are_what_ctasim_predict_writes(opb, tmp_pat
     import subprocess
     import sys
 
-    text = (ROOT / "specs" / "hardware" / "h200-x1-calibrated.toml").read_text()
-    assert text.count('ticket_law = "partition"') == 1
-    (tmp_path / "h200-x1-calibrated.toml").write_text(text.replace('ticket_law = "partition"', 'ticket_law = "threshold"'))
+    # the profile's 128x256 config: the survival law and the factor 1.019 since registered plan 53 (one line each)
+    lines = (ROOT / "specs" / "hardware" / "h200-x1-calibrated.toml").read_text().splitlines(keepends=True)
+    law = [i for i, s in enumerate(lines) if s.startswith('ticket_law = "survival"')]
+    factor = [i for i, s in enumerate(lines) if s.startswith("ticket_mainloop_factor = 1.019")]
+    assert len(law) == 1 and factor == [law[0] + 1]
+    lines[law[0]], lines[factor[0]] = 'ticket_law = "threshold"\n', ""
+    (tmp_path / "h200-x1-calibrated.toml").write_text("".join(lines))
     subprocess.run([sys.executable, "-m", "ctasim.cli", "predict", exp, "--out", str(tmp_path / exp), "--naive-from",
                     str(opb.NAIVE_FROM), "--no-schedules", "--hardware", str(tmp_path / "h200-x1-calibrated.toml")],
                    check=True, cwd=ROOT, capture_output=True)
