@@ -26,7 +26,6 @@ experiment, M and predictor: the ratio measured and predicted); prints the table
 
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -38,42 +37,32 @@ import pandas as pd  # noqa: E402
 
 import plan49_judge as P49  # noqa: E402
 import posthoc_l2_survival as pls  # noqa: E402
-from ctasim.accuracy import judge  # noqa: E402
+from ctasim import ticket_rate  # noqa: E402
 from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
-from ctasim.spec import SpecError  # noqa: E402
+from ctasim.spec import SpecError, load_hardware  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
-RATE = ("reg51-chain-rate-h8192", "reg51-chain-rate-h12288")
-"""Registered plan 51's one-layer microbenchmark (the chain kernel's tickets design against the plain GEMM)."""
 RATE_RUNS = (("GPU-cc9b1fb6", "2026-12-04-registered51-1gpu"),
              ("GPU-4d76155d", "2026-12-04-registered51-1gpu/call2-rate"))
 """(machine, run folder) of each committed run of the microbenchmark: plan 51's call 1 (its rule's) and call 2."""
 LAWS = ("partition", "survival", "threshold")
-BASE, SEQ = "intragpu", "sequential"
+BASE, SEQ = ticket_rate.TICKETS, ticket_rate.PLAIN
 RUNS = {**pls.FACTOR_RUNS, "reg52-chain-faster-h7680": ("2026-12-04-registered52-1gpu",),
         "reg52-chain-faster-h10752": ("2026-12-04-registered52-1gpu",)}
 """Experiment -> the committed runs that measured it: every chain-kernel order run of registered plans 9, 10, 48-52."""
 
 
 def rate_cases(run: str, law: str) -> pd.DataFrame:
-    """Plan 51's rule on one run of the microbenchmark with ``law``'s predictions (factor 1): per case, groups of 8
-    over sequential measured and predicted, and their ratio (the case's factor)."""
-    rows = []
-    for exp in RATE:
-        pred = pls.predicted(exp, law, 1.0, "model")
-        j = judge(pred, P49.measured(HW / run, exp, 51))
-        for case, g in j.groupby("case", sort=False):
-            t = g.set_index("strategy")
-            meas = t.loc[BASE, "measured_ms"] / t.loc[SEQ, "measured_ms"]
-            prd = t.loc[BASE, "predicted_ms"] / t.loc[SEQ, "predicted_ms"]
-            rows.append({"experiment": exp, "case": case, "law": law, "measured": round(meas, 5),
-                         "predicted": round(prd, 5), "factor": round(meas / prd, 5)})
-    return pd.DataFrame(rows)
+    """Plan 51's rule (:func:`ctasim.ticket_rate.rate_cases`) on one run of the microbenchmark with ``law``'s
+    predictions (factor 1): per case, groups of 8 over sequential measured and predicted, and their ratio."""
+    measured = pd.concat([P49.measured(HW / run, exp, 51) for exp in ticket_rate.RATE_EXPERIMENTS], ignore_index=True)
+    hw = load_hardware(pls.PROFILE).with_ticket_law(law)
+    return ticket_rate.rate_cases(hw, measured).assign(law=law)
 
 
 def law_factor(rc: pd.DataFrame) -> float:
     """Plan 51's rule: the median of the cases' factors, rounded to 3 places."""
-    return round(float(statistics.median(rc["factor"])), 3)
+    return ticket_rate.mainloop_factor(rc)
 
 
 def factors() -> tuple[pd.DataFrame, dict[str, float]]:

@@ -53,6 +53,14 @@ l2_survival_share           streamed by every SM, the share of lines another SM 
                             cut between hot and cold trials), median of 5 repetitions per B (``--quick``: 3), scaled
                             between hot and cold (``ctahw.l2probe.survival_curve``): the curve of the "survival"
                             ticket law (~1 s)
+128x256 ticket_law          *chosen*: "survival" where the L2 survival curve was measured (the law that reads it;
+                            h200-x1-calibrated's since registered plan 53), else the base's
+128x256                     the one-layer microbenchmark of registered plan 51 (``ctasim.ticket_rate.RATE_EXPERIMENTS``:
+ticket_mainloop_factor      the chain kernel's tickets design in groups of 8 against the plain CUTLASS GEMM, M x H x H,
+                            H = 8192 and 12288, M = 8192 and 16384, run as ``ctahw run`` runs them; :func:`ticket_rate`):
+                            the median over the 4 cases of measured over predicted ratio, the predictions the written
+                            profile's own under its ticket law at factor 1 (``ctasim.ticket_rate``; needs ctasim's
+                            engine, copied where it cannot run); ~40 s (``--quick``: 5 repetitions, ~25 s)
 l2_hbm_exposed,             *fitted*: least mean |error| over the tile-order probe at the calibration split (N = K =
 128x256 l2_sm_tflops        8192, M = 2048 ... 32768, 12 orders: 72 runs, ``ctahw.tile_orders.time_orders``), given the
                             measured L2 size, HBM rate, tile fixed time and drift
@@ -115,6 +123,8 @@ __all__ = [
     "kernel_cluster",
     "memory_hierarchy",
     "measure_memory",
+    "ticket_rate",
+    "ticket_rate_fields",
     "fit_tile_rate",
     "fit_allreduce",
     "epilogue_overlap",
@@ -845,8 +855,9 @@ MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_eng
 FITTED_FIELDS = ("l2_hbm_exposed",)
 """Fields of :data:`MEASURED_FIELDS` that are fitted to measurements rather than measured: marked ``fitted:``."""
 CONFIG_FIELDS = ("sm_tflops", "tile_fixed_ns", "l2_sm_tflops", "cta_drift", "drift_form", "cluster_m", "tile_cv",
-                 "ticket_spread")
-"""The 128x256 kernel config's fields that ``ctahw calibrate`` writes (the last six with the memory hierarchy)."""
+                 "ticket_spread", "ticket_law", "ticket_mainloop_factor")
+"""The 128x256 kernel config's fields that ``ctahw calibrate`` writes (the last eight with the memory hierarchy;
+``ticket_law`` is chosen, "survival", where the L2 survival curve was measured)."""
 
 
 def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, measured: Mapping[str, tuple],
@@ -1165,6 +1176,7 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
         except ValueError as e:  # the fit failed: the fields stay copied, and the profile says why
             res["memory_note"] = str(e)
             log(f"calibrate: memory hierarchy not written: {e}")
+        res.update(ticket_rate(log, quick, probe_out))
     if percta:
         res.update(percta_probe(log, quick, probe_out))
     if fold:
@@ -1293,6 +1305,51 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
         pd.DataFrame(l2_rows).to_csv(probe_out / "l2-survival.csv", index=False)
         l2probe.latency_table(raw).to_csv(probe_out / "l2-survival-latency.csv.gz", index=False)
     return res
+
+
+def ticket_rate(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), quick: bool = False,
+                probe_out: Path | None = None) -> dict:
+    """The one-layer microbenchmark of the tickets design (``ctasim.ticket_rate.RATE_EXPERIMENTS``) on GPU 0, run as
+    ``ctahw run`` runs it (``ctahw.experiment.run``; ``quick``: 5 repetitions): ``ticket_rate_runs``, its rows. A case
+    that failed its check leaves ``ticket_rate_note`` instead (the factor stays the base's, and the profile says why).
+    With ``probe_out``: ``ticket-rate.csv``."""
+    import pandas as pd  # noqa: PLC0415
+
+    from ctahw import experiment  # noqa: PLC0415
+    from ctasim.cases import load_experiment  # noqa: PLC0415
+    from ctasim.ticket_rate import RATE_EXPERIMENTS  # noqa: PLC0415
+
+    log("calibrate: the tickets design's one-layer microbenchmark (" + ", ".join(RATE_EXPERIMENTS) + ")")
+    cfg = experiment.RunConfig(reps=5 if quick else 15)
+    df = pd.concat([experiment.run(load_experiment(name), cfg, log) for name in RATE_EXPERIMENTS], ignore_index=True)
+    if probe_out is not None:
+        df.to_csv(probe_out / "ticket-rate.csv", index=False)
+    bad = df[df["status"] != "ok"]
+    if len(bad):
+        r = bad.iloc[0]
+        note = f"{r['experiment']} {r['case']} {r['strategy']}: {r['status']} ({r['reason']})"
+        log(f"calibrate: tickets mainloop factor not measured: {note}")
+        return {"ticket_rate_note": note}
+    keep = ["experiment", "case", "strategy", "kind", "variant", "gpus", "m", "layers", "source", "status", "reason",
+            "makespan_ms", "rel_err"]
+    return {"ticket_rate_runs": [{k: (float(v) if isinstance(v, float) else v) for k, v in row.items()}
+                                 for row in df[keep].to_dict("records")]}
+
+
+def ticket_rate_fields(text: str, res: Mapping, where: str) -> dict:
+    """``ticket_mainloop_factor`` and its cases from ``res["ticket_rate_runs"]``, priced by the profile ``text`` (the
+    fields measured so far, its ticket law as written) at factor 1 (``ctasim.ticket_rate``); ImportError where ctasim's
+    engine cannot run, ValueError where a case is missing."""
+    import pandas as pd  # noqa: PLC0415
+
+    from ctasim import ticket_rate as tr  # noqa: PLC0415
+
+    hw = hardware_from_dict(tomllib.loads(text)["hardware"], where)
+    cases = tr.rate_cases(hw, pd.DataFrame(res["ticket_rate_runs"]))
+    law = hw.config(128, 256).ticket_law
+    return {"ticket_mainloop_factor": tr.mainloop_factor(cases), "ticket_rate_law": law,
+            "ticket_rate_cases": [{k: (float(v) if isinstance(v, float) else v) for k, v in r.items()}
+                                  for r in cases.to_dict("records")]}
 
 
 def l2_survival_fields(rows: Sequence[Mapping]) -> dict:
@@ -1455,6 +1512,19 @@ def measured_configs(res: Mapping) -> dict[str, tuple]:
                  "tile_cv": "0: the L2 model's constants were fitted without tile-time variation"}
         if notes_ticket:
             notes["ticket_spread"] = notes_ticket
+        if res.get("l2_survival_taken"):  # the curve measured: the law that reads it (the profile's since plan 53)
+            vals["ticket_law"] = "survival"
+            notes["ticket_law"] = ("chosen: the law of the L2 survival curve measured here (l2_survival_* above), "
+                                   "h200-x1-calibrated's since registered plan 53 (docs/model.md)")
+        if "ticket_mainloop_factor" in res:
+            cases = res["ticket_rate_cases"]
+            vals["ticket_mainloop_factor"] = res["ticket_mainloop_factor"]
+            notes["ticket_mainloop_factor"] = (
+                "measured: the tickets design's one-layer microbenchmark (the chain kernel in groups of 8 against the "
+                f"plain CUTLASS GEMM; {', '.join(sorted({c['experiment'] for c in cases}))}), the median over "
+                f"{len(cases)} cases of measured over predicted ratio, predicted by this profile under its ticket law "
+                f"'{res['ticket_rate_law']}' at factor 1: " + " / ".join(f"{c['factor']:.4f}" for c in cases)
+                + " (ctasim.ticket_rate)")
     return {"128x256": (vals, how, notes)}
 
 
@@ -1473,7 +1543,7 @@ def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance:
     if not res.get("globaltimer_on_host_clock"):
         header.append("launch_ns is copied: %globaltimer is not on the host clock here, so the launch latency "
                       f"could not be split from the sync (launch + sync round trip {res.get('launch_roundtrip_ns')} ns)")
-    for key in ("clock_regime_note", "clock_curve_note", "l2_survival_note"):
+    for key in ("clock_regime_note", "clock_curve_note", "l2_survival_note", "ticket_rate_note"):
         if res.get(key):
             header.append(f"{key.replace('_note', '').replace('_', ' ')} not measured: {res[key]}")
     if "l2_sm_tflops" in res:
@@ -1499,6 +1569,16 @@ def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance:
             res["sm_remote_store_gbps"], res["sm_remote_store_note"] = fit_sm_remote_store(hw, ratio)
         except ImportError as e:  # the fit needs ctasim's engine (simpy); without it the fields stay copied
             why = f"sm_remote_store_gbps and epilogue_store_overlap copied: fit failed ({type(e).__name__}: {e})"
+            log(f"calibrate: {why}")
+            header = list(header) + [why]
+        text = profile_toml(base, base_path.read_text(), base.name, name, measured_fields(res),
+                            measured_configs(res), provenance, header)
+    if res.get("ticket_rate_runs") and "l2_sm_tflops" in res and "ticket_mainloop_factor" not in res:
+        # the factor is priced by the profile measured so far (its L2 constants, drift and ticket law)
+        try:
+            res = dict(res, **ticket_rate_fields(text, res, str(out)))
+        except (ImportError, ValueError) as e:
+            why = f"ticket_mainloop_factor copied: {type(e).__name__}: {e}"
             log(f"calibrate: {why}")
             header = list(header) + [why]
         text = profile_toml(base, base_path.read_text(), base.name, name, measured_fields(res),

@@ -231,7 +231,8 @@ def cmd_calibrate(args) -> int:
               f"kernel_config 128x256 ({', '.join(cfg)})")
         if not args.no_memory:
             print("memory probes: the tile-order probe at N = K = 8192 (M = 2048 ... 32768, 12 orders), 9 per-tile "
-                  "traces (ctahw.tile_orders) and the L2 survival probe (ctahw.l2probe)"
+                  "traces (ctahw.tile_orders), the L2 survival probe (ctahw.l2probe) and the tickets design's one-layer "
+                  "microbenchmark (ctasim.ticket_rate.RATE_EXPERIMENTS)"
                   f"{'; raw files into ' + str(args.probe_out) if args.probe_out else ''}")
         if not args.no_percta:
             from ctahw import percta  # noqa: PLC0415

@@ -187,7 +187,8 @@ def test_measured_fields_cover_every_field_calibrate_claims():
                                    **MEMORY_RESULT))
     assert set(got) == set(cal.MEASURED_FIELDS)
     (vals, _, notes), = cal.measured_configs(dict(FAKE_RESULT, **MEMORY_RESULT, ticket_spread=0.019,
-                                                  ticket_runs=[{"spread_per_window": 0.019}])).values()
+                                                  ticket_runs=[{"spread_per_window": 0.019}],
+                                                  **RATE_RESULT)).values()
     assert set(vals) - {"source"} == set(cal.CONFIG_FIELDS) and set(notes) == set(cal.CONFIG_FIELDS[2:])
 
 
@@ -224,6 +225,51 @@ def test_the_l2_survival_curve_goes_into_the_profile_with_its_source(tmp_path):
                              tmp_path / "q.toml", "q", PROV)
     assert load_hardware(tmp_path / "q.toml").l2_survival_taken == load_hardware("h200-x2").l2_survival_taken
     assert "# l2 survival not measured: hot and cold latencies overlap" in text
+
+
+RATE_RESULT = {"ticket_mainloop_factor": 1.019, "ticket_rate_law": "survival",
+               "ticket_rate_cases": [{"experiment": "reg51-chain-rate-h8192", "case": "m=8192", "factor": 1.0278}]}
+"""What :func:`ctahw.calibrate.ticket_rate_fields` adds to a measurement."""
+RATE_RUN = Path(__file__).resolve().parents[2] / "bench/results/hw/2026-12-04-registered51-1gpu"
+"""Registered plan 51's call 1: the microbenchmark's committed measurement (what ticket_rate returns as rows)."""
+
+
+def _rate_runs(drop: int | None = None) -> list[dict]:
+    import pandas as pd
+
+    from ctasim import results
+    from ctasim.ticket_rate import RATE_EXPERIMENTS
+
+    rows = pd.concat([results.read(RATE_RUN / e / "results.csv") for e in RATE_EXPERIMENTS], ignore_index=True)
+    return rows.drop(index=drop).to_dict("records") if drop is not None else rows.to_dict("records")
+
+
+def test_the_tickets_mainloop_factor_is_priced_by_the_profile_being_written_under_its_own_law(tmp_path):
+    """A calibration with the microbenchmark's rows writes the factor plan 51's rule gives with the written profile's own
+    predictions at factor 1 (ctasim.ticket_rate), with its cases; under the base's survival law on plan 51's committed
+    run it is above 1 (the survival law prices the one-layer chain faster than the partition law, which gave 1.008);
+    a missing case or a failed row leaves the base's factor and the header says why."""
+    from ctasim import ticket_rate
+    import pandas as pd
+
+    fitted = dict(FAKE_RESULT, **NO_FIT, **MEMORY_RESULT)
+    out = tmp_path / "p.toml"
+    text = cal.write_profile(dict(fitted, ticket_rate_runs=_rate_runs()), "h200-x1-calibrated", out, "p", PROV)
+    hw = load_hardware(out)
+    cfg = hw.config(128, 256)
+    want = ticket_rate.mainloop_factor(ticket_rate.rate_cases(hw, pd.DataFrame(_rate_runs())))
+    assert cfg.ticket_mainloop_factor == want and 1.0 < want < 1.04 and cfg.ticket_law == "survival"
+    line = next(l for l in text.splitlines() if l.startswith("ticket_mainloop_factor"))
+    assert "# measured:" in line and "under its ticket law 'survival' at factor 1" in line
+    assert "reg51-chain-rate-h12288, reg51-chain-rate-h8192" in line and line.count(" / ") == 3
+    said = []
+    text = cal.write_profile(dict(fitted, ticket_rate_runs=_rate_runs(drop=0)), "h200-x1-calibrated", out, "p", PROV,
+                             log=said.append)
+    assert load_hardware(out).config(128, 256).ticket_mainloop_factor == 1.019  # the base's
+    assert "ticket_mainloop_factor copied: ValueError: reg51-chain-rate-h8192 m=8192" in text and len(said) == 1
+    text = cal.write_profile(dict(fitted, ticket_rate_note="reg51-chain-rate-h8192 m=8192 intragpu: failed (timeout)"),
+                             "h200-x1-calibrated", out, "p", PROV)
+    assert "# ticket rate not measured: reg51-chain-rate-h8192 m=8192 intragpu: failed (timeout)" in text
 
 
 def test_a_measured_local_signal_replaces_the_bases_estimate(tmp_path):
