@@ -71,10 +71,10 @@ def cases(run_dir: Path) -> pd.DataFrame:
     return P49.check_count(c, CHAIN_CASES, 53)
 
 
-def chain_stats(c: pd.DataFrame, cs: pd.DataFrame, src: str) -> dict:
-    """:func:`plan52_judge.chain_stats` over the chains' cases, with the chain-kernel MAPE of the machine-normalised
-    errors (``chain_kernel_normalised_mape_pct``, what (b) compares)."""
-    chains = c[c["experiment"].isin(CHAINS)]
+def chain_stats(c: pd.DataFrame, cs: pd.DataFrame, src: str, experiments=CHAINS) -> dict:
+    """:func:`plan52_judge.chain_stats` over the cases of ``experiments``, with the chain-kernel MAPE of the
+    machine-normalised errors (``chain_kernel_normalised_mape_pct``, what (b) compares)."""
+    chains = c[c["experiment"].isin(experiments)]
     kernel = chains[(chains["source"] == src) & chains["strategy"].str.startswith(BASE)]
     return dict(P52.chain_stats(chains, cs, src),
                 chain_kernel_normalised_mape_pct=round(100 * kernel["error_normalised"].abs().mean(), 3))

@@ -30,6 +30,11 @@ def p53(bench_module):
     return bench_module("plan53_judge")
 
 
+@pytest.fixture(scope="module")
+def p54(bench_module):
+    return bench_module("plan54_judge")
+
+
 def fake_run(experiments, reference, tmp: Path, twin: str, scale: float = 1.0) -> Path:
     """A run folder whose every case measures what ``twin``'s registration ("" the profile's, or a suffix) predicted
     (the reference GEMM its own registration's), times ``scale``."""
@@ -139,3 +144,21 @@ def test_plan_53_refuses_a_short_run_and_a_missing_one(p53, tmp_path, capsys):
     assert p53.main([str(run), "--out", str(tmp_path / "o")]) == 2
     assert "registered 26 chain-kernel cases" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_plan_54_meets_its_comparing_claims_only_where_the_adopted_profile_is_right(p54, tmp_path, capsys):
+    """A machine 3% slower than the adopted profile says meets (a)-(d) and (g); one that runs as the profile before
+    plan 53 said, 3% fast, misses them; a run short of a registered case is refused."""
+    run = fake_run(p54.EXPERIMENTS, p54.REFERENCE, tmp_path / "r", "", scale=1.03)
+    assert p54.main([str(run), "--out", str(tmp_path / "o")]) == 0
+    met = pd.read_csv(tmp_path / "o" / "claims.csv").set_index("claim")["met"]
+    assert met[list("abcdg")].all(), met
+    run = fake_run(p54.EXPERIMENTS, p54.REFERENCE, tmp_path / "p", "-partition", scale=0.97)
+    assert p54.main([str(run), "--out", str(tmp_path / "o2")]) == 0
+    met = pd.read_csv(tmp_path / "o2" / "claims.csv").set_index("claim")["met"]
+    assert not met[list("abcdg")].any(), met
+    f = run / p54.CHAINS[1] / "results.csv"
+    pd.read_csv(f).iloc[:-1].to_csv(f, index=False)
+    capsys.readouterr()
+    assert p54.main([str(run), "--out", str(tmp_path / "o3")]) == 2
+    assert "registered 12 chain-kernel cases" in capsys.readouterr().err and not (tmp_path / "o3").exists()
