@@ -120,13 +120,14 @@ def errors(profile_of, regs) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _profile(kernels: int, spread: float | None = None, active: bool = True, law: str = "threshold"):
+def _profile(kernels: int, spread: float | None = None, active: bool = True, law: str = "threshold",
+             factor: float = 1.0):
     """The shared-device profile of ``kernels`` kernels under ticket law ``law`` (default: the law of plans 40-42's
     registrations, "threshold"; the profiles' law was "partition" from registered plan 49 and is "survival" since plan
-    53: bench/ticket_law_record.py's rings.csv has the first two), the tickets mainloop factor 1 (the registrations'),
-    with ``ticket_spread`` at ``spread`` where given."""
-    hw = load_hardware(f"h200-x1-shared{kernels}" + ("-active" if active else "")).with_ticket_law(law,
-                                                                                                   mainloop_factor=1.0)
+    53: bench/ticket_law_record.py's rings.csv has all three) and the tickets mainloop factor ``factor`` (default 1,
+    the registrations'; the profiles' 1.019 since plan 53), with ``ticket_spread`` at ``spread`` where given."""
+    hw = load_hardware(f"h200-x1-shared{kernels}" + ("-active" if active else "")).with_ticket_law(
+        law, mainloop_factor=factor)
     if spread is None:
         return hw
     return dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, ticket_spread=spread)

@@ -14,8 +14,9 @@ Writes ``cases.csv`` (per measured chain-kernel case and law: predicted, measure
 the fastest strategy are right) and ``summary.csv`` (per law, over every machine and over the machines within 2% of
 the profile's reference GEMM: chain-kernel MAPE, the same over the grouped orders -- groups of 8, 4 and pairs, the ones
 a user runs; row order is explained by neither law --, the chain-vs-sequential error in points, its sign and the
-fastest strategy right), and ``rings.csv``: the rings of registered plans 40-42 on one shared H200 under each law
-(post-hoc for the law, :func:`rings`); prints both.
+fastest strategy right), and ``rings.csv``: the rings of registered plans 40-42 on one shared H200 under each law,
+the survival law (the profiles' since registered plan 53) at the profiles' tickets mainloop factor (post-hoc for the
+law, :func:`rings`); prints both.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import pandas as pd  # noqa: E402
 
 from ctasim import accuracy, results  # noqa: E402
 from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
-from ctasim.spec import SpecError  # noqa: E402
+from ctasim.spec import SpecError, load_hardware  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
 PREDICTIONS = ROOT / "bench/predictions"
@@ -125,16 +126,18 @@ def summary(c: pd.DataFrame, cs: pd.DataFrame) -> pd.DataFrame:
 def rings() -> pd.DataFrame:
     """The rings on one shared H200 (registered plans 40-42, every measured row) under each law: the shared-device
     profiles (``bench/posthoc_shared_device.py``: the even split for plans 40-41, the ``-active`` rule for all) with
-    ``Hardware.with_ticket_law``. Post-hoc for the law: plans 40-42 registered the threshold law only; both columns are
-    today's model."""
+    ``Hardware.with_ticket_law``, the partition and threshold laws at factor 1 and the survival law at the profiles'
+    tickets mainloop factor (since registered plan 53; column ``factor``). Post-hoc for the law: plans 40-42 registered
+    the threshold law only; every row is today's model."""
     import posthoc_shared_device as S  # noqa: PLC0415
 
+    own = load_hardware("h200-x1-shared2-active").config(128, 256).ticket_mainloop_factor
     rows = []
-    for law in ("partition", "threshold"):
+    for law, factor in (("partition", 1.0), ("threshold", 1.0), ("survival", own)):
         for label, active, regs in (("even split, plans 40-41", False, S.EARLY),
                                     ("active, plans 40-42", True, list(S.RUNS))):
-            d = S.errors(lambda r, a=active: S._profile(S.KERNELS[r], active=a, law=law), regs)
-            rows.append({"law": law, **S._summary(d, label)})
+            d = S.errors(lambda r, a=active: S._profile(S.KERNELS[r], active=a, law=law, factor=factor), regs)
+            rows.append({"law": law, "factor": factor, **S._summary(d, label)})
     return pd.DataFrame(rows)
 
 

@@ -40,6 +40,9 @@ def test_the_committed_record_is_what_the_script_computes_and_the_docs_quote(tlr
     r = pd.read_csv(COMMITTED / "rings.csv").set_index(["law", "predictor"])
     assert (r.loc[("partition", "active, plans 40-42"), "groups_2_8_mape_pct"],
             r.loc[("threshold", "active, plans 40-42"), "groups_2_8_mape_pct"]) == (4.73, 3.22)
+    # the survival law at the profiles' factor (since plan 53) nearer still under the -active rule (post-hoc)
+    s = r.loc[("survival", "active, plans 40-42")]
+    assert (s["factor"], s["mape_pct"], s["groups_2_8_mape_pct"]) == (1.019, 3.68, 2.17)
     assert (r.loc[("partition", "even split, plans 40-41"), "mape_pct"],
             r.loc[("threshold", "even split, plans 40-41"), "mape_pct"]) == (12.22, 5.89)
     # the profile had the law the record favours until registered plan 53's adoption rule gave it the survival law and
