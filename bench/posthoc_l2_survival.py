@@ -38,8 +38,6 @@ import pandas as pd  # noqa: E402
 
 import posthoc_ticket_law as ptl  # noqa: E402
 import ticket_law_record as tlr  # noqa: E402
-from ctasim import results  # noqa: E402
-from ctasim.accuracy import judge  # noqa: E402
 from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
 from ctasim.spec import SpecError, load_hardware  # noqa: E402
 
@@ -70,12 +68,8 @@ def predicted(name: str, law: str, factor: float = 1.0, label: str | None = None
 def cases(names=tuple(RUNS), laws=LAWS, runs=RUNS, predictors=None) -> pd.DataFrame:
     """Every run of ``names`` judged under ``laws`` (or ``predictors``: label -> (law, factor))."""
     preds_of = predictors or {law: (law, 1.0) for law in laws}
-    parts = []
-    for name in names:
-        preds = pd.concat([predicted(name, law, f, label) for label, (law, f) in preds_of.items()], ignore_index=True)
-        for run in runs[name]:
-            parts.append(judge(preds, results.read(ptl.HW / run / name / "results.csv")).assign(run=run))
-    return pd.concat(parts, ignore_index=True)
+    return ptl.judged(names, runs, lambda name: pd.concat(
+        [predicted(name, law, f, label) for label, (law, f) in preds_of.items()], ignore_index=True))
 
 
 def summary(c: pd.DataFrame) -> pd.DataFrame:

@@ -84,16 +84,21 @@ def predicted(name: str, law: str, factor: float | None) -> pd.DataFrame:
         l2.PARTITIONS = saved
 
 
-def cases(names=tuple(RUNS), predictors=tuple(PREDICTORS)) -> pd.DataFrame:
-    """Every run of the experiments ``names`` judged under the ``predictors`` (keys of :data:`PREDICTORS`)."""
+def judged(names, runs, preds_of) -> pd.DataFrame:
+    """Every committed run of each experiment of ``names`` (``runs``: experiment -> its run folders under :data:`HW`)
+    judged (``ctasim.accuracy.judge``) against ``preds_of(name)``, the predictions of every predictor, with its run."""
     parts = []
     for name in names:
-        preds = pd.concat([predicted(name, *PREDICTORS[label]).assign(source=label) for label in predictors],
-                          ignore_index=True)
-        for run in RUNS[name]:
-            meas = results.read(HW / run / name / "results.csv")
-            parts.append(judge(preds, meas).assign(run=run))
+        preds = preds_of(name)
+        for run in runs[name]:
+            parts.append(judge(preds, results.read(HW / run / name / "results.csv")).assign(run=run))
     return pd.concat(parts, ignore_index=True)
+
+
+def cases(names=tuple(RUNS), predictors=tuple(PREDICTORS)) -> pd.DataFrame:
+    """Every run of the experiments ``names`` judged under the ``predictors`` (keys of :data:`PREDICTORS`)."""
+    return judged(names, RUNS, lambda name: pd.concat(
+        [predicted(name, *PREDICTORS[label]).assign(source=label) for label in predictors], ignore_index=True))
 
 
 def summary(c: pd.DataFrame) -> pd.DataFrame:
