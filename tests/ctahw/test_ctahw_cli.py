@@ -57,10 +57,12 @@ def test_calibrate_dry_run_names_the_memory_hierarchy_unless_skipped(capsys, tmp
     assert "l2_bytes, l2_survival_taken, l2_survival_share, l2_hbm_exposed" in out
     assert "l2_sm_tflops, cta_drift, drift_form, cluster_m" in out
     assert "tile-order probe at N = K = 8192" in out and "L2 survival probe" in out and str(tmp_path / "probes") in out
+    assert "ticket_spread, ticket_law, ticket_mainloop_factor" in out and "one-layer microbenchmark" in out
     assert not (tmp_path / "probes").exists()  # a dry run writes nothing
     assert cli.main(["calibrate", "--dry-run", "--no-memory"]) == 0
     out = capsys.readouterr().out
     assert "hbm_gbps" in out and "l2_" not in out and "cta_drift" not in out and "memory probes" not in out
+    assert "ticket_mainloop_factor" not in out and "microbenchmark" not in out
 
 
 def test_calibrate_dry_run_names_the_one_cta_per_tile_probe_unless_skipped(capsys, tmp_path):
