@@ -21,7 +21,9 @@ is tested by registered plan 53 (bench/predictions/reg53-chain-law-factor-h8704/
 Writes ``factors.csv`` (per machine, law and microbenchmark case: measured, predicted and the case's factor; the
 factor per machine and law) and ``record.csv`` (per predictor and plan group: chain-kernel MAPE, mean |error| of
 groups of 8 over sequential in points, the faster of the two right), and ``chain-vs-sequential.csv`` (per run,
-experiment, M and predictor: the ratio measured and predicted); prints the tables. ~60 s.
+experiment, M and predictor: the ratio measured and predicted) and ``order-gaps.csv`` (per predictor and M, and over
+every M: the mean error of groups of 8 less that of groups of 4, and of groups of 4 less pairs, in points); prints the
+tables. ~60 s.
 """
 
 from __future__ import annotations
@@ -103,6 +105,25 @@ def chain_vs_sequential(c: pd.DataFrame) -> pd.DataFrame:
     return out.round(4).reset_index()
 
 
+def order_gaps(c: pd.DataFrame) -> pd.DataFrame:
+    """Per predictor and M: the mean over runs and H of the error of groups of 8 less that of groups of 4, and of groups
+    of 4 less pairs (points; what no machine's speed moves), over the (run, experiment, M) that ran all three."""
+    t = c.pivot_table(index=["source", "run", "experiment", "m"], columns="strategy", values="error")
+    t = t.dropna(subset=[BASE, "intragpu-g4", "intragpu-g2"])
+    gaps = pd.DataFrame({"g8_less_g4_points": 100 * (t[BASE] - t["intragpu-g4"]),
+                         "g4_less_g2_points": 100 * (t["intragpu-g4"] - t["intragpu-g2"])})
+    by_m = gaps.groupby(level=["source", "m"]).agg(["mean", "size"])
+    out = pd.DataFrame({"cases": by_m[("g8_less_g4_points", "size")],
+                        "g8_less_g4_points": by_m[("g8_less_g4_points", "mean")],
+                        "g4_less_g2_points": by_m[("g4_less_g2_points", "mean")]}).reset_index()
+    every = gaps.groupby(level="source").agg(["mean", "size"])
+    out = pd.concat([out, pd.DataFrame({"source": every.index, "m": "all",
+                                        "cases": every[("g8_less_g4_points", "size")].to_numpy(),
+                                        "g8_less_g4_points": every[("g8_less_g4_points", "mean")].to_numpy(),
+                                        "g4_less_g2_points": every[("g4_less_g2_points", "mean")].to_numpy()})])
+    return out.round(2).rename(columns={"source": "predictor"}).reset_index(drop=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_law_factor.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-law-factor")
@@ -114,16 +135,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     fc, own = factors()
     c = pls.cases(tuple(RUNS), runs=RUNS, predictors=predictors(own))
-    rec, cvs = record(c), chain_vs_sequential(c)
+    rec, cvs, gaps = record(c), chain_vs_sequential(c), order_gaps(c)
     args.out.mkdir(parents=True, exist_ok=True)
     fc.to_csv(args.out / "factors.csv", index=False)
     rec.to_csv(args.out / "record.csv", index=False)
     cvs.to_csv(args.out / "chain-vs-sequential.csv", index=False)
+    gaps.to_csv(args.out / "order-gaps.csv", index=False)
     pd.set_option("display.width", 200)
     print(fc.pivot_table(index=["machine", "experiment", "case"], columns="law", values="factor").to_string())
     print("factor by plan 51's rule (call 1), per law:", ", ".join(f"{k} {v:.3f}" for k, v in own.items()))
     print()
     print(rec.to_string(index=False))
+    print()
+    print(gaps[gaps["m"].astype(str) == "all"].to_string(index=False))
     return 0
 
 
