@@ -17,8 +17,11 @@ What is modelled
 
 Left out
     Any shape dependence beyond these four cases (under the survival law they were within a point of their median on
-    three machines); the factor applies to the chain kernel's tiles only (not the static design, not the plain GEMM,
-    not the one-CTA-per-tile kernels of two GPUs); the run-to-run spread of the ratios (~0.5 point).
+    plan 51's two machines, as were plan 53's two cases at H = 10240 on a third, and spread two points on a fourth, a
+    quick calibration of 5 repetitions); the machine's own part (1.011-1.022 over the four under h200-x1-calibrated:
+    ``ctahw calibrate`` measures it per machine); the factor
+    applies to the chain kernel's tiles only (not the static design, not the plain GEMM, not the one-CTA-per-tile
+    kernels of two GPUs); the run-to-run spread of the ratios (~0.5 point).
 """
 
 from __future__ import annotations
