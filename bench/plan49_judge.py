@@ -205,21 +205,31 @@ def claims(s: pd.DataFrame, oe: pd.DataFrame, r: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "met": bool(m)} for k, v, m in rows])
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = OneLineParser(prog="python bench/plan49_judge.py", description=__doc__.splitlines()[0])
+def judge_main(argv: Sequence[str] | None, plan: int, doc: str, cases_of, tables_of, show: Sequence[str]) -> int:
+    """A registered plan's judge command: ``RUN_DIR [--out bench/results/validation-registered<plan>]``; the cases
+    (``cases_of(run_dir)``, a bad run refused in one line, exit 2, nothing written), the tables (``tables_of(cases)``:
+    name -> frame) written and the ``show`` ones printed by :func:`write_judgement`."""
+    ap = OneLineParser(prog=f"python bench/plan{plan}_judge.py", description=doc.splitlines()[0])
     ap.add_argument("run_dir", type=Path)
-    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/validation-registered49")
+    ap.add_argument("--out", type=Path, default=ROOT / f"bench/results/validation-registered{plan}")
     args = ap.parse_args(argv)
     try:
         writable_folder(args.out)
-        c = check_count(cases(args.run_dir), CHAIN_CASES, 49)
-    except (JudgeError, SpecError) as e:
-        print(f"plan49_judge: {e}", file=sys.stderr)
+        c = cases_of(args.run_dir)
+    except (JudgeError, SpecError, results.ResultsError) as e:
+        print(f"plan{plan}_judge: {e}", file=sys.stderr)
         return 2
-    s, oe, r = summary(c), order_effect(c), rankings(c)
-    cl = claims(s, oe, r)
-    write_judgement(args.out, c, {"summary": s, "order-effect": oe, "rankings": r, "claims": cl}, ("summary", "claims"))
+    write_judgement(args.out, c, tables_of(c), show)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    def tables(c):
+        s, oe, r = summary(c), order_effect(c), rankings(c)
+        return {"summary": s, "order-effect": oe, "rankings": r, "claims": claims(s, oe, r)}
+
+    return judge_main(argv, 49, __doc__, lambda run: check_count(cases(run), CHAIN_CASES, 49), tables,
+                      ("summary", "claims"))
 
 
 if __name__ == "__main__":

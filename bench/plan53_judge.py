@@ -30,9 +30,6 @@ import pandas as pd  # noqa: E402
 import plan49_judge as P49  # noqa: E402
 import plan50_judge as P50  # noqa: E402
 import plan52_judge as P52  # noqa: E402
-from ctasim import results  # noqa: E402
-from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
-from ctasim.spec import SpecError  # noqa: E402
 
 REFERENCE = P49.REFERENCE
 RATE = "reg53-chain-rate-h10240"
@@ -80,32 +77,43 @@ def chain_stats(c: pd.DataFrame, cs: pd.DataFrame, src: str, experiments=CHAINS)
                 chain_kernel_normalised_mape_pct=round(100 * kernel["error_normalised"].abs().mean(), 3))
 
 
-def claims(c: pd.DataFrame, s: pd.DataFrame, r: pd.DataFrame, cs: pd.DataFrame, rate: pd.DataFrame) -> pd.DataFrame:
-    st = {src: chain_stats(c, cs, src) for src in ("profile", CANDIDATE, "naive")}
-    mape = s.set_index(["predictor", "cases"])["mape_pct"]
-    worst = s.set_index(["predictor", "cases"])["worst_pct"]
-    m, p, n = st[CANDIDATE], st["profile"], st["naive"]
-    rate_pts = 100 * (rate[CANDIDATE] - rate["measured"]).abs()
-    rows = [
+def comparing_claims(c: pd.DataFrame, s: pd.DataFrame, r: pd.DataFrame, cs: pd.DataFrame, candidate: str,
+                     other: str, experiments=CHAINS, other_label: str | None = None) -> list[tuple[str, str, bool]]:
+    """Claims (a)-(g) of a chain plan (plans 53 and 54): predictor ``candidate`` against ``other`` (named
+    ``other_label`` in the values) and the naive line over ``experiments``' chain cases, the targets over every case
+    of ``candidate`` (``s``'s "all" row): (claim, value, met)."""
+    st = {src: chain_stats(c, cs, src, experiments) for src in (candidate, other, "naive")}
+    m, p, n = st[candidate], st[other], st["naive"]
+    a = s[s["cases"] == "all"].set_index("predictor").loc[candidate]
+    label = other_label or other
+    return [
         ("a", f"{m['chain_vs_sequential_points']:.2f} against {p['chain_vs_sequential_points']:.2f} points",
          m["chain_vs_sequential_points"] < p["chain_vs_sequential_points"]),
         ("b", f"{m['chain_kernel_normalised_mape_pct']:.2f}% against {p['chain_kernel_normalised_mape_pct']:.2f}% "
               f"(raw {m['chain_kernel_mape_pct']:.2f} against {p['chain_kernel_mape_pct']:.2f}%)",
          m["chain_kernel_normalised_mape_pct"] < p["chain_kernel_normalised_mape_pct"]),
-        ("c", f"{m['faster_right']} of {m['comparisons']} (profile {p['faster_right']})",
+        ("c", f"{m['faster_right']} of {m['comparisons']} ({label} {p['faster_right']})",
          m["faster_right"] == m["comparisons"]),
-        ("d", f"{int(r[f'{CANDIDATE}_fastest_right'].sum())} of {len(r)} (profile "
-              f"{int(r['profile_fastest_right'].sum())})", bool(r[f"{CANDIDATE}_fastest_right"].all())),
-        ("e", f"MAPE {mape[CANDIDATE, 'all']:.2f}%, worst {worst[CANDIDATE, 'all']:+.2f}%",
-         mape[CANDIDATE, "all"] <= TARGET_MAPE and abs(worst[CANDIDATE, "all"]) <= TARGET_WORST),
+        ("d", f"{int(r[f'{candidate}_fastest_right'].sum())} of {len(r)} ({label} "
+              f"{int(r[f'{other}_fastest_right'].sum())})", bool(r[f"{candidate}_fastest_right"].all())),
+        ("e", f"MAPE {a['mape_pct']:.2f}%, worst {a['worst_pct']:+.2f}%",
+         a["mape_pct"] <= TARGET_MAPE and abs(a["worst_pct"]) <= TARGET_WORST),
         ("f", f"{m['chain_kernel_mape_pct']:.2f}% against naive {n['chain_kernel_mape_pct']:.2f}%",
          m["chain_kernel_mape_pct"] <= 0.5 * n["chain_kernel_mape_pct"]),
         ("g", f"{m['chain_vs_sequential_points']:.2f} points", m["chain_vs_sequential_points"] <= MEAN_POINTS),
-        ("h", "; ".join(f"{row.case}: measured {row.measured:.4f}, {CANDIDATE} {row[CANDIDATE]:.4f}"
-                        for _, row in rate.iterrows()) + f" (at most {rate_pts.max():.2f} points)",
-         bool(len(rate) == 2 and (rate_pts <= RATE_POINTS).all())),
     ]
-    return pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "met": bool(ok)} for k, v, ok in rows])
+
+
+def claim_table(rows, rules: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame([{"claim": k, "rule": rules[k], "value": v, "met": bool(ok)} for k, v, ok in rows])
+
+
+def claims(c: pd.DataFrame, s: pd.DataFrame, r: pd.DataFrame, cs: pd.DataFrame, rate: pd.DataFrame) -> pd.DataFrame:
+    rate_pts = 100 * (rate[CANDIDATE] - rate["measured"]).abs()
+    h = ("h", "; ".join(f"{row.case}: measured {row.measured:.4f}, {CANDIDATE} {row[CANDIDATE]:.4f}"
+                        for _, row in rate.iterrows()) + f" (at most {rate_pts.max():.2f} points)",
+         bool(len(rate) == 2 and (rate_pts <= RATE_POINTS).all()))
+    return claim_table([*comparing_claims(c, s, r, cs, CANDIDATE, "profile"), h], CLAIMS)
 
 
 def adoption(c: pd.DataFrame, cs: pd.DataFrame, cl: pd.DataFrame) -> pd.DataFrame:
@@ -116,25 +124,14 @@ def adoption(c: pd.DataFrame, cs: pd.DataFrame, cl: pd.DataFrame) -> pd.DataFram
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = OneLineParser(prog="python bench/plan53_judge.py", description=__doc__.splitlines()[0])
-    ap.add_argument("run_dir", type=Path)
-    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/validation-registered53")
-    args = ap.parse_args(argv)
-    try:
-        writable_folder(args.out)
-        c = cases(args.run_dir)
-    except (P49.JudgeError, SpecError, results.ResultsError) as e:
-        print(f"plan53_judge: {e}", file=sys.stderr)
-        return 2
-    s, r = P49.summary(c), P49.rankings(c, CHAINS)
-    cs = P50.chain_vs_sequential(c, CHAINS)
-    rate = P50.chain_vs_sequential(c, (RATE,))
-    cl = claims(c, s, r, cs, rate)
-    ad = adoption(c, cs, cl)
-    tables = {"summary": s, "rankings": r, "chain-vs-sequential": pd.concat([cs, rate], ignore_index=True),
-              "claims": cl, "adoption": ad}
-    P49.write_judgement(args.out, c, tables, ("summary", "chain-vs-sequential", "claims", "adoption"))
-    return 0
+    def tables(c):
+        s, r = P49.summary(c), P49.rankings(c, CHAINS)
+        cs, rate = P50.chain_vs_sequential(c, CHAINS), P50.chain_vs_sequential(c, (RATE,))
+        cl = claims(c, s, r, cs, rate)
+        return {"summary": s, "rankings": r, "chain-vs-sequential": pd.concat([cs, rate], ignore_index=True),
+                "claims": cl, "adoption": adoption(c, cs, cl)}
+
+    return P49.judge_main(argv, 53, __doc__, cases, tables, ("summary", "chain-vs-sequential", "claims", "adoption"))
 
 
 if __name__ == "__main__":

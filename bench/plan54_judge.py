@@ -28,15 +28,12 @@ import pandas as pd  # noqa: E402
 import plan49_judge as P49  # noqa: E402
 import plan50_judge as P50  # noqa: E402
 import plan53_judge as P53  # noqa: E402
-from ctasim import results  # noqa: E402
-from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
-from ctasim.spec import SpecError  # noqa: E402
 
 REFERENCE = P49.REFERENCE
 CHAINS = ("reg54-chain-deep-h6400", "reg54-chain-deep-h9728")
 EXPERIMENTS = (REFERENCE, *CHAINS)
 CANDIDATE, BEFORE = "profile", "partition"
-TARGET_MAPE, TARGET_WORST, MEAN_POINTS = 3.0, 6.0, 1.0
+TARGET_MAPE, TARGET_WORST, MEAN_POINTS = P53.TARGET_MAPE, P53.TARGET_WORST, P53.MEAN_POINTS
 CLAIMS = {
     "a": "profile: mean |error| of the chain against sequential (groups of 8 / sequential) below the profile before "
          "plan 53's",
@@ -66,45 +63,15 @@ def cases(run_dir: Path) -> pd.DataFrame:
 
 
 def claims(c: pd.DataFrame, s: pd.DataFrame, r: pd.DataFrame, cs: pd.DataFrame) -> pd.DataFrame:
-    st = {src: P53.chain_stats(c, cs, src, CHAINS) for src in (CANDIDATE, BEFORE, "naive")}
-    m, p, n = st[CANDIDATE], st[BEFORE], st["naive"]
-    a = s[s["cases"] == "all"].set_index("predictor")
-    rows = [
-        ("a", f"{m['chain_vs_sequential_points']:.2f} against {p['chain_vs_sequential_points']:.2f} points",
-         m["chain_vs_sequential_points"] < p["chain_vs_sequential_points"]),
-        ("b", f"{m['chain_kernel_normalised_mape_pct']:.2f}% against {p['chain_kernel_normalised_mape_pct']:.2f}% "
-              f"(raw {m['chain_kernel_mape_pct']:.2f} against {p['chain_kernel_mape_pct']:.2f}%)",
-         m["chain_kernel_normalised_mape_pct"] < p["chain_kernel_normalised_mape_pct"]),
-        ("c", f"{m['faster_right']} of {m['comparisons']} (before plan 53 {p['faster_right']})",
-         m["faster_right"] == m["comparisons"]),
-        ("d", f"{int(r[f'{CANDIDATE}_fastest_right'].sum())} of {len(r)} (before plan 53 "
-              f"{int(r[f'{BEFORE}_fastest_right'].sum())})", bool(r[f"{CANDIDATE}_fastest_right"].all())),
-        ("e", f"MAPE {a.loc[CANDIDATE, 'mape_pct']:.2f}%, worst {a.loc[CANDIDATE, 'worst_pct']:+.2f}%",
-         a.loc[CANDIDATE, "mape_pct"] <= TARGET_MAPE and abs(a.loc[CANDIDATE, "worst_pct"]) <= TARGET_WORST),
-        ("f", f"{m['chain_kernel_mape_pct']:.2f}% against naive {n['chain_kernel_mape_pct']:.2f}%",
-         m["chain_kernel_mape_pct"] <= 0.5 * n["chain_kernel_mape_pct"]),
-        ("g", f"{m['chain_vs_sequential_points']:.2f} points", m["chain_vs_sequential_points"] <= MEAN_POINTS),
-    ]
-    return pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "met": bool(ok)} for k, v, ok in rows])
+    return P53.claim_table(P53.comparing_claims(c, s, r, cs, CANDIDATE, BEFORE, CHAINS, "before plan 53"), CLAIMS)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = OneLineParser(prog="python bench/plan54_judge.py", description=__doc__.splitlines()[0])
-    ap.add_argument("run_dir", type=Path)
-    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/validation-registered54")
-    args = ap.parse_args(argv)
-    try:
-        writable_folder(args.out)
-        c = cases(args.run_dir)
-    except (P49.JudgeError, SpecError, results.ResultsError) as e:
-        print(f"plan54_judge: {e}", file=sys.stderr)
-        return 2
-    s, r = P49.summary(c), P49.rankings(c, CHAINS)
-    cs = P50.chain_vs_sequential(c, CHAINS)
-    cl = claims(c, s, r, cs)
-    tables = {"summary": s, "rankings": r, "chain-vs-sequential": cs, "claims": cl}
-    P49.write_judgement(args.out, c, tables, ("summary", "chain-vs-sequential", "claims"))
-    return 0
+    def tables(c):
+        s, r, cs = P49.summary(c), P49.rankings(c, CHAINS), P50.chain_vs_sequential(c, CHAINS)
+        return {"summary": s, "rankings": r, "chain-vs-sequential": cs, "claims": claims(c, s, r, cs)}
+
+    return P49.judge_main(argv, 54, __doc__, cases, tables, ("summary", "chain-vs-sequential", "claims"))
 
 
 if __name__ == "__main__":

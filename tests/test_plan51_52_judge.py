@@ -162,3 +162,16 @@ def test_plan_54_meets_its_comparing_claims_only_where_the_adopted_profile_is_ri
     capsys.readouterr()
     assert p54.main([str(run), "--out", str(tmp_path / "o3")]) == 2
     assert "registered 12 chain-kernel cases" in capsys.readouterr().err and not (tmp_path / "o3").exists()
+
+
+def test_the_committed_plan_53_judgement_is_what_its_run_gives(p53, tmp_path):
+    run = ROOT / "bench/results/hw/2026-12-04-registered53-1gpu"
+    assert p53.main([str(run), "--out", str(tmp_path / "o")]) == 0
+    want = ROOT / "bench/results/validation-registered53"
+    for name in ("claims", "summary", "chain-vs-sequential", "adoption"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o" / f"{name}.csv"), pd.read_csv(want / f"{name}.csv"))
+    assert pd.read_csv(want / "claims.csv")["met"].all()  # docs/validation.md: every claim met
+    ad = pd.read_csv(want / "adoption.csv").set_index("predictor")
+    assert ad["adopt_survival_own"].all()
+    assert (round(ad.loc["survival-own", "chain_vs_sequential_points"], 2),
+            round(ad.loc["profile", "chain_vs_sequential_points"], 2)) == (0.88, 1.47)
