@@ -207,8 +207,8 @@ def claims(s: pd.DataFrame, oe: pd.DataFrame, r: pd.DataFrame) -> pd.DataFrame:
 
 def judge_main(argv: Sequence[str] | None, plan: int, doc: str, cases_of, tables_of, show: Sequence[str]) -> int:
     """A registered plan's judge command: ``RUN_DIR [--out bench/results/validation-registered<plan>]``; the cases
-    (``cases_of(run_dir)``, a bad run refused in one line, exit 2, nothing written), the tables (``tables_of(cases)``:
-    name -> frame) written and the ``show`` ones printed by :func:`write_judgement`."""
+    (``cases_of(run_dir)``) and the tables (``tables_of(cases, run_dir)``: name -> frame; a bad run refused in one
+    line, exit 2, nothing written) written, and those of ``show`` it has printed, by :func:`write_judgement`."""
     ap = OneLineParser(prog=f"python bench/plan{plan}_judge.py", description=doc.splitlines()[0])
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--out", type=Path, default=ROOT / f"bench/results/validation-registered{plan}")
@@ -216,15 +216,16 @@ def judge_main(argv: Sequence[str] | None, plan: int, doc: str, cases_of, tables
     try:
         writable_folder(args.out)
         c = cases_of(args.run_dir)
+        tables = tables_of(c, args.run_dir)
     except (JudgeError, SpecError, results.ResultsError) as e:
         print(f"plan{plan}_judge: {e}", file=sys.stderr)
         return 2
-    write_judgement(args.out, c, tables_of(c), show)
+    write_judgement(args.out, c, tables, [n for n in show if n in tables])
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    def tables(c):
+    def tables(c, run_dir):
         s, oe, r = summary(c), order_effect(c), rankings(c)
         return {"summary": s, "order-effect": oe, "rankings": r, "claims": claims(s, oe, r)}
 

@@ -34,8 +34,6 @@ import pandas as pd  # noqa: E402
 
 import plan49_judge as P49  # noqa: E402
 from ctasim import results  # noqa: E402
-from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
-from ctasim.spec import SpecError  # noqa: E402
 
 REFERENCE = P49.REFERENCE  # plan 49's reference GEMM, registered there
 CHAINS = ("reg50-chain-order-h11264", "reg50-chain-order-h14336")
@@ -138,26 +136,15 @@ def claims(c: pd.DataFrame, s: pd.DataFrame, oe: pd.DataFrame, r: pd.DataFrame, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = OneLineParser(prog="python bench/plan50_judge.py", description=__doc__.splitlines()[0])
-    ap.add_argument("run_dir", type=Path)
-    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/validation-registered50")
-    args = ap.parse_args(argv)
-    try:
-        writable_folder(args.out)
-        c = cases(args.run_dir)
-        rs = row_state(args.run_dir)
-    except (P49.JudgeError, SpecError, results.ResultsError) as e:
-        print(f"plan50_judge: {e}", file=sys.stderr)
-        return 2
-    s, oe, r = P49.summary(c), P49.order_effect(c, CHAINS), P49.rankings(c, CHAINS)
-    cs = chain_vs_sequential(c)
-    cl = claims(c, s, oe, r, cs)
-    tables = {"summary": s, "order-effect": oe, "rankings": r, "chain-vs-sequential": cs, "claims": cl}
-    if rs is not None:
-        tables["row-state"] = rs
-    P49.write_judgement(args.out, c, tables, [n for n in ("summary", "chain-vs-sequential", "claims", "row-state")
-                                              if n in tables])
-    return 0
+    def tables(c, run_dir):
+        s, oe, r = P49.summary(c), P49.order_effect(c, CHAINS), P49.rankings(c, CHAINS)
+        cs = chain_vs_sequential(c)
+        out = {"summary": s, "order-effect": oe, "rankings": r, "chain-vs-sequential": cs,
+               "claims": claims(c, s, oe, r, cs)}
+        rs = row_state(run_dir)
+        return out if rs is None else dict(out, **{"row-state": rs})
+
+    return P49.judge_main(argv, 50, __doc__, cases, tables, ("summary", "chain-vs-sequential", "claims", "row-state"))
 
 
 if __name__ == "__main__":

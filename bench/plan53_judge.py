@@ -124,7 +124,7 @@ def adoption(c: pd.DataFrame, cs: pd.DataFrame, cl: pd.DataFrame) -> pd.DataFram
 
 
 def main(argv: list[str] | None = None) -> int:
-    def tables(c):
+    def tables(c, run_dir):
         s, r = P49.summary(c), P49.rankings(c, CHAINS)
         cs, rate = P50.chain_vs_sequential(c, CHAINS), P50.chain_vs_sequential(c, (RATE,))
         cl = claims(c, s, r, cs, rate)

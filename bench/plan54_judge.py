@@ -67,7 +67,7 @@ def claims(c: pd.DataFrame, s: pd.DataFrame, r: pd.DataFrame, cs: pd.DataFrame) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    def tables(c):
+    def tables(c, run_dir):
         s, r, cs = P49.summary(c), P49.rankings(c, CHAINS), P50.chain_vs_sequential(c, CHAINS)
         return {"summary": s, "rankings": r, "chain-vs-sequential": cs, "claims": claims(c, s, r, cs)}
 
