@@ -35,7 +35,7 @@ import pandas as pd  # noqa: E402
 
 import plan49_judge as P49  # noqa: E402
 import plan50_judge as P50  # noqa: E402
-from ctasim import accuracy, results  # noqa: E402
+from ctasim import accuracy, results, ticket_rate  # noqa: E402
 from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
 from ctasim.spec import SpecError  # noqa: E402
 
@@ -87,8 +87,9 @@ def rate_cases(rate_dir: Path) -> pd.DataFrame:
 
 
 def mainloop_factor(rc: pd.DataFrame) -> float:
-    """The registration's factor: the median of the cases' factors, rounded to 3 places."""
-    return round(float(rc["factor"].median()), 3)
+    """The registration's factor: the median of the cases' factors, rounded to 3 places (the rule
+    ``ctasim.ticket_rate.mainloop_factor`` keeps; plan 51 applied it to its registration's partition-law predictions)."""
+    return ticket_rate.mainloop_factor(rc)
 
 
 CHAIN_CASES = 24
