@@ -99,3 +99,19 @@ def load_bench(name: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def registered_run(experiments, reference: str, tmp: Path, twin: str = "", scale: float = 1.0) -> Path:
+    """A made-up run folder of a registered plan (``tmp/EXP/results.csv``) whose every case measures what the
+    registration ``EXP + twin`` predicted ("" the plain registration's; the reference GEMM always its own), times
+    ``scale``: a machine that runs exactly as one predictor says, ``scale`` slower."""
+    import pandas as pd  # noqa: PLC0415
+
+    for exp in experiments:
+        reg = exp if exp == reference else f"{exp}{twin}"
+        p = pd.read_csv(BENCH / "predictions" / reg / "predictions.csv")
+        m = p[p["source"] == "model"].assign(source="hw")
+        m["makespan_ms"] *= scale
+        (tmp / exp).mkdir(parents=True)
+        m.to_csv(tmp / exp / "results.csv", index=False)
+    return tmp

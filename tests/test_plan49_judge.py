@@ -9,6 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.helpers import registered_run
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -20,14 +22,7 @@ def pj(bench_module):
 def fake_run(pj, tmp: Path, law: str, scale: float = 1.0) -> Path:
     """A run folder whose every case measures what ``law``'s registration predicted (the reference GEMM the
     threshold registration's), times ``scale``."""
-    for exp in pj.EXPERIMENTS:
-        reg = exp if law == "threshold" or exp == pj.REFERENCE else f"{exp}-partition"
-        p = pd.read_csv(pj.PREDICTIONS / reg / "predictions.csv")
-        m = p[p["source"] == "model"].assign(source="hw")
-        m["makespan_ms"] *= scale
-        (tmp / exp).mkdir(parents=True)
-        m.to_csv(tmp / exp / "results.csv", index=False)
-    return tmp
+    return registered_run(pj.EXPERIMENTS, pj.REFERENCE, tmp, "" if law == "threshold" else "-partition", scale)
 
 
 def test_a_machine_that_runs_as_the_partition_law_says_meets_its_claims(pj, tmp_path):

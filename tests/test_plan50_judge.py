@@ -11,6 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.helpers import registered_run
+
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "bench/results/hw/2026-12-04-registered50-1gpu"
 COMMITTED = ROOT / "bench/results/validation-registered50"
@@ -24,14 +26,7 @@ def pj(bench_module):
 def fake_run(pj, tmp: Path, law: str, scale: float = 1.0) -> Path:
     """A run folder whose every case measures what ``law``'s registration ("profile" or "threshold") predicted (the
     reference GEMM plan 49's registration), times ``scale``."""
-    for exp in pj.EXPERIMENTS:
-        reg = exp if law == "profile" or exp == pj.REFERENCE else f"{exp}-threshold"
-        p = pd.read_csv(ROOT / "bench/predictions" / reg / "predictions.csv")
-        m = p[p["source"] == "model"].assign(source="hw")
-        m["makespan_ms"] *= scale
-        (tmp / exp).mkdir(parents=True)
-        m.to_csv(tmp / exp / "results.csv", index=False)
-    return tmp
+    return registered_run(pj.EXPERIMENTS, pj.REFERENCE, tmp, "" if law == "profile" else "-threshold", scale)
 
 
 def test_a_machine_that_runs_as_the_profile_says_meets_the_comparing_claims(pj, tmp_path):

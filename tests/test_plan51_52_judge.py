@@ -11,6 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.helpers import registered_run as fake_run
+
 ROOT = Path(__file__).resolve().parents[1]
 RUN51 = ROOT / "bench/results/hw/2026-12-04-registered51-1gpu"
 
@@ -33,19 +35,6 @@ def p53(bench_module):
 @pytest.fixture(scope="module")
 def p54(bench_module):
     return bench_module("plan54_judge")
-
-
-def fake_run(experiments, reference, tmp: Path, twin: str, scale: float = 1.0) -> Path:
-    """A run folder whose every case measures what ``twin``'s registration ("" the profile's, or a suffix) predicted
-    (the reference GEMM its own registration's), times ``scale``."""
-    for exp in experiments:
-        reg = exp if exp == reference else f"{exp}{twin}"
-        p = pd.read_csv(ROOT / "bench/predictions" / reg / "predictions.csv")
-        m = p[p["source"] == "model"].assign(source="hw")
-        m["makespan_ms"] *= scale
-        (tmp / exp).mkdir(parents=True)
-        m.to_csv(tmp / exp / "results.csv", index=False)
-    return tmp
 
 
 def test_plan_51_meets_its_comparing_claims_only_where_the_mechanism_is_right(p51, tmp_path):
