@@ -1300,11 +1300,16 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
         res["l2_survival_note"] = str(e)
         log(f"calibrate: L2 survival curve not measured: {e}")
         return res
-    res["l2_survival_rows"] = [{k: (float(v) if isinstance(v, float) else v) for k, v in r.items()} for r in l2_rows]
+    res["l2_survival_rows"] = plain_rows(l2_rows)
     if probe_out is not None:
         pd.DataFrame(l2_rows).to_csv(probe_out / "l2-survival.csv", index=False)
         l2probe.latency_table(raw).to_csv(probe_out / "l2-survival-latency.csv.gz", index=False)
     return res
+
+
+def plain_rows(rows: Sequence[Mapping]) -> list[dict]:
+    """``rows`` as plain dicts for calibration.json, numpy floats as Python floats."""
+    return [{k: (float(v) if isinstance(v, float) else v) for k, v in r.items()} for r in rows]
 
 
 def ticket_rate(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), quick: bool = False,
@@ -1317,6 +1322,7 @@ def ticket_rate(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)
 
     from ctahw import experiment  # noqa: PLC0415
     from ctasim.cases import load_experiment  # noqa: PLC0415
+    from ctasim.results import COLUMNS  # noqa: PLC0415
     from ctasim.ticket_rate import RATE_EXPERIMENTS  # noqa: PLC0415
 
     log("calibrate: the tickets design's one-layer microbenchmark (" + ", ".join(RATE_EXPERIMENTS) + ")")
@@ -1330,10 +1336,7 @@ def ticket_rate(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)
         note = f"{r['experiment']} {r['case']} {r['strategy']}: {r['status']} ({r['reason']})"
         log(f"calibrate: tickets mainloop factor not measured: {note}")
         return {"ticket_rate_note": note}
-    keep = ["experiment", "case", "strategy", "kind", "variant", "gpus", "m", "layers", "source", "status", "reason",
-            "makespan_ms", "rel_err"]
-    return {"ticket_rate_runs": [{k: (float(v) if isinstance(v, float) else v) for k, v in row.items()}
-                                 for row in df[keep].to_dict("records")]}
+    return {"ticket_rate_runs": plain_rows(df[list(COLUMNS)].to_dict("records"))}
 
 
 def ticket_rate_fields(text: str, res: Mapping, where: str) -> dict:
@@ -1348,8 +1351,7 @@ def ticket_rate_fields(text: str, res: Mapping, where: str) -> dict:
     cases = tr.rate_cases(hw, pd.DataFrame(res["ticket_rate_runs"]))
     law = hw.config(128, 256).ticket_law
     return {"ticket_mainloop_factor": tr.mainloop_factor(cases), "ticket_rate_law": law,
-            "ticket_rate_cases": [{k: (float(v) if isinstance(v, float) else v) for k, v in r.items()}
-                                  for r in cases.to_dict("records")]}
+            "ticket_rate_cases": plain_rows(cases.to_dict("records"))}
 
 
 def l2_survival_fields(rows: Sequence[Mapping]) -> dict:
@@ -1556,33 +1558,37 @@ def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance:
         from ctahw.percta import percta_notes  # noqa: PLC0415
 
         header += [f"Measured, not written into a kernel config: {n}" for n in percta_notes(res["percta"])]
-    text = profile_toml(base, base_path.read_text(), base.name, name, measured_fields(res), measured_configs(res),
-                        provenance, header)
+    base_text = base_path.read_text()
+
+    def render(res: Mapping, header: Sequence[str]) -> str:
+        return profile_toml(base, base_text, base.name, name, measured_fields(res), measured_configs(res), provenance,
+                            header)
+
+    text = so_far = render(res, header)  # the fits below price with the profile measured so far
+    refit = False
     if "remote_d_remote_ms" in res and "sm_remote_store_gbps" not in res:
-        # Fit the remote-store fields with ctasim's engine on the profile measured so far.
-        res = dict(res)
+        refit, res = True, dict(res)
         try:
             # fitted without the memory hierarchy, as before it was measured: the local GEMM and the remote-D
             # producer both at the config's sm_tflops (the producer's ctapipe kernel has no memory hierarchy)
-            hw = dataclasses.replace(hardware_from_dict(tomllib.loads(text)["hardware"], str(out)), l2_bytes=0.0)
+            hw = dataclasses.replace(hardware_from_dict(tomllib.loads(so_far)["hardware"], str(out)), l2_bytes=0.0)
             ratio = res["remote_d_remote_ms"] / res["remote_d_local_ms"]
             res["sm_remote_store_gbps"], res["sm_remote_store_note"] = fit_sm_remote_store(hw, ratio)
         except ImportError as e:  # the fit needs ctasim's engine (simpy); without it the fields stay copied
             why = f"sm_remote_store_gbps and epilogue_store_overlap copied: fit failed ({type(e).__name__}: {e})"
             log(f"calibrate: {why}")
             header = list(header) + [why]
-        text = profile_toml(base, base_path.read_text(), base.name, name, measured_fields(res),
-                            measured_configs(res), provenance, header)
     if res.get("ticket_rate_runs") and "l2_sm_tflops" in res and "ticket_mainloop_factor" not in res:
-        # the factor is priced by the profile measured so far (its L2 constants, drift and ticket law)
+        # one GPU's chain kernel and plain GEMM: its L2 constants, drift and ticket law, not the remote-store fields
+        refit = True
         try:
-            res = dict(res, **ticket_rate_fields(text, res, str(out)))
+            res = dict(res, **ticket_rate_fields(so_far, res, str(out)))
         except (ImportError, ValueError) as e:
             why = f"ticket_mainloop_factor copied: {type(e).__name__}: {e}"
             log(f"calibrate: {why}")
             header = list(header) + [why]
-        text = profile_toml(base, base_path.read_text(), base.name, name, measured_fields(res),
-                            measured_configs(res), provenance, header)
+    if refit:
+        text = render(res, header)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     return text

@@ -668,3 +668,25 @@ def test_the_activation_factors_are_each_ops_cost_over_the_gelus():
                  next(q["per_op_ms"] for q in rows if q["m"] == r["m"] and q["item"] == "gemm1_plain")) for r in rows]
     with pytest.raises(ValueError, match="gelu's cost"):
         cal.activation_factors(flat)
+
+
+def test_the_tickets_microbenchmark_keeps_its_rows_or_says_which_case_failed(tmp_path, monkeypatch):
+    """ctahw.calibrate.ticket_rate with ctahw run's executor stood in for by plan 51's committed rows: every row kept
+    (the results columns, plain floats) and ticket-rate.csv written; a failed row leaves a note naming its case."""
+    import pandas as pd
+
+    from ctahw import experiment
+    from ctasim import results
+
+    rows = pd.DataFrame(_rate_runs())
+    monkeypatch.setattr(experiment, "run", lambda exp, cfg, log: rows[rows["experiment"] == exp.name])
+    got = cal.ticket_rate(log=lambda s: None, quick=True, probe_out=tmp_path)
+    assert len(got["ticket_rate_runs"]) == 8 and list(got["ticket_rate_runs"][0]) == list(results.COLUMNS)
+    assert type(got["ticket_rate_runs"][0]["makespan_ms"]) is float
+    assert len(pd.read_csv(tmp_path / "ticket-rate.csv")) == 8
+    bad = rows.copy()
+    bad.loc[3, ["status", "reason"]] = ["failed", "timeout"]
+    monkeypatch.setattr(experiment, "run", lambda exp, cfg, log: bad[bad["experiment"] == exp.name])
+    got = cal.ticket_rate(log=lambda s: None, quick=True)
+    assert got == {"ticket_rate_note": f"{bad.loc[3, 'experiment']} {bad.loc[3, 'case']} {bad.loc[3, 'strategy']}: "
+                                       "failed (timeout)"}
