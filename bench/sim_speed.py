@@ -9,7 +9,8 @@ SimPy event loop plus building the trace tables), median of ``--reps`` runs; CPU
 both recorded.  Invariant checks are timed separately (``check_s``); they are not part of the engine.
 Cases are CTA-pipelined chains (every tile goes through the per-tile event path; no closed-form shortcut):
 the ctapipe plan on h200-x8 (switch, fcfs links) from 1K to 1M CTAs, and at 16K CTAs the same on
-h200-x2-calibrated (fair link sharing, tile_cv) and the chain kernel (one GPU); a 4-layer ring on 2 GPUs (one chain kernel per GPU) at 16K CTAs.
+h200-x2-calibrated (fair link sharing, tile_cv) and the chain kernel (one GPU); a 4-layer ring on 2 GPUs (one chain kernel per GPU) at 16K CTAs;
+the chain kernel at 16K CTAs on h200-x1-calibrated (the one-H200 profile: L2 traffic, drift and ticket law priced).
 ``--baseline REV``: the same points also run the engine of git revision ``REV`` (its ``ctasim`` and ``specs``,
 extracted with ``git archive``; or ``--baseline-path`` to such a tree), interleaved round by round with this
 checkout's (``--rounds``); each engine's time is the median over rounds of each round's median, and
@@ -44,6 +45,7 @@ POINTS = [
     ("16K fair links", 2, 32768, "h200-x2-calibrated", {}),
     ("16K chain kernel", 2, 32768, "h200-x2-calibrated", {"gpus": 1}),
     ("16K ring", 4, 16384, "h200-x2-calibrated", {"gpus": 2}),
+    ("16K chain kernel one-H200 profile", 2, 32768, "h200-x1-calibrated", {"gpus": 1}),
 ]
 
 FLOOR = r"""

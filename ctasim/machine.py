@@ -149,8 +149,12 @@ class FairLink:
         return a SimPy event that succeeds when its last byte has left (or, given ``done`` and a ``schedule``,
         call ``done()`` then through the schedule, and return None)."""
         env = self.env
-        now = env.now
-        self._advance(now)
+        now = env._now
+        dt = now - self.t_last  # _advance, inlined (this is the store path of every fair-link tile)
+        if dt > 0.0:
+            for c in self.active:
+                c.v += c.rate * dt
+        self.t_last = now
         c = self.classes.get(cap)
         if c is None:
             if not 0.0 < cap <= 1.0:
@@ -192,7 +196,12 @@ class FairLink:
         """Max-min fair rates: classes in increasing cap; a class whose cap is below the fair share of what
         is left runs at its cap, the rest share the remainder equally."""
         left, n = 1.0, self.n
-        for c in self.active:  # sorted by cap
+        active = self.active
+        if len(active) == 1:  # one cap (the common case): the loop below, unrolled
+            c = active[0]
+            c.rate = c.cap if c.cap * n <= left else left / n
+            return
+        for c in active:  # sorted by cap
             if c.cap * n <= left:
                 c.rate = c.cap
                 left -= c.cap * c.n
@@ -205,11 +214,16 @@ class FairLink:
                 return
 
     def _plan(self, now: float) -> None:
-        t_next = float("inf")
-        for c in self.active:
-            t = now + (c.heap[0][0] - c.v) / c.rate
-            if t < t_next:
-                t_next = t
+        active = self.active
+        if len(active) == 1:
+            c = active[0]
+            t_next = now + (c.heap[0][0] - c.v) / c.rate
+        else:
+            t_next = float("inf")
+            for c in active:
+                t = now + (c.heap[0][0] - c.v) / c.rate
+                if t < t_next:
+                    t_next = t
         if t_next < now:
             t_next = now
         if t_next < self.wake_at:  # a pending later wake-up becomes stale; a pending earlier one re-plans
@@ -226,10 +240,15 @@ class FairLink:
         if gen != self.gen:
             return
         self.wake_at = float("inf")
-        now = self.env.now
-        self._advance(now)
+        now = self.env._now
+        active = self.active
+        dt = now - self.t_last  # _advance, inlined
+        if dt > 0.0:
+            for c in active:
+                c.v += c.rate * dt
+        self.t_last = now
         done = False
-        for c in list(self.active):
+        for c in (active if len(active) == 1 else list(active)):  # (removing the lone class ends the loop)
             heap, eps = c.heap, self.EPS + 1e-12 * c.v
             while heap and heap[0][0] <= c.v + eps:
                 ev = heapq.heappop(heap)[2]
