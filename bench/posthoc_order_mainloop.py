@@ -1,0 +1,172 @@
+"""Post-hoc: where the chain kernel's order effect is missed, in the tiles' mainloop or around it (no GPU).
+
+    python bench/posthoc_order_mainloop.py [--out bench/results/posthoc-order-mainloop]
+
+The profile prices the chain kernel's pairs about a point fast against its groups of 4 and 8, and overprices groups
+of 8 against groups of 4 by about half a point (`bench/posthoc_law_factor.py`, order-gaps.csv); row order is missed
+by every ticket law. A makespan mixes the tiles' mainloop (the L2 and HBM reuse of the order) with the fill, the
+waits and the protocol. This reads every committed traced run of a chain-kernel experiment that traced groups of 8 and
+another order of the same case (per-tile %globaltimer stamps; ``bench/results/hw/*/reg*-chain-*``, the one-layer
+microbenchmarks and the GeLU chains left out) and sets, per case and order, the **penalty** of the order over groups
+of 8 in the same run (so the machine's speed and the epilogue cancel):
+
+* ``mainloop``: the median mainloop (measured ``t_mainloop_end - t_acquire``, the model's ``t_compute_end -
+  t_acquire``) over the second half of the tiles taken (by ``t_acquire``; the first waves run a cold L2), the
+  order's less groups of 8's, in percent of groups of 8's measured figure;
+* ``makespan``: the order's makespan over groups of 8's, less 1, in percent.
+
+Measured against the model's, under the adopted profile (``h200-x1-calibrated``: the survival ticket law, the tickets
+mainloop factor 1.019) and under the partition law it replaced (factor 1). If the makespan's penalty is missed by
+what the mainloop's is, the order effect's error is the tiles' mainloop, not the fill or the protocol.
+
+Writes ``cases.csv`` (one row per run, experiment, case and order) and ``summary.csv`` (per order and predictor: the
+cases, the mean measured and predicted penalties and the mean and mean absolute error in points, for the mainloop
+and the makespan, and ``err_corr``, the correlation over the cases of the two errors); prints the summary. Every run here was seen before this was written: the figures are post-hoc.
+~1-2 min on 2 cores.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from ctasim.cases import expand, load_experiment  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+from ctasim.run import run_strategy  # noqa: E402
+from ctasim.trace import load_traces  # noqa: E402
+
+HW = ROOT / "bench/results/hw"
+BUNDLE = "ctapipe_traces.trace.npz"
+LEFT_OUT = ("-rate-", "-gelu")
+"""Experiments whose traces are left out: the one-layer microbenchmarks (groups of 8 only) and the GeLU chains."""
+REFERENCE = "intragpu"
+"""The strategy the penalties are taken against: groups of 8 (the chain kernel's default order)."""
+PREDICTORS = {"adopted (survival, 1.019)": None, "partition (factor 1)": ("partition", 1.0)}
+"""Label -> the ticket law and tickets mainloop factor put on the experiment's profile (None: the profile's own)."""
+
+
+def bundles(root: Path = HW) -> list[Path]:
+    """The committed chain-kernel trace bundles (sorted), the :data:`LEFT_OUT` experiments left out."""
+    found = sorted(root.glob(f"*/reg*-chain-*/{BUNDLE}")) + sorted(root.glob(f"*/*/reg*-chain-*/{BUNDLE}"))
+    return [p for p in found if not any(s in p.parent.name for s in LEFT_OUT)]
+
+
+def machine(bundle: Path) -> str:
+    """The GPU's uuid prefix (``GPU-xxxxxxxx``) from the nearest ``env.txt`` above the bundle ('?' if none)."""
+    for d in bundle.parents:
+        env = d / "env.txt"
+        if env.is_file():
+            m = re.search(r"GPU-[0-9a-f]{8}", env.read_text(errors="replace"))
+            return m.group(0) if m else "?"
+        if d == HW:
+            break
+    return "?"
+
+
+def late_median(tiles: pd.DataFrame, end: str) -> float:
+    """The median of ``end - t_acquire`` over the second half of the tiles by ``t_acquire`` (µs)."""
+    t = tiles.sort_values("t_acquire", kind="stable")
+    late = t.iloc[len(t) // 2:]
+    return float(np.median((late[end] - late["t_acquire"]).to_numpy()) / 1e3)
+
+
+def measured(bundle: Path) -> pd.DataFrame:
+    """One row per traced (case, strategy) of a bundle (its first traced run): late mainloop and makespan."""
+    rows, seen = [], set()
+    for tr in load_traces(bundle).values():
+        key = (tr.meta["case"], tr.meta["strategy"])
+        if key in seen:
+            continue
+        seen.add(key)
+        rows.append(dict(case=key[0], order=key[1], late_us=late_median(tr.tiles, "t_mainloop_end"),
+                         makespan_ms=float(tr.meta["makespan_ms"])))
+    return pd.DataFrame(rows)
+
+
+def modelled(experiment: str, pairs: list[tuple[str, str]], law: tuple[str, float] | None) -> pd.DataFrame:
+    """The model's late mainloop and makespan of each (case, strategy) of ``experiment`` in ``pairs``."""
+    exp = load_experiment(experiment)
+    hw = exp.hardware if law is None else exp.hardware.with_ticket_law(law[0], mainloop_factor=law[1])
+    cases = {c.label: c for c in expand(exp)}
+    strategies = {s.name or s.kind: s for s in exp.strategies}
+    rows = []
+    for case, order in pairs:
+        r = run_strategy(strategies[order], cases[case], hw, check=False, regime=exp.regime)
+        rows.append(dict(case=case, order=order, late_us=late_median(r.trace.tiles, "t_compute_end"),
+                         makespan_ms=r.trace.makespan_ns / 1e6))
+    return pd.DataFrame(rows)
+
+
+def penalties(d: pd.DataFrame, meas_late_ref: pd.Series) -> pd.DataFrame:
+    """``d`` (case, order, late_us, makespan_ms) with each order's penalties over :data:`REFERENCE` of its case:
+    ``mainloop_pct`` (late mainloop difference over ``meas_late_ref``, the measured reference's, by case) and
+    ``makespan_pct``. Cases without the reference are dropped, and so are the reference's own rows."""
+    ref = d[d["order"] == REFERENCE].set_index("case")
+    d = d[d["case"].isin(ref.index) & (d["order"] != REFERENCE)].copy()
+    d["mainloop_pct"] = (d["late_us"] - d["case"].map(ref["late_us"])) / d["case"].map(meas_late_ref) * 100
+    d["makespan_pct"] = (d["makespan_ms"] / d["case"].map(ref["makespan_ms"]) - 1) * 100
+    return d
+
+
+def cases(paths: list[Path] | None = None, predictors: dict = PREDICTORS) -> pd.DataFrame:
+    """Measured and predicted penalties of every order of every bundle in ``paths`` (default :func:`bundles`)."""
+    parts = []
+    for bundle in paths if paths is not None else bundles():
+        experiment = bundle.parent.name
+        meas = measured(bundle)
+        if REFERENCE not in set(meas["order"]) or meas["order"].nunique() < 2:
+            continue
+        ref_late = meas[meas["order"] == REFERENCE].set_index("case")["late_us"]
+        m = penalties(meas, ref_late)
+        base = dict(run=str(bundle.parent.parent.relative_to(HW)) if bundle.is_relative_to(HW) else
+                    str(bundle.parent.parent), machine=machine(bundle), experiment=experiment)
+        pairs = list(meas[["case", "order"]].itertuples(index=False, name=None))
+        for label, law in predictors.items():
+            p = penalties(modelled(experiment, pairs, law), ref_late)
+            j = m.merge(p, on=["case", "order"], suffixes=("_meas", "_model"))
+            parts.append(j.assign(predictor=label, **base))
+    cols = ["run", "machine", "experiment", "case", "order", "predictor", "late_us_meas", "late_us_model",
+            "mainloop_pct_meas", "mainloop_pct_model", "makespan_pct_meas", "makespan_pct_model"]
+    out = pd.concat(parts, ignore_index=True)[cols]
+    out["mainloop_err"] = out["mainloop_pct_model"] - out["mainloop_pct_meas"]
+    out["makespan_err"] = out["makespan_pct_model"] - out["makespan_pct_meas"]
+    return out
+
+
+def summary(c: pd.DataFrame) -> pd.DataFrame:
+    """Per order and predictor: cases, mean measured and predicted penalties, mean and mean |error| (points), and the
+    correlation over the cases of the mainloop's error with the makespan's."""
+    g = c.groupby(["order", "predictor"], sort=True)
+    return pd.DataFrame({
+        "cases": g.size(),
+        "mainloop_meas": g["mainloop_pct_meas"].mean(), "mainloop_model": g["mainloop_pct_model"].mean(),
+        "mainloop_err": g["mainloop_err"].mean(), "mainloop_abs_err": g["mainloop_err"].apply(lambda s: s.abs().mean()),
+        "makespan_meas": g["makespan_pct_meas"].mean(), "makespan_model": g["makespan_pct_model"].mean(),
+        "makespan_err": g["makespan_err"].mean(), "makespan_abs_err": g["makespan_err"].apply(lambda s: s.abs().mean()),
+        "err_corr": g[["mainloop_err", "makespan_err"]].apply(lambda x: x["mainloop_err"].corr(x["makespan_err"])),
+    }).round(2).reset_index()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = OneLineParser(prog="python bench/posthoc_order_mainloop.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-order-mainloop")
+    args = parse_outputs(ap, argv, folders=("--out",))
+    c = cases()
+    s = summary(c)
+    args.out.mkdir(parents=True, exist_ok=True)
+    c.to_csv(args.out / "cases.csv", index=False, float_format="%.4f")
+    s.to_csv(args.out / "summary.csv", index=False)
+    with pd.option_context("display.width", 250):
+        print(s.to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

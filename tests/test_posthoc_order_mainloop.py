@@ -1,0 +1,75 @@
+"""bench/posthoc_order_mainloop.py: the order penalties over groups of 8, measured and modelled (no GPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+
+
+@pytest.fixture(scope="module")
+def pom():
+    return load_bench("posthoc_order_mainloop")
+
+
+def test_late_median_takes_the_second_half_by_acquire_time(pom):
+    # four tiles listed out of acquire order: the two acquired last took 10 and 30 us
+    tiles = pd.DataFrame({"t_acquire": [3000.0, 0.0, 2000.0, 1000.0],
+                          "t_end": [3000.0 + 10e3, 0.0 + 99e3, 2000.0 + 30e3, 1000.0 + 99e3]})
+    assert pom.late_median(tiles, "t_end") == pytest.approx(20.0)
+
+
+def test_penalties_are_over_the_same_cases_groups_of_8(pom):
+    d = pd.DataFrame({"case": ["m=1", "m=1", "m=2", "m=2", "m=3"],
+                      "order": ["intragpu", "intragpu-g2", "intragpu", "intragpu-g2", "intragpu-g2"],
+                      "late_us": [80.0, 90.0, 100.0, 105.0, 1.0], "makespan_ms": [1.0, 1.1, 2.0, 2.5, 1.0]})
+    ref = pd.Series({"m=1": 100.0, "m=2": 50.0})  # the measured reference's late mainloop, by case
+    p = pom.penalties(d, ref).set_index("case")
+    assert list(p.index) == ["m=1", "m=2"]  # the reference rows and the case without one dropped
+    assert p.loc["m=1", "mainloop_pct"] == pytest.approx(10.0)  # (90 - 80) / 100
+    assert p.loc["m=2", "mainloop_pct"] == pytest.approx(10.0)  # (105 - 100) / 50
+    assert p.loc["m=1", "makespan_pct"] == pytest.approx(10.0)
+    assert p.loc["m=2", "makespan_pct"] == pytest.approx(25.0)
+
+
+def test_one_committed_run_is_reproduced(pom):
+    """The pipeline end to end on one bundle (plan 53 at H = 8704): the committed rows come back."""
+    bundle = [p for p in pom.bundles() if "registered53" in str(p) and p.parent.name == "reg53-chain-law-h8704"]
+    assert len(bundle) == 1
+    got = pom.cases(bundle)
+    committed = pd.read_csv(pom.ROOT / "bench/results/posthoc-order-mainloop/cases.csv")
+    want = committed[(committed["run"] == got["run"].iloc[0]) & (committed["experiment"] == "reg53-chain-law-h8704")]
+    assert len(got) == len(want) == 16  # 4 cases x 2 orders x 2 predictors
+    cols = ["late_us_meas", "late_us_model", "mainloop_pct_meas", "mainloop_pct_model", "makespan_pct_meas",
+            "makespan_pct_model"]
+    key = ["case", "order", "predictor"]
+    g, w = got.sort_values(key).reset_index(drop=True), want.sort_values(key).reset_index(drop=True)
+    assert (g[key] == w[key]).all().all()
+    np.testing.assert_allclose(g[cols].to_numpy(), w[cols].to_numpy(), atol=1e-3)
+    assert set(got["machine"]) == {"GPU-2882b583"}
+
+
+def test_the_committed_summary_is_the_committed_cases_summary(pom):
+    res = pom.ROOT / "bench/results/posthoc-order-mainloop"
+    c = pd.read_csv(res / "cases.csv")
+    s = pd.read_csv(res / "summary.csv")
+    pd.testing.assert_frame_equal(pom.summary(c), s, check_dtype=False, atol=0.006)
+    # what docs/validation.md reads off it: pairs priced fast on the makespan by both laws, the mainloop's error
+    # following the makespan's case by case
+    pairs = s[s["order"] == "intragpu-g2"].set_index("predictor")
+    assert (pairs["makespan_err"] < -1.0).all() and (pairs["mainloop_err"] < -1.0).all()
+    assert (s["err_corr"][s["order"] != "intragpu-g16"] >= 0.8).all()
+
+
+def test_the_summary_sees_a_wrong_penalty(pom):
+    """Deliberately broken: one order's predicted penalties shifted by 2 points move its mean error by 2."""
+    c = pd.read_csv(pom.ROOT / "bench/results/posthoc-order-mainloop/cases.csv")
+    broken = c.copy()
+    g4 = broken["order"] == "intragpu-g4"
+    broken.loc[g4, "mainloop_err"] += 2.0
+    a, b = pom.summary(c).set_index(["order", "predictor"]), pom.summary(broken).set_index(["order", "predictor"])
+    moved = (b["mainloop_err"] - a["mainloop_err"]).round(2)
+    assert set(moved[moved != 0].index.get_level_values(0)) == {"intragpu-g4"}
+    assert np.allclose(moved.xs("intragpu-g4", level=0), 2.0)
