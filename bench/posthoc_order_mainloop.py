@@ -19,7 +19,15 @@ Measured against the model's, under the adopted profile (``h200-x1-calibrated``:
 mainloop factor 1.019) and under the partition law it replaced (factor 1). If the makespan's penalty is missed by
 what the mainloop's is, the order effect's error is the tiles' mainloop, not the fill or the protocol.
 
-Writes ``cases.csv`` (one row per run, experiment, case and order) and ``summary.csv`` (per order and predictor: the
+What the ticket laws take for the time between two sharers of a panel is checked too (``gaps.csv``): per traced run,
+the later sharers of a W column panel (the same layer and ``tile_n``) within a window of 132 tickets (taken in
+``t_acquire`` order), at least :data:`MIN_GAP` tickets after the one before and past the first window; each one's
+measured time after it, in the run's median mainloops, over the model's reach for it (``ctasim.l2.ticket_rereads``:
+``g / 132 * min(1, ticket_spread * window)``, ``g`` the tickets between them, the profile's ``ticket_spread``): its
+10th, 50th and 90th percentiles and coefficient of variation. The laws price each sharer at that reach, so a ratio
+spread wide says a sharp survival curve is averaged over a wide distance in the hardware.
+
+Writes ``cases.csv`` (one row per run, experiment, case and order), ``gaps.csv`` and ``summary.csv`` (per order and predictor: the
 cases, the mean measured and predicted penalties and the mean and mean absolute error in points, for the mainloop
 and the makespan, and ``err_corr``, the correlation over the cases of the two errors); prints the summary. Every run here was seen before this was written: the figures are post-hoc.
 ~1-2 min on 2 cores.
@@ -48,6 +56,11 @@ LEFT_OUT = ("-rate-", "-gelu")
 """Experiments whose traces are left out: the one-layer microbenchmarks (groups of 8 only) and the GeLU chains."""
 REFERENCE = "intragpu"
 """The strategy the penalties are taken against: groups of 8 (the chain kernel's default order)."""
+SLOTS = 132
+"""The chain kernel's CTAs on an H200 (one per SM): a window of tickets."""
+MIN_GAP = 4
+"""The fewest tickets between two sharers counted in ``gaps.csv``: nearer ones read the panel within a few per cent of a
+tile time, a hit under any law."""
 PREDICTORS = {"adopted (survival, 1.019)": None, "partition (factor 1)": ("partition", 1.0)}
 """Label -> the ticket law and tickets mainloop factor put on the experiment's profile (None: the profile's own)."""
 
@@ -87,6 +100,45 @@ def measured(bundle: Path) -> pd.DataFrame:
         seen.add(key)
         rows.append(dict(case=key[0], order=key[1], late_us=late_median(tr.tiles, "t_mainloop_end"),
                          makespan_ms=float(tr.meta["makespan_ms"])))
+    return pd.DataFrame(rows)
+
+
+def sharer_gaps(tiles: pd.DataFrame, spread: float, slots: int = SLOTS) -> np.ndarray:
+    """Each later sharer's measured time after the sharer before over the model's reach (see the module docstring)."""
+    d = tiles.sort_values("t_acquire", kind="stable").reset_index(drop=True)
+    pos = np.arange(len(d))
+    tile = float(np.median((d["t_mainloop_end"] - d["t_acquire"]).to_numpy()))
+    out = []
+    for _, g in d.assign(pos=pos).groupby(["layer", "tile_n"], sort=False):
+        p, t = g["pos"].to_numpy(), g["t_acquire"].to_numpy()
+        gap_p, window = np.diff(p), p[1:] // slots
+        keep = (window == p[:-1] // slots) & (gap_p >= MIN_GAP) & (window >= 1)
+        reach = gap_p[keep] / slots * np.minimum(1.0, spread * window[keep])
+        out.append(np.diff(t)[keep] / tile / reach)
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def gaps(paths: list[Path] | None = None, spread: float | None = None) -> pd.DataFrame:
+    """:func:`sharer_gaps` of every traced (case, order) of the bundles in ``paths`` (default :func:`bundles`), at the
+    profile's ``ticket_spread`` (h200-x1-calibrated's 128x256 config) unless ``spread`` is given."""
+    if spread is None:
+        from ctasim.spec import load_hardware  # noqa: PLC0415
+        spread = load_hardware("h200-x1-calibrated").config(128, 256).ticket_spread
+    rows = []
+    for bundle in paths if paths is not None else bundles():
+        seen = set()
+        for tr in load_traces(bundle).values():
+            key = (tr.meta["case"], tr.meta["strategy"])
+            if key in seen:
+                continue
+            seen.add(key)
+            r = sharer_gaps(tr.tiles, spread)
+            if len(r) == 0:
+                continue
+            q10, q50, q90 = np.percentile(r, [10, 50, 90])
+            rows.append(dict(run=str(bundle.parent.parent.relative_to(HW)) if bundle.is_relative_to(HW) else
+                             str(bundle.parent.parent), experiment=bundle.parent.name, case=key[0], order=key[1],
+                             sharers=len(r), p10=q10, p50=q50, p90=q90, cv=float(np.std(r) / np.mean(r))))
     return pd.DataFrame(rows)
 
 
@@ -160,11 +212,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_outputs(ap, argv, folders=("--out",))
     c = cases()
     s = summary(c)
+    gp = gaps()
     args.out.mkdir(parents=True, exist_ok=True)
     c.to_csv(args.out / "cases.csv", index=False, float_format="%.4f")
+    gp.to_csv(args.out / "gaps.csv", index=False, float_format="%.4f")
     s.to_csv(args.out / "summary.csv", index=False)
     with pd.option_context("display.width", 250):
         print(s.to_string(index=False))
+        print()
+        print(gp.groupby("order")[["sharers", "p10", "p50", "p90", "cv"]].median().round(2).to_string())
     return 0
 
 

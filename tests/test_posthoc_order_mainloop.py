@@ -73,3 +73,22 @@ def test_the_summary_sees_a_wrong_penalty(pom):
     moved = (b["mainloop_err"] - a["mainloop_err"]).round(2)
     assert set(moved[moved != 0].index.get_level_values(0)) == {"intragpu-g4"}
     assert np.allclose(moved.xs("intragpu-g4", level=0), 2.0)
+
+
+def test_sharer_gaps_are_measured_time_over_the_models_reach(pom):
+    """Made-up tiles, one W panel read at tickets 140, 150 and 160 of window 1 (and by ticket 10, window 0, left
+    out), the others read once; each 1 us apart per ticket, a 100 us mainloop. Reach at window 1: 10 / 132 * spread."""
+    n = 264
+    t_acq = np.arange(n) * 1e3  # ticket p acquires at p us
+    tile_n = np.arange(n) + 1000  # every tile its own panel ...
+    tile_n[[10, 140, 150, 160]] = 7  # ... but these four
+    tiles = pd.DataFrame({"t_acquire": t_acq, "t_mainloop_end": t_acq + 100e3, "layer": 0, "tile_n": tile_n})
+    r = pom.sharer_gaps(tiles, spread=0.5)
+    reach = 10 / 132 * 0.5  # tile times
+    measured = 10e3 / 100e3  # 10 us over a 100 us mainloop
+    np.testing.assert_allclose(r, [measured / reach] * 2)
+    # nearer than MIN_GAP tickets: not counted
+    tile_n[[150, 160]] = [5000, 5001]
+    tile_n[[141]] = 7
+    r2 = pom.sharer_gaps(tiles.assign(tile_n=tile_n), spread=0.5)
+    assert len(r2) == 0  # 140 -> 141 is one ticket apart
