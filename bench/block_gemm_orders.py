@@ -38,7 +38,6 @@ classes' means. Prints them. The GEMMs ran on another machine than the blocks (b
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from pathlib import Path
@@ -51,6 +50,7 @@ import pandas as pd  # noqa: E402
 from plan_judge import BLOCKS, WAVE  # noqa: E402
 
 from ctasim import costs, l2  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import Naive  # noqa: E402
 from hw.gemm_shape_probe import parse_shapes  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
@@ -281,7 +281,7 @@ def parse_profiles(items: list[str]) -> dict[str, str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/block_gemm_orders.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/block-gemm-orders")
     ap.add_argument("--probe", type=Path, default=PROBE,
                     help="another gemm_shape_probe.py table: orders.csv and picks.csv only (no blocks)")
@@ -294,7 +294,7 @@ def main(argv=None) -> int:
                          f"{', '.join(PROFILES)}; repeatable")
     ap.add_argument("--naive-probe", type=Path, metavar="TABLE",
                     help="with --predict: a second naive line (naive_own) fitted on this tile-order table's best orders")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     try:
         hws = {name: load_hardware(p) for name, p in {**PROFILES, **parse_profiles(args.profile)}.items()}
         naive_own = Naive.fit_shapes(args.naive_probe) if args.naive_probe else None

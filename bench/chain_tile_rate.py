@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.plan import chain_order  # noqa: E402
-from ctasim.spec import SpecError, load_hardware  # noqa: E402
+from ctasim.spec import load_hardware  # noqa: E402
 from ctasim.trace import load_traces  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
@@ -101,12 +101,7 @@ def tables(runs=RUNS) -> tuple[pd.DataFrame, pd.DataFrame]:
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/chain_tile_rate.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/chain-tile-rate")
-    args = ap.parse_args(argv)
-    try:
-        writable_folder(args.out)
-    except SpecError as e:
-        print(f"chain_tile_rate: {e}", file=sys.stderr)
-        return 2
+    args = parse_outputs(ap, argv, folders=("--out",))
     s, w = tables()
     args.out.mkdir(parents=True, exist_ok=True)
     s.to_csv(args.out / "summary.csv", index=False)

@@ -25,7 +25,6 @@ call's nvidia-smi samples (:func:`smi_rounds`).
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -38,6 +37,7 @@ import pandas as pd  # noqa: E402
 
 from ctahw.calibrate import CLOCK_KERNELS, CURVE_HORIZON_MS, CURVE_STEP_MS, clock_curve, clock_regime  # noqa: E402
 from ctasim import costs  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.engine import step_factor  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
 from hw.clock_trajectory import parse_kernels  # noqa: E402
@@ -213,7 +213,7 @@ def smi_rounds(smi: pd.DataFrame, kernels: list[str], rounds: int, start: str, m
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/clock_kernels.py", description=__doc__.splitlines()[0])
     ap.add_argument("--predict", metavar="NAME=MxNxK[+OP],...", help="write predicted.csv and curve.csv into --out")
     ap.add_argument("--spec", type=Path, metavar="DIR", help="print a registration's --kernels line")
     ap.add_argument("--trajectory", type=Path, help="a clock_trajectory.py table to judge (with --registered)")
@@ -221,7 +221,7 @@ def main(argv=None) -> int:
     ap.add_argument("--smi", type=Path, help="with --trajectory: the call's nvidia-smi samples, for smi.csv (diagnostic)")
     ap.add_argument("--smi-start", default=None, metavar="'YYYY/MM/DD HH:MM:SS'", help="when the trajectory began")
     ap.add_argument("--out", type=Path)
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     try:
         if args.spec:
             if not (args.spec / "predicted.csv").is_file():
@@ -230,8 +230,6 @@ def main(argv=None) -> int:
             return 0
         if args.out is None:
             raise ValueError("--out is needed with --predict or --trajectory")
-        if args.out.exists() and not args.out.is_dir():
-            raise ValueError(f"--out {args.out} exists and is not a folder")
         hw = load_hardware(PROFILE)
         if args.predict:
             reg = predicted(parse_kernels(args.predict), hw)

@@ -32,7 +32,6 @@ Every figure here is post-hoc: all of these traces were seen before the mechanis
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -43,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctasim import costs  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import Waves, without_drift, without_memory  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
 from ctasim.validation import ctapipe as VC  # noqa: E402
@@ -175,9 +175,9 @@ def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/ctapipe_mechanism.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(OUT))
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     mech = load_hardware(MECHANISM)
     per_variant = load_hardware(PER_VARIANT)
     profiles = {"mechanism": mech, "partition law": mech.with_ticket_law("partition"), "lockstep": without_drift(mech),

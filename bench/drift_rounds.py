@@ -18,7 +18,6 @@ Writes ``rounds.csv``, ``totals.csv`` and ``summary.csv`` into ``--out`` and pri
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -30,6 +29,7 @@ import pandas as pd  # noqa: E402
 
 from ctasim import costs  # noqa: E402
 from ctasim.calibration import trace_drift  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
 
 FOLDERS = ("bench/results/hw/2026-12-02-order-traces", "bench/results/hw/2026-12-02-long-order-traces/run2")
@@ -84,11 +84,11 @@ def analyse(folder: Path, hw, wave) -> tuple[list[dict], list[dict]]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/drift_rounds.py", description=__doc__.splitlines()[0])
     ap.add_argument("dirs", nargs="*", type=Path)
     ap.add_argument("--profile", default="h200-x1-calibrated")
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/drift-rounds")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     folders = args.dirs or [ROOT / f for f in FOLDERS]
     for f in folders:
         if not (f / "timing.csv").is_file() or not list(f.glob("tiles-*.csv.gz")):

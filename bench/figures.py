@@ -8,7 +8,6 @@ Writes, per experiment, ``<name>.csv`` (the summary table), ``<name>-*.png`` plo
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -20,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 from provenance import provenance  # noqa: E402
 
 from ctasim.cli import write_figures  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.run import run_experiment  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
 
@@ -105,10 +105,10 @@ def write_results_doc(out: Path, headline) -> None:
     doc.write_text(head + "<!-- BEGIN GENERATED -->\n" + "\n".join(parts) + "<!-- END GENERATED -->" + tail)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv=None) -> int:
+    ap = OneLineParser(prog="python bench/figures.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "sim"))
-    args = ap.parse_args()
+    args = parse_outputs(ap, argv, folders=("--out",))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     timings = {}

@@ -14,7 +14,6 @@ the calibration-split refit at L2 efficiencies 0.3-1.0 (how much the capacity ma
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import pandas as pd  # noqa: E402
 import l2_model as L  # noqa: E402
 
 from ctasim import calibration as C  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
 MACHINES = {"A (2026-12-01)": ROOT / "bench/results/hw/2026-12-01-gemm-shapes/gemm_shapes.csv",
             "B (2026-12-02)": ROOT / "bench/results/hw/2026-12-02-registered7-1gpu/diag/gemm_shapes.csv"}
@@ -36,9 +36,9 @@ RATE, EXPOSED = 6.64, 0.19  # h200-x1-calibrated: l2_sm_tflops, l2_hbm_exposed
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/l2_model_orders.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/l2-model/orders.csv")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, files=("--out",))
     rows = []
     for name, path in MACHINES.items():
         d = L.load(path)

@@ -36,7 +36,6 @@ Left out: why the CTAs drift (the jitter's source); the chain kernel's own time 
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -48,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from power_model import write_tables  # noqa: E402
 
 PROFILE = "h200-x1-calibrated"
@@ -244,18 +244,16 @@ def decompose(pred: pd.DataFrame, probe: Path) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/long_k_drift.py", description=__doc__.splitlines()[0])
     ap.add_argument("--register", action="store_true")
     ap.add_argument("--judge", type=Path, metavar="PROBE_DIR", help="an order_trace_probe.py folder")
     ap.add_argument("--registered", type=Path, metavar="DIR")
     ap.add_argument("--plan", type=int, choices=sorted(PLANS), default=45, help="the registered plan (default 45)")
     ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     try:
         if args.register == (args.judge is not None):
             raise ValueError("give --register or --judge PROBE_DIR (with --registered)")
-        if args.out.exists() and not args.out.is_dir():
-            raise ValueError(f"--out {args.out} exists and is not a folder")
         if args.register:
             cases, _, forms = PLANS[args.plan]
             tables = {"predicted": register(cases, forms)}

@@ -44,7 +44,6 @@ experiments, not on a rested GPU.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import math
@@ -60,6 +59,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ctahw.calibrate import clock_regime  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.validation import traces  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
@@ -419,9 +419,9 @@ def trajectories() -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/machine_speed.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/machine-speed")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     m = machines()
     if m.empty or (m.gpu == "").any() or m.gpu.duplicated().any():
         print("machine_speed: every reference call needs its own machine's env.txt", file=sys.stderr)

@@ -17,7 +17,6 @@ machines.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
@@ -25,6 +24,10 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+
 HW = ROOT / "bench/results/hw"
 
 
@@ -69,9 +72,9 @@ def pairs() -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/machine_spread.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/machine-spread")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     d = gather()
     if d.empty or (d.gpu == "").any() or d.duplicated(["gpu", "m"]).any():
         print("machine_spread: every reference run needs its own machine's env.txt", file=sys.stderr)

@@ -24,7 +24,6 @@ killed / (mutants - equivalent); a timeout counts as killed (the test run did no
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -36,7 +35,10 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
 MUTMUT = "3.8.1"
 """The mutmut version the committed results come from (mutant numbering and operators depend on it)."""
@@ -378,7 +380,7 @@ def summarize() -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="python bench/mutation.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("modules", nargs="*", help=f"modules to run: {', '.join(MODULES)} (default: all)")
     ap.add_argument("--label", default="after", help="results folder under bench/results/mutation (default: after)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants run at once")
@@ -388,7 +390,7 @@ def main(argv=None) -> int:
     ap.add_argument("--collect", action="store_true",
                     help="read back the runs already in --workdir (one that was stopped: its unrun mutants not counted)")
     ap.add_argument("--ref", help="run on this commit as committed (default: HEAD plus the working tree's changes)")
-    a = ap.parse_args(argv)
+    a = parse_outputs(ap, argv, folders=("--workdir",))
     if unknown := set(a.modules) - set(MODULES):
         ap.error(f"unknown module(s) {sorted(unknown)}; known: {', '.join(MODULES)}")
     if not a.summary_only:

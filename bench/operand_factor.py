@@ -33,7 +33,6 @@ what sets its dependence on K is not modelled here); the sustained regime; opera
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -42,8 +41,10 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from hw.clock_trajectory import parse_kernels  # noqa: E402
 from power_model import write_tables  # noqa: E402
 
@@ -177,18 +178,16 @@ def elapsed(launches: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/operand_factor.py", description=__doc__.splitlines()[0])
     ap.add_argument("--register", metavar="NAME=MxNxK[+OP],...")
     ap.add_argument("--judge", type=Path, metavar="DIR", help="a power_cycles.py --probe output (its kernels.csv)")
     ap.add_argument("--registered", type=Path, metavar="DIR")
     ap.add_argument("--elapsed", type=Path, metavar="CSV", help="a probe's launches.csv(.gz)")
     ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     try:
         if sum(x is not None for x in (args.register, args.judge, args.elapsed)) != 1:
             raise ValueError("give one of --register, --judge (with --registered) or --elapsed")
-        if args.out.exists() and not args.out.is_dir():
-            raise ValueError(f"--out {args.out} exists and is not a folder")
         if args.register:
             tab = table()
             tables = {"factors": register(parse_kernels(args.register), tab), "table": tab}

@@ -24,7 +24,6 @@ committed own profile (docs/validation.md, registered plan 48).
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
 EXPERIMENTS = ("reg28-reference", "reg10-chain-order-h6144", "reg10-chain-order-h10240", "reg26-llama3.1-70b-1gpu")
 """Plan 48's experiments, in the order the device runs them."""
@@ -118,11 +119,11 @@ def claims(s, r):
 def main(argv=None) -> int:
     from power_model import write_tables
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/own_profile_blocks.py", description=__doc__.splitlines()[0])
     ap.add_argument("--register", action="store_true", help=f"write {REGISTERED.relative_to(ROOT)}/EXP")
     ap.add_argument("--judge", type=Path, metavar="RUN_DIR", help="a run_own_blocks.sh call's folder")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "validation-registered48")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     if args.register == (args.judge is not None):
         print("own_profile_blocks: give --register or --judge RUN_DIR", file=sys.stderr)
         return 2
@@ -136,9 +137,6 @@ def main(argv=None) -> int:
                                                  args.judge / "reg48-own" / e / "predictions.csv") if not p.is_file()]
     if missing:
         print(f"own_profile_blocks: no {missing[0]}", file=sys.stderr)
-        return 2
-    if args.out.exists() and not args.out.is_dir():
-        print(f"own_profile_blocks: --out {args.out} exists and is not a folder", file=sys.stderr)
         return 2
     c = cases(args.judge)
     s, r = summary(c), rankings(c)

@@ -10,7 +10,6 @@ equal to the serial one. Writes the CSV and ``<out>.provenance.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -18,14 +17,17 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's ctasim, not an installed one
+
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/parallel_speed.py", description=__doc__.splitlines()[0])
     ap.add_argument("--experiment", default="fig4")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path("bench/results/parallel_speed.csv"))
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, files=("--out",))
 
     import pandas as pd
     from distributed import LocalCluster

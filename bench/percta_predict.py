@@ -23,7 +23,6 @@ test is that ``lockstep`` is within 5% in every case and ``mechanism`` more than
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -35,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctasim import costs  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.plan import named_order, raster_order  # noqa: E402
 from ctasim.predict import git_commit  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
@@ -140,10 +140,10 @@ def judge(run: Path, out: Path) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/percta_predict.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None)
     ap.add_argument("--judge", default=None, help="a folder with the probe's percta-tiles-*.csv.gz")
-    a = ap.parse_args(argv)
+    a = parse_outputs(ap, argv, folders=("--out",))
     if a.judge:
         judge(Path(a.judge), Path(a.out or ROOT / "bench/results/validation-registered13"))
     else:

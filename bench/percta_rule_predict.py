@@ -25,7 +25,6 @@ error in both cases and its mean is within 5%; reported whatever it is.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -38,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from ctasim import costs  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.calibration import span_rate, window_spans  # noqa: E402
 from ctasim.plan import raster_order  # noqa: E402
 from ctasim.predict import git_commit  # noqa: E402
@@ -132,10 +132,10 @@ def judge(runs: dict[int, Path], out: Path) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/percta_rule_predict.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None)
     ap.add_argument("--judge", default=None, help="a folder holding OUT_H<h>/percta-tiles-*.csv.gz per H")
-    a = ap.parse_args(argv)
+    a = parse_outputs(ap, argv, folders=("--out",))
     if a.judge:
         judge({h: Path(a.judge) / f"OUT_H{h}" for h in HS}, Path(a.out or ROOT / "bench/results/validation-registered14"))
     else:

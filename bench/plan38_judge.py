@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import judge_reports as JR  # noqa: E402
-from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.spec import SpecError  # noqa: E402
 
 FIG4, FIG7, GROUPS = "reg38-fig4-x8", "reg38-fig7-x8", "reg39-ring-groups-x8"
@@ -253,9 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fig7", required=True, help=f"ctasim compare's report folder for {FIG7}")
     p.add_argument("--groups", default=None, help=f"ctasim compare's report folder for {GROUPS} (plan 39)")
     p.add_argument("--out", required=True, help="folder for claims.csv and fig4.csv")
-    args = p.parse_args(argv)
+    args = parse_outputs(p, argv, folders=("--out",))
+    out = Path(args.out)
     try:
-        out = writable_folder(args.out)
         fig4, fig7 = read_report(Path(args.fig4), FIG4), read_report(Path(args.fig7), FIG7)
         groups = read_report(Path(args.groups), GROUPS) if args.groups else None
     except (SpecError, ValueError) as e:

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import judge_reports as JR  # noqa: E402
-from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.spec import SpecError  # noqa: E402
 
 EXPERIMENTS = ("reg40-ring-shared-l3", "reg40-ring-shared-l4", "reg41-ring-shared-l2")
@@ -121,9 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("reports", nargs="+", help=f"ctasim compare's report folders, each named after its registration "
                                               f"({', '.join(EXPERIMENTS)})")
     p.add_argument("--out", required=True, help="folder for claims.csv and groups.csv")
-    args = p.parse_args(argv)
+    args = parse_outputs(p, argv, folders=("--out",))
+    out = Path(args.out)
     try:
-        out = writable_folder(args.out)
         names = [Path(f).name for f in args.reports]
         bad = [n for n in names if n not in EXPERIMENTS]
         if bad:

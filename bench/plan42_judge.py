@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import judge_reports as JR  # noqa: E402
 import plan40_judge as P40  # noqa: E402
-from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.spec import SpecError  # noqa: E402
 
 EXPERIMENTS = ("reg42-ring-shared-l2", "reg42-ring-shared-l3", "reg42-ring-shared-l4")
@@ -109,9 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("reports", help="the folder of the six ctasim compare reports, each named after its registration "
                                    f"({', '.join(EXPERIMENTS)} and each with {EVEN!r})")
     p.add_argument("--out", required=True, help="folder for claims.csv and groups.csv")
-    args = p.parse_args(argv)
+    args = parse_outputs(p, argv, folders=("--out",))
+    out = Path(args.out)
     try:
-        out = writable_folder(args.out)
         active, even = read_reports(Path(args.reports))
         result = claims(active, even)
     except (SpecError, ValueError) as e:

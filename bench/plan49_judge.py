@@ -38,7 +38,7 @@ import pandas as pd  # noqa: E402
 
 import own_profile_blocks  # noqa: E402
 from ctasim import accuracy, results  # noqa: E402
-from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.spec import SpecError  # noqa: E402
 
 REFERENCE = "reg49-reference"
@@ -212,9 +212,8 @@ def judge_main(argv: Sequence[str] | None, plan: int, doc: str, cases_of, tables
     ap = OneLineParser(prog=f"python bench/plan{plan}_judge.py", description=doc.splitlines()[0])
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--out", type=Path, default=ROOT / f"bench/results/validation-registered{plan}")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     try:
-        writable_folder(args.out)
         c = cases_of(args.run_dir)
         tables = tables_of(c, args.run_dir)
     except (JudgeError, SpecError, results.ResultsError) as e:

@@ -36,7 +36,7 @@ import pandas as pd  # noqa: E402
 import plan49_judge as P49  # noqa: E402
 import plan50_judge as P50  # noqa: E402
 from ctasim import accuracy, results, ticket_rate  # noqa: E402
-from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.spec import SpecError  # noqa: E402
 
 REFERENCE = P49.REFERENCE
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--factor", type=Path, metavar="RATE_DIR", help="step 1: print the factor from RATE_DIR")
     ap.add_argument("--rate-dir", type=Path)
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/validation-registered51")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     if (args.factor is None) == (args.run_dir is None):
         print("plan51_judge: give RUN_DIR or --factor RATE_DIR (one of the two)", file=sys.stderr)
         return 2
@@ -155,7 +155,6 @@ def main(argv: list[str] | None = None) -> int:
             print(rc.to_string(index=False))
             print(f"ticket_mainloop_factor = {mainloop_factor(rc):.3f}")
             return 0
-        writable_folder(args.out)
         c = cases(args.run_dir)
         rc = rate_cases(args.rate_dir) if args.rate_dir is not None else None
     except (P49.JudgeError, SpecError, results.ResultsError) as e:

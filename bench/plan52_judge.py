@@ -29,7 +29,7 @@ import plan49_judge as P49  # noqa: E402
 import plan50_judge as P50  # noqa: E402
 import plan51_judge as P51  # noqa: E402
 from ctasim import results  # noqa: E402
-from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.spec import SpecError  # noqa: E402
 
 REFERENCE = P49.REFERENCE
@@ -109,9 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--plan51", type=Path, default=PLAN51)
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/validation-registered52")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     try:
-        writable_folder(args.out)
         c = cases(args.run_dir)
         c51 = cases(args.plan51, P51.EXPERIMENTS, plan=51)
     except (P49.JudgeError, SpecError, results.ResultsError) as e:

@@ -13,13 +13,16 @@ unregistered report is refused (one line, exit 2).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+
 PLANS = {20: {"": "carried", "-wave": "wave"},
          21: {"": "interleaved", "-carried": "carried", "-wave": "wave"},
          22: {"": "interleaved", "-carried": "carried", "-wave": "wave"},
@@ -122,10 +125,10 @@ def length_drift(judged: pd.DataFrame, controls: dict[str, int]) -> tuple[pd.Dat
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/plan_judge.py", description=__doc__.splitlines()[0])
     ap.add_argument("plan", type=int, choices=sorted(PLANS))
     ap.add_argument("--reports", type=Path, help="default: bench/results/validation-registeredPLAN")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--reports",))
     reports = args.reports or ROOT / f"bench/results/validation-registered{args.plan}"
     try:
         d = load(args.plan, reports)

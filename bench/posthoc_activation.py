@@ -19,7 +19,6 @@ registered; ``bench/posthoc_clock_curve.py`` judges the clock curve.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from pathlib import Path
@@ -32,6 +31,7 @@ import pandas as pd  # noqa: E402
 from plan_judge import blocks  # noqa: E402
 from posthoc_drift_form import judged, write  # noqa: E402
 
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import one_step  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 
@@ -40,9 +40,9 @@ RUNS22 = ("2026-12-03-registered22-1gpu", "2026-12-03-registered22-1gpu-run2", "
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/posthoc_activation.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-activation")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     hw = load_hardware("h200-x1-calibrated")
     hw = one_step(hw)  # the clock's one step, as plans 21 and 22 were registered
     preds = {"interleaved": (hw, ("model",)),

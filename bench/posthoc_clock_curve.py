@@ -33,7 +33,7 @@ import pandas as pd  # noqa: E402
 from ctasim import results  # noqa: E402
 from ctasim.accuracy import judge  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
-from ctasim.cliargs import OneLineParser  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.harness import load_harness  # noqa: E402
 from ctasim.predict import one_step, predict  # noqa: E402
 
@@ -87,11 +87,11 @@ def summary(cases: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = OneLineParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/posthoc_clock_curve.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-clock-curve")
     ap.add_argument("--min-ms", type=float, default=20.0)
     ap.add_argument("--runs", default="*registered*-1gpu*", help="run folders under bench/results/hw (a glob)")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     if not args.min_ms >= 0:
         print(f"posthoc_clock_curve: --min-ms must be >= 0, got {args.min_ms}", file=sys.stderr)
         return 2

@@ -17,7 +17,6 @@ registered; ``bench/posthoc_clock_curve.py`` judges the clock curve.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import pandas as pd  # noqa: E402
 from ctasim import results  # noqa: E402
 from ctasim.accuracy import judge  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.harness import load_harness  # noqa: E402
 from ctasim.predict import one_step, predict  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
@@ -108,9 +108,9 @@ def write(cases: pd.DataFrame, out: Path) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/posthoc_drift_form.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-drift-form")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     preds = predictors()
     write(pd.concat([judged(run, name, preds) for run, names in RUNS.items() for name in names], ignore_index=True),
           args.out)

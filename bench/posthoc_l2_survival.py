@@ -38,8 +38,8 @@ import pandas as pd  # noqa: E402
 
 import posthoc_ticket_law as ptl  # noqa: E402
 import ticket_law_record as tlr  # noqa: E402
-from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
-from ctasim.spec import SpecError, load_hardware  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+from ctasim.spec import load_hardware  # noqa: E402
 
 LAWS = ("threshold", "partition", "survival")
 RUNS = {**ptl.RUNS, **tlr.MEASURED}
@@ -110,12 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_l2_survival.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-l2-survival")
     ap.add_argument("--factor", action="store_true", help="also factor.csv (plan 51's factor; ~50 s more)")
-    args = ap.parse_args(argv)
-    try:
-        writable_folder(args.out)
-    except SpecError as e:
-        print(f"posthoc_l2_survival: {e}", file=sys.stderr)
-        return 2
+    args = parse_outputs(ap, argv, folders=("--out",))
     c = cases()
     s, o, cs = summary(c), ptl.order_effect(c), chain_over_sequential(c)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -40,8 +40,8 @@ import pandas as pd  # noqa: E402
 import plan49_judge as P49  # noqa: E402
 import posthoc_l2_survival as pls  # noqa: E402
 from ctasim import ticket_rate  # noqa: E402
-from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
-from ctasim.spec import SpecError, load_hardware  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+from ctasim.spec import load_hardware  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
 RATE_RUNS = (("GPU-cc9b1fb6", "2026-12-04-registered51-1gpu"),
@@ -127,12 +127,7 @@ def order_gaps(c: pd.DataFrame) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_law_factor.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-law-factor")
-    args = ap.parse_args(argv)
-    try:
-        writable_folder(args.out)
-    except SpecError as e:
-        print(f"posthoc_law_factor: {e}", file=sys.stderr)
-        return 2
+    args = parse_outputs(ap, argv, folders=("--out",))
     fc, own = factors()
     c = pls.cases(tuple(RUNS), runs=RUNS, predictors=predictors(own))
     rec, cvs, gaps = record(c), chain_vs_sequential(c), order_gaps(c)

@@ -45,7 +45,7 @@ import pandas as pd  # noqa: E402
 import plan_judge  # noqa: E402
 from ctasim import results  # noqa: E402
 from ctasim.cases import expand, load_experiment  # noqa: E402
-from ctasim.cliargs import OneLineParser  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.harness import load_harness, timed_makespan_ns, timed_plans  # noqa: E402
 from ctasim.spec import Hardware  # noqa: E402
 
@@ -219,10 +219,10 @@ def drift(d: pd.DataFrame, refs: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = OneLineParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/posthoc_machine_factor.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-machine-factor")
     ap.add_argument("--runs", default="*registered*-1gpu*", help="run folders under bench/results/hw (a glob)")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     todo = calls(args.runs)
     if not todo:
         print(f"posthoc_machine_factor: no registered call with a reference under bench/results/hw matches "

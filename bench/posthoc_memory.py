@@ -17,7 +17,6 @@ registered; ``bench/posthoc_clock_curve.py`` judges the clock curve.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from pathlib import Path
@@ -30,6 +29,7 @@ import pandas as pd  # noqa: E402
 from ctasim import results  # noqa: E402
 from ctasim.accuracy import judge  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.harness import load_harness  # noqa: E402
 from ctasim.predict import one_step, predict  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
@@ -69,9 +69,9 @@ def judged(name: str, meas_dir: Path) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/posthoc_memory.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-memory")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     cases = pd.concat([judged(n, d) for n, d in PAIRS if (d / "results.csv").exists()], ignore_index=True)
     rows = []
     for (reg, src), g in list(cases.groupby(["registration", "source"])) + [

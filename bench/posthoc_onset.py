@@ -26,7 +26,7 @@ import pandas as pd  # noqa: E402
 from posthoc_drift_form import judged  # noqa: E402
 
 from ctasim.cases import load_experiment  # noqa: E402
-from ctasim.cliargs import OneLineParser  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import one_step  # noqa: E402
 
 
@@ -47,12 +47,12 @@ def errors(run: Path, exps, onsets_ms) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = OneLineParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/posthoc_onset.py", description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path)
     ap.add_argument("exps", nargs="+")
     ap.add_argument("--onsets", default="52.9,45,40,35")
     ap.add_argument("--out", type=Path)
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     try:
         onsets = [float(x) for x in args.onsets.split(",")]
     except ValueError:

@@ -13,7 +13,6 @@ after the calls were judged.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -24,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctasim.calibration import span_rate, window_spans  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.trace import load_traces  # noqa: E402
 
 RUNS = {"GPU-f1bbaa8b": "2026-12-04-registered49-1gpu", "GPU-183b3560": "2026-12-04-registered49-1gpu-run2",
@@ -48,9 +48,9 @@ def table() -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python bench/posthoc_plan49_traces.py", description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/posthoc_plan49_traces.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/validation-registered49/traces.csv")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, files=("--out",))
     d = table()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     d.to_csv(args.out, index=False)

@@ -35,7 +35,7 @@ import pandas as pd  # noqa: E402
 
 from ctasim.calibration import span_rate, window_spans  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
-from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.run import run_experiment  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 from ctasim.trace import TRACES_FILE, load_traces  # noqa: E402
@@ -153,8 +153,8 @@ def sensitivity_table() -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     p = OneLineParser(prog="python bench/posthoc_shared_device.py", description=__doc__.splitlines()[0])
     p.add_argument("--out", default=str(ROOT / "bench/results/posthoc-shared-device"))
-    args = p.parse_args(argv if argv is not None else [])
-    out = writable_folder(args.out)
+    args = parse_outputs(p, argv if argv is not None else [], folders=("--out",))
+    out = Path(args.out)
     tables = {"active.csv": active_table(), "spread.csv": spread_table(), "sensitivity.csv": sensitivity_table()}
     out.mkdir(parents=True, exist_ok=True)
     for name, t in tables.items():

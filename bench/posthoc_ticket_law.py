@@ -36,10 +36,10 @@ import pandas as pd  # noqa: E402
 from ctasim import l2, results  # noqa: E402
 from ctasim.accuracy import judge  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
-from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.harness import load_harness  # noqa: E402
 from ctasim.predict import predict  # noqa: E402
-from ctasim.spec import SpecError, load_hardware  # noqa: E402
+from ctasim.spec import load_hardware  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
 RUNS = {  # experiment -> the committed runs that measured it
@@ -131,12 +131,7 @@ def order_effect(c: pd.DataFrame) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_ticket_law.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-ticket-law")
-    args = ap.parse_args(argv)
-    try:
-        writable_folder(args.out)
-    except SpecError as e:
-        print(f"posthoc_ticket_law: {e}", file=sys.stderr)
-        return 2
+    args = parse_outputs(ap, argv, folders=("--out",))
     c = cases()
     s, o = summary(c), order_effect(c)
     args.out.mkdir(parents=True, exist_ok=True)

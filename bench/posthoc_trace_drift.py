@@ -16,7 +16,6 @@ post-hoc: the traces were seen before this was written.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -28,6 +27,8 @@ import pandas as pd  # noqa: E402
 
 from block_gemm_orders import PROFILES  # noqa: E402
 from power_model import write_tables  # noqa: E402
+
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
 HW = ROOT / "bench" / "results" / "hw"
 FORMS = ("interleaved", "carried")
@@ -78,12 +79,9 @@ def summary(c: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/posthoc_trace_drift.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "posthoc-trace-drift")
-    args = ap.parse_args(argv)
-    if args.out.exists() and not args.out.is_dir():
-        print(f"posthoc_trace_drift: --out {args.out} exists and is not a folder", file=sys.stderr)
-        return 2
+    args = parse_outputs(ap, argv, folders=("--out",))
     c = cases()
     s = summary(c)
     write_tables(args.out, {"cases": c, "summary": s})

@@ -60,7 +60,7 @@ import l2_drift_model as LD  # noqa: E402
 import l2_model as L  # noqa: E402
 from ctasim import calibration as C  # noqa: E402
 from ctasim import l2  # noqa: E402
-from ctasim.cliargs import OneLineParser  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
@@ -288,9 +288,9 @@ def write(df: pd.DataFrame, path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    ap = OneLineParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/posthoc_wave_forms.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-wave-forms")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     rows = load_rows()
     rows = rows[rows.main].reset_index(drop=True)  # no output reads a padded row
     trs = {form: traffic(rows, form) for form in ("interleaved", "carried", "wave", "none")}

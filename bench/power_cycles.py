@@ -16,7 +16,6 @@ sustained (``power_model.work_per_cycle``), ``claims.csv`` the rules.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -26,6 +25,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402
 
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from hw.clock_trajectory import parse_kernels  # noqa: E402
 from power_model import measured, read_probe, register, registered_table, work_per_cycle, write_tables  # noqa: E402
 
@@ -127,7 +127,7 @@ def judge(probe: dict[str, pd.DataFrame], reg: pd.DataFrame,
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/power_cycles.py", description=__doc__.splitlines()[0])
     ap.add_argument("--register", metavar="NAME=MxNxK[+OP],...")
     ap.add_argument("--family", metavar="NAME,NAME,...", action="append",
                     help="with --register: one shape, densest operands first (repeat for more families)")
@@ -137,10 +137,8 @@ def main(argv=None) -> int:
     ap.add_argument("--probe", type=Path, metavar="DIR")
     ap.add_argument("--registered", type=Path, metavar="DIR")
     ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     try:
-        if args.out.exists() and not args.out.is_dir():
-            raise ValueError(f"--out {args.out} exists and is not a folder")
         if args.register:
             if not args.family:
                 raise ValueError("--register needs --family NAME,NAME,...")

@@ -24,7 +24,6 @@ adds ``posthoc-cycles.csv`` (:func:`posthoc_cycles`), written after the judgemen
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -37,6 +36,7 @@ import pandas as pd  # noqa: E402
 
 from ctahw.calibrate import rested_ms, sustained_ms, trajectory_rounds  # noqa: E402
 from ctahw.power import energy_fit, step_power  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.power import gamma_from, sustained_slowdown  # noqa: E402
 from hw.clock_trajectory import parse_kernels  # noqa: E402
 
@@ -205,7 +205,7 @@ def write_tables(out: Path, tables: dict[str, pd.DataFrame]) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/power_model.py", description=__doc__.splitlines()[0])
     ap.add_argument("--register", metavar="NAME=MxNxK[+OP],...", help="write kernels.csv into --out")
     ap.add_argument("--calibrate", metavar="NAME", help="with --register: the kernel gamma is taken from")
     ap.add_argument("--spec", type=Path, metavar="DIR", help="print a registration's --kernels line")
@@ -214,15 +214,13 @@ def main(argv=None) -> int:
     ap.add_argument("--posthoc", action="store_true",
                     help="with --probe: also posthoc-cycles.csv (written after plan 32 was judged; not a test)")
     ap.add_argument("--out", type=Path)
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     try:
         if args.spec:
             print(spec(registered_table(args.spec)))
             return 0
         if args.out is None:
             raise ValueError("--out is needed with --register or --probe")
-        if args.out.exists() and not args.out.is_dir():
-            raise ValueError(f"--out {args.out} exists and is not a folder")
         if args.register:
             if not args.calibrate:
                 raise ValueError("--register needs --calibrate NAME")

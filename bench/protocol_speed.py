@@ -10,25 +10,26 @@ provenance of the run (commit, machine, Python).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's ctasim, not an installed one
 
 from provenance import provenance  # noqa: E402
 
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.protocol.walk import SPACES, search_parallel  # noqa: E402
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/protocol_speed.py", description=__doc__.splitlines()[0])
     ap.add_argument("--walks", type=int, default=10_400, help="walks of the correct protocol (a CI run made 10,400 until 2026-12-04, 4,160 since)")
     ap.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="worker processes")
     ap.add_argument("--out", type=Path, help="write the rows and the provenance as JSON here")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, files=("--out",))
     rows = []
     for procs in sorted({1, max(1, args.processes)}):
         st = search_parallel("correct", SPACES, args.walks, processes=procs)

@@ -22,7 +22,6 @@ machine does not change.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -132,12 +131,15 @@ def run_point(root: Path, layers: int, m: int, hw: str, fields: dict, reps: int,
     return r
 
 
-def main() -> int:
+def main(argv=None) -> int:
     import tempfile
 
     from provenance import provenance
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sys.path.insert(0, str(CHECKOUT))  # this checkout's ctasim, not an installed one
+    from ctasim.cliargs import OneLineParser, parse_outputs
+
+    ap = OneLineParser(prog="python bench/sim_speed.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "sim_speed.csv"))
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--max-ctas", type=int, default=2_000_000, help="skip points above this many CTAs")
@@ -145,7 +147,7 @@ def main() -> int:
     ap.add_argument("--baseline", default="", help="git revision whose engine runs beside this checkout's")
     ap.add_argument("--baseline-path", default="", help="a tree with a baseline's ctasim/ and specs/ (no git)")
     ap.add_argument("--rounds", type=int, default=0, help="interleaved rounds per point (default 3 with a baseline)")
-    args = ap.parse_args()
+    args = parse_outputs(ap, argv, files=("--out",))
     import pandas as pd
 
     tmp = tempfile.TemporaryDirectory(prefix="sim-speed-baseline-")
@@ -209,7 +211,7 @@ def main() -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     df[cols].round(4).to_csv(out, index=False)
-    prov = provenance("python bench/sim_speed.py " + " ".join(sys.argv[1:]))
+    prov = provenance("python bench/sim_speed.py " + " ".join(sys.argv[1:] if argv is None else argv))
     prov["load_average"] = os.getloadavg()
     out.with_suffix(".provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
     print(f"wrote {out}")

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import pandas as pd  # noqa: E402
 
 from ctasim import accuracy, results  # noqa: E402
-from ctasim.cliargs import OneLineParser, writable_folder  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.spec import SpecError, load_hardware  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
@@ -144,9 +144,8 @@ def rings() -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/ticket_law_record.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/ticket-law-record")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     try:
-        writable_folder(args.out)
         c = cases()
     except SpecError as e:
         print(f"ticket_law_record: {e}", file=sys.stderr)

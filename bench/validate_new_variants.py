@@ -23,7 +23,6 @@ measured, beside the model's median per-tile compute), ``report.md``.
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +33,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's ctasim, not an installed one
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.validation import baselines as V  # noqa: E402
 from ctasim.validation import pipeline as P  # noqa: E402
 from ctasim.validation import ctapipe as VC  # noqa: E402
@@ -305,12 +305,12 @@ def report(df, fam, var, gvp, ml, args, commit, hw_link_sharing: str = "fcfs") -
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="python bench/validate_new_variants.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(ROOT / "bench/results/validation-ctapipe-new"))
     ap.add_argument("--profile", default="h200-x2-calibrated")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--date", default="2026-11-29", help="date written into report.md's provenance")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("--out",))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,

@@ -3,16 +3,28 @@
 Each row is what a user might type; the run happens in an empty folder holding only a file (``afile``), a binary
 file posing as a spec (``bin.toml``), a truncated TOML (``cut.toml``) and a results file that is not one
 (``garbage.csv``), and a truncated ``baselines.csv``. After each command the folder must hold exactly those files.
+
+The same for every ``bench/`` script that writes into an output option, in-process (``main(argv)``; a subprocess
+each would take most of the suite's time): an output path under ``afile`` is refused before anything runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import signal
 import subprocess
 import sys
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+
+from tests.helpers import BENCH, load_bench
 
 CTASIM = [sys.executable, "-m", "ctasim"]
 CTAHW = [sys.executable, "-m", "ctahw"]
@@ -154,3 +166,141 @@ def test_the_check_flags_a_command_that_succeeds_writes_or_raises(tmp_path):
     assert {"exit 0", "0 stderr lines", "left behind: ['o']"} <= set(_problems("x", tmp_path, ok))
     crash = _run([sys.executable, "-c", "import sys; sys.exit(1 / 0)"], tmp_path)
     assert "traceback" in _problems("x", tmp_path, crash)
+
+
+OUTPUT_OPTION = re.compile(r"""add_argument\(\s*(?:["']-\w["']\s*,\s*)?["']--out["']|\bjudge_main\(""")
+"""A ``bench/`` script that takes ``--out``: it adds the option, or its command is ``plan49_judge.judge_main``'s."""
+
+OTHER_OUTPUTS = {"mutation": "--workdir", "plan_judge": "--reports"}
+"""Scripts whose folder written into is named by another option than ``--out``."""
+
+NEEDS = {"plan38_judge": ["--fig4", "{run}", "--fig7", "{run}"], "plan40_judge": ["{run}"], "plan42_judge": ["{run}"],
+         "plan49_judge": ["{run}"], "plan50_judge": ["{run}"], "plan52_judge": ["{run}"], "plan53_judge": ["{run}"],
+         "plan54_judge": ["{run}"], "posthoc_onset": ["{run}", "reg25-nope"], "plan_judge": ["20"]}
+"""What each script's parser requires besides the output option ("{run}": an existing empty folder). No mode flag
+(``--register``, ``--factor``): the output is checked as the arguments are parsed, so none is needed, and one here
+would make a script that forgot the check do that mode's work (a registration written into bench/predictions)."""
+
+DEADLINE_S = 20.0
+"""A script still running after this long did not stop at its output check: it is stopped, not run whole."""
+
+
+def bench_outputs() -> list[tuple[str, str, bool]]:
+    """Every ``bench/*.py`` that writes into an output option, found by reading the sources: (script, option, whether
+    the option names a file, as its ``parse_outputs(..., files=...)`` says)."""
+    found = []
+    for path in sorted(BENCH.glob("*.py")):
+        src = path.read_text()
+        flags = ["--out"] if OUTPUT_OPTION.search(src) else []
+        for flag in flags + ([OTHER_OUTPUTS[path.stem]] if path.stem in OTHER_OUTPUTS else []):
+            found.append((path.stem, flag, bool(re.search(rf"""files=\([^)]*["']{flag}["']""", src))))
+    return found
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float):
+    """TimeoutError in the block after ``seconds`` (SIGALRM; in the main thread only, elsewhere no limit)."""
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise TimeoutError(f"still running after {seconds:g} s: the output was not checked before the work")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _main_problems(main, argv, flag: str, bad, folder, capsys, deadline: float = DEADLINE_S) -> list[str]:
+    """:func:`_problems` of ``main(argv)`` run in-process as its command would run: its return or SystemExit code the
+    exit status, anything it raises a traceback (exit 1, named); the one line must name ``flag`` and ``bad``."""
+    capsys.readouterr()
+    code, crash, raised = 0, "", []
+    try:
+        with _deadline(deadline):
+            code = main(argv)
+    except SystemExit as e:
+        code = e.code
+    except Exception as e:  # noqa: BLE001 - what would reach the user as a traceback
+        code, crash, raised = 1, f"Traceback (in-process)\n{type(e).__name__}: {e}\n", [f"{type(e).__name__}: {e}"]
+    err = capsys.readouterr().err + crash
+    return _problems(f"{flag}: {bad}", folder, SimpleNamespace(returncode=code, stderr=err)) + raised
+
+
+def test_every_bench_output_under_a_file_is_refused_in_one_line_before_any_work(tmp_path, capsys):
+    """Each script found by :func:`bench_outputs`, its output option under ``afile`` (``afile/sub``, ``afile/sub.csv``
+    for a file): exit 2, one line naming the option and the path, no traceback, nothing written."""
+    scripts = bench_outputs()
+    names = {name for name, _, _ in scripts}
+    assert len(scripts) >= 45 and {"plan50_judge", "posthoc_ticket_law", "sim_speed", "mutation"} <= names
+    folder, run = tmp_path / "out", tmp_path / "run"
+    folder.mkdir()
+    run.mkdir()
+    for name, data in FIXTURES.items():
+        (folder / name).write_bytes(data)
+    bad = []
+    for name, flag, is_file in scripts:
+        path = folder / "afile" / ("sub.csv" if is_file else "sub")
+        argv = [a.replace("{run}", str(run)) for a in NEEDS.get(name, [])] + [flag, str(path)]
+        problems = _main_problems(load_bench(name).main, argv, flag, path, folder, capsys)
+        if list(run.iterdir()):
+            problems.append(f"wrote into {run}")
+        if problems:
+            bad.append(f"{name} {flag}: {', '.join(problems)}")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_in_process_check_flags_a_main_that_writes_raises_returns_0_or_runs_on(tmp_path, capsys):
+    """The checker itself on stand-ins for a broken script's main: each is reported, a good one is not."""
+    for name, data in FIXTURES.items():
+        (tmp_path / name).write_bytes(data)
+    bad = tmp_path / "afile" / "sub"
+
+    def mkdirs(argv):  # no check: the folder made where it cannot be
+        Path(argv[1]).mkdir(parents=True, exist_ok=True)
+        return 0
+
+    def half_written(argv):  # checks, but after writing
+        (tmp_path / "half.csv").write_text("a\n")
+        print(f"x: {argv[0]}: {argv[1]}: not a folder", file=sys.stderr)
+        return 2
+
+    def two_lines(argv):  # the usage block and the error
+        print("usage: x [--out OUT]", file=sys.stderr)
+        print(f"x: error: {argv[0]}: {argv[1]}: not a folder", file=sys.stderr)
+        return 2
+
+    def no_path(argv):
+        print("x: error: bad output", file=sys.stderr)
+        return 2
+
+    def ignores(argv):  # takes the option and never looks at it
+        return 0
+
+    def runs_on(argv):
+        while True:
+            time.sleep(0.01)
+
+    def good(argv):
+        print(f"x: error: {argv[0]}: {argv[1]}: {bad.parent} is a file, not a folder", file=sys.stderr)
+        raise SystemExit(2)
+
+    def check(main, deadline=DEADLINE_S):
+        return set(_main_problems(main, ["--out", str(bad)], "--out", bad, tmp_path, capsys, deadline))
+
+    made = check(mkdirs)
+    assert {"exit 1", "traceback"} <= made and any(p.startswith("NotADirectoryError") for p in made)
+    assert check(half_written) == {"left behind: ['half.csv']"}
+    (tmp_path / "half.csv").unlink()
+    assert "2 stderr lines" in check(two_lines)
+    assert check(no_path) == {f"no '--out: {bad}' in the message"}
+    assert check(ignores) == {"exit 0", "0 stderr lines"}
+    stopped = check(runs_on, deadline=0.2)
+    assert {"exit 1", "traceback"} <= stopped and any(p.startswith("TimeoutError: still running") for p in stopped)
+    assert check(good) == set()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(FIXTURES)

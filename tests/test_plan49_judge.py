@@ -57,9 +57,12 @@ def test_bad_run_folders_are_refused_in_one_line(pj, tmp_path, capsys):
     assert "not reg49-chain-order-h5120" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
     (tmp_path / "afile").write_text("x")
-    assert pj.main([str(fake_run(pj, tmp_path / "run2", "threshold")), "--out", str(tmp_path / "afile")]) == 2
+    with pytest.raises(SystemExit) as ex:
+        pj.main([str(fake_run(pj, tmp_path / "run2", "threshold")), "--out", str(tmp_path / "afile")])
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "not a folder" in err[0]
+    assert ex.value.code == 2 and len(err) == 1 and "not a folder" in err[0]
+    assert err[0].startswith(f"python bench/plan49_judge.py: error: --out: {tmp_path / 'afile'}: ")
+    assert (tmp_path / "afile").read_text() == "x"
 
 
 @pytest.mark.parametrize("run,met,figures", [

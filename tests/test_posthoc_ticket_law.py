@@ -64,6 +64,9 @@ def test_the_summary_names_a_wrong_case(ptl, committed):
 
 def test_an_out_that_cannot_be_a_folder_is_refused_in_one_line(ptl, tmp_path, capsys):
     (tmp_path / "afile").write_text("x")
-    assert ptl.main(["--out", str(tmp_path / "afile")]) == 2
+    with pytest.raises(SystemExit) as ex:
+        ptl.main(["--out", str(tmp_path / "afile")])
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "not a folder" in err[0]
+    assert ex.value.code == 2 and len(err) == 1 and "not a folder" in err[0]
+    assert err[0].startswith(f"python bench/posthoc_ticket_law.py: error: --out: {tmp_path / 'afile'}: ")
+    assert (tmp_path / "afile").read_text() == "x"
