@@ -27,6 +27,11 @@ measured time after it, in the run's median mainloops, over the model's reach fo
 10th, 50th and 90th percentiles and coefficient of variation. The laws price each sharer at that reach, so a ratio
 spread wide says a sharp survival curve is averaged over a wide distance in the hardware.
 
+``--smooth-cv 0.5,0.75,...`` also prices the orders under the survival law averaged over a lognormal distance of mean
+the reach and each coefficient of variation (:func:`smoothed`: the survival share of a later sharer is ``E[S(B X)]``,
+``X`` lognormal of mean 1, in place of ``S(B)``; 24-point Gauss-Hermite) and writes ``smoothed-summary.csv``, the summary
+beside the adopted law's: an exploration of the lead ``gaps.csv`` gives, not a model the profile has.
+
 Writes ``cases.csv`` (one row per run, experiment, case and order), ``gaps.csv`` and ``summary.csv`` (per order and predictor: the
 cases, the mean measured and predicted penalties and the mean and mean absolute error in points, for the mainloop
 and the makespan, and ``err_corr``, the correlation over the cases of the two errors); prints the summary. Every run here was seen before this was written: the figures are post-hoc.
@@ -35,6 +40,8 @@ and the makespan, and ``err_corr``, the correlation over the cases of the two er
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import re
 import sys
 from pathlib import Path
@@ -45,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ctasim import l2  # noqa: E402
 from ctasim.cases import expand, load_experiment  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.run import run_strategy  # noqa: E402
@@ -206,9 +214,52 @@ def summary(c: pd.DataFrame) -> pd.DataFrame:
     }).round(2).reset_index()
 
 
+@contextlib.contextmanager
+def smoothed(cv: float):
+    """``ctasim.l2.survival_share`` averaged over a lognormal factor ``X`` on the bytes taken in (mean 1, coefficient of
+    variation ``cv``) inside the block: the survival law with a spread distance (see the module docstring)."""
+    if not cv > 0:
+        raise ValueError(f"a coefficient of variation must be > 0, got {cv}")
+    plain = l2.survival_share
+    s2 = np.log1p(cv * cv)
+    z, w = np.polynomial.hermite_e.hermegauss(24)
+    factors, weights = np.exp(np.sqrt(s2) * z - s2 / 2), w / w.sum()
+
+    def averaged(taken, curve):
+        t = np.asarray(taken, dtype=np.float64)
+        return sum(wi * plain(t * xi, curve) for xi, wi in zip(factors, weights))
+
+    l2.survival_share = averaged
+    try:
+        yield
+    finally:
+        l2.survival_share = plain
+
+
+def smoothed_summary(cvs: list[float]) -> pd.DataFrame:
+    """:func:`summary` of the adopted profile and of it under :func:`smoothed` at each of ``cvs``."""
+    parts = [cases(predictors={"adopted (survival, 1.019)": None})]
+    for cv in cvs:
+        with smoothed(cv):
+            parts.append(cases(predictors={f"survival averaged, cv {cv:g}": None}))
+    return summary(pd.concat(parts, ignore_index=True))
+
+
+def _cvs(text: str) -> list[float]:
+    try:
+        cvs = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        cvs = []
+    if not cvs or not all(0 < c <= 5 for c in cvs):
+        raise argparse.ArgumentTypeError(f"give coefficients of variation in (0, 5], comma-separated, got {text!r}")
+    return cvs
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_order_mainloop.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-order-mainloop")
+    ap.add_argument("--smooth-cv", type=_cvs, metavar="CV,CV,...",
+                    help="also smoothed-summary.csv: the survival law averaged over a distance of these spreads")
     args = parse_outputs(ap, argv, folders=("--out",))
     c = cases()
     s = summary(c)
@@ -221,6 +272,11 @@ def main(argv: list[str] | None = None) -> int:
         print(s.to_string(index=False))
         print()
         print(gp.groupby("order")[["sharers", "p10", "p50", "p90", "cv"]].median().round(2).to_string())
+        if args.smooth_cv:
+            sm = smoothed_summary(args.smooth_cv)
+            sm.to_csv(args.out / "smoothed-summary.csv", index=False)
+            print()
+            print(sm.to_string(index=False))
     return 0
 
 

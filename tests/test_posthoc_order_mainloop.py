@@ -92,3 +92,30 @@ def test_sharer_gaps_are_measured_time_over_the_models_reach(pom):
     tile_n[[141]] = 7
     r2 = pom.sharer_gaps(tiles.assign(tile_n=tile_n), spread=0.5)
     assert len(r2) == 0  # 140 -> 141 is one ticket apart
+
+
+def test_smoothed_averages_the_survival_curve_over_the_distance_and_restores_it(pom):
+    from ctasim import l2
+
+    step = ([0.0, 0.499, 0.501, 2.0], [1.0, 1.0, 0.0, 0.0])  # all kept below half the L2, nothing above
+    plain = l2.survival_share
+    with pom.smoothed(0.5):
+        assert l2.survival_share is not plain
+        at = l2.survival_share(np.array([0.05, 0.5, 5.0]), step)
+    assert l2.survival_share is plain  # restored
+    assert at[0] == pytest.approx(1.0, abs=1e-4) and at[2] == pytest.approx(0.0, abs=1e-4)
+    assert 0.3 < at[1] < 0.7  # the edge averaged over a spread distance: about half kept
+    with pom.smoothed(0.01):  # a narrow distance: the plain curve
+        np.testing.assert_allclose(l2.survival_share(np.array([0.3, 0.7]), step), [1.0, 0.0], atol=1e-6)
+    with pytest.raises(ValueError):
+        with pom.smoothed(0.0):
+            pass
+
+
+def test_the_smooth_cv_option_refuses_bad_values_in_one_line(pom, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        pom.main(["--smooth-cv", "0,1", "--out", str(tmp_path / "o")])
+    assert e.value.code == 2
+    err = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
+    assert len(err) == 1 and "--smooth-cv" in err[0]
+    assert not (tmp_path / "o").exists()
