@@ -27,12 +27,16 @@ measured time after it, in the run's median mainloops, over the model's reach fo
 10th, 50th and 90th percentiles and coefficient of variation. The laws price each sharer at that reach, so a ratio
 spread wide says a sharp survival curve is averaged over a wide distance in the hardware.
 
+``traffic.csv`` says what the laws charge each order: per order and law, one layer's mean HBM bytes a wave (waves 5 to
+the last but two; MiB) of A and W panels missed across waves, of later sharers read again within a window (the ticket
+law's), and of stores, at :data:`TRAFFIC_SHAPE` (``ctasim.l2.wave_traffic``, the profile's 128x256 config).
+
 ``--smooth-cv 0.5,0.75,...`` also prices the orders under the survival law averaged over a lognormal distance of mean
 the reach and each coefficient of variation (:func:`smoothed`: the survival share of a later sharer is ``E[S(B X)]``,
 ``X`` lognormal of mean 1, in place of ``S(B)``; 24-point Gauss-Hermite) and writes ``smoothed-summary.csv``, the summary
 beside the adopted law's: an exploration of the lead ``gaps.csv`` gives, not a model the profile has.
 
-Writes ``cases.csv`` (one row per run, experiment, case and order), ``gaps.csv`` and ``summary.csv`` (per order and predictor: the
+Writes ``cases.csv`` (one row per run, experiment, case and order), ``gaps.csv``, ``traffic.csv`` and ``summary.csv`` (per order and predictor: the
 cases, the mean measured and predicted penalties and the mean and mean absolute error in points, for the mainloop
 and the makespan, and ``err_corr``, the correlation over the cases of the two errors); prints the summary. Every run here was seen before this was written: the figures are post-hoc.
 ~1-2 min on 2 cores.
@@ -69,6 +73,10 @@ SLOTS = 132
 MIN_GAP = 4
 """The fewest tickets between two sharers counted in ``gaps.csv``: nearer ones read the panel within a few per cent of a
 tile time, a hit under any law."""
+TRAFFIC_SHAPE = (16384, 8704)
+"""(M, H) of ``traffic.csv``: plan 53's largest case at its smaller H."""
+ORDERS = {"intragpu": 8, "intragpu-g4": 4, "intragpu-g2": 2, "intragpu-row": 1}
+"""The chain kernel's orders in ``traffic.csv``: strategy name -> groups of that many row-blocks."""
 PREDICTORS = {"adopted (survival, 1.019)": None, "partition (factor 1)": ("partition", 1.0)}
 """Label -> the ticket law and tickets mainloop factor put on the experiment's profile (None: the profile's own)."""
 
@@ -147,6 +155,34 @@ def gaps(paths: list[Path] | None = None, spread: float | None = None) -> pd.Dat
             rows.append(dict(run=str(bundle.parent.parent.relative_to(HW)) if bundle.is_relative_to(HW) else
                              str(bundle.parent.parent), experiment=bundle.parent.name, case=key[0], order=key[1],
                              sharers=len(r), p10=q10, p50=q50, p90=q90, cv=float(np.std(r) / np.mean(r))))
+    return pd.DataFrame(rows)
+
+
+def traffic(shape: tuple[int, int] = TRAFFIC_SHAPE) -> pd.DataFrame:
+    """One layer's mean HBM MiB a wave, by kind, per order of :data:`ORDERS` and law (the adopted profile's and the
+    partition law)."""
+    from ctasim.plan import chain_order  # noqa: PLC0415
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+
+    m, h = shape
+    base = load_hardware("h200-x1-calibrated")
+    rows = []
+    for law in ("survival", "partition"):
+        hw = base.with_ticket_law(law)
+        cfg = hw.config(128, 256)
+        for name, g in ORDERS.items():
+            order = chain_order(1, m // 128, h // 256, g)  # one layer of the chain kernel's order
+            t = l2.wave_traffic(order, m, h, h, 128, 256, 2, hw.sm_count * cfg.cta_slots_per_sm, hw.l2_bytes,
+                                store_elem_bytes=2, drift=0.0, cluster_m=cfg.cluster_m,
+                                ticket_spread=cfg.ticket_spread, drift_form=cfg.drift_form, ticket_law=law,
+                                survival=(hw.l2_survival_taken, hw.l2_survival_share))
+            steady = slice(5, -2)
+
+            def mib(a):
+                return round(float(np.mean(a[steady])) / 2**20, 1)
+
+            rows.append(dict(m=m, h=h, order=name, law=law, a_mib=mib(t.a_hbm), w_mib=mib(t.w_hbm),
+                             ticket_mib=mib(t.ticket_hbm), store_mib=mib(t.store), total_mib=mib(t.hbm)))
     return pd.DataFrame(rows)
 
 
@@ -264,7 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     c = cases()
     s = summary(c)
     gp = gaps()
+    tr = traffic()
     args.out.mkdir(parents=True, exist_ok=True)
+    tr.to_csv(args.out / "traffic.csv", index=False)
     c.to_csv(args.out / "cases.csv", index=False, float_format="%.4f")
     gp.to_csv(args.out / "gaps.csv", index=False, float_format="%.4f")
     s.to_csv(args.out / "summary.csv", index=False)

@@ -119,3 +119,15 @@ def test_the_smooth_cv_option_refuses_bad_values_in_one_line(pom, tmp_path, caps
     err = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
     assert len(err) == 1 and "--smooth-cv" in err[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_the_committed_traffic_table_is_what_the_script_computes(pom):
+    t = pom.traffic()
+    committed = pd.read_csv(pom.ROOT / "bench/results/posthoc-order-mainloop/traffic.csv")
+    pd.testing.assert_frame_equal(t, committed, check_dtype=False)
+    # what docs/validation.md reads off it: the survival law charges groups of 8 no re-reads within a window, the
+    # partition law some; groups of 4 miss the same W panels across waves under both
+    k = t.set_index(["order", "law"])
+    assert k.loc[("intragpu", "survival"), "ticket_mib"] == 0 < k.loc[("intragpu", "partition"), "ticket_mib"]
+    assert k.loc[("intragpu-g4", "survival"), "w_mib"] == k.loc[("intragpu-g4", "partition"), "w_mib"]
+    assert k.loc[("intragpu-g4", "survival"), "w_mib"] > 1.5 * k.loc[("intragpu", "survival"), "w_mib"]
