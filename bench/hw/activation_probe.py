@@ -7,8 +7,8 @@ GEMM1 of the MLP block (M x N x K, default M x 28672 x 8192) plain and with each
 ``residual`` too: D = A @ W^T + C, the down projection's epilogue; or ``relu_input``: the plain GEMM on A with its
 negative elements zeroed, as the down projection of a ReLU block reads it), CUTLASS at its tuned tile order,
 every run rested 300 ms (``ctahw.calibrate.activation_probe``); per op the cost per accumulator element
-(``ctahw.calibrate.activation_epilogue_cost``). Writes the rows (m, item, per_op_ms) and prints the costs. Bad values get
-one line and exit 2; nothing is written unless every item ran.
+(``ctahw.calibrate.activation_epilogue_cost``). Writes the rows (m, item, per_op_ms) and prints the costs. Bad values,
+an unwritable OUT.csv and no GPU (or no CuPy) get one line and exit 2; nothing is written unless every item ran.
 """
 
 from __future__ import annotations
@@ -16,20 +16,23 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
+
 OPS = ("gelu", "silu", "relu", "residual", "relu_input")
 
 
 def main(argv=None) -> int:
-    from ctasim.cliargs import OneLineParser
+    from ctasim.cliargs import OneLineParser, parse_outputs
 
-    ap = OneLineParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/hw/activation_probe.py", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--ops", default="gelu,silu,relu")
     ap.add_argument("--ms", default="4096,16384")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--n", type=int, default=28672, help="the GEMM's N (a multiple of 256)")
     ap.add_argument("--k", type=int, default=8192, help="the GEMM's K (a multiple of 64)")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, files=("out",))
     ops = [o for o in args.ops.split(",") if o]
     try:
         ms = [int(x) for x in args.ms.split(",")]
@@ -47,6 +50,13 @@ def main(argv=None) -> int:
         return 2
     if args.out.suffix != ".csv" or not args.out.parent.is_dir() or args.out.is_dir():
         print(f"activation_probe: {args.out}: a .csv path in an existing folder expected", file=sys.stderr)
+        return 2
+    from ctahw.device import DeviceError, require_gpus
+
+    try:
+        require_gpus(1)
+    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
+        print(f"activation_probe: {e}", file=sys.stderr)
         return 2
 
     import pandas as pd

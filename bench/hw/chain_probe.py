@@ -25,16 +25,19 @@ system-scope acquire / release, each output stored into the other kernel's buffe
 
 Every timed run is behind a ``--rest-ms`` host sleep and the 3 ms gate of ``ctahw.baselines.Timed`` (burst
 regime); variants of one shape run interleaved (A B C A B C ...); medians of ``--reps``. The chain kernel's error
-record and ticket count are checked after every shape, and each variant's output once against fp32.
+record and ticket count are checked after every shape, and each variant's output once against fp32. An OUT_DIR that
+cannot be written, or no GPU (or no CuPy), is one line and exit 2 before anything runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 import sys
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
 
 OVERHEAD_MS = (4096, 16384)
 CHAIN_MS = (1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
@@ -51,7 +54,9 @@ def _plan(m: int, layers: int, h: int):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser, parse_outputs
+
+    ap = OneLineParser(prog="python bench/hw/chain_probe.py", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--rest-ms", type=float, default=250.0)
@@ -65,7 +70,14 @@ def main(argv=None) -> int:
                          "E[x^2] - mean^2 in fp32)")
     ap.add_argument("--designs", action="store_true",
                     help="only part 3: designs.csv, the three designs at M = 4096, 16384 (2 layers), timed and traced")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("out",))
+    from ctahw.device import DeviceError, require_gpus
+
+    try:
+        require_gpus(1)
+    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
+        print(f"chain_probe: {e}", file=sys.stderr)
+        return 2
 
     import cupy as cp
     import pandas as pd

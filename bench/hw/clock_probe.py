@@ -9,14 +9,19 @@ the board power every ``--sample-ms``; the GEMM's time per launch comes from CUD
     python bench/hw/clock_probe.py OUT.json [--ms 128,256,512,1024,16384] [--seconds 1.5]
 
 Writes OUT.json ({"points": [{m, tiles, ctas, ms_per_gemm, us_per_round, clock_mhz_median, clock_mhz_p10,
-clock_mhz_p90, power_w_median, samples}], "provenance": ...}). Exit 2 without a GPU.
+clock_mhz_p90, power_w_median, samples}], "provenance": ...}). Exit 2 with one line without a GPU (or CuPy) or where
+OUT.json cannot be written, before anything runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import subprocess
+import sys
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
 
 
 def _sample(gpu: int, ms: int) -> subprocess.Popen:
@@ -90,12 +95,14 @@ def probe(m: int, seconds: float, sample_ms: int, h: int = 8192, gpu: int = 0) -
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser, parse_outputs
+
+    ap = OneLineParser(prog="python bench/hw/clock_probe.py", description=__doc__.splitlines()[0])
     ap.add_argument("out")
     ap.add_argument("--ms", default="128,256,512,1024,16384")
     ap.add_argument("--seconds", type=float, default=1.5)
     ap.add_argument("--sample-ms", type=int, default=20)
-    a = ap.parse_args(argv)
+    a = parse_outputs(ap, argv, files=("out",))
     from probe_common import sweep_ms
 
     return sweep_ms("clock_probe", a.out, a.ms.split(","), lambda m: probe(m, a.seconds, a.sample_ms))

@@ -17,17 +17,20 @@ one of ``ctahw.calibrate.INPUT_OPS`` for the plain GEMM on changed operands: ``+
 of A zero), ``+relu_both`` (A and W ReLU'd), ``+zero_input`` (A all zero).
 
 Rows: kernel, round, i, t_start_ms (since the round's first launch began), dur_ms. The measurement is
-``ctahw.calibrate.clock_trajectory`` (what ``ctahw calibrate`` runs too).
+``ctahw.calibrate.clock_trajectory`` (what ``ctahw calibrate`` runs too). Bad values, an OUT.csv that cannot be
+written and no GPU (or no CuPy) are one line and exit 2 before anything runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from ctahw.calibrate import FUSED_ACTIVATIONS, INPUT_OPS
-from ctahw.gemm import parse_mnk
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
+
+from ctahw.calibrate import FUSED_ACTIVATIONS, INPUT_OPS  # noqa: E402
+from ctahw.gemm import parse_mnk  # noqa: E402
 
 KERNEL_OPS = FUSED_ACTIVATIONS + INPUT_OPS
 """What ``--kernels`` may add to a shape: a fused activation, or a change of the operands (not an epilogue)."""
@@ -53,13 +56,15 @@ def parse_kernels(text: str) -> dict[str, tuple]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser, parse_outputs
+
+    ap = OneLineParser(prog="python bench/hw/clock_trajectory.py", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--rest-s", type=float, default=2.0)
     ap.add_argument("--run-ms", type=float, default=400.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--kernels", default=None, help="NAME=MxNxK[+OP],... (default: the calibration's three)")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, files=("out",))
     try:
         kernels = parse_kernels(args.kernels) if args.kernels is not None else None
         if args.rounds < 1 or not args.rest_s >= 0 or not args.run_ms > 0:
@@ -67,15 +72,19 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"clock_trajectory: {e}", file=sys.stderr)
         return 2
+    from ctahw.device import DeviceError, require_gpus
 
+    try:
+        require_gpus(1)
+    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
+        print(f"clock_trajectory: {e}", file=sys.stderr)
+        return 2
+
+    import cupy as cp
     import pandas as pd
 
     from ctahw.calibrate import TRAJECTORY_KERNELS, clock_trajectory
-    from ctahw.device import require_gpus
     from ctahw.gemm import CutlassGemm
-
-    require_gpus(1)
-    import cupy as cp
 
     s = cp.cuda.Stream(non_blocking=True)
     rows = clock_trajectory(CutlassGemm(0), s, kernels or TRAJECTORY_KERNELS, rest_s=args.rest_s, run_ms=args.run_ms,

@@ -7,15 +7,19 @@ parsed with the plan its run ran (``ctahw.pipelined.raw_to_bundle``) and written
 ``ctapipe_traces.trace.npz`` (``ctasim.trace.save_traces``), the file ``ctasim`` reads. Since 2026-12-02 only
 ``2026-11-29-ctapipe-run1`` keeps its raw file in the tree; the others are in git history
 (``bench/results/hw/RAW-STAMPS.md`` says where and how to restore them). ``--check`` writes nothing and exits 1 if a
-bundle is missing or differs from a fresh conversion (what ``tests/ctahw/test_ctahw_runner.py`` checks for run1).
+bundle is missing or differs from a fresh conversion (what ``tests/ctahw/test_ctahw_runner.py`` checks for run1). A
+FOLDER that is not one (or, without ``--check``, cannot be written) is one line and exit 2 before anything is
+converted.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
 
 RAW = "ctapipe_traces.npz"
 
@@ -38,14 +42,25 @@ def same(a, b) -> bool:
 
 
 def main(argv=None) -> int:
-    from ctahw.pipelined import raw_to_bundle
-    from ctasim.trace import TraceFileError, load_traces, save_traces
-    from ctasim.trace import TRACES_FILE
+    from ctasim.cliargs import OneLineParser, writable_folder
+    from ctasim.spec import SpecError
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python bench/hw/convert_raw_traces.py", description=__doc__.splitlines()[0])
     ap.add_argument("folders", nargs="+", type=Path)
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a bundle is stale or missing")
     args = ap.parse_args(argv)
+    for folder in args.folders:
+        if not folder.is_dir():
+            ap.error(f"{folder}: {'not a folder' if folder.exists() else 'no such folder'}")
+        if not args.check:  # the bundle is written beside the raw file
+            try:
+                writable_folder(folder, "folders")
+            except SpecError as e:
+                ap.error(str(e))
+
+    from ctahw.pipelined import raw_to_bundle
+    from ctasim.trace import TraceFileError, load_traces, save_traces
+    from ctasim.trace import TRACES_FILE
     bad = 0
     for folder in args.folders:
         raw = folder / RAW

@@ -13,25 +13,37 @@ same launch graph by hand; the 2026-11-29 figures in bench/results/hw/2026-11-29
     python bench/hw/copy_wait_probe.py OUT.json [--chunks 1,2,4,8,16] [--kernel-us 60] [--mib 8] [--runs 15]
 
 Writes OUT.json ({"rows": [{experiment, chunks, median_ms, compute_ms_gpu0, compute_ms_gpu1, copy_ms}], "args",
-"provenance"}); ``bench/hw/copy_wait_report.py OUT.json`` derives the two parameters from it. Exit 2 without two
-GPUs.
+"provenance"}); ``bench/hw/copy_wait_report.py OUT.json`` derives the two parameters from it. Exit 2 with one line
+without two GPUs (or CuPy), on a bad ``--chunks`` or where OUT.json cannot be written, before anything runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
+from pathlib import Path
+import sys
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from ctasim.cliargs import OneLineParser, parse_outputs
+
+    ap = OneLineParser(prog="python bench/hw/copy_wait_probe.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
     ap.add_argument("--chunks", default="1,2,4,8,16")
     ap.add_argument("--kernel-us", type=float, default=60.0)
     ap.add_argument("--mib", type=int, default=8)
     ap.add_argument("--runs", type=int, default=15)
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, files=("out",))
+    try:
+        chunk_counts = [int(c) for c in args.chunks.split(",")]
+    except ValueError:
+        chunk_counts = []
+    if not chunk_counts or min(chunk_counts) < 1:
+        ap.error(f"--chunks takes positive integers, comma-separated, got {args.chunks!r}")
     from probe_common import no_gpus
 
     rc = no_gpus("copy_wait_probe", 2)
@@ -46,7 +58,6 @@ def main(argv=None) -> int:
     from ctasim.strategies import build_plans
 
     cp = require_cupy()
-    chunk_counts = [int(c) for c in args.chunks.split(",")]
     enable_peer_access([0, 1])
     T = Timed([0, 1], gate_ms=2.0)
     k_ns = int(args.kernel_us * 1e3)
@@ -108,6 +119,7 @@ def main(argv=None) -> int:
                      "min_ms": min(ms), "max_ms": max(ms), "compute_ms_gpu0": statistics.median(comp0),
                      "compute_ms_gpu1": statistics.median(comp1), "copy_ms": statistics.median(copy)})
         print(json.dumps(rows[-1]), flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w") as fh:
         json.dump({"rows": rows, "args": vars(args), "provenance": collect()}, fh, indent=1, default=str)
     return 0

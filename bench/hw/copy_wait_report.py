@@ -11,15 +11,20 @@ the harness model of ``ctasim.validation.baselines.Harness`` gives
     makespan(c) = run + 2k + copy_ns + N/bw + latency + 2 event_wait + hop + (c - 1)(k + gap + wait)
 
 ``wait_ns`` = the least-squares slope over c >= 2 minus k and gap; ``hop_ns`` from that line's intercept, and
-from c = 1 alone.
+from c = 1 alone. A RESULT that cannot be read or is not a probe result, or an unknown ``--profile``, is one line and
+exit 2 before anything is printed.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+import sys
+from pathlib import Path
 
-import numpy as np
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
+
+import numpy as np  # noqa: E402
 
 
 def analyse(res: dict, hw) -> dict:
@@ -45,19 +50,30 @@ def analyse(res: dict, hw) -> dict:
 
 
 def main(argv=None) -> int:
-    from ctasim.spec import load_hardware
+    from ctasim.cliargs import OneLineParser
+    from ctasim.spec import SpecError, load_hardware
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="python bench/hw/copy_wait_report.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("results", nargs="+")
     ap.add_argument("--profile", default="h200-x2-calibrated")
     args = ap.parse_args(argv)
-    hw = load_hardware(args.profile)
+    try:
+        hw = load_hardware(args.profile)
+    except SpecError as e:
+        ap.error(f"--profile: {e}")
+    found = []
+    for path in args.results:  # every result read before anything is printed
+        try:
+            with open(path) as fh:
+                found.append(analyse(json.load(fh), hw))
+        except OSError as e:
+            ap.error(f"{path}: {e.strerror or e}")
+        except (ValueError, KeyError, TypeError) as e:
+            ap.error(f"{path}: not a copy_wait_probe.py result ({type(e).__name__}: {e})")
     cols = ["kernel_us", "mib", "run_ns", "gap_ns", "k_ns", "copy_ns", "per_chunk_ns", "wait_ns", "hop_ns_line", "hop_ns_c1"]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
-    for path in args.results:
-        with open(path) as fh:
-            a = analyse(json.load(fh), hw)
+    for a in found:
         print("| " + " | ".join(f"{a[c]:.0f}" if isinstance(a[c], float) else str(a[c]) for c in cols) + " |")
     print(f"\n(event_wait_ns {hw.event_wait_ns:g}, copy_engine_gbps {hw.copy_engine_gbps:g}, link_latency_ns "
           f"{hw.link_latency_ns:g} from {args.profile})")

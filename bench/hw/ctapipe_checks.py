@@ -3,32 +3,59 @@ runs, against the same kernel storing D on its own GPU (``ctahw.pipelined.remote
 
     python bench/hw/ctapipe_checks.py OUT.json [--ms 4096,16384] [--variants cutlass_ctapipe,...] [--reps 20]
 
-Needs 2 sm_90 GPUs with peer access; prints one line per point and writes them all to OUT.json.
+Needs 2 sm_90 GPUs with peer access (a device session, ``ctahw.baselines.Session``); prints one line per point and
+writes them all to OUT.json. Bad values, an OUT.json that cannot be written and no GPUs (or no CuPy) are one line and
+exit 2 before anything runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
+    from ctasim.cliargs import OneLineParser, parse_outputs
+    from ctasim.variants import VARIANTS
+
+    ap = OneLineParser(prog="python bench/hw/ctapipe_checks.py", description=__doc__.splitlines()[0])
     ap.add_argument("out")
     ap.add_argument("--ms", default="4096,16384")
     ap.add_argument("--variants", default="cutlass_ctapipe,cutlass_ctapipe_c12,cutlass_ctapipe_c21")
     ap.add_argument("--reps", type=int, default=20)
-    a = ap.parse_args(argv)
+    a = parse_outputs(ap, argv, files=("out",))
+    try:
+        ms = [int(x) for x in a.ms.split(",")]
+    except ValueError:
+        ms = []
+    if not ms or min(ms) < 1:
+        ap.error(f"--ms takes positive integers, comma-separated, got {a.ms!r}")
+    unknown = [v for v in a.variants.split(",") if v not in VARIANTS]
+    if unknown:
+        ap.error(f"--variants: unknown {', '.join(map(repr, unknown))} (known: {', '.join(VARIANTS)})")
+    if a.reps < 1:
+        ap.error(f"--reps must be >= 1, got {a.reps}")
+    from ctahw.device import DeviceError, require_gpus
 
-    from ctahw.baselines import Sweep, SweepConfig
+    try:
+        require_gpus(2)
+    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
+        print(f"ctapipe_checks: {e}", file=sys.stderr)
+        return 2
+
+    from ctahw.baselines import Session, SweepConfig
     from ctahw.pipelined import remote_store_cost
 
     seed = int.from_bytes(os.urandom(4), "little")
-    sweep = Sweep(SweepConfig(h=8192, gpus=2, backends=("cublas",), reps=1, warmup=0, seed=seed), log=lambda s: None)
+    sweep = Session(SweepConfig(h=8192, gpus=2, backends=("cublas",), reps=1, warmup=0, seed=seed), log=lambda s: None)
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     rows = []
-    for m in (int(x) for x in a.ms.split(",")):
+    for m in ms:
         for v in a.variants.split(","):
             try:
                 r = remote_store_cost(sweep, m, v, a.reps)

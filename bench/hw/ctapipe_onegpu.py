@@ -26,20 +26,23 @@ spinning consumer. The runner now loads every kernel before its first launch (``
 ``--mlp-ffn F`` runs the MLP block's pair instead (h -> F with GeLU fused in the producer, F -> h with the residual
 fused in the consumer): every variant (a) kernel's fused path; variant (b) refuses epilogue ops (a failed row).
 
-Writes ``OUT/onegpu.json`` (one row per variant); exits 1 if any variant failed.
+Writes ``OUT/onegpu.json`` (one row per variant); exits 1 if any variant failed. An unknown variant, an OUT that cannot
+be written and no GPU (or no CuPy) are one line and exit 2 before anything runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
 import time
 from pathlib import Path
 
-from ctahw import runner as rn
-from ctahw.onegpu import OneGpuRunner  # noqa: F401  (the runner lives in ctahw; re-exported for the scripts and tests that load this file)
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
+
+from ctahw import runner as rn  # noqa: E402
+from ctahw.onegpu import OneGpuRunner  # noqa: E402, F401  (the runner lives in ctahw; re-exported for the scripts and tests that load this file)
 
 
 def mlp_workload(m: int, h: int, ffn: int):
@@ -121,9 +124,10 @@ def check_variant(name: str, m: int, h: int, iters: int, seed: int, ffn: int = 0
 
 
 def main(argv=None) -> int:
+    from ctasim.cliargs import OneLineParser, parse_outputs
     from ctasim.variants import VARIANTS
 
-    ap = argparse.ArgumentParser(prog="python bench/hw/ctapipe_onegpu.py", description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="python bench/hw/ctapipe_onegpu.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--m", type=int, default=1024)
     ap.add_argument("--h", type=int, default=1024)
@@ -132,7 +136,17 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=20261202)
     ap.add_argument("--mlp-ffn", type=int, default=0,
                     help="> 0: the MLP block's pair h -> FFN (GeLU fused) -> h (+ residual) instead of the square chain")
-    a = ap.parse_args(argv)
+    a = parse_outputs(ap, argv, folders=("out",))
+    unknown = [n for n in a.variants.split(",") if n not in VARIANTS]
+    if unknown:
+        ap.error(f"--variants: unknown {', '.join(map(repr, unknown))} (known: {', '.join(VARIANTS)})")
+    from ctahw.device import DeviceError, require_gpus
+
+    try:
+        require_gpus(1)
+    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
+        print(f"ctapipe_onegpu: {e}", file=sys.stderr)
+        return 2
     a.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for name in a.variants.split(","):

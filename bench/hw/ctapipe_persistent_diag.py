@@ -5,41 +5,58 @@ contexts down, which ends the kernels). Prints one JSON line: {"variant", "m", "
 ...}. Used by bench/hw/run_ctapipe_persistent.sh before anything else touches a new kernel.
 
     python bench/hw/ctapipe_persistent_diag.py cutlass_ctapipe_p_trace --m 1024 --wait-s 8
+
+Needs 2 sm_90 GPUs (a device session, ``ctahw.baselines.Session``). An unknown variant, or no GPUs (or no CuPy), is
+one line on stderr and exit 2 before anything runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
+    from ctasim.cliargs import OneLineParser
+    from ctasim.variants import VARIANTS, clusters_of
+
+    ap = OneLineParser(prog="python bench/hw/ctapipe_persistent_diag.py", description=__doc__.splitlines()[0])
     ap.add_argument("variant")
     ap.add_argument("--m", type=int, default=1024)
     ap.add_argument("--wait-s", type=float, default=8.0)
     a = ap.parse_args(argv)
-    import numpy as np
+    if a.variant not in VARIANTS:
+        ap.error(f"unknown variant {a.variant!r} (known: {', '.join(VARIANTS)})")
+    from ctahw.device import DeviceError, require_gpus
+
+    try:
+        require_gpus(2)
+    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
+        print(f"ctapipe_persistent_diag: {e}", file=sys.stderr)
+        return 2
 
     from ctahw import pipelined as pl
     from ctahw import runner as rn
-    from ctahw.baselines import Sweep, SweepConfig
+    from ctahw.baselines import Session, SweepConfig
     from ctahw.device import output_error, reference_chain
     from ctahw.device import poison
 
     h = 8192
-    sweep = Sweep(SweepConfig(h=h, gpus=2, backends=("cublas",), reps=1, warmup=0), log=lambda s: None)
+    sweep = Session(SweepConfig(h=h, gpus=2, backends=("cublas",), reps=1, warmup=0), log=lambda s: None)
     cp = sweep.cp
-    v = pl.VARIANTS[a.variant]
+    v = VARIANTS[a.variant]
     base = pl.chain_plan(a.m, h, 2)
     plan = pl.variant_plan(base, v)
     first = min(plan.kernels(), key=lambda k: k.layer)
     x = sweep.data.rand(first.gpu, (a.m, h), salt=977)
     ws = pl._weights(sweep, plan, h, 987)
-    r = rn.CtaPipeRunner(plan, a.m, [h, h, h], x, ws, trace=v.trace, clusters=pl._clusters(plan, v),
+    r = rn.CtaPipeRunner(plan, a.m, [h, h, h], x, ws, trace=v.trace, clusters=clusters_of(plan, v),
                          timeout_ns=int(2e9), persistent=v.persistent)
     poison(r.out)
     r.sync()

@@ -7,16 +7,19 @@ Reads ``baselines.csv`` (every row of ``ctahw run gemm,microbatch,tp,ctapipe``) 
 prints, per M: each CTA-pipelining variant, the best micro-batching, TP, the lower bound (one layer on one GPU,
 cuBLAS, plus the first row-block's completion time from the variant's trace) and the ratios the issue targets
 (<= 0.75 x best micro-batching, <= 0.78 x TP, <= 1.06 x the lower bound at M = 16384), then the simulator's
-prediction for the same plan (``h200-x2-calibrated`` profile) beside the measurement.
+prediction for the same plan (``h200-x2-calibrated`` profile) beside the measurement. A folder that is not one, or
+holds no ``baselines.csv``, is one line and exit 2.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-import pandas as pd
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
+
+import pandas as pd  # noqa: E402
 
 TARGETS = {"vs_microbatch": 0.75, "vs_tp": 0.78, "vs_lower_bound": 1.06}
 
@@ -112,11 +115,17 @@ def markdown(df: pd.DataFrame) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser
+
+    ap = OneLineParser(prog="python bench/hw/ctapipe_report.py", description=__doc__.splitlines()[0])
     ap.add_argument("folder", type=Path)
     ap.add_argument("--markdown", action="store_true", help="Markdown tables")
     ap.add_argument("--no-sim", action="store_true", help="skip the simulator's predictions")
     args = ap.parse_args(argv)
+    if not args.folder.is_dir():
+        ap.error(f"{args.folder}: {'not a folder' if args.folder.exists() else 'no such folder'}")
+    if not (args.folder / "baselines.csv").is_file():
+        ap.error(f"{args.folder}: no baselines.csv (not a CTA-pipelining device run's folder)")
     t = tables(args.folder, simulate=not args.no_sim)
     for name, df in t.items():
         print(f"\n## {name}\n")

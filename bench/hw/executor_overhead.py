@@ -8,26 +8,31 @@ burst clocks), alternating which goes first.
 
     python bench/hw/executor_overhead.py OUT.csv [--h 4096] [--ms 3072,6144,12288] [--layers 2] [--reps 9]
 
-Writes OUT.csv: m, h, layers, path (executor / loop), median_ms, samples; prints the ratio per M.
+Writes OUT.csv: m, h, layers, path (executor / loop), median_ms, samples; prints the ratio per M. An OUT.csv that
+cannot be written, or no GPU (or no CuPy), is one line and exit 2 before anything runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import statistics
 import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
+
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from ctasim.cliargs import OneLineParser, parse_outputs
+
+    ap = OneLineParser(prog="python bench/hw/executor_overhead.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--h", type=int, default=4096)
     ap.add_argument("--ms", default="3072,6144,12288")
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--reps", type=int, default=9)
-    a = ap.parse_args(argv)
+    a = parse_outputs(ap, argv, files=("out",))
     from probe_common import no_gpus
 
     rc = no_gpus("executor_overhead", 1)
@@ -88,6 +93,7 @@ def main(argv=None) -> int:
               f"{statistics.median(samples['loop']):.4f} ms, ratio {ratio:.4f}", flush=True)
         d = None
         cp.get_default_memory_pool().free_all_blocks()
+    a.out.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(a.out, index=False)
     return 0
 

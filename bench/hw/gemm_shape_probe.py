@@ -11,14 +11,17 @@ and cuBLAS, interleaved, each timed run behind a ``--rest-ms`` host sleep and th
 ``ctahw.tile_orders.time_orders`` (``ctahw calibrate`` runs it on the N = K = 8192 shapes, CUTLASS only).
 
 Rows: m, n, k, backend, order (raster/swizzle, cuBLAS: ''), median_ms, tflops, tiles, waves (tiles / 132),
-samples.
+samples. Bad values, an OUT.csv that cannot be written and no GPU (or no CuPy) are one line and exit 2 before anything
+runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
 
 MS = (2048, 4096, 8192, 12288, 16384, 32768)
 NS = (4096, 8192, 14336, 28672)
@@ -43,12 +46,14 @@ def parse_shapes(text: str) -> list[tuple[int, int, int]]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser, parse_outputs
+
+    ap = OneLineParser(prog="python bench/hw/gemm_shape_probe.py", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--rest-ms", type=float, default=80.0)
     ap.add_argument("--shapes", default=None, help="MxNxK,... (default: the probe's 27 shapes)")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, files=("out",))
     try:
         todo = parse_shapes(args.shapes) if args.shapes is not None else shapes()
         if args.reps < 1:
@@ -56,6 +61,13 @@ def main(argv=None) -> int:
         if not args.rest_ms >= 0:
             raise ValueError(f"--rest-ms must be >= 0, got {args.rest_ms}")
     except ValueError as e:
+        print(f"gemm_shape_probe: {e}", file=sys.stderr)
+        return 2
+    from ctahw.device import DeviceError, require_gpus
+
+    try:
+        require_gpus(1)
+    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
         print(f"gemm_shape_probe: {e}", file=sys.stderr)
         return 2
 

@@ -5,29 +5,33 @@
 Writes OUTDIR/l2-survival.csv (one row per trial), OUTDIR/l2-survival-curve.csv (median survival per streamed
 bytes / L2 scaled between hot and cold, touches 1 and 2; ``ctahw.l2probe.survival_curve``), OUTDIR/l2-survival-latency.csv.gz (every trial's
 latency counts, cycle by cycle: ``ctahw.l2probe.latency_table``) and
-OUTDIR/l2-survival.json (the curves, the hit threshold and provenance), then prints the curves. Exit 2 without a
-GPU or on a bad option, 1 if the probe's hot and cold latencies cannot be told apart (nothing written then).
+OUTDIR/l2-survival.json (the curves, the hit threshold and provenance), then prints the curves. Exit 2 with one line
+without a GPU (or CuPy), on a bad option or an OUTDIR that cannot be written, 1 if the probe's hot and cold latencies
+cannot be told apart (nothing written then).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # probe_common, when loaded from elsewhere
 
 from probe_common import no_gpus  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser, parse_outputs
+
+    ap = OneLineParser(prog="python bench/hw/l2_survival_probe.py", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--target-mib", type=float, default=2.0)
     ap.add_argument("--touches", default="1,2", help="comma-separated touch counts before the stream (default 1,2)")
-    a = ap.parse_args(argv)
+    a = parse_outputs(ap, argv, folders=("out",))
     try:
         touches = tuple(int(x) for x in a.touches.split(","))
     except ValueError:

@@ -25,44 +25,62 @@ Each row: m, item, repeats, median_ms, per_op_ms, tflops, gbps (the memory passe
 (``tune_schedule``, as the executor does). Times are medians of ``--reps`` runs, items interleaved round by round.
 With ``--rest-ms 0`` a run follows the previous one after the harness's 3 ms gate only, so after a long item the GPU
 is not rested (2026-12-01: the SW power cap was active through the M = 16384 items); ``--rest-ms 300`` rests it.
+An unknown ``--model``, an OUT.csv that cannot be written and no GPU (or no CuPy) are one line and exit 2 before
+anything runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
+
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser, parse_outputs
+
+    ap = OneLineParser(prog="python bench/hw/mlp_block_breakdown.py", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--ms", default="4096,16384")
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--rest-ms", type=float, default=0.0,
                     help="host sleep before every timed run (0: the executor's harness alone, a 3 ms gate)")
     ap.add_argument("--model", default="", help="a model of specs/models/: its block (swiglu unfused, gelu or relu fused)")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, files=("out",))
+    model = None
+    if args.model:
+        from ctasim.spec import SpecError, load_model
+
+        try:
+            model = load_model(args.model)
+        except SpecError as e:
+            ap.error(f"--model: {e}")
+    from ctahw.device import DeviceError, require_gpus
+
+    try:
+        require_gpus(1)
+    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
+        print(f"mlp_block_breakdown: {e}", file=sys.stderr)
+        return 2
 
     import pandas as pd
 
     from ctahw import rowwise
     from ctahw.baselines import Chain, Timed, tune_schedule
-    from ctahw.device import require_gpus, summarize
+    from ctahw.device import summarize
     from ctahw.gemm import CutlassGemm, make_backend
 
-    require_gpus(1)
     timed = Timed([0], gate_ms=3.0)
     cp, s = timed.cp, timed.compute[0]
     g, cb = CutlassGemm(0), make_backend("cublas", 0)
     data = Chain(cp, 20261201)
     H, F, gated, norm, act_op = 8192, 28672, False, "layernorm", "gelu"
-    if args.model:
-        from ctasim.spec import load_model
-
-        l0, l1 = load_model(args.model).workload.layers
+    if model is not None:
+        l0, l1 = model.workload.layers
         H, F, gated, norm = l0.k, l0.out_n, l0.gated, l1.rowwise or "rmsnorm"
         act_op = next((op for op in l0.epilogue if op in ("gelu", "relu")), "gelu")
     N1 = 2 * F if gated else F  # GEMM1's columns

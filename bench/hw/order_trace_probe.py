@@ -13,12 +13,12 @@ CUTLASS GEMM at the same (raster, swizzle) timed interleaved (medians of ``--rep
 and the 3 ms gate), both checked against fp32 once, then one traced run of the chain kernel.
 
 Writes ``timing.csv`` (m, h, order, variant, grid, median_ms, rel_err, samples) and ``tiles-<m>x<h>-<order>.csv.gz`` (per
-tile: cta, sm, tile_m, tile_n, t_acquire, t_mainloop_end, t_compute_end, t_store_end; ns on the GPU's clock).
+tile: cta, sm, tile_m, tile_n, t_acquire, t_mainloop_end, t_compute_end, t_store_end; ns on the GPU's clock). Bad
+values, an OUT_DIR that cannot be written and no GPU (or no CuPy) are one line and exit 2 before anything runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -54,13 +54,15 @@ def parse_orders(text: str) -> list[tuple[str, int]]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser, parse_outputs
+
+    ap = OneLineParser(prog="python bench/hw/order_trace_probe.py", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--rest-ms", type=float, default=250.0)
     ap.add_argument("--shapes", default=None, help="MxH,... (default: ctahw.tile_orders.TRACE_SHAPES)")
     ap.add_argument("--orders", default=None, help="raster/swizzle,... (default: ctahw.tile_orders.TRACE_ORDERS)")
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("out",))
 
     from ctahw.tile_orders import TRACE_ORDERS, TRACE_SHAPES, trace_orders, trace_plan, write_traces
 
@@ -75,6 +77,13 @@ def main(argv=None) -> int:
             for raster, swizzle in orders:
                 trace_plan(m, h, raster, swizzle)  # refuses a padded grid before anything is written
     except ValueError as e:
+        print(f"order_trace_probe: {e}", file=sys.stderr)
+        return 2
+    from ctahw.device import DeviceError, require_gpus
+
+    try:
+        require_gpus(1)
+    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
         print(f"order_trace_probe: {e}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)

@@ -10,12 +10,16 @@ variation per round; its median over full rounds >= 1 is what ``KernelConfig.til
 
     python bench/hw/persistent_tile_cv.py OUT.json [--ms 2048,8192,16384] [--runs 3]
 
-Exit 2 without a GPU.
+Exit 2 with one line without a GPU (or CuPy) or where OUT.json cannot be written, before anything runs.
 """
 
 from __future__ import annotations
 
-import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
 
 
 def one(m: int, runs: int, h: int = 8192) -> dict:
@@ -58,11 +62,13 @@ def one(m: int, runs: int, h: int = 8192) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser, parse_outputs
+
+    ap = OneLineParser(prog="python bench/hw/persistent_tile_cv.py", description=__doc__.splitlines()[0])
     ap.add_argument("out")
     ap.add_argument("--ms", default="2048,8192,16384")
     ap.add_argument("--runs", type=int, default=3)
-    a = ap.parse_args(argv)
+    a = parse_outputs(ap, argv, files=("out",))
     from probe_common import sweep_ms
 
     return sweep_ms("persistent_tile_cv", a.out, a.ms.split(","), lambda m: one(m, a.runs))

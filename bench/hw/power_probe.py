@@ -11,18 +11,21 @@ once a period, host-paced) of ``--window-s``, each after ``--rest-s``. The measu
 Writes, all or nothing, into OUT_DIR (which must not exist): ``duty.csv`` (kernel, m, n, k, epilogue, period_ms,
 launches, window_s, energy_j, launch_ms, sm_mhz), ``launches.csv`` (the back-to-back launches: kernel, m, n, k,
 epilogue, round, i, t_start_ms, dur_ms), ``samples.csv`` (kernel, round, t_s, energy_mj, sm_mhz) and ``device.csv``
-(limit_w, max_sm_mhz, idle_w, idle_window_s). ``bench/power_model.py`` judges them.
+(limit_w, max_sm_mhz, idle_w, idle_window_s). ``bench/power_model.py`` judges them. Bad values, an OUT_DIR that
+exists or cannot be made, no GPU (or no CuPy) and an NVML that cannot be read are one line and exit 2.
 """
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from clock_trajectory import parse_kernels
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
+
+from clock_trajectory import parse_kernels  # noqa: E402
 
 
 def parse_periods(text: str) -> tuple[float, ...]:
@@ -37,7 +40,9 @@ def parse_periods(text: str) -> tuple[float, ...]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser, parse_outputs
+
+    ap = OneLineParser(prog="python bench/hw/power_probe.py", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--kernels", required=True, help="NAME=MxNxK[+OP],...")
     ap.add_argument("--periods", default="3,4.5,6")
@@ -45,7 +50,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rest-s", type=float, default=1.0)
     ap.add_argument("--run-ms", type=float, default=400.0)
     ap.add_argument("--rounds", type=int, default=2)
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, folders=("out",))
     try:
         kernels = parse_kernels(args.kernels)
         periods = parse_periods(args.periods)

@@ -9,7 +9,8 @@ answering) and DIR/provenance.json, then prints the table. Each build runs in a 
 limit (--build-limit): a seeded bug may hang the GPU where no bounded wait reaches (a CTA barrier); the child is
 killed, its finished rows kept, and the rest of its cells recorded as hung.
 Each build's verdict beside the protocol model's: docs/protocol.md, "The mutants on the GPU". Device command:
-bench/hw/run_protocol_stress.sh.
+bench/hw/run_protocol_stress.sh. Bad values, an ``--out`` that cannot be written or already holds a stress.csv, and no
+GPU (or no CuPy) for a run are one line and exit 2 before anything runs.
 """
 
 from __future__ import annotations
@@ -80,7 +81,9 @@ def run_child(name: str, cases, a) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser, parse_outputs
+
+    ap = OneLineParser(prog="python bench/hw/protocol_stress.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, help="folder for stress.csv and provenance.json (must not hold a stress.csv)")
     ap.add_argument("--builds", default=",".join(stress.MUTATIONS), help="stress builds to run (default: all)")
     ap.add_argument("--runs", type=int, default=0, help="runs per build, chain and delay (default: each case's)")
@@ -88,7 +91,7 @@ def main(argv=None) -> int:
     ap.add_argument("--build-only", action="store_true", help="compile the builds into the kernel cache and stop")
     ap.add_argument("--build-limit", type=float, default=90.0, help="seconds one build may run (default 90)")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)  # run one build, rows appended to --out/NAME.jsonl
-    a = ap.parse_args(argv)
+    a = parse_outputs(ap, argv, folders=("--out",))
     names = [n for n in a.builds.split(",") if n]
     unknown = [n for n in names if n not in stress.MUTATIONS]
     if unknown or not names:
@@ -118,6 +121,12 @@ def main(argv=None) -> int:
         _refuse("protocol_stress: --out is required (or --build-only)")
     if (a.out / "stress.csv").exists():
         _refuse(f"protocol_stress: {a.out / 'stress.csv'} exists; choose a new --out")
+    from ctahw.device import DeviceError, require_gpus  # noqa: PLC0415
+
+    try:  # the builds run in children: without a GPU each would fail, and the table would say nothing
+        require_gpus(1)
+    except DeviceError as e:
+        _refuse(f"protocol_stress: {e}")
     import pandas as pd  # noqa: PLC0415
 
     from ctahw.provenance import collect  # noqa: PLC0415

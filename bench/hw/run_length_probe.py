@@ -13,35 +13,44 @@ each layer's output the next one's input), a CUDA event between layers, timed un
 * ``rest2s-gate``: the same after a 2 s rest;
 * ``back2back``: no rest at all, a second run straight after a first (a GPU already warm).
 
-Rows: condition, rep, layer, t_start_ms (since the first layer began), dur_ms.
+Rows: condition, rep, layer, t_start_ms (since the first layer began), dur_ms. An OUT.csv that cannot be written, or
+no GPU (or no CuPy), is one line and exit 2 before anything runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
+
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from ctasim.cliargs import OneLineParser, parse_outputs
+
+    ap = OneLineParser(prog="python bench/hw/run_length_probe.py", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--m", type=int, default=16384)
     ap.add_argument("--layers", type=int, default=16)
     ap.add_argument("--reps", type=int, default=3)
-    args = ap.parse_args(argv)
+    args = parse_outputs(ap, argv, files=("out",))
+    from ctahw.device import DeviceError, require_gpus
 
+    try:
+        require_gpus(1)
+    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
+        print(f"run_length_probe: {e}", file=sys.stderr)
+        return 2
+
+    import cupy as cp
     import pandas as pd
 
     from ctahw import probes
     from ctahw.baselines import Chain
-    from ctahw.device import require_gpus
     from ctahw.gemm import CutlassGemm
-
-    require_gpus(1)
-    import cupy as cp
 
     m, h, L = args.m, 8192, args.layers
     g = CutlassGemm(0)

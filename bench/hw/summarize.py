@@ -2,7 +2,8 @@
 
     python bench/hw/summarize.py bench/results/hw/2026-11-29-run2
 
-Reads baselines.csv, baselines_config.json and calibration.json of that folder; needs pandas only.
+Reads baselines.csv, baselines_config.json and calibration.json of that folder (default: the run above); needs pandas,
+no GPU. A folder that is not one, or lacks one of the three, is one line and exit 2.
 """
 
 from __future__ import annotations
@@ -11,7 +12,13 @@ import json
 import sys
 from pathlib import Path
 
-import pandas as pd
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
+
+import pandas as pd  # noqa: E402
+
+INPUTS = ("baselines.csv", "baselines_config.json", "calibration.json")
+"""What a device run's folder holds that the tables are read from."""
 
 
 def md(df: pd.DataFrame, floatfmt: str = "{:.3f}") -> str:
@@ -22,8 +29,17 @@ def md(df: pd.DataFrame, floatfmt: str = "{:.3f}") -> str:
     return "\n".join(out)
 
 
-def main(folder: str) -> None:
-    d = Path(folder)
+def main(argv=None) -> int:
+    from ctasim.cliargs import OneLineParser
+
+    ap = OneLineParser(prog="python bench/hw/summarize.py", description=__doc__.splitlines()[0])
+    ap.add_argument("folder", nargs="?", type=Path, default=Path("bench/results/hw/2026-11-29-run2"))
+    d = ap.parse_args(argv).folder
+    if not d.is_dir():
+        ap.error(f"{d}: {'not a folder' if d.exists() else 'no such folder'}")
+    missing = [n for n in INPUTS if not (d / n).is_file()]
+    if missing:
+        ap.error(f"{d}: no {', '.join(missing)} (not a device run's folder)")
     df = pd.read_csv(d / "baselines.csv")
     cfg = json.loads((d / "baselines_config.json").read_text())
     cal = json.loads((d / "calibration.json").read_text())["measured"]
@@ -95,7 +111,8 @@ def main(folder: str) -> None:
     ar["algbw GB/s"] = ar.bytes / (ar.ms * 1e6)
     print("\n### NCCL all-reduce vs size (bf16, 2 GPUs)\n")
     print(md(ar[["MiB", "ms", "algbw GB/s"]]))
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "bench/results/hw/2026-11-29-run2")
+    sys.exit(main())
