@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import sys
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -40,6 +41,7 @@ __all__ = [
     "GpuInfo",
     "require_cupy",
     "gpus",
+    "no_gpus",
     "require_gpus",
     "enable_peer_access",
     "f32_to_bf16_bits",
@@ -132,6 +134,17 @@ def gpus() -> list[GpuInfo]:
         out.append(GpuInfo(i, name, (int(p["major"]), int(p["minor"])), int(p["multiProcessorCount"]),
                            int(p["l2CacheSize"]), int(p["totalGlobalMem"]), int(p.get("sharedMemPerBlockOptin", 0))))
     return out
+
+
+def no_gpus(name: str, n: int = 1) -> int | None:
+    """A script's check before its work: None where :func:`require_gpus` finds ``n`` usable GPUs, else 2 after one
+    line on stderr, ``name: why`` (no CuPy, too few GPUs, not sm_90)."""
+    try:
+        require_gpus(n)
+    except DeviceError as e:
+        print(f"{name}: {e}", file=sys.stderr)
+        return 2
+    return None
 
 
 def require_gpus(n: int, sm90: bool = True) -> list[GpuInfo]:

@@ -51,12 +51,9 @@ def main(argv=None) -> int:
     if args.out.suffix != ".csv" or not args.out.parent.is_dir() or args.out.is_dir():
         print(f"activation_probe: {args.out}: a .csv path in an existing folder expected", file=sys.stderr)
         return 2
-    from ctahw.device import DeviceError, require_gpus
+    from ctahw.device import no_gpus
 
-    try:
-        require_gpus(1)
-    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
-        print(f"activation_probe: {e}", file=sys.stderr)
+    if no_gpus("activation_probe", 1):  # no CuPy, no GPU, not sm_90: one line
         return 2
 
     import pandas as pd

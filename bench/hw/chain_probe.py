@@ -71,12 +71,9 @@ def main(argv=None) -> int:
     ap.add_argument("--designs", action="store_true",
                     help="only part 3: designs.csv, the three designs at M = 4096, 16384 (2 layers), timed and traced")
     args = parse_outputs(ap, argv, folders=("out",))
-    from ctahw.device import DeviceError, require_gpus
+    from ctahw.device import no_gpus
 
-    try:
-        require_gpus(1)
-    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
-        print(f"chain_probe: {e}", file=sys.stderr)
+    if no_gpus("chain_probe", 1):  # no CuPy, no GPU, not sm_90: one line
         return 2
 
     import cupy as cp

@@ -40,12 +40,9 @@ def main(argv=None) -> int:
         ap.error(f"--variants: unknown {', '.join(map(repr, unknown))} (known: {', '.join(VARIANTS)})")
     if a.reps < 1:
         ap.error(f"--reps must be >= 1, got {a.reps}")
-    from ctahw.device import DeviceError, require_gpus
+    from ctahw.device import no_gpus
 
-    try:
-        require_gpus(2)
-    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
-        print(f"ctapipe_checks: {e}", file=sys.stderr)
+    if no_gpus("ctapipe_checks", 2):  # no CuPy, no GPU, not sm_90: one line
         return 2
 
     from ctahw.baselines import Session, SweepConfig

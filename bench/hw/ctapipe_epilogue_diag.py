@@ -28,12 +28,9 @@ def main(argv=None) -> int:
     ap = OneLineParser(prog="python bench/hw/ctapipe_epilogue_diag.py", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     args = parse_outputs(ap, argv, files=("out",))
-    from ctahw.device import DeviceError, require_gpus
+    from ctahw.device import no_gpus
 
-    try:
-        require_gpus(1)
-    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
-        print(f"ctapipe_epilogue_diag: {e}", file=sys.stderr)
+    if no_gpus("ctapipe_epilogue_diag", 1):  # no CuPy, no GPU, not sm_90: one line
         return 2
 
     import cupy as cp

@@ -140,12 +140,9 @@ def main(argv=None) -> int:
     unknown = [n for n in a.variants.split(",") if n not in VARIANTS]
     if unknown:
         ap.error(f"--variants: unknown {', '.join(map(repr, unknown))} (known: {', '.join(VARIANTS)})")
-    from ctahw.device import DeviceError, require_gpus
+    from ctahw.device import no_gpus
 
-    try:
-        require_gpus(1)
-    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
-        print(f"ctapipe_onegpu: {e}", file=sys.stderr)
+    if no_gpus("ctapipe_onegpu", 1):  # no CuPy, no GPU, not sm_90: one line
         return 2
     a.out.mkdir(parents=True, exist_ok=True)
     rows = []

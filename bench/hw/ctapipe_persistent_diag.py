@@ -33,12 +33,9 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.variant not in VARIANTS:
         ap.error(f"unknown variant {a.variant!r} (known: {', '.join(VARIANTS)})")
-    from ctahw.device import DeviceError, require_gpus
+    from ctahw.device import no_gpus
 
-    try:
-        require_gpus(2)
-    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
-        print(f"ctapipe_persistent_diag: {e}", file=sys.stderr)
+    if no_gpus("ctapipe_persistent_diag", 2):  # no CuPy, no GPU, not sm_90: one line
         return 2
 
     from ctahw import pipelined as pl

@@ -28,12 +28,9 @@ def main(argv=None) -> int:
     ap = OneLineParser(prog="python bench/hw/epilogue_rowwise_probe.py", description=__doc__.splitlines()[0])
     ap.add_argument("mode", nargs="?", default="all", choices=("all", "row", "gemm"))
     mode = ap.parse_args(argv).mode
-    from ctahw.device import DeviceError, require_gpus
+    from ctahw.device import no_gpus
 
-    try:
-        require_gpus(1)
-    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
-        print(f"epilogue_rowwise_probe: {e}", file=sys.stderr)
+    if no_gpus("epilogue_rowwise_probe", 1):  # no CuPy, no GPU, not sm_90: one line
         return 2
 
     import cupy as cp

@@ -63,12 +63,9 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"gemm_shape_probe: {e}", file=sys.stderr)
         return 2
-    from ctahw.device import DeviceError, require_gpus
+    from ctahw.device import no_gpus
 
-    try:
-        require_gpus(1)
-    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
-        print(f"gemm_shape_probe: {e}", file=sys.stderr)
+    if no_gpus("gemm_shape_probe", 1):  # no CuPy, no GPU, not sm_90: one line
         return 2
 
     import pandas as pd

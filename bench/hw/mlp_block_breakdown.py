@@ -59,12 +59,9 @@ def main(argv=None) -> int:
             model = load_model(args.model)
         except SpecError as e:
             ap.error(f"--model: {e}")
-    from ctahw.device import DeviceError, require_gpus
+    from ctahw.device import no_gpus
 
-    try:
-        require_gpus(1)
-    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
-        print(f"mlp_block_breakdown: {e}", file=sys.stderr)
+    if no_gpus("mlp_block_breakdown", 1):  # no CuPy, no GPU, not sm_90: one line
         return 2
 
     import pandas as pd

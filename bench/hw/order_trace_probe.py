@@ -79,12 +79,9 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"order_trace_probe: {e}", file=sys.stderr)
         return 2
-    from ctahw.device import DeviceError, require_gpus
+    from ctahw.device import no_gpus
 
-    try:
-        require_gpus(1)
-    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
-        print(f"order_trace_probe: {e}", file=sys.stderr)
+    if no_gpus("order_trace_probe", 1):  # no CuPy, no GPU, not sm_90: one line
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     timing, traces = trace_orders(shapes, orders, reps=args.reps, rest_ms=args.rest_ms)

@@ -16,15 +16,11 @@ from typing import Callable, Iterable
 
 
 def no_gpus(name: str, n: int = 1) -> int | None:
-    """None when ``n`` usable GPUs are here, else 2 after printing why (``name``: the script, for the message)."""
-    from ctahw.device import DeviceError, require_gpus
+    """None when ``n`` usable GPUs are here, else 2 after printing why (``name``: the script, for the message):
+    ``ctahw.device.no_gpus``."""
+    from ctahw.device import no_gpus as check
 
-    try:
-        require_gpus(n)
-    except DeviceError as e:
-        print(f"{name}: {e}", file=sys.stderr)
-        return 2
-    return None
+    return check(name, n)
 
 
 def sweep_ms(name: str, out: str, ms: Iterable[int], measure: Callable[[int], dict], gpus: int = 1) -> int:

@@ -37,12 +37,9 @@ def main(argv=None) -> int:
     ap.add_argument("--layers", type=int, default=16)
     ap.add_argument("--reps", type=int, default=3)
     args = parse_outputs(ap, argv, files=("out",))
-    from ctahw.device import DeviceError, require_gpus
+    from ctahw.device import no_gpus
 
-    try:
-        require_gpus(1)
-    except DeviceError as e:  # no CuPy, no GPU, not sm_90: one line
-        print(f"run_length_probe: {e}", file=sys.stderr)
+    if no_gpus("run_length_probe", 1):  # no CuPy, no GPU, not sm_90: one line
         return 2
 
     import cupy as cp

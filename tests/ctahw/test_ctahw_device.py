@@ -104,3 +104,18 @@ def test_relu_bf16_bits_zeroes_the_negative_values_only():
     assert out.dtype == np.uint16 and out.shape == bits.shape
     np.testing.assert_array_equal(dv.bf16_bits_to_f32(out, np), np.maximum(dv.bf16_bits_to_f32(bits, np), 0))
     assert (out[x > 0] == bits[x > 0]).all() and (out[np.signbit(x)] == 0).all()
+
+
+def test_no_gpus_is_none_with_the_gpus_and_one_line_and_2_without(monkeypatch, capsys):
+    from ctahw import device
+
+    monkeypatch.setattr(device, "require_gpus", lambda n: [object()] * n)
+    assert device.no_gpus("probe", 2) is None
+    assert capsys.readouterr().err == ""
+
+    def missing(n):
+        raise device.NoGpuError(f"need {n} GPUs, found 0: []")
+
+    monkeypatch.setattr(device, "require_gpus", missing)
+    assert device.no_gpus("probe", 2) == 2
+    assert capsys.readouterr().err == "probe: need 2 GPUs, found 0: []\n"
