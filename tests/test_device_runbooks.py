@@ -1,0 +1,162 @@
+"""The shell runbooks of ``bench/hw`` against the commands they call (no GPU): a device call is scarce, and a runbook
+that passes an option its script no longer has, or names a test file that moved, wastes one.
+
+Every ``python`` / ``python3`` invocation in ``bench/hw/*.sh`` (continuation lines joined) is read: a ``bench/`` script
+(by path, or ``"$(dirname "$0")/NAME.py"``), ``-m ctahw.cli SUB`` / ``-m ctasim.cli SUB`` (the subcommand of the
+package's ``parser()``), ``-m ctahw.MODULE`` (a module's own ``argparse``), or ``-m pytest PATHS``. Each long option
+it passes must be one its parser defines (a script's or module's ``add_argument`` strings, read from its source; a
+subcommand's ``option_strings``), and each test path must exist. Options that come from a variable (``$RUN_ARGS``,
+``"$@"``) are not seen: only what the file spells out is checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import BENCH
+
+ROOT = BENCH.parent
+HW = BENCH / "hw"
+
+CALL = re.compile(r"""\bpython3?\s+(?:-m\s+(?P<module>[\w.]+)(?:\s+(?P<sub>[a-z][\w-]*))?|(?P<script>"?\$\(dirname "\$0"\)/[\w.]+\.py"?|bench/[\w/]+\.py))""")
+OPTION = re.compile(r"""(?<![\w$/.=-])--[a-z][a-z0-9-]*""")
+TEST_PATH = re.compile(r"""(?<![\w$/])(tests/[\w/]+\.py)""")
+END = re.compile(r"""\s(?:\d?>>?|\|\|?|&&|;)\s?|\)\s*$|\$\(""")
+
+
+def source_options(path: Path) -> set[str]:
+    """The long options a source's ``add_argument`` calls define (string constants starting with ``--``)."""
+    out: set[str] = set()
+    for n in ast.walk(ast.parse(path.read_text())):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "add_argument":
+            out.update(a.value for a in n.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                       and a.value.startswith("--"))
+    return out
+
+
+def subcommand_options(module: str, sub: str) -> set[str] | None:
+    """The options of ``sub`` in ``module``'s ``parser()`` (None: no such subcommand)."""
+    import importlib  # noqa: PLC0415
+
+    p = importlib.import_module(module).parser()
+    for action in p._actions:  # noqa: SLF001 - argparse keeps its subparsers there
+        if isinstance(action, argparse._SubParsersAction) and sub in action.choices:  # noqa: SLF001
+            return {o for a in action.choices[sub]._actions for o in a.option_strings}  # noqa: SLF001
+    return None
+
+
+def calls(text: str) -> list[tuple[int, str, str, str]]:
+    """(line, kind, target, the arguments it spells out) of every python invocation in a shell script's text."""
+    joined, starts, lines = [], [], text.splitlines()
+    i = 0
+    while i < len(lines):
+        start, parts = i + 1, [lines[i]]
+        while parts[-1].rstrip().endswith("\\") and i + 1 < len(lines):
+            parts[-1] = parts[-1].rstrip()[:-1]
+            i += 1
+            parts.append(lines[i])
+        joined.append(" ".join(parts))
+        starts.append(start)
+        i += 1
+    out = []
+    for start, line in zip(starts, joined):
+        if line.lstrip().startswith("#"):
+            continue
+        for m in CALL.finditer(line):
+            rest = line[m.end():]
+            cut = END.search(rest)
+            args = rest[:cut.start()] if cut else rest
+            if m.group("script"):
+                name = m.group("script").strip('"').split("/")[-1]
+                target = str(HW / name) if "dirname" in m.group("script") else str(ROOT / m.group("script"))
+                out.append((start, "script", target, args))
+            elif m.group("module") == "pytest":
+                out.append((start, "pytest", "", (m.group("sub") or "") + args))
+            elif m.group("module") in ("ctahw.cli", "ctasim.cli"):
+                out.append((start, "sub", f"{m.group('module')} {m.group('sub') or ''}", args))
+            elif m.group("module").split(".")[0] in ("ctahw", "ctasim"):
+                out.append((start, "module", m.group("module"), (m.group("sub") or "") + " " + args))
+    return out
+
+
+def problems_of(path: Path, text: str | None = None) -> list[str]:
+    """What ``path`` (a shell script; ``text`` in its place if given) calls that does not exist."""
+    out = []
+    for line, kind, target, args in calls(path.read_text() if text is None else text):
+        where = f"{path.name}:{line}"
+        if kind == "pytest":
+            for t in TEST_PATH.findall(args):
+                if not (ROOT / t).is_file():
+                    out.append(f"{where}: no test file {t}")
+            continue
+        if kind == "script":
+            p = Path(target)
+            if not p.is_file():
+                out.append(f"{where}: no script {p.relative_to(ROOT)}")
+                continue
+            known = source_options(p)
+        elif kind == "sub":
+            module, sub = target.split()
+            known = subcommand_options(module, sub) if sub else set()
+            if known is None:
+                out.append(f"{where}: {module} has no subcommand {sub}")
+                continue
+        else:
+            import importlib.util  # noqa: PLC0415
+
+            spec = importlib.util.find_spec(target)
+            if spec is None or not spec.origin:
+                out.append(f"{where}: no module {target}")
+                continue
+            known = source_options(Path(spec.origin))
+        for opt in OPTION.findall(args):
+            if opt not in known:
+                out.append(f"{where}: {target.split('/')[-1]} has no option {opt}")
+    return out
+
+
+def test_every_runbook_calls_what_exists():
+    scripts = sorted(HW.glob("*.sh"))
+    found = [c for p in scripts for c in calls(p.read_text())]
+    assert len(found) >= 40  # every python invocation of the runbooks is read
+    assert {k for _, k, _, _ in found} == {"script", "pytest", "sub", "module"}
+    problems = [x for p in scripts for x in problems_of(p)]
+    assert problems == []
+
+
+def test_the_runbook_check_reports_a_gone_option_script_subcommand_and_test():
+    """Deliberately broken runbook lines; the good ones beside them pass."""
+    text = "\n".join([
+        'timeout 200 python3 bench/hw/gemm_shape_probe.py "$R/g.csv" --reps 3 --shapz "$S" 2>&1 | tee x',
+        'python3 "$(dirname "$0")/gemm_shape_probe.py" "$R/g.csv" --reps 3 --shapes "$S" \\',
+        '    --rest-ms 80 > "$R/log" 2>&1',
+        "python3 bench/hw/nowhere.py x",
+        'timeout 280 python3 -m ctahw.cli run "$e" --registration "bench/predictions/$e" --tune-rounds 2 --out "$R" \\',
+        '  --no-such-flag > "$R/$e.log" 2>&1',
+        "python3 -m ctahw.cli runn x",
+        "python3 -m pytest tests/hw/test_gone.py -q -rs",
+        "python3 -m pytest tests/hw/test_hw_gpu.py -q",
+        "# python3 bench/hw/nowhere.py in a comment",
+    ])
+    got = problems_of(HW / "made-up.sh", text)
+    assert got == [
+        "made-up.sh:1: gemm_shape_probe.py has no option --shapz",
+        "made-up.sh:4: no script bench/hw/nowhere.py",
+        "made-up.sh:5: ctahw.cli run has no option --no-such-flag",
+        "made-up.sh:7: ctahw.cli has no subcommand runn",
+        "made-up.sh:8: no test file tests/hw/test_gone.py",
+    ]
+
+
+@pytest.mark.parametrize("line, want", [
+    ('x=$(python3 -m ctahw.pipelined "$WANT" 2>>"$LOG" | tail -1)', ("module", "ctahw.pipelined")),
+    ("python3 bench/order_drift.py \"$R/probes\" 2>&1 | tail", ("script", str(ROOT / "bench/order_drift.py"))),
+])
+def test_calls_reads_the_shapes_the_runbooks_use(line, want):
+    (_, kind, target, _), = calls(line)
+    assert (kind, target) == want
