@@ -26,16 +26,21 @@ HW = BENCH / "hw"
 CALL = re.compile(r"""\bpython3?\s+(?:-m\s+(?P<module>[\w.]+)(?:\s+(?P<sub>[a-z][\w-]*))?|(?P<script>"?\$\(dirname "\$0"\)/[\w.]+\.py"?|bench/[\w/]+\.py))""")
 OPTION = re.compile(r"""(?<![\w$/.=-])--[a-z][a-z0-9-]*""")
 TEST_PATH = re.compile(r"""(?<![\w$/])(tests/[\w/]+\.py)""")
-END = re.compile(r"""\s(?:\d?>>?|\|\|?|&&|;)\s?|\)\s*$|\$\(""")
+END = re.compile(r"""\s(?:\d?>>?|\|\|?|&&|;|#)\s?|\)\s*$|\$\(""")
 
 
 def source_options(path: Path) -> set[str]:
-    """The long options a source's ``add_argument`` calls define (string constants starting with ``--``)."""
+    """The long options a source's ``add_argument`` calls define (string constants starting with ``--``), and those
+    of ``bench/plan49_judge.judge_main`` where the source's command is built by it."""
     out: set[str] = set()
-    for n in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    for n in ast.walk(tree):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "add_argument":
             out.update(a.value for a in n.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
                        and a.value.startswith("--"))
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "judge_main"
+              and path != BENCH / "plan49_judge.py"):
+            out |= source_options(BENCH / "plan49_judge.py")
     return out
 
 
@@ -48,6 +53,21 @@ def subcommand_options(module: str, sub: str) -> set[str] | None:
         if isinstance(action, argparse._SubParsersAction) and sub in action.choices:  # noqa: SLF001
             return {o for a in action.choices[sub]._actions for o in a.option_strings}  # noqa: SLF001
     return None
+
+
+def markdown_commands(text: str) -> str:
+    """A Markdown page's commands, one per line at its own line number: each line of a fenced or indented code block,
+    and each inline code span (`...`) of the other lines (the prose between them blanked)."""
+    out, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            out.append("")
+        elif fenced or line.startswith("    "):
+            out.append(line)
+        else:
+            out.append(" ; ".join(re.findall(r"`([^`]+)`", line)))
+    return "\n".join(out)
 
 
 def calls(text: str) -> list[tuple[int, str, str, str]]:
@@ -77,8 +97,9 @@ def calls(text: str) -> list[tuple[int, str, str, str]]:
                 out.append((start, "script", target, args))
             elif m.group("module") == "pytest":
                 out.append((start, "pytest", "", (m.group("sub") or "") + args))
-            elif m.group("module") in ("ctahw.cli", "ctasim.cli"):
-                out.append((start, "sub", f"{m.group('module')} {m.group('sub') or ''}", args))
+            elif m.group("module") in ("ctahw.cli", "ctasim.cli", "ctahw", "ctasim"):
+                module = m.group("module").split(".")[0] + ".cli"  # python -m ctasim runs ctasim.cli
+                out.append((start, "sub", f"{module} {m.group('sub') or ''}", args))
             elif m.group("module").split(".")[0] in ("ctahw", "ctasim"):
                 out.append((start, "module", m.group("module"), (m.group("sub") or "") + " " + args))
     return out
@@ -101,8 +122,8 @@ def problems_of(path: Path, text: str | None = None) -> list[str]:
                 continue
             known = source_options(p)
         elif kind == "sub":
-            module, sub = target.split()
-            known = subcommand_options(module, sub) if sub else set()
+            module, _, sub = target.partition(" ")
+            known = subcommand_options(module, sub) if sub.strip() else set()
             if known is None:
                 out.append(f"{where}: {module} has no subcommand {sub}")
                 continue
@@ -127,6 +148,27 @@ def test_every_runbook_calls_what_exists():
     assert {k for _, k, _, _ in found} == {"script", "pytest", "sub", "module"}
     problems = [x for p in scripts for x in problems_of(p)]
     assert problems == []
+
+
+def documents() -> list[Path]:
+    return sorted([*ROOT.glob("docs/*.md"), ROOT / "README.md", *ROOT.glob("bench/predictions/**/README.md"),
+                   *ROOT.glob("bench/results/**/README.md")])
+
+
+def test_every_documented_command_calls_what_exists():
+    """The same over the commands the docs and the registrations' and results' READMEs give (code blocks and inline
+    code): a command a page tells a user to run must run as written."""
+    pages = documents()
+    found = sum(len(calls(markdown_commands(p.read_text()))) for p in pages)
+    assert found >= 200
+    problems = [x for p in pages for x in problems_of(p, markdown_commands(p.read_text()))]
+    assert problems == []
+
+
+def test_markdown_commands_keeps_code_at_its_line():
+    page = "prose `python bench/x.py --a` more `y`\n```bash\npython -m ctasim run z --out o\n```\n    indented\n"
+    assert markdown_commands(page).splitlines() == ["python bench/x.py --a ; y", "", "python -m ctasim run z --out o",
+                                                    "", "    indented"]
 
 
 def test_the_runbook_check_reports_a_gone_option_script_subcommand_and_test():
