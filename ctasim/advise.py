@@ -5,6 +5,9 @@ are), a hardware profile (``specs/hardware/``), token counts, the GPUs to use (d
 For every token count M the block runs with M rows under every strategy that fits the GPUs:
 
 * ``sequential`` on one GPU;
+* ``ctapipe-1gpu`` (the chain kernel: both layers in one persistent kernel, intra-GPU CTA-pipelining) where one GPU is
+  all there is; it runs layers of one square shape without ops, which no MLP block has, so for a block its answer is
+  the reason it does not run (``Not run``);
 * ``microbatch`` (layer i on GPU i, the chunk sweep :data:`CHUNKS`; the best count is reported);
 * ``tp`` at each power-of-two degree up to the GPUs;
 * ``ctapipe`` (layer i on GPU i, persistent CTAs popping the work-queue: the simulator's default design);
@@ -46,6 +49,8 @@ TOKENS = (1024, 2048, 4096, 8192, 16384, 32768)
 def strategies_for(gpus: int) -> tuple[Strategy, ...]:
     """Every strategy of the module docstring that fits ``gpus`` GPUs for a 2-layer block."""
     out = [Strategy("sequential")]
+    if gpus == 1:
+        out.append(Strategy("ctapipe", name="ctapipe-1gpu", gpus=1))
     if gpus >= 2:
         out.append(Strategy("microbatch", chunks=CHUNKS))
         out.append(Strategy("ctapipe"))

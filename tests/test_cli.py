@@ -167,6 +167,19 @@ def test_advise_with_fewer_gpus_lists_only_its_own_strategies(capsys):
     assert "Not run: tp2" in out and "tp4" not in out and "hybrid" not in out
 
 
+def test_advise_on_one_gpu_says_why_the_chain_kernel_does_not_run_a_block(capsys):
+    """One GPU: the question is intra-GPU CTA-pipelining (the chain kernel), which runs square chains only; the
+    answer names it and says why, rather than listing sequential alone in silence."""
+    from ctasim import advise as A
+
+    assert [s.label for s in A.strategies_for(1)] == ["sequential", "ctapipe-1gpu"]
+    assert "ctapipe-1gpu" not in [s.label for s in A.strategies_for(2)]
+    assert main(["advise", "--model", "llama3.1-8b", "--hardware", "h200-x1-calibrated", "--tokens", "1024"]) == 0
+    out = capsys.readouterr().out
+    assert "Not run: ctapipe-1gpu (the chain kernel runs layers of one square shape" in out
+    assert "| 1024 | sequential (1) |" in out
+
+
 def test_advise_says_that_the_hardware_runs_swiglu_unfused_only_where_the_model_fuses_it():
     import dataclasses
 
