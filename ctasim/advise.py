@@ -6,8 +6,8 @@ For every token count M the block runs with M rows under every strategy that fit
 
 * ``sequential`` on one GPU;
 * ``ctapipe-1gpu`` (the chain kernel: both layers in one persistent kernel, intra-GPU CTA-pipelining) where one GPU is
-  all there is; it runs layers of one square shape without ops, which no MLP block has, so for a block its answer is
-  the reason it does not run (``Not run``);
+  all there is; it runs layers of one square shape (the same fused activation in each, at most), which no MLP block
+  has, so for a block its answer is the reason it does not run (``Not run``);
 * ``microbatch`` (layer i on GPU i, the chunk sweep :data:`CHUNKS`; the best count is reported);
 * ``tp`` at each power-of-two degree up to the GPUs;
 * ``ctapipe`` (layer i on GPU i, persistent CTAs popping the work-queue: the simulator's default design);

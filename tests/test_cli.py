@@ -168,8 +168,8 @@ def test_advise_with_fewer_gpus_lists_only_its_own_strategies(capsys):
 
 
 def test_advise_on_one_gpu_says_why_the_chain_kernel_does_not_run_a_block(capsys):
-    """One GPU: the question is intra-GPU CTA-pipelining (the chain kernel), which runs square chains only; the
-    answer names it and says why, rather than listing sequential alone in silence."""
+    """One GPU: the question is intra-GPU CTA-pipelining (the chain kernel), which runs layers of one square shape
+    only; the answer names it and says why, rather than listing sequential alone in silence."""
     from ctasim import advise as A
 
     assert [s.label for s in A.strategies_for(1)] == ["sequential", "ctapipe-1gpu"]
