@@ -36,7 +36,8 @@ the reach and each coefficient of variation (:func:`smoothed`: the survival shar
 ``X`` lognormal of mean 1, in place of ``S(B)``; 24-point Gauss-Hermite) and writes ``smoothed-summary.csv``, the summary
 beside the adopted law's: an exploration of the lead ``gaps.csv`` gives, not a model the profile has.
 
-Writes ``cases.csv`` (one row per run, experiment, case and order), ``gaps.csv``, ``traffic.csv`` and ``summary.csv`` (per order and predictor: the
+Writes ``cases.csv`` (one row per run, experiment, case and order), ``by-h.csv`` (the mean errors per order,
+predictor and H), ``gaps.csv``, ``traffic.csv`` and ``summary.csv`` (per order and predictor: the
 cases, the mean measured and predicted penalties and the mean and mean absolute error in points, for the mainloop
 and the makespan, and ``err_corr``, the correlation over the cases of the two errors); prints the summary. Every run here was seen before this was written: the figures are post-hoc.
 ~1-2 min on 2 cores.
@@ -291,6 +292,15 @@ def _cvs(text: str) -> list[float]:
     return cvs
 
 
+def by_h(c: pd.DataFrame) -> pd.DataFrame:
+    """Per order, predictor and H (a layer's K = N; the experiment name's ``-h<H>``, 8192 where it has none): the
+    cases and the mean mainloop and makespan errors (points)."""
+    h = c["experiment"].str.extract(r"-h(\d+)$")[0].fillna("8192").astype(int)
+    g = c.assign(h=h).groupby(["order", "predictor", "h"], sort=True)
+    return pd.DataFrame({"cases": g.size(), "mainloop_err": g["mainloop_err"].mean(),
+                         "makespan_err": g["makespan_err"].mean()}).round(2).reset_index()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_order_mainloop.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-order-mainloop")
@@ -304,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     tr.to_csv(args.out / "traffic.csv", index=False)
     c.to_csv(args.out / "cases.csv", index=False, float_format="%.4f")
+    by_h(c).to_csv(args.out / "by-h.csv", index=False)
     gp.to_csv(args.out / "gaps.csv", index=False, float_format="%.4f")
     s.to_csv(args.out / "summary.csv", index=False)
     with pd.option_context("display.width", 250):

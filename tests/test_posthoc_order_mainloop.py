@@ -63,6 +63,17 @@ def test_the_committed_summary_is_the_committed_cases_summary(pom):
     assert (s["err_corr"][s["order"] != "intragpu-g16"] >= 0.8).all()
 
 
+def test_the_committed_by_h_table_is_the_committed_cases_by_h(pom):
+    res = pom.ROOT / "bench/results/posthoc-order-mainloop"
+    got = pom.by_h(pd.read_csv(res / "cases.csv"))
+    pd.testing.assert_frame_equal(got, pd.read_csv(res / "by-h.csv"), check_dtype=False, atol=0.006)
+    # what docs/validation.md reads off it: under the adopted law the pairs' tiles are missed most where a layer's
+    # weights are about the L2's size, within a point and a half at H >= 10240, their makespan fast at every H
+    pairs = got[(got["order"] == "intragpu-g2") & got["predictor"].str.startswith("adopted")].set_index("h")
+    assert pairs.loc[5120, "mainloop_err"] < -3 and pairs.loc[8192, "mainloop_err"] < -3
+    assert (pairs.loc[10240:, "mainloop_err"].abs() <= 1.6).all() and (pairs["makespan_err"] < 0).all()
+
+
 def test_the_summary_sees_a_wrong_penalty(pom):
     """Deliberately broken: one order's predicted penalties shifted by 2 points move its mean error by 2."""
     c = pd.read_csv(pom.ROOT / "bench/results/posthoc-order-mainloop/cases.csv")
