@@ -150,11 +150,7 @@ class FairLink:
         call ``done()`` then through the schedule, and return None)."""
         env = self.env
         now = env._now
-        dt = now - self.t_last  # _advance, inlined (this is the store path of every fair-link tile)
-        if dt > 0.0:
-            for c in self.active:
-                c.v += c.rate * dt
-        self.t_last = now
+        self._advance(now)
         c = self.classes.get(cap)
         if c is None:
             if not 0.0 < cap <= 1.0:
@@ -241,12 +237,8 @@ class FairLink:
             return
         self.wake_at = float("inf")
         now = self.env._now
+        self._advance(now)
         active = self.active
-        dt = now - self.t_last  # _advance, inlined
-        if dt > 0.0:
-            for c in active:
-                c.v += c.rate * dt
-        self.t_last = now
         done = False
         for c in (active if len(active) == 1 else list(active)):  # (removing the lone class ends the loop)
             heap, eps = c.heap, self.EPS + 1e-12 * c.v
