@@ -13,7 +13,7 @@ from typing import Sequence
 
 from ctasim.spec import SpecError
 
-__all__ = ["OneLineParser", "parse_outputs", "writable_file", "writable_folder"]
+__all__ = ["OneLineParser", "parse_outputs", "positive_ints", "writable_file", "writable_folder"]
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -42,6 +42,18 @@ def _writable_parent(start: Path, p: Path, flag: str) -> None:
         raise SpecError(flag, str(p), f"{parent} is a file, not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise SpecError(flag, str(p), f"{parent} is not writable")
+
+
+def positive_ints(text: str) -> tuple[int, ...]:
+    """An argparse ``type``: comma-separated positive integers (``"4096,16384"``); anything else is a usage error,
+    reported as the arguments are parsed (``argument --ms: takes positive integers, comma-separated, got '...'``)."""
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        values = ()
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"takes positive integers, comma-separated, got {text!r}")
+    return values
 
 
 def writable_file(path: str | Path, flag: str = "--out") -> Path:

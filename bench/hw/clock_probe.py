@@ -95,17 +95,17 @@ def probe(m: int, seconds: float, sample_ms: int, h: int = 8192, gpu: int = 0) -
 
 
 def main(argv=None) -> int:
-    from ctasim.cliargs import OneLineParser, parse_outputs
+    from ctasim.cliargs import OneLineParser, parse_outputs, positive_ints
 
     ap = OneLineParser(prog="python bench/hw/clock_probe.py", description=__doc__.splitlines()[0])
     ap.add_argument("out")
-    ap.add_argument("--ms", default="128,256,512,1024,16384")
+    ap.add_argument("--ms", type=positive_ints, default="128,256,512,1024,16384")
     ap.add_argument("--seconds", type=float, default=1.5)
     ap.add_argument("--sample-ms", type=int, default=20)
     a = parse_outputs(ap, argv, files=("out",))
     from probe_common import sweep_ms
 
-    return sweep_ms("clock_probe", a.out, a.ms.split(","), lambda m: probe(m, a.seconds, a.sample_ms))
+    return sweep_ms("clock_probe", a.out, a.ms, lambda m: probe(m, a.seconds, a.sample_ms))
 
 
 if __name__ == "__main__":

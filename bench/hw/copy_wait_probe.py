@@ -29,21 +29,16 @@ sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an instal
 
 
 def main(argv=None) -> int:
-    from ctasim.cliargs import OneLineParser, parse_outputs
+    from ctasim.cliargs import OneLineParser, parse_outputs, positive_ints
 
     ap = OneLineParser(prog="python bench/hw/copy_wait_probe.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
-    ap.add_argument("--chunks", default="1,2,4,8,16")
+    ap.add_argument("--chunks", type=positive_ints, default="1,2,4,8,16")
     ap.add_argument("--kernel-us", type=float, default=60.0)
     ap.add_argument("--mib", type=int, default=8)
     ap.add_argument("--runs", type=int, default=15)
     args = parse_outputs(ap, argv, files=("out",))
-    try:
-        chunk_counts = [int(c) for c in args.chunks.split(",")]
-    except ValueError:
-        chunk_counts = []
-    if not chunk_counts or min(chunk_counts) < 1:
-        ap.error(f"--chunks takes positive integers, comma-separated, got {args.chunks!r}")
+    chunk_counts = args.chunks
     from probe_common import no_gpus
 
     rc = no_gpus("copy_wait_probe", 2)

@@ -20,21 +20,15 @@ sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an instal
 
 
 def main(argv=None) -> int:
-    from ctasim.cliargs import OneLineParser, parse_outputs
+    from ctasim.cliargs import OneLineParser, parse_outputs, positive_ints
     from ctasim.variants import VARIANTS
 
     ap = OneLineParser(prog="python bench/hw/ctapipe_checks.py", description=__doc__.splitlines()[0])
     ap.add_argument("out")
-    ap.add_argument("--ms", default="4096,16384")
+    ap.add_argument("--ms", type=positive_ints, default="4096,16384")
     ap.add_argument("--variants", default="cutlass_ctapipe,cutlass_ctapipe_c12,cutlass_ctapipe_c21")
     ap.add_argument("--reps", type=int, default=20)
     a = parse_outputs(ap, argv, files=("out",))
-    try:
-        ms = [int(x) for x in a.ms.split(",")]
-    except ValueError:
-        ms = []
-    if not ms or min(ms) < 1:
-        ap.error(f"--ms takes positive integers, comma-separated, got {a.ms!r}")
     unknown = [v for v in a.variants.split(",") if v not in VARIANTS]
     if unknown:
         ap.error(f"--variants: unknown {', '.join(map(repr, unknown))} (known: {', '.join(VARIANTS)})")
@@ -52,7 +46,7 @@ def main(argv=None) -> int:
     sweep = Session(SweepConfig(h=8192, gpus=2, backends=("cublas",), reps=1, warmup=0, seed=seed), log=lambda s: None)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     rows = []
-    for m in ms:
+    for m in a.ms:
         for v in a.variants.split(","):
             try:
                 r = remote_store_cost(sweep, m, v, a.reps)

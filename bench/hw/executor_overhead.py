@@ -24,12 +24,12 @@ sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an instal
 
 
 def main(argv=None) -> int:
-    from ctasim.cliargs import OneLineParser, parse_outputs
+    from ctasim.cliargs import OneLineParser, parse_outputs, positive_ints
 
     ap = OneLineParser(prog="python bench/hw/executor_overhead.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--h", type=int, default=4096)
-    ap.add_argument("--ms", default="3072,6144,12288")
+    ap.add_argument("--ms", type=positive_ints, default="3072,6144,12288")
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--reps", type=int, default=9)
     a = parse_outputs(ap, argv, files=("out",))
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     gemm = CutlassGemm(0)
     s0 = timed.compute[0]
     rows = []
-    for m in (int(x) for x in a.ms.split(",")):
+    for m in a.ms:
         h, L = a.h, a.layers
         wl = Workload("square", "bf16", tuple(Layer(m=m, k=h, n=h) for _ in range(L)))
         plan = build_plans(Strategy(kind="sequential"), wl, load_hardware("h200-x2"), 1, f"m={m}")[0]

@@ -41,11 +41,11 @@ sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an instal
 
 
 def main(argv=None) -> int:
-    from ctasim.cliargs import OneLineParser, parse_outputs
+    from ctasim.cliargs import OneLineParser, parse_outputs, positive_ints
 
     ap = OneLineParser(prog="python bench/hw/mlp_block_breakdown.py", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--ms", default="4096,16384")
+    ap.add_argument("--ms", type=positive_ints, default="4096,16384")
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--rest-ms", type=float, default=0.0,
                     help="host sleep before every timed run (0: the executor's harness alone, a 3 ms gate)")
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
         act_op = next((op for op in l0.epilogue if op in ("gelu", "relu")), "gelu")
     N1 = 2 * F if gated else F  # GEMM1's columns
     rows = []
-    for m in (int(x) for x in args.ms.split(",")):
+    for m in args.ms:
         x = data.rand(0, (m, H), salt=1)
         w1 = data.rand(0, (N1, H), 1 / math.sqrt(H), salt=2)
         w2 = data.rand(0, (H, F), 1 / math.sqrt(F), salt=3)

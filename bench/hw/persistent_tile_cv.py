@@ -62,16 +62,16 @@ def one(m: int, runs: int, h: int = 8192) -> dict:
 
 
 def main(argv=None) -> int:
-    from ctasim.cliargs import OneLineParser, parse_outputs
+    from ctasim.cliargs import OneLineParser, parse_outputs, positive_ints
 
     ap = OneLineParser(prog="python bench/hw/persistent_tile_cv.py", description=__doc__.splitlines()[0])
     ap.add_argument("out")
-    ap.add_argument("--ms", default="2048,8192,16384")
+    ap.add_argument("--ms", type=positive_ints, default="2048,8192,16384")
     ap.add_argument("--runs", type=int, default=3)
     a = parse_outputs(ap, argv, files=("out",))
     from probe_common import sweep_ms
 
-    return sweep_ms("persistent_tile_cv", a.out, a.ms.split(","), lambda m: one(m, a.runs))
+    return sweep_ms("persistent_tile_cv", a.out, a.ms, lambda m: one(m, a.runs))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ still runs. Left out: each script's own options and output checks (``ctasim.clia
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -25,15 +24,8 @@ def no_gpus(name: str, n: int = 1) -> int | None:
 
 def sweep_ms(name: str, out: str, ms: Iterable[int], measure: Callable[[int], dict], gpus: int = 1) -> int:
     """``measure(m)`` for each M (printed as it comes), then ``{"points": [...], "provenance": ...}`` into ``out``
-    (its folder made if new). An M that is not a positive integer is one line and exit 2, before the GPU check."""
-    given = [str(m) for m in ms]
-    try:
-        ms = [int(m) for m in given]
-    except ValueError:
-        ms = []
-    if not ms or min(ms) < 1:
-        print(f"{name}: --ms takes positive integers, comma-separated, got {','.join(given)!r}", file=sys.stderr)
-        return 2
+    (its folder made if new); no ``gpus`` usable GPUs is one line and exit 2 (the callers' ``--ms`` is checked as
+    their arguments are parsed: ``ctasim.cliargs.positive_ints``)."""
     rc = no_gpus(name, gpus)
     if rc is not None:
         return rc
