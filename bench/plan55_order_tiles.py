@@ -93,19 +93,10 @@ def measured(run_dir: Path) -> pd.DataFrame:
 
 def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     """Per experiment, case and predictor: the groups of 4's penalties over groups of 8, measured and predicted."""
-    rows = []
-    for exp in EXPERIMENTS:
-        m = meas[meas["experiment"] == exp]
-        ref = m[m["order"] == pom.REFERENCE].set_index("case")["late_us"]
-        pm = pom.penalties(m, ref)
-        for label in PREDICTORS:
-            p = pom.penalties(pred[(pred["experiment"] == exp) & (pred["predictor"] == label)], ref)
-            j = pm.merge(p, on=["case", "order"], suffixes=("_meas", "_model"))
-            rows.append(j.assign(experiment=exp, predictor=label))
-    c = pd.concat(rows, ignore_index=True)
-    c["mainloop_err"] = c["mainloop_pct_model"] - c["mainloop_pct_meas"]
-    c["makespan_err"] = c["makespan_pct_model"] - c["makespan_pct_meas"]
-    return c[["experiment", "case", "order", "predictor", "late_us_meas", "late_us_model", "mainloop_pct_meas",
+    rows = [pom.compared(meas[meas["experiment"] == exp],
+                         pred[(pred["experiment"] == exp) & (pred["predictor"] == label)])
+            .assign(experiment=exp, predictor=label) for exp in EXPERIMENTS for label in PREDICTORS]
+    return pd.concat(rows, ignore_index=True)[["experiment", "case", "order", "predictor", "late_us_meas", "late_us_model", "mainloop_pct_meas",
               "mainloop_pct_model", "mainloop_err", "makespan_pct_meas", "makespan_pct_model", "makespan_err"]]
 
 

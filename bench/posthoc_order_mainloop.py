@@ -80,6 +80,8 @@ ORDERS = {"intragpu": 8, "intragpu-g4": 4, "intragpu-g2": 2, "intragpu-row": 1}
 """The chain kernel's orders in ``traffic.csv``: strategy name -> groups of that many row-blocks."""
 PREDICTORS = {"adopted (survival, 1.019)": None, "partition (factor 1)": ("partition", 1.0)}
 """Label -> the ticket law and tickets mainloop factor put on the experiment's profile (None: the profile's own)."""
+ADOPTED = next(label for label, law in PREDICTORS.items() if law is None)
+"""The label of the profile's own predictor."""
 
 
 def bundles(root: Path = HW) -> list[Path]:
@@ -107,17 +109,26 @@ def late_median(tiles: pd.DataFrame, end: str) -> float:
     return float(np.median((late[end] - late["t_acquire"]).to_numpy()) / 1e3)
 
 
-def measured(bundle: Path) -> pd.DataFrame:
-    """One row per traced (case, strategy) of a bundle (its first traced run): late mainloop and makespan."""
-    rows, seen = [], set()
+def run_label(bundle: Path) -> str:
+    """The run folder of a bundle, under :data:`HW` where it is there."""
+    run = bundle.parent.parent
+    return str(run.relative_to(HW)) if bundle.is_relative_to(HW) else str(run)
+
+
+def first_runs(bundle: Path):
+    """``((case, strategy), trace)`` of a bundle's first traced run of each case and strategy, in the bundle's order."""
+    seen = set()
     for tr in load_traces(bundle).values():
         key = (tr.meta["case"], tr.meta["strategy"])
-        if key in seen:
-            continue
-        seen.add(key)
-        rows.append(dict(case=key[0], order=key[1], late_us=late_median(tr.tiles, "t_mainloop_end"),
-                         makespan_ms=float(tr.meta["makespan_ms"])))
-    return pd.DataFrame(rows)
+        if key not in seen:
+            seen.add(key)
+            yield key, tr
+
+
+def measured(bundle: Path) -> pd.DataFrame:
+    """One row per traced (case, strategy) of a bundle (its first traced run): late mainloop and makespan."""
+    return pd.DataFrame([dict(case=case, order=order, late_us=late_median(tr.tiles, "t_mainloop_end"),
+                              makespan_ms=float(tr.meta["makespan_ms"])) for (case, order), tr in first_runs(bundle)])
 
 
 def sharer_gaps(tiles: pd.DataFrame, spread: float, slots: int = SLOTS) -> np.ndarray:
@@ -143,18 +154,12 @@ def gaps(paths: list[Path] | None = None, spread: float | None = None) -> pd.Dat
         spread = load_hardware("h200-x1-calibrated").config(128, 256).ticket_spread
     rows = []
     for bundle in paths if paths is not None else bundles():
-        seen = set()
-        for tr in load_traces(bundle).values():
-            key = (tr.meta["case"], tr.meta["strategy"])
-            if key in seen:
-                continue
-            seen.add(key)
+        for (case, order), tr in first_runs(bundle):
             r = sharer_gaps(tr.tiles, spread)
             if len(r) == 0:
                 continue
             q10, q50, q90 = np.percentile(r, [10, 50, 90])
-            rows.append(dict(run=str(bundle.parent.parent.relative_to(HW)) if bundle.is_relative_to(HW) else
-                             str(bundle.parent.parent), experiment=bundle.parent.name, case=key[0], order=key[1],
+            rows.append(dict(run=run_label(bundle), experiment=bundle.parent.name, case=case, order=order,
                              sharers=len(r), p10=q10, p50=q50, p90=q90, cv=float(np.std(r) / np.mean(r))))
     return pd.DataFrame(rows)
 
@@ -212,6 +217,17 @@ def penalties(d: pd.DataFrame, meas_late_ref: pd.Series) -> pd.DataFrame:
     return d
 
 
+def compared(meas: pd.DataFrame, pred: pd.DataFrame) -> pd.DataFrame:
+    """One run's measured and one predictor's :func:`penalties` of each (case, order) beside each other (``_meas`` /
+    ``_model``; both mainloop penalties over the measured reference's late mainloop) and the errors, predicted less
+    measured (``mainloop_err``, ``makespan_err``; points)."""
+    ref_late = meas[meas["order"] == REFERENCE].set_index("case")["late_us"]
+    j = penalties(meas, ref_late).merge(penalties(pred, ref_late), on=["case", "order"], suffixes=("_meas", "_model"))
+    j["mainloop_err"] = j["mainloop_pct_model"] - j["mainloop_pct_meas"]
+    j["makespan_err"] = j["makespan_pct_model"] - j["makespan_pct_meas"]
+    return j
+
+
 def cases(paths: list[Path] | None = None, predictors: dict = PREDICTORS) -> pd.DataFrame:
     """Measured and predicted penalties of every order of every bundle in ``paths`` (default :func:`bundles`)."""
     parts = []
@@ -220,21 +236,14 @@ def cases(paths: list[Path] | None = None, predictors: dict = PREDICTORS) -> pd.
         meas = measured(bundle)
         if REFERENCE not in set(meas["order"]) or meas["order"].nunique() < 2:
             continue
-        ref_late = meas[meas["order"] == REFERENCE].set_index("case")["late_us"]
-        m = penalties(meas, ref_late)
-        base = dict(run=str(bundle.parent.parent.relative_to(HW)) if bundle.is_relative_to(HW) else
-                    str(bundle.parent.parent), machine=machine(bundle), experiment=experiment)
+        base = dict(run=run_label(bundle), machine=machine(bundle), experiment=experiment)
         pairs = list(meas[["case", "order"]].itertuples(index=False, name=None))
         for label, law in predictors.items():
-            p = penalties(modelled(experiment, pairs, law), ref_late)
-            j = m.merge(p, on=["case", "order"], suffixes=("_meas", "_model"))
-            parts.append(j.assign(predictor=label, **base))
+            parts.append(compared(meas, modelled(experiment, pairs, law)).assign(predictor=label, **base))
     cols = ["run", "machine", "experiment", "case", "order", "predictor", "late_us_meas", "late_us_model",
-            "mainloop_pct_meas", "mainloop_pct_model", "makespan_pct_meas", "makespan_pct_model"]
-    out = pd.concat(parts, ignore_index=True)[cols]
-    out["mainloop_err"] = out["mainloop_pct_model"] - out["mainloop_pct_meas"]
-    out["makespan_err"] = out["makespan_pct_model"] - out["makespan_pct_meas"]
-    return out
+            "mainloop_pct_meas", "mainloop_pct_model", "makespan_pct_meas", "makespan_pct_model", "mainloop_err",
+            "makespan_err"]
+    return pd.concat(parts, ignore_index=True)[cols]
 
 
 def summary(c: pd.DataFrame) -> pd.DataFrame:
@@ -273,9 +282,10 @@ def smoothed(cv: float):
         l2.survival_share = plain
 
 
-def smoothed_summary(cvs: list[float]) -> pd.DataFrame:
-    """:func:`summary` of the adopted profile and of it under :func:`smoothed` at each of ``cvs``."""
-    parts = [cases(predictors={"adopted (survival, 1.019)": None})]
+def smoothed_summary(cvs: list[float], adopted: pd.DataFrame) -> pd.DataFrame:
+    """:func:`summary` of the adopted profile (``adopted``: its :func:`cases`, already computed) and of it under
+    :func:`smoothed` at each of ``cvs``."""
+    parts = [adopted]
     for cv in cvs:
         with smoothed(cv):
             parts.append(cases(predictors={f"survival averaged, cv {cv:g}": None}))
@@ -322,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(gp.groupby("order")[["sharers", "p10", "p50", "p90", "cv"]].median().round(2).to_string())
         if args.smooth_cv:
-            sm = smoothed_summary(args.smooth_cv)
+            sm = smoothed_summary(args.smooth_cv, c[c["predictor"] == ADOPTED])
             sm.to_csv(args.out / "smoothed-summary.csv", index=False)
             print()
             print(sm.to_string(index=False))
