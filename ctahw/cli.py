@@ -2,6 +2,8 @@
 
     ctahw info                      toolchain, kernel cache and GPUs ("no GPU: ..." and exit 2 without one)
     ctahw build                     compile every kernel source into the cache (nvcc + nvidia-cutlass; no GPU)
+    ctahw ptx-diff --base REV       each kernel library's PTX at REV against the working tree's (nvcc; no GPU):
+                                    exit 0 where every one is the same, 1 where one differs
     ctahw calibrate [--base NAME]   measure this machine into specs/hardware/<base>-calibrated.toml (memory
                                     hierarchy included unless --no-memory)
     ctahw run EXPERIMENT            an experiment spec (a name or TOML path, as ``ctasim run`` takes), or the
@@ -66,6 +68,13 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="compile every kernel source into the cache (no GPU needed)")
     b.add_argument("--only", type=_strs, default=(), help="library names (default: all)")
     b.add_argument("--jobs", type=int, default=1, help="libraries compiled at once (nvcc processes; default 1)")
+
+    x = sub.add_parser("ptx-diff", help="each kernel library's PTX at a git revision against the working tree's "
+                                        "(nvcc; no GPU): exit 0 where all are the same, 1 where one differs")
+    x.add_argument("--base", required=True, help="the git revision to compare against (e.g. HEAD, main~3)")
+    x.add_argument("--only", type=_strs, default=(), help="library names (default: all)")
+    x.add_argument("--jobs", type=int, default=2, help="nvcc processes at once (default 2)")
+    x.add_argument("--out", type=Path, default=None, help="folder for each differing library's <name>.diff")
 
     c = sub.add_parser("calibrate", help="measure this machine into a hardware profile")
     c.add_argument("--base", default="h200-x2", help="profile to copy unmeasured fields from (default h200-x2)")
@@ -194,6 +203,44 @@ def cmd_build(args) -> int:
         for n, f in futures.items():
             print(f"{n}: {f.result()}")  # the first failure raises (one line in main), after the others finished
     return 0
+
+
+def cmd_ptx_diff(args) -> int:
+    import tempfile  # noqa: PLC0415
+
+    from ctahw import build, ptxdiff  # noqa: PLC0415
+
+    if args.jobs < 1:
+        raise _UsageError(f"--jobs {args.jobs}: must be >= 1")
+    names = args.only or tuple(build.LIBRARIES)
+    for n in names:
+        if n not in build.LIBRARIES:
+            raise _UsageError(f"--only: unknown library {n!r} (known: {', '.join(build.LIBRARIES)})")
+    if args.out is not None:
+        from ctasim.cliargs import writable_folder  # noqa: PLC0415
+
+        writable_folder(args.out)  # SpecError: one line, exit 2
+    with tempfile.TemporaryDirectory(prefix="ctahw-base-") as tmp:
+        try:
+            base = ptxdiff.kernels_at(args.base, Path(tmp))
+        except ValueError as e:
+            raise _UsageError(str(e)) from None
+        nvcc = build.find_nvcc()
+        if nvcc is None:
+            raise build.NvccNotFoundError("nvcc is needed to compile the kernels to PTX and none was found "
+                                          "(looked in $CTAHW_NVCC, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)")
+        results = ptxdiff.compare_trees(base, build.KERNELS_DIR, names, nvcc, jobs=args.jobs)
+    differ = [r for r in results if not r.identical]
+    if differ and args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+    for r in results:
+        where = ""
+        if not r.identical and args.out is not None:
+            (args.out / f"{r.library}.diff").write_text(r.diff)
+            where = f" ({args.out / (r.library + '.diff')})"
+        state = "the same PTX" if r.identical else f"{r.changed} of {r.lines} PTX lines changed{where}"
+        print(f"{r.library}: {state}")
+    return 1 if differ else 0
 
 
 def cmd_calibrate(args) -> int:
@@ -485,7 +532,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ctasim.trace import TraceFileError  # noqa: PLC0415
 
     args = parser().parse_args(argv)
-    handlers = {"info": cmd_info, "build": cmd_build, "calibrate": cmd_calibrate, "run": cmd_run,
+    handlers = {"info": cmd_info, "build": cmd_build, "ptx-diff": cmd_ptx_diff, "calibrate": cmd_calibrate, "run": cmd_run,
                 "validate": cmd_validate}
     try:
         return handlers[args.cmd](args)

@@ -95,6 +95,53 @@ constexpr bool protocol_roles_match() {
          K::MaxThreadsPerBlock == kThreadsPerWarpGroup + kEpilogueThreads;
 }
 
+// Per-tile trace stamps, the words every kernel of this project writes (ctapipe.cuh's kStamp* names them):
+// tile `tile`'s kTileStampWords words of `stamps`.
+CUTLASS_DEVICE unsigned long long* tile_stamps(unsigned long long* stamps, int tile) {
+  return stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
+}
+
+// kStampWhere's word: the SM the calling thread runs on (high half) and the CTA `cta` (low half).
+CUTLASS_DEVICE unsigned long long where_word(unsigned cta) {
+  return (static_cast<unsigned long long>(ctapipe::smid()) << 32) | cta;
+}
+
+// The first MMA / epilogue thread, as the MMA warp groups begin tile `tile` (none for a negative id): kStampAcquire.
+// `stamps` is the parameters' own field, read only by that thread and after the clock.
+CUTLASS_DEVICE void stamp_compute_start(unsigned long long* const& stamps, int tile) {
+  if (tile >= 0 && threadIdx.x == kThreadsPerWarpGroup) tile_stamps(stamps, tile)[ctapipe::kStampAcquire] = ctapipe::now_ns();
+}
+
+// A scheduler's fixup (CUTLASS calls it in the MMA warp groups once a tile's mainloop is done): the first MMA /
+// epilogue thread stamps kStampMainloopEnd of the valid work tile `work`, its id from (L, M, N) by `tile_of`.
+// `stamps` is the parameters' own field, read only by that thread and after the clock.
+template <class WorkTileInfo, class TileOf>
+CUTLASS_DEVICE void stamp_mainloop_end(unsigned long long* const& stamps, WorkTileInfo const& work, TileOf&& tile_of) {
+  if (threadIdx.x == kThreadsPerWarpGroup && work.is_valid()) {
+    const int tile = tile_of(work);
+    tile_stamps(stamps, tile)[ctapipe::kStampMainloopEnd] = ctapipe::now_ns();
+  }
+}
+
+// A one-layer kernel's tile id of a work tile: row-major over the descriptor's tiles_n columns.
+CUTLASS_DEVICE auto pipe_tile_of(ctapipe::Params const& p) {
+  return [&p](auto const& work) { return work.M_idx * p.tiles_n + work.N_idx; };
+}
+
+// A scheduler's Params from CUTLASS's: the PersistentTileSchedulerSm90 fields of `args` (the base of every
+// scheduler here) set as that scheduler sets them, the derived scheduler's own fields left at their defaults.
+template <class Params, class ProblemShapeMNKL, class TileShape, class ClusterShape, class Arguments>
+Params base_scheduler_params(ProblemShapeMNKL problem_shape_mnkl, TileShape tile_shape, ClusterShape cluster_shape,
+                             cutlass::KernelHardwareInfo const& hw_info, Arguments const& args, void* workspace,
+                             uint32_t epilogue_subtile, uint32_t ktile_align) {
+  using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90;
+  Params p;
+  static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(
+      problem_shape_mnkl, tile_shape, cluster_shape, hw_info, static_cast<typename Base::Arguments const&>(args),
+      workspace, epilogue_subtile, ktile_align);
+  return p;
+}
+
 // Consumer warp groups, right after the epilogue issued a tile's TMA stores (every variant): every storing thread
 // completes and fences its own stores (ctapipe::complete_stores), the epilogue threads meet, and one thread signals
 // the tile's counters and stamps it when tracing.
@@ -104,7 +151,7 @@ CUTLASS_DEVICE void finish_tile_and_signal(ctapipe::Params const& p, int m_idx, 
   const bool leader = threadIdx.x == kThreadsPerWarpGroup;
   unsigned long long* s = nullptr;
   if constexpr (Trace) {
-    s = p.stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
+    s = tile_stamps(p.stamps, tile);
     if (leader) s[ctapipe::kStampEpilogue] = ctapipe::now_ns();
   }
   ctapipe::complete_stores();  // no-op for threads that issued no stores
@@ -245,10 +292,8 @@ class CtaPipeScheduler : public cutlass::gemm::kernel::detail::PersistentTileSch
                                         ClusterShape cluster_shape, cutlass::KernelHardwareInfo const& hw_info,
                                         Arguments const& args, void* workspace = nullptr,
                                         const uint32_t epilogue_subtile = 1, uint32_t ktile_align = 1u) {
-    Params p;
-    static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(
-        problem_shape_mnkl, tile_shape, cluster_shape, hw_info,
-        static_cast<typename Base::Arguments const&>(args), workspace, epilogue_subtile, ktile_align);
+    Params p = base_scheduler_params<Params>(problem_shape_mnkl, tile_shape, cluster_shape, hw_info, args, workspace,
+                                             epilogue_subtile, ktile_align);
     p.pipe = args.pipe;
     return p;
   }
@@ -362,13 +407,7 @@ class CtaPipeScheduler : public cutlass::gemm::kernel::detail::PersistentTileSch
   template <class FrgTensorC>
   CUTLASS_DEVICE static void fixup(Params const& params, WorkTileInfo const& work, FrgTensorC&, uint32_t, uint32_t) {
 #if defined(__CUDA_ARCH__)
-    if constexpr (Trace) {
-      if (threadIdx.x == kThreadsPerWarpGroup && work.is_valid()) {
-        int tile = work.M_idx * params.pipe.tiles_n + work.N_idx;
-        params.pipe.stamps[static_cast<size_t>(tile) * ctapipe::kTileStampWords + ctapipe::kStampMainloopEnd] =
-            ctapipe::now_ns();
-      }
-    }
+    if constexpr (Trace) stamp_mainloop_end(params.pipe.stamps, work, pipe_tile_of(params.pipe));
 #endif
   }
 
@@ -376,11 +415,10 @@ class CtaPipeScheduler : public cutlass::gemm::kernel::detail::PersistentTileSch
   // Thread 0, once the CTA's tile is known: start, acquire, where, slot.
   CUTLASS_DEVICE void stamp_acquired() {
     if (tile_ < 0) return;
-    unsigned long long* s = pipe_.stamps + static_cast<size_t>(tile_) * ctapipe::kTileStampWords;
+    unsigned long long* s = tile_stamps(pipe_.stamps, tile_);
     s[ctapipe::kStampStart] = t_start_;
     s[ctapipe::kStampAcquire] = ctapipe::now_ns();
-    s[ctapipe::kStampWhere] =
-        (static_cast<unsigned long long>(ctapipe::smid()) << 32) | static_cast<unsigned>(ctapipe::cta_linear());
+    s[ctapipe::kStampWhere] = where_word(static_cast<unsigned>(ctapipe::cta_linear()));
     s[ctapipe::kStampSlot] = static_cast<unsigned long long>(static_cast<long long>(slot_));
   }
 

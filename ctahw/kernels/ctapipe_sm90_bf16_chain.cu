@@ -118,6 +118,17 @@ inline Params from_desc(const long long* f) {
 // Tile ids: g = l * per_layer + m * tiles_n + n (l the local layer).
 __device__ __forceinline__ int per_layer(const Params& p) { return p.tiles_m * p.tiles_n; }
 
+// A tile's id g (layer-major: layer, then row-block, then column) as CUTLASS's work tile (L = the layer), and back.
+using WorkTileInfo = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90::WorkTileInfo;
+__device__ __forceinline__ WorkTileInfo to_work(const Params& p, int g) {
+  if (g < 0) return WorkTileInfo::invalid_work_tile();
+  const int pl = per_layer(p), r = g % pl;
+  return {r / p.tiles_n, r % p.tiles_n, g / pl, true};
+}
+__device__ __forceinline__ int tile_of(const Params& p, WorkTileInfo const& work) {
+  return work.L_idx * p.tiles_m * p.tiles_n + work.M_idx * p.tiles_n + work.N_idx;
+}
+
 // Whether local layer l's tiles wait for their inputs: every layer but the chain's first.
 __device__ __forceinline__ bool waits(const Params& p, int l) { return p.first_layer + l * p.layer_stride > 0; }
 
@@ -211,10 +222,8 @@ class ChainScheduler : public SchedulerWarp<ChainScheduler<Trace>> {
                                         ClusterShape cluster_shape, cutlass::KernelHardwareInfo const& hw_info,
                                         Arguments const& args, void* workspace = nullptr,
                                         const uint32_t epilogue_subtile = 1, uint32_t ktile_align = 1u) {
-    Params p;
-    static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(
-        problem_shape_mnkl, tile_shape, cluster_shape, hw_info,
-        static_cast<typename Base::Arguments const&>(args), workspace, epilogue_subtile, ktile_align);
+    Params p = base_scheduler_params<Params>(problem_shape_mnkl, tile_shape, cluster_shape, hw_info, args, workspace,
+                                             epilogue_subtile, ktile_align);
     p.chain = args.chain;
     return p;
   }
@@ -256,11 +265,8 @@ class ChainScheduler : public SchedulerWarp<ChainScheduler<Trace>> {
   CUTLASS_DEVICE static void fixup(Params const& params, WorkTileInfo const& work, FrgTensorC&, uint32_t, uint32_t) {
 #if defined(__CUDA_ARCH__)
     if constexpr (Trace) {
-      if (threadIdx.x == kThreadsPerWarpGroup && work.is_valid()) {
-        const chain::Params& c = params.chain;
-        const int g = work.L_idx * c.tiles_m * c.tiles_n + work.M_idx * c.tiles_n + work.N_idx;
-        c.stamps[static_cast<size_t>(g) * ctapipe::kTileStampWords + ctapipe::kStampMainloopEnd] = ctapipe::now_ns();
-      }
+      const chain::Params& c = params.chain;
+      stamp_mainloop_end(c.stamps, work, [&c](WorkTileInfo const& w) { return tile_of(c, w); });
     }
 #endif
   }
@@ -284,22 +290,18 @@ class ChainScheduler : public SchedulerWarp<ChainScheduler<Trace>> {
     if constexpr (Trace) stamp_compute_start(tile);
   }
 
-  CUTLASS_DEVICE WorkTileInfo to_work(int g) const {
-    if (g < 0) return WorkTileInfo::invalid_work_tile();
-    const int pl = per_layer(chain()), r = g % pl;
-    return {r / chain().tiles_n, r % chain().tiles_n, g / pl, true};
-  }
+  CUTLASS_DEVICE WorkTileInfo to_work(int g) const { return chain::to_work(chain(), g); }
 
   CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) { finish(chain(), work); }
 
  public:
   // The MMA/epilogue threads, right after the epilogue issued the tile's TMA stores (both designs).
   CUTLASS_DEVICE static void finish(chain::Params const& c, WorkTileInfo const& work) {
-    const int g = work.L_idx * c.tiles_m * c.tiles_n + work.M_idx * c.tiles_n + work.N_idx;
+    const int g = tile_of(c, work);
     const bool leader = threadIdx.x == kThreadsPerWarpGroup;
     unsigned long long* s = nullptr;
     if constexpr (Trace) {
-      s = c.stamps + static_cast<size_t>(g) * ctapipe::kTileStampWords;
+      s = tile_stamps(c.stamps, g);
       if (leader) s[ctapipe::kStampEpilogue] = ctapipe::now_ns();
     }
     if (c.stats_clear != nullptr && work.N_idx == 0) clear_stats(c, work.M_idx);
@@ -326,17 +328,13 @@ class ChainScheduler : public SchedulerWarp<ChainScheduler<Trace>> {
   // (the wait returned) for a tile that waited, as a time stamp.
   CUTLASS_DEVICE void stamp_taken(int g, unsigned long long t_taken) {
     if (g < 0) return;
-    unsigned long long* s = chain().stamps + static_cast<size_t>(g) * ctapipe::kTileStampWords;
+    unsigned long long* s = tile_stamps(chain().stamps, g);
     s[ctapipe::kStampStart] = t_taken;
     s[ctapipe::kStampSlot] = ctapipe::now_ns();
-    s[ctapipe::kStampWhere] =
-        (static_cast<unsigned long long>(ctapipe::smid()) << 32) | static_cast<unsigned>(blockIdx.x);
+    s[ctapipe::kStampWhere] = where_word(blockIdx.x);
   }
 
-  CUTLASS_DEVICE void stamp_compute_start(int g) {
-    if (g >= 0 && threadIdx.x == kThreadsPerWarpGroup)
-      chain().stamps[static_cast<size_t>(g) * ctapipe::kTileStampWords + ctapipe::kStampAcquire] = ctapipe::now_ns();
-  }
+  CUTLASS_DEVICE void stamp_compute_start(int g) { ctahw::stamp_compute_start(chain().stamps, g); }
 
   // The kernel's parameters are __grid_constant__: a pointer keeps the producer warp group's registers low.
   chain::Params const* pp_ = nullptr;
@@ -433,11 +431,7 @@ class ChainStaticScheduler : public cutlass::gemm::kernel::detail::PersistentTil
     return t;
   }
 
-  CUTLASS_DEVICE WorkTileInfo to_work(int g) const {
-    if (g < 0) return WorkTileInfo::invalid_work_tile();
-    const int pl = per_layer(chain()), r = g % pl;
-    return {r / chain().tiles_n, r % chain().tiles_n, g / pl, true};
-  }
+  CUTLASS_DEVICE WorkTileInfo to_work(int g) const { return chain::to_work(chain(), g); }
 
   // The mainloop load warp, before it issues tile g's loads: lane 0 waits (bounded) until g's row-block of the
   // layer before is complete; then every lane fences the async proxy (the TMA-issuing lane among them).
@@ -467,7 +461,7 @@ class ChainStaticScheduler : public cutlass::gemm::kernel::detail::PersistentTil
         if (sleep_ns < 256) sleep_ns *= 2;
       }
       if constexpr (Trace) {
-        unsigned long long* s = c.stamps + static_cast<size_t>(g) * ctapipe::kTileStampWords;
+        unsigned long long* s = tile_stamps(c.stamps, g);
         s[ctapipe::kStampStart] = t_taken;
         s[ctapipe::kStampSlot] = ctapipe::now_ns();
       }
@@ -480,10 +474,10 @@ class ChainStaticScheduler : public cutlass::gemm::kernel::detail::PersistentTil
   CUTLASS_DEVICE void stamp_compute_start(int g) {
     if (g < 0 || threadIdx.x != kThreadsPerWarpGroup) return;
     const chain::Params& c = chain();
-    unsigned long long* s = c.stamps + static_cast<size_t>(g) * ctapipe::kTileStampWords;
+    unsigned long long* s = tile_stamps(c.stamps, g);
     const unsigned long long t = ctapipe::now_ns();
     s[ctapipe::kStampAcquire] = t;
-    s[ctapipe::kStampWhere] = (static_cast<unsigned long long>(ctapipe::smid()) << 32) | static_cast<unsigned>(blockIdx.x);
+    s[ctapipe::kStampWhere] = where_word(blockIdx.x);
     if (!waits(c, g / per_layer(c)) || !c.protocol) {
       s[ctapipe::kStampStart] = t;
       s[ctapipe::kStampSlot] = t;

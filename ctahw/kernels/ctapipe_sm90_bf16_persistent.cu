@@ -36,11 +36,55 @@
 
 namespace ctahw {
 
+// What both persistent designs below keep per CTA and do per tile: the descriptor, the grid, the CTA, a static
+// order's position and the CTA's first tile; tile ids as CUTLASS work tiles; the trace stamps of a tile taken and
+// of its compute start.
+class PipeTiles {
+ protected:
+  using WorkTileInfo = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90::WorkTileInfo;
+
+  CUTLASS_DEVICE PipeTiles(ctapipe::Params const* pp, int grid) : pp_(pp), grid_(grid) {}
+
+  // The kernel's parameters are __grid_constant__: a pointer to them costs two registers where a copy of the
+  // descriptor would cost ~40, and the producer warp group runs on 40 registers (setmaxnreg).
+  CUTLASS_DEVICE ctapipe::Params const& pipe() const { return *pp_; }
+
+  CUTLASS_DEVICE WorkTileInfo to_work(int tile) const {
+    if (tile < 0) return WorkTileInfo::invalid_work_tile();
+    return {tile / pipe().tiles_n, tile % pipe().tiles_n, 0, true};
+  }
+
+  // Static order: the CTA's k-th tile is order[cta + k * grid] (a cluster's CTAs take a pair at each step).
+  CUTLASS_DEVICE void take_static(int* tile) {
+    *tile = (next_ >= 0 && next_ < pipe().num_tiles) ? pipe().order[next_] : -1;
+    next_ += grid_;
+  }
+
+  // The thread that took the tile: kStampStart = the tile id known and its inputs visible (the pop returned).
+  // kStampAcquire (stamp_compute_start) is the time the MMA warp groups begin it.
+  CUTLASS_DEVICE void stamp_taken(int tile, int slot) {
+    if (tile < 0) return;
+    unsigned long long* s = tile_stamps(pipe().stamps, tile);
+    s[ctapipe::kStampStart] = ctapipe::now_ns();
+    s[ctapipe::kStampWhere] = where_word(static_cast<unsigned>(cta_));
+    s[ctapipe::kStampSlot] = static_cast<unsigned long long>(static_cast<long long>(slot));
+  }
+
+  // The first MMA thread, when the MMA warp groups take the tile (after the previous tile's signal).
+  CUTLASS_DEVICE void stamp_compute_start(int tile) { ctahw::stamp_compute_start(pipe().stamps, tile); }
+
+  ctapipe::Params const* pp_ = nullptr;
+  int grid_ = 0;
+  int cta_ = 0;
+  int next_ = 0;
+  int tile_ = -1;
+};
+
 template <bool Trace, int CM, int CN>
 struct CtaPipePersistentTag {};
 
 template <bool Trace, int CM, int CN>
-class CtaPipePersistentScheduler : public SchedulerWarp<CtaPipePersistentScheduler<Trace, CM, CN>> {
+class CtaPipePersistentScheduler : public SchedulerWarp<CtaPipePersistentScheduler<Trace, CM, CN>>, PipeTiles {
   using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90;
   using Adapter = SchedulerWarp<CtaPipePersistentScheduler<Trace, CM, CN>>;
   friend Adapter;
@@ -62,10 +106,8 @@ class CtaPipePersistentScheduler : public SchedulerWarp<CtaPipePersistentSchedul
                                         ClusterShape cluster_shape, cutlass::KernelHardwareInfo const& hw_info,
                                         Arguments const& args, void* workspace = nullptr,
                                         const uint32_t epilogue_subtile = 1, uint32_t ktile_align = 1u) {
-    Params p;
-    static_cast<typename Base::Params&>(p) = Base::to_underlying_arguments(
-        problem_shape_mnkl, tile_shape, cluster_shape, hw_info,
-        static_cast<typename Base::Arguments const&>(args), workspace, epilogue_subtile, ktile_align);
+    Params p = base_scheduler_params<Params>(problem_shape_mnkl, tile_shape, cluster_shape, hw_info, args, workspace,
+                                             epilogue_subtile, ktile_align);
     p.pipe = args.pipe;
     int sms = hw_info.sm_count > 0 ? hw_info.sm_count : 132;
     int g = args.pipe.num_tiles < sms ? args.pipe.num_tiles : sms;
@@ -85,32 +127,28 @@ class CtaPipePersistentScheduler : public SchedulerWarp<CtaPipePersistentSchedul
   }
 
   CUTLASS_DEVICE explicit CtaPipePersistentScheduler(Params const& params)
-      : Adapter(params), pp_(&params.pipe), grid_(params.grid) {
+      : Adapter(params), PipeTiles(&params.pipe, params.grid) {
 #if defined(__CUDA_ARCH__)
     cta_ = ctapipe::cta_linear();
     if (pipe().mode == 0) {
       next_ = cta_;
       int tile = -1, slot = -1;
-      unsigned long long t0 = 0;
-      if constexpr (Trace) t0 = ctapipe::now_ns();
       take_static(&tile);
       tile_ = tile;
       if constexpr (Trace) {
-        if (threadIdx.x == 0) stamp_acquired(tile, slot, t0);
+        if (threadIdx.x == 0) stamp_taken(tile, slot);
       }
     } else if constexpr (kClusterSize == 1) {
-      unsigned long long t0 = 0;
       int slot = -1;
       tile_ = ctapipe::acquire_broadcast(
           pipe().cta_tile + cta_,
           [&] {
-            if constexpr (Trace) t0 = ctapipe::now_ns();
             int tile = -1;
             ctapipe::claim_pop(pipe(), &tile, &slot);
             return tile;
           },
           [&](int tile) {
-            if constexpr (Trace) stamp_acquired(tile, slot, t0);
+            if constexpr (Trace) stamp_taken(tile, slot);
           });
     } else {
       tile_ = -1;  // the launcher refuses a queue with clusters; nothing runs
@@ -127,13 +165,7 @@ class CtaPipePersistentScheduler : public SchedulerWarp<CtaPipePersistentSchedul
   template <class FrgTensorC>
   CUTLASS_DEVICE static void fixup(Params const& params, WorkTileInfo const& work, FrgTensorC&, uint32_t, uint32_t) {
 #if defined(__CUDA_ARCH__)
-    if constexpr (Trace) {
-      if (threadIdx.x == kThreadsPerWarpGroup && work.is_valid()) {
-        int tile = work.M_idx * params.pipe.tiles_n + work.N_idx;
-        params.pipe.stamps[static_cast<size_t>(tile) * ctapipe::kTileStampWords + ctapipe::kStampMainloopEnd] =
-            ctapipe::now_ns();
-      }
-    }
+    if constexpr (Trace) stamp_mainloop_end(params.pipe.stamps, work, pipe_tile_of(params.pipe));
 #endif
   }
 
@@ -144,12 +176,10 @@ class CtaPipePersistentScheduler : public SchedulerWarp<CtaPipePersistentSchedul
     int tile = -1, slot = -1;
     if (pipe().mode == 0) take_static(&tile);
     if (!elected) return tile;
-    unsigned long long t0 = 0;
-    if constexpr (Trace) t0 = ctapipe::now_ns();
     if constexpr (kClusterSize == 1) {
       if (pipe().mode != 0) ctapipe::claim_pop(pipe(), &tile, &slot);
     }
-    if constexpr (Trace) stamp_acquired(tile, slot, t0);
+    if constexpr (Trace) stamp_taken(tile, slot);
     return tile;
   }
 
@@ -158,45 +188,8 @@ class CtaPipePersistentScheduler : public SchedulerWarp<CtaPipePersistentSchedul
     if constexpr (Trace) stamp_compute_start(tile);
   }
 
-  CUTLASS_DEVICE WorkTileInfo to_work(int tile) const {
-    if (tile < 0) return WorkTileInfo::invalid_work_tile();
-    return {tile / pipe().tiles_n, tile % pipe().tiles_n, 0, true};
-  }
-
-  // Static order: the CTA's k-th tile is order[cta + k * grid] (a cluster's CTAs take a pair at each step).
-  CUTLASS_DEVICE void take_static(int* tile) {
-    *tile = (next_ >= 0 && next_ < pipe().num_tiles) ? pipe().order[next_] : -1;
-    next_ += grid_;
-  }
-
-  // The scheduler thread that took the tile: kStampStart = the tile id known and its inputs visible (the pop
-  // returned; t0, when the pop began, is not kept). kStampAcquire is the time the MMA warp groups begin it.
-  CUTLASS_DEVICE void stamp_acquired(int tile, int slot, unsigned long long) {
-    if (tile < 0) return;
-    unsigned long long* s = pipe().stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
-    s[ctapipe::kStampStart] = ctapipe::now_ns();
-    s[ctapipe::kStampWhere] =
-        (static_cast<unsigned long long>(ctapipe::smid()) << 32) | static_cast<unsigned>(cta_);
-    s[ctapipe::kStampSlot] = static_cast<unsigned long long>(static_cast<long long>(slot));
-  }
-
-  // The first MMA thread, when the MMA warp groups take the tile (after the previous tile's signal).
-  CUTLASS_DEVICE void stamp_compute_start(int tile) {
-    if (tile >= 0 && threadIdx.x == kThreadsPerWarpGroup)
-      pipe().stamps[static_cast<size_t>(tile) * ctapipe::kTileStampWords + ctapipe::kStampAcquire] = ctapipe::now_ns();
-  }
-
   // MMA/epilogue threads, right after the epilogue issued the tile's TMA stores (as variant (a)).
   CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) { ctahw::finish_tile_and_signal<Trace>(pipe(), work.M_idx, work.N_idx); }
-
-  // The kernel's parameters are __grid_constant__: a pointer to them costs two registers where a copy of the
-  // descriptor would cost ~40, and the producer warp group runs on 40 registers (setmaxnreg).
-  ctapipe::Params const* pp_ = nullptr;
-  CUTLASS_DEVICE ctapipe::Params const& pipe() const { return *pp_; }
-  int grid_ = 0;
-  int cta_ = 0;
-  int next_ = 0;
-  int tile_ = -1;
 };
 
 
@@ -222,7 +215,7 @@ template <bool Trace, int CM, int CN>
 struct CtaPipeRingTag {};
 
 template <bool Trace, int CM, int CN>
-class CtaPipeRingScheduler : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90 {
+class CtaPipeRingScheduler : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90, PipeTiles {
   using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90;
   static constexpr int kClusterSize = CM * CN;
 
@@ -250,7 +243,7 @@ class CtaPipeRingScheduler : public cutlass::gemm::kernel::detail::PersistentTil
   }
 
   CUTLASS_DEVICE explicit CtaPipeRingScheduler(Params const& params)
-      : Base(params), pp_(&params.pipe), grid_(params.grid) {
+      : Base(params), PipeTiles(&params.pipe, params.grid) {
 #if defined(__CUDA_ARCH__)
     cta_ = ctapipe::cta_linear();
     next_ = cta_;
@@ -345,35 +338,9 @@ class CtaPipeRingScheduler : public cutlass::gemm::kernel::detail::PersistentTil
   }
 
  private:
-  CUTLASS_DEVICE ctapipe::Params const& pipe() const { return *pp_; }
-  CUTLASS_DEVICE WorkTileInfo to_work(int tile) const {
-    if (tile < 0) return WorkTileInfo::invalid_work_tile();
-    return {tile / pipe().tiles_n, tile % pipe().tiles_n, 0, true};
-  }
-  CUTLASS_DEVICE void take_static(int* tile) {
-    *tile = (next_ >= 0 && next_ < pipe().num_tiles) ? pipe().order[next_] : -1;
-    next_ += grid_;
-  }
-  CUTLASS_DEVICE void stamp_taken(int tile, int slot) {
-    if (tile < 0) return;
-    unsigned long long* s = pipe().stamps + static_cast<size_t>(tile) * ctapipe::kTileStampWords;
-    s[ctapipe::kStampStart] = ctapipe::now_ns();
-    s[ctapipe::kStampWhere] =
-        (static_cast<unsigned long long>(ctapipe::smid()) << 32) | static_cast<unsigned>(cta_);
-    s[ctapipe::kStampSlot] = static_cast<unsigned long long>(static_cast<long long>(slot));
-  }
-  CUTLASS_DEVICE void stamp_compute_start(int tile) {
-    if (tile >= 0 && threadIdx.x == kThreadsPerWarpGroup)
-      pipe().stamps[static_cast<size_t>(tile) * ctapipe::kTileStampWords + ctapipe::kStampAcquire] = ctapipe::now_ns();
-  }
   CUTLASS_DEVICE void finish_tile(WorkTileInfo const& work) { ctahw::finish_tile_and_signal<Trace>(pipe(), work.M_idx, work.N_idx); }
 
-  ctapipe::Params const* pp_ = nullptr;
-  int grid_ = 0;
-  int cta_ = 0;
-  int next_ = 0;
   int k_ = 0;
-  int tile_ = -1;
 };
 
 }  // namespace ctahw
