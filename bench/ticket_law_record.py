@@ -123,12 +123,12 @@ def summary(c: pd.DataFrame, cs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def rings() -> pd.DataFrame:
+def rings(only: tuple[str, str] | None = None) -> pd.DataFrame:
     """The rings on one shared H200 (registered plans 40-42, every measured row) under each law: the shared-device
     profiles (``bench/posthoc_shared_device.py``: the even split for plans 40-41, the ``-active`` rule for all) with
     ``Hardware.with_ticket_law``, the partition and threshold laws at factor 1 and the survival law at the profiles'
     tickets mainloop factor (since registered plan 53; column ``factor``). Post-hoc for the law: plans 40-42 registered
-    the threshold law only; every row is today's model."""
+    the threshold law only; every row is today's model. ``only`` = (law, predictor label): that row alone."""
     import posthoc_shared_device as S  # noqa: PLC0415
 
     own = load_hardware("h200-x1-shared2-active").config(128, 256).ticket_mainloop_factor
@@ -136,6 +136,8 @@ def rings() -> pd.DataFrame:
     for law, factor in (("partition", 1.0), ("threshold", 1.0), ("survival", own)):
         for label, active, regs in (("even split, plans 40-41", False, S.EARLY),
                                     ("active, plans 40-42", True, list(S.RUNS))):
+            if only is not None and only != (law, label):
+                continue
             d = S.errors(lambda r, a=active: S._profile(S.KERNELS[r], active=a, law=law, factor=factor), regs)
             rows.append({"law": law, "factor": factor, **S._summary(d, label)})
     return pd.DataFrame(rows)
