@@ -237,8 +237,10 @@ def cmd_ptx_diff(args) -> int:
         where = ""
         if not r.identical and args.out is not None:
             (args.out / f"{r.library}.diff").write_text(r.diff)
-            where = f" ({args.out / (r.library + '.diff')})"
-        state = "the same PTX" if r.identical else f"{r.changed} of {r.lines} PTX lines changed{where}"
+            (args.out / f"{r.library}.unnumbered.diff").write_text(r.unnumbered_diff)
+            where = f" ({args.out / r.library}.diff, .unnumbered.diff)"
+        state = ("the same PTX" if r.identical else f"{r.changed} of {r.lines} PTX lines changed, "
+                 f"{r.unnumbered_changed} with register and label numbers erased{where}")
         print(f"{r.library}: {state}")
     return 1 if differ else 0
 

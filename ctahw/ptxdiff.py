@@ -35,7 +35,7 @@ from typing import Sequence
 
 from ctahw import build
 
-__all__ = ["LINK_ONLY_FLAGS", "PtxDifference", "normalise", "compare_ptx", "ptx_command", "kernels_at", "ptx_of",
+__all__ = ["LINK_ONLY_FLAGS", "PtxDifference", "normalise", "unnumbered", "compare_ptx", "ptx_command", "kernels_at", "ptx_of",
            "compare_trees"]
 
 LINK_ONLY_FLAGS = ("-Xcompiler=-fPIC", "-shared", "-cudart=static")
@@ -57,15 +57,41 @@ def normalise(ptx: str) -> list[str]:
     return [ln.rstrip() for ln in ptx.splitlines() if ln.strip() and not ln.lstrip().startswith("//")]
 
 
+_REGISTER = re.compile(r"%(r|rd|rs|f|fd|p|SP|SPL)\d+\b")
+_LABEL = re.compile(r"\$L__BB\d+_\d+")
+_DECLARED = re.compile(r"^(\s*\.reg\s+\.\w+\s+%\w+)<\d+>;")
+
+
+def unnumbered(lines: list[str]) -> list[str]:
+    """Normalised PTX lines with the numbers of virtual registers (``%r12`` -> ``%r``), of labels and of the
+    register declarations' counts erased: what is left is the instructions and their operands' kinds, so that an
+    added or removed instruction shows as itself and not as every register after it renumbered."""
+    out = []
+    for ln in lines:
+        ln = _DECLARED.sub(r"\1<>;", ln)
+        out.append(_LABEL.sub("$L", _REGISTER.sub(r"%\1", ln)))
+    return out
+
+
+def _diff(library: str, a: list[str], b: list[str]) -> tuple[int, str]:
+    diff = list(difflib.unified_diff(a, b, f"{library} (base)", f"{library} (working tree)", n=2, lineterm=""))
+    changed = sum(1 for ln in diff if ln[:1] in "+-" and not ln.startswith(("+++", "---")))
+    return changed, "\n".join(diff) + ("\n" if diff else "")
+
+
 @dataclass(frozen=True)
 class PtxDifference:
     """One library compared: ``changed`` lines of the unified diff (added plus removed; 0 = the same PTX), ``lines``
-    the working tree's normalised PTX lines, ``diff`` the unified diff's text."""
+    the working tree's normalised PTX lines, ``diff`` the unified diff's text; ``unnumbered_changed`` and
+    ``unnumbered_diff`` the same with register and label numbers erased (:func:`unnumbered`), the diff to read when
+    a removed instruction renumbered the registers after it."""
 
     library: str
     changed: int
     lines: int
     diff: str
+    unnumbered_changed: int = 0
+    unnumbered_diff: str = ""
 
     @property
     def identical(self) -> bool:
@@ -75,9 +101,10 @@ class PtxDifference:
 def compare_ptx(library: str, base: str, new: str) -> PtxDifference:
     """``base`` against ``new`` (two PTX texts of ``library``), normalised by :func:`normalise`."""
     a, b = normalise(base), normalise(new)
-    diff = list(difflib.unified_diff(a, b, f"{library} (base)", f"{library} (working tree)", n=2, lineterm=""))
-    changed = sum(1 for ln in diff if ln[:1] in "+-" and not ln.startswith(("+++", "---")))
-    return PtxDifference(library, changed, len(b), "\n".join(diff) + ("\n" if diff else ""))
+    changed, diff = _diff(library, a, b)
+    if not changed:
+        return PtxDifference(library, 0, len(b), "")
+    return PtxDifference(library, changed, len(b), diff, *_diff(library, unnumbered(a), unnumbered(b)))
 
 
 def ptx_command(lib: build.KernelLibrary, source: Path, out: Path, nvcc: Path) -> list[str]:

@@ -64,6 +64,21 @@ def test_any_change_of_code_is_a_difference_with_its_lines_in_the_diff(edit):
     assert r.changed == len(removed) + len(added)
 
 
+def test_a_removed_instruction_that_renumbers_the_registers_after_it_is_one_line_unnumbered():
+    body = "".join(f"\tadd.s32 %r{i + 1}, %r{i}, {i};\n" for i in range(1, 40))
+    base = PTX.replace("\tret;", "\t.reg .b32 %r<41>;\n\tmov.u32 %r1, %tid.x;\n" + body + "\tret;")
+    # the same code with the tid read gone: every register after it one lower, the declared count too
+    body2 = "".join(f"\tadd.s32 %r{i}, %r{i - 1}, {i};\n" for i in range(1, 40))
+    new = PTX.replace("\tret;", "\t.reg .b32 %r<40>;\n" + body2 + "\tret;")
+    r = ptxdiff.compare_ptx("probes", base, new)
+    assert r.changed > 40  # numbered: nearly every line after it differs
+    assert r.unnumbered_changed == 1 and "-\tmov.u32 %r, %tid.x;" in r.unnumbered_diff
+    assert ptxdiff.unnumbered(["\t.reg .pred \t%p<289>;", "@%p12 bra \t$L__BB0_7;"]) == ["\t.reg .pred \t%p<>;",
+                                                                                        "@%p bra \t$L;"]
+    same = ptxdiff.compare_ptx("probes", base, base)
+    assert same.identical and same.unnumbered_changed == 0 and same.unnumbered_diff == ""
+
+
 def test_the_ptx_command_is_the_builds_less_its_link_flags():
     lib = build.LIBRARIES["probes"]
     cmd = ptxdiff.ptx_command(lib, lib.source, build.PROJECT_ROOT / "x.ptx", build.PROJECT_ROOT / "nvcc")
