@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from tests.helpers import load_bench
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +146,24 @@ def test_the_committed_traffic_table_is_what_the_script_computes(pom):
     assert k.loc[("intragpu", "survival"), "ticket_mib"] == 0 < k.loc[("intragpu", "partition"), "ticket_mib"]
     assert k.loc[("intragpu-g4", "survival"), "w_mib"] == k.loc[("intragpu-g4", "partition"), "w_mib"]
     assert k.loc[("intragpu-g4", "survival"), "w_mib"] > 1.5 * k.loc[("intragpu", "survival"), "w_mib"]
+
+
+def test_the_two_level_model_and_the_gradual_hardware_the_docs_quote():
+    """docs/validation.md's reading of the committed cases by H and M: the model flips between reuse kept and lost as M
+    grows, the measured penalty grows gradually, and at H >= 12288 both sit at the lost level."""
+    c = pd.read_csv(ROOT / "bench" / "results" / "posthoc-order-mainloop" / "cases.csv")
+    c = c[c["predictor"] == "adopted (survival, 1.019)"].copy()
+    c["h"] = c["experiment"].str.extract(r"h(\d+)")[0].fillna("8192").astype(int)
+    c["m"] = c["case"].str.extract(r"m=(\d+)")[0].astype(int)
+    t = c.groupby(["order", "h", "m"])[["mainloop_pct_meas", "mainloop_pct_model"]].mean().round(1)
+    pairs, row = t.loc[("intragpu-g2", 7168)], t.loc[("intragpu-row", 8192)]
+    assert pairs["mainloop_pct_meas"].tolist() == [3.9, 7.2, 9.3] and pairs["mainloop_pct_model"].tolist() == [2.2, 1.8, 9.7]
+    assert row["mainloop_pct_meas"].tolist() == [25.5, 23.1, 30.6, 46.0]
+    assert row["mainloop_pct_model"].tolist() == [3.0, 55.2, 56.6, 56.2]
+    big = c[c["h"] >= 12288].groupby("order")[["mainloop_pct_meas", "mainloop_pct_model"]].agg(["min", "max"]).round(1)
+    assert big.loc["intragpu-g2"].tolist() == [8.6, 14.2, 10.0, 10.4]
+    assert big.loc["intragpu-row"].tolist() == [50.5, 62.6, 52.7, 55.7]
+    doc = (ROOT / "docs" / "validation.md").read_text()
+    for quoted in ("measured 3.9, 7.2, 9.3 points, modelled 2.2, 1.8, 9.7", "measured 25.5, 23.1, 30.6, 46.0, modelled 3.0, 55.2, 56.6, 56.2",
+                   "pairs 8.6-14.2 measured against 10.0-10.4", "row order 50.5-62.6 against 52.7-55.7"):
+        assert " ".join(quoted.split()) in " ".join(doc.split()), quoted
