@@ -38,8 +38,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import posthoc_order_mainloop as pom  # noqa: E402
-from ctasim.accuracy import provenance_order  # noqa: E402
-from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+import registered_plan  # noqa: E402
 from ctasim.trace import TraceFileError  # noqa: E402
 
 EXPERIMENTS = ("reg54-chain-deep-h6400", "reg54-chain-deep-h9728")
@@ -48,6 +47,8 @@ ORDERS = (pom.REFERENCE, "intragpu-g4")
 PREDICTORS = {"adopted": None, "partition": ("partition", 1.0)}
 """Predictor -> the ticket law and tickets mainloop factor put on the experiment's profile (None: the profile's)."""
 REGISTERED = ROOT / "bench/predictions/reg55-order-tiles"
+JudgeError = registered_plan.JudgeError
+"""A registration or a run that cannot be judged (one line; ``bench/registered_plan.py``)."""
 OVERPRICE_POINTS = 0.5
 SIGNS_AGREE = 5
 CLAIMS = {
@@ -57,10 +58,6 @@ CLAIMS = {
     "c": f"adopted: the makespan penalty's error has the sign of the mainloop penalty's in at least {SIGNS_AGREE} of "
          "the 6 cases",
 }
-
-
-class JudgeError(ValueError):
-    """A registration or a run that cannot be judged (one line)."""
 
 
 def register() -> pd.DataFrame:
@@ -115,46 +112,14 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
     return out.assign(provenance=provenance)
 
 
+PLAN = registered_plan.Plan(
+    name="plan55_order_tiles", description=__doc__.splitlines()[0], registered=REGISTERED,
+    results=ROOT / "bench/results/validation-registered55", register=register, measured=measured, cases=cases, claims=claims,
+    first_file=lambda run_dir: run_dir / EXPERIMENTS[0] / pom.BUNDLE)
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = OneLineParser(prog="python bench/plan55_order_tiles.py", description=__doc__.splitlines()[0])
-    mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--register", action="store_true", help="write the registration (predicted.csv) into --out")
-    mode.add_argument("--judge", type=Path, metavar="RUN_DIR", help="plan 54's measurement (its call's folder)")
-    ap.add_argument("--registered", type=Path, default=REGISTERED)
-    ap.add_argument("--out", type=Path)
-    args = parse_outputs(ap, argv, folders=("--out",))
-    if args.register:
-        out = args.out or REGISTERED
-        if (out / "predicted.csv").exists():
-            print(f"plan55_order_tiles: {out / 'predicted.csv'} exists (a registration is never overwritten)",
-                  file=sys.stderr)
-            return 2
-        pred = register()
-        out.mkdir(parents=True, exist_ok=True)
-        pred.to_csv(out / "predicted.csv", index=False, float_format="%.4f")
-        print(pred.to_string(index=False))
-        return 0
-    out = args.out or ROOT / "bench/results/validation-registered55"
-    reg = args.registered / "predicted.csv"
-    try:
-        if not reg.is_file():
-            raise JudgeError(f"no {reg}")
-        pred = pd.read_csv(reg)
-        meas = measured(args.judge)
-    except JudgeError as e:
-        print(f"plan55_order_tiles: {e}", file=sys.stderr)
-        return 2
-    c = cases(pred, meas)
-    prov = provenance_order(reg, args.judge / EXPERIMENTS[0] / pom.BUNDLE)
-    cl = claims(c, ("registered: " if prov.registered else "post-hoc: ") + prov.why)
-    out.mkdir(parents=True, exist_ok=True)
-    c.to_csv(out / "cases.csv", index=False, float_format="%.4f")
-    cl.to_csv(out / "claims.csv", index=False)
-    with pd.option_context("display.width", 250, "display.max_colwidth", 120):
-        print(c.round(2).to_string(index=False))
-        print()
-        print(cl.to_string(index=False))
-    return 0
+    return registered_plan.main(PLAN, argv)
 
 
 if __name__ == "__main__":

@@ -39,9 +39,8 @@ import pandas as pd  # noqa: E402
 
 import posthoc_order_mainloop as pom  # noqa: E402
 import posthoc_order_onset as poo  # noqa: E402
-from ctasim.accuracy import provenance_order  # noqa: E402
+import registered_plan  # noqa: E402
 from ctasim.cases import expand, load_experiment  # noqa: E402
-from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.run import run_strategy  # noqa: E402
 from ctasim.trace import TraceFileError  # noqa: E402
 
@@ -51,6 +50,8 @@ LOSERS = ("intragpu-g2", "intragpu-row")
 """The orders judged (pairs, row order), each against groups of 8 (``posthoc_order_mainloop.REFERENCE``)."""
 ORDERS = (pom.REFERENCE, *LOSERS)
 REGISTERED = ROOT / "bench/predictions/reg56-gradual"
+JudgeError = registered_plan.JudgeError
+"""A registration or a run that cannot be judged (one line; ``bench/registered_plan.py``)."""
 KEPT_SHARE = 2 / 3
 SERIES_GRADUAL = 3
 ROW_BELOW_SHARE = 0.5
@@ -64,10 +65,6 @@ CLAIMS = {
     "c": f"where the model loses row order's reuse (its level {LOST_LEVEL:.0%} or more), the measured level is the "
          f"lower in more than {ROW_BELOW_SHARE:.0%} of those cases",
 }
-
-
-class JudgeError(ValueError):
-    """A registration or a run that cannot be judged (one line)."""
 
 
 def figures(traces: dict, end: str) -> pd.DataFrame:
@@ -153,46 +150,14 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
     return out.assign(provenance=provenance)
 
 
+PLAN = registered_plan.Plan(
+    name="plan56_gradual", description=__doc__.splitlines()[0], registered=REGISTERED,
+    results=ROOT / "bench/results/validation-registered56", register=register, measured=measured, cases=cases, claims=claims,
+    first_file=lambda run_dir: run_dir / EXPERIMENTS[0] / pom.BUNDLE)
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = OneLineParser(prog="python bench/plan56_gradual.py", description=__doc__.splitlines()[0])
-    mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--register", action="store_true", help="write the registration (predicted.csv) into --out")
-    mode.add_argument("--judge", type=Path, metavar="RUN_DIR", help="plan 56's measurement (its call's folder)")
-    ap.add_argument("--registered", type=Path, default=REGISTERED)
-    ap.add_argument("--out", type=Path)
-    args = parse_outputs(ap, argv, folders=("--out",))
-    if args.register:
-        out = args.out or REGISTERED
-        if (out / "predicted.csv").exists():
-            print(f"plan56_gradual: {out / 'predicted.csv'} exists (a registration is never overwritten)",
-                  file=sys.stderr)
-            return 2
-        pred = register()
-        out.mkdir(parents=True, exist_ok=True)
-        pred.to_csv(out / "predicted.csv", index=False, float_format="%.4f")
-        print(pred.to_string(index=False))
-        return 0
-    out = args.out or ROOT / "bench/results/validation-registered56"
-    reg = args.registered / "predicted.csv"
-    try:
-        if not reg.is_file():
-            raise JudgeError(f"no {reg}")
-        pred = pd.read_csv(reg)
-        meas = measured(args.judge)
-    except JudgeError as e:
-        print(f"plan56_gradual: {e}", file=sys.stderr)
-        return 2
-    c = cases(pred, meas)
-    prov = provenance_order(reg, args.judge / EXPERIMENTS[0] / pom.BUNDLE)
-    cl = claims(c, ("registered: " if prov.registered else "post-hoc: ") + prov.why)
-    out.mkdir(parents=True, exist_ok=True)
-    c.to_csv(out / "cases.csv", index=False, float_format="%.4f")
-    cl.to_csv(out / "claims.csv", index=False)
-    with pd.option_context("display.width", 250, "display.max_colwidth", 120):
-        print(c.round(2).to_string(index=False))
-        print()
-        print(cl.to_string(index=False))
-    return 0
+    return registered_plan.main(PLAN, argv)
 
 
 if __name__ == "__main__":

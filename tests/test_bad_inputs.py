@@ -171,8 +171,9 @@ def test_the_check_flags_a_command_that_succeeds_writes_or_raises(tmp_path):
     assert "traceback" in _problems("x", tmp_path, crash)
 
 
-OUTPUT_OPTION = re.compile(r"""add_argument\(\s*(?:["']-\w["']\s*,\s*)?["']--out["']|\bjudge_main\(""")
-"""A ``bench/`` script that takes ``--out``: it adds the option, or its command is ``plan49_judge.judge_main``'s."""
+OUTPUT_OPTION = re.compile(r"""add_argument\(\s*(?:["']-\w["']\s*,\s*)?["']--out["']|\bjudge_main\(|\bregistered_plan\.main\(""")
+"""A ``bench/`` script that takes ``--out``: it adds the option, or its command is ``plan49_judge.judge_main``'s or
+``registered_plan.main``'s."""
 
 OTHER_OUTPUTS = {"mutation": "--workdir", "plan_judge": "--reports"}
 """Scripts whose folder written into is named by another option than ``--out``."""
@@ -195,6 +196,8 @@ def bench_outputs() -> list[tuple[str, str, bool]]:
     found = []
     for path in sorted(BENCH.glob("*.py")):
         src = path.read_text()
+        if "__main__" not in src:
+            continue  # a module the scripts share (bench/registered_plan.py), not a command
         flags = ["--out"] if OUTPUT_OPTION.search(src) else []
         for flag in flags + ([OTHER_OUTPUTS[path.stem]] if path.stem in OTHER_OUTPUTS else []):
             found.append((path.stem, flag, bool(re.search(rf"""files=\([^)]*["']{flag}["']""", src))))

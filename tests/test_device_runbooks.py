@@ -31,7 +31,7 @@ END = re.compile(r"""\s(?:\d?>>?|\|\|?|&&|;|#)\s?|\)\s*$|\$\(""")
 
 def source_options(path: Path) -> set[str]:
     """The long options a source's ``add_argument`` calls define (string constants starting with ``--``), and those
-    of ``bench/plan49_judge.judge_main`` where the source's command is built by it."""
+    of ``bench/plan49_judge.judge_main`` or ``bench/registered_plan.main`` where the source's command is built by one."""
     out: set[str] = set()
     tree = ast.parse(path.read_text())
     for n in ast.walk(tree):
@@ -41,6 +41,9 @@ def source_options(path: Path) -> set[str]:
         elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "judge_main"
               and path != BENCH / "plan49_judge.py"):
             out |= source_options(BENCH / "plan49_judge.py")
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "main"
+              and isinstance(n.func.value, ast.Name) and n.func.value.id == "registered_plan"):
+            out |= source_options(BENCH / "registered_plan.py")
     return out
 
 
