@@ -192,15 +192,18 @@ def traffic(shape: tuple[int, int] = TRAFFIC_SHAPE) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def modelled(experiment: str, pairs: list[tuple[str, str]], law: tuple[str, float] | None) -> pd.DataFrame:
-    """The model's late mainloop and makespan of each (case, strategy) of ``experiment`` in ``pairs``."""
+def modelled(experiment: str, pairs: list[tuple[str, str]], law: tuple[str, float] | None,
+             per_order=None) -> pd.DataFrame:
+    """The model's late mainloop and makespan of each (case, strategy) of ``experiment`` in ``pairs``; ``per_order``
+    (``(hardware, strategy) -> hardware``), where given, changes the profile per strategy (a what-if)."""
     exp = load_experiment(experiment)
     hw = exp.hardware if law is None else exp.hardware.with_ticket_law(law[0], mainloop_factor=law[1])
     cases = {c.label: c for c in expand(exp)}
     strategies = {s.name or s.kind: s for s in exp.strategies}
     rows = []
     for case, order in pairs:
-        r = run_strategy(strategies[order], cases[case], hw, check=False, regime=exp.regime)
+        r = run_strategy(strategies[order], cases[case], hw if per_order is None else per_order(hw, order),
+                         check=False, regime=exp.regime)
         rows.append(dict(case=case, order=order, late_us=late_median(r.trace.tiles, "t_compute_end"),
                          makespan_ms=r.trace.makespan_ns / 1e6))
     return pd.DataFrame(rows)

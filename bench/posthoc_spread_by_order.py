@@ -33,9 +33,7 @@ import pandas as pd  # noqa: E402
 import posthoc_order_mainloop as P  # noqa: E402
 
 from ctasim import calibration as C  # noqa: E402
-from ctasim.cases import expand, load_experiment  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
-from ctasim.run import run_strategy  # noqa: E402
 
 SMOOTH_CV = 0.5
 """The spread distance's coefficient of variation in the smoothed what-if (``posthoc_order_mainloop.smoothed``)."""
@@ -69,20 +67,6 @@ def with_spread(hw, spread: float | None):
         dataclasses.replace(c, ticket_spread=spread) if c.ticket_spread > 0 else c for c in hw.kernel_configs))
 
 
-def modelled(experiment: str, pairs: list[tuple[str, str]], spread: dict[str, float]) -> pd.DataFrame:
-    """``posthoc_order_mainloop.modelled`` under the adopted profile, each order at its ``spread`` (where given)."""
-    exp = load_experiment(experiment)
-    cases = {c.label: c for c in expand(exp)}
-    strategies = {s.name or s.kind: s for s in exp.strategies}
-    rows = []
-    for case, order in pairs:
-        r = run_strategy(strategies[order], cases[case], with_spread(exp.hardware, spread.get(order)), check=False,
-                         regime=exp.regime)
-        rows.append(dict(case=case, order=order, late_us=P.late_median(r.trace.tiles, "t_compute_end"),
-                         makespan_ms=r.trace.makespan_ns / 1e6))
-    return pd.DataFrame(rows)
-
-
 def what_if(spread: dict[str, float], paths: list[Path] | None = None) -> pd.DataFrame:
     """The order penalties (``posthoc_order_mainloop.compared``) under three predictors: the adopted profile, each
     order at its own spread, and that with the survival curve averaged over a spread distance (:data:`SMOOTH_CV`)."""
@@ -95,7 +79,9 @@ def what_if(spread: dict[str, float], paths: list[Path] | None = None) -> pd.Dat
                 if P.REFERENCE not in set(meas["order"]) or meas["order"].nunique() < 2:
                     continue
                 pairs = list(meas[["case", "order"]].itertuples(index=False, name=None))
-                parts.append(P.compared(meas, modelled(bundle.parent.name, pairs, sp)).assign(
+                model = P.modelled(bundle.parent.name, pairs, None,
+                                   per_order=lambda hw, order, sp=sp: with_spread(hw, sp.get(order)))
+                parts.append(P.compared(meas, model).assign(
                     predictor=label, run=P.run_label(bundle), experiment=bundle.parent.name))
     return pd.concat(parts, ignore_index=True)
 
