@@ -1,4 +1,6 @@
-"""Bad input through the command lines, in subprocesses: exit 2, one line on stderr, no traceback, nothing written.
+"""Bad input through the command lines, each in a process of its own: exit 2, one line on stderr, no traceback, nothing
+written. The commands run through tests/bad_input_runner.py (one interpreter imports the project, a forked process
+per command runs it as ``python -m`` does), which a test holds to real subprocesses.
 
 Each row is what a user might type; the run happens in an empty folder holding only a file (``afile``), a binary
 file posing as a spec (``bin.toml``), a truncated TOML (``cut.toml``) and a results file that is not one
@@ -11,6 +13,7 @@ each would take most of the suite's time): an output path under ``afile`` is ref
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -18,7 +21,6 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -119,6 +121,40 @@ def _run(cmd, tmp):
     return subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=300, env=env)
 
 
+RUNNER = Path(__file__).resolve().parent / "bad_input_runner.py"
+
+
+def _run_many(cmds, folders):
+    """Each ``python -m ...`` command of ``cmds`` run in its folder as :func:`_run` runs one, through
+    tests/bad_input_runner.py: one interpreter imports the project once and forks a process per command (the same
+    exit code and stderr, without ~0.6 s of imports each)."""
+    assert all(c[0] == sys.executable and c[1] == "-m" for c in cmds), "the runner takes 'python -m' commands only"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    rows = [{"argv": c[1:], "cwd": str(d)} for c, d in zip(cmds, folders)]
+    r = subprocess.run([sys.executable, str(RUNNER)], input=json.dumps(rows), capture_output=True, text=True,
+                       timeout=600, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return [SimpleNamespace(**x) for x in json.loads(r.stdout)]
+
+
+def test_the_runner_reports_what_the_interpreter_does(tmp_path):
+    """The runner against real subprocesses: the same exit code and stderr for a good command, a usage error, a bad
+    input and an uncaught exception (a traceback, exit 1)."""
+    cmds = [[sys.executable, "-m", "ctasim", "list"], [sys.executable, "-m", "ctasim", "--frob"],
+            [sys.executable, "-m", "ctasim", "run", "nope"], [sys.executable, "-m", "json.tool", "missing.json"],
+            [sys.executable, "-m", "bad_input_raises"]]
+    (tmp_path / "bad_input_raises.py").write_text("raise ValueError('boom')\n")
+    folders = [tmp_path] * len(cmds)
+    many = _run_many(cmds, folders)
+    for cmd, got in zip(cmds, many):
+        want = _run(cmd, tmp_path)
+        assert got.returncode == want.returncode, (cmd, got, want.stderr)
+        if "bad_input_raises" in cmd[-1]:
+            assert "ValueError: boom" in got.stderr and "Traceback" in got.stderr
+        else:
+            assert got.stderr.strip().splitlines()[-1:] == want.stderr.strip().splitlines()[-1:], cmd
+
+
 def test_there_are_at_least_30_bad_inputs():
     assert len(BAD) >= 30
 
@@ -132,8 +168,7 @@ def test_bad_inputs_are_one_line_exit_2_and_leave_nothing(tmp_path_factory, chun
         for name, data in FIXTURES.items():
             (d / name).write_bytes(data)
         folders.append(d)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda a: _run(a[0][0], a[1]), zip(rows, folders)))
+    results = _run_many([cmd for cmd, _ in rows], folders)
     bad = []
     for (cmd, word), d, r in zip(rows, folders, results):
         problems = _problems(word, d, r)
