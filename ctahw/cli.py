@@ -182,16 +182,25 @@ def cmd_info(args) -> int:
     return 0
 
 
-def cmd_build(args) -> int:
+def _libraries(args) -> tuple[str, ...]:
+    """The libraries ``--only`` names (all by default), after ``--jobs`` and every name are checked (one line each):
+    what ``ctahw build`` and ``ctahw ptx-diff`` compile."""
     from ctahw import build  # noqa: PLC0415
 
     if args.jobs < 1:
         raise _UsageError(f"--jobs {args.jobs}: must be >= 1")
-    tc = build.Toolchain.detect()
     names = args.only or tuple(build.LIBRARIES)
     for n in names:
         if n not in build.LIBRARIES:
             raise _UsageError(f"--only: unknown library {n!r} (known: {', '.join(build.LIBRARIES)})")
+    return names
+
+
+def cmd_build(args) -> int:
+    from ctahw import build  # noqa: PLC0415
+
+    names = _libraries(args)
+    tc = build.Toolchain.detect()
     if args.jobs == 1:
         for n in names:
             print(f"{n}: {build.LIBRARIES[n].build(tc, quiet=False)}")
@@ -210,12 +219,7 @@ def cmd_ptx_diff(args) -> int:
 
     from ctahw import build, ptxdiff  # noqa: PLC0415
 
-    if args.jobs < 1:
-        raise _UsageError(f"--jobs {args.jobs}: must be >= 1")
-    names = args.only or tuple(build.LIBRARIES)
-    for n in names:
-        if n not in build.LIBRARIES:
-            raise _UsageError(f"--only: unknown library {n!r} (known: {', '.join(build.LIBRARIES)})")
+    names = _libraries(args)
     if args.out is not None:
         from ctasim.cliargs import writable_folder  # noqa: PLC0415
 
