@@ -77,7 +77,7 @@ def figures(traces: dict, end: str) -> pd.DataFrame:
             tiles = traces[(case, order)]
             row = dict(case=case, order=order, late_us=pom.late_median(tiles, end))
             if order != pom.REFERENCE:
-                excess = poo.wave_medians(tiles, end) / np.median(ref) - 1
+                excess = poo.excess(poo.wave_medians(tiles, end), ref)
                 level, onset = poo.onset(excess)
                 row.update(waves=len(excess), level=round(level, 4), onset=onset)
             rows.append(row)

@@ -53,6 +53,11 @@ HOLD = 3
 """Waves in a row at half the level or more that make an onset (one wave's noise does not)."""
 
 
+def excess(waves: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """The excess per wave: an order's :func:`wave_medians` over the median of groups of 8's (``reference``), less 1."""
+    return waves / np.median(reference) - 1
+
+
 def onset(excess: np.ndarray) -> tuple[float, float]:
     """(level, onset) of a run's excess per wave: the onset is the first wave from :data:`FIRST` on that begins
     :data:`HOLD` waves in a row at half the level or more; NaN under :data:`MIN_LEVEL` or where none does."""
@@ -85,9 +90,9 @@ def run_rows(bundle: Path) -> list[dict]:
     for (case, order), tr in traces.items():
         if order == P.REFERENCE or (case, P.REFERENCE) not in traces:
             continue
-        meas = wave_medians(tr.tiles, "t_mainloop_end") / np.median(
-            wave_medians(traces[(case, P.REFERENCE)].tiles, "t_mainloop_end")) - 1
-        mod = model(case, order) / np.median(model(case, P.REFERENCE)) - 1
+        meas = excess(wave_medians(tr.tiles, "t_mainloop_end"),
+                      wave_medians(traces[(case, P.REFERENCE)].tiles, "t_mainloop_end"))
+        mod = excess(model(case, order), model(case, P.REFERENCE))
         (lm, om), (lp, op) = onset(meas), onset(mod)
         rows.append(dict(run=P.run_label(bundle), experiment=bundle.parent.name, case=case, order=order,
                          waves=len(meas), level_meas=round(lm, 4), onset_meas=om, level_model=round(lp, 4),
