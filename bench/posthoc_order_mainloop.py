@@ -231,8 +231,9 @@ def compared(meas: pd.DataFrame, pred: pd.DataFrame) -> pd.DataFrame:
     return j
 
 
-def cases(paths: list[Path] | None = None, predictors: dict = PREDICTORS) -> pd.DataFrame:
-    """Measured and predicted penalties of every order of every bundle in ``paths`` (default :func:`bundles`)."""
+def cases(paths: list[Path] | None = None, predictors: dict = PREDICTORS, per_order=None) -> pd.DataFrame:
+    """Measured and predicted penalties of every order of every bundle in ``paths`` (default :func:`bundles`);
+    ``per_order``: :func:`modelled`'s per-strategy profile change, for every predictor."""
     parts = []
     for bundle in paths if paths is not None else bundles():
         experiment = bundle.parent.name
@@ -242,7 +243,7 @@ def cases(paths: list[Path] | None = None, predictors: dict = PREDICTORS) -> pd.
         base = dict(run=run_label(bundle), machine=machine(bundle), experiment=experiment)
         pairs = list(meas[["case", "order"]].itertuples(index=False, name=None))
         for label, law in predictors.items():
-            parts.append(compared(meas, modelled(experiment, pairs, law)).assign(predictor=label, **base))
+            parts.append(compared(meas, modelled(experiment, pairs, law, per_order)).assign(predictor=label, **base))
     cols = ["run", "machine", "experiment", "case", "order", "predictor", "late_us_meas", "late_us_model",
             "mainloop_pct_meas", "mainloop_pct_model", "makespan_pct_meas", "makespan_pct_model", "mainloop_err",
             "makespan_err"]

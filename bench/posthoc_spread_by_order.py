@@ -68,21 +68,16 @@ def with_spread(hw, spread: float | None):
 
 
 def what_if(spread: dict[str, float], paths: list[Path] | None = None) -> pd.DataFrame:
-    """The order penalties (``posthoc_order_mainloop.compared``) under three predictors: the adopted profile, each
-    order at its own spread, and that with the survival curve averaged over a spread distance (:data:`SMOOTH_CV`)."""
+    """The order penalties (``posthoc_order_mainloop.cases``) under three predictors: the adopted profile, each order at
+    its own spread, and that with the survival curve averaged over a spread distance (:data:`SMOOTH_CV`)."""
+    def own(hw, order):
+        return with_spread(hw, spread.get(order))
+
     parts = []
-    for label, sp, cv in (("adopted", {}, None), ("own spread per order", spread, None),
-                          (f"own spread, survival averaged cv {SMOOTH_CV:g}", spread, SMOOTH_CV)):
+    for label, per_order, cv in (("adopted", None, None), ("own spread per order", own, None),
+                                 (f"own spread, survival averaged cv {SMOOTH_CV:g}", own, SMOOTH_CV)):
         with P.smoothed(cv) if cv else contextlib.nullcontext():
-            for bundle in paths if paths is not None else P.bundles():
-                meas = P.measured(bundle)
-                if P.REFERENCE not in set(meas["order"]) or meas["order"].nunique() < 2:
-                    continue
-                pairs = list(meas[["case", "order"]].itertuples(index=False, name=None))
-                model = P.modelled(bundle.parent.name, pairs, None,
-                                   per_order=lambda hw, order, sp=sp: with_spread(hw, sp.get(order)))
-                parts.append(P.compared(meas, model).assign(
-                    predictor=label, run=P.run_label(bundle), experiment=bundle.parent.name))
+            parts.append(P.cases(paths, {label: None}, per_order=per_order))
     return pd.concat(parts, ignore_index=True)
 
 
