@@ -227,17 +227,22 @@ def bench_sources() -> list[Path]:
     return sorted(p for p in BENCH.rglob("*.py") if "results" not in p.relative_to(BENCH).parts)
 
 
+def import_problems(paths) -> list[str]:
+    """:func:`missing_names` of every source in ``paths``, each resolving its sibling scripts' names."""
+    problems = []
+    for p in paths:
+        siblings = {q.stem: q for q in p.parent.glob("*.py") if q != p}
+        problems += missing_names(p.read_text(), str(p.relative_to(ROOT)), Resolver(siblings))
+    return problems
+
+
 def test_every_bench_script_imports_names_that_exist():
     """Each ``bench/**/*.py``: its ctasim / ctahw imports (function bodies included) and its module aliases'
     attributes, against the code at HEAD. A script whose import was renamed away (``ctahw.baselines.Sweep``, now
     ``Session``) fails here, not on the next device call."""
     paths = bench_sources()
     assert len(paths) >= 60 and HW / "ctapipe_checks.py" in paths
-    problems = []
-    for p in paths:
-        siblings = {q.stem: q for q in p.parent.glob("*.py") if q != p}
-        problems += missing_names(p.read_text(), str(p.relative_to(ROOT)), Resolver(siblings))
-    assert problems == []
+    assert import_problems(paths) == []
 
 
 def test_every_project_source_imports_names_that_exist():
@@ -245,11 +250,7 @@ def test_every_project_source_imports_names_that_exist():
     which no CPU run executes, included)."""
     paths = sorted(p for d in ("ctasim", "ctahw", "tests") for p in (ROOT / d).rglob("*.py"))
     assert len(paths) >= 150 and ROOT / "tests/hw/test_hw_gpu.py" in paths
-    problems = []
-    for p in paths:
-        siblings = {q.stem: q for q in p.parent.glob("*.py") if q != p}
-        problems += missing_names(p.read_text(), str(p.relative_to(ROOT)), Resolver(siblings))
-    assert problems == []
+    assert import_problems(paths) == []
 
 
 def test_the_import_check_reports_a_name_that_is_gone():
