@@ -40,8 +40,6 @@ import pandas as pd  # noqa: E402
 import posthoc_order_mainloop as pom  # noqa: E402
 import posthoc_order_onset as poo  # noqa: E402
 import registered_plan  # noqa: E402
-from ctasim.cases import expand, load_experiment  # noqa: E402
-from ctasim.run import run_strategy  # noqa: E402
 from ctasim.trace import TraceFileError  # noqa: E402
 
 EXPERIMENTS = ("reg56-chain-gradual-h6912", "reg56-chain-gradual-h7936")
@@ -87,13 +85,9 @@ def figures(traces: dict, end: str) -> pd.DataFrame:
 def register() -> pd.DataFrame:
     parts = []
     for exp in EXPERIMENTS:
-        e = load_experiment(exp)
-        cases = {c.label: c for c in expand(e)}
-        strategies = {s.name or s.kind: s for s in e.strategies}
-        runs = {(c, o): run_strategy(strategies[o], cases[c], e.hardware, check=False, regime=e.regime)
-                for c in CASES for o in ORDERS}
-        f = figures({k: r.trace.tiles for k, r in runs.items()}, "t_compute_end")
-        f["makespan_ms"] = [runs[(c, o)].trace.makespan_ns / 1e6 for c, o in zip(f["case"], f["order"])]
+        traces = pom.simulated(exp, [(c, o) for c in CASES for o in ORDERS])
+        f = figures({k: tr.tiles for k, tr in traces.items()}, "t_compute_end")
+        f["makespan_ms"] = [traces[(c, o)].makespan_ns / 1e6 for c, o in zip(f["case"], f["order"])]
         parts.append(f.assign(experiment=exp))
     return pd.concat(parts, ignore_index=True)[["experiment", "case", "order", "late_us", "makespan_ms", "waves",
                                                 "level", "onset"]]

@@ -192,21 +192,28 @@ def traffic(shape: tuple[int, int] = TRAFFIC_SHAPE) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def modelled(experiment: str, pairs: list[tuple[str, str]], law: tuple[str, float] | None,
-             per_order=None) -> pd.DataFrame:
-    """The model's late mainloop and makespan of each (case, strategy) of ``experiment`` in ``pairs``; ``per_order``
-    (``(hardware, strategy) -> hardware``), where given, changes the profile per strategy (a what-if)."""
+def simulated(experiment: str, pairs: list[tuple[str, str]], law: tuple[str, float] | None = None,
+              per_order=None) -> dict:
+    """The model's trace of each (case, strategy) of ``experiment`` in ``pairs``, by that key (``run_strategy``, the
+    experiment's regime, no invariant check): its profile under ticket law and tickets mainloop factor ``law`` (None:
+    the profile's own), and ``per_order`` (``(hardware, strategy) -> hardware``), where given, changing it per strategy
+    (a what-if)."""
     exp = load_experiment(experiment)
     hw = exp.hardware if law is None else exp.hardware.with_ticket_law(law[0], mainloop_factor=law[1])
     cases = {c.label: c for c in expand(exp)}
     strategies = {s.name or s.kind: s for s in exp.strategies}
-    rows = []
-    for case, order in pairs:
-        r = run_strategy(strategies[order], cases[case], hw if per_order is None else per_order(hw, order),
-                         check=False, regime=exp.regime)
-        rows.append(dict(case=case, order=order, late_us=late_median(r.trace.tiles, "t_compute_end"),
-                         makespan_ms=r.trace.makespan_ns / 1e6))
-    return pd.DataFrame(rows)
+    return {(case, order): run_strategy(strategies[order], cases[case],
+                                        hw if per_order is None else per_order(hw, order),
+                                        check=False, regime=exp.regime).trace for case, order in pairs}
+
+
+def modelled(experiment: str, pairs: list[tuple[str, str]], law: tuple[str, float] | None,
+             per_order=None) -> pd.DataFrame:
+    """The model's late mainloop and makespan of each (case, strategy) of ``experiment`` in ``pairs``
+    (:func:`simulated`, same arguments)."""
+    traces = simulated(experiment, pairs, law, per_order)
+    return pd.DataFrame([dict(case=case, order=order, late_us=late_median(tr.tiles, "t_compute_end"),
+                              makespan_ms=tr.makespan_ns / 1e6) for (case, order), tr in traces.items()])
 
 
 def penalties(d: pd.DataFrame, meas_late_ref: pd.Series) -> pd.DataFrame:

@@ -32,9 +32,7 @@ import pandas as pd  # noqa: E402
 
 import posthoc_order_mainloop as P  # noqa: E402
 
-from ctasim.cases import expand, load_experiment  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
-from ctasim.run import run_strategy  # noqa: E402
 
 MIN_LEVEL = 0.02
 """The least level (2% over groups of 8) whose onset is timed: below it the excess per wave is the waves' noise."""
@@ -75,24 +73,14 @@ def onset(excess: np.ndarray) -> tuple[float, float]:
 def run_rows(bundle: Path) -> list[dict]:
     """One row per traced (case, order) of ``bundle`` with groups of 8 traced in the same case."""
     traces = dict(P.first_runs(bundle))
-    exp = load_experiment(bundle.parent.name)
-    cases = {c.label: c for c in expand(exp)}
-    strategies = {s.name or s.kind: s for s in exp.strategies}
-    modelled = {}
-
-    def model(case: str, order: str) -> np.ndarray:
-        if (case, order) not in modelled:
-            r = run_strategy(strategies[order], cases[case], exp.hardware, check=False, regime=exp.regime)
-            modelled[(case, order)] = wave_medians(r.trace.tiles, "t_compute_end")
-        return modelled[(case, order)]
-
+    judged = [(case, order) for case, order in traces if order != P.REFERENCE and (case, P.REFERENCE) in traces]
+    model = {k: wave_medians(tr.tiles, "t_compute_end") for k, tr in P.simulated(
+        bundle.parent.name, sorted({*judged, *((case, P.REFERENCE) for case, _ in judged)})).items()}
     rows = []
-    for (case, order), tr in traces.items():
-        if order == P.REFERENCE or (case, P.REFERENCE) not in traces:
-            continue
-        meas = excess(wave_medians(tr.tiles, "t_mainloop_end"),
+    for case, order in judged:
+        meas = excess(wave_medians(traces[(case, order)].tiles, "t_mainloop_end"),
                       wave_medians(traces[(case, P.REFERENCE)].tiles, "t_mainloop_end"))
-        mod = excess(model(case, order), model(case, P.REFERENCE))
+        mod = excess(model[(case, order)], model[(case, P.REFERENCE)])
         (lm, om), (lp, op) = onset(meas), onset(mod)
         rows.append(dict(run=P.run_label(bundle), experiment=bundle.parent.name, case=case, order=order,
                          waves=len(meas), level_meas=round(lm, 4), onset_meas=om, level_model=round(lp, 4),

@@ -65,23 +65,16 @@ def test_the_claims_are_met_by_a_gradual_measurement_and_not_by_the_model_itself
 def _bundles(p56, root, drop=None):
     """Trace bundles as a traced ctahw run writes them, from the model's own traces (``t_mainloop_end`` set to its
     ``t_compute_end``), one per experiment; ``drop``: a (case, order) left out."""
-    from ctasim.cases import expand, load_experiment
-    from ctasim.run import run_strategy
     from ctasim.trace import save_traces
 
     for exp in p56.EXPERIMENTS:
-        e = load_experiment(exp)
-        cases = {c.label: c for c in expand(e)}
-        strategies = {s.name or s.kind: s for s in e.strategies}
         traces = {}
-        for case in p56.CASES:
-            for order in p56.ORDERS:
-                if (case, order) == drop:
-                    continue
-                tr = run_strategy(strategies[order], cases[case], e.hardware, check=False, regime=e.regime).trace.copy()
-                tr.tiles["t_mainloop_end"] = tr.tiles["t_compute_end"]
-                tr.meta.update(case=case, strategy=order, makespan_ms=tr.makespan_ns / 1e6)
-                traces[f"{case.replace('=', '')}:{order}:run0"] = tr
+        pairs = [(case, order) for case in p56.CASES for order in p56.ORDERS if (case, order) != drop]
+        for (case, order), tr in p56.pom.simulated(exp, pairs).items():
+            tr = tr.copy()
+            tr.tiles["t_mainloop_end"] = tr.tiles["t_compute_end"]
+            tr.meta.update(case=case, strategy=order, makespan_ms=tr.makespan_ns / 1e6)
+            traces[f"{case.replace('=', '')}:{order}:run0"] = tr
         (root / exp).mkdir(parents=True)
         save_traces(traces, root / exp / "ctapipe_traces.trace.npz")
 
