@@ -22,10 +22,19 @@ A trial is one (``B``, touches, repetition); a cold trial checks with no touch (
 trials, :func:`survival` gives each trial's share of lines below it, and :func:`survival_curve` the median share per
 ``B / l2_bytes``: the curve ``ctasim.l2``'s ``"survival"`` law reads from a profile (``l2_survival``).
 
-Left out: the GEMM's own access pattern (TMA bulk loads of 64-column K-slices, the hits on other panels between the
-two reads, a replacement policy that may protect lines hit more than once beyond what ``touches = 2`` shows), writes
-(the GEMM's output stores also take L2 lines), and the check's own misses (at most ``target_bytes``, 1/30 of the L2
-by default, taken in while the check runs).
+*Hot set* (``hot_bytes > 0``; registered plan 57): before the touch every SM reads a ``hot_bytes`` set of other lines,
+and the stream is cut into ``hot_rounds`` chunks, each followed by a read of the whole hot set again. The hot set's
+lines are older than the target's when first read and newer after every chunk, and once in L2 its re-reads take
+nothing in from HBM. It asks what the ticket laws take as the bytes between a panel's two reads: the bytes the L2
+*takes in* (then the hot set changes nothing: the curve is the plain one), or the distinct lines *touched*, hits
+included, as an LRU stack distance (then the hot set's lines push the target out as streamed ones do: the plain
+curve at ``B + hot_bytes``). A GEMM's panels are such a hot set for one another: the sharers of other panels hit
+them between a panel's two reads.
+
+Left out: the GEMM's own access pattern (TMA bulk loads of 64-column K-slices; the hits on other panels between the
+two reads only as the hot set above, every SM reading all of it), a replacement policy that may protect lines hit
+more than once beyond what ``touches = 2`` shows, writes (the GEMM's output stores also take L2 lines), and the
+check's own misses (at most ``target_bytes``, 1/30 of the L2 by default, taken in while the check runs).
 """
 
 from __future__ import annotations
@@ -35,8 +44,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["B_FRACTIONS", "FLUSH_L2S", "LINE_BYTES", "hit_threshold", "latencies", "latency_table", "measure", "survival",
-           "survival_curve"]
+__all__ = ["B_FRACTIONS", "FLUSH_L2S", "LINE_BYTES", "check_hot", "hit_threshold", "latencies", "latency_table",
+           "measure", "survival", "survival_curve"]
 
 LINE_BYTES = 128
 """An L2 line of the H100/H200 (four 32-byte sectors); the check reads one word of each."""
@@ -150,14 +159,17 @@ def latencies(table) -> dict[str, np.ndarray]:
 
 
 def measure(device: int = 0, target_bytes: int = 2 << 20, fractions: Sequence[float] = B_FRACTIONS,
-            reps: int = 5, touches: Sequence[int] = (1, 2),
+            reps: int = 5, touches: Sequence[int] = (1, 2), hot_bytes: int = 0, hot_rounds: int = 8,
             log: Callable[[str], None] = lambda s: None) -> tuple[list[dict], dict[str, np.ndarray]]:
     """Run the probe on ``device``: for each repetition, a cold trial, then every (touches, B) trial in a shuffled
     order (a fixed seed). Returns the rows (one per trial: kind, rep, touches, b_l2, b_bytes, lines, survival and
-    latency quantiles; survival by :func:`hit_threshold` of all hot against all cold latencies) and the raw
-    latencies by trial key (``"cold-r<rep>"``, ``"t<touches>-b<b_l2>-r<rep>"``; uint32 cycles)."""
+    latency quantiles, hot_bytes; survival by :func:`hit_threshold` of all hot against all cold latencies) and the
+    raw latencies by trial key (``"cold-r<rep>"``, ``"t<touches>-b<b_l2>-r<rep>"``; uint32 cycles). ``hot_bytes`` > 0
+    reads a hot set before the touch and again after each of the stream's ``hot_rounds`` chunks (the module's
+    docstring; every trial, the cold ones too)."""
     from ctahw.device import require_cupy
 
+    check_hot(hot_bytes, hot_rounds)
     cp = require_cupy()
     if target_bytes % LINE_BYTES or target_bytes <= 0:
         raise ValueError(f"target_bytes must be a positive multiple of {LINE_BYTES}, got {target_bytes}")
@@ -176,11 +188,23 @@ def measure(device: int = 0, target_bytes: int = 2 << 20, fractions: Sequence[fl
         sink = cp.zeros(1, dtype=cp.uint32)
         lines = target_bytes // LINE_BYTES
         lat = cp.zeros(lines, dtype=cp.uint32)
+        hot = cp.zeros(max(hot_bytes, 16) // 4, dtype=cp.uint32)
         threads, grid = 256, sms * 8
 
         def read_bytes(buf, nbytes: int, reverse: int = 0) -> None:
             if nbytes >= 16:
                 read((grid,), (threads,), (buf, cp.uint64(nbytes // 16), cp.int32(reverse), sink))
+
+        def stream_bytes(b: int) -> None:
+            """``b`` fresh bytes from the stream buffer; with a hot set, in ``hot_rounds`` chunks, the hot set
+            read again after each."""
+            if not hot_bytes:
+                read_bytes(stream, b)
+                return
+            cuts = [int(round(b * i / hot_rounds / 16)) * 16 for i in range(hot_rounds + 1)]
+            for lo, hi in zip(cuts[:-1], cuts[1:]):
+                read_bytes(stream[lo // 4: hi // 4], hi - lo)
+                read_bytes(hot, hot_bytes)
 
         rng = np.random.default_rng(20261204)
         trials = [(t, f) for t in touches for f in fractions]
@@ -194,10 +218,11 @@ def measure(device: int = 0, target_bytes: int = 2 << 20, fractions: Sequence[fl
                 slot += 1
                 tgt = targets[base: base + target_bytes // 4]
                 read_bytes(flush, flush.nbytes)
+                read_bytes(hot, hot_bytes)
                 for i in range(t):
                     read_bytes(tgt, target_bytes, reverse=i % 2)
                 b = int(round(f * l2 / 16)) * 16
-                read_bytes(stream, b)
+                stream_bytes(b)
                 lat.fill(0)
                 check((sms,), (32,), (tgt, cp.uint64(lines), cp.uint32(1 + rep % (sms - 1)), lat, sink))
                 cp.cuda.Device(device).synchronize()
@@ -214,5 +239,13 @@ def measure(device: int = 0, target_bytes: int = 2 << 20, fractions: Sequence[fl
         q = np.percentile(v, [10, 50, 90])
         rows.append({**{k: m[k] for k in ("kind", "rep", "touches", "b_l2", "b_bytes")}, "lines": int(v.size),
                      "survival": survival(v, cut), "threshold_cycles": cut, "p10": q[0], "p50": q[1], "p90": q[2],
-                     "l2_bytes": l2, "sm_count": sms})
+                     "l2_bytes": l2, "sm_count": sms, "hot_bytes": hot_bytes, "hot_rounds": hot_rounds})
     return rows, raw
+
+
+def check_hot(hot_bytes: int, hot_rounds: int) -> None:
+    """Raise ValueError unless the hot set is off (0 bytes) or a positive multiple of 16 bytes with 1-64 rounds."""
+    if hot_bytes < 0 or hot_bytes % 16:
+        raise ValueError(f"hot_bytes must be 0 or a positive multiple of 16, got {hot_bytes}")
+    if not 1 <= hot_rounds <= 64:
+        raise ValueError(f"hot_rounds must be in 1..64, got {hot_rounds}")

@@ -339,6 +339,8 @@ BAD = [
     ("executor_overhead", ["{tmp}/o.csv", "--ms", "3072,-1"], "argument --ms: takes positive integers"),
     ("gemm_shape_probe", ["{afile}/sub.csv"], "out: {afile}/sub.csv: {afile} is a file"),
     ("l2_survival_probe", ["{afile}/sub"], "out: {afile}/sub: {afile} is a file"),
+    ("l2_survival_probe", ["{tmp}/o", "--hot-mib", "100"], "--hot-mib must be in [0, 64]"),
+    ("l2_survival_probe", ["{tmp}/o", "--hot-rounds", "0"], "--hot-rounds in 1..64"),
     ("mlp_block_breakdown", ["{afile}/sub.csv"], "out: {afile}/sub.csv: {afile} is a file"),
     ("mlp_block_breakdown", ["{tmp}/o.csv", "--model", "nope"], "no models spec named 'nope'"),
     ("mlp_block_breakdown", ["{tmp}/o.csv", "--ms", "4096,x"], "argument --ms: takes positive integers"),

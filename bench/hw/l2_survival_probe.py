@@ -1,6 +1,10 @@
 """Run the L2 survival probe (``ctahw.l2probe``) on GPU 0 and write what it measured.
 
-    python bench/hw/l2_survival_probe.py OUTDIR [--reps 5] [--target-mib 2] [--touches 1,2]
+    python bench/hw/l2_survival_probe.py OUTDIR [--reps 5] [--target-mib 2] [--touches 1,2] [--hot-mib 0]
+                                         [--hot-rounds 8]
+
+--hot-mib H reads an H MiB hot set before the touch and again after each of the stream's --hot-rounds chunks
+(``ctahw.l2probe``'s docstring; registered plan 57).
 
 Writes OUTDIR/l2-survival.csv (one row per trial), OUTDIR/l2-survival-curve.csv (median survival per streamed
 bytes / L2 scaled between hot and cold, touches 1 and 2; ``ctahw.l2probe.survival_curve``), OUTDIR/l2-survival-latency.csv.gz (every trial's
@@ -31,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--target-mib", type=float, default=2.0)
     ap.add_argument("--touches", default="1,2", help="comma-separated touch counts before the stream (default 1,2)")
+    ap.add_argument("--hot-mib", type=float, default=0.0, help="a hot set re-read through the stream (default 0: none)")
+    ap.add_argument("--hot-rounds", type=int, default=8, help="the stream's chunks, each followed by the hot set")
     a = parse_outputs(ap, argv, folders=("out",))
     try:
         touches = tuple(int(x) for x in a.touches.split(","))
@@ -46,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     if not 0.0 < a.target_mib <= 64.0:
         print(f"l2_survival_probe: --target-mib must be in (0, 64], got {a.target_mib:g}", file=sys.stderr)
         return 2
+    if not 0.0 <= a.hot_mib <= 64.0 or not 1 <= a.hot_rounds <= 64:
+        print(f"l2_survival_probe: --hot-mib must be in [0, 64] and --hot-rounds in 1..64, got {a.hot_mib:g} and "
+              f"{a.hot_rounds}", file=sys.stderr)
+        return 2
     rc = no_gpus("l2_survival_probe")
     if rc is not None:
         return rc
@@ -57,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rows, raw = l2probe.measure(target_bytes=int(a.target_mib * (1 << 20)) // l2probe.LINE_BYTES
                                     * l2probe.LINE_BYTES, reps=a.reps, touches=touches,
+                                    hot_bytes=int(a.hot_mib * (1 << 20)) // 16 * 16, hot_rounds=a.hot_rounds,
                                     log=lambda s: print(s, file=sys.stderr, flush=True))
     except ValueError as e:
         print(f"l2_survival_probe: {e}", file=sys.stderr)
@@ -76,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     with open(a.out / "l2-survival.json", "w") as f:
         json.dump({"curves": {str(t): c for t, c in curves.items()}, "threshold_cycles": rows[0]["threshold_cycles"],
                    "l2_bytes": rows[0]["l2_bytes"], "sm_count": rows[0]["sm_count"],
+                   "hot_bytes": rows[0]["hot_bytes"], "hot_rounds": rows[0]["hot_rounds"],
                    "cold_survival": [r["survival"] for r in rows if r["kind"] == "cold"],
                    "provenance": collect()}, f, indent=1, default=str)
     print(f"hit threshold {rows[0]['threshold_cycles']:.0f} cycles; cold survival "

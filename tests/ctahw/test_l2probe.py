@@ -100,3 +100,11 @@ def test_the_probe_script_without_a_gpu_says_so_in_one_line(tmp_path):
         pytest.skip("a GPU is here: the probe ran")
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("hot_bytes, rounds", [(-16, 8), (24, 8), (1 << 20, 0), (1 << 20, 65)])
+def test_a_hot_set_that_cannot_run_is_refused_before_any_gpu_work(hot_bytes, rounds):
+    with pytest.raises(ValueError, match="hot_bytes|hot_rounds"):
+        l2probe.measure(hot_bytes=hot_bytes, hot_rounds=rounds)
+    l2probe.check_hot(0, 8)
+    l2probe.check_hot(15 << 20, 1)
