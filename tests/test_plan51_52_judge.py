@@ -164,3 +164,14 @@ def test_the_committed_plan_53_judgement_is_what_its_run_gives(p53, tmp_path):
     assert ad["adopt_survival_own"].all()
     assert (round(ad.loc["survival-own", "chain_vs_sequential_points"], 2),
             round(ad.loc["profile", "chain_vs_sequential_points"], 2)) == (0.88, 1.47)
+
+
+def test_the_committed_plan_54_judgement_is_what_its_run_gives(p54, tmp_path):
+    run = ROOT / "bench/results/hw/2026-12-05-registered54-1gpu"
+    assert p54.main([str(run), "--out", str(tmp_path / "o")]) == 0
+    want = ROOT / "bench/results/validation-registered54"
+    for name in ("claims", "summary", "chain-vs-sequential", "rankings"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o" / f"{name}.csv"), pd.read_csv(want / f"{name}.csv"))
+    met = pd.read_csv(want / "claims.csv").set_index("claim")["met"]
+    # docs/validation.md, "Registered plan 54": (b), (f) and (g) missed on the judged run
+    assert met.to_dict() == dict(a=True, b=False, c=True, d=True, e=True, f=False, g=False)

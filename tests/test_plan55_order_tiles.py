@@ -76,3 +76,15 @@ def test_a_missing_run_is_one_line_and_writes_nothing(p55, tmp_path, capsys):
 def test_a_registration_is_never_overwritten(p55, capsys):
     assert p55.main(["--register"]) == 2
     assert "never overwritten" in capsys.readouterr().err
+
+
+def test_the_committed_plan_55_judgement_is_what_plan_54s_run_gives(p55, tmp_path):
+    run = p55.ROOT / "bench/results/hw/2026-12-05-registered54-1gpu"
+    assert p55.main(["--judge", str(run), "--out", str(tmp_path / "o")]) == 0
+    want = p55.ROOT / "bench/results/validation-registered55"
+    for name in ("cases", "claims"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o" / f"{name}.csv"), pd.read_csv(want / f"{name}.csv"))
+    cl = pd.read_csv(want / "claims.csv").set_index("claim")
+    # docs/validation.md, "Registered plan 55": all three met, registered
+    assert cl["met"].all() and cl["provenance"].str.startswith("registered").all()
+    assert cl.loc["b", "value"] == "0.61 against 1.34 points"

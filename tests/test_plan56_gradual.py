@@ -102,3 +102,17 @@ def test_the_judge_reads_traced_runs_and_refuses_a_missing_case_in_one_line(p56,
 def test_a_registration_is_never_overwritten(p56, capsys):
     assert p56.main(["--register"]) == 2
     assert "never overwritten" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("run", ["2026-12-05-registered56-1gpu", "2026-12-05-registered56-1gpu-run2"])
+def test_the_committed_plan_56_judgement_is_what_its_runs_give(p56, tmp_path, run):
+    """The judged run is the committed judgement; the repeat on the same GPU meets the same claims."""
+    assert p56.main(["--judge", str(p56.ROOT / "bench/results/hw" / run), "--out", str(tmp_path / "o")]) == 0
+    cl = pd.read_csv(tmp_path / "o" / "claims.csv").set_index("claim")
+    assert cl["met"].all() and cl["provenance"].str.startswith("registered").all()
+    assert cl["value"].tolist() == ["6 of 6", "4 of 4", "5 of 5"]
+    if run.endswith("1gpu"):
+        want = p56.ROOT / "bench/results/validation-registered56"
+        for name in ("cases", "claims"):
+            pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o" / f"{name}.csv"),
+                                          pd.read_csv(want / f"{name}.csv"))

@@ -91,3 +91,15 @@ def test_a_run_that_is_not_plan_57s_is_refused_in_one_line(p57, tmp_path, capsys
 def test_a_registration_is_never_overwritten(p57, capsys):
     assert p57.main(["--register"]) == 2
     assert "never overwritten" in capsys.readouterr().err
+
+
+def test_the_committed_plan_57_judgement_is_what_its_run_gives(p57, tmp_path):
+    run = p57.ROOT / "bench/results/hw/2026-12-05-registered57-1gpu"
+    assert p57.main(["--judge", str(run), "--out", str(tmp_path / "o")]) == 0
+    want = p57.ROOT / "bench/results/validation-registered57"
+    for name in ("cases", "claims"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o" / f"{name}.csv"), pd.read_csv(want / f"{name}.csv"))
+    cl = pd.read_csv(want / "claims.csv").set_index("claim")
+    # docs/validation.md, "Registered plan 57": touched nearer, but neither reading explains the hot curve
+    assert cl["met"].to_dict() == dict(a=True, b=False, c=True, d=True)
+    assert cl["provenance"].str.startswith("registered").all()
