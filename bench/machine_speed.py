@@ -54,10 +54,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+import machine_spread  # noqa: E402
 from ctahw.calibrate import clock_regime  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.validation import traces  # noqa: E402
@@ -233,9 +235,10 @@ def reference_window(folder: Path) -> dict:
 
 # ---------------------------------------------------------------- 4. machines and correlations
 def machines() -> pd.DataFrame:
-    """One row per reference call (``*/reg*-reference/results.csv``): see the module docstring."""
+    """One row per machine, its first reference call (``machine_spread.reference_calls``: a later call on a machine
+    already counted is a repeat, left out here): see the module docstring."""
     rows = []
-    for res in sorted(HW.glob("*/reg*-reference/results.csv")):
+    for res in machine_spread.reference_calls()[0]:
         folder = res.parent.parent
         env = read_env(folder / "env.txt")
         r: dict = {"folder": folder.name, "call": short(folder.name), "gpu": env.get("gpu", "")}

@@ -10,7 +10,9 @@ and writes ``reference.csv`` (folder, gpu, m, measured ms, the ratio to the medi
 M: machines, median, min, max, spread max/min - 1, standard deviation / median), and ``pairs.csv``: where a plan ran
 on two machines (a folder and its ``-run2``) with the reference GEMM beside it, per plan the second machine's time over
 the first's on the reference GEMM at M = 16384 and on the plan's other cases (mean, min, max; a pair without a reference
-run, such as plan 42's, is left out); prints all three. What it says is
+run, such as plan 42's, is left out, and so is a ``-run2`` on the first run's machine); prints all three. One machine
+counts once (its first reference call by folder name); a later call on a machine already counted goes into
+``repeats.csv`` instead (its time over the first call's, per M). What it says is
 the floor under any prediction for a machine nobody has timed: the profile's own calibration is one of these
 machines.
 """
@@ -31,17 +33,51 @@ from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 HW = ROOT / "bench/results/hw"
 
 
-def gather() -> pd.DataFrame:
-    rows = []
+def folder_gpu(folder: Path) -> str:
+    """The GPU (``GPU-xxxxxxxx``) of a run folder's ``env.txt``; "" where it has none."""
+    env = folder / "env.txt"
+    gpu = re.search(r"GPU-[0-9a-f]{8}", env.read_text()) if env.is_file() else None
+    return gpu.group(0) if gpu else ""
+
+
+def reference_calls() -> tuple[list[Path], list[Path]]:
+    """Every committed reference run (``*/reg*-reference/results.csv``), split into the first of each machine (by
+    folder name: a plan's folder before its ``-run2``) and the repeats on a machine already counted (one machine, one
+    row: a repeat says how much one machine moves between calls, not how machines differ). A folder without a GPU in
+    its ``env.txt`` is kept, for the callers to refuse."""
+    first: list[Path] = []
+    repeats: list[Path] = []
+    seen: set[str] = set()
     for res in sorted(HW.glob("*/reg*-reference/results.csv")):
+        gpu = folder_gpu(res.parent.parent)
+        (repeats if gpu and gpu in seen else first).append(res)
+        seen.add(gpu)
+    return first, repeats
+
+
+def _rows(results: list[Path]) -> pd.DataFrame:
+    rows = []
+    for res in results:
         folder = res.parent.parent
-        env = folder / "env.txt"
-        gpu = re.search(r"GPU-[0-9a-f]{8}", env.read_text()) if env.is_file() else None
         d = pd.read_csv(res)
         for r in d[d.status == "ok"].itertuples():
-            rows.append({"folder": folder.name, "registration": res.parent.name, "gpu": gpu.group(0) if gpu else "",
+            rows.append({"folder": folder.name, "registration": res.parent.name, "gpu": folder_gpu(folder),
                          "m": int(r.m), "measured_ms": float(r.makespan_ms)})
-    out = pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["folder", "registration", "gpu", "m", "measured_ms"])
+
+
+def repeats() -> pd.DataFrame:
+    """Per repeat call (:func:`reference_calls`) and M: its time over the same machine's first call's."""
+    first, again = reference_calls()
+    base = _rows(first).set_index(["gpu", "m"])
+    out = _rows(again)
+    out["first_folder"] = [base.loc[(g, m), "folder"] for g, m in zip(out.gpu, out.m)]
+    out["to_first"] = [t / base.loc[(g, m), "measured_ms"] for g, m, t in zip(out.gpu, out.m, out.measured_ms)]
+    return out
+
+
+def gather() -> pd.DataFrame:
+    out = _rows(reference_calls()[0])
     out["to_median"] = out.measured_ms / out.groupby("m").measured_ms.transform("median")
     return out
 
@@ -50,7 +86,7 @@ def pairs() -> pd.DataFrame:
     rows = []
     for second in sorted(HW.glob("*-run2")):
         first = second.with_name(second.name[:-len("-run2")])
-        if not first.is_dir():
+        if not first.is_dir() or folder_gpu(first) == folder_gpu(second):  # one machine twice: repeats.csv
             continue
         ratios, ref = [], float("nan")
         for res in sorted(second.glob("*/results.csv")):
@@ -87,10 +123,13 @@ def main(argv=None) -> int:
     s.drop(columns="std").round(4).to_csv(args.out / "summary.csv", index=False)
     pr = pairs()
     pr.round(4).to_csv(args.out / "pairs.csv", index=False)
+    rp = repeats()
+    rp.round(4).to_csv(args.out / "repeats.csv", index=False)
     pd.set_option("display.width", 200)
     print(d.round(4).to_string(index=False))
     print(s.drop(columns="std").round(3).to_string(index=False))
     print(pr.round(4).to_string(index=False))
+    print(rp.round(4).to_string(index=False))
     return 0
 
 
