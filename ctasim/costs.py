@@ -225,7 +225,8 @@ def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, 
                               drift=cfg.cta_drift if drift is None else drift,
                               cluster_m=cfg.cluster_m if cluster_m is None else cluster_m, layers=layers,
                               ticket_spread=ticket_spread, ticket_state=ticket_state, drift_form=cfg.drift_form,
-                              ticket_law=cfg.ticket_law, survival=(hw.l2_survival_taken, hw.l2_survival_share))
+                              ticket_law=cfg.ticket_law, survival=(hw.l2_survival_taken, hw.l2_survival_share),
+                              ticket_gap_cv=cfg.ticket_gap_cv, ticket_touched=cfg.ticket_touched)
     return l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed)
 
 

@@ -371,8 +371,8 @@ hitting: a grid keeps its reuse until that is inconsistent; registered plan 14 t
 
 def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: int, slots: int, spread: float,
                    capacity: float, base: np.ndarray, max_rounds: int = 100, state: str = "thrash",
-                   law: str = "threshold", survival: tuple[Sequence[float], Sequence[float]] = ((), ())
-                   ) -> np.ndarray:
+                   law: str = "threshold", survival: tuple[Sequence[float], Sequence[float]] = ((), ()),
+                   gap_cv: float = 0.0, touched: float = 1.0) -> np.ndarray:
     """Bytes per wave of shared panels read again from HBM by a ticket-scheduled grid whose start times spread.
 
     Tickets are taken in order as CTAs free, so the ``slots`` tickets of wave ``v`` start within
@@ -388,7 +388,11 @@ def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: 
     every later sharer missing to the consistent state (``state`` is then unused: there is one). ``law = "survival"``
     charges it ``1 - S(H_v * g / slots * S_v / capacity)``, ``S`` the measured survival curve ``survival`` = (bytes
     taken in, in L2 sizes; share left), iterated down from every later sharer missing (the most-missing consistent
-    state; ``state`` unused).
+    state; ``state`` unused). Under ``"survival"`` two optional refinements (:func:`gap_survival`): ``gap_cv`` > 0
+    spreads each sharer's time after the one before around the reach (lognormal, mean the reach, this coefficient of
+    variation: the hardware's tickets do not start evenly), and ``touched`` > 1 counts that many bytes pushing the
+    line out per byte taken in (the lines the wave hits in between count too, as the L2 survival probe's hot set
+    showed: registered plan 57).
 
     ``pos``, ``panel``: one entry per (tile, panel it reads): its position in the order and a panel id;
     ``size``: bytes per panel id; ``base``: each wave's HBM bytes without these re-reads.
@@ -406,10 +410,12 @@ def ticket_rereads(pos: np.ndarray, panel: np.ndarray, size: np.ndarray, waves: 
         raise ValueError(f"state must be one of {TICKET_STATES}, got {state!r}")
     if law not in TICKET_LAWS:
         raise ValueError(f"law must be one of {TICKET_LAWS}, got {law!r}")
+    if law != "survival" and (gap_cv or touched != 1.0):
+        raise ValueError(f"gap_cv and touched refine the 'survival' law only, not {law!r}")
     if law == "partition":
         return _partition_rereads(gw, nbytes, reach, waves, capacity, base, max_rounds)
     if law == "survival":
-        return _survival_rereads(gw, nbytes, reach, waves, capacity, base, max_rounds, survival)
+        return _survival_rereads(gw, nbytes, reach, waves, capacity, base, max_rounds, survival, gap_cv, touched)
     miss = reach > 0 if state == "thrash" else np.zeros(len(reach), dtype=bool)
     for _ in range(max_rounds):
         again = np.bincount(gw, weights=nbytes * miss, minlength=waves)
@@ -453,18 +459,41 @@ def survival_share(taken: np.ndarray, curve: tuple[Sequence[float], Sequence[flo
     return np.interp(np.asarray(taken, dtype=np.float64), xs, ys)
 
 
+GAP_NODES = 24
+"""Gauss-Hermite nodes of :func:`gap_survival`'s average over the lognormal gap."""
+
+
+def gap_survival(taken: np.ndarray, curve: tuple[Sequence[float], Sequence[float]], gap_cv: float = 0.0,
+                 touched: float = 1.0) -> np.ndarray:
+    """The share of a later sharer's panel left in L2 when ``taken`` (L2 sizes) is what the L2 takes in over the
+    reach: :func:`survival_share` of ``touched * taken * X``, averaged over ``X`` lognormal of mean 1 and
+    coefficient of variation ``gap_cv`` (:data:`GAP_NODES` Gauss-Hermite nodes; ``gap_cv`` = 0: ``X`` = 1, the plain
+    survival law)."""
+    if gap_cv < 0 or touched <= 0:
+        raise ValueError(f"gap_cv must be >= 0 and touched > 0, got {gap_cv} and {touched}")
+    t = np.asarray(taken, dtype=np.float64) * touched
+    if gap_cv == 0:
+        return survival_share(t, curve)
+    s2 = np.log1p(gap_cv * gap_cv)
+    z, w = np.polynomial.hermite_e.hermegauss(GAP_NODES)
+    factors, weights = np.exp(np.sqrt(s2) * z - s2 / 2), w / w.sum()
+    return sum(wi * survival_share(t * xi, curve) for xi, wi in zip(factors, weights))
+
+
 def _survival_rereads(gw: np.ndarray, nbytes: np.ndarray, reach: np.ndarray, waves: int, capacity: float,
-                      base: np.ndarray, max_rounds: int, curve: tuple[Sequence[float], Sequence[float]]
-                      ) -> np.ndarray:
+                      base: np.ndarray, max_rounds: int, curve: tuple[Sequence[float], Sequence[float]],
+                      gap_cv: float = 0.0, touched: float = 1.0) -> np.ndarray:
     """:func:`ticket_rereads` under ``law = "survival"``: each later sharer misses by ``1 - S(H reach / capacity)``
-    (:func:`survival_share`), ``H`` its wave's traffic with the misses, iterated down from every sharer missing. The
-    share missed grows with the traffic, so the iteration falls monotonically to the most-missing fixed point."""
+    (:func:`gap_survival`, which is :func:`survival_share` unless ``gap_cv`` or ``touched`` refine it), ``H`` its
+    wave's traffic with the misses, iterated down from every sharer missing. The share missed grows with the traffic,
+    so the iteration falls monotonically to the most-missing fixed point."""
     if capacity <= 0:
         return np.bincount(gw, weights=nbytes * (reach > 0), minlength=waves)
     miss = (reach > 0).astype(float)
     for _ in range(max_rounds):
         again = np.bincount(gw, weights=nbytes * miss, minlength=waves)
-        new = np.where(reach > 0, 1.0 - survival_share((base + again)[gw] * reach / capacity, curve), 0.0)
+        new = np.where(reach > 0, 1.0 - gap_survival((base + again)[gw] * reach / capacity, curve, gap_cv, touched),
+                       0.0)
         if np.max(np.abs(new - miss), initial=0.0) < 1e-9:
             miss = new
             break
@@ -477,7 +506,8 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
                  store_elem_bytes: int | None = None, drift: float = 0.0, cluster_m: int = 1,
                  layers: int = 1, ticket_spread: float = 0.0, ticket_state: str = "thrash",
                  drift_form: str = "wave", ticket_law: str = "threshold",
-                 survival: tuple[Sequence[float], Sequence[float]] = ((), ())) -> WaveTraffic:
+                 survival: tuple[Sequence[float], Sequence[float]] = ((), ()), ticket_gap_cv: float = 0.0,
+                 ticket_touched: float = 1.0) -> WaveTraffic:
     """HBM traffic of each wave of a GEMM whose tiles run in ``order`` on ``slots`` CTA slots (module docstring).
 
     ``order``: row-major tile ids (``i * ceil(n / tile_n) + j``), each once, -1 for padding slots.
@@ -492,7 +522,8 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
     ``ticket_spread``: the tiles are handed out by tickets and their start times spread by this many tile times
     per round (:func:`ticket_rereads`; 0 = lockstep waves); ``ticket_state``: which consistent state it takes;
     ``ticket_law``: how a later sharer misses (:data:`TICKET_LAWS`); ``survival``: the measured L2 survival curve
-    that the ``"survival"`` law reads (:func:`survival_share`).
+    that the ``"survival"`` law reads (:func:`survival_share`); ``ticket_gap_cv``, ``ticket_touched``: its two
+    refinements (:func:`gap_survival`).
     """
     tiles_m, tiles_n = -(-m // tile_m), -(-n // tile_n)
     order = np.asarray(order, dtype=np.int64)
@@ -578,7 +609,7 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
         base = a_hbm + w_hbm + store + (again if again is not None else 0.0)
         tickets = ticket_rereads(np.concatenate([pos, pos]), np.concatenate([ri, tiles_m + ci]), size, W, slots,
                                  ticket_spread, float(l2_bytes) * float(l2_efficiency), base, state=ticket_state,
-                                 law=ticket_law, survival=survival)
+                                 law=ticket_law, survival=survival, gap_cv=ticket_gap_cv, touched=ticket_touched)
     return WaveTraffic(a_hbm=a_hbm, w_hbm=w_hbm, footprint=footprint, store=store,
                        tiles=np.bincount(wv, minlength=W), drift_hbm=again, ticket_hbm=tickets)
 

@@ -164,6 +164,14 @@ class KernelConfig:
         "profiles' still) or 'survival' (the share the profile's measured L2 survival curve loses after B, "
         "l2_survival_taken / l2_survival_share; h200-x1-calibrated's since registered plan 53)",
         "threshold")
+    ticket_gap_cv: float = _f(
+        "the 'survival' ticket law's spread of a later sharer's time after the sharer before, about the reach the law "
+        "prices, as a coefficient of variation (lognormal, mean the reach; ctasim.l2.gap_survival): measured in "
+        "per-tile traces (bench/posthoc_order_mainloop.py, gaps.csv); 0 = every sharer at the reach", 0.0)
+    ticket_touched: float = _f(
+        "the 'survival' ticket law's bytes pushing a panel's line out of L2 per byte taken in between its two reads "
+        "(the lines the wave hits in between count too: the L2 survival probe's hot set, registered plan 57); "
+        "1 = the bytes taken in alone", 1.0)
     ticket_mainloop_factor: float = _f(
         "tile-time factor of the chain kernel's tickets design on this config over the plain GEMM's compute at the "
         "same tile (its scheduler warp hands out tickets; ctasim.strategies.ctapipe.chain_tile_times), measured by a "
@@ -347,6 +355,8 @@ class Hardware:
                              "'survival' ticket law")
         change = {"ticket_law": law} if mainloop_factor is None else {"ticket_law": law,
                                                                      "ticket_mainloop_factor": mainloop_factor}
+        if law != "survival":  # the gap spread and the touched bytes refine the survival law only
+            change.update(ticket_gap_cv=0.0, ticket_touched=1.0)
         return dataclasses.replace(self, kernel_configs=tuple(
             dataclasses.replace(c, **change) if c.ticket_spread > 0 else c for c in self.kernel_configs))
 
@@ -703,6 +713,13 @@ def validate_hardware(hw: Hardware, where: str) -> None:
                 f"must be one of {', '.join(l2.TICKET_LAWS)}, got {c.ticket_law!r}")
         require(c.ticket_law != "survival" or hw.l2_survival_taken, where, q + "ticket_law",
                 "'survival' needs the profile's L2 survival curve (l2_survival_taken, l2_survival_share)")
+        require(math.isfinite(c.ticket_gap_cv) and c.ticket_gap_cv >= 0, where, q + "ticket_gap_cv",
+                f"must be >= 0, got {c.ticket_gap_cv}")
+        require(math.isfinite(c.ticket_touched) and c.ticket_touched > 0, where, q + "ticket_touched",
+                f"must be > 0, got {c.ticket_touched}")
+        require(c.ticket_law == "survival" or (c.ticket_gap_cv == 0 and c.ticket_touched == 1), where,
+                q + "ticket_gap_cv", f"ticket_gap_cv and ticket_touched refine the 'survival' ticket law only, "
+                f"not {c.ticket_law!r}")
         require(math.isfinite(c.ticket_spread) and c.ticket_spread >= 0, where, q + "ticket_spread",
                  f"must be >= 0, got {c.ticket_spread}")
         require(math.isfinite(c.ticket_mainloop_factor) and 0.8 <= c.ticket_mainloop_factor <= 1.25, where,

@@ -1,6 +1,7 @@
 """The memory hierarchy in the engine: plain GEMMs timed wave by wave by ctasim.l2 (ctasim.costs.tuned_gemm)."""
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -413,6 +414,62 @@ def test_the_survival_law_charges_what_the_measured_curve_loses():
     assert l2.survival_share(np.array([0.3]), curve)[0] > 0.99 and l2.survival_share(np.array([0.8]), curve)[0] < 0.05
     with pytest.raises(ValueError, match="survival curve"):
         law(100.0, ((0.5, 1.0), (1.0, 0.0)))
+
+
+def test_the_gap_spread_and_the_touched_bytes_refine_the_survival_law():
+    """ctasim.l2.gap_survival: no spread and one byte a byte is the survival law; ``touched`` reads the curve that
+    much further; a spread averages the curve over a lognormal gap of mean 1, which a straight stretch of it does not
+    move and an edge smooths (a sharer short of the edge loses some, one past it keeps some)."""
+    curve = (X1.l2_survival_taken, X1.l2_survival_share)
+    x = np.array([0.0, 0.2, 0.45, 0.6, 0.7, 1.5])
+    np.testing.assert_array_equal(l2.gap_survival(x, curve), l2.survival_share(x, curve))
+    np.testing.assert_allclose(l2.gap_survival(x, curve, touched=1.3), l2.survival_share(1.3 * x, curve))
+    line = ((0.0, 10.0), (1.0, 0.0))  # s(x) = 1 - x / 10 on [0, 10]: E[1 - 0.2 X / 10] = 1 - 0.02
+    assert l2.gap_survival(np.array([0.2]), line, gap_cv=0.3)[0] == pytest.approx(0.98, abs=1e-9)
+    smooth = l2.gap_survival(np.array([0.3, 0.9]), curve, gap_cv=0.74)
+    sharp = l2.survival_share(np.array([0.3, 0.9]), curve)
+    assert sharp[0] > 0.99 and smooth[0] < sharp[0] - 0.05  # short of the edge: some lost
+    assert sharp[1] < 0.01 and smooth[1] > sharp[1] + 0.05  # past it: some kept
+    with pytest.raises(ValueError, match="gap_cv"):
+        l2.gap_survival(x, curve, gap_cv=-0.1)
+    # in the law: the refinements reach ticket_rereads, and only under "survival"
+    pos, panel, size, base = np.array([100, 150]), np.array([0, 0]), np.array([10.0]), np.array([0.0, 100.0])
+    kw = dict(spread=0.5, capacity=60.0, base=base, survival=curve)  # (100 + 10 m) * 0.25 / 60 = 0.42-0.46 L2s
+    plain = l2.ticket_rereads(pos, panel, size, 2, 100, law="survival", **kw)[1]
+    more = l2.ticket_rereads(pos, panel, size, 2, 100, law="survival", touched=1.3, **kw)[1]
+    spread = l2.ticket_rereads(pos, panel, size, 2, 100, law="survival", gap_cv=0.74, **kw)[1]
+    assert plain < 1.0 and more > plain + 2.0 and spread > plain + 1.0
+    with pytest.raises(ValueError, match="refine the 'survival' law only"):
+        l2.ticket_rereads(pos, panel, size, 2, 100, law="partition", gap_cv=0.5, **kw)
+
+
+def test_a_profile_refines_only_the_survival_law_and_changing_law_drops_the_refinements(tmp_path):
+    twin = dataclasses.replace(X1, kernel_configs=tuple(
+        dataclasses.replace(c, ticket_gap_cv=0.74, ticket_touched=1.3) if c.ticket_spread > 0 else c
+        for c in X1.kernel_configs))
+    cfg = twin.with_ticket_law("partition").config(128, 256)
+    assert (cfg.ticket_law, cfg.ticket_gap_cv, cfg.ticket_touched) == ("partition", 0.0, 1.0)
+    assert twin.with_ticket_law("survival").config(128, 256).ticket_gap_cv == 0.74
+    text = (Path(__file__).resolve().parents[1] / "specs/hardware/h200-x1-calibrated.toml").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace('ticket_law = "survival"', 'ticket_law = "partition"\nticket_gap_cv = 0.5', 1))
+    with pytest.raises(SpecError, match="refine the 'survival' ticket law only"):
+        load_hardware(str(bad))
+
+
+def test_the_gap_law_twin_is_the_profile_with_the_two_refinements():
+    """h200-x1-calibrated-gaps (registered plan 58's twin) is h200-x1-calibrated but for its name and, on the
+    ticket-scheduled config, ticket_gap_cv 0.74 (the median over gaps.csv's pairs and row-order cases) and
+    ticket_touched 1.3."""
+    import pandas as pd  # noqa: PLC0415
+
+    twin = load_hardware("h200-x1-calibrated-gaps")
+    assert [(c.ticket_gap_cv, c.ticket_touched) for c in twin.kernel_configs if c.ticket_spread > 0] == [(0.74, 1.3)]
+    back = dataclasses.replace(twin, name=X1.name, kernel_configs=tuple(
+        dataclasses.replace(c, ticket_gap_cv=0.0, ticket_touched=1.0) for c in twin.kernel_configs))
+    assert back == X1
+    g = pd.read_csv(Path(__file__).resolve().parents[1] / "bench/results/posthoc-order-mainloop/gaps.csv")
+    assert round(float(g[g["order"].isin(["intragpu-g2", "intragpu-row"])]["cv"].median()), 2) == 0.74
 
 
 def test_the_survival_law_needs_a_curve_in_the_profile():
