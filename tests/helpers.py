@@ -115,3 +115,12 @@ def registered_run(experiments, reference: str, tmp: Path, twin: str = "", scale
         (tmp / exp).mkdir(parents=True)
         m.to_csv(tmp / exp / "results.csv", index=False)
     return tmp
+
+
+def assert_same_tables(got: Path, want: Path, names) -> None:
+    """Each ``NAME.csv`` of ``names`` in folder ``got`` equals the one in ``want`` (a judge's output against its
+    committed judgement)."""
+    import pandas as pd  # noqa: PLC0415
+
+    for name in names:
+        pd.testing.assert_frame_equal(pd.read_csv(got / f"{name}.csv"), pd.read_csv(want / f"{name}.csv"))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.helpers import assert_same_tables
 from tests.helpers import registered_run as fake_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,8 +54,7 @@ def test_plan_51_meets_its_comparing_claims_only_where_the_mechanism_is_right(p5
 def test_the_committed_plan_51_judgement_is_what_its_run_gives(p51, tmp_path):
     assert p51.main([str(RUN51), "--rate-dir", str(RUN51), "--out", str(tmp_path / "o")]) == 0
     want = ROOT / "bench/results/validation-registered51"
-    for name in ("claims", "summary", "chain-vs-sequential", "rate"):
-        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o" / f"{name}.csv"), pd.read_csv(want / f"{name}.csv"))
+    assert_same_tables(tmp_path / "o", want, ("claims", "summary", "chain-vs-sequential", "rate"))
     met = pd.read_csv(want / "claims.csv").set_index("claim")["met"]
     assert met.to_dict() == dict(a=True, b=False, c=False, d=False, e=True, f=False, g=True, h=False)
 
@@ -77,8 +77,7 @@ def test_the_committed_plan_52_judgement_is_what_its_run_gives(p52, tmp_path):
     run = ROOT / "bench/results/hw/2026-12-04-registered52-1gpu"
     assert p52.main([str(run), "--out", str(tmp_path / "o")]) == 0
     want = ROOT / "bench/results/validation-registered52"
-    for name in ("claims", "summary", "chain-vs-sequential", "adoption"):
-        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o" / f"{name}.csv"), pd.read_csv(want / f"{name}.csv"))
+    assert_same_tables(tmp_path / "o", want, ("claims", "summary", "chain-vs-sequential", "adoption"))
     met = pd.read_csv(want / "claims.csv").set_index("claim")["met"]
     assert met.to_dict() == dict(a=False, b=False, c=True, d=True, e=True, f=True)
     ad = pd.read_csv(want / "adoption.csv").set_index("predictor")
@@ -157,8 +156,7 @@ def test_the_committed_plan_53_judgement_is_what_its_run_gives(p53, tmp_path):
     run = ROOT / "bench/results/hw/2026-12-04-registered53-1gpu"
     assert p53.main([str(run), "--out", str(tmp_path / "o")]) == 0
     want = ROOT / "bench/results/validation-registered53"
-    for name in ("claims", "summary", "chain-vs-sequential", "adoption"):
-        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o" / f"{name}.csv"), pd.read_csv(want / f"{name}.csv"))
+    assert_same_tables(tmp_path / "o", want, ("claims", "summary", "chain-vs-sequential", "adoption"))
     assert pd.read_csv(want / "claims.csv")["met"].all()  # docs/validation.md: every claim met
     ad = pd.read_csv(want / "adoption.csv").set_index("predictor")
     assert ad["adopt_survival_own"].all()
@@ -170,8 +168,7 @@ def test_the_committed_plan_54_judgement_is_what_its_run_gives(p54, tmp_path):
     run = ROOT / "bench/results/hw/2026-12-05-registered54-1gpu"
     assert p54.main([str(run), "--out", str(tmp_path / "o")]) == 0
     want = ROOT / "bench/results/validation-registered54"
-    for name in ("claims", "summary", "chain-vs-sequential", "rankings"):
-        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o" / f"{name}.csv"), pd.read_csv(want / f"{name}.csv"))
+    assert_same_tables(tmp_path / "o", want, ("claims", "summary", "chain-vs-sequential", "rankings"))
     met = pd.read_csv(want / "claims.csv").set_index("claim")["met"]
     # docs/validation.md, "Registered plan 54": (b), (f) and (g) missed on the judged run
     assert met.to_dict() == dict(a=True, b=False, c=True, d=True, e=True, f=False, g=False)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import assert_same_tables, load_bench
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +82,7 @@ def test_the_committed_plan_55_judgement_is_what_plan_54s_run_gives(p55, tmp_pat
     run = p55.ROOT / "bench/results/hw/2026-12-05-registered54-1gpu"
     assert p55.main(["--judge", str(run), "--out", str(tmp_path / "o")]) == 0
     want = p55.ROOT / "bench/results/validation-registered55"
-    for name in ("cases", "claims"):
-        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o" / f"{name}.csv"), pd.read_csv(want / f"{name}.csv"))
+    assert_same_tables(tmp_path / "o", want, ("cases", "claims"))
     cl = pd.read_csv(want / "claims.csv").set_index("claim")
     # docs/validation.md, "Registered plan 55": all three met, registered
     assert cl["met"].all() and cl["provenance"].str.startswith("registered").all()

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import assert_same_tables, load_bench
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +113,4 @@ def test_the_committed_plan_56_judgement_is_what_its_runs_give(p56, tmp_path, ru
     assert cl["value"].tolist() == ["6 of 6", "4 of 4", "5 of 5"]
     if run.endswith("1gpu"):
         want = p56.ROOT / "bench/results/validation-registered56"
-        for name in ("cases", "claims"):
-            pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o" / f"{name}.csv"),
-                                          pd.read_csv(want / f"{name}.csv"))
+        assert_same_tables(tmp_path / "o", want, ("cases", "claims"))

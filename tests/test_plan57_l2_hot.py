@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import assert_same_tables, load_bench
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +97,7 @@ def test_the_committed_plan_57_judgement_is_what_its_run_gives(p57, tmp_path):
     run = p57.ROOT / "bench/results/hw/2026-12-05-registered57-1gpu"
     assert p57.main(["--judge", str(run), "--out", str(tmp_path / "o")]) == 0
     want = p57.ROOT / "bench/results/validation-registered57"
-    for name in ("cases", "claims"):
-        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o" / f"{name}.csv"), pd.read_csv(want / f"{name}.csv"))
+    assert_same_tables(tmp_path / "o", want, ("cases", "claims"))
     cl = pd.read_csv(want / "claims.csv").set_index("claim")
     # docs/validation.md, "Registered plan 57": touched nearer, but neither reading explains the hot curve
     assert cl["met"].to_dict() == dict(a=True, b=False, c=True, d=True)
