@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import assert_same_tables, load_bench
 
 
 @pytest.fixture(scope="module")
@@ -60,3 +60,14 @@ def test_a_run_without_a_traced_case_is_refused_in_one_line(p58, tmp_path, capsy
 def test_a_registration_is_never_overwritten(p58, capsys):
     assert p58.main(["--register"]) == 2
     assert "never overwritten" in capsys.readouterr().err
+
+
+def test_the_committed_plan_58_judgement_is_what_its_run_gives(p58, tmp_path):
+    run = p58.ROOT / "bench/results/hw/2026-12-05-registered58-1gpu"
+    assert p58.main(["--judge", str(run), "--out", str(tmp_path / "o")]) == 0
+    assert_same_tables(tmp_path / "o", p58.ROOT / "bench/results/validation-registered58", ("cases", "claims"))
+    cl = pd.read_csv(tmp_path / "o" / "claims.csv").set_index("claim")
+    # docs/validation.md, "Registered plan 58": a, b and c met, d missed; by the rule the profile takes the twin's
+    assert cl["met"].to_dict() == dict(a=True, b=True, c=True, d=False, adopt=True)
+    assert cl["provenance"].str.startswith("registered").all()
+    assert cl.loc["d", "value"] == "MAPE 2.19%, worst 7.35%"
