@@ -229,7 +229,11 @@ def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(t
     assert set(parts) == {"h200-x1-calibrated", "h200-x1-calibrated-carried", "h200-x1-calibrated-wave",
                           "h200-x1-calibrated-partition", "h200-x1-calibrated-threshold", "h200-x2-calibrated",
                           "h200-x8-mechanism", "h200-x1-calibrated-mechanism", "h200-x1-calibrated-threshold-rate",
-                          "h200-x1-calibrated-survival-own", "h200-x1-calibrated-threshold-own"}
+                          "h200-x1-calibrated-survival-own", "h200-x1-calibrated-threshold-own",
+                          "h200-x1-calibrated-gaps"}
+    # plan 58's twin (the survival law with the gap spread and the touched bytes)
+    assert "reg58-gap-law-h7424-gaps" in parts["h200-x1-calibrated-gaps"]
+    assert "reg58-gap-law-h7424-gaps" not in parts["h200-x1-calibrated"]
     # plans 51 and 52's twins (the measured L2 curve's law or the threshold law, each with the tickets mainloop factor)
     assert "reg52-chain-faster-h7680-mechanism" in parts["h200-x1-calibrated-mechanism"]
     assert "reg52-chain-faster-h7680-mechanism" not in parts["h200-x1-calibrated"]
