@@ -73,11 +73,6 @@ def test_a_missing_run_is_one_line_and_writes_nothing(p55, tmp_path, capsys):
     assert not out.exists()
 
 
-def test_a_registration_is_never_overwritten(p55, capsys):
-    assert p55.main(["--register"]) == 2
-    assert "never overwritten" in capsys.readouterr().err
-
-
 def test_the_committed_plan_55_judgement_is_what_plan_54s_run_gives(p55, tmp_path):
     run = p55.ROOT / "bench/results/hw/2026-12-05-registered54-1gpu"
     assert p55.main(["--judge", str(run), "--out", str(tmp_path / "o")]) == 0

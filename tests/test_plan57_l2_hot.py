@@ -88,11 +88,6 @@ def test_a_run_that_is_not_plan_57s_is_refused_in_one_line(p57, tmp_path, capsys
     assert len(err) == 1 and "plan57_l2_hot" in err[0] and not (tmp_path / "out").exists()
 
 
-def test_a_registration_is_never_overwritten(p57, capsys):
-    assert p57.main(["--register"]) == 2
-    assert "never overwritten" in capsys.readouterr().err
-
-
 def test_the_committed_plan_57_judgement_is_what_its_run_gives(p57, tmp_path):
     run = p57.ROOT / "bench/results/hw/2026-12-05-registered57-1gpu"
     assert p57.main(["--judge", str(run), "--out", str(tmp_path / "o")]) == 0

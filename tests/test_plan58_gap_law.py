@@ -57,11 +57,6 @@ def test_a_run_without_a_traced_case_is_refused_in_one_line(p58, tmp_path, capsy
     assert len(err) == 1 and "plan58_gap_law" in err[0] and not (tmp_path / "out").exists()
 
 
-def test_a_registration_is_never_overwritten(p58, capsys):
-    assert p58.main(["--register"]) == 2
-    assert "never overwritten" in capsys.readouterr().err
-
-
 def test_the_committed_plan_58_judgement_is_what_its_run_gives(p58, tmp_path):
     run = p58.ROOT / "bench/results/hw/2026-12-05-registered58-1gpu"
     assert p58.main(["--judge", str(run), "--out", str(tmp_path / "o")]) == 0
