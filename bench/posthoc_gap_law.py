@@ -24,7 +24,6 @@ folder's name to take fewer) under the adopted profile and under it with the gap
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import sys
 from pathlib import Path
@@ -52,9 +51,7 @@ def refined(gap_cv: float, touched: float):
     """A ``posthoc_order_mainloop.modelled`` ``per_order`` change: every strategy's profile with the refinements on
     its ticket-scheduled configs."""
     def change(hw, _strategy):
-        return dataclasses.replace(hw, kernel_configs=tuple(
-            dataclasses.replace(c, ticket_gap_cv=gap_cv, ticket_touched=touched) if c.ticket_spread > 0 else c
-            for c in hw.kernel_configs))
+        return hw.with_tickets(ticket_gap_cv=gap_cv, ticket_touched=touched)
     return change
 
 

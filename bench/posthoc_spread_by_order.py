@@ -19,7 +19,6 @@ into the profile. ~1 min on 2 cores (``--no-what-if``: the spreads alone, a few 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -63,8 +62,7 @@ def with_spread(hw, spread: float | None):
     """``hw`` with every ticket-scheduled config's ``ticket_spread`` set to ``spread`` (None: as it is)."""
     if spread is None:
         return hw
-    return dataclasses.replace(hw, kernel_configs=tuple(
-        dataclasses.replace(c, ticket_spread=spread) if c.ticket_spread > 0 else c for c in hw.kernel_configs))
+    return hw.with_tickets(ticket_spread=spread)
 
 
 def what_if(spread: dict[str, float], paths: list[Path] | None = None) -> pd.DataFrame:

@@ -342,6 +342,12 @@ class Hardware:
     def slots_per_gpu_max(self) -> int:
         return self.sm_count * max(c.cta_slots_per_sm for c in self.kernel_configs)
 
+    def with_tickets(self, **changes) -> "Hardware":
+        """This profile with ``changes`` (``KernelConfig`` fields) on every ticket-scheduled config
+        (``ticket_spread`` > 0), the others as they are: what-ifs of the tickets design (no validation)."""
+        return dataclasses.replace(self, kernel_configs=tuple(
+            dataclasses.replace(c, **changes) if c.ticket_spread > 0 else c for c in self.kernel_configs))
+
     def with_ticket_law(self, law: str, mainloop_factor: float | None = None) -> "Hardware":
         """This profile with every ticket-scheduled config (``ticket_spread`` > 0) under ticket law ``law``
         (ctasim.l2.TICKET_LAWS), and with ``ticket_mainloop_factor`` = ``mainloop_factor`` where one is given: the
@@ -357,8 +363,7 @@ class Hardware:
                                                                      "ticket_mainloop_factor": mainloop_factor}
         if law != "survival":  # the gap spread and the touched bytes refine the survival law only
             change.update(ticket_gap_cv=0.0, ticket_touched=1.0)
-        return dataclasses.replace(self, kernel_configs=tuple(
-            dataclasses.replace(c, **change) if c.ticket_spread > 0 else c for c in self.kernel_configs))
+        return self.with_tickets(**change)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -50,8 +50,7 @@ TICKETS, PLAIN = "intragpu", "sequential"
 
 def at_factor_one(hw: Hardware) -> Hardware:
     """``hw`` with every ticket-scheduled config at factor 1, each keeping its own ticket law."""
-    return dataclasses.replace(hw, kernel_configs=tuple(
-        dataclasses.replace(c, ticket_mainloop_factor=1.0) if c.ticket_spread > 0 else c for c in hw.kernel_configs))
+    return hw.with_tickets(ticket_mainloop_factor=1.0)
 
 
 def rate_cases(hw: Hardware, measured: pd.DataFrame, experiments: Sequence[str] = RATE_EXPERIMENTS) -> pd.DataFrame:

@@ -444,9 +444,7 @@ def test_the_gap_spread_and_the_touched_bytes_refine_the_survival_law():
 
 
 def test_a_profile_refines_only_the_survival_law_and_changing_law_drops_the_refinements(tmp_path):
-    twin = dataclasses.replace(X1, kernel_configs=tuple(
-        dataclasses.replace(c, ticket_gap_cv=0.74, ticket_touched=1.3) if c.ticket_spread > 0 else c
-        for c in X1.kernel_configs))
+    twin = X1.with_tickets(ticket_gap_cv=0.74, ticket_touched=1.3)
     cfg = twin.with_ticket_law("partition").config(128, 256)
     assert (cfg.ticket_law, cfg.ticket_gap_cv, cfg.ticket_touched) == ("partition", 0.0, 1.0)
     assert twin.with_ticket_law("survival").config(128, 256).ticket_gap_cv == 0.74
