@@ -278,13 +278,9 @@ def smoothed(cv: float):
     if not cv > 0:
         raise ValueError(f"a coefficient of variation must be > 0, got {cv}")
     plain = l2.survival_share
-    s2 = np.log1p(cv * cv)
-    z, w = np.polynomial.hermite_e.hermegauss(24)
-    factors, weights = np.exp(np.sqrt(s2) * z - s2 / 2), w / w.sum()
 
     def averaged(taken, curve):
-        t = np.asarray(taken, dtype=np.float64)
-        return sum(wi * plain(t * xi, curve) for xi, wi in zip(factors, weights))
+        return l2.lognormal_average(lambda x: plain(x, curve), np.asarray(taken, dtype=np.float64), cv)
 
     l2.survival_share = averaged
     try:

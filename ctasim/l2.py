@@ -94,6 +94,8 @@ __all__ = [
     "drift_rereads",
     "ticket_rereads",
     "survival_share",
+    "gap_survival",
+    "lognormal_average",
     "wave_ns",
     "gemm_ns",
 ]
@@ -460,24 +462,30 @@ def survival_share(taken: np.ndarray, curve: tuple[Sequence[float], Sequence[flo
 
 
 GAP_NODES = 24
-"""Gauss-Hermite nodes of :func:`gap_survival`'s average over the lognormal gap."""
+"""Gauss-Hermite nodes of :func:`lognormal_average` (the average over :func:`gap_survival`'s lognormal gap)."""
+
+
+def lognormal_average(f, x: np.ndarray, cv: float) -> np.ndarray:
+    """``E[f(x X)]`` over ``X`` lognormal of mean 1 and coefficient of variation ``cv`` (:data:`GAP_NODES`-point
+    Gauss-Hermite; ``cv`` = 0: ``f(x)``)."""
+    if cv == 0:
+        return f(x)
+    s2 = np.log1p(cv * cv)
+    z, w = np.polynomial.hermite_e.hermegauss(GAP_NODES)
+    factors, weights = np.exp(np.sqrt(s2) * z - s2 / 2), w / w.sum()
+    return sum(wi * f(x * xi) for xi, wi in zip(factors, weights))
 
 
 def gap_survival(taken: np.ndarray, curve: tuple[Sequence[float], Sequence[float]], gap_cv: float = 0.0,
                  touched: float = 1.0) -> np.ndarray:
     """The share of a later sharer's panel left in L2 when ``taken`` (L2 sizes) is what the L2 takes in over the
     reach: :func:`survival_share` of ``touched * taken * X``, averaged over ``X`` lognormal of mean 1 and
-    coefficient of variation ``gap_cv`` (:data:`GAP_NODES` Gauss-Hermite nodes; ``gap_cv`` = 0: ``X`` = 1, the plain
-    survival law)."""
+    coefficient of variation ``gap_cv`` (:func:`lognormal_average`; ``gap_cv`` = 0: ``X`` = 1, the plain survival
+    law)."""
     if gap_cv < 0 or touched <= 0:
         raise ValueError(f"gap_cv must be >= 0 and touched > 0, got {gap_cv} and {touched}")
     t = np.asarray(taken, dtype=np.float64) * touched
-    if gap_cv == 0:
-        return survival_share(t, curve)
-    s2 = np.log1p(gap_cv * gap_cv)
-    z, w = np.polynomial.hermite_e.hermegauss(GAP_NODES)
-    factors, weights = np.exp(np.sqrt(s2) * z - s2 / 2), w / w.sum()
-    return sum(wi * survival_share(t * xi, curve) for xi, wi in zip(factors, weights))
+    return lognormal_average(lambda x: survival_share(x, curve), t, gap_cv)
 
 
 def _survival_rereads(gw: np.ndarray, nbytes: np.ndarray, reach: np.ndarray, waves: int, capacity: float,
