@@ -39,7 +39,6 @@ import pandas as pd  # noqa: E402
 
 import posthoc_order_mainloop as pom  # noqa: E402
 import registered_plan  # noqa: E402
-from ctasim.trace import TraceFileError  # noqa: E402
 
 EXPERIMENTS = ("reg54-chain-deep-h6400", "reg54-chain-deep-h9728")
 CASES = ("m=4096", "m=8192", "m=16384")
@@ -69,23 +68,14 @@ def register() -> pd.DataFrame:
 
 
 def measured(run_dir: Path) -> pd.DataFrame:
-    """The traced runs' late mainloop and makespan of every (experiment, case, order) (``pom.measured``)."""
+    """The traced runs' late mainloop and makespan of every (experiment, case, order) (``pom.traced_figures``)."""
+    pairs = [(c, o) for c in CASES for o in ORDERS]
     parts = []
     for exp in EXPERIMENTS:
-        bundle = run_dir / exp / pom.BUNDLE
-        if not bundle.is_file():
-            raise JudgeError(f"no {bundle} (plan 54's call traces one run of each chain-kernel case)")
-        try:
-            parts.append(pom.measured(bundle).assign(experiment=exp))
-        except (TraceFileError, OSError, KeyError) as e:
-            raise JudgeError(f"{bundle}: not a trace bundle of this plan ({e})") from None
-    m = pd.concat(parts, ignore_index=True)
-    missing = [(e, c, o) for e in EXPERIMENTS for c in CASES for o in ORDERS
-               if not ((m["experiment"] == e) & (m["case"] == c) & (m["order"] == o)).any()]
-    if missing:
-        raise JudgeError(f"{run_dir}: no traced run of {missing[0][0]} {missing[0][1]} {missing[0][2]} "
-                         f"({len(missing)} missing)")
-    return m
+        traces = registered_plan.traced_runs(run_dir, exp, pairs, "plan 54's call traces one run of each chain-kernel "
+                                             "case")
+        parts.append(pom.traced_figures(traces.items()).assign(experiment=exp))
+    return pd.concat(parts, ignore_index=True)
 
 
 def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:

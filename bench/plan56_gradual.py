@@ -40,7 +40,6 @@ import pandas as pd  # noqa: E402
 import posthoc_order_mainloop as pom  # noqa: E402
 import posthoc_order_onset as poo  # noqa: E402
 import registered_plan  # noqa: E402
-from ctasim.trace import TraceFileError  # noqa: E402
 
 EXPERIMENTS = ("reg56-chain-gradual-h6912", "reg56-chain-gradual-h7936")
 CASES = ("m=4096", "m=6144", "m=8192", "m=12288", "m=16384")
@@ -96,17 +95,9 @@ def register() -> pd.DataFrame:
 def measured(run_dir: Path) -> pd.DataFrame:
     parts = []
     for exp in EXPERIMENTS:
-        bundle = run_dir / exp / pom.BUNDLE
-        if not bundle.is_file():
-            raise JudgeError(f"no {bundle} (plan 56's call traces one run of each case and order)")
-        try:
-            traces = {k: tr.tiles for k, tr in pom.first_runs(bundle)}
-        except (TraceFileError, OSError, KeyError) as e:
-            raise JudgeError(f"{bundle}: not a trace bundle of this plan ({e})") from None
-        missing = [(c, o) for c in CASES for o in ORDERS if (c, o) not in traces]
-        if missing:
-            raise JudgeError(f"{bundle}: no traced run of {missing[0][0]} {missing[0][1]} ({len(missing)} missing)")
-        parts.append(figures(traces, "t_mainloop_end").assign(experiment=exp))
+        traces = registered_plan.traced_runs(run_dir, exp, [(c, o) for c in CASES for o in ORDERS],
+                                             "plan 56's call traces one run of each case and order")
+        parts.append(figures({k: tr.tiles for k, tr in traces.items()}, "t_mainloop_end").assign(experiment=exp))
     return pd.concat(parts, ignore_index=True)
 
 

@@ -40,7 +40,6 @@ import pandas as pd  # noqa: E402
 import posthoc_order_mainloop as pom  # noqa: E402
 import registered_plan  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
-from ctasim.trace import TraceFileError  # noqa: E402
 
 EXPERIMENTS = ("reg58-gap-law-h7424", "reg58-gap-law-h8448")
 CASES = ("m=8192", "m=16384")
@@ -77,21 +76,22 @@ def register() -> pd.DataFrame:
 
 def measured(run_dir: Path) -> pd.DataFrame:
     parts = []
+    pairs = [(c, o) for c in CASES for o in ORDERS]
     for exp in EXPERIMENTS:
-        res, bundle = run_dir / exp / "results.csv", run_dir / exp / pom.BUNDLE
-        if not res.is_file() or not bundle.is_file():
-            raise JudgeError(f"no {res} or {bundle.name} (plan 58's call runs and traces both experiments)")
+        traces = registered_plan.traced_runs(run_dir, exp, pairs, "plan 58's call runs and traces both experiments")
+        res = run_dir / exp / "results.csv"
+        if not res.is_file():
+            raise JudgeError(f"no {res} (plan 58's call runs and traces both experiments)")
         try:
             r = pd.read_csv(res).query("status == 'ok'").set_index(["case", "strategy"])["makespan_ms"]
-            late = {k: pom.late_median(tr.tiles, "t_mainloop_end") for k, tr in pom.first_runs(bundle)}
-        except (TraceFileError, OSError, KeyError, ValueError) as e:
-            raise JudgeError(f"{run_dir / exp}: not a run of this plan ({e})") from None
-        for case in CASES:
-            for order in ORDERS:
-                if (case, order) not in late or (case, order) not in r.index:
-                    raise JudgeError(f"{run_dir / exp}: no timed and traced run of {case} {order}")
-                parts.append(dict(experiment=exp, case=case, order=order, late_us=late[(case, order)],
-                                  makespan_ms=float(r[(case, order)])))
+        except (OSError, KeyError, ValueError) as e:
+            raise JudgeError(f"{res}: not a run of this plan ({e})") from None
+        for case, order in pairs:
+            if (case, order) not in r.index:
+                raise JudgeError(f"{res}: no timed run of {case} {order}")
+            parts.append(dict(experiment=exp, case=case, order=order,
+                              late_us=pom.late_median(traces[(case, order)].tiles, "t_mainloop_end"),
+                              makespan_ms=float(r[(case, order)])))
     return pd.DataFrame(parts)
 
 

@@ -127,8 +127,14 @@ def first_runs(bundle: Path):
 
 def measured(bundle: Path) -> pd.DataFrame:
     """One row per traced (case, strategy) of a bundle (its first traced run): late mainloop and makespan."""
+    return traced_figures(first_runs(bundle))
+
+
+def traced_figures(runs) -> pd.DataFrame:
+    """One row per ``((case, strategy), trace)`` of ``runs``: the late mainloop (:func:`late_median` of
+    ``t_mainloop_end``) and the makespan."""
     return pd.DataFrame([dict(case=case, order=order, late_us=late_median(tr.tiles, "t_mainloop_end"),
-                              makespan_ms=float(tr.meta["makespan_ms"])) for (case, order), tr in first_runs(bundle)])
+                              makespan_ms=float(tr.meta["makespan_ms"])) for (case, order), tr in runs])
 
 
 def sharer_gaps(tiles: pd.DataFrame, spread: float, slots: int = SLOTS) -> np.ndarray:

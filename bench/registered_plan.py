@@ -21,6 +21,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from ctasim.accuracy import provenance_order  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
@@ -28,6 +29,26 @@ from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
 class JudgeError(ValueError):
     """A registration or a run that cannot be judged (one line)."""
+
+
+def traced_runs(run_dir: Path, experiment: str, pairs, why: str) -> dict:
+    """The first traced run of every (case, strategy) in ``run_dir/experiment``'s chain-kernel trace bundle
+    (``posthoc_order_mainloop.first_runs``), by that key; :class:`JudgeError` where the bundle is missing (``why``
+    says what should have written it), cannot be read, or has no run of one of ``pairs``."""
+    import posthoc_order_mainloop as pom  # noqa: PLC0415  (the chain-kernel plans' module, not every plan's)
+    from ctasim.trace import TraceFileError  # noqa: PLC0415
+
+    bundle = run_dir / experiment / pom.BUNDLE
+    if not bundle.is_file():
+        raise JudgeError(f"no {bundle} ({why})")
+    try:
+        traces = dict(pom.first_runs(bundle))
+    except (TraceFileError, OSError, KeyError, ValueError) as e:
+        raise JudgeError(f"{bundle}: not a trace bundle of this plan ({e})") from None
+    missing = [p for p in pairs if p not in traces]
+    if missing:
+        raise JudgeError(f"{bundle}: no traced run of {missing[0][0]} {missing[0][1]} ({len(missing)} missing)")
+    return traces
 
 
 @dataclass(frozen=True)
