@@ -4,13 +4,14 @@
     python bench/plan56_gradual.py --judge RUN_DIR [--registered bench/predictions/reg56-gradual]
                                    [--out bench/results/validation-registered56]
 
-Post-hoc, over 13 traced chain-kernel runs (``bench/posthoc_order_onset.py``), the adopted profile (``h200-x1-calibrated``:
-the survival ticket law) gives pairs and row order a penalty over groups of 8 at one of two levels, the weight panels'
-reuse kept or lost, flipping as M grows; the measured penalty grows gradually, the hardware loses a part of the reuse in
-the cases the model keeps it all, and where both lose it row order's level is overcharged. Plan 56 asks that of shapes
-never run: 2-layer chains at H = 6912 and 7936, M = 4096, 6144, 8192, 12288, 16384, the chain kernel in groups of 8,
-pairs and row order (``specs/experiments/reg56-chain-gradual-h6912``, ``-h7936``), whose measurement (one traced run
-of each case and order, ``ctahw run``) does not exist yet.
+Post-hoc, over 13 traced chain-kernel runs (``bench/posthoc_order_onset.py``), the adopted profile
+(``h200-x1-calibrated``: the survival ticket law, as plan 53 adopted it; its "adopted" predictor is
+``posthoc_order_mainloop.as_plan_53``) gives pairs and row order a penalty over groups of 8 at one of two levels, the
+weight panels' reuse kept or lost, flipping as M grows; the measured penalty grows gradually, the hardware loses a part
+of the reuse in the cases the model keeps it all, and where both lose it row order's level is overcharged. Plan 56 asks
+that of shapes never run: 2-layer chains at H = 6912 and 7936, M = 4096, 6144, 8192, 12288, 16384, the chain kernel in
+groups of 8, pairs and row order (``specs/experiments/reg56-chain-gradual-h6912``, ``-h7936``), whose measurement (one
+traced run of each case and order, ``ctahw run``) does not exist yet.
 
 ``--register`` writes ``predicted.csv``: per experiment, case and order the model's late mainloop (µs; median of
 ``t_compute_end - t_acquire`` over the second half of the tiles by ``t_acquire``, ``bench/posthoc_order_mainloop``),

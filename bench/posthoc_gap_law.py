@@ -19,7 +19,9 @@ folder's name to take fewer) under the adopted profile and under it with the gap
 ``seen``: ``before`` for the runs before 2026-12-05, ``plans 54-56`` for that day's) and ``summary.csv``
 (``posthoc_order_mainloop.summary`` per ``seen`` and over all). Every figure is post-hoc: the runs had been seen, and
 1.3 was chosen from the three after this table was first made. ``h200-x1-calibrated-gaps`` is the profile with
-0.74 and 1.3, registered plan 58's twin. ~3 minutes on every run.
+0.74 and 1.3, registered plan 58's twin; by plan 58's rule h200-x1-calibrated took both on 2026-12-05, so the profile
+as it is now is the ``touched 1.3`` predictor, and ``adopted`` is the profile as plan 53 adopted it
+(``posthoc_order_mainloop.as_plan_53``). ~3 minutes on every run.
 """
 
 from __future__ import annotations

@@ -8,8 +8,10 @@ in L2. On the H200 the curve is a sharp edge -- all kept up to 0.375 of ``l2_byt
 at 0.75 -- not the partition law's smooth ``exp(-2 B / L2)``. This predicts every chain-kernel order experiment
 measured so far (registered plans 9, 10, 48, 49, 50: the runs of ``posthoc_ticket_law.RUNS`` and
 ``ticket_law_record.MEASURED``) again with this checkout's h200-x1-calibrated under each ticket law
-(``Hardware.with_ticket_law``): ``"threshold"``, ``"partition"`` (the profile's) and ``"survival"`` (the curve), and
-judges them against the committed measurements (``ctasim.accuracy.judge``).
+(``Hardware.with_ticket_law``): ``"threshold"``, ``"partition"`` (the profile's when this was written) and
+``"survival"`` (the curve), and judges them against the committed measurements (``ctasim.accuracy.judge``). The
+survival law is the curve alone, as it was adopted after plan 53 (``posthoc_order_mainloop.as_plan_53``: without the
+two refinements registered plan 58's adoption added).
 
 Every figure is post-hoc: the runs were seen before the probe was written. No parameter is fitted: the curve is the
 probe's.
@@ -36,6 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402
 
+import posthoc_order_mainloop as pom  # noqa: E402
 import posthoc_ticket_law as ptl  # noqa: E402
 import ticket_law_record as tlr  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
@@ -61,7 +64,7 @@ FACTOR_RUNS = {**RUNS, "reg51-chain-order-h6656": ("2026-12-04-registered51-1gpu
 def predicted(name: str, law: str, factor: float = 1.0, label: str | None = None) -> pd.DataFrame:
     """``name`` as ``ctasim predict`` predicts it with :data:`PROFILE` under ticket law ``law`` and the tickets
     design's mainloop ``factor`` (model rows, source ``label`` or ``law``)."""
-    hw = load_hardware(PROFILE).with_ticket_law(law, mainloop_factor=factor)
+    hw = pom.as_plan_53(load_hardware(PROFILE)).with_ticket_law(law, mainloop_factor=factor)
     return ptl.model_rows(name, hw).assign(source=label or law)
 
 

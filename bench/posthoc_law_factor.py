@@ -54,11 +54,12 @@ RUNS = {**pls.FACTOR_RUNS, "reg52-chain-faster-h7680": ("2026-12-04-registered52
 """Experiment -> the committed runs that measured it: every chain-kernel order run of registered plans 9, 10, 48-52."""
 
 
-def rate_cases(run: str, law: str) -> pd.DataFrame:
+def rate_cases(run: str, law: str, hardware=None) -> pd.DataFrame:
     """Plan 51's rule (:func:`ctasim.ticket_rate.rate_cases`) on one run of the microbenchmark with ``law``'s
-    predictions (factor 1): per case, groups of 8 over sequential measured and predicted, and their ratio."""
+    predictions (factor 1): per case, groups of 8 over sequential measured and predicted, and their ratio. The
+    profile is ``hardware`` under ``law``, by default the profile as plan 53 adopted it (this record's)."""
     measured = pd.concat([P49.measured(HW / run, exp, 51) for exp in ticket_rate.RATE_EXPERIMENTS], ignore_index=True)
-    hw = load_hardware(pls.PROFILE).with_ticket_law(law)
+    hw = (pls.pom.as_plan_53(load_hardware(pls.PROFILE)) if hardware is None else hardware).with_ticket_law(law)
     return ticket_rate.rate_cases(hw, measured).assign(law=law)
 
 

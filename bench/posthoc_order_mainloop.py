@@ -15,8 +15,10 @@ of 8 in the same run (so the machine's speed and the epilogue cancel):
   order's less groups of 8's, in percent of groups of 8's measured figure;
 * ``makespan``: the order's makespan over groups of 8's, less 1, in percent.
 
-Measured against the model's, under the adopted profile (``h200-x1-calibrated``: the survival ticket law, the tickets
-mainloop factor 1.019) and under the partition law it replaced (factor 1). If the makespan's penalty is missed by
+Measured against the model's, under the profile registered plan 53 adopted (``h200-x1-calibrated`` from 2026-12-04:
+the survival ticket law, the tickets mainloop factor 1.019; :func:`as_plan_53`, without the two refinements plan 58's
+adoption added on 2026-12-05: ``bench/posthoc_gap_law.py`` prices these runs with them) and under the partition law
+it replaced (factor 1). If the makespan's penalty is missed by
 what the mainloop's is, the order effect's error is the tiles' mainloop, not the fill or the protocol.
 
 What the ticket laws take for the time between two sharers of a panel is checked too (``gaps.csv``): per traced run,
@@ -82,6 +84,15 @@ PREDICTORS = {"adopted (survival, 1.019)": None, "partition (factor 1)": ("parti
 """Label -> the ticket law and tickets mainloop factor put on the experiment's profile (None: the profile's own)."""
 ADOPTED = next(label for label, law in PREDICTORS.items() if law is None)
 """The label of the profile's own predictor."""
+
+
+def as_plan_53(hw):
+    """``hw`` as registered plan 53 adopted it: the survival law without registered plan 58's two refinements
+    (``ticket_gap_cv`` 0, ``ticket_touched`` 1; h200-x1-calibrated took them on 2026-12-05). The profile of this
+    dated record, of the scripts built on it and of the registrations made before plan 58's adoption (the "adopted"
+    predictor of plans 55, 56 and 58); ``h200-x1-calibrated-survival-own`` is the same profile by name
+    (tests/test_memory.py)."""
+    return hw.with_tickets(ticket_gap_cv=0.0, ticket_touched=1.0)
 
 
 def bundles(root: Path = HW) -> list[Path]:
@@ -177,7 +188,7 @@ def traffic(shape: tuple[int, int] = TRAFFIC_SHAPE) -> pd.DataFrame:
     from ctasim.spec import load_hardware  # noqa: PLC0415
 
     m, h = shape
-    base = load_hardware("h200-x1-calibrated")
+    base = as_plan_53(load_hardware("h200-x1-calibrated"))
     rows = []
     for law in ("survival", "partition"):
         hw = base.with_ticket_law(law)
@@ -199,13 +210,15 @@ def traffic(shape: tuple[int, int] = TRAFFIC_SHAPE) -> pd.DataFrame:
 
 
 def simulated(experiment: str, pairs: list[tuple[str, str]], law: tuple[str, float] | None = None,
-              per_order=None) -> dict:
+              per_order=None, profile=as_plan_53) -> dict:
     """The model's trace of each (case, strategy) of ``experiment`` in ``pairs``, by that key (``run_strategy``, the
-    experiment's regime, no invariant check): its profile under ticket law and tickets mainloop factor ``law`` (None:
-    the profile's own), and ``per_order`` (``(hardware, strategy) -> hardware``), where given, changing it per strategy
-    (a what-if)."""
+    experiment's regime, no invariant check): its profile as ``profile`` (``hardware -> hardware``; default
+    :func:`as_plan_53`, the profile of the dated records; None: the experiment's profile as it is) has it, under
+    ticket law and tickets mainloop factor ``law`` (None: the profile's own), and ``per_order`` (``(hardware,
+    strategy) -> hardware``), where given, changing it per strategy (a what-if)."""
     exp = load_experiment(experiment)
-    hw = exp.hardware if law is None else exp.hardware.with_ticket_law(law[0], mainloop_factor=law[1])
+    hw = exp.hardware if profile is None else profile(exp.hardware)
+    hw = hw if law is None else hw.with_ticket_law(law[0], mainloop_factor=law[1])
     cases = {c.label: c for c in expand(exp)}
     strategies = {s.name or s.kind: s for s in exp.strategies}
     return {(case, order): run_strategy(strategies[order], cases[case],

@@ -6,11 +6,11 @@
 levels, the reuse kept or lost, where the measured penalty grows gradually with M and H. This asks the same traced runs
 where in a run the loss sets in. Per traced (run, case, order) other than groups of 8, tiles by ``t_acquire`` in
 windows of 132 (the CTAs: a wave), each wave's median mainloop (measured ``t_mainloop_end - t_acquire``, modelled
-``t_compute_end - t_acquire`` under the adopted profile) over the median of groups of 8's of the same case and source,
-less 1: the **excess** per wave. Its **level** is the median excess of the last quarter of the waves; the **onset**
-is the first wave from wave 2 on (waves 0 and 1 run a cold L2) that begins three waves in a row at half the level or
-more (:func:`onset`), in waves and as a share of the run's waves. Cases whose level is under :data:`MIN_LEVEL` (no loss
-to time) have no onset.
+``t_compute_end - t_acquire`` under the profile as plan 53 adopted it, ``posthoc_order_mainloop.as_plan_53``) over the
+median of groups of 8's of the same case and source, less 1: the **excess** per wave. Its **level** is the median excess
+of the last quarter of the waves; the **onset** is the first wave from wave 2 on (waves 0 and 1 run a cold L2) that
+begins three waves in a row at half the level or more (:func:`onset`), in waves and as a share of the run's waves. Cases
+whose level is under :data:`MIN_LEVEL` (no loss to time) have no onset.
 
 Writes ``onset.csv`` (one row per run, case and order: waves, the measured and modelled level and onset) and
 ``summary.csv`` (per order, :func:`summary`: the cases where the model keeps the reuse and what the hardware loses in

@@ -29,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -125,8 +126,12 @@ def _profile(kernels: int, spread: float | None = None, active: bool = True, law
     """The shared-device profile of ``kernels`` kernels under ticket law ``law`` (default: the law of plans 40-42's
     registrations, "threshold"; the profiles' law was "partition" from registered plan 49 and is "survival" since plan
     53: bench/ticket_law_record.py's rings.csv has all three) and the tickets mainloop factor ``factor`` (default 1,
-    the registrations'; the profiles' 1.019 since plan 53), with ``ticket_spread`` at ``spread`` where given."""
-    hw = load_hardware(f"h200-x1-shared{kernels}" + ("-active" if active else "")).with_ticket_law(
+    the registrations'; the profiles' 1.019 since plan 53), with ``ticket_spread`` at ``spread`` where given. The
+    survival law is the one plan 53 adopted (``posthoc_order_mainloop.as_plan_53``: without plan 58's refinements,
+    which the profiles carry since 2026-12-05), the law of these dated records."""
+    import posthoc_order_mainloop as pom  # noqa: PLC0415
+
+    hw = pom.as_plan_53(load_hardware(f"h200-x1-shared{kernels}" + ("-active" if active else ""))).with_ticket_law(
         law, mainloop_factor=factor)
     if spread is None:
         return hw

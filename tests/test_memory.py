@@ -16,6 +16,9 @@ from tests.helpers import load_bench
 X1 = load_hardware("h200-x1-calibrated")
 X1_BEFORE_53 = X1.with_ticket_law("partition", mainloop_factor=1.0)
 """The profile before registered plan 53's adoption: the partition ticket law, no tickets mainloop factor."""
+X1_BEFORE_58 = X1.with_tickets(ticket_gap_cv=0.0, ticket_touched=1.0)
+"""The profile before registered plan 58's adoption (registered plan 53's): the survival law without the gap spread and
+the touched bytes."""
 X1_BEFORE_CURVE = dataclasses.replace(X1_BEFORE_53, l2_survival_taken=(), l2_survival_share=())
 """The profile as its twins (-partition, -threshold, -wave, -carried) hold it: they are registrations' records, made
 before the L2 survival curve was measured (2026-12-04) and left unchanged; the curve is read by no law they have."""
@@ -450,22 +453,24 @@ def test_a_profile_refines_only_the_survival_law_and_changing_law_drops_the_refi
     assert twin.with_ticket_law("survival").config(128, 256).ticket_gap_cv == 0.74
     text = (Path(__file__).resolve().parents[1] / "specs/hardware/h200-x1-calibrated.toml").read_text()
     bad = tmp_path / "bad.toml"
-    bad.write_text(text.replace('ticket_law = "survival"', 'ticket_law = "partition"\nticket_gap_cv = 0.5', 1))
+    assert text.count('ticket_law = "survival"') == 1 and text.count("ticket_gap_cv = 0.74") == 1
+    bad.write_text(text.replace('ticket_law = "survival"', 'ticket_law = "partition"', 1))
     with pytest.raises(SpecError, match="refine the 'survival' ticket law only"):
         load_hardware(str(bad))
 
 
 def test_the_gap_law_twin_is_the_profile_with_the_two_refinements():
-    """h200-x1-calibrated-gaps (registered plan 58's twin) is h200-x1-calibrated but for its name and, on the
-    ticket-scheduled config, ticket_gap_cv 0.74 (the median over gaps.csv's pairs and row-order cases) and
-    ticket_touched 1.3."""
+    """h200-x1-calibrated-gaps (registered plan 58's twin) is the profile before plan 58's adoption but for its name
+    and, on the ticket-scheduled config, ticket_gap_cv 0.74 (the median over gaps.csv's pairs and row-order cases) and
+    ticket_touched 1.3; by plan 58's rule the profile took both, so it is h200-x1-calibrated now but for its name."""
     import pandas as pd  # noqa: PLC0415
 
     twin = load_hardware("h200-x1-calibrated-gaps")
     assert [(c.ticket_gap_cv, c.ticket_touched) for c in twin.kernel_configs if c.ticket_spread > 0] == [(0.74, 1.3)]
     back = dataclasses.replace(twin, name=X1.name, kernel_configs=tuple(
         dataclasses.replace(c, ticket_gap_cv=0.0, ticket_touched=1.0) for c in twin.kernel_configs))
-    assert back == X1
+    assert back == X1_BEFORE_58 != X1
+    assert dataclasses.replace(twin, name=X1.name) == X1
     g = pd.read_csv(Path(__file__).resolve().parents[1] / "bench/results/posthoc-order-mainloop/gaps.csv")
     assert round(float(g[g["order"].isin(["intragpu-g2", "intragpu-row"])]["cv"].median()), 2) == 0.74
 
@@ -512,9 +517,7 @@ def test_the_profile_has_the_survival_law_and_its_earlier_twins_are_the_profile_
 def test_ticket_spread_makes_row_order_lose_its_weight_sharing_and_leaves_grouped_orders_alone():
     """Under the threshold law (the profile's until registered plan 49) groups of 8 keep every sharer."""
     def total(group, spread):
-        hw = dataclasses.replace(X1, kernel_configs=tuple(dataclasses.replace(c, ticket_spread=spread,
-                                                                              ticket_law="threshold")
-                                                          for c in X1.kernel_configs))
+        hw = X1.with_ticket_law("threshold").with_tickets(ticket_spread=spread)
         st = Strategy("ctapipe", gpus=1, chain_group=group)
         return build_plans(st, chain_wl(m=14336), hw, 1, "c")[0].kernels()[0].tile_times.sum()
 
@@ -530,9 +533,6 @@ def test_ticket_spread_makes_row_order_lose_its_weight_sharing_and_leaves_groupe
 
 
 def test_the_profiles_ticket_spread_is_the_committed_derivation():
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
     mod = load_bench("ticket_spread")
     assert X1.config(128, 256).ticket_spread == mod.ticket_spread(mod.measure())
     from ctasim.calibration import span_rate
@@ -559,7 +559,7 @@ def test_plan_51s_twins_are_the_profile_under_their_law_with_the_measured_mainlo
     twin = load_hardware(name)
     cfg = twin.config(128, 256)
     assert (cfg.ticket_law, cfg.ticket_mainloop_factor) == (law, 1.008)
-    want = dataclasses.replace(X1.with_ticket_law(law, mainloop_factor=1.008), name=name)
+    want = dataclasses.replace(X1_BEFORE_58.with_ticket_law(law, mainloop_factor=1.008), name=name)
     assert dataclasses.replace(twin, kernel_configs=tuple(
         dataclasses.replace(c, source=w.source) for c, w in zip(twin.kernel_configs, want.kernel_configs))) == want
 
@@ -567,13 +567,18 @@ def test_plan_51s_twins_are_the_profile_under_their_law_with_the_measured_mainlo
 @pytest.mark.parametrize("name, law", [("h200-x1-calibrated-survival-own", "survival"),
                                        ("h200-x1-calibrated-threshold-own", "threshold")])
 def test_plan_53s_twins_are_the_profile_under_their_law_with_the_factor_measured_under_it(name, law):
-    """Registered plan 53's twins: h200-x1-calibrated but for the name, the 128x256 config's ticket law and the tickets
-    mainloop factor plan 51's rule gives under that law (1.019: bench/posthoc_law_factor.py)."""
+    """Registered plan 53's twins: h200-x1-calibrated before plan 58's adoption (X1_BEFORE_58) but for the name, the
+    128x256 config's ticket law and the tickets mainloop factor plan 51's rule gives under that law (1.019:
+    bench/posthoc_law_factor.py). The survival twin is that profile but for its name: the dated records' profile
+    (posthoc_order_mainloop.as_plan_53)."""
     twin = load_hardware(name)
     assert (twin.config(128, 256).ticket_law, twin.config(128, 256).ticket_mainloop_factor) == (law, 1.019)
-    want = dataclasses.replace(X1.with_ticket_law(law, mainloop_factor=1.019), name=name)
+    want = dataclasses.replace(X1_BEFORE_58.with_ticket_law(law, mainloop_factor=1.019), name=name)
     assert dataclasses.replace(twin, kernel_configs=tuple(
         dataclasses.replace(c, source=w.source) for c, w in zip(twin.kernel_configs, want.kernel_configs))) == want
+    if law == "survival":
+        pom = load_bench("posthoc_order_mainloop")
+        assert dataclasses.replace(pom.as_plan_53(X1), name=name) == want == dataclasses.replace(X1_BEFORE_58, name=name)
 
 
 def test_the_factor_measured_under_each_law_is_plan_51s_rule_with_that_laws_predictions(bench_module):
@@ -585,6 +590,10 @@ def test_the_factor_measured_under_each_law_is_plan_51s_rule_with_that_laws_pred
     assert plf.law_factor(rc["partition"]) == 1.008 and plf.law_factor(rc["survival"]) == 1.019
     assert rc["survival"]["factor"].round(4).tolist() == [1.0176, 1.0278, 1.0165, 1.0214]
     assert (rc["survival"]["predicted"] < rc["partition"]["predicted"]).all()
+    # the law as plan 58's adoption refined it (the profile's now) gives the same factor: plan 53's principle holds it
+    refined = plf.rate_cases(run, "survival", hardware=X1)
+    assert plf.law_factor(refined) == 1.019 and X1.config(128, 256).ticket_gap_cv > 0
+    assert refined["factor"].round(4).tolist() == [1.0176, 1.0278, 1.0161, 1.0214]
 
 
 def test_plan_51s_factor_is_its_rule_on_the_committed_microbenchmark(bench_module):

@@ -31,12 +31,16 @@ def test_the_committed_registrations_are_what_ctasim_predict_writes(opb, tmp_pat
     import subprocess
     import sys
 
-    # the profile's 128x256 config: the survival law and the factor 1.019 since registered plan 53 (one line each)
+    # the profile's 128x256 config: the survival law and the factor 1.019 since registered plan 53, its gap spread and
+    # touched bytes since plan 58 (one line each, in that order)
     lines = (ROOT / "specs" / "hardware" / "h200-x1-calibrated.toml").read_text().splitlines(keepends=True)
     law = [i for i, s in enumerate(lines) if s.startswith('ticket_law = "survival"')]
-    factor = [i for i, s in enumerate(lines) if s.startswith("ticket_mainloop_factor = 1.019")]
-    assert len(law) == 1 and factor == [law[0] + 1]
-    lines[law[0]], lines[factor[0]] = 'ticket_law = "threshold"\n', ""
+    later = [i for i, s in enumerate(lines) if s.startswith(("ticket_mainloop_factor = 1.019", "ticket_gap_cv = 0.74",
+                                                              "ticket_touched = 1.3"))]
+    assert len(law) == 1 and later == [law[0] + 1, law[0] + 2, law[0] + 3]
+    lines[law[0]] = 'ticket_law = "threshold"\n'
+    for i in later:
+        lines[i] = ""
     (tmp_path / "h200-x1-calibrated.toml").write_text("".join(lines))
     subprocess.run([sys.executable, "-m", "ctasim.cli", "predict", exp, "--out", str(tmp_path / exp), "--naive-from",
                     str(opb.NAIVE_FROM), "--no-schedules", "--hardware", str(tmp_path / "h200-x1-calibrated.toml")],
