@@ -8,9 +8,11 @@ Registered plans 55-57 found the adopted profile's ticket law missing the chain 
 panel's reuse flips where the hardware's grows gradually (plan 56), and the L2 pushes a line out by the lines hit in
 between too (plan 57). ``h200-x1-calibrated-gaps`` is the profile with the law refined by the sharers' measured gap
 spread (``ticket_gap_cv`` 0.74) and the touched bytes (``ticket_touched`` 1.3, chosen post-hoc on every traced run;
-``bench/posthoc_gap_law.py``). Plan 58 asks it of shapes never run: 2-layer chains at H = 7424 and 11776 (a layer's
-weights 1.75 and 4.4 times the L2), M = 6144 and 12288, sequential and the chain kernel in groups of 8 and 4, pairs and
-row order (``specs/experiments/reg58-gap-law-h7424``, ``-h11776``), whose measurement does not exist yet.
+``bench/posthoc_gap_law.py``). Plan 58 asks it of shapes never run when it was registered: 2-layer chains at H = 7424
+and 8448, M = 8192 and 16384, sequential and the chain kernel in groups of 8 and 4, pairs and row order
+(``specs/experiments/reg58-gap-law-h7424``, ``-h8448``). Measured on one H200 (GPU-1047cac3,
+bench/results/hw/2026-12-05-registered58-1gpu): claims a-c met, so by its rule h200-x1-calibrated took both
+refinements on 2026-12-05; the "adopted" predictor here is the profile before that (``pom.as_plan_53``).
 
 ``--register`` writes ``predicted.csv``: per experiment, case, chain-kernel order and predictor (:data:`PREDICTORS`:
 the adopted profile and the twin) the model's late mainloop (µs; ``bench/posthoc_order_mainloop.late_median`` of
@@ -46,7 +48,8 @@ CASES = ("m=8192", "m=16384")
 ORDERS = (pom.REFERENCE, "intragpu-g4", "intragpu-g2", "intragpu-row")
 TWIN = "h200-x1-calibrated-gaps"
 PREDICTORS = ("adopted", "twin")
-"""``adopted``: the experiment's profile (h200-x1-calibrated); ``twin``: :data:`TWIN`."""
+"""``adopted``: the experiment's profile (h200-x1-calibrated) as it was when plan 58 was registered, registered plan
+53's (``pom.simulated``'s default, ``pom.as_plan_53``); ``twin``: :data:`TWIN`."""
 REGISTERED = ROOT / "bench/predictions/reg58-gap-law"
 JudgeError = registered_plan.JudgeError
 MAPE_SLACK = 0.3
@@ -75,48 +78,12 @@ def register() -> pd.DataFrame:
 
 
 def measured(run_dir: Path) -> pd.DataFrame:
-    parts = []
-    pairs = [(c, o) for c in CASES for o in ORDERS]
-    for exp in EXPERIMENTS:
-        traces = registered_plan.traced_runs(run_dir, exp, pairs, "plan 58's call runs and traces both experiments")
-        res = run_dir / exp / "results.csv"
-        if not res.is_file():
-            raise JudgeError(f"no {res} (plan 58's call runs and traces both experiments)")
-        try:
-            r = pd.read_csv(res).query("status == 'ok'").set_index(["case", "strategy"])["makespan_ms"]
-        except (OSError, KeyError, ValueError) as e:
-            raise JudgeError(f"{res}: not a run of this plan ({e})") from None
-        for case, order in pairs:
-            if (case, order) not in r.index:
-                raise JudgeError(f"{res}: no timed run of {case} {order}")
-            parts.append(dict(experiment=exp, case=case, order=order,
-                              late_us=pom.late_median(traces[(case, order)].tiles, "t_mainloop_end"),
-                              makespan_ms=float(r[(case, order)])))
-    return pd.DataFrame(parts)
+    return registered_plan.order_runs(run_dir, EXPERIMENTS, CASES, ORDERS,
+                                      "plan 58's call runs and traces both experiments")
 
 
-def _penalties(d: pd.DataFrame) -> pd.DataFrame:
-    ref = d[d["order"] == pom.REFERENCE].set_index(["experiment", "case"])
-    key = list(zip(d["experiment"], d["case"]))
-    return d.assign(mainloop_pct=(d["late_us"].to_numpy() / ref.loc[key, "late_us"].to_numpy() - 1) * 100,
-                    makespan_pct=(d["makespan_ms"].to_numpy() / ref.loc[key, "makespan_ms"].to_numpy() - 1) * 100)
-
-
-def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
-    """Per experiment, case, order and predictor: measured and modelled penalties and makespans, and their errors."""
-    m = _penalties(meas).set_index(["experiment", "case", "order"])
-    out = []
-    for label, p in pred.groupby("predictor", sort=False):
-        p = _penalties(p).set_index(["experiment", "case", "order"])
-        j = m.join(p, lsuffix="_meas", rsuffix="_model", how="inner").reset_index()
-        out.append(j.assign(predictor=label))
-    c = pd.concat(out, ignore_index=True)
-    c["mainloop_err"] = c["mainloop_pct_model"] - c["mainloop_pct_meas"]
-    c["makespan_pct_err"] = c["makespan_pct_model"] - c["makespan_pct_meas"]
-    c["makespan_err_pct"] = (c["makespan_ms_model"] / c["makespan_ms_meas"] - 1) * 100
-    return c[["experiment", "case", "order", "predictor", "late_us_meas", "late_us_model", "mainloop_pct_meas",
-              "mainloop_pct_model", "mainloop_err", "makespan_ms_meas", "makespan_ms_model", "makespan_pct_meas",
-              "makespan_pct_model", "makespan_pct_err", "makespan_err_pct"]]
+cases = registered_plan.order_cases
+"""Per experiment, case, order and predictor: measured and modelled penalties and makespans, and their errors."""
 
 
 def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:

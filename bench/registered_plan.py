@@ -8,7 +8,9 @@ writes the registration, ``--judge RUN_DIR`` judges a measurement against it.
 registration is never overwritten). ``--judge`` reads the registration's ``predicted.csv`` and the measurement, sets
 the plan's cases and claims and writes ``cases.csv`` and ``claims.csv``, the claims labelled registered or post-hoc by
 ``ctasim.accuracy.provenance_order`` (git shows the registration before the measurement, or not). A missing
-registration, run or case is refused in one line (:class:`JudgeError`), exit 2, nothing written. Each plan supplies
+registration, run or case is refused in one line (:class:`JudgeError`), exit 2, nothing written. A plan may write
+further tables beside them (:attr:`Plan.tables`). The chain-kernel plans' measured figures and order penalties are
+:func:`order_runs` and :func:`order_cases`. Each plan supplies
 what differs (:class:`Plan`); ``bench/plan55_order_tiles.py`` and ``bench/plan56_gradual.py`` are two.
 """
 
@@ -51,6 +53,67 @@ def traced_runs(run_dir: Path, experiment: str, pairs, why: str) -> dict:
     return traces
 
 
+def order_runs(run_dir: Path, experiments, cases, orders, why: str) -> pd.DataFrame:
+    """The measured figures of the chain-kernel plans' cases: per experiment, case and order of ``orders``, the late
+    mainloop of its first traced run (``posthoc_order_mainloop.late_median`` of ``t_mainloop_end``, µs;
+    :func:`traced_runs`) and its timed median makespan (``results.csv``, ms). :class:`JudgeError` where a bundle,
+    ``results.csv`` or a case is missing (``why`` says what should have written them)."""
+    import posthoc_order_mainloop as pom  # noqa: PLC0415
+
+    parts = []
+    pairs = [(c, o) for c in cases for o in orders]
+    for exp in experiments:
+        traces = traced_runs(run_dir, exp, pairs, why)
+        r = timed_makespans(run_dir, exp, why)
+        for case, order in pairs:
+            if (case, order) not in r.index:
+                raise JudgeError(f"{run_dir / exp / 'results.csv'}: no timed run of {case} {order}")
+            parts.append(dict(experiment=exp, case=case, order=order,
+                              late_us=pom.late_median(traces[(case, order)].tiles, "t_mainloop_end"),
+                              makespan_ms=float(r[(case, order)])))
+    return pd.DataFrame(parts)
+
+
+def timed_makespans(run_dir: Path, experiment: str, why: str) -> pd.Series:
+    """The timed median makespans (ms) of ``run_dir/experiment/results.csv``'s runs with status ok, by (case,
+    strategy); :class:`JudgeError` where the file is missing or not a run's."""
+    res = run_dir / experiment / "results.csv"
+    if not res.is_file():
+        raise JudgeError(f"no {res} ({why})")
+    try:
+        return pd.read_csv(res).query("status == 'ok'").set_index(["case", "strategy"])["makespan_ms"]
+    except (OSError, KeyError, ValueError) as e:
+        raise JudgeError(f"{res}: not a run of this plan ({e})") from None
+
+
+def order_penalties(d: pd.DataFrame, reference: str = "intragpu") -> pd.DataFrame:
+    """``d`` (experiment, case, order, late_us, makespan_ms) with each row's penalties over the ``reference`` order
+    of its experiment and case, in percent: ``mainloop_pct`` (late mainloop) and ``makespan_pct``."""
+    ref = d[d["order"] == reference].set_index(["experiment", "case"])
+    key = list(zip(d["experiment"], d["case"]))
+    return d.assign(mainloop_pct=(d["late_us"].to_numpy() / ref.loc[key, "late_us"].to_numpy() - 1) * 100,
+                    makespan_pct=(d["makespan_ms"].to_numpy() / ref.loc[key, "makespan_ms"].to_numpy() - 1) * 100)
+
+
+def order_cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
+    """Per experiment, case, order and predictor (``pred``'s ``predictor`` column): measured and modelled penalties
+    (:func:`order_penalties`, each source over its own groups of 8) and makespans, and their errors: ``mainloop_err``
+    and ``makespan_pct_err`` (points), ``makespan_err_pct`` (the makespan's, percent)."""
+    m = order_penalties(meas).set_index(["experiment", "case", "order"])
+    out = []
+    for label, p in pred.groupby("predictor", sort=False):
+        p = order_penalties(p).set_index(["experiment", "case", "order"])
+        j = m.join(p, lsuffix="_meas", rsuffix="_model", how="inner").reset_index()
+        out.append(j.assign(predictor=label))
+    c = pd.concat(out, ignore_index=True)
+    c["mainloop_err"] = c["mainloop_pct_model"] - c["mainloop_pct_meas"]
+    c["makespan_pct_err"] = c["makespan_pct_model"] - c["makespan_pct_meas"]
+    c["makespan_err_pct"] = (c["makespan_ms_model"] / c["makespan_ms_meas"] - 1) * 100
+    return c[["experiment", "case", "order", "predictor", "late_us_meas", "late_us_model", "mainloop_pct_meas",
+              "mainloop_pct_model", "mainloop_err", "makespan_ms_meas", "makespan_ms_model", "makespan_pct_meas",
+              "makespan_pct_model", "makespan_pct_err", "makespan_err_pct"]]
+
+
 @dataclass(frozen=True)
 class Plan:
     """What a registered plan's script supplies: its name (the messages' prefix and ``prog``), the first line of its
@@ -68,6 +131,8 @@ class Plan:
     cases: Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame]
     claims: Callable[[pd.DataFrame, str], pd.DataFrame]
     first_file: Callable[[Path], Path]
+    tables: Callable[[pd.DataFrame], dict] | None = None
+    """Further tables the judge writes beside ``cases.csv`` (name -> DataFrame, from the cases), where given."""
 
 
 def main(plan: Plan, argv: list[str] | None = None) -> int:
@@ -103,6 +168,8 @@ def main(plan: Plan, argv: list[str] | None = None) -> int:
     cl = plan.claims(c, ("registered: " if prov.registered else "post-hoc: ") + prov.why)
     out.mkdir(parents=True, exist_ok=True)
     c.to_csv(out / "cases.csv", index=False, float_format="%.4f")
+    for name, t in (plan.tables(c) if plan.tables else {}).items():
+        t.to_csv(out / f"{name}.csv", index=False, float_format="%.4f")
     cl.to_csv(out / "claims.csv", index=False)
     with pd.option_context("display.width", 250, "display.max_colwidth", 120):
         print(c.round(2).to_string(index=False))
