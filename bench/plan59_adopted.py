@@ -62,12 +62,16 @@ PREDICTIONS = ROOT / "bench/predictions"
 JudgeError = registered_plan.JudgeError
 MAPE, WORST, START = 3.0, 6.0, 0.02
 MAPE_SLACK = 0.3
+TIE = 0.5
+"""Claim (c)'s resolution (%): where the model's two fastest strategies are within it of each other, the measured
+fastest may be either."""
 WHY = "plan 59's call runs and traces both experiments"
 CLAIMS = {
     "a": f"adopted (ctasim predict's model rows): makespan MAPE <= {MAPE:g}% and worst |error| <= {WORST:g}% over "
          "every case and strategy (30)",
     "b": "adopted: makespan MAPE at most half the naive line's over the same 30 cases",
-    "c": "adopted: the fastest of the five strategies right at every (H, M) (6)",
+    "c": f"adopted: the fastest of the five strategies right at every (H, M) (6; where the model's two fastest are "
+         f"within {TIE:g}% of each other, either)",
     "d": "adopted: the chain kernel against sequential (groups of 8 over sequential, predicted less measured) within "
          "1 point on average over the 6 (H, M)",
     "e": "adopted: mean |error| of the makespan penalty over groups of 8 (groups of 4, pairs and row order, 18 cases) "
@@ -129,8 +133,9 @@ def measured(run_dir: Path) -> pd.DataFrame:
 
 def strategy_table(meas: pd.DataFrame, reg: pd.DataFrame) -> pd.DataFrame:
     """Per experiment, case, strategy and source of ``reg``: measured and predicted makespans and the error (%)."""
-    t = meas[meas["kind"] == "timed"].rename(columns={"order": "strategy", "makespan_ms": "measured_ms"})
-    j = t[["experiment", "case", "strategy", "measured_ms"]].merge(
+    t = meas[meas["kind"] == "timed"][["experiment", "case", "order", "makespan_ms"]].rename(
+        columns={"order": "strategy", "makespan_ms": "measured_ms"})
+    j = t.merge(
         reg.rename(columns={"makespan_ms": "predicted_ms"}), on=["experiment", "case", "strategy"], how="left")
     j["error_pct"] = (j["predicted_ms"] / j["measured_ms"] - 1) * 100
     return j[["experiment", "case", "strategy", "source", "measured_ms", "predicted_ms", "error_pct"]]
@@ -158,7 +163,9 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
     fastest, chain_gap = [], []
     for (exp, case), d in model.groupby(["experiment", "case"]):
         d = d.set_index("strategy")
-        fastest.append(d["measured_ms"].idxmin() == d["predicted_ms"].idxmin())
+        p = d["predicted_ms"].sort_values()
+        near = p.index[:2] if p.iloc[1] / p.iloc[0] - 1 <= TIE / 100 else p.index[:1]
+        fastest.append(d["measured_ms"].idxmin() in near)
         ratio = d["predicted_ms"] / d["measured_ms"]
         chain_gap.append(abs(ratio[pom.REFERENCE] / ratio["sequential"] - 1) * 100)
     rest = ORDERS[1:]
