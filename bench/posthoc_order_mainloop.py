@@ -48,7 +48,6 @@ and the makespan, and ``err_corr``, the correlation over the cases of the two er
 from __future__ import annotations
 
 import argparse
-import contextlib
 import re
 import sys
 from pathlib import Path
@@ -290,22 +289,18 @@ def summary(c: pd.DataFrame) -> pd.DataFrame:
     }).round(2).reset_index()
 
 
-@contextlib.contextmanager
-def smoothed(cv: float):
-    """``ctasim.l2.survival_share`` averaged over a lognormal factor ``X`` on the bytes taken in (mean 1, coefficient of
-    variation ``cv``) inside the block: the survival law with a spread distance (see the module docstring)."""
+def smoothed(cv: float, then=None):
+    """A per-order profile change (``(hardware, strategy) -> hardware``, :func:`cases`' ``per_order``): the survival law
+    averaged over a lognormal factor ``X`` on the bytes taken in (mean 1, coefficient of variation ``cv``), the
+    profile's ``ticket_gap_cv`` at ``cv`` (``ctasim.l2.gap_survival``; see the module docstring), after ``then`` (another
+    such change) where given."""
     if not cv > 0:
         raise ValueError(f"a coefficient of variation must be > 0, got {cv}")
-    plain = l2.survival_share
 
-    def averaged(taken, curve):
-        return l2.lognormal_average(lambda x: plain(x, curve), np.asarray(taken, dtype=np.float64), cv)
+    def change(hw, strategy):
+        return (hw if then is None else then(hw, strategy)).with_tickets(ticket_gap_cv=cv)
 
-    l2.survival_share = averaged
-    try:
-        yield
-    finally:
-        l2.survival_share = plain
+    return change
 
 
 def smoothed_summary(cvs: list[float], adopted: pd.DataFrame) -> pd.DataFrame:
@@ -313,8 +308,7 @@ def smoothed_summary(cvs: list[float], adopted: pd.DataFrame) -> pd.DataFrame:
     :func:`smoothed` at each of ``cvs``."""
     parts = [adopted]
     for cv in cvs:
-        with smoothed(cv):
-            parts.append(cases(predictors={f"survival averaged, cv {cv:g}": None}))
+        parts.append(cases(predictors={f"survival averaged, cv {cv:g}": None}, per_order=smoothed(cv)))
     return summary(pd.concat(parts, ignore_index=True))
 
 

@@ -19,7 +19,6 @@ alone, a few seconds).
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 
@@ -75,8 +74,7 @@ def what_if(spread: dict[str, float], paths: list[Path] | None = None) -> pd.Dat
     parts = []
     for label, per_order, cv in (("adopted", None, None), ("own spread per order", own, None),
                                  (f"own spread, survival averaged cv {SMOOTH_CV:g}", own, SMOOTH_CV)):
-        with P.smoothed(cv) if cv else contextlib.nullcontext():
-            parts.append(P.cases(paths, {label: None}, per_order=per_order))
+        parts.append(P.cases(paths, {label: None}, per_order=P.smoothed(cv, then=per_order) if cv else per_order))
     return pd.concat(parts, ignore_index=True)
 
 

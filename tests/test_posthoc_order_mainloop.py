@@ -109,22 +109,27 @@ def test_sharer_gaps_are_measured_time_over_the_models_reach(pom):
     assert len(r2) == 0  # 140 -> 141 is one ticket apart
 
 
-def test_smoothed_averages_the_survival_curve_over_the_distance_and_restores_it(pom):
+def test_smoothed_is_the_profiles_gap_spread_after_any_other_change(pom):
     from ctasim import l2
+    from ctasim.spec import load_hardware
 
+    hw = pom.as_plan_53(load_hardware("h200-x1-calibrated"))
+    cfg = pom.smoothed(0.5)(hw, "intragpu-row").config(128, 256)
+    assert (cfg.ticket_gap_cv, cfg.ticket_touched) == (0.5, 1.0) and hw.config(128, 256).ticket_gap_cv == 0.0
+    seen = []
+
+    def then(h, order):
+        seen.append(order)
+        return h.with_tickets(ticket_spread=0.03)
+
+    cfg = pom.smoothed(0.25, then=then)(hw, "intragpu-g2").config(128, 256)
+    assert seen == ["intragpu-g2"] and (cfg.ticket_spread, cfg.ticket_gap_cv) == (0.03, 0.25)
+    # what the spread does to the law: a sharp edge averaged over the distance
     step = ([0.0, 0.499, 0.501, 2.0], [1.0, 1.0, 0.0, 0.0])  # all kept below half the L2, nothing above
-    plain = l2.survival_share
-    with pom.smoothed(0.5):
-        assert l2.survival_share is not plain
-        at = l2.survival_share(np.array([0.05, 0.5, 5.0]), step)
-    assert l2.survival_share is plain  # restored
-    assert at[0] == pytest.approx(1.0, abs=1e-4) and at[2] == pytest.approx(0.0, abs=1e-4)
-    assert 0.3 < at[1] < 0.7  # the edge averaged over a spread distance: about half kept
-    with pom.smoothed(0.01):  # a narrow distance: the plain curve
-        np.testing.assert_allclose(l2.survival_share(np.array([0.3, 0.7]), step), [1.0, 0.0], atol=1e-6)
+    at = l2.gap_survival(np.array([0.05, 0.5, 5.0]), step, gap_cv=0.5)
+    assert at[0] == pytest.approx(1.0, abs=1e-4) and at[2] == pytest.approx(0.0, abs=1e-4) and 0.3 < at[1] < 0.7
     with pytest.raises(ValueError):
-        with pom.smoothed(0.0):
-            pass
+        pom.smoothed(0.0)
 
 
 def test_the_smooth_cv_option_refuses_bad_values_in_one_line(pom, tmp_path, capsys):
