@@ -124,3 +124,28 @@ def assert_same_tables(got: Path, want: Path, names) -> None:
 
     for name in names:
         pd.testing.assert_frame_equal(pd.read_csv(got / f"{name}.csv"), pd.read_csv(want / f"{name}.csv"))
+
+
+def assert_registration_reproduced(got, registered, keys, columns) -> None:
+    """A plan's ``register()`` output ``got`` is its committed ``predicted.csv`` (``registered``): the same ``keys``
+    columns row by row, the figure ``columns`` within 1e-4 (relative, and absolute near zero)."""
+    import numpy as np  # noqa: PLC0415
+    import pandas as pd  # noqa: PLC0415
+
+    assert len(got) == len(registered)
+    pd.testing.assert_frame_equal(got[list(keys)], registered[list(keys)])
+    for col in columns:
+        np.testing.assert_allclose(got[col].to_numpy(float), registered[col].to_numpy(float), rtol=1e-4, atol=1e-4)
+
+
+def assert_predict_model_rows(rows, predictions: Path) -> None:
+    """Each of ``rows`` (experiment, case, order, makespan_ms) is its experiment's ``ctasim predict`` registration's
+    model row of that case and strategy (``predictions/EXP/predictions.csv``), less the timing harness: within 2 us."""
+    import pandas as pd  # noqa: PLC0415
+    import pytest  # noqa: PLC0415
+
+    for exp, g in rows.groupby("experiment", sort=False):
+        r = pd.read_csv(predictions / exp / "predictions.csv")
+        r = r[r["source"] == "model"].set_index(["case", "strategy"])["makespan_ms"]
+        for row in g.itertuples():
+            assert row.makespan_ms == pytest.approx(r[(row.case, row.order)], abs=0.002), row

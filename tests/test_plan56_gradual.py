@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import assert_same_tables, load_bench
+from tests.helpers import (assert_predict_model_rows, assert_registration_reproduced, assert_same_tables,
+                           load_bench)
 
 
 @pytest.fixture(scope="module")
@@ -21,17 +22,11 @@ def registered(p56):
 
 
 def test_the_registration_is_what_the_model_gives_and_holds_the_predict_registrations(p56, registered):
-    got = p56.register()
-    assert len(got) == len(registered) == 2 * 5 * 3
-    pd.testing.assert_frame_equal(got[["experiment", "case", "order"]], registered[["experiment", "case", "order"]])
-    for col in ("late_us", "makespan_ms", "level", "onset", "waves"):
-        np.testing.assert_allclose(got[col].to_numpy(float), registered[col].to_numpy(float), rtol=1e-4, atol=1e-4)
+    assert len(registered) == 2 * 5 * 3
+    assert_registration_reproduced(p56.register(), registered, ("experiment", "case", "order"),
+                                   ("late_us", "makespan_ms", "level", "onset", "waves"))
     # the makespans are the ctasim predict registrations' model rows less their timing harness (~1 us)
-    for exp in p56.EXPERIMENTS:
-        r = pd.read_csv(p56.ROOT / "bench/predictions" / exp / "predictions.csv")
-        r = r[r["source"] == "model"].set_index(["case", "strategy"])["makespan_ms"]
-        for row in registered[registered["experiment"] == exp].itertuples():
-            assert row.makespan_ms == pytest.approx(r[(row.case, row.order)], abs=0.002), row  # 2 us
+    assert_predict_model_rows(registered, p56.ROOT / "bench/predictions")
     # the shapes bite: the model keeps the reuse in some cases and loses row order's in others
     judged = registered[registered["order"] != "intragpu"]
     assert (judged["level"] < 0.02).sum() == 6 and (judged[judged["order"] == "intragpu-row"]["level"] >= 0.2).sum() == 5

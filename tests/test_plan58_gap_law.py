@@ -3,11 +3,11 @@ runs made up from either predictor's own traces (no GPU)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import assert_same_tables, load_bench
+from tests.helpers import (assert_predict_model_rows, assert_registration_reproduced, assert_same_tables,
+                           load_bench)
 
 
 @pytest.fixture(scope="module")
@@ -21,18 +21,11 @@ def registered(p58):
 
 
 def test_the_registration_is_what_the_two_profiles_give(p58, registered):
-    got = p58.register()
-    assert len(got) == len(registered) == 2 * 2 * 4 * 2
-    pd.testing.assert_frame_equal(got[["experiment", "case", "order", "predictor"]],
-                                  registered[["experiment", "case", "order", "predictor"]])
-    for col in ("late_us", "makespan_ms"):
-        np.testing.assert_allclose(got[col].to_numpy(float), registered[col].to_numpy(float), rtol=1e-4)
+    assert len(registered) == 2 * 2 * 4 * 2
+    assert_registration_reproduced(p58.register(), registered, ("experiment", "case", "order", "predictor"),
+                                   ("late_us", "makespan_ms"))
     # the adopted rows are the ctasim predict registrations' model rows (less their timing harness, ~1 us)
-    for exp in p58.EXPERIMENTS:
-        r = pd.read_csv(p58.ROOT / "bench/predictions" / exp / "predictions.csv")
-        r = r[r["source"] == "model"].set_index(["case", "strategy"])["makespan_ms"]
-        for row in registered[(registered["experiment"] == exp) & (registered["predictor"] == "adopted")].itertuples():
-            assert row.makespan_ms == pytest.approx(r[(row.case, row.order)], abs=0.002), row
+    assert_predict_model_rows(registered[registered["predictor"] == "adopted"], p58.ROOT / "bench/predictions")
     # the shapes bite: the two part on row order by 5% or more in at least two cases
     w = registered.pivot_table(index=["experiment", "case", "order"], columns="predictor", values="makespan_ms")
     assert ((w["adopted"] / w["twin"] - 1).abs() >= 0.05).sum() >= 2

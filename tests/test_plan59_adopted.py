@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import assert_predict_model_rows, assert_registration_reproduced, load_bench
 
 
 @pytest.fixture(scope="module")
@@ -21,17 +20,11 @@ def registered(p59):
 
 
 def test_the_registration_is_what_the_three_profiles_give(p59, registered):
-    got = p59.register()
-    assert len(got) == len(registered) == 2 * 3 * 4 * 3
-    pd.testing.assert_frame_equal(got[["experiment", "case", "order", "predictor"]],
-                                  registered[["experiment", "case", "order", "predictor"]])
-    for col in ("late_us", "makespan_ms"):
-        np.testing.assert_allclose(got[col].to_numpy(float), registered[col].to_numpy(float), rtol=1e-4)
+    assert len(registered) == 2 * 3 * 4 * 3
+    assert_registration_reproduced(p59.register(), registered, ("experiment", "case", "order", "predictor"),
+                                   ("late_us", "makespan_ms"))
     # the adopted rows are the ctasim predict registrations' model rows (less their timing harness, ~1 us)
-    reg = p59.registrations()
-    model = reg[reg["source"] == "model"].set_index(["experiment", "case", "strategy"])["makespan_ms"]
-    for row in registered[registered["predictor"] == "adopted"].itertuples():
-        assert row.makespan_ms == pytest.approx(model[(row.experiment, row.case, row.order)], abs=0.002), row
+    assert_predict_model_rows(registered[registered["predictor"] == "adopted"], p59.PREDICTIONS)
     # the shapes bite: at H = 8960 the three part on row order by 2% or more
     w = registered.pivot_table(index=["experiment", "case", "order"], columns="predictor", values="makespan_ms")
     row = w.xs("intragpu-row", level="order").loc["reg59-adopted-h8960"]
