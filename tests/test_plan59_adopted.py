@@ -89,3 +89,36 @@ def test_a_run_without_its_traces_is_refused_in_one_line(p59, tmp_path, capsys):
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and "plan59_adopted" in err[0] and "ctapipe_traces" in err[0]
     assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def model_run(p59, tmp_path_factory):
+    """A run folder made up from the adopted profile's own traces (``t_mainloop_end`` its ``t_compute_end``) and its
+    ``ctasim predict`` makespans: what a GPU equal to the model would write."""
+    from ctasim.trace import Trace, save_traces
+
+    run = tmp_path_factory.mktemp("run")
+    reg = p59.registrations()
+    pairs = [(c, o) for c in p59.CASES for o in p59.ORDERS]
+    for exp in p59.EXPERIMENTS:
+        (run / exp).mkdir()
+        traces = {}
+        for (case, order), tr in p59.pom.simulated(exp, pairs, profile=None).items():
+            tiles = tr.tiles.assign(t_mainloop_end=tr.tiles["t_compute_end"])
+            traces[f"{case}:{order}:run0"] = Trace(tiles, tr.events, tr.ops, dict(case=case, strategy=order, run=0))
+        save_traces(traces, run / exp / p59.pom.BUNDLE)
+        m = reg[(reg["experiment"] == exp) & (reg["source"] == "model")]
+        m.assign(status="ok")[["case", "strategy", "status", "makespan_ms"]].to_csv(run / exp / "results.csv", index=False)
+    return run
+
+
+def test_the_judge_on_a_run_equal_to_the_model_meets_every_target_claim(p59, model_run, tmp_path):
+    out = tmp_path / "judged"
+    assert p59.main(["--judge", str(model_run), "--out", str(out)]) == 0
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert cl["met"].to_dict() == dict(a=True, b=True, c=True, d=True, e=True, f=True, g=False, h=False, adopt=False)
+    assert cl["provenance"].str.startswith("post-hoc").all()  # a made-up run is no measurement after the registration
+    starts = pd.read_csv(out / "starts.csv")
+    assert len(starts) == 24 and starts["start_median_frac"].max() < 1e-3  # the model's own schedules
+    st = pd.read_csv(out / "strategies.csv")
+    assert len(st) == 30 * st["source"].nunique() and (st[st["source"] == "model"]["error_pct"] == 0).all()
