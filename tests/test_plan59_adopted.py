@@ -108,7 +108,8 @@ def model_run(p59, tmp_path_factory):
             traces[f"{case}:{order}:run0"] = Trace(tiles, tr.events, tr.ops, dict(case=case, strategy=order, run=0))
         save_traces(traces, run / exp / p59.pom.BUNDLE)
         m = reg[(reg["experiment"] == exp) & (reg["source"] == "model")]
-        m.assign(status="ok")[["case", "strategy", "status", "makespan_ms"]].to_csv(run / exp / "results.csv", index=False)
+        m = m.assign(status="ok")[["case", "strategy", "status", "makespan_ms"]]
+        m.to_csv(run / exp / "results.csv", index=False)
     return run
 
 
