@@ -44,7 +44,8 @@ GAP_CV = 0.74
 TOUCHED = (1.0, 1.3, 1.6)
 PREDICTORS = {"adopted (survival, 1.019)": None,
               **{f"gap cv {GAP_CV:g}, touched {t:g}": (GAP_CV, t) for t in TOUCHED}}
-"""Label -> (ticket_gap_cv, ticket_touched) on the profile's ticket-scheduled configs (None: the profile as it is)."""
+"""Label -> (ticket_gap_cv, ticket_touched) on the profile's ticket-scheduled configs (None: the profile as plan 53
+adopted it, ``posthoc_order_mainloop.as_plan_53``)."""
 SEEN_BEFORE = "2026-12-05"
 """Runs in folders named before this were seen before registered plans 54-57 were measured."""
 

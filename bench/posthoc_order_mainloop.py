@@ -80,7 +80,8 @@ TRAFFIC_SHAPE = (16384, 8704)
 ORDERS = {"intragpu": 8, "intragpu-g4": 4, "intragpu-g2": 2, "intragpu-row": 1}
 """The chain kernel's orders in ``traffic.csv``: strategy name -> groups of that many row-blocks."""
 PREDICTORS = {"adopted (survival, 1.019)": None, "partition (factor 1)": ("partition", 1.0)}
-"""Label -> the ticket law and tickets mainloop factor put on the experiment's profile (None: the profile's own)."""
+"""Label -> the ticket law and tickets mainloop factor put on the experiment's profile as plan 53 adopted it (None:
+that profile's own; :func:`simulated`)."""
 ADOPTED = next(label for label, law in PREDICTORS.items() if law is None)
 """The label of the profile's own predictor."""
 
@@ -292,8 +293,8 @@ def summary(c: pd.DataFrame) -> pd.DataFrame:
 def smoothed(cv: float, then=None):
     """A per-order profile change (``(hardware, strategy) -> hardware``, :func:`cases`' ``per_order``): the survival law
     averaged over a lognormal factor ``X`` on the bytes taken in (mean 1, coefficient of variation ``cv``), the
-    profile's ``ticket_gap_cv`` at ``cv`` (``ctasim.l2.gap_survival``; see the module docstring), after ``then`` (another
-    such change) where given."""
+    profile's ``ticket_gap_cv`` at ``cv`` (``ctasim.l2.gap_survival``; see the module docstring), after ``then``
+    (another such change) where given."""
     if not cv > 0:
         raise ValueError(f"a coefficient of variation must be > 0, got {cv}")
 

@@ -12,7 +12,7 @@ order.
 Then, as a what-if (``what-if.csv``, ``what-if-summary.csv``), the order penalties over groups of 8 of
 ``bench/posthoc_order_mainloop.py`` with the profile as plan 53 adopted it (``posthoc_order_mainloop.as_plan_53``) given
 each order's median spread in place of its one value, alone and with the survival curve averaged over a spread distance
-(cv 0.5, that script's ``--smooth-cv``), beside the profile as it is. Every run here had been seen: the spreads are
+(cv 0.5, that script's ``--smooth-cv``), beside that profile unchanged. Every run here had been seen: the spreads are
 measured, the what-if is post-hoc and was not put into the profile. ~1 min on 2 cores (``--no-what-if``: the spreads
 alone, a few seconds).
 """

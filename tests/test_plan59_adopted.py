@@ -41,8 +41,8 @@ def _made_up(p59, registered, predictor, start=0.01):
     timed = pd.concat([orders.drop(columns="late_us").assign(kind="timed"),
                        seq.rename(columns={"strategy": "order"})[["experiment", "case", "order", "makespan_ms"]]
                        .assign(kind="timed")], ignore_index=True)
-    starts = pd.DataFrame(dict(experiment=p59.EXPERIMENTS[0], case="m=6144", strategy="intragpu",
-                               start_median_frac=[start, start], kind="start"))
+    starts = pd.DataFrame([dict(experiment=e, case=c, strategy=o, start_median_frac=start, kind="start")
+                           for e in p59.EXPERIMENTS for c in p59.CASES for o in p59.ORDERS])
     return pd.concat([orders, timed, starts], ignore_index=True)
 
 
@@ -63,16 +63,38 @@ def test_a_clearly_faster_sequential_misses_the_fastest_strategy_and_the_chain_a
     cl = p59.claims(p59.cases(registered, run), "test").set_index("claim")
     assert cl.loc["c", "value"] == "5 of 6" and not cl.loc["c", "met"]
     assert not cl.loc["d", "met"] and cl.loc["e", "met"]
-    # a near tie (the model's two fastest within 0.5%) counts either as right: H = 5632, M = 6144
-    tie = p59.registrations()
-    tie = tie[(tie["source"] == "model") & (tie["experiment"] == "reg59-adopted-h5632") & (tie["case"] == "m=6144")]
-    best = tie.set_index("strategy")["makespan_ms"].nsmallest(2)
-    assert best.iloc[1] / best.iloc[0] - 1 < p59.TIE / 100
 
 
-def test_a_start_error_past_the_target_misses_claim_f(p59, registered):
+def test_a_near_tie_counts_either_of_the_two_as_right(p59, registered, monkeypatch):
+    """At H = 5632, M = 14336 the model has groups of 8 0.44% ahead of sequential: within claim (c)'s 0.5%, so a
+    sequential measured 0.2% ahead is right; with no tie allowed it is not."""
+    run = _made_up(p59, registered, "adopted")
+    g8 = (run["order"] == "intragpu") & (run["experiment"] == "reg59-adopted-h5632") & (run["case"] == "m=14336")
+    seq = (run["order"] == "sequential") & (run["experiment"] == "reg59-adopted-h5632") & (run["case"] == "m=14336")
+    run.loc[seq, "makespan_ms"] = run.loc[g8 & (run["kind"] == "timed"), "makespan_ms"].iloc[0] * 0.998
+    cl = p59.claims(p59.cases(registered, run), "test").set_index("claim")
+    assert cl.loc["c", "met"] and cl.loc["c", "value"] == "6 of 6"
+    monkeypatch.setattr(p59, "TIE", 0.0)
+    cl = p59.claims(p59.cases(registered, run), "test").set_index("claim")
+    assert not cl.loc["c", "met"]
+
+
+def test_a_start_error_past_the_target_or_a_traced_case_short_misses_claim_f(p59, registered):
     cl = p59.claims(p59.cases(registered, _made_up(p59, registered, "adopted", start=0.03)), "test")
     assert not cl.set_index("claim").loc["f", "met"]
+    run = _made_up(p59, registered, "adopted")
+    short = run.drop(index=run.index[(run["kind"] == "start") & (run["strategy"] == "intragpu-row")])
+    cl = p59.claims(p59.cases(registered, short), "test").set_index("claim")
+    assert not cl.loc["f", "met"] and "of 18 cases" in cl.loc["f", "value"]
+    run.loc[(run["kind"] == "start") & (run["strategy"] == "intragpu-row"), "start_median_frac"] = float("nan")
+    assert not p59.claims(p59.cases(registered, run), "test").set_index("claim").loc["f", "met"]
+
+
+def test_a_missing_figure_misses_the_claims_over_every_case(p59, registered):
+    run = _made_up(p59, registered, "adopted")
+    run = run.drop(index=run.index[(run["kind"] == "timed") & (run["order"] == "intragpu-g4")][:1])
+    cl = p59.claims(p59.cases(registered, run), "test").set_index("claim")
+    assert not cl.loc["a", "met"] and not cl.loc["b", "met"] and not cl.loc["c", "met"]
 
 
 def test_the_strategy_table_holds_every_strategy_and_source(p59, registered):
@@ -103,7 +125,7 @@ def model_run(p59, tmp_path_factory):
     for exp in p59.EXPERIMENTS:
         (run / exp).mkdir()
         traces = {}
-        for (case, order), tr in p59.pom.simulated(exp, pairs, profile=None).items():
+        for (case, order), tr in p59.pom.simulated(exp, pairs, profile=p59.as_plan_58).items():
             tiles = tr.tiles.assign(t_mainloop_end=tr.tiles["t_compute_end"])
             traces[f"{case}:{order}:run0"] = Trace(tiles, tr.events, tr.ops, dict(case=case, strategy=order, run=0))
         save_traces(traces, run / exp / p59.pom.BUNDLE)
