@@ -54,7 +54,10 @@ l2_survival_share           streamed by every SM, the share of lines another SM 
                             between hot and cold (``ctahw.l2probe.survival_curve``): the curve of the "survival"
                             ticket law (~1 s)
 128x256 ticket_law          *chosen*: "survival" where the L2 survival curve was measured (the law that reads it;
-                            h200-x1-calibrated's since registered plan 53), else the base's
+                            h200-x1-calibrated's since registered plan 53), else the base's; with it *copied*:
+ticket_gap_cv,              h200-x1-calibrated's refinements of that law (0.74 and 1.3 since registered plan 58's
+ticket_touched              adoption; the gap spread measured on chain-kernel traces, the touched bytes chosen),
+                            so the factor below is measured under the law as the profile uses it
 128x256                     the one-layer microbenchmark of registered plan 51 (``ctasim.ticket_rate.RATE_EXPERIMENTS``:
 ticket_mainloop_factor      the chain kernel's tickets design in groups of 8 against the plain CUTLASS GEMM, M x H x H,
                             H = 8192 and 12288, M = 8192 and 16384, run as ``ctahw run`` runs them; :func:`ticket_rate`):
@@ -855,9 +858,21 @@ MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_eng
 FITTED_FIELDS = ("l2_hbm_exposed",)
 """Fields of :data:`MEASURED_FIELDS` that are fitted to measurements rather than measured: marked ``fitted:``."""
 CONFIG_FIELDS = ("sm_tflops", "tile_fixed_ns", "l2_sm_tflops", "cta_drift", "drift_form", "cluster_m", "tile_cv",
-                 "ticket_spread", "ticket_law", "ticket_mainloop_factor")
-"""The 128x256 kernel config's fields that ``ctahw calibrate`` writes (the last eight with the memory hierarchy;
-``ticket_law`` is chosen, "survival", where the L2 survival curve was measured)."""
+                 "ticket_spread", "ticket_law", "ticket_mainloop_factor", "ticket_gap_cv", "ticket_touched")
+"""The 128x256 kernel config's fields that ``ctahw calibrate`` writes (the last ten with the memory hierarchy;
+``ticket_law`` is chosen, "survival", where the L2 survival curve was measured, with that law's refinements
+``ticket_gap_cv`` and ``ticket_touched`` copied from :data:`REFINEMENTS_FROM`)."""
+REFINEMENTS_FROM = "h200-x1-calibrated"
+"""The profile whose survival-law refinements a calibrated profile takes (not measured by ``ctahw calibrate``)."""
+
+
+def survival_refinements() -> dict:
+    """``ticket_gap_cv`` and ``ticket_touched`` of :data:`REFINEMENTS_FROM`'s 128x256 config (0.74 and 1.3 since
+    registered plan 58's adoption): read from that profile, the one place they are set."""
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+
+    cfg = load_hardware(REFINEMENTS_FROM).config(128, 256)
+    return {"ticket_gap_cv": cfg.ticket_gap_cv, "ticket_touched": cfg.ticket_touched}
 
 
 def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, measured: Mapping[str, tuple],
@@ -1518,6 +1533,11 @@ def measured_configs(res: Mapping) -> dict[str, tuple]:
             vals["ticket_law"] = "survival"
             notes["ticket_law"] = ("chosen: the law of the L2 survival curve measured here (l2_survival_* above), "
                                    "h200-x1-calibrated's since registered plan 53 (docs/model.md)")
+            refined = survival_refinements()
+            vals.update(refined)
+            notes.update({f: f"copied from {REFINEMENTS_FROM}: its refinement of the survival law since registered "
+                             "plan 58's adoption (ctasim.l2.gap_survival; not measured by ctahw calibrate: "
+                             "docs/validation.md)" for f in refined})
         if "ticket_mainloop_factor" in res:
             cases = res["ticket_rate_cases"]
             vals["ticket_mainloop_factor"] = res["ticket_mainloop_factor"]

@@ -225,6 +225,16 @@ def test_the_l2_survival_curve_goes_into_the_profile_with_its_source(tmp_path):
                              tmp_path / "q.toml", "q", PROV)
     assert load_hardware(tmp_path / "q.toml").l2_survival_taken == load_hardware("h200-x2").l2_survival_taken
     assert "# l2 survival not measured: hot and cold latencies overlap" in text
+    # the survival law comes with h200-x1-calibrated's refinements (plan 58's adoption), from a base without them
+    cfg, x1cfg = hw.config(128, 256), x1.config(128, 256)
+    assert (cfg.ticket_law, cfg.ticket_gap_cv, cfg.ticket_touched) == ("survival", x1cfg.ticket_gap_cv,
+                                                                       x1cfg.ticket_touched)
+    assert x1cfg.ticket_gap_cv > 0 and load_hardware("h200-x2").config(128, 256).ticket_gap_cv == 0
+    text = (tmp_path / "p.toml").read_text()
+    line = next(l for l in text.splitlines() if l.startswith("ticket_touched"))
+    assert "# copied from h200-x1-calibrated" in line and "plan 58" in line
+    q = load_hardware(tmp_path / "q.toml").config(128, 256)  # no curve: the base's law, unrefined
+    assert (q.ticket_gap_cv, q.ticket_touched) == (0.0, 1.0)
 
 
 RATE_RESULT = {"ticket_mainloop_factor": 1.019, "ticket_rate_law": "survival",
