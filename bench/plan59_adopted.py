@@ -118,9 +118,9 @@ def registrations(predictions: Path = PREDICTIONS) -> pd.DataFrame:
 
 
 def measured(run_dir: Path) -> pd.DataFrame:
-    """The chain-kernel orders' late mainloops and makespans (``registered_plan.order_runs``), and every strategy's
-    timed makespan, sequential's included, as ``order`` rows of ``kind`` 'timed'; :data:`START` rows of the traced runs'
-    per-CTA start error as ``kind`` 'start'."""
+    """One frame, its rows told apart by ``kind``: 'order', the chain-kernel orders' late mainloops and makespans
+    (``registered_plan.order_runs``); 'timed', every strategy's timed makespan, sequential's included (its name in
+    ``order``); 'start', each traced run's per-CTA start error (``ctasim.accuracy.per_cta``)."""
     from ctasim.accuracy import per_cta  # noqa: PLC0415
 
     orders = registered_plan.order_runs(run_dir, EXPERIMENTS, CASES, ORDERS, WHY).assign(kind="order")
@@ -143,8 +143,7 @@ def strategy_table(meas: pd.DataFrame, reg: pd.DataFrame) -> pd.DataFrame:
     """Per experiment, case, strategy and source of ``reg``: measured and predicted makespans and the error (%)."""
     t = meas[meas["kind"] == "timed"][["experiment", "case", "order", "makespan_ms"]].rename(
         columns={"order": "strategy", "makespan_ms": "measured_ms"})
-    j = t.merge(
-        reg.rename(columns={"makespan_ms": "predicted_ms"}), on=["experiment", "case", "strategy"], how="left")
+    j = t.merge(reg.rename(columns={"makespan_ms": "predicted_ms"}), on=["experiment", "case", "strategy"], how="left")
     j["error_pct"] = (j["predicted_ms"] / j["measured_ms"] - 1) * 100
     return j[["experiment", "case", "strategy", "source", "measured_ms", "predicted_ms", "error_pct"]]
 

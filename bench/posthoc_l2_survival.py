@@ -61,10 +61,15 @@ FACTOR_RUNS = {**RUNS, "reg51-chain-order-h6656": ("2026-12-04-registered51-1gpu
                "reg51-chain-order-h13312": ("2026-12-04-registered51-1gpu",)}
 
 
+def profile():
+    """:data:`PROFILE` as registered plan 53 adopted it (``posthoc_order_mainloop.as_plan_53``), this record's."""
+    return pom.as_plan_53(load_hardware(PROFILE))
+
+
 def predicted(name: str, law: str, factor: float = 1.0, label: str | None = None) -> pd.DataFrame:
-    """``name`` as ``ctasim predict`` predicts it with :data:`PROFILE` under ticket law ``law`` and the tickets
+    """``name`` as ``ctasim predict`` predicts it with :func:`profile` under ticket law ``law`` and the tickets
     design's mainloop ``factor`` (model rows, source ``label`` or ``law``)."""
-    hw = pom.as_plan_53(load_hardware(PROFILE)).with_ticket_law(law, mainloop_factor=factor)
+    hw = profile().with_ticket_law(law, mainloop_factor=factor)
     return ptl.model_rows(name, hw).assign(source=label or law)
 
 

@@ -41,7 +41,6 @@ import plan49_judge as P49  # noqa: E402
 import posthoc_l2_survival as pls  # noqa: E402
 from ctasim import ticket_rate  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
-from ctasim.spec import load_hardware  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
 RATE_RUNS = (("GPU-cc9b1fb6", "2026-12-04-registered51-1gpu"),
@@ -59,7 +58,7 @@ def rate_cases(run: str, law: str, hardware=None) -> pd.DataFrame:
     predictions (factor 1): per case, groups of 8 over sequential measured and predicted, and their ratio. The
     profile is ``hardware`` under ``law``, by default the profile as plan 53 adopted it (this record's)."""
     measured = pd.concat([P49.measured(HW / run, exp, 51) for exp in ticket_rate.RATE_EXPERIMENTS], ignore_index=True)
-    hw = (pls.pom.as_plan_53(load_hardware(pls.PROFILE)) if hardware is None else hardware).with_ticket_law(law)
+    hw = (pls.profile() if hardware is None else hardware).with_ticket_law(law)
     return ticket_rate.rate_cases(hw, measured).assign(law=law)
 
 
