@@ -58,7 +58,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ctasim import l2  # noqa: E402
+from ctasim import calibration, l2  # noqa: E402
 from ctasim.cases import expand, load_experiment  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.run import run_strategy  # noqa: E402
@@ -72,9 +72,9 @@ REFERENCE = "intragpu"
 """The strategy the penalties are taken against: groups of 8 (the chain kernel's default order)."""
 SLOTS = 132
 """The chain kernel's CTAs on an H200 (one per SM): a window of tickets."""
-MIN_GAP = 4
-"""The fewest tickets between two sharers counted in ``gaps.csv``: nearer ones read the panel within a few per cent of a
-tile time, a hit under any law."""
+MIN_GAP = calibration.GAP_MIN_TICKETS
+"""The fewest tickets between two sharers counted in ``gaps.csv`` (``ctasim.calibration.GAP_MIN_TICKETS``): nearer ones
+read the panel within a few per cent of a tile time, a hit under any law."""
 TRAFFIC_SHAPE = (16384, 8704)
 """(M, H) of ``traffic.csv``: plan 53's largest case at its smaller H."""
 ORDERS = {"intragpu": 8, "intragpu-g4": 4, "intragpu-g2": 2, "intragpu-row": 1}
@@ -95,9 +95,18 @@ def as_plan_53(hw):
     return hw.with_tickets(ticket_gap_cv=0.0, ticket_touched=1.0)
 
 
-def bundles(root: Path = HW) -> list[Path]:
-    """The committed chain-kernel trace bundles (sorted), the :data:`LEFT_OUT` experiments left out."""
-    found = sorted(root.glob(f"*/reg*-chain-*/{BUNDLE}")) + sorted(root.glob(f"*/*/reg*-chain-*/{BUNDLE}"))
+EXPERIMENTS = ("reg*-chain-*",)
+"""The experiment folders :func:`bundles` reads by default: those of the dated records (registered plans 9-56; plan 58's
+and 59's, ``reg58-gap-law-*`` and ``reg59-adopted-*``, came after them)."""
+
+
+def bundles(root: Path = HW, experiments: tuple[str, ...] = EXPERIMENTS) -> list[Path]:
+    """The committed chain-kernel trace bundles of the experiment folders matching ``experiments`` (sorted), the
+    :data:`LEFT_OUT` experiments left out."""
+    found = []
+    for e in experiments:
+        found += list(root.glob(f"*/{e}/{BUNDLE}")) + list(root.glob(f"*/*/{e}/{BUNDLE}"))
+    found = sorted(set(found))
     return [p for p in found if not any(s in p.parent.name for s in LEFT_OUT)]
 
 
@@ -149,18 +158,9 @@ def traced_figures(runs) -> pd.DataFrame:
 
 
 def sharer_gaps(tiles: pd.DataFrame, spread: float, slots: int = SLOTS) -> np.ndarray:
-    """Each later sharer's measured time after the sharer before over the model's reach (see the module docstring)."""
-    d = tiles.sort_values("t_acquire", kind="stable").reset_index(drop=True)
-    pos = np.arange(len(d))
-    tile = float(np.median((d["t_mainloop_end"] - d["t_acquire"]).to_numpy()))
-    out = []
-    for _, g in d.assign(pos=pos).groupby(["layer", "tile_n"], sort=False):
-        p, t = g["pos"].to_numpy(), g["t_acquire"].to_numpy()
-        gap_p, window = np.diff(p), p[1:] // slots
-        keep = (window == p[:-1] // slots) & (gap_p >= MIN_GAP) & (window >= 1)
-        reach = gap_p[keep] / slots * np.minimum(1.0, spread * window[keep])
-        out.append(np.diff(t)[keep] / tile / reach)
-    return np.concatenate(out) if out else np.zeros(0)
+    """Each later sharer's measured time after the sharer before over the model's reach (see the module docstring;
+    ``ctasim.calibration.sharer_gaps``, which ``ctahw calibrate`` measures ``ticket_gap_cv`` with)."""
+    return calibration.sharer_gaps(tiles, spread, slots)
 
 
 def gaps(paths: list[Path] | None = None, spread: float | None = None) -> pd.DataFrame:

@@ -54,10 +54,12 @@ l2_survival_share           streamed by every SM, the share of lines another SM 
                             between hot and cold (``ctahw.l2probe.survival_curve``): the curve of the "survival"
                             ticket law (~1 s)
 128x256 ticket_law          *chosen*: "survival" where the L2 survival curve was measured (the law that reads it;
-                            h200-x1-calibrated's since registered plan 53), else the base's; with it *copied*:
-ticket_gap_cv,              h200-x1-calibrated's refinements of that law (0.74 and 1.3 since registered plan 58's
-ticket_touched              adoption; the gap spread measured on chain-kernel traces, the touched bytes chosen),
-                            so the factor below is measured under the law as the profile uses it
+                            h200-x1-calibrated's since registered plan 53), else the base's; with it that law's
+                            refinements, so the factor below is measured under the law as the profile uses it:
+128x256 ticket_gap_cv       the coefficient of variation of each later sharer's gap over its reach in 2 per-tile
+                            traces of the chain kernel's tickets design in pairs of row-blocks (``--quick``: 1;
+                            ``ctahw.tile_orders.GAP_SHAPES``, ``ctasim.calibration.gap_cv``), median over the traces
+128x256 ticket_touched      *copied* from h200-x1-calibrated (1.3 since registered plan 58's adoption; chosen there)
 128x256                     the one-layer microbenchmark of registered plan 51 (``ctasim.ticket_rate.RATE_EXPERIMENTS``:
 ticket_mainloop_factor      the chain kernel's tickets design in groups of 8 against the plain CUTLASS GEMM, M x H x H,
                             H = 8192 and 12288, M = 8192 and 16384, run as ``ctahw run`` runs them; :func:`ticket_rate`):
@@ -860,10 +862,11 @@ FITTED_FIELDS = ("l2_hbm_exposed",)
 CONFIG_FIELDS = ("sm_tflops", "tile_fixed_ns", "l2_sm_tflops", "cta_drift", "drift_form", "cluster_m", "tile_cv",
                  "ticket_spread", "ticket_law", "ticket_mainloop_factor", "ticket_gap_cv", "ticket_touched")
 """The 128x256 kernel config's fields that ``ctahw calibrate`` writes (the last ten with the memory hierarchy;
-``ticket_law`` is chosen, "survival", where the L2 survival curve was measured, with that law's refinements
-``ticket_gap_cv`` and ``ticket_touched`` copied from :data:`REFINEMENTS_FROM`)."""
+``ticket_law`` is chosen, "survival", where the L2 survival curve was measured, with that law's refinements:
+``ticket_gap_cv`` measured from the gap traces, ``ticket_touched`` copied from :data:`REFINEMENTS_FROM`)."""
 REFINEMENTS_FROM = "h200-x1-calibrated"
-"""The profile whose survival-law refinements a calibrated profile takes (not measured by ``ctahw calibrate``)."""
+"""The profile whose survival-law refinements a calibrated profile takes where it does not measure them
+(``ticket_touched`` always; ``ticket_gap_cv`` from a measurement without gap traces, those before 2026-12-05)."""
 
 
 def survival_refinements() -> dict:
@@ -1273,15 +1276,20 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
     (:func:`ctahw.tile_orders.trace_orders`) with each trace's drift and their median (``cta_drift``), and the ticket
     traces of the chain kernel (:func:`ctahw.tile_orders.trace_tickets`; ``quick``: two) with each one's spread per
     window of its grid and their median (``ticket_spread``, ``ticket_runs``), and from the same traces each tile's
-    store-complete and release step (``local_signal_ns``: ``ctasim.calibration.local_signal``), and the L2 survival
+    store-complete and release step (``local_signal_ns``: ``ctasim.calibration.local_signal``), the same kernel's
+    traces in pairs of row-blocks (``tile_orders.GAP_SHAPES``; ``quick``: one) with each one's coefficient of variation
+    of the sharers' gaps and their median (``ticket_gap_cv``, ``gap_runs``: ``ctasim.calibration.gap_cv``, at the
+    ``ticket_spread`` just measured), and the L2 survival
     probe (``ctahw.l2probe``; :func:`l2_survival_fields`; where it cannot tell hits from misses,
     ``l2_survival_note`` says why and the curve stays the base's). With ``probe_out``: ``tile_orders.csv``
     (the probe's rows, the columns of the committed ``gemm_shapes.csv``), ``timing.csv`` and ``tiles-*.csv.gz``
-    (what ``bench/order_drift.py DIR`` reads), ``tickets.csv`` and ``tiles-*-tickets.csv.gz`` written there."""
+    (what ``bench/order_drift.py DIR`` reads), ``tickets.csv``, ``ticket-gaps.csv`` and ``tiles-*-tickets*.csv.gz``
+    written there."""
     import pandas as pd  # noqa: PLC0415
 
     from ctahw import tile_orders  # noqa: PLC0415
-    from ctasim.calibration import calibration_shapes, cta_drift, local_signal, ticket_spread, trace_drift  # noqa: PLC0415
+    from ctasim.calibration import (calibration_shapes, cta_drift, gap_cv, local_signal, ticket_spread,  # noqa: PLC0415
+                                    trace_drift)
 
     res: dict = {"tile_order_reps": 1 if quick else TILE_ORDER_REPS}
     log("calibrate: tile-order probe (N = K = 8192, 12 orders)")
@@ -1299,12 +1307,19 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
     res["local_signal_ns"], signals = local_signal(tickets.values())
     res["ticket_runs"] = [dict(r, spread_per_window=rate, local_signal_ns=sig)
                           for r, rate, sig in zip(rows, rates, signals)]
+    log("calibrate: per-tile ticket traces in pairs of row-blocks (the sharers' gap spread)")
+    gap_rows, gap_traces = tile_orders.trace_tickets(shapes=tile_orders.GAP_SHAPES[-1:] if quick else
+                                                     tile_orders.GAP_SHAPES, chain_group=tile_orders.GAP_GROUP, log=log)
+    res["ticket_gap_cv"], cvs = gap_cv(gap_traces.values(), res["ticket_spread"], [int(r["grid"]) for r in gap_rows])
+    res["gap_runs"] = [dict(r, gap_cv=cv) for r, cv in zip(gap_rows, cvs)]
+    tickets.update(gap_traces)
     if probe_out is not None:
         tile_orders.write_traces(probe_out, timing, traces)
         pd.DataFrame(res["tile_order_runs"]).to_csv(probe_out / "tile_orders.csv", index=False)
         for name, tiles in tickets.items():
             tiles.to_csv(probe_out / f"tiles-{name}.csv.gz", index=False, float_format="%.0f")
         pd.DataFrame(res["ticket_runs"]).to_csv(probe_out / "tickets.csv", index=False)
+        pd.DataFrame(res["gap_runs"]).to_csv(probe_out / "ticket-gaps.csv", index=False)
     log("calibrate: L2 survival probe")
     from ctahw import l2probe  # noqa: PLC0415
 
@@ -1534,10 +1549,18 @@ def measured_configs(res: Mapping) -> dict[str, tuple]:
             notes["ticket_law"] = ("chosen: the law of the L2 survival curve measured here (l2_survival_* above), "
                                    "h200-x1-calibrated's since registered plan 53 (docs/model.md)")
             refined = survival_refinements()
+            if res.get("ticket_gap_cv") is not None and res.get("gap_runs"):  # measured since 2026-12-05
+                got = [r["gap_cv"] for r in res["gap_runs"] if r.get("gap_cv") is not None]
+                refined["ticket_gap_cv"] = round(float(res["ticket_gap_cv"]), 4)
+                notes["ticket_gap_cv"] = (
+                    f"measured: median over {len(got)} per-tile traces of the chain kernel's tickets design in pairs "
+                    f"of row-blocks ({min(got):.4f}-{max(got):.4f}) of the coefficient of variation of each later "
+                    "sharer's gap over its reach at the ticket_spread above (ctahw.tile_orders.trace_tickets, "
+                    "ctasim.calibration.gap_cv; the lent H200s' runs differ by machine, bench/posthoc_gap_machine.py)")
             vals.update(refined)
             notes.update({f: f"copied from {REFINEMENTS_FROM}: its refinement of the survival law since registered "
                              "plan 58's adoption (ctasim.l2.gap_survival; not measured by ctahw calibrate: "
-                             "docs/validation.md)" for f in refined})
+                             "docs/validation.md)" for f in refined if f not in notes})
         if "ticket_mainloop_factor" in res:
             cases = res["ticket_rate_cases"]
             vals["ticket_mainloop_factor"] = res["ticket_mainloop_factor"]

@@ -20,7 +20,9 @@ traces), the measurements the memory hierarchy's constants are derived from (:mo
 * :func:`trace_tickets`: per shape, the chain kernel's tickets design (its default order, groups of 8 row-blocks) on a
   square chain, checked against fp32 once, then one traced run behind ``rest_ms`` and the 3 ms gate: the per-tile
   times the ticket spread is measured on (:func:`ctasim.calibration.ticket_spread`; the shapes of registered plan 3,
-  whose traces gave the committed value).
+  whose traces gave the committed value). With ``chain_group`` the same in groups of that many row-blocks:
+  ``ctahw calibrate`` traces :data:`GAP_SHAPES` in pairs, the traces the sharers' gap spread is measured on
+  (:func:`ctasim.calibration.gap_cv`).
 
 Left out: the fused epilogues and other tile shapes (the constants belong to the plain 128x256 config); clocks
 and power (the rests keep the GPU in its burst regime; ``ctahw.calibrate`` measures the power cap separately); more
@@ -35,8 +37,9 @@ import sys
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-__all__ = ["TRACE_SHAPES", "TRACE_ORDERS", "TRACE_COLUMNS", "TICKET_SHAPES", "trace_name", "trace_plan",
-           "ticket_plan", "time_orders", "trace_orders", "trace_tickets", "write_traces"]
+__all__ = ["TRACE_SHAPES", "TRACE_ORDERS", "TRACE_COLUMNS", "TICKET_SHAPES", "GAP_SHAPES", "GAP_GROUP", "trace_name",
+           "trace_plan", "ticket_plan", "ticket_trace_name", "time_orders", "trace_orders", "trace_tickets",
+           "write_traces"]
 
 TRACE_SHAPES = ((8192, 8192), (32768, 8192), (16384, 16384))
 """(M, H) of the order traces, each layer M x H x H: 16 and 63 rounds of the 132-CTA grid
@@ -85,26 +88,42 @@ TICKET_SHAPES = ((8192, 2, 8192), (12288, 2, 8192), (16384, 2, 8192), (16384, 4,
 at least 6 windows of 132 tickets (17 to 63)."""
 
 
-def ticket_plan(m: int, layers: int, h: int):
-    """The chain kernel's tickets plan of an ``layers``-layer M x H x H chain in its default order (no GPU needed)."""
+GAP_SHAPES = ((8192, 2, 8192), (16384, 2, 8192))
+"""(M, layers, H) of the gap traces: the ticket traces' 2-layer chains, in pairs of row-blocks (:data:`GAP_GROUP`)."""
+GAP_GROUP = 2
+"""The row-block groups of the gap traces: pairs, the order ``ticket_gap_cv`` is priced on (groups of 4 and 8 keep their
+sharers near, where it does not reach; ``ctasim.calibration.gap_cv``)."""
+
+
+def ticket_plan(m: int, layers: int, h: int, chain_group: int = 0):
+    """The chain kernel's tickets plan of an ``layers``-layer M x H x H chain in groups of ``chain_group`` row-blocks
+    (0: its default order, groups of 8; no GPU needed)."""
     from ctasim.spec import Strategy, load_hardware, load_workload  # noqa: PLC0415
     from ctasim.strategies.ctapipe import build_chain  # noqa: PLC0415
 
     wl = load_workload("chain2-16384")
     wl = dataclasses.replace(wl, layers=(dataclasses.replace(wl.layers[0], m=m, k=h, n=h),) * layers)
-    return build_chain(Strategy(kind="ctapipe", gpus=1), wl, load_hardware("h200-x2-calibrated"), f"m={m}")
+    return build_chain(Strategy(kind="ctapipe", gpus=1, chain_group=chain_group), wl,
+                       load_hardware("h200-x2-calibrated"), f"m={m}")
 
 
-def trace_tickets(shapes: Sequence[tuple[int, int, int]] = TICKET_SHAPES, *, rest_ms: float = 250.0,
-                  seed: int = 20261202, log: Callable[[str], None] = _stderr) -> tuple[list[dict], dict]:
-    """The ticket traces on GPU 0 (module docstring). Returns (rows: m, layers, h, grid, traced_ms, rel_err;
-    {``<M>x<H>x<layers>-tickets``: the traced run's tiles, :data:`TRACE_COLUMNS`}). Raises what the chain kernel
-    raises on a protocol error or a wrong result."""
+def ticket_trace_name(m: int, layers: int, h: int, chain_group: int = 0) -> str:
+    """A ticket trace's name in files and tables: ``<M>x<H>x<layers>-tickets``, ``-g<group>`` after it where the order
+    is not the default."""
+    return f"{m}x{h}x{layers}-tickets" + (f"-g{chain_group}" if chain_group else "")
+
+
+def trace_tickets(shapes: Sequence[tuple[int, int, int]] = TICKET_SHAPES, *, chain_group: int = 0,
+                  rest_ms: float = 250.0, seed: int = 20261202,
+                  log: Callable[[str], None] = _stderr) -> tuple[list[dict], dict]:
+    """The ticket traces on GPU 0 (module docstring), in groups of ``chain_group`` row-blocks (0: the default order).
+    Returns (rows: m, layers, h, chain_group, grid, traced_ms, rel_err; {:func:`ticket_trace_name`: the traced run's
+    tiles, :data:`TRACE_COLUMNS`}). Raises what the chain kernel raises on a protocol error or a wrong result."""
     from ctahw.baselines import Chain, Timed  # noqa: PLC0415
     from ctahw.chain import ChainRunner  # noqa: PLC0415
     from ctahw.device import output_error, poison, reference_chain  # noqa: PLC0415
 
-    plans = {s: ticket_plan(*s) for s in shapes}  # bad shapes are refused before the GPU runs anything
+    plans = {s: ticket_plan(*s, chain_group=chain_group) for s in shapes}  # bad shapes are refused before the GPU runs
     timed = Timed([0], 3.0, 0.0, rest_ms)
     cp, s0 = timed.cp, timed.compute[0]
     data = Chain(cp, seed)
@@ -122,9 +141,10 @@ def trace_tickets(shapes: Sequence[tuple[int, int, int]] = TICKET_SHAPES, *, res
         if not err < 1e-2:
             raise RuntimeError(f"ticket trace {m} x {h} x {layers} layers: relative error {err:.2e} against fp32")
         tiles = t.read_trace().tiles
-        name = f"{m}x{h}x{layers}-tickets"
+        name = ticket_trace_name(m, layers, h, chain_group)
         traces[name] = tiles[[c for c in TRACE_COLUMNS if c in tiles.columns]]
-        rows.append({"m": m, "layers": layers, "h": h, "grid": t.grid, "traced_ms": ms, "rel_err": err})
+        rows.append({"m": m, "layers": layers, "h": h, "chain_group": chain_group, "grid": t.grid, "traced_ms": ms,
+                     "rel_err": err})
         log(f"{name}: traced {ms:.4f} ms (err {err:.1e})")
         del t, x, ws, ref
         cp.get_default_memory_pool().free_all_blocks()

@@ -32,6 +32,10 @@ What is derived
       times of each window of ``slots`` consecutive tiles by start, in median mainloops, and its growth per window
       (a line over windows >= 1 while the span is below :data:`SPAN_SATURATED`); a profile's ``ticket_spread`` is the
       median over the traces.
+    * **The sharers' gap spread** (:func:`sharer_gaps`, :func:`gap_cv`): from the same kind of trace in pairs of
+      row-blocks, each later sharer of a W panel's time after the sharer before over the reach the ticket laws price
+      it at; a profile's ``ticket_gap_cv`` (``ctasim.l2.gap_survival``) is the median over the traces of their
+      coefficient of variation.
 
 Left out
     Which tile orders and shapes to run (the probes decide; :data:`CALIBRATION_MS` is the committed split); an L2
@@ -58,7 +62,7 @@ __all__ = [
     "is_calibration", "calibration_shapes", "tile_order_table", "run_traffic", "compute_ns", "predict_ns", "GridFit",
     "grid_fit", "fit_l2_constants", "tile_rounds", "trace_drift", "cta_drift", "PERCTA_COLUMNS", "PERCTA_STEPS", "percta_table",
     "percta_turnover", "percta_steps", "percta_medians", "SPAN_SATURATED", "window_spans", "span_rate",
-    "ticket_spread", "local_signal",
+    "ticket_spread", "local_signal", "GAP_MIN_TICKETS", "sharer_gaps", "gap_cv",
 ]
 
 TILE_M, TILE_N, ELEM_BYTES = 128, 256, 2
@@ -310,6 +314,52 @@ def local_signal(traces: Iterable[pd.DataFrame]) -> tuple[float, list[float | No
     if not got:
         raise ValueError("no per-tile trace with t_signal and t_compute_end to measure the local signal on")
     return float(np.median(got)), per
+
+
+GAP_MIN_TICKETS = 4
+"""The fewest tickets between two sharers of a W panel for :func:`sharer_gaps` to count the later one: nearer sharers
+are the order's own neighbours (a pair's other row-block), which read the panel together."""
+
+
+def sharer_gaps(tiles: pd.DataFrame, spread: float, slots: int) -> np.ndarray:
+    """Each later sharer's measured time after the sharer before, over the reach the ticket laws take for it, from a
+    per-tile trace of the chain kernel's tickets (``layer``, ``tile_n``, ``t_acquire``, ``t_mainloop_end``): the tiles
+    in ``t_acquire`` order are its tickets; a later sharer is a tile of the same layer and ``tile_n`` (the same W
+    column panel) at least :data:`GAP_MIN_TICKETS` tickets after the one before, in the same window of ``slots``
+    tickets and past the first window; its time after that one, in the trace's median mainloops, over ``g / slots x
+    min(1, spread x window)`` (``ctasim.l2.ticket_rereads``' reach: ``g`` the tickets between them, ``spread`` the
+    profile's ``ticket_spread``)."""
+    d = tiles.sort_values("t_acquire", kind="stable").reset_index(drop=True)
+    pos = np.arange(len(d))
+    tile = float(np.median((d["t_mainloop_end"] - d["t_acquire"]).to_numpy()))
+    out = []
+    for _, g in d.assign(pos=pos).groupby(["layer", "tile_n"], sort=False):
+        p, t = g["pos"].to_numpy(), g["t_acquire"].to_numpy()
+        gap_p, window = np.diff(p), p[1:] // slots
+        keep = (window == p[:-1] // slots) & (gap_p >= GAP_MIN_TICKETS) & (window >= 1)
+        reach = gap_p[keep] / slots * np.minimum(1.0, spread * window[keep])
+        out.append(np.diff(t)[keep] / tile / reach)
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def gap_cv(traces: Iterable[pd.DataFrame], spread: float, slots: int | Sequence[int]) -> tuple[float, list[float | None]]:
+    """A profile's ``ticket_gap_cv``: per trace the coefficient of variation (standard deviation over mean) of its
+    :func:`sharer_gaps` (None where it has fewer than two), and the median of those. The traces are of the order the
+    refinement is priced on (pairs of row-blocks: groups of 4 and 8 keep their sharers near, where it does not reach;
+    docs/validation.md). ``slots``: the CTAs of every trace's grid, or one count per trace. ValueError where no trace
+    has two later sharers."""
+    traces = list(traces)
+    per = [int(slots)] * len(traces) if np.ndim(slots) == 0 else [int(x) for x in slots]
+    if len(per) != len(traces):
+        raise ValueError(f"{len(traces)} traces but {len(per)} grid sizes")
+    cvs: list[float | None] = []
+    for t, n in zip(traces, per):
+        r = sharer_gaps(t, spread, n)
+        cvs.append(float(np.std(r) / np.mean(r)) if len(r) >= 2 else None)
+    got = [c for c in cvs if c is not None]
+    if not got:
+        raise ValueError("no per-tile trace with two later sharers of a W panel to measure the gap spread on")
+    return float(np.median(got)), cvs
 
 
 PERCTA_COLUMNS = ("cta", "sm", "t_start", "t_acquire", "t_mainloop_end", "t_compute_end", "t_store_end", "t_signal")

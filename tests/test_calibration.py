@@ -180,6 +180,58 @@ def test_the_committed_ticket_traces_give_their_spread():
     assert round(value, 4) == 0.0197
 
 
+def _paired_trace(gaps_us: list[float], slots: int = 20) -> pd.DataFrame:
+    """A ticket trace of 3 windows of ``slots`` tickets and a 100 us mainloop, every tile its own W panel but one panel
+    read at ticket ``slots`` and every 5 tickets after it, the i-th of those ``gaps_us[i]`` us after the one before
+    (the tickets between spaced evenly; 1 us apart elsewhere)."""
+    n = 3 * slots
+    step = np.ones(n - 1)
+    for i, g in enumerate(gaps_us):
+        step[slots + 5 * i:slots + 5 * (i + 1)] = g / 5
+    t_acq = np.concatenate([[0.0], np.cumsum(step)]) * 1e3
+    tile_n = np.arange(n) + 1000
+    tile_n[[slots + 5 * i for i in range(len(gaps_us) + 1)]] = 7
+    return pd.DataFrame({"t_acquire": t_acq, "t_mainloop_end": t_acq + 100e3, "layer": 0, "tile_n": tile_n})
+
+
+def test_the_gap_spread_is_the_median_of_each_traces_coefficient_of_variation():
+    """Each later sharer's gap over its reach (5 tickets of 20, spread 1 at window 1: 0.25 tile times), and the
+    coefficient of variation of those per trace; the median over traces; a trace without two sharers left out."""
+    r = C.sharer_gaps(_paired_trace([2.0, 4.0, 6.0]), spread=1.0, slots=20)
+    np.testing.assert_allclose(r, np.array([2.0, 4.0, 6.0]) / 100 / 0.25)  # reach 5 / 20 x min(1, 1 x 1)
+    np.testing.assert_allclose(C.sharer_gaps(_paired_trace([2.0]), spread=0.5, slots=20), [2.0 / 100 / 0.125])
+    cv = float(np.std([2, 4, 6]) / np.mean([2, 4, 6]))
+    got, per = C.gap_cv([_paired_trace([2.0, 4.0, 6.0]), _paired_trace([4.0, 4.0, 4.0]), _paired_trace([1.0, 5.0]),
+                         _paired_trace([3.0])], 1.0, 20)
+    assert per[0] == pytest.approx(cv) and per[1] == pytest.approx(0.0) and per[3] is None
+    assert per[2] == pytest.approx(np.std([1, 5]) / 3) and got == pytest.approx(cv)  # median of cv, 0 and 0.667
+    with pytest.raises(ValueError, match="two later sharers"):
+        C.gap_cv([_paired_trace([3.0])], 1.0, 20)
+    with pytest.raises(ValueError, match="2 traces but 1 grid sizes"):
+        C.gap_cv([_paired_trace([3.0])] * 2, 1.0, [20])
+
+
+def test_the_committed_pairs_traces_give_the_gap_spread_the_post_hoc_table_holds():
+    """gap_cv over one committed run's pairs' traces (registered plan 52's) is the median of the coefficients
+    bench/results/posthoc-order-mainloop/gaps.csv holds for them, at the profile's ticket spread."""
+    from ctasim.trace import load_traces
+
+    run = "2026-12-04-registered52-1gpu"
+    table = pd.read_csv(ROOT / "bench/results/posthoc-order-mainloop/gaps.csv")
+    want = table[(table["run"] == run) & (table["order"] == "intragpu-g2")]
+    traces, seen = [], set()
+    for bundle in sorted((ROOT / "bench/results/hw" / run).glob("reg*-chain-*/ctapipe_traces.trace.npz")):
+        for tr in load_traces(bundle).values():
+            key = (bundle.parent.name, tr.meta["case"], tr.meta["strategy"])
+            if tr.meta["strategy"] == "intragpu-g2" and key not in seen:
+                seen.add(key)
+                traces.append(tr.tiles)
+    assert len(traces) == len(want) == 8
+    got, per = C.gap_cv(traces, CFG.ticket_spread, 132)
+    assert sorted(round(c, 4) for c in per) == pytest.approx(sorted(want["cv"]), abs=1e-4)
+    assert got == pytest.approx(want["cv"].median(), abs=1e-4)
+
+
 def test_the_local_signal_is_the_median_of_each_traces_median_step():
     def trace(steps):
         return pd.DataFrame({"t_compute_end": np.arange(len(steps)) * 1000.0,

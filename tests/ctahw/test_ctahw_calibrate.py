@@ -237,6 +237,29 @@ def test_the_l2_survival_curve_goes_into_the_profile_with_its_source(tmp_path):
     assert (q.ticket_gap_cv, q.ticket_touched) == (0.0, 1.0)
 
 
+def test_a_measured_gap_spread_goes_into_the_profile_and_the_touched_bytes_stay_copied(tmp_path):
+    """A measurement with the gap traces (pairs of row-blocks) writes its ticket_gap_cv, marked measured with the
+    traces' range; ticket_touched stays h200-x1-calibrated's, copied; without the curve the base's law is kept whatever
+    the gaps say (they refine the survival law only)."""
+    fitted = dict(FAKE_RESULT, sm_remote_store_gbps=7.0, sm_remote_store_note="fit")
+    gaps = {"ticket_gap_cv": 0.91234, "gap_runs": [{"m": 8192, "gap_cv": 0.88}, {"m": 16384, "gap_cv": 0.94468},
+                                                    {"m": 4096, "gap_cv": None}]}
+    text = cal.write_profile(dict(fitted, **MEMORY_RESULT, **gaps), "h200-x2", tmp_path / "p.toml", "p", PROV)
+    cfg = load_hardware(tmp_path / "p.toml").config(128, 256)
+    x1cfg = load_hardware("h200-x1-calibrated").config(128, 256)
+    assert (cfg.ticket_law, cfg.ticket_gap_cv, cfg.ticket_touched) == ("survival", 0.9123, x1cfg.ticket_touched)
+    line = next(l for l in text.splitlines() if l.startswith("ticket_gap_cv"))
+    assert "# measured: median over 2 per-tile traces" in line and "pairs of row-blocks (0.8800-0.9447)" in line
+    line = next(l for l in text.splitlines() if l.startswith("ticket_touched"))
+    assert "# copied from h200-x1-calibrated" in line
+    no_curve = {k: v for k, v in MEMORY_RESULT.items() if not k.startswith("l2_survival")}
+    cal.write_profile(dict(fitted, **no_curve, **gaps, l2_survival_note="overlap"), "h200-x2", tmp_path / "q.toml", "q",
+                      PROV)
+    q = load_hardware(tmp_path / "q.toml").config(128, 256)
+    assert (q.ticket_law, q.ticket_gap_cv, q.ticket_touched) == (load_hardware("h200-x2").config(128, 256).ticket_law,
+                                                                 0.0, 1.0)
+
+
 RATE_RESULT = {"ticket_mainloop_factor": 1.019, "ticket_rate_law": "survival",
                "ticket_rate_cases": [{"experiment": "reg51-chain-rate-h8192", "case": "m=8192", "factor": 1.0278}]}
 """What :func:`ctahw.calibrate.ticket_rate_fields` adds to a measurement."""

@@ -27,6 +27,23 @@ def test_a_grid_cutlass_pads_is_refused():
         T.trace_plan(128 * 3, 256 * 3, "along_n", 8)
 
 
+def test_the_gap_traces_run_the_chain_kernel_in_pairs_and_the_ticket_traces_in_its_default_order():
+    """ctahw calibrate's gap traces (ticket_gap_cv) are the tickets design in pairs of row-blocks, its ticket traces
+    (ticket_spread) the default groups of 8, each under its own name; the same orders the chain kernel's experiments
+    run as intragpu-g2 and intragpu."""
+    from ctasim.plan import chain_order
+
+    for m, layers, h in T.GAP_SHAPES:
+        pairs = T.ticket_plan(m, layers, h, chain_group=T.GAP_GROUP)
+        (k,) = pairs.kernels()
+        assert pairs.params["order"] == "chain_group2" and pairs.params["tile_source"] == "tickets"
+        assert np.array_equal(k.order, chain_order(layers, m // 128, h // 256, 2))
+        assert T.ticket_trace_name(m, layers, h, T.GAP_GROUP) == f"{m}x{h}x{layers}-tickets-g2"
+    assert T.GAP_GROUP == 2 and set(T.GAP_SHAPES) <= set(T.TICKET_SHAPES)
+    assert T.ticket_plan(*T.TICKET_SHAPES[0]).params["order"] == "chain_group8"
+    assert T.ticket_trace_name(*T.TICKET_SHAPES[0]) == "8192x8192x2-tickets"  # the committed traces' names
+
+
 def test_the_probes_refuse_a_repetition_count_below_one_before_the_gpu():
     with pytest.raises(ValueError, match="reps must be >= 1"):
         T.time_orders([(2048, 8192, 8192)], reps=0)
