@@ -1,0 +1,247 @@
+"""The model's registered track record: every registered prediction measured so far, pooled (no GPU).
+
+    python bench/registered_record.py [--out bench/results/registered-record]
+
+Each registered plan (docs/validation.md) is judged by ``ctasim compare`` into ``bench/results/validation-registered*/``:
+per registration and measurement a report whose ``accuracy.csv`` holds every case's error for the model and the
+predictors beside it, and whose ``per-cta.csv`` holds the per-CTA start errors of the traced runs. A plan's own
+section reads its claims; this pools every report, so that a user asking "can I trust the answer?" sees the whole
+record against issue 13's targets (makespan MAPE <= 3%, worst <= 6%, at most half the naive predictor's MAPE, median
+per-CTA start error <= 2% of the makespan), not one plan's.
+
+What is counted:
+
+* **The project's model as it stood at each registration**: a report of the predictions named after their experiment
+  (``bench/predictions/<experiment>``; :func:`primary`). The twins registered beside it (a suffix: ``-partition``,
+  ``-wave``, ``-gaps``, ...; a competing profile, judged by its plan's claims) are left out: each measured case counts
+  once, under the profile the project had then.
+* Rows labelled registered only (the predictions committed before the measurement; ``ctasim.accuracy``), each (report,
+  measurement) once.
+* Per case the model's error and, where the registration has them, the naive FLOPs line's and the waves predictor's
+  (``ctasim.predict``); the comparisons of the model with either are over the cases both have.
+
+Writes ``cases.csv`` (one row per plan, registration, measurement, case, strategy and predictor: kind, date, error),
+``record.csv`` (per kind and over all, per predictor: cases, MAPE, worst, the share within 3% and 6%, and the model's
+MAPE over the same cases), ``by-plan.csv`` (per plan: cases, the model's MAPE and worst, the naive line's and the
+waves predictor's MAPE over the same cases), ``by-day.csv`` (the same per day the predictions were registered),
+``by-strategy.csv`` (per kind and strategy: the model's figures and the naive line's MAPE) and
+``starts.csv`` (per kind, the kept traced runs' median per-CTA start
+error as a share of the makespan: runs, median, the share of runs within 2%). Every figure is as registered: nothing
+here is refitted or re-predicted. ~2 s.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+
+RESULTS = ROOT / "bench/results"
+PREDICTIONS = ROOT / "bench/predictions"
+SOURCES = ("model", "naive", "waves")
+"""The predictors the record keeps: the model as registered, the naive FLOPs line and the waves predictor."""
+TARGETS = {"mape_pct": 3.0, "worst_pct": 6.0, "naive_ratio": 0.5, "start_frac": 0.02}
+"""Issue 13's targets: makespan MAPE, worst case, the model's MAPE over the naive line's, median per-CTA start error."""
+_TITLE = re.compile(r"# Accuracy: (\S+) against (\S+)")
+
+
+def plan_of(folder: Path) -> str:
+    """The plan a ``validation-registered*`` folder judges: ``validation-registered`` is plan 1's, ``-registeredNN``
+    and ``-registeredNN-runK`` (another machine) plan NN's, ``-registered38-1gpu`` plan 38's."""
+    m = re.fullmatch(r"validation-registered(\d*)(-.*)?", folder.name)
+    if m is None:
+        raise ValueError(f"{folder}: not a validation-registered folder")
+    return m.group(1) or "1"
+
+
+def primary(registration: str, experiment: str) -> bool:
+    """Whether a report's registration is the project's own (its predictions named after their experiment), not a
+    twin beside it."""
+    return registration == experiment
+
+
+def reports(root: Path = RESULTS):
+    """``(plan, folder, report)`` of every ``ctasim compare`` report under ``root/validation-registered*/`` (a folder
+    with ``accuracy.csv`` and ``report.md``), sorted."""
+    for folder in sorted(root.glob("validation-registered*")):
+        if not folder.is_dir():
+            continue
+        plan = plan_of(folder)
+        for acc in sorted(folder.rglob("accuracy.csv")):
+            if (acc.parent / "report.md").is_file():
+                yield plan, folder, acc.parent
+
+
+def read_report(report: Path) -> tuple[str, str, pd.DataFrame]:
+    """(registration, measurement path, ``accuracy.csv``) of one report; ValueError (one line) where its title does
+    not name them."""
+    title = (report / "report.md").read_text().splitlines()[0] if (report / "report.md").stat().st_size else ""
+    m = _TITLE.match(title)
+    if m is None:
+        raise ValueError(f"{report / 'report.md'}: its first line does not name the registration and measurement")
+    return m.group(1), m.group(2), pd.read_csv(report / "accuracy.csv", dtype={"variant": str})
+
+
+def registered_on(registration: str, predictions: Path = PREDICTIONS) -> str:
+    """The date a registration was made (its ``registration.json``'s ``created_utc``, the day), '' where unknown."""
+    path = predictions / registration / "registration.json"
+    if not path.is_file():
+        return ""
+    return str(json.loads(path.read_text()).get("created_utc", ""))[:10]
+
+
+def measured_on(measurement: str) -> str:
+    """The date in a measurement's run folder name (``bench/results/hw/<YYYY-MM-DD>-...``), '' where it has none."""
+    m = re.search(r"/(\d{4}-\d{2}-\d{2})-", measurement)
+    return m.group(1) if m else ""
+
+
+def cases(root: Path = RESULTS, predictions: Path = PREDICTIONS) -> pd.DataFrame:
+    """One row per (plan, registration, measurement, case, strategy, predictor of :data:`SOURCES`) of the primary
+    reports' registered rows, each (registration, measurement) once: kind, the two dates, measured and predicted ms,
+    the error (predicted over measured less 1, per cent)."""
+    rows, seen = [], set()
+    for plan, folder, report in reports(root):
+        registration, measurement, acc = read_report(report)
+        if (registration, measurement) in seen:
+            continue
+        seen.add((registration, measurement))
+        acc = acc[acc["registered"].astype(bool) & acc["source"].isin(SOURCES)]
+        acc = acc[[primary(registration, e) for e in acc["experiment"]]]
+        if acc.empty:
+            continue
+        rows.append(pd.DataFrame({
+            "plan": int(plan), "judged_in": folder.name, "registration": registration, "measurement": measurement,
+            "registered_on": registered_on(registration, predictions), "measured_on": measured_on(measurement),
+            "kind": acc["kind"].to_numpy(), "case": acc["case"].to_numpy(), "strategy": acc["strategy"].to_numpy(),
+            "source": acc["source"].to_numpy(), "measured_ms": acc["measured_ms"].to_numpy(),
+            "predicted_ms": acc["predicted_ms"].to_numpy(), "error_pct": acc["error"].to_numpy() * 100}))
+    if not rows:
+        raise ValueError(f"no registered report under {root}/validation-registered*/")
+    return pd.concat(rows, ignore_index=True).sort_values(
+        ["plan", "judged_in", "registration", "case", "strategy", "source"], kind="stable").reset_index(drop=True)
+
+
+_KEY = ["plan", "registration", "measurement", "case", "strategy"]
+
+
+def _stats(err: pd.Series) -> dict:
+    a = err.abs()
+    worst = err.iloc[int(np.argmax(a.to_numpy()))] if len(err) else float("nan")
+    return dict(cases=len(err), mape_pct=a.mean(), median_abs_pct=a.median(), worst_pct=worst,
+                within_3_pct=(a <= 3.0).mean() * 100, within_6_pct=(a <= 6.0).mean() * 100)
+
+
+def record(c: pd.DataFrame) -> pd.DataFrame:
+    """Per kind (and ``all``) and predictor: :func:`_stats` of its errors, and ``model_mape_pct``, the model's MAPE
+    over the same cases (the model's own row: its MAPE)."""
+    wide = c.pivot_table(index=_KEY + ["kind"], columns="source", values="error_pct", aggfunc="first")
+    rows = []
+    for kind, w in [("all", wide), *wide.groupby(level="kind", sort=True)]:
+        for source in SOURCES:
+            if source not in w.columns:
+                continue
+            both = w[list(dict.fromkeys([source, "model"]))].dropna()
+            if both.empty:
+                continue
+            rows.append(dict(kind=kind, source=source, **_stats(both[source]),
+                             model_mape_pct=both["model"].abs().mean()))
+    return pd.DataFrame(rows).round(3)
+
+
+def by_plan(c: pd.DataFrame, by: str = "plan") -> pd.DataFrame:
+    """Per plan (or per value of another column of ``c``, ``by``: ``registered_on`` gives the record by the day the
+    predictions were made): the registrations and measurements judged, the cases, the model's MAPE and worst, and the
+    naive line's and waves predictor's MAPE over the cases each has beside the model (NaN where it has none)."""
+    wide = c.pivot_table(index=list(dict.fromkeys(_KEY + [by])), columns="source", values="error_pct", aggfunc="first")
+    rows = []
+    for plan, w in wide.groupby(level=by, sort=True):
+        m = _stats(w["model"].dropna())
+        row = {by: plan, "registrations": w.index.get_level_values("registration").nunique(),
+               "measurements": w.index.get_level_values("measurement").nunique(), "cases": m["cases"],
+               "model_mape_pct": m["mape_pct"], "model_worst_pct": m["worst_pct"],
+               "model_within_6_pct": m["within_6_pct"]}
+        for source in ("naive", "waves"):
+            both = w[[source, "model"]].dropna() if source in w.columns else pd.DataFrame()
+            row[f"{source}_mape_pct"] = both[source].abs().mean() if len(both) else float("nan")
+            row[f"model_mape_beside_{source}_pct"] = both["model"].abs().mean() if len(both) else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows).round(3)
+
+
+def by_strategy(c: pd.DataFrame) -> pd.DataFrame:
+    """Per kind and strategy (the chain kernel's orders apart: ``intragpu`` is its default, groups of 8): the model's
+    :func:`_stats` and the naive line's MAPE over the same cases."""
+    wide = c.pivot_table(index=_KEY + ["kind"], columns="source", values="error_pct", aggfunc="first")
+    rows = []
+    for (kind, strategy), w in wide.groupby(level=["kind", "strategy"], sort=True):
+        both = w[["model", "naive"]].dropna() if "naive" in w.columns else pd.DataFrame()
+        rows.append(dict(kind=kind, strategy=strategy, **_stats(w["model"].dropna()),
+                         naive_mape_pct=both["naive"].abs().mean() if len(both) else float("nan")))
+    return pd.DataFrame(rows).round(3)
+
+
+def starts(root: Path = RESULTS) -> pd.DataFrame:
+    """Per kind (and ``all``): the kept traced runs of the primary reports (``per-cta.csv``, registered rows), their
+    median per-CTA start error over the makespan (``start_median_frac``): runs, median, 90th percentile, and the share
+    within :data:`TARGETS`' 2%."""
+    parts, seen = [], set()
+    for _plan, _folder, report in reports(root):
+        registration, measurement, acc = read_report(report)
+        per = report / "per-cta.csv"
+        if (registration, measurement) in seen or not per.is_file():
+            continue
+        seen.add((registration, measurement))
+        if not primary(registration, str(acc["experiment"].iloc[0])):
+            continue
+        p = pd.read_csv(per)
+        p = p[p["kept"].astype(bool) & p["registered"].astype(bool)]
+        kinds = acc.drop_duplicates(["case", "strategy"]).set_index(["case", "strategy"])["kind"]
+        p = p.assign(kind=[kinds.get((a, b), "?") for a, b in zip(p["case"], p["strategy"])])
+        parts.append(p[["kind", "start_median_frac"]])
+    if not parts:
+        return pd.DataFrame(columns=["kind", "runs", "median_frac", "p90_frac", "within_2_pct"])
+    p = pd.concat(parts, ignore_index=True)
+    rows = []
+    for kind, g in [("all", p), *p.groupby("kind", sort=True)]:
+        f = g["start_median_frac"]
+        rows.append(dict(kind=kind, runs=len(f), median_frac=f.median(), p90_frac=f.quantile(0.9),
+                         within_2_pct=(f <= TARGETS["start_frac"]).mean() * 100))
+    return pd.DataFrame(rows).round(4)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = OneLineParser(prog="python bench/registered_record.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=RESULTS / "registered-record")
+    args = parse_outputs(ap, argv, folders=("--out",))
+    try:
+        c = cases()
+    except ValueError as e:
+        print(f"registered_record: {e}", file=sys.stderr)
+        return 2
+    rec, plans, st = record(c), by_plan(c), starts()
+    args.out.mkdir(parents=True, exist_ok=True)
+    c.to_csv(args.out / "cases.csv", index=False, float_format="%.6g")
+    rec.to_csv(args.out / "record.csv", index=False)
+    plans.to_csv(args.out / "by-plan.csv", index=False)
+    by_plan(c, "registered_on").to_csv(args.out / "by-day.csv", index=False)
+    by_strategy(c).to_csv(args.out / "by-strategy.csv", index=False)
+    st.to_csv(args.out / "starts.csv", index=False)
+    with pd.option_context("display.width", 200, "display.max_rows", 200):
+        print(rec.to_string(index=False))
+        print()
+        print(st.to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,102 @@
+"""bench/registered_record.py: the pooled record of every registered prediction is what the committed compare reports
+hold (primary registrations, registered rows, each measurement once), and says what docs/validation.md quotes."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+
+
+@pytest.fixture(scope="module")
+def rr():
+    return load_bench("registered_record")
+
+
+@pytest.fixture(scope="module")
+def committed(rr):
+    d = rr.ROOT / "bench/results/registered-record"
+    return {n: pd.read_csv(d / f"{n}.csv") for n in ("cases", "record", "by-plan", "by-day", "by-strategy", "starts")}
+
+
+def test_the_committed_record_is_what_the_reports_give(rr, committed, tmp_path):
+    assert rr.main(["--out", str(tmp_path)]) == 0
+    for name, want in committed.items():
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / f"{name}.csv"), want, obj=name)
+
+
+def test_the_record_says_what_the_docs_quote(committed):
+    c = committed["cases"]
+    model = c[c["source"] == "model"]
+    assert (model["plan"].nunique(), model["registration"].nunique(), model["measurement"].nunique(),
+            len(model)) == (33, 100, 153, 827)
+    r = committed["record"].set_index(["kind", "source"])
+    got = {k: (r.loc[(k, "model"), "mape_pct"], r.loc[(k, "naive"), "mape_pct"], r.loc[(k, "model"), "within_6_pct"])
+           for k in ("all", "ctapipe-1gpu", "sequential", "ctapipe-shared")}
+    assert got == {"all": (2.821, 10.735, 88.513), "ctapipe-1gpu": (3.108, 6.092, 86.352),
+                   "sequential": (1.879, 3.021, 95.977), "ctapipe-shared": (5.612, 70.681, 65.789)}
+    assert r.loc[("all", "model"), "worst_pct"] == -29.916
+    b = committed["by-strategy"].set_index(["kind", "strategy"])
+    # the chain kernel's default order: the model 1.39%, the naive line 1.32% (no edge); row order 8.37 against 17.49%
+    assert (b.loc[("ctapipe-1gpu", "intragpu"), "mape_pct"], b.loc[("ctapipe-1gpu", "intragpu"), "naive_mape_pct"]) \
+        == (1.394, 1.319)
+    assert (b.loc[("ctapipe-1gpu", "intragpu-row"), "mape_pct"], b.loc[("ctapipe-1gpu", "intragpu-row"),
+                                                                       "naive_mape_pct"]) == (8.37, 17.49)
+    d = committed["by-day"].set_index("registered_on")
+    assert d["model_mape_pct"].round(2).tolist() == [2.54, 3.1, 3.46, 2.52, 2.63]
+    s = committed["starts"].set_index("kind")
+    assert (s.loc["ctapipe-1gpu", "runs"], s.loc["ctapipe-1gpu", "median_frac"]) == (395, 0.0071)
+
+
+def _report(root, folder, name, experiment, measurement, rows, registered=True):
+    d = root / folder / name
+    d.mkdir(parents=True)
+    (d / "report.md").write_text(f"# Accuracy: {name} against {measurement}\n")
+    pd.DataFrame([dict(experiment=experiment, case=case, strategy="sequential", variant="", kind="sequential",
+                       m=1, measured_ms=1.0, source=src, predicted_ms=1 + err, error=err, registered=registered)
+                  for case, src, err in rows]).to_csv(d / "accuracy.csv", index=False)
+
+
+def test_twins_post_hoc_rows_and_repeated_judgements_are_left_out(rr, tmp_path):
+    root, preds = tmp_path / "results", tmp_path / "predictions"
+    (preds / "reg7-x").mkdir(parents=True)
+    (preds / "reg7-x" / "registration.json").write_text(json.dumps({"created_utc": "2026-12-02T01:02:03Z"}))
+    rows = [("m=1", "model", 0.02), ("m=1", "naive", -0.04), ("m=2", "model", -0.06), ("m=2", "naive", 0.01)]
+    _report(root, "validation-registered7", "reg7-x", "reg7-x", "bench/results/hw/2026-12-03-r7/reg7-x", rows)
+    _report(root, "validation-registered7", "reg7-x-twin", "reg7-x", "bench/results/hw/2026-12-03-r7/reg7-x",
+            [("m=1", "model", 0.5)])  # a twin: not the project's model
+    _report(root, "validation-registered7-run2", "reg7-x", "reg7-x", "bench/results/hw/2026-12-03-r7/reg7-x",
+            rows)  # the same measurement judged again: counted once
+    _report(root, "validation-registered7-run3", "reg7-x", "reg7-x", "bench/results/hw/2026-12-04-r7b/reg7-x",
+            [("m=1", "model", 0.9)], registered=False)  # post-hoc
+    c = rr.cases(root, preds)
+    assert len(c) == 4 and set(c["judged_in"]) == {"validation-registered7"} and set(c["plan"]) == {7}
+    assert set(c["registered_on"]) == {"2026-12-02"} and set(c["measured_on"]) == {"2026-12-03"}
+    rec = rr.record(c).set_index(["kind", "source"])
+    assert rec.loc[("all", "model"), "mape_pct"] == pytest.approx(4.0)  # (2 + 6) / 2
+    assert rec.loc[("all", "model"), "worst_pct"] == pytest.approx(-6.0)
+    assert rec.loc[("all", "model"), "within_3_pct"] == pytest.approx(50.0)
+    assert rec.loc[("all", "naive"), "mape_pct"] == pytest.approx(2.5)
+    plans = rr.by_plan(c).set_index("plan")
+    assert plans.loc[7, "model_mape_pct"] == pytest.approx(4.0) and plans.loc[7, "naive_mape_pct"] == pytest.approx(2.5)
+    assert rr.plan_of(root / "validation-registered") == "1" and rr.plan_of(root / "validation-registered38-1gpu") == "38"
+
+
+def test_a_report_without_its_title_or_no_report_is_one_line(rr, tmp_path, capsys):
+    root = tmp_path / "results"
+    _report(root, "validation-registered3", "reg3-a", "reg3-a", "x", [("m=1", "model", 0.0)])
+    (root / "validation-registered3" / "reg3-a" / "report.md").write_text("Accuracy\n")
+    with pytest.raises(ValueError, match="does not name the registration"):
+        rr.cases(root, tmp_path)
+    with pytest.raises(ValueError, match="no registered report"):
+        rr.cases(tmp_path / "empty", tmp_path)
+    capsys.readouterr()
+    taken = tmp_path / "a-file"
+    taken.write_text("x")
+    with pytest.raises(SystemExit) as e:
+        rr.main(["--out", str(taken)])
+    err = capsys.readouterr().err.strip()
+    assert e.value.code != 0 and "--out" in err and len(err.splitlines()) == 1 and taken.read_text() == "x"
