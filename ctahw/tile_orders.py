@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 __all__ = ["TRACE_SHAPES", "TRACE_ORDERS", "TRACE_COLUMNS", "TICKET_SHAPES", "GAP_SHAPES", "GAP_GROUP", "trace_name",
-           "trace_plan", "ticket_plan", "ticket_trace_name", "time_orders", "trace_orders", "trace_tickets",
+           "trace_plan", "ticket_plan", "ticket_trace_name", "trace_columns", "time_orders", "trace_orders", "trace_tickets",
            "write_traces"]
 
 TRACE_SHAPES = ((8192, 8192), (32768, 8192), (16384, 16384))
@@ -46,11 +46,17 @@ TRACE_SHAPES = ((8192, 8192), (32768, 8192), (16384, 16384))
 (``bench/results/hw/2026-12-02-order-traces``)."""
 TRACE_ORDERS = (("along_m", 8), ("along_n", 8), ("along_m", 1))
 """(raster, swizzle) of the order traces: the two high-reuse orders and the near-streaming one."""
-TRACE_COLUMNS = ("cta", "sm", "tile_m", "tile_n", "t_acquire", "t_mainloop_end", "t_compute_end", "t_store_end",
-                 "t_signal")
+TRACE_COLUMNS = ("layer", "cta", "sm", "tile_m", "tile_n", "t_acquire", "t_mainloop_end", "t_compute_end",
+                 "t_store_end", "t_signal")
 """The columns of a trace file (``tiles-<name>.csv.gz``; ns on the GPU's clock since the first ticket); the order
 and ticket traces are the chain kernel's (its static and tickets designs), so both carry every column; a trace without
-one of them is written without it."""
+one of them is written without it (the traces written before 2026-12-05 have no ``layer``: the gap spread needs it,
+a sharer being a tile of the same layer and ``tile_n``)."""
+
+
+def trace_columns(tiles):
+    """The :data:`TRACE_COLUMNS` of a per-tile trace (``ctahw.chain``'s tiles table) that it has, in that order."""
+    return tiles[[c for c in TRACE_COLUMNS if c in tiles.columns]]
 
 
 def _stderr(s: str) -> None:
@@ -142,7 +148,7 @@ def trace_tickets(shapes: Sequence[tuple[int, int, int]] = TICKET_SHAPES, *, cha
             raise RuntimeError(f"ticket trace {m} x {h} x {layers} layers: relative error {err:.2e} against fp32")
         tiles = t.read_trace().tiles
         name = ticket_trace_name(m, layers, h, chain_group)
-        traces[name] = tiles[[c for c in TRACE_COLUMNS if c in tiles.columns]]
+        traces[name] = trace_columns(tiles)
         rows.append({"m": m, "layers": layers, "h": h, "chain_group": chain_group, "grid": t.grid, "traced_ms": ms,
                      "rel_err": err})
         log(f"{name}: traced {ms:.4f} ms (err {err:.1e})")
@@ -267,7 +273,7 @@ def trace_orders(shapes: Sequence[tuple[int, int]] = TRACE_SHAPES, orders: Seque
             traced = timed.run(lambda tm, t=t: (tm.part("compute", 0, s0, lambda: t.launch(stream=s0)), [(s0, 0)])[1])[0]
             t.check_errors()
             tiles = t.read_trace().tiles
-            traces[trace_name(m, h, raster, swizzle)] = tiles[[c for c in TRACE_COLUMNS if c in tiles.columns]]
+            traces[trace_name(m, h, raster, swizzle)] = trace_columns(tiles)
             log(f"{m} x {h} x {h} {name}: " + ", ".join(f"{k} {_median(v):.4f} ms (err {err[k]:.1e})"
                                                         for k, v in samples.items()) + f", traced run {traced:.4f} ms")
             del r, t

@@ -329,6 +329,9 @@ def sharer_gaps(tiles: pd.DataFrame, spread: float, slots: int) -> np.ndarray:
     tickets and past the first window; its time after that one, in the trace's median mainloops, over ``g / slots x
     min(1, spread x window)`` (``ctasim.l2.ticket_rereads``' reach: ``g`` the tickets between them, ``spread`` the
     profile's ``ticket_spread``)."""
+    missing = [c for c in ("layer", "tile_n", "t_acquire", "t_mainloop_end") if c not in tiles.columns]
+    if missing:
+        raise ValueError(f"a per-tile trace without column {', '.join(missing)}: no sharers' gaps to measure")
     d = tiles.sort_values("t_acquire", kind="stable").reset_index(drop=True)
     pos = np.arange(len(d))
     tile = float(np.median((d["t_mainloop_end"] - d["t_acquire"]).to_numpy()))

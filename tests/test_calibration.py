@@ -207,6 +207,8 @@ def test_the_gap_spread_is_the_median_of_each_traces_coefficient_of_variation():
     assert per[2] == pytest.approx(np.std([1, 5]) / 3) and got == pytest.approx(cv)  # median of cv, 0 and 0.667
     with pytest.raises(ValueError, match="two later sharers"):
         C.gap_cv([_paired_trace([3.0])], 1.0, 20)
+    with pytest.raises(ValueError, match="without column layer"):  # the traces written before 2026-12-05
+        C.gap_cv([_paired_trace([3.0, 4.0]).drop(columns="layer")], 1.0, 20)
     with pytest.raises(ValueError, match="2 traces but 1 grid sizes"):
         C.gap_cv([_paired_trace([3.0])] * 2, 1.0, [20])
 

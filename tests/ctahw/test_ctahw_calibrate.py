@@ -723,3 +723,45 @@ def test_the_tickets_microbenchmark_keeps_its_rows_or_says_which_case_failed(tmp
     got = cal.ticket_rate(log=lambda s: None, quick=True)
     assert got == {"ticket_rate_note": f"{bad.loc[3, 'experiment']} {bad.loc[3, 'case']} {bad.loc[3, 'strategy']}: "
                                        "failed (timeout)"}
+
+
+def test_measure_memory_takes_the_gap_spread_from_its_pairs_traces(tmp_path, monkeypatch):
+    """ctahw.calibrate.measure_memory with the device probes standing in (a committed run's order and chain-kernel
+    traces, cut to the columns the probes keep; the L2 probe failing): the ticket spread from the groups of 8, the gap
+    spread from the pairs at that spread, both into the result and the probe files -- the path a calibration takes on
+    a GPU, which no other CPU test runs."""
+    import pandas as pd
+
+    from ctahw import l2probe
+    from ctahw import tile_orders as T
+    from ctasim.calibration import gap_cv, ticket_spread
+    from ctasim.trace import load_traces
+
+    root = Path(__file__).resolve().parents[2] / "bench/results/hw"
+    orders = {p.name[6:-7]: pd.read_csv(p) for p in sorted((root / "2026-12-02-order-traces").glob("tiles-*.csv.gz"))}
+    whole = {}
+    for tr in load_traces(root / "2026-12-04-registered52-1gpu/reg52-chain-faster-h7680/ctapipe_traces.trace.npz").values():
+        whole.setdefault(tr.meta["strategy"], tr.tiles)
+    seen = []
+
+    def tickets(shapes=T.TICKET_SHAPES, chain_group=0, **_):
+        seen.append((tuple(shapes), chain_group))
+        tiles = T.trace_columns(whole["intragpu-g2" if chain_group == T.GAP_GROUP else "intragpu"])
+        return ([{"m": m, "layers": l, "h": h, "chain_group": chain_group, "grid": 132} for m, l, h in shapes],
+                {T.ticket_trace_name(m, l, h, chain_group): tiles for m, l, h in shapes})
+
+    def no_curve(**_):
+        raise ValueError("hot and cold latencies overlap")
+
+    monkeypatch.setattr(T, "time_orders", lambda *a, **k: [{"m": 2048, "order": "along_m/swizzle8"}])
+    monkeypatch.setattr(T, "trace_orders", lambda **k: ([{"case": n} for n in orders], orders))
+    monkeypatch.setattr(T, "trace_tickets", tickets)
+    monkeypatch.setattr(l2probe, "measure", no_curve)
+    res = cal.measure_memory(log=lambda s: None, quick=True, probe_out=tmp_path)
+    assert seen == [(T.TICKET_SHAPES[-2:], 0), (T.GAP_SHAPES[-1:], T.GAP_GROUP)]
+    spread, _ = ticket_spread([whole["intragpu"]] * 2, 132)
+    want, _ = gap_cv([whole["intragpu-g2"]], spread, 132)
+    assert res["ticket_spread"] == pytest.approx(spread) and res["ticket_gap_cv"] == pytest.approx(want)
+    assert [r["gap_cv"] for r in res["gap_runs"]] == pytest.approx([want]) and res["gap_runs"][0]["chain_group"] == 2
+    assert pd.read_csv(tmp_path / "ticket-gaps.csv")["gap_cv"].tolist() == pytest.approx([want])
+    assert (tmp_path / "tiles-16384x8192x2-tickets-g2.csv.gz").is_file() and "l2_survival_note" in res

@@ -65,8 +65,9 @@ def test_written_traces_are_what_bench_order_drift_reads(tmp_path):
                           "t_compute_end": start.ravel() + 950.0, "t_store_end": start.ravel() + 990.0})
     T.write_traces(tmp_path / "t", [{"m": 1, "order": "along_m/swizzle1"}], {"1x1-along_m-swizzle1": tiles})
     back = pd.read_csv(tmp_path / "t" / "tiles-1x1-along_m-swizzle1.csv.gz")
-    # a trace without t_signal (this hand-made one) is written without it
-    assert list(back.columns) == [c for c in T.TRACE_COLUMNS if c != "t_signal"] and back.t_mainloop_end.iloc[0] == 900.0
+    # a trace without t_signal and layer (this hand-made one) is written without them
+    assert list(back.columns) == [c for c in T.TRACE_COLUMNS if c not in ("t_signal", "layer")]
+    assert back.t_mainloop_end.iloc[0] == 900.0
     assert trace_drift(back)["start_sd_per_round"] == pytest.approx(trace_drift(tiles)["start_sd_per_round"], rel=1e-3)
     assert pd.read_csv(tmp_path / "t" / "timing.csv").order.tolist() == ["along_m/swizzle1"]
 
@@ -135,3 +136,37 @@ def test_the_probes_parse_gemm_shapes_one_way():
         traj.parse_kernels("sq=16384x8192")
     with pytest.raises(ValueError, match="twice"):
         traj.parse_kernels("a=1x1x64,a=1x1x64")
+
+
+def test_the_ticket_trace_runbook_measures_the_gap_spread_from_what_trace_tickets_keeps(tmp_path, monkeypatch):
+    """bench/hw/run_ticket_traces.sh's Python, run with trace_tickets standing in for the GPU: the chain kernel's
+    traced tiles (a committed run's groups of 8 and pairs) cut to the columns trace_tickets keeps give the gap spread
+    the same traces give whole; a trace_tickets that dropped ``layer`` would fail here, not on the device."""
+    import os
+    import re
+
+    import pandas as pd
+
+    from ctasim.calibration import gap_cv, ticket_spread
+    from ctasim.trace import load_traces
+
+    bundle = T.Path(__file__).resolve().parents[2] / \
+        "bench/results/hw/2026-12-04-registered52-1gpu/reg52-chain-faster-h7680/ctapipe_traces.trace.npz"
+    whole = {}
+    for tr in load_traces(bundle).values():
+        whole.setdefault(tr.meta["strategy"], tr.tiles)
+
+    def fake(shapes=T.TICKET_SHAPES, chain_group=0, **_):
+        tiles = whole["intragpu-g2" if chain_group == 2 else "intragpu"]
+        return ([{"m": m, "layers": l, "h": h, "chain_group": chain_group, "grid": 132} for m, l, h in shapes],
+                {T.ticket_trace_name(m, l, h, chain_group): T.trace_columns(tiles) for m, l, h in shapes})
+
+    monkeypatch.setattr(T, "trace_tickets", fake)
+    monkeypatch.setitem(os.environ, "R", str(tmp_path))
+    script = (T.Path(__file__).resolve().parents[2] / "bench/hw/run_ticket_traces.sh").read_text()
+    exec(re.search(r"<<'PY'[^\n]*\n(.*?)\nPY\n", script, re.S).group(1), {})  # noqa: S102 - the runbook's own code
+    gaps = pd.read_csv(tmp_path / "probes" / "ticket-gaps.csv")
+    spread, _ = ticket_spread([whole["intragpu"]] * len(T.TICKET_SHAPES), 132)
+    want, _ = gap_cv([whole["intragpu-g2"]], spread, 132)
+    assert len(gaps) == len(T.GAP_SHAPES) and gaps["gap_cv"].tolist() == pytest.approx([want] * len(T.GAP_SHAPES))
+    assert 0.3 < want < 1.5 and (tmp_path / "probes" / "tiles-8192x8192x2-tickets-g2.csv.gz").is_file()
