@@ -24,7 +24,9 @@ Writes ``cases.csv`` (one row per plan, registration, measurement, case, strateg
 ``record.csv`` (per kind and over all, per predictor: cases, MAPE, worst, the share within 3% and 6%, and the model's
 MAPE over the same cases), ``by-plan.csv`` (per plan: cases, the model's MAPE and worst, the naive line's and the
 waves predictor's MAPE over the same cases), ``by-day.csv`` (the same per day the predictions were registered),
-``by-strategy.csv`` (per kind and strategy: the model's figures and the naive line's MAPE) and
+``by-strategy.csv`` (per kind and strategy: the model's figures and the naive line's MAPE), ``normalised.csv``
+(:func:`normalised`: the runs that timed the reference GEMM, each case's error with the run's reference ratio taken
+out, as one GEMM timed on the machine would correct it) and
 ``starts.csv`` (per kind, the kept traced runs' median per-CTA start
 error as a share of the makespan: runs, median, the share of runs within 2%). Every figure is as registered: nothing
 here is refitted or re-predicted. ~2 s.
@@ -190,6 +192,34 @@ def by_strategy(c: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).round(3)
 
 
+REFERENCE_CASE = "m=16384"
+"""The reference GEMM's case a run is normalised by (:func:`normalised`): the calibration shape, 16384 x 8192 x 8192."""
+
+
+def normalised(c: pd.DataFrame) -> pd.DataFrame:
+    """Per kind (and ``all``) and predictor, over the runs that timed the reference GEMM in the same call (a primary
+    registration named ``*reference*``, case :data:`REFERENCE_CASE`): each other case's error with the run's reference
+    ratio taken out (``(1 + error) / (1 + the reference's error) - 1``, the reference's error by the same predictor),
+    as one reference GEMM timed on a machine would correct it. Cases, the MAPE as registered and normalised, the
+    normalised worst and share within 6%."""
+    c = c.assign(run=c["measurement"].str.extract(r"^(.*)/[^/]+$")[0])
+    is_ref = c["registration"].str.contains("reference")
+    ref = c[is_ref & (c["case"] == REFERENCE_CASE)].groupby(["run", "source"])["error_pct"].median()
+    d = c[~is_ref].join(ref.rename("ref_pct"), on=["run", "source"]).dropna(subset=["ref_pct"])
+    d = d.assign(norm_pct=((1 + d["error_pct"] / 100) / (1 + d["ref_pct"] / 100) - 1) * 100)
+    rows = []
+    for kind, g in [("all", d), *d.groupby("kind", sort=True)]:
+        for source in SOURCES:
+            s = g[g["source"] == source]
+            if s.empty:
+                continue
+            n = _stats(s["norm_pct"])
+            rows.append(dict(kind=kind, source=source, runs=s["run"].nunique(), cases=len(s),
+                             mape_pct=s["error_pct"].abs().mean(), normalised_mape_pct=n["mape_pct"],
+                             normalised_worst_pct=n["worst_pct"], normalised_within_6_pct=n["within_6_pct"]))
+    return pd.DataFrame(rows).round(3)
+
+
 def starts(root: Path = RESULTS) -> pd.DataFrame:
     """Per kind (and ``all``): the kept traced runs of the primary reports (``per-cta.csv``, registered rows), their
     median per-CTA start error over the makespan (``start_median_frac``): runs, median, 90th percentile, and the share
@@ -235,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     plans.to_csv(args.out / "by-plan.csv", index=False)
     by_plan(c, "registered_on").to_csv(args.out / "by-day.csv", index=False)
     by_strategy(c).to_csv(args.out / "by-strategy.csv", index=False)
+    normalised(c).to_csv(args.out / "normalised.csv", index=False)
     st.to_csv(args.out / "starts.csv", index=False)
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(rec.to_string(index=False))

@@ -19,7 +19,8 @@ def rr():
 @pytest.fixture(scope="module")
 def committed(rr):
     d = rr.ROOT / "bench/results/registered-record"
-    return {n: pd.read_csv(d / f"{n}.csv") for n in ("cases", "record", "by-plan", "by-day", "by-strategy", "starts")}
+    return {n: pd.read_csv(d / f"{n}.csv") for n in ("cases", "record", "by-plan", "by-day", "by-strategy", "normalised",
+                                                    "starts")}
 
 
 def test_the_committed_record_is_what_the_reports_give(rr, committed, tmp_path):
@@ -47,6 +48,11 @@ def test_the_record_says_what_the_docs_quote(committed):
                                                                        "naive_mape_pct"]) == (8.37, 17.49)
     d = committed["by-day"].set_index("registered_on")
     assert d["model_mape_pct"].round(2).tolist() == [2.54, 3.1, 3.46, 2.52, 2.63]
+    n = committed["normalised"].set_index(["kind", "source"])
+    # one reference GEMM per run: sequential 1.63 -> 1.42% (naive 3.49 -> 2.81), the chain kernel 3.38 -> 3.17%
+    assert [n.loc[(k, src), c] for k, src in (("sequential", "model"), ("sequential", "naive"), ("ctapipe-1gpu", "model"))
+            for c in ("mape_pct", "normalised_mape_pct")] == [1.626, 1.418, 3.485, 2.807, 3.377, 3.165]
+    assert n.loc[("all", "model"), "runs"] == 28
     s = committed["starts"].set_index("kind")
     assert (s.loc["ctapipe-1gpu", "runs"], s.loc["ctapipe-1gpu", "median_frac"]) == (395, 0.0071)
 
@@ -83,6 +89,24 @@ def test_twins_post_hoc_rows_and_repeated_judgements_are_left_out(rr, tmp_path):
     plans = rr.by_plan(c).set_index("plan")
     assert plans.loc[7, "model_mape_pct"] == pytest.approx(4.0) and plans.loc[7, "naive_mape_pct"] == pytest.approx(2.5)
     assert rr.plan_of(root / "validation-registered") == "1" and rr.plan_of(root / "validation-registered38-1gpu") == "38"
+
+
+def test_normalising_takes_the_runs_reference_ratio_out_of_each_other_case(rr):
+    """A run whose reference GEMM the model over-prices by 10%: a case over-priced by 21% there is 10% after; a run
+    without the reference is left out; the reference is not judged against itself."""
+    def row(measurement, registration, case, err, source="model"):
+        return dict(plan=1, judged_in="v", registration=registration, measurement=measurement, registered_on="",
+                    measured_on="", kind="sequential", case=case, strategy="sequential", source=source,
+                    measured_ms=1.0, predicted_ms=1 + err / 100, error_pct=err)
+
+    c = pd.DataFrame([row("hw/r1/reg1-reference", "reg1-reference", "m=16384", 10.0),
+                      row("hw/r1/reg1-reference", "reg1-reference", "m=4096", 50.0),  # not the reference case
+                      row("hw/r1/reg1-block", "reg1-block", "m=1", 21.0),
+                      row("hw/r2/reg1-block", "reg1-block", "m=1", 5.0)])  # no reference in run r2
+    n = rr.normalised(c).set_index(["kind", "source"])
+    assert (n.loc[("all", "model"), "runs"], n.loc[("all", "model"), "cases"]) == (1, 1)
+    assert n.loc[("all", "model"), "mape_pct"] == pytest.approx(21.0)
+    assert n.loc[("all", "model"), "normalised_mape_pct"] == pytest.approx(10.0)
 
 
 def test_a_report_without_its_title_or_no_report_is_one_line(rr, tmp_path, capsys):
