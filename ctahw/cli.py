@@ -283,9 +283,13 @@ def cmd_calibrate(args) -> int:
         print(f"would measure (see ctahw.calibrate): {', '.join(f for f in calibrate.MEASURED_FIELDS if f not in skip)}, "
               f"kernel_config 128x256 ({', '.join(cfg)})")
         if not args.no_memory:
-            print("memory probes: the tile-order probe at N = K = 8192 (M = 2048 ... 32768, 12 orders), 9 per-tile "
-                  "traces (ctahw.tile_orders), the L2 survival probe (ctahw.l2probe) and the tickets design's one-layer "
-                  "microbenchmark (ctasim.ticket_rate.RATE_EXPERIMENTS)"
+            from ctahw import tile_orders as T  # noqa: PLC0415
+
+            print("memory probes: the tile-order probe at N = K = 8192 (M = 2048 ... 32768, 12 orders), "
+                  f"{len(T.TRACE_SHAPES) * len(T.TRACE_ORDERS)} per-tile order traces, {len(T.TICKET_SHAPES)} of the "
+                  f"chain kernel's tickets and {len(T.GAP_SHAPES)} of its pairs (ctahw.tile_orders), the L2 survival "
+                  "probe (ctahw.l2probe) and the tickets design's one-layer microbenchmark "
+                  "(ctasim.ticket_rate.RATE_EXPERIMENTS)"
                   f"{'; raw files into ' + str(args.probe_out) if args.probe_out else ''}")
         if not args.no_percta:
             from ctahw import percta  # noqa: PLC0415

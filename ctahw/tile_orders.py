@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 __all__ = ["TRACE_SHAPES", "TRACE_ORDERS", "TRACE_COLUMNS", "TICKET_SHAPES", "GAP_SHAPES", "GAP_GROUP", "trace_name",
-           "trace_plan", "ticket_plan", "ticket_trace_name", "trace_columns", "time_orders", "trace_orders", "trace_tickets",
-           "write_traces"]
+           "trace_plan", "ticket_plan", "ticket_trace_name", "trace_columns", "time_orders", "trace_orders",
+           "trace_tickets", "write_traces"]
 
 TRACE_SHAPES = ((8192, 8192), (32768, 8192), (16384, 16384))
 """(M, H) of the order traces, each layer M x H x H: 16 and 63 rounds of the 132-CTA grid
@@ -125,11 +125,11 @@ def trace_tickets(shapes: Sequence[tuple[int, int, int]] = TICKET_SHAPES, *, cha
     """The ticket traces on GPU 0 (module docstring), in groups of ``chain_group`` row-blocks (0: the default order).
     Returns (rows: m, layers, h, chain_group, grid, traced_ms, rel_err; {:func:`ticket_trace_name`: the traced run's
     tiles, :data:`TRACE_COLUMNS`}). Raises what the chain kernel raises on a protocol error or a wrong result."""
+    plans = {s: ticket_plan(*s, chain_group=chain_group) for s in shapes}  # bad shapes are refused before the GPU runs
     from ctahw.baselines import Chain, Timed  # noqa: PLC0415
     from ctahw.chain import ChainRunner  # noqa: PLC0415
     from ctahw.device import output_error, poison, reference_chain  # noqa: PLC0415
 
-    plans = {s: ticket_plan(*s, chain_group=chain_group) for s in shapes}  # bad shapes are refused before the GPU runs
     timed = Timed([0], 3.0, 0.0, rest_ms)
     cp, s0 = timed.cp, timed.compute[0]
     data = Chain(cp, seed)

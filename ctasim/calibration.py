@@ -345,7 +345,8 @@ def sharer_gaps(tiles: pd.DataFrame, spread: float, slots: int) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros(0)
 
 
-def gap_cv(traces: Iterable[pd.DataFrame], spread: float, slots: int | Sequence[int]) -> tuple[float, list[float | None]]:
+def gap_cv(traces: Iterable[pd.DataFrame], spread: float,
+           slots: int | Sequence[int]) -> tuple[float, list[float | None]]:
     """A profile's ``ticket_gap_cv``: per trace the coefficient of variation (standard deviation over mean) of its
     :func:`sharer_gaps` (None where it has fewer than two), and the median of those. The traces are of the order the
     refinement is priced on (pairs of row-blocks: groups of 4 and 8 keep their sharers near, where it does not reach;

@@ -740,7 +740,8 @@ def test_measure_memory_takes_the_gap_spread_from_its_pairs_traces(tmp_path, mon
     root = Path(__file__).resolve().parents[2] / "bench/results/hw"
     orders = {p.name[6:-7]: pd.read_csv(p) for p in sorted((root / "2026-12-02-order-traces").glob("tiles-*.csv.gz"))}
     whole = {}
-    for tr in load_traces(root / "2026-12-04-registered52-1gpu/reg52-chain-faster-h7680/ctapipe_traces.trace.npz").values():
+    bundle = root / "2026-12-04-registered52-1gpu/reg52-chain-faster-h7680/ctapipe_traces.trace.npz"
+    for tr in load_traces(bundle).values():
         whole.setdefault(tr.meta["strategy"], tr.tiles)
     seen = []
 

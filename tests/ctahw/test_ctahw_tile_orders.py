@@ -44,6 +44,26 @@ def test_the_gap_traces_run_the_chain_kernel_in_pairs_and_the_ticket_traces_in_i
     assert T.ticket_trace_name(*T.TICKET_SHAPES[0]) == "8192x8192x2-tickets"  # the committed traces' names
 
 
+def test_trace_tickets_builds_its_plans_in_the_order_asked_before_the_gpu(monkeypatch):
+    """trace_tickets hands chain_group to every plan it builds, before it touches a GPU (a bad shape is refused there
+    too): the gap traces are pairs only if this holds, and no fake of trace_tickets can show it."""
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def plan(m, layers, h, chain_group=0):
+        seen.append((m, layers, h, chain_group))
+        if len(seen) == len(T.GAP_SHAPES):
+            raise Stop
+        return None
+
+    monkeypatch.setattr(T, "ticket_plan", plan)
+    with pytest.raises(Stop):
+        T.trace_tickets(T.GAP_SHAPES, chain_group=T.GAP_GROUP)
+    assert seen == [(*s, T.GAP_GROUP) for s in T.GAP_SHAPES]
+
+
 def test_the_probes_refuse_a_repetition_count_below_one_before_the_gpu():
     with pytest.raises(ValueError, match="reps must be >= 1"):
         T.time_orders([(2048, 8192, 8192)], reps=0)
