@@ -638,3 +638,22 @@ def test_registered_plan_20_runs_the_blocks_of_plans_7_and_8_at_longer_m(plan20,
         assert ms == before
     else:
         assert min(ms) >= 24576 and not set(ms) & set(before)  # never measured at these M
+
+
+def test_order_drift_reads_the_order_traces_and_leaves_a_calibrations_ticket_traces_out(tmp_path):
+    """A ``ctahw calibrate --probe-out`` folder holds the order traces and the chain kernel's ticket and pairs traces;
+    bench/order_drift.py's drift.csv has a row for each order trace only."""
+    import shutil
+    from pathlib import Path
+
+    import pandas as pd
+
+    root = Path(__file__).resolve().parent.parent
+    mod = load_bench("order_drift")
+    src = root / "bench/results/hw/2026-12-02-order-traces/tiles-8192x8192-along_m-swizzle8.csv.gz"
+    shutil.copy(src, tmp_path / src.name)
+    ticket = root / "bench/results/hw/2026-12-02-ticket-traces/probes/tiles-8192x8192x2-tickets.csv.gz"
+    shutil.copy(ticket, tmp_path / ticket.name)
+    shutil.copy(ticket, tmp_path / "tiles-8192x8192x2-tickets-g2.csv.gz")
+    assert mod.main([str(tmp_path)]) == 0
+    assert pd.read_csv(tmp_path / "drift.csv")["case"].tolist() == ["8192x8192-along_m-swizzle8"]
