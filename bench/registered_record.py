@@ -26,7 +26,8 @@ MAPE over the same cases), ``by-plan.csv`` (per plan: cases, the model's MAPE an
 waves predictor's MAPE over the same cases), ``by-day.csv`` (the same per day the predictions were registered),
 ``by-strategy.csv`` (per kind and strategy: the model's figures and the naive line's MAPE), ``normalised.csv``
 (:func:`normalised`: the runs that timed the reference GEMM, each case's error with the run's reference ratio taken
-out, as one GEMM timed on the machine would correct it) and
+out, as one GEMM timed on the machine would correct it), ``choices.csv`` (:func:`choices`: per case measured under two or
+more strategies, whether each predictor's fastest is the measured fastest, and what following it costs) and
 ``starts.csv`` (per kind, the kept traced runs' median per-CTA start
 error as a share of the makespan: runs, median, the share of runs within 2%). Every figure is as registered: nothing
 here is refitted or re-predicted. ~2 s.
@@ -217,6 +218,47 @@ def by_strategy(c: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).round(3)
 
 
+TIE_PCT = 0.5
+"""A decision counts as right where the strategy a predictor picks is measured within this of the fastest (per cent)."""
+
+
+DEFAULT_PICK = "intragpu"
+"""The chain kernel's default order (groups of 8): the pick of the ``default`` rule in :func:`choices`."""
+
+
+def choices(c: pd.DataFrame) -> pd.DataFrame:
+    """The record of decisions: per case measured under two or more strategies in one registration and measurement
+    (the chain kernel's orders against sequential, a ring's groups), per predictor, the strategy it predicts fastest
+    against the measured fastest. A predictor that prices several strategies alike (the naive line gives every order
+    of the chain kernel one time) picks among them at random: its right count and regret are the expectation over
+    them. Beside the predictors, the rule ``default``: the chain kernel's default order (:data:`DEFAULT_PICK`) wherever
+    it was measured. Per predictor (and per the decision's strategies, ``among``): decisions, picks right (expected),
+    right or within :data:`TIE_PCT` of the fastest, and the regret (the measured time of the pick over the measured
+    fastest, less 1: what following the predictor costs), its mean and worst."""
+    rows = []
+    for (source, *_), g in c.groupby(["source"] + _KEY[:-1], sort=True):
+        if g["strategy"].nunique() < 2:
+            continue
+        fastest = g["measured_ms"].min()
+        among = " / ".join(sorted(g["strategy"].unique()))
+        picks = [g[g["predicted_ms"] <= g["predicted_ms"].min() * (1 + 1e-9)]]
+        if source == "model" and DEFAULT_PICK in set(g["strategy"]):
+            picks.append(g[g["strategy"] == DEFAULT_PICK])
+        for label, p in zip((source, "default"), picks):
+            regret = (p["measured_ms"] / fastest - 1) * 100
+            rows.append(dict(source=label, among=among, right=float((regret <= 0).mean()),
+                             right_or_tie=float((regret <= TIE_PCT).mean()), regret_pct=regret.mean(),
+                             worst_pct=regret.max()))
+    d = pd.DataFrame(rows)
+    out = []
+    for among, g in [("all", d), *d.groupby("among", sort=True)]:
+        for source, h in g.groupby("source", sort=True):
+            out.append(dict(among=among, source=source, decisions=len(h), right=h["right"].sum(),
+                            right_or_tie=h["right_or_tie"].sum(), mean_regret_pct=h["regret_pct"].mean(),
+                            worst_regret_pct=h["worst_pct"].max()))
+    return pd.DataFrame(out).round(3)
+
+
 REFERENCE_CASE = "m=16384"
 """The reference GEMM's case a run is normalised by (:func:`normalised`): the calibration shape, 16384 x 8192 x 8192."""
 
@@ -291,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     by_plan(c, "registered_on").to_csv(args.out / "by-day.csv", index=False)
     by_strategy(c).to_csv(args.out / "by-strategy.csv", index=False)
     normalised(c).to_csv(args.out / "normalised.csv", index=False)
+    choices(c).to_csv(args.out / "choices.csv", index=False)
     st.to_csv(args.out / "starts.csv", index=False)
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(rec.to_string(index=False))

@@ -19,7 +19,7 @@ def rr():
 @pytest.fixture(scope="module")
 def committed(rr):
     d = rr.ROOT / "bench/results/registered-record"
-    names = ("cases", "record", "by-plan", "by-day", "by-strategy", "normalised", "starts")
+    names = ("cases", "record", "by-plan", "by-day", "by-strategy", "normalised", "choices", "starts")
     return {n: pd.read_csv(d / f"{n}.csv") for n in names}
 
 
@@ -57,6 +57,12 @@ def test_the_record_says_what_the_docs_quote(committed):
     assert [n.loc[(k, src), c] for k, src in pairs for c in ("mape_pct", "normalised_mape_pct")] \
         == [1.626, 1.418, 3.485, 2.807, 3.377, 3.165]
     assert n.loc[("all", "model"), "runs"] == 28
+    ch = committed["choices"].set_index(["among", "source"])
+    # the chain kernel's orders against sequential: always groups of 8 costs less than the model's picks
+    orders = "intragpu / intragpu-g2 / intragpu-g4 / intragpu-row / sequential"
+    assert [ch.loc[(orders, p), "mean_regret_pct"] for p in ("model", "default", "naive")] == [1.051, 0.511, 7.092]
+    assert [ch.loc[(orders, p), "right"] for p in ("model", "default")] == [33.0, 36.0]
+    assert (ch.loc[("all", "model"), "decisions"], ch.loc[("all", "model"), "right"]) == (155, 93.0)
     s = committed["starts"].set_index("kind")
     assert (s.loc["ctapipe-1gpu", "runs"], s.loc["ctapipe-1gpu", "median_frac"]) == (395, 0.0071)
 
@@ -114,6 +120,23 @@ def test_normalising_takes_the_runs_reference_ratio_out_of_each_other_case(rr):
     assert (n.loc[("all", "model"), "runs"], n.loc[("all", "model"), "cases"]) == (1, 1)
     assert n.loc[("all", "model"), "mape_pct"] == pytest.approx(21.0)
     assert n.loc[("all", "model"), "normalised_mape_pct"] == pytest.approx(10.0)
+
+
+def test_a_decision_is_the_predicted_fastest_against_the_measured_and_ties_are_a_random_pick(rr):
+    """One case, groups of 8 measured 2% faster than sequential: the model picking sequential is wrong at 2% regret;
+    a naive line pricing both alike picks each half the time (right 0.5, regret 1%); the default rule is right."""
+    def row(strategy, source, measured, predicted):
+        return dict(plan=1, registration="r", measurement="m", case="m=1", strategy=strategy, kind="k", source=source,
+                    measured_ms=measured, predicted_ms=predicted, error_pct=0.0)
+
+    c = pd.DataFrame([row("intragpu", "model", 1.00, 1.05), row("sequential", "model", 1.02, 1.01),
+                      row("intragpu", "naive", 1.00, 1.0), row("sequential", "naive", 1.02, 1.0),
+                      row("solo", "model", 1.0, 1.0).__or__({"case": "m=2"})])  # one strategy: no decision
+    ch = rr.choices(c).set_index(["among", "source"])
+    assert (ch.loc[("all", "model"), "decisions"], ch.loc[("all", "model"), "right"]) == (1, 0.0)
+    assert ch.loc[("all", "model"), "mean_regret_pct"] == pytest.approx(2.0)
+    assert (ch.loc[("all", "naive"), "right"], ch.loc[("all", "naive"), "mean_regret_pct"]) == (0.5, pytest.approx(1.0))
+    assert (ch.loc[("all", "default"), "right"], ch.loc[("all", "default"), "worst_regret_pct"]) == (1.0, 0.0)
 
 
 def test_a_report_without_its_title_or_no_report_is_one_line(rr, tmp_path, capsys):
