@@ -18,7 +18,8 @@ For every token count M the block runs with M rows under every strategy that fit
 
 The answer states how far to trust it: whether the profile was measured or read off a datasheet, and the registered
 validation of the strategies involved (the latest ``bench/results/validation-registered*`` of a checkout: which
-strategies have been predicted before they were measured, and how close the model came).
+strategies have been predicted before they were measured, and how close the model came; per kind, the pooled record of
+every registration, ``bench/results/registered-record/record.csv``, written by ``bench/registered_record.py``).
 
 Left out: attention and everything else :attr:`ctasim.spec.Model.leaves_out` names; the placement of deeper chains on
 fewer GPUs (layers = GPUs for the pipelined strategies here); invariant checks (the predictions are the same; ``ctasim
@@ -182,7 +183,16 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
     profiles = {r: _registered_profile(root, r) for r in s["registration"].unique()}  # read and hashed once each
     s = s.assign(profile=[profiles[r][0] for r in s["registration"]],
                  earlier=[not profiles[r][1] for r in s["registration"]])
+    record = root / RECORD
+    rec = pd.read_csv(record).set_index(["kind", "source"]) if record.is_file() else None
     for kind in kinds:
+        if rec is not None and (kind, "model") in rec.index:
+            m = rec.loc[(kind, "model")]
+            naive = f", the naive FLOPs line {rec.loc[(kind, 'naive'), 'mape_pct']:.2f}%" if (kind, "naive") in \
+                rec.index else ""
+            lines.append(f"{kind} (every registration pooled, as registered): model MAPE {m['mape_pct']:.2f}% over "
+                         f"{int(m['cases'])} measured cases, {m['within_6_pct']:.0f}% within 6%, worst "
+                         f"{m['worst_pct']:+.1f}%{naive} (bench/results/registered-record, docs/validation.md)")
         k = s[s["kind"] == kind]
         if len(k):
             parts = []
@@ -203,6 +213,10 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
 ACTIVATION_OUTPUTS = ("gelu", "silu", "swiglu")
 """Epilogue ops whose output the next layer reads as A, priced by the model at the random-operand rate (factor 1;
 a ``relu``'s output has ``Hardware.relu_input_tile_factor``)."""
+RECORD = Path("registered-record") / "record.csv"
+"""The pooled record of every registered prediction (``bench/registered_record.py``), under the results root."""
+
+
 def _results_root(results_dir: Path | None) -> Path:
     """``results_dir``, or this checkout's bench/results."""
     return results_dir or Path(__file__).resolve().parent.parent / "bench" / "results"

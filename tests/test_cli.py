@@ -311,3 +311,25 @@ def test_advise_says_what_a_machines_own_calibration_gave(tmp_path):
     assert "plan 48, on 2 more," in line and "at 1.65-1.68% (worst -7.8%) against 1.56-2.87% (worst -6.1%)" in line
     assert "--hardware NAME" in line
     assert A.own_profile_lines(results_dir=tmp_path) == []
+
+
+def test_advise_quotes_the_pooled_registered_record_per_kind(tmp_path):
+    """Each kind the record holds gets one line of its pooled figures, read from the committed record.csv; a kind it
+    lacks gets none, nor does an installation without the record."""
+    import shutil
+
+    from ctasim import advise as A
+    from ctasim.spec import load_hardware
+
+    hw = load_hardware("h200-x1-calibrated")
+    rec = pd.read_csv(SPECS_DIR.parent / "bench/results" / A.RECORD).set_index(["kind", "source"])
+    lines = A.trust(hw, ["sequential", "tp"])
+    (line,) = [l for l in lines if l.startswith("sequential (every registration pooled")]
+    m = rec.loc[("sequential", "model")]
+    assert f"model MAPE {m['mape_pct']:.2f}% over {int(m['cases'])} measured cases" in line
+    assert f"the naive FLOPs line {rec.loc[('sequential', 'naive'), 'mape_pct']:.2f}%" in line
+    assert not [l for l in lines if l.startswith("tp (every registration pooled")]
+    empty = tmp_path / "results" / "validation-registered8" / "reg8-yi-34b-1gpu"
+    empty.mkdir(parents=True)
+    shutil.copy(SPECS_DIR.parent / "bench/results/validation-registered8/reg8-yi-34b-1gpu/summary.csv", empty)
+    assert not [l for l in A.trust(hw, ["sequential"], tmp_path / "results") if "pooled" in l]
