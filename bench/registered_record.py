@@ -26,8 +26,9 @@ MAPE over the same cases), ``by-plan.csv`` (per plan: cases, the model's MAPE an
 waves predictor's MAPE over the same cases), ``by-day.csv`` (the same per day the predictions were registered),
 ``by-strategy.csv`` (per kind and strategy: the model's figures and the naive line's MAPE), ``normalised.csv``
 (:func:`normalised`: the runs that timed the reference GEMM, each case's error with the run's reference ratio taken
-out, as one GEMM timed on the machine would correct it), ``choices.csv`` (:func:`choices`: per case measured under two or
-more strategies, whether each predictor's fastest is the measured fastest, and what following it costs) and
+out, as one GEMM timed on the machine would correct it), ``decisions.csv`` (:func:`decisions`: per case measured under
+two or more strategies and per predictor, its pick, its predicted margin, the measured fastest and what following the
+pick costs), ``choices.csv`` (:func:`choices`: those pooled) and
 ``starts.csv`` (per kind, the kept traced runs' median per-CTA start
 error as a share of the makespan: runs, median, the share of runs within 2%). Every figure is as registered: nothing
 here is refitted or re-predicted. ~2 s.
@@ -226,30 +227,39 @@ DEFAULT_PICK = "intragpu"
 """The chain kernel's default order (groups of 8): the pick of the ``default`` rule in :func:`choices`."""
 
 
-def choices(c: pd.DataFrame) -> pd.DataFrame:
-    """The record of decisions: per case measured under two or more strategies in one registration and measurement
-    (the chain kernel's orders against sequential, a ring's groups), per predictor, the strategy it predicts fastest
-    against the measured fastest. A predictor that prices several strategies alike (the naive line gives every order
-    of the chain kernel one time) picks among them at random: its right count and regret are the expectation over
-    them. Beside the predictors, the rule ``default``: the chain kernel's default order (:data:`DEFAULT_PICK`) wherever
-    it was measured. Per predictor (and per the decision's strategies, ``among``): decisions, picks right (expected),
-    right or within :data:`TIE_PCT` of the fastest, and the regret (the measured time of the pick over the measured
-    fastest, less 1: what following the predictor costs), its mean and worst."""
+def decisions(c: pd.DataFrame) -> pd.DataFrame:
+    """One row per case measured under two or more strategies in one registration and measurement (the chain kernel's
+    orders against sequential, a ring's groups) and per predictor, and the rule ``default`` (the chain kernel's default
+    order, :data:`DEFAULT_PICK`, wherever it was measured): the strategies (``among``), the predictor's pick (several,
+    ``|``-joined, where it prices them alike: a random pick among them), its predicted margin over the runner-up
+    (per cent; 0 for a tie), the measured fastest, whether the pick is it (the expectation over a tie) and the regret
+    (the pick's measured time over the fastest's, less 1, per cent; the expectation over a tie) and its worst."""
     rows = []
-    for (source, *_), g in c.groupby(["source"] + _KEY[:-1], sort=True):
+    for (source, *key), g in c.groupby(["source"] + _KEY[:-1], sort=True):
         if g["strategy"].nunique() < 2:
             continue
-        fastest = g["measured_ms"].min()
+        fastest = g.loc[g["measured_ms"].idxmin()]
         among = " / ".join(sorted(g["strategy"].unique()))
-        picks = [g[g["predicted_ms"] <= g["predicted_ms"].min() * (1 + 1e-9)]]
+        low = g["predicted_ms"].min()
+        tied = g[g["predicted_ms"] <= low * (1 + 1e-9)]
+        others = g.loc[~g.index.isin(tied.index), "predicted_ms"]
+        margin = (others.min() / low - 1) * 100 if len(tied) == 1 and len(others) else 0.0
+        picks = [(source, tied, margin)]
         if source == "model" and DEFAULT_PICK in set(g["strategy"]):
-            picks.append(g[g["strategy"] == DEFAULT_PICK])
-        for label, p in zip((source, "default"), picks):
-            regret = (p["measured_ms"] / fastest - 1) * 100
-            rows.append(dict(source=label, among=among, right=float((regret <= 0).mean()),
-                             right_or_tie=float((regret <= TIE_PCT).mean()), regret_pct=regret.mean(),
-                             worst_pct=regret.max()))
-    d = pd.DataFrame(rows)
+            picks.append(("default", g[g["strategy"] == DEFAULT_PICK], float("nan")))
+        for label, p, mg in picks:
+            regret = (p["measured_ms"] / fastest["measured_ms"] - 1) * 100
+            rows.append(dict(zip(_KEY[:-1], key), source=label, among=among,
+                             pick="|".join(sorted(p["strategy"])), margin_pct=mg, fastest=fastest["strategy"],
+                             right=float((regret <= 0).mean()), right_or_tie=float((regret <= TIE_PCT).mean()),
+                             regret_pct=regret.mean(), worst_pct=regret.max()))
+    return pd.DataFrame(rows)
+
+
+def choices(d: pd.DataFrame) -> pd.DataFrame:
+    """The record of :func:`decisions` (``d``): per predictor (and per the decision's strategies, ``among``): decisions,
+    picks right (expected), right or within :data:`TIE_PCT` of the fastest, and the regret (what following the
+    predictor costs), its mean and worst."""
     out = []
     for among, g in [("all", d), *d.groupby("among", sort=True)]:
         for source, h in g.groupby("source", sort=True):
@@ -333,7 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     by_plan(c, "registered_on").to_csv(args.out / "by-day.csv", index=False)
     by_strategy(c).to_csv(args.out / "by-strategy.csv", index=False)
     normalised(c).to_csv(args.out / "normalised.csv", index=False)
-    choices(c).to_csv(args.out / "choices.csv", index=False)
+    dec = decisions(c)
+    dec.round(4).to_csv(args.out / "decisions.csv", index=False)
+    choices(dec).to_csv(args.out / "choices.csv", index=False)
     st.to_csv(args.out / "starts.csv", index=False)
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(rec.to_string(index=False))

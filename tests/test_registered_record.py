@@ -19,7 +19,7 @@ def rr():
 @pytest.fixture(scope="module")
 def committed(rr):
     d = rr.ROOT / "bench/results/registered-record"
-    names = ("cases", "record", "by-plan", "by-day", "by-strategy", "normalised", "choices", "starts")
+    names = ("cases", "record", "by-plan", "by-day", "by-strategy", "normalised", "decisions", "choices", "starts")
     return {n: pd.read_csv(d / f"{n}.csv") for n in names}
 
 
@@ -63,6 +63,13 @@ def test_the_record_says_what_the_docs_quote(committed):
     assert [ch.loc[(orders, p), "mean_regret_pct"] for p in ("model", "default", "naive")] == [1.051, 0.511, 7.092]
     assert [ch.loc[(orders, p), "right"] for p in ("model", "default")] == [33.0, 36.0]
     assert (ch.loc[("all", "model"), "decisions"], ch.loc[("all", "model"), "right"]) == (155, 93.0)
+    dec = committed["decisions"]
+    model = dec[dec["source"] == "model"]
+    costly = model[model["regret_pct"] > 1]
+    # 48 picks cost more than 1%, 96% of the regret, each made by a predicted margin of at most 4%
+    assert (len(costly), round(costly["regret_pct"].sum() / model["regret_pct"].sum(), 2)) == (48, 0.96)
+    assert costly["margin_pct"].max() < 4.0 and costly.groupby("pick").size().to_dict() == {
+        "intragpu": 23, "intragpu-g16": 4, "intragpu-row": 6, "ring-g1": 4, "ring-g2": 1, "sequential": 10}
     s = committed["starts"].set_index("kind")
     assert (s.loc["ctapipe-1gpu", "runs"], s.loc["ctapipe-1gpu", "median_frac"]) == (395, 0.0071)
 
@@ -132,11 +139,16 @@ def test_a_decision_is_the_predicted_fastest_against_the_measured_and_ties_are_a
     c = pd.DataFrame([row("intragpu", "model", 1.00, 1.05), row("sequential", "model", 1.02, 1.01),
                       row("intragpu", "naive", 1.00, 1.0), row("sequential", "naive", 1.02, 1.0),
                       row("solo", "model", 1.0, 1.0).__or__({"case": "m=2"})])  # one strategy: no decision
-    ch = rr.choices(c).set_index(["among", "source"])
+    d = rr.decisions(c)
+    ch = rr.choices(d).set_index(["among", "source"])
     assert (ch.loc[("all", "model"), "decisions"], ch.loc[("all", "model"), "right"]) == (1, 0.0)
     assert ch.loc[("all", "model"), "mean_regret_pct"] == pytest.approx(2.0)
     assert (ch.loc[("all", "naive"), "right"], ch.loc[("all", "naive"), "mean_regret_pct"]) == (0.5, pytest.approx(1.0))
     assert (ch.loc[("all", "default"), "right"], ch.loc[("all", "default"), "worst_regret_pct"]) == (1.0, 0.0)
+    rows = d.set_index("source")
+    assert (rows.loc["model", "pick"], rows.loc["model", "fastest"]) == ("sequential", "intragpu")
+    assert rows.loc["model", "margin_pct"] == pytest.approx((1.05 / 1.01 - 1) * 100)
+    assert (rows.loc["naive", "pick"], rows.loc["naive", "margin_pct"]) == ("intragpu|sequential", 0.0)
 
 
 def test_a_report_without_its_title_or_no_report_is_one_line(rr, tmp_path, capsys):
