@@ -1559,7 +1559,7 @@ def measured_configs(res: Mapping) -> dict[str, tuple]:
                     "ctasim.calibration.gap_cv; the lent H200s' runs differ by machine, bench/posthoc_gap_machine.py)")
             vals.update(refined)
             notes.update({f: f"copied from {REFINEMENTS_FROM}: its refinement of the survival law since registered "
-                             "plan 58's adoption (ctasim.l2.gap_survival; not measured by ctahw calibrate: "
+                             "plan 58's adoption (ctasim.l2.gap_survival; not measured by this calibration: "
                              "docs/validation.md)" for f in refined if f not in notes})
         if "ticket_mainloop_factor" in res:
             cases = res["ticket_rate_cases"]
