@@ -28,7 +28,8 @@ waves predictor's MAPE over the same cases), ``by-day.csv`` (the same per day th
 (:func:`normalised`: the runs that timed the reference GEMM, each case's error with the run's reference ratio taken
 out, as one GEMM timed on the machine would correct it), ``decisions.csv`` (:func:`decisions`: per case measured under
 two or more strategies and per predictor, its pick, its predicted margin, the measured fastest and what following the
-pick costs), ``choices.csv`` (:func:`choices`: those pooled) and
+pick costs), ``choices.csv`` and ``choices-by-plan.csv`` (:func:`choices`: those pooled by the strategies decided
+among, and by plan) and
 ``starts.csv`` (per kind, the kept traced runs' median per-CTA start
 error as a share of the makespan: runs, median, the share of runs within 2%). Every figure is as registered: nothing
 here is refitted or re-predicted. ~2 s.
@@ -256,16 +257,16 @@ def decisions(c: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def choices(d: pd.DataFrame) -> pd.DataFrame:
-    """The record of :func:`decisions` (``d``): per predictor (and per the decision's strategies, ``among``): decisions,
-    picks right (expected), right or within :data:`TIE_PCT` of the fastest, and the regret (what following the
-    predictor costs), its mean and worst."""
+def choices(d: pd.DataFrame, by: str = "among") -> pd.DataFrame:
+    """The record of :func:`decisions` (``d``): per predictor (and per value of ``by``: the decision's strategies,
+    ``among``, or ``plan``): decisions, picks right (expected), right or within :data:`TIE_PCT` of the fastest, and the
+    regret (what following the predictor costs), its mean and worst."""
     out = []
-    for among, g in [("all", d), *d.groupby("among", sort=True)]:
+    for among, g in [("all", d), *d.groupby(by, sort=True)]:
         for source, h in g.groupby("source", sort=True):
-            out.append(dict(among=among, source=source, decisions=len(h), right=h["right"].sum(),
-                            right_or_tie=h["right_or_tie"].sum(), mean_regret_pct=h["regret_pct"].mean(),
-                            worst_regret_pct=h["worst_pct"].max()))
+            out.append({by: among, "source": source, "decisions": len(h), "right": h["right"].sum(),
+                        "right_or_tie": h["right_or_tie"].sum(), "mean_regret_pct": h["regret_pct"].mean(),
+                        "worst_regret_pct": h["worst_pct"].max()})
     return pd.DataFrame(out).round(3)
 
 
@@ -346,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     dec = decisions(c)
     dec.round(4).to_csv(args.out / "decisions.csv", index=False)
     choices(dec).to_csv(args.out / "choices.csv", index=False)
+    choices(dec, "plan").to_csv(args.out / "choices-by-plan.csv", index=False)
     st.to_csv(args.out / "starts.csv", index=False)
     with pd.option_context("display.width", 200, "display.max_rows", 200):
         print(rec.to_string(index=False))

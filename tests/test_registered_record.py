@@ -19,7 +19,8 @@ def rr():
 @pytest.fixture(scope="module")
 def committed(rr):
     d = rr.ROOT / "bench/results/registered-record"
-    names = ("cases", "record", "by-plan", "by-day", "by-strategy", "normalised", "decisions", "choices", "starts")
+    names = ("cases", "record", "by-plan", "by-day", "by-strategy", "normalised", "decisions", "choices",
+             "choices-by-plan", "starts")
     return {n: pd.read_csv(d / f"{n}.csv") for n in names}
 
 
@@ -63,6 +64,15 @@ def test_the_record_says_what_the_docs_quote(committed):
     assert [ch.loc[(orders, p), "mean_regret_pct"] for p in ("model", "default", "naive")] == [1.051, 0.511, 7.092]
     assert [ch.loc[(orders, p), "right"] for p in ("model", "default")] == [33.0, 36.0]
     assert (ch.loc[("all", "model"), "decisions"], ch.loc[("all", "model"), "right"]) == (155, 93.0)
+    # the costly picks were plans 49-50's (the partition law); from plan 51 on the model beats the default rule
+    plans = committed["decisions"].assign(era=lambda d: d["plan"].map(lambda p: "49-50" if p in (49, 50) else
+                                                                     "51-58" if p >= 51 else "other"))
+    era = plans.groupby(["era", "source"]).agg(n=("case", "size"), right=("right", "sum"),
+                                               regret=("regret_pct", "mean")).round(2)
+    assert era.loc[("49-50", "model")].tolist() == [47, 20.0, 1.37] and era.loc[("49-50", "default")].tolist() == \
+        [47, 27.0, 0.59]
+    assert era.loc[("51-58", "model")].tolist() == [48, 45.0, 0.08] and era.loc[("51-58", "default")].tolist() == \
+        [48, 42.0, 0.14]
     dec = committed["decisions"]
     model = dec[dec["source"] == "model"]
     costly = model[model["regret_pct"] > 1]
