@@ -86,15 +86,21 @@ def primary(registration: str, experiment: str) -> bool:
 
 
 def reports(root: Path = RESULTS):
-    """``(plan, folder, report)`` of every ``ctasim compare`` report under ``root/validation-registered*/`` (a folder
-    with ``accuracy.csv`` and ``report.md``), sorted."""
+    """``(plan, folder, report, registration, measurement, accuracy table)`` of every ``ctasim compare`` report under
+    ``root/validation-registered*/`` (a folder with ``accuracy.csv`` and ``report.md``; :func:`read_report`), sorted,
+    each (registration, measurement) once: the first folder that judged it."""
+    seen = set()
     for folder in sorted(root.glob("validation-registered*")):
         if not folder.is_dir():
             continue
         plan = plan_of(folder)
         for acc in sorted(folder.rglob("accuracy.csv")):
-            if (acc.parent / "report.md").is_file():
-                yield plan, folder, acc.parent
+            if not (acc.parent / "report.md").is_file():
+                continue
+            registration, measurement, table = read_report(acc.parent)
+            if (registration, measurement) not in seen:
+                seen.add((registration, measurement))
+                yield plan, folder, acc.parent, registration, measurement, table
 
 
 def read_report(report: Path) -> tuple[str, str, pd.DataFrame]:
@@ -129,12 +135,8 @@ def cases(root: Path = RESULTS, predictions: Path = PREDICTIONS) -> pd.DataFrame
     """One row per (plan, registration, measurement, case, strategy, predictor of :data:`SOURCES`) of the primary
     reports' registered rows, each (registration, measurement) once: kind, the two dates, measured and predicted ms,
     the error (predicted over measured less 1, per cent)."""
-    rows, seen = [], set()
-    for plan, folder, report in reports(root):
-        registration, measurement, acc = read_report(report)
-        if (registration, measurement) in seen:
-            continue
-        seen.add((registration, measurement))
+    rows = []
+    for plan, folder, _report, registration, measurement, acc in reports(root):
         acc = acc[acc["registered"].astype(bool) & acc["source"].isin(SOURCES)]
         acc = acc[[primary(registration, e) for e in acc["experiment"]]]
         if acc.empty:
@@ -302,14 +304,10 @@ def starts(root: Path = RESULTS) -> pd.DataFrame:
     """Per kind (and ``all``): the kept traced runs of the primary reports (``per-cta.csv``, registered rows), their
     median per-CTA start error over the makespan (``start_median_frac``): runs, median, 90th percentile, and the share
     within :data:`TARGETS`' 2%."""
-    parts, seen = [], set()
-    for _plan, _folder, report in reports(root):
-        registration, measurement, acc = read_report(report)
+    parts = []
+    for _plan, _folder, report, registration, _measurement, acc in reports(root):
         per = report / "per-cta.csv"
-        if (registration, measurement) in seen or not per.is_file():
-            continue
-        seen.add((registration, measurement))
-        if not primary(registration, str(acc["experiment"].iloc[0])):
+        if not per.is_file() or not primary(registration, str(acc["experiment"].iloc[0])):
             continue
         p = pd.read_csv(per)
         p = p[p["kept"].astype(bool) & p["registered"].astype(bool)]
