@@ -168,13 +168,13 @@ def _stats(err: pd.Series) -> dict:
 
 
 SHARED = "ctapipe-shared"
-"""The kind of a ring's chain kernels sharing one GPU (``ctasim.accuracy``), where the naive line prices each kernel as if
-alone: ``record.csv``'s ``all but shared`` leaves it out."""
+"""The kind of a ring's chain kernels sharing one GPU (``ctasim.accuracy``), where the naive line prices each kernel
+as if alone: ``record.csv``'s ``all but shared`` leaves it out."""
 
 
 def record(c: pd.DataFrame) -> pd.DataFrame:
-    """Per kind (and ``all``, and ``all but shared``: every kind but :data:`SHARED`) and predictor: :func:`_stats` of its errors, and ``model_mape_pct``, the model's MAPE
-    over the same cases (the model's own row: its MAPE)."""
+    """Per kind (and ``all``, and ``all but shared``: every kind but :data:`SHARED`) and predictor: :func:`_stats` of
+    its errors, and ``model_mape_pct``, the model's MAPE over the same cases (the model's own row: its MAPE)."""
     wide = c.pivot_table(index=_KEY + ["kind"], columns="source", values="error_pct", aggfunc="first")
     alone = wide[wide.index.get_level_values("kind") != SHARED]
     rows = []
