@@ -1,0 +1,249 @@
+"""Post-hoc: the chain kernel's row order keeps or loses its L2 reuse by fixed groups of SMs (no GPU).
+
+    python bench/posthoc_sm_groups.py [--out bench/results/posthoc-sm-groups] [--runs GLOB]
+
+The model gives a tile one time per wave: every SM of the grid runs the wave's tiles alike. The traces stamp the SM
+each tile ran on (``sm``), so this asks whether the SMs of one run do run alike. For every traced chain-kernel run
+(``posthoc_order_mainloop.bundles`` of :data:`EXPERIMENTS`; ``--runs`` a glob on the run's folder name), per case and
+order with a groups-of-8 run beside it, it takes each SM's **late mainloop**: the median of ``t_mainloop_end -
+t_acquire`` over that SM's tiles in the second half of the run (by ``t_acquire``, as
+``posthoc_order_mainloop.late_median`` takes the run's), as a penalty in percent over the groups of 8's late mainloop
+of the same case and run. Sorted, the SMs' penalties are split at their largest step (:func:`split`); a step of
+:data:`CLEAR_POINTS` or more is a **clear split** into a fast and a slow group.
+
+What the committed traces show (every one seen before this was written: the figures are post-hoc):
+
+* Only row order splits. Its clear splits have a smaller side of 24 SMs (fast: the rest lost the reuse) or 54 (slow:
+  the rest kept it), 60 on one machine (plan 58's, slow). No other size occurs, and no groups of 8, 4 or pairs run
+  splits.
+* On one machine every split of a size names the same SMs (``sets.csv``: 12 machines), in TPC pairs (SMs 2i and
+  2i + 1), and the 24 and the 54 are disjoint (4 machines show both). Machines share their sets: one 24 on 7 machines of
+  10, one 54 on 3 of 5. 132 = 6 x 18 + 2 x 12: the H200's SMs in six GPCs of 18
+  and two of 12 (the GH100's floor-swept GPCs; an assumption the traces do not check), so the 24 would be the two small
+  GPCs, the 54 three of the large ones, and the GPU two halves of 66 (3 x 18 + 12) each keeping or losing the reuse on
+  its own, as the L2's two partitions would.
+* So row order's penalty takes three levels where the weights are 1.5-2.5 times the L2 (``row-states.csv``): every SM
+  near the penalty without the re-reads ("uniform", low), one half lost (54 slow), every SM lost (24 fast: the small
+  GPCs less slowed, or uniform high). The same shape lands at different levels on different machines, and on one
+  machine in two runs (plan 56's machine at H = 7936, M = 12288). A model with one state per shape cannot price that
+  within the spread between the levels; ``row-states.csv`` gives, per shape measured more than once, the range of the
+  measured makespan penalties beside the model's.
+
+The committed 2xH200 CTA-pipelining traces are read the same way (``pairs-2gpu.csv``; ``bench/ctapipe_mechanism.py``'s
+runs): per run, variant, M and GPU, each SM's median ``t_compute_end - t_acquire`` over the second half of its tiles, in
+percent over the kernel's median, split the same way. The one-CTA-per-tile 1x1 consumer (GPU 1) splits at M >= 8192 in
+every run, its 24 SMs (12 in one run) 10-12% faster than the rest, and one producer (M = 8192, ``-rerun3``) 54 slow by
+13%: the same groups.
+
+Writes ``splits.csv`` (one row per run, experiment, case and order: the SMs' penalty percentiles, the split's sizes,
+step and the two groups' median penalties, the state), ``sets.csv`` (per machine, state and set: the SMs, how many
+cases show that set), ``row-states.csv`` (row order per experiment and case: each run's state, its SMs' mean penalty,
+the measured makespan penalty and the profile's, ``bench/results/posthoc-gap-machine/cases.csv``), ``by-state.csv``
+(the profile's errors on row order by the run's state), ``pairs-2gpu.csv`` and ``summary.csv`` (per order: runs, clear
+splits by size); prints the summary. ~10 s on 2 cores.
+
+Left out: which GPC an SM is in (``%smid`` does not say; the sets are read from the timings alone), why a half keeps or
+loses the reuse when it does (the start of the loss is not timed here), and the per-state pricing the model would need.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+import posthoc_order_mainloop as pom  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+
+EXPERIMENTS = (*pom.EXPERIMENTS, "reg58-gap-law-*", "reg59-adopted-*")
+"""The experiments read: the dated records' and the registered plans' since."""
+CLEAR_POINTS = 5.0
+"""A clear split: the largest step between two neighbouring SMs' sorted penalties is this many points or more (the
+SMs of a run that does not split lie within about 2-4 points of each other)."""
+SIZES = (24, 54, 60)
+"""The smaller sides of the clear splits the committed traces show (post-hoc)."""
+PROFILE_CASES = ROOT / "bench/results/posthoc-gap-machine/cases.csv"
+PROFILE = "profile (gap cv 0.74)"
+"""The predictor of ``PROFILE_CASES`` whose penalties ``row-states.csv`` sets beside the measured ones."""
+OUT = ROOT / "bench/results/posthoc-sm-groups"
+
+
+def sm_late(tiles: pd.DataFrame, end: str = "t_mainloop_end") -> pd.Series:
+    """Each SM's median of ``end - t_acquire`` (µs) over its tiles in the second half of the run (by ``t_acquire``)."""
+    t = tiles.sort_values("t_acquire", kind="stable")
+    late = t.iloc[len(t) // 2:]
+    return ((late[end] - late["t_acquire"]) / 1e3).groupby(late["sm"]).median()
+
+
+def split(penalty: pd.Series, clear: float = CLEAR_POINTS) -> dict:
+    """The largest step of the SMs' sorted ``penalty`` (index: SM): the two groups' sizes, their median penalties, the
+    step, whether it is clear (>= ``clear``), the fast group's SMs where it is, and the state: ``"uniform"`` where it is
+    not clear,
+    else the smaller side's size and whether it is the slow or the fast group (``"54 slow"``, ``"24 fast"``)."""
+    if len(penalty) < 2:
+        raise ValueError(f"a split needs two SMs or more, got {len(penalty)}")
+    s = penalty.sort_values(kind="stable")
+    steps = np.diff(s.to_numpy())
+    i = int(np.argmax(steps))
+    fast, slow = s.iloc[:i + 1], s.iloc[i + 1:]
+    ok = bool(steps[i] >= clear)
+    small = "fast" if len(fast) <= len(slow) else "slow"
+    state = f"{min(len(fast), len(slow))} {small}" if ok else "uniform"
+    return dict(sms=len(s), n_fast=len(fast), n_slow=len(slow), step=float(steps[i]), clear=ok,
+                fast_pct=float(fast.median()), slow_pct=float(slow.median()), mean_pct=float(s.mean()),
+                p5=float(np.percentile(s, 5)), p50=float(s.median()), p95=float(np.percentile(s, 95)),
+                state=state, fast_sms=" ".join(str(int(x)) for x in sorted(fast.index)) if ok else "")
+
+
+def bundle_splits(bundle: Path) -> pd.DataFrame:
+    """One row per case and order of a bundle's first traced runs that has groups of 8 beside it (:func:`split` of the
+    SMs' late mainloop, in percent over groups of 8's late mainloop)."""
+    runs = dict(pom.first_runs(bundle))
+    rows = []
+    for (case, order), tr in runs.items():
+        ref = runs.get((case, pom.REFERENCE))
+        if ref is None:
+            continue
+        ref_us = pom.late_median(ref.tiles, "t_mainloop_end")
+        pen = (sm_late(tr.tiles) / ref_us - 1) * 100
+        rows.append(dict(run=pom.run_label(bundle), machine=pom.machine(bundle), experiment=bundle.parent.name,
+                         case=case, order=order, **split(pen)))
+    return pd.DataFrame(rows)
+
+
+def sets(s: pd.DataFrame) -> pd.DataFrame:
+    """Per machine, clear state and distinct set of the smaller side's SMs: the set and the cases that show it."""
+    c = s[s["clear"]].copy()
+    c["set"] = [f if st.endswith("fast") else _complement(f) for f, st in zip(c["fast_sms"], c["state"])]
+    g = c.groupby(["machine", "state", "set"], sort=True)
+    out = g.agg(cases=("case", "size"), runs=("run", "nunique")).reset_index()
+    out["sets_of_machine_state"] = out.groupby(["machine", "state"])["set"].transform("size")
+    out["tpc_pairs"] = [_in_pairs(x) for x in out["set"]]
+    return out[["machine", "state", "cases", "runs", "sets_of_machine_state", "tpc_pairs", "set"]]
+
+
+def _complement(fast: str, sms: int = 132) -> str:
+    f = {int(x) for x in fast.split()}
+    return " ".join(str(x) for x in range(sms) if x not in f)
+
+
+def _in_pairs(members: str) -> bool:
+    """Whether a set of SMs is whole TPCs: SM 2i with 2i + 1."""
+    m = {int(x) for x in members.split()}
+    return all((x ^ 1) in m for x in m)
+
+
+def disjoint(t: pd.DataFrame) -> pd.DataFrame:
+    """Per machine with both a 24-fast and a slow set: whether they share an SM."""
+    rows = []
+    for mach, g in t.groupby("machine"):
+        fast = [set(map(int, x.split())) for x in g[g["state"] == "24 fast"]["set"]]
+        slow = [set(map(int, x.split())) for x in g[g["state"].str.endswith("slow")]["set"]]
+        for f in fast:
+            for s in slow:
+                rows.append(dict(machine=mach, fast=len(f), slow=len(s), shared=len(f & s)))
+    return pd.DataFrame(rows, columns=["machine", "fast", "slow", "shared"])
+
+
+def row_states(s: pd.DataFrame, profile_cases: Path = PROFILE_CASES) -> pd.DataFrame:
+    """Row order per run, experiment and case: its state and SMs' mean penalty beside the measured and modelled
+    penalties of ``profile_cases`` (the profile's, :data:`PROFILE`), and per experiment and case the number of runs,
+    of distinct states and the range of the measured makespan penalty."""
+    r = s[s["order"] == "intragpu-row"][["run", "machine", "experiment", "case", "state", "fast_pct", "slow_pct",
+                                          "mean_pct"]]
+    p = pd.read_csv(profile_cases)
+    p = p[(p["predictor"] == PROFILE) & (p["order"] == "intragpu-row")]
+    p = p[["run", "experiment", "case", "mainloop_pct_meas", "mainloop_pct_model", "makespan_pct_meas",
+           "makespan_pct_model"]]
+    j = r.merge(p, on=["run", "experiment", "case"], how="inner")
+    g = j.groupby(["experiment", "case"])
+    j["runs"] = g["run"].transform("size")
+    j["states"] = g["state"].transform("nunique")
+    j["makespan_range"] = g["makespan_pct_meas"].transform(lambda x: x.max() - x.min())
+    return j.sort_values(["experiment", "case", "run"]).reset_index(drop=True)
+
+
+def by_state(r: pd.DataFrame) -> pd.DataFrame:
+    """Per state of :func:`row_states`' runs: how many, the SMs' mean penalty, and the profile's mean and mean absolute
+    errors (modelled less measured, points) of the mainloop and makespan penalties."""
+    e = r.assign(mainloop_err=r["mainloop_pct_model"] - r["mainloop_pct_meas"],
+                 makespan_err=r["makespan_pct_model"] - r["makespan_pct_meas"])
+    out = e.groupby("state").agg(runs=("run", "size"), mean_pct=("mean_pct", "mean"),
+                                 mainloop_err=("mainloop_err", "mean"),
+                                 mainloop_abs_err=("mainloop_err", lambda x: x.abs().mean()),
+                                 makespan_err=("makespan_err", "mean"),
+                                 makespan_abs_err=("makespan_err", lambda x: x.abs().mean()))
+    return out.reset_index().round(2)
+
+
+def pairs_2gpu() -> pd.DataFrame:
+    """The committed 2xH200 CTA-pipelining traces (``bench/ctapipe_mechanism.py``'s runs, stalls left out): per run,
+    variant, M, GPU and kernel, :func:`split` of each SM's late ``t_compute_end - t_acquire`` in percent over the
+    kernel's median."""
+    import ctapipe_mechanism as cm  # noqa: PLC0415  (loads the 2-GPU validation's run list)
+
+    rows = []
+    for mt in cm.load_runs():
+        for (gpu, kernel), t in mt.trace.tiles.groupby(["gpu", "kernel"]):
+            us = sm_late(t, "t_compute_end")
+            if len(us) < 2:
+                continue
+            rows.append(dict(run=mt.run, variant=mt.variant, m=mt.m, gpu=int(gpu), kernel=int(kernel),
+                             median_us=float(us.median()), **split((us / us.median() - 1) * 100)))
+    return pd.DataFrame(rows).drop(columns=["fast_sms"])
+
+
+def summary(s: pd.DataFrame) -> pd.DataFrame:
+    """Per order: runs and clear splits, by state."""
+    out = s.groupby("order").agg(runs=("case", "size"), clear=("clear", "sum")).reset_index()
+    states = s[s["clear"]].groupby(["order", "state"]).size().unstack(fill_value=0)
+    return out.merge(states, left_on="order", right_index=True, how="left").fillna(0).astype(
+        {c: int for c in states.columns})
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = OneLineParser(prog="python bench/posthoc_sm_groups.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--runs", default="*", help="a glob on the run folder's name (default: every traced run)")
+    args = parse_outputs(ap, argv, folders=("--out",))
+    paths = [p for p in pom.bundles(experiments=EXPERIMENTS) if fnmatch.fnmatch(pom.run_label(p), args.runs)]
+    if not paths:
+        print(f"posthoc_sm_groups: no traced chain-kernel run matches {args.runs!r}", file=sys.stderr)
+        return 2
+    s = pd.concat([bundle_splits(p) for p in paths], ignore_index=True).round(4)
+    t = sets(s)
+    r = row_states(s)
+    sm = summary(s)
+    bs = by_state(r)
+    two = pairs_2gpu().round(4) if args.runs == "*" else None
+    args.out.mkdir(parents=True, exist_ok=True)
+    s.to_csv(args.out / "splits.csv", index=False)
+    t.to_csv(args.out / "sets.csv", index=False)
+    r.to_csv(args.out / "row-states.csv", index=False)
+    sm.to_csv(args.out / "summary.csv", index=False)
+    bs.to_csv(args.out / "by-state.csv", index=False)
+    if two is not None:
+        two.to_csv(args.out / "pairs-2gpu.csv", index=False)
+    with pd.option_context("display.width", 200):
+        print(sm.to_string(index=False))
+        print()
+        print(t.drop(columns="set").to_string(index=False))
+        print()
+        print(disjoint(t).to_string(index=False))
+        print()
+        print(bs.to_string(index=False))
+        shapes = r[r["runs"] > 1].groupby(["experiment", "case"])["makespan_range"].first()
+        print(f"\nrow order, shapes measured more than once: {len(shapes)}; the runs' makespan penalties span more "
+              f"than 6 points in {int((shapes > 6).sum())}, median span {shapes.median():.1f} points")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

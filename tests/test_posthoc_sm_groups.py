@@ -1,0 +1,106 @@
+"""bench/posthoc_sm_groups.py: the split of the SMs' late mainloop finds made-up groups and no group where there is
+none, the committed tables are what the script computes (one run here), and they say what docs/validation.md quotes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+
+RUN = "2026-12-04-registered50-1gpu"
+
+
+@pytest.fixture(scope="module")
+def psg():
+    return load_bench("posthoc_sm_groups")
+
+
+@pytest.fixture(scope="module")
+def committed(psg):
+    return {n: pd.read_csv(psg.OUT / f"{n}.csv", keep_default_na=False)
+            for n in ("splits", "sets", "row-states", "by-state", "summary", "pairs-2gpu")}
+
+
+def _penalties(groups: dict[float, list[int]], jitter: float = 0.5, seed: int = 0) -> pd.Series:
+    rng = np.random.default_rng(seed)
+    return pd.Series({sm: level + rng.uniform(-jitter, jitter) for level, sms in groups.items() for sm in sms})
+
+
+def test_the_split_finds_a_fast_or_slow_group_and_none_in_a_uniform_run(psg):
+    small = [*range(32, 44), *range(78, 88), 126, 127]
+    rest = [x for x in range(132) if x not in small]
+    s = psg.split(_penalties({38.0: small, 52.0: rest}))
+    assert (s["state"], s["n_fast"], s["n_slow"], s["clear"]) == ("24 fast", 24, 108, True)
+    assert s["fast_sms"].split() == [str(x) for x in sorted(small)]
+    assert s["fast_pct"] == pytest.approx(38.0, abs=0.5) and s["slow_pct"] == pytest.approx(52.0, abs=0.5)
+    slow = rest[:54]
+    s = psg.split(_penalties({10.0: [x for x in range(132) if x not in slow], 35.0: slow}))
+    assert (s["state"], s["n_fast"], s["n_slow"]) == ("54 slow", 78, 54)
+    u = psg.split(_penalties({20.0: list(range(132))}, jitter=2.0))
+    assert (u["state"], u["clear"], u["fast_sms"]) == ("uniform", False, "")
+    assert u["step"] < psg.CLEAR_POINTS
+    with pytest.raises(ValueError, match="two SMs"):
+        psg.split(pd.Series({0: 1.0}))
+
+
+def test_the_late_mainloop_is_each_sms_median_over_the_second_half_of_the_run(psg):
+    # 8 tiles on 2 SMs; the first four taken (by t_acquire) are left out whatever their times
+    t = pd.DataFrame({"sm": [0, 1, 0, 1, 0, 1, 0, 1], "t_acquire": [0, 1, 2, 3, 10, 11, 12, 13],
+                      "t_mainloop_end": [9e9, 9e9, 9e9, 9e9, 10 + 2000, 11 + 5000, 12 + 4000, 13 + 7000]})
+    got = psg.sm_late(t.sample(frac=1, random_state=1))
+    assert got.to_dict() == {0: pytest.approx(3.0), 1: pytest.approx(6.0)}
+
+
+def test_a_machines_sets_are_its_slow_groups_complement_and_whole_tpcs(psg):
+    fast54 = " ".join(str(x) for x in range(54, 132))  # a 54-slow split: SMs 0-53 slow
+    s = pd.DataFrame([dict(machine="GPU-a", run="r1", case="m=1", clear=True, state="54 slow", fast_sms=fast54),
+                      dict(machine="GPU-a", run="r2", case="m=2", clear=True, state="54 slow", fast_sms=fast54),
+                      dict(machine="GPU-a", run="r1", case="m=3", clear=False, state="uniform", fast_sms=""),
+                      dict(machine="GPU-a", run="r1", case="m=4", clear=True, state="24 fast",
+                           fast_sms=" ".join(str(x) for x in range(54, 78)))])
+    t = psg.sets(s).set_index("state")
+    assert t.loc["54 slow", "set"] == " ".join(str(x) for x in range(54))
+    assert (t.loc["54 slow", "cases"], t.loc["54 slow", "runs"], t.loc["54 slow", "sets_of_machine_state"]) == (2, 2, 1)
+    assert t["tpc_pairs"].all()
+    assert not psg._in_pairs("0 1 2")
+    assert psg.disjoint(t.reset_index())["shared"].tolist() == [0]
+    overlap = t.reset_index().assign(set=lambda d: d["set"].where(d["state"] != "24 fast", "0 1 54 55"))
+    assert psg.disjoint(overlap)["shared"].tolist() == [2]
+
+
+def test_one_runs_splits_are_the_committed_ones(psg, committed, tmp_path):
+    assert psg.main(["--runs", RUN, "--out", str(tmp_path)]) == 0
+    got = pd.read_csv(tmp_path / "splits.csv", keep_default_na=False)
+    want = committed["splits"][committed["splits"]["run"] == RUN].reset_index(drop=True)
+    assert len(got) == len(want) == 3 * 3 * 4  # plan 50's call: three experiments of 3 M x 4 orders
+    pd.testing.assert_frame_equal(got, want)
+    assert not (tmp_path / "pairs-2gpu.csv").exists()  # the 2xH200 traces only with every run
+    assert psg.main(["--runs", "no-such-run", "--out", str(tmp_path / "x")]) == 2
+    assert not (tmp_path / "x").exists()
+
+
+def test_the_committed_tables_say_what_the_docs_quote(psg, committed):
+    sm = committed["summary"].set_index("order")
+    assert (sm["clear"].drop("intragpu-row") == 0).all()  # only row order splits
+    assert sm.loc["intragpu-row", ["runs", "clear", "24 fast", "54 slow", "60 slow"]].tolist() == [95, 39, 28, 10, 1]
+    t = committed["sets"]
+    assert (t["sets_of_machine_state"] == 1).all() and t["tpc_pairs"].all()  # one set per machine and state
+    assert t["machine"].nunique() == 12  # of the 15 machines traced
+    assert psg.disjoint(t)["shared"].eq(0).all() and len(psg.disjoint(t)) == 4
+    per = {st: (g["machine"].nunique(), g["set"].nunique()) for st, g in t.groupby("state")}
+    assert per == {"24 fast": (10, 4), "54 slow": (5, 3), "60 slow": (1, 1)}
+    b = committed["by-state"].set_index("state")
+    assert b.loc["54 slow", ["runs", "makespan_err", "mainloop_err"]].tolist() == [10, 7.24, 25.71]
+    assert b.loc["24 fast", ["runs", "makespan_err"]].tolist() == [28, -3.57]
+    r = committed["row-states"]
+    shapes = r[r["runs"] > 1].groupby(["experiment", "case"])["makespan_range"].first()
+    assert (len(shapes), int((shapes > 6).sum())) == (30, 14)
+    same = r[(r["machine"] == "GPU-669af4b9") & (r["experiment"] == "reg56-chain-gradual-h7936")
+             & (r["case"] == "m=12288")]
+    assert sorted(same["state"]) == ["24 fast", "54 slow"]  # one machine, one shape, two runs, two states
+    two = committed["pairs-2gpu"]
+    c = two[two["clear"]]
+    assert (c[(c["gpu"] == 1) & (c["m"] >= 8192)]["state"].isin(["24 fast", "12 fast"])).all()
+    assert len(c[c["state"] == "54 slow"]) == 1
