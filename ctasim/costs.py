@@ -200,7 +200,7 @@ class TunedGemm:
 
 def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, slots: int, *, kernel: str = "",
                 drift: float | None = None, cluster_m: int | None = None, layers: int = 1,
-                ticket_spread: float = 0.0, ticket_state: str = "thrash", boost: float = 1.0) -> np.ndarray:
+                ticket_spread: float = 0.0, ticket_state: str | None = None, boost: float = 1.0) -> np.ndarray:
     """Each wave's time (ns) when the tiles of ``layer`` run in ``order`` on ``slots`` CTA slots, by the memory
     hierarchy (:func:`ctasim.l2.wave_traffic`, :func:`ctasim.l2.wave_ns`); the config must have it on
     (:func:`memory_model`).
@@ -211,7 +211,7 @@ def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, 
     no drift. ``layers``: a chain kernel's equal-shaped layers in one order (:func:`ctasim.plan.chain_order`).
     ``ticket_spread``: a ticket-scheduled kernel's spread of start times per round (``KernelConfig.ticket_spread``;
     :func:`ctasim.l2.ticket_rereads`, by the config's ``ticket_law``), 0 for a grid with a fixed assignment;
-    ``ticket_state``: its consistent state (:data:`ctasim.l2.TICKET_STATES`). ``boost``: a further clock gain of the
+    ``ticket_state``: its consistent state (:data:`ctasim.l2.TICKET_STATES`; None: the config's ``ticket_state``). ``boost``: a further clock gain of the
     compute (:func:`active_share`)."""
     cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
     if not memory_model(hw, cfg):
@@ -224,7 +224,9 @@ def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, 
                               hw.l2_bytes, store_elem_bytes=store,
                               drift=cfg.cta_drift if drift is None else drift,
                               cluster_m=cfg.cluster_m if cluster_m is None else cluster_m, layers=layers,
-                              ticket_spread=ticket_spread, ticket_state=ticket_state, drift_form=cfg.drift_form,
+                              ticket_spread=ticket_spread,
+                              ticket_state=cfg.ticket_state if ticket_state is None else ticket_state,
+                              drift_form=cfg.drift_form,
                               ticket_law=cfg.ticket_law, survival=(hw.l2_survival_taken, hw.l2_survival_share),
                               ticket_gap_cv=cfg.ticket_gap_cv, ticket_touched=cfg.ticket_touched)
     return l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed)

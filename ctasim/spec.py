@@ -164,6 +164,11 @@ class KernelConfig:
         "profiles' still) or 'survival' (the share the profile's measured L2 survival curve loses after B, "
         "l2_survival_taken / l2_survival_share; h200-x1-calibrated's since registered plan 53)",
         "threshold")
+    ticket_state: str = _f(
+        "which state a ticket grid takes under the 'threshold' ticket law where more than one is consistent "
+        "(ctasim.l2.TICKET_STATES): 'thrash' (the most-missing; every profile's) or 'hold' (the least-missing: the "
+        "grid keeps its reuse until that is inconsistent; registered plan 14's, and the state a half of the GPU that "
+        "keeps row order's reuse is in: bench/posthoc_sm_groups.py)", "thrash")
     ticket_gap_cv: float = _f(
         "the 'survival' ticket law's spread of a later sharer's time after the sharer before, about the reach the law "
         "prices, as a coefficient of variation (lognormal, mean the reach; ctasim.l2.gap_survival): measured in "
@@ -722,6 +727,10 @@ def validate_hardware(hw: Hardware, where: str) -> None:
                 f"must be >= 0, got {c.ticket_gap_cv}")
         require(math.isfinite(c.ticket_touched) and c.ticket_touched > 0, where, q + "ticket_touched",
                 f"must be > 0, got {c.ticket_touched}")
+        require(c.ticket_state in l2.TICKET_STATES, where, q + "ticket_state",
+                f"must be one of {', '.join(l2.TICKET_STATES)}, got {c.ticket_state!r}")
+        require(c.ticket_law == "threshold" or c.ticket_state == "thrash", where, q + "ticket_state",
+                f"the state is the 'threshold' ticket law's choice, not {c.ticket_law!r}'s")
         require(c.ticket_law == "survival" or (c.ticket_gap_cv == 0 and c.ticket_touched == 1), where,
                 q + "ticket_gap_cv", f"ticket_gap_cv and ticket_touched refine the 'survival' ticket law only, "
                 f"not {c.ticket_law!r}")

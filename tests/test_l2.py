@@ -258,6 +258,25 @@ def test_the_ticket_state_hold_takes_the_least_missing_consistent_state():
     assert h2[30] == pytest.approx(t2[30]) and h2[5] < t2[5]
     with pytest.raises(ValueError, match="state must be one of"):
         costs.order_waves(layer, hw, 2, order, 132, ticket_state="maybe", **kw)
+    # the config's ticket_state is the default: a profile with "hold" times the waves as the argument does
+    held = hw.with_tickets(ticket_state="hold")
+    np.testing.assert_array_equal(costs.order_waves(layer, held, 2, order, 132, **kw), hold)
+    np.testing.assert_array_equal(costs.order_waves(layer, held, 2, order, 132, ticket_state="thrash", **kw), thrash)
+
+
+def test_a_profiles_ticket_state_is_checked_and_is_the_threshold_laws_only():
+    import dataclasses
+
+    from ctasim.spec import SpecError, load_hardware, validate_hardware
+
+    hw = load_hardware("h200-x1-calibrated")
+    assert {c.ticket_state for c in hw.kernel_configs} == {"thrash"}
+    validate_hardware(hw.with_ticket_law("threshold").with_tickets(ticket_state="hold"), "x")
+    with pytest.raises(SpecError, match="ticket_state: must be one of thrash, hold, got 'maybe'"):
+        validate_hardware(hw.with_ticket_law("threshold").with_tickets(ticket_state="maybe"), "x")
+    with pytest.raises(SpecError, match="the 'threshold' ticket law's choice, not 'survival'"):
+        validate_hardware(hw.with_tickets(ticket_state="hold"), "x")
+    assert dataclasses.replace(hw.config(128, 256), ticket_state="hold").ticket_state == "hold"
 
 
 def test_the_share_law_misses_held_over_held_plus_free_capacity_and_takes_a_capacity_per_wave():
