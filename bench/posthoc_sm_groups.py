@@ -28,6 +28,10 @@ What the committed traces show (every one seen before this was written: the figu
   machine in two runs (plan 56's machine at H = 7936, M = 12288). A model with one state per shape cannot price that
   within the spread between the levels; ``row-states.csv`` gives, per shape measured more than once, the range of the
   measured makespan penalties beside the model's.
+* Given the state, the mechanism prices it (``by-state.csv``): the threshold ticket law in its two consistent states
+  (``KernelConfig.ticket_state``: every SM holding, every SM thrashing; :func:`state_prices`) and their mean (one half
+  in each) put row order's makespan penalty nearer than the profile on the runs where all lost the reuse (thrash) and
+  where one half did (the mean). Neither state prices the uniform runs, where the loss is gradual.
 
 The committed 2xH200 CTA-pipelining traces are read the same way (``pairs-2gpu.csv``; ``bench/ctapipe_mechanism.py``'s
 runs): per run, variant, M and GPU, each SM's median ``t_compute_end - t_acquire`` over the second half of its tiles, in
@@ -38,12 +42,14 @@ every run, its 24 SMs (12 in one run) 10-12% faster than the rest, and one produ
 Writes ``splits.csv`` (one row per run, experiment, case and order: the SMs' penalty percentiles, the split's sizes,
 step and the two groups' median penalties, the state), ``sets.csv`` (per machine, state and set: the SMs, how many
 cases show that set), ``row-states.csv`` (row order per experiment and case: each run's state, its SMs' mean penalty,
-the measured makespan penalty and the profile's, ``bench/results/posthoc-gap-machine/cases.csv``), ``by-state.csv``
-(the profile's errors on row order by the run's state), ``pairs-2gpu.csv`` and ``summary.csv`` (per order: runs, clear
-splits by size); prints the summary. ~10 s on 2 cores.
+the measured makespan penalty and the profile's, ``bench/results/posthoc-gap-machine/cases.csv``, and the state
+prices), ``by-state.csv`` (the profile's and the state prices' errors on row order by the run's state), ``pairs-2gpu.csv`` and ``summary.csv`` (per order: runs, clear
+splits by size); prints the summary. ~10-15 s on 2 cores.
 
 Left out: which GPC an SM is in (``%smid`` does not say; the sets are read from the timings alone), why a half keeps or
-loses the reuse when it does (the start of the loss is not timed here), and the per-state pricing the model would need.
+loses the reuse when it does (the start of the loss is not timed here, and nothing here predicts a run's state), and
+the halves' sharing of HBM (the half-lost state is priced as the mean of the two, not from the bandwidth each half
+gets).
 """
 
 from __future__ import annotations
@@ -167,19 +173,44 @@ def row_states(s: pd.DataFrame, profile_cases: Path = PROFILE_CASES) -> pd.DataF
     j["runs"] = g["run"].transform("size")
     j["states"] = g["state"].transform("nunique")
     j["makespan_range"] = g["makespan_pct_meas"].transform(lambda x: x.max() - x.min())
+    prices = pd.DataFrame([dict(experiment=e, case=c, **state_prices(e, c))
+                           for e, c in j[["experiment", "case"]].drop_duplicates().itertuples(index=False)])
+    j = j.merge(prices, on=["experiment", "case"], how="left")
     return j.sort_values(["experiment", "case", "run"]).reset_index(drop=True)
 
 
+STATES = ("hold", "thrash")
+"""The threshold ticket law's two consistent states (``KernelConfig.ticket_state``): every SM keeping row order's reuse
+or every SM losing it."""
+
+
+def state_prices(experiment: str, case: str) -> dict:
+    """Row order's makespan penalty over groups of 8 (percent) of ``experiment``'s ``case`` under its profile with the
+    threshold ticket law in each of :data:`STATES` (``hold_pct``, ``thrash_pct``), and their mean (``half_pct``: one half
+    of the GPU in each)."""
+    out = {}
+    for st in STATES:
+        tr = pom.simulated(experiment, [(case, pom.REFERENCE), (case, "intragpu-row")],
+                           profile=lambda hw, st=st: hw.with_ticket_law("threshold").with_tickets(ticket_state=st))
+        out[f"{st}_pct"] = (tr[(case, "intragpu-row")].makespan_ns / tr[(case, pom.REFERENCE)].makespan_ns - 1) * 100
+    out["half_pct"] = (out["hold_pct"] + out["thrash_pct"]) / 2
+    return out
+
+
 def by_state(r: pd.DataFrame) -> pd.DataFrame:
-    """Per state of :func:`row_states`' runs: how many, the SMs' mean penalty, and the profile's mean and mean absolute
-    errors (modelled less measured, points) of the mainloop and makespan penalties."""
+    """Per state of :func:`row_states`' runs: how many, the SMs' mean penalty, the profile's mean and mean absolute
+    errors (modelled less measured, points) of the mainloop and makespan penalties, and the mean absolute error of the
+    makespan penalty priced by the threshold law in each state and half (:func:`state_prices`)."""
     e = r.assign(mainloop_err=r["mainloop_pct_model"] - r["mainloop_pct_meas"],
-                 makespan_err=r["makespan_pct_model"] - r["makespan_pct_meas"])
+                 makespan_err=r["makespan_pct_model"] - r["makespan_pct_meas"],
+                 **{f"{p}_abs_err": (r[f"{p}_pct"] - r["makespan_pct_meas"]).abs() for p in (*STATES, "half")})
     out = e.groupby("state").agg(runs=("run", "size"), mean_pct=("mean_pct", "mean"),
                                  mainloop_err=("mainloop_err", "mean"),
                                  mainloop_abs_err=("mainloop_err", lambda x: x.abs().mean()),
                                  makespan_err=("makespan_err", "mean"),
-                                 makespan_abs_err=("makespan_err", lambda x: x.abs().mean()))
+                                 makespan_abs_err=("makespan_err", lambda x: x.abs().mean()),
+                                 hold_abs_err=("hold_abs_err", "mean"), half_abs_err=("half_abs_err", "mean"),
+                                 thrash_abs_err=("thrash_abs_err", "mean"))
     return out.reset_index().round(2)
 
 

@@ -70,6 +70,16 @@ def test_a_machines_sets_are_its_slow_groups_complement_and_whole_tpcs(psg):
     assert psg.disjoint(overlap)["shared"].tolist() == [2]
 
 
+def test_the_state_prices_are_the_threshold_laws_two_states_and_their_mean(psg, committed):
+    r = committed["row-states"]
+    row = r[(r["experiment"] == "reg49-chain-order-h9216") & (r["case"] == "m=8192")].iloc[0]
+    got = psg.state_prices("reg49-chain-order-h9216", "m=8192")
+    assert got == {k: pytest.approx(row[k], abs=1e-3) for k in ("hold_pct", "thrash_pct", "half_pct")}
+    assert got["hold_pct"] < got["half_pct"] < got["thrash_pct"]  # at H = 9216 the two states part
+    assert got["half_pct"] == pytest.approx((got["hold_pct"] + got["thrash_pct"]) / 2)
+    assert (r["hold_pct"] <= r["thrash_pct"] + 1e-6).all()
+
+
 def test_one_runs_splits_are_the_committed_ones(psg, committed, tmp_path):
     assert psg.main(["--runs", RUN, "--out", str(tmp_path)]) == 0
     got = pd.read_csv(tmp_path / "splits.csv", keep_default_na=False)
@@ -94,6 +104,9 @@ def test_the_committed_tables_say_what_the_docs_quote(psg, committed):
     b = committed["by-state"].set_index("state")
     assert b.loc["54 slow", ["runs", "makespan_err", "mainloop_err"]].tolist() == [10, 7.24, 25.71]
     assert b.loc["24 fast", ["runs", "makespan_err"]].tolist() == [28, -3.57]
+    # given the state, the threshold law's price of it is the nearer: every SM lost -> thrash, one half -> half
+    assert b.loc["24 fast", ["makespan_abs_err", "thrash_abs_err"]].tolist() == [4.09, 3.34]
+    assert b.loc["54 slow", ["makespan_abs_err", "half_abs_err"]].tolist() == [9.14, 3.63]
     r = committed["row-states"]
     shapes = r[r["runs"] > 1].groupby(["experiment", "case"])["makespan_range"].first()
     assert (len(shapes), int((shapes > 6).sum())) == (30, 14)
