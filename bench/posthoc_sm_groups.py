@@ -43,8 +43,9 @@ Writes ``splits.csv`` (one row per run, experiment, case and order: the SMs' pen
 step and the two groups' median penalties, the state), ``sets.csv`` (per machine, state and set: the SMs, how many
 cases show that set), ``row-states.csv`` (row order per experiment and case: each run's state, its SMs' mean penalty,
 the measured makespan penalty and the profile's, ``bench/results/posthoc-gap-machine/cases.csv``, and the state
-prices), ``by-state.csv`` (the profile's and the state prices' errors on row order by the run's state), ``pairs-2gpu.csv`` and ``summary.csv`` (per order: runs, clear
-splits by size); prints the summary. ~10-15 s on 2 cores.
+prices), ``by-state.csv`` (the profile's and the state prices' errors on row order by the run's state),
+``pairs-2gpu.csv`` and ``summary.csv`` (per order: runs, clear splits by size); prints the summary. ~10-15 s on 2
+cores.
 
 Left out: which GPC an SM is in (``%smid`` does not say; the sets are read from the timings alone), why a half keeps or
 loses the reuse when it does (the start of the loss is not timed here, and nothing here predicts a run's state), and
@@ -186,8 +187,8 @@ or every SM losing it."""
 
 def state_prices(experiment: str, case: str) -> dict:
     """Row order's makespan penalty over groups of 8 (percent) of ``experiment``'s ``case`` under its profile with the
-    threshold ticket law in each of :data:`STATES` (``hold_pct``, ``thrash_pct``), and their mean (``half_pct``: one half
-    of the GPU in each)."""
+    threshold ticket law in each of :data:`STATES` (``hold_pct``, ``thrash_pct``), and their mean (``half_pct``: one
+    half of the GPU in each)."""
     out = {}
     for st in STATES:
         tr = pom.simulated(experiment, [(case, pom.REFERENCE), (case, "intragpu-row")],
