@@ -44,6 +44,7 @@ step and the two groups' median penalties, the state), ``sets.csv`` (per machine
 cases show that set), ``row-states.csv`` (row order per experiment and case: each run's state, its SMs' mean penalty,
 the measured makespan penalty and the profile's, ``bench/results/posthoc-gap-machine/cases.csv``, and the state
 prices), ``by-state.csv`` (the profile's and the state prices' errors on row order by the run's state),
+``lost-share.csv`` (:func:`lost_share`: per run the share of row order's reuse lost, against its gap spread),
 ``pairs-2gpu.csv`` and ``summary.csv`` (per order: runs, clear splits by size); prints the summary. ~10-15 s on 2
 cores.
 
@@ -215,6 +216,28 @@ def by_state(r: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index().round(2)
 
 
+PART_POINTS = 8.0
+""":func:`lost_share`'s cases: where the threshold law's two states part by this many points of makespan penalty or
+more."""
+MACHINES = ROOT / "bench/results/posthoc-gap-machine/machines.csv"
+"""Each run's median gap spread of its sharers (``bench/posthoc_gap_machine.py``)."""
+
+
+def lost_share(r: pd.DataFrame, machines: Path = MACHINES) -> tuple[pd.DataFrame, float]:
+    """Per run, over its row-order cases where the two states part by :data:`PART_POINTS` or more: the share of the
+    reuse its makespan penalty says it lost, ``(measured - hold) / (thrash - hold)`` (0 every SM kept it, 1 every SM
+    lost it), its states, and the run's median gap spread (``cv_median``); and the rank correlation over those cases of
+    the share with the run's gap spread."""
+    m = pd.read_csv(machines)[["run", "cv_median"]]
+    c = r[(r["thrash_pct"] - r["hold_pct"]) >= PART_POINTS].merge(m, on="run", how="left")
+    c = c.assign(share=(c["makespan_pct_meas"] - c["hold_pct"]) / (c["thrash_pct"] - c["hold_pct"]))
+    per = c.groupby("run").agg(machine=("machine", "first"), cv_median=("cv_median", "first"), cases=("case", "size"),
+                               share=("share", "mean"),
+                               states=("state", lambda x: ", ".join(sorted(set(x))))).reset_index()
+    rho = float(c[["cv_median", "share"]].corr(method="spearman").iloc[0, 1]) if len(c) > 2 else float("nan")
+    return per.sort_values("cv_median").round(4), rho
+
+
 def pairs_2gpu() -> pd.DataFrame:
     """The committed 2xH200 CTA-pipelining traces (``bench/ctapipe_mechanism.py``'s runs, stalls left out): per run,
     variant, M, GPU and kernel, :func:`split` of each SM's late ``t_compute_end - t_acquire`` in percent over the
@@ -254,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     r = row_states(s)
     sm = summary(s)
     bs = by_state(r)
+    ls, rho = lost_share(r)
     two = pairs_2gpu().round(4) if args.runs == "*" else None
     args.out.mkdir(parents=True, exist_ok=True)
     s.to_csv(args.out / "splits.csv", index=False)
@@ -261,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     r.to_csv(args.out / "row-states.csv", index=False)
     sm.to_csv(args.out / "summary.csv", index=False)
     bs.to_csv(args.out / "by-state.csv", index=False)
+    ls.to_csv(args.out / "lost-share.csv", index=False)
     if two is not None:
         two.to_csv(args.out / "pairs-2gpu.csv", index=False)
     with pd.option_context("display.width", 200):
@@ -272,6 +297,9 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(bs.to_string(index=False))
         shapes = r[r["runs"] > 1].groupby(["experiment", "case"])["makespan_range"].first()
+        print()
+        print(ls.to_string(index=False))
+        print(f"rank correlation of the share lost with the run's gap spread: {rho:.2f}")
         print(f"\nrow order, shapes measured more than once: {len(shapes)}; the runs' makespan penalties span more "
               f"than 6 points in {int((shapes > 6).sum())}, median span {shapes.median():.1f} points")
     return 0

@@ -20,7 +20,7 @@ def psg():
 @pytest.fixture(scope="module")
 def committed(psg):
     return {n: pd.read_csv(psg.OUT / f"{n}.csv", keep_default_na=False)
-            for n in ("splits", "sets", "row-states", "by-state", "summary", "pairs-2gpu")}
+            for n in ("splits", "sets", "row-states", "by-state", "summary", "pairs-2gpu", "lost-share")}
 
 
 def _penalties(groups: dict[float, list[int]], jitter: float = 0.5, seed: int = 0) -> pd.Series:
@@ -80,6 +80,19 @@ def test_the_state_prices_are_the_threshold_laws_two_states_and_their_mean(psg, 
     assert (r["hold_pct"] <= r["thrash_pct"] + 1e-6).all()
 
 
+def test_the_share_lost_is_where_the_measured_penalty_sits_between_the_two_states(psg, tmp_path):
+    r = pd.DataFrame([dict(run=run, machine="GPU-x", case=f"m={i}", state="uniform", hold_pct=2.0, thrash_pct=thr,
+                           makespan_pct_meas=meas) for run, i, thr, meas in (
+        ("a", 1, 12.0, 7.0), ("a", 2, 22.0, 22.0), ("a", 3, 5.0, 5.0),  # the third: the states part by 3, left out
+        ("b", 1, 12.0, 2.0), ("c", 1, 12.0, 12.0))])
+    pd.DataFrame(dict(run=["a", "b", "c"], cv_median=[0.7, 0.9, 0.6])).to_csv(tmp_path / "m.csv", index=False)
+    per, rho = psg.lost_share(r, tmp_path / "m.csv")
+    per = per.set_index("run")
+    assert per.loc["a", ["cases", "share"]].tolist() == [2, 0.75] and per.loc["b", "share"] == 0.0
+    assert rho < 0  # the widest spread kept the most
+    assert per.index.tolist() == ["c", "a", "b"]  # by gap spread
+
+
 def test_one_runs_splits_are_the_committed_ones(psg, committed, tmp_path):
     assert psg.main(["--runs", RUN, "--out", str(tmp_path)]) == 0
     got = pd.read_csv(tmp_path / "splits.csv", keep_default_na=False)
@@ -113,6 +126,8 @@ def test_the_committed_tables_say_what_the_docs_quote(psg, committed):
     same = r[(r["machine"] == "GPU-669af4b9") & (r["experiment"] == "reg56-chain-gradual-h7936")
              & (r["case"] == "m=12288")]
     assert sorted(same["state"]) == ["24 fast", "54 slow"]  # one machine, one shape, two runs, two states
+    ls = committed["lost-share"]
+    assert len(ls) == 14 and ls[ls["share"] < 0.5]["states"].str.contains("54 slow").all()
     two = committed["pairs-2gpu"]
     c = two[two["clear"]]
     assert (c[(c["gpu"] == 1) & (c["m"] >= 8192)]["state"].isin(["24 fast", "12 fast"])).all()
