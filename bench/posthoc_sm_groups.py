@@ -18,11 +18,11 @@ What the committed traces show (every one seen before this was written: the figu
   splits.
 * On one machine every split of a size names the same SMs (``sets.csv``: 12 machines), in TPC pairs (SMs 2i and
   2i + 1), and the 24 and the 54 are disjoint (4 machines show both). Machines share their sets: one 24 on 7 machines of
-  10, one 54 on 3 of 5. 132 = 6 x 18 + 2 x 12: the H200's SMs in six GPCs of 18
-  and two of 12 (the GH100's floor-swept GPCs; an assumption the traces do not check), so the 24 would be the two small
-  GPCs, the 54 three of the large ones, and the GPU two halves of 66 (3 x 18 + 12) each keeping or losing the reuse on
-  its own, as the L2's two partitions would.
-* So row order's penalty takes three levels where the weights are 1.5-2.5 times the L2 (``row-states.csv``): every SM
+  10, one 54 on 3 of 5. 132 = 6 x 18 + 2 x 12: the H200's SMs in six GPCs of 18 and two of 12 (the GH100's
+  floor-swept GPCs; an assumption the traces do not check), so the 24 would be the two small GPCs, the 54 three of the
+  large ones, and the GPU two halves of 66 (3 x 18 + 12) each keeping or losing the reuse on its own, as the L2's two
+  partitions would.
+* So row order's penalty takes three levels where the weights are 1.6-4 times the L2 (``row-states.csv``): every SM
   near the penalty without the re-reads ("uniform", low), one half lost (54 slow), every SM lost (24 fast: the small
   GPCs less slowed, or uniform high). The same shape lands at different levels on different machines, and on one
   machine in two runs (plan 56's machine at H = 7936, M = 12288). A model with one state per shape cannot price that
@@ -30,21 +30,23 @@ What the committed traces show (every one seen before this was written: the figu
   measured makespan penalties beside the model's.
 * Given the state, the mechanism prices it (``by-state.csv``): the threshold ticket law in its two consistent states
   (``KernelConfig.ticket_state``: every SM holding, every SM thrashing; :func:`state_prices`) and their mean (one half
-  in each) put row order's makespan penalty nearer than the profile on the runs where all lost the reuse (thrash) and
-  where one half did (the mean). Neither state prices the uniform runs, where the loss is gradual.
+  in each) put row order's makespan penalty nearer than the profile, in mean |error|, on the runs where all lost the
+  reuse (thrash) and where one half did (the mean). The state is read from the same run's timings, so this says the
+  prices fit the states, not that anything predicts them; the uniform runs (most low, a few high) are not priced by a
+  state, and there the profile's survival law is the nearer.
 
 The committed 2xH200 CTA-pipelining traces are read the same way (``pairs-2gpu.csv``; ``bench/ctapipe_mechanism.py``'s
 runs): per run, variant, M and GPU, each SM's median ``t_compute_end - t_acquire`` over the second half of its tiles, in
 percent over the kernel's median, split the same way. The one-CTA-per-tile 1x1 consumer (GPU 1) splits at M >= 8192 in
-every run, its 24 SMs (12 in one run) 10-12% faster than the rest, and one producer (M = 8192, ``-rerun3``) 54 slow by
-13%: the same groups.
+9 of its 10 traced kernels, its 24 SMs (12 in one run) 9.5-11.6% faster than the rest, and one producer (M = 8192,
+``-rerun3``) 54 slow by 13%: the same groups (the other clear splits are one to three SMs at M = 1024, a single wave).
 
 Writes ``splits.csv`` (one row per run, experiment, case and order: the SMs' penalty percentiles, the split's sizes,
 step and the two groups' median penalties, the state), ``sets.csv`` (per machine, state and set: the SMs, how many
 cases show that set), ``row-states.csv`` (row order per experiment and case: each run's state, its SMs' mean penalty,
 the measured makespan penalty and the profile's, ``bench/results/posthoc-gap-machine/cases.csv``, and the state
 prices), ``by-state.csv`` (the profile's and the state prices' errors on row order by the run's state),
-``lost-share.csv`` (:func:`lost_share`: per run the share of row order's reuse lost, against its gap spread),
+``lost-share.csv`` (:func:`lost_share`: per run the share of row order's reuse lost, beside its gap spread),
 ``pairs-2gpu.csv`` and ``summary.csv`` (per order: runs, clear splits by size); prints the summary. ~10-15 s on 2
 cores.
 
@@ -95,9 +97,9 @@ def split(penalty: pd.Series, clear: float = CLEAR_POINTS) -> dict:
     step, whether it is clear (>= ``clear``), the fast group's SMs where it is, and the state: ``"uniform"`` where it is
     not clear,
     else the smaller side's size and whether it is the slow or the fast group (``"54 slow"``, ``"24 fast"``)."""
-    if len(penalty) < 2:
-        raise ValueError(f"a split needs two SMs or more, got {len(penalty)}")
-    s = penalty.sort_values(kind="stable")
+    s = penalty.dropna().sort_values(kind="stable")
+    if len(s) < 2:
+        raise ValueError(f"a split needs two SMs with a penalty or more, got {len(s)}")
     steps = np.diff(s.to_numpy())
     i = int(np.argmax(steps))
     fast, slow = s.iloc[:i + 1], s.iloc[i + 1:]
@@ -176,7 +178,8 @@ def row_states(s: pd.DataFrame, profile_cases: Path = PROFILE_CASES) -> pd.DataF
     j["states"] = g["state"].transform("nunique")
     j["makespan_range"] = g["makespan_pct_meas"].transform(lambda x: x.max() - x.min())
     prices = pd.DataFrame([dict(experiment=e, case=c, **state_prices(e, c))
-                           for e, c in j[["experiment", "case"]].drop_duplicates().itertuples(index=False)])
+                           for e, c in j[["experiment", "case"]].drop_duplicates().itertuples(index=False)],
+                          columns=["experiment", "case", "hold_pct", "thrash_pct", "half_pct"])
     j = j.merge(prices, on=["experiment", "case"], how="left")
     return j.sort_values(["experiment", "case", "run"]).reset_index(drop=True)
 
@@ -226,15 +229,15 @@ MACHINES = ROOT / "bench/results/posthoc-gap-machine/machines.csv"
 def lost_share(r: pd.DataFrame, machines: Path = MACHINES) -> tuple[pd.DataFrame, float]:
     """Per run, over its row-order cases where the two states part by :data:`PART_POINTS` or more: the share of the
     reuse its makespan penalty says it lost, ``(measured - hold) / (thrash - hold)`` (0 every SM kept it, 1 every SM
-    lost it), its states, and the run's median gap spread (``cv_median``); and the rank correlation over those cases of
-    the share with the run's gap spread."""
+    lost it; the mean over those cases), its states, and the run's median gap spread (``cv_median``); and the rank
+    correlation over the runs of the share with the gap spread."""
     m = pd.read_csv(machines)[["run", "cv_median"]]
     c = r[(r["thrash_pct"] - r["hold_pct"]) >= PART_POINTS].merge(m, on="run", how="left")
     c = c.assign(share=(c["makespan_pct_meas"] - c["hold_pct"]) / (c["thrash_pct"] - c["hold_pct"]))
     per = c.groupby("run").agg(machine=("machine", "first"), cv_median=("cv_median", "first"), cases=("case", "size"),
                                share=("share", "mean"),
                                states=("state", lambda x: ", ".join(sorted(set(x))))).reset_index()
-    rho = float(c[["cv_median", "share"]].corr(method="spearman").iloc[0, 1]) if len(c) > 2 else float("nan")
+    rho = float(per[["cv_median", "share"]].corr(method="spearman").iloc[0, 1]) if len(per) > 2 else float("nan")
     return per.sort_values("cv_median").round(4), rho
 
 
@@ -299,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         shapes = r[r["runs"] > 1].groupby(["experiment", "case"])["makespan_range"].first()
         print()
         print(ls.to_string(index=False))
-        print(f"rank correlation of the share lost with the run's gap spread: {rho:.2f}")
+        print(f"rank correlation over the runs of the share lost with the gap spread: {rho:.2f}")
         print(f"\nrow order, shapes measured more than once: {len(shapes)}; the runs' makespan penalties span more "
               f"than 6 points in {int((shapes > 6).sum())}, median span {shapes.median():.1f} points")
     return 0

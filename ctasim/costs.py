@@ -211,8 +211,8 @@ def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, 
     no drift. ``layers``: a chain kernel's equal-shaped layers in one order (:func:`ctasim.plan.chain_order`).
     ``ticket_spread``: a ticket-scheduled kernel's spread of start times per round (``KernelConfig.ticket_spread``;
     :func:`ctasim.l2.ticket_rereads`, by the config's ``ticket_law``), 0 for a grid with a fixed assignment;
-    ``ticket_state``: its consistent state (:data:`ctasim.l2.TICKET_STATES`; None: the config's ``ticket_state``). ``boost``: a further clock gain of the
-    compute (:func:`active_share`)."""
+    ``ticket_state``: its consistent state (:data:`ctasim.l2.TICKET_STATES`; None: the config's ``ticket_state``).
+    ``boost``: a further clock gain of the compute (:func:`active_share`)."""
     cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
     if not memory_model(hw, cfg):
         raise ValueError(f"profile {hw.name!r} has no memory hierarchy for config {cfg.key()}")

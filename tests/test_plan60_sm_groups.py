@@ -67,7 +67,7 @@ def test_the_groups_as_read_post_hoc_meet_every_claim(p60, registered):
                ("reg58-gap-law-h8448", "m=16384", "intragpu-row", "24 fast", REST, 1.0)]
     cl = _claims(p60, registered, planted)
     assert cl["met"].all() and cl["judged"].all(), cl
-    assert cl.loc["b", "value"] == "3 of 10 split, smaller sides [24, 24, 54]"
+    assert cl.loc["b", "value"] == "3 of 10 split: 24 fast, 24 fast, 54 slow"
     assert cl.loc["e", "value"] == "1 of 1"
 
 
@@ -85,12 +85,31 @@ APART = [*range(44, 78), *range(88, 94)]
     ([(H8960, "m=6144", "intragpu-row", "54 slow", [*range(45, 78), *range(88, 109)], 0.9)], {"c"}),  # half TPCs
     ([(H8960, "m=6144", "intragpu-row", "54 slow", list(range(32, 86)), 0.9)], {"c"}),  # the 54 holds SMs of the 24
     ([("reg59-adopted-h5632", "m=6144", "intragpu-row", "54 slow", HALF, 0.9)], {"d"}),  # splits where W fits
-    ([(H8960, "m=10240", "intragpu-row", "54 slow", HALF, 1.3)], {"e", "f"}),  # the half-lost run priced under
+    ([(H8960, "m=10240", "intragpu-row", "54 slow", HALF, 1.3)], {"e"}),  # the half-lost run priced under
+    ([(H8960, "m=6144", "intragpu-row", "24 slow", APART[:24], 0.9)], {"b"}),  # the sizes seen, the sides not
 ])
 def test_each_broken_reading_misses_its_claim(p60, registered, change, missed):
     cl = _claims(p60, registered, BASE + change)
     judged = cl[cl["judged"]]
     assert set(judged.index[~judged["met"]]) == missed, cl
+
+
+def test_f_compares_how_far_off_not_which_way(p60, registered):
+    """The all-lost run priced 20% under its measured makespan (the profile far off), the half-lost one 2% over (near):
+    (e) is met, (f) is not -- a signed mean would have met it."""
+    planted = [(H8960, "m=14336", "intragpu-row", "24 fast", REST, 1.25),
+               (H8960, "m=10240", "intragpu-row", "54 slow", HALF, 0.98)]
+    cl = _claims(p60, registered, planted)
+    assert cl.loc["e", "met"] and cl.loc["f", "judged"] and not cl.loc["f", "met"], cl
+
+
+def test_one_split_judges_c_on_whole_tpcs_alone(p60, registered):
+    cl = _claims(p60, registered, [(H8960, "m=14336", "intragpu-row", "24 fast", REST, 1.0)])
+    assert cl.loc["c", "judged"] and cl.loc["c", "met"]
+    assert cl.loc["c", "value"] == "1 clear splits, 1 sets: whole TPCs True"
+    broken = [x for x in range(132) if x not in SMALL[1:]]  # SM 32 without SM 33
+    cl = _claims(p60, registered, [(H8960, "m=14336", "intragpu-row", "23 fast", broken, 1.0)])
+    assert cl.loc["c", "judged"] and not cl.loc["c", "met"] and not cl.loc["b", "met"]
 
 
 def test_a_machine_already_read_must_show_its_committed_sets(p60, registered):

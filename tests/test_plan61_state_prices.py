@@ -68,17 +68,19 @@ def test_states_at_their_prices_meet_every_claim_and_at_the_profiles_miss_them(p
 
 
 def test_the_cases_price_each_run_by_its_state(p61, registered):
+    planted = {(H, "m=6144"): "24 fast", (H, "m=10240"): "54 slow", (H, "m=14336"): "60 slow"}
     meas = pd.DataFrame([dict(experiment=e, case=c, order=o, late_us=100.0,
                               makespan_ms={"intragpu": 1.0, "intragpu-row": 1.2}.get(o, 1.1), machine="GPU-x",
-                              state="24 fast" if (e, c, o) == (H, "m=6144", "intragpu-row") else "uniform")
+                              state=planted.get((e, c), "uniform") if o == "intragpu-row" else "uniform")
                          for e, c in registered[["experiment", "case"]].itertuples(index=False)
                          for o in ("intragpu", "intragpu-g4", "intragpu-row")])
     c = p61.cases(registered, meas).set_index(["experiment", "case"])
     assert len(c) == len(registered) and c["makespan_pct_meas"].round(6).eq(20.0).all()
-    row = c.loc[(H, "m=6144")]
-    assert row["state_price_pct"] == row["thrash_pct"]
-    assert row["state_price_err"] == pytest.approx(row["thrash_pct"] - 20)
-    assert c.drop(index=(H, "m=6144"))["state_price_pct"].isna().all()
+    for key, price in (((H, "m=6144"), "thrash_pct"), ((H, "m=10240"), "half_pct"), ((H, "m=14336"), "half_pct")):
+        row = c.loc[key]
+        assert row["state_price_pct"] == row[price]
+        assert row["state_price_err"] == pytest.approx(row[price] - 20)
+    assert c.drop(index=list(planted))["state_price_pct"].isna().all()
 
 
 def test_the_judge_reads_plan_58s_traced_run_and_refuses_a_missing_bundle(p61, tmp_path, monkeypatch, capsys):

@@ -42,7 +42,10 @@ def test_the_split_finds_a_fast_or_slow_group_and_none_in_a_uniform_run(psg):
     assert (u["state"], u["clear"], u["fast_sms"]) == ("uniform", False, "")
     assert u["step"] < psg.CLEAR_POINTS
     with pytest.raises(ValueError, match="two SMs"):
-        psg.split(pd.Series({0: 1.0}))
+        psg.split(pd.Series({0: 1.0, 1: np.nan}))
+    # an SM without a penalty does not hide the step between the others
+    s = psg.split(pd.Series({0: 1.0, 1: np.nan, 2: 20.0, 3: 21.0}))
+    assert (s["state"], s["sms"], s["step"]) == ("1 fast", 3, 19.0)
 
 
 def test_the_late_mainloop_is_each_sms_median_over_the_second_half_of_the_run(psg):
@@ -100,8 +103,18 @@ def test_one_runs_splits_are_the_committed_ones(psg, committed, tmp_path):
     assert len(got) == len(want) == 3 * 3 * 4  # plan 50's call: three experiments of 3 M x 4 orders
     pd.testing.assert_frame_equal(got, want)
     assert not (tmp_path / "pairs-2gpu.csv").exists()  # the 2xH200 traces only with every run
+    for name, key in (("row-states", ["run", "experiment", "case"]), ("lost-share", ["run"])):
+        across = ["runs", "states", "makespan_range"]  # row-states' figures over every run of a shape
+        got = pd.read_csv(tmp_path / f"{name}.csv", keep_default_na=False).drop(columns=across, errors="ignore")
+        want = committed[name][committed[name]["run"] == RUN].drop(columns=across, errors="ignore")
+        want = want.sort_values(key).reset_index(drop=True)
+        assert len(got) == len(want) > 0
+        pd.testing.assert_frame_equal(got.sort_values(key).reset_index(drop=True), want, check_dtype=False)
     assert psg.main(["--runs", "no-such-run", "--out", str(tmp_path / "x")]) == 2
     assert not (tmp_path / "x").exists()
+    # a run that traced no row order: empty row tables, not an error
+    assert psg.main(["--runs", "2026-12-04-registered52-1gpu", "--out", str(tmp_path / "y")]) == 0
+    assert pd.read_csv(tmp_path / "y" / "row-states.csv").empty
 
 
 def test_the_committed_tables_say_what_the_docs_quote(psg, committed):
@@ -127,7 +140,10 @@ def test_the_committed_tables_say_what_the_docs_quote(psg, committed):
              & (r["case"] == "m=12288")]
     assert sorted(same["state"]) == ["24 fast", "54 slow"]  # one machine, one shape, two runs, two states
     ls = committed["lost-share"]
-    assert len(ls) == 14 and ls[ls["share"] < 0.5]["states"].str.contains("54 slow").all()
+    low = ls[ls["share"] < 0.6]  # the runs that kept the most: three of the four widest spreads, each half-lost once
+    assert len(ls) == 14 and len(low) == 3 and low["states"].str.contains("54 slow").all()
+    assert set(low["cv_median"]) <= set(ls["cv_median"].nlargest(4))
+    assert round(psg.lost_share(committed["row-states"])[1], 2) == -0.67
     two = committed["pairs-2gpu"]
     c = two[two["clear"]]
     assert (c[(c["gpu"] == 1) & (c["m"] >= 8192)]["state"].isin(["24 fast", "12 fast"])).all()
