@@ -1,6 +1,7 @@
 """Post-hoc: the chain kernel's row order keeps or loses its L2 reuse by fixed groups of SMs (no GPU).
 
     python bench/posthoc_sm_groups.py [--out bench/results/posthoc-sm-groups] [--runs GLOB]
+    python bench/posthoc_sm_groups.py --bundle RUN/EXP/ctapipe_traces.trace.npz [--bundle ...]
 
 The model gives a tile one time per wave: every SM of the grid runs the wave's tiles alike. The traces stamp the SM
 each tile ran on (``sm``), so this asks whether the SMs of one run do run alike. For every traced chain-kernel run
@@ -266,11 +267,34 @@ def summary(s: pd.DataFrame) -> pd.DataFrame:
         {c: int for c in states.columns})
 
 
+def print_bundles(paths: list[Path]) -> int:
+    """``--bundle``: each bundle's :func:`bundle_splits` and its clear splits' sets, printed; 2 and one line for a
+    path that is not a chain-kernel trace bundle."""
+    from ctasim.trace import TraceFileError  # noqa: PLC0415
+
+    for p in paths:
+        try:
+            s = bundle_splits(p)
+        except (TraceFileError, OSError, KeyError, ValueError) as e:
+            print(f"posthoc_sm_groups: {p}: not a chain-kernel trace bundle ({e})", file=sys.stderr)
+            return 2
+        with pd.option_context("display.width", 200):
+            print(s.drop(columns=["fast_sms", "run"]).round(1).to_string(index=False))
+        for _, r in s[s["clear"]].iterrows():
+            members = r["fast_sms"] if r["state"].endswith("fast") else _complement(r["fast_sms"])
+            print(f"{r['case']} {r['order']} {r['state']}: {members}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_sm_groups.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--runs", default="*", help="a glob on the run folder's name (default: every traced run)")
+    ap.add_argument("--bundle", type=Path, action="append", default=[],
+                    help="print the splits of this chain-kernel trace bundle (any traced run) and write nothing")
     args = parse_outputs(ap, argv, folders=("--out",))
+    if args.bundle:
+        return print_bundles(args.bundle)
     paths = [p for p in pom.bundles(experiments=EXPERIMENTS) if fnmatch.fnmatch(pom.run_label(p), args.runs)]
     if not paths:
         print(f"posthoc_sm_groups: no traced chain-kernel run matches {args.runs!r}", file=sys.stderr)

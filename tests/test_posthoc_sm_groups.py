@@ -117,6 +117,23 @@ def test_one_runs_splits_are_the_committed_ones(psg, committed, tmp_path):
     assert pd.read_csv(tmp_path / "y" / "row-states.csv").empty
 
 
+def test_a_bundle_is_read_on_its_own_and_the_h100_shows_a_24_fast_set(psg, capsys, tmp_path):
+    """``--bundle``: the committed H100 run (exploratory, bench/results/hw-h100) splits in row order only, 24 fast at
+    every M, one set in whole TPCs; a path that is no bundle is refused in one line."""
+    b = psg.ROOT / "bench/results/hw-h100/2026-12-05-row-groups-gaps/row/reg59-adopted-h8960/ctapipe_traces.trace.npz"
+    s = psg.bundle_splits(b)
+    clear = s[s["clear"]]
+    assert set(clear["order"]) == {"intragpu-row"} and clear["state"].tolist() == ["24 fast"] * 3
+    assert clear["fast_sms"].nunique() == 1 and psg._in_pairs(clear["fast_sms"].iloc[0])
+    assert (s["machine"] == "GPU-291847ac").all()
+    capsys.readouterr()
+    assert psg.main(["--bundle", str(b)]) == 0
+    assert capsys.readouterr().out.count("intragpu-row 24 fast: 6 7 32 33") == 3
+    assert psg.main(["--bundle", str(tmp_path / "none.npz"), "--out", str(tmp_path / "o")]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "not a chain-kernel trace bundle" in err[0] and not (tmp_path / "o").exists()
+
+
 def test_the_committed_tables_say_what_the_docs_quote(psg, committed):
     sm = committed["summary"].set_index("order")
     assert (sm["clear"].drop("intragpu-row") == 0).all()  # only row order splits
