@@ -7,7 +7,9 @@
 # rounds per GEMM shape, each behind the 250 ms rest). Writes $OUT/run.tar.gz: env.txt, log.txt, hw-tests.txt,
 # EXPERIMENT/ (results.csv, run.json), EXPERIMENT.log, smi.csv. --gemm-shapes first runs
 # bench/hw/gemm_shape_probe.py gemm_shapes.csv --reps 3 --shapes MxNxK,... (a GEMM-order registration, e.g. plan 23's
-# and 25's, in the same call); --no-hw-tests skips tests/hw (a device_tree.sh tree carries no tests).
+# and 25's, in the same call); --no-hw-tests skips tests/hw (a device_tree.sh tree carries no tests). The GPU must be
+# the registrations' (its name holding $CTAHW_GPU, default H200: an nvidia-h200 call may be given an H100), else exit 3
+# before anything runs.
 set -uo pipefail
 usage() { echo "usage: run_registered.sh [--no-hw-tests] [--gemm-shapes MxNxK,...] EXPERIMENT ..." >&2; exit 2; }
 HW_TESTS=1; SHAPES=""
@@ -20,6 +22,13 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ $# -ge 1 ] || usage
+WANT=${CTAHW_GPU:-H200}
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+case "$GPU" in
+  *"$WANT"*) ;;
+  *) echo "run_registered.sh: the GPU is '${GPU:-none}', the registrations are for an $WANT (CTAHW_GPU=NAME to run" \
+       "on another)" >&2; exit 3 ;;
+esac
 source "$(dirname "$0")/device_env.sh"
 run_begin 50
 if [ "$HW_TESTS" = 1 ]; then
