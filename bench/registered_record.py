@@ -172,13 +172,23 @@ SHARED = "ctapipe-shared"
 as if alone: ``record.csv``'s ``all but shared`` leaves it out."""
 
 
+ROW_ORDER = "intragpu-row"
+"""The chain kernel's row order: its penalty takes one of three states from run to run, a half of the GPU at a time
+keeping or losing the weights' L2 reuse (post-hoc, ``bench/posthoc_sm_groups.py``), and it is never the fastest order;
+``record.csv``'s ``ctapipe-1gpu but row order`` leaves it out."""
+
+
 def record(c: pd.DataFrame) -> pd.DataFrame:
-    """Per kind (and ``all``, and ``all but shared``: every kind but :data:`SHARED`) and predictor: :func:`_stats` of
-    its errors, and ``model_mape_pct``, the model's MAPE over the same cases (the model's own row: its MAPE)."""
+    """Per kind (and ``all``; ``all but shared``: every kind but :data:`SHARED`; ``ctapipe-1gpu but row order``: the
+    chain kernel on one GPU in every order but :data:`ROW_ORDER`) and predictor: :func:`_stats` of its errors, and
+    ``model_mape_pct``, the model's MAPE over the same cases (the model's own row: its MAPE)."""
     wide = c.pivot_table(index=_KEY + ["kind"], columns="source", values="error_pct", aggfunc="first")
     alone = wide[wide.index.get_level_values("kind") != SHARED]
+    kind, strategy = wide.index.get_level_values("kind"), wide.index.get_level_values("strategy")
+    chosen = wide[(kind == "ctapipe-1gpu") & (strategy != ROW_ORDER)]
     rows = []
-    for kind, w in [("all", wide), ("all but shared", alone), *wide.groupby(level="kind", sort=True)]:
+    for kind, w in [("all", wide), ("all but shared", alone), *wide.groupby(level="kind", sort=True),
+                    ("ctapipe-1gpu but row order", chosen)]:
         for source in SOURCES:
             if source not in w.columns:
                 continue
