@@ -20,7 +20,7 @@ def psg():
 @pytest.fixture(scope="module")
 def committed(psg):
     return {n: pd.read_csv(psg.OUT / f"{n}.csv", keep_default_na=False)
-            for n in ("splits", "sets", "row-states", "by-state", "summary", "pairs-2gpu", "lost-share")}
+            for n in ("splits", "sets", "row-states", "by-state", "summary", "pairs-2gpu", "lost-share", "layer-splits")}
 
 
 def _penalties(groups: dict[float, list[int]], jitter: float = 0.5, seed: int = 0) -> pd.Series:
@@ -54,6 +54,32 @@ def test_the_late_mainloop_is_each_sms_median_over_the_second_half_of_the_run(ps
                       "t_mainloop_end": [9e9, 9e9, 9e9, 9e9, 10 + 2000, 11 + 5000, 12 + 4000, 13 + 7000]})
     got = psg.sm_late(t.sample(frac=1, random_state=1))
     assert got.to_dict() == {0: pytest.approx(3.0), 1: pytest.approx(6.0)}
+
+
+def test_the_layer_splits_read_each_layers_tiles_alone(psg, tmp_path, monkeypatch):
+    """Two layers on 132 SMs: the first runs alike, the second's SMs 0-23 run 20% faster than the rest (after its first
+    half, which the late mainloop leaves out): only the second layer splits, 24 fast."""
+    rows = []
+    for layer in (0, 1):
+        for i in range(132 * 8):
+            sm, late = i % 132, i >= 132 * 4
+            us = 100.0 if layer == 0 or not late else (80.0 if sm < 24 else 100.0)
+            t0 = layer * 10**9 + i * 1000
+            rows.append(dict(layer=layer, sm=sm, t_acquire=t0, t_mainloop_end=t0 + us * 1000))
+    tiles = pd.DataFrame(rows)
+
+    class Trace:
+        def __init__(self, t):
+            self.tiles = t
+
+    ref = tiles[tiles["layer"] == 0].assign(t_mainloop_end=lambda d: d["t_acquire"] + 100_000)
+    fake = {("m=1", "intragpu"): Trace(ref), ("m=1", "intragpu-row"): Trace(tiles)}
+    monkeypatch.setattr(psg.pom, "first_runs", lambda bundle: iter(fake.items()))
+    got = psg.layer_splits(tmp_path / "run" / "exp" / "b.npz").set_index("layer")
+    assert got.loc[0, "state"] == "uniform" and got.loc[1, "state"] == "24 fast"
+    assert got.loc[1, "fast_pct"] == pytest.approx(-20.0) and got.loc[0, "mean_pct"] == pytest.approx(0.0)
+    fake.pop(("m=1", "intragpu"))  # no groups of 8 beside it: nothing to read
+    assert psg.layer_splits(tmp_path / "run" / "exp" / "b.npz").empty
 
 
 def test_a_machines_sets_are_its_slow_groups_complement_and_whole_tpcs(psg):
@@ -103,7 +129,8 @@ def test_one_runs_splits_are_the_committed_ones(psg, committed, tmp_path):
     assert len(got) == len(want) == 3 * 3 * 4  # plan 50's call: three experiments of 3 M x 4 orders
     pd.testing.assert_frame_equal(got, want)
     assert not (tmp_path / "pairs-2gpu.csv").exists()  # the 2xH200 traces only with every run
-    for name, key in (("row-states", ["run", "experiment", "case"]), ("lost-share", ["run"])):
+    for name, key in (("row-states", ["run", "experiment", "case"]), ("lost-share", ["run"]),
+                      ("layer-splits", ["run", "experiment", "case", "layer"])):
         across = ["runs", "states", "makespan_range"]  # row-states' figures over every run of a shape
         got = pd.read_csv(tmp_path / f"{name}.csv", keep_default_na=False).drop(columns=across, errors="ignore")
         want = committed[name][committed[name]["run"] == RUN].drop(columns=across, errors="ignore")
@@ -156,6 +183,8 @@ def test_the_committed_tables_say_what_the_docs_quote(psg, committed):
     same = r[(r["machine"] == "GPU-669af4b9") & (r["experiment"] == "reg56-chain-gradual-h7936")
              & (r["case"] == "m=12288")]
     assert sorted(same["state"]) == ["24 fast", "54 slow"]  # one machine, one shape, two runs, two states
+    lay = committed["layer-splits"].assign(clear=lambda d: d["state"] != "uniform").groupby("layer")
+    assert lay["clear"].sum().tolist()[:2] == [15, 38] and lay["case"].size().tolist()[:2] == [95, 95]
     ls = committed["lost-share"]
     low = ls[ls["share"] < 0.6]  # the runs that kept the most: three of the four widest spreads, each half-lost once
     assert len(ls) == 14 and len(low) == 3 and low["states"].str.contains("54 slow").all()
