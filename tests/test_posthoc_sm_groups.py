@@ -20,7 +20,8 @@ def psg():
 @pytest.fixture(scope="module")
 def committed(psg):
     return {n: pd.read_csv(psg.OUT / f"{n}.csv", keep_default_na=False)
-            for n in ("splits", "sets", "row-states", "by-state", "summary", "pairs-2gpu", "lost-share", "layer-splits")}
+            for n in ("splits", "sets", "row-states", "by-state", "summary", "pairs-2gpu", "lost-share",
+              "layer-splits")}
 
 
 def _penalties(groups: dict[float, list[int]], jitter: float = 0.5, seed: int = 0) -> pd.Series:
