@@ -18,7 +18,7 @@ their repeat is a new run, most likely on another machine; plan 59's are shapes 
 
 ``--register`` writes ``predicted.csv``: per experiment, case and chain-kernel order the profile's
 (``h200-x1-calibrated``, as the experiments name it) late mainloop (µs) and makespan (ms) from its simulated traces
-(``posthoc_order_mainloop.simulated``), from which the judge takes each order's penalties over groups of 8. A
+(``posthoc_order_mainloop.modelled``), from which the judge takes each order's penalties over groups of 8. A
 registration is never overwritten.
 
 ``--judge`` reads RUN_DIR/EXP/ctapipe_traces.trace.npz of the four experiments and sets, per case and order, the
@@ -98,10 +98,7 @@ def register() -> pd.DataFrame:
     for exp in EXPERIMENTS:
         cases, strategies = orders(exp)
         pairs = [(c, o) for c in cases for o in strategies]
-        traces = pom.simulated(exp, pairs, profile=None)
-        parts.append(pd.DataFrame([dict(case=case, order=order, late_us=pom.late_median(tr.tiles, "t_compute_end"),
-                                        makespan_ms=tr.makespan_ns / 1e6) for (case, order), tr in traces.items()])
-                     .assign(experiment=exp))
+        parts.append(pom.modelled(exp, pairs, None, profile=None).assign(experiment=exp))
     return pd.concat(parts, ignore_index=True)[["experiment", "case", "order", "late_us", "makespan_ms"]]
 
 
@@ -114,7 +111,7 @@ def measured(run_dir: Path) -> pd.DataFrame:
         traces = registered_plan.traced_runs(run_dir, exp, pairs, "plan 59's call traces one run of each "
                                              "chain-kernel case")
         fig = pom.traced_figures(traces.items())
-        s = psg.bundle_splits(run_dir / exp / pom.BUNDLE).drop(columns=["run", "experiment"])
+        s = psg.bundle_splits(run_dir / exp / pom.BUNDLE, traces).drop(columns=["run", "experiment"])
         parts.append(fig.merge(s, on=["case", "order"], how="left").assign(experiment=exp))
     return pd.concat(parts, ignore_index=True)
 

@@ -89,7 +89,10 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     m = registered_plan.order_penalties(meas)
     m = m[m["order"] == ROW][["experiment", "case", "machine", "state", "makespan_pct"]]
     j = m.rename(columns={"makespan_pct": "makespan_pct_meas"}).merge(pred, on=["experiment", "case"], how="inner")
-    j["state_price_pct"] = [r[PRICE_OF[s]] if s in PRICE_OF else np.nan for s, (_, r) in zip(j["state"], j.iterrows())]
+    price = j["state"].map(PRICE_OF)
+    j["state_price_pct"] = np.nan
+    for col in set(PRICE_OF.values()):
+        j.loc[price == col, "state_price_pct"] = j.loc[price == col, col]
     for col in ("profile_pct", "state_price_pct"):
         j[col.replace("_pct", "_err")] = j[col] - j["makespan_pct_meas"]
     return j

@@ -227,10 +227,10 @@ def simulated(experiment: str, pairs: list[tuple[str, str]], law: tuple[str, flo
 
 
 def modelled(experiment: str, pairs: list[tuple[str, str]], law: tuple[str, float] | None,
-             per_order=None) -> pd.DataFrame:
+             per_order=None, profile=as_plan_53) -> pd.DataFrame:
     """The model's late mainloop and makespan of each (case, strategy) of ``experiment`` in ``pairs``
     (:func:`simulated`, same arguments)."""
-    traces = simulated(experiment, pairs, law, per_order)
+    traces = simulated(experiment, pairs, law, per_order, profile)
     return pd.DataFrame([dict(case=case, order=order, late_us=late_median(tr.tiles, "t_compute_end"),
                               makespan_ms=tr.makespan_ns / 1e6) for (case, order), tr in traces.items()])
 

@@ -75,6 +75,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import posthoc_order_mainloop as pom  # noqa: E402
+from ctasim import l2  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
 EXPERIMENTS = (*pom.EXPERIMENTS, "reg58-gap-law-*", "reg59-adopted-*")
@@ -100,8 +101,8 @@ def sm_late(tiles: pd.DataFrame, end: str = "t_mainloop_end") -> pd.Series:
 def split(penalty: pd.Series, clear: float = CLEAR_POINTS) -> dict:
     """The largest step of the SMs' sorted ``penalty`` (index: SM): the two groups' sizes, their median penalties, the
     step, whether it is clear (>= ``clear``), the fast group's SMs where it is, and the state: ``"uniform"`` where it is
-    not clear,
-    else the smaller side's size and whether it is the slow or the fast group (``"54 slow"``, ``"24 fast"``)."""
+    not clear, else the smaller side's size and whether it is the slow or the fast group (``"54 slow"``, ``"24 fast"``).
+    """
     s = penalty.dropna().sort_values(kind="stable")
     if len(s) < 2:
         raise ValueError(f"a split needs two SMs with a penalty or more, got {len(s)}")
@@ -117,10 +118,11 @@ def split(penalty: pd.Series, clear: float = CLEAR_POINTS) -> dict:
                 state=state, fast_sms=" ".join(str(int(x)) for x in sorted(fast.index)) if ok else "")
 
 
-def bundle_splits(bundle: Path) -> pd.DataFrame:
+def bundle_splits(bundle: Path, runs: dict | None = None) -> pd.DataFrame:
     """One row per case and order of a bundle's first traced runs that has groups of 8 beside it (:func:`split` of the
-    SMs' late mainloop, in percent over groups of 8's late mainloop)."""
-    runs = dict(pom.first_runs(bundle))
+    SMs' late mainloop, in percent over groups of 8's late mainloop); ``runs``: the bundle's first runs by (case,
+    order) where the caller has read them (``dict(posthoc_order_mainloop.first_runs(bundle))``)."""
+    runs = dict(pom.first_runs(bundle)) if runs is None else runs
     rows = []
     for (case, order), tr in runs.items():
         ref = runs.get((case, pom.REFERENCE))
@@ -133,11 +135,11 @@ def bundle_splits(bundle: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def layer_splits(bundle: Path, order: str = "intragpu-row") -> pd.DataFrame:
+def layer_splits(bundle: Path, order: str = "intragpu-row", runs: dict | None = None) -> pd.DataFrame:
     """Per case of ``order`` in a bundle (with groups of 8 beside it) and per layer of the chain: :func:`split` of the
     SMs' late mainloop over that layer's tiles alone (the second half of them by ``t_acquire``), in percent over groups
-    of 8's late mainloop. Traces without a ``layer`` column give none."""
-    runs = dict(pom.first_runs(bundle))
+    of 8's late mainloop. Traces without a ``layer`` column give none. ``runs``: as :func:`bundle_splits`'."""
+    runs = dict(pom.first_runs(bundle)) if runs is None else runs
     rows = []
     for (case, o), tr in runs.items():
         ref = runs.get((case, pom.REFERENCE))
@@ -209,17 +211,13 @@ def row_states(s: pd.DataFrame, profile_cases: Path = PROFILE_CASES) -> pd.DataF
     return j.sort_values(["experiment", "case", "run"]).reset_index(drop=True)
 
 
-STATES = ("hold", "thrash")
-"""The threshold ticket law's two consistent states (``KernelConfig.ticket_state``): every SM keeping row order's reuse
-or every SM losing it."""
-
-
 def state_prices(experiment: str, case: str) -> dict:
     """Row order's makespan penalty over groups of 8 (percent) of ``experiment``'s ``case`` under its profile with the
-    threshold ticket law in each of :data:`STATES` (``hold_pct``, ``thrash_pct``), and their mean (``half_pct``: one
-    half of the GPU in each)."""
+    threshold ticket law in each of its consistent states (``ctasim.l2.TICKET_STATES``,
+    ``KernelConfig.ticket_state``: every SM keeping row order's reuse or every SM losing it; ``hold_pct``,
+    ``thrash_pct``), and their mean (``half_pct``: one half of the GPU in each)."""
     out = {}
-    for st in STATES:
+    for st in l2.TICKET_STATES:
         tr = pom.simulated(experiment, [(case, pom.REFERENCE), (case, "intragpu-row")],
                            profile=lambda hw, st=st: hw.with_ticket_law("threshold").with_tickets(ticket_state=st))
         out[f"{st}_pct"] = (tr[(case, "intragpu-row")].makespan_ns / tr[(case, pom.REFERENCE)].makespan_ns - 1) * 100
@@ -233,7 +231,8 @@ def by_state(r: pd.DataFrame) -> pd.DataFrame:
     makespan penalty priced by the threshold law in each state and half (:func:`state_prices`)."""
     e = r.assign(mainloop_err=r["mainloop_pct_model"] - r["mainloop_pct_meas"],
                  makespan_err=r["makespan_pct_model"] - r["makespan_pct_meas"],
-                 **{f"{p}_abs_err": (r[f"{p}_pct"] - r["makespan_pct_meas"]).abs() for p in (*STATES, "half")})
+                 **{f"{p}_abs_err": (r[f"{p}_pct"] - r["makespan_pct_meas"]).abs()
+                    for p in (*l2.TICKET_STATES, "half")})
     out = e.groupby("state").agg(runs=("run", "size"), mean_pct=("mean_pct", "mean"),
                                  mainloop_err=("mainloop_err", "mean"),
                                  mainloop_abs_err=("mainloop_err", lambda x: x.abs().mean()),
@@ -323,8 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     if not paths:
         print(f"posthoc_sm_groups: no traced chain-kernel run matches {args.runs!r}", file=sys.stderr)
         return 2
-    s = pd.concat([bundle_splits(p) for p in paths], ignore_index=True).round(4)
-    ls_ = pd.concat([layer_splits(p) for p in paths], ignore_index=True).infer_objects().round(4)
+    read = {p: dict(pom.first_runs(p)) for p in paths}  # each bundle read once
+    s = pd.concat([bundle_splits(p, r) for p, r in read.items()], ignore_index=True).round(4)
+    ls_ = pd.concat([layer_splits(p, runs=r) for p, r in read.items()], ignore_index=True).infer_objects().round(4)
     t = sets(s)
     r = row_states(s)
     sm = summary(s)
