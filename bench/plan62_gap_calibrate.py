@@ -13,7 +13,8 @@ and 16384 (``ctahw.tile_orders.GAP_SHAPES``; ``ctasim.calibration.gap_cv``; ``be
 alone). Post-hoc, on the one H200 where both were measured (GPU-ee4f01a5, 2026-12-05, one call), the probe gave 0.626
 and the call's traced pairs 0.608-0.642 (median 0.62); on an H100 the probe gave 1.23 and the traced pairs of one
 experiment 1.57. Plan 62 asks it of a machine not yet read: the probe first, as a user would calibrate, then the
-traced runs of registered plans 58's and 59's experiments (:data:`EXPERIMENTS`), in one call.
+traced runs of registered plans 58's and 59's experiments (:data:`EXPERIMENTS`; plan 59's count where the call ran
+them, :data:`WHERE_RUN`), in one call.
 
 ``--register`` writes ``predicted.csv``: per experiment and pairs case (:data:`PAIRS`), the pooled value the profile
 carries (``pooled_cv``, 0.74), the naive predictor the probe is set beside. The probe's value is the call's own
@@ -50,8 +51,13 @@ import plan60_sm_groups as p60  # noqa: E402
 import posthoc_order_mainloop as pom  # noqa: E402
 import registered_plan  # noqa: E402
 
-EXPERIMENTS = ("reg58-gap-law-h7424", "reg58-gap-law-h8448", "reg59-adopted-h5632", "reg59-adopted-h8960")
-"""The traced runs the probe is compared with: registered plans 58's and 59's experiments (four orders each)."""
+REQUIRED = ("reg58-gap-law-h7424", "reg58-gap-law-h8448")
+"""The traced runs the probe is compared with, which the call must hold: registered plan 58's experiments."""
+WHERE_RUN = ("reg59-adopted-h5632", "reg59-adopted-h8960")
+"""Registered plan 59's experiments, the call's last part: their pairs cases count where the call ran them (amended
+before any run: a call short of device time may stop before them)."""
+EXPERIMENTS = REQUIRED + WHERE_RUN
+"""Every experiment the plan registers (four orders each; the pairs' cases of each are registered)."""
 PAIRS_ORDER = "intragpu-g2"
 """The order whose gaps the probe's traces (the tickets design in pairs of row-blocks) are set beside."""
 PROBE = Path("gaps/probes/ticket-gaps.csv")
@@ -67,7 +73,8 @@ JudgeError = registered_plan.JudgeError
 """A registration or a run that cannot be judged (one line; ``bench/registered_plan.py``)."""
 CLAIMS = {
     "a": f"the probe's ticket_gap_cv (the median of its two traces') is within {NEAR:g} of the median coefficient of "
-         f"variation of the sharers' gaps over the call's traced pairs cases ({len(EXPERIMENTS)} experiments)",
+         f"variation of the sharers' gaps over the call's traced pairs cases (plan 58's experiments, and plan 59's "
+         f"where the call ran them)",
     "b": f"the probe's value is nearer that median than the pooled {POOLED_CV:g} the profile carries",
     "c": f"the probe's two traces (M = 8192 and 16384) give values within {REPEAT:g} of each other",
 }
@@ -109,7 +116,7 @@ def measured(run_dir: Path) -> pd.DataFrame:
     (``probe_cv``, the median of its traces') and its traces' (``probe_cv_m<M>``) on every row."""
     t = probe(run_dir)
     rows = []
-    for exp in EXPERIMENTS:
+    for exp in REQUIRED + tuple(e for e in WHERE_RUN if (run_dir / e / pom.BUNDLE).is_file()):
         pairs = [(c, PAIRS_ORDER) for c in cases_of(exp)]
         registered_plan.traced_runs(run_dir, exp, pairs, "the call traces one run of every chain-kernel case")
         g = pom.gaps([run_dir / exp / pom.BUNDLE])

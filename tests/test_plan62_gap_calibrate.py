@@ -82,6 +82,14 @@ def test_the_judge_refuses_a_call_without_the_probe_or_an_experiment(p62, tmp_pa
     no_probe = _call(tmp_path / "a", p62.EXPERIMENTS, probe=False)
     assert p62.main(["--judge", str(no_probe), "--out", str(tmp_path / "o1")]) == 2
     assert "ticket-gaps.csv" in capsys.readouterr().err and not (tmp_path / "o1").exists()
-    short = _call(tmp_path / "b", p62.EXPERIMENTS[:3])
+    short = _call(tmp_path / "b", p62.EXPERIMENTS[:1] + p62.WHERE_RUN)
     assert p62.main(["--judge", str(short), "--out", str(tmp_path / "o2")]) == 2
-    assert "reg59-adopted-h8960" in capsys.readouterr().err and not (tmp_path / "o2").exists()
+    assert "reg58-gap-law-h8448" in capsys.readouterr().err and not (tmp_path / "o2").exists()
+
+
+def test_a_call_stopped_before_plan_59s_experiments_is_judged_on_plan_58s(p62, tmp_path):
+    run = _call(tmp_path, p62.REQUIRED)
+    out = tmp_path / "v"
+    assert p62.main(["--judge", str(run), "--out", str(out)]) == 0
+    c = pd.read_csv(out / "cases.csv")
+    assert set(c["experiment"]) == set(p62.REQUIRED) and len(c) == 4
