@@ -1,0 +1,60 @@
+"""bench/posthoc_tile_steps.py: the per-tile medians on a made-up trace, and the committed tables (what a chain-kernel
+tile costs after its mainloop, against K and against the plain GEMM) are what the script writes (no GPU)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+
+OUT = Path(__file__).resolve().parent.parent / "bench/results/posthoc-tile-steps"
+
+
+@pytest.fixture(scope="module")
+def pts():
+    return load_bench("posthoc_tile_steps")
+
+
+def test_steps_reads_the_mainloop_the_ctas_step_and_what_follows(pts):
+    """Two CTAs, three tiles each: mainloop 10 us, then 1.5 us of epilogue, 0.2 of store, 0.3 of release, the next
+    tile acquired 1 us after the release is issued -> a step of 10 + 1.5 + 0.2 + 0.3 + 1 = 13 us, 3 us after."""
+    rows = []
+    for cta in (0, 1):
+        t = 500.0 * cta
+        for _ in range(3):
+            rows.append(dict(cta=cta, t_acquire=t, t_mainloop_end=t + 10e3, t_compute_end=t + 11.5e3,
+                             t_store_end=t + 11.7e3, t_signal=t + 12e3))
+            t += 13e3
+    s = pts.steps(pd.DataFrame(rows))
+    assert s["tiles"] == 6 and s["mainloop_us"] == pytest.approx(10.0) and s["step_us"] == pytest.approx(13.0)
+    assert s["after_us"] == pytest.approx(3.0) and s["epilogue_us"] == pytest.approx(1.5)
+    assert (s["store_us"], s["release_us"]) == pytest.approx((0.2, 0.3))
+    no_signal = pts.steps(pd.DataFrame(rows).drop(columns="t_signal"))
+    assert pd.isna(no_signal["release_us"]) and no_signal["after_us"] == pytest.approx(3.0)
+
+
+def test_the_committed_tables_are_what_the_script_writes_and_say_what_the_docs_quote(pts, tmp_path):
+    assert pts.main(["--out", str(tmp_path)]) == 0
+    got = {n: pd.read_csv(tmp_path / f"{n}.csv") for n in ("runs", "by-k", "gemm")}
+    for name, t in got.items():
+        pd.testing.assert_frame_equal(t, pd.read_csv(OUT / f"{name}.csv"), obj=name)
+    runs, k, gemm = got["runs"], got["by-k"], got["gemm"]
+    # after its mainloop a chain-kernel tile costs 2.5 us whatever K (5120-14336): epilogue 1.7, store 0.16,
+    # release 0.48
+    assert len(runs) == 133 and round(runs["after_us"].median(), 2) == 2.5
+    assert runs["after_us"].between(2.25, 2.6).all() and k["after_us"].between(2.43, 2.6).all()
+    assert (k["k"].min(), k["k"].max()) == (5120, 14336)
+    assert k["epilogue_us"].between(1.66, 1.73).all() and (k["store_us"] == 0.16).all()
+    assert (k["release_us"] == 0.48).all()
+    # the plain GEMM pays as much after its mainloop at K = 8192, M = 8192 (2.50-2.66 us), more at larger shapes
+    small = gemm[(gemm["m"] == 8192) & (gemm["k"] == 8192)]
+    assert small["after_us"].between(2.49, 2.66).all() and (gemm["after_us"] >= 2.49).all()
+    assert gemm["release_us"].isna().all()
+
+
+def test_no_matching_run_is_refused_in_one_line(pts, tmp_path, capsys):
+    assert pts.main(["--runs", "nothing-*", "--out", str(tmp_path / "o")]) == 2
+    assert "no traced chain-kernel run matches" in capsys.readouterr().err and not (tmp_path / "o").exists()
