@@ -108,6 +108,8 @@ def probe(run_dir: Path) -> pd.DataFrame:
         raise JudgeError(f"{path}: not the gap probe's table ({e})") from None
     if t["gap_cv"].notna().sum() < 1:
         raise JudgeError(f"{path}: no trace gave a gap spread")
+    if t["m"].isna().any() or t["m"].duplicated().any():
+        raise JudgeError(f"{path}: a trace without its M, or two at one M")
     return t
 
 
@@ -120,7 +122,8 @@ def measured(run_dir: Path) -> pd.DataFrame:
         pairs = [(c, PAIRS_ORDER) for c in cases_of(exp)]
         registered_plan.traced_runs(run_dir, exp, pairs, "the call traces one run of every chain-kernel case")
         g = pom.gaps([run_dir / exp / pom.BUNDLE])
-        g = g[g["order"] == PAIRS_ORDER].set_index("case") if len(g) else pd.DataFrame(columns=["cv"])
+        g = g[(g["order"] == PAIRS_ORDER) & (g["sharers"] >= 2)].set_index("case") if len(g) else \
+            pd.DataFrame(columns=["cv"])
         for case, _ in pairs:
             if case not in g.index:
                 raise JudgeError(f"{run_dir / exp / pom.BUNDLE}: {case} {PAIRS_ORDER} has fewer than two later sharers")

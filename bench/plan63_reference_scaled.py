@@ -100,10 +100,20 @@ def measured(run_dir: Path) -> pd.DataFrame:
 
 def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     """Per experiment, case, strategy and source the call ran: measured, predicted, scaled by the source's reference
-    ratio, and both errors (percent)."""
+    ratio, and both errors (percent). :class:`JudgeError` where an experiment the call ran lacks a registered case's
+    timing."""
+    ran = pred[pred["experiment"].isin(set(meas["experiment"]))]
+    missing = ran.merge(meas, on=["experiment", "case", "strategy"], how="left", indicator=True)
+    missing = missing[missing["_merge"] == "left_only"]
+    if len(missing):
+        r = missing.iloc[0]
+        raise JudgeError(f"{r['experiment']}: no timed run of {r['case']} {r['strategy']} ({len(missing)} rows "
+                         f"missing)")
     c = pred.merge(meas, on=["experiment", "case", "strategy"], how="inner")
     ref = c[(c["experiment"] == REFERENCE) & (c["case"] == REFERENCE_CASE)].set_index("source")
     ratio = (ref["measured_ms"] / ref["predicted_ms"]).rename("ref_ratio")
+    if sorted(ratio.index) != sorted(SOURCES):
+        raise JudgeError(f"the registration's {REFERENCE} {REFERENCE_CASE} rows are not one per source of {SOURCES}")
     c = c.join(ratio, on="source")
     c["scaled_ms"] = c["predicted_ms"] * c["ref_ratio"]
     c["error_pct"] = (c["predicted_ms"] / c["measured_ms"] - 1) * 100

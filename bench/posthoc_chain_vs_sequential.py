@@ -33,7 +33,7 @@ import pandas as pd  # noqa: E402
 import posthoc_order_mainloop as pom  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
-EXPERIMENTS = re.compile(r"reg(9|10|49|5\d)-chain-(?!rate-)|reg5[89]-")
+EXPERIMENTS = re.compile(r"reg(9|10|49|5\d)-chain-(?!rate-)|reg58-gap-law-|reg59-adopted-")
 """The chain-kernel experiment folders read (registered plans 9, 10, 49-59): those with sequential and groups of 8;
 not the one-layer microbenchmarks (``reg51-chain-rate-*``, ``reg53-chain-rate-*``) the tickets mainloop factor was
 measured on."""

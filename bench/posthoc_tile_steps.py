@@ -12,7 +12,8 @@ case), this reads:
 
 * ``mainloop_us``: the median of ``t_mainloop_end - t_acquire``;
 * ``step_us``: the median time between a CTA's successive mainloop ends (what a tile costs its CTA);
-* ``after_us``: ``step_us - mainloop_us``, what a tile costs after its mainloop, and its parts: ``epilogue_us``
+* ``after_us``: the median over tiles of the step less the tile's own mainloop (the time from the CTA's previous
+  mainloop end to this tile's acquire), what a tile costs after its mainloop, and its parts: ``epilogue_us``
   (``t_compute_end - t_mainloop_end``), ``store_us`` (``t_store_end - t_compute_end``), ``release_us``
   (``t_signal - t_store_end``), medians.
 
@@ -52,14 +53,15 @@ def steps(tiles: pd.DataFrame) -> dict:
     """The medians of one per-tile trace (µs): mainloop, the CTA's step between mainloop ends, what is after the
     mainloop, and its parts that the trace stamps (NaN where a column is missing)."""
     t = tiles.sort_values(["cta", "t_mainloop_end"], kind="stable")
-    step = t.groupby("cta")["t_mainloop_end"].diff().dropna()
+    prev_end = t.groupby("cta")["t_mainloop_end"].shift()
+    step = (t["t_mainloop_end"] - prev_end).dropna()
+    after = (t["t_acquire"] - prev_end).dropna()  # a tile's step less its own mainloop
 
     def med(a, b):
         return float(np.median((t[b] - t[a]).to_numpy()) / 1e3) if {a, b} <= set(t.columns) else float("nan")
 
-    mainloop = med("t_acquire", "t_mainloop_end")
-    s = float(np.median(step.to_numpy()) / 1e3)
-    return dict(tiles=len(t), mainloop_us=mainloop, step_us=s, after_us=s - mainloop,
+    return dict(tiles=len(t), mainloop_us=med("t_acquire", "t_mainloop_end"),
+                step_us=float(np.median(step.to_numpy()) / 1e3), after_us=float(np.median(after.to_numpy()) / 1e3),
                 epilogue_us=med("t_mainloop_end", "t_compute_end"), store_us=med("t_compute_end", "t_store_end"),
                 release_us=med("t_store_end", "t_signal"))
 
@@ -71,7 +73,7 @@ def chain_runs(paths: list[Path]) -> pd.DataFrame:
         for (case, order), tr in pom.first_runs(p):
             if order != REFERENCE:
                 continue
-            k = int(tr.tiles["tile_n"].max() + 1) * 256 if "tile_n" in tr.tiles else 0
+            k = int(tr.tiles["tile_n"].max() + 1) * 256  # the chains are square: K = N = H, tiles 256 wide
             rows.append(dict(run=pom.run_label(p), machine=pom.machine(p), experiment=p.parent.name, case=case,
                              k=k, **steps(tr.tiles)))
     return pd.DataFrame(rows)

@@ -56,7 +56,8 @@ def test_a_uniformly_slow_machine_is_taken_out_by_its_reference(p63, registered)
     assert model["scaled_error_pct"].abs().max() < 1e-9
     cl = p63.claims(c, "test").set_index("claim")
     assert cl.loc[["a", "b", "d"], "met"].all()
-    assert not c[~c["judged"]].empty and set(c[~c["judged"]]["case"]) == {"m=16384"}
+    out = c[~c["judged"]]
+    assert len(out) == 2 and set(zip(out["experiment"], out["case"])) == {(p63.REFERENCE, "m=16384")}
 
 
 def test_a_machine_whose_reference_alone_is_off_is_made_worse(p63, registered):
@@ -84,3 +85,15 @@ def test_the_judge_refuses_a_call_without_the_reference_or_plan_58(p63, tmp_path
                 shutil.copy(CALL / e / "results.csv", run / e / "results.csv")
         assert p63.main(["--judge", str(run), "--out", str(tmp_path / f"o-{missing}")]) == 2
         assert missing in capsys.readouterr().err and not (tmp_path / f"o-{missing}").exists()
+
+
+def test_a_case_the_call_ran_without_its_timing_or_a_source_without_its_reference_is_refused(p63, registered):
+    meas = _measured(registered)
+    drop = (meas["experiment"] == "reg58-gap-law-h8448") & (meas["case"] == "m=16384") & \
+        (meas["strategy"] == "intragpu-row")
+    with pytest.raises(p63.JudgeError, match="reg58-gap-law-h8448: no timed run of m=16384 intragpu-row"):
+        p63.cases(registered, meas[~drop])
+    no_naive_ref = registered[~((registered["experiment"] == p63.REFERENCE) & (registered["case"] == "m=16384")
+                                & (registered["source"] == "naive"))]
+    with pytest.raises(p63.JudgeError, match="not one per source"):
+        p63.cases(no_naive_ref, meas)

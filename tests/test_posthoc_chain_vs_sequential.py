@@ -23,7 +23,7 @@ def test_the_experiments_read_leave_out_the_factors_own_microbenchmarks(pcs):
              "reg54-chain-deep-h6400"]
     assert all(pcs.EXPERIMENTS.match(e) for e in reads)
     assert not any(pcs.EXPERIMENTS.match(e) for e in ("reg51-chain-rate-h8192", "reg53-chain-rate-h10240",
-                                                       "reg40-ring-shared-l4", "reg8-reference"))
+                                                       "reg40-ring-shared-l4", "reg8-reference", "reg58-reference"))
     assert (pcs.h_of("reg59-adopted-h8960"), pcs.h_of("reg9-chain-order")) == (8960, 8192)
 
 
@@ -41,6 +41,6 @@ def test_the_committed_tables_are_what_the_script_writes_and_say_what_the_docs_q
     assert [round(a[k], 2) for k in ("mean_pts", "mean_abs_pts", "min_pts", "max_pts")] == [-0.38, 0.74, -1.82, 1.95]
     assert round(a["within_1_pct"]) == 67 and a["faster_right"] == 109
     assert abs(c["h"].rank().corr(c["ratio_err_pts"].rank())) < 0.05
-    # the ratio error is the two makespan errors' difference, nearly
-    approx = c["chain_err_pct"] - c["seq_err_pct"]
-    assert (approx - c["ratio_err_pts"]).abs().max() < 0.1
+    # the four wrong calls were measured within 0.9% of each other
+    wrong = c[~c["faster_right"]]
+    assert len(wrong) == 4 and ((wrong["chain_ms"] / wrong["seq_ms"] - 1).abs() < 0.009).all()

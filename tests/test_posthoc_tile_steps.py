@@ -19,17 +19,19 @@ def pts():
 
 
 def test_steps_reads_the_mainloop_the_ctas_step_and_what_follows(pts):
-    """Two CTAs, three tiles each: mainloop 10 us, then 1.5 us of epilogue, 0.2 of store, 0.3 of release, the next
-    tile acquired 1 us after the release is issued -> a step of 10 + 1.5 + 0.2 + 0.3 + 1 = 13 us, 3 us after."""
+    """Two CTAs, four tiles each, mainloops of 10, 20, 10 and 20 us: after each, 1.5 us of epilogue, 0.2 of store,
+    0.3 of release, the next tile acquired 1 us after the release -> 3 us from a mainloop end to the next acquire,
+    whatever the mainloops; steps of 23, 13, 23 us. A difference of the medians (step 23 less mainloop 15) would say
+    8."""
     rows = []
     for cta in (0, 1):
         t = 500.0 * cta
-        for _ in range(3):
-            rows.append(dict(cta=cta, t_acquire=t, t_mainloop_end=t + 10e3, t_compute_end=t + 11.5e3,
-                             t_store_end=t + 11.7e3, t_signal=t + 12e3))
-            t += 13e3
+        for ml in (10e3, 20e3, 10e3, 20e3):
+            rows.append(dict(cta=cta, t_acquire=t, t_mainloop_end=t + ml, t_compute_end=t + ml + 1.5e3,
+                             t_store_end=t + ml + 1.7e3, t_signal=t + ml + 2e3))
+            t += ml + 3e3
     s = pts.steps(pd.DataFrame(rows))
-    assert s["tiles"] == 6 and s["mainloop_us"] == pytest.approx(10.0) and s["step_us"] == pytest.approx(13.0)
+    assert s["tiles"] == 8 and s["mainloop_us"] == pytest.approx(15.0) and s["step_us"] == pytest.approx(23.0)
     assert s["after_us"] == pytest.approx(3.0) and s["epilogue_us"] == pytest.approx(1.5)
     assert (s["store_us"], s["release_us"]) == pytest.approx((0.2, 0.3))
     no_signal = pts.steps(pd.DataFrame(rows).drop(columns="t_signal"))
@@ -45,13 +47,13 @@ def test_the_committed_tables_are_what_the_script_writes_and_say_what_the_docs_q
     # after its mainloop a chain-kernel tile costs 2.5 us whatever K (5120-14336): epilogue 1.7, store 0.16,
     # release 0.48
     assert len(runs) == 133 and round(runs["after_us"].median(), 2) == 2.5
-    assert runs["after_us"].between(2.25, 2.6).all() and k["after_us"].between(2.43, 2.6).all()
+    assert runs["after_us"].between(2.43, 2.6).all() and k["after_us"].between(2.46, 2.56).all()
     assert (k["k"].min(), k["k"].max()) == (5120, 14336)
     assert k["epilogue_us"].between(1.66, 1.73).all() and (k["store_us"] == 0.16).all()
     assert (k["release_us"] == 0.48).all()
-    # the plain GEMM pays as much after its mainloop at K = 8192, M = 8192 (2.50-2.66 us), more at larger shapes
+    # the plain GEMM pays a little more after its mainloop at K = 8192, M = 8192 (2.62-2.69 us), more at larger shapes
     small = gemm[(gemm["m"] == 8192) & (gemm["k"] == 8192)]
-    assert small["after_us"].between(2.49, 2.66).all() and (gemm["after_us"] >= 2.49).all()
+    assert small["after_us"].between(2.62, 2.69).all() and (gemm["after_us"] >= 2.62).all()
     assert gemm["release_us"].isna().all()
 
 
