@@ -98,8 +98,7 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
          p["mainloop_err"].abs().mean() < a["mainloop_err"].abs().mean()),
         ("c", f"{agree} of {len(a)}", agree >= SIGNS_AGREE),
     ]
-    out = pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "met": bool(ok)} for k, v, ok in rows])
-    return out.assign(provenance=provenance)
+    return registered_plan.claims_table(rows, CLAIMS, provenance)
 
 
 PLAN = registered_plan.Plan(

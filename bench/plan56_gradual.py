@@ -132,8 +132,7 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
         ("b", f"{gradual} of {c.groupby(['experiment', 'order']).ngroups}", gradual >= SERIES_GRADUAL),
         ("c", f"{below} of {len(lost_row)}", len(lost_row) > 0 and below > ROW_BELOW_SHARE * len(lost_row)),
     ]
-    out = pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "met": bool(ok)} for k, v, ok in rows])
-    return out.assign(provenance=provenance)
+    return registered_plan.claims_table(rows, CLAIMS, provenance)
 
 
 PLAN = registered_plan.Plan(

@@ -128,8 +128,7 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
          len(own) > 0 and err_own["touched_own"] < err_own["taken_in_own"]),
         ("d", f"largest difference {alike:.3f}", alike <= ALIKE),
     ]
-    out = pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "met": bool(ok)} for k, v, ok in rows])
-    return out.assign(provenance=provenance)
+    return registered_plan.claims_table(rows, CLAIMS, provenance)
 
 
 PLAN = registered_plan.Plan(

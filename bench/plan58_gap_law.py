@@ -104,7 +104,7 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
          mape["twin"][1] == 16 and mape["twin"][0] <= mape["adopted"][0] + MAPE_SLACK),
         ("d", f"MAPE {mape['twin'][0]:.2f}%, worst {worst:.2f}%", mape["twin"][0] <= 3.0 and worst <= 6.0),
     ]
-    out = pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "met": bool(ok)} for k, v, ok in rows])
+    out = registered_plan.claims_table(rows, CLAIMS)
     adopt = bool(out.set_index("claim").loc[list(ADOPT), "met"].all())
     out = pd.concat([out, pd.DataFrame([{"claim": "adopt", "rule": "the profile takes the twin's ticket_gap_cv and "
                                          "ticket_touched where a, b and c are all met", "value": "yes" if adopt else

@@ -203,7 +203,7 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
         ("h", f"{chain['touched16'][0]:.2f} against {chain['adopted'][0]:.2f}% over {chain['touched16'][1]} cases",
          chain["touched16"][1] == n * len(ORDERS) and chain["touched16"][0] <= chain["adopted"][0] + MAPE_SLACK),
     ]
-    out = pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "met": bool(ok)} for k, v, ok in rows])
+    out = registered_plan.claims_table(rows, CLAIMS)
     adopt = bool(out.set_index("claim").loc[list(ADOPT), "met"].all())
     out = pd.concat([out, pd.DataFrame([{"claim": "adopt", "rule": f"the profile's ticket_touched becomes {TOUCHED:g} "
                                          "where g and h are both met", "value": "yes" if adopt else "no",

@@ -176,9 +176,7 @@ def claims(c: pd.DataFrame, provenance: str, committed_sets: Path = SETS) -> pd.
          else f"all lost {len(lost)}, half {len(slow)}", bool(len(lost) and len(slow)),
          bool(len(lost) and len(slow)) and lost["makespan_err"].abs().mean() < slow["makespan_err"].abs().mean()),
     ]
-    out = pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "judged": bool(j), "met": bool(ok)}
-                        for k, v, j, ok in rows])
-    return out.assign(provenance=provenance)
+    return registered_plan.claims_table(rows, CLAIMS, provenance)
 
 
 PLAN = registered_plan.Plan(

@@ -118,9 +118,7 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
         ("c", f"{int((priced['state_price_err'].abs() <= WITHIN).sum())} of {len(priced)}", len(priced) > 0,
          len(priced) > 0 and bool((priced["state_price_err"].abs() <= WITHIN).all())),
     ]
-    out = pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "judged": bool(j), "met": bool(ok)}
-                        for k, v, j, ok in rows])
-    return out.assign(provenance=provenance)
+    return registered_plan.claims_table(rows, CLAIMS, provenance)
 
 
 PLAN = registered_plan.Plan(

@@ -155,8 +155,7 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
         ("c", f"{len(traces)} traces: " + ", ".join(f"{v:.3f}" for v in traces) +
               (f" (apart {spread:.3f})" if len(traces) >= 2 else ""), len(traces) >= 2 and spread <= REPEAT),
     ]
-    return pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "met": bool(ok)} for k, v, ok in rows]).assign(
-        provenance=provenance)
+    return registered_plan.claims_table(rows, CLAIMS, provenance)
 
 
 PLAN = registered_plan.Plan(

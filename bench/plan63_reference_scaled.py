@@ -41,16 +41,17 @@ sys.path.insert(0, str(ROOT / "bench"))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+import plan62_gap_calibrate as p62  # noqa: E402
 import registered_plan  # noqa: E402
 
 REFERENCE = "reg49-reference"
 """The reference GEMM's registration (M x 8192 x 8192 at M = 4096 and 16384)."""
 REFERENCE_CASE = "m=16384"
 """The reference case whose ratio scales every prediction (the calibration GEMM)."""
-REQUIRED = (REFERENCE, "reg58-gap-law-h7424", "reg58-gap-law-h8448")
-"""What the call must hold: the reference and registered plan 58's experiments."""
-WHERE_RUN = ("reg59-adopted-h5632", "reg59-adopted-h8960")
-"""Registered plan 59's experiments, the call's last part: judged where the call ran them."""
+REQUIRED = (REFERENCE, *p62.REQUIRED)
+"""What the call must hold: the reference and registered plan 58's experiments (plan 62's call)."""
+WHERE_RUN = p62.WHERE_RUN
+"""Registered plan 59's experiments, the call's last part: judged where the call ran them, as plan 62 has it."""
 EXPERIMENTS = REQUIRED + WHERE_RUN
 REGISTRATION = {"reg58-gap-law-h7424": "reg58-gap-law-h7424-gaps", "reg58-gap-law-h8448": "reg58-gap-law-h8448-gaps"}
 """The registration whose predictions an experiment is judged by, where not its own: plan 58's twin, the profile as
@@ -141,8 +142,7 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
     ]
     if not len(model) or np.isnan(scaled):
         rows = [(k, "no case", False) for k, _, _ in rows]
-    return pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "met": ok} for k, v, ok in rows]).assign(
-        provenance=provenance)
+    return registered_plan.claims_table(rows, CLAIMS, provenance)
 
 
 PLAN = registered_plan.Plan(

@@ -31,6 +31,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import posthoc_order_mainloop as pom  # noqa: E402
+import registered_plan  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
 EXPERIMENTS = re.compile(r"reg(9|10|49|5\d)-chain-(?!rate-)|reg58-gap-law-|reg59-adopted-")
@@ -57,7 +58,7 @@ def cases(root: Path = HW) -> pd.DataFrame:
         exp = res.parent.name
         if not EXPERIMENTS.match(exp):
             continue
-        r = pd.read_csv(res).query("status == 'ok'").set_index(["case", "strategy"])["makespan_ms"]
+        r = registered_plan.timed_makespans(res.parent.parent, exp, "a committed run")
         both = [c for c in dict.fromkeys(r.index.get_level_values(0)) if (c, SEQ) in r.index and (c, CHAIN) in r.index]
         if not both:
             continue

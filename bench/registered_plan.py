@@ -86,6 +86,19 @@ def timed_makespans(run_dir: Path, experiment: str, why: str) -> pd.Series:
         raise JudgeError(f"{res}: not a run of this plan ({e})") from None
 
 
+def claims_table(rows, rules: dict, provenance: str | None = None) -> pd.DataFrame:
+    """A plan's ``claims.csv``: one row per ``(claim, value, met)`` or ``(claim, value, judged, met)`` of ``rows``,
+    with the claim's rule from ``rules``; a ``judged`` column where the rows carry it, a ``provenance`` column where
+    one is given."""
+    cols = ("claim", "value", "judged", "met")
+    out = pd.DataFrame([dict(zip(cols if len(r) == 4 else ("claim", "value", "met"), r)) for r in rows])
+    out.insert(1, "rule", out["claim"].map(rules))
+    for c in ("judged", "met"):
+        if c in out:
+            out[c] = out[c].astype(bool)
+    return out if provenance is None else out.assign(provenance=provenance)
+
+
 def order_penalties(d: pd.DataFrame, reference: str = "intragpu") -> pd.DataFrame:
     """``d`` (experiment, case, order, late_us, makespan_ms) with each row's penalties over the ``reference`` order
     of its experiment and case, in percent: ``mainloop_pct`` (late mainloop) and ``makespan_pct``."""
