@@ -464,16 +464,23 @@ def survival_share(taken: np.ndarray, curve: tuple[Sequence[float], Sequence[flo
 GAP_NODES = 24
 """Gauss-Hermite nodes of :func:`lognormal_average` (the average over :func:`gap_survival`'s lognormal gap)."""
 
+_HERMITE = np.polynomial.hermite_e.hermegauss(GAP_NODES)  # (nodes, weights): computed once, not per call
+
 
 def lognormal_average(f, x: np.ndarray, cv: float) -> np.ndarray:
     """``E[f(x X)]`` over ``X`` lognormal of mean 1 and coefficient of variation ``cv`` (:data:`GAP_NODES`-point
-    Gauss-Hermite; ``cv`` = 0: ``f(x)``)."""
+    Gauss-Hermite; ``cv`` = 0: ``f(x)``). ``f`` is elementwise: it is called once, on ``x`` times every node (one
+    more axis, last), and the terms are summed in the nodes' order."""
     if cv == 0:
         return f(x)
     s2 = np.log1p(cv * cv)
-    z, w = np.polynomial.hermite_e.hermegauss(GAP_NODES)
+    z, w = _HERMITE
     factors, weights = np.exp(np.sqrt(s2) * z - s2 / 2), w / w.sum()
-    return sum(wi * f(x * xi) for xi, wi in zip(factors, weights))
+    values = f(np.multiply.outer(np.asarray(x, dtype=np.float64), factors))
+    total = 0
+    for j, wj in enumerate(weights):  # term by term, as a sum over the nodes adds them
+        total = total + wj * values[..., j]
+    return total
 
 
 def gap_survival(taken: np.ndarray, curve: tuple[Sequence[float], Sequence[float]], gap_cv: float = 0.0,
