@@ -435,6 +435,12 @@ def test_the_gap_spread_and_the_touched_bytes_refine_the_survival_law():
     assert sharp[1] < 0.01 and smooth[1] > sharp[1] + 0.05  # past it: some kept
     with pytest.raises(ValueError, match="gap_cv"):
         l2.gap_survival(x, curve, gap_cv=-0.1)
+    # the average is over a lognormal of mean 1 (E[X^2] = 1 + cv^2), keeps the input's shape, and is each element's own
+    for cv in (0.3, 0.74):
+        assert l2.lognormal_average(np.square, np.array(2.0), cv) == pytest.approx(4 * (1 + cv * cv), rel=1e-9)
+    grid = np.array([[0.3, 0.9], [0.45, 1.5]])
+    np.testing.assert_array_equal(l2.gap_survival(grid, curve, gap_cv=0.74),
+                                  [l2.gap_survival(row, curve, gap_cv=0.74) for row in grid])
     # in the law: the refinements reach ticket_rereads, and only under "survival"
     pos, panel, size, base = np.array([100, 150]), np.array([0, 0]), np.array([10.0]), np.array([0.0, 100.0])
     kw = dict(spread=0.5, capacity=60.0, base=base, survival=curve)  # (100 + 10 m) * 0.25 / 60 = 0.42-0.46 L2s
