@@ -15,11 +15,11 @@ of the same case and run. Sorted, the SMs' penalties are split at their largest 
 What the committed traces show (every one seen before this was written: the figures are post-hoc):
 
 * Only row order splits. Its clear splits have a smaller side of 24 SMs (fast: the rest lost the reuse) or 54 (slow:
-  the rest kept it), 60 on one machine (plan 58's, slow). No other size occurs, and no groups of 8, 4 or pairs run
-  splits.
-* On one machine every split of a size names the same SMs (``sets.csv``: 12 machines), in TPC pairs (SMs 2i and
-  2i + 1), and the 24 and the 54 are disjoint (4 machines show both). Machines share their sets: one 24 on 7 machines of
-  10, one 54 on 3 of 5. 132 = 6 x 18 + 2 x 12: the H200's SMs in six GPCs of 18 and two of 12 (the GH100's
+  the rest kept it), 60 on one machine (plan 58's, slow) and 18 on another (plan 62's, fast: 18 of the 24 that run fast
+  elsewhere). No other size occurs, and no groups of 8, 4 or pairs run splits.
+* On one machine every split of a size names the same SMs (``sets.csv``: 13 machines), in TPC pairs (SMs 2i and
+  2i + 1), and the fast set and the 54 are disjoint (5 machines show both). Machines share their sets: one 24 on 7
+  machines of 10, one 54 on 3 of 6, another on 2. 132 = 6 x 18 + 2 x 12: the H200's SMs in six GPCs of 18 and two of 12 (the GH100's
   floor-swept GPCs; an assumption the traces do not check), so the 24 would be the two small GPCs, the 54 three of the
   large ones, and the GPU two halves of 66 (3 x 18 + 12) each keeping or losing the reuse on its own, as the L2's two
   partitions would.
@@ -30,8 +30,8 @@ What the committed traces show (every one seen before this was written: the figu
   within the spread between the levels; ``row-states.csv`` gives, per shape measured more than once, the range of the
   measured makespan penalties beside the model's.
 * The splits are mostly the second layer's (``layer-splits.csv``): split per layer of the 2-layer chains, the second
-  layer splits clearly in 38 of row order's 95 runs, the first in 15, and its SMs' mean penalty is the higher (27.8
-  against 19.2 points); the run's "late" half is mostly the second layer's tiles.
+  layer splits clearly in 40 of row order's 109 runs, the first in 15, and its SMs' mean penalty is the higher (27.4
+  against 18.3 points); the run's "late" half is mostly the second layer's tiles.
 * Given the state, the mechanism prices it (``by-state.csv``): the threshold ticket law in its two consistent states
   (``KernelConfig.ticket_state``: every SM holding, every SM thrashing; :func:`state_prices`) and their mean (one half
   in each) put row order's makespan penalty nearer than the profile, in mean |error|, on the runs where all lost the
@@ -178,10 +178,10 @@ def _in_pairs(members: str) -> bool:
 
 
 def disjoint(t: pd.DataFrame) -> pd.DataFrame:
-    """Per machine with both a 24-fast and a slow set: whether they share an SM."""
+    """Per machine with both a fast set (24, or 18 on one machine) and a slow set: whether they share an SM."""
     rows = []
     for mach, g in t.groupby("machine"):
-        fast = [set(map(int, x.split())) for x in g[g["state"] == "24 fast"]["set"]]
+        fast = [set(map(int, x.split())) for x in g[g["state"].str.endswith("fast")]["set"]]
         slow = [set(map(int, x.split())) for x in g[g["state"].str.endswith("slow")]["set"]]
         for f in fast:
             for s in slow:

@@ -169,7 +169,7 @@ def test_the_committed_tables_say_what_the_docs_quote(psg, committed):
     t = committed["sets"]
     assert (t["sets_of_machine_state"] == 1).all() and t["tpc_pairs"].all()  # one set per machine and state
     assert t["machine"].nunique() == 13  # of the 17 machines traced (plan 59's shows no split)
-    assert psg.disjoint(t)["shared"].eq(0).all() and len(psg.disjoint(t)) == 4
+    assert psg.disjoint(t)["shared"].eq(0).all() and len(psg.disjoint(t)) == 5
     per = {st: (g["machine"].nunique(), g["set"].nunique()) for st, g in t.groupby("state")}
     assert per == {"18 fast": (1, 1), "24 fast": (10, 4), "54 slow": (6, 3), "60 slow": (1, 1)}
     b = committed["by-state"].set_index("state")
