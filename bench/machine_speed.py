@@ -72,6 +72,9 @@ TRAJ_SHAPE = (16384, 8192, 8192)
 """Its shape: a trajectory that names the same GEMM otherwise (dense operands, no epilogue) is read as it."""
 SW_POWER = 0x4
 """nvidia-smi clocks_event_reasons bit: software power cap."""
+IDLE_SM_MHZ_MAX = 400
+"""The highest SM clock (MHz) at which ``env.txt``'s first nvidia-smi table counts as the GPU at idle: every committed
+call's table reads 345 MHz there, and a table taken after work began reads 1980 (a call's later part, not its start)."""
 
 
 # ---------------------------------------------------------------- statistics (numpy only)
@@ -147,8 +150,9 @@ def short(folder: str) -> str:
 
 
 def read_env(path: Path) -> dict:
-    """``env.txt``: the GPU, serial, driver and the first nvidia-smi table's idle state (at the call's start); the
-    second table's temperature (later, uuid-less) as ``later_temp_c``."""
+    """``env.txt``: the GPU, serial, driver and the first nvidia-smi table's idle state (at the call's start; NaN where
+    its SM clock is over :data:`IDLE_SM_MHZ_MAX`, a table taken after work began); the second table's temperature
+    (later, uuid-less) as ``later_temp_c``."""
     if not path.is_file():
         return {}
     text = path.read_text(errors="replace")
@@ -169,9 +173,11 @@ def read_env(path: Path) -> dict:
     out = {"gpu": gpu.group(0) if gpu else ""}
     if tables:
         t = tables[0]
+        idle = num(t.get("clocks.current.sm [MHz]")) <= IDLE_SM_MHZ_MAX  # else not the call's start: no idle state
         out.update(serial=t.get("serial", ""), driver=t.get("driver_version", ""),
                    power_limit_w=num(t.get("power.limit [W]")), max_sm_mhz=num(t.get("clocks.max.sm [MHz]")),
-                   idle_temp_c=num(t.get("temperature.gpu")), idle_w=num(t.get("power.draw [W]")))
+                   idle_temp_c=num(t.get("temperature.gpu")) if idle else math.nan,
+                   idle_w=num(t.get("power.draw [W]")) if idle else math.nan)
     if len(tables) > 1:
         out["later_temp_c"] = num(tables[1].get("temperature.gpu"))
     return out

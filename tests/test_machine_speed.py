@@ -37,6 +37,23 @@ def test_kendall_w_spearman_slope_on_hand_checked_inputs(ms):
     assert ms.betainc(5, 0.5, 0.75) == pytest.approx(0.0978546142578125, abs=1e-12)
 
 
+def test_an_env_taken_after_work_began_gives_no_idle_state(ms, tmp_path):
+    """The first nvidia-smi table of env.txt is the idle state only at an idle clock: a call's later part (1980 MHz,
+    the GPU warm) is no call's start, so its power and temperature are not read as idle."""
+    hdr = ("index, name, uuid, serial, driver_version, clocks.current.sm [MHz], clocks.max.sm [MHz], power.draw [W], "
+           "power.limit [W], temperature.gpu")
+    for clock, want in (("345 MHz", (79.95, 36.0)), ("1980 MHz", None)):
+        env = tmp_path / f"env-{clock.split()[0]}.txt"
+        env.write_text(f"commit: x\n{hdr}\n0, NVIDIA H200, GPU-fa3bc407-a087, 165, 580.159.04, {clock}, 1980 MHz, "
+                       "79.95 W, 700.00 W, 36\n")
+        got = ms.read_env(env)
+        assert got["gpu"] == "GPU-fa3bc407" and got["serial"] == "165" and got["power_limit_w"] == 700.0
+        if want is None:
+            assert math.isnan(got["idle_w"]) and math.isnan(got["idle_temp_c"])
+        else:
+            assert (got["idle_w"], got["idle_temp_c"]) == want
+
+
 def test_the_committed_tables_are_what_the_script_computes(ms, tmp_path):
     assert ms.main(["--out", str(tmp_path)]) == 0
     for name in ("probe_shapes.csv", "trajectories.csv", "blocks.csv", "machines.csv", "correlations.csv"):
