@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -58,6 +60,17 @@ def _int_at_least(low: int):
 
 
 _positive_int, _nonneg_int = _int_at_least(1), _int_at_least(0)
+
+
+def _positive_ms(s: str) -> float:
+    """An argparse type: a finite time in ms > 0 (one line naming the value otherwise)."""
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a time in ms, got {s!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite time > 0 ms, got {s}")
+    return v
 
 
 def _out_file(path: str | Path, flag: str = "--out") -> Path:
@@ -344,7 +357,8 @@ def cmd_predict(args) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise SpecError("--out", str(out), f"cannot create its parent folder ({e.strerror})") from None
-    files = register(exp, exp_path, out, harness, naive, seed=args.seed, schedules=not args.no_schedules)
+    files = register(exp, exp_path, out, harness, naive, seed=args.seed, schedules=not args.no_schedules,
+                     reference_ms=args.reference_ms)
     import pandas as pd
 
     df = pd.read_csv(out / "predictions.csv", keep_default_na=False, na_values=[""])
@@ -353,6 +367,10 @@ def cmd_predict(args) -> int:
     print(f"{exp.name}: predicted with {exp.hardware.name} and harness {args.harness}"
           + (f", naive line {naive.a_ms * 1e3:.1f} us + FLOPs at {naive.tflops:.1f} TFLOP/s" if naive else ""))
     print(best[["case", "strategy", "variant", "makespan_ms"]].to_string(index=False))
+    if args.reference_ms is not None:
+        ref = json.loads((out / "registration.json").read_text())["reference"]
+        print(f"model-ref rows: every model row x {ref['ratio']:.4f} (the calibration GEMM {ref['measured_ms']:g} ms "
+              f"measured, {ref['model_ms']:.4f} ms modelled)")
     for p in files:
         print(f"wrote {p}")
     return 0
@@ -564,6 +582,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace an existing --out folder")
     p.add_argument("--no-schedules", action="store_true",
                    help="leave out the per-CTA schedules of the pipelined strategies (compare judges makespans only)")
+    p.add_argument("--reference-ms", type=_positive_ms, default=None,
+                   help="the calibration GEMM (16384 x 8192 x 8192, sequential; reg49-reference m=16384) as timed on "
+                        "the machine: adds every model row scaled by it over the model's time (source model-ref; "
+                        "registered plan 63)")
     _max_ctas(p)
     p.set_defaults(func=cmd_predict)
     p = sub.add_parser("compare", help="accuracy report: registered predictions against a ctahw run")

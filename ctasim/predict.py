@@ -15,6 +15,10 @@
   random data (``source = relu-input-off``); and where the profile has a clock curve (``Hardware.clock_curve_ns``),
   the model with the burst regime's one step instead (``source = clock-step``; burst experiments only: under the
   sustained regime the two are the same);
+* with ``--reference-ms T`` (the calibration GEMM, 16384 x 8192 x 8192 sequential, timed on the machine the
+  predictions are for: :data:`REFERENCE_EXPERIMENT`'s :data:`REFERENCE_CASE`), every model row again scaled by T over
+  the model's own time of that GEMM (``source = model-ref``; registered plan 63 tested this correction: on a fast H200
+  1.75% against 1.77% unscaled, on a slow one, post-hoc, 1.89% against 3.27%; docs/validation.md);
 * ``schedules/<case>-<strategy>.tiles.csv.gz``: the per-CTA schedule of every CTA-pipelined strategy, on the clock of
   its first CTA (as the hardware traces are);
 * ``registration.json``: the commit of the code and specs, sha256 of every spec file read, the harness values, the
@@ -32,6 +36,7 @@ import dataclasses
 import datetime as _dt
 import hashlib
 import json
+import math
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from ctasim import costs
-from ctasim.cases import Case, expand
+from ctasim.cases import Case, expand, load_experiment
 from ctasim.engine import simulate
 from ctasim.harness import Harness, timed_makespan_ns, timed_plans
 from ctasim.results import COLUMNS, staged_folder, write
@@ -48,7 +53,7 @@ from ctasim.spec import Experiment, Hardware, Strategy
 from ctasim.strategies import build_plans, check_placement
 from ctasim.strategies.ctapipe import fold_sides, is_ring, norm_folds, ring_gpus
 
-__all__ = ["Naive", "Waves", "RULES", "ABLATIONS", "PREDICTORS", "without_memory", "without_drift", "gelu_priced", "relu_input_off", "one_step", "clock_step", "predict", "register", "spec_files", "git_commit", "schedule_name"]
+__all__ = ["Naive", "Waves", "RULES", "ABLATIONS", "PREDICTORS", "without_memory", "without_drift", "gelu_priced", "relu_input_off", "one_step", "clock_step", "predict", "register", "reference_model_ms", "reference_scaled", "REFERENCE_EXPERIMENT", "REFERENCE_CASE", "spec_files", "git_commit", "schedule_name"]
 
 RULES = {
     "judged": "every (case, strategy, variant) the measurement reports with status ok; nothing is left out after "
@@ -300,7 +305,7 @@ ABLATIONS = (("flat", lambda e: without_memory(e.hardware)), ("lockstep", lambda
 """The model with one mechanism off, each a predictor beside it (its ``source``): name and the profile it predicts
 with, given the experiment (None: the mechanism is not there to switch off)."""
 
-PREDICTORS = ("model",) + tuple(name for name, _ in ABLATIONS) + ("naive", "waves")
+PREDICTORS = ("model",) + tuple(name for name, _ in ABLATIONS) + ("naive", "waves", "model-ref")
 """Every ``source`` a registration's ``predictions.csv`` may hold, in the order reports list them."""
 
 
@@ -313,9 +318,35 @@ def schedule_name(case: str, strategy: str) -> str:
     return f"{case}-{strategy}.tiles.csv.gz".replace(",", "_").replace("=", "")
 
 
+REFERENCE_EXPERIMENT = "reg49-reference"
+"""The experiment of the calibration GEMM (M x 8192 x 8192, sequential, 128x256 tiles) whose measured time scales the
+``model-ref`` rows: registered plan 63 scaled every registered prediction of a call by it (docs/validation.md)."""
+REFERENCE_CASE = "m=16384"
+"""The case of :data:`REFERENCE_EXPERIMENT` a user times (16384 x 8192 x 8192, the shape ``ctahw calibrate`` and
+every committed call's reference GEMM ran)."""
+
+
+def reference_model_ms(exp: Experiment, harness: Harness, seed: int = 0) -> float:
+    """The model's time of the calibration GEMM (:data:`REFERENCE_EXPERIMENT`'s :data:`REFERENCE_CASE`) under
+    ``exp``'s hardware profile and clock regime, as :func:`predict` prices a case (the harness's timed makespan)."""
+    ref = dataclasses.replace(load_experiment(REFERENCE_EXPERIMENT), hardware=exp.hardware, regime=exp.regime)
+    case = next(c for c in expand(ref) if c.label == REFERENCE_CASE)
+    plan = timed_plans(ref.strategies[0], case.workload, ref.hardware, case.gpus, case.label, harness)[0]
+    ns, _ = timed_makespan_ns(plan, ref.hardware, harness, seed=seed, regime=ref.regime)
+    return ns / 1e6
+
+
+def reference_scaled(df: pd.DataFrame, ratio: float) -> pd.DataFrame:
+    """``df`` (:func:`predict`'s rows) with every ``model`` row again as ``model-ref``, its makespan times ``ratio``
+    (the calibration GEMM's measured over modelled time); skipped rows stay skipped."""
+    scaled = df[df["source"] == "model"].assign(source="model-ref", makespan_ms=lambda d: d["makespan_ms"] * ratio)
+    return pd.concat([df, scaled], ignore_index=True)
+
+
 def predict(exp: Experiment, harness: Harness, naive: Naive | None, seed: int = 0,
             schedules: Path | None = None) -> pd.DataFrame:
-    """One row per (case, strategy, variant) and predictor: see the module docstring."""
+    """One row per (case, strategy, variant) and predictor: see the module docstring (``model-ref`` rows are added by
+    :func:`register` where given the reference time)."""
     others = [(name, hw) for name, hw in ((name, off(exp)) for name, off in ABLATIONS) if hw is not None]
     rows = []
     for case in expand(exp):
@@ -389,11 +420,20 @@ def git_commit(where: Path) -> tuple[str, bool]:
 
 
 def register(exp: Experiment, exp_path: Path, out: Path, harness: Harness, naive: Naive | None, seed: int = 0,
-             schedules: bool = True) -> list[Path]:
+             schedules: bool = True, reference_ms: float | None = None) -> list[Path]:
     """Write a registration into ``out`` (a new folder, written whole or not at all); ``schedules = False`` leaves
-    out the per-CTA schedules (``ctasim compare`` then judges makespans only; the record says so)."""
+    out the per-CTA schedules (``ctasim compare`` then judges makespans only; the record says so); ``reference_ms``
+    (the calibration GEMM timed on the machine) adds the ``model-ref`` rows and records the ratio."""
+    if reference_ms is not None and not (math.isfinite(reference_ms) and reference_ms > 0):
+        raise ValueError(f"reference_ms must be a positive time in ms, got {reference_ms}")
     with staged_folder(out) as tmp:
         df = predict(exp, harness, naive, seed=seed, schedules=tmp / "schedules" if schedules else None)
+        reference = None
+        if reference_ms is not None:
+            modelled = reference_model_ms(exp, harness, seed=seed)
+            reference = {"experiment": REFERENCE_EXPERIMENT, "case": REFERENCE_CASE, "measured_ms": reference_ms,
+                         "model_ms": modelled, "ratio": reference_ms / modelled}
+            df = reference_scaled(df, reference["ratio"])
         write(df, tmp / "predictions.csv")
         commit, dirty = git_commit(Path(__file__).parent)
         record = {
@@ -410,6 +450,7 @@ def register(exp: Experiment, exp_path: Path, out: Path, harness: Harness, naive
             "naive": dataclasses.asdict(naive) if naive else None,
             "seed": seed,
             "schedules": schedules,
+            "reference": reference,
             "rules": RULES,
         }
         (tmp / "registration.json").write_text(json.dumps(record, indent=1) + "\n")

@@ -6,6 +6,7 @@ import dataclasses
 
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,6 +17,8 @@ from ctasim.harness import Harness, timed_makespan_ns, timed_plans
 from ctasim.predict import Naive, predict
 from ctasim.cases import load_experiment
 from ctasim.spec import Strategy
+
+ROOT = Path(__file__).resolve().parent.parent
 
 HARNESS = Harness(6000.0, 3000.0, 4800.0, 3000.0, 14000.0)
 NAIVE = Naive(0.004, 800.0, "test line")
@@ -79,6 +82,38 @@ def test_predict_cli_registers_once_and_refuses_to_overwrite(tmp_path, capsys):
     assert set(df["status"]) == {"ok"} and sorted(df["source"]) == ["clock-step"] * 3 + ["model"] * 3 + ["waves"] * 3
     assert main(["predict", "reg-gemm-h4096", "--out", str(out)]) == 2
     assert "never overwritten" in capsys.readouterr().err
+
+
+def test_a_reference_time_adds_the_model_rows_scaled_by_the_calibration_gemms_ratio(tmp_path, capsys):
+    """--reference-ms T: every model row again as model-ref, times T over the model's time of the calibration GEMM
+    (16384 x 8192 x 8192 under the experiment's profile: the committed reg49-reference registration's 2.770 ms for
+    h200-x1-calibrated), the ratio recorded; without it no such row; a time that is no positive number is one line and
+    no folder (registered plan 63's correction)."""
+    committed = pd.read_csv(ROOT / "bench/predictions/reg49-reference/predictions.csv")
+    row = (committed["case"] == "m=16384") & (committed["source"] == "model")
+    ref_model = float(committed[row]["makespan_ms"].iloc[0])
+    out = tmp_path / "scaled"
+    assert main(["predict", "reg58-gap-law-h7424", "--out", str(out), "--no-schedules",
+                 "--reference-ms", "2.7230"]) == 0
+    assert "every model row x 0.9829" in capsys.readouterr().out
+    rec = json.loads((out / "registration.json").read_text())["reference"]
+    assert rec["model_ms"] == pytest.approx(ref_model, rel=1e-9) and rec["ratio"] == pytest.approx(2.7230 / ref_model)
+    df = results.read(out / "predictions.csv")
+    key = ["case", "strategy", "variant"]
+    model = df[df["source"] == "model"].set_index(key)["makespan_ms"]
+    scaled = df[df["source"] == "model-ref"].set_index(key)["makespan_ms"]
+    assert len(scaled) == len(model) == 10
+    pd.testing.assert_series_equal(scaled, model * rec["ratio"], check_names=False)
+    assert main(["predict", "reg58-gap-law-h7424", "--out", str(tmp_path / "plain"), "--no-schedules"]) == 0
+    plain = results.read(tmp_path / "plain/predictions.csv")
+    assert "model-ref" not in set(plain["source"])
+    assert json.loads((tmp_path / "plain/registration.json").read_text())["reference"] is None
+    for bad in ("0", "-2.7", "nan", "inf", "fast"):
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as e:
+            main(["predict", "reg49-reference", "--out", str(tmp_path / "bad"), "--reference-ms", bad])
+        err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert e.value.code == 2 and len(err) == 1 and "--reference-ms" in err[0] and not (tmp_path / "bad").exists()
 
 
 def test_predict_writes_the_schedules_unless_told_not_to(tmp_path):
