@@ -62,6 +62,12 @@ def _int_at_least(low: int):
 _positive_int, _nonneg_int = _int_at_least(1), _int_at_least(0)
 
 
+REFERENCE_RATIO_WARN = 1.2
+"""``ctasim predict --reference-ms``: a measured over modelled ratio of the calibration GEMM beyond this factor either
+way is warned about (31 lent H200s spread 7.1% on it, bench/results/machine-spread: a ratio of 1.2 is another machine or
+shape, not this one's speed)."""
+
+
 def _positive_ms(s: str) -> float:
     """An argparse type: a finite time in ms > 0 (one line naming the value otherwise)."""
     try:
@@ -371,6 +377,10 @@ def cmd_predict(args) -> int:
         ref = json.loads((out / "registration.json").read_text())["reference"]
         print(f"model-ref rows: every model row x {ref['ratio']:.4f} (the calibration GEMM {ref['measured_ms']:g} ms "
               f"measured, {ref['model_ms']:.4f} ms modelled)")
+        if not 1 / REFERENCE_RATIO_WARN <= ref["ratio"] <= REFERENCE_RATIO_WARN:
+            print(f"warning: --reference-ms is {ref['ratio']:.2f} x the profile's own time of that GEMM; lent H200s "
+                  f"differ by 7.1% on it: was it timed on the machine {exp.hardware.name} describes, at M = 16384?",
+                  file=sys.stderr)
     for p in files:
         print(f"wrote {p}")
     return 0

@@ -95,7 +95,12 @@ def test_a_reference_time_adds_the_model_rows_scaled_by_the_calibration_gemms_ra
     out = tmp_path / "scaled"
     assert main(["predict", "reg58-gap-law-h7424", "--out", str(out), "--no-schedules",
                  "--reference-ms", "2.7230"]) == 0
-    assert "every model row x 0.9829" in capsys.readouterr().out
+    got = capsys.readouterr()
+    assert "every model row x 0.9829" in got.out and "warning" not in got.err
+    # a time far from the profile's own (another machine's or shape's) is written but warned about
+    assert main(["predict", "reg49-reference", "--out", str(tmp_path / "far"), "--no-schedules",
+                 "--reference-ms", "4.0"]) == 0
+    assert "warning: --reference-ms is 1.44 x the profile's own time" in capsys.readouterr().err
     rec = json.loads((out / "registration.json").read_text())["reference"]
     assert rec["model_ms"] == pytest.approx(ref_model, rel=1e-9) and rec["ratio"] == pytest.approx(2.7230 / ref_model)
     df = results.read(out / "predictions.csv")
