@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import pandas as pd  # noqa: E402
 
 import own_profile_blocks  # noqa: E402
+import registered_plan  # noqa: E402
 from ctasim import accuracy, results  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.spec import SpecError  # noqa: E402
@@ -202,7 +203,7 @@ def claims(s: pd.DataFrame, oe: pd.DataFrame, r: pd.DataFrame) -> pd.DataFrame:
         ("g", f"{int(r['partition_fastest_right'].sum())} of {len(r)} (threshold "
               f"{int(r['threshold_fastest_right'].sum())})", bool(r["partition_fastest_right"].all())),
     ]
-    return pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "met": bool(m)} for k, v, m in rows])
+    return registered_plan.claims_table(rows, CLAIMS)
 
 
 def judge_main(argv: Sequence[str] | None, plan: int, doc: str, cases_of, tables_of, show: Sequence[str]) -> int:

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import pandas as pd  # noqa: E402
 
 import plan49_judge as P49  # noqa: E402
+import registered_plan  # noqa: E402
 from ctasim import results  # noqa: E402
 
 REFERENCE = P49.REFERENCE  # plan 49's reference GEMM, registered there
@@ -132,7 +133,7 @@ def claims(c: pd.DataFrame, s: pd.DataFrame, oe: pd.DataFrame, r: pd.DataFrame, 
         ("g", f"{mape['profile', 'chain kernel']:.2f}% against naive {mape['naive', 'chain kernel']:.2f}%",
          mape["profile", "chain kernel"] <= 0.5 * mape["naive", "chain kernel"]),
     ]
-    return pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "met": bool(m)} for k, v, m in rows])
+    return registered_plan.claims_table(rows, CLAIMS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,6 +35,7 @@ import pandas as pd  # noqa: E402
 
 import plan49_judge as P49  # noqa: E402
 import plan50_judge as P50  # noqa: E402
+import registered_plan  # noqa: E402
 from ctasim import accuracy, results, ticket_rate  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.spec import SpecError  # noqa: E402
@@ -136,7 +137,7 @@ def claims(c: pd.DataFrame, s: pd.DataFrame, oe: pd.DataFrame, r: pd.DataFrame, 
         rows.append(("h", f"factor {mainloop_factor(rc):.3f}; the {len(rc)} ratios {rc['factor'].min():.4f}-"
                           f"{rc['factor'].max():.4f}, at most {dev.max():.2f} points from the median",
                      bool((dev <= RATE_POINTS).all())))
-    return pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "met": bool(ok)} for k, v, ok in rows])
+    return registered_plan.claims_table(rows, CLAIMS)
 
 
 def main(argv: list[str] | None = None) -> int:

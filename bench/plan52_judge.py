@@ -28,6 +28,7 @@ import pandas as pd  # noqa: E402
 import plan49_judge as P49  # noqa: E402
 import plan50_judge as P50  # noqa: E402
 import plan51_judge as P51  # noqa: E402
+import registered_plan  # noqa: E402
 from ctasim import results  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.spec import SpecError  # noqa: E402
@@ -88,7 +89,7 @@ def claims(c: pd.DataFrame, s: pd.DataFrame, r: pd.DataFrame, cs: pd.DataFrame) 
         ("f", f"{mape['mechanism', 'chain kernel']:.2f}% against naive {mape['naive', 'chain kernel']:.2f}%",
          mape["mechanism", "chain kernel"] <= 0.5 * mape["naive", "chain kernel"]),
     ]
-    return pd.DataFrame([{"claim": k, "rule": CLAIMS[k], "value": v, "met": bool(ok)} for k, v, ok in rows])
+    return registered_plan.claims_table(rows, CLAIMS)
 
 
 def adoption(c52: pd.DataFrame, cs52: pd.DataFrame, c51: pd.DataFrame, cs51: pd.DataFrame,
