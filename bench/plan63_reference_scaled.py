@@ -43,11 +43,9 @@ import pandas as pd  # noqa: E402
 
 import plan62_gap_calibrate as p62  # noqa: E402
 import registered_plan  # noqa: E402
-
-REFERENCE = "reg49-reference"
-"""The reference GEMM's registration (M x 8192 x 8192 at M = 4096 and 16384)."""
-REFERENCE_CASE = "m=16384"
-"""The reference case whose ratio scales every prediction (the calibration GEMM)."""
+# the reference GEMM's registration (M x 8192 x 8192 at M = 4096 and 16384) and the case whose ratio scales every
+# prediction: the calibration GEMM, as `ctasim predict --reference-ms` takes it
+from ctasim.predict import REFERENCE_CASE, REFERENCE_EXPERIMENT as REFERENCE  # noqa: E402
 REQUIRED = (REFERENCE, *p62.REQUIRED)
 """What the call must hold: the reference and registered plan 58's experiments (plan 62's call)."""
 WHERE_RUN = p62.WHERE_RUN

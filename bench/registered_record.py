@@ -54,6 +54,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+from ctasim.predict import REFERENCE_CASE  # noqa: E402
 
 RESULTS = ROOT / "bench/results"
 PREDICTIONS = ROOT / "bench/predictions"
@@ -282,15 +283,12 @@ def choices(d: pd.DataFrame, by: str = "among") -> pd.DataFrame:
     return pd.DataFrame(out).round(3)
 
 
-REFERENCE_CASE = "m=16384"
-"""The reference GEMM's case a run is normalised by (:func:`normalised`): the calibration shape, 16384 x 8192 x 8192."""
-
-
 def normalised(c: pd.DataFrame) -> pd.DataFrame:
     """Per kind (and ``all``) and predictor, over the runs that timed the reference GEMM in the same call (a primary
-    registration named ``*reference*``, case :data:`REFERENCE_CASE`): each other case's error with the run's reference
-    ratio taken out (``(1 + error) / (1 + the reference's error) - 1``, the reference's error by the same predictor),
-    as one reference GEMM timed on a machine would correct it. Cases, the MAPE as registered and normalised, the
+    registration named ``*reference*``, case ``ctasim.predict.REFERENCE_CASE``, the calibration shape 16384 x 8192 x
+    8192): each other case's error with the run's reference ratio taken out (``(1 + error) / (1 + the reference's
+    error) - 1``, the reference's error by the same predictor), as one reference GEMM timed on a machine would correct
+    it. Cases, the MAPE as registered and normalised, the
     normalised worst and share within 6%."""
     c = c.assign(run=c["measurement"].str.extract(r"^(.*)/[^/]+$")[0])
     is_ref = c["registration"].str.contains("reference")
