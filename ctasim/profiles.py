@@ -21,6 +21,12 @@ latency, the fence and the remote atomic are the ones measured on two of its GPU
 the topology (a switch: one egress and one ingress port per GPU, :mod:`ctasim.machine`) and the all-reduce, whose
 bus bandwidth and per-step latency were fitted at two GPUs only.
 
+``h100-x1-datasheet``: one H100 SXM5 from its datasheet. H100 and H200 SXM are the same GH100 die (132 SMs, 1980 MHz
+boost, the same L2 design) with other memory: a 50 MB L2 (the H200's measures 60 MiB) and HBM3 at 3.35 TB/s (HBM3e at
+4.8). So every field is the measured H200's but the L2 size and the HBM-bound rates, scaled by the datasheets' ratio
+(registered plan 64). Left out: anything else the two parts differ in (the H100's HBM3 latency, its L2's partition
+behaviour at 50 MB, power and clock under load), which the derived profile prices as the H200's.
+
 Left out: anything that depends on more than two GPUs being busy at once (the switch's aggregate rate under eight
 concurrent streams, NCCL's choice of algorithm and channel count at eight, host-side launch contention across
 eight streams) is not in the base and not estimated here: the derived profile predicts it as two GPUs' figures.
@@ -80,6 +86,55 @@ DERIVED: dict[str, Derivation] = {
     ),
 }
 
+
+
+def _h100_datasheet() -> Derivation:
+    """One H100 SXM as the measured H200 profile sees it: the GH100 compute and clocks are the H200's, the memory
+    the H100 datasheet's (registered plan 64)."""
+    why = "estimate (H100 datasheet): "
+    base = load_hardware("h200-x1-calibrated")
+    hbm = H100_HBM_TBPS / H200_HBM_TBPS
+
+    def rate(field: str) -> tuple[str, str]:
+        v = getattr(base, field)
+        return (repr(round(v * hbm, 4)), why + f"the H200's measured {v} times the datasheets' HBM ratio "
+                f"{H100_HBM_TBPS} / {H200_HBM_TBPS} TB/s (HBM3 against HBM3e; the same share of the datasheet rate)")
+
+    return Derivation(
+        base="h200-x1-calibrated",
+        fields={
+            "gpu": ('"H100"', "NVIDIA H100 80GB HBM3 (SXM5), the lent nvidia-h100-x1 kind"),
+            "hbm_gbps": rate("hbm_gbps"),
+            "epilogue_pass_gbps": rate("epilogue_pass_gbps"),
+            "rowwise_gbps": rate("rowwise_gbps"),
+            "l2_bytes": (repr(float(H100_L2_BYTES)), why + "the H100 whitepaper's 50 MB L2 in MiB, as the H200's "
+                         "measured cudaDeviceProp.l2CacheSize is 60 MiB (62914560); the survival curve's points are "
+                         "in L2 sizes, so it scales with it"),
+            "measured": ("false", "derived by ctasim.profiles, not measured on an H100"),
+            "source": ('"derived by ctasim.profiles from h200-x1-calibrated: the H200\'s measured fields (the same '
+                       'GH100 die: 132 SMs, 1980 MHz, the same L2 and tile rates per byte) with the H100 datasheet\'s '
+                       'L2 size and HBM rate"', ""),
+        },
+        header=(
+            "# DERIVED, NOT MEASURED: written by `python -m ctasim.profiles` (ctasim.profiles.DERIVED).",
+            "# One H100 SXM5 (80 GB HBM3) from its datasheet: every field, kernel config and comment below is "
+            "h200-x1-calibrated's",
+            "# (the same GH100 die: SMs, clocks, tile rates, the L2's behaviour per L2 size) except those marked "
+            "'estimate (H100",
+            "# datasheet)': the L2 size and the HBM rates. Registered plan 64 predicts an H100 with it before any "
+            "H100 ran its shapes.",
+        ),
+    )
+
+
+H100_L2_BYTES = 50 * 2**20
+"""The H100 SXM5's L2: 50 MB in NVIDIA's H100 Tensor Core GPU Architecture whitepaper (taken in MiB as the H200's
+measured 60 MiB)."""
+H100_HBM_TBPS = 3.35
+"""The H100 SXM5's HBM3 rate (NVIDIA H100 datasheet, TB/s)."""
+H200_HBM_TBPS = 4.8
+"""The H200's HBM3e rate (NVIDIA H200 datasheet, TB/s), the base profile's measured rates' datasheet figure."""
+DERIVED["h100-x1-datasheet"] = _h100_datasheet()
 
 
 def _shared(kernels: int) -> Derivation:
