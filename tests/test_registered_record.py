@@ -30,6 +30,18 @@ def test_the_committed_record_is_what_the_reports_give(rr, committed, tmp_path):
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / f"{name}.csv"), want, obj=name)
 
 
+def test_every_committed_report_sits_under_the_name_of_the_registration_it_judges(rr):
+    """The record and ``ctasim advise`` take a report's registration (and so its profile) from its folder's name: a
+    report of ``reg64-h100-h5632`` (an H100's) filed as ``reg59-adopted-h5632`` would count under the H200 profile."""
+    import re
+
+    reports = sorted((rr.ROOT / "bench/results").glob("validation-registered*/*/report.md"))
+    assert len(reports) > 250
+    for r in reports:
+        m = re.match(r"# Accuracy: (\S+) against ", r.read_text().splitlines()[0])
+        assert m and m[1] == r.parent.name, f"{r}: judges {m[1] if m else '?'}, filed as {r.parent.name}"
+
+
 def test_the_record_says_what_the_docs_quote(committed):
     c = committed["cases"]
     model = c[c["source"] == "model"]
