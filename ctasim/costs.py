@@ -229,7 +229,7 @@ def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, 
                               drift_form=cfg.drift_form,
                               ticket_law=cfg.ticket_law, survival=(hw.l2_survival_taken, hw.l2_survival_share),
                               ticket_gap_cv=cfg.ticket_gap_cv, ticket_touched=cfg.ticket_touched)
-    return l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed)
+    return l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed, hw.l2_hbm_exposed_gbps)
 
 
 def order_tile_times(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, slots: int, **kw) -> np.ndarray:

@@ -19,8 +19,9 @@ What is modelled
     * **Stores**: every tile writes its output (``rows * cols * store_elem_bytes``) to HBM in its wave.
     * **Wave time** = max(compute + exposed x t_hbm, t_hbm), t_hbm = the wave's HBM bytes / HBM bandwidth: a
       wave is never faster than its slots' math nor than what it must fetch from HBM, and the share ``exposed``
-      of its HBM time is not hidden behind the math (0: the roofline max(compute, t_hbm)). A kernel is the
-      sum of its waves plus a fixed per-launch cost.
+      of its HBM time is not hidden behind the math (0: the roofline max(compute, t_hbm)); that share may be
+      charged at another rate than the roofline's (``exposed_gbps``: the loads' latency, not the bandwidth). A
+      kernel is the sum of its waves plus a fixed per-launch cost.
 
     :func:`cutlass_sm90_order` reproduces the launch order of CUTLASS 4.2's ``PersistentTileSchedulerSm90``
     (raster order, swizzle, cluster pairing, grid size) exactly; :mod:`ctasim.plan`'s orders (``raster_order``,
@@ -630,15 +631,19 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
 
 
 def wave_ns(traffic: WaveTraffic, compute_ns: float | np.ndarray, hbm_gbps: float,
-            exposed: float = 0.0) -> np.ndarray:
-    """Each wave's time: ``max(compute + exposed * t_hbm, t_hbm)`` with ``t_hbm`` = its HBM bytes / ``hbm_gbps``
-    (GB/s = bytes/ns).
+            exposed: float = 0.0, exposed_gbps: float | None = None) -> np.ndarray:
+    """Each wave's time: ``max(compute + exposed * t_exp, t_hbm)`` with ``t_hbm`` = its HBM bytes / ``hbm_gbps``
+    (GB/s = bytes/ns) and ``t_exp`` the same bytes at ``exposed_gbps`` (None or 0: ``hbm_gbps``, so ``t_exp`` =
+    ``t_hbm``).
 
     ``exposed`` is the share of a wave's HBM time that its math does not hide: 0 is the roofline max(compute,
-    t_hbm); 1 serialises loads and math. Either way no wave beats its HBM time.
+    t_hbm); 1 serialises loads and math. Either way no wave beats its HBM time. ``exposed_gbps`` charges the exposed
+    share at another rate than the roofline's: where the exposed part is the loads' latency, not the bandwidth, a GPU
+    with slower HBM exposes no more of it (``Hardware.l2_hbm_exposed_gbps``; registered plan 64's H100s).
     """
     t_hbm = traffic.hbm / hbm_gbps
-    return np.maximum(compute_ns + exposed * t_hbm, t_hbm)
+    t_exp = t_hbm if not exposed_gbps else traffic.hbm / exposed_gbps
+    return np.maximum(compute_ns + exposed * t_exp, t_hbm)
 
 
 def gemm_ns(traffic: WaveTraffic, compute_ns: float | np.ndarray, hbm_gbps: float, exposed: float = 0.0,

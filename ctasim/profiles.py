@@ -137,6 +137,33 @@ H200_HBM_TBPS = 4.8
 DERIVED["h100-x1-datasheet"] = _h100_datasheet()
 
 
+def _h100_latency() -> Derivation:
+    """``h100-x1-datasheet`` with the exposed share of a wave's HBM bytes charged at the H200's measured rate: the
+    exposed part taken as the loads' latency, which the H100's HBM3 does not lengthen (post-hoc, after plan 64's
+    H100s priced the compute-bound GEMMs 1.2-6.0% slow)."""
+    d = _h100_datasheet()
+    base = load_hardware("h200-x1-calibrated")
+    return dataclasses.replace(
+        d,
+        fields={**d.fields,
+                "source": ('"derived by ctasim.profiles from h200-x1-calibrated: h100-x1-datasheet with the exposed '
+                           'HBM share charged at the H200\'s measured rate (the exposed part as latency, not '
+                           'bandwidth)"', "")},
+        added={"l2_hbm_exposed_gbps": (repr(base.hbm_gbps), "estimate (post-hoc, H100): the H200's measured "
+                                       "hbm_gbps; the exposed share of a wave's HBM bytes (l2_hbm_exposed) charged at "
+                                       "it, the roofline's HBM time at hbm_gbps (ctasim.l2.wave_ns): chosen after "
+                                       "registered plan 64's three H100s priced compute-bound GEMMs 1.2-6.0% slow")},
+        header=d.header[:-1] + (
+            "# datasheet)': the L2 size and the HBM rates. The exposed HBM share is charged at the H200's measured "
+            "rate",
+            "# (l2_hbm_exposed_gbps, added): a twin chosen after registered plan 64's H100 runs (post-hoc).",
+        ),
+    )
+
+
+DERIVED["h100-x1-datasheet-latency"] = _h100_latency()
+
+
 def _shared(kernels: int) -> Derivation:
     """One H200 shared by ``kernels`` chain kernels of a ring, each with its share of the SMs: one share as a GPU."""
     why = "estimate (shared device): "

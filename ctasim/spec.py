@@ -323,6 +323,10 @@ class Hardware:
     l2_hbm_exposed: float = _f(
         "share of a GEMM wave's HBM time (its operand misses and stores at hbm_gbps) that its math does not hide "
         "(0 = roofline max(compute, HBM), 1 = serial); used with l2_bytes > 0", 0.0)
+    l2_hbm_exposed_gbps: float = _f(
+        "the rate (GB/s) the exposed share of a wave's HBM bytes is charged at, where it is not hbm_gbps (0 = "
+        "hbm_gbps): a GPU whose HBM is slower than the measured one's but whose exposed loads are latency-bound "
+        "keeps the measured GPU's rate here (ctasim.l2.wave_ns); the roofline's HBM time stays at hbm_gbps", 0.0)
     link_sharing: str = _f(
         "how concurrent transfers share a link channel: 'fcfs' = one after another in issue order, each at the "
         "full rate (the first of 132 simultaneous stores ends after 1/132 of the batch, the last after all of "
@@ -691,6 +695,8 @@ def validate_hardware(hw: Hardware, where: str) -> None:
     require(math.isfinite(hw.l2_bytes) and hw.l2_bytes >= 0, where, p + "l2_bytes",
              f"must be >= 0, got {hw.l2_bytes}")
     require(0.0 <= hw.l2_hbm_exposed <= 1.0, where, p + "l2_hbm_exposed", f"must be within [0, 1], got {hw.l2_hbm_exposed}")
+    require(hw.l2_hbm_exposed_gbps >= 0.0, where, p + "l2_hbm_exposed_gbps",
+            f"must be >= 0 (0: hbm_gbps), got {hw.l2_hbm_exposed_gbps}")
     require(hw.link_sharing in ("fcfs", "fair"), where, p + "link_sharing",
              f"must be one of ('fcfs', 'fair'), got {hw.link_sharing!r}")
     require(hw.link_sharing != "fair" or hw.epilogue_store_overlap == 0.0, where, p + "link_sharing",

@@ -155,6 +155,11 @@ def test_wave_time_is_the_larger_of_math_and_hbm_plus_the_exposed_share():
     assert wave_ns(tr, 50.0, 10.0).tolist() == [100.0, 50.0]
     assert wave_ns(tr, 50.0, 10.0, exposed=0.5).tolist() == [100.0, 55.0]
     assert gemm_ns(tr, 50.0, 10.0, exposed=0.5, fixed_ns=7.0) == 162.0
+    # the exposed share charged at its own rate (Hardware.l2_hbm_exposed_gbps): 0 or None is hbm_gbps; at twice the
+    # rate the exposed part halves and the roofline's HBM time stays at hbm_gbps
+    assert wave_ns(tr, 50.0, 10.0, exposed=0.5, exposed_gbps=0.0).tolist() == [100.0, 55.0]
+    assert wave_ns(tr, 50.0, 10.0, exposed=0.5, exposed_gbps=20.0).tolist() == [100.0, 52.5]
+    assert wave_ns(tr, 90.0, 10.0, exposed=0.5, exposed_gbps=20.0).tolist() == [115.0, 92.5]
 
 
 def test_bad_orders_raise():

@@ -201,6 +201,7 @@ def _hw(**changes):
     ("link_sharing", "lifo", "fair", "must be one of ('fcfs', 'fair'), got 'lifo'"),
     ("epilogue_store_overlap", 1.01, 1.0, "must be within [0, 1], got 1.01"),
     ("epilogue_store_overlap", -0.01, 0.0, "must be within [0, 1], got -0.01"),
+    ("l2_hbm_exposed_gbps", -1.0, 0.0, "must be >= 0 (0: hbm_gbps), got -1.0"),
 ])
 def test_each_hardware_bound_is_checked_at_its_edge(field, bad, good, words):
     with pytest.raises(SpecError) as ei:
