@@ -79,16 +79,16 @@ CLAIMS = {
 }
 
 
-def h200_measured(runs: Path = H200_RUNS) -> pd.DataFrame:
-    """Per experiment, case and strategy the median of the timed medians over every committed H200 call that ran it
-    (``runs/CALL/EXP/results.csv``, status ok), and how many calls (``n_runs``)."""
+def h200_measured(runs: Path = H200_RUNS, experiments=EXPERIMENTS) -> pd.DataFrame:
+    """Per experiment of ``experiments``, case and strategy the median of the timed medians over every committed H200
+    call that ran it (``runs/CALL/EXP/results.csv``, status ok), and how many calls (``n_runs``)."""
     parts = []
-    for exp in EXPERIMENTS:
+    for exp in experiments:
         for res in sorted(runs.glob(f"*/{exp}/results.csv")):
             r = pd.read_csv(res).query("status == 'ok'")[["case", "strategy", "makespan_ms"]]
             parts.append(r.assign(experiment=exp, call=res.parent.parent.name))
     if not parts:
-        raise JudgeError(f"no committed H200 run of {', '.join(EXPERIMENTS)} under {runs}")
+        raise JudgeError(f"no committed H200 run of {', '.join(experiments)} under {runs}")
     m = pd.concat(parts, ignore_index=True)
     return (m.groupby(["experiment", "case", "strategy"], sort=False)
             .agg(predicted_ms=("makespan_ms", "median"), n_runs=("call", "nunique")).reset_index())
