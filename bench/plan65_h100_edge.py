@@ -8,7 +8,7 @@ Registered plan 64's three H100s left two questions. Its worst cases were row or
 about 1.2 times the H100's 50 MiB L2 (the profile kept the reuse, the GPUs lost 15-19% of the makespan), and the
 compute-bound GEMMs came out 1.2-6.0% slow: the exposed share of a wave's HBM time charged at the H100's slower HBM.
 Post-hoc, the twin ``h100-x1-datasheet-latency`` (that share at the H200's rate, ``Hardware.l2_hbm_exposed_gbps``)
-priced the GEMMs within 0.3-0.7% and the pairs 2.5-3 points further off (``bench/posthoc_h100_exposed.py``).
+priced the GEMMs at a MAPE of 0.3-0.7% and the pairs 2.6-3.1 points further off (``bench/posthoc_h100_exposed.py``).
 
 Plan 65 asks both profiles, before any H100 ran them, for two chains the H200s ran (:data:`EXPERIMENTS`): H = 5120
 (a layer's weights 1.0 times the H100's L2; every order and sequential at M = 8192, 16384) and H = 6912 (1.8 times;
