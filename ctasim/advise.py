@@ -151,7 +151,8 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
         how = "measured on the machine it describes"
     elif hw.name in DERIVED:
         how = (f"derived from {DERIVED[hw.name].base} by ctasim.profiles: its measured figures, estimates where the "
-               "file marks them; not measured as a whole (no validation applies to it as such)")
+               "file marks them; not measured as a whole (its registered validations, where any, are quoted below "
+               "by kind)")
     else:
         how = "datasheet figures, not measured (no validation applies to it as such)"
     lines = [f"profile {hw.name}: {how}"]

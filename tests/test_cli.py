@@ -234,6 +234,9 @@ def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(t
     # plan 64's H100 runs, filed under their registrations: quoted under the H100 profile, not the H200 one (filed under
     # their experiments' names they would count as h200-x1-calibrated's: 134 runs, not 126)
     assert "reg64-h100-h5632" in parts["h100-x1-datasheet"] and "over 12 measured runs" in parts["h100-x1-datasheet"]
+    # a derived profile with registered validations of its own is not said to have none
+    (head,) = [l for l in A.trust(load_hardware("h100-x1-datasheet"), ["sequential"]) if l.startswith("profile ")]
+    assert "derived from h200-x1-calibrated" in head and "no validation" not in head
     assert "over 126 measured runs" in parts["h200-x1-calibrated"]
     # plan 58's twin (the survival law with the gap spread and the touched bytes)
     assert "reg58-gap-law-h7424-gaps" in parts["h200-x1-calibrated-gaps"]
