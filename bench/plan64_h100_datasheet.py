@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import pandas as pd  # noqa: E402
 
 import registered_plan  # noqa: E402
+from ctasim.predict import REFERENCE_EXPERIMENT  # noqa: E402
 
 EXPERIMENTS = {"reg49-reference": "reg64-h100-reference", "reg59-adopted-h5632": "reg64-h100-h5632",
                "reg58-gap-law-h7424": "reg64-h100-h7424", "reg58-gap-law-h8448": "reg64-h100-h8448"}
@@ -140,7 +141,7 @@ def measured(run_dir: Path) -> pd.DataFrame:
     for exp, reg in EXPERIMENTS.items():
         r = registered_plan.timed_makespans(run_dir, exp, WHY)
         parts.append(r.rename("measured_ms").reset_index().assign(experiment=exp, kind="timed"))
-        if exp == "reg49-reference":
+        if exp == REFERENCE_EXPERIMENT:
             continue
         s = per_cta(PREDICTIONS / reg, run_dir / exp)[0]
         if s.empty:
@@ -149,18 +150,50 @@ def measured(run_dir: Path) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
-    """Per experiment, case, strategy and source: measured and predicted makespans and the error (%); the traced
-    runs' start errors attached as ``attrs['starts']`` and row order's penalties as ``attrs['penalties']``.
-    :class:`JudgeError` where a registered case has no timed run."""
-    timed = meas[meas["kind"] == "timed"][["experiment", "case", "strategy", "measured_ms"]]
+def timed_cases(pred: pd.DataFrame, timed: pd.DataFrame) -> pd.DataFrame:
+    """``pred``'s rows (experiment, case, strategy, source, predicted_ms, n_runs) with the call's timed median
+    (``timed``: experiment, case, strategy, measured_ms) and the error (%). :class:`JudgeError` where a registered
+    model case has no timed run. Plans 64 and 65 judge this way."""
     j = pred.merge(timed, on=["experiment", "case", "strategy"], how="left")
     missing = j[j["measured_ms"].isna() & (j["source"] == "model")]
     if len(missing):
         r = missing.iloc[0]
         raise JudgeError(f"{r['experiment']}: no timed run of {r['case']} {r['strategy']} ({len(missing)} missing)")
     j["error_pct"] = (j["predicted_ms"] / j["measured_ms"] - 1) * 100
-    c = j[["experiment", "case", "strategy", "source", "measured_ms", "predicted_ms", "n_runs", "error_pct"]]
+    return j[["experiment", "case", "strategy", "source", "measured_ms", "predicted_ms", "n_runs", "error_pct"]]
+
+
+def by_source(c: pd.DataFrame, sources) -> tuple[dict, dict, bool, float]:
+    """Per source of ``sources``: its judged rows and MAPE (%); whether every source has as many rows as the model
+    (and the model some); the model's worst |error| (%)."""
+    by = {s: c[(c["source"] == s) & c["error_pct"].notna()] for s in sources}
+    mape = {s: float(d["error_pct"].abs().mean()) if len(d) else float("nan") for s, d in by.items()}
+    n = len(by["model"])
+    complete = n > 0 and all(len(by[s]) == n for s in sources)
+    worst = float(by["model"]["error_pct"].abs().max()) if n else float("nan")
+    return by, mape, complete, worst
+
+
+def fastest_right(model: pd.DataFrame) -> list[bool]:
+    """Per chain (experiment, case) of the model's rows (the reference GEMM left out): whether the measured fastest
+    strategy is the model's fastest, or either of its two fastest where they are within :data:`TIE` % of each
+    other."""
+    right = []
+    for (exp, case), d in model.groupby(["experiment", "case"]):
+        if exp == REFERENCE_EXPERIMENT:
+            continue
+        d = d.set_index("strategy")
+        p = d["predicted_ms"].sort_values()
+        near = p.index[:2] if len(p) > 1 and p.iloc[1] / p.iloc[0] - 1 <= TIE / 100 else p.index[:1]
+        right.append(d["measured_ms"].idxmin() in near)
+    return right
+
+
+def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
+    """Per experiment, case, strategy and source: measured and predicted makespans and the error (%); the traced
+    runs' start errors attached as ``attrs['starts']`` and row order's penalties as ``attrs['penalties']``.
+    :class:`JudgeError` where a registered case has no timed run."""
+    c = timed_cases(pred, meas[meas["kind"] == "timed"][["experiment", "case", "strategy", "measured_ms"]])
     c.attrs["starts"] = meas[meas["kind"] == "start"].dropna(axis=1, how="all").drop(columns="kind", errors="ignore")
     c.attrs["penalties"] = penalties(c)
     return c
@@ -182,20 +215,10 @@ def penalties(c: pd.DataFrame) -> pd.DataFrame:
 
 
 def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
-    st, pen, starts = c, c.attrs["penalties"], c.attrs["starts"]
-    by = {s: st[(st["source"] == s) & st["error_pct"].notna()] for s in SOURCES}
-    mape = {s: float(d["error_pct"].abs().mean()) if len(d) else float("nan") for s, d in by.items()}
+    pen, starts = c.attrs["penalties"], c.attrs["starts"]
+    by, mape, complete, worst = by_source(c, SOURCES)
     n_cases = len(by["model"])
-    complete = n_cases > 0 and all(len(by[s]) == n_cases for s in SOURCES)
-    worst = float(by["model"]["error_pct"].abs().max()) if n_cases else float("nan")
-    fastest = []
-    for (exp, case), d in by["model"].groupby(["experiment", "case"]):
-        if exp == "reg49-reference":
-            continue
-        d = d.set_index("strategy")
-        p = d["predicted_ms"].sort_values()
-        near = p.index[:2] if len(p) > 1 and p.iloc[1] / p.iloc[0] - 1 <= TIE / 100 else p.index[:1]
-        fastest.append(d["measured_ms"].idxmin() in near)
+    fastest = fastest_right(by["model"])
     pe = {s: float(pen[pen["source"] == s]["error_points"].abs().mean()) if len(pen) else float("nan")
           for s in SOURCES}
     n_pen = int((pen["source"] == "model").sum()) if len(pen) else 0

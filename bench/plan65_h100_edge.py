@@ -50,7 +50,9 @@ SOURCES = ("model", "latency", "naive", "h200-measured")
 PREDICTIONS = p64.PREDICTIONS
 REGISTERED = ROOT / "bench/predictions/reg65-h100-edge"
 JudgeError = registered_plan.JudgeError
-MAPE, WORST, TIE = 3.0, 6.0, 0.5
+MAPE, WORST = 3.0, 6.0
+TIE = p64.TIE
+"""Claim (d)'s resolution (%), as plan 64's (``plan64_h100_datasheet.fastest_right``)."""
 WHY = "plan 65's call times every experiment on one H100"
 CLAIMS = {
     "a": f"model (h100-x1-datasheet): makespan MAPE <= {MAPE:g}% and worst |error| <= {WORST:g}% over every case and "
@@ -90,29 +92,14 @@ def measured(run_dir: Path) -> pd.DataFrame:
 def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     """Per experiment, case, strategy and source: measured and predicted makespans and the error (%).
     :class:`JudgeError` where a registered case has no timed run."""
-    j = pred.merge(meas, on=["experiment", "case", "strategy"], how="left")
-    missing = j[j["measured_ms"].isna() & (j["source"] == "model")]
-    if len(missing):
-        r = missing.iloc[0]
-        raise JudgeError(f"{r['experiment']}: no timed run of {r['case']} {r['strategy']} ({len(missing)} missing)")
-    j["error_pct"] = (j["predicted_ms"] / j["measured_ms"] - 1) * 100
-    return j[["experiment", "case", "strategy", "source", "measured_ms", "predicted_ms", "n_runs", "error_pct"]]
+    return p64.timed_cases(pred, meas)
 
 
 def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
-    by = {s: c[(c["source"] == s) & c["error_pct"].notna()] for s in SOURCES}
+    by, mape, complete, worst = p64.by_source(c, SOURCES)
     n = len(by["model"])
-    complete = n > 0 and all(len(by[s]) == n for s in SOURCES)
-    mape = {s: float(d["error_pct"].abs().mean()) if len(d) else float("nan") for s, d in by.items()}
     seq = {s: d[d["strategy"] == "sequential"]["error_pct"].abs() for s, d in by.items()}
-    worst = float(by["model"]["error_pct"].abs().max()) if n else float("nan")
-    fastest = []
-    for (exp, case), d in by["model"].groupby(["experiment", "case"]):
-        if exp == "reg49-reference":
-            continue
-        p = d.set_index("strategy")["predicted_ms"].sort_values()
-        near = p.index[:2] if len(p) > 1 and p.iloc[1] / p.iloc[0] - 1 <= TIE / 100 else p.index[:1]
-        fastest.append(d.set_index("strategy")["measured_ms"].idxmin() in near)
+    fastest = p64.fastest_right(by["model"])
     rows = [
         ("a", f"MAPE {mape['model']:.2f}%, worst {worst:.2f}% over {n} cases",
          complete and mape["model"] <= MAPE and worst <= WORST),
