@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +109,28 @@ def test_a_hot_set_that_cannot_run_is_refused_before_any_gpu_work(hot_bytes, rou
         l2probe.measure(hot_bytes=hot_bytes, hot_rounds=rounds)
     l2probe.check_hot(0, 8)
     l2probe.check_hot(15 << 20, 1)
+
+
+H100_PROBES = sorted((ROOT / "bench/results/hw-h100/2026-12-05-l2-survival-1gpu").glob("GPU-*/l2"))
+
+
+@pytest.mark.parametrize("run", H100_PROBES, ids=lambda p: p.parent.name)
+def test_the_h100_probes_measure_the_datasheet_profiles_survival_curve(run):
+    """Each H100's committed curve is survival_curve of its committed trials, and h100-x1-datasheet's curve (the
+    H200's, in L2 sizes, with the H100's L2) is within 0.07 of it at every point (the two H200 probes differ by as
+    much): what the probe's README and docs/hardware.md say."""
+    rows = pd.read_csv(run / "l2-survival.csv")
+    curve = l2probe.survival_curve(rows.to_dict("records"), touches=1)
+    committed = pd.read_csv(run / "l2-survival-curve.csv").query("touches == 1")
+    assert [b for b, _ in curve] == committed["b_l2"].tolist()
+    assert [s for _, s in curve] == pytest.approx(committed["survival"].tolist(), abs=1e-9)
+    hw = load_hardware("h100-x1-datasheet")
+    meta = json.loads((run / "l2-survival.json").read_text())
+    assert meta["l2_bytes"] == hw.l2_bytes == 50 * 2**20
+    assert hw.l2_survival_taken == tuple(b for b, _ in curve)
+    gap = max(abs(p - s) for p, (_, s) in zip(hw.l2_survival_share, curve))
+    assert gap <= 0.07, f"{run.parent.name}: the profile's curve is {gap:.3f} from the H100's"
+
+
+def test_there_are_two_committed_h100_probes():
+    assert [p.parent.name for p in H100_PROBES] == ["GPU-53a9632f", "GPU-5742337a"]
