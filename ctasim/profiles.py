@@ -57,6 +57,10 @@ class Derivation:
     header: tuple[str, ...]
     added: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
     """Fields the base does not write (they take their default there), appended to its ``[hardware]`` table."""
+    tickets: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
+    """Kernel-config fields (name -> (TOML value text, reason)) set on every ``[[hardware.kernel_config]]`` table of the
+    base that writes them (the ticket-scheduled config: ``ticket_spread`` and its refinements are written there only),
+    as :meth:`ctasim.spec.Hardware.with_tickets` sets them."""
 
 
 _X8_NOTE = ("estimate (8 GPUs): not measured on eight GPUs; ")
@@ -163,6 +167,45 @@ def _h100_latency() -> Derivation:
 
 DERIVED["h100-x1-datasheet-latency"] = _h100_latency()
 
+H100_TICKET_GAP_CV = 1.222
+"""``ctahw calibrate``'s gap traces on two H100s, the median of their ``ticket_gap_cv`` (1.229 on GPU-291847ac,
+bench/results/hw-h100/2026-12-05-row-groups-gaps/gaps; 1.215 on GPU-e4628d39,
+bench/results/hw-h100/2026-12-05-ticket-gaps-GPU-e4628d39; ``python bench/posthoc_h100_tickets.py``, probes.csv)."""
+H100_REACH_FACTOR = 2
+"""The H100's tickets spread this many times the H200's in the orders that lose reuse: chosen post-hoc from 2, 3 and 4
+on registered plans 64's and 65's six H100 calls (``bench/posthoc_h100_tickets.py``: the traces' ticket spread in
+pairs and row order 3-5 times the H200s', in groups of 8 the same)."""
+
+
+def _h100_tickets() -> Derivation:
+    """``h100-x1-datasheet`` with the H100's own sharers' spread: the gap probe's ``ticket_gap_cv`` (measured on two
+    H100s) and twice the H200's ``ticket_spread`` (post-hoc), after registered plans 64 and 65 found the H100s losing
+    the pairs' and row order's reuse where the datasheet profile keeps it."""
+    d = _h100_datasheet()
+    spread = load_hardware("h200-x1-calibrated").config(128, 256).ticket_spread
+    return dataclasses.replace(
+        d,
+        fields={**d.fields,
+                "source": ('"derived by ctasim.profiles from h200-x1-calibrated: h100-x1-datasheet with the H100\'s '
+                           'sharers\' spread (the gap probe\'s ticket_gap_cv, twice the ticket spread)"', "")},
+        tickets={"ticket_spread": (repr(round(spread * H100_REACH_FACTOR, 6)),
+                                   f"estimate (post-hoc, H100): {H100_REACH_FACTOR} times the H200's "
+                                   f"{spread:g} (ctasim.profiles.H100_REACH_FACTOR: the H100 traces' spread in pairs "
+                                   "and row order 3-5 times the H200s', bench/posthoc_h100_tickets.py)"),
+                 "ticket_gap_cv": (repr(H100_TICKET_GAP_CV),
+                                   "measured: ctahw calibrate's gap traces on two H100s, the median of 1.229 and "
+                                   "1.215 (ctasim.profiles.H100_TICKET_GAP_CV)")},
+        header=d.header[:-1] + (
+            "# datasheet)': the L2 size and the HBM rates. The 128x256 config's ticket_gap_cv is the H100's (its gap "
+            "probe) and",
+            "# its ticket_spread twice the H200's (post-hoc): a twin chosen after registered plans 64's and 65's H100 "
+            "runs.",
+        ),
+    )
+
+
+DERIVED["h100-x1-datasheet-tickets"] = _h100_tickets()
+
 
 def _shared(kernels: int) -> Derivation:
     """One H200 shared by ``kernels`` chain kernels of a ring, each with its share of the SMs: one share as a GPU."""
@@ -252,6 +295,7 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
     section = None
     todo = {"name": (f'"{name}"', ""), **derivation.fields}
     added = [f"{key} = {value}" + (f"  # {why}" if why else "") for key, (value, why) in derivation.added.items()]
+    tickets_set: set[str] = set()
     both = sorted(set(derivation.added) & set(todo))
     if both:
         raise ValueError(f"{name}: {', '.join(both)} both set and added")
@@ -269,12 +313,19 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
         if section == "[hardware]" and m and m["key"] in todo:
             value, why = todo.pop(m["key"])
             line = f"{m['key']} = {value}" + (f"  # {why}" if why else "")
+        if section == "[[hardware.kernel_config]]" and m and m["key"] in derivation.tickets:
+            value, why = derivation.tickets[m["key"]]
+            line = f"{m['key']} = {value}" + (f"  # {why}" if why else "")
+            tickets_set.add(m["key"])
         out.append(line)
     if section == "[hardware]" and added:
         out += added
         added = []
     if todo:  # (a base without a [hardware] table lacks its name too)
         raise ValueError(f"{name}: {derivation.base} has no one-line [hardware] field {', '.join(sorted(todo))}")
+    if set(derivation.tickets) - tickets_set:
+        raise ValueError(f"{name}: no kernel config of {derivation.base} writes "
+                         f"{', '.join(sorted(set(derivation.tickets) - tickets_set))}")
     return "\n".join(out) + "\n"
 
 

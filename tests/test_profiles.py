@@ -21,11 +21,15 @@ def test_a_derived_profile_is_its_base_but_for_the_fields_it_names(name):
     d = profiles.DERIVED[name]
     got, base = load_hardware(name), load_hardware(d.base)
     differ = {f.name for f in dataclasses.fields(got) if getattr(got, f.name) != getattr(base, f.name)}
-    assert differ <= set(d.fields) | set(d.added) | {"name"} and "name" in differ
-    assert got.kernel_configs == base.kernel_configs
+    assert differ <= set(d.fields) | set(d.added) | {"name", "kernel_configs"} and "name" in differ
+    # the kernel configs differ by the ticket fields the derivation sets, on the configs that write them, only
+    for g, b in zip(got.kernel_configs, base.kernel_configs, strict=True):
+        changed = {f.name for f in dataclasses.fields(g) if getattr(g, f.name) != getattr(b, f.name)}
+        assert changed <= set(d.tickets) and (not changed or b.ticket_spread > 0)
+    assert (got.kernel_configs != base.kernel_configs) == bool(d.tickets)
     assert not got.measured
     text = (SPECS_DIR / "hardware" / f"{name}.toml").read_text()
-    for field, (_, why) in {**d.fields, **d.added}.items():
+    for field, (_, why) in {**d.fields, **d.added, **d.tickets}.items():
         if why:
             assert f"{field} = " in text and why in text  # each estimate carries its reason
 

@@ -1,0 +1,137 @@
+"""Post-hoc: are an H100's tickets spread as an H200's? (no GPU)
+
+    python bench/posthoc_h100_tickets.py [--out bench/results/posthoc-h100-tickets]
+
+Registered plans 64 and 65 found the H100s losing row order's and pairs' reuse where ``h100-x1-datasheet`` keeps it,
+and neither the L2's survival (probed: the H200's in L2 sizes) nor one smaller L2 prices that
+(``bench/posthoc_h100_capacity.py``). The ticket laws price a later sharer of a W panel by the bytes the L2 takes in
+between, at a reach set by the profile's ``ticket_spread`` and, under the survival law, spread about it by
+``ticket_gap_cv`` (both measured on H200s). This script asks three things of the committed H100 data:
+
+* ``gaps.csv``: every traced chain-kernel run of plans 64's and 65's experiments, H100 and H200 (the H200s' committed
+  traced runs of the same experiments), read as ``bench/posthoc_order_mainloop.py`` reads them: each later sharer's
+  measured time after the sharer before over the model's reach (the H200 profile's ``ticket_spread``), per run, case
+  and order (10th, 50th and 90th percentiles, coefficient of variation);
+* ``probes.csv``: ``ctahw calibrate``'s ticket and gap traces on every machine that ran them (:data:`PROBES`: the
+  median ``spread_per_window`` of the four ticket traces, the median ``gap_cv`` of the two traces in pairs);
+* ``whatif.csv`` and ``whatif-summary.csv``: ``h100-x1-datasheet`` with the H100 probes' ``ticket_gap_cv``
+  (``ctasim.profiles.H100_TICKET_GAP_CV``, their median), with twice the reach (``ticket_spread`` times 2), with both
+  (the derived twin ``h100-x1-datasheet-tickets``, ``ctasim.profiles.H100_REACH_FACTOR``), and with the probes' gap
+  spread and 3 or 4 times the reach (:data:`WHATIFS`), predicting both plans' experiments against every H100 call that
+  ran them (MAPE per call and class of strategy).
+
+Every figure is post-hoc: the what-ifs were chosen after the runs and the traces were seen. Left out: a law that
+prices a reach that grows with the misses themselves (a slower tile spreads the tickets), which is what the traces
+point at; the H200s' what-ifs (their profile is judged elsewhere).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+import posthoc_h100_capacity as pc  # noqa: E402
+import posthoc_h100_exposed as ph  # noqa: E402
+import posthoc_order_mainloop as pom  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+
+H100 = ROOT / "bench/results/hw-h100"
+PROBES = {"GPU-291847ac": ("H100", H100 / "2026-12-05-row-groups-gaps/gaps/probes"),
+          "GPU-e4628d39": ("H100", H100 / "2026-12-05-ticket-gaps-GPU-e4628d39/probes"),
+          "GPU-ee4f01a5": ("H200", ROOT / "bench/results/hw/2026-12-05-ticket-gaps-1gpu/probes"),
+          "GPU-fa3bc407": ("H200", ROOT / "bench/results/hw/2026-12-05-registered62-1gpu/gaps/probes")}
+"""Machine -> (GPU, the folder of ``ctahw calibrate``'s ticket and gap traces)."""
+WHATIFS = ("gap cv of the H100 probes", "reach x2", "h100-x1-datasheet-tickets", "gap cv, reach x3",
+           "gap cv, reach x4")
+
+
+def gap_bundles() -> dict[str, list[Path]]:
+    """The traced chain-kernel runs of plans 64's and 65's experiments, per GPU."""
+    exps = [e for e in pc.EXPERIMENTS if "reference" not in e]
+    h100 = sorted(p for e in exps for p in H100.glob(f"*/{e}/{pom.BUNDLE}"))
+    return {"H100": h100, "H200": pom.bundles(experiments=tuple(exps))}
+
+
+def gaps() -> pd.DataFrame:
+    parts = [pom.gaps(paths).assign(gpu=gpu) for gpu, paths in gap_bundles().items()]
+    g = pd.concat(parts, ignore_index=True)
+    g["h"] = g["experiment"].str.extract(r"h(\d+)$", expand=False).astype(int)
+    return g[["gpu", "run", "experiment", "h", "case", "order", "sharers", "p10", "p50", "p90", "cv"]]
+
+
+def probes() -> pd.DataFrame:
+    rows = []
+    for machine, (gpu, d) in PROBES.items():
+        t, g = pd.read_csv(d / "tickets.csv"), pd.read_csv(d / "ticket-gaps.csv")
+        rows.append(dict(machine=machine, gpu=gpu, ticket_spread=float(np.median(t["spread_per_window"])),
+                         ticket_gap_cv=float(np.median(g["gap_cv"])), folder=str(d.relative_to(ROOT))))
+    return pd.DataFrame(rows)
+
+
+def whatif_profiles() -> dict:
+    """The datasheet profile and :data:`WHATIFS`, by name (the third is the derived twin as committed)."""
+    from ctasim.profiles import H100_TICKET_GAP_CV as cv  # noqa: PLC0415
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+
+    base = load_hardware(pc.PROFILE)
+    spread = base.config(128, 256).ticket_spread
+    return {pc.PROFILE: base,
+            WHATIFS[0]: base.with_tickets(ticket_gap_cv=cv),
+            WHATIFS[1]: base.with_tickets(ticket_spread=2 * spread),
+            WHATIFS[2]: load_hardware(WHATIFS[2]),
+            WHATIFS[3]: base.with_tickets(ticket_gap_cv=cv, ticket_spread=3 * spread),
+            WHATIFS[4]: base.with_tickets(ticket_gap_cv=cv, ticket_spread=4 * spread)}
+
+
+def predicted(profiles: dict, experiments=pc.EXPERIMENTS) -> pd.DataFrame:
+    from ctasim.cases import load_experiment  # noqa: PLC0415
+    from ctasim.harness import load_harness  # noqa: PLC0415
+    from ctasim.predict import predict  # noqa: PLC0415
+
+    harness, parts = load_harness(ph.HARNESS), []
+    for name, hw in profiles.items():
+        for exp in experiments:
+            df = predict(dataclasses.replace(load_experiment(exp), hardware=hw), harness, None)
+            df = df[(df["source"] == "model") & (df["status"] == "ok")]
+            parts.append(df[["experiment", "case", "strategy", "makespan_ms"]].assign(profile=name))
+    return pd.concat(parts, ignore_index=True).rename(columns={"makespan_ms": "predicted_ms"})
+
+
+def whatif(pred: pd.DataFrame) -> pd.DataFrame:
+    """Every H100 call's timed cases against each what-if (``posthoc_h100_capacity.cases``, one profile a scale)."""
+    names = list(dict.fromkeys(pred["profile"]))
+    c = pc.cases(pred.assign(scale=pred["profile"].map(names.index).astype(float)))
+    c["profile"] = c["scale"].map(lambda i: names[int(i)])
+    return c.drop(columns="scale")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = OneLineParser(prog="python bench/posthoc_h100_tickets.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-h100-tickets")
+    args = parse_outputs(ap, argv, folders=("--out",))
+    g, pr = gaps(), probes()
+    c = whatif(predicted(whatif_profiles()))
+    s = ph.summary(c)
+    args.out.mkdir(parents=True, exist_ok=True)
+    g.to_csv(args.out / "gaps.csv", index=False, float_format="%.4f")
+    pr.to_csv(args.out / "probes.csv", index=False, float_format="%.4f")
+    c.to_csv(args.out / "whatif.csv", index=False, float_format="%.4f")
+    s.to_csv(args.out / "whatif-summary.csv", index=False, float_format="%.4f")
+    with pd.option_context("display.width", 200):
+        print(pr.drop(columns="folder").round(3).to_string(index=False))
+        print(g.groupby(["gpu", "order"])[["p50", "p90", "cv"]].median().round(2))
+        print(s.pivot_table(index="class", columns="profile", values="mape_pct",
+                            aggfunc=lambda x: f"{x.min():.2f}-{x.max():.2f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,119 @@
+"""bench/plan66_h100_tickets.py: registered plan 66's registration (the H100 datasheet profile and its tickets twin
+beside the naive line and the H200s' measured medians), the twin's derivation, its claims on made-up runs, and its
+judge on calls it must refuse (no GPU)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+
+
+@pytest.fixture(scope="module")
+def p66():
+    return load_bench("plan66_h100_tickets")
+
+
+@pytest.fixture(scope="module")
+def registered(p66):
+    return pd.read_csv(p66.REGISTERED / "predicted.csv")
+
+
+def test_the_registration_is_what_its_sources_give(p66, registered):
+    pd.testing.assert_frame_equal(p66.register().reset_index(drop=True), registered, check_exact=False, rtol=0,
+                                  atol=5e-5, check_dtype=False)
+    counts = registered.groupby("source").size()
+    assert set(counts.index) == set(p66.SOURCES) and counts.nunique() == 1 and counts.iloc[0] == 25
+    # the twin differs from the model only in its tickets' spread: sequential alike, row order slower
+    w = registered.pivot_table(index=["experiment", "case", "strategy"], columns="source", values="predicted_ms")
+    seq = w.xs("sequential", level="strategy")
+    assert (seq["tickets"] - seq["model"]).abs().max() < 1e-9
+    row = w.xs("intragpu-row", level="strategy")
+    assert (row["tickets"] > row["model"]).all()
+
+
+def test_the_twin_is_the_datasheet_profile_with_the_h100s_ticket_spread():
+    from ctasim import profiles
+    from ctasim.spec import load_hardware
+
+    base, twin = load_hardware("h100-x1-datasheet"), load_hardware("h100-x1-datasheet-tickets")
+    h200 = load_hardware("h200-x1-calibrated").config(128, 256)
+    c = twin.config(128, 256)
+    assert c.ticket_gap_cv == profiles.H100_TICKET_GAP_CV
+    assert c.ticket_spread == pytest.approx(profiles.H100_REACH_FACTOR * h200.ticket_spread)
+    assert twin.with_tickets(ticket_gap_cv=base.config(128, 256).ticket_gap_cv,
+                             ticket_spread=h200.ticket_spread).kernel_configs == base.kernel_configs
+    assert dataclasses_equal_but(twin, base, {"name", "source", "kernel_configs"})
+
+
+def dataclasses_equal_but(a, b, skip) -> bool:
+    import dataclasses
+
+    return all(getattr(a, f.name) == getattr(b, f.name) for f in dataclasses.fields(a) if f.name not in skip)
+
+
+def test_a_ticket_field_no_kernel_config_writes_is_refused():
+    import dataclasses
+
+    from ctasim import profiles
+
+    d = dataclasses.replace(profiles.DERIVED["h100-x1-datasheet-tickets"], tickets={"ticket_nonesuch": ("1", "")})
+    with pytest.raises(ValueError, match="no kernel config of h200-x1-calibrated writes ticket_nonesuch"):
+        profiles.derive("x", d)
+
+
+def _timed(registered, source):
+    m = registered[registered["source"] == source][["experiment", "case", "strategy", "predicted_ms"]]
+    return m.rename(columns={"predicted_ms": "measured_ms"})
+
+
+def test_an_h100_as_the_twin_priced_it_meets_the_twin_claims_and_misses_d_only_where_the_model_is_off(p66, registered):
+    cl = p66.claims(p66.cases(registered, _timed(registered, "tickets")), "test").set_index("claim")
+    assert cl.loc[list("abcf"), "met"].all(), cl
+    assert not cl.loc["d", "met"]  # the model prices row order at H = 7168, M = 8192 18% fast of the twin
+
+
+def test_an_h100_as_the_model_priced_it_meets_d_and_not_a(p66, registered):
+    cl = p66.claims(p66.cases(registered, _timed(registered, "model")), "test").set_index("claim")
+    assert cl.loc["d", "met"] and not cl.loc["a", "met"] and not cl.loc["b", "met"]
+
+
+def test_a_case_without_its_timing_is_refused(p66, registered):
+    meas = _timed(registered, "model")
+    drop = (meas["experiment"] == "reg49-chain-order-h7168") & (meas["case"] == "m=4096") & \
+        (meas["strategy"] == "intragpu-row")
+    with pytest.raises(p66.JudgeError, match="reg49-chain-order-h7168: no timed run of m=4096 intragpu-row"):
+        p66.cases(registered, meas[~drop])
+
+
+H200_CALLS = {"reg10-chain-order-h6144": "2026-12-02-registered10-1gpu",
+              "reg49-chain-order-h7168": "2026-12-04-registered49-1gpu"}
+
+
+def _call(p66, tmp_path, gpu):
+    """Both experiments as H200 calls timed them, under an env.txt naming ``gpu``."""
+    hw = p66.ROOT / "bench/results/hw"
+    run = tmp_path / gpu.replace(" ", "-")
+    for exp, call in H200_CALLS.items():
+        (run / exp).mkdir(parents=True)
+        shutil.copy(hw / call / exp / "results.csv", run / exp / "results.csv")
+    env = (hw / "2026-12-05-registered59-1gpu" / "env.txt").read_text()
+    (run / "env.txt").write_text(env.replace("NVIDIA H200", gpu))
+    return run
+
+
+def test_the_judge_refuses_a_call_on_an_h200(p66, tmp_path, capsys):
+    run = _call(p66, tmp_path, "NVIDIA H200")
+    assert p66.main(["--judge", str(run), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "H100" in err[0] and not (tmp_path / "out").exists()
+
+
+def test_the_judge_on_an_h100_call_writes_its_tables(p66, tmp_path):
+    run = _call(p66, tmp_path, "NVIDIA H100 80GB HBM3")
+    assert p66.main(["--judge", str(run), "--out", str(tmp_path / "out")]) == 0
+    cl = pd.read_csv(tmp_path / "out" / "claims.csv")
+    assert list(cl["claim"]) == list("abcdef") and cl["provenance"].str.startswith("post-hoc").all()
