@@ -11,7 +11,8 @@ between, at a reach set by the profile's ``ticket_spread`` and, under the surviv
 * ``gaps.csv``: every traced chain-kernel run of plans 64's and 65's experiments, H100 and H200 (the H200s' committed
   traced runs of the same experiments), read as ``bench/posthoc_order_mainloop.py`` reads them: each later sharer's
   measured time after the sharer before over the model's reach (the H200 profile's ``ticket_spread``), per run, case
-  and order (10th, 50th and 90th percentiles, coefficient of variation);
+  and order (10th, 50th and 90th percentiles, coefficient of variation), and the tickets' spread per window
+  (``spread``: ``ctasim.calibration.span_rate``, as a profile's ``ticket_spread`` is read);
 * ``probes.csv``: ``ctahw calibrate``'s ticket and gap traces on every machine that ran them (:data:`PROBES`: the
   median ``spread_per_window`` of the four ticket traces, the median ``gap_cv`` of the two traces in pairs);
 * ``whatif.csv`` and ``whatif-summary.csv``: ``h100-x1-datasheet`` with the H100 probes' ``ticket_gap_cv``
@@ -41,6 +42,7 @@ import pandas as pd  # noqa: E402
 import posthoc_h100_capacity as pc  # noqa: E402
 import posthoc_h100_exposed as ph  # noqa: E402
 import posthoc_order_mainloop as pom  # noqa: E402
+from ctasim import calibration  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
 H100 = ROOT / "bench/results/hw-h100"
@@ -60,11 +62,22 @@ def gap_bundles() -> dict[str, list[Path]]:
     return {"H100": h100, "H200": pom.bundles(experiments=tuple(exps))}
 
 
+def spreads(paths: list[Path]) -> pd.DataFrame:
+    """Per traced run, case and order: the growth per window of the tickets' start-time span
+    (``ctasim.calibration.span_rate``, as a profile's ``ticket_spread`` is read; None where it cannot be fitted)."""
+    rows = [dict(run=pom.run_label(b), experiment=b.parent.name, case=case, order=order,
+                 spread=calibration.span_rate(calibration.window_spans(tr.tiles, pom.SLOTS)))
+            for b in paths for (case, order), tr in pom.first_runs(b)]
+    return pd.DataFrame(rows)
+
+
 def gaps() -> pd.DataFrame:
-    parts = [pom.gaps(paths).assign(gpu=gpu) for gpu, paths in gap_bundles().items()]
+    """:func:`posthoc_order_mainloop.gaps` and :func:`spreads` of every traced run, per GPU."""
+    parts = [pom.gaps(paths).merge(spreads(paths), on=["run", "experiment", "case", "order"], how="left").assign(
+        gpu=gpu) for gpu, paths in gap_bundles().items()]
     g = pd.concat(parts, ignore_index=True)
     g["h"] = g["experiment"].str.extract(r"h(\d+)$", expand=False).astype(int)
-    return g[["gpu", "run", "experiment", "h", "case", "order", "sharers", "p10", "p50", "p90", "cv"]]
+    return g[["gpu", "run", "experiment", "h", "case", "order", "sharers", "p10", "p50", "p90", "cv", "spread"]]
 
 
 def probes() -> pd.DataFrame:
@@ -127,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     s.to_csv(args.out / "whatif-summary.csv", index=False, float_format="%.4f")
     with pd.option_context("display.width", 200):
         print(pr.drop(columns="folder").round(3).to_string(index=False))
-        print(g.groupby(["gpu", "order"])[["p50", "p90", "cv"]].median().round(2))
+        print(g.groupby(["gpu", "order"])[["p50", "p90", "cv", "spread"]].median().round(4))
         print(s.pivot_table(index="class", columns="profile", values="mape_pct",
                             aggfunc=lambda x: f"{x.min():.2f}-{x.max():.2f}"))
     return 0

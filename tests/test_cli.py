@@ -230,14 +230,17 @@ def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(t
                           "h200-x1-calibrated-partition", "h200-x1-calibrated-threshold", "h200-x2-calibrated",
                           "h200-x8-mechanism", "h200-x1-calibrated-mechanism", "h200-x1-calibrated-threshold-rate",
                           "h200-x1-calibrated-survival-own", "h200-x1-calibrated-threshold-own",
-                          "h200-x1-calibrated-gaps", "h100-x1-datasheet", "h100-x1-datasheet-latency"}
-    # plans 64's and 65's H100 runs, filed under their registrations: quoted under the H100 profiles, not the H200 one
-    # (filed under their experiments' names they would count as h200-x1-calibrated's); the sequential line counts the
-    # registrations with a sequential case: plan 64's four (12 runs; the reference's 3 more from plan 65's calls) and
-    # plan 65's H = 5120 (3 runs)
-    assert "reg64-h100-h5632" in parts["h100-x1-datasheet"] and "over 18 measured runs" in parts["h100-x1-datasheet"]
+                          "h200-x1-calibrated-gaps", "h100-x1-datasheet", "h100-x1-datasheet-latency",
+                          "h100-x1-datasheet-tickets"}
+    # plans 64's, 65's and 66's H100 runs, filed under their registrations: quoted under the H100 profiles, not the H200
+    # one (filed under their experiments' names they would count as h200-x1-calibrated's); the sequential line counts
+    # the registrations with a sequential case: plan 64's four (12 runs; the reference's 3 more from plan 65's calls),
+    # plan 65's H = 5120 (3 runs) and plan 66's two (1 run each)
+    assert "reg64-h100-h5632" in parts["h100-x1-datasheet"] and "over 20 measured runs" in parts["h100-x1-datasheet"]
     assert "reg65-h100-h5120-latency" in parts["h100-x1-datasheet-latency"]
     assert "reg65-h100-h5120-latency" not in parts["h100-x1-datasheet"]
+    assert "reg66-h100-h7168-tickets" in parts["h100-x1-datasheet-tickets"]
+    assert "reg66-h100-h7168-tickets" not in parts["h100-x1-datasheet"]
     # a derived profile with registered validations of its own is not said to have none
     (head,) = [l for l in A.trust(load_hardware("h100-x1-datasheet"), ["sequential"]) if l.startswith("profile ")]
     assert "derived from h200-x1-calibrated" in head and "no validation" not in head
