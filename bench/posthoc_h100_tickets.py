@@ -76,6 +76,8 @@ def gaps() -> pd.DataFrame:
     parts = [pom.gaps(paths).merge(spreads(paths), on=["run", "experiment", "case", "order"], how="left").assign(
         gpu=gpu) for gpu, paths in gap_bundles().items()]
     g = pd.concat(parts, ignore_index=True)
+    # the H100 runs sit outside bench/results/hw, where run_label gives an absolute path: name them from the root
+    g["run"] = g["run"].map(lambda r: str(Path(r).relative_to(ROOT)) if Path(r).is_absolute() else r)
     g["h"] = g["experiment"].str.extract(r"h(\d+)$", expand=False).astype(int)
     return g[["gpu", "run", "experiment", "h", "case", "order", "sharers", "p10", "p50", "p90", "cv", "spread"]]
 
