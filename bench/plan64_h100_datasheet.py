@@ -102,6 +102,30 @@ def _rows(reg: str, sources: dict, predictions: Path) -> pd.DataFrame:
     return p.assign(source=p["source"].map(sources))[["experiment", "case", "strategy", "source", "makespan_ms"]]
 
 
+def register_twin(experiments: dict, twin: str, predictions: Path = PREDICTIONS,
+                  runs: Path = H200_RUNS) -> pd.DataFrame:
+    """A twin plan's registration (plans 65 and 66): per experiment of ``experiments`` (experiment -> (the datasheet
+    profile's registration, the twin's)), the model's and naive rows of the first, the twin's model rows as source
+    ``twin``, and the H200s' measured medians."""
+    parts = []
+    for model, other in experiments.values():
+        parts.append(_rows(model, {"model": "model", "naive": "naive"}, predictions))
+        parts.append(_rows(other, {"model": twin}, predictions))
+    pred = pd.concat(parts, ignore_index=True).rename(columns={"makespan_ms": "predicted_ms"})
+    meas = h200_measured(runs, tuple(experiments)).assign(source="h200-measured")
+    out = pd.concat([pred, meas], ignore_index=True)
+    return out[["experiment", "case", "strategy", "source", "predicted_ms", "n_runs"]]
+
+
+def h100_timed(run_dir: Path, experiments, why: str) -> pd.DataFrame:
+    """Every experiment's timed medians (experiment, case, strategy, measured_ms), from an H100's call
+    (:class:`JudgeError` on another GPU's)."""
+    call_gpu(run_dir)
+    parts = [registered_plan.timed_makespans(run_dir, exp, why).rename("measured_ms").reset_index().assign(
+        experiment=exp) for exp in experiments]
+    return pd.concat(parts, ignore_index=True)
+
+
 def register(predictions: Path = PREDICTIONS, runs: Path = H200_RUNS) -> pd.DataFrame:
     """Every source's makespan (ms) per experiment, case and strategy (:data:`SOURCES`)."""
     parts = []

@@ -68,22 +68,12 @@ CLAIMS = {
 
 def register(predictions: Path = PREDICTIONS, runs: Path = p64.H200_RUNS) -> pd.DataFrame:
     """Every source's makespan (ms) per experiment, case and strategy (:data:`SOURCES`)."""
-    parts = []
-    for model, tickets in EXPERIMENTS.values():
-        parts.append(p64._rows(model, {"model": "model", "naive": "naive"}, predictions))
-        parts.append(p64._rows(tickets, {"model": "tickets"}, predictions))
-    pred = pd.concat(parts, ignore_index=True).rename(columns={"makespan_ms": "predicted_ms"})
-    meas = p64.h200_measured(runs, tuple(EXPERIMENTS)).assign(source="h200-measured")
-    out = pd.concat([pred, meas], ignore_index=True)
-    return out[["experiment", "case", "strategy", "source", "predicted_ms", "n_runs"]]
+    return p64.register_twin(EXPERIMENTS, "tickets", predictions, runs)
 
 
 def measured(run_dir: Path) -> pd.DataFrame:
     """Both experiments' timed medians (experiment, case, strategy, measured_ms), from an H100's call."""
-    p64.call_gpu(run_dir)
-    parts = [registered_plan.timed_makespans(run_dir, exp, WHY).rename("measured_ms").reset_index().assign(
-        experiment=exp) for exp in EXPERIMENTS]
-    return pd.concat(parts, ignore_index=True)
+    return p64.h100_timed(run_dir, EXPERIMENTS, WHY)
 
 
 def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:

@@ -60,18 +60,7 @@ def predicted(scales=SCALES, experiments=EXPERIMENTS) -> pd.DataFrame:
 
 def cases(pred: pd.DataFrame, root: Path = CALLS) -> pd.DataFrame:
     """Every committed H100 call's timed cases of these experiments against the predictions."""
-    parts = []
-    for call in sorted(d for d in root.iterdir() if d.is_dir()):
-        for exp in EXPERIMENTS:
-            if (call / exp / "results.csv").is_file():
-                r = pd.read_csv(call / exp / "results.csv").query("status == 'ok'")
-                r = r[["case", "strategy", "makespan_ms"]].rename(columns={"makespan_ms": "measured_ms"})
-                parts.append(r.assign(experiment=exp, call=call.name))
-    meas = pd.concat(parts, ignore_index=True)
-    c = meas.merge(pred, on=["experiment", "case", "strategy"], how="inner")
-    c["error_pct"] = (c["predicted_ms"] / c["measured_ms"] - 1) * 100
-    c["class"] = c["strategy"].map(lambda s: {"sequential": "sequential", "intragpu-row": "row order",
-                                              "intragpu-g2": "pairs"}.get(s, "groups of 8 and 4"))
+    c = ph.call_cases(pred, sorted(d for d in root.iterdir() if d.is_dir()), EXPERIMENTS)
     c["profile"] = c["scale"].map(lambda f: f"{PROFILE} x{f:g} L2")
     return c[["call", "experiment", "case", "strategy", "class", "scale", "profile", "measured_ms", "predicted_ms",
               "error_pct"]]

@@ -61,18 +61,26 @@ def calls(root: Path = CALLS) -> list[Path]:
             and all((d / e / "results.csv").is_file() for e in p64.EXPERIMENTS)]
 
 
-def cases(pred: pd.DataFrame, root: Path = CALLS) -> pd.DataFrame:
+def call_cases(pred: pd.DataFrame, calls: list[Path], experiments) -> pd.DataFrame:
+    """Every ok timed case of ``experiments`` in ``calls`` (where the call ran the experiment) against ``pred``
+    (experiment, case, strategy, predicted_ms and the other columns it has): the error (%) and the strategy's class."""
     parts = []
-    for call in calls(root):
-        for exp in p64.EXPERIMENTS:
-            r = pd.read_csv(call / exp / "results.csv").query("status == 'ok'")
-            r = r[["case", "strategy", "makespan_ms"]].rename(columns={"makespan_ms": "measured_ms"})
-            parts.append(r.assign(experiment=exp, call=call.name))
+    for call in calls:
+        for exp in experiments:
+            if (call / exp / "results.csv").is_file():
+                r = pd.read_csv(call / exp / "results.csv").query("status == 'ok'")
+                r = r[["case", "strategy", "makespan_ms"]].rename(columns={"makespan_ms": "measured_ms"})
+                parts.append(r.assign(experiment=exp, call=call.name))
     meas = pd.concat(parts, ignore_index=True)
     c = meas.merge(pred, on=["experiment", "case", "strategy"], how="inner")
     c["error_pct"] = (c["predicted_ms"] / c["measured_ms"] - 1) * 100
     c["class"] = c["strategy"].map(lambda s: {"sequential": "sequential", "intragpu-row": "row order",
                                               "intragpu-g2": "pairs"}.get(s, "groups of 8 and 4"))
+    return c
+
+
+def cases(pred: pd.DataFrame, root: Path = CALLS) -> pd.DataFrame:
+    c = call_cases(pred, calls(root), p64.EXPERIMENTS)
     return c[["call", "experiment", "case", "strategy", "class", "profile", "measured_ms", "predicted_ms", "error_pct"]]
 
 
