@@ -17,9 +17,9 @@ between, at a reach set by the profile's ``ticket_spread`` and, under the surviv
   median ``spread_per_window`` of the four ticket traces, the median ``gap_cv`` of the two traces in pairs);
 * ``whatif.csv`` and ``whatif-summary.csv``: ``h100-x1-datasheet`` with the H100 probes' ``ticket_gap_cv``
   (``ctasim.profiles.H100_TICKET_GAP_CV``, their median), with twice the reach (``ticket_spread`` times 2), with both
-  (the derived twin ``h100-x1-datasheet-tickets``, ``ctasim.profiles.H100_REACH_FACTOR``), and with the probes' gap
-  spread and 3 or 4 times the reach (:data:`WHATIFS`), predicting both plans' experiments against every H100 call that
-  ran them (MAPE per call and class of strategy).
+  (the derived twin ``h100-x1-datasheet-tickets``, ``ctasim.profiles.H100_REACH_FACTOR``), with the probes' gap
+  spread and 3 or 4 times the reach (:data:`WHATIFS`), and with each order's own traced spread (:data:`PER_ORDER`),
+  predicting both plans' experiments against every H100 call that ran them (MAPE per call and class of strategy).
 
 Every figure is post-hoc: the what-ifs were chosen after the runs and the traces were seen. Left out: a law that
 prices a reach that grows with the misses themselves (a slower tile spreads the tickets), which is what the traces
@@ -53,6 +53,10 @@ PROBES = {"GPU-291847ac": ("H100", H100 / "2026-12-05-row-groups-gaps/gaps/probe
 """Machine -> (GPU, the folder of ``ctahw calibrate``'s ticket and gap traces)."""
 WHATIFS = ("gap cv of the H100 probes", "reach x2", "h100-x1-datasheet-tickets", "gap cv, reach x3",
            "gap cv, reach x4")
+PER_ORDER = "gap cv, each order's traced spread"
+"""The what-if that prices each order with the H100 probes' gap spread and that order's own ``ticket_spread`` as the
+H100 traces read it (the median ``spread`` of ``gaps.csv`` over the H100 runs of the order): what one spread per
+order, known exactly, would give (:func:`per_order`)."""
 
 
 def gap_bundles() -> dict[str, list[Path]]:
@@ -106,6 +110,21 @@ def whatif_profiles() -> dict:
             WHATIFS[4]: base.with_tickets(ticket_gap_cv=cv, ticket_spread=4 * spread)}
 
 
+def per_order(g: pd.DataFrame, experiments=pc.EXPERIMENTS) -> pd.DataFrame:
+    """:data:`PER_ORDER`'s predictions: each chain-kernel order (and sequential, which no ticket field moves) from
+    the datasheet profile with that order's H100 spread (from ``g``, :func:`gaps`) and the probes' gap spread."""
+    from ctasim.profiles import H100_TICKET_GAP_CV as cv  # noqa: PLC0415
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+
+    base = load_hardware(pc.PROFILE)
+    spread = g[g["gpu"] == "H100"].groupby("order")["spread"].median()
+    parts = []
+    for order, sp in spread.items():
+        p = predicted({PER_ORDER: base.with_tickets(ticket_gap_cv=cv, ticket_spread=float(sp))}, experiments)
+        parts.append(p[p["strategy"].isin([order, "sequential"])])
+    return pd.concat(parts, ignore_index=True).drop_duplicates(["experiment", "case", "strategy"])
+
+
 def predicted(profiles: dict, experiments=pc.EXPERIMENTS) -> pd.DataFrame:
     from ctasim.cases import load_experiment  # noqa: PLC0415
     from ctasim.harness import load_harness  # noqa: PLC0415
@@ -133,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-h100-tickets")
     args = parse_outputs(ap, argv, folders=("--out",))
     g, pr = gaps(), probes()
-    c = whatif(predicted(whatif_profiles()))
+    c = whatif(pd.concat([predicted(whatif_profiles()), per_order(g)], ignore_index=True))
     s = ph.summary(c)
     args.out.mkdir(parents=True, exist_ok=True)
     g.to_csv(args.out / "gaps.csv", index=False, float_format="%.4f")
