@@ -13,6 +13,10 @@ between, at a reach set by the profile's ``ticket_spread`` and, under the surviv
   measured time after the sharer before over the model's reach (the H200 profile's ``ticket_spread``), per run, case
   and order (10th, 50th and 90th percentiles, coefficient of variation), and the tickets' spread per window
   (``spread``: ``ctasim.calibration.span_rate``, as a profile's ``ticket_spread`` is read);
+* ``mainloop.csv``: the same H100 runs' penalties over groups of 8 (``bench/posthoc_order_mainloop.py``'s
+  ``compared``: the late mainloop's and the makespan's, measured and under ``h100-x1-datasheet``), per run, case and
+  order: where the loss is (the tiles' mainloop or around it) and whether the model's two states (reuse kept or
+  thrashed) bracket it;
 * ``probes.csv``: ``ctahw calibrate``'s ticket and gap traces on every machine that ran them (:data:`PROBES`: the
   median ``spread_per_window`` of the four ticket traces, the median ``gap_cv`` of the two traces in pairs);
 * ``whatif.csv`` and ``whatif-summary.csv``: ``h100-x1-datasheet`` with the H100 probes' ``ticket_gap_cv``
@@ -86,6 +90,25 @@ def gaps() -> pd.DataFrame:
     return g[["gpu", "run", "experiment", "h", "case", "order", "sharers", "p10", "p50", "p90", "cv", "spread"]]
 
 
+def mainloop() -> pd.DataFrame:
+    """Measured and modelled penalties over groups of 8 of every traced H100 run (``posthoc_order_mainloop.compared``),
+    the model ``h100-x1-datasheet`` as registered."""
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+
+    hw = load_hardware(pc.PROFILE)
+    parts = []
+    for b in gap_bundles()["H100"]:
+        meas = pom.measured(b)
+        pairs = list(meas[["case", "order"]].itertuples(index=False, name=None))
+        mod = pom.modelled(b.parent.name, pairs, None, profile=lambda _hw: hw)
+        parts.append(pom.compared(meas, mod).assign(run=str(b.parent.parent.relative_to(ROOT)),
+                                                     experiment=b.parent.name))
+    c = pd.concat(parts, ignore_index=True)
+    c["h"] = c["experiment"].str.extract(r"h(\d+)$", expand=False).astype(int)
+    return c[["run", "experiment", "h", "case", "order", "mainloop_pct_meas", "mainloop_pct_model",
+              "makespan_pct_meas", "makespan_pct_model"]]
+
+
 def probes() -> pd.DataFrame:
     rows = []
     for machine, (gpu, d) in PROBES.items():
@@ -151,11 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_h100_tickets.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-h100-tickets")
     args = parse_outputs(ap, argv, folders=("--out",))
-    g, pr = gaps(), probes()
+    g, pr, ml = gaps(), probes(), mainloop()
     c = whatif(pd.concat([predicted(whatif_profiles()), per_order(g)], ignore_index=True))
     s = ph.summary(c)
     args.out.mkdir(parents=True, exist_ok=True)
     g.to_csv(args.out / "gaps.csv", index=False, float_format="%.4f")
+    ml.to_csv(args.out / "mainloop.csv", index=False, float_format="%.4f")
     pr.to_csv(args.out / "probes.csv", index=False, float_format="%.4f")
     c.to_csv(args.out / "whatif.csv", index=False, float_format="%.4f")
     s.to_csv(args.out / "whatif-summary.csv", index=False, float_format="%.4f")
