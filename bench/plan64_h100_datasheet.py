@@ -117,10 +117,10 @@ def register_twin(experiments: dict, twin: str, predictions: Path = PREDICTIONS,
     return out[["experiment", "case", "strategy", "source", "predicted_ms", "n_runs"]]
 
 
-def h100_timed(run_dir: Path, experiments, why: str) -> pd.DataFrame:
+def h100_timed(run_dir: Path, experiments, why: str, plan: str) -> pd.DataFrame:
     """Every experiment's timed medians (experiment, case, strategy, measured_ms), from an H100's call
-    (:class:`JudgeError` on another GPU's)."""
-    call_gpu(run_dir)
+    (:class:`JudgeError` on another GPU's; ``why``, ``plan``: the judging plan's words)."""
+    call_gpu(run_dir, why, plan)
     parts = [registered_plan.timed_makespans(run_dir, exp, why).rename("measured_ms").reset_index().assign(
         experiment=exp) for exp in experiments]
     return pd.concat(parts, ignore_index=True)
@@ -141,17 +141,17 @@ def register(predictions: Path = PREDICTIONS, runs: Path = H200_RUNS) -> pd.Data
 GPU_LINE = re.compile(r"^\d+, (?P<name>NVIDIA [^,]+), (?P<uuid>GPU-[0-9a-f-]+),", re.M)
 
 
-def call_gpu(run_dir: Path) -> str:
+def call_gpu(run_dir: Path, why: str = WHY, plan: str = "plan 64") -> str:
     """The call's GPU name from ``run_dir/env.txt`` (``bench/hw/run_registered.sh``'s nvidia-smi table);
-    :class:`JudgeError` where missing or not an H100."""
+    :class:`JudgeError` where missing or not an H100 (``why``, ``plan``: the judging plan's words for it)."""
     env = run_dir / "env.txt"
     if not env.is_file():
-        raise JudgeError(f"no {env} ({WHY}: it names the GPU)")
+        raise JudgeError(f"no {env} ({why}: it names the GPU)")
     m = GPU_LINE.search(env.read_text(errors="replace"))
     if m is None:
         raise JudgeError(f"{env}: no nvidia-smi line naming the GPU")
     if "H100" not in m["name"]:
-        raise JudgeError(f"{env}: the call ran on an {m['name']}, not an H100 (plan 64 predicts an H100)")
+        raise JudgeError(f"{env}: the call ran on an {m['name']}, not an H100 ({plan} predicts an H100)")
     return m["name"]
 
 

@@ -73,7 +73,7 @@ def register(predictions: Path = PREDICTIONS, runs: Path = p64.H200_RUNS) -> pd.
 
 def measured(run_dir: Path) -> pd.DataFrame:
     """Both experiments' timed medians (experiment, case, strategy, measured_ms), from an H100's call."""
-    return p64.h100_timed(run_dir, EXPERIMENTS, WHY)
+    return p64.h100_timed(run_dir, EXPERIMENTS, WHY, "plan 66")
 
 
 def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:

@@ -6,7 +6,7 @@ Registered plans 64 and 65 found the H100s losing row order's and pairs' reuse w
 and neither the L2's survival (probed: the H200's in L2 sizes) nor one smaller L2 prices that
 (``bench/posthoc_h100_capacity.py``). The ticket laws price a later sharer of a W panel by the bytes the L2 takes in
 between, at a reach set by the profile's ``ticket_spread`` and, under the survival law, spread about it by
-``ticket_gap_cv`` (both measured on H200s). This script asks three things of the committed H100 data:
+``ticket_gap_cv`` (both measured on H200s). This script asks four things of the committed H100 data:
 
 * ``gaps.csv``: every traced chain-kernel run of plans 64's and 65's experiments, H100 and H200 (the H200s' committed
   traced runs of the same experiments), read as ``bench/posthoc_order_mainloop.py`` reads them: each later sharer's
@@ -120,6 +120,7 @@ def probes() -> pd.DataFrame:
 
 def whatif_profiles() -> dict:
     """The datasheet profile and :data:`WHATIFS`, by name (the third is the derived twin as committed)."""
+    from ctasim.profiles import H100_REACH_FACTOR  # noqa: PLC0415
     from ctasim.profiles import H100_TICKET_GAP_CV as cv  # noqa: PLC0415
     from ctasim.spec import load_hardware  # noqa: PLC0415
 
@@ -127,7 +128,7 @@ def whatif_profiles() -> dict:
     spread = base.config(128, 256).ticket_spread
     return {pc.PROFILE: base,
             WHATIFS[0]: base.with_tickets(ticket_gap_cv=cv),
-            WHATIFS[1]: base.with_tickets(ticket_spread=2 * spread),
+            WHATIFS[1]: base.with_tickets(ticket_spread=H100_REACH_FACTOR * spread),
             WHATIFS[2]: load_hardware(WHATIFS[2]),
             WHATIFS[3]: base.with_tickets(ticket_gap_cv=cv, ticket_spread=3 * spread),
             WHATIFS[4]: base.with_tickets(ticket_gap_cv=cv, ticket_spread=4 * spread)}

@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,9 +59,9 @@ class Derivation:
     added: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
     """Fields the base does not write (they take their default there), appended to its ``[hardware]`` table."""
     tickets: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
-    """Kernel-config fields (name -> (TOML value text, reason)) set on every ``[[hardware.kernel_config]]`` table of the
-    base that writes them (the ticket-scheduled config: ``ticket_spread`` and its refinements are written there only),
-    as :meth:`ctasim.spec.Hardware.with_tickets` sets them."""
+    """Ticket fields of a kernel config (``ticket_*`` names -> (TOML value text, reason)), set on the one-line
+    assignment of each ticket-scheduled ``[[hardware.kernel_config]]`` table of the base (its ``ticket_spread`` > 0):
+    the configs :meth:`ctasim.spec.Hardware.with_tickets` changes, where the base writes the field."""
 
 
 _X8_NOTE = ("estimate (8 GPUs): not measured on eight GPUs; ")
@@ -167,14 +168,19 @@ def _h100_latency() -> Derivation:
 
 DERIVED["h100-x1-datasheet-latency"] = _h100_latency()
 
-H100_TICKET_GAP_CV = 1.222
+H100_PROBE_GAP_CVS = (1.229, 1.215)
+"""``ticket_gap_cv`` as ``ctahw calibrate``'s gap traces read it on two H100s (GPU-291847ac, GPU-e4628d39)."""
+H100_TICKET_GAP_CV = round(statistics.median(H100_PROBE_GAP_CVS), 3)
 """``ctahw calibrate``'s gap traces on two H100s, the median of their ``ticket_gap_cv`` (1.229 on GPU-291847ac,
 bench/results/hw-h100/2026-12-05-row-groups-gaps/gaps; 1.215 on GPU-e4628d39,
 bench/results/hw-h100/2026-12-05-ticket-gaps-GPU-e4628d39; ``python bench/posthoc_h100_tickets.py``, probes.csv)."""
 H100_REACH_FACTOR = 2
-"""The H100's tickets spread this many times the H200's in the orders that lose reuse: chosen post-hoc from 2, 3 and 4
-on registered plans 64's and 65's six H100 calls (``bench/posthoc_h100_tickets.py``: the traces' ticket spread in
-pairs and row order 3-5 times the H200s', in groups of 8 the same)."""
+"""The factor on the H200's ``ticket_spread`` that the twin takes: chosen post-hoc from 2, 3 and 4 as the one that
+priced registered plans 64's and 65's six H100 calls best (``bench/posthoc_h100_tickets.py``). Not a measured spread:
+the traces' spread in pairs and row order is 3-4 times the H200s' on the same shapes, in groups of 8 the same."""
+_TIMES = {2: "twice"}
+"""How the derived profile's text says :data:`H100_REACH_FACTOR` (a factor without an entry here fails at import:
+the text is written from the constants, never apart from them)."""
 
 
 def _h100_tickets() -> Derivation:
@@ -187,18 +193,21 @@ def _h100_tickets() -> Derivation:
         d,
         fields={**d.fields,
                 "source": ('"derived by ctasim.profiles from h200-x1-calibrated: h100-x1-datasheet with the H100\'s '
-                           'sharers\' spread (the gap probe\'s ticket_gap_cv, twice the ticket spread)"', "")},
+                           'sharers\' spread (the gap probe\'s ticket_gap_cv, ' + _TIMES[H100_REACH_FACTOR] + ' the ticket '
+                           'spread)"', "")},
         tickets={"ticket_spread": (repr(round(spread * H100_REACH_FACTOR, 6)),
                                    f"estimate (post-hoc, H100): {H100_REACH_FACTOR} times the H200's "
                                    f"{spread:g} (ctasim.profiles.H100_REACH_FACTOR: the H100 traces' spread in pairs "
                                    "and row order 3-5 times the H200s', bench/posthoc_h100_tickets.py)"),
                  "ticket_gap_cv": (repr(H100_TICKET_GAP_CV),
-                                   "measured: ctahw calibrate's gap traces on two H100s, the median of 1.229 and "
-                                   "1.215 (ctasim.profiles.H100_TICKET_GAP_CV)")},
+                                   "measured: ctahw calibrate's gap traces on two H100s, the median of "
+                                   f"{H100_PROBE_GAP_CVS[0]:g} and {H100_PROBE_GAP_CVS[1]:g} "
+                                   "(ctasim.profiles.H100_TICKET_GAP_CV)")},
         header=d.header[:-1] + (
             "# datasheet)': the L2 size and the HBM rates. The 128x256 config's ticket_gap_cv is the H100's (its gap "
             "probe) and",
-            "# its ticket_spread twice the H200's (post-hoc): a twin chosen after registered plans 64's and 65's H100 "
+            f"# its ticket_spread {_TIMES[H100_REACH_FACTOR]} the H200's (post-hoc): a twin chosen after registered "
+            "plans 64's and 65's H100 "
             "runs.",
         ),
     )
@@ -286,6 +295,26 @@ DERIVED.update({name: (_shared_active(n) if name.endswith("-active") else _share
 _LINE = re.compile(r"^(?P<key>[a-z][a-z0-9_]*) = (?P<value>.*?)(?P<comment>\s+#.*)?$")
 
 
+def _ticket_scheduled(lines: list[str]) -> list[bool]:
+    """Per line of a profile's text: whether it lies in a ``[[hardware.kernel_config]]`` table whose
+    ``ticket_spread`` is written and above 0 (a ticket-scheduled config)."""
+    marks, start = [False] * len(lines), None
+
+    def close(end: int) -> None:
+        if start is None:
+            return
+        spread = [float(m["value"]) for m in map(_LINE.match, lines[start:end]) if m and m["key"] == "ticket_spread"]
+        if spread and spread[0] > 0:
+            marks[start:end] = [True] * (end - start)
+
+    for i, line in enumerate(lines):
+        if line.startswith("["):
+            close(i)
+            start = i if line.strip() == "[[hardware.kernel_config]]" else None
+    close(len(lines))
+    return marks
+
+
 def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
     """The text of profile ``name``: the base's text with the derivation's fields set (a ``[hardware]`` line each,
     its comment replaced by the reason) and its header first. Raises ValueError when a field is not a one-line
@@ -296,10 +325,14 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
     todo = {"name": (f'"{name}"', ""), **derivation.fields}
     added = [f"{key} = {value}" + (f"  # {why}" if why else "") for key, (value, why) in derivation.added.items()]
     tickets_set: set[str] = set()
+    not_ticket = sorted(k for k in derivation.tickets if not k.startswith("ticket_"))
+    if not_ticket:
+        raise ValueError(f"{name}: tickets sets ticket fields only, not {', '.join(not_ticket)}")
+    scheduled = _ticket_scheduled(base_text.splitlines())
     both = sorted(set(derivation.added) & set(todo))
     if both:
         raise ValueError(f"{name}: {', '.join(both)} both set and added")
-    for line in base_text.splitlines():
+    for i, line in enumerate(base_text.splitlines()):
         if line.startswith("["):
             if section == "[hardware]" and added:  # the table ends: the added fields go last in it
                 while out and not out[-1].strip():
@@ -313,7 +346,7 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
         if section == "[hardware]" and m and m["key"] in todo:
             value, why = todo.pop(m["key"])
             line = f"{m['key']} = {value}" + (f"  # {why}" if why else "")
-        if section == "[[hardware.kernel_config]]" and m and m["key"] in derivation.tickets:
+        if scheduled[i] and m and m["key"] in derivation.tickets:
             value, why = derivation.tickets[m["key"]]
             line = f"{m['key']} = {value}" + (f"  # {why}" if why else "")
             tickets_set.add(m["key"])
@@ -324,7 +357,7 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
     if todo:  # (a base without a [hardware] table lacks its name too)
         raise ValueError(f"{name}: {derivation.base} has no one-line [hardware] field {', '.join(sorted(todo))}")
     if set(derivation.tickets) - tickets_set:
-        raise ValueError(f"{name}: no kernel config of {derivation.base} writes "
+        raise ValueError(f"{name}: no ticket-scheduled kernel config of {derivation.base} writes "
                          f"{', '.join(sorted(set(derivation.tickets) - tickets_set))}")
     return "\n".join(out) + "\n"
 

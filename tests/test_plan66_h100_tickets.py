@@ -61,8 +61,32 @@ def test_a_ticket_field_no_kernel_config_writes_is_refused():
     from ctasim import profiles
 
     d = dataclasses.replace(profiles.DERIVED["h100-x1-datasheet-tickets"], tickets={"ticket_nonesuch": ("1", "")})
-    with pytest.raises(ValueError, match="no kernel config of h200-x1-calibrated writes ticket_nonesuch"):
+    with pytest.raises(ValueError, match="no ticket-scheduled kernel config of h200-x1-calibrated writes "
+                                         "ticket_nonesuch"):
         profiles.derive("x", d)
+    d = dataclasses.replace(d, tickets={"l2_sm_tflops": ("9.0", "")})
+    with pytest.raises(ValueError, match="tickets sets ticket fields only, not l2_sm_tflops"):
+        profiles.derive("x", d)
+
+
+def test_ticket_fields_go_to_the_ticket_scheduled_configs_only(tmp_path):
+    """A config that writes ticket_spread = 0 (not ticket-scheduled) keeps its ticket fields; the scheduled one takes
+    them."""
+    import dataclasses
+
+    from ctasim import profiles
+    from ctasim.spec import SPECS_DIR
+
+    (tmp_path / "hardware").mkdir()
+    text = (SPECS_DIR / "hardware" / "h200-x1-calibrated.toml").read_text()
+    second = text.index("[[hardware.kernel_config]]", text.index("[[hardware.kernel_config]]") + 1)
+    text = text[:second] + text[second:].replace("[[hardware.kernel_config]]\n",
+                                                 "[[hardware.kernel_config]]\nticket_spread = 0.0\n", 1)
+    (tmp_path / "hardware" / "h200-x1-calibrated.toml").write_text(text)
+    d = dataclasses.replace(profiles.DERIVED["h100-x1-datasheet-tickets"],
+                            tickets={"ticket_spread": ("0.5", "why")})
+    out = profiles.derive("x", d, tmp_path)
+    assert out.count("ticket_spread = 0.5  # why") == 1 and out.count("ticket_spread = 0.0\n") == 1
 
 
 def _timed(registered, source):
@@ -72,7 +96,7 @@ def _timed(registered, source):
 
 def test_an_h100_as_the_twin_priced_it_meets_the_twin_claims_and_misses_d_only_where_the_model_is_off(p66, registered):
     cl = p66.claims(p66.cases(registered, _timed(registered, "tickets")), "test").set_index("claim")
-    assert cl.loc[list("abcf"), "met"].all(), cl
+    assert cl.loc[list("abcef"), "met"].all(), cl
     assert not cl.loc["d", "met"]  # the model prices row order at H = 7168, M = 8192 18% fast of the twin
 
 
@@ -109,7 +133,7 @@ def test_the_judge_refuses_a_call_on_an_h200(p66, tmp_path, capsys):
     run = _call(p66, tmp_path, "NVIDIA H200")
     assert p66.main(["--judge", str(run), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "H100" in err[0] and not (tmp_path / "out").exists()
+    assert len(err) == 1 and "not an H100 (plan 66 predicts an H100)" in err[0] and not (tmp_path / "out").exists()
 
 
 def test_the_judge_on_an_h100_call_writes_its_tables(p66, tmp_path):
