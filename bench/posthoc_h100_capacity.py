@@ -42,20 +42,11 @@ CALLS = ph.CALLS
 
 def predicted(scales=SCALES, experiments=EXPERIMENTS) -> pd.DataFrame:
     """The model's makespan (ms) per scale, experiment, case and strategy."""
-    from ctasim.cases import load_experiment  # noqa: PLC0415
-    from ctasim.harness import load_harness  # noqa: PLC0415
-    from ctasim.predict import predict  # noqa: PLC0415
     from ctasim.spec import load_hardware  # noqa: PLC0415
 
-    harness, base = load_harness(ph.HARNESS), load_hardware(PROFILE)
-    parts = []
-    for scale in scales:
-        hw = dataclasses.replace(base, l2_bytes=base.l2_bytes * scale)
-        for exp in experiments:
-            df = predict(dataclasses.replace(load_experiment(exp), hardware=hw), harness, None)
-            df = df[(df["source"] == "model") & (df["status"] == "ok")]
-            parts.append(df[["experiment", "case", "strategy", "makespan_ms"]].assign(scale=scale))
-    return pd.concat(parts, ignore_index=True).rename(columns={"makespan_ms": "predicted_ms"})
+    base = load_hardware(PROFILE)
+    hws = {scale: dataclasses.replace(base, l2_bytes=base.l2_bytes * scale) for scale in scales}
+    return ph.model_rows(hws, experiments).rename(columns={"profile": "scale"})
 
 
 def cases(pred: pd.DataFrame, root: Path = CALLS) -> pd.DataFrame:

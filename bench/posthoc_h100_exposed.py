@@ -37,22 +37,28 @@ HARNESS = "ctahw-timed-2xh200"
 """The harness plan 64's registrations were made with (``registration.json``)."""
 
 
-def predicted() -> pd.DataFrame:
-    """The model's makespan (ms) per profile, experiment, case and strategy."""
+def model_rows(profiles: dict, experiments) -> pd.DataFrame:
+    """The model's makespan (``predicted_ms``) per experiment, case and strategy of ``experiments`` under each of
+    ``profiles`` (label -> Hardware; the label in column ``profile``), with :data:`HARNESS` and the registrations'
+    seed: the rows ``ctasim predict`` registers as source ``model`` (ok cases only)."""
+    from ctasim.cases import load_experiment  # noqa: PLC0415
     from ctasim.harness import load_harness  # noqa: PLC0415
     from ctasim.predict import predict  # noqa: PLC0415
-    from ctasim.cases import load_experiment  # noqa: PLC0415
-    from ctasim.spec import load_hardware  # noqa: PLC0415
 
-    harness = load_harness(HARNESS)
-    parts = []
-    for profile in PROFILES:
-        hw = load_hardware(profile)
-        for exp in p64.EXPERIMENTS:
+    harness, parts = load_harness(HARNESS), []
+    for label, hw in profiles.items():
+        for exp in experiments:
             df = predict(dataclasses.replace(load_experiment(exp), hardware=hw), harness, None)
             df = df[(df["source"] == "model") & (df["status"] == "ok")]
-            parts.append(df[["experiment", "case", "strategy", "makespan_ms"]].assign(profile=profile))
+            parts.append(df[["experiment", "case", "strategy", "makespan_ms"]].assign(profile=label))
     return pd.concat(parts, ignore_index=True).rename(columns={"makespan_ms": "predicted_ms"})
+
+
+def predicted() -> pd.DataFrame:
+    """The model's makespan (ms) per profile, experiment, case and strategy."""
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+
+    return model_rows({p: load_hardware(p) for p in PROFILES}, p64.EXPERIMENTS)
 
 
 def calls(root: Path = CALLS) -> list[Path]:

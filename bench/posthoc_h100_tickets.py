@@ -32,7 +32,6 @@ point at; the H200s' what-ifs (their profile is judged elsewhere).
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -46,7 +45,7 @@ import pandas as pd  # noqa: E402
 import posthoc_h100_capacity as pc  # noqa: E402
 import posthoc_h100_exposed as ph  # noqa: E402
 import posthoc_order_mainloop as pom  # noqa: E402
-from ctasim import calibration  # noqa: E402
+import posthoc_spread_by_order as psbo  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
 H100 = ROOT / "bench/results/hw-h100"
@@ -70,40 +69,32 @@ def gap_bundles() -> dict[str, list[Path]]:
     return {"H100": h100, "H200": pom.bundles(experiments=tuple(exps))}
 
 
-def spreads(paths: list[Path]) -> pd.DataFrame:
-    """Per traced run, case and order: the growth per window of the tickets' start-time span
-    (``ctasim.calibration.span_rate``, as a profile's ``ticket_spread`` is read; None where it cannot be fitted)."""
-    rows = [dict(run=pom.run_label(b), experiment=b.parent.name, case=case, order=order,
-                 spread=calibration.span_rate(calibration.window_spans(tr.tiles, pom.SLOTS)))
-            for b in paths for (case, order), tr in pom.first_runs(b)]
-    return pd.DataFrame(rows)
-
-
 def gaps() -> pd.DataFrame:
-    """:func:`posthoc_order_mainloop.gaps` and :func:`spreads` of every traced run, per GPU."""
-    parts = [pom.gaps(paths).merge(spreads(paths), on=["run", "experiment", "case", "order"], how="left").assign(
-        gpu=gpu) for gpu, paths in gap_bundles().items()]
-    g = pd.concat(parts, ignore_index=True)
-    # the H100 runs sit outside bench/results/hw, where run_label gives an absolute path: name them from the root
-    g["run"] = g["run"].map(lambda r: str(Path(r).relative_to(ROOT)) if Path(r).is_absolute() else r)
+    """:func:`posthoc_order_mainloop.gaps` of every traced run, per GPU, with each run's ticket spread per window
+    (``spread``: ``posthoc_spread_by_order.spreads``' span rate, as a profile's ``ticket_spread`` is read)."""
+    keys = ["run", "experiment", "case", "order"]
+    parts = [pom.gaps(paths).merge(psbo.spreads(paths)[keys + ["span_rate"]], on=keys, how="left").assign(gpu=gpu)
+             for gpu, paths in gap_bundles().items()]
+    g = pd.concat(parts, ignore_index=True).rename(columns={"span_rate": "spread"})
     g["h"] = g["experiment"].str.extract(r"h(\d+)$", expand=False).astype(int)
     return g[["gpu", "run", "experiment", "h", "case", "order", "sharers", "p10", "p50", "p90", "cv", "spread"]]
 
 
+def bundle_mainloop(bundle: Path, hw) -> pd.DataFrame:
+    """One traced run's measured and modelled penalties over groups of 8 (``posthoc_order_mainloop.compared``), the
+    model under ``hw`` (a Hardware) in place of the experiment's profile."""
+    meas = pom.measured(bundle)
+    pairs = list(meas[["case", "order"]].itertuples(index=False, name=None))
+    mod = pom.modelled(bundle.parent.name, pairs, None, profile=lambda _hw: hw)
+    return pom.compared(meas, mod).assign(run=pom.run_label(bundle), experiment=bundle.parent.name)
+
+
 def mainloop() -> pd.DataFrame:
-    """Measured and modelled penalties over groups of 8 of every traced H100 run (``posthoc_order_mainloop.compared``),
-    the model ``h100-x1-datasheet`` as registered."""
+    """:func:`bundle_mainloop` of every traced H100 run, the model ``h100-x1-datasheet`` as registered."""
     from ctasim.spec import load_hardware  # noqa: PLC0415
 
     hw = load_hardware(pc.PROFILE)
-    parts = []
-    for b in gap_bundles()["H100"]:
-        meas = pom.measured(b)
-        pairs = list(meas[["case", "order"]].itertuples(index=False, name=None))
-        mod = pom.modelled(b.parent.name, pairs, None, profile=lambda _hw: hw)
-        parts.append(pom.compared(meas, mod).assign(run=str(b.parent.parent.relative_to(ROOT)),
-                                                     experiment=b.parent.name))
-    c = pd.concat(parts, ignore_index=True)
+    c = pd.concat([bundle_mainloop(b, hw) for b in gap_bundles()["H100"]], ignore_index=True)
     c["h"] = c["experiment"].str.extract(r"h(\d+)$", expand=False).astype(int)
     return c[["run", "experiment", "h", "case", "order", "mainloop_pct_meas", "mainloop_pct_model",
               "makespan_pct_meas", "makespan_pct_model"]]
@@ -150,25 +141,15 @@ def per_order(g: pd.DataFrame, experiments=pc.EXPERIMENTS) -> pd.DataFrame:
 
 
 def predicted(profiles: dict, experiments=pc.EXPERIMENTS) -> pd.DataFrame:
-    from ctasim.cases import load_experiment  # noqa: PLC0415
-    from ctasim.harness import load_harness  # noqa: PLC0415
-    from ctasim.predict import predict  # noqa: PLC0415
-
-    harness, parts = load_harness(ph.HARNESS), []
-    for name, hw in profiles.items():
-        for exp in experiments:
-            df = predict(dataclasses.replace(load_experiment(exp), hardware=hw), harness, None)
-            df = df[(df["source"] == "model") & (df["status"] == "ok")]
-            parts.append(df[["experiment", "case", "strategy", "makespan_ms"]].assign(profile=name))
-    return pd.concat(parts, ignore_index=True).rename(columns={"makespan_ms": "predicted_ms"})
+    """``posthoc_h100_exposed.model_rows`` of ``profiles`` (label -> Hardware) over ``experiments``."""
+    return ph.model_rows(profiles, experiments)
 
 
-def whatif(pred: pd.DataFrame) -> pd.DataFrame:
-    """Every H100 call's timed cases against each what-if (``posthoc_h100_capacity.cases``, one profile a scale)."""
-    names = list(dict.fromkeys(pred["profile"]))
-    c = pc.cases(pred.assign(scale=pred["profile"].map(names.index).astype(float)))
-    c["profile"] = c["scale"].map(lambda i: names[int(i)])
-    return c.drop(columns="scale")
+def whatif(pred: pd.DataFrame, root: Path = H100) -> pd.DataFrame:
+    """Every H100 call's timed cases against each what-if (``posthoc_h100_exposed.call_cases``)."""
+    c = ph.call_cases(pred, sorted(d for d in root.iterdir() if d.is_dir()), pc.EXPERIMENTS)
+    return c[["call", "experiment", "case", "strategy", "class", "profile", "measured_ms", "predicted_ms",
+              "error_pct"]]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -130,9 +130,13 @@ def late_median(tiles: pd.DataFrame, end: str) -> float:
 
 
 def run_label(bundle: Path) -> str:
-    """The run folder of a bundle, under :data:`HW` where it is there."""
+    """The run folder of a bundle: under :data:`HW` where it is there, else under the repository where it is there
+    (the H100 calls of ``bench/results/hw-h100``), else as given."""
     run = bundle.parent.parent
-    return str(run.relative_to(HW)) if bundle.is_relative_to(HW) else str(run)
+    for root in (HW, ROOT):
+        if run.is_relative_to(root):
+            return str(run.relative_to(root))
+    return str(run)
 
 
 def first_runs(bundle: Path):
