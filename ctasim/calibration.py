@@ -118,17 +118,20 @@ def tile_order_table(table: pd.DataFrame, where: str = "tile-order table") -> pd
 
 
 def run_traffic(runs: pd.DataFrame, l2_bytes: float, *, l2_efficiency: float = 1.0, drift: float = 0.0,
-                cluster_m: int = 2, sm_count: int = 132, drift_form: str = "wave") -> list[WaveTraffic]:
+                cluster_m: int = 2, sm_count: int = 132, drift_form: str = "wave", reuse_law: str = "lru",
+                survival: tuple[Sequence[float], Sequence[float]] = ((), ())) -> list[WaveTraffic]:
     """Each run's wave traffic (:func:`ctasim.l2.wave_traffic`) in its CUTLASS launch order and persistent grid
     (``runs``: rows of :func:`tile_order_table`); W multicast to ``cluster_m`` row-blocks; CTAs drifting apart by
-    ``drift`` tile times a round, charged by ``drift_form`` (:data:`ctasim.l2.DRIFT_FORMS`)."""
+    ``drift`` tile times a round, charged by ``drift_form`` (:data:`ctasim.l2.DRIFT_FORMS`); reuse across waves by
+    ``reuse_law`` (:data:`ctasim.l2.REUSE_LAWS`; ``"survival"`` reads the curve ``survival``)."""
     out = []
     for r in runs.itertuples():
         tm, tn = -(-r.m // TILE_M), -(-r.n // TILE_N)
         order = cutlass_sm90_order(tm, tn, r.raster, r.swizzle)
         slots = cutlass_sm90_grid_ctas(tm, tn, r.raster, r.swizzle, sm_count=sm_count)
         out.append(wave_traffic(order, r.m, r.n, r.k, TILE_M, TILE_N, ELEM_BYTES, slots, l2_bytes, l2_efficiency,
-                                drift=drift, cluster_m=cluster_m, drift_form=drift_form))
+                                drift=drift, cluster_m=cluster_m, drift_form=drift_form, reuse_law=reuse_law,
+                                survival=survival))
     return out
 
 
@@ -198,10 +201,12 @@ def grid_fit(ks: Sequence[int], ns: Sequence[float], traffic: Mapping[float, Seq
 def fit_l2_constants(table: pd.DataFrame, *, l2_bytes: float, hbm_gbps: float, tile_fixed_ns: float, drift: float,
                      cluster_m: int = 2, sm_count: int = 132, rate: Sequence[float] = RATE_GRID,
                      exposed: Sequence[float] = EXPOSED_GRID, where: str = "tile-order table",
-                     drift_form: str = "wave") -> GridFit:
+                     drift_form: str = "wave", reuse_law: str = "lru",
+                     survival: tuple[Sequence[float], Sequence[float]] = ((), ())) -> GridFit:
     """A profile's ``l2_sm_tflops`` (``.rate``) and ``l2_hbm_exposed`` (``.exposed``) from a tile-order probe's
     table: :func:`grid_fit` over its calibration-split runs at the measured L2 size, HBM rate, tile fixed time and
-    drift charged by ``drift_form`` (L2 efficiency 1). ValueError (one line) on a table without calibration-split runs or with fewer than two
+    drift charged by ``drift_form`` (L2 efficiency 1), reuse across waves by ``reuse_law`` (:func:`run_traffic`).
+    ValueError (one line) on a table without calibration-split runs or with fewer than two
     tile orders of a shape (the orders are what separates the rate from the exposed share)."""
     d = tile_order_table(table, where)
     cal = d[d.cal].reset_index(drop=True)
@@ -211,7 +216,8 @@ def fit_l2_constants(table: pd.DataFrame, *, l2_bytes: float, hbm_gbps: float, t
     if (orders < 2).any():
         raise ValueError(f"{where}: M = {int(orders.idxmin())} at the calibration split has {int(orders.min())} tile "
                          "order(s); the fit needs at least two per shape")
-    tr = run_traffic(cal, l2_bytes, drift=drift, cluster_m=cluster_m, sm_count=sm_count, drift_form=drift_form)
+    tr = run_traffic(cal, l2_bytes, drift=drift, cluster_m=cluster_m, sm_count=sm_count, drift_form=drift_form,
+                     reuse_law=reuse_law, survival=survival)
     return grid_fit(cal.k.values, cal.ns.values, {1.0: tr}, tile_fixed_ns, hbm_gbps=[hbm_gbps], rate=rate,
                     exposed=exposed)
 

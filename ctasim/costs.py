@@ -228,7 +228,8 @@ def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, 
                               ticket_state=cfg.ticket_state if ticket_state is None else ticket_state,
                               drift_form=cfg.drift_form,
                               ticket_law=cfg.ticket_law, survival=(hw.l2_survival_taken, hw.l2_survival_share),
-                              ticket_gap_cv=cfg.ticket_gap_cv, ticket_touched=cfg.ticket_touched)
+                              ticket_gap_cv=cfg.ticket_gap_cv, ticket_touched=cfg.ticket_touched,
+                              reuse_law=hw.l2_reuse_law)
     return l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed, hw.l2_hbm_exposed_gbps)
 
 

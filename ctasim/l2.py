@@ -15,7 +15,13 @@ What is modelled
       distance of slice s interpolates linearly from ``D(w', w-1)`` at s = 0 to ``D(w'+1, w)`` at s = 1, where
       ``D(a, b)`` is the bytes of the distinct panels used in waves a..b. The panel's hit share is the part of
       s in [0, 1) whose distance is within the capacity; the rest is read from HBM. A panel's first use
-      misses: the first wave runs with a cold L2 (no reuse between kernels).
+      misses: the first wave runs with a cold L2 (no reuse between kernels). ``reuse_law = "survival"``
+      (:data:`REUSE_LAWS`) prices the same distances by the machine's measured L2 survival curve instead of a
+      capacity: slice s hits by the share ``S(D_s / l2_bytes)`` a line keeps after ``D_s`` bytes came in, averaged
+      exactly over s (:func:`survival_mean`). The curve (the L2 survival probe, ``ctahw.l2probe``) keeps a line
+      whole to ~0.4 of ``l2_bytes`` and loses it by ~0.75 on an H200 and an H100, where the LRU keeps every line
+      up to the whole L2: the one measured capacity, where the ``"survival"`` ticket law already prices a later
+      sharer by it.
     * **Stores**: every tile writes its output (``rows * cols * store_elem_bytes``) to HBM in its wave.
     * **Wave time** = max(compute + exposed x t_hbm, t_hbm), t_hbm = the wave's HBM bytes / HBM bandwidth: a
       wave is never faster than its slots' math nor than what it must fetch from HBM, and the share ``exposed``
@@ -83,6 +89,7 @@ __all__ = [
     "DRIFT_LAWS",
     "TICKET_LAWS",
     "TICKET_STATES",
+    "REUSE_LAWS",
     "RASTERS",
     "WaveTraffic",
     "cutlass_sm90_log_swizzle",
@@ -95,6 +102,7 @@ __all__ = [
     "drift_rereads",
     "ticket_rereads",
     "survival_share",
+    "survival_mean",
     "gap_survival",
     "lognormal_average",
     "wave_ns",
@@ -349,6 +357,11 @@ def drift_rereads(sharers: list[tuple[np.ndarray, np.ndarray, float]], waves: in
     return miss * again
 
 
+REUSE_LAWS = ("lru", "survival")
+"""How :func:`wave_traffic` prices a panel's reuse across waves from its reuse distance (module docstring): ``"lru"``
+(every profile's until registered plan 67: a hit while the distance fits ``l2_bytes * l2_efficiency``), or
+``"survival"`` (the share the measured L2 survival curve keeps after that many bytes, :func:`survival_mean`)."""
+
 TICKET_LAWS = ("threshold", "partition", "survival")
 """How :func:`ticket_rereads` decides whether a later sharer finds its panel in L2. ``"threshold"`` (the profiles' law
 from registered plan 10 to plan 49; the mechanism profiles' one-CTA-per-tile config keeps it): an LRU cache of the
@@ -462,6 +475,30 @@ def survival_share(taken: np.ndarray, curve: tuple[Sequence[float], Sequence[flo
     return np.interp(np.asarray(taken, dtype=np.float64), xs, ys)
 
 
+def survival_mean(lo: np.ndarray, hi: np.ndarray, curve: tuple[Sequence[float], Sequence[float]]) -> np.ndarray:
+    """The mean of :func:`survival_share` over ``[lo, hi]`` (L2 sizes; elementwise, ``lo`` where ``hi == lo``), exact:
+    the curve is linear between its points, so its integral is quadratic in between and is taken from the points'
+    running integral (the last share held beyond the last point, as :func:`survival_share` does)."""
+    xs, ys = (np.asarray(c, dtype=np.float64) for c in curve)
+    if xs.size == 0 or xs.size != ys.size or xs[0] != 0:
+        raise ValueError("the survival curve needs matching points from 0 (l2_survival_taken, l2_survival_share)")
+    lo, hi = np.broadcast_arrays(np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64))
+    if np.any(lo < 0) or np.any(hi < lo):
+        raise ValueError("survival_mean needs 0 <= lo <= hi")
+    knots = np.concatenate([[0.0], np.cumsum(np.diff(xs) * (ys[1:] + ys[:-1]) / 2)])  # the integral at each point
+    slope = np.concatenate([np.diff(ys) / np.diff(xs), [0.0]])  # per segment, the last one flat beyond the curve
+
+    def integral(x):
+        i = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, xs.size - 1)
+        dx = x - xs[i]
+        return knots[i] + ys[i] * dx + 0.5 * slope[i] * dx * dx
+
+    width = hi - lo
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = (integral(hi) - integral(lo)) / width
+    return np.where(width > 0, mean, survival_share(lo, curve))
+
+
 GAP_NODES = 24
 """Gauss-Hermite nodes of :func:`lognormal_average` (the average over :func:`gap_survival`'s lognormal gap)."""
 
@@ -523,7 +560,7 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
                  layers: int = 1, ticket_spread: float = 0.0, ticket_state: str = "thrash",
                  drift_form: str = "wave", ticket_law: str = "threshold",
                  survival: tuple[Sequence[float], Sequence[float]] = ((), ()), ticket_gap_cv: float = 0.0,
-                 ticket_touched: float = 1.0) -> WaveTraffic:
+                 ticket_touched: float = 1.0, reuse_law: str = "lru") -> WaveTraffic:
     """HBM traffic of each wave of a GEMM whose tiles run in ``order`` on ``slots`` CTA slots (module docstring).
 
     ``order``: row-major tile ids (``i * ceil(n / tile_n) + j``), each once, -1 for padding slots.
@@ -539,8 +576,13 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
     per round (:func:`ticket_rereads`; 0 = lockstep waves); ``ticket_state``: which consistent state it takes;
     ``ticket_law``: how a later sharer misses (:data:`TICKET_LAWS`); ``survival``: the measured L2 survival curve
     that the ``"survival"`` law reads (:func:`survival_share`); ``ticket_gap_cv``, ``ticket_touched``: its two
-    refinements (:func:`gap_survival`).
+    refinements (:func:`gap_survival`). ``reuse_law``: how a panel's reuse across waves is priced from its reuse
+    distance (:data:`REUSE_LAWS`; ``"survival"`` reads ``survival`` and leaves ``l2_efficiency`` unused there).
     """
+    if reuse_law not in REUSE_LAWS:
+        raise ValueError(f"reuse_law must be one of {REUSE_LAWS}, got {reuse_law!r}")
+    if reuse_law == "survival" and len(survival[0]) == 0:
+        raise ValueError("reuse_law 'survival' needs the L2 survival curve (survival)")
     tiles_m, tiles_n = -(-m // tile_m), -(-n // tile_n)
     order = np.asarray(order, dtype=np.int64)
     if slots < 1:
@@ -581,9 +623,13 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
         cap = float(l2_bytes) * float(l2_efficiency)
         with np.errstate(divide="ignore", invalid="ignore"):
             s_star = (cap - d0) / (d1 - d0)  # the slice where the distance crosses the capacity
-        h = np.where(d1 > d0, s_star, 1.0 - s_star)
-        h = np.where(d1 == d0, (d0 <= cap).astype(float), h)
-        hit[re] = np.clip(h, 0.0, 1.0)
+        if reuse_law == "survival":  # slice s at distance d0 + s (d1 - d0): the curve's mean over [d0, d1]
+            lo, hi = np.minimum(d0, d1), np.maximum(d0, d1)
+            hit[re] = survival_mean(lo / float(l2_bytes), hi / float(l2_bytes), survival) if l2_bytes > 0 else 0.0
+        else:
+            h = np.where(d1 > d0, s_star, 1.0 - s_star)
+            h = np.where(d1 == d0, (d0 <= cap).astype(float), h)
+            hit[re] = np.clip(h, 0.0, 1.0)
     miss = size[q] * (1.0 - hit)
     is_a = q < tiles_m
     a_hbm = np.bincount(w[is_a], weights=miss[is_a], minlength=W)

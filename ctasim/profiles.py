@@ -216,6 +216,37 @@ def _h100_tickets() -> Derivation:
 DERIVED["h100-x1-datasheet-tickets"] = _h100_tickets()
 
 
+_REUSE_WHY = ("registered plan 67's twin: a GEMM panel's reuse across waves priced by the measured L2 survival curve "
+              "above (the share a line keeps after its reuse distance came in: whole to ~0.4 of l2_bytes, gone by "
+              "~0.75), not as an LRU of the whole L2 (ctasim.l2.REUSE_LAWS); the one capacity the survival ticket law "
+              "already prices a later sharer by; nothing fitted")
+
+
+def _reuse(base: Derivation | None, name: str) -> Derivation:
+    """``name`` (a measured profile, ``base`` None) or the derivation ``base`` with a GEMM panel's reuse across waves
+    priced by the measured L2 survival curve (``l2_reuse_law = "survival"``, added): registered plan 67's twin."""
+    added = {"l2_reuse_law": ('"survival"', _REUSE_WHY)}
+    source = (f'"{name} with a panel\'s reuse across waves priced by the measured L2 survival curve '
+              '(l2_reuse_law, registered plan 67\'s twin)"', "")
+    if base is None:
+        return Derivation(base=name, fields={"source": source, "measured": (
+            "false", f"derived by ctasim.profiles: {name}'s measured fields with another reuse law")},
+            added=added, header=(
+            "# DERIVED: written by `python -m ctasim.profiles` (ctasim.profiles.DERIVED). Every field, kernel config "
+            f"and comment below is {name}'s",
+            "# but l2_reuse_law (added): registered plan 67's twin, a panel's reuse across waves priced by the "
+            "measured L2 survival curve.",
+        ))
+    return dataclasses.replace(base, fields={**base.fields, "source": source}, added={**base.added, **added},
+                               header=base.header + (
+                                   "# l2_reuse_law (added): registered plan 67's twin, a panel's reuse across waves "
+                                   "priced by the measured L2 survival curve.",))
+
+
+DERIVED["h200-x1-calibrated-reuse"] = _reuse(None, "h200-x1-calibrated")
+DERIVED["h100-x1-datasheet-reuse"] = _reuse(_h100_datasheet(), "h100-x1-datasheet")
+
+
 def _shared(kernels: int) -> Derivation:
     """One H200 shared by ``kernels`` chain kernels of a ring, each with its share of the SMs: one share as a GPU."""
     why = "estimate (shared device): "

@@ -320,6 +320,10 @@ class Hardware:
     l2_survival_share: tuple[float, ...] = _f(
         "the share of lines another SM still finds in L2 after the matching l2_survival_taken (each within [0, 1], "
         "not rising; linear between points, the last held beyond)", ())
+    l2_reuse_law: str = _f(
+        "how a GEMM panel's reuse across waves is priced from its reuse distance (ctasim.l2.REUSE_LAWS): 'lru' (a hit "
+        "while the distance fits l2_bytes) or 'survival' (the share the L2 survival curve l2_survival_* keeps after "
+        "that many bytes; registered plan 67)", "lru")
     l2_hbm_exposed: float = _f(
         "share of a GEMM wave's HBM time (its operand misses and stores at hbm_gbps) that its math does not hide "
         "(0 = roofline max(compute, HBM), 1 = serial); used with l2_bytes > 0", 0.0)
@@ -695,6 +699,10 @@ def validate_hardware(hw: Hardware, where: str) -> None:
     require(math.isfinite(hw.l2_bytes) and hw.l2_bytes >= 0, where, p + "l2_bytes",
              f"must be >= 0, got {hw.l2_bytes}")
     require(0.0 <= hw.l2_hbm_exposed <= 1.0, where, p + "l2_hbm_exposed", f"must be within [0, 1], got {hw.l2_hbm_exposed}")
+    require(hw.l2_reuse_law in l2.REUSE_LAWS, where, p + "l2_reuse_law",
+            f"must be one of {', '.join(l2.REUSE_LAWS)}, got {hw.l2_reuse_law!r}")
+    require(hw.l2_reuse_law != "survival" or hw.l2_survival_taken, where, p + "l2_reuse_law",
+            "'survival' needs the L2 survival curve (l2_survival_taken, l2_survival_share)")
     require(hw.l2_hbm_exposed_gbps >= 0.0, where, p + "l2_hbm_exposed_gbps",
             f"must be >= 0 (0: hbm_gbps), got {hw.l2_hbm_exposed_gbps}")
     require(hw.link_sharing in ("fcfs", "fair"), where, p + "link_sharing",

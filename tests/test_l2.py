@@ -395,3 +395,51 @@ def test_the_interleaved_form_picks_along_m_for_a_long_k_narrow_n_gemm():
     square = Layer(m=32768, n=8192, k=8192)
     assert costs.tuned_gemm(square, hw, 2).total_ns == pytest.approx(costs.tuned_gemm(square, carried, 2).total_ns,
                                                                       rel=0.01)
+
+
+# ----------------------------------------------------------------------------------------- reuse by survival
+CURVE = ((0.0, 0.375, 0.5, 0.625, 0.75, 1.0), (1.0, 0.998, 0.91, 0.478, 0.026, 0.0))
+
+
+@pytest.mark.parametrize("lo, hi", [(0.0, 0.2), (0.3, 0.55), (0.45, 0.9), (0.6, 0.61), (0.2, 2.5), (1.2, 3.0)])
+def test_survival_mean_is_the_curves_mean_over_the_interval(lo, hi):
+    x = np.linspace(lo, hi, 200001)
+    numeric = np.trapezoid(l2.survival_share(x, CURVE), x) / (hi - lo)
+    assert float(l2.survival_mean(lo, hi, CURVE)) == pytest.approx(numeric, abs=1e-7)
+
+
+def test_survival_mean_of_an_empty_interval_is_the_curve_there_and_bad_intervals_are_refused():
+    assert float(l2.survival_mean(0.55, 0.55, CURVE)) == pytest.approx(float(l2.survival_share(0.55, CURVE)))
+    with pytest.raises(ValueError, match="0 <= lo <= hi"):
+        l2.survival_mean(0.6, 0.5, CURVE)
+
+
+def test_a_step_survival_curve_at_the_whole_l2_prices_reuse_as_the_lru():
+    """A line kept whole until the whole L2 came in and gone after is the LRU: both laws then give the same
+    traffic (the survival law through survival_mean, the LRU through the crossing slice)."""
+    cap = 60 * 2**20
+    step = ((0.0, 1.0, 1.0 + 1e-9), (1.0, 1.0, 0.0))
+    for order in (raster_order(64, 32, "row"), grouped_rows_order(64, 32, 8), cutlass_sm90_order(64, 32, "along_m", 2)):
+        kw = dict(m=64 * 128, n=32 * 256, k=4096, tile_m=128, tile_n=256, elem_bytes=2, slots=132, l2_bytes=cap)
+        lru = wave_traffic(order, **kw)
+        surv = wave_traffic(order, **kw, reuse_law="survival", survival=step)
+        np.testing.assert_allclose(surv.hbm, lru.hbm, rtol=1e-6)
+
+
+def test_reuse_by_the_measured_curve_misses_where_the_lru_hits_past_0_4_of_the_l2():
+    """W of 40 MiB (0.67 of a 60 MiB L2) read again every wave in row order: the LRU keeps it, the curve loses most
+    of it, and never keeps more than the LRU."""
+    cap = 60 * 2**20
+    kw = dict(m=64 * 128, n=20 * 256, k=4096, tile_m=128, tile_n=256, elem_bytes=2, slots=132, l2_bytes=cap)
+    order = raster_order(64, 20, "row")
+    lru = wave_traffic(order, **kw)
+    surv = wave_traffic(order, **kw, reuse_law="survival", survival=CURVE)
+    assert surv.w_hbm[2:].sum() > 2 * lru.w_hbm[2:].sum() and (surv.hbm >= lru.hbm - 1e-6).all()
+
+
+def test_a_reuse_law_it_does_not_know_or_without_a_curve_is_refused():
+    o = raster_order(4, 4, "row")
+    with pytest.raises(ValueError, match="reuse_law must be one of"):
+        wave_traffic(o, 512, 1024, 64, 128, 256, 2, 4, 1e6, reuse_law="fifo")
+    with pytest.raises(ValueError, match="needs the L2 survival curve"):
+        wave_traffic(o, 512, 1024, 64, 128, 256, 2, 4, 1e6, reuse_law="survival")

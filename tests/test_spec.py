@@ -202,6 +202,7 @@ def _hw(**changes):
     ("epilogue_store_overlap", 1.01, 1.0, "must be within [0, 1], got 1.01"),
     ("epilogue_store_overlap", -0.01, 0.0, "must be within [0, 1], got -0.01"),
     ("l2_hbm_exposed_gbps", -1.0, 0.0, "must be >= 0 (0: hbm_gbps), got -1.0"),
+    ("l2_reuse_law", "fifo", "lru", "must be one of lru, survival, got 'fifo'"),
 ])
 def test_each_hardware_bound_is_checked_at_its_edge(field, bad, good, words):
     with pytest.raises(SpecError) as ei:
@@ -229,6 +230,12 @@ def test_the_survival_ticket_law_needs_the_curve():
     with pytest.raises(SpecError, match=r"ticket_law: 'survival' needs the profile's L2 survival curve"):
         _hw(config={"ticket_law": "survival"})
     assert _hw(config={"ticket_law": "survival"}, l2_survival_taken=[0.0], l2_survival_share=[1.0])
+
+
+def test_the_survival_reuse_law_needs_the_curve():
+    with pytest.raises(SpecError, match=r"hardware\.l2_reuse_law: 'survival' needs the L2 survival curve"):
+        _hw(l2_reuse_law="survival")
+    assert _hw(l2_reuse_law="survival", l2_survival_taken=[0.0], l2_survival_share=[1.0]).l2_reuse_law == "survival"
 
 
 def test_fair_sharing_needs_no_store_overlap():
