@@ -8,7 +8,8 @@ writes the registration, ``--judge RUN_DIR`` judges a measurement against it.
 registration is never overwritten). ``--judge`` reads the registration's ``predicted.csv`` and the measurement, sets
 the plan's cases and claims and writes ``cases.csv`` and ``claims.csv``, the claims labelled registered or post-hoc by
 ``ctasim.accuracy.provenance_order`` (git shows the registration before the measurement, or not). A missing
-registration, run or case is refused in one line (:class:`JudgeError`), exit 2, nothing written. A plan may write
+registration, run or case is refused in one line (:class:`JudgeError`, from any of the plan's steps), exit 2, nothing
+written. A plan may write
 further tables beside them (:attr:`Plan.tables`). The chain-kernel plans' measured figures and order penalties are
 :func:`order_runs` and :func:`order_cases`. Each plan supplies
 what differs (:class:`Plan`); ``bench/plan55_order_tiles.py`` and ``bench/plan56_gradual.py`` are two.
@@ -173,12 +174,12 @@ def main(plan: Plan, argv: list[str] | None = None) -> int:
             raise JudgeError(f"no {reg}")
         pred = pd.read_csv(reg)
         meas = plan.measured(args.judge)
+        c = plan.cases(pred, meas)
+        prov = provenance_order(reg, plan.first_file(args.judge))
+        cl = plan.claims(c, ("registered: " if prov.registered else "post-hoc: ") + prov.why)
     except JudgeError as e:
         print(f"{plan.name}: {e}", file=sys.stderr)
         return 2
-    c = plan.cases(pred, meas)
-    prov = provenance_order(reg, plan.first_file(args.judge))
-    cl = plan.claims(c, ("registered: " if prov.registered else "post-hoc: ") + prov.why)
     out.mkdir(parents=True, exist_ok=True)
     c.to_csv(out / "cases.csv", index=False, float_format="%.4f")
     for name, t in (plan.tables(c) if plan.tables else {}).items():

@@ -20,8 +20,10 @@ What is modelled
       capacity: slice s hits by the share ``S(D_s / l2_bytes)`` a line keeps after ``D_s`` bytes came in, averaged
       exactly over s (:func:`survival_mean`). The curve (the L2 survival probe, ``ctahw.l2probe``) keeps a line
       whole to ~0.4 of ``l2_bytes`` and loses it by ~0.75 on an H200 and an H100, where the LRU keeps every line
-      up to the whole L2: the one measured capacity, where the ``"survival"`` ticket law already prices a later
-      sharer by it.
+      up to the whole L2: the measured capacity the ``"survival"`` ticket law already prices a later sharer by (the
+      drift re-reads below still count against ``l2_bytes * l2_efficiency``, which the survival curve does not
+      use). The distance is the distinct panel bytes touched in between, hits included, where the probe's axis is
+      the bytes taken in (registered plan 57: hits push a line out at 0.4-0.7 of their bytes).
     * **Stores**: every tile writes its output (``rows * cols * store_elem_bytes``) to HBM in its wave.
     * **Wave time** = max(compute + exposed x t_hbm, t_hbm), t_hbm = the wave's HBM bytes / HBM bandwidth: a
       wave is never faster than its slots' math nor than what it must fetch from HBM, and the share ``exposed``
@@ -496,7 +498,7 @@ def survival_mean(lo: np.ndarray, hi: np.ndarray, curve: tuple[Sequence[float], 
     width = hi - lo
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = (integral(hi) - integral(lo)) / width
-    return np.where(width > 0, mean, survival_share(lo, curve))
+    return np.clip(np.where(width > 0, mean, survival_share(lo, curve)), 0.0, 1.0)
 
 
 GAP_NODES = 24

@@ -408,6 +408,14 @@ def test_survival_mean_is_the_curves_mean_over_the_interval(lo, hi):
     assert float(l2.survival_mean(lo, hi, CURVE)) == pytest.approx(numeric, abs=1e-7)
 
 
+def test_survival_mean_holds_the_last_share_beyond_the_curve():
+    curve = ((0.0, 0.5, 1.0), (1.0, 0.6, 0.2))
+    assert float(l2.survival_mean(1.5, 3.5, curve)) == pytest.approx(0.2)
+    x = np.linspace(0.8, 2.0, 200001)
+    assert float(l2.survival_mean(0.8, 2.0, curve)) == pytest.approx(
+        np.trapezoid(l2.survival_share(x, curve), x) / 1.2, abs=1e-7)
+
+
 def test_survival_mean_of_an_empty_interval_is_the_curve_there_and_bad_intervals_are_refused():
     assert float(l2.survival_mean(0.55, 0.55, CURVE)) == pytest.approx(float(l2.survival_share(0.55, CURVE)))
     with pytest.raises(ValueError, match="0 <= lo <= hi"):

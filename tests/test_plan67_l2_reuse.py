@@ -93,7 +93,8 @@ def test_the_judge_on_an_h100_call_writes_its_tables(p67, registered, tmp_path):
 
 
 @pytest.mark.parametrize("gpu_name, drop, message", [
-    ("NVIDIA A100-SXM4-80GB", None, "ran on an NVIDIA A100-SXM4-80GB; plan 67 predicts an H200 or an H100"),
+    ("NVIDIA A100-SXM4-80GB", None,
+     "ran on an NVIDIA A100-SXM4-80GB; plan 67 predicts an NVIDIA H200 or an NVIDIA H100 80GB HBM3"),
     ("NVIDIA H200", (8192, 5632, 3072, "along_n/swizzle2"), "no CUTLASS run of 8192x5632x3072 along_n/swizzle2"),
 ])
 def test_the_judge_refuses_a_call_it_cannot_judge(p67, registered, tmp_path, capsys, gpu_name, drop, message):
@@ -101,6 +102,44 @@ def test_the_judge_refuses_a_call_it_cannot_judge(p67, registered, tmp_path, cap
     assert p67.main(["--judge", str(run), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0] and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value, message", [
+    ("nan", "median_ms of 8192x4608x3072 along_m/swizzle1 is nan, not a positive number"),
+    ("0", "median_ms of 8192x4608x3072 along_m/swizzle1 is 0.0, not a positive number"),
+    ("-0.3", "median_ms of 8192x4608x3072 along_m/swizzle1 is -0.3, not a positive number"),
+    ("x", "median_ms of 8192x4608x3072 along_m/swizzle1 is x, not a positive number"),
+    ("twice", "8192x4608x3072 along_m/swizzle1 is there twice"),
+])
+def test_the_judge_refuses_a_table_with_a_median_it_cannot_use(p67, registered, tmp_path, capsys, value, message):
+    run = _call(tmp_path, registered, "NVIDIA H200")
+    t = pd.read_csv(run / "gemm_shapes.csv", dtype={"median_ms": object})
+    first = (t["m"] == 8192) & (t["n"] == 4608) & (t["k"] == 3072) & (t["order"] == "along_m/swizzle1")
+    if value == "twice":
+        t = pd.concat([t, t[first]], ignore_index=True)
+    else:
+        t.loc[first, "median_ms"] = value
+    t.to_csv(run / "gemm_shapes.csv", index=False)
+    assert p67.main(["--judge", str(run), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0] and not (tmp_path / "out").exists(), err
+
+
+@pytest.mark.parametrize("gpu_name", ["NVIDIA GH200 480GB", "NVIDIA H100 PCIe", "NVIDIA H200 NVL"])
+def test_the_judge_refuses_other_parts_of_the_same_names(p67, registered, tmp_path, capsys, gpu_name):
+    run = _call(tmp_path, registered, gpu_name)
+    assert p67.main(["--judge", str(run), "--out", str(tmp_path / "out")]) == 2
+    assert f"ran on an {gpu_name}; plan 67 predicts" in capsys.readouterr().err
+
+
+def test_the_judge_refuses_a_registration_that_is_not_plan_67s(p67, registered, tmp_path, capsys):
+    run = _call(tmp_path, registered, "NVIDIA H200")
+    other = tmp_path / "other"
+    other.mkdir()
+    registered.drop(columns="kind").to_csv(other / "predicted.csv", index=False)
+    assert p67.main(["--judge", str(run), "--registered", str(other), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the registration is not plan 67's" in err[0] and not (tmp_path / "out").exists()
 
 
 def test_the_judge_refuses_a_call_without_its_env(p67, registered, tmp_path, capsys):
