@@ -141,18 +141,25 @@ def register(predictions: Path = PREDICTIONS, runs: Path = H200_RUNS) -> pd.Data
 GPU_LINE = re.compile(r"^\d+, (?P<name>NVIDIA [^,]+), (?P<uuid>GPU-[0-9a-f-]+),", re.M)
 
 
-def call_gpu(run_dir: Path, why: str = WHY, plan: str = "plan 64") -> str:
+def gpu_name(run_dir: Path, why: str = WHY) -> str:
     """The call's GPU name from ``run_dir/env.txt`` (``bench/hw/run_registered.sh``'s nvidia-smi table);
-    :class:`JudgeError` where missing or not an H100 (``why``, ``plan``: the judging plan's words for it)."""
+    :class:`JudgeError` where the file or the line is missing (``why``: what should have written it)."""
     env = run_dir / "env.txt"
     if not env.is_file():
         raise JudgeError(f"no {env} ({why}: it names the GPU)")
     m = GPU_LINE.search(env.read_text(errors="replace"))
     if m is None:
         raise JudgeError(f"{env}: no nvidia-smi line naming the GPU")
-    if "H100" not in m["name"]:
-        raise JudgeError(f"{env}: the call ran on an {m['name']}, not an H100 ({plan} predicts an H100)")
-    return m["name"]
+    return m["name"].strip()
+
+
+def call_gpu(run_dir: Path, why: str = WHY, plan: str = "plan 64") -> str:
+    """:func:`gpu_name`, and :class:`JudgeError` where it is not an H100 (``why``, ``plan``: the judging plan's words
+    for it)."""
+    name = gpu_name(run_dir, why)
+    if "H100" not in name:
+        raise JudgeError(f"{run_dir / 'env.txt'}: the call ran on an {name}, not an H100 ({plan} predicts an H100)")
+    return name
 
 
 def measured(run_dir: Path) -> pd.DataFrame:

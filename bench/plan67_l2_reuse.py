@@ -47,7 +47,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import registered_plan  # noqa: E402
-from plan64_h100_datasheet import GPU_LINE  # noqa: E402
+from plan64_h100_datasheet import gpu_name  # noqa: E402
 
 TESTS = ((8192, 4608, 3072), (8192, 5632, 3072), (8192, 6144, 3072), (8192, 7168, 3072), (16384, 7168, 3072),
          (4096, 4608, 4096), (4096, 5120, 4096), (16384, 5120, 4096))
@@ -107,16 +107,12 @@ def register() -> pd.DataFrame:
 
 
 def call_gpu(run_dir: Path) -> str:
-    """The call's GPU (a key of :data:`GPUS`) from ``run_dir/env.txt``; :class:`JudgeError` where missing or another."""
-    env = run_dir / "env.txt"
-    if not env.is_file():
-        raise JudgeError(f"no {env} ({WHY}; its env.txt names the GPU)")
-    m = GPU_LINE.search(env.read_text(errors="replace"))
-    if m is None:
-        raise JudgeError(f"{env}: no nvidia-smi line naming the GPU")
-    name = m["name"].strip()
+    """The call's GPU (a key of :data:`GPUS`) from ``run_dir/env.txt`` (``plan64_h100_datasheet.gpu_name``);
+    :class:`JudgeError` where missing or another."""
+    name = gpu_name(run_dir, WHY)
     if name not in GPU_NAMES:
-        raise JudgeError(f"{env}: the call ran on an {name}; plan 67 predicts an {' or an '.join(GPU_NAMES)}")
+        raise JudgeError(f"{run_dir / 'env.txt'}: the call ran on an {name}; plan 67 predicts an "
+                         f"{' or an '.join(GPU_NAMES)}")
     return GPU_NAMES[name]
 
 
