@@ -4,14 +4,15 @@
 
 Registered plans 67 and 68 ask whether a GEMM panel's reuse across waves follows the measured L2 survival curve
 (``h200-x1-calibrated-reuse``, ``l2_reuse_law = "survival"``) or an LRU of the whole L2 (``h200-x1-calibrated``). This
-prices every committed one-GPU measurement on an H200 (each ``bench/results/hw/**/EXP/results.csv`` whose experiment
-is a one-GPU spec under ``specs/experiments``, not a shared device; ``EXP`` measured on several calls counts once per
-call) under both, the experiment's profile replaced by each (an experiment registered on ``h200-x2-calibrated``, as
-plans 1-3 were, is priced by the one-H200 profile here), with the harness the registrations use
-(``posthoc_h100_exposed.model_rows``), and writes ``cases.csv`` (per call, experiment, case, strategy and law:
+prices every committed one-GPU run on an H200 under both (:func:`measurements`: each ``results.csv`` under
+``bench/results/hw`` whose experiment is a spec that does not share a device, from a call whose ``env*.txt`` names an
+H200, its rows with ``gpus`` = 1 -- sequential and the chain kernel also where the spec has more GPUs; a run folder
+counts once per call), the experiment's profile replaced by each (experiments registered on ``h200-x2-calibrated``, as
+plans 1-6 and 18 were, are priced by the one-H200 profile here), with the harness the registrations use
+(``posthoc_h100_exposed.model_rows``), and writes ``cases.csv`` (per run folder, experiment, case, strategy and law:
 measured, predicted, error %) and ``summary.csv`` (per class of strategy and law: cases, MAPE, worst; and the cases
 where the laws' errors are more than 0.5 points apart). Every figure is post-hoc: these runs were seen, and the twin
-was registered (plan 67) before this table was made; nothing is fitted. ~3 min on 2 cores.
+was registered (plan 67) before this table was made; nothing is fitted. ~2 min on 2 cores.
 """
 
 from __future__ import annotations
@@ -38,32 +39,47 @@ CLASSES = {"sequential": "sequential", "intragpu": "groups of 8", "intragpu-g4":
 """Strategy -> its class in ``summary.csv`` (any other: ``other``)."""
 
 
-def measurements(root: Path = HW) -> dict[str, list[Path]]:
-    """One-GPU experiment -> the committed calls that measured it (``root/**/EXP/results.csv``, the experiment a spec
-    with ``gpus = 1`` and no shared device)."""
+def call_env(folder: Path, root: Path = HW) -> str:
+    """The text of the ``env*.txt`` files of the nearest folder at or above ``folder`` (up to ``root``) that has one
+    ('' if none): where a call recorded its GPUs."""
+    for d in (folder, *folder.parents):
+        envs = sorted(d.glob("env*.txt"))
+        if envs:
+            return "\n".join(e.read_text(errors="replace") for e in envs)
+        if d == root:
+            break
+    return ""
+
+
+def measurements(root: Path = HW) -> list[tuple[Path, str]]:
+    """Every committed ``results.csv`` under ``root`` (its folder, its experiment) whose experiment (the file's
+    ``experiment`` column) is a spec under ``specs/experiments`` that does not share a device, from a call whose
+    ``env*.txt`` names an H200 and no H100 (a call without one is left out)."""
     from ctasim.cases import load_experiment  # noqa: PLC0415
     from ctasim.spec import SPECS_DIR  # noqa: PLC0415
 
-    out: dict[str, list[Path]] = {}
+    out = []
     for res in sorted(root.glob("**/results.csv")):
-        exp = res.parent.name
-        if not (SPECS_DIR / "experiments" / f"{exp}.toml").is_file():
+        env = call_env(res.parent, root)
+        if "H200" not in env or "H100" in env:
             continue
-        out.setdefault(exp, []).append(res.parent.parent)
-    return {e: calls for e, calls in out.items()
-            if (x := load_experiment(e)).gpus == 1 and not x.shared_device}
+        exps = pd.read_csv(res, usecols=["experiment"])["experiment"].unique()
+        if len(exps) != 1 or not (SPECS_DIR / "experiments" / f"{exps[0]}.toml").is_file():
+            continue
+        if not load_experiment(str(exps[0])).shared_device:
+            out.append((res.parent, str(exps[0])))
+    return out
 
 
-def cases(found: dict[str, list[Path]]) -> pd.DataFrame:
+def cases(found: list[tuple[Path, str]]) -> pd.DataFrame:
+    """Each ok one-GPU row (``gpus`` = 1) of ``found`` against both laws' predictions of its experiment."""
     from ctasim.spec import load_hardware  # noqa: PLC0415
 
-    pred = ph.model_rows({law: load_hardware(p) for law, p in LAWS.items()}, list(found))
+    pred = ph.model_rows({law: load_hardware(p) for law, p in LAWS.items()}, sorted({e for _, e in found}))
     parts = []
-    for exp, calls in found.items():
-        for call in calls:
-            r = pd.read_csv(call / exp / "results.csv").query("status == 'ok'")
-            parts.append(r[["case", "strategy", "makespan_ms"]].assign(
-                experiment=exp, call=str(call.relative_to(HW))))
+    for folder, exp in found:
+        r = pd.read_csv(folder / "results.csv").query("status == 'ok' and gpus == 1")
+        parts.append(r[["case", "strategy", "makespan_ms"]].assign(experiment=exp, call=str(folder.relative_to(HW))))
     meas = pd.concat(parts, ignore_index=True).rename(columns={"makespan_ms": "measured_ms"})
     c = meas.merge(pred.rename(columns={"profile": "law"}), on=["experiment", "case", "strategy"], how="inner")
     c["error_pct"] = (c["predicted_ms"] / c["measured_ms"] - 1) * 100

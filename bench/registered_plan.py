@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,14 +78,25 @@ def order_runs(run_dir: Path, experiments, cases, orders, why: str) -> pd.DataFr
 
 def timed_makespans(run_dir: Path, experiment: str, why: str) -> pd.Series:
     """The timed median makespans (ms) of ``run_dir/experiment/results.csv``'s runs with status ok, by (case,
-    strategy); :class:`JudgeError` where the file is missing or not a run's."""
+    strategy); :class:`JudgeError` where the file is missing or not a run's, a makespan is not a positive number or a
+    (case, strategy) is there twice."""
     res = run_dir / experiment / "results.csv"
     if not res.is_file():
         raise JudgeError(f"no {res} ({why})")
     try:
-        return pd.read_csv(res).query("status == 'ok'").set_index(["case", "strategy"])["makespan_ms"]
+        r = pd.read_csv(res)
+        r = r[r["status"] == "ok"].set_index(["case", "strategy"])["makespan_ms"]
     except (OSError, KeyError, ValueError) as e:
-        raise JudgeError(f"{res}: not a run of this plan ({e})") from None
+        raise JudgeError(f"{res}: not a run of this plan ({type(e).__name__}: {e})") from None
+    ms = pd.to_numeric(r, errors="coerce")
+    bad = ~(np.isfinite(ms) & (ms > 0))
+    if bad.any():
+        case, strategy = r.index[bad.to_numpy()][0]
+        raise JudgeError(f"{res}: the makespan of {case} {strategy} is {r[bad].iloc[0]}, not a positive number")
+    if r.index.duplicated().any():
+        case, strategy = r.index[r.index.duplicated()][0]
+        raise JudgeError(f"{res}: {case} {strategy} is there twice")
+    return ms
 
 
 def claims_table(rows, rules: dict, provenance: str | None = None) -> pd.DataFrame:

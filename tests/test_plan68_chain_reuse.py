@@ -51,6 +51,15 @@ def test_a_gpu_as_the_model_priced_it_holds_plan_67s_adoption_back(p68, register
     assert not cl.loc["veto", "met"] and cl.loc["veto", "value"] == "held back"
 
 
+def test_a_machine_merely_slower_than_the_profile_meets_a_and_not_the_veto(p68, registered):
+    """Slower everywhere by 3% favours the slower twin on (a)-(c); (d), the chain over sequential, divides it out and
+    holds plan 67's adoption back."""
+    meas = _as(registered, "model", "H200").assign(measured_ms=lambda d: d["measured_ms"] * 1.03)
+    cl = p68.claims(p68.cases(registered, meas), "test").set_index("claim")
+    assert cl.loc["a", "met"] and cl.loc["b", "met"] and not cl.loc["d", "met"]
+    assert cl.loc["veto", "value"] == "held back"
+
+
 def test_the_chain_over_sequential_takes_out_a_uniform_speed(p68, registered):
     meas = _as(registered, "twin", "H200").assign(measured_ms=lambda d: d["measured_ms"] * 1.05)
     c = p68.cases(registered, meas)
@@ -80,6 +89,38 @@ def test_the_judge_on_an_h100_call_writes_its_tables(p68, registered, tmp_path):
     assert set(c["gpu"]) == {"H100"} and len(c) == 60
     assert len(pd.read_csv(out / "over-sequential.csv")) == 32
     assert pd.read_csv(out / "claims.csv").set_index("claim").at["veto", "value"] == "held back"
+
+
+@pytest.mark.parametrize("column, value, message", [
+    ("makespan_ms", "0", "the makespan of m=8192 sequential is 0.0, not a positive number"),
+    ("makespan_ms", "-1", "the makespan of m=8192 sequential is -1.0, not a positive number"),
+    ("makespan_ms", "x", "the makespan of m=8192 sequential is x, not a positive number"),
+    ("status", None, "not a run of this plan (KeyError"),
+    ("twice", None, "m=8192 sequential is there twice"),
+])
+def test_the_judge_refuses_a_results_table_it_cannot_use(p68, registered, tmp_path, capsys, column, value, message):
+    run = _call(p68, tmp_path, registered, "NVIDIA H100 80GB HBM3")
+    res = run / "reg68-chain-reuse-h4096" / "results.csv"
+    t = pd.read_csv(res, dtype={"makespan_ms": object})
+    first = (t["case"] == "m=8192") & (t["strategy"] == "sequential")
+    if column == "twice":
+        t = pd.concat([t, t[first]], ignore_index=True)
+    elif value is None:
+        t = t.drop(columns=column)
+    else:
+        t.loc[first, column] = value
+    t.to_csv(res, index=False)
+    assert p68.main(["--judge", str(run), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0] and not (tmp_path / "out").exists(), err
+
+
+def test_the_judge_refuses_a_registration_that_is_not_plan_68s(p68, registered, tmp_path, capsys):
+    run = _call(p68, tmp_path, registered, "NVIDIA H100 80GB HBM3")
+    reg67 = load_bench("plan67_l2_reuse").REGISTERED
+    assert p68.main(["--judge", str(run), "--registered", str(reg67), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the registration is not plan 68's" in err[0] and not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("gpu_name, drop, message", [

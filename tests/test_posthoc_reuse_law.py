@@ -31,8 +31,25 @@ def test_every_case_is_priced_by_both_laws_and_every_one_gpu_measurement_is_read
     n = cases.groupby(["call", "experiment", "case", "strategy"])["law"].nunique()
     assert (n == 2).all() and set(cases["law"]) == set(pr.LAWS)
     found = pr.measurements()
-    assert set(cases["experiment"]) <= set(found) and len(set(cases["experiment"])) >= 70
-    assert not any(e.startswith("reg38") or "ring" in e for e in found)  # multi-GPU and shared-device runs left out
+    assert {str(f.relative_to(pr.HW)) for f, _ in found} >= set(cases["call"]) and len(set(cases["experiment"])) >= 90
+    assert "reg-h4096" in set(cases["experiment"])  # a 2-GPU spec's sequential rows, timed on one H200
+    assert "2026-12-04-plan49-row-repeats/rep1" in set(cases["call"])  # a run folder not named by its experiment
+    assert not any("shared" in e for _, e in found)  # the rings sharing one H200 (plans 40-42)
+
+
+def test_a_call_on_another_gpu_or_a_shared_device_is_left_out(pr, tmp_path):
+    """Made-up calls: an H100's and an H200's of a one-GPU spec; a ring sharing one H200 (plan 40's spec)."""
+    res = pr.ROOT / "bench/results/hw/2026-12-04-registered49-1gpu/reg49-chain-order-h5120/results.csv"
+    env = (pr.ROOT / "bench/results/hw/2026-12-05-registered59-1gpu/env.txt").read_text()
+    for call, gpu, exp in (("h100", "NVIDIA H100 80GB HBM3", "reg49-chain-order-h5120"),
+                           ("h200", "NVIDIA H200", "reg49-chain-order-h5120"),
+                           ("shared", "NVIDIA H200", "reg40-ring-shared-l3")):
+        (tmp_path / call / exp).mkdir(parents=True)
+        (tmp_path / call / "env.txt").write_text(env.replace("NVIDIA H200", gpu))
+        r = pd.read_csv(res).assign(experiment=exp)
+        r.to_csv(tmp_path / call / exp / "results.csv", index=False)
+    found = pr.measurements(tmp_path)
+    assert [(f.parent.name, e) for f, e in found] == [("h200", "reg49-chain-order-h5120")]
 
 
 def test_the_parted_subset_is_the_cases_the_laws_price_apart(pr, committed):
