@@ -10,8 +10,9 @@ H200, its rows with ``gpus`` = 1 -- sequential and the chain kernel also where t
 counts once per call), the experiment's profile replaced by each (experiments registered on ``h200-x2-calibrated``, as
 plans 1-6 and 18 were, are priced by the one-H200 profile here), with the harness the registrations use
 (``posthoc_h100_exposed.model_rows``), and writes ``cases.csv`` (per run folder, experiment, case, strategy and law:
-measured, predicted, error %) and ``summary.csv`` (per class of strategy and law: cases, MAPE, worst; and the cases
-where the laws' errors are more than 0.5 points apart). Every figure is post-hoc: these runs were seen, and the twin
+measured, predicted, error %), ``summary.csv`` (per class of strategy and law: cases, MAPE, worst; and the cases
+where the laws' errors are more than 0.5 points apart) and ``decisions.csv`` (per case measured under two or more
+strategies and law: the strategy the law puts fastest, whether it measured fastest, the regret of following it). Every figure is post-hoc: these runs were seen, and the twin
 was registered (plan 67) before this table was made; nothing is fitted. ~2 min on 2 cores.
 """
 
@@ -103,6 +104,22 @@ def summary(c: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).rename(columns={"cls": "class"})
 
 
+def decisions(c: pd.DataFrame) -> pd.DataFrame:
+    """Per run folder, experiment, case and law where two or more strategies were measured: the strategy the law's
+    predictions put fastest (``pick``), whether it measured fastest (``right``) and what following it cost over the
+    measured fastest (``regret_pct``)."""
+    rows = []
+    for (call, exp, case, law), g in c.groupby(["call", "experiment", "case", "law"], sort=True):
+        if g["strategy"].nunique() < 2:
+            continue
+        pick = g.loc[g["predicted_ms"].idxmin()]
+        best = g["measured_ms"].min()
+        rows.append(dict(call=call, experiment=exp, case=case, law=law, pick=pick["strategy"],
+                         fastest=g.loc[g["measured_ms"].idxmin(), "strategy"], right=pick["measured_ms"] == best,
+                         regret_pct=(pick["measured_ms"] / best - 1) * 100))
+    return pd.DataFrame(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_reuse_law.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-reuse-law")
@@ -110,11 +127,15 @@ def main(argv: list[str] | None = None) -> int:
     c = cases(measurements())
     s = summary(c)
     args.out.mkdir(parents=True, exist_ok=True)
+    d = decisions(c)
     c.to_csv(args.out / "cases.csv", index=False, float_format="%.4f")
     s.to_csv(args.out / "summary.csv", index=False, float_format="%.4f")
+    d.to_csv(args.out / "decisions.csv", index=False, float_format="%.4f")
     with pd.option_context("display.width", 200):
         print(s.pivot_table(index=["subset", "class"], columns="law", values=["cases", "mape_pct"], sort=False)
               .round(2))
+        print(d.groupby("law").agg(decisions=("right", "size"), right=("right", "sum"), regret_pct=("regret_pct", "mean"),
+                                   worst_pct=("regret_pct", "max")).round(3))
     return 0
 
 

@@ -71,3 +71,24 @@ def test_the_survival_law_is_nearer_where_the_laws_part(committed):
     t = s.pivot_table(index=["subset", "class"], columns="law", values="mape_pct")
     assert t.loc[("all", "all"), "survival"] < t.loc[("all", "all"), "lru"]
     assert t.loc[("parted", "all"), "survival"] < t.loc[("parted", "all"), "lru"] - 1.0
+
+
+def test_the_decisions_are_what_the_cases_give(pr, committed):
+    cases, _ = committed
+    got = pr.decisions(cases)
+    want = pd.read_csv(pr.ROOT / "bench/results/posthoc-reuse-law/decisions.csv")
+    # cases.csv holds the times to 4 decimals of a ms (0.05% of the shortest runs): the regrets agree to 0.05 points
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want, check_exact=False, atol=0.05, check_dtype=False)
+
+
+def test_a_decision_follows_the_laws_fastest_and_costs_what_it_measured():
+    pr = load_bench("posthoc_reuse_law")
+    rows = [dict(call="c", experiment="e", case="m=1", strategy=s, law=law, measured_ms=meas, predicted_ms=pred)
+            for law, preds in (("lru", (1.0, 1.1)), ("survival", (1.2, 1.1)))
+            for s, meas, pred in zip(("sequential", "intragpu"), (1.00, 1.05), preds)]
+    rows.append(dict(call="c", experiment="e", case="m=2", strategy="sequential", law="lru", measured_ms=1.0,
+                     predicted_ms=1.0))  # one strategy: no decision
+    d = pr.decisions(pd.DataFrame(rows)).set_index("law")
+    assert len(d) == 2 and d.at["lru", "pick"] == "sequential" and d.at["lru", "right"]
+    assert d.at["survival", "pick"] == "intragpu" and not d.at["survival", "right"]
+    assert d.at["survival", "regret_pct"] == pytest.approx(5.0)
