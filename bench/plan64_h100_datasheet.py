@@ -80,6 +80,18 @@ CLAIMS = {
 }
 
 
+def as_registered(name: str):
+    """Profile ``name`` as plans 64-68 registered with it: a GEMM panel's reuse across waves an LRU of the whole L2
+    (``l2_reuse_law = "lru"``); ``h100-x1-datasheet`` (and its twins) took the survival law after registered plan 67's
+    call, on 2026-12-05. Every other field is the profile's today (the adoption changed only that one). The H100
+    post-hoc scripts' dated tables and plan 67's ``model`` source are made with it."""
+    import dataclasses  # noqa: PLC0415
+
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+
+    return dataclasses.replace(load_hardware(name), l2_reuse_law="lru")
+
+
 def h200_measured(runs: Path = H200_RUNS, experiments=EXPERIMENTS) -> pd.DataFrame:
     """Per experiment of ``experiments``, case and strategy the median of the timed medians over every committed H200
     call that ran it (``runs/CALL/EXP/results.csv``, status ok), and how many calls (``n_runs``)."""

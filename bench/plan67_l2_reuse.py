@@ -47,7 +47,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import registered_plan  # noqa: E402
-from plan64_h100_datasheet import gpu_name  # noqa: E402
+from plan64_h100_datasheet import as_registered, gpu_name  # noqa: E402
 
 TESTS = ((8192, 4608, 3072), (8192, 5632, 3072), (8192, 6144, 3072), (8192, 7168, 3072), (16384, 7168, 3072),
          (4096, 4608, 4096), (4096, 5120, 4096), (16384, 5120, 4096))
@@ -95,7 +95,8 @@ def register() -> pd.DataFrame:
 
     naive, parts = Naive.fit(bgo.NAIVE_FROM), []
     for gpu, (model, twin) in GPUS.items():
-        d = bgo.predicted(list(TESTS + CONTROLS), {"model": load_hardware(model), "twin": load_hardware(twin)}, naive)
+        hws = {"model": as_registered(model), "twin": load_hardware(twin)}  # the model as registered: the LRU
+        d = bgo.predicted(list(TESTS + CONTROLS), hws, naive)
         for source in SOURCES:
             parts.append(pd.DataFrame({"gpu": gpu, "m": d["m"], "n": d["n"], "k": d["k"], "order": d["order"],
                                        "padded": d["padded"], "source": source,

@@ -42,9 +42,7 @@ CALLS = ph.CALLS
 
 def predicted(scales=SCALES, experiments=EXPERIMENTS) -> pd.DataFrame:
     """The model's makespan (ms) per scale, experiment, case and strategy."""
-    from ctasim.spec import load_hardware  # noqa: PLC0415
-
-    base = load_hardware(PROFILE)
+    base = p64.as_registered(PROFILE)
     hws = {scale: dataclasses.replace(base, l2_bytes=base.l2_bytes * scale) for scale in scales}
     return ph.model_rows(hws, experiments).rename(columns={"profile": "scale"})
 

@@ -56,9 +56,7 @@ def model_rows(profiles: dict, experiments) -> pd.DataFrame:
 
 def predicted() -> pd.DataFrame:
     """The model's makespan (ms) per profile, experiment, case and strategy."""
-    from ctasim.spec import load_hardware  # noqa: PLC0415
-
-    return model_rows({p: load_hardware(p) for p in PROFILES}, p64.EXPERIMENTS)
+    return model_rows({p: p64.as_registered(p) for p in PROFILES}, p64.EXPERIMENTS)
 
 
 def calls(root: Path = CALLS) -> list[Path]:

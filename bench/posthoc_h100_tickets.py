@@ -91,9 +91,7 @@ def bundle_mainloop(bundle: Path, hw) -> pd.DataFrame:
 
 def mainloop() -> pd.DataFrame:
     """:func:`bundle_mainloop` of every traced H100 run, the model ``h100-x1-datasheet`` as registered."""
-    from ctasim.spec import load_hardware  # noqa: PLC0415
-
-    hw = load_hardware(pc.PROFILE)
+    hw = ph.p64.as_registered(pc.PROFILE)
     c = pd.concat([bundle_mainloop(b, hw) for b in gap_bundles()["H100"]], ignore_index=True)
     c["h"] = c["experiment"].str.extract(r"h(\d+)$", expand=False).astype(int)
     return c[["run", "experiment", "h", "case", "order", "mainloop_pct_meas", "mainloop_pct_model",
@@ -113,14 +111,12 @@ def whatif_profiles() -> dict:
     """The datasheet profile and :data:`WHATIFS`, by name (the third is the derived twin as committed)."""
     from ctasim.profiles import H100_REACH_FACTOR  # noqa: PLC0415
     from ctasim.profiles import H100_TICKET_GAP_CV as cv  # noqa: PLC0415
-    from ctasim.spec import load_hardware  # noqa: PLC0415
-
-    base = load_hardware(pc.PROFILE)
+    base = ph.p64.as_registered(pc.PROFILE)
     spread = base.config(128, 256).ticket_spread
     return {pc.PROFILE: base,
             WHATIFS[0]: base.with_tickets(ticket_gap_cv=cv),
             WHATIFS[1]: base.with_tickets(ticket_spread=H100_REACH_FACTOR * spread),
-            WHATIFS[2]: load_hardware(WHATIFS[2]),
+            WHATIFS[2]: ph.p64.as_registered(WHATIFS[2]),
             WHATIFS[3]: base.with_tickets(ticket_gap_cv=cv, ticket_spread=3 * spread),
             WHATIFS[4]: base.with_tickets(ticket_gap_cv=cv, ticket_spread=4 * spread)}
 
@@ -129,9 +125,7 @@ def per_order(g: pd.DataFrame, experiments=pc.EXPERIMENTS) -> pd.DataFrame:
     """:data:`PER_ORDER`'s predictions: each chain-kernel order (and sequential, which no ticket field moves) from
     the datasheet profile with that order's H100 spread (from ``g``, :func:`gaps`) and the probes' gap spread."""
     from ctasim.profiles import H100_TICKET_GAP_CV as cv  # noqa: PLC0415
-    from ctasim.spec import load_hardware  # noqa: PLC0415
-
-    base = load_hardware(pc.PROFILE)
+    base = ph.p64.as_registered(pc.PROFILE)
     spread = g[g["gpu"] == "H100"].groupby("order")["spread"].median()
     parts = []
     for order, sp in spread.items():

@@ -24,7 +24,9 @@ bus bandwidth and per-step latency were fitted at two GPUs only.
 ``h100-x1-datasheet``: one H100 SXM5 from its datasheet. H100 and H200 SXM are the same GH100 die (132 SMs, 1980 MHz
 boost, the same L2 design) with other memory: a 50 MB L2 (the H200's measures 60 MiB) and HBM3 at 3.35 TB/s (HBM3e at
 4.8). So every field is the measured H200's but the L2 size and the HBM-bound rates, scaled by the datasheets' ratio
-(registered plan 64). Left out: anything else the two parts differ in (the H100's HBM3 latency, its L2's partition
+(registered plan 64), and, since registered plan 67's adoption on an H100 (2026-12-05), a panel's reuse across waves
+priced by the measured L2 survival curve (``l2_reuse_law``, :data:`H100_REUSE_ADOPTED`) where the H200 profile keeps
+an LRU of the whole L2. Left out: anything else the two parts differ in (the H100's HBM3 latency, its L2's partition
 behaviour at 50 MB, power and clock under load), which the derived profile prices as the H200's.
 
 Left out: anything that depends on more than two GPUs being busy at once (the switch's aggregate rate under eight
@@ -129,9 +131,18 @@ def _h100_datasheet() -> Derivation:
             "# datasheet)': the L2 size and the HBM rates. Registered plan 64 predicts an H100 with it before any "
             "H100 ran its shapes.",
         ),
+        added={"l2_reuse_law": ('"survival"', H100_REUSE_ADOPTED)},
     )
 
 
+H100_REUSE_ADOPTED = (
+    "adopted 2026-12-05 by registered plan 67's rule on one H100 (GPU-f90076c0, bench/results/validation-registered67: "
+    "the twin nearer on raw errors 1.85 against 3.20%, on the order effect 0.91 against 1.98 points and "
+    "control-normalised 2.83 against 5.50%; plan 68's hold on its order-over-sequential claim not met, 5.73 against "
+    "6.43 points, bench/results/validation-registered68): a panel's reuse across waves priced by the measured L2 "
+    "survival curve, not an LRU of the whole L2 (ctasim.l2.REUSE_LAWS); the H200 profile keeps 'lru' until a call "
+    "of its own; nothing fitted")
+"""Why ``h100-x1-datasheet`` prices reuse across waves by the survival curve: registered plan 67's adoption."""
 H100_L2_BYTES = 50 * 2**20
 """The H100 SXM5's L2: 50 MB in NVIDIA's H100 Tensor Core GPU Architecture whitepaper (taken in MiB as the H200's
 measured 60 MiB)."""
@@ -154,7 +165,8 @@ def _h100_latency() -> Derivation:
                 "source": ('"derived by ctasim.profiles from h200-x1-calibrated: h100-x1-datasheet with the exposed '
                            'HBM share charged at the H200\'s measured rate (the exposed part as latency, not '
                            'bandwidth)"', "")},
-        added={"l2_hbm_exposed_gbps": (repr(base.hbm_gbps), "estimate (post-hoc, H100): the H200's measured "
+        added={**d.added,
+               "l2_hbm_exposed_gbps": (repr(base.hbm_gbps), "estimate (post-hoc, H100): the H200's measured "
                                        "hbm_gbps; the exposed share of a wave's HBM bytes (l2_hbm_exposed) charged at "
                                        "it, the roofline's HBM time at hbm_gbps (ctasim.l2.wave_ns): chosen after "
                                        "registered plan 64's three H100s priced compute-bound GEMMs 1.2-6.0% slow")},

@@ -149,13 +149,17 @@ def test_the_judge_refuses_a_call_without_its_env(p67, registered, tmp_path, cap
     assert "env.txt" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
-def test_the_twins_are_their_profiles_with_the_survival_reuse_law():
+def test_the_twins_are_their_profiles_with_the_survival_reuse_law(p67):
+    """The H200's profile keeps the LRU; the H100's took the survival law by plan 67's rule (its twin is now the
+    profile but for its name and source); the model source is each profile under the LRU (as registered)."""
     import dataclasses
 
     from ctasim.spec import load_hardware
 
     for model, twin in (("h200-x1-calibrated", "h200-x1-calibrated-reuse"),
                         ("h100-x1-datasheet", "h100-x1-datasheet-reuse")):
-        a, b = load_hardware(model), load_hardware(twin)
+        a, b = p67.as_registered(model), load_hardware(twin)
         assert a.l2_reuse_law == "lru" and b.l2_reuse_law == "survival"
         assert dataclasses.replace(b, name=a.name, source=a.source, measured=a.measured, l2_reuse_law="lru") == a
+    assert load_hardware("h200-x1-calibrated").l2_reuse_law == "lru"
+    assert load_hardware("h100-x1-datasheet").l2_reuse_law == "survival"

@@ -82,12 +82,11 @@ def test_each_orders_own_traced_spread_prices_the_pairs_and_overprices_row_order
 
 
 def test_the_mainloop_table_is_the_traces_under_the_datasheet_profile(pt, committed):
-    """One run recomputed (all of them take a minute): the committed rows of its first bundle."""
-    from ctasim.spec import load_hardware
-
+    """One run recomputed (all of them take a minute): the committed rows of its first bundle, under the datasheet
+    profile as registered (plan64_h100_datasheet.as_registered)."""
     ml = pd.read_csv(pt.ROOT / "bench/results/posthoc-h100-tickets/mainloop.csv")
     b = pt.gap_bundles()["H100"][0]
-    got = pt.bundle_mainloop(b, load_hardware("h100-x1-datasheet"))
+    got = pt.bundle_mainloop(b, pt.ph.p64.as_registered("h100-x1-datasheet"))
     assert set(got["run"]) == {"bench/results/hw-h100/" + b.parent.parent.name}
     mine = ml[(ml["run"] == got["run"].iloc[0]) & (ml["experiment"] == b.parent.name)]
     j = mine.merge(got, on=["case", "order"], suffixes=("", "_got"))
