@@ -43,7 +43,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import registered_plan  # noqa: E402
@@ -128,19 +127,10 @@ def measured(run_dir: Path) -> pd.DataFrame:
     try:
         r = pd.read_csv(table)
         r = r[r["backend"] == "cutlass"][["m", "n", "k", "order", "median_ms"]]
-        ms = pd.to_numeric(r["median_ms"], errors="coerce")
     except (OSError, KeyError, ValueError) as e:
         raise JudgeError(f"{table}: not a gemm_shape_probe.py table ({e})") from None
-    bad = ~(np.isfinite(ms) & (ms > 0))
-    if bad.any():
-        row = r[bad].iloc[0]
-        raise JudgeError(f"{table}: median_ms of {row['m']}x{row['n']}x{row['k']} {row['order']} is "
-                         f"{str(row['median_ms'])}, not a positive number")
-    twice = r.duplicated(["m", "n", "k", "order"])
-    if twice.any():
-        row = r[twice].iloc[0]
-        raise JudgeError(f"{table}: {row['m']}x{row['n']}x{row['k']} {row['order']} is there twice")
-    r = r.assign(median_ms=ms)
+    labels = [f"{m}x{n}x{k} {o}" for m, n, k, o in zip(r["m"], r["n"], r["k"], r["order"])]
+    r = r.assign(median_ms=registered_plan.positive_times(r["median_ms"], labels, table, "median_ms").to_numpy())
     have = set(zip(r["m"], r["n"], r["k"], r["order"]))
     for shape in TESTS + CONTROLS:
         for order in ORDERS:

@@ -88,14 +88,22 @@ def timed_makespans(run_dir: Path, experiment: str, why: str) -> pd.Series:
         r = r[r["status"] == "ok"].set_index(["case", "strategy"])["makespan_ms"]
     except (OSError, KeyError, ValueError) as e:
         raise JudgeError(f"{res}: not a run of this plan ({type(e).__name__}: {e})") from None
-    ms = pd.to_numeric(r, errors="coerce")
-    bad = ~(np.isfinite(ms) & (ms > 0))
+    return positive_times(r, [f"{case} {strategy}" for case, strategy in r.index], res, "the makespan")
+
+
+def positive_times(raw: pd.Series, labels, where: Path, what: str) -> pd.Series:
+    """``raw`` (a measured table's times, one per run) as numbers; :class:`JudgeError` naming the first run (its label
+    in ``labels``, one per entry) whose value is not a positive number (``WHERE: WHAT of LABEL is VALUE, not a positive
+    number``) or that is there twice (``WHERE: LABEL is there twice``)."""
+    ms = pd.to_numeric(raw, errors="coerce")
+    labels, values = pd.Series(list(labels)), raw.to_numpy()
+    bad = ~(np.isfinite(ms.to_numpy(dtype=float)) & (ms.to_numpy(dtype=float) > 0))
     if bad.any():
-        case, strategy = r.index[bad.to_numpy()][0]
-        raise JudgeError(f"{res}: the makespan of {case} {strategy} is {r[bad].iloc[0]}, not a positive number")
-    if r.index.duplicated().any():
-        case, strategy = r.index[r.index.duplicated()][0]
-        raise JudgeError(f"{res}: {case} {strategy} is there twice")
+        i = int(np.flatnonzero(bad)[0])
+        raise JudgeError(f"{where}: {what} of {labels[i]} is {values[i]}, not a positive number")
+    twice = labels.duplicated().to_numpy()
+    if twice.any():
+        raise JudgeError(f"{where}: {labels[int(np.flatnonzero(twice)[0])]} is there twice")
     return ms
 
 
