@@ -471,19 +471,23 @@ def _partition_rereads(gw: np.ndarray, nbytes: np.ndarray, reach: np.ndarray, wa
 def survival_share(taken: np.ndarray, curve: tuple[Sequence[float], Sequence[float]]) -> np.ndarray:
     """The share of a line left in L2 after ``taken`` bytes (in L2 sizes) came in, by the measured ``curve`` =
     (points ascending from 0, share at each): linear between points, the last share beyond the last point."""
+    xs, ys = _curve(curve)
+    return np.interp(np.asarray(taken, dtype=np.float64), xs, ys)
+
+
+def _curve(curve: tuple[Sequence[float], Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
+    """A survival curve's (points, shares) as arrays; ValueError unless they match and start at 0."""
     xs, ys = (np.asarray(c, dtype=np.float64) for c in curve)
     if xs.size == 0 or xs.size != ys.size or xs[0] != 0:
         raise ValueError("the survival curve needs matching points from 0 (l2_survival_taken, l2_survival_share)")
-    return np.interp(np.asarray(taken, dtype=np.float64), xs, ys)
+    return xs, ys
 
 
 def survival_mean(lo: np.ndarray, hi: np.ndarray, curve: tuple[Sequence[float], Sequence[float]]) -> np.ndarray:
     """The mean of :func:`survival_share` over ``[lo, hi]`` (L2 sizes; elementwise, ``lo`` where ``hi == lo``), exact:
     the curve is linear between its points, so its integral is quadratic in between and is taken from the points'
     running integral (the last share held beyond the last point, as :func:`survival_share` does)."""
-    xs, ys = (np.asarray(c, dtype=np.float64) for c in curve)
-    if xs.size == 0 or xs.size != ys.size or xs[0] != 0:
-        raise ValueError("the survival curve needs matching points from 0 (l2_survival_taken, l2_survival_share)")
+    xs, ys = _curve(curve)
     lo, hi = np.broadcast_arrays(np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64))
     if np.any(lo < 0) or np.any(hi < lo):
         raise ValueError("survival_mean needs 0 <= lo <= hi")
@@ -622,13 +626,13 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
         qa = np.concatenate([wp, wp + 1])  # slice s = 0: D(w', w-1); slice s = 1: D(w'+1, w)
         qb = np.concatenate([wn - 1, wn])
         d0, d1 = np.split(_distinct_bytes(prev, w, size[q], W, qa, qb), 2)
-        cap = float(l2_bytes) * float(l2_efficiency)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s_star = (cap - d0) / (d1 - d0)  # the slice where the distance crosses the capacity
         if reuse_law == "survival":  # slice s at distance d0 + s (d1 - d0): the curve's mean over [d0, d1]
             lo, hi = np.minimum(d0, d1), np.maximum(d0, d1)
             hit[re] = survival_mean(lo / float(l2_bytes), hi / float(l2_bytes), survival) if l2_bytes > 0 else 0.0
         else:
+            cap = float(l2_bytes) * float(l2_efficiency)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                s_star = (cap - d0) / (d1 - d0)  # the slice where the distance crosses the capacity
             h = np.where(d1 > d0, s_star, 1.0 - s_star)
             h = np.where(d1 == d0, (d0 <= cap).astype(float), h)
             hit[re] = np.clip(h, 0.0, 1.0)
