@@ -59,7 +59,7 @@ def measurements(root: Path = HW) -> list[tuple[Path, str]]:
     from ctasim.cases import load_experiment  # noqa: PLC0415
     from ctasim.spec import SPECS_DIR  # noqa: PLC0415
 
-    out = []
+    out, shared = [], {}  # experiment -> whether it shares a device, read once per experiment
     for res in sorted(root.glob("**/results.csv")):
         env = call_env(res.parent, root)
         if "H200" not in env or "H100" in env:
@@ -67,8 +67,11 @@ def measurements(root: Path = HW) -> list[tuple[Path, str]]:
         exps = pd.read_csv(res, usecols=["experiment"])["experiment"].unique()
         if len(exps) != 1 or not (SPECS_DIR / "experiments" / f"{exps[0]}.toml").is_file():
             continue
-        if not load_experiment(str(exps[0])).shared_device:
-            out.append((res.parent, str(exps[0])))
+        exp = str(exps[0])
+        if exp not in shared:
+            shared[exp] = load_experiment(exp).shared_device
+        if not shared[exp]:
+            out.append((res.parent, exp))
     return out
 
 
