@@ -71,7 +71,8 @@ ticket_mainloop_factor      the chain kernel's tickets design in groups of 8 aga
                             engine, copied where it cannot run); ~40 s (``--quick``: 5 repetitions, ~25 s)
 l2_hbm_exposed,             *fitted*: least mean |error| over the tile-order probe at the calibration split (N = K =
 128x256 l2_sm_tflops        8192, M = 2048 ... 32768, 12 orders: 72 runs, ``ctahw.tile_orders.time_orders``), given the
-                            measured L2 size, HBM rate, tile fixed time and drift
+                            measured L2 size, HBM rate, tile fixed time and drift, reuse across waves by the base
+                            profile's ``l2_reuse_law`` (copied; the survival law reads the curve measured here)
                             (``ctasim.calibration.fit_l2_constants``); the 128x256 tile_cv is set to 0 beside them
                             (they are fitted without tile-time variation)
 128x256 drift_form          *chosen*, not measured: the drift form the fit used (:data:`DRIFT_FORM`, written with it)
@@ -130,6 +131,7 @@ __all__ = [
     "norm_fold_epilogue_cost",
     "kernel_cluster",
     "memory_hierarchy",
+    "fit_curve",
     "measure_memory",
     "ticket_rate",
     "ticket_rate_fields",
@@ -765,8 +767,11 @@ def memory_hierarchy(res: Mapping) -> dict:
     on the tile-order probe's runs (``res["tile_order_runs"]``) at the profile's own rounded ``hbm_gbps``, 128x256
     ``tile_fixed_ns`` and that drift charged by ``res["drift_form"]`` (default :data:`DRIFT_FORM`, written into
     the config with them), so the written profile reproduces the fit; plus ``l2_fit_error`` (mean
-    |error|) and ``l2_fit_runs``. ValueError (one line) where an input is missing or the fit lands on its grid's
-    edge: the profile then keeps the base's fields."""
+    |error|) and ``l2_fit_runs``. Reuse across waves is priced by ``res["l2_reuse_law"]`` (default ``"lru"``; the
+    base profile's, which the written profile copies: :func:`measure`'s ``reuse_law``), the ``"survival"`` law
+    reading the curve measured here (``l2_survival_*``) or, where its probe failed, ``res["l2_survival_base"]``.
+    ValueError (one line) where an input is missing or the fit lands on its grid's edge: the profile then keeps the
+    base's fields."""
     import pandas as pd  # noqa: PLC0415
 
     from ctasim.calibration import RATE_GRID, EXPOSED_GRID, fit_l2_constants  # noqa: PLC0415
@@ -777,6 +782,8 @@ def memory_hierarchy(res: Mapping) -> dict:
         raise ValueError(f"memory hierarchy not measured: no {', '.join(missing)} in the calibration")
     if not float(res["l2_bytes"]) > 0:
         raise ValueError(f"memory hierarchy not measured: the device reports an L2 of {res['l2_bytes']} bytes")
+    law = str(res.get("l2_reuse_law", "lru"))
+    curve = fit_curve(res)
     cluster_m, _ = kernel_cluster(str(res["cutlass_kernel"]))
     drift = round(float(res["cta_drift"]), 4)
     form = str(res.get("drift_form", DRIFT_FORM))
@@ -784,7 +791,7 @@ def memory_hierarchy(res: Mapping) -> dict:
                            hbm_gbps=round(float(res["hbm_gbps"]), 4),
                            tile_fixed_ns=round(float(res["tile_fit_128x256"]["tile_fixed_ns"]), 1), drift=drift,
                            cluster_m=cluster_m, sm_count=int(res.get("sm_count", 132)), where="tile-order probe",
-                           drift_form=form)
+                           drift_form=form, reuse_law=law, survival=curve)
     if fit.edges:
         grids = {"rate": f"l2_sm_tflops {fit.rate:g} in {RATE_GRID[0]:g}-{RATE_GRID[-1]:g}",
                  "exposed": f"l2_hbm_exposed {fit.exposed:g} in {EXPOSED_GRID[0]:g}-{EXPOSED_GRID[-1]:g}"}
@@ -795,6 +802,25 @@ def memory_hierarchy(res: Mapping) -> dict:
     if res.get("ticket_spread") is not None:  # measured by calibrations since 2026-12-02 (ticket traces)
         out["ticket_spread"] = round(float(res["ticket_spread"]), 4)
     return out
+
+
+def fit_curve(res: Mapping) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The L2 survival curve (taken, share) the L2 constants are fitted with under ``res["l2_reuse_law"]``: the one
+    measured here, else ``res["l2_survival_base"]`` (the base profile's); empty under the LRU. ValueError (one
+    line) for an unknown law or the survival law with no curve."""
+    from ctasim.l2 import REUSE_LAWS  # noqa: PLC0415
+
+    law = str(res.get("l2_reuse_law", "lru"))
+    if law not in REUSE_LAWS:
+        raise ValueError(f"l2_reuse_law {law!r}: not one of {', '.join(REUSE_LAWS)}")
+    if law != "survival":
+        return (), ()
+    if res.get("l2_survival_taken"):
+        return tuple(res["l2_survival_taken"]), tuple(res["l2_survival_share"])
+    taken, share = res.get("l2_survival_base") or ((), ())
+    if not taken:
+        raise ValueError("the survival reuse law needs an L2 survival curve: none measured and none from the base")
+    return tuple(taken), tuple(share)
 
 
 def timer_tick_ns(stamps: Sequence[int]) -> int:
@@ -941,13 +967,16 @@ def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, meas
 
 def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), quick: bool = False,
             reps: int = 10, memory: bool = True, probe_out: Path | None = None, percta: bool = True,
-            fold: bool = True) -> dict:
+            fold: bool = True, reuse_law: str = "lru",
+            survival: tuple[Sequence[float], Sequence[float]] = ((), ())) -> dict:
     """Run every calibration measurement on GPUs 0 and 1 (0 only for the single-GPU parts); returns a dict.
 
     ``memory``: also the memory hierarchy's probes (:func:`measure_memory`); ``percta``: also the one-CTA-per-tile
     producer's per-tile steps (:func:`percta_probe`); ``fold``: also the LayerNorm fold's epilogue costs
     (:func:`fold_probe`); ``probe_out``: a folder for the probes' raw files. ``reps``
-    is the repetition count of the other measurements; the probes keep their own."""
+    is the repetition count of the other measurements; the probes keep their own. ``reuse_law`` and ``survival``:
+    the base profile's ``l2_reuse_law`` and L2 survival curve, which the L2 constants are fitted under
+    (:func:`memory_hierarchy`; the curve measured here where its probe ran)."""
     from ctahw import probes  # noqa: PLC0415
     from ctahw.baselines import Timed, tune_schedule  # noqa: PLC0415
     from ctahw.device import enable_peer_access, random_bf16, require_cupy, require_gpus, summarize  # noqa: PLC0415
@@ -964,7 +993,10 @@ def measure(log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), qu
     T = Timed(devs, gate_ms=2.0)
     s = {d: T.compute[d] for d in devs}
     res: dict = {"gpu_name": found[0].name, "sm_count": found[0].sm_count, "gpus": ngpu,
-                 "l2_bytes": found[0].l2_bytes}
+                 "l2_bytes": found[0].l2_bytes, "l2_reuse_law": reuse_law}
+    if reuse_law == "survival":
+        res["l2_survival_base"] = [list(survival[0]), list(survival[1])]
+    fit_curve(res)  # a law the fit cannot run under is one line before anything is measured
     big = (256 if quick else 1024) << 20
 
     def med(fn, n=reps) -> float:
@@ -1512,7 +1544,7 @@ def _l2_fit_how(res: Mapping) -> str:
     return (f"ctasim.calibration.fit_l2_constants on the tile-order probe at N = K = 8192 (M = {span}, "
             f"{len({r['order'] for r in cal})} tile orders: {res.get('l2_fit_runs', len(cal))} runs, medians of "
             f"{res.get('tile_order_reps', '?')} rested runs), mean |error| {100 * res['l2_fit_error']:.2f}%, given "
-            "this profile's l2_bytes, hbm_gbps and 128x256 tile_fixed_ns, cta_drift and drift_form")
+            "this profile's l2_bytes, hbm_gbps, l2_reuse_law and 128x256 tile_fixed_ns, cta_drift and drift_form")
 
 
 def measured_configs(res: Mapping) -> dict[str, tuple]:
@@ -1587,6 +1619,10 @@ def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance:
     if kind != "hardware":
         raise ValueError(f"{base_ref} is a {kind} spec, not a hardware profile")
     base = load_hardware(base_path)
+    if "l2_sm_tflops" in res and str(res.get("l2_reuse_law", "lru")) != base.l2_reuse_law:
+        raise ValueError(f"the L2 constants were fitted under l2_reuse_law {res.get('l2_reuse_law', 'lru')!r}, but "
+                         f"{base.name} (which the profile copies it from) has {base.l2_reuse_law!r}; calibrate "
+                         "against a base of the same law")
     header = [f"%globaltimer tick {res.get('globaltimer_tick_ns')} ns; GPU1 - GPU0 %globaltimer offset "
               f"{res.get('clock_offset_ns', float('nan')):.0f} ns (spread over the best round trips "
               f"{res.get('pingpong_store', {}).get('offset_spread_ns', float('nan')):.0f} ns)"]
@@ -1597,7 +1633,8 @@ def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance:
         if res.get(key):
             header.append(f"{key.replace('_note', '').replace('_', ' ')} not measured: {res[key]}")
     if "l2_sm_tflops" in res:
-        header.append(f"Memory hierarchy: l2_hbm_exposed and the 128x256 l2_sm_tflops fitted (mean |error| "
+        header.append(f"Memory hierarchy: l2_hbm_exposed and the 128x256 l2_sm_tflops fitted under the "
+                      f"{res.get('l2_reuse_law', 'lru')!r} reuse law (mean |error| "
                       f"{100 * res['l2_fit_error']:.2f}% over {res['l2_fit_runs']} runs of the tile-order probe), "
                       f"cta_drift measured on {len(res.get('order_drift', ()))} per-tile traces (ctasim.calibration)")
     elif res.get("memory_note"):

@@ -257,7 +257,7 @@ def cmd_calibrate(args) -> int:
 
     name = args.name or f"{args.base}-calibrated"
     out = args.out or SPECS_DIR / "hardware" / f"{name}.toml"
-    load_hardware(args.base)  # an unknown base profile is one line before anything is measured
+    base = load_hardware(args.base)  # an unknown base profile is one line before anything is measured
     if args.reps < 1:
         raise _UsageError(f"--reps {args.reps}: must be >= 1")
     for flag, path in (("--out", out), ("--json", args.json)):
@@ -285,7 +285,8 @@ def cmd_calibrate(args) -> int:
         if not args.no_memory:
             from ctahw import tile_orders as T  # noqa: PLC0415
 
-            print("memory probes: the tile-order probe at N = K = 8192 (M = 2048 ... 32768, 12 orders), "
+            print(f"memory probes (the L2 constants fitted under {args.base}'s l2_reuse_law "
+                  f"{base.l2_reuse_law!r}): the tile-order probe at N = K = 8192 (M = 2048 ... 32768, 12 orders), "
                   f"{len(T.TRACE_SHAPES) * len(T.TRACE_ORDERS)} per-tile order traces, {len(T.TICKET_SHAPES)} of the "
                   f"chain kernel's tickets and {len(T.GAP_SHAPES)} of its pairs (ctahw.tile_orders), the L2 survival "
                   "probe (ctahw.l2probe) and the tickets design's one-layer microbenchmark "
@@ -305,7 +306,8 @@ def cmd_calibrate(args) -> int:
         print(f"would write {out} (base {args.base}) and {args.json or 'no json'}")
         return 0
     res = calibrate.measure(quick=args.quick, reps=args.reps, memory=not args.no_memory, probe_out=args.probe_out,
-                            percta=not args.no_percta, fold=not args.no_fold)
+                            percta=not args.no_percta, fold=not args.no_fold, reuse_law=base.l2_reuse_law,
+                            survival=(base.l2_survival_taken, base.l2_survival_share))
     prov = provenance.collect()
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

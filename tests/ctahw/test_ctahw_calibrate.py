@@ -537,7 +537,37 @@ def test_the_memory_hierarchy_of_the_committed_probe_is_h200_x1_calibrated():
     assert got["l2_fit_runs"] == 72 and got["l2_fit_error"] < 0.01
 
 
+def test_the_l2_constants_are_fitted_under_the_base_profiles_reuse_law():
+    """Under the survival law the fit reads the curve measured in the calibration, else the base's. On this probe
+    (N = K = 8192) the laws give the same constants, so the fit's error tells which traffic it priced."""
+    import pandas as pd
+
+    from ctasim.calibration import fit_l2_constants
+
+    def fit(law, curve):
+        f = fit_l2_constants(pd.DataFrame(committed_measurement()["tile_order_runs"]), l2_bytes=62914560.0,
+                             hbm_gbps=4257.3663, tile_fixed_ns=1222.5, drift=0.0078, drift_form="interleaved",
+                             reuse_law=law, survival=curve, where="tile-order probe")
+        return f.rate, f.exposed, f.mean_abs_error
+
+    def got(res):
+        m = cal.memory_hierarchy(res)
+        return m["l2_sm_tflops"], m["l2_hbm_exposed"], m["l2_fit_error"]
+
+    early = ((0.0, 0.05, 0.1), (1.0, 1.0, 0.0))  # every line gone past a tenth of the L2
+    x1 = load_hardware("h200-x1-calibrated")
+    h200 = (x1.l2_survival_taken, x1.l2_survival_share)
+    base = committed_measurement(l2_reuse_law="survival", l2_survival_base=[list(early[0]), list(early[1])])
+    assert got(committed_measurement()) == fit("lru", ((), ()))
+    assert got(base) == fit("survival", early) != fit("lru", ((), ()))
+    measured = dict(base, l2_survival_taken=h200[0], l2_survival_share=h200[1])  # the curve measured here wins
+    assert got(measured) == fit("survival", h200) != fit("survival", early)
+    assert cal.fit_curve(committed_measurement()) == ((), ())
+
+
 @pytest.mark.parametrize("change,words", [
+    (dict(l2_reuse_law="fifo"), "l2_reuse_law 'fifo': not one of lru, survival"),
+    (dict(l2_reuse_law="survival"), "the survival reuse law needs an L2 survival curve: none measured and none"),
     (dict(cta_drift=None), "no cta_drift"),
     (dict(l2_bytes=0), "an L2 of 0 bytes"),
     (dict(tile_order_runs=[]), "tile-order probe: no column"),
@@ -576,7 +606,21 @@ def test_the_memory_hierarchy_goes_into_the_profile_with_a_source_each(tmp_path)
     wave = cal.write_profile(dict(fitted, **dict(MEMORY_RESULT, drift_form="wave")), "h200-x2", tmp_path / "w.toml",
                              "w", PROV)
     assert load_hardware(tmp_path / "w.toml").config(128, 256).drift_form == "wave" and 'drift_form = "wave"' in wave
-    assert "Memory hierarchy: l2_hbm_exposed and the 128x256 l2_sm_tflops fitted (mean |error| 0.49%" in text
+    assert ("Memory hierarchy: l2_hbm_exposed and the 128x256 l2_sm_tflops fitted under the 'lru' reuse law (mean "
+            "|error| 0.49%") in text
+
+
+def test_a_fit_under_another_law_than_the_bases_is_not_written(tmp_path):
+    fitted = dict(FAKE_RESULT, sm_remote_store_gbps=7.0, sm_remote_store_note="fit")
+    with pytest.raises(ValueError) as e:
+        cal.write_profile(dict(fitted, **MEMORY_RESULT, l2_reuse_law="survival"), "h200-x2", tmp_path / "p.toml", "p",
+                          PROV)
+    assert "fitted under l2_reuse_law 'survival', but h200-x2" in str(e.value) and "has 'lru'" in str(e.value)
+    assert not (tmp_path / "p.toml").exists()
+    # against a base of the same law it is written, the law copied and named in the header
+    text = cal.write_profile(dict(fitted, **MEMORY_RESULT, l2_reuse_law="survival"), "h100-x1-datasheet",
+                             tmp_path / "h.toml", "h", PROV)
+    assert load_hardware(tmp_path / "h.toml").l2_reuse_law == "survival" and "'survival' reuse law" in text
 
 
 def test_without_the_memory_hierarchy_its_fields_stay_copied_and_the_header_says_why(tmp_path):

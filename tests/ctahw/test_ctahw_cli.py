@@ -57,6 +57,7 @@ def test_calibrate_dry_run_names_the_memory_hierarchy_unless_skipped(capsys, tmp
     assert "l2_bytes, l2_survival_taken, l2_survival_share, l2_hbm_exposed" in out
     assert "l2_sm_tflops, cta_drift, drift_form, cluster_m" in out
     assert "tile-order probe at N = K = 8192" in out and "L2 survival probe" in out and str(tmp_path / "probes") in out
+    assert "fitted under h200-x2's l2_reuse_law 'lru'" in out
     assert "ticket_spread, ticket_law, ticket_mainloop_factor" in out and "one-layer microbenchmark" in out
     assert not (tmp_path / "probes").exists()  # a dry run writes nothing
     assert cli.main(["calibrate", "--dry-run", "--no-memory"]) == 0
