@@ -1,19 +1,23 @@
-"""Post-hoc: the two L2 reuse laws on every committed one-H200 measurement (no GPU)
+"""Post-hoc: the two L2 reuse laws on every committed one-GPU measurement of an H200 or an H100 (no GPU)
 
-    python bench/posthoc_reuse_law.py [--out bench/results/posthoc-reuse-law]
+    python bench/posthoc_reuse_law.py [--gpu H200] [--out bench/results/posthoc-reuse-law]
+    python bench/posthoc_reuse_law.py --gpu H100 [--out bench/results/posthoc-reuse-law-h100]
 
 Registered plans 67 and 68 ask whether a GEMM panel's reuse across waves follows the measured L2 survival curve
-(``h200-x1-calibrated-reuse``, ``l2_reuse_law = "survival"``) or an LRU of the whole L2 (``h200-x1-calibrated``). This
-prices every committed one-GPU run on an H200 under both (:func:`measurements`: each ``results.csv`` under
-``bench/results/hw`` whose experiment is a spec that does not share a device, from a call whose ``env*.txt`` names an
-H200, its rows with ``gpus`` = 1 -- sequential and the chain kernel also where the spec has more GPUs; a run folder
-counts once per call), the experiment's profile replaced by each (experiments registered on ``h200-x2-calibrated``, as
-plans 1-6 and 18 were, are priced by the one-H200 profile here), with the harness the registrations use
-(``posthoc_h100_exposed.model_rows``), and writes ``cases.csv`` (per run folder, experiment, case, strategy and law:
-measured, predicted, error %), ``summary.csv`` (per class of strategy and law: cases, MAPE, worst; and the cases
-where the laws' errors are more than 0.5 points apart) and ``decisions.csv`` (per case measured under two or more
-strategies and law: the strategy the law puts fastest, whether it measured fastest, the regret of following it). Every figure is post-hoc: these runs were seen, and the twin
-was registered (plan 67) before this table was made; nothing is fitted. ~2 min on 2 cores.
+(``l2_reuse_law = "survival"``) or an LRU of the whole L2. This prices every committed one-GPU run on the GPU
+(:func:`measurements`: each ``results.csv`` under its folder of calls (:data:`GPUS`) whose experiment is a spec that does
+not share a device, from a call whose ``env*.txt`` names that GPU and not the other, its rows with ``gpus`` = 1 --
+sequential and the chain kernel also where the spec has more GPUs; a run folder counts once per call), the
+experiment's profile replaced by each law's (:data:`GPUS`: on an H200 ``h200-x1-calibrated`` and its twin
+``h200-x1-calibrated-reuse``; experiments registered on ``h200-x2-calibrated``, as plans 1-6 and 18 were, are priced by
+the one-H200 profile here; on an H100 ``h100-x1-datasheet`` as registered, with the LRU, and as adopted since
+2026-12-05, with the curve), with the harness the registrations use (``posthoc_h100_exposed.model_rows``), and writes
+``cases.csv`` (per run folder, experiment, case, strategy and law: measured, predicted, error %), ``summary.csv`` (per
+class of strategy and law: cases, MAPE, worst; and the cases where the laws' errors are more than 0.5 points apart) and
+``decisions.csv`` (per case measured under two or more strategies and law: the strategy the law puts fastest, whether
+it measured fastest, the regret of following it). Every figure is post-hoc: these runs were seen (plans 67 and 68's
+H100 runs were registered tests of the twin; here they sit beside runs made before it), and nothing is fitted. ~2 min
+on 2 cores for the H200s, ~1 min for the H100s.
 """
 
 from __future__ import annotations
@@ -30,9 +34,16 @@ import pandas as pd  # noqa: E402
 import posthoc_h100_exposed as ph  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
-LAWS = {"lru": "h200-x1-calibrated", "survival": "h200-x1-calibrated-reuse"}
-"""Law -> the profile that prices by it."""
+LAWS = ("lru", "survival")
+"""The laws compared (``ctasim.l2.REUSE_LAWS``)."""
 HW = ROOT / "bench/results/hw"
+GPUS = {"H200": (HW, "H100", {"lru": "h200-x1-calibrated", "survival": "h200-x1-calibrated-reuse"}),
+        "H100": (ROOT / "bench/results/hw-h100", "H200", {"lru": "h100-x1-datasheet@lru",
+                                                         "survival": "h100-x1-datasheet"})}
+"""GPU -> (its folder of calls, the GPU a call must not name, law -> the profile that prices by it; NAME@lru: the
+profile as registered, ``plan64_h100_datasheet.as_registered``)."""
+OUT = {"H200": ROOT / "bench/results/posthoc-reuse-law", "H100": ROOT / "bench/results/posthoc-reuse-law-h100"}
+"""GPU -> the default ``--out``."""
 APART = 0.5
 """Points of error between the laws above which a case counts as one where they part."""
 CLASSES = {"sequential": "sequential", "intragpu": "groups of 8", "intragpu-g4": "groups of 4",
@@ -52,17 +63,17 @@ def call_env(folder: Path, root: Path = HW) -> str:
     return ""
 
 
-def measurements(root: Path = HW) -> list[tuple[Path, str]]:
+def measurements(root: Path = HW, gpu: str = "H200") -> list[tuple[Path, str]]:
     """Every committed ``results.csv`` under ``root`` (its folder, its experiment) whose experiment (the file's
     ``experiment`` column) is a spec under ``specs/experiments`` that does not share a device, from a call whose
-    ``env*.txt`` names an H200 and no H100 (a call without one is left out)."""
+    ``env*.txt`` names ``gpu`` and not the other GPU of :data:`GPUS` (a call without one is left out)."""
     from ctasim.cases import load_experiment  # noqa: PLC0415
     from ctasim.spec import SPECS_DIR  # noqa: PLC0415
 
     out, shared = [], {}  # experiment -> whether it shares a device, read once per experiment
     for res in sorted(root.glob("**/results.csv")):
         env = call_env(res.parent, root)
-        if "H200" not in env or "H100" in env:
+        if gpu not in env or GPUS[gpu][1] in env:
             continue
         exps = pd.read_csv(res, usecols=["experiment"])["experiment"].unique()
         if len(exps) != 1 or not (SPECS_DIR / "experiments" / f"{exps[0]}.toml").is_file():
@@ -75,15 +86,26 @@ def measurements(root: Path = HW) -> list[tuple[Path, str]]:
     return out
 
 
-def cases(found: list[tuple[Path, str]]) -> pd.DataFrame:
-    """Each ok one-GPU row (``gpus`` = 1) of ``found`` against both laws' predictions of its experiment."""
+def profile(name: str):
+    """The profile ``name`` of :data:`GPUS` (``NAME@lru``: ``plan64_h100_datasheet.as_registered(NAME)``)."""
     from ctasim.spec import load_hardware  # noqa: PLC0415
 
-    pred = ph.model_rows({law: load_hardware(p) for law, p in LAWS.items()}, sorted({e for _, e in found}))
+    if name.endswith("@lru"):
+        import plan64_h100_datasheet as p64  # noqa: PLC0415
+
+        return p64.as_registered(name.removesuffix("@lru"))
+    return load_hardware(name)
+
+
+def cases(found: list[tuple[Path, str]], gpu: str = "H200") -> pd.DataFrame:
+    """Each ok one-GPU row (``gpus`` = 1) of ``found`` against both laws' predictions of its experiment (the profiles
+    of ``gpu`` in :data:`GPUS`)."""
+    root, _, laws = GPUS[gpu]
+    pred = ph.model_rows({law: profile(p) for law, p in laws.items()}, sorted({e for _, e in found}))
     parts = []
     for folder, exp in found:
         r = pd.read_csv(folder / "results.csv").query("status == 'ok' and gpus == 1")
-        parts.append(r[["case", "strategy", "makespan_ms"]].assign(experiment=exp, call=str(folder.relative_to(HW))))
+        parts.append(r[["case", "strategy", "makespan_ms"]].assign(experiment=exp, call=str(folder.relative_to(root))))
     meas = pd.concat(parts, ignore_index=True).rename(columns={"makespan_ms": "measured_ms"})
     c = meas.merge(pred.rename(columns={"profile": "law"}), on=["experiment", "case", "strategy"], how="inner")
     c["error_pct"] = (c["predicted_ms"] / c["measured_ms"] - 1) * 100
@@ -125,9 +147,11 @@ def decisions(c: pd.DataFrame) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_reuse_law.py", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-reuse-law")
+    ap.add_argument("--gpu", choices=tuple(GPUS), default="H200", help="whose committed runs (default H200)")
+    ap.add_argument("--out", type=Path, default=None, help="folder for the tables (default by GPU: OUT)")
     args = parse_outputs(ap, argv, folders=("--out",))
-    c = cases(measurements())
+    args.out = args.out or OUT[args.gpu]
+    c = cases(measurements(GPUS[args.gpu][0], args.gpu), args.gpu)
     s = summary(c)
     args.out.mkdir(parents=True, exist_ok=True)
     d = decisions(c)

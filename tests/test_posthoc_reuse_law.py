@@ -1,6 +1,6 @@
-"""bench/posthoc_reuse_law.py: the committed tables are what the committed one-H200 runs give under both reuse laws
-(the summary from the cases; every case priced by both; the experiments read are the one-GPU ones) (no GPU; the
-predictions themselves take ~90 s and are not redone here)."""
+"""bench/posthoc_reuse_law.py: the committed tables are what the committed one-H200 (and one-H100) runs give under
+both reuse laws (the summary from the cases; every case priced by both; the experiments read are the one-GPU ones)
+(no GPU; the predictions themselves take ~90 s and are not redone here)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,32 @@ def test_the_parted_subset_is_the_cases_the_laws_price_apart(pr, committed):
     assert s.at[("parted", "all", "survival"), "cases"] == 1
     assert s.at[("parted", "all", "survival"), "mape_pct"] == pytest.approx(2.0)
     assert s.at[("all", "all", "lru"), "cases"] == 3
+
+
+@pytest.fixture(scope="module")
+def committed_h100(pr):
+    d = pr.OUT["H100"]
+    return pd.read_csv(d / "cases.csv"), pd.read_csv(d / "summary.csv"), pd.read_csv(d / "decisions.csv")
+
+
+def test_the_h100_tables_are_what_their_cases_give_and_read_every_h100_call(pr, committed_h100):
+    cases, summary, decisions = committed_h100
+    pd.testing.assert_frame_equal(pr.summary(cases).reset_index(drop=True), summary, check_exact=False, atol=2e-4)
+    pd.testing.assert_frame_equal(pr.decisions(cases).reset_index(drop=True), decisions, check_exact=False, atol=0.05,
+                                  check_dtype=False)
+    assert (cases.groupby(["call", "experiment", "case", "strategy"])["law"].nunique() == 2).all()
+    root = pr.GPUS["H100"][0]
+    found = pr.measurements(root, "H100")
+    assert {str(f.relative_to(root)) for f, _ in found} == set(cases["call"])
+    calls = {c.split("/")[0] for c in cases["call"]}
+    assert {"2026-12-05-registered64-1gpu", "2026-12-05-registered67-68-1gpu-run2"} <= calls
+    assert not {str(f) for f, _ in pr.measurements(pr.HW, "H100")}  # no H100 call among the H200s' folder
+
+
+def test_the_h100_laws_are_the_profile_as_registered_and_as_adopted(pr):
+    lru, survival = (pr.profile(pr.GPUS["H100"][2][law]) for law in ("lru", "survival"))
+    assert (lru.l2_reuse_law, survival.l2_reuse_law) == ("lru", "survival")
+    assert lru.name == survival.name == "h100-x1-datasheet"
 
 
 def test_the_survival_law_is_nearer_where_the_laws_part(committed):
