@@ -39,7 +39,8 @@ from ctasim.cases import check_experiment
 from ctasim.run import run_experiment
 from ctasim.spec import Experiment, Hardware, Model, Strategy
 
-__all__ = ["CHUNKS", "TOKENS", "strategies_for", "advise", "trust", "best_table", "markdown"]
+__all__ = ["CHUNKS", "TOKENS", "strategies_for", "advise", "trust", "lineage", "registered_runs", "registered_by_profile",
+           "best_table", "markdown"]
 
 CHUNKS = (1, 2, 4, 8, 16, 32, 64)
 """Micro-batching chunk counts tried (the best is reported, with its count)."""
@@ -174,16 +175,12 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
         lines.append("clock regime: not in this profile (no power-cap slowdown): burst and sustained give the same "
                      "figures, both at full clock")
     root = _results_root(results_dir)
-    found = sorted(root.glob("validation-registered*/*/summary.csv")) if root.is_dir() else []
-    if not found:
+    s = registered_runs(root)
+    if s is None:
         lines.append("registered validation: none found in this installation (a checkout has it under "
                      "bench/results/validation-registered*)")
         return lines
-    s = pd.concat([pd.read_csv(p).assign(registration=p.parent.name) for p in found], ignore_index=True)
-    s = s[(s["predictor"] == "model") & (s["kind"] != "all") & s["registered"].astype(bool)]
-    profiles = {r: _registered_profile(root, r) for r in s["registration"].unique()}  # read and hashed once each
-    s = s.assign(profile=[profiles[r][0] for r in s["registration"]],
-                 earlier=[not profiles[r][1] for r in s["registration"]])
+    own = lineage(hw.name)
     record = root / RECORD
     rec = pd.read_csv(record).set_index(["kind", "source"]) if record.is_file() else None
     for kind in kinds:
@@ -195,20 +192,69 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
                          f"{int(m['cases'])} measured cases, {m['within_6_pct']:.0f}% within 6%, worst "
                          f"{m['worst_pct']:+.1f}%{naive} (bench/results/registered-record, docs/validation.md)")
         k = s[s["kind"] == kind]
-        if len(k):
-            parts = []
-            for prof, g in k.groupby("profile", sort=True):
-                earlier = g.loc[g["earlier"], "registration"].nunique()
-                then = (f", {earlier} of them with an earlier version of the profile's file" if earlier else "")
-                parts.append(f"profile {prof}: MAPE {g['mape_pct'].min():.1f}-{g['mape_pct'].max():.1f}%, worst "
-                             f"{g.loc[g['worst_pct'].abs().idxmax(), 'worst_pct']:+.1f}% over {len(g)} measured "
-                             f"runs of {g['registration'].nunique()} registrations{then} "
-                             f"({', '.join(sorted(set(g['registration'])))})")
-            lines.append(f"{kind}: registered model " + "; ".join(parts))
-        else:
+        if not len(k):
             lines.append(f"{kind}: not yet predicted-then-measured (no registered validation): treat as a model "
                          f"estimate")
+            continue
+        parts = [f"{'this profile' if prof == hw.name else 'its base'} {_runs_text(prof, k[k['profile'] == prof])}"
+                 for prof in own if (k["profile"] == prof).any()]
+        others = k[~k["profile"].isin(own)]
+        if len(others):
+            n = others["profile"].nunique()
+            parts.append(f"{n} other profile{'s' if n > 1 else ''} ({', '.join(sorted(others['profile'].unique()))}): "
+                         f"MAPE {others['mape_pct'].min():.1f}-{others['mape_pct'].max():.1f}%, worst "
+                         f"{others.loc[others['worst_pct'].abs().idxmax(), 'worst_pct']:+.1f}% over {len(others)} "
+                         f"measured runs of {others['registration'].nunique()} registrations (each profile's: "
+                         "bench/results/validation-registered*, docs/validation.md)")
+        if not any(p.startswith(("this profile", "its base")) for p in parts):
+            parts.insert(0, "none of this profile's own")
+        lines.append(f"{kind}: registered model: " + "; ".join(parts))
     return lines
+
+
+def lineage(name: str) -> list[str]:
+    """``name`` and the profiles it is derived from by ``ctasim.profiles`` (its base, the base's base, ...)."""
+    from ctasim.profiles import DERIVED  # noqa: PLC0415
+
+    out = [name]
+    while out[-1] in DERIVED and DERIVED[out[-1]].base not in out:
+        out.append(DERIVED[out[-1]].base)
+    return out
+
+
+def registered_runs(root: Path) -> pd.DataFrame | None:
+    """Every registered model row per kind of strategy of the judged validations under ``root``
+    (``validation-registered*/REG/summary.csv``), with the profile each registration was predicted with
+    (``profile``; its registration.json, '?' where absent) and whether that profile's file has changed since
+    (``earlier``); None where this installation has none."""
+    found = sorted(root.glob("validation-registered*/*/summary.csv")) if root.is_dir() else []
+    if not found:
+        return None
+    s = pd.concat([pd.read_csv(p).assign(registration=p.parent.name) for p in found], ignore_index=True)
+    s = s[(s["predictor"] == "model") & (s["kind"] != "all") & s["registered"].astype(bool)]
+    profiles = {r: _registered_profile(root, r) for r in s["registration"].unique()}  # read and hashed once each
+    return s.assign(profile=[profiles[r][0] for r in s["registration"]],
+                    earlier=[not profiles[r][1] for r in s["registration"]])
+
+
+def _runs_text(prof: str, g: pd.DataFrame) -> str:
+    """One profile's registered runs of a kind (rows of :func:`registered_runs`): its MAPE range, worst error, runs
+    and registrations, named."""
+    earlier = g.loc[g["earlier"], "registration"].nunique()
+    then = f", {earlier} of them with an earlier version of the profile's file" if earlier else ""
+    return (f"{prof}: MAPE {g['mape_pct'].min():.1f}-{g['mape_pct'].max():.1f}%, worst "
+            f"{g.loc[g['worst_pct'].abs().idxmax(), 'worst_pct']:+.1f}% over {len(g)} measured runs of "
+            f"{g['registration'].nunique()} registrations{then} ({', '.join(sorted(set(g['registration'])))})")
+
+
+def registered_by_profile(kind: str, results_dir: Path | None = None) -> dict[str, str]:
+    """Profile -> the text :func:`trust` gives its registered runs of ``kind`` (every profile, as filed by
+    :func:`registered_runs`); empty where there are none."""
+    s = registered_runs(_results_root(results_dir))
+    if s is None:
+        return {}
+    k = s[s["kind"] == kind]
+    return {prof: _runs_text(prof, g).split(": ", 1)[1] for prof, g in k.groupby("profile", sort=True)}
 
 
 ACTIVATION_OUTPUTS = ("gelu", "silu", "swiglu")

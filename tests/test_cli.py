@@ -217,15 +217,12 @@ def test_advise_states_the_clock_curve_or_the_one_step_of_the_profile():
 def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(tmp_path):
     """Registered figures are grouped by the profile each registration was predicted with (its registration.json):
     a registration of another profile is not quoted as if it were this one's; without the file it says '?'."""
-    import re
     import shutil
 
     from ctasim import advise as A
     from ctasim.spec import SPECS_DIR, load_hardware
 
-    hw = load_hardware("h200-x2-calibrated")
-    (line,) = [l for l in A.trust(hw, ["sequential"]) if l.startswith("sequential:")]
-    parts = dict(re.findall(r"profile ([\w.-]+): ([^;]+)", line))
+    parts = A.registered_by_profile("sequential")
     assert set(parts) == {"h200-x1-calibrated", "h200-x1-calibrated-carried", "h200-x1-calibrated-wave",
                           "h200-x1-calibrated-partition", "h200-x1-calibrated-threshold", "h200-x2-calibrated",
                           "h200-x8-mechanism", "h200-x1-calibrated-mechanism", "h200-x1-calibrated-threshold-rate",
@@ -278,8 +275,38 @@ def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(t
     dest = tmp_path / "results" / "validation-registered8" / "reg8-yi-34b-1gpu"
     dest.mkdir(parents=True)
     shutil.copy(root / "validation-registered8" / "reg8-yi-34b-1gpu" / "summary.csv", dest)
+    assert list(A.registered_by_profile("sequential", tmp_path / "results")) == ["?"]
+    assert "reg8-yi-34b-1gpu" in A.registered_by_profile("sequential", tmp_path / "results")["?"]
+    hw = load_hardware("h200-x2-calibrated")
     (line,) = [l for l in A.trust(hw, ["sequential"], tmp_path / "results") if l.startswith("sequential:")]
-    assert "profile ?: " in line and "reg8-yi-34b-1gpu" in line
+    assert line.startswith("sequential: registered model: none of this profile's own; 1 other profile (?): ")
+
+
+def test_advise_leads_with_the_profile_in_hand_and_its_bases_and_counts_the_others():
+    """The trust line quotes the profile advised on and the profiles it is derived from, by name, with their
+    registrations; every other profile's registered runs in one summary, their registrations not named."""
+    from ctasim import advise as A
+    from ctasim.spec import load_hardware
+
+    by = A.registered_by_profile("sequential")
+    assert A.lineage("h100-x1-datasheet") == ["h100-x1-datasheet", "h200-x1-calibrated"]
+    assert A.lineage("h200-x8-mechanism")[:2] == ["h200-x8-mechanism", "h200-x2-mechanism"]
+    assert A.lineage("h200-x2-calibrated") == ["h200-x2-calibrated"]
+    (line,) = [l for l in A.trust(load_hardware("h100-x1-datasheet"), ["sequential"]) if l.startswith("sequential:")]
+    this, base, others = line.removeprefix("sequential: registered model: ").split("; ")
+    assert this == "this profile h100-x1-datasheet: " + by["h100-x1-datasheet"]
+    assert base == "its base h200-x1-calibrated: " + by["h200-x1-calibrated"]
+    n = len(by) - 2
+    assert others.startswith(f"{n} other profiles (h100-x1-datasheet-latency, ") and "h200-x2-calibrated" in others
+    assert "reg65-h100-h5120-latency" not in line and "reg5-llama8b-1gpu" not in line  # the others' not named
+    # the others' summary pools their runs: as many as their per-profile texts count
+    runs = sum(int(t.split(" measured runs")[0].rsplit(" ", 1)[1]) for p, t in by.items()
+               if p not in ("h100-x1-datasheet", "h200-x1-calibrated"))
+    assert f"over {runs} measured runs" in others
+    # a measured profile with no base: itself first
+    (line,) = [l for l in A.trust(load_hardware("h200-x2-calibrated"), ["sequential"]) if l.startswith("sequential:")]
+    assert line.startswith("sequential: registered model: this profile h200-x2-calibrated: ")
+    assert line.count("; ") == 1
 
 
 def test_advise_says_what_the_operands_and_the_machine_leave_out(tmp_path):
