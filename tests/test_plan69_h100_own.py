@@ -1,0 +1,120 @@
+"""bench/plan69_h100_own.py: registered plan 69's judge (an H100's own calibration against the datasheet profile), on
+a call made up from plan 67/68's committed H100 call: its timed GEMMs and chains, an "own" profile that is the datasheet
+profile with another HBM rate, its predictions made as the call makes them (no GPU)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+
+CALL = "bench/results/hw-h100/2026-12-05-registered67-68-1gpu"
+
+
+@pytest.fixture(scope="module")
+def p69():
+    return load_bench("plan69_h100_own")
+
+
+def make_call(p69, root, hbm=3100.0):
+    """A call folder as bench/hw/run_own_h100.sh leaves it, with the own profile's HBM rate ``hbm``."""
+    import block_gemm_orders as bgo
+
+    from ctasim.cli import main as ctasim_main
+
+    src = p69.ROOT / CALL
+    root.mkdir(parents=True)
+    for f in ("env.txt", "gemm_shapes.csv"):
+        shutil.copy(src / f, root / f)
+    for e in p69.EXPERIMENTS:
+        (root / e).mkdir()
+        shutil.copy(src / e / "results.csv", root / e / "results.csv")
+    text = (p69.ROOT / "specs/hardware/h100-x1-datasheet.toml").read_text()
+    lines = ['name = "h100-x1-own"' if l.startswith("name = ") else
+             f"hbm_gbps = {hbm}" if l.startswith("hbm_gbps = ") else l for l in text.splitlines()]
+    (root / p69.OWN).write_text("\n".join(lines) + "\n")
+    for e in p69.EXPERIMENTS:
+        assert ctasim_main(["predict", e, "--hardware", str(root / p69.OWN), "--out", str(root / "reg69-own" / e),
+                            "--naive-from", str(p69.ROOT / "bench/results/hw/2026-11-29-run2/baselines.csv")]) == 0
+    shapes = ",".join(f"{m}x{n}x{k}" for m, n, k in p69.shapes())
+    probe = p69.ROOT / "bench/results/hw/2026-12-04-registered48-1gpu/calibration-probes/tile_orders.csv"
+    assert bgo.main(["--predict", shapes, "--profile", f"own={root / p69.OWN}", "--profile",
+                     f"datasheet={p69.ROOT / 'specs/hardware/h100-x1-datasheet.toml'}", "--naive-probe", str(probe),
+                     "--out", str(root / "predicted-own")]) == 0
+    return root
+
+
+@pytest.fixture(scope="module")
+def call(p69, tmp_path_factory):
+    return make_call(p69, tmp_path_factory.mktemp("p69") / "run")
+
+
+@pytest.fixture(scope="module")
+def judged(p69, call, tmp_path_factory):
+    out = tmp_path_factory.mktemp("p69") / "out"
+    assert p69.main(["--judge", str(call), "--out", str(out)]) == 0
+    return out
+
+
+def test_the_claims_are_what_the_tables_give(p69, judged):
+    cl = pd.read_csv(judged / "claims.csv").set_index("claim")
+    g = pd.read_csv(judged / "gemm-claims.csv").set_index("predictor")
+    c = pd.read_csv(judged / "cases.csv")
+    assert list(cl.index) == list("abcdef") and cl["provenance"].str.startswith("post-hoc").all()
+    own, ds = g.at["own", "best_mape_pct"], g.at["datasheet", "best_mape_pct"]
+    assert cl.at["b", "met"] == (own < ds) and f"{own:.2f} against the datasheet's {ds:.2f}%" == cl.at["b", "value"]
+    assert cl.at["c", "met"] == (own <= g.at["naive_own", "best_mape_pct"] / 2)
+    mape = c.assign(a=c["error_pct"].abs()).groupby("source")["a"].mean()
+    assert (c.groupby("source").size() == 20).all() and set(mape.index) == {"own", "datasheet", "naive"}
+    assert cl.at["d", "met"] == (mape["own"] < mape["datasheet"])
+    assert cl.at["d", "value"].startswith(f"{mape['own']:.2f} against the datasheet's {mape['datasheet']:.2f}%")
+    worst = c[c["source"] == "own"]["error_pct"].abs().max()
+    assert cl.at["e", "met"] == (mape["own"] <= 3 and worst <= 6)
+    # the datasheet's chain rows are its committed registrations', as plan 68 judged them on this call
+    p68 = pd.read_csv(p69.ROOT / "bench/results/validation-registered68/cases.csv")
+    twin = p68[p68["source"] == "twin"].set_index(["experiment", "case", "strategy"])["predicted_ms"]
+    mine = c[c["source"] == "datasheet"].set_index(["experiment", "case", "strategy"])["predicted_ms"]
+    pd.testing.assert_series_equal(mine.sort_index(), twin.sort_index(), check_names=False, atol=1e-4)
+    f = pd.read_csv(judged / "fields.csv").set_index("field")
+    assert (f.at["hbm_gbps", "own"], f.at["hbm_gbps", "datasheet"]) == ("3100.0", "2971.2869")
+
+
+def test_the_datasheet_profile_as_its_own_is_not_below_itself(p69, tmp_path):
+    """A call whose own profile is the datasheet's (its HBM rate unchanged): (b) and (d) compare equal figures, so
+    neither is met."""
+    from ctasim.spec import load_hardware
+
+    call = make_call(p69, tmp_path / "run", hbm=load_hardware("h100-x1-datasheet").hbm_gbps)
+    assert p69.main(["--judge", str(call), "--out", str(tmp_path / "out")]) == 0
+    cl = pd.read_csv(tmp_path / "out" / "claims.csv").set_index("claim")
+    assert not cl.at["b", "met"] and not cl.at["d", "met"]
+
+
+@pytest.mark.parametrize("breaking,words", [
+    (lambda r: (r / "h100-x1-own.toml").unlink(), "h100-x1-own.toml (plan 69's call writes it"),
+    (lambda r: (r / "env.txt").write_text((r / "env.txt").read_text().replace("NVIDIA H100 80GB HBM3", "NVIDIA H200")),
+     "the call ran on an NVIDIA H200; plan 69 is for an H100 SXM"),
+    (lambda r: (r / "h100-x1-own.toml").write_text((r / "h100-x1-own.toml").read_text().replace(
+        "hbm_gbps = 3100.0", "hbm_gbps = 3500.0")), "profile own no longer gives the registered times"),
+    (lambda r: pd.read_csv(r / "gemm_shapes.csv").query("m != 4096").to_csv(r / "gemm_shapes.csv", index=False),
+     "no timed run of 4096x4608x4096"),
+    (lambda r: shutil.rmtree(r / "reg69-own"), "reg69-own/reg68-chain-reuse-h4096/predictions.csv"),
+    (lambda r: (r / "reg68-chain-reuse-h4608" / "results.csv").unlink(), "reg68-chain-reuse-h4608/results.csv"),
+])
+def test_a_call_that_cannot_be_judged_is_refused_in_one_line(p69, call, tmp_path, capsys, breaking, words):
+    run = tmp_path / "run"
+    shutil.copytree(call, run)
+    breaking(run)
+    assert p69.main(["--judge", str(run), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("plan69_h100_own: ") and words in err and "\n" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_shapes_are_plan_67s():
+    p69 = load_bench("plan69_h100_own")
+    reg = pd.read_csv(p69.GEMMS)
+    assert len(p69.shapes()) == 12 and set(p69.shapes()) == set(map(tuple, reg[["m", "n", "k"]].to_numpy().tolist()))
