@@ -21,7 +21,8 @@ best measured time (``block_gemm_orders.judge``'s ``best_*``): (a) own's MAPE <=
 the datasheet's; (c) own's at most half naive_own's; (d) every own pick within 2% of the measured best; chains over
 every case and strategy: (e) own's makespan MAPE below the datasheet's; (f) own's within 3% / 6%. Written:
 ``gemm-shapes.csv``, ``gemm-claims.csv`` (every predictor), ``cases.csv`` (the chains), ``fields.csv`` (the own
-profile's measured fields beside the datasheet's) and ``claims.csv``. A run that cannot be judged (no own profile, a missing table, a profile that no longer gives the
+profile's measured fields beside the datasheet's) and ``claims.csv``. A run that cannot be judged (no own profile,
+a missing table, a profile that no longer gives the
 registered GEMM times, a GEMM shape not timed, a log with the timing before a prediction, another commit's code)
 is refused in one line, exit 2, nothing written. The chains are judged whole or not at all: where a registration, a
 run or one of the 20 cases is missing, (e) and (f) are written "not judged" (and not met), and ``cases.csv`` is not
