@@ -15,7 +15,8 @@ the one-H200 profile here; on an H100 ``h100-x1-datasheet`` as registered, with 
 ``cases.csv`` (per run folder, experiment, case, strategy and law: measured, predicted, error %), ``summary.csv`` (per
 class of strategy and law: cases, MAPE, worst; and the cases where the laws' errors are more than 0.5 points apart) and
 ``decisions.csv`` (per case measured under two or more strategies and law: the strategy the law puts fastest, whether
-it measured fastest, the regret of following it). Every figure is post-hoc: these runs were seen (plans 67 and 68's
+it measured fastest, the regret of following it) and ``row-over-groups.csv`` (per experiment and case: row order's
+makespan over groups of 8's, measured and under each law). Every figure is post-hoc: these runs were seen (plans 67 and 68's
 H100 runs were registered tests of the twin; here they sit beside runs made before it), and nothing is fitted. ~2 min
 on 2 cores for the H200s, ~1 min for the H100s.
 """
@@ -145,6 +146,18 @@ def decisions(c: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def row_over_groups(c: pd.DataFrame) -> pd.DataFrame:
+    """Per experiment and case with both measured: row order's makespan over groups of 8's (the median over run
+    folders of each), measured and as each law predicts it."""
+    m = c[c["strategy"].isin(["intragpu", "intragpu-row"])].groupby(["experiment", "case", "law", "strategy"])[
+        ["measured_ms", "predicted_ms"]].median().unstack("strategy").dropna()
+    out = pd.DataFrame({"measured": m[("measured_ms", "intragpu-row")] / m[("measured_ms", "intragpu")],
+                        "predicted": m[("predicted_ms", "intragpu-row")] / m[("predicted_ms", "intragpu")]})
+    out = out.unstack("law")
+    out.columns = [f"{a}_{b}" if a == "predicted" else a for a, b in out.columns]
+    return out.loc[:, ~out.columns.duplicated()].reset_index()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_reuse_law.py", description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", choices=tuple(GPUS), default="H200", help="whose committed runs (default H200)")
@@ -158,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     c.to_csv(args.out / "cases.csv", index=False, float_format="%.4f")
     s.to_csv(args.out / "summary.csv", index=False, float_format="%.4f")
     d.to_csv(args.out / "decisions.csv", index=False, float_format="%.4f")
+    row_over_groups(c).to_csv(args.out / "row-over-groups.csv", index=False, float_format="%.4f")
     with pd.option_context("display.width", 200):
         print(s.pivot_table(index=["subset", "class"], columns="law", values=["cases", "mape_pct"], sort=False)
               .round(2))
