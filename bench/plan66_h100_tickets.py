@@ -83,7 +83,9 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
 
 
 def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
-    by, mape, complete, worst_model = p64.by_source(c, SOURCES)
+    by, mape, complete, _ = p64.by_source(c, SOURCES)
+    m = by["model"]
+    worst_model = float(m.loc[m["error_pct"].abs().idxmax(), "error_pct"]) if len(m) else float("nan")  # signed
     t = by["tickets"]
     worst_twin = float(t.loc[t["error_pct"].abs().idxmax(), "error_pct"]) if len(t) else float("nan")
     losing = {s: d[d["strategy"].isin(LOSING)]["error_pct"].abs() for s, d in by.items()}

@@ -141,3 +141,14 @@ def test_the_judge_on_an_h100_call_writes_its_tables(p66, tmp_path):
     assert p66.main(["--judge", str(run), "--out", str(tmp_path / "out")]) == 0
     cl = pd.read_csv(tmp_path / "out" / "claims.csv")
     assert list(cl["claim"]) == list("abcdef") and cl["provenance"].str.startswith("post-hoc").all()
+
+
+@pytest.mark.parametrize("run", ["validation-registered66", "validation-registered66-run2"])
+def test_the_committed_claims_give_the_models_worst_error_with_its_sign(p66, run):
+    """(d)'s value names the model's worst case as cases.csv has it, sign and all (a miss fast is not one slow)."""
+    d = p66.ROOT / "bench/results" / run
+    c = pd.read_csv(d / "cases.csv")
+    m = c[c["source"] == "model"]
+    worst = m.loc[m["error_pct"].abs().idxmax(), "error_pct"]
+    value = pd.read_csv(d / "claims.csv").set_index("claim").at["d", "value"]
+    assert worst < 0 and value.endswith(f"worst {worst:.2f}%")
