@@ -18,8 +18,9 @@ For every token count M the block runs with M rows under every strategy that fit
 
 The answer states how far to trust it: whether the profile was measured or read off a datasheet, and the registered
 validation of the strategies involved (the latest ``bench/results/validation-registered*`` of a checkout: which
-strategies have been predicted before they were measured, and how close the model came; per kind, the pooled record of
-every registration, ``bench/results/registered-record/record.csv``, written by ``bench/registered_record.py``).
+strategies have been predicted before they were measured, and how close the model came: the profile in hand's and its
+bases' by name, every other profile's in one summary; per kind, the pooled record of every registration,
+``bench/results/registered-record/record.csv``, written by ``bench/registered_record.py``).
 
 Left out: attention and everything else :attr:`ctasim.spec.Model.leaves_out` names; the placement of deeper chains on
 fewer GPUs (layers = GPUs for the pipelined strategies here); invariant checks (the predictions are the same; ``ctasim
