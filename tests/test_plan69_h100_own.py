@@ -198,6 +198,36 @@ def test_the_call_script_checks_its_gpu_and_skips_what_its_deadline_leaves_no_ti
         assert "ctahw run reg68-chain-reuse-h4608 skipped" in log
 
 
+def test_the_log_the_call_script_writes_passes_the_judges_order_check(p69, tmp_path):
+    """bench/hw/run_own_h100.sh with every step's command a stand-in that exits 0 at once (a `timeout` on PATH that
+    runs nothing): the log.txt and env.txt it packs are what :func:`call_order` accepts, and with a prediction's exit
+    line moved after the timing, refuses."""
+    import os
+    import subprocess
+    import tarfile
+
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for name, body in (("nvidia-smi", "echo 'NVIDIA H100 80GB HBM3'"), ("timeout", "exit 0")):
+        (bin_ / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_ / name).chmod(0o755)
+    out = tmp_path / "out"
+    env = dict(os.environ, PATH=f"{bin_}:{os.environ['PATH']}", OUT=str(out), CTAHW_COMMIT=head(),
+               CTAHW_WHEELS_INSTALLED="1")
+    p = subprocess.run(["bash", "bench/hw/run_own_h100.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    with tarfile.open(out / "run.tar.gz") as t:
+        t.extractall(tmp_path, filter="data")
+    run = tmp_path / "run"
+    assert p69.call_order(run) == head()
+    lines = (run / "log.txt").read_text().splitlines()
+    moved = [x for x in lines if "predict reg68-chain-reuse-h4096" in x and " exit " in x]
+    (run / "log.txt").write_text("\n".join([x for x in lines if x not in moved] + moved) + "\n")
+    with pytest.raises(p69.JudgeError, match="not 3 predictions logged before the timing began"):
+        p69.call_order(run)
+
+
 def test_the_shapes_are_plan_67s():
     p69 = load_bench("plan69_h100_own")
     reg = pd.read_csv(p69.GEMMS)
