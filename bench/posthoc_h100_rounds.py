@@ -10,7 +10,7 @@ an H100 (``bench/results/hw-h100``) and on an H200 (``bench/results/hw``), each 
 ``ctasim.calibration.tile_rounds``; both layers' tiles), over groups of 8's same round in the same run, for rounds
 0 to :data:`ROUNDS` - 1 and over the rounds after them. Writes ``rounds.csv`` (per GPU, run folder, experiment, case,
 order and round: the mainloop, groups of 8's, the ratio) and ``summary.csv`` (per GPU, order and round span: the
-median ratio over the runs and how many). Every figure is post-hoc (these runs were seen); nothing is fitted. Left
+median ratio over the traced cases and how many). Every figure is post-hoc (these runs were seen); nothing is fitted. Left
 out: the one-layer microbenchmarks and the GeLU chains (``posthoc_order_mainloop.LEFT_OUT``), the rings.
 """
 
@@ -86,8 +86,9 @@ def rounds() -> pd.DataFrame:
 
 
 def summary(r: pd.DataFrame) -> pd.DataFrame:
-    """Per GPU, order and round span: the median ratio over the runs, its range and how many."""
-    s = r.groupby(["gpu", "order", "span"])["ratio"].agg(runs="size", median="median", low="min", high="max")
+    """Per GPU, order and round span: the median ratio over the traced cases (run folder, experiment, case), its range
+    and how many."""
+    s = r.groupby(["gpu", "order", "span"])["ratio"].agg(cases="size", median="median", low="min", high="max")
     return s.reset_index()
 
 
