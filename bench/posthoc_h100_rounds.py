@@ -10,8 +10,8 @@ an H100 (``bench/results/hw-h100``) and on an H200 (``bench/results/hw``), each 
 ``ctasim.calibration.tile_rounds``; both layers' tiles), over groups of 8's same round in the same run, for rounds
 0 to :data:`ROUNDS` - 1 and over the rounds after them. Writes ``rounds.csv`` (per GPU, run folder, experiment, case,
 order and round: the mainloop, groups of 8's, the ratio) and ``summary.csv`` (per GPU, order and round span: the
-median ratio over the traced cases and how many). Every figure is post-hoc (these runs were seen); nothing is fitted. Left
-out: the one-layer microbenchmarks and the GeLU chains (``posthoc_order_mainloop.LEFT_OUT``), the rings.
+median ratio over the traced cases and how many). Every figure is post-hoc (these runs were seen); nothing is
+fitted. Left out: the one-layer microbenchmarks and the GeLU chains (``posthoc_order_mainloop.LEFT_OUT``), the rings.
 """
 
 from __future__ import annotations
