@@ -107,9 +107,9 @@ def call_order(run_dir: Path) -> str:
                          f"{readme.relative_to(ROOT)} as committed")
     lines = log.read_text(errors="replace").splitlines()
     timing = [i for i, x in enumerate(lines) if "gemm_shape_probe (" in x or "ctahw run " in x]
-    predicted = [i for i, x in enumerate(lines) if x.split(" ", 2)[-1].startswith("predict ") and " exit " in x]
+    predicted = [i for i, x in enumerate(lines) if x.split(" ", 2)[-1].startswith("predict ") and x.endswith(" exit 0")]
     if len(predicted) != len(EXPERIMENTS) + 1 or not timing or max(predicted) > min(timing):
-        raise JudgeError(f"{log}: not {len(EXPERIMENTS) + 1} predictions logged before the timing began")
+        raise JudgeError(f"{log}: not {len(EXPERIMENTS) + 1} predictions logged done (exit 0) before the timing began")
     return commit
 
 
@@ -145,7 +145,12 @@ def gemms(run_dir: Path, own) -> tuple[pd.DataFrame, pd.DataFrame]:
         registered_plan.positive_times(runs["median_ms"], [f"{r.m}x{r.n}x{r.k} {r.order}" for r in runs.itertuples()],
                                        table, "the median")
         hws = {"own": own, "datasheet": load_hardware(PROFILE)}
-        got, claims = bgo.judge(runs, bgo.orders(runs, hws), pd.read_csv(reg), hws)
+        registered = pd.read_csv(reg)
+        need = [f"{c}_ms" for c in (*hws, "naive", "naive_own")] + [f"{c}_pick" for c in hws]
+        lacking = [c for c in need if c not in registered.columns]
+        if lacking:
+            raise JudgeError(f"{reg}: no column {lacking[0]} (the call's predictions are not plan 69's)")
+        got, claims = bgo.judge(runs, bgo.orders(runs, hws), registered, hws)
     except (KeyError, ValueError) as e:
         raise JudgeError(str(e).removeprefix("block_gemm_orders: ")) from None
     missing = set(held_out_shapes()) - {(int(r.m), int(r.n), int(r.k)) for r in got.itertuples()}

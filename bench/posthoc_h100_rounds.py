@@ -2,9 +2,9 @@
 
     python bench/posthoc_h100_rounds.py [--out bench/results/posthoc-h100-rounds]
 
-The H100 profile prices row order 7-17% fast at M <= 10240 where it keeps the order's reuse
-(``bench/posthoc_reuse_law.py --gpu H100``, ``row-over-groups.csv``): there the H100 measures row order 16-29% over
-groups of 8, the H200s 2-7%. This asks when in the run the orders part: for every chain-kernel experiment traced on
+The H100 profile prices row order 7-17% fast at M <= 10240 (``bench/posthoc_reuse_law.py --gpu H100``); where it
+keeps the order's reuse (``row-over-groups.csv``) the H100 measures row order 16-29% over groups of 8, the H200s
+2-7%. This asks when in the run the orders part: for every chain-kernel experiment traced on
 an H100 (``bench/results/hw-h100``) and on an H200 (``bench/results/hw``), each traced (case, order)'s median mainloop
 (``t_mainloop_end - t_acquire``) per round (a tile's rank among its CTA's tiles by ``t_acquire``:
 ``ctasim.calibration.tile_rounds``; both layers' tiles), over groups of 8's same round in the same run, for rounds

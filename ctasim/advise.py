@@ -40,8 +40,8 @@ from ctasim.cases import check_experiment
 from ctasim.run import run_experiment
 from ctasim.spec import Experiment, Hardware, Model, Strategy
 
-__all__ = ["CHUNKS", "TOKENS", "strategies_for", "advise", "trust", "lineage", "registered_runs", "registered_by_profile",
-           "best_table", "markdown"]
+__all__ = ["CHUNKS", "TOKENS", "strategies_for", "advise", "trust", "lineage", "registered_runs",
+           "registered_by_profile", "best_table", "markdown"]
 
 CHUNKS = (1, 2, 4, 8, 16, 32, 64)
 """Micro-batching chunk counts tried (the best is reported, with its count)."""
@@ -197,8 +197,9 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
             lines.append(f"{kind}: not yet predicted-then-measured (no registered validation): treat as a model "
                          f"estimate")
             continue
-        parts = [f"{'this profile' if prof == hw.name else 'its base'} {_runs_text(prof, k[k['profile'] == prof])}"
-                 for prof in own if (k["profile"] == prof).any()]
+        label = ["this profile", "its base", "its base's base"] + ["an earlier base"] * max(0, len(own) - 3)
+        parts = [f"{label[i]} {_runs_text(prof, k[k['profile'] == prof])}"
+                 for i, prof in enumerate(own) if (k["profile"] == prof).any()]
         others = k[~k["profile"].isin(own)]
         if len(others):
             n = others["profile"].nunique()
@@ -207,7 +208,7 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
                          f"{others.loc[others['worst_pct'].abs().idxmax(), 'worst_pct']:+.1f}% over {len(others)} "
                          f"measured runs of {others['registration'].nunique()} registrations (each profile's: "
                          "bench/results/validation-registered*, docs/validation.md)")
-        if not any(p.startswith(("this profile", "its base")) for p in parts):
+        if not any(p.startswith(("this profile", "its base", "an earlier base")) for p in parts):
             parts.insert(0, "none of this profile's own")
         lines.append(f"{kind}: registered model: " + "; ".join(parts))
     return lines

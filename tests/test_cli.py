@@ -282,7 +282,7 @@ def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(t
     assert line.startswith("sequential: registered model: none of this profile's own; 1 other profile (?): ")
 
 
-def test_advise_leads_with_the_profile_in_hand_and_its_bases_and_counts_the_others():
+def test_advise_leads_with_the_profile_in_hand_and_its_bases_and_counts_the_others(monkeypatch):
     """The trust line quotes the profile advised on and the profiles it is derived from, by name, with their
     registrations; every other profile's registered runs in one summary, their registrations not named."""
     from ctasim import advise as A
@@ -303,6 +303,17 @@ def test_advise_leads_with_the_profile_in_hand_and_its_bases_and_counts_the_othe
     runs = sum(int(t.split(" measured runs")[0].rsplit(" ", 1)[1]) for p, t in by.items()
                if p not in ("h100-x1-datasheet", "h200-x1-calibrated"))
     assert f"over {runs} measured runs" in others
+    # a deeper lineage (a made-up base for h200-x1-calibrated): each base named by its depth
+    import types
+
+    from ctasim import profiles
+
+    fake = dict(profiles.DERIVED, **{"h200-x1-calibrated": types.SimpleNamespace(base="h200-x2-calibrated")})
+    monkeypatch.setattr(profiles, "DERIVED", fake)
+    assert A.lineage("h100-x1-datasheet") == ["h100-x1-datasheet", "h200-x1-calibrated", "h200-x2-calibrated"]
+    (line,) = [l for l in A.trust(load_hardware("h100-x1-datasheet"), ["sequential"]) if l.startswith("sequential:")]
+    assert "; its base h200-x1-calibrated: " in line and "; its base's base h200-x2-calibrated: " in line
+    monkeypatch.undo()
     # a measured profile with no base: itself first
     (line,) = [l for l in A.trust(load_hardware("h200-x2-calibrated"), ["sequential"]) if l.startswith("sequential:")]
     assert line.startswith("sequential: registered model: this profile h200-x2-calibrated: ")

@@ -134,9 +134,16 @@ def test_the_datasheet_profile_as_its_own_is_not_below_itself(p69, tmp_path):
      "the call ran the code of d814e12, whose plan 69 registration is not"),
     (lambda r: (r / "log.txt").write_text(LOG.replace("== 00:03:06 gemm_shape_probe (timeout 150 s)\n", "").replace(
         "== 00:03:01", "== 00:03:06 gemm_shape_probe (timeout 150 s)\n== 00:03:01")),
-     "not 3 predictions logged before the timing began"),
+     "not 3 predictions logged done (exit 0) before the timing began"),
+    (lambda r: (r / "log.txt").write_text(LOG.replace("(before any experiment runs) exit 0\n== 00:03:05",
+                                                      "(before any experiment runs) exit 124\n== 00:03:05")),
+     "not 3 predictions logged done (exit 0)"),
+    (lambda r: (r / "env.txt").write_text((r / "env.txt").read_text().replace(head(), "13af4151")),
+     "the call ran the code of 13af4151, whose plan 69 registration is not"),
+    (lambda r: pd.read_csv(r / "predicted-own" / "predicted.csv").drop(columns="naive_own_ms").to_csv(
+        r / "predicted-own" / "predicted.csv", index=False), "no column naive_own_ms"),
     (lambda r: (r / "log.txt").write_text(LOG.replace("predict reg68-chain-reuse-h4608", "nothing")),
-     "not 3 predictions logged before the timing began"),
+     "not 3 predictions logged done (exit 0) before the timing began"),
 ])
 def test_a_call_that_cannot_be_judged_is_refused_in_one_line(p69, call, tmp_path, capsys, breaking, words):
     run = tmp_path / "run"
@@ -224,7 +231,7 @@ def test_the_log_the_call_script_writes_passes_the_judges_order_check(p69, tmp_p
     lines = (run / "log.txt").read_text().splitlines()
     moved = [x for x in lines if "predict reg68-chain-reuse-h4096" in x and " exit " in x]
     (run / "log.txt").write_text("\n".join([x for x in lines if x not in moved] + moved) + "\n")
-    with pytest.raises(p69.JudgeError, match="not 3 predictions logged before the timing began"):
+    with pytest.raises(p69.JudgeError, match="not 3 predictions logged done"):
         p69.call_order(run)
 
 

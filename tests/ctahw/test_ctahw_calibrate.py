@@ -623,6 +623,16 @@ def test_a_fit_under_another_law_than_the_bases_is_not_written(tmp_path):
     assert load_hardware(tmp_path / "h.toml").l2_reuse_law == "survival" and "'survival' reuse law" in text
 
 
+def test_a_fit_without_its_law_named_is_the_lrus_and_refused_against_a_survival_base(tmp_path):
+    """A measurement that names no l2_reuse_law (calibration.json written before 2026-12-05) was fitted under the
+    LRU: written against h200-x2 (the LRU), refused against h100-x1-datasheet (the survival law)."""
+    fitted = dict(FAKE_RESULT, sm_remote_store_gbps=7.0, sm_remote_store_note="fit", **MEMORY_RESULT)
+    assert "l2_reuse_law" not in fitted
+    cal.write_profile(fitted, "h200-x2", tmp_path / "p.toml", "p", PROV)
+    with pytest.raises(ValueError, match="fitted under l2_reuse_law 'lru', but h100-x1-datasheet"):
+        cal.write_profile(fitted, "h100-x1-datasheet", tmp_path / "h.toml", "h", PROV)
+
+
 def test_without_the_memory_hierarchy_its_fields_stay_copied_and_the_header_says_why(tmp_path):
     fitted = dict(FAKE_RESULT, sm_remote_store_gbps=7.0, sm_remote_store_note="fit",
                   memory_note="the L2 fit lands on its grid's edge")

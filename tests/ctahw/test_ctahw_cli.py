@@ -189,3 +189,29 @@ def test_a_specs_clock_regime_must_match_the_measurement(tmp_path, capsys):
                      "--gpus-assumed", "1"]) == 0
     assert cli.main(["run", str(burst), "--out", str(tmp_path / "o"), "--dry-run", "--gpus-assumed", "1"]) == 0
     assert not (tmp_path / "o").exists()
+
+
+def test_calibrate_fits_under_the_base_profiles_reuse_law_and_curve(tmp_path, monkeypatch):
+    """`ctahw calibrate --base NAME` hands the base's l2_reuse_law and L2 survival curve to the measurement (a stand-in
+    for ctahw.calibrate.measure records them; the profile written from it is not under test here)."""
+    from ctahw import calibrate, provenance
+    from ctasim.spec import load_hardware
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def measure(**kw):
+        seen.update(kw)
+        raise Stop
+
+    monkeypatch.setattr(calibrate, "measure", measure)
+    monkeypatch.setattr(provenance, "collect", lambda: {})
+    for base in ("h100-x1-datasheet", "h200-x2"):
+        with pytest.raises(Stop):
+            cli.main(["calibrate", "--base", base, "--out", str(tmp_path / "p.toml")])
+        hw = load_hardware(base)
+        assert seen["reuse_law"] == hw.l2_reuse_law
+        assert seen["survival"] == (hw.l2_survival_taken, hw.l2_survival_share)
+    assert load_hardware("h100-x1-datasheet").l2_reuse_law == "survival"
