@@ -933,6 +933,8 @@ def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, meas
             lines.append(f"source = {_toml_value('ctahw calibrate, ' + provenance.get('machine', '') + '; ' + provenance.get('commit', ''))}")
         elif f.name == "date":
             lines.append(f"date = {_toml_value(provenance.get('date', ''))}")
+        elif f.name == "calibrated_from":
+            lines.append(f"calibrated_from = {_toml_value(base_name)}  # the base profile (ctahw calibrate --base)")
         elif f.name in measured:
             v, how = measured[f.name]
             if f.type in ("float",) or isinstance(getattr(base, f.name), float):

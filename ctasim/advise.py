@@ -181,7 +181,7 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
         lines.append("registered validation: none found in this installation (a checkout has it under "
                      "bench/results/validation-registered*)")
         return lines
-    own = lineage(hw.name)
+    own = lineage(hw.name, hw.calibrated_from)
     record = root / RECORD
     rec = pd.read_csv(record).set_index(["kind", "source"]) if record.is_file() else None
     for kind in kinds:
@@ -208,17 +208,18 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
                          f"{others.loc[others['worst_pct'].abs().idxmax(), 'worst_pct']:+.1f}% over {len(others)} "
                          f"measured runs of {others['registration'].nunique()} registrations (each profile's: "
                          "bench/results/validation-registered*, docs/validation.md)")
-        if not any(p.startswith(("this profile", "its base", "an earlier base")) for p in parts):
+        if not any(p.startswith("this profile") for p in parts):
             parts.insert(0, "none of this profile's own")
         lines.append(f"{kind}: registered model: " + "; ".join(parts))
     return lines
 
 
-def lineage(name: str) -> list[str]:
-    """``name`` and the profiles it is derived from by ``ctasim.profiles`` (its base, the base's base, ...)."""
+def lineage(name: str, calibrated_from: str = "") -> list[str]:
+    """``name`` and the profiles it comes from: ``calibrated_from`` (the base ``ctahw calibrate`` copied it from, where
+    it is a calibration's), then each profile's base in ``ctasim.profiles`` (the base's base, ...)."""
     from ctasim.profiles import DERIVED  # noqa: PLC0415
 
-    out = [name]
+    out = [name] + ([calibrated_from] if calibrated_from and calibrated_from != name else [])
     while out[-1] in DERIVED and DERIVED[out[-1]].base not in out:
         out.append(DERIVED[out[-1]].base)
     return out

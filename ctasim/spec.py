@@ -258,6 +258,9 @@ class Hardware:
     measured: bool = _f("true if the figures were measured on this machine; false for datasheet profiles")
     source: str = _f("provenance of the profile as a whole", "")
     date: str = _f("date of the measurement or of the datasheet reading", "")
+    calibrated_from: str = _f(
+        "the profile whose fields this one copies where it measured none (ctahw calibrate's --base); empty where the "
+        "profile is not a calibration's", "")
     max_clock_boost: float = _f(
         "ceiling of the tile-rate gain of a kernel that occupies few CTA slots (power-capped clock): tiles "
         "run min(max_clock_boost, (slots / active)^(1/3)) times faster; 1 = off", 1.0)

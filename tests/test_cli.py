@@ -314,6 +314,15 @@ def test_advise_leads_with_the_profile_in_hand_and_its_bases_and_counts_the_othe
     (line,) = [l for l in A.trust(load_hardware("h100-x1-datasheet"), ["sequential"]) if l.startswith("sequential:")]
     assert "; its base h200-x1-calibrated: " in line and "; its base's base h200-x2-calibrated: " in line
     monkeypatch.undo()
+    # a calibration's profile follows its --base: ctahw calibrate --base h100-x1-datasheet (plan 69's own profile)
+    import dataclasses
+
+    own = dataclasses.replace(load_hardware("h100-x1-datasheet"), name="h100-x1-own", measured=True,
+                              calibrated_from="h100-x1-datasheet")
+    assert A.lineage(own.name, own.calibrated_from) == ["h100-x1-own", "h100-x1-datasheet", "h200-x1-calibrated"]
+    (line,) = [l for l in A.trust(own, ["sequential"]) if l.startswith("sequential:")]
+    assert line.startswith("sequential: registered model: none of this profile's own; its base h100-x1-datasheet: ")
+    assert "; its base's base h200-x1-calibrated: " in line
     # a measured profile with no base: itself first
     (line,) = [l for l in A.trust(load_hardware("h200-x2-calibrated"), ["sequential"]) if l.startswith("sequential:")]
     assert line.startswith("sequential: registered model: this profile h200-x2-calibrated: ")

@@ -621,6 +621,7 @@ def test_a_fit_under_another_law_than_the_bases_is_not_written(tmp_path):
     text = cal.write_profile(dict(fitted, **MEMORY_RESULT, l2_reuse_law="survival"), "h100-x1-datasheet",
                              tmp_path / "h.toml", "h", PROV)
     assert load_hardware(tmp_path / "h.toml").l2_reuse_law == "survival" and "'survival' reuse law" in text
+    assert load_hardware(tmp_path / "h.toml").calibrated_from == "h100-x1-datasheet"  # the base, for advise's lineage
 
 
 def test_a_fit_without_its_law_named_is_the_lrus_and_refused_against_a_survival_base(tmp_path):
