@@ -95,7 +95,8 @@ and the GPU1 - GPU0 %globaltimer offset (NTP-style, from the minimum-round-trip 
 
 Not measured (copied from the base profile, saying so): topology, poll_ns (a kernel design value), and kernel
 configs that ctahw has no kernel for; the memory hierarchy's fields with ``memory=False`` (``--no-memory``) or where
-its fit fails (the profile's header says why).
+its fit fails (the profile's header says why). ``calibrated_from`` names the base profile (``ctasim advise`` quotes
+its registered validation for a calibration's profile).
 """
 
 from __future__ import annotations
