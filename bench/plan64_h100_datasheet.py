@@ -206,15 +206,20 @@ def timed_cases(pred: pd.DataFrame, timed: pd.DataFrame) -> pd.DataFrame:
     return j[["experiment", "case", "strategy", "source", "measured_ms", "predicted_ms", "n_runs", "error_pct"]]
 
 
-def by_source(c: pd.DataFrame, sources) -> tuple[dict, dict, bool, float]:
-    """Per source of ``sources``: its judged rows and MAPE (%); whether every source has as many rows as the model
-    (and the model some); the model's worst |error| (%)."""
+def by_source(c: pd.DataFrame, sources, reference: str = "model") -> tuple[dict, dict, bool, float]:
+    """Per source of ``sources``: its judged rows and MAPE (%); whether every source has as many rows as
+    ``reference`` (one of them; and it some); ``reference``'s worst |error| (%)."""
     by = {s: c[(c["source"] == s) & c["error_pct"].notna()] for s in sources}
     mape = {s: float(d["error_pct"].abs().mean()) if len(d) else float("nan") for s, d in by.items()}
-    n = len(by["model"])
+    n = len(by[reference])
     complete = n > 0 and all(len(by[s]) == n for s in sources)
-    worst = float(by["model"]["error_pct"].abs().max()) if n else float("nan")
+    worst = float(by[reference]["error_pct"].abs().max()) if n else float("nan")
     return by, mape, complete, worst
+
+
+def signed_worst(d: pd.DataFrame) -> float:
+    """The error (%) of ``d``'s row with the largest |error|, sign kept (nan where ``d`` has no rows)."""
+    return float(d.loc[d["error_pct"].abs().idxmax(), "error_pct"]) if len(d) else float("nan")
 
 
 def fastest_right(model: pd.DataFrame) -> list[bool]:

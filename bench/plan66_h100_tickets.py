@@ -84,10 +84,8 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
 
 def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
     by, mape, complete, _ = p64.by_source(c, SOURCES)
-    m = by["model"]
-    worst_model = float(m.loc[m["error_pct"].abs().idxmax(), "error_pct"]) if len(m) else float("nan")  # signed
     t = by["tickets"]
-    worst_twin = float(t.loc[t["error_pct"].abs().idxmax(), "error_pct"]) if len(t) else float("nan")
+    worst_model, worst_twin = p64.signed_worst(by["model"]), p64.signed_worst(t)
     losing = {s: d[d["strategy"].isin(LOSING)]["error_pct"].abs() for s, d in by.items()}
     fastest = p64.fastest_right(t)
     n = len(by["model"])

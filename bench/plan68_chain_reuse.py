@@ -117,7 +117,7 @@ def over_sequential(d: pd.DataFrame) -> pd.DataFrame:
 def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
     by, mape, complete, _ = p64.by_source(c, SOURCES)
     tw = by["twin"]
-    worst = float(tw.loc[tw["error_pct"].abs().idxmax(), "error_pct"]) if len(tw) else float("nan")
+    worst = p64.signed_worst(tw)
     seq = {s: float(d[d["strategy"] == SEQUENTIAL]["error_pct"].abs().mean()) for s, d in by.items()}
     ratio = {s: over_sequential(by[s])["ratio_err_points"].abs() for s in ("model", "twin")}
     fastest = p64.fastest_right(tw)

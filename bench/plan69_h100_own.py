@@ -208,10 +208,8 @@ def claims(gemm_claims: pd.DataFrame, c: pd.DataFrame | None, provenance: str, w
     g = gemm_claims.set_index("predictor")
     own, ds, nv = (float(g.at[p, "best_mape_pct"]) for p in ("own", "datasheet", "naive_own"))
     worst, lost = float(g.at["own", "best_worst_pct"]), float(g.at["own", "pick_lost_max_pct"])
-    by = {s: c[(c["source"] == s) & c["error_pct"].notna()] for s in ("own", "datasheet", "naive")}
-    mape = {s: float(d["error_pct"].abs().mean()) if len(d) else float("nan") for s, d in by.items()}
-    complete = len(by["own"]) > 0 and len(by["own"]) == len(by["datasheet"])
-    cw = float(by["own"].loc[by["own"]["error_pct"].abs().idxmax(), "error_pct"]) if len(by["own"]) else float("nan")
+    by, mape, complete, _ = p64.by_source(c, ("own", "datasheet"), reference="own")
+    cw = p64.signed_worst(by["own"])
     rows = [
         ("a", f"MAPE {own:.2f}%, worst {worst:+.2f}% over {int(g.at['own', 'shapes'])} shapes", True,
          own <= MAPE and abs(worst) <= WORST),
