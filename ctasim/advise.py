@@ -198,7 +198,7 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
                          f"estimate")
             continue
         label = ["this profile", "its base", "its base's base"] + ["an earlier base"] * max(0, len(own) - 3)
-        parts = [f"{label[i]} {_runs_text(prof, k[k['profile'] == prof])}"
+        parts = [f"{label[i]} {prof}: {_runs_text(k[k['profile'] == prof])}"
                  for i, prof in enumerate(own) if (k["profile"] == prof).any()]
         others = k[~k["profile"].isin(own)]
         if len(others):
@@ -240,12 +240,12 @@ def registered_runs(root: Path) -> pd.DataFrame | None:
                     earlier=[not profiles[r][1] for r in s["registration"]])
 
 
-def _runs_text(prof: str, g: pd.DataFrame) -> str:
+def _runs_text(g: pd.DataFrame) -> str:
     """One profile's registered runs of a kind (rows of :func:`registered_runs`): its MAPE range, worst error, runs
     and registrations, named."""
     earlier = g.loc[g["earlier"], "registration"].nunique()
     then = f", {earlier} of them with an earlier version of the profile's file" if earlier else ""
-    return (f"{prof}: MAPE {g['mape_pct'].min():.1f}-{g['mape_pct'].max():.1f}%, worst "
+    return (f"MAPE {g['mape_pct'].min():.1f}-{g['mape_pct'].max():.1f}%, worst "
             f"{g.loc[g['worst_pct'].abs().idxmax(), 'worst_pct']:+.1f}% over {len(g)} measured runs of "
             f"{g['registration'].nunique()} registrations{then} ({', '.join(sorted(set(g['registration'])))})")
 
@@ -257,7 +257,7 @@ def registered_by_profile(kind: str, results_dir: Path | None = None) -> dict[st
     if s is None:
         return {}
     k = s[s["kind"] == kind]
-    return {prof: _runs_text(prof, g).split(": ", 1)[1] for prof, g in k.groupby("profile", sort=True)}
+    return {prof: _runs_text(g) for prof, g in k.groupby("profile", sort=True)}
 
 
 ACTIVATION_OUTPUTS = ("gelu", "silu", "swiglu")
