@@ -37,11 +37,11 @@ REFERENCE = "intragpu"
 SPANS = ("0", "1", "2", "3", "later")
 
 
-def bundles(gpu: str) -> list[Path]:
-    """The chain-kernel trace bundles of ``gpu``'s calls, of the experiments traced on both GPUs."""
+def bundles() -> dict[str, list[Path]]:
+    """GPU -> the chain-kernel trace bundles of its calls, of the experiments traced on both GPUs."""
     found = {g: pom.bundles(root) for g, root in GPUS.items()}
     both = {p.parent.name for p in found["H100"]} & {p.parent.name for p in found["H200"]}
-    return [p for p in found[gpu] if p.parent.name in both]
+    return {g: [p for p in ps if p.parent.name in both] for g, ps in found.items()}
 
 
 def run_rounds(bundle: Path) -> pd.DataFrame:
@@ -75,8 +75,9 @@ def case_rounds(runs) -> pd.DataFrame:
 def rounds() -> pd.DataFrame:
     """:func:`run_rounds` of every bundle of both GPUs, with the GPU, run folder and experiment."""
     parts = []
+    found = bundles()
     for gpu, root in GPUS.items():
-        for b in bundles(gpu):
+        for b in found[gpu]:
             r = run_rounds(b)
             if len(r):
                 parts.append(r.assign(gpu=gpu, call=str(b.parent.parent.relative_to(root)),
