@@ -217,13 +217,13 @@ def experiment_k(experiment: str) -> int:
     return ks.pop()
 
 
-def round_ns(tiles: pd.DataFrame, rnd: int = 0) -> float:
-    """The median mainloop (ns) of a run's tiles of round ``rnd``."""
+def round_ns(tiles: pd.DataFrame, rnd: int = 0, end: str = "t_mainloop_end") -> float:
+    """The median mainloop (ns; to ``end``) of a run's tiles of round ``rnd``."""
     from ctasim.calibration import tile_rounds  # noqa: PLC0415
 
     t = tile_rounds(tiles)
     t = t[t["round"] == rnd]
-    return float((t["t_mainloop_end"] - t["t_acquire"]).median())
+    return float((t[end] - t["t_acquire"]).median())
 
 
 def runs_tiles(runs: dict, k: int, small: frozenset | None) -> pd.DataFrame:
@@ -485,21 +485,17 @@ def round_panels(tiles_m: int, tiles_n: int, group: int, slots: int = SLOTS) -> 
     return int(np.unique(first // tiles_n).size), int(np.unique(first % tiles_n).size)
 
 
-def round0_ratios(runs: dict) -> pd.DataFrame:
+def round0_ratios(runs: dict, end: str = "t_mainloop_end") -> pd.DataFrame:
     """Per (case, order) of one bundle's first runs (``runs``: (case, order) -> trace) with groups of 8 in the same
-    case: the median round-0 mainloop over groups of 8's, and the grid's row-blocks and column panels."""
-    from ctasim.calibration import tile_rounds  # noqa: PLC0415
-
+    case: the median round-0 mainloop (to ``end``: the simulator's traces have ``t_compute_end``) over groups of 8's,
+    and the grid's row-blocks and column panels."""
     rows = []
     for (case, order), tr in runs.items():
         ref = runs.get((case, REFERENCE))
         if ref is None or order not in GROUPS:
             continue
-        t = tile_rounds(tr.tiles)
-        t = t[t["round"] == 0]
-        rows.append(dict(case=case, order=order, ratio=float((t["t_mainloop_end"] - t["t_acquire"]).median())
-                         / round_ns(ref.tiles), tiles_m=int(tr.tiles["tile_m"].max()) + 1,
-                         tiles_n=int(tr.tiles["tile_n"].max()) + 1))
+        rows.append(dict(case=case, order=order, ratio=round_ns(tr.tiles, end=end) / round_ns(ref.tiles, end=end),
+                         tiles_m=int(tr.tiles["tile_m"].max()) + 1, tiles_n=int(tr.tiles["tile_n"].max()) + 1))
     return pd.DataFrame(rows)
 
 
