@@ -7,9 +7,10 @@
 Post-hoc (``bench/posthoc_h100_round0.py``, ``bench/results/posthoc-h100-round0``), the H100's row order is about 1.10
 times groups of 8 in its first round (each CTA's first tile) wherever the round's distinct panels pass the 50 MiB L2
 (H = 5120-8960), and 1.003-1.028 at plan 68's H = 4096 and 4608, where they fit (two H100 calls, 8 cases); pairs and
-groups of 4 there 1.00-1.02 but for two cases of 1.07. The H200s, whose first rounds fit at H <= 5120, are 1.00-1.01
-there. The simulator makes no such penalty (a wave's sharers read a panel once): its round-0 ratios are 0.996-1.003 at
-H = 4096 and 4608, 1.007 at 5120 and 1.03 at 7168 on the H100 profile, from the extra HBM bytes alone. Plan 70 asks the
+groups of 4 there 1.00-1.02 but for two cases of 1.07. The H200s' row order is 1.007 at H = 5120 (0.98 of their L2;
+no H200 ran a smaller chain) and never steps (at most 1.05 to 2.3 times the L2). The simulator makes no such penalty
+(a wave's sharers read a panel once; what moves its first round is the wave's HBM bytes): its round-0 ratios are
+0.996-1.003 at H = 4096 and 4608, 1.01 at 5120 and 1.03 at 7168 on the H100 profile. Plan 70 asks the
 fitting side of the reading of runs that do not exist yet, at no device cost: registered plan 69's H100 call and plans
 67 and 68's H200 call both run plan 68's two chain experiments (``specs/experiments/reg68-chain-reuse-h4096``,
 ``-h4608``: 2-layer chains, M = 8192 and 16384, groups of 8, 4, pairs and row order, one traced run each).
@@ -26,6 +27,11 @@ tiles over groups of 8's in the same run and case) beside the model's for that G
 ``claims.csv`` (:data:`CLAIMS`, registered or post-hoc by ``ctasim.accuracy.provenance_order`` of predicted.csv against
 the first bundle). A missing registration, run, traced case or a GPU of another kind is refused in one line, exit 2,
 nothing written.
+
+Amended on 2026-12-06 before any call that judges it, after a review: the median claim pooled the three orders'
+12 cases, so row order's 4 could never move it; row order's median and groups of 4 and pairs' are now claims of their
+own ((b), (c)). ``predicted.csv`` is unchanged. An H200 call tests less than an H100's: the H200 never steps, so there
+the claims say only that these shapes cost nothing.
 
 No adoption rule: the profile is not changed by this plan. Left out: the shapes where the round passes the L2 (the
 H100's step: no waiting call runs one), which SMs the penalty sits on (the small set needs late splits these shapes
@@ -63,11 +69,14 @@ LEVEL = 1.03
 REGISTERED = ROOT / "bench/predictions/reg70-round0"
 WHY = "plan 69's H100 call and plans 67 and 68's H200 call write it"
 JudgeError = registered_plan.JudgeError
+NEAR = 0.03
+"""Claim (d)'s distance of the model from the measured round-0 ratio."""
 CLAIMS = {
     "a": f"row order's round-0 ratio over groups of 8 is below {STEP} in every case (2 H x 2 M): no step where the "
          f"first round fits the L2",
-    "b": f"the median round-0 ratio over the cases of groups of 4, pairs and row order (12) is at most {LEVEL}",
-    "c": "the model's round-0 ratio is within 0.03 of the measured in more than half of the 12 cases",
+    "b": f"row order's median round-0 ratio over its 4 cases is at most {LEVEL}",
+    "c": f"the median round-0 ratio over the 8 cases of groups of 4 and pairs is at most {LEVEL}",
+    "d": f"the model's round-0 ratio is within {NEAR} of the measured in more than half of the 12 cases",
 }
 
 
@@ -135,14 +144,17 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
 
 
 def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
-    """The plan's claims (:data:`CLAIMS`) on :func:`cases`' table (12 cases: 2 experiments x 2 M x 3 orders)."""
+    """The plan's claims (:data:`CLAIMS`) on :func:`cases`' table (12 cases: 2 experiments x 2 M x 3 orders; a
+    distance of exactly :data:`NEAR` counts as near)."""
     row = c[c["order"] == ROW]
-    near = int((c["error"].abs() <= 0.03).sum())
+    groups = c[c["order"] != ROW]
+    near = int((c["error"].abs() <= NEAR + 1e-12).sum())
     rows = [
         ("a", f"{int((row['measured'] < STEP).sum())} of {len(row)} (max {row['measured'].max():.3f})",
          bool((row["measured"] < STEP).all())),
-        ("b", f"{c['measured'].median():.3f} over {len(c)}", bool(c["measured"].median() <= LEVEL)),
-        ("c", f"{near} of {len(c)} (mean |error| {c['error'].abs().mean():.3f})", near > len(c) / 2),
+        ("b", f"{row['measured'].median():.3f} over {len(row)}", bool(row["measured"].median() <= LEVEL)),
+        ("c", f"{groups['measured'].median():.3f} over {len(groups)}", bool(groups["measured"].median() <= LEVEL)),
+        ("d", f"{near} of {len(c)} (mean |error| {c['error'].abs().mean():.3f})", near > len(c) / 2),
     ]
     return registered_plan.claims_table(rows, CLAIMS, provenance)
 

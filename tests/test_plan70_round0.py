@@ -51,23 +51,51 @@ def test_flat_rounds_meet_every_claim(p70, registered):
     assert _claims(p70, registered).all()
 
 
+ROW_CASES = [(s, c) for s in ("h4096", "h4608") for c in ("m=8192", "m=16384")]
+GROUP_CASES = [(s, c, o) for s, c in ROW_CASES for o in ("intragpu-g4", "intragpu-g2")]
+
+
 def test_a_row_order_step_breaks_a_alone(p70, registered):
     met = _claims(p70, registered, changes=[("h4608", "m=8192", "intragpu-row", 1.05)])
-    assert not met["a"] and met["b"] and met["c"]
+    assert not met["a"] and met["b"] and met["c"] and met["d"]
     # the same step in pairs is not row order's
-    assert _claims(p70, registered, changes=[("h4608", "m=8192", "intragpu-g2", 1.08)])["a"]
+    assert _claims(p70, registered, changes=[("h4608", "m=8192", "intragpu-g2", 1.08)])[["a", "b"]].all()
 
 
-def test_a_raised_level_breaks_b_and_c(p70, registered):
+def test_row_orders_step_everywhere_breaks_a_and_b_not_c(p70, registered):
+    met = _claims(p70, registered, changes=[(s, c, "intragpu-row", 1.2) for s, c in ROW_CASES])
+    assert not met["a"] and not met["b"] and met["c"]  # the other orders' median is theirs alone
+
+
+def test_b_and_c_are_medians_at_most_the_level(p70, registered):
+    # row order at the level in every case: its median 1.03 meets (b); one case over it does not move the median
+    at = [(s, c, "intragpu-row", 1.03) for s, c in ROW_CASES]
+    assert _claims(p70, registered, changes=at)["b"]
+    assert _claims(p70, registered, changes=at[:3] + [(*ROW_CASES[3], "intragpu-row", 1.049)])["b"]
+    assert not _claims(p70, registered, changes=at[:2] + [(s, c, "intragpu-row", 1.035) for s, c in ROW_CASES[2:]])["b"]
+    # groups of 4 and pairs: five of eight over the level move the median over it, three do not
+    over = [(s, c, o, 1.04) for s, c, o in GROUP_CASES]
+    assert not _claims(p70, registered, changes=over[:5])["c"]
+    met = _claims(p70, registered, changes=over[:3])
+    assert met["c"] and met["b"]
+
+
+def test_a_raised_level_breaks_b_c_and_d(p70, registered):
     met = _claims(p70, registered, measured=1.035)
-    assert met["a"] and not met["b"] and not met["c"]
+    assert met["a"] and not met["b"] and not met["c"] and not met["d"]
 
 
-def test_c_needs_more_than_half_of_the_cases_near_the_model(p70, registered):
-    far = [(s, c, o, 1.045) for s in ("h4096", "h4608") for c in ("m=8192", "m=16384")
-           for o in ("intragpu-g4", "intragpu-g2")]
-    assert not _claims(p70, registered, changes=far[:6])["c"]  # 6 of 12 near: not more than half
-    assert _claims(p70, registered, changes=far[:5])["c"]
+def test_d_needs_more_than_half_of_the_cases_near_the_model(p70, registered):
+    far = [(s, c, o, 1.045) for s, c, o in GROUP_CASES]
+    assert not _claims(p70, registered, changes=far[:6])["d"]  # 6 of 12 near: not more than half
+    assert _claims(p70, registered, changes=far[:5])["d"]
+
+
+def test_d_measures_the_distance_to_the_registered_model_not_to_1(p70, registered):
+    moved = registered.assign(model=1.05)
+    assert _claims(p70, moved, measured=1.05)["d"]  # every case on the model, none near 1
+    assert _claims(p70, moved, measured=1.08)["d"]  # exactly NEAR away: near
+    assert not _claims(p70, moved, measured=1.0)["d"]
 
 
 def test_the_judge_reads_the_calls_gpu_and_its_traces(p70, registered):
@@ -99,7 +127,8 @@ def test_the_judge_refuses_another_gpu_a_missing_env_and_a_missing_bundle(p70, t
     out = tmp_path / "out"
     run = _fake_call(p70, tmp_path, "0, NVIDIA A100-SXM4-80GB, GPU-00000000-0000, 1, 580, 1410 MHz, 1410 MHz,\n")
     assert p70.main(["--judge", str(run), "--out", str(out)]) == 2
-    assert "A100" in capsys.readouterr().err and not out.exists()
+    err = capsys.readouterr().err
+    assert "A100" in err and err.count("\n") == 1 and not out.exists()
     (run / "env.txt").unlink()
     assert p70.main(["--judge", str(run), "--out", str(out)]) == 2
     assert "env.txt" in capsys.readouterr().err and not out.exists()
