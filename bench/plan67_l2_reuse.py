@@ -106,13 +106,13 @@ def register() -> pd.DataFrame:
     return out
 
 
-def call_gpu(run_dir: Path) -> str:
+def call_gpu(run_dir: Path, why: str = WHY, plan: str = "plan 67 predicts") -> str:
     """The call's GPU (a key of :data:`GPUS`) from ``run_dir/env.txt`` (``plan64_h100_datasheet.gpu_name``);
-    :class:`JudgeError` where missing or another."""
-    name = gpu_name(run_dir, WHY)
+    :class:`JudgeError` where missing (``why``: what should have written it) or another (``plan``: the judging plan's
+    words for what it takes)."""
+    name = gpu_name(run_dir, why)
     if name not in GPU_NAMES:
-        raise JudgeError(f"{run_dir / 'env.txt'}: the call ran on an {name}; plan 67 predicts an "
-                         f"{' or an '.join(GPU_NAMES)}")
+        raise JudgeError(f"{run_dir / 'env.txt'}: the call ran on an {name}; {plan} an {' or an '.join(GPU_NAMES)}")
     return GPU_NAMES[name]
 
 

@@ -52,8 +52,7 @@ import pandas as pd  # noqa: E402
 import posthoc_h100_round0 as p0  # noqa: E402
 import posthoc_order_mainloop as pom  # noqa: E402
 import registered_plan  # noqa: E402
-from plan64_h100_datasheet import gpu_name  # noqa: E402
-from plan67_l2_reuse import GPU_NAMES  # noqa: E402
+import plan67_l2_reuse  # noqa: E402
 from ctasim.cases import expand, load_experiment  # noqa: E402
 
 EXPERIMENTS = ("reg68-chain-reuse-h4096", "reg68-chain-reuse-h4608")
@@ -108,19 +107,9 @@ def register() -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)[cols]
 
 
-def call_gpu(run_dir: Path) -> str:
-    """The call's GPU (H100 or H200, ``plan67_l2_reuse.GPU_NAMES``) from ``run_dir/env.txt``; :class:`JudgeError`
-    where missing or another."""
-    name = gpu_name(run_dir, WHY)
-    if name not in GPU_NAMES:
-        raise JudgeError(f"{run_dir / 'env.txt'}: the call ran on an {name}; plan 70 judges an "
-                         f"{' or an '.join(GPU_NAMES)}")
-    return GPU_NAMES[name]
-
-
 def measured(run_dir: Path) -> pd.DataFrame:
     """Per experiment, case and order of :data:`ORDERS`: the measured round-0 ratio, with the call's GPU."""
-    gpu = call_gpu(run_dir)
+    gpu = plan67_l2_reuse.call_gpu(run_dir, WHY, "plan 70 judges")
     parts = []
     for exp in EXPERIMENTS:
         traces = registered_plan.traced_runs(run_dir, exp, pairs(exp), "plan 69's H100 call or plans 67 and 68's H200 "

@@ -75,9 +75,9 @@ import posthoc_sm_groups as psg  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
 OUT = ROOT / "bench/results/posthoc-h100-round0"
-REFERENCE = "intragpu"
+REFERENCE = pom.REFERENCE
 ROW = "intragpu-row"
-GROUPS = {"intragpu": 8, "intragpu-g4": 4, "intragpu-g2": 2, "intragpu-row": 1}
+GROUPS = pom.ORDERS
 """The chain kernel's orders: strategy -> the row-block group of its tickets (``ctasim.plan.chain_order``)."""
 ROUNDS = 4
 """Rounds 0 to ROUNDS - 1 are read: span "0" alone, span "1-3" the others pooled."""
