@@ -16,8 +16,10 @@ the one-H200 profile here; on an H100 ``h100-x1-datasheet`` as registered, with 
 class of strategy and law: cases, MAPE, worst; and the cases where the laws' errors are more than 0.5 points apart) and
 ``decisions.csv`` (per case measured under two or more strategies and law: the strategy the law puts fastest, whether
 it measured fastest, the regret of following it) and ``row-over-groups.csv`` (per experiment and case: row order's
-makespan over groups of 8's, measured and under each law). Every figure is post-hoc: these runs were seen (plans 67 and 68's
-H100 runs were registered tests of the twin; here they sit beside runs made before it), and nothing is fitted. ~2 min
+makespan over groups of 8's, measured and under each law; ``row-states.csv`` the same beside the GPU's profile now
+with the threshold ticket law in each of its two consistent states, :func:`row_states`). Every figure is post-hoc:
+these runs were seen (plans 67 and 68's H100 runs were registered tests of the twin; here they sit beside runs made
+before it), and nothing is fitted. ~2 min
 on 2 cores for the H200s, ~1 min for the H100s.
 """
 
@@ -158,6 +160,24 @@ def row_over_groups(c: pd.DataFrame) -> pd.DataFrame:
     return out.loc[:, ~out.columns.duplicated()].reset_index()
 
 
+STATE_PROFILES = {"H200": "h200-x1-calibrated", "H100": "h100-x1-datasheet"}
+"""GPU -> the profile its predictions use now (the H100's with the curve since plan 68; the H200's with the LRU until
+plans 67 and 68 run on one), which :func:`row_states` prices under the threshold law's states."""
+
+
+def row_states(r: pd.DataFrame, gpu: str) -> pd.DataFrame:
+    """:func:`row_over_groups`' rows ``r`` with row order over groups of 8 under ``gpu``'s profile now
+    (:data:`STATE_PROFILES`) with the threshold ticket law in each consistent state (``hold``: every SM keeping row
+    order's reuse, ``thrash``: every SM losing it; ``posthoc_sm_groups.state_prices``)."""
+    import posthoc_sm_groups as psg  # noqa: PLC0415
+
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+
+    hw = load_hardware(STATE_PROFILES[gpu])
+    p = [psg.state_prices(e, c, hw) for e, c in zip(r["experiment"], r["case"])]
+    return r.assign(**{f"threshold_{st}": [1 + x[f"{st}_pct"] / 100 for x in p] for st in ("hold", "thrash")})
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_reuse_law.py", description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", choices=tuple(GPUS), default="H200", help="whose committed runs (default H200)")
@@ -171,7 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     c.to_csv(args.out / "cases.csv", index=False, float_format="%.4f")
     s.to_csv(args.out / "summary.csv", index=False, float_format="%.4f")
     d.to_csv(args.out / "decisions.csv", index=False, float_format="%.4f")
-    row_over_groups(c).to_csv(args.out / "row-over-groups.csv", index=False, float_format="%.4f")
+    rog = row_over_groups(c)
+    rog.to_csv(args.out / "row-over-groups.csv", index=False, float_format="%.4f")
+    row_states(rog, args.gpu).to_csv(args.out / "row-states.csv", index=False, float_format="%.4f")
     with pd.option_context("display.width", 200):
         print(s.pivot_table(index=["subset", "class"], columns="law", values=["cases", "mape_pct"], sort=False)
               .round(2))

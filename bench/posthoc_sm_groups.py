@@ -211,15 +211,16 @@ def row_states(s: pd.DataFrame, profile_cases: Path = PROFILE_CASES) -> pd.DataF
     return j.sort_values(["experiment", "case", "run"]).reset_index(drop=True)
 
 
-def state_prices(experiment: str, case: str) -> dict:
-    """Row order's makespan penalty over groups of 8 (percent) of ``experiment``'s ``case`` under its profile with the
-    threshold ticket law in each of its consistent states (``ctasim.l2.TICKET_STATES``,
-    ``KernelConfig.ticket_state``: every SM keeping row order's reuse or every SM losing it; ``hold_pct``,
-    ``thrash_pct``), and their mean (``half_pct``: one half of the GPU in each)."""
+def state_prices(experiment: str, case: str, hardware=None) -> dict:
+    """Row order's makespan penalty over groups of 8 (percent) of ``experiment``'s ``case`` under its profile (or
+    ``hardware``, a profile, where given) with the threshold ticket law in each of its consistent states
+    (``ctasim.l2.TICKET_STATES``, ``KernelConfig.ticket_state``: every SM keeping row order's reuse or every SM losing
+    it; ``hold_pct``, ``thrash_pct``), and their mean (``half_pct``: one half of the GPU in each)."""
     out = {}
     for st in l2.TICKET_STATES:
         tr = pom.simulated(experiment, [(case, pom.REFERENCE), (case, "intragpu-row")],
-                           profile=lambda hw, st=st: hw.with_ticket_law("threshold").with_tickets(ticket_state=st))
+                           profile=lambda hw, st=st: (hardware or hw).with_ticket_law("threshold")
+                           .with_tickets(ticket_state=st))
         out[f"{st}_pct"] = (tr[(case, "intragpu-row")].makespan_ns / tr[(case, pom.REFERENCE)].makespan_ns - 1) * 100
     out["half_pct"] = (out["hold_pct"] + out["thrash_pct"]) / 2
     return out

@@ -138,3 +138,31 @@ def test_row_order_over_groups_takes_each_strategys_median_over_the_calls(pr):
     assert list(got.columns) == ["experiment", "case", "measured", "predicted_lru", "predicted_survival"]
     assert len(got) == 1 and got.iloc[0]["measured"] == pytest.approx(1.25)  # the median, not the mean (1.45)
     assert (got.iloc[0]["predicted_lru"], got.iloc[0]["predicted_survival"]) == pytest.approx((1.0, 1.1))
+
+
+def test_row_states_price_each_pair_under_the_threshold_laws_two_states(pr, monkeypatch):
+    import posthoc_sm_groups as psg
+
+    seen = []
+
+    def prices(e, c, hw):
+        seen.append((e, c, hw.name))
+        return {"hold_pct": 1.0, "thrash_pct": 30.0, "half_pct": 15.5}
+
+    monkeypatch.setattr(psg, "state_prices", prices)
+    r = pd.DataFrame([dict(experiment="e", case="m=1", measured=1.2, predicted_lru=1.0, predicted_survival=1.0)])
+    got = pr.row_states(r, "H100")
+    assert seen == [("e", "m=1", "h100-x1-datasheet")]
+    assert got.iloc[0]["threshold_hold"] == pytest.approx(1.01)
+    assert got.iloc[0]["threshold_thrash"] == pytest.approx(1.3)
+    assert pr.row_states(r, "H200") is not None and seen[-1][2] == "h200-x1-calibrated"
+
+
+@pytest.mark.parametrize("gpu", ["H200", "H100"])
+def test_the_committed_row_states_are_the_row_over_groups_with_one_pair_repriced(pr, gpu):
+    d = pr.OUT[gpu]
+    s, r = pd.read_csv(d / "row-states.csv"), pd.read_csv(d / "row-over-groups.csv")
+    pd.testing.assert_frame_equal(s[list(r.columns)], r)
+    first = pr.row_states(r.head(1), gpu)
+    assert first.iloc[0]["threshold_hold"] == pytest.approx(s.iloc[0]["threshold_hold"], abs=2e-4)
+    assert first.iloc[0]["threshold_thrash"] == pytest.approx(s.iloc[0]["threshold_thrash"], abs=2e-4)
