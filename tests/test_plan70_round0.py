@@ -144,3 +144,13 @@ def test_the_judge_takes_an_h200_call_against_the_h200_profile(p70, registered, 
     assert set(c["profile"]) == {"h200-x1-calibrated"} and len(c) == 12
     with pytest.raises(p70.JudgeError, match="no H200"):
         p70.cases(registered[registered["gpu"] == "H100"], p70.measured(run))
+
+
+def test_the_committed_judgement_of_plan_69s_h100_call_is_what_the_judge_gives(p70, tmp_path):
+    run = p70.ROOT / "bench/results/hw-h100/2026-12-06-registered69-1gpu"
+    assert p70.main(["--judge", str(run), "--out", str(tmp_path)]) == 0
+    for name in ("cases.csv", "claims.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name),
+                                      pd.read_csv(p70.ROOT / "bench/results/validation-registered70" / name))
+    cl = pd.read_csv(tmp_path / "claims.csv")
+    assert cl["met"].all() and cl["provenance"].str.startswith("registered").all()
