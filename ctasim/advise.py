@@ -359,11 +359,19 @@ OWN_PROFILE_BLOCK_PLANS = ("validation-registered48", "validation-registered48-r
 orders and a model block, "own" and "committed" as in plan 47)."""
 
 
-def own_profile_lines(results_dir: Path | None = None) -> list[str]:
-    """A trust line on calibrating the user's own machine: registered plans 47 and 48's errors of a machine's own
-    profile against the committed profile's (from their committed tables; nothing where this installation has
-    none)."""
+OWN_H100_PLAN = "validation-registered69"
+"""Registered plan 69's judged tables on one H100 (``gemm-claims.csv``: eleven GEMMs priced with the profile ``ctahw
+calibrate --base h100-x1-datasheet`` wrote on the machine ("own") and with ``h100-x1-datasheet`` ("datasheet");
+``cases.csv``: 20 chain-kernel and sequential cases, the same two beside the naive line, by ``source``)."""
+
+
+def own_profile_lines(results_dir: Path | None = None, gpu: str = "H200") -> list[str]:
+    """A trust line on calibrating the user's own machine: on an H200 (``gpu``, ``Hardware.gpu``) registered plans 47
+    and 48's errors of a machine's own profile against the committed profile's, on an H100 registered plan 69's (from
+    their committed tables; nothing where this installation has none)."""
     root = _results_root(results_dir)
+    if gpu == "H100":
+        return _own_h100_lines(root)
     c, machines = _pooled(root, OWN_PROFILE_PLANS, "claims.csv")
     if not machines:
         return []
@@ -388,6 +396,24 @@ def own_profile_lines(results_dir: Path | None = None) -> list[str]:
                  f"{span(b_committed, 'mape_pct')} (worst {worst(b_committed['worst_pct'])})")
     return [line + ": lent H200s differ, so calibrate yours (`ctahw calibrate --name NAME --out "
             "specs/hardware/NAME.toml`, about 100 s on one GPU) and pass --hardware NAME (docs/validation.md)"]
+
+
+def _own_h100_lines(root: Path) -> list[str]:
+    """:func:`own_profile_lines` on an H100: registered plan 69's GEMM and chain errors, own against datasheet."""
+    d = root / OWN_H100_PLAN
+    if not (d / "gemm-claims.csv").is_file() or not (d / "cases.csv").is_file():
+        return []
+    g = pd.read_csv(d / "gemm-claims.csv").set_index("predictor")["best_mape_pct"]
+    c = pd.read_csv(d / "cases.csv")
+    mape = c.groupby("source")["error_pct"].apply(lambda e: e.abs().mean())
+    own = c[c["source"] == "own"]
+    w = own.loc[own["error_pct"].abs().idxmax()]
+    return [f"your machine: registered plan 69 ran `ctahw calibrate --base h100-x1-datasheet` on one H100 and priced, "
+            f"before timing them, eleven GEMMs with its own profile at MAPE {g['own']:.2f}% against the datasheet "
+            f"profile's {g['datasheet']:.2f}%, and {len(own)} chain-kernel and sequential cases at {mape['own']:.2f} "
+            f"against {mape['datasheet']:.2f}% (worst {w['error_pct']:+.1f}%, {w['strategy']}): on an H100 the "
+            "datasheet profile is about as near, so calibrating is optional (`ctahw calibrate --base "
+            "h100-x1-datasheet --name NAME --out specs/hardware/NAME.toml`, then --hardware NAME; docs/validation.md)"]
 
 
 def _registered_profile(results_root: Path, registration: str) -> tuple[str, bool]:
@@ -435,7 +461,7 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
         lines.append(f"\nNot run: {label} ({why}).")
     lines += ["", "How far to trust it:", ""]
     lines += [f"* {t}" for t in trust(hw, list(dict.fromkeys(df["kind"])), results_dir)]
-    lines += [f"* {t}" for t in own_profile_lines(results_dir)]
+    lines += [f"* {t}" for t in own_profile_lines(results_dir, hw.gpu)]
     lines += [f"* {t}" for t in operand_lines(model, results_dir)]
     lines += [f"* {t}" for t in long_k_lines(model, results_dir)]
     if any(l.gated and l.epilogue_fused for l in model.workload.layers):

@@ -375,6 +375,20 @@ def test_advise_says_what_a_machines_own_calibration_gave(tmp_path):
     assert A.own_profile_lines(results_dir=tmp_path) == []
 
 
+def test_advise_on_an_h100_says_what_its_own_calibration_gave(tmp_path):
+    """Registered plan 69's committed tables (one H100): the own profile's GEMM and chain MAPE beside the datasheet
+    profile's and its worst case; an installation without them gets nothing."""
+    from ctasim import advise as A
+    from ctasim.spec import load_hardware
+
+    (line,) = A.own_profile_lines(gpu=load_hardware("h100-x8").gpu)
+    assert "ran `ctahw calibrate --base h100-x1-datasheet` on one H100" in line
+    assert "at MAPE 1.78% against the datasheet profile's 1.70%" in line
+    assert "20 chain-kernel and sequential cases at 2.67 against 2.98% (worst -10.2%, intragpu-row)" in line
+    assert "calibrating is optional" in line and "H200s" not in line
+    assert A.own_profile_lines(results_dir=tmp_path, gpu="H100") == []
+
+
 def test_advise_quotes_the_pooled_registered_record_per_kind(tmp_path):
     """Each kind the record holds gets one line of its pooled figures, read from the committed record.csv; a kind it
     lacks gets none, nor does an installation without the record."""
