@@ -399,21 +399,33 @@ def own_profile_lines(results_dir: Path | None = None, gpu: str = "H200") -> lis
 
 
 def _own_h100_lines(root: Path) -> list[str]:
-    """:func:`own_profile_lines` on an H100: registered plan 69's GEMM and chain errors, own against datasheet."""
+    """:func:`own_profile_lines` on an H100: registered plan 69's GEMM and chain errors, its own profile's against
+    ``h100-x1-datasheet``'s, and the verdict its rule gives (claims (a), (b) and (e) all met: calibrate first)."""
     d = root / OWN_H100_PLAN
-    if not (d / "gemm-claims.csv").is_file() or not (d / "cases.csv").is_file():
+    if not all((d / f).is_file() for f in ("gemm-claims.csv", "cases.csv", "claims.csv")):
         return []
-    g = pd.read_csv(d / "gemm-claims.csv").set_index("predictor")["best_mape_pct"]
+    g = pd.read_csv(d / "gemm-claims.csv").set_index("predictor")
     c = pd.read_csv(d / "cases.csv")
+    met = pd.read_csv(d / "claims.csv").set_index("claim")["met"].astype(bool)
     mape = c.groupby("source")["error_pct"].apply(lambda e: e.abs().mean())
-    own = c[c["source"] == "own"]
-    w = own.loc[own["error_pct"].abs().idxmax()]
-    return [f"your machine: registered plan 69 ran `ctahw calibrate --base h100-x1-datasheet` on one H100 and priced, "
-            f"before timing them, eleven GEMMs with its own profile at MAPE {g['own']:.2f}% against the datasheet "
-            f"profile's {g['datasheet']:.2f}%, and {len(own)} chain-kernel and sequential cases at {mape['own']:.2f} "
-            f"against {mape['datasheet']:.2f}% (worst {w['error_pct']:+.1f}%, {w['strategy']}): on an H100 the "
-            "datasheet profile is about as near, so calibrating is optional (`ctahw calibrate --base "
-            "h100-x1-datasheet --name NAME --out specs/hardware/NAME.toml`, then --hardware NAME; docs/validation.md)"]
+
+    def worst(source: str) -> pd.Series:
+        e = c[c["source"] == source]
+        return e.loc[e["error_pct"].abs().idxmax()]
+
+    own, sheet = worst("own"), worst("datasheet")
+    line = (f"your machine: registered plan 69 ran `ctahw calibrate --base h100-x1-datasheet` on one H100 and priced, "
+            f"before timing them, {int(g.at['own', 'shapes'])} GEMMs with that machine's own profile at MAPE "
+            f"{g.at['own', 'best_mape_pct']:.2f}% against h100-x1-datasheet's "
+            f"{g.at['datasheet', 'best_mape_pct']:.2f}%, "
+            f"and {int((c['source'] == 'own').sum())} chain-kernel and sequential cases at {mape['own']:.2f} against "
+            f"{mape['datasheet']:.2f}% (worst {own['error_pct']:+.1f}%, {own['strategy']}, against "
+            f"{sheet['error_pct']:+.1f}%, {sheet['strategy']})")
+    if met[["a", "b", "e"]].all():
+        return [line + ": on an H100, calibrate first (`ctahw calibrate --base h100-x1-datasheet --name NAME --out "
+                "specs/hardware/NAME.toml`, then --hardware NAME; docs/validation.md)"]
+    return [line + ": by that plan's rule h100-x1-datasheet stays the profile for one H100 (a multi-GPU H100 profile "
+            "has no such test); calibrating did not beat it on the GEMMs (docs/validation.md)"]
 
 
 def _registered_profile(results_root: Path, registration: str) -> tuple[str, bool]:

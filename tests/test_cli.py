@@ -383,10 +383,36 @@ def test_advise_on_an_h100_says_what_its_own_calibration_gave(tmp_path):
 
     (line,) = A.own_profile_lines(gpu=load_hardware("h100-x8").gpu)
     assert "ran `ctahw calibrate --base h100-x1-datasheet` on one H100" in line
-    assert "at MAPE 1.78% against the datasheet profile's 1.70%" in line
-    assert "20 chain-kernel and sequential cases at 2.67 against 2.98% (worst -10.2%, intragpu-row)" in line
-    assert "calibrating is optional" in line and "H200s" not in line
+    assert "11 GEMMs with that machine's own profile at MAPE 1.78% against h100-x1-datasheet's 1.70%" in line
+    assert ("20 chain-kernel and sequential cases at 2.67 against 2.98% (worst -10.2%, intragpu-row, against -8.7%, "
+            "intragpu-row)") in line
+    assert "h100-x1-datasheet stays the profile for one H100" in line and "H200s" not in line
     assert A.own_profile_lines(results_dir=tmp_path, gpu="H100") == []
+
+
+def test_advise_on_an_h100_takes_the_worst_by_size_and_the_verdict_from_the_claims(tmp_path):
+    import shutil
+
+    from ctasim import advise as A
+
+    d = tmp_path / A.OWN_H100_PLAN
+    shutil.copytree(A._results_root(None) / A.OWN_H100_PLAN, d)
+    c = pd.read_csv(d / "cases.csv")
+    c.loc[(c["source"] == "own") & (c["strategy"] == "sequential"), "error_pct"] = 12.5  # a positive worst
+    c.to_csv(d / "cases.csv", index=False)
+    (line,) = A.own_profile_lines(results_dir=tmp_path, gpu="H100")
+    assert "(worst +12.5%, sequential, against" in line and "stays the profile" in line
+    cl = pd.read_csv(d / "claims.csv")
+    cl["met"] = True
+    cl.to_csv(d / "claims.csv", index=False)
+    (line,) = A.own_profile_lines(results_dir=tmp_path, gpu="H100")
+    assert "on an H100, calibrate first" in line
+
+
+def test_advise_on_an_h100_machine_prints_plan_69s_line(capsys):
+    assert main(["advise", "--model", "llama3.1-8b", "--hardware", "h100-x8", "--tokens", "1024"]) == 0
+    out = capsys.readouterr().out
+    assert "registered plan 69 ran" in out and "registered plan 47" not in out
 
 
 def test_advise_quotes_the_pooled_registered_record_per_kind(tmp_path):
