@@ -97,10 +97,8 @@ def register() -> pd.DataFrame:
             traces = pom.simulated(exp, pairs(exp), None, profile=lambda _h, hw=hw: hw)
             r = p0.round0_ratios(traces, end="t_compute_end")
             r = r[r["order"].isin(ORDERS)]
-            k = load_experiment(exp).workload.layers[0].k
-            mib = [(a * p0.A_ROWS + w * p0.W_ROWS) * k * p0.ELEM / 2**20
-                   for a, w in (p0.round_panels(tm, tn, p0.GROUPS[o])
-                                for tm, tn, o in zip(r["tiles_m"], r["tiles_n"], r["order"]))]
+            k = p0.experiment_k(exp)
+            mib = [p0.round_mib(tm, tn, p0.GROUPS[o], k) for tm, tn, o in zip(r["tiles_m"], r["tiles_n"], r["order"])]
             parts.append(r.assign(gpu=gpu, profile=name, experiment=exp, model=r["ratio"],
                                   round_over_l2=[x / (hw.l2_bytes / 2**20) for x in mib]))
     cols = ["gpu", "profile", "experiment", "case", "order", "model", "round_over_l2"]

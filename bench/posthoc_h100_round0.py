@@ -91,6 +91,11 @@ MIN_CLASS = 5
 """A case enters the AUC where it has at least this many slow and this many fast tiles."""
 A_ROWS, W_ROWS, ELEM = 128, 256, 2
 """A panel: 128 rows x K; W panel: K x 256; bf16."""
+
+
+def panels_mib(a, w, k: int):
+    """The MiB of ``a`` A panels and ``w`` W panels at K = ``k`` (numbers or arrays)."""
+    return (a * A_ROWS + w * W_ROWS) * k * ELEM / 2**20
 CATEGORICAL = ("small_set", "half", "a_first", "w_first", "tpc_same_a", "tpc_same_w", "layer")
 """Features binned by their levels; the others by within-case quartile."""
 FEATURES = ("small_set", "half", "tpc_same_a", "tpc_same_w", "acq_tiles", "rank", "a_first", "a_sharers", "a_lag_ns",
@@ -186,9 +191,8 @@ def tile_features(tiles: pd.DataFrame, group: int, k: int, tile_ns: float, small
         f[f"{p}_lag_tiles"] = s_half["lag_ns"] / tile_ns
         f[f"{p}_other_half"] = s_half["other"]
         f[f"{p}_other_set"] = s_set["other"]
-    mib = k * ELEM / 2**20
     for name, mask in (("fp_start", running), ("fp_window", conc)):
-        f[f"{name}_mib"] = (distinct(mask, a_key) * A_ROWS + distinct(mask, w_key) * W_ROWS) * mib
+        f[f"{name}_mib"] = panels_mib(distinct(mask, a_key), distinct(mask, w_key), k)
     return f.drop(columns="t_acquire").reset_index(drop=True)
 
 
@@ -226,15 +230,21 @@ def round_ns(tiles: pd.DataFrame, rnd: int = 0, end: str = "t_mainloop_end") -> 
     return float((t[end] - t["t_acquire"]).median())
 
 
+def reference_ns(runs: dict, end: str = "t_mainloop_end") -> dict[str, float]:
+    """Case -> groups of 8's round-0 median mainloop (:func:`round_ns`, to ``end``) of one bundle's first runs
+    (``runs``: (case, order) -> trace), for the cases that have groups of 8."""
+    return {case: round_ns(tr.tiles, end=end) for (case, order), tr in runs.items() if order == REFERENCE}
+
+
 def runs_tiles(runs: dict, k: int, small: frozenset | None) -> pd.DataFrame:
     """:func:`tile_features` of every (case, order) of one bundle's first runs (``runs``: (case, order) -> trace) with
     groups of 8 in the same case, T its round-0 median mainloop."""
     parts = []
+    tile_ns = reference_ns(runs)
     for (case, order), tr in runs.items():
-        ref = runs.get((case, REFERENCE))
-        if ref is None or order not in GROUPS:
+        if case not in tile_ns or order not in GROUPS:
             continue
-        f = tile_features(tr.tiles, GROUPS[order], k, round_ns(ref.tiles), small)
+        f = tile_features(tr.tiles, GROUPS[order], k, tile_ns[case], small)
         parts.append(f.assign(case=case, order=order))
     return pd.concat(parts, ignore_index=True)
 
@@ -300,7 +310,7 @@ def cases(t: pd.DataFrame, k_of: dict[str, int] | None = None) -> pd.DataFrame:
     names = t.drop_duplicates("cid").set_index("cid")[KEYS]
     c = names.reindex(c["cid"]).reset_index(drop=True).join(c)
     k = c["experiment"].map(k_of)
-    c["round_mib"] = (c["a_panels"] * A_ROWS + c["w_panels"] * W_ROWS) * k * ELEM / 2**20
+    c["round_mib"] = panels_mib(c["a_panels"], c["w_panels"], k)
     r01 = {cid: r0_over_r1(run) for cid, run in t.groupby("cid")}
     first = (c["span"] == "0").to_numpy()
     c["r0_over_r1"] = [r01[i][0] if f else np.nan for i, f in zip(c["cid"], first)]
@@ -485,16 +495,21 @@ def round_panels(tiles_m: int, tiles_n: int, group: int, slots: int = SLOTS) -> 
     return int(np.unique(first // tiles_n).size), int(np.unique(first % tiles_n).size)
 
 
+def round_mib(tiles_m: int, tiles_n: int, group: int, k: int, slots: int = SLOTS) -> float:
+    """The MiB of :func:`round_panels` at K = ``k``."""
+    return panels_mib(*round_panels(tiles_m, tiles_n, group, slots), k)
+
+
 def round0_ratios(runs: dict, end: str = "t_mainloop_end") -> pd.DataFrame:
     """Per (case, order) of one bundle's first runs (``runs``: (case, order) -> trace) with groups of 8 in the same
     case: the median round-0 mainloop (to ``end``: the simulator's traces have ``t_compute_end``) over groups of 8's,
     and the grid's row-blocks and column panels."""
     rows = []
+    tile_ns = reference_ns(runs, end)
     for (case, order), tr in runs.items():
-        ref = runs.get((case, REFERENCE))
-        if ref is None or order not in GROUPS:
+        if case not in tile_ns or order not in GROUPS:
             continue
-        rows.append(dict(case=case, order=order, ratio=round_ns(tr.tiles, end=end) / round_ns(ref.tiles, end=end),
+        rows.append(dict(case=case, order=order, ratio=round_ns(tr.tiles, end=end) / tile_ns[case],
                          tiles_m=int(tr.tiles["tile_m"].max()) + 1, tiles_n=int(tr.tiles["tile_n"].max()) + 1))
     return pd.DataFrame(rows)
 
@@ -534,11 +549,10 @@ def by_shape(c: pd.DataFrame, l2_mib: dict[str, float] | None = None,
     c = c.copy()
     n = c["experiment"].map(lambda e: shape_of[e][0])
     k = c["experiment"].map(lambda e: shape_of[e][1])
-    panels = [round_panels(tm, tn, GROUPS[o]) for tm, tn, o in zip(c["tiles_m"], c["tiles_n"], c["order"])]
-    ref = [round_panels(tm, tn, GROUPS[REFERENCE]) for tm, tn in zip(c["tiles_m"], c["tiles_n"])]
-    c["round_mib"] = [(a * A_ROWS + w * W_ROWS) * kk * ELEM / 2**20 for (a, w), kk in zip(panels, k)]
-    c["round_over_reference"] = [(a * A_ROWS + w * W_ROWS) / (ra * A_ROWS + rw * W_ROWS)
-                                 for (a, w), (ra, rw) in zip(panels, ref)]
+    grids = list(zip(c["tiles_m"], c["tiles_n"], c["order"], k))
+    c["round_mib"] = [round_mib(tm, tn, GROUPS[o], kk) for tm, tn, o, kk in grids]
+    ref = [round_mib(tm, tn, GROUPS[REFERENCE], kk) for tm, tn, _, kk in grids]
+    c["round_over_reference"] = c["round_mib"] / np.asarray(ref)
     c["n"], c["k"] = n, k
     g = c.groupby(["gpu", "experiment", "order"], sort=True)
     out = pd.DataFrame({"cases": g.size(), "n": g["n"].first(), "k": g["k"].first(),
