@@ -359,6 +359,9 @@ OWN_PROFILE_BLOCK_PLANS = ("validation-registered48", "validation-registered48-r
 orders and a model block, "own" and "committed" as in plan 47)."""
 
 
+CALIBRATED_GPUS = ("H200", "H100")
+"""The GPU models ``ctahw calibrate`` has run on in a registered plan (plans 47-48 on H200s, plan 69 on an H100): the
+only ones its sm_90a kernels build for. A profile of any other GPU gets no calibration figures, only that line."""
 OWN_H100_PLAN = "validation-registered69"
 """Registered plan 69's judged tables on one H100 (``gemm-claims.csv``: eleven GEMMs priced with the profile ``ctahw
 calibrate --base h100-x1-datasheet`` wrote on the machine ("own") and with ``h100-x1-datasheet`` ("datasheet");
@@ -368,7 +371,12 @@ calibrate --base h100-x1-datasheet`` wrote on the machine ("own") and with ``h10
 def own_profile_lines(results_dir: Path | None = None, gpu: str = "H200") -> list[str]:
     """A trust line on calibrating the user's own machine: on an H200 (``gpu``, ``Hardware.gpu``) registered plans 47
     and 48's errors of a machine's own profile against the committed profile's, on an H100 registered plan 69's (from
-    their committed tables; nothing where this installation has none)."""
+    their committed tables; nothing where this installation has none); on another GPU (a B200), that none has run
+    there."""
+    if gpu not in CALIBRATED_GPUS:
+        return [f"your machine: no registered plan has calibrated a {gpu} (`ctahw calibrate` has run on "
+                f"{' and '.join(f'{g}s' for g in CALIBRATED_GPUS)} only: ctahw's kernels are built for sm_90a): "
+                f"nothing measured on a {gpu} checks this profile"]
     root = _results_root(results_dir)
     if gpu == "H100":
         return _own_h100_lines(root)

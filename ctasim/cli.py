@@ -413,7 +413,8 @@ def _tokens(s: str) -> tuple[int, ...]:
     return v
 
 
-DOC_HARDWARE = ("h200-x2-calibrated", "h200-x8-mechanism", "h100-x8", "h200-x8", "b200-x8", "gb200-nvl72")
+DOC_HARDWARE = ("h200-x2-calibrated", "h200-x8-mechanism", "h100-x8-mechanism", "h100-x8", "h200-x8", "b200-x8",
+                "gb200-nvl72")
 """The machines docs/advice.md covers (every model of specs/models on each)."""
 
 
@@ -497,9 +498,10 @@ def _advise_doc(args) -> int:
         "or, for blocks whose ops the chain kernel fuses, its persistent ring pair `ctapipe-ring` -- or hybrid: TP groups",
         "pipelined between them) against the best of the others, on the whole machine, and the faster ctapipe design",
         "against micro-batching and TP on two GPUs. Only `h200-x2-calibrated` was measured; `h200-x8-mechanism` is derived",
-        "from the 2xH200 mechanism profile for the whole HGX host (`ctasim.profiles`); the others (H100 and H200 HGX, B200",
-        "HGX, GB200 NVL72) are datasheet profiles, and no multi-GPU strategy has yet been predicted before it was measured",
-        "(the trust lines under each table).",
+        "from the 2xH200 mechanism profile for the whole HGX host, and `h100-x8-mechanism` from it with the H100",
+        "datasheet's L2 and HBM (`ctasim.profiles`); the others (H100 and H200 HGX, B200 HGX, GB200 NVL72) are datasheet",
+        "profiles with flat tile rates (no memory hierarchy), and no multi-GPU strategy has yet been predicted before it",
+        "was measured (the trust lines under each table).",
         "",
         f"**In short (model estimates):** a CTA-pipelined strategy is the fastest at {len(wins)} of {len(points)} "
         f"(model, machine, token count) points"

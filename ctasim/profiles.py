@@ -29,6 +29,9 @@ priced by the measured L2 survival curve (``l2_reuse_law``, :data:`H100_REUSE_AD
 an LRU of the whole L2. Left out: anything else the two parts differ in (the H100's HBM3 latency, its L2's partition
 behaviour at 50 MB, power and clock under load), which the derived profile prices as the H200's.
 
+``h100-x8-mechanism``: the 8xH100 HGX host as ``h200-x8-mechanism`` sees it, with ``h100-x1-datasheet``'s L2 size
+and HBM scaling; its reuse law stays the base's LRU (the base has no survival curve).
+
 Left out: anything that depends on more than two GPUs being busy at once (the switch's aggregate rate under eight
 concurrent streams, NCCL's choice of algorithm and channel count at eight, host-side launch contention across
 eight streams) is not in the base and not estimated here: the derived profile predicts it as two GPUs' figures.
@@ -179,6 +182,49 @@ def _h100_latency() -> Derivation:
 
 
 DERIVED["h100-x1-datasheet-latency"] = _h100_latency()
+
+
+def _h100_x8() -> Derivation:
+    """The 8xH100 HGX host as ``h200-x8-mechanism`` sees it, with the H100 datasheet's memory: the same GH100 die and
+    NVLink4 switch fabric, so only the L2 size and the HBM rate change, scaled as :func:`_h100_datasheet` scales the
+    one H200's (registered plan 64's rule). The reuse law stays the base's LRU of the whole L2: the base has no survival
+    curve, and plan 67's adoption of the survival law was judged on the one-GPU profile's hierarchy, not this one's."""
+    sheet = _h100_datasheet().fields
+    base = load_hardware("h200-x8-mechanism")  # (its hbm_gbps is the 2xH200 machine's calibration, not the one H200's)
+    hbm = H100_HBM_TBPS / H200_HBM_TBPS
+    return Derivation(
+        base="h200-x8-mechanism",
+        fields={
+            "gpu": ('"H100"', "NVIDIA H100 80GB HBM3 (SXM5): an HGX H100 host's GPUs"),
+            "hbm_gbps": (repr(round(base.hbm_gbps * hbm, 4)), f"estimate (H100 datasheet): the 2xH200 machine's "
+                         f"measured {base.hbm_gbps} times the datasheets' HBM ratio {H100_HBM_TBPS} / "
+                         f"{H200_HBM_TBPS} TB/s (HBM3 against HBM3e; as h100-x1-datasheet scales the one H200's)"),
+            "gpus": ("8", "an HGX H100 host's eight GPUs"),
+            "topology": ('"switch"', "estimate (H100 datasheet): every H100 SXM of an HGX host has 18 NVLink4 links "
+                         "into the NVSwitch fabric, as an H200's; the link figures below were measured through an "
+                         "HGX H200 host's"),
+            "l2_bytes": (sheet["l2_bytes"][0], "estimate (H100 datasheet): the H100 whitepaper's 50 MB L2 in MiB, "
+                         "as h100-x1-datasheet's"),
+            "measured": ("false", "derived by ctasim.profiles, not measured on an H100"),
+            "source": ('"derived by ctasim.profiles from h200-x8-mechanism: the 8xH200 host\'s fields (the same '
+                       'GH100 die and NVLink4 switch fabric) with the H100 datasheet\'s L2 size and HBM rate"', ""),
+        },
+        header=(
+            "# DERIVED, NOT MEASURED: written by `python -m ctasim.profiles` (ctasim.profiles.DERIVED).",
+            "# The 8xH100 HGX host as h200-x8-mechanism sees it: every field, kernel config and comment below is "
+            "h200-x8-mechanism's",
+            "# (the same GH100 die and NVLink4 switch fabric; that profile is itself h200-x2-mechanism's for eight "
+            "GPUs) except those",
+            "# marked 'estimate (H100 datasheet)': the L2 size and the HBM rate (the epilogue and row-wise kernels take "
+            "hbm_gbps).",
+            "# A panel's reuse across waves stays an LRU of the whole L2 (the base's law; h100-x1-datasheet prices it "
+            "by the",
+            "# survival curve since registered plan 67, on its own hierarchy). No plan has measured an H100 host.",
+        ),
+    )
+
+
+DERIVED["h100-x8-mechanism"] = _h100_x8()
 
 H100_PROBE_GAP_CVS = (1.229, 1.215)
 """``ticket_gap_cv`` as ``ctahw calibrate``'s gap traces read it on two H100s (GPU-291847ac, GPU-e4628d39)."""

@@ -390,6 +390,19 @@ def test_advise_on_an_h100_says_what_its_own_calibration_gave(tmp_path):
     assert A.own_profile_lines(results_dir=tmp_path, gpu="H100") == []
 
 
+def test_advise_on_a_gpu_no_plan_calibrated_says_so_and_quotes_no_h200_figures():
+    """A B200 profile gets no calibration figures of another GPU, and the line names the arch ctahw builds for."""
+    from ctahw.build import ARCH
+    from ctasim import advise as A
+    from ctasim.spec import load_hardware
+
+    for name in ("b200-x8", "gb200-nvl72"):
+        (line,) = A.own_profile_lines(gpu=load_hardware(name).gpu)
+        assert "no registered plan has calibrated a B200" in line and "H200s and H100s only" in line
+        assert ARCH.replace("_", "") in line.replace("_", "") and "MAPE" not in line
+    assert "H200s differ" in A.own_profile_lines(gpu="H200")[0]
+
+
 def test_advise_on_an_h100_takes_the_worst_by_size_and_the_verdict_from_the_claims(tmp_path):
     import shutil
 

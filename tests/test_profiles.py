@@ -63,3 +63,13 @@ def test_a_shared_profile_is_one_even_share_of_the_h200(name):
     assert (hw.gpus, hw.sm_count) == (n, base.sm_count // n)
     assert hw.l2_bytes == pytest.approx(base.l2_bytes / n) and hw.hbm_gbps == pytest.approx(base.hbm_gbps / n, rel=1e-6)
     assert hw.link_latency_ns == 0.0 and hw.sm_remote_store_gbps >= 1e5  # the next kernel's buffers are local
+
+
+def test_the_h100_host_is_the_h200_host_with_the_h100s_memory():
+    """h100-x8-mechanism changes only what the H100 datasheet says differs: the GPU, its L2 and its HBM rate."""
+    a, b = load_hardware("h100-x8-mechanism"), load_hardware("h200-x8-mechanism")
+    changed = {f.name for f in dataclasses.fields(a) if getattr(a, f.name) != getattr(b, f.name)}
+    assert changed == {"name", "gpu", "hbm_gbps", "l2_bytes", "source"}
+    assert a.hbm_gbps == pytest.approx(b.hbm_gbps * profiles.H100_HBM_TBPS / profiles.H200_HBM_TBPS, rel=1e-6)
+    assert a.l2_bytes == load_hardware("h100-x1-datasheet").l2_bytes == profiles.H100_L2_BYTES
+    assert a.l2_reuse_law == b.l2_reuse_law and a.kernel_configs == b.kernel_configs
