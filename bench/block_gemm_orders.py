@@ -34,6 +34,9 @@ plain GEMMs (``tuned_gemm``): what the passes, fused epilogues, gaps and a ReLU'
 runs. ``--reference MxNxK`` (with ``--registered``; registered plan 29): ``normalised.csv``, each shape's error at its
 best measured order less the reference shape's, with its class (wide N, long K), and ``normalised_classes.csv``, the
 classes' means. Prints them. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
+Every registration and record this script has written (plans 20, 23-25, 29, 46 and 47) was made before registered
+plan 67's adoption on an H200 (2026-12-06): "interleaved" is h200-x1-calibrated with the reuse law it had then, an LRU
+of the whole L2 (``ctasim.profiles.before_h200_reuse``).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from plan_judge import BLOCKS, WAVE  # noqa: E402
 from ctasim import costs, l2  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import Naive  # noqa: E402
+from ctasim.profiles import before_h200_reuse  # noqa: E402
 from hw.gemm_shape_probe import parse_shapes  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
@@ -297,6 +301,8 @@ def main(argv=None) -> int:
     args = parse_outputs(ap, argv, folders=("--out",))
     try:
         hws = {name: load_hardware(p) for name, p in {**PROFILES, **parse_profiles(args.profile)}.items()}
+        # the registrations and records of plans 20-47: made before plan 67's adoption on an H200, 2026-12-06
+        hws["interleaved"] = before_h200_reuse(hws["interleaved"])
         naive_own = Naive.fit_shapes(args.naive_probe) if args.naive_probe else None
     except (ValueError, OSError) as e:
         print(f"block_gemm_orders: {e}", file=sys.stderr)

@@ -12,15 +12,16 @@ draws less should lose less clock: this plan times kernels whose draw differs (a
 the fused GeLU) from rested to sustained, as ``bench/hw/clock_trajectory.py --kernels`` does.
 
 ``--predict`` writes ``predicted.csv`` (per kernel: its shape and op, the model's rested time at CUTLASS's default
-order under ``h200-x1-calibrated`` -- plain GEMMs only; a fused epilogue is priced per tile by the engine, not here
--- its sustained slowdown and the ReLU'd-A factor; the naive line: no clock, factor 1) and ``curve.csv`` (the
-profile's clock curve). ``--trajectory ... --registered`` judges: ``kernels.csv`` (per kernel, medians over its
-rounds: rested time, onset, sustained slowdown, sustained time; its own mean curve's mean |difference| from the
-profile's over the knots to 150 ms), ``relu.csv`` (each ReLU'd-A kernel over the plain kernel of its shape, rested and sustained),
-``curves.csv`` (each kernel's curve beside the profile's at every knot) and ``claims.csv`` (the rules in the
-registration's README). Every figure is the registration's against one machine's trajectory. ``--smi SMI.csv[.gz]
---smi-start TIME`` adds ``smi.csv``, a diagnostic outside the rules: each kernel's SM clock in its rounds from the
-call's nvidia-smi samples (:func:`smi_rounds`).
+order under ``h200-x1-calibrated`` as registered (2026-12-03; a panel's reuse across waves an LRU of the whole L2, as
+before registered plan 67's adoption on an H200: ``ctasim.profiles.before_h200_reuse``) -- plain GEMMs only; a fused
+epilogue is priced per tile by the engine, not here -- its sustained slowdown and the ReLU'd-A factor; the naive
+line: no clock, factor 1) and ``curve.csv`` (the profile's clock curve). ``--trajectory ... --registered`` judges:
+``kernels.csv`` (per kernel, medians over its rounds: rested time, onset, sustained slowdown, sustained time; its own
+mean curve's mean |difference| from the profile's over the knots to 150 ms), ``relu.csv`` (each ReLU'd-A kernel over
+the plain kernel of its shape, rested and sustained), ``curves.csv`` (each kernel's curve beside the profile's at
+every knot) and ``claims.csv`` (the rules in the registration's README). Every figure is the registration's against
+one machine's trajectory. ``--smi SMI.csv[.gz] --smi-start TIME`` adds ``smi.csv``, a diagnostic outside the rules:
+each kernel's SM clock in its rounds from the call's nvidia-smi samples (:func:`smi_rounds`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from ctahw.calibrate import CLOCK_KERNELS, CURVE_HORIZON_MS, CURVE_STEP_MS, cloc
 from ctasim import costs  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.engine import step_factor  # noqa: E402
+from ctasim.profiles import before_h200_reuse  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
 from hw.clock_trajectory import parse_kernels  # noqa: E402
 
@@ -230,7 +232,8 @@ def main(argv=None) -> int:
             return 0
         if args.out is None:
             raise ValueError("--out is needed with --predict or --trajectory")
-        hw = load_hardware(PROFILE)
+        # plan 29's registration, a record made before plan 67's adoption on an H200, 2026-12-06
+        hw = before_h200_reuse(load_hardware(PROFILE))
         if args.predict:
             reg = predicted(parse_kernels(args.predict), hw)
             curve = pd.DataFrame({"t_ms": [t / 1e6 for t in hw.clock_curve_ns], "factor": list(hw.clock_curve_factor)})

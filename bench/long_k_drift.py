@@ -29,7 +29,9 @@ and without it (``ctasim.costs.order_waves``), the naive FLOPs line's (``ctasim.
 late-over-early wave time (the median wave of the late half over that of waves 1-3: what ``trace_drift``'s
 ``mainloop_late_rel`` measures on the trace, reported only). ``--judge`` reads the probe's ``timing.csv`` and
 ``tiles-*.csv.gz`` and writes ``results.csv`` (the measured drift, late-over-early mainloop, plain GEMM time and every
-error), ``claims.csv`` (:data:`CLAIMS`) and, post-hoc, ``decomposition.csv`` (:func:`decompose`).
+error), ``claims.csv`` (:data:`CLAIMS`) and, post-hoc, ``decomposition.csv`` (:func:`decompose`). The profile is
+``h200-x1-calibrated`` as plans 45 and 46 were registered and judged with it (2026-12-04): a panel's reuse across waves
+an LRU of the whole L2, as before registered plan 67's adoption on an H200 (``ctasim.profiles.before_h200_reuse``).
 
 Left out: why the CTAs drift (the jitter's source); the chain kernel's own time (timed, reported, not predicted).
 """
@@ -102,9 +104,10 @@ def register(cases=CASES, forms: tuple[str, ...] = ()) -> pd.DataFrame:
     from ctahw.tile_orders import trace_plan
     from ctasim import costs
     from ctasim.predict import Naive
+    from ctasim.profiles import before_h200_reuse
     from ctasim.spec import Layer, load_hardware
 
-    hw = load_hardware(PROFILE)
+    hw = before_h200_reuse(load_hardware(PROFILE))  # registered before plan 67's adoption on an H200, 2026-12-06
     others = {form: load_hardware(PROFILES[form]) for form in forms}
     naive = Naive.fit(NAIVE_FROM)
     rows = []
@@ -215,9 +218,10 @@ def decompose(pred: pd.DataFrame, probe: Path) -> pd.DataFrame:
     boosted): which part of the model's time the measurement does not bear out."""
     from ctasim import costs
     from ctasim.calibration import tile_rounds
+    from ctasim.profiles import before_h200_reuse
     from ctasim.spec import Layer, load_hardware
 
-    hw = load_hardware(PROFILE)
+    hw = before_h200_reuse(load_hardware(PROFILE))  # records made before plan 67's adoption on an H200, 2026-12-06
     rows = []
     for p in pred.itertuples():
         tiles = tile_rounds(pd.read_csv(probe / f"tiles-{p.case}.csv.gz"))

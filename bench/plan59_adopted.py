@@ -29,6 +29,8 @@ run or case is refused in one line, exit 2, nothing written.
 
 from __future__ import annotations
 
+import dataclasses
+
 import sys
 from pathlib import Path
 
@@ -52,8 +54,9 @@ TOUCHED = 1.6
 
 def as_plan_58(hw):
     """``hw`` as registered plan 58's adoption left it (h200-x1-calibrated from 2026-12-05): the survival law with
-    ``ticket_gap_cv`` 0.74 and ``ticket_touched`` 1.3, whatever a later change does to the profile."""
-    return hw.with_tickets(ticket_gap_cv=0.74, ticket_touched=1.3)
+    ``ticket_gap_cv`` 0.74 and ``ticket_touched`` 1.3, reuse across waves an LRU of the whole L2 (as before registered
+    plan 67's adoption on an H200, 2026-12-06), whatever a later change does to the profile."""
+    return dataclasses.replace(hw.with_tickets(ticket_gap_cv=0.74, ticket_touched=1.3), l2_reuse_law="lru")
 
 
 PREDICTORS = {

@@ -17,9 +17,10 @@ are shapes already traced (plan 58's run is among the runs read post-hoc, the 60
 their repeat is a new run, most likely on another machine; plan 59's are shapes never traced.
 
 ``--register`` writes ``predicted.csv``: per experiment, case and chain-kernel order the profile's
-(``h200-x1-calibrated``, as the experiments name it) late mainloop (µs) and makespan (ms) from its simulated traces
-(``posthoc_order_mainloop.modelled``), from which the judge takes each order's penalties over groups of 8. A
-registration is never overwritten.
+(``h200-x1-calibrated``, as the experiments name it, as it was when registered: a panel's reuse across waves an LRU of
+the whole L2, before registered plan 67's adoption on an H200, 2026-12-06, ``ctasim.profiles.before_h200_reuse``) late
+mainloop (µs) and makespan (ms) from its simulated traces (``posthoc_order_mainloop.modelled``), from which the judge
+takes each order's penalties over groups of 8. A registration is never overwritten.
 
 ``--judge`` reads RUN_DIR/EXP/ctapipe_traces.trace.npz of the four experiments and sets, per case and order, the
 split of the SMs' late mainloop (``posthoc_sm_groups.bundle_splits``: a clear split is a step of
@@ -54,6 +55,7 @@ import posthoc_order_mainloop as pom  # noqa: E402
 import posthoc_sm_groups as psg  # noqa: E402
 import registered_plan  # noqa: E402
 from ctasim.cases import expand, load_experiment  # noqa: E402
+from ctasim.profiles import before_h200_reuse  # noqa: E402
 
 EXPERIMENTS = ("reg59-adopted-h5632", "reg59-adopted-h8960", "reg58-gap-law-h7424", "reg58-gap-law-h8448")
 FITS = "reg59-adopted-h5632"
@@ -93,12 +95,14 @@ def orders(experiment: str) -> tuple[list[str], list[str]]:
 
 
 def register() -> pd.DataFrame:
-    """The profile's late mainloop and makespan of every (experiment, case, chain-kernel order)."""
+    """The profile's late mainloop and makespan of every (experiment, case, chain-kernel order), the profile as
+    registered (the LRU reuse law)."""
     parts = []
     for exp in EXPERIMENTS:
         cases, strategies = orders(exp)
         pairs = [(c, o) for c in cases for o in strategies]
-        parts.append(pom.modelled(exp, pairs, None, profile=None).assign(experiment=exp))
+        # a registration made before registered plan 67's adoption on an H200 (2026-12-06): the profile before it
+        parts.append(pom.modelled(exp, pairs, None, profile=before_h200_reuse).assign(experiment=exp))
     return pd.concat(parts, ignore_index=True)[["experiment", "case", "order", "late_us", "makespan_ms"]]
 
 

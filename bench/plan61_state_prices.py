@@ -15,8 +15,10 @@ plan 59's call (``bench/plan60_sm_groups.EXPERIMENTS``, traced one run each), be
 states are there at all.
 
 ``--register`` writes ``predicted.csv``: per experiment and case, row order's makespan penalty over groups of 8
-(percent) under the profile (``h200-x1-calibrated`` as the experiments name it; ``profile_pct``) and under it with the
-threshold law in each state and their mean (``posthoc_sm_groups.state_prices``). A registration is never overwritten.
+(percent) under the profile (``h200-x1-calibrated`` as the experiments name it, as it was when registered: a panel's
+reuse across waves an LRU of the whole L2, before registered plan 67's adoption on an H200, 2026-12-06,
+``ctasim.profiles.before_h200_reuse``; ``profile_pct``) and under it with the threshold law in each state and their
+mean (``posthoc_sm_groups.state_prices``). A registration is never overwritten.
 
 ``--judge`` reads the traced runs as plan 60's judge does (``plan60_sm_groups.measured``: the split of the SMs and each
 run's late mainloop and makespan), sets row order's measured makespan penalty over groups of 8 and its state, prices
@@ -47,6 +49,7 @@ import plan60_sm_groups as p60  # noqa: E402
 import posthoc_order_mainloop as pom  # noqa: E402
 import posthoc_sm_groups as psg  # noqa: E402
 import registered_plan  # noqa: E402
+from ctasim.profiles import before_h200_reuse  # noqa: E402
 
 ROW = p60.ROW
 PRICE_OF = {p60.ALL_LOST: "thrash_pct", **{s: "half_pct" for s in p60.SLOW}}
@@ -67,14 +70,17 @@ CLAIMS = {
 
 
 def register() -> pd.DataFrame:
-    """Row order's makespan penalty over groups of 8 per experiment and case: the profile's and the state prices."""
+    """Row order's makespan penalty over groups of 8 per experiment and case: the profile's and the state prices, the
+    profile as registered (the LRU reuse law)."""
     rows = []
     for exp in p60.EXPERIMENTS:
         cases, _ = p60.orders(exp)
+        # a registration made before registered plan 67's adoption on an H200 (2026-12-06): the profile before it
+        hw = psg.dated_profile(exp)
         for case in cases:
-            tr = pom.simulated(exp, [(case, pom.REFERENCE), (case, ROW)], profile=None)
+            tr = pom.simulated(exp, [(case, pom.REFERENCE), (case, ROW)], profile=before_h200_reuse)
             profile = (tr[(case, ROW)].makespan_ns / tr[(case, pom.REFERENCE)].makespan_ns - 1) * 100
-            rows.append(dict(experiment=exp, case=case, profile_pct=profile, **psg.state_prices(exp, case)))
+            rows.append(dict(experiment=exp, case=case, profile_pct=profile, **psg.state_prices(exp, case, hw)))
     return pd.DataFrame(rows)
 
 

@@ -14,7 +14,9 @@ as it is now and without the ReLU input (``interleaved (no relu input)``: plan 2
 registered figures back). Writes ``cases.csv`` and ``summary.csv`` (MAPE, worst, bias per run and predictor over the 10 blocks) and
 prints the summary.
 The profiles are taken with the clock's one step (``ctasim.predict.one_step``), as the plans judged here were
-registered; ``bench/posthoc_clock_curve.py`` judges the clock curve.
+registered; ``bench/posthoc_clock_curve.py`` judges the clock curve. "As it is now" is as of the table (2026-12-03):
+a panel's reuse across waves an LRU of the whole L2, as before registered plan 67's adoption on an H200
+(``ctasim.profiles.before_h200_reuse``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from posthoc_drift_form import judged, write  # noqa: E402
 
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import one_step  # noqa: E402
+from ctasim.profiles import before_h200_reuse  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 
 RUNS = ("2026-12-02-registered21-1gpu", "2026-12-02-registered21-1gpu-run2")
@@ -43,7 +46,7 @@ def main(argv=None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_activation.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-activation")
     args = parse_outputs(ap, argv, folders=("--out",))
-    hw = load_hardware("h200-x1-calibrated")
+    hw = before_h200_reuse(load_hardware("h200-x1-calibrated"))  # a table made before plan 67's adoption on an H200
     hw = one_step(hw)  # the clock's one step, as plans 21 and 22 were registered
     preds = {"interleaved": (hw, ("model",)),
              "interleaved (no relu input)": (dataclasses.replace(hw, relu_input_tile_factor=1.0), ("model",)),

@@ -1,4 +1,4 @@
-"""Post-hoc: the chain kernel against sequential under the profile as it is now, on every measured case (no GPU).
+"""Post-hoc: the chain kernel against sequential under the profile (its reuse law pinned), on every measured case.
 
     python bench/posthoc_chain_vs_sequential.py [--out bench/results/posthoc-chain-vs-sequential]
 
@@ -7,10 +7,11 @@ put to the model, and registered plans 54 and 59 found it priced within a point 
 only narrowly (1.24 and 1.06 points, the chain kernel too fast). The registered record judges each plan's profile of
 its day; this reads every committed measurement of the two strategies in one run (``bench/results/hw/*/EXP/
 results.csv`` of the chain-kernel experiments, :data:`EXPERIMENTS`), simulates both under the experiment's profile as
-it is now (``posthoc_order_mainloop.simulated``, profile None), and sets per case the ratio error: (predicted chain /
-predicted sequential) over (measured chain / measured sequential), less 1, in percent (points of the ratio). Writes
-``cases.csv`` (one row per run and case, with each strategy's makespan error) and ``summary.csv`` (over all, by H and
-by M range).
+it was before registered plan 67's adoption on an H200, 2026-12-06 (``posthoc_order_mainloop.simulated`` with
+``ctasim.profiles.before_h200_reuse``: a panel's reuse across waves an LRU of the whole L2; the rest as it is now), and
+sets per case the ratio error: (predicted chain / predicted sequential) over (measured chain / measured sequential),
+less 1, in percent (points of the ratio). Writes ``cases.csv`` (one row per run and case, with each strategy's
+makespan error) and ``summary.csv`` (over all, by H and by M range).
 
 Left out: the other orders, the rings and the shared GPU, the 4-layer chains' deeper cases where sequential was not
 run. Every case was seen before the profile took its present form (the survival law since plan 53, its gap spread and
@@ -33,6 +34,7 @@ import pandas as pd  # noqa: E402
 import posthoc_order_mainloop as pom  # noqa: E402
 import registered_plan  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+from ctasim.profiles import before_h200_reuse  # noqa: E402
 
 EXPERIMENTS = re.compile(r"reg(9|10|49|5\d)-chain-(?!rate-)|reg58-gap-law-|reg59-adopted-")
 """The chain-kernel experiment folders read (registered plans 9, 10, 49-59): those with sequential and groups of 8;
@@ -62,7 +64,8 @@ def cases(root: Path = HW) -> pd.DataFrame:
         both = [c for c in dict.fromkeys(r.index.get_level_values(0)) if (c, SEQ) in r.index and (c, CHAIN) in r.index]
         if not both:
             continue
-        sim = pom.simulated(exp, [(c, s) for c in both for s in (SEQ, CHAIN)], profile=None)
+        # a record made before plan 67's adoption on an H200, 2026-12-06
+        sim = pom.simulated(exp, [(c, s) for c in both for s in (SEQ, CHAIN)], profile=before_h200_reuse)
         for c in both:
             ms, mc = float(r[(c, SEQ)]), float(r[(c, CHAIN)])
             ps, pc = sim[(c, SEQ)].makespan_ns / 1e6, sim[(c, CHAIN)].makespan_ns / 1e6
@@ -105,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         print(s.to_string(index=False))
     a = s.iloc[0]
     rho = np.corrcoef(c["h"].rank(), c["ratio_err_pts"].rank())[0, 1]
-    print(f"\nchain / sequential under the profile now: {int(a.cases)} cases, mean {a.mean_pts:+.2f} points, "
+    print(f"\nchain / sequential under the profile (LRU reuse): {int(a.cases)} cases, mean {a.mean_pts:+.2f} points, "
           f"mean |.| {a.mean_abs_pts:.2f}, {a.within_1_pct:.0f}% within a point, the faster right in "
           f"{int(a.faster_right)}; rank correlation with H {rho:.2f}")
     return 0

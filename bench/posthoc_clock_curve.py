@@ -8,14 +8,16 @@ over 31-70 ms (h200-x1-calibrated) and 27-86 ms (h200-x2-calibrated), and a roun
 curve (``Hardware.clock_curve_ns``, ``clock_curve_factor``; ``ctahw.calibrate.clock_curve``) is the mean factor over
 the same rounds at each busy time: the same measurement, averaged instead of reduced to a median step.
 
-For every committed run folder ``bench/results/hw/*registered*-1gpu*`` and every experiment in it with a registration,
-each measured case whose model makespan is at least ``--min-ms`` (shorter runs end before either form slows a tile)
-is predicted with the experiment's profile as it is (``curve``: the profiles hold the curve of the calibration their
-clock fields come from) and with its one step (``step``, ``ctasim.predict.one_step``), both with today's model, and
-judged against the measurement. Post-hoc twice over:
-the measurements exist, and today's model is not what was registered. Writes ``cases.csv`` (run, registration, case,
-strategy, variant, kind, m, measured_ms, predictor, predicted_ms, error_pct) and ``summary.csv`` (per makespan band and
-predictor: cases, MAPE, bias, worst) into ``--out``, and prints the summary.
+For every committed run folder ``bench/results/hw/*registered*-1gpu*`` and every experiment in it with a
+registration, each measured case whose model makespan is at least ``--min-ms`` (shorter runs end before either form
+slows a tile) is predicted with the experiment's profile as it is (``curve``: the profiles hold the curve of the
+calibration their clock fields come from) and with its one step (``step``, ``ctasim.predict.one_step``), both with
+today's model (but for a panel's reuse across waves, an LRU of the whole L2 as when the table was written,
+2026-12-03, before registered plan 67's adoption on an H200: ``ctasim.profiles.before_h200_reuse``), and judged
+against the measurement. Post-hoc twice over: the measurements exist, and today's model is not what was registered.
+Writes ``cases.csv`` (run, registration, case, strategy, variant, kind, m, measured_ms, predictor, predicted_ms,
+error_pct) and ``summary.csv`` (per makespan band and predictor: cases, MAPE, bias, worst) into ``--out``, and prints
+the summary.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.harness import load_harness  # noqa: E402
 from ctasim.predict import one_step, predict  # noqa: E402
+from ctasim.profiles import before_h200_reuse  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
 BANDS = ((0, 30), (30, 45), (45, 60), (60, 80), (80, 1e9))
@@ -59,7 +62,7 @@ def judged(run: str, name: str, min_ms: float) -> pd.DataFrame:
     meas = results.read(HW / run / name / "results.csv")
     harness = load_harness(json.loads((reg / "registration.json").read_text())["harness"]["name"])
     e = load_experiment(name)
-    hw = e.hardware
+    hw = before_h200_reuse(e.hardware)  # a table made before plan 67's adoption on an H200, 2026-12-06
     if not hw.clock_curve_ns:
         raise ValueError(f"{name}: profile {hw.name} has no clock curve")
     parts = []

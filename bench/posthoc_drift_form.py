@@ -12,7 +12,9 @@ plans' registered figures back), and judged against the committed measurements (
 forms and the pass rates were chosen. Writes ``cases.csv`` (every judged case and predictor) and ``summary.csv``
 (MAPE and worst per run and predictor over the model blocks, reference GEMMs left out) and prints the summary.
 The profiles are taken with the clock's one step (``ctasim.predict.one_step``), as the plans judged here were
-registered; ``bench/posthoc_clock_curve.py`` judges the clock curve.
+registered; ``bench/posthoc_clock_curve.py`` judges the clock curve. The table dates from 2026-12-02: the profiles are
+taken with the reuse law they had then, a panel's reuse across waves an LRU of the whole L2, as before registered plan
+67's adoption on an H200 (``ctasim.profiles.before_h200_reuse``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.harness import load_harness  # noqa: E402
 from ctasim.predict import one_step, predict  # noqa: E402
+from ctasim.profiles import before_h200_reuse  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
@@ -56,7 +59,7 @@ def predictors() -> dict[str, tuple]:
 
     out = {}
     for form, (profile, registered) in PROFILES.items():
-        hw = load_hardware(profile)
+        hw = before_h200_reuse(load_hardware(profile))  # a table made before plan 67's adoption on an H200, 2026-12-06
         hw = one_step(hw)  # the clock's one step, as these plans were registered
         if registered:
             hw = dataclasses.replace(hw, epilogue_pass_gbps=0.0, rowwise_gbps=0.0, silu_epilogue_factor=1.0,

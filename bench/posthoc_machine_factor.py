@@ -6,7 +6,8 @@ Every committed single-GPU registered call (``bench/results/hw/*registered*-1gpu
 GEMM (``regPLAN-reference``, :func:`plan_judge.reference`) beside its blocks is re-simulated with today's model, each
 measured block case under three profiles (:func:`machine_hw`):
 
-* ``R0``: the experiment's profile as it is (raw);
+* ``R0``: the experiment's profile as it is (raw; its reuse across waves an LRU of the whole L2, as before registered
+  plan 67's adoption on an H200, 2026-12-06: :func:`profile`);
 * ``R1``: every kernel tile ``s`` times slower (the clock curve's factors ``f -> s f``, its knot at 0 = ``s``: the
   ratio);
 * ``R2``: the machine factor at rest, fading to the curve's common sustained level ``S`` (its last factor) as the curve
@@ -47,6 +48,7 @@ from ctasim import results  # noqa: E402
 from ctasim.cases import expand, load_experiment  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.harness import load_harness, timed_makespan_ns, timed_plans  # noqa: E402
+from ctasim.profiles import before_h200_reuse  # noqa: E402
 from ctasim.spec import Hardware  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
@@ -105,6 +107,12 @@ class Model:
         raise KeyError(f"{name}: no plan for {(case, strategy, variant)}")
 
 
+def profile(model: Model, name: str) -> Hardware:
+    """Registration ``name``'s profile as this record was made with it: a record made before plan 67's adoption on an
+    H200, 2026-12-06 (a panel's reuse across waves an LRU of the whole L2, ``ctasim.profiles.before_h200_reuse``)."""
+    return before_h200_reuse(model.experiment(name)[0].hardware)
+
+
 def calls(pattern: str = "*registered*-1gpu*") -> list[dict]:
     """Every committed single-GPU registered call (run folders matching ``pattern``) with its plan's reference GEMM:
     call tag (plan, and -runN), run folder, plan, and its block registrations (every other measured ``regPLAN-*``).
@@ -135,7 +143,7 @@ def machine_factor(model: Model, call: dict) -> dict:
     if len(r) != 1:
         raise ValueError(f"{call['run']}/{name}: {len(r)} ok rows at M = {REF_M}, not one")
     r = r.iloc[0]
-    hw0 = model.experiment(name)[0].hardware
+    hw0 = profile(model, name)
     ref0 = model.ms(name, r.case, r.strategy, r.variant, hw0)
     s = r.makespan_ms / ref0
     for _ in range(STEPS):
@@ -148,7 +156,7 @@ def call_cases(model: Model, call: dict, ref: dict) -> pd.DataFrame:
     """Every measured ok block case of one call: measured, registered model, and R0/R1/R2 makespans (ms)."""
     rows = []
     for name in call["blocks"]:
-        hw0 = model.experiment(name)[0].hardware
+        hw0 = profile(model, name)
         hws = {k: machine_hw(hw0, k, ref["s_tile"]) for k in FORMS}
         reg = results.read(PRED / name / "predictions.csv")
         reg = reg[reg.source == "model"].set_index(list(results.KEY[1:])).makespan_ms

@@ -12,7 +12,9 @@ kernel's tiles do not use the memory hierarchy).
 would have done, not that it predicts. Writes ``cases.csv`` (every judged case and predictor) and ``summary.csv``
 (MAPE and worst per registration and predictor, and over all), and prints the summary.
 The profiles are taken with the clock's one step (``ctasim.predict.one_step``), as the plans judged here were
-registered; ``bench/posthoc_clock_curve.py`` judges the clock curve.
+registered; ``bench/posthoc_clock_curve.py`` judges the clock curve. The table dates from 2026-12-02: the profile is
+taken with the reuse law it had then, a panel's reuse across waves an LRU of the whole L2, as before registered plan
+67's adoption on an H200 (``ctasim.profiles.before_h200_reuse``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.harness import load_harness  # noqa: E402
 from ctasim.predict import one_step, predict  # noqa: E402
+from ctasim.profiles import before_h200_reuse  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 
 PROFILE = "h200-x1-calibrated"
@@ -56,7 +59,9 @@ def judged(name: str, meas_dir: Path) -> pd.DataFrame:
     registered = registered[registered["kind"] == "sequential"]
     registered["source"] = registered["source"].map({"model": "registered model"}).fillna(registered["source"])
     exp = load_experiment(name)
-    exp = dataclasses.replace(exp, hardware=one_step(load_hardware(PROFILE)),
+    # a table made before plan 67's adoption on an H200 (2026-12-06): the reuse law it had then
+    hw = before_h200_reuse(load_hardware(PROFILE))
+    exp = dataclasses.replace(exp, hardware=one_step(hw),
                               strategies=tuple(s for s in exp.strategies if s.kind == "sequential"))
     import json
 

@@ -9,7 +9,9 @@ model's makespan against the committed measurement ``RUN_FOLDER/EXP/results.csv`
 measured_ms, onset_ms, model_ms, error_pct) into ``--out`` if given, and prints the errors. Post-hoc: it asks what
 onset the measurement is consistent with; nothing here changes the profile. Bad input: one line, exit 2.
 The profiles are taken with the clock's one step (``ctasim.predict.one_step``), as the plans judged here were
-registered; ``bench/posthoc_clock_curve.py`` judges the clock curve.
+registered; ``bench/posthoc_clock_curve.py`` judges the clock curve, and with the reuse law they had when the table
+was written (2026-12-03): a panel's reuse across waves an LRU of the whole L2, as before registered plan 67's
+adoption on an H200 (``ctasim.profiles.before_h200_reuse``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from posthoc_drift_form import judged  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import one_step  # noqa: E402
+from ctasim.profiles import before_h200_reuse  # noqa: E402
 
 
 def errors(run: Path, exps, onsets_ms) -> pd.DataFrame:
@@ -35,7 +38,7 @@ def errors(run: Path, exps, onsets_ms) -> pd.DataFrame:
     predictor per onset), in the order given: exp, m, measured_ms, onset_ms, model_ms, error_pct."""
     parts = []
     for i, e in enumerate(exps):
-        hw = load_experiment(e).hardware
+        hw = before_h200_reuse(load_experiment(e).hardware)  # a table made before plan 67's adoption on an H200
         hw = one_step(hw)  # the one step whose onset this varies (a clock curve would ignore it)
         preds = {onset: (dataclasses.replace(hw, clock_onset_ns=onset * 1e6), ("model",)) for onset in onsets_ms}
         j = judged(str(run.resolve()), e, preds)  # an absolute run folder, not one under bench/results/hw

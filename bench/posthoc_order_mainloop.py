@@ -48,6 +48,7 @@ and the makespan, and ``err_corr``, the correlation over the cases of the two er
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 from pathlib import Path
@@ -91,8 +92,9 @@ def as_plan_53(hw):
     (``ticket_gap_cv`` 0, ``ticket_touched`` 1; h200-x1-calibrated took them on 2026-12-05). The profile of this
     dated record, of the scripts built on it and of the registrations made before plan 58's adoption (the "adopted"
     predictor of plans 55, 56 and 58); ``h200-x1-calibrated-survival-own`` is the same profile by name
-    (tests/test_memory.py)."""
-    return hw.with_tickets(ticket_gap_cv=0.0, ticket_touched=1.0)
+    (tests/test_memory.py). Reuse across waves an LRU of the whole L2, as before registered plan 67's adoption on an
+    H200 (2026-12-06)."""
+    return dataclasses.replace(hw.with_tickets(ticket_gap_cv=0.0, ticket_touched=1.0), l2_reuse_law="lru")
 
 
 EXPERIMENTS = ("reg*-chain-*",)

@@ -40,11 +40,12 @@ from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 LAWS = ("lru", "survival")
 """The laws compared (``ctasim.l2.REUSE_LAWS``)."""
 HW = ROOT / "bench/results/hw"
-GPUS = {"H200": (HW, "H100", {"lru": "h200-x1-calibrated", "survival": "h200-x1-calibrated-reuse"}),
+GPUS = {"H200": (HW, "H100", {"lru": "h200-x1-calibrated-lru", "survival": "h200-x1-calibrated"}),
         "H100": (ROOT / "bench/results/hw-h100", "H200", {"lru": "h100-x1-datasheet@lru",
                                                          "survival": "h100-x1-datasheet"})}
 """GPU -> (its folder of calls, the GPU a call must not name, law -> the profile that prices by it; NAME@lru: the
-profile as registered, ``plan64_h100_datasheet.as_registered``)."""
+profile as registered, ``plan64_h100_datasheet.as_registered``; h200-x1-calibrated-lru: the H200 profile before plan 67's
+adoption on an H200, 2026-12-06, ``ctasim.profiles.H200_BEFORE_REUSE``)."""
 OUT = {"H200": ROOT / "bench/results/posthoc-reuse-law", "H100": ROOT / "bench/results/posthoc-reuse-law-h100"}
 """GPU -> the default ``--out``."""
 APART = 0.5
@@ -161,8 +162,8 @@ def row_over_groups(c: pd.DataFrame) -> pd.DataFrame:
 
 
 STATE_PROFILES = {"H200": "h200-x1-calibrated", "H100": "h100-x1-datasheet"}
-"""GPU -> the profile its predictions use now (the H100's with the curve since plan 68; the H200's with the LRU until
-plans 67 and 68 run on one), which :func:`row_states` prices under the threshold law's states."""
+"""GPU -> the profile its predictions use now (each with the curve since plan 67's adoption on it: the H100's
+2026-12-05, the H200's 2026-12-06), which :func:`row_states` prices under the threshold law's states."""
 
 
 def row_states(r: pd.DataFrame, gpu: str) -> pd.DataFrame:

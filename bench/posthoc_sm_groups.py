@@ -37,7 +37,9 @@ What the committed traces show (every one seen before this was written: the figu
   in each) put row order's makespan penalty nearer than the profile, in mean |error|, on the runs where all lost the
   reuse (thrash) and where one half did (the mean). The state is read from the same run's timings, so this says the
   prices fit the states, not that anything predicts them; the uniform runs (most low, a few high) are not priced by a
-  state, and there the profile's survival law is the nearer.
+  state, and there the profile's survival law is the nearer. The state prices are the profile's as it was when this
+  was written: a panel's reuse across waves an LRU of the whole L2, before registered plan 67's adoption on an H200
+  (2026-12-06; :func:`dated_profile`).
 
 The committed 2xH200 CTA-pipelining traces are read the same way (``pairs-2gpu.csv``; ``bench/ctapipe_mechanism.py``'s
 runs): per run, variant, M and GPU, each SM's median ``t_compute_end - t_acquire`` over the second half of its tiles, in
@@ -76,7 +78,9 @@ import pandas as pd  # noqa: E402
 
 import posthoc_order_mainloop as pom  # noqa: E402
 from ctasim import l2  # noqa: E402
+from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+from ctasim.profiles import before_h200_reuse  # noqa: E402
 
 EXPERIMENTS = (*pom.EXPERIMENTS, "reg58-gap-law-*", "reg59-adopted-*")
 """The experiments read: the dated records' and the registered plans' since."""
@@ -189,6 +193,12 @@ def disjoint(t: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["machine", "fast", "slow", "shared"])
 
 
+def dated_profile(experiment: str):
+    """``experiment``'s profile as this dated record priced it: a panel's reuse across waves an LRU of the whole L2, as
+    before registered plan 67's adoption on an H200 (2026-12-06, ``ctasim.profiles.before_h200_reuse``)."""
+    return before_h200_reuse(load_experiment(experiment).hardware)
+
+
 def row_states(s: pd.DataFrame, profile_cases: Path = PROFILE_CASES) -> pd.DataFrame:
     """Row order per run, experiment and case: its state and SMs' mean penalty beside the measured and modelled
     penalties of ``profile_cases`` (the profile's, :data:`PROFILE`), and per experiment and case the number of runs,
@@ -204,7 +214,8 @@ def row_states(s: pd.DataFrame, profile_cases: Path = PROFILE_CASES) -> pd.DataF
     j["runs"] = g["run"].transform("size")
     j["states"] = g["state"].transform("nunique")
     j["makespan_range"] = g["makespan_pct_meas"].transform(lambda x: x.max() - x.min())
-    prices = pd.DataFrame([dict(experiment=e, case=c, **state_prices(e, c))
+    # a dated table made before registered plan 67's adoption on an H200 (2026-12-06): its prices by the profile before
+    prices = pd.DataFrame([dict(experiment=e, case=c, **state_prices(e, c, dated_profile(e)))
                            for e, c in j[["experiment", "case"]].drop_duplicates().itertuples(index=False)],
                           columns=["experiment", "case", "hold_pct", "thrash_pct", "half_pct"])
     j = j.merge(prices, on=["experiment", "case"], how="left")

@@ -39,6 +39,7 @@ from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.harness import load_harness  # noqa: E402
 from ctasim.predict import predict  # noqa: E402
+from ctasim.profiles import before_h200_reuse  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
@@ -73,13 +74,16 @@ def model_rows(name: str, hw) -> pd.DataFrame:
 
 def predicted(name: str, law: str, factor: float | None) -> pd.DataFrame:
     """:func:`model_rows` of ``name`` with :data:`PROFILE` under ticket law ``law`` and the tickets mainloop factor 1
-    (the profile's before registered plan 53), with ``ctasim.l2.PARTITIONS`` at ``factor`` for the call where one is
-    given."""
+    (the profile's before registered plan 53), a panel's reuse across waves an LRU of the whole L2 (the profile's
+    before registered plan 67's adoption on an H200, ``ctasim.profiles.before_h200_reuse``), with
+    ``ctasim.l2.PARTITIONS`` at ``factor`` for the call where one is given."""
     saved = l2.PARTITIONS
     try:
         if factor is not None:
             l2.PARTITIONS = factor
-        return model_rows(name, load_hardware(PROFILE).with_ticket_law(law, mainloop_factor=1.0))
+        # a record made before plan 67's adoption on an H200, 2026-12-06: reuse across waves an LRU of the whole L2
+        hw = before_h200_reuse(load_hardware(PROFILE))
+        return model_rows(name, hw.with_ticket_law(law, mainloop_factor=1.0))
     finally:
         l2.PARTITIONS = saved
 

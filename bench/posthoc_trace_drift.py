@@ -4,10 +4,11 @@ its own measured drift beside the profile's (no GPU).
     python bench/posthoc_trace_drift.py [--out bench/results/posthoc-trace-drift]
 
 Reads every committed folder of ``bench/hw/order_trace_probe.py`` (``timing.csv`` beside ``tiles-*.csv.gz``; six
-rested calls on eleven machines, 2026-12-02 to registered plan 48) and writes ``cases.csv``: per traced case, the trace's drift and
-late-half mainloop (``ctasim.calibration.trace_drift``), the plain CUTLASS GEMM's measured time, and the error of
-``ctasim.costs.order_waves`` at that order under h200-x1-calibrated ("interleaved") and -carried, each with the
-profile's ``cta_drift`` and with the trace's own drift (``*_own``), and without drift; ``summary.csv``: over the
+rested calls on eleven machines, 2026-12-02 to registered plan 48) and writes ``cases.csv``: per traced case, the
+trace's drift and late-half mainloop (``ctasim.calibration.trace_drift``), the plain CUTLASS GEMM's measured time, and
+the error of ``ctasim.costs.order_waves`` at that order under h200-x1-calibrated ("interleaved") and -carried (each as
+it was before registered plan 67's adoption on an H200, 2026-12-06: ``ctasim.profiles.before_h200_reuse``), each with
+the profile's ``cta_drift`` and with the trace's own drift (``*_own``), and without drift; ``summary.csv``: over the
 high-reuse cases (swizzle 8), per predictor, the mean, standard deviation and mean |.| of the errors. Registered
 plan 46 found the machines differing in drift (0.0041-0.0097 tile times a round) and in their long-K error; if the
 drift were what moves a machine's time, the model given each trace's drift would spread less. Every figure is
@@ -46,7 +47,10 @@ def cases() -> pd.DataFrame:
     from ctasim.calibration import trace_drift
     from ctasim.spec import Layer, load_hardware
 
-    hws = {form: load_hardware(PROFILES[form]) for form in FORMS}
+    from ctasim.profiles import before_h200_reuse
+
+    # a record made before plan 67's adoption on an H200, 2026-12-06: reuse across waves an LRU of the whole L2
+    hws = {form: before_h200_reuse(load_hardware(PROFILES[form])) for form in FORMS}
     rows = []
     for folder in probe_folders():
         timing = pd.read_csv(folder / "timing.csv")

@@ -10,7 +10,10 @@ For every token count M the block runs with M rows under every strategy that fit
   has, so for a block its answer is the reason it does not run (``Not run``);
 * ``microbatch`` (layer i on GPU i, the chunk sweep :data:`CHUNKS`; the best count is reported);
 * ``tp`` at each power-of-two degree up to the GPUs;
-* ``ctapipe`` (layer i on GPU i, persistent CTAs popping the work-queue: the simulator's default design);
+* ``ctapipe`` (layer i on GPU i): the fastest of the simulator's default design (persistent CTAs popping the
+  work-queue, the producer in row order) and every variant ``ctahw`` runs whose kernel configs the profile has
+  (:func:`ctapipe_designs`: clusters, the producer's row-block groups, queue or counter-waiting consumers), as
+  micro-batching takes its best chunk count; the design that won is reported;
 * ``ctapipe-ring`` (the chain kernel's persistent pair: one kernel per GPU taking its tiles by tickets,
   ``placement = "ring"``; ctahw's kernel for layers of different shapes with fused epilogues, registered plans 16
   and 19) where the block's ops fuse into it (gated activations do not);
@@ -49,14 +52,31 @@ TOKENS = (1024, 2048, 4096, 8192, 16384, 32768)
 """Default token counts (rows M of the block)."""
 
 
+DESIGN = "ctapipe:"
+"""Label prefix of a ``ctapipe`` design other than the default (``ctapipe:<variant>``); :func:`advise` keeps the
+fastest design per token count under the one label ``ctapipe``."""
+DEFAULT_DESIGN = "default"
+"""What the ``variant`` column says where the simulator's default ``ctapipe`` design won."""
+
+
+def ctapipe_designs() -> tuple[str, ...]:
+    """The ``ctahw`` variants (:data:`ctasim.variants.VARIANTS`, traced twins left out: the same plan) that the
+    simulator can model: those with a kernel config per layer (the persistent ones have none)."""
+    from ctasim.variants import VARIANTS, base_name  # noqa: PLC0415
+
+    return tuple(n for n, v in VARIANTS.items() if n == base_name(n) and v.kernels)
+
+
 def strategies_for(gpus: int) -> tuple[Strategy, ...]:
-    """Every strategy of the module docstring that fits ``gpus`` GPUs for a 2-layer block."""
+    """Every strategy of the module docstring that fits ``gpus`` GPUs for a 2-layer block (each ``ctapipe`` design
+    its own strategy, ``ctapipe:<variant>``; :func:`advise` keeps the fastest)."""
     out = [Strategy("sequential")]
     if gpus == 1:
         out.append(Strategy("ctapipe", name="ctapipe-1gpu", gpus=1))
     if gpus >= 2:
         out.append(Strategy("microbatch", chunks=CHUNKS))
         out.append(Strategy("ctapipe"))
+        out += [Strategy("ctapipe", name=DESIGN + v, variant=v) for v in ctapipe_designs()]
         out.append(Strategy("ctapipe", name="ctapipe-ring", gpus=2, placement="ring"))
     t = 2
     while t <= gpus:
@@ -82,10 +102,25 @@ def experiment(model: Model, hw: Hardware, tokens, gpus: int | None = None, regi
 
 
 def dropped(model: Model, hw: Hardware, tokens, gpus: int | None = None) -> dict[str, str]:
-    """{strategy label: why} of the strategies ``advise`` leaves out for this model on this machine."""
+    """{strategy label: why} of the strategies ``advise`` leaves out for this model on this machine (a ``ctapipe``
+    design only where every design is left out: the others are :func:`designs_tried`'s)."""
     g = gpus or hw.gpus
-    return left_out(Experiment(name=f"advise-{model.name}", hardware=hw, workload=model.workload,
-                               strategies=strategies_for(g), sweep=(("m", tuple(tokens)),), gpus=g))
+    out = left_out(Experiment(name=f"advise-{model.name}", hardware=hw, workload=model.workload,
+                              strategies=strategies_for(g), sweep=(("m", tuple(tokens)),), gpus=g))
+    return {k: v for k, v in out.items() if not k.startswith(DESIGN)}
+
+
+def designs_tried(model: Model, hw: Hardware, tokens, gpus: int | None = None) -> list[str]:
+    """The ``ctapipe`` designs :func:`advise` runs for this model on this machine: the default and each ctahw variant
+    the profile models (empty where ``ctapipe`` itself does not run)."""
+    g = gpus or hw.gpus
+    strategies = strategies_for(g)
+    out = left_out(Experiment(name=f"advise-{model.name}", hardware=hw, workload=model.workload,
+                              strategies=strategies, sweep=(("m", tuple(tokens)),), gpus=g))
+    if "ctapipe" in out or g < 2:
+        return []
+    return [DEFAULT_DESIGN] + [s.label.removeprefix(DESIGN) for s in strategies
+                               if s.label.startswith(DESIGN) and s.label not in out]
 
 
 def left_out(exp: Experiment) -> dict[str, str]:
@@ -110,11 +145,31 @@ def advise(model: Model, hw: Hardware, tokens=TOKENS, gpus: int | None = None, r
     df, _ = run_experiment(exp, check=False, jobs=jobs, scheduler=scheduler)
     df = df.rename(columns={"m": "tokens"}) if "m" in df.columns else df.assign(
         tokens=df["case"].str.removeprefix("m=").astype(int))
-    return df[["tokens", "strategy", "kind", "gpus", "variant", "latency_us"]].reset_index(drop=True)
+    df = df[["tokens", "strategy", "kind", "gpus", "variant", "latency_us"]].reset_index(drop=True)
+    return fastest_design(df)
+
+
+def fastest_design(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` (advise's rows) with the ``ctapipe`` designs of each token count reduced to the fastest, labelled
+    ``ctapipe``, its ``variant`` the design's name (:data:`DEFAULT_DESIGN` or a ctahw variant)."""
+    design = (df["strategy"] == "ctapipe") | df["strategy"].str.startswith(DESIGN)
+    d = df[design].copy()
+    d["variant"] = d["strategy"].str.removeprefix(DESIGN).where(d["strategy"] != "ctapipe", DEFAULT_DESIGN)
+    d["strategy"] = "ctapipe"
+    best = d.loc[d.groupby("tokens", sort=False)["latency_us"].idxmin()]
+    return pd.concat([df[~design], best]).sort_index().reset_index(drop=True)
 
 
 PIPELINED = ("ctapipe", "hybrid")
 """Strategy kinds that CTA-pipeline (hybrid: tensor-parallel groups, CTA-pipelined between them)."""
+
+
+def _design_label(row: pd.Series) -> str:
+    """A strategy's label; for ``ctapipe``, the ctahw variant that won (``cutlass_ctapipe_w21g4``) or ``ctapipe``
+    where the simulator's default design did."""
+    if row["strategy"] != "ctapipe" or row["variant"] == DEFAULT_DESIGN:
+        return str(row["strategy"])
+    return str(row["variant"])
 
 
 def best_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -133,12 +188,13 @@ def best_table(df: pd.DataFrame) -> pd.DataFrame:
         rows.append({
             "tokens": int(tokens), "best": best["strategy"], "best_gpus": int(best["gpus"]),
             "best_us": float(best["latency_us"]),
-            "pipelined": bp["strategy"] if bp is not None else "",
+            "pipelined": _design_label(bp) if bp is not None else "",
             "pipelined_us": float(bp["latency_us"]) if bp is not None else float("nan"),
             "best_other": bo["strategy"],
             "pipelined_vs_other": float(bp["latency_us"]) / float(bo["latency_us"]) if bp is not None else float("nan"),
             "ctapipe_vs_other_2gpu": (float(p2["latency_us"].min()) / float(o2["latency_us"].min())
                                       if len(p2) and len(o2) else float("nan")),
+            "ctapipe_2gpu": (_design_label(p2.loc[p2["latency_us"].idxmin()]) if len(p2) else ""),
             "microbatch_chunks": mb["variant"].iloc[0] if len(mb) else "",
             "tp_best": tp.loc[tp["latency_us"].idxmin(), "strategy"] if len(tp) else "",
         })
@@ -469,7 +525,8 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in best.itertuples():
         vs = (f"{r.pipelined_vs_other:.3f}× {r.best_other}" if r.pipelined_vs_other == r.pipelined_vs_other else "")
-        two = f"{r.ctapipe_vs_other_2gpu:.3f}×" if r.ctapipe_vs_other_2gpu == r.ctapipe_vs_other_2gpu else ""
+        two = (f"{r.ctapipe_vs_other_2gpu:.3f}× {r.ctapipe_2gpu}" if r.ctapipe_vs_other_2gpu == r.ctapipe_vs_other_2gpu
+               else "")
         lines.append(f"| {r.tokens} | {r.best} ({r.best_gpus}) | {r.best_us:,.1f} | {r.pipelined} | {vs} | {two} | "
                      f"{r.microbatch_chunks} | {r.tp_best} |")
     lines += ["", "(× < 1: CTA-pipelining is faster by that factor.)"]
@@ -479,6 +536,15 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
         lines.append(f"| {tokens} | " + " | ".join(f"{v:,.1f}" for v in r) + " |")
     for label, why in dropped(model, hw, sorted(set(df["tokens"])), gpus).items():
         lines.append(f"\nNot run: {label} ({why}).")
+    tried = designs_tried(model, hw, sorted(set(df["tokens"])), gpus)
+    if len(tried) == 1:
+        lines.append("\nctapipe is the simulator's default design only: this profile has no kernel config of ctahw's "
+                     "variants (`ctasim.variants`).")
+    elif tried:
+        lines.append(f"\nctapipe is the fastest of {len(tried)} designs this profile models: the simulator's "
+                     "default (named ctapipe above where it won)" + "".join(f", {d}" for d in tried[1:])
+                     + " (ctahw's variants, `ctasim.variants`; the one that won is named in the 2-GPU column; "
+                     "hybrid runs the default design only).")
     lines += ["", "How far to trust it:", ""]
     lines += [f"* {t}" for t in trust(hw, list(dict.fromkeys(df["kind"])), results_dir)]
     lines += [f"* {t}" for t in own_profile_lines(results_dir, hw.gpu)]

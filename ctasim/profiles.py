@@ -50,7 +50,7 @@ from typing import Mapping
 
 from ctasim.spec import SPECS_DIR, load_hardware
 
-__all__ = ["Derivation", "DERIVED", "SHARED", "derive", "main"]
+__all__ = ["Derivation", "DERIVED", "SHARED", "H200_BEFORE_REUSE", "before_h200_reuse", "derive", "main"]
 
 
 @dataclass(frozen=True)
@@ -124,6 +124,7 @@ def _h100_datasheet() -> Derivation:
             "source": ('"derived by ctasim.profiles from h200-x1-calibrated: the H200\'s measured fields (the same '
                        'GH100 die: 132 SMs, 1980 MHz, the same L2 and tile rates per byte) with the H100 datasheet\'s '
                        'L2 size and HBM rate"', ""),
+            "l2_reuse_law": ('"survival"', H100_REUSE_ADOPTED),
         },
         header=(
             "# DERIVED, NOT MEASURED: written by `python -m ctasim.profiles` (ctasim.profiles.DERIVED).",
@@ -134,7 +135,6 @@ def _h100_datasheet() -> Derivation:
             "# datasheet)': the L2 size and the HBM rates. Registered plan 64 predicts an H100 with it before any "
             "H100 ran its shapes.",
         ),
-        added={"l2_reuse_law": ('"survival"', H100_REUSE_ADOPTED)},
     )
 
 
@@ -143,8 +143,8 @@ H100_REUSE_ADOPTED = (
     "the twin nearer on raw errors 1.85 against 3.20%, on the order effect 0.91 against 1.98 points and "
     "control-normalised 2.83 against 5.50%; plan 68's hold on its order-over-sequential claim not met, 5.73 against "
     "6.43 points, bench/results/validation-registered68): a panel's reuse across waves priced by the measured L2 "
-    "survival curve, not an LRU of the whole L2 (ctasim.l2.REUSE_LAWS); the H200 profile keeps 'lru' until a call "
-    "of its own; nothing fitted")
+    "survival curve, not an LRU of the whole L2 (ctasim.l2.REUSE_LAWS); the H200 profile took it on "
+    "2026-12-06 by the same rule on its own call (bench/results/validation-registered67-h200); nothing fitted")
 """Why ``h100-x1-datasheet`` prices reuse across waves by the survival curve: registered plan 67's adoption."""
 H100_L2_BYTES = 50 * 2**20
 """The H100 SXM5's L2: 50 MB in NVIDIA's H100 Tensor Core GPU Architecture whitepaper (taken in MiB as the H200's
@@ -282,26 +282,58 @@ _REUSE_WHY = ("registered plan 67's twin: a GEMM panel's reuse across waves pric
 
 def _reuse(base: Derivation | None, name: str) -> Derivation:
     """``name`` (a measured profile, ``base`` None) or the derivation ``base`` with a GEMM panel's reuse across waves
-    priced by the measured L2 survival curve (``l2_reuse_law = "survival"``, added): registered plan 67's twin."""
-    added = {"l2_reuse_law": ('"survival"', _REUSE_WHY)}
+    priced by the measured L2 survival curve (``l2_reuse_law = "survival"``): registered plan 67's twin (the same law as
+    the profile itself since each adoption: the H100's 2026-12-05, the H200's 2026-12-06; kept for plan 67's record)."""
+    law = ('"survival"', _REUSE_WHY)
     source = (f'"{name} with a panel\'s reuse across waves priced by the measured L2 survival curve '
               '(l2_reuse_law, registered plan 67\'s twin)"', "")
     if base is None:
         return Derivation(base=name, fields={"source": source, "measured": (
-            "false", f"derived by ctasim.profiles: {name}'s measured fields with another reuse law")},
-            added=added, header=(
+            "false", f"derived by ctasim.profiles: {name}'s measured fields with another reuse law"),
+            "l2_reuse_law": law}, header=(
             "# DERIVED: written by `python -m ctasim.profiles` (ctasim.profiles.DERIVED). Every field, kernel config "
             f"and comment below is {name}'s",
-            "# but l2_reuse_law (added): registered plan 67's twin, a panel's reuse across waves priced by the "
+            "# but l2_reuse_law: registered plan 67's twin, a panel's reuse across waves priced by the "
             "measured L2 survival curve.",
         ))
-    return dataclasses.replace(base, fields={**base.fields, "source": source}, added={**base.added, **added},
+    return dataclasses.replace(base, fields={**base.fields, "source": source, "l2_reuse_law": law},
                                header=base.header + (
-                                   "# l2_reuse_law (added): registered plan 67's twin, a panel's reuse across waves "
+                                   "# l2_reuse_law: registered plan 67's twin, a panel's reuse across waves "
                                    "priced by the measured L2 survival curve.",))
 
 
 DERIVED["h200-x1-calibrated-reuse"] = _reuse(None, "h200-x1-calibrated")
+
+
+def _before_h200_reuse() -> Derivation:
+    """``h200-x1-calibrated`` as it was before registered plan 67's adoption on an H200 (2026-12-06): a panel's reuse
+    across waves an LRU of the whole L2. The dated records made before the adoption keep it by name."""
+    return Derivation(
+        base="h200-x1-calibrated",
+        fields={"l2_reuse_law": ('"lru"', "the law before registered plan 67's adoption on an H200 (2026-12-06, "
+                                 "bench/results/validation-registered67-h200): a panel's reuse across waves an LRU of "
+                                 "the whole L2 (ctasim.l2.REUSE_LAWS)"),
+                "measured": ("false", "derived by ctasim.profiles: h200-x1-calibrated's measured fields with the "
+                             "reuse law it had before 2026-12-06"),
+                "source": ('"h200-x1-calibrated before registered plan 67\'s adoption on an H200: reuse across waves '
+                           'an LRU of the whole L2"', "")},
+        header=("# DERIVED: written by `python -m ctasim.profiles` (ctasim.profiles.DERIVED). Every field, kernel config "
+                "and comment below is h200-x1-calibrated's",
+                "# but l2_reuse_law: the profile as it was before registered plan 67's adoption on an H200 "
+                "(2026-12-06), kept for the records made with it."),
+    )
+
+
+DERIVED["h200-x1-calibrated-lru"] = _before_h200_reuse()
+H200_BEFORE_REUSE = "h200-x1-calibrated-lru"
+"""The one-H200 profile as it was before registered plan 67's adoption on an H200 (2026-12-06), by name."""
+
+
+def before_h200_reuse(hw):
+    """``hw`` (a :class:`ctasim.spec.Hardware`) with a panel's reuse across waves an LRU of the whole L2, as every H200
+    profile priced it before registered plan 67's adoption on an H200 (2026-12-06): the pin of the dated records and
+    registrations made before it, whatever a later change does to the profile."""
+    return dataclasses.replace(hw, l2_reuse_law="lru")
 DERIVED["h100-x1-datasheet-reuse"] = _reuse(_h100_datasheet(), "h100-x1-datasheet")
 
 

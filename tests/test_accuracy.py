@@ -540,7 +540,8 @@ def test_registered_plan_24s_claims_are_what_its_committed_tables_give(tmp_path)
 
 def test_the_committed_post_hoc_drift_form_table_is_what_the_script_writes(tmp_path):
     """bench/posthoc_drift_form.py: its committed summary is what its committed cases give; the adopted profile
-    ("interleaved": any change to it or to the engine shows here) and plan 8's and plan 20's profiles as registered,
+    ("interleaved", with the reuse law it had before registered plan 67's adoption on an H200, 2026-12-06: any other
+    change to it or to the engine shows here) and plan 8's and plan 20's profiles as registered,
     judged again on all four of those plans' runs, give their committed rows, and the registered ones their registered
     figures back (1.24% and 1.19%; 2.53% and 3.85%), so the script judges the registered models. (The "carried" and
     "wave" twins' rows and plan 7's run come from the same code; judging them again too took ~8 s more.)"""

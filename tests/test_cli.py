@@ -228,7 +228,7 @@ def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(t
                           "h200-x8-mechanism", "h200-x1-calibrated-mechanism", "h200-x1-calibrated-threshold-rate",
                           "h200-x1-calibrated-survival-own", "h200-x1-calibrated-threshold-own",
                           "h200-x1-calibrated-gaps", "h100-x1-datasheet", "h100-x1-datasheet-latency",
-                          "h100-x1-datasheet-tickets", "h100-x1-datasheet-reuse"}
+                          "h100-x1-datasheet-tickets", "h100-x1-datasheet-reuse", "h200-x1-calibrated-reuse"}
     # plans 64's to 68's H100 runs, filed under their registrations: quoted under the H100 profiles, not the H200
     # one (filed under their experiments' names they would count as h200-x1-calibrated's); the sequential line counts
     # the registrations with a sequential case: plan 64's four (12 runs; the reference's 3 more from plan 65's calls),
@@ -242,7 +242,10 @@ def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(t
     # a derived profile with registered validations of its own is not said to have none
     (head,) = [l for l in A.trust(load_hardware("h100-x1-datasheet"), ["sequential"]) if l.startswith("profile ")]
     assert "derived from h200-x1-calibrated" in head and "no validation" not in head
-    assert "over 126 measured runs" in parts["h200-x1-calibrated"]
+    assert "over 128 measured runs" in parts["h200-x1-calibrated"]
+    # plan 68's H200 call (2026-12-06): its twin registrations (the survival reuse law) under their own profile
+    assert "reg68-chain-reuse-h4096-reuse" in parts["h200-x1-calibrated-reuse"]
+    assert "reg68-chain-reuse-h4096-reuse" not in parts["h200-x1-calibrated"]
     # plan 58's twin (the survival law with the gap spread and the touched bytes)
     assert "reg58-gap-law-h7424-gaps" in parts["h200-x1-calibrated-gaps"]
     assert "reg58-gap-law-h7424-gaps" not in parts["h200-x1-calibrated"]
@@ -448,3 +451,54 @@ def test_advise_quotes_the_pooled_registered_record_per_kind(tmp_path):
     empty.mkdir(parents=True)
     shutil.copy(SPECS_DIR.parent / "bench/results/validation-registered8/reg8-yi-34b-1gpu/summary.csv", empty)
     assert not [l for l in A.trust(hw, ["sequential"], tmp_path / "results") if "pooled" in l]
+
+
+def test_advise_keeps_the_fastest_ctapipe_design_per_token_count():
+    """Each ctapipe design is a strategy of its own; the table keeps one ctapipe row per token count, the fastest, and
+    names the design (a made-up frame: the slower default and a faster variant at 1024, the default alone faster at
+    2048)."""
+    from ctasim import advise as A
+
+    df = pd.DataFrame([
+        (1024, "sequential", "sequential", 1, "", 100.0), (1024, "ctapipe", "ctapipe", 2, "x", 90.0),
+        (1024, A.DESIGN + "cutlass_ctapipe_w21g4", "ctapipe", 2, "y", 80.0),
+        (1024, A.DESIGN + "cutlass_ctapipe_c21", "ctapipe", 2, "z", 85.0),
+        (2048, "sequential", "sequential", 1, "", 200.0), (2048, "ctapipe", "ctapipe", 2, "x", 150.0),
+        (2048, A.DESIGN + "cutlass_ctapipe_w21g4", "ctapipe", 2, "y", 160.0),
+        (2048, "ctapipe-ring", "ctapipe", 2, "r", 170.0)],
+        columns=["tokens", "strategy", "kind", "gpus", "variant", "latency_us"])
+    got = A.fastest_design(df)
+    cp = got[got["strategy"] == "ctapipe"].set_index("tokens")
+    assert cp["latency_us"].to_dict() == {1024: 80.0, 2048: 150.0}
+    assert cp["variant"].to_dict() == {1024: "cutlass_ctapipe_w21g4", 2048: A.DEFAULT_DESIGN}
+    assert len(got) == 5 and not got["strategy"].str.startswith(A.DESIGN).any()
+    assert "ctapipe-ring" in set(got["strategy"])  # the ring is a strategy of its own, never folded in
+    best = A.best_table(got).set_index("tokens")
+    assert best.loc[1024, "ctapipe_2gpu"] == "cutlass_ctapipe_w21g4" and best.loc[2048, "ctapipe_2gpu"] == "ctapipe"
+
+
+def test_advise_tries_every_design_the_profile_models():
+    """The mechanism profile models every ctahw variant with a kernel config (one family config); a datasheet profile
+    none, so ctapipe there is the default design alone; on a gated 70B block the row-order default loses to a grouped
+    variant (the weights re-read once per row-block), and advise reports the variant's time."""
+    from ctasim import advise as A
+    from ctasim.spec import Strategy, load_hardware, load_model
+    from ctasim.variants import VARIANTS
+
+    model = load_model("llama3.1-70b")
+    mech, sheet = load_hardware("h200-x8-mechanism"), load_hardware("h100-x8")
+    assert A.designs_tried(model, mech, [1024])[1:] == list(A.ctapipe_designs())
+    assert all(VARIANTS[v].kernels and not v.endswith("_trace") for v in A.ctapipe_designs())
+    assert A.designs_tried(model, sheet, [1024]) == [A.DEFAULT_DESIGN]
+    assert not any(k.startswith(A.DESIGN) for k in A.dropped(model, sheet, [1024]))
+    df = A.advise(model, mech, [1024], gpus=2)
+    cp = df[df["strategy"] == "ctapipe"]
+    assert len(cp) == 1 and cp["variant"].iloc[0] != A.DEFAULT_DESIGN
+    exp = A.experiment(model, mech, [1024], 2)
+    from ctasim.cases import expand
+    from ctasim.run import run_strategy
+
+    case = next(iter(expand(exp)))
+    default = run_strategy(Strategy("ctapipe"), case, mech, check=False).trace.makespan_ns / 1e3
+    won = run_strategy(Strategy("ctapipe", variant=cp["variant"].iloc[0]), case, mech, check=False)
+    assert cp["latency_us"].iloc[0] == won.trace.makespan_ns / 1e3 < 0.9 * default

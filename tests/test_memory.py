@@ -9,14 +9,18 @@ import pytest
 from ctasim import costs, l2
 from ctasim.engine import simulate
 from ctasim.predict import predict, without_drift, without_memory
+from ctasim.profiles import before_h200_reuse
 from ctasim.spec import Experiment, Layer, SpecError, Strategy, Workload, load_hardware
 from ctasim.strategies import build_plans
 from tests.helpers import load_bench
 
 X1 = load_hardware("h200-x1-calibrated")
-X1_BEFORE_53 = X1.with_ticket_law("partition", mainloop_factor=1.0)
+X1_BEFORE_REUSE = before_h200_reuse(X1)
+"""The profile before registered plan 67's adoption on an H200 (2026-12-06): a panel's reuse across waves an LRU of the
+whole L2. Every earlier state of the profile below had that law, and so has every twin file made before that day."""
+X1_BEFORE_53 = X1_BEFORE_REUSE.with_ticket_law("partition", mainloop_factor=1.0)
 """The profile before registered plan 53's adoption: the partition ticket law, no tickets mainloop factor."""
-X1_BEFORE_58 = X1.with_tickets(ticket_gap_cv=0.0, ticket_touched=1.0)
+X1_BEFORE_58 = X1_BEFORE_REUSE.with_tickets(ticket_gap_cv=0.0, ticket_touched=1.0)
 """The profile before registered plan 58's adoption (registered plan 53's): the survival law without the gap spread and
 the touched bytes."""
 X1_BEFORE_CURVE = dataclasses.replace(X1_BEFORE_53, l2_survival_taken=(), l2_survival_share=())
@@ -30,14 +34,16 @@ def one_gemm(m=4096, k=8192, n=8192, **kw) -> Workload:
 
 
 def by_hand(layer: Layer, hw, order_name: str) -> np.ndarray:
-    """The wave times of one named order, straight from ctasim.l2 (no costs.tuned_gemm)."""
+    """The wave times of one named order, straight from ctasim.l2 (no costs.tuned_gemm), a panel's reuse across waves
+    priced by the profile's own law (``l2_reuse_law``, reading its measured L2 survival curve) as ctasim.costs does."""
     raster, swz = order_name.split("/swizzle")
     cfg = hw.config(128, 256)
     tm, tn = layer.tiles_m, layer.tiles_n
     order = l2.cutlass_sm90_order(tm, tn, raster, int(swz), (cfg.cluster_m, cfg.cluster_n))
     slots = l2.cutlass_sm90_grid_ctas(tm, tn, raster, int(swz), (cfg.cluster_m, cfg.cluster_n), sm_count=hw.sm_count)
     tr = l2.wave_traffic(order, layer.m, layer.n, layer.k, 128, 256, 2, slots, hw.l2_bytes, drift=cfg.cta_drift,
-                         cluster_m=cfg.cluster_m, drift_form=cfg.drift_form)
+                         cluster_m=cfg.cluster_m, drift_form=cfg.drift_form,
+                         survival=(hw.l2_survival_taken, hw.l2_survival_share), reuse_law=hw.l2_reuse_law)
     compute = cfg.tile_fixed_ns + 2.0 * 128 * 256 * layer.k / (cfg.l2_sm_tflops * 1e3)
     return l2.wave_ns(tr, compute, hw.hbm_gbps, hw.l2_hbm_exposed)
 
@@ -279,15 +285,18 @@ def test_a_chain_orders_tiles_take_their_waves_time_and_the_engine_runs_them():
 
 
 def test_the_chain_order_moves_the_time_where_the_weights_do_not_fit_in_l2():
-    def total(h, group):
+    def total(h, group, hw=X1):
         st = Strategy("ctapipe", gpus=1, chain_group=group)
-        return simulate(build_plans(st, chain_wl(m=8192, h=h), X1, 1, "c")[0], X1, seed=0).makespan_ns
+        return simulate(build_plans(st, chain_wl(m=8192, h=h), hw, 1, "c")[0], hw, seed=0).makespan_ns
 
     # H = 8192: 128 MiB of W per layer; row order re-reads all of it every wave, groups of 8 or 16 row-blocks do not
     assert total(8192, 1) > 1.02 * total(8192, 8)
     assert total(8192, 16) < total(8192, 8)
-    # H = 4096: 32 MiB of W fits in the 60 MiB L2, the order hardly matters
-    assert abs(total(4096, 1) / total(4096, 8) - 1) < 0.005
+    # H = 3072: 18 MiB of W, within the ~0.375 of the 60 MiB L2 that the measured survival curve keeps whole (the
+    # profile's reuse law since registered plan 67's adoption on an H200, 2026-12-06): the order hardly matters
+    assert abs(total(3072, 1) / total(3072, 8) - 1) < 0.005
+    # H = 4096: 32 MiB of W fits in the 60 MiB L2 of an LRU (the profile before that adoption): the order hardly matters
+    assert abs(total(4096, 1, X1_BEFORE_REUSE) / total(4096, 8, X1_BEFORE_REUSE) - 1) < 0.005
 
 
 def test_tickets_have_no_drift_and_the_static_design_has_the_plain_gemms():
@@ -468,7 +477,8 @@ def test_a_profile_refines_only_the_survival_law_and_changing_law_drops_the_refi
 def test_the_gap_law_twin_is_the_profile_with_the_two_refinements():
     """h200-x1-calibrated-gaps (registered plan 58's twin) is the profile before plan 58's adoption but for its name
     and, on the ticket-scheduled config, ticket_gap_cv 0.74 (the median over gaps.csv's pairs and row-order cases) and
-    ticket_touched 1.3; by plan 58's rule the profile took both, so it is h200-x1-calibrated now but for its name."""
+    ticket_touched 1.3; by plan 58's rule the profile took both, so it is h200-x1-calibrated before registered plan
+    67's adoption on an H200 (2026-12-06, X1_BEFORE_REUSE: the twin file was made before it) but for its name."""
     import pandas as pd  # noqa: PLC0415
 
     twin = load_hardware("h200-x1-calibrated-gaps")
@@ -476,7 +486,7 @@ def test_the_gap_law_twin_is_the_profile_with_the_two_refinements():
     back = dataclasses.replace(twin, name=X1.name, kernel_configs=tuple(
         dataclasses.replace(c, ticket_gap_cv=0.0, ticket_touched=1.0) for c in twin.kernel_configs))
     assert back == X1_BEFORE_58 != X1
-    assert dataclasses.replace(twin, name=X1.name) == X1
+    assert dataclasses.replace(twin, name=X1.name) == X1_BEFORE_REUSE
     g = pd.read_csv(Path(__file__).resolve().parents[1] / "bench/results/posthoc-order-mainloop/gaps.csv")
     assert round(float(g[g["order"].isin(["intragpu-g2", "intragpu-row"])]["cv"].median()), 2) == 0.74
 
@@ -559,9 +569,10 @@ def test_lockstep_also_takes_the_ticket_spread_away():
 @pytest.mark.parametrize("name, law", [("h200-x1-calibrated-mechanism", "survival"),
                                        ("h200-x1-calibrated-threshold-rate", "threshold")])
 def test_plan_51s_twins_are_the_profile_under_their_law_with_the_measured_mainloop_factor(name, law):
-    """Registered plan 51's twins: h200-x1-calibrated but for the name, the 128x256 config's ticket law and the
-    tickets design's mainloop factor (1.008: the rule of bench/predictions/reg51-chain-order-h6656/README.md applied to
-    the committed microbenchmark, bench/plan51_judge.py's mainloop_factor)."""
+    """Registered plan 51's twins: h200-x1-calibrated before plan 58's adoption (X1_BEFORE_58) but for the name, the
+    128x256 config's ticket law and the tickets design's mainloop factor (1.008: the rule of
+    bench/predictions/reg51-chain-order-h6656/README.md applied to the committed microbenchmark,
+    bench/plan51_judge.py's mainloop_factor)."""
     twin = load_hardware(name)
     cfg = twin.config(128, 256)
     assert (cfg.ticket_law, cfg.ticket_mainloop_factor) == (law, 1.008)
@@ -596,10 +607,14 @@ def test_the_factor_measured_under_each_law_is_plan_51s_rule_with_that_laws_pred
     assert plf.law_factor(rc["partition"]) == 1.008 and plf.law_factor(rc["survival"]) == 1.019
     assert rc["survival"]["factor"].round(4).tolist() == [1.0176, 1.0278, 1.0165, 1.0214]
     assert (rc["survival"]["predicted"] < rc["partition"]["predicted"]).all()
-    # the law as plan 58's adoption refined it (the profile's now) gives the same factor: plan 53's principle holds it
-    refined = plf.rate_cases(run, "survival", hardware=X1)
+    # the law as plan 58's adoption refined it gives the same factor: plan 53's principle holds it (the profile as it
+    # was then: a figure made before registered plan 67's adoption on an H200, 2026-12-06)
+    refined = plf.rate_cases(run, "survival", hardware=X1_BEFORE_REUSE)
     assert plf.law_factor(refined) == 1.019 and X1.config(128, 256).ticket_gap_cv > 0
     assert refined["factor"].round(4).tolist() == [1.0176, 1.0278, 1.0161, 1.0214]
+    # and so does the profile now, its reuse across waves priced by the survival curve too
+    now = plf.rate_cases(run, "survival", hardware=X1)
+    assert plf.law_factor(now) == 1.019 and now["factor"].round(4).tolist() == [1.0176, 1.0282, 1.0161, 1.0213]
 
 
 def test_plan_51s_factor_is_its_rule_on_the_committed_microbenchmark(bench_module):
@@ -616,7 +631,8 @@ def test_plan_51s_factor_is_its_rule_on_the_committed_microbenchmark(bench_modul
 def test_the_other_forms_profiles_are_h200_x1_calibrated_but_for_the_drift_form_and_its_l2_constants(name, form,
                                                                                                    constants):
     """h200-x1-calibrated-wave (plan 8's form, registered plan 20's second model) and -carried (plan 20's model)
-    differ from the profile only where the form does: their forms' fits (tests/test_calibration.py)."""
+    differ from the profile as they hold it (X1_BEFORE_CURVE) only where the form does: their forms' fits
+    (tests/test_calibration.py)."""
     other = load_hardware(name)
     assert dataclasses.replace(other, name=X1.name, l2_hbm_exposed=X1.l2_hbm_exposed,
                                kernel_configs=X1_BEFORE_53.kernel_configs) == X1_BEFORE_CURVE

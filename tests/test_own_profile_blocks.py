@@ -23,7 +23,8 @@ def opb(bench_module):
 
 
 def test_the_committed_registrations_are_what_ctasim_predict_writes(opb, tmp_path):
-    """With the profile as plan 48 registered it: its ticket law "threshold" (the profile's until plan 49)."""
+    """With the profile as plan 48 registered it: its ticket law "threshold" (the profile's until plan 49) and a
+    panel's reuse across waves an LRU of the whole L2 (until registered plan 67's adoption on an H200, 2026-12-06)."""
     from ctasim import results
 
     assert tuple(EARLIER) == opb.EXPERIMENTS
@@ -41,6 +42,10 @@ def test_the_committed_registrations_are_what_ctasim_predict_writes(opb, tmp_pat
     lines[law[0]] = 'ticket_law = "threshold"\n'
     for i in later:
         lines[i] = ""
+    # a record made before plan 67's adoption on an H200 (2026-12-06): its l2_reuse_law line out, the LRU (the default)
+    reuse = [i for i, s in enumerate(lines) if s.startswith('l2_reuse_law = "survival"')]
+    assert len(reuse) == 1
+    lines[reuse[0]] = ""
     (tmp_path / "h200-x1-calibrated.toml").write_text("".join(lines))
     subprocess.run([sys.executable, "-m", "ctasim.cli", "predict", exp, "--out", str(tmp_path / exp), "--naive-from",
                     str(opb.NAIVE_FROM), "--no-schedules", "--hardware", str(tmp_path / "h200-x1-calibrated.toml")],

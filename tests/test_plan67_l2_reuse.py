@@ -150,10 +150,13 @@ def test_the_judge_refuses_a_call_without_its_env(p67, registered, tmp_path, cap
 
 
 def test_the_twins_are_their_profiles_with_the_survival_reuse_law(p67):
-    """The H200's profile keeps the LRU; the H100's took the survival law by plan 67's rule (its twin is now the
-    profile but for its name and source); the model source is each profile under the LRU (as registered)."""
+    """Both profiles took the survival law by plan 67's rule (the H100's on 2026-12-05, the H200's on 2026-12-06: each
+    twin is now its profile but for its name and source); h200-x1-calibrated-lru is the H200's profile before its
+    adoption, the profile but for that one law (and its name and source); the model source is each profile under the
+    LRU (as registered)."""
     import dataclasses
 
+    from ctasim.profiles import before_h200_reuse
     from ctasim.spec import load_hardware
 
     for model, twin in (("h200-x1-calibrated", "h200-x1-calibrated-reuse"),
@@ -161,5 +164,10 @@ def test_the_twins_are_their_profiles_with_the_survival_reuse_law(p67):
         a, b = p67.as_registered(model), load_hardware(twin)
         assert a.l2_reuse_law == "lru" and b.l2_reuse_law == "survival"
         assert dataclasses.replace(b, name=a.name, source=a.source, measured=a.measured, l2_reuse_law="lru") == a
-    assert load_hardware("h200-x1-calibrated").l2_reuse_law == "lru"
-    assert load_hardware("h100-x1-datasheet").l2_reuse_law == "survival"
+    h200 = load_hardware("h200-x1-calibrated")
+    assert h200.l2_reuse_law == "survival" and load_hardware("h100-x1-datasheet").l2_reuse_law == "survival"
+    before = load_hardware("h200-x1-calibrated-lru")
+    assert before.l2_reuse_law == "lru" and before.measured is False
+    assert dataclasses.replace(before, name=h200.name, source=h200.source, measured=h200.measured,
+                               l2_reuse_law="survival") == h200
+    assert before_h200_reuse(h200) == p67.as_registered("h200-x1-calibrated")

@@ -103,7 +103,8 @@ def test_a_machines_sets_are_its_slow_groups_complement_and_whole_tpcs(psg):
 def test_the_state_prices_are_the_threshold_laws_two_states_and_their_mean(psg, committed):
     r = committed["row-states"]
     row = r[(r["experiment"] == "reg49-chain-order-h9216") & (r["case"] == "m=8192")].iloc[0]
-    got = psg.state_prices("reg49-chain-order-h9216", "m=8192")
+    # the committed table's prices: a record made before plan 67's adoption on an H200 (2026-12-06), its profile then
+    got = psg.state_prices("reg49-chain-order-h9216", "m=8192", psg.dated_profile("reg49-chain-order-h9216"))
     assert got == {k: pytest.approx(row[k], abs=1e-3) for k in ("hold_pct", "thrash_pct", "half_pct")}
     assert got["hold_pct"] < got["half_pct"] < got["thrash_pct"]  # at H = 9216 the two states part
     assert got["half_pct"] == pytest.approx((got["hold_pct"] + got["thrash_pct"]) / 2)

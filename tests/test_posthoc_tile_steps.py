@@ -44,13 +44,14 @@ def test_the_committed_tables_are_what_the_script_writes_and_say_what_the_docs_q
     for name, t in got.items():
         pd.testing.assert_frame_equal(t, pd.read_csv(OUT / f"{name}.csv"), obj=name)
     runs, k, gemm = got["runs"], got["by-k"], got["gemm"]
-    # after its mainloop a chain-kernel tile costs 2.5 us whatever K (5120-14336): epilogue 1.7, store 0.16,
-    # release 0.48
-    assert len(runs) == 137 and round(runs["after_us"].median(), 2) == 2.5
+    # after its mainloop a chain-kernel tile costs 2.5 us whatever K (4096-14336; plan 68's H = 4096 and 4608 on
+    # 2026-12-06 the smallest): epilogue 1.65-1.73, store 0.16, release 0.48 (0.50-0.51 on plan 68's two)
+    assert len(runs) == 141 and round(runs["after_us"].median(), 2) == 2.5
     assert runs["after_us"].between(2.43, 2.6).all() and k["after_us"].between(2.46, 2.56).all()
-    assert (k["k"].min(), k["k"].max()) == (5120, 14336)
-    assert k["epilogue_us"].between(1.66, 1.73).all() and (k["store_us"] == 0.16).all()
-    assert (k["release_us"] == 0.48).all()
+    assert (k["k"].min(), k["k"].max()) == (4096, 14336)
+    assert k["epilogue_us"].between(1.64, 1.73).all() and (k["store_us"] == 0.16).all()
+    plan68 = k["experiment"].str.startswith("reg68-")
+    assert (k.loc[~plan68, "release_us"] == 0.48).all() and sorted(k.loc[plan68, "release_us"]) == [0.496, 0.512]
     # the plain GEMM pays a little more after its mainloop at K = 8192, M = 8192 (2.62-2.69 us), more at larger shapes
     small = gemm[(gemm["m"] == 8192) & (gemm["k"] == 8192)]
     assert small["after_us"].between(2.62, 2.69).all() and (gemm["after_us"] >= 2.62).all()

@@ -86,12 +86,18 @@ def test_predict_cli_registers_once_and_refuses_to_overwrite(tmp_path, capsys):
 
 def test_a_reference_time_adds_the_model_rows_scaled_by_the_calibration_gemms_ratio(tmp_path, capsys):
     """--reference-ms T: every model row again as model-ref, times T over the model's time of the calibration GEMM
-    (16384 x 8192 x 8192 under the experiment's profile: the committed reg49-reference registration's 2.770 ms for
-    h200-x1-calibrated), the ratio recorded; without it no such row; a time that is no positive number is one line and
-    no folder (registered plan 63's correction)."""
-    committed = pd.read_csv(ROOT / "bench/predictions/reg49-reference/predictions.csv")
-    row = (committed["case"] == "m=16384") & (committed["source"] == "model")
-    ref_model = float(committed[row]["makespan_ms"].iloc[0])
+    (16384 x 8192 x 8192 under the experiment's profile: reg49-reference's model row as predict writes it; the committed
+    registration's 2.770 ms for h200-x1-calibrated as it was before registered plan 67's adoption on an H200), the
+    ratio recorded; without it no such row; a time that is no positive number is one line and no folder (registered
+    plan 63's correction)."""
+    def model_ms(folder):
+        df = pd.read_csv(folder / "predictions.csv")
+        return float(df[(df["case"] == "m=16384") & (df["source"] == "model")]["makespan_ms"].iloc[0])
+
+    # the committed registration, a record made before plan 67's adoption on an H200 (2026-12-06): the profile then
+    assert main(["predict", "reg49-reference", "--hardware", "h200-x1-calibrated-lru", "--out", str(tmp_path / "lru"),
+                 "--no-schedules"]) == 0
+    assert model_ms(tmp_path / "lru") == pytest.approx(model_ms(ROOT / "bench/predictions/reg49-reference"), rel=1e-9)
     out = tmp_path / "scaled"
     assert main(["predict", "reg58-gap-law-h7424", "--out", str(out), "--no-schedules",
                  "--reference-ms", "2.7230"]) == 0
@@ -101,6 +107,7 @@ def test_a_reference_time_adds_the_model_rows_scaled_by_the_calibration_gemms_ra
     assert main(["predict", "reg49-reference", "--out", str(tmp_path / "far"), "--no-schedules",
                  "--reference-ms", "4.0"]) == 0
     assert "warning: --reference-ms is 1.44 x the profile's own time" in capsys.readouterr().err
+    ref_model = model_ms(tmp_path / "far")  # the calibration GEMM under the profile now
     rec = json.loads((out / "registration.json").read_text())["reference"]
     assert rec["model_ms"] == pytest.approx(ref_model, rel=1e-9) and rec["ratio"] == pytest.approx(2.7230 / ref_model)
     df = results.read(out / "predictions.csv")

@@ -289,13 +289,16 @@ def test_the_tickets_mainloop_factor_is_priced_by_the_profile_being_written_unde
     from ctasim import ticket_rate
     import pandas as pd
 
-    fitted = dict(FAKE_RESULT, **NO_FIT, **MEMORY_RESULT)
+    # fitted under the base's reuse law, as a calibration against it fits (ctahw.calibrate.measure): the survival law
+    # since registered plan 67's adoption on an H200 (2026-12-06)
+    fitted = dict(FAKE_RESULT, **NO_FIT, **MEMORY_RESULT, l2_reuse_law="survival")
     out = tmp_path / "p.toml"
     text = cal.write_profile(dict(fitted, ticket_rate_runs=_rate_runs()), "h200-x1-calibrated", out, "p", PROV)
     hw = load_hardware(out)
     cfg = hw.config(128, 256)
     want = ticket_rate.mainloop_factor(ticket_rate.rate_cases(hw, pd.DataFrame(_rate_runs())))
     assert cfg.ticket_mainloop_factor == want and 1.0 < want < 1.04 and cfg.ticket_law == "survival"
+    assert hw.l2_reuse_law == "survival"
     line = next(l for l in text.splitlines() if l.startswith("ticket_mainloop_factor"))
     assert "# measured:" in line and "under its ticket law 'survival' at factor 1" in line
     assert "reg51-chain-rate-h12288, reg51-chain-rate-h8192" in line and line.count(" / ") == 3
