@@ -1,6 +1,6 @@
 """The memory hierarchy's drift round by round against per-tile traces of the plain persistent GEMM (no GPU).
 
-    python bench/drift_rounds.py [--profile h200-x1-calibrated] [--out bench/results/drift-rounds] [DIR ...]
+    python bench/drift_rounds.py [--profile h200-x1-calibrated-lru] [--out bench/results/drift-rounds] [DIR ...]
 
 DIR (default: both rested order-trace folders, ``bench/results/hw/2026-12-02-order-traces`` with 16 and 63 rounds and
 ``bench/results/hw/2026-12-02-long-order-traces/run2`` with 63, 125 and 249) holds ``tiles-<M>x<H>-<raster>-swizzle<s>.csv.gz``
@@ -86,7 +86,8 @@ def analyse(folder: Path, hw, wave) -> tuple[list[dict], list[dict]]:
 def main(argv=None) -> int:
     ap = OneLineParser(prog="python bench/drift_rounds.py", description=__doc__.splitlines()[0])
     ap.add_argument("dirs", nargs="*", type=Path)
-    ap.add_argument("--profile", default="h200-x1-calibrated")
+    # the 2026-12-02 record's profile: h200-x1-calibrated before plan 67's adoption on an H200 (2026-12-06)
+    ap.add_argument("--profile", default="h200-x1-calibrated-lru")
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/drift-rounds")
     args = parse_outputs(ap, argv, folders=("--out",))
     folders = args.dirs or [ROOT / f for f in FOLDERS]

@@ -61,6 +61,7 @@ import l2_model as L  # noqa: E402
 from ctasim import calibration as C  # noqa: E402
 from ctasim import l2  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+from ctasim.profiles import before_h200_reuse  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
@@ -277,7 +278,8 @@ def check_profile(rows: pd.DataFrame, err_pct: np.ndarray) -> None:
                            drift=LD.measured_drift(), sm_count=L.SLOTS, drift_form="interleaved")
     if (c.rate, c.exposed) != (rate, exposed):
         raise ValueError(f"posthoc_wave_forms: the 72 refit to {c.rate}/{c.exposed}, {PROFILE} holds {rate}/{exposed}")
-    o = bgo.orders(rows, {"interleaved": load_hardware(PROFILE)})
+    # form 0 is the profile as it was before plan 67's adoption on an H200 (2026-12-06): reuse across waves an LRU
+    o = bgo.orders(rows, {"interleaved": before_h200_reuse(load_hardware(PROFILE))})
     if not (np.abs(o.interleaved_pct.to_numpy() - err_pct).max() < 1e-9
             and np.array_equal(o.padding_pct.to_numpy(), rows.padding_pct.to_numpy())):
         raise ValueError("posthoc_wave_forms: form 0 at the profile's constants is not block_gemm_orders.orders()")

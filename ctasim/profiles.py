@@ -25,8 +25,8 @@ bus bandwidth and per-step latency were fitted at two GPUs only.
 boost, the same L2 design) with other memory: a 50 MB L2 (the H200's measures 60 MiB) and HBM3 at 3.35 TB/s (HBM3e at
 4.8). So every field is the measured H200's but the L2 size and the HBM-bound rates, scaled by the datasheets' ratio
 (registered plan 64), and, since registered plan 67's adoption on an H100 (2026-12-05), a panel's reuse across waves
-priced by the measured L2 survival curve (``l2_reuse_law``, :data:`H100_REUSE_ADOPTED`) where the H200 profile keeps
-an LRU of the whole L2. Left out: anything else the two parts differ in (the H100's HBM3 latency, its L2's partition
+priced by the measured L2 survival curve (``l2_reuse_law``, :data:`H100_REUSE_ADOPTED`), as the H200 profile
+does since its own adoption (2026-12-06). Left out: anything else the two parts differ in (the H100's HBM3 latency, its L2's partition
 behaviour at 50 MB, power and clock under load), which the derived profile prices as the H200's.
 
 ``h100-x8-mechanism``: the 8xH100 HGX host as ``h200-x8-mechanism`` sees it, with ``h100-x1-datasheet``'s L2 size
