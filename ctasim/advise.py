@@ -101,23 +101,26 @@ def experiment(model: Model, hw: Hardware, tokens, gpus: int | None = None, regi
     return check_experiment(exp, f"advise {model.name} on {hw.name}")
 
 
+def _left_out_all(model: Model, hw: Hardware, tokens, gpus: int | None) -> tuple[tuple[Strategy, ...], dict[str, str]]:
+    """Every strategy :func:`strategies_for` gives this machine's GPUs, and :func:`left_out`'s reasons among them."""
+    g = gpus or hw.gpus
+    strategies = strategies_for(g)
+    return strategies, left_out(Experiment(name=f"advise-{model.name}", hardware=hw, workload=model.workload,
+                                           strategies=strategies, sweep=(("m", tuple(tokens)),), gpus=g))
+
+
 def dropped(model: Model, hw: Hardware, tokens, gpus: int | None = None) -> dict[str, str]:
     """{strategy label: why} of the strategies ``advise`` leaves out for this model on this machine (a ``ctapipe``
     design only where every design is left out: the others are :func:`designs_tried`'s)."""
-    g = gpus or hw.gpus
-    out = left_out(Experiment(name=f"advise-{model.name}", hardware=hw, workload=model.workload,
-                              strategies=strategies_for(g), sweep=(("m", tuple(tokens)),), gpus=g))
+    _, out = _left_out_all(model, hw, tokens, gpus)
     return {k: v for k, v in out.items() if not k.startswith(DESIGN)}
 
 
 def designs_tried(model: Model, hw: Hardware, tokens, gpus: int | None = None) -> list[str]:
     """The ``ctapipe`` designs :func:`advise` runs for this model on this machine: the default and each ctahw variant
     the profile models (empty where ``ctapipe`` itself does not run)."""
-    g = gpus or hw.gpus
-    strategies = strategies_for(g)
-    out = left_out(Experiment(name=f"advise-{model.name}", hardware=hw, workload=model.workload,
-                              strategies=strategies, sweep=(("m", tuple(tokens)),), gpus=g))
-    if "ctapipe" in out or g < 2:
+    strategies, out = _left_out_all(model, hw, tokens, gpus)
+    if "ctapipe" in out or (gpus or hw.gpus) < 2:
         return []
     return [DEFAULT_DESIGN] + [s.label.removeprefix(DESIGN) for s in strategies
                                if s.label.startswith(DESIGN) and s.label not in out]

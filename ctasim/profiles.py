@@ -26,8 +26,8 @@ boost, the same L2 design) with other memory: a 50 MB L2 (the H200's measures 60
 4.8). So every field is the measured H200's but the L2 size and the HBM-bound rates, scaled by the datasheets' ratio
 (registered plan 64), and, since registered plan 67's adoption on an H100 (2026-12-05), a panel's reuse across waves
 priced by the measured L2 survival curve (``l2_reuse_law``, :data:`H100_REUSE_ADOPTED`), as the H200 profile
-does since its own adoption (2026-12-06). Left out: anything else the two parts differ in (the H100's HBM3 latency, its L2's partition
-behaviour at 50 MB, power and clock under load), which the derived profile prices as the H200's.
+does since its own adoption (2026-12-06). Left out: anything else the two parts differ in (the H100's HBM3 latency,
+its L2's partition behaviour at 50 MB, power and clock under load), which the derived profile prices as the H200's.
 
 ``h100-x8-mechanism``: the 8xH100 HGX host as ``h200-x8-mechanism`` sees it, with ``h100-x1-datasheet``'s L2 size
 and HBM scaling; its reuse law stays the base's LRU (the base has no survival curve).
@@ -98,17 +98,23 @@ DERIVED: dict[str, Derivation] = {
 
 
 
+def _h100_rate(base, field: str, whose: str) -> tuple[str, str]:
+    """``base``'s (a measured H200 profile's) HBM-bound rate ``field`` scaled by the datasheets' HBM ratio, as a
+    derivation's (TOML value text, reason); ``whose`` names the measurement in the reason."""
+    v = getattr(base, field)
+    return (repr(round(v * H100_HBM_TBPS / H200_HBM_TBPS, 4)), f"estimate (H100 datasheet): {whose} measured {v} times "
+            f"the datasheets' HBM ratio {H100_HBM_TBPS} / {H200_HBM_TBPS} TB/s (HBM3 against HBM3e; the same share of "
+            "the datasheet rate)")
+
+
 def _h100_datasheet() -> Derivation:
     """One H100 SXM as the measured H200 profile sees it: the GH100 compute and clocks are the H200's, the memory
     the H100 datasheet's (registered plan 64)."""
     why = "estimate (H100 datasheet): "
     base = load_hardware("h200-x1-calibrated")
-    hbm = H100_HBM_TBPS / H200_HBM_TBPS
 
     def rate(field: str) -> tuple[str, str]:
-        v = getattr(base, field)
-        return (repr(round(v * hbm, 4)), why + f"the H200's measured {v} times the datasheets' HBM ratio "
-                f"{H100_HBM_TBPS} / {H200_HBM_TBPS} TB/s (HBM3 against HBM3e; the same share of the datasheet rate)")
+        return _h100_rate(base, field, "the H200's")
 
     return Derivation(
         base="h200-x1-calibrated",
@@ -191,14 +197,11 @@ def _h100_x8() -> Derivation:
     curve, and plan 67's adoption of the survival law was judged on the one-GPU profile's hierarchy, not this one's."""
     sheet = _h100_datasheet().fields
     base = load_hardware("h200-x8-mechanism")  # (its hbm_gbps is the 2xH200 machine's calibration, not the one H200's)
-    hbm = H100_HBM_TBPS / H200_HBM_TBPS
     return Derivation(
         base="h200-x8-mechanism",
         fields={
             "gpu": ('"H100"', "NVIDIA H100 80GB HBM3 (SXM5): an HGX H100 host's GPUs"),
-            "hbm_gbps": (repr(round(base.hbm_gbps * hbm, 4)), f"estimate (H100 datasheet): the 2xH200 machine's "
-                         f"measured {base.hbm_gbps} times the datasheets' HBM ratio {H100_HBM_TBPS} / "
-                         f"{H200_HBM_TBPS} TB/s (HBM3 against HBM3e; as h100-x1-datasheet scales the one H200's)"),
+            "hbm_gbps": _h100_rate(base, "hbm_gbps", "the 2xH200 machine's"),
             "gpus": ("8", "an HGX H100 host's eight GPUs"),
             "topology": ('"switch"', "estimate (H100 datasheet): every H100 SXM of an HGX host has 18 NVLink4 links "
                          "into the NVSwitch fabric, as an H200's; the link figures below were measured through an "
@@ -324,9 +327,9 @@ def _before_h200_reuse() -> Derivation:
     )
 
 
-DERIVED["h200-x1-calibrated-lru"] = _before_h200_reuse()
 H200_BEFORE_REUSE = "h200-x1-calibrated-lru"
 """The one-H200 profile as it was before registered plan 67's adoption on an H200 (2026-12-06), by name."""
+DERIVED[H200_BEFORE_REUSE] = _before_h200_reuse()
 
 
 def before_h200_reuse(hw):
@@ -334,6 +337,8 @@ def before_h200_reuse(hw):
     profile priced it before registered plan 67's adoption on an H200 (2026-12-06): the pin of the dated records and
     registrations made before it, whatever a later change does to the profile."""
     return dataclasses.replace(hw, l2_reuse_law="lru")
+
+
 DERIVED["h100-x1-datasheet-reuse"] = _reuse(_h100_datasheet(), "h100-x1-datasheet")
 
 
