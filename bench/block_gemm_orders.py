@@ -34,9 +34,11 @@ plain GEMMs (``tuned_gemm``): what the passes, fused epilogues, gaps and a ReLU'
 runs. ``--reference MxNxK`` (with ``--registered``; registered plan 29): ``normalised.csv``, each shape's error at its
 best measured order less the reference shape's, with its class (wide N, long K), and ``normalised_classes.csv``, the
 classes' means. Prints them. The GEMMs ran on another machine than the blocks (both burst, rested); every figure is post-hoc.
-Every registration and record this script has written (plans 20, 23-25, 29, 46 and 47) was made before registered
-plan 67's adoption on an H200 (2026-12-06): "interleaved" is h200-x1-calibrated with the reuse law it had then, an LRU
-of the whole L2 (``ctasim.profiles.before_h200_reuse``).
+"interleaved" is h200-x1-calibrated as it is, or, with ``--before-reuse-adoption``, with the reuse law it had before
+registered plan 67's adoption on an H200 (2026-12-06), an LRU of the whole L2, as every registration and record this
+script wrote before then (plans 20, 23-25, 29, 46 and 47; ``bench/results/block-gemm-orders`` and ``long-k-orders``
+among them) was priced. ``--predict`` writes which beside ``predicted.csv`` (``reuse_pricing.PRICING_FILE``) and
+``--registered`` prices the folder as it says (a folder without the file: the LRU).
 """
 
 from __future__ import annotations
@@ -51,11 +53,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402
 from plan_judge import BLOCKS, WAVE  # noqa: E402
+import reuse_pricing  # noqa: E402
 
 from ctasim import costs, l2  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import Naive  # noqa: E402
-from ctasim.profiles import before_h200_reuse  # noqa: E402
 from hw.gemm_shape_probe import parse_shapes  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
@@ -298,11 +300,17 @@ def main(argv=None) -> int:
                          f"{', '.join(PROFILES)}; repeatable")
     ap.add_argument("--naive-probe", type=Path, metavar="TABLE",
                     help="with --predict: a second naive line (naive_own) fitted on this tile-order table's best orders")
+    ap.add_argument(reuse_pricing.BEFORE_ADOPTION_FLAG, action="store_true",
+                    help=f"with --predict or alone: {reuse_pricing.FLAG_HELP} (with --registered the folder says)")
     args = parse_outputs(ap, argv, folders=("--out",))
     try:
+        if args.registered and args.before_reuse_adoption:
+            raise ValueError(f"{reuse_pricing.BEFORE_ADOPTION_FLAG} goes with --predict or a record: with --registered "
+                             f"the registration's {reuse_pricing.PRICING_FILE} says how it was priced")
+        pricing = (reuse_pricing.read(args.registered) if args.registered
+                   else reuse_pricing.chosen(args.before_reuse_adoption))
         hws = {name: load_hardware(p) for name, p in {**PROFILES, **parse_profiles(args.profile)}.items()}
-        # the registrations and records of plans 20-47: made before plan 67's adoption on an H200, 2026-12-06
-        hws["interleaved"] = before_h200_reuse(hws["interleaved"])
+        hws["interleaved"] = reuse_pricing.priced(hws["interleaved"], pricing)
         naive_own = Naive.fit_shapes(args.naive_probe) if args.naive_probe else None
     except (ValueError, OSError) as e:
         print(f"block_gemm_orders: {e}", file=sys.stderr)
@@ -317,6 +325,7 @@ def main(argv=None) -> int:
         out = predicted(shapes, hws, naive, naive_own)
         args.out.mkdir(parents=True, exist_ok=True)
         out.round(4).to_csv(args.out / "predicted.csv", index=False)
+        reuse_pricing.write(args.out, pricing)
         pd.set_option("display.width", 200)
         print(out.round(3).to_string(index=False))
         return 0

@@ -12,8 +12,9 @@ draws less should lose less clock: this plan times kernels whose draw differs (a
 the fused GeLU) from rested to sustained, as ``bench/hw/clock_trajectory.py --kernels`` does.
 
 ``--predict`` writes ``predicted.csv`` (per kernel: its shape and op, the model's rested time at CUTLASS's default
-order under ``h200-x1-calibrated`` as registered (2026-12-03; a panel's reuse across waves an LRU of the whole L2, as
-before registered plan 67's adoption on an H200: ``ctasim.profiles.before_h200_reuse``) -- plain GEMMs only; a fused
+order under ``h200-x1-calibrated`` -- with ``--before-reuse-adoption`` as plans 29-31 were registered (2026-12-03; a
+panel's reuse across waves an LRU of the whole L2, as before registered plan 67's adoption on an H200:
+``ctasim.profiles.before_h200_reuse``), which it writes in ``reuse_pricing.PRICING_FILE`` -- plain GEMMs only; a fused
 epilogue is priced per tile by the engine, not here -- its sustained slowdown and the ReLU'd-A factor; the naive
 line: no clock, factor 1) and ``curve.csv`` (the profile's clock curve). ``--trajectory ... --registered`` judges:
 ``kernels.csv`` (per kernel, medians over its rounds: rested time, onset, sustained slowdown, sustained time; its own
@@ -40,9 +41,9 @@ from ctahw.calibrate import CLOCK_KERNELS, CURVE_HORIZON_MS, CURVE_STEP_MS, cloc
 from ctasim import costs  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.engine import step_factor  # noqa: E402
-from ctasim.profiles import before_h200_reuse  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
 from hw.clock_trajectory import parse_kernels  # noqa: E402
+import reuse_pricing  # noqa: E402
 
 PROFILE = "h200-x1-calibrated"
 SUSTAINED_TOL = 0.03
@@ -223,8 +224,12 @@ def main(argv=None) -> int:
     ap.add_argument("--smi", type=Path, help="with --trajectory: the call's nvidia-smi samples, for smi.csv (diagnostic)")
     ap.add_argument("--smi-start", default=None, metavar="'YYYY/MM/DD HH:MM:SS'", help="when the trajectory began")
     ap.add_argument("--out", type=Path)
+    ap.add_argument(reuse_pricing.BEFORE_ADOPTION_FLAG, action="store_true",
+                    help=f"with --predict: {reuse_pricing.FLAG_HELP} (plans 29-31 were)")
     args = parse_outputs(ap, argv, folders=("--out",))
     try:
+        if args.before_reuse_adoption and not args.predict:
+            raise ValueError(f"{reuse_pricing.BEFORE_ADOPTION_FLAG} goes with --predict")
         if args.spec:
             if not (args.spec / "predicted.csv").is_file():
                 raise ValueError(f"no {args.spec / 'predicted.csv'}")
@@ -232,14 +237,15 @@ def main(argv=None) -> int:
             return 0
         if args.out is None:
             raise ValueError("--out is needed with --predict or --trajectory")
-        # plan 29's registration, a record made before plan 67's adoption on an H200, 2026-12-06
-        hw = before_h200_reuse(load_hardware(PROFILE))
         if args.predict:
+            pricing = reuse_pricing.chosen(args.before_reuse_adoption)
+            hw = reuse_pricing.priced(load_hardware(PROFILE), pricing)
             reg = predicted(parse_kernels(args.predict), hw)
             curve = pd.DataFrame({"t_ms": [t / 1e6 for t in hw.clock_curve_ns], "factor": list(hw.clock_curve_factor)})
             args.out.mkdir(parents=True, exist_ok=True)
             reg.round(4).to_csv(args.out / "predicted.csv", index=False)
             curve.to_csv(args.out / "curve.csv", index=False)
+            reuse_pricing.write(args.out, pricing)
             print(reg.round(4).to_string(index=False))
             return 0
         if not (args.trajectory and args.registered):

@@ -30,8 +30,9 @@ late-over-early wave time (the median wave of the late half over that of waves 1
 ``mainloop_late_rel`` measures on the trace, reported only). ``--judge`` reads the probe's ``timing.csv`` and
 ``tiles-*.csv.gz`` and writes ``results.csv`` (the measured drift, late-over-early mainloop, plain GEMM time and every
 error), ``claims.csv`` (:data:`CLAIMS`) and, post-hoc, ``decomposition.csv`` (:func:`decompose`). The profile is
-``h200-x1-calibrated`` as plans 45 and 46 were registered and judged with it (2026-12-04): a panel's reuse across waves
-an LRU of the whole L2, as before registered plan 67's adoption on an H200 (``ctasim.profiles.before_h200_reuse``).
+``h200-x1-calibrated`` priced as each plan was registered (:data:`PLANS`; ``--register`` writes it beside
+``predicted.csv``, ``reuse_pricing``): plans 45 and 46 (2026-12-04) with a panel's reuse across waves an LRU of the whole
+L2, as before registered plan 67's adoption on an H200 (``ctasim.profiles.before_h200_reuse``).
 
 Left out: why the CTAs drift (the jitter's source); the chain kernel's own time (timed, reported, not predicted).
 """
@@ -51,6 +52,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from power_model import write_tables  # noqa: E402
+import reuse_pricing  # noqa: E402
 
 PROFILE = "h200-x1-calibrated"
 K_REF = 8192
@@ -97,17 +99,17 @@ def case_name(m: int, h: int, raster: str, swizzle: int) -> str:
     return f"{m}x{h}-{raster}-swizzle{swizzle}"
 
 
-def register(cases=CASES, forms: tuple[str, ...] = ()) -> pd.DataFrame:
+def register(cases, forms: tuple[str, ...], pricing: str) -> pd.DataFrame:
     """The registration's rows, one per case of ``cases``; ``forms``: other drift forms whose plain-GEMM time and
-    late-half wave over waves 1-3 are added (``<form>_ms``, ``<form>_late_rel``)."""
+    late-half wave over waves 1-3 are added (``<form>_ms``, ``<form>_late_rel``); ``pricing``: the profile's
+    (``reuse_pricing``: ``LRU`` as plans 45 and 46 were registered)."""
     from block_gemm_orders import PROFILES
     from ctahw.tile_orders import trace_plan
     from ctasim import costs
     from ctasim.predict import Naive
-    from ctasim.profiles import before_h200_reuse
     from ctasim.spec import Layer, load_hardware
 
-    hw = before_h200_reuse(load_hardware(PROFILE))  # registered before plan 67's adoption on an H200, 2026-12-06
+    hw = reuse_pricing.priced(load_hardware(PROFILE), pricing)
     others = {form: load_hardware(PROFILES[form]) for form in forms}
     naive = Naive.fit(NAIVE_FROM)
     rows = []
@@ -207,21 +209,22 @@ def claims46(r: pd.DataFrame) -> pd.DataFrame:
     ])
 
 
-PLANS = {45: (CASES, claims45, ()), 46: (CASES46, claims46, FORMS46)}
-"""Plan -> (its cases, its claims on the judged results, the other drift forms its registration adds)."""
+PLANS = {45: (CASES, claims45, (), reuse_pricing.LRU), 46: (CASES46, claims46, FORMS46, reuse_pricing.LRU)}
+"""Plan -> (its cases, its claims on the judged results, the other drift forms its registration adds, how it priced the
+H200: both before registered plan 67's adoption on an H200, 2026-12-06, so ``LRU``; a plan registered since takes
+``reuse_pricing.PROFILE``)."""
 
 
-def decompose(pred: pd.DataFrame, probe: Path) -> pd.DataFrame:
+def decompose(pred: pd.DataFrame, probe: Path, pricing: str) -> pd.DataFrame:
     """Post-hoc (written after plan 45's measurement was seen): per case, the median tile (``t_store_end -
     t_acquire``) of rounds 1-3 and of the late half (rounds >= last // 2) in the trace, beside the model's median wave
     of the same rounds with its drift and without it, and the model's compute alone (the tile at ``l2_sm_tflops``,
     boosted): which part of the model's time the measurement does not bear out."""
     from ctasim import costs
     from ctasim.calibration import tile_rounds
-    from ctasim.profiles import before_h200_reuse
     from ctasim.spec import Layer, load_hardware
 
-    hw = before_h200_reuse(load_hardware(PROFILE))  # records made before plan 67's adoption on an H200, 2026-12-06
+    hw = reuse_pricing.priced(load_hardware(PROFILE), pricing)
     rows = []
     for p in pred.itertuples():
         tiles = tile_rounds(pd.read_csv(probe / f"tiles-{p.case}.csv.gz"))
@@ -259,19 +262,22 @@ def main(argv=None) -> int:
         if args.register == (args.judge is not None):
             raise ValueError("give --register or --judge PROBE_DIR (with --registered)")
         if args.register:
-            cases, _, forms = PLANS[args.plan]
-            tables = {"predicted": register(cases, forms)}
+            cases, _, forms, pricing = PLANS[args.plan]
+            tables = {"predicted": register(cases, forms, pricing)}
         else:
             if args.registered is None or not (args.registered / "predicted.csv").is_file():
                 raise ValueError("--judge needs --registered DIR holding predicted.csv")
             if not (args.judge / "timing.csv").is_file():
                 raise ValueError(f"no {args.judge / 'timing.csv'}")
             pred = pd.read_csv(args.registered / "predicted.csv")
-            tables = {**judge(pred, args.judge, args.plan), "decomposition": decompose(pred, args.judge)}
+            tables = {**judge(pred, args.judge, args.plan),
+                      "decomposition": decompose(pred, args.judge, reuse_pricing.read(args.registered))}
     except ValueError as e:
         print(f"long_k_drift: {e}", file=sys.stderr)
         return 2
     write_tables(args.out, tables)
+    if args.register:
+        reuse_pricing.write(args.out, pricing)
     return 0
 
 

@@ -632,8 +632,10 @@ def test_registered_gemm_order_predictions_are_what_the_script_writes(tmp_path, 
     per shape and profile; a bad shape is one line and exit 2."""
     mod = _block_gemm_orders()
     cmd = (reg / "README.md").read_text().split("--predict ")[1].split()[0]
-    assert mod.main(["--predict", cmd, "--out", str(tmp_path)]) == 0
+    # every one was registered before plan 67's adoption on an H200 (2026-12-06): the flag prices the H200 as it did
+    assert mod.main(["--predict", cmd, "--before-reuse-adoption", "--out", str(tmp_path)]) == 0
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "predicted.csv"), pd.read_csv(reg / "predicted.csv"))
+    assert (tmp_path / "pricing.txt").read_text() == "lru\n" and not (reg / "pricing.txt").exists()
     got = pd.read_csv(tmp_path / "predicted.csv")
     assert len(got) == 8 * shapes
     for name in ("interleaved", "carried", "wave"):
@@ -669,6 +671,39 @@ def test_registered_plan_23s_claims_are_what_its_committed_tables_give(tmp_path)
     reg.to_csv(tampered / "predicted.csv", index=False)
     assert mod.main(["--probe", str(RUN3), "--registered", str(tampered), "--out", str(tmp_path / "t")]) == 2
     assert not (tmp_path / "t").exists()
+
+
+def test_a_gemm_order_registration_is_judged_as_its_folder_says_it_was_priced(tmp_path, capsys):
+    """block_gemm_orders.py --registered prices h200-x1-calibrated as the folder's pricing.txt says: plan 23's
+    registration (no file: written before plan 67's adoption, the LRU) is accepted as it is, refused where the file
+    says the profile as it is (whose times differ), accepted again under "lru"; a file saying anything else, or the
+    flag beside --registered, is one line and exit 2, nothing written."""
+    mod = _block_gemm_orders()
+    copy = tmp_path / "reg"
+    copy.mkdir()
+    (copy / "predicted.csv").write_bytes((REG23 / "predicted.csv").read_bytes())
+    judged = ["--probe", str(RUN3), "--registered", str(copy)]
+    for word, rc in (("profile", 2), ("lru", 0), ("survival", 2)):
+        (copy / "pricing.txt").write_text(word + "\n")
+        out = tmp_path / f"o-{word}"
+        assert mod.main([*judged, "--out", str(out)]) == rc, word
+        err = capsys.readouterr().err.strip()
+        assert out.exists() == (rc == 0) and (rc == 0 or len(err.splitlines()) == 1)
+    assert mod.main([*judged, "--before-reuse-adoption", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--before-reuse-adoption goes with --predict" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "x").exists()
+    # a registration written now: the profile as it is, which the judge then accepts
+    shapes = ",".join(f"{m}x{n}x{k}" for m, n, k in pd.read_csv(REG23 / "predicted.csv")[["m", "n", "k"]]
+                      .drop_duplicates().itertuples(index=False))
+    assert mod.main(["--predict", shapes, "--out", str(tmp_path / "now")]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "now" / "pricing.txt").read_text() == "profile\n"
+    now, was = pd.read_csv(tmp_path / "now" / "predicted.csv"), pd.read_csv(REG23 / "predicted.csv")
+    assert (now.interleaved_ms - was.interleaved_ms).abs().max() > 0.01
+    pd.testing.assert_frame_equal(now.drop(columns=[c for c in now if c.startswith("interleaved")]),
+                                  was.drop(columns=[c for c in was if c.startswith("interleaved")]))
+    assert mod.main(["--probe", str(RUN3), "--registered", str(tmp_path / "now"), "--out", str(tmp_path / "j")]) == 0
 
 
 def test_the_block_plans_summary_in_the_docs_is_what_the_committed_claims_give():

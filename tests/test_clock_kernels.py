@@ -52,9 +52,22 @@ def test_the_registration_is_what_the_script_writes(ck, tmp_path):
     """--predict with the README's kernels reproduces predicted.csv and curve.csv; --spec gives them back."""
     text = (REG / "README.md").read_text()
     kernels = text.split('--predict "')[1].split('"')[0]
-    assert ck.main(["--predict", kernels, "--out", str(tmp_path)]) == 0
+    # registered before plan 67's adoption on an H200 (2026-12-06): the flag prices the H200 as it was
+    assert ck.main(["--predict", kernels, "--before-reuse-adoption", "--out", str(tmp_path)]) == 0
     for name in ("predicted.csv", "curve.csv"):
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), pd.read_csv(REG / name))
+    assert (tmp_path / "pricing.txt").read_text() == "lru\n"
+    # a registration written now prices the profile as it is: at H = 4608 (registered plan 67's shape) the survival
+    # law prices the GEMM 3% slower than the LRU did
+    small = "square-16384=16384x8192x8192,h4608=16384x4608x4608"
+    times = {}
+    for name, flag in (("now", []), ("was", ["--before-reuse-adoption"])):
+        assert ck.main(["--predict", small, *flag, "--out", str(tmp_path / name)]) == 0
+        times[name] = pd.read_csv(tmp_path / name / "predicted.csv").set_index("kernel").model_rested_ms
+    assert (tmp_path / "now" / "pricing.txt").read_text() == "profile\n"
+    assert times["now"]["h4608"] / times["was"]["h4608"] == pytest.approx(1.032, abs=2e-3)
+    assert times["now"]["square-16384"] == pytest.approx(times["was"]["square-16384"], rel=1e-4)
+    assert ck.main(["--spec", str(REG), "--before-reuse-adoption"]) == 2
     reg = pd.read_csv(REG / "predicted.csv")
     assert ck.spec(reg) == kernels
     assert (reg.model_sustained_slowdown == 1.1683).all() and (reg.model_relu_input_factor == 0.946).all()

@@ -20,8 +20,15 @@ def lk(bench_module):
     return bench_module("long_k_drift")
 
 
-def test_the_registration_is_what_the_model_gives(lk):
-    pd.testing.assert_frame_equal(lk.register().round(4), pd.read_csv(REG / "predicted.csv"), check_dtype=False)
+def test_the_registration_is_what_the_model_gives(lk, tmp_path):
+    """--register writes plan 45's registration as it was priced (before plan 67's adoption on an H200, the LRU),
+    and says so beside it."""
+    pd.testing.assert_frame_equal(lk.register(lk.CASES, (), lk.reuse_pricing.LRU).round(4),
+                                  pd.read_csv(REG / "predicted.csv"), check_dtype=False)
+    assert lk.main(["--register", "--out", str(tmp_path / "r")]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "r" / "predicted.csv"), pd.read_csv(REG / "predicted.csv"),
+                                  check_dtype=False)
+    assert (tmp_path / "r" / "pricing.txt").read_text() == "lru\n"
 
 
 def _trace(rounds: int, drift: float, tile_ns: float = 300_000.0, ctas: int = 132, late: float = 1.0) -> pd.DataFrame:
@@ -68,7 +75,7 @@ REG46 = ROOT / "bench" / "predictions" / "reg46-long-k-forms" / "traces"
 
 
 def test_plan_46s_registration_is_what_the_model_gives(lk):
-    pd.testing.assert_frame_equal(lk.register(lk.CASES46, lk.FORMS46).round(4), pd.read_csv(REG46 / "predicted.csv"),
+    pd.testing.assert_frame_equal(lk.register(lk.CASES46, lk.FORMS46, lk.reuse_pricing.LRU).round(4), pd.read_csv(REG46 / "predicted.csv"),
                                   check_dtype=False)
 
 
@@ -122,7 +129,7 @@ def test_the_committed_judgement_is_what_the_script_writes_and_the_docs_quote(lk
     probe = ROOT / "bench" / "results" / "hw" / f"2026-12-04-registered45-1gpu{run}" / "probe"
     folder = ROOT / "bench" / "results" / f"validation-registered45{run}"
     pred = pd.read_csv(REG / "predicted.csv")
-    out = {**lk.judge(pred, probe), "decomposition": lk.decompose(pred, probe)}
+    out = {**lk.judge(pred, probe), "decomposition": lk.decompose(pred, probe, lk.reuse_pricing.LRU)}
     for name, table in out.items():
         pd.testing.assert_frame_equal(table.round(4).reset_index(drop=True), pd.read_csv(folder / f"{name}.csv"),
                                       check_dtype=False, check_exact=False, rtol=1e-9, atol=1e-4)
@@ -148,7 +155,7 @@ def test_plan_46s_committed_traces_are_what_the_script_writes_and_the_docs_quote
     probe = ROOT / "bench" / "results" / "hw" / probe_run / "probe"
     folder = ROOT / "bench" / "results" / f"validation-registered46{run}" / "traces"
     pred = pd.read_csv(REG46 / "predicted.csv")
-    out = {**lk.judge(pred, probe, 46), "decomposition": lk.decompose(pred, probe)}
+    out = {**lk.judge(pred, probe, 46), "decomposition": lk.decompose(pred, probe, lk.reuse_pricing.LRU)}
     for name, table in out.items():
         pd.testing.assert_frame_equal(table.round(4).reset_index(drop=True), pd.read_csv(folder / f"{name}.csv"),
                                       check_dtype=False, check_exact=False, rtol=1e-9, atol=1e-4)
@@ -206,7 +213,8 @@ def test_plan_47s_predictions_and_judgement_are_what_the_committed_code_gives(be
     pred = tmp_path / "p"
     assert bgo.main(["--predict", ",".join(f"{m}x{n}x{k}" for m, n, k in shapes.itertuples(index=False)),
                      "--profile", f"own={run_dir / 'h200-x1-own.toml'}", "--naive-probe",
-                     str(run_dir / "calibration-probes" / "tile_orders.csv"), "--out", str(pred)]) == 0
+                     str(run_dir / "calibration-probes" / "tile_orders.csv"), "--before-reuse-adoption",
+                     "--out", str(pred)]) == 0
     pd.testing.assert_frame_equal(pd.read_csv(pred / "predicted.csv"), pd.read_csv(run_dir / "predicted-own" / "predicted.csv"))
     out = tmp_path / "j"
     assert bgo.main(["--probe", str(run_dir / "gemm_shapes.csv"), "--registered", str(run_dir / "predicted-own"),
