@@ -805,6 +805,34 @@ def memory_hierarchy(res: Mapping) -> dict:
     return out
 
 
+MEMORY_FIT_KEYS = ("l2_sm_tflops", "l2_hbm_exposed", "l2_fit_error", "l2_fit_runs", "memory_note")
+"""What :func:`memory_hierarchy` wrote into a measurement (or why it did not): what :func:`refit` fits again."""
+
+
+def refit(res: Mapping, base: Hardware) -> dict:
+    """An earlier calibration's measurement ``res`` (``calibration.json``'s ``measured``) ready to be written against
+    profile ``base`` (``ctahw calibrate --from-json``, no GPU): the L2 constants fitted again under the base's
+    ``l2_reuse_law`` (and, under the survival law, the base's survival curve where the calibration measured none), as
+    :func:`measure` would have fitted them with that base; every measured figure as it was. A calibration without the
+    memory probes keeps none (the base's fields stay copied). ValueError (one line) where the fit cannot run."""
+    out = {k: v for k, v in res.items() if k not in MEMORY_FIT_KEYS and k != "l2_survival_base"}
+    out["l2_reuse_law"] = base.l2_reuse_law
+    if base.l2_reuse_law == "survival":
+        out["l2_survival_base"] = [list(base.l2_survival_taken), list(base.l2_survival_share)]
+    fit_curve(out)
+    if out.get("tile_order_runs"):
+        try:
+            out.update(memory_hierarchy(out))
+        except ValueError as e:  # as measure(): the fields stay copied, and the profile says why
+            out["memory_note"] = str(e)
+    elif res.get("memory_note"):
+        out["memory_note"] = res["memory_note"]
+    out["refit_note"] = (f"measured by an earlier calibration and written from its json against {base.name} "
+                         f"(ctahw calibrate --from-json): the L2 constants fitted again under its l2_reuse_law "
+                         f"{base.l2_reuse_law!r}")
+    return out
+
+
 def fit_curve(res: Mapping) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The L2 survival curve (taken, share) the L2 constants are fitted with under ``res["l2_reuse_law"]``: the one
     measured here, else ``res["l2_survival_base"]`` (the base profile's); empty under the LRU. ValueError (one
@@ -1632,6 +1660,8 @@ def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance:
     if not res.get("globaltimer_on_host_clock"):
         header.append("launch_ns is copied: %globaltimer is not on the host clock here, so the launch latency "
                       f"could not be split from the sync (launch + sync round trip {res.get('launch_roundtrip_ns')} ns)")
+    if res.get("refit_note"):
+        header.append(str(res["refit_note"]))
     for key in ("clock_regime_note", "clock_curve_note", "l2_survival_note", "ticket_rate_note"):
         if res.get(key):
             header.append(f"{key.replace('_note', '').replace('_', ' ')} not measured: {res[key]}")

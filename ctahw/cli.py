@@ -5,7 +5,8 @@
     ctahw ptx-diff --base REV       each kernel library's PTX at REV against the working tree's (nvcc; no GPU):
                                     exit 0 where every one is the same, 1 where one differs
     ctahw calibrate [--base NAME]   measure this machine into specs/hardware/<base>-calibrated.toml (memory
-                                    hierarchy included unless --no-memory)
+                                    hierarchy included unless --no-memory); --from-json JSON writes it again from
+                                    an earlier calibration's --json against NAME (no GPU)
     ctahw run EXPERIMENT            an experiment spec (a name or TOML path, as ``ctasim run`` takes), or the
                                     flag shorthand: all | gemm | remote_d | sequential | microbatch | tp | ctapipe
 
@@ -98,6 +99,9 @@ def parser() -> argparse.ArgumentParser:
                    help="folder for the probes' raw files (tile_orders.csv, timing.csv, tiles-*.csv.gz; percta.csv, "
                         "percta-runs.csv, percta-tiles-<M>-<variant>.csv.gz)")
     c.add_argument("--dry-run", action="store_true", help="print what would be measured; needs no GPU")
+    c.add_argument("--from-json", type=Path, default=None, metavar="JSON",
+                   help="measure nothing: write the profile from an earlier calibration's --json against --base, "
+                        "the L2 constants fitted again under --base's l2_reuse_law (no GPU)")
 
     r = sub.add_parser("run", help="run an experiment spec (or the flag shorthand) on the GPUs")
     r.add_argument("experiment",
@@ -273,6 +277,8 @@ def cmd_calibrate(args) -> int:
             raise _UsageError(f"--probe-out {args.probe_out}: the probes are skipped (--no-memory, --no-percta, "
                               "--no-fold)")
         _check_out(args.probe_out, "--probe-out")
+    if args.from_json is not None:
+        return _calibrate_from_json(args, base, out, name)
     if args.dry_run:
         skip = set(calibrate.FITTED_FIELDS) | {"l2_bytes"} if args.no_memory else set()
         if args.no_memory:
@@ -315,6 +321,35 @@ def cmd_calibrate(args) -> int:
     text = calibrate.write_profile(res, args.base, out, name, prov)
     print(text)
     print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def _calibrate_from_json(args, base, out: Path, name: str) -> int:
+    """``ctahw calibrate --from-json``: the profile of an earlier calibration's measurement against ``base``."""
+    from ctahw import calibrate  # noqa: PLC0415
+
+    given = [flag for flag, on in (("--json", args.json), ("--probe-out", args.probe_out), ("--dry-run", args.dry_run),
+                                   ("--quick", args.quick), ("--no-memory", args.no_memory),
+                                   ("--no-percta", args.no_percta), ("--no-fold", args.no_fold),
+                                   ("--reps", args.reps != 10)) if on]
+    if given:
+        raise _UsageError(f"--from-json {args.from_json}: measures nothing, so {', '.join(given)} cannot go with it")
+    try:
+        data = json.loads(args.from_json.read_text())
+    except OSError as e:
+        raise _UsageError(f"--from-json {args.from_json}: {e.strerror or e}") from None
+    except ValueError:
+        raise _UsageError(f"--from-json {args.from_json}: not JSON") from None
+    if not (isinstance(data, dict) and isinstance(data.get("measured"), dict) and data["measured"].get("gpu_name")):
+        raise _UsageError(f"--from-json {args.from_json}: not a calibration (no 'measured' figures of a GPU; "
+                          "ctahw calibrate --json writes one)")
+    try:
+        res = calibrate.refit(data["measured"], base)
+    except ValueError as e:
+        raise _UsageError(f"--from-json {args.from_json}: {e}") from None
+    text = calibrate.write_profile(res, args.base, out, name, data.get("provenance") or {})
+    print(text)
+    print(f"wrote {out} (from {args.from_json}, against {args.base})", file=sys.stderr)
     return 0
 
 

@@ -461,8 +461,8 @@ def own_profile_lines(results_dir: Path | None = None, gpu: str = "H200") -> lis
         line += (f"; plan 48, on {blocks} more, the reference GEMM, the chain kernel against sequential and the "
                  f"Llama-3.1-70B block at {span(b_own, 'mape_pct')} (worst {worst(b_own['worst_pct'])}) against "
                  f"{span(b_committed, 'mape_pct')} (worst {worst(b_committed['worst_pct'])})")
-    return [line + ": lent H200s differ, so calibrate yours (`ctahw calibrate --name NAME --out "
-            "specs/hardware/NAME.toml`, about 100 s on one GPU) and pass --hardware NAME (docs/validation.md)"]
+    return [line + ": lent H200s differ, so calibrate yours (`ctahw calibrate --base h200-x1-calibrated --name NAME "
+            "--out specs/hardware/NAME.toml`, about 100 s on one GPU) and pass --hardware NAME (docs/validation.md)"]
 
 
 def _own_h100_lines(root: Path) -> list[str]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -215,3 +217,72 @@ def test_calibrate_fits_under_the_base_profiles_reuse_law_and_curve(tmp_path, mo
         assert seen["reuse_law"] == hw.l2_reuse_law
         assert seen["survival"] == (hw.l2_survival_taken, hw.l2_survival_share)
     assert load_hardware("h100-x1-datasheet").l2_reuse_law == "survival"
+
+
+OWN_CALLS = ("2026-12-04-registered47-1gpu", "2026-12-04-registered47-1gpu-run2", "2026-12-04-registered48-1gpu",
+             "2026-12-04-registered48-1gpu-run2")
+"""The committed calls of registered plans 47 and 48: ``ctahw calibrate`` (base h200-x2) on four H200s, each with its
+calibration.json and the profile it wrote (h200-x1-own.toml)."""
+
+
+@pytest.mark.parametrize("call", OWN_CALLS)
+def test_calibrate_from_json_writes_the_profile_the_calibration_wrote(tmp_path, call):
+    """`ctahw calibrate --from-json` (no GPU) against the base a calibration ran with writes the profile it wrote on the
+    device: every field the same (but calibrated_from, which profiles name since); the header says it was refitted."""
+    import dataclasses
+
+    from ctasim.spec import load_hardware
+
+    root = Path(__file__).resolve().parents[2] / "bench" / "results" / "hw" / call
+    out = tmp_path / "own.toml"
+    assert cli.main(["calibrate", "--from-json", str(root / "calibration.json"), "--base", "h200-x2", "--name",
+                     "h200-x1-own", "--out", str(out)]) == 0
+    got, was = load_hardware(out), load_hardware(root / "h200-x1-own.toml")
+    assert got.calibrated_from == "h200-x2"
+    assert dataclasses.replace(got, calibrated_from="") == was
+    assert "ctahw calibrate --from-json" in out.read_text().split("[hardware]")[0]
+
+
+def test_calibrate_from_json_refits_the_l2_constants_under_the_bases_reuse_law(tmp_path):
+    """Against a survival-law base the profile takes that law and the base's survival curve (plan 47's calibration
+    measured none), and its L2 constants are fitted again under it: the fit's error moves, and on each of the four
+    committed calibrations the constants come out as under the LRU (docs/hardware.md says so)."""
+    from ctahw import calibrate
+
+    from ctasim.spec import load_hardware
+
+    surv = load_hardware("h200-x1-calibrated")
+    assert surv.l2_reuse_law == "survival" and surv.l2_survival_taken
+    hw = Path(__file__).resolve().parents[2] / "bench" / "results" / "hw"
+    for call in OWN_CALLS:
+        res = json.loads((hw / call / "calibration.json").read_text())["measured"]
+        assert not res.get("l2_survival_taken") and res.get("l2_reuse_law", "lru") == "lru"
+        got = calibrate.refit(res, surv)
+        assert got["l2_reuse_law"] == "survival" and got["l2_survival_base"][0] == list(surv.l2_survival_taken)
+        assert got["l2_fit_error"] != res["l2_fit_error"]
+        assert (got["l2_sm_tflops"], got["l2_hbm_exposed"]) == (res["l2_sm_tflops"], res["l2_hbm_exposed"])
+    out = tmp_path / "own.toml"
+    assert cli.main(["calibrate", "--from-json", str(hw / OWN_CALLS[0] / "calibration.json"), "--base",
+                     "h200-x1-calibrated", "--name", "own", "--out", str(out)]) == 0
+    own = load_hardware(out)
+    assert (own.l2_reuse_law, own.l2_survival_taken, own.calibrated_from) == ("survival", surv.l2_survival_taken,
+                                                                                "h200-x1-calibrated")
+    assert own.config(128, 256).l2_sm_tflops == 6.74 and own.l2_hbm_exposed == 0.155
+    assert "fitted under the 'survival' reuse law" in out.read_text()
+
+
+@pytest.mark.parametrize("content, extra, says", [
+    (None, [], "No such file"),
+    ("{not json", [], "not JSON"),
+    ('{"measured": {}}', [], "not a calibration"),
+    ('{"measured": {"gpu_name": "H200"}}', ["--quick", "--reps", "3"], "--quick, --reps cannot go with it"),
+    ('{"measured": {"gpu_name": "H200"}}', ["--dry-run"], "--dry-run cannot go with it"),
+])
+def test_calibrate_from_json_refuses_bad_input_in_one_line(tmp_path, capsys, content, extra, says):
+    src = tmp_path / "cal.json"
+    if content is not None:
+        src.write_text(content)
+    out = tmp_path / "p.toml"
+    assert cli.main(["calibrate", "--from-json", str(src), "--out", str(out), *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and len(err.splitlines()) == 1 and not out.exists()
