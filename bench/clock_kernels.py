@@ -12,7 +12,7 @@ draws less should lose less clock: this plan times kernels whose draw differs (a
 the fused GeLU) from rested to sustained, as ``bench/hw/clock_trajectory.py --kernels`` does.
 
 ``--predict`` writes ``predicted.csv`` (per kernel: its shape and op, the model's rested time at CUTLASS's default
-order under ``h200-x1-calibrated`` -- with ``--before-reuse-adoption`` as plans 29-31 were registered (2026-12-03; a
+order under ``h200-x1-calibrated`` (``--profile`` another: registered plan 71's H100 profiles) -- with ``--before-reuse-adoption`` as plans 29-31 were registered (2026-12-03; a
 panel's reuse across waves an LRU of the whole L2, as before registered plan 67's adoption on an H200:
 ``ctasim.profiles.before_h200_reuse``), which it writes in ``reuse_pricing.PRICING_FILE`` -- plain GEMMs only; a fused
 epilogue is priced per tile by the engine, not here -- its sustained slowdown and the ReLU'd-A factor; the naive
@@ -224,12 +224,16 @@ def main(argv=None) -> int:
     ap.add_argument("--smi", type=Path, help="with --trajectory: the call's nvidia-smi samples, for smi.csv (diagnostic)")
     ap.add_argument("--smi-start", default=None, metavar="'YYYY/MM/DD HH:MM:SS'", help="when the trajectory began")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--profile", default=PROFILE, metavar="NAME|PATH",
+                    help=f"with --predict: the hardware profile that prices the kernels (default {PROFILE})")
     ap.add_argument(reuse_pricing.BEFORE_ADOPTION_FLAG, action="store_true",
                     help=f"with --predict: {reuse_pricing.FLAG_HELP} (plans 29-31 were)")
     args = parse_outputs(ap, argv, folders=("--out",))
     try:
         if args.before_reuse_adoption and not args.predict:
             raise ValueError(f"{reuse_pricing.BEFORE_ADOPTION_FLAG} goes with --predict")
+        if args.profile != PROFILE and not args.predict:
+            raise ValueError("--profile goes with --predict (a registration holds what its profile gave)")
         if args.spec:
             if not (args.spec / "predicted.csv").is_file():
                 raise ValueError(f"no {args.spec / 'predicted.csv'}")
@@ -239,7 +243,7 @@ def main(argv=None) -> int:
             raise ValueError("--out is needed with --predict or --trajectory")
         if args.predict:
             pricing = reuse_pricing.chosen(args.before_reuse_adoption)
-            hw = reuse_pricing.priced(load_hardware(PROFILE), pricing)
+            hw = reuse_pricing.priced(load_hardware(args.profile), pricing)
             reg = predicted(parse_kernels(args.predict), hw)
             curve = pd.DataFrame({"t_ms": [t / 1e6 for t in hw.clock_curve_ns], "factor": list(hw.clock_curve_factor)})
             args.out.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,71 @@
+"""Registered plan 71's judge (bench/plan71_h100_clock.py) on synthetic trajectories whose answer is known: an H100
+at the twin's level adopts plan 69's clock regime, one at the copied H200 level does not; the registration is what
+bench/clock_kernels.py --predict gives from the two profiles."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+from tests.test_clock_kernels import _trajectory
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+KERNELS = ("square-16384=16384x8192x8192,relu-16384=16384x8192x8192+relu_input,square-4096=4096x8192x8192,"
+           "wide-8192=8192x57344x8192,longk-16384=16384x8192x28672,gelu-16384=16384x28672x8192+gelu")
+
+
+@pytest.fixture(scope="module")
+def p71():
+    return load_bench("plan71_h100_clock")
+
+
+def test_the_registration_is_what_clock_kernels_writes_from_the_two_profiles(tmp_path):
+    ck = load_bench("clock_kernels")
+    for src, profile in (("datasheet", "h100-x1-datasheet"),
+                         ("own69", str(ROOT / "bench/results/hw-h100/2026-12-06-registered69-1gpu/h100-x1-own.toml"))):
+        assert ck.main(["--predict", KERNELS, "--profile", profile, "--out", str(tmp_path / src)]) == 0
+        for name in ("predicted.csv", "curve.csv", "pricing.txt"):
+            assert (tmp_path / src / name).read_bytes() == (ROOT / "bench/predictions/reg71-h100-clock" / src /
+                                                            name).read_bytes(), (src, name)
+    levels = {src: pd.read_csv(tmp_path / src / "predicted.csv").model_sustained_slowdown.iloc[0]
+              for src in ("datasheet", "own69")}
+    assert levels == {"datasheet": 1.1683, "own69": 1.1341}
+
+
+def _curve_of(src: str):
+    c = pd.read_csv(ROOT / "bench/predictions/reg71-h100-clock" / src / "curve.csv")
+    return tuple(zip(c.t_ms, c.factor))
+
+
+@pytest.mark.parametrize("src, adopt, met", [("own69", True, {"b", "c", "d"}), ("datasheet", False, {"a"})])
+def test_a_machine_on_either_profiles_regime_is_judged_so(p71, tmp_path, src, adopt, met):
+    """Calibration kernels that follow a profile's own curve, levelling at its sustained slowdown: that profile's
+    claims hold and the rule adopts the twin's regime only where it is the twin's."""
+    reg = pd.read_csv(ROOT / "bench/predictions/reg71-h100-clock" / src / "predicted.csv")
+    curve = list(_curve_of(src))
+    level = float(reg.model_sustained_slowdown.iloc[0])
+    curve[-1] = (curve[-1][0], level)
+    run = tmp_path / "run"
+    run.mkdir()
+    _trajectory(reg, curve).to_csv(run / "trajectory.csv", index=False)
+    (run / "env.txt").write_text("gpu: NVIDIA H100 80GB HBM3\n")
+    out = tmp_path / "o"
+    assert p71.main(["--judge", str(run), "--out", str(out)]) == 0
+    c = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert set(c.index[c.met]) == met and bool(c.adopt.iloc[0]) is adopt
+    assert c.measured_sustained.iloc[0] == pytest.approx(level, abs=0.01)
+    for s in ("datasheet", "own69"):
+        assert (out / s / "kernels.csv").is_file() and (out / s / "claims.csv").is_file()
+
+
+def test_a_call_on_another_gpu_or_without_a_trajectory_is_one_line(p71, tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "env.txt").write_text("gpu: NVIDIA H200\n")
+    assert p71.main(["--judge", str(run), "--out", str(tmp_path / "o")]) == 2
+    assert "trajectory.csv" in capsys.readouterr().err
+    pd.DataFrame({"kernel": []}).to_csv(run / "trajectory.csv", index=False)
+    assert p71.main(["--judge", str(run), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "names no H100" in err and len(err.splitlines()) == 1 and not (tmp_path / "o").exists()
