@@ -90,3 +90,17 @@ def test_the_committed_judgement_is_what_the_judge_writes_and_the_docs_quote(p71
     doc = (ROOT / "docs/validation.md").read_text().split("### Registered plan 71")[1].split("\n### ")[0]
     for quoted in ("1.098", "0.071", "0.037", "0.030 against 0.044"):
         assert quoted in doc, quoted
+
+
+def test_the_repeat_on_a_second_h100_is_what_the_judge_writes(p71, tmp_path):
+    """bench/results/validation-registered71-run2 (GPU-699218d2, reported): at plan 69's H100's level, where (b)-(d)
+    would hold."""
+    run = ROOT / "bench/results/hw-h100/2026-12-06-registered71-1gpu-run2"
+    out = tmp_path / "o"
+    assert p71.main(["--judge", str(run), "--out", str(out)]) == 0
+    committed = ROOT / "bench/results/validation-registered71-run2"
+    for path in committed.rglob("*.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(out / path.relative_to(committed)), pd.read_csv(path))
+    c = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert set(c.index[c.met]) == {"b", "c", "d"} and c.adopt.all()
+    assert c.measured_sustained.iloc[0] == pytest.approx(1.135, abs=6e-4)
