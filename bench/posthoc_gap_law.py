@@ -1,6 +1,6 @@
 """Post-hoc: the survival ticket law with the sharers' measured gap spread and the lines touched in between (no GPU).
 
-    python bench/posthoc_gap_law.py [--out bench/results/posthoc-gap-law] [--runs GLOB]
+    python bench/posthoc_gap_law.py [--out bench/results/posthoc-gap-law] [--runs GLOB] [--as-of YYYY-MM-DD|all]
 
 Registered plans 55-57 (docs/validation.md) found where the adopted profile's ticket law (``"survival"``: a later
 sharer of a panel misses what the measured L2 survival curve loses after the bytes taken in over one reach) misses
@@ -26,7 +26,6 @@ as it is now is the ``touched 1.3`` predictor, and ``adopted`` is the profile as
 
 from __future__ import annotations
 
-import fnmatch
 import sys
 from pathlib import Path
 
@@ -48,6 +47,10 @@ PREDICTORS = {"adopted (survival, 1.019)": None,
 adopted it, ``posthoc_order_mainloop.as_plan_53``)."""
 SEEN_BEFORE = "2026-12-05"
 """Runs in folders named before this were seen before registered plans 54-57 were measured."""
+
+AS_OF = "2026-12-05"
+"""The committed tables (``bench/results/posthoc-gap-law``) read the traced runs dated this day or before; ``--as-of``
+another day (or ``all``) reads the runs committed since too."""
 
 
 def refined(gap_cv: float, touched: float):
@@ -80,10 +83,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_gap_law.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-gap-law")
     ap.add_argument("--runs", default="*", help="a glob on the run folder's name (default: every traced run)")
+    ap.add_argument("--as-of", default=AS_OF, metavar="YYYY-MM-DD|all",
+                    help=f"only the runs dated this day or before (default {AS_OF}, the committed tables' runs)")
     args = parse_outputs(ap, argv, folders=("--out",))
-    paths = [p for p in pom.bundles() if fnmatch.fnmatch(pom.run_label(p), args.runs)]
+    try:
+        paths = pom.selected(pom.EXPERIMENTS, args.runs, None if args.as_of == "all" else args.as_of)
+    except ValueError as e:
+        print(f"posthoc_gap_law: {e}", file=sys.stderr)
+        return 2
     if not paths:
-        print(f"posthoc_gap_law: no traced chain-kernel run matches {args.runs!r}", file=sys.stderr)
+        print(f"posthoc_gap_law: no traced chain-kernel run matches {args.runs!r}"
+              f"{'' if args.as_of == 'all' else f' dated {args.as_of} or before'}",
+              file=sys.stderr)
         return 2
     c = cases(paths)
     s = summary(c)

@@ -1,6 +1,6 @@
 """Post-hoc: is the sharers' gap spread the machine's, and does a machine's own spread price its tile orders better?
 
-    python bench/posthoc_gap_machine.py [--out bench/results/posthoc-gap-machine] [--runs GLOB]
+    python bench/posthoc_gap_machine.py [--out bench/results/posthoc-gap-machine] [--runs GLOB] [--as-of DATE|all]
 
 ``h200-x1-calibrated`` prices a later sharer of a weight panel at the survival curve averaged over a lognormal spread
 of its distance (``ticket_gap_cv`` 0.74: the median coefficient of variation of the sharers' measured gaps over every
@@ -35,7 +35,6 @@ every predictor).
 
 from __future__ import annotations
 
-import fnmatch
 import sys
 from pathlib import Path
 
@@ -59,6 +58,10 @@ EXPERIMENTS = (*pom.EXPERIMENTS, "reg58-gap-law-*", "reg59-adopted-*")
 1.3 were chosen)."""
 PROFILE = f"profile (gap cv {pgl.GAP_CV:g})"
 PREDICTORS = (PROFILE, *(f"own, {k}" for k in GAP_ORDERS))
+
+AS_OF = "2026-12-05"
+"""The committed tables (``bench/results/posthoc-gap-machine``) read the traced runs dated this day or before;
+``--as-of`` another day (or ``all``) reads the runs committed since too."""
 
 
 def own_cv(gaps: pd.DataFrame, experiment: str, case: str, orders: tuple[str, ...]) -> float:
@@ -178,10 +181,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_gap_machine.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-gap-machine")
     ap.add_argument("--runs", default="*", help="a glob on the run folder's name (default: every traced run)")
+    ap.add_argument("--as-of", default=AS_OF, metavar="YYYY-MM-DD|all",
+                    help=f"only the runs dated this day or before (default {AS_OF}, the committed tables' runs)")
     args = parse_outputs(ap, argv, folders=("--out",))
-    paths = [p for p in pom.bundles(experiments=EXPERIMENTS) if fnmatch.fnmatch(pom.run_label(p), args.runs)]
+    try:
+        paths = pom.selected(EXPERIMENTS, args.runs, None if args.as_of == "all" else args.as_of)
+    except ValueError as e:
+        print(f"posthoc_gap_machine: {e}", file=sys.stderr)
+        return 2
     if not paths:
-        print(f"posthoc_gap_machine: no traced chain-kernel run matches {args.runs!r}", file=sys.stderr)
+        print(f"posthoc_gap_machine: no traced chain-kernel run matches {args.runs!r}"
+              f"{'' if args.as_of == 'all' else f' dated {args.as_of} or before'}",
+              file=sys.stderr)
         return 2
     gp = pom.gaps(paths)
     gp["machine"] = gp["run"].map({pom.run_label(p): pom.machine(p) for p in paths})

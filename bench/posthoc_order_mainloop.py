@@ -141,6 +141,23 @@ def run_label(bundle: Path) -> str:
     return str(run)
 
 
+def run_date(bundle: Path) -> str:
+    """The date (YYYY-MM-DD) a bundle's run folder is named by."""
+    return Path(run_label(bundle)).name[:10]
+
+
+def selected(experiments: tuple[str, ...] = EXPERIMENTS, runs: str = "*", as_of: str | None = None) -> list[Path]:
+    """:func:`bundles` of ``experiments`` whose run folder's name matches the glob ``runs`` and, with ``as_of``
+    (YYYY-MM-DD), is dated that day or before: the runs a dated post-hoc table read, whatever was committed since.
+    ValueError (one line) for an ``as_of`` that is not a date."""
+    import fnmatch  # noqa: PLC0415
+
+    if as_of is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", as_of):
+        raise ValueError(f"--as-of {as_of!r}: not a date (YYYY-MM-DD)")
+    return [p for p in bundles(experiments=experiments) if fnmatch.fnmatch(run_label(p), runs)
+            and (as_of is None or run_date(p) <= as_of)]
+
+
 def first_runs(bundle: Path):
     """``((case, strategy), trace)`` of a bundle's first traced run of each case and strategy, in the bundle's order."""
     seen = set()

@@ -1,6 +1,6 @@
 """Post-hoc: the chain kernel's row order keeps or loses its L2 reuse by fixed groups of SMs (no GPU).
 
-    python bench/posthoc_sm_groups.py [--out bench/results/posthoc-sm-groups] [--runs GLOB]
+    python bench/posthoc_sm_groups.py [--out bench/results/posthoc-sm-groups] [--runs GLOB] [--as-of DATE|all]
     python bench/posthoc_sm_groups.py --bundle RUN/EXP/ctapipe_traces.trace.npz [--bundle ...]
 
 The model gives a tile one time per wave: every SM of the grid runs the wave's tiles alike. The traces stamp the SM
@@ -65,7 +65,6 @@ gets).
 
 from __future__ import annotations
 
-import fnmatch
 import sys
 from pathlib import Path
 
@@ -93,6 +92,10 @@ PROFILE_CASES = ROOT / "bench/results/posthoc-gap-machine/cases.csv"
 PROFILE = "profile (gap cv 0.74)"
 """The predictor of ``PROFILE_CASES`` whose penalties ``row-states.csv`` sets beside the measured ones."""
 OUT = ROOT / "bench/results/posthoc-sm-groups"
+
+AS_OF = "2026-12-05"
+"""The committed tables (``bench/results/posthoc-sm-groups``) read the traced runs dated this day or before; ``--as-of``
+another day (or ``all``) reads the runs committed since too."""
 
 
 def sm_late(tiles: pd.DataFrame, end: str = "t_mainloop_end") -> pd.Series:
@@ -325,14 +328,22 @@ def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_sm_groups.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--runs", default="*", help="a glob on the run folder's name (default: every traced run)")
+    ap.add_argument("--as-of", default=AS_OF, metavar="YYYY-MM-DD|all",
+                    help=f"only the runs dated this day or before (default {AS_OF}, the committed tables' runs)")
     ap.add_argument("--bundle", type=Path, action="append", default=[],
                     help="print the splits of this chain-kernel trace bundle (any traced run) and write nothing")
     args = parse_outputs(ap, argv, folders=("--out",))
     if args.bundle:
         return print_bundles(args.bundle)
-    paths = [p for p in pom.bundles(experiments=EXPERIMENTS) if fnmatch.fnmatch(pom.run_label(p), args.runs)]
+    try:
+        paths = pom.selected(EXPERIMENTS, args.runs, None if args.as_of == "all" else args.as_of)
+    except ValueError as e:
+        print(f"posthoc_sm_groups: {e}", file=sys.stderr)
+        return 2
     if not paths:
-        print(f"posthoc_sm_groups: no traced chain-kernel run matches {args.runs!r}", file=sys.stderr)
+        print(f"posthoc_sm_groups: no traced chain-kernel run matches {args.runs!r}"
+              f"{'' if args.as_of == 'all' else f' dated {args.as_of} or before'}",
+              file=sys.stderr)
         return 2
     read = {p: dict(pom.first_runs(p)) for p in paths}  # each bundle read once
     s = pd.concat([bundle_splits(p, r) for p, r in read.items()], ignore_index=True).round(4)

@@ -172,3 +172,22 @@ def test_the_two_level_model_and_the_gradual_hardware_the_docs_quote():
     for quoted in ("measured 3.9, 7.2, 9.3 points, modelled 2.2, 1.8, 9.7", "measured 25.5, 23.1, 30.6, 46.0, modelled 3.0, 55.2, 56.6, 56.2",
                    "pairs 8.6-14.2 measured against 10.0-10.4", "row order 50.5-62.6 against 52.7-55.7"):
         assert " ".join(quoted.split()) in " ".join(doc.split()), quoted
+
+
+@pytest.mark.parametrize("script, table", [("posthoc_gap_law", "posthoc-gap-law/cases.csv"),
+                                           ("posthoc_gap_machine", "posthoc-gap-machine/gaps.csv"),
+                                           ("posthoc_sm_groups", "posthoc-sm-groups/splits.csv")])
+def test_a_dated_post_hoc_table_reads_the_runs_it_was_made_from(script, table):
+    """The dated post-hoc tables read every traced run committed by their date (``AS_OF``), not the ones committed
+    since (plan 68's H200 call, 2026-12-06): the runs their default selection reads are the committed table's runs,
+    and ``--as-of all`` reads more. Only the selection is checked here (the tables take minutes to rebuild)."""
+    mod = load_bench(script)
+    pom = load_bench("posthoc_order_mainloop")
+    exps = getattr(mod, "EXPERIMENTS", pom.EXPERIMENTS)
+    got = {pom.run_label(p) for p in pom.selected(exps, "*", mod.AS_OF)}
+    committed = set(pd.read_csv(ROOT / "bench/results" / table)["run"].astype(str))
+    assert got == committed
+    later = {pom.run_label(p) for p in pom.selected(exps, "*", None)} - got
+    assert later and all(pom.run_date(p) > mod.AS_OF for p in pom.selected(exps) if pom.run_label(p) in later)
+    with pytest.raises(ValueError, match="not a date"):
+        pom.selected(exps, "*", "yesterday")
