@@ -12,7 +12,15 @@ re-reads of the k-slices a drifting wave lets fall out of the L2), beside the na
 
 Writes ``cases.csv`` (per call and kernel: measured, every predictor's time and error in %) and ``summary.csv`` (per
 predictor: MAPE and worst over the eight). Every figure is post-hoc: the drift-off twins were formed after these
-times were seen. Left out: other orders (only the default was timed), and why the CTAs drift.
+times were seen.
+
+Then, read after registered plan 72 was judged (``bench/results/hw-h100/2026-12-06-registered72-1gpu``: eleven wide-N
+and long-K GEMMs at every CUTLASS order on a third H100), ``forms.csv``: each unpadded run priced by
+``h100-x1-datasheet`` under the drift laws registered plan 45 named (``bench/long_k_drift.py``: "tile", the model's,
+``cta_drift`` tile times a round at every K; "sqrt", ``cta_drift * sqrt(8192 / K)``; "absolute", ``cta_drift * 8192 /
+K``, the same time a round at every K) and with none, error in %; ``forms-summary.csv``: per law, the MAPE over the
+unpadded runs and at each shape's best measured unpadded order. Post-hoc too. Left out: other orders of plan 71's
+GEMMs (only the default was timed), the chain kernels, and why the CTAs drift.
 """
 
 from __future__ import annotations
@@ -78,6 +86,45 @@ def summary(d: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+PLAN72 = ROOT / "bench/results/hw-h100/2026-12-06-registered72-1gpu/gemm_shapes.csv"
+K_REF = 8192
+"""The K at which the drift laws agree (``bench/long_k_drift.py``'s)."""
+
+
+def forms(probe: Path = PLAN72) -> pd.DataFrame:
+    """Each unpadded CUTLASS run of ``probe`` (orders along M or N) priced by ``h100-x1-datasheet`` under each drift
+    law, error in %."""
+    import math  # noqa: PLC0415
+
+    hw = load_hardware(PROFILES["datasheet"])
+    runs = pd.read_csv(probe)
+    rows = []
+    for r in runs[(runs.backend == "cutlass") & ~runs.order.str.startswith("heuristic")].itertuples():
+        raster, swizzle = r.order.split("/swizzle")
+        lay = Layer(m=r.m, n=r.n, k=r.k)
+        order, slots, _ = costs.cutlass_waves(lay, hw, 2, raster, int(swizzle))
+        if (order < 0).any():
+            continue
+        d0 = hw.config(lay.tile_m, lay.tile_n).cta_drift
+        row = {"m": r.m, "n": r.n, "k": r.k, "order": r.order, "measured_ms": r.median_ms}
+        for law, drift in (("tile", d0), ("sqrt", d0 * math.sqrt(K_REF / r.k)), ("absolute", d0 * K_REF / r.k),
+                           ("none", 0.0)):
+            row[f"{law}_pct"] = 100 * (costs.order_waves(lay, hw, 2, order, slots, drift=drift).sum() / 1e6
+                                       / r.median_ms - 1)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def forms_summary(f: pd.DataFrame) -> pd.DataFrame:
+    best = f.loc[f.groupby(["m", "n", "k"]).measured_ms.idxmin()]
+    rows = []
+    for law in ("tile", "sqrt", "absolute", "none"):
+        e, b = f[f"{law}_pct"], best[f"{law}_pct"]
+        rows.append({"law": law, "runs": len(e), "mape_pct": e.abs().mean(), "shapes": len(b),
+                     "best_mape_pct": b.abs().mean(), "best_worst_pct": b.iloc[b.abs().argmax()]})
+    return pd.DataFrame(rows)
+
+
 def main(argv=None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_h100_drift.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-h100-drift")
@@ -87,10 +134,15 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     d.round(4).to_csv(args.out / "cases.csv", index=False)
     s.round(2).to_csv(args.out / "summary.csv", index=False)
+    f = forms()
+    fs = forms_summary(f)
+    f.round(4).to_csv(args.out / "forms.csv", index=False)
+    fs.round(2).to_csv(args.out / "forms-summary.csv", index=False)
     pd.set_option("display.width", 200)
     cols = ["call", "kernel", "measured_ms"] + [c for c in d.columns if c.endswith("_pct")]
     print(d[cols].round(2).to_string(index=False))
     print(s.round(2).to_string(index=False))
+    print(fs.round(2).to_string(index=False))
     return 0
 
 
