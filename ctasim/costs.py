@@ -198,6 +198,12 @@ class TunedGemm:
         self.total_ns = float(waves_ns.sum())
 
 
+def plain_drift(cfg, k: int) -> float:
+    """A plain persistent GEMM's drift at inner dimension ``k``, in tile times a round: the config's ``cta_drift``,
+    scaled by ``drift_k_ref / k`` where the config sets ``drift_k_ref`` (the same time a round at every K)."""
+    return cfg.cta_drift * (cfg.drift_k_ref / k if cfg.drift_k_ref > 0 else 1.0)
+
+
 def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, slots: int, *, kernel: str = "",
                 drift: float | None = None, cluster_m: int | None = None, layers: int = 1,
                 ticket_spread: float = 0.0, ticket_state: str | None = None, boost: float = 1.0) -> np.ndarray:
@@ -222,7 +228,7 @@ def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, 
     compute /= clock_boost(hw, min(layer.tiles * layers, sm), sm) * boost
     traffic = l2.wave_traffic(order, layer.m, layer.n, layer.k, layer.tile_m, layer.tile_n, elem_bytes, slots,
                               hw.l2_bytes, store_elem_bytes=store,
-                              drift=cfg.cta_drift if drift is None else drift,
+                              drift=plain_drift(cfg, layer.k) if drift is None else drift,
                               cluster_m=cfg.cluster_m if cluster_m is None else cluster_m, layers=layers,
                               ticket_spread=ticket_spread,
                               ticket_state=cfg.ticket_state if ticket_state is None else ticket_state,

@@ -146,6 +146,10 @@ class KernelConfig:
         "growth per round of the spread (standard deviation) of a persistent grid's CTA start times, in tile times: "
         "the memory hierarchy charges shared panels read again as the sharers drift apart (ctasim.l2.drift_rereads); "
         "0 = lockstep waves", 0.0)
+    drift_k_ref: float = _f(
+        "how cta_drift scales with a GEMM's K: 0 = cta_drift tile times a round at every K (the 'tile' law); > 0 = "
+        "cta_drift x drift_k_ref / K tile times, the same time a round at every K as at K = drift_k_ref (the "
+        "'absolute' law registered plan 45 named; bench/long_k_drift.py)", 0.0)
     drift_form: str = _f(
         "how the memory hierarchy charges cta_drift (ctasim.l2.DRIFT_FORMS): 'wave' (registered plan 8's: every "
         "panel shared in a wave, later sharers missing past a hard capacity), 'carried' (panels carried from the "
@@ -734,6 +738,8 @@ def validate_hardware(hw: Hardware, where: str) -> None:
                  f"must be >= 0, got {c.l2_sm_tflops}")
         require(math.isfinite(c.cta_drift) and c.cta_drift >= 0, where, q + "cta_drift",
                  f"must be >= 0, got {c.cta_drift}")
+        require(math.isfinite(c.drift_k_ref) and c.drift_k_ref >= 0, where, q + "drift_k_ref",
+                 f"must be >= 0, got {c.drift_k_ref}")
         require(c.drift_form in l2.DRIFT_FORMS, where, q + "drift_form",
                 f"must be one of {', '.join(l2.DRIFT_FORMS)}, got {c.drift_form!r}")
         require(c.ticket_law in l2.TICKET_LAWS, where, q + "ticket_law",

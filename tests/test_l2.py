@@ -451,3 +451,25 @@ def test_a_reuse_law_it_does_not_know_or_without_a_curve_is_refused():
         wave_traffic(o, 512, 1024, 64, 128, 256, 2, 4, 1e6, reuse_law="fifo")
     with pytest.raises(ValueError, match="needs the L2 survival curve"):
         wave_traffic(o, 512, 1024, 64, 128, 256, 2, 4, 1e6, reuse_law="survival")
+
+
+def test_the_absolute_drift_law_keeps_the_drift_time_a_round_whatever_k():
+    """``KernelConfig.drift_k_ref``: 0 leaves ``cta_drift`` tile times at every K; > 0 scales it by ``drift_k_ref /
+    K`` (the same time a round as at K = drift_k_ref), so at that K the two laws agree, at four times it the absolute
+    law charges the plain GEMM a quarter of the drift, and with no drift it changes nothing."""
+    import dataclasses
+
+    from ctasim import costs
+    from ctasim.spec import Layer, load_hardware
+
+    hw = load_hardware("h100-x1-datasheet")
+    cfg = hw.config(128, 256)
+    absolute = dataclasses.replace(hw, kernel_configs=tuple(
+        dataclasses.replace(c, drift_k_ref=8192.0) if c is cfg else c for c in hw.kernel_configs))
+    for k, share in ((8192, 1.0), (32768, 0.25)):
+        lay = Layer(m=16384, n=8192, k=k)
+        order, slots, tile_law = costs.cutlass_waves(lay, hw, 2, "along_m", 8)
+        _, _, abs_law = costs.cutlass_waves(lay, absolute, 2, "along_m", 8)
+        want = costs.order_waves(lay, hw, 2, order, slots, drift=cfg.cta_drift * share)
+        assert np.allclose(abs_law, want) and (share < 1) == (abs_law.sum() < tile_law.sum())
+    assert costs.plain_drift(dataclasses.replace(cfg, cta_drift=0.0, drift_k_ref=8192.0), 32768) == 0.0
