@@ -57,20 +57,27 @@ CLAIMS = {
 them); otherwise the profile stays."""
 
 
-def twin_text() -> str:
-    """``h100-x1-datasheet`` with ``cta_drift`` = 0 on its 128x256 config and the twin's name: the only changes."""
+def derived_text(base: str, name: str, drift_line: str) -> str:
+    """Committed profile ``base``'s text with its name ``name`` and its one ``cta_drift`` line (the 128x256 config's)
+    replaced by ``drift_line`` (which may add lines): the only changes. ValueError where ``base`` has another count
+    of ``cta_drift`` lines."""
     lines, done = [], 0
-    for line in (SPECS_DIR / "hardware" / "h100-x1-datasheet.toml").read_text().splitlines():
+    for line in (SPECS_DIR / "hardware" / f"{base}.toml").read_text().splitlines():
         if line.startswith("name = "):
-            line = f'name = "{TWIN}"'
+            line = f'name = "{name}"'
         elif line.startswith("cta_drift = "):
-            line = ("cta_drift = 0.0  # registered plan 72's twin: no drift, so no re-reads of the k-slices a drifting "
-                    "wave lets fall out of the L2 (h100-x1-datasheet: 0.0078, measured on H200 traces)")
-            done += 1
+            line, done = drift_line, done + 1
         lines.append(line)
     if done != 1:
-        raise ValueError(f"h100-x1-datasheet has {done} cta_drift lines, not the one 128x256 config's")
+        raise ValueError(f"{base} has {done} cta_drift lines, not the one 128x256 config's")
     return "\n".join(lines) + "\n"
+
+
+def twin_text() -> str:
+    """``h100-x1-datasheet`` with ``cta_drift`` = 0 on its 128x256 config and the twin's name: the only changes."""
+    return derived_text("h100-x1-datasheet", TWIN,
+                        "cta_drift = 0.0  # registered plan 72's twin: no drift, so no re-reads of the k-slices a "
+                        "drifting wave lets fall out of the L2 (h100-x1-datasheet: 0.0078, measured on H200 traces)")
 
 
 def profiles(registration: Path = REGISTRATION) -> dict:
@@ -87,31 +94,41 @@ def register(out: Path) -> pd.DataFrame:
     return pred
 
 
-def judge(runs: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd.DataFrame]:
-    """The tables of one call's CUTLASS runs against the registration. ValueError (one line) where the twin file is
-    not :func:`twin_text`, the profiles no longer give the registered times, or a shape was not timed."""
-    if (registration / f"{TWIN}.toml").read_text() != twin_text():
-        raise ValueError(f"{registration / (TWIN + '.toml')} is not h100-x1-datasheet with the drift off as committed")
+def judge_twin(runs: pd.DataFrame, reg: pd.DataFrame, hws: dict, shapes: tuple, model: str, twin: str,
+               claims_text: dict[str, str]) -> dict[str, pd.DataFrame]:
+    """A GEMM-order twin plan's tables (this plan's and registered plan 73's): ``runs`` (a probe table) against the
+    registration ``reg`` under ``hws`` (``model`` the committed profile, ``twin`` its twin), and claims (a)-(e) of
+    ``claims_text`` -- the twin nearer at the best orders, nearer over the unpadded runs, within 3% / 6%, at most half
+    the naive line's, its picks within 2% -- with the rule's verdict (``adopt``: (a), (b) and (c)). ValueError (one
+    line) where a shape was not timed or the profiles no longer give the registered times."""
     runs = runs[runs.backend == "cutlass"]
-    missing = sorted(set(SHAPES) - set(map(tuple, runs[["m", "n", "k"]].drop_duplicates().values.tolist())))
+    missing = sorted(set(shapes) - set(map(tuple, runs[["m", "n", "k"]].drop_duplicates().values.tolist())))
     if missing:
         raise ValueError(f"the call timed no {'x'.join(map(str, missing[0]))} (of {len(missing)} shapes missing)")
-    hws = profiles(registration)
-    reg = pd.read_csv(registration / "predicted.csv")
     o = bgo.orders(runs, hws)
-    shapes, judged = bgo.judge(runs, o, reg, hws)
+    got, judged = bgo.judge(runs, o, reg, hws)
     j = judged.set_index("predictor")
-    tw, ds, nv = j.loc["nodrift"], j.loc["datasheet"], j.loc["naive"]
+    tw, ds, nv = j.loc[twin], j.loc[model], j.loc["naive"]
     met = {"a": tw.best_mape_pct < ds.best_mape_pct, "b": tw.unpadded_mape_pct < ds.unpadded_mape_pct,
            "c": tw.best_mape_pct <= 3 and abs(tw.best_worst_pct) <= 6, "d": tw.best_mape_pct <= nv.best_mape_pct / 2,
            "e": tw.pick_lost_max_pct <= 2}
     value = {"a": (tw.best_mape_pct, ds.best_mape_pct), "b": (tw.unpadded_mape_pct, ds.unpadded_mape_pct),
              "c": (tw.best_mape_pct, tw.best_worst_pct), "d": (tw.best_mape_pct, nv.best_mape_pct),
              "e": (tw.pick_lost_max_pct, ds.pick_lost_max_pct)}
-    claims = pd.DataFrame([{"claim": c, "what": CLAIMS[c], "value": value[c][0], "against": value[c][1],
-                            "met": bool(met[c])} for c in CLAIMS])
+    claims = pd.DataFrame([{"claim": c, "what": claims_text[c], "value": value[c][0], "against": value[c][1],
+                            "met": bool(met[c])} for c in claims_text])
     claims["adopt"] = bool(met["a"] and met["b"] and met["c"])
-    return {"orders": o, "shapes": shapes, "judged": judged, "claims": claims}
+    return {"orders": o, "shapes": got, "judged": judged, "claims": claims}
+
+
+def judge(runs: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd.DataFrame]:
+    """The tables of one call's CUTLASS runs against the registration (:func:`judge_twin`). ValueError (one line)
+    where the twin file is not :func:`twin_text`, the profiles no longer give the registered times, or a shape was
+    not timed."""
+    if (registration / f"{TWIN}.toml").read_text() != twin_text():
+        raise ValueError(f"{registration / (TWIN + '.toml')} is not h100-x1-datasheet with the drift off as committed")
+    return judge_twin(runs, pd.read_csv(registration / "predicted.csv"), profiles(registration), SHAPES, "datasheet",
+                      "nodrift", CLAIMS)
 
 
 def main(argv=None) -> int:
