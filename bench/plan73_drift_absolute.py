@@ -34,6 +34,7 @@ import block_gemm_orders as bgo  # noqa: E402
 import reuse_pricing  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import Naive  # noqa: E402
+from ctasim.profiles import before_h100_drift  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 from plan72_h100_drift import derived_text, judge_twin  # noqa: E402
 
@@ -75,7 +76,10 @@ def twin_text(base: str) -> str:
 
 
 def profiles(folder: Path, base: str) -> dict:
-    return {"model": load_hardware(base), "absolute": load_hardware(folder / f"{twin_name(base)}.toml")}
+    """The committed profile as registered (``h100-x1-datasheet`` before this plan's adoption on an H100,
+    2026-12-06: ``ctasim.profiles.before_h100_drift``) and its twin."""
+    return {"model": before_h100_drift(load_hardware(base)),
+            "absolute": load_hardware(folder / f"{twin_name(base)}.toml")}
 
 
 def register(out: Path) -> dict[str, pd.DataFrame]:

@@ -38,6 +38,7 @@ import clock_kernels  # noqa: E402
 from ctasim import costs  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import Naive  # noqa: E402
+from ctasim.profiles import before_h100_drift  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
 
 CALLS = ("2026-12-06-registered71-1gpu", "2026-12-06-registered71-1gpu-run2")
@@ -53,7 +54,7 @@ def priced(m: int, n: int, k: int) -> dict[str, float]:
     """Each profile's time (ms) at CUTLASS's default order, with its drift and with it off (``<name>_nodrift``)."""
     lay, out = Layer(m=m, n=n, k=k), {}
     for name, ref in PROFILES.items():
-        hw = load_hardware(ref)
+        hw = before_h100_drift(load_hardware(ref))  # a table made before registered plan 73's adoption, 2026-12-06
         order, slots, waves = costs.cutlass_waves(lay, hw, 2, "heuristic", 1)
         out[name] = waves.sum() / 1e6
         out[f"{name}_nodrift"] = costs.order_waves(lay, hw, 2, order, slots, drift=0.0).sum() / 1e6
@@ -96,7 +97,7 @@ def forms(probe: Path = PLAN72) -> pd.DataFrame:
     law, error in %."""
     import math  # noqa: PLC0415
 
-    hw = load_hardware(PROFILES["datasheet"])
+    hw = before_h100_drift(load_hardware(PROFILES["datasheet"]))
     runs = pd.read_csv(probe)
     rows = []
     for r in runs[(runs.backend == "cutlass") & ~runs.order.str.startswith("heuristic")].itertuples():

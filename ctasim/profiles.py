@@ -50,7 +50,8 @@ from typing import Mapping
 
 from ctasim.spec import SPECS_DIR, load_hardware
 
-__all__ = ["Derivation", "DERIVED", "SHARED", "H200_BEFORE_REUSE", "before_h200_reuse", "derive", "main"]
+__all__ = ["Derivation", "DERIVED", "SHARED", "H200_BEFORE_REUSE", "before_h200_reuse", "before_h100_drift",
+           "derive", "main"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,10 @@ class Derivation:
     header: tuple[str, ...]
     added: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
     """Fields the base does not write (they take their default there), appended to its ``[hardware]`` table."""
+    drift_added: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
+    """Kernel config fields (name -> (TOML value text, reason)) added after the ``cta_drift`` line of each
+    ``[[hardware.kernel_config]]`` table of the base whose ``cta_drift`` is above 0 (the plain persistent GEMM's
+    drift), where the base does not write them."""
     tickets: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
     """Ticket fields of a kernel config (``ticket_*`` names -> (TOML value text, reason)), set on the one-line
     assignment of each ticket-scheduled ``[[hardware.kernel_config]]`` table of the base (its ``ticket_spread`` > 0):
@@ -159,7 +164,24 @@ H100_HBM_TBPS = 3.35
 """The H100 SXM5's HBM3 rate (NVIDIA H100 datasheet, TB/s)."""
 H200_HBM_TBPS = 4.8
 """The H200's HBM3e rate (NVIDIA H200 datasheet, TB/s), the base profile's measured rates' datasheet figure."""
-DERIVED["h100-x1-datasheet"] = _h100_datasheet()
+H100_DRIFT_ADOPTED = (
+    "adopted 2026-12-06 by registered plan 73's rule on one H100 (GPU-45dfedd7, bench/results/validation-registered73: "
+    "ten GEMMs never timed before at their best orders 1.79% against 5.64%, over every unpadded order 3.17 against "
+    "7.69%, worst +5.03%): a plain persistent GEMM's drift the same time a round at every K as at K = 8192 "
+    "(cta_drift x 8192 / K tile times, KernelConfig.drift_k_ref), not cta_drift tile times at every K; after "
+    "registered plan 72 found the tile law +21% slow at K = 53248 on an H100; nothing fitted")
+"""Why ``h100-x1-datasheet`` sets ``drift_k_ref`` (registered plan 73's H100 arm); its twins of earlier plans
+(``-latency``, ``-tickets``, ``-reuse``) keep the tile law they were registered with."""
+DERIVED["h100-x1-datasheet"] = dataclasses.replace(_h100_datasheet(),
+                                                   drift_added={"drift_k_ref": ("8192.0", H100_DRIFT_ADOPTED)})
+
+
+def before_h100_drift(hw):
+    """``hw`` (a :class:`ctasim.spec.Hardware`) with every kernel config's drift ``cta_drift`` tile times a round at
+    every K (``drift_k_ref`` = 0), as ``h100-x1-datasheet`` priced it before registered plan 73's adoption on an H100
+    (2026-12-06): the pin of the registrations and records made with it before then."""
+    return dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, drift_k_ref=0.0)
+                                                         for c in hw.kernel_configs))
 
 
 def _h100_latency() -> Derivation:
@@ -451,6 +473,7 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
     todo = {"name": (f'"{name}"', ""), **derivation.fields}
     added = [f"{key} = {value}" + (f"  # {why}" if why else "") for key, (value, why) in derivation.added.items()]
     tickets_set: set[str] = set()
+    drift_set = False
     not_ticket = sorted(k for k in derivation.tickets if not k.startswith("ticket_"))
     if not_ticket:
         raise ValueError(f"{name}: tickets sets ticket fields only, not {', '.join(not_ticket)}")
@@ -472,11 +495,21 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
         if section == "[hardware]" and m and m["key"] in todo:
             value, why = todo.pop(m["key"])
             line = f"{m['key']} = {value}" + (f"  # {why}" if why else "")
+        if m and m["key"] in derivation.drift_added and section == "[[hardware.kernel_config]]":
+            raise ValueError(f"{name}: {derivation.base} already writes {m['key']}, which the derivation adds")
         if scheduled[i] and m and m["key"] in derivation.tickets:
             value, why = derivation.tickets[m["key"]]
             line = f"{m['key']} = {value}" + (f"  # {why}" if why else "")
             tickets_set.add(m["key"])
         out.append(line)
+        if (section == "[[hardware.kernel_config]]" and m and m["key"] == "cta_drift" and derivation.drift_added
+                and float(m["value"]) > 0):
+            out += [f"{key} = {value}" + (f"  # {why}" if why else "")
+                    for key, (value, why) in derivation.drift_added.items()]
+            drift_set = True
+    if derivation.drift_added and not drift_set:
+        raise ValueError(f"{name}: no kernel config of {derivation.base} has a drift (cta_drift > 0) to add "
+                         f"{', '.join(derivation.drift_added)} to")
     if section == "[hardware]" and added:
         out += added
         added = []

@@ -462,8 +462,9 @@ def test_the_absolute_drift_law_keeps_the_drift_time_a_round_whatever_k():
     from ctasim import costs
     from ctasim.spec import Layer, load_hardware
 
-    hw = load_hardware("h100-x1-datasheet")
+    hw = load_hardware("h200-x1-calibrated")  # the tile law (drift_k_ref 0)
     cfg = hw.config(128, 256)
+    assert cfg.drift_k_ref == 0 and cfg.cta_drift > 0
     absolute = dataclasses.replace(hw, kernel_configs=tuple(
         dataclasses.replace(c, drift_k_ref=8192.0) if c is cfg else c for c in hw.kernel_configs))
     for k, share in ((8192, 1.0), (32768, 0.25)):

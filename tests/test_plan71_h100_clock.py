@@ -21,13 +21,24 @@ def p71():
 
 
 def test_the_registration_is_what_clock_kernels_writes_from_the_two_profiles(tmp_path):
+    """The registration as clock_kernels.py wrote it: the clock figures from each profile, and the rested times
+    (reported only) of h100-x1-datasheet as it was then (its drift the tile law: ctasim.profiles.before_h100_drift;
+    registered plan 73 changed it after)."""
+    from ctasim.profiles import before_h100_drift
+    from ctasim.spec import load_hardware
+
     ck = load_bench("clock_kernels")
     for src, profile in (("datasheet", "h100-x1-datasheet"),
                          ("own69", str(ROOT / "bench/results/hw-h100/2026-12-06-registered69-1gpu/h100-x1-own.toml"))):
         assert ck.main(["--predict", KERNELS, "--profile", profile, "--out", str(tmp_path / src)]) == 0
-        for name in ("predicted.csv", "curve.csv", "pricing.txt"):
+        for name in ("curve.csv", "pricing.txt"):
             assert (tmp_path / src / name).read_bytes() == (ROOT / "bench/predictions/reg71-h100-clock" / src /
                                                             name).read_bytes(), (src, name)
+        then = ck.predicted(load_bench("hw/clock_trajectory").parse_kernels(KERNELS),
+                            before_h100_drift(load_hardware(profile)))
+        then.round(4).to_csv(tmp_path / f"{src}-then.csv", index=False)
+        assert (tmp_path / f"{src}-then.csv").read_bytes() == (ROOT / "bench/predictions/reg71-h100-clock" / src /
+                                                               "predicted.csv").read_bytes()
     levels = {src: pd.read_csv(tmp_path / src / "predicted.csv").model_sustained_slowdown.iloc[0]
               for src in ("datasheet", "own69")}
     assert levels == {"datasheet": 1.1683, "own69": 1.1341}

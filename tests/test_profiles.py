@@ -25,11 +25,13 @@ def test_a_derived_profile_is_its_base_but_for_the_fields_it_names(name):
     # the kernel configs differ by the ticket fields the derivation sets, on the configs that write them, only
     for g, b in zip(got.kernel_configs, base.kernel_configs, strict=True):
         changed = {f.name for f in dataclasses.fields(g) if getattr(g, f.name) != getattr(b, f.name)}
-        assert changed <= set(d.tickets) and (not changed or b.ticket_spread > 0)
-    assert (got.kernel_configs != base.kernel_configs) == bool(d.tickets)
+        drift = changed & set(d.drift_added)
+        assert changed - drift <= set(d.tickets) and (not changed - drift or b.ticket_spread > 0)
+        assert not drift or b.cta_drift > 0
+    assert (got.kernel_configs != base.kernel_configs) == bool(d.tickets or d.drift_added)
     assert not got.measured
     text = (SPECS_DIR / "hardware" / f"{name}.toml").read_text()
-    for field, (_, why) in {**d.fields, **d.added, **d.tickets}.items():
+    for field, (_, why) in {**d.fields, **d.added, **d.tickets, **d.drift_added}.items():
         if why:
             assert f"{field} = " in text and why in text  # each estimate carries its reason
 
