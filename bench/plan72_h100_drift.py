@@ -149,22 +149,38 @@ def main(argv=None) -> int:
         if args.register:
             print(register(args.out).round(3).to_string(index=False))
             return 0
-        for name in ("gemm_shapes.csv", "env.txt"):
-            if not (args.judge / name).is_file():
-                raise ValueError(f"no {args.judge / name}")
-        if "H100" not in (args.judge / "env.txt").read_text():
-            raise ValueError(f"{args.judge / 'env.txt'} names no H100: plan 72 is judged on an H100's call")
-        tables = judge(pd.read_csv(args.judge / "gemm_shapes.csv"))
+        runs, _ = read_call(args.judge, ("H100",), "plan 72")
+        tables = judge(runs)
     except ValueError as e:
         print(f"plan72_h100_drift: {str(e).removeprefix('block_gemm_orders: ')}", file=sys.stderr)
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
+    write_judged(args.out, tables)
+    return 0
+
+
+def read_call(run: Path, gpus: tuple[str, ...], plan: str) -> tuple[pd.DataFrame, str]:
+    """A GEMM-order call's probe table (``RUN/gemm_shapes.csv``) and the one GPU of ``gpus`` its ``env.txt`` names.
+    ValueError (one line) where a file is missing or ``env.txt`` names none or several of them."""
+    for name in ("gemm_shapes.csv", "env.txt"):
+        if not (run / name).is_file():
+            raise ValueError(f"no {run / name}")
+    env = (run / "env.txt").read_text()
+    named = [g for g in gpus if g in env]
+    if len(named) != 1:
+        raise ValueError(f"{run / 'env.txt'} names {' and '.join(named) or 'neither'} of {', '.join(gpus)}: "
+                         f"{plan} is judged per GPU" if len(gpus) > 1 else
+                         f"{run / 'env.txt'} names no {gpus[0]}: {plan} is judged on an {gpus[0]}'s call")
+    return pd.read_csv(run / "gemm_shapes.csv"), named[0]
+
+
+def write_judged(out: Path, tables: dict[str, pd.DataFrame]) -> None:
+    """:func:`judge_twin`'s tables into ``out`` (one CSV each), the judged figures and claims printed."""
+    out.mkdir(parents=True, exist_ok=True)
     for name, t in tables.items():
-        t.round(4).to_csv(args.out / f"{name}.csv", index=False)
+        t.round(4).to_csv(out / f"{name}.csv", index=False)
     pd.set_option("display.width", 200)
     print(tables["judged"].round(2).to_string(index=False))
     print(tables["claims"].round(2).to_string(index=False))
-    return 0
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import Naive  # noqa: E402
 from ctasim.profiles import before_h100_drift  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
-from plan72_h100_drift import derived_text, judge_twin  # noqa: E402
+from plan72_h100_drift import derived_text, judge_twin, read_call, write_judged  # noqa: E402
 
 REGISTRATION = ROOT / "bench/predictions/reg73-drift-absolute"
 K_REF = 8192
@@ -119,24 +119,12 @@ def main(argv=None) -> int:
                 print(folder)
                 print(pred.round(3).to_string(index=False))
             return 0
-        for name in ("gemm_shapes.csv", "env.txt"):
-            if not (args.judge / name).is_file():
-                raise ValueError(f"no {args.judge / name}")
-        env = (args.judge / "env.txt").read_text()
-        gpus = [g for g in ARMS if g in env]
-        if len(gpus) != 1:
-            raise ValueError(f"{args.judge / 'env.txt'} names {' and '.join(gpus) or 'neither'} of "
-                             f"{', '.join(ARMS)}: plan 73 is judged per GPU")
-        tables = judge(pd.read_csv(args.judge / "gemm_shapes.csv"), gpus[0])
+        runs, gpu = read_call(args.judge, tuple(ARMS), "plan 73")
+        tables = judge(runs, gpu)
     except ValueError as e:
         print(f"plan73_drift_absolute: {str(e).removeprefix('block_gemm_orders: ')}", file=sys.stderr)
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name, t in tables.items():
-        t.round(4).to_csv(args.out / f"{name}.csv", index=False)
-    pd.set_option("display.width", 200)
-    print(tables["judged"].round(2).to_string(index=False))
-    print(tables["claims"].round(2).to_string(index=False))
+    write_judged(args.out, tables)
     return 0
 
 
