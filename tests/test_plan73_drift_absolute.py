@@ -113,3 +113,18 @@ def test_the_h100_arms_judgement_is_what_the_judge_writes_and_the_docs_quote(p73
     assert load_hardware("h100-x1-datasheet").config(128, 256).drift_k_ref == 8192.0
     for twin in ("h100-x1-datasheet-latency", "h100-x1-datasheet-tickets", "h100-x1-datasheet-reuse"):
         assert load_hardware(twin).config(128, 256).drift_k_ref == 0.0
+
+
+def test_the_repeat_on_a_second_h100_is_what_the_judge_writes(p73, tmp_path):
+    """bench/results/validation-registered73-run2 (GPU-1d13a075, reported): the twin nearer, (c) missed there."""
+    run = ROOT / "bench/results/hw-h100/2026-12-06-registered73-1gpu-run2"
+    out = tmp_path / "o"
+    assert p73.main(["--judge", str(run), "--out", str(out)]) == 0
+    for name in ("orders.csv", "shapes.csv", "judged.csv", "claims.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(out / name),
+                                      pd.read_csv(ROOT / "bench/results/validation-registered73-run2" / name))
+    c = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert set(c.index[c.met]) == {"a", "b", "e"} and not c.adopt.any()
+    j = pd.read_csv(out / "judged.csv").set_index("predictor").round(2)
+    assert (j.loc["absolute", "best_mape_pct"], j.loc["model", "best_mape_pct"], j.loc["naive", "best_mape_pct"]) \
+        == (3.40, 7.30, 1.24)
