@@ -410,6 +410,44 @@ def long_k_lines(model: Model, results_dir: Path | None = None) -> list[str]:
             f"{r['naive_err_pct'].min():+.1f} to {r['naive_err_pct'].max():+.1f}%; docs/validation.md)"]
 
 
+H100_DRIFT_PLANS = {"tile": (("validation-registered72", "datasheet"), ("validation-registered73", "model"),
+                             ("validation-registered73-run2", "model")),
+                    "absolute": (("validation-registered73", "absolute"), ("validation-registered73-run2", "absolute"))}
+"""Registered plans 72 and 73's judged shapes on H100s (``shapes.csv``: each GEMM at its best measured order and each
+profile's time there), per drift law: the folder and the column of the profile that priced by it."""
+
+
+def h100_drift_lines(model: Model, hw: Hardware, results_dir: Path | None = None) -> list[str]:
+    """On an H100 profile whose plain GEMM prices the CTAs' drift (``cta_drift`` > 0), where a layer's K is at least
+    :data:`LONG_K`: registered plans 72 and 73's errors of the two drift laws on long-K GEMMs at their best orders
+    (from their committed tables; nothing where this installation has none), and which law this profile prices by."""
+    cfg = next((c for c in hw.kernel_configs if (c.tile_m, c.tile_n, c.kernel) == (128, 256, "")), None)
+    ks = sorted({layer.k for layer in model.workload.layers if layer.k >= LONG_K})
+    if hw.gpu != "H100" or cfg is None or cfg.cta_drift <= 0 or not ks:
+        return []
+    root, errs, calls = _results_root(results_dir), {}, set()
+    for law, sources in H100_DRIFT_PLANS.items():
+        parts = []
+        for folder, column in sources:
+            path = root / folder / "shapes.csv"
+            if path.is_file():
+                d = pd.read_csv(path)
+                d = d[d["k"] >= LONG_K]
+                parts.append(100 * (d[f"{column}_ms"] / d["best_ms"] - 1))
+                calls.add(folder)
+        if parts:
+            errs[law] = pd.concat(parts)
+    if set(errs) != set(H100_DRIFT_PLANS):
+        return []
+    mine = "absolute" if cfg.drift_k_ref > 0 else "tile"
+    span = {law: f"{e.min():+.1f} to {e.max():+.1f}%" for law, e in errs.items()}
+    return [f"long K on an H100: registered plans 72-73 timed GEMMs at K >= {LONG_K} at their best orders on "
+            f"{len(calls)} H100s: the drift charged as tile times at every K (the tile law) {span['tile']} from the "
+            f"measured, as the same time a round at every K (the absolute law) {span['absolute']}; {hw.name} prices "
+            f"it by the {mine} law" + (" (h100-x1-datasheet took the absolute law by plan 73's rule)"
+                                       if mine == "tile" else "") + " (docs/validation.md)"]
+
+
 OWN_PROFILE_PLANS = ("validation-registered47", "validation-registered47-run2")
 """Registered plan 47's judged tables on its two machines (``claims.csv``: eight GEMMs priced with the profile
 ``ctahw calibrate`` wrote on the machine ("own") and with the committed one ("interleaved"), before they were timed)."""
@@ -553,6 +591,7 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
     lines += [f"* {t}" for t in own_profile_lines(results_dir, hw.gpu)]
     lines += [f"* {t}" for t in operand_lines(model, results_dir)]
     lines += [f"* {t}" for t in long_k_lines(model, results_dir)]
+    lines += [f"* {t}" for t in h100_drift_lines(model, hw, results_dir)]
     if any(l.gated and l.epilogue_fused for l in model.workload.layers):
         lines.append("* SwiGLU is modelled fused into the gate-and-up GEMM's epilogue; ctahw runs it as a kernel of its "
                      "own after the plain GEMM (no fused gated epilogue is built; its measured cost: docs/hardware.md, "

@@ -365,6 +365,28 @@ def test_advise_says_where_the_machine_decides_the_long_k_error(tmp_path):
     assert A.long_k_lines(load_model("llama3.1-70b"), results_dir=tmp_path) == []
 
 
+def test_advise_on_an_h100_says_which_drift_law_prices_long_k(tmp_path):
+    """On an H100 profile that prices the drift, a block with K >= 20480 gets registered plans 72-73's errors of both
+    drift laws (three H100s) and the law the profile prices by: the absolute one in h100-x1-datasheet (plan 73's
+    adoption), the tile one in h100-x8-mechanism; an H200 profile, an H100 profile without the drift, a block
+    without long K and an installation without the tables get nothing."""
+    from ctasim import advise as A
+    from ctasim.spec import load_hardware, load_model
+
+    m70 = load_model("llama3.1-70b")
+    (one,) = A.h100_drift_lines(m70, load_hardware("h100-x1-datasheet"))
+    (eight,) = A.h100_drift_lines(m70, load_hardware("h100-x8-mechanism"))
+    for line in (one, eight):
+        assert "on 3 H100s: the drift charged as tile times at every K (the tile law) +3.4 to +21.4%" in line
+        assert "(the absolute law) +0.5 to +3.1%" in line
+    assert "h100-x1-datasheet prices it by the absolute law" in one
+    assert "h100-x8-mechanism prices it by the tile law" in eight
+    assert A.h100_drift_lines(m70, load_hardware("h200-x8-mechanism")) == []
+    assert A.h100_drift_lines(m70, load_hardware("h100-x8")) == []
+    assert A.h100_drift_lines(load_model("llama3.1-8b"), load_hardware("h100-x1-datasheet")) == []
+    assert A.h100_drift_lines(m70, load_hardware("h100-x1-datasheet"), results_dir=tmp_path) == []
+
+
 def test_advise_says_what_a_machines_own_calibration_gave(tmp_path):
     """Registered plans 47 and 48's errors from their committed tables (two machines each): the own profile's MAPE
     range beside the committed profile's, and how to calibrate; an installation without the tables gets nothing."""
