@@ -44,6 +44,7 @@ import pandas as pd  # noqa: E402
 import plan64_h100_datasheet as p64  # noqa: E402
 import registered_plan  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+from ctasim.profiles import before_h100_drift  # noqa: E402
 
 EXPERIMENTS = ("reg68-chain-reuse-h4096", "reg68-chain-reuse-h4608")
 DATASHEET = {e: e.replace("chain-reuse", "h100") + "-reuse" for e in EXPERIMENTS}
@@ -144,7 +145,7 @@ def gemms(run_dir: Path, own) -> tuple[pd.DataFrame, pd.DataFrame]:
         runs = runs[(runs["backend"] == "cutlass") & held]
         registered_plan.positive_times(runs["median_ms"], [f"{r.m}x{r.n}x{r.k} {r.order}" for r in runs.itertuples()],
                                        table, "the median")
-        hws = {"own": own, "datasheet": load_hardware(PROFILE)}
+        hws = {"own": own, "datasheet": before_h100_drift(load_hardware(PROFILE))}  # as registered (plan 73 after)
         registered = pd.read_csv(reg)
         need = [f"{c}_ms" for c in (*hws, "naive", "naive_own")] + [f"{c}_pick" for c in hws]
         lacking = [c for c in need if c not in registered.columns]
@@ -191,7 +192,7 @@ def fields(own) -> pd.DataFrame:
     from ctasim.spec import load_hardware  # noqa: PLC0415
 
     rows = []
-    for label, hw in (("own", own), ("datasheet", load_hardware(PROFILE))):
+    for label, hw in (("own", own), ("datasheet", before_h100_drift(load_hardware(PROFILE)))):
         cfg = hw.config(128, 256)
         vals = {f: getattr(hw, f) for f in FIELDS} | {f"128x256 {f}": getattr(cfg, f) for f in CONFIG_FIELDS}
         share = survival_share(pd.Series(CURVE_AT).to_numpy(), (hw.l2_survival_taken, hw.l2_survival_share))

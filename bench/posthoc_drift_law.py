@@ -6,7 +6,8 @@ Registered plan 73 (bench/predictions/reg73-drift-absolute) asks, per GPU, wheth
 ``cta_drift`` tile times a round at every K (the "tile" law, every H200 profile's) or the same time a round at every K
 as at K = 8192 (the "absolute" law, ``KernelConfig.drift_k_ref``; ``h100-x1-datasheet`` took it by the plan's H100 arm).
 Its H200 arm waits for a call. Meanwhile this prices every CUTLASS run of the committed H200 shape probes
-(``bench/results/hw/**/gemm_shapes.csv``, orders along M or N, unpadded grids) under ``h200-x1-calibrated`` and under
+(``bench/results/hw/**/gemm_shapes.csv``, orders along M or N, unpadded grids; plan 73's own calls left out,
+:data:`LEFT_OUT`) under ``h200-x1-calibrated`` and under
 the plan's H200 twin (``bench/predictions/reg73-drift-absolute/h200``), and writes ``runs.csv`` (per run: measured,
 each law's error in %) and ``summary.csv`` (per K class -- K = 8192, where the laws agree; below; 8192 < K < 20480;
 K >= 20480 -- and over all: runs, each law's MAPE and mean error, and the same at each shape's best measured order).
@@ -34,6 +35,9 @@ HW = ROOT / "bench/results/hw"
 PROFILES = {"tile": "h200-x1-calibrated",
             "absolute": str(ROOT / "bench/predictions/reg73-drift-absolute/h200/h200-x1-calibrated-absolute.toml")}
 """Law -> the profile that prices by it (the committed one-H200 profile and registered plan 73's H200 twin)."""
+LEFT_OUT = ("registered73",)
+"""Run folders whose name holds one of these are not read: registered plan 73's own calls (its H200 arm, when it runs,
+is judged by its registration, not pooled here)."""
 K_REF, LONG_K = 8192, 20480
 """Where the laws agree; the K from which advise speaks of long K (``ctasim.advise.LONG_K``)."""
 
@@ -43,6 +47,8 @@ def runs(root: Path = HW) -> pd.DataFrame:
     hws = {law: load_hardware(ref) for law, ref in PROFILES.items()}
     rows = []
     for table in sorted(root.glob("**/gemm_shapes.csv")):
+        if any(name in str(table.relative_to(root)) for name in LEFT_OUT):
+            continue
         d = pd.read_csv(table)
         for r in d[(d.backend == "cutlass") & ~d.order.str.startswith("heuristic")].itertuples():
             raster, swizzle = r.order.split("/swizzle")

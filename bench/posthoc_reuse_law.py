@@ -42,10 +42,11 @@ LAWS = ("lru", "survival")
 HW = ROOT / "bench/results/hw"
 GPUS = {"H200": (HW, "H100", {"lru": "h200-x1-calibrated-lru", "survival": "h200-x1-calibrated"}),
         "H100": (ROOT / "bench/results/hw-h100", "H200", {"lru": "h100-x1-datasheet@lru",
-                                                         "survival": "h100-x1-datasheet"})}
+                                                         "survival": "h100-x1-datasheet@tile"})}
 """GPU -> (its folder of calls, the GPU a call must not name, law -> the profile that prices by it; NAME@lru: the
-profile as registered, ``plan64_h100_datasheet.as_registered``; h200-x1-calibrated-lru: the H200 profile before plan 67's
-adoption on an H200, 2026-12-06, ``ctasim.profiles.H200_BEFORE_REUSE``)."""
+profile as registered, ``plan64_h100_datasheet.as_registered``; NAME@tile: the profile with the drift's tile law, as
+before registered plan 73's adoption on an H100, ``ctasim.profiles.before_h100_drift``; h200-x1-calibrated-lru: the
+H200 profile before plan 67's adoption on an H200, 2026-12-06, ``ctasim.profiles.H200_BEFORE_REUSE``)."""
 OUT = {"H200": ROOT / "bench/results/posthoc-reuse-law", "H100": ROOT / "bench/results/posthoc-reuse-law-h100"}
 """GPU -> the default ``--out``."""
 APART = 0.5
@@ -98,6 +99,10 @@ def profile(name: str):
         import plan64_h100_datasheet as p64  # noqa: PLC0415
 
         return p64.as_registered(name.removesuffix("@lru"))
+    if name.endswith("@tile"):  # the drift's tile law, as before registered plan 73's adoption on an H100
+        from ctasim.profiles import before_h100_drift  # noqa: PLC0415
+
+        return before_h100_drift(load_hardware(name.removesuffix("@tile")))
     return load_hardware(name)
 
 
@@ -161,9 +166,10 @@ def row_over_groups(c: pd.DataFrame) -> pd.DataFrame:
     return out.loc[:, ~out.columns.duplicated()].reset_index()
 
 
-STATE_PROFILES = {"H200": "h200-x1-calibrated", "H100": "h100-x1-datasheet"}
-"""GPU -> the profile its predictions use now (each with the curve since plan 67's adoption on it: the H100's
-2026-12-05, the H200's 2026-12-06), which :func:`row_states` prices under the threshold law's states."""
+STATE_PROFILES = {"H200": "h200-x1-calibrated", "H100": "h100-x1-datasheet@tile"}
+"""GPU -> the profile its predictions use (each with the curve since plan 67's adoption on it: the H100's 2026-12-05,
+the H200's 2026-12-06; the H100's with the drift's tile law, as before registered plan 73's adoption on it, 2026-12-06:
+``NAME@tile``), which :func:`row_states` prices under the threshold law's states."""
 
 
 def row_states(r: pd.DataFrame, gpu: str) -> pd.DataFrame:
@@ -172,9 +178,7 @@ def row_states(r: pd.DataFrame, gpu: str) -> pd.DataFrame:
     order's reuse, ``thrash``: every SM losing it; ``posthoc_sm_groups.state_prices``)."""
     import posthoc_sm_groups as psg  # noqa: PLC0415
 
-    from ctasim.spec import load_hardware  # noqa: PLC0415
-
-    hw = load_hardware(STATE_PROFILES[gpu])
+    hw = profile(STATE_PROFILES[gpu])
     p = [psg.state_prices(e, c, hw) for e, c in zip(r["experiment"], r["case"])]
     return r.assign(**{f"threshold_{st}": [1 + x[f"{st}_pct"] / 100 for x in p] for st in ("hold", "thrash")})
 

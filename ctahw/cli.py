@@ -343,11 +343,22 @@ def _calibrate_from_json(args, base, out: Path, name: str) -> int:
     if not (isinstance(data, dict) and isinstance(data.get("measured"), dict) and data["measured"].get("gpu_name")):
         raise _UsageError(f"--from-json {args.from_json}: not a calibration (no 'measured' figures of a GPU; "
                           "ctahw calibrate --json writes one)")
-    try:
+    prov = data.get("provenance") or {}
+    if not isinstance(prov, dict):
+        raise _UsageError(f"--from-json {args.from_json}: its 'provenance' is not a table of names and values")
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+
+    tmp = out.with_name(f".{out.name}.from-json")
+    try:  # written aside and loaded before it takes the place of --out: nothing half-written, nothing unloadable
         res = calibrate.refit(data["measured"], base)
-    except ValueError as e:
-        raise _UsageError(f"--from-json {args.from_json}: {e}") from None
-    text = calibrate.write_profile(res, args.base, out, name, data.get("provenance") or {})
+        text = calibrate.write_profile(res, args.base, tmp, name, prov, log=lambda s: None)
+        load_hardware(tmp)
+    except (KeyError, ValueError, TypeError, AttributeError) as e:
+        tmp.unlink(missing_ok=True)
+        why = (f"its measured figures lack {e}" if isinstance(e, KeyError) else
+               str(e).splitlines()[0] if str(e) else type(e).__name__)
+        raise _UsageError(f"--from-json {args.from_json}: {why}") from None
+    tmp.replace(out)
     print(text)
     print(f"wrote {out} (from {args.from_json}, against {args.base})", file=sys.stderr)
     return 0

@@ -61,9 +61,12 @@ def make_call(p69, root, hbm=3100.0):
                             "--naive-from", str(p69.ROOT / "bench/results/hw/2026-11-29-run2/baselines.csv")]) == 0
     shapes = ",".join(f"{m}x{n}x{k}" for m, n, k in p69.shapes())
     probe = p69.ROOT / "bench/results/hw/2026-12-04-registered48-1gpu/calibration-probes/tile_orders.csv"
-    assert bgo.main(["--predict", shapes, "--profile", f"own={root / p69.OWN}", "--profile",
-                     f"datasheet={p69.ROOT / 'specs/hardware/h100-x1-datasheet.toml'}", "--naive-probe", str(probe),
-                     "--out", str(root / "predicted-own")]) == 0
+    # the datasheet profile as the registration's tree had it (the drift's tile law: before registered plan 73)
+    sheet = root / "h100-x1-datasheet.toml"
+    sheet.write_text("".join(line for line in (p69.ROOT / "specs/hardware/h100-x1-datasheet.toml").read_text()
+                             .splitlines(keepends=True) if not line.startswith("drift_k_ref = ")))
+    assert bgo.main(["--predict", shapes, "--profile", f"own={root / p69.OWN}", "--profile", f"datasheet={sheet}",
+                     "--naive-probe", str(probe), "--out", str(root / "predicted-own")]) == 0
     return root
 
 
@@ -239,3 +242,17 @@ def test_the_shapes_are_plan_67s():
     p69 = load_bench("plan69_h100_own")
     reg = pd.read_csv(p69.GEMMS)
     assert len(p69.shapes()) == 12 and set(p69.shapes()) == set(map(tuple, reg[["m", "n", "k"]].to_numpy().tolist()))
+
+
+def test_the_committed_call_is_judged_as_committed(p69, tmp_path):
+    """Plan 69's committed call (GPU-85533d7f) judged again gives its committed tables: the datasheet profile priced
+    as registered (its drift's tile law; registered plan 73 changed the profile after:
+    ctasim.profiles.before_h100_drift)."""
+    committed = ROOT / "bench/results/validation-registered69"
+    out = tmp_path / "o"
+    run = ROOT / "bench/results/hw-h100/2026-12-06-registered69-1gpu"
+    assert p69.main(["--judge", str(run), "--out", str(out)]) == 0
+    names = sorted(p.name for p in committed.glob("*.csv"))
+    assert names and names == sorted(p.name for p in out.glob("*.csv"))
+    for name in names:
+        assert (out / name).read_bytes() == (committed / name).read_bytes(), name

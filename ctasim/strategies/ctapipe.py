@@ -283,7 +283,8 @@ def apply_memory(plan: Plan, wl: Workload, hw: Hardware) -> bool:
             order = np.asarray(k.order, dtype=np.int64)
         fixed_share = k.persistent and not queue
         k.tile_times = costs.order_tile_times(
-            layer, hw, wl.elem_bytes, order, k.slots, kernel=k.kernel, drift=None if fixed_share else 0.0,
+            layer, hw, wl.elem_bytes, order, k.slots, kernel=k.kernel,
+            drift=hw.config(layer.tile_m, layer.tile_n, kernel=k.kernel).cta_drift if fixed_share else 0.0,
             ticket_spread=0.0 if fixed_share else cfg.ticket_spread)
         k.tile_ns = float(k.tile_times.mean())
         done = True
@@ -336,7 +337,9 @@ def chain_tile_times(k, layer, hw: Hardware, elem_bytes: int, static: bool, grou
     if not costs.memory_model(hw, cfg):
         return False
     slow = 1.0 if static else cfg.ticket_mainloop_factor
-    kw = dict(drift=None if static else 0.0, cluster_m=chain_cluster_m(static, layer.tiles_m, group),
+    # the static design's CTAs keep a fixed share, so drift: cta_drift tile times a round at every K (the drift's law
+    # in K, KernelConfig.drift_k_ref, was judged on plain GEMMs only)
+    kw = dict(drift=cfg.cta_drift if static else 0.0, cluster_m=chain_cluster_m(static, layer.tiles_m, group),
               layers=k.chain_layers, ticket_spread=0.0 if static else cfg.ticket_spread)
     if hw.device_shares >= 2:  # one share of a device: a table per count of computing shares (costs.active_share)
         tables = []

@@ -286,3 +286,24 @@ def test_calibrate_from_json_refuses_bad_input_in_one_line(tmp_path, capsys, con
     assert cli.main(["calibrate", "--from-json", str(src), "--out", str(out), *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert says in err and len(err.splitlines()) == 1 and not out.exists()
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda d: d["measured"].pop("hbm_gbps"), "its measured figures lack 'hbm_gbps'"),
+    (lambda d: d.update(provenance="a string"), "'provenance' is not a table"),
+    (lambda d: d["measured"].update(l2_survival_taken=[0.1, 0.2, 0.3], l2_survival_share=[1.0, 0.5]), "l2_survival"),
+])
+def test_calibrate_from_json_refuses_a_damaged_calibration_in_one_line(tmp_path, capsys, change, says):
+    """A calibration json that lacks a figure, has a provenance that is not a table, or a survival curve whose two
+    lists differ in length: one line naming the problem, exit 2, and neither the profile nor a file beside it."""
+    src = Path(__file__).resolve().parents[2] / "bench/results/hw" / OWN_CALLS[0] / "calibration.json"
+    data = json.loads(src.read_text())
+    change(data)
+    bad = tmp_path / "cal.json"
+    bad.write_text(json.dumps(data))
+    out = tmp_path / "p" / "own.toml"
+    out.parent.mkdir()
+    assert cli.main(["calibrate", "--from-json", str(bad), "--base", "h200-x1-calibrated", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and len(err.splitlines()) == 1, err
+    assert list(out.parent.iterdir()) == []
