@@ -300,7 +300,7 @@ def main(argv=None) -> int:
                          f"{', '.join(PROFILES)}; repeatable")
     ap.add_argument("--naive-probe", type=Path, metavar="TABLE",
                     help="with --predict: a second naive line (naive_own) fitted on this tile-order table's best orders")
-    ap.add_argument(reuse_pricing.BEFORE_ADOPTION_FLAG, action="store_true",
+    ap.add_argument("--before-reuse-adoption", action="store_true",
                     help=f"with --predict or alone: {reuse_pricing.FLAG_HELP} (with --registered the folder says)")
     args = parse_outputs(ap, argv, folders=("--out",))
     try:

@@ -226,7 +226,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--profile", default=PROFILE, metavar="NAME|PATH",
                     help=f"with --predict: the hardware profile that prices the kernels (default {PROFILE})")
-    ap.add_argument(reuse_pricing.BEFORE_ADOPTION_FLAG, action="store_true",
+    ap.add_argument("--before-reuse-adoption", action="store_true",
                     help=f"with --predict: {reuse_pricing.FLAG_HELP} (plans 29-31 were)")
     args = parse_outputs(ap, argv, folders=("--out",))
     try:
