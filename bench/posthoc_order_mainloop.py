@@ -1,6 +1,6 @@
 """Post-hoc: where the chain kernel's order effect is missed, in the tiles' mainloop or around it (no GPU).
 
-    python bench/posthoc_order_mainloop.py [--out bench/results/posthoc-order-mainloop]
+    python bench/posthoc_order_mainloop.py [--out bench/results/posthoc-order-mainloop] [--as-of YYYY-MM-DD|all]
 
 The profile prices the chain kernel's pairs about a point fast against its groups of 4 and 8, and overprices groups
 of 8 against groups of 4 by about half a point (`bench/posthoc_law_factor.py`, order-gaps.csv); row order is missed
@@ -355,15 +355,27 @@ def by_h(c: pd.DataFrame) -> pd.DataFrame:
                          "makespan_err": g["makespan_err"].mean()}).round(2).reset_index()
 
 
+AS_OF = "2026-12-04"
+"""The committed tables (``bench/results/posthoc-order-mainloop``) read the traced runs dated this day or before;
+``--as-of`` another day (or ``all``) reads the runs committed since too."""
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_order_mainloop.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-order-mainloop")
     ap.add_argument("--smooth-cv", type=_cvs, metavar="CV,CV,...",
                     help="also smoothed-summary.csv: the survival law averaged over a distance of these spreads")
+    ap.add_argument("--as-of", default=AS_OF, metavar="YYYY-MM-DD|all",
+                    help=f"only the runs dated this day or before (default {AS_OF}, the committed tables' runs)")
     args = parse_outputs(ap, argv, folders=("--out",))
-    c = cases()
+    try:
+        paths = selected(EXPERIMENTS, "*", None if args.as_of == "all" else args.as_of)
+    except ValueError as e:
+        print(f"posthoc_order_mainloop: {e}", file=sys.stderr)
+        return 2
+    c = cases(paths)
     s = summary(c)
-    gp = gaps()
+    gp = gaps(paths)
     tr = traffic()
     args.out.mkdir(parents=True, exist_ok=True)
     tr.to_csv(args.out / "traffic.csv", index=False)

@@ -174,7 +174,8 @@ def test_the_two_level_model_and_the_gradual_hardware_the_docs_quote():
         assert " ".join(quoted.split()) in " ".join(doc.split()), quoted
 
 
-@pytest.mark.parametrize("script, table", [("posthoc_gap_law", "posthoc-gap-law/cases.csv"),
+@pytest.mark.parametrize("script, table", [("posthoc_order_mainloop", "posthoc-order-mainloop/cases.csv"),
+                                           ("posthoc_gap_law", "posthoc-gap-law/cases.csv"),
                                            ("posthoc_gap_machine", "posthoc-gap-machine/gaps.csv"),
                                            ("posthoc_sm_groups", "posthoc-sm-groups/splits.csv")])
 def test_a_dated_post_hoc_table_reads_the_runs_it_was_made_from(script, table):
