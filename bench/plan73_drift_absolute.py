@@ -36,11 +36,10 @@ from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import Naive  # noqa: E402
 from ctasim.profiles import before_h100_drift  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
+from long_k_drift import K_REF  # noqa: E402  (where the twin's drift equals the committed one's)
 from plan72_h100_drift import derived_text, judge_twin, read_call, write_judged  # noqa: E402
 
 REGISTRATION = ROOT / "bench/predictions/reg73-drift-absolute"
-K_REF = 8192
-"""The K at which the twin's drift equals the committed one's (where ``cta_drift`` was traced: K = 8192-16384)."""
 ARMS = {"H100": ("h100", "h100-x1-datasheet"), "H200": ("h200", "h200-x1-calibrated")}
 """GPU (as ``env.txt`` names it) -> (the registration's folder, the committed profile its twin derives from)."""
 SHAPES = ((16384, 8192, 8192),  # the reference GEMM

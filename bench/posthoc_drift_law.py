@@ -7,8 +7,8 @@ Registered plan 73 (bench/predictions/reg73-drift-absolute) asks, per GPU, wheth
 as at K = 8192 (the "absolute" law, ``KernelConfig.drift_k_ref``; ``h100-x1-datasheet`` took it by the plan's H100 arm).
 Its H200 arm waits for a call. Meanwhile this prices every CUTLASS run of the committed H200 shape probes
 (``bench/results/hw/**/gemm_shapes.csv``, orders along M or N, unpadded grids; plan 73's own calls left out,
-:data:`LEFT_OUT`) under ``h200-x1-calibrated`` and under
-the plan's H200 twin (``bench/predictions/reg73-drift-absolute/h200``), and writes ``runs.csv`` (per run: measured,
+:data:`LEFT_OUT`) under ``h200-x1-calibrated`` with each law's drift (under the absolute law it is the plan's H200
+twin, ``bench/predictions/reg73-drift-absolute/h200``), and writes ``runs.csv`` (per run: measured,
 each law's error in %) and ``summary.csv`` (per K class -- K = 8192, where the laws agree; below; 8192 < K < 20480;
 K >= 20480 -- and over all: runs, each law's MAPE and mean error, and the same at each shape's best measured order).
 Every figure is post-hoc: these runs were seen, by earlier plans, before plan 73 was registered, and none of them is
@@ -27,41 +27,36 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402
 
-from ctasim import costs  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
-from ctasim.spec import Layer, load_hardware  # noqa: E402
+from ctasim.spec import load_hardware  # noqa: E402
+from long_k_drift import K_REF  # noqa: E402
+from posthoc_h100_drift import law_errors  # noqa: E402
 
 HW = ROOT / "bench/results/hw"
-PROFILES = {"tile": "h200-x1-calibrated",
-            "absolute": str(ROOT / "bench/predictions/reg73-drift-absolute/h200/h200-x1-calibrated-absolute.toml")}
-"""Law -> the profile that prices by it (the committed one-H200 profile and registered plan 73's H200 twin)."""
+PROFILE = "h200-x1-calibrated"
+"""The committed one-H200 profile; under the "absolute" law it is registered plan 73's H200 twin
+(``bench/predictions/reg73-drift-absolute/h200``: ``drift_k_ref`` = 8192, nothing else changed)."""
+LAWS = ("tile", "absolute")
+"""The drift laws compared (``posthoc_h100_drift.DRIFT_LAWS``)."""
 LEFT_OUT = ("registered73",)
 """Run folders whose name holds one of these are not read: registered plan 73's own calls (its H200 arm, when it runs,
 is judged by its registration, not pooled here)."""
-K_REF, LONG_K = 8192, 20480
-"""Where the laws agree; the K from which advise speaks of long K (``ctasim.advise.LONG_K``)."""
+LONG_K = 20480
+"""The K from which advise speaks of long K (``ctasim.advise.LONG_K``)."""
 
 
 def runs(root: Path = HW) -> pd.DataFrame:
-    """Every unpadded CUTLASS run along M or N of the committed shape probes under ``root``, priced by each law."""
-    hws = {law: load_hardware(ref) for law, ref in PROFILES.items()}
-    rows = []
+    """Every unpadded CUTLASS run along M or N of the committed shape probes under ``root``, priced by each law
+    (``posthoc_h100_drift.law_errors``), with the probe's folder (``table``)."""
+    hw = load_hardware(PROFILE)
+    parts = []
     for table in sorted(root.glob("**/gemm_shapes.csv")):
         if any(name in str(table.relative_to(root)) for name in LEFT_OUT):
             continue
-        d = pd.read_csv(table)
-        for r in d[(d.backend == "cutlass") & ~d.order.str.startswith("heuristic")].itertuples():
-            raster, swizzle = r.order.split("/swizzle")
-            lay = Layer(m=r.m, n=r.n, k=r.k)
-            row = {"table": str(table.parent.relative_to(root)), "m": r.m, "n": r.n, "k": r.k, "order": r.order,
-                   "measured_ms": r.median_ms}
-            for law, hw in hws.items():
-                order, _, waves = costs.cutlass_waves(lay, hw, 2, raster, int(swizzle))
-                row["padded"] = bool((order < 0).any())
-                row[f"{law}_pct"] = 100 * (waves.sum() / 1e6 / r.median_ms - 1)
-            rows.append(row)
-    d = pd.DataFrame(rows)
-    return d[~d.padded].drop(columns="padded").reset_index(drop=True)
+        e = law_errors(pd.read_csv(table), hw, LAWS)
+        parts.append(e.assign(table=str(table.parent.relative_to(root))))
+    d = pd.concat(parts, ignore_index=True)
+    return d[["table", *(c for c in d.columns if c != "table")]]
 
 
 def k_class(k: int) -> str:
@@ -76,7 +71,7 @@ def summary(r: pd.DataFrame) -> pd.DataFrame:
                             for c in (f"K < {K_REF}", "K = 8192", f"{K_REF} < K < {LONG_K}", f"K >= {LONG_K}")] \
             + [("all", r, best)]:
         row = {"class": name, "runs": len(sel), "shapes": len(bsel)}
-        for law in PROFILES:
+        for law in LAWS:
             row |= {f"{law}_mape_pct": sel[f"{law}_pct"].abs().mean(), f"{law}_mean_pct": sel[f"{law}_pct"].mean(),
                     f"{law}_best_mape_pct": bsel[f"{law}_pct"].abs().mean()}
         rows.append(row)

@@ -25,6 +25,7 @@ GEMMs (only the default was timed), the chain kernels, and why the CTAs drift.
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -40,6 +41,7 @@ from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import Naive  # noqa: E402
 from ctasim.profiles import before_h100_drift  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
+from long_k_drift import K_REF  # noqa: E402
 
 CALLS = ("2026-12-06-registered71-1gpu", "2026-12-06-registered71-1gpu-run2")
 """Registered plan 71's H100 calls (``bench/results/hw-h100``)."""
@@ -88,17 +90,15 @@ def summary(d: pd.DataFrame) -> pd.DataFrame:
 
 
 PLAN72 = ROOT / "bench/results/hw-h100/2026-12-06-registered72-1gpu/gemm_shapes.csv"
-K_REF = 8192
-"""The K at which the drift laws agree (``bench/long_k_drift.py``'s)."""
+DRIFT_LAWS = {"tile": lambda d0, k: d0, "sqrt": lambda d0, k: d0 * math.sqrt(K_REF / k),
+              "absolute": lambda d0, k: d0 * K_REF / k, "none": lambda d0, k: 0.0}
+"""Drift law -> a plain GEMM's drift (tile times a round) from the profile's ``cta_drift`` and the GEMM's K
+(``bench/long_k_drift.py``'s laws, agreeing at its ``K_REF``)."""
 
 
-def forms(probe: Path = PLAN72) -> pd.DataFrame:
-    """Each unpadded CUTLASS run of ``probe`` (orders along M or N) priced by ``h100-x1-datasheet`` under each drift
-    law, error in %."""
-    import math  # noqa: PLC0415
-
-    hw = before_h100_drift(load_hardware(PROFILES["datasheet"]))
-    runs = pd.read_csv(probe)
+def law_errors(runs: pd.DataFrame, hw, laws=tuple(DRIFT_LAWS)) -> pd.DataFrame:
+    """Each unpadded CUTLASS run of the probe table ``runs`` (orders along M or N) priced by ``hw`` with the drift of
+    each of ``laws`` (names of :data:`DRIFT_LAWS`), error in %."""
     rows = []
     for r in runs[(runs.backend == "cutlass") & ~runs.order.str.startswith("heuristic")].itertuples():
         raster, swizzle = r.order.split("/swizzle")
@@ -108,12 +108,18 @@ def forms(probe: Path = PLAN72) -> pd.DataFrame:
             continue
         d0 = hw.config(lay.tile_m, lay.tile_n).cta_drift
         row = {"m": r.m, "n": r.n, "k": r.k, "order": r.order, "measured_ms": r.median_ms}
-        for law, drift in (("tile", d0), ("sqrt", d0 * math.sqrt(K_REF / r.k)), ("absolute", d0 * K_REF / r.k),
-                           ("none", 0.0)):
+        for law in laws:
+            drift = DRIFT_LAWS[law](d0, r.k)
             row[f"{law}_pct"] = 100 * (costs.order_waves(lay, hw, 2, order, slots, drift=drift).sum() / 1e6
                                        / r.median_ms - 1)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def forms(probe: Path = PLAN72) -> pd.DataFrame:
+    """Each unpadded CUTLASS run of ``probe`` (orders along M or N) priced by ``h100-x1-datasheet`` as registered
+    under each drift law, error in %."""
+    return law_errors(pd.read_csv(probe), before_h100_drift(load_hardware(PROFILES["datasheet"])))
 
 
 def forms_summary(f: pd.DataFrame) -> pd.DataFrame:
