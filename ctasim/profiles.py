@@ -29,6 +29,9 @@ priced by the measured L2 survival curve (``l2_reuse_law``, :data:`H100_REUSE_AD
 does since its own adoption (2026-12-06). Left out: anything else the two parts differ in (the H100's HBM3 latency,
 its L2's partition behaviour at 50 MB, power and clock under load), which the derived profile prices as the H200's.
 
+``h100-x1-datasheet-tile``: ``h100-x1-datasheet`` as it was before registered plan 73's adoption (a plain GEMM's drift
+``cta_drift`` tile times a round at every K), by name for the records made with it and for plan 74's twin.
+
 ``h100-x8-mechanism``: the 8xH100 HGX host as ``h200-x8-mechanism`` sees it, with ``h100-x1-datasheet``'s L2 size
 and HBM scaling; its reuse law stays the base's LRU (the base has no survival curve).
 
@@ -50,8 +53,8 @@ from typing import Mapping
 
 from ctasim.spec import SPECS_DIR, load_hardware
 
-__all__ = ["Derivation", "DERIVED", "SHARED", "H200_BEFORE_REUSE", "before_h200_reuse", "before_h100_drift",
-           "derive", "main"]
+__all__ = ["Derivation", "DERIVED", "SHARED", "H200_BEFORE_REUSE", "H100_BEFORE_DRIFT", "before_h200_reuse",
+           "before_h100_drift", "derive", "main"]
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,30 @@ H100_DRIFT_ADOPTED = (
 (``-latency``, ``-tickets``, ``-reuse``) keep the tile law they were registered with."""
 DERIVED["h100-x1-datasheet"] = dataclasses.replace(_h100_datasheet(),
                                                    drift_added={"drift_k_ref": ("8192.0", H100_DRIFT_ADOPTED)})
+
+
+def _before_h100_drift() -> Derivation:
+    """``h100-x1-datasheet`` as it was before registered plan 73's adoption on an H100 (2026-12-06): a plain GEMM's
+    drift ``cta_drift`` tile times a round at every K (no ``drift_k_ref``). Registered plans 71-73's commands priced
+    the H100 with it, and plan 74 registers it beside the adopted profile."""
+    d = _h100_datasheet()
+    return dataclasses.replace(
+        d,
+        fields={**d.fields,
+                "source": ('"derived by ctasim.profiles from h200-x1-calibrated: h100-x1-datasheet as it was before '
+                           'registered plan 73\'s adoption on an H100 (2026-12-06): a plain GEMM\'s drift cta_drift '
+                           'tile times a round at every K"', "")},
+        header=d.header + (
+            "# The drift as before registered plan 73's adoption on an H100 (2026-12-06): cta_drift tile times a round "
+            "at every K",
+            "# (no drift_k_ref), kept for the records made with it (h100-x1-datasheet takes drift_k_ref = 8192).",
+        ),
+    )
+
+
+H100_BEFORE_DRIFT = "h100-x1-datasheet-tile"
+"""The H100 datasheet profile as it was before registered plan 73's adoption (2026-12-06), by name."""
+DERIVED[H100_BEFORE_DRIFT] = _before_h100_drift()
 
 
 def before_h100_drift(hw):

@@ -75,3 +75,16 @@ def test_the_h100_host_is_the_h200_host_with_the_h100s_memory():
     assert a.hbm_gbps == pytest.approx(b.hbm_gbps * profiles.H100_HBM_TBPS / profiles.H200_HBM_TBPS, rel=1e-6)
     assert a.l2_bytes == load_hardware("h100-x1-datasheet").l2_bytes == profiles.H100_L2_BYTES
     assert a.l2_reuse_law == b.l2_reuse_law and a.kernel_configs == b.kernel_configs
+
+
+def test_the_h100_profile_before_plan_73_is_named_and_is_the_pin():
+    """``h100-x1-datasheet-tile`` is ``h100-x1-datasheet`` with the drift's tile law (no ``drift_k_ref``): what
+    ``before_h100_drift`` makes of the profile, but for its name and source; the adopted profile writes 8192."""
+    import dataclasses
+
+    from ctasim.profiles import H100_BEFORE_DRIFT, before_h100_drift
+
+    now, tile = load_hardware("h100-x1-datasheet"), load_hardware(H100_BEFORE_DRIFT)
+    assert {c.drift_k_ref for c in now.kernel_configs if c.cta_drift > 0} == {8192.0}
+    assert {c.drift_k_ref for c in tile.kernel_configs} == {0.0}
+    assert dataclasses.replace(tile, name=now.name, source=now.source) == before_h100_drift(now)
