@@ -2,6 +2,7 @@
 
     python bench/posthoc_reuse_law.py [--gpu H200] [--out bench/results/posthoc-reuse-law]
     python bench/posthoc_reuse_law.py --gpu H100 [--out bench/results/posthoc-reuse-law-h100]
+    (either with --through CALL: the call folders up to CALL in name order; default the committed tables' last, all)
 
 Registered plans 67 and 68 ask whether a GEMM panel's reuse across waves follows the measured L2 survival curve
 (``l2_reuse_law = "survival"``) or an LRU of the whole L2. This prices every committed one-GPU run on the GPU
@@ -68,15 +69,23 @@ def call_env(folder: Path, root: Path = HW) -> str:
     return ""
 
 
-def measurements(root: Path = HW, gpu: str = "H200") -> list[tuple[Path, str]]:
+THROUGH = {"H200": "2026-12-06-registered67-68-1gpu", "H100": "2026-12-06-registered69-1gpu"}
+"""GPU -> the last call folder (in name order: the date first) its committed tables read; ``--through`` (``all``: every
+call) reads the calls up to another. A later call (plan 74's H100 call, 2026-12-06) is not in them."""
+
+
+def measurements(root: Path = HW, gpu: str = "H200", through: str | None = None) -> list[tuple[Path, str]]:
     """Every committed ``results.csv`` under ``root`` (its folder, its experiment) whose experiment (the file's
     ``experiment`` column) is a spec under ``specs/experiments`` that does not share a device, from a call whose
-    ``env*.txt`` names ``gpu`` and not the other GPU of :data:`GPUS` (a call without one is left out)."""
+    ``env*.txt`` names ``gpu`` and not the other GPU of :data:`GPUS` (a call without one is left out) and, with
+    ``through``, whose call folder (the first folder under ``root``) is named ``through`` or before it in name order."""
     from ctasim.cases import load_experiment  # noqa: PLC0415
     from ctasim.spec import SPECS_DIR  # noqa: PLC0415
 
     out, shared = [], {}  # experiment -> whether it shares a device, read once per experiment
     for res in sorted(root.glob("**/results.csv")):
+        if through is not None and res.relative_to(root).parts[0] > through:
+            continue
         env = call_env(res.parent, root)
         if gpu not in env or GPUS[gpu][1] in env:
             continue
@@ -187,9 +196,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_reuse_law.py", description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", choices=tuple(GPUS), default="H200", help="whose committed runs (default H200)")
     ap.add_argument("--out", type=Path, default=None, help="folder for the tables (default by GPU: OUT)")
+    ap.add_argument("--through", default=None, metavar="CALL",
+                    help="read the call folders up to CALL in name order (default by GPU: THROUGH, the committed "
+                         "tables' last call; all: every call)")
     args = parse_outputs(ap, argv, folders=("--out",))
     args.out = args.out or OUT[args.gpu]
-    c = cases(measurements(GPUS[args.gpu][0], args.gpu), args.gpu)
+    through = args.through or THROUGH[args.gpu]
+    if through != "all" and not (GPUS[args.gpu][0] / through).is_dir():
+        ap.error(f"--through {through!r}: no call folder of that name under {GPUS[args.gpu][0]}")
+    c = cases(measurements(GPUS[args.gpu][0], args.gpu, None if through == "all" else through), args.gpu)
     s = summary(c)
     args.out.mkdir(parents=True, exist_ok=True)
     d = decisions(c)

@@ -30,8 +30,8 @@ def test_every_case_is_priced_by_both_laws_and_every_one_gpu_measurement_is_read
     cases, _ = committed
     n = cases.groupby(["call", "experiment", "case", "strategy"])["law"].nunique()
     assert (n == 2).all() and set(cases["law"]) == set(pr.LAWS)
-    found = pr.measurements()
-    assert {str(f.relative_to(pr.HW)) for f, _ in found} >= set(cases["call"]) and len(set(cases["experiment"])) >= 90
+    found = pr.measurements(through=pr.THROUGH["H200"])
+    assert {str(f.relative_to(pr.HW)) for f, _ in found} == set(cases["call"]) and len(set(cases["experiment"])) >= 90
     assert "reg-h4096" in set(cases["experiment"])  # a 2-GPU spec's sequential rows, timed on one H200
     assert "2026-12-04-plan49-row-repeats/rep1" in set(cases["call"])  # a run folder not named by its experiment
     assert not any("shared" in e for _, e in found)  # the rings sharing one H200 (plans 40-42)
@@ -78,8 +78,11 @@ def test_the_h100_tables_are_what_their_cases_give_and_read_every_h100_call(pr, 
                                   check_dtype=False)
     assert (cases.groupby(["call", "experiment", "case", "strategy"])["law"].nunique() == 2).all()
     root = pr.GPUS["H100"][0]
-    found = pr.measurements(root, "H100")
+    found = pr.measurements(root, "H100", pr.THROUGH["H100"])
     assert {str(f.relative_to(root)) for f, _ in found} == set(cases["call"])
+    # a later call (registered plan 74's) is read only past the committed tables' last call
+    later = {str(f.relative_to(root)) for f, _ in pr.measurements(root, "H100")} - set(cases["call"])
+    assert later and all(c.startswith("2026-12-06-registered74-1gpu/") for c in later)
     calls = {c.split("/")[0] for c in cases["call"]}
     assert {"2026-12-05-registered64-1gpu", "2026-12-05-registered67-68-1gpu-run2"} <= calls
     assert not {str(f) for f, _ in pr.measurements(pr.HW, "H100")}  # no H100 call among the H200s' folder
