@@ -2,9 +2,9 @@
 
     python bench/posthoc_h100_blocks.py [--out bench/results/posthoc-h100-blocks]
 
-Registered plan 74 timed four models' MLP blocks, plan 18's GeLU chains and the reference GEMM on one H100
-(``bench/results/hw-h100/2026-12-06-registered74-1gpu``); ``h100-x1-datasheet`` priced all 20 cases slow, +0.9 to
-+5.3%, the Llama-3.1-70B block the more the longer it ran (+2.1% at 15 ms, +5.3% at 73 ms). Two of the profile's
+Registered plan 74 timed four models' MLP blocks, plan 18's GeLU chains and the reference GEMM on two H100s
+(:data:`CALLS`); ``h100-x1-datasheet`` priced all 20 cases slow on both, +0.9 to +5.3% on the first (the Llama-3.1-70B
+block the more the longer it ran, +2.1% at 15 ms, +5.3% at 73 ms), +2.6 to +6.9% on the second, a faster machine. Two of the profile's
 fields are copied or scaled from the H200 and were read on H100s before: the burst regime's clock curve (the H200's,
 registered plan 71: H100s sustain a lower slowdown than it, 1.10-1.14 against 1.17), and the exposed share of a wave's
 HBM time charged at the H100's datasheet rate (plan 64: compute-bound GEMMs priced 1.2-6.0% slow; plan 65's twin at
@@ -14,8 +14,11 @@ rested clock), ``own69 clock`` (registered plan 69's H100's measured clock regim
 H200 rate`` (``l2_hbm_exposed_gbps`` the H200's measured ``hbm_gbps``, as ``h100-x1-datasheet-latency`` but with the
 absolute drift law) and both of the first and last changes.
 
-Writes ``cases.csv`` (per experiment, case, strategy and variant: measured, predicted, error) and ``summary.csv``
-(per variant and part -- blocks, chains, reference, all: cases, MAPE, mean and worst error). Every figure is
+Writes ``cases.csv`` (per call, experiment, case, strategy and variant: measured, predicted, error) and
+``summary.csv`` (per call, variant and part -- blocks, chains, reference, all: cases, MAPE, mean and worst error),
+and ``orders.csv``: the model and ``exposed at H200 rate`` on every earlier committed H100 call of the chain kernel
+(plans 64-69, ``posthoc_reuse_law.measurements`` through its H100 default), MAPE and mean error per class of strategy
+(``posthoc_h100_exposed.call_cases``): what the change does where the chain kernel's orders lose reuse. Every figure is
 post-hoc: the variants are read on the call they are set against. Left out: the sustained regime, other H100s.
 """
 
@@ -34,11 +37,14 @@ import pandas as pd  # noqa: E402
 
 import plan74_h100_blocks as p74  # noqa: E402
 import posthoc_h100_exposed as pe  # noqa: E402
+import posthoc_reuse_law as prl  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 
 PROFILE = "h100-x1-datasheet"
-CALL = ROOT / "bench/results/hw-h100/2026-12-06-registered74-1gpu"
+CALLS = (ROOT / "bench/results/hw-h100/2026-12-06-registered74-1gpu",
+         ROOT / "bench/results/hw-h100/2026-12-06-registered74-1gpu-run2")
+"""Plan 74's two H100 calls (GPU-9013f759, GPU-c2b0e321)."""
 OWN69 = ROOT / "bench/results/hw-h100/2026-12-06-registered69-1gpu/h100-x1-own.toml"
 """Registered plan 69's H100's own profile (``ctahw calibrate``): its measured clock regime."""
 CLOCK = ("clock_onset_ns", "clock_sustained_slowdown", "clock_curve_ns", "clock_curve_factor")
@@ -70,21 +76,38 @@ def part(exp: str) -> str:
     return "blocks" if exp in p74.BLOCKS else "chains" if exp == p74.CHAIN else "reference"
 
 
-def cases(call: Path = CALL) -> pd.DataFrame:
+def cases(calls=CALLS) -> pd.DataFrame:
     pred = pe.model_rows(variants(), p74.EXPERIMENTS).rename(columns={"profile": "variant"})
-    c = pe.call_cases(pred, [call], p74.EXPERIMENTS)
+    c = pe.call_cases(pred, list(calls), p74.EXPERIMENTS)
     c["part"] = c["experiment"].map(part)
-    return c[["experiment", "case", "strategy", "part", "variant", "measured_ms", "predicted_ms", "error_pct"]]
+    return c[["call", "experiment", "case", "strategy", "part", "variant", "measured_ms", "predicted_ms", "error_pct"]]
 
 
 def summary(c: pd.DataFrame) -> pd.DataFrame:
     rows = []
-    for v, d in c.groupby("variant", sort=False):
+    for (call, v), d in c.groupby(["call", "variant"], sort=False):
         for name, g in [*d.groupby("part", sort=False), ("all", d)]:
             a = g["error_pct"].abs()
-            rows.append(dict(variant=v, part=name, cases=len(g), mape_pct=a.mean(), mean_pct=g["error_pct"].mean(),
+            rows.append(dict(call=call, variant=v, part=name, cases=len(g), mape_pct=a.mean(), mean_pct=g["error_pct"].mean(),
                              worst_pct=g.loc[a.idxmax(), "error_pct"]))
     return pd.DataFrame(rows)
+
+
+def orders() -> pd.DataFrame:
+    """Per variant (``model``, ``exposed at H200 rate``) and class of strategy: cases, MAPE and mean error (%) over
+    every earlier committed H100 call (plans 64-69) of every experiment it ran."""
+    root, gpu = prl.GPUS["H100"][0], "H100"
+    found = prl.measurements(root, gpu, prl.THROUGH[gpu])
+    calls = sorted({f.parent for f, _ in found})  # each run's folder holds EXP/results.csv
+    exps = sorted({e for _, e in found})
+    v = variants()
+    c = pe.call_cases(pe.model_rows({k: v[k] for k in ("model", "exposed at H200 rate")}, exps), calls, exps)
+    rows = []
+    groups = [*c.groupby(["profile", "class"]), *[((k, "all"), d) for k, d in c.groupby("profile")]]
+    for (variant, cls), g in groups:
+        rows.append(dict(variant=variant, cls=cls, cases=len(g), mape_pct=g["error_pct"].abs().mean(),
+                         mean_pct=g["error_pct"].mean()))
+    return pd.DataFrame(rows).rename(columns={"cls": "class"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,8 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     c.to_csv(args.out / "cases.csv", index=False, float_format="%.4f")
     s.to_csv(args.out / "summary.csv", index=False, float_format="%.4f")
+    o = orders()
+    o.to_csv(args.out / "orders.csv", index=False, float_format="%.4f")
     with pd.option_context("display.width", 200):
-        print(s.pivot_table(index="part", columns="variant", values="mape_pct", sort=False).round(2))
+        print(s.pivot_table(index=["call", "part"], columns="variant", values="mape_pct", sort=False).round(2))
+        print(o.pivot_table(index="class", columns="variant", values="mape_pct").round(2))
     return 0
 
 

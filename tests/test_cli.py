@@ -233,9 +233,9 @@ def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(t
     # plans 64's to 68's H100 runs, filed under their registrations: quoted under the H100 profiles, not the H200
     # one (filed under their experiments' names they would count as h200-x1-calibrated's); the sequential line counts
     # the registrations with a sequential case: plan 64's four (12 runs; the reference's 3 more from plan 65's calls),
-    # plan 65's H = 5120 (3 runs), plan 66's two (2 runs each), plan 68's two (2 runs each) and plan 74's six (1 run
+    # plan 65's H = 5120 (3 runs), plan 66's two (2 runs each), plan 68's two (2 runs each) and plan 74's six (2 runs
     # each; its tile-law twins under h100-x1-datasheet-tile)
-    assert "reg64-h100-h5632" in parts["h100-x1-datasheet"] and "over 32 measured runs" in parts["h100-x1-datasheet"]
+    assert "reg64-h100-h5632" in parts["h100-x1-datasheet"] and "over 38 measured runs" in parts["h100-x1-datasheet"]
     assert "reg74-h100-opt-30b-tile" in parts["h100-x1-datasheet-tile"]
     assert "reg74-h100-opt-30b-tile" not in parts["h100-x1-datasheet"]
     assert "reg68-h100-h4608-reuse" in parts["h100-x1-datasheet-reuse"]

@@ -35,14 +35,24 @@ def test_the_committed_model_rows_are_plan_74s_registered_predictions(ph):
     c = pd.read_csv(ph.ROOT / "bench/results/posthoc-h100-blocks/cases.csv")
     reg = pd.read_csv(ph.p74.REGISTERED / "predicted.csv").query("source == 'model'")
     j = c[c["variant"] == "model"].merge(reg, on=["experiment", "case", "strategy"], suffixes=("", "_reg"))
-    assert len(j) == len(reg) == 20
+    assert len(j) == 2 * len(reg) == 40 and c["call"].nunique() == 2
     assert (j["predicted_ms"] - j["predicted_ms_reg"]).abs().max() < 1e-3
 
 
 def test_the_summary_is_the_cases_errors(ph):
-    c = pd.DataFrame(dict(experiment=["a", "b", "c"], variant="v", part=["blocks", "blocks", "chains"],
+    c = pd.DataFrame(dict(call="x", experiment=["a", "b", "c"], variant="v", part=["blocks", "blocks", "chains"],
                           error_pct=[2.0, -4.0, 1.0]))
     s = ph.summary(c).set_index("part")
     assert s.loc["blocks", "mape_pct"] == 3.0 and s.loc["blocks", "mean_pct"] == -1.0
     assert s.loc["blocks", "worst_pct"] == -4.0 and s.loc["all", "cases"] == 3
     assert s.loc["all", "mape_pct"] == pytest.approx(7 / 3)
+
+
+def test_the_orders_table_reads_the_h100_calls_the_reuse_law_table_reads(ph):
+    """``orders.csv`` prices every case of the earlier H100 calls (as posthoc_reuse_law's committed H100 table reads
+    them, through its default call) under both variants, and its classes add up to the whole."""
+    o = pd.read_csv(ph.ROOT / "bench/results/posthoc-h100-blocks/orders.csv")
+    reuse = pd.read_csv(ph.ROOT / "bench/results/posthoc-reuse-law-h100/cases.csv").query("law == 'survival'")
+    for variant, d in o.groupby("variant"):
+        assert d.set_index("class").at["all", "cases"] == len(reuse) == d[d["class"] != "all"]["cases"].sum()
+    assert set(o["variant"]) == {"model", "exposed at H200 rate"}
