@@ -448,6 +448,33 @@ def h100_drift_lines(model: Model, hw: Hardware, results_dir: Path | None = None
                                        if mine == "tile" else "") + " (docs/validation.md)"]
 
 
+H100_BLOCK_PLANS = ("validation-registered74", "validation-registered74-run2")
+"""Registered plan 74's judged tables on two H100s (``cases.csv``: four models' MLP blocks, GeLU chains and the
+reference GEMM, each source's error; ``model`` is ``h100-x1-datasheet``, ``h200-measured`` the H200s' medians)."""
+
+
+def h100_block_lines(hw: Hardware, results_dir: Path | None = None) -> list[str]:
+    """On an H100 profile: registered plan 74's errors on an H100's blocks, chains and reference GEMM (from its
+    committed tables; nothing where this installation has none), the profile's and the H200s' measured times'."""
+    if hw.gpu != "H100":
+        return []
+    root = _results_root(results_dir)
+    found = [pd.read_csv(f) for f in (root / d / "cases.csv" for d in H100_BLOCK_PLANS) if f.is_file()]
+    if not found:
+        return []
+    model = [c[c["source"] == "model"]["error_pct"] for c in found]
+    h200 = [c[c["source"] == "h200-measured"]["error_pct"].abs().mean() for c in found]
+    lo, hi = min(e.min() for e in model), max(e.max() for e in model)
+    mape = " and ".join(f"{e.abs().mean():.1f}" for e in model)
+    slow = " every case slow," if lo > 0 else ""
+    return [f"an H100's blocks: registered plan 74 timed four models' MLP blocks, GeLU chains in the chain kernel and "
+            f"the reference GEMM on {len(found)} H100{'s' if len(found) > 1 else ''}: h100-x1-datasheet priced{slow} "
+            f"{lo:+.1f} to {hi:+.1f}% from "
+            f"the measured (MAPE {mape}%), the H200s' measured times {' and '.join(f'{x:.1f}' for x in h200)}% off: "
+            f"an H100 runs them about as fast as an H200, faster than the datasheet's HBM rate says; {hw.name} "
+            "charges that rate, so its GPUs' compute times may be high by as much (docs/validation.md)"]
+
+
 OWN_PROFILE_PLANS = ("validation-registered47", "validation-registered47-run2")
 """Registered plan 47's judged tables on its two machines (``claims.csv``: eight GEMMs priced with the profile
 ``ctahw calibrate`` wrote on the machine ("own") and with the committed one ("interleaved"), before they were timed)."""
@@ -592,6 +619,7 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
     lines += [f"* {t}" for t in operand_lines(model, results_dir)]
     lines += [f"* {t}" for t in long_k_lines(model, results_dir)]
     lines += [f"* {t}" for t in h100_drift_lines(model, hw, results_dir)]
+    lines += [f"* {t}" for t in h100_block_lines(hw, results_dir)]
     if any(l.gated and l.epilogue_fused for l in model.workload.layers):
         lines.append("* SwiGLU is modelled fused into the gate-and-up GEMM's epilogue; ctahw runs it as a kernel of its "
                      "own after the plain GEMM (no fused gated epilogue is built; its measured cost: docs/hardware.md, "

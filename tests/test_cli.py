@@ -528,3 +528,28 @@ def test_advise_tries_every_design_the_profile_models():
     default = run_strategy(Strategy("ctapipe"), case, mech, check=False).trace.makespan_ns / 1e3
     won = run_strategy(Strategy("ctapipe", variant=cp["variant"].iloc[0]), case, mech, check=False)
     assert cp["latency_us"].iloc[0] == won.trace.makespan_ns / 1e3 < 0.9 * default
+
+
+def test_advise_on_an_h100_says_what_plan_74_measured_of_its_blocks(tmp_path):
+    """On an H100 profile, registered plan 74's two H100 calls from their committed tables: the datasheet profile's
+    error range (slow on every case) and MAPE per call, and the H200s' measured times' MAPE; an H200 profile and an
+    installation without the tables get nothing; a table whose model is fast somewhere is not called slow."""
+    import pandas as pd
+
+    from ctasim import advise as A
+    from ctasim.spec import load_hardware
+
+    (one,) = A.h100_block_lines(load_hardware("h100-x1-datasheet"))
+    assert "on 2 H100s: h100-x1-datasheet priced every case slow, +0.9 to +6.9% from the measured" in one
+    assert "(MAPE 2.3 and 4.6%), the H200s' measured times 1.6 and 1.2% off" in one
+    (eight,) = A.h100_block_lines(load_hardware("h100-x8-mechanism"))
+    assert "h100-x8-mechanism charges that rate" in eight
+    assert A.h100_block_lines(load_hardware("h200-x8-mechanism")) == []
+    assert A.h100_block_lines(load_hardware("h100-x1-datasheet"), results_dir=tmp_path) == []
+    src = A._results_root(None) / A.H100_BLOCK_PLANS[0] / "cases.csv"
+    c = pd.read_csv(src)
+    c.loc[c.index[c["source"] == "model"][0], "error_pct"] = -3.0
+    (tmp_path / A.H100_BLOCK_PLANS[0]).mkdir()
+    c.to_csv(tmp_path / A.H100_BLOCK_PLANS[0] / "cases.csv", index=False)
+    (line,) = A.h100_block_lines(load_hardware("h100-x1-datasheet"), results_dir=tmp_path)
+    assert "on 1 H100: h100-x1-datasheet priced -3.0 to" in line and "every case slow" not in line
