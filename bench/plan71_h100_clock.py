@@ -1,7 +1,7 @@
 """Registered plan 71: does an H100 keep the clock regime the H100 profile copies from an H200, or the one an H100
 measured? (no GPU)
 
-    python bench/plan71_h100_clock.py --judge RUN --out bench/results/validation-registered71
+    python bench/plan71_h100_clock.py --judge RUN --out bench/results/validation-registered71 [--repeat]
 
 ``h100-x1-datasheet`` (and ``h100-x8-mechanism``, derived from it and from ``h200-x8-mechanism``) copies the H200's
 clock regime: ``clock_sustained_slowdown`` 1.1683 and its clock curve. One H100 measured its own when registered plan 69
@@ -19,8 +19,9 @@ the profile's figures come from), their median sustained slowdown ``S`` and mean
 * (c) the twin nearer than the datasheet profile on ``S``;
 * (d) the twin's curve nearer than the datasheet profile's on ``C``.
 
-Adoption rule (``adopt`` in ``claims.csv``): where (b), (c) and (d) hold, ``h100-x1-datasheet`` takes plan 69's H100's
-measured clock regime (``clock_onset_ns``, ``clock_sustained_slowdown``, ``clock_curve_ns``,
+Adoption rule (``rule_holds`` in ``claims.csv``: (b), (c) and (d) all met on this call; ``adopt``: the rule holds and
+the call is the one it was decided on, not a ``--repeat`` on another machine): where (b), (c) and (d) hold on plan
+71's first call, ``h100-x1-datasheet`` takes plan 69's H100's measured clock regime (``clock_onset_ns``, ``clock_sustained_slowdown``, ``clock_curve_ns``,
 ``clock_curve_factor``): two H100s then agree on it. The naive line (no clock: 1.0) is reported beside each. Left
 out: the other kernels' draw (plan 29's claims, reported per profile), the ReLU'd A's factor (reported there), and the
 burst regime's boost.
@@ -49,8 +50,9 @@ TOL = 0.03
 """Claims (a) and (b): registered plan 29's tolerance on a sustained slowdown (``clock_kernels.SUSTAINED_TOL``)."""
 
 
-def judge(traj: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd.DataFrame]:
-    """Per source, ``clock_kernels.judge``'s tables (keys ``<source>/<table>``), and ``claims``."""
+def judge(traj: pd.DataFrame, registration: Path = REGISTRATION, repeat: bool = False) -> dict[str, pd.DataFrame]:
+    """Per source, ``clock_kernels.judge``'s tables (keys ``<source>/<table>``), and ``claims`` (``repeat``: a call
+    after the one the rule was decided on, whose ``adopt`` is False whatever it shows)."""
     out, level, curve, regd = {}, {}, {}, {}
     for src in SOURCES:
         reg = pd.read_csv(registration / src / "predicted.csv")
@@ -77,7 +79,8 @@ def judge(traj: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd
     ]
     c = pd.DataFrame(claims)
     c["measured_sustained"] = s
-    c["adopt"] = bool(c.set_index("claim").loc[["b", "c", "d"], "met"].all())
+    c["rule_holds"] = bool(c.set_index("claim").loc[["b", "c", "d"], "met"].all())
+    c["adopt"] = c["rule_holds"] & (not repeat)
     out["claims"] = c
     return out
 
@@ -87,6 +90,8 @@ def main(argv=None) -> int:
     ap.add_argument("--judge", type=Path, required=True, metavar="RUN",
                     help="the call's folder (trajectory.csv, env.txt)")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--repeat", action="store_true",
+                    help="a repeat on another machine: reported, the rule was decided by the first call (adopt False)")
     args = parse_outputs(ap, argv, folders=("--out",))
     try:
         for name in ("trajectory.csv", "env.txt"):
@@ -94,7 +99,7 @@ def main(argv=None) -> int:
                 raise ValueError(f"no {args.judge / name}")
         if "H100" not in (args.judge / "env.txt").read_text():
             raise ValueError(f"{args.judge / 'env.txt'} names no H100: plan 71 is judged on an H100's call")
-        tables = judge(pd.read_csv(args.judge / "trajectory.csv"))
+        tables = judge(pd.read_csv(args.judge / "trajectory.csv"), repeat=args.repeat)
     except ValueError as e:
         msg = str(e).removeprefix("clock_kernels: ")
         print(f"plan71_h100_clock: {msg}", file=sys.stderr)

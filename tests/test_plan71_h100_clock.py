@@ -105,13 +105,15 @@ def test_the_committed_judgement_is_what_the_judge_writes_and_the_docs_quote(p71
 
 def test_the_repeat_on_a_second_h100_is_what_the_judge_writes(p71, tmp_path):
     """bench/results/validation-registered71-run2 (GPU-699218d2, reported): at plan 69's H100's level, where (b)-(d)
-    would hold."""
+    would hold; judged as a repeat, it adopts nothing."""
     run = ROOT / "bench/results/hw-h100/2026-12-06-registered71-1gpu-run2"
     out = tmp_path / "o"
-    assert p71.main(["--judge", str(run), "--out", str(out)]) == 0
+    assert p71.main(["--judge", str(run), "--out", str(out), "--repeat"]) == 0
     committed = ROOT / "bench/results/validation-registered71-run2"
     for path in committed.rglob("*.csv"):
         pd.testing.assert_frame_equal(pd.read_csv(out / path.relative_to(committed)), pd.read_csv(path))
     c = pd.read_csv(out / "claims.csv").set_index("claim")
-    assert set(c.index[c.met]) == {"b", "c", "d"} and c.adopt.all()
+    assert set(c.index[c.met]) == {"b", "c", "d"} and c.rule_holds.all() and not c.adopt.any()
+    assert p71.main(["--judge", str(run), "--out", str(tmp_path / "first")]) == 0  # as a first call it would adopt
+    assert pd.read_csv(tmp_path / "first" / "claims.csv").adopt.all()
     assert c.measured_sustained.iloc[0] == pytest.approx(1.135, abs=6e-4)
