@@ -117,3 +117,14 @@ def test_the_repeat_on_a_second_h100_is_what_the_judge_writes(p71, tmp_path):
     assert p71.main(["--judge", str(run), "--out", str(tmp_path / "first")]) == 0  # as a first call it would adopt
     assert pd.read_csv(tmp_path / "first" / "claims.csv").adopt.all()
     assert c.measured_sustained.iloc[0] == pytest.approx(1.135, abs=6e-4)
+
+
+def test_the_profile_before_plan_73_by_name_writes_the_registration(tmp_path):
+    """``--profile h100-x1-datasheet-tile`` (the H100 profile before registered plan 73's adoption) writes the
+    registration's ``datasheet/`` byte for byte; the profile now does not (its rested times price the absolute law)."""
+    ck = load_bench("clock_kernels")
+    reg = ROOT / "bench/predictions/reg71-h100-clock/datasheet"
+    for profile, same in (("h100-x1-datasheet-tile", True), ("h100-x1-datasheet", False)):
+        out = tmp_path / profile
+        assert ck.main(["--predict", KERNELS, "--profile", profile, "--out", str(out)]) == 0
+        assert ((out / "predicted.csv").read_bytes() == (reg / "predicted.csv").read_bytes()) is same, profile
