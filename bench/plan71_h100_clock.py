@@ -20,11 +20,11 @@ the profile's figures come from), their median sustained slowdown ``S`` and mean
 * (d) the twin's curve nearer than the datasheet profile's on ``C``.
 
 Adoption rule (``rule_holds`` in ``claims.csv``: (b), (c) and (d) all met on this call; ``adopt``: the rule holds and
-the call is the one it was decided on, not a ``--repeat`` on another machine): where (b), (c) and (d) hold on plan
-71's first call, ``h100-x1-datasheet`` takes plan 69's H100's measured clock regime (``clock_onset_ns``, ``clock_sustained_slowdown``, ``clock_curve_ns``,
-``clock_curve_factor``): two H100s then agree on it. The naive line (no clock: 1.0) is reported beside each. Left
-out: the other kernels' draw (plan 29's claims, reported per profile), the ReLU'd A's factor (reported there), and the
-burst regime's boost.
+the call is the one it was decided on, not a ``--repeat`` on another machine): where (b), (c) and (d) hold on plan 71's
+first call, ``h100-x1-datasheet`` takes plan 69's H100's measured clock regime (``clock_onset_ns``,
+``clock_sustained_slowdown``, ``clock_curve_ns``, ``clock_curve_factor``): two H100s then agree on it. The naive line
+(no clock: 1.0) is reported beside each. Left out: the other kernels' draw (plan 29's claims, reported per profile), the
+ReLU'd A's factor (reported there), and the burst regime's boost.
 """
 
 from __future__ import annotations

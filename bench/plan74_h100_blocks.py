@@ -94,9 +94,13 @@ def measured(run_dir: Path) -> pd.DataFrame:
     measured_ms), from an H100's call; 'start', each traced chain-kernel run's per-CTA start error against the model's
     schedules (``ctasim.accuracy.per_cta``)."""
     from ctasim.accuracy import per_cta  # noqa: PLC0415
+    from ctasim.trace import TraceFileError  # noqa: PLC0415
 
     timed = p64.h100_timed(run_dir, EXPERIMENTS, WHY, "plan 74").assign(kind="timed")
-    s = per_cta(PREDICTIONS / EXPERIMENTS[CHAIN][0], run_dir / CHAIN)[0]
+    try:
+        s = per_cta(PREDICTIONS / EXPERIMENTS[CHAIN][0], run_dir / CHAIN)[0]
+    except (TraceFileError, OSError, KeyError, ValueError) as e:
+        raise JudgeError(f"{run_dir / CHAIN}: its trace bundle cannot be read against the registration ({e})") from None
     if s.empty:
         raise JudgeError(f"{run_dir / CHAIN}: no traced run with a registered schedule ({WHY})")
     return pd.concat([timed, s.assign(experiment=CHAIN, kind="start")], ignore_index=True)
@@ -104,8 +108,16 @@ def measured(run_dir: Path) -> pd.DataFrame:
 
 def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     """Per experiment, case, strategy and source: measured and predicted makespans and the error (%); the traced
-    runs' start errors attached as ``attrs['starts']``. :class:`JudgeError` where a registered case has no timed
-    run."""
+    runs' start errors attached as ``attrs['starts']``. :class:`JudgeError` where the registration lacks a column or
+    a source's rows (each of :data:`SOURCES` has one per case), or a registered case has no timed run."""
+    need = {"experiment", "case", "strategy", "source", "predicted_ms", "n_runs"}
+    if not need <= set(pred.columns):
+        raise JudgeError(f"the registration's predicted.csv lacks {', '.join(sorted(need - set(pred.columns)))}")
+    counts = pred.groupby("source").size().reindex(list(SOURCES), fill_value=0)
+    if counts.nunique() != 1 or counts.iloc[0] == 0:
+        short = counts[counts < counts.max()].index[0] if counts.nunique() != 1 else SOURCES[0]
+        raise JudgeError(f"the registration's predicted.csv has {counts[short]} rows of source {short!r}, "
+                         f"{counts.max()} of another: every source prices every case")
     c = p64.timed_cases(pred, meas[meas["kind"] == "timed"][["experiment", "case", "strategy", "measured_ms"]])
     c.attrs["starts"] = meas[meas["kind"] == "start"].dropna(axis=1, how="all").drop(columns="kind", errors="ignore")
     return c

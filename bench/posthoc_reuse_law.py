@@ -197,8 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpu", choices=tuple(GPUS), default="H200", help="whose committed runs (default H200)")
     ap.add_argument("--out", type=Path, default=None, help="folder for the tables (default by GPU: OUT)")
     ap.add_argument("--through", default=None, metavar="CALL",
-                    help="read the call folders up to CALL in name order (default by GPU: THROUGH, the committed "
-                         "tables' last call; all: every call)")
+                    help="read the call folders up to CALL in name order (a repeat CALL-run2 comes after CALL; "
+                         "default by GPU: THROUGH, the committed tables' last call; all: every call)")
     args = parse_outputs(ap, argv, folders=("--out",))
     args.out = args.out or OUT[args.gpu]
     through = args.through or THROUGH[args.gpu]

@@ -456,7 +456,7 @@ reference GEMM, each source's error; ``model`` is ``h100-x1-datasheet``, ``h200-
 def h100_block_lines(hw: Hardware, results_dir: Path | None = None) -> list[str]:
     """On an H100 profile: registered plan 74's errors on an H100's blocks, chains and reference GEMM (from its
     committed tables; nothing where this installation has none), the profile's and the H200s' measured times'."""
-    if hw.gpu != "H100":
+    if "H100" not in hw.gpu:
         return []
     root = _results_root(results_dir)
     found = [pd.read_csv(f) for f in (root / d / "cases.csv" for d in H100_BLOCK_PLANS) if f.is_file()]
@@ -471,8 +471,10 @@ def h100_block_lines(hw: Hardware, results_dir: Path | None = None) -> list[str]
             f"the reference GEMM on {len(found)} H100{'s' if len(found) > 1 else ''}: h100-x1-datasheet priced{slow} "
             f"{lo:+.1f} to {hi:+.1f}% from "
             f"the measured (MAPE {mape}%), the H200s' measured times {' and '.join(f'{x:.1f}' for x in h200)}% off: "
-            f"an H100 runs them about as fast as an H200, faster than the datasheet's HBM rate says; {hw.name} "
-            "charges that rate, so its GPUs' compute times may be high by as much (docs/validation.md)"]
+            "an H100 runs them about as fast as an H200, faster than the datasheet's HBM rate says; "
+            + (f"{hw.name} charges that rate, so its GPUs' compute times may be high by as much" if
+               hw.l2_hbm_exposed_gbps == 0 else f"{hw.name} charges the exposed HBM share at the H200's rate, as the "
+               "post-hoc reading nearest these cases does") + " (docs/validation.md)"]
 
 
 OWN_PROFILE_PLANS = ("validation-registered47", "validation-registered47-run2")

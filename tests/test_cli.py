@@ -544,6 +544,8 @@ def test_advise_on_an_h100_says_what_plan_74_measured_of_its_blocks(tmp_path):
     assert "(MAPE 2.3 and 4.6%), the H200s' measured times 1.6 and 1.2% off" in one
     (eight,) = A.h100_block_lines(load_hardware("h100-x8-mechanism"))
     assert "h100-x8-mechanism charges that rate" in eight
+    (latency,) = A.h100_block_lines(load_hardware("h100-x1-datasheet-latency"))
+    assert "charges that rate" not in latency and "exposed HBM share at the H200's rate" in latency
     assert A.h100_block_lines(load_hardware("h200-x8-mechanism")) == []
     assert A.h100_block_lines(load_hardware("h100-x1-datasheet"), results_dir=tmp_path) == []
     src = A._results_root(None) / A.H100_BLOCK_PLANS[0] / "cases.csv"

@@ -99,7 +99,8 @@ def _call(p74, tmp_path, gpu, traces=True):
 def test_the_judge_refuses_an_h200_call_and_a_chain_without_traces(p74, tmp_path, capsys):
     out = tmp_path / "o"
     assert p74.main(["--judge", str(_call(p74, tmp_path, "NVIDIA H200")), "--out", str(out)]) == 2
-    assert "not an H100" in capsys.readouterr().err and not out.exists()
+    err = capsys.readouterr().err
+    assert "not an H100" in err and len(err.strip().splitlines()) == 1 and not out.exists()
     bare = _call(p74, tmp_path / "bare", "NVIDIA H100 80GB HBM3", traces=False)
     assert p74.main(["--judge", str(bare), "--out", str(out)]) == 2
     err = capsys.readouterr().err
@@ -118,3 +119,20 @@ def test_the_judge_reads_a_call_named_an_h100(p74, tmp_path):
     starts = pd.read_csv(out / "starts.csv")
     assert len(starts) == 4 and (starts["experiment"] == p74.CHAIN).all()
     assert cl.loc["f", "value"].endswith("over 4 traced runs")
+
+
+def test_a_registration_missing_a_source_or_a_column_is_refused(p74, registered):
+    meas = _timed(registered, "model")
+    with pytest.raises(p74.JudgeError, match="0 rows of source 'tile', 20 of another"):
+        p74.cases(registered[registered["source"] != "tile"], meas)
+    with pytest.raises(p74.JudgeError, match="predicted.csv lacks predicted_ms"):
+        p74.cases(registered.drop(columns="predicted_ms"), meas)
+
+
+def test_a_damaged_trace_bundle_is_refused_in_one_line(p74, tmp_path, capsys):
+    run = _call(p74, tmp_path, "NVIDIA H100 80GB HBM3")
+    (run / p74.CHAIN / "ctapipe_traces.trace.npz").write_bytes(b"not a bundle")
+    assert p74.main(["--judge", str(run), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "its trace bundle cannot be read" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()

@@ -29,6 +29,10 @@ def test_each_variant_changes_only_its_fields(ph):
     assert changed(v["own69 clock"]) <= set(ph.CLOCK) and v["own69 clock"].clock_sustained_slowdown == 1.1341
     assert changed(v["exposed at H200 rate"]) == {"l2_hbm_exposed_gbps"}
     assert changed(v["both"]) == set(ph.CLOCK) | {"l2_hbm_exposed_gbps"}
+    tile = {f.name for f in dataclasses.fields(base)
+            if getattr(v["exposed, tile law"], f.name) != getattr(v["exposed at H200 rate"], f.name)}
+    assert tile == {"name", "source", "kernel_configs"}
+    assert {c.drift_k_ref for c in v["exposed, tile law"].kernel_configs} == {0.0}
 
 
 def test_the_committed_model_rows_are_plan_74s_registered_predictions(ph):
@@ -46,6 +50,12 @@ def test_the_summary_is_the_cases_errors(ph):
     assert s.loc["blocks", "mape_pct"] == 3.0 and s.loc["blocks", "mean_pct"] == -1.0
     assert s.loc["blocks", "worst_pct"] == -4.0 and s.loc["all", "cases"] == 3
     assert s.loc["all", "mape_pct"] == pytest.approx(7 / 3)
+
+
+def test_the_committed_summary_is_what_the_committed_cases_give(ph):
+    d = ph.ROOT / "bench/results/posthoc-h100-blocks"
+    pd.testing.assert_frame_equal(ph.summary(pd.read_csv(d / "cases.csv")).reset_index(drop=True),
+                                  pd.read_csv(d / "summary.csv"), check_exact=False, atol=2e-4)
 
 
 def test_the_orders_table_reads_the_h100_calls_the_reuse_law_table_reads(ph):
