@@ -106,18 +106,24 @@ def measured(run_dir: Path) -> pd.DataFrame:
     return pd.concat([timed, s.assign(experiment=CHAIN, kind="start")], ignore_index=True)
 
 
+def check_registration(pred: pd.DataFrame, sources) -> None:
+    """:class:`JudgeError` where a registration's ``predicted.csv`` (``pred``) lacks a column the judges read, or one of
+    ``sources`` has fewer rows than another (every source prices every case)."""
+    need = {"experiment", "case", "strategy", "source", "predicted_ms", "n_runs"}
+    if not need <= set(pred.columns):
+        raise JudgeError(f"the registration's predicted.csv lacks {', '.join(sorted(need - set(pred.columns)))}")
+    counts = pred.groupby("source").size().reindex(list(sources), fill_value=0)
+    if counts.nunique() != 1 or counts.iloc[0] == 0:
+        short = counts[counts < counts.max()].index[0] if counts.nunique() != 1 else sources[0]
+        raise JudgeError(f"the registration's predicted.csv has {counts[short]} rows of source {short!r}, "
+                         f"{counts.max()} of another: every source prices every case")
+
+
 def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     """Per experiment, case, strategy and source: measured and predicted makespans and the error (%); the traced
     runs' start errors attached as ``attrs['starts']``. :class:`JudgeError` where the registration lacks a column or
     a source's rows (each of :data:`SOURCES` has one per case), or a registered case has no timed run."""
-    need = {"experiment", "case", "strategy", "source", "predicted_ms", "n_runs"}
-    if not need <= set(pred.columns):
-        raise JudgeError(f"the registration's predicted.csv lacks {', '.join(sorted(need - set(pred.columns)))}")
-    counts = pred.groupby("source").size().reindex(list(SOURCES), fill_value=0)
-    if counts.nunique() != 1 or counts.iloc[0] == 0:
-        short = counts[counts < counts.max()].index[0] if counts.nunique() != 1 else SOURCES[0]
-        raise JudgeError(f"the registration's predicted.csv has {counts[short]} rows of source {short!r}, "
-                         f"{counts.max()} of another: every source prices every case")
+    check_registration(pred, SOURCES)
     c = p64.timed_cases(pred, meas[meas["kind"] == "timed"][["experiment", "case", "strategy", "measured_ms"]])
     c.attrs["starts"] = meas[meas["kind"] == "start"].dropna(axis=1, how="all").drop(columns="kind", errors="ignore")
     return c

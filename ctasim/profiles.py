@@ -29,6 +29,9 @@ priced by the measured L2 survival curve (``l2_reuse_law``, :data:`H100_REUSE_AD
 does since its own adoption (2026-12-06). Left out: anything else the two parts differ in (the H100's HBM3 latency,
 its L2's partition behaviour at 50 MB, power and clock under load), which the derived profile prices as the H200's.
 
+``h100-x1-datasheet-exposed``: ``h100-x1-datasheet`` with the exposed HBM share charged at the H200's measured rate
+(registered plan 75's twin; ``-latency`` is plan 65's, the same change on the profile of that day).
+
 ``h100-x1-datasheet-tile``: ``h100-x1-datasheet`` as it was before registered plan 73's adoption (a plain GEMM's drift
 ``cta_drift`` tile times a round at every K), by name for the records made with it and for plan 74's twin.
 
@@ -237,6 +240,34 @@ def _h100_latency() -> Derivation:
 
 
 DERIVED["h100-x1-datasheet-latency"] = _h100_latency()
+
+
+def _h100_exposed() -> Derivation:
+    """``h100-x1-datasheet`` as it is (plan 73's drift law included) with the exposed HBM share charged at the H200's
+    measured rate: registered plan 75's twin, after plan 74's two H100s priced blocks 1-7% slow and, post-hoc, this
+    one change priced them at 0.76 and 1.68% (``bench/posthoc_h100_blocks.py``)."""
+    d = DERIVED["h100-x1-datasheet"]
+    base = load_hardware("h200-x1-calibrated")
+    return dataclasses.replace(
+        d,
+        fields={**d.fields,
+                "source": ('"derived by ctasim.profiles from h200-x1-calibrated: h100-x1-datasheet with the exposed '
+                           'HBM share charged at the H200\'s measured rate (registered plan 75\'s twin)"', "")},
+        added={**d.added,
+               "l2_hbm_exposed_gbps": (repr(base.hbm_gbps), "estimate (post-hoc, H100): the H200's measured "
+                                       "hbm_gbps; the exposed share of a wave's HBM bytes (l2_hbm_exposed) charged at "
+                                       "it, the roofline's HBM time at hbm_gbps (ctasim.l2.wave_ns): chosen after "
+                                       "registered plan 74's two H100s priced MLP blocks 1-7% slow")},
+        header=d.header + (
+            "# The exposed HBM share is charged at the H200's measured rate (l2_hbm_exposed_gbps, added): registered "
+            "plan 75's twin,",
+            "# chosen after registered plan 74's H100 runs (post-hoc); h100-x1-datasheet-latency is the same change on "
+            "the profile before plan 73.",
+        ),
+    )
+
+
+DERIVED["h100-x1-datasheet-exposed"] = _h100_exposed()
 
 
 def _h100_x8() -> Derivation:

@@ -1,0 +1,101 @@
+"""bench/plan75_h100_exposed.py: registered plan 75's registration (the H100 datasheet profile and its twin with the
+exposed HBM share at the H200's rate, beside the naive line and the H200s' medians), its claims and adoption rule on
+made-up runs, and its judge on calls it must refuse or can read (no GPU)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+
+
+@pytest.fixture(scope="module")
+def p75():
+    return load_bench("plan75_h100_exposed")
+
+
+@pytest.fixture(scope="module")
+def registered(p75):
+    return pd.read_csv(p75.REGISTERED / "predicted.csv")
+
+
+def test_the_registration_is_what_its_sources_give(p75, registered):
+    pd.testing.assert_frame_equal(p75.register().reset_index(drop=True), registered, check_exact=False, rtol=0,
+                                  atol=5e-5, check_dtype=False)
+    counts = registered.groupby("source").size()
+    assert set(counts.index) == set(p75.SOURCES) and counts.nunique() == 1 and counts.iloc[0] == 29
+    # the twin charges the exposed share at the faster H200 rate: never slower than the model, faster somewhere
+    w = registered.pivot_table(index=["experiment", "case", "strategy"], columns="source", values="predicted_ms")
+    assert (w["exposed"] <= w["model"] + 1e-9).all() and (w["exposed"] < w["model"]).all()
+
+
+def _timed(registered, source):
+    m = registered[registered["source"] == source][["experiment", "case", "strategy", "predicted_ms"]]
+    return m.rename(columns={"predicted_ms": "measured_ms"})
+
+
+def _claims(p75, registered, meas):
+    return p75.claims(p75.cases(registered, meas), "test").set_index("claim")
+
+
+def test_an_h100_as_the_twin_priced_it_adopts_it(p75, registered):
+    cl = _claims(p75, registered, _timed(registered, "exposed"))
+    assert cl.loc[[*"abcdefg", "adopt"], "met"].all(), cl
+
+
+def test_an_h100_as_the_model_priced_it_adopts_nothing(p75, registered):
+    cl = _claims(p75, registered, _timed(registered, "model"))
+    assert not cl.loc[["a", "b", "e", "f", "adopt"], "met"].any()
+
+
+def test_the_twin_nearer_on_blocks_and_groups_but_not_pairs_and_row_order_adopts_nothing(p75, registered):
+    """Pairs and row order measured as the model priced them, everything else as the twin did: (b) and (e) met,
+    (f) missed, and one profile prices every order, so no adoption."""
+    meas = _timed(registered, "exposed").set_index(["experiment", "case", "strategy"])
+    model = _timed(registered, "model").set_index(["experiment", "case", "strategy"])
+    lossy = meas.index.get_level_values("strategy").isin(p75.LOSSY)
+    meas.loc[lossy, "measured_ms"] = model.loc[meas.index[lossy], "measured_ms"]
+    cl = _claims(p75, registered, meas.reset_index())
+    assert cl.loc[["b", "e"], "met"].all() and not cl.loc[["f", "adopt"], "met"].any()
+
+
+def test_a_case_without_its_timing_is_refused(p75, registered):
+    meas = _timed(registered, "model")
+    drop = (meas["experiment"] == p75.CHAIN) & (meas["case"] == "m=8192") & (meas["strategy"] == "intragpu-row")
+    with pytest.raises(p75.JudgeError, match="reg51-chain-order-h6656: no timed run of m=8192 intragpu-row"):
+        p75.cases(registered, meas[~drop])
+    with pytest.raises(p75.JudgeError, match="0 rows of source 'exposed'"):
+        p75.cases(registered[registered["source"] != "exposed"], meas)
+
+
+H200_CALLS = {"reg49-reference": "2026-12-05-registered59-1gpu",
+              "reg28-yi-34b-1gpu": "2026-12-03-registered28-1gpu",
+              "reg26-mixtral-8x22b-expert-1gpu": "2026-12-03-registered26-1gpu",
+              "reg25-opt-13b-1gpu": "2026-12-03-registered25-1gpu",
+              "reg20-falcon-40b-1gpu": "2026-12-02-registered20-1gpu",
+              "reg20-llama2-13b-1gpu": "2026-12-02-registered20-1gpu",
+              "reg51-chain-order-h6656": "2026-12-04-registered51-1gpu"}
+
+
+def _call(p75, tmp_path, gpu):
+    hw = p75.ROOT / "bench/results/hw"
+    run = tmp_path / gpu.replace(" ", "-")
+    for exp, call in H200_CALLS.items():
+        (run / exp).mkdir(parents=True)
+        shutil.copy(hw / call / exp / "results.csv", run / exp / "results.csv")
+    env = (hw / "2026-12-05-registered59-1gpu" / "env.txt").read_text()
+    (run / "env.txt").write_text(env.replace("NVIDIA H200", gpu))
+    return run
+
+
+def test_the_judge_refuses_an_h200_call_and_judges_one_named_an_h100(p75, tmp_path, capsys):
+    out = tmp_path / "o"
+    assert p75.main(["--judge", str(_call(p75, tmp_path, "NVIDIA H200")), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "not an H100" in err and len(err.strip().splitlines()) == 1 and not out.exists()
+    assert p75.main(["--judge", str(_call(p75, tmp_path, "NVIDIA H100 80GB HBM3")), "--out", str(out)]) == 0
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert list(cl.index) == [*p75.CLAIMS, "adopt"] and cl["provenance"].str.startswith("post-hoc").all()
