@@ -535,18 +535,20 @@ def test_advise_tries_every_design_the_profile_models():
 
 def test_advise_on_an_h100_says_what_plans_74_and_75_measured_of_its_blocks(tmp_path):
     """On an H100 profile, registered plans 74's and 75's three H100 calls from their committed tables, sequential and
-    groups of 8 only: the datasheet profile's error range (slow on every case) and MAPE, plan 75's twin's MAPE and the
-    H200s' measured times'; what the profile itself charges; an H200 profile and an installation without the tables
-    get nothing; a table whose model is fast somewhere is not called slow, and one without the twin does not name it."""
+    groups of 8 and 4 only: the datasheet profile's error range (slow on every case) and MAPE, and on plan 75's cases
+    the profile's, its twin's and the H200s' measured times'; what the profile itself charges; an H200 profile and an
+    installation without the tables get nothing; a table whose model is fast somewhere is not called slow, and plan
+    74's table alone names neither plan 75 nor the twin."""
     import pandas as pd
 
     from ctasim import advise as A
     from ctasim.spec import load_hardware
 
     (one,) = A.h100_block_lines(load_hardware("h100-x1-datasheet"))
-    assert "in 3 calls on H100s: h100-x1-datasheet priced every case slow, +0.9 to +7.3% from the measured" in one
-    assert "(MAPE 3.8% over 60 cases); plan 75's twin h100-x1-datasheet-exposed" in one
-    assert "1.2% over its 20, the H200s' measured times 1.3% off" in one
+    assert "registered plans 74 and 75 timed" in one and "in 3 calls on H100s" in one
+    assert "h100-x1-datasheet priced every case slow, +0.9 to +7.3% from the measured (MAPE 3.7% over 63 cases)" in one
+    assert ("on plan 75's 23 of them h100-x1-datasheet 4.2%, its twin h100-x1-datasheet-exposed (the exposed HBM share "
+            "charged at the H200's rate) 1.1%, the H200s' measured times 1.1%") in one
     assert "h100-x1-datasheet charges the datasheet's rate there" in one
     (eight,) = A.h100_block_lines(load_hardware("h100-x8-mechanism"))
     assert "h100-x8-mechanism charges the datasheet's rate there" in eight
@@ -559,5 +561,5 @@ def test_advise_on_an_h100_says_what_plans_74_and_75_measured_of_its_blocks(tmp_
     (tmp_path / A.H100_BLOCK_PLANS[0]).mkdir()
     c.to_csv(tmp_path / A.H100_BLOCK_PLANS[0] / "cases.csv", index=False)
     (line,) = A.h100_block_lines(load_hardware("h100-x1-datasheet"), results_dir=tmp_path)
-    assert "in 1 call on H100s: h100-x1-datasheet priced -3.0 to" in line
-    assert "every case slow" not in line and "plan 75's twin" not in line
+    assert "registered plan 74 timed" in line and "in 1 call on H100s: h100-x1-datasheet priced -3.0 to" in line
+    assert "every case slow" not in line and "plan 75" not in line and "exposed" not in line
