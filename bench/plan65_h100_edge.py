@@ -104,12 +104,8 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
               f"{len(seq['model'])} cases", complete and len(seq["model"]) > 0
          and seq["latency"].mean() < seq["model"].mean()),
     ]
-    out = registered_plan.claims_table(rows, CLAIMS)
-    adopt = bool(out.set_index("claim").loc[list(ADOPT), "met"].all())
-    out = pd.concat([out, pd.DataFrame([{"claim": "adopt", "rule": "h100-x1-datasheet takes the twin's "
-                                         "l2_hbm_exposed_gbps where e and f are both met",
-                                         "value": "yes" if adopt else "no", "met": adopt}])], ignore_index=True)
-    return out.assign(provenance=provenance)
+    return registered_plan.with_adoption(registered_plan.claims_table(rows, CLAIMS), ADOPT, "h100-x1-datasheet takes "
+                                         "the twin's l2_hbm_exposed_gbps where e and f are both met", provenance)
 
 
 PLAN = registered_plan.Plan(

@@ -181,14 +181,10 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
         ("f", f"worst pick {max(lost, default=float('nan')):.2f}% over the best ({len(lost)} shapes)",
          ok and max(lost) <= PICK),
     ]
-    out = registered_plan.claims_table(rows, CLAIMS)
-    adopt = bool(out.set_index("claim").loc[list(ADOPT), "met"].all())
     gpu = c["gpu"].iloc[0] if len(c) else "?"
     rule = (f"{GPUS.get(gpu, ('the profile',))[0]} takes l2_reuse_law = 'survival' where "
             f"{', '.join(ADOPT[:-1])} and {ADOPT[-1]} are all met")
-    out = pd.concat([out, pd.DataFrame([{"claim": "adopt", "rule": rule, "value": "yes" if adopt else "no",
-                                         "met": adopt}])], ignore_index=True)
-    return out.assign(provenance=provenance)
+    return registered_plan.with_adoption(registered_plan.claims_table(rows, CLAIMS), ADOPT, rule, provenance)
 
 
 def tables(c: pd.DataFrame) -> dict:

@@ -131,12 +131,8 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
          complete and len(lossy["model"]) > 0 and _mape(lossy["exposed"]) < _mape(lossy["model"])),
         ("g", f"{sum(fastest)} of {len(fastest)}", complete and len(fastest) == 3 and all(fastest)),
     ]
-    out = registered_plan.claims_table(rows, CLAIMS)
-    adopt = bool(out.set_index("claim").loc[list(ADOPT), "met"].all())
-    out = pd.concat([out, pd.DataFrame([{"claim": "adopt", "rule": "h100-x1-datasheet takes the twin's "
-                                         "l2_hbm_exposed_gbps where b, e and f are all met",
-                                         "value": "yes" if adopt else "no", "met": adopt}])], ignore_index=True)
-    return out.assign(provenance=provenance)
+    return registered_plan.with_adoption(registered_plan.claims_table(rows, CLAIMS), ADOPT, "h100-x1-datasheet takes "
+                                         "the twin's l2_hbm_exposed_gbps where b, e and f are all met", provenance)
 
 
 PLAN = registered_plan.Plan(

@@ -120,6 +120,14 @@ def claims_table(rows, rules: dict, provenance: str | None = None) -> pd.DataFra
     return out if provenance is None else out.assign(provenance=provenance)
 
 
+def with_adoption(table: pd.DataFrame, claims, rule: str, provenance: str) -> pd.DataFrame:
+    """:func:`claims_table`'s ``table`` with an ``adopt`` row (met, value "yes", where every one of ``claims`` is met;
+    ``rule`` its text) and the ``provenance`` column: the claims of a plan with an adoption rule."""
+    adopt = bool(table.set_index("claim").loc[list(claims), "met"].all())
+    row = pd.DataFrame([{"claim": "adopt", "rule": rule, "value": "yes" if adopt else "no", "met": adopt}])
+    return pd.concat([table, row], ignore_index=True).assign(provenance=provenance)
+
+
 def order_penalties(d: pd.DataFrame, reference: str = "intragpu") -> pd.DataFrame:
     """``d`` (experiment, case, order, late_us, makespan_ms) with each row's penalties over the ``reference`` order
     of its experiment and case, in percent: ``mainloop_pct`` (late mainloop) and ``makespan_pct``."""

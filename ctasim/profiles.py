@@ -214,29 +214,37 @@ def before_h100_drift(hw):
                                                          for c in hw.kernel_configs))
 
 
-def _h100_latency() -> Derivation:
-    """``h100-x1-datasheet`` with the exposed share of a wave's HBM bytes charged at the H200's measured rate: the
-    exposed part taken as the loads' latency, which the H100's HBM3 does not lengthen (post-hoc, after plan 64's
-    H100s priced the compute-bound GEMMs 1.2-6.0% slow)."""
-    d = _h100_datasheet()
+def _exposed_at_h200(d: Derivation, source: str, after: str, header: tuple[str, ...]) -> Derivation:
+    """Derivation ``d`` with the exposed share of a wave's HBM bytes charged at the H200's measured rate
+    (``l2_hbm_exposed_gbps`` added, the roofline's HBM time still at ``hbm_gbps``), its ``source`` text, ``after``: what
+    the change was chosen after (the added field's reason), and ``header``: its comment lines."""
     base = load_hardware("h200-x1-calibrated")
     return dataclasses.replace(
         d,
-        fields={**d.fields,
-                "source": ('"derived by ctasim.profiles from h200-x1-calibrated: h100-x1-datasheet with the exposed '
-                           'HBM share charged at the H200\'s measured rate (the exposed part as latency, not '
-                           'bandwidth)"', "")},
+        fields={**d.fields, "source": (source, "")},
         added={**d.added,
                "l2_hbm_exposed_gbps": (repr(base.hbm_gbps), "estimate (post-hoc, H100): the H200's measured "
                                        "hbm_gbps; the exposed share of a wave's HBM bytes (l2_hbm_exposed) charged at "
                                        "it, the roofline's HBM time at hbm_gbps (ctasim.l2.wave_ns): chosen after "
-                                       "registered plan 64's three H100s priced compute-bound GEMMs 1.2-6.0% slow")},
-        header=d.header[:-1] + (
+                                       + after)},
+        header=header,
+    )
+
+
+def _h100_latency() -> Derivation:
+    """``h100-x1-datasheet`` (as registered plan 65 took it, before plan 73's drift law) with the exposed share of a
+    wave's HBM bytes charged at the H200's measured rate: the exposed part taken as the loads' latency, which the
+    H100's HBM3 does not lengthen (post-hoc, after plan 64's H100s priced the compute-bound GEMMs 1.2-6.0% slow)."""
+    d = _h100_datasheet()
+    return _exposed_at_h200(
+        d, '"derived by ctasim.profiles from h200-x1-calibrated: h100-x1-datasheet with the exposed HBM share charged '
+           'at the H200\'s measured rate (the exposed part as latency, not bandwidth)"',
+        "registered plan 64's three H100s priced compute-bound GEMMs 1.2-6.0% slow",
+        d.header[:-1] + (
             "# datasheet)': the L2 size and the HBM rates. The exposed HBM share is charged at the H200's measured "
             "rate",
             "# (l2_hbm_exposed_gbps, added): a twin chosen after registered plan 64's H100 runs (post-hoc).",
-        ),
-    )
+        ))
 
 
 DERIVED["h100-x1-datasheet-latency"] = _h100_latency()
@@ -247,24 +255,16 @@ def _h100_exposed() -> Derivation:
     measured rate: registered plan 75's twin, after plan 74's two H100s priced blocks 1-7% slow and, post-hoc, this
     one change priced them at 0.76 and 1.68% (``bench/posthoc_h100_blocks.py``)."""
     d = DERIVED["h100-x1-datasheet"]
-    base = load_hardware("h200-x1-calibrated")
-    return dataclasses.replace(
-        d,
-        fields={**d.fields,
-                "source": ('"derived by ctasim.profiles from h200-x1-calibrated: h100-x1-datasheet with the exposed '
-                           'HBM share charged at the H200\'s measured rate (registered plan 75\'s twin)"', "")},
-        added={**d.added,
-               "l2_hbm_exposed_gbps": (repr(base.hbm_gbps), "estimate (post-hoc, H100): the H200's measured "
-                                       "hbm_gbps; the exposed share of a wave's HBM bytes (l2_hbm_exposed) charged at "
-                                       "it, the roofline's HBM time at hbm_gbps (ctasim.l2.wave_ns): chosen after "
-                                       "registered plan 74's two H100s priced MLP blocks 1-7% slow")},
-        header=d.header + (
+    return _exposed_at_h200(
+        d, '"derived by ctasim.profiles from h200-x1-calibrated: h100-x1-datasheet with the exposed HBM share charged '
+           'at the H200\'s measured rate (registered plan 75\'s twin)"',
+        "registered plan 74's two H100s priced MLP blocks 1-7% slow",
+        d.header + (
             "# The exposed HBM share is charged at the H200's measured rate (l2_hbm_exposed_gbps, added): registered "
             "plan 75's twin,",
             "# chosen after registered plan 74's H100 runs (post-hoc); h100-x1-datasheet-latency is the same change on "
             "the profile before plan 73.",
-        ),
-    )
+        ))
 
 
 DERIVED["h100-x1-datasheet-exposed"] = _h100_exposed()

@@ -117,6 +117,23 @@ def registered_run(experiments, reference: str, tmp: Path, twin: str = "", scale
     return tmp
 
 
+def h200_calls_as(calls: dict, run: Path, gpu: str, files=("results.csv",)) -> Path:
+    """A made-up call folder ``run`` of the committed H200 calls' timings: per experiment of ``calls`` (experiment ->
+    the call folder under bench/results/hw that ran it) its ``files`` where the call has them, and an ``env.txt`` (plan
+    59's call's) whose GPU is named ``gpu``: the H100 plans' judges read it as an H100's call, or refuse it."""
+    import shutil  # noqa: PLC0415
+
+    hw = BENCH / "results" / "hw"
+    for exp, call in calls.items():
+        (run / exp).mkdir(parents=True)
+        for f in files:
+            if (hw / call / exp / f).is_file():
+                shutil.copy(hw / call / exp / f, run / exp / f)
+    env = (hw / "2026-12-05-registered59-1gpu" / "env.txt").read_text()
+    (run / "env.txt").write_text(env.replace("NVIDIA H200", gpu))
+    return run
+
+
 def assert_same_tables(got: Path, want: Path, names) -> None:
     """Each ``NAME.csv`` of ``names`` in folder ``got`` equals the one in ``want`` (a judge's output against its
     committed judgement)."""

@@ -4,12 +4,10 @@ judge on calls it must refuse (no GPU)."""
 
 from __future__ import annotations
 
-import shutil
-
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import h200_calls_as, load_bench
 
 
 @pytest.fixture(scope="module")
@@ -121,14 +119,7 @@ H200_CALLS = {"reg10-chain-order-h6144": "2026-12-02-registered10-1gpu",
 
 def _call(p66, tmp_path, gpu):
     """Both experiments as H200 calls timed them, under an env.txt naming ``gpu``."""
-    hw = p66.ROOT / "bench/results/hw"
-    run = tmp_path / gpu.replace(" ", "-")
-    for exp, call in H200_CALLS.items():
-        (run / exp).mkdir(parents=True)
-        shutil.copy(hw / call / exp / "results.csv", run / exp / "results.csv")
-    env = (hw / "2026-12-05-registered59-1gpu" / "env.txt").read_text()
-    (run / "env.txt").write_text(env.replace("NVIDIA H200", gpu))
-    return run
+    return h200_calls_as(H200_CALLS, tmp_path / gpu.replace(" ", "-"), gpu)
 
 
 def test_the_judge_refuses_a_call_on_an_h200(p66, tmp_path, capsys):

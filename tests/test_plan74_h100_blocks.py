@@ -4,12 +4,10 @@ its judge on calls it must refuse or can read (no GPU)."""
 
 from __future__ import annotations
 
-import shutil
-
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import h200_calls_as, load_bench
 
 
 @pytest.fixture(scope="module")
@@ -84,16 +82,8 @@ H200_CALLS = {"reg49-reference": "2026-12-05-registered59-1gpu",
 
 def _call(p74, tmp_path, gpu, traces=True):
     """The six experiments as H200 calls timed (and traced) them, under an env.txt naming ``gpu``."""
-    hw = p74.ROOT / "bench/results/hw"
-    run = tmp_path / gpu.replace(" ", "-")
-    for exp, call in H200_CALLS.items():
-        (run / exp).mkdir(parents=True)
-        for f in ("results.csv", "ctapipe_traces.trace.npz"):
-            if (hw / call / exp / f).is_file() and (traces or f == "results.csv"):
-                shutil.copy(hw / call / exp / f, run / exp / f)
-    env = (hw / "2026-12-05-registered59-1gpu" / "env.txt").read_text()
-    (run / "env.txt").write_text(env.replace("NVIDIA H200", gpu))
-    return run
+    files = ("results.csv", "ctapipe_traces.trace.npz") if traces else ("results.csv",)
+    return h200_calls_as(H200_CALLS, tmp_path / gpu.replace(" ", "-"), gpu, files)
 
 
 def test_the_judge_refuses_an_h200_call_and_a_chain_without_traces(p74, tmp_path, capsys):

@@ -4,12 +4,10 @@ made-up runs, and its judge on calls it must refuse or can read (no GPU)."""
 
 from __future__ import annotations
 
-import shutil
-
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import h200_calls_as, load_bench
 
 
 @pytest.fixture(scope="module")
@@ -123,14 +121,7 @@ H200_CALLS = {"reg49-reference": "2026-12-05-registered59-1gpu",
 
 
 def _call(p75, tmp_path, gpu):
-    hw = p75.ROOT / "bench/results/hw"
-    run = tmp_path / gpu.replace(" ", "-")
-    for exp, call in H200_CALLS.items():
-        (run / exp).mkdir(parents=True)
-        shutil.copy(hw / call / exp / "results.csv", run / exp / "results.csv")
-    env = (hw / "2026-12-05-registered59-1gpu" / "env.txt").read_text()
-    (run / "env.txt").write_text(env.replace("NVIDIA H200", gpu))
-    return run
+    return h200_calls_as(H200_CALLS, tmp_path / gpu.replace(" ", "-"), gpu)
 
 
 def test_the_judge_refuses_an_h200_call_and_judges_one_named_an_h100(p75, tmp_path, capsys):
