@@ -32,16 +32,22 @@ CALLS = {"H200": ROOT / "bench/results/hw", "H100": ROOT / "bench/results/hw-h10
 L2_BYTES = {"H200": 60 * 2**20, "H100": 50 * 2**20}
 """Each kind's L2 (cudaDeviceProp.l2CacheSize as read: h200-x1-calibrated's l2_bytes; plan 64's device.txt)."""
 ROW, GROUPS = "intragpu-row", "intragpu"
+THROUGH = {"H200": "2026-12-06-registered67-68-1gpu", "H100": "2026-12-06-registered69-1gpu"}
+"""GPU kind -> the last call folder (in name order: the date first) the committed tables read; later calls (registered
+plan 75's H100 call, 2026-12-06) are not in them."""
 
 
-def runs(calls: dict = CALLS) -> pd.DataFrame:
-    """Row order's makespan over groups of 8 (percent) per call, experiment and case of every 2-layer chain run."""
+def runs(calls: dict = CALLS, through: dict | None = THROUGH) -> pd.DataFrame:
+    """Row order's makespan over groups of 8 (percent) per call, experiment and case of every 2-layer chain run, of
+    the calls up to ``through[kind]`` in name order (None: every call)."""
     from ctasim.cases import load_experiment  # noqa: PLC0415
     from ctasim.spec import SpecError  # noqa: PLC0415
 
     rows, shapes = [], {}
     for kind, root in calls.items():
         for res in sorted(root.glob("*/*/results.csv")):
+            if through is not None and res.parent.parent.name > through[kind]:
+                continue
             exp = res.parent.name
             d = pd.read_csv(res)
             if "strategy" not in d or not {ROW, GROUPS} <= set(d["strategy"]):

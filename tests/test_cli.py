@@ -307,7 +307,8 @@ def test_advise_leads_with_the_profile_in_hand_and_its_bases_and_counts_the_othe
     assert this == "this profile h100-x1-datasheet: " + by["h100-x1-datasheet"]
     assert base == "its base h200-x1-calibrated: " + by["h200-x1-calibrated"]
     n = len(by) - 2
-    assert others.startswith(f"{n} other profiles (h100-x1-datasheet-latency, ") and "h200-x2-calibrated" in others
+    assert others.startswith(f"{n} other profiles (h100-x1-datasheet-exposed, h100-x1-datasheet-latency, ")
+    assert "h200-x2-calibrated" in others
     assert "reg65-h100-h5120-latency" not in line and "reg5-llama8b-1gpu" not in line  # the others' not named
     # the others' summary pools their runs: as many as their per-profile texts count
     runs = sum(int(t.split(" measured runs")[0].rsplit(" ", 1)[1]) for p, t in by.items()

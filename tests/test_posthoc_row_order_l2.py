@@ -32,3 +32,12 @@ def test_at_the_same_weights_over_l2_the_h100_loses_several_times_the_h200s_pena
     for m in (8192, 16384):
         assert t.loc[("H100", 8448, m), "median_pct"] > 2.5 * t.loc[("H200", 9216, m), "median_pct"]
         assert t.loc[("H100", 7424, m), "median_pct"] > 2.5 * t.loc[("H200", 7936, m), "median_pct"]
+
+
+def test_calls_after_the_committed_tables_are_read_only_without_the_cut(pr):
+    """The committed tables read the calls up to THROUGH; registered plan 75's later H100 call (H = 6656, every order)
+    comes in only without the cut."""
+    every = pr.runs(through=None)
+    later = set(every["call"]) - set(pr.runs()["call"])
+    assert "2026-12-06-registered75-1gpu" in later
+    assert all(c > min(pr.THROUGH.values()) for c in later)
