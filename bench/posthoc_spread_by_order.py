@@ -1,6 +1,7 @@
 """Post-hoc: the chain kernel's ticket spread by tile order, and the order effect with each order's own spread (no GPU).
 
     python bench/posthoc_spread_by_order.py [--out bench/results/posthoc-spread-by-order] [--no-what-if]
+    python bench/posthoc_spread_by_order.py --bundles BUNDLE [BUNDLE ...] --out DIR     (those runs' spreads only)
 
 The profile's ``ticket_spread`` (0.0189 tile times a round) was measured on the chain kernel's default order, groups of
 8 (registered plan 3's traces, ``bench/ticket_spread.py``), and the model gives it to every order. This measures it
@@ -14,7 +15,8 @@ Then, as a what-if (``what-if.csv``, ``what-if-summary.csv``), the order penalti
 each order's median spread in place of its one value, alone and with the survival curve averaged over a spread distance
 (cv 0.5, that script's ``--smooth-cv``), beside that profile unchanged. Every run here had been seen: the spreads are
 measured, the what-if is post-hoc and was not put into the profile. ~1 min on 2 cores (``--no-what-if``: the spreads
-alone, a few seconds).
+alone, a few seconds). ``--bundles`` measures the spreads of the trace bundles named instead (any call's, an H100's
+among them) and runs no what-if.
 """
 
 from __future__ import annotations
@@ -82,15 +84,23 @@ def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_spread_by_order.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-spread-by-order")
     ap.add_argument("--no-what-if", action="store_true", help="measure the spreads only (no simulation)")
+    ap.add_argument("--bundles", type=Path, nargs="+", metavar="BUNDLE",
+                    help="measure these trace bundles' spreads instead (no what-if)")
     args = parse_outputs(ap, argv, folders=["--out"])
-    s = spreads()
+    for b in args.bundles or ():
+        if not b.is_file():
+            ap.error(f"--bundles: no trace bundle {b}")
+    try:
+        s = spreads([b.resolve() for b in args.bundles] if args.bundles else None)
+    except (OSError, KeyError, ValueError) as e:
+        ap.error(f"--bundles: not a chain-kernel trace bundle ({e})")
     b = by_order(s)
     args.out.mkdir(parents=True, exist_ok=True)
     s.to_csv(args.out / "spread.csv", index=False, float_format="%.6g")
     b.to_csv(args.out / "by-order.csv", index=False)
     pd.set_option("display.width", 200)
     print(b.to_string(index=False))
-    if not args.no_what_if:
+    if not args.no_what_if and not args.bundles:
         w = what_if(dict(zip(b["order"], b["span_rate_median"])))
         w.to_csv(args.out / "what-if.csv", index=False, float_format="%.6g")
         ws = P.summary(w)

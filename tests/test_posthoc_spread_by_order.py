@@ -59,3 +59,30 @@ def test_the_committed_what_if_is_what_the_script_computes_and_the_docs_quote(ps
     doc = (ROOT / "docs" / "validation.md").read_text()
     for figure in (f"{own.loc['intragpu-g2', 'mainloop_err']:+.2f}", f"{own.loc['intragpu-row', 'mainloop_err']:+.2f}"):
         assert figure.replace("-", "−") in doc, figure
+
+
+def test_named_bundles_give_their_own_spreads_and_bad_ones_are_refused(psb, tmp_path, capsys):
+    """``--bundles``: registered plan 75's H100 call and plan 51's H200 call at H = 6656, as committed
+    (bench/results/posthoc-spread-plan75); on the H100 pairs and row order spread at least twice as fast as groups of 8
+    at M = 4096 and 8192, on the H200 within 1.3 times. A missing or unreadable bundle: one line, exit 2, nothing
+    written."""
+    committed = psb.ROOT / "bench/results/posthoc-spread-plan75"
+    bundles = [psb.ROOT / "bench/results/hw-h100/2026-12-06-registered75-1gpu/reg51-chain-order-h6656" / psb.P.BUNDLE,
+               psb.ROOT / "bench/results/hw/2026-12-04-registered51-1gpu/reg51-chain-order-h6656" / psb.P.BUNDLE]
+    assert psb.main(["--bundles", *map(str, bundles), "--out", str(tmp_path / "o")]) == 0
+    for name in ("spread.csv", "by-order.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "o" / name), pd.read_csv(committed / name))
+    s = pd.read_csv(committed / "spread.csv")
+    s["gpu"] = s["run"].map(lambda r: "H100" if "hw-h100" in r else "H200")
+    w = s.pivot_table(index=["gpu", "case"], columns="order", values="span_rate")
+    for case in ("m=4096", "m=8192"):
+        h100, h200 = w.loc[("H100", case)], w.loc[("H200", case)]
+        assert min(h100["intragpu-g2"], h100["intragpu-row"]) > 2 * h100["intragpu"]
+        assert max(h200["intragpu-g2"], h200["intragpu-row"]) < 1.3 * h200["intragpu"]
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"junk")
+    for bad in (tmp_path / "none.npz", junk):
+        with pytest.raises(SystemExit) as e:
+            psb.main(["--bundles", str(bad), "--out", str(tmp_path / "bad")])
+        assert e.value.code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
+        assert not (tmp_path / "bad").exists()
