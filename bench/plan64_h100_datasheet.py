@@ -177,11 +177,25 @@ def call_gpu(run_dir: Path, why: str = WHY, plan: str = "plan 64") -> str:
     return name
 
 
+def traced_starts(registration: Path, run_exp: Path, why: str = WHY) -> pd.DataFrame:
+    """Each traced run of ``run_exp`` (a call's experiment folder) against the schedules of ``registration``: its
+    per-CTA start and end errors (``ctasim.accuracy.per_cta``). :class:`JudgeError` (one line) where the bundle cannot
+    be read against the registration or holds no run with a registered schedule (``why``: what should have traced)."""
+    from ctasim.accuracy import per_cta  # noqa: PLC0415
+    from ctasim.trace import TraceFileError  # noqa: PLC0415
+
+    try:
+        s = per_cta(registration, run_exp)[0]
+    except (TraceFileError, OSError, KeyError, ValueError) as e:
+        raise JudgeError(f"{run_exp}: its trace bundle cannot be read against the registration ({e})") from None
+    if s.empty:
+        raise JudgeError(f"{run_exp}: no traced run with a registered schedule ({why})")
+    return s
+
+
 def measured(run_dir: Path) -> pd.DataFrame:
     """One frame, told apart by ``kind``: 'timed', every experiment's timed medians (experiment, case, strategy,
     measured_ms); 'start', each traced run's per-CTA start error against the H100 registration's schedules."""
-    from ctasim.accuracy import per_cta  # noqa: PLC0415
-
     call_gpu(run_dir)
     parts = []
     for exp, reg in EXPERIMENTS.items():
@@ -189,10 +203,7 @@ def measured(run_dir: Path) -> pd.DataFrame:
         parts.append(r.rename("measured_ms").reset_index().assign(experiment=exp, kind="timed"))
         if exp == REFERENCE_EXPERIMENT:
             continue
-        s = per_cta(PREDICTIONS / reg, run_dir / exp)[0]
-        if s.empty:
-            raise JudgeError(f"{run_dir / exp}: no traced run with a registered schedule ({WHY})")
-        parts.append(s.assign(experiment=exp, kind="start"))
+        parts.append(traced_starts(PREDICTIONS / reg, run_dir / exp).assign(experiment=exp, kind="start"))
     return pd.concat(parts, ignore_index=True)
 
 

@@ -93,16 +93,8 @@ def measured(run_dir: Path) -> pd.DataFrame:
     """One frame, told apart by ``kind``: 'timed', every experiment's timed medians (experiment, case, strategy,
     measured_ms), from an H100's call; 'start', each traced chain-kernel run's per-CTA start error against the model's
     schedules (``ctasim.accuracy.per_cta``)."""
-    from ctasim.accuracy import per_cta  # noqa: PLC0415
-    from ctasim.trace import TraceFileError  # noqa: PLC0415
-
     timed = p64.h100_timed(run_dir, EXPERIMENTS, WHY, "plan 74").assign(kind="timed")
-    try:
-        s = per_cta(PREDICTIONS / EXPERIMENTS[CHAIN][0], run_dir / CHAIN)[0]
-    except (TraceFileError, OSError, KeyError, ValueError) as e:
-        raise JudgeError(f"{run_dir / CHAIN}: its trace bundle cannot be read against the registration ({e})") from None
-    if s.empty:
-        raise JudgeError(f"{run_dir / CHAIN}: no traced run with a registered schedule ({WHY})")
+    s = p64.traced_starts(PREDICTIONS / EXPERIMENTS[CHAIN][0], run_dir / CHAIN, WHY)
     return pd.concat([timed, s.assign(experiment=CHAIN, kind="start")], ignore_index=True)
 
 
