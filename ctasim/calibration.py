@@ -31,7 +31,8 @@ What is derived
       a kernel that hands out its tiles in order as CTAs free (the chain kernel's tickets), the span of the start
       times of each window of ``slots`` consecutive tiles by start, in median mainloops, and its growth per window
       (a line over windows >= 1 while the span is below :data:`SPAN_SATURATED`); a profile's ``ticket_spread`` is the
-      median over the traces.
+      median over the traces. What grows the span (:func:`cta_cycles`, :func:`cta_pace_range`): each CTA's mean time
+      from one tile to its next; a grid whose CTAs keep their own paces spreads by their range a window.
     * **The sharers' gap spread** (:func:`sharer_gaps`, :func:`gap_cv`): from the same kind of trace in pairs of
       row-blocks, each later sharer of a W panel's time after the sharer before over the reach the ticket laws price
       it at; a profile's ``ticket_gap_cv`` (``ctasim.l2.gap_survival``) is the median over the traces of their
@@ -61,8 +62,8 @@ __all__ = [
     "TILE_M", "TILE_N", "ELEM_BYTES", "CALIBRATION_N", "CALIBRATION_K", "CALIBRATION_MS", "RATE_GRID", "EXPOSED_GRID",
     "is_calibration", "calibration_shapes", "tile_order_table", "run_traffic", "compute_ns", "predict_ns", "GridFit",
     "grid_fit", "fit_l2_constants", "tile_rounds", "trace_drift", "cta_drift", "PERCTA_COLUMNS", "PERCTA_STEPS", "percta_table",
-    "percta_turnover", "percta_steps", "percta_medians", "SPAN_SATURATED", "window_spans", "span_rate",
-    "ticket_spread", "local_signal", "GAP_MIN_TICKETS", "sharer_gaps", "gap_cv",
+    "percta_turnover", "percta_steps", "percta_medians", "SPAN_SATURATED", "window_spans", "span_rate", "cta_cycles",
+    "cta_pace_range", "ticket_spread", "local_signal", "GAP_MIN_TICKETS", "sharer_gaps", "gap_cv",
 ]
 
 TILE_M, TILE_N, ELEM_BYTES = 128, 256, 2
@@ -292,6 +293,32 @@ def span_rate(spans: np.ndarray) -> float | None:
     if len(spans) < 6 or sel.sum() < 4:
         return None
     return float(np.polyfit(v[sel], spans[sel], 1)[0])
+
+
+def cta_cycles(tiles: pd.DataFrame) -> pd.Series:
+    """Each CTA's mean time from one tile's start (``t_acquire``) to its next, in median mainloops (the unit of
+    :func:`window_spans`), indexed by ``cta``; CTAs with a single tile are left out. Where every CTA keeps its own pace
+    (CTA i a tile every c_i), window w of a ticket grid holds each CTA's w-th tile and spans w (max c - min c): the
+    range of these is then the :func:`span_rate` itself, a spread that comes from CTAs running at different paces,
+    not from the tiles' noise (which grows a span as the square root of the windows)."""
+    missing = [c for c in ("cta", "t_acquire", "t_mainloop_end") if c not in tiles.columns]
+    if missing:
+        raise ValueError(f"trace: no column {', '.join(missing)}")
+    t = tiles.sort_values("t_acquire")
+    tile = float(np.median(t["t_mainloop_end"] - t["t_acquire"]))
+    if not tile > 0:
+        raise ValueError("trace: no tile has a mainloop (t_mainloop_end after t_acquire)")
+    cycle = t.groupby("cta")["t_acquire"].shift(-1) - t["t_acquire"]
+    return (cycle.groupby(t["cta"]).mean() / tile).dropna()
+
+
+def cta_pace_range(tiles: pd.DataFrame) -> float:
+    """The range (max - min) of :func:`cta_cycles`: the span rate a ticket grid whose CTAs each keep their pace would
+    have. ValueError with fewer than two CTAs of two tiles or more."""
+    c = cta_cycles(tiles)
+    if len(c) < 2:
+        raise ValueError("trace: fewer than two CTAs ran two tiles or more")
+    return float(c.max() - c.min())
 
 
 def ticket_spread(traces: Iterable[pd.DataFrame], slots: int | Sequence[int]) -> tuple[float, list[float | None]]:

@@ -245,3 +245,28 @@ def test_the_local_signal_is_the_median_of_each_traces_median_step():
     assert C.local_signal([no_signal, trace([600])]) == (600.0, [None, 600.0])  # one value per trace, in order
     with pytest.raises(ValueError, match="t_signal"):
         C.local_signal([no_signal])
+
+
+def _paced_trace(paces: list[float], tiles: int, tile: float = 100.0) -> pd.DataFrame:
+    """A ticket grid whose CTA i starts a tile every ``paces[i]`` tile times, mainloops of ``tile`` ns."""
+    rows = [{"cta": i, "t_acquire": w * c * tile, "t_mainloop_end": w * c * tile + tile}
+            for i, c in enumerate(paces) for w in range(tiles)]
+    return pd.DataFrame(rows).sample(frac=1.0, random_state=1)
+
+
+def test_ctas_that_keep_their_paces_spread_a_window_by_their_range():
+    from ctasim.calibration import cta_cycles, cta_pace_range, span_rate, window_spans
+
+    paces = [1.00, 1.01, 1.02, 1.03, 1.04, 1.05, 1.05, 1.06]
+    tr = _paced_trace(paces, 12)
+    assert cta_cycles(tr).to_numpy() == pytest.approx(paces)
+    assert cta_pace_range(tr) == pytest.approx(0.06)
+    assert span_rate(window_spans(tr, len(paces))) == pytest.approx(0.06)  # the identity the range stands for
+    # one CTA 10% slower widens the range and the span alike; equal paces spread nothing
+    slow = _paced_trace(paces[:-1] + [1.10], 12)
+    assert cta_pace_range(slow) == pytest.approx(0.10) == span_rate(window_spans(slow, 8))
+    assert cta_pace_range(_paced_trace([1.0] * 8, 12)) == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="no column cta"):
+        cta_pace_range(tr.drop(columns="cta"))
+    with pytest.raises(ValueError, match="fewer than two CTAs"):
+        cta_pace_range(_paced_trace([1.0], 12))
