@@ -16,7 +16,8 @@ spread that grows with an order's misses. This reads every committed traced chai
 * ``penalty``: the run's median mainloop over the same call's groups of 8 at the case, less 1 (what the order loses);
 * ``lead24``: how much sooner the 24 quickest SMs start their next tile than the rest's median (the SM groups of
   docs/validation.md, "Row order keeps or loses its reuse by fixed groups of SMs", were 24 SMs);
-* ``span_wo_quick24`` and ``span_wo_slow24``: the span rate of the run's tiles on all but its 24 quickest or slowest SMs.
+* ``span_wo_quick24`` and ``span_wo_slow24``: the span rate of the run's tiles on all but its 24 quickest or slowest
+  SMs.
 
 ``paces.csv``: one row per traced (run, case, order); ``by-order.csv``: the medians per GPU kind and order, the median
 of span_rate / pace_range and the correlation of span_rate and pace_range with the penalty within the order. Every
@@ -67,7 +68,8 @@ def _without(tiles: pd.DataFrame, sms) -> float | None:
 
 
 def paces(found: list[tuple[str, Path]] | None = None) -> pd.DataFrame:
-    """One row per traced (run, experiment, case, order) of the chain kernel's orders (``posthoc_order_mainloop.ORDERS``)."""
+    """One row per traced (run, experiment, case, order) of the chain kernel's orders
+    (``posthoc_order_mainloop.ORDERS``)."""
     rows = []
     for kind, bundle in bundles() if found is None else found:
         for (case, order), tr in P.first_runs(bundle):
@@ -94,7 +96,8 @@ def by_order(d: pd.DataFrame) -> pd.DataFrame:
         f = g.dropna(subset=["span_rate"])
         rows.append(dict(gpu=kind, order=order, runs=len(g), calls=g["run"].nunique(),
                          penalty=g["penalty"].median(), span_rate=f["span_rate"].median(),
-                         pace_range=g["pace_range"].median(), span_over_range=(f["span_rate"] / f["pace_range"]).median(),
+                         pace_range=g["pace_range"].median(),
+                         span_over_range=(f["span_rate"] / f["pace_range"]).median(),
                          lead24=g["lead24"].median(), span_wo_quick24=g["span_wo_quick24"].median(),
                          span_wo_slow24=g["span_wo_slow24"].median(),
                          corr_span_penalty=f["span_rate"].corr(f["penalty"]) if len(f) > 2 else np.nan,
