@@ -86,13 +86,14 @@ def as_registered(name: str):
     call, on 2026-12-05. Every other field is the profile's today (the adoption changed only that one). The H100
     post-hoc scripts' dated tables and plan 67's ``model`` source are made with it. The drift too is as they were
     registered: ``cta_drift`` tile times a round at every K (``ctasim.profiles.before_h100_drift``; registered plan 73
-    gave ``h100-x1-datasheet`` the absolute law on 2026-12-06)."""
+    gave ``h100-x1-datasheet`` the absolute law on 2026-12-06), and for ``h100-x1-datasheet`` the exposed HBM share at
+    ``hbm_gbps`` (``before_h100_adoptions``; registered plan 76's adoption, 2026-12-06; its twins keep their own
+    rate)."""
     import dataclasses  # noqa: PLC0415
 
-    from ctasim.profiles import before_h100_drift  # noqa: PLC0415
-    from ctasim.spec import load_hardware  # noqa: PLC0415
+    from ctasim.profiles import before_h100_adoptions  # noqa: PLC0415
 
-    return before_h100_drift(dataclasses.replace(load_hardware(name), l2_reuse_law="lru"))
+    return dataclasses.replace(before_h100_adoptions(name), l2_reuse_law="lru")
 
 
 def h200_measured(runs: Path = H200_RUNS, experiments=EXPERIMENTS) -> pd.DataFrame:

@@ -44,7 +44,7 @@ import pandas as pd  # noqa: E402
 import plan64_h100_datasheet as p64  # noqa: E402
 import registered_plan  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
-from ctasim.profiles import before_h100_drift  # noqa: E402
+from ctasim.profiles import before_h100_adoptions  # noqa: E402
 
 EXPERIMENTS = ("reg68-chain-reuse-h4096", "reg68-chain-reuse-h4608")
 DATASHEET = {e: e.replace("chain-reuse", "h100") + "-reuse" for e in EXPERIMENTS}
@@ -114,6 +114,12 @@ def call_order(run_dir: Path) -> str:
     return commit
 
 
+def as_registered():
+    """:data:`PROFILE` as plan 69 registered it: before registered plan 73's drift law and plan 76's exposed rate
+    (``ctasim.profiles.before_h100_adoptions``; both adopted after, 2026-12-06)."""
+    return before_h100_adoptions(PROFILE)
+
+
 def own_profile(run_dir: Path):
     """The call's own profile; :class:`JudgeError` where it is missing or does not load."""
     from ctasim.spec import SpecError, load_hardware  # noqa: PLC0415
@@ -132,7 +138,6 @@ def gemms(run_dir: Path, own) -> tuple[pd.DataFrame, pd.DataFrame]:
     predictor (with the naive lines); :class:`JudgeError` where a table is missing, a registered shape was not timed
     or a profile no longer gives the registered times."""
     import block_gemm_orders as bgo  # noqa: PLC0415
-    from ctasim.spec import load_hardware  # noqa: PLC0415
 
     table, reg = run_dir / "gemm_shapes.csv", run_dir / "predicted-own" / "predicted.csv"
     for f in (table, reg):
@@ -145,7 +150,7 @@ def gemms(run_dir: Path, own) -> tuple[pd.DataFrame, pd.DataFrame]:
         runs = runs[(runs["backend"] == "cutlass") & held]
         registered_plan.positive_times(runs["median_ms"], [f"{r.m}x{r.n}x{r.k} {r.order}" for r in runs.itertuples()],
                                        table, "the median")
-        hws = {"own": own, "datasheet": before_h100_drift(load_hardware(PROFILE))}  # as registered (plan 73 after)
+        hws = {"own": own, "datasheet": as_registered()}
         registered = pd.read_csv(reg)
         need = [f"{c}_ms" for c in (*hws, "naive", "naive_own")] + [f"{c}_pick" for c in hws]
         lacking = [c for c in need if c not in registered.columns]
@@ -189,10 +194,9 @@ def fields(own) -> pd.DataFrame:
     """The own profile's fields of :data:`FIELDS`, :data:`CONFIG_FIELDS` (128x256) and the survival curve's share at
     :data:`CURVE_AT` (L2 sizes) beside the datasheet profile's."""
     from ctasim.l2 import survival_share  # noqa: PLC0415
-    from ctasim.spec import load_hardware  # noqa: PLC0415
 
     rows = []
-    for label, hw in (("own", own), ("datasheet", before_h100_drift(load_hardware(PROFILE)))):
+    for label, hw in (("own", own), ("datasheet", as_registered())):
         cfg = hw.config(128, 256)
         vals = {f: getattr(hw, f) for f in FIELDS} | {f"128x256 {f}": getattr(cfg, f) for f in CONFIG_FIELDS}
         share = survival_share(pd.Series(CURVE_AT).to_numpy(), (hw.l2_survival_taken, hw.l2_survival_share))

@@ -88,11 +88,13 @@ def pairs(experiment: str) -> list[tuple[str, str]]:
 def register() -> pd.DataFrame:
     """The model's round-0 ratio of every (GPU, experiment, case, order of :data:`ORDERS`), with the first round's
     distinct panel MiB over the GPU's L2."""
+    from ctasim.profiles import before_h100_adoptions  # noqa: PLC0415
     from ctasim.spec import load_hardware  # noqa: PLC0415
 
     parts = []
     for gpu, name in PROFILES.items():
-        hw = load_hardware(name)
+        # as registered: the H100's before registered plans 73's and 76's adoptions (2026-12-06)
+        hw = before_h100_adoptions(name) if gpu == "H100" else load_hardware(name)
         for exp in EXPERIMENTS:
             traces = pom.simulated(exp, pairs(exp), None, profile=lambda _h, hw=hw: hw)
             r = p0.round0_ratios(traces, end="t_compute_end")

@@ -35,7 +35,7 @@ import block_gemm_orders as bgo  # noqa: E402
 import reuse_pricing  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import Naive  # noqa: E402
-from ctasim.profiles import before_h100_drift  # noqa: E402
+from ctasim.profiles import before_h100_adoptions, before_h100_drift_text  # noqa: E402
 from ctasim.spec import SPECS_DIR, load_hardware  # noqa: E402
 
 REGISTRATION = ROOT / "bench/predictions/reg72-h100-drift"
@@ -60,13 +60,13 @@ them); otherwise the profile stays."""
 
 def derived_text(base: str, name: str, drift_line: str) -> str:
     """Committed profile ``base``'s text with its name ``name`` and its one ``cta_drift`` line (the 128x256 config's)
-    replaced by ``drift_line`` (which may add lines): the only changes, but a ``drift_k_ref`` line the base gained
-    after these registrations (registered plan 73's adoption on an H100) is left out, as the base was when they were
-    made. ValueError where ``base`` has another count of ``cta_drift`` lines."""
+    replaced by ``drift_line`` (which may add lines): the only changes. ``h100-x1-datasheet`` is taken as it was when
+    these registrations were made (``ctasim.profiles.before_h100_drift_text``: before registered plan 73's and 76's
+    adoptions on an H100). ValueError where ``base`` has another count of ``cta_drift`` lines."""
     lines, done = [], 0
-    for line in (SPECS_DIR / "hardware" / f"{base}.toml").read_text().splitlines():
-        if line.startswith("drift_k_ref = "):
-            continue
+    text = (before_h100_drift_text() if base == "h100-x1-datasheet"
+            else (SPECS_DIR / "hardware" / f"{base}.toml").read_text())
+    for line in text.splitlines():
         if line.startswith("name = "):
             line = f'name = "{name}"'
         elif line.startswith("cta_drift = "):
@@ -85,9 +85,9 @@ def twin_text() -> str:
 
 
 def profiles(registration: Path = REGISTRATION) -> dict:
-    """``datasheet`` as registered (before registered plan 73's adoption of the absolute drift law, 2026-12-06:
-    ``ctasim.profiles.before_h100_drift``) and the twin."""
-    return {"datasheet": before_h100_drift(load_hardware("h100-x1-datasheet")),
+    """``datasheet`` as registered (before registered plan 73's adoption of the absolute drift law and plan 76's of
+    the exposed rate, 2026-12-06: ``ctasim.profiles.before_h100_adoptions``) and the twin."""
+    return {"datasheet": before_h100_adoptions("h100-x1-datasheet"),
             "nodrift": load_hardware(registration / f"{TWIN}.toml")}
 
 

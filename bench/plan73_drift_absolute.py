@@ -34,7 +34,7 @@ import block_gemm_orders as bgo  # noqa: E402
 import reuse_pricing  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import Naive  # noqa: E402
-from ctasim.profiles import before_h100_drift  # noqa: E402
+from ctasim.profiles import before_h100_adoptions  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 from long_k_drift import K_REF  # noqa: E402  (where the twin's drift equals the committed one's)
 from plan72_h100_drift import derived_text, judge_twin, read_call, write_judged  # noqa: E402
@@ -75,9 +75,9 @@ def twin_text(base: str) -> str:
 
 
 def profiles(folder: Path, base: str) -> dict:
-    """The committed profile as registered (``h100-x1-datasheet`` before this plan's adoption on an H100,
-    2026-12-06: ``ctasim.profiles.before_h100_drift``) and its twin."""
-    return {"model": before_h100_drift(load_hardware(base)),
+    """The committed profile as registered (``h100-x1-datasheet`` before this plan's adoption on an H100 and plan 76's,
+    2026-12-06: ``ctasim.profiles.before_h100_adoptions``) and its twin."""
+    return {"model": before_h100_adoptions(base),
             "absolute": load_hardware(folder / f"{twin_name(base)}.toml")}
 
 

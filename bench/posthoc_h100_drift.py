@@ -39,8 +39,8 @@ import clock_kernels  # noqa: E402
 from ctasim import costs  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import Naive  # noqa: E402
-from ctasim.profiles import before_h100_drift  # noqa: E402
-from ctasim.spec import Layer, load_hardware  # noqa: E402
+from ctasim.profiles import before_h100_adoptions  # noqa: E402
+from ctasim.spec import Layer  # noqa: E402
 from long_k_drift import K_REF  # noqa: E402
 
 CALLS = ("2026-12-06-registered71-1gpu", "2026-12-06-registered71-1gpu-run2")
@@ -56,7 +56,7 @@ def priced(m: int, n: int, k: int) -> dict[str, float]:
     """Each profile's time (ms) at CUTLASS's default order, with its drift and with it off (``<name>_nodrift``)."""
     lay, out = Layer(m=m, n=n, k=k), {}
     for name, ref in PROFILES.items():
-        hw = before_h100_drift(load_hardware(ref))  # a table made before registered plan 73's adoption, 2026-12-06
+        hw = before_h100_adoptions(ref)  # a table made before registered plans 73's and 76's adoptions, 2026-12-06
         order, slots, waves = costs.cutlass_waves(lay, hw, 2, "heuristic", 1)
         out[name] = waves.sum() / 1e6
         out[f"{name}_nodrift"] = costs.order_waves(lay, hw, 2, order, slots, drift=0.0).sum() / 1e6
@@ -119,7 +119,7 @@ def law_errors(runs: pd.DataFrame, hw, laws=tuple(DRIFT_LAWS)) -> pd.DataFrame:
 def forms(probe: Path = PLAN72) -> pd.DataFrame:
     """Each unpadded CUTLASS run of ``probe`` (orders along M or N) priced by ``h100-x1-datasheet`` as registered
     under each drift law, error in %."""
-    return law_errors(pd.read_csv(probe), before_h100_drift(load_hardware(PROFILES["datasheet"])))
+    return law_errors(pd.read_csv(probe), before_h100_adoptions(PROFILES["datasheet"]))
 
 
 def forms_summary(f: pd.DataFrame) -> pd.DataFrame:

@@ -46,7 +46,7 @@ GPUS = {"H200": (HW, "H100", {"lru": "h200-x1-calibrated-lru", "survival": "h200
                                                          "survival": "h100-x1-datasheet@tile"})}
 """GPU -> (its folder of calls, the GPU a call must not name, law -> the profile that prices by it; NAME@lru: the
 profile as registered, ``plan64_h100_datasheet.as_registered``; NAME@tile: the profile with the drift's tile law, as
-before registered plan 73's adoption on an H100, ``ctasim.profiles.before_h100_drift``; h200-x1-calibrated-lru: the
+before registered plan 73's adoption on an H100, ``ctasim.profiles.before_h100_adoptions``; h200-x1-calibrated-lru: the
 H200 profile before plan 67's adoption on an H200, 2026-12-06, ``ctasim.profiles.H200_BEFORE_REUSE``)."""
 OUT = {"H200": ROOT / "bench/results/posthoc-reuse-law", "H100": ROOT / "bench/results/posthoc-reuse-law-h100"}
 """GPU -> the default ``--out``."""
@@ -108,10 +108,10 @@ def profile(name: str):
         import plan64_h100_datasheet as p64  # noqa: PLC0415
 
         return p64.as_registered(name.removesuffix("@lru"))
-    if name.endswith("@tile"):  # the drift's tile law, as before registered plan 73's adoption on an H100
-        from ctasim.profiles import before_h100_drift  # noqa: PLC0415
+    if name.endswith("@tile"):  # as before registered plan 73's adoption on an H100 (and so plan 76's)
+        from ctasim.profiles import before_h100_adoptions  # noqa: PLC0415
 
-        return before_h100_drift(load_hardware(name.removesuffix("@tile")))
+        return before_h100_adoptions(name.removesuffix("@tile"))
     return load_hardware(name)
 
 

@@ -449,50 +449,62 @@ def h100_drift_lines(model: Model, hw: Hardware, results_dir: Path | None = None
                                        if mine == "tile" else "") + " (docs/validation.md)"]
 
 
-H100_BLOCK_PLANS = ("validation-registered74", "validation-registered74-run2", "validation-registered75")
-"""Registered plans 74's (two H100s) and 75's (one) judged tables (``cases.csv``: nine models' MLP blocks, chains and
-the reference GEMM, each source's error; ``model`` is ``h100-x1-datasheet``, ``exposed`` plan 75's twin
-``h100-x1-datasheet-exposed``, ``h200-measured`` the H200s' medians)."""
+H100_BLOCK_PLANS = ("validation-registered74", "validation-registered74-run2", "validation-registered75",
+                    "validation-registered76")
+"""Registered plans 74's (two H100s), 75's and 76's (one each) judged tables (``cases.csv``: thirteen models' MLP
+blocks, chains and the reference GEMM, each source's error; ``model`` is ``h100-x1-datasheet`` as registered then,
+before plan 76's adoption, ``exposed`` plan 75's twin ``h100-x1-datasheet-exposed``, whose rate plan 76 adopted,
+``h200-measured`` the H200s' medians)."""
 H100_KEPT_ORDERS = ("sequential", "intragpu", "intragpu-g4")
 """The strategies :func:`h100_block_lines` quotes: sequential and the chain kernel's groups of 8 and 4, which keep their
-reuse (pairs and row order lose more of it on an H100 than the ticket law prices: docs/validation.md, plan 75)."""
+reuse (pairs and row order lose more of it on an H100 than the ticket law prices: docs/validation.md, plans 75-76)."""
 
 
 def h100_block_lines(hw: Hardware, results_dir: Path | None = None) -> list[str]:
-    """On an H100 profile: registered plans 74's and 75's errors on an H100's blocks, chains in the orders that keep
-    their reuse and the reference GEMM (:data:`H100_KEPT_ORDERS`; from their committed tables, nothing where this
-    installation has none): the datasheet profile's over every call, and on plan 75's cases its, the twin's and the
-    H200s' measured times'."""
+    """On an H100 profile: registered plans 74-76's errors on an H100's blocks, chains in the orders that keep their
+    reuse and the reference GEMM (:data:`H100_KEPT_ORDERS`; from their committed tables, nothing where this
+    installation has none): the datasheet profile's as registered then over every call, and on the cases of the plans
+    that registered the twin (75, 76) its, the twin's and the H200s' measured times'; what ``hw`` charges."""
     if "H100" not in hw.gpu:
         return []
     root = _results_root(results_dir)
     found = {d: pd.read_csv(f) for d, f in ((d, root / d / "cases.csv") for d in H100_BLOCK_PLANS) if f.is_file()}
     if not found:
         return []
+
+    def plan(d: str) -> str:
+        return re.sub(r"\D*(\d+).*", r"\1", d)
+
     c = pd.concat(found.values(), ignore_index=True)
     c = c[c["strategy"].isin(H100_KEPT_ORDERS)]
     err = {s: c[c["source"] == s]["error_pct"] for s in ("model", "h200-measured")}
     lo, hi = err["model"].min(), err["model"].max()
-    plans = sorted({re.sub(r"\D*(\d+).*", r"\1", d) for d in found})
+    plans = sorted({plan(d) for d in found})
     slow = " every case slow," if lo > 0 else ""
-    with_twin = [d for d in found.values() if (d["source"] == "exposed").any()]  # plan 75's table
+    with_twin = {d: t for d, t in found.items() if (t["source"] == "exposed").any()}  # plans 75's and 76's tables
     twin = ""
     if with_twin:
-        t = pd.concat(with_twin, ignore_index=True)
+        t = pd.concat(with_twin.values(), ignore_index=True)
         t = t[t["strategy"].isin(H100_KEPT_ORDERS)]
         mape = {s: t[t["source"] == s]["error_pct"].abs().mean() for s in ("model", "exposed", "h200-measured")}
-        twin = (f"; on plan 75's {int((t['source'] == 'model').sum())} of them h100-x1-datasheet {mape['model']:.1f}%, "
-                f"its twin h100-x1-datasheet-exposed (the exposed HBM share charged at the H200's rate) "
-                f"{mape['exposed']:.1f}%, the H200s' measured times {mape['h200-measured']:.1f}%")
+        named = sorted({plan(d) for d in with_twin})
+        twin = (f"; on plan{'s' * (len(named) > 1)} {' and '.join(named)}'s {int((t['source'] == 'model').sum())} of "
+                f"them that profile {mape['model']:.1f}%, its twin h100-x1-datasheet-exposed (the exposed HBM share "
+                f"charged at the H200's rate) {mape['exposed']:.1f}%, the H200s' measured times "
+                f"{mape['h200-measured']:.1f}%")
     mine = (f"{hw.name} charges the datasheet's rate there, so its GPUs' compute times may be high by as much"
-            if hw.l2_hbm_exposed_gbps == 0 else f"{hw.name} charges the exposed HBM share at the H200's rate (the "
-            "chain kernel's pairs and row order further off under it: plan 75)")
-    return [f"an H100's blocks: registered plan{'s' * (len(plans) > 1)} {' and '.join(plans)} timed models' MLP "
-            f"blocks, chains in the chain kernel (sequential, groups of 8 and 4) and the reference GEMM in "
-            f"{len(found)} call{'s' * (len(found) > 1)} on H100s: h100-x1-datasheet priced{slow} {lo:+.1f} to "
-            f"{hi:+.1f}% from the measured (MAPE {err['model'].abs().mean():.1f}% over {len(err['model'])} cases), "
-            f"the H200s' measured times {err['h200-measured'].abs().mean():.1f}%{twin}: an H100 runs them about as "
-            f"fast as an H200; {mine} (docs/validation.md)"]
+            if hw.l2_hbm_exposed_gbps == 0 else f"{hw.name} charges the exposed HBM share at the H200's rate ("
+            + ("since registered plan 76's adoption" if hw.name == "h100-x1-datasheet" else "as h100-x1-datasheet "
+               "does since registered plan 76's adoption") + "; the chain kernel's pairs and row order further off "
+            "under it: plans 75 and 76)")
+    named = ", ".join(plans[:-1]) + " and " * (len(plans) > 1) + plans[-1]
+    return [f"an H100's blocks: registered plan{'s' * (len(plans) > 1)} {named} timed models' MLP blocks, chains in "
+            f"the chain kernel (sequential, groups of 8 and 4) and the reference GEMM in {len(found)} "
+            f"call{'s' * (len(found) > 1)} on H100s: "
+            f"h100-x1-datasheet as registered (before plan 76's adoption) priced{slow} {lo:+.1f} to {hi:+.1f}% from "
+            f"the measured (MAPE {err['model'].abs().mean():.1f}% over {len(err['model'])} cases), the H200s' "
+            f"measured times {err['h200-measured'].abs().mean():.1f}%{twin}: an H100 runs them about as fast as an "
+            f"H200; {mine} (docs/validation.md)"]
 
 
 OWN_PROFILE_PLANS = ("validation-registered47", "validation-registered47-run2")

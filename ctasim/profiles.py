@@ -26,17 +26,24 @@ boost, the same L2 design) with other memory: a 50 MB L2 (the H200's measures 60
 4.8). So every field is the measured H200's but the L2 size and the HBM-bound rates, scaled by the datasheets' ratio
 (registered plan 64), and, since registered plan 67's adoption on an H100 (2026-12-05), a panel's reuse across waves
 priced by the measured L2 survival curve (``l2_reuse_law``, :data:`H100_REUSE_ADOPTED`), as the H200 profile
-does since its own adoption (2026-12-06). Left out: anything else the two parts differ in (the H100's HBM3 latency,
-its L2's partition behaviour at 50 MB, power and clock under load), which the derived profile prices as the H200's.
+does since its own adoption (2026-12-06), and, since registered plan 76's adoption (2026-12-06), the exposed share
+of a wave's HBM bytes charged at the H200's measured rate (``l2_hbm_exposed_gbps``, :data:`H100_EXPOSED_ADOPTED`).
+Left out: anything else the two parts differ in (the H100's HBM3 latency, its L2's partition behaviour at 50 MB, its
+SMs' paces where an order misses, power and clock under load), which the derived profile prices as the H200's.
 
-``h100-x1-datasheet-exposed``: ``h100-x1-datasheet`` with the exposed HBM share charged at the H200's measured rate
-(registered plan 75's twin; ``-latency`` is plan 65's, the same change on the profile of that day).
+``h100-x1-datasheet-exposed``: ``h100-x1-datasheet-hbm3`` with the exposed HBM share charged at the H200's measured rate
+(registered plan 75's twin, the fields plan 76 adopted; ``-latency`` is plan 65's, the same change on the profile of
+that day).
+
+``h100-x1-datasheet-hbm3``: ``h100-x1-datasheet`` as it was before registered plan 76's adoption (the exposed HBM share
+at the datasheet-scaled HBM3 rate), by name for the records made with it (:func:`before_h100_exposed` pins a profile).
 
 ``h100-x1-datasheet-tile``: ``h100-x1-datasheet`` as it was before registered plan 73's adoption (a plain GEMM's drift
 ``cta_drift`` tile times a round at every K), by name for the records made with it and for plan 74's twin.
 
 ``h100-x8-mechanism``: the 8xH100 HGX host as ``h200-x8-mechanism`` sees it, with ``h100-x1-datasheet``'s L2 size
-and HBM scaling; its reuse law stays the base's LRU (the base has no survival curve).
+and HBM scaling; its reuse law stays the base's LRU (the base has no survival curve), and it takes neither plan 73's
+drift law nor plan 76's exposed rate (both judged on the one-GPU profile).
 
 Left out: anything that depends on more than two GPUs being busy at once (the switch's aggregate rate under eight
 concurrent streams, NCCL's choice of algorithm and channel count at eight, host-side launch contention across
@@ -56,8 +63,9 @@ from typing import Mapping
 
 from ctasim.spec import SPECS_DIR, load_hardware
 
-__all__ = ["Derivation", "DERIVED", "SHARED", "H200_BEFORE_REUSE", "H100_BEFORE_DRIFT", "before_h200_reuse",
-           "before_h100_drift", "derive", "main"]
+__all__ = ["Derivation", "DERIVED", "SHARED", "H200_BEFORE_REUSE", "H100_BEFORE_DRIFT", "H100_BEFORE_EXPOSED",
+           "before_h200_reuse", "before_h100_drift", "before_h100_drift_text", "before_h100_exposed",
+           "before_h100_adoptions", "derive", "main"]
 
 
 @dataclass(frozen=True)
@@ -178,8 +186,33 @@ H100_DRIFT_ADOPTED = (
     "registered plan 72 found the tile law +21% slow at K = 53248 on an H100; nothing fitted")
 """Why ``h100-x1-datasheet`` sets ``drift_k_ref`` (registered plan 73's H100 arm); its twins of earlier plans
 (``-latency``, ``-tickets``, ``-reuse``) keep the tile law they were registered with."""
-DERIVED["h100-x1-datasheet"] = dataclasses.replace(_h100_datasheet(),
-                                                   drift_added={"drift_k_ref": ("8192.0", H100_DRIFT_ADOPTED)})
+H100_BEFORE_EXPOSED = "h100-x1-datasheet-hbm3"
+"""The H100 datasheet profile as it was from registered plan 73's adoption to plan 76's (2026-12-06): the exposed HBM
+share charged at the datasheet-scaled HBM3 rate, by name."""
+
+
+def _h100_drift() -> Derivation:
+    """The datasheet derivation with registered plan 73's adoption: the drift the same time a round at every K
+    (``drift_k_ref``), the exposed HBM share at ``hbm_gbps``."""
+    return dataclasses.replace(_h100_datasheet(), drift_added={"drift_k_ref": ("8192.0", H100_DRIFT_ADOPTED)})
+
+
+def _before_h100_exposed() -> Derivation:
+    """``h100-x1-datasheet`` as it was from registered plan 73's adoption to plan 76's (:func:`_h100_drift`), named
+    apart."""
+    d = _h100_drift()
+    return dataclasses.replace(
+        d, fields={**d.fields,
+                   "source": ('"derived by ctasim.profiles from h200-x1-calibrated: h100-x1-datasheet as it was '
+                              'before registered plan 76\'s adoption (2026-12-06): the exposed HBM share charged at '
+                              'the datasheet-scaled HBM3 rate"', "")},
+        header=d.header + (
+            "# The exposed HBM share as before registered plan 76's adoption (2026-12-06): charged at hbm_gbps, the",
+            "# datasheet-scaled HBM3 rate (h100-x1-datasheet takes l2_hbm_exposed_gbps, the H200's measured rate).",
+        ))
+
+
+DERIVED[H100_BEFORE_EXPOSED] = _before_h100_exposed()
 
 
 def _before_h100_drift() -> Derivation:
@@ -212,6 +245,12 @@ def before_h100_drift(hw):
     (2026-12-06): the pin of the registrations and records made with it before then."""
     return dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, drift_k_ref=0.0)
                                                          for c in hw.kernel_configs))
+
+
+def before_h100_drift_text() -> str:
+    """The text ``specs/hardware/h100-x1-datasheet.toml`` had before registered plan 73's adoption (2026-12-06), with
+    neither plan 73's drift law nor plan 76's exposed rate: what plans 72 and 73 derived their twins' files from."""
+    return derive("h100-x1-datasheet", _h100_datasheet())
 
 
 def _exposed_at_h200(d: Derivation, source: str, after: str, header: tuple[str, ...]) -> Derivation:
@@ -251,10 +290,10 @@ DERIVED["h100-x1-datasheet-latency"] = _h100_latency()
 
 
 def _h100_exposed() -> Derivation:
-    """``h100-x1-datasheet`` as it is (plan 73's drift law included) with the exposed HBM share charged at the H200's
-    measured rate: registered plan 75's twin, after plan 74's two H100s priced blocks 1-7% slow and, post-hoc, this
-    one change priced them at 0.76 and 1.68% (``bench/posthoc_h100_blocks.py``)."""
-    d = DERIVED["h100-x1-datasheet"]
+    """``h100-x1-datasheet`` as it was before registered plan 76's adoption (plan 73's drift law included) with the
+    exposed HBM share charged at the H200's measured rate: registered plan 75's twin, after plan 74's two H100s priced
+    blocks 1-7% slow and, post-hoc, this one change priced them at 0.76 and 1.68% (``bench/posthoc_h100_blocks.py``)."""
+    d = _h100_drift()
     return _exposed_at_h200(
         d, '"derived by ctasim.profiles from h200-x1-calibrated: h100-x1-datasheet with the exposed HBM share charged '
            'at the H200\'s measured rate (registered plan 75\'s twin)"',
@@ -268,6 +307,48 @@ def _h100_exposed() -> Derivation:
 
 
 DERIVED["h100-x1-datasheet-exposed"] = _h100_exposed()
+
+H100_EXPOSED_ADOPTED = (
+    "adopted 2026-12-06 by registered plan 76's rule on one H100 (GPU-f63d1ff4, bench/results/validation-registered76: "
+    "four models' blocks never run on an H100 0.91% against 3.88%, worst 1.68%; a chain's sequential and groups of 8 "
+    "and 4 at H = 8704 1.16 against 2.14%; its pairs 26.41 against 23.55%, which the rule leaves out): the exposed "
+    "share of a wave's HBM bytes (l2_hbm_exposed) charged at the H200's measured hbm_gbps, the roofline's HBM time at "
+    "hbm_gbps (ctasim.l2.wave_ns); registered plan 75's twin, chosen after plan 74's H100 runs; nothing fitted")
+"""Why ``h100-x1-datasheet`` writes ``l2_hbm_exposed_gbps`` (registered plan 76's adoption)."""
+
+
+def _h100_adopted() -> Derivation:
+    """``h100-x1-datasheet`` since registered plan 76's adoption (2026-12-06): :func:`_h100_drift` with the exposed HBM
+    share at the H200's measured rate, for the reason :data:`H100_EXPOSED_ADOPTED`."""
+    d = _h100_drift()
+    rate = load_hardware("h200-x1-calibrated").hbm_gbps
+    return dataclasses.replace(
+        d, added={**d.added, "l2_hbm_exposed_gbps": (repr(rate), H100_EXPOSED_ADOPTED)},
+        header=d.header + (
+            "# The exposed HBM share is charged at the H200's measured rate (l2_hbm_exposed_gbps: registered plan 76's "
+            "adoption,",
+            "# 2026-12-06); h100-x1-datasheet-hbm3 is this profile as it was before, h100-x1-datasheet-tile before "
+            "plan 73's.",
+        ))
+
+
+DERIVED["h100-x1-datasheet"] = _h100_adopted()
+
+
+def before_h100_adoptions(name: str):
+    """Profile ``name`` as the records made before registered plan 73's adoption on an H100 priced it: the drift's
+    tile law (:func:`before_h100_drift`) and, for ``h100-x1-datasheet`` itself, the exposed HBM share at ``hbm_gbps``
+    (:func:`before_h100_exposed`; registered plan 76's adoption came after). A twin keeps the exposed rate it was
+    registered with."""
+    hw = before_h100_drift(load_hardware(name))
+    return before_h100_exposed(hw) if name == "h100-x1-datasheet" else hw
+
+
+def before_h100_exposed(hw):
+    """``hw`` (a :class:`ctasim.spec.Hardware`) with the exposed HBM share charged at ``hbm_gbps``
+    (``l2_hbm_exposed_gbps`` = 0), as ``h100-x1-datasheet`` priced it before registered plan 76's adoption
+    (2026-12-06): the pin of the registrations and records made with it before then."""
+    return dataclasses.replace(hw, l2_hbm_exposed_gbps=0.0)
 
 
 def _h100_x8() -> Derivation:

@@ -37,8 +37,8 @@ def test_the_twin_is_the_datasheet_profile_with_the_h100s_ticket_spread():
     from ctasim import profiles
     from ctasim.spec import load_hardware
 
-    # the datasheet profile as the twin was registered beside it (before plan 73's drift law, 2026-12-06)
-    base = profiles.before_h100_drift(load_hardware("h100-x1-datasheet"))
+    # the datasheet profile as the twin was registered beside it (before plans 73's and 76's adoptions, 2026-12-06)
+    base = profiles.before_h100_adoptions("h100-x1-datasheet")
     twin = load_hardware("h100-x1-datasheet-tickets")
     h200 = load_hardware("h200-x1-calibrated").config(128, 256)
     c = twin.config(128, 256)

@@ -52,7 +52,9 @@ def make_call(p69, root, hbm=3100.0):
     for e in p69.EXPERIMENTS:
         (root / e).mkdir()
         shutil.copy(src / e / "results.csv", root / e / "results.csv")
-    text = (p69.ROOT / "specs/hardware/h100-x1-datasheet.toml").read_text()
+    from ctasim.profiles import before_h100_drift_text
+
+    text = before_h100_drift_text()  # the datasheet profile as the registration's tree had it (before plans 73, 76)
     lines = ['name = "h100-x1-own"' if l.startswith("name = ") else
              f"hbm_gbps = {hbm}" if l.startswith("hbm_gbps = ") else l for l in text.splitlines()]
     (root / p69.OWN).write_text("\n".join(lines) + "\n")
@@ -61,10 +63,8 @@ def make_call(p69, root, hbm=3100.0):
                             "--naive-from", str(p69.ROOT / "bench/results/hw/2026-11-29-run2/baselines.csv")]) == 0
     shapes = ",".join(f"{m}x{n}x{k}" for m, n, k in p69.shapes())
     probe = p69.ROOT / "bench/results/hw/2026-12-04-registered48-1gpu/calibration-probes/tile_orders.csv"
-    # the datasheet profile as the registration's tree had it (the drift's tile law: before registered plan 73)
     sheet = root / "h100-x1-datasheet.toml"
-    sheet.write_text("".join(line for line in (p69.ROOT / "specs/hardware/h100-x1-datasheet.toml").read_text()
-                             .splitlines(keepends=True) if not line.startswith("drift_k_ref = ")))
+    sheet.write_text(text)
     assert bgo.main(["--predict", shapes, "--profile", f"own={root / p69.OWN}", "--profile", f"datasheet={sheet}",
                      "--naive-probe", str(probe), "--out", str(root / "predicted-own")]) == 0
     return root

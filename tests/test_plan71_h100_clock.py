@@ -22,9 +22,9 @@ def p71():
 
 def test_the_registration_is_what_clock_kernels_writes_from_the_two_profiles(tmp_path):
     """The registration as clock_kernels.py wrote it: the clock figures from each profile, and the rested times
-    (reported only) of h100-x1-datasheet as it was then (its drift the tile law: ctasim.profiles.before_h100_drift;
-    registered plan 73 changed it after)."""
-    from ctasim.profiles import before_h100_drift
+    (reported only) of h100-x1-datasheet as it was then (its drift the tile law, the exposed HBM share at hbm_gbps:
+    ctasim.profiles.before_h100_adoptions; registered plans 73 and 76 changed them after)."""
+    from ctasim.profiles import before_h100_adoptions
     from ctasim.spec import load_hardware
 
     ck = load_bench("clock_kernels")
@@ -35,7 +35,7 @@ def test_the_registration_is_what_clock_kernels_writes_from_the_two_profiles(tmp
             assert (tmp_path / src / name).read_bytes() == (ROOT / "bench/predictions/reg71-h100-clock" / src /
                                                             name).read_bytes(), (src, name)
         then = ck.predicted(load_bench("hw/clock_trajectory").parse_kernels(KERNELS),
-                            before_h100_drift(load_hardware(profile)))
+                            before_h100_adoptions(profile) if src == "datasheet" else load_hardware(profile))
         then.round(4).to_csv(tmp_path / f"{src}-then.csv", index=False)
         assert (tmp_path / f"{src}-then.csv").read_bytes() == (ROOT / "bench/predictions/reg71-h100-clock" / src /
                                                                "predicted.csv").read_bytes()

@@ -25,8 +25,9 @@ def test_the_registration_is_what_the_script_writes(p72, tmp_path):
         assert (tmp_path / "r" / name).read_bytes() == (REG / name).read_bytes(), name
     # the twin is the datasheet profile but its name and the one drift
     twin = (REG / "h100-x1-datasheet-nodrift.toml").read_text().splitlines()
-    base = [line for line in (ROOT / "specs/hardware/h100-x1-datasheet.toml").read_text().splitlines()
-            if not line.startswith("drift_k_ref = ")]  # as registered: before plan 73's adoption
+    from ctasim.profiles import before_h100_drift_text
+
+    base = before_h100_drift_text().splitlines()  # as registered: before plans 73's and 76's adoptions
     assert len(twin) == len(base) and sum(a != b for a, b in zip(twin, base)) == 2
     pred = pd.read_csv(REG / "predicted.csv")
     assert len(pred) == 8 * len(p72.SHAPES) and (pred.nodrift_ms <= pred.datasheet_ms + 1e-9).all()

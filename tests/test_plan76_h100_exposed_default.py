@@ -142,3 +142,24 @@ def test_the_judge_refuses_an_h200_call_or_one_without_traces_and_judges_one_nam
     # the H200's own traces judged as an H100's: the pairs' paces as the H200's, so (i) misses
     assert cl.at["h", "met"] and not cl.at["i", "met"]
     assert len(pd.read_csv(out / "paces.csv")) == 12
+
+
+def test_the_committed_judgement_is_what_the_judge_writes_and_the_docs_quote(p76, tmp_path):
+    """bench/results/validation-registered76 from the committed call (GPU-f63d1ff4): the twin within the targets and
+    nearer on the blocks and the chain's sequential and groups, further on the pairs (the H100 lost 47-58% there),
+    the span under its CTAs' pace range, so (f) and (h) missed and the profile took the twin's rate, as
+    docs/validation.md says."""
+    from tests.helpers import assert_same_tables
+
+    run = p76.ROOT / "bench/results/hw-h100/2026-12-06-registered76-1gpu"
+    assert p76.main(["--judge", str(run), "--out", str(tmp_path)]) == 0
+    committed = p76.ROOT / "bench/results/validation-registered76"
+    assert_same_tables(tmp_path, committed, ("cases", "claims", "paces"))
+    cl = pd.read_csv(committed / "claims.csv").set_index("claim")
+    assert cl["provenance"].str.startswith("registered").all()
+    assert list(cl.index[cl["met"]]) == [*"abcdeg", "i", "adopt"]
+    assert cl.at["a", "value"] == "MAPE 0.91%, worst 1.68% over 8 cases"
+    assert cl.at["f", "value"] == "26.41 against the model's 23.55% over 4 cases"
+    from ctasim.spec import load_hardware
+
+    assert load_hardware("h100-x1-datasheet").l2_hbm_exposed_gbps == load_hardware("h200-x1-calibrated").hbm_gbps

@@ -82,9 +82,30 @@ def test_the_h100_profile_before_plan_73_is_named_and_is_the_pin():
     ``before_h100_drift`` makes of the profile, but for its name and source; the adopted profile writes 8192."""
     import dataclasses
 
-    from ctasim.profiles import H100_BEFORE_DRIFT, before_h100_drift
+    from ctasim.profiles import H100_BEFORE_DRIFT, before_h100_adoptions, before_h100_drift, before_h100_exposed
 
     now, tile = load_hardware("h100-x1-datasheet"), load_hardware(H100_BEFORE_DRIFT)
     assert {c.drift_k_ref for c in now.kernel_configs if c.cta_drift > 0} == {8192.0}
     assert {c.drift_k_ref for c in tile.kernel_configs} == {0.0}
-    assert dataclasses.replace(tile, name=now.name, source=now.source) == before_h100_drift(now)
+    then = before_h100_exposed(before_h100_drift(now))  # and before plan 76's exposed rate
+    assert dataclasses.replace(tile, name=now.name, source=now.source) == then == before_h100_adoptions(now.name)
+    # a twin keeps the exposed rate it was registered with
+    assert before_h100_adoptions("h100-x1-datasheet-latency").l2_hbm_exposed_gbps > 0
+
+
+def test_the_h100_profile_takes_plan_76s_exposed_rate_and_the_one_before_it_is_named():
+    """``h100-x1-datasheet`` is registered plan 75's twin ``-exposed`` but for its name and source (plan 76's
+    adoption); ``h100-x1-datasheet-hbm3`` is it with the exposed share at ``hbm_gbps``, what ``before_h100_exposed``
+    makes of it; the text before plan 73 is the file as plans 72 and 73 derived their twins from."""
+    import dataclasses
+
+    from ctasim import profiles
+
+    now, twin = load_hardware("h100-x1-datasheet"), load_hardware("h100-x1-datasheet-exposed")
+    hbm3 = load_hardware(profiles.H100_BEFORE_EXPOSED)
+    assert now.l2_hbm_exposed_gbps == load_hardware("h200-x1-calibrated").hbm_gbps and hbm3.l2_hbm_exposed_gbps == 0
+    assert dataclasses.replace(twin, name=now.name, source=now.source) == now
+    assert dataclasses.replace(hbm3, name=now.name, source=now.source) == profiles.before_h100_exposed(now)
+    assert "registered plan 76's rule" in profiles.H100_EXPOSED_ADOPTED
+    text = profiles.before_h100_drift_text()
+    assert "drift_k_ref" not in text and "l2_hbm_exposed_gbps" not in text and 'name = "h100-x1-datasheet"' in text
