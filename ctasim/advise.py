@@ -450,8 +450,8 @@ def h100_drift_lines(model: Model, hw: Hardware, results_dir: Path | None = None
 
 
 H100_BLOCK_PLANS = ("validation-registered74", "validation-registered74-run2", "validation-registered75",
-                    "validation-registered76")
-"""Registered plans 74's (two H100s), 75's and 76's (one each) judged tables (``cases.csv``: thirteen models' MLP
+                    "validation-registered76", "validation-registered76-run2")
+"""Registered plans 74's (two H100s), 75's (one) and 76's (two) judged tables (``cases.csv``: thirteen models' MLP
 blocks, chains and the reference GEMM, each source's error; ``model`` is ``h100-x1-datasheet`` as registered then,
 before plan 76's adoption, ``exposed`` plan 75's twin ``h100-x1-datasheet-exposed``, whose rate plan 76 adopted,
 ``h200-measured`` the H200s' medians)."""

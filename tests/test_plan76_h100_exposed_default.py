@@ -163,3 +163,19 @@ def test_the_committed_judgement_is_what_the_judge_writes_and_the_docs_quote(p76
     from ctasim.spec import load_hardware
 
     assert load_hardware("h100-x1-datasheet").l2_hbm_exposed_gbps == load_hardware("h200-x1-calibrated").hbm_gbps
+
+
+def test_the_repeat_on_a_second_h100_is_what_the_judge_writes(p76, tmp_path):
+    """bench/results/validation-registered76-run2 (GPU-64c7beb0, a repeat, not in the registered plan): the twin
+    nearer on the blocks again, but on this slower machine not on the chain's sequential and groups ((e) missed: the
+    rule alone would not have adopted here), the pairs thrashing again."""
+    from tests.helpers import assert_same_tables
+
+    run = p76.ROOT / "bench/results/hw-h100/2026-12-06-registered76-1gpu-run2"
+    assert p76.main(["--judge", str(run), "--out", str(tmp_path)]) == 0
+    committed = p76.ROOT / "bench/results/validation-registered76-run2"
+    assert_same_tables(tmp_path, committed, ("cases", "claims", "paces"))
+    cl = pd.read_csv(committed / "claims.csv").set_index("claim")
+    assert list(cl.index[~cl["met"]]) == ["e", "f", "adopt"]
+    assert cl.at["b", "value"] == "0.68 against the model's 2.42%"
+    assert cl.at["e", "value"] == "1.96 against the model's 1.53% over 12 cases"
