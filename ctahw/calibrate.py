@@ -74,7 +74,9 @@ l2_hbm_exposed,             *fitted*: least mean |error| over the tile-order pro
                             measured L2 size, HBM rate, tile fixed time and drift, reuse across waves by the base
                             profile's ``l2_reuse_law`` (copied; the survival law reads the curve measured here)
                             (``ctasim.calibration.fit_l2_constants``); the 128x256 tile_cv is set to 0 beside them
-                            (they are fitted without tile-time variation)
+                            (they are fitted without tile-time variation); ``l2_hbm_exposed_gbps`` is set to 0
+                            (hbm_gbps) with them: the share was fitted at the machine's own HBM rate, whatever rate
+                            the base charges it at
 128x256 drift_form          *chosen*, not measured: the drift form the fit used (:data:`DRIFT_FORM`, written with it)
 ==========================  ===================================================================================
 
@@ -914,7 +916,7 @@ MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_eng
                    "silu_epilogue_factor", "relu_epilogue_factor", "relu_input_tile_factor",
                    "epilogue_pass_gbps", "rowwise_gbps",
                    "norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element", "local_signal_ns",
-                   "l2_bytes", "l2_survival_taken", "l2_survival_share", "l2_hbm_exposed")
+                   "l2_bytes", "l2_survival_taken", "l2_survival_share", "l2_hbm_exposed", "l2_hbm_exposed_gbps")
 FITTED_FIELDS = ("l2_hbm_exposed",)
 """Fields of :data:`MEASURED_FIELDS` that are fitted to measurements rather than measured: marked ``fitted:``."""
 CONFIG_FIELDS = ("sm_tflops", "tile_fixed_ns", "l2_sm_tflops", "cta_drift", "drift_form", "cluster_m", "tile_cv",
@@ -1561,6 +1563,10 @@ def measured_fields(res: Mapping) -> dict[str, tuple]:
         out["l2_bytes"] = (float(res["l2_bytes"]), "cudaDeviceProp.l2CacheSize")
         out["l2_hbm_exposed"] = (res["l2_hbm_exposed"], f"{_l2_fit_how(res)}; fitted together with the 128x256 "
                                  "l2_sm_tflops; share of a wave's HBM time its math does not hide")
+        # the share was fitted with its bytes at this profile's own hbm_gbps (memory_hierarchy), so it is charged at
+        # that rate, not at a rate the base sets (h100-x1-datasheet's, registered plan 76's adoption)
+        out["l2_hbm_exposed_gbps"] = (0.0, "0 = hbm_gbps: l2_hbm_exposed was fitted with the exposed bytes at this "
+                                      "profile's own hbm_gbps (ctahw.calibrate.memory_hierarchy)")
     return out
 
 

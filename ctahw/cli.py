@@ -282,7 +282,8 @@ def cmd_calibrate(args) -> int:
     if args.dry_run:
         skip = set(calibrate.FITTED_FIELDS) | {"l2_bytes"} if args.no_memory else set()
         if args.no_memory:
-            skip |= {"local_signal_ns", "l2_survival_taken", "l2_survival_share"}  # from the memory probes
+            skip |= {"local_signal_ns", "l2_survival_taken", "l2_survival_share",  # from the memory probes
+                     "l2_hbm_exposed_gbps"}  # set with the memory hierarchy's fit
         if args.no_fold:
             skip |= {"norm_stats_epilogue_ns_per_element", "norm_fold_epilogue_ns_per_element"}
         cfg = calibrate.CONFIG_FIELDS[:2] if args.no_memory else calibrate.CONFIG_FIELDS

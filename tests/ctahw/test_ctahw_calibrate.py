@@ -625,6 +625,13 @@ def test_a_fit_under_another_law_than_the_bases_is_not_written(tmp_path):
                              tmp_path / "h.toml", "h", PROV)
     assert load_hardware(tmp_path / "h.toml").l2_reuse_law == "survival" and "'survival' reuse law" in text
     assert load_hardware(tmp_path / "h.toml").calibrated_from == "h100-x1-datasheet"  # the base, for advise's lineage
+    # the exposed share fitted at the profile's own HBM rate is charged at it, not at the base's (plan 76's) rate
+    assert load_hardware("h100-x1-datasheet").l2_hbm_exposed_gbps > 0
+    assert load_hardware(tmp_path / "h.toml").l2_hbm_exposed_gbps == 0.0
+    # without the memory hierarchy the base's exposed share and its rate stay copied together
+    copied = cal.write_profile(dict(fitted, l2_reuse_law="survival"), "h100-x1-datasheet", tmp_path / "c.toml", "c",
+                               PROV)
+    assert "l2_hbm_exposed_gbps = 4257.3663  # copied from h100-x1-datasheet" in copied
 
 
 def test_a_fit_without_its_law_named_is_the_lrus_and_refused_against_a_survival_base(tmp_path):
