@@ -173,7 +173,7 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
               f"{len(pairs['model'])} cases",
          complete and len(pairs["model"]) > 0 and _mape(pairs["exposed"]) < _mape(pairs["model"])),
         ("g", f"{sum(fastest)} of {len(fastest)}", complete and len(fastest) == 4 and all(fastest)),
-        ("h", f"median {ratio:.2f} over {len(fitted)} of {len(pc)} traced runs", RATIO[0] <= ratio <= RATIO[1]),
+        ("h", f"median {ratio:.3f} over {len(fitted)} of {len(pc)} traced runs", RATIO[0] <= ratio <= RATIO[1]),
         ("i", f"median ratio {wider:.2f} over {len(pr)} M", len(pr) == 4 and wider >= WIDER),
     ]
     return registered_plan.with_adoption(registered_plan.claims_table(rows, CLAIMS), ADOPT, "h100-x1-datasheet takes "

@@ -21,7 +21,7 @@ spread that grows with an order's misses. This reads every committed traced chai
 
 ``paces.csv``: one row per traced (run, case, order); ``by-order.csv``: the medians per GPU kind and order, the median
 of span_rate / pace_range and the correlation of span_rate and pace_range with the penalty within the order. Every
-run here had been seen; nothing is put into a profile. ~30 s.
+run here had been seen; nothing is put into a profile. ~15 s.
 """
 
 from __future__ import annotations

@@ -38,6 +38,14 @@ SCALES = (0.6, 0.7, 0.8, 0.9, 1.0)
 EXPERIMENTS = tuple(dict.fromkeys([*p64.EXPERIMENTS, *p65.EXPERIMENTS]))
 """Plans 64's and 65's experiments (the reference GEMM once)."""
 CALLS = ph.CALLS
+THROUGH = "2026-12-05-registered65-1gpu-run3"
+"""The last H100 call folder (in name order) the committed tables read: later calls that ran the reference GEMM
+(registered plans 74-76, 2026-12-06) are not in them."""
+
+
+def through(root: Path = CALLS) -> list[Path]:
+    """The call folders under ``root`` up to :data:`THROUGH`, in name order."""
+    return sorted(d for d in root.iterdir() if d.is_dir() and d.name <= THROUGH)
 
 
 def predicted(scales=SCALES, experiments=EXPERIMENTS) -> pd.DataFrame:
@@ -48,8 +56,8 @@ def predicted(scales=SCALES, experiments=EXPERIMENTS) -> pd.DataFrame:
 
 
 def cases(pred: pd.DataFrame, root: Path = CALLS) -> pd.DataFrame:
-    """Every committed H100 call's timed cases of these experiments against the predictions."""
-    c = ph.call_cases(pred, sorted(d for d in root.iterdir() if d.is_dir()), EXPERIMENTS)
+    """Every committed H100 call's timed cases, up to :data:`THROUGH`, of these experiments against the predictions."""
+    c = ph.call_cases(pred, through(root), EXPERIMENTS)
     c["profile"] = c["scale"].map(lambda f: f"{PROFILE} x{f:g} L2")
     return c[["call", "experiment", "case", "strategy", "class", "scale", "profile", "measured_ms", "predicted_ms",
               "error_pct"]]

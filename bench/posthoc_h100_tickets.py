@@ -65,7 +65,7 @@ order, known exactly, would give (:func:`per_order`)."""
 def gap_bundles() -> dict[str, list[Path]]:
     """The traced chain-kernel runs of plans 64's and 65's experiments, per GPU."""
     exps = [e for e in pc.EXPERIMENTS if "reference" not in e]
-    h100 = sorted(p for e in exps for p in H100.glob(f"*/{e}/{pom.BUNDLE}"))
+    h100 = sorted(p for e in exps for p in H100.glob(f"*/{e}/{pom.BUNDLE}") if p.parent.parent.name <= pc.THROUGH)
     return {"H100": h100, "H200": pom.bundles(experiments=tuple(exps))}
 
 
@@ -140,8 +140,9 @@ def predicted(profiles: dict, experiments=pc.EXPERIMENTS) -> pd.DataFrame:
 
 
 def whatif(pred: pd.DataFrame, root: Path = H100) -> pd.DataFrame:
-    """Every H100 call's timed cases against each what-if (``posthoc_h100_exposed.call_cases``)."""
-    c = ph.call_cases(pred, sorted(d for d in root.iterdir() if d.is_dir()), pc.EXPERIMENTS)
+    """Every H100 call's timed cases (up to ``posthoc_h100_capacity.THROUGH``) against each what-if
+    (``posthoc_h100_exposed.call_cases``)."""
+    c = ph.call_cases(pred, pc.through(root), pc.EXPERIMENTS)
     return c[["call", "experiment", "case", "strategy", "class", "profile", "measured_ms", "predicted_ms",
               "error_pct"]]
 

@@ -919,6 +919,8 @@ MEASURED_FIELDS = ("gpu", "gpus", "sm_count", "hbm_gbps", "link_gbps", "copy_eng
                    "l2_bytes", "l2_survival_taken", "l2_survival_share", "l2_hbm_exposed", "l2_hbm_exposed_gbps")
 FITTED_FIELDS = ("l2_hbm_exposed",)
 """Fields of :data:`MEASURED_FIELDS` that are fitted to measurements rather than measured: marked ``fitted:``."""
+SET_FIELDS = ("l2_hbm_exposed_gbps",)
+"""Fields of :data:`MEASURED_FIELDS` that are set by what was measured, neither measured nor fitted: marked ``set:``."""
 CONFIG_FIELDS = ("sm_tflops", "tile_fixed_ns", "l2_sm_tflops", "cta_drift", "drift_form", "cluster_m", "tile_cv",
                  "ticket_spread", "ticket_law", "ticket_mainloop_factor", "ticket_gap_cv", "ticket_touched")
 """The 128x256 kernel config's fields that ``ctahw calibrate`` writes (the last ten with the memory hierarchy;
@@ -970,8 +972,8 @@ def profile_toml(base: Hardware, base_text: str, base_name: str, name: str, meas
             v, how = measured[f.name]
             if f.type in ("float",) or isinstance(getattr(base, f.name), float):
                 v = float(v)
-            lines.append(f"{f.name} = {_toml_value(v)}  # {'fitted' if f.name in FITTED_FIELDS else 'measured'}: "
-                         f"{how}")
+            kind = "fitted" if f.name in FITTED_FIELDS else "set" if f.name in SET_FIELDS else "measured"
+            lines.append(f"{f.name} = {_toml_value(v)}  # {kind}: {how}")
         else:
             why = comments.get(f.name, "")
             lines.append(f"{f.name} = {_toml_value(getattr(base, f.name))}  # copied from {base_name}"

@@ -492,7 +492,9 @@ def h100_block_lines(hw: Hardware, results_dir: Path | None = None) -> list[str]
                 f"them that profile {mape['model']:.1f}%, its twin h100-x1-datasheet-exposed (the exposed HBM share "
                 f"charged at the H200's rate) {mape['exposed']:.1f}%, the H200s' measured times "
                 f"{mape['h200-measured']:.1f}%")
-    mine = (f"{hw.name} charges the datasheet's rate there, so its GPUs' compute times may be high by as much"
+    mine = (f"{hw.name} charges the exposed share at its own measured HBM rate, as `ctahw calibrate` fitted it"
+            if hw.l2_hbm_exposed_gbps == 0 and hw.measured else
+            f"{hw.name} charges the datasheet's rate there, so its GPUs' compute times may be high by as much"
             if hw.l2_hbm_exposed_gbps == 0 else f"{hw.name} charges the exposed HBM share at the H200's rate ("
             + ("since registered plan 76's adoption" if hw.name == "h100-x1-datasheet" else "as h100-x1-datasheet "
                "does since registered plan 76's adoption") + "; the chain kernel's pairs and row order further off "

@@ -559,6 +559,12 @@ def test_advise_on_an_h100_says_what_plans_74_to_76_measured_of_its_blocks(tmp_p
     assert "h100-x1-datasheet-hbm3 charges the datasheet's rate there" in before
     (eight,) = A.h100_block_lines(load_hardware("h100-x8-mechanism"))
     assert "h100-x8-mechanism charges the datasheet's rate there" in eight
+    import dataclasses
+
+    own = dataclasses.replace(load_hardware("h100-x1-datasheet"), name="h100-x1-own", measured=True,
+                              l2_hbm_exposed_gbps=0.0)  # as ctahw calibrate writes it with the memory hierarchy
+    (mine,) = A.h100_block_lines(own)
+    assert "h100-x1-own charges the exposed share at its own measured HBM rate" in mine and "datasheet's" not in mine
     (latency,) = A.h100_block_lines(load_hardware("h100-x1-datasheet-latency"))
     assert "charges the datasheet's rate" not in latency and "as h100-x1-datasheet does since registered" in latency
     assert A.h100_block_lines(load_hardware("h200-x8-mechanism")) == []

@@ -28,8 +28,20 @@ def test_the_committed_paces_are_what_the_traces_give(pcp):
     key = ["case", "order"]
     got, want = (d.sort_values(key).reset_index(drop=True) for d in (got, want))
     assert got[key].equals(want[key])
-    for col in ("span_rate", "pace_range", "lead24", "penalty", "span_wo_quick24"):
+    for col in ("span_rate", "pace_range", "lead24", "penalty", "span_wo_quick24", "span_wo_slow24"):
         assert got[col].to_numpy(float) == pytest.approx(want[col].to_numpy(float), rel=1e-4, abs=1e-6), col
+    # the calls read are those up to THROUGH: 77 bundles (27 on H100s), 762 traced runs (265 on H100s); later calls
+    # (plan 76's) are not in the committed tables
+    found = pcp.bundles()
+    assert len(found) == 77 and sum(kind == "H100" for kind, _ in found) == 27
+    assert len(committed) == 762 and (committed.gpu == "H100").sum() == 265
+    assert not committed.run.str.contains("registered76").any()
+    h200 = pcp.paces([found[0]])  # an H200 bundle read again too
+    assert set(h200.gpu) == {"H200"}
+    for r in h200.itertuples(index=False):
+        row = committed[(committed.run == r.run) & (committed.experiment == r.experiment) & (committed.case == r.case)
+                        & (committed.order == r.order)]
+        assert len(row) == 1 and row.pace_range.iloc[0] == pytest.approx(r.pace_range, rel=1e-4, abs=1e-6)
     pd.testing.assert_frame_equal(pcp.by_order(committed), pd.read_csv(COMMITTED / "by-order.csv"), check_dtype=False,
                                   atol=2e-4)  # from the rows as committed (6 digits)
 

@@ -19,13 +19,15 @@ def php(bench_module):
 
 
 def test_the_committed_table_is_what_the_script_computes(php):
+    """Every variant, one M of each GPU's first call, simulated again; the summary from the committed rows."""
     committed = pd.read_csv(COMMITTED / "what-if.csv")
-    calls = {"H100": php.CALLS["H100"][:1]}
-    got = php.what_if(calls, ("profile", "reach floor 0.06"))
-    want = committed[(committed.call == calls["H100"][0].name) & committed.variant.isin(got.variant.unique())]
-    key = ["variant", "case", "order"]
+    calls = {gpu: found[:1] for gpu, found in php.CALLS.items()}
+    got = php.what_if(calls, cases=("m=8192",))
+    names = {found[0].name for found in calls.values()}
+    want = committed[committed.call.isin(names) & (committed.case == "m=8192")]
+    key = ["gpu", "variant", "case", "order"]
     got, want = (d.sort_values(key).reset_index(drop=True) for d in (got, want))
-    assert len(got) == len(want) == 24 and got[key].equals(want[key])
+    assert len(got) == len(want) == 2 * len(php.VARIANTS) * 3 and got[key].equals(want[key])
     assert got.predicted_ms.to_numpy() == pytest.approx(want.predicted_ms.to_numpy(), rel=1e-4)
     pd.testing.assert_frame_equal(php.summary(committed), pd.read_csv(COMMITTED / "summary.csv"), check_dtype=False,
                                   atol=0.006)

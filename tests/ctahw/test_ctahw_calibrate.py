@@ -628,6 +628,7 @@ def test_a_fit_under_another_law_than_the_bases_is_not_written(tmp_path):
     # the exposed share fitted at the profile's own HBM rate is charged at it, not at the base's (plan 76's) rate
     assert load_hardware("h100-x1-datasheet").l2_hbm_exposed_gbps > 0
     assert load_hardware(tmp_path / "h.toml").l2_hbm_exposed_gbps == 0.0
+    assert "l2_hbm_exposed_gbps = 0.0  # set: 0 = hbm_gbps" in (tmp_path / "h.toml").read_text()
     # without the memory hierarchy the base's exposed share and its rate stay copied together
     copied = cal.write_profile(dict(fitted, l2_reuse_law="survival"), "h100-x1-datasheet", tmp_path / "c.toml", "c",
                                PROV)
