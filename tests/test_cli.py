@@ -116,8 +116,8 @@ def test_the_readme_sample_table_is_what_ctasim_run_prints(capsys):
 
 
 def test_docs_advice_is_what_ctasim_advise_writes_now():
-    """docs/advice.md (ctasim advise --doc): one section per model x documented machine, and one section (the quick
-    2-GPU machine) regenerated equal to the committed one."""
+    """docs/advice.md (ctasim advise --doc): one section per model x documented machine, and two sections (the quick
+    2-GPU machine, and an H100 machine, whose lines quote the H100 plans) regenerated equal to the committed ones."""
     from pathlib import Path
 
     from ctasim import advise as A
@@ -130,6 +130,10 @@ def test_docs_advice_is_what_ctasim_advise_writes_now():
     model, hw = load_model("llama3.1-8b"), load_hardware("h200-x2-calibrated")
     section = A.markdown(model, hw, A.advise(model, hw, A.TOKENS), "burst")
     assert section in doc, "run: ctasim advise --doc docs/advice.md"
+    h100 = load_hardware("h100-x8")
+    section = A.markdown(model, h100, A.advise(model, h100, A.TOKENS), "burst")
+    assert "an H100's blocks: registered plans" in section
+    assert section in doc, "run: ctasim advise --doc docs/advice.md (an H100 section)"
 
 
 def test_advise_says_a_derived_profile_is_derived_not_datasheet(capsys):
@@ -234,9 +238,10 @@ def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(t
     # one (filed under their experiments' names they would count as h200-x1-calibrated's); the sequential line counts
     # the registrations with a sequential case: plan 64's four (12 runs; the reference's 3 more from plan 65's calls),
     # plan 65's H = 5120 (3 runs), plan 66's two (2 runs each), plan 68's two (2 runs each), plan 74's six (2 runs
-    # each; its tile-law twins under h100-x1-datasheet-tile), plan 75's seven (1 run each) and plan 76's six (2
-    # each; their twins under h100-x1-datasheet-exposed)
-    assert "reg64-h100-h5632" in parts["h100-x1-datasheet"] and "over 57 measured runs" in parts["h100-x1-datasheet"]
+    # each; its tile-law twins under h100-x1-datasheet-tile), plan 75's seven (1 run each), plan 76's six (2 each;
+    # their twins under h100-x1-datasheet-exposed) and plan 77's two (1 each)
+    assert "reg64-h100-h5632" in parts["h100-x1-datasheet"] and "over 59 measured runs" in parts["h100-x1-datasheet"]
+    assert "reg77-h100-h9216" in parts["h100-x1-datasheet"]
     assert "reg76-h100-qwen2.5-7b" in parts["h100-x1-datasheet"]
     assert "reg76-h100-qwen2.5-7b-exposed" in parts["h100-x1-datasheet-exposed"]
     assert "reg75-h100-yi-34b-exposed" in parts["h100-x1-datasheet-exposed"]
