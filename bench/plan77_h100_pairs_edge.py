@@ -4,11 +4,11 @@
     python bench/plan77_h100_pairs_edge.py --judge RUN_DIR [--registered bench/predictions/reg77-h100-pairs-edge]
                                            [--out bench/results/validation-registered77]
 
-On every H100 call before registered plan 76 the chain kernel's pairs took 1.05-1.15 times groups of 8's makespan
+On every H100 call before registered plan 76 the chain kernel's pairs took 1.04-1.15 times groups of 8's makespan
 (2-layer chains at H = 4096-8448, a layer's weights up to 2.7 times the H100's 50 MiB L2; three calls at H = 8448:
-1.10-1.11); on plan 76's two H100s at H = 8704 (2.9 times) they took 1.46-1.60 at M >= 8192, every SM losing the
+1.10-1.12); on plan 76's two H100s at H = 8704 (2.9 times) they took 1.44-1.60 at M >= 8192, every SM losing the
 reuse, where the H200s lose 7-8% at the same cases (`bench/results/validation-registered76`). Plan 77 asks, before any
-H100 ran them, two chains past 8704 (:data:`EXPERIMENTS`): H = 8960 (3.0 times the L2; M = 6144, 10240, 14336) and H =
+H100 ran them, two chains past 8704 (:data:`EXPERIMENTS`): H = 8960 (3.1 times the L2; M = 6144, 10240, 14336) and H =
 9216 (3.2 times; M = 4096, 8192, 16384), sequential and the chain kernel's groups of 8 and 4, pairs and row order, 30
 cases. Sources (:data:`SOURCES`): ``model`` (``h100-x1-datasheet``, as plan 76's adoption left it), ``naive`` (the
 FLOPs line fitted on H200 GEMMs), ``h200-measured`` (the H200s' medians). Claims (:data:`CLAIMS`): (a) the size reading
