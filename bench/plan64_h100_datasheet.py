@@ -221,15 +221,20 @@ def timed_cases(pred: pd.DataFrame, timed: pd.DataFrame) -> pd.DataFrame:
     return j[["experiment", "case", "strategy", "source", "measured_ms", "predicted_ms", "n_runs", "error_pct"]]
 
 
+def mape(d: pd.DataFrame) -> float:
+    """The mean |error| (%) of ``d``'s rows (``error_pct``); nan where it has none."""
+    return float(d["error_pct"].abs().mean()) if len(d) else float("nan")
+
+
 def by_source(c: pd.DataFrame, sources, reference: str = "model") -> tuple[dict, dict, bool, float]:
     """Per source of ``sources``: its judged rows and MAPE (%); whether every source has as many rows as
     ``reference`` (one of them; and it some); ``reference``'s worst |error| (%)."""
     by = {s: c[(c["source"] == s) & c["error_pct"].notna()] for s in sources}
-    mape = {s: float(d["error_pct"].abs().mean()) if len(d) else float("nan") for s, d in by.items()}
+    mapes = {s: mape(d) for s, d in by.items()}
     n = len(by[reference])
     complete = n > 0 and all(len(by[s]) == n for s in sources)
     worst = float(by[reference]["error_pct"].abs().max()) if n else float("nan")
-    return by, mape, complete, worst
+    return by, mapes, complete, worst
 
 
 def signed_worst(d: pd.DataFrame) -> float:

@@ -103,8 +103,31 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     return p64.timed_cases(pred, meas)
 
 
-def _mape(d: pd.DataFrame) -> float:
-    return float(d["error_pct"].abs().mean()) if len(d) else float("nan")
+def twin_rows(by: dict, complete: bool, blocks: dict, groups: dict, lossy: dict, chain: str, chain_ms: int) -> list:
+    """Claims (a)-(g) of a plan that asks the twin ``exposed`` beside the model (plans 75 and 76), as
+    ``registered_plan.claims_table`` rows: ``by`` and ``complete`` as ``plan64_h100_datasheet.by_source`` gives them,
+    and per source the rows of (a)-(d) (``blocks``), of (e) (``groups``) and of (f) (``lossy``); (g) over the
+    experiment ``chain``'s ``chain_ms`` cases."""
+    mape = p64.mape
+    m = {s: mape(d) for s, d in blocks.items()}
+    worst = float(blocks["exposed"]["error_pct"].abs().max()) if len(blocks["exposed"]) else float("nan")
+    fastest = p64.fastest_right(by["exposed"][by["exposed"]["experiment"] == chain])
+    return [
+        ("a", f"MAPE {m['exposed']:.2f}%, worst {worst:.2f}% over {len(blocks['exposed'])} cases",
+         complete and m["exposed"] <= MAPE and worst <= WORST),
+        ("b", f"{m['exposed']:.2f} against the model's {m['model']:.2f}%", complete and m["exposed"] < m["model"]),
+        ("c", f"{m['exposed']:.2f} against the naive line's {m['naive']:.2f}%",
+         complete and m["exposed"] <= m["naive"] / 2),
+        ("d", f"{m['exposed']:.2f} against the H200s' measured {m['h200-measured']:.2f}%",
+         complete and m["exposed"] < m["h200-measured"]),
+        ("e", f"{mape(groups['exposed']):.2f} against the model's {mape(groups['model']):.2f}% over "
+              f"{len(groups['model'])} cases",
+         complete and len(groups["model"]) > 0 and mape(groups["exposed"]) < mape(groups["model"])),
+        ("f", f"{mape(lossy['exposed']):.2f} against the model's {mape(lossy['model']):.2f}% over "
+              f"{len(lossy['model'])} cases",
+         complete and len(lossy["model"]) > 0 and mape(lossy["exposed"]) < mape(lossy["model"])),
+        ("g", f"{sum(fastest)} of {len(fastest)}", complete and len(fastest) == chain_ms and all(fastest)),
+    ]
 
 
 def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
@@ -112,25 +135,7 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
     seq = {s: d[d["experiment"] != CHAIN] for s, d in by.items()}
     grp = {s: d[(d["experiment"] == CHAIN) & d["strategy"].isin(GROUPS)] for s, d in by.items()}
     lossy = {s: d[(d["experiment"] == CHAIN) & d["strategy"].isin(LOSSY)] for s, d in by.items()}
-    m = {s: _mape(d) for s, d in seq.items()}
-    worst = float(seq["exposed"]["error_pct"].abs().max()) if len(seq["exposed"]) else float("nan")
-    twin = by["exposed"][by["exposed"]["experiment"] == CHAIN]
-    fastest = p64.fastest_right(twin)
-    rows = [
-        ("a", f"MAPE {m['exposed']:.2f}%, worst {worst:.2f}% over {len(seq['exposed'])} cases",
-         complete and m["exposed"] <= MAPE and worst <= WORST),
-        ("b", f"{m['exposed']:.2f} against the model's {m['model']:.2f}%", complete and m["exposed"] < m["model"]),
-        ("c", f"{m['exposed']:.2f} against the naive line's {m['naive']:.2f}%",
-         complete and m["exposed"] <= m["naive"] / 2),
-        ("d", f"{m['exposed']:.2f} against the H200s' measured {m['h200-measured']:.2f}%",
-         complete and m["exposed"] < m["h200-measured"]),
-        ("e", f"{_mape(grp['exposed']):.2f} against the model's {_mape(grp['model']):.2f}% over {len(grp['model'])} "
-              "cases", complete and len(grp["model"]) > 0 and _mape(grp["exposed"]) < _mape(grp["model"])),
-        ("f", f"{_mape(lossy['exposed']):.2f} against the model's {_mape(lossy['model']):.2f}% over "
-              f"{len(lossy['model'])} cases",
-         complete and len(lossy["model"]) > 0 and _mape(lossy["exposed"]) < _mape(lossy["model"])),
-        ("g", f"{sum(fastest)} of {len(fastest)}", complete and len(fastest) == 3 and all(fastest)),
-    ]
+    rows = twin_rows(by, complete, seq, grp, lossy, CHAIN, 3)
     return registered_plan.with_adoption(registered_plan.claims_table(rows, CLAIMS), ADOPT, "h100-x1-datasheet takes "
                                          "the twin's l2_hbm_exposed_gbps where b, e and f are all met", provenance)
 

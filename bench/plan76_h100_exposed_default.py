@@ -43,6 +43,7 @@ import pandas as pd  # noqa: E402
 
 import plan64_h100_datasheet as p64  # noqa: E402
 import plan74_h100_blocks as p74  # noqa: E402
+import plan75_h100_exposed as p75  # noqa: E402
 import registered_plan  # noqa: E402
 
 from ctasim import calibration as C  # noqa: E402
@@ -142,37 +143,17 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     return c
 
 
-def _mape(d: pd.DataFrame) -> float:
-    return float(d["error_pct"].abs().mean()) if len(d) else float("nan")
-
-
 def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
     by, _, complete, _ = p64.by_source(c, SOURCES)
     blocks = {s: d[~d["experiment"].isin((REFERENCE, CHAIN))] for s, d in by.items()}
     grp = {s: d[(d["experiment"] == CHAIN) & d["strategy"].isin(GROUPS)] for s, d in by.items()}
     pairs = {s: d[(d["experiment"] == CHAIN) & d["strategy"].isin(PAIRS)] for s, d in by.items()}
-    m = {s: _mape(d) for s, d in blocks.items()}
-    worst = float(blocks["exposed"]["error_pct"].abs().max()) if len(blocks["exposed"]) else float("nan")
-    fastest = p64.fastest_right(by["exposed"][by["exposed"]["experiment"] == CHAIN])
     pc = c.attrs.get("paces", pd.DataFrame(columns=["strategy", "span_rate", "pace_range", "pace_range_h200"]))
     fitted = pc.dropna(subset=["span_rate"])
     ratio = float(np.median(fitted["span_rate"] / fitted["pace_range"])) if len(fitted) else float("nan")
     pr = pc[pc["strategy"].isin(PAIRS)]
     wider = float(np.median(pr["pace_range"] / pr["pace_range_h200"])) if len(pr) else float("nan")
-    rows = [
-        ("a", f"MAPE {m['exposed']:.2f}%, worst {worst:.2f}% over {len(blocks['exposed'])} cases",
-         complete and m["exposed"] <= MAPE and worst <= WORST),
-        ("b", f"{m['exposed']:.2f} against the model's {m['model']:.2f}%", complete and m["exposed"] < m["model"]),
-        ("c", f"{m['exposed']:.2f} against the naive line's {m['naive']:.2f}%",
-         complete and m["exposed"] <= m["naive"] / 2),
-        ("d", f"{m['exposed']:.2f} against the H200s' measured {m['h200-measured']:.2f}%",
-         complete and m["exposed"] < m["h200-measured"]),
-        ("e", f"{_mape(grp['exposed']):.2f} against the model's {_mape(grp['model']):.2f}% over {len(grp['model'])} "
-              "cases", complete and len(grp["model"]) > 0 and _mape(grp["exposed"]) < _mape(grp["model"])),
-        ("f", f"{_mape(pairs['exposed']):.2f} against the model's {_mape(pairs['model']):.2f}% over "
-              f"{len(pairs['model'])} cases",
-         complete and len(pairs["model"]) > 0 and _mape(pairs["exposed"]) < _mape(pairs["model"])),
-        ("g", f"{sum(fastest)} of {len(fastest)}", complete and len(fastest) == 4 and all(fastest)),
+    rows = p75.twin_rows(by, complete, blocks, grp, pairs, CHAIN, 4) + [
         ("h", f"median {ratio:.3f} over {len(fitted)} of {len(pc)} traced runs", RATIO[0] <= ratio <= RATIO[1]),
         ("i", f"median ratio {wider:.2f} over {len(pr)} M", len(pr) == 4 and wider >= WIDER),
     ]

@@ -90,10 +90,6 @@ def pairs_over_groups(c: pd.DataFrame) -> pd.DataFrame:
     return r
 
 
-def _mape(d: pd.DataFrame) -> float:
-    return float(d["error_pct"].abs().mean()) if len(d) else float("nan")
-
-
 def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
     by, _, complete, _ = p64.by_source(c, SOURCES)
     kept = {s: d[d["strategy"].isin(KEPT)] for s, d in by.items()}
@@ -105,13 +101,13 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
     rows = [
         ("a", f"{big['ratio'].min():.3f}-{big['ratio'].max():.3f} over {len(big)} cases (all M: "
               f"{r['ratio'].min():.3f}-{r['ratio'].max():.3f})", len(big) == 4 and bool((big["ratio"] >= CLIFF).all())),
-        ("b", f"MAPE {_mape(kept['model']):.2f}%, worst {worst:.2f}% over {len(kept['model'])} cases",
-         complete and _mape(kept["model"]) <= MAPE and worst <= WORST),
-        ("c", f"{_mape(kept['model']):.2f} against the naive line's {_mape(kept['naive']):.2f}%",
-         complete and _mape(kept["model"]) <= _mape(kept["naive"]) / 2),
+        ("b", f"MAPE {p64.mape(kept['model']):.2f}%, worst {worst:.2f}% over {len(kept['model'])} cases",
+         complete and p64.mape(kept["model"]) <= MAPE and worst <= WORST),
+        ("c", f"{p64.mape(kept['model']):.2f} against the naive line's {p64.mape(kept['naive']):.2f}%",
+         complete and p64.mape(kept["model"]) <= p64.mape(kept["naive"]) / 2),
         ("d", f"{sum(fastest)} of {len(fastest)}", complete and len(fastest) == 6 and all(fastest)),
-        ("e", f"MAPE {_mape(lossy['model']):.2f}% over {len(lossy['model'])} cases (the H200s' measured "
-              f"{_mape(lossy['h200-measured']):.2f}%)", complete and _mape(lossy["model"]) <= LOSSY_MAPE),
+        ("e", f"MAPE {p64.mape(lossy['model']):.2f}% over {len(lossy['model'])} cases (the H200s' measured "
+              f"{p64.mape(lossy['h200-measured']):.2f}%)", complete and p64.mape(lossy["model"]) <= LOSSY_MAPE),
     ]
     return registered_plan.claims_table(rows, CLAIMS, provenance)
 
