@@ -1,0 +1,163 @@
+"""A kernel's hardware counters through Nsight Compute (``ncu``): the bytes it moves to and from DRAM, its L2 reads
+and hits, its duration.
+
+What it measures
+    ``ncu`` replays each profiled launch (one pass per group of counters), restoring the device memory the launch
+    writes before each pass and flushing the caches before it (``--cache-control all``, ncu's default): every pass
+    starts with a cold L2, as :mod:`ctasim.l2` assumes a kernel does. The clocks are left as the GPU sets them
+    (``--clock-control none``; ncu's default would lock them to base). :data:`METRICS` is the one list of counters,
+    each with the column it becomes; :func:`ncu_argv` profiles the launches whose demangled name matches
+    :data:`CHAIN_KERNEL` (the chain kernel, ``ctahw.chain``) into a report, :func:`import_argv` reads the report back as
+    ncu's raw CSV page in base units, :func:`parse_raw` turns that into one row per launch, and :func:`matched` joins
+    the rows to the launch log a probe wrote (``bench/hw/hbm_bytes_probe.py``), launch by launch, refusing a count
+    that does not match.
+
+What it leaves out
+    Time inside the kernel (the counters are totals over a launch), anything a replay changes (a kernel that reads
+    what an earlier launch left in L2: replays start cold), and the power and clock a kernel would reach in a timed
+    loop (a launch under ncu runs alone, after the flush). ``gpu__time_duration`` under ncu is one cold run, not the
+    harness's median.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["METRICS", "CHAIN_KERNEL", "UNITS", "ncu_argv", "import_argv", "parse_raw", "matched", "profile", "main"]
+
+METRICS = {
+    "dram__bytes_read.sum": "dram_read_bytes",
+    "dram__bytes_write.sum": "dram_write_bytes",
+    "lts__t_sectors_op_read.sum": "l2_read_sectors",
+    "lts__t_sectors_op_read_lookup_hit.sum": "l2_read_hit_sectors",
+    "gpu__time_duration.sum": "duration_ns",
+}
+"""ncu metric -> the column :func:`parse_raw` gives it: DRAM bytes read and written, L2 sectors read (32 bytes each)
+and those that hit, the launch's duration."""
+
+CHAIN_KERNEL = "regex:ChainTag"
+"""ncu's kernel filter (``-k``, on the demangled name) for the chain kernel: its scheduler tag
+(``ctahw::chain::ChainTag``) is in the template arguments of ``cutlass::device_kernel``."""
+
+UNITS = {"": 1.0, "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "sector": 1.0, "nsecond": 1.0,
+         "usecond": 1e3, "msecond": 1e6, "second": 1e9}
+"""ncu's units -> the factor to the base unit (bytes, sectors, ns). ``--print-units base`` asks for base units; the
+others are accepted in case a version ignores it. Any other unit is refused."""
+
+
+def ncu_argv(report: Path, program: list[str], kernel: str = CHAIN_KERNEL, metrics=METRICS) -> list[str]:
+    """The command that runs ``program`` under ncu, profiling the launches matching ``kernel`` for ``metrics`` into
+    ``report`` (``.ncu-rep`` added by ncu)."""
+    if not program:
+        raise ValueError("ncu_argv: no program to profile")
+    return ["ncu", "--clock-control", "none", "--cache-control", "all", "--replay-mode", "kernel",
+            "--kernel-name-base", "demangled", "-k", kernel, "--metrics", ",".join(metrics), "-f", "-o", str(report),
+            *program]
+
+
+def import_argv(report: Path) -> list[str]:
+    """The command that prints ``report`` as ncu's raw CSV page in base units (:func:`parse_raw` reads it)."""
+    return ["ncu", "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"]
+
+
+def _number(text: str, unit: str, metric: str) -> float:
+    if unit not in UNITS:
+        raise ValueError(f"ncu reports {metric} in unit {unit!r}, not one of {sorted(UNITS)}")
+    t = text.replace(",", "").strip()
+    if t in ("", "n/a"):
+        return float("nan")
+    return float(t) * UNITS[unit]
+
+
+def parse_raw(text: str, metrics=METRICS) -> pd.DataFrame:
+    """ncu's raw CSV page (a header row starting ``"ID"``, a units row, a row per profiled launch; ncu's own
+    ``==PROF==`` lines before it are skipped) as one row per launch: ``id``, ``kernel`` (the demangled name) and a
+    column per metric (:data:`METRICS`' names, base units). A page without the header, or without a metric asked
+    for, is refused with what is missing."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        raise ValueError("no ncu raw page in the text (no header row starting with \"ID\")")
+    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    header, body = rows[0], rows[1:]
+    missing = [m for m in metrics if m not in header]
+    if missing:
+        raise ValueError(f"ncu's page lacks {', '.join(missing)}")
+    units = {}
+    if body and body[0] and body[0][0] == "":  # the units row
+        units = dict(zip(header, body[0]))
+        body = body[1:]
+    col = {name: header.index(name) for name in ("ID", "Kernel Name", *metrics)}
+    out = []
+    for r in body:
+        if len(r) < len(header):
+            continue
+        row = {"id": int(r[col["ID"]]), "kernel": r[col["Kernel Name"]]}
+        for m, short in metrics.items():
+            row[short] = _number(r[col[m]], units.get(m, ""), m)
+        out.append(row)
+    return pd.DataFrame(out, columns=["id", "kernel", *metrics.values()])
+
+
+def matched(launches: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFrame:
+    """The probe's launch log (one row per profiled launch, in launch order) beside the counters of the same launch
+    (``counters`` by ``id``, ncu's launch order). The two must have as many rows: a launch the filter missed or an
+    extra kernel it caught would shift every row after it."""
+    if len(launches) != len(counters):
+        raise ValueError(f"the probe logged {len(launches)} launches but ncu profiled {len(counters)}")
+    c = counters.sort_values("id").reset_index(drop=True)
+    return pd.concat([launches.reset_index(drop=True), c], axis=1)
+
+
+PROBE = Path(__file__).resolve().parent.parent / "bench" / "hw" / "hbm_bytes_probe.py"
+
+
+def profile(out: Path, cases: Path, ncu: str = "ncu") -> pd.DataFrame:
+    """Run the chain-kernel probe (``bench/hw/hbm_bytes_probe.py OUT CASES``) under ncu, read the report back and
+    write ``OUT/counters.csv`` (:func:`matched`: the launch log beside each launch's counters); ncu's raw page is kept
+    as ``OUT/ncu-raw.csv``. Raises RuntimeError naming the step that failed."""
+    out.mkdir(parents=True, exist_ok=True)
+    report = out / "report"
+    argv = ncu_argv(report, [sys.executable, str(PROBE), str(out), str(cases)])
+    argv[0] = ncu
+    run = subprocess.run(argv, capture_output=True, text=True)
+    (out / "ncu.log").write_text(run.stdout + run.stderr)
+    if run.returncode != 0:
+        raise RuntimeError(f"ncu around the probe exited {run.returncode} (see {out / 'ncu.log'})")
+    raw = subprocess.run([ncu, *import_argv(report.with_suffix(".ncu-rep"))[1:]], capture_output=True, text=True)
+    if raw.returncode != 0:
+        raise RuntimeError(f"ncu --import exited {raw.returncode}: {raw.stderr.strip()[:200]}")
+    (out / "ncu-raw.csv").write_text(raw.stdout)
+    d = matched(pd.read_csv(out / "launches.csv"), parse_raw(raw.stdout))
+    d.to_csv(out / "counters.csv", index=False)
+    return d
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ctahw.counters OUT CASES.csv``: :func:`profile` (one GPU, ncu on the PATH)."""
+    from ctasim.cliargs import OneLineParser, parse_outputs
+
+    ap = OneLineParser(prog="python -m ctahw.counters", description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("cases", type=Path)
+    args = parse_outputs(ap, argv, folders=("out",))
+    if not args.cases.is_file():
+        print(f"ctahw.counters: no cases file {args.cases}", file=sys.stderr)
+        return 2
+    try:
+        d = profile(args.out, args.cases)
+    except (RuntimeError, ValueError, OSError) as e:
+        print(f"ctahw.counters: {e}", file=sys.stderr)
+        return 1
+    print(d.drop(columns=["kernel"]).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
