@@ -204,11 +204,33 @@ def plain_drift(cfg, k: int) -> float:
     return cfg.cta_drift * (cfg.drift_k_ref / k if cfg.drift_k_ref > 0 else 1.0)
 
 
+def order_traffic(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, slots: int, *, kernel: str = "",
+                  drift: float | None = None, cluster_m: int | None = None, layers: int = 1,
+                  ticket_spread: float = 0.0, ticket_state: str | None = None) -> l2.WaveTraffic:
+    """What each wave of ``layer``'s tiles in ``order`` on ``slots`` CTA slots reads from and writes to HBM
+    (:func:`ctasim.l2.wave_traffic` under the profile's L2 laws): the bytes :func:`order_waves` times, and what a
+    DRAM counter measures (``ctahw.counters``). Keywords as :func:`order_waves`'s."""
+    cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
+    if not memory_model(hw, cfg):
+        raise ValueError(f"profile {hw.name!r} has no memory hierarchy for config {cfg.key()}")
+    store = elem_bytes // 2 if layer.gated and layer.epilogue_fused else elem_bytes
+    return l2.wave_traffic(order, layer.m, layer.n, layer.k, layer.tile_m, layer.tile_n, elem_bytes, slots,
+                           hw.l2_bytes, store_elem_bytes=store,
+                           drift=plain_drift(cfg, layer.k) if drift is None else drift,
+                           cluster_m=cfg.cluster_m if cluster_m is None else cluster_m, layers=layers,
+                           ticket_spread=ticket_spread,
+                           ticket_state=cfg.ticket_state if ticket_state is None else ticket_state,
+                           drift_form=cfg.drift_form,
+                           ticket_law=cfg.ticket_law, survival=(hw.l2_survival_taken, hw.l2_survival_share),
+                           ticket_gap_cv=cfg.ticket_gap_cv, ticket_touched=cfg.ticket_touched,
+                           reuse_law=hw.l2_reuse_law)
+
+
 def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, slots: int, *, kernel: str = "",
                 drift: float | None = None, cluster_m: int | None = None, layers: int = 1,
                 ticket_spread: float = 0.0, ticket_state: str | None = None, boost: float = 1.0) -> np.ndarray:
     """Each wave's time (ns) when the tiles of ``layer`` run in ``order`` on ``slots`` CTA slots, by the memory
-    hierarchy (:func:`ctasim.l2.wave_traffic`, :func:`ctasim.l2.wave_ns`); the config must have it on
+    hierarchy (:func:`order_traffic`, :func:`ctasim.l2.wave_ns`); the config must have it on
     (:func:`memory_model`).
 
     Compute per tile: :func:`tile_ns` at the config's ``l2_sm_tflops`` (fused epilogue ops included), scaled by
@@ -220,22 +242,11 @@ def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, 
     ``ticket_state``: its consistent state (:data:`ctasim.l2.TICKET_STATES`; None: the config's ``ticket_state``).
     ``boost``: a further clock gain of the compute (:func:`active_share`)."""
     cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
-    if not memory_model(hw, cfg):
-        raise ValueError(f"profile {hw.name!r} has no memory hierarchy for config {cfg.key()}")
+    traffic = order_traffic(layer, hw, elem_bytes, order, slots, kernel=kernel, drift=drift, cluster_m=cluster_m,
+                            layers=layers, ticket_spread=ticket_spread, ticket_state=ticket_state)
     sm = hw.sm_count * cfg.cta_slots_per_sm
-    store = elem_bytes // 2 if layer.gated and layer.epilogue_fused else elem_bytes
     compute = tile_ns(layer, layer.k, hw, elem_bytes, kernel, rate_tflops=cfg.l2_sm_tflops)
     compute /= clock_boost(hw, min(layer.tiles * layers, sm), sm) * boost
-    traffic = l2.wave_traffic(order, layer.m, layer.n, layer.k, layer.tile_m, layer.tile_n, elem_bytes, slots,
-                              hw.l2_bytes, store_elem_bytes=store,
-                              drift=plain_drift(cfg, layer.k) if drift is None else drift,
-                              cluster_m=cfg.cluster_m if cluster_m is None else cluster_m, layers=layers,
-                              ticket_spread=ticket_spread,
-                              ticket_state=cfg.ticket_state if ticket_state is None else ticket_state,
-                              drift_form=cfg.drift_form,
-                              ticket_law=cfg.ticket_law, survival=(hw.l2_survival_taken, hw.l2_survival_share),
-                              ticket_gap_cv=cfg.ticket_gap_cv, ticket_touched=cfg.ticket_touched,
-                              reuse_law=hw.l2_reuse_law)
     return l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed, hw.l2_hbm_exposed_gbps)
 
 

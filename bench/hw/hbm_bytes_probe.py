@@ -3,7 +3,8 @@
     bash bench/hw/run_hbm_bytes.sh OUT CASES.csv      # ncu around this script, then the counters joined (one GPU)
     python bench/hw/hbm_bytes_probe.py OUT CASES.csv  # the launches alone (what run_hbm_bytes.sh profiles)
 
-``CASES.csv`` has columns ``h``, ``m``, ``group``: a 2-layer M x H x H chain (``ctasim.strategies.ctapipe.build_chain``,
+``CASES.csv`` has columns ``h``, ``m``, ``group`` (other columns ignored, a repeated case run once: a registration's
+``predicted.csv`` serves): a 2-layer M x H x H chain (``ctasim.strategies.ctapipe.build_chain``,
 tickets) in chain group ``group`` (8, 4, 2: groups of that many row-blocks column by column; 1: row order). Each case
 is launched once, into poisoned outputs, and checked: the kernel's error record and ticket count
 (``ChainRunner.check_errors``) and the output against an fp32 reference (relative error under
@@ -46,7 +47,7 @@ def read_cases(path: Path):
     need = {"h", "m", "group"}
     if not need <= set(d.columns):
         raise ValueError(f"{path}: needs columns {sorted(need)}, has {list(d.columns)}")
-    d = d[["h", "m", "group"]].astype(int)
+    d = d[["h", "m", "group"]].astype(int).drop_duplicates().reset_index(drop=True)  # a registration has a row per GPU
     bad = d[(d.h <= 0) | (d.m <= 0) | (d.h % 256 != 0) | (d.m % 128 != 0) | (d.group < 1)]
     if len(bad):
         raise ValueError(f"{path}: case {bad.iloc[0].to_dict()} cannot run (H a multiple of 256, M of 128, group >= 1)")

@@ -326,21 +326,39 @@ def build_chain(strategy: Strategy, wl: Workload, hw: Hardware, case: str) -> Pl
     return plan
 
 
+def chain_memory(layer, hw: Hardware, static: bool, group: int, layers: int) -> tuple[dict, float]:
+    """The memory hierarchy's keywords for a chain kernel of ``layers`` layers of ``layer`` in chain group ``group``
+    (:func:`ctasim.costs.order_traffic`, :func:`ctasim.costs.order_waves`) and its mainloop's slowdown: tickets hand
+    each CTA the next tile as it frees (no drift; start times spreading by the config's ``ticket_spread``; the
+    config's ``ticket_mainloop_factor``), the static design's CTAs keep a fixed share (``cta_drift``, factor 1)."""
+    cfg = hw.config(layer.tile_m, layer.tile_n)
+    slow = 1.0 if static else cfg.ticket_mainloop_factor
+    # the static design's CTAs keep a fixed share, so drift: cta_drift tile times a round at every K (the drift's law
+    # in K, KernelConfig.drift_k_ref, was judged on plain GEMMs only)
+    kw = dict(drift=cfg.cta_drift if static else 0.0, cluster_m=chain_cluster_m(static, layer.tiles_m, group),
+              layers=layers, ticket_spread=0.0 if static else cfg.ticket_spread)
+    return kw, slow
+
+
+def chain_traffic(k, layer, hw: Hardware, elem_bytes: int, group: int):
+    """What chain kernel ``k`` of a one-GPU chain plan (its ``order``, ``slots``, ``chain_layers``, design), built in
+    chain group ``group``, reads from and writes to HBM wave by wave (a :class:`ctasim.l2.WaveTraffic`), as
+    :func:`chain_tile_times` prices its tiles. Needs the profile's memory hierarchy."""
+    kw, _ = chain_memory(layer, hw, bool(k.chain_static), group, k.chain_layers)
+    return costs.order_traffic(layer, hw, elem_bytes, k.order, k.slots, **kw)
+
+
 def chain_tile_times(k, layer, hw: Hardware, elem_bytes: int, static: bool, group: int) -> bool:
     """Where the profile has the memory hierarchy, give chain kernel ``k`` its tiles' times over its ``order`` (its
     ``chain_layers`` layers' panels apart); True if it did. Tickets hand each CTA the next tile as it frees, so the
     running tiles stay one grid-wide window of the order (no drift) whose start times spread (``ticket_spread``); the
     static design's CTAs keep a fixed share, as the plain persistent GEMM's do (``cta_drift``). The tickets design's
     compute is the plain GEMM's times the config's ``ticket_mainloop_factor`` (measured: a one-layer chain kernel
-    against the plain GEMM)."""
+    against the plain GEMM); :func:`chain_memory` holds both."""
     cfg = hw.config(layer.tile_m, layer.tile_n)
     if not costs.memory_model(hw, cfg):
         return False
-    slow = 1.0 if static else cfg.ticket_mainloop_factor
-    # the static design's CTAs keep a fixed share, so drift: cta_drift tile times a round at every K (the drift's law
-    # in K, KernelConfig.drift_k_ref, was judged on plain GEMMs only)
-    kw = dict(drift=cfg.cta_drift if static else 0.0, cluster_m=chain_cluster_m(static, layer.tiles_m, group),
-              layers=k.chain_layers, ticket_spread=0.0 if static else cfg.ticket_spread)
+    kw, slow = chain_memory(layer, hw, static, group, k.chain_layers)
     if hw.device_shares >= 2:  # one share of a device: a table per count of computing shares (costs.active_share)
         tables = []
         for active in range(1, hw.device_shares + 1):
