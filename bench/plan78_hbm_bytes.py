@@ -70,8 +70,9 @@ CLAIMS = {
 }
 
 
-def _chain(h: int, m: int, g: int, hw):
-    """The case's chain kernel, its layer, and the chain group, as ``hbm_bytes_probe.plan`` builds it."""
+def _chain(h: int, m: int, g: int):
+    """The case's chain kernel and its layer, as ``hbm_bytes_probe.plan`` builds it (the order and the grid are the
+    same under either profile: 132 SMs, one CTA each)."""
     import hbm_bytes_probe as probe  # noqa: PLC0415
 
     from ctasim.spec import load_workload  # noqa: PLC0415
@@ -91,7 +92,7 @@ def register() -> pd.DataFrame:
     for gpu, name in PROFILES.items():
         hw = load_hardware(name)
         for h, m, g in CASES:
-            k, layer = _chain(h, m, g, hw)
+            k, layer = _chain(h, m, g)
             t = chain_traffic(k, layer, hw, ELEM, g)
             read = t.a_hbm.sum() + t.w_hbm.sum()
             read += sum(x.sum() for x in (t.drift_hbm, t.ticket_hbm) if x is not None)

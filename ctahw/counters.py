@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["METRICS", "CHAIN_KERNEL", "UNITS", "ncu_argv", "import_argv", "parse_raw", "matched", "profile", "main"]
+__all__ = ["METRICS", "EXTRA_METRICS", "CHAIN_KERNEL", "UNITS", "ncu_argv", "import_argv", "available", "parse_raw",
+           "matched", "profile", "main"]
 
 METRICS = {
     "dram__bytes_read.sum": "dram_read_bytes",
@@ -41,14 +44,23 @@ METRICS = {
 """ncu metric -> the column :func:`parse_raw` gives it: DRAM bytes read and written, L2 sectors read (32 bytes each)
 and those that hit, the launch's duration."""
 
+EXTRA_METRICS = {
+    "lts__t_sectors_srcunit_tex_op_read.sum": "l2_read_sectors_from_sm",
+    "lts__t_sectors_srcunit_ltcfabric.sum": "l2_sectors_from_fabric",
+}
+"""Counters asked for where the GPU's ncu knows them (:func:`available`), left out otherwise: the L2 sectors read on
+the SMs' requests, and those that came over the fabric between the L2's two partitions (a read that misses its near
+partition is looked up again in the far one, so :data:`METRICS`' L2 reads may count it twice)."""
+
 CHAIN_KERNEL = "regex:ChainTag"
 """ncu's kernel filter (``-k``, on the demangled name) for the chain kernel: its scheduler tag
 (``ctahw::chain::ChainTag``) is in the template arguments of ``cutlass::device_kernel``."""
 
-UNITS = {"": 1.0, "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "sector": 1.0, "nsecond": 1.0,
-         "usecond": 1e3, "msecond": 1e6, "second": 1e9}
-"""ncu's units -> the factor to the base unit (bytes, sectors, ns). ``--print-units base`` asks for base units; the
-others are accepted in case a version ignores it. Any other unit is refused."""
+UNITS = {"": 1.0, "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9,
+         "sector": 1.0, "nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9, "ns": 1.0, "us": 1e3,
+         "ms": 1e6, "s": 1e9}
+"""ncu's units, long and short -> the factor to the base unit (bytes, sectors, ns). ``--print-units base`` asks for
+base units; the others are accepted in case a version ignores it. Any other unit is refused."""
 
 
 def ncu_argv(report: Path, program: list[str], kernel: str = CHAIN_KERNEL, metrics=METRICS) -> list[str]:
@@ -70,61 +82,99 @@ def _number(text: str, unit: str, metric: str) -> float:
     if unit not in UNITS:
         raise ValueError(f"ncu reports {metric} in unit {unit!r}, not one of {sorted(UNITS)}")
     t = text.replace(",", "").strip()
-    if t in ("", "n/a"):
-        return float("nan")
-    return float(t) * UNITS[unit]
+    try:
+        return float(t) * UNITS[unit]
+    except ValueError:
+        raise ValueError(f"ncu reports {metric} as {text!r}, not a number") from None
 
 
-def parse_raw(text: str, metrics=METRICS) -> pd.DataFrame:
+def available(ncu: str = "ncu", wanted=EXTRA_METRICS) -> dict:
+    """The metrics of ``wanted`` that ``ncu --query-metrics`` lists for the attached GPU (by base name, the part
+    before ``.sum``); none where the query fails."""
+    try:
+        q = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    if q.returncode != 0:
+        return {}
+    names = {line.split()[0] for line in q.stdout.splitlines() if line.strip()}
+    return {m: short for m, short in wanted.items() if m.rsplit(".", 1)[0] in names}
+
+
+def parse_raw(text: str, metrics=METRICS, optional=EXTRA_METRICS) -> pd.DataFrame:
     """ncu's raw CSV page (a header row starting ``"ID"``, a units row, a row per profiled launch; ncu's own
-    ``==PROF==`` lines before it are skipped) as one row per launch: ``id``, ``kernel`` (the demangled name) and a
-    column per metric (:data:`METRICS`' names, base units). A page without the header, or without a metric asked
-    for, is refused with what is missing."""
+    ``==PROF==`` lines before it are skipped) as one row per launch: ``id``, ``kernel`` (the demangled name), ``grid``
+    (the launch's CTAs, where the page has ``Grid Size``) and a column per metric (:data:`METRICS`' names, base units;
+    those of ``optional`` the page holds too). A page without the header, without a metric of ``metrics``, with a
+    short row or a value that is not a number (ncu's ``n/a``) is refused, naming what."""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:
         raise ValueError("no ncu raw page in the text (no header row starting with \"ID\")")
     rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
-    header, body = rows[0], rows[1:]
+    header, body = rows[0], [r for r in rows[1:] if r]
     missing = [m for m in metrics if m not in header]
     if missing:
         raise ValueError(f"ncu's page lacks {', '.join(missing)}")
+    asked = {**metrics, **{m: s for m, s in optional.items() if m in header}}
     units = {}
-    if body and body[0] and body[0][0] == "":  # the units row
+    if body and body[0][0] == "":  # the units row
         units = dict(zip(header, body[0]))
         body = body[1:]
-    col = {name: header.index(name) for name in ("ID", "Kernel Name", *metrics)}
+    col = {name: header.index(name) for name in ("ID", "Kernel Name", *asked)}
+    grid = header.index("Grid Size") if "Grid Size" in header else None
     out = []
     for r in body:
-        if len(r) < len(header):
-            continue
+        if len(r) != len(header):
+            raise ValueError(f"ncu's page has a row of {len(r)} fields under a header of {len(header)}")
         row = {"id": int(r[col["ID"]]), "kernel": r[col["Kernel Name"]]}
-        for m, short in metrics.items():
+        if grid is not None:
+            dims = [int(x) for x in r[grid].strip("() ").replace(" ", "").split(",") if x]
+            row["grid"] = int(np.prod(dims)) if dims else -1
+        for m, short in asked.items():
             row[short] = _number(r[col[m]], units.get(m, ""), m)
         out.append(row)
-    return pd.DataFrame(out, columns=["id", "kernel", *metrics.values()])
+    cols = ["id", "kernel", *(["grid"] if grid is not None else []), *asked.values()]
+    return pd.DataFrame(out, columns=cols)
 
 
-def matched(launches: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFrame:
+def matched(launches: pd.DataFrame, counters: pd.DataFrame, kernel: str = CHAIN_KERNEL) -> pd.DataFrame:
     """The probe's launch log (one row per profiled launch, in launch order) beside the counters of the same launch
-    (``counters`` by ``id``, ncu's launch order). The two must have as many rows: a launch the filter missed or an
-    extra kernel it caught would shift every row after it."""
+    (``counters`` by ``id``, ncu's launch order). Refused: counts that differ (a launch the filter missed, or an
+    extra kernel it caught, would shift every row after it), a profiled kernel whose name lacks ``kernel``'s pattern,
+    or a launch whose grid (where both name one) is not the one the probe logged."""
     if len(launches) != len(counters):
         raise ValueError(f"the probe logged {len(launches)} launches but ncu profiled {len(counters)}")
     c = counters.sort_values("id").reset_index(drop=True)
-    return pd.concat([launches.reset_index(drop=True), c], axis=1)
+    pattern = kernel.split(":", 1)[1] if kernel.startswith("regex:") else kernel
+    wrong = c[~c["kernel"].str.contains(pattern, regex=kernel.startswith("regex:"))]
+    if len(wrong):
+        raise ValueError(f"ncu profiled a kernel that is not the chain kernel: {wrong['kernel'].iloc[0][:80]}")
+    log = launches.reset_index(drop=True)
+    if "grid" in c and "grid" in log:
+        off = log.index[log["grid"].to_numpy() != c["grid"].to_numpy()]
+        if len(off):
+            i = off[0]
+            raise ValueError(f"launch {i}: the probe logged a grid of {log.at[i, 'grid']} CTAs, ncu {c.at[i, 'grid']}")
+    return pd.concat([log, c.drop(columns=[x for x in ("grid",) if x in log])], axis=1)
 
 
 PROBE = Path(__file__).resolve().parent.parent / "bench" / "hw" / "hbm_bytes_probe.py"
+OUTPUTS = ("launches.csv", "ncu-raw.csv", "counters.csv", "ncu.log")
+"""What :func:`profile` writes into its folder (removed first: a failed rerun leaves none of an earlier run's)."""
 
 
 def profile(out: Path, cases: Path, ncu: str = "ncu") -> pd.DataFrame:
-    """Run the chain-kernel probe (``bench/hw/hbm_bytes_probe.py OUT CASES``) under ncu, read the report back and
-    write ``OUT/counters.csv`` (:func:`matched`: the launch log beside each launch's counters); ncu's raw page is kept
-    as ``OUT/ncu-raw.csv``. Raises RuntimeError naming the step that failed."""
+    """Run the chain-kernel probe (``bench/hw/hbm_bytes_probe.py OUT CASES``) under ncu, asking :data:`METRICS` and
+    those of :data:`EXTRA_METRICS` the GPU's ncu knows, read the report back and write ``OUT/counters.csv``
+    (:func:`matched`: the launch log beside each launch's counters); ncu's raw page is kept as ``OUT/ncu-raw.csv``,
+    its log as ``OUT/ncu.log``. Raises RuntimeError naming the step that failed."""
     out.mkdir(parents=True, exist_ok=True)
+    for name in OUTPUTS:
+        (out / name).unlink(missing_ok=True)
     report = out / "report"
-    argv = ncu_argv(report, [sys.executable, str(PROBE), str(out), str(cases)])
+    metrics = {**METRICS, **available(ncu)}
+    argv = ncu_argv(report, [sys.executable, str(PROBE), str(out), str(cases)], metrics=metrics)
     argv[0] = ncu
     run = subprocess.run(argv, capture_output=True, text=True)
     (out / "ncu.log").write_text(run.stdout + run.stderr)
@@ -140,15 +190,24 @@ def profile(out: Path, cases: Path, ncu: str = "ncu") -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ctahw.counters OUT CASES.csv``: :func:`profile` (one GPU, ncu on the PATH)."""
+    """``python -m ctahw.counters OUT CASES.csv``: :func:`profile` (one GPU, ncu on the PATH). A cases file the probe
+    cannot run or no ncu: one line, exit 2, nothing written."""
     from ctasim.cliargs import OneLineParser, parse_outputs
 
     ap = OneLineParser(prog="python -m ctahw.counters", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("cases", type=Path)
     args = parse_outputs(ap, argv, folders=("out",))
-    if not args.cases.is_file():
-        print(f"ctahw.counters: no cases file {args.cases}", file=sys.stderr)
+    sys.path.insert(0, str(PROBE.parent))
+    import hbm_bytes_probe  # noqa: PLC0415  (bench/hw: the probe's own check of its cases)
+
+    try:
+        hbm_bytes_probe.read_cases(args.cases)
+    except (OSError, ValueError) as e:
+        print(f"ctahw.counters: {e}", file=sys.stderr)
+        return 2
+    if shutil.which("ncu") is None:
+        print("ctahw.counters: no ncu on the PATH (Nsight Compute)", file=sys.stderr)
         return 2
     try:
         d = profile(args.out, args.cases)

@@ -1,7 +1,7 @@
 """Device probe (one GPU, under Nsight Compute): the chain kernel's DRAM bytes and L2 hits per tile order.
 
-    bash bench/hw/run_hbm_bytes.sh OUT CASES.csv      # ncu around this script, then the counters joined (one GPU)
-    python bench/hw/hbm_bytes_probe.py OUT CASES.csv  # the launches alone (what run_hbm_bytes.sh profiles)
+    python -m ctahw.counters OUT CASES.csv            # ncu around this script, then the counters joined (one GPU)
+    python bench/hw/hbm_bytes_probe.py OUT CASES.csv  # the launches alone (what ctahw.counters profiles)
 
 ``CASES.csv`` has columns ``h``, ``m``, ``group`` (other columns ignored, a repeated case run once: a registration's
 ``predicted.csv`` serves): a 2-layer M x H x H chain (``ctasim.strategies.ctapipe.build_chain``,
@@ -47,7 +47,12 @@ def read_cases(path: Path):
     need = {"h", "m", "group"}
     if not need <= set(d.columns):
         raise ValueError(f"{path}: needs columns {sorted(need)}, has {list(d.columns)}")
-    d = d[["h", "m", "group"]].astype(int).drop_duplicates().reset_index(drop=True)  # a registration has a row per GPU
+    if d.empty:
+        raise ValueError(f"{path}: no cases")
+    d = d[["h", "m", "group"]]
+    if not all(pd.api.types.is_integer_dtype(t) for t in d.dtypes):
+        raise ValueError(f"{path}: h, m and group must be integers")
+    d = d.drop_duplicates().reset_index(drop=True)  # a registration has a row per GPU
     bad = d[(d.h <= 0) | (d.m <= 0) | (d.h % 256 != 0) | (d.m % 128 != 0) | (d.group < 1)]
     if len(bad):
         raise ValueError(f"{path}: case {bad.iloc[0].to_dict()} cannot run (H a multiple of 256, M of 128, group >= 1)")
@@ -91,7 +96,12 @@ def main(argv=None) -> int:
         poison(r.x[1:])
         r.launch(stream=s0)
         s0.synchronize()
-        r.check_errors()
+        try:
+            r.check_errors()
+        except Exception as e:  # noqa: BLE001 - the kernel's error record or ticket count: the case named, one line
+            pd.DataFrame(rows).to_csv(args.out / "launches.csv", index=False)
+            print(f"hbm_bytes_probe: H={c.h} M={c.m} group={c.group}: {type(e).__name__}: {e}", file=sys.stderr)
+            return 1
         err = output_error(cp, r.out, ref)
         k = p.ops[0]
         rows.append({"launch": len(rows), "h": c.h, "m": c.m, "group": c.group, "order": p.params["order"],
