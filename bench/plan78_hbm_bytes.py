@@ -33,7 +33,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "bench" / "hw"))
 
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import registered_plan  # noqa: E402
