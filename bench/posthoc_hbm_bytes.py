@@ -1,0 +1,110 @@
+"""Post-hoc: the chain kernel's DRAM bytes as counted on H100s against the model's, and the time the counted bytes
+imply under the model's wave rule (no GPU)
+
+    python bench/posthoc_hbm_bytes.py [--out bench/results/posthoc-hbm-bytes]
+
+Registered plan 78 counted the DRAM bytes of the 2-layer chain kernel's launches with Nsight Compute (``ctahw.counters``)
+on two H100s (:data:`CALLS`: the registered call, its repeat on the same machine, a second machine) and, not registered,
+at five more H on the first machine (:data:`MORE`). Per call and launch this writes ``bytes.csv``: the counted bytes
+read, the model's (``h100-x1-datasheet``, ``ctasim.strategies.ctapipe.chain_traffic``) and their ratio, the launch's
+duration under ncu (one cold launch, clocks free), and two times from the model's wave rule (``ctasim.l2.wave_ns``:
+each wave ``max(compute + exposed x t_exp, t_hbm)``, summed): ``model_ms`` with the model's bytes, ``counted_bytes_ms``
+with every wave's panel bytes scaled by the case's counted-over-model ratio (stores as modelled). ``summary.csv``: per
+order, the median and range of counted over model bytes, and the mean |error| of both times against ncu's duration.
+What it asks: do the orders the model prices fast on an H100 (pairs, row order) read more than it says, and would the
+wave rule time them right with the bytes counted? Every launch here had been counted before this was written; nothing
+is put into a profile. ~25 s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import pandas as pd  # noqa: E402
+
+import plan78_hbm_bytes as p78  # noqa: E402
+
+from ctasim import costs, l2  # noqa: E402
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+from ctasim.spec import load_hardware  # noqa: E402
+from ctasim.strategies.ctapipe import chain_memory  # noqa: E402
+
+H100 = ROOT / "bench/results/hw-h100"
+CALLS = {"GPU-29bc57d4": H100 / "2026-12-06-registered78-1gpu",
+         "GPU-29bc57d4 (repeat)": H100 / "2026-12-06-registered78-1gpu-run2",
+         "GPU-30ec2a13": H100 / "2026-12-06-registered78-1gpu-run3"}
+MORE = {"GPU-29bc57d4 (five more H)": H100 / "2026-12-06-hbm-bytes-more-1gpu"}
+PROFILE = "h100-x1-datasheet"
+ORDER_NAMES = {8: "groups of 8", 4: "groups of 4", 2: "pairs", 1: "row order"}
+
+
+def modelled(h: int, m: int, group: int, ratio: float, hw) -> tuple[float, float, float]:
+    """(model bytes read in GB, the wave rule's time in ms with the model's bytes, the same with the panel bytes
+    scaled by ``ratio``) for the case's chain kernel."""
+    k, layer = p78._chain(h, m, group)
+    kw, slow = chain_memory(layer, hw, False, group, k.chain_layers)
+    t = costs.order_traffic(layer, hw, p78.ELEM, k.order, k.slots, **kw)
+    cfg = hw.config(layer.tile_m, layer.tile_n)
+    compute = costs.tile_ns(layer, layer.k, hw, p78.ELEM, rate_tflops=cfg.l2_sm_tflops) * slow
+    read = t.a_hbm + t.w_hbm + t.ticket_hbm
+
+    def ms(traffic):
+        return float(l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed, hw.l2_hbm_exposed_gbps).sum()) / 1e6
+
+    scaled = dataclasses.replace(t, a_hbm=t.a_hbm * ratio, w_hbm=t.w_hbm * ratio, ticket_hbm=t.ticket_hbm * ratio)
+    return float(read.sum()) / 1e9, ms(t), ms(scaled)
+
+
+def launches(calls: dict) -> pd.DataFrame:
+    rows = []
+    hw = load_hardware(PROFILE)
+    for name, run in calls.items():
+        c = pd.read_csv(run / "counters.csv")
+        for r in c.itertuples(index=False):
+            counted = r.dram_read_bytes / 1e9
+            model, _, _ = modelled(r.h, r.m, r.group, 1.0, hw)
+            _, model_ms, counted_ms = modelled(r.h, r.m, r.group, counted / model, hw)
+            rows.append(dict(call=name, h=r.h, m=r.m, order=ORDER_NAMES[r.group], counted_gb=counted, model_gb=model,
+                             counted_over_model=counted / model, ncu_ms=r.duration_ns / 1e6, model_ms=model_ms,
+                             counted_bytes_ms=counted_ms))
+    d = pd.DataFrame(rows)
+    d["model_ms_err_pct"] = (d["model_ms"] / d["ncu_ms"] - 1) * 100
+    d["counted_bytes_ms_err_pct"] = (d["counted_bytes_ms"] / d["ncu_ms"] - 1) * 100
+    return d
+
+
+def summary(d: pd.DataFrame) -> pd.DataFrame:
+    g = d.groupby("order", sort=False)
+    return pd.DataFrame({
+        "launches": g.size(),
+        "counted_over_model_median": g["counted_over_model"].median(),
+        "counted_over_model_min": g["counted_over_model"].min(),
+        "counted_over_model_max": g["counted_over_model"].max(),
+        "model_ms_mape": g["model_ms_err_pct"].apply(lambda s: s.abs().mean()),
+        "counted_bytes_ms_mape": g["counted_bytes_ms_err_pct"].apply(lambda s: s.abs().mean()),
+    }).round(3).reset_index()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = OneLineParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(ROOT / "bench/results/posthoc-hbm-bytes"))
+    args = parse_outputs(ap, argv, folders=["--out"])
+    out = Path(args.out)
+    d = launches({**CALLS, **MORE})
+    s = summary(d)
+    out.mkdir(parents=True, exist_ok=True)
+    d.round(4).to_csv(out / "bytes.csv", index=False)
+    s.to_csv(out / "summary.csv", index=False)
+    print(s.to_string(index=False))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
