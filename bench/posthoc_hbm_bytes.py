@@ -11,9 +11,11 @@ duration under ncu (one cold launch, clocks free), and two times from the model'
 each wave ``max(compute + exposed x t_exp, t_hbm)``, summed): ``model_ms`` with the model's bytes, ``counted_bytes_ms``
 with every wave's panel bytes scaled by the case's counted-over-model ratio (stores as modelled). ``summary.csv``: per
 order, the median and range of counted over model bytes, and the mean |error| of both times against ncu's duration.
+``variants.csv``: the mean |error| of the bytes read per order under the ticket-law settings of :data:`VARIANTS`
+(the first call and the five more H), a what-if of which setting the counts favour.
 What it asks: do the orders the model prices fast on an H100 (pairs, row order) read more than it says, and would the
 wave rule time them right with the bytes counted? Every launch here had been counted before this was written; nothing
-is put into a profile. ~25 s on 2 cores.
+is put into a profile. ~1 min on 2 cores.
 """
 
 from __future__ import annotations
@@ -42,6 +44,20 @@ CALLS = {"GPU-29bc57d4": H100 / "2026-12-06-registered78-1gpu",
 MORE = {"GPU-29bc57d4 (five more H)": H100 / "2026-12-06-hbm-bytes-more-1gpu"}
 PROFILE = "h100-x1-datasheet"
 ORDER_NAMES = {8: "groups of 8", 4: "groups of 4", 2: "pairs", 1: "row order"}
+VARIANTS = {
+    "profile": lambda hw: hw,
+    "partition law": lambda hw: hw.with_ticket_law("partition"),
+    "threshold law": lambda hw: hw.with_ticket_law("threshold"),
+    "spread x2": lambda hw: hw.with_tickets(ticket_spread=2 * hw.config(128, 256).ticket_spread),
+    "spread x4": lambda hw: hw.with_tickets(ticket_spread=4 * hw.config(128, 256).ticket_spread),
+    "touched 2.0": lambda hw: hw.with_tickets(ticket_touched=2.0),
+    "plan 66's twin (gap cv 1.222, spread x2)": lambda hw: hw.with_tickets(
+        ticket_gap_cv=1.222, ticket_spread=2 * hw.config(128, 256).ticket_spread),
+}
+"""Ticket-law settings :func:`variants` prices the counted launches under: the profile's, the other two laws, the
+spread twice and four times the profile's for every order (the H100s' traced pairs and row order spread 3-6 times as
+fast as groups of 8, ``bench/posthoc_h100_tickets.py``), a line pushed out by twice the bytes taken in, and registered
+plan 66's H100 twin (the gap spread ``ctahw calibrate`` read on two H100s)."""
 
 
 def modelled(h: int, m: int, group: int, ratio: float, hw) -> tuple[float, float, float]:
@@ -79,6 +95,25 @@ def launches(calls: dict) -> pd.DataFrame:
     return d
 
 
+def variants(calls: dict, settings: dict = VARIANTS) -> pd.DataFrame:
+    """Per setting of ``settings`` and order: the mean |error| (%) of the model's bytes read against the counted, over
+    the launches of ``calls``."""
+    base = load_hardware(PROFILE)
+    rows = []
+    for name, run in calls.items():
+        c = pd.read_csv(run / "counters.csv")
+        for setting, change in settings.items():
+            hw = change(base)
+            for r in c.itertuples(index=False):
+                model, _, _ = modelled(r.h, r.m, r.group, 1.0, hw)
+                rows.append(dict(setting=setting, order=ORDER_NAMES[r.group],
+                                 abs_err=abs(model / (r.dram_read_bytes / 1e9) - 1) * 100))
+    d = pd.DataFrame(rows)
+    t = d.pivot_table(index="setting", columns="order", values="abs_err", aggfunc="mean", sort=False)
+    t["all"] = d.groupby("setting", sort=False)["abs_err"].mean()
+    return t[[*ORDER_NAMES.values(), "all"]].round(2).reset_index().rename_axis(columns=None)
+
+
 def summary(d: pd.DataFrame) -> pd.DataFrame:
     g = d.groupby("order", sort=False)
     return pd.DataFrame({
@@ -98,10 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     d = launches({**CALLS, **MORE})
     s = summary(d)
+    v = variants({**dict(list(CALLS.items())[:1]), **MORE})
     out.mkdir(parents=True, exist_ok=True)
     d.round(4).to_csv(out / "bytes.csv", index=False)
     s.to_csv(out / "summary.csv", index=False)
+    v.to_csv(out / "variants.csv", index=False)
     print(s.to_string(index=False))
+    print()
+    print(v.to_string(index=False))
     print(f"wrote {out}")
     return 0
 

@@ -48,3 +48,18 @@ def test_the_pairs_at_8704_read_more_than_the_model_and_the_counted_bytes_time_t
     p = committed[(committed.h == 8704) & (committed.order == "pairs")]
     assert len(p) == 6 and p.counted_over_model.between(1.29, 1.43).all()
     assert (p.model_ms_err_pct < -20).all() and (p.counted_bytes_ms_err_pct.abs() < 9).all()
+
+
+def test_the_variants_table_profile_row_is_the_launches_and_a_faster_spread_reads_more(ph, committed):
+    """variants.csv's profile row: the first call's and the five more H's launches of bytes.csv, each order's mean
+    |model / counted - 1|; a setting with a faster spread gives the pairs more bytes than the profile."""
+    v = pd.read_csv(RESULTS / "variants.csv").set_index("setting")
+    assert list(v.index) == list(ph.VARIANTS)
+    used = committed[committed.call.isin(["GPU-29bc57d4", *ph.MORE])]
+    err = ((1 / used.counted_over_model - 1).abs() * 100).groupby(used.order).mean()
+    for order, value in err.items():
+        assert v.at["profile", order] == pytest.approx(value, abs=0.02)
+    hw = ph.load_hardware(ph.PROFILE)
+    plain = ph.modelled(8704, 8192, 2, 1.0, hw)[0]
+    assert ph.modelled(8704, 8192, 2, 1.0, ph.VARIANTS["spread x2"](hw))[0] > plain
+    assert ph.modelled(8704, 8192, 2, 1.0, ph.VARIANTS["profile"](hw))[0] == plain
