@@ -9,8 +9,9 @@ What it measures
     each with the column it becomes; :func:`ncu_argv` profiles the launches whose demangled name matches
     :data:`CHAIN_KERNEL` (the chain kernel, ``ctahw.chain``) into a report, :func:`import_argv` reads the report back as
     ncu's raw CSV page in base units, :func:`parse_raw` turns that into one row per launch, and :func:`matched` joins
-    the rows to the launch log a probe wrote (``bench/hw/hbm_bytes_probe.py``), launch by launch, refusing a count
-    that does not match.
+    the rows to the launch log a probe wrote (``bench/hw/hbm_bytes_probe.py``, the chain kernel; ``bench/hw/
+    gemm_bytes_probe.py``, the plain CUTLASS GEMM, filtered by :data:`GEMM_KERNEL`: :data:`PROBES`), launch by launch,
+    refusing a count, a kernel name or a grid that does not match.
 
 What it leaves out
     Time inside the kernel (the counters are totals over a launch), anything a replay changes (a kernel that reads
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["METRICS", "EXTRA_METRICS", "CHAIN_KERNEL", "UNITS", "ncu_argv", "import_argv", "available", "parse_raw",
+__all__ = ["METRICS", "EXTRA_METRICS", "CHAIN_KERNEL", "GEMM_KERNEL", "PROBES", "UNITS", "ncu_argv", "import_argv", "available", "parse_raw",
            "matched", "profile", "main"]
 
 METRICS = {
@@ -55,6 +56,11 @@ partition is looked up again in the far one, so :data:`METRICS`' L2 reads may co
 CHAIN_KERNEL = "regex:ChainTag"
 """ncu's kernel filter (``-k``, on the demangled name) for the chain kernel: its scheduler tag
 (``ctahw::chain::ChainTag``) is in the template arguments of ``cutlass::device_kernel``."""
+
+GEMM_KERNEL = "regex:GemmUniversal"
+"""ncu's kernel filter for the project's plain CUTLASS GEMM (``ctahw.gemm.CutlassGemm``: ``device_kernel<
+GemmUniversal<...>>``), in a process that launches no chain kernel (whose type is a GemmUniversal too) and takes its
+fp32 references from cuBLAS (whose kernels are named otherwise)."""
 
 UNITS = {"": 1.0, "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9,
          "sector": 1.0, "nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9, "ns": 1.0, "us": 1e3,
@@ -159,13 +165,17 @@ def matched(launches: pd.DataFrame, counters: pd.DataFrame, kernel: str = CHAIN_
     return pd.concat([log, c.drop(columns=[x for x in ("grid",) if x in log])], axis=1)
 
 
-PROBE = Path(__file__).resolve().parent.parent / "bench" / "hw" / "hbm_bytes_probe.py"
+PROBES = {"chain": (Path(__file__).resolve().parent.parent / "bench" / "hw" / "hbm_bytes_probe.py", CHAIN_KERNEL),
+          "gemm": (Path(__file__).resolve().parent.parent / "bench" / "hw" / "gemm_bytes_probe.py", GEMM_KERNEL)}
+"""The probes :func:`profile` runs under ncu, by name: (the script, taking ``OUT CASES``; the kernel filter)."""
+PROBE = PROBES["chain"][0]
 OUTPUTS = ("launches.csv", "ncu-raw.csv", "counters.csv", "ncu.log")
 """What :func:`profile` writes into its folder (removed first: a failed rerun leaves none of an earlier run's)."""
 
 
-def profile(out: Path, cases: Path, ncu: str = "ncu") -> pd.DataFrame:
-    """Run the chain-kernel probe (``bench/hw/hbm_bytes_probe.py OUT CASES``) under ncu, asking :data:`METRICS` and
+def profile(out: Path, cases: Path, ncu: str = "ncu", probe: str = "chain") -> pd.DataFrame:
+    """Run a probe of :data:`PROBES` (default the chain kernel's, ``bench/hw/hbm_bytes_probe.py OUT CASES``; ``gemm``:
+    the plain CUTLASS GEMM's, ``bench/hw/gemm_bytes_probe.py``) under ncu, asking :data:`METRICS` and
     those of :data:`EXTRA_METRICS` the GPU's ncu knows, read the report back and write ``OUT/counters.csv``
     (:func:`matched`: the launch log beside each launch's counters); ncu's raw page is kept as ``OUT/ncu-raw.csv``,
     its log as ``OUT/ncu.log``. Raises RuntimeError naming the step that failed."""
@@ -173,8 +183,9 @@ def profile(out: Path, cases: Path, ncu: str = "ncu") -> pd.DataFrame:
     for name in OUTPUTS:
         (out / name).unlink(missing_ok=True)
     report = out / "report"
+    script, kernel = PROBES[probe]
     metrics = {**METRICS, **available(ncu)}
-    argv = ncu_argv(report, [sys.executable, str(PROBE), str(out), str(cases)], metrics=metrics)
+    argv = ncu_argv(report, [sys.executable, str(script), str(out), str(cases)], kernel=kernel, metrics=metrics)
     argv[0] = ncu
     run = subprocess.run(argv, capture_output=True, text=True)
     (out / "ncu.log").write_text(run.stdout + run.stderr)
@@ -184,25 +195,28 @@ def profile(out: Path, cases: Path, ncu: str = "ncu") -> pd.DataFrame:
     if raw.returncode != 0:
         raise RuntimeError(f"ncu --import exited {raw.returncode}: {raw.stderr.strip()[:200]}")
     (out / "ncu-raw.csv").write_text(raw.stdout)
-    d = matched(pd.read_csv(out / "launches.csv"), parse_raw(raw.stdout))
+    d = matched(pd.read_csv(out / "launches.csv"), parse_raw(raw.stdout), kernel=kernel)
     d.to_csv(out / "counters.csv", index=False)
     return d
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ctahw.counters OUT CASES.csv``: :func:`profile` (one GPU, ncu on the PATH). A cases file the probe
-    cannot run or no ncu: one line, exit 2, nothing written."""
+    """``python -m ctahw.counters OUT CASES.csv [--probe chain|gemm]``: :func:`profile` (one GPU, ncu on the PATH). A
+    cases file the probe cannot run or no ncu: one line, exit 2, nothing written."""
     from ctasim.cliargs import OneLineParser, parse_outputs
 
     ap = OneLineParser(prog="python -m ctahw.counters", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("cases", type=Path)
+    ap.add_argument("--probe", choices=tuple(PROBES), default="chain")
     args = parse_outputs(ap, argv, folders=("out",))
-    sys.path.insert(0, str(PROBE.parent))
-    import hbm_bytes_probe  # noqa: PLC0415  (bench/hw: the probe's own check of its cases)
+    import importlib  # noqa: PLC0415
 
+    script = PROBES[args.probe][0]
+    sys.path.insert(0, str(script.parent))
+    module = importlib.import_module(script.stem)  # bench/hw: the probe's own check of its cases
     try:
-        hbm_bytes_probe.read_cases(args.cases)
+        module.read_cases(args.cases)
     except (OSError, ValueError) as e:
         print(f"ctahw.counters: {e}", file=sys.stderr)
         return 2
@@ -210,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         print("ctahw.counters: no ncu on the PATH (Nsight Compute)", file=sys.stderr)
         return 2
     try:
-        d = profile(args.out, args.cases)
+        d = profile(args.out, args.cases, probe=args.probe)
     except (RuntimeError, ValueError, OSError) as e:
         print(f"ctahw.counters: {e}", file=sys.stderr)
         return 1

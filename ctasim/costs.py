@@ -279,16 +279,31 @@ def active_share(hw: Hardware, active: int, slots: int) -> tuple[Hardware, float
             clock_boost(hw, active * slots, n * slots))
 
 
+def cutlass_order(layer: Layer, hw: Hardware, raster: str, swizzle: int, kernel: str = "") -> tuple[np.ndarray, int]:
+    """``layer`` in CUTLASS 4.2's persistent order at (``raster``, ``swizzle``) on the config's cluster shape: (the
+    order with its padding slots, CUTLASS's grid of CTA slots)."""
+    cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
+    tm, tn, cluster = layer.tiles_m, layer.tiles_n, (cfg.cluster_m, cfg.cluster_n)
+    order = l2.cutlass_sm90_order(tm, tn, raster, swizzle, cluster)
+    slots = l2.cutlass_sm90_grid_ctas(tm, tn, raster, swizzle, cluster, sm_count=hw.sm_count * cfg.cta_slots_per_sm)
+    return order, slots
+
+
 def cutlass_waves(layer: Layer, hw: Hardware, elem_bytes: int, raster: str, swizzle: int,
                   kernel: str = "") -> tuple[np.ndarray, int, np.ndarray]:
     """``layer`` in CUTLASS 4.2's persistent order at (``raster``, ``swizzle``) on the config's cluster shape and
     CUTLASS's grid: (the order with its padding slots, the grid's CTA slots, each wave's time by
     :func:`order_waves`)."""
-    cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
-    tm, tn, cluster = layer.tiles_m, layer.tiles_n, (cfg.cluster_m, cfg.cluster_n)
-    order = l2.cutlass_sm90_order(tm, tn, raster, swizzle, cluster)
-    slots = l2.cutlass_sm90_grid_ctas(tm, tn, raster, swizzle, cluster, sm_count=hw.sm_count * cfg.cta_slots_per_sm)
+    order, slots = cutlass_order(layer, hw, raster, swizzle, kernel)
     return order, slots, order_waves(layer, hw, elem_bytes, order, slots, kernel=kernel)
+
+
+def cutlass_traffic(layer: Layer, hw: Hardware, elem_bytes: int, raster: str, swizzle: int,
+                    kernel: str = "") -> l2.WaveTraffic:
+    """What ``layer`` in CUTLASS 4.2's persistent order at (``raster``, ``swizzle``) reads from and writes to HBM wave
+    by wave, as :func:`cutlass_waves` times it (the config's drift and cluster shape; :func:`order_traffic`)."""
+    order, slots = cutlass_order(layer, hw, raster, swizzle, kernel)
+    return order_traffic(layer, hw, elem_bytes, order, slots, kernel=kernel)
 
 
 @functools.lru_cache(maxsize=512)

@@ -145,3 +145,27 @@ def test_the_command_line_refuses_a_machine_without_ncu_in_one_line(tmp_path, ca
     assert C.main([str(tmp_path / "o"), str(cases)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no ncu on the PATH" in err[0] and not (tmp_path / "o").exists()
+
+
+def test_the_gemm_probe_reads_the_registration_and_refuses_an_order_ctahw_gemm_does_not_run(tmp_path, capsys):
+    """The plain GEMM's probe: its raster names are ``ctahw.gemm.RASTER_NAMES``', plan 79's predicted.csv is a cases
+    file it runs, and a bad order or shape is one line, exit 2, before ncu."""
+    import importlib
+    import sys
+
+    from ctahw.gemm import RASTER_NAMES, SWIZZLES
+
+    script, kernel = C.PROBES["gemm"]
+    assert kernel == C.GEMM_KERNEL and script.is_file()
+    sys.path.insert(0, str(script.parent))
+    probe = importlib.import_module(script.stem)
+    reg = C.PROBE.parents[2] / "bench" / "predictions" / "reg79-gemm-bytes" / "predicted.csv"
+    cases = probe.read_cases(reg)
+    assert len(cases) == 16 and set(cases.raster) <= set(RASTER_NAMES.values()) and probe.SWIZZLES == SWIZZLES
+    for text, words in (("m,n,k,raster,swizzle\n16384,8192,8192,diagonal,8\n", "is not one of"),
+                        ("m,n,k,raster,swizzle\n16384,8000,8192,along_m,8\n", "cannot run")):
+        bad = tmp_path / "c.csv"
+        bad.write_text(text)
+        assert C.main([str(tmp_path / "o"), str(bad), "--probe", "gemm"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and words in err[0] and not (tmp_path / "o").exists()
