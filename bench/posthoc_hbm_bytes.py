@@ -12,7 +12,10 @@ each wave ``max(compute + exposed x t_exp, t_hbm)``, summed): ``model_ms`` with 
 with every wave's panel bytes scaled by the case's counted-over-model ratio (stores as modelled). ``summary.csv``: per
 order, the median and range of counted over model bytes, and the mean |error| of both times against ncu's duration.
 ``variants.csv``: the mean |error| of the bytes read per order under the ticket-law settings of :data:`VARIANTS`
-(the first call and the five more H), a what-if of which setting the counts favour.
+(the first call and the five more H), a what-if of which setting the counts favour. ``drift-laws.csv``: registered
+plan 79's 16 plain-GEMM launches (:data:`GEMM_CALL`), the counted bytes read beside the H100 profile's (the drift the
+same time a round at every K), the profile before registered plan 73's adoption (``h100-x1-datasheet-tile``: the same
+share of a tile) and no drift, each with its error (%).
 What it asks: do the orders the model prices fast on an H100 (pairs, row order) read more than it says, and would the
 wave rule time them right with the bytes counted? Every launch here had been counted before this was written; nothing
 is put into a profile. ~1 min on 2 cores.
@@ -43,6 +46,9 @@ CALLS = {"GPU-29bc57d4": H100 / "2026-12-06-registered78-1gpu",
          "GPU-30ec2a13": H100 / "2026-12-06-registered78-1gpu-run3"}
 MORE = {"GPU-29bc57d4 (five more H)": H100 / "2026-12-06-hbm-bytes-more-1gpu"}
 PROFILE = "h100-x1-datasheet"
+GEMM_CALL = H100 / "2026-12-06-registered79-1gpu"
+DRIFT_LAWS = {"absolute": "h100-x1-datasheet", "tile": "h100-x1-datasheet-tile"}
+"""The drift's K laws :func:`drift_laws` prices plan 79's launches under, by profile."""
 ORDER_NAMES = {8: "groups of 8", 4: "groups of 4", 2: "pairs", 1: "row order"}
 VARIANTS = {
     "profile": lambda hw: hw,
@@ -114,6 +120,28 @@ def variants(calls: dict, settings: dict = VARIANTS) -> pd.DataFrame:
     return t[[*ORDER_NAMES.values(), "all"]].round(2).reset_index().rename_axis(columns=None)
 
 
+def drift_laws(call: Path = GEMM_CALL) -> pd.DataFrame:
+    """Per launch of registered plan 79's call: the counted bytes read and the model's under each law of
+    :data:`DRIFT_LAWS` and with no drift (GB), and each one's error (%)."""
+    import plan79_gemm_bytes as p79  # noqa: PLC0415
+
+    c = pd.read_csv(call / "counters.csv")
+    profiles = {law: load_hardware(name) for law, name in DRIFT_LAWS.items()}
+    base = profiles["absolute"]
+    profiles["none"] = dataclasses.replace(base, kernel_configs=tuple(dataclasses.replace(k, cta_drift=0.0)
+                                                                      for k in base.kernel_configs))
+    rows = []
+    for r in c.itertuples(index=False):
+        row = dict(m=r.m, n=r.n, k=r.k, raster=r.raster, swizzle=r.swizzle, counted_gb=r.dram_read_bytes / 1e9)
+        lay = p79.layer(r.m, r.n, r.k)
+        for law, hw in profiles.items():
+            gb = p79._read_gb(costs.cutlass_traffic(lay, hw, p79.p78.ELEM, r.raster, r.swizzle))
+            row[f"{law}_gb"] = gb
+            row[f"{law}_err_pct"] = (gb / row["counted_gb"] - 1) * 100
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def summary(d: pd.DataFrame) -> pd.DataFrame:
     g = d.groupby("order", sort=False)
     return pd.DataFrame({
@@ -134,10 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     d = launches({**CALLS, **MORE})
     s = summary(d)
     v = variants({**dict(list(CALLS.items())[:1]), **MORE})
+    laws = drift_laws()
     out.mkdir(parents=True, exist_ok=True)
     d.round(4).to_csv(out / "bytes.csv", index=False)
     s.to_csv(out / "summary.csv", index=False)
     v.to_csv(out / "variants.csv", index=False)
+    laws.round(4).to_csv(out / "drift-laws.csv", index=False)
     print(s.to_string(index=False))
     print()
     print(v.to_string(index=False))

@@ -155,7 +155,7 @@ def matched(launches: pd.DataFrame, counters: pd.DataFrame, kernel: str = CHAIN_
     pattern = kernel.split(":", 1)[1] if kernel.startswith("regex:") else kernel
     wrong = c[~c["kernel"].str.contains(pattern, regex=kernel.startswith("regex:"))]
     if len(wrong):
-        raise ValueError(f"ncu profiled a kernel that is not the chain kernel: {wrong['kernel'].iloc[0][:80]}")
+        raise ValueError(f"ncu profiled a kernel whose name lacks {pattern!r}: {wrong['kernel'].iloc[0][:80]}")
     log = launches.reset_index(drop=True)
     if "grid" in c and "grid" in log:
         off = log.index[log["grid"].to_numpy() != c["grid"].to_numpy()]

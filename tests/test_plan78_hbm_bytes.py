@@ -87,3 +87,17 @@ def test_the_judge_refuses_a_call_without_counters_or_a_gpu_it_knows(p78, tmp_pa
     (run / "env.txt").write_text("0, NVIDIA H100 80GB HBM3, GPU-0\n")
     assert p78.main(["--judge", str(run), "--out", str(tmp_path / "o")]) == 2  # 23 cases never counted
     assert "no counted launch of H=4096 M=8192 group=4" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("sub, run", [("", "2026-12-06-registered78-1gpu"), ("run2", "2026-12-06-registered78-1gpu-run2"),
+                                      ("run3", "2026-12-06-registered78-1gpu-run3")])
+def test_the_committed_calls_judge_as_committed(p78, registered, sub, run):
+    """Each committed call re-judged from its counters and env.txt: the cases and claims as committed (a change of the
+    sector size, the bytes per GB, the GPU read from env.txt or a claim's rule would fail here)."""
+    out = p78.ROOT / "bench/results/validation-registered78" / sub
+    c = p78.cases(registered, p78.measured(p78.ROOT / "bench/results/hw-h100" / run))
+    pd.testing.assert_frame_equal(c.round(4), pd.read_csv(out / "cases.csv").round(4), check_dtype=False, atol=2e-4)
+    cl = p78.claims(c, "x").set_index("claim")
+    committed = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert cl["value"].tolist() == committed["value"].tolist() and cl["met"].tolist() == committed["met"].tolist()
+    assert cl["met"].tolist() == [False, True, False, True, True, False]

@@ -63,3 +63,17 @@ def test_the_variants_table_profile_row_is_the_launches_and_a_faster_spread_read
     plain = ph.modelled(8704, 8192, 2, 1.0, hw)[0]
     assert ph.modelled(8704, 8192, 2, 1.0, ph.VARIANTS["spread x2"](hw))[0] > plain
     assert ph.modelled(8704, 8192, 2, 1.0, ph.VARIANTS["profile"](hw))[0] == plain
+
+
+def test_the_drift_laws_table_brackets_the_long_k_swizzled_launches(ph):
+    """drift-laws.csv (plan 79's launches): reproduced for one long-K launch, and what the docs say of it -- at long K
+    the swizzled orders read more than the absolute law's bytes and less than the tile law's; no drift is short."""
+    d = pd.read_csv(RESULTS / "drift-laws.csv")
+    sw = d[(d.k >= 28672) & (d.swizzle == 8)]
+    assert len(sw) == 4 and (sw.absolute_err_pct < -17).all() and (sw.tile_err_pct > 11).all()
+    assert (sw.none_err_pct < -50).all()
+    hw = ph.load_hardware("h100-x1-datasheet-tile")
+    import plan79_gemm_bytes as p79
+    row = d[(d.k == 45056) & (d.raster == "along_m") & (d.swizzle == 8)].iloc[0]
+    gb = p79._read_gb(ph.costs.cutlass_traffic(p79.layer(8192, 8192, 45056), hw, 2, "along_m", 8))
+    assert gb == pytest.approx(row.tile_gb, abs=1e-3)

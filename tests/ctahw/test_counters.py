@@ -72,7 +72,7 @@ def test_the_join_refuses_a_count_a_kernel_or_a_grid_that_does_not_match_and_kee
         C.matched(launches.iloc[:1], got)
     other = C.parse_raw(page([(0, ("8", "0", "0", "0", "1")), (1, ("9", "0", "0", "0", "1"))],
                              kernel="void cutlass::device_kernel<GemmUniversal<Persistent>>(T)"))
-    with pytest.raises(ValueError, match="not the chain kernel"):
+    with pytest.raises(ValueError, match="name lacks 'ChainTag'"):
         C.matched(launches, other)
     with pytest.raises(ValueError, match="launch 0: the probe logged a grid of 66 CTAs, ncu 132"):
         C.matched(launches.assign(grid=[66, 132]), got)
