@@ -76,11 +76,12 @@ def test_writes_past_the_stores_miss_e(p79, registered):
     assert not claims(p79, registered, short).at["e", "met"]  # more than the L2 left unwritten
 
 
-def test_the_committed_call_judges_as_committed(p79):
-    """The registered call re-judged from its counters and env.txt: the cases and claims as committed (a change of the
+@pytest.mark.parametrize("sub, run", [("", "2026-12-06-registered79-1gpu"), ("run2", "2026-12-06-registered79-1gpu-run2")])
+def test_the_committed_call_judges_as_committed(p79, sub, run):
+    """Each committed call re-judged from its counters and env.txt: the cases and claims as committed (a change of the
     bytes per GB, of the GPU read from env.txt or of a claim's rule would fail here)."""
-    run = p79.ROOT / "bench/results/hw-h100/2026-12-06-registered79-1gpu"
-    out = p79.ROOT / "bench/results/validation-registered79"
+    run = p79.ROOT / "bench/results/hw-h100" / run
+    out = p79.ROOT / "bench/results/validation-registered79" / sub
     pred = pd.read_csv(p79.REGISTERED / "predicted.csv")
     c = p79.cases(pred, p79.measured(run))
     pd.testing.assert_frame_equal(c.round(4), pd.read_csv(out / "cases.csv").round(4), check_dtype=False, atol=2e-4)
