@@ -15,7 +15,10 @@ order, the median and range of counted over model bytes, and the mean |error| of
 (the first call and the five more H), a what-if of which setting the counts favour. ``drift-laws.csv``: registered
 plan 79's 16 plain-GEMM launches (:data:`GEMM_CALL`), the counted bytes read beside the H100 profile's (the drift the
 same time a round at every K), the profile before registered plan 73's adoption (``h100-x1-datasheet-tile``: the same
-share of a tile) and no drift, each with its error (%).
+share of a tile) and no drift, each with its error (%). ``drift-fit.csv``: per H100 that ran plan 79 (:data:`GEMM_CALLS`),
+the ``cta_drift`` whose bytes come nearest the counted at K = 8192 (:data:`DRIFT_GRID`, the mean |error| over those 8
+launches), and the long-K launches' mean |error| under either K law with that drift: do a machine's bytes say its own
+drift, and which law carries it to long K?
 What it asks: do the orders the model prices fast on an H100 (pairs, row order) read more than it says, and would the
 wave rule time them right with the bytes counted? Every launch here had been counted before this was written; nothing
 is put into a profile. ~1 min on 2 cores.
@@ -47,6 +50,10 @@ CALLS = {"GPU-29bc57d4": H100 / "2026-12-06-registered78-1gpu",
 MORE = {"GPU-29bc57d4 (five more H)": H100 / "2026-12-06-hbm-bytes-more-1gpu"}
 PROFILE = "h100-x1-datasheet"
 GEMM_CALL = H100 / "2026-12-06-registered79-1gpu"
+GEMM_CALLS = {"GPU-f2c0c08f": GEMM_CALL, "GPU-22ebf557": H100 / "2026-12-06-registered79-1gpu-run2"}
+DRIFT_GRID = tuple(round(0.002 + 0.0005 * i, 4) for i in range(21))
+"""``cta_drift`` values :func:`drift_fit` tries (0.002-0.012 tile times a round; the traces of registered plans 45 and
+46 read 0.0041-0.0097 on H200s)."""
 DRIFT_LAWS = {"absolute": "h100-x1-datasheet", "tile": "h100-x1-datasheet-tile"}
 """The drift's K laws :func:`drift_laws` prices plan 79's launches under, by profile."""
 ORDER_NAMES = {8: "groups of 8", 4: "groups of 4", 2: "pairs", 1: "row order"}
@@ -142,6 +149,34 @@ def drift_laws(call: Path = GEMM_CALL) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _with_drift(hw, drift: float):
+    return dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(k, cta_drift=drift)
+                                                       for k in hw.kernel_configs))
+
+
+def drift_fit(calls: dict = GEMM_CALLS, grid=DRIFT_GRID) -> pd.DataFrame:
+    """Per call of plan 79: the drift of ``grid`` whose K = 8192 bytes are nearest the counted (mean |error|), and
+    the long-K launches' mean |error| under each law of :data:`DRIFT_LAWS` with that drift."""
+    import plan79_gemm_bytes as p79  # noqa: PLC0415
+
+    laws = {law: load_hardware(name) for law, name in DRIFT_LAWS.items()}
+
+    def mape(hw, launches) -> float:
+        errs = [p79._read_gb(costs.cutlass_traffic(p79.layer(r.m, r.n, r.k), hw, p79.p78.ELEM, r.raster, r.swizzle))
+                / (r.dram_read_bytes / 1e9) - 1 for r in launches.itertuples(index=False)]
+        return float(pd.Series(errs).abs().mean() * 100)
+
+    rows = []
+    for gpu, run in calls.items():
+        c = pd.read_csv(run / "counters.csv")
+        short, long_k = c[c["k"] == 8192], c[c["k"] >= p79.LONG_K]
+        fits = {d: mape(_with_drift(laws["absolute"], d), short) for d in grid}  # at K = 8192 the two laws agree
+        best = min(fits, key=fits.get)
+        rows.append(dict(gpu=gpu, drift=best, k8192_mape=fits[best],
+                         **{f"long_k_{law}_mape": mape(_with_drift(hw, best), long_k) for law, hw in laws.items()}))
+    return pd.DataFrame(rows)
+
+
 def summary(d: pd.DataFrame) -> pd.DataFrame:
     g = d.groupby("order", sort=False)
     return pd.DataFrame({
@@ -163,11 +198,13 @@ def main(argv: list[str] | None = None) -> int:
     s = summary(d)
     v = variants({**dict(list(CALLS.items())[:1]), **MORE})
     laws = drift_laws()
+    fit = drift_fit()
     out.mkdir(parents=True, exist_ok=True)
     d.round(4).to_csv(out / "bytes.csv", index=False)
     s.to_csv(out / "summary.csv", index=False)
     v.to_csv(out / "variants.csv", index=False)
     laws.round(4).to_csv(out / "drift-laws.csv", index=False)
+    fit.round(4).to_csv(out / "drift-fit.csv", index=False)
     print(s.to_string(index=False))
     print()
     print(v.to_string(index=False))

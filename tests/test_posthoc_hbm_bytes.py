@@ -77,3 +77,13 @@ def test_the_drift_laws_table_brackets_the_long_k_swizzled_launches(ph):
     row = d[(d.k == 45056) & (d.raster == "along_m") & (d.swizzle == 8)].iloc[0]
     gb = p79._read_gb(ph.costs.cutlass_traffic(p79.layer(8192, 8192, 45056), hw, 2, "along_m", 8))
     assert gb == pytest.approx(row.tile_gb, abs=1e-3)
+
+
+def test_the_drift_fit_reproduces_and_picks_the_nearest_drift(ph):
+    """drift-fit.csv: each machine's fitted drift and errors reproduce on a grid holding both fits; a grid without the
+    second machine's fit picks another drift at a larger error (the fit is the minimum, not the first value)."""
+    committed = pd.read_csv(RESULTS / "drift-fit.csv").set_index("gpu")
+    got = ph.drift_fit(grid=(0.0025, 0.007, 0.0078)).set_index("gpu")
+    pd.testing.assert_frame_equal(got.round(3), committed.round(3), check_dtype=False)
+    without = ph.drift_fit({"GPU-22ebf557": ph.GEMM_CALLS["GPU-22ebf557"]}, grid=(0.007, 0.0078)).iloc[0]
+    assert without.drift == 0.007 and without.k8192_mape > committed.at["GPU-22ebf557", "k8192_mape"]
