@@ -81,6 +81,11 @@ def _chain(h: int, m: int, g: int):
     return plan.ops[0], layer
 
 
+def read_gb(traffic) -> float:
+    """The GB a :class:`ctasim.l2.WaveTraffic` reads from HBM over all its waves (what a DRAM read counter counts)."""
+    return float(traffic.read.sum()) / 1e9
+
+
 def register() -> pd.DataFrame:
     """Per GPU profile and case: the model's DRAM bytes read and written, the compulsory bytes read, the tiles'
     load bytes, and the profile's L2 bytes."""
@@ -93,10 +98,8 @@ def register() -> pd.DataFrame:
         for h, m, g in CASES:
             k, layer = _chain(h, m, g)
             t = chain_traffic(k, layer, hw, ELEM, g)
-            read = t.a_hbm.sum() + t.w_hbm.sum()
-            read += sum(x.sum() for x in (t.drift_hbm, t.ticket_hbm) if x is not None)
             rows.append(dict(gpu=gpu, profile=name, h=h, m=m, group=g, tiles=int(k.tiles),
-                             model_read_gb=read / 1e9, model_write_gb=t.store.sum() / 1e9,
+                             model_read_gb=read_gb(t), model_write_gb=t.store.sum() / 1e9,
                              compulsory_read_gb=2 * (m * h + h * h) * ELEM / 1e9,
                              loads_gb=k.tiles * (layer.tile_m + layer.tile_n) * h * ELEM / 1e9,
                              l2_gb=hw.l2_bytes / 1e9))
@@ -115,33 +118,48 @@ def gpu_of(run_dir: Path) -> str:
     return found[0]
 
 
-def measured(run_dir: Path) -> pd.DataFrame:
-    """Per case the counted bytes (GB), sectors and duration, and the call's GPU (``gpu``)."""
+KEYS = ["h", "m", "group"]
+
+
+def counted(run_dir: Path, keys: list[str], extra: tuple[str, ...] = (), why: str = WHY) -> pd.DataFrame:
+    """A byte-counting call's ``counters.csv`` (``ctahw.counters``) with the call's GPU (``gpu``, :func:`gpu_of`) and
+    the DRAM bytes read and written in GB (``read_gb``, ``write_gb``). :class:`JudgeError` where the file or one of
+    ``keys``, the counters or ``extra`` is missing (``why`` says what should have written it)."""
     f = run_dir / "counters.csv"
     if not f.is_file():
-        raise JudgeError(f"no {f} ({WHY})")
+        raise JudgeError(f"no {f} ({why})")
     d = pd.read_csv(f)
-    need = {"h", "m", "group", "dram_read_bytes", "dram_write_bytes", "l2_read_sectors", "duration_ns"}
+    need = {*keys, "dram_read_bytes", "dram_write_bytes", "duration_ns", *extra}
     if not need <= set(d.columns):
         raise JudgeError(f"{f}: lacks {', '.join(sorted(need - set(d.columns)))}")
-    out = d.assign(gpu=gpu_of(run_dir), read_gb=d["dram_read_bytes"] / 1e9, write_gb=d["dram_write_bytes"] / 1e9,
-                   l2_read_gb=d["l2_read_sectors"] * SECTOR / 1e9)
-    return out[["gpu", "h", "m", "group", "read_gb", "write_gb", "l2_read_gb", "duration_ns"]]
+    return d.assign(gpu=gpu_of(run_dir), read_gb=d["dram_read_bytes"] / 1e9, write_gb=d["dram_write_bytes"] / 1e9)
+
+
+def measured(run_dir: Path) -> pd.DataFrame:
+    """Per case the counted bytes (GB), sectors and duration, and the call's GPU (``gpu``)."""
+    d = counted(run_dir, KEYS, ("l2_read_sectors",))
+    out = d.assign(l2_read_gb=d["l2_read_sectors"] * SECTOR / 1e9)
+    return out[["gpu", *KEYS, "read_gb", "write_gb", "l2_read_gb", "duration_ns"]]
+
+
+def gpu_rows(pred: pd.DataFrame, meas: pd.DataFrame, keys: list[str], name) -> pd.DataFrame:
+    """The registration's rows of the call's GPU beside the call's counts, by ``keys``. :class:`JudgeError` where the
+    registration has no rows of that GPU or a registered row was not counted (``name(row)`` names it)."""
+    gpu = meas["gpu"].iloc[0]
+    p = pred[pred["gpu"] == gpu]
+    if p.empty:
+        raise JudgeError(f"the registration has no rows for {gpu}")
+    c = p.merge(meas.drop(columns="gpu").drop_duplicates(keys, keep="last"), on=keys, how="left")
+    lost = c[c["read_gb"].isna()]
+    if len(lost):
+        raise JudgeError(f"no counted launch of {name(lost.iloc[0])} ({len(lost)} missing)")
+    return c
 
 
 def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     """Per registered case of the call's GPU: counted and predicted bytes, errors (%), and the rate the counted bytes
     moved at. :class:`JudgeError` where the registration lacks the GPU's rows or a case has no counted launch."""
-    gpu = meas["gpu"].iloc[0]
-    p = pred[pred["gpu"] == gpu]
-    if p.empty:
-        raise JudgeError(f"the registration has no rows for {gpu}")
-    keys = ["h", "m", "group"]
-    c = p.merge(meas.drop(columns="gpu").drop_duplicates(keys, keep="last"), on=keys, how="left")
-    lost = c[c["read_gb"].isna()]
-    if len(lost):
-        r = lost.iloc[0]
-        raise JudgeError(f"no counted launch of H={r.h} M={r.m} group={r.group} ({len(lost)} missing)")
+    c = gpu_rows(pred, meas, KEYS, lambda r: f"H={r.h} M={r.m} group={r.group}")
     c["model_err_pct"] = (c["model_read_gb"] / c["read_gb"] - 1) * 100
     c["compulsory_err_pct"] = (c["compulsory_read_gb"] / c["read_gb"] - 1) * 100
     c["read_over_model"] = c["read_gb"] / c["model_read_gb"]
@@ -150,39 +168,58 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     return c
 
 
-def order_ratios(c: pd.DataFrame) -> pd.DataFrame:
-    """Per (H, M) and order other than groups of 8: its bytes read over groups of 8's, counted and modelled."""
-    g8 = c[c["group"] == 8].set_index(["h", "m"])
-    o = c[c["group"] != 8].copy()
-    base = g8.loc[list(zip(o["h"], o["m"]))]
+def ratios_to(c: pd.DataFrame, is_reference: pd.Series, shape: list[str], keys: list[str]) -> pd.DataFrame:
+    """Per row of ``c`` not marked by ``is_reference``: its bytes read over the reference row's of the same ``shape``,
+    counted and modelled, and how far the model's ratio is off the counted (``off``)."""
+    base = c[is_reference].set_index(shape)
+    o = c[~is_reference].copy()
+    base = base.loc[list(zip(*(o[k] for k in shape)))]
     o["counted"] = o["read_gb"].to_numpy() / base["read_gb"].to_numpy()
     o["model"] = o["model_read_gb"].to_numpy() / base["model_read_gb"].to_numpy()
     o["off"] = o["model"] / o["counted"] - 1
-    return o[["h", "m", "group", "counted", "model", "off"]].reset_index(drop=True)
+    return o[[*keys, "counted", "model", "off"]].reset_index(drop=True)
+
+
+def order_ratios(c: pd.DataFrame) -> pd.DataFrame:
+    """Per (H, M) and order other than groups of 8: its bytes read over groups of 8's, counted and modelled."""
+    return ratios_to(c, c["group"] == 8, ["h", "m"], KEYS)
+
+
+def bytes_claims(c: pd.DataFrame, n: int, mape_max: float, noun: str) -> dict:
+    """The claims the byte-counting plans share, as ``claims_table`` rows by claim: (a) the model's MAPE of the bytes
+    read at most ``mape_max`` over all ``n`` registered ``noun``, (b) at most half the compulsory predictor's, and
+    (e) every launch's bytes written between the model's stores less the L2's bytes and :data:`WRITE_OVER` times
+    them."""
+    gpu = c["gpu"].iloc[0]
+    mape = float(c["model_err_pct"].abs().mean())
+    naive = float(c["compulsory_err_pct"].abs().mean())
+    lo = c["model_write_gb"] - c["l2_gb"]
+    wr = bool(((c["write_gb"] >= lo) & (c["write_gb"] <= WRITE_OVER * c["model_write_gb"])).all())
+    written = c["write_gb"] / c["model_write_gb"]
+    return {
+        "a": ("a", f"{mape:.2f}% over {len(c)} {noun} ({gpu}; worst {c['model_err_pct'].abs().max():.1f}%)",
+              len(c) == n and mape <= mape_max),
+        "b": ("b", f"{mape:.2f} against the compulsory's {naive:.2f}%", mape <= naive / 2),
+        "e": ("e", f"written over the model's stores {written.min():.3f}-{written.max():.3f}", wr),
+    }
 
 
 def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
     gpu = c["gpu"].iloc[0]
-    mape = float(c["model_err_pct"].abs().mean())
-    naive = float(c["compulsory_err_pct"].abs().mean())
+    shared = bytes_claims(c, len(CASES), MAPE, "cases")
     r = order_ratios(c)
     near = int((r["off"].abs() <= RATIO_TOL).sum())
     pairs = c[(c["h"] == PAIRS_H) & (c["group"] == 2)]
     over = pairs["read_over_model"]
     d_met = (len(pairs) == 2 and bool((over >= PARTED).all())) if gpu == "H100" else \
         (len(pairs) == 2 and bool(((over - 1).abs() <= KEPT).all()))
-    lo = c["model_write_gb"] - c["l2_gb"]
-    wr = bool(((c["write_gb"] >= lo) & (c["write_gb"] <= WRITE_OVER * c["model_write_gb"])).all())
     lr = c["loads_ratio"]
     rows = [
-        ("a", f"{mape:.2f}% over {len(c)} cases ({gpu}; worst {c['model_err_pct'].abs().max():.1f}%)",
-         len(c) == len(CASES) and mape <= MAPE),
-        ("b", f"{mape:.2f} against the compulsory's {naive:.2f}%", mape <= naive / 2),
+        shared["a"], shared["b"],
         ("c", f"{near} of {len(r)} within {RATIO_TOL:.0%}", len(r) == 18 and near >= RATIO_SHARE * len(r)),
         ("d", f"{gpu}: counted over model {', '.join(f'{v:.3f}' for v in over)} (M = "
               f"{', '.join(str(int(m)) for m in pairs['m'])})", d_met),
-        ("e", f"written over the model's stores {(c['write_gb'] / c['model_write_gb']).min():.3f}-"
-              f"{(c['write_gb'] / c['model_write_gb']).max():.3f}", wr),
+        shared["e"],
         ("f", f"{lr.min():.3f}-{lr.max():.3f}", bool(((lr >= LOADS[0]) & (lr <= LOADS[1])).all())),
     ]
     return registered_plan.claims_table(rows, CLAIMS, provenance)

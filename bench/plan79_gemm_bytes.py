@@ -69,11 +69,6 @@ def layer(m: int, n: int, k: int):
     return dataclasses.replace(load_workload("chain2-16384").layers[0], m=m, n=n, k=k)
 
 
-def _read_gb(t) -> float:
-    extra = sum(float(x.sum()) for x in (t.drift_hbm, t.ticket_hbm) if x is not None)
-    return (float(t.a_hbm.sum()) + float(t.w_hbm.sum()) + extra) / 1e9
-
-
 def register() -> pd.DataFrame:
     """Per GPU profile and launch: the model's DRAM bytes read and written, its lockstep twin's bytes read, the
     compulsory bytes read, and the profile's L2 bytes."""
@@ -90,7 +85,7 @@ def register() -> pd.DataFrame:
             t = costs.cutlass_traffic(lay, hw, p78.ELEM, raster, swizzle)
             t0 = costs.cutlass_traffic(lay, lockstep, p78.ELEM, raster, swizzle)
             rows.append(dict(gpu=gpu, profile=name, m=m, n=n, k=k, raster=raster, swizzle=swizzle,
-                             model_read_gb=_read_gb(t), lockstep_read_gb=_read_gb(t0),
+                             model_read_gb=p78.read_gb(t), lockstep_read_gb=p78.read_gb(t0),
                              model_write_gb=float(t.store.sum()) / 1e9,
                              compulsory_read_gb=(m * k + n * k) * p78.ELEM / 1e9, l2_gb=hw.l2_bytes / 1e9))
     return pd.DataFrame(rows)
@@ -101,30 +96,13 @@ KEYS = ["m", "n", "k", "raster", "swizzle"]
 
 def measured(run_dir: Path) -> pd.DataFrame:
     """Per launch the counted bytes (GB) and duration, and the call's GPU (``gpu``)."""
-    f = run_dir / "counters.csv"
-    if not f.is_file():
-        raise JudgeError(f"no {f} ({WHY})")
-    d = pd.read_csv(f)
-    need = {*KEYS, "dram_read_bytes", "dram_write_bytes", "duration_ns"}
-    if not need <= set(d.columns):
-        raise JudgeError(f"{f}: lacks {', '.join(sorted(need - set(d.columns)))}")
-    gpu = p78.gpu_of(run_dir)
-    out = d.assign(gpu=gpu, read_gb=d["dram_read_bytes"] / 1e9, write_gb=d["dram_write_bytes"] / 1e9)
-    return out[["gpu", *KEYS, "read_gb", "write_gb", "duration_ns"]]
+    return p78.counted(run_dir, KEYS, why=WHY)[["gpu", *KEYS, "read_gb", "write_gb", "duration_ns"]]
 
 
 def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     """Per registered launch of the call's GPU: counted and predicted bytes and errors (%). :class:`JudgeError` where
     the registration lacks the GPU's rows or a launch was not counted."""
-    gpu = meas["gpu"].iloc[0]
-    p = pred[pred["gpu"] == gpu]
-    if p.empty:
-        raise JudgeError(f"the registration has no rows for {gpu}")
-    c = p.merge(meas.drop(columns="gpu").drop_duplicates(KEYS, keep="last"), on=KEYS, how="left")
-    lost = c[c["read_gb"].isna()]
-    if len(lost):
-        r = lost.iloc[0]
-        raise JudgeError(f"no counted launch of {r.m}x{r.n}x{r.k} {r.raster}/{r.swizzle} ({len(lost)} missing)")
+    c = p78.gpu_rows(pred, meas, KEYS, lambda r: f"{r.m}x{r.n}x{r.k} {r.raster}/{r.swizzle}")
     for src in ("model", "lockstep", "compulsory"):
         c[f"{src}_err_pct"] = (c[f"{src}_read_gb"] / c["read_gb"] - 1) * 100
     c["read_over_model"] = c["read_gb"] / c["model_read_gb"]
@@ -133,34 +111,22 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
 
 def order_ratios(c: pd.DataFrame) -> pd.DataFrame:
     """Per shape and order other than :data:`REFERENCE_ORDER`: its bytes read over the reference order's."""
-    ref = c[(c["raster"] == REFERENCE_ORDER[0]) & (c["swizzle"] == REFERENCE_ORDER[1])].set_index(["m", "n", "k"])
-    o = c[~((c["raster"] == REFERENCE_ORDER[0]) & (c["swizzle"] == REFERENCE_ORDER[1]))].copy()
-    base = ref.loc[list(zip(o["m"], o["n"], o["k"]))]
-    o["counted"] = o["read_gb"].to_numpy() / base["read_gb"].to_numpy()
-    o["model"] = o["model_read_gb"].to_numpy() / base["model_read_gb"].to_numpy()
-    o["off"] = o["model"] / o["counted"] - 1
-    return o[["m", "n", "k", "raster", "swizzle", "counted", "model", "off"]].reset_index(drop=True)
+    is_reference = (c["raster"] == REFERENCE_ORDER[0]) & (c["swizzle"] == REFERENCE_ORDER[1])
+    return p78.ratios_to(c, is_reference, ["m", "n", "k"], KEYS)
 
 
 def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
-    gpu = c["gpu"].iloc[0]
-    mape = float(c["model_err_pct"].abs().mean())
-    naive = float(c["compulsory_err_pct"].abs().mean())
+    shared = p78.bytes_claims(c, len(CASES), MAPE, "launches")
     r = order_ratios(c)
     near = int((r["off"].abs() <= RATIO_TOL).sum())
     long_k = c[c["k"] >= LONG_K]
     drift_wins = int((long_k["model_err_pct"].abs() < long_k["lockstep_err_pct"].abs()).sum())
-    lo = c["model_write_gb"] - c["l2_gb"]
-    wr = bool(((c["write_gb"] >= lo) & (c["write_gb"] <= p78.WRITE_OVER * c["model_write_gb"])).all())
     rows = [
-        ("a", f"{mape:.2f}% over {len(c)} launches ({gpu}; worst {c['model_err_pct'].abs().max():.1f}%)",
-         len(c) == len(CASES) and mape <= MAPE),
-        ("b", f"{mape:.2f} against the compulsory's {naive:.2f}%", mape <= naive / 2),
+        shared["a"], shared["b"],
         ("c", f"{near} of {len(r)} within {RATIO_TOL:.0%}", len(r) == 12 and near >= RATIO_SHARE * len(r)),
         ("d", f"{drift_wins} of {len(long_k)} (model MAPE {long_k['model_err_pct'].abs().mean():.2f}%, lockstep "
               f"{long_k['lockstep_err_pct'].abs().mean():.2f}%)", len(long_k) == 8 and drift_wins >= DRIFT_SHARE),
-        ("e", f"written over the model's stores {(c['write_gb'] / c['model_write_gb']).min():.3f}-"
-              f"{(c['write_gb'] / c['model_write_gb']).max():.3f}", wr),
+        shared["e"],
     ]
     return registered_plan.claims_table(rows, CLAIMS, provenance)
 

@@ -81,13 +81,12 @@ def modelled(h: int, m: int, group: int, ratio: float, hw) -> tuple[float, float
     t = costs.order_traffic(layer, hw, p78.ELEM, k.order, k.slots, **kw)
     cfg = hw.config(layer.tile_m, layer.tile_n)
     compute = costs.tile_ns(layer, layer.k, hw, p78.ELEM, rate_tflops=cfg.l2_sm_tflops) * slow
-    read = t.a_hbm + t.w_hbm + t.ticket_hbm
 
     def ms(traffic):
         return float(l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed, hw.l2_hbm_exposed_gbps).sum()) / 1e6
 
     scaled = dataclasses.replace(t, a_hbm=t.a_hbm * ratio, w_hbm=t.w_hbm * ratio, ticket_hbm=t.ticket_hbm * ratio)
-    return float(read.sum()) / 1e9, ms(t), ms(scaled)
+    return p78.read_gb(t), ms(t), ms(scaled)
 
 
 def launches(calls: dict) -> pd.DataFrame:
@@ -142,7 +141,7 @@ def drift_laws(call: Path = GEMM_CALL) -> pd.DataFrame:
         row = dict(m=r.m, n=r.n, k=r.k, raster=r.raster, swizzle=r.swizzle, counted_gb=r.dram_read_bytes / 1e9)
         lay = p79.layer(r.m, r.n, r.k)
         for law, hw in profiles.items():
-            gb = p79._read_gb(costs.cutlass_traffic(lay, hw, p79.p78.ELEM, r.raster, r.swizzle))
+            gb = p78.read_gb(costs.cutlass_traffic(lay, hw, p78.ELEM, r.raster, r.swizzle))
             row[f"{law}_gb"] = gb
             row[f"{law}_err_pct"] = (gb / row["counted_gb"] - 1) * 100
         rows.append(row)
@@ -162,7 +161,7 @@ def drift_fit(calls: dict = GEMM_CALLS, grid=DRIFT_GRID) -> pd.DataFrame:
     laws = {law: load_hardware(name) for law, name in DRIFT_LAWS.items()}
 
     def mape(hw, launches) -> float:
-        errs = [p79._read_gb(costs.cutlass_traffic(p79.layer(r.m, r.n, r.k), hw, p79.p78.ELEM, r.raster, r.swizzle))
+        errs = [p78.read_gb(costs.cutlass_traffic(p79.layer(r.m, r.n, r.k), hw, p78.ELEM, r.raster, r.swizzle))
                 / (r.dram_read_bytes / 1e9) - 1 for r in launches.itertuples(index=False)]
         return float(pd.Series(errs).abs().mean() * 100)
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["METRICS", "EXTRA_METRICS", "CHAIN_KERNEL", "GEMM_KERNEL", "PROBES", "UNITS", "ncu_argv", "import_argv", "available", "parse_raw",
+__all__ = ["METRICS", "EXTRA_METRICS", "CHAIN_KERNEL", "GEMM_KERNEL", "PROBES", "UNITS", "probe_start", "ncu_argv", "import_argv", "available", "parse_raw",
            "matched", "profile", "main"]
 
 METRICS = {
@@ -163,6 +163,28 @@ def matched(launches: pd.DataFrame, counters: pd.DataFrame, kernel: str = CHAIN_
             i = off[0]
             raise ValueError(f"launch {i}: the probe logged a grid of {log.at[i, 'grid']} CTAs, ncu {c.at[i, 'grid']}")
     return pd.concat([log, c.drop(columns=[x for x in ("grid",) if x in log])], axis=1)
+
+
+def probe_start(name: str, argv, description: str, read_cases):
+    """What a byte-counting probe of :data:`PROBES` does before its launches: its two arguments (``OUT`` checked
+    writable, ``CASES``), its cases read by ``read_cases`` and one GPU checked. ``(args, cases)``, or 2 after one line
+    on stderr (``name: why``) where any of them fails."""
+    from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: PLC0415
+
+    ap = OneLineParser(prog=f"python bench/hw/{name}.py", description=description)
+    ap.add_argument("out", type=Path)
+    ap.add_argument("cases", type=Path)
+    args = parse_outputs(ap, argv, folders=("out",))
+    try:
+        cases = read_cases(args.cases)
+    except (OSError, ValueError) as e:
+        print(f"{name}: {e}", file=sys.stderr)
+        return 2
+    from ctahw.device import no_gpus  # noqa: PLC0415
+
+    if no_gpus(name, 1):
+        return 2
+    return args, cases
 
 
 PROBES = {"chain": (Path(__file__).resolve().parent.parent / "bench" / "hw" / "hbm_bytes_probe.py", CHAIN_KERNEL),

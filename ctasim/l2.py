@@ -235,14 +235,20 @@ class WaveTraffic:
     ticket_hbm: np.ndarray | None = None
 
     @property
-    def hbm(self) -> np.ndarray:
-        """Bytes each wave moves over HBM: panel misses, shared panels read again as the CTAs drift apart
-        (``drift_hbm``) or as a ticket grid's start times spread (``ticket_hbm``), and stores."""
-        out = self.a_hbm + self.w_hbm + self.store
+    def read(self) -> np.ndarray:
+        """Bytes each wave reads from HBM: panel misses and shared panels read again as the CTAs drift apart
+        (``drift_hbm``) or as a ticket grid's start times spread (``ticket_hbm``); what a DRAM read counter counts
+        (``ctahw.counters``)."""
+        out = self.a_hbm + self.w_hbm
         for extra in (self.drift_hbm, self.ticket_hbm):
             if extra is not None:
                 out = out + extra
         return out
+
+    @property
+    def hbm(self) -> np.ndarray:
+        """Bytes each wave moves over HBM: what it reads (:attr:`read`) and its stores."""
+        return self.read + self.store
 
     @property
     def waves(self) -> int:

@@ -75,7 +75,7 @@ def test_the_drift_laws_table_brackets_the_long_k_swizzled_launches(ph):
     hw = ph.load_hardware("h100-x1-datasheet-tile")
     import plan79_gemm_bytes as p79
     row = d[(d.k == 45056) & (d.raster == "along_m") & (d.swizzle == 8)].iloc[0]
-    gb = p79._read_gb(ph.costs.cutlass_traffic(p79.layer(8192, 8192, 45056), hw, 2, "along_m", 8))
+    gb = ph.p78.read_gb(ph.costs.cutlass_traffic(p79.layer(8192, 8192, 45056), hw, 2, "along_m", 8))
     assert gb == pytest.approx(row.tile_gb, abs=1e-3)
 
 

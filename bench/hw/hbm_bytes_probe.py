@@ -60,21 +60,12 @@ def read_cases(path: Path):
 
 
 def main(argv=None) -> int:
-    from ctasim.cliargs import OneLineParser, parse_outputs
+    from ctahw.counters import probe_start
 
-    ap = OneLineParser(prog="python bench/hw/hbm_bytes_probe.py", description=__doc__.splitlines()[0])
-    ap.add_argument("out", type=Path)
-    ap.add_argument("cases", type=Path)
-    args = parse_outputs(ap, argv, folders=("out",))
-    try:
-        cases = read_cases(args.cases)
-    except (OSError, ValueError) as e:
-        print(f"hbm_bytes_probe: {e}", file=sys.stderr)
-        return 2
-    from ctahw.device import no_gpus
-
-    if no_gpus("hbm_bytes_probe", 1):
-        return 2
+    started = probe_start("hbm_bytes_probe", argv, __doc__.splitlines()[0], read_cases)
+    if not isinstance(started, tuple):
+        return started
+    args, cases = started
 
     import cupy as cp
     import pandas as pd
