@@ -21,12 +21,13 @@ launches), and the long-K launches' mean |error| under either K law with that dr
 drift, and which law carries it to long K?
 What it asks: do the orders the model prices fast on an H100 (pairs, row order) read more than it says, and would the
 wave rule time them right with the bytes counted? Every launch here had been counted before this was written; nothing
-is put into a profile. ~1 min on 2 cores.
+is put into a profile. ~35 s on 2 cores.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from pathlib import Path
 
@@ -41,7 +42,7 @@ import plan78_hbm_bytes as p78  # noqa: E402
 from ctasim import costs, l2  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
-from ctasim.strategies.ctapipe import chain_memory  # noqa: E402
+from ctasim.strategies.ctapipe import chain_memory, chain_traffic  # noqa: E402
 
 H100 = ROOT / "bench/results/hw-h100"
 CALLS = {"GPU-29bc57d4": H100 / "2026-12-06-registered78-1gpu",
@@ -73,14 +74,21 @@ fast as groups of 8, ``bench/posthoc_h100_tickets.py``), a line pushed out by tw
 plan 66's H100 twin (the gap spread ``ctahw calibrate`` read on two H100s)."""
 
 
+@functools.lru_cache(maxsize=None)
+def _chain(h: int, m: int, group: int, hw):
+    """The case's chain kernel under ``hw``: its waves' traffic (``chain_traffic``) and one tile's compute (ns, the
+    tickets' mainloop factor in); cached, as every call, variant and time below asks for the same cases."""
+    k, layer = p78._chain(h, m, group)
+    _, slow = chain_memory(layer, hw, False, group, k.chain_layers)
+    cfg = hw.config(layer.tile_m, layer.tile_n)
+    compute = costs.tile_ns(layer, layer.k, hw, p78.ELEM, rate_tflops=cfg.l2_sm_tflops) * slow
+    return chain_traffic(k, layer, hw, p78.ELEM, group), compute
+
+
 def modelled(h: int, m: int, group: int, ratio: float, hw) -> tuple[float, float, float]:
     """(model bytes read in GB, the wave rule's time in ms with the model's bytes, the same with the panel bytes
     scaled by ``ratio``) for the case's chain kernel."""
-    k, layer = p78._chain(h, m, group)
-    kw, slow = chain_memory(layer, hw, False, group, k.chain_layers)
-    t = costs.order_traffic(layer, hw, p78.ELEM, k.order, k.slots, **kw)
-    cfg = hw.config(layer.tile_m, layer.tile_n)
-    compute = costs.tile_ns(layer, layer.k, hw, p78.ELEM, rate_tflops=cfg.l2_sm_tflops) * slow
+    t, compute = _chain(h, m, group, hw)
 
     def ms(traffic):
         return float(l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed, hw.l2_hbm_exposed_gbps).sum()) / 1e6
