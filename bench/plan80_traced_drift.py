@@ -9,8 +9,8 @@
 
 Registered plan 79 counted the plain CUTLASS GEMM's DRAM bytes on two H100s: the drift's re-reads are real bytes in
 the swizzled orders, none in along M unswizzled at M = 16384, and the second machine read 11-29% less than the first in
-the swizzled orders -- the drift is the machine's, and one ``cta_drift`` per profile (the median of nine per-tile traces,
-``ctahw calibrate``) prices a machine's re-reads only as well as its rate matches. ``ctahw calibrate``'s order traces
+the swizzled orders -- the drift is the machine's, and one ``cta_drift`` per profile (the median of nine per-tile
+traces, ``ctahw calibrate``) prices a machine's re-reads only as well as its rate matches. ``ctahw calibrate``'s order traces
 on an H100 (registered plan 69's call) drifted 0.0046-0.0057 tile times a round in the swizzled orders and
 0.0001-0.0019 in along M unswizzled. Plan 80 asks whether the drift traced on the call's own GPU, per tile order and
 M (``bench/hw/order_trace_probe.py``: the persistent GEMM's tiles stamped, ``ctasim.calibration.trace_drift``), prices
@@ -20,8 +20,8 @@ at each launch's own drift, against the profile's one drift and the call's media
 The registration holds, per GPU profile (:data:`plan78_hbm_bytes.PROFILES`), law of the drift in K (:data:`LAWS`:
 ``tile``, the same share of a tile at every K; ``absolute``, the same time a round, ``drift_k_ref`` = 8192) and launch
 of plan 79 (its 16, :data:`plan79_gemm_bytes.CASES`), the model's bytes read at every drift of :data:`DRIFTS` and at the
-profile's own ``cta_drift``: the judge reads the bytes at a measured drift by linear interpolation on that grid, so every
-figure it judges was fixed before the call. Claims (:data:`CLAIMS`). No adoption rule: nothing here changes a profile.
+profile's own ``cta_drift``: the judge reads the bytes at a measured drift by linear interpolation on that grid, so
+every figure it judges was fixed before the call. Claims (:data:`CLAIMS`). No adoption rule: nothing here changes a profile.
 Left out: the fused-epilogue GEMMs, the kernel's time, the chain kernel's tickets (they are not this grid's drift).
 """
 
@@ -70,9 +70,10 @@ CLAIMS = {
          f"read <= {MAPE:g}% over the 16 launches",
     "b": "own drift: that MAPE below the profile's drift's and below the call's median drift's (all 16 traces)",
     "c": f"own drift: within {K8192_TOL:g}% at K = 8192 in at least {K8192_SHARE} of the 8 launches",
-    "d": f"along M unswizzled drifts at most {UNSWIZZLED_SHARE:g} times the swizzled orders' median, traced at M = 16384",
-    "e": f"at long K (K >= {p79.LONG_K}) and own drift, the counted bytes between the absolute law's and the tile law's "
-         f"in at least {BETWEEN} of the 6 launches not along M unswizzled",
+    "d": f"along M unswizzled drifts at most {UNSWIZZLED_SHARE:g} times the swizzled orders' median, traced at "
+         "M = 16384",
+    "e": f"at long K (K >= {p79.LONG_K}) and own drift, the counted bytes between the absolute law's and the tile "
+         f"law's in at least {BETWEEN} of the 6 launches not along M unswizzled",
     "f": "own drift: MAPE at most half the compulsory predictor's (A and W read once) over the 16 launches",
 }
 KEYS = p79.KEYS

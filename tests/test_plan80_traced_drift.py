@@ -45,7 +45,8 @@ def test_the_registration_is_what_the_model_gives(p80, registered):
 
 
 def _trace(drift: float, rounds: int = 10, ctas: int = 132, tile_ns: float = 300_000.0) -> pd.DataFrame:
-    """A persistent grid whose start times spread by exactly ``drift`` tile times a round (as tests/test_long_k_drift)."""
+    """A persistent grid whose start times spread by exactly ``drift`` tile times a round (as in
+    tests/test_long_k_drift)."""
     z = np.linspace(-1.0, 1.0, ctas)
     z = (z - z.mean()) / z.std(ddof=1)
     r, c = np.meshgrid(np.arange(rounds), np.arange(ctas), indexing="ij")
