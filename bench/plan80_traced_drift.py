@@ -10,8 +10,8 @@
 Registered plan 79 counted the plain CUTLASS GEMM's DRAM bytes on two H100s: the drift's re-reads are real bytes in
 the swizzled orders, none in along M unswizzled at M = 16384, and the second machine read 11-29% less than the first in
 the swizzled orders -- the drift is the machine's, and one ``cta_drift`` per profile (the median of nine per-tile
-traces, ``ctahw calibrate``) prices a machine's re-reads only as well as its rate matches. ``ctahw calibrate``'s order traces
-on an H100 (registered plan 69's call) drifted 0.0046-0.0057 tile times a round in the swizzled orders and
+traces, ``ctahw calibrate``) prices a machine's re-reads only as well as its rate matches. ``ctahw calibrate``'s order
+traces on an H100 (registered plan 69's call) drifted 0.0046-0.0057 tile times a round in the swizzled orders and
 0.0001-0.0019 in along M unswizzled. Plan 80 asks whether the drift traced on the call's own GPU, per tile order and
 M (``bench/hw/order_trace_probe.py``: the persistent GEMM's tiles stamped, ``ctasim.calibration.trace_drift``), prices
 that GPU's counted bytes: the model (``ctasim.costs.cutlass_traffic``, the profile's L2 constants, its drift replaced)
@@ -21,8 +21,8 @@ The registration holds, per GPU profile (:data:`plan78_hbm_bytes.PROFILES`), law
 ``tile``, the same share of a tile at every K; ``absolute``, the same time a round, ``drift_k_ref`` = 8192) and launch
 of plan 79 (its 16, :data:`plan79_gemm_bytes.CASES`), the model's bytes read at every drift of :data:`DRIFTS` and at the
 profile's own ``cta_drift``: the judge reads the bytes at a measured drift by linear interpolation on that grid, so
-every figure it judges was fixed before the call. Claims (:data:`CLAIMS`). No adoption rule: nothing here changes a profile.
-Left out: the fused-epilogue GEMMs, the kernel's time, the chain kernel's tickets (they are not this grid's drift).
+every figure it judges was fixed before the call. Claims (:data:`CLAIMS`). No adoption rule: nothing here changes a
+profile. Left out: the fused-epilogue GEMMs, the kernel's time, the chain kernel's tickets (they are not this grid's drift).
 """
 
 from __future__ import annotations
