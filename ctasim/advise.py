@@ -615,6 +615,36 @@ def _registered_profile(results_root: Path, registration: str) -> tuple[str, boo
     return name, hashlib.sha256(path.read_bytes()).hexdigest() == recorded
 
 
+def machine_summary(points: pd.DataFrame, incomplete: set[tuple[str, str]]) -> pd.DataFrame:
+    """Per machine (in first-seen order) of ``points`` (:func:`best_table` rows with ``model`` and ``hardware``
+    columns): the (model, token count) points, those where a CTA-pipelined strategy is the fastest (``wins``), of
+    them those in a block where every strategy ran (``complete_wins``: its (model, machine) not in ``incomplete``), the
+    models with at least one such win, and the best CTA-pipelined strategy's latency over the best other's: median, least
+    and most over every point."""
+    rows = []
+    for hw_name, g in points.groupby("hardware", sort=False):
+        won = g[g["pipelined_vs_other"] < 1]
+        complete = won[[(m, hw_name) not in incomplete for m in won["model"]]]
+        r = g["pipelined_vs_other"].dropna()
+        rows.append({"hardware": hw_name, "points": len(g), "wins": len(won), "complete_wins": len(complete),
+                     "models": g["model"].nunique(), "models_won": complete["model"].nunique(),
+                     "median": float(r.median()) if len(r) else float("nan"),
+                     "least": float(r.min()) if len(r) else float("nan"),
+                     "most": float(r.max()) if len(r) else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def summary_markdown(summary: pd.DataFrame) -> list[str]:
+    """:func:`machine_summary` as a markdown table."""
+    lines = ["| machine | (model, tokens) points | CTA-pipelined fastest | of them, every strategy ran | models it wins "
+             "(every strategy ran) | best CTA-pipelined / best other: median (range) |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for r in summary.itertuples():
+        lines.append(f"| {r.hardware} | {r.points} | {r.wins} | {r.complete_wins} | {r.models_won} of {r.models} | "
+                     f"{r.median:.3f}× ({r.least:.3f}-{r.most:.3f}×) |")
+    return lines
+
+
 def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_dir: Path | None = None,
              gpus: int | None = None) -> str:
     """The advice for one model and machine as markdown: verdict table, every strategy, trust, coverage."""

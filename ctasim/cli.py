@@ -479,13 +479,12 @@ def _advise_doc(args) -> int:
     import pandas as pd  # noqa: PLC0415
 
     points = pd.concat([A.best_table(df).assign(model=m, hardware=h) for (m, h), df in frames.items()])
-    wins = points[points["pipelined_vs_other"] < 1]
     # a strategy that could not run a block's shape makes its comparison incomplete; the ring pair left out of a gated
     # block (no ring kernel fuses a gated activation) leaves the default CTA-pipelining design in the comparison
     missing = {(m, h): {s: why for s, why in A.dropped(load_model(m), load_hardware(h), A.TOKENS).items()
                         if s != "ctapipe-ring"} for m, h in frames}
-    artefact = sorted({f"{m} on {h}" for m, h in zip(wins["model"], wins["hardware"]) if missing[(m, h)]})
-    genuine = sorted({f"{m} on {h}" for m, h in zip(wins["model"], wins["hardware"]) if not missing[(m, h)]})
+    incomplete = {key for key, left in missing.items() if left}
+    summary = A.machine_summary(points, incomplete)
     head = [
         "# Will CTA-pipelining help my model on my machine?",
         "",
@@ -504,13 +503,14 @@ def _advise_doc(args) -> int:
         "profiles with flat tile rates (no memory hierarchy), and no multi-GPU strategy has yet been predicted before it",
         "was measured (the trust lines under each table).",
         "",
-        f"**In short (model estimates):** a CTA-pipelined strategy is the fastest at {len(wins)} of {len(points)} "
-        f"(model, machine, token count) points"
-        + (f"; where every strategy ran: {', '.join(genuine)}" if genuine else "; none where every strategy ran")
-        + (f"; where some strategy could not run (see 'Not run' under the table: the tile shape does not split), "
-           f"so that the comparison is incomplete: {', '.join(artefact)}" if artefact else "")
-        + "; its latency against the best other strategy ranges "
-        f"{points['pipelined_vs_other'].min():.3f}-{points['pipelined_vs_other'].max():.3f}×. Most blocks here",
+        f"**In short (model estimates):** a CTA-pipelined strategy is the fastest at {int(summary['wins'].sum())} of "
+        f"{len(points)} (model, machine, token count) points, {int(summary['complete_wins'].sum())} of them in blocks "
+        "where every strategy ran (elsewhere a strategy could not split the block's shape, 'Not run' under its table, "
+        "and the comparison is incomplete). By machine:",
+        "",
+        *A.summary_markdown(summary),
+        "",
+        "Most blocks here",
         "are gated (SwiGLU; GPT-3 and Falcon use GeLU): the gate-and-up GEMM computes 2 × I columns against the down",
         "projection's I, so it holds two thirds of the block's FLOPs, and placing one layer per GPU can at best run",
         "1.5× faster than one GPU, where tensor parallelism splits both layers evenly.",

@@ -136,6 +136,29 @@ def test_docs_advice_is_what_ctasim_advise_writes_now():
     assert section in doc, "run: ctasim advise --doc docs/advice.md (an H100 section)"
 
 
+def test_the_advice_summary_counts_wins_per_machine_and_sets_apart_incomplete_comparisons():
+    """docs/advice.md's "In short" table (ctasim.advise.machine_summary): per machine the points, the CTA-pipelined
+    wins, the wins in blocks where every strategy ran, the models won there, and the ratio's median and range."""
+    import pandas as pd
+
+    from ctasim import advise as A
+
+    points = pd.DataFrame({
+        "hardware": ["x", "x", "x", "x", "y", "y"],
+        "model": ["a", "a", "b", "b", "a", "b"],
+        "pipelined_vs_other": [0.9, 1.2, 0.8, 0.95, 1.1, float("nan")],
+    })
+    s = A.machine_summary(points, incomplete={("b", "x")}).set_index("hardware")
+    assert s.loc["x", ["points", "wins", "complete_wins", "models", "models_won"]].tolist() == [4, 3, 1, 2, 1]
+    assert s.loc["x", "median"] == pytest.approx(0.925) and s.loc["x", "least"] == 0.8 and s.loc["x", "most"] == 1.2
+    assert s.loc["y", ["points", "wins", "complete_wins", "models_won"]].tolist() == [2, 0, 0, 0]
+    assert s.loc["y", "median"] == 1.1  # a point with no CTA-pipelined strategy counts as a point, not in the ratio
+    rows = A.summary_markdown(s.reset_index())
+    assert rows[2] == "| x | 4 | 3 | 1 | 1 of 2 | 0.925× (0.800-1.200×) |"
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "advice.md").read_text()
+    assert rows[0] in doc, "run: ctasim advise --doc docs/advice.md"
+
+
 def test_advise_says_a_derived_profile_is_derived_not_datasheet(capsys):
     assert main(["advise", "--model", "llama3.1-8b", "--hardware", "h200-x8-mechanism", "--tokens", "1024"]) == 0
     out = capsys.readouterr().out
