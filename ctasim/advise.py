@@ -624,7 +624,7 @@ def machine_summary(points: pd.DataFrame, incomplete: set[tuple[str, str]]) -> p
     rows = []
     for hw_name, g in points.groupby("hardware", sort=False):
         won = g[g["pipelined_vs_other"] < 1]
-        complete = won[[(m, hw_name) not in incomplete for m in won["model"]]]
+        complete = won[~won["model"].map(lambda m: (m, hw_name) in incomplete).astype(bool)]
         r = g["pipelined_vs_other"].dropna()
         rows.append({"hardware": hw_name, "points": len(g), "wins": len(won), "complete_wins": len(complete),
                      "models": g["model"].nunique(), "models_won": complete["model"].nunique(),

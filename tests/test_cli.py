@@ -139,7 +139,7 @@ def test_docs_advice_is_what_ctasim_advise_writes_now():
 def test_the_advice_summary_counts_wins_per_machine_and_sets_apart_incomplete_comparisons():
     """docs/advice.md's "In short" table (ctasim.advise.machine_summary): per machine the points, the CTA-pipelined
     wins, the wins in blocks where every strategy ran, the models won there, and the ratio's median and range."""
-    import pandas as pd
+    from pathlib import Path
 
     from ctasim import advise as A
 
