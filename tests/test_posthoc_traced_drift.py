@@ -1,0 +1,50 @@
+"""bench/posthoc_traced_drift.py: the committed post-hoc tables of plan 80's calls are what the script writes, and what
+the docs quote of them holds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+
+
+@pytest.fixture(scope="module")
+def ph():
+    return load_bench("posthoc_traced_drift")
+
+
+def test_the_committed_tables_are_what_the_script_writes(ph, tmp_path):
+    assert ph.main(["--out", str(tmp_path)]) == 0
+    for name in ("launches", "summary", "times"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / f"{name}.csv"),
+                                      pd.read_csv(ph.ROOT / "bench/results/posthoc-traced-drift" / f"{name}.csv"),
+                                      check_dtype=False, atol=2e-4)
+
+
+def test_the_bytes_follow_the_tile_law_in_the_swizzled_orders_and_the_times_the_absolute_law(ph):
+    """docs/validation.md, plan 80: at long K the swizzled orders' exponent is near 0 (the tile law) on both calls, the
+    unswizzled ones' about a half; the tile law's bytes near there while its times are not."""
+    s = pd.read_csv(ph.ROOT / "bench/results/posthoc-traced-drift/summary.csv").set_index(["call", "group"])
+    for call in ph.CALLS:
+        sw, un = s.loc[(call, "long K, swizzled")], s.loc[(call, "long K, unswizzled")]
+        assert abs(sw.alpha_median) < 0.1 and 0.4 < un.alpha_median < 0.8
+        assert sw.own_tile_mape < 6 < 35 < sw.own_mape and un.own_mape < un.own_tile_mape
+    t = pd.read_csv(ph.ROOT / "bench/results/posthoc-traced-drift/times.csv").set_index(["call", "variant"])
+    for call in ph.TIME_CALLS:
+        best = t.loc[call, "long_k_mape"]
+        assert best.idxmin() == "absolute" and (best.drop("absolute") > 6).all()
+
+
+def test_a_drift_read_back_gives_the_exponent_of_its_law(ph):
+    """The exponent inverts the laws: bytes made by the absolute law at a drift read back as alpha = 1."""
+    pred = pd.read_csv(ph.p80.REGISTERED / "predicted.csv")
+    g = pred[(pred.gpu == "H100") & (pred.law == "tile") & (pred.m == 8192) & (pred.k == 45056)
+             & (pred.raster == "along_m") & (pred.swizzle == 8)]
+    own = 0.011
+    counted = ph.p80.bytes_at(g, own * 8192 / 45056)
+    tile = ph.p80.implied_drift(g, counted)
+    assert ph.exponent(own, tile, 45056) == pytest.approx(1.0, abs=0.02)
+    assert ph.exponent(own, ph.p80.implied_drift(g, ph.p80.bytes_at(g, own)), 45056) == pytest.approx(0.0, abs=0.02)
+    assert np.isnan(ph.exponent(own, tile, 8192)) and np.isnan(ph.exponent(0.0, tile, 45056))
