@@ -116,19 +116,20 @@ def register() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def traced(run_dir: Path) -> pd.DataFrame:
-    """Per traced (M, order) and pass: its drift (``ctasim.calibration.trace_drift``'s ``start_sd_per_round``).
-    :class:`JudgeError` where a pass or a trace is missing or cannot be read."""
+def traced(run_dir: Path, shapes=TRACE_SHAPES, orders=TRACE_ORDERS, why: str = WHY) -> pd.DataFrame:
+    """Per traced (M, order) of ``shapes`` x ``orders`` and pass: its drift (``ctasim.calibration.trace_drift``'s
+    ``start_sd_per_round``). :class:`JudgeError` where a pass or a trace is missing or cannot be read (``why`` says
+    what should have written them)."""
     from ctahw.tile_orders import trace_name  # noqa: PLC0415
     from ctasim.calibration import trace_drift  # noqa: PLC0415
 
     rows = []
     for p in PASSES:
-        for m, h in TRACE_SHAPES:
-            for raster, swizzle in TRACE_ORDERS:
+        for m, h in shapes:
+            for raster, swizzle in orders:
                 f = run_dir / p / f"tiles-{trace_name(m, h, raster, swizzle)}.csv.gz"
                 if not f.is_file():
-                    raise JudgeError(f"no {f} ({WHY})")
+                    raise JudgeError(f"no {f} ({why})")
                 try:
                     d = trace_drift(pd.read_csv(f), str(f))
                 except (ValueError, OSError, pd.errors.ParserError) as e:
