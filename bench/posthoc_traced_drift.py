@@ -2,17 +2,17 @@
 
     python bench/posthoc_traced_drift.py [--out bench/results/posthoc-traced-drift]
 
-Plan 80 traced the persistent GEMM's drift per order and M on one H100 (two calls) and counted plan 79's 16 launches.
-Read after the judge (nothing here was registered):
+Plans 80 and 81 traced the persistent GEMM's drift per order and M on two H100s (three calls) and counted their
+launches. Read after the judges (nothing here was registered):
 
 * ``launches.csv``: per call and launch, the traced drift (``own_drift``), the drift at which the model's bytes under
-  the *tile* law (the drift the same share of a tile at every K) equal the counted (``tile_drift``, from plan 80's
-  registered grid), and at long K the exponent ``alpha`` with ``tile_drift = own_drift * (8192 / K) ** alpha``: 0 is
-  the tile law, 1 the absolute law (the same time a round, ``h100-x1-datasheet``'s since registered plan 73);
-  the errors of the own drift under both laws, and of the profile.
+  the *tile* law (the drift the same share of a tile at every K) equal the counted (``tile_drift``, from the plan's
+  registered grid), and at long K the exponent ``alpha`` with ``tile_drift = own_drift * (8192 / K) ** alpha`` (0:
+  the tile law; 1: the absolute law, the same time a round, ``h100-x1-datasheet``'s since registered plan 73) and
+  ``alpha_anchor``, the same from the reference launch's ``tile_drift`` in that call and order (how the bytes grow with
+  K whatever the trace says); the bytes' errors of the own drift under both laws, and of the profile.
 * ``summary.csv``: per call and group of launches (K = 8192; long K in the swizzled orders; long K unswizzled), the
-  MAPE of the bytes of each predictor: own drift under the absolute law (plan 80's), under the tile law, the profile,
-  the call's median drift, lockstep, compulsory.
+  median exponents and drifts and the MAPE of each predictor's bytes.
 * ``times.csv``: the H100 calls that timed GEMMs at long K (registered plans 72 and 73, ``gemm_shapes.csv``), every
   unpadded CUTLASS order, priced by ``h100-x1-datasheet`` under the absolute law (as adopted), under the tile law, and
   under the tile law with the drift's re-reads out of the exposed share (``hidden``: they are read while other CTAs
@@ -36,15 +36,18 @@ import pandas as pd  # noqa: E402
 import plan80_traced_drift as p80  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
-CALLS = {"GPU-69fa8ee3": "bench/results/hw-h100/2026-12-06-registered80-1gpu",
-         "GPU-69fa8ee3 (repeat)": "bench/results/hw-h100/2026-12-06-registered80-1gpu-run2"}
+CALLS = {"GPU-69fa8ee3": ("plan80", "bench/results/hw-h100/2026-12-06-registered80-1gpu"),
+         "GPU-69fa8ee3 (repeat)": ("plan80", "bench/results/hw-h100/2026-12-06-registered80-1gpu-run2"),
+         "GPU-022aeda2": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu")}
+"""The calls that traced the drift and counted the bytes in one go: (the plan whose registered grid prices them, the
+call's folder)."""
 TIME_CALLS = {"plan 72 (GPU-e57a052a)": "bench/results/hw-h100/2026-12-06-registered72-1gpu",
               "plan 73 (GPU-45dfedd7)": "bench/results/hw-h100/2026-12-06-registered73-1gpu",
               "plan 73 (GPU-1d13a075)": "bench/results/hw-h100/2026-12-06-registered73-1gpu-run2"}
 PROFILE = "h100-x1-datasheet"
 LONG_K = 20000
 """Times: K at or above this is long K (the shapes of plans 72 and 73 are K <= 8192 or K >= 28672)."""
-PREDICTORS = ("own", "own_tile", "profile", "median", "lockstep", "compulsory")
+PREDICTORS = ("own_absolute", "own_tile", "profile")
 
 
 def exponent(own: float, tile: float, k: int) -> float:
@@ -55,19 +58,42 @@ def exponent(own: float, tile: float, k: int) -> float:
     return float(np.log(own / tile) / np.log(k / 8192))
 
 
-def launches(pred: pd.DataFrame) -> pd.DataFrame:
+def _plan(name: str):
+    import plan81_drift_tile_own as p81  # noqa: PLC0415
+
+    return {"plan80": (p80, p80.measured), "plan81": (p81, p81.measured)}[name]
+
+
+def launches() -> pd.DataFrame:
+    """Per call of :data:`CALLS` and launch: the counted bytes, the own drift, the tile law's drift for the counted
+    bytes (``tile_drift``) and the exponent from the own drift (``alpha``) and from the tile law's drift of the
+    reference launch, 16384 x 8192 x 8192, in the same call and order (``anchor_drift``, ``alpha_anchor``: how the
+    bytes grow with K whatever the trace says), and the bytes' errors (%) of the own drift under either law and of the
+    profile."""
     rows = []
-    for call, run in CALLS.items():
-        c = p80.cases(pred, p80.measured(ROOT / run))
-        for r in c.itertuples():
-            g = pred[(pred.gpu == r.gpu) & (pred.law == "tile") & (pred.m == r.m) & (pred.n == r.n) & (pred.k == r.k)
+    for call, (plan, run) in CALLS.items():
+        mod, measured = _plan(plan)
+        pred = pd.read_csv(mod.REGISTERED / "predicted.csv")
+        meas = measured(ROOT / run)
+        for r in meas.itertuples():
+            g = pred[(pred.gpu == r.gpu) & (pred.m == r.m) & (pred.n == r.n) & (pred.k == r.k)
                      & (pred.raster == r.raster) & (pred.swizzle == r.swizzle)]
-            tile = p80.implied_drift(g, r.read_gb)
-            alpha = exponent(r.own_drift, tile, r.k)
-            rows.append(dict(call=call, m=r.m, n=r.n, k=r.k, raster=r.raster, swizzle=r.swizzle, trace=r.trace,
-                             read_gb=r.read_gb, own_drift=r.own_drift, tile_drift=tile, alpha=alpha,
-                             **{f"{s}_err_pct": getattr(r, f"{s}_err_pct") for s in PREDICTORS}))
-    return pd.DataFrame(rows)
+            if g.empty:
+                continue  # a launch the plan counted and did not register (none so far)
+            by_law = {law: g[g.law == law] for law in p80.LAWS}
+            mine = g[(g.profile_law == 1) & (g.profile_drift == 1)].iloc[0]
+            tile = p80.implied_drift(by_law["tile"], r.read_gb)
+            got = {"own_absolute": p80.bytes_at(by_law["absolute"], r.own_drift),
+                   "own_tile": p80.bytes_at(by_law["tile"], r.own_drift), "profile": float(mine["read_gb"])}
+            rows.append(dict(call=call, plan=plan, m=r.m, n=r.n, k=r.k, raster=r.raster, swizzle=r.swizzle,
+                             trace=r.trace, read_gb=r.read_gb, own_drift=r.own_drift, tile_drift=tile,
+                             alpha=exponent(r.own_drift, tile, r.k),
+                             **{f"{s}_err_pct": (v / r.read_gb - 1) * 100 for s, v in got.items()}))
+    lt = pd.DataFrame(rows)
+    ref = lt[(lt.m == 16384) & (lt.n == 8192) & (lt.k == 8192)].set_index(["call", "trace"])["tile_drift"]
+    lt["anchor_drift"] = [ref.get((r.call, r.trace), float("nan")) for r in lt.itertuples()]
+    lt["alpha_anchor"] = [exponent(r.anchor_drift, r.tile_drift, r.k) for r in lt.itertuples()]
+    return lt
 
 
 def group(r) -> str:
@@ -77,10 +103,15 @@ def group(r) -> str:
 
 
 def summary(lt: pd.DataFrame) -> pd.DataFrame:
+    """Per call and group of launches: the median exponents, the median drift the counted bytes imply under the tile
+    law and the median traced one, and each predictor's MAPE."""
     lt = lt.assign(group=[group(r) for r in lt.itertuples()])
     rows = []
     for (call, g), d in lt.groupby(["call", "group"], sort=False):
         rows.append(dict(call=call, group=g, launches=len(d), alpha_median=float(d["alpha"].median()),
+                         alpha_anchor_median=float(d["alpha_anchor"].median()),
+                         tile_drift_median=float(d["tile_drift"].median()),
+                         own_drift_median=float(d["own_drift"].median()),
                          **{f"{s}_mape": float(d[f"{s}_err_pct"].abs().mean()) for s in PREDICTORS}))
     return pd.DataFrame(rows)
 
@@ -145,9 +176,8 @@ def main(argv=None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_traced_drift.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/posthoc-traced-drift")
     args = parse_outputs(ap, argv, folders=("--out",))
-    pred = pd.read_csv(p80.REGISTERED / "predicted.csv")
     try:
-        lt = launches(pred)
+        lt = launches()
     except p80.JudgeError as e:
         print(f"posthoc_traced_drift: {e}", file=sys.stderr)
         return 2
