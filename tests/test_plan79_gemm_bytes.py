@@ -76,7 +76,9 @@ def test_writes_past_the_stores_miss_e(p79, registered):
     assert not claims(p79, registered, short).at["e", "met"]  # more than the L2 left unwritten
 
 
-@pytest.mark.parametrize("sub, run", [("", "2026-12-06-registered79-1gpu"), ("run2", "2026-12-06-registered79-1gpu-run2")])
+@pytest.mark.parametrize("sub, run", [("", "2026-12-06-registered79-1gpu"), ("run2", "2026-12-06-registered79-1gpu-run2"),
+                                      ("run3", "2026-12-06-registered80-1gpu"),
+                                      ("run4", "2026-12-06-registered80-1gpu-run2")])
 def test_the_committed_call_judges_as_committed(p79, sub, run):
     """Each committed call re-judged from its counters and env.txt: the cases and claims as committed (a change of the
     bytes per GB, of the GPU read from env.txt or of a claim's rule would fail here)."""

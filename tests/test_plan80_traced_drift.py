@@ -114,3 +114,16 @@ def test_the_judge_refuses_a_call_without_its_second_pass(p80, registered, tmp_p
     assert p80.main(["--judge", str(run), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "order-traces-2/tiles-8192x8192-along_n-swizzle1.csv.gz" in err and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("sub, run", [("", "2026-12-06-registered80-1gpu"),
+                                      ("run2", "2026-12-06-registered80-1gpu-run2")])
+def test_the_committed_call_judges_as_committed(p80, registered, sub, run):
+    """Each committed call re-judged from its traces, counters and env.txt: the cases and claims as committed."""
+    out = p80.ROOT / "bench/results/validation-registered80" / sub
+    c = p80.cases(registered, p80.measured(p80.ROOT / "bench/results/hw-h100" / run))
+    pd.testing.assert_frame_equal(c.round(4), pd.read_csv(out / "cases.csv").round(4), check_dtype=False, atol=2e-4)
+    cl = p80.claims(c, "x").set_index("claim")
+    committed = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert cl["value"].tolist() == committed["value"].tolist() and cl["met"].tolist() == committed["met"].tolist()
+    assert cl.at["d", "met"] and cl.at["f", "met"] and not cl.at["a", "met"]
