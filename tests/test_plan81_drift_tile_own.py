@@ -95,13 +95,17 @@ def test_the_judge_refuses_a_call_without_its_timings(p81, registered, tmp_path,
     assert "gemm_shapes.csv" in capsys.readouterr().err and not (tmp_path / "o").exists()
 
 
-def test_the_committed_call_judges_as_committed(p81, registered):
-    """The committed call re-judged from its traces, timings, counters and env.txt: cases and claims as committed."""
-    out = p81.ROOT / "bench/results/validation-registered81"
-    c = p81.cases(registered, p81.measured(p81.ROOT / "bench/results/hw-h100/2026-12-06-registered81-1gpu"))
+@pytest.mark.parametrize("sub, run, met", [("", "2026-12-06-registered81-1gpu", "------"),
+                                           ("run2", "2026-12-06-registered81-1gpu-run2", "----e-")])
+def test_the_committed_call_judges_as_committed(p81, registered, sub, run, met):
+    """Each committed call re-judged from its traces, timings, counters and env.txt: cases and claims as committed."""
+    out = p81.ROOT / "bench/results/validation-registered81" / sub
+    c = p81.cases(registered, p81.measured(p81.ROOT / "bench/results/hw-h100" / run))
     pd.testing.assert_frame_equal(c.round(4), pd.read_csv(out / "cases.csv").round(4), check_dtype=False, atol=2e-4)
     cl = p81.claims(c, "x").set_index("claim")
     committed = pd.read_csv(out / "claims.csv").set_index("claim")
-    assert cl["value"].tolist() == committed["value"].tolist() and not committed["met"].any()
+    assert cl["value"].tolist() == committed["value"].tolist()
+    assert "".join(k if m else "-" for k, m in cl["met"].items()) == met == "".join(
+        k if m else "-" for k, m in committed["met"].items())
     pd.testing.assert_frame_equal(p81.summary(c).round(4), pd.read_csv(out / "summary.csv").round(4),
                                   check_dtype=False, atol=2e-4)
