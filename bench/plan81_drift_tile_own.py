@@ -113,6 +113,10 @@ def measured(run_dir: Path) -> pd.DataFrame:
     if not {"m", "n", "k", "backend", "order", "median_ms"} <= set(timed.columns):
         raise JudgeError(f"{f}: not a gemm_shape_probe table")
     timed = timed[timed["backend"] == "cutlass"]
+    twice = timed.duplicated(["m", "n", "k", "order"])
+    if twice.any():
+        r = timed[twice].iloc[0]
+        raise JudgeError(f"{f}: {r.m}x{r.n}x{r.k} {r.order} timed twice")
     meas["order"] = [f"{r.raster}/swizzle{r.swizzle}" for r in meas.itertuples()]
     meas = meas.merge(timed[["m", "n", "k", "order", "median_ms"]], on=["m", "n", "k", "order"], how="left")
     meas["trace"] = [p80.trace_order(r.m, r.n, r.raster, r.swizzle) for r in meas.itertuples()]

@@ -125,5 +125,35 @@ def test_the_committed_call_judges_as_committed(p80, registered, sub, run):
     pd.testing.assert_frame_equal(c.round(4), pd.read_csv(out / "cases.csv").round(4), check_dtype=False, atol=2e-4)
     cl = p80.claims(c, "x").set_index("claim")
     committed = pd.read_csv(out / "claims.csv").set_index("claim")
-    assert cl["value"].tolist() == committed["value"].tolist() and cl["met"].tolist() == committed["met"].tolist()
+    assert cl["value"].tolist() == committed["value"].tolist() and cl["rule"].tolist() == committed["rule"].tolist()
+    assert cl["met"].tolist() == committed["met"].tolist()
     assert cl.at["d", "met"] and cl.at["f", "met"] and not cl.at["a", "met"]
+
+
+def _made_up(p80, own=5.0, profile=6.0, median=7.0, k8_near=8, unswizzled=0.0005):
+    """A cases table made up to sit at the rules' edges: 16 launches (8 at K = 8192), every launch's own error ``own``
+    (the first ``8 - k8_near`` at K = 8192 at 6%), the profile's and the median's ``profile`` and ``median``, the
+    compulsory's 90%, along M / 1's traced drift ``unswizzled`` against 0.006, and the long-K counts between the
+    laws."""
+    rows = []
+    for i, (m, n, k, raster, swizzle) in enumerate(p80.p79.CASES):
+        trace = p80.trace_order(m, n, raster, swizzle)
+        err = 6.0 if k == 8192 and i < 2 * (8 - k8_near) and i % 2 == 0 else own
+        rows.append(dict(m=m, n=n, k=k, raster=raster, swizzle=swizzle, trace=trace, read_gb=10.0,
+                         own_drift=unswizzled if trace == "along_m/1" else 0.006, own_err_pct=err,
+                         median_err_pct=median, profile_err_pct=profile, lockstep_err_pct=30.0,
+                         compulsory_err_pct=-90.0, own_absolute_read_gb=9.0, own_tile_read_gb=11.0))
+    return pd.DataFrame(rows)
+
+
+def test_the_claims_rules_at_their_edges(p80):
+    """Each rule flips where its registered threshold says: (b) needs both the profile and the median beaten, (c) 6 of
+    8, (d) 0.3 times, (f) half the compulsory's."""
+    met = lambda c: p80.claims(c, "x").set_index("claim")["met"]  # noqa: E731
+    assert met(_made_up(p80)).all()
+    assert not met(_made_up(p80, median=4.0))["b"] and not met(_made_up(p80, profile=4.0))["b"]
+    assert met(_made_up(p80, k8_near=6))["c"] and not met(_made_up(p80, k8_near=5))["c"]
+    assert (_made_up(p80, k8_near=5).query("k == 8192").own_err_pct <= 5).sum() == 5
+    assert met(_made_up(p80, unswizzled=0.0018))["d"] and not met(_made_up(p80, unswizzled=0.0019))["d"]
+    assert met(_made_up(p80, own=45.0, profile=50, median=50))["f"]
+    assert not met(_made_up(p80, own=46.0, profile=50, median=50))["f"]

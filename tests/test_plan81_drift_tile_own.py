@@ -88,6 +88,14 @@ def test_a_call_at_the_by_order_figures_meets_its_claims_and_one_at_the_profile_
     assert not cl.at["b", "met"] and not cl.at["c", "met"] and cl.at["c", "value"].endswith("against 0.00%")
 
 
+def test_the_judge_refuses_a_launch_timed_twice(p81, registered, tmp_path, capsys):
+    run = _call(p81, registered, tmp_path / "run")
+    t = pd.read_csv(run / "gemm_shapes.csv")
+    pd.concat([t, t.iloc[[3]]]).to_csv(run / "gemm_shapes.csv", index=False)
+    assert p81.main(["--judge", str(run), "--out", str(tmp_path / "o")]) == 2
+    assert "timed twice" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
 def test_the_judge_refuses_a_call_without_its_timings(p81, registered, tmp_path, capsys):
     run = _call(p81, registered, tmp_path / "run")
     (run / "gemm_shapes.csv").unlink()
@@ -104,7 +112,7 @@ def test_the_committed_call_judges_as_committed(p81, registered, sub, run, met):
     pd.testing.assert_frame_equal(c.round(4), pd.read_csv(out / "cases.csv").round(4), check_dtype=False, atol=2e-4)
     cl = p81.claims(c, "x").set_index("claim")
     committed = pd.read_csv(out / "claims.csv").set_index("claim")
-    assert cl["value"].tolist() == committed["value"].tolist()
+    assert cl["value"].tolist() == committed["value"].tolist() and cl["rule"].tolist() == committed["rule"].tolist()
     assert "".join(k if m else "-" for k, m in cl["met"].items()) == met == "".join(
         k if m else "-" for k, m in committed["met"].items())
     pd.testing.assert_frame_equal(p81.summary(c).round(4), pd.read_csv(out / "summary.csv").round(4),
