@@ -2,7 +2,7 @@
 
     python bench/posthoc_traced_drift.py [--out bench/results/posthoc-traced-drift]
 
-Plans 80 and 81 traced the persistent GEMM's drift per order and M on three H100s (four calls) and counted their
+Plans 80 and 81 traced the persistent GEMM's drift per order and M on four H100s (five calls) and counted their
 launches. Read after the judges (nothing here was registered):
 
 * ``launches.csv``: per call and launch, the traced drift (``own_drift``), the drift at which the model's bytes under
@@ -39,7 +39,8 @@ from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 CALLS = {"GPU-69fa8ee3": ("plan80", "bench/results/hw-h100/2026-12-06-registered80-1gpu"),
          "GPU-69fa8ee3 (repeat)": ("plan80", "bench/results/hw-h100/2026-12-06-registered80-1gpu-run2"),
          "GPU-022aeda2": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu"),
-         "GPU-006ccc11": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu-run2")}
+         "GPU-006ccc11": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu-run2"),
+         "GPU-9690988f": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu-run3")}
 """The calls that traced the drift and counted the bytes in one go: (the plan whose registered grid prices them, the
 call's folder)."""
 TIME_CALLS = {"plan 72 (GPU-e57a052a)": "bench/results/hw-h100/2026-12-06-registered72-1gpu",

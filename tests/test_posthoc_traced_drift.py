@@ -25,16 +25,17 @@ def test_the_committed_tables_are_what_the_script_writes(ph, tmp_path):
 
 def test_the_bytes_follow_the_tile_law_in_the_swizzled_orders_and_the_times_the_absolute_law(ph):
     """docs/validation.md, plans 80 and 81: at long K the swizzled orders' bytes grow with K as the tile law says from
-    each call's own bytes at K = 8192 (exponent near 0) on two machines, faster on the third; every machine traced more
-    drift than its bytes imply, in the same order; on plan 80's machine the traced drift gives the long-K bytes; the
-    tile law's bytes leave the times off where the absolute law's do not."""
+    each call's own bytes at K = 8192 (exponent near 0) on three machines, faster on the fourth; every machine
+    traced more drift than its bytes imply, the most and the least the same machines; on plan 80's machine the
+    traced drift gives the long-K bytes; the tile law's bytes leave the times off where the absolute law's do not."""
     s = pd.read_csv(ph.ROOT / "bench/results/posthoc-traced-drift/summary.csv").set_index(["call", "group"])
-    for call in ("GPU-69fa8ee3", "GPU-69fa8ee3 (repeat)", "GPU-022aeda2"):
+    for call in ("GPU-69fa8ee3", "GPU-69fa8ee3 (repeat)", "GPU-022aeda2", "GPU-9690988f"):
         assert abs(s.loc[(call, "long K, swizzled")].alpha_anchor_median) < 0.2
     assert s.loc[("GPU-006ccc11", "long K, swizzled")].alpha_anchor_median < -0.4  # grows faster than the tile law
     k8 = s.xs("K = 8192", level="group")
     assert (k8.own_drift_median > k8.tile_drift_median).all()  # every machine traced more drift than its bytes say
-    assert k8.own_drift_median.is_monotonic_decreasing and k8.tile_drift_median.is_monotonic_decreasing
+    assert k8.own_drift_median.idxmax() == k8.tile_drift_median.idxmax() == "GPU-69fa8ee3"
+    assert k8.own_drift_median.idxmin() == k8.tile_drift_median.idxmin() == "GPU-006ccc11"
     for call in ("GPU-69fa8ee3", "GPU-69fa8ee3 (repeat)"):
         sw, un = s.loc[(call, "long K, swizzled")], s.loc[(call, "long K, unswizzled")]
         assert abs(sw.alpha_median) < 0.1 and 0.4 < un.alpha_median < 0.8
