@@ -13,6 +13,8 @@ launches. Read after the judges (nothing here was registered):
   K whatever the trace says); the bytes' errors of the own drift under both laws, and of the profile.
 * ``summary.csv``: per call and group of launches (K = 8192; long K in the swizzled orders; long K unswizzled), the
   median exponents and drifts and the MAPE of each predictor's bytes.
+* ``counted-times.csv``: per plan 81 call and group, the model's time at the drift whose bytes are the counted ones
+  (either law), against the timed medians: the wave rule's time once the bytes are the GPU's.
 * ``times.csv``: the H100 calls that timed GEMMs at long K (registered plans 72 and 73, ``gemm_shapes.csv``), every
   unpadded CUTLASS order, priced by ``h100-x1-datasheet`` under the absolute law (as adopted), under the tile law, and
   under the tile law with the drift's re-reads out of the exposed share (``hidden``: they are read while other CTAs
@@ -118,6 +120,47 @@ def summary(lt: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def counted_times() -> pd.DataFrame:
+    """Per plan 81 call of :data:`CALLS` and launch: the model's time at the drift whose bytes are the counted ones
+    (under each law: the registered grid's ``model_ms`` at ``tile_drift`` or its absolute-law twin), against the
+    timed median: whether the wave rule prices the time once the bytes are the GPU's."""
+    import plan81_drift_tile_own as p81  # noqa: PLC0415
+
+    pred = pd.read_csv(p81.REGISTERED / "predicted.csv")
+    rows = []
+    for call, (plan, run) in CALLS.items():
+        if plan != "plan81":
+            continue  # plan 80's calls timed no long-K GEMM outside Nsight Compute
+        for r in p81.measured(ROOT / run).itertuples():
+            g = pred[(pred.gpu == r.gpu) & (pred.m == r.m) & (pred.n == r.n) & (pred.k == r.k)
+                     & (pred.raster == r.raster) & (pred.swizzle == r.swizzle)]
+            row = dict(call=call, m=r.m, n=r.n, k=r.k, raster=r.raster, swizzle=r.swizzle, measured_ms=r.median_ms)
+            for law in p80.LAWS:
+                grid = g[g.law == law].sort_values("drift")
+                d = p80.implied_drift(grid, r.read_gb)
+                ms = float(np.interp(d, grid["drift"], grid["model_ms"])) if np.isfinite(d) else float("nan")
+                row[f"{law}_drift"], row[f"{law}_err_pct"] = d, (ms / r.median_ms - 1) * 100
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def counted_times_summary(ct: pd.DataFrame) -> pd.DataFrame:
+    """Per call and group (the reference; long K swizzled; long K unswizzled): the mean and the MAPE of the model's
+    time at the counted bytes, each law."""
+    groups = {"reference (K = 8192)": ct["k"] == 8192, "long K, swizzled": (ct["k"] > 8192) & (ct["swizzle"] > 1),
+              "long K, unswizzled": (ct["k"] > 8192) & (ct["swizzle"] == 1)}
+    rows = []
+    for call, d in ct.groupby("call", sort=False):
+        for g, sel in groups.items():
+            x = d[sel[d.index]]
+            row = dict(call=call, group=g, launches=len(x))
+            for law in p80.LAWS:
+                err = x[f"{law}_err_pct"].dropna()  # NaN: counted bytes outside the grid under that law
+                row[f"{law}_mean"], row[f"{law}_mape"] = float(err.mean()), float(err.abs().mean())
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def _waves(layer, hw, raster: str, swizzle: int, mode: str):
     """The GEMM's wave times as ``ctasim.costs.cutlass_waves`` (``mode`` "as is"), or with the drift's re-reads out of
     the exposed share (``"hidden"``) or out of every wave, the kernel then no faster than its HBM bytes
@@ -183,7 +226,8 @@ def main(argv=None) -> int:
     except p80.JudgeError as e:
         print(f"posthoc_traced_drift: {e}", file=sys.stderr)
         return 2
-    tables = {"launches": lt, "summary": summary(lt), "times": times()}
+    ct = counted_times()
+    tables = {"launches": lt, "summary": summary(lt), "times": times(), "counted-times": counted_times_summary(ct)}
     args.out.mkdir(parents=True, exist_ok=True)
     for name, t in tables.items():
         t.to_csv(args.out / f"{name}.csv", index=False, float_format="%.4f")
