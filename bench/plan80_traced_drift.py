@@ -22,7 +22,8 @@ The registration holds, per GPU profile (:data:`plan78_hbm_bytes.PROFILES`), law
 of plan 79 (its 16, :data:`plan79_gemm_bytes.CASES`), the model's bytes read at every drift of :data:`DRIFTS` and at the
 profile's own ``cta_drift``: the judge reads the bytes at a measured drift by linear interpolation on that grid, so
 every figure it judges was fixed before the call. Claims (:data:`CLAIMS`). No adoption rule: nothing here changes a
-profile. Left out: the fused-epilogue GEMMs, the kernel's time, the chain kernel's tickets (they are not this grid's drift).
+profile. Left out: the fused-epilogue GEMMs, the kernel's time, the chain kernel's tickets (they are not this grid's
+drift).
 """
 
 from __future__ import annotations
@@ -139,14 +140,26 @@ def traced(run_dir: Path, shapes=TRACE_SHAPES, orders=TRACE_ORDERS, why: str = W
     return pd.DataFrame(rows)
 
 
+def with_own_drift(meas: pd.DataFrame, traces: pd.DataFrame) -> pd.DataFrame:
+    """``meas`` (one row per launch: m, n, raster, swizzle) with each launch's traced order (``trace``,
+    :func:`trace_order`) and the drift traced for its M and that order (``own_drift``: the mean of :func:`traced`'s
+    passes; NaN where ``traces`` has none)."""
+    own = traces.groupby(["m", "trace"], as_index=False)["drift"].mean().rename(columns={"drift": "own_drift"})
+    meas = meas.assign(trace=[trace_order(r.m, r.n, r.raster, r.swizzle) for r in meas.itertuples()])
+    return meas.merge(own, on=["m", "trace"], how="left")
+
+
+def launch_grid(pred: pd.DataFrame, r) -> pd.DataFrame:
+    """The registration's rows of one launch (``r``: gpu, m, n, k, raster, swizzle), every law and drift."""
+    return pred[(pred["gpu"] == r.gpu) & (pred["m"] == r.m) & (pred["n"] == r.n) & (pred["k"] == r.k)
+                & (pred["raster"] == r.raster) & (pred["swizzle"] == r.swizzle)]
+
+
 def measured(run_dir: Path) -> pd.DataFrame:
     """Per launch the counted bytes (GB), the call's GPU, and the drift traced for its M and order (``own_drift``,
     the mean of the two passes) and the call's median over every trace (``median_drift``)."""
     t = traced(run_dir)
-    meas = p79.measured(run_dir)
-    own = t.groupby(["m", "trace"], as_index=False)["drift"].mean().rename(columns={"drift": "own_drift"})
-    meas["trace"] = [trace_order(r.m, r.n, r.raster, r.swizzle) for r in meas.itertuples()]
-    meas = meas.merge(own, on=["m", "trace"], how="left")
+    meas = with_own_drift(p79.measured(run_dir), t)
     if meas["own_drift"].isna().any():
         r = meas[meas["own_drift"].isna()].iloc[0]
         raise JudgeError(f"no traced drift for M = {r.m} {r.trace}")
@@ -154,11 +167,11 @@ def measured(run_dir: Path) -> pd.DataFrame:
     return meas
 
 
-def bytes_at(grid: pd.DataFrame, drift: float) -> float:
-    """The registered bytes read of one (GPU, law, launch) at ``drift``: linear between the grid's points, clamped to
-    its ends (0 and the largest drift)."""
+def at_drift(grid: pd.DataFrame, drift: float, col: str = "read_gb") -> float:
+    """A registered figure (``col``: the bytes read, or plan 81's ``model_ms``) of one (GPU, law, launch) at ``drift``:
+    linear between the grid's points, clamped to its ends (0 and the largest drift)."""
     g = grid.sort_values("drift")
-    return float(np.interp(max(drift, 0.0), g["drift"].to_numpy(), g["read_gb"].to_numpy()))
+    return float(np.interp(max(drift, 0.0), g["drift"].to_numpy(), g[col].to_numpy()))
 
 
 def implied_drift(grid: pd.DataFrame, read_gb: float) -> float:
@@ -180,8 +193,7 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
         raise JudgeError(f"the registration has no rows for {gpu}")
     rows = []
     for r in meas.itertuples():
-        launch = p[(p["m"] == r.m) & (p["n"] == r.n) & (p["k"] == r.k) & (p["raster"] == r.raster)
-                   & (p["swizzle"] == r.swizzle)]
+        launch = launch_grid(p, r)
         if launch.empty:
             raise JudgeError(f"the registration has no {r.m}x{r.n}x{r.k} {r.raster}/{r.swizzle}")
         by_law = {law: launch[launch["law"] == law] for law in LAWS}
@@ -191,11 +203,11 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
                    read_gb=r.read_gb, own_drift=r.own_drift, median_drift=r.median_drift,
                    profile_drift=float(mine.loc[mine["profile_drift"] == 1, "drift"].iloc[0]),
                    implied_drift=implied_drift(mine, r.read_gb),
-                   own_read_gb=bytes_at(mine, r.own_drift), median_read_gb=bytes_at(mine, r.median_drift),
+                   own_read_gb=at_drift(mine, r.own_drift), median_read_gb=at_drift(mine, r.median_drift),
                    profile_read_gb=float(mine.loc[mine["profile_drift"] == 1, "read_gb"].iloc[0]),
-                   lockstep_read_gb=bytes_at(mine, 0.0),
-                   own_tile_read_gb=bytes_at(by_law["tile"], r.own_drift),
-                   own_absolute_read_gb=bytes_at(by_law["absolute"], r.own_drift),
+                   lockstep_read_gb=at_drift(mine, 0.0),
+                   own_tile_read_gb=at_drift(by_law["tile"], r.own_drift),
+                   own_absolute_read_gb=at_drift(by_law["absolute"], r.own_drift),
                    compulsory_read_gb=(r.m * r.k + r.n * r.k) * p78.ELEM / 1e9)
         rows.append(row)
     c = pd.DataFrame(rows)

@@ -37,7 +37,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import plan78_hbm_bytes as p78  # noqa: E402
@@ -119,19 +118,12 @@ def measured(run_dir: Path) -> pd.DataFrame:
         raise JudgeError(f"{f}: {r.m}x{r.n}x{r.k} {r.order} timed twice")
     meas["order"] = [f"{r.raster}/swizzle{r.swizzle}" for r in meas.itertuples()]
     meas = meas.merge(timed[["m", "n", "k", "order", "median_ms"]], on=["m", "n", "k", "order"], how="left")
-    meas["trace"] = [p80.trace_order(r.m, r.n, r.raster, r.swizzle) for r in meas.itertuples()]
-    own = t.groupby(["m", "trace"], as_index=False)["drift"].mean().rename(columns={"drift": "own_drift"})
-    meas = meas.merge(own, on=["m", "trace"], how="left")
+    meas = p80.with_own_drift(meas, t)
     for col, what in (("median_ms", "timed"), ("own_drift", "traced")):
         if meas[col].isna().any():
             r = meas[meas[col].isna()].iloc[0]
             raise JudgeError(f"no {what} run of {r.m}x{r.n}x{r.k} {r.raster}/{r.swizzle}")
     return meas
-
-
-def _at(grid: pd.DataFrame, drift: float, col: str) -> float:
-    g = grid.sort_values("drift")
-    return float(np.interp(max(drift, 0.0), g["drift"].to_numpy(), g[col].to_numpy()))
 
 
 def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
@@ -157,8 +149,8 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
                    measured_ms=r["median_ms"], read_gb=r["read_gb"], naive_ms=float(prof["naive_ms"]),
                    profile_ms=float(prof["model_ms"]), profile_read_gb=float(prof["read_gb"]))
         for name, law in (("own_tile", "tile"), ("own_by_order", order_law)):
-            row[f"{name}_ms"] = _at(by_law[law], r["own_drift"], "model_ms")
-            row[f"{name}_read_gb"] = _at(by_law[law], r["own_drift"], "read_gb")
+            row[f"{name}_ms"] = p80.at_drift(by_law[law], r["own_drift"], "model_ms")
+            row[f"{name}_read_gb"] = p80.at_drift(by_law[law], r["own_drift"])
         rows.append(row)
     c = pd.DataFrame(rows)
     for src in (*PREDICTORS, "naive"):

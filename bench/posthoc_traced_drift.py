@@ -63,9 +63,10 @@ def exponent(own: float, tile: float, k: int) -> float:
 
 
 def _plan(name: str):
+    """The plan module whose registered grid and ``measured`` read a call of :data:`CALLS`."""
     import plan81_drift_tile_own as p81  # noqa: PLC0415
 
-    return {"plan80": (p80, p80.measured), "plan81": (p81, p81.measured)}[name]
+    return {"plan80": p80, "plan81": p81}[name]
 
 
 def launches() -> pd.DataFrame:
@@ -76,19 +77,17 @@ def launches() -> pd.DataFrame:
     profile."""
     rows = []
     for call, (plan, run) in CALLS.items():
-        mod, measured = _plan(plan)
+        mod = _plan(plan)
         pred = pd.read_csv(mod.REGISTERED / "predicted.csv")
-        meas = measured(ROOT / run)
-        for r in meas.itertuples():
-            g = pred[(pred.gpu == r.gpu) & (pred.m == r.m) & (pred.n == r.n) & (pred.k == r.k)
-                     & (pred.raster == r.raster) & (pred.swizzle == r.swizzle)]
+        for r in mod.measured(ROOT / run).itertuples():
+            g = p80.launch_grid(pred, r)
             if g.empty:
                 continue  # a launch the plan counted and did not register (none so far)
             by_law = {law: g[g.law == law] for law in p80.LAWS}
             mine = g[(g.profile_law == 1) & (g.profile_drift == 1)].iloc[0]
             tile = p80.implied_drift(by_law["tile"], r.read_gb)
-            got = {"own_absolute": p80.bytes_at(by_law["absolute"], r.own_drift),
-                   "own_tile": p80.bytes_at(by_law["tile"], r.own_drift), "profile": float(mine["read_gb"])}
+            got = {"own_absolute": p80.at_drift(by_law["absolute"], r.own_drift),
+                   "own_tile": p80.at_drift(by_law["tile"], r.own_drift), "profile": float(mine["read_gb"])}
             rows.append(dict(call=call, plan=plan, m=r.m, n=r.n, k=r.k, raster=r.raster, swizzle=r.swizzle,
                              trace=r.trace, read_gb=r.read_gb, own_drift=r.own_drift, tile_drift=tile,
                              alpha=exponent(r.own_drift, tile, r.k),
@@ -132,13 +131,12 @@ def counted_times() -> pd.DataFrame:
         if plan != "plan81":
             continue  # plan 80's calls timed no long-K GEMM outside Nsight Compute
         for r in p81.measured(ROOT / run).itertuples():
-            g = pred[(pred.gpu == r.gpu) & (pred.m == r.m) & (pred.n == r.n) & (pred.k == r.k)
-                     & (pred.raster == r.raster) & (pred.swizzle == r.swizzle)]
+            g = p80.launch_grid(pred, r)
             row = dict(call=call, m=r.m, n=r.n, k=r.k, raster=r.raster, swizzle=r.swizzle, measured_ms=r.median_ms)
             for law in p80.LAWS:
-                grid = g[g.law == law].sort_values("drift")
+                grid = g[g.law == law]
                 d = p80.implied_drift(grid, r.read_gb)
-                ms = float(np.interp(d, grid["drift"], grid["model_ms"])) if np.isfinite(d) else float("nan")
+                ms = p80.at_drift(grid, d, "model_ms") if np.isfinite(d) else float("nan")
                 row[f"{law}_drift"], row[f"{law}_err_pct"] = d, (ms / r.median_ms - 1) * 100
             rows.append(row)
     return pd.DataFrame(rows)

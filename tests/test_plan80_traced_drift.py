@@ -71,7 +71,7 @@ def _call(p80, registered, run, gpu: str, drifts: dict, counted_drift=None):
         m, n, k, raster, swizzle = key
         order = g.trace.iloc[0]
         d = drifts[(m, order)] if counted_drift is None else counted_drift(m, order)
-        rows.append(dict(m=m, n=n, k=k, raster=raster, swizzle=swizzle, dram_read_bytes=p80.bytes_at(g, d) * 1e9,
+        rows.append(dict(m=m, n=n, k=k, raster=raster, swizzle=swizzle, dram_read_bytes=p80.at_drift(g, d) * 1e9,
                          dram_write_bytes=1e9, duration_ns=1e7))
     pd.DataFrame(rows).to_csv(run / "counters.csv", index=False)
     (run / "env.txt").write_text(f"0, NVIDIA {gpu} 80GB HBM3, GPU-0\n")

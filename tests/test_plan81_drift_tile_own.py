@@ -63,8 +63,8 @@ def _call(p81, registered, run, gpu="H100", ms=lambda g, law, d: None, read=lamb
         d = DRIFTS[(m, g.trace.iloc[0])]
         law = "tile" if swizzle > 1 else "absolute"
         grid = g[g.law == law]
-        t = ms(grid, law, d) or p81._at(grid, d, "model_ms")
-        b = read(grid, law, d) or p81._at(grid, d, "read_gb")
+        t = ms(grid, law, d) or p81.p80.at_drift(grid, d, "model_ms")
+        b = read(grid, law, d) or p81.p80.at_drift(grid, d)
         rows.append(dict(m=m, n=n, k=k, raster=raster, swizzle=swizzle, dram_read_bytes=b * 1e9,
                          dram_write_bytes=1e9, duration_ns=t * 1e6))
         timed.append(dict(m=m, n=n, k=k, backend="cutlass", order=f"{raster}/swizzle{swizzle}", median_ms=t))

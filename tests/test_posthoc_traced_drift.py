@@ -62,8 +62,8 @@ def test_a_drift_read_back_gives_the_exponent_of_its_law(ph):
     g = pred[(pred.gpu == "H100") & (pred.law == "tile") & (pred.m == 8192) & (pred.k == 45056)
              & (pred.raster == "along_m") & (pred.swizzle == 8)]
     own = 0.011
-    counted = ph.p80.bytes_at(g, own * 8192 / 45056)
+    counted = ph.p80.at_drift(g, own * 8192 / 45056)
     tile = ph.p80.implied_drift(g, counted)
     assert ph.exponent(own, tile, 45056) == pytest.approx(1.0, abs=0.02)
-    assert ph.exponent(own, ph.p80.implied_drift(g, ph.p80.bytes_at(g, own)), 45056) == pytest.approx(0.0, abs=0.02)
+    assert ph.exponent(own, ph.p80.implied_drift(g, ph.p80.at_drift(g, own)), 45056) == pytest.approx(0.0, abs=0.02)
     assert np.isnan(ph.exponent(own, tile, 8192)) and np.isnan(ph.exponent(0.0, tile, 45056))
