@@ -15,6 +15,10 @@ launches. Read after the judges (nothing here was registered):
   median exponents and drifts and the MAPE of each predictor's bytes.
 * ``counted-times.csv``: per plan 81 call and group, the model's time at the drift whose bytes are the counted ones
   (either law), against the timed medians: the wave rule's time once the bytes are the GPU's.
+* ``anchored.csv``: per plan 81 call, what a calibration that counted only the reference GEMM's bytes would give at
+  long K: the drift those bytes imply (per order, or one per machine, the median over the four orders) carried to the
+  long-K launches under either law, against the profile and the naive line, in time and bytes (MAPE over the 16
+  long-K launches).
 * ``times.csv``: the H100 calls that timed GEMMs at long K (registered plans 72 and 73, ``gemm_shapes.csv``), every
   unpadded CUTLASS order, priced by ``h100-x1-datasheet`` under the absolute law (as adopted), under the tile law, and
   under the tile law with the drift's re-reads out of the exposed share (``hidden``: they are read while other CTAs
@@ -159,6 +163,46 @@ def counted_times_summary(ct: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+ANCHORS = ("order", "machine")
+"""Where the anchored drift comes from: the reference launch in the same order, or the median over its four orders."""
+
+
+def anchored() -> pd.DataFrame:
+    """Per plan 81 call of :data:`CALLS`, anchor (:data:`ANCHORS`) and law: the drift the reference GEMM's counted
+    bytes imply under the tile law (the laws agree at K = 8192), carried to the long-K launches, and the MAPE of the
+    model's times and bytes there; the profile's and the naive line's beside it (``anchor`` "profile", "naive")."""
+    import plan81_drift_tile_own as p81  # noqa: PLC0415
+
+    pred = pd.read_csv(p81.REGISTERED / "predicted.csv")
+    rows = []
+    for call, (plan, run) in CALLS.items():
+        if plan != "plan81":
+            continue  # plan 80's calls timed no long-K GEMM outside Nsight Compute
+        meas = p81.measured(ROOT / run)
+        ref = {(r.raster, r.swizzle): p80.implied_drift(p80.launch_grid(pred, r).query("law == 'tile'"), r.read_gb)
+               for r in meas[meas.k == 8192].itertuples()}
+        one = float(np.median(list(ref.values())))
+        errs = []
+        for r in meas[meas.k >= p81.LONG_K].itertuples():
+            g = p80.launch_grid(pred, r)
+            prof = g[(g.profile_law == 1) & (g.profile_drift == 1)].iloc[0]
+            got = {("profile", "", ""): (prof.model_ms, prof.read_gb), ("naive", "", ""): (prof.naive_ms, np.nan)}
+            for anchor, d in (("order", ref[(r.raster, r.swizzle)]), ("machine", one)):
+                for law in p80.LAWS:
+                    grid = g[g.law == law]
+                    got[(anchor, law, d)] = (p80.at_drift(grid, d, "model_ms"), p80.at_drift(grid, d))
+            for (anchor, law, d), (ms, gb) in got.items():
+                errs.append(dict(anchor=anchor, law=law, ms_err=(ms / r.median_ms - 1) * 100,
+                                 read_err=(gb / r.read_gb - 1) * 100))
+        e = pd.DataFrame(errs)
+        for (anchor, law), d in e.groupby(["anchor", "law"], sort=False):
+            rows.append(dict(call=call, anchor=anchor, law=law, launches=len(d),
+                             drift=one if anchor == "machine" else np.nan,
+                             ms_mape=float(d.ms_err.abs().mean()), ms_mean=float(d.ms_err.mean()),
+                             read_mape=float(d.read_err.abs().mean()) if anchor != "naive" else np.nan))
+    return pd.DataFrame(rows)
+
+
 def _waves(layer, hw, raster: str, swizzle: int, mode: str):
     """The GEMM's wave times as ``ctasim.costs.cutlass_waves`` (``mode`` "as is"), or with the drift's re-reads out of
     the exposed share (``"hidden"``) or out of every wave, the kernel then no faster than its HBM bytes
@@ -225,7 +269,8 @@ def main(argv=None) -> int:
         print(f"posthoc_traced_drift: {e}", file=sys.stderr)
         return 2
     ct = counted_times()
-    tables = {"launches": lt, "summary": summary(lt), "times": times(), "counted-times": counted_times_summary(ct)}
+    tables = {"launches": lt, "summary": summary(lt), "times": times(), "counted-times": counted_times_summary(ct),
+              "anchored": anchored()}
     args.out.mkdir(parents=True, exist_ok=True)
     for name, t in tables.items():
         t.to_csv(args.out / f"{name}.csv", index=False, float_format="%.4f")
@@ -233,6 +278,8 @@ def main(argv=None) -> int:
         print(tables["summary"].round(2).to_string(index=False))
         print()
         print(tables["times"].round(2).to_string(index=False))
+        print()
+        print(tables["anchored"].round(2).to_string(index=False))
     return 0
 
 

@@ -17,7 +17,7 @@ def ph():
 
 def test_the_committed_tables_are_what_the_script_writes(ph, tmp_path):
     assert ph.main(["--out", str(tmp_path)]) == 0
-    for name in ("launches", "summary", "times", "counted-times"):
+    for name in ("launches", "summary", "times", "counted-times", "anchored"):
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / f"{name}.csv"),
                                       pd.read_csv(ph.ROOT / "bench/results/posthoc-traced-drift" / f"{name}.csv"),
                                       check_dtype=False, atol=2e-4)
@@ -54,6 +54,23 @@ def test_with_the_counted_bytes_the_wave_rule_times_plan_81s_gemms(ph):
     t = pd.read_csv(ph.ROOT / "bench/results/posthoc-traced-drift/counted-times.csv")
     assert len(t) == 9 and (t[["tile_mape", "absolute_mape"]] < 4).all().all()
     assert ((t.tile_mape - t.absolute_mape).abs() < 0.5).all()
+
+
+def test_the_reference_gemms_counted_bytes_carried_to_long_k_price_the_bytes_not_the_times(ph):
+    """docs/validation.md, plan 81's post-hoc: the drift the reference GEMM's counted bytes imply, one per machine under
+    the tile law, brings the long-K bytes nearer than the profile on all three machines, and the times on one only
+    (none of the four anchored predictors within a point of the profile's times on GPU-9690988f)."""
+    a = pd.read_csv(ph.ROOT / "bench/results/posthoc-traced-drift/anchored.csv").fillna({"law": ""})
+    a = a.set_index(["call", "anchor", "law"])
+    calls = a.index.get_level_values("call").unique()
+    assert len(calls) == 3 and (a.launches == 16).all()
+    for call in calls:
+        prof, mine = a.loc[(call, "profile", "")], a.loc[(call, "machine", "tile")]
+        assert mine.read_mape < prof.read_mape and prof.ms_mape < a.loc[(call, "naive", "")].ms_mape
+    better = [c for c in calls if a.loc[(c, "machine", "tile")].ms_mape < a.loc[(c, "profile", "")].ms_mape]
+    assert better == ["GPU-022aeda2"]
+    nine = a.loc["GPU-9690988f"]
+    assert (nine.drop([("profile", ""), ("naive", "")]).ms_mape > nine.loc[("profile", "")].ms_mape + 1).all()
 
 
 def test_a_drift_read_back_gives_the_exponent_of_its_law(ph):
