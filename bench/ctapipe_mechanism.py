@@ -13,6 +13,11 @@ Every kept traced run of the six committed ctapipe runs (``ctasim.validation.pip
   (``Hardware.with_ticket_law``; ``ctasim.l2.TICKET_LAWS``: the one-H200 profile's and the chain config's here since
   registered plan 49, tested on the chain kernel's tickets only; this profile keeps ``"threshold"`` for the family
   config because of this row);
+* ``survival law``, ``survival law, gap spread`` and ``survival law as adopted``: the same with every ticket-scheduled
+  config under the one H200's ticket law of today (``h200-x1-calibrated``: the measured L2 survival curve, registered
+  plan 53; as adopted after registered plan 58 with the sharers' gap spread 0.74 and the touched bytes 1.3,
+  ``ctasim.l2.gap_survival``), and with the gap spread alone (touched 1.0) between the two: :func:`one_h200_law`.
+  Added on 2026-12-06, after the mechanism profile's family config had kept the threshold law on this table;
 * ``lockstep``: the same with the spread off (``ctasim.predict.without_drift``);
 * ``flat``: the same with the memory hierarchy off (every tile at the family config's ``sm_tflops``);
 * ``per-variant``: the committed ``h200-x2-calibrated`` (4 kernel configs fitted per variant on the traces at
@@ -54,6 +59,27 @@ OUT = ROOT / "bench/results/validation-mechanism"
 MECHANISM = "h200-x2-mechanism"
 PER_VARIANT = "h200-x2-calibrated"
 WAVES = (0, 1, 2, 4, 8, 12, 16, 24, 40, 60)
+
+
+ONE_H200 = "h200-x1-calibrated"
+SURVIVAL_LAWS = {"survival law": (0.0, 1.0), "survival law, gap spread": None, "survival law as adopted": "adopted"}
+"""The one H200's survival ticket law on the mechanism profile: plain (gap spread 0, touched 1), with the one H200's
+gap spread alone (touched 1), and as that profile has it (its gap spread and touched bytes)."""
+
+
+def one_h200_law(mech, name: str):
+    """``mech`` with the one H200's L2 survival curve and every ticket-scheduled config under the survival law in the
+    form ``name`` of :data:`SURVIVAL_LAWS` (the gap spread and touched bytes read from ``h200-x1-calibrated``'s
+    128x256 config, not chosen here)."""
+    import dataclasses  # noqa: PLC0415
+
+    one = load_hardware(ONE_H200)
+    ref = one.config(*VC.TILE)
+    form = SURVIVAL_LAWS[name]
+    cv, touched = ((ref.ticket_gap_cv, 1.0) if form is None
+                   else (ref.ticket_gap_cv, ref.ticket_touched) if form == "adopted" else form)
+    hw = dataclasses.replace(mech, l2_survival_taken=one.l2_survival_taken, l2_survival_share=one.l2_survival_share)
+    return hw.with_ticket_law("survival").with_tickets(ticket_gap_cv=cv, ticket_touched=touched)
 
 
 def load_runs(runs=RUNS) -> list[VC.MeasuredTrace]:
@@ -140,8 +166,8 @@ PROBE = HW_DIR / "2026-12-02-percta-probe"
 def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
     """Per probe tile table and wave: the measured median tile time (acquire to compute end) against the mechanism
     profile's (its memory hierarchy over the probe's own order with the family config's ``ticket_spread``), the same
-    without the spread (lockstep) and under the partition ticket law (``Hardware.with_ticket_law``; the chain config
-    has it already), and the per-variant profile's (the variant's producer config: ``sm_tflops``, ``tile_fixed_ns`` and
+    without the spread (lockstep), under the partition ticket law (``Hardware.with_ticket_law``; the chain config
+    has it already) and under the one H200's survival law as adopted (:func:`one_h200_law`), and the per-variant profile's (the variant's producer config: ``sm_tflops``, ``tile_fixed_ns`` and
     its wave slowdown). The producer alone: no remote store, no consumer."""
     from ctasim.variants import VARIANTS  # noqa: PLC0415
 
@@ -158,7 +184,9 @@ def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
         cfg = mech.config(*VC.TILE, kernel="ctapipe")
         model = {}
         for name, hw, spread in (("mechanism", mech, cfg.ticket_spread), ("lockstep", mech, 0.0),
-                                 ("partition_law", mech.with_ticket_law("partition"), cfg.ticket_spread)):
+                                 ("partition_law", mech.with_ticket_law("partition"), cfg.ticket_spread),
+                                 ("survival_adopted", one_h200_law(mech, "survival law as adopted"),
+                                  cfg.ticket_spread)):
             times = costs.order_tile_times(layer, hw, 2, order, slots, kernel="ctapipe", drift=0.0,
                                            ticket_spread=spread)
             model[name] = times[::slots][:len(meas)] / 1e3
@@ -180,7 +208,8 @@ def main(argv=None) -> int:
     args = parse_outputs(ap, argv, folders=("--out",))
     mech = load_hardware(MECHANISM)
     per_variant = load_hardware(PER_VARIANT)
-    profiles = {"mechanism": mech, "partition law": mech.with_ticket_law("partition"), "lockstep": without_drift(mech),
+    profiles = {"mechanism": mech, "partition law": mech.with_ticket_law("partition"),
+                **{name: one_h200_law(mech, name) for name in SURVIVAL_LAWS}, "lockstep": without_drift(mech),
                 "flat": without_memory(mech), "per-variant": per_variant}
     traces = load_runs()
     df, waves = judge_all(traces, profiles, per_variant)
