@@ -554,16 +554,21 @@ def _survival_rereads(gw: np.ndarray, nbytes: np.ndarray, reach: np.ndarray, wav
     so the iteration falls monotonically to the most-missing fixed point."""
     if capacity <= 0:
         return np.bincount(gw, weights=nbytes * (reach > 0), minlength=waves)
-    miss = (reach > 0).astype(float)
+    # A sharer's miss depends on its (wave, reach) only, and a grid has few of those (tens to hundreds against
+    # thousands of sharers): each is priced once and handed to its sharers, the same arithmetic on the same values.
+    pairs, inv = np.unique(np.column_stack([gw.astype(np.float64), reach]), axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    ugw, ureach = pairs[:, 0].astype(np.int64), pairs[:, 1]
+    miss = (ureach > 0).astype(float)
     for _ in range(max_rounds):
-        again = np.bincount(gw, weights=nbytes * miss, minlength=waves)
-        new = np.where(reach > 0, 1.0 - gap_survival((base + again)[gw] * reach / capacity, curve, gap_cv, touched),
-                       0.0)
+        again = np.bincount(gw, weights=nbytes * miss[inv], minlength=waves)
+        new = np.where(ureach > 0,
+                       1.0 - gap_survival((base + again)[ugw] * ureach / capacity, curve, gap_cv, touched), 0.0)
         if np.max(np.abs(new - miss), initial=0.0) < 1e-9:
             miss = new
             break
         miss = new
-    return np.bincount(gw, weights=nbytes * miss, minlength=waves)
+    return np.bincount(gw, weights=nbytes * miss[inv], minlength=waves)
 
 
 def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n: int, elem_bytes: int,
