@@ -461,6 +461,39 @@ def test_the_gap_spread_and_the_touched_bytes_refine_the_survival_law():
         l2.ticket_rereads(pos, panel, size, 2, 100, law="partition", gap_cv=0.5, **kw)
 
 
+def test_the_survival_law_prices_each_sharer_as_its_own_wave_and_reach_say():
+    """ctasim.l2._survival_rereads prices each distinct (wave, reach) once and hands it to its sharers: bit for bit
+    what the law gives when every sharer is priced on its own (the fixed point written out here, per sharer), on
+    sharers that repeat their (wave, reach) and on ones that do not, with and without the refinements."""
+    curve = (X1.l2_survival_taken, X1.l2_survival_share)
+    rng = np.random.default_rng(7)
+
+    def per_sharer(gw, nbytes, reach, waves, capacity, base, cv, touched):
+        miss = (reach > 0).astype(float)
+        for _ in range(100):
+            again = np.bincount(gw, weights=nbytes * miss, minlength=waves)
+            new = np.array([1.0 - l2.gap_survival(np.array([(base + again)[g] * r / capacity]), curve, cv, touched)[0]
+                            if r > 0 else 0.0 for g, r in zip(gw, reach)])
+            done = np.max(np.abs(new - miss), initial=0.0) < 1e-9
+            miss = new
+            if done:
+                break
+        return np.bincount(gw, weights=nbytes * miss, minlength=waves)
+
+    for repeats in (True, False):
+        n, waves = 300, 6
+        gw = rng.integers(0, waves, n)
+        gaps = rng.choice([20, 60, 120, 200], n) if repeats else rng.integers(1, 500, n)
+        reach = gaps / 132 * np.minimum(1.0, 0.3 * gw)
+        nbytes, base = rng.uniform(1.0, 3.0, n), rng.uniform(50.0, 400.0, waves)
+        assert (len(np.unique(np.column_stack([gw, reach]), axis=0)) < n / 5) == repeats
+        for cv, touched in ((0.0, 1.0), (0.74, 1.3)):
+            got = l2._survival_rereads(gw, nbytes, reach, waves, 300.0, base, 100, curve, cv, touched)
+            want = per_sharer(gw, nbytes, reach, waves, 300.0, base, cv, touched)
+            np.testing.assert_array_equal(got, want)
+            assert 0.02 < got.sum() / nbytes[reach > 0].sum() < 0.98  # some sharers miss, not all
+
+
 def test_a_profile_refines_only_the_survival_law_and_changing_law_drops_the_refinements(tmp_path):
     twin = X1.with_tickets(ticket_gap_cv=0.74, ticket_touched=1.3)
     cfg = twin.with_ticket_law("partition").config(128, 256)
