@@ -29,6 +29,8 @@ in ``meta``: ``m``, ``h``, ``gpus``, ``variant``).
 
 from __future__ import annotations
 
+import copy
+import functools
 import itertools
 import json
 from dataclasses import dataclass, field
@@ -255,20 +257,43 @@ def save_traces(traces: "dict[str, Trace]", path: str | Path) -> Path:
 
 
 def load_traces(path: str | Path) -> "dict[str, Trace]":
-    """The traces of a bundle written by :func:`save_traces`, by key, in the order they were saved.
+    """The traces of a bundle written by :func:`save_traces`, by key, in the order they were saved: each call's own
+    copies (the last :data:`BUNDLE_CACHE` bundles read are kept, parsed, by path, size and modification time, so a
+    bundle read again is copied, not decompressed and parsed again).
 
     Raises :class:`TraceFileError` (one line naming the file) for a missing, truncated or foreign file.
     """
-    import zipfile
-
     path = Path(path)
     if not path.is_file():
         raise TraceFileError(f"{path}: no such trace file")
+    st = path.stat()
+    try:
+        traces = _read_bundle(str(path.resolve()), st.st_size, st.st_mtime_ns)
+    except _UnreadableBundle as e:
+        raise TraceFileError(f"{path}: {e}") from None
+    return {key: Trace(tr.tiles.copy(), tr.events.copy(), tr.ops.copy(), copy.deepcopy(tr.meta))
+            for key, tr in traces.items()}
+
+
+class _UnreadableBundle(ValueError):
+    """Why :func:`_read_bundle` could not read a bundle (:func:`load_traces` names the file)."""
+
+
+BUNDLE_CACHE = 8
+"""Parsed trace bundles kept by :func:`load_traces` (the committed analyses read the same bundles again and again)."""
+
+
+@functools.lru_cache(maxsize=BUNDLE_CACHE)
+def _read_bundle(path: str, size: int, mtime_ns: int) -> "dict[str, Trace]":
+    """:func:`load_traces`'s parse of the bundle at ``path`` (``size`` and ``mtime_ns`` key the cache: a rewritten
+    file is read again); callers take copies."""
+    import zipfile
+
     try:
         with np.load(path, allow_pickle=False) as z:
             files = set(z.files)
             if "__format__" not in files or str(z["__format__"]) != _BUNDLE_FORMAT:
-                raise TraceFileError(f"{path}: not a trace bundle ({_BUNDLE_FORMAT})")
+                raise _UnreadableBundle(f"not a trace bundle ({_BUNDLE_FORMAT})")
             out = {}
             for key in json.loads(str(z["__keys__"])):
                 tables = {}
@@ -280,7 +305,7 @@ def load_traces(path: str | Path) -> "dict[str, Trace]":
                     ev["kind"] = pd.Categorical(ev["kind"].astype(str), categories=list(EVENT_KINDS))
                 out[key] = Trace(tables["tiles"], ev, tables["ops"], json.loads(str(z[f"{key}/meta"])))
             return out
-    except TraceFileError:
+    except _UnreadableBundle:
         raise
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, json.JSONDecodeError) as e:
-        raise TraceFileError(f"{path}: not a readable trace bundle ({type(e).__name__}: {e})") from None
+        raise _UnreadableBundle(f"not a readable trace bundle ({type(e).__name__}: {e})") from None

@@ -83,6 +83,28 @@ def test_a_trace_bundle_round_trips_every_table_and_meta(trace, tmp_path):
     assert list(tmp_path.iterdir()) == [path]  # no temporary file left
 
 
+def test_a_bundle_read_again_gives_fresh_copies_and_a_rewritten_one_is_read_anew(trace, tmp_path):
+    import os
+
+    from ctasim.trace import _read_bundle, load_traces, save_traces
+
+    path = save_traces({"a": trace}, tmp_path / "t.trace.npz")
+    first = load_traces(path)["a"]
+    hits = _read_bundle.cache_info().hits
+    first.tiles.loc[:, "t_compute_end"] = -1.0  # the caller's own copy: changing it changes nothing read later
+    first.meta["changed"] = True
+    again = load_traces(path)["a"]
+    assert _read_bundle.cache_info().hits == hits + 1  # read from the cache
+    pd.testing.assert_frame_equal(again.tiles, trace.tiles, check_dtype=False)
+    assert "changed" not in again.meta
+    other = trace.copy()
+    other.tiles["t_compute_end"] = other.tiles["t_compute_end"] + 7.0
+    st = path.stat()
+    save_traces({"a": other}, path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # a rewrite within the clock's resolution too
+    pd.testing.assert_frame_equal(load_traces(path)["a"].tiles, other.tiles, check_dtype=False)
+
+
 @pytest.mark.parametrize("damage", ["missing", "foreign", "truncated", "garbage"])
 def test_a_damaged_trace_bundle_is_one_clear_error(trace, tmp_path, damage):
     import numpy as np
