@@ -46,7 +46,8 @@ CALLS = {"GPU-69fa8ee3": ("plan80", "bench/results/hw-h100/2026-12-06-registered
          "GPU-69fa8ee3 (repeat)": ("plan80", "bench/results/hw-h100/2026-12-06-registered80-1gpu-run2"),
          "GPU-022aeda2": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu"),
          "GPU-006ccc11": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu-run2"),
-         "GPU-9690988f": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu-run3")}
+         "GPU-9690988f": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu-run3"),
+         "GPU-aa56c4df": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu-run4")}
 """The calls that traced the drift and counted the bytes in one go: (the plan whose registered grid prices them, the
 call's folder)."""
 TIME_CALLS = {"plan 72 (GPU-e57a052a)": "bench/results/hw-h100/2026-12-06-registered72-1gpu",
@@ -167,6 +168,14 @@ ANCHORS = ("order", "machine")
 """Where the anchored drift comes from: the reference launch in the same order, or the median over its four orders."""
 
 
+def anchor_drift(grid: pd.DataFrame, read_gb: float) -> float:
+    """The drift whose registered bytes are ``read_gb`` (``p80.implied_drift``), 0 where the counted bytes are below
+    the grid's least (the model reads no less than at no drift); NaN above its largest."""
+    if read_gb < grid["read_gb"].min():
+        return 0.0
+    return p80.implied_drift(grid, read_gb)
+
+
 def anchored() -> pd.DataFrame:
     """Per plan 81 call of :data:`CALLS`, anchor (:data:`ANCHORS`) and law: the drift the reference GEMM's counted
     bytes imply under the tile law (the laws agree at K = 8192), carried to the long-K launches, and the MAPE of the
@@ -179,7 +188,7 @@ def anchored() -> pd.DataFrame:
         if plan != "plan81":
             continue  # plan 80's calls timed no long-K GEMM outside Nsight Compute
         meas = p81.measured(ROOT / run)
-        ref = {(r.raster, r.swizzle): p80.implied_drift(p80.launch_grid(pred, r).query("law == 'tile'"), r.read_gb)
+        ref = {(r.raster, r.swizzle): anchor_drift(p80.launch_grid(pred, r).query("law == 'tile'"), r.read_gb)
                for r in meas[meas.k == 8192].itertuples()}
         one = float(np.median(list(ref.values())))
         errs = []
@@ -196,7 +205,7 @@ def anchored() -> pd.DataFrame:
                                  read_err=(gb / r.read_gb - 1) * 100))
         e = pd.DataFrame(errs)
         for (anchor, law), d in e.groupby(["anchor", "law"], sort=False):
-            rows.append(dict(call=call, anchor=anchor, law=law, launches=len(d),
+            rows.append(dict(call=call, anchor=anchor, law=law, launches=int(d.ms_err.notna().sum()),
                              drift=one if anchor == "machine" else np.nan,
                              ms_mape=float(d.ms_err.abs().mean()), ms_mean=float(d.ms_err.mean()),
                              read_mape=float(d.read_err.abs().mean()) if anchor != "naive" else np.nan))
