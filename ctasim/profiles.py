@@ -41,6 +41,13 @@ at the datasheet-scaled HBM3 rate), by name for the records made with it (:func:
 ``h100-x1-datasheet-tile``: ``h100-x1-datasheet`` as it was before registered plan 73's adoption (a plain GEMM's drift
 ``cta_drift`` tile times a round at every K), by name for the records made with it and for plan 74's twin.
 
+``h200-x2-mechanism-survival`` and ``-survival-gap``: the 2xH200 mechanism profile with the one H200's measured L2
+survival curve and its survival ticket law on every ticket-scheduled config (:data:`MECHANISM_SURVIVAL`): as
+``h200-x1-calibrated`` adopted it (the sharers' gap spread and the touched bytes), or with the gap spread alone (the
+form ``bench/ctapipe_mechanism.py`` found nearest on the committed 2xH200 traces, post-hoc). Registered plan 82's
+twins; the chain kernel's config keeps the base's mainloop factor (1.0; the one H200's 1.019 was measured under its
+own law on one GPU).
+
 ``h100-x8-mechanism``: the 8xH100 HGX host as ``h200-x8-mechanism`` sees it, with ``h100-x1-datasheet``'s L2 size
 and HBM scaling; its reuse law stays the base's LRU (the base has no survival curve), and it takes neither plan 73's
 drift law nor plan 76's exposed rate (both judged on the one-GPU profile).
@@ -86,6 +93,9 @@ class Derivation:
     """Ticket fields of a kernel config (``ticket_*`` names -> (TOML value text, reason)), set on the one-line
     assignment of each ticket-scheduled ``[[hardware.kernel_config]]`` table of the base (its ``ticket_spread`` > 0):
     the configs :meth:`ctasim.spec.Hardware.with_tickets` changes, where the base writes the field."""
+    tickets_added: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
+    """Ticket fields (``ticket_*`` names -> (TOML value text, reason)) added after the ``ticket_law`` line of each
+    ticket-scheduled kernel config of the base, where the base does not write them."""
 
 
 _X8_NOTE = ("estimate (8 GPUs): not measured on eight GPUs; ")
@@ -469,6 +479,52 @@ def _reuse(base: Derivation | None, name: str) -> Derivation:
 DERIVED["h200-x1-calibrated-reuse"] = _reuse(None, "h200-x1-calibrated")
 
 
+MECHANISM_SURVIVAL = {"h200-x2-mechanism-survival": True, "h200-x2-mechanism-survival-gap": False}
+"""Registered plan 82's twins of ``h200-x2-mechanism``, every ticket-scheduled config under the one H200's survival
+ticket law: as ``h200-x1-calibrated`` adopted it (its gap spread and touched bytes; True), or with its gap spread
+alone (touched 1.0: chosen after ``bench/ctapipe_mechanism.py`` judged the three forms on the 2xH200 traces; False)."""
+
+
+def _mechanism_survival(name: str, touched: bool) -> Derivation:
+    """``h200-x2-mechanism`` with the one H200's measured L2 survival curve and its survival ticket law on every
+    ticket-scheduled config (the one-CTA-per-tile family's and the chain kernel's): registered plan 82's twins
+    (:data:`MECHANISM_SURVIVAL`)."""
+    one = load_hardware("h200-x1-calibrated")
+    ref = one.config(128, 256)
+    curve = "the one H200's (h200-x1-calibrated: the L2 survival probe, bench/results/hw/2026-12-04-l2-survival-1gpu)"
+    law = ("one H200's ticket law (h200-x1-calibrated since registered plan 53; ctasim.l2.TICKET_LAWS), on "
+           "every ticket-scheduled config: registered plan 82's twin (post-hoc on the committed 2xH200 traces, "
+           "bench/ctapipe_mechanism.py: 7.34% as adopted, 4.53% with the gap spread alone, against 9.21%)")
+    form = "as adopted after registered plan 58" if touched else ("the gap spread alone, the touched bytes at 1.0 "
+                                                                   "(chosen post-hoc on the 2xH200 traces)")
+    return Derivation(
+        base="h200-x2-mechanism",
+        fields={"measured": ("false", "derived by ctasim.profiles: h200-x2-mechanism's measured and fitted fields "
+                             "with the one H200's survival ticket law"),
+                "source": (f'"h200-x2-mechanism with the one H200\'s survival ticket law, {form} (registered plan '
+                           '82\'s twin)"', "")},
+        added={"l2_survival_taken": (repr(list(one.l2_survival_taken)).replace("'", ""), "copied: " + curve),
+               "l2_survival_share": (repr(list(one.l2_survival_share)).replace("'", ""), "copied: " + curve)},
+        tickets={"ticket_law": ('"survival"', law)},
+        tickets_added={"ticket_gap_cv": (repr(ref.ticket_gap_cv), "copied: the one H200's sharers' gap spread "
+                                         "(h200-x1-calibrated, registered plan 58)"),
+                       "ticket_touched": (repr(ref.ticket_touched if touched else 1.0),
+                                          "copied: the one H200's touched bytes (h200-x1-calibrated, chosen there "
+                                          "post-hoc, adopted by registered plan 58)" if touched else
+                                          "the default (no refinement): the form chosen post-hoc on the 2xH200 "
+                                          "traces (bench/ctapipe_mechanism.py)")},
+        header=(
+            "# DERIVED: written by `python -m ctasim.profiles` (ctasim.profiles.DERIVED). Every field, kernel config "
+            "and comment below is",
+            "# h200-x2-mechanism's but the L2 survival curve (added) and the ticket law of its ticket-scheduled "
+            "configs: the one H200's",
+            f"# survival law, {form}. Registered plan 82's twin for the 2-GPU cases of plan 11.",
+        ))
+
+
+DERIVED.update({name: _mechanism_survival(name, touched) for name, touched in MECHANISM_SURVIVAL.items()})
+
+
 def _before_h200_reuse() -> Derivation:
     """``h200-x1-calibrated`` as it was before registered plan 67's adoption on an H200 (2026-12-06): a panel's reuse
     across waves an LRU of the whole L2. The dated records made before the adoption keep it by name."""
@@ -613,7 +669,7 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
     added = [f"{key} = {value}" + (f"  # {why}" if why else "") for key, (value, why) in derivation.added.items()]
     tickets_set: set[str] = set()
     drift_set = False
-    not_ticket = sorted(k for k in derivation.tickets if not k.startswith("ticket_"))
+    not_ticket = sorted(k for k in (*derivation.tickets, *derivation.tickets_added) if not k.startswith("ticket_"))
     if not_ticket:
         raise ValueError(f"{name}: tickets sets ticket fields only, not {', '.join(not_ticket)}")
     scheduled = _ticket_scheduled(base_text.splitlines())
@@ -636,11 +692,17 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
             line = f"{m['key']} = {value}" + (f"  # {why}" if why else "")
         if m and m["key"] in derivation.drift_added and section == "[[hardware.kernel_config]]":
             raise ValueError(f"{name}: {derivation.base} already writes {m['key']}, which the derivation adds")
+        if scheduled[i] and m and m["key"] in derivation.tickets_added:
+            raise ValueError(f"{name}: {derivation.base} already writes {m['key']}, which the derivation adds")
         if scheduled[i] and m and m["key"] in derivation.tickets:
             value, why = derivation.tickets[m["key"]]
             line = f"{m['key']} = {value}" + (f"  # {why}" if why else "")
             tickets_set.add(m["key"])
         out.append(line)
+        if scheduled[i] and m and m["key"] == "ticket_law" and derivation.tickets_added:
+            out += [f"{key} = {value}" + (f"  # {why}" if why else "")
+                    for key, (value, why) in derivation.tickets_added.items()]
+            tickets_set.add("ticket_law (added after)")
         if (section == "[[hardware.kernel_config]]" and m and m["key"] == "cta_drift" and derivation.drift_added
                 and float(m["value"]) > 0):
             out += [f"{key} = {value}" + (f"  # {why}" if why else "")
@@ -654,6 +716,9 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
         added = []
     if todo:  # (a base without a [hardware] table lacks its name too)
         raise ValueError(f"{name}: {derivation.base} has no one-line [hardware] field {', '.join(sorted(todo))}")
+    if derivation.tickets_added and "ticket_law (added after)" not in tickets_set:
+        raise ValueError(f"{name}: no ticket-scheduled kernel config of {derivation.base} writes ticket_law to add "
+                         f"{', '.join(derivation.tickets_added)} after")
     if set(derivation.tickets) - tickets_set:
         raise ValueError(f"{name}: no ticket-scheduled kernel config of {derivation.base} writes "
                          f"{', '.join(sorted(set(derivation.tickets) - tickets_set))}")

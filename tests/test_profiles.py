@@ -26,12 +26,12 @@ def test_a_derived_profile_is_its_base_but_for_the_fields_it_names(name):
     for g, b in zip(got.kernel_configs, base.kernel_configs, strict=True):
         changed = {f.name for f in dataclasses.fields(g) if getattr(g, f.name) != getattr(b, f.name)}
         drift = changed & set(d.drift_added)
-        assert changed - drift <= set(d.tickets) and (not changed - drift or b.ticket_spread > 0)
+        assert changed - drift <= set(d.tickets) | set(d.tickets_added) and (not changed - drift or b.ticket_spread > 0)
         assert not drift or b.cta_drift > 0
-    assert (got.kernel_configs != base.kernel_configs) == bool(d.tickets or d.drift_added)
+    assert (got.kernel_configs != base.kernel_configs) == bool(d.tickets or d.drift_added or d.tickets_added)
     assert not got.measured
     text = (SPECS_DIR / "hardware" / f"{name}.toml").read_text()
-    for field, (_, why) in {**d.fields, **d.added, **d.tickets, **d.drift_added}.items():
+    for field, (_, why) in {**d.fields, **d.added, **d.tickets, **d.drift_added, **d.tickets_added}.items():
         if why:
             assert f"{field} = " in text and why in text  # each estimate carries its reason
 
@@ -55,6 +55,26 @@ def test_a_stale_file_and_a_missing_field_are_caught(tmp_path, monkeypatch, caps
     bad = profiles.Derivation(base="h200-x2-mechanism", fields={"no_such_field": ("1", "x")}, header=())
     with pytest.raises(ValueError, match="no_such_field"):
         profiles.derive("x", bad, specs)
+
+
+def test_ticket_fields_are_added_after_each_ticket_laws_line_and_only_where_the_base_lacks_them():
+    """Derivation.tickets_added: after the ticket_law line of every ticket-scheduled config (the family's and the
+    chain kernel's of h200-x2-mechanism), never on a config without tickets; refused where the base writes the
+    field, or has no ticket-scheduled config to add it to."""
+    d = profiles.DERIVED["h200-x2-mechanism-survival"]
+    lines = profiles.derive("x", d).splitlines()
+    laws = [i for i, line in enumerate(lines) if line.startswith("ticket_law = ")]
+    assert len(laws) == 2 and all(lines[i + 1].startswith("ticket_gap_cv = 0.74") for i in laws)
+    assert sum(line.startswith("ticket_touched = ") for line in lines) == 2
+    hw = load_hardware("h200-x2-mechanism-survival")
+    got = [(c.ticket_spread > 0, c.ticket_law, c.ticket_gap_cv, c.ticket_touched) for c in hw.kernel_configs]
+    assert sorted(set(got)) == [(False, "threshold", 0.0, 1.0), (True, "survival", 0.74, 1.3)]
+    again = dataclasses.replace(d, base="h200-x1-calibrated", fields={}, added={})  # writes ticket_gap_cv already
+    with pytest.raises(ValueError, match="already writes ticket_gap_cv"):
+        profiles.derive("x", again)
+    none = dataclasses.replace(d, base="h200-x2", tickets={})  # no ticket-scheduled config
+    with pytest.raises(ValueError, match="no ticket-scheduled kernel config of h200-x2 writes ticket_law"):
+        profiles.derive("x", none)
 
 
 @pytest.mark.parametrize("name", sorted(profiles.SHARED))
