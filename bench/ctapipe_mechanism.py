@@ -28,7 +28,7 @@ Every kept traced run of the six committed ctapipe runs (``ctasim.validation.pip
 Traces with a first-wave store stall (``ctasim.validation.ctapipe.STALL_NS``, judged on the per-variant profile) are
 listed but left out of the summaries. Writes ``traces.csv`` (one row per trace and predictor), ``summary.csv`` (per
 predictor: MAPE, worst, median start error), ``waves.csv`` (per trace and layer, the median tile time of selected
-waves measured and simulated) and ``family-fit.csv`` (what ``ctasim.validation.ctapipe.fit_family`` takes from the
+waves measured and simulated by the mechanism profile, its two refined survival laws and the per-variant fits) and ``family-fit.csv`` (what ``ctasim.validation.ctapipe.fit_family`` takes from the
 traces for the mechanism profile's family config), and ``probe-waves.csv``: the producer alone on one H200
 (``bench/results/hw/2026-12-02-percta-probe``, measured after the mechanism profile was committed), per wave,
 measured against the profiles' tile times.
@@ -118,7 +118,7 @@ def judge_all(traces, profiles: dict, naive_hw) -> tuple[pd.DataFrame, pd.DataFr
         df, sims = VC.judge(traces, hw, fit_ms=())
         df["predictor"] = name
         rows.append(df)
-        if name in ("mechanism", "per-variant"):
+        if name in ("mechanism", "survival law, gap spread", "survival law as adopted", "per-variant"):
             for mt in traces:
                 meas = _wave_medians(mt.trace.tiles, slots)
                 sim = _wave_medians(sims[(mt.run, mt.m, mt.variant)][1].tiles, slots)

@@ -668,6 +668,7 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
     todo = {"name": (f'"{name}"', ""), **derivation.fields}
     added = [f"{key} = {value}" + (f"  # {why}" if why else "") for key, (value, why) in derivation.added.items()]
     tickets_set: set[str] = set()
+    added_after = 0
     drift_set = False
     not_ticket = sorted(k for k in (*derivation.tickets, *derivation.tickets_added) if not k.startswith("ticket_"))
     if not_ticket:
@@ -702,7 +703,7 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
         if scheduled[i] and m and m["key"] == "ticket_law" and derivation.tickets_added:
             out += [f"{key} = {value}" + (f"  # {why}" if why else "")
                     for key, (value, why) in derivation.tickets_added.items()]
-            tickets_set.add("ticket_law (added after)")
+            added_after += 1
         if (section == "[[hardware.kernel_config]]" and m and m["key"] == "cta_drift" and derivation.drift_added
                 and float(m["value"]) > 0):
             out += [f"{key} = {value}" + (f"  # {why}" if why else "")
@@ -716,9 +717,14 @@ def derive(name: str, derivation: Derivation, specs: Path = SPECS_DIR) -> str:
         added = []
     if todo:  # (a base without a [hardware] table lacks its name too)
         raise ValueError(f"{name}: {derivation.base} has no one-line [hardware] field {', '.join(sorted(todo))}")
-    if derivation.tickets_added and "ticket_law (added after)" not in tickets_set:
-        raise ValueError(f"{name}: no ticket-scheduled kernel config of {derivation.base} writes ticket_law to add "
-                         f"{', '.join(derivation.tickets_added)} after")
+    configs = sum(1 for j, line in enumerate(base_text.splitlines())
+                  if scheduled[j] and line.strip() == "[[hardware.kernel_config]]")
+    if derivation.tickets_added and not configs:
+        raise ValueError(f"{name}: no ticket-scheduled kernel config of {derivation.base} to add "
+                         f"{', '.join(derivation.tickets_added)} to")
+    if derivation.tickets_added and added_after != configs:
+        raise ValueError(f"{name}: {configs - added_after} ticket-scheduled kernel config(s) of {derivation.base} "
+                         f"write no ticket_law to add {', '.join(derivation.tickets_added)} after")
     if set(derivation.tickets) - tickets_set:
         raise ValueError(f"{name}: no ticket-scheduled kernel config of {derivation.base} writes "
                          f"{', '.join(sorted(set(derivation.tickets) - tickets_set))}")

@@ -266,11 +266,11 @@ def load_traces(path: str | Path) -> "dict[str, Trace]":
     path = Path(path)
     if not path.is_file():
         raise TraceFileError(f"{path}: no such trace file")
-    st = path.stat()
+    st, resolved = path.stat(), str(path.resolve())
     try:
-        traces = _read_bundle(str(path.resolve()), st.st_size, st.st_mtime_ns)
-    except _UnreadableBundle as e:
-        raise TraceFileError(f"{path}: {e}") from None
+        traces = _read_bundle(resolved, st.st_size, st.st_mtime_ns)
+    except _UnreadableBundle as e:  # named as the caller named it, not by its resolved path
+        raise TraceFileError(f"{path}: {str(e).replace(resolved, str(path))}") from None
     return {key: Trace(tr.tiles.copy(), tr.events.copy(), tr.ops.copy(), copy.deepcopy(tr.meta))
             for key, tr in traces.items()}
 

@@ -35,7 +35,14 @@ def _reports(tmp_path: Path, truth: str, scale: float = 1.01) -> Path:
 
 
 def _met(c: pd.DataFrame) -> dict:
-    return {(r.claim, r.predictor): bool(r.met) for r in c.itertuples()}
+    """(claim, predictor) -> met; claims (e) and (f), per registration, both experiments' met (the H = 8192 row's
+    predictor named by the profile's suffix, as (a)-(d) name it)."""
+    names = {f"{e}{s}": n for e in J.EXPERIMENTS for s, n in J.PROFILES.items()}
+    out: dict = {}
+    for r in c.itertuples():
+        key = (r.claim, names.get(r.predictor, r.predictor))
+        out[key] = out.get(key, True) and bool(r.met)
+    return out
 
 
 def test_where_the_per_variant_fits_are_right_they_alone_meet_their_claims(tmp_path):
@@ -56,6 +63,7 @@ def test_the_judge_writes_claims_and_refuses_a_missing_or_foreign_report(tmp_pat
     assert J.main(["--reports", str(reports), "--out", str(tmp_path / "out")]) == 0
     claims = pd.read_csv(tmp_path / "out" / "claims.csv")
     assert set(claims["claim"]) == {"a", "a worst", "b", "c", "d", "e", "f"}
+    assert set(claims.loc[claims["claim"] == "f", "predictor"]) == set(J.REGISTRATIONS)
     assert len(pd.read_csv(tmp_path / "out" / "rows.csv")) == 4 * (3 + 2) * 7
     (reports / "reg82-ctapipe-h10240-survival" / "accuracy.csv").unlink()
     assert J.main(["--reports", str(reports), "--out", str(tmp_path / "o2")]) == 2
@@ -67,13 +75,33 @@ def test_the_judge_writes_claims_and_refuses_a_missing_or_foreign_report(tmp_pat
     assert "not labelled registered" in capsys.readouterr().err
 
 
-def test_a_report_of_other_rows_is_refused(tmp_path):
+def test_a_report_of_other_rows_or_times_or_without_the_naive_line_is_refused(tmp_path):
     reports = _reports(tmp_path, "")
     f = reports / "reg82-ctapipe-h8192-calibrated" / "accuracy.csv"
-    acc = pd.read_csv(f)
-    acc[acc["strategy"] != "tp"].to_csv(f, index=False)
-    with pytest.raises(ValueError, match="judges other rows"):
+    good = pd.read_csv(f)
+    good[good["strategy"] != "tp"].to_csv(f, index=False)
+    with pytest.raises(ValueError, match="judges other rows or times"):
         J.rows(reports)
+    other = good.copy()
+    other.loc[other.index[0], "measured_ms"] *= 1.1
+    other.to_csv(f, index=False)
+    with pytest.raises(ValueError, match="judges other rows or times"):
+        J.rows(reports)
+    good[~((good["source"] == "naive") & (good["strategy"] == "tp"))].to_csv(f, index=False)
+    with pytest.raises(ValueError, match="without the naive line"):
+        J.rows(reports)
+
+
+def test_the_fastest_strategy_counts_a_predicted_tie_as_either_pick():
+    """Claim (e): measured fastest predicted within 0.5% of the predicted fastest agrees, 0.6% behind does not."""
+    def df(pred_b):
+        rows = [("a", 1.00, 1.00), ("b", 0.99, pred_b)]  # b measured fastest
+        return pd.DataFrame([dict(experiment=e, predictor=n, case="m=1", strategy=s, measured_ms=m, predicted_ms=p,
+                                  error=p / m - 1, naive_error=0.5, pipelined=True, one_cta=True)
+                             for e in J.EXPERIMENTS for n in J.PROFILES.values() for s, m, p in rows])
+    e = J.claims(df(1.004)).query("claim == 'e'")
+    assert len(e) == 8 and e["met"].all()
+    assert not J.claims(df(1.006)).query("claim == 'e'")["met"].any()
 
 
 @pytest.mark.parametrize("suffix", ["-survival-gap", "-calibrated"])

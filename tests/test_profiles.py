@@ -57,7 +57,7 @@ def test_a_stale_file_and_a_missing_field_are_caught(tmp_path, monkeypatch, caps
         profiles.derive("x", bad, specs)
 
 
-def test_ticket_fields_are_added_after_each_ticket_laws_line_and_only_where_the_base_lacks_them():
+def test_ticket_fields_are_added_after_each_ticket_laws_line_and_only_where_the_base_lacks_them(tmp_path):
     """Derivation.tickets_added: after the ticket_law line of every ticket-scheduled config (the family's and the
     chain kernel's of h200-x2-mechanism), never on a config without tickets; refused where the base writes the
     field, or has no ticket-scheduled config to add it to."""
@@ -73,8 +73,16 @@ def test_ticket_fields_are_added_after_each_ticket_laws_line_and_only_where_the_
     with pytest.raises(ValueError, match="already writes ticket_gap_cv"):
         profiles.derive("x", again)
     none = dataclasses.replace(d, base="h200-x2", tickets={})  # no ticket-scheduled config
-    with pytest.raises(ValueError, match="no ticket-scheduled kernel config of h200-x2 writes ticket_law"):
+    with pytest.raises(ValueError, match="no ticket-scheduled kernel config of h200-x2 to add"):
         profiles.derive("x", none)
+    # a ticket-scheduled config without a ticket_law line is refused, not left without the added fields
+    specs = tmp_path / "specs"
+    (specs / "hardware").mkdir(parents=True)
+    text = (SPECS_DIR / "hardware" / "h200-x2-mechanism.toml").read_text().splitlines(keepends=True)
+    first = next(i for i, line in enumerate(text) if line.startswith("ticket_law = "))
+    (specs / "hardware" / "h200-x2-mechanism.toml").write_text("".join(text[:first] + text[first + 1:]))
+    with pytest.raises(ValueError, match="1 ticket-scheduled kernel config"):
+        profiles.derive("x", dataclasses.replace(d, tickets={}), specs)
 
 
 @pytest.mark.parametrize("name", sorted(profiles.SHARED))
