@@ -48,7 +48,8 @@ CALLS = {"GPU-69fa8ee3": ("plan80", "bench/results/hw-h100/2026-12-06-registered
          "GPU-006ccc11": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu-run2"),
          "GPU-9690988f": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu-run3"),
          "GPU-aa56c4df": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu-run4"),
-         "GPU-27bdbe49": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu-run5")}
+         "GPU-27bdbe49": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu-run5"),
+         "GPU-0b0015d6": ("plan81", "bench/results/hw-h100/2026-12-06-registered81-1gpu-run6")}
 """The calls that traced the drift and counted the bytes in one go: (the plan whose registered grid prices them, the
 call's folder)."""
 TIME_CALLS = {"plan 72 (GPU-e57a052a)": "bench/results/hw-h100/2026-12-06-registered72-1gpu",

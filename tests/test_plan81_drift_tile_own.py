@@ -107,7 +107,8 @@ def test_the_judge_refuses_a_call_without_its_timings(p81, registered, tmp_path,
                                            ("run2", "2026-12-06-registered81-1gpu-run2", "----e-"),
                                            ("run3", "2026-12-06-registered81-1gpu-run3", "----e-"),
                                            ("run4", "2026-12-06-registered81-1gpu-run4", "a--d--"),
-                                           ("run5", "2026-12-06-registered81-1gpu-run5", "----e-")])
+                                           ("run5", "2026-12-06-registered81-1gpu-run5", "----e-"),
+                                           ("run6", "2026-12-06-registered81-1gpu-run6", "----e-")])
 def test_the_committed_call_judges_as_committed(p81, registered, sub, run, met):
     """Each committed call re-judged from its traces, timings, counters and env.txt: cases and claims as committed."""
     out = p81.ROOT / "bench/results/validation-registered81" / sub

@@ -26,7 +26,8 @@ def test_the_committed_tables_are_what_the_script_writes(ph, tmp_path):
 def test_the_bytes_follow_the_tile_law_in_the_swizzled_orders_and_the_times_the_absolute_law(ph):
     """docs/validation.md, plans 80 and 81: at long K the swizzled orders' bytes grow with K as the tile law says from
     each call's own bytes at K = 8192 (exponent near 0) on three machines, faster on the fourth; every machine
-    traced more drift than its bytes imply, the most and the least the same machines; on plan 80's machine the
+    traced more drift than its bytes imply, the two ranking the machines alike (the least the same machine, the most
+    not); on plan 80's machine the
     traced drift gives the long-K bytes; the tile law's bytes leave the times off where the absolute law's do not."""
     s = pd.read_csv(ph.ROOT / "bench/results/posthoc-traced-drift/summary.csv").set_index(["call", "group"])
     for call in ("GPU-69fa8ee3", "GPU-69fa8ee3 (repeat)", "GPU-022aeda2", "GPU-9690988f"):
@@ -34,7 +35,8 @@ def test_the_bytes_follow_the_tile_law_in_the_swizzled_orders_and_the_times_the_
     assert s.loc[("GPU-006ccc11", "long K, swizzled")].alpha_anchor_median < -0.4  # grows faster than the tile law
     k8 = s.xs("K = 8192", level="group")
     assert (k8.own_drift_median > k8.tile_drift_median).all()  # every machine traced more drift than its bytes say
-    assert k8.own_drift_median.idxmax() == k8.tile_drift_median.idxmax() == "GPU-69fa8ee3"
+    assert k8.tile_drift_median.idxmax() == "GPU-69fa8ee3" and k8.own_drift_median.idxmax() == "GPU-0b0015d6"
+    assert k8.own_drift_median.corr(k8.tile_drift_median, method="spearman") > 0.85  # ranks, roughly
     assert k8.own_drift_median.idxmin() == k8.tile_drift_median.idxmin() == "GPU-aa56c4df"
     assert k8.drop("GPU-aa56c4df").own_drift_median.idxmin() == k8.drop("GPU-aa56c4df").tile_drift_median.idxmin() \
         == "GPU-006ccc11"
@@ -52,21 +54,21 @@ def test_the_bytes_follow_the_tile_law_in_the_swizzled_orders_and_the_times_the_
 
 def test_with_the_counted_bytes_the_wave_rule_times_plan_81s_gemms(ph):
     """docs/validation.md, plan 81: priced at the drift whose bytes are the counted ones, the model times every group
-    of launches on the five machines within 4% (either law: the law only sets which drift gives those bytes)."""
+    of launches on the six machines within 4% (either law: the law only sets which drift gives those bytes)."""
     t = pd.read_csv(ph.ROOT / "bench/results/posthoc-traced-drift/counted-times.csv")
-    assert len(t) == 15 and (t[["tile_mape", "absolute_mape"]] < 4).all().all()
+    assert len(t) == 18 and (t[["tile_mape", "absolute_mape"]] < 4).all().all()
     assert ((t.tile_mape - t.absolute_mape).abs() < 0.5).all()
 
 
 def test_the_reference_gemms_counted_bytes_carried_to_long_k_price_the_bytes_not_the_times(ph):
     """docs/validation.md, plan 81's post-hoc: the drift the reference GEMM's counted bytes imply, one per machine under
-    the tile law, brings the long-K bytes nearer than the profile on the four machines that drift, not on the fourth
+    the tile law, brings the long-K bytes nearer than the profile on the five machines that drift, not on the fourth
     (its reference reads what no drift gives), and the times on one only (none of the four anchored predictors within
     a point of the profile's times on GPU-9690988f)."""
     a = pd.read_csv(ph.ROOT / "bench/results/posthoc-traced-drift/anchored.csv").fillna({"law": ""})
     a = a.set_index(["call", "anchor", "law"])
     calls = a.index.get_level_values("call").unique()
-    assert len(calls) == 5 and (a.launches == 16).all()
+    assert len(calls) == 6 and (a.launches == 16).all()
     for call in calls:
         prof, mine = a.loc[(call, "profile", "")], a.loc[(call, "machine", "tile")]
         assert (mine.read_mape < prof.read_mape) == (call != "GPU-aa56c4df")
