@@ -167,8 +167,10 @@ def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
     """Per probe tile table and wave: the measured median tile time (acquire to compute end) against the mechanism
     profile's (its memory hierarchy over the probe's own order with the family config's ``ticket_spread``), the same
     without the spread (lockstep), under the partition ticket law (``Hardware.with_ticket_law``; the chain config
-    has it already) and under the one H200's survival law as adopted (:func:`one_h200_law`), and the per-variant profile's (the variant's producer config: ``sm_tflops``, ``tile_fixed_ns`` and
-    its wave slowdown). The producer alone: no remote store, no consumer."""
+    has it already) and under the one H200's survival law as adopted (:func:`one_h200_law`), the threshold law and
+    that survival law again at the probe's own spread (``own_spread``, ``ctasim.calibration.span_rate`` of its
+    windows; ``_own_spread`` columns), and the per-variant profile's (the variant's producer config: ``sm_tflops``,
+    ``tile_fixed_ns`` and its wave slowdown). The producer alone: no remote store, no consumer."""
     from ctasim.variants import VARIANTS  # noqa: PLC0415
 
     rows = []
@@ -182,11 +184,15 @@ def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
         wave = np.arange(len(t)) // slots
         meas = (t["t_compute_end"] - t["t_acquire"]).groupby(wave).median().to_numpy() / 1e3
         cfg = mech.config(*VC.TILE, kernel="ctapipe")
+        spans = VC.window_spans(t, slots)
+        own = VC.span_rate(spans)  # the probe's own spread a wave (the family config's was fitted on the 2-GPU runs)
         model = {}
         for name, hw, spread in (("mechanism", mech, cfg.ticket_spread), ("lockstep", mech, 0.0),
                                  ("partition_law", mech.with_ticket_law("partition"), cfg.ticket_spread),
                                  ("survival_adopted", one_h200_law(mech, "survival law as adopted"),
-                                  cfg.ticket_spread)):
+                                  cfg.ticket_spread),
+                                 ("mechanism_own_spread", mech, own),
+                                 ("survival_adopted_own_spread", one_h200_law(mech, "survival law as adopted"), own)):
             times = costs.order_tile_times(layer, hw, 2, order, slots, kernel="ctapipe", drift=0.0,
                                            ticket_spread=spread)
             model[name] = times[::slots][:len(meas)] / 1e3
@@ -194,9 +200,8 @@ def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
         if pv is not None:
             base = costs.gemm_tile_ns(layer, per_variant, 2, pv.kernel) / 1e3
             model["per_variant"] = base * np.array([pv.wave_factor(w) for w in range(len(meas))])
-        spans = VC.window_spans(t, slots)
         for w in range(len(meas)):
-            rows.append({"m": m, "variant": variant, "wave": w, "measured_us": meas[w],
+            rows.append({"m": m, "variant": variant, "wave": w, "measured_us": meas[w], "own_spread": own,
                          "span": spans[w] if w < len(spans) else np.nan,
                          **{f"{k}_us": v[w] for k, v in model.items()}})
     return pd.DataFrame(rows)

@@ -200,13 +200,23 @@ def test_the_committed_probe_waves_are_what_the_profiles_give():
     got = mod.probe_waves(load_hardware(MECH), load_hardware("h200-x2-calibrated"))
     committed = pd.read_csv(ROOT / "bench/results/validation-mechanism/probe-waves.csv")
     assert len(got) == len(committed) > 0
-    for c in ("measured_us", "mechanism_us", "lockstep_us", "partition_law_us", "survival_adopted_us"):
+    for c in ("measured_us", "mechanism_us", "lockstep_us", "partition_law_us", "survival_adopted_us",
+              "mechanism_own_spread_us", "survival_adopted_own_spread_us", "own_spread"):
         assert np.allclose(got[c].to_numpy(), committed[c].to_numpy(), atol=2e-3), c
     # docs/validation.md: alone, the partition ticket law is further from the producers than the threshold law
     late = committed[committed["wave"] >= 2]
     err = {c: round(float((late[c] - late["measured_us"]).abs().mean()), 1)
            for c in ("mechanism_us", "partition_law_us", "lockstep_us", "survival_adopted_us")}
     assert err == {"mechanism_us": 20.2, "partition_law_us": 25.0, "lockstep_us": 2.9, "survival_adopted_us": 18.5}
+    # at the probe's own spread (0.026-0.062 a wave, not the 2-GPU fit's 0.129) the spread rules keep the reuse at
+    # M = 4096 (within 2.1 us of lockstep) and still lose it for the row-order grids at 16384 (20+ us off)
+    assert late["own_spread"].between(0.025, 0.063).all()
+    for (m, v), d in late.groupby(["m", "variant"]):
+        off = (d["survival_adopted_own_spread_us"] - d["measured_us"]).abs().mean()
+        if m == 4096:
+            assert off < (d["lockstep_us"] - d["measured_us"]).abs().mean() + 0.2, v
+        elif v in ("cutlass_ctapipe", "cutlass_ctapipe_c12"):
+            assert off > 20, v
     # what the docs say: alone, the 1x1 producer at M = 16384 keeps its reuse (lockstep closer than the spread rule)
     late = committed[(committed["m"] == 16384) & (committed["variant"] == "cutlass_ctapipe") & (committed["wave"] >= 2)]
     assert abs(late["lockstep_us"] - late["measured_us"]).mean() < abs(late["mechanism_us"] - late["measured_us"]).mean()
