@@ -9,6 +9,8 @@ Every kept traced run of the six committed ctapipe runs (``ctasim.validation.pip
 * ``mechanism``: ``specs/hardware/h200-x2-mechanism.toml``, one config for every variant of the kernel (no
   per-variant figure; the tiles' times from the memory hierarchy of the order each grid walks and the
   one-CTA-per-tile grid's start-time spread);
+* ``hold state``: the same with the threshold law in its least-missing consistent state (``ticket_state = "hold"``,
+  ``ctasim.l2.TICKET_STATES``; the profile takes the most-missing, "thrash"). Added on 2026-12-06;
 * ``partition law``: the same with the family config under the ticket law ``"partition"``
   (``Hardware.with_ticket_law``; ``ctasim.l2.TICKET_LAWS``: the one-H200 profile's and the chain config's here since
   registered plan 49, tested on the chain kernel's tickets only; this profile keeps ``"threshold"`` for the family
@@ -167,7 +169,8 @@ def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
     """Per probe tile table and wave: the measured median tile time (acquire to compute end) against the mechanism
     profile's (its memory hierarchy over the probe's own order with the family config's ``ticket_spread``), the same
     without the spread (lockstep), under the partition ticket law (``Hardware.with_ticket_law``; the chain config
-    has it already) and under the one H200's survival law as adopted (:func:`one_h200_law`), the threshold law and
+    has it already), under the one H200's survival law as adopted (:func:`one_h200_law`), in the threshold law's
+    "hold" state (``hold_state``), the threshold law and
     that survival law again at the probe's own spread (``own_spread``, ``ctasim.calibration.span_rate`` of its
     windows; ``_own_spread`` columns), and the per-variant profile's (the variant's producer config: ``sm_tflops``,
     ``tile_fixed_ns`` and its wave slowdown). The producer alone: no remote store, no consumer."""
@@ -192,6 +195,7 @@ def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
                                  ("survival_adopted", one_h200_law(mech, "survival law as adopted"),
                                   cfg.ticket_spread),
                                  ("mechanism_own_spread", mech, own),
+                                 ("hold_state", mech.with_tickets(ticket_state="hold"), cfg.ticket_spread),
                                  ("survival_adopted_own_spread", one_h200_law(mech, "survival law as adopted"), own)):
             times = costs.order_tile_times(layer, hw, 2, order, slots, kernel="ctapipe", drift=0.0,
                                            ticket_spread=spread)
@@ -213,7 +217,8 @@ def main(argv=None) -> int:
     args = parse_outputs(ap, argv, folders=("--out",))
     mech = load_hardware(MECHANISM)
     per_variant = load_hardware(PER_VARIANT)
-    profiles = {"mechanism": mech, "partition law": mech.with_ticket_law("partition"),
+    profiles = {"mechanism": mech, "hold state": mech.with_tickets(ticket_state="hold"),
+                "partition law": mech.with_ticket_law("partition"),
                 **{name: one_h200_law(mech, name) for name in SURVIVAL_LAWS}, "lockstep": without_drift(mech),
                 "flat": without_memory(mech), "per-variant": per_variant}
     traces = load_runs()
