@@ -115,8 +115,9 @@ class Trace:
         return pd.DataFrame(cols)
 
     def copy(self) -> "Trace":
-        """An independent copy (tables copied deeply)."""
-        return Trace(self.tiles.copy(deep=True), self.events.copy(deep=True), self.ops.copy(deep=True), dict(self.meta))
+        """An independent copy (tables and meta copied deeply)."""
+        return Trace(self.tiles.copy(deep=True), self.events.copy(deep=True), self.ops.copy(deep=True),
+                     copy.deepcopy(self.meta))
 
     # ------------------------------------------------------------------ derived figures
     @property
@@ -271,8 +272,7 @@ def load_traces(path: str | Path) -> "dict[str, Trace]":
         traces = _read_bundle(resolved, st.st_size, st.st_mtime_ns)
     except _UnreadableBundle as e:  # named as the caller named it, not by its resolved path
         raise TraceFileError(f"{path}: {str(e).replace(resolved, str(path))}") from None
-    return {key: Trace(tr.tiles.copy(), tr.events.copy(), tr.ops.copy(), copy.deepcopy(tr.meta))
-            for key, tr in traces.items()}
+    return {key: tr.copy() for key, tr in traces.items()}
 
 
 class _UnreadableBundle(ValueError):
