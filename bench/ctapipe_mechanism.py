@@ -63,25 +63,20 @@ PER_VARIANT = "h200-x2-calibrated"
 WAVES = (0, 1, 2, 4, 8, 12, 16, 24, 40, 60)
 
 
-ONE_H200 = "h200-x1-calibrated"
-SURVIVAL_LAWS = {"survival law": (0.0, 1.0), "survival law, gap spread": None, "survival law as adopted": "adopted"}
+SURVIVAL_LAWS = {"survival law": ("h200-x2-mechanism-survival-gap", {"ticket_gap_cv": 0.0}),
+                 "survival law, gap spread": ("h200-x2-mechanism-survival-gap", {}),
+                 "survival law as adopted": ("h200-x2-mechanism-survival", {})}
 """The one H200's survival ticket law on the mechanism profile: plain (gap spread 0, touched 1), with the one H200's
-gap spread alone (touched 1), and as that profile has it (its gap spread and touched bytes)."""
+gap spread alone (touched 1), and as that profile has it (its gap spread and touched bytes): the derived profiles of
+registered plan 82 (``ctasim.profiles.MECHANISM_SURVIVAL``, which read them from ``h200-x1-calibrated``), the plain
+form the gap-spread one without its spread."""
 
 
-def one_h200_law(mech, name: str):
-    """``mech`` with the one H200's L2 survival curve and every ticket-scheduled config under the survival law in the
-    form ``name`` of :data:`SURVIVAL_LAWS` (the gap spread and touched bytes read from ``h200-x1-calibrated``'s
-    128x256 config, not chosen here)."""
-    import dataclasses  # noqa: PLC0415
-
-    one = load_hardware(ONE_H200)
-    ref = one.config(*VC.TILE)
-    form = SURVIVAL_LAWS[name]
-    cv, touched = ((ref.ticket_gap_cv, 1.0) if form is None
-                   else (ref.ticket_gap_cv, ref.ticket_touched) if form == "adopted" else form)
-    hw = dataclasses.replace(mech, l2_survival_taken=one.l2_survival_taken, l2_survival_share=one.l2_survival_share)
-    return hw.with_ticket_law("survival").with_tickets(ticket_gap_cv=cv, ticket_touched=touched)
+def one_h200_law(name: str):
+    """The mechanism profile under the survival ticket law in the form ``name`` of :data:`SURVIVAL_LAWS`."""
+    profile, changes = SURVIVAL_LAWS[name]
+    hw = load_hardware(profile)
+    return hw.with_tickets(**changes) if changes else hw
 
 
 def load_runs(runs=RUNS) -> list[VC.MeasuredTrace]:
@@ -176,6 +171,9 @@ def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
     ``tile_fixed_ns`` and its wave slowdown). The producer alone: no remote store, no consumer."""
     from ctasim.variants import VARIANTS  # noqa: PLC0415
 
+    fam = mech.config(*VC.TILE, kernel="ctapipe").ticket_spread
+    partition, hold = mech.with_ticket_law("partition"), mech.with_tickets(ticket_state="hold")
+    adopted = one_h200_law("survival law as adopted")
     rows = []
     for f in sorted(folder.glob("percta-tiles-*.csv.gz")):
         m, variant = f.name.removeprefix("percta-tiles-").removesuffix(".csv.gz").split("-", 1)
@@ -186,17 +184,12 @@ def probe_waves(mech, per_variant, folder: Path = PROBE) -> pd.DataFrame:
         slots = mech.sm_count
         wave = np.arange(len(t)) // slots
         meas = (t["t_compute_end"] - t["t_acquire"]).groupby(wave).median().to_numpy() / 1e3
-        cfg = mech.config(*VC.TILE, kernel="ctapipe")
         spans = VC.window_spans(t, slots)
         own = VC.span_rate(spans)  # the probe's own spread a wave (the family config's was fitted on the 2-GPU runs)
         model = {}
-        for name, hw, spread in (("mechanism", mech, cfg.ticket_spread), ("lockstep", mech, 0.0),
-                                 ("partition_law", mech.with_ticket_law("partition"), cfg.ticket_spread),
-                                 ("survival_adopted", one_h200_law(mech, "survival law as adopted"),
-                                  cfg.ticket_spread),
-                                 ("mechanism_own_spread", mech, own),
-                                 ("hold_state", mech.with_tickets(ticket_state="hold"), cfg.ticket_spread),
-                                 ("survival_adopted_own_spread", one_h200_law(mech, "survival law as adopted"), own)):
+        for name, hw, spread in (("mechanism", mech, fam), ("lockstep", mech, 0.0), ("partition_law", partition, fam),
+                                 ("survival_adopted", adopted, fam), ("mechanism_own_spread", mech, own),
+                                 ("hold_state", hold, fam), ("survival_adopted_own_spread", adopted, own)):
             times = costs.order_tile_times(layer, hw, 2, order, slots, kernel="ctapipe", drift=0.0,
                                            ticket_spread=spread)
             model[name] = times[::slots][:len(meas)] / 1e3
@@ -219,7 +212,7 @@ def main(argv=None) -> int:
     per_variant = load_hardware(PER_VARIANT)
     profiles = {"mechanism": mech, "hold state": mech.with_tickets(ticket_state="hold"),
                 "partition law": mech.with_ticket_law("partition"),
-                **{name: one_h200_law(mech, name) for name in SURVIVAL_LAWS}, "lockstep": without_drift(mech),
+                **{name: one_h200_law(name) for name in SURVIVAL_LAWS}, "lockstep": without_drift(mech),
                 "flat": without_memory(mech), "per-variant": per_variant}
     traces = load_runs()
     df, waves = judge_all(traces, profiles, per_variant)

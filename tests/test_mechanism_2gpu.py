@@ -177,7 +177,7 @@ def test_the_one_h200_law_on_the_mechanism_profile_is_read_from_the_one_h200_pro
     one = load_hardware("h200-x1-calibrated").config(128, 256)
     for name, (cv, touched) in {"survival law": (0.0, 1.0), "survival law, gap spread": (one.ticket_gap_cv, 1.0),
                                 "survival law as adopted": (one.ticket_gap_cv, one.ticket_touched)}.items():
-        hw = mod.one_h200_law(load_hardware(MECH), name)
+        hw = mod.one_h200_law(name)
         fam = hw.config(128, 256, kernel="ctapipe")
         assert (fam.ticket_law, fam.ticket_gap_cv, fam.ticket_touched) == ("survival", cv, touched), name
         assert hw.l2_survival_share == load_hardware("h200-x1-calibrated").l2_survival_share
