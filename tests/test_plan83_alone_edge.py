@@ -26,8 +26,9 @@ def test_the_registration_is_what_the_model_gives(p83, registered):
 
     keys = ["gpu", "h", "variant", "predictor"]
     assert registered.groupby(keys).ngroups == (4 + 3) * 2 * 6
+    preds = {gpu: p83.predictors(profile) for gpu, (profile, _) in p83.GPUS.items()}
     for (gpu, h, v, name), d in list(registered.groupby(keys))[::7]:
-        hw, spread = p83.predictors(p83.GPUS[gpu][0])[name]
+        hw, spread = preds[gpu][name]
         layer = Layer(p83.M, h, h, 128, 256)
         order = load_bench("percta_predict").order_of(v, layer.tiles_m, layer.tiles_n)
         t = costs.order_tile_times(layer, hw, 2, order, 132, kernel="ctapipe", drift=0.0, ticket_spread=spread)
