@@ -221,10 +221,15 @@ def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
 
 
 def waves_table(c: pd.DataFrame) -> pd.DataFrame:
-    """The states per H and variant: the measured mean, its spread and each predictor's mean (us)."""
-    w = c.pivot_table(index=["gpu", "h", "variant", "measured_us", "measured_state", "measured_spread"],
-                      columns="predictor", values="predicted_us").reset_index()
-    return w[["gpu", "h", "variant", "measured_us", "measured_state", "measured_spread", *PREDICTORS]]
+    """Per H and variant: the measured mean, its state, spread and ratio to the pairs' measured mean at the same H (a
+    reading beside claim (b)'s state, whose base is the predicted lockstep), and each predictor's mean (us)."""
+    keys = ["gpu", "h", "variant"]
+    w = c.pivot_table(index=keys, columns="predictor", values="predicted_us").reset_index()
+    m = c.drop_duplicates(keys)[[*keys, "measured_us", "measured_state", "measured_spread"]]
+    w = m.merge(w, on=keys, how="left")
+    pairs = w[w["variant"] == PAIRS].set_index(["gpu", "h"])["measured_us"]
+    w.insert(6, "over_pairs", w["measured_us"].to_numpy() / pairs.loc[list(zip(w["gpu"], w["h"]))].to_numpy())
+    return w[[*keys, "measured_us", "measured_state", "measured_spread", "over_pairs", *PREDICTORS]]
 
 
 PLAN = registered_plan.Plan(
