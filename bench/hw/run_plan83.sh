@@ -24,6 +24,8 @@ case "$GPU" in
   *) echo "run_plan83.sh: no H of plan 83 for '$GPU'" >&2; exit 3 ;;
 esac
 ROOTDIR=$PWD
+# ctahw.build reads the CUTLASS headers' version from the nvidia-cutlass wheel even where the libraries are built
+python3 -c 'import cutlass_library' 2>/dev/null || python3 -m pip install -q --no-deps .whl/nvidia_cutlass-*.whl
 (
   cd .cache/p83 && export CTAHW_CACHE=$PWD/.kcache CTAHW_COMMIT=$1 OUT=${OUT:-out/hw}/p83 \
     && source bench/hw/device_env.sh
