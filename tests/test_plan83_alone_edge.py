@@ -148,3 +148,18 @@ def test_the_means_table_keeps_a_run_whose_spread_could_not_be_read(p83):
     w = p83.waves_table(pd.DataFrame(rows))
     assert len(w) == 4 and w.measured_spread.isna().sum() == 2
     assert np.allclose(w.over_pairs, 1.0)
+
+
+def test_the_committed_h100_call_judges_as_committed(p83, tmp_path):
+    """The H100 arm (bench/results/hw-h100/2026-12-06-registered83-1gpu) judged again gives the committed tables, and
+    what docs/validation.md reads off them: (a), (b), (c) and (f) missed, (d) and (e) met."""
+    root = p83.ROOT
+    out = tmp_path / "judged"
+    assert p83.main(["--judge", str(root / "bench/results/hw-h100/2026-12-06-registered83-1gpu"), "--out", str(out)]) == 0
+    for name in ("cases.csv", "means.csv"):
+        assert (out / name).read_text() == (root / "bench/results/validation-registered83" / name).read_text()
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert list(cl.met) == [False, False, False, True, True, False]
+    assert cl.provenance.str.startswith("registered: predictions added in 5bca8d84").all()
+    committed = pd.read_csv(root / "bench/results/validation-registered83/claims.csv").set_index("claim")
+    assert cl.drop(columns="provenance").equals(committed.drop(columns="provenance"))
