@@ -155,7 +155,8 @@ def test_the_committed_h100_call_judges_as_committed(p83, tmp_path):
     what docs/validation.md reads off them: (a), (b), (c) and (f) missed, (d) and (e) met."""
     root = p83.ROOT
     out = tmp_path / "judged"
-    assert p83.main(["--judge", str(root / "bench/results/hw-h100/2026-12-06-registered83-1gpu"), "--out", str(out)]) == 0
+    run = root / "bench/results/hw-h100/2026-12-06-registered83-1gpu"
+    assert p83.main(["--judge", str(run), "--out", str(out)]) == 0
     for name in ("cases.csv", "means.csv"):
         assert (out / name).read_text() == (root / "bench/results/validation-registered83" / name).read_text()
     cl = pd.read_csv(out / "claims.csv").set_index("claim")
