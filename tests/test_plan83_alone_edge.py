@@ -164,3 +164,14 @@ def test_the_committed_h100_call_judges_as_committed(p83, tmp_path):
     assert cl.provenance.str.startswith("registered: predictions added in 5bca8d84").all()
     committed = pd.read_csv(root / "bench/results/validation-registered83/claims.csv").set_index("claim")
     assert cl.drop(columns="provenance").equals(committed.drop(columns="provenance"))
+
+
+def test_docs_quote_the_committed_h100_errors(p83):
+    """docs/validation.md's plan 83 table is the committed cases.csv: each row-order error, rounded to 0.1%."""
+    doc = (p83.ROOT / "docs/validation.md").read_text().split("### Registered plan 83")[1].split("\n### ")[0]
+    c = pd.read_csv(p83.ROOT / "bench/results/validation-registered83/cases.csv")
+    row = c[c.variant == p83.ROW].pivot(index="h", columns="predictor", values="mean_err_pct")
+    for h, r in row.iterrows():
+        line = next(x for x in doc.splitlines() if x.startswith(f"| {h} | "))
+        quoted = [x.strip() for x in line.split("|")[3:9]]
+        assert quoted == [f"{r[p]:+.1f}%".replace("-", "−") for p in p83.PREDICTORS], line
