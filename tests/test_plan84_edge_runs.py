@@ -99,3 +99,23 @@ def test_the_edge_needs_both_the_ratios_and_the_times_to_spread(p84, tmp_path):
         d.loc[edge, ["plain_ms_min", "plain_ms_max"]] = times
         met = p84.claims(d, "post-hoc").set_index("claim").loc["b", "met"]
         assert met == (ratio_span >= 0.3 and times[1] / times[0] >= 1.15)
+
+
+@pytest.mark.parametrize("claim, column, h, value, met", [
+    ("c", "ratio_median", 8704, 1.09, False), ("c", "ratio_median", 8704, 1.11, True),
+    ("c", "ratio_median", 8704, 1.59, True), ("c", "ratio_median", 8704, 1.61, False),
+    ("d", "lost_share", 8704, 0.9, False),  # more lost at 8704 than at 9216: the share falls as H grows
+    ("d", "lost_share", 9728, 0.5, False), ("d", "lost_share", 9728, 0.55, True),
+    ("e", "ratio_median", 9728, 2.0265 * 0.89, False), ("e", "ratio_median", 9728, 2.0265 * 0.91, True),
+    ("e", "ratio_median", 9728, 2.0265 * 1.09, True), ("e", "ratio_median", 9728, 2.0265 * 1.11, False),
+])
+def test_each_claim_turns_at_its_edge(p84, tmp_path, claim, column, h, value, met):
+    c, _ = _judge(p84, _call(p84, tmp_path / "run", EDGE_RUNS), tmp_path)
+    c.loc[c.h == h, column] = value
+    assert p84.claims(c, "post-hoc").set_index("claim").loc[claim, "met"] == met
+
+
+def test_a_run_under_the_no_miss_level_is_outside_the_range(p84, tmp_path):
+    runs = {**EDGE_RUNS, 8704: [1.2, 0.9, 1.3]}
+    c, cl = _judge(p84, _call(p84, tmp_path / "run", runs), tmp_path)
+    assert c.set_index("h").loc[8704, "outside"] == 5 and not cl.loc["a", "met"]
