@@ -411,6 +411,66 @@ def long_k_lines(model: Model, results_dir: Path | None = None) -> list[str]:
             f"{r['naive_err_pct'].min():+.1f} to {r['naive_err_pct'].max():+.1f}%; docs/validation.md)"]
 
 
+EDGE_PLANS = {"H200": (("validation-registered13", "judged.csv"), ("validation-registered14", "judged.csv")),
+              "H100": (("validation-registered83", "means.csv"),)}
+"""Registered plans 13, 14 (one H200 each) and 83 (one H100): the row-order producer alone's mean tile time over the
+no-miss (lockstep) one, per H (``judged.csv``: ``lockstep_error`` or ``lockstep_mean_error``; ``means.csv``:
+``measured_us`` and ``lockstep``)."""
+EDGE_RUNS = "hw-h100/2026-12-06-registered83-1gpu"
+"""Plan 83's H100 call: each H's untraced run times (``OUT_H<h>/percta-runs.csv``), the spread between runs at the
+edge."""
+EDGE_PRODUCER = "cutlass_ctapipe"
+
+
+def producer_edge_lines(kinds, results_dir: Path | None = None) -> list[str]:
+    """Where a CTA-pipelined strategy is priced on two or more GPUs (``ctapipe`` or ``hybrid`` in ``kinds``, the kinds
+    of those strategies; the one-GPU chain kernel is another kernel): registered plans 13, 14 and
+    83's producer alone in row order (``cutlass_ctapipe``'s), its mean tile time over the no-miss one
+    per GPU and H, and the spread of plan 83's untraced runs at the H where they spread most (from the committed
+    tables; nothing where this installation has none)."""
+    if not {"ctapipe", "hybrid"} & set(kinds):
+        return []
+    root, parts = _results_root(results_dir), []
+    for gpu, sources in EDGE_PLANS.items():
+        ratios, plans = {}, []
+        for folder, name in sources:
+            path = root / folder / name
+            if not path.is_file():
+                continue
+            plans.append(folder.removeprefix("validation-registered"))
+            d = pd.read_csv(path)
+            d = d[d["variant"] == EDGE_PRODUCER]
+            if "lockstep" in d:
+                r = d["measured_us"] / d["lockstep"]
+            else:
+                r = 1.0 / (1.0 + d["lockstep_mean_error" if "lockstep_mean_error" in d else "lockstep_error"])
+            hs = d["h"] if "h" in d else pd.Series(12288, index=d.index)
+            for h, x in zip(hs, r):
+                ratios.setdefault(int(h), []).append(float(x))
+        if ratios:
+            who = (f"{gpu}s (plans {', '.join(plans)}, one GPU each)" if len(plans) > 1
+                   else f"an {gpu} (plan {plans[0]})")
+            parts.append(who + " " + ", ".join(
+                f"{h} {min(x):.2f}" + (f"-{max(x):.2f}" if max(x) - min(x) >= 0.005 else "") + "x"
+                for h, x in sorted(ratios.items())))
+    runs = {}
+    for f in sorted((root / EDGE_RUNS).glob("OUT_H*/percta-runs.csv")):
+        t = pd.read_csv(f)
+        t = t.loc[t["variant"] == EDGE_PRODUCER, "plain_ms"]
+        if len(t):
+            runs[int(f.parent.name.removeprefix("OUT_H"))] = (float(t.min()), float(t.max()))
+    if not parts:
+        return []
+    line = ("ctahw's CTA-pipelined producer in row order (cutlass_ctapipe, one CTA per tile), alone on one GPU, keeps "
+            "its weights' L2 reuse up to an edge and loses it past it; its mean tile time over the "
+            "no-miss one by H (M = 12288-16384), as registered plans measured it: " + "; ".join(parts))
+    if runs:
+        h, (lo, hi) = max(runs.items(), key=lambda kv: kv[1][1] / kv[1][0])
+        line += (f"; at the edge, runs of one case took {lo:.2f}-{hi:.2f} ms (H = {h}, M = 16384, one H100): near it "
+                 "a CTA-pipelined figure is one of two levels, not a point")
+    return [line + " (docs/validation.md)"]
+
+
 H100_DRIFT_PLANS = {"tile": (("validation-registered72", "datasheet"), ("validation-registered73", "model"),
                              ("validation-registered73-run2", "model")),
                     "absolute": (("validation-registered73", "absolute"), ("validation-registered73-run2", "absolute"))}
@@ -684,6 +744,8 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
     lines += [f"* {t}" for t in long_k_lines(model, results_dir)]
     lines += [f"* {t}" for t in h100_drift_lines(model, hw, results_dir)]
     lines += [f"* {t}" for t in h100_block_lines(hw, results_dir)]
+    pipelined = list(dict.fromkeys(df.loc[df["gpus"] >= 2, "kind"]))
+    lines += [f"* {t}" for t in producer_edge_lines(pipelined, results_dir)]
     if any(l.gated and l.epilogue_fused for l in model.workload.layers):
         lines.append("* SwiGLU is modelled fused into the gate-and-up GEMM's epilogue; ctahw runs it as a kernel of its "
                      "own after the plain GEMM (no fused gated epilogue is built; its measured cost: docs/hardware.md, "

@@ -387,6 +387,35 @@ def test_advise_says_what_the_operands_and_the_machine_leave_out(tmp_path):
     assert A.operand_lines(load_model("llama3.1-8b"), results_dir=tmp_path) == []
 
 
+def test_advise_says_where_a_pipelined_producer_loses_its_reuse_and_that_runs_differ_there(tmp_path):
+    """Where a CTA-pipelined strategy is priced on two or more GPUs, registered plans 13, 14 and 83's producer alone by
+    H (its mean tile time over the no-miss one, from their committed tables) and plan 83's runs at the edge; nothing
+    without one (a one-GPU profile's table: its chain kernel is another kernel), nor where an installation has none of
+    the tables; a table gone leaves its plan out."""
+    import shutil
+
+    from ctasim import advise as A
+
+    (line,) = A.producer_edge_lines(["sequential", "microbatch", "ctapipe", "tp"])
+    assert "H200s (plans 13, 14, one GPU each) 10240 1.07x, 11264 1.31x, 12288 1.32-1.35x" in line
+    assert "an H100 (plan 83) 8192 1.15x, 9216 1.49x, 10240 2.02x, 11264 2.08x" in line
+    assert "runs of one case took 4.73-6.46 ms (H = 9216, M = 16384, one H100)" in line
+    assert A.producer_edge_lines(["sequential", "ctapipe"]) == A.producer_edge_lines(["hybrid"])
+    assert A.producer_edge_lines(["sequential"]) == []
+    from ctasim.spec import load_hardware, load_model
+
+    model = load_model("llama3.1-8b")
+    for name, quoted in (("h200-x1-calibrated", False), ("h200-x2-calibrated", True)):
+        hw = load_hardware(name)
+        assert ("runs of one case took" in A.markdown(model, hw, A.advise(model, hw, (4096,)), "burst")) == quoted
+    assert A.producer_edge_lines(["ctapipe"], results_dir=tmp_path) == []
+    root = A._results_root(None)
+    for folder in ("validation-registered13", "validation-registered83", A.EDGE_RUNS):
+        shutil.copytree(root / folder, tmp_path / folder)
+    (line,) = A.producer_edge_lines(["ctapipe"], results_dir=tmp_path)
+    assert "an H200 (plan 13) 12288 1.32-1.35x; an H100 (plan 83)" in line and "10240 1.07x" not in line
+
+
 def test_advise_says_where_the_machine_decides_the_long_k_error(tmp_path):
     """A block with a GEMM at K >= 20480 (llama3.1-70b's down GEMM, K = 28672) gets registered plans 45 and 46's errors
     from their committed tables (six machines); a block without one (llama3.1-8b, K <= 14336) and an installation
