@@ -462,12 +462,12 @@ def producer_edge_lines(kinds, results_dir: Path | None = None) -> list[str]:
     if not parts:
         return []
     line = ("ctahw's CTA-pipelined producer in row order (cutlass_ctapipe, one CTA per tile), alone on one GPU, keeps "
-            "its weights' L2 reuse up to an edge and loses it past it; its mean tile time over the "
-            "no-miss one by H (M = 12288-16384), as registered plans measured it: " + "; ".join(parts))
+            "its weights' L2 reuse at small H and loses it, gradually or suddenly, as H grows; its mean tile time "
+            "over the no-miss one by H (M = 12288-16384), as registered plans measured it: " + "; ".join(parts))
     if runs:
         h, (lo, hi) = max(runs.items(), key=lambda kv: kv[1][1] / kv[1][0])
         line += (f"; at the edge, runs of one case took {lo:.2f}-{hi:.2f} ms (H = {h}, M = 16384, one H100): near it "
-                 "a CTA-pipelined figure is one of two levels, not a point")
+                 "a CTA-pipelined figure lies between the kept and the lost levels, not at a point")
     return [line + " (docs/validation.md)"]
 
 

@@ -408,6 +408,11 @@ def test_advise_says_where_a_pipelined_producer_loses_its_reuse_and_that_runs_di
     for name, quoted in (("h200-x1-calibrated", False), ("h200-x2-calibrated", True)):
         hw = load_hardware(name)
         assert ("runs of one case took" in A.markdown(model, hw, A.advise(model, hw, (4096,)), "burst")) == quoted
+    # the one-GPU chain kernel is a ctapipe strategy too, but another kernel: a table with it alone gets no line
+    hw = load_hardware("h200-x1-calibrated")
+    df = A.advise(model, hw, (4096,))
+    chain = df.assign(strategy="ctapipe-1gpu", kind="ctapipe", gpus=1, latency_us=df["latency_us"] * 0.9)
+    assert "runs of one case took" not in A.markdown(model, hw, pd.concat([df, chain], ignore_index=True), "burst")
     assert A.producer_edge_lines(["ctapipe"], results_dir=tmp_path) == []
     root = A._results_root(None)
     for folder in ("validation-registered13", "validation-registered83", A.EDGE_RUNS):
