@@ -102,33 +102,43 @@ def predictors(profile: str) -> dict:
             **{name: (survival_profile(base, twin), fam) for name, twin in SURVIVAL_TWINS.items()}}
 
 
-def register() -> pd.DataFrame:
-    """Per GPU, H, variant, predictor and wave: the predicted median tile time (us) of that wave."""
+def tiles(h: int) -> int:
+    """The producer's tiles at M = :data:`M`, K = N = ``h`` (128 x 256 each)."""
+    return (M // 128) * (h // 256)
+
+
+def wave_times(h: int, variant: str, hw, spread: float) -> np.ndarray:
+    """Each wave's predicted median tile time (us) of ``variant``'s producer alone at H = ``h`` on profile ``hw`` with
+    the tickets' ``spread``: its first tile's (``ctasim.costs.order_tile_times``, the producer's order)."""
     from ctasim import costs  # noqa: PLC0415
     from ctasim.spec import Layer  # noqa: PLC0415
     from percta_predict import SLOTS, order_of  # noqa: PLC0415
 
+    layer = Layer(M, h, h, 128, 256)
+    order = order_of(variant, layer.tiles_m, layer.tiles_n)
+    t = costs.order_tile_times(layer, hw, 2, order, SLOTS, kernel="ctapipe", drift=0.0, ticket_spread=spread)
+    return t[::SLOTS][:-(-layer.tiles // SLOTS)] / 1e3
+
+
+def register() -> pd.DataFrame:
+    """Per GPU, H, variant, predictor and wave: the predicted median tile time (us) of that wave."""
     rows = []
     for gpu, (profile, hs) in GPUS.items():
         preds = predictors(profile)
         for h in hs:
-            layer = Layer(M, h, h, 128, 256)
-            waves = -(-layer.tiles // SLOTS)
             for v in VARIANTS:
-                order = order_of(v, layer.tiles_m, layer.tiles_n)
                 for name, (hw, spread) in preds.items():
-                    t = costs.order_tile_times(layer, hw, 2, order, SLOTS, kernel="ctapipe", drift=0.0,
-                                               ticket_spread=spread)[::SLOTS][:waves] / 1e3
                     rows += [dict(gpu=gpu, profile=profile, h=h, m=M, variant=v, predictor=name, spread=spread,
-                                  wave=w, us=float(x)) for w, x in enumerate(t)]
+                                  wave=w, us=float(x)) for w, x in enumerate(wave_times(h, v, hw, spread))]
     return pd.DataFrame(rows)
 
 
-def call_gpu(run_dir: Path) -> str:
-    """The call's GPU (a key of :data:`GPUS`) from ``run_dir/env.txt``; :class:`JudgeError` where it names none."""
+def call_gpu(run_dir: Path, why: str = WHY) -> str:
+    """The call's GPU (a key of :data:`GPUS`) from ``run_dir/env.txt``; :class:`JudgeError` where it names none, or
+    where there is no such file (``why`` says what should have written it)."""
     env = run_dir / "env.txt"
     if not env.is_file():
-        raise JudgeError(f"no {env} ({WHY})")
+        raise JudgeError(f"no {env} ({why})")
     found = sorted({g for g in GPUS if re.search(rf"NVIDIA {g}\b", env.read_text(errors="replace"))})
     if len(found) != 1:
         raise JudgeError(f"{env}: names {' and '.join(found) if found else 'no GPU'} of {', '.join(GPUS)}, "
@@ -155,8 +165,8 @@ def measured(run_dir: Path) -> pd.DataFrame:
                 spread = span_rate(window_spans(t, SLOTS))
             except (OSError, KeyError, ValueError, EOFError) as e:
                 raise JudgeError(f"{f}: not a percta tile table ({type(e).__name__}: {e})") from None
-            if len(t) != (M // 128) * (h // 256):
-                raise JudgeError(f"{f}: {len(t)} tiles, not the {(M // 128) * (h // 256)} of M = {M}, H = {h}")
+            if len(t) != tiles(h):
+                raise JudgeError(f"{f}: {len(t)} tiles, not the {tiles(h)} of M = {M}, H = {h}")
             registered_plan.positive_times(w["measured"], [f"H = {h} {v} wave {i}" for i in w["wave"]], f,
                                            "the median tile time")
             rows += [dict(gpu=gpu, h=h, variant=v, wave=int(r.wave), measured_us=float(r.measured),
@@ -167,16 +177,15 @@ def measured(run_dir: Path) -> pd.DataFrame:
 def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     """Per H, variant and predictor of the call's GPU, over the full waves >= 2: the measured and predicted means
     (us), the error of the mean (%), the mean |error| of the waves' medians (us), and the states."""
-    from percta_predict import SLOTS  # noqa: PLC0415
+    from percta_predict import full_waves  # noqa: PLC0415
 
     gpu = meas["gpu"].iloc[0]
     p = pred[pred["gpu"] == gpu]
     if p.empty:
         raise JudgeError(f"the registration has no rows for {gpu}")
     rows = []
-    for (h, v), m in meas.groupby(["h", "variant"], sort=True):
-        last_full = (M // 128) * (h // 256) // SLOTS - 1
-        m = m[(m["wave"] >= 2) & (m["wave"] <= last_full)].set_index("wave")["measured_us"]
+    for (h, v), run in meas.groupby(["h", "variant"], sort=True):
+        m = full_waves(run, tiles(h)).set_index("wave")["measured_us"]
         mine = p[(p["h"] == h) & (p["variant"] == v)]
         lock = mine[mine["predictor"] == "lockstep"].set_index("wave")["us"].reindex(m.index)
         for name in PREDICTORS:
@@ -188,7 +197,7 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
                              wave_mae_us=float((q - m).abs().mean()),
                              measured_state=state(m.mean() / lock.mean()),
                              predicted_state=state(q.mean() / lock.mean()),
-                             measured_spread=float(meas[(meas["h"] == h) & (meas["variant"] == v)]["spread"].iloc[0])))
+                             measured_spread=float(run["spread"].iloc[0])))
     return pd.DataFrame(rows)
 
 

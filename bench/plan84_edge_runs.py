@@ -67,21 +67,16 @@ CLAIMS = {
 def register() -> pd.DataFrame:
     """Per H: the lockstep and profile means over full waves >= 2 (us) and the full-miss ratio, and the runs asked."""
     import plan83_alone_edge as p83  # noqa: PLC0415
-    from ctasim import costs  # noqa: PLC0415
-    from ctasim.spec import Layer  # noqa: PLC0415
-    from percta_predict import SLOTS, order_of  # noqa: PLC0415
+    from percta_predict import full_waves  # noqa: PLC0415
 
     preds = p83.predictors(p83.GPUS[GPU][0])
     rows = []
     for h in HS:
-        layer = Layer(M, h, h, 128, 256)
-        order = order_of(VARIANT, layer.tiles_m, layer.tiles_n)
-        last = layer.tiles // SLOTS - 1
         mean = {}
         for name in ("lockstep", "profile"):
-            hw, spread = preds[name]
-            t = costs.order_tile_times(layer, hw, 2, order, SLOTS, kernel="ctapipe", drift=0.0, ticket_spread=spread)
-            mean[name] = float(np.mean(t[::SLOTS][2:last + 1])) / 1e3
+            t = p83.wave_times(h, VARIANT, *preds[name])
+            waves = pd.DataFrame({"wave": np.arange(len(t)), "us": t})
+            mean[name] = float(full_waves(waves, p83.tiles(h))["us"].mean())
         rows.append(dict(gpu=GPU, profile=p83.GPUS[GPU][0], h=h, m=M, variant=VARIANT, runs=RUNS,
                          lockstep_us=mean["lockstep"], profile_us=mean["profile"],
                          lost_ratio=mean["profile"] / mean["lockstep"]))
@@ -92,9 +87,7 @@ def measured(run_dir: Path) -> pd.DataFrame:
     """Per H and run: the traced run's early and late mainloop (ns) and their ratio, the untraced run's time (ms)."""
     import plan83_alone_edge as p83  # noqa: PLC0415
 
-    if not (run_dir / "env.txt").is_file():
-        raise JudgeError(f"no {run_dir / 'env.txt'} ({WHY})")
-    gpu = p83.call_gpu(run_dir)
+    gpu = p83.call_gpu(run_dir, WHY)
     if gpu != GPU:
         raise JudgeError(f"{run_dir / 'env.txt'} names an {gpu}; plan 84 is an {GPU}'s")
     parts = []

@@ -411,11 +411,12 @@ def long_k_lines(model: Model, results_dir: Path | None = None) -> list[str]:
             f"{r['naive_err_pct'].min():+.1f} to {r['naive_err_pct'].max():+.1f}%; docs/validation.md)"]
 
 
-EDGE_PLANS = {"H200": (("validation-registered13", "judged.csv"), ("validation-registered14", "judged.csv")),
-              "H100": (("validation-registered83", "means.csv"),)}
+EDGE_PLANS = {"H200": (("validation-registered13", "judged.csv", 12288),
+                       ("validation-registered14", "judged.csv", None)),
+              "H100": (("validation-registered83", "means.csv", None),)}
 """Registered plans 13, 14 (one H200 each) and 83 (one H100): the row-order producer alone's mean tile time over the
 no-miss (lockstep) one, per H (``judged.csv``: ``lockstep_error`` or ``lockstep_mean_error``; ``means.csv``:
-``measured_us`` and ``lockstep``)."""
+``measured_us`` and ``lockstep``), and the H of a table without an ``h`` column (plan 13 ran H = 12288 only)."""
 EDGE_RUNS = "hw-h100/2026-12-06-registered83-1gpu"
 """Plan 83's H100 call: each H's untraced run times (``OUT_H<h>/percta-runs.csv``), the spread between runs at the
 edge."""
@@ -433,7 +434,7 @@ def producer_edge_lines(kinds, results_dir: Path | None = None) -> list[str]:
     root, parts = _results_root(results_dir), []
     for gpu, sources in EDGE_PLANS.items():
         ratios, plans = {}, []
-        for folder, name in sources:
+        for folder, name, only_h in sources:
             path = root / folder / name
             if not path.is_file():
                 continue
@@ -444,7 +445,7 @@ def producer_edge_lines(kinds, results_dir: Path | None = None) -> list[str]:
                 r = d["measured_us"] / d["lockstep"]
             else:
                 r = 1.0 / (1.0 + d["lockstep_mean_error" if "lockstep_mean_error" in d else "lockstep_error"])
-            hs = d["h"] if "h" in d else pd.Series(12288, index=d.index)
+            hs = d["h"] if only_h is None else pd.Series(only_h, index=d.index)
             for h, x in zip(hs, r):
                 ratios.setdefault(int(h), []).append(float(x))
         if ratios:
