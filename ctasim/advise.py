@@ -417,21 +417,30 @@ EDGE_PLANS = {"H200": (("validation-registered13", "judged.csv", 12288),
 """Registered plans 13, 14 (one H200 each) and 83 (one H100): the row-order producer alone's mean tile time over the
 no-miss (lockstep) one, per H (``judged.csv``: ``lockstep_error`` or ``lockstep_mean_error``; ``means.csv``:
 ``measured_us`` and ``lockstep``), and the H of a table without an ``h`` column (plan 13 ran H = 12288 only)."""
-EDGE_RUNS = "hw-h100/2026-12-06-registered83-1gpu"
-"""Plan 83's H100 call: each H's untraced run times (``OUT_H<h>/percta-runs.csv``), the spread between runs at the
-edge."""
+EDGE_RATIOS = {"H100": ("validation-registered84", "cases.csv")}
+"""Registered plan 84 (a second H100 unit): per H its traced runs' late-over-early mainloop ratios (``cases.csv``:
+``ratio_min``, ``ratio_max``), the run-to-run range at the edge on another unit than plan 83's."""
+EDGE_RUNS = ("hw-h100/2026-12-06-registered83-1gpu", "hw-h100/2026-12-06-registered84-1gpu")
+"""Plans 83 and 84's H100 calls: each H's untraced run times (``OUT_H<h>/percta-runs.csv``), the spread between runs at
+the edge (the call and H where it is widest)."""
 EDGE_PRODUCER = "cutlass_ctapipe"
+
+
+def _ratios_by_h(ratios: dict[int, list[float]]) -> str:
+    """``{h: values}`` as "h lo-hix, ..." (one figure where they agree to 0.005)."""
+    return ", ".join(f"{h} {min(x):.2f}" + (f"-{max(x):.2f}" if max(x) - min(x) >= 0.005 else "") + "x"
+                     for h, x in sorted(ratios.items()))
 
 
 def producer_edge_lines(kinds, results_dir: Path | None = None) -> list[str]:
     """Where a CTA-pipelined strategy is priced on two or more GPUs (``ctapipe`` or ``hybrid`` in ``kinds``, the kinds
     of those strategies; the one-GPU chain kernel is another kernel): registered plans 13, 14 and
     83's producer alone in row order (``cutlass_ctapipe``'s), its mean tile time over the no-miss one
-    per GPU and H, and the spread of plan 83's untraced runs at the H where they spread most (from the committed
-    tables; nothing where this installation has none)."""
+    per GPU and H, plan 84's run-to-run ratios on a second H100, and the spread of plans 83 and 84's untraced runs
+    at the call and H where they spread most (from the committed tables; nothing where this installation has none)."""
     if not {"ctapipe", "hybrid"} & set(kinds):
         return []
-    root, parts = _results_root(results_dir), []
+    root, parts, units = _results_root(results_dir), [], False
     for gpu, sources in EDGE_PLANS.items():
         ratios, plans = {}, []
         for folder, name, only_h in sources:
@@ -451,24 +460,32 @@ def producer_edge_lines(kinds, results_dir: Path | None = None) -> list[str]:
         if ratios:
             who = (f"{gpu}s (plans {', '.join(plans)}, one GPU each)" if len(plans) > 1
                    else f"an {gpu} (plan {plans[0]})")
-            parts.append(who + " " + ", ".join(
-                f"{h} {min(x):.2f}" + (f"-{max(x):.2f}" if max(x) - min(x) >= 0.005 else "") + "x"
-                for h, x in sorted(ratios.items())))
+            parts.append(who + " " + _ratios_by_h(ratios))
+        folder, name = EDGE_RATIOS.get(gpu, (None, None))
+        if folder and (root / folder / name).is_file():
+            d = pd.read_csv(root / folder / name)
+            ranges = {int(h): [lo, hi] for h, lo, hi in zip(d["h"], d["ratio_min"], d["ratio_max"])}
+            parts.append(f"{'a second' if ratios else 'an'} {gpu} (plan "
+                         f"{folder.removeprefix('validation-registered')}, each run's late mainloop over its early "
+                         "one) " + _ratios_by_h(ranges))
+            units |= bool(ratios)
     runs = {}
-    for f in sorted((root / EDGE_RUNS).glob("OUT_H*/percta-runs.csv")):
-        t = pd.read_csv(f)
-        t = t.loc[t["variant"] == EDGE_PRODUCER, "plain_ms"]
-        if len(t):
-            runs[int(f.parent.name.removeprefix("OUT_H"))] = (float(t.min()), float(t.max()))
+    for call in EDGE_RUNS:
+        for f in sorted((root / call).glob("OUT_H*/percta-runs.csv")):
+            t = pd.read_csv(f)
+            t = t.loc[t["variant"] == EDGE_PRODUCER, "plain_ms"]
+            if len(t):
+                runs[(call, int(f.parent.name.removeprefix("OUT_H")))] = (float(t.min()), float(t.max()))
     if not parts:
         return []
     line = ("ctahw's CTA-pipelined producer in row order (cutlass_ctapipe, one CTA per tile), alone on one GPU, keeps "
             "its weights' L2 reuse at small H and loses it, gradually or suddenly, as H grows; its mean tile time "
             "over the no-miss one by H (M = 12288-16384), as registered plans measured it: " + "; ".join(parts))
     if runs:
-        h, (lo, hi) = max(runs.items(), key=lambda kv: kv[1][1] / kv[1][0])
-        line += (f"; at the edge, runs of one case took {lo:.2f}-{hi:.2f} ms (H = {h}, M = 16384, one H100): near it "
-                 "a CTA-pipelined figure lies between the kept and the lost levels, not at a point")
+        (_, h), (lo, hi) = max(runs.items(), key=lambda kv: kv[1][1] / kv[1][0])
+        line += (f"; at the edge, runs of one case took {lo:.2f}-{hi:.2f} ms (H = {h}, M = 16384, one H100)"
+                 + (", and the edge's H differs between two GPUs of one kind" if units else "")
+                 + ": near it a CTA-pipelined figure lies between the kept and the lost levels, not at a point")
     return [line + " (docs/validation.md)"]
 
 

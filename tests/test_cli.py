@@ -389,7 +389,8 @@ def test_advise_says_what_the_operands_and_the_machine_leave_out(tmp_path):
 
 def test_advise_says_where_a_pipelined_producer_loses_its_reuse_and_that_runs_differ_there(tmp_path):
     """Where a CTA-pipelined strategy is priced on two or more GPUs, registered plans 13, 14 and 83's producer alone by
-    H (its mean tile time over the no-miss one, from their committed tables) and plan 83's runs at the edge; nothing
+    H (its mean tile time over the no-miss one, from their committed tables), plan 84's runs on a second H100 and the
+    widest spread of runs at the edge; nothing
     without one (a one-GPU profile's table: its chain kernel is another kernel), nor where an installation has none of
     the tables; a table gone leaves its plan out."""
     import shutil
@@ -399,7 +400,9 @@ def test_advise_says_where_a_pipelined_producer_loses_its_reuse_and_that_runs_di
     (line,) = A.producer_edge_lines(["sequential", "microbatch", "ctapipe", "tp"])
     assert "H200s (plans 13, 14, one GPU each) 10240 1.07x, 11264 1.31x, 12288 1.32-1.35x" in line
     assert "an H100 (plan 83) 8192 1.15x, 9216 1.49x, 10240 2.02x, 11264 2.08x" in line
-    assert "runs of one case took 4.73-6.46 ms (H = 9216, M = 16384, one H100)" in line
+    assert ("a second H100 (plan 84, each run's late mainloop over its early one) 8704 1.86-1.97x, 9216 1.08-2.02x, "
+            "9728 1.98-2.09x") in line
+    assert "runs of one case took 4.91-7.19 ms (H = 9216, M = 16384, one H100), and the edge's H differs" in line
     assert A.producer_edge_lines(["sequential", "ctapipe"]) == A.producer_edge_lines(["hybrid"])
     assert A.producer_edge_lines(["sequential"]) == []
     from ctasim.spec import load_hardware, load_model
@@ -415,10 +418,16 @@ def test_advise_says_where_a_pipelined_producer_loses_its_reuse_and_that_runs_di
     assert "runs of one case took" not in A.markdown(model, hw, pd.concat([df, chain], ignore_index=True), "burst")
     assert A.producer_edge_lines(["ctapipe"], results_dir=tmp_path) == []
     root = A._results_root(None)
-    for folder in ("validation-registered13", "validation-registered83", A.EDGE_RUNS):
+    for folder in ("validation-registered13", "validation-registered83", A.EDGE_RUNS[0]):
         shutil.copytree(root / folder, tmp_path / folder)
     (line,) = A.producer_edge_lines(["ctapipe"], results_dir=tmp_path)
     assert "an H200 (plan 13) 12288 1.32-1.35x; an H100 (plan 83)" in line and "10240 1.07x" not in line
+    # one H100's call alone: its own runs' spread, and no word of a second unit
+    assert "took 4.73-6.46 ms (H = 9216, M = 16384, one H100): near it" in line and "second" not in line
+    alone = tmp_path / "84"
+    shutil.copytree(root / "validation-registered84", alone / "validation-registered84")
+    (line,) = A.producer_edge_lines(["ctapipe"], results_dir=alone)
+    assert "as registered plans measured it: an H100 (plan 84, each run's late" in line and "differs" not in line
 
 
 def test_advise_says_where_the_machine_decides_the_long_k_error(tmp_path):

@@ -119,3 +119,29 @@ def test_a_run_under_the_no_miss_level_is_outside_the_range(p84, tmp_path):
     runs = {**EDGE_RUNS, 8704: [1.2, 0.9, 1.3]}
     c, cl = _judge(p84, _call(p84, tmp_path / "run", runs), tmp_path)
     assert c.set_index("h").loc[8704, "outside"] == 5 and not cl.loc["a", "met"]
+
+
+def test_the_committed_h100_call_judges_as_committed(p84, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-06-registered84-1gpu) judged again gives the committed tables, and what
+    docs/validation.md reads off them: (a), (b) and (e) met, (c) and (d) missed, as registered."""
+    root = p84.ROOT
+    run = root / "bench/results/hw-h100/2026-12-06-registered84-1gpu"
+    c, cl = _judge(p84, run, tmp_path)
+    assert (tmp_path / "judged" / "cases.csv").read_text() == (
+        root / "bench/results/validation-registered84/cases.csv").read_text()
+    assert list(cl.met) == [True, True, False, False, True]
+    assert cl.provenance.str.startswith("registered: predictions added in 5d7e36e9").all()
+    committed = pd.read_csv(root / "bench/results/validation-registered84/claims.csv").set_index("claim")
+    assert cl.drop(columns="provenance").equals(committed.drop(columns="provenance"))
+
+
+def test_docs_quote_the_committed_runs(p84):
+    """docs/validation.md's plan 84 table is the committed cases.csv: each H's ratios, lost runs, range and times."""
+    doc = (p84.ROOT / "docs/validation.md").read_text().split("### Registered plan 84")[1].split("\n### ")[0]
+    c = pd.read_csv(p84.ROOT / "bench/results/validation-registered84/cases.csv")
+    for r in c.itertuples():
+        line = next(x for x in doc.splitlines() if x.startswith(f"| {r.h} | "))
+        want = (f"| {r.h} | {r.ratio_min:.2f} / {r.ratio_median:.2f} / {r.ratio_max:.2f} | "
+                f"{round(r.lost_share * r.runs)} of {r.runs} | {r.range_lo:.2f}-{r.range_hi:.2f} | "
+                f"{r.plain_ms_min:.2f} / {r.plain_ms_median:.2f} / {r.plain_ms_max:.2f} |")
+        assert line == want, (line, want)
