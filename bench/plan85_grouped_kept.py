@@ -1,0 +1,215 @@
+"""Registered plan 85: do the producers the advice picks keep their L2 reuse where row order loses it?
+
+    python bench/plan85_grouped_kept.py --register [--out bench/predictions/reg85-grouped-kept]
+    python bench/plan85_grouped_kept.py --judge RUN_DIR [--registered bench/predictions/reg85-grouped-kept]
+                                        [--out bench/results/validation-registered85]
+    # the measurement (one H100 or H200, one call): per H of :data:`HS`,
+    # python -m ctahw.percta RUN_DIR/OUT_H<h> --h <h> --ms 16384 --variants <VARIANTS>
+
+Registered plans 83 and 84 found the one-CTA-per-tile producer alone in row order (``cutlass_ctapipe``) losing its
+weights' L2 reuse on an H100 from H = 8704-10240 (by the GPU) and anywhere between the no-miss and the full-miss levels
+near that edge. ``ctasim advise`` prices the CTA-pipelined strategies at both ends on the mechanism profiles
+(``ctasim.advise.kept_reuse``) and finds the answer the same either way, because the designs it picks order the
+producer's tiles in groups of row-blocks (``cutlass_ctapipe_w21g4``, ``_w21g8``), which the model prices as keeping
+their reuse whatever the spread (the profile's level is the lockstep one, 0.0%). No committed run has these producers
+on an H100, nor at these H on an H200. Plan 85 asks whether they keep it where row order lost it: the producer alone
+(``ctahw.percta``, M = 16384) of row order, the row-block pairs (``_w21``: 2x1, a counter-waiting consumer's) and the
+two grouped designs at H = 9216-12288 (:data:`HS`), five traced and five untraced rested runs per case, on whichever
+GPU the call gets (its mechanism profile, :data:`GPUS`).
+
+Predictors of each full wave's median tile time (acquire to compute end; :data:`PREDICTORS`), as registered plan 83
+computes them (:func:`plan83_alone_edge.wave_times`):
+
+* ``flat``: every tile at the profile's tile rate, no memory hierarchy (``ctasim.predict.without_memory``: the naive
+  predictor);
+* ``lockstep``: the memory hierarchy over the producer's order with its CTAs in step (the kept level);
+* ``profile``: the profile as it is (its family config's ticket spread, the threshold law in "thrash").
+
+Claims (:data:`CLAIMS`), judged on the call's GPU. No adoption rule: nothing here changes a profile.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+import registered_plan  # noqa: E402
+
+M = 16384
+HS = (9216, 10240, 11264, 12288)
+GPUS = {"H100": "h100-x8-mechanism", "H200": "h200-x2-mechanism"}
+"""The call's GPU and the mechanism profile it is predicted on."""
+ROW, PAIRS, G4, G8 = "cutlass_ctapipe", "cutlass_ctapipe_w21", "cutlass_ctapipe_w21g4", "cutlass_ctapipe_w21g8"
+VARIANTS = (ROW, PAIRS, G4, G8)
+GROUPED = (G4, G8)
+PREDICTORS = ("flat", "lockstep", "profile")
+RUNS = 5
+LEVEL = 0.05
+ESCAPE = 1.15
+"""A traced run whose late mainloop (waves >= 2) is this many times its early one (waves 0-1) or more has lost part of
+its reuse (plan 84's row-order runs: kept 1.08, lost 1.58-2.09)."""
+REGISTERED = ROOT / "bench/predictions/reg85-grouped-kept"
+JudgeError = registered_plan.JudgeError
+WHY = ("plan 85's call runs python -m ctahw.percta RUN_DIR/OUT_H<h> --h <h> --ms 16384 --variants "
+       + ",".join(VARIANTS) + " per H, and writes RUN_DIR/env.txt")
+CLAIMS = {
+    "a": f"grouped producers (w21g4, w21g8): the profile's mean over full waves >= 2 within {LEVEL:.0%} of the "
+         "measured at every H",
+    "b": f"grouped producers: every traced run's late-over-early mainloop ratio under {ESCAPE:g} (no run loses its "
+         "reuse)",
+    "c": "grouped producers: the profile's mean |error| of the mean at most half the flat (naive) predictor's over "
+         "the eight cases",
+    "d": "at every H the fastest of the four producers (measured mean) is a grouped one",
+    "e": "pairs (w21): lockstep's mean nearer the measured than the profile's at every H (plan 83's pairs kept their "
+         "reuse)",
+}
+
+
+def tiles(h: int) -> int:
+    """The producer's tiles at M = :data:`M`, K = N = ``h`` (128 x 256 each)."""
+    return (M // 128) * (h // 256)
+
+
+def predictors(profile: str) -> dict:
+    """Per predictor of :data:`PREDICTORS`: (profile, ticket spread) on the mechanism profile ``profile``."""
+    from ctasim.predict import without_memory  # noqa: PLC0415
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+
+    base = load_hardware(profile)
+    return {"flat": (without_memory(base), 0.0), "lockstep": (base, 0.0),
+            "profile": (base, base.config(128, 256, kernel="ctapipe").ticket_spread)}
+
+
+def flat_times(h: int, hw) -> np.ndarray:
+    """Each wave's tile time (us) with no memory hierarchy: the profile's one tile time (``ctasim.costs.gemm_tile_ns``)
+    in every wave."""
+    from ctasim import costs  # noqa: PLC0415
+    from ctasim.spec import Layer  # noqa: PLC0415
+
+    waves = -(-tiles(h) // 132)
+    return np.full(waves, costs.gemm_tile_ns(Layer(M, h, h, 128, 256), hw, 2, "ctapipe") / 1e3)
+
+
+def register() -> pd.DataFrame:
+    """Per GPU, H, variant, predictor and wave: the predicted median tile time (us) of that wave."""
+    import plan83_alone_edge as p83  # noqa: PLC0415
+
+    rows = []
+    for gpu, profile in GPUS.items():
+        preds = predictors(profile)
+        for h in HS:
+            for v in VARIANTS:
+                for name, (hw, spread) in preds.items():
+                    t = flat_times(h, hw) if name == "flat" else p83.wave_times(h, v, hw, spread)
+                    rows += [dict(gpu=gpu, profile=profile, h=h, m=M, variant=v, predictor=name, spread=spread,
+                                  wave=w, us=float(x)) for w, x in enumerate(t)]
+    return pd.DataFrame(rows)
+
+
+def measured(run_dir: Path) -> pd.DataFrame:
+    """Per H, variant and wave of the call's GPU: the median-span traced run's median tile time (us); and per traced
+    run its late-over-early mainloop ratio (``ratio``, one row per run with ``wave`` = -1)."""
+    import plan83_alone_edge as p83  # noqa: PLC0415
+    from percta_predict import wave_medians  # noqa: PLC0415
+
+    gpu = p83.call_gpu(run_dir, WHY)
+    rows = []
+    for h in HS:
+        runs_f = run_dir / f"OUT_H{h}" / "percta-runs.csv"
+        if not runs_f.is_file():
+            raise JudgeError(f"no {runs_f} ({WHY})")
+        try:
+            runs = pd.read_csv(runs_f)[["variant", "run", "mainloop_early_ns", "mainloop_late_ns"]]
+        except (OSError, KeyError, ValueError) as e:
+            raise JudgeError(f"{runs_f}: not a percta runs table ({type(e).__name__}: {e})") from None
+        for v in VARIANTS:
+            f = run_dir / f"OUT_H{h}" / f"percta-tiles-{M}-{v}.csv.gz"
+            if not f.is_file():
+                raise JudgeError(f"no {f} ({WHY})")
+            try:
+                t = pd.read_csv(f)
+                w = wave_medians(t)
+            except (OSError, KeyError, ValueError, EOFError) as e:
+                raise JudgeError(f"{f}: not a percta tile table ({type(e).__name__}: {e})") from None
+            if len(t) != tiles(h):
+                raise JudgeError(f"{f}: {len(t)} tiles, not the {tiles(h)} of M = {M}, H = {h}")
+            registered_plan.positive_times(w["measured"], [f"H = {h} {v} wave {i}" for i in w["wave"]], f,
+                                           "the median tile time")
+            rows += [dict(gpu=gpu, h=h, variant=v, wave=int(r.wave), measured_us=float(r.measured), run=-1,
+                          ratio=np.nan) for r in w.itertuples()]
+            r = runs[runs["variant"] == v]
+            if len(r) != RUNS:
+                raise JudgeError(f"{runs_f}: {len(r)} runs of {v}, not the {RUNS} plan 85 asks")
+            for col in ("mainloop_early_ns", "mainloop_late_ns"):
+                registered_plan.positive_times(r[col], [f"H = {h} {v} run {i}" for i in r["run"]], runs_f, col)
+            rows += [dict(gpu=gpu, h=h, variant=v, wave=-1, measured_us=np.nan, run=int(x.run),
+                          ratio=x.mainloop_late_ns / x.mainloop_early_ns) for x in r.itertuples()]
+    return pd.DataFrame(rows)
+
+
+def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
+    """Per H, variant and predictor of the call's GPU: the measured and predicted means over full waves >= 2 (us),
+    the error of the mean (%), and the traced runs' ratios (min, max)."""
+    from percta_predict import full_waves  # noqa: PLC0415
+
+    gpu = meas["gpu"].iloc[0]
+    p = pred[pred["gpu"] == gpu]
+    if p.empty:
+        raise JudgeError(f"the registration has no rows for {gpu}")
+    rows = []
+    for (h, v), g in meas.groupby(["h", "variant"], sort=True):
+        waves, runs = g[g["wave"] >= 0], g[g["wave"] < 0]
+        m = full_waves(waves, tiles(h)).set_index("wave")["measured_us"]
+        mine = p[(p["h"] == h) & (p["variant"] == v)]
+        for name in PREDICTORS:
+            q = mine[mine["predictor"] == name].set_index("wave")["us"].reindex(m.index)
+            if q.isna().any():
+                raise JudgeError(f"the registration has no {name} prediction of {gpu} H = {h} {v} at every full wave")
+            rows.append(dict(gpu=gpu, h=h, variant=v, predictor=name, waves=len(m), measured_us=float(m.mean()),
+                             predicted_us=float(q.mean()), mean_err_pct=(q.mean() / m.mean() - 1) * 100,
+                             ratio_min=float(runs["ratio"].min()), ratio_max=float(runs["ratio"].max())))
+    return pd.DataFrame(rows)
+
+
+def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
+    grouped = c[c["variant"].isin(GROUPED)]
+    by = {name: grouped[grouped["predictor"] == name] for name in PREDICTORS}
+    prof, flat = by["profile"], by["flat"]
+    worst = prof.loc[prof["mean_err_pct"].abs().idxmax()]
+    means = c[c["predictor"] == "profile"].pivot(index="h", columns="variant", values="measured_us")
+    fastest = means.idxmin(axis=1)
+    pairs = c[c["variant"] == PAIRS].pivot(index="h", columns="predictor", values="mean_err_pct")
+    prof_mape, flat_mape = prof["mean_err_pct"].abs().mean(), flat["mean_err_pct"].abs().mean()
+    rows = [
+        ("a", f"worst {worst['mean_err_pct']:+.1f}% ({worst['variant'].removeprefix('cutlass_ctapipe_')} at "
+              f"H = {worst['h']})", bool((prof["mean_err_pct"].abs() <= LEVEL * 100).all())),
+        ("b", f"ratios {prof['ratio_min'].min():.2f}-{prof['ratio_max'].max():.2f}",
+         bool((prof["ratio_max"] < ESCAPE).all())),
+        ("c", f"{prof_mape:.1f}% against {flat_mape:.1f}%", bool(prof_mape <= flat_mape / 2)),
+        ("d", ", ".join(f"{h}: {v.removeprefix('cutlass_ctapipe_') if v != ROW else 'row'}" for h, v in
+                        fastest.items()), bool(fastest.isin(GROUPED).all())),
+        ("e", ", ".join(f"{h}: {r['lockstep']:+.1f} / {r['profile']:+.1f}%" for h, r in pairs.iterrows()),
+         bool((pairs["lockstep"].abs() < pairs["profile"].abs()).all())),
+    ]
+    return registered_plan.claims_table(rows, CLAIMS, provenance)
+
+
+PLAN = registered_plan.Plan(
+    name="plan85_grouped_kept", description=__doc__.splitlines()[0], registered=REGISTERED,
+    results=ROOT / "bench/results/validation-registered85", register=register, measured=measured, cases=cases,
+    claims=claims, first_file=lambda run_dir: run_dir / "env.txt")
+
+
+def main(argv: list[str] | None = None) -> int:
+    return registered_plan.main(PLAN, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

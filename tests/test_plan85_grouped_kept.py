@@ -1,0 +1,163 @@
+"""bench/plan85_grouped_kept.py: registered plan 85's registration (the grouped producers at the kept level), its judge
+on made-up calls whose producers run at a named predictor's times, and calls it must refuse (no GPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+from tests.test_plan83_alone_edge import ENV
+
+
+@pytest.fixture(scope="module")
+def p85():
+    return load_bench("plan85_grouped_kept")
+
+
+@pytest.fixture(scope="module")
+def registered(p85):
+    return pd.read_csv(p85.REGISTERED / "predicted.csv")
+
+
+def _means(p85, registered):
+    from percta_predict import full_waves
+
+    rows = [dict(gpu=g, h=h, variant=v, predictor=p, us=full_waves(x, p85.tiles(h))["us"].mean())
+            for (g, h, v, p), x in registered.groupby(["gpu", "h", "variant", "predictor"])]
+    return pd.DataFrame(rows).set_index(["gpu", "h", "variant", "predictor"])["us"]
+
+
+def test_the_registration_is_what_the_model_gives(p85, registered):
+    """Every GPU, H, producer and predictor, each wave; the grouped producers' profile at their lockstep level, the
+    pairs' over it, row order's far over it (its lost level), and the flat predictor one time for all."""
+    assert set(registered.gpu) == set(p85.GPUS) and sorted(set(registered.h)) == list(p85.HS)
+    assert set(registered.variant) == set(p85.VARIANTS) and set(registered.predictor) == set(p85.PREDICTORS)
+    mine = registered[(registered.gpu == "H100") & (registered.h == 10240) & (registered.variant == p85.G8)]
+    import plan83_alone_edge as p83
+    hw, spread = p85.predictors("h100-x8-mechanism")["profile"]
+    assert np.allclose(mine[mine.predictor == "profile"].sort_values("wave").us, p83.wave_times(10240, p85.G8, hw,
+                                                                                               spread), atol=1e-3)
+    m = _means(p85, registered)
+    for gpu in p85.GPUS:
+        for h in p85.HS:
+            at = m.loc[gpu, h]
+            for v in p85.GROUPED:
+                assert at.loc[v, "profile"] == pytest.approx(at.loc[v, "lockstep"], rel=1e-3)
+                assert at.loc[v, "flat"] < at.loc[v, "lockstep"]
+            assert at.loc[p85.PAIRS, "profile"] > at.loc[p85.PAIRS, "lockstep"] * 1.03
+            assert at.loc[p85.ROW, "profile"] > at.loc[p85.ROW, "lockstep"] * 1.4
+            assert len({round(at.loc[v, "flat"], 3) for v in p85.VARIANTS}) == 1
+
+
+def _call(p85, registered, run, gpu="H100", times=None, ratios=None):
+    """A made-up call on ``gpu``: every tile of (H, variant) runs the registered per-wave time of ``times[v]`` (a
+    predictor's name; default lockstep); each traced run's late mainloop ``ratios[v]`` (default 1.02) times its early
+    one of 100 us."""
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "env.txt").write_text("index, name, uuid, serial, driver_version, clocks.current.sm [MHz]\n"
+                                 + ENV[gpu] + "\n")
+    for h in p85.HS:
+        (run / f"OUT_H{h}").mkdir()
+        runs = []
+        for v in p85.VARIANTS:
+            name = (times or {}).get(v, "lockstep")
+            us = registered[(registered.gpu == gpu) & (registered.h == h) & (registered.variant == v)
+                            & (registered.predictor == name)].sort_values("wave")["us"].to_numpy()
+            cta = np.arange(p85.tiles(h))
+            start = cta * 40 + (cta // 132) * 300_000
+            end = start + 500 + (us[cta // 132] * 1e3).astype(np.int64)
+            pd.DataFrame({"cta": cta, "sm": cta % 132, "t_start": start, "t_acquire": start + 500,
+                          "t_mainloop_end": end - 1000, "t_compute_end": end}).to_csv(
+                run / f"OUT_H{h}" / f"percta-tiles-{p85.M}-{v}.csv.gz", index=False)
+            r = np.resize(np.asarray((ratios or {}).get(v, [1.02]), dtype=float), p85.RUNS)
+            runs.append(pd.DataFrame({"m": p85.M, "variant": v, "run": np.arange(p85.RUNS), "plain_ms": 5.0,
+                                      "mainloop_early_ns": 100_000.0, "mainloop_late_ns": 100_000.0 * r}))
+        pd.concat(runs).to_csv(run / f"OUT_H{h}" / "percta-runs.csv", index=False)
+    return run
+
+
+def _judge(p85, run, tmp_path):
+    out = tmp_path / "judged"
+    assert p85.main(["--judge", str(run), "--out", str(out)]) == 0
+    return pd.read_csv(out / "cases.csv"), pd.read_csv(out / "claims.csv").set_index("claim")
+
+
+def test_a_call_that_runs_as_the_model_says_meets_every_claim(p85, as_modelled):
+    """The grouped producers at the profile's (kept) level, the pairs at lockstep, row order lost: every claim met."""
+    c = as_modelled
+    cl = p85.claims(c, "post-hoc").set_index("claim")
+    assert cl.met.all(), cl
+    prof = c[c.predictor == "profile"]
+    assert np.allclose(prof[prof.variant.isin(p85.GROUPED)].mean_err_pct, 0, atol=0.01)
+    assert cl.loc["d", "value"] == "9216: w21g8, 10240: w21g8, 11264: w21g8, 12288: w21g8"
+
+
+def test_grouped_producers_that_lose_their_reuse_miss_the_claims(p85, registered, tmp_path):
+    """The grouped producers as slow as row order's lost level would make them (their time x 1.5) and escaping in
+    every run; the pairs at the profile's level: every claim missed."""
+    run = _call(p85, registered, tmp_path / "run", times={p85.PAIRS: "profile", p85.ROW: "lockstep"},
+                ratios={p85.G4: [1.02, 1.6], p85.G8: [1.9]})
+    c, cl = _judge(p85, run, tmp_path)
+    assert cl.loc[["b", "e"], "met"].tolist() == [False, False]
+    d = c.copy()
+    slow = d.variant.isin(p85.GROUPED)
+    d.loc[slow, "measured_us"] *= 1.5
+    d.loc[slow, "mean_err_pct"] = (d.loc[slow, "predicted_us"] / d.loc[slow, "measured_us"] - 1) * 100
+    assert p85.claims(d, "post-hoc").met.tolist() == [False, False, False, False, False]
+
+
+def test_the_naive_predictor_can_win(p85, registered, tmp_path):
+    """Grouped producers at the flat predictor's times: (a) holds only where the profile is within 5% of flat, and (c)
+    is missed (flat exact)."""
+    run = _call(p85, registered, tmp_path / "run", times={p85.G4: "flat", p85.G8: "flat"})
+    c, cl = _judge(p85, run, tmp_path)
+    assert not cl.loc["c", "met"]
+    worst = c[(c.predictor == "profile") & c.variant.isin(p85.GROUPED)].mean_err_pct.max()
+    assert cl.loc["a", "met"] == (worst <= 5.0) and worst > 2.0
+
+
+@pytest.fixture(scope="module")
+def as_modelled(p85, registered, tmp_path_factory):
+    """The cases of a call that runs as the model says (row order at its lost level), judged once."""
+    tmp = tmp_path_factory.mktemp("p85")
+    return _judge(p85, _call(p85, registered, tmp / "run", times={p85.ROW: "profile"}), tmp)[0]
+
+
+@pytest.mark.parametrize("claim, variant, column, value, met", [
+    ("a", "cutlass_ctapipe_w21g8", "mean_err_pct", 4.9, True),
+    ("a", "cutlass_ctapipe_w21g8", "mean_err_pct", -5.1, False),
+    ("b", "cutlass_ctapipe_w21g4", "ratio_max", 1.149, True),
+    ("b", "cutlass_ctapipe_w21g4", "ratio_max", 1.15, False),
+])
+def test_each_claim_turns_at_its_edge(p85, as_modelled, claim, variant, column, value, met):
+    c = as_modelled.copy()
+    c.loc[(c.variant == variant) & (c.h == 10240) & (c.predictor == "profile"), column] = value
+    assert p85.claims(c, "post-hoc").set_index("claim").loc[claim, "met"] == met
+
+
+def test_an_h200_call_is_judged_on_the_h200_rows(p85, registered, tmp_path):
+    run = _call(p85, registered, tmp_path / "run", gpu="H200", times={p85.ROW: "profile"})
+    c, cl = _judge(p85, run, tmp_path)
+    assert set(c.gpu) == {"H200"} and cl.loc[["a", "b", "d", "e"], "met"].all()
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda run: (run / "env.txt").unlink(), "run/env.txt (plan 85's call"),
+    (lambda run: (run / "OUT_H12288" / "percta-runs.csv").unlink(), "OUT_H12288/percta-runs.csv (plan 85's call"),
+    (lambda run: (run / "OUT_H9216" / "percta-tiles-16384-cutlass_ctapipe_w21g8.csv.gz").unlink(),
+     "percta-tiles-16384-cutlass_ctapipe_w21g8.csv.gz (plan 85's call"),
+    (lambda run: pd.read_csv(run / "OUT_H9216" / "percta-runs.csv").iloc[1:].to_csv(
+        run / "OUT_H9216" / "percta-runs.csv", index=False), "4 runs of cutlass_ctapipe, not the 5"),
+    (lambda run: pd.read_csv(run / "OUT_H9216" / "percta-tiles-16384-cutlass_ctapipe.csv.gz").iloc[1:].to_csv(
+        run / "OUT_H9216" / "percta-tiles-16384-cutlass_ctapipe.csv.gz", index=False), "4607 tiles, not the 4608"),
+])
+def test_a_call_it_cannot_judge_is_refused_in_one_line(p85, registered, tmp_path, capsys, damage, message):
+    run = _call(p85, registered, tmp_path / "run")
+    damage(run)
+    out = tmp_path / "judged"
+    assert p85.main(["--judge", str(run), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("plan85_grouped_kept: ") and message in err and "\n" not in err, err
+    assert not out.exists()
