@@ -25,6 +25,11 @@ strategies have been predicted before they were measured, and how close the mode
 bases' by name, every other profile's in one summary; per kind, the pooled record of every registration,
 ``bench/results/registered-record/record.csv``, written by ``bench/registered_record.py``).
 
+Where the profile prices the CTA-pipelined one-CTA-per-tile grids with a ticket spread (the mechanism profiles), the
+pipelined strategies on two or more GPUs are priced again with that spread at 0 (:func:`kept_reuse`: the grids keep
+their weights' L2 reuse), and the answer says how far they move and whether the verdict changes between the two ends:
+registered plans 83 and 84 measured the producer alone anywhere between them near the edge of its reuse.
+
 Left out: attention and everything else :attr:`ctasim.spec.Model.leaves_out` names; the placement of deeper chains on
 fewer GPUs (layers = GPUs for the pipelined strategies here); invariant checks (the predictions are the same; ``ctasim
 run`` checks them).
@@ -144,13 +149,43 @@ def left_out(exp: Experiment) -> dict[str, str]:
 
 def advise(model: Model, hw: Hardware, tokens=TOKENS, gpus: int | None = None, regime: str = "burst",
            jobs: int = 1, scheduler=None) -> pd.DataFrame:
-    """One row per (tokens, strategy): latency, GPUs, the variant chosen, and speed-up over the best other."""
+    """One row per (tokens, strategy): latency, GPUs, the variant chosen, and, for a CTA-pipelined strategy on two or
+    more GPUs where the profile prices its one-CTA-per-tile grids with a ticket spread, ``kept_us`` and
+    ``kept_variant``: its latency and design (the fastest again) with those grids keeping their L2 reuse
+    (:func:`kept_reuse`; NaN and "" elsewhere)."""
     exp = experiment(model, hw, tokens, gpus, regime)
+    df = fastest_design(_latencies(exp, jobs, scheduler)).assign(kept_us=float("nan"), kept_variant="")
+    kept = kept_reuse(hw)
+    again = tuple(x for x in exp.strategies if x.kind in PIPELINED and x.gpus != 1)  # not the one-GPU chain kernel
+    if kept is None or not again:
+        return df
+    low = fastest_design(_latencies(dataclasses.replace(exp, hardware=kept, strategies=again), jobs, scheduler))
+    low = low.set_index(["tokens", "strategy"])
+    for i, r in df.iterrows():
+        if (r["tokens"], r["strategy"]) in low.index:
+            df.loc[i, ["kept_us", "kept_variant"]] = low.loc[(r["tokens"], r["strategy"]), ["latency_us", "variant"]].values
+    return df
+
+
+def _latencies(exp: Experiment, jobs: int, scheduler) -> pd.DataFrame:
+    """``exp`` run: one row per (tokens, strategy label) with its kind, GPUs, variant and latency."""
     df, _ = run_experiment(exp, check=False, jobs=jobs, scheduler=scheduler)
     df = df.rename(columns={"m": "tokens"}) if "m" in df.columns else df.assign(
         tokens=df["case"].str.removeprefix("m=").astype(int))
-    df = df[["tokens", "strategy", "kind", "gpus", "variant", "latency_us"]].reset_index(drop=True)
-    return fastest_design(df)
+    return df[["tokens", "strategy", "kind", "gpus", "variant", "latency_us"]].reset_index(drop=True)
+
+
+def kept_reuse(hw: Hardware) -> Hardware | None:
+    """``hw`` with the ticket spread of its one-CTA-per-tile configs (``kernel = "ctapipe"``, ``ticket_spread`` > 0)
+    at 0: their tiles read their panels in lockstep and keep the L2 reuse the spread costs them (the chain kernel's
+    configs as they are); None where the profile has no such config. Registered plans 83 and 84 measured the producer
+    alone between this level and the profile's (45 of 45 runs of plan 84 inside), and where between it lands moved
+    with H, the run and the GPU: the low end of the range a pipelined figure near that edge has."""
+    if not any(c.kernel == "ctapipe" and c.ticket_spread > 0 for c in hw.kernel_configs):
+        return None
+    return dataclasses.replace(hw, kernel_configs=tuple(
+        dataclasses.replace(c, ticket_spread=0.0) if c.kernel == "ctapipe" and c.ticket_spread > 0 else c
+        for c in hw.kernel_configs))
 
 
 def fastest_design(df: pd.DataFrame) -> pd.DataFrame:
@@ -430,6 +465,43 @@ def _ratios_by_h(ratios: dict[int, list[float]]) -> str:
     """``{h: values}`` as "h lo-hix, ..." (one figure where they agree to 0.005)."""
     return ", ".join(f"{h} {min(x):.2f}" + (f"-{max(x):.2f}" if max(x) - min(x) >= 0.005 else "") + "x"
                      for h, x in sorted(ratios.items()))
+
+
+def kept_changes(df: pd.DataFrame) -> list[str]:
+    """Per token count where it changes between the profile's level and the kept one (``kept_us``, where there is
+    one): the fastest strategy, or else the CTA-pipelined verdict (``pipelined_vs_other`` against 1); empty where
+    neither does or nothing was priced at the kept level."""
+    if "kept_us" not in df or df["kept_us"].isna().all():
+        return []
+    low = best_table(df.assign(latency_us=df["kept_us"].fillna(df["latency_us"])))
+    changes = []
+    for (_, a), (_, b) in zip(best_table(df).iterrows(), low.iterrows()):
+        if a["best"] != b["best"]:
+            changes.append(f"{a['tokens']} tokens the fastest {a['best']} -> {b['best']}")
+        elif (a["pipelined_vs_other"] < 1) != (b["pipelined_vs_other"] < 1):
+            changes.append(f"{a['tokens']} tokens CTA-pipelining {a['pipelined_vs_other']:.3f}x -> "
+                           f"{b['pipelined_vs_other']:.3f}x the best other")
+    return changes
+
+
+def kept_lines(df: pd.DataFrame) -> list[str]:
+    """Where :func:`advise` priced CTA-pipelined strategies at the kept level too (``kept_us``): how far they move, and
+    whether the fastest strategy or the CTA-pipelined verdict (``pipelined_vs_other`` against 1) changes at any token
+    count between the two ends."""
+    if "kept_us" not in df or df["kept_us"].isna().all():
+        return []
+    p = df[df["kept_us"].notna()]
+    move = (p["kept_us"] / p["latency_us"] - 1) * 100
+    worst = p.loc[move.idxmin()]
+    design = _design_label(pd.Series({**worst.to_dict(), "variant": worst["kept_variant"]}))
+    moved = _design_label(worst) + ("" if design == _design_label(worst) else f" (kept: {design})")
+    changes = kept_changes(df)
+    verdict = ("the fastest strategy and the CTA-pipelined verdict are the same at every token count either way"
+               if not changes else "the answer changes between the two ends: " + "; ".join(changes))
+    return [f"with the CTA-pipelined one-CTA-per-tile grids keeping their weights' L2 reuse (their ticket spread at 0: "
+            f"the low end of the range registered plans 83 and 84 measured the producer alone in, the figures above "
+            f"being the profile's), the CTA-pipelined latencies move by {move.min():+.1f} to {move.max():+.1f}% (the "
+            f"most: {moved} at {worst['tokens']} tokens); {verdict}"]
 
 
 def producer_edge_lines(kinds, results_dir: Path | None = None) -> list[str]:
@@ -764,6 +836,7 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
     lines += [f"* {t}" for t in h100_block_lines(hw, results_dir)]
     pipelined = list(dict.fromkeys(df.loc[df["gpus"] >= 2, "kind"]))
     lines += [f"* {t}" for t in producer_edge_lines(pipelined, results_dir)]
+    lines += [f"* {t}" for t in kept_lines(df)]
     if any(l.gated and l.epilogue_fused for l in model.workload.layers):
         lines.append("* SwiGLU is modelled fused into the gate-and-up GEMM's epilogue; ctahw runs it as a kernel of its "
                      "own after the plain GEMM (no fused gated epilogue is built; its measured cost: docs/hardware.md, "

@@ -647,3 +647,58 @@ def test_advise_on_an_h100_says_what_plans_74_to_76_measured_of_its_blocks(tmp_p
     (line,) = A.h100_block_lines(load_hardware("h100-x1-datasheet"), results_dir=tmp_path)
     assert "registered plan 74 timed" in line and "in 1 call on H100s: h100-x1-datasheet as registered" in line
     assert "-3.0 to" in line and "every case slow" not in line and "plan 75" not in line and "exposed-" not in line
+
+
+def test_kept_reuse_zeroes_only_the_one_cta_per_tile_grids_spread():
+    """The kept level changes the ticket spread of the ``ctapipe`` kernel configs alone (the chain kernel's tickets and
+    every other field as they are); a profile without such a config has no kept level."""
+    from ctasim import advise as A
+    from ctasim.spec import load_hardware
+
+    assert A.kept_reuse(load_hardware("h200-x2-calibrated")) is None
+    hw = load_hardware("h100-x8-mechanism")
+    kept = A.kept_reuse(hw)
+    for a, b in zip(hw.kernel_configs, kept.kernel_configs):
+        if a.kernel == "ctapipe" and a.ticket_spread > 0:
+            assert b.ticket_spread == 0.0 and dataclasses.replace(b, ticket_spread=a.ticket_spread) == a
+        else:
+            assert b == a
+    assert dataclasses.replace(kept, kernel_configs=hw.kernel_configs) == hw
+
+
+def test_advise_prices_the_pipelined_strategies_at_the_kept_level_too():
+    """On a profile whose one-CTA-per-tile grids have a ticket spread, each CTA-pipelined row on two GPUs has a kept
+    latency (its fastest design again, never slower than as priced by more than the event noise), the others none."""
+    from ctasim import advise as A
+    from ctasim.spec import load_hardware, load_model
+
+    df = A.advise(load_model("llama3.1-8b"), load_hardware("h100-x8-mechanism"), (4096,), gpus=2)
+    pipe = df["kind"] == "ctapipe"
+    assert pipe.sum() == 1 and df.loc[pipe, "kept_us"].notna().all() and df.loc[~pipe, "kept_us"].isna().all()
+    assert (df.loc[pipe, "kept_us"] <= df.loc[pipe, "latency_us"] * 1.001).all()
+    assert df.loc[pipe, "kept_variant"].str.startswith("cutlass_ctapipe").all()
+    model, plain_hw = load_model("llama3.1-8b"), load_hardware("h200-x2-calibrated")
+    said = "* with the CTA-pipelined one-CTA-per-tile grids keeping their weights' L2 reuse"
+    assert said in A.markdown(model, load_hardware("h100-x8-mechanism"), df, "burst")
+    plain = A.advise(model, plain_hw, (4096,))
+    assert plain["kept_us"].isna().all() and said not in A.markdown(model, plain_hw, plain, "burst")
+
+
+def test_kept_lines_say_whether_the_answer_moves_between_the_two_ends():
+    """The line names the largest move and, per token count, a fastest strategy or a CTA-pipelined verdict that
+    changes between the profile's level and the kept one; "the same" only where neither does."""
+    from ctasim import advise as A
+
+    rows = [(1024, "tp2", "tp", 2, "tp_degree=2", 100.0, float("nan"), ""),
+            (1024, "ctapipe", "ctapipe", 2, "cutlass_ctapipe_w21g8", 110.0, 109.0, "cutlass_ctapipe_w21g8"),
+            (4096, "tp2", "tp", 2, "tp_degree=2", 400.0, float("nan"), ""),
+            (4096, "ctapipe", "ctapipe", 2, "cutlass_ctapipe_w21g8", 420.0, 380.0, "cutlass_ctapipe")]
+    df = pd.DataFrame(rows, columns=["tokens", "strategy", "kind", "gpus", "variant", "latency_us", "kept_us",
+                                     "kept_variant"])
+    (line,) = A.kept_lines(df)
+    assert "move by -9.5 to -0.9% (the most: cutlass_ctapipe_w21g8 (kept: cutlass_ctapipe) at 4096 tokens)" in line
+    assert line.endswith("the answer changes between the two ends: 4096 tokens the fastest tp2 -> ctapipe")
+    (line,) = A.kept_lines(df.assign(kept_us=df["kept_us"].where(df["tokens"] == 1024, 419.0)))
+    assert line.endswith("the fastest strategy and the CTA-pipelined verdict are the same at every token count either "
+                         "way")
+    assert A.kept_lines(df.drop(columns=["kept_us", "kept_variant"])) == []
