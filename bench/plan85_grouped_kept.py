@@ -8,11 +8,12 @@
 
 Registered plans 83 and 84 found the one-CTA-per-tile producer alone in row order (``cutlass_ctapipe``) losing its
 weights' L2 reuse on an H100 from H = 8704-10240 (by the GPU) and anywhere between the no-miss and the full-miss levels
-near that edge. ``ctasim advise`` prices the CTA-pipelined strategies at both ends on the mechanism profiles
-(``ctasim.advise.kept_reuse``) and finds the answer the same either way, because the designs it picks order the
-producer's tiles in groups of row-blocks (``cutlass_ctapipe_w21g4``, ``_w21g8``), which the model prices as keeping
-their reuse whatever the spread (the profile's level is the lockstep one, 0.0%). No committed run has these producers
-on an H100, nor at these H on an H200. Plan 85 asks whether they keep it where row order lost it: the producer alone
+near that edge. ``ctasim advise`` prices ``ctapipe`` at both ends on the mechanism profiles
+(``ctasim.advise.kept_reuse``) and finds the answer the same either way. The designs it picks order the producer's
+tiles in groups of row-blocks (``cutlass_ctapipe_w21g4``, ``_w21g8``, ...) or in pairs, and the model prices the
+grouped producers as keeping their reuse whatever the spread (the profile's level is the lockstep one, 0.0%; what moves
+between the ends is mostly the consumers' grids). No committed run has these producers on an H100, nor at these H on
+an H200. Plan 85 asks whether they keep it where row order lost it: the producer alone
 (``ctahw.percta``, M = 16384) of row order, the row-block pairs (``_w21``: 2x1, a counter-waiting consumer's) and the
 two grouped designs at H = 9216-12288 (:data:`HS`), five traced and five untraced rested runs per case, on whichever
 GPU the call gets (its mechanism profile, :data:`GPUS`).
@@ -113,42 +114,76 @@ def register() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _numbers(t: pd.DataFrame, cols, f: Path) -> pd.DataFrame:
+    """``t``'s ``cols`` as numbers; :class:`JudgeError` naming the first that is missing or not a number."""
+    for col in cols:
+        if col not in t:
+            raise JudgeError(f"{f}: no column {col} ({WHY})")
+        x = pd.to_numeric(t[col], errors="coerce")
+        if x.isna().any():
+            raise JudgeError(f"{f}: {col} of row {int(x.isna().to_numpy().argmax())} is not a number")
+        t[col] = x
+    return t
+
+
+def _tiles(f: Path, h: int) -> pd.DataFrame:
+    """A percta tile table of H = ``h``: every CTA 0 .. tiles - 1 once, each time a number."""
+    if not f.is_file():
+        raise JudgeError(f"no {f} ({WHY})")
+    try:
+        t = pd.read_csv(f)
+    except (OSError, ValueError, EOFError) as e:
+        raise JudgeError(f"{f}: not a percta tile table ({type(e).__name__}: {e})") from None
+    t = _numbers(t, ("cta", "t_acquire", "t_compute_end"), f)
+    if len(t) != tiles(h):
+        raise JudgeError(f"{f}: {len(t)} tiles, not the {tiles(h)} of M = {M}, H = {h}")
+    if not np.array_equal(np.sort(t["cta"].to_numpy()), np.arange(tiles(h))):
+        raise JudgeError(f"{f}: the CTAs are not 0 to {tiles(h) - 1}, each once")
+    return t
+
+
 def measured(run_dir: Path) -> pd.DataFrame:
     """Per H, variant and wave of the call's GPU: the median-span traced run's median tile time (us); and per traced
-    run its late-over-early mainloop ratio (``ratio``, one row per run with ``wave`` = -1)."""
+    run its late-over-early mainloop ratio (``ratio``, one row per run with ``wave`` = -1). Refused: a GPU whose probe
+    ran other than :data:`percta_predict.SLOTS` CTAs at once (``percta.csv``'s ``slots``: the waves are cut so)."""
     import plan83_alone_edge as p83  # noqa: PLC0415
-    from percta_predict import wave_medians  # noqa: PLC0415
+    from percta_predict import SLOTS, wave_medians  # noqa: PLC0415
 
     gpu = p83.call_gpu(run_dir, WHY)
     rows = []
     for h in HS:
-        runs_f = run_dir / f"OUT_H{h}" / "percta-runs.csv"
-        if not runs_f.is_file():
-            raise JudgeError(f"no {runs_f} ({WHY})")
+        out = run_dir / f"OUT_H{h}"
+        for name in ("percta-runs.csv", "percta.csv"):
+            if not (out / name).is_file():
+                raise JudgeError(f"no {out / name} ({WHY})")
         try:
-            runs = pd.read_csv(runs_f)[["variant", "run", "mainloop_early_ns", "mainloop_late_ns"]]
-        except (OSError, KeyError, ValueError) as e:
-            raise JudgeError(f"{runs_f}: not a percta runs table ({type(e).__name__}: {e})") from None
+            runs, summary = pd.read_csv(out / "percta-runs.csv"), pd.read_csv(out / "percta.csv")
+        except (OSError, ValueError) as e:
+            raise JudgeError(f"{out}: not a percta table ({type(e).__name__}: {e})") from None
+        for t, name in ((runs, "percta-runs.csv"), (summary, "percta.csv")):
+            if "variant" not in t:
+                raise JudgeError(f"{out / name}: no column variant ({WHY})")
+        runs = _numbers(runs, ("m", "run", "mainloop_early_ns", "mainloop_late_ns"), out / "percta-runs.csv")
+        summary = _numbers(summary, ("m", "slots"), out / "percta.csv")
         for v in VARIANTS:
-            f = run_dir / f"OUT_H{h}" / f"percta-tiles-{M}-{v}.csv.gz"
-            if not f.is_file():
-                raise JudgeError(f"no {f} ({WHY})")
-            try:
-                t = pd.read_csv(f)
-                w = wave_medians(t)
-            except (OSError, KeyError, ValueError, EOFError) as e:
-                raise JudgeError(f"{f}: not a percta tile table ({type(e).__name__}: {e})") from None
-            if len(t) != tiles(h):
-                raise JudgeError(f"{f}: {len(t)} tiles, not the {tiles(h)} of M = {M}, H = {h}")
+            s = summary[(summary["variant"] == v) & (summary["m"] == M)]
+            if len(s) != 1 or int(s["slots"].iloc[0]) != SLOTS:
+                raise JudgeError(f"{out / 'percta.csv'}: {v} at M = {M} ran "
+                                 + (f"{int(s['slots'].iloc[0])} CTAs at once, not the {SLOTS}" if len(s) == 1
+                                    else f"{len(s)} times, not once"))
+            w = wave_medians(_tiles(out / f"percta-tiles-{M}-{v}.csv.gz", h))
+            f = out / f"percta-tiles-{M}-{v}.csv.gz"
             registered_plan.positive_times(w["measured"], [f"H = {h} {v} wave {i}" for i in w["wave"]], f,
                                            "the median tile time")
             rows += [dict(gpu=gpu, h=h, variant=v, wave=int(r.wave), measured_us=float(r.measured), run=-1,
                           ratio=np.nan) for r in w.itertuples()]
-            r = runs[runs["variant"] == v]
-            if len(r) != RUNS:
-                raise JudgeError(f"{runs_f}: {len(r)} runs of {v}, not the {RUNS} plan 85 asks")
+            r = runs[(runs["variant"] == v) & (runs["m"] == M)]
+            if len(r) != RUNS or sorted(r["run"]) != list(range(RUNS)):
+                raise JudgeError(f"{out / 'percta-runs.csv'}: {len(r)} runs of {v} at M = {M}, not the {RUNS} "
+                                 f"(0 to {RUNS - 1}) plan 85 asks")
             for col in ("mainloop_early_ns", "mainloop_late_ns"):
-                registered_plan.positive_times(r[col], [f"H = {h} {v} run {i}" for i in r["run"]], runs_f, col)
+                registered_plan.positive_times(r[col], [f"H = {h} {v} run {int(i)}" for i in r["run"]],
+                                               out / "percta-runs.csv", col)
             rows += [dict(gpu=gpu, h=h, variant=v, wave=-1, measured_us=np.nan, run=int(x.run),
                           ratio=x.mainloop_late_ns / x.mainloop_early_ns) for x in r.itertuples()]
     return pd.DataFrame(rows)

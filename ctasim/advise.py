@@ -25,10 +25,10 @@ strategies have been predicted before they were measured, and how close the mode
 bases' by name, every other profile's in one summary; per kind, the pooled record of every registration,
 ``bench/results/registered-record/record.csv``, written by ``bench/registered_record.py``).
 
-Where the profile prices the CTA-pipelined one-CTA-per-tile grids with a ticket spread (the mechanism profiles), the
-pipelined strategies on two or more GPUs are priced again with that spread at 0 (:func:`kept_reuse`: the grids keep
-their weights' L2 reuse), and the answer says how far they move and whether the verdict changes between the two ends:
-registered plans 83 and 84 measured the producer alone anywhere between them near the edge of its reuse.
+Where the profile prices the one-CTA-per-tile grids of ctahw's variants with a ticket spread (the mechanism profiles),
+``ctapipe`` is priced again with that spread at 0 (:func:`kept_reuse`: producers and consumers keep their weights' L2
+reuse), and the answer says how far it moves and whether the verdict changes between the two ends: registered plans
+83 and 84 measured the producer alone anywhere between them near the edge of its reuse (no run has a consumer's).
 
 Left out: attention and everything else :attr:`ctasim.spec.Model.leaves_out` names; the placement of deeper chains on
 fewer GPUs (layers = GPUs for the pipelined strategies here); invariant checks (the predictions are the same; ``ctasim
@@ -149,21 +149,22 @@ def left_out(exp: Experiment) -> dict[str, str]:
 
 def advise(model: Model, hw: Hardware, tokens=TOKENS, gpus: int | None = None, regime: str = "burst",
            jobs: int = 1, scheduler=None) -> pd.DataFrame:
-    """One row per (tokens, strategy): latency, GPUs, the variant chosen, and, for a CTA-pipelined strategy on two or
-    more GPUs where the profile prices its one-CTA-per-tile grids with a ticket spread, ``kept_us`` and
-    ``kept_variant``: its latency and design (the fastest again) with those grids keeping their L2 reuse
-    (:func:`kept_reuse`; NaN and "" elsewhere)."""
+    """One row per (tokens, strategy): latency, GPUs, the variant chosen, and, for ``ctapipe`` where the profile prices
+    the one-CTA-per-tile grids of ctahw's variants with a ticket spread, ``kept_us`` and ``kept_variant``: its latency
+    and design (the fastest again) with those grids keeping their L2 reuse (:func:`kept_reuse`; the persistent default
+    design as priced; NaN and "" elsewhere: the ring pair and hybrid run no such grid)."""
     exp = experiment(model, hw, tokens, gpus, regime)
-    df = fastest_design(_latencies(exp, jobs, scheduler)).assign(kept_us=float("nan"), kept_variant="")
+    raw = _latencies(exp, jobs, scheduler)
+    df = fastest_design(raw).assign(kept_us=float("nan"), kept_variant="")
     kept = kept_reuse(hw)
-    again = tuple(x for x in exp.strategies if x.kind in PIPELINED and x.gpus != 1)  # not the one-GPU chain kernel
-    if kept is None or not again:
+    grids = tuple(x for x in exp.strategies if x.label.startswith(DESIGN))  # ctahw's variants: one CTA per tile
+    if kept is None or not grids:
         return df
-    low = fastest_design(_latencies(dataclasses.replace(exp, hardware=kept, strategies=again), jobs, scheduler))
+    again = _latencies(dataclasses.replace(exp, hardware=kept, strategies=grids), jobs, scheduler)
+    low = fastest_design(pd.concat([raw[raw["strategy"] == "ctapipe"], again], ignore_index=True))
     low = low.set_index(["tokens", "strategy"])
-    for i, r in df.iterrows():
-        if (r["tokens"], r["strategy"]) in low.index:
-            df.loc[i, ["kept_us", "kept_variant"]] = low.loc[(r["tokens"], r["strategy"]), ["latency_us", "variant"]].values
+    for i, r in df[df["strategy"] == "ctapipe"].iterrows():
+        df.loc[i, ["kept_us", "kept_variant"]] = low.loc[(r["tokens"], "ctapipe"), ["latency_us", "variant"]].values
     return df
 
 
@@ -175,17 +176,23 @@ def _latencies(exp: Experiment, jobs: int, scheduler) -> pd.DataFrame:
     return df[["tokens", "strategy", "kind", "gpus", "variant", "latency_us"]].reset_index(drop=True)
 
 
+def _one_cta_per_tile(c) -> bool:
+    """A kernel config of the CTA-pipelined one-CTA-per-tile grids priced with a ticket spread: the ``ctapipe`` family
+    (``ctapipe``, ``ctapipe-2x1``, ...), not the chain kernel's (``kernel = ""``)."""
+    return c.kernel.split("-", 1)[0] == "ctapipe" and c.ticket_spread > 0
+
+
 def kept_reuse(hw: Hardware) -> Hardware | None:
-    """``hw`` with the ticket spread of its one-CTA-per-tile configs (``kernel = "ctapipe"``, ``ticket_spread`` > 0)
-    at 0: their tiles read their panels in lockstep and keep the L2 reuse the spread costs them (the chain kernel's
-    configs as they are); None where the profile has no such config. Registered plans 83 and 84 measured the producer
-    alone between this level and the profile's (45 of 45 runs of plan 84 inside), and where between it lands moved
-    with H, the run and the GPU: the low end of the range a pipelined figure near that edge has."""
-    if not any(c.kernel == "ctapipe" and c.ticket_spread > 0 for c in hw.kernel_configs):
+    """``hw`` with the ticket spread of the configs of its one-CTA-per-tile grids (:func:`_one_cta_per_tile`: the
+    producers' and the consumers' of ctahw's variants) at 0: their tiles read their panels in lockstep and keep the L2
+    reuse the spread costs them (the chain kernel's configs as they are); None where the profile has no such config.
+    Registered plans 83 and 84 measured the producer alone anywhere between this level and the profile's (45 of 45
+    runs of plan 84 inside the range), moving with H, the run and the GPU; no run has measured a consumer grid's
+    level alone."""
+    if not any(_one_cta_per_tile(c) for c in hw.kernel_configs):
         return None
     return dataclasses.replace(hw, kernel_configs=tuple(
-        dataclasses.replace(c, ticket_spread=0.0) if c.kernel == "ctapipe" and c.ticket_spread > 0 else c
-        for c in hw.kernel_configs))
+        dataclasses.replace(c, ticket_spread=0.0) if _one_cta_per_tile(c) else c for c in hw.kernel_configs))
 
 
 def fastest_design(df: pd.DataFrame) -> pd.DataFrame:
@@ -492,16 +499,18 @@ def kept_lines(df: pd.DataFrame) -> list[str]:
         return []
     p = df[df["kept_us"].notna()]
     move = (p["kept_us"] / p["latency_us"] - 1) * 100
-    worst = p.loc[move.idxmin()]
+    worst = p.loc[move.abs().idxmax()]
     design = _design_label(pd.Series({**worst.to_dict(), "variant": worst["kept_variant"]}))
     moved = _design_label(worst) + ("" if design == _design_label(worst) else f" (kept: {design})")
     changes = kept_changes(df)
     verdict = ("the fastest strategy and the CTA-pipelined verdict are the same at every token count either way"
                if not changes else "the answer changes between the two ends: " + "; ".join(changes))
-    return [f"with the CTA-pipelined one-CTA-per-tile grids keeping their weights' L2 reuse (their ticket spread at 0: "
-            f"the low end of the range registered plans 83 and 84 measured the producer alone in, the figures above "
-            f"being the profile's), the CTA-pipelined latencies move by {move.min():+.1f} to {move.max():+.1f}% (the "
-            f"most: {moved} at {worst['tokens']} tokens); {verdict}"]
+    span = (f"by {move.min():+.1f} to {move.max():+.1f}%" if move.max() - move.min() >= 0.05
+            else f"by {move.min():+.1f}%")
+    return [f"with the one-CTA-per-tile grids of ctahw's variants (producers and consumers) keeping their weights' L2 "
+            "reuse (their ticket spread at 0; registered plans 83 and 84 measured the producer alone anywhere from "
+            "this level to the profile's near the edge of that reuse, no run has a consumer grid's), ctapipe's "
+            f"latency moves {span} (the most: {moved} at {worst['tokens']} tokens); {verdict}"]
 
 
 def producer_edge_lines(kinds, results_dir: Path | None = None) -> list[str]:

@@ -510,11 +510,12 @@ def _advise_doc(args) -> int:
         "",
         *A.summary_markdown(summary),
         "",
-        "On the two mechanism profiles the CTA-pipelined strategies are priced a second time with their one-CTA-per-tile",
-        "grids keeping their weights' L2 reuse (the low end of what registered plans 83 and 84 measured near the edge of",
-        "that reuse; the trust lines under each table): the answer changes between the two ends at "
+        "On the two mechanism profiles ctapipe is priced a second time with the one-CTA-per-tile grids of",
+        "ctahw's variants keeping their weights' L2 reuse (registered plans 83 and 84 measured the producer alone",
+        "anywhere between that level and the profile's near the edge of that reuse; the trust lines under each table):",
+        "the answer changes between the two ends at "
         f"{sum(len(A.kept_changes(df)) for df in frames.values())} of the "
-        f"{sum(df['kept_us'].notna().any() for df in frames.values()) * len(A.TOKENS)} points priced so.",
+        f"{sum(int(df['kept_us'].notna().sum()) for df in frames.values())} points priced so.",
         "",
         "Most blocks here",
         "are gated (SwiGLU; GPT-3 and Falcon use GeLU): the gate-and-up GEMM computes 2 × I columns against the down",

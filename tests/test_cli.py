@@ -655,15 +655,23 @@ def test_kept_reuse_zeroes_only_the_one_cta_per_tile_grids_spread():
     from ctasim import advise as A
     from ctasim.spec import load_hardware
 
-    assert A.kept_reuse(load_hardware("h200-x2-calibrated")) is None
+    calibrated = load_hardware("h200-x2-calibrated")
+    assert A.kept_reuse(calibrated) is None
     hw = load_hardware("h100-x8-mechanism")
     kept = A.kept_reuse(hw)
+    assert any(a.kernel == "" and a.ticket_spread > 0 for a in hw.kernel_configs)  # the chain kernel's: kept as is
     for a, b in zip(hw.kernel_configs, kept.kernel_configs):
         if a.kernel == "ctapipe" and a.ticket_spread > 0:
             assert b.ticket_spread == 0.0 and dataclasses.replace(b, ticket_spread=a.ticket_spread) == a
         else:
             assert b == a
     assert dataclasses.replace(kept, kernel_configs=hw.kernel_configs) == hw
+    # a variant's own config of the family (ctapipe-2x1) with a spread is one of those grids too
+    i = next(i for i, c in enumerate(calibrated.kernel_configs) if c.kernel == "ctapipe-2x1")
+    configs = list(calibrated.kernel_configs)
+    configs[i] = dataclasses.replace(configs[i], ticket_spread=0.05)
+    kept = A.kept_reuse(dataclasses.replace(calibrated, kernel_configs=tuple(configs)))
+    assert kept.kernel_configs[i].ticket_spread == 0.0 and kept.kernel_configs[:i] == calibrated.kernel_configs[:i]
 
 
 def test_advise_prices_the_pipelined_strategies_at_the_kept_level_too():
@@ -678,7 +686,7 @@ def test_advise_prices_the_pipelined_strategies_at_the_kept_level_too():
     assert (df.loc[pipe, "kept_us"] <= df.loc[pipe, "latency_us"] * 1.001).all()
     assert df.loc[pipe, "kept_variant"].str.startswith("cutlass_ctapipe").all()
     model, plain_hw = load_model("llama3.1-8b"), load_hardware("h200-x2-calibrated")
-    said = "* with the CTA-pipelined one-CTA-per-tile grids keeping their weights' L2 reuse"
+    said = "* with the one-CTA-per-tile grids of ctahw's variants (producers and consumers) keeping their weights' L2"
     assert said in A.markdown(model, load_hardware("h100-x8-mechanism"), df, "burst")
     plain = A.advise(model, plain_hw, (4096,))
     assert plain["kept_us"].isna().all() and said not in A.markdown(model, plain_hw, plain, "burst")
@@ -696,9 +704,15 @@ def test_kept_lines_say_whether_the_answer_moves_between_the_two_ends():
     df = pd.DataFrame(rows, columns=["tokens", "strategy", "kind", "gpus", "variant", "latency_us", "kept_us",
                                      "kept_variant"])
     (line,) = A.kept_lines(df)
-    assert "move by -9.5 to -0.9% (the most: cutlass_ctapipe_w21g8 (kept: cutlass_ctapipe) at 4096 tokens)" in line
+    assert "moves by -9.5 to -0.9% (the most: cutlass_ctapipe_w21g8 (kept: cutlass_ctapipe) at 4096 tokens)" in line
     assert line.endswith("the answer changes between the two ends: 4096 tokens the fastest tp2 -> ctapipe")
-    (line,) = A.kept_lines(df.assign(kept_us=df["kept_us"].where(df["tokens"] == 1024, 419.0)))
+    at = (df["tokens"] == 4096) & (df["strategy"] == "ctapipe")
+    (line,) = A.kept_lines(df.assign(kept_us=df["kept_us"].mask(at, 419.0)))
     assert line.endswith("the fastest strategy and the CTA-pipelined verdict are the same at every token count either "
                          "way")
+    # the most is the largest move either way; one figure where they agree
+    (line,) = A.kept_lines(df.assign(kept_us=df["kept_us"].mask(at, 423.0)))
+    assert "moves by -0.9 to +0.7% (the most: cutlass_ctapipe_w21g8 at 1024 tokens)" in line
+    (line,) = A.kept_lines(df.assign(kept_us=df["latency_us"].where(df["kept_us"].notna())))
+    assert "moves by +0.0% (the most" in line
     assert A.kept_lines(df.drop(columns=["kept_us", "kept_variant"])) == []
