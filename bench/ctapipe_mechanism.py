@@ -21,6 +21,9 @@ Every kept traced run of the six committed ctapipe runs (``ctasim.validation.pip
   ``ctasim.l2.gap_survival``), and with the gap spread alone (touched 1.0) between the two: :func:`one_h200_law`.
   Added on 2026-12-06, after the mechanism profile's family config had kept the threshold law on this table;
 * ``lockstep``: the same with the spread off (``ctasim.predict.without_drift``);
+* ``kept level``: the same with the one-CTA-per-tile grids' ticket spread at 0 (``ctasim.advise.kept_reuse``: the
+  low end of the range ``ctasim advise`` gives a ``ctapipe`` figure, the profile's level its high end). Added on
+  2026-12-06; ``kept-range.csv`` places each measured makespan in that range (:func:`kept_range`);
 * ``flat``: the same with the memory hierarchy off (every tile at the family config's ``sm_tflops``);
 * ``per-variant``: the committed ``h200-x2-calibrated`` (4 kernel configs fitted per variant on the traces at
   M = 2048, 8192, 32768 of three of these runs: in-sample there);
@@ -49,6 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctasim import costs  # noqa: E402
+from ctasim.advise import kept_reuse  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.predict import Waves, without_drift, without_memory  # noqa: E402
 from ctasim.spec import Layer, load_hardware  # noqa: E402
@@ -156,6 +160,23 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def kept_range(df: pd.DataFrame) -> pd.DataFrame:
+    """Per kept trace (no first-wave stall): the makespan at the kept level and at the profile's (``mechanism``), the
+    measured one, its place in that range (``place``: 0 at the kept level, 1 at the profile's; NaN where the two
+    agree to 0.1%) and whether it lies inside (``inside``: between the two ends, both included)."""
+    t = df[~df["stalled"].astype(bool)]
+    keys = ["run", "m", "variant"]
+    w = t.pivot_table(index=keys, columns="predictor", values="makespan_sim_us")[["kept level", "mechanism"]]
+    w.columns = ["kept_us", "profile_us"]
+    w["measured_us"] = t.drop_duplicates(keys).set_index(keys)["makespan_meas_us"]
+    width = w["profile_us"] - w["kept_us"]
+    w["place"] = ((w["measured_us"] - w["kept_us"]) / width).where(width.abs() > 1e-3 * w["kept_us"])
+    lo, hi = w[["kept_us", "profile_us"]].min(axis=1), w[["kept_us", "profile_us"]].max(axis=1)
+    w["inside"] = (w["measured_us"] >= lo) & (w["measured_us"] <= hi)
+    w["off_pct"] = 100 * (w["measured_us"].clip(lo, hi) - w["measured_us"]) / w["measured_us"]
+    return w.reset_index().round(5)
+
+
 PROBE = HW_DIR / "2026-12-02-percta-probe"
 """The one-CTA-per-tile producer alone on one H200 (``ctahw.percta``): its traced runs' tile tables."""
 
@@ -213,7 +234,7 @@ def main(argv=None) -> int:
     profiles = {"mechanism": mech, "hold state": mech.with_tickets(ticket_state="hold"),
                 "partition law": mech.with_ticket_law("partition"),
                 **{name: one_h200_law(name) for name in SURVIVAL_LAWS}, "lockstep": without_drift(mech),
-                "flat": without_memory(mech), "per-variant": per_variant}
+                "kept level": kept_reuse(mech), "flat": without_memory(mech), "per-variant": per_variant}
     traces = load_runs()
     df, waves = judge_all(traces, profiles, per_variant)
     fam_traces = [mt for mt in traces if mt.run in (CTAPIPE_RUN, *CTAPIPE_FIT_ALSO)]
@@ -226,6 +247,7 @@ def main(argv=None) -> int:
     s = summarize(df)
     s.to_csv(out / "summary.csv", index=False)
     waves.round(2).to_csv(out / "waves.csv", index=False)
+    kept_range(df[cols].round(5)).to_csv(out / "kept-range.csv", index=False)
     fam_ev.to_csv(out / "family-fit.csv", index=False)
     pw = probe_waves(mech, per_variant)
     pw.round(3).to_csv(out / "probe-waves.csv", index=False)

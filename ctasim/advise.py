@@ -491,7 +491,27 @@ def kept_changes(df: pd.DataFrame) -> list[str]:
     return changes
 
 
-def kept_lines(df: pd.DataFrame) -> list[str]:
+KEPT_RANGE = "validation-mechanism/kept-range.csv"
+"""The committed 2xH200 one-CTA-per-tile traces placed in the range (``bench/ctapipe_mechanism.py``'s
+``kept_range``: the kept level to the mechanism profile's, per trace; post-hoc)."""
+
+
+def _kept_range_text(results_dir: Path | None) -> str:
+    """How the committed 2xH200 traces sit in the range, where this installation has the table; "" elsewhere."""
+    path = _results_root(results_dir) / KEPT_RANGE
+    if not path.is_file():
+        return ""
+    k = pd.read_csv(path)
+    r = k[k["place"].notna()]
+    if r.empty:
+        return ""
+    return (f"; post-hoc, the committed 2xH200 runs of {r['variant'].nunique()} variants (M = {r['m'].min()}-"
+            f"{r['m'].max()}, where the two ends differ) lay inside that range on h200-x2-mechanism in "
+            f"{int(r['inside'].sum())} of {len(r)} traces, from {r['place'].min():.2f} to {r['place'].max():.2f} of "
+            "the way from the kept level to the profile's")
+
+
+def kept_lines(df: pd.DataFrame, results_dir: Path | None = None) -> list[str]:
     """Where :func:`advise` priced CTA-pipelined strategies at the kept level too (``kept_us``): how far they move, and
     whether the fastest strategy or the CTA-pipelined verdict (``pipelined_vs_other`` against 1) changes at any token
     count between the two ends."""
@@ -509,8 +529,9 @@ def kept_lines(df: pd.DataFrame) -> list[str]:
             else f"by {move.min():+.1f}%")
     return [f"with the one-CTA-per-tile grids of ctahw's variants (producers and consumers) keeping their weights' L2 "
             "reuse (their ticket spread at 0; registered plans 83 and 84 measured the producer alone anywhere from "
-            "this level to the profile's near the edge of that reuse, no run has a consumer grid's), ctapipe's "
-            f"latency moves {span} (the most: {moved} at {worst['tokens']} tokens); {verdict}"]
+            "this level to the profile's near the edge of that reuse; no run has measured a consumer grid alone), "
+            f"ctapipe's latency moves {span} (the most: {moved} at {worst['tokens']} tokens); {verdict}"
+            + _kept_range_text(results_dir)]
 
 
 def producer_edge_lines(kinds, results_dir: Path | None = None) -> list[str]:
@@ -845,7 +866,7 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
     lines += [f"* {t}" for t in h100_block_lines(hw, results_dir)]
     pipelined = list(dict.fromkeys(df.loc[df["gpus"] >= 2, "kind"]))
     lines += [f"* {t}" for t in producer_edge_lines(pipelined, results_dir)]
-    lines += [f"* {t}" for t in kept_lines(df)]
+    lines += [f"* {t}" for t in kept_lines(df, results_dir)]
     if any(l.gated and l.epilogue_fused for l in model.workload.layers):
         lines.append("* SwiGLU is modelled fused into the gate-and-up GEMM's epilogue; ctahw runs it as a kernel of its "
                      "own after the plain GEMM (no fused gated epilogue is built; its measured cost: docs/hardware.md, "

@@ -674,7 +674,7 @@ def test_kept_reuse_zeroes_only_the_one_cta_per_tile_grids_spread():
     assert kept.kernel_configs[i].ticket_spread == 0.0 and kept.kernel_configs[:i] == calibrated.kernel_configs[:i]
 
 
-def test_advise_prices_the_pipelined_strategies_at_the_kept_level_too():
+def test_advise_prices_the_pipelined_strategies_at_the_kept_level_too(tmp_path):
     """On a profile whose one-CTA-per-tile grids have a ticket spread, each CTA-pipelined row on two GPUs has a kept
     latency (its fastest design again, never slower than as priced by more than the event noise), the others none."""
     from ctasim import advise as A
@@ -690,9 +690,14 @@ def test_advise_prices_the_pipelined_strategies_at_the_kept_level_too():
     assert said in A.markdown(model, load_hardware("h100-x8-mechanism"), df, "burst")
     plain = A.advise(model, plain_hw, (4096,))
     assert plain["kept_us"].isna().all() and said not in A.markdown(model, plain_hw, plain, "burst")
+    # the committed 2xH200 traces' place in the range, where the installation has the table
+    (line,) = A.kept_lines(df)
+    assert line.endswith("lay inside that range on h200-x2-mechanism in 31 of 32 traces, from -0.01 to 0.82 of the way "
+                         "from the kept level to the profile's")
+    assert "post-hoc" not in A.kept_lines(df, results_dir=tmp_path)[0]
 
 
-def test_kept_lines_say_whether_the_answer_moves_between_the_two_ends():
+def test_kept_lines_say_whether_the_answer_moves_between_the_two_ends(tmp_path):
     """The line names the largest move and, per token count, a fastest strategy or a CTA-pipelined verdict that
     changes between the profile's level and the kept one; "the same" only where neither does."""
     from ctasim import advise as A
@@ -703,16 +708,16 @@ def test_kept_lines_say_whether_the_answer_moves_between_the_two_ends():
             (4096, "ctapipe", "ctapipe", 2, "cutlass_ctapipe_w21g8", 420.0, 380.0, "cutlass_ctapipe")]
     df = pd.DataFrame(rows, columns=["tokens", "strategy", "kind", "gpus", "variant", "latency_us", "kept_us",
                                      "kept_variant"])
-    (line,) = A.kept_lines(df)
+    (line,) = A.kept_lines(df, tmp_path)
     assert "moves by -9.5 to -0.9% (the most: cutlass_ctapipe_w21g8 (kept: cutlass_ctapipe) at 4096 tokens)" in line
     assert line.endswith("the answer changes between the two ends: 4096 tokens the fastest tp2 -> ctapipe")
     at = (df["tokens"] == 4096) & (df["strategy"] == "ctapipe")
-    (line,) = A.kept_lines(df.assign(kept_us=df["kept_us"].mask(at, 419.0)))
+    (line,) = A.kept_lines(results_dir=tmp_path, df=df.assign(kept_us=df["kept_us"].mask(at, 419.0)))
     assert line.endswith("the fastest strategy and the CTA-pipelined verdict are the same at every token count either "
                          "way")
     # the most is the largest move either way; one figure where they agree
-    (line,) = A.kept_lines(df.assign(kept_us=df["kept_us"].mask(at, 423.0)))
+    (line,) = A.kept_lines(results_dir=tmp_path, df=df.assign(kept_us=df["kept_us"].mask(at, 423.0)))
     assert "moves by -0.9 to +0.7% (the most: cutlass_ctapipe_w21g8 at 1024 tokens)" in line
-    (line,) = A.kept_lines(df.assign(kept_us=df["latency_us"].where(df["kept_us"].notna())))
+    (line,) = A.kept_lines(results_dir=tmp_path, df=df.assign(kept_us=df["latency_us"].where(df["kept_us"].notna())))
     assert "moves by +0.0% (the most" in line
-    assert A.kept_lines(df.drop(columns=["kept_us", "kept_variant"])) == []
+    assert A.kept_lines(results_dir=tmp_path, df=df.drop(columns=["kept_us", "kept_variant"])) == []

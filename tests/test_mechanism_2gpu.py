@@ -247,3 +247,28 @@ def test_the_committed_judgement_of_registered_plan_14_is_what_the_script_gives(
     committed = pd.read_csv(ROOT / "bench/results/validation-registered14/judged.csv")
     pd.testing.assert_frame_equal(got.reset_index(drop=True), committed, check_dtype=False)
     assert round(mod.alone_spread(), 4) == 0.0524  # the registered spread, from the committed traces
+
+
+def test_the_kept_range_table_is_the_committed_traces_and_brackets_the_2gpu_runs():
+    """kept-range.csv (post-hoc, 2026-12-06) is ``kept_range`` of the committed traces; the kept level is the lockstep
+    one on every trace (the variants run only the ctapipe family config); where the two ends differ (M >= 4096) 31 of
+    32 traces lie inside, the one outside 0.16% under the kept level; where they agree (M <= 2048) the runs are up to
+    3.7% under them."""
+    mod = _bench()
+    t = pd.read_csv(ROOT / "bench/results/validation-mechanism/traces.csv")
+    k = pd.read_csv(ROOT / "bench/results/validation-mechanism/kept-range.csv")
+    got = mod.kept_range(t)
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), k, check_dtype=False, atol=1e-4)
+    keys = ["run", "m", "variant"]
+    kept = t[t.predictor == "kept level"].set_index(keys)["makespan_sim_us"]
+    lock = t[t.predictor == "lockstep"].set_index(keys)["makespan_sim_us"]
+    assert len(kept) == 56 and np.allclose(kept, lock.loc[kept.index], rtol=1e-6)  # stalled traces too
+    r = k[k.place.notna()]
+    assert (len(r), int(r.inside.sum()), int(r.m.min())) == (32, 31, 4096)
+    out = r[~r.inside].iloc[0]
+    assert (out.variant, out.m, round(out.off_pct, 2)) == ("cutlass_ctapipe_c21", 4096, 0.16)
+    assert k[k.place.isna()].m.max() == 2048 and k[k.place.isna()].off_pct.between(-0.02, 3.7).all()
+    # the check can fail: a measured makespan moved past the profile's level is outside
+    moved = t.copy()
+    moved.loc[(moved.m == 16384) & (moved.variant == "cutlass_ctapipe"), "makespan_meas_us"] *= 1.2
+    assert int(mod.kept_range(moved).inside.sum()) < 31
