@@ -42,8 +42,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import registered_plan  # noqa: E402
+from plan83_alone_edge import M as _M83, tiles  # noqa: E402  (the producer's tiles at M = 16384, 128 x 256 each)
 
-M = 16384
+M = _M83
 HS = (9216, 10240, 11264, 12288)
 GPUS = {"H100": "h100-x8-mechanism", "H200": "h200-x2-mechanism"}
 """The call's GPU and the mechanism profile it is predicted on."""
@@ -71,11 +72,6 @@ CLAIMS = {
     "e": "pairs (w21): lockstep's mean nearer the measured than the profile's at every H (plan 83's pairs kept their "
          "reuse)",
 }
-
-
-def tiles(h: int) -> int:
-    """The producer's tiles at M = :data:`M`, K = N = ``h`` (128 x 256 each)."""
-    return (M // 128) * (h // 256)
 
 
 def predictors(profile: str) -> dict:
