@@ -146,6 +146,16 @@ def call_gpu(run_dir: Path, why: str = WHY) -> str:
     return found[0]
 
 
+def call_rows(pred: pd.DataFrame, meas: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+    """The measured call's GPU (``meas``'s ``gpu``) and the registration's rows of it; :class:`JudgeError` where there
+    are none."""
+    gpu = meas["gpu"].iloc[0]
+    p = pred[pred["gpu"] == gpu]
+    if p.empty:
+        raise JudgeError(f"the registration has no rows for {gpu}")
+    return gpu, p
+
+
 def measured(run_dir: Path) -> pd.DataFrame:
     """Per H of the call's GPU, variant and wave: the kept traced run's median tile time (us), and the run's spread
     (``ctasim.calibration.span_rate`` of its windows, a reading, not in the claims)."""
@@ -179,10 +189,7 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     (us), the error of the mean (%), the mean |error| of the waves' medians (us), and the states."""
     from percta_predict import full_waves  # noqa: PLC0415
 
-    gpu = meas["gpu"].iloc[0]
-    p = pred[pred["gpu"] == gpu]
-    if p.empty:
-        raise JudgeError(f"the registration has no rows for {gpu}")
+    gpu, p = call_rows(pred, meas)
     rows = []
     for (h, v), run in meas.groupby(["h", "variant"], sort=True):
         m = full_waves(run, tiles(h)).set_index("wave")["measured_us"]

@@ -149,37 +149,37 @@ def measured(run_dir: Path) -> pd.DataFrame:
     rows = []
     for h in HS:
         out = run_dir / f"OUT_H{h}"
-        for name in ("percta-runs.csv", "percta.csv"):
-            if not (out / name).is_file():
-                raise JudgeError(f"no {out / name} ({WHY})")
+        runs_f, summary_f = out / "percta-runs.csv", out / "percta.csv"
+        for f in (runs_f, summary_f):
+            if not f.is_file():
+                raise JudgeError(f"no {f} ({WHY})")
         try:
-            runs, summary = pd.read_csv(out / "percta-runs.csv"), pd.read_csv(out / "percta.csv")
+            runs, summary = pd.read_csv(runs_f), pd.read_csv(summary_f)
         except (OSError, ValueError) as e:
             raise JudgeError(f"{out}: not a percta table ({type(e).__name__}: {e})") from None
-        for t, name in ((runs, "percta-runs.csv"), (summary, "percta.csv")):
+        for t, f in ((runs, runs_f), (summary, summary_f)):
             if "variant" not in t:
-                raise JudgeError(f"{out / name}: no column variant ({WHY})")
-        runs = _numbers(runs, ("m", "run", "mainloop_early_ns", "mainloop_late_ns"), out / "percta-runs.csv")
-        summary = _numbers(summary, ("m", "slots"), out / "percta.csv")
+                raise JudgeError(f"{f}: no column variant ({WHY})")
+        runs = _numbers(runs, ("m", "run", "mainloop_early_ns", "mainloop_late_ns"), runs_f)
+        summary = _numbers(summary, ("m", "slots"), summary_f)
         for v in VARIANTS:
             s = summary[(summary["variant"] == v) & (summary["m"] == M)]
             if len(s) != 1 or int(s["slots"].iloc[0]) != SLOTS:
-                raise JudgeError(f"{out / 'percta.csv'}: {v} at M = {M} ran "
+                raise JudgeError(f"{summary_f}: {v} at M = {M} ran "
                                  + (f"{int(s['slots'].iloc[0])} CTAs at once, not the {SLOTS}" if len(s) == 1
                                     else f"{len(s)} times, not once"))
-            w = wave_medians(_tiles(out / f"percta-tiles-{M}-{v}.csv.gz", h))
             f = out / f"percta-tiles-{M}-{v}.csv.gz"
+            w = wave_medians(_tiles(f, h))
             registered_plan.positive_times(w["measured"], [f"H = {h} {v} wave {i}" for i in w["wave"]], f,
                                            "the median tile time")
             rows += [dict(gpu=gpu, h=h, variant=v, wave=int(r.wave), measured_us=float(r.measured), run=-1,
                           ratio=np.nan) for r in w.itertuples()]
             r = runs[(runs["variant"] == v) & (runs["m"] == M)]
             if len(r) != RUNS or sorted(r["run"]) != list(range(RUNS)):
-                raise JudgeError(f"{out / 'percta-runs.csv'}: {len(r)} runs of {v} at M = {M}, not the {RUNS} "
+                raise JudgeError(f"{runs_f}: {len(r)} runs of {v} at M = {M}, not the {RUNS} "
                                  f"(0 to {RUNS - 1}) plan 85 asks")
             for col in ("mainloop_early_ns", "mainloop_late_ns"):
-                registered_plan.positive_times(r[col], [f"H = {h} {v} run {int(i)}" for i in r["run"]],
-                                               out / "percta-runs.csv", col)
+                registered_plan.positive_times(r[col], [f"H = {h} {v} run {int(i)}" for i in r["run"]], runs_f, col)
             rows += [dict(gpu=gpu, h=h, variant=v, wave=-1, measured_us=np.nan, run=int(x.run),
                           ratio=x.mainloop_late_ns / x.mainloop_early_ns) for x in r.itertuples()]
     return pd.DataFrame(rows)
@@ -188,12 +188,10 @@ def measured(run_dir: Path) -> pd.DataFrame:
 def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     """Per H, variant and predictor of the call's GPU: the measured and predicted means over full waves >= 2 (us),
     the error of the mean (%), and the traced runs' ratios (min, max)."""
+    import plan83_alone_edge as p83  # noqa: PLC0415
     from percta_predict import full_waves  # noqa: PLC0415
 
-    gpu = meas["gpu"].iloc[0]
-    p = pred[pred["gpu"] == gpu]
-    if p.empty:
-        raise JudgeError(f"the registration has no rows for {gpu}")
+    gpu, p = p83.call_rows(pred, meas)
     rows = []
     for (h, v), g in meas.groupby(["h", "variant"], sort=True):
         waves, runs = g[g["wave"] >= 0], g[g["wave"] < 0]
