@@ -110,11 +110,11 @@ def register() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _numbers(t: pd.DataFrame, cols, f: Path) -> pd.DataFrame:
+def _numbers(t: pd.DataFrame, cols, f: Path, why: str = WHY) -> pd.DataFrame:
     """``t``'s ``cols`` as numbers; :class:`JudgeError` naming the first that is missing or not a number."""
     for col in cols:
         if col not in t:
-            raise JudgeError(f"{f}: no column {col} ({WHY})")
+            raise JudgeError(f"{f}: no column {col} ({why})")
         x = pd.to_numeric(t[col], errors="coerce")
         if x.isna().any():
             raise JudgeError(f"{f}: {col} of row {int(x.isna().to_numpy().argmax())} is not a number")
@@ -122,15 +122,15 @@ def _numbers(t: pd.DataFrame, cols, f: Path) -> pd.DataFrame:
     return t
 
 
-def _tiles(f: Path, h: int) -> pd.DataFrame:
+def _tiles(f: Path, h: int, why: str = WHY) -> pd.DataFrame:
     """A percta tile table of H = ``h``: every CTA 0 .. tiles - 1 once, each time a number."""
     if not f.is_file():
-        raise JudgeError(f"no {f} ({WHY})")
+        raise JudgeError(f"no {f} ({why})")
     try:
         t = pd.read_csv(f)
     except (OSError, ValueError, EOFError) as e:
         raise JudgeError(f"{f}: not a percta tile table ({type(e).__name__}: {e})") from None
-    t = _numbers(t, ("cta", "t_acquire", "t_compute_end"), f)
+    t = _numbers(t, ("cta", "t_acquire", "t_compute_end"), f, why)
     if len(t) != tiles(h):
         raise JudgeError(f"{f}: {len(t)} tiles, not the {tiles(h)} of M = {M}, H = {h}")
     if not np.array_equal(np.sort(t["cta"].to_numpy()), np.arange(tiles(h))):
@@ -142,26 +142,32 @@ def measured(run_dir: Path) -> pd.DataFrame:
     """Per H, variant and wave of the call's GPU: the median-span traced run's median tile time (us); and per traced
     run its late-over-early mainloop ratio (``ratio``, one row per run with ``wave`` = -1). Refused: a GPU whose probe
     ran other than :data:`percta_predict.SLOTS` CTAs at once (``percta.csv``'s ``slots``: the waves are cut so)."""
+    return measured_at(run_dir, HS, WHY, "plan 85")
+
+
+def measured_at(run_dir: Path, hs, why: str, plan: str) -> pd.DataFrame:
+    """:func:`measured` of a call of :data:`VARIANTS`' producers alone at M = :data:`M`, :data:`RUNS` traced runs each,
+    at each H of ``hs``: ``why`` says what should have written its files, ``plan`` names the plan in a refusal."""
     import plan83_alone_edge as p83  # noqa: PLC0415
     from percta_predict import SLOTS, wave_medians  # noqa: PLC0415
 
-    gpu = p83.call_gpu(run_dir, WHY)
+    gpu = p83.call_gpu(run_dir, why)
     rows = []
-    for h in HS:
+    for h in hs:
         out = run_dir / f"OUT_H{h}"
         runs_f, summary_f = out / "percta-runs.csv", out / "percta.csv"
         for f in (runs_f, summary_f):
             if not f.is_file():
-                raise JudgeError(f"no {f} ({WHY})")
+                raise JudgeError(f"no {f} ({why})")
         try:
             runs, summary = pd.read_csv(runs_f), pd.read_csv(summary_f)
         except (OSError, ValueError) as e:
             raise JudgeError(f"{out}: not a percta table ({type(e).__name__}: {e})") from None
         for t, f in ((runs, runs_f), (summary, summary_f)):
             if "variant" not in t:
-                raise JudgeError(f"{f}: no column variant ({WHY})")
-        runs = _numbers(runs, ("m", "run", "mainloop_early_ns", "mainloop_late_ns"), runs_f)
-        summary = _numbers(summary, ("m", "slots"), summary_f)
+                raise JudgeError(f"{f}: no column variant ({why})")
+        runs = _numbers(runs, ("m", "run", "mainloop_early_ns", "mainloop_late_ns"), runs_f, why)
+        summary = _numbers(summary, ("m", "slots"), summary_f, why)
         for v in VARIANTS:
             s = summary[(summary["variant"] == v) & (summary["m"] == M)]
             if len(s) != 1 or int(s["slots"].iloc[0]) != SLOTS:
@@ -169,7 +175,7 @@ def measured(run_dir: Path) -> pd.DataFrame:
                                  + (f"{int(s['slots'].iloc[0])} CTAs at once, not the {SLOTS}" if len(s) == 1
                                     else f"{len(s)} times, not once"))
             f = out / f"percta-tiles-{M}-{v}.csv.gz"
-            w = wave_medians(_tiles(f, h))
+            w = wave_medians(_tiles(f, h, why))
             registered_plan.positive_times(w["measured"], [f"H = {h} {v} wave {i}" for i in w["wave"]], f,
                                            "the median tile time")
             rows += [dict(gpu=gpu, h=h, variant=v, wave=int(r.wave), measured_us=float(r.measured), run=-1,
@@ -177,7 +183,7 @@ def measured(run_dir: Path) -> pd.DataFrame:
             r = runs[(runs["variant"] == v) & (runs["m"] == M)]
             if len(r) != RUNS or sorted(r["run"]) != list(range(RUNS)):
                 raise JudgeError(f"{runs_f}: {len(r)} runs of {v} at M = {M}, not the {RUNS} "
-                                 f"(0 to {RUNS - 1}) plan 85 asks")
+                                 f"(0 to {RUNS - 1}) {plan} asks")
             for col in ("mainloop_early_ns", "mainloop_late_ns"):
                 registered_plan.positive_times(r[col], [f"H = {h} {v} run {int(i)}" for i in r["run"]], runs_f, col)
             rows += [dict(gpu=gpu, h=h, variant=v, wave=-1, measured_us=np.nan, run=int(x.run),

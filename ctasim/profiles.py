@@ -52,6 +52,9 @@ own law on one GPU).
 and HBM scaling; its reuse law stays the base's LRU (the base has no survival curve), and it takes neither plan 73's
 drift law nor plan 76's exposed rate (both judged on the one-GPU profile).
 
+``h100-x8-mechanism-exposed``: ``h100-x8-mechanism`` with plan 76's exposed rate (the exposed HBM share charged at the
+H200's measured rate): registered plan 86's twin, chosen after plan 85's H100 runs of the producers alone.
+
 Left out: anything that depends on more than two GPUs being busy at once (the switch's aggregate rate under eight
 concurrent streams, NCCL's choice of algorithm and channel count at eight, host-side launch contention across
 eight streams) is not in the base and not estimated here: the derived profile predicts it as two GPUs' figures.
@@ -399,6 +402,26 @@ def _h100_x8() -> Derivation:
 
 
 DERIVED["h100-x8-mechanism"] = _h100_x8()
+
+
+def _h100_x8_exposed() -> Derivation:
+    """``h100-x8-mechanism`` with the exposed share of a wave's HBM bytes charged at the H200's measured rate, the field
+    registered plan 76 adopted on ``h100-x1-datasheet``: registered plan 86's twin, chosen after plan 85's H100 priced
+    the grouped producers alone 2.2-5.0% slow (post-hoc, ``bench/posthoc_h100_x8_exposed.py``)."""
+    d = _h100_x8()
+    return _exposed_at_h200(
+        d, '"derived by ctasim.profiles from h200-x8-mechanism: h100-x8-mechanism with the exposed HBM share charged at '
+           'the H200\'s measured rate (registered plan 86\'s twin)"',
+        "registered plan 85's H100 priced the grouped producers alone 2.2-5.0% slow",
+        d.header + (
+            "# The exposed HBM share is charged at the H200's measured rate (l2_hbm_exposed_gbps, added, as "
+            "h100-x1-datasheet since",
+            "# registered plan 76): registered plan 86's twin, chosen after registered plan 85's H100 runs "
+            "(post-hoc).",
+        ))
+
+
+DERIVED["h100-x8-mechanism-exposed"] = _h100_x8_exposed()
 
 H100_PROBE_GAP_CVS = (1.229, 1.215)
 """``ticket_gap_cv`` as ``ctahw calibrate``'s gap traces read it on two H100s (GPU-291847ac, GPU-e4628d39)."""

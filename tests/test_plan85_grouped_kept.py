@@ -198,3 +198,30 @@ def test_a_call_it_cannot_judge_is_refused_in_one_line(p85, registered, tmp_path
     err = capsys.readouterr().err.strip()
     assert err.startswith("plan85_grouped_kept: ") and message in err and "\n" not in err, err
     assert not out.exists()
+
+
+def test_the_committed_h100_call_judges_as_committed(p85, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered85-1gpu, GPU-d3274ca1) judged again gives the committed
+    tables, and what docs/validation.md reads off them: (a), (b) and (d) met, (c) and (e) missed, as registered."""
+    root = p85.ROOT
+    c, cl = _judge(p85, root / "bench/results/hw-h100/2026-12-07-registered85-1gpu", tmp_path)
+    for name in ("cases.csv", "claims.csv"):
+        assert (tmp_path / "judged" / name).read_text() == (root / "bench/results/validation-registered85" / name
+                                                            ).read_text()
+    assert list(cl.met) == [True, True, False, True, False]
+    assert cl.provenance.str.startswith("registered: predictions added in 7c4df3ef").all()
+
+
+def test_docs_quote_the_committed_call(p85):
+    """docs/validation.md's plan 85 table is the committed cases.csv: each H's measured means and the three
+    predictors' errors per producer."""
+    doc = (p85.ROOT / "docs/validation.md").read_text().split("### Registered plan 85")[1].split("\n### ")[0]
+    c = pd.read_csv(p85.ROOT / "bench/results/validation-registered85/cases.csv")
+    for h, g in c.groupby("h"):
+        cells = []
+        for v in p85.VARIANTS:
+            x = g[g.variant == v].set_index("predictor")
+            cells.append(f"{x.measured_us.iloc[0]:.1f}; " + " / ".join(f"{x.mean_err_pct[p]:+.1f}"
+                                                                       for p in p85.PREDICTORS))
+        want = f"| {h} | " + " | ".join(cells) + " |"
+        assert want in doc, want
