@@ -410,8 +410,8 @@ def _h100_x8_exposed() -> Derivation:
     the grouped producers alone 2.2-5.0% slow (post-hoc, ``bench/posthoc_h100_x8_exposed.py``)."""
     d = _h100_x8()
     return _exposed_at_h200(
-        d, '"derived by ctasim.profiles from h200-x8-mechanism: h100-x8-mechanism with the exposed HBM share charged at '
-           'the H200\'s measured rate (registered plan 86\'s twin)"',
+        d, '"derived by ctasim.profiles from h200-x8-mechanism: h100-x8-mechanism with the exposed HBM share charged '
+           'at the H200\'s measured rate (registered plan 86\'s twin)"',
         "registered plan 85's H100 priced the grouped producers alone 2.2-5.0% slow",
         d.header + (
             "# The exposed HBM share is charged at the H200's measured rate (l2_hbm_exposed_gbps, added, as "

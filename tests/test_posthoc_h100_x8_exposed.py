@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import pandas as pd
 import pytest
 
 from tests.helpers import load_bench
