@@ -166,3 +166,58 @@ def test_an_h200_call_is_refused(p86, registered, tmp_path, capsys):
     (run / "env.txt").write_text("index, name\n" + ENV["H200"] + "\n")
     assert p86.main(["--judge", str(run), "--out", str(tmp_path / "j")]) == 2
     assert "the registration has no rows for H200" in capsys.readouterr().err
+
+
+def _set(c, p86, predictor, column, value, variants=None):
+    c = c.copy()
+    at = (c.predictor == predictor) & c.variant.isin(variants or p86.VARIANTS)
+    c.loc[at, column] = value
+    return c
+
+
+@pytest.mark.parametrize("profile, met", [(2.0, True), (1.99, False)])
+def test_claim_a_turns_at_half_the_profiles_error(p86, as_twin, profile, met):
+    c = _set(as_twin[0], p86, "twin", "mean_err_pct", -1.0, p86.GROUPED)
+    c = _set(c, p86, "profile", "mean_err_pct", profile, p86.GROUPED)
+    assert p86.claims(c, "post-hoc").set_index("claim").loc["a", "met"] == met
+
+
+@pytest.mark.parametrize("lockstep, met", [(2.0, True), (1.99, False)])
+def test_claim_d_turns_at_half_and_reads_the_pairs_and_grouped_twin_lockstep(p86, as_twin, lockstep, met):
+    """Over the pairs and the grouped producers, twin_lockstep's early error against lockstep's; row order's and the
+    twin-at-its-spread's early errors do not enter."""
+    early = (p86.PAIRS, *p86.GROUPED)
+    c = _set(as_twin[0], p86, "twin_lockstep", "early_err_pct", 1.0, early)
+    c = _set(c, p86, "lockstep", "early_err_pct", -lockstep, early)
+    c = _set(c, p86, "twin_lockstep", "early_err_pct", 50.0, [p86.ROW])
+    c = _set(c, p86, "twin", "early_err_pct", 50.0)
+    assert p86.claims(c, "post-hoc").set_index("claim").loc["d", "met"] == met
+    c = _set(c, p86, "twin_lockstep", "early_err_pct", 50.0, [p86.PAIRS])
+    assert not p86.claims(c, "post-hoc").set_index("claim").loc["d", "met"]
+
+
+@pytest.mark.parametrize("over, met", [(1.25, True), (1.249, False)])
+def test_claim_e_turns_at_its_edge(p86, as_twin, over, met):
+    c = as_twin[0].copy()
+    at = (c.variant == p86.ROW) & (c.predictor == "lockstep") & (c.h == 7168)
+    c.loc[at, "predicted_us"] = c.loc[at, "measured_us"] / over
+    assert p86.claims(c, "post-hoc").set_index("claim").loc["e", "met"] == met
+
+
+def test_the_early_means_are_waves_0_and_1_and_the_late_ones_from_wave_2(p86, registered):
+    """Waves 0, 1 and 2 of one case at 100, 200 and 5000 us: the early mean 150, and wave 2 in the full-wave mean."""
+    from percta_predict import full_waves
+
+    twin = registered[registered.predictor == "twin"]
+    meas = twin.assign(measured_us=twin.us, run=-1, ratio=np.nan)[["gpu", "h", "variant", "wave", "measured_us",
+                                                                     "run", "ratio"]].copy()
+    one = (meas.h == 6144) & (meas.variant == p86.PAIRS)
+    for w, us in ((0, 100.0), (1, 200.0), (2, 5000.0)):
+        meas.loc[one & (meas.wave == w), "measured_us"] = us
+    runs = pd.DataFrame([dict(gpu="H100", h=h, variant=v, wave=-1, measured_us=np.nan, run=0, ratio=1.0)
+                         for h in p86.HS for v in p86.VARIANTS])
+    c = p86.cases(registered, pd.concat([meas, runs], ignore_index=True)).set_index(["h", "variant", "predictor"])
+    row = c.loc[(6144, p86.PAIRS, "twin")]
+    assert row.early_measured_us == 150.0
+    full = full_waves(meas[one], p86.tiles(6144))
+    assert row.measured_us == pytest.approx(full.measured_us.mean()) and 2 in set(full.wave)

@@ -36,7 +36,8 @@ def test_the_twin_is_the_profile_with_plan_76s_exposed_rate(ph):
 
 def test_the_docs_figures(ph, cases):
     """What plan 85's post-hoc paragraph says: the grouped producers 3.67% -> 0.74% (flat 1.46%); the first two waves
-    of the pairs and grouped within -0.2 to +1.7% under the twin, +2.3 to +4.9% under lockstep."""
+    of the pairs and grouped within -0.2 to +1.7% under the twin, +2.3 to +4.9% under lockstep; where the first two
+    waves say the profile's rate instead (row order on both units, plan 83's pairs)."""
     s = ph.summary(cases).set_index(["call", "kind", "predictor"]).sort_index()
     g = s.loc[("plan 85", "grouped")]
     assert (round(g.loc["profile", "mean_abs_err_pct"], 2), round(g.loc["twin", "mean_abs_err_pct"], 2),
@@ -45,6 +46,11 @@ def test_the_docs_figures(ph, cases):
     assert (round(early.early_twin_lockstep_err_pct.min(), 1), round(early.early_twin_lockstep_err_pct.max(), 1)) == (
         -0.2, 1.7)
     assert (round(early.early_lockstep_err_pct.min(), 1), round(early.early_lockstep_err_pct.max(), 1)) == (2.3, 4.9)
+    first = {(call, kind): (round(s.loc[(call, kind, "twin_lockstep"), "early_mean_abs_err_pct"], 2),
+                            round(s.loc[(call, kind, "lockstep"), "early_mean_abs_err_pct"], 2))
+             for call, kind in (("plan 85", "row"), ("plan 83", "row"), ("plan 83", "pairs"))}
+    assert first == {("plan 85", "row"): (13.41, 9.82), ("plan 83", "row"): (9.25, 5.77),
+                     ("plan 83", "pairs"): (2.08, 1.73)}
 
 
 def test_a_slower_exposed_rate_moves_the_twin(ph, monkeypatch):

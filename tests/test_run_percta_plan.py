@@ -1,10 +1,14 @@
-"""bench/hw/run_percta_plan.sh's checks before anything runs (no GPU: a stand-in nvidia-smi names one): the arguments,
-the device tree, the plan's script in it, and the GPU the plan is registered for."""
+"""bench/hw/run_percta_plan.sh (no GPU: a stand-in nvidia-smi names one, a stand-in ctahw.percta records its
+arguments): the checks before anything runs -- the arguments, the device tree, the plan's script in it, the GPU the
+plan is registered for -- and a whole call of a made-up plan: the cases read from its script, one probe per H, the run
+packed, and the exit status when a probe fails."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -51,3 +55,34 @@ def test_a_gpu_the_plan_is_not_registered_for_is_refused_before_anything_runs(tm
     assert not (tmp_path / "out").exists()
     r = _run(tmp_path, "plan86_x8_exposed", ".cache/p86", "abc", "H100,H200", gpu="NVIDIA B200, GPU-1")
     assert r.returncode == 3 and "registered for H100,H200" in r.stderr
+
+
+PERCTA = """import pathlib, sys
+args = sys.argv[1:]
+out = pathlib.Path(args[0]); out.mkdir(parents=True)
+(out / "args.txt").write_text(" ".join(args[1:]))
+sys.exit(7 if "--h 300" in " ".join(args) else 0)
+"""
+"""The stand-in probe: writes its arguments into its output folder; fails (7) at H = 300."""
+
+
+@pytest.mark.parametrize("hs, rc", [((100, 200), 0), ((100, 300), 5)])
+def test_a_whole_call_reads_its_cases_from_the_plan(tmp_path, hs, rc):
+    t = tmp_path / ".cache" / "pzz"
+    (t / ".kcache").mkdir(parents=True)
+    (t / "bench" / "hw").mkdir(parents=True)
+    shutil.copy(ROOT / "bench/hw/device_env.sh", t / "bench/hw/device_env.sh")
+    (t / "bench" / "planzz.py").write_text(f"M = 4096\nHS = {hs!r}\nRUNS = 3\nVARIANTS = ('a_v', 'b_v')\n")
+    (t / "ctahw").mkdir()
+    (t / "ctahw" / "__init__.py").write_text("")
+    (t / "ctahw" / "percta.py").write_text(PERCTA)
+    r = _run(tmp_path, "planzz", ".cache/pzz", "abc1234", "H100", gpu="NVIDIA H100 80GB HBM3, GPU-d3274ca1")
+    assert r.returncode == rc, (r.stdout, r.stderr)
+    assert "planzz: M = 4096, H = " + ",".join(map(str, hs)) + ", a_v,b_v, 3 runs each" in r.stdout
+    with tarfile.open(tmp_path / "out" / "pzz" / "run.tar.gz") as tar:
+        names = set(tar.getnames())
+        assert {"run/env.txt", "run/log.txt", *(f"run/percta-H{h}.log" for h in hs)} <= names
+        args = tar.extractfile(f"run/OUT_H{hs[0]}/args.txt").read().decode()
+    assert args == f"--h {hs[0]} --ms 4096 --variants a_v,b_v --reps 3"
+    if rc:
+        assert "1 of the H failed" in r.stderr

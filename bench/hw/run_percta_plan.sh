@@ -12,7 +12,8 @@
 # PLAN: the script's module name (bench/PLAN.py in the tree); GPU: the GPU names the plan is registered for (H100,
 # H200), refused otherwise before anything runs. Writes $OUT/NAME/run.tar.gz, NAME the tree's folder name (its folder
 # run/: env.txt, OUT_H<h>/, percta-H<h>.log, smi.csv, log.txt), committed under bench/results/hw[-h100]/ with its
-# README before the plan's judge runs (RUN_DIR: that run/ folder). Plans 83-85 ran their own copies of this
+# README before the plan's judge runs (RUN_DIR: that run/ folder). Exit status: 2-4 refused before anything ran, 5
+# where the probe failed at some H (the run is packed all the same), else 0. Plans 83-85 ran their own copies of this
 # (bench/hw/run_plan83.sh, 84, 85: as registered).
 set -uo pipefail
 [ $# -eq 4 ] || { echo "usage: run_percta_plan.sh PLAN TREE COMMIT GPU[,GPU...]" >&2; exit 2; }
@@ -34,11 +35,16 @@ print(p.M, ",".join(map(str, p.HS)), p.RUNS, ",".join(p.VARIANTS))')
   [ -n "${VARIANTS:-}" ] || { echo "run_percta_plan.sh: no M, HS, RUNS, VARIANTS from bench/$PLAN.py" >&2; exit 4; }
   run_begin 100
   say "$PLAN: M = $M, H = $HS, $VARIANTS, $RUNS runs each"
+  failed=0
   for h in ${HS//,/ }; do
     timeout 170 python3 -m ctahw.percta "$R/OUT_H$h" --h "$h" --ms "$M" --variants "$VARIANTS" --reps "$RUNS" \
       > "$R/percta-H$h.log" 2>&1
-    say "H = $h rc=$?"; tail -4 "$R/percta-H$h.log"
+    rc=$?; say "H = $h rc=$rc"; tail -4 "$R/percta-H$h.log"
+    [ $rc -eq 0 ] || failed=$((failed + 1))
   done
   run_end
+  [ $failed -eq 0 ] || { echo "run_percta_plan.sh: $failed of the H failed (their logs are in the run)" >&2; exit 5; }
 )
+rc=$?
 ls -R "${OUT:-out/hw}" | head -30
+exit $rc
