@@ -591,6 +591,38 @@ def producer_edge_lines(kinds, results_dir: Path | None = None) -> list[str]:
     return [line + " (docs/validation.md)"]
 
 
+GROUPED_KEPT = ("validation-registered85", "cases.csv")
+"""Registered plan 85 (a third H100 unit): per H and producer alone its measured mean over full waves, each predictor's
+error of it and the traced runs' late-over-early mainloop ratios (``cases.csv``)."""
+GROUPED_PRODUCERS = ("cutlass_ctapipe_w21g4", "cutlass_ctapipe_w21g8")
+"""The grouped producers (groups of 4 and 8 row-blocks) the advice's CTA-pipelined designs order their tiles in."""
+
+
+def grouped_kept_lines(kinds, results_dir: Path | None = None) -> list[str]:
+    """Where a CTA-pipelined strategy is priced on two or more GPUs (as :func:`producer_edge_lines`): registered plan
+    85's grouped producers alone on an H100 -- whether every traced run kept its reuse, where row order's did not, and
+    how far the profile's and the flat predictor's means were from the measured ones (from the committed table;
+    nothing where this installation has none)."""
+    if not {"ctapipe", "hybrid"} & set(kinds):
+        return []
+    path = _results_root(results_dir).joinpath(*GROUPED_KEPT)
+    if not path.is_file():
+        return []
+    d = pd.read_csv(path)
+    g = d[d["variant"].isin(GROUPED_PRODUCERS)]
+    row = d[(d["variant"] == EDGE_PRODUCER) & (d["predictor"] == "profile")]
+    prof, flat = (g.loc[g["predictor"] == p, "mean_err_pct"] for p in ("profile", "flat"))
+    hs = sorted(set(g["h"]))
+    return [f"registered plan {GROUPED_KEPT[0].removeprefix('validation-registered')} ran the grouped producers "
+            f"(groups of 4 and 8 row-blocks: {', '.join(GROUPED_PRODUCERS)}) alone on an H100 at H = {hs[0]}-{hs[-1]} "
+            f"(M = 16384): every traced run kept its weights' L2 reuse (late-over-early mainloop "
+            f"{g['ratio_min'].min():.2f}-{g['ratio_max'].max():.2f}; row order's {row['ratio_min'].min():.2f}-"
+            f"{row['ratio_max'].max():.2f}), and the mechanism profile (h100-x8-mechanism) priced their mean tile "
+            f"time {prof.min():+.1f} to {prof.max():+.1f}% off the measured (+: slower than measured; mean |error| "
+            f"{prof.abs().mean():.1f}%, the flat predictor's, no memory hierarchy, {flat.abs().mean():.1f}%; "
+            "docs/validation.md)"]
+
+
 H100_DRIFT_PLANS = {"tile": (("validation-registered72", "datasheet"), ("validation-registered73", "model"),
                              ("validation-registered73-run2", "model")),
                     "absolute": (("validation-registered73", "absolute"), ("validation-registered73-run2", "absolute"))}
@@ -866,6 +898,7 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
     lines += [f"* {t}" for t in h100_block_lines(hw, results_dir)]
     pipelined = list(dict.fromkeys(df.loc[df["gpus"] >= 2, "kind"]))
     lines += [f"* {t}" for t in producer_edge_lines(pipelined, results_dir)]
+    lines += [f"* {t}" for t in grouped_kept_lines(pipelined, results_dir)]
     lines += [f"* {t}" for t in kept_lines(df, results_dir)]
     if any(l.gated and l.epilogue_fused for l in model.workload.layers):
         lines.append("* SwiGLU is modelled fused into the gate-and-up GEMM's epilogue; ctahw runs it as a kernel of its "

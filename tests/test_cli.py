@@ -721,3 +721,29 @@ def test_kept_lines_say_whether_the_answer_moves_between_the_two_ends(tmp_path):
     (line,) = A.kept_lines(results_dir=tmp_path, df=df.assign(kept_us=df["latency_us"].where(df["kept_us"].notna())))
     assert "moves by +0.0% (the most" in line
     assert A.kept_lines(results_dir=tmp_path, df=df.drop(columns=["kept_us", "kept_variant"])) == []
+
+
+def test_advise_quotes_plan_85s_grouped_producers_from_the_committed_table(tmp_path):
+    """Where a CTA-pipelined strategy runs on two or more GPUs: plan 85's grouped producers' ratios, row order's, and
+    the profile's and the flat predictor's errors, read from the committed cases.csv (a changed table changes the
+    line; no table, no line)."""
+    import shutil
+
+    from ctasim import advise as A
+
+    (line,) = A.grouped_kept_lines(["sequential", "ctapipe"])
+    assert "alone on an H100 at H = 9216-12288 (M = 16384)" in line
+    assert "late-over-early mainloop 0.99-1.02; row order's 1.62-1.98" in line
+    assert "+2.2 to +5.0% off the measured" in line and "mean |error| 3.7%, the flat predictor's" in line
+    assert "memory hierarchy, 1.5%" in line
+    assert A.grouped_kept_lines(["sequential", "tp"]) == [] and A.grouped_kept_lines(["hybrid"]) == [line]
+    assert A.grouped_kept_lines(["ctapipe"], results_dir=tmp_path) == []
+    src = A._results_root(None) / A.GROUPED_KEPT[0]
+    shutil.copytree(src, tmp_path / A.GROUPED_KEPT[0])
+    d = pd.read_csv(tmp_path / A.GROUPED_KEPT[0] / "cases.csv")
+    at = d.variant.isin(A.GROUPED_PRODUCERS) & (d.predictor == "profile")
+    d.loc[at, "mean_err_pct"] = -d.loc[at, "mean_err_pct"]
+    d.loc[at, "ratio_max"] = 1.3
+    d.to_csv(tmp_path / A.GROUPED_KEPT[0] / "cases.csv", index=False)
+    (moved,) = A.grouped_kept_lines(["ctapipe"], results_dir=tmp_path)
+    assert "-5.0 to -2.2% off the measured" in moved and "mainloop 0.99-1.30" in moved
