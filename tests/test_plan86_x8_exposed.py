@@ -221,3 +221,48 @@ def test_the_early_means_are_waves_0_and_1_and_the_late_ones_from_wave_2(p86, re
     assert row.early_measured_us == 150.0
     full = full_waves(meas[one], p86.tiles(6144))
     assert row.measured_us == pytest.approx(full.measured_us.mean()) and 2 in set(full.wave)
+
+
+def test_the_committed_h100_call_judges_as_committed(p86, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered86-1gpu, GPU-136218d1) judged again gives the committed
+    tables, and what docs/validation.md reads off them: (a), (c), (d) met, (b) and (e) missed, nothing adopted."""
+    root = p86.ROOT
+    c, cl = _judge(p86, root / "bench/results/hw-h100/2026-12-07-registered86-1gpu", tmp_path)
+    for name in ("cases.csv", "claims.csv"):
+        assert (tmp_path / "judged" / name).read_text() == (root / "bench/results/validation-registered86" / name
+                                                            ).read_text()
+    assert list(cl.met) == [True, False, True, True, False, False] and cl.loc["adopt", "value"] == "no"
+    assert cl.loc["b", "value"] == "worst +2.63% (w21g4 at H = 6144)"
+    assert cl.provenance.str.startswith("registered: predictions added in 74ab720c").all()
+
+
+def test_docs_quote_the_committed_call(p86):
+    """docs/validation.md's plan 86 table is the committed cases.csv: each H's measured means and the flat, profile
+    and twin errors per producer; and the claims' figures."""
+    doc = (p86.ROOT / "docs/validation.md").read_text().split("### Registered plan 86")[1].split("\n### ")[0]
+    c = pd.read_csv(p86.ROOT / "bench/results/validation-registered86/cases.csv")
+    for h, g in c.groupby("h"):
+        cells = []
+        for v in p86.VARIANTS:
+            x = g[g.variant == v].set_index("predictor")
+            cells.append(f"{x.measured_us.iloc[0]:.1f}; " + " / ".join(f"{x.mean_err_pct[p]:+.1f}"
+                                                                       for p in ("flat", "profile", "twin")))
+        want = f"| {h} | " + " | ".join(cells) + " |"
+        assert want in doc, want
+    cl = pd.read_csv(p86.ROOT / "bench/results/validation-registered86/claims.csv").set_index("claim")
+    for claim in "acd":
+        a, b = cl.loc[claim, "value"].split(" against ")
+        assert a in doc and b.rstrip("%") in doc, claim
+
+
+def test_the_post_hoc_figures_are_the_committed_cases(p86):
+    """Plan 86's post-hoc paragraph: the twin at lockstep on the grouped producers (-1.4 to +1.5%, mean |error| 0.90%,
+    groups of 4 at 6144 +1.0%) and on the pairs (+0.7, -3.0, -9.4, -8.6% by H)."""
+    c = pd.read_csv(p86.ROOT / "bench/results/validation-registered86/cases.csv")
+    t = c[c.predictor == "twin_lockstep"].set_index(["h", "variant"])["mean_err_pct"]
+    g = t[t.index.get_level_values("variant").isin(p86.GROUPED)]
+    assert (round(g.min(), 1), round(g.max(), 1), round(g.abs().mean(), 2)) == (-1.4, 1.5, 0.90)
+    assert round(t[(6144, p86.GROUPED[0])], 1) == 1.0
+    assert [round(t[(h, p86.PAIRS)], 1) for h in p86.HS] == [0.7, -3.0, -9.4, -8.6]
+    doc = (p86.ROOT / "docs/validation.md").read_text().split("### Registered plan 86")[1].split("\n### ")[0]
+    assert "within -1.4 to +1.5% at every H (mean |error| 0.90%)" in " ".join(doc.split())
