@@ -36,7 +36,11 @@ import pandas as pd  # noqa: E402
 
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
-PROFILE, TWIN = "h100-x8-mechanism", "h100-x8-mechanism-exposed"
+import plan86_x8_exposed as p86  # noqa: E402
+
+PROFILE, TWIN, PREDICTORS, predictors = p86.PROFILE, p86.TWIN, p86.PREDICTORS, p86.predictors
+"""The profile, its twin and the predictors as registered plan 86 names them (one definition)."""
+
 CALLS = {
     "plan 85": "bench/results/hw-h100/2026-12-07-registered85-1gpu",
     "plan 83": "bench/results/hw-h100/2026-12-06-registered83-1gpu",
@@ -44,23 +48,7 @@ CALLS = {
 """The committed H100 calls of the producers alone, by plan."""
 KINDS = {"cutlass_ctapipe": "row", "cutlass_ctapipe_w21": "pairs", "cutlass_ctapipe_c21": "pairs",
          "cutlass_ctapipe_w21g4": "grouped", "cutlass_ctapipe_w21g8": "grouped"}
-PREDICTORS = ("flat", "lockstep", "profile", "twin_lockstep", "twin")
 OUT = ROOT / "bench/results/posthoc-h100-x8-exposed"
-
-
-def predictors() -> dict:
-    """Per predictor of :data:`PREDICTORS`: (profile, ticket spread, flat?)."""
-    from ctasim.predict import without_memory  # noqa: PLC0415
-    from ctasim.spec import load_hardware  # noqa: PLC0415
-
-    base, twin = load_hardware(PROFILE), load_hardware(TWIN)
-
-    def spread(hw):
-        return hw.config(128, 256, kernel="ctapipe").ticket_spread
-
-    return {"flat": (without_memory(base), 0.0, True), "lockstep": (base, 0.0, False),
-            "profile": (base, spread(base), False), "twin_lockstep": (twin, 0.0, False),
-            "twin": (twin, spread(twin), False)}
 
 
 def measured(call: str) -> pd.DataFrame:
