@@ -266,3 +266,22 @@ def test_the_post_hoc_figures_are_the_committed_cases(p86):
     assert [round(t[(h, p86.PAIRS)], 1) for h in p86.HS] == [0.7, -3.0, -9.4, -8.6]
     doc = (p86.ROOT / "docs/validation.md").read_text().split("### Registered plan 86")[1].split("\n### ")[0]
     assert "within -1.4 to +1.5% at every H (mean |error| 0.90%)" in " ".join(doc.split())
+
+
+def test_the_row_order_edge_by_unit_is_the_committed_tables(p86):
+    """The paragraph on the four H100 units: each unit's row-order figures by H, from plans 83, 85 and 86's judged
+    tables (measured over lockstep) and plan 84's (the median late-over-early ratio)."""
+    r = p86.ROOT / "bench/results"
+    doc = " ".join((p86.ROOT / "docs/validation.md").read_text().split())
+    m = pd.read_csv(r / "validation-registered83/means.csv")
+    m = m[m.variant == p86.ROW]
+    units = {"GPU-ef03c33f (plan 83)": dict(zip(m.h, m.measured_us / m.lockstep))}
+    for plan, gpu in (("85", "GPU-d3274ca1"), ("86", "GPU-136218d1")):
+        c = pd.read_csv(r / f"validation-registered{plan}/cases.csv")
+        c = c[(c.variant == p86.ROW) & (c.predictor == "lockstep")]
+        units[f"{gpu} (plan {plan})"] = dict(zip(c.h, c.measured_us / c.predicted_us))
+    for unit, by_h in units.items():
+        want = unit + " " + ", ".join(f"{h} {x:.2f}x" for h, x in sorted(by_h.items()))
+        assert want in doc, want
+    c = pd.read_csv(r / "validation-registered84/cases.csv")
+    assert "GPU-5f25ad10 (plan 84) " + ", ".join(f"{h} {x:.2f}" for h, x in zip(c.h, c.ratio_median)) in doc
