@@ -102,19 +102,19 @@ def predictors(profile: str) -> dict:
             **{name: (survival_profile(base, twin), fam) for name, twin in SURVIVAL_TWINS.items()}}
 
 
-def tiles(h: int) -> int:
-    """The producer's tiles at M = :data:`M`, K = N = ``h`` (128 x 256 each)."""
-    return (M // 128) * (h // 256)
+def tiles(h: int, m: int = M) -> int:
+    """The producer's tiles at M = ``m`` (default :data:`M`), K = N = ``h`` (128 x 256 each)."""
+    return (m // 128) * (h // 256)
 
 
-def wave_times(h: int, variant: str, hw, spread: float) -> np.ndarray:
+def wave_times(h: int, variant: str, hw, spread: float, m: int = M) -> np.ndarray:
     """Each wave's predicted median tile time (us) of ``variant``'s producer alone at H = ``h`` on profile ``hw`` with
     the tickets' ``spread``: its first tile's (``ctasim.costs.order_tile_times``, the producer's order)."""
     from ctasim import costs  # noqa: PLC0415
     from ctasim.spec import Layer  # noqa: PLC0415
     from percta_predict import SLOTS, order_of  # noqa: PLC0415
 
-    layer = Layer(M, h, h, 128, 256)
+    layer = Layer(m, h, h, 128, 256)
     order = order_of(variant, layer.tiles_m, layer.tiles_n)
     t = costs.order_tile_times(layer, hw, 2, order, SLOTS, kernel="ctapipe", drift=0.0, ticket_spread=spread)
     return t[::SLOTS][:-(-layer.tiles // SLOTS)] / 1e3

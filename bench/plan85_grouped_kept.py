@@ -84,14 +84,14 @@ def predictors(profile: str) -> dict:
             "profile": (base, base.config(128, 256, kernel="ctapipe").ticket_spread)}
 
 
-def flat_times(h: int, hw) -> np.ndarray:
+def flat_times(h: int, hw, m: int = M) -> np.ndarray:
     """Each wave's tile time (us) with no memory hierarchy: the profile's one tile time (``ctasim.costs.gemm_tile_ns``)
     in every wave."""
     from ctasim import costs  # noqa: PLC0415
     from ctasim.spec import Layer  # noqa: PLC0415
 
-    waves = -(-tiles(h) // 132)
-    return np.full(waves, costs.gemm_tile_ns(Layer(M, h, h, 128, 256), hw, 2, "ctapipe") / 1e3)
+    waves = -(-tiles(h, m) // 132)
+    return np.full(waves, costs.gemm_tile_ns(Layer(m, h, h, 128, 256), hw, 2, "ctapipe") / 1e3)
 
 
 def register() -> pd.DataFrame:
@@ -122,8 +122,8 @@ def _numbers(t: pd.DataFrame, cols, f: Path, why: str = WHY) -> pd.DataFrame:
     return t
 
 
-def _tiles(f: Path, h: int, why: str = WHY) -> pd.DataFrame:
-    """A percta tile table of H = ``h``: every CTA 0 .. tiles - 1 once, each time a number."""
+def _tiles(f: Path, h: int, why: str = WHY, m: int = M) -> pd.DataFrame:
+    """A percta tile table of M = ``m``, H = ``h``: every CTA 0 .. tiles - 1 once, each time a number."""
     if not f.is_file():
         raise JudgeError(f"no {f} ({why})")
     try:
@@ -131,10 +131,10 @@ def _tiles(f: Path, h: int, why: str = WHY) -> pd.DataFrame:
     except (OSError, ValueError, EOFError) as e:
         raise JudgeError(f"{f}: not a percta tile table ({type(e).__name__}: {e})") from None
     t = _numbers(t, ("cta", "t_acquire", "t_compute_end"), f, why)
-    if len(t) != tiles(h):
-        raise JudgeError(f"{f}: {len(t)} tiles, not the {tiles(h)} of M = {M}, H = {h}")
-    if not np.array_equal(np.sort(t["cta"].to_numpy()), np.arange(tiles(h))):
-        raise JudgeError(f"{f}: the CTAs are not 0 to {tiles(h) - 1}, each once")
+    if len(t) != tiles(h, m):
+        raise JudgeError(f"{f}: {len(t)} tiles, not the {tiles(h, m)} of M = {m}, H = {h}")
+    if not np.array_equal(np.sort(t["cta"].to_numpy()), np.arange(tiles(h, m))):
+        raise JudgeError(f"{f}: the CTAs are not 0 to {tiles(h, m) - 1}, each once")
     return t
 
 
@@ -145,9 +145,10 @@ def measured(run_dir: Path) -> pd.DataFrame:
     return measured_at(run_dir, HS, WHY, "plan 85")
 
 
-def measured_at(run_dir: Path, hs, why: str, plan: str) -> pd.DataFrame:
-    """:func:`measured` of a call of :data:`VARIANTS`' producers alone at M = :data:`M`, :data:`RUNS` traced runs each,
-    at each H of ``hs``: ``why`` says what should have written its files, ``plan`` names the plan in a refusal."""
+def measured_at(run_dir: Path, hs, why: str, plan: str, m: int = M) -> pd.DataFrame:
+    """:func:`measured` of a call of :data:`VARIANTS`' producers alone at M = ``m`` (default :data:`M`), :data:`RUNS`
+    traced runs each, at each H of ``hs``: ``why`` says what should have written its files, ``plan`` names the plan in
+    a refusal."""
     import plan83_alone_edge as p83  # noqa: PLC0415
     from percta_predict import SLOTS, wave_medians  # noqa: PLC0415
 
@@ -169,20 +170,20 @@ def measured_at(run_dir: Path, hs, why: str, plan: str) -> pd.DataFrame:
         runs = _numbers(runs, ("m", "run", "mainloop_early_ns", "mainloop_late_ns"), runs_f, why)
         summary = _numbers(summary, ("m", "slots"), summary_f, why)
         for v in VARIANTS:
-            s = summary[(summary["variant"] == v) & (summary["m"] == M)]
+            s = summary[(summary["variant"] == v) & (summary["m"] == m)]
             if len(s) != 1 or int(s["slots"].iloc[0]) != SLOTS:
-                raise JudgeError(f"{summary_f}: {v} at M = {M} ran "
+                raise JudgeError(f"{summary_f}: {v} at M = {m} ran "
                                  + (f"{int(s['slots'].iloc[0])} CTAs at once, not the {SLOTS}" if len(s) == 1
                                     else f"{len(s)} times, not once"))
-            f = out / f"percta-tiles-{M}-{v}.csv.gz"
-            w = wave_medians(_tiles(f, h, why))
+            f = out / f"percta-tiles-{m}-{v}.csv.gz"
+            w = wave_medians(_tiles(f, h, why, m))
             registered_plan.positive_times(w["measured"], [f"H = {h} {v} wave {i}" for i in w["wave"]], f,
                                            "the median tile time")
             rows += [dict(gpu=gpu, h=h, variant=v, wave=int(r.wave), measured_us=float(r.measured), run=-1,
                           ratio=np.nan) for r in w.itertuples()]
-            r = runs[(runs["variant"] == v) & (runs["m"] == M)]
+            r = runs[(runs["variant"] == v) & (runs["m"] == m)]
             if len(r) != RUNS or sorted(r["run"]) != list(range(RUNS)):
-                raise JudgeError(f"{runs_f}: {len(r)} runs of {v} at M = {M}, not the {RUNS} "
+                raise JudgeError(f"{runs_f}: {len(r)} runs of {v} at M = {m}, not the {RUNS} "
                                  f"(0 to {RUNS - 1}) {plan} asks")
             for col in ("mainloop_early_ns", "mainloop_late_ns"):
                 registered_plan.positive_times(r[col], [f"H = {h} {v} run {int(i)}" for i in r["run"]], runs_f, col)

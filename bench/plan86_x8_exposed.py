@@ -106,9 +106,10 @@ def measured(run_dir: Path) -> pd.DataFrame:
     return p85.measured_at(run_dir, HS, WHY, "plan 86")
 
 
-def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
+def cases(pred: pd.DataFrame, meas: pd.DataFrame, tiles_of=tiles) -> pd.DataFrame:
     """Per H, variant and predictor: the measured and predicted means over full waves >= 2 (us) and the error of the
-    mean (%), the same over waves 0-1 (``early_``), and the traced runs' late-over-early ratios (min, max)."""
+    mean (%), the same over waves 0-1 (``early_``), and the traced runs' late-over-early ratios (min, max).
+    ``tiles_of(h)``: the producer's tiles at H = ``h`` (default M = 16384's)."""
     import plan83_alone_edge as p83  # noqa: PLC0415
     from percta_predict import full_waves  # noqa: PLC0415
 
@@ -116,7 +117,7 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (h, v), g in meas.groupby(["h", "variant"], sort=True):
         waves, runs = g[g["wave"] >= 0], g[g["wave"] < 0]
-        m = full_waves(waves, tiles(h)).set_index("wave")["measured_us"]
+        m = full_waves(waves, tiles_of(h)).set_index("wave")["measured_us"]
         early = waves.set_index("wave")["measured_us"].reindex(list(EARLY))
         if early.isna().any():
             raise JudgeError(f"no waves 0-1 of H = {h} {v}")

@@ -63,10 +63,10 @@ def _call(p86, registered, run, gpu="H100", times=None, early=None, ratios=None)
             def us(name):
                 return mine[mine.predictor == name].sort_values("wave")["us"].to_numpy()
 
-            cta = np.arange(p86.tiles(h))
+            cta = np.arange(p86.tiles(h, p86.M))
             wave = cta // 132
             late, first = us((times or {}).get(v, "twin")), us((early or {}).get(v, "twin_lockstep"))
-            t = np.where(wave < 2, first[wave], late[wave]) * np.where(wave < p86.tiles(h) // 132, 1, 3)
+            t = np.where(wave < 2, first[wave], late[wave]) * np.where(wave < p86.tiles(h, p86.M) // 132, 1, 3)
             start = cta * 40 + wave * 300_000
             end = start + 500 + (t * 1e3).astype(np.int64)
             pd.DataFrame({"cta": cta, "sm": cta % 132, "t_start": start, "t_acquire": start + 500,
