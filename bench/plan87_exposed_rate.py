@@ -39,7 +39,8 @@ M = 32768
 VARIANTS, RUNS = p85.VARIANTS, p85.RUNS
 ROW, PAIRS, GROUPED = p85.ROW, p85.PAIRS, p85.GROUPED
 HS = (7168, 10240, 13312)
-"""H: 7168, where plan 86 found the spread's re-reads on groups of 4, and two that plans 85-86 ran at M = 16384."""
+"""H: all three run at M = 16384 before (7168 and 13312 by plan 86, 10240 by plan 85); at 7168 the profile's spread adds
+re-reads to groups of 4 (+1.0% in the model; plan 86's call: +1.50% against +0.54% at the lockstep level)."""
 GPU = p86.GPU
 PREDICTORS, predictors = p86.PREDICTORS, p86.predictors
 EARLY = p86.EARLY

@@ -107,3 +107,49 @@ def test_a_call_at_m_16384_is_refused_in_one_line(p87, registered, tmp_path, cap
     assert err.startswith("plan87_exposed_rate: no ")
     assert "percta-tiles-32768-cutlass_ctapipe_w21.csv.gz (plan 87's" in err
     assert "\n" not in err and not (tmp_path / "j").exists()
+
+
+def _claims(p87, c):
+    return p87.claims(c, "post-hoc").set_index("claim")
+
+
+def test_claim_d_counts_the_pairs(p87, as_twin_lockstep):
+    """The pairs' early error alone pushed past half lockstep's: (d) missed (a (d) over the grouped producers only
+    would still be met)."""
+    c = as_twin_lockstep[0].copy()
+    early = c.variant.isin([p87.PAIRS, *p87.GROUPED])
+    c.loc[early & (c.predictor == "lockstep"), "early_err_pct"] = 2.0
+    c.loc[(c.variant == p87.PAIRS) & (c.predictor == "twin_lockstep"), "early_err_pct"] = 4.0
+    assert not _claims(p87, c).loc["d", "met"]
+
+
+def test_the_adoption_reads_a_b_and_d_only(p87, as_twin_lockstep):
+    """(b) alone missed: no adoption; (c) alone missed: adopted."""
+    c = as_twin_lockstep[0].copy()
+    one = (c.variant == p87.GROUPED[0]) & (c.h == p87.HS[1]) & (c.predictor == "twin_lockstep")
+    b = c.copy()
+    b.loc[one, "mean_err_pct"] = -2.01  # the others at 0: (a) still met against lockstep's ~3%
+    cl = _claims(p87, b)
+    assert cl.met.drop(["b", "adopt"]).all() and not cl.loc["b", "met"] and cl.loc["adopt", "value"] == "no"
+    cc = c.copy()
+    cc.loc[cc.variant.isin(p87.GROUPED) & (cc.predictor == "flat"), "mean_err_pct"] = 0.0
+    cl = _claims(p87, cc)
+    assert not cl.loc["c", "met"] and cl.loc["adopt", "value"] == "yes"
+
+
+@pytest.mark.parametrize("flat, met", [(0.51, True), (0.5, False)])
+def test_claim_c_is_strictly_under_the_flat_predictors_error(p87, as_twin_lockstep, flat, met):
+    c = as_twin_lockstep[0].copy()
+    g = c.variant.isin(p87.GROUPED)
+    c.loc[g & (c.predictor == "twin_lockstep"), "mean_err_pct"] = 0.5
+    c.loc[g & (c.predictor == "flat"), "mean_err_pct"] = -flat
+    c.loc[g & (c.predictor == "lockstep"), "mean_err_pct"] = 9.0  # (c) is judged against flat, not lockstep
+    assert _claims(p87, c).loc["c", "met"] == met
+
+
+def test_claim_e_needs_the_lockstep_level_strictly_nearer(p87, as_twin_lockstep):
+    c = as_twin_lockstep[0].copy()
+    at = (c.variant == p87.GROUPED[0]) & (c.h == p87.HS[0])
+    c.loc[at & (c.predictor == "twin"), "mean_err_pct"] = 0.7
+    c.loc[at & (c.predictor == "twin_lockstep"), "mean_err_pct"] = -0.7
+    assert not _claims(p87, c).loc["e", "met"]
