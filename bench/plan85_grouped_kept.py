@@ -94,17 +94,24 @@ def flat_times(h: int, hw, m: int = M) -> np.ndarray:
     return np.full(waves, costs.gemm_tile_ns(Layer(m, h, h, 128, 256), hw, 2, "ctapipe") / 1e3)
 
 
-def register() -> pd.DataFrame:
-    """Per GPU, H, variant, predictor and wave: the predicted median tile time (us) of that wave."""
+def wave_prediction(h: int, variant: str, name: str, hw, spread: float, m: int = M) -> np.ndarray:
+    """Each wave's predicted median tile time (us) of ``variant``'s producer alone at M = ``m``, H = ``h`` under the
+    predictor ``name`` on profile ``hw`` with the tickets' ``spread``: :func:`flat_times` for ``"flat"`` (no memory
+    hierarchy), else :func:`plan83_alone_edge.wave_times`."""
     import plan83_alone_edge as p83  # noqa: PLC0415
 
+    return flat_times(h, hw, m) if name == "flat" else p83.wave_times(h, variant, hw, spread, m)
+
+
+def register() -> pd.DataFrame:
+    """Per GPU, H, variant, predictor and wave: the predicted median tile time (us) of that wave."""
     rows = []
     for gpu, profile in GPUS.items():
         preds = predictors(profile)
         for h in HS:
             for v in VARIANTS:
                 for name, (hw, spread) in preds.items():
-                    t = flat_times(h, hw) if name == "flat" else p83.wave_times(h, v, hw, spread)
+                    t = wave_prediction(h, v, name, hw, spread)
                     rows += [dict(gpu=gpu, profile=profile, h=h, m=M, variant=v, predictor=name, spread=spread,
                                   wave=w, us=float(x)) for w, x in enumerate(t)]
     return pd.DataFrame(rows)

@@ -73,32 +73,29 @@ ADOPT = ("where (a), (b) and (d) are met, h100-x8-mechanism takes l2_hbm_exposed
 
 
 def predictors() -> dict:
-    """Per predictor of :data:`PREDICTORS`: (profile, ticket spread, flat?)."""
-    from ctasim.predict import without_memory  # noqa: PLC0415
-    from ctasim.spec import load_hardware  # noqa: PLC0415
+    """Per predictor of :data:`PREDICTORS`: (profile, ticket spread): plan 85's three on :data:`PROFILE`, and its
+    lockstep and profile levels on :data:`TWIN` as ``twin_lockstep`` and ``twin``."""
+    twin = p85.predictors(TWIN)
+    return {**p85.predictors(PROFILE), "twin_lockstep": twin["lockstep"], "twin": twin["profile"]}
 
-    base, twin = load_hardware(PROFILE), load_hardware(TWIN)
 
-    def spread(hw) -> float:
-        return hw.config(128, 256, kernel="ctapipe").ticket_spread
-
-    return {"flat": (without_memory(base), 0.0, True), "lockstep": (base, 0.0, False),
-            "profile": (base, spread(base), False), "twin_lockstep": (twin, 0.0, False),
-            "twin": (twin, spread(twin), False)}
+def register_at(hs, m: int) -> pd.DataFrame:
+    """Per H of ``hs``, variant, predictor and wave at M = ``m``: the predicted median tile time (us) of that wave
+    (:func:`plan85_grouped_kept.wave_prediction`)."""
+    preds = predictors()
+    rows = []
+    for h in hs:
+        for v in VARIANTS:
+            for name, (hw, spread) in preds.items():
+                t = p85.wave_prediction(h, v, name, hw, spread, m)
+                rows += [dict(gpu=GPU, h=h, m=m, variant=v, predictor=name, spread=spread, wave=w, us=float(x))
+                         for w, x in enumerate(t)]
+    return pd.DataFrame(rows)
 
 
 def register() -> pd.DataFrame:
     """Per H, variant, predictor and wave: the predicted median tile time (us) of that wave."""
-    import plan83_alone_edge as p83  # noqa: PLC0415
-
-    rows = []
-    for h in HS:
-        for v in VARIANTS:
-            for name, (hw, spread, flat) in predictors().items():
-                t = p85.flat_times(h, hw) if flat else p83.wave_times(h, v, hw, spread)
-                rows += [dict(gpu=GPU, h=h, m=M, variant=v, predictor=name, spread=spread, wave=w, us=float(x))
-                         for w, x in enumerate(t)]
-    return pd.DataFrame(rows)
+    return register_at(HS, M)
 
 
 def measured(run_dir: Path) -> pd.DataFrame:
@@ -136,10 +133,12 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame, tiles_of=tiles) -> pd.DataFram
     return pd.DataFrame(rows)
 
 
-def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
-    def mae(rows: pd.DataFrame, name: str, col: str = "mean_err_pct") -> float:
-        return float(rows.loc[rows["predictor"] == name, col].abs().mean())
+def mae(rows: pd.DataFrame, name: str, col: str = "mean_err_pct") -> float:
+    """The mean |error| (``col``, %) of predictor ``name`` over ``rows`` of :func:`cases`."""
+    return float(rows.loc[rows["predictor"] == name, col].abs().mean())
 
+
+def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
     grouped = c[c["variant"].isin(GROUPED)]
     twin = grouped[grouped["predictor"] == "twin"]
     worst = twin.loc[twin["mean_err_pct"].abs().idxmax()]

@@ -65,16 +65,7 @@ ADOPT = ("where (a), (b) and (d) are met, h100-x8-mechanism takes l2_hbm_exposed
 
 def register() -> pd.DataFrame:
     """Per H, variant, predictor and wave: the predicted median tile time (us) of that wave, at M = :data:`M`."""
-    import plan83_alone_edge as p83  # noqa: PLC0415
-
-    rows = []
-    for h in HS:
-        for v in VARIANTS:
-            for name, (hw, spread, flat) in predictors().items():
-                t = p85.flat_times(h, hw, M) if flat else p83.wave_times(h, v, hw, spread, M)
-                rows += [dict(gpu=GPU, h=h, m=M, variant=v, predictor=name, spread=spread, wave=w, us=float(x))
-                         for w, x in enumerate(t)]
-    return pd.DataFrame(rows)
+    return p86.register_at(HS, M)
 
 
 def measured(run_dir: Path) -> pd.DataFrame:
@@ -88,9 +79,7 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
 
 
 def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
-    def mae(rows: pd.DataFrame, name: str, col: str = "mean_err_pct") -> float:
-        return float(rows.loc[rows["predictor"] == name, col].abs().mean())
-
+    mae = p86.mae
     grouped = c[c["variant"].isin(GROUPED)]
     twin = grouped[grouped["predictor"] == "twin_lockstep"]
     worst = twin.loc[twin["mean_err_pct"].abs().idxmax()]

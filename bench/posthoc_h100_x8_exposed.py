@@ -74,8 +74,8 @@ def cases() -> pd.DataFrame:
             full = full_waves(pd.DataFrame({"wave": g.index, "us": g.to_numpy()}), p83.tiles(h))["wave"]
             r = dict(call=call, h=h, variant=v, kind=KINDS[v], measured_us=float(g[full].mean()),
                      early_measured_us=float(g.loc[[0, 1]].mean()))
-            for name, (hw, spread, flat) in preds.items():
-                t = p85.flat_times(h, hw) if flat else p83.wave_times(h, v, hw, spread)
+            for name, (hw, spread) in preds.items():
+                t = p85.wave_prediction(h, v, name, hw, spread)
                 r[f"{name}_us"] = float(np.mean(t[full.to_numpy()]))
                 r[f"{name}_err_pct"] = (r[f"{name}_us"] / r["measured_us"] - 1) * 100
                 r[f"early_{name}_err_pct"] = (float(np.mean(t[:2])) / r["early_measured_us"] - 1) * 100

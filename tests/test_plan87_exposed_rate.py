@@ -30,7 +30,7 @@ def test_the_registration_is_what_the_model_gives_at_m_32768(p87, registered):
 
     assert set(registered.m) == {32768} and sorted(set(registered.h)) == list(p87.HS)
     assert set(registered.predictor) == set(p87.PREDICTORS) and set(registered.variant) == set(p87.VARIANTS)
-    hw, spread, _ = p87.predictors()["twin"]
+    hw, spread = p87.predictors()["twin"]
     mine = registered[(registered.h == 10240) & (registered.variant == p87.GROUPED[1])
                       & (registered.predictor == "twin")]
     assert np.allclose(mine.sort_values("wave").us, p83.wave_times(10240, p87.GROUPED[1], hw, spread, 32768), atol=1e-3)
