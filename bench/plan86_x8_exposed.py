@@ -103,10 +103,10 @@ def measured(run_dir: Path) -> pd.DataFrame:
     return p85.measured_at(run_dir, HS, WHY, "plan 86")
 
 
-def cases(pred: pd.DataFrame, meas: pd.DataFrame, tiles_of=tiles) -> pd.DataFrame:
-    """Per H, variant and predictor: the measured and predicted means over full waves >= 2 (us) and the error of the
-    mean (%), the same over waves 0-1 (``early_``), and the traced runs' late-over-early ratios (min, max).
-    ``tiles_of(h)``: the producer's tiles at H = ``h`` (default M = 16384's)."""
+def cases(pred: pd.DataFrame, meas: pd.DataFrame, tiles_of=tiles, names=PREDICTORS) -> pd.DataFrame:
+    """Per H, variant and predictor of ``names``: the measured and predicted means over full waves >= 2 (us) and the
+    error of the mean (%), the same over waves 0-1 (``early_``), and the traced runs' late-over-early ratios (min,
+    max). ``tiles_of(h)``: the producer's tiles at H = ``h`` (default M = 16384's)."""
     import plan83_alone_edge as p83  # noqa: PLC0415
     from percta_predict import full_waves  # noqa: PLC0415
 
@@ -119,7 +119,7 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame, tiles_of=tiles) -> pd.DataFram
         if early.isna().any():
             raise JudgeError(f"no waves 0-1 of H = {h} {v}")
         mine = p[(p["h"] == h) & (p["variant"] == v)]
-        for name in PREDICTORS:
+        for name in names:
             q = mine[mine["predictor"] == name].set_index("wave")["us"]
             full, first = q.reindex(m.index), q.reindex(early.index)
             if full.isna().any() or first.isna().any():

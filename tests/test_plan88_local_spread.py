@@ -1,0 +1,251 @@
+"""bench/plan88_local_spread.py: registered plan 88's registration (the producers alone at the one-GPU tickets' spread
+against the ctapipe family's, on an H100 or an H200), its judge on made-up calls whose producers run at a named
+predictor's times and spread at a chosen rate, and calls it must refuse (no GPU); bench/posthoc_local_spread.py's
+committed tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+from tests.test_plan83_alone_edge import ENV
+
+
+@pytest.fixture(scope="module")
+def p88():
+    return load_bench("plan88_local_spread")
+
+
+@pytest.fixture(scope="module")
+def registered(p88):
+    return pd.read_csv(p88.REGISTERED / "predicted.csv")
+
+
+def test_the_registration_is_what_the_two_spreads_give(p88, registered):
+    """Both GPUs, every H, producer and predictor, each wave; ``local`` is the profile at the 128x256 config's spread
+    (0.0189), ``profile`` at the ctapipe family's (0.1292): row order at H = 6656 kept at the one and lost at the other
+    on the H100, groups of 8 the same under both."""
+    import plan83_alone_edge as p83
+    from ctasim.spec import load_hardware
+    from percta_predict import full_waves
+
+    assert set(registered.gpu) == {"H100", "H200"} and sorted(set(registered.h)) == list(p88.HS)
+    assert set(registered.predictor) == set(p88.PREDICTORS) and set(registered.variant) == set(p88.VARIANTS)
+    for gpu, profile in p88.GPUS.items():
+        hw = load_hardware(profile)
+        mine = registered[registered.gpu == gpu].groupby("predictor").spread.first()
+        assert mine["local"] == hw.config(128, 256).ticket_spread == 0.0189
+        assert mine["profile"] == hw.config(128, 256, kernel="ctapipe").ticket_spread == 0.1292
+        x = registered[(registered.gpu == gpu) & (registered.h == 7680) & (registered.variant == p88.PAIRS)
+                       & (registered.predictor == "local")]
+        assert np.allclose(x.sort_values("wave").us, p83.wave_times(7680, p88.PAIRS, hw, 0.0189), atol=1e-3)
+
+    def mean(h, v, name, gpu="H100"):
+        x = registered[(registered.gpu == gpu) & (registered.h == h) & (registered.variant == v)
+                       & (registered.predictor == name)]
+        return full_waves(x, p88.tiles(h, p88.M)).us.mean()
+
+    assert mean(6656, p88.ROW, "local") == pytest.approx(mean(6656, p88.ROW, "lockstep"))
+    assert mean(6656, p88.ROW, "profile") > 1.9 * mean(6656, p88.ROW, "lockstep")
+    for h in p88.HS:
+        assert mean(h, p88.GROUPED[1], "local") == pytest.approx(mean(h, p88.GROUPED[1], "profile"))
+
+
+def _call(p88, registered, run, gpu="H100", times=None, rate=0.0189):
+    """A made-up call on ``gpu``: every tile of (H, variant) runs the registered per-wave time of ``times[v]`` (a
+    predictor's name; default local), the last partial wave 3x (left out); the start times of wave w's 132 tiles
+    spread over ``rate`` * w median mainloops (``rate`` a number, or a dict by variant)."""
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "env.txt").write_text("index, name, uuid, serial, driver_version, clocks.current.sm [MHz]\n"
+                                 + ENV[gpu] + "\n")
+    for h in p88.HS:
+        (run / f"OUT_H{h}").mkdir()
+        runs = []
+        for v in p88.VARIANTS:
+            mine = registered[(registered.gpu == gpu) & (registered.h == h) & (registered.variant == v)]
+            name = (times or {}).get(v, "local")
+            us = mine[mine.predictor == name].sort_values("wave")["us"].to_numpy()
+            n = p88.tiles(h, p88.M)
+            cta = np.arange(n)
+            wave = cta // 132
+            t = us[wave] * np.where(wave < n // 132, 1, 3)
+            main = float(np.median(t[wave < n // 132])) * 1e3 - 1000  # the median mainloop (ns)
+            r = rate.get(v, 0.0189) if isinstance(rate, dict) else rate
+            start = wave * 10_000_000 + ((cta % 132) / 131 * r * wave * main).astype(np.int64)
+            end = start + (t * 1e3).astype(np.int64)
+            pd.DataFrame({"cta": cta, "sm": cta % 132, "t_start": start - 500, "t_acquire": start,
+                          "t_mainloop_end": end - 1000, "t_compute_end": end}).to_csv(
+                run / f"OUT_H{h}" / f"percta-tiles-{p88.M}-{v}.csv.gz", index=False)
+            runs.append(pd.DataFrame({"m": p88.M, "variant": v, "run": np.arange(p88.RUNS), "plain_ms": 5.0,
+                                      "mainloop_early_ns": 100_000.0, "mainloop_late_ns": 101_000.0}))
+        pd.concat(runs).to_csv(run / f"OUT_H{h}" / "percta-runs.csv", index=False)
+        pd.DataFrame({"m": p88.M, "variant": list(p88.VARIANTS), "slots": 132}).to_csv(
+            run / f"OUT_H{h}" / "percta.csv", index=False)
+    return run
+
+
+def _judge(p88, run, tmp_path):
+    out = tmp_path / "judged"
+    assert p88.main(["--judge", str(run), "--out", str(out)]) == 0
+    return pd.read_csv(out / "cases.csv"), pd.read_csv(out / "claims.csv").set_index("claim")
+
+
+@pytest.fixture(scope="module")
+def as_local(p88, registered, tmp_path_factory):
+    """A call on an H100 that runs as ``local`` says and spreads at 0.0189 a wave, judged once."""
+    tmp = tmp_path_factory.mktemp("p88")
+    return _judge(p88, _call(p88, registered, tmp / "run"), tmp)
+
+
+def test_a_call_that_runs_as_local_says_meets_every_claim_and_adopts(p88, as_local):
+    c, cl = as_local
+    assert cl.met.all() and cl.loc["adopt", "value"] == "yes", cl
+    assert np.allclose(c[c.predictor == "local"].mean_err_pct, 0, atol=0.01)
+    assert cl.loc["a", "value"].startswith("0.00% against ") and cl.loc["b", "value"].startswith("0.00% against ")
+    assert cl.loc["d", "value"].endswith("against 0.0189 (the family's 0.1292)")
+    assert float(cl.loc["d", "value"].split()[0]) == pytest.approx(0.0189, rel=0.05)
+    assert cl.loc["e", "value"] == "6656: kept / kept, 7680: between / between, 8448: lost / lost, 15360: lost / lost"
+
+
+def test_a_call_that_runs_as_the_profile_says_adopts_nothing(p88, registered, tmp_path):
+    """Every producer at the family's spread's times, spreading at its rate: (a), (b) and (d) missed."""
+    run = _call(p88, registered, tmp_path / "run", times={v: "profile" for v in p88.VARIANTS}, rate=0.1292)
+    _, cl = _judge(p88, run, tmp_path)
+    assert cl.loc[["a", "b", "d"], "met"].tolist() == [False, False, False] and cl.loc["adopt", "value"] == "no"
+    assert not cl.loc["e", "met"]  # row order lost at 6656 where local keeps it
+
+
+def test_an_h200_call_is_judged_on_its_own_profiles_rows(p88, registered, tmp_path):
+    run = _call(p88, registered, tmp_path / "run", gpu="H200")
+    c, cl = _judge(p88, run, tmp_path)
+    assert set(c.gpu) == {"H200"} and cl.loc["adopt", "value"] == "yes"
+    # the H200's local row order: kept at 6656 and 7680, between at 8448, lost at 15360
+    assert cl.loc["e", "value"] == "6656: kept / kept, 7680: kept / kept, 8448: between / between, 15360: lost / lost"
+
+
+def test_the_spread_claim_reads_the_call_not_the_model(p88, registered, tmp_path):
+    """The same times, the start times spread at the family's rate (the pairs and grouped): (d) missed alone, and
+    with it the adoption; a spread 1.4x the local one is in range, 1.6x is not."""
+    non_row = {v: 0.1292 for v in p88.VARIANTS if v != p88.ROW}
+    _, cl = _judge(p88, _call(p88, registered, tmp_path / "a", rate=non_row), tmp_path / "a")
+    assert cl.met.drop(["d", "adopt"]).all() and not cl.loc["d", "met"] and cl.loc["adopt", "value"] == "no"
+    for factor, met in ((1.4, True), (1.6, False), (1 / 1.6, False)):
+        _, cl = _judge(p88, _call(p88, registered, tmp_path / f"f{factor}", rate=0.0189 * factor),
+                       tmp_path / f"f{factor}")
+        assert cl.loc["d", "met"] == met, (factor, cl.loc["d", "value"])
+    _, cl = _judge(p88, _call(p88, registered, tmp_path / "row", rate={p88.ROW: 0.2}), tmp_path / "row")
+    assert cl.loc["d", "met"]  # row order's own spread is not in (d)
+
+
+def _claims(p88, c):
+    return p88.claims(c, "post-hoc").set_index("claim")
+
+
+@pytest.mark.parametrize("variant, claim", [("cutlass_ctapipe_w21", "a"), ("cutlass_ctapipe", "b")])
+def test_claims_a_and_b_turn_at_half_the_profiles_error(p88, as_local, variant, claim):
+    c = as_local[0].copy()
+    rows = c.variant == variant
+    c.loc[rows & (c.predictor == "profile"), "mean_err_pct"] = -8.0
+    c.loc[rows & (c.predictor == "local"), "mean_err_pct"] = 4.0
+    assert _claims(p88, c).loc[claim, "met"]
+    c.loc[rows & (c.predictor == "local"), "mean_err_pct"] = 4.01
+    cl = _claims(p88, c)
+    assert not cl.loc[claim, "met"] and cl.loc["adopt", "value"] == "no"
+    other = "b" if claim == "a" else "a"
+    assert cl.loc[other, "met"]  # each reads its own producer
+
+
+@pytest.mark.parametrize("name", ["flat", "lockstep", "profile"])
+def test_claim_c_needs_local_under_each_other_predictor(p88, as_local, name):
+    c = as_local[0].copy()
+    c.loc[c.predictor == "local", "mean_err_pct"] = 1.0
+    for n in ("flat", "lockstep", "profile"):
+        c.loc[c.predictor == n, "mean_err_pct"] = 3.0
+    assert _claims(p88, c).loc["c", "met"]
+    c.loc[c.predictor == name, "mean_err_pct"] = -1.0
+    if name == "profile":  # (a) and (b) kept: the pairs and row order at twice local's, the grouped at 0 against 2
+        c.loc[c.variant.isin([p88.PAIRS, p88.ROW]) & (c.predictor == name), "mean_err_pct"] = 2.0
+        c.loc[c.variant.isin(p88.GROUPED) & (c.predictor == name), "mean_err_pct"] = 0.0
+        c.loc[c.variant.isin(p88.GROUPED) & (c.predictor == "local"), "mean_err_pct"] = 2.0  # both 1.5% overall
+    cl = _claims(p88, c)
+    assert not cl.loc["c", "met"] and cl.loc["adopt", "value"] == "yes"  # (c) is not in the rule
+
+
+def test_claim_e_needs_two_judged_h_and_every_one_right(p88, as_local):
+    c = as_local[0].copy()
+    row = c.variant == p88.ROW
+    lock = c[row & (c.predictor == "lockstep")].set_index("h").predicted_us
+    measured = c.loc[row, "h"].map(lock * 1.17)  # every H between kept and lost: nothing judged
+    c.loc[row, "measured_us"] = measured
+    assert not _claims(p88, c).loc["e", "met"]
+    c.loc[row & (c.h == 6656), "measured_us"] = lock[6656] * 1.05  # kept, as local says
+    assert not _claims(p88, c).loc["e", "met"]  # one judged H only
+    c.loc[row & (c.h == 15360), "measured_us"] = lock[15360] * 1.3  # lost, as local says
+    assert _claims(p88, c).loc["e", "met"]
+    c.loc[row & (c.h == 8448), "measured_us"] = lock[8448] * 1.05  # kept where local says lost
+    assert not _claims(p88, c).loc["e", "met"]
+
+
+def test_a_call_missing_a_producer_is_refused_in_one_line(p88, registered, tmp_path, capsys):
+    run = _call(p88, registered, tmp_path / "run")
+    (run / "OUT_H8448" / f"percta-tiles-{p88.M}-{p88.PAIRS}.csv.gz").unlink()
+    assert p88.main(["--judge", str(run), "--out", str(tmp_path / "j")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("plan88_local_spread: no ") and "(plan 88's call runs" in err
+    assert "\n" not in err and not (tmp_path / "j").exists()
+
+
+def test_a_b200_call_is_refused(p88, registered, tmp_path, capsys):
+    run = _call(p88, registered, tmp_path / "run")
+    (run / "env.txt").write_text("index, name\n0, NVIDIA B200, GPU-1\n")
+    assert p88.main(["--judge", str(run), "--out", str(tmp_path / "j")]) == 2
+    assert "names no GPU of H100, H200" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def pls():
+    return load_bench("posthoc_local_spread")
+
+
+def test_the_committed_post_hoc_tables_are_what_the_script_gives(pls, tmp_path):
+    assert pls.main(["--out", str(tmp_path)]) == 0
+    for f in ("cases.csv", "summary.csv"):
+        assert (tmp_path / f).read_text() == (pls.OUT / f).read_text(), f
+
+
+def test_the_post_hoc_figures_the_registration_quotes(pls, p88):
+    s = pd.read_csv(pls.OUT / "summary.csv").set_index(["gpu", "variant"])
+    doc = " ".join(p88.__doc__.split())
+    pairs, row = s.loc[("H100", p88.PAIRS)], s.loc[("H100", p88.ROW)]
+    assert (f"pairs at {pairs.local_mae_pct:.1f}% mean |error| (at the family's spread {pairs.profile_mae_pct:.1f}%, "
+            f"{int(pairs.cases)} cases)") in doc
+    assert f"row order at {row.local_mae_pct:.1f}% ({row.profile_mae_pct:.1f}%, {int(row.cases)} cases;" in doc
+    h200 = s.loc[("H200", p88.ROW)]
+    assert f"row order at {h200.local_mae_pct:.1f}% ({h200.profile_mae_pct:.1f}%, {int(h200.cases)} cases)" in doc
+    c = pd.read_csv(pls.OUT / "cases.csv")
+    g8 = c[c.variant == p88.GROUPED[1]].span_rate
+    assert f"groups of 8 {g8.min():.3f}-{g8.max():.3f} a wave on two H100s" in doc
+
+
+def test_a_changed_trace_changes_the_post_hoc_table(pls, tmp_path, monkeypatch):
+    """The figures come from the tile tables: one call's pairs at H = 7168 run 10% longer, its errors 10% lower."""
+    import shutil
+
+    call = next(x for x in pls.CALLS if x[0] == "plan 86")
+    root = tmp_path / "root"
+    shutil.copytree(pls.ROOT / call[2] / "OUT_H7168", root / call[2] / "OUT_H7168")
+    f = root / call[2] / "OUT_H7168" / f"percta-tiles-16384-{load_bench('plan85_grouped_kept').PAIRS}.csv.gz"
+    t = pd.read_csv(f)
+    t["t_compute_end"] = t.t_acquire + ((t.t_compute_end - t.t_acquire) * 1.1).astype(np.int64)
+    t.to_csv(f, index=False)
+    monkeypatch.setattr(pls, "ROOT", root)
+    monkeypatch.setattr(pls, "CALLS", ((call[0], call[1], call[2], {7168: "OUT_H7168"}, (16384,)),))
+    got = pls.cases().set_index("variant")
+    base = pd.read_csv(pls.OUT / "cases.csv").set_index(["call", "h", "variant"]).sort_index().loc[("plan 86", 7168)]
+    pairs = "cutlass_ctapipe_w21"
+    assert got.loc[pairs, "measured_us"] == pytest.approx(base.loc[pairs, "measured_us"] * 1.1, rel=0.002)
+    assert got.loc[pairs, "local_err_pct"] == pytest.approx(
+        ((1 + base.loc[pairs, "local_err_pct"] / 100) / 1.1 - 1) * 100, abs=0.02)
+    assert got.loc["cutlass_ctapipe", "local_err_pct"] == base.loc["cutlass_ctapipe", "local_err_pct"]
