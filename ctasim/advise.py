@@ -335,11 +335,23 @@ def registered_runs(root: Path) -> pd.DataFrame | None:
     found = sorted(root.glob("validation-registered*/*/summary.csv")) if root.is_dir() else []
     if not found:
         return None
-    s = pd.concat([pd.read_csv(p).assign(registration=p.parent.name) for p in found], ignore_index=True)
-    s = s[(s["predictor"] == "model") & (s["kind"] != "all") & s["registered"].astype(bool)]
+    s = _summaries(tuple((p, p.stat().st_mtime_ns, p.stat().st_size) for p in found))
     profiles = {r: _registered_profile(root, r) for r in s["registration"].unique()}  # read and hashed once each
     return s.assign(profile=[profiles[r][0] for r in s["registration"]],
                     earlier=[not profiles[r][1] for r in s["registration"]])
+
+
+_SUMMARIES: dict[tuple, pd.DataFrame] = {}
+"""The registered model rows of :func:`registered_runs` by the summaries' (path, mtime, size): several hundred small
+files, read once per process while none changes (``ctasim advise`` and its tests read them for every kind)."""
+
+
+def _summaries(files: tuple) -> pd.DataFrame:
+    if files not in _SUMMARIES:
+        s = pd.concat([pd.read_csv(p).assign(registration=p.parent.name) for p, _, _ in files], ignore_index=True)
+        _SUMMARIES.clear()
+        _SUMMARIES[files] = s[(s["predictor"] == "model") & (s["kind"] != "all") & s["registered"].astype(bool)]
+    return _SUMMARIES[files].copy()
 
 
 def _runs_text(g: pd.DataFrame) -> str:
