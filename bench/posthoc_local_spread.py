@@ -6,7 +6,7 @@ The mechanism profiles give a one-CTA-per-tile grid the ``ctapipe`` family's tic
 fitted on 2xH200 producers whose stores and signals cross NVLink); the chain kernel's tickets on one GPU spread 0.0189.
 The producer-alone calls (``ctahw.percta``: the producer on one GPU, no consumer) were priced at the family's spread.
 Here, per committed call of the four producers of plan 85's VARIANTS at M = 12288 or 16384 (:data:`CALLS`: registered
-plans 13, 14, 83-86 and the first probe, two H200s' and four H100s'), each traced run of median span (the tile table
+plans 13, 14, 83-86 and the first probe, three H200s' and four H100s'), each traced run of median span (the tile table
 ``percta-tiles-<m>-<variant>.csv.gz``) gives its spread (``ctasim.calibration.span_rate`` of its windows of 132 tiles,
 in median mainloops a wave) and its mean over full waves >= 2 of each wave's median tile time; beside it the GPU's
 mechanism profile's prediction of that mean (``plan85_grouped_kept.wave_prediction``) under ``flat`` (no memory

@@ -104,8 +104,8 @@ def test_a_call_that_runs_as_local_says_meets_every_claim_and_adopts(p88, as_loc
     assert cl.met.all() and cl.loc["adopt", "value"] == "yes", cl
     assert np.allclose(c[c.predictor == "local"].mean_err_pct, 0, atol=0.01)
     assert cl.loc["a", "value"].startswith("0.00% against ") and cl.loc["b", "value"].startswith("0.00% against ")
-    assert cl.loc["d", "value"].endswith("against 0.0189 (the family's 0.1292)")
-    assert float(cl.loc["d", "value"].split()[0]) == pytest.approx(0.0189, rel=0.05)
+    assert cl.loc["d", "value"].endswith("against 0.0189 (the family's 0.1292; 12 of 12 runs fitted)")
+    assert float(cl.loc["d", "value"].split()[1].rstrip(",")) == pytest.approx(0.0189, rel=0.05)
     assert cl.loc["e", "value"] == "6656: kept / kept, 7680: between / between, 8448: lost / lost, 15360: lost / lost"
 
 
@@ -139,6 +139,19 @@ def test_the_spread_claim_reads_the_call_not_the_model(p88, registered, tmp_path
     assert cl.loc["d", "met"]  # row order's own spread is not in (d)
 
 
+@pytest.mark.parametrize("rates, met", [
+    ({"cutlass_ctapipe_w21": 0.05}, False),  # the pairs at 2.6x: missed, though the twelve pooled sit at 0.0189
+    ({"cutlass_ctapipe_w21": 0.003}, True),  # the pairs spreading least (as plans 85 and 86's did): met
+    ({"cutlass_ctapipe_w21g4": 0.013, "cutlass_ctapipe_w21g8": 0.04, "cutlass_ctapipe": 0.2}, True),  # grouped 0.0265
+    ({"cutlass_ctapipe_w21g8": 1.0}, False),  # groups of 8 saturate at once: no rate fitted, (d) not met
+])
+def test_claim_d_reads_the_grouped_and_the_pairs_apart(p88, registered, tmp_path, rates, met):
+    _, cl = _judge(p88, _call(p88, registered, tmp_path / "run", rate=rates), tmp_path)
+    assert cl.loc["d", "met"] == met, cl.loc["d", "value"]
+    if "cutlass_ctapipe_w21g8" in rates and rates["cutlass_ctapipe_w21g8"] == 1.0:
+        assert "8 of 12 runs fitted" in cl.loc["d", "value"]
+
+
 def _claims(p88, c):
     return p88.claims(c, "post-hoc").set_index("claim")
 
@@ -168,7 +181,7 @@ def test_claim_c_needs_local_under_each_other_predictor(p88, as_local, name):
     if name == "profile":  # (a) and (b) kept: the pairs and row order at twice local's, the grouped at 0 against 2
         c.loc[c.variant.isin([p88.PAIRS, p88.ROW]) & (c.predictor == name), "mean_err_pct"] = 2.0
         c.loc[c.variant.isin(p88.GROUPED) & (c.predictor == name), "mean_err_pct"] = 0.0
-        c.loc[c.variant.isin(p88.GROUPED) & (c.predictor == "local"), "mean_err_pct"] = 2.0  # both 1.5% overall
+        c.loc[c.variant.isin(p88.GROUPED) & (c.predictor == "local"), "mean_err_pct"] = 2.0  # local 1.5, profile 1.0
     cl = _claims(p88, c)
     assert not cl.loc["c", "met"] and cl.loc["adopt", "value"] == "yes"  # (c) is not in the rule
 
@@ -220,13 +233,17 @@ def test_the_post_hoc_figures_the_registration_quotes(pls, p88):
     doc = " ".join(p88.__doc__.split())
     pairs, row = s.loc[("H100", p88.PAIRS)], s.loc[("H100", p88.ROW)]
     assert (f"pairs at {pairs.local_mae_pct:.1f}% mean |error| (at the family's spread {pairs.profile_mae_pct:.1f}%, "
-            f"{int(pairs.cases)} cases)") in doc
+            f"at spread 0 {pairs.lockstep_mae_pct:.1f}%; {int(pairs.cases)} cases)") in doc
     assert f"row order at {row.local_mae_pct:.1f}% ({row.profile_mae_pct:.1f}%, {int(row.cases)} cases;" in doc
     h200 = s.loc[("H200", p88.ROW)]
     assert f"row order at {h200.local_mae_pct:.1f}% ({h200.profile_mae_pct:.1f}%, {int(h200.cases)} cases)" in doc
     c = pd.read_csv(pls.OUT / "cases.csv")
     g8 = c[c.variant == p88.GROUPED[1]].span_rate
     assert f"groups of 8 {g8.min():.3f}-{g8.max():.3f} a wave on two H100s" in doc
+    g4, pairs_rate = c[c.variant == p88.GROUPED[0]], c[c.variant == p88.PAIRS].span_rate
+    assert f"groups of 4 {g4.span_rate.min():.3f}-{g4.span_rate.max():.3f} on three GPUs" in doc
+    assert g4.gpu.nunique() == 2 and g4.call.nunique() == 3  # two H100 units (plans 85, 86) and the H200 probe
+    assert f"the pairs less ({pairs_rate.min():.3f}-{pairs_rate.max():.3f}:" in doc
 
 
 def test_a_changed_trace_changes_the_post_hoc_table(pls, tmp_path, monkeypatch):
@@ -249,3 +266,14 @@ def test_a_changed_trace_changes_the_post_hoc_table(pls, tmp_path, monkeypatch):
     assert got.loc[pairs, "local_err_pct"] == pytest.approx(
         ((1 + base.loc[pairs, "local_err_pct"] / 100) / 1.1 - 1) * 100, abs=0.02)
     assert got.loc["cutlass_ctapipe", "local_err_pct"] == base.loc["cutlass_ctapipe", "local_err_pct"]
+
+
+def test_a_tile_table_without_mainloop_ends_is_refused_in_one_line(p88, registered, tmp_path, capsys):
+    """The spread reads ``t_mainloop_end`` (the median mainloop), which the wave medians do not."""
+    run = _call(p88, registered, tmp_path / "run")
+    f = run / "OUT_H7680" / f"percta-tiles-{p88.M}-{p88.GROUPED[0]}.csv.gz"
+    pd.read_csv(f).drop(columns="t_mainloop_end").to_csv(f, index=False)
+    assert p88.main(["--judge", str(run), "--out", str(tmp_path / "j")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("plan88_local_spread: ") and "no column t_mainloop_end" in err
+    assert "\n" not in err and not (tmp_path / "j").exists()
