@@ -81,6 +81,7 @@ for 100k tiles on a 2-core machine.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -596,6 +597,37 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
     refinements (:func:`gap_survival`). ``reuse_law``: how a panel's reuse across waves is priced from its reuse
     distance (:data:`REUSE_LAWS`; ``"survival"`` reads ``survival`` and leaves ``l2_efficiency`` unused there).
     """
+    arr = np.ascontiguousarray(order)
+    key = (hashlib.blake2b(arr.tobytes(), digest_size=16).digest(), arr.dtype.str, arr.shape,
+           m, n, k, tile_m, tile_n, elem_bytes, slots, float(l2_bytes), float(l2_efficiency),
+           store_elem_bytes, float(drift), cluster_m, layers, float(ticket_spread), ticket_state, drift_form,
+           ticket_law, tuple(tuple(float(x) for x in part) for part in survival), float(ticket_gap_cv),
+           float(ticket_touched), reuse_law)
+    hit = _TRAFFIC.get(key)
+    if hit is None:
+        hit = _wave_traffic(order, m, n, k, tile_m, tile_n, elem_bytes, slots, l2_bytes, l2_efficiency,
+                            store_elem_bytes, drift, cluster_m, layers, ticket_spread, ticket_state, drift_form,
+                            ticket_law, survival, ticket_gap_cv, ticket_touched, reuse_law)
+        for a in (hit.a_hbm, hit.w_hbm, hit.footprint, hit.store, hit.tiles, hit.drift_hbm, hit.ticket_hbm):
+            if a is not None:
+                a.flags.writeable = False  # shared by every caller of the same arguments
+        if len(_TRAFFIC) >= TRAFFIC_CACHE:
+            del _TRAFFIC[next(iter(_TRAFFIC))]
+        _TRAFFIC[key] = hit
+    return hit
+
+
+TRAFFIC_CACHE = 4096
+"""How many :func:`wave_traffic` results one process keeps (the oldest dropped first): a sweep, ``ctasim advise`` or a
+test run prices the same layer in the same order many times (half of the calls of the CLI and accuracy tests
+repeat one before them). The results' arrays are read-only."""
+_TRAFFIC: dict[tuple, WaveTraffic] = {}
+
+
+def _wave_traffic(order, m, n, k, tile_m, tile_n, elem_bytes, slots, l2_bytes, l2_efficiency, store_elem_bytes, drift,
+                  cluster_m, layers, ticket_spread, ticket_state, drift_form, ticket_law, survival, ticket_gap_cv,
+                  ticket_touched, reuse_law) -> WaveTraffic:
+    """:func:`wave_traffic`, computed."""
     if reuse_law not in REUSE_LAWS:
         raise ValueError(f"reuse_law must be one of {REUSE_LAWS}, got {reuse_law!r}")
     if reuse_law == "survival" and len(survival[0]) == 0:

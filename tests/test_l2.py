@@ -474,3 +474,45 @@ def test_the_absolute_drift_law_keeps_the_drift_time_a_round_whatever_k():
         want = costs.order_waves(lay, hw, 2, order, slots, drift=cfg.cta_drift * share)
         assert np.allclose(abs_law, want) and (share < 1) == (abs_law.sum() < tile_law.sum())
     assert costs.plain_drift(dataclasses.replace(cfg, cta_drift=0.0, drift_k_ref=8192.0), 32768) == 0.0
+
+
+def _fields(t):
+    return [t.a_hbm, t.w_hbm, t.footprint, t.store, t.tiles, t.drift_hbm, t.ticket_hbm]
+
+
+def _same(a, b):
+    return all((x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
+               for x, y in zip(_fields(a), _fields(b)))
+
+
+def test_wave_traffic_is_kept_per_argument_set_and_read_only():
+    """A repeated call returns the kept result (its arrays read-only, so no caller can change what the next one gets);
+    every argument that moves the result is part of the key: each changed alone after the base call gives what the
+    uncached computation gives, not the kept base result."""
+    from ctasim.spec import load_hardware
+
+    hw = load_hardware("h200-x1-calibrated")
+    surv = (hw.l2_survival_taken, hw.l2_survival_share)
+    order = raster_order(64, 32, "row")
+    base = dict(order=order, m=8192, n=8192, k=4096, tile_m=128, tile_n=256, elem_bytes=2, slots=132,
+                l2_bytes=100e6)
+    l2._TRAFFIC.clear()
+    first = wave_traffic(**base)
+    assert wave_traffic(**base) is first and wave_traffic(**dict(base, order=order.copy())) is first
+    with pytest.raises(ValueError):
+        first.w_hbm[0] = 1.0
+    changes = [dict(order=grouped_rows_order(64, 32, 8)), dict(k=2048), dict(l2_bytes=20e6), dict(l2_efficiency=0.3),
+               dict(store_elem_bytes=0), dict(drift=0.02), dict(ticket_spread=0.1),
+               dict(ticket_spread=0.1, ticket_state="hold"), dict(ticket_spread=0.1, ticket_law="partition"),
+               dict(ticket_spread=0.1, ticket_law="survival", survival=surv),
+               dict(ticket_spread=0.1, ticket_law="survival", survival=surv, ticket_gap_cv=0.7),
+               dict(ticket_spread=0.1, ticket_law="survival", survival=surv, ticket_touched=1.3),
+               dict(drift=0.02, drift_form="carried"), dict(drift=0.02, cluster_m=2),
+               dict(reuse_law="survival", survival=surv), dict(slots=66), dict(elem_bytes=1)]
+    for change in changes:
+        args = dict(base, **change)
+        direct = l2._wave_traffic(*[args.get(p, q.default) for p, q in
+                                    __import__("inspect").signature(wave_traffic).parameters.items()])
+        assert not _same(direct, first), change  # the change moves the result
+        assert _same(wave_traffic(**args), direct), change
+    assert len(l2._TRAFFIC) == len(changes) + 1
