@@ -602,7 +602,7 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
            m, n, k, tile_m, tile_n, elem_bytes, slots, float(l2_bytes), float(l2_efficiency),
            store_elem_bytes, float(drift), cluster_m, layers, float(ticket_spread), ticket_state, drift_form,
            ticket_law, tuple(tuple(float(x) for x in part) for part in survival), float(ticket_gap_cv),
-           float(ticket_touched), reuse_law)
+           float(ticket_touched), reuse_law, _laws())
     hit = _TRAFFIC.get(key)
     if hit is None:
         hit = _wave_traffic(order, m, n, k, tile_m, tile_n, elem_bytes, slots, l2_bytes, l2_efficiency,
@@ -620,8 +620,16 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
 TRAFFIC_CACHE = 4096
 """How many :func:`wave_traffic` results one process keeps (the oldest dropped first): a sweep, ``ctasim advise`` or a
 test run prices the same layer in the same order many times (half of the calls of the CLI and accuracy tests
-repeat one before them). The results' arrays are read-only."""
+repeat one before them). The results' arrays are read-only. The key holds every argument and :func:`_laws`."""
 _TRAFFIC: dict[tuple, WaveTraffic] = {}
+
+
+def _laws() -> tuple:
+    """The module's constants and laws that :func:`wave_traffic` reads, as they are now: a post-hoc script that
+    replaces one (``bench/posthoc_ticket_law.py`` sets :data:`PARTITIONS`, ``bench/posthoc_h100_pairs.py`` swaps the
+    survival law's re-reads) gets results of its own, not ones kept from before."""
+    return (PARTITIONS, GAP_NODES, _distinct_bytes, drift_rereads, ticket_rereads, _partition_rereads,
+            _survival_rereads, survival_share, survival_mean, gap_survival, lognormal_average, expected_range)
 
 
 def _wave_traffic(order, m, n, k, tile_m, tile_n, elem_bytes, slots, l2_bytes, l2_efficiency, store_elem_bytes, drift,

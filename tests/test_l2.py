@@ -516,3 +516,17 @@ def test_wave_traffic_is_kept_per_argument_set_and_read_only():
         assert not _same(direct, first), change  # the change moves the result
         assert _same(wave_traffic(**args), direct), change
     assert len(l2._TRAFFIC) == len(changes) + 1
+
+
+def test_a_patched_law_is_not_served_from_before(monkeypatch):
+    """bench/posthoc_ticket_law.py prices the partition law with another factor by setting ``l2.PARTITIONS``: the
+    kept result of the same arguments under the module's own factor is not what it gets."""
+    order = raster_order(64, 32, "row")
+    args = dict(order=order, m=8192, n=8192, k=4096, tile_m=128, tile_n=256, elem_bytes=2, slots=132, l2_bytes=100e6,
+                ticket_spread=0.1, ticket_law="partition")
+    before = wave_traffic(**args)
+    monkeypatch.setattr(l2, "PARTITIONS", 1.5)
+    after = wave_traffic(**args)
+    assert not np.array_equal(after.ticket_hbm, before.ticket_hbm)
+    monkeypatch.undo()
+    assert wave_traffic(**args) is before
