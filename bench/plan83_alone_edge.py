@@ -90,11 +90,13 @@ def survival_profile(base, twin):
 
 
 def predictors(profile: str) -> dict:
-    """Per predictor of :data:`PREDICTORS`: (profile, spread) on the mechanism profile ``profile``."""
-    from ctasim.spec import load_hardware  # noqa: PLC0415
+    """Per predictor of :data:`PREDICTORS`: (profile, spread) on the mechanism profile ``profile`` as registered
+    (``ctasim.profiles.before_h100_x8_exposed``: before registered plan 87's adoption; a later plan that means the
+    adopted ``h100-x8-mechanism`` loads it itself)."""
+    from ctasim.profiles import before_h100_x8_exposed  # noqa: PLC0415
     from percta_rule_predict import alone_spread  # noqa: PLC0415
 
-    base = load_hardware(profile)
+    base = before_h100_x8_exposed(profile)
     fam = base.config(128, 256, kernel="ctapipe").ticket_spread
     alone = alone_spread()
     return {"lockstep": (base, 0.0), "hold": (base.with_tickets(ticket_state="hold"), alone),

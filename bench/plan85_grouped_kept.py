@@ -75,11 +75,13 @@ CLAIMS = {
 
 
 def predictors(profile: str) -> dict:
-    """Per predictor of :data:`PREDICTORS`: (profile, ticket spread) on the mechanism profile ``profile``."""
+    """Per predictor of :data:`PREDICTORS`: (profile, ticket spread) on the mechanism profile ``profile`` as
+    registered (``ctasim.profiles.before_h100_x8_exposed``: before registered plan 87's adoption; plans 86-88 use it
+    too). A later plan that means the adopted ``h100-x8-mechanism`` loads it itself."""
     from ctasim.predict import without_memory  # noqa: PLC0415
-    from ctasim.spec import load_hardware  # noqa: PLC0415
+    from ctasim.profiles import before_h100_x8_exposed  # noqa: PLC0415
 
-    base = load_hardware(profile)
+    base = before_h100_x8_exposed(profile)
     return {"flat": (without_memory(base), 0.0), "lockstep": (base, 0.0),
             "profile": (base, base.config(128, 256, kernel="ctapipe").ticket_spread)}
 

@@ -88,9 +88,11 @@ ADOPT = ("where (a), (b) and (d) are met, a one-CTA-per-tile grid run alone on o
 def predictors(profile: str) -> dict:
     """Per predictor of :data:`PREDICTORS`: (profile, ticket spread) on the mechanism profile ``profile``: plan 85's
     three and ``local``, its lockstep level's profile at the 128x256 config's (the one-GPU tickets') spread."""
+    from ctasim.costs import alone_ticket_spread  # noqa: PLC0415
+
     p = p85.predictors(profile)
     hw = p["lockstep"][0]
-    return {**p, "local": (hw, hw.config(128, 256).ticket_spread)}
+    return {**p, "local": (hw, alone_ticket_spread(hw))}
 
 
 def register() -> pd.DataFrame:

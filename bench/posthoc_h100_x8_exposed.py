@@ -4,9 +4,10 @@
 
 Registered plan 85 ran the producers of row order, row-block pairs and groups of 4 and 8 row-blocks alone on an H100
 (GPU-d3274ca1, H = 9216-12288): the grouped ones kept their reuse but ran 2.2-5.0% faster than ``h100-x8-mechanism``
-says, and the flat predictor (no memory hierarchy) was nearer. That profile charges the exposed share of a wave's HBM
-time (``l2_hbm_exposed``) at its own datasheet-scaled HBM rate; registered plan 76 adopted the H200's measured rate for
-it on ``h100-x1-datasheet`` (``l2_hbm_exposed_gbps``), and the derived 8-GPU profile did not take it. Here every case
+says, and the flat predictor (no memory hierarchy) was nearer. That profile charged the exposed share of a wave's HBM
+time (``l2_hbm_exposed``) at its own datasheet-scaled HBM rate until registered plan 87's adoption (2026-12-07; this
+table prices it as before, ``ctasim.profiles.before_h100_x8_exposed``); registered plan 76 adopted the H200's measured
+rate for it on ``h100-x1-datasheet`` (``l2_hbm_exposed_gbps``), and the derived 8-GPU profile did not take it then. Here every case
 of plan 85's call and plan 83's H100 call (GPU-ef03c33f: row order and the pairs of ``_c21``, H = 8192-11264) is
 priced with and without that rate (:data:`TWIN`, ``h100-x8-mechanism-exposed``), at the lockstep level (ticket spread
 0) and at the profile's spread, beside the flat predictor:

@@ -2,9 +2,10 @@
 
     python bench/posthoc_local_spread.py [--out bench/results/posthoc-local-spread]
 
-The mechanism profiles give a one-CTA-per-tile grid the ``ctapipe`` family's ticket spread (0.1292 tile times a wave,
+The mechanism profiles gave a one-CTA-per-tile grid the ``ctapipe`` family's ticket spread (0.1292 tile times a wave,
 fitted on 2xH200 producers whose stores and signals cross NVLink); the chain kernel's tickets on one GPU spread 0.0189.
-The producer-alone calls (``ctahw.percta``: the producer on one GPU, no consumer) were priced at the family's spread.
+The producer-alone calls (``ctahw.percta``: the producer on one GPU, no consumer) were priced at the family's spread
+until registered plan 88's adoption (``ctasim.costs.alone_ticket_spread``), which this reading led to.
 Here, per committed call of the four producers of plan 85's VARIANTS at M = 12288 or 16384 (:data:`CALLS`: registered
 plans 13, 14, 83-86 and the first probe, three H200s' and four H100s'), each traced run of median span (the tile table
 ``percta-tiles-<m>-<variant>.csv.gz``) gives its spread (``ctasim.calibration.span_rate`` of its windows of 132 tiles,

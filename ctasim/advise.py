@@ -469,8 +469,9 @@ EDGE_PLANS = {"H200": (("validation-registered13", "judged.csv", 12288),
                        ("validation-registered14", "judged.csv", None)),
               "H100": (("validation-registered83", "means.csv", None),
                        ("validation-registered85", "cases.csv", None),
-                       ("validation-registered86", "cases.csv", None))}
-"""Registered plans 13, 14 (one H200 each) and 83, 85, 86 (one H100 each, three units): the row-order producer alone's
+                       ("validation-registered86", "cases.csv", None),
+                       ("validation-registered88", "cases.csv", None))}
+"""Registered plans 13, 14 (one H200 each) and 83, 85, 86, 88 (one H100 each, four units): the row-order producer alone's
 mean tile time over the no-miss (lockstep) one, per H (``judged.csv``: ``lockstep_error`` or ``lockstep_mean_error``;
 ``means.csv``: ``measured_us`` and ``lockstep``; ``cases.csv``: ``measured_us`` and ``predicted_us`` of the
 ``lockstep`` predictor), and the H of a table without an ``h`` column (plan 13 ran H = 12288 only)."""
@@ -612,6 +613,9 @@ def producer_edge_lines(kinds, results_dir: Path | None = None) -> list[str]:
 GROUPED_KEPT = ("validation-registered85", "validation-registered86")
 """Registered plans 85 and 86 (two H100 units): per H and producer alone its measured mean over full waves, each
 predictor's error of it and the traced runs' late-over-early mainloop ratios (each folder's ``cases.csv``)."""
+GROUPED_ADOPTED = "validation-registered87"
+"""Registered plan 87 (a fifth H100, M = 32768): its ``claims.csv``, whether ``h100-x8-mechanism`` took the H200's
+exposed rate and claim (a)'s mean |error| of the grouped producers under it."""
 GROUPED_PRODUCERS = ("cutlass_ctapipe_w21g4", "cutlass_ctapipe_w21g8")
 """The grouped producers (groups of 4 and 8 row-blocks) the advice's CTA-pipelined designs order their tiles in."""
 GROUPED_ESCAPE = 1.15
@@ -644,14 +648,22 @@ def grouped_kept_lines(kinds, results_dir: Path | None = None) -> list[str]:
     def both(i: int) -> str:
         return " and ".join(o[i] for o in off)
 
+    adopted = root / GROUPED_ADOPTED / "claims.csv"
+    since = ""
+    if adopted.is_file():
+        a = pd.read_csv(adopted).set_index("claim")
+        if a.loc["adopt", "value"] == "yes":
+            since = ("; since registered plan 87's adoption the profile charges the exposed HBM share at the H200's "
+                     f"rate, which at its lockstep level priced them at M = 32768 on another H100 "
+                     f"{a.loc['a', 'value'].split(' against ')[0]} off (mean |error|)")
     return [f"registered plan{'s' * two} {' and '.join(plans)} ran the grouped producers (groups of 4 and 8 "
             f"row-blocks: {', '.join(GROUPED_PRODUCERS)}) alone on {'two H100s' if two else 'an H100'} (M = 16384): "
             + ("some traced runs lost part of their weights' L2 reuse" if escaped
                else "every traced run kept its weights' L2 reuse")
             + f" (late-over-early mainloop {', '.join(kept)}), and the "
-            f"mechanism profile (h100-x8-mechanism) priced their mean tile time {both(0)} off the measured (+: slower "
-            f"than measured; mean |error| {both(1)}, the flat predictor's, no memory hierarchy, {both(2)}; "
-            "docs/validation.md)"]
+            f"mechanism profile as registered (h100-x8-mechanism) priced their mean tile time {both(0)} off the "
+            f"measured (+: slower than measured; mean |error| {both(1)}, the flat predictor's, no memory hierarchy, "
+            f"{both(2)}{since}; docs/validation.md)"]
 
 
 H100_DRIFT_PLANS = {"tile": (("validation-registered72", "datasheet"), ("validation-registered73", "model"),
@@ -739,9 +751,10 @@ def h100_block_lines(hw: Hardware, results_dir: Path | None = None) -> list[str]
             if hw.l2_hbm_exposed_gbps == 0 and hw.measured else
             f"{hw.name} charges the datasheet's rate there, so its GPUs' compute times may be high by as much"
             if hw.l2_hbm_exposed_gbps == 0 else f"{hw.name} charges the exposed HBM share at the H200's rate ("
-            + ("since registered plan 76's adoption" if hw.name == "h100-x1-datasheet" else "as h100-x1-datasheet "
-               "does since registered plan 76's adoption") + "; the chain kernel's pairs and row order further off "
-            "under it: plans 75 and 76)")
+            + ("since registered plan 76's adoption" if hw.name == "h100-x1-datasheet" else
+               "since registered plan 87's adoption, judged on the producers alone; h100-x1-datasheet since plan 76's"
+               if hw.name == "h100-x8-mechanism" else "as h100-x1-datasheet does since registered plan 76's adoption")
+            + "; the chain kernel's pairs and row order further off under it: plans 75 and 76)")
     named = ", ".join(plans[:-1]) + " and " * (len(plans) > 1) + plans[-1]
     return [f"an H100's blocks: registered plan{'s' * (len(plans) > 1)} {named} timed models' MLP blocks, chains in "
             f"the chain kernel (sequential, groups of 8 and 4) and the reference GEMM in {len(found)} "

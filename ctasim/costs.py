@@ -39,6 +39,7 @@ from ctasim import l2
 from ctasim.spec import ACTIVATION_OPS, Hardware, KernelConfig, Layer
 
 __all__ = [
+    "alone_ticket_spread",
     "tile_ns",
     "active_share",
     "activation_factor",
@@ -202,6 +203,16 @@ def plain_drift(cfg, k: int) -> float:
     """A plain persistent GEMM's drift at inner dimension ``k``, in tile times a round: the config's ``cta_drift``,
     scaled by ``drift_k_ref / k`` where the config sets ``drift_k_ref`` (the same time a round at every K)."""
     return cfg.cta_drift * (cfg.drift_k_ref / k if cfg.drift_k_ref > 0 else 1.0)
+
+
+def alone_ticket_spread(hw: Hardware, tile_m: int = 128, tile_n: int = 256) -> float:
+    """The start-time spread (tile times a wave) at which a one-CTA-per-tile grid run alone on one GPU -- ctahw's
+    CTA-pipelined producer with its output and queue in its own memory (``ctahw.percta``) -- is priced: the one-GPU
+    tickets' (the tile shape's default config's ``ticket_spread``), since registered plan 88's adoption (2026-12-07:
+    on a fifth H100 the pairs 1.97% against 7.71% at the ``ctapipe`` family's spread, row order 14.2 against 57.9%,
+    the grouped producers' own spread 0.0162 a wave, the pairs' 0.0111). The family config's spread stays the one of
+    the 2-GPU producers it was fitted on, whose stores and signals cross NVLink."""
+    return hw.config(tile_m, tile_n).ticket_spread
 
 
 def order_traffic(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, slots: int, *, kernel: str = "",

@@ -611,8 +611,11 @@ def wave_traffic(order: np.ndarray, m: int, n: int, k: int, tile_m: int, tile_n:
         for a in (hit.a_hbm, hit.w_hbm, hit.footprint, hit.store, hit.tiles, hit.drift_hbm, hit.ticket_hbm):
             if a is not None:
                 a.flags.writeable = False  # shared by every caller of the same arguments
-        if len(_TRAFFIC) >= TRAFFIC_CACHE:
-            del _TRAFFIC[next(iter(_TRAFFIC))]
+        while len(_TRAFFIC) >= TRAFFIC_CACHE:  # another thread (a Dask worker's) may drop the same one first
+            try:
+                _TRAFFIC.pop(next(iter(_TRAFFIC)), None)
+            except (StopIteration, RuntimeError):
+                break
         _TRAFFIC[key] = hit
     return hit
 
@@ -628,8 +631,9 @@ def _laws() -> tuple:
     """The module's constants and laws that :func:`wave_traffic` reads, as they are now: a post-hoc script that
     replaces one (``bench/posthoc_ticket_law.py`` sets :data:`PARTITIONS`, ``bench/posthoc_h100_pairs.py`` swaps the
     survival law's re-reads) gets results of its own, not ones kept from before."""
-    return (PARTITIONS, GAP_NODES, _distinct_bytes, drift_rereads, ticket_rereads, _partition_rereads,
-            _survival_rereads, survival_share, survival_mean, gap_survival, lognormal_average, expected_range)
+    return (PARTITIONS, _HERMITE[0].tobytes(), _DENSE_CELLS, tuple(DRIFT_LAWS.items()), _curve, _distinct_bytes,
+            drift_rereads, ticket_rereads, _partition_rereads, _survival_rereads, survival_share, survival_mean,
+            gap_survival, lognormal_average, expected_range)
 
 
 def _wave_traffic(order, m, n, k, tile_m, tile_n, elem_bytes, slots, l2_bytes, l2_efficiency, store_elem_bytes, drift,

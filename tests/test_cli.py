@@ -399,8 +399,9 @@ def test_advise_says_where_a_pipelined_producer_loses_its_reuse_and_that_runs_di
 
     (line,) = A.producer_edge_lines(["sequential", "microbatch", "ctapipe", "tp"])
     assert "H200s (plans 13, 14, one GPU each) 10240 1.07x, 11264 1.31x, 12288 1.32-1.35x" in line
-    assert ("H100s (plans 83, 85, 86, one GPU each) 6144 1.10x, 7168 1.10x, 8192 1.15x, 9216 1.49-1.72x, "
-            "10240 2.02-2.06x, 11264 2.07-2.08x, 12288 2.08x, 13312 2.09x, 14336 2.08x") in line
+    assert ("H100s (plans 83, 85, 86, 88, one GPU each) 6144 1.10x, 6656 1.14x, 7168 1.10x, 7680 1.18x, 8192 1.15x, "
+            "8448 1.15x, 9216 1.49-1.72x, 10240 2.02-2.06x, 11264 2.07-2.08x, 12288 2.08x, 13312 2.09x, 14336 2.08x, "
+            "15360 2.11x") in line
     assert ("another H100 (plan 84, each run's late mainloop over its early one) 8704 1.86-1.97x, 9216 1.08-2.02x, "
             "9728 1.98-2.09x") in line
     assert "runs of one case took 4.91-7.19 ms (H = 9216, M = 16384, one H100), and the edge's H differs" in line
@@ -630,7 +631,12 @@ def test_advise_on_an_h100_says_what_plans_74_to_76_measured_of_its_blocks(tmp_p
     (before,) = A.h100_block_lines(load_hardware("h100-x1-datasheet-hbm3"))
     assert "h100-x1-datasheet-hbm3 charges the datasheet's rate there" in before
     (eight,) = A.h100_block_lines(load_hardware("h100-x8-mechanism"))
-    assert "h100-x8-mechanism charges the datasheet's rate there" in eight
+    assert ("h100-x8-mechanism charges the exposed HBM share at the H200's rate (since registered plan 87's adoption, "
+            "judged on the producers alone") in eight
+    from ctasim.profiles import before_h100_x8_exposed
+
+    (eight_before,) = A.h100_block_lines(before_h100_x8_exposed("h100-x8-mechanism"))
+    assert "h100-x8-mechanism charges the datasheet's rate there" in eight_before
     import dataclasses
 
     own = dataclasses.replace(load_hardware("h100-x1-datasheet"), name="h100-x1-own", measured=True,
@@ -738,12 +744,21 @@ def test_advise_quotes_plans_85_and_86s_grouped_producers_from_the_committed_tab
            "0.98-1.03 at H = 6144-14336)" in line
     assert "+2.2 to +5.0% and +0.8 to +6.3% off the measured" in line
     assert "mean |error| 3.7% and 3.4%, the flat predictor's, no memory hierarchy, 1.5% and 1.9%" in line
+    assert "the mechanism profile as registered (h100-x8-mechanism) priced" in line
+    assert ("since registered plan 87's adoption the profile charges the exposed HBM share at the H200's rate, which "
+            "at its lockstep level priced them at M = 32768 on another H100 0.61% off (mean |error|)") in line
     assert A.grouped_kept_lines(["sequential", "tp"]) == [] and A.grouped_kept_lines(["hybrid"]) == [line]
     assert A.grouped_kept_lines(["ctapipe"], results_dir=tmp_path) == []
     folder = A.GROUPED_KEPT[0]
     shutil.copytree(A._results_root(None) / folder, tmp_path / folder)
     (one,) = A.grouped_kept_lines(["ctapipe"], results_dir=tmp_path)
     assert "registered plan 85 ran" in one and "on an H100" in one and "+2.2 to +5.0% off" in one
+    assert "plan 87" not in one  # its table not in this installation
+    shutil.copytree(A._results_root(None) / A.GROUPED_ADOPTED, tmp_path / A.GROUPED_ADOPTED)
+    claims = pd.read_csv(tmp_path / A.GROUPED_ADOPTED / "claims.csv")
+    claims.loc[claims.claim == "adopt", "value"] = "no"
+    claims.to_csv(tmp_path / A.GROUPED_ADOPTED / "claims.csv", index=False)
+    assert "plan 87" not in A.grouped_kept_lines(["ctapipe"], results_dir=tmp_path)[0]  # not adopted: no word of it
     d = pd.read_csv(tmp_path / folder / "cases.csv")
     at = d.variant.isin(A.GROUPED_PRODUCERS) & (d.predictor == "profile")
     d.loc[at, "mean_err_pct"] = -d.loc[at, "mean_err_pct"]

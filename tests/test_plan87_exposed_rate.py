@@ -153,3 +153,35 @@ def test_claim_e_needs_the_lockstep_level_strictly_nearer(p87, as_twin_lockstep)
     c.loc[at & (c.predictor == "twin"), "mean_err_pct"] = 0.7
     c.loc[at & (c.predictor == "twin_lockstep"), "mean_err_pct"] = -0.7
     assert not _claims(p87, c).loc["e", "met"]
+
+
+def test_the_committed_h100_call_judges_as_committed_and_docs_quote_it(p87, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered87-1gpu, GPU-f4563d06) judged again gives the committed
+    tables: every claim met, adopted, registered; docs/validation.md's plan 87 table is its cases.csv and its claims'
+    figures are quoted; the profile took the rate (``ctasim.profiles``)."""
+    from ctasim.spec import load_hardware
+
+    root = p87.ROOT
+    _, cl = _judge(p87, root / "bench/results/hw-h100/2026-12-07-registered87-1gpu", tmp_path)
+    for name in ("cases.csv", "claims.csv"):
+        assert (tmp_path / "judged" / name).read_text() == (root / "bench/results/validation-registered87" / name
+                                                            ).read_text()
+    assert cl.met.all() and cl.loc["adopt", "value"] == "yes"
+    assert cl.provenance.str.startswith("registered: predictions added in d6b3b2eb").all()
+    assert load_hardware("h100-x8-mechanism").l2_hbm_exposed_gbps == load_hardware(p87.p86.TWIN).l2_hbm_exposed_gbps
+    doc = (root / "docs/validation.md").read_text().split("### Registered plan 87")[1].split("\n### ")[0]
+    c = pd.read_csv(root / "bench/results/validation-registered87/cases.csv")
+    for h, g in c.groupby("h"):
+        cells = []
+        for v in p87.VARIANTS:
+            x = g[g.variant == v].set_index("predictor")
+            cells.append(f"{x.measured_us.iloc[0]:.1f}; " + " / ".join(
+                f"{x.mean_err_pct[p]:+.1f}" for p in ("flat", "lockstep", "twin_lockstep", "twin")))
+        want = f"| {h} | " + " | ".join(cells) + " |"
+        assert want in doc, want
+    flat = " ".join(doc.split())
+    for claim in "acd":
+        a, b = cl.loc[claim, "value"].split(" against ")
+        assert f"{a} against {b.rstrip('%')}" in flat or (a in flat and b in flat), claim
+    pairs = c[c.variant == p87.PAIRS].groupby("predictor").mean_err_pct.apply(lambda x: x.abs().mean())
+    assert f"(mean |error| {pairs['twin_lockstep']:.2f}% against lockstep's {pairs['lockstep']:.2f}%)" in flat

@@ -33,8 +33,11 @@ def test_the_registration_is_what_the_two_spreads_give(p88, registered):
 
     assert set(registered.gpu) == {"H100", "H200"} and sorted(set(registered.h)) == list(p88.HS)
     assert set(registered.predictor) == set(p88.PREDICTORS) and set(registered.variant) == set(p88.VARIANTS)
+    from ctasim.profiles import before_h100_x8_exposed
+
     for gpu, profile in p88.GPUS.items():
-        hw = load_hardware(profile)
+        hw = before_h100_x8_exposed(profile)  # as registered (plan 87's adoption came after)
+        assert hw.config(128, 256) == load_hardware(profile).config(128, 256)
         mine = registered[registered.gpu == gpu].groupby("predictor").spread.first()
         assert mine["local"] == hw.config(128, 256).ticket_spread == 0.0189
         assert mine["profile"] == hw.config(128, 256, kernel="ctapipe").ticket_spread == 0.1292
@@ -284,3 +287,39 @@ def test_a_tile_table_without_mainloop_ends_is_refused_in_one_line(p88, register
     err = capsys.readouterr().err.strip()
     assert err.startswith("plan88_local_spread: ") and "no column t_mainloop_end" in err
     assert "\n" not in err and not (tmp_path / "j").exists()
+
+
+def test_the_committed_h100_call_judges_as_committed_and_docs_quote_it(p88, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered88-1gpu, GPU-f4563d06) judged again gives the committed
+    tables: (a)-(d) met, (e) missed, adopted, registered; docs/validation.md's plan 88 table is its cases.csv; the
+    one-GPU spread plan 88's ``local`` reads is ``ctasim.costs.alone_ticket_spread``."""
+    from ctasim.costs import alone_ticket_spread
+    from ctasim.spec import load_hardware
+
+    root = p88.ROOT
+    _, cl = _judge(p88, root / "bench/results/hw-h100/2026-12-07-registered88-1gpu", tmp_path)
+    for name in ("cases.csv", "claims.csv"):
+        assert (tmp_path / "judged" / name).read_text() == (root / "bench/results/validation-registered88" / name
+                                                            ).read_text()
+    assert cl.met.tolist() == [True, True, True, True, False, True] and cl.loc["adopt", "value"] == "yes"
+    assert cl.provenance.str.startswith("registered: predictions added in 9db0654f").all()
+    assert cl.loc["e", "value"] == ("6656: between / kept, 7680: between / between, 8448: between / lost, "
+                                    "15360: lost / lost")
+    hw = load_hardware("h100-x8-mechanism")
+    assert p88.predictors("h100-x8-mechanism")["local"][1] == alone_ticket_spread(hw) == 0.0189
+    assert alone_ticket_spread(hw) < hw.config(128, 256, kernel="ctapipe").ticket_spread
+    doc = (root / "docs/validation.md").read_text().split("### Registered plan 88")[1].split("\n### ")[0]
+    c = pd.read_csv(root / "bench/results/validation-registered88/cases.csv")
+    for h, g in c.groupby("h"):
+        cells = []
+        for v in p88.VARIANTS:
+            x = g[g.variant == v].set_index("predictor")
+            cells.append(f"{x.measured_us.iloc[0]:.1f}; " + " / ".join(f"{x.mean_err_pct[p]:+.1f}"
+                                                                       for p in p88.PREDICTORS))
+        want = f"| {h} | " + " | ".join(cells) + " |"
+        assert want in doc, want
+    flat = " ".join(doc.split())
+    la, pa = cl.loc["a", "value"].split(" against ")
+    assert f"local {la} against the profile's {pa} (a); row order {cl.loc['b', 'value']} (b)" in flat
+    pairs = c[c.variant == p88.PAIRS].groupby("predictor").mean_err_pct.apply(lambda x: x.abs().mean())
+    assert f"spread 0 was nearer again ({pairs['lockstep']:.2f}% against {pairs['local']:.2f}%;" in flat

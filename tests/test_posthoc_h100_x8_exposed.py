@@ -27,10 +27,15 @@ def test_the_committed_tables_are_what_the_script_gives(ph, cases, tmp_path):
 
 
 def test_the_twin_is_the_profile_with_plan_76s_exposed_rate(ph):
+    """The twin is the profile as it was before registered plan 87's adoption (what this post-hoc table prices) with
+    plan 76's exposed rate; the adopted profile is the twin."""
+    from ctasim.profiles import before_h100_x8_exposed
     from ctasim.spec import load_hardware
 
-    a, b = load_hardware(ph.PROFILE), load_hardware(ph.TWIN)
+    a, b = before_h100_x8_exposed(ph.PROFILE), load_hardware(ph.TWIN)
     assert dataclasses.replace(b, name=a.name, source=a.source, l2_hbm_exposed_gbps=0.0) == a
+    now = load_hardware(ph.PROFILE)
+    assert dataclasses.replace(b, name=now.name, source=now.source) == now
     assert b.l2_hbm_exposed_gbps == load_hardware("h100-x1-datasheet").l2_hbm_exposed_gbps
 
 

@@ -96,10 +96,23 @@ def test_a_shared_profile_is_one_even_share_of_the_h200(name):
 
 
 def test_the_h100_host_is_the_h200_host_with_the_h100s_memory():
-    """h100-x8-mechanism changes only what the H100 datasheet says differs: the GPU, its L2 and its HBM rate."""
+    """h100-x8-mechanism changes only what the H100 datasheet says differs: the GPU, its L2 and its HBM rate, and
+    since registered plan 87's adoption the exposed HBM share's rate (the H200's measured one, as h100-x1-datasheet's);
+    ``before_h100_x8_exposed`` gives it as the registrations before the adoption priced it, the twin of plan 86 is the
+    adopted profile but for its name and source."""
+    from ctasim.profiles import before_h100_x8_exposed
+
     a, b = load_hardware("h100-x8-mechanism"), load_hardware("h200-x8-mechanism")
     changed = {f.name for f in dataclasses.fields(a) if getattr(a, f.name) != getattr(b, f.name)}
-    assert changed == {"name", "gpu", "hbm_gbps", "l2_bytes", "source"}
+    assert changed == {"name", "gpu", "hbm_gbps", "l2_bytes", "source", "l2_hbm_exposed_gbps"}
+    assert a.l2_hbm_exposed_gbps == load_hardware("h100-x1-datasheet").l2_hbm_exposed_gbps == \
+        load_hardware("h200-x1-calibrated").hbm_gbps
+    before = before_h100_x8_exposed("h100-x8-mechanism")
+    assert before.l2_hbm_exposed_gbps == 0
+    assert dataclasses.replace(before, l2_hbm_exposed_gbps=a.l2_hbm_exposed_gbps) == a
+    assert before_h100_x8_exposed("h200-x8-mechanism") == b
+    twin = load_hardware("h100-x8-mechanism-exposed")
+    assert dataclasses.replace(twin, name=a.name, source=a.source) == a
     assert a.hbm_gbps == pytest.approx(b.hbm_gbps * profiles.H100_HBM_TBPS / profiles.H200_HBM_TBPS, rel=1e-6)
     assert a.l2_bytes == load_hardware("h100-x1-datasheet").l2_bytes == profiles.H100_L2_BYTES
     assert a.l2_reuse_law == b.l2_reuse_law and a.kernel_configs == b.kernel_configs
