@@ -471,8 +471,9 @@ EDGE_PLANS = {"H200": (("validation-registered13", "judged.csv", 12288),
                        ("validation-registered85", "cases.csv", None),
                        ("validation-registered86", "cases.csv", None),
                        ("validation-registered88", "cases.csv", None))}
-"""Registered plans 13, 14 (one H200 each) and 83, 85, 86, 88 (one H100 each, four units): the row-order producer alone's
-mean tile time over the no-miss (lockstep) one, per H (``judged.csv``: ``lockstep_error`` or ``lockstep_mean_error``;
+"""Registered plans 13, 14 (one H200 each) and 83, 85, 86, 88 (one H100 each, four units): the row-order producer
+alone's mean tile time over the no-miss (lockstep) one, per H (``judged.csv``: ``lockstep_error`` or
+``lockstep_mean_error``;
 ``means.csv``: ``measured_us`` and ``lockstep``; ``cases.csv``: ``measured_us`` and ``predicted_us`` of the
 ``lockstep`` predictor), and the H of a table without an ``h`` column (plan 13 ran H = 12288 only)."""
 EDGE_RATIOS = {"H100": ("validation-registered84", "cases.csv")}
@@ -610,9 +611,11 @@ def producer_edge_lines(kinds, results_dir: Path | None = None) -> list[str]:
     return [line + " (docs/validation.md)"]
 
 
-GROUPED_KEPT = ("validation-registered85", "validation-registered86")
-"""Registered plans 85 and 86 (two H100 units): per H and producer alone its measured mean over full waves, each
-predictor's error of it and the traced runs' late-over-early mainloop ratios (each folder's ``cases.csv``)."""
+GROUPED_KEPT = ("validation-registered85", "validation-registered86", "validation-registered88")
+"""Registered plans 85, 86 and 88 (three H100 units, M = 16384): per H and producer alone its measured mean over full
+waves, each predictor's error of it and the traced runs' late-over-early mainloop ratios (each folder's ``cases.csv``;
+plan 87's call, at M = 32768, is quoted for its adoption: :data:`GROUPED_ADOPTED`)."""
+_UNITS = {1: "an H100", 2: "two H100s", 3: "three H100s", 4: "four H100s"}
 GROUPED_ADOPTED = "validation-registered87"
 """Registered plan 87 (a fifth H100, M = 32768): its ``claims.csv``, whether ``h100-x8-mechanism`` took the H200's
 exposed rate and claim (a)'s mean |error| of the grouped producers under it."""
@@ -625,9 +628,10 @@ bound, from plan 84's row-order runs: kept 1.08, lost 1.58-2.09)."""
 
 def grouped_kept_lines(kinds, results_dir: Path | None = None) -> list[str]:
     """Where a CTA-pipelined strategy is priced on two or more GPUs (as :func:`producer_edge_lines`): registered plans
-    85 and 86's grouped producers alone on an H100 each -- whether every traced run kept its reuse, and how far the
-    profile's and the flat predictor's means were from the measured ones, per plan (from the committed tables; a
-    table gone leaves its plan out, nothing where this installation has none)."""
+    85, 86 and 88's grouped producers alone on an H100 each (and plan 87's adoption, where its table says so) --
+    whether every traced run kept its reuse, and how far the profile's and the flat predictor's means were from the
+    measured ones, per plan (from the committed tables; a table gone leaves its plan out, nothing where this
+    installation has none)."""
     if not {"ctapipe", "hybrid"} & set(kinds):
         return []
     root = _results_root(results_dir)
@@ -645,8 +649,12 @@ def grouped_kept_lines(kinds, results_dir: Path | None = None) -> list[str]:
     plans = [d.removeprefix("validation-registered") for d in found]
     two = len(plans) > 1
 
+    def listed(items) -> str:
+        items = list(items)
+        return ", ".join(items[:-1]) + " and " * (len(items) > 1) + items[-1]
+
     def both(i: int) -> str:
-        return " and ".join(o[i] for o in off)
+        return listed(o[i] for o in off)
 
     adopted = root / GROUPED_ADOPTED / "claims.csv"
     since = ""
@@ -656,8 +664,8 @@ def grouped_kept_lines(kinds, results_dir: Path | None = None) -> list[str]:
             since = ("; since registered plan 87's adoption the profile charges the exposed HBM share at the H200's "
                      f"rate, which at its lockstep level priced them at M = 32768 on another H100 "
                      f"{a.loc['a', 'value'].split(' against ')[0]} off (mean |error|)")
-    return [f"registered plan{'s' * two} {' and '.join(plans)} ran the grouped producers (groups of 4 and 8 "
-            f"row-blocks: {', '.join(GROUPED_PRODUCERS)}) alone on {'two H100s' if two else 'an H100'} (M = 16384): "
+    return [f"registered plan{'s' * two} {listed(plans)} ran the grouped producers (groups of 4 and 8 "
+            f"row-blocks: {', '.join(GROUPED_PRODUCERS)}) alone on {_UNITS[len(plans)]} (M = 16384): "
             + ("some traced runs lost part of their weights' L2 reuse" if escaped
                else "every traced run kept its weights' L2 reuse")
             + f" (late-over-early mainloop {', '.join(kept)}), and the "

@@ -731,7 +731,7 @@ def test_kept_lines_say_whether_the_answer_moves_between_the_two_ends(tmp_path):
 
 
 def test_advise_quotes_plans_85_and_86s_grouped_producers_from_the_committed_tables(tmp_path):
-    """Where a CTA-pipelined strategy runs on two or more GPUs: plans 85 and 86's grouped producers' ratios and the
+    """Where a CTA-pipelined strategy runs on two or more GPUs: plans 85, 86 and 88's grouped producers' ratios and the
     profile's and the flat predictor's errors, read from the committed cases.csv (a changed table changes the line, a
     run over 1.15 says some runs lost reuse; one table, one plan; no table, no line)."""
     import shutil
@@ -739,11 +739,11 @@ def test_advise_quotes_plans_85_and_86s_grouped_producers_from_the_committed_tab
     from ctasim import advise as A
 
     (line,) = A.grouped_kept_lines(["sequential", "ctapipe"])
-    assert "registered plans 85 and 86 ran the grouped producers" in line and "alone on two H100s" in line
+    assert "registered plans 85, 86 and 88 ran the grouped producers" in line and "alone on three H100s" in line
     assert "every traced run kept its weights' L2 reuse (late-over-early mainloop 0.99-1.02 at H = 9216-12288, " \
-           "0.98-1.03 at H = 6144-14336)" in line
-    assert "+2.2 to +5.0% and +0.8 to +6.3% off the measured" in line
-    assert "mean |error| 3.7% and 3.4%, the flat predictor's, no memory hierarchy, 1.5% and 1.9%" in line
+           "0.98-1.03 at H = 6144-14336, 0.98-1.03 at H = 6656-15360)" in line
+    assert "+2.2 to +5.0%, +0.8 to +6.3% and +0.6 to +5.4% off the measured" in line
+    assert "mean |error| 3.7%, 3.4% and 3.2%, the flat predictor's, no memory hierarchy, 1.5%, 1.9% and 1.9%" in line
     assert "the mechanism profile as registered (h100-x8-mechanism) priced" in line
     assert ("since registered plan 87's adoption the profile charges the exposed HBM share at the H200's rate, which "
             "at its lockstep level priced them at M = 32768 on another H100 0.61% off (mean |error|)") in line
