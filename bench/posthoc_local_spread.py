@@ -12,7 +12,10 @@ plans 13, 14, 83-86 and the first probe, three H200s' and four H100s'), each tra
 in median mainloops a wave) and its mean over full waves >= 2 of each wave's median tile time; beside it the GPU's
 mechanism profile's prediction of that mean (``plan85_grouped_kept.wave_prediction``) under ``flat`` (no memory
 hierarchy), ``lockstep`` (spread 0), ``profile`` (the family's spread) and ``local`` (the 128x256 config's, the
-one-GPU tickets'): plan 88's predictors.
+one-GPU tickets'): plan 88's predictors, on the profiles as plan 88 registered them; and ``now_lockstep``,
+``now_local`` and ``now_family``: the profile as adopted since (``h100-x8-mechanism`` with the H200's exposed rate,
+registered plan 87; the H200's unchanged) at spread 0, at ``ctasim.costs.alone_ticket_spread`` (plan 88's adoption: the
+price of a grid alone now) and at the family's.
 
 Writes ``cases.csv`` (one row per call, H, M and producer) and ``summary.csv`` (per GPU and producer: the median spread
 and each predictor's mean |error|). Every figure is post-hoc: the calls were seen, and the reading that led to plan 88
@@ -58,7 +61,15 @@ def cases() -> pd.DataFrame:
     from ctasim.calibration import span_rate, window_spans  # noqa: PLC0415
     from percta_predict import SLOTS, measured_mean  # noqa: PLC0415
 
-    preds = {gpu: p88.predictors(profile) for gpu, profile in p88.GPUS.items()}
+    from ctasim.costs import alone_ticket_spread  # noqa: PLC0415
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+
+    preds = {}
+    for gpu, profile in p88.GPUS.items():
+        now = load_hardware(profile)  # as adopted since plans 87 and 88 (the H100's exposed rate)
+        family = now.config(128, 256, kernel="ctapipe").ticket_spread
+        preds[gpu] = {**p88.predictors(profile), "now_lockstep": (now, 0.0),
+                      "now_local": (now, alone_ticket_spread(now)), "now_family": (now, family)}
     rows = []
     for call, gpu, folder, hs, ms in CALLS:
         for h, sub in hs.items():

@@ -323,3 +323,21 @@ def test_the_committed_h100_call_judges_as_committed_and_docs_quote_it(p88, tmp_
     assert f"local {la} against the profile's {pa} (a); row order {cl.loc['b', 'value']} (b)" in flat
     pairs = c[c.variant == p88.PAIRS].groupby("predictor").mean_err_pct.apply(lambda x: x.abs().mean())
     assert f"spread 0 was nearer again ({pairs['lockstep']:.2f}% against {pairs['local']:.2f}%;" in flat
+
+
+def test_the_adopted_profile_post_hoc_is_what_the_docs_quote(pls, p88):
+    """The ``now_`` columns: the profile as both adoptions leave it (plan 87's exposed rate on the H100, plan 88's
+    one-GPU spread for a grid alone), on the calls before plan 88; what docs/validation.md's plan 88 section quotes."""
+    s = pd.read_csv(pls.OUT / "summary.csv").set_index(["gpu", "variant"])
+    h100 = s.loc["H100"]
+    pairs, row = h100.loc[p88.PAIRS], h100.loc[p88.ROW]
+    g4, g8 = h100.loc[p88.GROUPED[0]], h100.loc[p88.GROUPED[1]]
+    assert pairs.now_local_mae_pct < min(pairs.now_lockstep_mae_pct, pairs.now_family_mae_pct, pairs.local_mae_pct)
+    assert g8.now_local_mae_pct < g8.local_mae_pct  # the exposed rate moves the grouped producers
+    h200 = s.loc[("H200", p88.ROW)]
+    assert h200.now_local_mae_pct == h200.local_mae_pct  # the H200's profile took neither change
+    doc = " ".join((pls.ROOT / "docs/validation.md").read_text().split())
+    assert (f"prices the H100s' pairs at {pairs.now_local_mae_pct:.2f}% (the same profile at spread 0 "
+            f"{pairs.now_lockstep_mae_pct:.2f}%, at the family's {pairs.now_family_mae_pct:.2f}%), groups of 4 and 8 "
+            f"at {g4.now_local_mae_pct:.2f} and {g8.now_local_mae_pct:.2f}%, and row order at "
+            f"{row.now_local_mae_pct:.2f}%") in doc
