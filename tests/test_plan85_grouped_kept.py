@@ -82,10 +82,37 @@ def _call(p85, registered, run, gpu="H100", times=None, ratios=None):
     return run
 
 
-def _judge(p85, run, tmp_path):
+def _judge(plan, run, tmp_path):
+    """``plan``'s judge on ``run`` into ``tmp_path/judged``: its cases and claims (the producer-alone plans 85-88)."""
     out = tmp_path / "judged"
-    assert p85.main(["--judge", str(run), "--out", str(out)]) == 0
+    assert plan.main(["--judge", str(run), "--out", str(out)]) == 0
     return pd.read_csv(out / "cases.csv"), pd.read_csv(out / "claims.csv").set_index("claim")
+
+
+def _rejudged(plan, call: str, judged: str, tmp_path):
+    """The committed call ``bench/results/hw-h100/<call>`` judged again: its cases and claims, each table asserted
+    byte for byte the committed ``bench/results/<judged>/``'s."""
+    c, cl = _judge(plan, plan.ROOT / "bench/results/hw-h100" / call, tmp_path)
+    for name in ("cases.csv", "claims.csv"):
+        assert (tmp_path / "judged" / name).read_text() == (plan.ROOT / "bench/results" / judged / name).read_text()
+    return c, cl
+
+
+def _doc_section(plan, n: int) -> str:
+    """docs/validation.md's section of registered plan ``n``."""
+    return (plan.ROOT / "docs/validation.md").read_text().split(f"### Registered plan {n}")[1].split("\n### ")[0]
+
+
+def _assert_doc_table(doc: str, cases: pd.DataFrame, variants, predictors) -> None:
+    """Each H's row of a producer-alone plan's table in ``doc``: per producer its measured mean over full waves and
+    ``predictors``' errors of it, as ``cases`` (a judged cases.csv) has them."""
+    for h, g in cases.groupby("h"):
+        cells = []
+        for v in variants:
+            x = g[g.variant == v].set_index("predictor")
+            cells.append(f"{x.measured_us.iloc[0]:.1f}; " + " / ".join(f"{x.mean_err_pct[p]:+.1f}" for p in predictors))
+        want = f"| {h} | " + " | ".join(cells) + " |"
+        assert want in doc, want
 
 
 def test_a_call_that_runs_as_the_model_says_meets_every_claim(p85, as_modelled):
@@ -203,11 +230,7 @@ def test_a_call_it_cannot_judge_is_refused_in_one_line(p85, registered, tmp_path
 def test_the_committed_h100_call_judges_as_committed(p85, tmp_path):
     """The call (bench/results/hw-h100/2026-12-07-registered85-1gpu, GPU-d3274ca1) judged again gives the committed
     tables, and what docs/validation.md reads off them: (a), (b) and (d) met, (c) and (e) missed, as registered."""
-    root = p85.ROOT
-    c, cl = _judge(p85, root / "bench/results/hw-h100/2026-12-07-registered85-1gpu", tmp_path)
-    for name in ("cases.csv", "claims.csv"):
-        assert (tmp_path / "judged" / name).read_text() == (root / "bench/results/validation-registered85" / name
-                                                            ).read_text()
+    c, cl = _rejudged(p85, "2026-12-07-registered85-1gpu", "validation-registered85", tmp_path)
     assert list(cl.met) == [True, True, False, True, False]
     assert cl.provenance.str.startswith("registered: predictions added in 7c4df3ef").all()
 
@@ -215,13 +238,6 @@ def test_the_committed_h100_call_judges_as_committed(p85, tmp_path):
 def test_docs_quote_the_committed_call(p85):
     """docs/validation.md's plan 85 table is the committed cases.csv: each H's measured means and the three
     predictors' errors per producer."""
-    doc = (p85.ROOT / "docs/validation.md").read_text().split("### Registered plan 85")[1].split("\n### ")[0]
+    doc = _doc_section(p85, 85)
     c = pd.read_csv(p85.ROOT / "bench/results/validation-registered85/cases.csv")
-    for h, g in c.groupby("h"):
-        cells = []
-        for v in p85.VARIANTS:
-            x = g[g.variant == v].set_index("predictor")
-            cells.append(f"{x.measured_us.iloc[0]:.1f}; " + " / ".join(f"{x.mean_err_pct[p]:+.1f}"
-                                                                       for p in p85.PREDICTORS))
-        want = f"| {h} | " + " | ".join(cells) + " |"
-        assert want in doc, want
+    _assert_doc_table(doc, c, p85.VARIANTS, p85.PREDICTORS)

@@ -10,6 +10,7 @@ import pytest
 
 from tests.helpers import load_bench
 from tests.test_plan83_alone_edge import ENV
+from tests.test_plan85_grouped_kept import _assert_doc_table, _doc_section, _judge, _rejudged
 
 
 @pytest.fixture(scope="module")
@@ -79,12 +80,6 @@ def _call(p86, registered, run, gpu="H100", times=None, early=None, ratios=None)
         pd.DataFrame({"m": p86.M, "variant": list(p86.VARIANTS), "slots": 132}).to_csv(
             run / f"OUT_H{h}" / "percta.csv", index=False)
     return run
-
-
-def _judge(p86, run, tmp_path):
-    out = tmp_path / "judged"
-    assert p86.main(["--judge", str(run), "--out", str(out)]) == 0
-    return pd.read_csv(out / "cases.csv"), pd.read_csv(out / "claims.csv").set_index("claim")
 
 
 @pytest.fixture(scope="module")
@@ -226,11 +221,7 @@ def test_the_early_means_are_waves_0_and_1_and_the_late_ones_from_wave_2(p86, re
 def test_the_committed_h100_call_judges_as_committed(p86, tmp_path):
     """The call (bench/results/hw-h100/2026-12-07-registered86-1gpu, GPU-136218d1) judged again gives the committed
     tables, and what docs/validation.md reads off them: (a), (c), (d) met, (b) and (e) missed, nothing adopted."""
-    root = p86.ROOT
-    c, cl = _judge(p86, root / "bench/results/hw-h100/2026-12-07-registered86-1gpu", tmp_path)
-    for name in ("cases.csv", "claims.csv"):
-        assert (tmp_path / "judged" / name).read_text() == (root / "bench/results/validation-registered86" / name
-                                                            ).read_text()
+    c, cl = _rejudged(p86, "2026-12-07-registered86-1gpu", "validation-registered86", tmp_path)
     assert list(cl.met) == [True, False, True, True, False, False] and cl.loc["adopt", "value"] == "no"
     assert cl.loc["b", "value"] == "worst +2.63% (w21g4 at H = 6144)"
     assert cl.provenance.str.startswith("registered: predictions added in 74ab720c").all()
@@ -239,16 +230,9 @@ def test_the_committed_h100_call_judges_as_committed(p86, tmp_path):
 def test_docs_quote_the_committed_call(p86):
     """docs/validation.md's plan 86 table is the committed cases.csv: each H's measured means and the flat, profile
     and twin errors per producer; and the claims' figures."""
-    doc = (p86.ROOT / "docs/validation.md").read_text().split("### Registered plan 86")[1].split("\n### ")[0]
+    doc = _doc_section(p86, 86)
     c = pd.read_csv(p86.ROOT / "bench/results/validation-registered86/cases.csv")
-    for h, g in c.groupby("h"):
-        cells = []
-        for v in p86.VARIANTS:
-            x = g[g.variant == v].set_index("predictor")
-            cells.append(f"{x.measured_us.iloc[0]:.1f}; " + " / ".join(f"{x.mean_err_pct[p]:+.1f}"
-                                                                       for p in ("flat", "profile", "twin")))
-        want = f"| {h} | " + " | ".join(cells) + " |"
-        assert want in doc, want
+    _assert_doc_table(doc, c, p86.VARIANTS, ("flat", "profile", "twin"))
     cl = pd.read_csv(p86.ROOT / "bench/results/validation-registered86/claims.csv").set_index("claim")
     for claim in "acd":
         a, b = cl.loc[claim, "value"].split(" against ")
@@ -264,7 +248,7 @@ def test_the_post_hoc_figures_are_the_committed_cases(p86):
     assert (round(g.min(), 1), round(g.max(), 1), round(g.abs().mean(), 2)) == (-1.4, 1.5, 0.90)
     assert round(t[(6144, p86.GROUPED[0])], 1) == 1.0
     assert [round(t[(h, p86.PAIRS)], 1) for h in p86.HS] == [0.7, -3.0, -9.4, -8.6]
-    doc = (p86.ROOT / "docs/validation.md").read_text().split("### Registered plan 86")[1].split("\n### ")[0]
+    doc = _doc_section(p86, 86)
     assert "within -1.4 to +1.5% at every H (mean |error| 0.90%)" in " ".join(doc.split())
 
 

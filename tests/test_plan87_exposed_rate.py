@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from tests.helpers import load_bench
-from tests.test_plan86_x8_exposed import _call, _judge
+from tests.test_plan85_grouped_kept import _assert_doc_table, _doc_section, _judge, _rejudged
+from tests.test_plan86_x8_exposed import _call
 
 
 @pytest.fixture(scope="module")
@@ -161,24 +162,12 @@ def test_the_committed_h100_call_judges_as_committed_and_docs_quote_it(p87, tmp_
     figures are quoted; the profile took the rate (``ctasim.profiles``)."""
     from ctasim.spec import load_hardware
 
-    root = p87.ROOT
-    _, cl = _judge(p87, root / "bench/results/hw-h100/2026-12-07-registered87-1gpu", tmp_path)
-    for name in ("cases.csv", "claims.csv"):
-        assert (tmp_path / "judged" / name).read_text() == (root / "bench/results/validation-registered87" / name
-                                                            ).read_text()
+    c, cl = _rejudged(p87, "2026-12-07-registered87-1gpu", "validation-registered87", tmp_path)
     assert cl.met.all() and cl.loc["adopt", "value"] == "yes"
     assert cl.provenance.str.startswith("registered: predictions added in d6b3b2eb").all()
     assert load_hardware("h100-x8-mechanism").l2_hbm_exposed_gbps == load_hardware(p87.p86.TWIN).l2_hbm_exposed_gbps
-    doc = (root / "docs/validation.md").read_text().split("### Registered plan 87")[1].split("\n### ")[0]
-    c = pd.read_csv(root / "bench/results/validation-registered87/cases.csv")
-    for h, g in c.groupby("h"):
-        cells = []
-        for v in p87.VARIANTS:
-            x = g[g.variant == v].set_index("predictor")
-            cells.append(f"{x.measured_us.iloc[0]:.1f}; " + " / ".join(
-                f"{x.mean_err_pct[p]:+.1f}" for p in ("flat", "lockstep", "twin_lockstep", "twin")))
-        want = f"| {h} | " + " | ".join(cells) + " |"
-        assert want in doc, want
+    doc = _doc_section(p87, 87)
+    _assert_doc_table(doc, c, p87.VARIANTS, ("flat", "lockstep", "twin_lockstep", "twin"))
     flat = " ".join(doc.split())
     for claim in "acd":
         a, b = cl.loc[claim, "value"].split(" against ")

@@ -11,6 +11,7 @@ import pytest
 
 from tests.helpers import load_bench
 from tests.test_plan83_alone_edge import ENV
+from tests.test_plan85_grouped_kept import _assert_doc_table, _doc_section, _judge, _rejudged
 
 
 @pytest.fixture(scope="module")
@@ -87,12 +88,6 @@ def _call(p88, registered, run, gpu="H100", times=None, rate=0.0189):
         pd.DataFrame({"m": p88.M, "variant": list(p88.VARIANTS), "slots": 132}).to_csv(
             run / f"OUT_H{h}" / "percta.csv", index=False)
     return run
-
-
-def _judge(p88, run, tmp_path):
-    out = tmp_path / "judged"
-    assert p88.main(["--judge", str(run), "--out", str(out)]) == 0
-    return pd.read_csv(out / "cases.csv"), pd.read_csv(out / "claims.csv").set_index("claim")
 
 
 @pytest.fixture(scope="module")
@@ -296,11 +291,7 @@ def test_the_committed_h100_call_judges_as_committed_and_docs_quote_it(p88, tmp_
     from ctasim.costs import alone_ticket_spread
     from ctasim.spec import load_hardware
 
-    root = p88.ROOT
-    _, cl = _judge(p88, root / "bench/results/hw-h100/2026-12-07-registered88-1gpu", tmp_path)
-    for name in ("cases.csv", "claims.csv"):
-        assert (tmp_path / "judged" / name).read_text() == (root / "bench/results/validation-registered88" / name
-                                                            ).read_text()
+    c, cl = _rejudged(p88, "2026-12-07-registered88-1gpu", "validation-registered88", tmp_path)
     assert cl.met.tolist() == [True, True, True, True, False, True] and cl.loc["adopt", "value"] == "yes"
     assert cl.provenance.str.startswith("registered: predictions added in 9db0654f").all()
     assert cl.loc["e", "value"] == ("6656: between / kept, 7680: between / between, 8448: between / lost, "
@@ -308,16 +299,8 @@ def test_the_committed_h100_call_judges_as_committed_and_docs_quote_it(p88, tmp_
     hw = load_hardware("h100-x8-mechanism")
     assert p88.predictors("h100-x8-mechanism")["local"][1] == alone_ticket_spread(hw) == 0.0189
     assert alone_ticket_spread(hw) < hw.config(128, 256, kernel="ctapipe").ticket_spread
-    doc = (root / "docs/validation.md").read_text().split("### Registered plan 88")[1].split("\n### ")[0]
-    c = pd.read_csv(root / "bench/results/validation-registered88/cases.csv")
-    for h, g in c.groupby("h"):
-        cells = []
-        for v in p88.VARIANTS:
-            x = g[g.variant == v].set_index("predictor")
-            cells.append(f"{x.measured_us.iloc[0]:.1f}; " + " / ".join(f"{x.mean_err_pct[p]:+.1f}"
-                                                                       for p in p88.PREDICTORS))
-        want = f"| {h} | " + " | ".join(cells) + " |"
-        assert want in doc, want
+    doc = _doc_section(p88, 88)
+    _assert_doc_table(doc, c, p88.VARIANTS, p88.PREDICTORS)
     flat = " ".join(doc.split())
     la, pa = cl.loc["a", "value"].split(" against ")
     assert f"local {la} against the profile's {pa} (a); row order {cl.loc['b', 'value']} (b)" in flat
