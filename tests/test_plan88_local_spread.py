@@ -57,9 +57,10 @@ def test_the_registration_is_what_the_two_spreads_give(p88, registered):
         assert mean(h, p88.GROUPED[1], "local") == pytest.approx(mean(h, p88.GROUPED[1], "profile"))
 
 
-def _call(p88, registered, run, gpu="H100", times=None, rate=0.0189):
-    """A made-up call on ``gpu``: every tile of (H, variant) runs the registered per-wave time of ``times[v]`` (a
-    predictor's name; default local), the last partial wave 3x (left out); the start times of wave w's 132 tiles
+def _call(p88, registered, run, gpu="H100", times=None, rate=0.0189, default="local"):
+    """A made-up call of a producer-alone plan (``p88``: plan 88's module or a later one's with its M, HS, VARIANTS,
+    RUNS and tiles) on ``gpu``: every tile of (H, variant) runs the registered per-wave time of ``times[v]`` (a
+    predictor's name; default ``default``), the last partial wave 3x (left out); the start times of wave w's 132 tiles
     spread over ``rate`` * w median mainloops (``rate`` a number, or a dict by variant)."""
     run.mkdir(parents=True, exist_ok=True)
     (run / "env.txt").write_text("index, name, uuid, serial, driver_version, clocks.current.sm [MHz]\n"
@@ -69,7 +70,7 @@ def _call(p88, registered, run, gpu="H100", times=None, rate=0.0189):
         runs = []
         for v in p88.VARIANTS:
             mine = registered[(registered.gpu == gpu) & (registered.h == h) & (registered.variant == v)]
-            name = (times or {}).get(v, "local")
+            name = (times or {}).get(v, default)
             us = mine[mine.predictor == name].sort_values("wave")["us"].to_numpy()
             n = p88.tiles(h, p88.M)
             cta = np.arange(n)

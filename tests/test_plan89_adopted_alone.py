@@ -1,0 +1,187 @@
+"""bench/plan89_adopted_alone.py: registered plan 89's registration (the producers alone at M = 24576 under the model
+as registered plans 87 and 88 left it, beside the model before them, spread 0 and the flat line), its judge on
+made-up calls whose producers run at a named predictor's times, and calls it must refuse (no GPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+from tests.test_plan85_grouped_kept import _judge
+from tests.test_plan88_local_spread import _call
+
+
+@pytest.fixture(scope="module")
+def p89():
+    return load_bench("plan89_adopted_alone")
+
+
+@pytest.fixture(scope="module")
+def registered(p89):
+    return pd.read_csv(p89.REGISTERED / "predicted.csv")
+
+
+def _mean(p89, registered, h, v, name, gpu="H100"):
+    from percta_predict import full_waves
+
+    x = registered[(registered.gpu == gpu) & (registered.h == h) & (registered.variant == v)
+                   & (registered.predictor == name)]
+    return full_waves(x, p89.tiles(h, p89.M)).us.mean()
+
+
+def test_the_registration_is_what_the_profiles_give(p89, registered):
+    """Both GPUs, every H, producer, predictor and wave, as the script computes them now; ``adopted`` is the profile as
+    it is at the one-GPU tickets' spread, ``before`` the profile as plans 83-88 registered it at the family's."""
+    from ctasim.costs import alone_ticket_spread
+    from ctasim.profiles import before_h100_x8_exposed
+    from ctasim.spec import load_hardware
+
+    assert set(registered.gpu) == {"H100", "H200"} and sorted(set(registered.h)) == list(p89.HS)
+    assert set(registered.m) == {24576} and set(registered.predictor) == set(p89.PREDICTORS)
+    now = p89.register()
+    assert len(now) == len(registered)
+    assert np.allclose(now.us.to_numpy(), registered.us.to_numpy(), rtol=0, atol=6e-5)  # written to 4 places
+    assert (now[["gpu", "h", "variant", "predictor", "wave"]].to_numpy()
+            == registered[["gpu", "h", "variant", "predictor", "wave"]].to_numpy()).all()
+    for gpu, profile in p89.GPUS.items():
+        spread = registered[registered.gpu == gpu].groupby("predictor").spread.first()
+        hw = load_hardware(profile)
+        assert spread["adopted"] == alone_ticket_spread(hw) == 0.0189 and spread["lockstep"] == 0.0
+        assert spread["before"] == before_h100_x8_exposed(profile).config(128, 256, kernel="ctapipe").ticket_spread
+    # plan 87's adoption moved the H100's profile and not the H200's: before's grouped level differs on the H100 only
+    assert _mean(p89, registered, 12800, p89.GROUPED[1], "before") > 1.01 * _mean(
+        p89, registered, 12800, p89.GROUPED[1], "lockstep")
+    assert _mean(p89, registered, 12800, p89.GROUPED[1], "before", "H200") == pytest.approx(
+        _mean(p89, registered, 12800, p89.GROUPED[1], "lockstep", "H200"))
+
+
+def test_the_registration_readme_shows_the_registered_means(p89, registered):
+    """Every row of the README's table is the registered predictions' mean over full waves >= 2."""
+    names = {p89.ROW: "row", p89.PAIRS: "pairs", p89.GROUPED[0]: "groups of 4", p89.GROUPED[1]: "groups of 8"}
+    readme = (p89.REGISTERED / "README.md").read_text()
+    for gpu in p89.GPUS:
+        for h in p89.HS:
+            for v in p89.VARIANTS:
+                m = {n: _mean(p89, registered, h, v, n, gpu) for n in p89.PREDICTORS}
+                row = (f"| {gpu} | {h} | {names[v]} | " + " | ".join(f"{m[n]:.1f}" for n in p89.PREDICTORS)
+                       + f" | {m['adopted'] / m['lockstep']:.2f} |")
+                assert row in readme, row
+
+
+@pytest.fixture(scope="module")
+def as_adopted(p89, registered, tmp_path_factory):
+    """A call on an H100 that runs as ``adopted`` says, judged once."""
+    tmp = tmp_path_factory.mktemp("p89")
+    return _judge(p89, _call(p89, registered, tmp / "run", default="adopted"), tmp)
+
+
+def _claims(p89, c):
+    return p89.claims(c, "post-hoc").set_index("claim")
+
+
+def test_a_call_that_runs_as_adopted_says(p89, as_adopted):
+    """(a)-(c) and (e) met; (d) missed: the pairs at adopted's times are not nearer spread 0."""
+    c, cl = as_adopted
+    assert "adopt" not in cl.index  # no adoption rule
+    assert cl.met.tolist() == [True, True, True, False, True], cl
+    assert np.allclose(c[c.predictor == "adopted"].mean_err_pct, 0, atol=0.01)
+    assert cl.loc["a", "value"].startswith("0.00%, worst ")
+    assert cl.loc["e", "value"] == "5632: kept / kept, 7424: lost / lost, 9984: lost / lost, 12800: lost / lost"
+
+
+def test_a_call_that_runs_at_spread_0_says_what_the_record_expects_of_the_pairs(p89, registered, tmp_path):
+    """Every producer at lockstep's times: (d) met; (a) missed (the pairs 6-8% under adopted's), (e) missed (row order
+    kept where adopted says lost)."""
+    run = _call(p89, registered, tmp_path / "run", default="lockstep")
+    _, cl = _judge(p89, run, tmp_path)
+    assert cl.loc[["a", "d", "e"], "met"].tolist() == [False, True, False], cl
+    assert "w21 at H = " in cl.loc["a", "value"]
+
+
+def test_a_call_that_runs_as_before_misses_c(p89, registered, tmp_path):
+    _, cl = _judge(p89, _call(p89, registered, tmp_path / "run", default="before"), tmp_path)
+    assert not cl.loc["c", "met"] and cl.loc["c", "value"].endswith("%)")
+    assert cl.loc["c", "value"].split(" against ")[1].startswith("0.00%")
+
+
+def test_an_h200_call_is_judged_on_its_own_profiles_rows(p89, registered, tmp_path):
+    c, cl = _judge(p89, _call(p89, registered, tmp_path / "run", gpu="H200", default="adopted"), tmp_path)
+    assert set(c.gpu) == {"H200"} and cl.loc["a", "met"]
+    assert cl.loc["e", "value"] == ("5632: kept / kept, 7424: between / between, 9984: lost / lost, "
+                                    "12800: lost / lost")
+
+
+@pytest.mark.parametrize("err, met", [(3.0, True), (3.01, False)])
+def test_claim_a_turns_at_the_mean_target(p89, as_adopted, err, met):
+    c = as_adopted[0].copy()
+    rows = c.variant.isin((p89.PAIRS, *p89.GROUPED)) & (c.predictor == "adopted")
+    c.loc[rows, "mean_err_pct"] = err
+    c.loc[c.predictor == "flat", "mean_err_pct"] = 10.0  # (b) out of the way
+    assert _claims(p89, c).loc["a", "met"] == met
+
+
+@pytest.mark.parametrize("worst, met", [(-6.0, True), (-6.01, False)])
+def test_claim_a_turns_at_the_worst_target(p89, as_adopted, worst, met):
+    c = as_adopted[0].copy()
+    rows = c.variant.isin((p89.PAIRS, *p89.GROUPED)) & (c.predictor == "adopted")
+    c.loc[rows, "mean_err_pct"] = 0.0
+    c.loc[rows & (c.h == 9984) & (c.variant == p89.PAIRS), "mean_err_pct"] = worst
+    cl = _claims(p89, c)
+    assert cl.loc["a", "met"] == met and f"worst {worst:+.2f}% (w21 at H = 9984)" in cl.loc["a", "value"]
+
+
+def test_claim_b_turns_at_half_the_flat_error_and_reads_no_row_order(p89, as_adopted):
+    c = as_adopted[0].copy()
+    kept = c.variant.isin((p89.PAIRS, *p89.GROUPED))
+    c.loc[kept & (c.predictor == "flat"), "mean_err_pct"] = -4.0
+    c.loc[kept & (c.predictor == "adopted"), "mean_err_pct"] = 2.0
+    c.loc[~kept, "mean_err_pct"] = 50.0  # row order under every predictor: not in (b)
+    assert _claims(p89, c).loc["b", "met"]
+    c.loc[kept & (c.predictor == "adopted"), "mean_err_pct"] = 2.01
+    assert not _claims(p89, c).loc["b", "met"]
+
+
+def test_claim_d_reads_the_pairs_only(p89, as_adopted):
+    c = as_adopted[0].copy()
+    pairs = c.variant == p89.PAIRS
+    c.loc[pairs & (c.predictor == "lockstep"), "mean_err_pct"] = 1.0
+    c.loc[pairs & (c.predictor == "adopted"), "mean_err_pct"] = 1.5
+    c.loc[~pairs & (c.predictor == "lockstep"), "mean_err_pct"] = 30.0
+    assert _claims(p89, c).loc["d", "met"]
+    c.loc[pairs & (c.predictor == "adopted"), "mean_err_pct"] = -1.0  # a tie is not nearer
+    assert not _claims(p89, c).loc["d", "met"]
+
+
+def test_claim_e_needs_two_judged_h_and_every_one_right(p89, as_adopted):
+    c = as_adopted[0].copy()
+    row = c.variant == p89.ROW
+    lock = c[row & (c.predictor == "lockstep")].set_index("h").predicted_us
+    c.loc[row, "measured_us"] = c.loc[row, "h"].map(lock * 1.17)  # every H between: nothing judged
+    assert not _claims(p89, c).loc["e", "met"]
+    c.loc[row & (c.h == 9984), "measured_us"] = lock[9984] * 1.3
+    assert not _claims(p89, c).loc["e", "met"]  # one judged H only
+    c.loc[row & (c.h == 12800), "measured_us"] = lock[12800] * 1.3
+    assert _claims(p89, c).loc["e", "met"]
+    c.loc[row & (c.h == 7424), "measured_us"] = lock[7424] * 1.05  # kept where adopted says lost
+    assert not _claims(p89, c).loc["e", "met"]
+
+
+def test_a_call_missing_a_producer_is_refused_in_one_line(p89, registered, tmp_path, capsys):
+    run = _call(p89, registered, tmp_path / "run", default="adopted")
+    (run / "OUT_H9984" / f"percta-tiles-{p89.M}-{p89.PAIRS}.csv.gz").unlink()
+    assert p89.main(["--judge", str(run), "--out", str(tmp_path / "j")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("plan89_adopted_alone: no ") and "(plan 89's call runs" in err and "--ms 24576" in err
+    assert "\n" not in err and not (tmp_path / "j").exists()
+
+
+def test_a_call_at_another_m_is_refused_in_one_line(p89, registered, tmp_path, capsys):
+    """A call that ran M = 16384 (plans 83-88's) is not this plan's: refused, nothing written."""
+    run = _call(p89, registered, tmp_path / "run", default="adopted")
+    f = run / "OUT_H5632" / "percta.csv"
+    pd.read_csv(f).assign(m=16384).to_csv(f, index=False)
+    assert p89.main(["--judge", str(run), "--out", str(tmp_path / "j")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "at M = 24576 ran 0 times, not once" in err and "\n" not in err and not (tmp_path / "j").exists()
