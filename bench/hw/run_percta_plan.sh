@@ -13,8 +13,9 @@
 # H200), refused otherwise before anything runs. Writes $OUT/NAME/run.tar.gz, NAME the tree's folder name (its folder
 # run/: env.txt, OUT_H<h>/, percta-H<h>.log, smi.csv, log.txt), committed under bench/results/hw[-h100]/ with its
 # README before the plan's judge runs (RUN_DIR: that run/ folder). Exit status: 2-4 refused before anything ran, 5
-# where the probe failed at some H (the run is packed all the same), else 0. Plans 83-85 ran their own copies of this
-# (bench/hw/run_plan83.sh, 84, 85: as registered).
+# where the probe failed at some H (the run is packed all the same), else 0. Each H may run PERCTA_TIMEOUT_S seconds
+# (default 170; the first H of a call spent ~130 s on 2026-12-07, most of it before its first kernel). Plans 83-85
+# ran their own copies of this (bench/hw/run_plan83.sh, 84, 85: as registered).
 set -uo pipefail
 [ $# -eq 4 ] || { echo "usage: run_percta_plan.sh PLAN TREE COMMIT GPU[,GPU...]" >&2; exit 2; }
 PLAN=$1; TREE=$2; COMMIT=$3; GPUS=$4; NAME=$(basename "$TREE")
@@ -37,8 +38,8 @@ print(p.M, ",".join(map(str, p.HS)), p.RUNS, ",".join(p.VARIANTS))')
   say "$PLAN: M = $M, H = $HS, $VARIANTS, $RUNS runs each"
   failed=0
   for h in ${HS//,/ }; do
-    timeout 170 python3 -m ctahw.percta "$R/OUT_H$h" --h "$h" --ms "$M" --variants "$VARIANTS" --reps "$RUNS" \
-      > "$R/percta-H$h.log" 2>&1
+    timeout "${PERCTA_TIMEOUT_S:-170}" python3 -m ctahw.percta "$R/OUT_H$h" --h "$h" --ms "$M" --variants "$VARIANTS" \
+      --reps "$RUNS" > "$R/percta-H$h.log" 2>&1
     rc=$?; say "H = $h rc=$rc"; tail -4 "$R/percta-H$h.log"
     [ $rc -eq 0 ] || failed=$((failed + 1))
   done
