@@ -260,3 +260,24 @@ def test_the_readme_quotes_the_record_it_names(p89):
     assert f"plan 87's {m87 / mean(7168, 32768, 0.0):.2f}x at 7168 with M = 32768" in readme
     assert (f"at 7168 with M = 32768 it said {mean(7168, 32768, alone_ticket_spread(hw)) / mean(7168, 32768, 0.0):.2f}x"
             in readme)
+
+
+def test_the_committed_h100_call_judges_as_committed_and_docs_quote_it(p89, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered89-1gpu, GPU-17c4041b) judged again gives the committed
+    tables: (a), (c) and (f) met, (b), (d) and (e) missed, registered; docs/validation.md's plan 89 table is its
+    cases.csv and its claims table says each claim's value."""
+    from tests.test_plan85_grouped_kept import _assert_doc_table, _doc_section, _rejudged
+
+    c, cl = _rejudged(p89, "2026-12-07-registered89-1gpu", "validation-registered89", tmp_path)
+    assert cl.met.tolist() == [True, False, True, False, False, True]
+    assert cl.provenance.str.startswith("registered: predictions added in 117d87cf").all()
+    assert cl.loc["e", "value"] == ("5632: between / kept, 7424: between / lost, 9984: lost / lost, "
+                                    "12800: lost / lost")
+    doc = _doc_section(p89, 89)
+    _assert_doc_table(doc, c, p89.VARIANTS, p89.PREDICTORS)
+    flat = " ".join(doc.split())
+    for claim in "abcdf":
+        assert cl.loc[claim, "value"].replace("lockstep ", "").split(" (")[0].split(", before")[0] in flat, claim
+    kept = c[c.variant.isin((p89.PAIRS, *p89.GROUPED)) & (c.predictor == "adopted")]
+    assert (kept.mean_err_pct > 0).all()  # "slow on all twelve"
+    assert "The model is slow on all twelve" in flat
