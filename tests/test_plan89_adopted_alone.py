@@ -281,3 +281,50 @@ def test_the_committed_h100_call_judges_as_committed_and_docs_quote_it(p89, tmp_
     kept = c[c.variant.isin((p89.PAIRS, *p89.GROUPED)) & (c.predictor == "adopted")]
     assert (kept.mean_err_pct > 0).all()  # "slow on all twelve"
     assert "The model is slow on all twelve" in flat
+
+
+@pytest.fixture(scope="module")
+def pcm():
+    return load_bench("posthoc_cluster_mainloop")
+
+
+def test_the_committed_cluster_tables_are_what_the_script_gives_and_the_docs_quote(pcm, tmp_path):
+    assert pcm.main(["--out", str(tmp_path)]) == 0
+    for f in ("cases.csv", "summary.csv"):
+        assert (tmp_path / f).read_text() == (pcm.OUT / f).read_text(), f
+    s = pd.read_csv(pcm.OUT / "summary.csv").set_index(["gpu", "variant"])
+    c = pd.read_csv(pcm.OUT / "cases.csv")
+    doc = " ".join((pcm.ROOT / "docs/validation.md").read_text().split())
+    w21, c21 = s.loc[("H100", "cutlass_ctapipe_w21")], s.loc[("H200", "cutlass_ctapipe_c21")]
+    h100_c21, c12 = s.loc[("H100", "cutlass_ctapipe_c21")], s.loc[("H200", "cutlass_ctapipe_c12")]
+    pct = lambda x: f"{(x - 1) * 100:.1f}"  # noqa: E731
+    assert (f"ran {pct(w21.row_over_min)}-{pct(w21.row_over_max)}% longer than the 2x1 pairs' (`_w21`) on the H100s "
+            f"(median {pct(w21.row_over_median)}%, {int(w21.cases)} cases, four units; `_c21` "
+            f"{pct(h100_c21.row_over_min)}-{pct(h100_c21.row_over_max)}% on a fifth) and "
+            f"{pct(c21.row_over_min)}-{pct(c21.row_over_max)}% longer than the 2x1 pairs' (`_c21`) on the H200s "
+            f"(median {pct(c21.row_over_median)}%, {int(c21.cases)} cases)") in doc
+    assert f"ran only {pct(c12.row_over_min)}-{pct(c12.row_over_max)}% shorter than 1x1" in doc
+    pairs = c[c.variant.isin(["cutlass_ctapipe_w21", "cutlass_ctapipe_c21"])]
+    assert pairs.model_row_over.between(0.999, 1.0).all() and (pairs.row_over > 1.03).all()
+    assert set(c[c.variant == "cutlass_ctapipe_w21"].call) == {"plan 85", "plan 86", "plan 87", "plan 88", "plan 89"}
+
+
+def test_a_slower_first_wave_changes_the_cluster_table(pcm, tmp_path, monkeypatch):
+    """The ratios come from the tile tables: plan 89's row order at H = 5632 with its wave 0 10% longer."""
+    import shutil
+
+    call = next(x for x in pcm.CALLS if x[0] == "plan 89")
+    root = tmp_path / "root"
+    shutil.copytree(pcm.ROOT / call[2] / "OUT_H5632", root / call[2] / "OUT_H5632")
+    f = root / call[2] / "OUT_H5632" / "percta-tiles-24576-cutlass_ctapipe.csv.gz"
+    t = pd.read_csv(f)
+    first = t.cta < pcm.SLOTS
+    t.loc[first, "t_mainloop_end"] = t.t_acquire + ((t.t_mainloop_end - t.t_acquire) * 1.1).astype(np.int64)
+    t.to_csv(f, index=False)
+    monkeypatch.setattr(pcm, "ROOT", root)
+    monkeypatch.setattr(pcm, "CALLS", ((call[0], call[1], call[2], {5632: "OUT_H5632"}, (24576,)),))
+    got = pcm.cases().set_index("variant")
+    base = pd.read_csv(pcm.OUT / "cases.csv").set_index(["call", "h", "variant"]).loc[("plan 89", 5632)]
+    for v in ("cutlass_ctapipe_w21", "cutlass_ctapipe_w21g8"):
+        assert got.loc[v, "row_over"] == pytest.approx(base.loc[v, "row_over"] * 1.1, rel=2e-3)
+        assert got.loc[v, "wave0_us"] == base.loc[v, "wave0_us"]

@@ -1,0 +1,126 @@
+"""Post-hoc: the one-CTA-per-tile producer's first wave, cluster 1x1 against 2x1, on the committed producer-alone calls.
+
+    python bench/posthoc_cluster_mainloop.py [--out bench/results/posthoc-cluster-mainloop]
+
+Registered plan 89 found row order's first two waves 7-11% over the adopted profile's price at every H where the pairs'
+and the grouped producers' were within about a point. Row order's producer is the 1x1-cluster kernel
+(``cutlass_ctapipe``); the pairs and the grouped producers are 2x1 clusters, whose two CTAs take each W tile by TMA
+multicast (one L2 read for the two), and the ``_c12`` probe variant is a 1x2 cluster in row order (A multicast). The
+memory hierarchy (``ctasim.l2``) leaves out the L2-to-SM bandwidth and the multicast: it prices a wave's HBM bytes, and
+in wave 0 the row order and the pairs run the same tiles wherever a wave holds whole row-blocks (H = 5632 at M = 24576:
+132 tiles = 6 row-blocks of 22) or close to it.
+
+Here, per committed producer-alone call that ran row order beside another producer (:data:`CALLS`: the first probe
+and registered plans 13, 14 and 83-89; plans 14 and 84 ran none, so two H200s and five H100 units), H, M and producer,
+the traced run of median span (``percta-tiles-<M>-<variant>.csv.gz``) gives
+its wave 0's median mainloop (``t_mainloop_end - t_acquire`` of CTAs 0-131: nothing read before it); beside it the
+wave-0 ratio of row order (1x1) to each other producer, measured and as the GPU's mechanism profile prices it now
+(``plan85_grouped_kept.wave_prediction`` at spread 0: its wave 0's tile time).
+
+Writes ``cases.csv`` (one row per call, H, M and producer) and ``summary.csv`` (per GPU and producer: the calls, cases,
+the median and range of the measured wave-0 ratio, the model's). Post-hoc throughout: the calls were seen. Left out:
+why (the L2-to-SM read rate, the multicast, the 1x1 kernel's signal path) -- no probe here tells them apart; waves 1
+and after, where the orders' reuse differs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import pandas as pd  # noqa: E402
+
+from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+
+HW, HW100 = "bench/results/hw", "bench/results/hw-h100"
+ROW = "cutlass_ctapipe"
+VARIANTS = (ROW, "cutlass_ctapipe_c12", "cutlass_ctapipe_c21", "cutlass_ctapipe_w21", "cutlass_ctapipe_w21g4",
+            "cutlass_ctapipe_w21g8")
+"""Row order (1x1) first; the others where a call ran them: 1x2 row order (A multicast), 2x1 pairs (``_c21`` pushing to
+a queue, ``_w21`` counting), 2x1 groups of 4 and 8 row-blocks."""
+SLOTS = 132
+CALLS = (
+    # (call, GPU, run folder, {H: the folder of its tile tables}, the M of its tables)
+    ("probe", "H200", f"{HW}/2026-12-02-percta-probe", {8192: "."}, (4096, 16384)),
+    ("plan 13", "H200", f"{HW}/2026-12-02-registered13-1gpu", {12288: "probe"}, (12288, 16384)),
+    ("plan 14", "H200", f"{HW}/2026-12-02-registered14-1gpu", {10240: "OUT_H10240", 11264: "OUT_H11264"}, (16384,)),
+    ("plan 83", "H100", f"{HW100}/2026-12-06-registered83-1gpu",
+     {h: f"OUT_H{h}" for h in (8192, 9216, 10240, 11264)}, (16384,)),
+    ("plan 84", "H100", f"{HW100}/2026-12-06-registered84-1gpu", {h: f"OUT_H{h}" for h in (8704, 9216, 9728)},
+     (16384,)),
+    ("plan 85", "H100", f"{HW100}/2026-12-07-registered85-1gpu",
+     {h: f"OUT_H{h}" for h in (9216, 10240, 11264, 12288)}, (16384,)),
+    ("plan 86", "H100", f"{HW100}/2026-12-07-registered86-1gpu",
+     {h: f"OUT_H{h}" for h in (6144, 7168, 13312, 14336)}, (16384,)),
+    ("plan 87", "H100", f"{HW100}/2026-12-07-registered87-1gpu", {h: f"OUT_H{h}" for h in (7168, 10240, 13312)},
+     (32768,)),
+    ("plan 88", "H100", f"{HW100}/2026-12-07-registered88-1gpu",
+     {h: f"OUT_H{h}" for h in (6656, 7680, 8448, 15360)}, (16384,)),
+    ("plan 89", "H100", f"{HW100}/2026-12-07-registered89-1gpu",
+     {h: f"OUT_H{h}" for h in (5632, 7424, 9984, 12800)}, (24576,)),
+)
+PROFILES = {"H100": "h100-x8-mechanism", "H200": "h200-x2-mechanism"}
+OUT = ROOT / "bench/results/posthoc-cluster-mainloop"
+
+
+def wave0_us(tiles: pd.DataFrame) -> float:
+    """The median mainloop (us) of a tile table's wave 0: CTAs 0 .. :data:`SLOTS` - 1."""
+    t = tiles[tiles["cta"] < SLOTS]
+    return float((t["t_mainloop_end"] - t["t_acquire"]).median() / 1e3)
+
+
+def cases() -> pd.DataFrame:
+    import plan85_grouped_kept as p85  # noqa: PLC0415
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+
+    rows = []
+    for call, gpu, folder, hs, ms in CALLS:
+        hw = load_hardware(PROFILES[gpu])
+        for h, sub in hs.items():
+            for m in ms:
+                found = {}
+                for v in VARIANTS:
+                    f = ROOT / folder / sub / f"percta-tiles-{m}-{v}.csv.gz"
+                    if f.is_file():
+                        found[v] = wave0_us(pd.read_csv(f))
+                if ROW not in found or len(found) < 2:
+                    continue
+                model = {v: float(p85.wave_prediction(h, v, "lockstep", hw, 0.0, m)[0]) for v in found}
+                for v, us in found.items():
+                    rows.append(dict(call=call, gpu=gpu, h=h, m=m, variant=v, wave0_us=round(us, 3),
+                                     row_over=round(found[ROW] / us, 4),
+                                     model_row_over=round(model[ROW] / model[v], 4)))
+    return pd.DataFrame(rows)
+
+
+def summary(c: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for (gpu, v), g in c[c["variant"] != ROW].groupby(["gpu", "variant"], sort=True):
+        rows.append(dict(gpu=gpu, variant=v, calls=g["call"].nunique(), cases=len(g),
+                         row_over_median=round(float(g["row_over"].median()), 4),
+                         row_over_min=float(g["row_over"].min()), row_over_max=float(g["row_over"].max()),
+                         model_row_over_median=round(float(g["model_row_over"].median()), 4)))
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = OneLineParser(prog="python bench/posthoc_cluster_mainloop.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None, help=f"output folder (default {OUT.relative_to(ROOT)})")
+    a = parse_outputs(ap, argv, folders=("--out",))
+    out = Path(a.out) if a.out else OUT
+    c = cases()
+    s = summary(c)
+    out.mkdir(parents=True, exist_ok=True)
+    c.to_csv(out / "cases.csv", index=False)
+    s.to_csv(out / "summary.csv", index=False)
+    with pd.option_context("display.width", 200):
+        print(s.to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
