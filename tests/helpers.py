@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
+import shutil
+import tempfile
 from pathlib import Path
 
 from ctasim.spec import Hardware, KernelConfig, Layer, Workload, hardware_from_dict
@@ -166,3 +168,30 @@ def assert_predict_model_rows(rows, predictions: Path) -> None:
         r = r[r["source"] == "model"].set_index(["case", "strategy"])["makespan_ms"]
         for row in g.itertuples():
             assert row.makespan_ms == pytest.approx(r[(row.case, row.order)], abs=0.002), row
+
+
+_MADE_UP_CALLS: dict = {}
+
+
+def kept_made_up_call(build):
+    """``build(plan, registered, run, **kw)``, a test's writer of a made-up device call into folder ``run``, kept per
+    argument set: the first call with a plan, a registration and keywords writes the call once into a scratch folder
+    of this process, and every call copies that folder to ``run`` (a test may damage its copy; the kept one is never
+    handed out). The registration is keyed by its contents, so a test that passes a changed one gets its own call."""
+    import pandas as pd
+
+    @functools.wraps(build)
+    def kept(plan, registered, run, **kw):
+        words = repr(sorted(kw.items(), key=lambda x: x[0]))
+        if "..." in words:  # an argument numpy prints in part: not a key
+            return build(plan, registered, run, **kw)
+        key = (plan.__name__, int(pd.util.hash_pandas_object(registered, index=False).sum()), words)
+        src = _MADE_UP_CALLS.get(key)
+        if src is None:
+            src = Path(tempfile.mkdtemp(prefix="made-up-call-")) / "run"
+            build(plan, registered, src, **kw)
+            _MADE_UP_CALLS[key] = src
+        shutil.copytree(src, run, dirs_exist_ok=True)
+        return run
+
+    return kept

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import kept_made_up_call, load_bench
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +50,7 @@ ENV = {"H100": "0, NVIDIA H100 80GB HBM3, GPU-3fd09c21-f5fb-3529-3eda-007c5b41d7
 """nvidia-smi's line in a call's env.txt (bench/hw/device_env.sh's record_env), as two committed calls wrote it."""
 
 
+@kept_made_up_call
 def _call(p83, registered, run, gpu="H100", times=None):
     """A made-up call on ``gpu``: every tile of (H, variant) in a full wave >= 2 runs the registered per-wave time of
     ``times[(h, v)]`` (a predictor's name; default lockstep), the tiles of waves 0-1 and of the last, partial wave

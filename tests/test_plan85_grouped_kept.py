@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import kept_made_up_call, load_bench
 from tests.test_plan83_alone_edge import ENV
 
 
@@ -51,6 +51,7 @@ def test_the_registration_is_what_the_model_gives(p85, registered):
             assert len({round(at.loc[v, "flat"], 3) for v in p85.VARIANTS}) == 1
 
 
+@kept_made_up_call
 def _call(p85, registered, run, gpu="H100", times=None, ratios=None):
     """A made-up call on ``gpu``: every tile of (H, variant) runs the registered per-wave time of ``times[v]`` (a
     predictor's name; default lockstep); each traced run's late mainloop ``ratios[v]`` (default 1.02) times its early
@@ -241,3 +242,18 @@ def test_docs_quote_the_committed_call(p85):
     doc = _doc_section(p85, 85)
     c = pd.read_csv(p85.ROOT / "bench/results/validation-registered85/cases.csv")
     _assert_doc_table(doc, c, p85.VARIANTS, p85.PREDICTORS)
+
+
+def test_a_kept_made_up_call_is_copied_and_keyed_by_what_builds_it(p85, registered, tmp_path):
+    """``tests.helpers.kept_made_up_call``: a damaged copy leaves the next copy whole; other keywords or another
+    registration build another call."""
+    a = _call(p85, registered, tmp_path / "a")
+    (a / "env.txt").unlink()
+    b = _call(p85, registered, tmp_path / "b")
+    assert (b / "env.txt").is_file()
+    f = f"OUT_H{p85.HS[0]}/percta-tiles-{p85.M}-{p85.ROW}.csv.gz"
+    c = _call(p85, registered, tmp_path / "c", times={p85.ROW: "profile"})
+    assert pd.read_csv(c / f).t_compute_end.max() > pd.read_csv(b / f).t_compute_end.max()
+    slower = registered.assign(us=registered.us * 2)
+    d = _call(p85, slower, tmp_path / "d")
+    assert pd.read_csv(d / f).t_compute_end.max() > pd.read_csv(b / f).t_compute_end.max()

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import kept_made_up_call, load_bench
 from tests.test_plan83_alone_edge import ENV
 from tests.test_plan85_grouped_kept import _assert_doc_table, _doc_section, _judge, _rejudged
 
@@ -48,6 +48,7 @@ def test_the_registration_is_what_the_model_gives(p86, registered):
     assert np.allclose(g.twin, g.twin_lockstep) and np.allclose(g.profile, g.lockstep)
 
 
+@kept_made_up_call
 def _call(p86, registered, run, gpu="H100", times=None, early=None, ratios=None):
     """A made-up call on ``gpu``: every tile of (H, variant) from wave 2 on runs the registered per-wave time of
     ``times[v]`` (a predictor's name; default twin), waves 0-1 that of ``early[v]`` (default twin_lockstep), the last

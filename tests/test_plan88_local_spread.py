@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import kept_made_up_call, load_bench
 from tests.test_plan83_alone_edge import ENV
 from tests.test_plan85_grouped_kept import _assert_doc_table, _doc_section, _judge, _rejudged
 
@@ -57,6 +57,7 @@ def test_the_registration_is_what_the_two_spreads_give(p88, registered):
         assert mean(h, p88.GROUPED[1], "local") == pytest.approx(mean(h, p88.GROUPED[1], "profile"))
 
 
+@kept_made_up_call
 def _call(p88, registered, run, gpu="H100", times=None, rate=0.0189, default="local"):
     """A made-up call of a producer-alone plan (``p88``: plan 88's module or a later one's with its M, HS, VARIANTS,
     RUNS and tiles) on ``gpu``: every tile of (H, variant) runs the registered per-wave time of ``times[v]`` (a
