@@ -48,7 +48,8 @@ RUNS = 5
 HS = (5632, 16896)
 """22 and 66 tiles along N: a wave of 132 tiles is 6 or 2 whole row-blocks in row order and 3 or 1 whole pairs of
 them in the pairs' order (the same tiles), and a 1x2 cluster's column pairs never straddle a row-block (even counts).
-No producer-alone call ran either H."""
+No producer-alone call ran either H at M = 16384; registered plan 89 ran 5632 at M = 24576 (row order over ``_w21``'s
+wave 0 1.114 there, in the post-hoc table)."""
 GPUS = {"H100": "h100-x8-mechanism", "H200": "h200-x2-mechanism"}
 PREDICTORS = ("model", "reading")
 READING = {"H100": {C12: 1.0111, C21: 1.0727, W21: 1.0856}, "H200": {C12: 1.0111, C21: 1.0518, W21: 1.0518}}
@@ -66,9 +67,11 @@ CLAIMS = {
          "multicast saves little)",
     "c": f"the 2x1 pairs' wave 0 pushing (_c21) over counting (_w21) within {SIGNAL:.0%} at every H (the signal path "
          "is not in the mainloop)",
-    "d": "reading's mean |error| of the three ratios under model's over every H",
+    "d": "reading's mean |error| of the three ratios at both H (six cases) under model's",
 }
 SLOTS = 132
+CLUSTER = {ROW: "1x1", C12: "1x2", C21: "2x1", W21: "2x1"}
+"""Each producer's cluster, as ``percta.csv`` must name it."""
 
 
 def register() -> pd.DataFrame:
@@ -119,12 +122,17 @@ def measured(run_dir: Path) -> pd.DataFrame:
                 raise JudgeError(f"{summary_f}: {v} at M = {M} ran "
                                  + (f"{int(s['slots'].iloc[0])} CTAs at once, not the {SLOTS}" if len(s) == 1
                                     else f"{len(s)} times, not once"))
+            if str(s["cluster"].iloc[0] if "cluster" in s else "") != CLUSTER[v]:
+                raise JudgeError(f"{summary_f}: {v} ran at cluster "
+                                 f"{s['cluster'].iloc[0] if 'cluster' in s else 'none named'}, not {CLUSTER[v]}")
             r = runs[(runs["variant"] == v) & (runs["m"] == M)]
             if len(r) != RUNS:
                 raise JudgeError(f"{runs_f}: {len(r)} runs of {v} at M = {M}, not the {RUNS}")
             f = out / f"percta-tiles-{M}-{v}.csv.gz"
-            t = p85._numbers(p85._tiles(f, h, WHY, M), ("t_mainloop_end",), f, WHY)
+            t = p85._numbers(p85._tiles(f, h, WHY, M), ("t_start", "t_mainloop_end"), f, WHY)
             first = t[t["cta"] < SLOTS]
+            if first["t_start"].max() >= first["t_compute_end"].min():
+                raise JudgeError(f"{f}: a CTA of wave 0 started after another had finished: not {SLOTS} CTAs at once")
             rows.append(dict(gpu=gpu, h=h, variant=v,
                              wave0_us=float((first["t_mainloop_end"] - first["t_acquire"]).median() / 1e3),
                              early_us=float(r["mainloop_early_ns"].median() / 1e3)))

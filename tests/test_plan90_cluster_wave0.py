@@ -58,17 +58,18 @@ def _made_up(p90, run, ratios=None, gpu="H100", early=100_000.0):
         n = tiles(h, p90.M)
         cta = np.arange(n)
         runs = []
-        for v in p90.VARIANTS:
+        for i, v in enumerate(p90.VARIANTS):
             main = np.where(cta < 132, 100_000 / ratios[v], 150_000).astype(np.int64)
             start = (cta // 132) * 200_000 + cta % 132
-            pd.DataFrame({"cta": cta, "sm": cta % 132, "t_start": start, "t_acquire": start + 100,
-                          "t_mainloop_end": start + 100 + main, "t_compute_end": start + 1600 + main}).to_csv(
+            acquire = start + 100 + 3_000 * i  # each producer waits its own time before its mainloop
+            pd.DataFrame({"cta": cta, "sm": cta % 132, "t_start": start, "t_acquire": acquire,
+                          "t_mainloop_end": acquire + main, "t_compute_end": acquire + 1500 + main}).to_csv(
                 out / f"percta-tiles-{p90.M}-{v}.csv.gz", index=False)
             runs.append(pd.DataFrame({"m": p90.M, "variant": v, "run": np.arange(p90.RUNS),
                                       "mainloop_early_ns": early / ratios[v]}))
         pd.concat(runs).to_csv(out / "percta-runs.csv", index=False)
-        pd.DataFrame({"m": p90.M, "variant": list(p90.VARIANTS), "slots": 132}).to_csv(out / "percta.csv",
-                                                                                     index=False)
+        pd.DataFrame({"m": p90.M, "variant": list(p90.VARIANTS), "slots": 132,
+                      "cluster": [p90.CLUSTER[v] for v in p90.VARIANTS]}).to_csv(out / "percta.csv", index=False)
     return run
 
 
@@ -90,11 +91,18 @@ def test_a_call_that_runs_as_the_model_says_misses_a_and_d(p90, tmp_path):
     ({"cutlass_ctapipe_c21": 1.039, "cutlass_ctapipe_w21": 1.039}, "a"),  # 2x1 saves under 4%
     ({"cutlass_ctapipe_c12": 1.03}, "b"),  # A multicast saves 3%
     ({"cutlass_ctapipe_w21": 1.0727 * 1.021}, "c"),  # counting 2.1% faster than pushing
+    ({"cutlass_ctapipe_w21": 1.0727 / 1.021}, "c"),  # pushing 2.1% faster than counting
 ])
 def test_each_claim_turns_at_its_edge(p90, tmp_path, ratios, claim):
     base = dict(p90.READING["H100"], **{p90.W21: p90.READING["H100"][p90.C21]})
     _, cl = _judge(p90, _made_up(p90, tmp_path / "run", ratios={**base, **ratios}), tmp_path)
     assert not cl.loc[claim, "met"] and cl.drop(index=[claim, "d"]).met.all(), cl
+
+
+def test_claim_c_is_pushing_over_counting_and_passes_inside_its_band(p90, tmp_path):
+    ratios = dict(p90.READING["H100"], **{p90.W21: 1.0727 * 1.019})  # counting 1.9% faster
+    _, cl = _judge(p90, _made_up(p90, tmp_path / "run", ratios=ratios), tmp_path)
+    assert cl.loc["c", "met"] and cl.loc["c", "value"] == "5632: 1.019, 16896: 1.019"
 
 
 def test_an_h200_call_is_judged_on_its_rows(p90, tmp_path):
@@ -113,6 +121,12 @@ def test_an_h200_call_is_judged_on_its_rows(p90, tmp_path):
         run / "OUT_H5632" / "percta.csv", index=False), "ran 66 CTAs at once, not the 132"),
     (lambda run: pd.read_csv(run / "OUT_H5632" / "percta-tiles-16384-cutlass_ctapipe_w21.csv.gz").iloc[1:].to_csv(
         run / "OUT_H5632" / "percta-tiles-16384-cutlass_ctapipe_w21.csv.gz", index=False), "2815 tiles, not the 2816"),
+    (lambda run: pd.read_csv(run / "OUT_H16896" / "percta.csv").assign(cluster="1x1").to_csv(
+        run / "OUT_H16896" / "percta.csv", index=False), "cutlass_ctapipe_c12 ran at cluster 1x1, not 1x2"),
+    (lambda run: pd.read_csv(run / "OUT_H5632" / "percta-tiles-16384-cutlass_ctapipe_c21.csv.gz").assign(
+        t_start=lambda t: t.t_start + np.where(t.cta == 131, 10**6, 0)).to_csv(
+        run / "OUT_H5632" / "percta-tiles-16384-cutlass_ctapipe_c21.csv.gz", index=False),
+     "a CTA of wave 0 started after another had finished"),
 ])
 def test_a_call_it_cannot_judge_is_refused_in_one_line(p90, tmp_path, capsys, damage, message):
     run = _made_up(p90, tmp_path / "run")
