@@ -136,3 +136,22 @@ def test_a_call_it_cannot_judge_is_refused_in_one_line(p90, tmp_path, capsys, da
     err = capsys.readouterr().err.strip()
     assert err.startswith("plan90_cluster_wave0: ") and message in err and "\n" not in err, err
     assert not out.exists()
+
+
+def test_the_committed_h100_call_judges_as_committed_and_docs_quote_it(p90, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered90-1gpu, GPU-0d29e4a7) judged again gives the committed
+    tables: (a) and (b) missed, (c) and (d) met, registered; docs/validation.md's plan 90 tables are what it gives."""
+    from tests.test_plan85_grouped_kept import _doc_section, _rejudged
+
+    c, cl = _rejudged(p90, "2026-12-07-registered90-1gpu", "validation-registered90", tmp_path)
+    assert cl.met.tolist() == [False, False, True, True]
+    assert cl.provenance.str.startswith("registered: predictions added in 2dd4dcce").all()
+    doc = " ".join(_doc_section(p90, 90).split())
+    for claim in "abcd":
+        assert cl.loc[claim, "value"] in doc, claim
+    m = p90.measured(p90.ROOT / "bench/results/hw-h100/2026-12-07-registered90-1gpu").set_index(["h", "variant"])
+    ratio = c[c.predictor == "model"].set_index(["h", "variant"]).measured
+    for h in p90.HS:
+        row = f"| {h} | {m.loc[(h, p90.ROW), 'wave0_us']:.1f} | " + " | ".join(
+            f"{m.loc[(h, v), 'wave0_us']:.1f} ({ratio[(h, v)]:.3f})" for v in p90.VARIANTS[1:]) + " |"
+        assert row in doc, row
