@@ -4,7 +4,9 @@
 # root, with the tree built by bench/hw/device_tree.sh at the registration's commit (the plan's script and the
 # scripts it imports carried with --with):
 #
-#   bash bench/hw/device_tree.sh COMMIT .cache/pNN --libs ctapipe_sm90_bf16,probes --with bench/PLAN.py ...
+#   bash bench/hw/device_tree.sh COMMIT .cache/pNN --libs ctapipe_sm90_bf16,ctapipe_sm90_bf16_cluster,probes \
+#     --with bench/PLAN.py ...
+# (without the cluster library the first H builds it on the device: 121-133 s of plans 88 and 89's calls; 18 s with it)
 #   bash bench/hw/slim_checkout.sh slim      # here, before the call; restore after it
 #   (device, carry .cache/pNN .whl)
 #   bash bench/hw/run_percta_plan.sh PLAN .cache/pNN COMMIT GPU[,GPU...]
