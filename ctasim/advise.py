@@ -674,6 +674,56 @@ def grouped_kept_lines(kinds, results_dir: Path | None = None) -> list[str]:
             f"{both(2)}{since}; docs/validation.md)"]
 
 
+ALONE_RECORD = ("validation-registered89", "validation-registered90")
+"""Registered plans 89 (the model as plans 87 and 88 left it, the producers alone at M = 24576: its ``claims.csv``)
+and 90 (the producer's first wave by cluster: its ``cases.csv``), one H100 each."""
+ALONE_CLUSTER_H = 5632
+"""Plan 90's H where the first wave is not bound by HBM (at 16896 it is, and every cluster ran alike)."""
+ALONE_STATES = (1.10, 1.25)
+"""Row order's mean over the no-miss (lockstep) level: kept under the first, lost from the second, between them a
+partial loss (registered plans 88 and 89's bounds)."""
+
+
+def alone_record_lines(kinds, results_dir: Path | None = None) -> list[str]:
+    """Where a CTA-pipelined strategy is priced on two or more GPUs (as :func:`producer_edge_lines`): what registered
+    plan 89 found of the model as it now is on the producers alone (issue 13's targets on the grouped producers and
+    pairs, the flat predictor beside it, row order's error), and what plan 90 found of the 1x1-cluster kernel's first
+    wave against the 1x2 and 2x1 clusters' (from the committed tables; a table gone leaves its line out)."""
+    if not {"ctapipe", "hybrid"} & set(kinds):
+        return []
+    root, lines = _results_root(results_dir), []
+    f89, cases89 = (root / ALONE_RECORD[0] / n for n in ("claims.csv", "cases.csv"))
+    if f89.is_file() and cases89.is_file():
+        c = pd.read_csv(f89).set_index("claim")
+        mean, worst = c.loc["a", "value"].split(", worst ")
+        flat = c.loc["b", "value"].split(" against ")[1]
+        row = c.loc["f", "value"].split(" against ")[0]
+        r = pd.read_csv(cases89)
+        r = r[(r["variant"] == EDGE_PRODUCER) & (r["predictor"] == "lockstep")].set_index("h")
+        level = r["measured_us"] / r["predicted_us"]
+        between = level[(level >= ALONE_STATES[0]) & (level < ALONE_STATES[1])]
+        lines.append(f"registered plan 89 priced the grouped producers and pairs alone (M = 24576, H = "
+                     f"{r.index.min()}-{r.index.max()}, an H100) with the model as it now is at {mean} mean |error|, "
+                     f"worst {worst.split(' (')[0]} (issue 13's 3% and 6% {'met' if c.loc['a', 'met'] else 'missed'}), "
+                     f"the flat predictor with no memory hierarchy at {flat}; row order at {row}"
+                     + (f", its partial loss of reuse at H = {' and '.join(map(str, between.index))} ("
+                        + " and ".join(f"{x:.2f}" for x in between) + "x the no-miss level) in no state the model "
+                        "has" if len(between) else "") + " (docs/validation.md)")
+    f90 = root / ALONE_RECORD[1] / "cases.csv"
+    if f90.is_file():
+        d = pd.read_csv(f90)
+        d = d[d["predictor"] == "model"].set_index(["h", "variant"])["measured"]
+        over = {v: (d[(ALONE_CLUSTER_H, v)] - 1) * 100 for v in ("cutlass_ctapipe_c21", "cutlass_ctapipe_c12")}
+        other = d.drop(index=ALONE_CLUSTER_H, level="h")
+        lines.append(f"registered plan 90 (an H100): the 1x1-cluster producer of ctahw's base variant "
+                     f"(cutlass_ctapipe) ran its first wave {over['cutlass_ctapipe_c21']:.1f}% over a 2x1 cluster's "
+                     f"and {over['cutlass_ctapipe_c12']:.1f}% over a 1x2 cluster's at H = {ALONE_CLUSTER_H}, where the "
+                     "model prices every cluster alike (it leaves out the L2-to-SM reads a cluster's multicast "
+                     f"saves), and within {(other - 1).abs().max() * 100:.1f}% of them where the first wave is bound "
+                     "by HBM: the base variant's waves are priced short where HBM does not bound them (docs/validation.md)")
+    return lines
+
+
 H100_DRIFT_PLANS = {"tile": (("validation-registered72", "datasheet"), ("validation-registered73", "model"),
                              ("validation-registered73-run2", "model")),
                     "absolute": (("validation-registered73", "absolute"), ("validation-registered73-run2", "absolute"))}
@@ -951,6 +1001,7 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
     pipelined = list(dict.fromkeys(df.loc[df["gpus"] >= 2, "kind"]))
     lines += [f"* {t}" for t in producer_edge_lines(pipelined, results_dir)]
     lines += [f"* {t}" for t in grouped_kept_lines(pipelined, results_dir)]
+    lines += [f"* {t}" for t in alone_record_lines(pipelined, results_dir)]
     lines += [f"* {t}" for t in kept_lines(df, results_dir)]
     if any(l.gated and l.epilogue_fused for l in model.workload.layers):
         lines.append("* SwiGLU is modelled fused into the gate-and-up GEMM's epilogue; ctahw runs it as a kernel of its "

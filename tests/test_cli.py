@@ -788,3 +788,35 @@ def test_advise_reads_the_row_order_producer_from_a_judged_cases_table(tmp_path)
     d.loc[(d.variant == A.EDGE_PRODUCER) & (d.predictor == "lockstep") & (d.h == 6144), "predicted_us"] /= 2
     d.to_csv(f, index=False)
     assert "6144 2.21x" in A.producer_edge_lines(["ctapipe"], results_dir=tmp_path)[0]
+
+
+def test_advise_says_what_plans_89_and_90_found_of_the_producer_alone(tmp_path):
+    """Where a pipelined strategy is priced: plan 89's figures of the model as it now is (read from its claims.csv and
+    cases.csv) and plan 90's first waves by cluster (its cases.csv); a changed table changes the line, no table no
+    line, other strategies none."""
+    import shutil
+
+    from ctasim import advise as A
+
+    line89, line90 = A.alone_record_lines(["sequential", "ctapipe"])
+    assert ("with the model as it now is at 2.43% mean |error|, worst +5.96% (issue 13's 3% and 6% met), the flat "
+            "predictor with no memory hierarchy at 2.45%; row order at 11.97%, its partial loss of reuse at H = 5632 "
+            "and 7424 (1.13 and 1.24x the no-miss level)") in line89
+    assert ("ran its first wave 9.4% over a 2x1 cluster's and 5.6% over a 1x2 cluster's at H = 5632" in line90
+            and "within 2.0% of them where the first wave is bound by HBM" in line90)
+    assert A.alone_record_lines(["sequential", "tp"]) == [] and A.alone_record_lines(["hybrid"]) == [line89, line90]
+    assert A.alone_record_lines(["ctapipe"], results_dir=tmp_path) == []
+    for folder in A.ALONE_RECORD:
+        shutil.copytree(A._results_root(None) / folder, tmp_path / folder)
+    d = pd.read_csv(tmp_path / A.ALONE_RECORD[1] / "cases.csv")
+    d.loc[(d.h == 5632) & (d.variant == "cutlass_ctapipe_c12"), "measured"] = 1.011
+    d.to_csv(tmp_path / A.ALONE_RECORD[1] / "cases.csv", index=False)
+    c = pd.read_csv(tmp_path / A.ALONE_RECORD[0] / "cases.csv")
+    row = (c.variant == "cutlass_ctapipe") & (c.h == 5632)
+    c.loc[row, "measured_us"] = c.loc[row, "measured_us"] * 0.95  # 1.07x: kept, no longer a partial loss
+    c.to_csv(tmp_path / A.ALONE_RECORD[0] / "cases.csv", index=False)
+    one, two = A.alone_record_lines(["ctapipe"], results_dir=tmp_path)
+    assert "and 1.1% over a 1x2 cluster's" in two
+    assert "its partial loss of reuse at H = 7424 (1.24x the no-miss level)" in one
+    (tmp_path / A.ALONE_RECORD[1] / "cases.csv").unlink()
+    assert A.alone_record_lines(["ctapipe"], results_dir=tmp_path) == [one]
