@@ -720,7 +720,8 @@ def alone_record_lines(kinds, results_dir: Path | None = None) -> list[str]:
                      f"and {over['cutlass_ctapipe_c12']:.1f}% over a 1x2 cluster's at H = {ALONE_CLUSTER_H}, where the "
                      "model prices every cluster alike (it leaves out the L2-to-SM reads a cluster's multicast "
                      f"saves), and within {(other - 1).abs().max() * 100:.1f}% of them where the first wave is bound "
-                     "by HBM: the base variant's waves are priced short where HBM does not bound them (docs/validation.md)")
+                     "by HBM: the base variant's waves are priced short where HBM does not bound them "
+                     "(docs/validation.md)")
     return lines
 
 
