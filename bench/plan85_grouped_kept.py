@@ -154,36 +154,47 @@ def measured(run_dir: Path) -> pd.DataFrame:
     return measured_at(run_dir, HS, WHY, "plan 85")
 
 
+def percta_tables(out: Path, why: str, m: int, variants, run_cols) -> tuple[pd.DataFrame, pd.DataFrame, Path]:
+    """A call's ``out/percta-runs.csv`` (``m``, ``run`` and ``run_cols`` as numbers) and ``out/percta.csv`` (``m``,
+    ``slots``), each of ``variants`` run once at M = ``m`` with :data:`percta_predict.SLOTS` CTAs at once; and the runs
+    table's path. :class:`JudgeError` in one line otherwise (``why`` says what should have written them)."""
+    from percta_predict import SLOTS  # noqa: PLC0415
+
+    runs_f, summary_f = out / "percta-runs.csv", out / "percta.csv"
+    for f in (runs_f, summary_f):
+        if not f.is_file():
+            raise JudgeError(f"no {f} ({why})")
+    try:
+        runs, summary = pd.read_csv(runs_f), pd.read_csv(summary_f)
+    except (OSError, ValueError) as e:
+        raise JudgeError(f"{out}: not a percta table ({type(e).__name__}: {e})") from None
+    for t, f in ((runs, runs_f), (summary, summary_f)):
+        if "variant" not in t:
+            raise JudgeError(f"{f}: no column variant ({why})")
+    runs = _numbers(runs, ("m", "run", *run_cols), runs_f, why)
+    summary = _numbers(summary, ("m", "slots"), summary_f, why)
+    for v in variants:
+        s = summary[(summary["variant"] == v) & (summary["m"] == m)]
+        if len(s) != 1 or int(s["slots"].iloc[0]) != SLOTS:
+            raise JudgeError(f"{summary_f}: {v} at M = {m} ran "
+                             + (f"{int(s['slots'].iloc[0])} CTAs at once, not the {SLOTS}" if len(s) == 1
+                                else f"{len(s)} times, not once"))
+    return runs, summary, runs_f
+
+
 def measured_at(run_dir: Path, hs, why: str, plan: str, m: int = M) -> pd.DataFrame:
     """:func:`measured` of a call of :data:`VARIANTS`' producers alone at M = ``m`` (default :data:`M`), :data:`RUNS`
     traced runs each, at each H of ``hs``: ``why`` says what should have written its files, ``plan`` names the plan in
     a refusal."""
     import plan83_alone_edge as p83  # noqa: PLC0415
-    from percta_predict import SLOTS, wave_medians  # noqa: PLC0415
+    from percta_predict import wave_medians  # noqa: PLC0415
 
     gpu = p83.call_gpu(run_dir, why)
     rows = []
     for h in hs:
         out = run_dir / f"OUT_H{h}"
-        runs_f, summary_f = out / "percta-runs.csv", out / "percta.csv"
-        for f in (runs_f, summary_f):
-            if not f.is_file():
-                raise JudgeError(f"no {f} ({why})")
-        try:
-            runs, summary = pd.read_csv(runs_f), pd.read_csv(summary_f)
-        except (OSError, ValueError) as e:
-            raise JudgeError(f"{out}: not a percta table ({type(e).__name__}: {e})") from None
-        for t, f in ((runs, runs_f), (summary, summary_f)):
-            if "variant" not in t:
-                raise JudgeError(f"{f}: no column variant ({why})")
-        runs = _numbers(runs, ("m", "run", "mainloop_early_ns", "mainloop_late_ns"), runs_f, why)
-        summary = _numbers(summary, ("m", "slots"), summary_f, why)
+        runs, summary, runs_f = percta_tables(out, why, m, VARIANTS, ("mainloop_early_ns", "mainloop_late_ns"))
         for v in VARIANTS:
-            s = summary[(summary["variant"] == v) & (summary["m"] == m)]
-            if len(s) != 1 or int(s["slots"].iloc[0]) != SLOTS:
-                raise JudgeError(f"{summary_f}: {v} at M = {m} ran "
-                                 + (f"{int(s['slots'].iloc[0])} CTAs at once, not the {SLOTS}" if len(s) == 1
-                                    else f"{len(s)} times, not once"))
             f = out / f"percta-tiles-{m}-{v}.csv.gz"
             w = wave_medians(_tiles(f, h, why, m))
             registered_plan.positive_times(w["measured"], [f"H = {h} {v} wave {i}" for i in w["wave"]], f,

@@ -103,25 +103,10 @@ def measured(run_dir: Path) -> pd.DataFrame:
     rows = []
     for h in HS:
         out = run_dir / f"OUT_H{h}"
-        runs_f, summary_f = out / "percta-runs.csv", out / "percta.csv"
-        for f in (runs_f, summary_f):
-            if not f.is_file():
-                raise JudgeError(f"no {f} ({WHY})")
-        try:
-            runs, summary = pd.read_csv(runs_f), pd.read_csv(summary_f)
-        except (OSError, ValueError) as e:
-            raise JudgeError(f"{out}: not a percta table ({type(e).__name__}: {e})") from None
-        for t, f in ((runs, runs_f), (summary, summary_f)):
-            if "variant" not in t:
-                raise JudgeError(f"{f}: no column variant ({WHY})")
-        runs = p85._numbers(runs, ("m", "run", "mainloop_early_ns"), runs_f, WHY)
-        summary = p85._numbers(summary, ("m", "slots"), summary_f, WHY)
+        runs, summary, runs_f = p85.percta_tables(out, WHY, M, VARIANTS, ("mainloop_early_ns",))
+        summary_f = out / "percta.csv"
         for v in VARIANTS:
             s = summary[(summary["variant"] == v) & (summary["m"] == M)]
-            if len(s) != 1 or int(s["slots"].iloc[0]) != SLOTS:
-                raise JudgeError(f"{summary_f}: {v} at M = {M} ran "
-                                 + (f"{int(s['slots'].iloc[0])} CTAs at once, not the {SLOTS}" if len(s) == 1
-                                    else f"{len(s)} times, not once"))
             if str(s["cluster"].iloc[0] if "cluster" in s else "") != CLUSTER[v]:
                 raise JudgeError(f"{summary_f}: {v} ran at cluster "
                                  f"{s['cluster'].iloc[0] if 'cluster' in s else 'none named'}, not {CLUSTER[v]}")
