@@ -105,18 +105,25 @@ def wave_prediction(h: int, variant: str, name: str, hw, spread: float, m: int =
     return flat_times(h, hw, m) if name == "flat" else p83.wave_times(h, variant, hw, spread, m)
 
 
-def register() -> pd.DataFrame:
-    """Per GPU, H, variant, predictor and wave: the predicted median tile time (us) of that wave."""
+def register_waves(gpus: dict, predictors_of, hs, m: int = M) -> pd.DataFrame:
+    """Per GPU of ``gpus`` (its mechanism profile's name), H of ``hs``, variant of :data:`VARIANTS`, predictor of
+    ``predictors_of(profile)`` (name: (profile, ticket spread)) and wave: the predicted median tile time (us) of that
+    wave at M = ``m`` (:func:`wave_prediction`): the registration of the producer-alone plans 85, 88 and 89."""
     rows = []
-    for gpu, profile in GPUS.items():
-        preds = predictors(profile)
-        for h in HS:
+    for gpu, profile in gpus.items():
+        preds = predictors_of(profile)
+        for h in hs:
             for v in VARIANTS:
                 for name, (hw, spread) in preds.items():
-                    t = wave_prediction(h, v, name, hw, spread)
-                    rows += [dict(gpu=gpu, profile=profile, h=h, m=M, variant=v, predictor=name, spread=spread,
+                    t = wave_prediction(h, v, name, hw, spread, m)
+                    rows += [dict(gpu=gpu, profile=profile, h=h, m=m, variant=v, predictor=name, spread=spread,
                                   wave=w, us=float(x)) for w, x in enumerate(t)]
     return pd.DataFrame(rows)
+
+
+def register() -> pd.DataFrame:
+    """Per GPU, H, variant, predictor and wave: the predicted median tile time (us) of that wave."""
+    return register_waves(GPUS, predictors, HS)
 
 
 def _numbers(t: pd.DataFrame, cols, f: Path, why: str = WHY) -> pd.DataFrame:

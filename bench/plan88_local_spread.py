@@ -98,16 +98,7 @@ def predictors(profile: str) -> dict:
 def register() -> pd.DataFrame:
     """Per GPU, H, variant, predictor and wave: the predicted median tile time (us) of that wave
     (:func:`plan85_grouped_kept.wave_prediction`)."""
-    rows = []
-    for gpu, profile in GPUS.items():
-        preds = predictors(profile)
-        for h in HS:
-            for v in VARIANTS:
-                for name, (hw, spread) in preds.items():
-                    t = p85.wave_prediction(h, v, name, hw, spread, M)
-                    rows += [dict(gpu=gpu, profile=profile, h=h, m=M, variant=v, predictor=name, spread=spread,
-                                  wave=w, us=float(x)) for w, x in enumerate(t)]
-    return pd.DataFrame(rows)
+    return p85.register_waves(GPUS, predictors, HS, M)
 
 
 def measured(run_dir: Path) -> pd.DataFrame:
