@@ -40,6 +40,7 @@ from ctasim.spec import ACTIVATION_OPS, Hardware, KernelConfig, Layer
 
 __all__ = [
     "alone_ticket_spread",
+    "l2_sm_reads",
     "tile_ns",
     "active_share",
     "activation_factor",
@@ -239,7 +240,8 @@ def order_traffic(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray
 
 def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, slots: int, *, kernel: str = "",
                 drift: float | None = None, cluster_m: int | None = None, layers: int = 1,
-                ticket_spread: float = 0.0, ticket_state: str | None = None, boost: float = 1.0) -> np.ndarray:
+                ticket_spread: float = 0.0, ticket_state: str | None = None, boost: float = 1.0,
+                cluster_n: int | None = None) -> np.ndarray:
     """Each wave's time (ns) when the tiles of ``layer`` run in ``order`` on ``slots`` CTA slots, by the memory
     hierarchy (:func:`order_traffic`, :func:`ctasim.l2.wave_ns`); the config must have it on
     (:func:`memory_model`).
@@ -251,14 +253,30 @@ def order_waves(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, 
     ``ticket_spread``: a ticket-scheduled kernel's spread of start times per round (``KernelConfig.ticket_spread``;
     :func:`ctasim.l2.ticket_rereads`, by the config's ``ticket_law``), 0 for a grid with a fixed assignment;
     ``ticket_state``: its consistent state (:data:`ctasim.l2.TICKET_STATES`; None: the config's ``ticket_state``).
-    ``boost``: a further clock gain of the compute (:func:`active_share`)."""
+    ``boost``: a further clock gain of the compute (:func:`active_share`). Where the profile has an L2-to-SM read
+    rate (``Hardware.l2_sm_read_gbps`` > 0), no wave is shorter than its tiles' L2 reads at it
+    (:func:`l2_sm_reads`, by ``cluster_m`` and ``cluster_n``: the config's where None)."""
     cfg = hw.config(layer.tile_m, layer.tile_n, kernel=kernel)
+    cluster_m = cfg.cluster_m if cluster_m is None else cluster_m
     traffic = order_traffic(layer, hw, elem_bytes, order, slots, kernel=kernel, drift=drift, cluster_m=cluster_m,
                             layers=layers, ticket_spread=ticket_spread, ticket_state=ticket_state)
     sm = hw.sm_count * cfg.cta_slots_per_sm
     compute = tile_ns(layer, layer.k, hw, elem_bytes, kernel, rate_tflops=cfg.l2_sm_tflops)
     compute /= clock_boost(hw, min(layer.tiles * layers, sm), sm) * boost
-    return l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed, hw.l2_hbm_exposed_gbps)
+    waves = l2.wave_ns(traffic, compute, hw.hbm_gbps, hw.l2_hbm_exposed, hw.l2_hbm_exposed_gbps)
+    if hw.l2_sm_read_gbps > 0:
+        reads = traffic.tiles * l2_sm_reads(layer, elem_bytes, cluster_m, cfg.cluster_n if cluster_n is None
+                                            else cluster_n)
+        waves = np.maximum(waves, reads / hw.l2_sm_read_gbps)
+    return waves
+
+
+def l2_sm_reads(layer: Layer, elem_bytes: int, cluster_m: int = 1, cluster_n: int = 1) -> float:
+    """The bytes one tile of ``layer`` reads from the L2 into its SM: its A tile (tile_m x K) over ``cluster_n`` (a 1xN
+    cluster's CTAs, one row-block, take each A tile by one multicast) and its W tile (tile_n x K) over ``cluster_m``
+    (an Mx1 cluster's, one column). Left out: what the SM's own caches hold (TMA loads bypass L1), the epilogue's C
+    reads and the stores."""
+    return float((layer.tile_m / max(1, cluster_n) + layer.tile_n / max(1, cluster_m)) * layer.k * elem_bytes)
 
 
 def order_tile_times(layer: Layer, hw: Hardware, elem_bytes: int, order: np.ndarray, slots: int, **kw) -> np.ndarray:

@@ -72,7 +72,8 @@ Left out
     grid's later sharers); sharing that drift creates between neighbouring waves (a CTA a tile ahead shares with the next wave's
     tiles: the re-reads are counted from the lockstep waves' sharers, so a long drift is overcharged); overlap of one
     wave's loads with the next wave's math (waves are timed one after another); L2-to-SM bandwidth and the cluster's
-    multicast (which cut L2 reads, not HBM reads); why a share of the HBM time is exposed (latency, bursts of a
+    multicast (which cut L2 reads, not HBM reads; ``ctasim.costs.order_waves`` bounds a wave by its L2 reads where a
+    profile sets ``l2_sm_read_gbps``, which none does yet); why a share of the HBM time is exposed (latency, bursts of a
     lockstep wave; one constant stands for it); split-K and stream-K schedules.
 
 Cost: O(tiles + panels x waves + incidences x distinct reuse gaps), at worst O(waves^2), in numpy: 8-20 ms

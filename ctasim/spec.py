@@ -338,6 +338,12 @@ class Hardware:
         "the rate (GB/s) the exposed share of a wave's HBM bytes is charged at, where it is not hbm_gbps (0 = "
         "hbm_gbps): a GPU whose HBM is slower than the measured one's but whose exposed loads are latency-bound "
         "keeps the measured GPU's rate here (ctasim.l2.wave_ns); the roofline's HBM time stays at hbm_gbps", 0.0)
+    l2_sm_read_gbps: float = _f(
+        "the rate (GB/s) all SMs together read A and W tiles from the L2 at; a wave of the memory hierarchy then takes "
+        "at least its tiles' L2 reads at it (a CTA reads tile_m x K of A, shared by a 1xN cluster's multicast, and "
+        "tile_n x K of W, shared by an Mx1 cluster's; ctasim.costs.order_waves). 0 = not bounded (every profile "
+        "today: no microbenchmark measures it yet; registered plan 90 read 8.7 TB/s off one H100's 1x1 first wave)",
+        0.0)
     link_sharing: str = _f(
         "how concurrent transfers share a link channel: 'fcfs' = one after another in issue order, each at the "
         "full rate (the first of 132 simultaneous stores ends after 1/132 of the batch, the last after all of "
@@ -712,6 +718,8 @@ def validate_hardware(hw: Hardware, where: str) -> None:
             "'survival' needs the L2 survival curve (l2_survival_taken, l2_survival_share)")
     require(hw.l2_hbm_exposed_gbps >= 0.0, where, p + "l2_hbm_exposed_gbps",
             f"must be >= 0 (0: hbm_gbps), got {hw.l2_hbm_exposed_gbps}")
+    require(hw.l2_sm_read_gbps >= 0.0, where, p + "l2_sm_read_gbps",
+            f"must be >= 0 (0: not bounded), got {hw.l2_sm_read_gbps}")
     require(hw.link_sharing in ("fcfs", "fair"), where, p + "link_sharing",
              f"must be one of ('fcfs', 'fair'), got {hw.link_sharing!r}")
     require(hw.link_sharing != "fair" or hw.epilogue_store_overlap == 0.0, where, p + "link_sharing",

@@ -530,3 +530,38 @@ def test_a_patched_law_is_not_served_from_before(monkeypatch):
     assert not np.array_equal(after.ticket_hbm, before.ticket_hbm)
     monkeypatch.undo()
     assert wave_traffic(**args) is before
+
+
+def test_an_l2_to_sm_read_rate_bounds_a_wave_by_its_clusters_reads():
+    """``Hardware.l2_sm_read_gbps``: 0 (every profile) changes nothing; set, a wave takes at least its tiles' L2
+    reads at it, a 1x2 cluster's A and a 2x1 cluster's W read once for its two CTAs; a wave its math or HBM bounds
+    longer is not moved; a negative rate is refused."""
+    import dataclasses
+
+    from ctasim import costs
+    from ctasim.plan import raster_order
+    from ctasim.spec import Layer, SpecError, load_hardware, validate_hardware
+
+    hw = load_hardware("h100-x8-mechanism")
+    assert hw.l2_sm_read_gbps == 0.0
+    layer = Layer(16384, 5632, 5632, 128, 256)
+    order = raster_order(layer.tiles_m, layer.tiles_n, "row")
+    base = costs.order_waves(layer, hw, 2, order, 132, kernel="ctapipe")
+    assert costs.l2_sm_reads(layer, 2) == (128 + 256) * 5632 * 2
+    assert costs.l2_sm_reads(layer, 2, cluster_n=2) == (64 + 256) * 5632 * 2
+    assert costs.l2_sm_reads(layer, 2, cluster_m=2) == (128 + 128) * 5632 * 2
+    rate = 8700.0
+    bounded = dataclasses.replace(hw, l2_sm_read_gbps=rate)
+    for cm, cn in ((1, 1), (1, 2), (2, 1)):
+        w = costs.order_waves(layer, bounded, 2, order, 132, kernel="ctapipe", cluster_m=cm, cluster_n=cn)
+        floor = 132 * costs.l2_sm_reads(layer, 2, cm, cn) / rate
+        assert np.allclose(w[:-1], np.maximum(base[:-1], floor))  # the full waves
+        assert (w >= base).all()
+    one = costs.order_waves(layer, bounded, 2, order, 132, kernel="ctapipe", cluster_m=1, cluster_n=1)
+    assert one[0] > base[0] * 1.05  # 571 MB at 8.7 TB/s: 65.6 us over the math's 61.4
+    two = costs.order_waves(layer, bounded, 2, order, 132, kernel="ctapipe", cluster_m=2, cluster_n=1)
+    assert np.allclose(two, base)  # 381 MB: under the math
+    slow = dataclasses.replace(hw, l2_sm_read_gbps=1.0)
+    assert costs.order_waves(layer, slow, 2, order, 132, kernel="ctapipe")[0] > 1e5
+    with pytest.raises(SpecError, match="l2_sm_read_gbps"):
+        validate_hardware(dataclasses.replace(hw, l2_sm_read_gbps=-1.0), "test")
