@@ -17,10 +17,17 @@ its wave 0's median mainloop (``t_mainloop_end - t_acquire`` of CTAs 0-131: noth
 wave-0 ratio of row order (1x1) to each other producer, measured and as the GPU's mechanism profile prices it now
 (``plan85_grouped_kept.wave_prediction`` at spread 0: its wave 0's tile time).
 
-Writes ``cases.csv`` (one row per call, H, M and producer) and ``summary.csv`` (per GPU and producer: the calls, cases,
-the median and range of the measured wave-0 ratio, the model's). Post-hoc throughout: the calls were seen. Left out:
-why (the L2-to-SM read rate, the multicast, the 1x1 kernel's signal path) -- no probe here tells them apart; waves 1
-and after, where the orders' reuse differs.
+Beside the model as it is, ``bound``: the same wave 0 with a floor at its tiles' L2-to-SM reads
+(``ctasim.costs.l2_sm_reads`` by the producer's cluster, ``ctasim.variants``) at one rate, :func:`l2_sm_rate`:
+registered plan 90's 1x1 first wave at H = 5632 (one H100), read as that rate -- one number taken from one case, so
+every figure of ``bound`` is post-hoc, and on the H200s it is the H100's rate (the same L2 design; no H200 measured
+it).
+
+Writes ``cases.csv`` (one row per call, H, M and producer: its wave-0 time measured and under the model and ``bound``,
+and row order's over it) and ``summary.csv`` (per GPU and producer: the calls, cases, the median and range of the
+measured wave-0 ratio, the model's and ``bound``'s, and each one's mean |error| of the wave-0 time). Post-hoc
+throughout: the calls were seen. Left out: waves 1 and after, where the orders' reuse differs; the TMA path's own rate
+against a probe's (no probe of the L2-to-SM rate exists).
 """
 
 from __future__ import annotations
@@ -65,6 +72,27 @@ CALLS = (
 )
 PROFILES = {"H100": "h100-x8-mechanism", "H200": "h200-x2-mechanism"}
 OUT = ROOT / "bench/results/posthoc-cluster-mainloop"
+RATE_CALL = (f"{HW100}/2026-12-07-registered90-1gpu/OUT_H5632", 16384, 5632)
+"""Where :func:`l2_sm_rate` is read: registered plan 90's row-order (1x1) first wave at M = 16384, H = 5632."""
+
+
+def cluster_of(variant: str) -> tuple[int, int]:
+    """The producer's cluster (cluster_m, cluster_n) of a ctahw variant (``ctasim.variants``: "2x1" is two CTAs along
+    M)."""
+    from ctasim.variants import VARIANTS as V  # noqa: PLC0415
+
+    cm, cn = V[variant].clusters[0].split("x")
+    return int(cm), int(cn)
+
+
+def l2_sm_rate() -> float:
+    """GB/s: the L2-to-SM bytes of :data:`RATE_CALL`'s 1x1 first wave (132 tiles) over its measured median mainloop."""
+    from ctasim.costs import l2_sm_reads  # noqa: PLC0415
+    from ctasim.spec import Layer  # noqa: PLC0415
+
+    folder, m, h = RATE_CALL
+    us = wave0_us(pd.read_csv(ROOT / folder / f"percta-tiles-{m}-{ROW}.csv.gz"))
+    return SLOTS * l2_sm_reads(Layer(m, h, h, 128, 256), 2, 1, 1) / (us * 1e3)
 
 
 def wave0_us(tiles: pd.DataFrame) -> float:
@@ -75,8 +103,10 @@ def wave0_us(tiles: pd.DataFrame) -> float:
 
 def cases() -> pd.DataFrame:
     import plan85_grouped_kept as p85  # noqa: PLC0415
-    from ctasim.spec import load_hardware  # noqa: PLC0415
+    from ctasim.costs import l2_sm_reads  # noqa: PLC0415
+    from ctasim.spec import Layer, load_hardware  # noqa: PLC0415
 
+    rate = l2_sm_rate()
     rows = []
     for call, gpu, folder, hs, ms in CALLS:
         hw = load_hardware(PROFILES[gpu])
@@ -90,20 +120,27 @@ def cases() -> pd.DataFrame:
                 if ROW not in found or len(found) < 2:
                     continue
                 model = {v: float(p85.wave_prediction(h, v, "lockstep", hw, 0.0, m)[0]) for v in found}
+                layer = Layer(m, h, h, 128, 256)
+                bound = {v: max(model[v], SLOTS * l2_sm_reads(layer, 2, *cluster_of(v)) / rate / 1e3) for v in found}
                 for v, us in found.items():
                     rows.append(dict(call=call, gpu=gpu, h=h, m=m, variant=v, wave0_us=round(us, 3),
+                                     model_us=round(model[v], 3), bound_us=round(bound[v], 3),
                                      row_over=round(found[ROW] / us, 4),
-                                     model_row_over=round(model[ROW] / model[v], 4)))
+                                     model_row_over=round(model[ROW] / model[v], 4),
+                                     bound_row_over=round(bound[ROW] / bound[v], 4)))
     return pd.DataFrame(rows)
 
 
 def summary(c: pd.DataFrame) -> pd.DataFrame:
     rows = []
-    for (gpu, v), g in c[c["variant"] != ROW].groupby(["gpu", "variant"], sort=True):
+    for (gpu, v), g in c.groupby(["gpu", "variant"], sort=True):
+        err = {n: round(float((g[f"{n}_us"] / g["wave0_us"] - 1).abs().mean() * 100), 2) for n in ("model", "bound")}
         rows.append(dict(gpu=gpu, variant=v, calls=g["call"].nunique(), cases=len(g),
                          row_over_median=round(float(g["row_over"].median()), 4),
                          row_over_min=float(g["row_over"].min()), row_over_max=float(g["row_over"].max()),
-                         model_row_over_median=round(float(g["model_row_over"].median()), 4)))
+                         model_row_over_median=round(float(g["model_row_over"].median()), 4),
+                         bound_row_over_median=round(float(g["bound_row_over"].median()), 4),
+                         model_mae_pct=err["model"], bound_mae_pct=err["bound"]))
     return pd.DataFrame(rows)
 
 
@@ -118,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     c.to_csv(out / "cases.csv", index=False)
     s.to_csv(out / "summary.csv", index=False)
     with pd.option_context("display.width", 200):
+        print(f"L2-to-SM rate read off registered plan 90's 1x1 first wave: {l2_sm_rate():.0f} GB/s")
         print(s.to_string(index=False))
     return 0
 

@@ -316,6 +316,7 @@ def test_a_slower_first_wave_changes_the_cluster_table(pcm, tmp_path, monkeypatc
     call = next(x for x in pcm.CALLS if x[0] == "plan 89")
     root = tmp_path / "root"
     shutil.copytree(pcm.ROOT / call[2] / "OUT_H5632", root / call[2] / "OUT_H5632")
+    shutil.copytree(pcm.ROOT / pcm.RATE_CALL[0], root / pcm.RATE_CALL[0])  # where the L2-to-SM rate is read
     f = root / call[2] / "OUT_H5632" / "percta-tiles-24576-cutlass_ctapipe.csv.gz"
     t = pd.read_csv(f)
     first = t.cta < pcm.SLOTS
@@ -328,3 +329,25 @@ def test_a_slower_first_wave_changes_the_cluster_table(pcm, tmp_path, monkeypatc
     for v in ("cutlass_ctapipe_w21", "cutlass_ctapipe_w21g8"):
         assert got.loc[v, "row_over"] == pytest.approx(base.loc[v, "row_over"] * 1.1, rel=2e-3)
         assert got.loc[v, "wave0_us"] == base.loc[v, "wave0_us"]
+
+
+def test_the_l2_to_sm_bound_post_hoc_is_read_off_plan_90_and_the_docs_quote_it(pcm):
+    """``bound``: wave 0 floored at its tiles' L2 reads at the rate read off plan 90's 1x1 first wave (one case);
+    never under the model, a 2x1 producer's floor a third lower than a 1x1's, and docs/validation.md's figures."""
+    from ctasim.costs import l2_sm_reads
+    from ctasim.spec import Layer
+
+    rate = pcm.l2_sm_rate()
+    layer = Layer(16384, 5632, 5632, 128, 256)
+    assert rate == pytest.approx(132 * l2_sm_reads(layer, 2) / 65_656, rel=2e-3)  # plan 90's 65.66 us
+    assert pcm.cluster_of("cutlass_ctapipe_w21") == (2, 1) and pcm.cluster_of("cutlass_ctapipe_c12") == (1, 2)
+    c = pd.read_csv(pcm.OUT / "cases.csv")
+    assert (c.bound_us >= c.model_us).all() and (c.bound_us > c.model_us).any()
+    assert "plan 90" not in set(c.call)  # the rate's own call is not among the cases
+    s = pd.read_csv(pcm.OUT / "summary.csv").set_index(["gpu", "variant"])
+    h100, h200 = s.loc[("H100", "cutlass_ctapipe")], s.loc[("H200", "cutlass_ctapipe")]
+    assert h100.bound_mae_pct < h100.model_mae_pct and h200.bound_mae_pct < h200.model_mae_pct
+    doc = " ".join((pcm.ROOT / "docs/validation.md").read_text().split())
+    assert (f"at {rate / 1e3:.1f} TB/s the 1x1 producer's first wave is {h100.bound_mae_pct:.2f}% off on the H100s "
+            f"({int(h100.cases)} cases, the model {h100.model_mae_pct:.2f}%) and {h200.bound_mae_pct:.2f}% on the "
+            f"H200s ({int(h200.cases)} cases, {h200.model_mae_pct:.2f}%)") in doc
