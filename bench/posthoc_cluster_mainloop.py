@@ -21,7 +21,8 @@ Beside the model as it is, ``bound``: the same wave 0 with a floor at its tiles'
 (``ctasim.costs.l2_sm_reads`` by the producer's cluster, ``ctasim.variants``) at one rate, :func:`l2_sm_rate`:
 registered plan 90's 1x1 first wave at H = 5632 (one H100), read as that rate -- one number taken from one case, so
 every figure of ``bound`` is post-hoc, and on the H200s it is the H100's rate (the same L2 design; no H200 measured
-it).
+it). The rate is read off a mainloop (acquire to mainloop end) and floors only the mainloop here; in
+``ctasim.costs.order_waves`` it floors the whole wave.
 
 Writes ``cases.csv`` (one row per call, H, M and producer: its wave-0 time measured and under the model and ``bound``,
 and row order's over it) and ``summary.csv`` (per GPU and producer: the calls, cases, the median and range of the

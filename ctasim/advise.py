@@ -715,9 +715,13 @@ def alone_record_lines(kinds, results_dir: Path | None = None) -> list[str]:
         d = d[d["predictor"] == "model"].set_index(["h", "variant"])["measured"]
         over = {v: (d[(ALONE_CLUSTER_H, v)] - 1) * 100 for v in ("cutlass_ctapipe_c21", "cutlass_ctapipe_c12")}
         other = d.drop(index=ALONE_CLUSTER_H, level="h")
+
+        def by(x: float) -> str:
+            return f"{abs(x):.1f}% {'over' if x >= 0 else 'under'}"
+
         lines.append(f"registered plan 90 (an H100): the 1x1-cluster producer of ctahw's base variant "
-                     f"(cutlass_ctapipe) ran its first wave {over['cutlass_ctapipe_c21']:.1f}% over a 2x1 cluster's "
-                     f"and {over['cutlass_ctapipe_c12']:.1f}% over a 1x2 cluster's at H = {ALONE_CLUSTER_H}, where the "
+                     f"(cutlass_ctapipe) ran its first wave {by(over['cutlass_ctapipe_c21'])} a 2x1 cluster's "
+                     f"and {by(over['cutlass_ctapipe_c12'])} a 1x2 cluster's at H = {ALONE_CLUSTER_H}, where the "
                      "model prices every cluster alike (it leaves out the L2-to-SM reads a cluster's multicast "
                      f"saves), and within {(other - 1).abs().max() * 100:.1f}% of them where the first wave is bound "
                      "by HBM: the base variant's waves are priced short where HBM does not bound them "

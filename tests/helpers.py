@@ -177,7 +177,9 @@ def kept_made_up_call(build):
     """``build(plan, registered, run, **kw)``, a test's writer of a made-up device call into folder ``run``, kept per
     argument set: the first call with a plan, a registration and keywords writes the call once into a scratch folder
     of this process, and every call copies that folder to ``run`` (a test may damage its copy; the kept one is never
-    handed out). The registration is keyed by its contents, so a test that passes a changed one gets its own call."""
+    handed out). The key is the builder, the plan, the registration's columns and contents and the keywords' text (a
+    keyword numpy prints in part is not a key: that call is written afresh), so a test that passes a changed
+    registration gets its own call."""
     import pandas as pd
 
     @functools.wraps(build)
@@ -185,7 +187,8 @@ def kept_made_up_call(build):
         words = repr(sorted(kw.items(), key=lambda x: x[0]))
         if "..." in words:  # an argument numpy prints in part: not a key
             return build(plan, registered, run, **kw)
-        key = (plan.__name__, int(pd.util.hash_pandas_object(registered, index=False).sum()), words)
+        key = (build.__module__, build.__qualname__, plan.__name__, tuple(registered.columns),
+               int(pd.util.hash_pandas_object(registered, index=False).sum()), words)
         src = _MADE_UP_CALLS.get(key)
         if src is None:
             src = Path(tempfile.mkdtemp(prefix="made-up-call-")) / "run"

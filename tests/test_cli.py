@@ -820,3 +820,17 @@ def test_advise_says_what_plans_89_and_90_found_of_the_producer_alone(tmp_path):
     assert "its partial loss of reuse at H = 7424 (1.24x the no-miss level)" in one
     (tmp_path / A.ALONE_RECORD[1] / "cases.csv").unlink()
     assert A.alone_record_lines(["ctapipe"], results_dir=tmp_path) == [one]
+
+
+def test_advise_says_under_where_the_1x1_first_wave_ran_shorter(tmp_path):
+    import shutil
+
+    from ctasim import advise as A
+
+    folder = A.ALONE_RECORD[1]
+    shutil.copytree(A._results_root(None) / folder, tmp_path / folder)
+    d = pd.read_csv(tmp_path / folder / "cases.csv")
+    d.loc[(d.h == 5632) & (d.variant == "cutlass_ctapipe_c12"), "measured"] = 0.98
+    d.to_csv(tmp_path / folder / "cases.csv", index=False)
+    (line,) = A.alone_record_lines(["ctapipe"], results_dir=tmp_path)
+    assert "9.4% over a 2x1 cluster's and 2.0% under a 1x2 cluster's" in line
