@@ -112,6 +112,13 @@ def wave_medians(tiles: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"wave": med.index.to_numpy(), "measured": med.to_numpy()})
 
 
+def wave0_us(tiles: pd.DataFrame) -> float:
+    """A probe's tile table's wave 0 median mainloop (us; ``t_mainloop_end - t_acquire`` of CTAs 0 .. :data:`SLOTS` -
+    1: nothing read before it)."""
+    t = tiles[tiles["cta"] < SLOTS]
+    return float((t["t_mainloop_end"] - t["t_acquire"]).median() / 1e3)
+
+
 def measured_mean(tiles: pd.DataFrame) -> float:
     return float(full_waves(wave_medians(tiles), len(tiles))["measured"].mean())
 

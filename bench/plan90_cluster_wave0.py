@@ -39,6 +39,7 @@ import pandas as pd  # noqa: E402
 
 import plan85_grouped_kept as p85  # noqa: E402
 import registered_plan  # noqa: E402
+from percta_predict import SLOTS, wave0_us  # noqa: E402
 from plan83_alone_edge import call_gpu, call_rows  # noqa: E402
 
 M = 16384
@@ -69,7 +70,6 @@ CLAIMS = {
          "is not in the mainloop)",
     "d": "reading's mean |error| of the three ratios at both H (six cases) under model's",
 }
-SLOTS = 132
 CLUSTER = {ROW: "1x1", C12: "1x2", C21: "2x1", W21: "2x1"}
 """Each producer's cluster, as ``percta.csv`` must name it."""
 
@@ -119,7 +119,7 @@ def measured(run_dir: Path) -> pd.DataFrame:
             if first["t_start"].max() >= first["t_compute_end"].min():
                 raise JudgeError(f"{f}: a CTA of wave 0 started after another had finished: not {SLOTS} CTAs at once")
             rows.append(dict(gpu=gpu, h=h, variant=v,
-                             wave0_us=float((first["t_mainloop_end"] - first["t_acquire"]).median() / 1e3),
+                             wave0_us=wave0_us(t),
                              early_us=float(r["mainloop_early_ns"].median() / 1e3)))
     return pd.DataFrame(rows)
 

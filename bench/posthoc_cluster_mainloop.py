@@ -43,34 +43,15 @@ sys.path.insert(0, str(ROOT / "bench"))
 import pandas as pd  # noqa: E402
 
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
+from percta_predict import SLOTS, wave0_us  # noqa: E402  (132 CTAs at once: one wave; its median mainloop)
+from posthoc_local_spread import ALONE_CALLS as CALLS  # noqa: E402  (the one list of the committed calls)
 
-HW, HW100 = "bench/results/hw", "bench/results/hw-h100"
+HW100 = "bench/results/hw-h100"
 ROW = "cutlass_ctapipe"
 VARIANTS = (ROW, "cutlass_ctapipe_c12", "cutlass_ctapipe_c21", "cutlass_ctapipe_w21", "cutlass_ctapipe_w21g4",
             "cutlass_ctapipe_w21g8")
 """Row order (1x1) first; the others where a call ran them: 1x2 row order (A multicast), 2x1 pairs (``_c21`` pushing to
 a queue, ``_w21`` counting), 2x1 groups of 4 and 8 row-blocks."""
-SLOTS = 132
-CALLS = (
-    # (call, GPU, run folder, {H: the folder of its tile tables}, the M of its tables)
-    ("probe", "H200", f"{HW}/2026-12-02-percta-probe", {8192: "."}, (4096, 16384)),
-    ("plan 13", "H200", f"{HW}/2026-12-02-registered13-1gpu", {12288: "probe"}, (12288, 16384)),
-    ("plan 14", "H200", f"{HW}/2026-12-02-registered14-1gpu", {10240: "OUT_H10240", 11264: "OUT_H11264"}, (16384,)),
-    ("plan 83", "H100", f"{HW100}/2026-12-06-registered83-1gpu",
-     {h: f"OUT_H{h}" for h in (8192, 9216, 10240, 11264)}, (16384,)),
-    ("plan 84", "H100", f"{HW100}/2026-12-06-registered84-1gpu", {h: f"OUT_H{h}" for h in (8704, 9216, 9728)},
-     (16384,)),
-    ("plan 85", "H100", f"{HW100}/2026-12-07-registered85-1gpu",
-     {h: f"OUT_H{h}" for h in (9216, 10240, 11264, 12288)}, (16384,)),
-    ("plan 86", "H100", f"{HW100}/2026-12-07-registered86-1gpu",
-     {h: f"OUT_H{h}" for h in (6144, 7168, 13312, 14336)}, (16384,)),
-    ("plan 87", "H100", f"{HW100}/2026-12-07-registered87-1gpu", {h: f"OUT_H{h}" for h in (7168, 10240, 13312)},
-     (32768,)),
-    ("plan 88", "H100", f"{HW100}/2026-12-07-registered88-1gpu",
-     {h: f"OUT_H{h}" for h in (6656, 7680, 8448, 15360)}, (16384,)),
-    ("plan 89", "H100", f"{HW100}/2026-12-07-registered89-1gpu",
-     {h: f"OUT_H{h}" for h in (5632, 7424, 9984, 12800)}, (24576,)),
-)
 PROFILES = {"H100": "h100-x8-mechanism", "H200": "h200-x2-mechanism"}
 OUT = ROOT / "bench/results/posthoc-cluster-mainloop"
 RATE_CALL = (f"{HW100}/2026-12-07-registered90-1gpu/OUT_H5632", 16384, 5632)
@@ -94,12 +75,6 @@ def l2_sm_rate() -> float:
     folder, m, h = RATE_CALL
     us = wave0_us(pd.read_csv(ROOT / folder / f"percta-tiles-{m}-{ROW}.csv.gz"))
     return SLOTS * l2_sm_reads(Layer(m, h, h, 128, 256), 2, 1, 1) / (us * 1e3)
-
-
-def wave0_us(tiles: pd.DataFrame) -> float:
-    """The median mainloop (us) of a tile table's wave 0: CTAs 0 .. :data:`SLOTS` - 1."""
-    t = tiles[tiles["cta"] < SLOTS]
-    return float((t["t_mainloop_end"] - t["t_acquire"]).median() / 1e3)
 
 
 def cases() -> pd.DataFrame:

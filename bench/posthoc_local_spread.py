@@ -38,9 +38,9 @@ import pandas as pd  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
 HW, HW100 = "bench/results/hw", "bench/results/hw-h100"
-CALLS = (
-    # (call, GPU, run folder, {H: the folder of its tile tables}, the M of its tables)
-    ("probe", "H200", f"{HW}/2026-12-02-percta-probe", {8192: "."}, (16384,)),
+ALONE_CALLS = (
+    # (call, GPU, run folder, {H: the folder of its tile tables}, every M of its tables)
+    ("probe", "H200", f"{HW}/2026-12-02-percta-probe", {8192: "."}, (4096, 16384)),
     ("plan 13", "H200", f"{HW}/2026-12-02-registered13-1gpu", {12288: "probe"}, (12288, 16384)),
     ("plan 14", "H200", f"{HW}/2026-12-02-registered14-1gpu", {10240: "OUT_H10240", 11264: "OUT_H11264"}, (16384,)),
     ("plan 83", "H100", f"{HW100}/2026-12-06-registered83-1gpu",
@@ -51,7 +51,19 @@ CALLS = (
      {h: f"OUT_H{h}" for h in (9216, 10240, 11264, 12288)}, (16384,)),
     ("plan 86", "H100", f"{HW100}/2026-12-07-registered86-1gpu",
      {h: f"OUT_H{h}" for h in (6144, 7168, 13312, 14336)}, (16384,)),
+    ("plan 87", "H100", f"{HW100}/2026-12-07-registered87-1gpu", {h: f"OUT_H{h}" for h in (7168, 10240, 13312)},
+     (32768,)),
+    ("plan 88", "H100", f"{HW100}/2026-12-07-registered88-1gpu",
+     {h: f"OUT_H{h}" for h in (6656, 7680, 8448, 15360)}, (16384,)),
+    ("plan 89", "H100", f"{HW100}/2026-12-07-registered89-1gpu",
+     {h: f"OUT_H{h}" for h in (5632, 7424, 9984, 12800)}, (24576,)),
 )
+"""Every committed call of producers alone on one GPU (``ctahw.percta``) but plan 90's (its run is where
+``posthoc_cluster_mainloop`` reads its rate): the one list the post-hoc readings of them take theirs from."""
+BEFORE_88 = ("probe", "plan 13", "plan 14", "plan 83", "plan 84", "plan 85", "plan 86")
+CALLS = tuple((call, gpu, folder, hs, tuple(m for m in ms if m in (12288, 16384)))
+              for call, gpu, folder, hs, ms in ALONE_CALLS if call in BEFORE_88)
+"""This reading's calls: those before plan 88 was registered, at M = 12288 or 16384."""
 OUT = ROOT / "bench/results/posthoc-local-spread"
 
 
