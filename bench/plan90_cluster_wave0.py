@@ -95,26 +95,32 @@ def register() -> pd.DataFrame:
 
 
 def measured(run_dir: Path) -> pd.DataFrame:
-    """Per H and variant of the call's GPU: the median-span traced run's wave-0 median mainloop (us; CTAs 0-131,
-    ``t_mainloop_end - t_acquire``) and the traced runs' median of waves 0-1 (``percta-runs.csv``'s
-    ``mainloop_early_ns``, a second reading, not in the claims). Refused in one line: a missing or damaged table, a
-    variant not run once at M with 132 CTAs at once, a run count other than :data:`RUNS`."""
-    gpu = call_gpu(run_dir, WHY)
+    """Per H and variant of the call's GPU: :func:`first_waves` of :data:`HS` and :data:`VARIANTS` at M."""
+    return first_waves(run_dir, HS, VARIANTS, M, RUNS, CLUSTER, WHY)
+
+
+def first_waves(run_dir: Path, hs, variants, m: int, runs: int, clusters: dict, why: str) -> pd.DataFrame:
+    """Per H of ``hs`` and variant of ``variants`` of the call's GPU: the median-span traced run's wave-0 median
+    mainloop (us; CTAs 0-131, ``t_mainloop_end - t_acquire``) and the traced runs' median of waves 0-1
+    (``percta-runs.csv``'s ``mainloop_early_ns``, a second reading). Refused in one line (``why`` says what should
+    have written the call): a missing or damaged table, a variant not run once at ``m`` with 132 CTAs at once or at
+    another cluster than ``clusters`` names, a run count other than ``runs``, a wave 0 not all resident at once."""
+    gpu = call_gpu(run_dir, why)
     rows = []
-    for h in HS:
+    for h in hs:
         out = run_dir / f"OUT_H{h}"
-        runs, summary, runs_f = p85.percta_tables(out, WHY, M, VARIANTS, ("mainloop_early_ns",))
+        r_all, summary, runs_f = p85.percta_tables(out, why, m, variants, ("mainloop_early_ns",))
         summary_f = out / "percta.csv"
-        for v in VARIANTS:
-            s = summary[(summary["variant"] == v) & (summary["m"] == M)]
-            if str(s["cluster"].iloc[0] if "cluster" in s else "") != CLUSTER[v]:
+        for v in variants:
+            s = summary[(summary["variant"] == v) & (summary["m"] == m)]
+            if str(s["cluster"].iloc[0] if "cluster" in s else "") != clusters[v]:
                 raise JudgeError(f"{summary_f}: {v} ran at cluster "
-                                 f"{s['cluster'].iloc[0] if 'cluster' in s else 'none named'}, not {CLUSTER[v]}")
-            r = runs[(runs["variant"] == v) & (runs["m"] == M)]
-            if len(r) != RUNS:
-                raise JudgeError(f"{runs_f}: {len(r)} runs of {v} at M = {M}, not the {RUNS}")
-            f = out / f"percta-tiles-{M}-{v}.csv.gz"
-            t = p85._numbers(p85._tiles(f, h, WHY, M), ("t_start", "t_mainloop_end"), f, WHY)
+                                 f"{s['cluster'].iloc[0] if 'cluster' in s else 'none named'}, not {clusters[v]}")
+            r = r_all[(r_all["variant"] == v) & (r_all["m"] == m)]
+            if len(r) != runs:
+                raise JudgeError(f"{runs_f}: {len(r)} runs of {v} at M = {m}, not the {runs}")
+            f = out / f"percta-tiles-{m}-{v}.csv.gz"
+            t = p85._numbers(p85._tiles(f, h, why, m), ("t_start", "t_mainloop_end"), f, why)
             first = t[t["cta"] < SLOTS]
             if first["t_start"].max() >= first["t_compute_end"].min():
                 raise JudgeError(f"{f}: a CTA of wave 0 started after another had finished: not {SLOTS} CTAs at once")

@@ -86,3 +86,28 @@ def test_a_whole_call_reads_its_cases_from_the_plan(tmp_path, hs, rc):
     assert args == f"--h {hs[0]} --ms 4096 --variants a_v,b_v --reps 3"
     if rc:
         assert "1 of the H failed" in r.stderr
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_plans_before_command_runs_first_in_the_run_folder(tmp_path, fails):
+    """Plan 91's BEFORE (its probe): run before the first H with {run} the run folder, its output in before.log; a
+    failing one counts as a failure (exit 5) while the H still run."""
+    t = tmp_path / ".cache" / "pyy"
+    (t / ".kcache").mkdir(parents=True)
+    (t / "bench" / "hw").mkdir(parents=True)
+    shutil.copy(ROOT / "bench/hw/device_env.sh", t / "bench/hw/device_env.sh")
+    (t / "bench" / "hw" / "stand_in_probe.py").write_text(
+        "import pathlib, sys\nout = pathlib.Path(sys.argv[1]); out.mkdir(parents=True)\n"
+        "(out / 'when.txt').write_text('ran')\nprint('probe ran')\n"
+        f"sys.exit({3 if fails else 0})\n")
+    (t / "bench" / "planyy.py").write_text("M = 4096\nHS = (100,)\nRUNS = 3\nVARIANTS = ('a_v',)\n"
+                                           "BEFORE = 'python3 bench/hw/stand_in_probe.py {run}/probe'\n")
+    (t / "ctahw").mkdir()
+    (t / "ctahw" / "__init__.py").write_text("")
+    (t / "ctahw" / "percta.py").write_text(PERCTA)
+    r = _run(tmp_path, "planyy", ".cache/pyy", "abc1234", "H100", gpu="NVIDIA H100 80GB HBM3, GPU-d3274ca1")
+    assert r.returncode == (5 if fails else 0), (r.stdout, r.stderr)
+    assert "probe ran" in r.stdout and f"rc={3 if fails else 0}" in r.stdout
+    with tarfile.open(tmp_path / "out" / "pyy" / "run.tar.gz") as tar:
+        assert {"run/before.log", "run/probe/when.txt", "run/OUT_H100/args.txt"} <= set(tar.getnames())
+    assert r.stdout.index("before (python3 bench/hw/stand_in_probe.py") < r.stdout.index("H = 100 rc=")  # first

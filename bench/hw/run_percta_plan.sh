@@ -16,7 +16,9 @@
 # run/: env.txt, OUT_H<h>/, percta-H<h>.log, smi.csv, log.txt), committed under bench/results/hw[-h100]/ with its
 # README before the plan's judge runs (RUN_DIR: that run/ folder). Exit status: 2-4 refused before anything ran, 5
 # where the probe failed at some H (the run is packed all the same), else 0. Each H may run PERCTA_TIMEOUT_S seconds
-# (default 170; the first H of a call spent ~130 s on 2026-12-07, most of it before its first kernel). Plans 83-85
+# (default 170; the first H of a call spent ~130 s on 2026-12-07, most of it before its first kernel). A plan
+# whose script sets BEFORE (a command; {run} stands for the run folder) has it run first, up to 180 s, its output in
+# before.log (plan 91: the L2-to-SM rate probe). Plans 83-85
 # ran their own copies of this (bench/hw/run_plan83.sh, 84, 85: as registered).
 set -uo pipefail
 [ $# -eq 4 ] || { echo "usage: run_percta_plan.sh PLAN TREE COMMIT GPU[,GPU...]" >&2; exit 2; }
@@ -36,9 +38,16 @@ python3 -c 'import cutlass_library' 2>/dev/null || python3 -m pip install -q --n
 p = __import__(os.environ["PLAN"])
 print(p.M, ",".join(map(str, p.HS)), p.RUNS, ",".join(p.VARIANTS))')
   [ -n "${VARIANTS:-}" ] || { echo "run_percta_plan.sh: no M, HS, RUNS, VARIANTS from bench/$PLAN.py" >&2; exit 4; }
+  BEFORE=$(PLAN=$PLAN python3 -c 'import os, sys; sys.path.insert(0, "bench")
+print(getattr(__import__(os.environ["PLAN"]), "BEFORE", ""))')
   run_begin 100
   say "$PLAN: M = $M, H = $HS, $VARIANTS, $RUNS runs each"
   failed=0
+  if [ -n "$BEFORE" ]; then  # the plan's own probe first, in the same call ({run}: the run folder)
+    timeout 180 ${BEFORE//\{run\}/$R} > "$R/before.log" 2>&1
+    rc=$?; say "before (${BEFORE}) rc=$rc"; tail -12 "$R/before.log"
+    [ $rc -eq 0 ] || failed=$((failed + 1))
+  fi
   for h in ${HS//,/ }; do
     timeout "${PERCTA_TIMEOUT_S:-170}" python3 -m ctahw.percta "$R/OUT_H$h" --h "$h" --ms "$M" --variants "$VARIANTS" \
       --reps "$RUNS" > "$R/percta-H$h.log" 2>&1

@@ -1,4 +1,4 @@
-// ctahw: small probe kernels for `ctahw calibrate` (no CUTLASS; compiles in seconds).
+// ctahw: small probe kernels for `ctahw calibrate` and bench/hw (no CUTLASS; compiles in seconds).
 //
 // Each launcher is extern "C", takes the stream last, sets nothing global, and returns 0 or -cudaError_t
 // (the launch error, checked with cudaGetLastError right after the launch). Every spin-wait is bounded by a
@@ -110,11 +110,207 @@ __global__ void sleep_kernel(unsigned long long ns) {
   }
 }
 
+// ---- The L2-to-SM read rate (ctahw.l2rate): bulk copies (TMA) of an L2-resident buffer into shared memory ----
+//
+// One thread per CTA runs a `stages`-deep ring of shared-memory stages of own_bytes + shared_bytes each, as a GEMM
+// mainloop's producer does, with nothing consuming the data: each stage's own part is one bulk copy this CTA issues
+// for itself; its shared part is split over the CLUSTER CTAs of the cluster, each copying its 1/CLUSTER share with
+// .multicast::cluster into every CTA of it (a 2x1 GEMM's W tile, a 1x2's A tile). Every CTA of a cluster hands a
+// stage back to every other one (the `empty` barrier, count CLUSTER) before any CTA refills it, as CUTLASS's
+// pipelines do. A stage's source is a slot of the buffer chosen from the iteration and a key: the own part's key is
+// blockIdx.x / share (share > 1: groups of CTAs read the same lines at about the same time, as a panel's sharers do),
+// the shared part's the cluster's id. Every wait is bounded by a %globaltimer deadline (err[0] = 1 + stage).
+// After the ring, the CTA compares its last stage with the buffer (err[1] += words that differ: a multicast that
+// landed in the wrong place shows there). stamps, per CTA: start ns, end ns, SM id.
+constexpr int kL2RateMaxStages = 8;
+constexpr unsigned kL2RateSlotKey = 37u;  // slots between the keys' first reads (a prime: the keys spread)
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ bool mbar_done(unsigned bar, unsigned parity) {
+  unsigned ok;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+      "selp.u32 %0, 1, 0, p;\n\t}"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+
+// Bounded wait for the phase of parity `parity` to complete; false at the deadline.
+__device__ __forceinline__ bool mbar_wait(unsigned bar, unsigned parity, unsigned long long deadline) {
+  while (!mbar_done(bar, parity)) {
+    if (globaltimer() > deadline) return false;
+  }
+  return true;
+}
+
+// Arrive on the barrier at the same shared-memory offset in CTA `rank` of this cluster.
+__device__ __forceinline__ void mbar_arrive_rank(unsigned bar, unsigned rank) {
+  asm volatile(
+      "{\n\t.reg .b32 ra;\n\t"
+      "mapa.shared::cluster.u32 ra, %0, %1;\n\t"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n\t}" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+}
+
+__device__ __forceinline__ void bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+
+__device__ __forceinline__ void bulk_copy_multicast(unsigned dst, const void* src, unsigned bytes, unsigned bar,
+                                                    unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], "
+      "%4;" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar), "h"(mask)
+      : "memory");
+}
+
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+__device__ __forceinline__ unsigned cluster_id() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
+  return r;
+}
+
+__device__ __forceinline__ unsigned sm_id() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+  return r;
+}
+
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// The byte offset in the buffer of slot (key * kL2RateSlotKey + iter) mod (buf_bytes / bytes) of `bytes` each.
+__device__ __forceinline__ unsigned long long slot_offset(unsigned key, long long iter, unsigned bytes,
+                                                          unsigned long long buf_bytes) {
+  unsigned long long slots = buf_bytes / bytes;
+  return ((static_cast<unsigned long long>(key) * kL2RateSlotKey + static_cast<unsigned long long>(iter)) % slots) *
+         bytes;
+}
+
+template <int CLUSTER>
+__device__ void l2_rate_body(const unsigned char* buf, unsigned long long buf_bytes, unsigned own_bytes,
+                             unsigned shared_bytes, int stages, long long iters, int share,
+                             unsigned long long timeout_ns, unsigned long long* stamps, int* err) {
+  extern __shared__ __align__(128) unsigned char ring[];
+  __shared__ __align__(8) unsigned long long full[kL2RateMaxStages], empty[kL2RateMaxStages];
+  const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0u;
+  const unsigned cid = CLUSTER > 1 ? cluster_id() : blockIdx.x;
+  const unsigned own_key = blockIdx.x / static_cast<unsigned>(share);
+  const unsigned stage_bytes = own_bytes + shared_bytes;
+  const unsigned part = shared_bytes / CLUSTER;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) {
+      mbar_init(smem_addr(&full[s]), 1u);
+      mbar_init(smem_addr(&empty[s]), static_cast<unsigned>(CLUSTER));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (CLUSTER > 1) cluster_sync();  // every CTA's barriers are initialized before any multicast or remote arrive
+  const unsigned long long t0 = globaltimer();
+  if (threadIdx.x == 0) {
+    const unsigned long long deadline = t0 + timeout_ns;
+    const unsigned base = smem_addr(ring);
+    auto issue = [&](long long i) {
+      const int s = static_cast<int>(i % stages);
+      const unsigned dst = base + static_cast<unsigned>(s) * stage_bytes, bar = smem_addr(&full[s]);
+      mbar_expect_tx(bar, stage_bytes);
+      if (own_bytes) bulk_copy(dst, buf + slot_offset(own_key, i, own_bytes, buf_bytes), own_bytes, bar);
+      if (shared_bytes) {
+        const unsigned char* src = buf + slot_offset(cid, i, shared_bytes, buf_bytes) + rank * part;
+        if (CLUSTER > 1) {
+          bulk_copy_multicast(dst + own_bytes + rank * part, src, part, bar,
+                              static_cast<unsigned short>((1u << CLUSTER) - 1u));
+        } else {
+          bulk_copy(dst + own_bytes, src, part, bar);
+        }
+      }
+    };
+    for (long long i = 0; i < stages && i < iters; ++i) issue(i);
+    for (long long i = 0; i < iters; ++i) {
+      const int s = static_cast<int>(i % stages);
+      const unsigned parity = static_cast<unsigned>((i / stages) & 1);
+      if (!mbar_wait(smem_addr(&full[s]), parity, deadline)) {
+        atomicCAS(err, 0, 1 + s);
+        break;
+      }
+      for (unsigned r = 0; r < static_cast<unsigned>(CLUSTER); ++r) {  // this CTA first
+        mbar_arrive_rank(smem_addr(&empty[s]), (rank + r) % static_cast<unsigned>(CLUSTER));
+      }
+      if (i + stages < iters) {
+        if (!mbar_wait(smem_addr(&empty[s]), parity, deadline)) {
+          atomicCAS(err, 0, 1 + s);
+          break;
+        }
+        issue(i + stages);
+      }
+    }
+    stamps[3 * blockIdx.x] = t0;
+    stamps[3 * blockIdx.x + 1] = globaltimer();
+    stamps[3 * blockIdx.x + 2] = sm_id();
+  }
+  __syncthreads();
+  if (*reinterpret_cast<volatile int*>(err) == 0 && iters > 0) {  // the last stage against the buffer
+    const long long last = iters - 1;
+    const unsigned char* stage = ring + static_cast<unsigned>(last % stages) * stage_bytes;
+    const uint4* own = reinterpret_cast<const uint4*>(buf + slot_offset(own_key, last, own_bytes ? own_bytes : 16u,
+                                                                        buf_bytes));
+    const uint4* shared = reinterpret_cast<const uint4*>(
+        buf + slot_offset(cid, last, shared_bytes ? shared_bytes : 16u, buf_bytes));
+    int bad = 0;
+    for (unsigned w = threadIdx.x; w < stage_bytes / 16; w += blockDim.x) {
+      const uint4 got = reinterpret_cast<const uint4*>(stage)[w];
+      const uint4 want = w < own_bytes / 16 ? own[w] : shared[w - own_bytes / 16];
+      bad += (got.x != want.x) | (got.y != want.y) | (got.z != want.z) | (got.w != want.w);
+    }
+    if (bad) atomicAdd(err + 1, bad);
+  }
+  if (CLUSTER > 1) cluster_sync();  // no CTA leaves while another may still arrive on its barriers
+}
+
+__global__ void l2_rate_kernel_1(const unsigned char* buf, unsigned long long buf_bytes, unsigned own_bytes,
+                                 unsigned shared_bytes, int stages, long long iters, int share,
+                                 unsigned long long timeout_ns, unsigned long long* stamps, int* err) {
+  l2_rate_body<1>(buf, buf_bytes, own_bytes, shared_bytes, stages, iters, share, timeout_ns, stamps, err);
+}
+
+__global__ void __cluster_dims__(2, 1, 1)
+    l2_rate_kernel_2(const unsigned char* buf, unsigned long long buf_bytes, unsigned own_bytes, unsigned shared_bytes,
+                     int stages, long long iters, int share, unsigned long long timeout_ns,
+                     unsigned long long* stamps, int* err) {
+  l2_rate_body<2>(buf, buf_bytes, own_bytes, shared_bytes, stages, iters, share, timeout_ns, stamps, err);
+}
+
 }  // namespace
 
 extern "C" {
 
-int ctahw_probes_abi_version() { return 1; }
+int ctahw_probes_abi_version() { return 2; }
 
 int ctahw_probe_store(void* dst, long long bytes, int blocks, int threads, unsigned seed, cudaStream_t stream) {
   store_kernel<<<blocks, threads, 0, stream>>>(static_cast<uint4*>(dst), static_cast<size_t>(bytes) / 16, seed);
@@ -153,6 +349,32 @@ int ctahw_probe_sleep(unsigned long long ns, cudaStream_t stream) {
 
 int ctahw_probe_stamp(void* slot, cudaStream_t stream) {
   stamp_kernel<<<1, 32, 0, stream>>>(static_cast<unsigned long long*>(slot));
+  return launch_code();
+}
+
+// The L2-to-SM read rate probe (l2_rate_body above). Returns -cudaErrorInvalidValue for a case it cannot run:
+// cluster not 1 or 2, blocks not a positive multiple of it, stages not in 1..8, a part not a positive multiple of
+// 16 bytes (own_bytes may be 0, shared_bytes / cluster may be 0, not both), a stage larger than the buffer, share < 1,
+// or iters < 1. Sets the kernel's dynamic shared-memory limit to the ring's size (stages x stage bytes).
+int ctahw_probe_l2_rate(const void* buf, unsigned long long buf_bytes, int own_bytes, int shared_bytes, int cluster,
+                        int stages, long long iters, int share, int blocks, unsigned long long timeout_ns,
+                        void* stamps, void* err, cudaStream_t stream) {
+  const bool parts_ok = own_bytes >= 0 && shared_bytes >= 0 && own_bytes % 16 == 0 &&
+                        (cluster == 1 || cluster == 2) && shared_bytes % (16 * cluster) == 0 &&
+                        own_bytes + shared_bytes > 0;
+  if (!parts_ok || blocks < 1 || blocks % cluster || stages < 1 || stages > kL2RateMaxStages || share < 1 ||
+      iters < 1 || static_cast<unsigned long long>(own_bytes) > buf_bytes ||
+      static_cast<unsigned long long>(shared_bytes) > buf_bytes) {
+    return -static_cast<int>(cudaErrorInvalidValue);
+  }
+  const int smem = stages * (own_bytes + shared_bytes);
+  auto kernel = cluster == 2 ? l2_rate_kernel_2 : l2_rate_kernel_1;
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (e != cudaSuccess) return -static_cast<int>(e);
+  kernel<<<blocks, 32, smem, stream>>>(static_cast<const unsigned char*>(buf), buf_bytes,
+                                       static_cast<unsigned>(own_bytes), static_cast<unsigned>(shared_bytes), stages,
+                                       iters, share, timeout_ns, static_cast<unsigned long long*>(stamps),
+                                       static_cast<int*>(err));
   return launch_code();
 }
 

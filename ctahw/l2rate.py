@@ -1,0 +1,237 @@
+"""The L2-to-SM read-rate probe: how many bytes a second the L2 gives the SMs through TMA bulk copies, by cluster.
+
+What it measures. ``ctasim.costs.order_waves`` can floor a wave at its tiles' L2 reads (``ctasim.costs.l2_sm_reads``:
+the A tile over ``cluster_n``, the W tile over ``cluster_m``, the bytes one multicast saves counted once) at a rate
+``Hardware.l2_sm_read_gbps``. That law makes two claims this probe tests with no GEMM: that such a rate exists (an L2
+that is already warm cannot feed 132 SMs faster than some bytes a second), and that it is counted *at the L2*, so
+that a multicast to two CTAs costs the L2 its bytes once (a limit at the SMs' side would count them twice).
+
+The kernel (``ctahw_probe_l2_rate`` in ``ctahw/kernels/probes.cu``) runs, in every CTA of a full grid (one per SM),
+one thread's ring of ``stages`` shared-memory stages as a GEMM mainloop's producer does, with nothing consuming the
+data: a stage is an *own* part the CTA copies for itself and a *shared* part split over the CTAs of its cluster, each
+copying its share into every CTA of the cluster by ``.multicast::cluster``. The buffer (:data:`BUF_BYTES`, a third of
+an H100's L2) is read once before the timed launches, so that every copy is an L2 hit. Per :class:`Case`:
+
+* ``delivered`` bytes: what lands in shared memory, ``iters x (own + shared)`` per CTA;
+* ``l2`` bytes: what the L2 sends, ``iters x (own + shared / cluster)`` per CTA (:func:`l2_bytes`);
+* the window: the first CTA's start to the last one's end (``%globaltimer``), and the launch's event time.
+
+:data:`CASES` holds the cases, defined once: the 1x1 GEMM's stage (A 16 KiB + W 32 KiB, all own), the 2x1's (W
+shared), the 1x2's (A shared), a stage all shared, the 1x1 stage under a cluster launch with no multicast, and the 1x1
+stage with groups of 6 CTAs reading the same lines (as a W tile's sharers do in a row-order first wave).
+:func:`summary` gives each case's median rates; :func:`read_rate` the 1x1 case's L2 rate (the profile's
+``l2_sm_read_gbps``); :func:`where_bound` which side the multicast cases say the limit is on.
+
+Correctness first: the buffer holds random words, and after its ring every CTA compares its last stage with the buffer
+(``mismatched_words``; a multicast that landed in the wrong CTA or place shows there); a case with any mismatch or a
+timed-out wait raises :class:`~ctahw.probes.ProbeError`.
+
+Left out: the 2-D tensor maps a GEMM's TMA loads use (a tile's rows are 128-byte lines ``K`` elements apart; here a
+part is one contiguous run), the consumer warps' reads of shared memory and the tensor cores, the HBM (a cold L2 is a
+different probe: ``ctahw.l2probe``), clusters of more than 2, and the H100's two L2 partitions (a line's home partition
+is whatever the address hash gives; the probe reports the mean over them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["BUF_BYTES", "CASES", "Case", "ITERS", "STAGES", "TIMEOUT_NS", "check_case", "delivered_bytes",
+           "l2_bytes", "measure", "read_rate", "summary", "where_bound"]
+
+KIB = 1024
+
+BUF_BYTES = 16 << 20
+"""The L2-resident buffer: 16 MiB (a third of an H100's 50 MiB L2, 0.27 of an H200's 60 MiB)."""
+
+STAGES = 4
+"""The ring's depth: the 128x256x64 bf16 GEMM's (4 stages of 48 KiB in its 227 KiB of shared memory)."""
+
+ITERS = 2000
+"""Stages each CTA fills per launch: 132 x 48 KiB x 2000 = 13 GB delivered, ~1-2 ms at the rates expected."""
+
+TIMEOUT_NS = 2_000_000_000
+"""Every wait in the kernel gives up after this (2 s; a launch takes ~2 ms)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One configuration of the ring: ``cluster`` CTAs a cluster (1 or 2), ``own_bytes`` each CTA copies for itself
+    and ``shared_bytes`` the cluster's CTAs copy once between them by multicast, per stage; ``share`` CTAs
+    (consecutive block ids) read the same own lines."""
+
+    name: str
+    cluster: int
+    own_bytes: int
+    shared_bytes: int
+    share: int = 1
+    what: str = ""
+
+
+CASES: tuple[Case, ...] = (
+    Case("1x1", 1, 48 * KIB, 0, what="the 1x1 GEMM's stage: A 16 KiB + W 32 KiB, each CTA its own"),
+    Case("2x1", 2, 16 * KIB, 32 * KIB, what="the 2x1 GEMM's stage: W multicast to the cluster's two CTAs"),
+    Case("1x2", 2, 32 * KIB, 16 * KIB, what="the 1x2 GEMM's stage: A multicast to the cluster's two CTAs"),
+    Case("2-all", 2, 0, 48 * KIB, what="a 48 KiB stage all multicast: the L2 sends half what lands"),
+    Case("2-none", 2, 48 * KIB, 0, what="the 1x1 stage under a cluster launch, no multicast"),
+    Case("1x1-share6", 1, 48 * KIB, 0, share=6,
+         what="the 1x1 stage, groups of 6 CTAs reading the same lines at about the same time"),
+)
+"""The probe's cases, in launch order within a repetition."""
+
+
+def check_case(case: Case, buf_bytes: int = BUF_BYTES, stages: int = STAGES, smem_bytes: int = 227 * KIB) -> None:
+    """Raise ValueError naming the problem unless the kernel can run ``case``: cluster 1 or 2, parts multiples of 16
+    bytes (the shared part of 16 x cluster), not both empty, each no larger than the buffer, share >= 1, and the ring
+    (stages x stage bytes) within ``smem_bytes`` (an H100's or H200's 227 KiB a CTA)."""
+    if case.cluster not in (1, 2):
+        raise ValueError(f"case {case.name}: cluster must be 1 or 2, got {case.cluster}")
+    if case.own_bytes < 0 or case.own_bytes % 16:
+        raise ValueError(f"case {case.name}: own_bytes must be a multiple of 16 >= 0, got {case.own_bytes}")
+    if case.shared_bytes < 0 or case.shared_bytes % (16 * case.cluster):
+        raise ValueError(f"case {case.name}: shared_bytes must be a multiple of {16 * case.cluster} >= 0, "
+                         f"got {case.shared_bytes}")
+    if case.own_bytes + case.shared_bytes == 0:
+        raise ValueError(f"case {case.name}: a stage of 0 bytes")
+    if max(case.own_bytes, case.shared_bytes) > buf_bytes:
+        raise ValueError(f"case {case.name}: a part larger than the {buf_bytes}-byte buffer")
+    if case.share < 1:
+        raise ValueError(f"case {case.name}: share must be >= 1, got {case.share}")
+    if not 1 <= stages <= 8:
+        raise ValueError(f"stages must be in 1..8, got {stages}")
+    if stages * (case.own_bytes + case.shared_bytes) > smem_bytes:
+        raise ValueError(f"case {case.name}: {stages} stages of {case.own_bytes + case.shared_bytes} bytes exceed "
+                         f"{smem_bytes} bytes of shared memory")
+
+
+def delivered_bytes(case: Case, blocks: int, iters: int) -> int:
+    """The bytes that land in shared memory in one launch: every CTA's stages, own and shared parts alike."""
+    return blocks * iters * (case.own_bytes + case.shared_bytes)
+
+
+def l2_bytes(case: Case, blocks: int, iters: int) -> int:
+    """The bytes the L2 sends in one launch: the own parts once a CTA, the shared parts once a cluster (a multicast
+    is one read of the L2 whatever the number of CTAs it lands in)."""
+    return blocks * iters * (case.own_bytes + case.shared_bytes // case.cluster)
+
+
+def measure(device: int = 0, cases: Sequence[Case] = CASES, reps: int = 7, iters: int = ITERS,
+            buf_bytes: int = BUF_BYTES, stages: int = STAGES, log: Callable[[str], None] = lambda s: None
+            ) -> list[dict]:
+    """Run every case ``reps`` times on ``device`` (a warm-up launch of each first; repetitions outermost, the cases
+    in order within one) with one CTA per SM; one row per launch: case, rep, cluster, own/shared bytes, share,
+    blocks, iters, stages, delivered and L2 bytes, ``window_ns`` (the first CTA's start to the last one's end),
+    ``event_ms``, ``start_spread_ns`` (the last CTA's start after the first's: a grid not all resident shows here),
+    ``sms`` (distinct SMs the grid ran on) and ``mismatched_words`` (0: the check passed). Raises ValueError for a case
+    the kernel cannot run (:func:`check_case`) and :class:`ctahw.probes.ProbeError` for a launch error, a wait that
+    timed out, or a stage that does not hold the buffer's bytes."""
+    from ctahw.device import require_cupy
+    from ctahw.probes import ProbeError, call
+
+    cp = require_cupy()
+    if reps < 1 or iters < 1:
+        raise ValueError(f"reps and iters must be >= 1, got {reps} and {iters}")
+    for c in cases:
+        check_case(c, buf_bytes, stages)
+    rows: list[dict] = []
+    with cp.cuda.Device(device):
+        props = cp.cuda.runtime.getDeviceProperties(device)
+        blocks = int(props["multiProcessorCount"])
+        if blocks % 2:
+            raise ValueError(f"GPU {device} has {blocks} SMs: the cluster cases need an even grid")
+        rng = np.random.default_rng(20261207)
+        buf = cp.asarray(rng.integers(0, 2**32, size=buf_bytes // 4, dtype=np.uint32))
+        stamps = cp.zeros(3 * blocks, dtype=cp.uint64)
+        err = cp.zeros(2, dtype=cp.int32)
+        s = cp.cuda.Stream(non_blocking=True)
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+
+        def launch(c: Case, n: int) -> tuple[float, np.ndarray, np.ndarray]:
+            err.fill(0)
+            stamps.fill(0)
+            cp.cuda.Device(device).synchronize()
+            start.record(s)
+            call("l2_rate", buf.data.ptr, buf_bytes, c.own_bytes, c.shared_bytes, c.cluster, stages, n, c.share,
+                 blocks, TIMEOUT_NS, stamps.data.ptr, err.data.ptr, stream=s, device=device)
+            stop.record(s)
+            stop.synchronize()
+            e = cp.asnumpy(err)
+            if e[0]:
+                raise ProbeError(f"l2 rate probe, case {c.name} on GPU {device}: a wait on stage {e[0] - 1} timed "
+                                 f"out after {TIMEOUT_NS / 1e9:g} s")
+            if e[1]:
+                raise ProbeError(f"l2 rate probe, case {c.name} on GPU {device}: {int(e[1])} words of the last "
+                                 "stages differ from the buffer")
+            return cp.cuda.get_elapsed_time(start, stop), cp.asnumpy(stamps).reshape(blocks, 3), e
+
+        buf.sum()  # every line of the buffer read once: the copies below hit the L2
+        for c in cases:
+            launch(c, min(iters, 64))
+        for rep in range(reps):
+            for c in cases:
+                ms, st, e = launch(c, iters)
+                t0, t1 = st[:, 0].astype(np.int64), st[:, 1].astype(np.int64)
+                rows.append({"case": c.name, "rep": rep, "cluster": c.cluster, "own_bytes": c.own_bytes,
+                             "shared_bytes": c.shared_bytes, "share": c.share, "blocks": blocks, "iters": iters,
+                             "stages": stages, "buf_bytes": buf_bytes,
+                             "delivered_bytes": delivered_bytes(c, blocks, iters),
+                             "l2_bytes": l2_bytes(c, blocks, iters), "window_ns": int(t1.max() - t0.min()),
+                             "event_ms": float(ms), "start_spread_ns": int(t0.max() - t0.min()),
+                             "sms": int(np.unique(st[:, 2]).size), "mismatched_words": int(e[1])})
+            log(f"l2 rate probe: repetition {rep + 1}/{reps} done")
+    return rows
+
+
+def summary(rows: Sequence[Mapping]) -> list[dict]:
+    """Per case (in the rows' order of first appearance): the launches, the median ``delivered_gbps`` and ``l2_gbps``
+    over the window (bytes / ns = GB/s), their min and max, and the median start spread. Raises ValueError on no rows
+    or a row with a window of 0 ns or any mismatched word."""
+    if not rows:
+        raise ValueError("no rows")
+    by: dict[str, list[Mapping]] = {}
+    for r in rows:
+        if int(r["window_ns"]) <= 0:
+            raise ValueError(f"case {r['case']} rep {r['rep']}: a window of {r['window_ns']} ns")
+        if int(r["mismatched_words"]):
+            raise ValueError(f"case {r['case']} rep {r['rep']}: {r['mismatched_words']} mismatched words")
+        by.setdefault(str(r["case"]), []).append(r)
+    out = []
+    for name, rs in by.items():
+        d = [int(r["delivered_bytes"]) / int(r["window_ns"]) for r in rs]
+        l2 = [int(r["l2_bytes"]) / int(r["window_ns"]) for r in rs]
+        out.append({"case": name, "cluster": int(rs[0]["cluster"]), "own_bytes": int(rs[0]["own_bytes"]),
+                    "shared_bytes": int(rs[0]["shared_bytes"]), "share": int(rs[0]["share"]), "launches": len(rs),
+                    "delivered_gbps": statistics.median(d), "l2_gbps": statistics.median(l2),
+                    "l2_gbps_min": min(l2), "l2_gbps_max": max(l2),
+                    "start_spread_ns": statistics.median(int(r["start_spread_ns"]) for r in rs)})
+    return out
+
+
+def read_rate(table: Sequence[Mapping], case: str = "1x1") -> float:
+    """The profile's ``l2_sm_read_gbps``: the median L2 rate of ``case`` (default the 1x1 GEMM's stage) in a
+    :func:`summary` table. Raises ValueError if the case is not there."""
+    for r in table:
+        if r["case"] == case:
+            return float(r["l2_gbps"])
+    raise ValueError(f"no case {case!r} in the summary (cases: {', '.join(str(r['case']) for r in table)})")
+
+
+def where_bound(table: Sequence[Mapping], tolerance: float = 0.1) -> str:
+    """Which side the all-multicast case (``2-all``) puts the limit on, against the plain cluster launch
+    (``2-none``): ``"l2"`` where their L2 rates agree within ``tolerance`` (the law of ``ctasim.costs.l2_sm_reads``:
+    a multicast costs the L2 its bytes once, and what lands in shared memory doubles), ``"sm"`` where their delivered
+    rates agree (a limit on what lands: multicast saves nothing), ``"neither"`` otherwise."""
+    rate = {str(r["case"]): r for r in table}
+    for need in ("2-all", "2-none"):
+        if need not in rate:
+            raise ValueError(f"no case {need!r} in the summary")
+    a, n = rate["2-all"], rate["2-none"]
+    if abs(float(a["l2_gbps"]) / float(n["l2_gbps"]) - 1.0) <= tolerance:
+        return "l2"
+    if abs(float(a["delivered_gbps"]) / float(n["delivered_gbps"]) - 1.0) <= tolerance:
+        return "sm"
+    return "neither"

@@ -1,0 +1,98 @@
+"""The L2-to-SM read-rate probe's CPU side (ctahw.l2rate): the cases, the bytes each one counts at the L2 and in
+shared memory, the summary, the profile's rate and which side the multicast cases put the limit on."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from ctahw import l2rate
+from ctahw.l2rate import CASES, Case
+
+
+def test_the_cases_are_named_once_and_each_one_runs_on_an_h100():
+    assert len({c.name for c in CASES}) == len(CASES)
+    for c in CASES:
+        l2rate.check_case(c)
+    by = {c.name: c for c in CASES}
+    # the GEMM stages: A 16 KiB + W 32 KiB; W multicast at 2x1, A at 1x2
+    assert (by["1x1"].own_bytes, by["1x1"].shared_bytes) == (48 * 1024, 0)
+    assert (by["2x1"].own_bytes, by["2x1"].shared_bytes, by["2x1"].cluster) == (16 * 1024, 32 * 1024, 2)
+    assert (by["1x2"].own_bytes, by["1x2"].shared_bytes, by["1x2"].cluster) == (32 * 1024, 16 * 1024, 2)
+
+
+@pytest.mark.parametrize("change, words", [
+    (dict(cluster=3), "cluster must be 1 or 2"),
+    (dict(own_bytes=8), "own_bytes must be a multiple of 16"),
+    (dict(cluster=2, shared_bytes=16), "shared_bytes must be a multiple of 32"),
+    (dict(own_bytes=0, shared_bytes=0), "a stage of 0 bytes"),
+    (dict(own_bytes=32 << 20), "larger than the"),
+    (dict(share=0), "share must be >= 1"),
+    (dict(own_bytes=64 * 1024), "exceed"),
+])
+def test_a_case_the_kernel_cannot_run_is_refused_by_name(change, words):
+    bad = dataclasses.replace(CASES[0], name="bad", **change)
+    with pytest.raises(ValueError, match=words) as e:
+        l2rate.check_case(bad)
+    assert "bad" in str(e.value)
+    with pytest.raises(ValueError, match="stages must be in 1..8"):
+        l2rate.check_case(CASES[0], stages=9)
+
+
+def test_a_multicast_costs_the_l2_its_bytes_once():
+    c = Case("x", 2, 16 * 1024, 32 * 1024)
+    assert l2rate.delivered_bytes(c, 132, 10) == 132 * 10 * 48 * 1024
+    assert l2rate.l2_bytes(c, 132, 10) == 132 * 10 * 32 * 1024  # the shared 32 KiB once a pair
+    one = Case("y", 1, 16 * 1024, 32 * 1024)  # no cluster: every byte read by its CTA
+    assert l2rate.l2_bytes(one, 132, 10) == l2rate.delivered_bytes(one, 132, 10)
+
+
+def _rows(rates: dict[str, tuple[float, float]], reps: int = 3) -> list[dict]:
+    """Launch rows with each case's delivered and L2 rates (GB/s) as given, over a window of 1 ms, the reps' windows
+    100, 101, ... % of it."""
+    rows = []
+    for rep in range(reps):
+        for name, (delivered, l2) in rates.items():
+            w = int(1_000_000 * (1 + rep / 100))
+            rows.append(dict(case=name, rep=rep, cluster=2 if name.startswith("2") else 1, own_bytes=1, shared_bytes=0,
+                             share=1, window_ns=w, delivered_bytes=int(delivered * 1_000_000),
+                             l2_bytes=int(l2 * 1_000_000), start_spread_ns=500, mismatched_words=0))
+    return rows
+
+
+def test_the_summary_is_each_cases_median_rate_and_the_profile_reads_the_1x1_stage():
+    t = l2rate.summary(_rows({"1x1": (9000, 9000), "2-all": (18000, 9000), "2-none": (9000, 9000)}))
+    assert [r["case"] for r in t] == ["1x1", "2-all", "2-none"]
+    one = t[0]
+    assert one["launches"] == 3 and one["l2_gbps"] == pytest.approx(9000 / 1.01, rel=1e-6)  # the middle window
+    assert one["l2_gbps_max"] == pytest.approx(9000, rel=1e-6) and one["l2_gbps_min"] == pytest.approx(9000 / 1.02)
+    assert t[1]["delivered_gbps"] == pytest.approx(18000 / 1.01, rel=1e-6)
+    assert l2rate.read_rate(t) == pytest.approx(9000 / 1.01, rel=1e-6)
+    with pytest.raises(ValueError, match="no case 'nope'"):
+        l2rate.read_rate(t, "nope")
+
+
+def test_the_summary_refuses_a_launch_whose_stages_differed_or_took_no_time():
+    rows = _rows({"1x1": (9000, 9000)})
+    rows[1]["mismatched_words"] = 3
+    with pytest.raises(ValueError, match="3 mismatched words"):
+        l2rate.summary(rows)
+    rows = _rows({"1x1": (9000, 9000)})
+    rows[2]["window_ns"] = 0
+    with pytest.raises(ValueError, match="a window of 0 ns"):
+        l2rate.summary(rows)
+    with pytest.raises(ValueError, match="no rows"):
+        l2rate.summary([])
+
+
+@pytest.mark.parametrize("all_shared, bound", [
+    ((18000, 9000), "l2"),  # the L2 sends its rate; twice that lands: the law ctasim.costs.l2_sm_reads counts
+    ((9000, 4500), "sm"),  # what lands is capped: a multicast saves nothing
+    ((13500, 6750), "neither"),
+])
+def test_which_side_the_multicast_cases_put_the_limit_on(all_shared, bound):
+    t = l2rate.summary(_rows({"2-all": all_shared, "2-none": (9000, 9000)}))
+    assert l2rate.where_bound(t) == bound
+    with pytest.raises(ValueError, match="no case '2-none'"):
+        l2rate.where_bound(t[:1])
