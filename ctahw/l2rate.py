@@ -29,7 +29,9 @@ timed-out wait raises :class:`~ctahw.probes.ProbeError`.
 Left out: the 2-D tensor maps a GEMM's TMA loads use (a tile's rows are 128-byte lines ``K`` elements apart; here a
 part is one contiguous run), the consumer warps' reads of shared memory and the tensor cores, the HBM (a cold L2 is a
 different probe: ``ctahw.l2probe``), clusters of more than 2, and the H100's two L2 partitions (a line's home partition
-is whatever the address hash gives; the probe reports the mean over them).
+is whatever the address hash gives; the probe reports the mean over them). A stage's slot is ``(key x 37 + iteration)``
+modulo the buffer's slots, so CTAs whose keys are 46, 83 or 129 apart read the same slot 1-3 iterations apart (132 CTAs
+x 4 stages x 48 KiB in flight is more than the 16 MiB buffer: some lines are always read by two CTAs at about once).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["BUF_BYTES", "CASES", "Case", "ITERS", "STAGES", "TIMEOUT_NS", "check_case", "delivered_bytes",
+__all__ = ["BUF_BYTES", "CASES", "Case", "ITERS", "STAGES", "START_SPREAD_MAX", "TIMEOUT_NS", "check_case", "delivered_bytes",
            "l2_bytes", "measure", "read_rate", "summary", "where_bound"]
 
 KIB = 1024
@@ -53,6 +55,9 @@ STAGES = 4
 
 ITERS = 2000
 """Stages each CTA fills per launch: 132 x 48 KiB x 2000 = 13 GB delivered, ~1-2 ms at the rates expected."""
+
+START_SPREAD_MAX = 0.05
+"""A launch whose last CTA started later than this share of its window after the first is refused by :func:`summary`."""
 
 TIMEOUT_NS = 2_000_000_000
 """Every wait in the kernel gives up after this (2 s; a launch takes ~2 ms)."""
@@ -169,8 +174,8 @@ def measure(device: int = 0, cases: Sequence[Case] = CASES, reps: int = 7, iters
             return cp.cuda.get_elapsed_time(start, stop), cp.asnumpy(stamps).reshape(blocks, 3), e
 
         buf.sum()  # every line of the buffer read once: the copies below hit the L2
-        for c in cases:
-            launch(c, min(iters, 64))
+        for c in cases:  # a whole launch of each first: the clocks and the L2 settle before any timed one
+            launch(c, iters)
         for rep in range(reps):
             for c in cases:
                 ms, st, e = launch(c, iters)
@@ -189,15 +194,22 @@ def measure(device: int = 0, cases: Sequence[Case] = CASES, reps: int = 7, iters
 def summary(rows: Sequence[Mapping]) -> list[dict]:
     """Per case (in the rows' order of first appearance): the launches, the median ``delivered_gbps`` and ``l2_gbps``
     over the window (bytes / ns = GB/s), their min and max, and the median start spread. Raises ValueError on no rows
-    or a row with a window of 0 ns or any mismatched word."""
+    or a row with a window of 0 ns, any mismatched word, a grid not on ``blocks`` distinct SMs, or a start spread over
+    :data:`START_SPREAD_MAX` of its window (a grid not all resident at once: its rate would be a share of the GPU's)."""
     if not rows:
         raise ValueError("no rows")
     by: dict[str, list[Mapping]] = {}
     for r in rows:
+        where = f"case {r['case']} rep {r['rep']}"
         if int(r["window_ns"]) <= 0:
-            raise ValueError(f"case {r['case']} rep {r['rep']}: a window of {r['window_ns']} ns")
+            raise ValueError(f"{where}: a window of {r['window_ns']} ns")
         if int(r["mismatched_words"]):
-            raise ValueError(f"case {r['case']} rep {r['rep']}: {r['mismatched_words']} mismatched words")
+            raise ValueError(f"{where}: {r['mismatched_words']} mismatched words")
+        if int(r["sms"]) != int(r["blocks"]):
+            raise ValueError(f"{where}: {r['blocks']} CTAs ran on {r['sms']} SMs, not one each")
+        if int(r["start_spread_ns"]) > START_SPREAD_MAX * int(r["window_ns"]):
+            raise ValueError(f"{where}: the last CTA started {int(r['start_spread_ns'])} ns after the first, over "
+                             f"{START_SPREAD_MAX:.0%} of the {int(r['window_ns'])} ns window: not all resident at once")
         by.setdefault(str(r["case"]), []).append(r)
     out = []
     for name, rs in by.items():

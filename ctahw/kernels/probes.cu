@@ -274,8 +274,10 @@ __device__ void l2_rate_body(const unsigned char* buf, unsigned long long buf_by
     stamps[3 * blockIdx.x + 1] = globaltimer();
     stamps[3 * blockIdx.x + 2] = sm_id();
   }
+  __shared__ int failed;
+  if (threadIdx.x == 0) failed = *reinterpret_cast<volatile int*>(err);  // one read: every lane takes one branch
   __syncthreads();
-  if (*reinterpret_cast<volatile int*>(err) == 0 && iters > 0) {  // the last stage against the buffer
+  if (failed == 0 && iters > 0) {  // the last stage against the buffer
     const long long last = iters - 1;
     const unsigned char* stage = ring + static_cast<unsigned>(last % stages) * stage_bytes;
     const uint4* own = reinterpret_cast<const uint4*>(buf + slot_offset(own_key, last, own_bytes ? own_bytes : 16u,
@@ -290,6 +292,7 @@ __device__ void l2_rate_body(const unsigned char* buf, unsigned long long buf_by
     }
     if (bad) atomicAdd(err + 1, bad);
   }
+  __syncthreads();
   if (CLUSTER > 1) cluster_sync();  // no CTA leaves while another may still arrive on its barriers
 }
 

@@ -56,7 +56,7 @@ def _rows(rates: dict[str, tuple[float, float]], reps: int = 3) -> list[dict]:
         for name, (delivered, l2) in rates.items():
             w = int(1_000_000 * (1 + rep / 100))
             rows.append(dict(case=name, rep=rep, cluster=2 if name.startswith("2") else 1, own_bytes=1, shared_bytes=0,
-                             share=1, window_ns=w, delivered_bytes=int(delivered * 1_000_000),
+                             share=1, window_ns=w, delivered_bytes=int(delivered * 1_000_000), blocks=132, sms=132,
                              l2_bytes=int(l2 * 1_000_000), start_spread_ns=500, mismatched_words=0))
     return rows
 
@@ -82,6 +82,16 @@ def test_the_summary_refuses_a_launch_whose_stages_differed_or_took_no_time():
     rows[2]["window_ns"] = 0
     with pytest.raises(ValueError, match="a window of 0 ns"):
         l2rate.summary(rows)
+    rows = _rows({"1x1": (9000, 9000)})
+    rows[0]["sms"] = 66
+    with pytest.raises(ValueError, match="132 CTAs ran on 66 SMs"):
+        l2rate.summary(rows)
+    rows = _rows({"1x1": (9000, 9000)})
+    rows[0]["start_spread_ns"] = 50_001  # over 5% of its 1 ms window
+    with pytest.raises(ValueError, match="not all resident at once"):
+        l2rate.summary(rows)
+    rows[0]["start_spread_ns"] = 50_000
+    assert l2rate.summary(rows)[0]["launches"] == 3
     with pytest.raises(ValueError, match="no rows"):
         l2rate.summary([])
 
