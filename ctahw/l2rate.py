@@ -42,8 +42,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["BUF_BYTES", "CASES", "Case", "ITERS", "STAGES", "START_SPREAD_MAX", "TIMEOUT_NS", "check_case", "delivered_bytes",
-           "l2_bytes", "measure", "read_rate", "summary", "where_bound"]
+__all__ = ["BUF_BYTES", "CASES", "Case", "ITERS", "STAGES", "START_SPREAD_MAX", "TIMEOUT_NS", "check_case",
+           "delivered_bytes", "l2_bytes", "measure", "read_rate", "summary", "where_bound"]
 
 KIB = 1024
 
