@@ -574,7 +574,7 @@ LIBRARIES: dict[str, KernelLibrary] = {
         source=KERNELS_DIR / "probes.cu",
         needs_cutlass=False,
         abi_symbol="ctahw_probes_abi_version",
-        abi_version=2,
+        abi_version=3,
         signatures={
             "ctahw_probes_abi_version": (_i, ()),
             "ctahw_probe_store": (_i, (_p, _ll, _i, _i, _u, _p)),
@@ -584,7 +584,7 @@ LIBRARIES: dict[str, KernelLibrary] = {
             "ctahw_probe_timer": (_i, (_p, _i, _p)),
             "ctahw_probe_stamp": (_i, (_p, _p)),
             "ctahw_probe_sleep": (_i, (_ull, _p)),
-            "ctahw_probe_l2_rate": (_i, (_p, _ull, _i, _i, _i, _i, _ll, _i, _i, _ull, _p, _p, _p)),
+            "ctahw_probe_l2_rate": (_i, (_p, _ull, _i, _i, _i, _i, _ll, _i, _i, _i, _i, _ull, _p, _p, _p)),
         },
     ),
     # Variant (a) also runs fused epilogue ops (ABI 5): the op names by code and the launcher that takes op and C.

@@ -42,8 +42,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["BUF_BYTES", "CASES", "Case", "ITERS", "STAGES", "START_SPREAD_MAX", "TIMEOUT_NS", "check_case",
-           "delivered_bytes", "l2_bytes", "measure", "read_rate", "summary", "where_bound"]
+__all__ = ["BUF_BYTES", "CASES", "Case", "ITERS", "ROW_CASES", "ROW_NS", "STAGES", "START_SPREAD_MAX", "TIMEOUT_NS", "check_case",
+           "delivered_bytes", "l2_bytes", "measure", "read_rate", "row_case", "summary", "where_bound"]
 
 KIB = 1024
 
@@ -67,7 +67,8 @@ TIMEOUT_NS = 2_000_000_000
 class Case:
     """One configuration of the ring: ``cluster`` CTAs a cluster (1 or 2), ``own_bytes`` each CTA copies for itself
     and ``shared_bytes`` the cluster's CTAs copy once between them by multicast, per stage; ``share`` CTAs
-    (consecutive block ids) read the same own lines."""
+    (consecutive block ids) read the same own lines. With ``groups`` > 0 the last ``w_bytes`` of the own part are a
+    second copy (a W part) that the CTAs with the same block id modulo ``groups`` read alike (:func:`row_case`)."""
 
     name: str
     cluster: int
@@ -75,6 +76,8 @@ class Case:
     shared_bytes: int
     share: int = 1
     what: str = ""
+    w_bytes: int = 0
+    groups: int = 0
 
 
 CASES: tuple[Case, ...] = (
@@ -87,6 +90,22 @@ CASES: tuple[Case, ...] = (
          what="the 1x1 stage, groups of 6 CTAs reading the same lines at about the same time"),
 )
 """The probe's cases, in launch order within a repetition."""
+
+
+def row_case(n: int) -> Case:
+    """The first wave of the 1x1 row-order GEMM with ``n`` tiles a row (N = 256 n), 132 CTAs: CTA b runs tile (b // n,
+    b % n), so its A part (16 KiB) is read alike by the CTAs of its row-block (``share = n``) and its W part (32 KiB)
+    by those of its column (``groups = n``)."""
+    return Case(f"row-n{n}", 1, 48 * KIB, 0, share=n, w_bytes=32 * KIB, groups=n,
+                what=f"the 1x1 row-order first wave, {n} tiles a row: A shared along a row-block, W down a column")
+
+
+ROW_NS = (8, 10, 12, 14, 16, 18, 20, 22, 26, 33, 44, 66, 132)
+"""The tiles a row of :data:`ROW_CASES` (H = 256 n: 2048 ... 33792; 14, 18, 22 and 42-66 as the committed producer-alone
+calls ran on the H100s)."""
+
+ROW_CASES: tuple[Case, ...] = tuple(row_case(n) for n in ROW_NS)
+"""The row-order first waves by tiles a row: ``bench/hw/l2_rate_probe.py --rows`` runs them after :data:`CASES`."""
 
 
 def check_case(case: Case, buf_bytes: int = BUF_BYTES, stages: int = STAGES, smem_bytes: int = 227 * KIB) -> None:
@@ -106,6 +125,10 @@ def check_case(case: Case, buf_bytes: int = BUF_BYTES, stages: int = STAGES, sme
         raise ValueError(f"case {case.name}: a part larger than the {buf_bytes}-byte buffer")
     if case.share < 1:
         raise ValueError(f"case {case.name}: share must be >= 1, got {case.share}")
+    if case.groups < 0 or case.w_bytes < 0 or case.w_bytes % 16 or case.w_bytes > case.own_bytes or (
+            (case.groups > 0) != (case.w_bytes > 0)):
+        raise ValueError(f"case {case.name}: a W part needs groups >= 1 and w_bytes a multiple of 16 within own_bytes, "
+                         f"got groups {case.groups}, w_bytes {case.w_bytes}")
     if not 1 <= stages <= 8:
         raise ValueError(f"stages must be in 1..8, got {stages}")
     if stages * (case.own_bytes + case.shared_bytes) > smem_bytes:
@@ -161,7 +184,7 @@ def measure(device: int = 0, cases: Sequence[Case] = CASES, reps: int = 7, iters
             cp.cuda.Device(device).synchronize()
             start.record(s)
             call("l2_rate", buf.data.ptr, buf_bytes, c.own_bytes, c.shared_bytes, c.cluster, stages, n, c.share,
-                 blocks, TIMEOUT_NS, stamps.data.ptr, err.data.ptr, stream=s, device=device)
+                 c.w_bytes, c.groups, blocks, TIMEOUT_NS, stamps.data.ptr, err.data.ptr, stream=s, device=device)
             stop.record(s)
             stop.synchronize()
             e = cp.asnumpy(err)
@@ -181,7 +204,8 @@ def measure(device: int = 0, cases: Sequence[Case] = CASES, reps: int = 7, iters
                 ms, st, e = launch(c, iters)
                 t0, t1 = st[:, 0].astype(np.int64), st[:, 1].astype(np.int64)
                 rows.append({"case": c.name, "rep": rep, "cluster": c.cluster, "own_bytes": c.own_bytes,
-                             "shared_bytes": c.shared_bytes, "share": c.share, "blocks": blocks, "iters": iters,
+                             "shared_bytes": c.shared_bytes, "share": c.share, "w_bytes": c.w_bytes,
+                             "groups": c.groups, "blocks": blocks, "iters": iters,
                              "stages": stages, "buf_bytes": buf_bytes,
                              "delivered_bytes": delivered_bytes(c, blocks, iters),
                              "l2_bytes": l2_bytes(c, blocks, iters), "window_ns": int(t1.max() - t0.min()),
@@ -216,7 +240,8 @@ def summary(rows: Sequence[Mapping]) -> list[dict]:
         d = [int(r["delivered_bytes"]) / int(r["window_ns"]) for r in rs]
         l2 = [int(r["l2_bytes"]) / int(r["window_ns"]) for r in rs]
         out.append({"case": name, "cluster": int(rs[0]["cluster"]), "own_bytes": int(rs[0]["own_bytes"]),
-                    "shared_bytes": int(rs[0]["shared_bytes"]), "share": int(rs[0]["share"]), "launches": len(rs),
+                    "shared_bytes": int(rs[0]["shared_bytes"]), "share": int(rs[0]["share"]),
+                    "groups": int(rs[0].get("groups", 0)), "launches": len(rs),
                     "delivered_gbps": statistics.median(d), "l2_gbps": statistics.median(l2),
                     "l2_gbps_min": min(l2), "l2_gbps_max": max(l2),
                     "start_spread_ns": statistics.median(int(r["start_spread_ns"]) for r in rs)})

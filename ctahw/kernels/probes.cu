@@ -114,16 +114,19 @@ __global__ void sleep_kernel(unsigned long long ns) {
 //
 // One thread per CTA runs a `stages`-deep ring of shared-memory stages of own_bytes + shared_bytes each, as a GEMM
 // mainloop's producer does, with nothing consuming the data: each stage's own part is one bulk copy this CTA issues
-// for itself; its shared part is split over the CLUSTER CTAs of the cluster, each copying its 1/CLUSTER share with
+// for itself (one copy, or two: an A part and a W part of w_bytes); its shared part is split over the CLUSTER CTAs of
+// the cluster, each copying its 1/CLUSTER share with
 // .multicast::cluster into every CTA of it (a 2x1 GEMM's W tile, a 1x2's A tile). Every CTA of a cluster hands a
 // stage back to every other one (the `empty` barrier, count CLUSTER) before any CTA refills it, as CUTLASS's
 // pipelines do. A stage's source is a slot of the buffer chosen from the iteration and a key: the own part's key is
 // blockIdx.x / share (share > 1: groups of CTAs read the same lines at about the same time, as a panel's sharers do),
-// the shared part's the cluster's id. Every wait is bounded by a %globaltimer deadline (err[0] = 1 + stage).
+// the W part's (groups > 0) blockIdx.x % groups + kL2RateWKey (share = groups = N tiles a row: a row-order GEMM's first
+// wave, A shared along a row-block, W down a column), the shared part's the cluster's id. Every wait is bounded by a %globaltimer deadline (err[0] = 1 + stage).
 // After the ring, the CTA compares its last stage with the buffer (err[1] += words that differ: a multicast that
 // landed in the wrong place shows there). stamps, per CTA: start ns, end ns, SM id.
 constexpr int kL2RateMaxStages = 8;
 constexpr unsigned kL2RateSlotKey = 37u;  // slots between the keys' first reads (a prime: the keys spread)
+constexpr unsigned kL2RateWKey = 7919u;   // the W part's keys start here: not the A part's
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -214,13 +217,15 @@ __device__ __forceinline__ unsigned long long slot_offset(unsigned key, long lon
 
 template <int CLUSTER>
 __device__ void l2_rate_body(const unsigned char* buf, unsigned long long buf_bytes, unsigned own_bytes,
-                             unsigned shared_bytes, int stages, long long iters, int share,
-                             unsigned long long timeout_ns, unsigned long long* stamps, int* err) {
+                             unsigned shared_bytes, int stages, long long iters, int share, unsigned w_bytes,
+                             int groups, unsigned long long timeout_ns, unsigned long long* stamps, int* err) {
   extern __shared__ __align__(128) unsigned char ring[];
   __shared__ __align__(8) unsigned long long full[kL2RateMaxStages], empty[kL2RateMaxStages];
   const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0u;
   const unsigned cid = CLUSTER > 1 ? cluster_id() : blockIdx.x;
   const unsigned own_key = blockIdx.x / static_cast<unsigned>(share);
+  const unsigned w_key = groups > 0 ? blockIdx.x % static_cast<unsigned>(groups) + kL2RateWKey : 0u;
+  const unsigned a_bytes = own_bytes - w_bytes;  // the launcher checks w_bytes <= own_bytes (0 without groups)
   const unsigned stage_bytes = own_bytes + shared_bytes;
   const unsigned part = shared_bytes / CLUSTER;
   if (threadIdx.x == 0) {
@@ -240,7 +245,8 @@ __device__ void l2_rate_body(const unsigned char* buf, unsigned long long buf_by
       const int s = static_cast<int>(i % stages);
       const unsigned dst = base + static_cast<unsigned>(s) * stage_bytes, bar = smem_addr(&full[s]);
       mbar_expect_tx(bar, stage_bytes);
-      if (own_bytes) bulk_copy(dst, buf + slot_offset(own_key, i, own_bytes, buf_bytes), own_bytes, bar);
+      if (a_bytes) bulk_copy(dst, buf + slot_offset(own_key, i, a_bytes, buf_bytes), a_bytes, bar);
+      if (w_bytes) bulk_copy(dst + a_bytes, buf + slot_offset(w_key, i, w_bytes, buf_bytes), w_bytes, bar);
       if (shared_bytes) {
         const unsigned char* src = buf + slot_offset(cid, i, shared_bytes, buf_bytes) + rank * part;
         if (CLUSTER > 1) {
@@ -280,14 +286,18 @@ __device__ void l2_rate_body(const unsigned char* buf, unsigned long long buf_by
   if (failed == 0 && iters > 0) {  // the last stage against the buffer
     const long long last = iters - 1;
     const unsigned char* stage = ring + static_cast<unsigned>(last % stages) * stage_bytes;
-    const uint4* own = reinterpret_cast<const uint4*>(buf + slot_offset(own_key, last, own_bytes ? own_bytes : 16u,
+    const uint4* own = reinterpret_cast<const uint4*>(buf + slot_offset(own_key, last, a_bytes ? a_bytes : 16u,
                                                                         buf_bytes));
+    const uint4* wpart = reinterpret_cast<const uint4*>(buf + slot_offset(w_key, last, w_bytes ? w_bytes : 16u,
+                                                                          buf_bytes));
     const uint4* shared = reinterpret_cast<const uint4*>(
         buf + slot_offset(cid, last, shared_bytes ? shared_bytes : 16u, buf_bytes));
     int bad = 0;
     for (unsigned w = threadIdx.x; w < stage_bytes / 16; w += blockDim.x) {
       const uint4 got = reinterpret_cast<const uint4*>(stage)[w];
-      const uint4 want = w < own_bytes / 16 ? own[w] : shared[w - own_bytes / 16];
+      const uint4 want = w < a_bytes / 16     ? own[w]
+                         : w < own_bytes / 16 ? wpart[w - a_bytes / 16]
+                                              : shared[w - own_bytes / 16];
       bad += (got.x != want.x) | (got.y != want.y) | (got.z != want.z) | (got.w != want.w);
     }
     if (bad) atomicAdd(err + 1, bad);
@@ -297,23 +307,25 @@ __device__ void l2_rate_body(const unsigned char* buf, unsigned long long buf_by
 }
 
 __global__ void l2_rate_kernel_1(const unsigned char* buf, unsigned long long buf_bytes, unsigned own_bytes,
-                                 unsigned shared_bytes, int stages, long long iters, int share,
-                                 unsigned long long timeout_ns, unsigned long long* stamps, int* err) {
-  l2_rate_body<1>(buf, buf_bytes, own_bytes, shared_bytes, stages, iters, share, timeout_ns, stamps, err);
+                                 unsigned shared_bytes, int stages, long long iters, int share, unsigned w_bytes,
+                                 int groups, unsigned long long timeout_ns, unsigned long long* stamps, int* err) {
+  l2_rate_body<1>(buf, buf_bytes, own_bytes, shared_bytes, stages, iters, share, w_bytes, groups, timeout_ns, stamps,
+                  err);
 }
 
 __global__ void __cluster_dims__(2, 1, 1)
     l2_rate_kernel_2(const unsigned char* buf, unsigned long long buf_bytes, unsigned own_bytes, unsigned shared_bytes,
-                     int stages, long long iters, int share, unsigned long long timeout_ns,
-                     unsigned long long* stamps, int* err) {
-  l2_rate_body<2>(buf, buf_bytes, own_bytes, shared_bytes, stages, iters, share, timeout_ns, stamps, err);
+                     int stages, long long iters, int share, unsigned w_bytes, int groups,
+                     unsigned long long timeout_ns, unsigned long long* stamps, int* err) {
+  l2_rate_body<2>(buf, buf_bytes, own_bytes, shared_bytes, stages, iters, share, w_bytes, groups, timeout_ns, stamps,
+                  err);
 }
 
 }  // namespace
 
 extern "C" {
 
-int ctahw_probes_abi_version() { return 2; }
+int ctahw_probes_abi_version() { return 3; }
 
 int ctahw_probe_store(void* dst, long long bytes, int blocks, int threads, unsigned seed, cudaStream_t stream) {
   store_kernel<<<blocks, threads, 0, stream>>>(static_cast<uint4*>(dst), static_cast<size_t>(bytes) / 16, seed);
@@ -358,16 +370,19 @@ int ctahw_probe_stamp(void* slot, cudaStream_t stream) {
 // The L2-to-SM read rate probe (l2_rate_body above). Returns -cudaErrorInvalidValue for a case it cannot run:
 // cluster not 1 or 2, blocks not a positive multiple of it, stages not in 1..8, a part not a positive multiple of
 // 16 bytes (own_bytes may be 0, shared_bytes / cluster may be 0, not both), a stage larger than the buffer, share < 1,
-// or iters < 1. Sets the kernel's dynamic shared-memory limit to the ring's size (stages x stage bytes).
+// iters < 1, groups < 0, or a W part (w_bytes) that is not a multiple of 16 within own_bytes, or is given without groups
+// or groups without it. Sets the kernel's dynamic shared-memory limit to the ring's size (stages x stage bytes).
 int ctahw_probe_l2_rate(const void* buf, unsigned long long buf_bytes, int own_bytes, int shared_bytes, int cluster,
-                        int stages, long long iters, int share, int blocks, unsigned long long timeout_ns,
+                        int stages, long long iters, int share, int w_bytes, int groups, int blocks,
+                        unsigned long long timeout_ns,
                         void* stamps, void* err, cudaStream_t stream) {
   const bool parts_ok = own_bytes >= 0 && shared_bytes >= 0 && own_bytes % 16 == 0 &&
                         (cluster == 1 || cluster == 2) && shared_bytes % (16 * cluster) == 0 &&
                         own_bytes + shared_bytes > 0;
   if (!parts_ok || blocks < 1 || blocks % cluster || stages < 1 || stages > kL2RateMaxStages || share < 1 ||
       iters < 1 || static_cast<unsigned long long>(own_bytes) > buf_bytes ||
-      static_cast<unsigned long long>(shared_bytes) > buf_bytes) {
+      static_cast<unsigned long long>(shared_bytes) > buf_bytes || groups < 0 || w_bytes < 0 || w_bytes % 16 ||
+      w_bytes > own_bytes || (groups > 0) != (w_bytes > 0)) {
     return -static_cast<int>(cudaErrorInvalidValue);
   }
   const int smem = stages * (own_bytes + shared_bytes);
@@ -376,7 +391,8 @@ int ctahw_probe_l2_rate(const void* buf, unsigned long long buf_bytes, int own_b
   if (e != cudaSuccess) return -static_cast<int>(e);
   kernel<<<blocks, 32, smem, stream>>>(static_cast<const unsigned char*>(buf), buf_bytes,
                                        static_cast<unsigned>(own_bytes), static_cast<unsigned>(shared_bytes), stages,
-                                       iters, share, timeout_ns, static_cast<unsigned long long*>(stamps),
+                                       iters, share, static_cast<unsigned>(w_bytes), groups, timeout_ns,
+                                       static_cast<unsigned long long*>(stamps),
                                        static_cast<int*>(err));
   return launch_code();
 }

@@ -111,10 +111,11 @@ def test_kernel_source_compiles_and_exports_its_launchers(name):
     elif name == "probes":
         # the L2-to-SM rate probe refuses a case it cannot run before any CUDA call (-cudaErrorInvalidValue)
         ok = dict(buf=None, buf_bytes=1 << 20, own=16384, shared=32768, cluster=2, stages=4, iters=8, share=1,
-                  blocks=132, timeout=1, stamps=None, err=None, stream=None)
+                  w_bytes=0, groups=0, blocks=132, timeout=1, stamps=None, err=None, stream=None)
         for bad in (dict(cluster=3), dict(cluster=1, blocks=0), dict(blocks=131), dict(stages=0), dict(stages=9),
                     dict(own=8), dict(shared=16), dict(own=0, shared=0), dict(own=-16), dict(share=0), dict(iters=0),
-                    dict(buf_bytes=16384)):
+                    dict(buf_bytes=16384), dict(groups=-1), dict(groups=2), dict(w_bytes=4096),
+                    dict(w_bytes=32768, groups=2), dict(w_bytes=8, groups=2)):
             assert cdll.ctahw_probe_l2_rate(*{**ok, **bad}.values()) == -1, bad
     elif name.startswith("ctapipe_sm90_bf16"):
         from ctahw.runner import CLUSTERS, DESC_FIELDS, LIBRARY_OF_CLUSTER, TILE_STAMP_WORDS

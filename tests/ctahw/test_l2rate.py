@@ -12,8 +12,8 @@ from ctahw.l2rate import CASES, Case
 
 
 def test_the_cases_are_named_once_and_each_one_runs_on_an_h100():
-    assert len({c.name for c in CASES}) == len(CASES)
-    for c in CASES:
+    assert len({c.name for c in CASES + l2rate.ROW_CASES}) == len(CASES) + len(l2rate.ROW_CASES)
+    for c in CASES + l2rate.ROW_CASES:
         l2rate.check_case(c)
     by = {c.name: c for c in CASES}
     # the GEMM stages: A 16 KiB + W 32 KiB; W multicast at 2x1, A at 1x2
@@ -30,6 +30,10 @@ def test_the_cases_are_named_once_and_each_one_runs_on_an_h100():
     (dict(own_bytes=32 << 20), "larger than the"),
     (dict(share=0), "share must be >= 1"),
     (dict(own_bytes=64 * 1024), "exceed"),
+    (dict(groups=2), "a W part needs groups >= 1"),
+    (dict(w_bytes=16384), "a W part needs groups >= 1"),
+    (dict(w_bytes=96 * 1024, groups=2), "a W part needs groups >= 1"),
+    (dict(w_bytes=8, groups=2), "a W part needs groups >= 1"),
 ])
 def test_a_case_the_kernel_cannot_run_is_refused_by_name(change, words):
     bad = dataclasses.replace(CASES[0], name="bad", **change)
@@ -106,3 +110,13 @@ def test_which_side_the_multicast_cases_put_the_limit_on(all_shared, bound):
     assert l2rate.where_bound(t) == bound
     with pytest.raises(ValueError, match="no case '2-none'"):
         l2rate.where_bound(t[:1])
+
+
+def test_a_row_case_is_the_row_order_first_wave():
+    """CTA b of a row-order first wave with n tiles a row runs tile (b // n, b % n): its A part keyed by the row
+    (``share`` n), its W part (32 KiB of the 48) by the column (``groups`` n); every byte read from the L2."""
+    c = l2rate.row_case(22)
+    assert (c.name, c.cluster, c.own_bytes, c.shared_bytes, c.share, c.w_bytes, c.groups) == (
+        "row-n22", 1, 48 * 1024, 0, 22, 32 * 1024, 22)
+    assert l2rate.l2_bytes(c, 132, 10) == l2rate.delivered_bytes(c, 132, 10)
+    assert [x.groups for x in l2rate.ROW_CASES] == list(l2rate.ROW_NS)
