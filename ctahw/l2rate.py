@@ -26,6 +26,10 @@ Correctness first: the buffer holds random words, and after its ring every CTA c
 (``mismatched_words``; a multicast that landed in the wrong CTA or place shows there); a case with any mismatch or a
 timed-out wait raises :class:`~ctahw.probes.ProbeError`.
 
+What it found (two H100s, 2026-12-07; docs/hardware.md): 4.7 TB/s for the 1x1 stage, 4.2-5.0 for the row-order first
+waves, 6.1 with groups of 6 reading the same lines, less with multicast -- under half the 9.7 TB/s the GEMM's 1x1 first
+wave draws at H = 3584 (registered plan 91). The figures are this probe's ceiling, not the L2's; no profile takes them.
+
 Left out: the 2-D tensor maps a GEMM's TMA loads use (a tile's rows are 128-byte lines ``K`` elements apart; here a
 part is one contiguous run), the consumer warps' reads of shared memory and the tensor cores, the HBM (a cold L2 is a
 different probe: ``ctahw.l2probe``), clusters of more than 2, and the H100's two L2 partitions (a line's home partition
@@ -42,8 +46,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["BUF_BYTES", "CASES", "Case", "ITERS", "ROW_CASES", "ROW_NS", "STAGES", "START_SPREAD_MAX", "TIMEOUT_NS", "check_case",
-           "delivered_bytes", "l2_bytes", "measure", "read_rate", "row_case", "summary", "where_bound"]
+__all__ = ["BUF_BYTES", "CASES", "Case", "ITERS", "ROW_CASES", "ROW_NS", "STAGES", "START_SPREAD_MAX", "TIMEOUT_NS",
+           "check_case", "delivered_bytes", "l2_bytes", "measure", "read_rate", "row_case", "summary", "where_bound"]
 
 KIB = 1024
 

@@ -342,7 +342,8 @@ class Hardware:
         "the rate (GB/s) all SMs together read A and W tiles from the L2 at; a wave of the memory hierarchy then takes "
         "at least its tiles' L2 reads at it (a CTA reads tile_m x K of A, shared by a 1xN cluster's multicast, and "
         "tile_n x K of W, shared by an Mx1 cluster's; ctasim.costs.order_waves). 0 = not bounded (every profile "
-        "today: no microbenchmark measures it yet; registered plan 90 read 8.7 TB/s off one H100's 1x1 first wave)",
+        "today: registered plan 90 read 8.7 TB/s off one H100's 1x1 first wave, and plan 91 found the 1x1 wave at 9.7 "
+        "TB/s with no excess at H = 3584: no one rate bounds it; the ctahw.l2rate probe tops out under half that)",
         0.0)
     link_sharing: str = _f(
         "how concurrent transfers share a link channel: 'fcfs' = one after another in issue order, each at the "

@@ -151,3 +151,24 @@ def test_a_call_it_cannot_judge_is_refused_in_one_line(p91, registered, tmp_path
     err = capsys.readouterr().err.strip()
     assert err.startswith("plan91_l2_rate_wave0: ") and message in err and "\n" not in err, err
     assert not out.exists()
+
+
+def test_the_committed_h100_call_judges_as_committed_and_docs_quote_it(p91, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered91-1gpu, GPU-0a5b92bd) judged again gives the committed
+    tables: every claim missed, registered; docs/validation.md's plan 91 tables are what it gives."""
+    from tests.test_plan85_grouped_kept import _doc_section, _rejudged
+
+    c, cl = _rejudged(p91, "2026-12-07-registered91-1gpu", "validation-registered91", tmp_path)
+    assert not cl.met.any()
+    assert cl.provenance.str.startswith("registered: predictions added in 1d78d534").all()
+    doc = " ".join(_doc_section(p91, 91).split())
+    for claim in "abcde":
+        assert cl.loc[claim, "value"] in doc, claim
+    t = c.set_index(["h", "variant", "predictor"])
+    for h in p91.HS:
+        m = {v: t.loc[(h, v, "model"), "measured_us"] for v in p91.VARIANTS}
+        row = (f"| {h} | {m[p91.ROW]:.1f} | " + " | ".join(
+            f"{m[v]:.1f} ({t.loc[(h, v, 'model'), 'row_over']:.3f})" for v in p91.VARIANTS[1:])
+            + "".join(f" | {t.loc[(h, p91.ROW, name), 'predicted_us']:.1f}" for name in ("model", "plan90", "probe"))
+            + " |")
+        assert row in doc, row

@@ -121,7 +121,8 @@ __global__ void sleep_kernel(unsigned long long ns) {
 // pipelines do. A stage's source is a slot of the buffer chosen from the iteration and a key: the own part's key is
 // blockIdx.x / share (share > 1: groups of CTAs read the same lines at about the same time, as a panel's sharers do),
 // the W part's (groups > 0) blockIdx.x % groups + kL2RateWKey (share = groups = N tiles a row: a row-order GEMM's first
-// wave, A shared along a row-block, W down a column), the shared part's the cluster's id. Every wait is bounded by a %globaltimer deadline (err[0] = 1 + stage).
+// wave, A shared along a row-block, W down a column), the shared part's the cluster's id. Every wait is bounded by a
+// %globaltimer deadline (err[0] = 1 + stage).
 // After the ring, the CTA compares its last stage with the buffer (err[1] += words that differ: a multicast that
 // landed in the wrong place shows there). stamps, per CTA: start ns, end ns, SM id.
 constexpr int kL2RateMaxStages = 8;
@@ -370,8 +371,8 @@ int ctahw_probe_stamp(void* slot, cudaStream_t stream) {
 // The L2-to-SM read rate probe (l2_rate_body above). Returns -cudaErrorInvalidValue for a case it cannot run:
 // cluster not 1 or 2, blocks not a positive multiple of it, stages not in 1..8, a part not a positive multiple of
 // 16 bytes (own_bytes may be 0, shared_bytes / cluster may be 0, not both), a stage larger than the buffer, share < 1,
-// iters < 1, groups < 0, or a W part (w_bytes) that is not a multiple of 16 within own_bytes, or is given without groups
-// or groups without it. Sets the kernel's dynamic shared-memory limit to the ring's size (stages x stage bytes).
+// iters < 1, groups < 0, or a W part (w_bytes) that is not a multiple of 16 within own_bytes, or is given without
+// groups or groups without it. Sets the kernel's dynamic shared-memory limit to the ring's size (stages x stage bytes).
 int ctahw_probe_l2_rate(const void* buf, unsigned long long buf_bytes, int own_bytes, int shared_bytes, int cluster,
                         int stages, long long iters, int share, int w_bytes, int groups, int blocks,
                         unsigned long long timeout_ns,

@@ -120,3 +120,27 @@ def test_a_row_case_is_the_row_order_first_wave():
         "row-n22", 1, 48 * 1024, 0, 22, 32 * 1024, 22)
     assert l2rate.l2_bytes(c, 132, 10) == l2rate.delivered_bytes(c, 132, 10)
     assert [x.groups for x in l2rate.ROW_CASES] == list(l2rate.ROW_NS)
+
+
+@pytest.mark.parametrize("call", ["2026-12-07-registered91-1gpu", "2026-12-07-l2-rate-rows-1gpu"])
+def test_the_committed_probe_runs_summarize_as_committed(call):
+    """The two committed H100 runs (registered plan 91's call; the row-order cases after it): each launch row's
+    medians give the committed summary, and the JSON's rate and side are the summary's."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    d = Path(__file__).resolve().parents[2] / "bench/results/hw-h100" / call / "l2rate"
+    rows = pd.read_csv(d / "l2-rate.csv").to_dict("records")
+    table = l2rate.summary(rows)
+    committed = pd.read_csv(d / "l2-rate-summary.csv")
+    assert list(committed["case"]) == [r["case"] for r in table]
+    assert committed["l2_gbps"].tolist() == pytest.approx([r["l2_gbps"] for r in table], rel=1e-9)
+    assert committed["delivered_gbps"].tolist() == pytest.approx([r["delivered_gbps"] for r in table], rel=1e-9)
+    j = json.loads((d / "l2-rate.json").read_text())
+    assert j["l2_sm_read_gbps"] == pytest.approx(l2rate.read_rate(table)) and j["bound"] == l2rate.where_bound(table)
+    assert j["bound"] == "neither" and 4600 < j["l2_sm_read_gbps"] < 4700  # docs/validation.md, plan 91
+    if "row_l2_gbps" in j:
+        assert sorted(map(int, j["row_l2_gbps"])) == sorted(l2rate.ROW_NS)
+        assert max(j["row_l2_gbps"].values()) < 5000  # under half what the GEMM's first wave draws at n = 14
