@@ -47,7 +47,8 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 __all__ = ["BUF_BYTES", "CASES", "Case", "ITERS", "ROW_CASES", "ROW_NS", "STAGES", "START_SPREAD_MAX", "TIMEOUT_NS",
-           "check_case", "delivered_bytes", "l2_bytes", "measure", "read_rate", "row_case", "summary", "where_bound"]
+           "TILE_K", "TILE_NS", "TILE_STAGES", "check_case", "delivered_bytes", "l2_bytes", "measure", "measure_tiles",
+           "read_rate", "row_case", "summary", "where_bound"]
 
 KIB = 1024
 
@@ -110,6 +111,17 @@ calls ran on the H100s)."""
 
 ROW_CASES: tuple[Case, ...] = tuple(row_case(n) for n in ROW_NS)
 """The row-order first waves by tiles a row: ``bench/hw/l2_rate_probe.py --rows`` runs them after :data:`CASES`."""
+
+
+TILE_K = 512
+"""Elements along K of the tile cases' A and W matrices: each CTA's k-step cycles through 8 of them, so that every
+matrix stays in L2 (W at n = 66 tiles a row: 66 x 256 rows x 1 KiB = 16.5 MiB)."""
+
+TILE_NS = tuple(n for n in ROW_NS if n <= 66)
+"""The tiles a row of the tile cases (:func:`measure_tiles`): :data:`ROW_NS` up to 66 (at 132 W would be 33 MiB)."""
+
+TILE_STAGES = 4
+"""The tile kernel's ring: the GEMM's 4 stages of 48 KiB (its limit: 4 x 48 KiB and a 1 KiB alignment in 227 KiB)."""
 
 
 def check_case(case: Case, buf_bytes: int = BUF_BYTES, stages: int = STAGES, smem_bytes: int = 227 * KIB) -> None:
@@ -216,6 +228,77 @@ def measure(device: int = 0, cases: Sequence[Case] = CASES, reps: int = 7, iters
                              "event_ms": float(ms), "start_spread_ns": int(t0.max() - t0.min()),
                              "sms": int(np.unique(st[:, 2]).size), "mismatched_words": int(e[1])})
             log(f"l2 rate probe: repetition {rep + 1}/{reps} done")
+    return rows
+
+
+def measure_tiles(device: int = 0, ns: Sequence[int] = TILE_NS, reps: int = 7, iters: int = ITERS,
+                  k_elems: int = TILE_K, log: Callable[[str], None] = lambda s: None) -> list[dict]:
+    """The row-order first wave by TMA *tensor* copies (``ctahw_probe_l2_tile``: the GEMM's 2-D boxes, 64 x 128 of A
+    and 64 x 256 of W a k-step, 128-byte swizzled), one CTA per SM, for each ``n`` tiles a row: CTA b reads row-block
+    b // n of an A matrix and column b % n of a W matrix (random bf16, ``k_elems`` wide, read once before: in L2). A
+    warm-up launch of each n, then ``reps`` timed ones (repetitions outermost); rows as :func:`measure`'s, case
+    ``tile-n<n>`` (every byte from the L2: ``share`` and ``groups`` n). Raises ValueError for an n or k_elems the kernel
+    cannot run and :class:`ctahw.probes.ProbeError` for a launch error, a timed-out wait, or a stage whose words do
+    not sum to its source boxes'."""
+    from ctahw.device import require_cupy
+    from ctahw.probes import ProbeError, call
+
+    if reps < 1 or iters < 1:
+        raise ValueError(f"reps and iters must be >= 1, got {reps} and {iters}")
+    if k_elems < 64 or k_elems % 64:
+        raise ValueError(f"k_elems must be a positive multiple of 64, got {k_elems}")
+    if not ns or min(ns) < 1:
+        raise ValueError(f"tiles a row must be >= 1, got {list(ns)}")
+    cp = require_cupy()
+    stage = 48 * KIB
+    rows: list[dict] = []
+    with cp.cuda.Device(device):
+        blocks = int(cp.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"])
+        rng = np.random.default_rng(20261207)
+        mats = {}
+        for n in ns:
+            ra, rw = -(-blocks // n) * 128, n * 256
+            mats[n] = (cp.asarray(rng.integers(0, 2**16, size=(ra, k_elems), dtype=np.uint16)),
+                       cp.asarray(rng.integers(0, 2**16, size=(rw, k_elems), dtype=np.uint16)))
+        stamps = cp.zeros(3 * blocks, dtype=cp.uint64)
+        err = cp.zeros(2, dtype=cp.int32)
+        s = cp.cuda.Stream(non_blocking=True)
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+
+        def launch(n: int) -> tuple[float, np.ndarray]:
+            a, w = mats[n]
+            err.fill(0)
+            stamps.fill(0)
+            cp.cuda.Device(device).synchronize()
+            start.record(s)
+            call("l2_tile", a.data.ptr, w.data.ptr, k_elems, n, blocks, TILE_STAGES, iters, TIMEOUT_NS,
+                 stamps.data.ptr, err.data.ptr, stream=s, device=device)
+            stop.record(s)
+            stop.synchronize()
+            e = cp.asnumpy(err)
+            if e[0]:
+                raise ProbeError(f"l2 tile probe, n = {n} on GPU {device}: a wait on stage {e[0] - 1} timed out")
+            if e[1]:
+                raise ProbeError(f"l2 tile probe, n = {n} on GPU {device}: {int(e[1])} CTAs' last stages do not sum "
+                                 "to their source boxes")
+            return cp.cuda.get_elapsed_time(start, stop), cp.asnumpy(stamps).reshape(blocks, 3)
+
+        for n in ns:
+            a, w = mats[n]
+            a.sum(), w.sum()  # every line read once: the copies hit the L2
+            launch(n)
+        for rep in range(reps):
+            for n in ns:
+                ms, st = launch(n)
+                t0, t1 = st[:, 0].astype(np.int64), st[:, 1].astype(np.int64)
+                b = blocks * iters * stage
+                rows.append({"case": f"tile-n{n}", "rep": rep, "cluster": 1, "own_bytes": stage, "shared_bytes": 0,
+                             "share": n, "w_bytes": 32 * KIB, "groups": n, "blocks": blocks, "iters": iters,
+                             "stages": TILE_STAGES, "buf_bytes": int(mats[n][0].nbytes + mats[n][1].nbytes),
+                             "delivered_bytes": b, "l2_bytes": b, "window_ns": int(t1.max() - t0.min()),
+                             "event_ms": float(ms), "start_spread_ns": int(t0.max() - t0.min()),
+                             "sms": int(np.unique(st[:, 2]).size), "mismatched_words": 0})
+            log(f"l2 tile probe: repetition {rep + 1}/{reps} done")
     return rows
 
 

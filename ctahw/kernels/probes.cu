@@ -4,6 +4,8 @@
 // (the launch error, checked with cudaGetLastError right after the launch). Every spin-wait is bounded by a
 // %globaltimer deadline and reports a timeout through `err` instead of hanging.
 
+#include <cuda.h>  // CUtensorMap and its enums (types only: the encoder comes through the runtime's entry point)
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -322,11 +324,104 @@ __global__ void __cluster_dims__(2, 1, 1)
                   err);
 }
 
+// ---- The row-order first wave by TMA tensor copies (ctahw.l2rate's tile cases) ----
+//
+// As the 128x256x64 bf16 GEMM's mainloop loads: per k-step one 2-D tensor copy of A's box (64 x 128 elements: 16 KiB)
+// and one of W's (64 x 256: 32 KiB) into a 48 KiB stage, 128-byte swizzled, a `stages`-deep ring that one thread
+// refills as soon as a stage lands (nothing consumes it). CTA b runs tile (b / n, b % n) of a row-order first wave with
+// n tiles a row: its A box from row-block b / n of an A matrix, its W box from column b % n of a W matrix, the k-step
+// cycling through k_elems / 64 steps (the buffers stay in L2). After the ring, the sum of the last stage's words (a
+// swizzle permutes them, a sum does not mind) is compared with the sum of its source boxes (err[1] counts the CTAs
+// whose sums differ); every wait bounded (err[0] = 1 + stage). stamps as l2_rate_body's.
+constexpr int kTileK = 64;                                   // elements a k-step: one 128-byte swizzled row
+constexpr int kTileA = 128, kTileW = 256;                    // rows of the A and W boxes
+constexpr unsigned kTileStage = (kTileA + kTileW) * kTileK * 2;  // 48 KiB
+constexpr int kTileMaxStages = 4;                            // 4 x 48 KiB + the 1 KiB alignment in 227 KiB
+
+__device__ __forceinline__ void tensor_copy_2d(unsigned dst, const CUtensorMap* map, int c0, int c1, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
+          "r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+
+// The sum of the words of rows [row0, row0 + rows) x elements [k, k + 64) of a bf16 matrix k_elems wide, over a warp.
+__device__ unsigned box_sum(const unsigned* words, int k_elems, int row0, int rows, int k) {
+  unsigned sum = 0;
+  for (int w = threadIdx.x; w < rows * (kTileK / 2); w += blockDim.x) {
+    const int r = w / (kTileK / 2), c = w % (kTileK / 2);
+    sum += words[static_cast<size_t>(row0 + r) * (k_elems / 2) + k / 2 + c];
+  }
+  return sum;
+}
+
+__global__ void __launch_bounds__(32) l2_tile_kernel(const __grid_constant__ CUtensorMap a_map,
+                                                     const __grid_constant__ CUtensorMap w_map, const unsigned* a_words,
+                                                     const unsigned* w_words, int k_elems, int n, int stages,
+                                                     long long iters, unsigned long long timeout_ns,
+                                                     unsigned long long* stamps, int* err) {
+  extern __shared__ unsigned char tile_raw[];
+  unsigned char* ring = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(tile_raw) + 1023) &
+                                                         ~static_cast<uintptr_t>(1023));  // 128B swizzle: 1 KiB
+  __shared__ __align__(8) unsigned long long full[kTileMaxStages];
+  __shared__ int failed;
+  const int row = static_cast<int>(blockIdx.x) / n, col = static_cast<int>(blockIdx.x) % n;
+  const int ksteps = k_elems / kTileK;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&full[s]), 1u);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  const unsigned long long t0 = globaltimer();
+  if (threadIdx.x == 0) {
+    const unsigned long long deadline = t0 + timeout_ns;
+    const unsigned base = smem_addr(ring);
+    auto issue = [&](long long i) {
+      const int s = static_cast<int>(i % stages);
+      const unsigned dst = base + static_cast<unsigned>(s) * kTileStage, bar = smem_addr(&full[s]);
+      const int k = static_cast<int>(i % ksteps) * kTileK;
+      mbar_expect_tx(bar, kTileStage);
+      tensor_copy_2d(dst, &a_map, k, row * kTileA, bar);
+      tensor_copy_2d(dst + kTileA * kTileK * 2, &w_map, k, col * kTileW, bar);
+    };
+    for (long long i = 0; i < stages && i < iters; ++i) issue(i);
+    for (long long i = 0; i < iters; ++i) {
+      const int s = static_cast<int>(i % stages);
+      if (!mbar_wait(smem_addr(&full[s]), static_cast<unsigned>((i / stages) & 1), deadline)) {
+        atomicCAS(err, 0, 1 + s);
+        break;
+      }
+      if (i + stages < iters) issue(i + stages);
+    }
+    stamps[3 * blockIdx.x] = t0;
+    stamps[3 * blockIdx.x + 1] = globaltimer();
+    stamps[3 * blockIdx.x + 2] = sm_id();
+    failed = *reinterpret_cast<volatile int*>(err);
+  }
+  __syncthreads();
+  if (failed == 0) {  // the last stage's words against its source boxes, as sums
+    const long long last = iters - 1;
+    const int k = static_cast<int>(last % ksteps) * kTileK;
+    const unsigned* stage = reinterpret_cast<const unsigned*>(ring + static_cast<unsigned>(last % stages) * kTileStage);
+    unsigned got = 0;
+    for (unsigned w = threadIdx.x; w < kTileStage / 4; w += blockDim.x) got += stage[w];
+    unsigned want = box_sum(a_words, k_elems, row * kTileA, kTileA, k) + box_sum(w_words, k_elems, col * kTileW,
+                                                                               kTileW, k);
+    for (int o = 16; o > 0; o >>= 1) {
+      got += __shfl_xor_sync(0xffffffffu, got, o);
+      want += __shfl_xor_sync(0xffffffffu, want, o);
+    }
+    if (threadIdx.x == 0 && got != want) atomicAdd(err + 1, 1);
+  }
+}
+
 }  // namespace
 
 extern "C" {
 
-int ctahw_probes_abi_version() { return 3; }
+int ctahw_probes_abi_version() { return 4; }
 
 int ctahw_probe_store(void* dst, long long bytes, int blocks, int threads, unsigned seed, cudaStream_t stream) {
   store_kernel<<<blocks, threads, 0, stream>>>(static_cast<uint4*>(dst), static_cast<size_t>(bytes) / 16, seed);
@@ -395,6 +490,51 @@ int ctahw_probe_l2_rate(const void* buf, unsigned long long buf_bytes, int own_b
                                        iters, share, static_cast<unsigned>(w_bytes), groups, timeout_ns,
                                        static_cast<unsigned long long*>(stamps),
                                        static_cast<int*>(err));
+  return launch_code();
+}
+
+// The row-order first wave by TMA tensor copies (l2_tile_kernel above): a and w are bf16 matrices k_elems wide with
+// ceil(blocks / n) x 128 and n x 256 rows. Returns -cudaErrorInvalidValue for a case it cannot run (n < 1, blocks < 1,
+// k_elems not a positive multiple of 64, stages not in 1..4, iters < 1), before any CUDA call; the tensor maps are
+// encoded through cudaGetDriverEntryPointByVersion (the library does not link libcuda); a failed encode returns
+// -cudaErrorInvalidValue too. Sets the kernel's dynamic shared-memory limit to the ring's size.
+int ctahw_probe_l2_tile(const void* a, const void* w, int k_elems, int n, int blocks, int stages, long long iters,
+                        unsigned long long timeout_ns, void* stamps, void* err, cudaStream_t stream) {
+  if (n < 1 || blocks < 1 || k_elems < kTileK || k_elems % kTileK || stages < 1 || stages > kTileMaxStages ||
+      iters < 1) {
+    return -static_cast<int>(cudaErrorInvalidValue);
+  }
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+  if (encode == nullptr) {
+    cudaDriverEntryPointQueryResult q;
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&encode),
+                                                     12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || encode == nullptr) {
+      encode = nullptr;
+      return e != cudaSuccess ? -static_cast<int>(e) : -static_cast<int>(cudaErrorInvalidValue);
+    }
+  }
+  const cuuint64_t rows_a = static_cast<cuuint64_t>((blocks + n - 1) / n) * kTileA;
+  const cuuint64_t rows_w = static_cast<cuuint64_t>(n) * kTileW;
+  CUtensorMap a_map, w_map;
+  const cuuint32_t strides1[2] = {1, 1};
+  auto make = [&](CUtensorMap* map, const void* base, cuuint64_t rows, cuuint32_t box_rows) {
+    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k_elems), rows};
+    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k_elems) * 2};
+    const cuuint32_t box[2] = {static_cast<cuuint32_t>(kTileK), box_rows};
+    return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, strides1,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  };
+  if (make(&a_map, a, rows_a, kTileA) != CUDA_SUCCESS || make(&w_map, w, rows_w, kTileW) != CUDA_SUCCESS) {
+    return -static_cast<int>(cudaErrorInvalidValue);
+  }
+  const int smem = stages * static_cast<int>(kTileStage) + 1024;
+  cudaError_t e = cudaFuncSetAttribute(l2_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (e != cudaSuccess) return -static_cast<int>(e);
+  l2_tile_kernel<<<blocks, 32, smem, stream>>>(a_map, w_map, static_cast<const unsigned*>(a),
+                                               static_cast<const unsigned*>(w), k_elems, n, stages, iters, timeout_ns,
+                                               static_cast<unsigned long long*>(stamps), static_cast<int*>(err));
   return launch_code();
 }
 

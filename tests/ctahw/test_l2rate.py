@@ -144,3 +144,12 @@ def test_the_committed_probe_runs_summarize_as_committed(call):
     if "row_l2_gbps" in j:
         assert sorted(map(int, j["row_l2_gbps"])) == sorted(l2rate.ROW_NS)
         assert max(j["row_l2_gbps"].values()) < 5000  # under half what the GEMM's first wave draws at n = 14
+
+
+@pytest.mark.parametrize("kw, words", [(dict(reps=0), "reps and iters must be >= 1"),
+                                       (dict(k_elems=96), "k_elems must be a positive multiple of 64"),
+                                       (dict(ns=(14, 0)), "tiles a row must be >= 1")])
+def test_the_tile_probe_refuses_what_its_kernel_cannot_run_before_any_gpu_work(kw, words):
+    with pytest.raises(ValueError, match=words):
+        l2rate.measure_tiles(**kw)
+    assert max(l2rate.TILE_NS) * 256 * l2rate.TILE_K * 2 <= 17 << 20  # W in L2 at every n

@@ -20,3 +20,14 @@ def test_every_case_lands_its_bytes_and_the_rates_are_plausible(cp):
         assert 500 < r["l2_gbps"] < 50_000, r  # between an HBM's rate / 6 and far past any L2's
     by = {r["case"]: r for r in table}
     assert by["2-all"]["delivered_gbps"] == pytest.approx(2 * by["2-all"]["l2_gbps"])
+
+
+def test_the_tile_probe_lands_the_gemms_boxes(cp):
+    """The row-order first wave by tensor copies: every CTA's last stage sums to its source boxes (else a
+    ProbeError), the grid one CTA an SM, and a rate between an HBM's and far past any L2's."""
+    from ctahw import l2rate
+
+    rows = l2rate.measure_tiles(ns=(14, 22), reps=2, iters=200)
+    assert [r["case"] for r in rows] == ["tile-n14", "tile-n22"] * 2
+    for r in l2rate.summary(rows):
+        assert 500 < r["l2_gbps"] < 50_000, r
