@@ -1,0 +1,122 @@
+"""bench/plan92_tile_rate_wave0.py: registered plan 92's registration (the model's first waves floored at the
+committed tensor-copy probe's L2-to-SM rates), its judge on made-up calls whose first waves are chosen, and calls it
+must refuse (no GPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+from tests.test_plan83_alone_edge import ENV
+from tests.test_plan85_grouped_kept import _judge
+
+
+@pytest.fixture(scope="module")
+def p92():
+    return load_bench("plan92_tile_rate_wave0")
+
+
+@pytest.fixture(scope="module")
+def registered(p92):
+    return pd.read_csv(p92.REGISTERED / "predicted.csv")
+
+
+def test_the_registration_is_the_model_floored_at_the_committed_probes_rates(p92, registered):
+    """The rates are the committed probe's: ``one`` its median over 14-66 tiles a row, ``by_n`` linear in n between
+    its points; the 1x1 floor is 132 tiles' (128 + 256) x K x 2 bytes over the rate; the pairs' never binds."""
+    now = p92.register()
+    assert np.allclose(now.wave0_us, registered.wave0_us, atol=1e-4)
+    rates = p92.probe_rates()
+    assert p92.rate_by_n(12) == rates[12] and p92.rate_by_n(13) == pytest.approx((rates[12] + rates[14]) / 2)
+    assert p92.one_rate() == pytest.approx(np.median([v for n, v in rates.items() if n >= 14]))
+    r = registered.set_index(["h", "variant", "predictor"])
+    for h in p92.HS:
+        model = r.loc[(h, p92.ROW, "model"), "wave0_us"]
+        floor = 132 * 384 * h * 2 / r.loc[(h, p92.ROW, "by_n"), "rate_gbps"] / 1e3
+        assert r.loc[(h, p92.ROW, "by_n"), "wave0_us"] == pytest.approx(max(model, floor), rel=1e-4)
+        assert r.loc[(h, p92.W21, "by_n"), "wave0_us"] == r.loc[(h, p92.W21, "model"), "wave0_us"]
+    assert r.loc[(2816, p92.ROW, "by_n"), "wave0_us"] == r.loc[(2816, p92.ROW, "model"), "wave0_us"]  # 12.8 TB/s
+
+
+def _made_up(p92, run, times, gpu="H100"):
+    """A made-up call: producer v's wave 0 at H runs ``times[(h, v)]`` us, its later waves 150 us."""
+    from plan83_alone_edge import tiles
+
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "env.txt").write_text("index, name, uuid, serial, driver_version, clocks.current.sm [MHz]\n"
+                                 + ENV[gpu] + "\n")
+    for h in p92.HS:
+        out = run / f"OUT_H{h}"
+        out.mkdir()
+        n = tiles(h, p92.M)
+        cta = np.arange(n)
+        runs = []
+        for i, v in enumerate(p92.VARIANTS):
+            main = np.where(cta < 132, times[(h, v)] * 1e3, 150_000).astype(np.int64)
+            start = (cta // 132) * 400_000 + cta % 132
+            acquire = start + 100 + 3_000 * i
+            pd.DataFrame({"cta": cta, "sm": cta % 132, "t_start": start, "t_acquire": acquire,
+                          "t_mainloop_end": acquire + main, "t_compute_end": acquire + 1500 + main}).to_csv(
+                out / f"percta-tiles-{p92.M}-{v}.csv.gz", index=False)
+            runs.append(pd.DataFrame({"m": p92.M, "variant": v, "run": np.arange(p92.RUNS),
+                                      "mainloop_early_ns": times[(h, v)] * 1e3}))
+        pd.concat(runs).to_csv(out / "percta-runs.csv", index=False)
+        pd.DataFrame({"m": p92.M, "variant": list(p92.VARIANTS), "slots": 132,
+                      "cluster": [p92.CLUSTER[v] for v in p92.VARIANTS]}).to_csv(out / "percta.csv", index=False)
+    return run
+
+
+def _as(registered, predictor):
+    p = registered[registered.predictor == predictor]
+    return {(int(r.h), r.variant): float(r.wave0_us) for r in p.itertuples()}
+
+
+def test_a_call_that_runs_as_by_n_predicts_meets_every_claim(p92, registered, tmp_path):
+    c, cl = _judge(p92, _made_up(p92, tmp_path / "run", _as(registered, "by_n")), tmp_path)
+    assert cl.met.all(), cl
+    assert np.allclose(c[c.predictor == "by_n"].err_pct, 0, atol=0.01)
+    assert cl.loc["c", "value"] == "11: 1.000, 13: 0.999"
+
+
+def test_a_call_that_runs_as_the_model_says_misses_a_b_d(p92, registered, tmp_path):
+    """(e) still met: below the step by_n is the model, where one is 6-7% over."""
+    _, cl = _judge(p92, _made_up(p92, tmp_path / "run", _as(registered, "model")), tmp_path)
+    assert cl.met.tolist() == [False, False, True, False, True]
+
+
+def test_a_call_that_runs_as_one_rate_says_misses_c_and_e(p92, registered, tmp_path):
+    _, cl = _judge(p92, _made_up(p92, tmp_path / "run", _as(registered, "one")), tmp_path)
+    assert cl.met.tolist() == [True, False, False, True, False]
+
+
+def test_b_c_d_turn_at_their_edges(p92, registered, tmp_path):
+    t = _as(registered, "by_n")
+    h = 3840
+    over = {**t, (h, p92.ROW): t[(h, p92.ROW)] / 1.051}  # by_n 5.1% over at one H
+    _, cl = _judge(p92, _made_up(p92, tmp_path / "a", over), tmp_path / "ja")
+    assert not cl.loc["b", "met"] and "15: +5.10" in cl.loc["b", "value"]
+    low = {**t, (3328, p92.ROW): t[(3328, p92.W21)] * 1.02}  # 1.02 at 13 tiles a row: not under
+    _, cl = _judge(p92, _made_up(p92, tmp_path / "b", low), tmp_path / "jb")
+    assert not cl.loc["c", "met"] and "13: 1.020" in cl.loc["c", "value"]
+    high = {**t, (7936, p92.ROW): t[(7936, p92.W21)] * 1.049}
+    _, cl = _judge(p92, _made_up(p92, tmp_path / "c", high), tmp_path / "jc")
+    assert not cl.loc["d", "met"] and "31: 1.049" in cl.loc["d", "value"]
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda run: (run / "env.txt").unlink(), "env.txt (plan 92's call"),
+    (lambda run: pd.read_csv(run / "OUT_H3840" / "percta.csv").assign(cluster="1x1").to_csv(
+        run / "OUT_H3840" / "percta.csv", index=False), "cutlass_ctapipe_w21 ran at cluster 1x1, not 2x1"),
+    (lambda run: (run / "OUT_H5888" / "percta-tiles-16384-cutlass_ctapipe.csv.gz").unlink(),
+     "percta-tiles-16384-cutlass_ctapipe.csv.gz (plan 92's call"),
+])
+def test_a_call_it_cannot_judge_is_refused_in_one_line(p92, registered, tmp_path, capsys, damage, message):
+    run = _made_up(p92, tmp_path / "run", _as(registered, "model"))
+    damage(run)
+    out = tmp_path / "judged"
+    assert p92.main(["--judge", str(run), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("plan92_tile_rate_wave0: ") and message in err and "\n" not in err, err
+    assert not out.exists()
