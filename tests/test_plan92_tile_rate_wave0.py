@@ -28,6 +28,7 @@ def test_the_registration_is_the_model_floored_at_the_committed_probes_rates(p92
     its points; the 1x1 floor is 132 tiles' (128 + 256) x K x 2 bytes over the rate; the pairs' never binds."""
     now = p92.register()
     assert np.allclose(now.wave0_us, registered.wave0_us, atol=1e-4)
+    assert np.allclose(now.rate_gbps, registered.rate_gbps, atol=0.05)
     rates = p92.probe_rates()
     assert p92.rate_by_n(12) == rates[12] and p92.rate_by_n(13) == pytest.approx((rates[12] + rates[14]) / 2)
     assert p92.one_rate() == pytest.approx(np.median([v for n, v in rates.items() if n >= 14]))
@@ -36,6 +37,8 @@ def test_the_registration_is_the_model_floored_at_the_committed_probes_rates(p92
         model = r.loc[(h, p92.ROW, "model"), "wave0_us"]
         floor = 132 * 384 * h * 2 / r.loc[(h, p92.ROW, "by_n"), "rate_gbps"] / 1e3
         assert r.loc[(h, p92.ROW, "by_n"), "wave0_us"] == pytest.approx(max(model, floor), rel=1e-4)
+        one = 132 * 384 * h * 2 / 8511.3 / 1e3
+        assert r.loc[(h, p92.ROW, "one"), "wave0_us"] == pytest.approx(max(model, one), rel=1e-4)
         assert r.loc[(h, p92.W21, "by_n"), "wave0_us"] == r.loc[(h, p92.W21, "model"), "wave0_us"]
     assert r.loc[(2816, p92.ROW, "by_n"), "wave0_us"] == r.loc[(2816, p92.ROW, "model"), "wave0_us"]  # 12.8 TB/s
 
@@ -103,6 +106,13 @@ def test_b_c_d_turn_at_their_edges(p92, registered, tmp_path):
     high = {**t, (7936, p92.ROW): t[(7936, p92.W21)] * 1.049}
     _, cl = _judge(p92, _made_up(p92, tmp_path / "c", high), tmp_path / "jc")
     assert not cl.loc["d", "met"] and "31: 1.049" in cl.loc["d", "value"]
+    # and the met side of each edge
+    inside = {**t, (h, p92.ROW): t[(h, p92.ROW)] / 1.049, (3328, p92.ROW): t[(3328, p92.W21)] * 1.019,
+              (7936, p92.ROW): t[(7936, p92.W21)] * 1.051}
+    _, cl = _judge(p92, _made_up(p92, tmp_path / "d", inside), tmp_path / "jd")
+    assert cl.loc[["b", "c", "d"], "met"].all(), cl
+    assert "15: +4.90" in cl.loc["b", "value"] and "13: 1.019" in cl.loc["c", "value"]
+    assert "31: 1.051" in cl.loc["d", "value"]
 
 
 @pytest.mark.parametrize("damage, message", [
