@@ -8,9 +8,10 @@ before plan 92), its wave-0 median mainloop against the model's (the H100 mechan
 floored at the wave's L2-to-SM reads (``plan91_l2_rate_wave0.bound_us``) at the probe's rate at the wave's tiles a row
 (``plan92_tile_rate_wave0.rate_by_n``, from ``bench/results/hw-h100/2026-12-07-l2-tile-1gpu``); ``drawn_tbs`` what
 the wave drew from the L2 (132 tiles' A and W over its mainloop). Writes ``cases.csv`` and prints each one's mean
-|error|. Post-hoc throughout: every call was seen, and the probe ran after plan 91's. Left out: plan 90's call
-(where ``posthoc_cluster_mainloop`` reads its rate) and plan 92's own (judged by its plan), the 2x1 producers (the
-floor never binds on them at these rates) and waves after the first.
+|error|; and ``plan92-mainloops.csv``, plan 92's call read like for like (:func:`mainloops`). Post-hoc throughout:
+every call was seen, and the probe ran after plan 91's. Left out: plan 90's call (where ``posthoc_cluster_mainloop``
+reads its rate) and, from ``cases.csv``, plan 92's own (judged by its plan), the 2x1 producers (the floor never binds
+on them at these rates) and waves after the first.
 """
 
 from __future__ import annotations
@@ -49,6 +50,27 @@ def cases() -> pd.DataFrame:
     return c.sort_values(["h", "m", "call"]).round(4).reset_index(drop=True)
 
 
+def mainloops() -> pd.DataFrame:
+    """Registered plan 92's call like for like: its judged cases (``bench/results/validation-registered92``) compare a
+    wave-0 *mainloop* (acquire to mainloop end) with each predictor's whole *tile* time, which holds the config's
+    ``tile_fixed_ns`` (epilogue and turnover: 2240 ns on the H100 profile) that no mainloop does. Here each predictor's
+    time less that fixed part (``flat``, ``model``) or its floor where the floor binds (``one``, ``by_n``: the floor is
+    a mainloop's loads), against the measured mainloop: ``err_pct`` per H, producer and predictor."""
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+    from plan92_tile_rate_wave0 import GPUS  # noqa: PLC0415
+
+    fixed = load_hardware(GPUS["H100"]).config(128, 256, kernel="ctapipe").tile_fixed_ns / 1e3
+    c = pd.read_csv(ROOT / "bench/results/validation-registered92/cases.csv")
+    model = c[c["predictor"] == "model"].set_index(["h", "variant"])["predicted_us"]
+    rows = []
+    for r in c.itertuples():
+        floor = r.predicted_us > model[(r.h, r.variant)] + 1e-9  # the floor binds: a mainloop's loads
+        pred = r.predicted_us if floor else r.predicted_us - fixed
+        rows.append(dict(h=r.h, n=r.n, variant=r.variant, predictor=r.predictor, measured_us=r.measured_us,
+                         mainloop_us=pred, floor=bool(floor), err_pct=(pred / r.measured_us - 1) * 100))
+    return pd.DataFrame(rows).round(4)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/posthoc_tile_rate.py", description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help=f"output folder (default {OUT.relative_to(ROOT)})")
@@ -57,10 +79,14 @@ def main(argv: list[str] | None = None) -> int:
     c = cases()
     out.mkdir(parents=True, exist_ok=True)
     c.to_csv(out / "cases.csv", index=False)
+    m = mainloops()
+    m.to_csv(out / "plan92-mainloops.csv", index=False)
     print(c[["call", "h", "m", "n", "wave0_us", "drawn_tbs", "rate_gbps", "model_err_pct", "by_n_err_pct"]]
           .to_string(index=False))
     print(f"{len(c)} cases: mean |error| model {c['model_err_pct'].abs().mean():.2f}%, floored at the probe's rate by "
           f"tiles a row {c['by_n_err_pct'].abs().mean():.2f}%")
+    print("plan 92 like for like (mainloop against mainloop; % by H):")
+    print(m.pivot_table(index=["variant", "h"], columns="predictor", values="err_pct").round(2).to_string())
     return 0
 
 

@@ -145,6 +145,16 @@ def test_the_post_hoc_reading_it_was_built_on_is_what_the_script_gives(tmp_path)
     assert "from 9.73% to 5.13%" in readme
     n14 = c[c.n == 14].iloc[0]
     assert n14.by_n_us == pytest.approx(132 * 384 * 3584 * 2 / n14.rate_gbps / 1e3, rel=1e-4)  # the floor binds
+    # plan 92 like for like: the fixed part (2.24 us) off where no floor binds; the figures docs/validation.md quotes
+    assert (tmp_path / "plan92-mainloops.csv").read_text() == (pt.OUT / "plan92-mainloops.csv").read_text()
+    m = pd.read_csv(pt.OUT / "plan92-mainloops.csv").set_index(["variant", "h", "predictor"])
+    assert m.loc[("cutlass_ctapipe", 2816, "model"), "mainloop_us"] == pytest.approx(31.5135 - 2.24, abs=1e-3)
+    assert m.loc[("cutlass_ctapipe", 5888, "by_n"), "floor"] and not m.loc[("cutlass_ctapipe", 2816, "by_n"), "floor"]
+    row = m.xs("cutlass_ctapipe", level="variant")
+    by_n, model = row.xs("by_n", level="predictor").err_pct, row.xs("model", level="predictor").err_pct
+    doc = " ".join((pt.ROOT / "docs/validation.md").read_text().split())
+    assert ("`by_n` is " + ", ".join(f"{x:+.1f}" for x in by_n.iloc[:-1]) + f" and {by_n.iloc[-1]:+.1f}% on the 1x1 "
+            f"first wave ({by_n.abs().mean():.2f}% mean against `model`'s {model.abs().mean():.2f}%)") in doc
 
 
 def test_the_committed_h100_call_judges_as_committed_and_docs_quote_it(p92, tmp_path):
