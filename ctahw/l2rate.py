@@ -47,7 +47,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 __all__ = ["BUF_BYTES", "CASES", "Case", "ITERS", "ROW_CASES", "ROW_NS", "STAGES", "START_SPREAD_MAX", "TIMEOUT_NS",
-           "TILE_K", "TILE_NS", "TILE_STAGES", "check_case", "delivered_bytes", "l2_bytes", "measure", "measure_tiles",
+           "TILE_CASES", "TILE_K", "TILE_MORE_CASES", "TILE_NS", "TILE_STAGES", "TileCase", "check_case", "delivered_bytes", "l2_bytes", "measure", "measure_tiles",
            "read_rate", "row_case", "summary", "where_bound"]
 
 KIB = 1024
@@ -118,7 +118,35 @@ TILE_K = 512
 matrix stays in L2 (W at n = 66 tiles a row: 66 x 256 rows x 1 KiB = 16.5 MiB)."""
 
 TILE_NS = tuple(n for n in ROW_NS if n <= 66)
-"""The tiles a row of the tile cases (:func:`measure_tiles`): :data:`ROW_NS` up to 66 (at 132 W would be 33 MiB)."""
+"""The tiles a row of the tile cases (:data:`TILE_CASES`): :data:`ROW_NS` up to 66 (at 132 W would be 33 MiB)."""
+
+@dataclasses.dataclass(frozen=True)
+class TileCase:
+    """One launch shape of the tile kernel: CTA b reads row-block b // ``a_div`` of A and column b % ``w_mod`` of W,
+    both ``k_elems`` wide (a_div = w_mod = n: the row-order first wave with n tiles a row)."""
+
+    name: str
+    a_div: int
+    w_mod: int
+    k_elems: int = TILE_K
+
+    def bytes(self, blocks: int) -> int:
+        """The A and W matrices' bytes (bf16)."""
+        return (-(-blocks // self.a_div) * 128 + self.w_mod * 256) * self.k_elems * 2
+
+
+TILE_CASES: tuple[TileCase, ...] = tuple(TileCase(f"tile-n{n}", n, n) for n in TILE_NS)
+"""The row-order first waves, K = 512 (``--tiles``; the cases of ``bench/results/hw-h100/2026-12-07-l2-tile-1gpu``)."""
+
+TILE_MORE_CASES: tuple[TileCase, ...] = (
+    *(c for n in (8, 12, 14, 22) for c in (TileCase(f"tile-n{n}-k256", n, n, 256),
+                                            TileCase(f"tile-n{n}-k256-w-shared", 1, n, 256),
+                                            TileCase(f"tile-n{n}-k256-a-shared", n, 132, 256))),
+    *(TileCase(f"tile-n{n}-k{256 * n}", n, n, 256 * n) for n in (12, 13, 14, 15, 16, 18)),
+)
+"""``--tiles-more``: at K = 256, each n's row-order wave beside the same wave with only W shared (every CTA its own A
+row-block) and with only A shared (every CTA its own W column); and the row-order wave at the GEMM's own K = 256 n
+(K = N = H), where W is 19-42 MiB, as the producers' GEMMs are."""
 
 TILE_STAGES = 4
 """The tile kernel's ring: the GEMM's 4 stages of 48 KiB (its limit: 4 x 48 KiB and a 1 KiB alignment in 227 KiB)."""
@@ -231,24 +259,27 @@ def measure(device: int = 0, cases: Sequence[Case] = CASES, reps: int = 7, iters
     return rows
 
 
-def measure_tiles(device: int = 0, ns: Sequence[int] = TILE_NS, reps: int = 7, iters: int = ITERS,
-                  k_elems: int = TILE_K, log: Callable[[str], None] = lambda s: None) -> list[dict]:
+def measure_tiles(device: int = 0, cases: Sequence[TileCase] = TILE_CASES, reps: int = 7, iters: int = ITERS,
+                  log: Callable[[str], None] = lambda s: None) -> list[dict]:
     """The row-order first wave by TMA *tensor* copies (``ctahw_probe_l2_tile``: the GEMM's 2-D boxes, 64 x 128 of A
-    and 64 x 256 of W a k-step, 128-byte swizzled), one CTA per SM, for each ``n`` tiles a row: CTA b reads row-block
-    b // n of an A matrix and column b % n of a W matrix (random bf16, ``k_elems`` wide, read once before: in L2). A
-    warm-up launch of each n, then ``reps`` timed ones (repetitions outermost); rows as :func:`measure`'s, case
-    ``tile-n<n>`` (every byte from the L2: ``share`` and ``groups`` n). Raises ValueError for an n or k_elems the kernel
-    cannot run and :class:`ctahw.probes.ProbeError` for a launch error, a timed-out wait, or a stage whose words do
-    not sum to its source boxes'."""
+    and 64 x 256 of W a k-step, 128-byte swizzled), one CTA per SM, per :class:`TileCase`: CTA b reads row-block
+    b // a_div of an A matrix and column b % w_mod of a W matrix (random bf16, ``k_elems`` wide, read once before). A
+    warm-up launch of each case, then ``reps`` timed ones (repetitions outermost); rows as :func:`measure`'s (every
+    byte from the L2: ``share`` a_div, ``groups`` w_mod; ``buf_bytes`` the two matrices'). Raises ValueError for a case
+    the kernel cannot run (before any GPU work) and :class:`ctahw.probes.ProbeError` for a launch error, a timed-out
+    wait, or a stage whose words do not sum to its source boxes'."""
     from ctahw.device import require_cupy
     from ctahw.probes import ProbeError, call
 
     if reps < 1 or iters < 1:
         raise ValueError(f"reps and iters must be >= 1, got {reps} and {iters}")
-    if k_elems < 64 or k_elems % 64:
-        raise ValueError(f"k_elems must be a positive multiple of 64, got {k_elems}")
-    if not ns or min(ns) < 1:
-        raise ValueError(f"tiles a row must be >= 1, got {list(ns)}")
+    if not cases:
+        raise ValueError("no tile cases")
+    for c in cases:
+        if c.k_elems < 64 or c.k_elems % 64:
+            raise ValueError(f"tile case {c.name}: k_elems must be a positive multiple of 64, got {c.k_elems}")
+        if c.a_div < 1 or c.w_mod < 1:
+            raise ValueError(f"tile case {c.name}: a_div and w_mod must be >= 1, got {c.a_div} and {c.w_mod}")
     cp = require_cupy()
     stage = 48 * KIB
     rows: list[dict] = []
@@ -256,45 +287,45 @@ def measure_tiles(device: int = 0, ns: Sequence[int] = TILE_NS, reps: int = 7, i
         blocks = int(cp.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"])
         rng = np.random.default_rng(20261207)
         mats = {}
-        for n in ns:
-            ra, rw = -(-blocks // n) * 128, n * 256
-            mats[n] = (cp.asarray(rng.integers(0, 2**16, size=(ra, k_elems), dtype=np.uint16)),
-                       cp.asarray(rng.integers(0, 2**16, size=(rw, k_elems), dtype=np.uint16)))
+        for c in cases:
+            ra, rw = -(-blocks // c.a_div) * 128, c.w_mod * 256
+            mats[c.name] = (cp.asarray(rng.integers(0, 2**16, size=(ra, c.k_elems), dtype=np.uint16)),
+                            cp.asarray(rng.integers(0, 2**16, size=(rw, c.k_elems), dtype=np.uint16)))
         stamps = cp.zeros(3 * blocks, dtype=cp.uint64)
         err = cp.zeros(2, dtype=cp.int32)
         s = cp.cuda.Stream(non_blocking=True)
         start, stop = cp.cuda.Event(), cp.cuda.Event()
 
-        def launch(n: int) -> tuple[float, np.ndarray]:
-            a, w = mats[n]
+        def launch(c: TileCase) -> tuple[float, np.ndarray]:
+            a, w = mats[c.name]
             err.fill(0)
             stamps.fill(0)
             cp.cuda.Device(device).synchronize()
             start.record(s)
-            call("l2_tile", a.data.ptr, w.data.ptr, k_elems, n, blocks, TILE_STAGES, iters, TIMEOUT_NS,
-                 stamps.data.ptr, err.data.ptr, stream=s, device=device)
+            call("l2_tile", a.data.ptr, w.data.ptr, c.k_elems, c.a_div, c.w_mod, blocks, TILE_STAGES, iters,
+                 TIMEOUT_NS, stamps.data.ptr, err.data.ptr, stream=s, device=device)
             stop.record(s)
             stop.synchronize()
             e = cp.asnumpy(err)
             if e[0]:
-                raise ProbeError(f"l2 tile probe, n = {n} on GPU {device}: a wait on stage {e[0] - 1} timed out")
+                raise ProbeError(f"l2 tile probe, {c.name} on GPU {device}: a wait on stage {e[0] - 1} timed out")
             if e[1]:
-                raise ProbeError(f"l2 tile probe, n = {n} on GPU {device}: {int(e[1])} CTAs' last stages do not sum "
+                raise ProbeError(f"l2 tile probe, {c.name} on GPU {device}: {int(e[1])} CTAs' last stages do not sum "
                                  "to their source boxes")
             return cp.cuda.get_elapsed_time(start, stop), cp.asnumpy(stamps).reshape(blocks, 3)
 
-        for n in ns:
-            a, w = mats[n]
-            a.sum(), w.sum()  # every line read once: the copies hit the L2
-            launch(n)
+        for c in cases:
+            a, w = mats[c.name]
+            a.sum(), w.sum()  # every line read once: the copies hit the L2 where the matrices fit it
+            launch(c)
         for rep in range(reps):
-            for n in ns:
-                ms, st = launch(n)
+            for c in cases:
+                ms, st = launch(c)
                 t0, t1 = st[:, 0].astype(np.int64), st[:, 1].astype(np.int64)
                 b = blocks * iters * stage
-                rows.append({"case": f"tile-n{n}", "rep": rep, "cluster": 1, "own_bytes": stage, "shared_bytes": 0,
-                             "share": n, "w_bytes": 32 * KIB, "groups": n, "blocks": blocks, "iters": iters,
-                             "stages": TILE_STAGES, "buf_bytes": int(mats[n][0].nbytes + mats[n][1].nbytes),
+                rows.append({"case": c.name, "rep": rep, "cluster": 1, "own_bytes": stage, "shared_bytes": 0,
+                             "share": c.a_div, "w_bytes": 32 * KIB, "groups": c.w_mod, "blocks": blocks,
+                             "iters": iters, "stages": TILE_STAGES, "buf_bytes": c.bytes(blocks),
                              "delivered_bytes": b, "l2_bytes": b, "window_ns": int(t1.max() - t0.min()),
                              "event_ms": float(ms), "start_spread_ns": int(t0.max() - t0.min()),
                              "sms": int(np.unique(st[:, 2]).size), "mismatched_words": 0})

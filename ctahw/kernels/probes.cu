@@ -328,8 +328,9 @@ __global__ void __cluster_dims__(2, 1, 1)
 //
 // As the 128x256x64 bf16 GEMM's mainloop loads: per k-step one 2-D tensor copy of A's box (64 x 128 elements: 16 KiB)
 // and one of W's (64 x 256: 32 KiB) into a 48 KiB stage, 128-byte swizzled, a `stages`-deep ring that one thread
-// refills as soon as a stage lands (nothing consumes it). CTA b runs tile (b / n, b % n) of a row-order first wave with
-// n tiles a row: its A box from row-block b / n of an A matrix, its W box from column b % n of a W matrix, the k-step
+// refills as soon as a stage lands (nothing consumes it). CTA b reads its A box from row-block b / a_div of an A matrix
+// and its W box from column b % w_mod of a W matrix (a_div = w_mod = n: tile (b / n, b % n) of a row-order first wave
+// with n tiles a row; a_div = 1 or w_mod = blocks: no CTA shares its A or its W), the k-step
 // cycling through k_elems / 64 steps (the buffers stay in L2). After the ring, the sum of the last stage's words (a
 // swizzle permutes them, a sum does not mind) is compared with the sum of its source boxes (err[1] counts the CTAs
 // whose sums differ); every wait bounded (err[0] = 1 + stage). stamps as l2_rate_body's.
@@ -358,7 +359,8 @@ __device__ unsigned box_sum(const unsigned* words, int k_elems, int row0, int ro
 
 __global__ void __launch_bounds__(32) l2_tile_kernel(const __grid_constant__ CUtensorMap a_map,
                                                      const __grid_constant__ CUtensorMap w_map, const unsigned* a_words,
-                                                     const unsigned* w_words, int k_elems, int n, int stages,
+                                                     const unsigned* w_words, int k_elems, int a_div, int w_mod,
+                                                     int stages,
                                                      long long iters, unsigned long long timeout_ns,
                                                      unsigned long long* stamps, int* err) {
   extern __shared__ unsigned char tile_raw[];
@@ -366,7 +368,7 @@ __global__ void __launch_bounds__(32) l2_tile_kernel(const __grid_constant__ CUt
                                                          ~static_cast<uintptr_t>(1023));  // 128B swizzle: 1 KiB
   __shared__ __align__(8) unsigned long long full[kTileMaxStages];
   __shared__ int failed;
-  const int row = static_cast<int>(blockIdx.x) / n, col = static_cast<int>(blockIdx.x) % n;
+  const int row = static_cast<int>(blockIdx.x) / a_div, col = static_cast<int>(blockIdx.x) % w_mod;
   const int ksteps = k_elems / kTileK;
   if (threadIdx.x == 0) {
     for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&full[s]), 1u);
@@ -421,7 +423,7 @@ __global__ void __launch_bounds__(32) l2_tile_kernel(const __grid_constant__ CUt
 
 extern "C" {
 
-int ctahw_probes_abi_version() { return 4; }
+int ctahw_probes_abi_version() { return 5; }
 
 int ctahw_probe_store(void* dst, long long bytes, int blocks, int threads, unsigned seed, cudaStream_t stream) {
   store_kernel<<<blocks, threads, 0, stream>>>(static_cast<uint4*>(dst), static_cast<size_t>(bytes) / 16, seed);
@@ -494,14 +496,15 @@ int ctahw_probe_l2_rate(const void* buf, unsigned long long buf_bytes, int own_b
 }
 
 // The row-order first wave by TMA tensor copies (l2_tile_kernel above): a and w are bf16 matrices k_elems wide with
-// ceil(blocks / n) x 128 and n x 256 rows. Returns -cudaErrorInvalidValue for a case it cannot run (n < 1, blocks < 1,
+// ceil(blocks / a_div) x 128 and w_mod x 256 rows. Returns -cudaErrorInvalidValue for a case it cannot run (a_div or
+// w_mod < 1, blocks < 1,
 // k_elems not a positive multiple of 64, stages not in 1..4, iters < 1), before any CUDA call; the tensor maps are
 // encoded through cudaGetDriverEntryPointByVersion (the library does not link libcuda); a failed encode returns
 // -cudaErrorInvalidValue too. Sets the kernel's dynamic shared-memory limit to the ring's size.
-int ctahw_probe_l2_tile(const void* a, const void* w, int k_elems, int n, int blocks, int stages, long long iters,
-                        unsigned long long timeout_ns, void* stamps, void* err, cudaStream_t stream) {
-  if (n < 1 || blocks < 1 || k_elems < kTileK || k_elems % kTileK || stages < 1 || stages > kTileMaxStages ||
-      iters < 1) {
+int ctahw_probe_l2_tile(const void* a, const void* w, int k_elems, int a_div, int w_mod, int blocks, int stages,
+                        long long iters, unsigned long long timeout_ns, void* stamps, void* err, cudaStream_t stream) {
+  if (a_div < 1 || w_mod < 1 || blocks < 1 || k_elems < kTileK || k_elems % kTileK || stages < 1 ||
+      stages > kTileMaxStages || iters < 1) {
     return -static_cast<int>(cudaErrorInvalidValue);
   }
   static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
@@ -514,8 +517,8 @@ int ctahw_probe_l2_tile(const void* a, const void* w, int k_elems, int n, int bl
       return e != cudaSuccess ? -static_cast<int>(e) : -static_cast<int>(cudaErrorInvalidValue);
     }
   }
-  const cuuint64_t rows_a = static_cast<cuuint64_t>((blocks + n - 1) / n) * kTileA;
-  const cuuint64_t rows_w = static_cast<cuuint64_t>(n) * kTileW;
+  const cuuint64_t rows_a = static_cast<cuuint64_t>((blocks + a_div - 1) / a_div) * kTileA;
+  const cuuint64_t rows_w = static_cast<cuuint64_t>(w_mod) * kTileW;
   CUtensorMap a_map, w_map;
   const cuuint32_t strides1[2] = {1, 1};
   auto make = [&](CUtensorMap* map, const void* base, cuuint64_t rows, cuuint32_t box_rows) {
@@ -533,7 +536,8 @@ int ctahw_probe_l2_tile(const void* a, const void* w, int k_elems, int n, int bl
   cudaError_t e = cudaFuncSetAttribute(l2_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return -static_cast<int>(e);
   l2_tile_kernel<<<blocks, 32, smem, stream>>>(a_map, w_map, static_cast<const unsigned*>(a),
-                                               static_cast<const unsigned*>(w), k_elems, n, stages, iters, timeout_ns,
+                                               static_cast<const unsigned*>(w), k_elems, a_div, w_mod, stages, iters,
+                                               timeout_ns,
                                                static_cast<unsigned long long*>(stamps), static_cast<int*>(err));
   return launch_code();
 }

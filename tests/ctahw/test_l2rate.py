@@ -146,10 +146,25 @@ def test_the_committed_probe_runs_summarize_as_committed(call):
         assert max(j["row_l2_gbps"].values()) < 5000  # under half what the GEMM's first wave draws at n = 14
 
 
-@pytest.mark.parametrize("kw, words", [(dict(reps=0), "reps and iters must be >= 1"),
-                                       (dict(k_elems=96), "k_elems must be a positive multiple of 64"),
-                                       (dict(ns=(14, 0)), "tiles a row must be >= 1")])
+@pytest.mark.parametrize("kw, words", [
+    (dict(reps=0), "reps and iters must be >= 1"),
+    (dict(cases=()), "no tile cases"),
+    (dict(cases=(l2rate.TileCase("x", 14, 14, 96),)), "tile case x: k_elems must be a positive multiple of 64"),
+    (dict(cases=(l2rate.TileCase("y", 0, 14),)), "tile case y: a_div and w_mod must be >= 1"),
+])
 def test_the_tile_probe_refuses_what_its_kernel_cannot_run_before_any_gpu_work(kw, words):
     with pytest.raises(ValueError, match=words):
         l2rate.measure_tiles(**kw)
-    assert max(l2rate.TILE_NS) * 256 * l2rate.TILE_K * 2 <= 17 << 20  # W in L2 at every n
+
+
+def test_the_tile_cases_are_the_row_order_waves_and_their_splits():
+    """The default cases: n tiles a row at K = 512, W at most 17 MiB (in L2); the more cases: at K = 256 each wave
+    beside W alone shared (every CTA its own A) and A alone shared (every CTA its own W), and the GEMM's own K."""
+    names = [c.name for c in l2rate.TILE_CASES + l2rate.TILE_MORE_CASES]
+    assert len(set(names)) == len(names)
+    assert [(c.a_div, c.w_mod, c.k_elems) for c in l2rate.TILE_CASES] == [(n, n, 512) for n in l2rate.TILE_NS]
+    assert max(c.bytes(132) for c in l2rate.TILE_CASES) <= 17 << 20
+    more = {c.name: c for c in l2rate.TILE_MORE_CASES}
+    assert (more["tile-n14-k256-w-shared"].a_div, more["tile-n14-k256-w-shared"].w_mod) == (1, 14)
+    assert (more["tile-n14-k256-a-shared"].a_div, more["tile-n14-k256-a-shared"].w_mod) == (14, 132)
+    assert more["tile-n15-k3840"].bytes(132) == (9 * 128 + 15 * 256) * 3840 * 2

@@ -27,7 +27,8 @@ def test_the_tile_probe_lands_the_gemms_boxes(cp):
     ProbeError), the grid one CTA an SM, and a rate between an HBM's and far past any L2's."""
     from ctahw import l2rate
 
-    rows = l2rate.measure_tiles(ns=(14, 22), reps=2, iters=200)
-    assert [r["case"] for r in rows] == ["tile-n14", "tile-n22"] * 2
+    cases = (l2rate.TILE_CASES[3], l2rate.TILE_MORE_CASES[2])
+    rows = l2rate.measure_tiles(cases=cases, reps=2, iters=200)
+    assert [r["case"] for r in rows] == [c.name for c in cases] * 2
     for r in l2rate.summary(rows):
         assert 500 < r["l2_gbps"] < 50_000, r
