@@ -574,7 +574,7 @@ LIBRARIES: dict[str, KernelLibrary] = {
         source=KERNELS_DIR / "probes.cu",
         needs_cutlass=False,
         abi_symbol="ctahw_probes_abi_version",
-        abi_version=5,
+        abi_version=6,
         signatures={
             "ctahw_probes_abi_version": (_i, ()),
             "ctahw_probe_store": (_i, (_p, _ll, _i, _i, _u, _p)),
@@ -585,7 +585,7 @@ LIBRARIES: dict[str, KernelLibrary] = {
             "ctahw_probe_stamp": (_i, (_p, _p)),
             "ctahw_probe_sleep": (_i, (_ull, _p)),
             "ctahw_probe_l2_rate": (_i, (_p, _ull, _i, _i, _i, _i, _ll, _i, _i, _i, _i, _ull, _p, _p, _p)),
-            "ctahw_probe_l2_tile": (_i, (_p, _p, _i, _i, _i, _i, _i, _ll, _ull, _p, _p, _p)),
+            "ctahw_probe_l2_tile": (_i, (_p, _p, _i, _i, _i, _i, _i, _i, _ll, _ull, _p, _p, _p)),
         },
     ),
     # Variant (a) also runs fused epilogue ops (ABI 5): the op names by code and the launcher that takes op and C.

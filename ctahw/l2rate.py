@@ -47,8 +47,9 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 __all__ = ["BUF_BYTES", "CASES", "Case", "ITERS", "ROW_CASES", "ROW_NS", "STAGES", "START_SPREAD_MAX", "TIMEOUT_NS",
-           "TILE_CASES", "TILE_K", "TILE_MORE_CASES", "TILE_NS", "TILE_STAGES", "TileCase", "check_case", "delivered_bytes", "l2_bytes", "measure", "measure_tiles",
-           "read_rate", "row_case", "summary", "where_bound"]
+           "TILE_CASES", "TILE_K", "TILE_MORE_CASES", "TILE_PHASE_CASES", "TILE_NS", "TILE_STAGES", "TileCase",
+           "check_case", "delivered_bytes", "l2_bytes", "measure", "measure_tiles", "read_rate", "row_case", "summary",
+           "where_bound"]
 
 KIB = 1024
 
@@ -123,12 +124,14 @@ TILE_NS = tuple(n for n in ROW_NS if n <= 66)
 @dataclasses.dataclass(frozen=True)
 class TileCase:
     """One launch shape of the tile kernel: CTA b reads row-block b // ``a_div`` of A and column b % ``w_mod`` of W,
-    both ``k_elems`` wide (a_div = w_mod = n: the row-order first wave with n tiles a row)."""
+    both ``k_elems`` wide (a_div = w_mod = n: the row-order first wave with n tiles a row), its k-steps starting at
+    b x ``k_phase`` (0: all CTAs in step, the sharers of a line reading it at once)."""
 
     name: str
     a_div: int
     w_mod: int
     k_elems: int = TILE_K
+    k_phase: int = 0
 
     def bytes(self, blocks: int) -> int:
         """The A and W matrices' bytes (bf16)."""
@@ -147,6 +150,12 @@ TILE_MORE_CASES: tuple[TileCase, ...] = (
 """``--tiles-more``: at K = 256, each n's row-order wave beside the same wave with only W shared (every CTA its own A
 row-block) and with only A shared (every CTA its own W column); and the row-order wave at the GEMM's own K = 256 n
 (K = N = H), where W is 19-42 MiB, as the producers' GEMMs are."""
+
+TILE_PHASE_CASES: tuple[TileCase, ...] = tuple(
+    TileCase(f"tile-n{n}-k{256 * n}-phase{ph}", n, n, 256 * n, ph) for n in (12, 14, 15, 18, 22, 31, 42)
+    for ph in (0, 1))
+"""``--tiles-phase``: the row-order wave at the GEMM's own K, its CTAs in step (phase 0) and each a k-step after the
+one before it (phase 1: a W line's sharers n k-steps apart, an A line's 1 to n - 1), as a GEMM's CTAs drift apart."""
 
 TILE_STAGES = 4
 """The tile kernel's ring: the GEMM's 4 stages of 48 KiB (its limit: 4 x 48 KiB and a 1 KiB alignment in 227 KiB)."""
@@ -278,8 +287,9 @@ def measure_tiles(device: int = 0, cases: Sequence[TileCase] = TILE_CASES, reps:
     for c in cases:
         if c.k_elems < 64 or c.k_elems % 64:
             raise ValueError(f"tile case {c.name}: k_elems must be a positive multiple of 64, got {c.k_elems}")
-        if c.a_div < 1 or c.w_mod < 1:
-            raise ValueError(f"tile case {c.name}: a_div and w_mod must be >= 1, got {c.a_div} and {c.w_mod}")
+        if c.a_div < 1 or c.w_mod < 1 or c.k_phase < 0:
+            raise ValueError(f"tile case {c.name}: a_div and w_mod must be >= 1 and k_phase >= 0, got {c.a_div}, "
+                             f"{c.w_mod} and {c.k_phase}")
     cp = require_cupy()
     stage = 48 * KIB
     rows: list[dict] = []
@@ -302,8 +312,8 @@ def measure_tiles(device: int = 0, cases: Sequence[TileCase] = TILE_CASES, reps:
             stamps.fill(0)
             cp.cuda.Device(device).synchronize()
             start.record(s)
-            call("l2_tile", a.data.ptr, w.data.ptr, c.k_elems, c.a_div, c.w_mod, blocks, TILE_STAGES, iters,
-                 TIMEOUT_NS, stamps.data.ptr, err.data.ptr, stream=s, device=device)
+            call("l2_tile", a.data.ptr, w.data.ptr, c.k_elems, c.a_div, c.w_mod, c.k_phase, blocks, TILE_STAGES,
+                 iters, TIMEOUT_NS, stamps.data.ptr, err.data.ptr, stream=s, device=device)
             stop.record(s)
             stop.synchronize()
             e = cp.asnumpy(err)

@@ -330,7 +330,8 @@ __global__ void __cluster_dims__(2, 1, 1)
 // and one of W's (64 x 256: 32 KiB) into a 48 KiB stage, 128-byte swizzled, a `stages`-deep ring that one thread
 // refills as soon as a stage lands (nothing consumes it). CTA b reads its A box from row-block b / a_div of an A matrix
 // and its W box from column b % w_mod of a W matrix (a_div = w_mod = n: tile (b / n, b % n) of a row-order first wave
-// with n tiles a row; a_div = 1 or w_mod = blocks: no CTA shares its A or its W), the k-step
+// with n tiles a row; a_div = 1 or w_mod = blocks: no CTA shares its A or its W), CTA b's k-step starting at
+// b x k_phase (0: every CTA in step with the others, its sharers reading each line at once), the k-step
 // cycling through k_elems / 64 steps (the buffers stay in L2). After the ring, the sum of the last stage's words (a
 // swizzle permutes them, a sum does not mind) is compared with the sum of its source boxes (err[1] counts the CTAs
 // whose sums differ); every wait bounded (err[0] = 1 + stage). stamps as l2_rate_body's.
@@ -360,7 +361,7 @@ __device__ unsigned box_sum(const unsigned* words, int k_elems, int row0, int ro
 __global__ void __launch_bounds__(32) l2_tile_kernel(const __grid_constant__ CUtensorMap a_map,
                                                      const __grid_constant__ CUtensorMap w_map, const unsigned* a_words,
                                                      const unsigned* w_words, int k_elems, int a_div, int w_mod,
-                                                     int stages,
+                                                     int k_phase, int stages,
                                                      long long iters, unsigned long long timeout_ns,
                                                      unsigned long long* stamps, int* err) {
   extern __shared__ unsigned char tile_raw[];
@@ -370,6 +371,7 @@ __global__ void __launch_bounds__(32) l2_tile_kernel(const __grid_constant__ CUt
   __shared__ int failed;
   const int row = static_cast<int>(blockIdx.x) / a_div, col = static_cast<int>(blockIdx.x) % w_mod;
   const int ksteps = k_elems / kTileK;
+  const long long phase = static_cast<long long>(blockIdx.x) * k_phase % ksteps;  // this CTA's first k-step
   if (threadIdx.x == 0) {
     for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&full[s]), 1u);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -383,7 +385,7 @@ __global__ void __launch_bounds__(32) l2_tile_kernel(const __grid_constant__ CUt
     auto issue = [&](long long i) {
       const int s = static_cast<int>(i % stages);
       const unsigned dst = base + static_cast<unsigned>(s) * kTileStage, bar = smem_addr(&full[s]);
-      const int k = static_cast<int>(i % ksteps) * kTileK;
+      const int k = static_cast<int>((i + phase) % ksteps) * kTileK;
       mbar_expect_tx(bar, kTileStage);
       tensor_copy_2d(dst, &a_map, k, row * kTileA, bar);
       tensor_copy_2d(dst + kTileA * kTileK * 2, &w_map, k, col * kTileW, bar);
@@ -405,7 +407,7 @@ __global__ void __launch_bounds__(32) l2_tile_kernel(const __grid_constant__ CUt
   __syncthreads();
   if (failed == 0) {  // the last stage's words against its source boxes, as sums
     const long long last = iters - 1;
-    const int k = static_cast<int>(last % ksteps) * kTileK;
+    const int k = static_cast<int>((last + phase) % ksteps) * kTileK;
     const unsigned* stage = reinterpret_cast<const unsigned*>(ring + static_cast<unsigned>(last % stages) * kTileStage);
     unsigned got = 0;
     for (unsigned w = threadIdx.x; w < kTileStage / 4; w += blockDim.x) got += stage[w];
@@ -423,7 +425,7 @@ __global__ void __launch_bounds__(32) l2_tile_kernel(const __grid_constant__ CUt
 
 extern "C" {
 
-int ctahw_probes_abi_version() { return 5; }
+int ctahw_probes_abi_version() { return 6; }
 
 int ctahw_probe_store(void* dst, long long bytes, int blocks, int threads, unsigned seed, cudaStream_t stream) {
   store_kernel<<<blocks, threads, 0, stream>>>(static_cast<uint4*>(dst), static_cast<size_t>(bytes) / 16, seed);
@@ -501,9 +503,10 @@ int ctahw_probe_l2_rate(const void* buf, unsigned long long buf_bytes, int own_b
 // k_elems not a positive multiple of 64, stages not in 1..4, iters < 1), before any CUDA call; the tensor maps are
 // encoded through cudaGetDriverEntryPointByVersion (the library does not link libcuda); a failed encode returns
 // -cudaErrorInvalidValue too. Sets the kernel's dynamic shared-memory limit to the ring's size.
-int ctahw_probe_l2_tile(const void* a, const void* w, int k_elems, int a_div, int w_mod, int blocks, int stages,
-                        long long iters, unsigned long long timeout_ns, void* stamps, void* err, cudaStream_t stream) {
-  if (a_div < 1 || w_mod < 1 || blocks < 1 || k_elems < kTileK || k_elems % kTileK || stages < 1 ||
+int ctahw_probe_l2_tile(const void* a, const void* w, int k_elems, int a_div, int w_mod, int k_phase, int blocks,
+                        int stages, long long iters, unsigned long long timeout_ns, void* stamps, void* err,
+                        cudaStream_t stream) {
+  if (a_div < 1 || w_mod < 1 || k_phase < 0 || blocks < 1 || k_elems < kTileK || k_elems % kTileK || stages < 1 ||
       stages > kTileMaxStages || iters < 1) {
     return -static_cast<int>(cudaErrorInvalidValue);
   }
@@ -536,7 +539,8 @@ int ctahw_probe_l2_tile(const void* a, const void* w, int k_elems, int a_div, in
   cudaError_t e = cudaFuncSetAttribute(l2_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return -static_cast<int>(e);
   l2_tile_kernel<<<blocks, 32, smem, stream>>>(a_map, w_map, static_cast<const unsigned*>(a),
-                                               static_cast<const unsigned*>(w), k_elems, a_div, w_mod, stages, iters,
+                                               static_cast<const unsigned*>(w), k_elems, a_div, w_mod, k_phase,
+                                               stages, iters,
                                                timeout_ns,
                                                static_cast<unsigned long long*>(stamps), static_cast<int*>(err));
   return launch_code();

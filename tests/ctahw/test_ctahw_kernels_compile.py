@@ -117,10 +117,10 @@ def test_kernel_source_compiles_and_exports_its_launchers(name):
                     dict(buf_bytes=16384), dict(groups=-1), dict(groups=2), dict(w_bytes=4096),
                     dict(w_bytes=32768, groups=2), dict(w_bytes=8, groups=2)):
             assert cdll.ctahw_probe_l2_rate(*{**ok, **bad}.values()) == -1, bad
-        tile = dict(a=None, w=None, k_elems=512, a_div=14, w_mod=14, blocks=132, stages=4, iters=8, timeout=1,
-                    stamps=None, err=None, stream=None)
-        for bad in (dict(a_div=0), dict(w_mod=0), dict(blocks=0), dict(k_elems=0), dict(k_elems=96), dict(stages=0), dict(stages=5),
-                    dict(iters=0)):
+        tile = dict(a=None, w=None, k_elems=512, a_div=14, w_mod=14, k_phase=0, blocks=132, stages=4, iters=8,
+                    timeout=1, stamps=None, err=None, stream=None)
+        for bad in (dict(a_div=0), dict(w_mod=0), dict(k_phase=-1), dict(blocks=0), dict(k_elems=0), dict(k_elems=96),
+                    dict(stages=0), dict(stages=5), dict(iters=0)):
             assert cdll.ctahw_probe_l2_tile(*{**tile, **bad}.values()) == -1, bad
     elif name.startswith("ctapipe_sm90_bf16"):
         from ctahw.runner import CLUSTERS, DESC_FIELDS, LIBRARY_OF_CLUSTER, TILE_STAMP_WORDS
