@@ -123,7 +123,8 @@ def test_a_row_case_is_the_row_order_first_wave():
 
 
 @pytest.mark.parametrize("call", ["2026-12-07-registered91-1gpu", "2026-12-07-l2-rate-rows-1gpu",
-                                  "2026-12-07-l2-tile-1gpu", "2026-12-07-l2-tile-more-1gpu"])
+                                  "2026-12-07-l2-tile-1gpu", "2026-12-07-l2-tile-more-1gpu",
+                                  "2026-12-07-l2-tile-phase-1gpu"])
 def test_the_committed_probe_runs_summarize_as_committed(call):
     """The two committed H100 runs (registered plan 91's call; the row-order cases after it): each launch row's
     medians give the committed summary, and the JSON's rate and side are the summary's."""
@@ -156,6 +157,11 @@ def test_the_committed_probe_runs_summarize_as_committed(call):
         assert all(8_500 < more[f"tile-n{n}-k256-a-shared"] < 8_900 for n in (8, 12, 14, 22))
         assert [round(more[f"tile-n{n}-k{256 * n}"], -2) for n in (12, 13)] == [10_200, 9_200]
         assert all(8_100 < more[f"tile-n{n}-k{256 * n}"] < 8_400 for n in (14, 15, 16, 18))
+    phase = j.get("tile_phase_l2_gbps")
+    if phase:  # docs/validation.md, plan 92: CTAs a k-step apart draw 3-27% less than in step
+        drop = [1 - phase[f"tile-n{n}-k{256 * n}-phase1"] / phase[f"tile-n{n}-k{256 * n}-phase0"]
+                for n in (12, 14, 15, 18, 22, 31, 42)]
+        assert 0.025 < min(drop) and max(drop) < 0.275
 
 
 @pytest.mark.parametrize("kw, words", [
