@@ -1,0 +1,89 @@
+"""bench/plan93_tile_rate_domain.py: registered plan 93's registration (mainloops: the model's tile time less its
+fixed part, floored at the committed tensor-copy probes' mean L2-to-SM rate), its judge on made-up calls whose first
+waves are chosen, and calls it must refuse (no GPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+from tests.test_plan85_grouped_kept import _judge
+from tests.test_plan92_tile_rate_wave0 import _as
+
+
+@pytest.fixture(scope="module")
+def p93():
+    return load_bench("plan93_tile_rate_domain")
+
+
+@pytest.fixture(scope="module")
+def registered(p93):
+    return pd.read_csv(p93.REGISTERED / "predicted.csv")
+
+
+def test_the_registration_is_mainloops_floored_at_the_two_probes_mean_rate(p93, registered):
+    """``model`` and ``flat`` are tile times less the profile's tile_fixed_ns (2.24 us); ``by_n`` floors the 1x1
+    mainloop at 132 tiles' (128 + 256) x K x 2 bytes over the two probe runs' mean rate at n, linear in n."""
+    import json
+
+    import plan85_grouped_kept as p85
+    from ctasim.spec import load_hardware
+
+    now = p93.register()
+    assert np.allclose(now.wave0_us, registered.wave0_us, atol=1e-4)
+    assert np.allclose(now.rate_gbps, registered.rate_gbps, atol=0.05)
+    hw = load_hardware("h100-x8-mechanism")
+    assert p93.fixed_us(hw) == pytest.approx(2.24)
+    runs = [{int(k): v for k, v in json.loads(f.read_text())["tile_l2_gbps"].items()} for f in p93.PROBES]
+    assert p93.rate_by_n(22) == pytest.approx((runs[0][22] + runs[1][22]) / 2)
+    assert p93.rate_by_n(24) == pytest.approx((runs[0][22] + runs[1][22] + runs[0][26] + runs[1][26]) / 4)
+    r = registered.set_index(["h", "variant", "predictor"])
+    for h in p93.HS:
+        tile = float(p85.wave_prediction(h, p93.ROW, "lockstep", hw, 0.0, p93.M)[0])
+        assert r.loc[(h, p93.ROW, "model"), "wave0_us"] == pytest.approx(tile - 2.24, abs=1e-3)
+        floor = 132 * 384 * h * 2 / r.loc[(h, p93.ROW, "by_n"), "rate_gbps"] / 1e3
+        assert r.loc[(h, p93.ROW, "by_n"), "wave0_us"] == pytest.approx(floor, rel=1e-4)  # binds at every H
+        assert r.loc[(h, p93.W21, "by_n"), "wave0_us"] == r.loc[(h, p93.W21, "model"), "wave0_us"]
+
+
+def _made_up(p93, run, times):
+    from tests.test_plan92_tile_rate_wave0 import _made_up as made
+
+    return made(p93, run, times)
+
+
+def test_a_call_that_runs_as_by_n_predicts_meets_every_claim(p93, registered, tmp_path):
+    c, cl = _judge(p93, _made_up(p93, tmp_path / "run", _as(registered, "by_n")), tmp_path)
+    assert cl.met.all(), cl
+    assert np.allclose(c[c.predictor == "by_n"].err_pct, 0, atol=0.01)
+
+
+def test_a_call_that_runs_as_the_model_says_misses_a_b_d(p93, registered, tmp_path):
+    _, cl = _judge(p93, _made_up(p93, tmp_path / "run", _as(registered, "model")), tmp_path)
+    assert cl.met.tolist() == [False, False, True, False]
+
+
+def test_each_claim_turns_at_its_edge(p93, registered, tmp_path):
+    t = _as(registered, "by_n")
+    cases = {
+        "b": ({**t, (8960, p93.ROW): t[(8960, p93.ROW)] / 1.041}, {**t, (8960, p93.ROW): t[(8960, p93.ROW)] / 1.039}),
+        "c": ({**t, (6400, p93.W21): t[(6400, p93.W21)] / 1.031}, {**t, (6400, p93.W21): t[(6400, p93.W21)] / 1.029}),
+        "d": ({**t, (9472, p93.ROW): t[(9472, p93.W21)] * 1.049}, {**t, (9472, p93.ROW): t[(9472, p93.W21)] * 1.051}),
+    }
+    for claim, (out, inside) in cases.items():
+        _, cl = _judge(p93, _made_up(p93, tmp_path / f"{claim}-out", out), tmp_path / f"j{claim}o")
+        assert not cl.loc[claim, "met"], (claim, cl)
+        _, cl = _judge(p93, _made_up(p93, tmp_path / f"{claim}-in", inside), tmp_path / f"j{claim}i")
+        assert cl.loc[claim, "met"], (claim, cl)
+
+
+def test_a_call_it_cannot_judge_is_refused_in_one_line(p93, registered, tmp_path, capsys):
+    run = _made_up(p93, tmp_path / "run", _as(registered, "model"))
+    (run / "OUT_H8960" / "percta-tiles-24576-cutlass_ctapipe_w21.csv.gz").unlink()
+    out = tmp_path / "judged"
+    assert p93.main(["--judge", str(run), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("plan93_tile_rate_domain: ") and "percta-tiles-24576-cutlass_ctapipe_w21.csv.gz" in err
+    assert "\n" not in err and not out.exists()
