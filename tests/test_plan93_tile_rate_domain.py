@@ -87,3 +87,23 @@ def test_a_call_it_cannot_judge_is_refused_in_one_line(p93, registered, tmp_path
     err = capsys.readouterr().err.strip()
     assert err.startswith("plan93_tile_rate_domain: ") and "percta-tiles-24576-cutlass_ctapipe_w21.csv.gz" in err
     assert "\n" not in err and not out.exists()
+
+
+def test_the_committed_h100_call_judges_as_committed_and_docs_quote_it(p93, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered93-1gpu, GPU-a62b2e9d) judged again gives the committed
+    tables: (a) and (d) met, (b) and (c) missed, registered; docs/validation.md's plan 93 tables are what it gives."""
+    from tests.test_plan85_grouped_kept import _doc_section, _rejudged
+
+    c, cl = _rejudged(p93, "2026-12-07-registered93-1gpu", "validation-registered93", tmp_path)
+    assert cl.met.tolist() == [True, False, False, True]
+    assert cl.provenance.str.startswith("registered: predictions added in c4d67a98").all()
+    doc = " ".join(_doc_section(p93, 93).split())
+    for claim in "abcd":
+        assert cl.loc[claim, "value"] in doc, claim
+    t = c.set_index(["h", "variant", "predictor"])
+    for h in p93.HS:
+        row = (f"| {h} ({h // 256}) | {t.loc[(h, p93.ROW, 'model'), 'measured_us']:.1f} | "
+               f"{t.loc[(h, p93.W21, 'model'), 'measured_us']:.1f} ({t.loc[(h, p93.ROW, 'model'), 'row_over']:.3f}) | "
+               + " | ".join(f"{t.loc[(h, p93.ROW, p), 'err_pct']:+.1f}" for p in ("flat", "model", "by_n"))
+               + f" | {t.loc[(h, p93.W21, 'model'), 'err_pct']:+.1f} |")
+        assert row in doc, row
