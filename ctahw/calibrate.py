@@ -1351,12 +1351,13 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
     store-complete and release step (``local_signal_ns``: ``ctasim.calibration.local_signal``), the same kernel's
     traces in pairs of row-blocks (``tile_orders.GAP_SHAPES``; ``quick``: one) with each one's coefficient of variation
     of the sharers' gaps and their median (``ticket_gap_cv``, ``gap_runs``: ``ctasim.calibration.gap_cv``, at the
-    ``ticket_spread`` just measured), and the L2 survival
+    ``ticket_spread`` just measured), the L2-to-SM rate of the GEMM's own loads by tiles a row (:func:`l2_tile_rates`:
+    ``l2_tile_rates``, measured and not written into a field), and the L2 survival
     probe (``ctahw.l2probe``; :func:`l2_survival_fields`; where it cannot tell hits from misses,
     ``l2_survival_note`` says why and the curve stays the base's). With ``probe_out``: ``tile_orders.csv``
     (the probe's rows, the columns of the committed ``gemm_shapes.csv``), ``timing.csv`` and ``tiles-*.csv.gz``
-    (what ``bench/order_drift.py DIR`` reads), ``tickets.csv``, ``ticket-gaps.csv`` and ``tiles-*-tickets*.csv.gz``
-    written there."""
+    (what ``bench/order_drift.py DIR`` reads), ``tickets.csv``, ``ticket-gaps.csv``, ``tiles-*-tickets*.csv.gz`` and
+    ``l2-tile.csv`` written there."""
     import pandas as pd  # noqa: PLC0415
 
     from ctahw import tile_orders  # noqa: PLC0415
@@ -1392,6 +1393,8 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
             tiles.to_csv(probe_out / f"tiles-{name}.csv.gz", index=False, float_format="%.0f")
         pd.DataFrame(res["ticket_runs"]).to_csv(probe_out / "tickets.csv", index=False)
         pd.DataFrame(res["gap_runs"]).to_csv(probe_out / "ticket-gaps.csv", index=False)
+    log("calibrate: L2-to-SM rate probe (the row-order first wave by the GEMM's tensor copies)")
+    res.update(l2_tile_rates(log, quick, probe_out))
     log("calibrate: L2 survival probe")
     from ctahw import l2probe  # noqa: PLC0415
 
@@ -1407,6 +1410,28 @@ def measure_memory(log: Callable[[str], None] = lambda s: print(s, file=sys.stde
         pd.DataFrame(l2_rows).to_csv(probe_out / "l2-survival.csv", index=False)
         l2probe.latency_table(raw).to_csv(probe_out / "l2-survival-latency.csv.gz", index=False)
     return res
+
+
+def l2_tile_rates(log: Callable[[str], None] = lambda s: None, quick: bool = False,
+                  probe_out: Path | None = None) -> dict:
+    """The L2-to-SM rate of the GEMM's own loads by tiles a row (``ctahw.l2rate.measure_tiles``, its default cases;
+    ``quick``: 3 launches each, else 7): ``l2_tile_rates`` ({n: GB/s}) and with ``probe_out`` ``l2-tile.csv`` (one
+    row per launch) there; where the probe fails, ``l2_tile_note`` says why. Measured, not written into a field: one
+    rate cannot hold the step registered plans 92 and 93 found (no 1x1 excess up to 15 tiles a row)."""
+    import pandas as pd  # noqa: PLC0415
+
+    from ctahw import l2rate  # noqa: PLC0415
+    from ctahw.probes import ProbeError  # noqa: PLC0415
+
+    try:
+        rows = l2rate.measure_tiles(reps=3 if quick else 7, log=log)
+        table = {r["case"]: r["l2_gbps"] for r in l2rate.summary(rows)}
+    except (ProbeError, ValueError) as e:
+        log(f"calibrate: L2-to-SM rate not measured: {e}")
+        return {"l2_tile_note": str(e)}
+    if probe_out is not None:
+        pd.DataFrame(rows).to_csv(probe_out / "l2-tile.csv", index=False)
+    return {"l2_tile_rates": {c.w_mod: round(float(table[c.name]), 1) for c in l2rate.TILE_CASES}}
 
 
 def plain_rows(rows: Sequence[Mapping]) -> list[dict]:
@@ -1670,7 +1695,7 @@ def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance:
                       f"could not be split from the sync (launch + sync round trip {res.get('launch_roundtrip_ns')} ns)")
     if res.get("refit_note"):
         header.append(str(res["refit_note"]))
-    for key in ("clock_regime_note", "clock_curve_note", "l2_survival_note", "ticket_rate_note"):
+    for key in ("clock_regime_note", "clock_curve_note", "l2_survival_note", "l2_tile_note", "ticket_rate_note"):
         if res.get(key):
             header.append(f"{key.replace('_note', '').replace('_', ' ')} not measured: {res[key]}")
     if "l2_sm_tflops" in res:
@@ -1680,6 +1705,11 @@ def write_profile(res: Mapping, base_ref: str, out: Path, name: str, provenance:
                       f"cta_drift measured on {len(res.get('order_drift', ()))} per-tile traces (ctasim.calibration)")
     elif res.get("memory_note"):
         header.append(f"Memory hierarchy copied from {base.name}: {res['memory_note']}")
+    if res.get("l2_tile_rates"):
+        rates = sorted(res["l2_tile_rates"].items(), key=lambda x: int(x[0]))  # from JSON the keys are strings
+        header.append("Measured, not written into a field: the L2-to-SM rate of the GEMM's own tensor copies by tiles "
+                      "a row of a row-order first wave (ctahw.l2rate.measure_tiles; GB/s) "
+                      + ", ".join(f"{n}: {v:.0f}" for n, v in rates) + " (no field takes it: registered plans 92 and 93)")
     if res.get("percta"):
         from ctahw.percta import percta_notes  # noqa: PLC0415
 

@@ -96,8 +96,8 @@ def parser() -> argparse.ArgumentParser:
                    help="skip the LayerNorm fold's probe (traced ring pairs of the chain kernel on GPU 0, ~10 s): "
                         "norm_stats_epilogue_ns_per_element and norm_fold_epilogue_ns_per_element stay copied from --base")
     c.add_argument("--probe-out", type=Path, default=None,
-                   help="folder for the probes' raw files (tile_orders.csv, timing.csv, tiles-*.csv.gz; percta.csv, "
-                        "percta-runs.csv, percta-tiles-<M>-<variant>.csv.gz)")
+                   help="folder for the probes' raw files (tile_orders.csv, timing.csv, tiles-*.csv.gz, l2-tile.csv; "
+                        "percta.csv, percta-runs.csv, percta-tiles-<M>-<variant>.csv.gz)")
     c.add_argument("--dry-run", action="store_true", help="print what would be measured; needs no GPU")
     c.add_argument("--from-json", type=Path, default=None, metavar="JSON",
                    help="measure nothing: write the profile from an earlier calibration's --json against --base, "
@@ -295,8 +295,10 @@ def cmd_calibrate(args) -> int:
             print(f"memory probes (the L2 constants fitted under {args.base}'s l2_reuse_law "
                   f"{base.l2_reuse_law!r}): the tile-order probe at N = K = 8192 (M = 2048 ... 32768, 12 orders), "
                   f"{len(T.TRACE_SHAPES) * len(T.TRACE_ORDERS)} per-tile order traces, {len(T.TICKET_SHAPES)} of the "
-                  f"chain kernel's tickets and {len(T.GAP_SHAPES)} of its pairs (ctahw.tile_orders), the L2 survival "
-                  "probe (ctahw.l2probe) and the tickets design's one-layer microbenchmark "
+                  f"chain kernel's tickets and {len(T.GAP_SHAPES)} of its pairs (ctahw.tile_orders), the L2-to-SM "
+                  "rate of the GEMM's tensor copies by tiles a row (ctahw.l2rate.measure_tiles; measured, not written "
+                  "into a field), the L2 survival probe (ctahw.l2probe) and the tickets design's one-layer "
+                  "microbenchmark "
                   "(ctasim.ticket_rate.RATE_EXPERIMENTS)"
                   f"{'; raw files into ' + str(args.probe_out) if args.probe_out else ''}")
         if not args.no_percta:

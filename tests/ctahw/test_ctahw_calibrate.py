@@ -828,7 +828,16 @@ def test_measure_memory_takes_the_gap_spread_from_its_pairs_traces(tmp_path, mon
     monkeypatch.setattr(T, "trace_orders", lambda **k: ([{"case": n} for n in orders], orders))
     monkeypatch.setattr(T, "trace_tickets", tickets)
     monkeypatch.setattr(l2probe, "measure", no_curve)
+    from ctahw import l2rate
+
+    tiles = pd.read_csv(root.parent / "hw-h100/2026-12-07-l2-tile-1gpu/l2rate/l2-rate.csv")
+    tiles = tiles[tiles.case.str.startswith("tile-n")].to_dict("records")  # the committed run's launches
+    reps = []
+    monkeypatch.setattr(l2rate, "measure_tiles", lambda reps_=None, **k: reps.append(k.get("reps")) or tiles)
     res = cal.measure_memory(log=lambda s: None, quick=True, probe_out=tmp_path)
+    assert reps == [3] and res["l2_tile_rates"][12] == pytest.approx(12773.8, abs=0.1)
+    assert res["l2_tile_rates"][14] == pytest.approx(8818.2, abs=0.1) and len(res["l2_tile_rates"]) == 12
+    assert len(pd.read_csv(tmp_path / "l2-tile.csv")) == len(tiles)
     assert seen == [(T.TICKET_SHAPES[-2:], 0), (T.GAP_SHAPES[-1:], T.GAP_GROUP)]
     spread, _ = ticket_spread([whole["intragpu"]] * 2, 132)
     want, _ = gap_cv([whole["intragpu-g2"]], spread, 132)
@@ -836,3 +845,30 @@ def test_measure_memory_takes_the_gap_spread_from_its_pairs_traces(tmp_path, mon
     assert [r["gap_cv"] for r in res["gap_runs"]] == pytest.approx([want]) and res["gap_runs"][0]["chain_group"] == 2
     assert pd.read_csv(tmp_path / "ticket-gaps.csv")["gap_cv"].tolist() == pytest.approx([want])
     assert (tmp_path / "tiles-16384x8192x2-tickets-g2.csv.gz").is_file() and "l2_survival_note" in res
+
+
+def test_a_failing_l2_to_sm_probe_leaves_a_note_and_the_profile_says_it(monkeypatch):
+    """ctahw.calibrate.l2_tile_rates: a probe error (a mismatched stage, a timeout) is one note, nothing else; the
+    rates measured go into the profile's header as measured and not written into a field."""
+    from ctahw import l2rate
+    from ctahw.probes import ProbeError
+
+    def broken(**_):
+        raise ProbeError("l2 tile probe, tile-n14 on GPU 0: 3 CTAs' last stages do not sum to their source boxes")
+
+    monkeypatch.setattr(l2rate, "measure_tiles", broken)
+    note = cal.l2_tile_rates(quick=True)
+    assert note == {"l2_tile_note": "l2 tile probe, tile-n14 on GPU 0: 3 CTAs' last stages do not sum to their "
+                                    "source boxes"}
+
+
+def test_the_l2_to_sm_rates_go_into_the_header_and_no_field(tmp_path):
+    fitted = dict(FAKE_RESULT, sm_remote_store_gbps=7.0, sm_remote_store_note="fit")
+    text = cal.write_profile(dict(fitted, l2_tile_rates={12: 12773.8, 8: 12776.2, 14: 8818.2}), "h200-x2",
+                             tmp_path / "p.toml", "p", PROV)
+    flat = " ".join(line.lstrip("# ") for line in text.splitlines())
+    assert ("Measured, not written into a field: the L2-to-SM rate of the GEMM's own tensor copies by tiles a row of "
+            "a row-order first wave (ctahw.l2rate.measure_tiles; GB/s) 8: 12776, 12: 12774, 14: 8818") in flat
+    assert load_hardware(tmp_path / "p.toml").l2_sm_read_gbps == 0.0
+    text = cal.write_profile(dict(fitted, l2_tile_note="a wait timed out"), "h200-x2", tmp_path / "q.toml", "q", PROV)
+    assert "# l2 tile not measured: a wait timed out" in text
