@@ -674,9 +674,11 @@ def grouped_kept_lines(kinds, results_dir: Path | None = None) -> list[str]:
             f"{both(2)}{since}; docs/validation.md)"]
 
 
-ALONE_RECORD = ("validation-registered89", "validation-registered90")
-"""Registered plans 89 (the model as plans 87 and 88 left it, the producers alone at M = 24576: its ``claims.csv``)
-and 90 (the producer's first wave by cluster: its ``cases.csv``), one H100 each."""
+ALONE_RECORD = ("validation-registered89", "validation-registered90", "validation-registered92",
+                "validation-registered93")
+"""Registered plans 89 (the model as plans 87 and 88 left it, the producers alone at M = 24576: its ``claims.csv``),
+90 (the producer's first wave by cluster: its ``cases.csv``), 92 and 93 (the 1x1 first wave floored at the L2-to-SM
+rate of the GEMM's own loads, below and in the domain where it binds: their ``cases.csv``), one H100 each."""
 ALONE_CLUSTER_H = 5632
 """Plan 90's H where the first wave is not bound by HBM (at 16896 it is, and every cluster ran alike)."""
 ALONE_STATES = (1.10, 1.25)
@@ -687,8 +689,9 @@ partial loss (registered plans 88 and 89's bounds)."""
 def alone_record_lines(kinds, results_dir: Path | None = None) -> list[str]:
     """Where a CTA-pipelined strategy is priced on two or more GPUs (as :func:`producer_edge_lines`): what registered
     plan 89 found of the model as it now is on the producers alone (issue 13's targets on the grouped producers and
-    pairs, the flat predictor beside it, row order's error), and what plan 90 found of the 1x1-cluster kernel's first
-    wave against the 1x2 and 2x1 clusters' (from the committed tables; a table gone leaves its line out)."""
+    pairs, the flat predictor beside it, row order's error), what plan 90 found of the 1x1-cluster kernel's first
+    wave against the 1x2 and 2x1 clusters', and what plan 92 found of it at the L2-to-SM rate of the GEMM's own loads
+    (from the committed tables; a table gone leaves its line out)."""
     if not {"ctapipe", "hybrid"} & set(kinds):
         return []
     root, lines = _results_root(results_dir), []
@@ -726,7 +729,43 @@ def alone_record_lines(kinds, results_dir: Path | None = None) -> list[str]:
                      f"saves), and within {(other - 1).abs().max() * 100:.1f}% of them where the first wave is bound "
                      "by HBM: the base variant's waves are priced short where HBM does not bound them "
                      "(docs/validation.md)")
+    f92 = root / ALONE_RECORD[2] / "cases.csv"
+    if f92.is_file():
+        d = pd.read_csv(f92)
+        d = d[d["variant"] == "cutlass_ctapipe"].pivot_table(index="n", columns="predictor", values="err_pct")
+        ratio = pd.read_csv(f92).drop_duplicates("n").set_index("n")["row_over"]
+        bound = d.index[d["by_n"] > d["model"] + 1e-9]  # where the floor binds
+        free = ratio[ratio < 1.02].index
+
+        def both(xs) -> str:
+            xs = list(xs)
+            return ", ".join(xs[:-1]) + (" and " if len(xs) > 1 else "") + xs[-1]
+
+        def pct(xs) -> str:
+            return both(f"{x:+.1f}%" for x in xs)
+
+        lines.append(f"registered plan 92 (an H100): the L2-to-SM rate of the GEMM's own loads (ctahw.l2rate's "
+                     f"tensor-copy probe) priced the 1x1 producer's first wave {pct(d.loc[bound, 'by_n'])} off at "
+                     f"{both(map(str, bound))} tiles a row, where it binds (the model, which has no such rate: "
+                     f"{pct(d.loc[bound, 'model'])}); at {both(map(str, free))} tiles a row that wave ran as fast as "
+                     "a 2x1 cluster's, and no profile sets the rate"
+                     + _plan93_clause(root) + " "
+                     "(docs/validation.md)")
     return lines
+
+
+def _plan93_clause(root: Path) -> str:
+    """'; registered plan 93 ...': the floor's mean |error| on the 1x1 first wave in its domain against the model's
+    (from plan 93's cases.csv), or nothing where the table is gone."""
+    f = root / ALONE_RECORD[3] / "cases.csv"
+    if not f.is_file():
+        return ""
+    d = pd.read_csv(f)
+    d = d[d["variant"] == "cutlass_ctapipe"]
+    mae = d.groupby("predictor")["err_pct"].apply(lambda x: x.abs().mean())
+    return (f"; registered plan 93 (another H100, {d['n'].min()}-{d['n'].max()} tiles a row) priced that wave "
+            f"{mae['by_n']:.1f}% off at the rate against the model's {mae['model']:.1f}% (mean |error|, mainloop "
+            "against mainloop; the rest its cold HBM reads)")
 
 
 H100_DRIFT_PLANS = {"tile": (("validation-registered72", "datasheet"), ("validation-registered73", "model"),

@@ -792,19 +792,26 @@ def test_advise_reads_the_row_order_producer_from_a_judged_cases_table(tmp_path)
 
 def test_advise_says_what_plans_89_and_90_found_of_the_producer_alone(tmp_path):
     """Where a pipelined strategy is priced: plan 89's figures of the model as it now is (read from its claims.csv and
-    cases.csv) and plan 90's first waves by cluster (its cases.csv); a changed table changes the line, no table no
+    cases.csv), plan 90's first waves by cluster and plan 92's at the L2-to-SM rate (their cases.csv); a changed table
+    changes the line, no table no
     line, other strategies none."""
     import shutil
 
     from ctasim import advise as A
 
-    line89, line90 = A.alone_record_lines(["sequential", "ctapipe"])
+    line89, line90, line92 = A.alone_record_lines(["sequential", "ctapipe"])
     assert ("with the model as it now is at 2.43% mean |error|, worst +5.96% (issue 13's 3% and 6% met), the flat "
             "predictor with no memory hierarchy at 2.45%; row order at 11.97%, its partial loss of reuse at H = 5632 "
             "and 7424 (1.13 and 1.24x the no-miss level)") in line89
     assert ("ran its first wave 9.4% over a 2x1 cluster's and 5.6% over a 1x2 cluster's at H = 5632" in line90
             and "within 2.0% of them where the first wave is bound by HBM" in line90)
-    assert A.alone_record_lines(["sequential", "tp"]) == [] and A.alone_record_lines(["hybrid"]) == [line89, line90]
+    assert ("priced the 1x1 producer's first wave +11.6%, +3.0% and -0.9% off at 15, 23 and 31 tiles a row, where it "
+            "binds (the model, which has no such rate: +4.4%, -5.5% and -8.6%); at 11, 13 and 15 tiles a row that "
+            "wave ran as fast as a 2x1 cluster's") in line92
+    assert ("registered plan 93 (another H100, 25-37 tiles a row) priced that wave 3.7% off at the rate against the "
+            "model's 13.4% (mean |error|, mainloop against mainloop") in line92
+    assert A.alone_record_lines(["sequential", "tp"]) == []
+    assert A.alone_record_lines(["hybrid"]) == [line89, line90, line92]
     assert A.alone_record_lines(["ctapipe"], results_dir=tmp_path) == []
     for folder in A.ALONE_RECORD:
         shutil.copytree(A._results_root(None) / folder, tmp_path / folder)
@@ -815,10 +822,18 @@ def test_advise_says_what_plans_89_and_90_found_of_the_producer_alone(tmp_path):
     row = (c.variant == "cutlass_ctapipe") & (c.h == 5632)
     c.loc[row, "measured_us"] = c.loc[row, "measured_us"] * 0.95  # 1.07x: kept, no longer a partial loss
     c.to_csv(tmp_path / A.ALONE_RECORD[0] / "cases.csv", index=False)
-    one, two = A.alone_record_lines(["ctapipe"], results_dir=tmp_path)
+    e = pd.read_csv(tmp_path / A.ALONE_RECORD[2] / "cases.csv")
+    e.loc[e.n == 15, "row_over"] = 1.05  # an excess at 15 tiles a row: no longer among those that ran as fast
+    e.to_csv(tmp_path / A.ALONE_RECORD[2] / "cases.csv", index=False)
+    one, two, three = A.alone_record_lines(["ctapipe"], results_dir=tmp_path)
     assert "and 1.1% over a 1x2 cluster's" in two
     assert "its partial loss of reuse at H = 7424 (1.24x the no-miss level)" in one
+    assert "at 11 and 13 tiles a row that wave ran as fast" in three
     (tmp_path / A.ALONE_RECORD[1] / "cases.csv").unlink()
+    assert "registered plan 93" in three
+    (tmp_path / A.ALONE_RECORD[3] / "cases.csv").unlink()
+    assert "registered plan 93" not in A.alone_record_lines(["ctapipe"], results_dir=tmp_path)[-1]
+    (tmp_path / A.ALONE_RECORD[2] / "cases.csv").unlink()
     assert A.alone_record_lines(["ctapipe"], results_dir=tmp_path) == [one]
 
 
