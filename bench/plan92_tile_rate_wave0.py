@@ -117,13 +117,18 @@ def measured(run_dir: Path) -> pd.DataFrame:
 
 
 def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
-    """Per H, variant and predictor: the measured and predicted wave-0 time, its error (%), and row order's over the
-    pairs', measured and predicted."""
+    """:func:`pair_cases` of :data:`PREDICTORS`."""
+    return pair_cases(pred, meas, PREDICTORS)
+
+
+def pair_cases(pred: pd.DataFrame, meas: pd.DataFrame, predictors) -> pd.DataFrame:
+    """Per H, variant (row order and the pairs) and predictor of ``predictors``: the measured and predicted wave-0
+    time, its error (%), and row order's over the pairs', measured and predicted (plans 92 and 93)."""
     gpu, p = call_rows(pred, meas)
     rows = []
     for h, g in meas.groupby("h", sort=True):
         m = g.set_index("variant")["wave0_us"]
-        for name in PREDICTORS:
+        for name in predictors:
             q = p[(p["h"] == h) & (p["predictor"] == name)].set_index("variant")
             if sorted(q.index) != sorted(VARIANTS):
                 raise JudgeError(f"the registration has no single {name} prediction of every producer at {gpu} "

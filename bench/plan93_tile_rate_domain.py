@@ -38,9 +38,9 @@ import pandas as pd  # noqa: E402
 
 import plan85_grouped_kept as p85  # noqa: E402
 import registered_plan  # noqa: E402
-from plan83_alone_edge import call_rows  # noqa: E402
 from plan90_cluster_wave0 import first_waves  # noqa: E402
 from plan91_l2_rate_wave0 import bound_us  # noqa: E402
+from plan92_tile_rate_wave0 import pair_cases  # noqa: E402
 
 M = 24576
 ROW, W21 = "cutlass_ctapipe", "cutlass_ctapipe_w21"
@@ -106,24 +106,8 @@ def measured(run_dir: Path) -> pd.DataFrame:
 
 def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     """Per H, variant and predictor: the measured and predicted wave-0 mainloop, its error (%), and row order's over
-    the pairs', measured and predicted."""
-    gpu, p = call_rows(pred, meas)
-    rows = []
-    for h, g in meas.groupby("h", sort=True):
-        m = g.set_index("variant")["wave0_us"]
-        for name in PREDICTORS:
-            q = p[(p["h"] == h) & (p["predictor"] == name)].set_index("variant")
-            if sorted(q.index) != sorted(VARIANTS):
-                raise JudgeError(f"the registration has no single {name} prediction of every producer at {gpu} "
-                                 f"H = {h}")
-            for v in VARIANTS:
-                rows.append(dict(gpu=gpu, h=h, n=h // 256, variant=v, predictor=name,
-                                 rate_gbps=float(q.loc[v, "rate_gbps"]), measured_us=float(m[v]),
-                                 predicted_us=float(q.loc[v, "wave0_us"]),
-                                 err_pct=float((q.loc[v, "wave0_us"] / m[v] - 1) * 100),
-                                 row_over=float(m[ROW] / m[W21]),
-                                 predicted_row_over=float(q.loc[ROW, "wave0_us"] / q.loc[W21, "wave0_us"])))
-    return pd.DataFrame(rows).round(4)
+    the pairs', measured and predicted (``plan92_tile_rate_wave0.pair_cases``)."""
+    return pair_cases(pred, meas, PREDICTORS)
 
 
 def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:

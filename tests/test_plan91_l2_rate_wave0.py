@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from tests.helpers import load_bench
-from tests.test_plan83_alone_edge import ENV
 from tests.test_plan85_grouped_kept import _judge
 
 
@@ -52,32 +51,12 @@ def test_the_nearest_registered_rate_is_taken_the_lower_on_a_tie(p91):
 
 def _made_up(p91, run, times, rate=8700.0, bound="l2", gpu="H100"):
     """A made-up call on ``gpu``: the probe gave ``rate`` and ``bound``; producer v's wave 0 at H runs
-    ``times[(h, v)]`` us, its later waves 150 us."""
-    from plan83_alone_edge import tiles
+    ``times[(h, v)]`` us, its later waves 150 us (``test_plan92_tile_rate_wave0._made_up``'s tables)."""
+    from tests.test_plan92_tile_rate_wave0 import _made_up as tables
 
-    run.mkdir(parents=True, exist_ok=True)
-    (run / "env.txt").write_text("index, name, uuid, serial, driver_version, clocks.current.sm [MHz]\n"
-                                 + ENV[gpu] + "\n")
+    tables(p91, run, times, gpu)
     (run / "l2rate").mkdir()
     (run / "l2rate" / "l2-rate.json").write_text(json.dumps({"l2_sm_read_gbps": rate, "bound": bound}))
-    for h in p91.HS:
-        out = run / f"OUT_H{h}"
-        out.mkdir()
-        n = tiles(h, p91.M)
-        cta = np.arange(n)
-        runs = []
-        for i, v in enumerate(p91.VARIANTS):
-            main = np.where(cta < 132, times[(h, v)] * 1e3, 150_000).astype(np.int64)
-            start = (cta // 132) * 400_000 + cta % 132
-            acquire = start + 100 + 3_000 * i
-            pd.DataFrame({"cta": cta, "sm": cta % 132, "t_start": start, "t_acquire": acquire,
-                          "t_mainloop_end": acquire + main, "t_compute_end": acquire + 1500 + main}).to_csv(
-                out / f"percta-tiles-{p91.M}-{v}.csv.gz", index=False)
-            runs.append(pd.DataFrame({"m": p91.M, "variant": v, "run": np.arange(p91.RUNS),
-                                      "mainloop_early_ns": times[(h, v)] * 1e3}))
-        pd.concat(runs).to_csv(out / "percta-runs.csv", index=False)
-        pd.DataFrame({"m": p91.M, "variant": list(p91.VARIANTS), "slots": 132,
-                      "cluster": [p91.CLUSTER[v] for v in p91.VARIANTS]}).to_csv(out / "percta.csv", index=False)
     return run
 
 
