@@ -1,4 +1,4 @@
-"""The L2-to-SM read-rate probe: how many bytes a second the L2 gives the SMs through TMA bulk copies, by cluster.
+"""The L2-to-SM read-rate probe: how many bytes a second the L2 gives the SMs by TMA copies, by cluster and pattern.
 
 What it measures. ``ctasim.costs.order_waves`` can floor a wave at its tiles' L2 reads (``ctasim.costs.l2_sm_reads``:
 the A tile over ``cluster_n``, the W tile over ``cluster_m``, the bytes one multicast saves counted once) at a rate
@@ -26,16 +26,28 @@ Correctness first: the buffer holds random words, and after its ring every CTA c
 (``mismatched_words``; a multicast that landed in the wrong CTA or place shows there); a case with any mismatch or a
 timed-out wait raises :class:`~ctahw.probes.ProbeError`.
 
-What it found (two H100s, 2026-12-07; docs/hardware.md): 4.7 TB/s for the 1x1 stage, 4.2-5.0 for the row-order first
-waves, 6.1 with groups of 6 reading the same lines, less with multicast -- under half the 9.7 TB/s the GEMM's 1x1 first
-wave draws at H = 3584 (registered plan 91). The figures are this probe's ceiling, not the L2's; no profile takes them.
+The second kernel (``ctahw_probe_l2_tile``, :func:`measure_tiles`) issues the GEMM's own loads: per k-step one 2-D
+tensor copy of the 64 x 128 A box and one of the 64 x 256 W box (128-byte swizzled, a 4-stage ring, tensor maps encoded
+on the host through the runtime's driver entry point), CTA b reading row-block b // a_div of an A matrix and column
+b % w_mod of a W matrix (:class:`TileCase`: a row-order first wave with n tiles a row at a_div = w_mod = n), K each, its
+k-steps in step with the other CTAs' or ``k_phase`` apart; each CTA's last stage checked as a sum of words against its
+source boxes. :data:`TILE_CASES` (K = 512, in L2), :data:`TILE_MORE_CASES` (A or W alone shared; the GEMM's own K) and
+:data:`TILE_PHASE_CASES` (in step and a k-step apart) hold its cases; ``ctahw calibrate`` runs :data:`TILE_CASES`.
 
-Left out: the 2-D tensor maps a GEMM's TMA loads use (a tile's rows are 128-byte lines ``K`` elements apart; here a
-part is one contiguous run), the consumer warps' reads of shared memory and the tensor cores, the HBM (a cold L2 is a
-different probe: ``ctahw.l2probe``), clusters of more than 2, and the H100's two L2 partitions (a line's home partition
-is whatever the address hash gives; the probe reports the mean over them). A stage's slot is ``(key x 37 + iteration)``
-modulo the buffer's slots, so CTAs whose keys are 46, 83 or 129 apart read the same slot 1-3 iterations apart (132 CTAs
-x 4 stages x 48 KiB in flight is more than the 16 MiB buffer: some lines are always read by two CTAs at about once).
+What it found (five H100s, 2026-12-07; docs/hardware.md): the 1-D bulk copies 4.7 TB/s for the 1x1 stage, 4.2-5.0 in
+the row-order pattern, 6.1 with groups of 6 reading the same lines, less with multicast -- half to two thirds of the
+9.7 TB/s the GEMM's 1x1 first wave draws at H = 3584 (registered plan 91): that kernel's ceiling, not the L2's. The
+tensor copies 12.7-12.8 TB/s up to 12 tiles a row and 8.2-8.9 from 14 on, at which rate registered plans 92 and 93
+priced the GEMM's 1x1 first wave within 3% at 23-31 tiles a row (2.3-5.8% short at 25-37); the GEMM's own step sits
+at 15-18 tiles a row, and no profile takes the rates.
+
+Left out: the consumer warps' reads of shared memory and the tensor cores (nothing paces the ring), the HBM (a cold L2
+is a different probe: ``ctahw.l2probe``; the tile cases at the GEMM's own K read W from HBM again on each pass over
+K where it does not fit), clusters of more than 2 and multicast in the tile kernel, and the H100's two L2 partitions
+(a line's home partition is whatever the address hash gives; the probe reports the mean over them). The 1-D kernel's
+stage slot is ``(key x 37 + iteration)`` modulo the buffer's slots, so CTAs whose keys are 46, 83 or 129 apart read
+the same slot 1-3 iterations apart (132 CTAs x 4 stages x 48 KiB in flight is more than the 16 MiB buffer: some lines
+are always read by two CTAs at about once).
 """
 
 from __future__ import annotations

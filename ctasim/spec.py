@@ -342,9 +342,9 @@ class Hardware:
         "the rate (GB/s) all SMs together read A and W tiles from the L2 at; a wave of the memory hierarchy then takes "
         "at least its tiles' L2 reads at it (a CTA reads tile_m x K of A, shared by a 1xN cluster's multicast, and "
         "tile_n x K of W, shared by an Mx1 cluster's; ctasim.costs.order_waves). 0 = not bounded (every profile "
-        "today: on the H100s the GEMM's own tensor copies draw 12.8 TB/s up to 12 tiles a row and 8.2-8.8 from 14 on "
-        "(ctahw.l2rate.measure_tiles), and the 1x1 first wave has no excess up to 15 tiles a row (registered plans 91 "
-        "and 92): one rate cannot hold that step)",
+        "today: the tensor-copy probe, the GEMM's own loads (ctahw.l2rate.measure_tiles), draws 12.7-12.8 TB/s up to "
+        "12 tiles a row and 8.2-8.9 from 14 on (two H100s), and the 1x1 first wave has no excess up to 15 tiles a row "
+        "(registered plans 91 and 92): one rate cannot hold that step)",
         0.0)
     link_sharing: str = _f(
         "how concurrent transfers share a link channel: 'fcfs' = one after another in issue order, each at the "
