@@ -27,8 +27,9 @@ it). The rate is read off a mainloop (acquire to mainloop end) and floors only t
 Writes ``cases.csv`` (one row per call, H, M and producer: its wave-0 time measured and under the model and ``bound``,
 and row order's over it) and ``summary.csv`` (per GPU and producer: the calls, cases, the median and range of the
 measured wave-0 ratio, the model's and ``bound``'s, and each one's mean |error| of the wave-0 time). Post-hoc
-throughout: the calls were seen. Left out: waves 1 and after, where the orders' reuse differs; the TMA path's own rate
-against a probe's (no probe of the L2-to-SM rate exists).
+throughout: the calls were seen. Left out: waves 1 and after, where the orders' reuse differs; the rate a probe measures
+(written after this reading: ``ctahw.l2rate``, judged in registered plans 91-93; ``bench/posthoc_tile_rate.py`` reads
+these calls at the probe's rate).
 """
 
 from __future__ import annotations
