@@ -59,9 +59,9 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 __all__ = ["BUF_BYTES", "CASES", "Case", "ITERS", "ROW_CASES", "ROW_NS", "STAGES", "START_SPREAD_MAX", "TIMEOUT_NS",
-           "TILE_CASES", "TILE_K", "TILE_MORE_CASES", "TILE_PHASE_CASES", "TILE_NS", "TILE_STAGES", "TileCase",
-           "check_case", "delivered_bytes", "l2_bytes", "measure", "measure_tiles", "read_rate", "row_case", "summary",
-           "where_bound"]
+           "TILE_CASES", "TILE_COLD_CASES", "TILE_K", "TILE_MORE_CASES", "TILE_PHASE_CASES", "TILE_NS", "TILE_STAGES",
+           "TileCase", "check_case", "delivered_bytes", "l2_bytes", "measure", "measure_tiles", "read_rate", "row_case",
+           "summary", "where_bound"]
 
 KIB = 1024
 
@@ -144,6 +144,8 @@ class TileCase:
     w_mod: int
     k_elems: int = TILE_K
     k_phase: int = 0
+    cold: bool = False
+    """One pass over K (k_elems / 64 stages a CTA) after the L2 is flushed: a first wave's loads from HBM."""
 
     def bytes(self, blocks: int) -> int:
         """The A and W matrices' bytes (bf16)."""
@@ -168,6 +170,14 @@ TILE_PHASE_CASES: tuple[TileCase, ...] = tuple(
     for ph in (0, 1))
 """``--tiles-phase``: the row-order wave at the GEMM's own K, its CTAs in step (phase 0) and each a k-step after the
 one before it (phase 1: a W line's sharers n k-steps apart, an A line's 1 to n - 1), as a GEMM's CTAs drift apart."""
+
+TILE_COLD_CASES: tuple[TileCase, ...] = tuple(
+    TileCase(f"tile-n{n}-k{256 * n}-cold", n, n, 256 * n, cold=True) for n in (14, 18, 22, 25, 27, 31, 35, 37, 42))
+"""``--tiles-cold``: the 1x1 row-order first wave's loads as the GEMM issues them -- one pass over its own K after the
+L2 is flushed (every byte of W and A cold) -- with no math: the load time a first wave cannot beat."""
+
+FLUSH_L2S = 4
+"""A cold case's flush reads this many times the L2 of a buffer nothing else uses before each launch."""
 
 TILE_STAGES = 4
 """The tile kernel's ring: the GEMM's 4 stages of 48 KiB (its limit: 4 x 48 KiB and a 1 KiB alignment in 227 KiB)."""
@@ -325,7 +335,8 @@ def measure_tiles(device: int = 0, cases: Sequence[TileCase] = TILE_CASES, reps:
             cp.cuda.Device(device).synchronize()
             start.record(s)
             call("l2_tile", a.data.ptr, w.data.ptr, c.k_elems, c.a_div, c.w_mod, c.k_phase, blocks, TILE_STAGES,
-                 iters, TIMEOUT_NS, stamps.data.ptr, err.data.ptr, stream=s, device=device)
+                 c.k_elems // 64 if c.cold else iters, TIMEOUT_NS, stamps.data.ptr, err.data.ptr, stream=s,
+                 device=device)
             stop.record(s)
             stop.synchronize()
             e = cp.asnumpy(err)
@@ -336,18 +347,27 @@ def measure_tiles(device: int = 0, cases: Sequence[TileCase] = TILE_CASES, reps:
                                  "to their source boxes")
             return cp.cuda.get_elapsed_time(start, stop), cp.asnumpy(stamps).reshape(blocks, 3)
 
+        l2 = int(cp.cuda.runtime.getDeviceProperties(device)["l2CacheSize"])
+        flush = cp.zeros(FLUSH_L2S * l2 // 4, dtype=cp.uint32) if any(c.cold for c in cases) else None
+
+        def run(c: TileCase) -> tuple[float, np.ndarray]:
+            if c.cold:
+                flush.sum()  # every line of the L2 taken by the flush buffer: the case's matrices start in HBM
+            return launch(c)
+
         for c in cases:
             a, w = mats[c.name]
             a.sum(), w.sum()  # every line read once: the copies hit the L2 where the matrices fit it
-            launch(c)
+            run(c)
         for rep in range(reps):
             for c in cases:
-                ms, st = launch(c)
+                ms, st = run(c)
                 t0, t1 = st[:, 0].astype(np.int64), st[:, 1].astype(np.int64)
-                b = blocks * iters * stage
+                n_iters = c.k_elems // 64 if c.cold else iters
+                b = blocks * n_iters * stage
                 rows.append({"case": c.name, "rep": rep, "cluster": 1, "own_bytes": stage, "shared_bytes": 0,
                              "share": c.a_div, "w_bytes": 32 * KIB, "groups": c.w_mod, "blocks": blocks,
-                             "iters": iters, "stages": TILE_STAGES, "buf_bytes": c.bytes(blocks),
+                             "iters": n_iters, "stages": TILE_STAGES, "buf_bytes": c.bytes(blocks),
                              "delivered_bytes": b, "l2_bytes": b, "window_ns": int(t1.max() - t0.min()),
                              "event_ms": float(ms), "start_spread_ns": int(t0.max() - t0.min()),
                              "sms": int(np.unique(st[:, 2]).size), "mismatched_words": 0})

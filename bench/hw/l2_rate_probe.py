@@ -1,12 +1,15 @@
 """Run the L2-to-SM read-rate probe (``ctahw.l2rate``) on GPU 0 and write what it measured.
 
     python bench/hw/l2_rate_probe.py OUTDIR [--reps 7] [--iters 2000] [--rows] [--tiles] [--tiles-more] [--tiles-phase]
+                                     [--tiles-cold]
 
 --rows runs the 1x1 row-order first waves by tiles a row after the plain cases (``ctahw.l2rate.ROW_CASES``) and writes
 their rates by tiles a row into the JSON (``row_l2_gbps``); --tiles the same first waves by TMA tensor copies (the
 GEMM's 2-D boxes: ``ctahw.l2rate.measure_tiles``), ``tile_l2_gbps`` by tiles a row; --tiles-more the cases of
 ``ctahw.l2rate.TILE_MORE_CASES`` (W or A alone shared; the GEMM's own K), ``tile_more_l2_gbps`` by case;
---tiles-phase ``ctahw.l2rate.TILE_PHASE_CASES`` (the CTAs in step or a k-step apart), ``tile_phase_l2_gbps``.
+--tiles-phase ``ctahw.l2rate.TILE_PHASE_CASES`` (the CTAs in step or a k-step apart), ``tile_phase_l2_gbps``;
+--tiles-cold ``ctahw.l2rate.TILE_COLD_CASES`` (one pass over the GEMM's K after an L2 flush), ``tile_cold_us`` (the
+median window, us, by tiles a row).
 
 Writes OUTDIR/l2-rate.csv (one row per timed launch: ``ctahw.l2rate.measure``), OUTDIR/l2-rate-summary.csv (each
 case's median rates: ``ctahw.l2rate.summary``) and OUTDIR/l2-rate.json (the summary, the 1x1 stage's L2 rate as a
@@ -18,6 +21,7 @@ launch fails, a wait times out or a stage does not hold the buffer's bytes (noth
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -39,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
                                                           "(ctahw.l2rate.measure_tiles)")
     ap.add_argument("--tiles-more", action="store_true", help="also ctahw.l2rate.TILE_MORE_CASES")
     ap.add_argument("--tiles-phase", action="store_true", help="also ctahw.l2rate.TILE_PHASE_CASES")
+    ap.add_argument("--tiles-cold", action="store_true", help="also ctahw.l2rate.TILE_COLD_CASES")
     ap.add_argument("--iters", type=int, default=None, help="stages each CTA fills per launch (default "
                                                             "ctahw.l2rate.ITERS)")
     a = parse_outputs(ap, argv, folders=("out",))
@@ -62,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = l2rate.measure(cases=cases, reps=a.reps, iters=a.iters or l2rate.ITERS,
                               log=lambda s: print(s, file=sys.stderr, flush=True))
         tiles = ((l2rate.TILE_CASES if a.tiles else ()) + (l2rate.TILE_MORE_CASES if a.tiles_more else ())
-                 + (l2rate.TILE_PHASE_CASES if a.tiles_phase else ()))
+                 + (l2rate.TILE_PHASE_CASES if a.tiles_phase else ())
+                 + (l2rate.TILE_COLD_CASES if a.tiles_cold else ()))
         if tiles:
             rows += l2rate.measure_tiles(cases=tiles, reps=a.reps, iters=a.iters or l2rate.ITERS,
                                          log=lambda s: print(s, file=sys.stderr, flush=True))
@@ -83,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
                                          if r["case"] == c.name},
                    "tile_phase_l2_gbps": {c.name: r["l2_gbps"] for c in l2rate.TILE_PHASE_CASES for r in table
                                           if r["case"] == c.name},
+                   "tile_cold_us": {str(c.w_mod): statistics.median(r["window_ns"] for r in rows
+                                                                      if r["case"] == c.name) / 1e3
+                                    for c in l2rate.TILE_COLD_CASES if any(r["case"] == c.name for r in rows)},
                    "cases": {c.name: c.what for c in cases}, "provenance": collect()}, f, indent=1,
                   default=str)
     print(f"{'case':>11} {'delivered GB/s':>15} {'L2 GB/s':>9} {'L2 min..max':>15} {'start spread ns':>16}")

@@ -179,7 +179,9 @@ def test_the_tile_probe_refuses_what_its_kernel_cannot_run_before_any_gpu_work(k
 def test_the_tile_cases_are_the_row_order_waves_and_their_splits():
     """The default cases: n tiles a row at K = 512, W at most 17 MiB (in L2); the more cases: at K = 256 each wave
     beside W alone shared (every CTA its own A) and A alone shared (every CTA its own W), and the GEMM's own K."""
-    names = [c.name for c in l2rate.TILE_CASES + l2rate.TILE_MORE_CASES + l2rate.TILE_PHASE_CASES]
+    names = [c.name for c in l2rate.TILE_CASES + l2rate.TILE_MORE_CASES + l2rate.TILE_PHASE_CASES
+             + l2rate.TILE_COLD_CASES]
+    assert all(c.cold and c.k_elems == 256 * c.w_mod == 256 * c.a_div for c in l2rate.TILE_COLD_CASES)
     assert len(set(names)) == len(names)
     assert [(c.a_div, c.w_mod, c.k_elems) for c in l2rate.TILE_CASES] == [(n, n, 512) for n in l2rate.TILE_NS]
     assert max(c.bytes(132) for c in l2rate.TILE_CASES) <= 17 << 20
