@@ -124,7 +124,7 @@ def test_a_row_case_is_the_row_order_first_wave():
 
 @pytest.mark.parametrize("call", ["2026-12-07-registered91-1gpu", "2026-12-07-l2-rate-rows-1gpu",
                                   "2026-12-07-l2-tile-1gpu", "2026-12-07-l2-tile-more-1gpu",
-                                  "2026-12-07-l2-tile-phase-1gpu"])
+                                  "2026-12-07-l2-tile-phase-1gpu", "2026-12-07-l2-tile-cold-1gpu"])
 def test_the_committed_probe_runs_summarize_as_committed(call):
     """The two committed H100 runs (registered plan 91's call; the row-order cases after it): each launch row's
     medians give the committed summary, and the JSON's rate and side are the summary's."""
@@ -162,6 +162,12 @@ def test_the_committed_probe_runs_summarize_as_committed(call):
         drop = [1 - phase[f"tile-n{n}-k{256 * n}-phase1"] / phase[f"tile-n{n}-k{256 * n}-phase0"]
                 for n in (12, 14, 15, 18, 22, 31, 42)]
         assert 0.025 < min(drop) and max(drop) < 0.275
+    cold = j.get("tile_cold_us")
+    if cold:  # docs/hardware.md: the 1x1 first wave's loads alone from a cold L2, one pass over the GEMM's K
+        want = {14: 36.6, 18: 49.7, 22: 62.4, 25: 74.0, 27: 77.7, 31: 89.8, 35: 110.2, 37: 121.5, 42: 173.2}
+        assert {int(n): round(v, 1) for n, v in cold.items()} == want
+        rows = pd.read_csv(d / "l2-rate.csv")
+        assert (rows[rows.case.str.endswith("-cold")].iters == rows[rows.case.str.endswith("-cold")].groups * 4).all()
 
 
 @pytest.mark.parametrize("kw, words", [
