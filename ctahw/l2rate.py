@@ -60,8 +60,8 @@ import numpy as np
 
 __all__ = ["BUF_BYTES", "CASES", "Case", "ITERS", "ROW_CASES", "ROW_NS", "STAGES", "START_SPREAD_MAX", "TIMEOUT_NS",
            "TILE_CASES", "TILE_COLD_CASES", "TILE_K", "TILE_MORE_CASES", "TILE_PHASE_CASES", "TILE_NS", "TILE_STAGES",
-           "TileCase", "check_case", "delivered_bytes", "l2_bytes", "measure", "measure_tiles", "read_rate", "row_case",
-           "summary", "where_bound"]
+           "TileCase", "check_case", "cold_case", "delivered_bytes", "l2_bytes", "measure", "measure_tiles",
+           "read_rate", "row_case", "summary", "where_bound"]
 
 KIB = 1024
 
@@ -171,8 +171,12 @@ TILE_PHASE_CASES: tuple[TileCase, ...] = tuple(
 """``--tiles-phase``: the row-order wave at the GEMM's own K, its CTAs in step (phase 0) and each a k-step after the
 one before it (phase 1: a W line's sharers n k-steps apart, an A line's 1 to n - 1), as a GEMM's CTAs drift apart."""
 
-TILE_COLD_CASES: tuple[TileCase, ...] = tuple(
-    TileCase(f"tile-n{n}-k{256 * n}-cold", n, n, 256 * n, cold=True) for n in (14, 18, 22, 25, 27, 31, 35, 37, 42))
+def cold_case(n: int) -> TileCase:
+    """The 1x1 row-order first wave with ``n`` tiles a row at the GEMM's own K (256 n), cold: one pass after a flush."""
+    return TileCase(f"tile-n{n}-k{256 * n}-cold", n, n, 256 * n, cold=True)
+
+
+TILE_COLD_CASES: tuple[TileCase, ...] = tuple(cold_case(n) for n in (14, 18, 22, 25, 27, 31, 35, 37, 42))
 """``--tiles-cold``: the 1x1 row-order first wave's loads as the GEMM issues them -- one pass over its own K after the
 L2 is flushed (every byte of W and A cold) -- with no math: the load time a first wave cannot beat."""
 

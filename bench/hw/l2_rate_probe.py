@@ -1,7 +1,7 @@
 """Run the L2-to-SM read-rate probe (``ctahw.l2rate``) on GPU 0 and write what it measured.
 
     python bench/hw/l2_rate_probe.py OUTDIR [--reps 7] [--iters 2000] [--rows] [--tiles] [--tiles-more] [--tiles-phase]
-                                     [--tiles-cold]
+                                     [--tiles-cold] [--cold-ns N,N,...]
 
 --rows runs the 1x1 row-order first waves by tiles a row after the plain cases (``ctahw.l2rate.ROW_CASES``) and writes
 their rates by tiles a row into the JSON (``row_l2_gbps``); --tiles the same first waves by TMA tensor copies (the
@@ -9,7 +9,7 @@ GEMM's 2-D boxes: ``ctahw.l2rate.measure_tiles``), ``tile_l2_gbps`` by tiles a r
 ``ctahw.l2rate.TILE_MORE_CASES`` (W or A alone shared; the GEMM's own K), ``tile_more_l2_gbps`` by case;
 --tiles-phase ``ctahw.l2rate.TILE_PHASE_CASES`` (the CTAs in step or a k-step apart), ``tile_phase_l2_gbps``;
 --tiles-cold ``ctahw.l2rate.TILE_COLD_CASES`` (one pass over the GEMM's K after an L2 flush), ``tile_cold_us`` (the
-median window, us, by tiles a row).
+median window, us, by tiles a row); --cold-ns the cold case at each of those tiles a row too.
 
 Writes OUTDIR/l2-rate.csv (one row per timed launch: ``ctahw.l2rate.measure``), OUTDIR/l2-rate-summary.csv (each
 case's median rates: ``ctahw.l2rate.summary``) and OUTDIR/l2-rate.json (the summary, the 1x1 stage's L2 rate as a
@@ -33,7 +33,7 @@ from probe_common import no_gpus  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ctasim.cliargs import OneLineParser, parse_outputs
+    from ctasim.cliargs import OneLineParser, parse_outputs, positive_ints
 
     ap = OneLineParser(prog="python bench/hw/l2_rate_probe.py", description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tiles-more", action="store_true", help="also ctahw.l2rate.TILE_MORE_CASES")
     ap.add_argument("--tiles-phase", action="store_true", help="also ctahw.l2rate.TILE_PHASE_CASES")
     ap.add_argument("--tiles-cold", action="store_true", help="also ctahw.l2rate.TILE_COLD_CASES")
+    ap.add_argument("--cold-ns", type=positive_ints, default=(), metavar="N,N,...",
+                    help="also the cold case at each of these tiles a row (ctahw.l2rate.cold_case)")
     ap.add_argument("--iters", type=int, default=None, help="stages each CTA fills per launch (default "
                                                             "ctahw.l2rate.ITERS)")
     a = parse_outputs(ap, argv, folders=("out",))
@@ -68,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
                               log=lambda s: print(s, file=sys.stderr, flush=True))
         tiles = ((l2rate.TILE_CASES if a.tiles else ()) + (l2rate.TILE_MORE_CASES if a.tiles_more else ())
                  + (l2rate.TILE_PHASE_CASES if a.tiles_phase else ())
-                 + (l2rate.TILE_COLD_CASES if a.tiles_cold else ()))
+                 + (l2rate.TILE_COLD_CASES if a.tiles_cold else ())
+                 + tuple(l2rate.cold_case(n) for n in a.cold_ns))
         if tiles:
             rows += l2rate.measure_tiles(cases=tiles, reps=a.reps, iters=a.iters or l2rate.ITERS,
                                          log=lambda s: print(s, file=sys.stderr, flush=True))
@@ -91,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                                           if r["case"] == c.name},
                    "tile_cold_us": {str(c.w_mod): statistics.median(r["window_ns"] for r in rows
                                                                       if r["case"] == c.name) / 1e3
-                                    for c in l2rate.TILE_COLD_CASES if any(r["case"] == c.name for r in rows)},
+                                    for c in tiles if c.cold},
                    "cases": {c.name: c.what for c in cases}, "provenance": collect()}, f, indent=1,
                   default=str)
     print(f"{'case':>11} {'delivered GB/s':>15} {'L2 GB/s':>9} {'L2 min..max':>15} {'start spread ns':>16}")
