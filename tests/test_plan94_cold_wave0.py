@@ -76,3 +76,23 @@ def test_a_call_it_cannot_judge_is_refused_in_one_line(p94, registered, tmp_path
     err = capsys.readouterr().err.strip()
     assert err.startswith("plan94_cold_wave0: ") and message in err and "\n" not in err, err
     assert not out.exists()
+
+
+def test_the_committed_h100_call_judges_as_committed_and_docs_quote_it(p94, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered94-1gpu, GPU-26f96699) judged again gives the committed
+    tables: (a) and (b) missed, (c) and (d) met, registered; docs/validation.md's plan 94 tables are what it gives."""
+    from tests.test_plan85_grouped_kept import _doc_section, _rejudged
+
+    c, cl = _rejudged(p94, "2026-12-07-registered94-1gpu", "validation-registered94", tmp_path)
+    assert cl.met.tolist() == [False, False, True, True]
+    assert cl.provenance.str.startswith("registered: predictions added in 13e904b4").all()
+    doc = " ".join(_doc_section(p94, 94).split())
+    for claim in "abcd":
+        assert cl.loc[claim, "value"] in doc, claim
+    t = c.set_index(["h", "variant", "predictor"])
+    for h in p94.HS:
+        row = (f"| {h} ({h // 256}) | {t.loc[(h, p94.ROW, 'model'), 'measured_us']:.1f} | "
+               f"{t.loc[(h, p94.W21, 'model'), 'measured_us']:.1f} | {t.loc[(h, p94.ROW, 'model'), 'probe_us']:.1f} | "
+               + " | ".join(f"{t.loc[(h, p94.ROW, p), 'err_pct']:+.1f}" for p in ("flat", "model", "by_n", "cold"))
+               + " |")
+        assert row in doc, row
