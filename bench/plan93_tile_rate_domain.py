@@ -81,18 +81,26 @@ def fixed_us(hw) -> float:
 
 def register() -> pd.DataFrame:
     """Per GPU, H, variant and predictor: the predicted wave-0 median mainloop (us), the floor's rate (0: none)."""
+    return mainloop_rows(HS, M)
+
+
+def mainloop_rows(hs, m: int) -> pd.DataFrame:
+    """Per GPU of :data:`GPUS`, H of ``hs``, variant (row order, the pairs) and predictor (``flat``, ``model``,
+    ``by_n``): the wave-0 median mainloop (us) at M = ``m`` -- the tile time less ``tile_fixed_ns``, ``by_n`` floored
+    at the probe's rate at the wave's tiles a row (:func:`rate_by_n`) -- and the floor's rate (0: none); plans 93 and 94
+    register these."""
     from ctasim.spec import load_hardware  # noqa: PLC0415
 
     rows = []
     for gpu, profile in GPUS.items():
         hw = load_hardware(profile)
         fixed = fixed_us(hw)
-        for h in HS:
+        for h in hs:
             rate = rate_by_n(h // 256)
             for v in VARIANTS:
-                model = float(p85.wave_prediction(h, v, "lockstep", hw, 0.0, M)[0]) - fixed
-                flat = float(p85.wave_prediction(h, v, "flat", hw, 0.0, M)[0]) - fixed
-                base = dict(gpu=gpu, profile=profile, h=h, m=M, variant=v)
+                model = float(p85.wave_prediction(h, v, "lockstep", hw, 0.0, m)[0]) - fixed
+                flat = float(p85.wave_prediction(h, v, "flat", hw, 0.0, m)[0]) - fixed
+                base = dict(gpu=gpu, profile=profile, h=h, m=m, variant=v)
                 rows += [dict(base, predictor="flat", rate_gbps=0.0, wave0_us=flat),
                          dict(base, predictor="model", rate_gbps=0.0, wave0_us=model),
                          dict(base, predictor="by_n", rate_gbps=rate, wave0_us=bound_us(h, v, model, rate))]

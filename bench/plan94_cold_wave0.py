@@ -33,12 +33,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402
 
-import plan85_grouped_kept as p85  # noqa: E402
 import registered_plan  # noqa: E402
 from plan83_alone_edge import call_rows  # noqa: E402
 from plan90_cluster_wave0 import first_waves  # noqa: E402
-from plan91_l2_rate_wave0 import bound_us  # noqa: E402
-from plan93_tile_rate_domain import fixed_us, rate_by_n  # noqa: E402
+from plan93_tile_rate_domain import mainloop_rows  # noqa: E402
 
 M = 16384
 ROW, W21 = "cutlass_ctapipe", "cutlass_ctapipe_w21"
@@ -46,7 +44,6 @@ VARIANTS = (ROW, W21)
 RUNS = 5
 HS = (4096, 4864, 5376, 10496)
 """16, 19, 21 and 41 tiles a row; no producer-alone call ran these H at any M."""
-GPUS = {"H100": "h100-x8-mechanism"}
 PROBE_DIR = "l2rate"
 BEFORE = (f"python3 bench/hw/l2_rate_probe.py {{run}}/{PROBE_DIR} --cold-ns "
           + ",".join(str(h // 256) for h in HS))
@@ -71,24 +68,10 @@ CLAIMS = {
 
 
 def register() -> pd.DataFrame:
-    """Per GPU, H, variant and registered predictor (``flat``, ``model``, ``by_n``): the predicted wave-0 median
-    mainloop (us); ``cold`` is a rule on the call's probe (:func:`cold_us`), not a row."""
-    from ctasim.spec import load_hardware  # noqa: PLC0415
-
-    rows = []
-    for gpu, profile in GPUS.items():
-        hw = load_hardware(profile)
-        fixed = fixed_us(hw)
-        for h in HS:
-            rate = rate_by_n(h // 256)
-            for v in VARIANTS:
-                model = float(p85.wave_prediction(h, v, "lockstep", hw, 0.0, M)[0]) - fixed
-                flat = float(p85.wave_prediction(h, v, "flat", hw, 0.0, M)[0]) - fixed
-                base = dict(gpu=gpu, profile=profile, h=h, m=M, variant=v)
-                rows += [dict(base, predictor="flat", rate_gbps=0.0, wave0_us=flat),
-                         dict(base, predictor="model", rate_gbps=0.0, wave0_us=model),
-                         dict(base, predictor="by_n", rate_gbps=rate, wave0_us=bound_us(h, v, model, rate))]
-    return pd.DataFrame(rows).round({"wave0_us": 4, "rate_gbps": 1})
+    """Per GPU, H, variant and registered predictor (``flat``, ``model``, ``by_n``:
+    ``plan93_tile_rate_domain.mainloop_rows``): the predicted wave-0 median mainloop (us); ``cold`` is a rule on the
+    call's probe (:func:`cold_us`), not a row."""
+    return mainloop_rows(HS, M)
 
 
 def probe_times(run_dir: Path) -> dict[int, float]:
