@@ -147,6 +147,10 @@ class TileCase:
     cold: bool = False
     """One pass over K (k_elems / 64 stages a CTA) after the L2 is flushed: a first wave's loads from HBM."""
 
+    def stages_per_launch(self, iters: int) -> int:
+        """The stages each CTA fills in a launch: one pass over K (k_elems / 64) if cold, else ``iters``."""
+        return self.k_elems // 64 if self.cold else iters
+
     def bytes(self, blocks: int) -> int:
         """The A and W matrices' bytes (bf16)."""
         return (-(-blocks // self.a_div) * 128 + self.w_mod * 256) * self.k_elems * 2
@@ -237,7 +241,7 @@ def measure(device: int = 0, cases: Sequence[Case] = CASES, reps: int = 7, iters
     the kernel cannot run (:func:`check_case`) and :class:`ctahw.probes.ProbeError` for a launch error, a wait that
     timed out, or a stage that does not hold the buffer's bytes."""
     from ctahw.device import require_cupy
-    from ctahw.probes import ProbeError, call
+    from ctahw.probes import call
 
     cp = require_cupy()
     if reps < 1 or iters < 1:
@@ -252,28 +256,14 @@ def measure(device: int = 0, cases: Sequence[Case] = CASES, reps: int = 7, iters
             raise ValueError(f"GPU {device} has {blocks} SMs: the cluster cases need an even grid")
         rng = np.random.default_rng(20261207)
         buf = cp.asarray(rng.integers(0, 2**32, size=buf_bytes // 4, dtype=np.uint32))
-        stamps = cp.zeros(3 * blocks, dtype=cp.uint64)
-        err = cp.zeros(2, dtype=cp.int32)
-        s = cp.cuda.Stream(non_blocking=True)
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        timed = _Launcher(cp, device, blocks)
 
         def launch(c: Case, n: int) -> tuple[float, np.ndarray, np.ndarray]:
-            err.fill(0)
-            stamps.fill(0)
-            cp.cuda.Device(device).synchronize()
-            start.record(s)
-            call("l2_rate", buf.data.ptr, buf_bytes, c.own_bytes, c.shared_bytes, c.cluster, stages, n, c.share,
-                 c.w_bytes, c.groups, blocks, TIMEOUT_NS, stamps.data.ptr, err.data.ptr, stream=s, device=device)
-            stop.record(s)
-            stop.synchronize()
-            e = cp.asnumpy(err)
-            if e[0]:
-                raise ProbeError(f"l2 rate probe, case {c.name} on GPU {device}: a wait on stage {e[0] - 1} timed "
-                                 f"out after {TIMEOUT_NS / 1e9:g} s")
-            if e[1]:
-                raise ProbeError(f"l2 rate probe, case {c.name} on GPU {device}: {int(e[1])} words of the last "
-                                 "stages differ from the buffer")
-            return cp.cuda.get_elapsed_time(start, stop), cp.asnumpy(stamps).reshape(blocks, 3), e
+            return timed.run(
+                lambda stamps, err, s: call("l2_rate", buf.data.ptr, buf_bytes, c.own_bytes, c.shared_bytes,
+                                            c.cluster, stages, n, c.share, c.w_bytes, c.groups, blocks, TIMEOUT_NS,
+                                            stamps, err, stream=s, device=device),
+                f"l2 rate probe, case {c.name} on GPU {device}", "words of the last stages differ from the buffer")
 
         buf.sum()  # every line of the buffer read once: the copies below hit the L2
         for c in cases:  # a whole launch of each first: the clocks and the L2 settle before any timed one
@@ -281,15 +271,13 @@ def measure(device: int = 0, cases: Sequence[Case] = CASES, reps: int = 7, iters
         for rep in range(reps):
             for c in cases:
                 ms, st, e = launch(c, iters)
-                t0, t1 = st[:, 0].astype(np.int64), st[:, 1].astype(np.int64)
                 rows.append({"case": c.name, "rep": rep, "cluster": c.cluster, "own_bytes": c.own_bytes,
                              "shared_bytes": c.shared_bytes, "share": c.share, "w_bytes": c.w_bytes,
                              "groups": c.groups, "blocks": blocks, "iters": iters,
                              "stages": stages, "buf_bytes": buf_bytes,
                              "delivered_bytes": delivered_bytes(c, blocks, iters),
-                             "l2_bytes": l2_bytes(c, blocks, iters), "window_ns": int(t1.max() - t0.min()),
-                             "event_ms": float(ms), "start_spread_ns": int(t0.max() - t0.min()),
-                             "sms": int(np.unique(st[:, 2]).size), "mismatched_words": int(e[1])})
+                             "l2_bytes": l2_bytes(c, blocks, iters), **_timing(ms, st),
+                             "mismatched_words": int(e[1])})
             log(f"l2 rate probe: repetition {rep + 1}/{reps} done")
     return rows
 
@@ -304,7 +292,7 @@ def measure_tiles(device: int = 0, cases: Sequence[TileCase] = TILE_CASES, reps:
     the kernel cannot run (before any GPU work) and :class:`ctahw.probes.ProbeError` for a launch error, a timed-out
     wait, or a stage whose words do not sum to its source boxes'."""
     from ctahw.device import require_cupy
-    from ctahw.probes import ProbeError, call
+    from ctahw.probes import call
 
     if reps < 1 or iters < 1:
         raise ValueError(f"reps and iters must be >= 1, got {reps} and {iters}")
@@ -320,44 +308,27 @@ def measure_tiles(device: int = 0, cases: Sequence[TileCase] = TILE_CASES, reps:
     stage = 48 * KIB
     rows: list[dict] = []
     with cp.cuda.Device(device):
-        blocks = int(cp.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"])
+        props = cp.cuda.runtime.getDeviceProperties(device)
+        blocks, l2 = int(props["multiProcessorCount"]), int(props["l2CacheSize"])
         rng = np.random.default_rng(20261207)
         mats = {}
         for c in cases:
             ra, rw = -(-blocks // c.a_div) * 128, c.w_mod * 256
             mats[c.name] = (cp.asarray(rng.integers(0, 2**16, size=(ra, c.k_elems), dtype=np.uint16)),
                             cp.asarray(rng.integers(0, 2**16, size=(rw, c.k_elems), dtype=np.uint16)))
-        stamps = cp.zeros(3 * blocks, dtype=cp.uint64)
-        err = cp.zeros(2, dtype=cp.int32)
-        s = cp.cuda.Stream(non_blocking=True)
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-
-        def launch(c: TileCase) -> tuple[float, np.ndarray]:
-            a, w = mats[c.name]
-            err.fill(0)
-            stamps.fill(0)
-            cp.cuda.Device(device).synchronize()
-            start.record(s)
-            call("l2_tile", a.data.ptr, w.data.ptr, c.k_elems, c.a_div, c.w_mod, c.k_phase, blocks, TILE_STAGES,
-                 c.k_elems // 64 if c.cold else iters, TIMEOUT_NS, stamps.data.ptr, err.data.ptr, stream=s,
-                 device=device)
-            stop.record(s)
-            stop.synchronize()
-            e = cp.asnumpy(err)
-            if e[0]:
-                raise ProbeError(f"l2 tile probe, {c.name} on GPU {device}: a wait on stage {e[0] - 1} timed out")
-            if e[1]:
-                raise ProbeError(f"l2 tile probe, {c.name} on GPU {device}: {int(e[1])} CTAs' last stages do not sum "
-                                 "to their source boxes")
-            return cp.cuda.get_elapsed_time(start, stop), cp.asnumpy(stamps).reshape(blocks, 3)
-
-        l2 = int(cp.cuda.runtime.getDeviceProperties(device)["l2CacheSize"])
+        timed = _Launcher(cp, device, blocks)
         flush = cp.zeros(FLUSH_L2S * l2 // 4, dtype=cp.uint32) if any(c.cold for c in cases) else None
 
         def run(c: TileCase) -> tuple[float, np.ndarray]:
+            a, w = mats[c.name]
             if c.cold:
                 flush.sum()  # every line of the L2 taken by the flush buffer: the case's matrices start in HBM
-            return launch(c)
+            ms, st, _ = timed.run(
+                lambda stamps, err, s: call("l2_tile", a.data.ptr, w.data.ptr, c.k_elems, c.a_div, c.w_mod,
+                                            c.k_phase, blocks, TILE_STAGES, c.stages_per_launch(iters), TIMEOUT_NS,
+                                            stamps, err, stream=s, device=device),
+                f"l2 tile probe, {c.name} on GPU {device}", "CTAs' last stages do not sum to their source boxes")
+            return ms, st
 
         for c in cases:
             a, w = mats[c.name]
@@ -366,17 +337,55 @@ def measure_tiles(device: int = 0, cases: Sequence[TileCase] = TILE_CASES, reps:
         for rep in range(reps):
             for c in cases:
                 ms, st = run(c)
-                t0, t1 = st[:, 0].astype(np.int64), st[:, 1].astype(np.int64)
-                n_iters = c.k_elems // 64 if c.cold else iters
+                n_iters = c.stages_per_launch(iters)
                 b = blocks * n_iters * stage
                 rows.append({"case": c.name, "rep": rep, "cluster": 1, "own_bytes": stage, "shared_bytes": 0,
                              "share": c.a_div, "w_bytes": 32 * KIB, "groups": c.w_mod, "blocks": blocks,
                              "iters": n_iters, "stages": TILE_STAGES, "buf_bytes": c.bytes(blocks),
-                             "delivered_bytes": b, "l2_bytes": b, "window_ns": int(t1.max() - t0.min()),
-                             "event_ms": float(ms), "start_spread_ns": int(t0.max() - t0.min()),
-                             "sms": int(np.unique(st[:, 2]).size), "mismatched_words": 0})
+                             "delivered_bytes": b, "l2_bytes": b, **_timing(ms, st), "mismatched_words": 0})
             log(f"l2 tile probe: repetition {rep + 1}/{reps} done")
     return rows
+
+
+class _Launcher:
+    """What both probe kernels' timed launches share: the stamps and error words (zeroed before each launch), a
+    stream and two events around the launch, and the error word read back -- a timed-out wait or a mismatch is a
+    :class:`ctahw.probes.ProbeError` naming ``what``."""
+
+    def __init__(self, cp, device: int, blocks: int):
+        self.cp, self.device, self.blocks = cp, device, blocks
+        self.stamps = cp.zeros(3 * blocks, dtype=cp.uint64)
+        self.err = cp.zeros(2, dtype=cp.int32)
+        self.stream = cp.cuda.Stream(non_blocking=True)
+        self.start, self.stop = cp.cuda.Event(), cp.cuda.Event()
+
+    def run(self, issue: Callable, what: str, mismatch: str) -> tuple[float, np.ndarray, np.ndarray]:
+        """``issue(stamps_ptr, err_ptr, stream)`` launched and timed: (event ms, stamps as (blocks, 3), error words).
+        ``mismatch`` says what the error's second word counts."""
+        from ctahw.probes import ProbeError  # noqa: PLC0415
+
+        cp = self.cp
+        self.err.fill(0)
+        self.stamps.fill(0)
+        cp.cuda.Device(self.device).synchronize()
+        self.start.record(self.stream)
+        issue(self.stamps.data.ptr, self.err.data.ptr, self.stream)
+        self.stop.record(self.stream)
+        self.stop.synchronize()
+        e = cp.asnumpy(self.err)
+        if e[0]:
+            raise ProbeError(f"{what}: a wait on stage {e[0] - 1} timed out after {TIMEOUT_NS / 1e9:g} s")
+        if e[1]:
+            raise ProbeError(f"{what}: {int(e[1])} {mismatch}")
+        return cp.cuda.get_elapsed_time(self.start, self.stop), cp.asnumpy(self.stamps).reshape(self.blocks, 3), e
+
+
+def _timing(ms: float, stamps: np.ndarray) -> dict:
+    """A launch row's timing: the first CTA's start to the last one's end, the event time, the last CTA's start after
+    the first's, and the distinct SMs the grid ran on (stamps: start ns, end ns, SM id per CTA)."""
+    t0, t1 = stamps[:, 0].astype(np.int64), stamps[:, 1].astype(np.int64)
+    return {"window_ns": int(t1.max() - t0.min()), "event_ms": float(ms), "start_spread_ns": int(t0.max() - t0.min()),
+            "sms": int(np.unique(stamps[:, 2]).size)}
 
 
 def summary(rows: Sequence[Mapping]) -> list[dict]:
