@@ -43,34 +43,43 @@ def test_the_registration_is_the_model_and_the_post_hoc_reading(p90, registered)
         assert {producer_case(p90.M, h, v).cluster for v in p90.VARIANTS} == {"1x1", "1x2", "2x1"}
 
 
-def _made_up(p90, run, ratios=None, gpu="H100", early=100_000.0):
-    """A made-up call on ``gpu``: each producer's wave 0 runs row order's 100 us over ``ratios[v]`` (default the
-    H100 reading's), its later waves 150 us."""
+def first_wave_call(plan, run, times, gpu="H100", early=None, wave_ns=400_000):
+    """A made-up call of ``plan``'s producers alone on ``gpu`` (the producer-alone plans 90-94): producer v's wave 0
+    at H runs ``times[(h, v)]`` us, its later waves 150 us, a wave every ``wave_ns``; ``percta-runs.csv``'s waves 0-1
+    median ``early[(h, v)]`` ns (default the wave-0 time)."""
     from plan83_alone_edge import tiles
 
-    ratios = {p90.ROW: 1.0, **(ratios or p90.READING["H100"])}
     run.mkdir(parents=True, exist_ok=True)
     (run / "env.txt").write_text("index, name, uuid, serial, driver_version, clocks.current.sm [MHz]\n"
                                  + ENV[gpu] + "\n")
-    for h in p90.HS:
+    for h in plan.HS:
         out = run / f"OUT_H{h}"
         out.mkdir()
-        n = tiles(h, p90.M)
+        n = tiles(h, plan.M)
         cta = np.arange(n)
         runs = []
-        for i, v in enumerate(p90.VARIANTS):
-            main = np.where(cta < 132, 100_000 / ratios[v], 150_000).astype(np.int64)
-            start = (cta // 132) * 200_000 + cta % 132
+        for i, v in enumerate(plan.VARIANTS):
+            main = np.where(cta < 132, times[(h, v)] * 1e3, 150_000).astype(np.int64)
+            start = (cta // 132) * wave_ns + cta % 132
             acquire = start + 100 + 3_000 * i  # each producer waits its own time before its mainloop
             pd.DataFrame({"cta": cta, "sm": cta % 132, "t_start": start, "t_acquire": acquire,
                           "t_mainloop_end": acquire + main, "t_compute_end": acquire + 1500 + main}).to_csv(
-                out / f"percta-tiles-{p90.M}-{v}.csv.gz", index=False)
-            runs.append(pd.DataFrame({"m": p90.M, "variant": v, "run": np.arange(p90.RUNS),
-                                      "mainloop_early_ns": early / ratios[v]}))
+                out / f"percta-tiles-{plan.M}-{v}.csv.gz", index=False)
+            runs.append(pd.DataFrame({"m": plan.M, "variant": v, "run": np.arange(plan.RUNS),
+                                      "mainloop_early_ns": early[(h, v)] if early else times[(h, v)] * 1e3}))
         pd.concat(runs).to_csv(out / "percta-runs.csv", index=False)
-        pd.DataFrame({"m": p90.M, "variant": list(p90.VARIANTS), "slots": 132,
-                      "cluster": [p90.CLUSTER[v] for v in p90.VARIANTS]}).to_csv(out / "percta.csv", index=False)
+        pd.DataFrame({"m": plan.M, "variant": list(plan.VARIANTS), "slots": 132,
+                      "cluster": [plan.CLUSTER[v] for v in plan.VARIANTS]}).to_csv(out / "percta.csv", index=False)
     return run
+
+
+def _made_up(p90, run, ratios=None, gpu="H100", early=100_000.0):
+    """A made-up call on ``gpu``: each producer's wave 0 runs row order's 100 us over ``ratios[v]`` (default the
+    H100 reading's), its later waves 150 us (:func:`first_wave_call`)."""
+    ratios = {p90.ROW: 1.0, **(ratios or p90.READING["H100"])}
+    keys = [(h, v) for h in p90.HS for v in p90.VARIANTS]
+    return first_wave_call(p90, run, {k: 100 / ratios[k[1]] for k in keys}, gpu,
+                           early={k: early / ratios[k[1]] for k in keys}, wave_ns=200_000)
 
 
 def test_a_call_that_runs_as_the_reading_says_meets_every_claim(p90, tmp_path):

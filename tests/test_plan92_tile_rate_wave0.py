@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from tests.helpers import load_bench
-from tests.test_plan83_alone_edge import ENV
 from tests.test_plan85_grouped_kept import _judge
+from tests.test_plan90_cluster_wave0 import first_wave_call
 
 
 @pytest.fixture(scope="module")
@@ -45,30 +45,7 @@ def test_the_registration_is_the_model_floored_at_the_committed_probes_rates(p92
 
 def _made_up(p92, run, times, gpu="H100"):
     """A made-up call: producer v's wave 0 at H runs ``times[(h, v)]`` us, its later waves 150 us."""
-    from plan83_alone_edge import tiles
-
-    run.mkdir(parents=True, exist_ok=True)
-    (run / "env.txt").write_text("index, name, uuid, serial, driver_version, clocks.current.sm [MHz]\n"
-                                 + ENV[gpu] + "\n")
-    for h in p92.HS:
-        out = run / f"OUT_H{h}"
-        out.mkdir()
-        n = tiles(h, p92.M)
-        cta = np.arange(n)
-        runs = []
-        for i, v in enumerate(p92.VARIANTS):
-            main = np.where(cta < 132, times[(h, v)] * 1e3, 150_000).astype(np.int64)
-            start = (cta // 132) * 400_000 + cta % 132
-            acquire = start + 100 + 3_000 * i
-            pd.DataFrame({"cta": cta, "sm": cta % 132, "t_start": start, "t_acquire": acquire,
-                          "t_mainloop_end": acquire + main, "t_compute_end": acquire + 1500 + main}).to_csv(
-                out / f"percta-tiles-{p92.M}-{v}.csv.gz", index=False)
-            runs.append(pd.DataFrame({"m": p92.M, "variant": v, "run": np.arange(p92.RUNS),
-                                      "mainloop_early_ns": times[(h, v)] * 1e3}))
-        pd.concat(runs).to_csv(out / "percta-runs.csv", index=False)
-        pd.DataFrame({"m": p92.M, "variant": list(p92.VARIANTS), "slots": 132,
-                      "cluster": [p92.CLUSTER[v] for v in p92.VARIANTS]}).to_csv(out / "percta.csv", index=False)
-    return run
+    return first_wave_call(p92, run, times, gpu)
 
 
 def _as(registered, predictor):
