@@ -99,16 +99,18 @@ def measured(run_dir: Path) -> pd.DataFrame:
     return first_waves(run_dir, HS, VARIANTS, M, RUNS, CLUSTER, WHY)
 
 
-def first_waves(run_dir: Path, hs, variants, m: int, runs: int, clusters: dict, why: str) -> pd.DataFrame:
+def first_waves(run_dir: Path, hs, variants, m: int, runs: int, clusters: dict, why: str, ks=None) -> pd.DataFrame:
     """Per H of ``hs`` and variant of ``variants`` of the call's GPU: the median-span traced run's wave-0 median
     mainloop (us; CTAs 0-131, ``t_mainloop_end - t_acquire``) and the traced runs' median of waves 0-1
-    (``percta-runs.csv``'s ``mainloop_early_ns``, a second reading). Refused in one line (``why`` says what should
-    have written the call): a missing or damaged table, a variant not run once at ``m`` with 132 CTAs at once or at
-    another cluster than ``clusters`` names, a run count other than ``runs``, a wave 0 not all resident at once."""
+    (``percta-runs.csv``'s ``mainloop_early_ns``, a second reading). With ``ks`` (one K per H: the producer's K other
+    than H, plan 95) each H's folder is ``OUT_H<h>_K<k>`` and each row names its ``k``. Refused in one line (``why``
+    says what should have written the call): a missing or damaged table, a variant not run once at ``m`` with 132
+    CTAs at once or at another cluster than ``clusters`` names, a run count other than ``runs``, runs at another K than
+    ``ks`` names, a wave 0 not all resident at once."""
     gpu = call_gpu(run_dir, why)
     rows = []
-    for h in hs:
-        out = run_dir / f"OUT_H{h}"
+    for i, h in enumerate(hs):
+        out = run_dir / (f"OUT_H{h}" if ks is None else f"OUT_H{h}_K{ks[i]}")
         r_all, summary, runs_f = p85.percta_tables(out, why, m, variants, ("mainloop_early_ns",))
         summary_f = out / "percta.csv"
         for v in variants:
@@ -119,12 +121,14 @@ def first_waves(run_dir: Path, hs, variants, m: int, runs: int, clusters: dict, 
             r = r_all[(r_all["variant"] == v) & (r_all["m"] == m)]
             if len(r) != runs:
                 raise JudgeError(f"{runs_f}: {len(r)} runs of {v} at M = {m}, not the {runs}")
+            if ks is not None and ("k" not in r or pd.to_numeric(r["k"], errors="coerce").ne(ks[i]).any()):
+                raise JudgeError(f"{runs_f}: {v}'s runs were not at K = {ks[i]}")
             f = out / f"percta-tiles-{m}-{v}.csv.gz"
             t = p85._numbers(p85._tiles(f, h, why, m), ("t_start", "t_mainloop_end"), f, why)
             first = t[t["cta"] < SLOTS]
             if first["t_start"].max() >= first["t_compute_end"].min():
                 raise JudgeError(f"{f}: a CTA of wave 0 started after another had finished: not {SLOTS} CTAs at once")
-            rows.append(dict(gpu=gpu, h=h, variant=v,
+            rows.append(dict(gpu=gpu, h=h, **({} if ks is None else {"k": int(ks[i])}), variant=v,
                              wave0_us=wave0_us(t),
                              early_us=float(r["mainloop_early_ns"].median() / 1e3)))
     return pd.DataFrame(rows)

@@ -7,7 +7,8 @@ kernel configs: the epilogue nothing overlaps (``tile_fixed_ns``), the CTA turno
 (``ctasim.validation.ctapipe``). Here the producer kernel of a 2-GPU plan runs alone on GPU 0:
 
 * **what runs**: the producer (layer 0) of the plan ``ctahw.pipelined.variant_plan`` builds for a 2-layer M x H x H
-  chain and a variant (:data:`PERCTA_VARIANTS`: clusters 1x1, 1x2, 2x1 with queue pushes, and 2x1 over groups of 4
+  chain (or, with ``--k``, one whose first layer reads K != H input features: an M x K input and an H x K weight) and a
+  variant (:data:`PERCTA_VARIANTS`: clusters 1x1, 1x2, 2x1 with queue pushes, and 2x1 over groups of 4
   row-blocks with a counting-only signal), the kernel, descriptor and tile order ``ctahw run ctapipe`` launches;
 * **what is different**: its output D, the pipe's scoreboard counters, queue slots and tail, and the stamp buffers
   are all in GPU 0's memory, and the consumer is never launched. The producer never waits (a static order), so
@@ -27,7 +28,8 @@ kernel configs: the epilogue nothing overlaps (``tile_fixed_ns``), the CTA turno
 ``percta-tiles-<M>-<variant>.csv.gz`` (the traced run of median span per case) there; ``ctahw calibrate`` calls :func:`measure_percta`.
 
 Left out: the remote store and a consumer (the steps of a 2-GPU run add the NVLink store and the sys-scope atomics'
-round trips: these are the local floor), the persistent kernels (variant (b)), other tile shapes.
+round trips: these are the local floor), the persistent kernels (variant (b)), other tile shapes, a first layer whose
+N differs from the second's K (``--k`` changes the first layer's K only).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import numpy as np
 
 from ctahw import runner as rn
 
-__all__ = ["PERCTA_MS", "PERCTA_H", "PERCTA_VARIANTS", "REPS", "REST_MS", "TIMEOUT_NS", "ProducerCase",
+__all__ = ["PERCTA_MS", "PERCTA_H", "PERCTA_VARIANTS", "REPS", "REST_MS", "K_STEP", "TIMEOUT_NS", "ProducerCase",
            "producer_case", "producer_ptr_names", "tiles_from_stamps", "LocalProducer", "measure_percta",
            "write_percta", "percta_notes"]
 
@@ -57,6 +59,9 @@ REPS = 5
 """Untraced and traced runs per case (``--quick``: 1 each)."""
 REST_MS = 250.0
 """Host sleep with the GPU idle before each timed run (the burst regime, as ``ctahw run``)."""
+K_STEP = 64
+"""The producer mainloop's k-step (``kernels/ctapipe_gemm.cuh``'s ``TileShape`` 128 x 256 x 64): a K not a multiple
+of it is refused."""
 TIMEOUT_NS = 1_000_000_000
 """The descriptor's spin bound; the producer of a static order has no spin to bound, the launcher wants one."""
 
@@ -80,6 +85,13 @@ class ProducerCase:
     cluster: str
     push: bool
     order: str
+    k: int = 0
+    """The producer's K (its input features); 0 means H, the square chain's."""
+
+    @property
+    def k_dim(self) -> int:
+        """The producer's K: :attr:`k`, or H where it is 0."""
+        return self.k or self.h
 
     @property
     def pipe(self) -> rn.PipeArrays:
@@ -90,26 +102,39 @@ class ProducerCase:
         return "push" if self.push else "count"
 
 
-def producer_case(m: int, h: int, variant: str) -> ProducerCase:
-    """The producer of ``variant``'s plan for a 2-layer m x h x h chain (no GPU needed); ValueError where the plan's
-    first layer is not a static producer with an outbound pipe or its order does not pair for its cluster."""
-    from ctahw.pipelined import chain_plan, variant_plan  # noqa: PLC0415
+def producer_case(m: int, h: int, variant: str, k: int = 0) -> ProducerCase:
+    """The producer of ``variant``'s plan for a 2-layer m x h x h chain, its first layer reading ``k`` input features
+    (0: ``h``; the second layer's K is ``h``, what the first writes) (no GPU needed); ValueError where ``k`` is not a
+    positive multiple of 64 (the mainloop's k-step), ``m`` or ``h`` not one of the kernel's tile, where the plan's first
+    layer is not a static producer with an outbound pipe or its order does not pair for its cluster."""
+    import dataclasses  # noqa: PLC0415
+
+    from ctahw.pipelined import square_chain, variant_plan, workload_plan  # noqa: PLC0415
     from ctasim.variants import VARIANTS, clusters_of  # noqa: PLC0415
 
     if variant not in VARIANTS:
         raise ValueError(f"unknown ctapipe variant {variant!r}")
+    if m <= 0 or m % rn.KERNEL_TILE[0] or h <= 0 or h % rn.KERNEL_TILE[1]:
+        raise ValueError(f"M = {m}, H = {h}: not positive multiples of the kernel's {rn.KERNEL_TILE[0]} x "
+                         f"{rn.KERNEL_TILE[1]} tile")
+    if k < 0 or k % K_STEP:
+        raise ValueError(f"K = {k}: not a positive multiple of {K_STEP} (the mainloop's k-step)")
     v = VARIANTS[variant]
     if v.persistent:
         raise ValueError(f"{variant}: a persistent variant (the probe runs the one-CTA-per-tile kernel)")
-    plan = variant_plan(chain_plan(m, h, 2), v)
+    wl = square_chain(m, h, 2)
+    if k and k != h:
+        wl = dataclasses.replace(wl, layers=(dataclasses.replace(wl.layers[0], k=k), wl.layers[1]))
+    plan = variant_plan(workload_plan(wl), v, wl=wl)
     kernels, pipes = rn.plan_arrays(plan)
-    k = min(kernels, key=lambda x: x.layer)
-    if k.mode != rn.MODE_STATIC or k.outbound < 0:
+    kern = min(kernels, key=lambda x: x.layer)
+    if kern.mode != rn.MODE_STATIC or kern.outbound < 0:
         raise ValueError(f"{variant}: layer 0 is not a static producer with an outbound pipe")
-    cluster = clusters_of(plan, v)[k.op]
-    rn.check_cluster(k, pipes, cluster)
-    consumer = next(x for x in kernels if x.op == pipes[k.outbound].consumer)
-    return ProducerCase(m, h, variant, plan, k, tuple(pipes), cluster, consumer.mode != rn.MODE_WAIT, v.order)
+    cluster = clusters_of(plan, v)[kern.op]
+    rn.check_cluster(kern, pipes, cluster)
+    consumer = next(x for x in kernels if x.op == pipes[kern.outbound].consumer)
+    return ProducerCase(m, h, variant, plan, kern, tuple(pipes), cluster, consumer.mode != rn.MODE_WAIT, v.order,
+                        0 if k == h else k)
 
 
 def producer_ptr_names(case: ProducerCase, trace: bool) -> tuple[str, ...]:
@@ -130,13 +155,13 @@ def tiles_from_stamps(case: ProducerCase, stamps: np.ndarray):
     :func:`ctahw.runner.parse_trace` on one clock (no pipes: nothing of the consumer is read)."""
     k = case.kernel
     tr = rn.parse_trace(case.plan, [k], [], {k.op: np.asarray(stamps)}, {}, {}, {k.gpu: 0.0},
-                        {"m": case.m, "h": case.h, "variant": case.variant})
+                        {"m": case.m, "h": case.h, "k": case.k_dim, "variant": case.variant})
     return tr.tiles
 
 
 class LocalProducer:
     """The producer of :func:`producer_case` on ``device`` with everything it writes in that GPU's memory (module
-    docstring). ``x`` (m x h) and ``w`` (h x h) are bf16 bit arrays (uint16 CuPy) on ``device``; assign new ones to
+    docstring). ``x`` (m x K) and ``w`` (h x K) are bf16 bit arrays (uint16 CuPy) on ``device``; assign new ones to
     ``.x`` / ``.w`` between runs to rotate inputs. ``d`` is its output."""
 
     def __init__(self, case: ProducerCase, x, w, *, trace: bool, timeout_ns: int = TIMEOUT_NS, device: int = 0):
@@ -179,7 +204,7 @@ class LocalProducer:
         c = self.case
         self._desc = desc = self.descriptor()  # kept until the next launch
         with self.cp.cuda.Device(self.device):
-            rc = self.lib.ctahw_ctapipe_gemm(self.x.data.ptr, self.w.data.ptr, self.d.data.ptr, c.m, c.h, c.h, 1.0,
+            rc = self.lib.ctahw_ctapipe_gemm(self.x.data.ptr, self.w.data.ptr, self.d.data.ptr, c.m, c.h, c.k_dim, 1.0,
                                              desc.ctypes.data_as(ctypes.c_void_p), len(rn.DESC_FIELDS),
                                              1 if self.trace else 0, rn.CLUSTERS[c.cluster], self.device, stream.ptr)
         if rc != 0:
@@ -225,16 +250,18 @@ def _median_index(values: Sequence[float]) -> int:
 
 
 def measure_percta(ms: Sequence[int] = PERCTA_MS, variants: Sequence[str] = PERCTA_VARIANTS, *, h: int = PERCTA_H,
-                   reps: int = REPS, rest_ms: float = REST_MS, seed: int = 20261203,
+                   k: int = 0, reps: int = REPS, rest_ms: float = REST_MS, seed: int = 20261203,
                    log: Callable[[str], None] = _stderr) -> dict:
-    """The probe on GPU 0 (module docstring). Returns ``{"runs": [one row per traced run: m, variant, cluster,
+    """The probe on GPU 0 (module docstring); the producers read ``k`` input features (0: ``h``). Returns ``{"runs":
+    [one row per traced run: m, k, variant, cluster,
     signal, order, run, plain_ms, trace_ms, the percta_steps fields], "cases": [one row per (m, variant): the
     medians of percta_medians, plain_ms, trace_ms (medians), rel_err_plain, rel_err_trace, rel_err_last, describe,
     slots, tiles], "tiles": {(m, variant): the kept traced run's tile table}}``. Raises on a wrong output, a protocol
     error or counts that are off."""
     if reps < 1:
         raise ValueError(f"reps must be >= 1, got {reps}")
-    cases = {(m, v): producer_case(m, h, v) for m in ms for v in variants}  # a bad plan fails before the GPU runs
+    cases = {(m, v): producer_case(m, h, v, k) for m in ms for v in variants}  # a bad plan fails before the GPU runs
+    kd = k or h
     import pandas as pd  # noqa: PLC0415
 
     from ctahw.baselines import Chain, Timed  # noqa: PLC0415
@@ -249,9 +276,9 @@ def measure_percta(ms: Sequence[int] = PERCTA_MS, variants: Sequence[str] = PERC
     data = Chain(cp, seed)
     runs, rows, kept = [], [], {}
     for m in ms:
-        nsets = rotation_sets((m * h + h * h) * 2, found[0].l2_bytes)
-        xs = [data.rand(0, (m, h), salt=10 * s + 1) for s in range(nsets)]
-        ws = [data.rand(0, (h, h), 1 / math.sqrt(h), salt=10 * s + 2) for s in range(nsets)]
+        nsets = rotation_sets((m * kd + h * kd) * 2, found[0].l2_bytes)
+        xs = [data.rand(0, (m, kd), salt=10 * s + 1) for s in range(nsets)]
+        ws = [data.rand(0, (h, kd), 1 / math.sqrt(kd), salt=10 * s + 2) for s in range(nsets)]
         refs = {0: reference_chain(cp, xs[0], [ws[0]])}
         for v in variants:
             case = cases[(m, v)]
@@ -290,7 +317,7 @@ def measure_percta(ms: Sequence[int] = PERCTA_MS, variants: Sequence[str] = PERC
                 p.check()
             if not err_last <= REL_TOL_BF16:
                 raise RuntimeError(f"M={m} {v}: the last timed run's output has rel. error {err_last:.3g}")
-            info = dict(m=m, variant=v, cluster=case.cluster, signal=case.signal, order=case.order)
+            info = dict(m=m, k=kd, variant=v, cluster=case.cluster, signal=case.signal, order=case.order)
             for i, st in enumerate(steps):
                 runs.append({**info, "run": i, "plain_ms": times[False][i], "trace_ms": times[True][i], **st})
             med = percta_medians(pd.DataFrame(runs[-len(steps):])).iloc[0].to_dict()
@@ -353,18 +380,40 @@ def percta_notes(cases: Sequence[Mapping]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import argparse  # noqa: PLC0415
+    from ctasim.cliargs import OneLineParser, writable_folder  # noqa: PLC0415
+    from ctasim.spec import SpecError  # noqa: PLC0415
 
-    ap = argparse.ArgumentParser(prog="python -m ctahw.percta", description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(prog="python -m ctahw.percta", description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path, help="folder for percta-runs.csv, percta.csv, percta-tiles-*.csv.gz")
     ap.add_argument("--ms", default=",".join(map(str, PERCTA_MS)), help="M values, comma-separated")
     ap.add_argument("--variants", default=",".join(PERCTA_VARIANTS), help="ctapipe variants, comma-separated")
     ap.add_argument("--h", type=int, default=PERCTA_H, help="K = N of the chain's layers (a multiple of 256)")
+    ap.add_argument("--k", type=int, default=0,
+                    help=f"the producer's K where it is not H (a multiple of {K_STEP}; default: H)")
     ap.add_argument("--reps", type=int, default=REPS)
     ap.add_argument("--rest-ms", type=float, default=REST_MS)
     a = ap.parse_args(argv)
-    res = measure_percta([int(x) for x in a.ms.split(",")], a.variants.split(","), h=a.h, reps=a.reps,
-                         rest_ms=a.rest_ms)
+    try:
+        ms = [int(x) for x in a.ms.split(",")]
+    except ValueError:
+        ap.error(f"--ms {a.ms!r}: not comma-separated integers")
+    variants = a.variants.split(",")
+    try:
+        writable_folder(a.out, "out")
+        if a.reps < 1:
+            raise ValueError(f"--reps {a.reps}: at least 1")
+        for m in ms:  # every case's plan before the GPU runs
+            for v in variants:
+                producer_case(m, a.h, v, a.k)
+    except (ValueError, SpecError) as e:
+        ap.error(str(e))
+    from ctahw.device import DeviceError  # noqa: PLC0415
+
+    try:
+        res = measure_percta(ms, variants, h=a.h, k=a.k, reps=a.reps, rest_ms=a.rest_ms)
+    except DeviceError as e:
+        print(f"{ap.prog}: {e}", file=sys.stderr)
+        return 1
     for p in write_percta(a.out, res):
         _stderr(f"wrote {p}")
     for line in percta_notes(res["cases"]):

@@ -111,3 +111,24 @@ def test_a_plans_before_command_runs_first_in_the_run_folder(tmp_path, fails):
     with tarfile.open(tmp_path / "out" / "pyy" / "run.tar.gz") as tar:
         assert {"run/before.log", "run/probe/when.txt", "run/OUT_H100/args.txt"} <= set(tar.getnames())
     assert r.stdout.index("before (python3 bench/hw/stand_in_probe.py") < r.stdout.index("H = 100 rc=")  # first
+
+
+def test_a_plan_with_hk_runs_each_h_at_its_own_k_into_its_own_folder(tmp_path):
+    """Plan 95's cases: (H, K) pairs (``HK``), each probe given ``--k`` and its own folder OUT_H<h>_K<k>."""
+    t = tmp_path / ".cache" / "pxx"
+    (t / ".kcache").mkdir(parents=True)
+    (t / "bench" / "hw").mkdir(parents=True)
+    shutil.copy(ROOT / "bench/hw/device_env.sh", t / "bench/hw/device_env.sh")
+    (t / "bench" / "planxx.py").write_text("M = 4096\nHS = (100, 100)\nHK = ((100, 64), (100, 128))\nRUNS = 2\n"
+                                           "VARIANTS = ('a_v',)\n")
+    (t / "ctahw").mkdir()
+    (t / "ctahw" / "__init__.py").write_text("")
+    (t / "ctahw" / "percta.py").write_text(PERCTA)
+    r = _run(tmp_path, "planxx", ".cache/pxx", "abc1234", "H100", gpu="NVIDIA H100 80GB HBM3, GPU-d3274ca1")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "planxx: M = 4096, H = 100:64,100:128, a_v, 2 runs each" in r.stdout
+    with tarfile.open(tmp_path / "out" / "pxx" / "run.tar.gz") as tar:
+        for k in (64, 128):
+            args = tar.extractfile(f"run/OUT_H100_K{k}/args.txt").read().decode()
+            assert args == f"--h 100 --k {k} --ms 4096 --variants a_v --reps 2"
+            assert f"run/percta-H100_K{k}.log" in tar.getnames()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A registered plan of producers alone on one GPU (python -m ctahw.percta), its cases read from the plan's script:
-# per H of the script's HS, its VARIANTS at M = its M, its RUNS traced and untraced rested runs. From the checkout
+# per H of the script's HS (or per (H, K) of its HK: the producer's K other than H, folders OUT_H<h>_K<k>), its
+# VARIANTS at M = its M, its RUNS traced and untraced rested runs. From the checkout
 # root, with the tree built by bench/hw/device_tree.sh at the registration's commit (the plan's script and the
 # scripts it imports carried with --with):
 #
@@ -36,7 +37,8 @@ python3 -c 'import cutlass_library' 2>/dev/null || python3 -m pip install -q --n
     && source bench/hw/device_env.sh
   read -r M HS RUNS VARIANTS < <(PLAN=$PLAN python3 -c 'import os, sys; sys.path.insert(0, "bench")
 p = __import__(os.environ["PLAN"])
-print(p.M, ",".join(map(str, p.HS)), p.RUNS, ",".join(p.VARIANTS))')
+print(p.M, ",".join(f"{h}:{k}" for h, k in getattr(p, "HK", ())) or ",".join(map(str, p.HS)), p.RUNS,
+      ",".join(p.VARIANTS))')
   [ -n "${VARIANTS:-}" ] || { echo "run_percta_plan.sh: no M, HS, RUNS, VARIANTS from bench/$PLAN.py" >&2; exit 4; }
   BEFORE=$(PLAN=$PLAN python3 -c 'import os, sys; sys.path.insert(0, "bench")
 print(getattr(__import__(os.environ["PLAN"]), "BEFORE", ""))')
@@ -48,10 +50,12 @@ print(getattr(__import__(os.environ["PLAN"]), "BEFORE", ""))')
     rc=$?; say "before (${BEFORE}) rc=$rc"; tail -12 "$R/before.log"
     [ $rc -eq 0 ] || failed=$((failed + 1))
   fi
-  for h in ${HS//,/ }; do
-    timeout "${PERCTA_TIMEOUT_S:-170}" python3 -m ctahw.percta "$R/OUT_H$h" --h "$h" --ms "$M" --variants "$VARIANTS" \
-      --reps "$RUNS" > "$R/percta-H$h.log" 2>&1
-    rc=$?; say "H = $h rc=$rc"; tail -4 "$R/percta-H$h.log"
+  for c in ${HS//,/ }; do  # H, or H:K where the plan sets HK (the producer's K other than H)
+    h=${c%%:*}; kargs=(); tag=$h
+    if [ "$c" != "$h" ]; then kargs=(--k "${c#*:}"); tag=${h}_K${c#*:}; fi
+    timeout "${PERCTA_TIMEOUT_S:-170}" python3 -m ctahw.percta "$R/OUT_H$tag" --h "$h" "${kargs[@]}" --ms "$M" \
+      --variants "$VARIANTS" --reps "$RUNS" > "$R/percta-H$tag.log" 2>&1
+    rc=$?; say "H = $c rc=$rc"; tail -4 "$R/percta-H$tag.log"
     [ $rc -eq 0 ] || failed=$((failed + 1))
   done
   run_end

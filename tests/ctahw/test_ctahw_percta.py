@@ -37,6 +37,60 @@ def test_a_persistent_or_unknown_variant_is_refused():
         P.producer_case(4096, 8192, "nope")
 
 
+@pytest.mark.parametrize("variant", ["cutlass_ctapipe", "cutlass_ctapipe_w21"])
+def test_a_producer_of_another_k_reads_k_and_keeps_the_square_chains_tiles_order_and_pipe(variant):
+    square = P.producer_case(16384, 3072, variant)
+    long_k = P.producer_case(16384, 3072, variant, 16384)
+    assert (square.k, square.k_dim, long_k.k, long_k.k_dim) == (0, 3072, 16384, 16384)
+    assert P.producer_case(16384, 3072, variant, 3072).k == 0  # K = H is the square chain
+    (layer0,) = [k for k in long_k.plan.kernels() if k.layer == 0]
+    (sq0,) = [k for k in square.plan.kernels() if k.layer == 0]
+    assert (layer0.region.k, sq0.region.k, layer0.region.n) == (16384, 3072, 3072)
+    assert layer0.tile_ns > 5 * sq0.tile_ns  # the plan prices the longer K
+    # what the producer writes and signals is D's (M x H), whatever its K
+    assert np.array_equal(long_k.kernel.order, square.kernel.order)
+    for f in ("capacity", "deps"):
+        assert getattr(long_k.pipe, f) == getattr(square.pipe, f)
+    for f in ("prod_dep_ptr", "prod_dep_idx", "threshold", "dep_tile_ptr", "dep_tile_idx"):
+        assert np.array_equal(getattr(long_k.pipe, f), getattr(square.pipe, f))
+    tiles = P.tiles_from_stamps(long_k, stamps_of(synthetic_run(long_k), long_k))
+    assert len(tiles) == long_k.kernel.tiles
+
+
+@pytest.mark.parametrize("m,h,k,why", [(16384, 3072, 100, "K = 100: not a positive multiple of 64"),
+                                       (16384, 3072, -64, "K = -64"), (16384, 3000, 0, "H = 3000"),
+                                       (1000, 3072, 0, "M = 1000")])
+def test_a_k_m_or_h_the_kernel_cannot_run_is_refused(m, h, k, why):
+    with pytest.raises(ValueError, match=why):
+        P.producer_case(m, h, "cutlass_ctapipe", k)
+
+
+@pytest.mark.parametrize("argv,why", [
+    (["--k", "100"], "K = 100: not a positive multiple of 64"), (["--h", "3000"], "H = 3000"),
+    (["--ms", "1x"], "--ms '1x': not comma-separated integers"), (["--variants", "nope"], "unknown ctapipe variant"),
+    (["--reps", "0"], "--reps 0: at least 1")])
+def test_the_cli_refuses_bad_values_in_one_line_before_any_gpu_is_asked_for(tmp_path, capsys, monkeypatch, argv, why):
+    monkeypatch.setattr(P, "measure_percta", lambda *a, **k: pytest.fail("the GPU was asked for"))
+    with pytest.raises(SystemExit) as e:
+        P.main([str(tmp_path / "out"), "--ms", "16384", "--h", "3072", "--variants", "cutlass_ctapipe", *argv])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and why in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_cli_says_in_one_line_that_there_is_no_gpu(tmp_path, capsys, monkeypatch):
+    from ctahw.device import NoCupyError
+
+    def no_gpu(*a, **k):
+        raise NoCupyError("CuPy is not installed")
+
+    monkeypatch.setattr(P, "measure_percta", no_gpu)
+    assert P.main([str(tmp_path / "out"), "--ms", "16384", "--h", "3072", "--k", "8192"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == "python -m ctahw.percta: CuPy is not installed"
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("variant", P.PERCTA_VARIANTS)
 @pytest.mark.parametrize("trace", [False, True])
 def test_the_descriptor_is_a_producers_with_everything_it_writes_given(variant, trace):
