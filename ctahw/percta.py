@@ -162,9 +162,15 @@ def tiles_from_stamps(case: ProducerCase, stamps: np.ndarray):
 class LocalProducer:
     """The producer of :func:`producer_case` on ``device`` with everything it writes in that GPU's memory (module
     docstring). ``x`` (m x K) and ``w`` (h x K) are bf16 bit arrays (uint16 CuPy) on ``device``; assign new ones to
-    ``.x`` / ``.w`` between runs to rotate inputs. ``d`` is its output."""
+    ``.x`` / ``.w`` between runs to rotate inputs. ``d`` is its output. Inputs of other shapes are a ValueError before
+    any GPU is asked for."""
 
     def __init__(self, case: ProducerCase, x, w, *, trace: bool, timeout_ns: int = TIMEOUT_NS, device: int = 0):
+        if tuple(x.shape) != (case.m, case.k_dim) or tuple(w.shape) != (case.h, case.k_dim):
+            raise ValueError(f"{case.variant} producer: x {tuple(x.shape)} and w {tuple(w.shape)}, not the "
+                             f"{case.m} x {case.k_dim} and {case.h} x {case.k_dim} of M = {case.m}, H = {case.h}, "
+                             f"K = {case.k_dim}")
+
         from ctahw import build  # noqa: PLC0415
         from ctahw.device import require_cupy  # noqa: PLC0415
 
@@ -321,9 +327,9 @@ def measure_percta(ms: Sequence[int] = PERCTA_MS, variants: Sequence[str] = PERC
             for i, st in enumerate(steps):
                 runs.append({**info, "run": i, "plain_ms": times[False][i], "trace_ms": times[True][i], **st})
             med = percta_medians(pd.DataFrame(runs[-len(steps):])).iloc[0].to_dict()
-            k = _median_index([st["span_ns"] for st in steps])
-            kept[(m, v)] = tables[k]
-            rows.append({**info, "runs": len(steps), "kept_run": k,
+            keep = _median_index([st["span_ns"] for st in steps])
+            kept[(m, v)] = tables[keep]
+            rows.append({**info, "runs": len(steps), "kept_run": keep,
                          **{c: med[c] for c in med if c not in ("m", "variant", "runs")},
                          "plain_ms": float(np.median(times[False])), "trace_ms": float(np.median(times[True])),
                          "rel_err_plain": err[False], "rel_err_trace": err[True], "rel_err_last": err_last,

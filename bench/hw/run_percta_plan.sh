@@ -53,7 +53,7 @@ print(getattr(__import__(os.environ["PLAN"]), "BEFORE", ""))')
   for c in ${HS//,/ }; do  # H, or H:K where the plan sets HK (the producer's K other than H)
     h=${c%%:*}; kargs=(); tag=$h
     if [ "$c" != "$h" ]; then kargs=(--k "${c#*:}"); tag=${h}_K${c#*:}; fi
-    timeout "${PERCTA_TIMEOUT_S:-170}" python3 -m ctahw.percta "$R/OUT_H$tag" --h "$h" "${kargs[@]}" --ms "$M" \
+    timeout "${PERCTA_TIMEOUT_S:-170}" python3 -m ctahw.percta "$R/OUT_H$tag" --h "$h" ${kargs[@]+"${kargs[@]}"} --ms "$M" \
       --variants "$VARIANTS" --reps "$RUNS" > "$R/percta-H$tag.log" 2>&1
     rc=$?; say "H = $c rc=$rc"; tail -4 "$R/percta-H$tag.log"
     [ $rc -eq 0 ] || failed=$((failed + 1))

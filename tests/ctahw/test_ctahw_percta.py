@@ -65,6 +65,14 @@ def test_a_k_m_or_h_the_kernel_cannot_run_is_refused(m, h, k, why):
         P.producer_case(m, h, "cutlass_ctapipe", k)
 
 
+def test_inputs_of_another_k_are_refused_before_any_gpu_is_asked_for():
+    c = P.producer_case(16384, 3072, "cutlass_ctapipe", 8192)
+    with pytest.raises(ValueError, match="x \\(16384, 3072\\) and w \\(3072, 3072\\), not the 16384 x 8192"):
+        P.LocalProducer(c, np.zeros((16384, 3072), np.uint16), np.zeros((3072, 3072), np.uint16), trace=False)
+    with pytest.raises(ValueError, match="not the 16384 x 8192 and 3072 x 8192"):
+        P.LocalProducer(c, np.zeros((16384, 8192), np.uint16), np.zeros((8192, 3072), np.uint16), trace=True)
+
+
 @pytest.mark.parametrize("argv,why", [
     (["--k", "100"], "K = 100: not a positive multiple of 64"), (["--h", "3000"], "H = 3000"),
     (["--ms", "1x"], "--ms '1x': not comma-separated integers"), (["--variants", "nope"], "unknown ctapipe variant"),
