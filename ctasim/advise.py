@@ -675,10 +675,11 @@ def grouped_kept_lines(kinds, results_dir: Path | None = None) -> list[str]:
 
 
 ALONE_RECORD = ("validation-registered89", "validation-registered90", "validation-registered92",
-                "validation-registered93")
+                "validation-registered93", "validation-registered95")
 """Registered plans 89 (the model as plans 87 and 88 left it, the producers alone at M = 24576: its ``claims.csv``),
 90 (the producer's first wave by cluster: its ``cases.csv``), 92 and 93 (the 1x1 first wave floored at the L2-to-SM
-rate of the GEMM's own loads, below and in the domain where it binds: their ``cases.csv``), one H100 each."""
+rate of the GEMM's own loads, below and in the domain where it binds: their ``cases.csv``) and 95 (K != N: what the
+1x1 first wave's excess follows, and a short K's first wave: its ``excess.csv``), one H100 each."""
 ALONE_CLUSTER_H = 5632
 """Plan 90's H where the first wave is not bound by HBM (at 16896 it is, and every cluster ran alike)."""
 ALONE_STATES = (1.10, 1.25)
@@ -690,8 +691,8 @@ def alone_record_lines(kinds, results_dir: Path | None = None) -> list[str]:
     """Where a CTA-pipelined strategy is priced on two or more GPUs (as :func:`producer_edge_lines`): what registered
     plan 89 found of the model as it now is on the producers alone (issue 13's targets on the grouped producers and
     pairs, the flat predictor beside it, row order's error), what plan 90 found of the 1x1-cluster kernel's first
-    wave against the 1x2 and 2x1 clusters', and what plan 92 found of it at the L2-to-SM rate of the GEMM's own loads
-    (from the committed tables; a table gone leaves its line out)."""
+    wave against the 1x2 and 2x1 clusters', what plan 92 found of it at the L2-to-SM rate of the GEMM's own loads, and
+    what plan 95 found with K != N (from the committed tables; a table gone leaves its line out)."""
     if not {"ctapipe", "hybrid"} & set(kinds):
         return []
     root, lines = _results_root(results_dir), []
@@ -751,6 +752,24 @@ def alone_record_lines(kinds, results_dir: Path | None = None) -> list[str]:
                      "a 2x1 cluster's, and no profile sets the rate"
                      + _plan93_clause(root) + " "
                      "(docs/validation.md)")
+    f95 = root / ALONE_RECORD[4] / "excess.csv"
+    if f95.is_file():
+        e = pd.read_csv(f95)
+        small, big = e[e["w_mb"] < e["w_mb"].median()], e[e["w_mb"] >= e["w_mb"].median()]
+        wide, narrow = small[small["n"] >= 24], big[big["n"] < 24]
+        short = e[e["k"] <= 2048]
+        lines.append(f"registered plan 95 (an H100, K != N): that 1x1 first wave ran "
+                     f"{wide['row_over'].min():.2f}-{wide['row_over'].max():.2f}x the 2x1 pairs' at "
+                     f"{wide['n'].min()}-{wide['n'].max()} tiles a row with W at {small['w_mb'].max():.0f} MB, "
+                     f"{narrow['row_over'].max():.2f}x at {narrow['n'].max()} tiles a row with W at "
+                     f"{narrow['w_mb'].max():.0f} MB: "
+                     + ("its excess follows the tiles a row, not W's fit in the L2"
+                        if wide["row_on"].eq(1).all() and narrow["row_on"].eq(0).all() else
+                        "neither the tiles a row nor W's fit in the L2 alone says where its excess is")
+                     + "; and "
+                     f"a first wave of K = {short['k'].min()}-{short['k'].max()} ran "
+                     f"{short['pairs_over_pct'].min():.0f}-{short['pairs_over_pct'].max():.0f}% over the model's "
+                     "mainloop even in pairs (a cold start the model has no place for; docs/validation.md)")
     return lines
 
 

@@ -799,7 +799,7 @@ def test_advise_says_what_plans_89_and_90_found_of_the_producer_alone(tmp_path):
 
     from ctasim import advise as A
 
-    line89, line90, line92 = A.alone_record_lines(["sequential", "ctapipe"])
+    line89, line90, line92, line95 = A.alone_record_lines(["sequential", "ctapipe"])
     assert ("with the model as it now is at 2.43% mean |error|, worst +5.96% (issue 13's 3% and 6% met), the flat "
             "predictor with no memory hierarchy at 2.45%; row order at 11.97%, its partial loss of reuse at H = 5632 "
             "and 7424 (1.13 and 1.24x the no-miss level)") in line89
@@ -810,8 +810,12 @@ def test_advise_says_what_plans_89_and_90_found_of_the_producer_alone(tmp_path):
             "wave ran as fast as a 2x1 cluster's") in line92
     assert ("registered plan 93 (another H100, 25-37 tiles a row) priced that wave 3.7% off at the rate against the "
             "model's 13.4% (mean |error|, mainloop against mainloop") in line92
+    assert ("registered plan 95 (an H100, K != N): that 1x1 first wave ran 1.13-1.20x the 2x1 pairs' at 32-40 tiles a "
+            "row with W at 26 MB, 1.00x at 12 tiles a row with W at 101 MB: its excess follows the tiles a row, not "
+            "W's fit in the L2; and a first wave of K = 1280-1536 ran 19-22% over the model's mainloop even in "
+            "pairs") in line95
     assert A.alone_record_lines(["sequential", "tp"]) == []
-    assert A.alone_record_lines(["hybrid"]) == [line89, line90, line92]
+    assert A.alone_record_lines(["hybrid"]) == [line89, line90, line92, line95]
     assert A.alone_record_lines(["ctapipe"], results_dir=tmp_path) == []
     for folder in A.ALONE_RECORD:
         shutil.copytree(A._results_root(None) / folder, tmp_path / folder)
@@ -825,7 +829,11 @@ def test_advise_says_what_plans_89_and_90_found_of_the_producer_alone(tmp_path):
     e = pd.read_csv(tmp_path / A.ALONE_RECORD[2] / "cases.csv")
     e.loc[e.n == 15, "row_over"] = 1.05  # an excess at 15 tiles a row: no longer among those that ran as fast
     e.to_csv(tmp_path / A.ALONE_RECORD[2] / "cases.csv", index=False)
-    one, two, three = A.alone_record_lines(["ctapipe"], results_dir=tmp_path)
+    x = pd.read_csv(tmp_path / A.ALONE_RECORD[4] / "excess.csv")
+    x.loc[(x.n == 12) & (x.k == 16384), ["row_over", "row_on"]] = 1.08, 1  # an excess at 12 tiles a row, 101 MB
+    x.to_csv(tmp_path / A.ALONE_RECORD[4] / "excess.csv", index=False)
+    one, two, three, four = A.alone_record_lines(["ctapipe"], results_dir=tmp_path)
+    assert "1.08x at 12 tiles a row with W at 101 MB: neither the tiles a row nor W's fit in the L2 alone" in four
     assert "and 1.1% over a 1x2 cluster's" in two
     assert "its partial loss of reuse at H = 7424 (1.24x the no-miss level)" in one
     assert "at 11 and 13 tiles a row that wave ran as fast" in three
@@ -834,6 +842,8 @@ def test_advise_says_what_plans_89_and_90_found_of_the_producer_alone(tmp_path):
     (tmp_path / A.ALONE_RECORD[3] / "cases.csv").unlink()
     assert "registered plan 93" not in A.alone_record_lines(["ctapipe"], results_dir=tmp_path)[-1]
     (tmp_path / A.ALONE_RECORD[2] / "cases.csv").unlink()
+    assert A.alone_record_lines(["ctapipe"], results_dir=tmp_path) == [one, four]
+    (tmp_path / A.ALONE_RECORD[4] / "excess.csv").unlink()
     assert A.alone_record_lines(["ctapipe"], results_dir=tmp_path) == [one]
 
 

@@ -148,3 +148,46 @@ def test_runs_at_another_k_than_the_folder_names_are_refused(p95, predicted, tmp
     assert p95.main(["--judge", str(run), "--out", str(tmp_path / "judged")]) == 2
     err = capsys.readouterr().err.strip()
     assert "OUT_H8192_K6144/percta-runs.csv: cutlass_ctapipe's runs were not at K = 6144" in err
+
+
+def test_the_committed_h100_call_judges_as_committed_and_the_docs_quote_it(p95, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered95-1gpu, GPU-96bcd22c) judged again gives the committed
+    tables: (b) and (c) met, (a) and (d) missed, registered; docs/validation.md's plan 95 tables are what it gives."""
+    from tests.test_plan85_grouped_kept import _doc_section, _rejudged
+
+    c, cl = _rejudged(p95, "2026-12-07-registered95-1gpu", "validation-registered95", tmp_path)
+    for name in ("excess.csv", "patterns.csv"):
+        assert (tmp_path / "judged" / name).read_text() == (p95.ROOT / "bench/results/validation-registered95" /
+                                                            name).read_text()
+    assert cl.met.tolist() == [False, True, True, False]
+    assert cl.provenance.str.startswith("registered: predictions added in 7f3ecda824").all()
+    doc = " ".join(_doc_section(p95, 95).split())
+    for claim in "abcd":
+        assert cl.loc[claim, "value"].replace("|", "\\|") in doc, claim
+    t = c.set_index(["h", "k", "variant", "predictor"])
+    for h, k in p95.HK:
+        r, w = t.loc[(h, k, p95.ROW, "model")], t.loc[(h, k, p95.W21, "model")]
+        row = (f"| {h // 256}, {k} ({r.w_mb:.0f} MB) | {r.measured_us:.1f} | {w.measured_us:.1f} | {r.row_over:.3f} | "
+               f"{w.err_pct:+.1f} | {r.err_pct:+.1f} | {t.loc[(h, k, p95.ROW, 'by_n'), 'err_pct']:+.1f} | "
+               f"{t.loc[(h, k, p95.ROW, 'flat'), 'err_pct']:+.1f} |")
+        assert row in doc, row
+
+
+def test_the_post_hoc_wave_table_is_what_the_script_writes_and_the_docs_quote(tmp_path):
+    """bench/posthoc_k_apart.py: the committed table byte for byte, and plan 95's section's post-hoc figures."""
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    pk = load_bench("posthoc_k_apart")
+    assert pk.main(["--out", str(tmp_path)]) == 0
+    assert (tmp_path / "cases.csv").read_text() == (pk.OUT / "cases.csv").read_text()
+    c = pd.read_csv(pk.OUT / "cases.csv")
+    pairs = c[c.variant == "cutlass_ctapipe_w21"].set_index("k")
+    short, big = pairs.loc[[1536, 1280]], pairs[pairs.w_mb > 70]
+    span = lambda s, f="": f"{s.min():{f}}-{s.max():{f}}"  # noqa: E731
+    doc = " ".join(_doc_section(pk, 95).split())
+    assert f"wave 1 of the short-K cases ran {span(short.excess1_us, '.1f')} us over `model` against wave 0's " \
+           f"{short.excess0_us.mean():.1f} us" in doc
+    assert f"the call's own exposed epilogue is {span(c.epilogue_us, '.1f')} us" in doc
+    assert f"the model is {span(-big.tile0_err_pct, '.1f')}% short of the pairs' first wave at 100 MB" in doc
+    assert f"{-short.tile0_err_pct.max():.0f}-{-short.tile0_err_pct.min():.0f}% short at the short K" in doc
+    assert f"and {span(-short.tile1_err_pct, '.1f')}% short of their wave 1 there" in doc
