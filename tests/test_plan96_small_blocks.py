@@ -99,3 +99,26 @@ def test_an_h200_call_and_a_registration_missing_a_source_are_refused(p96, regis
     meas = p96.measured(call(p96, tmp_path / "run", registered))
     with pytest.raises(p96.JudgeError, match="every source prices every case"):
         p96.cases(registered[registered.source != "waves"], meas)
+
+
+def test_the_committed_h100_call_judges_as_committed_and_the_docs_quote_it(p96, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered96-1gpu, GPU-ce8d23e0) judged again gives the committed
+    tables: (a), (b) and (d) met, (c) missed, registered; docs/validation.md's plan 96 tables are what it gives."""
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    out = tmp_path / "judged"
+    run = p96.ROOT / "bench/results/hw-h100/2026-12-07-registered96-1gpu"
+    assert p96.main(["--judge", str(run), "--out", str(out)]) == 0
+    for name in ("cases.csv", "claims.csv"):
+        assert (out / name).read_text() == (p96.ROOT / "bench/results/validation-registered96" / name).read_text()
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert cl.met.tolist() == [True, True, False, True]
+    assert cl.provenance.str.startswith("registered: predictions added in 971ba921").all()
+    doc = " ".join(_doc_section(p96, 96).split())
+    for claim in "abcd":
+        assert cl.loc[claim, "value"] in doc, claim
+    c = pd.read_csv(out / "cases.csv")
+    for (exp, case), d in c.groupby(["experiment", "case"]):
+        d = d.set_index("source")
+        cells = " | ".join(f"{d.loc[s, 'error_pct']:+.1f}" for s in ("model", "scaled", "naive", "waves", "flat"))
+        assert f"| {case[2:]} | {d.loc['model', 'measured_ms']:.3f} | {cells} |" in doc, (exp, case)
