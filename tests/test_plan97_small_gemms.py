@@ -77,3 +77,24 @@ def test_a_call_it_cannot_judge_is_refused_in_one_line(p97, registered, tmp_path
     err = capsys.readouterr().err.strip()
     assert err.startswith("plan97_small_gemms: ") and message in err and "\n" not in err, err
     assert not out.exists()
+
+
+def test_the_committed_h100_call_judges_as_committed_and_the_docs_quote_it(p97, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered97-1gpu, GPU-8c9a6fca) judged again gives the committed
+    tables, every claim met; docs/validation.md's plan 97 table and claims are what it gives."""
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    out = tmp_path / "judged"
+    run = p97.ROOT / "bench/results/hw-h100/2026-12-07-registered97-1gpu"
+    assert p97.main(["--judge", str(run), "--out", str(out)]) == 0
+    for name in ("orders.csv", "best.csv", "claims.csv"):
+        assert (out / name).read_text() == (p97.RESULTS / name).read_text(), name
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert cl.met.all()
+    doc = " ".join(_doc_section(p97, 97).split())
+    for claim in "abcd":
+        assert f"| {cl.loc[claim, 'value']} | yes |" in doc, claim
+    for r in pd.read_csv(out / "best.csv").itertuples():
+        row = (f"| {r.m} x {r.n} x {r.k} | {r.role} | {r.best_order} | {r.best_ms:.3f} | {r.model_pct:+.1f} | "
+               f"{r.nodrift_pct:+.1f} | {r.naive_pct:+.1f} |")
+        assert row in doc, row
