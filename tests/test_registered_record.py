@@ -110,7 +110,7 @@ def _report(root, folder, name, experiment, measurement, rows, registered=True):
                   for case, src, err in rows]).to_csv(d / "accuracy.csv", index=False)
 
 
-def test_twins_post_hoc_rows_and_repeated_judgements_are_left_out(rr, tmp_path):
+def test_twins_post_hoc_rows_repeated_judgements_and_h100_calls_are_left_out(rr, tmp_path):
     root, preds = tmp_path / "results", tmp_path / "predictions"
     (preds / "reg7-x").mkdir(parents=True)
     (preds / "reg7-x" / "registration.json").write_text(json.dumps({"created_utc": "2026-12-02T01:02:03Z"}))
@@ -122,6 +122,8 @@ def test_twins_post_hoc_rows_and_repeated_judgements_are_left_out(rr, tmp_path):
             rows)  # the same measurement judged again: counted once
     _report(root, "validation-registered7-run3", "reg7-x", "reg7-x", "bench/results/hw/2026-12-04-r7b/reg7-x",
             [("m=1", "model", 0.9)], registered=False)  # post-hoc
+    _report(root, "validation-registered7-run4", "reg7-x", "reg7-x", "bench/results/hw-h100/2026-12-05-r7c/reg7-x",
+            [("m=1", "model", 0.7)])  # an H100's call: the record is the H200s'
     c = rr.cases(root, preds)
     assert len(c) == 4 and set(c["judged_in"]) == {"validation-registered7"} and set(c["plan"]) == {7}
     assert set(c["registered_on"]) == {"2026-12-02"} and set(c["measured_on"]) == {"2026-12-03"}
