@@ -769,7 +769,8 @@ def alone_record_lines(kinds, results_dir: Path | None = None) -> list[str]:
                      + "; and "
                      f"a first wave of K = {short['k'].min()}-{short['k'].max()} ran "
                      f"{short['pairs_over_pct'].min():.0f}-{short['pairs_over_pct'].max():.0f}% over the model's "
-                     "mainloop even in pairs (a cold start the model has no place for; docs/validation.md)")
+                     "mainloop even in pairs (about 2 us of it a cold start the model has no place for, post-hoc; "
+                     "docs/validation.md)")
     return lines
 
 

@@ -813,7 +813,7 @@ def test_advise_says_what_plans_89_and_90_found_of_the_producer_alone(tmp_path):
     assert ("registered plan 95 (an H100, K != N): that 1x1 first wave ran 1.13-1.20x the 2x1 pairs' at 32-40 tiles a "
             "row with W at 26 MB, 1.00x at 12 tiles a row with W at 101 MB: its excess follows the tiles a row, not "
             "W's fit in the L2; and a first wave of K = 1280-1536 ran 19-22% over the model's mainloop even in "
-            "pairs") in line95
+            "pairs (about 2 us of it a cold start") in line95
     assert A.alone_record_lines(["sequential", "tp"]) == []
     assert A.alone_record_lines(["hybrid"]) == [line89, line90, line92, line95]
     assert A.alone_record_lines(["ctapipe"], results_dir=tmp_path) == []

@@ -185,7 +185,7 @@ def test_the_post_hoc_wave_table_is_what_the_script_writes_and_the_docs_quote(tm
     short, big = pairs.loc[[1536, 1280]], pairs[pairs.w_mb > 70]
     span = lambda s, f="": f"{s.min():{f}}-{s.max():{f}}"  # noqa: E731
     doc = " ".join(_doc_section(pk, 95).split())
-    assert f"wave 1 of the short-K cases ran {span(short.excess1_us, '.1f')} us over `model` against wave 0's " \
+    assert f"the pairs' wave 1 at short K ran {span(short.excess1_us, '.1f')} us over `model` against wave 0's " \
            f"{short.excess0_us.mean():.1f} us" in doc
     assert f"the call's own exposed epilogue is {span(c.epilogue_us, '.1f')} us" in doc
     assert f"the model is {span(-big.tile0_err_pct, '.1f')}% short of the pairs' first wave at 100 MB" in doc
