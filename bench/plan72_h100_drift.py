@@ -58,14 +58,16 @@ CLAIMS = {
 them); otherwise the profile stays."""
 
 
-def derived_text(base: str, name: str, drift_line: str) -> str:
-    """Committed profile ``base``'s text with its name ``name`` and its one ``cta_drift`` line (the 128x256 config's)
-    replaced by ``drift_line`` (which may add lines): the only changes. ``h100-x1-datasheet`` is taken as it was when
-    these registrations were made (``ctasim.profiles.before_h100_drift_text``: before registered plan 73's and 76's
-    adoptions on an H100). ValueError where ``base`` has another count of ``cta_drift`` lines."""
+def derived_text(base: str, name: str, drift_line: str, text: str | None = None) -> str:
+    """Committed profile ``base``'s text (or ``text``, where given) with its name ``name`` and its one ``cta_drift``
+    line (the 128x256 config's) replaced by ``drift_line`` (which may add lines): the only changes. Without ``text``,
+    ``h100-x1-datasheet`` is taken as it was when these registrations were made
+    (``ctasim.profiles.before_h100_drift_text``: before registered plan 73's and 76's adoptions on an H100).
+    ValueError where ``base`` has another count of ``cta_drift`` lines."""
     lines, done = [], 0
-    text = (before_h100_drift_text() if base == "h100-x1-datasheet"
-            else (SPECS_DIR / "hardware" / f"{base}.toml").read_text())
+    if text is None:
+        text = (before_h100_drift_text() if base == "h100-x1-datasheet"
+                else (SPECS_DIR / "hardware" / f"{base}.toml").read_text())
     for line in text.splitlines():
         if line.startswith("name = "):
             line = f'name = "{name}"'
@@ -92,9 +94,16 @@ def profiles(registration: Path = REGISTRATION) -> dict:
 
 
 def register(out: Path) -> pd.DataFrame:
+    return register_orders(out, TWIN, twin_text(), SHAPES, profiles)
+
+
+def register_orders(out: Path, twin: str, text: str, shapes, profiles_of) -> pd.DataFrame:
+    """A GEMM-order twin plan's registration (plans 72 and 97) into ``out``: the twin's profile file ``twin``.toml
+    (``text``), ``predicted.csv`` (``block_gemm_orders.predicted``: every order of ``shapes`` under
+    ``profiles_of(out)``, the picks, the naive line) and the reuse law it was priced by."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{TWIN}.toml").write_text(twin_text())
-    pred = bgo.predicted(list(SHAPES), profiles(out), Naive.fit(bgo.NAIVE_FROM))
+    (out / f"{twin}.toml").write_text(text)
+    pred = bgo.predicted(list(shapes), profiles_of(out), Naive.fit(bgo.NAIVE_FROM))
     pred.round(4).to_csv(out / "predicted.csv", index=False)
     reuse_pricing.write(out, reuse_pricing.PROFILE)
     return pred

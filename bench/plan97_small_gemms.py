@@ -32,11 +32,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 import pandas as pd  # noqa: E402
 
 import block_gemm_orders as bgo  # noqa: E402
-import reuse_pricing  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
-from ctasim.predict import Naive  # noqa: E402
 from ctasim.spec import SPECS_DIR, load_hardware  # noqa: E402
-from plan72_h100_drift import read_call  # noqa: E402
+from plan72_h100_drift import derived_text, read_call, register_orders  # noqa: E402
 
 REGISTRATION = ROOT / "bench/predictions/reg97-small-gemms"
 RESULTS = ROOT / "bench/results/validation-registered97"
@@ -62,18 +60,10 @@ CLAIMS = {
 
 def twin_text() -> str:
     """``h100-x1-datasheet`` as committed now with ``cta_drift`` = 0 on its 128x256 config and the twin's name: the only
-    changes. ValueError where the profile has another count of ``cta_drift`` lines."""
-    lines, done = [], 0
-    for line in (SPECS_DIR / "hardware" / f"{BASE}.toml").read_text().splitlines():
-        if line.startswith("name = "):
-            line = f'name = "{TWIN}"'
-        elif line.startswith("cta_drift = "):
-            line, done = ("cta_drift = 0.0  # registered plan 97's twin: no drift, so no re-reads of the k-slices a "
-                          "drifting wave lets fall out of the L2"), done + 1
-        lines.append(line)
-    if done != 1:
-        raise ValueError(f"{BASE} has {done} cta_drift lines, not the one 128x256 config's")
-    return "\n".join(lines) + "\n"
+    changes (``plan72_h100_drift.derived_text``)."""
+    return derived_text(BASE, TWIN, "cta_drift = 0.0  # registered plan 97's twin: no drift, so no re-reads of the "
+                        "k-slices a drifting wave lets fall out of the L2",
+                        text=(SPECS_DIR / "hardware" / f"{BASE}.toml").read_text())
 
 
 def profiles(registration: Path = REGISTRATION) -> dict:
@@ -81,12 +71,7 @@ def profiles(registration: Path = REGISTRATION) -> dict:
 
 
 def register(out: Path) -> pd.DataFrame:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{TWIN}.toml").write_text(twin_text())
-    pred = bgo.predicted(list(SHAPES), profiles(out), Naive.fit(bgo.NAIVE_FROM))
-    pred.round(4).to_csv(out / "predicted.csv", index=False)
-    reuse_pricing.write(out, reuse_pricing.PROFILE)
-    return pred
+    return register_orders(out, TWIN, twin_text(), SHAPES, profiles)
 
 
 def role(n: int, k: int) -> str:
