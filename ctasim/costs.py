@@ -202,8 +202,12 @@ class TunedGemm:
 
 def plain_drift(cfg, k: int) -> float:
     """A plain persistent GEMM's drift at inner dimension ``k``, in tile times a round: the config's ``cta_drift``,
-    scaled by ``drift_k_ref / k`` where the config sets ``drift_k_ref`` (the same time a round at every K)."""
-    return cfg.cta_drift * (cfg.drift_k_ref / k if cfg.drift_k_ref > 0 else 1.0)
+    scaled by ``drift_k_ref / k`` where the config sets ``drift_k_ref`` (the same time a round at every K), and by no
+    more than 1 where its ``drift_k_law`` is ``"capped"`` (:data:`ctasim.l2.DRIFT_K_LAWS`)."""
+    if cfg.drift_k_ref <= 0:
+        return cfg.cta_drift
+    scale = cfg.drift_k_ref / k
+    return cfg.cta_drift * (min(1.0, scale) if cfg.drift_k_law == "capped" else scale)
 
 
 def alone_ticket_spread(hw: Hardware, tile_m: int = 128, tile_n: int = 256) -> float:

@@ -90,6 +90,7 @@ import numpy as np
 
 __all__ = [
     "DRIFT_FORMS",
+    "DRIFT_K_LAWS",
     "DRIFT_LAWS",
     "TICKET_LAWS",
     "TICKET_STATES",
@@ -330,6 +331,11 @@ share without threshold; ``"interleaved"``: as ``"carried"``, with a carried pan
 reads that come after the L2 let it go, ``exp(-n tau)``."""
 DRIFT_FORMS = tuple(DRIFT_LAWS)
 """The drift forms (:data:`DRIFT_LAWS`' keys); ``"wave"`` first, the default of ``KernelConfig.drift_form``."""
+DRIFT_K_LAWS = ("absolute", "capped")
+"""How a plain GEMM's drift follows its K where a config sets ``drift_k_ref`` (``ctasim.costs.plain_drift``):
+``"absolute"``, ``cta_drift x drift_k_ref / K`` tile times a round at every K (registered plan 73's adoption on an
+H100); ``"capped"``, the same above ``drift_k_ref`` and ``cta_drift`` tile times below it (no more drift in tile times
+than at ``drift_k_ref``: registered plan 97's short-K gate-and-up GEMMs, read post-hoc; registered by plan 98)."""
 
 
 def drift_rereads(sharers: list[tuple[np.ndarray, np.ndarray, float]], waves: int, drift: float,

@@ -150,6 +150,10 @@ class KernelConfig:
         "how cta_drift scales with a GEMM's K: 0 = cta_drift tile times a round at every K (the 'tile' law); > 0 = "
         "cta_drift x drift_k_ref / K tile times, the same time a round at every K as at K = drift_k_ref (the "
         "'absolute' law registered plan 45 named; bench/long_k_drift.py)", 0.0)
+    drift_k_law: str = _f(
+        "with drift_k_ref > 0, how the drift follows K (ctasim.l2.DRIFT_K_LAWS): 'absolute' (cta_drift x "
+        "drift_k_ref / K at every K) or 'capped' (the same above drift_k_ref, cta_drift tile times below it)",
+        "absolute")
     drift_form: str = _f(
         "how the memory hierarchy charges cta_drift (ctasim.l2.DRIFT_FORMS): 'wave' (registered plan 8's: every "
         "panel shared in a wave, later sharers missing past a hard capacity), 'carried' (panels carried from the "
@@ -750,6 +754,8 @@ def validate_hardware(hw: Hardware, where: str) -> None:
                  f"must be >= 0, got {c.cta_drift}")
         require(math.isfinite(c.drift_k_ref) and c.drift_k_ref >= 0, where, q + "drift_k_ref",
                  f"must be >= 0, got {c.drift_k_ref}")
+        require(c.drift_k_law in l2.DRIFT_K_LAWS, where, q + "drift_k_law",
+                f"must be one of {', '.join(l2.DRIFT_K_LAWS)}, got {c.drift_k_law!r}")
         require(c.drift_form in l2.DRIFT_FORMS, where, q + "drift_form",
                 f"must be one of {', '.join(l2.DRIFT_FORMS)}, got {c.drift_form!r}")
         require(c.ticket_law in l2.TICKET_LAWS, where, q + "ticket_law",

@@ -476,6 +476,28 @@ def test_the_absolute_drift_law_keeps_the_drift_time_a_round_whatever_k():
     assert costs.plain_drift(dataclasses.replace(cfg, cta_drift=0.0, drift_k_ref=8192.0), 32768) == 0.0
 
 
+@pytest.mark.parametrize("k, absolute_share, capped_share", [(2048, 4.0, 1.0), (8192, 1.0, 1.0), (32768, 0.25, 0.25)])
+def test_the_capped_drift_law_is_the_absolute_one_above_its_k_and_the_tile_law_below(k, absolute_share, capped_share):
+    """``KernelConfig.drift_k_law = "capped"`` (registered plan 98): ``cta_drift x min(1, drift_k_ref / K)`` tile times
+    a round, where the absolute law charges a short K more drift in tile times than at ``drift_k_ref``."""
+    import dataclasses
+
+    from ctasim import costs
+    from ctasim.spec import Layer, load_hardware
+
+    hw = load_hardware("h100-x1-datasheet")  # the absolute law at drift_k_ref 8192
+    cfg = hw.config(128, 256)
+    assert cfg.drift_k_ref == 8192 and cfg.drift_k_law == "absolute"
+    capped_cfg = dataclasses.replace(cfg, drift_k_law="capped")
+    assert costs.plain_drift(cfg, k) == pytest.approx(cfg.cta_drift * absolute_share)
+    assert costs.plain_drift(capped_cfg, k) == pytest.approx(cfg.cta_drift * capped_share)
+    capped = dataclasses.replace(hw, kernel_configs=tuple(capped_cfg if c is cfg else c for c in hw.kernel_configs))
+    lay = Layer(m=16384, n=16384, k=k)
+    a = costs.tuned_gemm(lay, hw, 2).total_ns
+    c = costs.tuned_gemm(lay, capped, 2).total_ns
+    assert (c < a) == (absolute_share > capped_share) and (c == a) == (absolute_share == capped_share)
+
+
 def _fields(t):
     return [t.a_hbm, t.w_hbm, t.footprint, t.store, t.tiles, t.drift_hbm, t.ticket_hbm]
 

@@ -1,0 +1,78 @@
+"""bench/plan98_capped_drift.py: registered plan 98's registration (the H100 datasheet profile's absolute drift law
+against its capped twin on twelve short-K GEMMs), its claims and adoption verdict on made-up calls, and calls it must
+refuse (no GPU)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from tests.helpers import load_bench
+from tests.test_plan83_alone_edge import ENV
+
+
+@pytest.fixture(scope="module")
+def p98():
+    return load_bench("plan98_capped_drift")
+
+
+@pytest.fixture(scope="module")
+def registered(p98):
+    return pd.read_csv(p98.REGISTRATION / "predicted.csv")
+
+
+def test_the_registration_is_what_the_profiles_give_and_the_laws_part_at_every_shape(p98, registered, tmp_path):
+    assert (p98.REGISTRATION / f"{p98.TWIN}.toml").read_text() == p98.twin_text()
+    now = p98.register(tmp_path / "reg").round(4)
+    pd.testing.assert_frame_equal(now, registered, check_exact=False, rtol=0, atol=2e-4, check_dtype=False)
+    b = registered.groupby(["m", "n", "k"])[["absolute_ms", "capped_ms"]].min()
+    assert ((b.absolute_ms / b.capped_ms - 1) * 100).min() > 1.0 and len(b) == 12
+    assert all(k < 8192 for _, _, k in p98.SHAPES)
+
+
+def call(p98, run, registered, source="capped", scale=1.0, gpu="H100", drop=None):
+    """A made-up call: every shape at every order timed at ``source``'s time times ``scale``."""
+    run.mkdir(parents=True)
+    (run / "env.txt").write_text("index, name, uuid, serial, driver_version, clocks.current.sm [MHz]\n"
+                                 + ENV[gpu] + "\n")
+    r = registered if drop is None else registered[~((registered.m == drop[0]) & (registered.n == drop[1]) &
+                                                     (registered.k == drop[2]))]
+    pd.DataFrame({"m": r.m, "n": r.n, "k": r.k, "backend": "cutlass", "order": r.order,
+                  "median_ms": r[f"{source}_ms"] * scale}).to_csv(run / "gemm_shapes.csv", index=False)
+    return run
+
+
+def judged(p98, run, tmp_path):
+    out = tmp_path / "judged"
+    assert p98.main(["--judge", str(run), "--out", str(out)]) == 0
+    return pd.read_csv(out / "best.csv"), pd.read_csv(out / "claims.csv").set_index("claim")
+
+
+def test_a_call_at_the_capped_times_meets_a_b_c_and_adopts(p98, registered, tmp_path):
+    b, cl = judged(p98, call(p98, tmp_path / "run", registered, "capped"), tmp_path)
+    assert cl.loc[["a", "b", "c", "adopt"], "met"].all(), cl
+    assert cl.loc["adopt", "value"] == "yes" and b.capped_pct.abs().max() < 0.05
+    assert (b.capped_pick_lost_pct < 1e-6).all()
+
+
+def test_a_call_at_the_absolute_times_adopts_nothing(p98, registered, tmp_path):
+    _, cl = judged(p98, call(p98, tmp_path / "run", registered, "absolute"), tmp_path)
+    assert not cl.loc["a", "met"] and cl.loc["adopt", "value"] == "no"
+
+
+def test_a_machine_four_percent_slower_than_the_capped_law_misses_b_and_adopts_nothing(p98, registered, tmp_path):
+    _, cl = judged(p98, call(p98, tmp_path / "run", registered, "capped", 1.04), tmp_path)
+    assert not cl.loc["b", "met"] and cl.loc["b", "value"].startswith("3.8") and cl.loc["adopt", "value"] == "no"
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p98, run, reg: call(p98, run, reg, gpu="H200"), "names no H100"),
+    (lambda p98, run, reg: call(p98, run, reg, drop=(65536, 4096, 2048)), "the call timed no 65536x4096x2048"),
+])
+def test_a_call_it_cannot_judge_is_refused_in_one_line(p98, registered, tmp_path, capsys, make, message):
+    run = make(p98, tmp_path / "run", registered)
+    out = tmp_path / "judged"
+    assert p98.main(["--judge", str(run), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("plan98_capped_drift: ") and message in err and "\n" not in err, err
+    assert not out.exists()
