@@ -33,7 +33,8 @@ import pandas as pd  # noqa: E402
 
 import block_gemm_orders as bgo  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
-from ctasim.spec import SPECS_DIR, load_hardware  # noqa: E402
+from ctasim.profiles import before_h100_capped, before_h100_capped_text  # noqa: E402
+from ctasim.spec import load_hardware  # noqa: E402
 from plan72_h100_drift import derived_text, read_call, register_orders  # noqa: E402
 
 REGISTRATION = ROOT / "bench/predictions/reg97-small-gemms"
@@ -59,15 +60,18 @@ CLAIMS = {
 
 
 def twin_text() -> str:
-    """``h100-x1-datasheet`` as committed now with ``cta_drift`` = 0 on its 128x256 config and the twin's name: the only
-    changes (``plan72_h100_drift.derived_text``)."""
+    """``h100-x1-datasheet`` as registered (before registered plan 98's adoption: ``ctasim.profiles
+    .before_h100_capped_text``) with ``cta_drift`` = 0 on its 128x256 config and the twin's name: the only changes
+    (``plan72_h100_drift.derived_text``)."""
     return derived_text(BASE, TWIN, "cta_drift = 0.0  # registered plan 97's twin: no drift, so no re-reads of the "
                         "k-slices a drifting wave lets fall out of the L2",
-                        text=(SPECS_DIR / "hardware" / f"{BASE}.toml").read_text())
+                        text=before_h100_capped_text())
 
 
 def profiles(registration: Path = REGISTRATION) -> dict:
-    return {"model": load_hardware(BASE), "nodrift": load_hardware(registration / f"{TWIN}.toml")}
+    """``model``: ``h100-x1-datasheet`` as registered (the absolute drift law: ``ctasim.profiles.before_h100_capped``,
+    before registered plan 98's adoption); ``nodrift``: the registered twin."""
+    return {"model": before_h100_capped(load_hardware(BASE)), "nodrift": load_hardware(registration / f"{TWIN}.toml")}
 
 
 def register(out: Path) -> pd.DataFrame:

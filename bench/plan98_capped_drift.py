@@ -37,7 +37,8 @@ import pandas as pd  # noqa: E402
 
 import block_gemm_orders as bgo  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
-from ctasim.spec import SPECS_DIR, load_hardware  # noqa: E402
+from ctasim.profiles import before_h100_capped, before_h100_capped_text  # noqa: E402
+from ctasim.spec import load_hardware  # noqa: E402
 from plan72_h100_drift import read_call, register_orders  # noqa: E402
 
 REGISTRATION = ROOT / "bench/predictions/reg98-capped-drift"
@@ -60,10 +61,11 @@ ADOPT = ("a", "b")
 
 
 def twin_text() -> str:
-    """``h100-x1-datasheet`` as committed now with ``drift_k_law = "capped"`` after its ``drift_k_ref`` line and the
-    twin's name: the only changes. ValueError where the profile has another count of ``drift_k_ref`` lines."""
+    """``h100-x1-datasheet`` as registered (before this plan's adoption: ``ctasim.profiles.before_h100_capped_text``)
+    with ``drift_k_law = "capped"`` after its ``drift_k_ref`` line and the twin's name: the only changes. ValueError
+    where the profile has another count of ``drift_k_ref`` lines."""
     lines, done = [], 0
-    for line in (SPECS_DIR / "hardware" / f"{BASE}.toml").read_text().splitlines():
+    for line in before_h100_capped_text().splitlines():
         if line.startswith("name = "):
             line = f'name = "{TWIN}"'
         lines.append(line)
@@ -77,7 +79,10 @@ def twin_text() -> str:
 
 
 def profiles(registration: Path = REGISTRATION) -> dict:
-    return {"absolute": load_hardware(BASE), "capped": load_hardware(registration / f"{TWIN}.toml")}
+    """``absolute``: ``h100-x1-datasheet`` as registered (``ctasim.profiles.before_h100_capped``: this plan's adoption
+    came after); ``capped``: the registered twin."""
+    return {"absolute": before_h100_capped(load_hardware(BASE)),
+            "capped": load_hardware(registration / f"{TWIN}.toml")}
 
 
 def register(out: Path) -> pd.DataFrame:

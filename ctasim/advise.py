@@ -823,7 +823,9 @@ def h100_drift_lines(model: Model, hw: Hardware, results_dir: Path | None = None
             f"{len(calls)} H100s: the drift charged as tile times at every K (the tile law) {span['tile']} from the "
             f"measured, as the same time a round at every K (the absolute law) {span['absolute']}; {hw.name} prices "
             f"it by the {mine} law" + (" (h100-x1-datasheet took the absolute law by plan 73's rule)"
-                                       if mine == "tile" else "") + " (docs/validation.md)"]
+                                       if mine == "tile" else "")
+            + (f", capped at the tile law below K = {cfg.drift_k_ref:.0f} (registered plan 98's adoption)"
+               if mine == "absolute" and cfg.drift_k_law == "capped" else "") + " (docs/validation.md)"]
 
 
 H100_BLOCK_PLANS = ("validation-registered74", "validation-registered74-run2", "validation-registered75",

@@ -352,7 +352,42 @@ def _h100_adopted() -> Derivation:
         ))
 
 
-DERIVED["h100-x1-datasheet"] = _h100_adopted()
+H100_CAPPED_ADOPTED = (
+    "adopted 2026-12-07 by registered plan 98's rule on one H100 (GPU-6f6a6471, bench/results/validation-registered98: "
+    "twelve GEMMs at K = 1024-6144 never timed before, at their best orders 1.16% against the absolute law's 4.05%, "
+    "worst +2.24%): the absolute law above drift_k_ref, cta_drift tile times below it (KernelConfig.drift_k_law); "
+    "read after registered plan 97 found the short-K gate-and-up GEMMs +2.6 to +6.5% under the absolute law; nothing "
+    "fitted")
+"""Why ``h100-x1-datasheet`` sets ``drift_k_law = "capped"`` (registered plan 98's adoption)."""
+
+
+def _h100_capped() -> Derivation:
+    """``h100-x1-datasheet`` since registered plan 98's adoption (2026-12-07): :func:`_h100_adopted` with the drift's K
+    law capped at the tile law below ``drift_k_ref``, for the reason :data:`H100_CAPPED_ADOPTED`."""
+    d = _h100_adopted()
+    return dataclasses.replace(
+        d, drift_added={**d.drift_added, "drift_k_law": ('"capped"', H100_CAPPED_ADOPTED)},
+        header=d.header + (
+            "# The drift's K law is capped at the tile law below drift_k_ref (drift_k_law: registered plan 98's "
+            "adoption, 2026-12-07).",
+        ))
+
+
+DERIVED["h100-x1-datasheet"] = _h100_capped()
+
+
+def before_h100_capped(hw):
+    """``hw`` (a :class:`ctasim.spec.Hardware`) with every kernel config's drift on the absolute K law
+    (``drift_k_law`` = "absolute"), as ``h100-x1-datasheet`` priced it before registered plan 98's adoption
+    (2026-12-07): the pin of the registrations and records made with it before then (plans 96-98)."""
+    return dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, drift_k_law="absolute")
+                                                         for c in hw.kernel_configs))
+
+
+def before_h100_capped_text() -> str:
+    """The text ``specs/hardware/h100-x1-datasheet.toml`` had before registered plan 98's adoption (2026-12-07): what
+    plans 97 and 98 derived their twins' files from."""
+    return derive("h100-x1-datasheet", _h100_adopted())
 
 
 def before_h100_adoptions(name: str):
@@ -360,7 +395,7 @@ def before_h100_adoptions(name: str):
     tile law (:func:`before_h100_drift`) and, for ``h100-x1-datasheet`` itself, the exposed HBM share at ``hbm_gbps``
     (:func:`before_h100_exposed`; registered plan 76's adoption came after). A twin keeps the exposed rate it was
     registered with."""
-    hw = before_h100_drift(load_hardware(name))
+    hw = before_h100_drift(before_h100_capped(load_hardware(name)))
     return before_h100_exposed(hw) if name == "h100-x1-datasheet" else hw
 
 

@@ -464,7 +464,8 @@ def test_advise_on_an_h100_says_which_drift_law_prices_long_k(tmp_path):
     for line in (one, eight):
         assert "on 3 H100s: the drift charged as tile times at every K (the tile law) +3.4 to +21.4%" in line
         assert "(the absolute law) +0.5 to +3.1%" in line
-    assert "h100-x1-datasheet prices it by the absolute law" in one
+    assert ("h100-x1-datasheet prices it by the absolute law, capped at the tile law below K = 8192 (registered plan "
+            "98's adoption)") in one
     assert "h100-x8-mechanism prices it by the tile law" in eight
     assert A.h100_drift_lines(m70, load_hardware("h200-x8-mechanism")) == []
     assert A.h100_drift_lines(m70, load_hardware("h100-x8")) == []

@@ -485,7 +485,9 @@ def test_the_capped_drift_law_is_the_absolute_one_above_its_k_and_the_tile_law_b
     from ctasim import costs
     from ctasim.spec import Layer, load_hardware
 
-    hw = load_hardware("h100-x1-datasheet")  # the absolute law at drift_k_ref 8192
+    from ctasim.profiles import before_h100_capped
+
+    hw = before_h100_capped(load_hardware("h100-x1-datasheet"))  # the absolute law at drift_k_ref 8192 (plan 97's)
     cfg = hw.config(128, 256)
     assert cfg.drift_k_ref == 8192 and cfg.drift_k_law == "absolute"
     capped_cfg = dataclasses.replace(cfg, drift_k_law="capped")

@@ -76,3 +76,26 @@ def test_a_call_it_cannot_judge_is_refused_in_one_line(p98, registered, tmp_path
     err = capsys.readouterr().err.strip()
     assert err.startswith("plan98_capped_drift: ") and message in err and "\n" not in err, err
     assert not out.exists()
+
+
+def test_the_committed_h100_call_judges_as_committed_adopts_and_the_docs_quote_it(p98, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered98-1gpu, GPU-6f6a6471) judged again gives the committed
+    tables: (a)-(c) met, (d) missed, adopted; the profile carries the adoption; docs/validation.md quotes it."""
+    from ctasim.spec import load_hardware
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    out = tmp_path / "judged"
+    run = p98.ROOT / "bench/results/hw-h100/2026-12-07-registered98-1gpu"
+    assert p98.main(["--judge", str(run), "--out", str(out)]) == 0
+    for name in ("orders.csv", "best.csv", "claims.csv"):
+        assert (out / name).read_text() == (p98.RESULTS / name).read_text(), name
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert cl.met.tolist() == [True, True, True, False, True] and cl.loc["adopt", "value"] == "yes"
+    assert load_hardware(p98.BASE).config(128, 256).drift_k_law == "capped"
+    doc = " ".join(_doc_section(p98, 98).split())
+    for claim in "abcd":
+        assert f"| {cl.loc[claim, 'value']} |" in doc, claim
+    for r in pd.read_csv(out / "best.csv").itertuples():
+        row = (f"| {r.m} x {r.n} x {r.k} | {r.best_order} | {r.best_ms:.3f} | {r.absolute_pct:+.1f} | "
+               f"{r.capped_pct:+.1f} | {r.naive_pct:+.1f} | {r.capped_pick_lost_pct:.2f} |")
+        assert row in doc, row

@@ -123,15 +123,36 @@ def test_the_h100_profile_before_plan_73_is_named_and_is_the_pin():
     ``before_h100_drift`` makes of the profile, but for its name and source; the adopted profile writes 8192."""
     import dataclasses
 
-    from ctasim.profiles import H100_BEFORE_DRIFT, before_h100_adoptions, before_h100_drift, before_h100_exposed
+    from ctasim.profiles import (H100_BEFORE_DRIFT, before_h100_adoptions, before_h100_capped, before_h100_drift,
+                                 before_h100_exposed)
 
     now, tile = load_hardware("h100-x1-datasheet"), load_hardware(H100_BEFORE_DRIFT)
     assert {c.drift_k_ref for c in now.kernel_configs if c.cta_drift > 0} == {8192.0}
     assert {c.drift_k_ref for c in tile.kernel_configs} == {0.0}
-    then = before_h100_exposed(before_h100_drift(now))  # and before plan 76's exposed rate
+    then = before_h100_exposed(before_h100_drift(before_h100_capped(now)))  # and before plans 76's and 98's
     assert dataclasses.replace(tile, name=now.name, source=now.source) == then == before_h100_adoptions(now.name)
     # a twin keeps the exposed rate it was registered with
     assert before_h100_adoptions("h100-x1-datasheet-latency").l2_hbm_exposed_gbps > 0
+
+
+def test_the_h100_profile_takes_plan_98s_capped_drift_law_and_the_text_before_it_is_the_twins_base():
+    """``h100-x1-datasheet`` writes ``drift_k_law = "capped"`` with plan 98's reason on its drifting configs;
+    ``before_h100_capped`` undoes just that, and ``before_h100_capped_text`` is the file plans 97 and 98 derived their
+    twins from (the capped twin is it with the one line added)."""
+    import dataclasses
+
+    from ctasim import profiles
+
+    now = load_hardware("h100-x1-datasheet")
+    assert {c.drift_k_law for c in now.kernel_configs if c.cta_drift > 0} == {"capped"}
+    text = (profiles.SPECS_DIR / "hardware" / "h100-x1-datasheet.toml").read_text()
+    assert f'drift_k_law = "capped"  # {profiles.H100_CAPPED_ADOPTED}' in text
+    before = profiles.before_h100_capped_text()
+    assert "drift_k_law" not in before and "drift_k_ref = 8192.0" in before
+    reg = profiles.SPECS_DIR.parent / "bench/predictions/reg98-capped-drift"
+    twin = load_hardware(reg / "h100-x1-datasheet-capped.toml")
+    assert dataclasses.replace(twin, name=now.name, source=now.source) == now
+    assert profiles.before_h100_capped(now) != now
 
 
 def test_the_h100_profile_takes_plan_76s_exposed_rate_and_the_one_before_it_is_named():
@@ -145,8 +166,9 @@ def test_the_h100_profile_takes_plan_76s_exposed_rate_and_the_one_before_it_is_n
     now, twin = load_hardware("h100-x1-datasheet"), load_hardware("h100-x1-datasheet-exposed")
     hbm3 = load_hardware(profiles.H100_BEFORE_EXPOSED)
     assert now.l2_hbm_exposed_gbps == load_hardware("h200-x1-calibrated").hbm_gbps and hbm3.l2_hbm_exposed_gbps == 0
-    assert dataclasses.replace(twin, name=now.name, source=now.source) == now
-    assert dataclasses.replace(hbm3, name=now.name, source=now.source) == profiles.before_h100_exposed(now)
+    as_76 = profiles.before_h100_capped(now)  # the profile as plan 76's adoption left it (plan 98's came after)
+    assert dataclasses.replace(twin, name=now.name, source=now.source) == as_76
+    assert dataclasses.replace(hbm3, name=now.name, source=now.source) == profiles.before_h100_exposed(as_76)
     text = (profiles.SPECS_DIR / "hardware" / "h100-x1-datasheet.toml").read_text()
     assert f"l2_hbm_exposed_gbps = {now.l2_hbm_exposed_gbps}  # {profiles.H100_EXPOSED_ADOPTED}" in text
     text = profiles.before_h100_drift_text()
