@@ -839,6 +839,47 @@ H100_KEPT_ORDERS = ("sequential", "intragpu", "intragpu-g4")
 reuse (pairs and row order lose more of it on an H100 than the ticket law prices: docs/validation.md, plans 75-76)."""
 
 
+SMALL_K = 3584
+"""A layer's K under which a block is a small model's on an H100: every block registered plans 74-76 timed had K >=
+3584; registered plan 96 timed four at K = 1024-3072."""
+SMALL_PLANS = ("validation-registered96", "validation-registered98")
+"""Registered plan 96 (four small models' blocks on an H100: its ``cases.csv``, the blocks' model, waves and naive
+rows) and plan 98 (the capped drift law on twelve short-K GEMMs: its ``claims.csv``, claim (a)'s value and the
+adoption)."""
+
+
+def h100_small_lines(model: Model, hw: Hardware, results_dir: Path | None = None) -> list[str]:
+    """On an H100 profile, where one of the block's layers has K under :data:`SMALL_K`: what registered plan 96 found
+    of the H100 datasheet profile on small models' blocks and plan 98 of the drift's K law on short-K GEMMs (from their
+    committed tables; a table gone leaves its part out, nothing where both are)."""
+    if "H100" not in hw.gpu or min(layer.k for layer in model.workload.layers) >= SMALL_K:
+        return []
+    root, parts = _results_root(results_dir), []
+    f96, f98 = root / SMALL_PLANS[0] / "cases.csv", root / SMALL_PLANS[1] / "claims.csv"
+    if f96.is_file():
+        c = pd.read_csv(f96)
+        c = c[c["experiment"].str.startswith("reg96-")]
+        e = {s: c.loc[c["source"] == s, "error_pct"] for s in ("model", "waves", "naive")}
+        worst = e["model"].iloc[int(e["model"].abs().to_numpy().argmax())]
+        parts.append(f"registered plan 96 timed {c['experiment'].nunique()} small models' MLP blocks (a layer's K "
+                     f"1024-3072) on an H100: h100-x1-datasheet as registered then {e['model'].abs().mean():.2f}% "
+                     f"mean |error| (worst {worst:+.2f}%), the waves predictor {e['waves'].abs().mean():.2f}%, the "
+                     f"naive FLOPs line {e['naive'].abs().mean():.2f}%")
+    if f98.is_file():
+        a = pd.read_csv(f98).set_index("claim")
+        adopted = "adopt" in a.index and a.loc["adopt", "value"] == "yes"
+        capped, before = a.loc["a", "value"].split(" against ")
+        cfg = hw.config(128, 256)
+        law = ("no drift" if cfg.cta_drift <= 0 else "the drift by the tile law" if cfg.drift_k_ref <= 0 else
+               f"the drift by the {cfg.drift_k_law} law")
+        parts.append("registered plan 98 priced twelve short-K GEMMs with the drift capped at the tile law below K = "
+                     f"8192 at {capped}% mean |error| against {before} under the absolute law"
+                     + ("; h100-x1-datasheet took the capped law" if adopted else "; the profile kept its law")
+                     + f"; {hw.name} charges {law}")
+    return [f"a small model on an H100 (K under {SMALL_K}): " + "; ".join(parts) + " (docs/validation.md)"] if parts \
+        else []
+
+
 def h100_block_lines(hw: Hardware, results_dir: Path | None = None) -> list[str]:
     """On an H100 profile: registered plans 74-76's errors on an H100's blocks, chains in the orders that keep their
     reuse and the reference GEMM (:data:`H100_KEPT_ORDERS`; from their committed tables, nothing where this
@@ -1064,6 +1105,7 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
     lines += [f"* {t}" for t in long_k_lines(model, results_dir)]
     lines += [f"* {t}" for t in h100_drift_lines(model, hw, results_dir)]
     lines += [f"* {t}" for t in h100_block_lines(hw, results_dir)]
+    lines += [f"* {t}" for t in h100_small_lines(model, hw, results_dir)]
     pipelined = list(dict.fromkeys(df.loc[df["gpus"] >= 2, "kind"]))
     lines += [f"* {t}" for t in producer_edge_lines(pipelined, results_dir)]
     lines += [f"* {t}" for t in grouped_kept_lines(pipelined, results_dir)]

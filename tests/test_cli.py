@@ -862,3 +862,35 @@ def test_advise_says_under_where_the_1x1_first_wave_ran_shorter(tmp_path):
     d.to_csv(tmp_path / folder / "cases.csv", index=False)
     (line,) = A.alone_record_lines(["ctapipe"], results_dir=tmp_path)
     assert "9.4% over a 2x1 cluster's and 2.0% under a 1x2 cluster's" in line
+
+
+def test_advise_says_what_plans_96_and_98_found_for_a_small_model_on_an_h100(tmp_path):
+    """A block with a layer's K under 3584 on an H100 profile: plan 96's errors on small models' blocks (its cases.csv)
+    and plan 98's capped law (its claims.csv), and the drift law the profile charges; nothing for a large model or an
+    H200, a changed table changes the line, no table no part."""
+    import shutil
+
+    from ctasim import advise as A
+    from ctasim.spec import load_hardware, load_model
+
+    small, h100 = load_model("llama3.2-1b"), load_hardware("h100-x1-datasheet")
+    (line,) = A.h100_small_lines(small, h100)
+    assert ("registered plan 96 timed 4 small models' MLP blocks (a layer's K 1024-3072) on an H100: "
+            "h100-x1-datasheet as registered then 2.10% mean |error| (worst +3.70%), the waves predictor 1.44%, the "
+            "naive FLOPs line 7.00%") in line
+    assert ("at 1.16% mean |error| against 4.05% under the absolute law; h100-x1-datasheet took the capped law; "
+            "h100-x1-datasheet charges the drift by the capped law") in line
+    assert A.h100_small_lines(small, load_hardware("h100-x8")) != [] and "h100-x8 charges no drift" in \
+        A.h100_small_lines(small, load_hardware("h100-x8"))[0]
+    assert A.h100_small_lines(load_model("llama3.1-8b"), h100) == []
+    assert A.h100_small_lines(small, load_hardware("h200-x8")) == []
+    assert A.h100_small_lines(small, h100, results_dir=tmp_path) == []
+    for folder in A.SMALL_PLANS:
+        shutil.copytree(A._results_root(None) / folder, tmp_path / folder)
+    a = pd.read_csv(tmp_path / A.SMALL_PLANS[1] / "claims.csv")
+    a.loc[a.claim == "adopt", "value"] = "no"
+    a.to_csv(tmp_path / A.SMALL_PLANS[1] / "claims.csv", index=False)
+    assert "the profile kept its law" in A.h100_small_lines(small, h100, results_dir=tmp_path)[0]
+    (tmp_path / A.SMALL_PLANS[0] / "cases.csv").unlink()
+    (line,) = A.h100_small_lines(small, h100, results_dir=tmp_path)
+    assert "plan 96" not in line and "registered plan 98" in line
