@@ -109,6 +109,78 @@ def register_orders(out: Path, twin: str, text: str, shapes, profiles_of) -> pd.
     return pred
 
 
+def timed_orders(runs: pd.DataFrame, registration: Path, twin: str, text: str, shapes, hws: dict,
+                 law: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A GEMM-order twin plan's call (plans 97 and 98) against its registration: each CUTLASS run beside each profile
+    of ``hws`` (``block_gemm_orders.orders``) and the registration's ``predicted.csv``. ValueError (one line) where the
+    registered twin file ``twin``.toml is not ``text`` (``law``: what the twin changes, for the message), a shape of
+    ``shapes`` was not timed, or the profiles no longer give the registered times."""
+    if (registration / f"{twin}.toml").read_text() != text:
+        raise ValueError(f"{registration / (twin + '.toml')} is not h100-x1-datasheet with {law} as committed")
+    runs = runs[runs.backend == "cutlass"]
+    timed = set(map(tuple, runs[["m", "n", "k"]].drop_duplicates().values.tolist()))
+    missing = [s for s in shapes if s not in timed]
+    if missing:
+        raise ValueError(f"the call timed no {'x'.join(map(str, missing[0]))} (of {len(missing)} shapes missing)")
+    reg = pd.read_csv(registration / "predicted.csv")
+    o = bgo.orders(runs, hws)
+    bgo.judge(runs, o, reg, hws)  # refuses profiles that no longer give the registered times
+    return o, reg
+
+
+def best_orders(o: pd.DataFrame, reg: pd.DataFrame, predictors, picks: bool = False) -> pd.DataFrame:
+    """Per shape of :func:`timed_orders`' runs ``o``: the best measured order and time, each of ``predictors``' error
+    (%) there, the naive line's (order-blind, from the registration ``reg``), and with ``picks`` each predictor's pick
+    and what it measured over the best (%)."""
+    rows = []
+    for (m, n, k), d in o.groupby(["m", "n", "k"], sort=False):
+        r = d.loc[d["measured_ms"].idxmin()]
+        q = reg[(reg.m == m) & (reg.n == n) & (reg.k == k)]
+        row = dict(m=m, n=n, k=k, best_order=r["order"], best_ms=r["measured_ms"],
+                   **{f"{p}_pct": r[f"{p}_pct"] for p in predictors},
+                   naive_pct=(float(q["naive_ms"].iloc[0]) / r["measured_ms"] - 1) * 100)
+        for p in predictors if picks else ():
+            pick = q.loc[q[f"{p}_pick"].astype(bool), "order"]
+            got = d[d["order"] == pick.iloc[0]] if len(pick) else d.iloc[:0]
+            row[f"{p}_pick"] = pick.iloc[0] if len(pick) else ""
+            row[f"{p}_pick_lost_pct"] = ((got["measured_ms"].min() / r["measured_ms"] - 1) * 100 if len(got)
+                                         else float("nan"))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def orders_main(argv, name: str, description: str, registration: Path, results: Path, register, judge) -> int:
+    """The command line of a GEMM-order twin plan that judges an H100's call (plans 97 and 98): ``--register [--out]``
+    writes ``register(out)`` (never over a registration), ``--judge RUN [--out]`` writes ``judge(runs)``'s tables and
+    prints the ``best`` and ``claims`` ones; a refusal is one line, exit 2, nothing written."""
+    ap = OneLineParser(prog=f"python bench/{name}.py", description=description)
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--register", action="store_true", help="write the registration (the twin, predicted.csv)")
+    mode.add_argument("--judge", type=Path, metavar="RUN", help="the call's folder (gemm_shapes.csv, env.txt)")
+    ap.add_argument("--out", type=Path)
+    args = parse_outputs(ap, argv, folders=("--out",))
+    try:
+        if args.register:
+            out = args.out or registration
+            if (out / "predicted.csv").exists():
+                raise ValueError(f"{out / 'predicted.csv'} exists (a registration is never overwritten)")
+            print(register(out).round(3).to_string(index=False))
+            return 0
+        runs, _ = read_call(args.judge, ("H100",), f"plan {name.removeprefix('plan').split('_')[0]}")
+        tables = judge(runs)
+    except ValueError as e:
+        print(f"{name}: {str(e).removeprefix('block_gemm_orders: ')}", file=sys.stderr)
+        return 2
+    out = args.out or results
+    out.mkdir(parents=True, exist_ok=True)
+    for table, t in tables.items():
+        t.round(4).to_csv(out / f"{table}.csv", index=False)
+    with pd.option_context("display.width", 200, "display.max_colwidth", 100):
+        print(tables["best"].round(2).to_string(index=False))
+        print(tables["claims"].to_string(index=False))
+    return 0
+
+
 def judge_twin(runs: pd.DataFrame, reg: pd.DataFrame, hws: dict, shapes: tuple, model: str, twin: str,
                claims_text: dict[str, str]) -> dict[str, pd.DataFrame]:
     """A GEMM-order twin plan's tables (this plan's and registered plan 73's): ``runs`` (a probe table) against the

@@ -31,11 +31,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402
 
-import block_gemm_orders as bgo  # noqa: E402
-from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.profiles import before_h100_capped, before_h100_capped_text  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
-from plan72_h100_drift import derived_text, read_call, register_orders  # noqa: E402
+from plan72_h100_drift import best_orders, derived_text, orders_main, register_orders, timed_orders  # noqa: E402
 
 REGISTRATION = ROOT / "bench/predictions/reg97-small-gemms"
 RESULTS = ROOT / "bench/results/validation-registered97"
@@ -84,31 +82,16 @@ def role(n: int, k: int) -> str:
 
 def best(o: pd.DataFrame, reg: pd.DataFrame) -> pd.DataFrame:
     """Per shape: its role, the best measured order and time, and each predictor's error (%) there (the naive line's
-    is order-blind)."""
-    rows = []
-    for (m, n, k), d in o.groupby(["m", "n", "k"], sort=False):
-        r = d.loc[d["measured_ms"].idxmin()]
-        naive = float(reg[(reg.m == m) & (reg.n == n) & (reg.k == k)]["naive_ms"].iloc[0])
-        rows.append(dict(m=m, n=n, k=k, role=role(n, k), best_order=r["order"], best_ms=r["measured_ms"],
-                         model_pct=r["model_pct"], nodrift_pct=r["nodrift_pct"],
-                         naive_pct=(naive / r["measured_ms"] - 1) * 100))
-    return pd.DataFrame(rows)
+    is order-blind; ``plan72_h100_drift.best_orders``)."""
+    b = best_orders(o, reg, ("model", "nodrift"))
+    b.insert(3, "role", [role(n, k) for n, k in zip(b["n"], b["k"])])
+    return b
 
 
 def judge(runs: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd.DataFrame]:
     """The call's tables and claims. ValueError (one line) where the twin file is not :func:`twin_text`, a shape was
     not timed, or the profiles no longer give the registered times."""
-    if (registration / f"{TWIN}.toml").read_text() != twin_text():
-        raise ValueError(f"{registration / (TWIN + '.toml')} is not {BASE} with the drift off as committed")
-    runs = runs[runs.backend == "cutlass"]
-    timed = set(map(tuple, runs[["m", "n", "k"]].drop_duplicates().values.tolist()))
-    missing = [s for s in SHAPES if s not in timed]
-    if missing:
-        raise ValueError(f"the call timed no {'x'.join(map(str, missing[0]))} (of {len(missing)} shapes missing)")
-    reg = pd.read_csv(registration / "predicted.csv")
-    hws = profiles(registration)
-    o = bgo.orders(runs, hws)
-    bgo.judge(runs, o, reg, hws)  # refuses profiles that no longer give the registered times
+    o, reg = timed_orders(runs, registration, TWIN, twin_text(), SHAPES, profiles(registration), "the drift off")
     b = best(o, reg)
     up, down = b[b.role == "up"], b[b.role == "down"]
     rows = [
@@ -125,32 +108,7 @@ def judge(runs: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd
 
 
 def main(argv=None) -> int:
-    ap = OneLineParser(prog="python bench/plan97_small_gemms.py", description=__doc__.splitlines()[0])
-    mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--register", action="store_true", help="write the registration (the twin, predicted.csv)")
-    mode.add_argument("--judge", type=Path, metavar="RUN", help="the call's folder (gemm_shapes.csv, env.txt)")
-    ap.add_argument("--out", type=Path)
-    args = parse_outputs(ap, argv, folders=("--out",))
-    try:
-        if args.register:
-            out = args.out or REGISTRATION
-            if (out / "predicted.csv").exists():
-                raise ValueError(f"{out / 'predicted.csv'} exists (a registration is never overwritten)")
-            print(register(out).round(3).to_string(index=False))
-            return 0
-        runs, _ = read_call(args.judge, ("H100",), "plan 97")
-        tables = judge(runs)
-    except ValueError as e:
-        print(f"plan97_small_gemms: {str(e).removeprefix('block_gemm_orders: ')}", file=sys.stderr)
-        return 2
-    out = args.out or RESULTS
-    out.mkdir(parents=True, exist_ok=True)
-    for name, t in tables.items():
-        t.round(4).to_csv(out / f"{name}.csv", index=False)
-    with pd.option_context("display.width", 200, "display.max_colwidth", 100):
-        print(tables["best"].round(2).to_string(index=False))
-        print(tables["claims"].to_string(index=False))
-    return 0
+    return orders_main(argv, "plan97_small_gemms", __doc__.splitlines()[0], REGISTRATION, RESULTS, register, judge)
 
 
 if __name__ == "__main__":

@@ -35,11 +35,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402
 
-import block_gemm_orders as bgo  # noqa: E402
-from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 from ctasim.profiles import before_h100_capped, before_h100_capped_text  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
-from plan72_h100_drift import read_call, register_orders  # noqa: E402
+from plan72_h100_drift import best_orders, orders_main, register_orders, timed_orders  # noqa: E402
 
 REGISTRATION = ROOT / "bench/predictions/reg98-capped-drift"
 RESULTS = ROOT / "bench/results/validation-registered98"
@@ -91,38 +89,14 @@ def register(out: Path) -> pd.DataFrame:
 
 def best(o: pd.DataFrame, reg: pd.DataFrame) -> pd.DataFrame:
     """Per shape: the best measured order and time, each predictor's error (%) there, and each profile's pick and what
-    it measured over the best (%)."""
-    rows = []
-    for (m, n, k), d in o.groupby(["m", "n", "k"], sort=False):
-        r = d.loc[d["measured_ms"].idxmin()]
-        q = reg[(reg.m == m) & (reg.n == n) & (reg.k == k)]
-        row = dict(m=m, n=n, k=k, best_order=r["order"], best_ms=r["measured_ms"],
-                   absolute_pct=r["absolute_pct"], capped_pct=r["capped_pct"],
-                   naive_pct=(float(q["naive_ms"].iloc[0]) / r["measured_ms"] - 1) * 100)
-        for name in ("absolute", "capped"):
-            pick = q.loc[q[f"{name}_pick"].astype(bool), "order"]
-            got = d[d["order"] == pick.iloc[0]] if len(pick) else d.iloc[:0]
-            row[f"{name}_pick"] = pick.iloc[0] if len(pick) else ""
-            row[f"{name}_pick_lost_pct"] = ((got["measured_ms"].min() / r["measured_ms"] - 1) * 100 if len(got)
-                                            else float("nan"))
-        rows.append(row)
-    return pd.DataFrame(rows)
+    it measured over the best (%) (``plan72_h100_drift.best_orders``)."""
+    return best_orders(o, reg, ("absolute", "capped"), picks=True)
 
 
 def judge(runs: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd.DataFrame]:
     """The call's tables and claims. ValueError (one line) where the twin file is not :func:`twin_text`, a shape was
     not timed, or the profiles no longer give the registered times."""
-    if (registration / f"{TWIN}.toml").read_text() != twin_text():
-        raise ValueError(f"{registration / (TWIN + '.toml')} is not {BASE} with the capped law as committed")
-    runs = runs[runs.backend == "cutlass"]
-    timed = set(map(tuple, runs[["m", "n", "k"]].drop_duplicates().values.tolist()))
-    missing = [s for s in SHAPES if s not in timed]
-    if missing:
-        raise ValueError(f"the call timed no {'x'.join(map(str, missing[0]))} (of {len(missing)} shapes missing)")
-    reg = pd.read_csv(registration / "predicted.csv")
-    hws = profiles(registration)
-    o = bgo.orders(runs, hws)
-    bgo.judge(runs, o, reg, hws)  # refuses profiles that no longer give the registered times
+    o, reg = timed_orders(runs, registration, TWIN, twin_text(), SHAPES, profiles(registration), "the capped law")
     b = best(o, reg)
     mape = {s: b[f"{s}_pct"].abs().mean() for s in ("absolute", "capped", "naive")}
     worst = b.loc[b["capped_pct"].abs().idxmax(), "capped_pct"]
@@ -147,32 +121,7 @@ ADOPT_RULE = ("where (a) and (b) hold, h100-x1-datasheet's derivation sets drift
 
 
 def main(argv=None) -> int:
-    ap = OneLineParser(prog="python bench/plan98_capped_drift.py", description=__doc__.splitlines()[0])
-    mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--register", action="store_true", help="write the registration (the twin, predicted.csv)")
-    mode.add_argument("--judge", type=Path, metavar="RUN", help="the call's folder (gemm_shapes.csv, env.txt)")
-    ap.add_argument("--out", type=Path)
-    args = parse_outputs(ap, argv, folders=("--out",))
-    try:
-        if args.register:
-            out = args.out or REGISTRATION
-            if (out / "predicted.csv").exists():
-                raise ValueError(f"{out / 'predicted.csv'} exists (a registration is never overwritten)")
-            print(register(out).round(3).to_string(index=False))
-            return 0
-        runs, _ = read_call(args.judge, ("H100",), "plan 98")
-        tables = judge(runs)
-    except ValueError as e:
-        print(f"plan98_capped_drift: {str(e).removeprefix('block_gemm_orders: ')}", file=sys.stderr)
-        return 2
-    out = args.out or RESULTS
-    out.mkdir(parents=True, exist_ok=True)
-    for name, t in tables.items():
-        t.round(4).to_csv(out / f"{name}.csv", index=False)
-    with pd.option_context("display.width", 200, "display.max_colwidth", 100):
-        print(tables["best"].round(2).to_string(index=False))
-        print(tables["claims"].to_string(index=False))
-    return 0
+    return orders_main(argv, "plan98_capped_drift", __doc__.splitlines()[0], REGISTRATION, RESULTS, register, judge)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ END = re.compile(r"""\s(?:\d?>>?|\|\|?|&&|;|#)\s?|\)\s*$|\$\(""")
 
 def source_options(path: Path) -> set[str]:
     """The long options a source's ``add_argument`` calls define (string constants starting with ``--``), and those
-    of ``bench/plan49_judge.judge_main`` or ``bench/registered_plan.main`` where the source's command is built by one."""
+    of ``bench/plan49_judge.judge_main``, ``bench/registered_plan.main`` or ``bench/plan72_h100_drift.orders_main``
+    where the source's command is built by one."""
     out: set[str] = set()
     tree = ast.parse(path.read_text())
     for n in ast.walk(tree):
@@ -44,6 +45,9 @@ def source_options(path: Path) -> set[str]:
         elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "main"
               and isinstance(n.func.value, ast.Name) and n.func.value.id == "registered_plan"):
             out |= source_options(BENCH / "registered_plan.py")
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "orders_main"
+              and path != BENCH / "plan72_h100_drift.py"):
+            out |= source_options(BENCH / "plan72_h100_drift.py")
     return out
 
 

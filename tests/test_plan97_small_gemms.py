@@ -32,8 +32,9 @@ def test_the_registration_is_what_the_profiles_give(p97, registered, tmp_path):
     assert share.loc[up].min() > 4 and share.drop(index=up).max() < 2.5
 
 
-def call(p97, run, registered, source="model", scale=1.0, gpu="H100", drop=None):
-    """A made-up call: every shape at every order timed at ``source``'s time times ``scale``."""
+def call(plan, run, registered, source="model", scale=1.0, gpu="H100", drop=None):
+    """A made-up call of a GEMM-order plan (97, 98): every shape at every order timed at the registration's ``source``
+    time times ``scale`` (``drop``: a shape left out), under an ``env.txt`` naming ``gpu``."""
     run.mkdir(parents=True)
     (run / "env.txt").write_text("index, name, uuid, serial, driver_version, clocks.current.sm [MHz]\n"
                                  + ENV[gpu] + "\n")
@@ -44,9 +45,10 @@ def call(p97, run, registered, source="model", scale=1.0, gpu="H100", drop=None)
     return run
 
 
-def judged(p97, run, tmp_path):
+def judged(plan, run, tmp_path):
+    """``plan``'s judge on ``run`` into ``tmp_path/judged``: its best.csv and claims.csv."""
     out = tmp_path / "judged"
-    assert p97.main(["--judge", str(run), "--out", str(out)]) == 0
+    assert plan.main(["--judge", str(run), "--out", str(out)]) == 0
     return pd.read_csv(out / "best.csv"), pd.read_csv(out / "claims.csv").set_index("claim")
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from tests.helpers import load_bench
-from tests.test_plan83_alone_edge import ENV
+from tests.test_plan97_small_gemms import call, judged
 
 
 @pytest.fixture(scope="module")
@@ -30,24 +30,6 @@ def test_the_registration_is_what_the_profiles_give_and_the_laws_part_at_every_s
     assert all(k < 8192 for _, _, k in p98.SHAPES)
 
 
-def call(p98, run, registered, source="capped", scale=1.0, gpu="H100", drop=None):
-    """A made-up call: every shape at every order timed at ``source``'s time times ``scale``."""
-    run.mkdir(parents=True)
-    (run / "env.txt").write_text("index, name, uuid, serial, driver_version, clocks.current.sm [MHz]\n"
-                                 + ENV[gpu] + "\n")
-    r = registered if drop is None else registered[~((registered.m == drop[0]) & (registered.n == drop[1]) &
-                                                     (registered.k == drop[2]))]
-    pd.DataFrame({"m": r.m, "n": r.n, "k": r.k, "backend": "cutlass", "order": r.order,
-                  "median_ms": r[f"{source}_ms"] * scale}).to_csv(run / "gemm_shapes.csv", index=False)
-    return run
-
-
-def judged(p98, run, tmp_path):
-    out = tmp_path / "judged"
-    assert p98.main(["--judge", str(run), "--out", str(out)]) == 0
-    return pd.read_csv(out / "best.csv"), pd.read_csv(out / "claims.csv").set_index("claim")
-
-
 def test_a_call_at_the_capped_times_meets_a_b_c_and_adopts(p98, registered, tmp_path):
     b, cl = judged(p98, call(p98, tmp_path / "run", registered, "capped"), tmp_path)
     assert cl.loc[["a", "b", "c", "adopt"], "met"].all(), cl
@@ -66,8 +48,9 @@ def test_a_machine_four_percent_slower_than_the_capped_law_misses_b_and_adopts_n
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda p98, run, reg: call(p98, run, reg, gpu="H200"), "names no H100"),
-    (lambda p98, run, reg: call(p98, run, reg, drop=(65536, 4096, 2048)), "the call timed no 65536x4096x2048"),
+    (lambda p98, run, reg: call(p98, run, reg, "capped", gpu="H200"), "names no H100"),
+    (lambda p98, run, reg: call(p98, run, reg, "capped", drop=(65536, 4096, 2048)),
+     "the call timed no 65536x4096x2048"),
 ])
 def test_a_call_it_cannot_judge_is_refused_in_one_line(p98, registered, tmp_path, capsys, make, message):
     run = make(p98, tmp_path / "run", registered)
