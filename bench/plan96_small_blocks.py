@@ -73,14 +73,14 @@ def measured(run_dir: Path) -> pd.DataFrame:
     return p64.h100_timed(run_dir, EXPERIMENTS, WHY, "plan 96")
 
 
-def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
-    """Per experiment, case, strategy and source (with ``scaled``): measured and predicted makespans and the error
-    (%). :class:`JudgeError` where the registration lacks a column or a source's rows, or a registered case has no
-    timed run."""
+def cases(pred: pd.DataFrame, meas: pd.DataFrame, sources=SOURCES) -> pd.DataFrame:
+    """Per experiment, case, strategy and source of ``sources`` (with ``scaled``): measured and predicted makespans and
+    the error (%). :class:`JudgeError` where the registration lacks a column or a source's rows, or a registered case
+    has no timed run. Plan 99 judges this way with its own sources."""
     need = {"experiment", "case", "strategy", "source", "predicted_ms"}
     if not need <= set(pred.columns):
         raise JudgeError(f"the registration's predicted.csv lacks {', '.join(sorted(need - set(pred.columns)))}")
-    counts = pred.groupby("source").size().reindex(list(SOURCES), fill_value=0)
+    counts = pred.groupby("source").size().reindex(list(sources), fill_value=0)
     if counts.nunique() != 1 or counts.iloc[0] == 0:
         raise JudgeError(f"the registration's predicted.csv prices {dict(counts)} rows by source: every source "
                          "prices every case")

@@ -213,7 +213,9 @@ MODEL_EXPERIMENTS = {"llama3.1-8b": "reg5-llama8b-1gpu", "llama3.1-70b": "reg5-l
                      "qwen2.5-14b": "reg22-qwen2.5-14b-1gpu", "opt-13b": "reg25-opt-13b-1gpu",
                      "opt-175b": "reg25-opt-175b-1gpu", "llama3.2-1b": "reg96-llama3.2-1b-1gpu",
                      "llama3.2-3b": "reg96-llama3.2-3b-1gpu", "qwen2.5-1.5b": "reg96-qwen2.5-1.5b-1gpu",
-                     "pythia-410m": "reg96-pythia-410m-1gpu"}
+                     "pythia-410m": "reg96-pythia-410m-1gpu", "qwen2.5-3b": "reg99-qwen2.5-3b-1gpu",
+                     "stablelm-2-1.6b": "reg99-stablelm-2-1.6b-1gpu", "phi-2": "reg99-phi-2-1gpu",
+                     "pythia-1.4b": "reg99-pythia-1.4b-1gpu", "opt-1.3b": "reg99-opt-1.3b-1gpu"}
 TWIN_EXPERIMENTS = {"reg25-gpt3-175b-1gpu": "gpt3-175b", "reg26-llama3.1-70b-1gpu": "llama3.1-70b",
                     "reg26-deepseek-v3-dense-1gpu": "deepseek-v3-dense",
                     "reg26-mixtral-8x22b-expert-1gpu": "mixtral-8x22b-expert", "reg27-llama3.1-405b-1gpu": "llama3.1-405b",
