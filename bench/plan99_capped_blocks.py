@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import dataclasses  # noqa: E402
+import json  # noqa: E402
 
 import pandas as pd  # noqa: E402
 
@@ -48,6 +49,7 @@ import registered_plan  # noqa: E402
 from ctasim.harness import load_harness  # noqa: E402
 from ctasim.predict import REFERENCE_EXPERIMENT, predict  # noqa: E402
 from ctasim.profiles import before_h100_capped  # noqa: E402
+from ctasim.spec import load_hardware  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
 
 MODELS = ("qwen2.5-3b", "stablelm-2-1.6b", "phi-2", "pythia-1.4b", "opt-1.3b")
@@ -74,12 +76,13 @@ CLAIMS = {
 }
 
 
-def absolute_rows(experiment: str, harness: str) -> pd.DataFrame:
-    """The model's rows of ``experiment`` under its profile on the absolute drift K law (source ``absolute``), with
-    the harness ``harness`` its registration was priced with."""
-    exp = load_experiment(experiment)
-    exp = dataclasses.replace(exp, hardware=before_h100_capped(exp.hardware))
-    p = predict(exp, load_harness(harness), None)
+def absolute_rows(experiment: str, registration: Path) -> pd.DataFrame:
+    """The model's rows of ``experiment`` (source ``absolute``) under the profile and harness its ``ctasim predict``
+    registration ``registration`` was priced with, the profile on the absolute drift K law."""
+    record = json.loads((registration / "registration.json").read_text())
+    hw = before_h100_capped(load_hardware(record["hardware"]))
+    exp = dataclasses.replace(load_experiment(experiment), hardware=hw)
+    p = predict(exp, load_harness(record["harness"]["name"]), None, seed=record["seed"])
     p = p[(p["source"] == "model") & (p["status"] == "ok")].assign(source=ABSOLUTE)
     return p[["experiment", "case", "strategy", "source", "makespan_ms"]]
 
@@ -89,8 +92,7 @@ def register(predictions: Path = PREDICTIONS) -> pd.DataFrame:
     parts = []
     for exp, reg in EXPERIMENTS.items():
         parts.append(p64._rows(reg, {s: s for s in PREDICTED}, predictions))
-        harness = pd.read_json(predictions / reg / "registration.json", typ="series")["harness"]["name"]
-        parts.append(absolute_rows(exp, harness))
+        parts.append(absolute_rows(exp, predictions / reg))
     out = pd.concat(parts, ignore_index=True).rename(columns={"makespan_ms": "predicted_ms"})
     return out[["experiment", "case", "strategy", "source", "predicted_ms"]]
 
