@@ -82,3 +82,23 @@ def test_the_committed_h100_call_judges_as_committed_adopts_and_the_docs_quote_i
         row = (f"| {r.m} x {r.n} x {r.k} | {r.best_order} | {r.best_ms:.3f} | {r.absolute_pct:+.1f} | "
                f"{r.capped_pct:+.1f} | {r.naive_pct:+.1f} | {r.capped_pick_lost_pct:.2f} |")
         assert row in doc, row
+
+
+def test_the_post_hoc_table_of_plan_96s_blocks_under_the_adopted_law_is_what_the_script_writes(tmp_path):
+    """bench/posthoc_capped96.py: the committed table byte for byte (the profile as it is now, so a change of the
+    adopted law shows here), and plan 98's section's post-hoc bullet."""
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    pc = load_bench("posthoc_capped96")
+    assert pc.main(["--out", str(tmp_path)]) == 0
+    assert (tmp_path / "cases.csv").read_text() == (pc.OUT / "cases.csv").read_text()
+    c = pd.read_csv(pc.OUT / "cases.csv")
+    swiglu = c[~c.experiment.str.contains("pythia")]
+    pythia = c[c.experiment.str.contains("pythia")].set_index("case").capped_pct
+    doc = " ".join(_doc_section(pc, 98).split())
+    mean = lambda col: f"{c[col].abs().mean():.2f}%"  # noqa: E731
+    assert f"mean |error| {mean('capped_pct')} against the registered {mean('absolute_pct')} (`waves` " \
+           f"{mean('waves_pct')}, `flat` {mean('flat_pct')})" in doc
+    assert f"SwiGLU cases {swiglu.capped_pct.min():.1f} to {swiglu.capped_pct.max():+.1f}% (registered " \
+           f"{swiglu.absolute_pct.min():+.1f} to {swiglu.absolute_pct.max():+.1f}%)" in doc
+    assert f"Pythia-410M {pythia['m=16384']:.1f} and {pythia['m=65536']:.1f}%" in doc
