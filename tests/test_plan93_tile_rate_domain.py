@@ -127,3 +127,13 @@ def test_the_pairs_first_wave_reading_is_what_the_script_gives(tmp_path):
     doc = " ".join((pf.ROOT / "docs/validation.md").read_text().split())
     assert ("within 1.1% of the pairs' first wave while W is under 70 MB (7 cases, 11-23 tiles a row) and 2.1-9.0% "
             "short from 75 MB on (24 cases, mean -4.90%)") in doc
+    # plan 95's yardstick: the model's tile time against the mainloop plus the call's own exposed epilogue
+    assert c.epilogue_us.between(1.3, 1.65).all()
+    lift = c.tile_err_pct - c.err_pct
+    assert (f"+{small.tile_err_pct.min():.1f} to +{small.tile_err_pct.max():.1f}% under 70 MB (mean "
+            f"{small.tile_err_pct.mean():+.2f}%) and {big.tile_err_pct.max():.1f} to {big.tile_err_pct.min():.1f}% "
+            f"from 75 MB on (mean {big.tile_err_pct.mean():.2f}%); the yardstick moves each case "
+            f"{lift.min():.1f}-{lift.max():.1f} points up") in doc
+    model_doc = " ".join((pf.ROOT / "docs/model.md").read_text().split())
+    assert (f"+{small.tile_err_pct.min():.1f} to +{small.tile_err_pct.max():.1f}% over under 70 MB and "
+            f"{big.tile_err_pct.max():.1f} to {big.tile_err_pct.min():.1f}% short from 75 MB on") in model_doc
