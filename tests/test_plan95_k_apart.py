@@ -191,3 +191,19 @@ def test_the_post_hoc_wave_table_is_what_the_script_writes_and_the_docs_quote(tm
     assert f"the model is {span(-big.tile0_err_pct, '.1f')}% short of the pairs' first wave at 100 MB" in doc
     assert f"{-short.tile0_err_pct.max():.0f}-{-short.tile0_err_pct.min():.0f}% short at the short K" in doc
     assert f"and {span(-short.tile1_err_pct, '.1f')}% short of their wave 1 there" in doc
+
+
+def test_the_repeat_on_a_second_h100_judges_as_committed_and_the_docs_quote_it(p95, tmp_path):
+    """The repeat (bench/results/hw-h100/2026-12-07-registered95-1gpu-run2, GPU-16470bc4): the committed tables, the
+    same claims met and missed as the registered call, and plan 95's section quotes its (b), (c) and (d)."""
+    from tests.test_plan85_grouped_kept import _doc_section, _rejudged
+
+    _, cl = _rejudged(p95, "2026-12-07-registered95-1gpu-run2", "validation-registered95-run2", tmp_path)
+    assert cl.met.tolist() == [False, True, True, False]
+    doc = " ".join(_doc_section(p95, 95).split())
+    ratio = dict(x.split(": ") for x in cl.loc["b", "value"].split("; ", 1)[1].split(", "))
+    assert (f"the 1x1's excess {ratio['32/1536']} and {ratio['40/1280']} at 32 and 40 tiles a row with W at 25 MB, "
+            f"{ratio['32/6144']} and {ratio['40/4864']} at 100 MB, none at 12 ({ratio['12/4096']}, "
+            f"{ratio['12/16384']})") in doc
+    assert cl.loc["c", "value"].split(" (flat")[0] in doc
+    assert f"(the model's error {cl.loc['d', 'value']})" in doc

@@ -93,3 +93,27 @@ def test_an_h200_call_and_a_registration_missing_the_absolute_rows_are_refused(p
     meas = p99.measured(call(p99, tmp_path / "run", registered))
     with pytest.raises(p99.JudgeError, match="every source prices every case"):
         p99.cases(registered[registered.source != "absolute"], meas)
+
+
+def test_the_committed_h100_call_judges_as_committed_and_the_docs_quote_it(p99, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered99-1gpu, GPU-16470bc4) judged again gives the committed
+    tables: (a), (b), (c) and (e) met, (d) missed, registered; docs/validation.md's plan 99 tables are what it gives."""
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    out = tmp_path / "judged"
+    run = p99.ROOT / "bench/results/hw-h100/2026-12-07-registered99-1gpu"
+    assert p99.main(["--judge", str(run), "--out", str(out)]) == 0
+    for name in ("cases.csv", "claims.csv"):
+        assert (out / name).read_text() == (p99.ROOT / "bench/results/validation-registered99" / name).read_text()
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert cl.met.tolist() == [True, True, True, False, True]
+    assert cl.provenance.str.startswith("registered: predictions added in 00a2179c").all()
+    doc = " ".join(_doc_section(p99, 99).split())
+    for claim in "abcde":
+        assert cl.loc[claim, "value"] in doc, claim
+    c = pd.read_csv(out / "cases.csv")
+    for (exp, case), d in c.groupby(["experiment", "case"]):
+        d = d.set_index("source")
+        cells = " | ".join(f"{d.loc[s, 'error_pct']:+.1f}"
+                           for s in ("model", "absolute", "scaled", "naive", "waves", "flat"))
+        assert f"| {case[2:]} | {d.loc['model', 'measured_ms']:.3f} | {cells} |" in doc, (exp, case)
