@@ -841,17 +841,19 @@ reuse (pairs and row order lose more of it on an H100 than the ticket law prices
 
 SMALL_K = 3584
 """A layer's K under which a block is a small model's on an H100: every block registered plans 74-76 timed had K >=
-3584; registered plan 96 timed four at K = 1024-3072."""
-SMALL_PLANS = ("validation-registered96", "validation-registered98")
+3584; registered plans 96 and 99 timed nine at K = 1024-3072."""
+SMALL_PLANS = ("validation-registered96", "validation-registered98", "validation-registered99")
 """Registered plan 96 (four small models' blocks on an H100: its ``cases.csv``, the blocks' model, waves and naive
-rows) and plan 98 (the capped drift law on twelve short-K GEMMs: its ``claims.csv``, claim (a)'s value and the
-adoption)."""
+rows), plan 98 (the capped drift law on twelve short-K GEMMs: its ``claims.csv``, claim (a)'s value and the
+adoption) and plan 99 (five more small models' blocks priced by the capped law: its ``cases.csv``, the blocks' model,
+absolute, waves and naive rows)."""
 
 
 def h100_small_lines(model: Model, hw: Hardware, results_dir: Path | None = None) -> list[str]:
     """On an H100 profile, where one of the block's layers has K under :data:`SMALL_K`: what registered plan 96 found
-    of the H100 datasheet profile on small models' blocks and plan 98 of the drift's K law on short-K GEMMs (from their
-    committed tables; a table gone leaves its part out, nothing where both are)."""
+    of the H100 datasheet profile on small models' blocks, plan 98 of the drift's K law on short-K GEMMs and plan 99 of
+    the adopted law on five more blocks (from their committed tables; a table gone leaves its part out, nothing where
+    all are)."""
     if "H100" not in hw.gpu or min(layer.k for layer in model.workload.layers) >= SMALL_K:
         return []
     root, parts = _results_root(results_dir), []
@@ -876,6 +878,17 @@ def h100_small_lines(model: Model, hw: Hardware, results_dir: Path | None = None
                      f"8192 at {capped}% mean |error| against {before} under the absolute law"
                      + ("; h100-x1-datasheet took the capped law" if adopted else "; the profile kept its law")
                      + f"; {hw.name} charges {law}")
+    f99 = root / SMALL_PLANS[2] / "cases.csv"
+    if f99.is_file():
+        c = pd.read_csv(f99)
+        c = c[c["experiment"].str.startswith("reg99-")]
+        e = {s: c.loc[c["source"] == s, "error_pct"] for s in ("model", "absolute", "waves", "naive")}
+        worst = e["model"].iloc[int(e["model"].abs().to_numpy().argmax())]
+        parts.append(f"registered plan 99 timed {c['experiment'].nunique()} more small models' blocks on an H100, "
+                     "priced by the capped law before any GPU ran them: "
+                     f"{e['model'].abs().mean():.2f}% mean |error| (worst {worst:+.2f}%), the "
+                     f"absolute law {e['absolute'].abs().mean():.2f}%, the waves predictor "
+                     f"{e['waves'].abs().mean():.2f}%, the naive FLOPs line {e['naive'].abs().mean():.2f}%")
     return [f"a small model on an H100 (K under {SMALL_K}): " + "; ".join(parts) + " (docs/validation.md)"] if parts \
         else []
 

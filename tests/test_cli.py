@@ -864,10 +864,10 @@ def test_advise_says_under_where_the_1x1_first_wave_ran_shorter(tmp_path):
     assert "9.4% over a 2x1 cluster's and 2.0% under a 1x2 cluster's" in line
 
 
-def test_advise_says_what_plans_96_and_98_found_for_a_small_model_on_an_h100(tmp_path):
-    """A block with a layer's K under 3584 on an H100 profile: plan 96's errors on small models' blocks (its cases.csv)
-    and plan 98's capped law (its claims.csv), and the drift law the profile charges; nothing for a large model or an
-    H200, a changed table changes the line, no table no part."""
+def test_advise_says_what_plans_96_98_and_99_found_for_a_small_model_on_an_h100(tmp_path):
+    """A block with a layer's K under 3584 on an H100 profile: plan 96's errors on small models' blocks (its cases.csv),
+    plan 98's capped law (its claims.csv) and the drift law the profile charges, and plan 99's errors on five more blocks
+    (its cases.csv); nothing for a large model or an H200, a changed table changes the line, no table no part."""
     import shutil
 
     from ctasim import advise as A
@@ -880,6 +880,9 @@ def test_advise_says_what_plans_96_and_98_found_for_a_small_model_on_an_h100(tmp
             "naive FLOPs line 7.00%") in line
     assert ("at 1.16% mean |error| against 4.05% under the absolute law; h100-x1-datasheet took the capped law; "
             "h100-x1-datasheet charges the drift by the capped law") in line
+    assert ("registered plan 99 timed 5 more small models' blocks on an H100, priced by the capped law before any GPU "
+            "ran them: 1.00% mean |error| (worst -2.50%), the absolute law 0.97%, the waves predictor 1.44%, the naive "
+            "FLOPs line 5.64% (docs/validation.md)") in line
     assert A.h100_small_lines(small, load_hardware("h100-x8")) != [] and "h100-x8 charges no drift" in \
         A.h100_small_lines(small, load_hardware("h100-x8"))[0]
     assert A.h100_small_lines(load_model("llama3.1-8b"), h100) == []
@@ -894,3 +897,6 @@ def test_advise_says_what_plans_96_and_98_found_for_a_small_model_on_an_h100(tmp
     (tmp_path / A.SMALL_PLANS[0] / "cases.csv").unlink()
     (line,) = A.h100_small_lines(small, h100, results_dir=tmp_path)
     assert "plan 96" not in line and "registered plan 98" in line
+    (tmp_path / A.SMALL_PLANS[2] / "cases.csv").unlink()
+    (line,) = A.h100_small_lines(small, h100, results_dir=tmp_path)
+    assert "plan 99" not in line and "registered plan 98" in line
