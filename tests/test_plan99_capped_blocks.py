@@ -117,3 +117,9 @@ def test_the_committed_h100_call_judges_as_committed_and_the_docs_quote_it(p99, 
         cells = " | ".join(f"{d.loc[s, 'error_pct']:+.1f}"
                            for s in ("model", "absolute", "scaled", "naive", "waves", "flat"))
         assert f"| {case[2:]} | {d.loc['model', 'measured_ms']:.3f} | {cells} |" in doc, (exp, case)
+    b = c[c.experiment.isin(p99.BLOCKS)].pivot_table(index=["experiment", "case"], columns="source", values="error_pct")
+    nearer = int((b["model"].abs() < b["absolute"].abs()).sum())
+    model_doc = " ".join((p99.ROOT / "docs/model.md").read_text().split())
+    assert (f"at {b['model'].abs().mean():.2f}% with the capped law and {b['absolute'].abs().mean():.2f}% with the "
+            f"absolute one (each nearer on {['zero', 'one', 'two', 'three', 'four', 'five'][nearer]} of ten cases)"
+            ) in model_doc and nearer == 5
