@@ -26,7 +26,7 @@ registration, run or case, or a call on another GPU, is refused in one line, exi
 
 No adoption rule: the capped law stays adopted whatever the call says, and the claims say what it is worth on blocks
 it never saw. Left out: the sustained regime (the call runs burst, each timed run rested), attention, the biases of
-Phi-2's and OPT's linear layers, CTA-pipelining.
+Phi-2's, Pythia-1.4B's and OPT-1.3B's linear layers, CTA-pipelining.
 """
 
 from __future__ import annotations
@@ -76,15 +76,23 @@ CLAIMS = {
 }
 
 
+def registered_rows(experiment: str, registration: Path, pin=None) -> pd.Series:
+    """The model's makespans (ms, by case) of ``experiment`` under the profile, harness and seed its ``ctasim predict``
+    registration ``registration`` was priced with, the profile passed through ``pin`` (a Hardware -> Hardware) where
+    given; the profile as it is now otherwise."""
+    record = json.loads((registration / "registration.json").read_text())
+    hw = load_hardware(record["hardware"])
+    exp = dataclasses.replace(load_experiment(experiment), hardware=pin(hw) if pin else hw)
+    p = predict(exp, load_harness(record["harness"]["name"]), None, seed=record["seed"])
+    p = p[(p["source"] == "model") & (p["status"] == "ok")]
+    return p.set_index(["experiment", "case", "strategy"])["makespan_ms"]
+
+
 def absolute_rows(experiment: str, registration: Path) -> pd.DataFrame:
     """The model's rows of ``experiment`` (source ``absolute``) under the profile and harness its ``ctasim predict``
     registration ``registration`` was priced with, the profile on the absolute drift K law."""
-    record = json.loads((registration / "registration.json").read_text())
-    hw = before_h100_capped(load_hardware(record["hardware"]))
-    exp = dataclasses.replace(load_experiment(experiment), hardware=hw)
-    p = predict(exp, load_harness(record["harness"]["name"]), None, seed=record["seed"])
-    p = p[(p["source"] == "model") & (p["status"] == "ok")].assign(source=ABSOLUTE)
-    return p[["experiment", "case", "strategy", "source", "makespan_ms"]]
+    rows = registered_rows(experiment, registration, before_h100_capped).reset_index().assign(source=ABSOLUTE)
+    return rows[["experiment", "case", "strategy", "source", "makespan_ms"]]
 
 
 def register(predictions: Path = PREDICTIONS) -> pd.DataFrame:
@@ -109,23 +117,10 @@ def cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
 
 
 def claims(c: pd.DataFrame, provenance: str) -> pd.DataFrame:
-    blocks = c[c["experiment"].isin(BLOCKS)]
-    by, mape, complete, worst = p64.by_source(blocks, (*SOURCES, "scaled"))
-    scaled_worst = float(by["scaled"]["error_pct"].abs().max())
-    ratio = c.attrs.get("ratio", float("nan"))
-    n = len(by["model"])
-    rows = [
-        ("a", f"MAPE {mape['model']:.2f}%, worst {p64.signed_worst(by['model']):+.2f}% over {n} cases",
-         complete and mape["model"] <= MAPE and worst <= WORST),
-        ("b", f"{mape['model']:.2f} against the naive line's {mape['naive']:.2f}%",
-         complete and mape["model"] <= mape["naive"] / 2),
-        ("c", f"{mape['model']:.2f} against the waves predictor's {mape['waves']:.2f}% (flat {mape['flat']:.2f}%)",
-         complete and mape["model"] < mape["waves"]),
-        ("d", f"{mape['model']:.2f} against the absolute law's {mape[ABSOLUTE]:.2f}% (worst "
-              f"{p64.signed_worst(by[ABSOLUTE]):+.2f}%)", complete and mape["model"] < mape[ABSOLUTE]),
-        ("e", f"MAPE {mape['scaled']:.2f}%, worst {p64.signed_worst(by['scaled']):+.2f}% (reference ratio "
-              f"{ratio:.4f})", complete and mape["scaled"] <= MAPE and scaled_worst <= WORST),
-    ]
+    r, by, mape, complete = p96.block_rows(c, BLOCKS, SOURCES)
+    r[ABSOLUTE] = (f"{mape['model']:.2f} against the absolute law's {mape[ABSOLUTE]:.2f}% (worst "
+                   f"{p64.signed_worst(by[ABSOLUTE]):+.2f}%)", complete and mape["model"] < mape[ABSOLUTE])
+    rows = [(claim, *r[key]) for claim, key in zip("abcde", ("model", "naive", "waves", ABSOLUTE, "scaled"))]
     return registered_plan.claims_table(rows, CLAIMS, provenance)
 
 

@@ -2,19 +2,18 @@
 
     python bench/posthoc_capped96.py [--out bench/results/posthoc-capped96]
 
-Plan 96 (``bench/results/hw-h100/2026-12-07-registered96-1gpu``, one H100) was registered and judged with the profile
-on the absolute drift K law; plan 98 then adopted the capped law, chosen after plan 97's call, which timed plan 96's
-GEMMs alone. Here, per block and M: the call's measured makespan, the registered ``model`` (absolute law), ``waves``
-and ``flat`` errors (plan 96's judged ``cases.csv``) and the error of the profile as it is now (``capped``: ``ctasim
-predict``'s model row with the registration's harness and seed). Writes ``cases.csv`` and prints it with each column's
-mean |error|. Post-hoc throughout: the law was chosen after these blocks' GEMMs were timed, so no claim rests on it;
-registered plan 99 judges the capped law on blocks it never saw. Left out: the reference GEMM (K = 8192: the laws
-agree there).
+Plan 96 (``bench/results/hw-h100/2026-12-07-registered96-1gpu``, one H100) was registered and judged with the profile on
+the absolute drift K law; plan 98 then adopted the capped law, chosen after plan 97's call, which timed plan 96's GEMMs
+alone. Here, per block and M: the call's measured makespan, the registered ``model`` (absolute law), ``waves`` and
+``flat`` errors (plan 96's judged ``cases.csv``) and the error of the profile as it is now (``capped``: ``ctasim
+predict``'s model row with the registration's harness and seed: ``plan99_capped_blocks.registered_rows``). Writes
+``cases.csv`` and prints it with each column's mean |error|. Post-hoc throughout: the law was chosen after these blocks'
+GEMMs were timed, so no claim rests on it; registered plan 99 judges the capped law on blocks it never saw. Left out:
+the reference GEMM (K = 8192: the laws agree there).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -34,9 +33,7 @@ REGISTERED = ("model", "waves", "flat")
 def cases() -> pd.DataFrame:
     """Per plan 96 block and case: measured ms, the registered sources' errors and the capped profile's (%)."""
     import plan96_small_blocks as p96  # noqa: PLC0415
-    from ctasim.cases import load_experiment  # noqa: PLC0415
-    from ctasim.harness import load_harness  # noqa: PLC0415
-    from ctasim.predict import predict  # noqa: PLC0415
+    from plan99_capped_blocks import registered_rows  # noqa: PLC0415
 
     judged = pd.read_csv(JUDGED)
     judged = judged[judged["experiment"].isin(p96.BLOCKS)]
@@ -44,10 +41,8 @@ def cases() -> pd.DataFrame:
     measured = judged[judged["source"] == "model"].set_index(["experiment", "case"])["measured_ms"]
     rows = []
     for exp in p96.BLOCKS:
-        record = json.loads((p96.PREDICTIONS / p96.EXPERIMENTS[exp] / "registration.json").read_text())
-        p = predict(load_experiment(exp), load_harness(record["harness"]["name"]), None, seed=record["seed"])
-        p = p[(p["source"] == "model") & (p["status"] == "ok")].set_index("case")["makespan_ms"]
-        for case, ms in p.items():
+        p = registered_rows(exp, p96.PREDICTIONS / p96.EXPERIMENTS[exp])
+        for (_, case, _), ms in p.items():
             meas = float(measured.loc[(exp, case)])
             rows.append(dict(experiment=exp, case=case, measured_ms=meas, capped_ms=float(ms),
                              **{f"{s if s != 'model' else 'absolute'}_pct": float(err.loc[(exp, case), s])

@@ -865,9 +865,10 @@ def test_advise_says_under_where_the_1x1_first_wave_ran_shorter(tmp_path):
 
 
 def test_advise_says_what_plans_96_98_and_99_found_for_a_small_model_on_an_h100(tmp_path):
-    """A block with a layer's K under 3584 on an H100 profile: plan 96's errors on small models' blocks (its cases.csv),
-    plan 98's capped law (its claims.csv) and the drift law the profile charges, and plan 99's errors on five more blocks
-    (its cases.csv); nothing for a large model or an H200, a changed table changes the line, no table no part."""
+    """A block with a layer's K under 3584 on an H100 profile: plan 96's errors on small models' blocks (its
+    cases.csv), plan 98's capped law (its claims.csv) and the drift law the profile charges, and plan 99's errors on
+    five more blocks (its cases.csv); nothing for a large model or an H200, a changed table changes the line, a table
+    without a source's rows or no table no part."""
     import shutil
 
     from ctasim import advise as A
@@ -897,6 +898,14 @@ def test_advise_says_what_plans_96_98_and_99_found_for_a_small_model_on_an_h100(
     (tmp_path / A.SMALL_PLANS[0] / "cases.csv").unlink()
     (line,) = A.h100_small_lines(small, h100, results_dir=tmp_path)
     assert "plan 96" not in line and "registered plan 98" in line
-    (tmp_path / A.SMALL_PLANS[2] / "cases.csv").unlink()
+    f99 = tmp_path / A.SMALL_PLANS[2] / "cases.csv"
+    c = pd.read_csv(f99)
+    c.loc[c.source == "absolute", "error_pct"] *= 2
+    c.to_csv(f99, index=False)
+    assert "the absolute law 1.94%, the waves" in A.h100_small_lines(small, h100, results_dir=tmp_path)[0]
+    c[c.source != "absolute"].to_csv(f99, index=False)
+    (line,) = A.h100_small_lines(small, h100, results_dir=tmp_path)
+    assert "plan 99" not in line and "registered plan 98" in line
+    f99.unlink()
     (line,) = A.h100_small_lines(small, h100, results_dir=tmp_path)
     assert "plan 99" not in line and "registered plan 98" in line
