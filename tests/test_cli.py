@@ -262,10 +262,11 @@ def test_advise_quotes_registered_validation_per_profile_it_was_predicted_with(t
     # the registrations with a sequential case: plan 64's four (12 runs; the reference's 3 more from plan 65's calls),
     # plan 65's H = 5120 (3 runs), plan 66's two (2 runs each), plan 68's two (2 runs each), plan 74's six (2 runs
     # each; its tile-law twins under h100-x1-datasheet-tile), plan 75's seven (1 run each), plan 76's six (2 each;
-    # their twins under h100-x1-datasheet-exposed), plan 77's two (1 each) and plan 96's four blocks (1 run each,
-    # filed under their experiments' names: their registrations were made with h100-x1-datasheet)
-    assert "reg64-h100-h5632" in parts["h100-x1-datasheet"] and "over 63 measured runs" in parts["h100-x1-datasheet"]
+    # their twins under h100-x1-datasheet-exposed), plan 77's two (1 each), plan 96's four blocks and plan 99's five
+    # (1 run each, filed under their experiments' names: their registrations were made with h100-x1-datasheet)
+    assert "reg64-h100-h5632" in parts["h100-x1-datasheet"] and "over 68 measured runs" in parts["h100-x1-datasheet"]
     assert "reg96-pythia-410m-1gpu" in parts["h100-x1-datasheet"]
+    assert "reg99-stablelm-2-1.6b-1gpu" in parts["h100-x1-datasheet"]
     assert "reg77-h100-h9216" in parts["h100-x1-datasheet"]
     assert "reg76-h100-qwen2.5-7b" in parts["h100-x1-datasheet"]
     assert "reg76-h100-qwen2.5-7b-exposed" in parts["h100-x1-datasheet-exposed"]
