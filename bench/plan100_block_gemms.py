@@ -18,10 +18,11 @@ absolute law, ``ctasim.profiles.before_h100_capped_text`` written into the regis
 ``--register`` writes the twin and ``predicted.csv`` (``block_gemm_orders.predicted``: every order of every shape under
 both profiles, the picks, the naive line). ``--judge RUN`` reads the call's ``gemm_shapes.csv`` and ``env.txt`` (an
 H100) and writes ``orders.csv`` (each run's errors), ``best.csv`` (per shape, its block and role and each predictor's
-error at the best measured order) and ``claims.csv`` (:data:`CLAIMS`). A missing file or shape, a call on another GPU
-or profiles that no longer give the registered times are refused in one line, exit 2, nothing written. No adoption
-rule. Left out: the blocks' epilogues (the GeLU and ReLU Phi-2's, Pythia-1.4B's and OPT-1.3B's up GEMMs fuse, the
-residual every down GEMM fuses), their memory passes (SwiGLU, the norms), the sustained regime.
+error at the best measured order), ``claims.csv`` (:data:`CLAIMS`) and ``blocks.csv`` (post-hoc: :func:`blocks`). A
+missing file or shape, a call on another GPU or profiles that no longer give the registered times are refused in one
+line, exit 2, nothing written. No adoption rule. Left out: the blocks' epilogues (the GeLU and ReLU Phi-2's,
+Pythia-1.4B's and OPT-1.3B's up GEMMs fuse, the residual every down GEMM fuses), their memory passes (SwiGLU, the
+norms), the sustained regime.
 """
 
 from __future__ import annotations
@@ -93,6 +94,33 @@ def best(o: pd.DataFrame, reg: pd.DataFrame) -> pd.DataFrame:
     return b
 
 
+PLAN99 = ROOT / "bench/results/validation-registered99/cases.csv"
+"""Registered plan 99's judged cases: each block's measured and modelled makespan."""
+
+
+def blocks(b: pd.DataFrame, plan99: Path = PLAN99) -> pd.DataFrame:
+    """Per plan 99 block and M (post-hoc, a reading beside the claims): its measured and modelled makespan (plan 99's
+    call and ``model`` rows), the sum of its two GEMMs alone at their best measured orders (this call) and the model's
+    sum there, and what is left of each (the block less its GEMMs: the memory passes, the fused epilogues, the
+    launches between kernels) with the model's error of it (%)."""
+    c = pd.read_csv(plan99)
+    c = c[c["source"] == "model"].set_index(["experiment", "case"])
+    rows = []
+    for block, pair in BLOCKS.items():
+        for m in MS:
+            g = b[(b.m == m) & b.apply(lambda r: (r.n, r.k) in pair, axis=1)]
+            gemms = float(g.best_ms.sum())
+            gemms_model = float((g.best_ms * (1 + g.model_pct / 100)).sum())
+            for name in block.split("/"):
+                r = c.loc[(f"reg99-{name}-1gpu", f"m={m}")]
+                rest, rest_model = r.measured_ms - gemms, r.predicted_ms - gemms_model
+                rows.append(dict(block=name, m=m, block_ms=r.measured_ms,
+                                 block_err_pct=(r.predicted_ms / r.measured_ms - 1) * 100, gemms_ms=gemms,
+                                 gemms_err_pct=(gemms_model / gemms - 1) * 100, rest_ms=rest,
+                                 rest_model_ms=rest_model, rest_err_pct=(rest_model / rest - 1) * 100))
+    return pd.DataFrame(rows)
+
+
 def judge(runs: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd.DataFrame]:
     """The call's tables and claims. ValueError (one line) where the twin file is not :func:`twin_text`, a shape was
     not timed, or the profiles no longer give the registered times."""
@@ -112,7 +140,7 @@ def judge(runs: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd
         ("d", f"{mape['model']:.2f} against the naive line's {mape['naive']:.2f}%", mape["model"] < mape["naive"]),
     ]
     claims = pd.DataFrame([dict(claim=c, rule=CLAIMS[c], value=v, met=bool(m)) for c, v, m in rows])
-    return {"orders": o, "best": b, "claims": claims}
+    return {"orders": o, "best": b, "claims": claims, "blocks": blocks(b)}
 
 
 def main(argv=None) -> int:

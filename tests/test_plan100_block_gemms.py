@@ -76,3 +76,20 @@ def test_a_registration_whose_twin_was_edited_is_refused(p100, registered, tmp_p
     runs = pd.read_csv(call(p100, tmp_path / "run", registered, "model") / "gemm_shapes.csv")
     with pytest.raises(ValueError, match="is not h100-x1-datasheet with the absolute K law as committed"):
         p100.judge(runs, reg)
+
+
+def test_the_blocks_table_splits_plan_99s_blocks_into_their_gemms_and_the_rest(p100, registered, tmp_path):
+    """A call at the model's times: every block's GEMMs priced right (0%), so what is left of the block carries all
+    of plan 99's error; Pythia-1.4B and OPT-1.3B share their GEMMs; every block and M once."""
+    judged(p100, call(p100, tmp_path / "run", registered, "model"), tmp_path)
+    t = pd.read_csv(tmp_path / "judged" / "blocks.csv")
+    assert len(t) == 10 and set(t.block) == {"qwen2.5-3b", "stablelm-2-1.6b", "phi-2", "pythia-1.4b", "opt-1.3b"}
+    assert t.gemms_err_pct.abs().max() < 0.05
+    plan99 = pd.read_csv(p100.PLAN99)
+    r = plan99[(plan99.experiment == "reg99-qwen2.5-3b-1gpu") & (plan99.case == "m=65536") & (plan99.source == "model")]
+    q = t[(t.block == "qwen2.5-3b") & (t.m == 65536)].iloc[0]
+    assert q.block_ms == pytest.approx(r.measured_ms.iloc[0]) and q.rest_ms == pytest.approx(q.block_ms - q.gemms_ms)
+    # the block's error, all in the rest: (model block - measured block) = (model rest - measured rest)
+    assert q.rest_model_ms - q.rest_ms == pytest.approx(r.predicted_ms.iloc[0] - r.measured_ms.iloc[0], abs=2e-3)
+    shared = t[t.block.isin(["pythia-1.4b", "opt-1.3b"])].groupby("m").gemms_ms.nunique()
+    assert (shared == 1).all()
