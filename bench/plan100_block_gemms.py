@@ -106,9 +106,9 @@ def blocks(b: pd.DataFrame, plan99: Path = PLAN99) -> pd.DataFrame:
     c = pd.read_csv(plan99)
     c = c[c["source"] == "model"].set_index(["experiment", "case"])
     rows = []
-    for block, pair in BLOCKS.items():
+    for block in BLOCKS:
         for m in MS:
-            g = b[(b.m == m) & b.apply(lambda r: (r.n, r.k) in pair, axis=1)]
+            g = b[(b.m == m) & (b.block == block)]
             gemms = float(g.best_ms.sum())
             gemms_model = float((g.best_ms * (1 + g.model_pct / 100)).sum())
             for name in block.split("/"):

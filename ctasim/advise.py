@@ -849,6 +849,20 @@ adoption) and plan 99 (five more small models' blocks priced by the capped law: 
 absolute, waves and naive rows)."""
 
 
+def _block_errors(cases: Path, prefix: str, sources) -> tuple[dict, float, int] | None:
+    """A small-blocks plan's judged ``cases`` (plans 96 and 99): per source of ``sources`` the errors (%) of the
+    experiments named ``prefix``..., the model's worst (sign kept) and the count of blocks; None where the table is
+    gone or lacks a source's rows."""
+    if not cases.is_file():
+        return None
+    c = pd.read_csv(cases)
+    c = c[c["experiment"].str.startswith(prefix)]
+    e = {s: c.loc[c["source"] == s, "error_pct"].dropna() for s in sources}
+    if not all(len(v) for v in e.values()):
+        return None
+    return e, float(e["model"].iloc[int(e["model"].abs().to_numpy().argmax())]), int(c["experiment"].nunique())
+
+
 def h100_small_lines(model: Model, hw: Hardware, results_dir: Path | None = None) -> list[str]:
     """On an H100 profile, where one of the block's layers has K under :data:`SMALL_K`: what registered plan 96 found
     of the H100 datasheet profile on small models' blocks, plan 98 of the drift's K law on short-K GEMMs and plan 99 of
@@ -857,16 +871,14 @@ def h100_small_lines(model: Model, hw: Hardware, results_dir: Path | None = None
     if "H100" not in hw.gpu or min(layer.k for layer in model.workload.layers) >= SMALL_K:
         return []
     root, parts = _results_root(results_dir), []
-    f96, f98 = root / SMALL_PLANS[0] / "cases.csv", root / SMALL_PLANS[1] / "claims.csv"
-    if f96.is_file():
-        c = pd.read_csv(f96)
-        c = c[c["experiment"].str.startswith("reg96-")]
-        e = {s: c.loc[c["source"] == s, "error_pct"] for s in ("model", "waves", "naive")}
-        worst = e["model"].iloc[int(e["model"].abs().to_numpy().argmax())]
-        parts.append(f"registered plan 96 timed {c['experiment'].nunique()} small models' MLP blocks (a layer's K "
+    got = _block_errors(root / SMALL_PLANS[0] / "cases.csv", "reg96-", ("model", "waves", "naive"))
+    if got:
+        e, worst, n = got
+        parts.append(f"registered plan 96 timed {n} small models' MLP blocks (a layer's K "
                      f"1024-3072) on an H100: h100-x1-datasheet as registered then {e['model'].abs().mean():.2f}% "
                      f"mean |error| (worst {worst:+.2f}%), the waves predictor {e['waves'].abs().mean():.2f}%, the "
                      f"naive FLOPs line {e['naive'].abs().mean():.2f}%")
+    f98 = root / SMALL_PLANS[1] / "claims.csv"
     if f98.is_file():
         a = pd.read_csv(f98).set_index("claim")
         adopted = "adopt" in a.index and a.loc["adopt", "value"] == "yes"
@@ -878,13 +890,10 @@ def h100_small_lines(model: Model, hw: Hardware, results_dir: Path | None = None
                      f"8192 at {capped}% mean |error| against {before} under the absolute law"
                      + ("; h100-x1-datasheet took the capped law" if adopted else "; the profile kept its law")
                      + f"; {hw.name} charges {law}")
-    f99 = root / SMALL_PLANS[2] / "cases.csv"
-    c = pd.read_csv(f99) if f99.is_file() else pd.DataFrame(columns=["experiment", "source", "error_pct"])
-    c = c[c["experiment"].str.startswith("reg99-")]
-    e = {s: c.loc[c["source"] == s, "error_pct"].dropna() for s in ("model", "absolute", "waves", "naive")}
-    if all(len(v) for v in e.values()):  # a table without every source's rows leaves its part out
-        worst = e["model"].iloc[int(e["model"].abs().to_numpy().argmax())]
-        parts.append(f"registered plan 99 timed {c['experiment'].nunique()} more small models' blocks on an H100, "
+    got = _block_errors(root / SMALL_PLANS[2] / "cases.csv", "reg99-", ("model", "absolute", "waves", "naive"))
+    if got:  # a table without every source's rows leaves its part out
+        e, worst, n = got
+        parts.append(f"registered plan 99 timed {n} more small models' blocks on an H100, "
                      "priced by the capped law before any GPU ran them: "
                      f"{e['model'].abs().mean():.2f}% mean |error| (worst {worst:+.2f}%), the "
                      f"absolute law {e['absolute'].abs().mean():.2f}%, the waves predictor "
