@@ -125,3 +125,25 @@ def test_a_registration_the_model_no_longer_gives_is_refused(p101, registered, t
     runs = p101.read_call(call(p101, tmp_path / "run", registered))
     with pytest.raises(ValueError, match="the registration is not what the model gives now"):
         p101.judge(runs, reg)
+
+
+def test_the_committed_h100_call_judges_as_committed_and_the_docs_quote_it(p101, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered101-1gpu, GPU-22f650c3, after plan 100's in the same call)
+    judged again gives the committed tables: (b) and (c) met, (a), (d) and (e) missed; docs/validation.md's plan 101
+    tables are what it gives."""
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    out = tmp_path / "judged"
+    run = p101.ROOT / "bench/results/hw-h100/2026-12-07-registered101-1gpu"
+    assert p101.main(["--judge", str(run), "--out", str(out)]) == 0
+    for name in ("items.csv", "fused.csv", "shortfall.csv", "claims.csv"):
+        assert (out / name).read_text() == (p101.ROOT / "bench/results/validation-registered101" / name).read_text()
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert cl.met.tolist() == [False, True, True, False, False]
+    doc = " ".join(_doc_section(p101, 101).split())
+    for claim in "abcde":
+        assert f"| {cl.loc[claim, 'value']} | {'yes' if cl.loc[claim, 'met'] else 'no'} |" in doc, claim
+    for r in pd.read_csv(out / "shortfall.csv").itertuples():
+        assert (f"| {r.m} | {r.block_ms:.3f} | {r.block_pct:+.1f} | {r.block_err_ms * 1e3:+.0f} | "
+                f"{r.gemms_err_ms * 1e3:+.0f} | {r.passes_err_ms * 1e3:+.0f} | {r.between_ms * 1e3:+.0f} / "
+                f"{r.between_model_ms * 1e3:+.0f} |") in doc, (r.block, r.m)
