@@ -77,10 +77,10 @@ def _registration(name: str, where: Path = PLAN99) -> dict:
     return json.loads((where / f"reg99-{name}-1gpu" / "registration.json").read_text())
 
 
-def items_of(name: str) -> dict[str, tuple[str, str]]:
-    """The probe's item names of block ``name`` -> (role, what): ``up``/``pass``/``down``/``norm`` (the block's own
-    ops), ``up_plain``/``down_plain`` (its GEMMs without their fused ops), ``block``."""
-    l0, l1 = experiment(name).workload.layers
+def items_of(exp) -> dict[str, tuple[str, str]]:
+    """The probe's item names of experiment ``exp``'s block -> (role, what): ``up``/``pass``/``down``/``norm`` (the
+    block's own ops), ``up_plain``/``down_plain`` (its GEMMs without their fused ops), ``block``."""
+    l0, l1 = exp.workload.layers
     act = next((op for op in l0.epilogue if op in ("gelu", "relu")), None)
     items = {"gemm1_plain": ("up", "as in the block") if l0.gated else ("up_plain", "plain")}
     if l0.gated:
@@ -92,49 +92,62 @@ def items_of(name: str) -> dict[str, tuple[str, str]]:
     return items
 
 
-def predicted(where: Path = PLAN99) -> pd.DataFrame:
-    """Per block, M and item: the model's time (the op's duration in the simulated trace plus the harness's
-    ``run_ns``; the block's timed makespan) and the naive line's."""
+def harness_of(reg: dict):
+    """The ``Timed`` harness a ``ctasim predict`` registration recorded (``registration.json``'s ``harness``)."""
+    from ctasim.harness import Harness
+
+    h = reg["harness"]
+    return Harness(**{k: h[k] for k in ("run_ns", "gap_ns", "copy_ns", "wait_ns", "hop_ns")})
+
+
+def split(exp, reg: dict, hw=None) -> list[dict]:
+    """Experiment ``exp``'s block split as the model prices it under the harness, naive line and seed of the
+    registration record ``reg`` (and profile ``hw``; the experiment's own where None): per case and item of
+    :func:`items_of`, the model's time (the op's duration in the simulated trace plus the harness's ``run_ns``; the
+    block's timed makespan) and the naive line's."""
     from ctasim import costs
-    from ctasim.harness import Harness, timed_makespan_ns, timed_plans
+    from ctasim.harness import timed_makespan_ns, timed_plans
     from ctasim.predict import Naive, expand
 
+    harness, naive = harness_of(reg), Naive(**reg["naive"])
+    hw, s = hw or exp.hardware, exp.strategies[0]
     rows = []
-    for name in BLOCKS:
-        exp, reg = experiment(name), _registration(name, where)
-        h = reg["harness"]
-        harness = Harness(**{k: h[k] for k in ("run_ns", "gap_ns", "copy_ns", "wait_ns", "hop_ns")})
-        naive = Naive(**reg["naive"])
-        hw, s = exp.hardware, exp.strategies[0]
-        for case in expand(exp):
-            wl, m = case.workload, case.workload.layers[0].m
-            l0, l1 = wl.layers
-            eb = wl.elem_bytes
+    for case in expand(exp):
+        wl, m = case.workload, case.workload.layers[0].m
+        l0, l1 = wl.layers
+        eb = wl.elem_bytes
 
-            def trace(layers):
-                plan = timed_plans(s, dataclasses.replace(wl, layers=layers), hw, case.gpus, case.label, harness)[0]
-                ns, tr = timed_makespan_ns(plan, hw, harness, seed=reg["seed"], regime=exp.regime)
-                return ns, {r.name.split()[0] + " " + r.name.split()[1]: (r.t_end - r.t_begin) for r in
-                            tr.ops.itertuples()}
+        def trace(layers):
+            plan = timed_plans(s, dataclasses.replace(wl, layers=layers), hw, case.gpus, case.label, harness)[0]
+            ns, tr = timed_makespan_ns(plan, hw, harness, seed=reg["seed"], regime=exp.regime)
+            return ns, {r.name.split()[0] + " " + r.name.split()[1]: (r.t_end - r.t_begin) for r in
+                        tr.ops.itertuples()}
 
-            block_ns, ops = trace((l0, l1))
-            _, up_plain = trace((dataclasses.replace(l0, epilogue=tuple(e for e in l0.epilogue
-                                                                       if e not in ("gelu", "relu"))), l1))
-            _, down_plain = trace((l0, dataclasses.replace(l1, epilogue=())))
-            model = {"up": ops["gemm L0"], "pass": ops.get("swiglu L0", float("nan")), "down": ops["gemm L1"],
-                     "norm": ops[f"{l1.rowwise} L1"], "up_plain": up_plain["gemm L0"],
-                     "down_plain": down_plain["gemm L1"]}
-            passes = {"pass": costs.epilogue_pass_ns(l0, eb, hw) if l0.epilogue_pass else float("nan"),
-                      "norm": costs.rowwise_ns(l1.m, l1.out_n, eb, hw)}
-            gemm = {"up": naive.gemm_ms(m, l0.k, l0.n), "down": naive.gemm_ms(m, l1.k, l1.n)}
-            naive_ms = {"up": gemm["up"], "up_plain": gemm["up"], "down": gemm["down"], "down_plain": gemm["down"],
-                        **{k: v / 1e6 for k, v in passes.items()},
-                        "block": naive.predict_ms(s, case, hw, {})}
-            for item, (role, what) in items_of(name).items():
-                ms = block_ns / 1e6 if role == "block" else (model[role] + harness.run_ns) / 1e6
-                nv = naive_ms[role] if role == "block" else naive_ms[role] + harness.run_ns / 1e6
-                rows.append(dict(block=name, m=m, item=item, role=role, what=what, model_ms=ms, naive_ms=nv))
-    return pd.DataFrame(rows)
+        block_ns, ops = trace((l0, l1))
+        _, up_plain = trace((dataclasses.replace(l0, epilogue=tuple(e for e in l0.epilogue
+                                                                   if e not in ("gelu", "relu"))), l1))
+        _, down_plain = trace((l0, dataclasses.replace(l1, epilogue=())))
+        model = {"up": ops["gemm L0"], "pass": ops.get("swiglu L0", float("nan")), "down": ops["gemm L1"],
+                 "norm": ops[f"{l1.rowwise} L1"], "up_plain": up_plain["gemm L0"],
+                 "down_plain": down_plain["gemm L1"]}
+        passes = {"pass": costs.epilogue_pass_ns(l0, eb, hw) if l0.epilogue_pass else float("nan"),
+                  "norm": costs.rowwise_ns(l1.m, l1.out_n, eb, hw)}
+        gemm = {"up": naive.gemm_ms(m, l0.k, l0.n), "down": naive.gemm_ms(m, l1.k, l1.n)}
+        naive_ms = {"up": gemm["up"], "up_plain": gemm["up"], "down": gemm["down"], "down_plain": gemm["down"],
+                    **{k: v / 1e6 for k, v in passes.items()},
+                    "block": naive.predict_ms(s, case, hw, {})}
+        for item, (role, what) in items_of(exp).items():
+            ms = block_ns / 1e6 if role == "block" else (model[role] + harness.run_ns) / 1e6
+            nv = naive_ms[role] if role == "block" else naive_ms[role] + harness.run_ns / 1e6
+            rows.append(dict(m=m, item=item, role=role, what=what, model_ms=ms, naive_ms=nv))
+    return rows
+
+
+def predicted(where: Path = PLAN99) -> pd.DataFrame:
+    """Per block, M and item: the model's time (:func:`split`, under each block's plan 99 registration) and the
+    naive line's."""
+    return pd.DataFrame([dict(block=name, **r) for name in BLOCKS
+                         for r in split(experiment(name), _registration(name, where))])
 
 
 def register(out: Path) -> pd.DataFrame:
@@ -144,20 +157,36 @@ def register(out: Path) -> pd.DataFrame:
     return p
 
 
-def read_call(run: Path) -> pd.DataFrame:
+def read_call(run: Path, blocks=BLOCKS, plan: str = "plan 101") -> pd.DataFrame:
     """Every block's probe table of the call (``breakdown-NAME.csv``) with a ``block`` column. ValueError (one line)
     where ``env.txt`` names no H100 or a table is missing."""
     if not (run / "env.txt").is_file():
         raise ValueError(f"no {run / 'env.txt'}")
     if "H100" not in (run / "env.txt").read_text():
-        raise ValueError(f"{run / 'env.txt'} names no H100: plan 101 is judged on an H100's call")
+        raise ValueError(f"{run / 'env.txt'} names no H100: {plan} is judged on an H100's call")
     tables = []
-    for name in BLOCKS:
+    for name in blocks:
         f = run / f"breakdown-{name}.csv"
         if not f.is_file():
             raise ValueError(f"no {f}")
         tables.append(pd.read_csv(f).assign(block=name))
     return pd.concat(tables, ignore_index=True)
+
+
+def measured_items(runs: pd.DataFrame, reg: pd.DataFrame, sources=("model", "naive")) -> pd.DataFrame:
+    """The registration's items ``reg`` with the call's medians (``measured_ms``) and each source's error (%,
+    ``SOURCE_pct``). ValueError (one line) where the call timed no such item."""
+    meas = runs.set_index(["block", "m", "item"])["median_ms"]
+    rows = []
+    for r in reg.itertuples(index=False):
+        key = (r.block, r.m, r.item)
+        if key not in meas.index:
+            raise ValueError(f"the call timed no {r.item} of {r.block} at M = {r.m}")
+        ms = float(meas.loc[key])
+        d = dict(r._asdict(), measured_ms=ms)
+        d.update({f"{s}_pct": (d[f"{s}_ms"] / ms - 1) * 100 for s in sources})
+        rows.append(d)
+    return pd.DataFrame(rows)
 
 
 def items(runs: pd.DataFrame, reg: pd.DataFrame) -> pd.DataFrame:
@@ -168,16 +197,7 @@ def items(runs: pd.DataFrame, reg: pd.DataFrame) -> pd.DataFrame:
     if len(now) != len(reg) or drift > 2e-6:
         raise ValueError("the registration is not what the model gives now (the profile, the experiments or the "
                          "code moved since it was written)")
-    meas = runs.set_index(["block", "m", "item"])["median_ms"]
-    rows = []
-    for r in reg.itertuples(index=False):
-        key = (r.block, r.m, r.item)
-        if key not in meas.index:
-            raise ValueError(f"the call timed no {r.item} of {r.block} at M = {r.m}")
-        ms = float(meas.loc[key])
-        rows.append(dict(r._asdict(), measured_ms=ms, model_pct=(r.model_ms / ms - 1) * 100,
-                         naive_pct=(r.naive_ms / ms - 1) * 100))
-    return pd.DataFrame(rows)
+    return measured_items(runs, reg)
 
 
 def fused(t: pd.DataFrame) -> pd.DataFrame:

@@ -215,7 +215,10 @@ MODEL_EXPERIMENTS = {"llama3.1-8b": "reg5-llama8b-1gpu", "llama3.1-70b": "reg5-l
                      "llama3.2-3b": "reg96-llama3.2-3b-1gpu", "qwen2.5-1.5b": "reg96-qwen2.5-1.5b-1gpu",
                      "pythia-410m": "reg96-pythia-410m-1gpu", "qwen2.5-3b": "reg99-qwen2.5-3b-1gpu",
                      "stablelm-2-1.6b": "reg99-stablelm-2-1.6b-1gpu", "phi-2": "reg99-phi-2-1gpu",
-                     "pythia-1.4b": "reg99-pythia-1.4b-1gpu", "opt-1.3b": "reg99-opt-1.3b-1gpu"}
+                     "pythia-1.4b": "reg99-pythia-1.4b-1gpu", "opt-1.3b": "reg99-opt-1.3b-1gpu",
+                     "stablelm-3b-4e1t": "reg102-stablelm-3b-4e1t-1gpu", "minicpm-2b": "reg102-minicpm-2b-1gpu",
+                     "qwen1.5-1.8b": "reg102-qwen1.5-1.8b-1gpu", "gpt-j-6b": "reg102-gpt-j-6b-1gpu",
+                     "gpt2-large": "reg102-gpt2-large-1gpu", "opt-2.7b": "reg102-opt-2.7b-1gpu"}
 TWIN_EXPERIMENTS = {"reg25-gpt3-175b-1gpu": "gpt3-175b", "reg26-llama3.1-70b-1gpu": "llama3.1-70b",
                     "reg26-deepseek-v3-dense-1gpu": "deepseek-v3-dense",
                     "reg26-mixtral-8x22b-expert-1gpu": "mixtral-8x22b-expert", "reg27-llama3.1-405b-1gpu": "llama3.1-405b",

@@ -1,6 +1,7 @@
 """Device probe (one H200): where the MLP block's time goes, op by op, and whether a long run slows down.
 
     python bench/hw/mlp_block_breakdown.py OUT.csv [--ms 4096,16384] [--reps 9] [--rest-ms 0] [--model NAME]
+                                           [--no-repeats]
 
 ``--model NAME`` (a model of ``specs/models/``, e.g. ``llama3.1-70b``) times that model's block instead, as ``ctahw
 run`` runs it: a SwiGLU block with ``epilogue_fused = false`` (GEMM1 (N = 2 x intermediate) plain, the swiglu kernel
@@ -19,7 +20,8 @@ run behind a sleep gate on a synchronised GPU), for each M:
   shape the profile's kernel config was measured on);
 * the whole block as the executor runs it;
 * GEMM1 + GeLU repeated 1, 2, 4 and 8 times back to back in one timed run (per-GEMM time against run length: a
-  clock that drops under sustained power shows as a rising per-GEMM time).
+  clock that drops under sustained power shows as a rising per-GEMM time); ``--no-repeats`` leaves the repeated runs
+  out (a large GEMM1 repeated 8 times is busy past the clock's onset and heats the GPU for the items after it).
 
 Each row: m, item, repeats, median_ms, per_op_ms, tflops, gbps (the memory passes: bytes read + written), samples. CUTLASS tile orders are tuned per shape first
 (``tune_schedule``, as the executor does). Times are medians of ``--reps`` runs, items interleaved round by round.
@@ -50,6 +52,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rest-ms", type=float, default=0.0,
                     help="host sleep before every timed run (0: the executor's harness alone, a 3 ms gate)")
     ap.add_argument("--model", default="", help="a model of specs/models/: its block (swiglu unfused, gelu or relu fused)")
+    ap.add_argument("--no-repeats", action="store_true", help="leave out GEMM1 repeated back to back")
     args = parse_outputs(ap, argv, files=("out",))
     model = None
     if args.model:
@@ -134,7 +137,7 @@ def main(argv=None) -> int:
             "square_gemm": (1, flopsq, [lambda: g(x, wsq, ysq, m, H, H, s)]),
             "block": (1, flops1 + flops2, [gemm1()] + ([swiglu()] if gated else []) + [gemm2(), norm_op]),
         }
-        for r in (2, 4) if gated else (2, 4, 8):
+        for r in () if args.no_repeats else (2, 4) if gated else (2, 4, 8):
             items[f"gemm1_x{r}" if gated else f"gemm1_{act_op}_x{r}"] = (r, flops1 * r, [gemm1()] * r)
         samples = {name: [] for name in items}
         order = list(items)
