@@ -115,3 +115,21 @@ def test_the_committed_h100_call_judges_as_committed_and_the_docs_quote_it(p100,
         cells = " | ".join(f"{getattr(r, f'{s}_pct'):+.1f}" for s in ("model", "absolute", "naive"))
         assert f"| {r.role} | {r.m} | {r.best_order} | {r.best_ms:.3f} | {cells} |" in doc, (r.block, r.m, r.role)
     assert (b.model_pct < 0).all() and "short on all 16 GEMMs" in doc
+
+
+def test_the_repeat_on_a_second_h100_judges_as_committed_and_the_docs_quote_it(p100, tmp_path):
+    """The same probe on GPU-b35f0217 (not in the registered plan) judged again gives the committed tables: (b) and
+    (d) met, (a) and (c) missed; docs/validation.md quotes them."""
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    out = tmp_path / "judged"
+    run = p100.ROOT / "bench/results/hw-h100/2026-12-07-registered100-1gpu-run2"
+    assert p100.main(["--judge", str(run), "--out", str(out)]) == 0
+    for name in ("orders.csv", "best.csv", "claims.csv"):
+        assert (out / name).read_text() == (p100.ROOT / "bench/results/validation-registered100-run2" / name).read_text()
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert cl.met.tolist() == [False, True, False, True]
+    doc = " ".join(_doc_section(p100, 100).split())
+    assert "(1.97 against 3.74%; 1.65 against 2.51%)" in doc and cl.loc["b", "value"] == "1.97 against 3.74%"
+    assert "worst +6.82%" in doc and "worst +6.82%" in cl.loc["a", "value"]
+    assert "(c) +0.23% (absolute +3.68%)" in doc and cl.loc["c", "value"] == "+0.23% (absolute +3.68%)"

@@ -147,3 +147,22 @@ def test_the_committed_h100_call_judges_as_committed_and_the_docs_quote_it(p101,
         assert (f"| {r.m} | {r.block_ms:.3f} | {r.block_pct:+.1f} | {r.block_err_ms * 1e3:+.0f} | "
                 f"{r.gemms_err_ms * 1e3:+.0f} | {r.passes_err_ms * 1e3:+.0f} | {r.between_ms * 1e3:+.0f} / "
                 f"{r.between_model_ms * 1e3:+.0f} |") in doc, (r.block, r.m)
+
+
+def test_the_repeat_on_a_second_h100_judges_as_committed_and_the_docs_quote_it(p101, tmp_path):
+    """The same probe on GPU-b35f0217 (plan 102's held machine; not in the registered plan) judged again gives the
+    committed tables, the same claims met and missed as the first call; docs/validation.md quotes them."""
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    out = tmp_path / "judged"
+    run = p101.ROOT / "bench/results/hw-h100/2026-12-07-registered101-1gpu-run2"
+    assert p101.main(["--judge", str(run), "--out", str(out)]) == 0
+    for name in ("items.csv", "fused.csv", "shortfall.csv", "claims.csv"):
+        assert (out / name).read_text() == (p101.ROOT / "bench/results/validation-registered101-run2" / name).read_text()
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert cl.met.tolist() == [False, True, True, False, False]
+    doc = " ".join(_doc_section(p101, 101).split())
+    assert "-227 us with -321 on its GEMMs" in doc and cl.loc["c", "value"].startswith("qwen2.5-3b: block -227 us")
+    assert "(a) 5.03% (worst +16.75%)" in doc and cl.loc["a", "value"].startswith("5.03%, worst +16.75%")
+    assert "(d) worst +1.45%" in doc and cl.loc["d", "value"].startswith("worst +1.45%")
+    assert "(e) 10.34%" in doc and cl.loc["e", "value"].startswith("10.34%")

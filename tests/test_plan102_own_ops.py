@@ -114,3 +114,30 @@ def test_a_registration_the_code_no_longer_gives_is_refused(p102, registered, tm
     runs = p102.read_call(call(p102, tmp_path / "run", registered))
     with pytest.raises(ValueError, match="the registration is not what the model gives now"):
         p102.judge(runs, reg)
+
+
+def test_the_committed_h100_call_judges_as_committed_adopts_nothing_and_the_docs_quote_it(p102, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered102-1gpu, GPU-b35f0217) judged again gives the committed
+    tables: (a) and (b) met, (c), (d) and (e) missed, nothing adopted (h100-x1-datasheet keeps its three values);
+    docs/validation.md's plan 102 tables are what it gives."""
+    from ctasim.spec import load_hardware
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    out = tmp_path / "judged"
+    run = p102.ROOT / "bench/results/hw-h100/2026-12-07-registered102-1gpu"
+    assert p102.main(["--judge", str(run), "--out", str(out)]) == 0
+    for name in ("items.csv", "fused.csv", "claims.csv"):
+        assert (out / name).read_text() == (p102.ROOT / "bench/results/validation-registered102" / name).read_text()
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert cl.met.tolist() == [True, True, False, False, False] and not cl.adopt.any()
+    hw, c = load_hardware("h100-x1-datasheet"), pd.read_csv(p102.REGISTRATION / "constants.csv")
+    assert all(getattr(hw, r.field) == r.profile for r in c.itertuples())  # not adopted
+    doc = " ".join(_doc_section(p102, 102).split())
+    for claim in "abcde":
+        assert f"| {cl.loc[claim, 'value']} | {'yes' if cl.loc[claim, 'met'] else 'no'} |" in doc, claim
+    t = pd.read_csv(out / "items.csv")
+    for (block, m), g in t.groupby(["block", "m"]):
+        g = g.set_index("role")
+        cells = " | ".join(f"{g.loc[r, 'model_pct']:+.1f} / {g.loc[r, 'ops_pct']:+.1f}" if r in g.index else "--"
+                           for r in ("block", "up", "pass", "down", "norm"))
+        assert f"| {m} | {g.loc['block', 'measured_ms']:.3f} | {cells} |" in doc, (block, m)
