@@ -68,7 +68,7 @@ def test_the_twin_changes_only_its_three_fields_and_the_registration_is_what_it_
     assert (passes.ops_ms < 0.95 * passes.model_ms).all()
     assert r.loc[("gpt-j-6b", 65536, "gemm1_gelu"), "ops_ms"] > r.loc[("gpt-j-6b", 65536, "gemm1_gelu"), "model_ms"]
     plain = registered[registered.item.isin(("gemm1_plain", "gemm2_plain", "gemm1_relu", "gemm2_residual"))]
-    assert ((plain.ops_ms / plain.model_ms - 1).abs() < 3e-5).all()  # the GEMMs' times move by their start only
+    assert ((plain.ops_ms / plain.model_ms - 1).abs() < 1e-4).all()  # by their start only (the burst clock curve)
 
 
 def test_a_call_at_the_twins_times_meets_every_claim_and_adopts(p102, registered, tmp_path):

@@ -224,7 +224,9 @@ TWIN_EXPERIMENTS = {"reg25-gpt3-175b-1gpu": "gpt3-175b", "reg26-llama3.1-70b-1gp
                     "reg26-mixtral-8x22b-expert-1gpu": "mixtral-8x22b-expert", "reg27-llama3.1-405b-1gpu": "llama3.1-405b",
                     "reg27-qwen2.5-72b-1gpu": "qwen2.5-72b", "reg27-gpt3-175b-1gpu": "gpt3-175b",
                     "reg28-command-r-plus-1gpu": "command-r-plus", "reg28-yi-34b-1gpu": "yi-34b",
-                    "reg28-mistral-large-2-1gpu": "mistral-large-2"}
+                    "reg28-mistral-large-2-1gpu": "mistral-large-2", "reg103-llama3.1-8b-1gpu": "llama3.1-8b",
+                    "reg103-qwen2.5-7b-1gpu": "qwen2.5-7b", "reg103-internlm2-20b-1gpu": "internlm2-20b",
+                    "reg103-gpt-neox-20b-1gpu": "gpt-neox-20b"}
 """Further registered experiments of a model spec (the first is MODEL_EXPERIMENTS'), held to its layers too."""
 
 
