@@ -262,32 +262,42 @@ def judge(runs: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd
     return {"items": t, "fused": f, "shortfall": s, "claims": claims}
 
 
-def main(argv=None) -> int:
-    ap = OneLineParser(prog="python bench/plan101_block_ops.py", description=__doc__.splitlines()[0])
+def breakdown_main(argv, name: str, description: str, registration: Path, results: Path, register, judge, read,
+                   show: str = "claims") -> int:
+    """The command line of a plan judged on ``mlp_block_breakdown.py`` calls (plans 101-103): ``--register [--out]``
+    writes ``register(out)`` (never over a registration), ``--judge RUN [--out]`` writes ``judge(read(RUN))``'s
+    tables and prints ``show``'s and the claims; a refusal is one line, exit 2, nothing written."""
+    ap = OneLineParser(prog=f"python bench/{name}.py", description=description)
     mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--register", action="store_true", help="write the registration (predicted.csv)")
+    mode.add_argument("--register", action="store_true", help="write the registration")
     mode.add_argument("--judge", type=Path, metavar="RUN", help="the call's folder (breakdown-NAME.csv, env.txt)")
     ap.add_argument("--out", type=Path)
     args = parse_outputs(ap, argv, folders=("--out",))
     try:
         if args.register:
-            out = args.out or REGISTRATION
+            out = args.out or registration
             if (out / "predicted.csv").exists():
                 raise ValueError(f"{out / 'predicted.csv'} exists (a registration is never overwritten)")
             print(register(out).round(3).to_string(index=False))
             return 0
-        tables = judge(read_call(args.judge))
+        tables = judge(read(args.judge))
     except ValueError as e:
-        print(f"plan101_block_ops: {e}", file=sys.stderr)
+        print(f"{name}: {e}", file=sys.stderr)
         return 2
-    out = args.out or RESULTS
+    out = args.out or results
     out.mkdir(parents=True, exist_ok=True)
-    for name, t in tables.items():
-        t.round(4).to_csv(out / f"{name}.csv", index=False)
+    for table, t in tables.items():
+        t.round(4).to_csv(out / f"{table}.csv", index=False)
     with pd.option_context("display.width", 200, "display.max_colwidth", 100):
-        print(tables["shortfall"].round(3).to_string(index=False))
+        if show != "claims":
+            print(tables[show].round(3).to_string(index=False))
         print(tables["claims"].to_string(index=False))
     return 0
+
+
+def main(argv=None) -> int:
+    return breakdown_main(argv, "plan101_block_ops", __doc__.splitlines()[0], REGISTRATION, RESULTS, register, judge,
+                          read_call, "shortfall")
 
 
 if __name__ == "__main__":

@@ -37,7 +37,6 @@ import pandas as pd  # noqa: E402
 
 import plan101_block_ops as p101  # noqa: E402
 import plan102_own_ops as p102  # noqa: E402
-from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
 
 REGISTRATION = ROOT / "bench/predictions/reg103-pass-rates"
 RESULTS = ROOT / "bench/results/validation-registered103"
@@ -132,30 +131,8 @@ def judge(runs: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd
 
 
 def main(argv=None) -> int:
-    ap = OneLineParser(prog="python bench/plan103_pass_rates.py", description=__doc__.splitlines()[0])
-    mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--register", action="store_true", help="write the registration (constants.csv, predicted.csv)")
-    mode.add_argument("--judge", type=Path, metavar="RUN", help="the call's folder (breakdown-NAME.csv, env.txt)")
-    ap.add_argument("--out", type=Path)
-    args = parse_outputs(ap, argv, folders=("--out",))
-    try:
-        if args.register:
-            out = args.out or REGISTRATION
-            if (out / "predicted.csv").exists():
-                raise ValueError(f"{out / 'predicted.csv'} exists (a registration is never overwritten)")
-            print(register(out).round(3).to_string(index=False))
-            return 0
-        tables = judge(p101.read_call(args.judge, MODELS, "plan 103"))
-    except ValueError as e:
-        print(f"plan103_pass_rates: {e}", file=sys.stderr)
-        return 2
-    out = args.out or RESULTS
-    out.mkdir(parents=True, exist_ok=True)
-    for name, t in tables.items():
-        t.round(4).to_csv(out / f"{name}.csv", index=False)
-    with pd.option_context("display.width", 200, "display.max_colwidth", 100):
-        print(tables["claims"].to_string(index=False))
-    return 0
+    return p101.breakdown_main(argv, "plan103_pass_rates", __doc__.splitlines()[0], REGISTRATION, RESULTS, register,
+                               judge, lambda run: p101.read_call(run, MODELS, "plan 103"))
 
 
 if __name__ == "__main__":
