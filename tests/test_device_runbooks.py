@@ -31,8 +31,8 @@ END = re.compile(r"""\s(?:\d?>>?|\|\|?|&&|;|#)\s?|\)\s*$|\$\(""")
 
 def source_options(path: Path) -> set[str]:
     """The long options a source's ``add_argument`` calls define (string constants starting with ``--``), and those
-    of ``bench/plan49_judge.judge_main``, ``bench/registered_plan.main`` or ``bench/plan72_h100_drift.orders_main``
-    where the source's command is built by one."""
+    of ``bench/plan49_judge.judge_main``, ``bench/registered_plan.main``, ``bench/plan72_h100_drift.orders_main`` or
+    ``bench/plan101_block_ops.breakdown_main`` where the source's command is built by one."""
     out: set[str] = set()
     tree = ast.parse(path.read_text())
     for n in ast.walk(tree):
@@ -48,6 +48,9 @@ def source_options(path: Path) -> set[str]:
         elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "orders_main"
               and path != BENCH / "plan72_h100_drift.py"):
             out |= source_options(BENCH / "plan72_h100_drift.py")
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "breakdown_main"
+              and path != BENCH / "plan101_block_ops.py"):
+            out |= source_options(BENCH / "plan101_block_ops.py")
     return out
 
 
