@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.helpers import GZ_FAST
+
 ROOT = Path(__file__).resolve().parents[1]
 REG = ROOT / "bench" / "predictions" / "reg45-long-k-drift"
 
@@ -49,7 +51,8 @@ def _trace(rounds: int, drift: float, tile_ns: float = 300_000.0, ctas: int = 13
 def _probe(tmp: Path, pred: pd.DataFrame, drift_of, ms_of, late_of=lambda p: 1.0) -> Path:
     rows = []
     for p in pred.itertuples():
-        _trace(min(p.rounds, 12), drift_of(p), late=late_of(p)).to_csv(tmp / f"tiles-{p.case}.csv.gz", index=False)
+        _trace(min(p.rounds, 12), drift_of(p), late=late_of(p)).to_csv(
+            tmp / f"tiles-{p.case}.csv.gz", index=False, compression=GZ_FAST)
         for variant in ("cutlass", "chain_static2x1"):
             rows.append({"m": p.m, "h": p.h, "order": p.order, "variant": variant, "median_ms": ms_of(p)})
     pd.DataFrame(rows).to_csv(tmp / "timing.csv", index=False)

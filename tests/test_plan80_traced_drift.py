@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import GZ_FAST, load_bench
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,8 @@ def _call(p80, registered, run, gpu: str, drifts: dict, counted_drift=None):
         (run / p).mkdir()
         for (m, order), d in drifts.items():
             raster, swizzle = order.split("/")
-            _trace(d).to_csv(run / p / f"tiles-{trace_name(m, 8192, raster, int(swizzle))}.csv.gz", index=False)
+            _trace(d).to_csv(
+                run / p / f"tiles-{trace_name(m, 8192, raster, int(swizzle))}.csv.gz", index=False, compression=GZ_FAST)
     mine = registered[(registered.gpu == gpu) & (registered.profile_law == 1)]
     rows = []
     for key, g in mine.groupby(["m", "n", "k", "raster", "swizzle"]):

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import GZ_FAST, load_bench
 from tests.test_plan80_traced_drift import _trace
 
 
@@ -55,7 +55,8 @@ def _call(p81, registered, run, gpu="H100", ms=lambda g, law, d: None, read=lamb
         (run / p).mkdir(parents=True)
         for (m, order), d in DRIFTS.items():
             raster, swizzle = order.split("/")
-            _trace(d).to_csv(run / p / f"tiles-{trace_name(m, 8192, raster, int(swizzle))}.csv.gz", index=False)
+            _trace(d).to_csv(
+                run / p / f"tiles-{trace_name(m, 8192, raster, int(swizzle))}.csv.gz", index=False, compression=GZ_FAST)
     rows, timed = [], []
     mine = registered[registered.gpu == gpu]
     for key, g in mine.groupby(["m", "n", "k", "raster", "swizzle"]):

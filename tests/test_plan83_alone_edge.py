@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import kept_made_up_call, load_bench
+from tests.helpers import GZ_FAST, kept_made_up_call, load_bench
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def _call(p83, registered, run, gpu="H100", times=None):
             pd.DataFrame({"cta": cta, "sm": cta % 132, "tile_m": cta // (h // 256), "tile_n": cta % (h // 256),
                           "t_start": start, "t_acquire": start + 500, "t_mainloop_end": end - 1000,
                           "t_compute_end": end, "t_store_end": end + 200, "t_signal": end + 1500}).to_csv(
-                run / f"OUT_H{h}" / f"percta-tiles-{p83.M}-{v}.csv.gz", index=False)
+                run / f"OUT_H{h}" / f"percta-tiles-{p83.M}-{v}.csv.gz", index=False, compression=GZ_FAST)
     return run
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import kept_made_up_call, load_bench
+from tests.helpers import GZ_FAST, kept_made_up_call, load_bench
 from tests.test_plan83_alone_edge import ENV
 
 
@@ -73,7 +73,7 @@ def _call(p85, registered, run, gpu="H100", times=None, ratios=None):
             end = start + 500 + (us[wave] * 1e3 * np.where(judged, 1, 3)).astype(np.int64)
             pd.DataFrame({"cta": cta, "sm": cta % 132, "t_start": start, "t_acquire": start + 500,
                           "t_mainloop_end": end - 1000, "t_compute_end": end}).to_csv(
-                run / f"OUT_H{h}" / f"percta-tiles-{p85.M}-{v}.csv.gz", index=False)
+                run / f"OUT_H{h}" / f"percta-tiles-{p85.M}-{v}.csv.gz", index=False, compression=GZ_FAST)
             r = np.resize(np.asarray((ratios or {}).get(v, [1.02]), dtype=float), p85.RUNS)
             runs.append(pd.DataFrame({"m": p85.M, "variant": v, "run": np.arange(p85.RUNS), "plain_ms": 5.0,
                                       "mainloop_early_ns": 100_000.0, "mainloop_late_ns": 100_000.0 * r}))

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import GZ_FAST, load_bench
 from tests.test_plan83_alone_edge import ENV
 from tests.test_plan85_grouped_kept import _judge
 
@@ -64,7 +64,7 @@ def first_wave_call(plan, run, times, gpu="H100", early=None, wave_ns=400_000):
             acquire = start + 100 + 3_000 * i  # each producer waits its own time before its mainloop
             pd.DataFrame({"cta": cta, "sm": cta % 132, "t_start": start, "t_acquire": acquire,
                           "t_mainloop_end": acquire + main, "t_compute_end": acquire + 1500 + main}).to_csv(
-                out / f"percta-tiles-{plan.M}-{v}.csv.gz", index=False)
+                out / f"percta-tiles-{plan.M}-{v}.csv.gz", index=False, compression=GZ_FAST)
             runs.append(pd.DataFrame({"m": plan.M, "variant": v, "run": np.arange(plan.RUNS),
                                       "mainloop_early_ns": early[(h, v)] if early else times[(h, v)] * 1e3}))
         pd.concat(runs).to_csv(out / "percta-runs.csv", index=False)

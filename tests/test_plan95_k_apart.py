@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import load_bench
+from tests.helpers import GZ_FAST, load_bench
 from tests.test_plan83_alone_edge import ENV
 from tests.test_plan85_grouped_kept import _judge
 
@@ -67,7 +67,7 @@ def made_up_call(p95, run, times, ks=None):
             acquire = start + 100
             pd.DataFrame({"cta": cta, "sm": cta % 132, "t_start": start, "t_acquire": acquire,
                           "t_mainloop_end": acquire + main, "t_compute_end": acquire + 1500 + main}).to_csv(
-                out / f"percta-tiles-{p95.M}-{v}.csv.gz", index=False)
+                out / f"percta-tiles-{p95.M}-{v}.csv.gz", index=False, compression=GZ_FAST)
             runs.append(pd.DataFrame({"m": p95.M, "k": (ks or {}).get((h, k), k), "variant": v,
                                       "run": np.arange(p95.RUNS), "mainloop_early_ns": times[(h, k, v)] * 1e3}))
         pd.concat(runs).to_csv(out / "percta-runs.csv", index=False)
