@@ -37,14 +37,36 @@ class Provenance:
     measurement_commit: str = ""
 
 
+_ADDING_COMMITS: dict[tuple[str, str, str], list[str]] = {}
+""":func:`_adding_commits` by (repository, HEAD commit, path): in a repository with its full history, what ``git log``
+finds from a commit is fixed (commits never change), so compare and the plans' judges, which ask of the same files
+again and again, ask git once per file and HEAD. A shallow repository (whose history can deepen under the same HEAD) is
+asked each time."""
+
+
+def _adding_commits(top: str, rel: Path) -> list[str]:
+    """The commits of HEAD's history that added ``rel`` (``git log --diff-filter=A``, newest first) in the repository
+    at ``top`` (:data:`_ADDING_COMMITS`)."""
+    state = subprocess.run(["git", "-C", top, "rev-parse", "--is-shallow-repository", "HEAD"], capture_output=True,
+                           text=True)
+    words = state.stdout.split()
+    key = (top, words[1], str(rel)) if state.returncode == 0 and len(words) == 2 and words[0] == "false" else None
+    if key in _ADDING_COMMITS:
+        return list(_ADDING_COMMITS[key])
+    out = subprocess.run(["git", "-C", top, "log", "--diff-filter=A", "--format=%H", "--", str(rel)],
+                         capture_output=True, text=True, check=True).stdout.split()
+    if key is not None:
+        _ADDING_COMMITS[key] = list(out)
+    return out
+
+
 def _added_in(path: Path) -> str:
     """The commit that first added ``path`` (''= not committed or no git)."""
     try:
         top = subprocess.run(["git", "-C", str(path.parent), "rev-parse", "--show-toplevel"], capture_output=True,
                              text=True, check=True).stdout.strip()
         rel = path.resolve().relative_to(Path(top).resolve())
-        out = subprocess.run(["git", "-C", top, "log", "--diff-filter=A", "--format=%H", "--", str(rel)],
-                             capture_output=True, text=True, check=True).stdout.split()
+        out = _adding_commits(top, rel)
         if not out:
             return ""
         dirty = subprocess.run(["git", "-C", top, "status", "--porcelain", "--", str(rel)], capture_output=True,
