@@ -279,8 +279,9 @@ class _UnreadableBundle(ValueError):
     """Why :func:`_read_bundle` could not read a bundle (:func:`load_traces` names the file)."""
 
 
-BUNDLE_CACHE = 8
-"""Parsed trace bundles kept by :func:`load_traces` (the committed analyses read the same bundles again and again)."""
+BUNDLE_CACHE = 16
+"""Parsed trace bundles kept by :func:`load_traces` (the committed analyses read the same bundles again and again, some
+in two passes over up to 15 bundles, which 8 kept missed every time; a committed bundle parses to 1-18 MB)."""
 
 
 @functools.lru_cache(maxsize=BUNDLE_CACHE)
