@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -33,8 +34,15 @@ def source_options(path: Path) -> set[str]:
     """The long options a source's ``add_argument`` calls define (string constants starting with ``--``), and those
     of ``bench/plan49_judge.judge_main``, ``bench/registered_plan.main``, ``bench/plan72_h100_drift.orders_main`` or
     ``bench/plan101_block_ops.breakdown_main`` where the source's command is built by one."""
+    return set(_source_options(path, path.read_text()))
+
+
+@functools.cache
+def _source_options(path: Path, text: str) -> frozenset[str]:
+    """:func:`source_options` of ``path`` holding ``text``, parsed once a run (the pages name the same scripts
+    hundreds of times, and each script built by ``registered_plan.main`` read its source again)."""
     out: set[str] = set()
-    tree = ast.parse(path.read_text())
+    tree = ast.parse(text)
     for n in ast.walk(tree):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "add_argument":
             out.update(a.value for a in n.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
@@ -51,7 +59,7 @@ def source_options(path: Path) -> set[str]:
         elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "breakdown_main"
               and path != BENCH / "plan101_block_ops.py"):
             out |= source_options(BENCH / "plan101_block_ops.py")
-    return out
+    return frozenset(out)
 
 
 def subcommand_options(module: str, sub: str) -> set[str] | None:
