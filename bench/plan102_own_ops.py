@@ -111,27 +111,51 @@ def ops_profile(hw, constants: pd.DataFrame | None = None):
     return dataclasses.replace(hw, **{r.field: float(r.own) for r in c.itertuples()})
 
 
-def predicted(constants: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per block, M and item: ``model`` (the experiment's profile), ``ops`` (its twin) and the naive line."""
+def twin_predicted(models, experiment, constants: pd.DataFrame, twin: str) -> pd.DataFrame:
+    """Per block of ``models`` (``experiment(name)`` its experiment), M and item: ``model`` (the experiment's profile),
+    ``twin`` (the profile with ``constants``' fields, :func:`ops_profile`) and the naive line, each
+    :func:`plan101_block_ops.split`'s under plan 99's registration record (plans 102 and 103)."""
     reg = p101._registration(RECORD)
-    c = own_constants() if constants is None else constants
     rows = []
-    for name in MODELS:
+    for name in models:
         exp = experiment(name)
-        ops = {(r["m"], r["item"]): r["model_ms"] for r in p101.split(exp, reg, ops_profile(exp.hardware, c))}
+        other = {(r["m"], r["item"]): r["model_ms"] for r in p101.split(exp, reg, ops_profile(exp.hardware, constants))}
         for r in p101.split(exp, reg):
             rows.append(dict(block=name, **{k: v for k, v in r.items() if k != "naive_ms"},
-                             ops_ms=ops[(r["m"], r["item"])], naive_ms=r["naive_ms"]))
+                             **{f"{twin}_ms": other[(r["m"], r["item"])]}, naive_ms=r["naive_ms"]))
     return pd.DataFrame(rows)
 
 
-def register(out: Path) -> pd.DataFrame:
-    c = own_constants()
-    p = predicted(c)
+def register_twin(out: Path, constants: pd.DataFrame, predicted) -> pd.DataFrame:
+    """``constants.csv`` and ``predicted.csv`` (``predicted(constants)``) into ``out``."""
+    p = predicted(constants)
     out.mkdir(parents=True, exist_ok=True)
-    c.to_csv(out / "constants.csv", index=False)
+    constants.to_csv(out / "constants.csv", index=False)
     p.round(6).to_csv(out / "predicted.csv", index=False)
     return p
+
+
+def registered_items(runs: pd.DataFrame, registration: Path, predicted, constants, sources) -> pd.DataFrame:
+    """A twin plan's registered items with the call's medians and each of ``sources``' and the naive line's error (%).
+    ValueError (one line) where the call has no such item, or the code (``predicted`` of the registered constants,
+    ``constants()`` read again) no longer gives the registration."""
+    reg = pd.read_csv(registration / "predicted.csv")
+    c = pd.read_csv(registration / "constants.csv")
+    now = predicted(c)
+    drift = max((now[f"{s}_ms"].round(6) - reg[f"{s}_ms"]).abs().max() for s in sources)
+    if len(now) != len(reg) or drift > 2e-6 or not constants().own.round(4).equals(c.own.round(4)):
+        raise ValueError("the registration is not what the model gives now (the profile, the experiments, the calls' "
+                         "tables or the code moved since it was written)")
+    return p101.measured_items(runs, reg, (*sources, "naive"))
+
+
+def predicted(constants: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per block, M and item: ``model`` (the experiment's profile), ``ops`` (its twin) and the naive line."""
+    return twin_predicted(MODELS, experiment, own_constants() if constants is None else constants, "ops")
+
+
+def register(out: Path) -> pd.DataFrame:
+    return register_twin(out, own_constants(), predicted)
 
 
 def read_call(run: Path) -> pd.DataFrame:
@@ -140,16 +164,8 @@ def read_call(run: Path) -> pd.DataFrame:
 
 
 def items(runs: pd.DataFrame, registration: Path) -> pd.DataFrame:
-    """The registered items with their measured medians and each source's error (%). ValueError (one line) where the
-    call has no such item or the code no longer gives the registered times."""
-    reg = pd.read_csv(registration / "predicted.csv")
-    c = pd.read_csv(registration / "constants.csv")
-    now = predicted(c)
-    drift = max((now[f"{s}_ms"].round(6) - reg[f"{s}_ms"]).abs().max() for s in SOURCES)
-    if len(now) != len(reg) or drift > 2e-6 or not own_constants().own.round(4).equals(c.own.round(4)):
-        raise ValueError("the registration is not what the model gives now (the profile, the experiments, plan 101's "
-                         "tables or the code moved since it was written)")
-    return p101.measured_items(runs, reg, (*SOURCES, "naive"))
+    """The registered items with their measured medians and each source's error (%) (:func:`registered_items`)."""
+    return registered_items(runs, registration, predicted, own_constants, SOURCES)
 
 
 def judge(runs: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd.DataFrame]:

@@ -83,36 +83,15 @@ def pass_constants(results: Path = ROOT / "bench/results") -> pd.DataFrame:
 
 def predicted(constants: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per block, M and item: ``model`` (the experiment's profile), ``passes`` (its twin) and the naive line."""
-    reg = p101._registration(p102.RECORD)
-    c = pass_constants() if constants is None else constants
-    rows = []
-    for name in MODELS:
-        exp = experiment(name)
-        twin = {(r["m"], r["item"]): r["model_ms"] for r in p101.split(exp, reg, p102.ops_profile(exp.hardware, c))}
-        for r in p101.split(exp, reg):
-            rows.append(dict(block=name, **{k: v for k, v in r.items() if k != "naive_ms"},
-                             passes_ms=twin[(r["m"], r["item"])], naive_ms=r["naive_ms"]))
-    return pd.DataFrame(rows)
+    return p102.twin_predicted(MODELS, experiment, pass_constants() if constants is None else constants, "passes")
 
 
 def register(out: Path) -> pd.DataFrame:
-    c = pass_constants()
-    p = predicted(c)
-    out.mkdir(parents=True, exist_ok=True)
-    c.to_csv(out / "constants.csv", index=False)
-    p.round(6).to_csv(out / "predicted.csv", index=False)
-    return p
+    return p102.register_twin(out, pass_constants(), predicted)
 
 
 def judge(runs: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd.DataFrame]:
-    reg = pd.read_csv(registration / "predicted.csv")
-    c = pd.read_csv(registration / "constants.csv")
-    now = predicted(c)
-    drift = max((now[f"{s}_ms"].round(6) - reg[f"{s}_ms"]).abs().max() for s in SOURCES)
-    if len(now) != len(reg) or drift > 2e-6 or not pass_constants().own.round(4).equals(c.own.round(4)):
-        raise ValueError("the registration is not what the model gives now (the profile, the experiments, the calls' "
-                         "tables or the code moved since it was written)")
-    t = p101.measured_items(runs, reg, (*SOURCES, "naive"))
+    t = p102.registered_items(runs, registration, predicted, pass_constants, SOURCES)
     passes = t[t.role.isin(("pass", "norm"))]
     mape = {s: passes[f"{s}_pct"].abs().mean() for s in SOURCES}
     worst = passes.loc[passes.passes_pct.abs().idxmax(), "passes_pct"]
