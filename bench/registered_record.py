@@ -1,6 +1,7 @@
 """The model's registered track record: every registered prediction measured so far, pooled (no GPU).
 
     python bench/registered_record.py [--out bench/results/registered-record]
+    python bench/registered_record.py --machine h100 [--out bench/results/registered-record-h100]
 
 Each registered plan (docs/validation.md) is judged by ``ctasim compare`` into
 ``bench/results/validation-registered*/``: per registration and measurement a report whose ``accuracy.csv`` holds every
@@ -33,6 +34,12 @@ among, and by plan) and
 ``starts.csv`` (per kind, the kept traced runs' median per-CTA start
 error as a share of the makespan: runs, median, the share of runs within 2%). Every figure is as registered: nothing
 here is refitted or re-predicted. ~2 s.
+
+``--machine h100`` pools the H100 calls instead (``bench/results/hw-h100/``, every one a lent H100 of its own
+unit), the record a user with an H100 asks for: there the project's own registration is the one priced by the H100
+profile of the day, :data:`H100_PROFILE` (registered plans 64-77 name theirs ``regNN-h100-CASE`` after no experiment,
+beside twins on a competing profile; plans 96 and 99 name theirs after their experiments), each from
+its ``registration.json``. The H200 record (the default) leaves every H100 call out, and the H100 record every H200 one.
 
 Left out: the plans judged only by their own scripts (probes, GEMM-alone factors, per-tile readings; no ``ctasim
 compare`` report), the twins, post-hoc rows, and what a report does not hold (claims on orders, rankings or factors:
@@ -133,19 +140,49 @@ def measured_on(measurement: str) -> str:
 
 
 H100_CALLS = "bench/results/hw-h100/"
-"""Where the H100 calls' measurements lie: the record is the H200s' (the H100 plans are judged by their own scripts)."""
+"""Where the H100 calls' measurements lie: the H200 record leaves them out, the H100 record (``--machine h100``) keeps
+only them."""
+
+MACHINES = ("h200", "h100")
+"""The records this script writes: the lent H200s' (the default) and the lent H100s' calls."""
+
+H100_PROFILE = "h100-x1-datasheet"
+"""The H100 profile the project advises (``ctasim advise``): an H100 registration priced by it is the project's own."""
 
 
-def cases(root: Path = RESULTS, predictions: Path = PREDICTIONS) -> pd.DataFrame:
+def hardware_of(registration: str, predictions: Path = PREDICTIONS) -> str:
+    """The hardware profile a registration was priced with (its ``registration.json``'s ``hardware``), '' where
+    unknown."""
+    path = predictions / registration / "registration.json"
+    return str(json.loads(path.read_text()).get("hardware", "")) if path.is_file() else ""
+
+
+def on_machine(machine: str, measurement: str) -> bool:
+    """Whether a measurement belongs to ``machine``'s record (:data:`MACHINES`): an H100 call's to the H100 record
+    only."""
+    if machine not in MACHINES:
+        raise ValueError(f"no record for machine {machine!r} (one of {', '.join(MACHINES)})")
+    return (H100_CALLS in measurement) == (machine == "h100")
+
+
+def is_primary(machine: str, registration: str, experiment: str, predictions: Path = PREDICTIONS) -> bool:
+    """Whether a report's registration is the project's own on ``machine``: named after its experiment on the H200s
+    (:func:`primary`), priced by :data:`H100_PROFILE` on the H100s."""
+    if machine == "h100":
+        return hardware_of(registration, predictions) == H100_PROFILE
+    return primary(registration, experiment)
+
+
+def cases(root: Path = RESULTS, predictions: Path = PREDICTIONS, machine: str = "h200") -> pd.DataFrame:
     """One row per (plan, registration, measurement, case, strategy, predictor of :data:`SOURCES`) of the primary
-    reports' registered rows, each (registration, measurement) once, an H100 call's (:data:`H100_CALLS`) left out:
-    kind, the two dates, measured and predicted ms, the error (predicted over measured less 1, per cent)."""
+    reports' registered rows on ``machine`` (:func:`on_machine`, :func:`is_primary`), each (registration, measurement)
+    once: kind, the two dates, measured and predicted ms, the error (predicted over measured less 1, per cent)."""
     rows = []
     for plan, folder, _report, registration, measurement, acc in reports(root):
-        if H100_CALLS in measurement:
+        if not on_machine(machine, measurement):
             continue
         acc = acc[acc["registered"].astype(bool) & acc["source"].isin(SOURCES)]
-        acc = acc[[primary(registration, e) for e in acc["experiment"]]]
+        acc = acc[[is_primary(machine, registration, e, predictions) for e in acc["experiment"]]]
         if acc.empty:
             continue
         rows.append(pd.DataFrame({
@@ -155,7 +192,8 @@ def cases(root: Path = RESULTS, predictions: Path = PREDICTIONS) -> pd.DataFrame
             "source": acc["source"].to_numpy(), "measured_ms": acc["measured_ms"].to_numpy(),
             "predicted_ms": acc["predicted_ms"].to_numpy(), "error_pct": acc["error"].to_numpy() * 100}))
     if not rows:
-        raise ValueError(f"no registered report under {root}/validation-registered*/")
+        raise ValueError(f"no registered report {'of an H100 call ' if machine == 'h100' else ''}under "
+                         f"{root}/validation-registered*/")
     c = pd.concat(rows, ignore_index=True).sort_values(
         ["plan", "judged_in", "registration", "case", "strategy", "source"], kind="stable").reset_index(drop=True)
     twice = c[c.duplicated(_KEY + ["source"], keep=False)]
@@ -314,14 +352,15 @@ def normalised(c: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).round(3)
 
 
-def starts(root: Path = RESULTS) -> pd.DataFrame:
-    """Per kind (and ``all``): the kept traced runs of the primary reports (``per-cta.csv``, registered rows), their
-    median per-CTA start error over the makespan (``start_median_frac``): runs, median, 90th percentile, and the share
-    within :data:`TARGETS`' 2%."""
+def starts(root: Path = RESULTS, predictions: Path = PREDICTIONS, machine: str = "h200") -> pd.DataFrame:
+    """Per kind (and ``all``): the kept traced runs of the primary reports on ``machine`` (``per-cta.csv``, registered
+    rows), their median per-CTA start error over the makespan (``start_median_frac``): runs, median, 90th percentile,
+    and the share within :data:`TARGETS`' 2%."""
     parts = []
-    for _plan, _folder, report, registration, _measurement, acc in reports(root):
+    for _plan, _folder, report, registration, measurement, acc in reports(root):
         per = report / "per-cta.csv"
-        if not per.is_file() or not primary(registration, str(acc["experiment"].iloc[0])):
+        if not per.is_file() or not on_machine(machine, measurement) \
+                or not is_primary(machine, registration, str(acc["experiment"].iloc[0]), predictions):
             continue
         p = pd.read_csv(per)
         p = p[p["kept"].astype(bool) & p["registered"].astype(bool)]
@@ -341,14 +380,19 @@ def starts(root: Path = RESULTS) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog="python bench/registered_record.py", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=RESULTS / "registered-record")
+    ap.add_argument("--machine", choices=MACHINES, default="h200",
+                    help="whose calls: the lent H200s' (default) or the lent H100s'")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="default bench/results/registered-record (h200) or registered-record-h100")
     args = parse_outputs(ap, argv, folders=("--out",))
+    if args.out is None:
+        args.out = RESULTS / ("registered-record" + ("-h100" if args.machine == "h100" else ""))
     try:
-        c = cases()
+        c = cases(machine=args.machine)
     except ValueError as e:
         print(f"registered_record: {e}", file=sys.stderr)
         return 2
-    rec, plans, st = record(c), by_plan(c), starts()
+    rec, plans, st = record(c), by_plan(c), starts(machine=args.machine)
     args.out.mkdir(parents=True, exist_ok=True)
     c.to_csv(args.out / "cases.csv", index=False, float_format="%.6g")
     rec.to_csv(args.out / "record.csv", index=False)

@@ -30,6 +30,81 @@ def test_the_committed_record_is_what_the_reports_give(rr, committed, tmp_path):
         pd.testing.assert_frame_equal(pd.read_csv(tmp_path / f"{name}.csv"), want, obj=name)
 
 
+def test_the_committed_h100_record_is_what_the_reports_give(rr, tmp_path):
+    d = rr.ROOT / "bench/results/registered-record-h100"
+    assert rr.main(["--machine", "h100", "--out", str(tmp_path)]) == 0
+    names = sorted(p.name for p in d.glob("*.csv"))
+    assert names == sorted(p.name for p in tmp_path.glob("*.csv")) and len(names) == 10
+    for name in names:
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), pd.read_csv(d / name), obj=name)
+
+
+def test_the_h100_record_says_what_the_docs_quote(rr):
+    d = rr.ROOT / "bench/results/registered-record-h100"
+    c = pd.read_csv(d / "cases.csv")
+    model = c[c["source"] == "model"]
+    assert (model["plan"].nunique(), model["registration"].nunique(), model["measurement"].nunique(),
+            len(model)) == (10, 40, 71, 451)
+    assert model["measurement"].str.contains("bench/results/hw-h100/").all()
+    assert set(model["registration"].map(rr.hardware_of)) == {"h100-x1-datasheet"}  # no twin counted
+    r = pd.read_csv(d / "record.csv").set_index(["kind", "source"])
+    got = {(k, s): (r.loc[(k, s), "cases"], r.loc[(k, s), "mape_pct"]) for k in ("all", "sequential", "ctapipe-1gpu")
+           for s in ("model", "naive", "waves")}
+    assert got == {("all", "model"): (451, 4.373), ("all", "naive"): (451, 8.038), ("all", "waves"): (451, 7.84),
+                   ("sequential", "model"): (158, 3.031), ("sequential", "naive"): (158, 2.864),
+                   ("sequential", "waves"): (158, 2.029), ("ctapipe-1gpu", "model"): (293, 5.097),
+                   ("ctapipe-1gpu", "naive"): (293, 10.828), ("ctapipe-1gpu", "waves"): (293, 10.974)}
+    assert (r.loc[("all", "model"), "worst_pct"], r.loc[("all", "model"), "within_6_pct"]) == (-30.883, 78.936)
+    assert (r.loc[("ctapipe-1gpu but row order", "model"), "mape_pct"],
+            r.loc[("ctapipe-1gpu but row order", "naive"), "mape_pct"]) == (3.405, 6.585)
+    n = pd.read_csv(d / "normalised.csv").set_index(["kind", "source"])
+    # one reference GEMM per call takes most of the sequential error out (3.68 -> 1.03%), none of the chain kernel's
+    assert [n.loc[(k, "model"), col] for k in ("sequential", "ctapipe-1gpu") for col in ("mape_pct",
+                                                                                        "normalised_mape_pct")] \
+        == [3.684, 1.025, 5.03, 6.777]
+    assert (n.loc[("sequential", "model"), "runs"], n.loc[("sequential", "naive"), "normalised_mape_pct"]) == (11, 2.81)
+    b = pd.read_csv(d / "by-strategy.csv").set_index(["kind", "strategy"])
+    assert [b.loc[("ctapipe-1gpu", s), "mape_pct"] for s in ("intragpu", "intragpu-g4", "intragpu-g2",
+                                                               "intragpu-row")] == [1.58, 1.457, 6.99, 10.587]
+    ch = pd.read_csv(d / "choices.csv").set_index(["among", "source"])
+    assert [(ch.loc[("all", s), "right"], ch.loc[("all", s), "mean_regret_pct"]) for s in ("model", "default")] \
+        == [(68.0, 0.717), (52.0, 0.593)]
+    assert ch.loc[("all", "model"), "decisions"] == 85
+    dec = pd.read_csv(d / "decisions.csv")
+    later = dec[(dec["plan"] != 68) & dec["source"].isin(["model", "default"])].groupby("source")
+    assert later["right"].sum().to_dict() == {"default": 51.0, "model": 64.0}
+    assert later["regret_pct"].mean().round(2).to_dict() == {"default": 0.46, "model": 0.13}
+    p = pd.read_csv(d / "by-plan.csv").set_index("plan")
+    assert [p.loc[k, "model_mape_pct"] for k in (64, 96, 99)] == [3.681, 2.099, 0.996]
+    s = pd.read_csv(d / "starts.csv").set_index("kind")
+    assert (s.loc["ctapipe-1gpu", "runs"], s.loc["ctapipe-1gpu", "median_frac"]) == (293, 0.0153)
+
+
+def test_the_h100_record_keeps_the_h100_calls_and_the_h100_profiles_registrations_only(rr, tmp_path):
+    """The H100 record: a registration priced by the H100 profile on an H100 call counts, whatever its name; its twin
+    on another profile, an H200 call and a registration without a registration.json do not; the H200 record keeps
+    the H200 call only."""
+    root, preds = tmp_path / "results", tmp_path / "predictions"
+    for name, hardware in (("reg9-h100-x", "h100-x1-datasheet"), ("reg9-h100-x-twin", "h100-x1-datasheet-twin"),
+                           ("reg9-x", "h200-x1-calibrated")):
+        (preds / name).mkdir(parents=True)
+        (preds / name / "registration.json").write_text(json.dumps({"created_utc": "2026-12-06T01:02:03Z",
+                                                                    "hardware": hardware}))
+    h100, h200 = "bench/results/hw-h100/2026-12-06-r9/reg9-x", "bench/results/hw/2026-12-06-r9/reg9-x"
+    _report(root, "validation-registered9", "reg9-h100-x", "reg9-x", h100, [("m=1", "model", 0.03)])
+    _report(root, "validation-registered9", "reg9-h100-x-twin", "reg9-x", h100, [("m=1", "model", 0.5)])
+    _report(root, "validation-registered9", "reg9-h100-y", "reg9-x", h100, [("m=1", "model", 0.7)])  # no json
+    _report(root, "validation-registered9-h200", "reg9-x", "reg9-x", h200, [("m=1", "model", -0.01)])
+    c = rr.cases(root, preds, machine="h100")
+    assert c[["registration", "error_pct"]].values.tolist() == [["reg9-h100-x", 3.0]]
+    c = rr.cases(root, preds)
+    assert c[["registration", "error_pct"]].values.tolist() == [["reg9-x", -1.0]]
+    with pytest.raises(ValueError, match="no record for machine 'b200'"):
+        rr.cases(root, preds, machine="b200")
+    with pytest.raises(ValueError, match="no registered report of an H100 call"):
+        rr.cases(tmp_path / "none", preds, machine="h100")
+
+
 def test_every_committed_report_sits_under_the_name_of_the_registration_it_judges(rr):
     """The record and ``ctasim advise`` take a report's registration (and so its profile) from its folder's name: a
     report of ``reg64-h100-h5632`` (an H100's) filed as ``reg59-adopted-h5632`` would count under the H200 profile."""
