@@ -22,8 +22,9 @@ For every token count M the block runs with M rows under every strategy that fit
 The answer states how far to trust it: whether the profile was measured or read off a datasheet, and the registered
 validation of the strategies involved (the latest ``bench/results/validation-registered*`` of a checkout: which
 strategies have been predicted before they were measured, and how close the model came: the profile in hand's and its
-bases' by name, every other profile's in one summary; per kind, the pooled record of every registration,
-``bench/results/registered-record/record.csv``, written by ``bench/registered_record.py``).
+bases' by name, every other profile's in one summary; per kind, the pooled record of every registration measured on
+the profile's GPU, ``bench/results/registered-record-h100/record.csv`` for an H100's, else the lent H200s'
+``bench/results/registered-record/record.csv``, both written by ``bench/registered_record.py``).
 
 Where the profile prices the one-CTA-per-tile grids of ctahw's variants with a ticket spread (the mechanism profiles),
 ``ctapipe`` is priced again with that spread at 0 (:func:`kept_reuse`: producers and consumers keep their weights' L2
@@ -284,16 +285,16 @@ def trust(hw: Hardware, kinds, results_dir: Path | None = None) -> list[str]:
                      "bench/results/validation-registered*)")
         return lines
     own = lineage(hw.name, hw.calibrated_from)
-    record = root / RECORD
-    rec = pd.read_csv(record).set_index(["kind", "source"]) if record.is_file() else None
+    record, on = record_of(hw.gpu)
+    rec = pd.read_csv(root / record).set_index(["kind", "source"]) if (root / record).is_file() else None
     for kind in kinds:
         if rec is not None and (kind, "model") in rec.index:
             m = rec.loc[(kind, "model")]
             naive = f", the naive FLOPs line {rec.loc[(kind, 'naive'), 'mape_pct']:.2f}%" if (kind, "naive") in \
                 rec.index else ""
-            lines.append(f"{kind} (every registration pooled, as registered): model MAPE {m['mape_pct']:.2f}% over "
-                         f"{int(m['cases'])} measured cases, {m['within_6_pct']:.0f}% within 6%, worst "
-                         f"{m['worst_pct']:+.1f}%{naive} (bench/results/registered-record, docs/validation.md)")
+            lines.append(f"{kind} (every registration measured on {on} pooled, as registered): model MAPE "
+                         f"{m['mape_pct']:.2f}% over {int(m['cases'])} measured cases, {m['within_6_pct']:.0f}% within "
+                         f"6%, worst {m['worst_pct']:+.1f}%{naive} (bench/results/{record.parent}, docs/validation.md)")
         k = s[s["kind"] == kind]
         if not len(k):
             lines.append(f"{kind}: not yet predicted-then-measured (no registered validation): treat as a model "
@@ -378,7 +379,17 @@ ACTIVATION_OUTPUTS = ("gelu", "silu", "swiglu")
 """Epilogue ops whose output the next layer reads as A, priced by the model at the random-operand rate (factor 1;
 a ``relu``'s output has ``Hardware.relu_input_tile_factor``)."""
 RECORD = Path("registered-record") / "record.csv"
-"""The pooled record of every registered prediction (``bench/registered_record.py``), under the results root."""
+"""The pooled record of every registered prediction measured on the lent H200s (``bench/registered_record.py``), under
+the results root."""
+RECORDS = {"H100": Path("registered-record-h100") / "record.csv"}
+"""The pooled records of other GPUs' calls, by :attr:`ctasim.spec.Hardware.gpu` (``bench/registered_record.py
+--machine h100``)."""
+
+
+def record_of(gpu: str) -> tuple[Path, str]:
+    """The pooled record a profile of ``gpu`` is quoted with (under the results root) and the machines it pooled: the
+    GPU's own (:data:`RECORDS`), else the lent H200s' (:data:`RECORD`; a B200 profile has no measured call)."""
+    return (RECORDS[gpu], f"lent {gpu}s") if gpu in RECORDS else (RECORD, "lent H200s")
 
 
 def _results_root(results_dir: Path | None) -> Path:

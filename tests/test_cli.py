@@ -551,11 +551,20 @@ def test_advise_quotes_the_pooled_registered_record_per_kind(tmp_path):
     hw = load_hardware("h200-x1-calibrated")
     rec = pd.read_csv(SPECS_DIR.parent / "bench/results" / A.RECORD).set_index(["kind", "source"])
     lines = A.trust(hw, ["sequential", "tp"])
-    (line,) = [l for l in lines if l.startswith("sequential (every registration pooled")]
+    (line,) = [l for l in lines if l.startswith("sequential (every registration measured on lent H200s pooled")]
     m = rec.loc[("sequential", "model")]
     assert f"model MAPE {m['mape_pct']:.2f}% over {int(m['cases'])} measured cases" in line
     assert f"the naive FLOPs line {rec.loc[('sequential', 'naive'), 'mape_pct']:.2f}%" in line
-    assert not [l for l in lines if l.startswith("tp (every registration pooled")]
+    assert "(bench/results/registered-record, " in line
+    assert not [l for l in lines if l.startswith("tp (every registration")]
+    # an H100 profile is quoted with the H100 calls' record, whose figures differ from the H200s'
+    h100 = pd.read_csv(SPECS_DIR.parent / "bench/results" / A.RECORDS["H100"]).set_index(["kind", "source"])
+    assert h100.loc[("sequential", "model"), "cases"] != m["cases"]
+    (line,) = [l for l in A.trust(load_hardware("h100-x1-datasheet"), ["sequential"])
+               if l.startswith("sequential (every registration measured on lent H100s pooled")]
+    m = h100.loc[("sequential", "model")]
+    assert f"model MAPE {m['mape_pct']:.2f}% over {int(m['cases'])} measured cases" in line
+    assert "(bench/results/registered-record-h100, " in line
     empty = tmp_path / "results" / "validation-registered8" / "reg8-yi-34b-1gpu"
     empty.mkdir(parents=True)
     shutil.copy(SPECS_DIR.parent / "bench/results/validation-registered8/reg8-yi-34b-1gpu/summary.csv", empty)
