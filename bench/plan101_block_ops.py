@@ -68,9 +68,13 @@ PLAN99 = ROOT / "bench/predictions"
 
 
 def experiment(name: str):
+    """Block ``name``'s experiment, its profile as registered (before plan 103's adoption of the H100's pass rates:
+    ``ctasim.profiles.before_h100_passes``)."""
+    from ctasim.profiles import before_h100_passes
     from ctasim.spec import read_experiment
 
-    return read_experiment(str(ROOT / f"specs/experiments/reg99-{name}-1gpu.toml"))[0]
+    exp = read_experiment(str(ROOT / f"specs/experiments/reg99-{name}-1gpu.toml"))[0]
+    return dataclasses.replace(exp, hardware=before_h100_passes(exp.hardware))
 
 
 def _registration(name: str, where: Path = PLAN99) -> dict:

@@ -68,9 +68,13 @@ CLAIMS = {
 
 
 def experiment(name: str):
+    """Block ``name``'s experiment, its profile as registered (before plan 103's adoption of the H100's pass rates:
+    ``ctasim.profiles.before_h100_passes``)."""
+    from ctasim.profiles import before_h100_passes
     from ctasim.spec import read_experiment
 
-    return read_experiment(str(ROOT / f"specs/experiments/reg102-{name}-1gpu.toml"))[0]
+    exp = read_experiment(str(ROOT / f"specs/experiments/reg102-{name}-1gpu.toml"))[0]
+    return dataclasses.replace(exp, hardware=before_h100_passes(exp.hardware))
 
 
 def own_constants(plan101: Path = PLAN101) -> pd.DataFrame:
@@ -78,9 +82,10 @@ def own_constants(plan101: Path = PLAN101) -> pd.DataFrame:
     what it was read from. A rate: the profile's times the median, over the call's items of that kind, of the modelled
     over the measured time, each less the harness's ``run_ns`` (the pass alone). The GeLU cost: the profile's times
     the median of the measured over the modelled cost of the fused GeLU (the fused item less the plain one)."""
+    from ctasim.profiles import before_h100_passes
     from ctasim.spec import load_hardware
 
-    hw = load_hardware("h100-x1-datasheet")
+    hw = before_h100_passes(load_hardware("h100-x1-datasheet"))  # the profile as registered
     run_ms = p101.harness_of(p101._registration(RECORD)).run_ns / 1e6
     t, f = pd.read_csv(plan101 / "items.csv"), pd.read_csv(plan101 / "fused.csv")
 

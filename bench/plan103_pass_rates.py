@@ -25,6 +25,7 @@ leaves as they are (their errors are read in ``items.csv``, not judged).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -55,17 +56,22 @@ CLAIMS = {
 
 
 def experiment(name: str):
+    """Block ``name``'s experiment, its profile as registered (before this plan's adoption of the H100's pass rates:
+    ``ctasim.profiles.before_h100_passes``)."""
+    from ctasim.profiles import before_h100_passes
     from ctasim.spec import read_experiment
 
-    return read_experiment(str(ROOT / f"specs/experiments/reg103-{name}-1gpu.toml"))[0]
+    exp = read_experiment(str(ROOT / f"specs/experiments/reg103-{name}-1gpu.toml"))[0]
+    return dataclasses.replace(exp, hardware=before_h100_passes(exp.hardware))
 
 
 def pass_constants(results: Path = ROOT / "bench/results") -> pd.DataFrame:
     """The two rates read from :data:`CALLS`' passes: per field the profile's value, the calls' (``own``), the ratio and
     what it was read from."""
+    from ctasim.profiles import before_h100_passes
     from ctasim.spec import load_hardware
 
-    hw = load_hardware("h100-x1-datasheet")
+    hw = before_h100_passes(load_hardware("h100-x1-datasheet"))  # the profile as registered
     run_ms = p101.harness_of(p101._registration(p102.RECORD)).run_ns / 1e6
     t = pd.concat([pd.read_csv(results / c / "items.csv") for c in CALLS], ignore_index=True)
     rows = []

@@ -48,7 +48,7 @@ import plan96_small_blocks as p96  # noqa: E402
 import registered_plan  # noqa: E402
 from ctasim.harness import load_harness  # noqa: E402
 from ctasim.predict import REFERENCE_EXPERIMENT, predict  # noqa: E402
-from ctasim.profiles import before_h100_capped  # noqa: E402
+from ctasim.profiles import before_h100_capped, before_h100_passes  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 from ctasim.cases import load_experiment  # noqa: E402
 
@@ -81,7 +81,7 @@ def registered_rows(experiment: str, registration: Path, pin=None) -> pd.Series:
     registration ``registration`` was priced with, the profile passed through ``pin`` (a Hardware -> Hardware) where
     given; the profile as it is now otherwise."""
     record = json.loads((registration / "registration.json").read_text())
-    hw = load_hardware(record["hardware"])
+    hw = before_h100_passes(load_hardware(record["hardware"]))  # registered before plan 103's adoption
     exp = dataclasses.replace(load_experiment(experiment), hardware=pin(hw) if pin else hw)
     p = predict(exp, load_harness(record["harness"]["name"]), None, seed=record["seed"])
     p = p[(p["source"] == "model") & (p["status"] == "ok")]

@@ -41,7 +41,7 @@ import plan74_h100_blocks as p74  # noqa: E402
 import posthoc_h100_exposed as pe  # noqa: E402
 import posthoc_reuse_law as prl  # noqa: E402
 from ctasim.cliargs import OneLineParser, parse_outputs  # noqa: E402
-from ctasim.profiles import H100_BEFORE_DRIFT, before_h100_exposed  # noqa: E402
+from ctasim.profiles import H100_BEFORE_DRIFT, before_h100_exposed, before_h100_passes  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
 
 PROFILE = "h100-x1-datasheet"
@@ -67,7 +67,7 @@ def exposed_h200(hw):
 def variants() -> dict:
     """Label -> the profile as :data:`VARIANTS` names it."""
     # the profile as plan 74 registered it: before registered plan 76's adoption of the exposed rate (2026-12-06)
-    hw, own = before_h100_exposed(load_hardware(PROFILE)), load_hardware(OWN69)
+    hw, own = before_h100_exposed(before_h100_passes(load_hardware(PROFILE))), load_hardware(OWN69)
     return {"model": hw, "clock off": clock_off(hw),
             "own69 clock": dataclasses.replace(hw, **{f: getattr(own, f) for f in CLOCK}),
             "exposed at H200 rate": exposed_h200(hw), "both": exposed_h200(clock_off(hw)),

@@ -373,15 +373,52 @@ def _h100_capped() -> Derivation:
         ))
 
 
-DERIVED["h100-x1-datasheet"] = _h100_capped()
+H100_PASSES = {"epilogue_pass_gbps": (2905.2808, 14, "SwiGLU passes"), "rowwise_gbps": (3160.5732, 32, "norms")}
+"""The two memory-pass rates registered plan 103 read from three committed H100 calls (its
+``bench/predictions/reg103-pass-rates/constants.csv``): per field the value and the passes it is the median of."""
+
+H100_PASSES_ADOPTED = (
+    "adopted 2026-12-07 by registered plan 103's rule on one H100 (GPU-7a1b197d, "
+    "bench/results/validation-registered103: the 14 passes of four blocks never timed alone at 1.20% against the datasheet-scaled rates' 9.83%)")
+"""Why ``h100-x1-datasheet`` takes its own pass rates (registered plan 103's adoption)."""
+
+
+def _h100_passes() -> Derivation:
+    """``h100-x1-datasheet`` since registered plan 103's adoption (2026-12-07): :func:`_h100_capped` with the two
+    memory-pass rates of :data:`H100_PASSES`, for the reason :data:`H100_PASSES_ADOPTED`."""
+    d = _h100_capped()
+    fields = {f: (repr(v), f"measured: the datasheet-scaled rate times the median of {n} {what}' modelled over "
+                  "measured times on three committed calls on two H100s (registered plans 101 and 102 and plan 101's repeat, "
+                  "GPU-22f650c3 and GPU-b35f0217; the harness's run_ns taken out); " + H100_PASSES_ADOPTED)
+              for f, (v, n, what) in H100_PASSES.items()}
+    return dataclasses.replace(
+        d, fields={**d.fields, **fields},
+        header=d.header + (
+            "# The memory passes run at the H100's own rates (epilogue_pass_gbps, rowwise_gbps: registered plan 103's "
+            "adoption, 2026-12-07).",
+        ))
+
+
+DERIVED["h100-x1-datasheet"] = _h100_passes()
 
 
 def before_h100_capped(hw):
     """``hw`` (a :class:`ctasim.spec.Hardware`) with every kernel config's drift on the absolute K law
     (``drift_k_law`` = "absolute"), as ``h100-x1-datasheet`` priced it before registered plan 98's adoption
-    (2026-12-07): the pin of the registrations and records made with it before then (plans 96-98)."""
-    return dataclasses.replace(hw, kernel_configs=tuple(dataclasses.replace(c, drift_k_law="absolute")
-                                                         for c in hw.kernel_configs))
+    (2026-12-07): the pin of the registrations and records made with it before then (plans 96-98). Plan 103's later
+    adoption is undone too (:func:`before_h100_passes`), as every pin undoes the adoptions after its own."""
+    return before_h100_passes(dataclasses.replace(hw, kernel_configs=tuple(
+        dataclasses.replace(c, drift_k_law="absolute") for c in hw.kernel_configs)))
+
+
+def before_h100_passes(hw):
+    """``hw`` (a :class:`ctasim.spec.Hardware`) with the memory passes at the datasheet-scaled rates, as
+    ``h100-x1-datasheet`` priced them before registered plan 103's adoption (2026-12-07): the pin of the registrations
+    and records made with it before then (plans 96-104). Only a rate at the adopted value moves (a profile or twin
+    with rates of its own keeps them)."""
+    base = load_hardware("h200-x1-calibrated")
+    before = {f: float(_h100_rate(base, f, "")[0]) for f, (v, _, _) in H100_PASSES.items() if getattr(hw, f) == v}
+    return dataclasses.replace(hw, **before) if before else hw
 
 
 def before_h100_capped_text() -> str:

@@ -92,3 +92,24 @@ def test_a_registration_the_code_no_longer_gives_is_refused(p103, registered, tm
     runs = p103.p101.read_call(call(p103, tmp_path / "run", registered), p103.MODELS, "plan 103")
     with pytest.raises(ValueError, match="the registration is not what the model gives now"):
         p103.judge(runs, reg)
+
+
+def test_the_committed_h100_call_judges_as_committed_and_adopts_both_rates(p103, tmp_path):
+    """The call (bench/results/hw-h100/2026-12-07-registered103-1gpu, GPU-7a1b197d) judged again gives the committed
+    tables: (a) and (b) met, so the rule adopts, and h100-x1-datasheet carries the two rates of constants.csv; (c),
+    read, the blocks further off under the twin. docs/validation.md's plan 103 section quotes the claims."""
+    from ctasim.spec import load_hardware
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    out = tmp_path / "judged"
+    run = p103.ROOT / "bench/results/hw-h100/2026-12-07-registered103-1gpu"
+    assert p103.main(["--judge", str(run), "--out", str(out)]) == 0
+    for name in ("items.csv", "claims.csv"):
+        assert (out / name).read_text() == (p103.ROOT / "bench/results/validation-registered103" / name).read_text()
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert cl.met.tolist() == [True, True, False] and cl.adopt.all()
+    hw, c = load_hardware("h100-x1-datasheet"), pd.read_csv(p103.REGISTRATION / "constants.csv")
+    assert all(getattr(hw, r.field) == r.own for r in c.itertuples())  # adopted
+    doc = " ".join(_doc_section(p103, 103).split())
+    for claim in "abc":
+        assert f"| {cl.loc[claim, 'value']} | {'yes' if cl.loc[claim, 'met'] else 'no (read)'} |" in doc, claim

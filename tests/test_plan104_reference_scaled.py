@@ -104,3 +104,20 @@ def test_a_registration_the_code_no_longer_gives_is_refused(p104, registered, re
     runs = p104.read_call(call(p104, tmp_path / "run", registered, reference))
     with pytest.raises(ValueError, match="the registration is not what the model gives now"):
         p104.judge(runs, reg)
+
+
+def test_the_committed_h100_call_judges_as_committed(p104, tmp_path):
+    """Plan 103's call with the reference after it (bench/results/hw-h100/2026-12-07-registered103-1gpu, GPU-7a1b197d)
+    judged again gives the committed tables, every claim met; docs/validation.md's plan 104 section quotes them."""
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    out = tmp_path / "judged"
+    run = p104.ROOT / "bench/results/hw-h100/2026-12-07-registered103-1gpu"
+    assert p104.main(["--judge", str(run), "--out", str(out)]) == 0
+    for name in ("items.csv", "claims.csv"):
+        assert (out / name).read_text() == (p104.ROOT / "bench/results/validation-registered104" / name).read_text()
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert cl.met.all()
+    doc = " ".join(_doc_section(p104, 104).split())
+    for claim in "abc":
+        assert f"| {cl.loc[claim, 'value']} | yes |" in doc, claim

@@ -151,8 +151,36 @@ def test_the_h100_profile_takes_plan_98s_capped_drift_law_and_the_text_before_it
     assert "drift_k_law" not in before and "drift_k_ref = 8192.0" in before
     reg = profiles.SPECS_DIR.parent / "bench/predictions/reg98-capped-drift"
     twin = load_hardware(reg / "h100-x1-datasheet-capped.toml")
-    assert dataclasses.replace(twin, name=now.name, source=now.source) == now
-    assert profiles.before_h100_capped(now) != now
+    as_98 = profiles.before_h100_passes(now)  # the profile as plan 98's adoption left it (plan 103's came after)
+    assert dataclasses.replace(twin, name=now.name, source=now.source) == as_98
+    assert profiles.before_h100_capped(now) != as_98
+
+
+def test_the_h100_profile_takes_plan_103s_pass_rates_from_its_registration_and_the_pin_gives_back_the_old_ones():
+    """``h100-x1-datasheet`` writes registered plan 103's two pass rates (its constants.csv's ``own``: one source,
+    held equal here) with the adoption's reason; ``before_h100_passes`` gives back the registered ``profile`` values
+    and moves nothing else, nor a profile whose rates are its own; ``before_h100_capped`` undoes it too."""
+    import dataclasses
+
+    import pandas as pd
+
+    from ctasim import profiles
+
+    now = load_hardware("h100-x1-datasheet")
+    c = pd.read_csv(profiles.SPECS_DIR.parent / "bench/predictions/reg103-pass-rates/constants.csv").set_index("field")
+    assert {f: v for f, (v, _, _) in profiles.H100_PASSES.items()} == c["own"].to_dict()
+    assert {f: getattr(now, f) for f in profiles.H100_PASSES} == c["own"].to_dict()
+    text = (profiles.SPECS_DIR / "hardware" / "h100-x1-datasheet.toml").read_text()
+    for f in profiles.H100_PASSES:
+        line = next(l for l in text.splitlines() if l.startswith(f"{f} = "))
+        assert line.endswith(profiles.H100_PASSES_ADOPTED) and "measured:" in line
+    then = profiles.before_h100_passes(now)
+    assert {f: getattr(then, f) for f in profiles.H100_PASSES} == c["profile"].to_dict()
+    assert dataclasses.replace(then, **{f: getattr(now, f) for f in profiles.H100_PASSES}) == now
+    own = dataclasses.replace(now, epilogue_pass_gbps=1234.0)
+    assert profiles.before_h100_passes(own).epilogue_pass_gbps == 1234.0
+    assert profiles.before_h100_passes(own).rowwise_gbps == c.loc["rowwise_gbps", "profile"]
+    assert profiles.before_h100_capped(now).rowwise_gbps == c.loc["rowwise_gbps", "profile"]
 
 
 def test_the_h100_profile_takes_plan_76s_exposed_rate_and_the_one_before_it_is_named():
