@@ -1,4 +1,4 @@
-"""Post-hoc: the H100 blocks' GEMMs under the drift's two K laws, over the four committed op-by-op calls (no GPU)
+"""Post-hoc: the H100 blocks' GEMMs under the drift's two K laws and two exposed HBM rates, over four calls (no GPU)
 
     python bench/posthoc_h100_down_law.py [--out bench/results/posthoc-h100-down-law]
 
@@ -9,13 +9,16 @@ ran at the profile's speed. The profile prices the drift's re-reads by the absol
 tile law below it (``drift_k_law`` = "capped": plan 98). Here every GEMM item of the four committed
 ``mlp_block_breakdown.py --no-repeats`` calls (plans 101 and 101's repeat, 102, 103: three H100 units) and the whole
 blocks, priced as registered (:func:`plan101_block_ops.split` under plan 99's harness and seed, the profile before
-plan 103's pass rates) and again with the tile law at every K (``ctasim.profiles.before_h100_drift``: the profile
-before plan 73's adoption), against the measured medians. Writes ``items.csv`` (per call, block, M and item: K, the
-two errors, %) and ``summary.csv`` (per K range and role: items, each law's mean |error| and mean error).
+plan 103's pass rates: ``registered``), with the tile law at every K (``tile``: ``ctasim.profiles.before_h100_drift``,
+the drift before plan 73's adoption), and with the exposed HBM share at the H100's own HBM rate (``hbm3``:
+``before_h100_exposed``, the profile before plan 76's adoption charged it at the H200's measured rate; the profile
+plan 73's GEMMs alone were priced with when it chose the absolute law), against the measured medians. Writes
+``items.csv`` (per call, block, M and item: K, each variant's error, %) and ``summary.csv`` (per K range and role:
+items, each variant's mean |error| and mean error).
 
-Post-hoc throughout: the reading was made after plan 103's call was seen, and plan 73's registered GEMMs alone
-(rested, a few ms each) chose the absolute law at long K. The calls cannot tell the drift's law from the clock: a down
-GEMM at M = 32768 runs past the clock curve's onset, where a kernel's draw sets its clock. Left out: the memory passes.
+Post-hoc throughout: the reading was made after plan 103's call was seen. The two harnesses agree where they timed
+the same GEMM (16384 x 4096 x 14336: 2.406 ms in plan 73's call, 2.408 ms as plan 103's Llama-3.1-8B down GEMM), so
+what moved is the profile. Left out: the memory passes.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ CALLS = (("validation-registered101", "plan101_block_ops", "BLOCKS"),
          ("validation-registered103", "plan103_pass_rates", "MODELS"))
 """Each committed judged call (bench/results/), the plan script whose experiments it ran and their list."""
 ROLES = ("up", "up_plain", "down", "down_plain", "block")
+VARIANTS = ("registered", "tile", "hbm3")
+"""The profile as registered, with the tile law at every K, with the exposed HBM share at the H100's HBM rate."""
 K_EDGES = (0, 8192, 12288, 65536)
 
 
@@ -46,7 +51,7 @@ def items() -> pd.DataFrame:
 
     import plan101_block_ops as p101  # noqa: PLC0415
     import plan102_own_ops as p102  # noqa: PLC0415
-    from ctasim.profiles import before_h100_drift  # noqa: PLC0415
+    from ctasim.profiles import before_h100_drift, before_h100_exposed  # noqa: PLC0415
 
     reg = p101._registration(p102.RECORD)
     rows = []
@@ -57,7 +62,8 @@ def items() -> pd.DataFrame:
             exp = plan.experiment(name)
             l0, l1 = exp.workload.layers
             laws = {law: {(r["m"], r["item"]): r for r in p101.split(exp, reg, hw)}
-                    for law, hw in (("registered", exp.hardware), ("tile", before_h100_drift(exp.hardware)))}
+                    for law, hw in zip(VARIANTS, (exp.hardware, before_h100_drift(exp.hardware),
+                                                  before_h100_exposed(exp.hardware)))}
             for (m, item), r in laws["registered"].items():
                 if r["role"] not in ROLES:
                     continue
@@ -70,8 +76,8 @@ def items() -> pd.DataFrame:
 
 
 def summary(t: pd.DataFrame) -> pd.DataFrame:
-    """Per role (``up``, ``down``: plain and fused alike) and K range, and the whole blocks: items, each law's mean
-    |error| and mean error (%)."""
+    """Per role (``up``, ``down``: plain and fused alike) and K range, and the whole blocks: items, each variant's
+    mean |error| and mean error (%)."""
     g = t[t.role != "block"].assign(k_range=pd.cut(t.k, list(K_EDGES), right=True),
                                     kind=t.role.str.replace("_plain", ""))
     parts = [g.groupby(["kind", "k_range"], sort=True, observed=True),
@@ -81,7 +87,7 @@ def summary(t: pd.DataFrame) -> pd.DataFrame:
         for (kind, kr), h in grouped:
             rows.append(dict(kind=kind, k_range=str(kr), items=len(h),
                              **{f"{law}_{s}": getattr(h[f"{law}_pct"].abs() if s == "mape_pct" else h[f"{law}_pct"],
-                                                      "mean")() for law in ("registered", "tile")
+                                                      "mean")() for law in VARIANTS
                                 for s in ("mape_pct", "mean_pct")}))
     return pd.DataFrame(rows).round(3)
 
