@@ -38,7 +38,7 @@ import block_gemm_orders as bgo  # noqa: E402
 import reuse_pricing  # noqa: E402
 from ctasim.predict import Naive  # noqa: E402
 from ctasim.spec import SPECS_DIR, load_hardware  # noqa: E402
-from plan72_h100_drift import best_orders, orders_main  # noqa: E402
+from plan72_h100_drift import best_orders, orders_main, timed_orders  # noqa: E402
 
 REGISTRATION = ROOT / "bench/predictions/reg105-long-k-route"
 RESULTS = ROOT / "bench/results/validation-registered105"
@@ -101,18 +101,13 @@ def kind_of(n: int, k: int) -> str:
 def judge(runs: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd.DataFrame]:
     """The call's tables and claims. ValueError (one line) where a twin file is not :func:`twin_text`'s, a shape was
     not timed, or the profiles no longer give the registered times."""
-    for t, (name, _, _) in TWINS.items():
+    first, *rest = TWINS
+    for t in rest:
+        name = TWINS[t][0]
         if (registration / f"{name}.toml").read_text() != twin_text(t):
             raise ValueError(f"{registration / (name + '.toml')} is not {BASE} with plan 105's {t} line as committed")
-    runs = runs[runs.backend == "cutlass"]
-    timed = set(map(tuple, runs[["m", "n", "k"]].drop_duplicates().values.tolist()))
-    missing = [s for s in SHAPES if s not in timed]
-    if missing:
-        raise ValueError(f"the call timed no {'x'.join(map(str, missing[0]))} (of {len(missing)} shapes missing)")
-    reg = pd.read_csv(registration / "predicted.csv")
-    hws = profiles(registration)
-    o = bgo.orders(runs, hws)
-    bgo.judge(runs, o, reg, hws)  # refuses profiles that no longer give the registered times
+    o, reg = timed_orders(runs, registration, TWINS[first][0], twin_text(first), SHAPES, profiles(registration),
+                          f"plan 105's {first} line")
     b = best_orders(o, reg, PREDICTORS)
     b.insert(3, "kind", [kind_of(n, k) for n, k in zip(b.n, b.k)])
     down, wide = b[b.kind != "wide"], b[b.kind == "wide"]

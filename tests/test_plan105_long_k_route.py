@@ -69,11 +69,12 @@ def test_a_call_it_cannot_judge_is_refused_in_one_line(p105, registered, tmp_pat
     assert not out.exists()
 
 
-def test_a_registration_whose_twin_was_edited_is_refused(p105, registered, tmp_path):
+@pytest.mark.parametrize("twin", ["tile", "hbm3"])
+def test_a_registration_whose_twin_was_edited_is_refused(p105, registered, tmp_path, twin):
     reg = tmp_path / "reg"
     p105.register(reg)
-    name = p105.TWINS["hbm3"][0]
-    (reg / f"{name}.toml").write_text(p105.twin_text("hbm3") + "# edited\n")
+    name = p105.TWINS[twin][0]
+    (reg / f"{name}.toml").write_text(p105.twin_text(twin) + "# edited\n")
     runs = pd.read_csv(call(p105, tmp_path / "run", registered, "model") / "gemm_shapes.csv")
-    with pytest.raises(ValueError, match="is not h100-x1-datasheet with plan 105's hbm3 line as committed"):
+    with pytest.raises(ValueError, match=f"is not h100-x1-datasheet with plan 105's {twin} line as committed"):
         p105.judge(runs, reg)
