@@ -67,14 +67,20 @@ PLAN99 = ROOT / "bench/predictions"
 """Where plan 99's registrations are (``reg99-NAME-1gpu/registration.json``: the harness, naive line and seed)."""
 
 
-def experiment(name: str):
-    """Block ``name``'s experiment, its profile as registered (before plan 103's adoption of the H100's pass rates:
-    ``ctasim.profiles.before_h100_passes``)."""
+def registered_experiment(plan: int, name: str):
+    """Registered plan ``plan``'s experiment of block ``name`` (``specs/experiments/regPLAN-NAME-1gpu.toml``), its
+    profile as registered: before plan 103's adoption of the H100's pass rates (``ctasim.profiles.before_h100_passes``;
+    plans 99-103 registered before it)."""
     from ctasim.profiles import before_h100_passes
     from ctasim.spec import read_experiment
 
-    exp = read_experiment(str(ROOT / f"specs/experiments/reg99-{name}-1gpu.toml"))[0]
+    exp = read_experiment(str(ROOT / f"specs/experiments/reg{plan}-{name}-1gpu.toml"))[0]
     return dataclasses.replace(exp, hardware=before_h100_passes(exp.hardware))
+
+
+def experiment(name: str):
+    """Plan 99's experiment of block ``name`` (:func:`registered_experiment`)."""
+    return registered_experiment(99, name)
 
 
 def _registration(name: str, where: Path = PLAN99) -> dict:

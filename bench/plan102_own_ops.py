@@ -68,13 +68,8 @@ CLAIMS = {
 
 
 def experiment(name: str):
-    """Block ``name``'s experiment, its profile as registered (before plan 103's adoption of the H100's pass rates:
-    ``ctasim.profiles.before_h100_passes``)."""
-    from ctasim.profiles import before_h100_passes
-    from ctasim.spec import read_experiment
-
-    exp = read_experiment(str(ROOT / f"specs/experiments/reg102-{name}-1gpu.toml"))[0]
-    return dataclasses.replace(exp, hardware=before_h100_passes(exp.hardware))
+    """Plan 102's experiment of block ``name`` (:func:`plan101_block_ops.registered_experiment`)."""
+    return p101.registered_experiment(102, name)
 
 
 def own_constants(plan101: Path = PLAN101) -> pd.DataFrame:

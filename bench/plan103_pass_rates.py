@@ -25,7 +25,6 @@ leaves as they are (their errors are read in ``items.csv``, not judged).
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -56,13 +55,8 @@ CLAIMS = {
 
 
 def experiment(name: str):
-    """Block ``name``'s experiment, its profile as registered (before this plan's adoption of the H100's pass rates:
-    ``ctasim.profiles.before_h100_passes``)."""
-    from ctasim.profiles import before_h100_passes
-    from ctasim.spec import read_experiment
-
-    exp = read_experiment(str(ROOT / f"specs/experiments/reg103-{name}-1gpu.toml"))[0]
-    return dataclasses.replace(exp, hardware=before_h100_passes(exp.hardware))
+    """Plan 103's experiment of block ``name`` (:func:`plan101_block_ops.registered_experiment`)."""
+    return p101.registered_experiment(103, name)
 
 
 def pass_constants(results: Path = ROOT / "bench/results") -> pd.DataFrame:

@@ -165,24 +165,26 @@ def on_machine(machine: str, measurement: str) -> bool:
     return (H100_CALLS in measurement) == (machine == "h100")
 
 
-def is_primary(machine: str, registration: str, experiment: str, predictions: Path = PREDICTIONS) -> bool:
-    """Whether a report's registration is the project's own on ``machine``: named after its experiment on the H200s
-    (:func:`primary`), priced by :data:`H100_PROFILE` on the H100s."""
+def primary_rows(machine: str, registration: str, experiments, predictions: Path = PREDICTIONS) -> list[bool]:
+    """Per row of a report of ``registration`` (its ``experiments``), whether it is the project's own on ``machine``:
+    named after its experiment on the H200s (:func:`primary`), priced by :data:`H100_PROFILE` on the H100s (read once
+    per report)."""
     if machine == "h100":
-        return hardware_of(registration, predictions) == H100_PROFILE
-    return primary(registration, experiment)
+        own = hardware_of(registration, predictions) == H100_PROFILE
+        return [own for _ in experiments]
+    return [primary(registration, e) for e in experiments]
 
 
 def cases(root: Path = RESULTS, predictions: Path = PREDICTIONS, machine: str = "h200") -> pd.DataFrame:
     """One row per (plan, registration, measurement, case, strategy, predictor of :data:`SOURCES`) of the primary
-    reports' registered rows on ``machine`` (:func:`on_machine`, :func:`is_primary`), each (registration, measurement)
+    reports' registered rows on ``machine`` (:func:`on_machine`, :func:`primary_rows`), each (registration, measurement)
     once: kind, the two dates, measured and predicted ms, the error (predicted over measured less 1, per cent)."""
     rows = []
     for plan, folder, _report, registration, measurement, acc in reports(root):
         if not on_machine(machine, measurement):
             continue
         acc = acc[acc["registered"].astype(bool) & acc["source"].isin(SOURCES)]
-        acc = acc[[is_primary(machine, registration, e, predictions) for e in acc["experiment"]]]
+        acc = acc[primary_rows(machine, registration, acc["experiment"], predictions)]
         if acc.empty:
             continue
         rows.append(pd.DataFrame({
@@ -360,7 +362,7 @@ def starts(root: Path = RESULTS, predictions: Path = PREDICTIONS, machine: str =
     for _plan, _folder, report, registration, measurement, acc in reports(root):
         per = report / "per-cta.csv"
         if not per.is_file() or not on_machine(machine, measurement) \
-                or not is_primary(machine, registration, str(acc["experiment"].iloc[0]), predictions):
+                or not primary_rows(machine, registration, [str(acc["experiment"].iloc[0])], predictions)[0]:
             continue
         p = pd.read_csv(per)
         p = p[p["kept"].astype(bool) & p["registered"].astype(bool)]

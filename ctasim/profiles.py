@@ -379,7 +379,8 @@ H100_PASSES = {"epilogue_pass_gbps": (2905.2808, 14, "SwiGLU passes"), "rowwise_
 
 H100_PASSES_ADOPTED = (
     "adopted 2026-12-07 by registered plan 103's rule on one H100 (GPU-7a1b197d, "
-    "bench/results/validation-registered103: the 14 passes of four blocks never timed alone at 1.20% against the datasheet-scaled rates' 9.83%)")
+    "bench/results/validation-registered103: the 14 passes of four blocks never timed alone at 1.20% against the "
+    "datasheet-scaled rates' 9.83%)")
 """Why ``h100-x1-datasheet`` takes its own pass rates (registered plan 103's adoption)."""
 
 
@@ -388,8 +389,8 @@ def _h100_passes() -> Derivation:
     memory-pass rates of :data:`H100_PASSES`, for the reason :data:`H100_PASSES_ADOPTED`."""
     d = _h100_capped()
     fields = {f: (repr(v), f"measured: the datasheet-scaled rate times the median of {n} {what}' modelled over "
-                  "measured times on three committed calls on two H100s (registered plans 101 and 102 and plan 101's repeat, "
-                  "GPU-22f650c3 and GPU-b35f0217; the harness's run_ns taken out); " + H100_PASSES_ADOPTED)
+                  "measured times on three committed calls on two H100s (registered plans 101 and 102 and plan 101's "
+                  "repeat, GPU-22f650c3 and GPU-b35f0217; the harness's run_ns taken out); " + H100_PASSES_ADOPTED)
               for f, (v, n, what) in H100_PASSES.items()}
     return dataclasses.replace(
         d, fields={**d.fields, **fields},
