@@ -78,3 +78,27 @@ def test_a_registration_whose_twin_was_edited_is_refused(p105, registered, tmp_p
     runs = pd.read_csv(call(p105, tmp_path / "run", registered, "model") / "gemm_shapes.csv")
     with pytest.raises(ValueError, match=f"is not h100-x1-datasheet with plan 105's {twin} line as committed"):
         p105.judge(runs, reg)
+
+
+def test_the_committed_h100_call_judges_as_committed(p105, tmp_path):
+    """Plan 105's call (bench/results/hw-h100/2026-12-07-registered105-1gpu, GPU-e8a691c8) judged again gives the
+    committed tables, no claim met; docs/validation.md's plan 105 section quotes its claims and best orders."""
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    out = tmp_path / "judged"
+    run = p105.ROOT / "bench/results/hw-h100/2026-12-07-registered105-1gpu"
+    assert p105.main(["--judge", str(run), "--out", str(out)]) == 0
+    for name in ("orders.csv", "best.csv", "claims.csv"):
+        assert (out / name).read_text() == (p105.RESULTS / name).read_text(), name
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert not cl.met.any()
+    doc = " ".join(_doc_section(p105, 105).split())
+    for claim in "abc":
+        assert f"| {claim} | {cl.loc[claim, 'value']} | no |" in doc, claim
+    assert f"| d (read) | {cl.loc['d', 'value']} | no |" in doc
+    b = pd.read_csv(out / "best.csv")
+    assert len(b) == 10 and (b.model_pct > 0).all()  # alone, the profile priced every one slow, not fast
+    for _, r in b.iterrows():
+        row = (f"| {r.m} x {r.n} x {r.k} | {r.kind} | {r.best_order} | {r.best_ms:.2f} | {r.model_pct:+.2f} | "
+               f"{r.tile_pct:+.2f} | {r.hbm3_pct:+.2f} | {r.naive_pct:+.2f} |")
+        assert row in doc, row
