@@ -66,16 +66,20 @@ CLAIMS = {
 }
 
 
-def twin_text(twin: str) -> str:
-    """The profile's file as it is with the one line of ``twin`` (:data:`TWINS`) replaced, and the twin's name.
-    ValueError where the profile has not exactly one such line."""
-    name, start, line = TWINS[twin]
-    text = (SPECS_DIR / "hardware" / f"{BASE}.toml").read_text().splitlines()
+def one_line_twin(base: str, name: str, start: str, line: str) -> str:
+    """The committed profile ``base``'s file with its one line starting ``start`` replaced by ``line`` and its name
+    ``name``. ValueError where the profile has not exactly one such line."""
+    text = (SPECS_DIR / "hardware" / f"{base}.toml").read_text().splitlines()
     hits = [i for i, x in enumerate(text) if x.startswith(start)]
     if len(hits) != 1:
-        raise ValueError(f"{BASE}.toml has {len(hits)} lines '{start}...' (plan 105's twin replaces one)")
+        raise ValueError(f"{base}.toml has {len(hits)} lines '{start}...' (a one-line twin replaces one)")
     text[hits[0]] = line
     return "\n".join(f'name = "{name}"' if x.startswith("name = ") else x for x in text) + "\n"
+
+
+def twin_text(twin: str) -> str:
+    """The profile's file as it is with the one line of ``twin`` (:data:`TWINS`) replaced, and the twin's name."""
+    return one_line_twin(BASE, *TWINS[twin])
 
 
 def profiles(registration: Path = REGISTRATION) -> dict:

@@ -34,16 +34,12 @@ VARIANTS = {"model": None, "nodrift": ("cta_drift = ", "0.0"), "noexposed": ("l2
 
 
 def twin(name: str, start: str, value: str, folder: Path):
-    """``BASE``'s file with the one line starting ``start`` set to ``value``, loaded as profile ``name``."""
-    from ctasim.spec import SPECS_DIR, load_hardware  # noqa: PLC0415
+    """``BASE``'s file with the one line starting ``start`` set to ``value``
+    (:func:`plan105_long_k_route.one_line_twin`), loaded as profile ``name``."""
+    from ctasim.spec import load_hardware  # noqa: PLC0415
+    from plan105_long_k_route import one_line_twin  # noqa: PLC0415
 
-    text = (SPECS_DIR / "hardware" / f"{BASE}.toml").read_text().splitlines()
-    hits = [i for i, x in enumerate(text) if x.startswith(start)]
-    if len(hits) != 1:
-        raise ValueError(f"{BASE}.toml has {len(hits)} lines '{start}...' (the twin replaces one)")
-    text[hits[0]] = f"{start}{value}"
-    text = [f'name = "{name}"' if x.startswith("name = ") else x for x in text]
-    (folder / f"{name}.toml").write_text("\n".join(text) + "\n")
+    (folder / f"{name}.toml").write_text(one_line_twin(BASE, name, start, f"{start}{value}"))
     return load_hardware(folder / f"{name}.toml")
 
 

@@ -5,6 +5,7 @@ say, and docs/validation.md quotes it (no GPU)."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from tests.helpers import load_bench
 
@@ -35,7 +36,5 @@ def test_the_committed_table_is_what_the_script_writes_and_the_docs_quote(tmp_pa
 
 def test_a_twin_needs_exactly_one_line_to_change(tmp_path):
     ph = load_bench("posthoc_h100_drift_waves")
-    import pytest
-
-    with pytest.raises(ValueError, match="has 0 lines 'no_such_field = ...'"):
+    with pytest.raises(ValueError, match="has 0 lines 'no_such_field = ...' \\(a one-line twin replaces one\\)"):
         ph.twin("x", "no_such_field = ", "1.0", tmp_path)
