@@ -92,3 +92,17 @@ def test_a_call_without_a_blocks_table_is_refused(p106, registered, tmp_path, ca
     (run / "breakdown-llama3.1-8b.csv").unlink()
     assert p106.main(["--judge", str(run), "--out", str(tmp_path / "judged")]) == 2
     assert "breakdown-llama3.1-8b.csv" in capsys.readouterr().err
+
+
+def test_the_call_times_the_registered_shapes_and_blocks(p106):
+    """The runbook (bench/hw/run_plan106.sh) and the registration's README name the shapes of ``SHAPES``, in order,
+    and the blocks of ``BLOCKS`` at M = 32768."""
+    import re
+
+    for path in (p106.ROOT / "bench/hw/run_plan106.sh", p106.REGISTRATION / "README.md"):
+        text = path.read_text()
+        shapes = re.findall(r"--shapes (\S+)", text)
+        assert len(shapes) == 1, path
+        assert [tuple(map(int, s.split("x"))) for s in shapes[0].split(",")] == list(p106.SHAPES), path
+        assert re.search(r"for b in ([\w.\- ]+); do", text).group(1).split() == list(p106.BLOCKS), path
+        assert f"--ms {p106.M} " in text, path
