@@ -839,6 +839,29 @@ def h100_drift_lines(model: Model, hw: Hardware, results_dir: Path | None = None
                if mine == "absolute" and cfg.drift_k_law == "capped" else "") + " (docs/validation.md)"]
 
 
+H100_GEMM_RECORD = Path("h100-gemm-record") / "record.csv"
+"""The H100 record of GEMMs alone (``bench/h100_gemm_record.py``): the GEMM-order calls' shapes at their best measured
+orders, ``h100-x1-datasheet`` as registered against the naive FLOPs line, under the results root."""
+
+
+def h100_gemm_lines(hw: Hardware, results_dir: Path | None = None) -> list[str]:
+    """On an H100 profile whose plain GEMM prices the CTAs' drift (``cta_drift`` > 0): the H100 record of GEMMs alone
+    (:data:`H100_GEMM_RECORD`: the profile as registered against the naive FLOPs line over every GEMM-order call;
+    nothing where this installation has none)."""
+    cfg = next((c for c in hw.kernel_configs if (c.tile_m, c.tile_n, c.kernel) == (128, 256, "")), None)
+    path = _results_root(results_dir) / H100_GEMM_RECORD
+    if hw.gpu != "H100" or cfg is None or cfg.cta_drift <= 0 or not path.is_file():
+        return []
+    r = pd.read_csv(path)
+    calls, a = r[r["group"] == "call"], r[r["group"] == "all"].iloc[0]
+    nearer = int((calls["naive_mape_pct"] < calls["model_mape_pct"]).sum())
+    return [f"GEMMs alone on an H100: over {int(a.shapes)} shapes of {len(calls)} registered GEMM-order calls (each at "
+            f"its best measured order) h100-x1-datasheet as registered was {a.model_mape_pct:.2f}% off (mean "
+            f"{a.model_mean_pct:+.2f}%, priced slower than measured), the naive FLOPs line {a.naive_mape_pct:.2f}%, nearer in {nearer} of "
+            f"{len(calls)} calls: for one GEMM's time on an H100 the memory hierarchy has not yet earned its place "
+            f"(bench/results/h100-gemm-record, docs/validation.md)"]
+
+
 H100_BLOCK_PLANS = ("validation-registered74", "validation-registered74-run2", "validation-registered75",
                     "validation-registered76", "validation-registered76-run2")
 """Registered plans 74's (two H100s), 75's (one) and 76's (two) judged tables (``cases.csv``: thirteen models' MLP
@@ -1137,6 +1160,7 @@ def markdown(model: Model, hw: Hardware, df: pd.DataFrame, regime: str, results_
     lines += [f"* {t}" for t in operand_lines(model, results_dir)]
     lines += [f"* {t}" for t in long_k_lines(model, results_dir)]
     lines += [f"* {t}" for t in h100_drift_lines(model, hw, results_dir)]
+    lines += [f"* {t}" for t in h100_gemm_lines(hw, results_dir)]
     lines += [f"* {t}" for t in h100_block_lines(hw, results_dir)]
     lines += [f"* {t}" for t in h100_small_lines(model, hw, results_dir)]
     pipelined = list(dict.fromkeys(df.loc[df["gpus"] >= 2, "kind"]))

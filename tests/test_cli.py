@@ -919,3 +919,24 @@ def test_advise_says_what_plans_96_98_and_99_found_for_a_small_model_on_an_h100(
     f99.unlink()
     (line,) = A.h100_small_lines(small, h100, results_dir=tmp_path)
     assert "plan 99" not in line and "registered plan 98" in line
+
+
+def test_advise_quotes_the_h100_record_of_gemms_alone_on_an_h100_profile_with_a_memory_model(tmp_path):
+    """An H100 profile that prices the drift gets the H100 record of GEMMs alone (bench/h100_gemm_record.py), its
+    figures from the committed table; an H100 profile without the drift, an H200 profile and an installation without
+    the table get nothing."""
+    import pandas as pd
+
+    from ctasim import advise as A
+    from ctasim.spec import load_hardware
+
+    r = pd.read_csv(A._results_root(None) / A.H100_GEMM_RECORD)
+    a = r[r.group == "all"].iloc[0]
+    for name in ("h100-x1-datasheet", "h100-x8-mechanism"):
+        (line,) = A.h100_gemm_lines(load_hardware(name))
+        assert (f"over {int(a.shapes)} shapes of 7 registered GEMM-order calls (each at its best measured order) "
+                f"h100-x1-datasheet as registered was {a.model_mape_pct:.2f}% off") in line
+        assert f"the naive FLOPs line {a.naive_mape_pct:.2f}%, nearer in 5 of 7 calls" in line
+    assert A.h100_gemm_lines(load_hardware("h100-x8")) == []
+    assert A.h100_gemm_lines(load_hardware("h200-x8-mechanism")) == []
+    assert A.h100_gemm_lines(load_hardware("h100-x1-datasheet"), results_dir=tmp_path) == []
