@@ -806,13 +806,21 @@ H100_DRIFT_PLANS = {"tile": (("validation-registered72", "datasheet"), ("validat
 profile's time there), per drift law: the folder and the column of the profile that priced by it."""
 
 
-def h100_drift_lines(model: Model, hw: Hardware, results_dir: Path | None = None) -> list[str]:
-    """On an H100 profile whose plain GEMM prices the CTAs' drift (``cta_drift`` > 0), where a layer's K is at least
-    :data:`LONG_K`: registered plans 72 and 73's errors of the two drift laws on long-K GEMMs at their best orders
-    (from their committed tables; nothing where this installation has none), and which law this profile prices by."""
+def _h100_drift_config(hw: Hardware):
+    """The plain persistent GEMM's config (128 x 256, the default kernel) of an H100 profile that prices the CTAs'
+    drift (``cta_drift`` > 0); None for any other profile."""
     cfg = next((c for c in hw.kernel_configs if (c.tile_m, c.tile_n, c.kernel) == (128, 256, "")), None)
+    return cfg if hw.gpu == "H100" and cfg is not None and cfg.cta_drift > 0 else None
+
+
+def h100_drift_lines(model: Model, hw: Hardware, results_dir: Path | None = None) -> list[str]:
+    """On an H100 profile whose plain GEMM prices the CTAs' drift (:func:`_h100_drift_config`), where a layer's K is at
+    least :data:`LONG_K`: registered plans 72 and 73's errors of the two drift laws on long-K GEMMs at their best
+    orders (from their committed tables; nothing where this installation has none), and which law this profile prices
+    by."""
+    cfg = _h100_drift_config(hw)
     ks = sorted({layer.k for layer in model.workload.layers if layer.k >= LONG_K})
-    if hw.gpu != "H100" or cfg is None or cfg.cta_drift <= 0 or not ks:
+    if cfg is None or not ks:
         return []
     root, errs, calls = _results_root(results_dir), {}, set()
     for law, sources in H100_DRIFT_PLANS.items():
@@ -845,21 +853,20 @@ orders, ``h100-x1-datasheet`` as registered against the naive FLOPs line, under 
 
 
 def h100_gemm_lines(hw: Hardware, results_dir: Path | None = None) -> list[str]:
-    """On an H100 profile whose plain GEMM prices the CTAs' drift (``cta_drift`` > 0): the H100 record of GEMMs alone
-    (:data:`H100_GEMM_RECORD`: the profile as registered against the naive FLOPs line over every GEMM-order call;
-    nothing where this installation has none)."""
-    cfg = next((c for c in hw.kernel_configs if (c.tile_m, c.tile_n, c.kernel) == (128, 256, "")), None)
+    """On an H100 profile whose plain GEMM prices the CTAs' drift (:func:`_h100_drift_config`): the H100 record of
+    GEMMs alone (:data:`H100_GEMM_RECORD`: the profile as registered against the naive FLOPs line over every GEMM-order
+    call; nothing where this installation has none)."""
     path = _results_root(results_dir) / H100_GEMM_RECORD
-    if hw.gpu != "H100" or cfg is None or cfg.cta_drift <= 0 or not path.is_file():
+    if _h100_drift_config(hw) is None or not path.is_file():
         return []
     r = pd.read_csv(path)
     calls, a = r[r["group"] == "call"], r[r["group"] == "all"].iloc[0]
     nearer = int((calls["naive_mape_pct"] < calls["model_mape_pct"]).sum())
     return [f"GEMMs alone on an H100: over {int(a.shapes)} shapes of {len(calls)} registered GEMM-order calls (each at "
             f"its best measured order) h100-x1-datasheet as registered was {a.model_mape_pct:.2f}% off (mean "
-            f"{a.model_mean_pct:+.2f}%, priced slower than measured), the naive FLOPs line {a.naive_mape_pct:.2f}%, nearer in {nearer} of "
-            f"{len(calls)} calls: for one GEMM's time on an H100 the memory hierarchy has not yet earned its place "
-            f"(bench/results/h100-gemm-record, docs/validation.md)"]
+            f"{a.model_mean_pct:+.2f}%, priced slower than measured), the naive FLOPs line {a.naive_mape_pct:.2f}%, "
+            f"nearer in {nearer} of {len(calls)} calls: for one GEMM's time on an H100 the memory hierarchy has not "
+            f"yet earned its place (bench/results/h100-gemm-record, docs/validation.md)"]
 
 
 H100_BLOCK_PLANS = ("validation-registered74", "validation-registered74-run2", "validation-registered75",
