@@ -41,7 +41,7 @@ import plan101_block_ops as p101  # noqa: E402
 import reuse_pricing  # noqa: E402
 from ctasim.predict import Naive  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
-from plan72_h100_drift import best_orders  # noqa: E402
+from plan72_h100_drift import best_orders, check_timed  # noqa: E402
 
 REGISTRATION = ROOT / "bench/predictions/reg106-harness-or-unit"
 RESULTS = ROOT / "bench/results/validation-registered106"
@@ -89,10 +89,7 @@ def read_call(run: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def judge(call: tuple[pd.DataFrame, pd.DataFrame], registration: Path = REGISTRATION) -> dict[str, pd.DataFrame]:
     blocks, runs = call
-    timed = set(map(tuple, runs[["m", "n", "k"]].drop_duplicates().values.tolist()))
-    missing = [s for s in SHAPES if s not in timed]
-    if missing:
-        raise ValueError(f"the call timed no {'x'.join(map(str, missing[0]))} (of {len(missing)} shapes missing)")
+    check_timed(runs, SHAPES)
     runs = runs[[s in SHAPES for s in map(tuple, runs[["m", "n", "k"]].values.tolist())]]
     reg = pd.read_csv(registration / "predicted.csv")
     hws = {"model": load_hardware(BASE)}

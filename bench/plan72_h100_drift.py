@@ -109,6 +109,15 @@ def register_orders(out: Path, twin: str, text: str, shapes, profiles_of) -> pd.
     return pred
 
 
+def check_timed(runs: pd.DataFrame, shapes) -> None:
+    """ValueError (one line) where the probe table ``runs`` timed no run of a shape of ``shapes`` (the first such, in
+    the order given, is named)."""
+    timed = set(map(tuple, runs[["m", "n", "k"]].drop_duplicates().values.tolist()))
+    missing = [s for s in shapes if s not in timed]
+    if missing:
+        raise ValueError(f"the call timed no {'x'.join(map(str, missing[0]))} (of {len(missing)} shapes missing)")
+
+
 def timed_orders(runs: pd.DataFrame, registration: Path, twin: str, text: str, shapes, hws: dict,
                  law: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A GEMM-order twin plan's call (plans 97 and 98) against its registration: each CUTLASS run beside each profile
@@ -118,10 +127,7 @@ def timed_orders(runs: pd.DataFrame, registration: Path, twin: str, text: str, s
     if (registration / f"{twin}.toml").read_text() != text:
         raise ValueError(f"{registration / (twin + '.toml')} is not h100-x1-datasheet with {law} as committed")
     runs = runs[runs.backend == "cutlass"]
-    timed = set(map(tuple, runs[["m", "n", "k"]].drop_duplicates().values.tolist()))
-    missing = [s for s in shapes if s not in timed]
-    if missing:
-        raise ValueError(f"the call timed no {'x'.join(map(str, missing[0]))} (of {len(missing)} shapes missing)")
+    check_timed(runs, shapes)
     reg = pd.read_csv(registration / "predicted.csv")
     o = bgo.orders(runs, hws)
     bgo.judge(runs, o, reg, hws)  # refuses profiles that no longer give the registered times
@@ -189,9 +195,7 @@ def judge_twin(runs: pd.DataFrame, reg: pd.DataFrame, hws: dict, shapes: tuple, 
     the naive line's, its picks within 2% -- with the rule's verdict (``adopt``: (a), (b) and (c)). ValueError (one
     line) where a shape was not timed or the profiles no longer give the registered times."""
     runs = runs[runs.backend == "cutlass"]
-    missing = sorted(set(shapes) - set(map(tuple, runs[["m", "n", "k"]].drop_duplicates().values.tolist())))
-    if missing:
-        raise ValueError(f"the call timed no {'x'.join(map(str, missing[0]))} (of {len(missing)} shapes missing)")
+    check_timed(runs, sorted(set(shapes)))
     o = bgo.orders(runs, hws)
     got, judged = bgo.judge(runs, o, reg, hws)
     j = judged.set_index("predictor")
