@@ -21,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402
 
@@ -43,18 +44,16 @@ M_EDGES = (0, 16384, 131072)
 
 
 def shapes() -> pd.DataFrame:
-    rows = []
+    from plan72_h100_drift import best_orders  # noqa: PLC0415
+
+    parts = []
     for plan, folder, reg, col in CALLS:
         o = pd.read_csv(ROOT / "bench/results" / folder / "orders.csv")
-        o = o[~o.padded]
-        naive = pd.read_csv(ROOT / "bench/predictions" / reg / "predicted.csv")
-        naive = naive.groupby(["m", "n", "k"]).naive_ms.first()
-        for (m, n, k), d in o.groupby(["m", "n", "k"], sort=False):
-            r = d.loc[d.measured_ms.idxmin()]
-            rows.append(dict(plan=plan, call=folder.removeprefix("validation-"), m=m, n=n, k=k, best_order=r.order,
-                             best_ms=r.measured_ms, profile=col, model_pct=r[f"{col}_pct"],
-                             naive_pct=(naive[(m, n, k)] / r.measured_ms - 1) * 100))
-    return pd.DataFrame(rows)
+        b = best_orders(o[~o.padded], pd.read_csv(ROOT / "bench/predictions" / reg / "predicted.csv"), (col,))
+        parts.append(b.rename(columns={f"{col}_pct": "model_pct"}).assign(
+            plan=plan, call=folder.removeprefix("validation-"), profile=col))
+    cols = ["plan", "call", "m", "n", "k", "best_order", "best_ms", "profile", "model_pct", "naive_pct"]
+    return pd.concat(parts, ignore_index=True)[cols]
 
 
 def record(s: pd.DataFrame) -> pd.DataFrame:
