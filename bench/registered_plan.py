@@ -145,7 +145,7 @@ def order_cases(pred: pd.DataFrame, meas: pd.DataFrame) -> pd.DataFrame:
     out = []
     for label, p in pred.groupby("predictor", sort=False):
         p = order_penalties(p).set_index(["experiment", "case", "order"])
-        j = m.join(p, lsuffix="_meas", rsuffix="_model", how="inner").reset_index()
+        j = m.merge(p, left_index=True, right_index=True, how="inner", suffixes=("_meas", "_model")).reset_index()
         out.append(j.assign(predictor=label))
     c = pd.concat(out, ignore_index=True)
     c["mainloop_err"] = c["mainloop_pct_model"] - c["mainloop_pct_meas"]
