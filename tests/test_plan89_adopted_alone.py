@@ -325,7 +325,7 @@ def test_a_slower_first_wave_changes_the_cluster_table(pcm, tmp_path, monkeypatc
     monkeypatch.setattr(pcm, "ROOT", root)
     monkeypatch.setattr(pcm, "CALLS", ((call[0], call[1], call[2], {5632: "OUT_H5632"}, (24576,)),))
     got = pcm.cases().set_index("variant")
-    base = pd.read_csv(pcm.OUT / "cases.csv").set_index(["call", "h", "variant"]).loc[("plan 89", 5632)]
+    base = pd.read_csv(pcm.OUT / "cases.csv").set_index(["call", "h", "variant"]).sort_index().loc[("plan 89", 5632)]
     for v in ("cutlass_ctapipe_w21", "cutlass_ctapipe_w21g8"):
         assert got.loc[v, "row_over"] == pytest.approx(base.loc[v, "row_over"] * 1.1, rel=2e-3)
         assert got.loc[v, "wave0_us"] == base.loc[v, "wave0_us"]
