@@ -36,6 +36,7 @@ CALLS = (
     (98, "validation-registered98", "reg98-capped-drift", "absolute"),
     (100, "validation-registered100", "reg100-block-gemms", "model"),
     (105, "validation-registered105", "reg105-long-k-route", "model"),
+    (106, "validation-registered106", "reg106-harness-or-unit", "model"),
 )
 """(plan, judged folder under bench/results, registration under bench/predictions, the column of the H100 profile as
 it stood at that registration: ``datasheet`` before plan 73's adoption, ``absolute`` between plans 73 and 98)."""

@@ -353,6 +353,7 @@ BAD = [
     ("mlp_block_breakdown", ["{afile}/sub.csv"], "out: {afile}/sub.csv: {afile} is a file"),
     ("mlp_block_breakdown", ["{tmp}/o.csv", "--model", "nope"], "no models spec named 'nope'"),
     ("mlp_block_breakdown", ["{tmp}/o.csv", "--ms", "4096,x"], "argument --ms: takes positive integers"),
+    ("mlp_block_breakdown", ["{tmp}/o.csv", "--tune-rounds", "0"], "--tune-rounds: 0 is not a positive integer"),
     ("persistent_tile_cv", ["{tmp}/o.json", "--ms", "0"], "argument --ms: takes positive integers"),
     ("order_trace_probe", ["{afile}/sub"], "out: {afile}/sub: {afile} is a file"),
     ("pass_rate_probe", ["{afile}/sub.csv"], "out: {afile}/sub.csv: {afile} is a file"),
@@ -704,3 +705,15 @@ def test_ctapipe_persistent_diag_builds_the_variants_runner_as_smoke_does(monkey
     first = min(plan.kernels(), key=lambda k: k.layer)
     assert made["x"] == (first.gpu, (1024, 8192), 977)
     assert [w[2] for w in made["ws"]] == [987, 988]
+
+
+def test_the_block_breakdown_names_the_cutlass_order_each_item_ran():
+    """mlp_block_breakdown.py's ``order`` column (registered plan 106 could only infer the tuned orders): GEMM1's
+    items run GEMM1's tuned order, GEMM2's GEMM2's, the square GEMM its own, the block both; cuBLAS and the memory
+    passes none."""
+    order = _load("mlp_block_breakdown").item_order
+    o = ("along_m/swizzle8", "heuristic/swizzle4", "along_n/swizzle2")
+    want = {"gemm1_plain": o[0], "gemm1_gelu": o[0], "gemm1_relu_x4": o[0], "gemm1_x2": o[0], "swiglu": "",
+            "gemm1_cublas": "", "gemm2_plain": o[1], "gemm2_residual": o[1], "gemm2_cublas": "", "rmsnorm": "",
+            "layernorm": "", "square_gemm": o[2], "block": f"{o[0]}+{o[1]}"}
+    assert {item: order(item, *o) for item in want} == want

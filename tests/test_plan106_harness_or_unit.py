@@ -4,6 +4,8 @@ alone), its claims on made-up calls (the block harness against the shape probe o
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -97,8 +99,6 @@ def test_a_call_without_a_blocks_table_is_refused(p106, registered, tmp_path, ca
 def test_the_call_times_the_registered_shapes_and_blocks(p106):
     """The runbook (bench/hw/run_plan106.sh) and the registration's README name the shapes of ``SHAPES``, in order,
     and the blocks of ``BLOCKS`` at M = 32768."""
-    import re
-
     for path in (p106.ROOT / "bench/hw/run_plan106.sh", p106.REGISTRATION / "README.md"):
         text = path.read_text()
         shapes = re.findall(r"--shapes (\S+)", text)
@@ -106,3 +106,34 @@ def test_the_call_times_the_registered_shapes_and_blocks(p106):
         assert [tuple(map(int, s.split("x"))) for s in shapes[0].split(",")] == list(p106.SHAPES), path
         assert re.search(r"for b in ([\w.\- ]+); do", text).group(1).split() == list(p106.BLOCKS), path
         assert f"--ms {p106.M} " in text, path
+
+
+@pytest.mark.parametrize("suffix, met", [("", [False, True, True, False]), ("-run2", [True, True, True, False])])
+def test_the_committed_h100_calls_judge_as_committed(p106, tmp_path, suffix, met):
+    """Plan 106's call (bench/results/hw-h100/2026-12-08-registered106-1gpu, GPU-d182769f) and its repeat on the same
+    unit judged again give the committed tables: (a) missed in the call and met in the repeat, (b) and (c) met, (d)
+    missed in both; docs/validation.md's plan 106 section quotes the call's claims, its best orders and the repeat's
+    (a)."""
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    out = tmp_path / "judged"
+    run = p106.ROOT / f"bench/results/hw-h100/2026-12-08-registered106-1gpu{suffix}"
+    assert p106.main(["--judge", str(run), "--out", str(out)]) == 0
+    committed = p106.ROOT / f"bench/results/validation-registered106{suffix}"
+    for name in ("orders.csv", "best.csv", "harness.csv", "claims.csv"):
+        assert (out / name).read_text() == (committed / name).read_text(), name
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert cl.met.tolist()[:4] == met
+    doc = " ".join(_doc_section(p106, 106).split())
+    if suffix:
+        assert f"met (a) with {cl.loc['a', 'value'].split(' (')[0]}" in doc
+        return
+    for claim in "abcd":
+        assert f"| {claim} | {cl.loc[claim, 'value']} | {'yes' if cl.loc[claim, 'met'] else 'no'} |" in doc, claim
+    assert f"| e (read) | {cl.loc['e', 'value']} | -- |" in doc
+    b = pd.read_csv(out / "best.csv")
+    for _, r in b.iterrows():
+        tail = (f"| {r.best_order} | {r.best_ms:.3f} | {r.model_pct:+.2f} | {r.naive_pct:+.2f} | "
+                f"{r.model_pick_lost_pct:.2f} |").replace("-", "−")
+        row = re.search(rf"\| {r.m} x {r.n} x {r.k} \| [^|]+ ({re.escape(tail)})", doc)
+        assert row, (r.m, r.n, r.k, tail)

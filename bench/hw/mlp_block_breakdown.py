@@ -1,7 +1,7 @@
 """Device probe (one H200): where the MLP block's time goes, op by op, and whether a long run slows down.
 
     python bench/hw/mlp_block_breakdown.py OUT.csv [--ms 4096,16384] [--reps 9] [--rest-ms 0] [--model NAME]
-                                           [--no-repeats]
+                                           [--no-repeats] [--tune-rounds N]
 
 ``--model NAME`` (a model of ``specs/models/``, e.g. ``llama3.1-70b``) times that model's block instead, as ``ctahw
 run`` runs it: a SwiGLU block with ``epilogue_fused = false`` (GEMM1 (N = 2 x intermediate) plain, the swiglu kernel
@@ -23,8 +23,11 @@ run behind a sleep gate on a synchronised GPU), for each M:
   clock that drops under sustained power shows as a rising per-GEMM time); ``--no-repeats`` leaves the repeated runs
   out (a large GEMM1 repeated 8 times is busy past the clock's onset and heats the GPU for the items after it).
 
-Each row: m, item, repeats, median_ms, per_op_ms, tflops, gbps (the memory passes: bytes read + written), samples. CUTLASS tile orders are tuned per shape first
-(``tune_schedule``, as the executor does). Times are medians of ``--reps`` runs, items interleaved round by round.
+Each row: m, item, repeats, median_ms, per_op_ms, tflops, gbps (the memory passes: bytes read + written), order (the
+CUTLASS tile order the item ran: :func:`item_order`), samples. CUTLASS tile orders are tuned per shape first
+(``tune_schedule``, as the executor does, ``--tune-rounds`` timed runs of each order, by default ``ctahw run``'s;
+before 2026-12-08 two, which landed on orders 1-3% slower than the best where orders lie close, differently from call
+to call: registered plan 106). Times are medians of ``--reps`` runs, items interleaved round by round.
 With ``--rest-ms 0`` a run follows the previous one after the harness's 3 ms gate only, so after a long item the GPU
 is not rested (2026-12-01: the SW power cap was active through the M = 16384 items); ``--rest-ms 300`` rests it.
 An unknown ``--model``, an OUT.csv that cannot be written and no GPU (or no CuPy) are one line and exit 2 before
@@ -42,7 +45,21 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # this checkout's ctasim and ctahw, not an installed copy
 
 
+def item_order(item: str, gemm1: str, gemm2: str, square: str) -> str:
+    """The CUTLASS tile order (``ctahw.gemm.schedule_name``) an item runs, from the tuned orders of GEMM1's shape,
+    GEMM2's and the square GEMM's: ``gemm1_*`` GEMM1's, ``gemm2_*`` GEMM2's, ``square_gemm`` the square one's,
+    ``block`` GEMM1's and GEMM2's joined by ``+``; empty for the cuBLAS GEMMs and the memory passes."""
+    if item.endswith("_cublas"):
+        return ""
+    if item.startswith("gemm1_"):
+        return gemm1
+    if item.startswith("gemm2_"):
+        return gemm2
+    return {"square_gemm": square, "block": f"{gemm1}+{gemm2}"}.get(item, "")
+
+
 def main(argv=None) -> int:
+    from ctahw.experiment import RunConfig
     from ctasim.cliargs import OneLineParser, parse_outputs, positive_ints
 
     ap = OneLineParser(prog="python bench/hw/mlp_block_breakdown.py", description=__doc__.splitlines()[0])
@@ -53,7 +70,11 @@ def main(argv=None) -> int:
                     help="host sleep before every timed run (0: the executor's harness alone, a 3 ms gate)")
     ap.add_argument("--model", default="", help="a model of specs/models/: its block (swiglu unfused, gelu or relu fused)")
     ap.add_argument("--no-repeats", action="store_true", help="leave out GEMM1 repeated back to back")
+    ap.add_argument("--tune-rounds", type=int, default=RunConfig.tune_rounds,
+                    help="timed runs of each CUTLASS tile order when tuning (default: ctahw run's)")
     args = parse_outputs(ap, argv, files=("out",))
+    if args.tune_rounds < 1:
+        ap.error(f"--tune-rounds: {args.tune_rounds} is not a positive integer")
     model = None
     if args.model:
         from ctasim.spec import SpecError, load_model
@@ -72,7 +93,7 @@ def main(argv=None) -> int:
     from ctahw import rowwise
     from ctahw.baselines import Chain, Timed, tune_schedule
     from ctahw.device import summarize
-    from ctahw.gemm import CutlassGemm, make_backend
+    from ctahw.gemm import CutlassGemm, make_backend, schedule_name
 
     timed = Timed([0], gate_ms=3.0)
     cp, s = timed.cp, timed.compute[0]
@@ -98,7 +119,8 @@ def main(argv=None) -> int:
             y2 = cp.empty((m, H), dtype=cp.uint16)
             z = cp.empty((m, H), dtype=cp.uint16)
             ysq = cp.empty((m, H), dtype=cp.uint16)
-        g.schedule[(m, N1, H)], _ = tune_schedule(g, timed, x, w1, g1 if gated else y1s, m, N1, H, s, 2)
+        g.schedule[(m, N1, H)], _ = tune_schedule(g, timed, x, w1, g1 if gated else y1s, m, N1, H, s,
+                                                  args.tune_rounds)
         with cp.cuda.Device(0):  # y1 as the block leaves it (activated) before GEMM2's order is tuned on it
             if gated:
                 g(x, w1, g1, m, N1, H, s)
@@ -107,8 +129,9 @@ def main(argv=None) -> int:
                 g(x, w1, y1, m, F, H, s, epilogue=(act_op,))
             s.synchronize()
         for (mm, n, k), a, w, d in (((m, H, F), y1, w2, y2), ((m, H, H), x, wsq, ysq)):
-            g.schedule[(mm, n, k)], _ = tune_schedule(g, timed, a, w, d, mm, n, k, s, 2)
+            g.schedule[(mm, n, k)], _ = tune_schedule(g, timed, a, w, d, mm, n, k, s, args.tune_rounds)
         flops1, flops2, flopsq = 2.0 * m * N1 * H, 2.0 * m * H * F, 2.0 * m * H * H
+        tuned = [schedule_name(g.schedule[shape]) for shape in ((m, N1, H), (m, H, F), (m, H, H))]
 
         def gemm1(ep=(act_op,)):
             if gated:
@@ -162,7 +185,7 @@ def main(argv=None) -> int:
             gbps = nbytes[name] / (med * 1e6) if name in nbytes else float("nan")
             rows.append(dict(m=m, rest_ms=args.rest_ms, item=name, repeats=rep_n, median_ms=med, per_op_ms=med / rep_n,
                              tflops=flops / (med * 1e9) if flops else float("nan"), gbps=gbps,
-                             samples=";".join(f"{v:.4f}" for v in samples[name])))
+                             order=item_order(name, *tuned), samples=";".join(f"{v:.4f}" for v in samples[name])))
             print(f"M={m:>6} {name:>16}: {med:9.4f} ms" + (f" {flops / (med * 1e9):6.1f} TFLOP/s" if flops else "")
                   + (f" {gbps:7.1f} GB/s" if name in nbytes else ""), flush=True)
         del x, w1, w2, wsq, g1, y1, y1s, y2, z, ysq

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Registered plan 107 (bench/predictions/reg107-tuned-harness/README.md) on an H100, or on an H200 the single-H200
+# rows that wait for one instead: plans 91's and 90's H200 rows and the L2-to-SM probe (docs/hardware.md, "Device calls
+# that wait"). Run from the checkout root with the trees built by bench/hw/device_tree.sh at the registrations' commits:
+#
+#   .cache/p107  (plan 107's commit)  --libs gemm_sm90_bf16,gemm_sm90_bf16_epi --with bench/hw/mlp_block_breakdown.py
+#                                     --with bench/hw/gemm_shape_probe.py
+#   .cache/p91   7316959d  .cache/p90  0a1e41e8  .cache/pl5  3d0fd0f9  (docs/hardware.md)
+#
+#   bash bench/hw/slim_checkout.sh slim      # here, before the call; restore after it
+#   (device, kind nvidia-h200, carry .cache/p107 .cache/p91 .cache/p90 .cache/pl5 .whl)
+#   P107=COMMIT bash bench/hw/run_plan107.sh
+#
+# Writes under $OUT p107/run.tar.gz on an H100 (committed under bench/results/hw-h100/DATE-registered107-1gpu with its
+# README before the judge runs), the three H200 calls' folders on an H200; exits 3 on any other GPU.
+G=$(nvidia-smi --query-gpu=name,uuid --format=csv,noheader | head -1); echo "GPU: $G"
+case "$G" in
+*H200*)
+  PERCTA_TIMEOUT_S=300 bash bench/hw/run_percta_plan.sh plan91_l2_rate_wave0 .cache/p91 7316959d H200
+  PERCTA_TIMEOUT_S=200 bash bench/hw/run_percta_plan.sh plan90_cluster_wave0 .cache/p90 0a1e41e8 H200
+  (cd .cache/pl5 && export CTAHW_CACHE=$PWD/.kcache CTAHW_COMMIT=3d0fd0f9 OUT=$OUT/pl5 \
+    && source bench/hw/device_env.sh && run_begin 100 \
+    && python3 bench/hw/l2_rate_probe.py $R/l2rate --tiles --tiles-more --tiles-phase; run_end)
+  ;;
+*H100*)
+  (cd .cache/p107 && export CTAHW_CACHE=$PWD/.kcache CTAHW_COMMIT=${P107:?set P107 to the tree commit} OUT=$OUT/p107 \
+    && source bench/hw/device_env.sh && run_begin 50 \
+    && for p in pass1 probe pass2; do
+         if [ $p = probe ]; then
+           python3 bench/hw/gemm_shape_probe.py $R/gemm_shapes.csv --reps 3 --shapes 32768x28672x4096,32768x4096x14336,32768x24576x6144,32768x6144x24576,16384x8192x8192 \
+             > $R/gemm_shapes.log 2>&1; echo "probe rc $?"; continue
+         fi
+         mkdir -p $R/$p
+         for b in llama3.1-8b gpt-neox-20b; do python3 bench/hw/mlp_block_breakdown.py $R/$p/breakdown-$b.csv --model $b \
+           --ms 32768 --reps 7 --rest-ms 100 --no-repeats > $R/$p/breakdown-$b.log 2>&1; echo "$p $b rc $?"; done
+       done; run_end)
+  ;;
+*) exit 3 ;;
+esac
