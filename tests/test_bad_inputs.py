@@ -243,7 +243,7 @@ NEEDS = {"plan38_judge": ["--fig4", "{run}", "--fig7", "{run}"], "plan40_judge":
          "plan101_block_ops": ["--judge", "{run}"], "plan102_own_ops": ["--judge", "{run}"],
          "plan103_pass_rates": ["--judge", "{run}"], "plan104_reference_scaled": ["--judge", "{run}"],
          "plan105_long_k_route": ["--judge", "{run}"], "plan106_harness_or_unit": ["--judge", "{run}"],
-         "plan107_tuned_harness": ["--judge", "{run}"]}
+         "plan107_tuned_harness": ["--judge", "{run}"], "plan108_reference_units": ["--judge", "{run}"]}
 """What each script's parser requires besides the output option ("{run}": an existing empty folder). No mode flag
 (``--register``, ``--factor``): the output is checked as the arguments are parsed, so none is needed, and one here
 would make a script that forgot the check do that mode's work (a registration written into bench/predictions)."""

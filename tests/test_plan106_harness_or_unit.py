@@ -108,12 +108,13 @@ def test_the_call_times_the_registered_shapes_and_blocks(p106):
         assert f"--ms {p106.M} " in text, path
 
 
-@pytest.mark.parametrize("suffix, met", [("", [False, True, True, False]), ("-run2", [True, True, True, False])])
+@pytest.mark.parametrize("suffix, met", [("", [False, True, True, False]), ("-run2", [True, True, True, False]),
+                                         ("-run3", [True, False, False, False])])
 def test_the_committed_h100_calls_judge_as_committed(p106, tmp_path, suffix, met):
-    """Plan 106's call (bench/results/hw-h100/2026-12-08-registered106-1gpu, GPU-d182769f) and its repeat on the same
-    unit judged again give the committed tables: (a) missed in the call and met in the repeat, (b) and (c) met, (d)
-    missed in both; docs/validation.md's plan 106 section quotes the call's claims, its best orders and the repeat's
-    (a)."""
+    """Plan 106's call (bench/results/hw-h100/2026-12-08-registered106-1gpu, GPU-d182769f), its repeat on the same
+    unit and its call on plan 107's unit (GPU-21f0e6a0) judged again give the committed tables: (a) missed in the call
+    and met in the others, (b) and (c) met on the first unit and missed on the second, (d) missed in all three;
+    docs/validation.md quotes the call's claims and best orders, the repeat's (a) and the second unit's (a)-(c)."""
     from tests.test_plan85_grouped_kept import _doc_section
 
     out = tmp_path / "judged"
@@ -125,8 +126,13 @@ def test_the_committed_h100_calls_judge_as_committed(p106, tmp_path, suffix, met
     cl = pd.read_csv(out / "claims.csv").set_index("claim")
     assert cl.met.tolist()[:4] == met
     doc = " ".join(_doc_section(p106, 106).split())
-    if suffix:
+    if suffix == "-run2":
         assert f"met (a) with {cl.loc['a', 'value'].split(' (')[0]}" in doc
+        return
+    if suffix == "-run3":  # on plan 107's unit: quoted in plan 107's section
+        doc = " ".join(_doc_section(p106, 107).split())
+        assert f"(a) met, {cl.loc['a', 'value'].split(' (')[0]}; (b) {cl.loc['b', 'value'].split(' (')[0]}" in doc
+        assert f"(c) {cl.loc['c', 'value'].split(' (')[0]} missed" in doc
         return
     for claim in "abcd":
         assert f"| {claim} | {cl.loc[claim, 'value']} | {'yes' if cl.loc[claim, 'met'] else 'no'} |" in doc, claim

@@ -121,3 +121,32 @@ def test_the_call_times_the_registered_shapes_and_blocks_twice(p107):
         assert re.search(r"for b in ([\w.\- ]+); do", text).group(1).split() == list(p107.BLOCKS), path
         assert re.search(r"for p in ([\w ]+); do", text).group(1).split() == [p107.PASSES[0], "probe", p107.PASSES[1]]
         assert f"--ms {p107.M} " in text and "--tune-rounds" not in text, path
+
+
+@pytest.mark.parametrize("suffix", ["", "-run2"])
+def test_the_committed_h100_calls_judge_as_committed(p107, tmp_path, suffix):
+    """Plan 107's call (bench/results/hw-h100/2026-12-08-registered107-1gpu, GPU-21f0e6a0) and its repeat judged again
+    give the committed tables, no claim met in either; docs/validation.md's plan 107 section quotes the call's claims
+    and the repeat's (a)-(d)."""
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    out = tmp_path / "judged"
+    run = p107.ROOT / f"bench/results/hw-h100/2026-12-08-registered107-1gpu{suffix}"
+    assert p107.main(["--judge", str(run), "--out", str(out)]) == 0
+    committed = p107.ROOT / f"bench/results/validation-registered107{suffix}"
+    for name in ("orders.csv", "best.csv", "passes.csv", "claims.csv"):
+        assert (out / name).read_text() == (committed / name).read_text(), name
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert not cl.met.iloc[:4].any()
+    p = pd.read_csv(out / "passes.csv")
+    assert set(p.order) <= set(pd.read_csv(out / "orders.csv").order)  # the harness named orders the probe timed
+    doc = " ".join(_doc_section(p107, 107).split())
+    if suffix:
+        a = cl.loc["a", "value"].split(" (")[0]
+        b = cl.loc["b", "value"].split(" (")[0]
+        assert (f"(a) {a}, (b) {b} (a 6th-fastest order), (c) {cl.loc['c', 'value']}, "
+                f"(d) {cl.loc['d', 'value'].split(' (')[0]}") in doc
+        return
+    for claim in "abcd":
+        assert f"| {claim} | {cl.loc[claim, 'value']} | no |" in doc, claim
+    assert f"| e (read) | {cl.loc['e', 'value']} | -- |" in doc

@@ -26,8 +26,8 @@ run behind a sleep gate on a synchronised GPU), for each M:
 Each row: m, item, repeats, median_ms, per_op_ms, tflops, gbps (the memory passes: bytes read + written), order (the
 CUTLASS tile order the item ran: :func:`item_order`), samples. CUTLASS tile orders are tuned per shape first
 (``tune_schedule``, as the executor does, ``--tune-rounds`` timed runs of each order, by default ``ctahw run``'s;
-before 2026-12-08 two, which landed on orders 1-3% slower than the best where orders lie close, differently from call
-to call: registered plan 106). Times are medians of ``--reps`` runs, items interleaved round by round.
+before 2026-12-08 two, which landed on orders up to 2.6% slower than the best where orders lie close, differently from
+call to call: registered plan 106; at four still up to 1.8%: registered plan 107). Times are medians of ``--reps`` runs, items interleaved round by round.
 With ``--rest-ms 0`` a run follows the previous one after the harness's 3 ms gate only, so after a long item the GPU
 is not rested (2026-12-01: the SW power cap was active through the M = 16384 items); ``--rest-ms 300`` rests it.
 An unknown ``--model``, an OUT.csv that cannot be written and no GPU (or no CuPy) are one line and exit 2 before
