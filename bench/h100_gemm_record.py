@@ -37,6 +37,11 @@ CALLS = (
     (100, "validation-registered100", "reg100-block-gemms", "model"),
     (105, "validation-registered105", "reg105-long-k-route", "model"),
     (106, "validation-registered106", "reg106-harness-or-unit", "model"),
+    (106, "validation-registered106-run2", "reg106-harness-or-unit", "model"),
+    (106, "validation-registered106-run3", "reg106-harness-or-unit", "model"),
+    (107, "validation-registered107", "reg107-tuned-harness", "model"),
+    (107, "validation-registered107-run2", "reg107-tuned-harness", "model"),
+    (108, "validation-registered108", "reg108-reference-units", "model"),
 )
 """(plan, judged folder under bench/results, registration under bench/predictions, the column of the H100 profile as
 it stood at that registration: ``datasheet`` before plan 73's adoption, ``absolute`` between plans 73 and 98)."""

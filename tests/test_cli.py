@@ -934,9 +934,9 @@ def test_advise_quotes_the_h100_record_of_gemms_alone_on_an_h100_profile_with_a_
     a = r[r.group == "all"].iloc[0]
     for name in ("h100-x1-datasheet", "h100-x8-mechanism"):
         (line,) = A.h100_gemm_lines(load_hardware(name))
-        assert (f"over {int(a.shapes)} shapes of 8 registered GEMM-order calls (each at its best measured order) "
+        assert (f"over {int(a.shapes)} shapes of 13 registered GEMM-order calls (each at its best measured order) "
                 f"h100-x1-datasheet as registered was {a.model_mape_pct:.2f}% off") in line
-        assert f"the naive FLOPs line {a.naive_mape_pct:.2f}%, nearer in 5 of 8 calls" in line
+        assert f"the naive FLOPs line {a.naive_mape_pct:.2f}%, nearer in 8 of 13 calls" in line
     assert A.h100_gemm_lines(load_hardware("h100-x8")) == []
     assert A.h100_gemm_lines(load_hardware("h200-x8-mechanism")) == []
     assert A.h100_gemm_lines(load_hardware("h100-x1-datasheet"), results_dir=tmp_path) == []

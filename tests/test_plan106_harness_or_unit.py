@@ -109,7 +109,8 @@ def test_the_call_times_the_registered_shapes_and_blocks(p106):
 
 
 @pytest.mark.parametrize("suffix, met", [("", [False, True, True, False]), ("-run2", [True, True, True, False]),
-                                         ("-run3", [True, False, False, False])])
+                                         ("-run3", [True, False, False, False]),
+                                         ("-run4", [False, True, True, False])])
 def test_the_committed_h100_calls_judge_as_committed(p106, tmp_path, suffix, met):
     """Plan 106's call (bench/results/hw-h100/2026-12-08-registered106-1gpu, GPU-d182769f), its repeat on the same
     unit and its call on plan 107's unit (GPU-21f0e6a0) judged again give the committed tables: (a) missed in the call
@@ -118,7 +119,8 @@ def test_the_committed_h100_calls_judge_as_committed(p106, tmp_path, suffix, met
     from tests.test_plan85_grouped_kept import _doc_section
 
     out = tmp_path / "judged"
-    run = p106.ROOT / f"bench/results/hw-h100/2026-12-08-registered106-1gpu{suffix}"
+    run = p106.ROOT / ("bench/results/hw-h100/2026-12-08-registered108-1gpu" if suffix == "-run4"
+                       else f"bench/results/hw-h100/2026-12-08-registered106-1gpu{suffix}")
     assert p106.main(["--judge", str(run), "--out", str(out)]) == 0
     committed = p106.ROOT / f"bench/results/validation-registered106{suffix}"
     for name in ("orders.csv", "best.csv", "harness.csv", "claims.csv"):
@@ -128,6 +130,11 @@ def test_the_committed_h100_calls_judge_as_committed(p106, tmp_path, suffix, met
     doc = " ".join(_doc_section(p106, 106).split())
     if suffix == "-run2":
         assert f"met (a) with {cl.loc['a', 'value'].split(' (')[0]}" in doc
+        return
+    if suffix == "-run4":  # plan 108's call on a third unit: quoted in plan 108's section
+        doc = " ".join(_doc_section(p106, 108).split())
+        assert f"(a) {cl.loc['a', 'value'][:-1]}: the two-round tuning again)" in doc
+        assert f"(b) {cl.loc['b', 'value'].split(' (')[0]}, (c) {cl.loc['c', 'value'].split(' (')[0]}" in doc
         return
     if suffix == "-run3":  # on plan 107's unit: quoted in plan 107's section
         doc = " ".join(_doc_section(p106, 107).split())

@@ -82,3 +82,28 @@ def test_a_call_on_a_unit_that_timed_these_shapes_is_a_repeat(p108, tmp_path, ca
     run = p108.ROOT / "bench/results/hw-h100/2026-12-08-registered106-1gpu"
     assert p108.main(["--judge", str(run), "--out", str(tmp_path / "judged")]) == 2
     assert "names GPU-d182769f, a unit that timed these shapes" in capsys.readouterr().err
+
+
+def test_the_committed_h100_call_judges_as_committed(p108, tmp_path):
+    """Plan 108's call (bench/results/hw-h100/2026-12-08-registered108-1gpu, GPU-b3068619) judged again gives the
+    committed tables, (b) and (c) met and (a) missed; docs/validation.md's plan 108 section quotes its claims and its
+    best orders."""
+    import re
+
+    from tests.test_plan85_grouped_kept import _doc_section
+
+    out = tmp_path / "judged"
+    run = p108.ROOT / "bench/results/hw-h100/2026-12-08-registered108-1gpu"
+    assert p108.main(["--judge", str(run), "--out", str(out)]) == 0
+    for name in ("orders.csv", "best.csv", "claims.csv"):
+        assert (out / name).read_text() == (p108.RESULTS / name).read_text(), name
+    cl = pd.read_csv(out / "claims.csv").set_index("claim")
+    assert cl.met.tolist() == [False, True, True, False]
+    doc = " ".join(_doc_section(p108, 108).split())
+    for claim in "abc":
+        assert f"| {claim} | {cl.loc[claim, 'value']} | {'yes' if cl.loc[claim, 'met'] else 'no'} |" in doc, claim
+    assert f"| d (read) | {cl.loc['d', 'value']} | no |" in doc
+    for _, r in pd.read_csv(out / "best.csv").iterrows():
+        row = (f"| {r.m} x {r.n} x {r.k} | {r.best_order} | {r.best_ms:.3f} | {r.model_pct:+.2f} | "
+               f"{r.model_scaled_pct:+.2f} | {r.naive_pct:+.2f} | {r.naive_scaled_pct:+.2f} |").replace("-", "−")
+        assert re.sub(r"−0\.00", "+0.00", row) in doc, row
