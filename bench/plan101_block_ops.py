@@ -167,13 +167,20 @@ def register(out: Path) -> pd.DataFrame:
     return p
 
 
-def read_call(run: Path, blocks=BLOCKS, plan: str = "plan 101") -> pd.DataFrame:
-    """Every block's probe table of the call (``breakdown-NAME.csv``) with a ``block`` column. ValueError (one line)
-    where ``env.txt`` names no H100 or a table is missing."""
+def h100_env(run: Path, plan: str) -> str:
+    """The call's ``env.txt``; ValueError (one line) where there is none or it names no H100."""
     if not (run / "env.txt").is_file():
         raise ValueError(f"no {run / 'env.txt'}")
-    if "H100" not in (run / "env.txt").read_text():
+    env = (run / "env.txt").read_text()
+    if "H100" not in env:
         raise ValueError(f"{run / 'env.txt'} names no H100: {plan} is judged on an H100's call")
+    return env
+
+
+def read_call(run: Path, blocks=BLOCKS, plan: str = "plan 101") -> pd.DataFrame:
+    """Every block's probe table of the call (``breakdown-NAME.csv``) with a ``block`` column. ValueError (one line)
+    where ``env.txt`` names no H100 (:func:`h100_env`) or a table is missing."""
+    h100_env(run, plan)
     tables = []
     for name in blocks:
         f = run / f"breakdown-{name}.csv"

@@ -78,24 +78,36 @@ def register(out: Path) -> pd.DataFrame:
     return pred
 
 
-def read_call(run: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The blocks' breakdown tables (:func:`plan101_block_ops.read_call`'s checks) and the probe's CUTLASS runs."""
-    blocks = p101.read_call(run, tuple(BLOCKS), "plan 106")
+def probe_runs(run: Path) -> pd.DataFrame:
+    """The shape probe's CUTLASS rows of the call (``gemm_shapes.csv``); ValueError where there is none."""
     if not (run / "gemm_shapes.csv").is_file():
         raise ValueError(f"no {run / 'gemm_shapes.csv'}")
     runs = pd.read_csv(run / "gemm_shapes.csv")
-    return blocks, runs[runs.backend == "cutlass"]
+    return runs[runs.backend == "cutlass"]
+
+
+def read_call(run: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The blocks' breakdown tables (:func:`plan101_block_ops.read_call`'s checks) and the probe's CUTLASS runs."""
+    return p101.read_call(run, tuple(BLOCKS), "plan 106"), probe_runs(run)
+
+
+def probe_orders(runs: pd.DataFrame, shapes, registration: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The probe's CUTLASS runs of ``shapes`` (ValueError where one was not timed) judged against ``registration``'s
+    ``predicted.csv`` under ``BASE``: every order's error (``orders``), the best measured order per shape with the
+    profile's pick (indexed by m, n, k) and the registration; refuses a profile that no longer gives the registered
+    times (plans 106-108)."""
+    check_timed(runs, shapes)
+    runs = runs[[s in shapes for s in map(tuple, runs[["m", "n", "k"]].values.tolist())]]
+    reg = pd.read_csv(registration / "predicted.csv")
+    hws = {"model": load_hardware(BASE)}
+    o = bgo.orders(runs, hws)
+    bgo.judge(runs, o, reg, hws)
+    return o, best_orders(o, reg, ("model",), picks=True).set_index(["m", "n", "k"]), reg
 
 
 def judge(call: tuple[pd.DataFrame, pd.DataFrame], registration: Path = REGISTRATION) -> dict[str, pd.DataFrame]:
     blocks, runs = call
-    check_timed(runs, SHAPES)
-    runs = runs[[s in SHAPES for s in map(tuple, runs[["m", "n", "k"]].values.tolist())]]
-    reg = pd.read_csv(registration / "predicted.csv")
-    hws = {"model": load_hardware(BASE)}
-    o = bgo.orders(runs, hws)
-    bgo.judge(runs, o, reg, hws)  # refuses a profile that no longer gives the registered times
-    b = best_orders(o, reg, ("model",), picks=True).set_index(["m", "n", "k"])
+    o, b, _ = probe_orders(runs, SHAPES, registration)
     meas = blocks.set_index(["block", "m", "item"])["median_ms"]
     p103 = pd.read_csv(PLAN103 / "items.csv").set_index(["block", "m", "item"])
     rows = []

@@ -40,7 +40,6 @@ import plan106_harness_or_unit as p106  # noqa: E402
 import reuse_pricing  # noqa: E402
 from ctasim.predict import Naive  # noqa: E402
 from ctasim.spec import load_hardware  # noqa: E402
-from plan72_h100_drift import best_orders, check_timed  # noqa: E402
 
 REGISTRATION = ROOT / "bench/predictions/reg107-tuned-harness"
 RESULTS = ROOT / "bench/results/validation-registered107"
@@ -74,10 +73,7 @@ def register(out: Path) -> pd.DataFrame:
 def read_call(run: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Both passes' breakdown tables (a ``pass`` column; the H100 check of :func:`plan101_block_ops.read_call` on
     ``RUN/env.txt``) and the probe's CUTLASS runs."""
-    if not (run / "env.txt").is_file():
-        raise ValueError(f"no {run / 'env.txt'}")
-    if "H100" not in (run / "env.txt").read_text():
-        raise ValueError(f"{run / 'env.txt'} names no H100: plan 107 is judged on an H100's call")
+    p101.h100_env(run, "plan 107")
     tables = []
     for name in PASSES:
         for block in BLOCKS:
@@ -88,21 +84,12 @@ def read_call(run: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
             if "order" not in t.columns:
                 raise ValueError(f"{f} has no order column (a harness from before 2026-12-08)")
             tables.append(t.assign(block=block, **{"pass": name}))
-    if not (run / "gemm_shapes.csv").is_file():
-        raise ValueError(f"no {run / 'gemm_shapes.csv'}")
-    runs = pd.read_csv(run / "gemm_shapes.csv")
-    return pd.concat(tables, ignore_index=True), runs[runs.backend == "cutlass"]
+    return pd.concat(tables, ignore_index=True), p106.probe_runs(run)
 
 
 def judge(call: tuple[pd.DataFrame, pd.DataFrame], registration: Path = REGISTRATION) -> dict[str, pd.DataFrame]:
     blocks, runs = call
-    check_timed(runs, SHAPES)
-    runs = runs[[s in SHAPES for s in map(tuple, runs[["m", "n", "k"]].values.tolist())]]
-    reg = pd.read_csv(registration / "predicted.csv")
-    hws = {"model": load_hardware(BASE)}
-    o = bgo.orders(runs, hws)
-    bgo.judge(runs, o, reg, hws)  # refuses a profile that no longer gives the registered times
-    b = best_orders(o, reg, ("model",), picks=True).set_index(["m", "n", "k"])
+    o, b, reg = p106.probe_orders(runs, SHAPES, registration)
     probe = o[~o.padded].set_index(["m", "n", "k", "order"]).sort_index()
     price = reg[reg.model_pick].set_index(["m", "n", "k"]).model_ms  # the profile's price of a shape: its pick's
     meas = blocks.set_index(["pass", "block", "m", "item"])

@@ -32,11 +32,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import pandas as pd  # noqa: E402
 
-import block_gemm_orders as bgo  # noqa: E402
 import plan101_block_ops as p101  # noqa: E402
 import plan106_harness_or_unit as p106  # noqa: E402
-from ctasim.spec import load_hardware  # noqa: E402
-from plan72_h100_drift import best_orders, check_timed  # noqa: E402
 
 REGISTRATION = ROOT / "bench/predictions/reg108-reference-units"
 RESULTS = ROOT / "bench/results/validation-registered108"
@@ -68,28 +65,15 @@ def register(out: Path) -> pd.DataFrame:
 
 
 def read_call(run: Path) -> pd.DataFrame:
-    if not (run / "env.txt").is_file():
-        raise ValueError(f"no {run / 'env.txt'}")
-    env = (run / "env.txt").read_text()
-    if "H100" not in env:
-        raise ValueError(f"{run / 'env.txt'} names no H100: plan 108 is judged on an H100's call")
+    env = p101.h100_env(run, "plan 108")
     seen = [u for u in SEEN if u in env]
     if seen:
         raise ValueError(f"{run / 'env.txt'} names {seen[0]}, a unit that timed these shapes: a repeat, not plan 108")
-    if not (run / "gemm_shapes.csv").is_file():
-        raise ValueError(f"no {run / 'gemm_shapes.csv'}")
-    runs = pd.read_csv(run / "gemm_shapes.csv")
-    return runs[runs.backend == "cutlass"]
+    return p106.probe_runs(run)
 
 
 def judge(runs: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd.DataFrame]:
-    check_timed(runs, SHAPES)
-    runs = runs[[s in SHAPES for s in map(tuple, runs[["m", "n", "k"]].values.tolist())]]
-    reg = pd.read_csv(registration / "predicted.csv")
-    hws = {"model": load_hardware(p106.BASE)}
-    o = bgo.orders(runs, hws)
-    bgo.judge(runs, o, reg, hws)  # refuses a profile that no longer gives the registered times
-    b = best_orders(o, reg, ("model",), picks=True).set_index(["m", "n", "k"])
+    o, b, _ = p106.probe_orders(runs, SHAPES, registration)
     ref = b.loc[REFERENCE]
     for p in ("model", "naive"):
         b[f"{p}_scaled_pct"] = ((1 + b[f"{p}_pct"] / 100) / (1 + ref[f"{p}_pct"] / 100) - 1) * 100
