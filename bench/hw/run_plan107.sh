@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Registered plan 107 (bench/predictions/reg107-tuned-harness/README.md) on an H100, or on an H200 the single-H200
-# rows that wait for one instead: plans 91's and 90's H200 rows and the L2-to-SM probe (docs/hardware.md, "Device calls
-# that wait"). Run from the checkout root with the trees built by bench/hw/device_tree.sh at the registrations' commits:
+# rows that wait for one instead (bench/hw/run_h200_rows_90_91.sh: plans 91's and 90's H200 rows and the L2-to-SM
+# probe). Run from the checkout root with the trees built by bench/hw/device_tree.sh at the registrations' commits:
 #
 #   .cache/p107  (plan 107's commit)  --libs gemm_sm90_bf16,gemm_sm90_bf16_epi --with bench/hw/mlp_block_breakdown.py
 #                                     --with bench/hw/gemm_shape_probe.py
@@ -15,13 +15,7 @@
 # README before the judge runs), the three H200 calls' folders on an H200; exits 3 on any other GPU.
 G=$(nvidia-smi --query-gpu=name,uuid --format=csv,noheader | head -1); echo "GPU: $G"
 case "$G" in
-*H200*)
-  PERCTA_TIMEOUT_S=300 bash bench/hw/run_percta_plan.sh plan91_l2_rate_wave0 .cache/p91 7316959d H200
-  PERCTA_TIMEOUT_S=200 bash bench/hw/run_percta_plan.sh plan90_cluster_wave0 .cache/p90 0a1e41e8 H200
-  (cd .cache/pl5 && export CTAHW_CACHE=$PWD/.kcache CTAHW_COMMIT=3d0fd0f9 OUT=$OUT/pl5 \
-    && source bench/hw/device_env.sh && run_begin 100 \
-    && python3 bench/hw/l2_rate_probe.py $R/l2rate --tiles --tiles-more --tiles-phase; run_end)
-  ;;
+*H200*) bash bench/hw/run_h200_rows_90_91.sh ;;
 *H100*)
   (cd .cache/p107 && export CTAHW_CACHE=$PWD/.kcache CTAHW_COMMIT=${P107:?set P107 to the tree commit} OUT=$OUT/p107 \
     && source bench/hw/device_env.sh && run_begin 50 \
