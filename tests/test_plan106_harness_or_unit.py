@@ -96,16 +96,23 @@ def test_a_call_without_a_blocks_table_is_refused(p106, registered, tmp_path, ca
     assert "breakdown-llama3.1-8b.csv" in capsys.readouterr().err
 
 
+def runbook_names_the_plan(path, plan) -> str:
+    """``path`` (a runbook or a registration's README) names ``plan.SHAPES`` in order as the probe's one ``--shapes``
+    list and ``plan.BLOCKS`` at ``plan.M`` in its block loop; its text."""
+    text = path.read_text()
+    shapes = re.findall(r"--shapes (\S+)", text)
+    assert len(shapes) == 1, path
+    assert [tuple(map(int, s.split("x"))) for s in shapes[0].split(",")] == list(plan.SHAPES), path
+    assert re.search(r"for b in ([\w.\- ]+); do", text).group(1).split() == list(plan.BLOCKS), path
+    assert f"--ms {plan.M} " in text, path
+    return text
+
+
 def test_the_call_times_the_registered_shapes_and_blocks(p106):
     """The runbook (bench/hw/run_plan106.sh) and the registration's README name the shapes of ``SHAPES``, in order,
     and the blocks of ``BLOCKS`` at M = 32768."""
     for path in (p106.ROOT / "bench/hw/run_plan106.sh", p106.REGISTRATION / "README.md"):
-        text = path.read_text()
-        shapes = re.findall(r"--shapes (\S+)", text)
-        assert len(shapes) == 1, path
-        assert [tuple(map(int, s.split("x"))) for s in shapes[0].split(",")] == list(p106.SHAPES), path
-        assert re.search(r"for b in ([\w.\- ]+); do", text).group(1).split() == list(p106.BLOCKS), path
-        assert f"--ms {p106.M} " in text, path
+        runbook_names_the_plan(path, p106)
 
 
 @pytest.mark.parametrize("suffix, met", [("", [False, True, True, False]), ("-run2", [True, True, True, False]),

@@ -113,14 +113,12 @@ def test_the_call_times_the_registered_shapes_and_blocks_twice(p107):
     """The runbook (bench/hw/run_plan107.sh) and the registration's README name the shapes of ``SHAPES`` in order, the
     blocks of ``BLOCKS`` at M = 32768 and the passes of ``PASSES`` around the probe, the harness at its default
     tuning (``ctahw run``'s)."""
+    from tests.test_plan106_harness_or_unit import runbook_names_the_plan
+
     for path in (p107.ROOT / "bench/hw/run_plan107.sh", p107.REGISTRATION / "README.md"):
-        text = path.read_text()
-        shapes = re.findall(r"--shapes (\S+)", text)
-        assert len(shapes) == 1, path
-        assert [tuple(map(int, s.split("x"))) for s in shapes[0].split(",")] == list(p107.SHAPES), path
-        assert re.search(r"for b in ([\w.\- ]+); do", text).group(1).split() == list(p107.BLOCKS), path
+        text = runbook_names_the_plan(path, p107)
         assert re.search(r"for p in ([\w ]+); do", text).group(1).split() == [p107.PASSES[0], "probe", p107.PASSES[1]]
-        assert f"--ms {p107.M} " in text and "--tune-rounds" not in text, path
+        assert "--tune-rounds" not in text, path
 
 
 @pytest.mark.parametrize("suffix", ["", "-run2"])
