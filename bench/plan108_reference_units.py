@@ -34,6 +34,7 @@ import pandas as pd  # noqa: E402
 
 import plan101_block_ops as p101  # noqa: E402
 import plan106_harness_or_unit as p106  # noqa: E402
+from posthoc_h100_reference_units import scale_by_reference  # noqa: E402
 
 REGISTRATION = ROOT / "bench/predictions/reg108-reference-units"
 RESULTS = ROOT / "bench/results/validation-registered108"
@@ -75,8 +76,7 @@ def read_call(run: Path) -> pd.DataFrame:
 def judge(runs: pd.DataFrame, registration: Path = REGISTRATION) -> dict[str, pd.DataFrame]:
     o, b, _ = p106.probe_orders(runs, SHAPES, registration)
     ref = b.loc[REFERENCE]
-    for p in ("model", "naive"):
-        b[f"{p}_scaled_pct"] = ((1 + b[f"{p}_pct"] / 100) / (1 + ref[f"{p}_pct"] / 100) - 1) * 100
+    scale_by_reference(b, ref)
     six = b.loc[list(OTHERS)]
     mape = lambda p: six[f"{p}_pct"].abs().mean()  # noqa: E731
     off = abs(ref.model_pct) > 2.0
